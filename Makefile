@@ -1,0 +1,149 @@
+# trainctl build. `make` builds into build/, `make test` runs every test,
+# `make check` runs them under ASan+UBSan in build/check/ plus the format check.
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+BUILD ?= build
+CC ?= cc
+
+# Install Debian packages when something is missing, before pkg-config is
+# asked for flags (a fresh machine has none of them).
+ifeq ($(filter clean format format-check,$(MAKECMDGOALS)),)
+DEPS_RC := $(shell ./scripts/deps.sh -q >&2; echo $$?)
+ifneq ($(DEPS_RC),0)
+$(error scripts/deps.sh failed: install the packages it names and retry)
+endif
+endif
+
+PKGS := libmicrohttpd jansson sqlite3 libcurl libpcre2-8 libcrypto inih
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN := -Wall -Wextra -Werror -pedantic -Wstrict-prototypes \
+	-Wmissing-prototypes -Wvla -Wwrite-strings -fno-common
+OPT ?= -O2 -g
+CFLAGS ?= $(OPT)
+SAN ?=
+ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) \
+	$(CFLAGS) $(SAN) -I. $(PKG_CFLAGS) -MMD -MP
+ALL_LDFLAGS := $(LDFLAGS) $(SAN)
+LIBS := $(PKG_LIBS) -lpthread -lm
+
+# One static library per module; the binaries link what they need.
+MODULES := common api db
+common_SRC := $(wildcard common/*.c)
+api_SRC := $(wildcard api/*.c)
+db_SRC := $(wildcard db/*.c)
+ctrl_SRC := $(wildcard controller/*.c)
+cli_SRC := $(wildcard cli/*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+LIB_common := $(BUILD)/lib/libtcommon.a
+LIB_api := $(BUILD)/lib/libtapi.a
+LIB_db := $(BUILD)/lib/libtdb.a
+
+BIN_trainctld := $(BUILD)/bin/trainctld
+BIN_trainctl := $(BUILD)/bin/trainctl
+
+TEST_SRC := $(wildcard tests/*/test_*.c)
+TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+
+.PHONY: all deps test check fuzz format format-check install clean demo bench \
+	unit-tests
+
+all: $(BIN_trainctld) $(BIN_trainctl)
+
+deps:
+	./scripts/deps.sh
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(LIB_common): $(call obj,$(common_SRC))
+$(LIB_api): $(call obj,$(api_SRC))
+$(LIB_db): $(call obj,$(db_SRC))
+$(BUILD)/lib/%.a:
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BIN_trainctld): $(call obj,$(ctrl_SRC)) $(LIB_api) $(LIB_db) $(LIB_common)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+$(BIN_trainctl): $(call obj,$(cli_SRC)) $(LIB_api) $(LIB_common)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+# Unit tests: tests/<module>/test_<file>.c links against every module
+# library (and cmocka).
+$(BUILD)/tests/%: tests/%.c $(LIB_api) $(LIB_db) $(LIB_common)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB_api) $(LIB_db) $(LIB_common) \
+		$(ALL_LDFLAGS) $(LIBS) -lcmocka
+
+unit-tests: $(TEST_BIN)
+
+test: all unit-tests
+	@BUILD=$(BUILD) ./tests/run.sh
+
+# Sanitized build in its own folder, then the format and banned-call checks.
+check:
+	$(MAKE) BUILD=build/check OPT="-O1 -g" \
+		SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+		test
+	$(MAKE) fuzz-run
+	$(MAKE) format-check
+
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
+FUZZ_LIB_SRC := $(common_SRC) $(api_SRC)
+
+build/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRC)
+	@mkdir -p $(dir $@)
+	clang -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 -I. \
+		$(PKG_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ $(LIBS)
+
+fuzz: $(FUZZ_BIN)
+
+# A short run of every fuzzer over its seed corpus.
+fuzz-run: $(FUZZ_BIN)
+	@for f in $(FUZZ_BIN); do \
+		n=$$(basename $$f); \
+		mkdir -p build/fuzz/corpus-$$n; \
+		echo "fuzz: $$n"; \
+		$$f -max_total_time=$${FUZZ_SECONDS:-20} -max_len=65536 \
+			build/fuzz/corpus-$$n tests/fuzz/seeds 2>&1 | tail -n 2 || exit 1; \
+	done
+
+SRC_ALL = $(wildcard common/*.[ch] api/*.[ch] db/*.[ch] controller/*.[ch] \
+	cli/*.[ch] agent/*.[ch] trainer/*.[ch] tests/*/*.[ch])
+
+format:
+	clang-format -i $(SRC_ALL)
+
+format-check:
+	clang-format --dry-run -Werror $(SRC_ALL)
+	@! grep -nE '\b(sprintf|vsprintf|strcpy|strcat|strncpy|strtok)[[:space:]]*\(' \
+		$(filter-out common/banned.h,$(SRC_ALL)) || \
+		{ echo "banned function used"; exit 1; }
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/trainctl \
+		$(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 755 $(BIN_trainctld) $(BIN_trainctl) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 api/*.h $(DESTDIR)$(PREFIX)/include/trainctl/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' scripts/trainctl.pc.in \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/trainctl.pc
+
+demo: all
+	./scripts/demo.sh
+
+bench: all
+	./bench/api.sh
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

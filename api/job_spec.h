@@ -1,0 +1,94 @@
+#ifndef API_JOB_SPEC_H
+#define API_JOB_SPEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+
+/* A string->string pair (hyperparameters, environment, tags). */
+struct api_kv {
+	char *key;
+	char *value;
+};
+
+struct api_channel {
+	char *name;
+	char *s3_uri;
+	char *s3_data_type;    /* S3Prefix, ManifestFile, ... */
+	char *distribution;    /* FullyReplicated or ShardedByS3Key */
+	char *content_type;    /* may be NULL */
+	char *input_mode;      /* may be NULL: job's TrainingInputMode */
+	char *compression;     /* may be NULL */
+	char *record_wrapper;  /* may be NULL */
+};
+
+struct api_metric_def {
+	char *name;
+	char *regex;
+};
+
+struct api_instance_group {
+	char *name;
+	char *instance_type;
+	int count;
+};
+
+/*
+ * A validated CreateTrainingJob request as plain C values. Every char * is
+ * owned by the spec and freed by api_job_spec_release(); optional members
+ * that were absent are NULL (strings) or 0 / -1 (numbers, as commented).
+ */
+struct api_job_spec {
+	char *name;
+	char *role_arn;
+	char *training_image;  /* NULL when AlgorithmName is used */
+	char *algorithm_name;  /* NULL when TrainingImage is used */
+	char *input_mode;      /* File, Pipe or FastFile */
+	char **entrypoint;     /* ContainerEntrypoint, NULL-terminated or NULL */
+	char **arguments;      /* ContainerArguments, NULL-terminated or NULL */
+	struct api_metric_def *metrics;
+	size_t n_metrics;
+	struct api_kv *hyperparameters;
+	size_t n_hyperparameters;
+	struct api_kv *environment;
+	size_t n_environment;
+	struct api_channel *channels;
+	size_t n_channels;
+	char *output_path;     /* OutputDataConfig.S3OutputPath */
+	char *instance_type;   /* NULL when InstanceGroups is used */
+	int instance_count;    /* 0 when InstanceGroups is used */
+	struct api_instance_group *groups;
+	size_t n_groups;
+	int volume_gb;         /* 0 when absent */
+	int64_t max_runtime_s; /* defaulted to 86400 */
+	int64_t max_wait_s;    /* 0 when absent */
+	int max_retry_attempts; /* 0 when no RetryStrategy */
+	char *checkpoint_s3_uri; /* NULL when no CheckpointConfig */
+	char *checkpoint_local_path; /* defaulted to /opt/ml/checkpoints/ */
+	int spot;              /* EnableManagedSpotTraining */
+	/*
+	 * The request as it will be echoed by DescribeTrainingJob: only members
+	 * of the model, defaults filled in, compact JSON. Never NULL after a
+	 * successful parse.
+	 */
+	char *request_json;
+};
+
+#define API_JOB_SPEC_INIT { 0 }
+
+/*
+ * Parses and validates a CreateTrainingJob request body. Returns 0 and fills
+ * spec, or ERR_INVALID (malformed JSON or any violated constraint, with err
+ * naming the member and the constraint) and leaves spec empty.
+ */
+int api_job_spec_parse(const char *json, size_t len, struct api_job_spec *spec,
+		       struct buf *err);
+
+/* Frees everything the spec owns and zeroes it. */
+void api_job_spec_release(struct api_job_spec *spec);
+
+/* Returns the value of hyperparameter key, or NULL. */
+const char *api_job_spec_hp(const struct api_job_spec *spec, const char *key);
+
+#endif

@@ -1,0 +1,66 @@
+#ifndef API_REQUESTS_H
+#define API_REQUESTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+
+/*
+ * The small requests: {"TrainingJobName": ...} for Describe, Stop and Delete,
+ * and ListTrainingJobs.
+ */
+
+/*
+ * Parses a request whose only member that matters is TrainingJobName,
+ * validated against the named input shape (e.g. "DescribeTrainingJobRequest").
+ * On success *name_out is a copy the caller frees. Returns 0 or ERR_INVALID.
+ */
+int api_name_request_parse(const char *shape, const char *json, size_t len,
+			   char **name_out, struct buf *err);
+
+enum api_sort_by {
+	API_SORT_CREATION_TIME = 0,
+	API_SORT_NAME,
+	API_SORT_STATUS
+};
+
+struct api_list_request {
+	int max_results;          /* 1..100, defaulted to 10 */
+	char *next_token;         /* NULL = first page */
+	char *name_contains;      /* NULL = any */
+	char *status_equals;      /* NULL = any */
+	enum api_sort_by sort_by; /* default CreationTime */
+	int descending;           /* SortOrder; default Ascending */
+	int64_t creation_after_ms;  /* 0 = unset (exclusive bounds) */
+	int64_t creation_before_ms;
+	int64_t modified_after_ms;
+	int64_t modified_before_ms;
+};
+
+/* Parses a ListTrainingJobs body. Returns 0 or ERR_INVALID. */
+int api_list_request_parse(const char *json, size_t len,
+			   struct api_list_request *req, struct buf *err);
+
+void api_list_request_release(struct api_list_request *req);
+
+/*
+ * Builds {"TrainingJobName": name} into out (JSON-escaped). Returns 0 or
+ * ERR_TOOBIG.
+ */
+int api_name_request_build(const char *name, struct buf *out);
+
+/*
+ * Writes the AWS JSON error body {"__type": type, "message": message}
+ * into out.
+ */
+int api_error_body(const char *type, const char *message, struct buf *out);
+
+/*
+ * Parses an error body into *type_out and *message_out (copies the caller
+ * frees); "Unknown" / "" when members are missing. Returns 0 or ERR_INVALID.
+ */
+int api_error_parse(const char *json, size_t len, char **type_out,
+		    char **message_out);
+
+#endif

@@ -1,0 +1,80 @@
+#ifndef API_SIGV4_H
+#define API_SIGV4_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+
+/*
+ * AWS Signature Version 4 verification (server side), with OpenSSL's HMAC
+ * and SHA-256. No I/O: the controller reads the credentials file and hands
+ * its text to api_credentials_parse().
+ */
+
+struct api_header {
+	const char *name;  /* as received; compared case-insensitively */
+	const char *value;
+};
+
+/* What the verifier needs from one HTTP request; nothing is owned. */
+struct api_sigv4_request {
+	const char *method;   /* "POST" */
+	const char *raw_uri;  /* path and query exactly as sent: "/a%20b?x=1" */
+	const struct api_header *headers;
+	size_t n_headers;
+	const void *body;
+	size_t body_len;
+};
+
+struct api_credential {
+	char *profile;
+	char *access_key_id;
+	char *secret_access_key;
+};
+
+struct api_credentials {
+	struct api_credential *items;
+	size_t n;
+};
+
+/*
+ * Parses the AWS shared-credentials format ("[profile]" sections with
+ * aws_access_key_id / aws_secret_access_key). Returns 0, or ERR_INVALID with
+ * err naming the line; profiles without both keys are an error.
+ */
+int api_credentials_parse(const char *text, struct api_credentials *creds,
+			  struct buf *err);
+
+void api_credentials_release(struct api_credentials *creds);
+
+/*
+ * Verifies the request's Authorization header (or X-Amz-* query parameters)
+ * for service (e.g. "sagemaker"), any region, at time now_ms, with at most 15
+ * minutes of clock skew. Returns 0 when valid. Otherwise ERR_AUTH, with
+ * *err_type set to the AWS error code (static string):
+ *   MissingAuthenticationToken (403)  no Authorization at all
+ *   IncompleteSignature (400)         malformed Authorization / missing parts
+ *   InvalidClientTokenId (403)        unknown access key
+ *   SignatureDoesNotMatch (403)       wrong signature
+ *   InvalidSignatureException (400)   date outside the skew window
+ * and *http_status to the status, and err to a message for the body.
+ */
+int api_sigv4_verify(const struct api_sigv4_request *req,
+		     const struct api_credentials *creds, const char *service,
+		     int64_t now_ms, const char **err_type, int *http_status,
+		     struct buf *err);
+
+/*
+ * Computes the signature for req as a client would (used by tests and by
+ * the verifier itself): fills the hex signature of 64 chars + NUL. The
+ * Authorization header of req is ignored; signed_headers is the
+ * semicolon-separated lower-case list, amz_date "20150830T123600Z",
+ * region/service the scope. Returns 0 or ERR_INVALID.
+ */
+int api_sigv4_sign(const struct api_sigv4_request *req, const char *secret,
+		   const char *amz_date, const char *region,
+		   const char *service, const char *signed_headers,
+		   const char *payload_hash, char out_hex[65], struct buf *err);
+
+#endif

@@ -1,0 +1,36 @@
+#!/bin/sh
+# Install every Debian package the build, the tests and the demo need.
+# Idempotent: packages already present are not touched, and apt-get update
+# runs at most once per invocation.
+set -eu
+
+PKGS="build-essential pkg-config
+libmicrohttpd-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev
+libssh2-1-dev libssl-dev libcmocka-dev libpcre2-dev libarchive-dev
+libinih-dev wrk
+clang clang-format curl ca-certificates
+python3 python3-boto3 python3-botocore awscli python3-sklearn"
+
+missing=""
+for p in $PKGS; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+		grep -q 'install ok installed'; then
+		missing="$missing $p"
+	fi
+done
+
+if [ -z "$missing" ]; then
+	[ "${1:-}" = "-q" ] || echo "deps: all packages present"
+	exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+	SUDO="sudo"
+fi
+
+echo "deps: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -q --no-install-recommends $missing

@@ -1,0 +1,67 @@
+#!/bin/sh
+# Runs every test and prints one closing line "N passed, N failed, N skipped".
+#
+# Every test program speaks TAP on stdout: cmocka unit tests (through
+# CMOCKA_MESSAGE_OUTPUT=TAP), and the scripts in tests/compat/ and
+# tests/integration/ ("ok N - name", "not ok N - name", "# SKIP" directives).
+# Each program runs under a time limit; one that dies or times out counts as
+# one more failure. TESTS=pattern runs only matching programs.
+set -u
+
+BUILD=${BUILD:-build}
+LOGDIR=$BUILD/test-logs
+mkdir -p "$LOGDIR"
+export BUILD
+export CMOCKA_MESSAGE_OUTPUT=TAP
+
+pass=0
+fail=0
+skip=0
+failed_names=""
+
+run_one() {
+	prog=$1
+	limit=$2
+	shift 2
+	name=$(echo "$prog" | sed 's|/|_|g')
+	case "$prog" in
+	*${TESTS:-}*) ;;
+	*) return ;;
+	esac
+	log=$LOGDIR/$name.log
+	timeout -k 10 "$limit" "$@" >"$log" 2>&1
+	rc=$?
+	p=$(grep -cE '^ok [0-9]+' "$log" | head -n1)
+	s=$(grep -ciE '^ok [0-9]+.*# *skip' "$log" | head -n1)
+	f=$(grep -cE '^not ok [0-9]+' "$log" | head -n1)
+	p=$((p - s))
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		# A crash, a timeout or a failing script without TAP output.
+		f=1
+		echo "  $prog: exit status $rc (see $log)" >&2
+	fi
+	pass=$((pass + p))
+	skip=$((skip + s))
+	fail=$((fail + f))
+	if [ "$f" -gt 0 ]; then
+		failed_names="$failed_names $prog"
+		grep -E '^not ok' "$log" | sed "s|^|  $prog: |" >&2
+		tail -n 20 "$log" | sed 's|^|    |' >&2
+	fi
+	printf '%-45s %3d passed %3d failed %3d skipped\n' "$prog" "$p" "$f" "$s"
+}
+
+for t in $(find "$BUILD/tests" -type f -name 'test_*' -perm -u+x 2>/dev/null | sort); do
+	run_one "$t" 300 "$t"
+done
+
+for t in $(ls tests/compat/test_* tests/integration/test_* 2>/dev/null | sort); do
+	case "$t" in
+	*.py) run_one "$t" 900 /usr/bin/python3 "$t" ;;
+	*.sh) run_one "$t" 900 sh "$t" ;;
+	esac
+done
+
+[ -n "$failed_names" ] && echo "failed:$failed_names" >&2
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]
