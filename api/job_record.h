@@ -8,10 +8,10 @@
 
 /* Timestamps are epoch milliseconds; 0 means absent. */
 struct api_transition {
-	char *status;   /* SecondaryStatus value */
+	char *status; /* SecondaryStatus value */
 	int64_t start_ms;
 	int64_t end_ms; /* 0 while current */
-	char *message;  /* may be NULL */
+	char *message;	/* may be NULL */
 };
 
 struct api_metric_value {
@@ -27,17 +27,17 @@ struct api_metric_value {
 struct api_job_record {
 	char *name;
 	char *arn;
-	char *status;           /* TrainingJobStatus */
+	char *status;		/* TrainingJobStatus */
 	char *secondary_status; /* SecondaryStatus */
-	char *failure_reason;   /* may be NULL */
-	char *model_artifacts;  /* S3ModelArtifacts, may be NULL */
-	char *request_json;     /* the echoed request (api_job_spec) */
+	char *failure_reason;	/* may be NULL */
+	char *model_artifacts;	/* S3ModelArtifacts, may be NULL */
+	char *request_json;	/* the echoed request (api_job_spec) */
 	int64_t creation_ms;
 	int64_t last_modified_ms;
-	int64_t start_ms;       /* TrainingStartTime */
-	int64_t end_ms;         /* TrainingEndTime */
-	int64_t training_s;     /* TrainingTimeInSeconds, 0 = absent */
-	int64_t billable_s;     /* BillableTimeInSeconds, 0 = absent */
+	int64_t start_ms;   /* TrainingStartTime */
+	int64_t end_ms;	    /* TrainingEndTime */
+	int64_t training_s; /* TrainingTimeInSeconds, 0 = absent */
+	int64_t billable_s; /* BillableTimeInSeconds, 0 = absent */
 	struct api_transition *transitions;
 	size_t n_transitions;
 	struct api_metric_value *metrics; /* FinalMetricDataList */

@@ -15,12 +15,12 @@ struct api_kv {
 struct api_channel {
 	char *name;
 	char *s3_uri;
-	char *s3_data_type;    /* S3Prefix, ManifestFile, ... */
-	char *distribution;    /* FullyReplicated or ShardedByS3Key */
-	char *content_type;    /* may be NULL */
-	char *input_mode;      /* may be NULL: job's TrainingInputMode */
-	char *compression;     /* may be NULL */
-	char *record_wrapper;  /* may be NULL */
+	char *s3_data_type;   /* S3Prefix, ManifestFile, ... */
+	char *distribution;   /* FullyReplicated or ShardedByS3Key */
+	char *content_type;   /* may be NULL */
+	char *input_mode;     /* may be NULL: job's TrainingInputMode */
+	char *compression;    /* may be NULL */
+	char *record_wrapper; /* may be NULL */
 };
 
 struct api_metric_def {
@@ -42,11 +42,11 @@ struct api_instance_group {
 struct api_job_spec {
 	char *name;
 	char *role_arn;
-	char *training_image;  /* NULL when AlgorithmName is used */
-	char *algorithm_name;  /* NULL when TrainingImage is used */
-	char *input_mode;      /* File, Pipe or FastFile */
-	char **entrypoint;     /* ContainerEntrypoint, NULL-terminated or NULL */
-	char **arguments;      /* ContainerArguments, NULL-terminated or NULL */
+	char *training_image; /* NULL when AlgorithmName is used */
+	char *algorithm_name; /* NULL when TrainingImage is used */
+	char *input_mode;     /* File, Pipe or FastFile */
+	char **entrypoint;    /* ContainerEntrypoint, NULL-terminated or NULL */
+	char **arguments;     /* ContainerArguments, NULL-terminated or NULL */
 	struct api_metric_def *metrics;
 	size_t n_metrics;
 	struct api_kv *hyperparameters;
@@ -55,18 +55,18 @@ struct api_job_spec {
 	size_t n_environment;
 	struct api_channel *channels;
 	size_t n_channels;
-	char *output_path;     /* OutputDataConfig.S3OutputPath */
-	char *instance_type;   /* NULL when InstanceGroups is used */
-	int instance_count;    /* 0 when InstanceGroups is used */
+	char *output_path;   /* OutputDataConfig.S3OutputPath */
+	char *instance_type; /* NULL when InstanceGroups is used */
+	int instance_count;  /* 0 when InstanceGroups is used */
 	struct api_instance_group *groups;
 	size_t n_groups;
-	int volume_gb;         /* 0 when absent */
-	int64_t max_runtime_s; /* defaulted to 86400 */
-	int64_t max_wait_s;    /* 0 when absent */
-	int max_retry_attempts; /* 0 when no RetryStrategy */
-	char *checkpoint_s3_uri; /* NULL when no CheckpointConfig */
+	int volume_gb;		     /* 0 when absent */
+	int64_t max_runtime_s;	     /* defaulted to 86400 */
+	int64_t max_wait_s;	     /* 0 when absent */
+	int max_retry_attempts;	     /* 0 when no RetryStrategy */
+	char *checkpoint_s3_uri;     /* NULL when no CheckpointConfig */
 	char *checkpoint_local_path; /* defaulted to /opt/ml/checkpoints/ */
-	int spot;              /* EnableManagedSpotTraining */
+	int spot;		     /* EnableManagedSpotTraining */
 	/*
 	 * The request as it will be echoed by DescribeTrainingJob: only members
 	 * of the model, defaults filled in, compact JSON. Never NULL after a
@@ -75,7 +75,10 @@ struct api_job_spec {
 	char *request_json;
 };
 
-#define API_JOB_SPEC_INIT { 0 }
+#define API_JOB_SPEC_INIT \
+	{                 \
+		0         \
+	}
 
 /*
  * Parses and validates a CreateTrainingJob request body. Returns 0 and fills

@@ -19,24 +19,36 @@
 int api_name_request_parse(const char *shape, const char *json, size_t len,
 			   char **name_out, struct buf *err);
 
-enum api_sort_by {
-	API_SORT_CREATION_TIME = 0,
-	API_SORT_NAME,
-	API_SORT_STATUS
-};
+enum api_sort_by { API_SORT_CREATION_TIME = 0, API_SORT_NAME, API_SORT_STATUS };
 
 struct api_list_request {
-	int max_results;          /* 1..100, defaulted to 10 */
-	char *next_token;         /* NULL = first page */
-	char *name_contains;      /* NULL = any */
-	char *status_equals;      /* NULL = any */
-	enum api_sort_by sort_by; /* default CreationTime */
-	int descending;           /* SortOrder; default Ascending */
-	int64_t creation_after_ms;  /* 0 = unset (exclusive bounds) */
+	int max_results;	   /* 1..100, defaulted to 10 */
+	char *next_token;	   /* NULL = first page */
+	char *name_contains;	   /* NULL = any */
+	char *status_equals;	   /* NULL = any */
+	enum api_sort_by sort_by;  /* default CreationTime */
+	int descending;		   /* SortOrder; default Ascending */
+	int64_t creation_after_ms; /* 0 = unset (exclusive bounds) */
 	int64_t creation_before_ms;
 	int64_t modified_after_ms;
 	int64_t modified_before_ms;
 };
+
+/* A name=value pair of a URL query, already percent-decoded. */
+struct api_query_arg {
+	const char *name;
+	const char *value;
+};
+
+/*
+ * Builds a ListTrainingJobs request from the REST face's query arguments
+ * (MaxResults, NextToken, NameContains, StatusEquals, SortBy, SortOrder,
+ * CreationTimeAfter/Before and LastModifiedTimeAfter/Before as epoch
+ * seconds) and validates it like the JSON body. Unknown arguments are an
+ * error. Returns 0 or ERR_INVALID.
+ */
+int api_list_request_from_query(const struct api_query_arg *args, size_t n,
+				struct api_list_request *req, struct buf *err);
 
 /* Parses a ListTrainingJobs body. Returns 0 or ERR_INVALID. */
 int api_list_request_parse(const char *json, size_t len,
@@ -49,6 +61,9 @@ void api_list_request_release(struct api_list_request *req);
  * ERR_TOOBIG.
  */
 int api_name_request_build(const char *name, struct buf *out);
+
+/* Builds {"TrainingJobArn": arn}. Returns 0 or ERR_TOOBIG. */
+int api_create_response(const char *arn, struct buf *out);
 
 /*
  * Writes the AWS JSON error body {"__type": type, "message": message}

@@ -13,14 +13,14 @@
  */
 
 struct api_header {
-	const char *name;  /* as received; compared case-insensitively */
+	const char *name; /* as received; compared case-insensitively */
 	const char *value;
 };
 
 /* What the verifier needs from one HTTP request; nothing is owned. */
 struct api_sigv4_request {
-	const char *method;   /* "POST" */
-	const char *raw_uri;  /* path and query exactly as sent: "/a%20b?x=1" */
+	const char *method;  /* "POST" */
+	const char *raw_uri; /* path and query exactly as sent: "/a%20b?x=1" */
 	const struct api_header *headers;
 	size_t n_headers;
 	const void *body;

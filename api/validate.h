@@ -5,7 +5,7 @@
  * Validation of request JSON against the SageMaker service model's shapes
  * (generated into api/model_gen.c by scripts/gen_model.py from botocore's
  * service-2.json, both client generations merged). Internal to api/: it is
- * the only header outside api/*.c that mentions jansson.
+ * the only api/ header besides json_util.h that mentions jansson.
  */
 #include <jansson.h>
 

@@ -11,7 +11,8 @@
  * string at any time. `max` caps the length (0 = no cap other than memory):
  * every buffer that network input fills must have one. An append that would
  * pass `max` fails with ERR_TOOBIG and leaves the buffer as it was.
- * Allocation failure exits (xmalloc), so the only error is ERR_TOOBIG.
+ * Allocation failure exits (xmalloc), so the only error is ERR_TOOBIG;
+ * callers filling an error message may ignore it (the text is cut short).
  */
 struct buf {
 	char *data;
@@ -37,20 +38,19 @@ void buf_init(struct buf *b, size_t max);
 int buf_grow(struct buf *b, size_t n);
 
 /* Appends n bytes. Returns 0 or ERR_TOOBIG. */
-int buf_add(struct buf *b, const void *data, size_t n)
-	__attribute__((warn_unused_result));
+int buf_add(struct buf *b, const void *data, size_t n);
 
 /* Appends a C string. Returns 0 or ERR_TOOBIG. */
-int buf_adds(struct buf *b, const char *s) __attribute__((warn_unused_result));
+int buf_adds(struct buf *b, const char *s);
 
 /* Appends one byte. Returns 0 or ERR_TOOBIG. */
-int buf_addch(struct buf *b, char c) __attribute__((warn_unused_result));
+int buf_addch(struct buf *b, char c);
 
 /* Appends formatted text. Returns 0 or ERR_TOOBIG. */
 int buf_addf(struct buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3), warn_unused_result));
+	__attribute__((format(printf, 2, 3)));
 int buf_vaddf(struct buf *b, const char *fmt, va_list ap)
-	__attribute__((format(printf, 2, 0), warn_unused_result));
+	__attribute__((format(printf, 2, 0)));
 
 /* Empties the buffer, keeping its memory. */
 void buf_reset(struct buf *b);

@@ -1,0 +1,460 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "api/job_spec.h"
+#include "api/json_util.h"
+#include "api/validate.h"
+#include "common/err.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+#define DEFAULT_MAX_RUNTIME_S 86400
+#define MAX_MAX_RUNTIME_S (28 * 86400)
+#define DEFAULT_CHECKPOINT_PATH "/opt/ml/checkpoints/"
+
+/*
+ * Members of CreateTrainingJobRequest that DescribeTrainingJob echoes. Others
+ * (Tags, members a newer client knows and we do not) are accepted but not
+ * echoed, as the real service does with Tags.
+ */
+static const char *const echoed_members[] = {
+	"AlgorithmSpecification",
+	"RoleArn",
+	"HyperParameters",
+	"InputDataConfig",
+	"OutputDataConfig",
+	"ResourceConfig",
+	"VpcConfig",
+	"StoppingCondition",
+	"EnableNetworkIsolation",
+	"EnableInterContainerTrafficEncryption",
+	"EnableManagedSpotTraining",
+	"CheckpointConfig",
+	"DebugHookConfig",
+	"ExperimentConfig",
+	"DebugRuleConfigurations",
+	"TensorBoardOutputConfig",
+	"ProfilerConfig",
+	"ProfilerRuleConfigurations",
+	"Environment",
+	"RetryStrategy",
+	"RemoteDebugConfig",
+	"InfraCheckConfig",
+};
+
+static char *dup_str(const json_t *obj, const char *key)
+{
+	const char *s = json_string_value(json_object_get(obj, key));
+
+	return s ? xstrdup(s) : NULL;
+}
+
+static char **dup_str_list(const json_t *arr)
+{
+	char **out;
+	size_t i;
+	json_t *v;
+
+	if (!json_is_array(arr))
+		return NULL;
+	out = xcalloc(json_array_size(arr) + 1, sizeof(*out));
+	json_array_foreach(arr, i, v) out[i] = xstrdup(json_string_value(v));
+	return out;
+}
+
+static void dup_map(const json_t *obj, struct api_kv **out, size_t *n)
+{
+	const char *key;
+	json_t *v;
+	size_t i = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!json_is_object(obj) || json_object_size(obj) == 0)
+		return;
+	*out = xcalloc(json_object_size(obj), sizeof(**out));
+	json_object_foreach((json_t *)obj, key, v)
+	{
+		(*out)[i].key = xstrdup(key);
+		(*out)[i].value = xstrdup(json_string_value(v));
+		i++;
+	}
+	*n = i;
+}
+
+static int fail(struct buf *err, const char *msg)
+{
+	(void)buf_addf(err, "1 validation error detected: %s", msg);
+	return ERR_INVALID;
+}
+
+/* Cross-member rules the model cannot express. */
+static int check_semantics(const json_t *root, struct buf *err)
+{
+	const json_t *alg = json_object_get(root, "AlgorithmSpecification");
+	const json_t *res = json_object_get(root, "ResourceConfig");
+	const json_t *stop = json_object_get(root, "StoppingCondition");
+	const json_t *chans = json_object_get(root, "InputDataConfig");
+	const json_t *ch;
+	int has_type, has_count, has_groups, spot;
+	json_int_t runtime = DEFAULT_MAX_RUNTIME_S, wait = 0;
+	size_t i, j;
+
+	if (json_object_get(alg, "AlgorithmName") &&
+	    json_object_get(alg, "TrainingImage"))
+		return fail(err, "AlgorithmSpecification must specify either "
+				 "TrainingImage or AlgorithmName, not both");
+	if (!json_object_get(alg, "TrainingImage"))
+		return fail(err,
+			    "Value null at 'algorithmSpecification."
+			    "trainingImage' failed to satisfy constraint: "
+			    "Member must not be null (AlgorithmName is not "
+			    "supported)");
+
+	has_type = json_object_get(res, "InstanceType") != NULL;
+	has_count = json_object_get(res, "InstanceCount") != NULL;
+	has_groups = json_object_get(res, "InstanceGroups") != NULL;
+	if (has_groups && (has_type || has_count))
+		return fail(err, "ResourceConfig.InstanceGroups cannot be used "
+				 "together with InstanceType or InstanceCount");
+	if (!has_groups && (!has_type || !has_count))
+		return fail(err, "ResourceConfig must specify InstanceType and "
+				 "InstanceCount, or InstanceGroups");
+	if (has_count &&
+	    json_integer_value(json_object_get(res, "InstanceCount")) < 1)
+		return fail(err,
+			    "Value 0 at 'resourceConfig.instanceCount' "
+			    "failed to satisfy constraint: Member must have "
+			    "value greater than or equal to 1");
+	if (has_groups) {
+		json_array_foreach(
+			json_object_get(res, "InstanceGroups"), i,
+			ch) if (json_integer_value(json_object_get(ch,
+								   "InstanceCount")) <
+				1) return fail(err,
+					       "every InstanceGroups member "
+					       "must have InstanceCount >= 1");
+	}
+
+	spot = json_is_true(json_object_get(root, "EnableManagedSpotTraining"));
+	if (json_object_get(stop, "MaxRuntimeInSeconds"))
+		runtime = json_integer_value(
+			json_object_get(stop, "MaxRuntimeInSeconds"));
+	if (json_object_get(stop, "MaxWaitTimeInSeconds"))
+		wait = json_integer_value(
+			json_object_get(stop, "MaxWaitTimeInSeconds"));
+	if (runtime > MAX_MAX_RUNTIME_S && !spot)
+		return fail(err,
+			    "StoppingCondition.MaxRuntimeInSeconds must be "
+			    "at most 2419200 (28 days)");
+	if (wait && !spot)
+		return fail(err,
+			    "StoppingCondition.MaxWaitTimeInSeconds is only "
+			    "allowed with EnableManagedSpotTraining");
+	if (spot && !wait)
+		return fail(err, "EnableManagedSpotTraining requires "
+				 "StoppingCondition.MaxWaitTimeInSeconds");
+	if (wait && wait < runtime)
+		return fail(err,
+			    "StoppingCondition.MaxWaitTimeInSeconds must be "
+			    "greater than or equal to MaxRuntimeInSeconds");
+
+	json_array_foreach(chans, i, ch)
+	{
+		const char *name =
+			json_string_value(json_object_get(ch, "ChannelName"));
+		const json_t *other;
+
+		if (!json_object_get(ch, "DataSource") ||
+		    !json_object_get(json_object_get(ch, "DataSource"),
+				     "S3DataSource")) {
+			(void)buf_addf(
+				err,
+				"1 validation error detected: "
+				"channel '%s' must use an S3DataSource "
+				"(FileSystemDataSource and DatasetSource "
+				"are not supported)",
+				name);
+			return ERR_INVALID;
+		}
+		for (j = i + 1; j < json_array_size(chans); j++) {
+			other = json_array_get(chans, j);
+			if (!strcmp(name, json_string_value(json_object_get(
+						  other, "ChannelName")))) {
+				(void)buf_addf(err,
+					       "1 validation error "
+					       "detected: channel name '%s' is "
+					       "used more than once",
+					       name);
+				return ERR_INVALID;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Builds the echo of the request with the service's defaults filled in. */
+static json_t *build_echo(const json_t *root)
+{
+	json_t *echo = json_object();
+	json_t *v;
+	json_t *ch;
+	size_t i;
+
+	for (i = 0; i < sizeof(echoed_members) / sizeof(echoed_members[0]);
+	     i++) {
+		v = json_object_get(root, echoed_members[i]);
+		if (v)
+			json_object_set_new(echo, echoed_members[i],
+					    json_deep_copy(v));
+	}
+	v = json_object_get(echo, "StoppingCondition");
+	if (!v) {
+		v = json_object();
+		json_object_set_new(echo, "StoppingCondition", v);
+	}
+	if (!json_object_get(v, "MaxRuntimeInSeconds"))
+		json_object_set_new(v, "MaxRuntimeInSeconds",
+				    json_integer(DEFAULT_MAX_RUNTIME_S));
+	json_array_foreach(json_object_get(echo, "InputDataConfig"), i, ch)
+	{
+		json_t *s3 = json_object_get(json_object_get(ch, "DataSource"),
+					     "S3DataSource");
+
+		if (s3 && !json_object_get(s3, "S3DataDistributionType"))
+			json_object_set_new(s3, "S3DataDistributionType",
+					    json_string("FullyReplicated"));
+		if (!json_object_get(ch, "CompressionType"))
+			json_object_set_new(ch, "CompressionType",
+					    json_string("None"));
+		if (!json_object_get(ch, "RecordWrapperType"))
+			json_object_set_new(ch, "RecordWrapperType",
+					    json_string("None"));
+	}
+	v = json_object_get(echo, "CheckpointConfig");
+	if (v && !json_object_get(v, "LocalPath"))
+		json_object_set_new(v, "LocalPath",
+				    json_string(DEFAULT_CHECKPOINT_PATH));
+	if (!json_object_get(echo, "EnableNetworkIsolation"))
+		json_object_set_new(echo, "EnableNetworkIsolation",
+				    json_false());
+	if (!json_object_get(echo, "EnableInterContainerTrafficEncryption"))
+		json_object_set_new(echo,
+				    "EnableInterContainerTrafficEncryption",
+				    json_false());
+	if (!json_object_get(echo, "EnableManagedSpotTraining"))
+		json_object_set_new(echo, "EnableManagedSpotTraining",
+				    json_false());
+	return echo;
+}
+
+static void fill_spec(const json_t *root, struct api_job_spec *spec)
+{
+	const json_t *alg = json_object_get(root, "AlgorithmSpecification");
+	const json_t *res = json_object_get(root, "ResourceConfig");
+	const json_t *stop = json_object_get(root, "StoppingCondition");
+	const json_t *ckpt = json_object_get(root, "CheckpointConfig");
+	const json_t *arr;
+	const json_t *v;
+	size_t i;
+
+	spec->name = dup_str(root, "TrainingJobName");
+	spec->role_arn = dup_str(root, "RoleArn");
+	spec->training_image = dup_str(alg, "TrainingImage");
+	spec->algorithm_name = dup_str(alg, "AlgorithmName");
+	spec->input_mode = dup_str(alg, "TrainingInputMode");
+	spec->entrypoint =
+		dup_str_list(json_object_get(alg, "ContainerEntrypoint"));
+	spec->arguments =
+		dup_str_list(json_object_get(alg, "ContainerArguments"));
+
+	arr = json_object_get(alg, "MetricDefinitions");
+	if (json_array_size(arr)) {
+		spec->metrics =
+			xcalloc(json_array_size(arr), sizeof(*spec->metrics));
+		json_array_foreach(arr, i, v)
+		{
+			spec->metrics[i].name = dup_str(v, "Name");
+			spec->metrics[i].regex = dup_str(v, "Regex");
+		}
+		spec->n_metrics = json_array_size(arr);
+	}
+	dup_map(json_object_get(root, "HyperParameters"),
+		&spec->hyperparameters, &spec->n_hyperparameters);
+	dup_map(json_object_get(root, "Environment"), &spec->environment,
+		&spec->n_environment);
+
+	arr = json_object_get(root, "InputDataConfig");
+	if (json_array_size(arr)) {
+		spec->channels =
+			xcalloc(json_array_size(arr), sizeof(*spec->channels));
+		json_array_foreach(arr, i, v)
+		{
+			struct api_channel *c = &spec->channels[i];
+			const json_t *s3 = json_object_get(
+				json_object_get(v, "DataSource"),
+				"S3DataSource");
+
+			c->name = dup_str(v, "ChannelName");
+			c->s3_uri = dup_str(s3, "S3Uri");
+			c->s3_data_type = dup_str(s3, "S3DataType");
+			c->distribution = dup_str(s3, "S3DataDistributionType");
+			if (!c->distribution)
+				c->distribution = xstrdup("FullyReplicated");
+			c->content_type = dup_str(v, "ContentType");
+			c->input_mode = dup_str(v, "InputMode");
+			c->compression = dup_str(v, "CompressionType");
+			c->record_wrapper = dup_str(v, "RecordWrapperType");
+		}
+		spec->n_channels = json_array_size(arr);
+	}
+	spec->output_path = dup_str(json_object_get(root, "OutputDataConfig"),
+				    "S3OutputPath");
+	spec->instance_type = dup_str(res, "InstanceType");
+	spec->instance_count =
+		(int)json_integer_value(json_object_get(res, "InstanceCount"));
+	arr = json_object_get(res, "InstanceGroups");
+	if (json_array_size(arr)) {
+		spec->groups =
+			xcalloc(json_array_size(arr), sizeof(*spec->groups));
+		json_array_foreach(arr, i, v)
+		{
+			spec->groups[i].name = dup_str(v, "InstanceGroupName");
+			spec->groups[i].instance_type =
+				dup_str(v, "InstanceType");
+			spec->groups[i].count = (int)json_integer_value(
+				json_object_get(v, "InstanceCount"));
+		}
+		spec->n_groups = json_array_size(arr);
+	}
+	spec->volume_gb =
+		(int)json_integer_value(json_object_get(res, "VolumeSizeInGB"));
+	spec->max_runtime_s = DEFAULT_MAX_RUNTIME_S;
+	if (json_object_get(stop, "MaxRuntimeInSeconds"))
+		spec->max_runtime_s = json_integer_value(
+			json_object_get(stop, "MaxRuntimeInSeconds"));
+	spec->max_wait_s = json_integer_value(
+		json_object_get(stop, "MaxWaitTimeInSeconds"));
+	spec->max_retry_attempts = (int)json_integer_value(
+		json_object_get(json_object_get(root, "RetryStrategy"),
+				"MaximumRetryAttempts"));
+	if (ckpt) {
+		spec->checkpoint_s3_uri = dup_str(ckpt, "S3Uri");
+		spec->checkpoint_local_path = dup_str(ckpt, "LocalPath");
+		if (!spec->checkpoint_local_path)
+			spec->checkpoint_local_path =
+				xstrdup(DEFAULT_CHECKPOINT_PATH);
+	}
+	spec->spot = json_is_true(
+		json_object_get(root, "EnableManagedSpotTraining"));
+}
+
+int api_job_spec_parse(const char *json, size_t len, struct api_job_spec *spec,
+		       struct buf *err)
+{
+	json_t *root = NULL;
+	json_t *echo;
+	struct buf out = BUF_INIT;
+	int ret;
+
+	memset(spec, 0, sizeof(*spec));
+	ret = api__json_load_object(json, len, &root, err);
+	if (ret)
+		return ret;
+	ret = api_validate("CreateTrainingJobRequest", root, err);
+	if (ret)
+		goto out;
+	ret = check_semantics(root, err);
+	if (ret)
+		goto out;
+	fill_spec(root, spec);
+	echo = build_echo(root);
+	ret = api__json_dump_to(echo, &out);
+	json_decref(echo);
+	if (ret) {
+		api_job_spec_release(spec);
+		goto out;
+	}
+	spec->request_json = buf_detach(&out, NULL);
+out:
+	json_decref(root);
+	return ret;
+}
+
+static void free_list(char **l)
+{
+	size_t i;
+
+	if (!l)
+		return;
+	for (i = 0; l[i]; i++)
+		free(l[i]);
+	free(l);
+}
+
+static void free_kvs(struct api_kv *kv, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(kv[i].key);
+		free(kv[i].value);
+	}
+	free(kv);
+}
+
+void api_job_spec_release(struct api_job_spec *spec)
+{
+	size_t i;
+
+	free(spec->name);
+	free(spec->role_arn);
+	free(spec->training_image);
+	free(spec->algorithm_name);
+	free(spec->input_mode);
+	free_list(spec->entrypoint);
+	free_list(spec->arguments);
+	for (i = 0; i < spec->n_metrics; i++) {
+		free(spec->metrics[i].name);
+		free(spec->metrics[i].regex);
+	}
+	free(spec->metrics);
+	free_kvs(spec->hyperparameters, spec->n_hyperparameters);
+	free_kvs(spec->environment, spec->n_environment);
+	for (i = 0; i < spec->n_channels; i++) {
+		struct api_channel *c = &spec->channels[i];
+
+		free(c->name);
+		free(c->s3_uri);
+		free(c->s3_data_type);
+		free(c->distribution);
+		free(c->content_type);
+		free(c->input_mode);
+		free(c->compression);
+		free(c->record_wrapper);
+	}
+	free(spec->channels);
+	free(spec->output_path);
+	free(spec->instance_type);
+	for (i = 0; i < spec->n_groups; i++) {
+		free(spec->groups[i].name);
+		free(spec->groups[i].instance_type);
+	}
+	free(spec->groups);
+	free(spec->checkpoint_s3_uri);
+	free(spec->checkpoint_local_path);
+	free(spec->request_json);
+	memset(spec, 0, sizeof(*spec));
+}
+
+const char *api_job_spec_hp(const struct api_job_spec *spec, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < spec->n_hyperparameters; i++)
+		if (!strcmp(spec->hyperparameters[i].key, key))
+			return spec->hyperparameters[i].value;
+	return NULL;
+}

@@ -1,0 +1,34 @@
+#ifndef API_JSON_UTIL_H
+#define API_JSON_UTIL_H
+
+/* Small jansson helpers shared by the api/ files; internal to api/. */
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "common/buf.h"
+
+/* Upper bound on the nesting of accepted JSON documents. */
+#define API_JSON_MAX_DEPTH 32
+
+/*
+ * Parses json[0..len) and requires a JSON object. On success *out holds a
+ * new reference. Returns 0, or ERR_INVALID with err saying where the
+ * document is malformed.
+ */
+int api__json_load_object(const char *json, size_t len, json_t **out,
+			  struct buf *err);
+
+/* Appends the compact serialization of v to out. Returns 0 or ERR_TOOBIG. */
+int api__json_dump_to(const json_t *v, struct buf *out);
+
+/*
+ * Reads a timestamp member as botocore sends it (epoch seconds as integer
+ * or real) and returns epoch milliseconds; 0 when v is NULL or not a number.
+ */
+int64_t api__json_time_ms(const json_t *v);
+
+/* Returns ms as a JSON real holding epoch seconds with ms precision. */
+json_t *api__json_time(int64_t ms);
+
+#endif

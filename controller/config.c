@@ -1,0 +1,280 @@
+#define LOG_TAG "ctrl"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "controller/ctrl.h"
+#include "common/err.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+/*
+ * Built in three steps, as OpenSSH's servconf.c does: every field unset,
+ * then the command line, then defaults where a field is still unset.
+ */
+void ctrl_config_init(struct ctrl_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->threads = -1;
+	cfg->body_max = -1;
+}
+
+enum {
+	OPT_LISTEN = 'l',
+	OPT_STATE_DIR = 's',
+	OPT_VERBOSE = 'v',
+	OPT_HELP = 'h',
+	OPT_CREDENTIALS = 256,
+	OPT_REGION,
+	OPT_ACCOUNT,
+	OPT_THREADS,
+	OPT_BODY_MAX,
+	OPT_CHECK,
+};
+
+static const struct option options[] = {
+	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
+	{ "credentials", required_argument, NULL, OPT_CREDENTIALS },
+	{ "region", required_argument, NULL, OPT_REGION },
+	{ "account-id", required_argument, NULL, OPT_ACCOUNT },
+	{ "threads", required_argument, NULL, OPT_THREADS },
+	{ "max-body", required_argument, NULL, OPT_BODY_MAX },
+	{ "check-config", no_argument, NULL, OPT_CHECK },
+	{ "verbose", no_argument, NULL, OPT_VERBOSE },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+void ctrl_usage(void)
+{
+	fputs("usage: trainctld [--listen HOST:PORT] [--state-dir DIR]\n"
+	      "                 [--credentials FILE] [--region REGION]\n"
+	      "                 [--account-id ID] [--threads N] [--max-body BYTES]\n"
+	      "                 [--check-config] [-v]...\n"
+	      "\n"
+	      "  --listen        address to serve the API on (127.0.0.1:8080)\n"
+	      "  --state-dir     where the database lives\n"
+	      "                  ($XDG_STATE_HOME/trainctl or ~/.local/state/trainctl)\n"
+	      "  --credentials   AWS shared-credentials file; when given every\n"
+	      "                  request must carry a valid SigV4 signature\n"
+	      "  --region        region in ARNs and signatures (us-east-1)\n"
+	      "  --account-id    12-digit account in ARNs (000000000000)\n"
+	      "  --threads       HTTP worker threads (number of CPUs)\n"
+	      "  --max-body      request body limit in bytes (1048576)\n"
+	      "  --check-config  check the configuration, print it and exit\n"
+	      "  -v              more logging (repeatable)\n",
+	      stderr);
+}
+
+static int set_str(char **field, const char *value)
+{
+	free(*field);
+	*field = xstrdup(value);
+	return 0;
+}
+
+static int parse_long(const char *opt, const char *value, long lo, long hi,
+		      long *out, struct buf *err)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(value, &end, 10);
+	if (errno || !*value || *end || v < lo || v > hi) {
+		(void)buf_addf(err,
+			       "option '--%s' needs a number from %ld to "
+			       "%ld, not '%s'",
+			       opt, lo, hi, value);
+		return ERR_INVALID;
+	}
+	*out = v;
+	return 0;
+}
+
+int ctrl_config_parse_args(struct ctrl_config *cfg, int argc, char **argv,
+			   struct buf *err)
+{
+	long v;
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":l:s:vh", options, NULL)) != -1) {
+		switch (c) {
+		case OPT_LISTEN:
+			set_str(&cfg->listen, optarg);
+			break;
+		case OPT_STATE_DIR:
+			set_str(&cfg->state_dir, optarg);
+			break;
+		case OPT_CREDENTIALS:
+			set_str(&cfg->credentials_file, optarg);
+			break;
+		case OPT_REGION:
+			set_str(&cfg->region, optarg);
+			break;
+		case OPT_ACCOUNT:
+			set_str(&cfg->account_id, optarg);
+			break;
+		case OPT_THREADS:
+			if (parse_long("threads", optarg, 1, 256, &v, err))
+				return ERR_INVALID;
+			cfg->threads = (int)v;
+			break;
+		case OPT_BODY_MAX:
+			if (parse_long("max-body", optarg, 1024, 1L << 30, &v,
+				       err))
+				return ERR_INVALID;
+			cfg->body_max = v;
+			break;
+		case OPT_CHECK:
+			cfg->check_only = 1;
+			break;
+		case OPT_VERBOSE:
+			cfg->verbose++;
+			break;
+		case OPT_HELP:
+			ctrl_usage();
+			exit(0);
+		case ':':
+			(void)buf_addf(err, "option '%s' needs a value",
+				       argv[optind - 1]);
+			return ERR_INVALID;
+		default:
+			(void)buf_addf(err, "unknown option '%s'",
+				       argv[optind - 1]);
+			return ERR_INVALID;
+		}
+	}
+	if (optind < argc) {
+		(void)buf_addf(err, "unexpected argument '%s'", argv[optind]);
+		return ERR_INVALID;
+	}
+	return 0;
+}
+
+static char *default_state_dir(void)
+{
+	const char *xdg = getenv("XDG_STATE_HOME");
+	const char *home = getenv("HOME");
+	struct buf b = BUF_INIT;
+
+	if (xdg && *xdg)
+		(void)buf_addf(&b, "%s/trainctl", xdg);
+	else if (home && *home)
+		(void)buf_addf(&b, "%s/.local/state/trainctl", home);
+	else
+		(void)buf_adds(&b, "/var/lib/trainctl");
+	return buf_detach(&b, NULL);
+}
+
+void ctrl_config_fill_defaults(struct ctrl_config *cfg)
+{
+	long n;
+
+	if (!cfg->listen)
+		cfg->listen = xstrdup("127.0.0.1:8080");
+	if (!cfg->state_dir)
+		cfg->state_dir = default_state_dir();
+	if (!cfg->region)
+		cfg->region = xstrdup("us-east-1");
+	if (!cfg->account_id)
+		cfg->account_id = xstrdup("000000000000");
+	if (cfg->threads < 0) {
+		n = sysconf(_SC_NPROCESSORS_ONLN);
+		cfg->threads = n < 1 ? 1 : n > 16 ? 16 : (int)n;
+	}
+	if (cfg->body_max < 0)
+		cfg->body_max = 1L << 20;
+}
+
+static int is_loopback(const char *listen)
+{
+	return !strncmp(listen, "127.", 4) || !strncmp(listen, "[::1]:", 6) ||
+	       !strncmp(listen, "localhost:", 10);
+}
+
+int ctrl_config_check(const struct ctrl_config *cfg, struct buf *err)
+{
+	const char *colon = strrchr(cfg->listen, ':');
+	char *end;
+	long port;
+	size_t i;
+
+	if (!colon || colon == cfg->listen) {
+		(void)buf_addf(err, "--listen '%s' must be HOST:PORT",
+			       cfg->listen);
+		return ERR_INVALID;
+	}
+	port = strtol(colon + 1, &end, 10);
+	if (*end || colon[1] == '\0' || port < 0 || port > 65535) {
+		(void)buf_addf(err, "--listen '%s' has an invalid port",
+			       cfg->listen);
+		return ERR_INVALID;
+	}
+	if (!cfg->credentials_file && !is_loopback(cfg->listen)) {
+		(void)buf_addf(err,
+			       "--listen '%s' is not a loopback address: "
+			       "without --credentials requests are not "
+			       "authenticated, so the API may only listen on "
+			       "loopback",
+			       cfg->listen);
+		return ERR_INVALID;
+	}
+	if (strlen(cfg->account_id) != 12) {
+		(void)buf_addf(err, "--account-id '%s' must be 12 digits",
+			       cfg->account_id);
+		return ERR_INVALID;
+	}
+	for (i = 0; i < 12; i++) {
+		if (cfg->account_id[i] < '0' || cfg->account_id[i] > '9') {
+			(void)buf_addf(err,
+				       "--account-id '%s' must be 12 "
+				       "digits",
+				       cfg->account_id);
+			return ERR_INVALID;
+		}
+	}
+	for (i = 0; cfg->region[i]; i++) {
+		char c = cfg->region[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		      c == '-')) {
+			(void)buf_addf(err,
+				       "--region '%s' may hold only "
+				       "a-z, 0-9 and '-'",
+				       cfg->region);
+			return ERR_INVALID;
+		}
+	}
+	return 0;
+}
+
+void ctrl_config_print(const struct ctrl_config *cfg)
+{
+	printf("listen %s\n", cfg->listen);
+	printf("state-dir %s\n", cfg->state_dir);
+	printf("credentials %s\n",
+	       cfg->credentials_file ? cfg->credentials_file : "none");
+	printf("region %s\n", cfg->region);
+	printf("account-id %s\n", cfg->account_id);
+	printf("threads %d\n", cfg->threads);
+	printf("max-body %ld\n", cfg->body_max);
+}
+
+void ctrl_config_release(struct ctrl_config *cfg)
+{
+	free(cfg->listen);
+	free(cfg->state_dir);
+	free(cfg->credentials_file);
+	free(cfg->region);
+	free(cfg->account_id);
+	memset(cfg, 0, sizeof(*cfg));
+}

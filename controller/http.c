@@ -1,0 +1,469 @@
+#define LOG_TAG "http"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include <microhttpd.h>
+#include <openssl/rand.h>
+
+#include "api/sigv4.h"
+#include "controller/ctrl.h"
+#include "controller/ops.h"
+#include "common/bug.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+#define MAX_HEADERS 64
+#define MAX_QUERY_ARGS 32
+#define URI_MAX 8192
+#define JSON11 "application/x-amz-json-1.1"
+
+/* Per-connection request state, created by the URI log callback. */
+struct request {
+	char *raw_uri;
+	struct buf body;
+	int started;
+	int too_big;
+	int64_t t0_us;
+};
+
+static void *uri_logger(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	struct ctrl_ctx *ctx = cls;
+	struct request *req = xcalloc(1, sizeof(*req));
+
+	(void)c;
+	req->raw_uri = xstrndup(uri, strnlen(uri, URI_MAX));
+	buf_init(&req->body, (size_t)ctx->cfg.body_max);
+	req->t0_us = time_mono_us();
+	return req;
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
+		      enum MHD_RequestTerminationCode toe)
+{
+	struct request *req = *con_cls;
+
+	(void)cls;
+	(void)c;
+	(void)toe;
+	if (!req)
+		return;
+	buf_release(&req->body);
+	free(req->raw_uri);
+	free(req);
+	*con_cls = NULL;
+}
+
+static void request_id(char out[37])
+{
+	unsigned char b[16];
+	static const char hex[] = "0123456789abcdef";
+	int i, j = 0;
+
+	if (RAND_bytes(b, sizeof(b)) != 1)
+		memset(b, 0, sizeof(b));
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+	for (i = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			out[j++] = '-';
+		out[j++] = hex[b[i] >> 4];
+		out[j++] = hex[b[i] & 15];
+	}
+	out[j] = '\0';
+}
+
+static enum MHD_Result send_response(struct MHD_Connection *conn,
+				     struct ctrl_response *r,
+				     const char *content_type,
+				     const char *method, const char *uri,
+				     const struct request *req)
+{
+	struct MHD_Response *mr;
+	enum MHD_Result ret;
+	char rid[37];
+	size_t len;
+	char *data;
+
+	request_id(rid);
+	data = buf_detach(&r->body, &len);
+	mr = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+	if (!mr) {
+		free(data);
+		return MHD_NO;
+	}
+	MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+	MHD_add_response_header(mr, "x-amzn-RequestId", rid);
+	ret = MHD_queue_response(conn, (unsigned)r->status, mr);
+	MHD_destroy_response(mr);
+	if (r->status >= 400)
+		log_info("%s %s -> %d %s (%lld us)", method, uri, r->status,
+			 r->error_type ? r->error_type : "",
+			 (long long)(time_mono_us() - req->t0_us));
+	else
+		log_debug("%s %s -> %d (%lld us)", method, uri, r->status,
+			  (long long)(time_mono_us() - req->t0_us));
+	return ret;
+}
+
+struct header_list {
+	struct api_header items[MAX_HEADERS];
+	size_t n;
+	int overflow;
+};
+
+static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind,
+				      const char *key, const char *value)
+{
+	struct header_list *h = cls;
+
+	(void)kind;
+	if (h->n == MAX_HEADERS) {
+		h->overflow = 1;
+		return MHD_NO;
+	}
+	h->items[h->n].name = key;
+	h->items[h->n].value = value ? value : "";
+	h->n++;
+	return MHD_YES;
+}
+
+static int authenticate(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+			const char *method, const struct request *req,
+			struct ctrl_response *resp)
+{
+	struct header_list h;
+	struct api_sigv4_request sr;
+	struct buf err = BUF_INIT;
+	const char *type = NULL;
+	int status = 403;
+	int ret;
+
+	if (!ctx->auth_enabled)
+		return 0;
+	h.n = 0;
+	h.overflow = 0;
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_header, &h);
+	if (h.overflow) {
+		ctrl_reply_error(resp, 400, "IncompleteSignature",
+				 "too many request headers");
+		return ERR_AUTH;
+	}
+	sr.method = method;
+	sr.raw_uri = req->raw_uri;
+	sr.headers = h.items;
+	sr.n_headers = h.n;
+	sr.body = req->body.data;
+	sr.body_len = req->body.len;
+	ret = api_sigv4_verify(&sr, &ctx->creds, "sagemaker", time_now_ms(),
+			       &type, &status, &err);
+	if (ret)
+		ctrl_reply_error(resp, status,
+				 type ? type : "IncompleteSignature", err.data);
+	buf_release(&err);
+	return ret;
+}
+
+static int media_type_ok(const char *ct)
+{
+	if (!ct)
+		return 1;
+	return !strncasecmp(ct, JSON11, strlen(JSON11)) ||
+	       !strncasecmp(ct, "application/json", 16);
+}
+
+struct query_list {
+	struct api_query_arg items[MAX_QUERY_ARGS];
+	size_t n;
+	int overflow;
+};
+
+static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind,
+				     const char *key, const char *value)
+{
+	struct query_list *q = cls;
+
+	(void)kind;
+	if (q->n == MAX_QUERY_ARGS) {
+		q->overflow = 1;
+		return MHD_NO;
+	}
+	q->items[q->n].name = key;
+	q->items[q->n].value = value ? value : "";
+	q->n++;
+	return MHD_YES;
+}
+
+/*
+ * The REST face: /v1/training-jobs[/{name}[/stop]]. The JSON bodies are the
+ * JSON 1.1 ones, so every route ends in the same handlers.
+ */
+static void route_rest(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+		       const char *method, const char *url,
+		       const struct request *req, struct ctrl_response *resp)
+{
+	static const char prefix[] = "/v1/training-jobs";
+	const char *rest = url + strlen(prefix);
+	struct buf name = BUF_INIT_MAX(256);
+	struct buf body = BUF_INIT;
+	const char *slash;
+	int stop = 0;
+
+	if (strncmp(url, prefix, strlen(prefix)) || (*rest && *rest != '/')) {
+		ctrl_reply_error(resp, 404, "UnknownOperationException",
+				 "no such resource");
+		return;
+	}
+	if (*rest == '\0' || !strcmp(rest, "/")) {
+		if (!strcmp(method, "GET")) {
+			struct query_list q;
+
+			q.n = 0;
+			q.overflow = 0;
+			MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND,
+						  collect_query, &q);
+			if (q.overflow)
+				ctrl_reply_error(resp, 400,
+						 "ValidationException",
+						 "too many query parameters");
+			else
+				ctrl_op_list_query(ctx, q.items, q.n, resp);
+		} else if (!strcmp(method, "POST")) {
+			ctrl_op_create(ctx, req->body.data, req->body.len,
+				       resp);
+		} else {
+			ctrl_reply_error(
+				resp, 405, "MethodNotAllowed",
+				"use GET or POST on /v1/training-jobs");
+		}
+		return;
+	}
+	rest++;
+	slash = strchr(rest, '/');
+	if (slash && !strcmp(slash, "/stop"))
+		stop = 1;
+	else if (slash) {
+		ctrl_reply_error(resp, 404, "UnknownOperationException",
+				 "no such resource");
+		return;
+	}
+	if (buf_add(&name, rest,
+		    slash ? (size_t)(slash - rest) : strlen(rest))) {
+		ctrl_reply_error(resp, 400, "ValidationException",
+				 "job name too long");
+		return;
+	}
+	if (api_name_request_build(name.data, &body)) {
+		ctrl_reply_error(resp, 400, "ValidationException",
+				 "invalid job name");
+	} else if (stop && !strcmp(method, "POST")) {
+		ctrl_op_stop(ctx, body.data, body.len, resp);
+	} else if (!stop && !strcmp(method, "GET")) {
+		ctrl_op_describe(ctx, body.data, body.len, resp);
+	} else if (!stop && !strcmp(method, "DELETE")) {
+		ctrl_op_delete(ctx, body.data, body.len, resp);
+	} else {
+		ctrl_reply_error(resp, 405, "MethodNotAllowed",
+				 "method not allowed on this resource");
+	}
+	buf_release(&name);
+	buf_release(&body);
+}
+
+static void route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+		  const char *method, const char *url,
+		  const struct request *req, struct ctrl_response *resp,
+		  const char **content_type)
+{
+	const char *target;
+	const char *ct;
+	ctrl_op_fn fn;
+
+	*content_type = JSON11;
+	if (!strcmp(url, "/healthz")) {
+		resp->status = 200;
+		(void)buf_adds(&resp->body, "{\"status\":\"ok\"}");
+		*content_type = "application/json";
+		return;
+	}
+	if (authenticate(ctx, conn, method, req, resp))
+		return;
+	if (!strncmp(url, "/v1/", 4)) {
+		*content_type = "application/json";
+		route_rest(ctx, conn, method, url, req, resp);
+		return;
+	}
+	target = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					     "X-Amz-Target");
+	if (strcmp(method, "POST") || !target) {
+		ctrl_reply_error(resp, 400, "UnknownOperationException",
+				 "requests must be POST with an X-Amz-Target "
+				 "header (or use the /v1/ REST paths)");
+		return;
+	}
+	ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					 MHD_HTTP_HEADER_CONTENT_TYPE);
+	if (!media_type_ok(ct)) {
+		ctrl_reply_error(resp, 415, "UnsupportedMediaTypeException",
+				 "Content-Type must be "
+				 "application/x-amz-json-1.1");
+		return;
+	}
+	fn = ctrl_op_lookup(target);
+	if (!fn) {
+		struct buf msg = BUF_INIT_MAX(512);
+
+		(void)buf_addf(&msg, "operation '%.200s' is not supported",
+			       target);
+		ctrl_reply_error(resp, 400, "UnknownOperationException",
+				 msg.data);
+		buf_release(&msg);
+		return;
+	}
+	fn(ctx, req->body.data, req->body.len, resp);
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
+			       const char *url, const char *method,
+			       const char *version, const char *upload_data,
+			       size_t *upload_data_size, void **con_cls)
+{
+	struct ctrl_ctx *ctx = cls;
+	struct request *req = *con_cls;
+	struct ctrl_response resp;
+	const char *content_type = JSON11;
+	enum MHD_Result ret;
+
+	(void)version;
+	if (!req)
+		return MHD_NO;
+	if (!req->started) {
+		const char *cl = MHD_lookup_connection_value(
+			conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+		req->started = 1;
+		if (cl && strtoll(cl, NULL, 10) > ctx->cfg.body_max)
+			req->too_big = 1;
+		if (!req->too_big)
+			return MHD_YES;
+	}
+	if (*upload_data_size && !req->too_big) {
+		if (buf_add(&req->body, upload_data, *upload_data_size))
+			req->too_big = 1;
+		*upload_data_size = 0;
+		if (!req->too_big)
+			return MHD_YES;
+	}
+	memset(&resp, 0, sizeof(resp));
+	buf_init(&resp.body, 0);
+	if (req->too_big) {
+		struct buf msg = BUF_INIT;
+
+		(void)buf_addf(&msg, "request body is larger than %ld bytes",
+			       ctx->cfg.body_max);
+		ctrl_reply_error(&resp, 413, "RequestEntityTooLarge", msg.data);
+		buf_release(&msg);
+		/* Answer at once; MHD closes the connection afterwards. */
+		*upload_data_size = 0;
+	} else {
+		route(ctx, conn, method, url, req, &resp, &content_type);
+	}
+	ret = send_response(conn, &resp, content_type, method, url, req);
+	buf_release(&resp.body);
+	return ret;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char line[512];
+
+	(void)cls;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	line[strcspn(line, "\n")] = '\0';
+	log_debug("microhttpd: %s", line);
+}
+
+static int parse_listen(const char *listen, struct sockaddr_storage *ss,
+			socklen_t *len, struct buf *err)
+{
+	const char *colon = strrchr(listen, ':');
+	char host[256];
+	size_t hl = (size_t)(colon - listen);
+	int port = atoi(colon + 1);
+	struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	if (hl >= sizeof(host)) {
+		(void)buf_addf(err, "--listen host too long");
+		return ERR_INVALID;
+	}
+	memcpy(host, listen, hl);
+	host[hl] = '\0';
+	if (!strcmp(host, "localhost"))
+		snprintf(host, sizeof(host), "127.0.0.1");
+	if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') {
+		memmove(host, host + 1, hl - 2);
+		host[hl - 2] = '\0';
+	}
+	if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
+		in4->sin_family = AF_INET;
+		in4->sin_port = htons((uint16_t)port);
+		*len = sizeof(*in4);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons((uint16_t)port);
+		*len = sizeof(*in6);
+		return 0;
+	}
+	(void)buf_addf(err, "--listen host '%s' is not an IP address", host);
+	return ERR_INVALID;
+}
+
+int ctrl_http_start(struct ctrl_ctx *ctx, struct buf *err)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = 0;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+			 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+	int ret = parse_listen(ctx->cfg.listen, &ss, &sl, err);
+
+	if (ret)
+		return ret;
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	ctx->httpd = MHD_start_daemon(
+		flags, 0, NULL, NULL, handler, ctx, MHD_OPTION_SOCK_ADDR, &ss,
+		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)ctx->cfg.threads,
+		MHD_OPTION_URI_LOG_CALLBACK, uri_logger, ctx,
+		MHD_OPTION_NOTIFY_COMPLETED, completed, ctx,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
+		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
+		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+	if (!ctx->httpd) {
+		(void)buf_addf(err,
+			       "cannot listen on %s (address in use or not "
+			       "available)",
+			       ctx->cfg.listen);
+		return ERR_IO;
+	}
+	return 0;
+}
+
+void ctrl_http_stop(struct ctrl_ctx *ctx)
+{
+	if (ctx->httpd)
+		MHD_stop_daemon(ctx->httpd);
+	ctx->httpd = NULL;
+}

@@ -1,0 +1,205 @@
+#define LOG_TAG "ctrl"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "controller/ctrl.h"
+#include "db/db.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+#define CREDENTIALS_MAX (1 << 20)
+
+/* mkdir -p with mode 0700 for the last component. */
+static int make_dirs(const char *path, struct buf *err)
+{
+	char *p = xstrdup(path);
+	char *s;
+	int ret = 0;
+
+	for (s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, 0755) && errno != EEXIST) {
+			(void)buf_addf(err, "cannot create '%s': %s", p,
+				       strerror(errno));
+			ret = ERR_IO;
+			goto out;
+		}
+		*s = '/';
+	}
+	if (mkdir(p, 0700) && errno != EEXIST) {
+		(void)buf_addf(err, "cannot create '%s': %s", p,
+			       strerror(errno));
+		ret = ERR_IO;
+	}
+out:
+	free(p);
+	return ret;
+}
+
+static int read_file(const char *path, size_t max, struct buf *out,
+		     struct buf *err)
+{
+	char chunk[4096];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		(void)buf_addf(err, "cannot open '%s': %s", path,
+			       strerror(errno));
+		return ERR_IO;
+	}
+	out->max = max;
+	while ((n = read(fd, chunk, sizeof(chunk))) > 0) {
+		if (buf_add(out, chunk, (size_t)n)) {
+			(void)buf_addf(err, "'%s' is larger than %zu bytes",
+				       path, max);
+			close(fd);
+			return ERR_TOOBIG;
+		}
+	}
+	close(fd);
+	if (n < 0) {
+		(void)buf_addf(err, "cannot read '%s': %s", path,
+			       strerror(errno));
+		return ERR_IO;
+	}
+	return 0;
+}
+
+static int load_credentials(struct ctrl_ctx *ctx, struct buf *err)
+{
+	struct buf text = BUF_INIT;
+	int ret;
+
+	if (!ctx->cfg.credentials_file)
+		return 0;
+	ret = read_file(ctx->cfg.credentials_file, CREDENTIALS_MAX, &text, err);
+	if (!ret)
+		ret = api_credentials_parse(text.data, &ctx->creds, err);
+	buf_release(&text);
+	if (ret)
+		return ret;
+	if (ctx->creds.n == 0) {
+		(void)buf_addf(err, "'%s' holds no credentials",
+			       ctx->cfg.credentials_file);
+		return ERR_INVALID;
+	}
+	ctx->auth_enabled = 1;
+	return 0;
+}
+
+char *ctrl_job_arn(const struct ctrl_ctx *ctx, const char *name)
+{
+	struct buf b = BUF_INIT;
+	size_t i;
+
+	(void)buf_addf(&b, "arn:aws:sagemaker:%s:%s:training-job/",
+		       ctx->cfg.region, ctx->cfg.account_id);
+	/* The service lower-cases the name in ARNs. */
+	for (i = 0; name[i]; i++) {
+		char c = name[i];
+
+		(void)buf_addch(&b, c >= 'A' && c <= 'Z' ? (char)(c + 32) : c);
+	}
+	return buf_detach(&b, NULL);
+}
+
+int main(int argc, char **argv)
+{
+	struct ctrl_ctx ctx;
+	struct buf err = BUF_INIT;
+	struct buf path = BUF_INIT;
+	sigset_t set;
+	int sig = 0;
+	int ret = 1;
+
+	memset(&ctx, 0, sizeof(ctx));
+	ctrl_config_init(&ctx.cfg);
+	if (ctrl_config_parse_args(&ctx.cfg, argc, argv, &err)) {
+		fprintf(stderr, "trainctld: error: %s\n", err.data);
+		ctrl_usage();
+		ctrl_config_release(&ctx.cfg);
+		buf_release(&err);
+		return 2;
+	}
+	ctrl_config_fill_defaults(&ctx.cfg);
+	log_set_level(LOG_INFO + ctx.cfg.verbose);
+	if (ctrl_config_check(&ctx.cfg, &err) || load_credentials(&ctx, &err)) {
+		fprintf(stderr, "trainctld: error: %s\n", err.data);
+		goto out;
+	}
+	if (ctx.cfg.check_only) {
+		ctrl_config_print(&ctx.cfg);
+		ret = 0;
+		goto out;
+	}
+	if (make_dirs(ctx.cfg.state_dir, &err)) {
+		fprintf(stderr, "trainctld: error: %s\n", err.data);
+		goto out;
+	}
+	(void)buf_addf(&path, "%s/trainctl.db", ctx.cfg.state_dir);
+	if (db_open(path.data, ctx.cfg.threads + 1, &ctx.db, &err)) {
+		fprintf(stderr, "trainctld: error: %s\n", err.data);
+		goto out;
+	}
+
+	/* Signals go to this thread only: every thread started below
+	 * inherits the blocked mask. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	pthread_mutex_init(&ctx.lock, NULL);
+	pthread_cond_init(&ctx.wake, NULL);
+	if (ctrl_reconciler_start(&ctx)) {
+		fprintf(stderr, "trainctld: error: cannot start reconciler\n");
+		goto out_db;
+	}
+	if (ctrl_http_start(&ctx, &err)) {
+		fprintf(stderr, "trainctld: error: %s\n", err.data);
+		goto out_reconciler;
+	}
+	if (!ctx.auth_enabled)
+		log_warn("no --credentials given: requests are not "
+			 "authenticated (listening on loopback only)");
+	log_info("listening on %s, state in %s", ctx.cfg.listen,
+		 ctx.cfg.state_dir);
+	for (;;) {
+		if (sigwait(&set, &sig))
+			break;
+		if (sig == SIGHUP) {
+			log_info("SIGHUP: nothing to reload yet");
+			continue;
+		}
+		break;
+	}
+	log_info("signal %d: shutting down", sig);
+	ctrl_http_stop(&ctx);
+	ret = 0;
+out_reconciler:
+	ctrl_reconciler_stop(&ctx);
+out_db:
+	db_close(ctx.db);
+	pthread_mutex_destroy(&ctx.lock);
+	pthread_cond_destroy(&ctx.wake);
+out:
+	api_credentials_release(&ctx.creds);
+	ctrl_config_release(&ctx.cfg);
+	buf_release(&err);
+	buf_release(&path);
+	return ret;
+}

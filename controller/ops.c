@@ -1,0 +1,405 @@
+#define LOG_TAG "ctrl"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/job_record.h"
+#include "api/job_spec.h"
+#include "api/requests.h"
+#include "controller/ctrl.h"
+#include "controller/job_state.h"
+#include "controller/ops.h"
+#include "db/db.h"
+#include "common/bug.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+#define NOT_FOUND_MSG "Requested resource not found."
+
+void ctrl_reply_error(struct ctrl_response *resp, int status, const char *type,
+		      const char *message)
+{
+	resp->status = status;
+	resp->error_type = type;
+	buf_reset(&resp->body);
+	if (api_error_body(type, message, &resp->body))
+		BUG("error body too big");
+}
+
+void ctrl_reply_err_code(struct ctrl_response *resp, int code,
+			 const char *message)
+{
+	switch (code) {
+	case ERR_INVALID:
+		ctrl_reply_error(resp, 400, "ValidationException", message);
+		break;
+	case ERR_NOTFOUND:
+		ctrl_reply_error(resp, 400, "ValidationException",
+				 message && *message ? message : NOT_FOUND_MSG);
+		break;
+	case ERR_CONFLICT:
+		ctrl_reply_error(resp, 400, "ResourceInUse", message);
+		break;
+	case ERR_LIMIT:
+		ctrl_reply_error(resp, 400, "ResourceLimitExceeded", message);
+		break;
+	case ERR_TOOBIG:
+		ctrl_reply_error(resp, 413, "RequestEntityTooLarge", message);
+		break;
+	default:
+		/* Only genuine server faults are 5xx: clients retry those. */
+		log_error("internal error (%s): %s", err_str(code),
+			  message ? message : "");
+		ctrl_reply_error(resp, 500, "InternalFailure",
+				 "We encountered an internal error. Please "
+				 "try again.");
+		break;
+	}
+}
+
+static void reply_json(struct ctrl_response *resp, struct buf *json)
+{
+	resp->status = 200;
+	buf_release(&resp->body);
+	resp->body = *json;
+	buf_init(json, 0);
+}
+
+void ctrl_op_create(struct ctrl_ctx *ctx, const char *body, size_t len,
+		    struct ctrl_response *resp)
+{
+	struct api_job_spec spec;
+	struct db_job job;
+	struct buf err = BUF_INIT;
+	struct buf out = BUF_INIT;
+	int ret;
+
+	memset(&job, 0, sizeof(job));
+	ret = api_job_spec_parse(body, len, &spec, &err);
+	if (ret) {
+		ctrl_reply_err_code(resp, ret, err.data);
+		goto out;
+	}
+	job.name = spec.name;
+	job.arn = ctrl_job_arn(ctx, spec.name);
+	job.status = (char *)ctrl_job_state_primary(CTRL_JOB_STARTING);
+	job.secondary_status =
+		(char *)ctrl_job_state_secondary(CTRL_JOB_STARTING);
+	job.request_json = spec.request_json;
+	job.instance_type = spec.instance_type;
+	job.instance_count = spec.instance_count;
+	job.creation_ms = time_now_ms();
+	ret = db_job_insert(ctx->db, &job, "Starting the training job", &err);
+	if (ret == ERR_CONFLICT) {
+		buf_reset(&err);
+		(void)buf_addf(&err,
+			       "Training job names must be unique within "
+			       "an AWS account and region, and a training job "
+			       "with this name already exists (%s)",
+			       job.arn);
+		ctrl_reply_error(resp, 400, "ResourceInUse", err.data);
+		goto out;
+	}
+	if (ret) {
+		ctrl_reply_err_code(resp, ret, err.data);
+		goto out;
+	}
+	log_info("job '%s' created (%s x%d)", spec.name,
+		 spec.instance_type ? spec.instance_type : "groups",
+		 spec.instance_count);
+	ctrl_reconciler_wake(ctx);
+	if (api_create_response(job.arn, &out))
+		BUG("create response too big");
+	reply_json(resp, &out);
+out:
+	free(job.arn);
+	api_job_spec_release(&spec);
+	buf_release(&err);
+	buf_release(&out);
+}
+
+/* Moves the strings of a db_job into an api_job_record (no copies). */
+static void job_to_record(struct db_job *j, struct api_job_record *r)
+{
+	size_t i;
+
+	memset(r, 0, sizeof(*r));
+	r->name = j->name;
+	r->arn = j->arn;
+	r->status = j->status;
+	r->secondary_status = j->secondary_status;
+	r->failure_reason = j->failure_reason;
+	r->model_artifacts = j->model_artifacts;
+	r->request_json = j->request_json;
+	r->creation_ms = j->creation_ms;
+	r->last_modified_ms = j->last_modified_ms;
+	r->start_ms = j->start_ms;
+	r->end_ms = j->end_ms;
+	r->training_s = j->training_s;
+	r->billable_s = j->billable_s;
+	if (j->n_transitions) {
+		r->transitions =
+			xcalloc(j->n_transitions, sizeof(*r->transitions));
+		for (i = 0; i < j->n_transitions; i++) {
+			r->transitions[i].status = j->transitions[i].status;
+			r->transitions[i].start_ms = j->transitions[i].start_ms;
+			r->transitions[i].end_ms = j->transitions[i].end_ms;
+			r->transitions[i].message = j->transitions[i].message;
+		}
+		r->n_transitions = j->n_transitions;
+		free(j->transitions);
+	}
+	if (j->n_metrics) {
+		r->metrics = xcalloc(j->n_metrics, sizeof(*r->metrics));
+		for (i = 0; i < j->n_metrics; i++) {
+			r->metrics[i].name = j->metrics[i].name;
+			r->metrics[i].value = j->metrics[i].value;
+			r->metrics[i].timestamp_ms = j->metrics[i].timestamp_ms;
+		}
+		r->n_metrics = j->n_metrics;
+		free(j->metrics);
+	}
+	free(j->instance_type);
+	memset(j, 0, sizeof(*j));
+}
+
+void ctrl_op_describe(struct ctrl_ctx *ctx, const char *body, size_t len,
+		      struct ctrl_response *resp)
+{
+	struct buf err = BUF_INIT;
+	struct buf out = BUF_INIT;
+	struct api_job_record rec;
+	struct db_job job;
+	char *name = NULL;
+	int ret;
+
+	memset(&rec, 0, sizeof(rec));
+	ret = api_name_request_parse("DescribeTrainingJobRequest", body, len,
+				     &name, &err);
+	if (!ret)
+		ret = db_job_get(ctx->db, name, &job, &err);
+	if (ret) {
+		ctrl_reply_err_code(resp, ret, err.data);
+		goto out;
+	}
+	job_to_record(&job, &rec);
+	ret = api_describe_response(&rec, &out);
+	if (ret) {
+		ctrl_reply_err_code(resp, ERR_INTERNAL,
+				    "stored request is corrupt");
+		goto out;
+	}
+	reply_json(resp, &out);
+out:
+	api_job_record_release(&rec);
+	free(name);
+	buf_release(&err);
+	buf_release(&out);
+}
+
+static void list_run(struct ctrl_ctx *ctx, const struct api_list_request *req,
+		     struct ctrl_response *resp)
+{
+	struct db_list_query q = { 0 };
+	struct db_job *jobs = NULL;
+	struct api_job_record *recs = NULL;
+	struct buf err = BUF_INIT;
+	struct buf out = BUF_INIT;
+	char *next = NULL;
+	size_t n = 0;
+	size_t i;
+	int ret;
+
+	q.limit = req->max_results;
+	q.token = req->next_token;
+	q.name_contains = req->name_contains;
+	q.status = req->status_equals;
+	q.sort = req->sort_by == API_SORT_NAME	 ? DB_SORT_NAME :
+		 req->sort_by == API_SORT_STATUS ? DB_SORT_STATUS :
+						   DB_SORT_CREATION;
+	q.descending = req->descending;
+	q.created_after_ms = req->creation_after_ms;
+	q.created_before_ms = req->creation_before_ms;
+	q.modified_after_ms = req->modified_after_ms;
+	q.modified_before_ms = req->modified_before_ms;
+	ret = db_job_list(ctx->db, &q, &jobs, &n, &next, &err);
+	if (ret) {
+		ctrl_reply_err_code(resp, ret, err.data);
+		goto out;
+	}
+	recs = xcalloc(n ? n : 1, sizeof(*recs));
+	for (i = 0; i < n; i++)
+		job_to_record(&jobs[i], &recs[i]);
+	if (api_list_response(recs, n, next, &out))
+		BUG("list response too big");
+	reply_json(resp, &out);
+out:
+	for (i = 0; recs && i < n; i++)
+		api_job_record_release(&recs[i]);
+	free(recs);
+	free(jobs);
+	free(next);
+	buf_release(&err);
+	buf_release(&out);
+}
+
+void ctrl_op_list(struct ctrl_ctx *ctx, const char *body, size_t len,
+		  struct ctrl_response *resp)
+{
+	struct api_list_request req;
+	struct buf err = BUF_INIT;
+	int ret = api_list_request_parse(body, len, &req, &err);
+
+	if (ret)
+		ctrl_reply_err_code(resp, ret, err.data);
+	else
+		list_run(ctx, &req, resp);
+	api_list_request_release(&req);
+	buf_release(&err);
+}
+
+void ctrl_op_list_query(struct ctrl_ctx *ctx, const struct api_query_arg *args,
+			size_t n, struct ctrl_response *resp)
+{
+	struct api_list_request req;
+	struct buf err = BUF_INIT;
+	int ret = api_list_request_from_query(args, n, &req, &err);
+
+	if (ret)
+		ctrl_reply_err_code(resp, ret, err.data);
+	else
+		list_run(ctx, &req, resp);
+	api_list_request_release(&req);
+	buf_release(&err);
+}
+
+static void reply_empty(struct ctrl_response *resp)
+{
+	resp->status = 200;
+	buf_reset(&resp->body);
+	if (buf_adds(&resp->body, "{}"))
+		BUG("cannot write {}");
+}
+
+/* The current state of job name, for a handler's checks. */
+static int current_state(struct ctrl_ctx *ctx, const char *name,
+			 enum ctrl_job_state *state, char **status,
+			 struct buf *err)
+{
+	struct db_job job;
+	int ret = db_job_get(ctx->db, name, &job, err);
+
+	if (ret)
+		return ret;
+	ret = ctrl_job_state_parse(job.secondary_status, state);
+	*status = xstrdup(job.status);
+	db_job_release(&job);
+	if (ret)
+		(void)buf_adds(err, "stored job has an unknown status");
+	return ret ? ERR_INTERNAL : 0;
+}
+
+void ctrl_op_stop(struct ctrl_ctx *ctx, const char *body, size_t len,
+		  struct ctrl_response *resp)
+{
+	struct buf err = BUF_INIT;
+	enum ctrl_job_state state;
+	char *status = NULL;
+	char *name = NULL;
+	int ret;
+	int tries;
+
+	ret = api_name_request_parse("StopTrainingJobRequest", body, len, &name,
+				     &err);
+	/* A state may change between reading it and writing; retry then. */
+	for (tries = 0; !ret && tries < 5; tries++) {
+		free(status);
+		status = NULL;
+		ret = current_state(ctx, name, &state, &status, &err);
+		if (ret)
+			break;
+		if (strcmp(status, "InProgress")) {
+			buf_reset(&err);
+			(void)buf_addf(&err,
+				       "The request was rejected because "
+				       "the training job is in status %s.",
+				       status);
+			ret = ERR_INVALID;
+			break;
+		}
+		buf_reset(&err);
+		ret = ctrl_job_transition(ctx, name, state, CTRL_JOB_STOPPING,
+					  "Stopping the training job", NULL,
+					  &err);
+		if (ret != ERR_CONFLICT)
+			break;
+		ret = 0;
+		if (tries == 4)
+			ret = ERR_CONFLICT;
+	}
+	if (ret) {
+		ctrl_reply_err_code(resp, ret, err.data);
+	} else {
+		ctrl_reconciler_wake(ctx);
+		reply_empty(resp);
+	}
+	free(status);
+	free(name);
+	buf_release(&err);
+}
+
+void ctrl_op_delete(struct ctrl_ctx *ctx, const char *body, size_t len,
+		    struct ctrl_response *resp)
+{
+	struct buf err = BUF_INIT;
+	struct buf msg = BUF_INIT;
+	char *name = NULL;
+	int ret;
+
+	ret = api_name_request_parse("DeleteTrainingJobRequest", body, len,
+				     &name, &err);
+	if (!ret)
+		ret = db_job_delete(ctx->db, name, &err);
+	if (ret == ERR_NOTFOUND) {
+		ctrl_reply_error(resp, 400, "ResourceNotFound", NOT_FOUND_MSG);
+	} else if (ret == ERR_CONFLICT) {
+		(void)buf_addf(&msg,
+			       "Training job '%s' cannot be deleted: %s; "
+			       "only Completed, Failed or Stopped jobs can be "
+			       "deleted.",
+			       name, err.data);
+		ctrl_reply_error(resp, 400, "ResourceInUse", msg.data);
+	} else if (ret) {
+		ctrl_reply_err_code(resp, ret, err.data);
+	} else {
+		log_info("job '%s' deleted", name);
+		reply_empty(resp);
+	}
+	free(name);
+	buf_release(&err);
+	buf_release(&msg);
+}
+
+static const struct {
+	const char *target;
+	ctrl_op_fn fn;
+} ops[] = {
+	{ "SageMaker.CreateTrainingJob", ctrl_op_create },
+	{ "SageMaker.DescribeTrainingJob", ctrl_op_describe },
+	{ "SageMaker.ListTrainingJobs", ctrl_op_list },
+	{ "SageMaker.StopTrainingJob", ctrl_op_stop },
+	{ "SageMaker.DeleteTrainingJob", ctrl_op_delete },
+};
+
+ctrl_op_fn ctrl_op_lookup(const char *target)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (!strcmp(ops[i].target, target))
+			return ops[i].fn;
+	return NULL;
+}

@@ -1,0 +1,48 @@
+#ifndef CTRL_OPS_H
+#define CTRL_OPS_H
+
+#include <stddef.h>
+
+#include "api/requests.h"
+#include "common/buf.h"
+
+struct ctrl_ctx;
+
+/* What a handler answers: status, body and its media type. */
+struct ctrl_response {
+	int status;
+	struct buf body;
+	const char *error_type; /* set for errors, for the log and metrics */
+};
+
+/* Fills resp with an AWS JSON error body. */
+void ctrl_reply_error(struct ctrl_response *resp, int status, const char *type,
+		      const char *message);
+
+/*
+ * Maps an error code from a lower layer to the SageMaker error and fills
+ * resp. This is the one table of code -> (type, HTTP status).
+ */
+void ctrl_reply_err_code(struct ctrl_response *resp, int code,
+			 const char *message);
+
+/* The operations; body is the JSON 1.1 request. */
+void ctrl_op_create(struct ctrl_ctx *ctx, const char *body, size_t len,
+		    struct ctrl_response *resp);
+void ctrl_op_describe(struct ctrl_ctx *ctx, const char *body, size_t len,
+		      struct ctrl_response *resp);
+void ctrl_op_list(struct ctrl_ctx *ctx, const char *body, size_t len,
+		  struct ctrl_response *resp);
+void ctrl_op_list_query(struct ctrl_ctx *ctx, const struct api_query_arg *args,
+			size_t n, struct ctrl_response *resp);
+void ctrl_op_stop(struct ctrl_ctx *ctx, const char *body, size_t len,
+		  struct ctrl_response *resp);
+void ctrl_op_delete(struct ctrl_ctx *ctx, const char *body, size_t len,
+		    struct ctrl_response *resp);
+
+/* Operations by name, for X-Amz-Target dispatch. NULL when unknown. */
+typedef void (*ctrl_op_fn)(struct ctrl_ctx *, const char *, size_t,
+			   struct ctrl_response *);
+ctrl_op_fn ctrl_op_lookup(const char *target);
+
+#endif

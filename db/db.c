@@ -1,0 +1,687 @@
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "db/db.h"
+#include "db/db_internal.h"
+#include "common/err.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+/* Statements prepared once per connection. */
+enum stmt_id {
+	ST_GET_JOB,
+	ST_GET_TRANSITIONS,
+	ST_GET_METRICS,
+	ST_INSERT_JOB,
+	ST_INSERT_TRANSITION,
+	ST_LAST_TRANSITION,
+	ST_CLOSE_TRANSITION,
+	ST_UPDATE_MESSAGE,
+	ST_COUNT
+};
+
+static const char *const stmt_sql[ST_COUNT] = {
+	[ST_GET_JOB] = "SELECT id, name, arn, status, secondary_status, "
+		       "failure_reason, model_artifacts, request_json, "
+		       "instance_type, instance_count, creation_ms, "
+		       "last_modified_ms, start_ms, end_ms, training_s, "
+		       "billable_s FROM jobs WHERE name = ?1",
+	[ST_GET_TRANSITIONS] =
+		"SELECT status, start_ms, end_ms, message "
+		"FROM transitions WHERE job_id = ?1 ORDER BY seq",
+	[ST_GET_METRICS] =
+		"SELECT name, value, timestamp_ms FROM final_metrics "
+		"WHERE job_id = ?1 ORDER BY name",
+	[ST_INSERT_JOB] = "INSERT INTO jobs (name, arn, status, "
+			  "secondary_status, request_json, instance_type, "
+			  "instance_count, creation_ms, last_modified_ms) "
+			  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
+	[ST_INSERT_TRANSITION] =
+		"INSERT INTO transitions (job_id, seq, status, "
+		"start_ms, message) VALUES (?1, ?2, ?3, ?4, ?5)",
+	[ST_LAST_TRANSITION] = "SELECT seq, status FROM transitions WHERE "
+			       "job_id = ?1 ORDER BY seq DESC LIMIT 1",
+	[ST_CLOSE_TRANSITION] = "UPDATE transitions SET end_ms = ?3 WHERE "
+				"job_id = ?1 AND seq = ?2",
+	[ST_UPDATE_MESSAGE] = "UPDATE transitions SET message = ?3 WHERE "
+			      "job_id = ?1 AND seq = ?2",
+};
+
+struct conn {
+	sqlite3 *db;
+	sqlite3_stmt *st[ST_COUNT];
+	int busy;
+};
+
+struct db {
+	struct conn writer;
+	pthread_mutex_t write_lock;
+	struct conn *readers;
+	int n_readers;
+	pthread_mutex_t pool_lock;
+	pthread_cond_t pool_cond;
+};
+
+static int conn_open(const char *path, struct conn *c, int writer,
+		     struct buf *err)
+{
+	int flags = writer ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE :
+			     SQLITE_OPEN_READWRITE;
+	char *msg = NULL;
+	const char *pragmas =
+		writer ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; "
+			 "PRAGMA foreign_keys=ON; PRAGMA busy_timeout=10000;" :
+			 "PRAGMA foreign_keys=ON; PRAGMA busy_timeout=10000;";
+
+	memset(c, 0, sizeof(*c));
+	flags |= SQLITE_OPEN_NOMUTEX;
+	if (sqlite3_open_v2(path, &c->db, flags, NULL) != SQLITE_OK) {
+		(void)buf_addf(err, "cannot open database '%s': %s", path,
+			       c->db ? sqlite3_errmsg(c->db) : "out of memory");
+		sqlite3_close(c->db);
+		c->db = NULL;
+		return ERR_DB;
+	}
+	if (sqlite3_exec(c->db, pragmas, NULL, NULL, &msg) != SQLITE_OK) {
+		(void)buf_addf(err, "cannot configure database '%s': %s", path,
+			       msg);
+		sqlite3_free(msg);
+		sqlite3_close(c->db);
+		c->db = NULL;
+		return ERR_DB;
+	}
+	return 0;
+}
+
+static int conn_prepare(struct conn *c, struct buf *err)
+{
+	int i;
+
+	for (i = 0; i < ST_COUNT; i++) {
+		if (sqlite3_prepare_v3(c->db, stmt_sql[i], -1,
+				       SQLITE_PREPARE_PERSISTENT, &c->st[i],
+				       NULL) != SQLITE_OK) {
+			(void)buf_addf(err, "cannot prepare statement %d: %s",
+				       i, sqlite3_errmsg(c->db));
+			return ERR_DB;
+		}
+	}
+	return 0;
+}
+
+static void conn_close(struct conn *c)
+{
+	int i;
+
+	for (i = 0; i < ST_COUNT; i++)
+		sqlite3_finalize(c->st[i]);
+	sqlite3_close(c->db);
+	memset(c, 0, sizeof(*c));
+}
+
+int db_open(const char *path, int readers, struct db **out, struct buf *err)
+{
+	struct db *db = xcalloc(1, sizeof(*db));
+	int i;
+	int ret;
+
+	*out = NULL;
+	if (readers < 1)
+		readers = 1;
+	pthread_mutex_init(&db->write_lock, NULL);
+	pthread_mutex_init(&db->pool_lock, NULL);
+	pthread_cond_init(&db->pool_cond, NULL);
+	ret = conn_open(path, &db->writer, 1, err);
+	if (ret)
+		goto fail;
+	ret = db__migrate(db->writer.db, err);
+	if (ret)
+		goto fail;
+	ret = conn_prepare(&db->writer, err);
+	if (ret)
+		goto fail;
+	db->readers = xcalloc((size_t)readers, sizeof(*db->readers));
+	for (i = 0; i < readers; i++) {
+		ret = conn_open(path, &db->readers[i], 0, err);
+		if (!ret)
+			ret = conn_prepare(&db->readers[i], err);
+		if (ret)
+			goto fail;
+		db->n_readers++;
+	}
+	*out = db;
+	return 0;
+fail:
+	db_close(db);
+	return ret;
+}
+
+void db_close(struct db *db)
+{
+	int i;
+
+	if (!db)
+		return;
+	for (i = 0; i < db->n_readers; i++)
+		conn_close(&db->readers[i]);
+	free(db->readers);
+	if (db->writer.db)
+		conn_close(&db->writer);
+	pthread_mutex_destroy(&db->write_lock);
+	pthread_mutex_destroy(&db->pool_lock);
+	pthread_cond_destroy(&db->pool_cond);
+	free(db);
+}
+
+static struct conn *reader_get(struct db *db)
+{
+	struct conn *c = NULL;
+	int i;
+
+	pthread_mutex_lock(&db->pool_lock);
+	for (;;) {
+		for (i = 0; i < db->n_readers; i++) {
+			if (!db->readers[i].busy) {
+				c = &db->readers[i];
+				c->busy = 1;
+				break;
+			}
+		}
+		if (c)
+			break;
+		pthread_cond_wait(&db->pool_cond, &db->pool_lock);
+	}
+	pthread_mutex_unlock(&db->pool_lock);
+	return c;
+}
+
+static void reader_put(struct db *db, struct conn *c)
+{
+	pthread_mutex_lock(&db->pool_lock);
+	c->busy = 0;
+	pthread_cond_signal(&db->pool_cond);
+	pthread_mutex_unlock(&db->pool_lock);
+}
+
+int db_schema_version(struct db *db)
+{
+	sqlite3_stmt *st = NULL;
+	int v = -1;
+
+	pthread_mutex_lock(&db->write_lock);
+	if (sqlite3_prepare_v2(db->writer.db, "PRAGMA user_version", -1, &st,
+			       NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&db->write_lock);
+	return v;
+}
+
+static char *col_dup(sqlite3_stmt *st, int i)
+{
+	const unsigned char *s = sqlite3_column_text(st, i);
+
+	return s ? xstrdup((const char *)s) : NULL;
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+	if (s)
+		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+void db_job_release(struct db_job *job)
+{
+	size_t i;
+
+	free(job->name);
+	free(job->arn);
+	free(job->status);
+	free(job->secondary_status);
+	free(job->failure_reason);
+	free(job->model_artifacts);
+	free(job->request_json);
+	free(job->instance_type);
+	for (i = 0; i < job->n_transitions; i++) {
+		free(job->transitions[i].status);
+		free(job->transitions[i].message);
+	}
+	free(job->transitions);
+	for (i = 0; i < job->n_metrics; i++)
+		free(job->metrics[i].name);
+	free(job->metrics);
+	memset(job, 0, sizeof(*job));
+}
+
+static int db_error(sqlite3 *conn, const char *what, struct buf *err)
+{
+	(void)buf_addf(err, "%s: %s", what, sqlite3_errmsg(conn));
+	return ERR_DB;
+}
+
+int db_job_insert(struct db *db, struct db_job *job, const char *first_message,
+		  struct buf *err)
+{
+	struct conn *c = &db->writer;
+	sqlite3_stmt *st;
+	int ret = 0;
+	int rc;
+
+	pthread_mutex_lock(&db->write_lock);
+	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
+	    SQLITE_OK) {
+		ret = db_error(c->db, "cannot begin", err);
+		goto out;
+	}
+	st = c->st[ST_INSERT_JOB];
+	bind_text(st, 1, job->name);
+	bind_text(st, 2, job->arn);
+	bind_text(st, 3, job->status);
+	bind_text(st, 4, job->secondary_status);
+	bind_text(st, 5, job->request_json);
+	bind_text(st, 6, job->instance_type);
+	sqlite3_bind_int(st, 7, job->instance_count);
+	sqlite3_bind_int64(st, 8, job->creation_ms);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc == SQLITE_CONSTRAINT) {
+		ret = ERR_CONFLICT;
+		goto rollback;
+	}
+	if (rc != SQLITE_DONE) {
+		ret = db_error(c->db, "cannot insert job", err);
+		goto rollback;
+	}
+	job->id = sqlite3_last_insert_rowid(c->db);
+	job->last_modified_ms = job->creation_ms;
+	st = c->st[ST_INSERT_TRANSITION];
+	sqlite3_bind_int64(st, 1, job->id);
+	sqlite3_bind_int(st, 2, 1);
+	bind_text(st, 3, job->secondary_status);
+	sqlite3_bind_int64(st, 4, job->creation_ms);
+	bind_text(st, 5, first_message);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_DONE) {
+		ret = db_error(c->db, "cannot insert transition", err);
+		goto rollback;
+	}
+	if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		ret = db_error(c->db, "cannot commit", err);
+		goto rollback;
+	}
+	goto out;
+rollback:
+	sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+out:
+	pthread_mutex_unlock(&db->write_lock);
+	return ret;
+}
+
+static void row_to_job(sqlite3_stmt *st, struct db_job *j)
+{
+	j->id = sqlite3_column_int64(st, 0);
+	j->name = col_dup(st, 1);
+	j->arn = col_dup(st, 2);
+	j->status = col_dup(st, 3);
+	j->secondary_status = col_dup(st, 4);
+	j->failure_reason = col_dup(st, 5);
+	j->model_artifacts = col_dup(st, 6);
+	j->request_json = col_dup(st, 7);
+	j->instance_type = col_dup(st, 8);
+	j->instance_count = sqlite3_column_int(st, 9);
+	j->creation_ms = sqlite3_column_int64(st, 10);
+	j->last_modified_ms = sqlite3_column_int64(st, 11);
+	j->start_ms = sqlite3_column_int64(st, 12);
+	j->end_ms = sqlite3_column_int64(st, 13);
+	j->training_s = sqlite3_column_int64(st, 14);
+	j->billable_s = sqlite3_column_int64(st, 15);
+}
+
+static int load_children(struct conn *c, struct db_job *j, struct buf *err)
+{
+	sqlite3_stmt *st = c->st[ST_GET_TRANSITIONS];
+	size_t cap = 0;
+	int rc;
+
+	sqlite3_bind_int64(st, 1, j->id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct db_transition *t;
+
+		if (j->n_transitions == cap) {
+			cap = cap ? cap * 2 : 8;
+			j->transitions = xrealloc(
+				j->transitions, cap * sizeof(*j->transitions));
+		}
+		t = &j->transitions[j->n_transitions++];
+		t->status = col_dup(st, 0);
+		t->start_ms = sqlite3_column_int64(st, 1);
+		t->end_ms = sqlite3_column_int64(st, 2);
+		t->message = col_dup(st, 3);
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return db_error(c->db, "cannot read transitions", err);
+	st = c->st[ST_GET_METRICS];
+	cap = 0;
+	sqlite3_bind_int64(st, 1, j->id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct db_metric *m;
+
+		if (j->n_metrics == cap) {
+			cap = cap ? cap * 2 : 8;
+			j->metrics =
+				xrealloc(j->metrics, cap * sizeof(*j->metrics));
+		}
+		m = &j->metrics[j->n_metrics++];
+		m->name = col_dup(st, 0);
+		m->value = sqlite3_column_double(st, 1);
+		m->timestamp_ms = sqlite3_column_int64(st, 2);
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return db_error(c->db, "cannot read metrics", err);
+	return 0;
+}
+
+int db_job_get(struct db *db, const char *name, struct db_job *out,
+	       struct buf *err)
+{
+	struct conn *c = reader_get(db);
+	sqlite3_stmt *st = c->st[ST_GET_JOB];
+	int ret = 0;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	bind_text(st, 1, name);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		row_to_job(st, out);
+	else if (rc == SQLITE_DONE)
+		ret = ERR_NOTFOUND;
+	else
+		ret = db_error(c->db, "cannot read job", err);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (!ret)
+		ret = load_children(c, out, err);
+	reader_put(db, c);
+	if (ret)
+		db_job_release(out);
+	return ret;
+}
+
+/* Loads id and current status inside the writer's transaction. */
+static int writer_find(struct conn *c, const char *name, int64_t *id,
+		       char **status, char **secondary, struct buf *err)
+{
+	sqlite3_stmt *st = c->st[ST_GET_JOB];
+	int rc;
+	int ret = 0;
+
+	bind_text(st, 1, name);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*id = sqlite3_column_int64(st, 0);
+		*status = col_dup(st, 3);
+		if (secondary)
+			*secondary = col_dup(st, 4);
+	} else if (rc == SQLITE_DONE) {
+		ret = ERR_NOTFOUND;
+	} else {
+		ret = db_error(c->db, "cannot read job", err);
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return ret;
+}
+
+static int exec_update(struct conn *c, int64_t id,
+		       const struct db_state_change *ch, struct buf *err)
+{
+	static const char *const sql =
+		"UPDATE jobs SET status = ?2, secondary_status = ?3, "
+		"last_modified_ms = ?4, "
+		"failure_reason = coalesce(?5, failure_reason), "
+		"model_artifacts = coalesce(?6, model_artifacts), "
+		"start_ms = CASE WHEN ?7 AND start_ms = 0 THEN ?4 ELSE start_ms END, "
+		"end_ms = CASE WHEN ?8 THEN ?4 ELSE end_ms END, "
+		"training_s = CASE WHEN ?8 AND start_ms > 0 THEN "
+		" max(1, (?4 - start_ms + 999) / 1000) ELSE training_s END, "
+		"billable_s = CASE WHEN ?8 AND start_ms > 0 THEN "
+		" max(1, (?4 - start_ms + 999) / 1000) ELSE billable_s END "
+		"WHERE id = ?1";
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st,
+			       NULL) != SQLITE_OK)
+		return db_error(c->db, "cannot prepare update", err);
+	sqlite3_bind_int64(st, 1, id);
+	bind_text(st, 2, ch->status);
+	bind_text(st, 3, ch->secondary);
+	sqlite3_bind_int64(st, 4, ch->now_ms);
+	bind_text(st, 5, ch->failure_reason);
+	bind_text(st, 6, ch->model_artifacts);
+	sqlite3_bind_int(st, 7, ch->set_start);
+	sqlite3_bind_int(st, 8, ch->set_end);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return db_error(c->db, "cannot update job", err);
+	return 0;
+}
+
+static int step_done(struct conn *c, sqlite3_stmt *st, const char *what,
+		     struct buf *err)
+{
+	int rc = sqlite3_step(st);
+
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return rc == SQLITE_DONE ? 0 : db_error(c->db, what, err);
+}
+
+static int write_transition(struct conn *c, int64_t id,
+			    const struct db_state_change *ch, struct buf *err)
+{
+	sqlite3_stmt *st = c->st[ST_LAST_TRANSITION];
+	int64_t seq = 0;
+	char *last = NULL;
+	int ret;
+
+	sqlite3_bind_int64(st, 1, id);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		seq = sqlite3_column_int64(st, 0);
+		last = col_dup(st, 1);
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (last && !strcmp(last, ch->secondary)) {
+		free(last);
+		if (!ch->message)
+			return 0;
+		st = c->st[ST_UPDATE_MESSAGE];
+		sqlite3_bind_int64(st, 1, id);
+		sqlite3_bind_int64(st, 2, seq);
+		bind_text(st, 3, ch->message);
+		return step_done(c, st, "cannot update transition", err);
+	}
+	free(last);
+	if (seq) {
+		st = c->st[ST_CLOSE_TRANSITION];
+		sqlite3_bind_int64(st, 1, id);
+		sqlite3_bind_int64(st, 2, seq);
+		sqlite3_bind_int64(st, 3, ch->now_ms);
+		ret = step_done(c, st, "cannot close transition", err);
+		if (ret)
+			return ret;
+	}
+	st = c->st[ST_INSERT_TRANSITION];
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 2, seq + 1);
+	bind_text(st, 3, ch->secondary);
+	sqlite3_bind_int64(st, 4, ch->now_ms);
+	bind_text(st, 5, ch->message);
+	return step_done(c, st, "cannot insert transition", err);
+}
+
+int db_job_change_state(struct db *db, const char *name,
+			const struct db_state_change *ch, struct buf *err)
+{
+	struct conn *c = &db->writer;
+	char *status = NULL;
+	char *secondary = NULL;
+	int64_t id = 0;
+	int ret;
+
+	pthread_mutex_lock(&db->write_lock);
+	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
+	    SQLITE_OK) {
+		ret = db_error(c->db, "cannot begin", err);
+		goto out;
+	}
+	ret = writer_find(c, name, &id, &status, &secondary, err);
+	if (ret)
+		goto rollback;
+	if ((ch->expect_status && strcmp(status, ch->expect_status)) ||
+	    (ch->expect_secondary && strcmp(secondary, ch->expect_secondary))) {
+		(void)buf_addf(err, "job is in status %s/%s", status,
+			       secondary);
+		ret = ERR_CONFLICT;
+		goto rollback;
+	}
+	ret = exec_update(c, id, ch, err);
+	if (!ret)
+		ret = write_transition(c, id, ch, err);
+	if (ret)
+		goto rollback;
+	if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		ret = db_error(c->db, "cannot commit", err);
+		goto rollback;
+	}
+	goto out;
+rollback:
+	sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+out:
+	free(status);
+	free(secondary);
+	pthread_mutex_unlock(&db->write_lock);
+	return ret;
+}
+
+int db_job_delete(struct db *db, const char *name, struct buf *err)
+{
+	struct conn *c = &db->writer;
+	sqlite3_stmt *st = NULL;
+	char *status = NULL;
+	int64_t id = 0;
+	int ret;
+
+	pthread_mutex_lock(&db->write_lock);
+	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
+	    SQLITE_OK) {
+		ret = db_error(c->db, "cannot begin", err);
+		goto out;
+	}
+	ret = writer_find(c, name, &id, &status, NULL, err);
+	if (ret)
+		goto rollback;
+	if (strcmp(status, "Completed") && strcmp(status, "Failed") &&
+	    strcmp(status, "Stopped")) {
+		(void)buf_addf(err, "job is in status %s", status);
+		ret = ERR_CONFLICT;
+		goto rollback;
+	}
+	if (sqlite3_prepare_v2(c->db, "DELETE FROM jobs WHERE id = ?1", -1, &st,
+			       NULL) != SQLITE_OK) {
+		ret = db_error(c->db, "cannot prepare delete", err);
+		goto rollback;
+	}
+	sqlite3_bind_int64(st, 1, id);
+	if (sqlite3_step(st) != SQLITE_DONE) {
+		ret = db_error(c->db, "cannot delete job", err);
+		goto rollback;
+	}
+	if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		ret = db_error(c->db, "cannot commit", err);
+		goto rollback;
+	}
+	goto out;
+rollback:
+	sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+out:
+	sqlite3_finalize(st);
+	free(status);
+	pthread_mutex_unlock(&db->write_lock);
+	return ret;
+}
+
+int db_jobs_with_status(struct db *db, const char *status,
+			void (*fn)(const char *name, void *arg), void *arg,
+			struct buf *err)
+{
+	struct conn *c = reader_get(db);
+	sqlite3_stmt *st = NULL;
+	int ret = 0;
+	int rc;
+
+	if (sqlite3_prepare_v2(c->db,
+			       "SELECT name FROM jobs WHERE status = ?1 "
+			       "ORDER BY creation_ms, id",
+			       -1, &st, NULL) != SQLITE_OK) {
+		ret = db_error(c->db, "cannot prepare scan", err);
+		goto out;
+	}
+	bind_text(st, 1, status);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		fn((const char *)sqlite3_column_text(st, 0), arg);
+	if (rc != SQLITE_DONE)
+		ret = db_error(c->db, "cannot scan jobs", err);
+out:
+	sqlite3_finalize(st);
+	reader_put(db, c);
+	return ret;
+}
+
+int64_t db_job_count(struct db *db, const char *status)
+{
+	struct conn *c = reader_get(db);
+	sqlite3_stmt *st = NULL;
+	int64_t n = -1;
+
+	if (sqlite3_prepare_v2(c->db,
+			       status ? "SELECT count(*) FROM jobs WHERE "
+					"status = ?1" :
+					"SELECT count(*) FROM jobs",
+			       -1, &st, NULL) == SQLITE_OK) {
+		if (status)
+			bind_text(st, 1, status);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			n = sqlite3_column_int64(st, 0);
+	}
+	sqlite3_finalize(st);
+	reader_put(db, c);
+	return n;
+}
+
+sqlite3 *db__reader_acquire(struct db *db, void **handle)
+{
+	struct conn *c = reader_get(db);
+
+	*handle = c;
+	return c->db;
+}
+
+void db__reader_release(struct db *db, void *handle)
+{
+	reader_put(db, handle);
+}

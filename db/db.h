@@ -1,0 +1,151 @@
+#ifndef DB_DB_H
+#define DB_DB_H
+
+/*
+ * The store: one SQLite file in WAL mode. Only db/ sees SQL. One writer
+ * connection behind a mutex; readers take a connection from a small pool,
+ * so reads never wait for a write. Every write commits durably
+ * (synchronous=FULL) before the call returns: a caller that answers 200 after
+ * a successful call has the fact on disk.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+
+struct db;
+
+struct db_transition {
+	char *status;
+	int64_t start_ms;
+	int64_t end_ms; /* 0 while current */
+	char *message;
+};
+
+struct db_metric {
+	char *name;
+	double value;
+	int64_t timestamp_ms;
+};
+
+/* A job row with its transitions; strings owned, see db_job_release(). */
+struct db_job {
+	int64_t id;
+	char *name;
+	char *arn;
+	char *status;
+	char *secondary_status;
+	char *failure_reason;
+	char *model_artifacts;
+	char *request_json;
+	char *instance_type;
+	int instance_count;
+	int64_t creation_ms;
+	int64_t last_modified_ms;
+	int64_t start_ms;
+	int64_t end_ms;
+	int64_t training_s;
+	int64_t billable_s;
+	struct db_transition *transitions;
+	size_t n_transitions;
+	struct db_metric *metrics;
+	size_t n_metrics;
+};
+
+void db_job_release(struct db_job *job);
+
+/*
+ * Opens (creating and migrating as needed) the database at path. readers is
+ * the size of the reader pool. Returns 0 and *out, or ERR_DB with err set.
+ */
+int db_open(const char *path, int readers, struct db **out, struct buf *err);
+
+/* Closes every connection and frees db (NULL is fine). */
+void db_close(struct db *db);
+
+/* The schema version after migrations (PRAGMA user_version). */
+int db_schema_version(struct db *db);
+
+/*
+ * Inserts a new job with its first transition (status/secondary from job,
+ * start time creation_ms, message first_message). Returns 0 and sets job->id,
+ * ERR_CONFLICT when the name exists (case-insensitively), ERR_DB otherwise.
+ */
+int db_job_insert(struct db *db, struct db_job *job, const char *first_message,
+		  struct buf *err);
+
+/*
+ * Loads the job named name (case-insensitive) with its transitions and final
+ * metrics into out. Returns 0, ERR_NOTFOUND or ERR_DB.
+ */
+int db_job_get(struct db *db, const char *name, struct db_job *out,
+	       struct buf *err);
+
+enum db_sort { DB_SORT_CREATION = 0, DB_SORT_NAME, DB_SORT_STATUS };
+
+struct db_list_query {
+	int limit;		   /* page size, 1..1000 */
+	const char *token;	   /* NULL for the first page */
+	const char *name_contains; /* NULL = any */
+	const char *status;	   /* NULL = any */
+	enum db_sort sort;
+	int descending;
+	int64_t created_after_ms, created_before_ms;   /* 0 = unbounded */
+	int64_t modified_after_ms, modified_before_ms; /* 0 = unbounded */
+};
+
+/*
+ * One page of jobs (without transitions) in the query's order. Pagination is
+ * by key (the sort key and the row id of the last row), so a page boundary
+ * never moves when rows are inserted meanwhile. On success *jobs (free each
+ * with db_job_release, then the array) and *n are set, and *next_token is
+ * NULL on the last page or an opaque string the caller frees. Returns 0,
+ * ERR_INVALID for a token that is malformed or belongs to another sort
+ * order, or ERR_DB.
+ */
+int db_job_list(struct db *db, const struct db_list_query *q,
+		struct db_job **jobs, size_t *n, char **next_token,
+		struct buf *err);
+
+/* What a state change writes besides status and transition. */
+struct db_state_change {
+	const char *expect_status; /* compare-and-set: current primary status */
+	const char *expect_secondary; /* and secondary status; NULL = any */
+	const char *status;	      /* new TrainingJobStatus */
+	const char *secondary;	      /* new SecondaryStatus */
+	const char *message;	     /* transition StatusMessage, may be NULL */
+	const char *failure_reason;  /* set when not NULL */
+	const char *model_artifacts; /* set when not NULL */
+	int64_t now_ms;
+	int set_start; /* set TrainingStartTime = now */
+	int set_end;   /* set TrainingEndTime = now and times */
+};
+
+/*
+ * Atomically moves job name from expect_status to the new state: updates
+ * the row, closes the open transition and opens a new one (unless the
+ * secondary status is unchanged, then only the message is updated).
+ * Returns 0, ERR_NOTFOUND, ERR_CONFLICT (current status differs from
+ * expect_status or expect_secondary, err says which it is) or ERR_DB.
+ */
+int db_job_change_state(struct db *db, const char *name,
+			const struct db_state_change *ch, struct buf *err);
+
+/*
+ * Deletes a job and its transitions. Returns 0, ERR_NOTFOUND, ERR_CONFLICT
+ * (not in a terminal status) or ERR_DB.
+ */
+int db_job_delete(struct db *db, const char *name, struct buf *err);
+
+/*
+ * Calls fn(name, arg) for every job whose TrainingJobStatus is status, in
+ * creation order. Names are valid during the call only. Returns 0 or ERR_DB.
+ */
+int db_jobs_with_status(struct db *db, const char *status,
+			void (*fn)(const char *name, void *arg), void *arg,
+			struct buf *err);
+
+/* Number of jobs with the given status (NULL: all). -1 on error. */
+int64_t db_job_count(struct db *db, const char *status);
+
+#endif

@@ -1,0 +1,260 @@
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "db/db.h"
+#include "db/db_internal.h"
+#include "common/bug.h"
+#include "common/err.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+/*
+ * Keyset pagination. A token names the sort order and the key of the last
+ * row of the previous page: "1|<sort>|<desc>|<creation_ms>|<id>|<text>",
+ * where text is the name or the status for those orders, hex-encoded so the
+ * token is opaque and URL-safe. The next page starts strictly after that
+ * key, so rows inserted in the meantime never shift a page boundary.
+ */
+#define TOKEN_MAX 4096
+
+struct page_key {
+	int sort;
+	int desc;
+	int64_t creation_ms;
+	int64_t id;
+	char *text;
+};
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+static char *token_encode(const struct page_key *k)
+{
+	struct buf raw = BUF_INIT;
+	struct buf hex = BUF_INIT;
+	size_t i;
+
+	if (buf_addf(&raw, "1|%d|%d|%" PRId64 "|%" PRId64 "|%s", k->sort,
+		     k->desc, k->creation_ms, k->id, k->text ? k->text : ""))
+		BUG("unbounded buffer reported too big");
+	for (i = 0; i < raw.len; i++)
+		if (buf_addf(&hex, "%02x", (unsigned char)raw.data[i]))
+			BUG("unbounded buffer reported too big");
+	buf_release(&raw);
+	return buf_detach(&hex, NULL);
+}
+
+static int token_decode(const char *tok, struct page_key *k)
+{
+	size_t len = strlen(tok);
+	char *raw;
+	char *p;
+	char *end;
+	size_t i;
+	int hi, lo;
+	int ret = ERR_INVALID;
+
+	memset(k, 0, sizeof(*k));
+	if (len == 0 || len % 2 || len > TOKEN_MAX)
+		return ERR_INVALID;
+	raw = xmalloc(len / 2 + 1);
+	for (i = 0; i < len / 2; i++) {
+		hi = hexval(tok[2 * i]);
+		lo = hexval(tok[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			goto out;
+		raw[i] = (char)(hi * 16 + lo);
+		if (!raw[i])
+			goto out;
+	}
+	raw[len / 2] = '\0';
+	p = raw;
+	if (strncmp(p, "1|", 2))
+		goto out;
+	p += 2;
+	k->sort = (int)strtol(p, &end, 10);
+	if (*end != '|' || k->sort < 0 || k->sort > DB_SORT_STATUS)
+		goto out;
+	k->desc = (int)strtol(end + 1, &end, 10);
+	if (*end != '|')
+		goto out;
+	k->creation_ms = strtoll(end + 1, &end, 10);
+	if (*end != '|')
+		goto out;
+	k->id = strtoll(end + 1, &end, 10);
+	if (*end != '|')
+		goto out;
+	k->text = xstrdup(end + 1);
+	ret = 0;
+out:
+	free(raw);
+	return ret;
+}
+
+/* The ORDER BY keys and the keyset comparison for each order. */
+static void add_order(struct buf *sql, int sort, int desc, int have_key)
+{
+	const char *cmp = desc ? "<" : ">";
+	const char *dir = desc ? " DESC" : "";
+	int r = 0;
+
+	if (have_key) {
+		if (sort == DB_SORT_NAME)
+			r |= buf_addf(sql, " AND (name, id) %s (?20, ?21)",
+				      cmp);
+		else if (sort == DB_SORT_STATUS)
+			r |= buf_addf(sql,
+				      " AND (status, creation_ms, id) %s "
+				      "(?22, ?23, ?21)",
+				      cmp);
+		else
+			r |= buf_addf(sql,
+				      " AND (creation_ms, id) %s (?23, ?21)",
+				      cmp);
+	}
+	if (sort == DB_SORT_NAME)
+		r |= buf_addf(sql, " ORDER BY name%s, id%s", dir, dir);
+	else if (sort == DB_SORT_STATUS)
+		r |= buf_addf(sql, " ORDER BY status%s, creation_ms%s, id%s",
+			      dir, dir, dir);
+	else
+		r |= buf_addf(sql, " ORDER BY creation_ms%s, id%s", dir, dir);
+	r |= buf_adds(sql, " LIMIT ?30");
+	if (r)
+		BUG("unbounded buffer reported too big");
+}
+
+int db_job_list(struct db *db, const struct db_list_query *q,
+		struct db_job **jobs, size_t *n, char **next_token,
+		struct buf *err)
+{
+	struct buf sql = BUF_INIT;
+	struct page_key key = { 0 };
+	struct db_job *out = NULL;
+	sqlite3_stmt *st = NULL;
+	void *handle;
+	sqlite3 *conn;
+	size_t count = 0;
+	int have_key = 0;
+	int limit = q->limit < 1 ? 10 : q->limit > 1000 ? 1000 : q->limit;
+	int ret = 0;
+	int rc;
+
+	*jobs = NULL;
+	*n = 0;
+	*next_token = NULL;
+	if (q->token) {
+		if (token_decode(q->token, &key) || key.sort != (int)q->sort ||
+		    key.desc != q->descending) {
+			free(key.text);
+			(void)buf_adds(err,
+				       "Invalid pagination token: NextToken "
+				       "does not belong to this sort order");
+			return ERR_INVALID;
+		}
+		have_key = 1;
+	}
+	if (buf_adds(&sql,
+		     "SELECT id, name, arn, status, secondary_status, "
+		     "failure_reason, model_artifacts, NULL, instance_type, "
+		     "instance_count, creation_ms, last_modified_ms, start_ms, "
+		     "end_ms, training_s, billable_s FROM jobs WHERE 1") ||
+	    (q->name_contains &&
+	     buf_adds(&sql, " AND instr(lower(name), lower(?10)) > 0")) ||
+	    (q->status && buf_adds(&sql, " AND status = ?11")) ||
+	    (q->created_after_ms && buf_adds(&sql, " AND creation_ms > ?12")) ||
+	    (q->created_before_ms &&
+	     buf_adds(&sql, " AND creation_ms < ?13")) ||
+	    (q->modified_after_ms &&
+	     buf_adds(&sql, " AND last_modified_ms > ?14")) ||
+	    (q->modified_before_ms &&
+	     buf_adds(&sql, " AND last_modified_ms < ?15")))
+		BUG("unbounded buffer reported too big");
+	add_order(&sql, q->sort, q->descending, have_key);
+
+	conn = db__reader_acquire(db, &handle);
+	if (sqlite3_prepare_v2(conn, sql.data, -1, &st, NULL) != SQLITE_OK) {
+		(void)buf_addf(err, "cannot prepare list: %s",
+			       sqlite3_errmsg(conn));
+		ret = ERR_DB;
+		goto out;
+	}
+	if (q->name_contains)
+		sqlite3_bind_text(st, 10, q->name_contains, -1,
+				  SQLITE_TRANSIENT);
+	if (q->status)
+		sqlite3_bind_text(st, 11, q->status, -1, SQLITE_TRANSIENT);
+	if (q->created_after_ms)
+		sqlite3_bind_int64(st, 12, q->created_after_ms);
+	if (q->created_before_ms)
+		sqlite3_bind_int64(st, 13, q->created_before_ms);
+	if (q->modified_after_ms)
+		sqlite3_bind_int64(st, 14, q->modified_after_ms);
+	if (q->modified_before_ms)
+		sqlite3_bind_int64(st, 15, q->modified_before_ms);
+	if (have_key) {
+		sqlite3_bind_text(st, 20, key.text, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 21, key.id);
+		sqlite3_bind_text(st, 22, key.text, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 23, key.creation_ms);
+	}
+	/* One row more than asked tells whether another page exists. */
+	sqlite3_bind_int(st, 30, limit + 1);
+	out = xcalloc((size_t)limit + 1, sizeof(*out));
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct db_job *j = &out[count++];
+
+		j->id = sqlite3_column_int64(st, 0);
+		j->name = xstrdup((const char *)sqlite3_column_text(st, 1));
+		j->arn = xstrdup((const char *)sqlite3_column_text(st, 2));
+		j->status = xstrdup((const char *)sqlite3_column_text(st, 3));
+		j->secondary_status =
+			xstrdup((const char *)sqlite3_column_text(st, 4));
+		j->creation_ms = sqlite3_column_int64(st, 10);
+		j->last_modified_ms = sqlite3_column_int64(st, 11);
+		j->start_ms = sqlite3_column_int64(st, 12);
+		j->end_ms = sqlite3_column_int64(st, 13);
+	}
+	if (rc != SQLITE_DONE) {
+		(void)buf_addf(err, "cannot list jobs: %s",
+			       sqlite3_errmsg(conn));
+		ret = ERR_DB;
+		goto out;
+	}
+	if (count > (size_t)limit) {
+		struct db_job *last = &out[limit - 1];
+		struct page_key nk = { (int)q->sort, q->descending,
+				       last->creation_ms, last->id,
+				       q->sort == DB_SORT_NAME ? last->name :
+				       q->sort == DB_SORT_STATUS ?
+								 last->status :
+								 NULL };
+
+		*next_token = token_encode(&nk);
+		db_job_release(&out[limit]);
+		count = (size_t)limit;
+	}
+out:
+	sqlite3_finalize(st);
+	db__reader_release(db, handle);
+	buf_release(&sql);
+	free(key.text);
+	if (ret) {
+		while (count)
+			db_job_release(&out[--count]);
+		free(out);
+		out = NULL;
+	}
+	*jobs = out;
+	*n = count;
+	return ret;
+}

@@ -1,0 +1,100 @@
+#include <sqlite3.h>
+
+#include "db/db_internal.h"
+#include "common/err.h"
+#include "common/banned.h"
+
+/*
+ * Migrations, applied in order; PRAGMA user_version holds how many have
+ * run. Never edit a shipped step: append a new one.
+ */
+static const char *const migrations[] = {
+	/* 1: jobs, their status transitions and final metrics. */
+	"CREATE TABLE jobs ("
+	" id INTEGER PRIMARY KEY,"
+	" name TEXT NOT NULL UNIQUE COLLATE NOCASE,"
+	" arn TEXT NOT NULL,"
+	" status TEXT NOT NULL,"
+	" secondary_status TEXT NOT NULL,"
+	" failure_reason TEXT,"
+	" model_artifacts TEXT,"
+	" request_json TEXT NOT NULL,"
+	" instance_type TEXT,"
+	" instance_count INTEGER NOT NULL DEFAULT 0,"
+	" creation_ms INTEGER NOT NULL,"
+	" last_modified_ms INTEGER NOT NULL,"
+	" start_ms INTEGER NOT NULL DEFAULT 0,"
+	" end_ms INTEGER NOT NULL DEFAULT 0,"
+	" training_s INTEGER NOT NULL DEFAULT 0,"
+	" billable_s INTEGER NOT NULL DEFAULT 0);"
+	"CREATE INDEX jobs_by_creation ON jobs(creation_ms, id);"
+	"CREATE INDEX jobs_by_status ON jobs(status, creation_ms, id);"
+	"CREATE TABLE transitions ("
+	" job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+	" seq INTEGER NOT NULL,"
+	" status TEXT NOT NULL,"
+	" start_ms INTEGER NOT NULL,"
+	" end_ms INTEGER NOT NULL DEFAULT 0,"
+	" message TEXT,"
+	" PRIMARY KEY (job_id, seq)) WITHOUT ROWID;"
+	"CREATE TABLE final_metrics ("
+	" job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+	" name TEXT NOT NULL,"
+	" value REAL NOT NULL,"
+	" timestamp_ms INTEGER NOT NULL,"
+	" PRIMARY KEY (job_id, name)) WITHOUT ROWID;",
+};
+
+#define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
+
+int db__migrate(sqlite3 *conn, struct buf *err)
+{
+	sqlite3_stmt *st = NULL;
+	int version = 0;
+	int i;
+	char *msg = NULL;
+
+	if (sqlite3_prepare_v2(conn, "PRAGMA user_version", -1, &st, NULL) ==
+		    SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		version = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	if (version > N_MIGRATIONS) {
+		(void)buf_addf(err,
+			       "database schema version %d is newer than "
+			       "this build knows (%d)",
+			       version, N_MIGRATIONS);
+		return ERR_DB;
+	}
+	for (i = version; i < N_MIGRATIONS; i++) {
+		char pragma[64];
+
+		if (sqlite3_exec(conn, "BEGIN IMMEDIATE", NULL, NULL, &msg) !=
+		    SQLITE_OK)
+			goto fail;
+		if (sqlite3_exec(conn, migrations[i], NULL, NULL, &msg) !=
+		    SQLITE_OK) {
+			sqlite3_exec(conn, "ROLLBACK", NULL, NULL, NULL);
+			goto fail;
+		}
+		snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d",
+			 i + 1);
+		if (sqlite3_exec(conn, pragma, NULL, NULL, &msg) != SQLITE_OK ||
+		    sqlite3_exec(conn, "COMMIT", NULL, NULL, &msg) !=
+			    SQLITE_OK) {
+			sqlite3_exec(conn, "ROLLBACK", NULL, NULL, NULL);
+			goto fail;
+		}
+	}
+	return 0;
+fail:
+	(void)buf_addf(err, "migration %d failed: %s", i + 1,
+		       msg ? msg : sqlite3_errmsg(conn));
+	sqlite3_free(msg);
+	return ERR_DB;
+}
+
+int db__schema_latest(void)
+{
+	return N_MIGRATIONS;
+}
