@@ -34,7 +34,7 @@ MODULES := common api db
 common_SRC := $(wildcard common/*.c)
 api_SRC := $(wildcard api/*.c)
 db_SRC := $(wildcard db/*.c)
-ctrl_SRC := $(wildcard controller/*.c)
+ctrl_SRC := $(filter-out controller/main.c,$(wildcard controller/*.c))
 cli_SRC := $(wildcard cli/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -42,6 +42,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 LIB_common := $(BUILD)/lib/libtcommon.a
 LIB_api := $(BUILD)/lib/libtapi.a
 LIB_db := $(BUILD)/lib/libtdb.a
+LIB_ctrl := $(BUILD)/lib/libtctrl.a
 
 BIN_trainctld := $(BUILD)/bin/trainctld
 BIN_trainctl := $(BUILD)/bin/trainctl
@@ -64,11 +65,13 @@ $(BUILD)/obj/%.o: %.c
 $(LIB_common): $(call obj,$(common_SRC))
 $(LIB_api): $(call obj,$(api_SRC))
 $(LIB_db): $(call obj,$(db_SRC))
+$(LIB_ctrl): $(call obj,$(ctrl_SRC))
 $(BUILD)/lib/%.a:
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(BIN_trainctld): $(call obj,$(ctrl_SRC)) $(LIB_api) $(LIB_db) $(LIB_common)
+$(BIN_trainctld): $(call obj,controller/main.c) $(LIB_ctrl) $(LIB_api) \
+		$(LIB_db) $(LIB_common)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
@@ -78,10 +81,10 @@ $(BIN_trainctl): $(call obj,$(cli_SRC)) $(LIB_api) $(LIB_common)
 
 # Unit tests: tests/<module>/test_<file>.c links against every module
 # library (and cmocka).
-$(BUILD)/tests/%: tests/%.c $(LIB_api) $(LIB_db) $(LIB_common)
+TEST_LIBS := $(LIB_ctrl) $(LIB_api) $(LIB_db) $(LIB_common)
+$(BUILD)/tests/%: tests/%.c $(TEST_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB_api) $(LIB_db) $(LIB_common) \
-		$(ALL_LDFLAGS) $(LIBS) -lcmocka
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(TEST_LIBS) $(ALL_LDFLAGS) $(LIBS) -lcmocka
 
 unit-tests: $(TEST_BIN)
 
@@ -130,10 +133,12 @@ format-check:
 		{ echo "banned function used"; exit 1; }
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/trainctl \
-		$(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+		$(DESTDIR)$(PREFIX)/include/trainctl/api \
+		$(DESTDIR)$(PREFIX)/include/trainctl/common
 	install -m 755 $(BIN_trainctld) $(BIN_trainctl) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 api/*.h $(DESTDIR)$(PREFIX)/include/trainctl/
+	install -m 644 api/*.h $(DESTDIR)$(PREFIX)/include/trainctl/api/
+	install -m 644 common/*.h $(DESTDIR)$(PREFIX)/include/trainctl/common/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' scripts/trainctl.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/trainctl.pc
 

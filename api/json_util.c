@@ -1,4 +1,6 @@
 #include <math.h>
+#include <stdio.h>
+#include <time.h>
 #include <string.h>
 
 #include "api/json_util.h"
@@ -73,13 +75,67 @@ int api__json_dump_to(const json_t *v, struct buf *out)
 	return 0;
 }
 
+/* "2026-12-02T11:00:00[.123][Z|+hh:mm]" -> epoch ms; 0 when malformed. */
+static int64_t iso_ms(const char *s)
+{
+	struct tm tm;
+	int frac = 0, digits = 0, n = 0, oh = 0, om = 0;
+	int64_t ms;
+	char sign;
+
+	memset(&tm, 0, sizeof(tm));
+	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon,
+		   &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6)
+		return 0;
+	s += n;
+	if (*s == '.') {
+		for (s++; *s >= '0' && *s <= '9'; s++, digits++)
+			if (digits < 3)
+				frac = frac * 10 + (*s - '0');
+		while (digits > 0 && digits < 3) {
+			frac *= 10;
+			digits++;
+		}
+	}
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	ms = (int64_t)timegm(&tm) * 1000 + frac;
+	if (*s == 'Z' && s[1] == '\0')
+		return ms;
+	sign = *s;
+	if ((sign == '+' || sign == '-') &&
+	    sscanf(s + 1, "%2d:%2d", &oh, &om) == 2) {
+		int64_t off = ((int64_t)oh * 60 + om) * 60000;
+
+		return sign == '+' ? ms - off : ms + off;
+	}
+	return *s == '\0' ? ms : 0;
+}
+
+/*
+ * Times outside 1970..year 316,000 are clamped into it, so no arithmetic
+ * overflows and a filter with an absurd bound still means what it says
+ * (0 is reserved for "absent").
+ */
+#define TIME_MAX_S 1e13
+
 int64_t api__json_time_ms(const json_t *v)
 {
+	double secs;
+
+	if (json_is_string(v))
+		return iso_ms(json_string_value(v));
 	if (json_is_integer(v))
-		return (int64_t)json_integer_value(v) * 1000;
-	if (json_is_real(v))
-		return (int64_t)llround(json_real_value(v) * 1000.0);
-	return 0;
+		secs = (double)json_integer_value(v);
+	else if (json_is_real(v))
+		secs = json_real_value(v);
+	else
+		return 0;
+	if (!(secs > 0.0))
+		return 1;
+	if (secs > TIME_MAX_S)
+		secs = TIME_MAX_S;
+	return (int64_t)llround(secs * 1000.0);
 }
 
 json_t *api__json_time(int64_t ms)

@@ -24,7 +24,8 @@ int api__json_dump_to(const json_t *v, struct buf *out);
 
 /*
  * Reads a timestamp member as botocore sends it (epoch seconds as integer
- * or real) and returns epoch milliseconds; 0 when v is NULL or not a number.
+ * or real) or as an ISO-8601 string, and returns epoch milliseconds; 0 when
+ * v is NULL or neither.
  */
 int64_t api__json_time_ms(const json_t *v);
 

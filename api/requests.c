@@ -1,3 +1,4 @@
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,8 +125,18 @@ static int query_arg_to_json(json_t *root, const struct api_query_arg *a,
 
 	for (i = 0; i < sizeof(query_strings) / sizeof(query_strings[0]); i++) {
 		if (!strcmp(a->name, query_strings[i])) {
-			json_object_set_new(root, a->name,
-					    json_string(a->value));
+			json_t *s = json_string(a->value);
+
+			/* jansson refuses invalid UTF-8; do not drop the
+			 * argument silently. */
+			if (!s) {
+				(void)buf_addf(err,
+					       "query parameter '%s' is not "
+					       "valid UTF-8",
+					       a->name);
+				return ERR_INVALID;
+			}
+			json_object_set_new(root, a->name, s);
 			return 0;
 		}
 	}
@@ -133,11 +144,17 @@ static int query_arg_to_json(json_t *root, const struct api_query_arg *a,
 		if (strcmp(a->name, query_numbers[i]))
 			continue;
 		d = strtod(a->value, &end);
-		if (!*a->value || *end) {
-			(void)buf_addf(err,
-				       "query parameter '%s' must be a "
-				       "number",
-				       a->name);
+		/*
+		 * NaN and infinities have no JSON form (json_real() refuses
+		 * them, which would drop the argument), and converting a
+		 * double outside json_int_t's range is undefined: bound the
+		 * value so that seconds * 1000 still fits in 64 bits.
+		 */
+		if (!*a->value || *end || !isfinite(d) || fabs(d) > 1e15 ||
+		    (i == 0 && d != floor(d))) {
+			(void)buf_addf(err, "query parameter '%s' must be %s",
+				       a->name,
+				       i == 0 ? "a whole number" : "a number");
 			return ERR_INVALID;
 		}
 		if (i == 0)

@@ -99,22 +99,6 @@ static int load_credentials(struct ctrl_ctx *ctx, struct buf *err)
 	return 0;
 }
 
-char *ctrl_job_arn(const struct ctrl_ctx *ctx, const char *name)
-{
-	struct buf b = BUF_INIT;
-	size_t i;
-
-	(void)buf_addf(&b, "arn:aws:sagemaker:%s:%s:training-job/",
-		       ctx->cfg.region, ctx->cfg.account_id);
-	/* The service lower-cases the name in ARNs. */
-	for (i = 0; name[i]; i++) {
-		char c = name[i];
-
-		(void)buf_addch(&b, c >= 'A' && c <= 'Z' ? (char)(c + 32) : c);
-	}
-	return buf_detach(&b, NULL);
-}
-
 int main(int argc, char **argv)
 {
 	struct ctrl_ctx ctx;

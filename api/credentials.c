@@ -1,0 +1,329 @@
+/*
+ * The AWS shared-credentials file, parsed with libinih:
+ *
+ *   [default]
+ *   aws_access_key_id = AKIDEXAMPLE
+ *   aws_secret_access_key = wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY
+ *
+ * Other keys (aws_session_token, region, ...) are allowed and ignored, as
+ * the AWS CLI ignores keys it does not use.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ini.h>
+#include <openssl/crypto.h>
+
+#include "api/sigv4.h"
+#include "common/buf.h"
+#include "common/err.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+#define CRED_MAX_PROFILES 1024
+#define CRED_MAX_KEY_ID 128
+#define CRED_MAX_SECRET 256
+#define CRED_MAX_PROFILE_NAME 256
+
+/* Lines as libinih reads them, plus what it cannot tell the handler. */
+struct cred_reader {
+	const char *pos;
+	int line;      /* number of the line last handed to libinih */
+	int truncated; /* that line was longer than libinih's buffer */
+};
+
+struct cred_parse {
+	struct cred_reader rd;
+	struct api_credentials *creds;
+	int *first_line; /* per profile: line of its first key */
+	struct buf msg;	 /* the first error */
+	int failed;
+	int fail_line; /* its line, or 0 */
+};
+
+static void cred_fail(struct cred_parse *p, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Records an error; only the first is reported, later ones follow it. */
+static void cred_fail(struct cred_parse *p, int line, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	if (p->failed)
+		return;
+	p->failed = 1;
+	p->fail_line = line;
+	if (line) {
+		r = buf_addf(&p->msg, "line %d: ", line);
+		(void)r;
+	}
+	va_start(ap, fmt);
+	r = buf_vaddf(&p->msg, fmt, ap);
+	va_end(ap);
+	(void)r; /* a message cut short by the cap is still a message */
+}
+
+/*
+ * An ini_reader over a string. ini_parse_string() would do, except that a
+ * line longer than libinih's fixed buffer (200 bytes in Debian's build)
+ * comes back as several lines, which misnumbers every later line and
+ * turns a long aws_session_token into a syntax error. This reader hands
+ * over the start of such a line, drops the rest and remembers that it did.
+ */
+static char *cred_read_line(char *str, int num, void *stream)
+{
+	struct cred_reader *rd = stream;
+	const char *s = rd->pos, *nl;
+	size_t len, room;
+
+	if (!s || *s == '\0' || num < 2)
+		return NULL;
+	nl = strchr(s, '\n');
+	len = nl ? (size_t)(nl - s) : strlen(s);
+	room = (size_t)num - 1;
+	rd->truncated = len > room;
+	memcpy(str, s, rd->truncated ? room : len);
+	str[rd->truncated ? room : len] = '\0';
+	rd->pos = nl ? nl + 1 : s + len;
+	rd->line++;
+	return str;
+}
+
+static int key_is(const char *name, const char *want)
+{
+	size_t i;
+
+	for (i = 0; name[i] && want[i]; i++) {
+		char c = name[i];
+
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c - 'A' + 'a');
+		if (c != want[i])
+			return 0;
+	}
+	return name[i] == want[i];
+}
+
+static int valid_key_id(const char *s)
+{
+	size_t i, n = strlen(s);
+
+	if (n == 0 || n > CRED_MAX_KEY_ID)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '-' ||
+		      s[i] == '_' || s[i] == '.'))
+			return 0;
+	return 1;
+}
+
+static int valid_secret(const char *s)
+{
+	size_t i, n = strlen(s);
+
+	if (n == 0 || n > CRED_MAX_SECRET)
+		return 0;
+	for (i = 0; i < n; i++)
+		if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
+			return 0;
+	return 1;
+}
+
+/* The profile called section, created when it is new. NULL on error. */
+static struct api_credential *cred_profile(struct cred_parse *p,
+					   const char *section)
+{
+	struct api_credentials *c = p->creds;
+	struct api_credential *cur;
+	size_t i;
+
+	if (c->n && strcmp(c->items[c->n - 1].profile, section) == 0)
+		return &c->items[c->n - 1];
+	for (i = 0; i + 1 < c->n; i++) {
+		if (strcmp(c->items[i].profile, section) == 0) {
+			cred_fail(p, p->rd.line,
+				  "profile '%s' appears more than once",
+				  section);
+			return NULL;
+		}
+	}
+	if (c->n == CRED_MAX_PROFILES) {
+		cred_fail(p, p->rd.line, "more than %d profiles",
+			  CRED_MAX_PROFILES);
+		return NULL;
+	}
+	if (strlen(section) > CRED_MAX_PROFILE_NAME) {
+		cred_fail(p, p->rd.line, "profile name too long");
+		return NULL;
+	}
+	c->items = xrealloc(c->items, (c->n + 1) * sizeof(*c->items));
+	p->first_line = xrealloc(p->first_line, (c->n + 1) * sizeof(int));
+	cur = &c->items[c->n];
+	cur->profile = xstrdup(section);
+	cur->access_key_id = NULL;
+	cur->secret_access_key = NULL;
+	p->first_line[c->n] = p->rd.line;
+	c->n++;
+	return cur;
+}
+
+static int cred_handler(void *user, const char *section, const char *name,
+			const char *value)
+{
+	struct cred_parse *p = user;
+	struct api_credential *cur;
+	char **slot;
+	int is_id;
+
+	if (p->failed)
+		return 1; /* keep libinih quiet: the first error is reported */
+	is_id = key_is(name, "aws_access_key_id");
+	if (!is_id && !key_is(name, "aws_secret_access_key"))
+		return 1; /* aws_session_token, region, ...: not ours */
+	if (section[0] == '\0') {
+		cred_fail(p, p->rd.line, "'%s' outside a [profile] section",
+			  name);
+		return 0;
+	}
+	cur = cred_profile(p, section);
+	if (!cur)
+		return 0;
+	if (p->rd.truncated) {
+		cred_fail(p, p->rd.line,
+			  "value of '%s' in profile '%s' is too long", name,
+			  section);
+		return 0;
+	}
+	slot = is_id ? &cur->access_key_id : &cur->secret_access_key;
+	if (*slot) {
+		cred_fail(p, p->rd.line, "'%s' given twice in profile '%s'",
+			  name, section);
+		return 0;
+	}
+	if (is_id ? !valid_key_id(value) : !valid_secret(value)) {
+		cred_fail(p, p->rd.line,
+			  "'%s' in profile '%s' is empty or has characters "
+			  "a key cannot have",
+			  name, section);
+		return 0;
+	}
+	*slot = xstrdup(value);
+	return 1;
+}
+
+/* Every profile must have both keys; one key id must mean one secret. */
+static void cred_check(struct cred_parse *p)
+{
+	struct api_credentials *c = p->creds;
+	size_t i, j;
+
+	if (c->n == 0) {
+		cred_fail(p, 0,
+			  "no profile with aws_access_key_id and "
+			  "aws_secret_access_key");
+		return;
+	}
+	for (i = 0; i < c->n && !p->failed; i++) {
+		const struct api_credential *a = &c->items[i];
+
+		if (!a->access_key_id)
+			cred_fail(p, 0,
+				  "profile '%s' (line %d) has no "
+				  "aws_access_key_id",
+				  a->profile, p->first_line[i]);
+		else if (!a->secret_access_key)
+			cred_fail(p, 0,
+				  "profile '%s' (line %d) has no "
+				  "aws_secret_access_key",
+				  a->profile, p->first_line[i]);
+	}
+	for (i = 0; i < c->n && !p->failed; i++)
+		for (j = i + 1; j < c->n && !p->failed; j++)
+			if (strcmp(c->items[i].access_key_id,
+				   c->items[j].access_key_id) == 0 &&
+			    strcmp(c->items[i].secret_access_key,
+				   c->items[j].secret_access_key) != 0)
+				cred_fail(p, 0,
+					  "profiles '%s' and '%s' give "
+					  "different secrets for one "
+					  "aws_access_key_id",
+					  c->items[i].profile,
+					  c->items[j].profile);
+}
+
+int api_credentials_parse(const char *text, struct api_credentials *creds,
+			  struct buf *err)
+{
+	struct cred_parse p;
+	int line;
+
+	creds->items = NULL;
+	creds->n = 0;
+	memset(&p, 0, sizeof(p));
+	buf_init(&p.msg, 1024);
+	p.rd.pos = text;
+	p.creds = creds;
+	if (!text) {
+		cred_fail(&p, 0, "no credentials text");
+	} else {
+		line = ini_parse_stream(cred_read_line, &p.rd, cred_handler,
+					&p);
+		/*
+		 * libinih returns the first line it could not parse, which
+		 * may come before a line the handler refused: "[default" on
+		 * line 1 leaves line 2's key outside any section.
+		 */
+		if (line > 0 && (!p.failed || line < p.fail_line)) {
+			buf_reset(&p.msg);
+			p.failed = 0;
+			cred_fail(&p, line,
+				  "expected '[profile]' or 'name = value'");
+		} else if (line < 0) {
+			cred_fail(&p, 0, "credentials parser failed (%d)",
+				  line);
+		}
+		if (!p.failed)
+			cred_check(&p);
+	}
+	free(p.first_line);
+	if (p.failed) {
+		if (err) {
+			/* Cut short by err's cap, it is still useful. */
+			int r = buf_add(err, p.msg.data, p.msg.len);
+
+			(void)r;
+		}
+		buf_release(&p.msg);
+		api_credentials_release(creds);
+		return ERR_INVALID;
+	}
+	buf_release(&p.msg);
+	return 0;
+}
+
+void api_credentials_release(struct api_credentials *creds)
+{
+	size_t i;
+
+	if (!creds)
+		return;
+	for (i = 0; i < creds->n; i++) {
+		struct api_credential *c = &creds->items[i];
+
+		free(c->profile);
+		free(c->access_key_id);
+		if (c->secret_access_key) {
+			/* Secrets do not linger in freed memory. */
+			OPENSSL_cleanse(c->secret_access_key,
+					strlen(c->secret_access_key));
+			free(c->secret_access_key);
+		}
+	}
+	free(creds->items);
+	creds->items = NULL;
+	creds->n = 0;
+}

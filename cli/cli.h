@@ -1,0 +1,201 @@
+#ifndef CLI_CLI_H
+#define CLI_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+
+#define CLI_VERSION "0.1.0"
+
+/* Exit codes; git's tests expect 129 for usage errors. */
+enum cli_exit {
+	CLI_EXIT_OK = 0,
+	CLI_EXIT_API = 1,	/* the server answered with an error */
+	CLI_EXIT_TRANSPORT = 2, /* no answer: connect, timeout, bad reply */
+	CLI_EXIT_FAILED = 3,	/* wait: the job ended Failed */
+	CLI_EXIT_STOPPED = 4,	/* wait: the job ended Stopped */
+	CLI_EXIT_TIMEOUT = 5,	/* wait: --timeout passed */
+	CLI_EXIT_USAGE = 129
+};
+
+enum cli_output { CLI_OUTPUT_TABLE = 0, CLI_OUTPUT_JSON };
+
+#define CLI_DEFAULT_ENDPOINT "http://127.0.0.1:8080"
+#define CLI_DEFAULT_REGION "us-east-1"
+/* Cap on a response body, after curl's dynbuf "toobig". */
+#define CLI_MAX_RESPONSE (16u * 1024 * 1024)
+/* Cap on a --cli-input-json document. */
+#define CLI_MAX_INPUT (4u * 1024 * 1024)
+
+struct cli_http;
+
+/*
+ * Everything a command needs, built once by main() and passed to every
+ * command. The strings are borrowed from argv or the environment.
+ */
+struct cli_ctx {
+	const char *endpoint;
+	const char *region;
+	enum cli_output output;
+	struct cli_http *http; /* created on the first call, see http.c */
+};
+
+/* One subcommand; argv[0] is the command name. Returns an exit code. */
+struct cli_cmd {
+	const char *name;
+	int (*fn)(struct cli_ctx *ctx, int argc, char **argv);
+	const char *usage; /* "describe-training-job NAME" */
+	const char *help;  /* one line for `trainctl help` */
+};
+
+/* --- main.c -------------------------------------------------------- */
+
+/*
+ * getopt_long values of the options every command takes; each command's
+ * option table ends with CLI_COMMON_OPTIONS and a zero entry.
+ */
+enum cli_common_opt {
+	CLI_OPT_ENDPOINT = 1000,
+	CLI_OPT_OUTPUT,
+	CLI_OPT_REGION,
+	CLI_OPT_HELP = 'h'
+};
+
+#define CLI_COMMON_OPTIONS                                             \
+	{ "endpoint", required_argument, NULL, CLI_OPT_ENDPOINT },     \
+		{ "output", required_argument, NULL, CLI_OPT_OUTPUT }, \
+		{ "region", required_argument, NULL, CLI_OPT_REGION }, \
+	{                                                              \
+		"help", no_argument, NULL, CLI_OPT_HELP                \
+	}
+
+/*
+ * Handles one getopt_long() result that is not the command's own: the
+ * common options, unknown options and missing values (the option strings
+ * start with ':' so that getopt reports those instead of printing). Returns
+ * 0 when the option was consumed, -1 after printing --help (the caller then
+ * exits with CLI_EXIT_OK), or CLI_EXIT_USAGE after printing the error and
+ * cmd's usage (cmd NULL: the global usage).
+ */
+int cli_common_option(struct cli_ctx *ctx, const struct cli_cmd *cmd, int opt,
+		      char **argv);
+
+/*
+ * Starts option parsing of a command's argv afresh (getopt keeps state
+ * between calls).
+ */
+void cli_getopt_reset(void);
+
+/*
+ * Prints "trainctl: error: <msg>" and the usage of cmd (NULL: the global
+ * usage) to stderr. Returns CLI_EXIT_USAGE.
+ */
+int cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Prints "trainctl: error: <msg>" to stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Looks a command up by name; NULL when unknown. */
+const struct cli_cmd *cli_cmd_find(const char *name);
+
+/* --- args.c: argument helpers (no I/O except cli_read_input) ------- */
+
+/* A growable vector of borrowed strings, for repeatable flags. */
+struct cli_strv {
+	const char **v;
+	size_t n;
+	size_t alloc;
+};
+
+#define CLI_STRV_INIT      \
+	{                  \
+		NULL, 0, 0 \
+	}
+
+/* Appends s (borrowed, not copied). */
+void cli_strv_push(struct cli_strv *sv, const char *s);
+
+/* Frees the array (not the strings) and empties sv. */
+void cli_strv_release(struct cli_strv *sv);
+
+/*
+ * Parses a decimal integer in [min, max] from s (the whole string).
+ * Returns 0, or ERR_INVALID leaving *out untouched.
+ */
+int cli_parse_int(const char *s, int64_t min, int64_t max, int64_t *out);
+
+/*
+ * Parses a non-negative number of seconds ("30", "0.5") into milliseconds.
+ * Returns 0 or ERR_INVALID.
+ */
+int cli_parse_seconds(const char *s, int64_t *ms_out);
+
+/*
+ * Reads the --cli-input-json argument into out (capped at CLI_MAX_INPUT):
+ * "file://PATH" or a plain PATH is read from disk, "-" from stdin, and text
+ * starting with '{' is taken as the document itself (as the aws CLI does).
+ * Returns 0, or ERR_IO / ERR_TOOBIG with err naming the file.
+ */
+int cli_read_input(const char *arg, struct buf *out, struct buf *err);
+
+/*
+ * Formats epoch milliseconds for tables: "2025-01-31T12:00:00.123Z", or "-"
+ * when ms is 0. Returns out.
+ */
+const char *cli_time(int64_t ms, char *out, size_t size);
+
+/* --- http.c: one SageMaker call -------------------------------------- */
+
+/* What the server answered. */
+struct cli_reply {
+	long status;	   /* HTTP status */
+	struct buf body;   /* response body, capped at CLI_MAX_RESPONSE */
+	char *err_type;	   /* non-2xx: __type, "Unknown" when unparsable */
+	char *err_message; /* non-2xx: message, may be "" */
+};
+
+#define CLI_REPLY_INIT                                        \
+	{                                                     \
+		0, BUF_INIT_MAX(CLI_MAX_RESPONSE), NULL, NULL \
+	}
+
+void cli_reply_release(struct cli_reply *reply);
+
+/*
+ * POSTs body to the endpoint as SageMaker.<op>, signed with SigV4 when
+ * AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are set, retrying briefly on
+ * throttling and 5xx like botocore. Returns 0 when the server answered
+ * (whatever the status; reply is filled and the caller releases it), or
+ * ERR_IO / ERR_TOOBIG when it did not, with err saying why.
+ */
+int cli_http_call(struct cli_ctx *ctx, const char *op, const struct buf *body,
+		  struct cli_reply *reply, struct buf *err);
+
+/* Frees the connection kept in ctx. */
+void cli_http_close(struct cli_ctx *ctx);
+
+/*
+ * cli_http_call() for commands that simply fail on any error: prints the
+ * error and returns CLI_EXIT_TRANSPORT or CLI_EXIT_API, or CLI_EXIT_OK with
+ * reply filled on a 2xx answer. The caller releases reply in every case.
+ */
+int cli_call(struct cli_ctx *ctx, const char *op, const struct buf *body,
+	     struct cli_reply *reply);
+
+/*
+ * Prints reply->body for --output json (pretty-printed when it is JSON).
+ */
+void cli_print_json(const struct cli_reply *reply);
+
+/* --- commands ---------------------------------------------------------- */
+
+int cli_cmd_create(struct cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_describe(struct cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_list(struct cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_stop(struct cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_delete(struct cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_wait(struct cli_ctx *ctx, int argc, char **argv);
+
+#endif

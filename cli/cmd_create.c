@@ -1,0 +1,212 @@
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/client.h"
+#include "cli/cli.h"
+#include "common/buf.h"
+#include "common/err.h"
+#include "common/banned.h"
+
+enum create_opt {
+	OPT_NAME = 1,
+	OPT_IMAGE,
+	OPT_INSTANCE_TYPE,
+	OPT_INSTANCE_COUNT,
+	OPT_ROLE_ARN,
+	OPT_OUTPUT_PATH,
+	OPT_INPUT_MODE,
+	OPT_HYPERPARAMETER,
+	OPT_ENVIRONMENT,
+	OPT_CHANNEL,
+	OPT_METRIC,
+	OPT_ENTRYPOINT,
+	OPT_ARGUMENT,
+	OPT_MAX_RUNTIME,
+	OPT_VOLUME_SIZE,
+	OPT_INPUT_JSON
+};
+
+static const struct option create_opts[] = {
+	{ "name", required_argument, NULL, OPT_NAME },
+	{ "image", required_argument, NULL, OPT_IMAGE },
+	{ "instance-type", required_argument, NULL, OPT_INSTANCE_TYPE },
+	{ "instance-count", required_argument, NULL, OPT_INSTANCE_COUNT },
+	{ "role-arn", required_argument, NULL, OPT_ROLE_ARN },
+	{ "output-path", required_argument, NULL, OPT_OUTPUT_PATH },
+	{ "input-mode", required_argument, NULL, OPT_INPUT_MODE },
+	{ "hyperparameter", required_argument, NULL, OPT_HYPERPARAMETER },
+	{ "environment", required_argument, NULL, OPT_ENVIRONMENT },
+	{ "channel", required_argument, NULL, OPT_CHANNEL },
+	{ "metric", required_argument, NULL, OPT_METRIC },
+	{ "entrypoint", required_argument, NULL, OPT_ENTRYPOINT },
+	{ "argument", required_argument, NULL, OPT_ARGUMENT },
+	{ "max-runtime", required_argument, NULL, OPT_MAX_RUNTIME },
+	{ "volume-size", required_argument, NULL, OPT_VOLUME_SIZE },
+	{ "cli-input-json", required_argument, NULL, OPT_INPUT_JSON },
+	CLI_COMMON_OPTIONS,
+	{ NULL, 0, NULL, 0 },
+};
+
+/* What the command line said, before it becomes a request. */
+struct create_args {
+	struct api_client_create flags;
+	struct cli_strv hp, env, channels, metrics, entrypoint, arguments;
+	const char *input_json; /* --cli-input-json argument */
+};
+
+static void create_args_release(struct create_args *a)
+{
+	cli_strv_release(&a->hp);
+	cli_strv_release(&a->env);
+	cli_strv_release(&a->channels);
+	cli_strv_release(&a->metrics);
+	cli_strv_release(&a->entrypoint);
+	cli_strv_release(&a->arguments);
+}
+
+static int parse_create_args(struct cli_ctx *ctx, const struct cli_cmd *cmd,
+			     int argc, char **argv, struct create_args *a)
+{
+	int64_t v;
+	int opt, rc;
+
+	while ((opt = getopt_long(argc, argv, ":h", create_opts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_NAME:
+			a->flags.name = optarg;
+			break;
+		case OPT_IMAGE:
+			a->flags.image = optarg;
+			break;
+		case OPT_INSTANCE_TYPE:
+			a->flags.instance_type = optarg;
+			break;
+		case OPT_INSTANCE_COUNT:
+			if (cli_parse_int(optarg, 1, 1000000, &v))
+				return cli_usage_error(
+					cmd,
+					"invalid --instance-count '%s': "
+					"expected a positive integer",
+					optarg);
+			a->flags.instance_count = (int)v;
+			break;
+		case OPT_ROLE_ARN:
+			a->flags.role_arn = optarg;
+			break;
+		case OPT_OUTPUT_PATH:
+			a->flags.output_path = optarg;
+			break;
+		case OPT_INPUT_MODE:
+			a->flags.input_mode = optarg;
+			break;
+		case OPT_HYPERPARAMETER:
+			cli_strv_push(&a->hp, optarg);
+			break;
+		case OPT_ENVIRONMENT:
+			cli_strv_push(&a->env, optarg);
+			break;
+		case OPT_CHANNEL:
+			cli_strv_push(&a->channels, optarg);
+			break;
+		case OPT_METRIC:
+			cli_strv_push(&a->metrics, optarg);
+			break;
+		case OPT_ENTRYPOINT:
+			cli_strv_push(&a->entrypoint, optarg);
+			break;
+		case OPT_ARGUMENT:
+			cli_strv_push(&a->arguments, optarg);
+			break;
+		case OPT_MAX_RUNTIME:
+			if (cli_parse_int(optarg, 1, INT32_MAX, &v))
+				return cli_usage_error(
+					cmd,
+					"invalid --max-runtime '%s': "
+					"expected seconds >= 1",
+					optarg);
+			a->flags.max_runtime_s = v;
+			break;
+		case OPT_VOLUME_SIZE:
+			if (cli_parse_int(optarg, 1, 1000000, &v))
+				return cli_usage_error(
+					cmd,
+					"invalid --volume-size '%s': "
+					"expected gigabytes >= 1",
+					optarg);
+			a->flags.volume_gb = (int)v;
+			break;
+		case OPT_INPUT_JSON:
+			a->input_json = optarg;
+			break;
+		default:
+			rc = cli_common_option(ctx, cmd, opt, argv);
+			if (rc)
+				return rc;
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error(cmd, "unexpected argument '%s'",
+				       argv[optind]);
+	a->flags.hyperparameters = a->hp.v;
+	a->flags.n_hyperparameters = a->hp.n;
+	a->flags.environment = a->env.v;
+	a->flags.n_environment = a->env.n;
+	a->flags.channels = a->channels.v;
+	a->flags.n_channels = a->channels.n;
+	a->flags.metrics = a->metrics.v;
+	a->flags.n_metrics = a->metrics.n;
+	a->flags.entrypoint = a->entrypoint.v;
+	a->flags.n_entrypoint = a->entrypoint.n;
+	a->flags.arguments = a->arguments.v;
+	a->flags.n_arguments = a->arguments.n;
+	return 0;
+}
+
+int cli_cmd_create(struct cli_ctx *ctx, int argc, char **argv)
+{
+	const struct cli_cmd *cmd = cli_cmd_find(argv[0]);
+	struct create_args a = { 0 };
+	struct buf input = BUF_INIT_MAX(CLI_MAX_INPUT);
+	struct buf body = BUF_INIT;
+	struct buf err = BUF_INIT;
+	struct cli_reply reply = CLI_REPLY_INIT;
+	char *arn = NULL;
+	int rc;
+
+	rc = parse_create_args(ctx, cmd, argc, argv, &a);
+	if (rc) {
+		rc = rc < 0 ? CLI_EXIT_OK : rc;
+		goto out;
+	}
+	if (a.input_json && cli_read_input(a.input_json, &input, &err)) {
+		rc = cli_usage_error(cmd, "--cli-input-json: %s", err.data);
+		goto out;
+	}
+	if (api_create_request_build(&a.flags, a.input_json ? input.data : NULL,
+				     input.len, &body, &err)) {
+		rc = cli_usage_error(cmd, "%s", err.data);
+		goto out;
+	}
+	rc = cli_call(ctx, "CreateTrainingJob", &body, &reply);
+	if (rc)
+		goto out;
+	if (ctx->output == CLI_OUTPUT_JSON) {
+		cli_print_json(&reply);
+	} else if (api_create_response_parse(reply.body.data, reply.body.len,
+					     &arn, &err)) {
+		cli_error("%s", err.data);
+		rc = CLI_EXIT_TRANSPORT;
+	} else {
+		printf("%s\n", arn);
+	}
+out:
+	free(arn);
+	cli_reply_release(&reply);
+	buf_release(&err);
+	buf_release(&body);
+	buf_release(&input);
+	create_args_release(&a);
+	return rc;
+}

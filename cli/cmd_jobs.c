@@ -1,0 +1,384 @@
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/client.h"
+#include "api/job_record.h"
+#include "api/requests.h"
+#include "cli/cli.h"
+#include "common/buf.h"
+#include "common/bug.h"
+#include "common/err.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+/*
+ * describe-training-job, list-training-jobs, stop-training-job and
+ * delete-training-job: one request each (list: one per page).
+ */
+
+static const struct option name_opts[] = {
+	CLI_COMMON_OPTIONS,
+	{ NULL, 0, NULL, 0 },
+};
+
+/*
+ * Parses "COMMAND NAME [common options]". Returns 0 with *name_out set, -1
+ * after --help, or CLI_EXIT_USAGE.
+ */
+static int parse_name_args(struct cli_ctx *ctx, const struct cli_cmd *cmd,
+			   int argc, char **argv, const char **name_out)
+{
+	int opt, rc;
+
+	while ((opt = getopt_long(argc, argv, ":h", name_opts, NULL)) != -1) {
+		rc = cli_common_option(ctx, cmd, opt, argv);
+		if (rc)
+			return rc;
+	}
+	if (optind >= argc)
+		return cli_usage_error(cmd, "missing job name");
+	if (optind + 1 < argc)
+		return cli_usage_error(cmd, "unexpected argument '%s'",
+				       argv[optind + 1]);
+	if (!*argv[optind])
+		return cli_usage_error(cmd, "empty job name");
+	*name_out = argv[optind];
+	return 0;
+}
+
+/* Sends {"TrainingJobName": name} as op. Returns an exit code. */
+static int name_call(struct cli_ctx *ctx, const char *op, const char *name,
+		     struct cli_reply *reply)
+{
+	struct buf body = BUF_INIT;
+	int rc;
+
+	if (api_name_request_build(name, &body)) {
+		buf_release(&body);
+		return cli_usage_error(NULL, "invalid job name '%s'", name);
+	}
+	rc = cli_call(ctx, op, &body, reply);
+	buf_release(&body);
+	return rc;
+}
+
+static void print_field(const char *label, const char *value)
+{
+	if (value && *value)
+		printf("%-17s%s\n", label, value);
+}
+
+static void print_time_field(const char *label, int64_t ms)
+{
+	char t[40];
+
+	if (ms)
+		print_field(label, cli_time(ms, t, sizeof(t)));
+}
+
+static void print_record(const struct api_job_record *r)
+{
+	char t1[40], t2[40];
+	size_t i;
+
+	print_field("Name:", r->name);
+	print_field("ARN:", r->arn);
+	printf("%-17s%s / %s\n", "Status:", r->status ? r->status : "-",
+	       r->secondary_status ? r->secondary_status : "-");
+	print_field("Failure reason:", r->failure_reason);
+	print_time_field("Created:", r->creation_ms);
+	print_time_field("Started:", r->start_ms);
+	print_time_field("Ended:", r->end_ms);
+	print_time_field("Last modified:", r->last_modified_ms);
+	if (r->training_s)
+		printf("%-17s%" PRId64 " s\n", "Training time:", r->training_s);
+	if (r->billable_s)
+		printf("%-17s%" PRId64 " s\n", "Billable time:", r->billable_s);
+	print_field("Model artifacts:", r->model_artifacts);
+	if (r->n_metrics) {
+		printf("Final metrics:\n");
+		for (i = 0; i < r->n_metrics; i++)
+			printf("  %-24s %g\n",
+			       r->metrics[i].name ? r->metrics[i].name : "-",
+			       r->metrics[i].value);
+	}
+	if (r->n_transitions) {
+		printf("Transitions:\n");
+		for (i = 0; i < r->n_transitions; i++) {
+			const struct api_transition *tr = &r->transitions[i];
+
+			printf("  %-24s %-24s %-24s %s\n",
+			       tr->status ? tr->status : "-",
+			       cli_time(tr->start_ms, t1, sizeof(t1)),
+			       cli_time(tr->end_ms, t2, sizeof(t2)),
+			       tr->message ? tr->message : "");
+		}
+	}
+}
+
+int cli_cmd_describe(struct cli_ctx *ctx, int argc, char **argv)
+{
+	const struct cli_cmd *cmd = cli_cmd_find(argv[0]);
+	struct cli_reply reply = CLI_REPLY_INIT;
+	struct api_job_record rec;
+	struct buf err = BUF_INIT;
+	const char *name = NULL;
+	int rc;
+
+	rc = parse_name_args(ctx, cmd, argc, argv, &name);
+	if (rc)
+		return rc < 0 ? CLI_EXIT_OK : rc;
+	rc = name_call(ctx, "DescribeTrainingJob", name, &reply);
+	if (rc)
+		goto out;
+	if (ctx->output == CLI_OUTPUT_JSON) {
+		cli_print_json(&reply);
+	} else if (api_job_record_from_json(reply.body.data, reply.body.len,
+					    &rec, &err)) {
+		cli_error("malformed response: %s", err.data);
+		rc = CLI_EXIT_TRANSPORT;
+	} else {
+		print_record(&rec);
+		api_job_record_release(&rec);
+	}
+out:
+	buf_release(&err);
+	cli_reply_release(&reply);
+	return rc;
+}
+
+/* Shared body of stop and delete: no output but the JSON one. */
+static int simple_name_cmd(struct cli_ctx *ctx, int argc, char **argv,
+			   const char *op)
+{
+	const struct cli_cmd *cmd = cli_cmd_find(argv[0]);
+	struct cli_reply reply = CLI_REPLY_INIT;
+	const char *name = NULL;
+	int rc;
+
+	rc = parse_name_args(ctx, cmd, argc, argv, &name);
+	if (rc)
+		return rc < 0 ? CLI_EXIT_OK : rc;
+	rc = name_call(ctx, op, name, &reply);
+	if (!rc && ctx->output == CLI_OUTPUT_JSON)
+		cli_print_json(&reply);
+	cli_reply_release(&reply);
+	return rc;
+}
+
+int cli_cmd_stop(struct cli_ctx *ctx, int argc, char **argv)
+{
+	return simple_name_cmd(ctx, argc, argv, "StopTrainingJob");
+}
+
+int cli_cmd_delete(struct cli_ctx *ctx, int argc, char **argv)
+{
+	return simple_name_cmd(ctx, argc, argv, "DeleteTrainingJob");
+}
+
+/* --- list-training-jobs ------------------------------------------------- */
+
+enum list_opt {
+	OPT_STATUS = 1,
+	OPT_NAME_CONTAINS,
+	OPT_SORT_BY,
+	OPT_SORT_ORDER,
+	OPT_MAX_RESULTS,
+	OPT_NEXT_TOKEN,
+	OPT_ALL
+};
+
+static const struct option list_opts[] = {
+	{ "status", required_argument, NULL, OPT_STATUS },
+	{ "name-contains", required_argument, NULL, OPT_NAME_CONTAINS },
+	{ "sort-by", required_argument, NULL, OPT_SORT_BY },
+	{ "sort-order", required_argument, NULL, OPT_SORT_ORDER },
+	{ "max-results", required_argument, NULL, OPT_MAX_RESULTS },
+	{ "next-token", required_argument, NULL, OPT_NEXT_TOKEN },
+	{ "all", no_argument, NULL, OPT_ALL },
+	CLI_COMMON_OPTIONS,
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Every page's records, for the table. */
+struct list_acc {
+	struct api_job_record *recs;
+	size_t n, alloc;
+};
+
+static void list_acc_take(struct list_acc *acc, struct api_job_record *recs,
+			  size_t n)
+{
+	size_t i;
+
+	if (acc->n + n > acc->alloc) {
+		acc->alloc = (acc->n + n) * 2;
+		acc->recs = xrealloc(acc->recs, acc->alloc * sizeof(*recs));
+	}
+	for (i = 0; i < n; i++)
+		acc->recs[acc->n++] = recs[i];
+	/* The records moved into acc; only the array is left to free. */
+	free(recs);
+}
+
+static size_t width_of(const char *s, size_t w)
+{
+	size_t n = s ? strlen(s) : 1;
+
+	return n > w ? n : w;
+}
+
+static void print_table(const struct list_acc *acc)
+{
+	size_t wn = 4, ws = 6, w2 = 9, i;
+	char t[40];
+
+	for (i = 0; i < acc->n; i++) {
+		wn = width_of(acc->recs[i].name, wn);
+		ws = width_of(acc->recs[i].status, ws);
+		w2 = width_of(acc->recs[i].secondary_status, w2);
+	}
+	printf("%-*s  %-*s  %-*s  %s\n", (int)wn, "NAME", (int)ws, "STATUS",
+	       (int)w2, "SECONDARY", "CREATED");
+	for (i = 0; i < acc->n; i++) {
+		const struct api_job_record *r = &acc->recs[i];
+
+		printf("%-*s  %-*s  %-*s  %s\n", (int)wn,
+		       r->name ? r->name : "-", (int)ws,
+		       r->status ? r->status : "-", (int)w2,
+		       r->secondary_status ? r->secondary_status : "-",
+		       cli_time(r->creation_ms, t, sizeof(t)));
+	}
+}
+
+static int parse_list_args(struct cli_ctx *ctx, const struct cli_cmd *cmd,
+			   int argc, char **argv, struct api_client_list *q,
+			   int *all)
+{
+	int64_t v;
+	int opt, rc;
+
+	while ((opt = getopt_long(argc, argv, ":h", list_opts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_STATUS:
+			q->status_equals = optarg;
+			break;
+		case OPT_NAME_CONTAINS:
+			q->name_contains = optarg;
+			break;
+		case OPT_SORT_BY:
+			q->sort_by = optarg;
+			break;
+		case OPT_SORT_ORDER:
+			q->sort_order = optarg;
+			break;
+		case OPT_MAX_RESULTS:
+			if (cli_parse_int(optarg, 1, 100, &v))
+				return cli_usage_error(
+					cmd,
+					"invalid --max-results '%s': "
+					"expected 1..100",
+					optarg);
+			q->max_results = (int)v;
+			break;
+		case OPT_NEXT_TOKEN:
+			q->next_token = optarg;
+			break;
+		case OPT_ALL:
+			*all = 1;
+			break;
+		default:
+			rc = cli_common_option(ctx, cmd, opt, argv);
+			if (rc)
+				return rc;
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error(cmd, "unexpected argument '%s'",
+				       argv[optind]);
+	return 0;
+}
+
+/* Upper bound on pages followed by --all, in case a server loops. */
+#define LIST_MAX_PAGES 100000
+
+int cli_cmd_list(struct cli_ctx *ctx, int argc, char **argv)
+{
+	const struct cli_cmd *cmd = cli_cmd_find(argv[0]);
+	struct api_client_list q = { 0 };
+	struct cli_reply reply = CLI_REPLY_INIT;
+	struct list_acc acc = { 0 };
+	struct buf body = BUF_INIT;
+	struct buf err = BUF_INIT;
+	struct buf joined = BUF_INIT;
+	struct buf doc = BUF_INIT;
+	char *token = NULL;
+	int all = 0, pages = 0, rc;
+
+	rc = parse_list_args(ctx, cmd, argc, argv, &q, &all);
+	if (rc)
+		return rc < 0 ? CLI_EXIT_OK : rc;
+	for (;;) {
+		struct api_job_record *recs = NULL;
+		size_t n = 0;
+		char *next = NULL;
+
+		buf_reset(&body);
+		q.next_token = token ? token : q.next_token;
+		if (api_list_request_build(&q, &body, &err)) {
+			rc = cli_usage_error(cmd, "%s", err.data);
+			goto out;
+		}
+		rc = cli_call(ctx, "ListTrainingJobs", &body, &reply);
+		if (rc)
+			goto out;
+		if (ctx->output == CLI_OUTPUT_JSON && !all) {
+			cli_print_json(&reply);
+			goto out;
+		}
+		if (api_list_response_parse(reply.body.data, reply.body.len,
+					    &recs, &n, &next, &err) ||
+		    (ctx->output == CLI_OUTPUT_JSON &&
+		     api_list_summaries_append(reply.body.data, reply.body.len,
+					       &joined, &err))) {
+			api_job_records_free(recs, n);
+			free(next);
+			cli_error("%s", err.data);
+			rc = CLI_EXIT_TRANSPORT;
+			goto out;
+		}
+		list_acc_take(&acc, recs, n);
+		free(token);
+		token = next;
+		if (!all || !token || ++pages >= LIST_MAX_PAGES)
+			break;
+	}
+	if (ctx->output == CLI_OUTPUT_JSON) {
+		struct cli_reply merged = CLI_REPLY_INIT;
+
+		if (buf_addf(&doc, "{\"TrainingJobSummaries\":[%s]}",
+			     joined.data))
+			BUG("unbounded buffer refused a string");
+		merged.body = doc;
+		cli_print_json(&merged);
+	} else {
+		print_table(&acc);
+		if (token && !all)
+			fprintf(stderr,
+				"trainctl: more jobs: --next-token %s or "
+				"--all\n",
+				token);
+	}
+out:
+	free(token);
+	api_job_records_free(acc.recs, acc.n);
+	buf_release(&doc);
+	buf_release(&joined);
+	buf_release(&err);
+	buf_release(&body);
+	cli_reply_release(&reply);
+	return rc;
+}

@@ -1,0 +1,264 @@
+/*
+ * trainctl: the command-line client of trainctld. It speaks SageMaker's
+ * JSON 1.1 protocol, so the same requests work against the real service.
+ */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "cli/cli.h"
+#include "common/banned.h"
+
+static int cmd_help(struct cli_ctx *ctx, int argc, char **argv);
+
+/* The subcommands, in the order `trainctl help` lists them (git.c). */
+static const struct cli_cmd commands[] = {
+	{ "create-training-job", cli_cmd_create,
+	  "create-training-job --name N --image IMG --instance-type T "
+	  "--instance-count N\n"
+	  "           [--role-arn ARN] [--output-path URI] "
+	  "[--input-mode File|Pipe|FastFile]\n"
+	  "           [--hyperparameter K=V]... [--environment K=V]... "
+	  "[--channel NAME=URI]...\n"
+	  "           [--metric NAME=REGEX]... [--entrypoint ARG]... "
+	  "[--argument ARG]...\n"
+	  "           [--max-runtime S] [--volume-size GB] "
+	  "[--cli-input-json file://job.json]",
+	  "start a training job from flags or a JSON request" },
+	{ "describe-training-job", cli_cmd_describe,
+	  "describe-training-job NAME", "show one job's status and history" },
+	{ "list-training-jobs", cli_cmd_list,
+	  "list-training-jobs [--status S] [--name-contains X] "
+	  "[--sort-by Name|CreationTime|Status]\n"
+	  "           [--sort-order Ascending|Descending] [--max-results N] "
+	  "[--next-token T] [--all]",
+	  "list jobs, one page or --all" },
+	{ "stop-training-job", cli_cmd_stop, "stop-training-job NAME",
+	  "stop a running job" },
+	{ "delete-training-job", cli_cmd_delete, "delete-training-job NAME",
+	  "delete a finished job" },
+	{ "wait", cli_cmd_wait, "wait NAME [--timeout S] [--interval S]",
+	  "wait until a job ends (exit 0 Completed, 3 Failed, 4 Stopped, "
+	  "5 timeout)" },
+	{ "help", cmd_help, "help [COMMAND]", "show this help" },
+};
+
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const char global_usage[] =
+	"usage: trainctl [--endpoint URL] [--output table|json] [--region R] "
+	"COMMAND [ARGS]\n"
+	"       trainctl --version\n";
+
+const struct cli_cmd *cli_cmd_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < N_COMMANDS; i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+static void print_cmd_usage(FILE *f, const struct cli_cmd *cmd)
+{
+	fprintf(f, "usage: trainctl %s\n", cmd->usage);
+}
+
+static void print_help(FILE *f)
+{
+	size_t i;
+
+	fputs(global_usage, f);
+	fputs("\ncommands:\n", f);
+	for (i = 0; i < N_COMMANDS; i++)
+		fprintf(f, "   %-22s %s\n", commands[i].name, commands[i].help);
+	fputs("\noptions (before or after the command):\n"
+	      "   --endpoint URL   controller URL (env TRAINCTL_ENDPOINT, "
+	      "default " CLI_DEFAULT_ENDPOINT ")\n"
+	      "   --output FMT     table (default) or json\n"
+	      "   --region R       signing region (env AWS_REGION, "
+	      "AWS_DEFAULT_REGION, default " CLI_DEFAULT_REGION ")\n"
+	      "\nRequests are signed with SigV4 when AWS_ACCESS_KEY_ID and "
+	      "AWS_SECRET_ACCESS_KEY are set\n(and AWS_SESSION_TOKEN when "
+	      "present).\n"
+	      "\nexit status: 0 ok, 1 the server answered an error, 2 the "
+	      "server could not be reached,\n3/4/5 wait: Failed/Stopped/"
+	      "timeout, 129 usage error\n",
+	      f);
+}
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("trainctl: error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("trainctl: error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	if (cmd)
+		print_cmd_usage(stderr, cmd);
+	else
+		fputs(global_usage, stderr);
+	return CLI_EXIT_USAGE;
+}
+
+void cli_getopt_reset(void)
+{
+	/* glibc reinitialises completely, permutation state too, on 0. */
+	optind = 0;
+	opterr = 0;
+}
+
+static int set_output(struct cli_ctx *ctx, const struct cli_cmd *cmd,
+		      const char *arg)
+{
+	if (!strcmp(arg, "table"))
+		ctx->output = CLI_OUTPUT_TABLE;
+	else if (!strcmp(arg, "json"))
+		ctx->output = CLI_OUTPUT_JSON;
+	else
+		return cli_usage_error(cmd,
+				       "invalid --output '%s': expected table "
+				       "or json",
+				       arg);
+	return 0;
+}
+
+int cli_common_option(struct cli_ctx *ctx, const struct cli_cmd *cmd, int opt,
+		      char **argv)
+{
+	switch (opt) {
+	case CLI_OPT_ENDPOINT:
+		if (!*optarg)
+			return cli_usage_error(cmd, "--endpoint is empty");
+		ctx->endpoint = optarg;
+		return 0;
+	case CLI_OPT_OUTPUT:
+		return set_output(ctx, cmd, optarg);
+	case CLI_OPT_REGION:
+		if (!*optarg)
+			return cli_usage_error(cmd, "--region is empty");
+		ctx->region = optarg;
+		return 0;
+	case CLI_OPT_HELP:
+		if (cmd)
+			print_cmd_usage(stdout, cmd);
+		else
+			print_help(stdout);
+		/* A negative code tells the caller to stop with success. */
+		return -1;
+	case ':':
+		return cli_usage_error(cmd, "option '%s' needs a value",
+				       argv[optind - 1]);
+	case '?':
+	default:
+		return cli_usage_error(cmd, "unknown option '%s'",
+				       argv[optind - 1]);
+	}
+}
+
+static int cmd_help(struct cli_ctx *ctx, int argc, char **argv)
+{
+	const struct cli_cmd *cmd;
+
+	(void)ctx;
+	if (argc < 2) {
+		print_help(stdout);
+		return CLI_EXIT_OK;
+	}
+	cmd = cli_cmd_find(argv[1]);
+	if (!cmd)
+		return cli_usage_error(NULL,
+				       "unknown command '%s'; see 'trainctl "
+				       "help'",
+				       argv[1]);
+	print_cmd_usage(stdout, cmd);
+	return CLI_EXIT_OK;
+}
+
+static const char *first_env(const char *a, const char *b)
+{
+	const char *v = getenv(a);
+
+	if (v && *v)
+		return v;
+	v = b ? getenv(b) : NULL;
+	return v && *v ? v : NULL;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "version", no_argument, NULL, 'V' },
+		CLI_COMMON_OPTIONS,
+		{ NULL, 0, NULL, 0 },
+	};
+	struct cli_ctx ctx = { 0 };
+	const struct cli_cmd *cmd;
+	int opt, rc;
+
+	ctx.endpoint = first_env("TRAINCTL_ENDPOINT", NULL);
+	if (!ctx.endpoint)
+		ctx.endpoint = CLI_DEFAULT_ENDPOINT;
+	ctx.region = first_env("AWS_REGION", "AWS_DEFAULT_REGION");
+	if (!ctx.region)
+		ctx.region = CLI_DEFAULT_REGION;
+	ctx.output = CLI_OUTPUT_TABLE;
+
+	/* '+': stop at the command name; its own options come after it. */
+	cli_getopt_reset();
+	while ((opt = getopt_long(argc, argv, "+:hV", opts, NULL)) != -1) {
+		if (opt == 'V') {
+			printf("trainctl version %s\n", CLI_VERSION);
+			return CLI_EXIT_OK;
+		}
+		rc = cli_common_option(&ctx, NULL, opt, argv);
+		if (rc < 0)
+			return CLI_EXIT_OK;
+		if (rc)
+			return rc;
+	}
+	if (optind >= argc)
+		return cli_usage_error(NULL, "no command given; see 'trainctl "
+					     "help'");
+	cmd = cli_cmd_find(argv[optind]);
+	if (!cmd)
+		return cli_usage_error(NULL,
+				       "unknown command '%s'; see 'trainctl "
+				       "help'",
+				       argv[optind]);
+
+	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+		cli_error("cannot initialise libcurl");
+		return CLI_EXIT_TRANSPORT;
+	}
+	argc -= optind;
+	argv += optind;
+	cli_getopt_reset();
+	rc = cmd->fn(&ctx, argc, argv);
+	cli_http_close(&ctx);
+	curl_global_cleanup();
+	if (fflush(stdout)) {
+		cli_error("cannot write the output");
+		if (!rc)
+			rc = CLI_EXIT_TRANSPORT;
+	}
+	return rc;
+}

@@ -1,0 +1,935 @@
+"""Shared pieces of the SageMaker-compatibility tests (not a test itself).
+
+Used by test_boto3.py (Debian /usr/bin/python3: boto3 1.26 / botocore 1.29,
+model M22) and boto3_new.py (pyenv python3: botocore 1.43, model M26).
+Keeps to the standard library plus boto3/botocore.
+
+  Tap      TAP output: "ok N - name", "not ok N - name" + "# " diagnostics,
+           the "1..N" plan at the end, exit status.
+  Daemon   starts build/bin/trainctld on a free loopback port with a temp
+           state dir, waits until it accepts connections, stops it by PID.
+  Core     the cases both client generations must pass.
+"""
+import atexit
+import copy
+import datetime
+import hashlib
+import hmac
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import urllib.parse
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("BUILD", "build")
+DAEMON = os.environ.get("TRAINCTLD") or os.path.join(REPO, BUILD, "bin", "trainctld")
+
+REGION = "us-east-1"
+KEY = "AKIDCOMPATTEST0000001"
+SECRET = "compat/secret+key/0123456789abcdefABCDEF"
+ROLE = "arn:aws:iam::123456789012:role/service-role/AmazonSageMaker-ExecutionRole"
+IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:1.13.1-cpu-py39"
+ARN_RE = r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-job/%s$"
+
+
+def hermetic_env():
+    """No config files, no instance metadata, no ambient keys or endpoints,
+    no proxies for loopback. Call before importing boto3/botocore."""
+    for k in list(os.environ):
+        if k.startswith("AWS_") or k.lower() in ("http_proxy", "https_proxy", "all_proxy"):
+            del os.environ[k]
+    os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+    os.environ["AWS_CONFIG_FILE"] = "/dev/null"
+    os.environ["AWS_SHARED_CREDENTIALS_FILE"] = "/dev/null"
+    os.environ["NO_PROXY"] = os.environ["no_proxy"] = "127.0.0.1,localhost"
+
+
+class Fail(AssertionError):
+    pass
+
+
+def expect(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def short(obj, limit=600):
+    try:
+        text = json.dumps(obj, default=str, sort_keys=True)
+    except Exception:
+        text = repr(obj)
+    return text if len(text) <= limit else text[:limit] + "...(%d chars)" % len(text)
+
+
+class Tap:
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+        self.log_hint = None   # callable returning text to show after a failure
+
+    def _emit(self, ok, name, diag=None, directive=None):
+        self.n += 1
+        line = "%s %d - %s" % ("ok" if ok else "not ok", self.n, name.replace("#", "\\#"))
+        if directive:
+            line += " # " + directive
+        print(line)
+        if diag:
+            for d in str(diag).rstrip().splitlines():
+                print("# " + d)
+        sys.stdout.flush()
+
+    def ok(self, cond, name, diag=None):
+        if not cond:
+            self.failed += 1
+        self._emit(bool(cond), name, None if cond else diag)
+        return bool(cond)
+
+    def skip(self, name, reason):
+        self._emit(True, name, directive="SKIP " + reason)
+
+    def note(self, text):
+        for d in str(text).splitlines():
+            print("# " + d)
+        sys.stdout.flush()
+
+    def case(self, name, fn, *args, **kw):
+        """Runs fn; Fail -> not ok with its message; any other exception ->
+        not ok with the traceback. Returns fn's value (None on failure)."""
+        try:
+            value = fn(*args, **kw)
+        except Fail as e:
+            self.ok(False, name, str(e))
+            return None
+        except Exception as e:
+            tb = traceback.format_exc().rstrip().splitlines()
+            self.ok(False, name, "unexpected %s: %s\n%s" % (type(e).__name__, e, "\n".join(tb[-8:])))
+            return None
+        self.ok(True, name)
+        return value if value is not None else True
+
+    def finish(self):
+        print("1..%d" % self.n)
+        if self.failed:
+            print("# %d of %d failed" % (self.failed, self.n))
+        sys.stdout.flush()
+        return 1 if self.failed else 0
+
+
+def free_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+_daemons = []
+
+
+def _stop_all():
+    for d in list(_daemons):
+        d.stop()
+
+
+atexit.register(_stop_all)
+
+
+def _on_signal(signum, frame):
+    _stop_all()
+    sys.exit(128 + signum)
+
+
+signal.signal(signal.SIGTERM, _on_signal)
+signal.signal(signal.SIGINT, _on_signal)
+
+
+class Daemon:
+    """One trainctld. state_dir=None: a fresh one under a temp dir."""
+
+    def __init__(self, credentials=None, state_dir=None, name="trainctld"):
+        self.credentials = credentials
+        self.tmp = tempfile.mkdtemp(prefix="trainctl-compat-")
+        self.state_dir = state_dir or os.path.join(self.tmp, "state")
+        self.name = name
+        self.proc = None
+        self.port = None
+        self.log_path = os.path.join(self.tmp, name + ".log")
+        self.rc = None
+
+    @property
+    def endpoint(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def start(self, timeout=20.0):
+        """Returns None when it listens, else a text saying why not."""
+        if not os.access(DAEMON, os.X_OK):
+            return "%s not built" % DAEMON
+        os.makedirs(self.state_dir, exist_ok=True)
+        self.port = free_port()
+        args = [DAEMON, "--listen", "127.0.0.1:%d" % self.port, "--state-dir", self.state_dir]
+        if self.credentials:
+            path = os.path.join(self.tmp, "credentials")
+            with open(path, "w") as f:
+                for profile, (k, s) in self.credentials.items():
+                    f.write("[%s]\naws_access_key_id = %s\naws_secret_access_key = %s\n\n" % (profile, k, s))
+            args += ["--credentials", path]
+        args.append("-v")
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        log.close()
+        _daemons.append(self)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                return "exited with status %s before listening\n%s" % (self.proc.returncode, self.log_tail())
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                return None
+            except OSError:
+                time.sleep(0.05)
+        return "not listening after %.0f s\n%s" % (timeout, self.log_tail())
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout=10.0):
+        """SIGTERM by PID, SIGKILL after timeout. Returns the exit status
+        (negative: killed by that signal) and whether SIGKILL was needed."""
+        if self.proc is None:
+            return self.rc, False
+        killed = False
+        if self.proc.poll() is None:
+            try:
+                os.kill(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                killed = True
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.rc = self.proc.returncode
+        self.proc = None
+        if self in _daemons:
+            _daemons.remove(self)
+        return self.rc, killed
+
+    def log_tail(self, n=25):
+        try:
+            with open(self.log_path, "rb") as f:
+                lines = f.read().decode("utf-8", "replace").splitlines()
+            return "--- %s log (last %d lines) ---\n%s" % (self.name, n, "\n".join(lines[-n:]))
+        except OSError:
+            return "(no log)"
+
+
+# ---------------------------------------------------------------- raw HTTP
+
+class Resp:
+    def __init__(self, status, headers, body):
+        self.status = status
+        self.headers = headers          # lower-case names
+        self.body = body
+        try:
+            self.json = json.loads(body.decode("utf-8")) if body else None
+        except Exception:
+            self.json = None
+
+    def __repr__(self):
+        b = self.body[:400].decode("utf-8", "replace")
+        return "HTTP %s %s body=%s" % (self.status, short(self.headers, 300), b)
+
+
+def http_request(port, method, path, body=b"", headers=None, timeout=15):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        r = conn.getresponse()
+        data = r.read()
+        return Resp(r.status, {k.lower(): v for k, v in r.getheaders()}, data)
+    finally:
+        conn.close()
+
+
+def amz_json(port, op, payload, headers=None, auth=None):
+    """POST / with X-Amz-Target SageMaker.<op>. payload: dict or bytes.
+    auth: (key, secret) to sign with our own SigV4 signer."""
+    body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    h = {"Content-Type": "application/x-amz-json-1.1", "X-Amz-Target": "SageMaker." + op}
+    if headers:
+        h.update(headers)
+    if auth:
+        h.update(sigv4_sign("POST", "127.0.0.1:%d" % port, "/", "", body, auth[0], auth[1], h))
+    return http_request(port, "POST", "/", body, h)
+
+
+def sigv4_sign(method, host, path, query, body, key, secret, headers=None, when=None,
+               region=REGION, service="sagemaker"):
+    """Our own SigV4 (AWS docs' algorithm), independent of botocore, so that
+    raw requests can be signed with any date. Returns the headers to add
+    (Host, X-Amz-Date, X-Amz-Content-Sha256, Authorization)."""
+    when = when or datetime.datetime.now(datetime.timezone.utc)
+    amz_date = when.strftime("%Y%m%dT%H%M%SZ")
+    day = amz_date[:8]
+    payload_hash = hashlib.sha256(body).hexdigest()
+    hs = {"host": host, "x-amz-date": amz_date, "x-amz-content-sha256": payload_hash}
+    for k, v in (headers or {}).items():
+        if k.lower() in ("content-type", "x-amz-target"):
+            hs[k.lower()] = v
+    names = sorted(hs)
+    canon_headers = "".join("%s:%s\n" % (n, " ".join(str(hs[n]).split())) for n in names)
+    signed = ";".join(names)
+    pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
+    canon_query = "&".join("%s=%s" % (urllib.parse.quote(k, safe="-_.~"), urllib.parse.quote(v, safe="-_.~"))
+                           for k, v in sorted(pairs))
+    canon_path = urllib.parse.quote(path, safe="/-_.~")
+    creq = "\n".join([method, canon_path, canon_query, canon_headers, signed, payload_hash])
+    scope = "%s/%s/%s/aws4_request" % (day, region, service)
+    sts = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope, hashlib.sha256(creq.encode()).hexdigest()])
+
+    def h(k, m):
+        return hmac.new(k, m.encode(), hashlib.sha256).digest()
+    k = h(h(h(h(("AWS4" + secret).encode(), day), region), service), "aws4_request")
+    sig = hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
+    return {"Host": host, "X-Amz-Date": amz_date, "X-Amz-Content-Sha256": payload_hash,
+            "Authorization": "AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, Signature=%s"
+                             % (key, scope, signed, sig)}
+
+
+# ---------------------------------------------------------------- boto3
+
+def make_client(endpoint, key=KEY, secret=SECRET, validate=True):
+    """A sagemaker client with retries off; boto3 when importable, else
+    botocore alone. endpoint=None: whatever the environment says."""
+    import botocore.config
+    cfg = botocore.config.Config(retries={"total_max_attempts": 1, "mode": "standard"},
+                                 parameter_validation=validate, connect_timeout=5, read_timeout=60)
+    try:
+        import boto3
+    except ImportError:
+        import botocore.session
+        return botocore.session.get_session().create_client(
+            "sagemaker", region_name=REGION, endpoint_url=endpoint, aws_access_key_id=key,
+            aws_secret_access_key=secret, config=cfg)
+    session = boto3.session.Session(aws_access_key_id=key, aws_secret_access_key=secret,
+                                    region_name=REGION)
+    return session.client("sagemaker", endpoint_url=endpoint, config=cfg)
+
+
+def err_of(e):
+    """(code, message, http status) of a botocore ClientError."""
+    r = getattr(e, "response", {}) or {}
+    err = r.get("Error", {})
+    return err.get("Code"), err.get("Message", ""), r.get("ResponseMetadata", {}).get("HTTPStatusCode")
+
+
+def expect_error(fn, codes, status=None, contains=None, what=""):
+    """Calls fn(); it must raise a ClientError whose code is in codes (str or
+    tuple). Returns (code, message, status)."""
+    from botocore.exceptions import ClientError
+    if isinstance(codes, str):
+        codes = (codes,)
+    try:
+        resp = fn()
+    except ClientError as e:
+        code, msg, st = err_of(e)
+        expect(code in codes, "%sexpected error %s, got %s (HTTP %s): %r" % (what, "/".join(codes), code, st, msg))
+        if status is not None:
+            ok = st in status if isinstance(status, (tuple, list, range)) else st == status
+            expect(ok, "%s%s: expected HTTP %s, got %s" % (what, code, status, st))
+        if contains:
+            for c in ([contains] if isinstance(contains, str) else contains):
+                expect(c in msg, "%s%s message %r does not contain %r" % (what, code, msg, c))
+        return code, msg, st
+    if isinstance(resp, dict):
+        resp = {k: v for k, v in resp.items() if k != "ResponseMetadata"}
+    raise Fail("%sexpected error %s, got success: %s" % (what, "/".join(codes), short(resp)))
+
+
+def job_request(name, **top):
+    """A realistic CreateTrainingJob request (what the SageMaker Python SDK
+    sends for a PyTorch estimator), with top-level members replaced by top."""
+    req = {
+        "TrainingJobName": name,
+        "AlgorithmSpecification": {
+            "TrainingImage": IMAGE,
+            "TrainingInputMode": "File",
+            "MetricDefinitions": [{"Name": "train:loss", "Regex": "loss=([0-9\\.]+)"},
+                                  {"Name": "validation:accuracy", "Regex": "val_acc=([0-9\\.]+)"}],
+            "EnableSageMakerMetricsTimeSeries": True,
+        },
+        "RoleArn": ROLE,
+        "InputDataConfig": [
+            {"ChannelName": "train",
+             "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix",
+                                             "S3Uri": "s3://compat-bucket/data/train/",
+                                             "S3DataDistributionType": "FullyReplicated"}},
+             "ContentType": "text/csv", "CompressionType": "None"},
+            {"ChannelName": "validation",
+             "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix",
+                                             "S3Uri": "s3://compat-bucket/data/validation/",
+                                             "S3DataDistributionType": "ShardedByS3Key"}},
+             "InputMode": "File"},
+        ],
+        "HyperParameters": {"epochs": "10", "lr": "0.01", "batch-size": "64",
+                            "sagemaker_program": "\"train.py\"",
+                            "sagemaker_submit_directory": "\"s3://compat-bucket/code/sourcedir.tar.gz\"",
+                            "sagemaker_region": "\"us-east-1\""},
+        "OutputDataConfig": {"S3OutputPath": "s3://compat-bucket/output"},
+        "ResourceConfig": {"InstanceType": "ml.m5.xlarge", "InstanceCount": 2, "VolumeSizeInGB": 30},
+        "StoppingCondition": {"MaxRuntimeInSeconds": 86400},
+        "Tags": [{"Key": "project", "Value": "compat"}, {"Key": "owner", "Value": "ci@example.com"}],
+        "EnableNetworkIsolation": False,
+        "EnableInterContainerTrafficEncryption": False,
+        "EnableManagedSpotTraining": False,
+        "CheckpointConfig": {"S3Uri": "s3://compat-bucket/checkpoints/%s" % name,
+                             "LocalPath": "/opt/ml/checkpoints"},
+        "Environment": {"LOG_LEVEL": "debug", "OMP_NUM_THREADS": "1"},
+        "RetryStrategy": {"MaximumRetryAttempts": 2},
+    }
+    req.update(top)
+    return req
+
+
+def small_request(name):
+    """A minimal valid request for the older (M22) model."""
+    return {
+        "TrainingJobName": name,
+        "AlgorithmSpecification": {"TrainingImage": IMAGE, "TrainingInputMode": "File"},
+        "RoleArn": ROLE,
+        "OutputDataConfig": {"S3OutputPath": "s3://compat-bucket/output"},
+        "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 10},
+        "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
+    }
+
+
+def is_dt(v):
+    return isinstance(v, datetime.datetime) and v.tzinfo is not None
+
+
+def subset_mismatch(want, got, path=""):
+    """First place where got does not contain want (dicts: every key of want,
+    recursively; lists: same length, element-wise). None when contained."""
+    if isinstance(want, dict):
+        if not isinstance(got, dict):
+            return "%s: expected an object, got %s" % (path or "/", short(got, 200))
+        for k, v in want.items():
+            if k not in got:
+                return "%s/%s missing" % (path, k)
+            m = subset_mismatch(v, got[k], "%s/%s" % (path, k))
+            if m:
+                return m
+        return None
+    if isinstance(want, list):
+        if not isinstance(got, list) or len(got) != len(want):
+            return "%s: expected a list of %d, got %s" % (path, len(want), short(got, 200))
+        for i, (a, b) in enumerate(zip(want, got)):
+            m = subset_mismatch(a, b, "%s[%d]" % (path, i))
+            if m:
+                return m
+        return None
+    if want != got or type(want) is not type(got):
+        return "%s: expected %r, got %r" % (path, want, got)
+    return None
+
+
+def list_all(sm, page_size=None, **kw):
+    """All summaries through the list_training_jobs paginator, and the list
+    of page lengths."""
+    cfg = {"PageSize": page_size} if page_size else {}
+    names, pages = [], []
+    for page in sm.get_paginator("list_training_jobs").paginate(PaginationConfig=cfg, **kw):
+        pages.append(len(page["TrainingJobSummaries"]))
+        names.extend(page["TrainingJobSummaries"])
+    return names, pages
+
+
+def wait_status(sm, name, statuses, timeout=15.0):
+    if isinstance(statuses, str):
+        statuses = (statuses,)
+    deadline = time.time() + timeout
+    seen = []
+    while True:
+        d = sm.describe_training_job(TrainingJobName=name)
+        st = d["TrainingJobStatus"], d.get("SecondaryStatus")
+        if not seen or seen[-1] != st:
+            seen.append(st)
+        if st[0] in statuses:
+            return d, seen
+        if time.time() > deadline:
+            raise Fail("%s: status %s after %.0f s (seen %s), wanted %s" % (name, st, timeout, seen, statuses))
+        time.sleep(0.1)
+
+
+# ---------------------------------------------------------------- core cases
+
+class Core:
+    """Cases both client generations must pass, against one fresh daemon.
+    self.created is the creation-ordered list of names that exist."""
+
+    def __init__(self, tap, daemon, label):
+        self.tap = tap
+        self.d = daemon
+        self.label = label
+        self.sm = make_client(daemon.endpoint)
+        self.smv = make_client(daemon.endpoint, validate=False)   # lets min-violations reach the server
+        self.created = []
+        self.deleted = set()
+
+    def create(self, req, client=None):
+        r = (client or self.sm).create_training_job(**req)
+        self.created.append(req["TrainingJobName"])
+        return r
+
+    def count(self):
+        return len(list_all(self.sm, page_size=100)[0])
+
+    # -- create / describe
+    def t_create(self):
+        name = "compat-create-1"
+        t0 = time.time()
+        r = self.create(job_request(name))
+        import re
+        arn = r.get("TrainingJobArn", "")
+        expect(re.match(ARN_RE % re.escape(name), arn), "TrainingJobArn %r does not match %s" % (arn, ARN_RE % name))
+        expect(len(arn) <= 256, "ARN longer than 256")
+        self.arn1, self.t_create0, self.t_create1 = arn, t0, time.time()
+        expect(r["ResponseMetadata"].get("RequestId"), "no x-amzn-RequestId (ResponseMetadata.RequestId empty)")
+
+    def t_describe(self):
+        name = "compat-create-1"
+        req = job_request(name)
+        d = self.sm.describe_training_job(TrainingJobName=name)
+        problems = []
+        if d.get("TrainingJobName") != name:
+            problems.append("TrainingJobName %r" % d.get("TrainingJobName"))
+        if d.get("TrainingJobArn") != getattr(self, "arn1", None):
+            problems.append("TrainingJobArn %r != create's %r" % (d.get("TrainingJobArn"), getattr(self, "arn1", None)))
+        for member in ("AlgorithmSpecification", "RoleArn", "InputDataConfig", "OutputDataConfig",
+                       "ResourceConfig", "StoppingCondition", "CheckpointConfig", "RetryStrategy",
+                       "EnableNetworkIsolation", "EnableInterContainerTrafficEncryption",
+                       "EnableManagedSpotTraining"):
+            m = subset_mismatch(req[member], d.get(member), member)
+            if m:
+                problems.append("echo: " + m)
+        for member in ("HyperParameters", "Environment"):
+            if d.get(member) != req[member]:
+                problems.append("%s not echoed exactly: %s" % (member, short(d.get(member))))
+        if d.get("TrainingJobStatus") != "InProgress":
+            problems.append("TrainingJobStatus %r, expected InProgress" % d.get("TrainingJobStatus"))
+        if d.get("SecondaryStatus") != "Starting":
+            problems.append("SecondaryStatus %r, expected Starting" % d.get("SecondaryStatus"))
+        ct = d.get("CreationTime")
+        if not is_dt(ct):
+            problems.append("CreationTime %r is not a datetime" % (ct,))
+        elif not (self.t_create0 - 2 <= ct.timestamp() <= self.t_create1 + 2):
+            problems.append("CreationTime %s not within the create call (%.3f..%.3f)" % (ct, self.t_create0, self.t_create1))
+        if "LastModifiedTime" in d and not is_dt(d["LastModifiedTime"]):
+            problems.append("LastModifiedTime %r is not a datetime" % (d["LastModifiedTime"],))
+        tr = d.get("SecondaryStatusTransitions")
+        if not isinstance(tr, list) or not tr:
+            problems.append("SecondaryStatusTransitions missing or empty: %s" % short(tr))
+        else:
+            if tr[0].get("Status") != "Starting":
+                problems.append("first transition %s, expected Starting" % short(tr[0]))
+            if not all(is_dt(t.get("StartTime")) for t in tr):
+                problems.append("transition without datetime StartTime: %s" % short(tr))
+            if "EndTime" in tr[-1]:
+                problems.append("current transition has an EndTime: %s" % short(tr[-1]))
+        ma = d.get("ModelArtifacts", {}).get("S3ModelArtifacts")
+        if ma is not None and ma != "s3://compat-bucket/output/%s/output/model.tar.gz" % name:
+            problems.append("ModelArtifacts.S3ModelArtifacts %r" % ma)
+        for absent in ("TrainingEndTime", "FailureReason"):
+            if absent in d:
+                problems.append("%s present on a Starting job: %r" % (absent, d[absent]))
+        expect(not problems, "\n".join(problems) + "\nresponse: " + short(d, 1500))
+
+    def t_describe_unknown(self):
+        expect_error(lambda: self.sm.describe_training_job(TrainingJobName="no-such-job"),
+                     "ValidationException", 400, "Requested resource not found.")
+
+    def t_duplicate(self):
+        code, msg, _ = expect_error(lambda: self.sm.create_training_job(**job_request("compat-create-1")),
+                                    "ResourceInUse", 400)
+        d = self.sm.describe_training_job(TrainingJobName="compat-create-1")
+        expect(d["TrainingJobArn"] == self.arn1 and d["CreationTime"].timestamp() <= self.t_create1 + 2,
+               "the original job changed after the duplicate create: %s" % short(d))
+
+    # -- list / paging
+    def t_paging(self):
+        for i in range(25):
+            self.create(small_request("page-%03d" % i))
+        want = ["page-%03d" % i for i in range(25)]
+        got, pages = list_all(self.sm, page_size=7, NameContains="page-")
+        names = [s["TrainingJobName"] for s in got]
+        expect(names == want, "paged names (page sizes %s) differ from creation order:\n got %s\nwant %s"
+               % (pages, names, want))
+        expect(pages == [7, 7, 7, 4], "page sizes %s, expected [7, 7, 7, 4]" % pages)
+        got, pages = list_all(self.sm, page_size=7, NameContains="page-", SortOrder="Descending")
+        names = [s["TrainingJobName"] for s in got]
+        expect(names == want[::-1], "descending pages give %s" % names)
+
+    def t_list_default_page(self):
+        r = self.sm.list_training_jobs(NameContains="page-")
+        n = len(r["TrainingJobSummaries"])
+        expect(n == 10, "default MaxResults: %d summaries, expected 10" % n)
+        expect(r.get("NextToken"), "no NextToken with 25 matching jobs and a page of 10")
+        r2 = self.sm.list_training_jobs(NameContains="page-", MaxResults=100)
+        expect(len(r2["TrainingJobSummaries"]) == 25 and "NextToken" not in r2,
+               "MaxResults 100: %d summaries, NextToken %r" % (len(r2["TrainingJobSummaries"]), r2.get("NextToken")))
+
+    def t_list_all_jobs(self):
+        got, pages = list_all(self.sm, page_size=4)
+        names = [s["TrainingJobName"] for s in got]
+        want = [n for n in self.created if n not in self.deleted]
+        expect(names == want, "unfiltered listing (pages %s) differs from the creation log:\n got %s\nwant %s"
+               % (pages, names, want))
+
+    def t_summary_shape(self):
+        r = self.sm.list_training_jobs(NameContains="compat-create-1")
+        s = r["TrainingJobSummaries"]
+        expect(len(s) == 1, "NameContains compat-create-1: %s" % short(s))
+        s = s[0]
+        problems = []
+        if s.get("TrainingJobArn") != self.arn1:
+            problems.append("TrainingJobArn %r" % s.get("TrainingJobArn"))
+        if s.get("TrainingJobStatus") != "InProgress":
+            problems.append("TrainingJobStatus %r" % s.get("TrainingJobStatus"))
+        for k in ("CreationTime", "LastModifiedTime"):
+            if not is_dt(s.get(k)):
+                problems.append("%s %r not a datetime" % (k, s.get(k)))
+        if "TrainingEndTime" in s:
+            problems.append("TrainingEndTime on a non-terminal job")
+        expect(not problems, "; ".join(problems) + " in " + short(s))
+
+    def t_paging_concurrent_insert(self):
+        # Descending by creation time: a job created between two pages goes
+        # to the front; it must not shift the cursor (no duplicates, no gaps).
+        p = self.sm.get_paginator("list_training_jobs")
+        it = iter(p.paginate(NameContains="page-", SortOrder="Descending", PaginationConfig={"PageSize": 5}))
+        seen = [s["TrainingJobName"] for s in next(it)["TrainingJobSummaries"]]
+        self.create(small_request("page-999"))
+        for page in it:
+            seen += [s["TrainingJobName"] for s in page["TrainingJobSummaries"]]
+        dup = sorted({n for n in seen if seen.count(n) > 1})
+        missing = sorted(set("page-%03d" % i for i in range(25)) - set(seen))
+        expect(not dup and not missing, "duplicates %s, missing %s; pages gave %s" % (dup, missing, seen))
+
+    def t_bad_next_token(self):
+        code, msg, st = expect_error(lambda: self.sm.list_training_jobs(NextToken="this-is-not-a-token"),
+                                     ("ValidationException", "InvalidNextToken", "SerializationException"))
+        expect(st is not None and 400 <= st < 500, "HTTP %s" % st)
+
+    # -- filters
+    def t_name_contains(self):
+        for n in ("filt-alpha-1", "filt-beta-1", "filt-alpha-2", "filt-gamma-1"):
+            self.create(small_request(n))
+            time.sleep(0.01)
+        cases = {"alpha": ["filt-alpha-1", "filt-alpha-2"], "ha-2": ["filt-alpha-2"],
+                 "filt-": ["filt-alpha-1", "filt-beta-1", "filt-alpha-2", "filt-gamma-1"],
+                 "nothing-matches-this": []}
+        bad = []
+        for sub, want in cases.items():
+            names = [s["TrainingJobName"] for s in list_all(self.sm, NameContains=sub)[0]]
+            if names != want:
+                bad.append("NameContains=%r: got %s, want %s" % (sub, names, want))
+        expect(not bad, "\n".join(bad))
+
+    def t_status_equals(self):
+        self.sm.stop_training_job(TrainingJobName="filt-beta-1")
+        wait_status(self.sm, "filt-beta-1", "Stopped")
+        bad = []
+        for st, want in (("Stopped", ["filt-beta-1"]),
+                         ("InProgress", ["filt-alpha-1", "filt-alpha-2", "filt-gamma-1"]),
+                         ("Completed", []), ("Failed", [])):
+            got = list_all(self.sm, NameContains="filt-", StatusEquals=st)[0]
+            names = [s["TrainingJobName"] for s in got]
+            if names != want or any(s["TrainingJobStatus"] != st for s in got):
+                bad.append("StatusEquals=%s: got %s" % (st, [(s["TrainingJobName"], s["TrainingJobStatus"]) for s in got]))
+        expect(not bad, "\n".join(bad))
+
+    def t_time_filters(self):
+        utc = datetime.timezone.utc
+        for n in ("time-a-1", "time-a-2"):
+            self.create(small_request(n))
+        time.sleep(1.2)
+        t1 = int(time.time())          # integer seconds: M22 sends timestamps as integers
+        time.sleep(1.2)
+        for n in ("time-b-1", "time-b-2"):
+            self.create(small_request(n))
+        time.sleep(1.2)
+        t2 = int(time.time())
+        time.sleep(1.2)
+        self.sm.stop_training_job(TrainingJobName="time-a-1")
+        wait_status(self.sm, "time-a-1", "Stopped")
+
+        def q(**kw):
+            return [s["TrainingJobName"] for s in list_all(self.sm, NameContains="time-", **kw)[0]]
+        dt1, dt2 = datetime.datetime.fromtimestamp(t1, utc), datetime.datetime.fromtimestamp(t2, utc)
+        early = datetime.datetime.fromtimestamp(t1 - 3600, utc)
+        cases = [("CreationTimeAfter=t1", dict(CreationTimeAfter=dt1), ["time-b-1", "time-b-2"]),
+                 ("CreationTimeBefore=t1", dict(CreationTimeBefore=dt1), ["time-a-1", "time-a-2"]),
+                 ("CreationTimeAfter=t1-1h,Before=t1", dict(CreationTimeAfter=early, CreationTimeBefore=dt1),
+                  ["time-a-1", "time-a-2"]),
+                 ("CreationTimeAfter=t2", dict(CreationTimeAfter=dt2), []),
+                 ("CreationTimeAfter as epoch int", dict(CreationTimeAfter=t1), ["time-b-1", "time-b-2"]),
+                 ("LastModifiedTimeAfter=t2", dict(LastModifiedTimeAfter=dt2), ["time-a-1"]),
+                 ("LastModifiedTimeBefore=t2", dict(LastModifiedTimeBefore=dt2), ["time-a-2", "time-b-1", "time-b-2"])]
+        bad = []
+        for label, kw, want in cases:
+            got = q(**kw)
+            if got != want:
+                bad.append("%s: got %s, want %s" % (label, got, want))
+        expect(not bad, "t1=%d t2=%d\n" % (t1, t2) + "\n".join(bad))
+
+    def t_sorting(self):
+        order = ["sort-c", "sort-a", "sort-d", "sort-b", "sort-e"]
+        for n in order:
+            self.create(small_request(n))
+            time.sleep(0.02)
+        for n in ("sort-d", "sort-a"):
+            self.sm.stop_training_job(TrainingJobName=n)
+        for n in ("sort-d", "sort-a"):
+            wait_status(self.sm, n, "Stopped")
+        bad = []
+
+        def q(**kw):
+            return [(s["TrainingJobName"], s["TrainingJobStatus"])
+                    for s in list_all(self.sm, NameContains="sort-", **kw)[0]]
+        for by in ("Name", "CreationTime", "Status"):
+            for so in ("Ascending", "Descending"):
+                got = q(SortBy=by, SortOrder=so)
+                names = [g[0] for g in got]
+                if by == "Name":
+                    ok = names == sorted(order, reverse=(so == "Descending"))
+                elif by == "CreationTime":
+                    ok = names == (order if so == "Ascending" else order[::-1])
+                else:
+                    sts = [g[1] for g in got]
+                    ok = sorted(names) == sorted(order) and sts == sorted(sts, reverse=(so == "Descending"))
+                if not ok:
+                    bad.append("SortBy=%s SortOrder=%s: %s" % (by, so, got))
+        default = [g[0] for g in q()]
+        if default != order:
+            bad.append("no SortBy/SortOrder (default CreationTime Ascending): %s" % default)
+        only_desc = [g[0] for g in q(SortOrder="Descending")]
+        if only_desc != order[::-1]:
+            bad.append("SortOrder=Descending alone: %s" % only_desc)
+        expect(not bad, "\n".join(bad))
+
+    # -- stop
+    def t_stop(self):
+        self.create(small_request("stop-1"))
+        r = self.sm.stop_training_job(TrainingJobName="stop-1")
+        body = {k: v for k, v in r.items() if k != "ResponseMetadata"}
+        expect(body == {}, "StopTrainingJob returned %s, expected {}" % short(body))
+        d = self.sm.describe_training_job(TrainingJobName="stop-1")
+        expect(d["TrainingJobStatus"] in ("Stopping", "Stopped"),
+               "right after Stop: %s/%s" % (d["TrainingJobStatus"], d.get("SecondaryStatus")))
+        d, seen = wait_status(self.sm, "stop-1", "Stopped", timeout=15)
+        problems = []
+        for a, b in seen:
+            if a == "Stopping" and b != "Stopping":
+                problems.append("Stopping with SecondaryStatus %s" % b)
+        if d.get("SecondaryStatus") != "Stopped":
+            problems.append("final SecondaryStatus %r" % d.get("SecondaryStatus"))
+        tr = d.get("SecondaryStatusTransitions") or []
+        sts = [t.get("Status") for t in tr]
+        if "Stopping" not in sts or not sts or sts[-1] != "Stopped":
+            problems.append("transitions %s, expected ... Stopping, Stopped" % sts)
+        if any("EndTime" not in t for t in tr[:-1]):
+            problems.append("earlier transitions lack EndTime: %s" % short(tr))
+        if not (is_dt(d.get("LastModifiedTime")) and d["LastModifiedTime"] >= d["CreationTime"]):
+            problems.append("LastModifiedTime %r vs CreationTime %r" % (d.get("LastModifiedTime"), d["CreationTime"]))
+        if "TrainingEndTime" in d and not is_dt(d["TrainingEndTime"]):
+            problems.append("TrainingEndTime %r" % d["TrainingEndTime"])
+        expect(not problems, "; ".join(problems) + "\n" + short(d, 1200))
+
+    def t_stop_again(self):
+        expect_error(lambda: self.sm.stop_training_job(TrainingJobName="stop-1"),
+                     "ValidationException", 400, "Stopped")
+
+    def t_stop_unknown(self):
+        expect_error(lambda: self.sm.stop_training_job(TrainingJobName="no-such-job"),
+                     ("ValidationException", "ResourceNotFound"), 400)
+
+    def t_duplicate_of_stopped(self):
+        expect_error(lambda: self.sm.create_training_job(**small_request("stop-1")), "ResourceInUse", 400)
+
+    # -- waiter
+    def t_waiter(self):
+        self.create(small_request("wait-1"))
+        self.sm.stop_training_job(TrainingJobName="wait-1")
+        t = time.time()
+        self.sm.get_waiter("training_job_completed_or_stopped").wait(
+            TrainingJobName="wait-1", WaiterConfig={"Delay": 1, "MaxAttempts": 30})
+        d = self.sm.describe_training_job(TrainingJobName="wait-1")
+        expect(d["TrainingJobStatus"] == "Stopped", "after the waiter: %s" % d["TrainingJobStatus"])
+        self.tap.note("waiter returned after %.1f s" % (time.time() - t))
+
+    def t_waiter_unknown(self):
+        from botocore.exceptions import WaiterError
+        try:
+            self.sm.get_waiter("training_job_completed_or_stopped").wait(
+                TrainingJobName="no-such-job", WaiterConfig={"Delay": 1, "MaxAttempts": 3})
+        except WaiterError as e:
+            expect("ValidationException" in str(e) or "failure" in str(e).lower(),
+                   "waiter failed for another reason: %s" % e)
+            return
+        raise Fail("waiter on an unknown job succeeded")
+
+    # -- invalid requests
+    def invalid_creates(self):
+        """(label, request) pairs that must each be a ValidationException."""
+        base = small_request
+        cases = []
+
+        def add(label, name, mutate):
+            r = copy.deepcopy(base(name))
+            mutate(r)
+            cases.append((label, r))
+        add("name with underscore", "bad_name", lambda r: None)
+        add("name starting with '-'", "-leading-dash", lambda r: None)
+        add("name ending with '-'", "trailing-dash-", lambda r: None)
+        add("name of 64 characters", "n" * 64, lambda r: None)
+        add("empty name", "", lambda r: None)
+        add("RoleArn not an ARN", "inv-role-1", lambda r: r.update(RoleArn="not-an-arn-at-all-xx"))
+        add("RoleArn with an 5-digit account", "inv-role-2",
+            lambda r: r.update(RoleArn="arn:aws:iam::12345:role/SageMakerRole"))
+        add("unknown InstanceType", "inv-itype", lambda r: r["ResourceConfig"].update(InstanceType="ml.bogus.xlarge"))
+        add("VolumeSizeInGB 0", "inv-vol", lambda r: r["ResourceConfig"].update(VolumeSizeInGB=0))
+        add("InstanceCount -1", "inv-count", lambda r: r["ResourceConfig"].update(InstanceCount=-1))
+        add("MaxRuntimeInSeconds 0", "inv-runtime", lambda r: r["StoppingCondition"].update(MaxRuntimeInSeconds=0))
+        add("101 hyperparameters", "inv-hp-count",
+            lambda r: r.update(HyperParameters={"hp%d" % i: str(i) for i in range(101)}))
+        add("hyperparameter value of 2501 chars", "inv-hp-value",
+            lambda r: r.update(HyperParameters={"long": "v" * 2501}))
+        add("hyperparameter key of 257 chars", "inv-hp-key",
+            lambda r: r.update(HyperParameters={"k" * 257: "1"}))
+        add("Environment key '1BAD'", "inv-env-key", lambda r: r.update(Environment={"1BAD": "x"}))
+        add("Environment value of 513 chars", "inv-env-value", lambda r: r.update(Environment={"OK": "v" * 513}))
+        add("101 Environment entries", "inv-env-count",
+            lambda r: r.update(Environment={"E%d" % i: "x" for i in range(101)}))
+        add("channel S3Uri 'ftp://x'", "inv-s3uri",
+            lambda r: r.update(InputDataConfig=[{"ChannelName": "train", "DataSource": {"S3DataSource": {
+                "S3DataType": "S3Prefix", "S3Uri": "ftp://x"}}}]))
+        add("S3OutputPath 'ftp://bucket/out'", "inv-output",
+            lambda r: r["OutputDataConfig"].update(S3OutputPath="ftp://bucket/out"))
+        add("CheckpointConfig S3Uri 'ftp://tmp'", "inv-ckpt",
+            lambda r: r.update(CheckpointConfig={"S3Uri": "ftp://tmp/ckpt"}))
+        add("both InstanceType and InstanceGroups", "inv-groups",
+            lambda r: r["ResourceConfig"].update(InstanceGroups=[
+                {"InstanceType": "ml.m5.large", "InstanceCount": 1, "InstanceGroupName": "g1"}]))
+        add("TrainingInputMode 'Bogus'", "inv-mode",
+            lambda r: r["AlgorithmSpecification"].update(TrainingInputMode="Bogus"))
+        add("both TrainingImage and AlgorithmName", "inv-algo",
+            lambda r: r["AlgorithmSpecification"].update(AlgorithmName="my-algorithm"))
+        add("channel name 'bad channel!'", "inv-channel",
+            lambda r: r.update(InputDataConfig=[{"ChannelName": "bad channel!", "DataSource": {"S3DataSource": {
+                "S3DataType": "S3Prefix", "S3Uri": "s3://b/p"}}}]))
+        add("S3DataType 'Bogus'", "inv-s3type",
+            lambda r: r.update(InputDataConfig=[{"ChannelName": "train", "DataSource": {"S3DataSource": {
+                "S3DataType": "Bogus", "S3Uri": "s3://b/p"}}}]))
+        add("21 input channels", "inv-channels",
+            lambda r: r.update(InputDataConfig=[{"ChannelName": "c%d" % i, "DataSource": {"S3DataSource": {
+                "S3DataType": "S3Prefix", "S3Uri": "s3://b/c%d" % i}}} for i in range(21)]))
+        add("51 tags", "inv-tags", lambda r: r.update(Tags=[{"Key": "k%d" % i, "Value": "v"} for i in range(51)]))
+        add("tag key of 129 chars", "inv-tag-key", lambda r: r.update(Tags=[{"Key": "k" * 129, "Value": "v"}]))
+        add("RetryStrategy MaximumRetryAttempts 31", "inv-retry",
+            lambda r: r.update(RetryStrategy={"MaximumRetryAttempts": 31}))
+        add("KeepAlivePeriodInSeconds 21601", "inv-keepalive",
+            lambda r: r["ResourceConfig"].update(KeepAlivePeriodInSeconds=21601))
+        add("spot with MaxWaitTimeInSeconds < MaxRuntimeInSeconds", "inv-spot",
+            lambda r: (r.update(EnableManagedSpotTraining=True),
+                       r["StoppingCondition"].update(MaxRuntimeInSeconds=3600, MaxWaitTimeInSeconds=60)))
+        add("missing RoleArn", "inv-no-role", lambda r: r.pop("RoleArn"))
+        add("missing OutputDataConfig", "inv-no-output", lambda r: r.pop("OutputDataConfig"))
+        add("missing S3OutputPath", "inv-no-s3out", lambda r: r.update(OutputDataConfig={}))
+        add("missing TrainingJobName", "inv-no-name", lambda r: r.pop("TrainingJobName"))
+        return cases
+
+    def check_invalid_create(self, req):
+        before = self.count()
+        try:
+            code, msg, st = expect_error(lambda: self.smv.create_training_job(**req), "ValidationException", 400)
+        except Fail:
+            if self.count() != before:      # it was created: keep the creation log true
+                self.created.append(req.get("TrainingJobName"))
+            raise
+        expect(msg, "ValidationException without a message")
+        after = self.count()
+        expect(after == before, "job count changed %d -> %d (message was %r)" % (before, after, msg))
+        name = req.get("TrainingJobName")
+        if name:
+            expect_error(lambda: self.smv.describe_training_job(TrainingJobName=name), "ValidationException",
+                         what="describe after the rejected create: ")
+        return msg
+
+    def t_instance_count_zero(self):
+        # The models say InstanceCount >= 0, the real service needs >= 1:
+        # either answer is acceptable, a 5xx or a crash is not.
+        from botocore.exceptions import ClientError
+        req = small_request("inst-count-zero")
+        req["ResourceConfig"]["InstanceCount"] = 0
+        try:
+            self.sm.create_training_job(**req)
+            self.created.append(req["TrainingJobName"])
+            self.tap.note("InstanceCount 0 was accepted")
+        except ClientError as e:
+            code, msg, st = err_of(e)
+            expect(code == "ValidationException" and st == 400, "InstanceCount 0: %s HTTP %s %r" % (code, st, msg))
+            self.tap.note("InstanceCount 0 rejected: %s" % msg)
+
+    def invalid_lists(self):
+        return [("MaxResults 101", dict(MaxResults=101)),
+                ("MaxResults 0", dict(MaxResults=0)),
+                ("SortBy 'Bogus'", dict(SortBy="Bogus")),
+                ("SortOrder 'Up'", dict(SortOrder="Up")),
+                ("StatusEquals 'Running'", dict(StatusEquals="Running")),
+                ("NameContains 'a_b'", dict(NameContains="a_b")),
+                ("NameContains of 64 chars", dict(NameContains="a" * 64))]
+
+    def run(self):
+        tap, L = self.tap, self.label
+        tap.case("%s: create with a realistic request returns the ARN" % L, self.t_create)
+        if not hasattr(self, "arn1"):
+            tap.note("create failed; the remaining cases depend on it")
+        tap.case("%s: describe echoes the request, InProgress/Starting, datetimes, transitions" % L, self.t_describe)
+        tap.case("%s: describe unknown job -> ValidationException 'Requested resource not found.'" % L,
+                 self.t_describe_unknown)
+        tap.case("%s: duplicate name -> ResourceInUse, original unchanged" % L, self.t_duplicate)
+        tap.case("%s: list summary shape" % L, self.t_summary_shape)
+        tap.case("%s: paginator over 25 jobs, PageSize 7, ascending and descending" % L, self.t_paging)
+        tap.case("%s: list default MaxResults 10 with NextToken; 100 without" % L, self.t_list_default_page)
+        tap.case("%s: descending paging with a job created between pages: no duplicates or gaps" % L,
+                 self.t_paging_concurrent_insert)
+        tap.case("%s: garbage NextToken -> 4xx error" % L, self.t_bad_next_token)
+        tap.case("%s: NameContains filter" % L, self.t_name_contains)
+        tap.case("%s: StatusEquals filter" % L, self.t_status_equals)
+        tap.case("%s: CreationTime/LastModifiedTime After/Before filters" % L, self.t_time_filters)
+        tap.case("%s: SortBy Name/CreationTime/Status x Ascending/Descending, defaults" % L, self.t_sorting)
+        tap.case("%s: stop -> {} then Stopping/Stopped with transitions" % L, self.t_stop)
+        tap.case("%s: second stop -> ValidationException naming the status" % L, self.t_stop_again)
+        tap.case("%s: stop unknown job -> 400 error" % L, self.t_stop_unknown)
+        tap.case("%s: create with the name of a stopped job -> ResourceInUse" % L, self.t_duplicate_of_stopped)
+        tap.case("%s: waiter training_job_completed_or_stopped after stop" % L, self.t_waiter)
+        tap.case("%s: waiter on an unknown job fails fast" % L, self.t_waiter_unknown)
+        for label, req in self.invalid_creates():
+            tap.case("%s: invalid create (%s) -> ValidationException, nothing created" % (L, label),
+                     self.check_invalid_create, req)
+        tap.case("%s: InstanceCount 0 -> accepted or ValidationException" % L, self.t_instance_count_zero)
+        for label, kw in self.invalid_lists():
+            tap.case("%s: invalid list (%s) -> ValidationException" % (L, label),
+                     lambda kw=kw: expect_error(lambda: self.smv.list_training_jobs(**kw), "ValidationException", 400))
+        tap.case("%s: describe with an invalid name -> ValidationException" % L,
+                 lambda: expect_error(lambda: self.smv.describe_training_job(TrainingJobName="bad_name!"),
+                                      "ValidationException", 400))
+        tap.case("%s: unfiltered listing equals the creation log" % L, self.t_list_all_jobs)

@@ -1,0 +1,854 @@
+/*
+ * Tests db/db.c and db/schema.c: opening and migrating, the job row and its
+ * transitions, compare-and-set state changes, deletion and the scans. Each
+ * test gets a fresh database in its own temporary directory.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "db/db.h"
+#include "common/buf.h"
+#include "common/err.h"
+
+#define T0 1700000000000LL /* an epoch-ms base for creation times */
+
+struct fixture {
+	char dir[256];
+	char path[PATH_MAX];
+	struct db *db;
+};
+
+static void remove_tree(const char *dir)
+{
+	char p[PATH_MAX];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		unlink(p);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct buf err = BUF_INIT;
+	const char *tmp = getenv("TMPDIR");
+	int ret;
+
+	if (!f)
+		return -1;
+	snprintf(f->dir, sizeof(f->dir), "%s/tctl-db-XXXXXX",
+		 tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(f->dir)) {
+		free(f);
+		return -1;
+	}
+	snprintf(f->path, sizeof(f->path), "%s/trainctl.db", f->dir);
+	ret = db_open(f->path, 2, &f->db, &err);
+	if (ret)
+		fprintf(stderr, "db_open: %s\n", err.data);
+	buf_release(&err);
+	*state = f;
+	return ret ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	db_close(f->db);
+	remove_tree(f->dir);
+	free(f);
+	return 0;
+}
+
+/* A job as ops.c would insert it; strings point into static storage. */
+static struct db_job make_job(const char *name, const char *status,
+			      const char *secondary, int64_t creation_ms)
+{
+	struct db_job j;
+
+	memset(&j, 0, sizeof(j));
+	j.name = (char *)name;
+	j.arn = (char *)"arn:aws:sagemaker:us-east-1:123456789012:"
+			"training-job/x";
+	j.status = (char *)status;
+	j.secondary_status = (char *)secondary;
+	j.request_json = (char *)"{\"RoleArn\":\"r\"}";
+	j.instance_type = (char *)"ml.m5.xlarge";
+	j.instance_count = 2;
+	j.creation_ms = creation_ms;
+	return j;
+}
+
+static void insert(struct db *db, const char *name, const char *status,
+		   const char *secondary, int64_t creation_ms)
+{
+	struct db_job j = make_job(name, status, secondary, creation_ms);
+	struct buf err = BUF_INIT;
+	int ret = db_job_insert(db, &j, "Starting the training job", &err);
+
+	if (ret)
+		fprintf(stderr, "insert %s: %s\n", name, err.data);
+	assert_int_equal(ret, 0);
+	assert_true(j.id > 0);
+	buf_release(&err);
+}
+
+static int change(struct db *db, const char *name, const char *from,
+		  const char *from2, const char *to, const char *to2,
+		  const char *msg, int64_t now_ms, int set_start, int set_end)
+{
+	struct db_state_change ch;
+	struct buf err = BUF_INIT;
+	int ret;
+
+	memset(&ch, 0, sizeof(ch));
+	ch.expect_status = from;
+	ch.expect_secondary = from2;
+	ch.status = to;
+	ch.secondary = to2;
+	ch.message = msg;
+	ch.now_ms = now_ms;
+	ch.set_start = set_start;
+	ch.set_end = set_end;
+	ret = db_job_change_state(db, name, &ch, &err);
+	buf_release(&err);
+	return ret;
+}
+
+static void get(struct db *db, const char *name, struct db_job *out)
+{
+	struct buf err = BUF_INIT;
+	int ret = db_job_get(db, name, out, &err);
+
+	if (ret)
+		fprintf(stderr, "get %s: %s\n", name, err.data);
+	assert_int_equal(ret, 0);
+	buf_release(&err);
+}
+
+static void test_open_creates_schema(void **state)
+{
+	struct fixture *f = *state;
+	struct stat st;
+
+	assert_int_equal(db_schema_version(f->db), 1);
+	assert_int_equal(db_job_count(f->db, NULL), 0);
+	assert_int_equal(db_job_count(f->db, "InProgress"), 0);
+	assert_int_equal(stat(f->path, &st), 0);
+}
+
+static void test_open_bad_path(void **state)
+{
+	struct fixture *f = *state;
+	struct buf err = BUF_INIT;
+	char path[PATH_MAX];
+	struct db *db = (struct db *)&err; /* must be reset to NULL */
+
+	snprintf(path, sizeof(path), "%s/no/such/dir/x.db", f->dir);
+	assert_int_equal(db_open(path, 1, &db, &err), ERR_DB);
+	assert_null(db);
+	assert_true(err.len > 0);
+	buf_release(&err);
+	db_close(NULL);
+}
+
+static void test_reopen_keeps_data(void **state)
+{
+	struct fixture *f = *state;
+	struct buf err = BUF_INIT;
+	struct db_job j;
+
+	insert(f->db, "durable-job", "InProgress", "Starting", T0);
+	assert_int_equal(change(f->db, "durable-job", "InProgress", "Starting",
+				"InProgress", "Downloading", "Downloading",
+				T0 + 5000, 1, 0),
+			 0);
+	db_close(f->db);
+	f->db = NULL;
+
+	assert_int_equal(db_open(f->path, 1, &f->db, &err), 0);
+	assert_int_equal(db_schema_version(f->db), 1);
+	assert_int_equal(db_job_count(f->db, NULL), 1);
+	get(f->db, "durable-job", &j);
+	assert_string_equal(j.name, "durable-job");
+	assert_string_equal(j.secondary_status, "Downloading");
+	assert_int_equal(j.start_ms, T0 + 5000);
+	assert_int_equal(j.n_transitions, 2);
+	assert_string_equal(j.transitions[0].status, "Starting");
+	assert_int_equal(j.transitions[0].end_ms, T0 + 5000);
+	assert_string_equal(j.transitions[1].status, "Downloading");
+	assert_int_equal(j.transitions[1].end_ms, 0);
+	db_job_release(&j);
+
+	/* A third open of the migrated file applies nothing and loses nothing.
+	 */
+	db_close(f->db);
+	assert_int_equal(db_open(f->path, 3, &f->db, &err), 0);
+	assert_int_equal(db_schema_version(f->db), 1);
+	assert_int_equal(db_job_count(f->db, "InProgress"), 1);
+	buf_release(&err);
+}
+
+static void test_insert_get_roundtrip(void **state)
+{
+	struct fixture *f = *state;
+	struct db_job in =
+		make_job("Round-Trip-1", "InProgress", "Starting", T0 + 123);
+	struct buf err = BUF_INIT;
+	struct db_job j;
+
+	assert_int_equal(db_job_insert(f->db, &in, "Starting the training job",
+				       &err),
+			 0);
+	assert_true(in.id > 0);
+	assert_int_equal(in.last_modified_ms, T0 + 123);
+
+	get(f->db, "Round-Trip-1", &j);
+	assert_int_equal(j.id, in.id);
+	assert_string_equal(j.name, "Round-Trip-1");
+	assert_string_equal(j.arn, in.arn);
+	assert_string_equal(j.status, "InProgress");
+	assert_string_equal(j.secondary_status, "Starting");
+	assert_null(j.failure_reason);
+	assert_null(j.model_artifacts);
+	assert_string_equal(j.request_json, "{\"RoleArn\":\"r\"}");
+	assert_string_equal(j.instance_type, "ml.m5.xlarge");
+	assert_int_equal(j.instance_count, 2);
+	assert_int_equal(j.creation_ms, T0 + 123);
+	assert_int_equal(j.last_modified_ms, T0 + 123);
+	assert_int_equal(j.start_ms, 0);
+	assert_int_equal(j.end_ms, 0);
+	assert_int_equal(j.training_s, 0);
+	assert_int_equal(j.billable_s, 0);
+	assert_int_equal(j.n_transitions, 1);
+	assert_string_equal(j.transitions[0].status, "Starting");
+	assert_int_equal(j.transitions[0].start_ms, T0 + 123);
+	assert_int_equal(j.transitions[0].end_ms, 0);
+	assert_string_equal(j.transitions[0].message,
+			    "Starting the training job");
+	assert_int_equal(j.n_metrics, 0);
+	assert_null(j.metrics);
+	db_job_release(&j);
+	assert_null(j.name);
+	db_job_release(&j); /* released twice: harmless */
+
+	/* Lookup is case-insensitive, like the uniqueness. */
+	get(f->db, "round-trip-1", &j);
+	assert_string_equal(j.name, "Round-Trip-1");
+	db_job_release(&j);
+
+	/* A NULL first message and NULL instance type are stored as NULL. */
+	in = make_job("no-message", "InProgress", "Starting", T0);
+	in.instance_type = NULL;
+	assert_int_equal(db_job_insert(f->db, &in, NULL, &err), 0);
+	get(f->db, "no-message", &j);
+	assert_null(j.instance_type);
+	assert_int_equal(j.n_transitions, 1);
+	assert_null(j.transitions[0].message);
+	db_job_release(&j);
+	buf_release(&err);
+}
+
+static void test_insert_duplicate(void **state)
+{
+	struct fixture *f = *state;
+	struct db_job dup = make_job("dup-job", "InProgress", "Starting", T0);
+	struct buf err = BUF_INIT;
+	struct db_job j;
+
+	insert(f->db, "dup-job", "InProgress", "Starting", T0);
+	dup.arn = (char *)"arn:other";
+	dup.creation_ms = T0 + 999;
+	dup.id = -5;
+	assert_int_equal(db_job_insert(f->db, &dup, "again", &err),
+			 ERR_CONFLICT);
+	assert_int_equal(dup.id, -5);
+	dup.name = (char *)"DUP-Job";
+	assert_int_equal(db_job_insert(f->db, &dup, "again", &err),
+			 ERR_CONFLICT);
+	assert_int_equal(db_job_count(f->db, NULL), 1);
+
+	get(f->db, "dup-job", &j);
+	assert_string_equal(j.name, "dup-job");
+	assert_string_not_equal(j.arn, "arn:other");
+	assert_int_equal(j.creation_ms, T0);
+	assert_int_equal(j.n_transitions, 1);
+	assert_string_equal(j.transitions[0].message,
+			    "Starting the training job");
+	db_job_release(&j);
+
+	/* The writer is usable after the rolled-back insert. */
+	insert(f->db, "dup-job-2", "InProgress", "Starting", T0 + 1);
+	assert_int_equal(db_job_count(f->db, NULL), 2);
+	buf_release(&err);
+}
+
+static void test_get_unknown(void **state)
+{
+	struct fixture *f = *state;
+	struct buf err = BUF_INIT;
+	struct db_job j;
+
+	assert_int_equal(db_job_get(f->db, "nope", &j, &err), ERR_NOTFOUND);
+	assert_null(j.name);
+	assert_int_equal(j.n_transitions, 0);
+	insert(f->db, "some-job", "InProgress", "Starting", T0);
+	assert_int_equal(db_job_get(f->db, "some-jo", &j, &err), ERR_NOTFOUND);
+	assert_int_equal(db_job_get(f->db, "some-job-", &j, &err),
+			 ERR_NOTFOUND);
+	buf_release(&err);
+}
+
+static void test_change_state_cas(void **state)
+{
+	struct fixture *f = *state;
+	struct db_state_change ch;
+	struct buf err = BUF_INIT;
+	struct db_job j;
+
+	insert(f->db, "cas-job", "InProgress", "Starting", T0);
+
+	/* Wrong primary status. */
+	memset(&ch, 0, sizeof(ch));
+	ch.expect_status = "Stopping";
+	ch.status = "Stopped";
+	ch.secondary = "Stopped";
+	ch.message = "should not be written";
+	ch.failure_reason = "nor this";
+	ch.model_artifacts = "s3://nor/this";
+	ch.now_ms = T0 + 1000;
+	ch.set_start = 1;
+	ch.set_end = 1;
+	assert_int_equal(db_job_change_state(f->db, "cas-job", &ch, &err),
+			 ERR_CONFLICT);
+	assert_non_null(strstr(err.data, "InProgress"));
+
+	/* Right primary, wrong secondary. */
+	buf_reset(&err);
+	ch.expect_status = "InProgress";
+	ch.expect_secondary = "Training";
+	assert_int_equal(db_job_change_state(f->db, "cas-job", &ch, &err),
+			 ERR_CONFLICT);
+	assert_non_null(strstr(err.data, "Starting"));
+
+	get(f->db, "cas-job", &j);
+	assert_string_equal(j.status, "InProgress");
+	assert_string_equal(j.secondary_status, "Starting");
+	assert_int_equal(j.last_modified_ms, T0);
+	assert_int_equal(j.start_ms, 0);
+	assert_int_equal(j.end_ms, 0);
+	assert_null(j.failure_reason);
+	assert_null(j.model_artifacts);
+	assert_int_equal(j.n_transitions, 1);
+	assert_int_equal(j.transitions[0].end_ms, 0);
+	assert_string_equal(j.transitions[0].message,
+			    "Starting the training job");
+	db_job_release(&j);
+
+	/* Unknown job. */
+	assert_int_equal(db_job_change_state(f->db, "ghost", &ch, &err),
+			 ERR_NOTFOUND);
+
+	/* A matching CAS (secondary NULL = any) goes through. */
+	ch.expect_secondary = NULL;
+	ch.set_start = 0;
+	ch.set_end = 0;
+	ch.failure_reason = NULL;
+	ch.model_artifacts = NULL;
+	ch.status = "InProgress";
+	ch.secondary = "Downloading";
+	ch.message = "Downloading input data";
+	assert_int_equal(db_job_change_state(f->db, "CAS-JOB", &ch, &err), 0);
+	get(f->db, "cas-job", &j);
+	assert_string_equal(j.secondary_status, "Downloading");
+	db_job_release(&j);
+
+	/* Stale writer: expects the old secondary. */
+	ch.expect_secondary = "Starting";
+	ch.secondary = "Training";
+	assert_int_equal(db_job_change_state(f->db, "cas-job", &ch, &err),
+			 ERR_CONFLICT);
+	get(f->db, "cas-job", &j);
+	assert_string_equal(j.secondary_status, "Downloading");
+	assert_int_equal(j.n_transitions, 2);
+	db_job_release(&j);
+	buf_release(&err);
+}
+
+static void test_change_state_transitions(void **state)
+{
+	struct fixture *f = *state;
+	struct db_state_change ch;
+	struct buf err = BUF_INIT;
+	struct db_job j;
+	size_t i;
+
+	insert(f->db, "path-job", "InProgress", "Starting", T0);
+	assert_int_equal(change(f->db, "path-job", "InProgress", "Starting",
+				"InProgress", "Downloading",
+				"Downloading input data", T0 + 10000, 1, 0),
+			 0);
+	/* set_start again must not move TrainingStartTime. */
+	assert_int_equal(change(f->db, "path-job", "InProgress", "Downloading",
+				"InProgress", "Training", "Training",
+				T0 + 20000, 1, 0),
+			 0);
+	assert_int_equal(change(f->db, "path-job", "InProgress", "Training",
+				"InProgress", "Uploading", NULL, T0 + 70500, 0,
+				0),
+			 0);
+
+	get(f->db, "path-job", &j);
+	assert_int_equal(j.start_ms, T0 + 10000);
+	assert_int_equal(j.end_ms, 0);
+	assert_int_equal(j.training_s, 0);
+	assert_int_equal(j.last_modified_ms, T0 + 70500);
+	db_job_release(&j);
+
+	memset(&ch, 0, sizeof(ch));
+	ch.expect_status = "InProgress";
+	ch.expect_secondary = "Uploading";
+	ch.status = "Completed";
+	ch.secondary = "Completed";
+	ch.message = "Training job completed";
+	ch.model_artifacts = "s3://bucket/out/path-job/output/model.tar.gz";
+	ch.now_ms = T0 + 80001;
+	ch.set_end = 1;
+	assert_int_equal(db_job_change_state(f->db, "path-job", &ch, &err), 0);
+
+	get(f->db, "path-job", &j);
+	assert_string_equal(j.status, "Completed");
+	assert_string_equal(j.secondary_status, "Completed");
+	assert_string_equal(j.model_artifacts, ch.model_artifacts);
+	assert_null(j.failure_reason);
+	assert_int_equal(j.start_ms, T0 + 10000);
+	assert_int_equal(j.end_ms, T0 + 80001);
+	assert_int_equal(j.last_modified_ms, T0 + 80001);
+	/* 70001 ms, rounded up to whole seconds. */
+	assert_int_equal(j.training_s, 71);
+	assert_int_equal(j.billable_s, 71);
+	assert_int_equal(j.n_transitions, 5);
+	{
+		static const char *const want[] = { "Starting", "Downloading",
+						    "Training", "Uploading",
+						    "Completed" };
+		static const int64_t start[] = { T0, T0 + 10000, T0 + 20000,
+						 T0 + 70500, T0 + 80001 };
+
+		for (i = 0; i < 5; i++) {
+			assert_string_equal(j.transitions[i].status, want[i]);
+			assert_int_equal(j.transitions[i].start_ms, start[i]);
+			/* Closed when the next one opened; the last is open. */
+			assert_int_equal(j.transitions[i].end_ms,
+					 i < 4 ? start[i + 1] : 0);
+		}
+	}
+	assert_string_equal(j.transitions[1].message, "Downloading input data");
+	assert_null(j.transitions[3].message);
+	assert_string_equal(j.transitions[4].message, "Training job completed");
+	db_job_release(&j);
+	assert_int_equal(db_job_count(f->db, "Completed"), 1);
+	assert_int_equal(db_job_count(f->db, "InProgress"), 0);
+	buf_release(&err);
+}
+
+static void test_change_state_same_secondary(void **state)
+{
+	struct fixture *f = *state;
+	struct db_job j;
+
+	insert(f->db, "msg-job", "InProgress", "Starting", T0);
+	assert_int_equal(change(f->db, "msg-job", "InProgress", "Starting",
+				"InProgress", "Starting",
+				"Launching requested ML instances", T0 + 300, 0,
+				0),
+			 0);
+	get(f->db, "msg-job", &j);
+	assert_int_equal(j.n_transitions, 1);
+	assert_string_equal(j.transitions[0].message,
+			    "Launching requested ML instances");
+	assert_int_equal(j.transitions[0].start_ms, T0);
+	assert_int_equal(j.transitions[0].end_ms, 0);
+	db_job_release(&j);
+
+	/* No message: the old one stays. */
+	assert_int_equal(change(f->db, "msg-job", "InProgress", "Starting",
+				"InProgress", "Starting", NULL, T0 + 400, 0, 0),
+			 0);
+	get(f->db, "msg-job", &j);
+	assert_int_equal(j.n_transitions, 1);
+	assert_string_equal(j.transitions[0].message,
+			    "Launching requested ML instances");
+	db_job_release(&j);
+
+	/* A new secondary after that opens the second entry as usual. */
+	assert_int_equal(change(f->db, "msg-job", "InProgress", "Starting",
+				"InProgress", "Training", "Training", T0 + 500,
+				1, 0),
+			 0);
+	get(f->db, "msg-job", &j);
+	assert_int_equal(j.n_transitions, 2);
+	assert_int_equal(j.transitions[0].end_ms, T0 + 500);
+	assert_string_equal(j.transitions[1].status, "Training");
+	db_job_release(&j);
+}
+
+static void test_times_at_least_one_second(void **state)
+{
+	struct fixture *f = *state;
+	struct db_job j;
+
+	insert(f->db, "fast-job", "InProgress", "Starting", T0);
+	assert_int_equal(change(f->db, "fast-job", "InProgress", NULL,
+				"InProgress", "Training", NULL, T0 + 50, 1, 0),
+			 0);
+	/* Ends in the same millisecond it started. */
+	assert_int_equal(change(f->db, "fast-job", "InProgress", NULL,
+				"Completed", "Completed", NULL, T0 + 50, 0, 1),
+			 0);
+	get(f->db, "fast-job", &j);
+	assert_int_equal(j.start_ms, T0 + 50);
+	assert_int_equal(j.end_ms, T0 + 50);
+	assert_true(j.training_s >= 1);
+	assert_true(j.billable_s >= 1);
+	assert_int_equal(j.billable_s, j.training_s);
+	db_job_release(&j);
+
+	insert(f->db, "slow-job", "InProgress", "Starting", T0);
+	assert_int_equal(change(f->db, "slow-job", "InProgress", NULL,
+				"InProgress", "Training", NULL, T0 + 1000, 1,
+				0),
+			 0);
+	assert_int_equal(change(f->db, "slow-job", "InProgress", NULL,
+				"Completed", "Completed", NULL, T0 + 3001, 0,
+				1),
+			 0);
+	get(f->db, "slow-job", &j);
+	assert_int_equal(j.training_s, 3);
+	db_job_release(&j);
+}
+
+static void test_failure_reason(void **state)
+{
+	struct fixture *f = *state;
+	struct db_state_change ch;
+	struct buf err = BUF_INIT;
+	struct db_job j;
+
+	insert(f->db, "fail-job", "InProgress", "Starting", T0);
+	assert_int_equal(change(f->db, "fail-job", "InProgress", NULL,
+				"InProgress", "Training", NULL, T0 + 1000, 1,
+				0),
+			 0);
+	memset(&ch, 0, sizeof(ch));
+	ch.expect_status = "InProgress";
+	ch.status = "Failed";
+	ch.secondary = "Failed";
+	ch.message = "Training job failed";
+	ch.failure_reason = "AlgorithmError: ExecuteUserScriptError: "
+			    "exit status 1";
+	ch.now_ms = T0 + 2000;
+	ch.set_end = 1;
+	assert_int_equal(db_job_change_state(f->db, "fail-job", &ch, &err), 0);
+	get(f->db, "fail-job", &j);
+	assert_string_equal(j.status, "Failed");
+	assert_string_equal(j.failure_reason, ch.failure_reason);
+	assert_null(j.model_artifacts);
+	assert_int_equal(j.end_ms, T0 + 2000);
+	assert_int_equal(j.training_s, 1);
+	db_job_release(&j);
+
+	/* A later change without a reason keeps the stored one. */
+	ch.expect_status = "Failed";
+	ch.failure_reason = NULL;
+	ch.message = "again";
+	ch.set_end = 0;
+	ch.now_ms = T0 + 3000;
+	assert_int_equal(db_job_change_state(f->db, "fail-job", &ch, &err), 0);
+	get(f->db, "fail-job", &j);
+	assert_string_equal(j.failure_reason, "AlgorithmError: "
+					      "ExecuteUserScriptError: exit "
+					      "status 1");
+	assert_int_equal(j.end_ms, T0 + 2000);
+	db_job_release(&j);
+	buf_release(&err);
+}
+
+static void test_delete(void **state)
+{
+	struct fixture *f = *state;
+	struct buf err = BUF_INIT;
+	struct db_job j;
+	static const char *const live[][2] = {
+		{ "InProgress", "Starting" },
+		{ "InProgress", "Training" },
+		{ "Stopping", "Stopping" },
+	};
+	static const char *const done[][2] = {
+		{ "Completed", "Completed" },
+		{ "Failed", "Failed" },
+		{ "Stopped", "Stopped" },
+		{ "Stopped", "MaxRuntimeExceeded" },
+	};
+	char name[32];
+	size_t i;
+
+	for (i = 0; i < sizeof(live) / sizeof(live[0]); i++) {
+		snprintf(name, sizeof(name), "live-%zu", i);
+		insert(f->db, name, live[i][0], live[i][1], T0 + (int64_t)i);
+		buf_reset(&err);
+		assert_int_equal(db_job_delete(f->db, name, &err),
+				 ERR_CONFLICT);
+		assert_non_null(strstr(err.data, live[i][0]));
+		get(f->db, name, &j);
+		db_job_release(&j);
+	}
+	for (i = 0; i < sizeof(done) / sizeof(done[0]); i++) {
+		snprintf(name, sizeof(name), "done-%zu", i);
+		insert(f->db, name, done[i][0], done[i][1],
+		       T0 + 10 + (int64_t)i);
+		assert_int_equal(db_job_delete(f->db, name, &err), 0);
+		assert_int_equal(db_job_get(f->db, name, &j, &err),
+				 ERR_NOTFOUND);
+	}
+	assert_int_equal(db_job_count(f->db, NULL), 3);
+	assert_int_equal(db_job_delete(f->db, "done-0", &err), ERR_NOTFOUND);
+	assert_int_equal(db_job_delete(f->db, "never", &err), ERR_NOTFOUND);
+
+	/*
+	 * Finish a job with several transitions, delete it through another
+	 * case, and reuse the name: the new job starts with one transition
+	 * (the old ones went with the row, even if the row id is reused).
+	 */
+	insert(f->db, "reuse-me", "InProgress", "Starting", T0 + 100);
+	assert_int_equal(change(f->db, "reuse-me", "InProgress", NULL,
+				"InProgress", "Training", NULL, T0 + 200, 1, 0),
+			 0);
+	assert_int_equal(change(f->db, "reuse-me", "InProgress", NULL,
+				"Completed", "Completed", NULL, T0 + 300, 0, 1),
+			 0);
+	assert_int_equal(db_job_delete(f->db, "REUSE-ME", &err), 0);
+	insert(f->db, "Reuse-Me", "InProgress", "Starting", T0 + 400);
+	get(f->db, "reuse-me", &j);
+	assert_string_equal(j.name, "Reuse-Me");
+	assert_int_equal(j.creation_ms, T0 + 400);
+	assert_int_equal(j.n_transitions, 1);
+	assert_int_equal(j.start_ms, 0);
+	assert_int_equal(j.training_s, 0);
+	db_job_release(&j);
+	buf_release(&err);
+}
+
+struct names {
+	char *v[16];
+	int n;
+};
+
+static void collect(const char *name, void *arg)
+{
+	struct names *ns = arg;
+
+	if (ns->n < 16)
+		ns->v[ns->n] = strdup(name);
+	ns->n++;
+}
+
+static void names_release(struct names *ns)
+{
+	int i;
+
+	for (i = 0; i < ns->n && i < 16; i++)
+		free(ns->v[i]);
+	ns->n = 0;
+}
+
+static void test_jobs_with_status(void **state)
+{
+	struct fixture *f = *state;
+	struct buf err = BUF_INIT;
+	struct names ns = { { NULL }, 0 };
+
+	/* Inserted out of creation order; equal times fall back to id. */
+	insert(f->db, "c", "InProgress", "Training", T0 + 30);
+	insert(f->db, "a", "InProgress", "Starting", T0 + 10);
+	insert(f->db, "x", "Completed", "Completed", T0 + 5);
+	insert(f->db, "b", "InProgress", "Downloading", T0 + 20);
+	insert(f->db, "d", "InProgress", "Starting", T0 + 30);
+	insert(f->db, "y", "Stopping", "Stopping", T0 + 1);
+
+	assert_int_equal(db_jobs_with_status(f->db, "InProgress", collect, &ns,
+					     &err),
+			 0);
+	assert_int_equal(ns.n, 4);
+	assert_string_equal(ns.v[0], "a");
+	assert_string_equal(ns.v[1], "b");
+	assert_string_equal(ns.v[2], "c");
+	assert_string_equal(ns.v[3], "d");
+	names_release(&ns);
+
+	assert_int_equal(
+		db_jobs_with_status(f->db, "Stopping", collect, &ns, &err), 0);
+	assert_int_equal(ns.n, 1);
+	assert_string_equal(ns.v[0], "y");
+	names_release(&ns);
+
+	assert_int_equal(
+		db_jobs_with_status(f->db, "Failed", collect, &ns, &err), 0);
+	assert_int_equal(ns.n, 0);
+	/* Exact match: no case folding, no prefix. */
+	assert_int_equal(db_jobs_with_status(f->db, "inprogress", collect, &ns,
+					     &err),
+			 0);
+	assert_int_equal(ns.n, 0);
+	buf_release(&err);
+}
+
+static void test_job_count(void **state)
+{
+	struct fixture *f = *state;
+	char name[32];
+	int i;
+
+	for (i = 0; i < 12; i++) {
+		snprintf(name, sizeof(name), "count-%d", i);
+		insert(f->db, name, i % 3 ? "InProgress" : "Completed",
+		       i % 3 ? "Training" : "Completed", T0 + i);
+	}
+	assert_int_equal(db_job_count(f->db, NULL), 12);
+	assert_int_equal(db_job_count(f->db, "InProgress"), 8);
+	assert_int_equal(db_job_count(f->db, "Completed"), 4);
+	assert_int_equal(db_job_count(f->db, "Failed"), 0);
+	assert_int_equal(change(f->db, "count-1", "InProgress", NULL, "Failed",
+				"Failed", NULL, T0 + 100, 0, 1),
+			 0);
+	assert_int_equal(db_job_count(f->db, "InProgress"), 7);
+	assert_int_equal(db_job_count(f->db, "Failed"), 1);
+	assert_int_equal(db_job_count(f->db, NULL), 12);
+}
+
+/*
+ * The store is shared by the HTTP workers and the reconciler: concurrent
+ * inserts, reads and state changes with a reader pool smaller than the
+ * number of threads must all succeed.
+ */
+#define N_THREADS 6
+#define N_PER_THREAD 25
+
+struct worker {
+	struct db *db;
+	int idx;
+	int failures;
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct buf err = BUF_INIT;
+	struct db_job j;
+	char name[32];
+	int i;
+
+	for (i = 0; i < N_PER_THREAD; i++) {
+		struct db_job in;
+
+		snprintf(name, sizeof(name), "t%d-job-%d", w->idx, i);
+		in = make_job(name, "InProgress", "Starting",
+			      T0 + w->idx * 1000 + i);
+		if (db_job_insert(w->db, &in, NULL, &err))
+			w->failures++;
+		if (db_job_get(w->db, name, &j, &err))
+			w->failures++;
+		else
+			db_job_release(&j);
+		if (change(w->db, name, "InProgress", "Starting", "InProgress",
+			   "Training", NULL, T0 + 5000, 1, 0))
+			w->failures++;
+		if (db_job_count(w->db, NULL) < 1)
+			w->failures++;
+	}
+	buf_release(&err);
+	return NULL;
+}
+
+static void test_concurrent_use(void **state)
+{
+	struct fixture *f = *state;
+	pthread_t th[N_THREADS];
+	struct worker w[N_THREADS];
+	int i;
+
+	for (i = 0; i < N_THREADS; i++) {
+		w[i].db = f->db;
+		w[i].idx = i;
+		w[i].failures = 0;
+		assert_int_equal(
+			pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
+	}
+	for (i = 0; i < N_THREADS; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(w[i].failures, 0);
+	}
+	assert_int_equal(db_job_count(f->db, NULL), N_THREADS * N_PER_THREAD);
+	assert_int_equal(db_job_count(f->db, "InProgress"),
+			 N_THREADS * N_PER_THREAD);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_open_creates_schema, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_open_bad_path, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_reopen_keeps_data, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_insert_get_roundtrip,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_insert_duplicate, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_get_unknown, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_change_state_cas, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_change_state_transitions,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_change_state_same_secondary, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_times_at_least_one_second,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failure_reason, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_jobs_with_status, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_job_count, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_concurrent_use, setup,
+						teardown),
+	};
+
+	return cmocka_run_group_tests_name("db/db", tests, NULL, NULL);
+}
