@@ -50,18 +50,25 @@ static int is_terminal(const char *status)
 		!strcmp(status, "Stopped"));
 }
 
+/*
+ * The stored request is a compact JSON object that api_job_spec_parse()
+ * wrote and that holds none of the state members, so the response is the
+ * state members followed by the request's members: splicing the two texts
+ * saves parsing the request on every Describe.
+ */
 int api_describe_response(const struct api_job_record *rec, struct buf *out)
 {
-	json_t *root = json_loads(rec->request_json ? rec->request_json : "{}",
-				  0, NULL);
+	const char *req = rec->request_json ? rec->request_json : "{}";
+	size_t req_len = strlen(req);
+	json_t *root;
 	json_t *arr;
+	size_t start = out->len;
 	size_t i;
 	int ret;
 
-	if (!json_is_object(root)) {
-		json_decref(root);
+	if (req_len < 2 || req[0] != '{' || req[req_len - 1] != '}')
 		return ERR_INVALID;
-	}
+	root = json_object();
 	set_str(root, "TrainingJobName", rec->name);
 	set_str(root, "TrainingJobArn", rec->arn);
 	set_str(root, "TrainingJobStatus", rec->status);
@@ -108,6 +115,18 @@ int api_describe_response(const struct api_job_record *rec, struct buf *out)
 	}
 	ret = api__json_dump_to(root, out);
 	json_decref(root);
+	if (ret)
+		return ret;
+	/* Replace the closing brace by the request's members. */
+	out->len--;
+	if (req_len > 2)
+		ret = buf_addch(out, ',');
+	if (!ret)
+		ret = buf_add(out, req + 1, req_len - 1);
+	if (ret) {
+		out->len = start;
+		out->data[start] = '\0';
+	}
 	return ret;
 }
 

@@ -58,7 +58,10 @@ void api_credentials_release(struct api_credentials *creds);
  *   InvalidClientTokenId (403)        unknown access key
  *   SignatureDoesNotMatch (403)       wrong signature
  *   InvalidSignatureException (400)   date outside the skew window
- * and *http_status to the status, and err to a message for the body.
+ * and *http_status to the status, and err to a message for the body. A
+ * wrong scope (date, service, terminator) or an x-amz-content-sha256 that
+ * does not match the body is SignatureDoesNotMatch. When OpenSSL itself
+ * fails it returns ERR_INTERNAL with InternalFailure (500).
  */
 int api_sigv4_verify(const struct api_sigv4_request *req,
 		     const struct api_credentials *creds, const char *service,
@@ -70,7 +73,9 @@ int api_sigv4_verify(const struct api_sigv4_request *req,
  * the verifier itself): fills the hex signature of 64 chars + NUL. The
  * Authorization header of req is ignored; signed_headers is the
  * semicolon-separated lower-case list, amz_date "20150830T123600Z",
- * region/service the scope. Returns 0 or ERR_INVALID.
+ * region/service the scope; payload_hash NULL means "as the verifier works
+ * it out" (x-amz-content-sha256 when present, else the body's SHA-256).
+ * Returns 0 or ERR_INVALID.
  */
 int api_sigv4_sign(const struct api_sigv4_request *req, const char *secret,
 		   const char *amz_date, const char *region,
