@@ -15,7 +15,8 @@ $(error scripts/deps.sh failed: install the packages it names and retry)
 endif
 endif
 
-PKGS := libmicrohttpd jansson sqlite3 libcurl libpcre2-8 libcrypto inih
+PKGS := libmicrohttpd jansson sqlite3 libcurl libpcre2-8 libcrypto inih \
+	libarchive libxml-2.0
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -34,6 +35,8 @@ MODULES := common api db
 common_SRC := $(wildcard common/*.c)
 api_SRC := $(wildcard api/*.c)
 db_SRC := $(wildcard db/*.c)
+stor_SRC := $(wildcard storage/*.c)
+agent_SRC := $(filter-out agent/main.c,$(wildcard agent/*.c))
 ctrl_SRC := $(filter-out controller/main.c,$(wildcard controller/*.c))
 cli_SRC := $(wildcard cli/*.c)
 
@@ -43,9 +46,12 @@ LIB_common := $(BUILD)/lib/libtcommon.a
 LIB_api := $(BUILD)/lib/libtapi.a
 LIB_db := $(BUILD)/lib/libtdb.a
 LIB_ctrl := $(BUILD)/lib/libtctrl.a
+LIB_stor := $(BUILD)/lib/libtstor.a
+LIB_agent := $(BUILD)/lib/libtagent.a
 
 BIN_trainctld := $(BUILD)/bin/trainctld
 BIN_trainctl := $(BUILD)/bin/trainctl
+BIN_trainagent := $(BUILD)/bin/trainagent
 
 TEST_SRC := $(wildcard tests/*/test_*.c)
 TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
@@ -53,7 +59,7 @@ TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 .PHONY: all deps test check fuzz format format-check install clean demo bench \
 	unit-tests
 
-all: $(BIN_trainctld) $(BIN_trainctl)
+all: $(BIN_trainctld) $(BIN_trainctl) $(BIN_trainagent)
 
 deps:
 	./scripts/deps.sh
@@ -66,22 +72,30 @@ $(LIB_common): $(call obj,$(common_SRC))
 $(LIB_api): $(call obj,$(api_SRC))
 $(LIB_db): $(call obj,$(db_SRC))
 $(LIB_ctrl): $(call obj,$(ctrl_SRC))
+$(LIB_stor): $(call obj,$(stor_SRC))
+$(LIB_agent): $(call obj,$(agent_SRC))
 $(BUILD)/lib/%.a:
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
 $(BIN_trainctld): $(call obj,controller/main.c) $(LIB_ctrl) $(LIB_api) \
-		$(LIB_db) $(LIB_common)
+		$(LIB_db) $(LIB_stor) $(LIB_common)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
-$(BIN_trainctl): $(call obj,$(cli_SRC)) $(LIB_api) $(LIB_common)
+$(BIN_trainctl): $(call obj,$(cli_SRC)) $(LIB_api) $(LIB_stor) $(LIB_common)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+$(BIN_trainagent): $(call obj,agent/main.c) $(LIB_agent) $(LIB_api) \
+		$(LIB_stor) $(LIB_common)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
 # Unit tests: tests/<module>/test_<file>.c links against every module
 # library (and cmocka).
-TEST_LIBS := $(LIB_ctrl) $(LIB_api) $(LIB_db) $(LIB_common)
+TEST_LIBS := $(LIB_ctrl) $(LIB_agent) $(LIB_api) $(LIB_db) $(LIB_stor) \
+	$(LIB_common)
 $(BUILD)/tests/%: tests/%.c $(TEST_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(TEST_LIBS) $(ALL_LDFLAGS) $(LIBS) -lcmocka
@@ -101,7 +115,7 @@ check:
 
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
-FUZZ_LIB_SRC := $(common_SRC) $(api_SRC)
+FUZZ_LIB_SRC := $(common_SRC) $(api_SRC) $(stor_SRC)
 
 build/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRC)
 	@mkdir -p $(dir $@)
@@ -121,7 +135,7 @@ fuzz-run: $(FUZZ_BIN)
 	done
 
 SRC_ALL = $(wildcard common/*.[ch] api/*.[ch] db/*.[ch] controller/*.[ch] \
-	cli/*.[ch] agent/*.[ch] trainer/*.[ch] tests/*/*.[ch])
+	cli/*.[ch] agent/*.[ch] trainer/*.[ch] storage/*.[ch] tests/*/*.[ch])
 
 format:
 	clang-format -i $(SRC_ALL)
@@ -132,13 +146,20 @@ format-check:
 		$(filter-out common/banned.h,$(SRC_ALL)) || \
 		{ echo "banned function used"; exit 1; }
 
+# api/ headers that are not internal to api/.
+PUBLIC_API_H := $(filter-out api/validate.h api/model.h api/json_util.h api/pyobj.h,\
+	$(wildcard api/*.h))
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 		$(DESTDIR)$(PREFIX)/include/trainctl/api \
 		$(DESTDIR)$(PREFIX)/include/trainctl/common
-	install -m 755 $(BIN_trainctld) $(BIN_trainctl) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 api/*.h $(DESTDIR)$(PREFIX)/include/trainctl/api/
+	install -m 755 $(BIN_trainctld) $(BIN_trainctl) $(BIN_trainagent) \
+		$(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(PUBLIC_API_H) $(DESTDIR)$(PREFIX)/include/trainctl/api/
 	install -m 644 common/*.h $(DESTDIR)$(PREFIX)/include/trainctl/common/
+	install -m 644 $(LIB_api) $(DESTDIR)$(PREFIX)/lib/libtrainctl-api.a
+	install -m 644 $(LIB_common) $(DESTDIR)$(PREFIX)/lib/libtrainctl-common.a
 	sed -e 's|@PREFIX@|$(PREFIX)|g' scripts/trainctl.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/trainctl.pc
 

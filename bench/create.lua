@@ -6,8 +6,9 @@
 -- each thread stops after QUOTA responses and writes DONEDIR/done.<thread>
 -- (holding how many requests it sent), so that the caller can end wrk
 -- early with SIGINT; wrk itself always waits out its -d duration.
--- Since wrk keeps at most one request in flight per connection, every name
--- up to (sent - connections per thread) has been answered.
+-- Which names exist afterwards is not known here (answers are not matched
+-- to requests, and requests in flight at the end may or may not be done):
+-- ask the server (bench/list_latency.py --names-out).
 -- done() prints "RESULT ok=... non200=... sent_min=..."; non-200 answers
 -- are counted, and the first three are shown on stderr.
 

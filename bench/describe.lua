@@ -1,8 +1,9 @@
 -- wrk script: DescribeTrainingJob of random existing jobs.
 --
---   wrk -t2 -c64 -d10s -s bench/describe.lua http://127.0.0.1:PORT/ -- PREFIX THREADS MAXN
+--   wrk -t2 -c64 -d10s -s bench/describe.lua http://127.0.0.1:PORT/ -- NAMESFILE
 --
--- Names are PREFIX-<1..THREADS>-<1..MAXN>, the ones bench/create.lua made.
+-- NAMESFILE holds one existing job name a line (bench/list_latency.py
+-- --names-out writes it); each request names a random one of them.
 -- Counts non-200 answers (and answers that are not a job description);
 -- done() prints "RESULT ok=... non200=... bad_body=...".
 
@@ -16,9 +17,10 @@ function setup(thread)
 end
 
 function init(args)
-	prefix = args[1] or "bench"
-	writers = tonumber(args[2] or "1")
-	maxn = tonumber(args[3] or "1")
+	names = {}
+	for line in io.lines(args[1]) do
+		if line ~= "" then names[#names + 1] = line end
+	end
 	ok, non200, bad_body = 0, 0, 0
 	math.randomseed(os.time() * 100 + tid)
 	wrk.method = "POST"
@@ -27,7 +29,7 @@ function init(args)
 end
 
 function request()
-	local name = prefix .. "-" .. math.random(writers) .. "-" .. math.random(maxn)
+	local name = names[math.random(#names)]
 	return wrk.format(nil, "/", nil, '{"TrainingJobName":"' .. name .. '"}')
 end
 

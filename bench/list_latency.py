@@ -2,6 +2,9 @@
 """ListTrainingJobs page latency against a running trainctld (no auth).
 
   /usr/bin/python3 bench/list_latency.py PORT [--pages N] [--repeat N] [--json FILE]
+  /usr/bin/python3 bench/list_latency.py PORT --names-out FILE
+
+The second form writes the names of all jobs, one a line, and prints how many.
 
 One keep-alive connection, one request at a time, time per request
 (send .. whole body read) with perf_counter. Measures:
@@ -71,11 +74,30 @@ def walk(c, pages, **kw):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("port", type=int)
-    ap.add_argument("--pages", type=int, default=1000)
+    ap.add_argument("--pages", type=int, default=100000)
     ap.add_argument("--repeat", type=int, default=100)
     ap.add_argument("--json")
+    ap.add_argument("--names-out")
     a = ap.parse_args()
     c = Client(a.port)
+    if a.names_out:
+        names, tok = [], None
+        while True:
+            q = {"MaxResults": 100}
+            if tok:
+                q["NextToken"] = tok
+            j = c.list(**q)[1]
+            if j is None:
+                print("list failed: %s" % c.first_error, file=sys.stderr)
+                return 1
+            names += [s["TrainingJobName"] for s in j["TrainingJobSummaries"]]
+            tok = j.get("NextToken")
+            if not tok:
+                break
+        with open(a.names_out, "w") as f:
+            f.write("".join(n + "\n" for n in names))
+        print(len(names))
+        return 0 if names and len(set(names)) == len(names) else 1
     series = []
 
     def add(name, times, extra=""):
@@ -95,6 +117,12 @@ def main():
             add("first page %s %s" % (by, order), times)
     times = [c.list(MaxResults=100, NameContains="matches-nothing")[0] for _ in range(max(10, a.repeat // 5))]
     add("first page NameContains (no match)", times)
+    first = c.list(MaxResults=1, SortOrder="Descending")[1]
+    if first and first["TrainingJobSummaries"]:
+        one = first["TrainingJobSummaries"][0]["TrainingJobName"]
+        runs = [c.list(MaxResults=100, NameContains=one) for _ in range(max(10, a.repeat // 5))]
+        add("first page NameContains (1 match)", [r[0] for r in runs],
+            "%s: %d found" % (one, len((runs[0][1] or {}).get("TrainingJobSummaries", []))))
     times = [c.list(MaxResults=100, StatusEquals="InProgress")[0] for _ in range(max(10, a.repeat // 5))]
     add("first page StatusEquals InProgress", times)
 

@@ -173,6 +173,13 @@ void cli_reply_release(struct cli_reply *reply);
 int cli_http_call(struct cli_ctx *ctx, const char *op, const struct buf *body,
 		  struct cli_reply *reply, struct buf *err);
 
+/*
+ * GETs path (with its query, already encoded) from the endpoint's REST
+ * face, signed like cli_http_call(). Returns as cli_http_call() does.
+ */
+int cli_http_get(struct cli_ctx *ctx, const char *path, struct cli_reply *reply,
+		 struct buf *err);
+
 /* Frees the connection kept in ctx. */
 void cli_http_close(struct cli_ctx *ctx);
 
@@ -197,5 +204,29 @@ int cli_cmd_list(struct cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_stop(struct cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_delete(struct cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_wait(struct cli_ctx *ctx, int argc, char **argv);
+
+/* cmd_upload.c: upload-source DIR --to URI */
+int cli_cmd_upload_source(struct cli_ctx *ctx, int argc, char **argv);
+
+/* cmd_cp.c: cp SRC DST [--recursive], ls URI, rm URI */
+int cli_cmd_cp(struct cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_ls(struct cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_rm(struct cli_ctx *ctx, int argc, char **argv);
+
+struct stor;
+
+/*
+ * Opens storage as trainctl sees it: S3 endpoint and keys from the
+ * environment (TRAINCTL_S3_ENDPOINT / AWS_ENDPOINT_URL_S3, AWS_*), else
+ * the embedded store through the controller's blob endpoint at
+ * ctx->endpoint (TRAINCTL_BLOB_TOKEN), or its folder directly when
+ * TRAINCTL_STATE_DIR is set. Returns 0 or an exit code after printing
+ * the error.
+ */
+int cli_storage_open(struct cli_ctx *ctx, struct stor **out);
+
+/* Maps a storage error code to trainctl's exit code. */
+int cli_storage_exit(int ret);
+int cli_cmd_logs(struct cli_ctx *ctx, int argc, char **argv);
 
 #endif

@@ -29,6 +29,8 @@ static const struct cli_cmd commands[] = {
 	  "           [--max-runtime S] [--volume-size GB] "
 	  "[--cli-input-json file://job.json]",
 	  "start a training job from flags or a JSON request" },
+	{ "logs", cli_cmd_logs, "logs NAME [--host algo-N] [-f|--follow]",
+	  "print a job's logs (all hosts, or one); -f follows them" },
 	{ "describe-training-job", cli_cmd_describe,
 	  "describe-training-job NAME", "show one job's status and history" },
 	{ "list-training-jobs", cli_cmd_list,

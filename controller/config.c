@@ -22,6 +22,10 @@ void ctrl_config_init(struct ctrl_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->threads = -1;
 	cfg->body_max = -1;
+	cfg->local_hosts = -1;
+	cfg->heartbeat_ms = -1;
+	cfg->host_deadline_ms = -1;
+	cfg->grace_ms = -1;
 }
 
 enum {
@@ -35,6 +39,12 @@ enum {
 	OPT_THREADS,
 	OPT_BODY_MAX,
 	OPT_CHECK,
+	OPT_LOCAL_HOSTS,
+	OPT_AGENT_BINARY,
+	OPT_HEARTBEAT,
+	OPT_DEADLINE,
+	OPT_GRACE,
+	OPT_ADVERTISE,
 };
 
 static const struct option options[] = {
@@ -46,6 +56,12 @@ static const struct option options[] = {
 	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ "max-body", required_argument, NULL, OPT_BODY_MAX },
 	{ "check-config", no_argument, NULL, OPT_CHECK },
+	{ "local-hosts", required_argument, NULL, OPT_LOCAL_HOSTS },
+	{ "agent-binary", required_argument, NULL, OPT_AGENT_BINARY },
+	{ "heartbeat-ms", required_argument, NULL, OPT_HEARTBEAT },
+	{ "host-deadline-ms", required_argument, NULL, OPT_DEADLINE },
+	{ "grace-period", required_argument, NULL, OPT_GRACE },
+	{ "advertise-url", required_argument, NULL, OPT_ADVERTISE },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -56,6 +72,9 @@ void ctrl_usage(void)
 	fputs("usage: trainctld [--listen HOST:PORT] [--state-dir DIR]\n"
 	      "                 [--credentials FILE] [--region REGION]\n"
 	      "                 [--account-id ID] [--threads N] [--max-body BYTES]\n"
+	      "                 [--local-hosts N] [--agent-binary PATH]\n"
+	      "                 [--heartbeat-ms MS] [--host-deadline-ms MS]\n"
+	      "                 [--grace-period SECONDS] [--advertise-url URL]\n"
 	      "                 [--check-config] [-v]...\n"
 	      "\n"
 	      "  --listen        address to serve the API on (127.0.0.1:8080)\n"
@@ -67,6 +86,13 @@ void ctrl_usage(void)
 	      "  --account-id    12-digit account in ARNs (000000000000)\n"
 	      "  --threads       HTTP worker threads (number of CPUs)\n"
 	      "  --max-body      request body limit in bytes (1048576)\n"
+	      "  --local-hosts   hosts of the embedded local cluster (2)\n"
+	      "  --agent-binary  trainagent to start for them (next to trainctld)\n"
+	      "  --heartbeat-ms  agent heartbeat period (1000)\n"
+	      "  --host-deadline-ms  a host missing heartbeats this long is\n"
+	      "                  lost (3000)\n"
+	      "  --grace-period  seconds from SIGTERM to SIGKILL on Stop (120)\n"
+	      "  --advertise-url URL agents use to reach the controller\n"
 	      "  --check-config  check the configuration, print it and exit\n"
 	      "  -v              more logging (repeatable)\n",
 	      stderr);
@@ -137,6 +163,35 @@ int ctrl_config_parse_args(struct ctrl_config *cfg, int argc, char **argv,
 		case OPT_CHECK:
 			cfg->check_only = 1;
 			break;
+		case OPT_LOCAL_HOSTS:
+			if (parse_long("local-hosts", optarg, 0, 64, &v, err))
+				return ERR_INVALID;
+			cfg->local_hosts = (int)v;
+			break;
+		case OPT_AGENT_BINARY:
+			set_str(&cfg->agent_binary, optarg);
+			break;
+		case OPT_HEARTBEAT:
+			if (parse_long("heartbeat-ms", optarg, 10, 60000, &v,
+				       err))
+				return ERR_INVALID;
+			cfg->heartbeat_ms = v;
+			break;
+		case OPT_DEADLINE:
+			if (parse_long("host-deadline-ms", optarg, 50, 3600000,
+				       &v, err))
+				return ERR_INVALID;
+			cfg->host_deadline_ms = v;
+			break;
+		case OPT_GRACE:
+			if (parse_long("grace-period", optarg, 0, 86400, &v,
+				       err))
+				return ERR_INVALID;
+			cfg->grace_ms = v * 1000;
+			break;
+		case OPT_ADVERTISE:
+			set_str(&cfg->advertise_url, optarg);
+			break;
 		case OPT_VERBOSE:
 			cfg->verbose++;
 			break;
@@ -175,6 +230,24 @@ static char *default_state_dir(void)
 	return buf_detach(&b, NULL);
 }
 
+/* PATH of a binary installed next to this one. */
+static char *sibling_binary(const char *name)
+{
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	struct buf b = BUF_INIT;
+	char *slash;
+
+	if (n <= 0)
+		return xstrdup(name);
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	if (slash)
+		*slash = '\0';
+	(void)buf_addf(&b, "%s/%s", self, name);
+	return buf_detach(&b, NULL);
+}
+
 void ctrl_config_fill_defaults(struct ctrl_config *cfg)
 {
 	long n;
@@ -193,6 +266,22 @@ void ctrl_config_fill_defaults(struct ctrl_config *cfg)
 	}
 	if (cfg->body_max < 0)
 		cfg->body_max = 1L << 20;
+	if (cfg->local_hosts < 0)
+		cfg->local_hosts = 2;
+	if (cfg->heartbeat_ms < 0)
+		cfg->heartbeat_ms = 1000;
+	if (cfg->host_deadline_ms < 0)
+		cfg->host_deadline_ms = 3000;
+	if (cfg->grace_ms < 0)
+		cfg->grace_ms = 120000;
+	if (!cfg->agent_binary)
+		cfg->agent_binary = sibling_binary("trainagent");
+	if (!cfg->advertise_url) {
+		struct buf b = BUF_INIT;
+
+		(void)buf_addf(&b, "http://%s", cfg->listen);
+		cfg->advertise_url = buf_detach(&b, NULL);
+	}
 }
 
 static int is_loopback(const char *listen)
@@ -267,6 +356,12 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 	printf("account-id %s\n", cfg->account_id);
 	printf("threads %d\n", cfg->threads);
 	printf("max-body %ld\n", cfg->body_max);
+	printf("local-hosts %d\n", cfg->local_hosts);
+	printf("agent-binary %s\n", cfg->agent_binary);
+	printf("heartbeat-ms %ld\n", cfg->heartbeat_ms);
+	printf("host-deadline-ms %ld\n", cfg->host_deadline_ms);
+	printf("grace-period %ld\n", cfg->grace_ms / 1000);
+	printf("advertise-url %s\n", cfg->advertise_url);
 }
 
 void ctrl_config_release(struct ctrl_config *cfg)
@@ -276,5 +371,7 @@ void ctrl_config_release(struct ctrl_config *cfg)
 	free(cfg->credentials_file);
 	free(cfg->region);
 	free(cfg->account_id);
+	free(cfg->agent_binary);
+	free(cfg->advertise_url);
 	memset(cfg, 0, sizeof(*cfg));
 }

@@ -22,7 +22,17 @@ struct ctrl_config {
 	long body_max; /* bytes */
 	int verbose;
 	int check_only;
+	int local_hosts;    /* embedded local cluster size */
+	char *agent_binary; /* trainagent for the local cluster */
+	long heartbeat_ms;
+	long host_deadline_ms;
+	long grace_ms;	     /* SIGTERM -> SIGKILL on Stop/MaxRuntime */
+	char *advertise_url; /* how agents reach the controller */
 };
+
+struct ctrl_host;
+struct ctrl_waiter;
+struct ctrl_jobrt;
 
 /* Everything the controller owns; passed first to every function. */
 struct ctrl_ctx {
@@ -38,6 +48,17 @@ struct ctrl_ctx {
 	pthread_cond_t wake;
 	int dirty;
 	int stopping;
+
+	/* Hosts and their waiters (controller/hosts.h). */
+	pthread_mutex_t hosts_lock;
+	struct ctrl_host **hosts;
+	size_t n_hosts;
+	struct ctrl_waiter *log_waiters; /* logs -f, resumed on new lines */
+	int64_t log_version;
+
+	/* Per-job runtime caches (controller/jobrt.c), under jobs_lock. */
+	pthread_mutex_t jobs_lock;
+	struct ctrl_jobrt *jobs;
 };
 
 /* config.c */

@@ -6,12 +6,16 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <errno.h>
+#include <unistd.h>
 
 #include <microhttpd.h>
 #include <openssl/rand.h>
 
 #include "api/sigv4.h"
 #include "controller/ctrl.h"
+#include "controller/hosts.h"
+#include "controller/http.h"
 #include "controller/ops.h"
 #include "common/bug.h"
 #include "common/err.h"
@@ -25,14 +29,7 @@
 #define URI_MAX 8192
 #define JSON11 "application/x-amz-json-1.1"
 
-/* Per-connection request state, created by the URI log callback. */
-struct request {
-	char *raw_uri;
-	struct buf body;
-	int started;
-	int too_big;
-	int64_t t0_us;
-};
+#define request ctrl_http_req
 
 static void *uri_logger(void *cls, const char *uri, struct MHD_Connection *c)
 {
@@ -42,6 +39,7 @@ static void *uri_logger(void *cls, const char *uri, struct MHD_Connection *c)
 	(void)c;
 	req->raw_uri = xstrndup(uri, strnlen(uri, URI_MAX));
 	buf_init(&req->body, (size_t)ctx->cfg.body_max);
+	req->sink_fd = -1;
 	req->t0_us = time_mono_us();
 	return req;
 }
@@ -56,6 +54,14 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	(void)toe;
 	if (!req)
 		return;
+	if (req->sink_fd >= 0) {
+		/* An upload that did not finish leaves nothing behind. */
+		close(req->sink_fd);
+		unlink(req->sink_tmp);
+	}
+	free(req->sink_tmp);
+	free(req->sink_final);
+	free(req->sink_job);
 	buf_release(&req->body);
 	free(req->raw_uri);
 	free(req);
@@ -206,21 +212,25 @@ static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind,
  * The REST face: /v1/training-jobs[/{name}[/stop]]. The JSON bodies are the
  * JSON 1.1 ones, so every route ends in the same handlers.
  */
-static void route_rest(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
-		       const char *method, const char *url,
-		       const struct request *req, struct ctrl_response *resp)
+static enum ctrl_route_result route_rest(struct ctrl_ctx *ctx,
+					 struct MHD_Connection *conn,
+					 const char *method, const char *url,
+					 struct request *req,
+					 struct ctrl_response *resp)
 {
 	static const char prefix[] = "/v1/training-jobs";
 	const char *rest = url + strlen(prefix);
 	struct buf name = BUF_INIT_MAX(256);
 	struct buf body = BUF_INIT;
 	const char *slash;
+	enum ctrl_route_result result = CTRL_ROUTE_DONE;
 	int stop = 0;
+	int logs = 0;
 
 	if (strncmp(url, prefix, strlen(prefix)) || (*rest && *rest != '/')) {
 		ctrl_reply_error(resp, 404, "UnknownOperationException",
 				 "no such resource");
-		return;
+		return CTRL_ROUTE_DONE;
 	}
 	if (*rest == '\0' || !strcmp(rest, "/")) {
 		if (!strcmp(method, "GET")) {
@@ -244,24 +254,31 @@ static void route_rest(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 				resp, 405, "MethodNotAllowed",
 				"use GET or POST on /v1/training-jobs");
 		}
-		return;
+		return CTRL_ROUTE_DONE;
 	}
 	rest++;
 	slash = strchr(rest, '/');
 	if (slash && !strcmp(slash, "/stop"))
 		stop = 1;
+	else if (slash && !strcmp(slash, "/logs"))
+		logs = 1;
 	else if (slash) {
 		ctrl_reply_error(resp, 404, "UnknownOperationException",
 				 "no such resource");
-		return;
+		return CTRL_ROUTE_DONE;
 	}
 	if (buf_add(&name, rest,
 		    slash ? (size_t)(slash - rest) : strlen(rest))) {
 		ctrl_reply_error(resp, 400, "ValidationException",
 				 "job name too long");
-		return;
+		return CTRL_ROUTE_DONE;
 	}
-	if (api_name_request_build(name.data, &body)) {
+	if (logs && !strcmp(method, "GET")) {
+		result = ctrl_logs_route(ctx, conn, name.data, req, resp);
+	} else if (logs) {
+		ctrl_reply_error(resp, 405, "MethodNotAllowed",
+				 "use GET on logs");
+	} else if (api_name_request_build(name.data, &body)) {
 		ctrl_reply_error(resp, 400, "ValidationException",
 				 "invalid job name");
 	} else if (stop && !strcmp(method, "POST")) {
@@ -276,12 +293,13 @@ static void route_rest(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	}
 	buf_release(&name);
 	buf_release(&body);
+	return result;
 }
 
-static void route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
-		  const char *method, const char *url,
-		  const struct request *req, struct ctrl_response *resp,
-		  const char **content_type)
+static enum ctrl_route_result
+route(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
+      const char *url, struct request *req, struct ctrl_response *resp,
+      const char **content_type)
 {
 	const char *target;
 	const char *ct;
@@ -292,14 +310,23 @@ static void route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		resp->status = 200;
 		(void)buf_adds(&resp->body, "{\"status\":\"ok\"}");
 		*content_type = "application/json";
-		return;
+		return CTRL_ROUTE_DONE;
+	}
+	if (!strncmp(url, "/v1/agents/", 11)) {
+		/* Agents authenticate with their host token. */
+		*content_type = "application/json";
+		return ctrl_agent_route(ctx, conn, method, url, req, resp);
 	}
 	if (authenticate(ctx, conn, method, req, resp))
-		return;
+		return CTRL_ROUTE_DONE;
+	if (!strcmp(url, "/v1/hosts") && !strcmp(method, "GET")) {
+		*content_type = "application/json";
+		ctrl_hosts_list(ctx, resp);
+		return CTRL_ROUTE_DONE;
+	}
 	if (!strncmp(url, "/v1/", 4)) {
 		*content_type = "application/json";
-		route_rest(ctx, conn, method, url, req, resp);
-		return;
+		return route_rest(ctx, conn, method, url, req, resp);
 	}
 	target = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 					     "X-Amz-Target");
@@ -307,7 +334,7 @@ static void route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		ctrl_reply_error(resp, 400, "UnknownOperationException",
 				 "requests must be POST with an X-Amz-Target "
 				 "header (or use the /v1/ REST paths)");
-		return;
+		return CTRL_ROUTE_DONE;
 	}
 	ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 					 MHD_HTTP_HEADER_CONTENT_TYPE);
@@ -315,7 +342,7 @@ static void route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		ctrl_reply_error(resp, 415, "UnsupportedMediaTypeException",
 				 "Content-Type must be "
 				 "application/x-amz-json-1.1");
-		return;
+		return CTRL_ROUTE_DONE;
 	}
 	fn = ctrl_op_lookup(target);
 	if (!fn) {
@@ -326,9 +353,30 @@ static void route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		ctrl_reply_error(resp, 400, "UnknownOperationException",
 				 msg.data);
 		buf_release(&msg);
-		return;
+		return CTRL_ROUTE_DONE;
 	}
 	fn(ctx, req->body.data, req->body.len, resp);
+	return CTRL_ROUTE_DONE;
+}
+
+/* Writes an upload chunk to the request's sink file. */
+static void sink_write(struct request *req, const char *data, size_t n)
+{
+	while (n && !req->sink_error) {
+		ssize_t w = write(req->sink_fd, data, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			req->sink_error = 1;
+			break;
+		}
+		data += w;
+		n -= (size_t)w;
+		req->sink_bytes += w;
+	}
+	if (req->sink_bytes > req->sink_max)
+		req->sink_error = 1;
 }
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
@@ -339,31 +387,44 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 	struct ctrl_ctx *ctx = cls;
 	struct request *req = *con_cls;
 	struct ctrl_response resp;
-	const char *content_type = JSON11;
+	const char *content_type = "application/json";
+	enum ctrl_route_result rr = CTRL_ROUTE_DONE;
 	enum MHD_Result ret;
 
 	(void)version;
 	if (!req)
 		return MHD_NO;
+	memset(&resp, 0, sizeof(resp));
+	buf_init(&resp.body, 0);
 	if (!req->started) {
 		const char *cl = MHD_lookup_connection_value(
 			conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 
 		req->started = 1;
+		if (!strcmp(method, "PUT") &&
+		    !strncmp(url, "/v1/agents/", 11)) {
+			/* Artifact uploads stream to a file. */
+			rr = ctrl_agent_route(ctx, conn, method, url, req,
+					      &resp);
+			if (rr == CTRL_ROUTE_CONTINUE)
+				return MHD_YES;
+			goto send;
+		}
 		if (cl && strtoll(cl, NULL, 10) > ctx->cfg.body_max)
 			req->too_big = 1;
 		if (!req->too_big)
 			return MHD_YES;
 	}
-	if (*upload_data_size && !req->too_big) {
-		if (buf_add(&req->body, upload_data, *upload_data_size))
+	if (*upload_data_size) {
+		if (req->sink_fd >= 0)
+			sink_write(req, upload_data, *upload_data_size);
+		else if (!req->too_big &&
+			 buf_add(&req->body, upload_data, *upload_data_size))
 			req->too_big = 1;
 		*upload_data_size = 0;
 		if (!req->too_big)
 			return MHD_YES;
 	}
-	memset(&resp, 0, sizeof(resp));
-	buf_init(&resp.body, 0);
 	if (req->too_big) {
 		struct buf msg = BUF_INIT;
 
@@ -373,9 +434,17 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 		buf_release(&msg);
 		/* Answer at once; MHD closes the connection afterwards. */
 		*upload_data_size = 0;
+	} else if (req->sink_fd >= 0) {
+		ctrl_agent_upload_done(ctx, req, &resp);
 	} else {
-		route(ctx, conn, method, url, req, &resp, &content_type);
+		content_type = JSON11;
+		rr = route(ctx, conn, method, url, req, &resp, &content_type);
+		if (rr == CTRL_ROUTE_SUSPENDED) {
+			buf_release(&resp.body);
+			return MHD_YES;
+		}
 	}
+send:
 	ret = send_response(conn, &resp, content_type, method, url, req);
 	buf_release(&resp.body);
 	return ret;
@@ -443,14 +512,14 @@ int ctrl_http_start(struct ctrl_ctx *ctx, struct buf *err)
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	ctx->httpd = MHD_start_daemon(
-		flags, 0, NULL, NULL, handler, ctx, MHD_OPTION_SOCK_ADDR, &ss,
+		flags, 0, NULL, NULL, handler, ctx, MHD_OPTION_EXTERNAL_LOGGER,
+		mhd_log, NULL, MHD_OPTION_SOCK_ADDR, &ss,
 		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)ctx->cfg.threads,
 		MHD_OPTION_URI_LOG_CALLBACK, uri_logger, ctx,
 		MHD_OPTION_NOTIFY_COMPLETED, completed, ctx,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
-		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
-		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
 	if (!ctx->httpd) {
 		(void)buf_addf(err,
 			       "cannot listen on %s (address in use or not "

@@ -10,6 +10,9 @@
 #include <unistd.h>
 
 #include "controller/ctrl.h"
+#include "controller/hosts.h"
+#include "controller/jobrt.h"
+#include "controller/local_cluster.h"
 #include "db/db.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -149,12 +152,22 @@ int main(int argc, char **argv)
 
 	pthread_mutex_init(&ctx.lock, NULL);
 	pthread_cond_init(&ctx.wake, NULL);
+	pthread_mutex_init(&ctx.hosts_lock, NULL);
+	pthread_mutex_init(&ctx.jobs_lock, NULL);
 	if (ctrl_reconciler_start(&ctx)) {
 		fprintf(stderr, "trainctld: error: cannot start reconciler\n");
 		goto out_db;
 	}
 	if (ctrl_http_start(&ctx, &err)) {
 		fprintf(stderr, "trainctld: error: %s\n", err.data);
+		goto out_reconciler;
+	}
+	if (ctx.cfg.local_hosts > 0 && ctrl_local_start(&ctx, &err)) {
+		fprintf(stderr, "trainctld: error: %s\n", err.data);
+		ctx.stopping = 1;
+		ctrl_hosts_resume_all(&ctx);
+		ctrl_local_stop(&ctx);
+		ctrl_http_stop(&ctx);
 		goto out_reconciler;
 	}
 	if (!ctx.auth_enabled)
@@ -172,14 +185,25 @@ int main(int argc, char **argv)
 		break;
 	}
 	log_info("signal %d: shutting down", sig);
+	pthread_mutex_lock(&ctx.lock);
+	ctx.stopping = 1;
+	pthread_mutex_unlock(&ctx.lock);
+	/* Parked long-polls must be answered before the server stops. */
+	ctrl_hosts_resume_all(&ctx);
+	ctrl_local_stop(&ctx);
+	ctrl_hosts_resume_all(&ctx);
 	ctrl_http_stop(&ctx);
 	ret = 0;
 out_reconciler:
 	ctrl_reconciler_stop(&ctx);
 out_db:
 	db_close(ctx.db);
+	ctrl_jobrt_release_all(&ctx);
+	ctrl_hosts_release(&ctx);
 	pthread_mutex_destroy(&ctx.lock);
 	pthread_cond_destroy(&ctx.wake);
+	pthread_mutex_destroy(&ctx.hosts_lock);
+	pthread_mutex_destroy(&ctx.jobs_lock);
 out:
 	api_credentials_release(&ctx.creds);
 	ctrl_config_release(&ctx.cfg);

@@ -10,6 +10,7 @@
 #include "controller/job_state.h"
 #include "controller/ops.h"
 #include "db/db.h"
+#include "storage/storage.h"
 #include "common/bug.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -84,6 +85,67 @@ static void reply_json(struct ctrl_response *resp, struct buf *json)
 	buf_init(json, 0);
 }
 
+/* Every URI of the job must be one the storage layer can serve. */
+static int check_uris(const struct api_job_spec *spec, struct buf *err)
+{
+	struct stor_uri u;
+	struct buf why = BUF_INIT;
+	const char *uri = spec->output_path;
+	const char *what = "OutputDataConfig.S3OutputPath";
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; uri; i++) {
+		buf_reset(&why);
+		if (stor_uri_parse(uri, &u, &why)) {
+			(void)buf_addf(err,
+				       "1 validation error detected: %s "
+				       "'%s' cannot be used: %s",
+				       what, uri, why.data);
+			ret = ERR_INVALID;
+			break;
+		}
+		stor_uri_release(&u);
+		uri = NULL;
+		if (i < spec->n_channels) {
+			uri = spec->channels[i].s3_uri;
+			what = "InputDataConfig.DataSource.S3DataSource.S3Uri";
+		} else if (i == spec->n_channels && spec->checkpoint_s3_uri) {
+			uri = spec->checkpoint_s3_uri;
+			what = "CheckpointConfig.S3Uri";
+		}
+	}
+	buf_release(&why);
+	return ret;
+}
+
+/*
+ * A job that asks for more hosts than the controller has can never run:
+ * ResourceLimitExceeded now rather than a job that waits forever. With no
+ * hosts at all (an inventory to come) jobs wait.
+ */
+static int check_capacity(struct ctrl_ctx *ctx, const struct api_job_spec *spec,
+			  struct buf *err)
+{
+	size_t hosts;
+	size_t need = (size_t)spec->instance_count;
+	size_t i;
+
+	for (i = 0; i < spec->n_groups; i++)
+		need += (size_t)spec->groups[i].count;
+	pthread_mutex_lock(&ctx->hosts_lock);
+	hosts = ctx->n_hosts;
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	if (hosts && need > hosts) {
+		(void)buf_addf(err,
+			       "The job asks for %zu instances but the "
+			       "cluster has only %zu hosts.",
+			       need, hosts);
+		return ERR_LIMIT;
+	}
+	return 0;
+}
+
 void ctrl_op_create(struct ctrl_ctx *ctx, const char *body, size_t len,
 		    struct ctrl_response *resp)
 {
@@ -99,7 +161,15 @@ void ctrl_op_create(struct ctrl_ctx *ctx, const char *body, size_t len,
 		ctrl_reply_err_code(resp, ret, err.data);
 		goto out;
 	}
+	ret = check_uris(&spec, &err);
+	if (!ret)
+		ret = check_capacity(ctx, &spec, &err);
+	if (ret) {
+		ctrl_reply_err_code(resp, ret, err.data);
+		goto out;
+	}
 	job.name = spec.name;
+	job.spec_json = (char *)body;
 	job.arn = ctrl_job_arn(ctx, spec.name);
 	job.status = (char *)ctrl_job_state_primary(CTRL_JOB_STARTING);
 	job.secondary_status =

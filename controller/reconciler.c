@@ -6,11 +6,13 @@
 #include <time.h>
 
 #include "controller/ctrl.h"
-#include "controller/job_state.h"
+#include "controller/hosts.h"
+#include "controller/jobrun.h"
+#include "controller/local_cluster.h"
 #include "db/db.h"
 #include "common/err.h"
 #include "common/log.h"
-#include "common/xalloc.h"
+#include "common/timeutil.h"
 #include "common/banned.h"
 
 /*
@@ -19,65 +21,18 @@
  * store alone, so after a restart it simply looks again.
  */
 
-#define RECONCILE_PERIOD_MS 1000
-
-struct name_list {
-	char **names;
-	size_t n, cap;
-};
-
-static void collect(const char *name, void *arg)
-{
-	struct name_list *l = arg;
-
-	if (l->n == l->cap) {
-		l->cap = l->cap ? l->cap * 2 : 16;
-		l->names = xrealloc(l->names, l->cap * sizeof(*l->names));
-	}
-	l->names[l->n++] = xstrdup(name);
-}
-
-static void name_list_release(struct name_list *l)
-{
-	size_t i;
-
-	for (i = 0; i < l->n; i++)
-		free(l->names[i]);
-	free(l->names);
-	memset(l, 0, sizeof(*l));
-}
-
 /*
- * A Stopping job whose processes have all ended becomes Stopped. No host
- * runs anything yet, so every Stopping job has ended.
+ * The longest the reconciler sleeps: heartbeat deadlines and long-poll
+ * timeouts are checked at least this often.
  */
-static void finish_stopping(struct ctrl_ctx *ctx)
-{
-	struct name_list l = { 0 };
-	struct buf err = BUF_INIT;
-	size_t i;
-
-	if (db_jobs_with_status(ctx->db, "Stopping", collect, &l, &err)) {
-		log_error("reconciler: %s", err.data);
-		goto out;
-	}
-	for (i = 0; i < l.n; i++) {
-		buf_reset(&err);
-		if (ctrl_job_transition(ctx, l.names[i], CTRL_JOB_STOPPING,
-					CTRL_JOB_STOPPED,
-					"Training job stopped", NULL, &err) &&
-		    err.len)
-			log_warn("reconciler: job '%s': %s", l.names[i],
-				 err.data);
-	}
-out:
-	name_list_release(&l);
-	buf_release(&err);
-}
+#define RECONCILE_PERIOD_MS 200
 
 static void reconcile(struct ctrl_ctx *ctx)
 {
-	finish_stopping(ctx);
+	if (ctrl_hosts_tick(ctx, time_mono_ms()))
+		log_debug("reconciler: hosts lost");
+	ctrl_local_tick(ctx);
+	ctrl_jobs_reconcile(ctx);
 }
 
 static void *reconciler_main(void *arg)
@@ -94,7 +49,11 @@ static void *reconciler_main(void *arg)
 		if (ctx->dirty || ctx->stopping)
 			continue;
 		clock_gettime(CLOCK_REALTIME, &deadline);
-		deadline.tv_sec += RECONCILE_PERIOD_MS / 1000;
+		deadline.tv_nsec += (long)RECONCILE_PERIOD_MS * 1000000L;
+		if (deadline.tv_nsec >= 1000000000L) {
+			deadline.tv_sec += deadline.tv_nsec / 1000000000L;
+			deadline.tv_nsec %= 1000000000L;
+		}
 		while (!ctx->dirty && !ctx->stopping)
 			if (pthread_cond_timedwait(&ctx->wake, &ctx->lock,
 						   &deadline) == ETIMEDOUT)

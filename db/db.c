@@ -28,7 +28,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 		       "failure_reason, model_artifacts, request_json, "
 		       "instance_type, instance_count, creation_ms, "
 		       "last_modified_ms, start_ms, end_ms, training_s, "
-		       "billable_s FROM jobs WHERE name = ?1",
+		       "billable_s, spec_json, attempt, stop_reason FROM jobs "
+		       "WHERE name = ?1",
 	[ST_GET_TRANSITIONS] =
 		"SELECT status, start_ms, end_ms, message "
 		"FROM transitions WHERE job_id = ?1 ORDER BY seq",
@@ -37,8 +38,9 @@ static const char *const stmt_sql[ST_COUNT] = {
 		"WHERE job_id = ?1 ORDER BY name",
 	[ST_INSERT_JOB] = "INSERT INTO jobs (name, arn, status, "
 			  "secondary_status, request_json, instance_type, "
-			  "instance_count, creation_ms, last_modified_ms) "
-			  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
+			  "instance_count, creation_ms, last_modified_ms, "
+			  "spec_json) "
+			  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9)",
 	[ST_INSERT_TRANSITION] =
 		"INSERT INTO transitions (job_id, seq, status, "
 		"start_ms, message) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -221,14 +223,14 @@ int db_schema_version(struct db *db)
 	return v;
 }
 
-static char *col_dup(sqlite3_stmt *st, int i)
+char *db__col_dup(sqlite3_stmt *st, int i)
 {
 	const unsigned char *s = sqlite3_column_text(st, i);
 
 	return s ? xstrdup((const char *)s) : NULL;
 }
 
-static void bind_text(sqlite3_stmt *st, int i, const char *s)
+void db__bind_text(sqlite3_stmt *st, int i, const char *s)
 {
 	if (s)
 		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
@@ -247,6 +249,8 @@ void db_job_release(struct db_job *job)
 	free(job->failure_reason);
 	free(job->model_artifacts);
 	free(job->request_json);
+	free(job->spec_json);
+	free(job->stop_reason);
 	free(job->instance_type);
 	for (i = 0; i < job->n_transitions; i++) {
 		free(job->transitions[i].status);
@@ -259,7 +263,7 @@ void db_job_release(struct db_job *job)
 	memset(job, 0, sizeof(*job));
 }
 
-static int db_error(sqlite3 *conn, const char *what, struct buf *err)
+int db__error(sqlite3 *conn, const char *what, struct buf *err)
 {
 	(void)buf_addf(err, "%s: %s", what, sqlite3_errmsg(conn));
 	return ERR_DB;
@@ -276,18 +280,19 @@ int db_job_insert(struct db *db, struct db_job *job, const char *first_message,
 	pthread_mutex_lock(&db->write_lock);
 	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
 	    SQLITE_OK) {
-		ret = db_error(c->db, "cannot begin", err);
+		ret = db__error(c->db, "cannot begin", err);
 		goto out;
 	}
 	st = c->st[ST_INSERT_JOB];
-	bind_text(st, 1, job->name);
-	bind_text(st, 2, job->arn);
-	bind_text(st, 3, job->status);
-	bind_text(st, 4, job->secondary_status);
-	bind_text(st, 5, job->request_json);
-	bind_text(st, 6, job->instance_type);
+	db__bind_text(st, 1, job->name);
+	db__bind_text(st, 2, job->arn);
+	db__bind_text(st, 3, job->status);
+	db__bind_text(st, 4, job->secondary_status);
+	db__bind_text(st, 5, job->request_json);
+	db__bind_text(st, 6, job->instance_type);
 	sqlite3_bind_int(st, 7, job->instance_count);
 	sqlite3_bind_int64(st, 8, job->creation_ms);
+	db__bind_text(st, 9, job->spec_json);
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
@@ -296,7 +301,7 @@ int db_job_insert(struct db *db, struct db_job *job, const char *first_message,
 		goto rollback;
 	}
 	if (rc != SQLITE_DONE) {
-		ret = db_error(c->db, "cannot insert job", err);
+		ret = db__error(c->db, "cannot insert job", err);
 		goto rollback;
 	}
 	job->id = sqlite3_last_insert_rowid(c->db);
@@ -304,18 +309,18 @@ int db_job_insert(struct db *db, struct db_job *job, const char *first_message,
 	st = c->st[ST_INSERT_TRANSITION];
 	sqlite3_bind_int64(st, 1, job->id);
 	sqlite3_bind_int(st, 2, 1);
-	bind_text(st, 3, job->secondary_status);
+	db__bind_text(st, 3, job->secondary_status);
 	sqlite3_bind_int64(st, 4, job->creation_ms);
-	bind_text(st, 5, first_message);
+	db__bind_text(st, 5, first_message);
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	if (rc != SQLITE_DONE) {
-		ret = db_error(c->db, "cannot insert transition", err);
+		ret = db__error(c->db, "cannot insert transition", err);
 		goto rollback;
 	}
 	if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-		ret = db_error(c->db, "cannot commit", err);
+		ret = db__error(c->db, "cannot commit", err);
 		goto rollback;
 	}
 	goto out;
@@ -329,14 +334,14 @@ out:
 static void row_to_job(sqlite3_stmt *st, struct db_job *j)
 {
 	j->id = sqlite3_column_int64(st, 0);
-	j->name = col_dup(st, 1);
-	j->arn = col_dup(st, 2);
-	j->status = col_dup(st, 3);
-	j->secondary_status = col_dup(st, 4);
-	j->failure_reason = col_dup(st, 5);
-	j->model_artifacts = col_dup(st, 6);
-	j->request_json = col_dup(st, 7);
-	j->instance_type = col_dup(st, 8);
+	j->name = db__col_dup(st, 1);
+	j->arn = db__col_dup(st, 2);
+	j->status = db__col_dup(st, 3);
+	j->secondary_status = db__col_dup(st, 4);
+	j->failure_reason = db__col_dup(st, 5);
+	j->model_artifacts = db__col_dup(st, 6);
+	j->request_json = db__col_dup(st, 7);
+	j->instance_type = db__col_dup(st, 8);
 	j->instance_count = sqlite3_column_int(st, 9);
 	j->creation_ms = sqlite3_column_int64(st, 10);
 	j->last_modified_ms = sqlite3_column_int64(st, 11);
@@ -344,6 +349,9 @@ static void row_to_job(sqlite3_stmt *st, struct db_job *j)
 	j->end_ms = sqlite3_column_int64(st, 13);
 	j->training_s = sqlite3_column_int64(st, 14);
 	j->billable_s = sqlite3_column_int64(st, 15);
+	j->spec_json = db__col_dup(st, 16);
+	j->attempt = sqlite3_column_int(st, 17);
+	j->stop_reason = db__col_dup(st, 18);
 }
 
 static int load_children(struct conn *c, struct db_job *j, struct buf *err)
@@ -362,14 +370,14 @@ static int load_children(struct conn *c, struct db_job *j, struct buf *err)
 				j->transitions, cap * sizeof(*j->transitions));
 		}
 		t = &j->transitions[j->n_transitions++];
-		t->status = col_dup(st, 0);
+		t->status = db__col_dup(st, 0);
 		t->start_ms = sqlite3_column_int64(st, 1);
 		t->end_ms = sqlite3_column_int64(st, 2);
-		t->message = col_dup(st, 3);
+		t->message = db__col_dup(st, 3);
 	}
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE)
-		return db_error(c->db, "cannot read transitions", err);
+		return db__error(c->db, "cannot read transitions", err);
 	st = c->st[ST_GET_METRICS];
 	cap = 0;
 	sqlite3_bind_int64(st, 1, j->id);
@@ -382,13 +390,13 @@ static int load_children(struct conn *c, struct db_job *j, struct buf *err)
 				xrealloc(j->metrics, cap * sizeof(*j->metrics));
 		}
 		m = &j->metrics[j->n_metrics++];
-		m->name = col_dup(st, 0);
+		m->name = db__col_dup(st, 0);
 		m->value = sqlite3_column_double(st, 1);
 		m->timestamp_ms = sqlite3_column_int64(st, 2);
 	}
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE)
-		return db_error(c->db, "cannot read metrics", err);
+		return db__error(c->db, "cannot read metrics", err);
 	return 0;
 }
 
@@ -401,14 +409,14 @@ int db_job_get(struct db *db, const char *name, struct db_job *out,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	bind_text(st, 1, name);
+	db__bind_text(st, 1, name);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW)
 		row_to_job(st, out);
 	else if (rc == SQLITE_DONE)
 		ret = ERR_NOTFOUND;
 	else
-		ret = db_error(c->db, "cannot read job", err);
+		ret = db__error(c->db, "cannot read job", err);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	if (!ret)
@@ -427,17 +435,17 @@ static int writer_find(struct conn *c, const char *name, int64_t *id,
 	int rc;
 	int ret = 0;
 
-	bind_text(st, 1, name);
+	db__bind_text(st, 1, name);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		*id = sqlite3_column_int64(st, 0);
-		*status = col_dup(st, 3);
+		*status = db__col_dup(st, 3);
 		if (secondary)
-			*secondary = col_dup(st, 4);
+			*secondary = db__col_dup(st, 4);
 	} else if (rc == SQLITE_DONE) {
 		ret = ERR_NOTFOUND;
 	} else {
-		ret = db_error(c->db, "cannot read job", err);
+		ret = db__error(c->db, "cannot read job", err);
 	}
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
@@ -464,19 +472,19 @@ static int exec_update(struct conn *c, int64_t id,
 
 	if (sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st,
 			       NULL) != SQLITE_OK)
-		return db_error(c->db, "cannot prepare update", err);
+		return db__error(c->db, "cannot prepare update", err);
 	sqlite3_bind_int64(st, 1, id);
-	bind_text(st, 2, ch->status);
-	bind_text(st, 3, ch->secondary);
+	db__bind_text(st, 2, ch->status);
+	db__bind_text(st, 3, ch->secondary);
 	sqlite3_bind_int64(st, 4, ch->now_ms);
-	bind_text(st, 5, ch->failure_reason);
-	bind_text(st, 6, ch->model_artifacts);
+	db__bind_text(st, 5, ch->failure_reason);
+	db__bind_text(st, 6, ch->model_artifacts);
 	sqlite3_bind_int(st, 7, ch->set_start);
 	sqlite3_bind_int(st, 8, ch->set_end);
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
-		return db_error(c->db, "cannot update job", err);
+		return db__error(c->db, "cannot update job", err);
 	return 0;
 }
 
@@ -487,7 +495,7 @@ static int step_done(struct conn *c, sqlite3_stmt *st, const char *what,
 
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
-	return rc == SQLITE_DONE ? 0 : db_error(c->db, what, err);
+	return rc == SQLITE_DONE ? 0 : db__error(c->db, what, err);
 }
 
 static int write_transition(struct conn *c, int64_t id,
@@ -501,7 +509,7 @@ static int write_transition(struct conn *c, int64_t id,
 	sqlite3_bind_int64(st, 1, id);
 	if (sqlite3_step(st) == SQLITE_ROW) {
 		seq = sqlite3_column_int64(st, 0);
-		last = col_dup(st, 1);
+		last = db__col_dup(st, 1);
 	}
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
@@ -512,7 +520,7 @@ static int write_transition(struct conn *c, int64_t id,
 		st = c->st[ST_UPDATE_MESSAGE];
 		sqlite3_bind_int64(st, 1, id);
 		sqlite3_bind_int64(st, 2, seq);
-		bind_text(st, 3, ch->message);
+		db__bind_text(st, 3, ch->message);
 		return step_done(c, st, "cannot update transition", err);
 	}
 	free(last);
@@ -528,9 +536,9 @@ static int write_transition(struct conn *c, int64_t id,
 	st = c->st[ST_INSERT_TRANSITION];
 	sqlite3_bind_int64(st, 1, id);
 	sqlite3_bind_int64(st, 2, seq + 1);
-	bind_text(st, 3, ch->secondary);
+	db__bind_text(st, 3, ch->secondary);
 	sqlite3_bind_int64(st, 4, ch->now_ms);
-	bind_text(st, 5, ch->message);
+	db__bind_text(st, 5, ch->message);
 	return step_done(c, st, "cannot insert transition", err);
 }
 
@@ -546,7 +554,7 @@ int db_job_change_state(struct db *db, const char *name,
 	pthread_mutex_lock(&db->write_lock);
 	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
 	    SQLITE_OK) {
-		ret = db_error(c->db, "cannot begin", err);
+		ret = db__error(c->db, "cannot begin", err);
 		goto out;
 	}
 	ret = writer_find(c, name, &id, &status, &secondary, err);
@@ -565,7 +573,7 @@ int db_job_change_state(struct db *db, const char *name,
 	if (ret)
 		goto rollback;
 	if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-		ret = db_error(c->db, "cannot commit", err);
+		ret = db__error(c->db, "cannot commit", err);
 		goto rollback;
 	}
 	goto out;
@@ -589,7 +597,7 @@ int db_job_delete(struct db *db, const char *name, struct buf *err)
 	pthread_mutex_lock(&db->write_lock);
 	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
 	    SQLITE_OK) {
-		ret = db_error(c->db, "cannot begin", err);
+		ret = db__error(c->db, "cannot begin", err);
 		goto out;
 	}
 	ret = writer_find(c, name, &id, &status, NULL, err);
@@ -603,16 +611,16 @@ int db_job_delete(struct db *db, const char *name, struct buf *err)
 	}
 	if (sqlite3_prepare_v2(c->db, "DELETE FROM jobs WHERE id = ?1", -1, &st,
 			       NULL) != SQLITE_OK) {
-		ret = db_error(c->db, "cannot prepare delete", err);
+		ret = db__error(c->db, "cannot prepare delete", err);
 		goto rollback;
 	}
 	sqlite3_bind_int64(st, 1, id);
 	if (sqlite3_step(st) != SQLITE_DONE) {
-		ret = db_error(c->db, "cannot delete job", err);
+		ret = db__error(c->db, "cannot delete job", err);
 		goto rollback;
 	}
 	if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-		ret = db_error(c->db, "cannot commit", err);
+		ret = db__error(c->db, "cannot commit", err);
 		goto rollback;
 	}
 	goto out;
@@ -638,14 +646,14 @@ int db_jobs_with_status(struct db *db, const char *status,
 			       "SELECT name FROM jobs WHERE status = ?1 "
 			       "ORDER BY creation_ms, id",
 			       -1, &st, NULL) != SQLITE_OK) {
-		ret = db_error(c->db, "cannot prepare scan", err);
+		ret = db__error(c->db, "cannot prepare scan", err);
 		goto out;
 	}
-	bind_text(st, 1, status);
+	db__bind_text(st, 1, status);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 		fn((const char *)sqlite3_column_text(st, 0), arg);
 	if (rc != SQLITE_DONE)
-		ret = db_error(c->db, "cannot scan jobs", err);
+		ret = db__error(c->db, "cannot scan jobs", err);
 out:
 	sqlite3_finalize(st);
 	reader_put(db, c);
@@ -664,7 +672,7 @@ int64_t db_job_count(struct db *db, const char *status)
 					"SELECT count(*) FROM jobs",
 			       -1, &st, NULL) == SQLITE_OK) {
 		if (status)
-			bind_text(st, 1, status);
+			db__bind_text(st, 1, status);
 		if (sqlite3_step(st) == SQLITE_ROW)
 			n = sqlite3_column_int64(st, 0);
 	}
@@ -684,4 +692,31 @@ sqlite3 *db__reader_acquire(struct db *db, void **handle)
 void db__reader_release(struct db *db, void *handle)
 {
 	reader_put(db, handle);
+}
+
+sqlite3 *db__writer_begin(struct db *db, struct buf *err)
+{
+	pthread_mutex_lock(&db->write_lock);
+	if (sqlite3_exec(db->writer.db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
+	    SQLITE_OK) {
+		db__error(db->writer.db, "cannot begin", err);
+		pthread_mutex_unlock(&db->write_lock);
+		return NULL;
+	}
+	return db->writer.db;
+}
+
+int db__writer_end(struct db *db, int ok, struct buf *err)
+{
+	int ret = 0;
+
+	if (ok && sqlite3_exec(db->writer.db, "COMMIT", NULL, NULL, NULL) !=
+			  SQLITE_OK) {
+		ret = db__error(db->writer.db, "cannot commit", err);
+		ok = 0;
+	}
+	if (!ok)
+		sqlite3_exec(db->writer.db, "ROLLBACK", NULL, NULL, NULL);
+	pthread_mutex_unlock(&db->write_lock);
+	return ret;
 }

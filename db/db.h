@@ -38,6 +38,9 @@ struct db_job {
 	char *failure_reason;
 	char *model_artifacts;
 	char *request_json;
+	char *spec_json;   /* the CreateTrainingJob body as received */
+	char *stop_reason; /* NULL, "user" or "MaxRuntimeExceeded" */
+	int attempt;	   /* current attempt, 0 before the first */
 	char *instance_type;
 	int instance_count;
 	int64_t creation_ms;
@@ -62,6 +65,9 @@ int db_open(const char *path, int readers, struct db **out, struct buf *err);
 
 /* Closes every connection and frees db (NULL is fine). */
 void db_close(struct db *db);
+
+/* The schema version this build migrates to. */
+#define DB_SCHEMA_LATEST 2
 
 /* The schema version after migrations (PRAGMA user_version). */
 int db_schema_version(struct db *db);

@@ -1,5 +1,6 @@
 #include <sqlite3.h>
 
+#include "db/db.h"
 #include "db/db_internal.h"
 #include "common/err.h"
 #include "common/banned.h"
@@ -43,9 +44,47 @@ static const char *const migrations[] = {
 	" value REAL NOT NULL,"
 	" timestamp_ms INTEGER NOT NULL,"
 	" PRIMARY KEY (job_id, name)) WITHOUT ROWID;",
+	/* 2: attempts, host assignments, log streams and metric series. */
+	"ALTER TABLE jobs ADD COLUMN spec_json TEXT;"
+	"ALTER TABLE jobs ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN stop_reason TEXT;"
+	"CREATE TABLE attempts ("
+	" job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+	" attempt INTEGER NOT NULL,"
+	" master_port INTEGER NOT NULL,"
+	" started_ms INTEGER NOT NULL,"
+	" ended_ms INTEGER NOT NULL DEFAULT 0,"
+	" reason TEXT,"
+	" PRIMARY KEY (job_id, attempt)) WITHOUT ROWID;"
+	"CREATE TABLE assignments ("
+	" job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+	" attempt INTEGER NOT NULL,"
+	" host_index INTEGER NOT NULL,"
+	" host TEXT NOT NULL,"
+	" action TEXT NOT NULL,"
+	" phase TEXT NOT NULL,"
+	" report_json TEXT,"
+	" artifacts INTEGER NOT NULL DEFAULT 0,"
+	" PRIMARY KEY (job_id, attempt, host_index)) WITHOUT ROWID;"
+	"CREATE INDEX assignments_by_host ON assignments(host);"
+	"CREATE TABLE log_streams ("
+	" job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+	" name TEXT NOT NULL,"
+	" host_index INTEGER NOT NULL,"
+	" created_ms INTEGER NOT NULL,"
+	" PRIMARY KEY (job_id, name)) WITHOUT ROWID;"
+	"CREATE TABLE metric_points ("
+	" job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+	" name TEXT NOT NULL,"
+	" ts_ms INTEGER NOT NULL,"
+	" value REAL NOT NULL);"
+	"CREATE INDEX metric_points_by_job ON metric_points(job_id, name, ts_ms);",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
+
+_Static_assert(N_MIGRATIONS == DB_SCHEMA_LATEST,
+	       "DB_SCHEMA_LATEST in db.h must name the last migration");
 
 int db__migrate(sqlite3 *conn, struct buf *err)
 {

@@ -54,7 +54,7 @@ start_daemon() {
 	shift
 	PORT=$(free_port)
 	mkdir -p "$TMP/$name"
-	"$DAEMON" --listen "127.0.0.1:$PORT" --state-dir "$TMP/$name" "$@" \
+	"$DAEMON" --listen "127.0.0.1:$PORT" --state-dir "$TMP/$name" --local-hosts 0 "$@" \
 		>"$TMP/$name.log" 2>&1 &
 	DAEMON_PID=$!
 	PIDS="$PIDS $DAEMON_PID"

@@ -53,7 +53,7 @@ def delete_cases(tap, core):
 
     def t_reuse():
         time.sleep(0.01)
-        r = sm.create_training_job(**C.job_request("del-1"))
+        sm.create_training_job(**C.job_request("del-1"))
         core.created.remove("del-1")
         core.deleted.discard("del-1")
         core.created.append("del-1")

@@ -7,7 +7,8 @@ Keeps to the standard library plus boto3/botocore.
   Tap      TAP output: "ok N - name", "not ok N - name" + "# " diagnostics,
            the "1..N" plan at the end, exit status.
   Daemon   starts build/bin/trainctld on a free loopback port with a temp
-           state dir, waits until it accepts connections, stops it by PID.
+           state dir, waits until it accepts connections, stops it by PID;
+           temp dirs go at exit (TRAINCTL_TEST_KEEP=1 keeps them).
   Core     the cases both client generations must pass.
 """
 import atexit
@@ -18,6 +19,7 @@ import hmac
 import http.client
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -131,11 +133,15 @@ def free_port():
 
 
 _daemons = []
+_tmpdirs = []
 
 
 def _stop_all():
     for d in list(_daemons):
         d.stop()
+    if os.environ.get("TRAINCTL_TEST_KEEP") != "1":
+        for t in _tmpdirs:
+            shutil.rmtree(t, ignore_errors=True)
 
 
 atexit.register(_stop_all)
@@ -156,6 +162,7 @@ class Daemon:
     def __init__(self, credentials=None, state_dir=None, name="trainctld"):
         self.credentials = credentials
         self.tmp = tempfile.mkdtemp(prefix="trainctl-compat-")
+        _tmpdirs.append(self.tmp)
         self.state_dir = state_dir or os.path.join(self.tmp, "state")
         self.name = name
         self.proc = None
@@ -173,7 +180,8 @@ class Daemon:
             return "%s not built" % DAEMON
         os.makedirs(self.state_dir, exist_ok=True)
         self.port = free_port()
-        args = [DAEMON, "--listen", "127.0.0.1:%d" % self.port, "--state-dir", self.state_dir]
+        args = [DAEMON, "--listen", "127.0.0.1:%d" % self.port, "--state-dir", self.state_dir,
+                "--local-hosts", "0"]
         if self.credentials:
             path = os.path.join(self.tmp, "credentials")
             with open(path, "w") as f:
@@ -400,10 +408,13 @@ def job_request(name, **top):
 
 
 def small_request(name):
-    """A minimal valid request for the older (M22) model."""
+    """A minimal valid request for the older (M22) model. Script-mode images
+    need sagemaker_program (the controller fails the job at once without it)."""
     return {
         "TrainingJobName": name,
         "AlgorithmSpecification": {"TrainingImage": IMAGE, "TrainingInputMode": "File"},
+        "HyperParameters": {"sagemaker_program": "\"train.py\"",
+                            "sagemaker_submit_directory": "\"s3://compat-bucket/code/sourcedir.tar.gz\""},
         "RoleArn": ROLE,
         "OutputDataConfig": {"S3OutputPath": "s3://compat-bucket/output"},
         "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 10},
@@ -888,6 +899,38 @@ class Core:
             expect(code == "ValidationException" and st == 400, "InstanceCount 0: %s HTTP %s %r" % (code, st, msg))
             self.tap.note("InstanceCount 0 rejected: %s" % msg)
 
+    # -- value encoding
+    def t_unicode_lengths(self):
+        # Model lengths count characters, not UTF-8 bytes.
+        req = small_request("uni-ok")
+        req["HyperParameters"] = {"x": "\u00e9" * 2500, "y": "\u20ac" * 2500}
+        req["Tags"] = [{"Key": "\u00fc" * 128, "Value": "\u00fc" * 256}]
+        self.create(req)
+        d = self.sm.describe_training_job(TrainingJobName="uni-ok")
+        expect(d.get("HyperParameters") == req["HyperParameters"], "2500 x U+00E9 / U+20AC not echoed exactly")
+        bad = small_request("uni-too-long")
+        bad["HyperParameters"] = {"x": "\u00e9" * 2501}
+        expect_error(lambda: self.smv.create_training_job(**bad), "ValidationException", 400,
+                     what="2501 x U+00E9: ")
+
+    def t_escapes(self):
+        req = small_request("esc-echo")
+        req["HyperParameters"] = {"q": 'a"b\\c\td</script>\u0001 \u00e9\u4e2d', 'k"e\\y': "{\"nested\": [1, \"two\"]}"}
+        req["Environment"] = {"E_1": 'x\\y"z', "PATHLIKE": "/opt/ml/code:/usr/lib"}
+        self.create(req)
+        d = self.sm.describe_training_job(TrainingJobName="esc-echo")
+        for m in ("HyperParameters", "Environment"):
+            expect(d.get(m) == req[m], "%s echoed as %s, sent %s" % (m, short(d.get(m)), short(req[m])))
+
+    def t_big_valid(self):
+        req = small_request("big-valid")
+        req["HyperParameters"] = {"hp%03d" % i: ("%03d" % i) * 833 + "x" for i in range(100)}   # 100 x 2500 chars
+        req["Environment"] = {"E%02d" % i: "v" * 512 for i in range(48)}
+        self.create(req)
+        d = self.sm.describe_training_job(TrainingJobName="big-valid")
+        expect(d.get("HyperParameters") == req["HyperParameters"], "100 x 2500-char hyperparameters not echoed")
+        expect(d.get("Environment") == req["Environment"], "48 x 512-char environment not echoed")
+
     def invalid_lists(self):
         return [("MaxResults 101", dict(MaxResults=101)),
                 ("MaxResults 0", dict(MaxResults=0)),
@@ -932,4 +975,7 @@ class Core:
         tap.case("%s: describe with an invalid name -> ValidationException" % L,
                  lambda: expect_error(lambda: self.smv.describe_training_job(TrainingJobName="bad_name!"),
                                       "ValidationException", 400))
+        tap.case("%s: lengths count characters: 2500 x 'e-acute' ok, 2501 rejected" % L, self.t_unicode_lengths)
+        tap.case("%s: quotes, backslashes, control and non-ASCII characters echo exactly" % L, self.t_escapes)
+        tap.case("%s: a 250 KB request at the model's limits is accepted and echoed" % L, self.t_big_valid)
         tap.case("%s: unfiltered listing equals the creation log" % L, self.t_list_all_jobs)

@@ -73,7 +73,7 @@ if [ ! -x "$DAEMON" ]; then
 fi
 port=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 mkdir -p "$tmp/state"
-"$DAEMON" --listen "127.0.0.1:$port" --state-dir "$tmp/state" -v >"$tmp/trainctld.log" 2>&1 &
+"$DAEMON" --listen "127.0.0.1:$port" --state-dir "$tmp/state" --local-hosts 0 -v >"$tmp/trainctld.log" 2>&1 &
 pid=$!
 if $PY - "$port" "$pid" <<'EOF'
 import os, socket, sys, time
@@ -119,7 +119,6 @@ out_is() { [ "$(cat "$tmp/out")" = "$1" ]; }
 # words_are "a b c": the last stdout, split on blanks (text output breaks lines per page).
 words_are() { [ "$(tr -s ' \t\n' '   ' <"$tmp/out" | sed 's/^ //; s/ $//')" = "$1" ]; }
 rc_is() { [ "$rc" -eq "$1" ]; }
-err_has() { for s in "$@"; do grep -qF -- "$s" "$tmp/err" || return 1; done; }
 
 # aws ARGS...: runs the CLI under test; sets rc, fills $tmp/out and $tmp/err.
 aws_() {

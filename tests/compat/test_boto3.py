@@ -10,12 +10,14 @@ face, SigV4 authentication (a second daemon with --credentials), restart on
 the same state dir, clean exit on SIGTERM.
 """
 import datetime
+import http.client
 import json
 import os
 import re
 import select
 import socket
 import sys
+import threading
 import time
 import urllib.parse
 
@@ -190,7 +192,7 @@ def raw_cases(tap, d, core):
 
     def t_chunked():
         body = b'{"MaxResults": 2}'
-        conn = __import__("http.client").client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
         conn.putrequest("POST", "/")
         conn.putheader("Content-Type", "application/x-amz-json-1.1")
         conn.putheader("X-Amz-Target", "SageMaker.ListTrainingJobs")
@@ -204,7 +206,7 @@ def raw_cases(tap, d, core):
     tap.case("raw: chunked request body -> 200 or 4xx, never 5xx", t_chunked)
 
     def t_keepalive():
-        conn = __import__("http.client").client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
         st = []
         for op, body in (("ListTrainingJobs", b'{"MaxResults": 1}'),
                          ("DescribeTrainingJob", b'{"TrainingJobName": "no-such-job"}'),
@@ -217,6 +219,107 @@ def raw_cases(tap, d, core):
         conn.close()
         C.expect(st == [200, 400, 200], "statuses on one connection: %s" % st)
     tap.case("raw: three requests (one an error) on one keep-alive connection", t_keepalive)
+
+    def t_race_create():
+        res = []
+
+        def go():
+            r = C.amz_json(port, "CreateTrainingJob", C.small_request("race-create"))
+            res.append((r.status, (r.json or {}).get("__type")))
+        ts = [threading.Thread(target=go) for _ in range(32)]
+        [t.start() for t in ts]
+        [t.join() for t in ts]
+        core.created.append("race-create")
+        wins = [r for r in res if r[0] == 200]
+        others = set(r for r in res if r[0] != 200)
+        C.expect(len(wins) == 1 and others <= {(400, "ResourceInUse")}, "32 parallel creates of one name: %s"
+                 % sorted(res, key=str))
+
+    def t_race_stop():
+        core.sm.create_training_job(**C.small_request("race-stop"))
+        core.created.append("race-stop")
+        res = []
+
+        def go():
+            r = C.amz_json(port, "StopTrainingJob", {"TrainingJobName": "race-stop"})
+            res.append((r.status, (r.json or {}).get("__type")))
+        ts = [threading.Thread(target=go) for _ in range(16)]
+        [t.start() for t in ts]
+        [t.join() for t in ts]
+        wins = [r for r in res if r[0] == 200]
+        others = set(r for r in res if r[0] != 200)
+        C.expect(len(wins) == 1 and others <= {(400, "ValidationException")}, "16 parallel stops: %s"
+                 % sorted(res, key=str))
+        C.wait_status(core.sm, "race-stop", "Stopped")
+
+    def t_parallel_distinct():
+        res, arns = [], []
+        names = ["par-%d-%02d" % (w, i) for w in range(8) for i in range(25)]
+
+        def go(w):
+            for n in names[w * 25:(w + 1) * 25]:
+                r = C.amz_json(port, "CreateTrainingJob", C.small_request(n))
+                res.append(r.status)
+                arns.append((r.json or {}).get("TrainingJobArn"))
+        ts = [threading.Thread(target=go, args=(w,)) for w in range(8)]
+        [t.start() for t in ts]
+        [t.join() for t in ts]
+        core.created.extend(sorted(names))   # order among them is the server's
+        C.expect(res.count(200) == 200, "statuses: %s" % sorted(set(res)))
+        C.expect(len(set(arns)) == 200, "ARNs not unique")
+        listed = [s["TrainingJobName"] for s in C.list_all(core.sm, page_size=100, NameContains="par-")[0]]
+        C.expect(sorted(listed) == sorted(names) and len(listed) == 200, "listed %d of 200" % len(listed))
+        core.created[-200:] = listed         # keep the creation log in the server's order
+
+    def t_many_connections():
+        socks = []
+        try:
+            for _ in range(300):
+                socks.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+            for s in socks[:100]:
+                s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Target: SageMaker.ListTrainingJobs\r\n"
+                          b"Content-Length: 100\r\n\r\n{")
+            t = time.time()
+            r = C.amz_json(port, "ListTrainingJobs", {"MaxResults": 1})
+            dt = time.time() - t
+        finally:
+            for s in socks:
+                s.close()
+        C.expect(r.status == 200 and dt < 2.0, "with 300 idle connections (100 half-sent): %r after %.2f s" % (r, dt))
+
+    def t_big_header():
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        try:
+            s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Target: SageMaker.ListTrainingJobs\r\nX-Big: "
+                      + b"a" * 200000 + b"\r\nContent-Length: 2\r\n\r\n{}")
+            answer = s.recv(200)
+        except OSError as e:
+            answer = ("(%s)" % e).encode()
+        finally:
+            s.close()
+        m = re.match(rb"HTTP/1\.[01] (\d{3})", answer)
+        C.expect(m and 400 <= int(m.group(1)) < 500, "200 KB header: %r" % answer[:120])
+
+    def t_http10():
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(b"POST / HTTP/1.0\r\nX-Amz-Target: SageMaker.ListTrainingJobs\r\n"
+                  b"Content-Type: application/x-amz-json-1.1\r\nContent-Length: 2\r\n\r\n{}")
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        C.expect(re.match(rb"HTTP/1\.[01] 200", data) and b"TrainingJobSummaries" in data, "HTTP/1.0: %r" % data[:200])
+
+    tap.case("raw: 32 parallel creates of one name: exactly one succeeds, the rest ResourceInUse", t_race_create)
+    tap.case("raw: 16 parallel stops of one job: exactly one succeeds, the rest ValidationException", t_race_stop)
+    tap.case("raw: 8 clients x 25 creates in parallel: all succeed, unique ARNs, all listed", t_parallel_distinct)
+    tap.case("raw: a request is answered promptly with 300 idle and 100 half-sent connections open",
+             t_many_connections)
+    tap.case("raw: a 200 KB header -> 4xx", t_big_header)
+    tap.case("raw: HTTP/1.0 request works (connection closed after the answer)", t_http10)
 
     def t_alive():
         half_request(port)
@@ -326,7 +429,7 @@ def rest_cases(tap, d, core):
     def t_delete():
         want(C.http_request(port, "DELETE", "/v1/training-jobs/rest-2"), (400, 409), "ResourceInUse",
              "delete of an InProgress job: ")
-        r = want(C.http_request(port, "DELETE", "/v1/training-jobs/rest-1"), (200, 202, 204))
+        want(C.http_request(port, "DELETE", "/v1/training-jobs/rest-1"), (200, 202, 204))
         deadline = time.time() + 15
         while get("/v1/training-jobs/rest-1").status == 200:
             C.expect(time.time() < deadline, "rest-1 still there 15 s after DELETE")
@@ -339,7 +442,7 @@ def rest_cases(tap, d, core):
         names = [x["TrainingJobName"] for x in want(get("/v1/training-jobs?NameContains=rest-"), 200)
                  .json["TrainingJobSummaries"]]
         C.expect(names == ["rest-2", "rest-3"], "list after delete: %s" % names)
-        r = want(post("/v1/training-jobs", C.job_request("rest-1")), (200, 201), what="reuse of a deleted name: ")
+        want(post("/v1/training-jobs", C.job_request("rest-1")), (200, 201), what="reuse of a deleted name: ")
         core.created.append("rest-1")
 
     tap.case("rest: POST /v1/training-jobs creates (TrainingJobArn)", t_create)

@@ -154,7 +154,7 @@ static void test_open_creates_schema(void **state)
 	struct fixture *f = *state;
 	struct stat st;
 
-	assert_int_equal(db_schema_version(f->db), 1);
+	assert_int_equal(db_schema_version(f->db), DB_SCHEMA_LATEST);
 	assert_int_equal(db_job_count(f->db, NULL), 0);
 	assert_int_equal(db_job_count(f->db, "InProgress"), 0);
 	assert_int_equal(stat(f->path, &st), 0);
@@ -190,7 +190,7 @@ static void test_reopen_keeps_data(void **state)
 	f->db = NULL;
 
 	assert_int_equal(db_open(f->path, 1, &f->db, &err), 0);
-	assert_int_equal(db_schema_version(f->db), 1);
+	assert_int_equal(db_schema_version(f->db), DB_SCHEMA_LATEST);
 	assert_int_equal(db_job_count(f->db, NULL), 1);
 	get(f->db, "durable-job", &j);
 	assert_string_equal(j.name, "durable-job");
@@ -207,7 +207,7 @@ static void test_reopen_keeps_data(void **state)
 	 */
 	db_close(f->db);
 	assert_int_equal(db_open(f->path, 3, &f->db, &err), 0);
-	assert_int_equal(db_schema_version(f->db), 1);
+	assert_int_equal(db_schema_version(f->db), DB_SCHEMA_LATEST);
 	assert_int_equal(db_job_count(f->db, "InProgress"), 1);
 	buf_release(&err);
 }

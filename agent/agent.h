@@ -1,0 +1,472 @@
+#ifndef AGENT_AGENT_H
+#define AGENT_AGENT_H
+
+/*
+ * trainagent, the node daemon (docs/agent-protocol.md). One thread and one
+ * poll loop (loop.c) serve everything: the signal self-pipe, the stdout
+ * and stderr pipes of every child, the report pipes of the staging and
+ * packing workers (task.c), pidfds of processes adopted after a restart,
+ * and libcurl's sockets (http.c). Everything the daemon knows lives in one
+ * struct agent_ctx, passed first to every function.
+ *
+ * Files: config.c (command line), loop.c (the loop, signals, reaping),
+ * http.c (libcurl multi), session.c (register, work long-poll, status
+ * heartbeat, log shipping, self-fencing), logq.c (the bounded log queue),
+ * assign.c (desired vs actual: the per-assignment state machine),
+ * supervise.c (output, exits, adoption after a restart),
+ * jobdir.c (job directories and state.json), launch.c (argv and
+ * environment of a rank), task.c + stage.c + upload.c (the forked workers
+ * and artifact upload), proc.c (fork/exec of one process), lines.c (line
+ * splitting).
+ */
+#include <poll.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent/lines.h"
+#include "agent/proc.h"
+#include "api/agent_proto.h"
+#include "common/buf.h"
+
+#define AGENT_VERSION "0.1.0"
+
+/* --- config.c ---------------------------------------------------------- */
+
+/*
+ * Built in three steps as OpenSSH's servconf.c: agent_config_init() marks
+ * every field unset (-1 or NULL), agent_config_parse_args() fills in the
+ * command line, agent_config_fill_defaults() the rest.
+ */
+struct agent_config {
+	char *controller; /* base URL, no trailing slash */
+	char *host;
+	char *work_dir;
+	int cpus;
+	int gpus;
+	char *address; /* NULL until found: see session.c */
+	int token_stdin;
+	int keep_jobs;
+	int verbose;
+};
+
+void agent_config_init(struct agent_config *cfg);
+
+/*
+ * Parses argv. Returns 0, or ERR_INVALID with err explaining (the caller
+ * prints usage and exits 2). --help prints usage and exits 0.
+ */
+int agent_config_parse_args(struct agent_config *cfg, int argc, char **argv,
+			    struct buf *err);
+
+/* Supplies defaults for what is still unset; may run nvidia-smi. */
+void agent_config_fill_defaults(struct agent_config *cfg);
+
+/* Checks required options. Returns 0 or ERR_INVALID with err. */
+int agent_config_check(const struct agent_config *cfg, struct buf *err);
+
+void agent_config_release(struct agent_config *cfg);
+void agent_usage(void);
+
+/* --- task.c: a forked worker reporting through a pipe ------------------- */
+
+/*
+ * Staging and packing run in a forked child of the agent (no exec) so the
+ * poll loop never blocks on a download or on compressing a model. The
+ * child writes text lines into its report pipe ("phase downloading",
+ * "log ...", "error ...", "ok") and exits; see task.c for why a process
+ * rather than a thread.
+ */
+typedef int agent_task_fn(void *arg, int report_fd);
+
+struct agent_task {
+	pid_t pid;  /* -1 when none */
+	int fd;	    /* report pipe read end, -1 after EOF */
+	int reaped; /* 1 once waited for */
+	int status; /* wait status */
+	struct agent_lines lines;
+};
+
+void agent_task_init(struct agent_task *t);
+int agent_task_start(struct agent_task *t, agent_task_fn *fn, void *arg,
+		     struct buf *err);
+/* Reaps without blocking; returns 1 once reaped. */
+int agent_task_reap(struct agent_task *t);
+/* SIGKILLs the worker's process group. */
+void agent_task_kill(struct agent_task *t);
+/* 1 when a worker exists and has not finished (pipe open or not reaped). */
+int agent_task_busy(const struct agent_task *t);
+void agent_task_release(struct agent_task *t);
+/* In the worker: writes one report line ("%s\n"). */
+void agent_task_say(int fd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* --- http.c: libcurl's multi interface on our poll loop ----------------- */
+
+struct agent_ctx;
+struct agent_req;
+
+typedef void agent_req_fn(struct agent_ctx *ctx, struct agent_req *req);
+
+struct agent_req {
+	void *easy; /* CURL * */
+	void *headers;
+	struct buf body; /* request body */
+	struct buf resp; /* response body, capped */
+	int upload_fd;	 /* PUT from this file, or -1 */
+	long status;	 /* HTTP status; 0 when the transfer failed */
+	int curl_code;
+	char errbuf[256];
+	agent_req_fn *done;
+	void *data;
+	struct agent_req *next;
+};
+
+struct agent_http_sock {
+	int fd;
+	int what; /* CURL_POLL_* */
+};
+
+struct agent_http {
+	void *multi; /* CURLM * */
+	struct agent_http_sock *socks;
+	size_t n_socks;
+	size_t alloc_socks;
+	int64_t timer_at; /* monotonic ms; -1 none */
+	struct agent_req *reqs;
+	char *auth;	/* "Authorization: Bearer ..." */
+	char *base;	/* controller URL */
+	char *local_ip; /* learnt from the first completed request */
+};
+
+int agent_http_init(struct agent_ctx *ctx, struct buf *err);
+void agent_http_release(struct agent_ctx *ctx);
+
+/*
+ * Starts a request to base + path. body (may be NULL) is copied. Calls
+ * done exactly once, from the loop, unless cancelled; the request is freed
+ * after done returns. timeout_ms 0: none (only a low-speed limit).
+ */
+struct agent_req *agent_http_start(struct agent_ctx *ctx, const char *method,
+				   const char *path, const char *body,
+				   size_t len, int64_t timeout_ms,
+				   agent_req_fn *done, void *data);
+
+/* PUT of the file fd (size bytes) streamed with a read callback. Takes fd. */
+struct agent_req *agent_http_put_file(struct agent_ctx *ctx, const char *path,
+				      int fd, int64_t size, agent_req_fn *done,
+				      void *data);
+
+/* Drops a request without calling done. */
+void agent_http_cancel(struct agent_ctx *ctx, struct agent_req *req);
+
+/* The loop's side: fds to watch, events, the timer. */
+void agent_http_pollfds(struct agent_ctx *ctx);
+void agent_http_event(struct agent_ctx *ctx, int fd, short revents);
+void agent_http_timeout(struct agent_ctx *ctx);
+
+/* --- logq.c: the bounded queue of log lines ----------------------------- */
+
+struct agent_logq_entry {
+	struct agent_logq_entry *next;
+	struct api_log_line line;
+	size_t cost;	       /* bytes of memory and (about) of JSON */
+	uint64_t marker_count; /* a "lines dropped" marker for that many */
+	int64_t queued_ms;     /* monotonic */
+};
+
+struct agent_logq_drop {
+	struct agent_logq_drop *next;
+	char *job;
+	int attempt;
+	char *algo;
+	uint64_t n;
+};
+
+struct agent_logq {
+	struct agent_logq_entry *head;
+	struct agent_logq_entry *tail;
+	size_t n;
+	size_t bytes;	   /* of every queued entry */
+	size_t inflight_n; /* the first inflight_n entries are being sent */
+	struct agent_logq_entry *inflight_last; /* the last of them */
+	size_t inflight_bytes;
+	size_t max_bytes;
+	struct agent_logq_drop *drops;
+	uint64_t dropped_total;
+};
+
+#define AGENT_LOGQ_MAX (16u << 20)
+#define AGENT_LOGQ_BATCH_MAX (1u << 20)
+#define AGENT_LOGQ_FLUSH_BYTES (64u << 10)
+#define AGENT_LOGQ_FLUSH_MS 50
+
+void agent_logq_init(struct agent_logq *q, size_t max_bytes);
+
+/* Queues a copy of one line; drops the oldest unsent lines past max. */
+void agent_logq_push(struct agent_logq *q, const char *job, int attempt,
+		     const char *algo, int rank, int is_stderr, int64_t ts_ms,
+		     const char *text, size_t len, int64_t now_mono);
+
+/* Bytes and age (monotonic ms of the oldest) of what is not in flight. */
+size_t agent_logq_unsent_bytes(const struct agent_logq *q);
+int64_t agent_logq_oldest_unsent(const struct agent_logq *q);
+
+/*
+ * Marks the oldest unsent lines (up to AGENT_LOGQ_BATCH_MAX of JSON, drop
+ * markers first) as in flight and appends their JSON batch to out. Returns
+ * the number of lines taken (0: nothing to send).
+ */
+size_t agent_logq_take(struct agent_logq *q, int64_t now_ms, struct buf *out);
+
+/* The batch in flight was delivered (ack) or not (nack: send again). */
+void agent_logq_ack(struct agent_logq *q);
+void agent_logq_nack(struct agent_logq *q);
+
+void agent_logq_release(struct agent_logq *q);
+
+/* --- assign.c: one assignment's actual state ---------------------------- */
+
+enum agent_task_kind {
+	AGENT_TASK_NONE = 0,
+	AGENT_TASK_STAGE, /* checkpoint restore, channels, code */
+	AGENT_TASK_SYNC,  /* checkpoint folder -> checkpoint URI */
+	AGENT_TASK_PACK	  /* final checkpoint sync, then the two tar.gz */
+};
+
+/* How often a running assignment's checkpoint folder is mirrored. */
+#define AGENT_CKPT_SYNC_MS 10000
+
+enum agent_upload_step {
+	AGENT_UP_NONE = 0,
+	AGENT_UP_PACKING,
+	AGENT_UP_MODEL,
+	AGENT_UP_OUTPUT,
+	AGENT_UP_FINISHED
+};
+
+struct agent_rank {
+	struct agent_proc proc;
+	struct agent_lines out;
+	struct agent_lines err;
+	int rank;
+	int pidfd;   /* adopted processes: watched through a pidfd */
+	int adopted; /* not our child: no pipes, exit status unknown */
+};
+
+struct agent_assign {
+	struct agent_assign *next;
+	/* Identity. */
+	char *job;
+	int attempt;
+	char *algo;
+	/* Desired: the last copy from the controller. */
+	struct api_assignment spec;
+	int have_spec;
+	int desired; /* present in the last work answer */
+	enum api_action action;
+	/* Actual. */
+	char *dir; /* NULL for an assignment we never prepared */
+	enum api_phase phase;
+	int64_t started_ms;
+	struct agent_rank *ranks;
+	size_t n_ranks;
+	char *failure;
+	char *error;
+	int bound; /* ranks see the job dir at /opt/ml */
+	/* Workers and upload. */
+	struct agent_task task;
+	enum agent_task_kind task_kind;
+	char *task_error;
+	int task_ok; /* the worker said "ok" */
+	int staged;  /* staging succeeded: ready to launch */
+	int restage; /* adopted while staging: stage again */
+	enum agent_upload_step up_step;
+	struct agent_req *up_req;
+	int up_tries;
+	int64_t up_retry_at;
+	/* Stopping. */
+	int term_sent;
+	int64_t kill_at; /* monotonic; 0 none */
+	int kill_sent;
+	int fenced;
+	int64_t sync_at; /* monotonic: next checkpoint mirror */
+	/* Bookkeeping. */
+	int changed;	     /* state.json and a status report are due */
+	int final_in_flight; /* a status POST carrying the final state */
+	int final_acked;     /* ... has been accepted: we may forget it */
+};
+
+/* --- session.c: the conversation with the controller --------------------- */
+
+struct agent_session {
+	int registered;
+	int warned; /* a failure was logged since the last registration */
+	struct agent_req *reg_req;
+	struct agent_req *work_req;
+	struct agent_req *status_req;
+	struct agent_req *log_req;
+	int64_t backoff_ms;
+	int64_t register_at; /* monotonic: next register attempt */
+	int64_t work_at;     /* monotonic: next work poll */
+	int64_t log_at;	     /* monotonic: earliest next log POST */
+	int64_t heartbeat_ms;
+	int64_t deadline_ms;
+	int64_t last_contact; /* monotonic: last 2xx from the controller */
+	int64_t next_status;  /* monotonic */
+	int status_dirty;
+	int64_t work_version;
+	int have_work;		  /* a work answer arrived since start */
+	struct api_work *pending; /* not yet applied */
+	int fenced;
+};
+
+void agent_session_init(struct agent_ctx *ctx);
+/* Sends what is due; called once per loop turn. */
+void agent_session_tick(struct agent_ctx *ctx, int64_t now);
+/* Earliest monotonic time something is due (INT64_MAX: nothing). */
+int64_t agent_session_next(struct agent_ctx *ctx);
+void agent_session_release(struct agent_ctx *ctx);
+/*
+ * A request failed in a way that means the controller lost us (or we it):
+ * register again, after the backoff. what names the request for the log.
+ */
+void agent_session_lost(struct agent_ctx *ctx, const char *what,
+			const struct agent_req *req);
+
+/* --- the context ---------------------------------------------------------- */
+
+enum agent_poll_kind {
+	AGENT_POLL_SIGNAL = 1,
+	AGENT_POLL_CURL,
+	AGENT_POLL_OUT,
+	AGENT_POLL_ERR,
+	AGENT_POLL_PIDFD,
+	AGENT_POLL_TASK
+};
+
+struct agent_pollref {
+	enum agent_poll_kind kind;
+	struct agent_assign *a;
+	size_t rank;
+};
+
+struct agent_ctx {
+	struct agent_config cfg;
+	char *token;
+	char boot_id[40];
+	int can_bind; /* root with working mount namespaces */
+	struct agent_http http;
+	struct agent_session sess;
+	struct agent_logq logq;
+	struct agent_assign *assigns;
+	/* The poll set, rebuilt every turn. */
+	struct pollfd *pfds;
+	struct agent_pollref *prefs;
+	size_t n_pfds;
+	size_t alloc_pfds;
+	int sig_pipe[2];
+	int got_sigchld;
+	int shutting_down;
+	int64_t shutdown_kill_at; /* monotonic */
+	int exit_now;
+};
+
+/* Adds fd to this turn's poll set (loop.c). */
+void agent_poll_add(struct agent_ctx *ctx, int fd, short events,
+		    enum agent_poll_kind kind, struct agent_assign *a,
+		    size_t rank);
+
+/* Runs the loop until SIGTERM/SIGINT and the children are gone. */
+int agent_run(struct agent_ctx *ctx);
+
+/* assign.c: bookkeeping, the steps, reports */
+struct agent_assign *agent_assign_find(struct agent_ctx *ctx, const char *job,
+				       int attempt, const char *algo);
+/* A new assignment in phase preparing, appended to ctx->assigns. */
+struct agent_assign *agent_assign_new(struct agent_ctx *ctx, const char *job,
+				      int attempt, const char *algo);
+/* The agent's own note in a job's log ("trainagent: ..."), rank 0 stderr. */
+void agent_assign_note(struct agent_ctx *ctx, const struct agent_assign *a,
+		       const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void agent_reconcile(struct agent_ctx *ctx);
+void agent_assign_fence_all(struct agent_ctx *ctx, const char *why);
+void agent_assign_shutdown(struct agent_ctx *ctx, int sig);
+int agent_assign_all_quiet(struct agent_ctx *ctx);
+void agent_assign_mark(struct agent_ctx *ctx, struct agent_assign *a);
+void agent_assign_set_phase(struct agent_ctx *ctx, struct agent_assign *a,
+			    enum api_phase phase);
+void agent_assign_set_error(struct agent_ctx *ctx, struct agent_assign *a,
+			    const char *msg);
+/*
+ * Appends the status body (every assignment's REPORT) to out; the reports
+ * of forgotten-to-be assignments are marked as in flight, and
+ * agent_assign_status_done() says whether the controller took them.
+ */
+int agent_assign_status_build(struct agent_ctx *ctx, struct buf *out);
+void agent_assign_status_done(struct agent_ctx *ctx, int ok);
+int64_t agent_assign_next(struct agent_ctx *ctx);
+void agent_assign_free(struct agent_ctx *ctx, struct agent_assign *a);
+/* Fills r with a's report; r borrows a's strings, procs is allocated. */
+void agent_assign_report(const struct agent_assign *a, struct api_report *r);
+void agent_report_clear(struct api_report *r);
+/* Logs one line of a job's output (text need not be NUL-terminated). */
+void agent_assign_log(struct agent_ctx *ctx, const struct agent_assign *a,
+		      int rank, int is_stderr, const char *text, size_t len);
+
+/* supervise.c: output, exits, workers' reports, adoption */
+void agent_assign_on_output(struct agent_ctx *ctx, struct agent_assign *a,
+			    size_t rank, int is_stderr);
+void agent_assign_on_pidfd(struct agent_ctx *ctx, struct agent_assign *a,
+			   size_t rank);
+void agent_assign_on_task(struct agent_ctx *ctx, struct agent_assign *a);
+/* Reaps every ended child (SIGCHLD arrived). */
+void agent_assign_reap(struct agent_ctx *ctx);
+/* Finds the assignments of a previous agent in the work directory. */
+void agent_assign_adopt_all(struct agent_ctx *ctx);
+
+/* jobdir.c */
+int agent_jobdir_path(struct agent_ctx *ctx, const char *job, int attempt,
+		      const char *algo, struct buf *out, struct buf *err);
+int agent_jobdir_create(const char *dir, const struct api_assignment *spec,
+			struct buf *err);
+int agent_jobdir_save_state(struct agent_ctx *ctx, const struct agent_assign *a,
+			    struct buf *err);
+char *agent_jobdir_read_failure(const char *dir);
+int agent_jobdir_remove(struct agent_ctx *ctx, const char *dir);
+/* --keep-jobs: renames state.json so the next agent does not adopt it. */
+void agent_jobdir_retire(const char *dir);
+typedef void agent_state_fn(struct agent_ctx *ctx, const char *dir,
+			    const struct api_report *r);
+void agent_jobdir_scan(struct agent_ctx *ctx, agent_state_fn *fn);
+/* The host path of the checkpoint folder (mapped from /opt/ml/...). */
+char *agent_jobdir_checkpoint_path(const char *dir, const char *local_path);
+int agent_mkdir_p(const char *path, int mode);
+
+/* launch.c */
+int agent_launch(struct agent_ctx *ctx, struct agent_assign *a,
+		 struct buf *err);
+/* <dir>/.trainagent/rank<N>.<stream>: a rank's named pipe (new string). */
+char *agent_fifo_path(const char *dir, int rank, const char *stream);
+
+/* stage.c */
+struct stor_config;
+/* Storage settings for an assignment (the caller releases cfg). */
+void agent_stor_config(struct agent_ctx *ctx, const struct api_assignment *s,
+		       struct stor_config *cfg);
+int agent_stage_start(struct agent_ctx *ctx, struct agent_assign *a,
+		      struct buf *err);
+
+/* upload.c */
+int agent_pack_start(struct agent_ctx *ctx, struct agent_assign *a,
+		     struct buf *err);
+void agent_upload_step(struct agent_ctx *ctx, struct agent_assign *a,
+		       int64_t now);
+void agent_upload_cancel(struct agent_ctx *ctx, struct agent_assign *a);
+int agent_ckpt_sync_start(struct agent_ctx *ctx, struct agent_assign *a,
+			  struct buf *err);
+/* A finished sync worker: logs a failure and frees the task slot. */
+void agent_ckpt_sync_done(struct agent_ctx *ctx, struct agent_assign *a);
+
+#endif

@@ -1,0 +1,667 @@
+/*
+ * Desired vs actual, per assignment. The controller's work answer says
+ * what should be (run, stop, abort; absent = abort); this file compares it
+ * with what is (phase, processes, workers) every time either changes and
+ * takes the next step. Steps only move the phase forward:
+ *
+ *   preparing -> downloading -> running -> exited -> uploading -> done
+ *                                                  \-> (stays exited)
+ *   any of them -> error (the agent could not prepare or upload)
+ *
+ * Nothing here blocks: staging and packing run in forked workers
+ * (task.c), uploads are libcurl transfers (upload.c), and stopping is a
+ * signal plus a deadline the loop sleeps on.
+ */
+#define _GNU_SOURCE
+#define LOG_TAG "agent"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+/* --- bookkeeping ---------------------------------------------------------- */
+
+struct agent_assign *agent_assign_find(struct agent_ctx *ctx, const char *job,
+				       int attempt, const char *algo)
+{
+	struct agent_assign *a;
+
+	for (a = ctx->assigns; a; a = a->next)
+		if (a->attempt == attempt && !strcmp(a->job, job) &&
+		    !strcmp(a->algo, algo))
+			return a;
+	return NULL;
+}
+
+struct agent_assign *agent_assign_new(struct agent_ctx *ctx, const char *job,
+				      int attempt, const char *algo)
+{
+	struct agent_assign *a = xcalloc(1, sizeof(*a));
+	struct agent_assign **pp;
+
+	a->job = xstrdup(job);
+	a->attempt = attempt;
+	a->algo = xstrdup(algo);
+	a->phase = API_PHASE_PREPARING;
+	a->action = API_ACTION_RUN;
+	agent_task_init(&a->task);
+	/* Keep arrival order: reports and logs read better that way. */
+	for (pp = &ctx->assigns; *pp; pp = &(*pp)->next)
+		;
+	*pp = a;
+	return a;
+}
+
+void agent_assign_mark(struct agent_ctx *ctx, struct agent_assign *a)
+{
+	a->changed = 1;
+	ctx->sess.status_dirty = 1;
+}
+
+void agent_assign_set_phase(struct agent_ctx *ctx, struct agent_assign *a,
+			    enum api_phase phase)
+{
+	if (a->phase == phase)
+		return;
+	log_info("%s/%d/%s: %s -> %s", a->job, a->attempt, a->algo,
+		 api_phase_name(a->phase), api_phase_name(phase));
+	a->phase = phase;
+	agent_assign_mark(ctx, a);
+}
+
+void agent_assign_set_error(struct agent_ctx *ctx, struct agent_assign *a,
+			    const char *msg)
+{
+	log_error("%s/%d/%s: %s", a->job, a->attempt, a->algo, msg);
+	free(a->error);
+	a->error = xstrdup(msg);
+	agent_assign_set_phase(ctx, a, API_PHASE_ERROR);
+}
+
+static void rank_release(struct agent_rank *r)
+{
+	agent_proc_release(&r->proc);
+	agent_lines_release(&r->out);
+	agent_lines_release(&r->err);
+	if (r->pidfd >= 0)
+		close(r->pidfd);
+	r->pidfd = -1;
+}
+
+void agent_assign_free(struct agent_ctx *ctx, struct agent_assign *a)
+{
+	struct agent_assign **pp;
+	size_t i;
+
+	for (pp = &ctx->assigns; *pp; pp = &(*pp)->next)
+		if (*pp == a) {
+			*pp = a->next;
+			break;
+		}
+	agent_upload_cancel(ctx, a);
+	agent_task_kill(&a->task);
+	agent_task_release(&a->task);
+	for (i = 0; i < a->n_ranks; i++)
+		rank_release(&a->ranks[i]);
+	free(a->ranks);
+	if (a->have_spec)
+		api_assignment_release(&a->spec);
+	free(a->job);
+	free(a->algo);
+	free(a->dir);
+	free(a->failure);
+	free(a->error);
+	free(a->task_error);
+	free(a);
+}
+
+void agent_assign_report(const struct agent_assign *a, struct api_report *r)
+{
+	const struct agent_rank *k;
+	size_t i;
+
+	memset(r, 0, sizeof(*r));
+	r->job = a->job;
+	r->attempt = a->attempt;
+	r->algo = a->algo;
+	r->phase = a->phase;
+	r->started_ms = a->started_ms;
+	r->failure = a->failure;
+	r->error = a->error;
+	if (!a->n_ranks)
+		return;
+	r->procs = xcalloc(a->n_ranks, sizeof(*r->procs));
+	r->n_procs = a->n_ranks;
+	for (i = 0; i < a->n_ranks; i++) {
+		k = &a->ranks[i];
+		r->procs[i].rank = k->rank;
+		r->procs[i].pid = k->proc.pid;
+		r->procs[i].started_ms = k->proc.started_ms;
+		r->procs[i].exited = k->proc.exited;
+		r->procs[i].exit_code = k->proc.exit_code;
+		r->procs[i].signal = k->proc.term_signal;
+		r->procs[i].exited_ms = k->proc.exited_ms;
+	}
+}
+
+void agent_report_clear(struct api_report *r)
+{
+	free(r->procs);
+	memset(r, 0, sizeof(*r));
+}
+
+void agent_assign_log(struct agent_ctx *ctx, const struct agent_assign *a,
+		      int rank, int is_stderr, const char *text, size_t len)
+{
+	agent_logq_push(&ctx->logq, a->job, a->attempt, a->algo, rank,
+			is_stderr, time_now_ms(), text, len, time_mono_ms());
+}
+
+void agent_assign_note(struct agent_ctx *ctx, const struct agent_assign *a,
+		       const char *fmt, ...)
+{
+	struct buf b = BUF_INIT;
+	va_list ap;
+
+	(void)buf_adds(&b, "trainagent: ");
+	va_start(ap, fmt);
+	(void)buf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	agent_assign_log(ctx, a, 0, 1, b.data, b.len);
+	buf_release(&b);
+}
+
+/* --- the steps ------------------------------------------------------------ */
+
+static int ranks_ended(const struct agent_assign *a)
+{
+	size_t i;
+
+	for (i = 0; i < a->n_ranks; i++)
+		if (!a->ranks[i].proc.exited)
+			return 0;
+	return 1;
+}
+
+static int ranks_succeeded(const struct agent_assign *a)
+{
+	size_t i;
+
+	for (i = 0; i < a->n_ranks; i++)
+		if (a->ranks[i].proc.term_signal ||
+		    a->ranks[i].proc.exit_code != 0)
+			return 0;
+	return a->n_ranks > 0;
+}
+
+static void signal_ranks(struct agent_assign *a, int sig)
+{
+	size_t i;
+
+	for (i = 0; i < a->n_ranks; i++)
+		if (!a->ranks[i].proc.exited)
+			(void)agent_proc_signal(&a->ranks[i].proc, sig);
+}
+
+static void prepare(struct agent_ctx *ctx, struct agent_assign *a)
+{
+	struct buf dir = BUF_INIT;
+	struct buf err = BUF_INIT;
+
+	if (!a->dir) {
+		if (agent_jobdir_path(ctx, a->job, a->attempt, a->algo, &dir,
+				      &err))
+			goto fail;
+		a->dir = buf_detach(&dir, NULL);
+		if (agent_jobdir_create(a->dir, &a->spec, &err))
+			goto fail;
+		agent_assign_mark(ctx, a);
+	}
+	a->restage = 0;
+	a->task_ok = 0;
+	FREE_AND_NULL(a->task_error);
+	if (agent_stage_start(ctx, a, &err))
+		goto fail;
+	a->task_kind = AGENT_TASK_STAGE;
+	goto out;
+fail:
+	agent_assign_set_error(ctx, a, err.data);
+out:
+	buf_release(&dir);
+	buf_release(&err);
+}
+
+/* The staging worker finished: launch or fail. */
+static void staged(struct agent_ctx *ctx, struct agent_assign *a)
+{
+	struct buf err = BUF_INIT;
+	int status = a->task.status;
+	int ok = a->task_ok;
+
+	a->task_kind = AGENT_TASK_NONE;
+	if (!ok) {
+		if (a->task_error)
+			(void)buf_adds(&err, a->task_error);
+		else if (WIFSIGNALED(status))
+			(void)buf_addf(&err,
+				       "staging worker killed by signal "
+				       "%d",
+				       WTERMSIG(status));
+		else
+			(void)buf_addf(&err, "staging worker exited with %d",
+				       WEXITSTATUS(status));
+		agent_task_release(&a->task);
+		agent_assign_set_error(ctx, a, err.data);
+		buf_release(&err);
+		return;
+	}
+	agent_task_release(&a->task);
+	a->staged = 1;
+}
+
+static void launch(struct agent_ctx *ctx, struct agent_assign *a)
+{
+	struct buf err = BUF_INIT;
+
+	if (agent_launch(ctx, a, &err)) {
+		agent_assign_set_error(ctx, a, err.data);
+	} else {
+		a->started_ms = time_now_ms();
+		agent_assign_set_phase(ctx, a, API_PHASE_RUNNING);
+	}
+	buf_release(&err);
+}
+
+/* The assignment should stop at once, uploading nothing. */
+static int must_abort(struct agent_ctx *ctx, const struct agent_assign *a)
+{
+	return a->action == API_ACTION_ABORT ||
+	       (!a->desired && ctx->sess.have_work);
+}
+
+static int has_checkpoints(const struct agent_assign *a)
+{
+	return a->have_spec && a->dir && a->spec.checkpoint_s3_uri &&
+	       *a->spec.checkpoint_s3_uri;
+}
+
+static void start_sync(struct agent_ctx *ctx, struct agent_assign *a)
+{
+	struct buf err = BUF_INIT;
+
+	if (agent_ckpt_sync_start(ctx, a, &err))
+		log_warn("%s/%d/%s: checkpoint sync: %s", a->job, a->attempt,
+			 a->algo, err.data);
+	buf_release(&err);
+}
+
+static void exited(struct agent_ctx *ctx, struct agent_assign *a)
+{
+	free(a->failure);
+	a->failure = a->dir ? agent_jobdir_read_failure(a->dir) : NULL;
+	a->kill_at = 0;
+	agent_assign_set_phase(ctx, a, API_PHASE_EXITED);
+	/*
+	 * After a failure, save the newest checkpoints for the next attempt,
+	 * which may run on another host (success and stop sync before
+	 * packing); not for an aborted or fenced run, whose files may be
+	 * older than what a newer attempt already wrote.
+	 */
+	if (has_checkpoints(a) && !a->fenced && !must_abort(ctx, a) &&
+	    a->action == API_ACTION_RUN && !ranks_succeeded(a) &&
+	    !agent_task_busy(&a->task) && !ctx->shutting_down)
+		start_sync(ctx, a);
+}
+
+static void step_staging(struct agent_ctx *ctx, struct agent_assign *a)
+{
+	if (a->task_kind == AGENT_TASK_STAGE && !agent_task_busy(&a->task))
+		staged(ctx, a);
+	if (a->phase == API_PHASE_ERROR)
+		return;
+	if (must_abort(ctx, a) || a->action == API_ACTION_STOP) {
+		/* Stopped before it ran: there is nothing to upload. */
+		if (agent_task_busy(&a->task)) {
+			agent_task_kill(&a->task);
+			return;
+		}
+		if (a->task_kind != AGENT_TASK_NONE) {
+			a->task_kind = AGENT_TASK_NONE;
+			agent_task_release(&a->task);
+		}
+		agent_assign_set_phase(ctx, a, API_PHASE_DONE);
+		return;
+	}
+	if (!a->have_spec || agent_task_busy(&a->task))
+		return;
+	if (!a->dir || a->restage) {
+		prepare(ctx, a);
+		return;
+	}
+	/* Self-fenced hosts start nothing until the controller is back. */
+	if (a->staged && !ctx->sess.fenced)
+		launch(ctx, a);
+}
+
+static void step_running(struct agent_ctx *ctx, struct agent_assign *a,
+			 int64_t now)
+{
+	if (ranks_ended(a)) {
+		exited(ctx, a);
+		return;
+	}
+	if (has_checkpoints(a) && !a->term_sent && !a->kill_sent &&
+	    !ctx->sess.fenced && !agent_task_busy(&a->task) &&
+	    now >= a->sync_at) {
+		a->sync_at = now + AGENT_CKPT_SYNC_MS;
+		if (a->task_kind == AGENT_TASK_NONE)
+			start_sync(ctx, a);
+	}
+	if (must_abort(ctx, a) && !a->kill_sent) {
+		signal_ranks(a, SIGKILL);
+		a->kill_sent = 1;
+	} else if (a->action == API_ACTION_STOP && !a->term_sent) {
+		log_info("%s/%d/%s: stopping (SIGTERM, SIGKILL after %lld ms)",
+			 a->job, a->attempt, a->algo,
+			 (long long)a->spec.grace_ms);
+		signal_ranks(a, SIGTERM);
+		a->term_sent = 1;
+		a->kill_at =
+			now + (a->spec.grace_ms > 0 ? a->spec.grace_ms : 0);
+	} else if (a->term_sent && !a->kill_sent && a->kill_at &&
+		   now >= a->kill_at) {
+		log_info("%s/%d/%s: grace period over: SIGKILL", a->job,
+			 a->attempt, a->algo);
+		signal_ranks(a, SIGKILL);
+		a->kill_sent = 1;
+	}
+}
+
+static void step_exited(struct agent_ctx *ctx, struct agent_assign *a,
+			int64_t now)
+{
+	if (must_abort(ctx, a)) {
+		agent_assign_set_phase(ctx, a, API_PHASE_DONE);
+		return;
+	}
+	/* A failed run waits here: the controller decides what follows. */
+	if (a->action == API_ACTION_STOP ||
+	    (a->action == API_ACTION_RUN && ranks_succeeded(a))) {
+		agent_assign_set_phase(ctx, a, API_PHASE_UPLOADING);
+		a->up_step = AGENT_UP_NONE;
+		agent_upload_step(ctx, a, now);
+	}
+}
+
+static void step_uploading(struct agent_ctx *ctx, struct agent_assign *a,
+			   int64_t now)
+{
+	if (must_abort(ctx, a)) {
+		agent_upload_cancel(ctx, a);
+		if (agent_task_busy(&a->task)) {
+			agent_task_kill(&a->task);
+			return;
+		}
+		agent_task_release(&a->task);
+		a->task_kind = AGENT_TASK_NONE;
+		agent_assign_set_phase(ctx, a, API_PHASE_DONE);
+		return;
+	}
+	agent_upload_step(ctx, a, now);
+}
+
+/* Nothing of a is running and nothing will run. */
+static int quiet(const struct agent_assign *a)
+{
+	return ranks_ended(a) && !agent_task_busy(&a->task) && !a->up_req &&
+	       (a->phase == API_PHASE_DONE || a->phase == API_PHASE_ERROR ||
+		a->phase == API_PHASE_EXITED);
+}
+
+static void step(struct agent_ctx *ctx, struct agent_assign *a, int64_t now)
+{
+	if (a->task_kind == AGENT_TASK_SYNC && !agent_task_busy(&a->task))
+		agent_ckpt_sync_done(ctx, a);
+	if (ctx->shutting_down) {
+		/* Only record what ends; start nothing new. */
+		if (a->phase == API_PHASE_RUNNING && ranks_ended(a))
+			exited(ctx, a);
+		return;
+	}
+	switch (a->phase) {
+	case API_PHASE_PREPARING:
+	case API_PHASE_DOWNLOADING:
+		step_staging(ctx, a);
+		break;
+	case API_PHASE_RUNNING:
+		step_running(ctx, a, now);
+		if (a->phase == API_PHASE_EXITED)
+			step_exited(ctx, a, now);
+		break;
+	case API_PHASE_EXITED:
+		step_exited(ctx, a, now);
+		break;
+	case API_PHASE_UPLOADING:
+		step_uploading(ctx, a, now);
+		break;
+	case API_PHASE_DONE:
+	case API_PHASE_ERROR:
+		agent_upload_cancel(ctx, a);
+		if (agent_task_busy(&a->task)) {
+			agent_task_kill(&a->task);
+		} else if (a->task_kind != AGENT_TASK_NONE) {
+			agent_task_release(&a->task);
+			a->task_kind = AGENT_TASK_NONE;
+		}
+		break;
+	}
+	if (a->phase == API_PHASE_ERROR && !ranks_ended(a) && !a->kill_sent) {
+		signal_ranks(a, SIGKILL);
+		a->kill_sent = 1;
+	}
+}
+
+/* Takes the controller's latest desired state, if one arrived. */
+static void apply_work(struct agent_ctx *ctx)
+{
+	struct api_work *w = ctx->sess.pending;
+	struct api_assignment *d;
+	struct agent_assign *a;
+	size_t i;
+
+	if (!w)
+		return;
+	ctx->sess.pending = NULL;
+	for (a = ctx->assigns; a; a = a->next)
+		a->desired = 0;
+	for (i = 0; i < w->n; i++) {
+		d = &w->items[i];
+		if (!d->job || !d->algo)
+			continue;
+		a = agent_assign_find(ctx, d->job, d->attempt, d->algo);
+		if (!a) {
+			a = agent_assign_new(ctx, d->job, d->attempt, d->algo);
+			log_info("%s/%d/%s: new assignment (%s)", a->job,
+				 a->attempt, a->algo,
+				 api_action_name(d->action));
+			/* Stop or abort for something never started. */
+			if (d->action != API_ACTION_RUN)
+				a->phase = API_PHASE_DONE;
+			agent_assign_mark(ctx, a);
+		}
+		a->desired = 1;
+		if (!a->have_spec) {
+			/* Take the item over; the work keeps an empty one. */
+			a->spec = *d;
+			memset(d, 0, sizeof(*d));
+			a->have_spec = 1;
+		} else {
+			a->spec.grace_ms = d->grace_ms;
+			a->spec.action = d->action;
+		}
+		/* Actions only escalate: run < stop < abort. */
+		if (a->spec.action > a->action) {
+			log_info("%s/%d/%s: action %s", a->job, a->attempt,
+				 a->algo, api_action_name(a->spec.action));
+			a->action = a->spec.action;
+		}
+	}
+	ctx->sess.have_work = 1;
+	api_work_release(w);
+	free(w);
+}
+
+void agent_reconcile(struct agent_ctx *ctx)
+{
+	struct agent_assign *a, *next;
+	struct buf err = BUF_INIT;
+	int64_t now = time_mono_ms();
+
+	apply_work(ctx);
+	for (a = ctx->assigns; a; a = next) {
+		next = a->next;
+		step(ctx, a, now);
+		if (a->changed) {
+			a->changed = 0;
+			buf_reset(&err);
+			if (agent_jobdir_save_state(ctx, a, &err))
+				log_warn("%s/%d/%s: cannot save state: %s",
+					 a->job, a->attempt, a->algo, err.data);
+		}
+		/*
+		 * Forget an assignment the controller no longer wants once
+		 * its final state went out in an acknowledged report.
+		 */
+		if (!a->desired && ctx->sess.have_work && quiet(a) &&
+		    a->final_acked) {
+			log_info("%s/%d/%s: forgotten", a->job, a->attempt,
+				 a->algo);
+			if (a->dir && !ctx->cfg.keep_jobs)
+				(void)agent_jobdir_remove(ctx, a->dir);
+			else if (a->dir)
+				agent_jobdir_retire(a->dir);
+			agent_assign_free(ctx, a);
+		}
+	}
+	buf_release(&err);
+}
+
+int64_t agent_assign_next(struct agent_ctx *ctx)
+{
+	struct agent_assign *a;
+	int64_t next = INT64_MAX;
+
+	/* Only deadlines that will lead to an action, or we would spin. */
+	for (a = ctx->assigns; a; a = a->next) {
+		if (a->phase != API_PHASE_RUNNING &&
+		    a->phase != API_PHASE_UPLOADING)
+			continue;
+		if (a->term_sent && !a->kill_sent && a->kill_at &&
+		    a->kill_at < next)
+			next = a->kill_at;
+		if (a->phase == API_PHASE_RUNNING && has_checkpoints(a) &&
+		    !a->term_sent && !a->kill_sent && !ctx->sess.fenced &&
+		    a->task_kind == AGENT_TASK_NONE && a->sync_at < next)
+			next = a->sync_at;
+		if (a->phase == API_PHASE_UPLOADING && !a->up_req &&
+		    ctx->sess.registered &&
+		    (a->up_step == AGENT_UP_MODEL ||
+		     a->up_step == AGENT_UP_OUTPUT) &&
+		    a->up_retry_at < next)
+			next = a->up_retry_at;
+	}
+	return next;
+}
+
+void agent_assign_fence_all(struct agent_ctx *ctx, const char *why)
+{
+	struct agent_assign *a;
+
+	for (a = ctx->assigns; a; a = a->next) {
+		if (a->phase != API_PHASE_RUNNING || ranks_ended(a))
+			continue;
+		log_warn("%s/%d/%s: self-fencing: %s: SIGKILL", a->job,
+			 a->attempt, a->algo, why);
+		agent_assign_note(ctx, a, "killed: %s (self-fencing)", why);
+		signal_ranks(a, SIGKILL);
+		a->kill_sent = 1;
+		a->fenced = 1;
+	}
+}
+
+void agent_assign_shutdown(struct agent_ctx *ctx, int sig)
+{
+	struct agent_assign *a;
+
+	for (a = ctx->assigns; a; a = a->next) {
+		if (sig == SIGKILL)
+			a->kill_sent = 1;
+		else
+			a->term_sent = 1;
+		signal_ranks(a, sig);
+		agent_task_kill(&a->task);
+		agent_upload_cancel(ctx, a);
+	}
+}
+
+int agent_assign_all_quiet(struct agent_ctx *ctx)
+{
+	struct agent_assign *a;
+
+	for (a = ctx->assigns; a; a = a->next)
+		if (!ranks_ended(a) || agent_task_busy(&a->task))
+			return 0;
+	return 1;
+}
+
+int agent_assign_status_build(struct agent_ctx *ctx, struct buf *out)
+{
+	struct api_status st;
+	struct agent_assign *a;
+	size_t n = 0, i;
+	int ret;
+
+	for (a = ctx->assigns; a; a = a->next)
+		n++;
+	st.boot_id = ctx->boot_id;
+	st.items = xcalloc(n ? n : 1, sizeof(*st.items));
+	st.n = n;
+	i = 0;
+	for (a = ctx->assigns; a; a = a->next) {
+		agent_assign_report(a, &st.items[i++]);
+		a->final_in_flight = !a->desired && ctx->sess.have_work &&
+				     quiet(a);
+	}
+	ret = api_status_build(&st, out);
+	for (i = 0; i < n; i++)
+		agent_report_clear(&st.items[i]);
+	free(st.items);
+	return ret;
+}
+
+void agent_assign_status_done(struct agent_ctx *ctx, int ok)
+{
+	struct agent_assign *a;
+
+	for (a = ctx->assigns; a; a = a->next) {
+		if (a->final_in_flight && ok)
+			a->final_acked = 1;
+		a->final_in_flight = 0;
+	}
+}

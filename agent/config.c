@@ -1,0 +1,300 @@
+/*
+ * trainagent's command line, in three steps like OpenSSH's servconf.c:
+ * every field unset, then the arguments, then defaults for the rest.
+ */
+#define LOG_TAG "agent"
+
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "common/err.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+void agent_config_init(struct agent_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->cpus = -1;
+	cfg->gpus = -1;
+	cfg->token_stdin = -1;
+	cfg->keep_jobs = -1;
+}
+
+enum {
+	OPT_VERBOSE = 'v',
+	OPT_HELP = 'h',
+	OPT_CONTROLLER = 256,
+	OPT_HOST,
+	OPT_WORK_DIR,
+	OPT_CPUS,
+	OPT_GPUS,
+	OPT_ADDRESS,
+	OPT_TOKEN_STDIN,
+	OPT_KEEP_JOBS,
+};
+
+static const struct option options[] = {
+	{ "controller", required_argument, NULL, OPT_CONTROLLER },
+	{ "host", required_argument, NULL, OPT_HOST },
+	{ "work-dir", required_argument, NULL, OPT_WORK_DIR },
+	{ "cpus", required_argument, NULL, OPT_CPUS },
+	{ "gpus", required_argument, NULL, OPT_GPUS },
+	{ "address", required_argument, NULL, OPT_ADDRESS },
+	{ "token-stdin", no_argument, NULL, OPT_TOKEN_STDIN },
+	{ "keep-jobs", no_argument, NULL, OPT_KEEP_JOBS },
+	{ "verbose", no_argument, NULL, OPT_VERBOSE },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+void agent_usage(void)
+{
+	fputs("usage: trainagent --controller URL --host NAME [--work-dir DIR]\n"
+	      "                  [--cpus N] [--gpus N] [--address ADDR]\n"
+	      "                  [--token-stdin] [--keep-jobs] [-v]...\n"
+	      "\n"
+	      "  --controller   trainctld's URL (http://127.0.0.1:8080)\n"
+	      "  --host         this host's name in the controller's inventory\n"
+	      "  --work-dir     where job directories live (/var/lib/trainagent)\n"
+	      "  --cpus         CPUs to report (online CPUs)\n"
+	      "  --gpus         GPUs to report (nvidia-smi -L, else 0)\n"
+	      "  --address      address other hosts reach this one at (the\n"
+	      "                 local address of the connection to the\n"
+	      "                 controller)\n"
+	      "  --token-stdin  read the host token from stdin's first line\n"
+	      "                 (else $TRAINCTL_AGENT_TOKEN)\n"
+	      "  --keep-jobs    keep job directories after the controller\n"
+	      "                 forgets them\n"
+	      "  -v             more logging (repeatable)\n",
+	      stderr);
+}
+
+static void set_str(char **field, const char *value)
+{
+	free(*field);
+	*field = xstrdup(value);
+}
+
+static int parse_int(const char *opt, const char *value, long lo, long hi,
+		     int *out, struct buf *err)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(value, &end, 10);
+	if (errno || !*value || *end || v < lo || v > hi) {
+		(void)buf_addf(err,
+			       "option '--%s' needs a number from %ld to "
+			       "%ld, not '%s'",
+			       opt, lo, hi, value);
+		return ERR_INVALID;
+	}
+	*out = (int)v;
+	return 0;
+}
+
+int agent_config_parse_args(struct agent_config *cfg, int argc, char **argv,
+			    struct buf *err)
+{
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":vh", options, NULL)) != -1) {
+		switch (c) {
+		case OPT_CONTROLLER:
+			set_str(&cfg->controller, optarg);
+			break;
+		case OPT_HOST:
+			set_str(&cfg->host, optarg);
+			break;
+		case OPT_WORK_DIR:
+			set_str(&cfg->work_dir, optarg);
+			break;
+		case OPT_CPUS:
+			if (parse_int("cpus", optarg, 0, 65536, &cfg->cpus,
+				      err))
+				return ERR_INVALID;
+			break;
+		case OPT_GPUS:
+			if (parse_int("gpus", optarg, 0, 1024, &cfg->gpus, err))
+				return ERR_INVALID;
+			break;
+		case OPT_ADDRESS:
+			set_str(&cfg->address, optarg);
+			break;
+		case OPT_TOKEN_STDIN:
+			cfg->token_stdin = 1;
+			break;
+		case OPT_KEEP_JOBS:
+			cfg->keep_jobs = 1;
+			break;
+		case OPT_VERBOSE:
+			cfg->verbose++;
+			break;
+		case OPT_HELP:
+			agent_usage();
+			exit(0);
+		case ':':
+			(void)buf_addf(err, "option '%s' needs a value",
+				       argv[optind - 1]);
+			return ERR_INVALID;
+		default:
+			(void)buf_addf(err, "unknown option '%s'",
+				       argv[optind - 1]);
+			return ERR_INVALID;
+		}
+	}
+	if (optind < argc) {
+		(void)buf_addf(err, "unexpected argument '%s'", argv[optind]);
+		return ERR_INVALID;
+	}
+	return 0;
+}
+
+/*
+ * GPUs as the toolkit counts them for SM_NUM_GPUS: the "GPU " lines of
+ * `nvidia-smi -L`. Runs it once at start-up, bounded to a few seconds.
+ */
+static int count_gpus(void)
+{
+	struct agent_proc p;
+	struct buf err = BUF_INIT;
+	struct buf out = BUF_INIT;
+	char chunk[4096];
+	char *tool, *s;
+	int n = 0;
+	ssize_t r;
+
+	agent_proc_init(&p);
+	agent_strv_push(&p.env, "PATH=/usr/bin:/bin:/usr/local/bin");
+	tool = agent_proc_which("nvidia-smi", &p.env);
+	if (!tool) {
+		agent_proc_release(&p);
+		return 0;
+	}
+	agent_strv_push(&p.args, tool);
+	agent_strv_push(&p.args, "-L");
+	free(tool);
+	if (agent_proc_start(&p, &err) || p.start_errno)
+		goto out;
+	/*
+	 * The pipe is non-blocking; wait on it with poll until EOF. A tool
+	 * that hangs is killed after 5 s.
+	 */
+	for (;;) {
+		struct pollfd pfd = { p.out_fd, POLLIN, 0 };
+		int pr = poll(&pfd, 1, 5000);
+
+		if (pr <= 0) {
+			(void)agent_proc_signal(&p, SIGKILL);
+			break;
+		}
+		r = read(p.out_fd, chunk, sizeof(chunk));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		if (out.len < 65536)
+			(void)buf_add(&out, chunk, (size_t)r);
+	}
+	(void)agent_proc_signal(&p, SIGKILL);
+	agent_proc_wait(&p);
+	for (s = out.data; (s = strstr(s, "GPU ")); s += 4)
+		if (s == out.data || s[-1] == '\n')
+			n++;
+out:
+	agent_proc_release(&p);
+	buf_release(&err);
+	buf_release(&out);
+	return n;
+}
+
+void agent_config_fill_defaults(struct agent_config *cfg)
+{
+	long n;
+	size_t len;
+
+	if (cfg->controller) {
+		len = strlen(cfg->controller);
+		while (len > 0 && cfg->controller[len - 1] == '/')
+			cfg->controller[--len] = '\0';
+	}
+	if (!cfg->work_dir)
+		cfg->work_dir = xstrdup("/var/lib/trainagent");
+	if (cfg->cpus < 0) {
+		n = sysconf(_SC_NPROCESSORS_ONLN);
+		cfg->cpus = n < 1 ? 1 : (int)n;
+	}
+	if (cfg->gpus < 0)
+		cfg->gpus = count_gpus();
+	if (cfg->token_stdin < 0)
+		cfg->token_stdin = 0;
+	if (cfg->keep_jobs < 0)
+		cfg->keep_jobs = 0;
+}
+
+static int name_ok(const char *s)
+{
+	size_t i;
+
+	if (!*s || strlen(s) > 127)
+		return 0;
+	for (i = 0; s[i]; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '-' ||
+		      s[i] == '_' || s[i] == '.'))
+			return 0;
+	return s[0] != '.';
+}
+
+int agent_config_check(const struct agent_config *cfg, struct buf *err)
+{
+	if (!cfg->controller) {
+		(void)buf_adds(err, "--controller URL is required");
+		return ERR_INVALID;
+	}
+	if (strncmp(cfg->controller, "http://", 7) &&
+	    strncmp(cfg->controller, "https://", 8)) {
+		(void)buf_addf(err,
+			       "controller URL '%s' must start with "
+			       "http:// or https://",
+			       cfg->controller);
+		return ERR_INVALID;
+	}
+	if (!cfg->host) {
+		(void)buf_adds(err, "--host NAME is required");
+		return ERR_INVALID;
+	}
+	if (!name_ok(cfg->host)) {
+		(void)buf_addf(err,
+			       "host name '%s' must be 1-127 of "
+			       "[A-Za-z0-9._-]",
+			       cfg->host);
+		return ERR_INVALID;
+	}
+	if (cfg->work_dir[0] != '/') {
+		(void)buf_addf(err, "work directory '%s' must be absolute",
+			       cfg->work_dir);
+		return ERR_INVALID;
+	}
+	return 0;
+}
+
+void agent_config_release(struct agent_config *cfg)
+{
+	free(cfg->controller);
+	free(cfg->host);
+	free(cfg->work_dir);
+	free(cfg->address);
+	agent_config_init(cfg);
+}

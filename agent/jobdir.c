@@ -1,0 +1,409 @@
+/*
+ * Job directories: <work-dir>/jobs/<job>/<attempt>/<algo>/ holds the
+ * /opt/ml tree of one assignment and state.json, the assignment's REPORT,
+ * rewritten atomically on every change so that a restarted agent finds
+ * its processes again.
+ */
+#define _GNU_SOURCE
+#define LOG_TAG "agent"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+#define STATE_FILE "state.json"
+#define STATE_MAX (1u << 20)
+#define FAILURE_MAX 1024
+
+int agent_mkdir_p(const char *path, int mode)
+{
+	char *p = xstrdup(path);
+	char *s;
+	int ret = 0;
+
+	for (s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, (mode_t)mode) && errno != EEXIST)
+			ret = ERR_IO;
+		*s = '/';
+	}
+	if (mkdir(p, (mode_t)mode) && errno != EEXIST)
+		ret = ERR_IO;
+	free(p);
+	return ret;
+}
+
+/* Names that become one path component each: no '/', no "..". */
+static int component_ok(const char *s)
+{
+	size_t i;
+
+	if (!s || !*s || strlen(s) > 255 || s[0] == '.')
+		return 0;
+	for (i = 0; s[i]; i++)
+		if (s[i] == '/' || (unsigned char)s[i] < 0x20)
+			return 0;
+	return 1;
+}
+
+int agent_jobdir_path(struct agent_ctx *ctx, const char *job, int attempt,
+		      const char *algo, struct buf *out, struct buf *err)
+{
+	if (!component_ok(job) || !component_ok(algo) || attempt < 0) {
+		(void)buf_addf(err, "bad assignment name '%s/%d/%s'",
+			       job ? job : "", attempt, algo ? algo : "");
+		return ERR_INVALID;
+	}
+	return buf_addf(out, "%s/jobs/%s/%d/%s", ctx->cfg.work_dir, job,
+			attempt, algo);
+}
+
+/* Writes data to path atomically: temp file, fsync, rename. */
+static int write_atomic(const char *path, const char *data, size_t len,
+			struct buf *err)
+{
+	struct buf tmp = BUF_INIT;
+	const char *p = data;
+	size_t left = len;
+	ssize_t w;
+	int fd, ret = 0;
+
+	(void)buf_addf(&tmp, "%s.tmp", path);
+	fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		(void)buf_addf(err, "%s: %s", tmp.data, strerror(errno));
+		buf_release(&tmp);
+		return ERR_IO;
+	}
+	while (left > 0) {
+		w = write(fd, p, left);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			(void)buf_addf(err, "%s: %s", tmp.data,
+				       strerror(errno));
+			ret = ERR_IO;
+			break;
+		}
+		p += w;
+		left -= (size_t)w;
+	}
+	if (!ret && fsync(fd)) {
+		(void)buf_addf(err, "%s: fsync: %s", tmp.data, strerror(errno));
+		ret = ERR_IO;
+	}
+	if (close(fd) && !ret) {
+		(void)buf_addf(err, "%s: %s", tmp.data, strerror(errno));
+		ret = ERR_IO;
+	}
+	if (!ret && rename(tmp.data, path)) {
+		(void)buf_addf(err, "%s: %s", path, strerror(errno));
+		ret = ERR_IO;
+	}
+	if (ret)
+		(void)unlink(tmp.data);
+	buf_release(&tmp);
+	return ret;
+}
+
+static int write_in(const char *dir, const char *rel, const char *text,
+		    struct buf *err)
+{
+	struct buf path = BUF_INIT;
+	int ret;
+
+	(void)buf_addf(&path, "%s/%s", dir, rel);
+	ret = write_atomic(path.data, text ? text : "{}",
+			   text ? strlen(text) : 2, err);
+	buf_release(&path);
+	return ret;
+}
+
+int agent_jobdir_create(const char *dir, const struct api_assignment *spec,
+			struct buf *err)
+{
+	static const char *const tree[] = {
+		"input/config", "input/data",  "code",
+		"model",	"output/data", "output/intermediate",
+		"checkpoints",	".trainagent",
+	};
+	struct buf path = BUF_INIT;
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; i < sizeof(tree) / sizeof(tree[0]) && !ret; i++) {
+		buf_reset(&path);
+		(void)buf_addf(&path, "%s/%s", dir, tree[i]);
+		if (agent_mkdir_p(path.data, 0755)) {
+			(void)buf_addf(err, "cannot create %s: %s", path.data,
+				       strerror(errno));
+			ret = ERR_IO;
+		}
+	}
+	for (i = 0; i < spec->n_channels && !ret; i++) {
+		if (!component_ok(spec->channels[i].name)) {
+			(void)buf_addf(err, "bad channel name '%s'",
+				       spec->channels[i].name);
+			ret = ERR_INVALID;
+			break;
+		}
+		buf_reset(&path);
+		(void)buf_addf(&path, "%s/input/data/%s", dir,
+			       spec->channels[i].name);
+		if (agent_mkdir_p(path.data, 0755)) {
+			(void)buf_addf(err, "cannot create %s: %s", path.data,
+				       strerror(errno));
+			ret = ERR_IO;
+		}
+	}
+	if (!ret)
+		ret = write_in(dir, "input/config/hyperparameters.json",
+			       spec->hyperparameters_json, err);
+	if (!ret)
+		ret = write_in(dir, "input/config/inputdataconfig.json",
+			       spec->input_data_config_json, err);
+	if (!ret)
+		ret = write_in(dir, "input/config/resourceconfig.json",
+			       spec->resource_config_json, err);
+	buf_release(&path);
+	return ret;
+}
+
+int agent_jobdir_save_state(struct agent_ctx *ctx, const struct agent_assign *a,
+			    struct buf *err)
+{
+	struct api_status st;
+	struct api_report r;
+	struct buf json = BUF_INIT;
+	struct buf path = BUF_INIT;
+	int ret;
+
+	if (!a->dir)
+		return 0;
+	agent_assign_report(a, &r);
+	st.boot_id = ctx->boot_id;
+	st.items = &r;
+	st.n = 1;
+	ret = api_status_build(&st, &json);
+	if (!ret) {
+		(void)buf_addf(&path, "%s/%s", a->dir, STATE_FILE);
+		ret = write_atomic(path.data, json.data, json.len, err);
+	}
+	agent_report_clear(&r);
+	buf_release(&json);
+	buf_release(&path);
+	return ret;
+}
+
+/* Reads at most max bytes of path; NULL when it cannot be read. */
+static char *read_file(const char *path, size_t max, size_t *len)
+{
+	struct buf b = BUF_INIT;
+	char chunk[8192];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	while (b.len < max) {
+		n = read(fd, chunk,
+			 max - b.len < sizeof(chunk) ? max - b.len :
+						       sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		(void)buf_add(&b, chunk, (size_t)n);
+	}
+	close(fd);
+	return buf_detach(&b, len);
+}
+
+char *agent_jobdir_read_failure(const char *dir)
+{
+	struct buf path = BUF_INIT;
+	struct buf fixed = BUF_INIT;
+	size_t len = 0, i, chars = 0;
+	char *raw;
+
+	(void)buf_addf(&path, "%s/output/failure", dir);
+	/* 1024 characters are at most 4096 bytes of UTF-8. */
+	raw = read_file(path.data, 4 * FAILURE_MAX, &len);
+	buf_release(&path);
+	if (!raw)
+		return NULL;
+	agent_utf8_repair(raw, len, &fixed);
+	free(raw);
+	for (i = 0; i < fixed.len; i++) {
+		if (((unsigned char)fixed.data[i] & 0xc0) == 0x80)
+			continue;
+		if (chars++ == FAILURE_MAX) {
+			fixed.len = i;
+			fixed.data[i] = '\0';
+			break;
+		}
+	}
+	return buf_detach(&fixed, NULL);
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag,
+		  struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		(void)rmdir(path);
+	else
+		(void)unlink(path);
+	return 0;
+}
+
+int agent_jobdir_remove(struct agent_ctx *ctx, const char *dir)
+{
+	struct buf parent = BUF_INIT;
+	char *slash;
+	int ret = 0;
+
+	/* FTW_PHYS: never follow a symlink out of the job directory. */
+	if (nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) &&
+	    errno != ENOENT)
+		ret = ERR_IO;
+	/* Remove <attempt> and <job> too once they are empty. */
+	(void)buf_adds(&parent, dir);
+	for (;;) {
+		slash = strrchr(parent.data, '/');
+		if (!slash)
+			break;
+		*slash = '\0';
+		parent.len = (size_t)(slash - parent.data);
+		if (parent.len <= strlen(ctx->cfg.work_dir) + 5 ||
+		    rmdir(parent.data))
+			break;
+	}
+	buf_release(&parent);
+	return ret;
+}
+
+void agent_jobdir_retire(const char *dir)
+{
+	struct buf from = BUF_INIT, to = BUF_INIT;
+
+	(void)buf_addf(&from, "%s/%s", dir, STATE_FILE);
+	(void)buf_addf(&to, "%s/%s.done", dir, STATE_FILE);
+	(void)rename(from.data, to.data);
+	buf_release(&from);
+	buf_release(&to);
+}
+
+char *agent_jobdir_checkpoint_path(const char *dir, const char *local_path)
+{
+	struct buf b = BUF_INIT;
+	const char *lp = local_path && *local_path ? local_path :
+						     "/opt/ml/checkpoints";
+
+	/* The job sees its directory at /opt/ml (or through SM_*). */
+	if (!strcmp(lp, "/opt/ml") || !strncmp(lp, "/opt/ml/", 8))
+		(void)buf_addf(&b, "%s%s", dir, lp + 7);
+	else
+		(void)buf_adds(&b, lp);
+	while (b.len > 1 && b.data[b.len - 1] == '/')
+		b.data[--b.len] = '\0';
+	return buf_detach(&b, NULL);
+}
+
+static int is_number(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return 0;
+	return 1;
+}
+
+static void scan_one(struct agent_ctx *ctx, const char *dir, agent_state_fn *fn)
+{
+	struct api_status st;
+	struct buf path = BUF_INIT;
+	struct buf err = BUF_INIT;
+	size_t len = 0;
+	char *json;
+
+	(void)buf_addf(&path, "%s/%s", dir, STATE_FILE);
+	json = read_file(path.data, STATE_MAX, &len);
+	if (!json)
+		goto out;
+	if (api_status_parse(json, len, &st, &err)) {
+		log_warn("ignoring %s: %s", path.data, err.data);
+	} else {
+		if (st.n == 1)
+			fn(ctx, dir, &st.items[0]);
+		api_status_release(&st);
+	}
+	free(json);
+out:
+	buf_release(&path);
+	buf_release(&err);
+}
+
+void agent_jobdir_scan(struct agent_ctx *ctx, agent_state_fn *fn)
+{
+	struct buf p = BUF_INIT;
+	struct dirent *j, *t, *h;
+	DIR *dj, *dt, *dh;
+	size_t l1, l2;
+
+	(void)buf_addf(&p, "%s/jobs", ctx->cfg.work_dir);
+	dj = opendir(p.data);
+	if (!dj)
+		goto out;
+	while ((j = readdir(dj))) {
+		if (!component_ok(j->d_name))
+			continue;
+		l1 = p.len;
+		(void)buf_addf(&p, "/%s", j->d_name);
+		dt = opendir(p.data);
+		while (dt && (t = readdir(dt))) {
+			if (!is_number(t->d_name))
+				continue;
+			l2 = p.len;
+			(void)buf_addf(&p, "/%s", t->d_name);
+			dh = opendir(p.data);
+			while (dh && (h = readdir(dh))) {
+				size_t l3 = p.len;
+
+				if (!component_ok(h->d_name))
+					continue;
+				(void)buf_addf(&p, "/%s", h->d_name);
+				scan_one(ctx, p.data, fn);
+				p.len = l3;
+				p.data[l3] = '\0';
+			}
+			if (dh)
+				closedir(dh);
+			p.len = l2;
+			p.data[l2] = '\0';
+		}
+		if (dt)
+			closedir(dt);
+		p.len = l1;
+		p.data[l1] = '\0';
+	}
+	closedir(dj);
+out:
+	buf_release(&p);
+}

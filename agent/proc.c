@@ -1,0 +1,526 @@
+/*
+ * Starting, signalling and reaping the agent's children (see proc.h for the
+ * six steps). This file and task.c are the only places that fork.
+ */
+#define _GNU_SOURCE
+#define LOG_TAG "agent"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/proc.h"
+#include "common/err.h"
+#include "common/timeutil.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+void agent_strv_push(struct agent_strv *s, const char *str)
+{
+	if (s->n + 2 > s->alloc) {
+		s->alloc = s->alloc ? s->alloc * 2 : 8;
+		s->v = xrealloc(s->v, s->alloc * sizeof(*s->v));
+	}
+	s->v[s->n++] = xstrdup(str);
+	s->v[s->n] = NULL;
+}
+
+void agent_strv_pushf(struct agent_strv *s, const char *fmt, ...)
+{
+	struct buf b = BUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)buf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	agent_strv_push(s, b.data);
+	buf_release(&b);
+}
+
+static char **env_find(const struct agent_strv *env, const char *name)
+{
+	size_t len = strlen(name);
+	size_t i;
+
+	for (i = 0; i < env->n; i++)
+		if (!strncmp(env->v[i], name, len) && env->v[i][len] == '=')
+			return &env->v[i];
+	return NULL;
+}
+
+void agent_env_set(struct agent_strv *env, const char *name, const char *value)
+{
+	char **slot = env_find(env, name);
+	struct buf b = BUF_INIT;
+
+	if (!slot) {
+		agent_strv_pushf(env, "%s=%s", name, value);
+		return;
+	}
+	(void)buf_addf(&b, "%s=%s", name, value);
+	free(*slot);
+	*slot = buf_detach(&b, NULL);
+}
+
+const char *agent_env_get(const struct agent_strv *env, const char *name)
+{
+	char **slot = env_find(env, name);
+
+	return slot ? *slot + strlen(name) + 1 : NULL;
+}
+
+void agent_strv_release(struct agent_strv *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		free(s->v[i]);
+	free(s->v);
+	s->v = NULL;
+	s->n = 0;
+	s->alloc = 0;
+}
+
+void agent_proc_init(struct agent_proc *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->pid = -1;
+	p->out_fd = -1;
+	p->err_fd = -1;
+}
+
+char *agent_proc_which(const char *name, const struct agent_strv *env)
+{
+	const char *path = agent_env_get(env, "PATH");
+	struct buf b = BUF_INIT;
+	const char *p, *end;
+	struct stat st;
+
+	if (strchr(name, '/'))
+		return xstrdup(name);
+	if (!path || !*path)
+		path = "/usr/bin:/bin";
+	for (p = path; *p; p = *end ? end + 1 : end) {
+		end = strchr(p, ':');
+		if (!end)
+			end = p + strlen(p);
+		buf_reset(&b);
+		if (end == p)
+			(void)buf_addf(&b, "./%s", name);
+		else
+			(void)buf_addf(&b, "%.*s/%s", (int)(end - p), p, name);
+		if (!stat(b.data, &st) && S_ISREG(st.st_mode) &&
+		    !access(b.data, X_OK))
+			return buf_detach(&b, NULL);
+	}
+	buf_release(&b);
+	return NULL;
+}
+
+/* What the child tells the parent when it cannot get to exec. */
+struct start_failure {
+	int step;
+	int err;
+};
+
+enum {
+	STEP_SETSID = 1,
+	STEP_UNSHARE,
+	STEP_PRIVATE,
+	STEP_MKDIR,
+	STEP_BIND,
+	STEP_STDIO,
+	STEP_CHDIR,
+	STEP_EXEC
+};
+
+static const char *step_name(int step)
+{
+	switch (step) {
+	case STEP_SETSID:
+		return "setsid";
+	case STEP_UNSHARE:
+		return "unshare the mount namespace";
+	case STEP_PRIVATE:
+		return "make mounts private";
+	case STEP_MKDIR:
+		return "create /opt/ml";
+	case STEP_BIND:
+		return "bind the job directory at /opt/ml";
+	case STEP_STDIO:
+		return "set up stdin/stdout/stderr";
+	case STEP_CHDIR:
+		return "change directory";
+	default:
+		return "execute";
+	}
+}
+
+static void write_all(int fd, const char *s, size_t n)
+{
+	ssize_t w;
+
+	while (n > 0) {
+		w = write(fd, s, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		s += w;
+		n -= (size_t)w;
+	}
+}
+
+/* In the child: report, explain on stderr, exit 127. Never returns. */
+static _Noreturn void child_fail(int status_fd, int step, int err,
+				 const char *subject)
+{
+	struct start_failure f = { step, err };
+	char msg[1024];
+	int n;
+
+	n = snprintf(msg, sizeof(msg), "trainagent: cannot %s '%s': %s\n",
+		     step_name(step), subject ? subject : "", strerror(err));
+	if (n > 0)
+		write_all(STDERR_FILENO, msg,
+			  (size_t)n < sizeof(msg) ? (size_t)n :
+						    sizeof(msg) - 1);
+	write_all(status_fd, (const char *)&f, sizeof(f));
+	_exit(127);
+}
+
+static void child_reset_signals(void)
+{
+	struct sigaction sa;
+	sigset_t none;
+	int sig;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (sig = 1; sig < NSIG; sig++)
+		(void)sigaction(sig, &sa, NULL);
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* dup2 that also works when from == to (clears close-on-exec). */
+static int move_fd(int from, int to)
+{
+	if (from == to)
+		return fcntl(to, F_SETFD, 0);
+	return dup2(from, to) < 0 ? -1 : 0;
+}
+
+static int bind_opt_ml(const char *dir, int status_fd)
+{
+	if (unshare(CLONE_NEWNS))
+		child_fail(status_fd, STEP_UNSHARE, errno, dir);
+	/* Our mounts must not propagate back to the host namespace. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		child_fail(status_fd, STEP_PRIVATE, errno, "/");
+	if (mkdir("/opt", 0755) && errno != EEXIST)
+		child_fail(status_fd, STEP_MKDIR, errno, "/opt");
+	if (mkdir("/opt/ml", 0755) && errno != EEXIST)
+		child_fail(status_fd, STEP_MKDIR, errno, "/opt/ml");
+	if (mount(dir, "/opt/ml", NULL, MS_BIND | MS_REC, NULL))
+		child_fail(status_fd, STEP_BIND, errno, dir);
+	return 0;
+}
+
+/* In the child: a read end of the named pipe at fd `at`, kept over exec. */
+static void keep_reader(const char *path, int at)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK);
+
+	if (fd < 0)
+		return;
+	if (fd != at) {
+		(void)dup2(fd, at);
+		close(fd);
+	}
+}
+
+static _Noreturn void child_run(struct agent_proc *p, const char *file,
+				int status_fd, int out_w, int err_w)
+{
+	int devnull, fd;
+
+	child_reset_signals();
+	/* Fds 3 and 4 are for the named pipes' read ends (keep_reader). */
+	if (status_fd < 5) {
+		fd = fcntl(status_fd, F_DUPFD_CLOEXEC, 5);
+		if (fd >= 0)
+			status_fd = fd;
+	}
+	/* stderr first, so that later failures reach the job's log. */
+	if (move_fd(err_w, STDERR_FILENO))
+		child_fail(status_fd, STEP_STDIO, errno, "stderr");
+	if (setsid() < 0)
+		child_fail(status_fd, STEP_SETSID, errno, "");
+	if (p->bind_dir)
+		bind_opt_ml(p->bind_dir, status_fd);
+	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (devnull < 0 || move_fd(devnull, STDIN_FILENO) ||
+	    move_fd(out_w, STDOUT_FILENO))
+		child_fail(status_fd, STEP_STDIO, errno, "/dev/null");
+	if (p->cwd && chdir(p->cwd))
+		child_fail(status_fd, STEP_CHDIR, errno, p->cwd);
+	/*
+	 * Everything the agent holds (other jobs' pipes, curl's sockets) is
+	 * opened close-on-exec already; this catches what a library might
+	 * have opened without it. The status pipe is close-on-exec anyway.
+	 */
+	(void)syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+	if (p->out_fifo)
+		keep_reader(p->out_fifo, 3);
+	if (p->err_fifo)
+		keep_reader(p->err_fifo, 4);
+	execve(file, p->args.v, p->env.v);
+	child_fail(status_fd, STEP_EXEC, errno, file);
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+int agent_proc_open_fifo(const char *path)
+{
+	return open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+}
+
+/*
+ * An anonymous pipe, or a fresh named one at *path (when the filesystem
+ * has no FIFOs, *path is cleared and the pipe is anonymous): fd[0] the
+ * read end, fd[1] the write end, both close-on-exec. The reader is opened
+ * first, so opening the writer does not block.
+ */
+static int make_pipe(char **path, int fd[2])
+{
+	if (*path) {
+		(void)unlink(*path);
+		if (mkfifo(*path, 0600)) {
+			/* A filesystem without FIFOs: plain pipes, then. */
+			FREE_AND_NULL(*path);
+		}
+	}
+	if (!*path)
+		return pipe2(fd, O_CLOEXEC);
+	fd[0] = agent_proc_open_fifo(*path);
+	if (fd[0] < 0)
+		return -1;
+	fd[1] = open(*path, O_WRONLY | O_CLOEXEC);
+	if (fd[1] < 0) {
+		close(fd[0]);
+		fd[0] = -1;
+		return -1;
+	}
+	/* Room for the output of a few seconds without an agent. */
+	(void)fcntl(fd[0], F_SETPIPE_SZ, 1 << 20);
+	/* The read end is non-blocking for the loop; the writer is not. */
+	return 0;
+}
+
+int agent_proc_start(struct agent_proc *p, struct buf *err)
+{
+	int status[2] = { -1, -1 }, out[2] = { -1, -1 }, errp[2] = { -1, -1 };
+	struct start_failure f;
+	char *file = NULL;
+	ssize_t n;
+	pid_t pid;
+	int ret = 0;
+
+	if (!p->args.n) {
+		(void)buf_adds(err, "no program to run");
+		return ERR_INVALID;
+	}
+	if (!p->env.v)
+		agent_strv_push(&p->env, "PATH=/usr/bin:/bin");
+	file = agent_proc_which(p->args.v[0], &p->env);
+	if (!file)
+		file = xstrdup(p->args.v[0]); /* exec reports ENOENT */
+	if (pipe2(status, O_CLOEXEC) || make_pipe(&p->out_fifo, out) ||
+	    make_pipe(&p->err_fifo, errp)) {
+		(void)buf_addf(err, "pipe: %s", strerror(errno));
+		ret = ERR_IO;
+		goto out;
+	}
+	pid = fork();
+	if (pid < 0) {
+		(void)buf_addf(err, "fork: %s", strerror(errno));
+		ret = ERR_IO;
+		goto out;
+	}
+	if (pid == 0) {
+		close(status[0]);
+		close(out[0]);
+		close(errp[0]);
+		child_run(p, file, status[1], out[1], errp[1]);
+	}
+	p->pid = pid;
+	p->started_ms = time_now_ms();
+	close_fd(&status[1]);
+	close_fd(&out[1]);
+	close_fd(&errp[1]);
+	/* Blocks only until exec: EOF means it succeeded. */
+	do {
+		n = read(status[0], &f, sizeof(f));
+	} while (n < 0 && errno == EINTR);
+	p->start_errno = n == (ssize_t)sizeof(f) ? (f.err ? f.err : EIO) : 0;
+	p->out_fd = out[0];
+	p->err_fd = errp[0];
+	out[0] = errp[0] = -1;
+	(void)fcntl(p->out_fd, F_SETFL, O_NONBLOCK);
+	(void)fcntl(p->err_fd, F_SETFL, O_NONBLOCK);
+out:
+	close_fd(&status[0]);
+	close_fd(&status[1]);
+	close_fd(&out[0]);
+	close_fd(&out[1]);
+	close_fd(&errp[0]);
+	close_fd(&errp[1]);
+	free(file);
+	return ret;
+}
+
+int agent_proc_signal(const struct agent_proc *p, int sig)
+{
+	if (p->pid <= 0)
+		return ERR_NOTFOUND;
+	if (kill(-p->pid, sig) == 0)
+		return 0;
+	/* A leader that has not run setsid yet has no group of its own. */
+	if (!p->exited && kill(p->pid, sig) == 0)
+		return 0;
+	return ERR_NOTFOUND;
+}
+
+static void record_status(struct agent_proc *p, int status)
+{
+	p->exited = 1;
+	p->exited_ms = time_now_ms();
+	if (WIFSIGNALED(status)) {
+		p->term_signal = WTERMSIG(status);
+		p->exit_code = 128 + p->term_signal;
+	} else {
+		p->term_signal = 0;
+		p->exit_code = WEXITSTATUS(status);
+	}
+}
+
+static int reap(struct agent_proc *p, int block)
+{
+	siginfo_t si;
+	int status;
+	pid_t r;
+
+	if (p->exited)
+		return 1;
+	if (p->pid <= 0)
+		return 0;
+	memset(&si, 0, sizeof(si));
+	/*
+	 * Look first without reaping: while the leader is a zombie its pid
+	 * (the group id) cannot be given to a new process, so the group
+	 * kill below cannot hit a stranger.
+	 */
+	while (waitid(P_PID, (id_t)p->pid, &si,
+		      WEXITED | WNOWAIT | (block ? 0 : WNOHANG)) < 0) {
+		if (errno == EINTR)
+			continue;
+		if (errno == ECHILD) {
+			/* Someone else reaped it: status unknown. */
+			p->exited = 1;
+			p->exit_code = 255;
+			p->exited_ms = time_now_ms();
+			return 1;
+		}
+		return 0;
+	}
+	if (si.si_pid != p->pid)
+		return 0;
+	(void)kill(-p->pid, SIGKILL);
+	do {
+		r = waitpid(p->pid, &status, 0);
+	} while (r < 0 && errno == EINTR);
+	if (r == p->pid)
+		record_status(p, status);
+	else
+		p->exited = 1;
+	return 1;
+}
+
+int agent_proc_reap(struct agent_proc *p)
+{
+	return reap(p, 0);
+}
+
+void agent_proc_wait(struct agent_proc *p)
+{
+	(void)reap(p, 1);
+}
+
+void agent_proc_release(struct agent_proc *p)
+{
+	close_fd(&p->out_fd);
+	close_fd(&p->err_fd);
+	agent_strv_release(&p->args);
+	agent_strv_release(&p->env);
+	FREE_AND_NULL(p->cwd);
+	FREE_AND_NULL(p->bind_dir);
+	FREE_AND_NULL(p->out_fifo);
+	FREE_AND_NULL(p->err_fifo);
+}
+
+int agent_proc_can_bind(struct buf *why)
+{
+	struct agent_proc p;
+	char tmpl[] = "/tmp/trainagent-bind-XXXXXX";
+	struct buf err = BUF_INIT;
+	int ok = 0;
+
+	if (geteuid() != 0) {
+		(void)buf_adds(why, "not running as root");
+		return 0;
+	}
+	if (!mkdtemp(tmpl)) {
+		(void)buf_addf(why, "mkdtemp: %s", strerror(errno));
+		return 0;
+	}
+	agent_proc_init(&p);
+	agent_strv_push(&p.args, "/bin/true");
+	agent_strv_push(&p.env, "PATH=/usr/bin:/bin");
+	p.bind_dir = xstrdup(tmpl);
+	if (agent_proc_start(&p, &err)) {
+		(void)buf_addf(why, "%s", err.data);
+		goto out;
+	}
+	agent_proc_wait(&p);
+	if (p.start_errno)
+		(void)buf_addf(why, "%s", strerror(p.start_errno));
+	else if (p.exit_code != 0)
+		(void)buf_addf(why, "/bin/true exited %d", p.exit_code);
+	else
+		ok = 1;
+out:
+	agent_proc_release(&p);
+	buf_release(&err);
+	(void)rmdir(tmpl);
+	return ok;
+}

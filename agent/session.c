@@ -1,0 +1,434 @@
+/*
+ * The conversation with the controller (docs/agent-protocol.md):
+ *
+ *   - register on start, and again after any failed request or a 401/404
+ *     (the controller restarted or forgot us), with backoff 100 ms -> 2 s;
+ *   - one long-poll GET .../work?version=V outstanding at all times;
+ *   - POST .../status (every assignment's REPORT) every heartbeat_ms and
+ *     at once on any change, at most one in flight (changes meanwhile
+ *     coalesce into the next one);
+ *   - POST .../logs every ~50 ms or 64 KiB of output, one in flight;
+ *   - self-fencing: no answer from the controller for deadline_ms kills
+ *     every running process group, so a partitioned host never trains on
+ *     alone; nothing starts again until the controller answers.
+ */
+#define _GNU_SOURCE
+#define LOG_TAG "agent"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "agent/agent.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 2000
+#define REGISTER_TIMEOUT_MS 5000
+#define STATUS_TIMEOUT_MS 5000
+#define LOGS_TIMEOUT_MS 10000
+#define WORK_TIMEOUT_MS 35000 /* the controller answers within ~25 s */
+
+void agent_session_init(struct agent_ctx *ctx)
+{
+	struct agent_session *s = &ctx->sess;
+
+	memset(s, 0, sizeof(*s));
+	s->backoff_ms = BACKOFF_MIN_MS;
+	s->heartbeat_ms = 1000;
+	s->deadline_ms = 3000;
+	s->last_contact = time_mono_ms();
+	s->work_version = -1;
+}
+
+void agent_session_release(struct agent_ctx *ctx)
+{
+	struct agent_session *s = &ctx->sess;
+
+	if (s->pending) {
+		api_work_release(s->pending);
+		free(s->pending);
+	}
+	s->pending = NULL;
+}
+
+static int ok2xx(const struct agent_req *r)
+{
+	return r->status >= 200 && r->status < 300;
+}
+
+/* Any 2xx: the controller is there and knows us. */
+static void contact(struct agent_ctx *ctx)
+{
+	struct agent_session *s = &ctx->sess;
+
+	s->last_contact = time_mono_ms();
+	if (s->fenced) {
+		log_info("controller reachable again");
+		s->fenced = 0;
+	}
+}
+
+static void describe(const struct agent_req *r, struct buf *out)
+{
+	if (r->status)
+		(void)buf_addf(out, "HTTP %ld %.*s", r->status,
+			       (int)(r->resp.len < 200 ? r->resp.len : 200),
+			       r->resp.data);
+	else
+		(void)buf_adds(out, r->errbuf[0] ? r->errbuf : "failed");
+}
+
+void agent_session_lost(struct agent_ctx *ctx, const char *what,
+			const struct agent_req *req)
+{
+	struct agent_session *s = &ctx->sess;
+	struct buf why = BUF_INIT;
+	int64_t now = time_mono_ms();
+
+	describe(req, &why);
+	/* Say it once per outage; the retries go to the debug log. */
+	if (s->registered)
+		log_warn("%s: %s: registering again", what, why.data);
+	else if (!s->warned)
+		log_warn("%s: %s: retrying", what, why.data);
+	else
+		log_debug("%s: %s", what, why.data);
+	s->warned = 1;
+	buf_release(&why);
+	s->registered = 0;
+	if (s->register_at < now + s->backoff_ms)
+		s->register_at = now + s->backoff_ms;
+	s->backoff_ms *= 2;
+	if (s->backoff_ms > BACKOFF_MAX_MS)
+		s->backoff_ms = BACKOFF_MAX_MS;
+}
+
+/*
+ * The address this host reaches the controller from: the local end of a
+ * UDP "connection" to it (nothing is sent).
+ */
+static char *local_address(struct agent_ctx *ctx)
+{
+	struct addrinfo hints, *res = NULL, *ai;
+	struct sockaddr_storage ss;
+	socklen_t len;
+	char host[256], addr[INET6_ADDRSTRLEN];
+	char *h = NULL, *port = NULL, *out = NULL;
+	CURLU *u = curl_url();
+	int fd;
+
+	if (!u || curl_url_set(u, CURLUPART_URL, ctx->cfg.controller, 0) ||
+	    curl_url_get(u, CURLUPART_HOST, &h, 0) ||
+	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT))
+		goto out;
+	/* "[::1]" -> "::1" */
+	(void)snprintf(host, sizeof(host), "%s", h);
+	if (host[0] == '[') {
+		memmove(host, host + 1, strlen(host));
+		if (strchr(host, ']'))
+			*strchr(host, ']') = '\0';
+	}
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_DGRAM;
+	if (getaddrinfo(host, port, &hints, &res))
+		goto out;
+	for (ai = res; ai && !out; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			continue;
+		len = sizeof(ss);
+		if (!connect(fd, ai->ai_addr, ai->ai_addrlen) &&
+		    !getsockname(fd, (struct sockaddr *)&ss, &len)) {
+			const void *p =
+				ss.ss_family == AF_INET6 ?
+					(const void *)&(
+						(struct sockaddr_in6 *)&ss)
+						->sin6_addr :
+					(const void *)&(
+						(struct sockaddr_in *)&ss)
+						->sin_addr;
+
+			if (inet_ntop(ss.ss_family, p, addr, sizeof(addr)))
+				out = xstrdup(addr);
+		}
+		close(fd);
+	}
+out:
+	if (res)
+		freeaddrinfo(res);
+	curl_free(h);
+	curl_free(port);
+	curl_url_cleanup(u);
+	return out;
+}
+
+static void on_register(struct agent_ctx *ctx, struct agent_req *req)
+{
+	struct agent_session *s = &ctx->sess;
+	struct buf err = BUF_INIT;
+	int64_t hb = 0, dl = 0;
+
+	s->reg_req = NULL;
+	if (!ok2xx(req)) {
+		agent_session_lost(ctx, "register", req);
+		return;
+	}
+	if (api_register_reply_parse(req->resp.data, req->resp.len, &hb, &dl,
+				     &err))
+		log_warn("register reply: %s", err.data);
+	if (hb > 0)
+		s->heartbeat_ms = hb;
+	if (dl > 0)
+		s->deadline_ms = dl;
+	s->registered = 1;
+	s->warned = 0;
+	s->backoff_ms = BACKOFF_MIN_MS;
+	s->status_dirty = 1;
+	s->work_at = 0;
+	/* A restarted controller may reuse version numbers: ask afresh. */
+	s->work_version = -1;
+	s->log_at = 0;
+	contact(ctx);
+	log_info("registered with %s as '%s' (heartbeat %lld ms, deadline "
+		 "%lld ms)",
+		 ctx->cfg.controller, ctx->cfg.host, (long long)s->heartbeat_ms,
+		 (long long)s->deadline_ms);
+	buf_release(&err);
+}
+
+static void send_register(struct agent_ctx *ctx)
+{
+	struct agent_session *s = &ctx->sess;
+	struct api_register r;
+	struct buf body = BUF_INIT;
+
+	if (!ctx->cfg.address) {
+		ctx->cfg.address = local_address(ctx);
+		if (!ctx->cfg.address && ctx->http.local_ip)
+			ctx->cfg.address = xstrdup(ctx->http.local_ip);
+		if (ctx->cfg.address)
+			log_info("address: %s", ctx->cfg.address);
+	}
+	memset(&r, 0, sizeof(r));
+	r.host = ctx->cfg.host;
+	r.version = (char *)AGENT_VERSION;
+	r.boot_id = ctx->boot_id;
+	r.cpus = ctx->cfg.cpus;
+	r.gpus = ctx->cfg.gpus;
+	r.address = ctx->cfg.address ? ctx->cfg.address : (char *)"127.0.0.1";
+	if (api_register_build(&r, &body) == 0)
+		s->reg_req = agent_http_start(ctx, "POST",
+					      "/v1/agents/register", body.data,
+					      body.len, REGISTER_TIMEOUT_MS,
+					      on_register, NULL);
+	if (!s->reg_req)
+		s->register_at = time_mono_ms() + BACKOFF_MAX_MS;
+	buf_release(&body);
+}
+
+static void on_work(struct agent_ctx *ctx, struct agent_req *req)
+{
+	struct agent_session *s = &ctx->sess;
+	struct buf err = BUF_INIT;
+	struct api_work *w;
+
+	s->work_req = NULL;
+	if (!ok2xx(req)) {
+		agent_session_lost(ctx, "work", req);
+		s->work_at = time_mono_ms() + s->backoff_ms;
+		return;
+	}
+	contact(ctx);
+	w = xcalloc(1, sizeof(*w));
+	if (api_work_parse(req->resp.data, req->resp.len, w, &err)) {
+		/* Asking again with the old version would answer at once. */
+		log_error("work answer: %s", err.data);
+		free(w);
+		s->work_at = time_mono_ms() + BACKOFF_MAX_MS;
+		buf_release(&err);
+		return;
+	}
+	if (w->version != s->work_version || !s->have_work)
+		log_debug("work version %lld: %zu assignments",
+			  (long long)w->version, w->n);
+	s->work_version = w->version;
+	if (s->pending) {
+		api_work_release(s->pending);
+		free(s->pending);
+	}
+	s->pending = w;
+	s->work_at = 0;
+	buf_release(&err);
+}
+
+static void send_work(struct agent_ctx *ctx)
+{
+	struct agent_session *s = &ctx->sess;
+	struct buf path = BUF_INIT;
+
+	(void)buf_addf(&path, "/v1/agents/%s/work?version=%lld", ctx->cfg.host,
+		       (long long)s->work_version);
+	s->work_req = agent_http_start(ctx, "GET", path.data, NULL, 0,
+				       WORK_TIMEOUT_MS, on_work, NULL);
+	if (!s->work_req)
+		s->work_at = time_mono_ms() + BACKOFF_MAX_MS;
+	buf_release(&path);
+}
+
+static void on_status(struct agent_ctx *ctx, struct agent_req *req)
+{
+	struct agent_session *s = &ctx->sess;
+
+	s->status_req = NULL;
+	if (!ok2xx(req)) {
+		agent_assign_status_done(ctx, 0);
+		s->status_dirty = 1;
+		agent_session_lost(ctx, "status", req);
+		return;
+	}
+	agent_assign_status_done(ctx, 1);
+	contact(ctx);
+}
+
+static void send_status(struct agent_ctx *ctx, int64_t now)
+{
+	struct agent_session *s = &ctx->sess;
+	struct buf body = BUF_INIT;
+	struct buf path = BUF_INIT;
+
+	s->status_dirty = 0;
+	s->next_status = now + s->heartbeat_ms;
+	if (agent_assign_status_build(ctx, &body)) {
+		log_error("cannot build the status report");
+		agent_assign_status_done(ctx, 0);
+		goto out;
+	}
+	(void)buf_addf(&path, "/v1/agents/%s/status", ctx->cfg.host);
+	s->status_req = agent_http_start(ctx, "POST", path.data, body.data,
+					 body.len, STATUS_TIMEOUT_MS, on_status,
+					 NULL);
+	if (!s->status_req) {
+		agent_assign_status_done(ctx, 0);
+		s->status_dirty = 1;
+	}
+out:
+	buf_release(&body);
+	buf_release(&path);
+}
+
+static void on_logs(struct agent_ctx *ctx, struct agent_req *req)
+{
+	struct agent_session *s = &ctx->sess;
+
+	s->log_req = NULL;
+	if (!ok2xx(req)) {
+		agent_logq_nack(&ctx->logq);
+		s->log_at = time_mono_ms() + s->backoff_ms;
+		agent_session_lost(ctx, "logs", req);
+		return;
+	}
+	agent_logq_ack(&ctx->logq);
+	contact(ctx);
+}
+
+/* When the next log POST is due (INT64_MAX: nothing to send). */
+static int64_t logs_due(struct agent_ctx *ctx)
+{
+	struct agent_logq *q = &ctx->logq;
+	int64_t oldest, due;
+
+	if (q->drops && !q->inflight_n)
+		return ctx->sess.log_at;
+	oldest = agent_logq_oldest_unsent(q);
+	if (oldest < 0)
+		return INT64_MAX;
+	if (agent_logq_unsent_bytes(q) >= AGENT_LOGQ_FLUSH_BYTES)
+		due = 0;
+	else
+		due = oldest + AGENT_LOGQ_FLUSH_MS;
+	return due > ctx->sess.log_at ? due : ctx->sess.log_at;
+}
+
+static void send_logs(struct agent_ctx *ctx)
+{
+	struct agent_session *s = &ctx->sess;
+	struct buf body = BUF_INIT;
+	struct buf path = BUF_INIT;
+
+	if (!agent_logq_take(&ctx->logq, time_now_ms(), &body))
+		goto out;
+	(void)buf_addf(&path, "/v1/agents/%s/logs", ctx->cfg.host);
+	s->log_req = agent_http_start(ctx, "POST", path.data, body.data,
+				      body.len, LOGS_TIMEOUT_MS, on_logs, NULL);
+	if (!s->log_req) {
+		agent_logq_nack(&ctx->logq);
+		s->log_at = time_mono_ms() + BACKOFF_MAX_MS;
+	}
+out:
+	buf_release(&body);
+	buf_release(&path);
+}
+
+void agent_session_tick(struct agent_ctx *ctx, int64_t now)
+{
+	struct agent_session *s = &ctx->sess;
+	struct buf why = BUF_INIT;
+
+	if (!s->fenced && now - s->last_contact > s->deadline_ms) {
+		s->fenced = 1;
+		(void)buf_addf(&why,
+			       "no answer from the controller for %lld ms",
+			       (long long)(now - s->last_contact));
+		log_warn("%s: self-fencing", why.data);
+		agent_assign_fence_all(ctx, why.data);
+		buf_release(&why);
+	}
+	if (!s->registered) {
+		if (!s->reg_req && now >= s->register_at)
+			send_register(ctx);
+		return;
+	}
+	if (!s->work_req && now >= s->work_at)
+		send_work(ctx);
+	if (!s->status_req && (s->status_dirty || now >= s->next_status))
+		send_status(ctx, now);
+	if (!s->log_req && now >= logs_due(ctx))
+		send_logs(ctx);
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+int64_t agent_session_next(struct agent_ctx *ctx)
+{
+	struct agent_session *s = &ctx->sess;
+	int64_t next = INT64_MAX;
+
+	if (!s->fenced)
+		next = s->last_contact + s->deadline_ms + 1;
+	if (!s->registered) {
+		if (!s->reg_req)
+			next = min64(next, s->register_at);
+		return next;
+	}
+	if (!s->work_req)
+		next = min64(next, s->work_at);
+	if (!s->status_req)
+		next = min64(next, s->status_dirty ? 0 : s->next_status);
+	if (!s->log_req)
+		next = min64(next, logs_due(ctx));
+	return next;
+}

@@ -1,0 +1,295 @@
+/*
+ * Staging an assignment, in a forked worker (task.c): restore the
+ * checkpoint prefix into the checkpoint folder, download every channel
+ * into input/data/<channel>/ (phase downloading), unpack the submit
+ * directory into code/. The worker reports "phase downloading", "log ..."
+ * lines, and "ok" or "error <why>".
+ */
+#define LOG_TAG "agent"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "storage/storage.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+static int is_dir(const char *path)
+{
+	struct stat st;
+
+	return path && !stat(path, &st) && S_ISDIR(st.st_mode);
+}
+
+/* s without a trailing suffix (and slashes), as a new string. */
+static char *strip_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	while (n > 1 && s[n - 1] == '/')
+		n--;
+	if (n >= m && !strncmp(s + n - m, suffix, m))
+		n -= m;
+	return xstrndup(s, n);
+}
+
+void agent_stor_config(struct agent_ctx *ctx, const struct api_assignment *s,
+		       struct stor_config *cfg)
+{
+	struct buf err = BUF_INIT;
+	char *v;
+
+	stor_config_init(cfg);
+	/*
+	 * The assignment names the embedded store's folder (local_root =
+	 * <state_dir>/s3) and the controller's blob endpoint (<url>/v1/blobs);
+	 * storage/ wants the state folder and the controller's base URL.
+	 */
+	if (s->local_root && is_dir(s->local_root)) {
+		v = strip_suffix(s->local_root, "/s3");
+		stor_config_set(&cfg->state_dir, v);
+		free(v);
+	}
+	if (s->blob_url && *s->blob_url) {
+		v = strip_suffix(s->blob_url, "/v1/blobs");
+		stor_config_set(&cfg->blob_url, v);
+		free(v);
+		stor_config_set(&cfg->blob_token, ctx->token);
+	}
+	if (stor_config_from_env(cfg, &err))
+		log_warn("storage settings from the environment: %s", err.data);
+	stor_config_fill_defaults(cfg);
+	buf_release(&err);
+}
+
+/* The URI of key in the bucket (or file tree) of u. */
+static void object_uri(const struct stor_uri *u, const char *key,
+		       struct buf *out)
+{
+	if (u->scheme == STOR_SCHEME_FILE)
+		(void)buf_addf(out, "file:///%s", key);
+	else
+		(void)buf_addf(out, "s3://%s/%s", u->bucket, key);
+}
+
+static int mkdir_parent(const char *path)
+{
+	char *p = xstrdup(path);
+	char *slash = strrchr(p, '/');
+	int ret = 0;
+
+	if (slash && slash != p) {
+		*slash = '\0';
+		ret = agent_mkdir_p(p, 0755);
+	}
+	free(p);
+	return ret;
+}
+
+/*
+ * Downloads the objects of one S3Prefix channel; with ShardedByS3Key only
+ * those whose index in the sorted listing is host_index modulo n_hosts.
+ */
+static int stage_prefix(struct stor *st, const struct api_assignment *s,
+			const struct api_channel *c, const char *dest, int fd,
+			struct buf *err)
+{
+	struct stor_list l = STOR_LIST_INIT;
+	struct stor_uri u;
+	struct buf uri = BUF_INIT, local = BUF_INIT, why = BUF_INIT;
+	size_t i, plen, n = 0, hosts = s->n_hosts ? s->n_hosts : 1;
+	int sharded = c->distribution &&
+		      !strcmp(c->distribution, "ShardedByS3Key");
+	int64_t bytes = 0;
+	const char *rel;
+	int ret;
+
+	ret = stor_uri_parse(c->s3_uri, &u, err);
+	if (ret)
+		return ret;
+	ret = stor_list(st, c->s3_uri, &l, err);
+	if (ret)
+		goto out;
+	if (l.n == 0) {
+		(void)buf_addf(err, "channel '%s': no objects under %s",
+			       c->name, c->s3_uri);
+		ret = ERR_NOTFOUND;
+		goto out;
+	}
+	plen = strlen(u.key);
+	for (i = 0; i < l.n; i++) {
+		if (sharded && i % hosts != (size_t)s->host_index)
+			continue;
+		rel = l.v[i].key;
+		if (!strncmp(rel, u.key, plen))
+			rel += plen;
+		while (*rel == '/')
+			rel++;
+		if (!*rel) {
+			/* The URI names one object: keep its base name. */
+			rel = strrchr(l.v[i].key, '/');
+			rel = rel ? rel + 1 : l.v[i].key;
+		}
+		buf_reset(&why);
+		if (stor_key_check(rel, 0, &why)) {
+			(void)buf_addf(err, "channel '%s': refusing '%s': %s",
+				       c->name, l.v[i].key, why.data);
+			ret = ERR_INVALID;
+			goto out;
+		}
+		buf_reset(&uri);
+		buf_reset(&local);
+		object_uri(&u, l.v[i].key, &uri);
+		(void)buf_addf(&local, "%s/%s", dest, rel);
+		if (mkdir_parent(local.data)) {
+			(void)buf_addf(err,
+				       "cannot create the folder of %s: %s",
+				       local.data, strerror(errno));
+			ret = ERR_IO;
+			goto out;
+		}
+		ret = stor_get(st, uri.data, local.data, NULL, err);
+		if (ret)
+			goto out;
+		n++;
+		bytes += l.v[i].size;
+	}
+	agent_task_say(fd,
+		       "log channel '%s': %zu of %zu objects (%lld bytes)%s",
+		       c->name, n, l.n, (long long)bytes,
+		       sharded ? ", sharded by key" : "");
+out:
+	stor_list_release(&l);
+	stor_uri_release(&u);
+	buf_release(&uri);
+	buf_release(&local);
+	buf_release(&why);
+	return ret;
+}
+
+static int stage_channel(struct stor *st, const struct api_assignment *s,
+			 const struct api_channel *c, const char *dir, int fd,
+			 struct buf *err)
+{
+	struct buf dest = BUF_INIT;
+	int ret;
+
+	if (!c->s3_uri || !*c->s3_uri) {
+		(void)buf_addf(err, "channel '%s' has no URI", c->name);
+		return ERR_INVALID;
+	}
+	if (c->s3_data_type && !strcmp(c->s3_data_type, "ManifestFile")) {
+		/*
+		 * The manifest is JSON, and JSON is parsed in api/ only; until
+		 * api/ offers a manifest parser we say so instead of guessing.
+		 */
+		(void)buf_addf(err,
+			       "channel '%s': S3DataType ManifestFile is not "
+			       "supported by this agent yet",
+			       c->name);
+		return ERR_INVALID;
+	}
+	(void)buf_addf(&dest, "%s/input/data/%s", dir, c->name);
+	ret = agent_mkdir_p(dest.data, 0755);
+	if (ret)
+		(void)buf_addf(err, "cannot create %s: %s", dest.data,
+			       strerror(errno));
+	else
+		ret = stage_prefix(st, s, c, dest.data, fd, err);
+	buf_release(&dest);
+	return ret;
+}
+
+static int stage_code(struct stor *st, const struct api_assignment *s,
+		      const char *dir, int fd, struct buf *err)
+{
+	struct buf tmp = BUF_INIT, code = BUF_INIT;
+	int ret;
+
+	(void)buf_addf(&tmp, "%s/.trainagent/sourcedir.tar.gz", dir);
+	(void)buf_addf(&code, "%s/code", dir);
+	ret = stor_get(st, s->submit_directory, tmp.data, NULL, err);
+	if (!ret)
+		ret = stor_archive_unpack(tmp.data, code.data, NULL, err);
+	if (!ret)
+		agent_task_say(fd, "log code: %s unpacked into code/",
+			       s->submit_directory);
+	(void)unlink(tmp.data);
+	buf_release(&tmp);
+	buf_release(&code);
+	return ret;
+}
+
+struct stage_job {
+	struct agent_ctx *ctx;
+	struct agent_assign *a;
+};
+
+/* Runs in the worker. */
+static int stage_main(void *arg, int fd)
+{
+	struct stage_job *sj = arg;
+	const struct api_assignment *s = &sj->a->spec;
+	const char *dir = sj->a->dir;
+	struct stor_config cfg;
+	struct stor_sync_stats stats;
+	struct stor *st = NULL;
+	struct buf err = BUF_INIT;
+	char *ckpt = NULL;
+	size_t i;
+	int ret;
+
+	agent_stor_config(sj->ctx, s, &cfg);
+	ret = stor_open(&cfg, &st, &err);
+	if (ret)
+		goto out;
+	if (s->checkpoint_s3_uri && *s->checkpoint_s3_uri) {
+		ckpt = agent_jobdir_checkpoint_path(dir,
+						    s->checkpoint_local_path);
+		memset(&stats, 0, sizeof(stats));
+		ret = agent_mkdir_p(ckpt, 0755);
+		if (!ret)
+			ret = stor_get_prefix(st, s->checkpoint_s3_uri, ckpt,
+					      &stats, &err);
+		if (ret)
+			goto out;
+		agent_task_say(fd,
+			       "log checkpoint: %zu files (%lld bytes) "
+			       "restored from %s",
+			       stats.files, (long long)stats.bytes,
+			       s->checkpoint_s3_uri);
+	}
+	agent_task_say(fd, "phase downloading");
+	for (i = 0; i < s->n_channels && !ret; i++)
+		ret = stage_channel(st, s, &s->channels[i], dir, fd, &err);
+	if (!ret && s->launch_mode == API_LAUNCH_SCRIPT &&
+	    s->submit_directory && *s->submit_directory)
+		ret = stage_code(st, s, dir, fd, &err);
+out:
+	if (ret)
+		agent_task_say(fd, "error %s",
+			       err.len ? err.data : err_str(ret));
+	else
+		agent_task_say(fd, "ok");
+	if (st)
+		stor_close(st);
+	stor_config_release(&cfg);
+	free(ckpt);
+	buf_release(&err);
+	return ret ? 1 : 0;
+}
+
+int agent_stage_start(struct agent_ctx *ctx, struct agent_assign *a,
+		      struct buf *err)
+{
+	struct stage_job sj = { ctx, a };
+
+	/* sj is copied into the worker by fork; it need not outlive us. */
+	return agent_task_start(&a->task, stage_main, &sj, err);
+}

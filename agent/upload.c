@@ -1,0 +1,309 @@
+/*
+ * After a run: pack model/ into model.tar.gz and output/data/ into
+ * output.tar.gz (storage/'s tar.gz pack, in a forked worker), then PUT each
+ * to the controller's artifact endpoint, streamed from the file. Also the
+ * checkpoint mirror: while a rank runs, and once more before packing, a
+ * worker copies changed files of the checkpoint folder to its S3 URI.
+ */
+#define LOG_TAG "agent"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "storage/storage.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+#define UPLOAD_TRIES 10
+
+static const char *const artifact[] = { "model.tar.gz", "output.tar.gz" };
+
+struct pack_job {
+	struct agent_ctx *ctx;
+	struct agent_assign *a;
+	int pack; /* 0: checkpoint sync only */
+};
+
+static int sync_checkpoints(struct pack_job *pj, int fd, struct buf *err)
+{
+	const struct api_assignment *s = &pj->a->spec;
+	struct stor_sync_stats stats;
+	struct stor_config cfg;
+	struct stor *st = NULL;
+	char *ckpt;
+	int ret;
+
+	if (!pj->a->have_spec || !s->checkpoint_s3_uri ||
+	    !*s->checkpoint_s3_uri)
+		return 0;
+	ckpt = agent_jobdir_checkpoint_path(pj->a->dir,
+					    s->checkpoint_local_path);
+	agent_stor_config(pj->ctx, s, &cfg);
+	memset(&stats, 0, sizeof(stats));
+	ret = stor_open(&cfg, &st, err);
+	if (!ret)
+		ret = stor_put_dir(st, ckpt, s->checkpoint_s3_uri,
+				   STOR_SYNC_CHANGED, &stats, err);
+	if (!ret && stats.files)
+		agent_task_say(fd,
+			       "log checkpoint: %zu files (%lld bytes) "
+			       "copied to %s",
+			       stats.files, (long long)stats.bytes,
+			       s->checkpoint_s3_uri);
+	if (st)
+		stor_close(st);
+	stor_config_release(&cfg);
+	free(ckpt);
+	return ret;
+}
+
+/* Runs in the worker. */
+static int pack_main(void *arg, int fd)
+{
+	struct pack_job *pj = arg;
+	const char *dir = pj->a->dir;
+	struct buf src = BUF_INIT, out = BUF_INIT, err = BUF_INIT;
+	const char *dirs[1];
+	int ret;
+
+	ret = sync_checkpoints(pj, fd, &err);
+	if (ret || !pj->pack)
+		goto out;
+	(void)buf_addf(&src, "%s/model", dir);
+	(void)buf_addf(&out, "%s/.trainagent/%s", dir, artifact[0]);
+	dirs[0] = src.data;
+	ret = stor_archive_pack(dirs, 1, out.data, &err);
+	if (ret)
+		goto out;
+	buf_reset(&src);
+	buf_reset(&out);
+	(void)buf_addf(&src, "%s/output/data", dir);
+	(void)buf_addf(&out, "%s/.trainagent/%s", dir, artifact[1]);
+	dirs[0] = src.data;
+	ret = stor_archive_pack(dirs, 1, out.data, &err);
+out:
+	if (ret)
+		agent_task_say(fd, "error %s",
+			       err.len ? err.data : err_str(ret));
+	else
+		agent_task_say(fd, "ok");
+	buf_release(&src);
+	buf_release(&out);
+	buf_release(&err);
+	return ret ? 1 : 0;
+}
+
+static int start_worker(struct agent_ctx *ctx, struct agent_assign *a, int pack,
+			struct buf *err)
+{
+	struct pack_job pj = { ctx, a, pack };
+	int ret;
+
+	a->task_ok = 0;
+	FREE_AND_NULL(a->task_error);
+	ret = agent_task_start(&a->task, pack_main, &pj, err);
+	if (!ret)
+		a->task_kind = pack ? AGENT_TASK_PACK : AGENT_TASK_SYNC;
+	return ret;
+}
+
+int agent_pack_start(struct agent_ctx *ctx, struct agent_assign *a,
+		     struct buf *err)
+{
+	return start_worker(ctx, a, 1, err);
+}
+
+int agent_ckpt_sync_start(struct agent_ctx *ctx, struct agent_assign *a,
+			  struct buf *err)
+{
+	return start_worker(ctx, a, 0, err);
+}
+
+/* A worker that has finished: its outcome, and the task slot freed. */
+static int worker_result(struct agent_assign *a, struct buf *why)
+{
+	int ok = a->task_ok;
+
+	if (!ok) {
+		if (a->task_error)
+			(void)buf_adds(why, a->task_error);
+		else
+			(void)buf_addf(why, "worker ended with status %d",
+				       a->task.status);
+	}
+	agent_task_release(&a->task);
+	a->task_kind = AGENT_TASK_NONE;
+	return ok;
+}
+
+void agent_ckpt_sync_done(struct agent_ctx *ctx, struct agent_assign *a)
+{
+	struct buf why = BUF_INIT;
+
+	(void)ctx;
+	if (!worker_result(a, &why))
+		log_warn("%s/%d/%s: checkpoint sync failed: %s", a->job,
+			 a->attempt, a->algo, why.data);
+	buf_release(&why);
+}
+
+static void on_put_done(struct agent_ctx *ctx, struct agent_req *req)
+{
+	struct agent_assign *a = req->data;
+	int64_t delay;
+	size_t n;
+
+	a->up_req = NULL;
+	if (req->status >= 200 && req->status < 300) {
+		log_info("%s/%d/%s: %s uploaded", a->job, a->attempt, a->algo,
+			 artifact[a->up_step == AGENT_UP_MODEL ? 0 : 1]);
+		a->up_step = a->up_step == AGENT_UP_MODEL ? AGENT_UP_OUTPUT :
+							    AGENT_UP_FINISHED;
+		a->up_tries = 0;
+		a->up_retry_at = 0;
+		agent_assign_mark(ctx, a);
+		return;
+	}
+	if (req->status == 409) {
+		struct buf msg = BUF_INIT;
+
+		n = req->resp.len < 300 ? req->resp.len : 300;
+		(void)buf_addf(&msg, "the controller refused %s: %.*s",
+			       artifact[a->up_step == AGENT_UP_MODEL ? 0 : 1],
+			       (int)n, req->resp.data);
+		agent_assign_set_error(ctx, a, msg.data);
+		buf_release(&msg);
+		return;
+	}
+	if (req->status == 401 || req->status == 404)
+		agent_session_lost(ctx, "artifact upload", req);
+	a->up_tries++;
+	if (a->up_tries >= UPLOAD_TRIES) {
+		struct buf msg = BUF_INIT;
+
+		(void)buf_addf(&msg, "upload of %s failed %d times: %s",
+			       artifact[a->up_step == AGENT_UP_MODEL ? 0 : 1],
+			       a->up_tries,
+			       req->status ? "HTTP error" : req->errbuf);
+		if (req->status)
+			(void)buf_addf(&msg, " %ld", req->status);
+		agent_assign_set_error(ctx, a, msg.data);
+		buf_release(&msg);
+		return;
+	}
+	delay = 200LL << (a->up_tries < 5 ? a->up_tries : 5);
+	a->up_retry_at = time_mono_ms() + delay;
+	log_warn("%s/%d/%s: upload failed (%s%ld), retrying in %lld ms", a->job,
+		 a->attempt, a->algo, req->status ? "HTTP " : "",
+		 req->status ? req->status : (long)req->curl_code,
+		 (long long)delay);
+}
+
+static int put_one(struct agent_ctx *ctx, struct agent_assign *a,
+		   const char *file, struct buf *err)
+{
+	struct buf path = BUF_INIT, url = BUF_INIT;
+	struct stat st;
+	int fd;
+
+	(void)buf_addf(&path, "%s/.trainagent/%s", a->dir, file);
+	fd = open(path.data, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st)) {
+		(void)buf_addf(err, "%s: %s", path.data, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		buf_release(&path);
+		return ERR_IO;
+	}
+	(void)buf_addf(&url, "/v1/agents/%s/artifacts/%s/%d/%s/%s",
+		       ctx->cfg.host, a->job, a->attempt, a->algo, file);
+	a->up_req = agent_http_put_file(ctx, url.data, fd, (int64_t)st.st_size,
+					on_put_done, a);
+	buf_release(&path);
+	buf_release(&url);
+	if (!a->up_req) {
+		(void)buf_adds(err, "cannot start an upload");
+		return ERR_IO;
+	}
+	return 0;
+}
+
+static void remove_archives(const struct agent_assign *a)
+{
+	struct buf path = BUF_INIT;
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		buf_reset(&path);
+		(void)buf_addf(&path, "%s/.trainagent/%s", a->dir, artifact[i]);
+		(void)unlink(path.data);
+	}
+	buf_release(&path);
+}
+
+void agent_upload_step(struct agent_ctx *ctx, struct agent_assign *a,
+		       int64_t now)
+{
+	struct buf err = BUF_INIT;
+
+	switch (a->up_step) {
+	case AGENT_UP_NONE:
+		/* A checkpoint sync may still be running: let it finish. */
+		if (agent_task_busy(&a->task))
+			break;
+		if (a->task_kind == AGENT_TASK_SYNC)
+			agent_ckpt_sync_done(ctx, a);
+		else if (a->task_kind != AGENT_TASK_NONE)
+			(void)worker_result(a, &err);
+		buf_reset(&err);
+		if (agent_pack_start(ctx, a, &err)) {
+			agent_assign_set_error(ctx, a, err.data);
+			break;
+		}
+		a->up_step = AGENT_UP_PACKING;
+		break;
+	case AGENT_UP_PACKING:
+		if (agent_task_busy(&a->task))
+			break;
+		if (!worker_result(a, &err)) {
+			struct buf msg = BUF_INIT;
+
+			(void)buf_addf(&msg, "packing artifacts: %s", err.data);
+			agent_assign_set_error(ctx, a, msg.data);
+			buf_release(&msg);
+			break;
+		}
+		a->up_step = AGENT_UP_MODEL;
+		/* fall through */
+	case AGENT_UP_MODEL:
+	case AGENT_UP_OUTPUT:
+		if (a->up_req || now < a->up_retry_at || !ctx->sess.registered)
+			break;
+		if (put_one(ctx, a,
+			    artifact[a->up_step == AGENT_UP_MODEL ? 0 : 1],
+			    &err))
+			agent_assign_set_error(ctx, a, err.data);
+		break;
+	case AGENT_UP_FINISHED:
+		remove_archives(a);
+		agent_assign_set_phase(ctx, a, API_PHASE_DONE);
+		break;
+	}
+	buf_release(&err);
+}
+
+void agent_upload_cancel(struct agent_ctx *ctx, struct agent_assign *a)
+{
+	if (a->up_req) {
+		agent_http_cancel(ctx, a->up_req);
+		a->up_req = NULL;
+	}
+}

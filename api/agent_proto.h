@@ -1,0 +1,208 @@
+#ifndef API_AGENT_PROTO_H
+#define API_AGENT_PROTO_H
+
+/*
+ * The agent protocol's messages (docs/agent-protocol.md) as plain C structs,
+ * with JSON parsing and building for both sides. Every string is owned by
+ * its struct and freed by the matching _release().
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/job_spec.h"
+#include "common/buf.h"
+
+enum api_action {
+	API_ACTION_RUN = 0,
+	API_ACTION_STOP, /* SIGTERM, grace, SIGKILL, then upload */
+	API_ACTION_ABORT /* kill now, upload nothing */
+};
+
+enum api_launch_mode { API_LAUNCH_EXEC = 0, API_LAUNCH_SCRIPT };
+
+struct api_assignment {
+	char *job;
+	int attempt;
+	enum api_action action;
+	char *job_arn;
+	char *algo;	/* "algo-2" */
+	int host_index; /* 0-based position in hosts */
+	char **hosts;	/* NULL-terminated, n_hosts entries */
+	size_t n_hosts;
+	char **addresses; /* addresses[i] is hosts[i]'s address */
+	char *instance_type;
+	/*
+	 * The three config files, as compact JSON texts written verbatim;
+	 * JSON objects on the wire (hyperparameters: of strings). Key order
+	 * and numbers are kept as they are.
+	 */
+	char *hyperparameters_json;
+	char *input_data_config_json;
+	char *resource_config_json;
+	/*
+	 * Wire members: name, uri, data_type, distribution; content_type,
+	 * input_mode, compression, record_wrapper may be null or absent.
+	 */
+	struct api_channel *channels;
+	size_t n_channels;
+	struct api_kv *environment;
+	size_t n_environment;
+	enum api_launch_mode launch_mode;
+	char **argv;		/* exec: NULL-terminated */
+	char *runtime;		/* script: interpreter for .py */
+	char *program;		/* script: sagemaker_program */
+	char *submit_directory; /* script: tar.gz URI, may be NULL */
+	char *output_path;
+	char *checkpoint_s3_uri;     /* may be NULL */
+	char *checkpoint_local_path; /* may be NULL */
+	char *blob_url;		     /* storage: controller blob endpoint */
+	char *local_root; /* storage: embedded store dir, may be NULL */
+	char *master_addr;
+	int master_port;
+	int processes_per_host;
+	int64_t grace_ms;
+};
+
+/* The desired state of one host. */
+struct api_work {
+	int64_t version;
+	struct api_assignment *items;
+	size_t n;
+};
+
+enum api_phase {
+	API_PHASE_PREPARING = 0,
+	API_PHASE_DOWNLOADING,
+	API_PHASE_RUNNING,
+	API_PHASE_EXITED,
+	API_PHASE_UPLOADING,
+	API_PHASE_DONE,
+	API_PHASE_ERROR
+};
+
+struct api_proc_report {
+	int rank;
+	int64_t pid;
+	int64_t started_ms;
+	int exited;    /* 0 while running */
+	int exit_code; /* valid when exited and signal == 0 */
+	int signal;    /* terminating signal, 0 = none */
+	int64_t exited_ms;
+};
+
+struct api_report {
+	char *job;
+	int attempt;
+	char *algo;
+	enum api_phase phase;
+	int64_t started_ms; /* 0: not started (null on the wire) */
+	struct api_proc_report *procs;
+	size_t n_procs;
+	char *failure; /* output/failure text, may be NULL */
+	char *error;   /* agent-side error, may be NULL */
+};
+
+struct api_status {
+	char *boot_id;
+	struct api_report *items;
+	size_t n;
+};
+
+struct api_register {
+	char *host;
+	char *version;
+	char *boot_id;
+	int cpus;
+	int gpus;
+	char *address;
+};
+
+struct api_log_line {
+	char *job;
+	int attempt;
+	char *algo;
+	int rank;
+	int is_stderr;
+	int64_t ts_ms;
+	char *text;
+};
+
+struct api_log_batch {
+	struct api_log_line *lines;
+	size_t n;
+};
+
+/*
+ * What the parsers accept. A bigger document, list or string is refused
+ * with ERR_INVALID and a message naming the member and the limit.
+ */
+#define API_PROTO_MAX_BODY (64 << 20)  /* bytes in one message */
+#define API_PROTO_MAX_STRING (1 << 20) /* bytes in any one string */
+#define API_PROTO_MAX_HOSTS 256	       /* hosts of an assignment */
+#define API_PROTO_MAX_ASSIGNMENTS 1024 /* per work or status message */
+#define API_PROTO_MAX_LIST 4096	       /* argv, channels, environment */
+#define API_PROTO_MAX_PROCS 4096       /* processes of one report */
+#define API_PROTO_MAX_LOG_LINES 10000  /* lines of one log batch */
+
+/*
+ * Text on the wire must be UTF-8 without NUL. The parsers refuse a message
+ * holding anything else (jansson checks every byte of the body), and the
+ * builders return ERR_INVALID for such a string rather than send what the
+ * other side would refuse. Whoever forwards raw bytes (a child's log
+ * output) passes them through api_utf8_sanitize() first.
+ */
+
+/*
+ * Appends s[0..len) to out with every NUL byte and every invalid UTF-8
+ * sequence (each maximal invalid subpart, as Python's errors="replace"
+ * counts them) replaced by U+FFFD. Returns 0 or ERR_TOOBIG.
+ */
+int api_utf8_sanitize(const char *s, size_t len, struct buf *out);
+
+const char *api_phase_name(enum api_phase p);
+int api_phase_parse(const char *s, enum api_phase *out);
+const char *api_action_name(enum api_action a);
+int api_action_parse(const char *s, enum api_action *out);
+
+/*
+ * Each _parse returns 0, or ERR_INVALID with err naming the bad member
+ * ("assignments[0].launch.argv[2] must be a string"); on failure the output
+ * is left empty (zeroed) and there is nothing to release. Unknown members
+ * are ignored, so a newer peer may add some.
+ *
+ * Each _build appends compact JSON to out and returns 0, ERR_INVALID (a
+ * string that is not UTF-8, a config text that is not a JSON object),
+ * ERR_TOOBIG (out's max) or ERR_NOMEM; out may then hold part of a message.
+ * Builders do not validate: what a parser would refuse (a NULL required
+ * string, a host_index out of range) is built as it is.
+ */
+int api_work_parse(const char *json, size_t len, struct api_work *w,
+		   struct buf *err);
+int api_work_build(const struct api_work *w, struct buf *out);
+void api_assignment_release(struct api_assignment *a);
+void api_work_release(struct api_work *w);
+
+int api_status_parse(const char *json, size_t len, struct api_status *s,
+		     struct buf *err);
+int api_status_build(const struct api_status *s, struct buf *out);
+void api_report_release(struct api_report *r);
+void api_status_release(struct api_status *s);
+
+int api_register_parse(const char *json, size_t len, struct api_register *r,
+		       struct buf *err);
+int api_register_build(const struct api_register *r, struct buf *out);
+void api_register_release(struct api_register *r);
+
+int api_log_batch_parse(const char *json, size_t len, struct api_log_batch *b,
+			struct buf *err);
+int api_log_batch_build(const struct api_log_batch *b, struct buf *out);
+void api_log_batch_release(struct api_log_batch *b);
+
+/* The register answer: {"heartbeat_ms", "deadline_ms"}. */
+int api_register_reply_build(int64_t heartbeat_ms, int64_t deadline_ms,
+			     struct buf *out);
+int api_register_reply_parse(const char *json, size_t len,
+			     int64_t *heartbeat_ms, int64_t *deadline_ms,
+			     struct buf *err);
+
+#endif

@@ -1,0 +1,418 @@
+#define LOG_TAG "ctrl"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "api/agent_proto.h"
+#include "controller/ctrl.h"
+#include "controller/hosts.h"
+#include "controller/http.h"
+#include "controller/logs.h"
+#include "controller/work.h"
+#include "db/run.h"
+#include "common/bug.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+/* Agents long-poll this long; they time out their requests later. */
+#define WORK_POLL_MS 25000
+#define ARTIFACT_MAX (64LL << 30)
+
+static void unauthorized(struct ctrl_response *resp)
+{
+	ctrl_reply_error(resp, 401, "AccessDeniedException",
+			 "unknown host or wrong agent token");
+}
+
+static const char *authorization(struct MHD_Connection *conn)
+{
+	return MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					   MHD_HTTP_HEADER_AUTHORIZATION);
+}
+
+static void reply_body(struct ctrl_response *resp, struct buf *b)
+{
+	resp->status = 200;
+	buf_release(&resp->body);
+	resp->body = *b;
+	buf_init(b, 0);
+}
+
+static void reply_ok(struct ctrl_response *resp)
+{
+	resp->status = 200;
+	buf_reset(&resp->body);
+	(void)buf_adds(&resp->body, "{}");
+}
+
+static void do_register(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+			struct ctrl_http_req *req, struct ctrl_response *resp)
+{
+	struct api_register r;
+	struct ctrl_host *h;
+	struct buf err = BUF_INIT;
+	struct buf out = BUF_INIT;
+	int restarted = 0;
+
+	if (api_register_parse(req->body.data, req->body.len, &r, &err)) {
+		ctrl_reply_error(resp, 400, "ValidationException", err.data);
+		buf_release(&err);
+		return;
+	}
+	pthread_mutex_lock(&ctx->hosts_lock);
+	h = ctrl_hosts_auth(ctx, r.host, authorization(conn));
+	if (h) {
+		restarted = h->boot_id && strcmp(h->boot_id, r.boot_id);
+		free(h->boot_id);
+		h->boot_id = xstrdup(r.boot_id);
+		free(h->address);
+		h->address = xstrdup(r.address ? r.address : "127.0.0.1");
+		h->cpus = r.cpus;
+		h->gpus = r.gpus;
+		h->registered = 1;
+		h->lost = 0;
+		h->last_seen_ms = time_mono_ms();
+		h->version++;
+	}
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	if (!h) {
+		unauthorized(resp);
+	} else {
+		log_info("host '%s' registered (agent %s, %d cpus, %d gpus, "
+			 "%s)%s",
+			 r.host, r.version, r.cpus, r.gpus, r.address,
+			 restarted ? ": agent restarted" : "");
+		if (api_register_reply_build(ctx->cfg.heartbeat_ms,
+					     ctx->cfg.host_deadline_ms, &out))
+			BUG("register reply too big");
+		reply_body(resp, &out);
+		ctrl_reconciler_wake(ctx);
+	}
+	api_register_release(&r);
+	buf_release(&err);
+	buf_release(&out);
+}
+
+static enum ctrl_route_result
+do_work(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *host,
+	struct ctrl_http_req *req, struct ctrl_response *resp)
+{
+	const char *v = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND,
+						    "version");
+	long long have = v ? strtoll(v, NULL, 10) : -1;
+	struct ctrl_host *h;
+	struct buf out = BUF_INIT;
+	struct buf err = BUF_INIT;
+	int64_t version;
+
+	pthread_mutex_lock(&ctx->hosts_lock);
+	h = ctrl_hosts_auth(ctx, host, authorization(conn));
+	if (!h) {
+		pthread_mutex_unlock(&ctx->hosts_lock);
+		unauthorized(resp);
+		return CTRL_ROUTE_DONE;
+	}
+	h->last_seen_ms = time_mono_ms();
+	version = h->version;
+	if (version == have && !req->resumed && !ctx->stopping) {
+		/* Nothing new: park the request until the version changes
+		 * or the poll times out. */
+		req->suspended = 1;
+		MHD_suspend_connection(conn);
+		ctrl_waiter_add(&h->waiters, conn, &req->resumed,
+				time_mono_ms() + WORK_POLL_MS);
+		pthread_mutex_unlock(&ctx->hosts_lock);
+		return CTRL_ROUTE_SUSPENDED;
+	}
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	req->resumed = 0;
+	if (ctrl_work_build(ctx, host, version, &out, &err))
+		ctrl_reply_err_code(resp, ERR_INTERNAL, err.data);
+	else
+		reply_body(resp, &out);
+	buf_release(&out);
+	buf_release(&err);
+	return CTRL_ROUTE_DONE;
+}
+
+/* "algo-3" -> 2; -1 when malformed. */
+static int algo_index(const char *algo)
+{
+	char *end;
+	long n;
+
+	if (!algo || strncmp(algo, "algo-", 5))
+		return -1;
+	n = strtol(algo + 5, &end, 10);
+	if (*end || n < 1 || n > 100000)
+		return -1;
+	return (int)n - 1;
+}
+
+static void do_status(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+		      const char *host, struct ctrl_http_req *req,
+		      struct ctrl_response *resp)
+{
+	struct api_status st;
+	struct ctrl_host *h;
+	struct buf err = BUF_INIT;
+	struct buf one = BUF_INIT;
+	int changed = 0;
+	int came_back = 0;
+	size_t i;
+
+	pthread_mutex_lock(&ctx->hosts_lock);
+	h = ctrl_hosts_auth(ctx, host, authorization(conn));
+	if (h) {
+		came_back = h->lost;
+		h->lost = 0;
+		h->registered = 1;
+		h->last_seen_ms = time_mono_ms();
+	}
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	if (!h) {
+		unauthorized(resp);
+		return;
+	}
+	if (came_back)
+		log_info("host '%s' is back", host);
+	if (api_status_parse(req->body.data, req->body.len, &st, &err)) {
+		ctrl_reply_error(resp, 400, "ValidationException", err.data);
+		buf_release(&err);
+		return;
+	}
+	for (i = 0; i < st.n; i++) {
+		struct api_report *r = &st.items[i];
+		struct api_status single = { st.boot_id, r, 1 };
+		int idx = algo_index(r->algo);
+		int ret;
+
+		if (idx < 0)
+			continue;
+		buf_reset(&one);
+		if (api_status_build(&single, &one))
+			continue;
+		buf_reset(&err);
+		ret = db_assignment_report(ctx->db, r->job, r->attempt, idx,
+					   host, api_phase_name(r->phase),
+					   one.data, &err);
+		if (ret > 0)
+			changed = 1;
+		else if (ret < 0 && ret != ERR_NOTFOUND)
+			log_error("host '%s': cannot store report: %s", host,
+				  err.data);
+	}
+	api_status_release(&st);
+	if (changed || came_back)
+		ctrl_reconciler_wake(ctx);
+	reply_ok(resp);
+	buf_release(&err);
+	buf_release(&one);
+}
+
+static void do_logs(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+		    const char *host, struct ctrl_http_req *req,
+		    struct ctrl_response *resp)
+{
+	struct api_log_batch b;
+	struct buf err = BUF_INIT;
+	int ok;
+
+	pthread_mutex_lock(&ctx->hosts_lock);
+	ok = ctrl_hosts_auth(ctx, host, authorization(conn)) != NULL;
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	if (!ok) {
+		unauthorized(resp);
+		return;
+	}
+	if (api_log_batch_parse(req->body.data, req->body.len, &b, &err)) {
+		ctrl_reply_error(resp, 400, "ValidationException", err.data);
+		buf_release(&err);
+		return;
+	}
+	ctrl_logs_ingest(ctx, host, &b);
+	api_log_batch_release(&b);
+	reply_ok(resp);
+	buf_release(&err);
+}
+
+int ctrl_artifact_path(struct ctrl_ctx *ctx, const char *job, int attempt,
+		       int host_index, const char *file, struct buf *out)
+{
+	return buf_addf(out, "%s/artifacts/%s/%d/algo-%d-%s",
+			ctx->cfg.state_dir, job, attempt, host_index + 1, file);
+}
+
+static int mkdir_p(const char *path)
+{
+	char *p = xstrdup(path);
+	char *s;
+	int ret = 0;
+
+	for (s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, 0700) && errno != EEXIST)
+			ret = -1;
+		*s = '/';
+	}
+	if (mkdir(p, 0700) && errno != EEXIST)
+		ret = -1;
+	free(p);
+	return ret;
+}
+
+/* PUT /v1/agents/{host}/artifacts/{job}/{attempt}/{algo}/{file} */
+static enum ctrl_route_result upload_begin(struct ctrl_ctx *ctx,
+					   struct MHD_Connection *conn,
+					   const char *host, const char *rest,
+					   struct ctrl_http_req *req,
+					   struct ctrl_response *resp)
+{
+	char job[128], algo[32], file[32];
+	int attempt = 0, idx, bit, ok, n = 0;
+	struct db_assignment *as = NULL;
+	size_t nas = 0;
+	struct buf path = BUF_INIT;
+	struct buf err = BUF_INIT;
+	char *slash;
+
+	pthread_mutex_lock(&ctx->hosts_lock);
+	ok = ctrl_hosts_auth(ctx, host, authorization(conn)) != NULL;
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	if (!ok) {
+		unauthorized(resp);
+		return CTRL_ROUTE_DONE;
+	}
+	if (sscanf(rest, "%127[A-Za-z0-9-]/%d/%31[a-z0-9-]/%31[a-z.]%n", job,
+		   &attempt, algo, file, &n) != 4 ||
+	    rest[n] != '\0') {
+		ctrl_reply_error(resp, 404, "ResourceNotFound",
+				 "no such artifact path");
+		return CTRL_ROUTE_DONE;
+	}
+	idx = algo_index(algo);
+	bit = !strcmp(file, "model.tar.gz")  ? 1 :
+	      !strcmp(file, "output.tar.gz") ? 2 :
+					       0;
+	if (idx < 0 || !bit) {
+		ctrl_reply_error(resp, 404, "ResourceNotFound",
+				 "artifact must be model.tar.gz or "
+				 "output.tar.gz of an algo-N");
+		return CTRL_ROUTE_DONE;
+	}
+	/* Fencing: only the host that holds the assignment may upload. */
+	ok = !db_assignments_list(ctx->db, job, host, attempt, &as, &nas, &err);
+	if (ok) {
+		size_t i;
+
+		ok = 0;
+		for (i = 0; i < nas; i++)
+			ok |= as[i].host_index == idx;
+	}
+	db_assignments_free(as, nas);
+	if (!ok) {
+		ctrl_reply_error(resp, 409, "ResourceInUse",
+				 "this host holds no such assignment");
+		buf_release(&err);
+		return CTRL_ROUTE_DONE;
+	}
+	(void)ctrl_artifact_path(ctx, job, attempt, idx, file, &path);
+	req->sink_final = buf_detach(&path, NULL);
+	slash = strrchr(req->sink_final, '/');
+	*slash = '\0';
+	mkdir_p(req->sink_final);
+	*slash = '/';
+	(void)buf_addf(&path, "%s.tmp.XXXXXX", req->sink_final);
+	req->sink_tmp = buf_detach(&path, NULL);
+	req->sink_fd = mkstemp(req->sink_tmp);
+	if (req->sink_fd < 0) {
+		ctrl_reply_err_code(resp, ERR_IO, strerror(errno));
+		return CTRL_ROUTE_DONE;
+	}
+	req->sink_max = ARTIFACT_MAX;
+	req->sink_job = xstrdup(job);
+	req->sink_attempt = attempt;
+	req->sink_host_index = idx;
+	req->sink_bit = bit;
+	buf_release(&err);
+	return CTRL_ROUTE_CONTINUE;
+}
+
+void ctrl_agent_upload_done(struct ctrl_ctx *ctx, struct ctrl_http_req *req,
+			    struct ctrl_response *resp)
+{
+	struct buf err = BUF_INIT;
+	int failed = req->sink_error;
+
+	if (!failed && fsync(req->sink_fd))
+		failed = 1;
+	close(req->sink_fd);
+	req->sink_fd = -1;
+	if (!failed && rename(req->sink_tmp, req->sink_final))
+		failed = 1;
+	if (failed) {
+		unlink(req->sink_tmp);
+		ctrl_reply_err_code(resp, ERR_IO, "cannot store the artifact");
+		return;
+	}
+	if (db_assignment_add_artifact(ctx->db, req->sink_job,
+				       req->sink_attempt, req->sink_host_index,
+				       req->sink_bit, &err))
+		log_warn("artifact of a vanished assignment: %s", err.data);
+	log_debug("artifact %s (%lld bytes)", req->sink_final, req->sink_bytes);
+	ctrl_reconciler_wake(ctx);
+	reply_ok(resp);
+	buf_release(&err);
+}
+
+enum ctrl_route_result ctrl_agent_route(struct ctrl_ctx *ctx,
+					struct MHD_Connection *conn,
+					const char *method, const char *url,
+					struct ctrl_http_req *req,
+					struct ctrl_response *resp)
+{
+	const char *p = url + strlen("/v1/agents/");
+	const char *slash;
+	char host[128];
+	size_t hl;
+
+	if (!strcmp(p, "register") && !strcmp(method, "POST")) {
+		do_register(ctx, conn, req, resp);
+		return CTRL_ROUTE_DONE;
+	}
+	slash = strchr(p, '/');
+	hl = slash ? (size_t)(slash - p) : 0;
+	if (!slash || hl == 0 || hl >= sizeof(host)) {
+		ctrl_reply_error(resp, 404, "ResourceNotFound", "no such path");
+		return CTRL_ROUTE_DONE;
+	}
+	memcpy(host, p, hl);
+	host[hl] = '\0';
+	slash++;
+	if (!strcmp(slash, "work") && !strcmp(method, "GET"))
+		return do_work(ctx, conn, host, req, resp);
+	if (!strcmp(slash, "status") && !strcmp(method, "POST")) {
+		do_status(ctx, conn, host, req, resp);
+		return CTRL_ROUTE_DONE;
+	}
+	if (!strcmp(slash, "logs") && !strcmp(method, "POST")) {
+		do_logs(ctx, conn, host, req, resp);
+		return CTRL_ROUTE_DONE;
+	}
+	if (!strncmp(slash, "artifacts/", 10) && !strcmp(method, "PUT"))
+		return upload_begin(ctx, conn, host, slash + 10, req, resp);
+	ctrl_reply_error(resp, 404, "ResourceNotFound", "no such path");
+	return CTRL_ROUTE_DONE;
+}

@@ -1,0 +1,163 @@
+#define LOG_TAG "ctrl"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include "controller/artifacts.h"
+#include "controller/ctrl.h"
+#include "controller/work.h"
+#include "db/run.h"
+#include "storage/storage.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+#define COPY_BLOCK (1 << 20)
+
+/* Appends every entry of the tar.gz at path to w. */
+static int copy_entries(struct archive *w, const char *path, struct buf *err)
+{
+	struct archive *r = archive_read_new();
+	struct archive_entry *e;
+	char *block = NULL;
+	int ret = 0;
+	int rc;
+
+	archive_read_support_filter_gzip(r);
+	archive_read_support_format_tar(r);
+	if (archive_read_open_filename(r, path, COPY_BLOCK) != ARCHIVE_OK) {
+		(void)buf_addf(err, "cannot read '%s': %s", path,
+			       archive_error_string(r));
+		archive_read_free(r);
+		return ERR_IO;
+	}
+	block = xmalloc(COPY_BLOCK);
+	while ((rc = archive_read_next_header(r, &e)) == ARCHIVE_OK) {
+		la_ssize_t n;
+
+		if (archive_write_header(w, e) != ARCHIVE_OK) {
+			(void)buf_addf(err, "cannot write entry: %s",
+				       archive_error_string(w));
+			ret = ERR_IO;
+			break;
+		}
+		while ((n = archive_read_data(r, block, COPY_BLOCK)) > 0) {
+			if (archive_write_data(w, block, (size_t)n) != n) {
+				ret = ERR_IO;
+				break;
+			}
+		}
+		if (n < 0 || ret) {
+			(void)buf_addf(err, "cannot copy from '%s': %s", path,
+				       archive_error_string(r));
+			ret = ERR_IO;
+			break;
+		}
+	}
+	if (!ret && rc != ARCHIVE_EOF) {
+		(void)buf_addf(err, "'%s' is not a valid tar.gz: %s", path,
+			       archive_error_string(r));
+		ret = ERR_INVALID;
+	}
+	free(block);
+	archive_read_free(r);
+	return ret;
+}
+
+int ctrl_artifacts_collect(struct ctrl_ctx *ctx, const char *job, int attempt,
+			   const struct db_assignment *as, size_t n,
+			   const char *output_path, const char *file,
+			   char **uri_out, struct buf *err)
+{
+	struct buf tmp = BUF_INIT;
+	struct buf part = BUF_INIT;
+	struct buf uri = BUF_INIT;
+	struct stor_config cfg;
+	struct stor *st = NULL;
+	struct archive *w;
+	int bit = !strcmp(file, "model.tar.gz") ? 1 : 2;
+	int ret = 0;
+	size_t i;
+	int fd;
+
+	if (uri_out)
+		*uri_out = NULL;
+	(void)buf_addf(&tmp, "%s/artifacts/%s/%d/merged-%s.XXXXXX",
+		       ctx->cfg.state_dir, job, attempt, file);
+	fd = mkstemp(tmp.data);
+	if (fd < 0) {
+		/* The directory exists only once a part arrived. */
+		struct buf dir = BUF_INIT;
+
+		(void)buf_addf(&dir, "%s/artifacts", ctx->cfg.state_dir);
+		mkdir(dir.data, 0700);
+		(void)buf_addf(&dir, "/%s", job);
+		mkdir(dir.data, 0700);
+		(void)buf_addf(&dir, "/%d", attempt);
+		mkdir(dir.data, 0700);
+		buf_release(&dir);
+		fd = mkstemp(tmp.data);
+	}
+	if (fd < 0) {
+		(void)buf_addf(err, "cannot create '%s': %s", tmp.data,
+			       strerror(errno));
+		buf_release(&tmp);
+		return ERR_IO;
+	}
+	w = archive_write_new();
+	archive_write_add_filter_gzip(w);
+	archive_write_set_format_pax_restricted(w);
+	if (archive_write_open_fd(w, fd) != ARCHIVE_OK) {
+		(void)buf_addf(err, "cannot write archive: %s",
+			       archive_error_string(w));
+		ret = ERR_IO;
+	}
+	for (i = 0; !ret && i < n; i++) {
+		if (!(as[i].artifacts & bit))
+			continue;
+		buf_reset(&part);
+		(void)ctrl_artifact_path(ctx, job, attempt, as[i].host_index,
+					 file, &part);
+		ret = copy_entries(w, part.data, err);
+	}
+	if (archive_write_close(w) != ARCHIVE_OK && !ret) {
+		(void)buf_addf(err, "cannot finish archive: %s",
+			       archive_error_string(w));
+		ret = ERR_IO;
+	}
+	archive_write_free(w);
+	close(fd);
+	if (!ret) {
+		size_t len = strlen(output_path);
+
+		(void)buf_addf(&uri, "%s%s%s/output/%s", output_path,
+			       len && output_path[len - 1] == '/' ? "" : "/",
+			       job, file);
+		stor_config_init(&cfg);
+		stor_config_set(&cfg.state_dir, ctx->cfg.state_dir);
+		ret = stor_config_from_env(&cfg, err);
+		stor_config_fill_defaults(&cfg);
+		if (!ret)
+			ret = stor_open(&cfg, &st, err);
+		if (!ret)
+			ret = stor_put(st, tmp.data, uri.data, NULL, err);
+		stor_close(st);
+		stor_config_release(&cfg);
+	}
+	unlink(tmp.data);
+	if (!ret && uri_out)
+		*uri_out = buf_detach(&uri, NULL);
+	buf_release(&tmp);
+	buf_release(&part);
+	buf_release(&uri);
+	return ret;
+}

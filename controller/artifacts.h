@@ -1,0 +1,22 @@
+#ifndef CTRL_ARTIFACTS_H
+#define CTRL_ARTIFACTS_H
+
+#include "common/buf.h"
+
+struct ctrl_ctx;
+struct db_assignment;
+
+/*
+ * Merges the file (model.tar.gz or output.tar.gz) that each host of an
+ * attempt uploaded into one archive, as SageMaker merges every host's
+ * /opt/ml/model, and stores it at <output_path>/<job>/output/<file>.
+ * Hosts that uploaded nothing are skipped; with no part at all an empty
+ * archive is stored. On success *uri_out (may be NULL) receives the URI
+ * (caller frees). Returns 0 or an error with err set.
+ */
+int ctrl_artifacts_collect(struct ctrl_ctx *ctx, const char *job, int attempt,
+			   const struct db_assignment *as, size_t n,
+			   const char *output_path, const char *file,
+			   char **uri_out, struct buf *err);
+
+#endif

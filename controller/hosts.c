@@ -1,0 +1,231 @@
+#define LOG_TAG "ctrl"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <microhttpd.h>
+#include <openssl/crypto.h>
+
+#include "controller/ctrl.h"
+#include "api/hosts_json.h"
+#include "controller/hosts.h"
+#include "controller/ops.h"
+#include "db/run.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+struct ctrl_host *ctrl_hosts_add(struct ctrl_ctx *ctx, const char *name,
+				 const char *token)
+{
+	struct ctrl_host *h;
+
+	ctx->hosts =
+		xrealloc(ctx->hosts, (ctx->n_hosts + 1) * sizeof(*ctx->hosts));
+	h = xcalloc(1, sizeof(*h));
+	h->name = xstrdup(name);
+	h->token = xstrdup(token);
+	/* Start versions at the clock so that an agent holding a version
+	 * from before a controller restart always sees a change. */
+	h->version = time_now_ms();
+	ctx->hosts[ctx->n_hosts++] = h;
+	return h;
+}
+
+struct ctrl_host *ctrl_hosts_find(struct ctrl_ctx *ctx, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ctx->n_hosts; i++)
+		if (!strcmp(ctx->hosts[i]->name, name))
+			return ctx->hosts[i];
+	return NULL;
+}
+
+struct ctrl_host *ctrl_hosts_auth(struct ctrl_ctx *ctx, const char *name,
+				  const char *authorization)
+{
+	struct ctrl_host *h = ctrl_hosts_find(ctx, name);
+	const char *tok;
+	size_t n;
+
+	if (!h || !authorization || strncmp(authorization, "Bearer ", 7))
+		return NULL;
+	tok = authorization + 7;
+	n = strlen(h->token);
+	if (strlen(tok) != n || CRYPTO_memcmp(tok, h->token, n))
+		return NULL;
+	return h;
+}
+
+void ctrl_waiter_add(struct ctrl_waiter **list, struct MHD_Connection *conn,
+		     int *resumed, int64_t deadline_ms)
+{
+	struct ctrl_waiter *w = xcalloc(1, sizeof(*w));
+
+	w->conn = conn;
+	w->resumed = resumed;
+	w->deadline_ms = deadline_ms;
+	w->next = *list;
+	*list = w;
+}
+
+void ctrl_waiters_resume(struct ctrl_waiter **list)
+{
+	struct ctrl_waiter *w = *list;
+
+	while (w) {
+		struct ctrl_waiter *next = w->next;
+
+		*w->resumed = 1;
+		MHD_resume_connection(w->conn);
+		free(w);
+		w = next;
+	}
+	*list = NULL;
+}
+
+void ctrl_hosts_bump(struct ctrl_ctx *ctx, const char *name)
+{
+	struct ctrl_host *h;
+
+	pthread_mutex_lock(&ctx->hosts_lock);
+	h = ctrl_hosts_find(ctx, name);
+	if (h) {
+		h->version++;
+		ctrl_waiters_resume(&h->waiters);
+	}
+	pthread_mutex_unlock(&ctx->hosts_lock);
+}
+
+void ctrl_hosts_bump_all(struct ctrl_ctx *ctx)
+{
+	size_t i;
+
+	pthread_mutex_lock(&ctx->hosts_lock);
+	for (i = 0; i < ctx->n_hosts; i++) {
+		ctx->hosts[i]->version++;
+		ctrl_waiters_resume(&ctx->hosts[i]->waiters);
+	}
+	pthread_mutex_unlock(&ctx->hosts_lock);
+}
+
+static void resume_expired(struct ctrl_waiter **list, int64_t now)
+{
+	struct ctrl_waiter **pp = list;
+
+	while (*pp) {
+		struct ctrl_waiter *w = *pp;
+
+		if (w->deadline_ms <= now) {
+			*pp = w->next;
+			*w->resumed = 1;
+			MHD_resume_connection(w->conn);
+			free(w);
+		} else {
+			pp = &w->next;
+		}
+	}
+}
+
+int ctrl_hosts_tick(struct ctrl_ctx *ctx, int64_t now)
+{
+	int newly_lost = 0;
+	size_t i;
+
+	pthread_mutex_lock(&ctx->hosts_lock);
+	for (i = 0; i < ctx->n_hosts; i++) {
+		struct ctrl_host *h = ctx->hosts[i];
+
+		resume_expired(&h->waiters, now);
+		if (h->registered && !h->lost &&
+		    now - h->last_seen_ms > ctx->cfg.host_deadline_ms) {
+			h->lost = 1;
+			newly_lost++;
+			log_warn("host '%s' lost: no heartbeat for %lld ms",
+				 h->name, (long long)(now - h->last_seen_ms));
+		}
+	}
+	resume_expired(&ctx->log_waiters, now);
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	return newly_lost;
+}
+
+void ctrl_hosts_resume_all(struct ctrl_ctx *ctx)
+{
+	size_t i;
+
+	pthread_mutex_lock(&ctx->hosts_lock);
+	for (i = 0; i < ctx->n_hosts; i++)
+		ctrl_waiters_resume(&ctx->hosts[i]->waiters);
+	ctrl_waiters_resume(&ctx->log_waiters);
+	pthread_mutex_unlock(&ctx->hosts_lock);
+}
+
+void ctrl_hosts_release(struct ctrl_ctx *ctx)
+{
+	size_t i;
+
+	for (i = 0; i < ctx->n_hosts; i++) {
+		struct ctrl_host *h = ctx->hosts[i];
+
+		free(h->name);
+		free(h->token);
+		free(h->address);
+		free(h->boot_id);
+		free(h->work_dir);
+		free(h);
+	}
+	free(ctx->hosts);
+	ctx->hosts = NULL;
+	ctx->n_hosts = 0;
+}
+
+void ctrl_hosts_list(struct ctrl_ctx *ctx, struct ctrl_response *resp)
+{
+	struct db_assignment *as = NULL;
+	struct api_host_info *info;
+	struct buf err = BUF_INIT;
+	char(*algo)[32];
+	int64_t now = time_mono_ms();
+	size_t n_as = 0;
+	size_t i, k;
+
+	(void)db_assignments_list(ctx->db, NULL, NULL, 0, &as, &n_as, &err);
+	pthread_mutex_lock(&ctx->hosts_lock);
+	info = xcalloc(ctx->n_hosts + 1, sizeof(*info));
+	algo = xcalloc(ctx->n_hosts + 1, sizeof(*algo));
+	for (i = 0; i < ctx->n_hosts; i++) {
+		struct ctrl_host *h = ctx->hosts[i];
+
+		info[i].name = h->name;
+		info[i].address = h->address;
+		info[i].cpus = h->cpus;
+		info[i].gpus = h->gpus;
+		info[i].heartbeat_age_ms =
+			h->last_seen_ms ? now - h->last_seen_ms : -1;
+		info[i].state = !h->registered ? "provisioning" :
+				h->lost	       ? "lost" :
+						 "ready";
+		for (k = 0; k < n_as; k++) {
+			if (strcmp(as[k].host, h->name))
+				continue;
+			info[i].job = as[k].job;
+			snprintf(algo[i], sizeof(algo[i]), "algo-%d",
+				 as[k].host_index + 1);
+			info[i].algo = algo[i];
+			if (!h->lost)
+				info[i].state = "busy";
+		}
+	}
+	resp->status = 200;
+	buf_reset(&resp->body);
+	(void)api_hosts_build(info, ctx->n_hosts, &resp->body);
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	free(info);
+	free(algo);
+	db_assignments_free(as, n_as);
+	buf_release(&err);
+}

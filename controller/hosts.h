@@ -1,0 +1,94 @@
+#ifndef CTRL_HOSTS_H
+#define CTRL_HOSTS_H
+
+/*
+ * The hosts the controller knows: their agents' registration, heartbeat and
+ * the version of their desired state, plus the long-polls waiting on that
+ * version (suspended libmicrohttpd connections: waiting costs no thread).
+ * Everything here is guarded by ctx->hosts_lock.
+ */
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/buf.h"
+
+struct ctrl_ctx;
+struct MHD_Connection;
+
+/* A suspended request waiting for news. */
+struct ctrl_waiter {
+	struct MHD_Connection *conn;
+	int *resumed;	     /* set to 1 when resumed, owned by the request */
+	int64_t deadline_ms; /* monotonic */
+	struct ctrl_waiter *next;
+};
+
+struct ctrl_host {
+	char *name;
+	char *token;
+	char *address; /* as the agent reported it */
+	char *boot_id;
+	int cpus;
+	int gpus;
+	int registered;	      /* an agent has registered since we started */
+	int64_t last_seen_ms; /* monotonic, 0 = never */
+	int lost;	      /* missed its heartbeat deadline */
+	int64_t version;      /* of the desired state */
+	struct ctrl_waiter *waiters;
+	/* Embedded local cluster only: the agent process we started. */
+	int local;
+	pid_t pid;
+	char *work_dir;
+	int64_t restart_at_ms; /* monotonic; 0 = no restart pending */
+	int restarts;
+};
+
+/* Adds a host (name and token copied). Returns it; never NULL. */
+struct ctrl_host *ctrl_hosts_add(struct ctrl_ctx *ctx, const char *name,
+				 const char *token);
+
+/* The host named name, or NULL. Caller holds hosts_lock. */
+struct ctrl_host *ctrl_hosts_find(struct ctrl_ctx *ctx, const char *name);
+
+/*
+ * Checks "Authorization: Bearer TOKEN" against the host's token (constant
+ * time). Returns the host, or NULL. Caller holds hosts_lock.
+ */
+struct ctrl_host *ctrl_hosts_auth(struct ctrl_ctx *ctx, const char *name,
+				  const char *authorization);
+
+/*
+ * The desired state of host changed: bump its version and resume its
+ * waiters. Takes hosts_lock.
+ */
+void ctrl_hosts_bump(struct ctrl_ctx *ctx, const char *name);
+
+/* Bumps every host. Takes hosts_lock. */
+void ctrl_hosts_bump_all(struct ctrl_ctx *ctx);
+
+/*
+ * Resumes waiters whose deadline passed and marks hosts whose heartbeat is
+ * older than the deadline lost. Returns the number of hosts that became
+ * lost. Takes hosts_lock.
+ */
+int ctrl_hosts_tick(struct ctrl_ctx *ctx, int64_t now_mono_ms);
+
+/* Resumes every waiter (shutdown). Takes hosts_lock. */
+void ctrl_hosts_resume_all(struct ctrl_ctx *ctx);
+
+/* Adds a waiter to a list; caller holds hosts_lock. */
+void ctrl_waiter_add(struct ctrl_waiter **list, struct MHD_Connection *conn,
+		     int *resumed, int64_t deadline_ms);
+
+/* Resumes and frees every waiter of a list; caller holds hosts_lock. */
+void ctrl_waiters_resume(struct ctrl_waiter **list);
+
+struct ctrl_response;
+
+/* Fills resp with GET /v1/hosts. */
+void ctrl_hosts_list(struct ctrl_ctx *ctx, struct ctrl_response *resp);
+
+/* Frees every host. */
+void ctrl_hosts_release(struct ctrl_ctx *ctx);
+
+#endif

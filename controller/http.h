@@ -1,0 +1,63 @@
+#ifndef CTRL_HTTP_H
+#define CTRL_HTTP_H
+
+#include <stdint.h>
+
+#include "controller/ops.h"
+#include "common/buf.h"
+
+struct ctrl_ctx;
+struct MHD_Connection;
+
+/* Per-request state, from the URI log callback to the completion one. */
+struct ctrl_http_req {
+	char *raw_uri;
+	struct buf body;
+	int started;
+	int too_big;
+	int64_t t0_us;
+	int suspended; /* waiting in a waiter list */
+	int resumed;   /* set by whoever resumed it */
+	/* Streaming upload: the body goes to sink_fd instead of `body`. */
+	int sink_fd;
+	char *sink_tmp; /* temp file to rename on success */
+	char *sink_final;
+	long long sink_bytes;
+	long long sink_max;
+	int sink_error; /* a write failed */
+	/* What the finishing step needs to know about the upload. */
+	char *sink_job;
+	int sink_attempt;
+	int sink_host_index;
+	int sink_bit;
+};
+
+/* What a route did with a request. */
+enum ctrl_route_result {
+	CTRL_ROUTE_DONE = 0,  /* resp is filled: send it */
+	CTRL_ROUTE_SUSPENDED, /* the connection was suspended: send nothing */
+	CTRL_ROUTE_CONTINUE   /* a streaming upload started: keep reading */
+};
+
+/*
+ * The agent protocol (controller/agent_api.c): routes under /v1/agents/.
+ * Called with the whole body read, except for PUT artifacts, which is
+ * called once at the start (and may answer CTRL_ROUTE_CONTINUE after
+ * opening req->sink_fd) and finished by ctrl_agent_upload_done().
+ */
+enum ctrl_route_result ctrl_agent_route(struct ctrl_ctx *ctx,
+					struct MHD_Connection *conn,
+					const char *method, const char *url,
+					struct ctrl_http_req *req,
+					struct ctrl_response *resp);
+void ctrl_agent_upload_done(struct ctrl_ctx *ctx, struct ctrl_http_req *req,
+			    struct ctrl_response *resp);
+
+/* GET /v1/training-jobs/{name}/logs (controller/logs.c). */
+enum ctrl_route_result ctrl_logs_route(struct ctrl_ctx *ctx,
+				       struct MHD_Connection *conn,
+				       const char *name,
+				       struct ctrl_http_req *req,
+				       struct ctrl_response *resp);
+
+#endif

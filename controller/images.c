@@ -1,0 +1,151 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/job_config.h"
+#include "controller/images.h"
+#include "common/err.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+#define PYTHON "/usr/bin/python3"
+
+/* Images that run script mode, by name or by repository name. */
+static const struct {
+	const char *repo;
+	const char *runtime;
+} image_table[] = {
+	{ "trainctl/python", PYTHON },
+	{ "pytorch-training", PYTHON },
+	{ "tensorflow-training", PYTHON },
+	{ "mxnet-training", PYTHON },
+	{ "huggingface-pytorch-training", PYTHON },
+	{ "huggingface-tensorflow-training", PYTHON },
+	{ "sagemaker-scikit-learn", PYTHON },
+	{ "sagemaker-xgboost", PYTHON },
+	{ "sagemaker-pytorch", PYTHON },
+	{ "sagemaker-tensorflow", PYTHON },
+};
+
+/* "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:1.13" ->
+ * "pytorch-training" (written into out). */
+static void repo_name(const char *image, char *out, size_t size)
+{
+	const char *start = strrchr(image, '/');
+	size_t n;
+
+	start = start ? start + 1 : image;
+	n = strcspn(start, ":@");
+	if (n >= size)
+		n = size - 1;
+	memcpy(out, start, n);
+	out[n] = '\0';
+}
+
+static const char *lookup(const char *image)
+{
+	char repo[256];
+	size_t i;
+
+	for (i = 0; i < sizeof(image_table) / sizeof(image_table[0]); i++)
+		if (!strcmp(image, image_table[i].repo))
+			return image_table[i].runtime;
+	repo_name(image, repo, sizeof(repo));
+	for (i = 0; i < sizeof(image_table) / sizeof(image_table[0]); i++)
+		if (!strcmp(repo, image_table[i].repo))
+			return image_table[i].runtime;
+	return NULL;
+}
+
+static size_t list_len(char **l)
+{
+	size_t n = 0;
+
+	while (l && l[n])
+		n++;
+	return n;
+}
+
+static char **argv_join(const char *first, char **a, char **b)
+{
+	size_t na = list_len(a), nb = list_len(b), i, k = 0;
+	char **argv = xcalloc(na + nb + 2, sizeof(*argv));
+
+	if (first)
+		argv[k++] = xstrdup(first);
+	for (i = 0; i < na; i++)
+		argv[k++] = xstrdup(a[i]);
+	for (i = 0; i < nb; i++)
+		argv[k++] = xstrdup(b[i]);
+	return argv;
+}
+
+int ctrl_image_resolve(const struct api_job_spec *spec, struct ctrl_launch *out,
+		       struct buf *err)
+{
+	const char *image = spec->training_image;
+	const char *runtime;
+	const char *prog;
+	const char *dir;
+	char *train_args[] = { (char *)"train", NULL };
+
+	memset(out, 0, sizeof(*out));
+	if (spec->entrypoint) {
+		/* ContainerEntrypoint replaces the image's entry point. */
+		out->mode = API_LAUNCH_EXEC;
+		out->argv = argv_join(NULL, spec->entrypoint, spec->arguments);
+		return 0;
+	}
+	if (!strncmp(image, "file://", 7)) {
+		if (image[7] != '/') {
+			(void)buf_addf(err,
+				       "TrainingImage '%s' must be "
+				       "file:///absolute/path",
+				       image);
+			return ERR_INVALID;
+		}
+		out->mode = API_LAUNCH_EXEC;
+		out->argv = argv_join(
+			image + 7,
+			spec->arguments ? spec->arguments : train_args, NULL);
+		return 0;
+	}
+	runtime = lookup(image);
+	if (!runtime) {
+		(void)buf_addf(err,
+			       "TrainingImage "
+			       "'%s' is neither a file:// executable nor a "
+			       "known image (trainctl/python or a SageMaker "
+			       "framework image such as pytorch-training)",
+			       image);
+		return ERR_INVALID;
+	}
+	prog = api_job_spec_hp(spec, "sagemaker_program");
+	if (!prog) {
+		(void)buf_addf(err,
+			       "image '%s' "
+			       "runs script mode and needs the hyperparameter "
+			       "sagemaker_program (or ContainerEntrypoint)",
+			       image);
+		return ERR_INVALID;
+	}
+	out->mode = API_LAUNCH_SCRIPT;
+	out->runtime = xstrdup(runtime);
+	out->program = api_hp_string(prog);
+	dir = api_job_spec_hp(spec, "sagemaker_submit_directory");
+	if (dir)
+		out->submit_directory = api_hp_string(dir);
+	return 0;
+}
+
+void ctrl_launch_release(struct ctrl_launch *l)
+{
+	size_t i;
+
+	for (i = 0; l->argv && l->argv[i]; i++)
+		free(l->argv[i]);
+	free(l->argv);
+	free(l->runtime);
+	free(l->program);
+	free(l->submit_directory);
+	memset(l, 0, sizeof(*l));
+}

@@ -1,0 +1,646 @@
+#define LOG_TAG "ctrl"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "api/agent_proto.h"
+#include "controller/artifacts.h"
+#include "controller/ctrl.h"
+#include "controller/hosts.h"
+#include "controller/images.h"
+#include "controller/jobrt.h"
+#include "controller/job_state.h"
+#include "controller/jobrun.h"
+#include "db/db.h"
+#include "db/run.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+/*
+ * FailureReason: a category prefix ("AlgorithmError: ") and the first 1024
+ * characters of output/failure (the agent cuts the file's text), as the
+ * service writes it.
+ */
+#define REASON_MAX (1024 + 32)
+
+struct name_list {
+	char **names;
+	size_t n, cap;
+};
+
+static void collect(const char *name, void *arg)
+{
+	struct name_list *l = arg;
+
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 16;
+		l->names = xrealloc(l->names, l->cap * sizeof(*l->names));
+	}
+	l->names[l->n++] = xstrdup(name);
+}
+
+static void name_list_release(struct name_list *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		free(l->names[i]);
+	free(l->names);
+	memset(l, 0, sizeof(*l));
+}
+
+/* Hosts that hold any assignment are busy. */
+static int host_busy(const struct db_assignment *all, size_t n,
+		     const char *host)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(all[i].host, host))
+			return 1;
+	return 0;
+}
+
+/*
+ * A free TCP port for the attempt's rendezvous. The kernel picks it; the
+ * port is released at once and used moments later by algo-1, the usual
+ * trade-off of torchrun's own free-port helper.
+ */
+static int pick_port(void)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int port = 29500;
+
+	if (fd < 0)
+		return port;
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (!bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
+	    !getsockname(fd, (struct sockaddr *)&a, &len))
+		port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}
+
+static int job_instance_count(const struct api_job_spec *spec)
+{
+	size_t i;
+	int n = spec->instance_count;
+
+	for (i = 0; i < spec->n_groups; i++)
+		n += spec->groups[i].count;
+	return n;
+}
+
+/* Sets the open transition's message when it changed. */
+static void set_message(struct ctrl_ctx *ctx, const struct db_job *job,
+			const char *msg)
+{
+	struct db_state_change ch = { 0 };
+	struct buf err = BUF_INIT;
+	const struct db_transition *t =
+		job->n_transitions ? &job->transitions[job->n_transitions - 1] :
+				     NULL;
+
+	if (t && t->message && !strcmp(t->message, msg))
+		return;
+	ch.expect_status = job->status;
+	ch.expect_secondary = job->secondary_status;
+	ch.status = job->status;
+	ch.secondary = job->secondary_status;
+	ch.message = msg;
+	ch.now_ms = time_now_ms();
+	(void)db_job_change_state(ctx->db, job->name, &ch, &err);
+	buf_release(&err);
+}
+
+static void bump_hosts(struct ctrl_ctx *ctx, const struct db_assignment *as,
+		       size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		ctrl_hosts_bump(ctx, as[i].host);
+}
+
+static void finish(struct ctrl_ctx *ctx, const struct db_job *job,
+		   enum ctrl_job_state from, enum ctrl_job_state to,
+		   const char *message, const char *reason,
+		   const struct db_assignment *as, size_t n, int upload);
+
+static void place(struct ctrl_ctx *ctx, const struct db_job *job,
+		  struct db_assignment **all, size_t *n_all)
+{
+	const char **chosen = NULL;
+	struct ctrl_jobrt *rt;
+	struct buf err = BUF_INIT;
+	struct buf msg = BUF_INIT;
+	size_t i, k = 0;
+	struct ctrl_launch launch;
+	int bad_image;
+	int need;
+	int ret;
+
+	pthread_mutex_lock(&ctx->jobs_lock);
+	rt = ctrl_jobrt_get(ctx, job->name);
+	need = rt ? job_instance_count(&rt->spec) : 0;
+	pthread_mutex_unlock(&ctx->jobs_lock);
+	if (need < 1)
+		return;
+	chosen = xcalloc((size_t)need, sizeof(*chosen));
+	pthread_mutex_lock(&ctx->hosts_lock);
+	for (i = 0; i < ctx->n_hosts && k < (size_t)need; i++) {
+		struct ctrl_host *h = ctx->hosts[i];
+
+		if (h->registered && !h->lost &&
+		    !host_busy(*all, *n_all, h->name))
+			chosen[k++] = h->name;
+	}
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	if (k < (size_t)need) {
+		(void)buf_addf(&msg,
+			       "Waiting for %d free host%s (%zu free now)",
+			       need, need == 1 ? "" : "s", k);
+		set_message(ctx, job, msg.data);
+		goto out;
+	}
+	pthread_mutex_lock(&ctx->jobs_lock);
+	rt = ctrl_jobrt_get(ctx, job->name);
+	bad_image = rt && ctrl_image_resolve(&rt->spec, &launch, &err);
+	if (rt && !bad_image)
+		ctrl_launch_release(&launch);
+	pthread_mutex_unlock(&ctx->jobs_lock);
+	if (bad_image) {
+		/* As SageMaker does with an image it cannot pull: the job
+		 * was accepted and fails as it starts. */
+		enum ctrl_job_state cur = CTRL_JOB_STARTING;
+
+		buf_reset(&msg);
+		(void)buf_addf(&msg, "ClientError: %s", err.data);
+		ctrl_job_state_parse(job->secondary_status, &cur);
+		finish(ctx, job, cur, CTRL_JOB_FAILED, "Training job failed",
+		       msg.data, NULL, 0, 0);
+		goto out;
+	}
+	ret = db_attempt_start(ctx->db, job->name, job->attempt + 1,
+			       pick_port(), chosen, (size_t)need, time_now_ms(),
+			       &err);
+	if (ret) {
+		log_error("job '%s': cannot start attempt: %s", job->name,
+			  err.data);
+		goto out;
+	}
+	log_info("job '%s': attempt %d on %d host%s", job->name,
+		 job->attempt + 1, need, need == 1 ? "" : "s");
+	set_message(ctx, job, "Preparing the instances for training");
+	/* The chosen hosts are busy from now on. */
+	db_assignments_free(*all, *n_all);
+	*all = NULL;
+	*n_all = 0;
+	(void)db_assignments_list(ctx->db, NULL, NULL, 0, all, n_all, &err);
+	for (i = 0; i < (size_t)need; i++)
+		ctrl_hosts_bump(ctx, chosen[i]);
+out:
+	free(chosen);
+	buf_release(&err);
+	buf_release(&msg);
+}
+
+/* What the reports of an attempt add up to. */
+struct summary {
+	size_t n;
+	size_t running; /* phase >= running */
+	size_t downloading;
+	size_t exited_ok; /* every process exited 0 */
+	size_t done;
+	size_t finished; /* done or error or exited (nothing more comes) */
+	int failed;
+	struct buf reason;
+};
+
+static int host_lost(struct ctrl_ctx *ctx, const char *name)
+{
+	struct ctrl_host *h;
+	int lost;
+
+	pthread_mutex_lock(&ctx->hosts_lock);
+	h = ctrl_hosts_find(ctx, name);
+	lost = !h || h->lost;
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	return lost;
+}
+
+static void describe_exit(struct buf *b, const struct db_assignment *a,
+			  const struct api_proc_report *p)
+{
+	if (p->signal)
+		(void)buf_addf(b,
+			       "AlgorithmError: algo-%d (host %s) rank %d was "
+			       "killed by signal %d (%s)",
+			       a->host_index + 1, a->host, p->rank, p->signal,
+			       strsignal(p->signal));
+	else
+		(void)buf_addf(b,
+			       "AlgorithmError: algo-%d (host %s) rank %d "
+			       "exited with code %d",
+			       a->host_index + 1, a->host, p->rank,
+			       p->exit_code);
+}
+
+static void summarize(struct ctrl_ctx *ctx, const struct db_assignment *as,
+		      size_t n, struct summary *s)
+{
+	int64_t first_fail_ms = 0;
+	size_t i, k;
+
+	memset(s, 0, sizeof(*s));
+	buf_init(&s->reason, 0);
+	s->n = n;
+	for (i = 0; i < n; i++) {
+		struct api_status st;
+		struct buf err = BUF_INIT;
+		struct api_report *r;
+		int ok = 1;
+
+		if (host_lost(ctx, as[i].host) && !s->failed) {
+			s->failed = 1;
+			buf_reset(&s->reason);
+			(void)buf_addf(&s->reason,
+				       "InternalServerError: host %s "
+				       "(algo-%d) stopped responding",
+				       as[i].host, as[i].host_index + 1);
+			first_fail_ms = 1;
+		}
+		if (!as[i].report_json ||
+		    api_status_parse(as[i].report_json,
+				     strlen(as[i].report_json), &st, &err) ||
+		    st.n != 1) {
+			if (as[i].report_json)
+				api_status_release(&st);
+			buf_release(&err);
+			continue;
+		}
+		buf_release(&err);
+		r = &st.items[0];
+		if (r->phase == API_PHASE_DOWNLOADING)
+			s->downloading++;
+		if (r->phase >= API_PHASE_RUNNING &&
+		    r->phase != API_PHASE_ERROR)
+			s->running++;
+		if (r->phase == API_PHASE_DONE)
+			s->done++;
+		if (r->phase >= API_PHASE_EXITED)
+			s->finished++;
+		if (r->phase == API_PHASE_ERROR) {
+			if (!s->failed) {
+				s->failed = 1;
+				buf_reset(&s->reason);
+				(void)buf_addf(
+					&s->reason,
+					"ClientError: algo-%d (host %s): "
+					"%s",
+					as[i].host_index + 1, as[i].host,
+					r->error ? r->error : "error");
+			}
+			ok = 0;
+		}
+		/* Judge exits once the host reported them all: its report
+		 * then carries output/failure too. */
+		for (k = 0; r->phase >= API_PHASE_EXITED && k < r->n_procs;
+		     k++) {
+			const struct api_proc_report *p = &r->procs[k];
+
+			if (!p->exited) {
+				ok = 0;
+				continue;
+			}
+			if (p->exit_code == 0 && p->signal == 0)
+				continue;
+			ok = 0;
+			/* The first failure in time names the culprit. */
+			if (!s->failed || (first_fail_ms > 1 &&
+					   p->exited_ms < first_fail_ms)) {
+				s->failed = 1;
+				first_fail_ms = p->exited_ms ? p->exited_ms : 2;
+				buf_reset(&s->reason);
+				if (r->failure && *r->failure)
+					(void)buf_addf(&s->reason,
+						       "AlgorithmError: %s",
+						       r->failure);
+				else
+					describe_exit(&s->reason, &as[i], p);
+			}
+		}
+		if (r->phase < API_PHASE_EXITED || r->n_procs == 0)
+			ok = 0;
+		if (ok)
+			s->exited_ok++;
+		api_status_release(&st);
+	}
+	/* Cut over-long reasons at a character boundary. */
+	if (s->reason.len > REASON_MAX) {
+		size_t cut = REASON_MAX;
+
+		while (cut &&
+		       ((unsigned char)s->reason.data[cut] & 0xc0) == 0x80)
+			cut--;
+		s->reason.len = cut;
+		s->reason.data[cut] = '\0';
+	}
+}
+
+static const char *default_message(enum ctrl_job_state s)
+{
+	switch (s) {
+	case CTRL_JOB_DOWNLOADING:
+		return "Downloading input data";
+	case CTRL_JOB_TRAINING:
+		return "Training image download completed. Training in "
+		       "progress.";
+	case CTRL_JOB_UPLOADING:
+		return "Uploading generated training model";
+	default:
+		return NULL;
+	}
+}
+
+/*
+ * Walks the job forward along Starting -> [Downloading ->] Training ->
+ * Uploading until it reaches to (a quick job may pass several states
+ * between two looks).
+ */
+static void advance(struct ctrl_ctx *ctx, const char *name,
+		    enum ctrl_job_state *cur, enum ctrl_job_state to)
+{
+	struct buf err = BUF_INIT;
+
+	while (*cur != to) {
+		enum ctrl_job_state next;
+
+		if (*cur == CTRL_JOB_STARTING && to == CTRL_JOB_DOWNLOADING)
+			next = CTRL_JOB_DOWNLOADING;
+		else if (*cur == CTRL_JOB_STARTING ||
+			 *cur == CTRL_JOB_DOWNLOADING)
+			next = CTRL_JOB_TRAINING;
+		else if (*cur == CTRL_JOB_TRAINING)
+			next = CTRL_JOB_UPLOADING;
+		else
+			break;
+		if (next > to)
+			break;
+		if (ctrl_job_transition(ctx, name, *cur, next,
+					default_message(next), NULL, &err))
+			break;
+		*cur = next;
+	}
+	buf_release(&err);
+}
+
+static void cleanup(struct ctrl_ctx *ctx, const char *name,
+		    const struct db_assignment *as, size_t n)
+{
+	struct buf err = BUF_INIT;
+
+	if (db_assignments_delete(ctx->db, name, 0, &err))
+		log_error("job '%s': %s", name, err.data);
+	bump_hosts(ctx, as, n);
+	ctrl_jobrt_drop(ctx, name);
+	buf_release(&err);
+}
+
+static void finish(struct ctrl_ctx *ctx, const struct db_job *job,
+		   enum ctrl_job_state from, enum ctrl_job_state to,
+		   const char *message, const char *reason,
+		   const struct db_assignment *as, size_t n, int upload)
+{
+	struct db_state_change ch = { 0 };
+	struct buf err = BUF_INIT;
+	char *model = NULL;
+	struct ctrl_jobrt *rt;
+	char *output_path = NULL;
+
+	if (upload) {
+		pthread_mutex_lock(&ctx->jobs_lock);
+		rt = ctrl_jobrt_get(ctx, job->name);
+		if (rt)
+			output_path = xstrdup(rt->spec.output_path);
+		pthread_mutex_unlock(&ctx->jobs_lock);
+		if (output_path &&
+		    ctrl_artifacts_collect(ctx, job->name, job->attempt, as, n,
+					   output_path, "model.tar.gz", &model,
+					   &err)) {
+			log_error("job '%s': cannot store the model: %s",
+				  job->name, err.data);
+			if (to == CTRL_JOB_COMPLETED) {
+				struct buf why = BUF_INIT;
+
+				to = CTRL_JOB_FAILED;
+				message = "Training job failed";
+				(void)buf_addf(&why,
+					       "ClientError: could not "
+					       "store the model: %s",
+					       err.data);
+				buf_reset(&err);
+				(void)buf_add(&err, why.data,
+					      why.len > REASON_MAX ?
+						      REASON_MAX :
+						      why.len);
+				buf_release(&why);
+				reason = err.data;
+			}
+		}
+		if (output_path) {
+			struct buf e2 = BUF_INIT;
+
+			if (ctrl_artifacts_collect(ctx, job->name, job->attempt,
+						   as, n, output_path,
+						   "output.tar.gz", NULL, &e2))
+				log_warn("job '%s': cannot store output: %s",
+					 job->name, e2.data);
+			buf_release(&e2);
+		}
+	}
+	if (!ctrl_job_transition_allowed(from, to)) {
+		log_error("job '%s': %s -> %s not allowed", job->name,
+			  ctrl_job_state_secondary(from),
+			  ctrl_job_state_secondary(to));
+		goto out;
+	}
+	ch.expect_status = ctrl_job_state_primary(from);
+	ch.expect_secondary = ctrl_job_state_secondary(from);
+	ch.status = ctrl_job_state_primary(to);
+	ch.secondary = ctrl_job_state_secondary(to);
+	ch.message = message;
+	ch.failure_reason = reason;
+	ch.model_artifacts = to == CTRL_JOB_FAILED ? NULL : model;
+	ch.now_ms = time_now_ms();
+	ch.set_end = 1;
+	if (db_job_change_state(ctx->db, job->name, &ch, &err)) {
+		log_error("job '%s': %s", job->name, err.data);
+		goto out;
+	}
+	(void)db_attempt_end(ctx->db, job->name, job->attempt,
+			     reason ? reason : ctrl_job_state_secondary(to),
+			     ch.now_ms, &err);
+	log_info("job '%s' %s -> %s%s%s", job->name,
+		 ctrl_job_state_secondary(from), ctrl_job_state_secondary(to),
+		 reason ? ": " : "", reason ? reason : "");
+	cleanup(ctx, job->name, as, n);
+out:
+	free(model);
+	free(output_path);
+	buf_release(&err);
+}
+
+static void set_actions(struct ctrl_ctx *ctx, const struct db_job *job,
+			const struct db_assignment *as, size_t n,
+			const char *action)
+{
+	struct buf err = BUF_INIT;
+	size_t i;
+	int change = 0;
+
+	for (i = 0; i < n; i++)
+		change |= strcmp(as[i].action, action) != 0;
+	if (!change)
+		return;
+	if (db_assignments_set_action(ctx->db, job->name, job->attempt, action,
+				      &err))
+		log_error("job '%s': %s", job->name, err.data);
+	bump_hosts(ctx, as, n);
+	buf_release(&err);
+}
+
+/* Every host of a stopping attempt has uploaded, failed or is gone. */
+static int all_settled(struct ctrl_ctx *ctx, const struct db_assignment *as,
+		       size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(as[i].phase, "done") &&
+		    strcmp(as[i].phase, "error") && !host_lost(ctx, as[i].host))
+			return 0;
+	return 1;
+}
+
+static void step(struct ctrl_ctx *ctx, const char *name,
+		 struct db_assignment **all, size_t *n_all)
+{
+	struct db_job job;
+	struct db_assignment *as = NULL;
+	struct buf err = BUF_INIT;
+	struct summary s;
+	enum ctrl_job_state cur;
+	int64_t max_ms = 0;
+	struct ctrl_jobrt *rt;
+	size_t n = 0;
+
+	memset(&s, 0, sizeof(s));
+	if (db_job_get(ctx->db, name, &job, &err) ||
+	    ctrl_job_state_parse(job.secondary_status, &cur)) {
+		buf_release(&err);
+		return;
+	}
+	if (cur == CTRL_JOB_STOPPING && job.attempt == 0) {
+		finish(ctx, &job, cur,
+		       job.stop_reason && !strcmp(job.stop_reason,
+						  "MaxRuntimeExceeded") ?
+			       CTRL_JOB_MAX_RUNTIME :
+			       CTRL_JOB_STOPPED,
+		       "Training job stopped", NULL, NULL, 0, 0);
+		goto out;
+	}
+	if (job.attempt == 0) {
+		place(ctx, &job, all, n_all);
+		goto out;
+	}
+	(void)db_assignments_list(ctx->db, name, NULL, job.attempt, &as, &n,
+				  &err);
+	summarize(ctx, as, n, &s);
+	if (cur == CTRL_JOB_STOPPING) {
+		int maxrt = job.stop_reason &&
+			    !strcmp(job.stop_reason, "MaxRuntimeExceeded");
+
+		set_actions(ctx, &job, as, n, "stop");
+		if (all_settled(ctx, as, n))
+			finish(ctx, &job, cur,
+			       maxrt ? CTRL_JOB_MAX_RUNTIME : CTRL_JOB_STOPPED,
+			       maxrt ? "Training job stopped: "
+				       "MaxRuntimeInSeconds exceeded" :
+				       "Training job stopped",
+			       NULL, as, n, 1);
+		goto out;
+	}
+	pthread_mutex_lock(&ctx->jobs_lock);
+	rt = ctrl_jobrt_get(ctx, name);
+	if (rt)
+		max_ms = rt->spec.max_runtime_s * 1000;
+	pthread_mutex_unlock(&ctx->jobs_lock);
+	if (job.start_ms && max_ms && time_now_ms() - job.start_ms > max_ms) {
+		(void)db_job_set_stop_reason(ctx->db, name,
+					     "MaxRuntimeExceeded", &err);
+		if (!ctrl_job_transition(ctx, name, cur, CTRL_JOB_STOPPING,
+					 "MaxRuntimeInSeconds exceeded: "
+					 "stopping the training job",
+					 NULL, &err))
+			set_actions(ctx, &job, as, n, "stop");
+		goto out;
+	}
+	if (s.failed) {
+		set_actions(ctx, &job, as, n, "abort");
+		finish(ctx, &job, cur, CTRL_JOB_FAILED, "Training job failed",
+		       s.reason.data, as, n, 0);
+		goto out;
+	}
+	if (s.exited_ok >= n && s.done >= n) {
+		advance(ctx, name, &cur, CTRL_JOB_UPLOADING);
+		if (cur == CTRL_JOB_UPLOADING)
+			finish(ctx, &job, cur, CTRL_JOB_COMPLETED,
+			       "Training job completed", NULL, as, n, 1);
+	} else if (s.exited_ok >= n) {
+		advance(ctx, name, &cur, CTRL_JOB_UPLOADING);
+	} else if (s.running >= n) {
+		advance(ctx, name, &cur, CTRL_JOB_TRAINING);
+	} else if (s.downloading && cur == CTRL_JOB_STARTING) {
+		advance(ctx, name, &cur, CTRL_JOB_DOWNLOADING);
+	}
+out:
+	buf_release(&s.reason);
+	db_assignments_free(as, n);
+	db_job_release(&job);
+	buf_release(&err);
+}
+
+void ctrl_jobs_reconcile(struct ctrl_ctx *ctx)
+{
+	struct name_list l = { 0 };
+	struct db_assignment *all = NULL;
+	struct buf err = BUF_INIT;
+	size_t n_all = 0;
+	size_t i;
+
+	if (db_jobs_with_status(ctx->db, "InProgress", collect, &l, &err) ||
+	    db_jobs_with_status(ctx->db, "Stopping", collect, &l, &err) ||
+	    db_assignments_list(ctx->db, NULL, NULL, 0, &all, &n_all, &err)) {
+		log_error("reconciler: %s", err.data);
+		goto out;
+	}
+	for (i = 0; i < l.n; i++)
+		step(ctx, l.names[i], &all, &n_all);
+out:
+	db_assignments_free(all, n_all);
+	name_list_release(&l);
+	buf_release(&err);
+}

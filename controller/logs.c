@@ -1,0 +1,351 @@
+#define LOG_TAG "ctrl"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "api/logs_json.h"
+#include "controller/ctrl.h"
+#include "controller/hosts.h"
+#include "controller/http.h"
+#include "controller/jobrt.h"
+#include "controller/job_state.h"
+#include "controller/logs.h"
+#include "db/run.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+#define READ_MAX (1 << 20)
+#define FOLLOW_MS 20000
+
+int ctrl_logs_path(struct ctrl_ctx *ctx, const char *job, const char *stream,
+		   struct buf *out)
+{
+	return buf_addf(out, "%s/logs/%s/%s.log", ctx->cfg.state_dir, job,
+			stream);
+}
+
+static void ensure_dir(struct ctrl_ctx *ctx, const char *job)
+{
+	struct buf p = BUF_INIT;
+
+	(void)buf_addf(&p, "%s/logs", ctx->cfg.state_dir);
+	mkdir(p.data, 0700);
+	(void)buf_addf(&p, "/%s", job);
+	mkdir(p.data, 0700);
+	buf_release(&p);
+}
+
+/* One stream's pending text within a batch. */
+struct pending {
+	char *job;
+	char *stream;
+	struct buf text;
+};
+
+static void metric_lines(struct ctrl_jobrt *rt, const struct api_log_line *l,
+			 struct db_metric **pts, size_t *n, size_t *cap)
+{
+	size_t i;
+
+	for (i = 0; i < rt->spec.n_metrics; i++) {
+		pcre2_match_data *md;
+		PCRE2_SIZE *ov;
+		char num[64];
+		char *end;
+		double v;
+		size_t len;
+
+		if (!rt->regexes[i])
+			continue;
+		md = pcre2_match_data_create_from_pattern(rt->regexes[i], NULL);
+		if (pcre2_match(rt->regexes[i], (PCRE2_SPTR)l->text,
+				strlen(l->text), 0, 0, md, NULL) < 2) {
+			pcre2_match_data_free(md);
+			continue;
+		}
+		ov = pcre2_get_ovector_pointer(md);
+		len = ov[3] - ov[2];
+		if (len >= sizeof(num))
+			len = sizeof(num) - 1;
+		memcpy(num, l->text + ov[2], len);
+		num[len] = '\0';
+		pcre2_match_data_free(md);
+		v = strtod(num, &end);
+		if (end == num)
+			continue;
+		if (*n == *cap) {
+			*cap = *cap ? *cap * 2 : 16;
+			*pts = xrealloc(*pts, *cap * sizeof(**pts));
+		}
+		(*pts)[*n].name = rt->spec.metrics[i].name;
+		(*pts)[*n].value = v;
+		(*pts)[*n].timestamp_ms = l->ts_ms;
+		(*n)++;
+	}
+}
+
+/* The stream of a line: algo-N-<epoch seconds of the attempt's start>. */
+static int stream_of(struct ctrl_ctx *ctx, struct ctrl_jobrt *rt,
+		     const struct api_log_line *l, struct buf *out)
+{
+	struct buf err = BUF_INIT;
+	int64_t started = 0;
+	int port;
+
+	if (rt->attempt != l->attempt) {
+		if (db_attempt_info(ctx->db, rt->name, l->attempt, &port,
+				    &started, &err)) {
+			buf_release(&err);
+			return ERR_NOTFOUND;
+		}
+		rt->attempt = l->attempt;
+		rt->attempt_start_ms = started;
+	}
+	buf_release(&err);
+	return buf_addf(out, "%s-%" PRId64, l->algo,
+			rt->attempt_start_ms / 1000);
+}
+
+static void flush(struct ctrl_ctx *ctx, struct pending *p)
+{
+	struct buf path = BUF_INIT;
+	int fd;
+
+	ensure_dir(ctx, p->job);
+	(void)ctrl_logs_path(ctx, p->job, p->stream, &path);
+	fd = open(path.data, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0 ||
+	    write(fd, p->text.data, p->text.len) != (ssize_t)p->text.len)
+		log_error("cannot write log '%s': %s", path.data,
+			  strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	buf_release(&path);
+}
+
+void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
+		      const struct api_log_batch *b)
+{
+	struct pending *pend = NULL;
+	size_t n_pend = 0;
+	struct db_metric *pts = NULL;
+	size_t n_pts = 0, cap_pts = 0;
+	struct buf stream = BUF_INIT;
+	struct buf err = BUF_INIT;
+	char *metrics_job = NULL;
+	size_t i, k;
+
+	(void)host;
+	pthread_mutex_lock(&ctx->jobs_lock);
+	for (i = 0; i < b->n; i++) {
+		const struct api_log_line *l = &b->lines[i];
+		struct ctrl_jobrt *rt = ctrl_jobrt_get(ctx, l->job);
+		struct pending *p = NULL;
+
+		if (!rt)
+			continue;
+		buf_reset(&stream);
+		if (stream_of(ctx, rt, l, &stream))
+			continue;
+		for (k = 0; k < n_pend; k++)
+			if (!strcmp(pend[k].job, l->job) &&
+			    !strcmp(pend[k].stream, stream.data))
+				p = &pend[k];
+		if (!p) {
+			pend = xrealloc(pend, (n_pend + 1) * sizeof(*pend));
+			p = &pend[n_pend++];
+			p->job = xstrdup(l->job);
+			p->stream = xstrdup(stream.data);
+			buf_init(&p->text, 0);
+			(void)db_log_stream_add(ctx->db, l->job, p->stream,
+						atoi(l->algo + 5) - 1,
+						rt->attempt_start_ms, &err);
+		}
+		(void)buf_addf(&p->text, "%" PRId64 "\t%c\t%d\t%s\n", l->ts_ms,
+			       l->is_stderr ? 'E' : 'O', l->rank, l->text);
+		if (rt->spec.n_metrics) {
+			/* Metrics of one job per batch, the usual case; lines
+			 * of other jobs in the same batch go to their own. */
+			if (metrics_job && strcmp(metrics_job, l->job)) {
+				(void)db_metrics_add(ctx->db, metrics_job, pts,
+						     n_pts, &err);
+				n_pts = 0;
+			}
+			if (!metrics_job || strcmp(metrics_job, l->job)) {
+				free(metrics_job);
+				metrics_job = xstrdup(l->job);
+			}
+			metric_lines(rt, l, &pts, &n_pts, &cap_pts);
+		}
+	}
+	if (metrics_job && n_pts &&
+	    db_metrics_add(ctx->db, metrics_job, pts, n_pts, &err))
+		log_error("cannot store metrics: %s", err.data);
+	pthread_mutex_unlock(&ctx->jobs_lock);
+	for (k = 0; k < n_pend; k++) {
+		flush(ctx, &pend[k]);
+		free(pend[k].job);
+		free(pend[k].stream);
+		buf_release(&pend[k].text);
+	}
+	free(pend);
+	free(pts);
+	free(metrics_job);
+	buf_release(&stream);
+	buf_release(&err);
+	pthread_mutex_lock(&ctx->hosts_lock);
+	ctx->log_version++;
+	ctrl_waiters_resume(&ctx->log_waiters);
+	pthread_mutex_unlock(&ctx->hosts_lock);
+}
+
+/* Parses the lines of a stream file from offset into events. */
+static int read_events(const char *path, long long offset, int limit,
+		       struct api_log_events *ev)
+{
+	char *data;
+	ssize_t got;
+	char *p, *nl;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	ev->next_offset = offset;
+	if (fd < 0)
+		return errno == ENOENT ? 0 : ERR_IO;
+	data = xmalloc(READ_MAX + 1);
+	got = pread(fd, data, READ_MAX, offset);
+	close(fd);
+	if (got < 0) {
+		free(data);
+		return ERR_IO;
+	}
+	data[got] = '\0';
+	for (p = data; (nl = strchr(p, '\n')) && (int)ev->n < limit;
+	     p = nl + 1) {
+		struct api_log_event *e;
+		char *f1, *f2, *f3;
+
+		*nl = '\0';
+		f1 = strchr(p, '\t');
+		f2 = f1 ? strchr(f1 + 1, '\t') : NULL;
+		f3 = f2 ? strchr(f2 + 1, '\t') : NULL;
+		ev->next_offset += nl + 1 - p;
+		if (!f3)
+			continue;
+		ev->items =
+			xrealloc(ev->items, (ev->n + 1) * sizeof(*ev->items));
+		e = &ev->items[ev->n++];
+		e->timestamp_ms = strtoll(p, NULL, 10);
+		e->is_stderr = f1[1] == 'E';
+		e->rank = atoi(f2 + 1);
+		e->message = xstrdup(f3 + 1);
+	}
+	free(data);
+	return 0;
+}
+
+static int job_finished(struct ctrl_ctx *ctx, const char *name)
+{
+	struct db_job job;
+	struct buf err = BUF_INIT;
+	enum ctrl_job_state st;
+	int done = 1;
+
+	if (!db_job_get(ctx->db, name, &job, &err)) {
+		done = !ctrl_job_state_parse(job.secondary_status, &st) &&
+		       ctrl_job_state_terminal(st);
+		db_job_release(&job);
+	}
+	buf_release(&err);
+	return done;
+}
+
+enum ctrl_route_result ctrl_logs_route(struct ctrl_ctx *ctx,
+				       struct MHD_Connection *conn,
+				       const char *name,
+				       struct ctrl_http_req *req,
+				       struct ctrl_response *resp)
+{
+	const char *stream = MHD_lookup_connection_value(
+		conn, MHD_GET_ARGUMENT_KIND, "stream");
+	const char *off = MHD_lookup_connection_value(
+		conn, MHD_GET_ARGUMENT_KIND, "offset");
+	const char *lim = MHD_lookup_connection_value(
+		conn, MHD_GET_ARGUMENT_KIND, "limit");
+	const char *follow = MHD_lookup_connection_value(
+		conn, MHD_GET_ARGUMENT_KIND, "follow");
+	struct api_log_events ev;
+	struct db_log_stream *streams = NULL;
+	struct buf path = BUF_INIT;
+	struct buf err = BUF_INIT;
+	size_t n = 0, i;
+	int limit = lim ? atoi(lim) : 10000;
+	int ret;
+
+	memset(&ev, 0, sizeof(ev));
+	if (limit < 1 || limit > 10000)
+		limit = 10000;
+	ret = db_log_streams(ctx->db, name, &streams, &n, &err);
+	if (ret) {
+		ctrl_reply_err_code(resp, ret, err.data);
+		goto out;
+	}
+	ev.streams = xcalloc(n + 1, sizeof(*ev.streams));
+	for (i = 0; i < n; i++) {
+		struct buf full = BUF_INIT;
+
+		(void)buf_addf(&full, "%s/%s", name, streams[i].name);
+		ev.streams[i] = buf_detach(&full, NULL);
+	}
+	ev.n_streams = n;
+	if (stream) {
+		const char *suffix = strchr(stream, '/');
+
+		suffix = suffix ? suffix + 1 : stream;
+		if (strchr(suffix, '/') || strstr(suffix, "..")) {
+			ctrl_reply_error(resp, 400, "ValidationException",
+					 "invalid stream name");
+			goto out;
+		}
+		(void)ctrl_logs_path(ctx, name, suffix, &path);
+		if (read_events(path.data, off ? atoll(off) : 0, limit, &ev)) {
+			ctrl_reply_err_code(resp, ERR_IO, "cannot read log");
+			goto out;
+		}
+		if (ev.n == 0 && follow && !strcmp(follow, "1") &&
+		    !req->resumed && !job_finished(ctx, name)) {
+			pthread_mutex_lock(&ctx->hosts_lock);
+			req->suspended = 1;
+			MHD_suspend_connection(conn);
+			ctrl_waiter_add(&ctx->log_waiters, conn, &req->resumed,
+					time_mono_ms() + FOLLOW_MS);
+			pthread_mutex_unlock(&ctx->hosts_lock);
+			api_log_events_release(&ev);
+			db_log_streams_free(streams, n);
+			buf_release(&path);
+			buf_release(&err);
+			return CTRL_ROUTE_SUSPENDED;
+		}
+	}
+	req->resumed = 0;
+	resp->status = 200;
+	buf_reset(&resp->body);
+	if (api_log_events_build(&ev, &resp->body))
+		ctrl_reply_err_code(resp, ERR_TOOBIG, "log page too big");
+out:
+	api_log_events_release(&ev);
+	db_log_streams_free(streams, n);
+	buf_release(&path);
+	buf_release(&err);
+	return CTRL_ROUTE_DONE;
+}

@@ -1,0 +1,23 @@
+#ifndef CTRL_LOGS_H
+#define CTRL_LOGS_H
+
+/*
+ * Job logs: lines from the agents go to one append-only file per stream
+ * (CloudWatch's naming, <job>/algo-<n>-<epoch of the attempt's start>) under
+ * <state-dir>/logs/<job>/, indexed in the store; MetricDefinitions are
+ * applied to every line on the way in.
+ */
+#include "api/agent_proto.h"
+#include "common/buf.h"
+
+struct ctrl_ctx;
+
+/* Stores a batch of lines from host and wakes log followers. */
+void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
+		      const struct api_log_batch *b);
+
+/* The file of stream (the part after "<job>/") of job. */
+int ctrl_logs_path(struct ctrl_ctx *ctx, const char *job, const char *stream,
+		   struct buf *out);
+
+#endif

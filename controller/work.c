@@ -1,0 +1,195 @@
+#define LOG_TAG "ctrl"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/agent_proto.h"
+#include "api/job_config.h"
+#include "controller/ctrl.h"
+#include "controller/hosts.h"
+#include "controller/images.h"
+#include "controller/jobrt.h"
+#include "controller/work.h"
+#include "db/run.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+static char **strv_dup(char **v)
+{
+	size_t n = 0, i;
+	char **out;
+
+	while (v && v[n])
+		n++;
+	out = xcalloc(n + 1, sizeof(*out));
+	for (i = 0; i < n; i++)
+		out[i] = xstrdup(v[i]);
+	return out;
+}
+
+static enum api_action action_of(const char *s)
+{
+	if (!strcmp(s, "stop"))
+		return API_ACTION_STOP;
+	if (!strcmp(s, "abort"))
+		return API_ACTION_ABORT;
+	return API_ACTION_RUN;
+}
+
+static char *host_address(struct ctrl_ctx *ctx, const char *host)
+{
+	struct ctrl_host *h;
+	char *addr;
+
+	pthread_mutex_lock(&ctx->hosts_lock);
+	h = ctrl_hosts_find(ctx, host);
+	addr = xstrdup(h && h->address ? h->address : "127.0.0.1");
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	return addr;
+}
+
+/* Fills a from the job's spec and the attempt's assignments. */
+static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
+		const struct db_assignment *mine,
+		const struct db_assignment *all, size_t n_all,
+		struct api_assignment *a, struct buf *err)
+{
+	const struct api_job_spec *spec = &rt->spec;
+	struct ctrl_launch launch;
+	struct buf b = BUF_INIT;
+	int64_t started = 0;
+	int port = 0;
+	size_t i;
+	int ret;
+
+	memset(a, 0, sizeof(*a));
+	ret = ctrl_image_resolve(spec, &launch, err);
+	if (ret)
+		return ret;
+	ret = db_attempt_info(ctx->db, mine->job, mine->attempt, &port,
+			      &started, err);
+	if (ret) {
+		ctrl_launch_release(&launch);
+		return ret;
+	}
+	a->job = xstrdup(mine->job);
+	a->attempt = mine->attempt;
+	a->action = action_of(mine->action);
+	a->job_arn = ctrl_job_arn(ctx, mine->job);
+	(void)buf_addf(&b, "algo-%d", mine->host_index + 1);
+	a->algo = buf_detach(&b, NULL);
+	a->host_index = mine->host_index;
+	a->n_hosts = n_all;
+	a->hosts = xcalloc(n_all + 1, sizeof(*a->hosts));
+	a->addresses = xcalloc(n_all + 1, sizeof(*a->addresses));
+	for (i = 0; i < n_all; i++) {
+		(void)buf_addf(&b, "algo-%d", all[i].host_index + 1);
+		a->hosts[i] = buf_detach(&b, NULL);
+		a->addresses[i] = host_address(ctx, all[i].host);
+	}
+	a->instance_type =
+		xstrdup(spec->instance_type ? spec->instance_type :
+			spec->n_groups	    ? spec->groups[0].instance_type :
+					      "local");
+	(void)api_config_hyperparameters(spec, &b);
+	a->hyperparameters_json = buf_detach(&b, NULL);
+	(void)api_config_input_data(spec, &b);
+	a->input_data_config_json = buf_detach(&b, NULL);
+	(void)api_config_resource(
+		spec, (const char *const *)a->hosts, n_all,
+		(size_t)mine->host_index,
+		strncmp(a->addresses[mine->host_index], "127.", 4) ? "eth0" :
+								     "lo",
+		&b);
+	a->resource_config_json = buf_detach(&b, NULL);
+	if (spec->n_channels) {
+		a->channels = xcalloc(spec->n_channels, sizeof(*a->channels));
+		for (i = 0; i < spec->n_channels; i++) {
+			a->channels[i].name = xstrdup(spec->channels[i].name);
+			a->channels[i].s3_uri =
+				xstrdup(spec->channels[i].s3_uri);
+			a->channels[i].s3_data_type =
+				xstrdup(spec->channels[i].s3_data_type);
+			a->channels[i].distribution =
+				xstrdup(spec->channels[i].distribution);
+		}
+		a->n_channels = spec->n_channels;
+	}
+	if (spec->n_environment) {
+		a->environment =
+			xcalloc(spec->n_environment, sizeof(*a->environment));
+		for (i = 0; i < spec->n_environment; i++) {
+			a->environment[i].key =
+				xstrdup(spec->environment[i].key);
+			a->environment[i].value =
+				xstrdup(spec->environment[i].value);
+		}
+		a->n_environment = spec->n_environment;
+	}
+	a->launch_mode = launch.mode;
+	if (launch.argv)
+		a->argv = strv_dup(launch.argv);
+	a->runtime = launch.runtime ? xstrdup(launch.runtime) : NULL;
+	a->program = launch.program ? xstrdup(launch.program) : NULL;
+	a->submit_directory = launch.submit_directory ?
+				      xstrdup(launch.submit_directory) :
+				      NULL;
+	a->output_path = xstrdup(spec->output_path);
+	if (spec->checkpoint_s3_uri) {
+		a->checkpoint_s3_uri = xstrdup(spec->checkpoint_s3_uri);
+		a->checkpoint_local_path = xstrdup(spec->checkpoint_local_path);
+	}
+	(void)buf_addf(&b, "%s/v1/blobs", ctx->cfg.advertise_url);
+	a->blob_url = buf_detach(&b, NULL);
+	(void)buf_addf(&b, "%s/s3", ctx->cfg.state_dir);
+	a->local_root = buf_detach(&b, NULL);
+	a->master_addr = xstrdup(a->addresses[0]);
+	a->master_port = port;
+	a->processes_per_host = 1;
+	a->grace_ms = ctx->cfg.grace_ms;
+	ctrl_launch_release(&launch);
+	return 0;
+}
+
+int ctrl_work_build(struct ctrl_ctx *ctx, const char *host, int64_t version,
+		    struct buf *out, struct buf *err)
+{
+	struct db_assignment *mine = NULL;
+	struct api_work w;
+	size_t n = 0;
+	size_t i;
+	int ret;
+
+	memset(&w, 0, sizeof(w));
+	w.version = version;
+	ret = db_assignments_list(ctx->db, NULL, host, 0, &mine, &n, err);
+	if (ret)
+		return ret;
+	w.items = xcalloc(n ? n : 1, sizeof(*w.items));
+	for (i = 0; i < n; i++) {
+		struct db_assignment *all = NULL;
+		struct ctrl_jobrt *rt;
+		size_t n_all = 0;
+
+		if (db_assignments_list(ctx->db, mine[i].job, NULL,
+					mine[i].attempt, &all, &n_all, err))
+			continue;
+		pthread_mutex_lock(&ctx->jobs_lock);
+		rt = ctrl_jobrt_get(ctx, mine[i].job);
+		if (rt &&
+		    !fill(ctx, rt, &mine[i], all, n_all, &w.items[w.n], err))
+			w.n++;
+		else
+			log_warn("host '%s': cannot build assignment of job "
+				 "'%s': %s",
+				 host, mine[i].job, err->data);
+		pthread_mutex_unlock(&ctx->jobs_lock);
+		db_assignments_free(all, n_all);
+	}
+	db_assignments_free(mine, n);
+	ret = api_work_build(&w, out);
+	api_work_release(&w);
+	return ret;
+}

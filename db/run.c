@@ -1,0 +1,498 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "db/db_internal.h"
+#include "db/run.h"
+#include "common/err.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+#define JOB_ID "(SELECT id FROM jobs WHERE name = ?1)"
+
+void db_assignment_release(struct db_assignment *a)
+{
+	free(a->job);
+	free(a->host);
+	free(a->action);
+	free(a->phase);
+	free(a->report_json);
+	memset(a, 0, sizeof(*a));
+}
+
+void db_assignments_free(struct db_assignment *a, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		db_assignment_release(&a[i]);
+	free(a);
+}
+
+/* Runs one prepared statement to completion; returns 0 or ERR_DB. */
+static int run(sqlite3 *conn, sqlite3_stmt *st, const char *what,
+	       struct buf *err)
+{
+	int rc = sqlite3_step(st);
+
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : db__error(conn, what, err);
+}
+
+static sqlite3_stmt *prep(sqlite3 *conn, const char *sql, struct buf *err)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (sqlite3_prepare_v2(conn, sql, -1, &st, NULL) != SQLITE_OK) {
+		db__error(conn, "cannot prepare", err);
+		return NULL;
+	}
+	return st;
+}
+
+/*
+ * One write statement in its own transaction, with up to five parameters
+ * (binding a parameter the statement does not have is harmless). Returns the
+ * number of changed rows or an error.
+ */
+static int write_one(struct db *db, const char *sql, const char *job,
+		     int64_t a2, int64_t a3, const char *t4, int64_t a5,
+		     struct buf *err)
+{
+	sqlite3 *conn = db__writer_begin(db, err);
+	sqlite3_stmt *st;
+	int ret;
+	int changes;
+
+	if (!conn)
+		return ERR_DB;
+	st = prep(conn, sql, err);
+	if (!st) {
+		db__writer_end(db, 0, err);
+		return ERR_DB;
+	}
+	db__bind_text(st, 1, job);
+	sqlite3_bind_int64(st, 2, a2);
+	sqlite3_bind_int64(st, 3, a3);
+	db__bind_text(st, 4, t4);
+	sqlite3_bind_int64(st, 5, a5);
+	ret = run(conn, st, "cannot write", err);
+	changes = sqlite3_changes(conn);
+	ret = db__writer_end(db, ret == 0, err) ? ERR_DB : ret;
+	return ret ? ret : changes;
+}
+
+int db_attempt_start(struct db *db, const char *job, int attempt,
+		     int master_port, const char *const *hosts, size_t n,
+		     int64_t now_ms, struct buf *err)
+{
+	sqlite3 *conn = db__writer_begin(db, err);
+	sqlite3_stmt *st = NULL;
+	int ret = 0;
+	size_t i;
+	int rc;
+
+	if (!conn)
+		return ERR_DB;
+	st = prep(conn,
+		  "INSERT INTO attempts (job_id, attempt, master_port, "
+		  "started_ms) VALUES (" JOB_ID ", ?2, ?3, ?4)",
+		  err);
+	if (!st) {
+		ret = ERR_DB;
+		goto out;
+	}
+	db__bind_text(st, 1, job);
+	sqlite3_bind_int(st, 2, attempt);
+	sqlite3_bind_int(st, 3, master_port);
+	sqlite3_bind_int64(st, 4, now_ms);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc == SQLITE_CONSTRAINT) {
+		/* NULL job_id (unknown job) or a duplicate attempt. */
+		ret = sqlite3_extended_errcode(conn) ==
+				      SQLITE_CONSTRAINT_NOTNULL ?
+			      ERR_NOTFOUND :
+			      ERR_CONFLICT;
+		goto out;
+	}
+	if (rc != SQLITE_DONE) {
+		ret = db__error(conn, "cannot insert attempt", err);
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		st = prep(conn,
+			  "INSERT INTO assignments (job_id, attempt, "
+			  "host_index, host, action, phase) VALUES (" JOB_ID
+			  ", ?2, ?3, ?4, 'run', 'assigned')",
+			  err);
+		if (!st) {
+			ret = ERR_DB;
+			goto out;
+		}
+		db__bind_text(st, 1, job);
+		sqlite3_bind_int(st, 2, attempt);
+		sqlite3_bind_int(st, 3, (int)i);
+		db__bind_text(st, 4, hosts[i]);
+		ret = run(conn, st, "cannot insert assignment", err);
+		if (ret)
+			goto out;
+	}
+	st = prep(conn, "UPDATE jobs SET attempt = ?2 WHERE name = ?1", err);
+	if (!st) {
+		ret = ERR_DB;
+		goto out;
+	}
+	db__bind_text(st, 1, job);
+	sqlite3_bind_int(st, 2, attempt);
+	ret = run(conn, st, "cannot update job", err);
+out:
+	if (db__writer_end(db, ret == 0, err))
+		ret = ERR_DB;
+	return ret;
+}
+
+int db_attempt_end(struct db *db, const char *job, int attempt,
+		   const char *reason, int64_t now_ms, struct buf *err)
+{
+	int r = write_one(db,
+			  "UPDATE attempts SET ended_ms = ?3, reason = ?4 "
+			  "WHERE job_id = " JOB_ID " AND attempt = ?2 AND "
+			  "ended_ms = 0",
+			  job, attempt, now_ms, reason, 0, err);
+
+	return r < 0 ? r : 0;
+}
+
+int db_attempt_info(struct db *db, const char *job, int attempt, int *port,
+		    int64_t *started_ms, struct buf *err)
+{
+	void *h;
+	sqlite3 *conn = db__reader_acquire(db, &h);
+	sqlite3_stmt *st =
+		prep(conn,
+		     "SELECT master_port, started_ms FROM attempts WHERE "
+		     "job_id = " JOB_ID " AND attempt = ?2",
+		     err);
+	int ret = ERR_DB;
+
+	if (st) {
+		db__bind_text(st, 1, job);
+		sqlite3_bind_int(st, 2, attempt);
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			*port = sqlite3_column_int(st, 0);
+			*started_ms = sqlite3_column_int64(st, 1);
+			ret = 0;
+		} else {
+			ret = ERR_NOTFOUND;
+		}
+		sqlite3_finalize(st);
+	}
+	db__reader_release(db, h);
+	return ret;
+}
+
+int db_assignments_list(struct db *db, const char *job, const char *host,
+			int attempt, struct db_assignment **out, size_t *n,
+			struct buf *err)
+{
+	void *h;
+	sqlite3 *conn = db__reader_acquire(db, &h);
+	sqlite3_stmt *st = prep(
+		conn,
+		"SELECT j.name, a.attempt, a.host_index, a.host, a.action, "
+		"a.phase, a.report_json, a.artifacts FROM assignments a "
+		"JOIN jobs j ON j.id = a.job_id WHERE (?1 IS NULL OR j.name = "
+		"?1) AND (?2 IS NULL OR a.host = ?2) AND (?3 = 0 OR "
+		"a.attempt = ?3) ORDER BY j.creation_ms, j.id, a.attempt, "
+		"a.host_index",
+		err);
+	size_t cap = 0;
+	int ret = 0;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if (!st) {
+		db__reader_release(db, h);
+		return ERR_DB;
+	}
+	db__bind_text(st, 1, job);
+	db__bind_text(st, 2, host);
+	sqlite3_bind_int(st, 3, attempt);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct db_assignment *a;
+
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 8;
+			*out = xrealloc(*out, cap * sizeof(**out));
+		}
+		a = &(*out)[(*n)++];
+		a->job = db__col_dup(st, 0);
+		a->attempt = sqlite3_column_int(st, 1);
+		a->host_index = sqlite3_column_int(st, 2);
+		a->host = db__col_dup(st, 3);
+		a->action = db__col_dup(st, 4);
+		a->phase = db__col_dup(st, 5);
+		a->report_json = db__col_dup(st, 6);
+		a->artifacts = sqlite3_column_int(st, 7);
+	}
+	if (rc != SQLITE_DONE) {
+		ret = db__error(conn, "cannot list assignments", err);
+		db_assignments_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	sqlite3_finalize(st);
+	db__reader_release(db, h);
+	return ret;
+}
+
+int db_assignments_set_action(struct db *db, const char *job, int attempt,
+			      const char *action, struct buf *err)
+{
+	int r = write_one(
+		db,
+		"UPDATE assignments SET action = ?4 WHERE job_id = " JOB_ID
+		" AND attempt = ?2",
+		job, attempt, 0, action, 0, err);
+
+	return r < 0 ? r : 0;
+}
+
+int db_assignment_report(struct db *db, const char *job, int attempt,
+			 int host_index, const char *host, const char *phase,
+			 const char *report_json, struct buf *err)
+{
+	sqlite3 *conn = db__writer_begin(db, err);
+	sqlite3_stmt *st;
+	int ret;
+	int exists;
+
+	if (!conn)
+		return ERR_DB;
+	st = prep(
+		conn,
+		"UPDATE assignments SET phase = ?4, report_json = ?5 WHERE "
+		"job_id = " JOB_ID " AND attempt = ?2 AND host_index = ?3 "
+		"AND host = ?6 AND (phase IS NOT ?4 OR report_json IS NOT ?5)",
+		err);
+	if (!st) {
+		db__writer_end(db, 0, err);
+		return ERR_DB;
+	}
+	db__bind_text(st, 1, job);
+	sqlite3_bind_int(st, 2, attempt);
+	sqlite3_bind_int(st, 3, host_index);
+	db__bind_text(st, 4, phase);
+	db__bind_text(st, 5, report_json);
+	db__bind_text(st, 6, host);
+	ret = run(conn, st, "cannot store report", err);
+	if (!ret && sqlite3_changes(conn) > 0) {
+		ret = 1;
+	} else if (!ret) {
+		st = prep(conn,
+			  "SELECT 1 FROM assignments WHERE job_id = " JOB_ID
+			  " AND attempt = ?2 AND host_index = ?3 AND host = ?4",
+			  err);
+		exists = 0;
+		if (st) {
+			db__bind_text(st, 1, job);
+			sqlite3_bind_int(st, 2, attempt);
+			sqlite3_bind_int(st, 3, host_index);
+			db__bind_text(st, 4, host);
+			exists = sqlite3_step(st) == SQLITE_ROW;
+			sqlite3_finalize(st);
+		}
+		ret = exists ? 0 : ERR_NOTFOUND;
+	}
+	if (db__writer_end(db, ret >= 0, err))
+		return ERR_DB;
+	return ret;
+}
+
+int db_assignment_add_artifact(struct db *db, const char *job, int attempt,
+			       int host_index, int bit, struct buf *err)
+{
+	int r = write_one(db,
+			  "UPDATE assignments SET artifacts = artifacts | ?5 "
+			  "WHERE job_id = " JOB_ID " AND attempt = ?2 AND "
+			  "host_index = ?3",
+			  job, attempt, host_index, NULL, bit, err);
+
+	return r < 0 ? r : r == 0 ? ERR_NOTFOUND : 0;
+}
+
+int db_assignments_delete(struct db *db, const char *job, int attempt,
+			  struct buf *err)
+{
+	int r = write_one(db,
+			  "DELETE FROM assignments WHERE job_id = " JOB_ID
+			  " AND (?2 = 0 OR attempt = ?2)",
+			  job, attempt, 0, NULL, 0, err);
+
+	return r < 0 ? r : 0;
+}
+
+int db_job_set_stop_reason(struct db *db, const char *job, const char *reason,
+			   struct buf *err)
+{
+	int r = write_one(db,
+			  "UPDATE jobs SET stop_reason = ?4 WHERE name = ?1",
+			  job, 0, 0, reason, 0, err);
+
+	return r < 0 ? r : r == 0 ? ERR_NOTFOUND : 0;
+}
+
+int db_log_stream_add(struct db *db, const char *job, const char *name,
+		      int host_index, int64_t created_ms, struct buf *err)
+{
+	int r = write_one(db,
+			  "INSERT OR IGNORE INTO log_streams (job_id, name, "
+			  "host_index, created_ms) SELECT " JOB_ID
+			  ", ?4, ?2, ?3",
+			  job, host_index, created_ms, name, 0, err);
+
+	return r < 0 ? r : 0;
+}
+
+void db_log_streams_free(struct db_log_stream *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(s[i].name);
+	free(s);
+}
+
+int db_log_streams(struct db *db, const char *job, struct db_log_stream **out,
+		   size_t *n, struct buf *err)
+{
+	void *h;
+	sqlite3 *conn = db__reader_acquire(db, &h);
+	sqlite3_stmt *st = prep(conn,
+				"SELECT name, host_index, created_ms FROM "
+				"log_streams WHERE job_id = " JOB_ID
+				" ORDER BY name",
+				err);
+	size_t cap = 0;
+	int ret = 0;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if (!st) {
+		db__reader_release(db, h);
+		return ERR_DB;
+	}
+	db__bind_text(st, 1, job);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 8;
+			*out = xrealloc(*out, cap * sizeof(**out));
+		}
+		(*out)[*n].name = db__col_dup(st, 0);
+		(*out)[*n].host_index = sqlite3_column_int(st, 1);
+		(*out)[*n].created_ms = sqlite3_column_int64(st, 2);
+		(*n)++;
+	}
+	if (rc != SQLITE_DONE) {
+		ret = db__error(conn, "cannot list log streams", err);
+		db_log_streams_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	sqlite3_finalize(st);
+	db__reader_release(db, h);
+	return ret;
+}
+
+int db_metrics_add(struct db *db, const char *job, const struct db_metric *m,
+		   size_t n, struct buf *err)
+{
+	sqlite3 *conn;
+	sqlite3_stmt *pt = NULL;
+	sqlite3_stmt *fin = NULL;
+	int ret = 0;
+	size_t i;
+
+	if (!n)
+		return 0;
+	conn = db__writer_begin(db, err);
+	if (!conn)
+		return ERR_DB;
+	pt = prep(conn,
+		  "INSERT INTO metric_points (job_id, name, ts_ms, value) "
+		  "VALUES (" JOB_ID ", ?2, ?3, ?4)",
+		  err);
+	fin = prep(conn,
+		   "INSERT INTO final_metrics (job_id, name, value, "
+		   "timestamp_ms) VALUES (" JOB_ID ", ?2, ?4, ?3) ON CONFLICT "
+		   "(job_id, name) DO UPDATE SET value = excluded.value, "
+		   "timestamp_ms = excluded.timestamp_ms",
+		   err);
+	if (!pt || !fin) {
+		ret = ERR_DB;
+		goto out;
+	}
+	for (i = 0; i < n && !ret; i++) {
+		sqlite3_stmt *sts[2] = { pt, fin };
+		int k;
+
+		for (k = 0; k < 2 && !ret; k++) {
+			db__bind_text(sts[k], 1, job);
+			db__bind_text(sts[k], 2, m[i].name);
+			sqlite3_bind_int64(sts[k], 3, m[i].timestamp_ms);
+			sqlite3_bind_double(sts[k], 4, m[i].value);
+			if (sqlite3_step(sts[k]) != SQLITE_DONE)
+				ret = db__error(conn, "cannot add metric", err);
+			sqlite3_reset(sts[k]);
+		}
+	}
+out:
+	sqlite3_finalize(pt);
+	sqlite3_finalize(fin);
+	if (db__writer_end(db, ret == 0, err))
+		ret = ERR_DB;
+	return ret;
+}
+
+int db_metric_series(struct db *db, const char *job, const char *name,
+		     struct db_metric **out, size_t *n, struct buf *err)
+{
+	void *h;
+	sqlite3 *conn = db__reader_acquire(db, &h);
+	sqlite3_stmt *st = prep(conn,
+				"SELECT name, value, ts_ms FROM metric_points "
+				"WHERE job_id = " JOB_ID " AND (?2 IS NULL OR "
+				"name = ?2) ORDER BY name, ts_ms, rowid",
+				err);
+	size_t cap = 0;
+	int ret = 0;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if (!st) {
+		db__reader_release(db, h);
+		return ERR_DB;
+	}
+	db__bind_text(st, 1, job);
+	db__bind_text(st, 2, name);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			*out = xrealloc(*out, cap * sizeof(**out));
+		}
+		(*out)[*n].name = db__col_dup(st, 0);
+		(*out)[*n].value = sqlite3_column_double(st, 1);
+		(*out)[*n].timestamp_ms = sqlite3_column_int64(st, 2);
+		(*n)++;
+	}
+	if (rc != SQLITE_DONE)
+		ret = db__error(conn, "cannot read metrics", err);
+	sqlite3_finalize(st);
+	db__reader_release(db, h);
+	return ret;
+}

@@ -1,0 +1,107 @@
+#ifndef DB_RUN_H
+#define DB_RUN_H
+
+/*
+ * What runs where: attempts of a job, the assignment of each attempt to a
+ * host (algo-N), log streams and metric points. Jobs are named by their
+ * TrainingJobName; every call is one transaction.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "db/db.h"
+#include "common/buf.h"
+
+struct db_assignment {
+	char *job;
+	int attempt;
+	int host_index;	   /* 0-based: algo-(host_index+1) */
+	char *host;	   /* inventory / local host name */
+	char *action;	   /* "run", "stop" or "abort" */
+	char *phase;	   /* "assigned" or an agent REPORT phase */
+	char *report_json; /* the agent's last REPORT, may be NULL */
+	int artifacts; /* bit 0 model.tar.gz, bit 1 output.tar.gz received */
+};
+
+void db_assignment_release(struct db_assignment *a);
+void db_assignments_free(struct db_assignment *a, size_t n);
+
+/*
+ * Starts attempt number `attempt` of job: one assignment per host
+ * (hosts[i] becomes algo-(i+1), action run, phase assigned) and the job's
+ * current attempt. Returns 0, ERR_NOTFOUND, ERR_CONFLICT (attempt exists)
+ * or ERR_DB.
+ */
+int db_attempt_start(struct db *db, const char *job, int attempt,
+		     int master_port, const char *const *hosts, size_t n,
+		     int64_t now_ms, struct buf *err);
+
+/* Records the end of an attempt and why. Returns 0 or ERR_DB. */
+int db_attempt_end(struct db *db, const char *job, int attempt,
+		   const char *reason, int64_t now_ms, struct buf *err);
+
+/* The master port and start time of an attempt, or ERR_NOTFOUND. */
+int db_attempt_info(struct db *db, const char *job, int attempt, int *port,
+		    int64_t *started_ms, struct buf *err);
+
+/*
+ * Assignments filtered by job (NULL = any), host (NULL = any) and attempt
+ * (0 = any), ordered by job, attempt, host_index. *out must be freed with
+ * db_assignments_free(). Returns 0 or ERR_DB.
+ */
+int db_assignments_list(struct db *db, const char *job, const char *host,
+			int attempt, struct db_assignment **out, size_t *n,
+			struct buf *err);
+
+/* Sets the action of every assignment of an attempt. */
+int db_assignments_set_action(struct db *db, const char *job, int attempt,
+			      const char *action, struct buf *err);
+
+/*
+ * Stores host's report for one assignment. Returns 1 when phase or report
+ * changed, 0 when nothing changed, ERR_NOTFOUND when host has no such
+ * assignment (an old attempt, or another host's: fenced), ERR_DB.
+ */
+int db_assignment_report(struct db *db, const char *job, int attempt,
+			 int host_index, const char *host, const char *phase,
+			 const char *report_json, struct buf *err);
+
+/* ORs bit into the assignment's artifacts. */
+int db_assignment_add_artifact(struct db *db, const char *job, int attempt,
+			       int host_index, int bit, struct buf *err);
+
+/* Deletes the assignments of a job's attempt (0 = every attempt). */
+int db_assignments_delete(struct db *db, const char *job, int attempt,
+			  struct buf *err);
+
+/* Sets why a job is stopping ("user", "MaxRuntimeExceeded"). */
+int db_job_set_stop_reason(struct db *db, const char *job, const char *reason,
+			   struct buf *err);
+
+struct db_log_stream {
+	char *name;
+	int host_index;
+	int64_t created_ms;
+};
+
+/* Adds a log stream if it does not exist yet. */
+int db_log_stream_add(struct db *db, const char *job, const char *name,
+		      int host_index, int64_t created_ms, struct buf *err);
+
+/* The log streams of a job in name order; free with db_log_streams_free. */
+int db_log_streams(struct db *db, const char *job, struct db_log_stream **out,
+		   size_t *n, struct buf *err);
+void db_log_streams_free(struct db_log_stream *s, size_t n);
+
+/*
+ * Appends metric points to the job's series and makes each the final value
+ * of its metric (FinalMetricDataList). Returns 0 or ERR_DB.
+ */
+int db_metrics_add(struct db *db, const char *job, const struct db_metric *m,
+		   size_t n, struct buf *err);
+
+/* Points of one metric series in time order (name NULL: all series). */
+int db_metric_series(struct db *db, const char *job, const char *name,
+		     struct db_metric **out, size_t *n, struct buf *err);
+
+#endif

@@ -1,0 +1,268 @@
+/*
+ * The embedded store seen from a host that does not share the
+ * controller's filesystem: the same objects through the controller's blob
+ * endpoint (/v1/blobs/<bucket>/<key>, bearer token). The controller
+ * streams a PUT to a temp file and renames it when the body is complete,
+ * so an interrupted upload never becomes an object; both sides hash the
+ * body with SHA-256 and the client compares.
+ */
+#define LOG_TAG "storage"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "storage/blob_wire.h"
+#include "storage/fs.h"
+#include "storage/stor_internal.h"
+#include "common/err.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+static void blob_url(const struct stor *s, struct buf *url, const char *bucket,
+		     const char *key)
+{
+	(void)buf_addf(url, "%s/v1/blobs/%s", s->cfg.blob_url, bucket);
+	if (key) {
+		(void)buf_addch(url, '/');
+		stor_uri_encode(url, key, 1);
+	}
+}
+
+static struct curl_slist *blob_headers(const struct stor *s)
+{
+	struct curl_slist *h = NULL, *n;
+	struct buf line = BUF_INIT;
+
+	if (s->cfg.blob_token) {
+		(void)buf_addf(&line, "Authorization: Bearer %s",
+			       s->cfg.blob_token);
+		h = curl_slist_append(h, line.data);
+	}
+	n = curl_slist_append(h, "Expect:");
+	buf_release(&line);
+	if (!n) {
+		curl_slist_free_all(h);
+		return NULL;
+	}
+	return n;
+}
+
+static int blob_error(const struct stor_http_resp *resp, const char *what,
+		      struct buf *err)
+{
+	(void)buf_addf(err, "%s: HTTP %ld: ", what, resp->status);
+	stor_blob_error_describe(resp->body.data, resp->body.len, err);
+	if (resp->status == 404)
+		return ERR_NOTFOUND;
+	if (resp->status == 401 || resp->status == 403)
+		return ERR_AUTH;
+	if (resp->status == 400)
+		return ERR_INVALID;
+	if (resp->status == 409)
+		return ERR_CONFLICT;
+	return ERR_IO;
+}
+
+/* A bodyless request, its answer into resp. */
+static int blob_simple(struct stor *s, const char *method, const char *url,
+		       struct stor_http_resp *resp, struct buf *err)
+{
+	struct stor_http_req req;
+	int ret;
+
+	stor_http_req_init(&req, method, url);
+	req.headers = blob_headers(s);
+	ret = stor_http_do(s, s->curl, &req, resp, err);
+	curl_slist_free_all(req.headers);
+	return ret;
+}
+
+int stor__blob_list(struct stor *s, const char *bucket, const char *prefix,
+		    struct stor_list *out, struct buf *err)
+{
+	struct buf url = BUF_INIT;
+	struct stor_http_resp resp;
+	char *token = NULL;
+	int ret = 0;
+
+	stor_http_resp_init(&resp);
+	do {
+		buf_reset(&url);
+		blob_url(s, &url, bucket, NULL);
+		(void)buf_adds(&url, "?prefix=");
+		stor_uri_encode(&url, prefix, 0);
+		if (token) {
+			(void)buf_adds(&url, "&continuation=");
+			stor_uri_encode(&url, token, 0);
+		}
+		ret = blob_simple(s, "GET", url.data, &resp, err);
+		if (ret)
+			break;
+		if (resp.status != 200) {
+			ret = blob_error(&resp, "list", err);
+			break;
+		}
+		FREE_AND_NULL(token);
+		ret = stor_blob_list_decode(resp.body.data, resp.body.len, out,
+					    &token, err);
+	} while (!ret && token);
+	free(token);
+	stor_list_sort(out);
+	stor_http_resp_release(&resp);
+	buf_release(&url);
+	return ret;
+}
+
+int stor__blob_stat(struct stor *s, const char *bucket, const char *key,
+		    struct stor_object *out, struct buf *err)
+{
+	struct buf url = BUF_INIT;
+	struct stor_http_resp resp;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	stor_http_resp_init(&resp);
+	blob_url(s, &url, bucket, key);
+	ret = blob_simple(s, "HEAD", url.data, &resp, err);
+	if (!ret && resp.status != 200)
+		ret = blob_error(&resp, "stat", err);
+	if (!ret) {
+		out->key = xstrdup(key);
+		out->size = resp.content_length;
+		out->mtime_ms = resp.last_modified_ms;
+	}
+	stor_http_resp_release(&resp);
+	buf_release(&url);
+	return ret;
+}
+
+int stor__blob_delete(struct stor *s, const char *bucket, const char *key,
+		      struct buf *err)
+{
+	struct buf url = BUF_INIT;
+	struct stor_http_resp resp;
+	int ret;
+
+	stor_http_resp_init(&resp);
+	blob_url(s, &url, bucket, key);
+	ret = blob_simple(s, "DELETE", url.data, &resp, err);
+	if (!ret && resp.status != 204 && resp.status != 200 &&
+	    resp.status != 404)
+		ret = blob_error(&resp, "delete", err);
+	stor_http_resp_release(&resp);
+	buf_release(&url);
+	return ret;
+}
+
+int stor__blob_get(struct stor *s, const char *bucket, const char *key,
+		   const char *path, struct stor_object *info, struct buf *err)
+{
+	struct buf url = BUF_INIT, tmp = BUF_INIT;
+	struct stor_http_req req;
+	struct stor_http_resp resp;
+	int fd = -1, ret;
+
+	stor_http_resp_init(&resp);
+	blob_url(s, &url, bucket, key);
+	ret = stor_fs_tmp_open(path, &fd, &tmp, err);
+	if (ret)
+		goto out;
+	stor_http_req_init(&req, "GET", url.data);
+	req.headers = blob_headers(s);
+	req.out_fd = fd;
+	ret = stor_http_do(s, s->curl, &req, &resp, err);
+	curl_slist_free_all(req.headers);
+	if (!ret && resp.status != 200)
+		ret = blob_error(&resp, "get", err);
+	if (!ret && resp.content_length >= 0 &&
+	    resp.received != resp.content_length) {
+		(void)buf_addf(err, "short download: %lld of %lld bytes",
+			       (long long)resp.received,
+			       (long long)resp.content_length);
+		ret = ERR_IO;
+	}
+	if (ret) {
+		stor_fs_tmp_abort(fd, tmp.data);
+		goto out;
+	}
+	ret = stor_fs_tmp_commit(fd, tmp.data, path, 0, err);
+	if (!ret && info) {
+		memset(info, 0, sizeof(*info));
+		info->key = xstrdup(key);
+		info->size = resp.received;
+		info->mtime_ms = resp.last_modified_ms;
+	}
+out:
+	stor_http_resp_release(&resp);
+	buf_release(&url);
+	buf_release(&tmp);
+	return ret;
+}
+
+int stor__blob_put(struct stor *s, const char *bucket, const char *key,
+		   const char *path, struct stor_object *info, struct buf *err)
+{
+	struct buf url = BUF_INIT;
+	struct stor_http_req req;
+	struct stor_http_resp resp;
+	struct stat st;
+	char sha[65];
+	int64_t size = 0;
+	int fd, ret;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		(void)buf_addf(err, "cannot open '%s': %s", path,
+			       strerror(errno));
+		return errno == ENOENT ? ERR_NOTFOUND : ERR_IO;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		(void)buf_addf(err, "'%s' is not a regular file", path);
+		close(fd);
+		return ERR_INVALID;
+	}
+	stor_http_resp_init(&resp);
+	blob_url(s, &url, bucket, key);
+	stor_http_req_init(&req, "PUT", url.data);
+	req.headers = blob_headers(s);
+	req.in_fd = fd;
+	req.in_len = (int64_t)st.st_size;
+	req.want_sha256 = 1;
+	ret = stor_http_do(s, s->curl, &req, &resp, err);
+	curl_slist_free_all(req.headers);
+	if (!ret && resp.status != 200 && resp.status != 201)
+		ret = blob_error(&resp, "put", err);
+	if (!ret)
+		ret = stor_blob_put_decode(resp.body.data, resp.body.len, &size,
+					   sha, err);
+	if (!ret && (size != (int64_t)st.st_size || strcmp(sha, resp.sha256))) {
+		/*
+		 * The controller stored other bytes than we sent (the file
+		 * changed, or the connection corrupted them): remove them.
+		 */
+		struct buf ignore = BUF_INIT;
+
+		(void)buf_addf(err,
+			       "upload corrupt: sent %lld bytes SHA-256 %s, "
+			       "stored %lld bytes SHA-256 %s",
+			       (long long)st.st_size, resp.sha256,
+			       (long long)size, sha);
+		stor__blob_delete(s, bucket, key, &ignore);
+		buf_release(&ignore);
+		ret = ERR_IO;
+	}
+	if (!ret && info) {
+		memset(info, 0, sizeof(*info));
+		info->key = xstrdup(key);
+		info->size = size;
+		memcpy(info->sha256, sha, sizeof(info->sha256));
+	}
+	close(fd);
+	stor_http_resp_release(&resp);
+	buf_release(&url);
+	return ret;
+}

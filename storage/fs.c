@@ -1,0 +1,487 @@
+/*
+ * The folder backend: file:// URIs and the embedded store, where a key is
+ * a path relative to a root folder. Writes go to a temp file in the
+ * destination folder, are fsync'ed and renamed into place, so a reader
+ * (or a crash) never sees half a file.
+ */
+/* copy_file_range(2) and mkostemp(3) are GNU extensions. */
+#define _GNU_SOURCE
+#define LOG_TAG "storage"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "storage/fs.h"
+#include "storage/stor_internal.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+void stor_fs_path(struct buf *out, const char *root, const char *key)
+{
+	size_t rl = strlen(root);
+
+	(void)buf_adds(out, root);
+	if (!rl || root[rl - 1] != '/')
+		(void)buf_addch(out, '/');
+	(void)buf_adds(out, key);
+}
+
+static int io_error(struct buf *err, const char *what, const char *path)
+{
+	(void)buf_addf(err, "cannot %s '%s': %s", what, path, strerror(errno));
+	return ERR_IO;
+}
+
+int stor_fs_mkdirs(const char *dir, struct buf *err)
+{
+	struct buf p = BUF_INIT;
+	struct stat st;
+	size_t i;
+	int ret = 0;
+
+	(void)buf_adds(&p, dir);
+	/* Fast path: the folder usually exists already. */
+	if (!lstat(p.data, &st) && S_ISDIR(st.st_mode))
+		goto out;
+	for (i = 1; i <= p.len; i++) {
+		char saved = p.data[i];
+
+		if (saved != '/' && saved != '\0')
+			continue;
+		p.data[i] = '\0';
+		if (mkdir(p.data, 0755) && errno != EEXIST) {
+			ret = io_error(err, "create folder", p.data);
+			goto out;
+		}
+		if (lstat(p.data, &st)) {
+			ret = io_error(err, "inspect", p.data);
+			goto out;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			(void)buf_addf(err,
+				       "cannot create folder '%s': '%s' exists "
+				       "and is not a folder",
+				       dir, p.data);
+			ret = ERR_CONFLICT;
+			goto out;
+		}
+		p.data[i] = saved;
+	}
+out:
+	buf_release(&p);
+	return ret;
+}
+
+static void dir_of(const char *path, struct buf *out)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		(void)buf_adds(out, ".");
+	else if (slash == path)
+		(void)buf_adds(out, "/");
+	else
+		(void)buf_add(out, path, (size_t)(slash - path));
+}
+
+int stor_fs_tmp_open(const char *path, int *fd, struct buf *tmp,
+		     struct buf *err)
+{
+	struct buf dir = BUF_INIT;
+	int ret, tries;
+
+	dir_of(path, &dir);
+	/*
+	 * A concurrent delete may remove the (empty) folder between mkdirs
+	 * and mkstemp; trying again recreates it.
+	 */
+	for (tries = 0; tries < 3; tries++) {
+		ret = stor_fs_mkdirs(dir.data, err);
+		if (ret)
+			goto out;
+		buf_reset(tmp);
+		(void)buf_addf(tmp, "%s/" STOR_TMP_PREFIX "XXXXXX", dir.data);
+		*fd = mkostemp(tmp->data, O_CLOEXEC);
+		if (*fd >= 0)
+			goto out;
+		if (errno != ENOENT)
+			break;
+	}
+	ret = io_error(err, "create a temp file in", dir.data);
+out:
+	buf_release(&dir);
+	return ret;
+}
+
+void stor_fs_tmp_abort(int fd, const char *tmp)
+{
+	if (fd >= 0)
+		close(fd);
+	if (tmp && *tmp)
+		unlink(tmp);
+}
+
+static void fsync_dir(const char *path)
+{
+	struct buf dir = BUF_INIT;
+	int fd;
+
+	dir_of(path, &dir);
+	fd = open(dir.data, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)fsync(fd);
+		close(fd);
+	}
+	buf_release(&dir);
+}
+
+int stor_fs_tmp_commit(int fd, const char *tmp, const char *path, int do_fsync,
+		       struct buf *err)
+{
+	struct stat st;
+
+	/* The temp file has mkstemp's 0600; objects are world-readable. */
+	if (fchmod(fd, 0644)) {
+		io_error(err, "chmod", tmp);
+		goto fail;
+	}
+	if (do_fsync && fsync(fd)) {
+		io_error(err, "fsync", tmp);
+		goto fail;
+	}
+	if (close(fd)) {
+		fd = -1;
+		io_error(err, "close", tmp);
+		goto fail;
+	}
+	fd = -1;
+	if (!lstat(path, &st) && S_ISDIR(st.st_mode)) {
+		(void)buf_addf(err, "cannot write '%s': it is a folder", path);
+		unlink(tmp);
+		return ERR_CONFLICT;
+	}
+	if (rename(tmp, path)) {
+		io_error(err, "rename into", path);
+		goto fail;
+	}
+	if (do_fsync)
+		fsync_dir(path);
+	return 0;
+fail:
+	stor_fs_tmp_abort(fd, tmp);
+	return ERR_IO;
+}
+
+int stor_fs_copy_fd(int in, int out, int64_t *copied, struct buf *err)
+{
+	int64_t total = 0;
+	char *b = NULL;
+	ssize_t n;
+	int ret = 0;
+
+	/*
+	 * copy_file_range keeps the bytes in the kernel (and reflinks where
+	 * the filesystem can); it fails with EXDEV/EINVAL/ENOSYS/EOPNOTSUPP
+	 * where it cannot, and only then we copy through a buffer.
+	 */
+	for (;;) {
+		n = copy_file_range(in, NULL, out, NULL, 1u << 30, 0);
+		if (n > 0) {
+			total += n;
+			continue;
+		}
+		if (n == 0)
+			goto out;
+		if (errno == EINTR)
+			continue;
+		if (total == 0 &&
+		    (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
+		     errno == EOPNOTSUPP || errno == EBADF))
+			break;
+		(void)buf_addf(err, "copy failed: %s", strerror(errno));
+		ret = ERR_IO;
+		goto out;
+	}
+	b = xmalloc(STOR_IO_CHUNK);
+	for (;;) {
+		ssize_t w, off = 0;
+
+		n = read(in, b, STOR_IO_CHUNK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			(void)buf_addf(err, "read failed: %s", strerror(errno));
+			ret = ERR_IO;
+			goto out;
+		}
+		if (n == 0)
+			break;
+		while (off < n) {
+			w = write(out, b + off, (size_t)(n - off));
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0) {
+				(void)buf_addf(err, "write failed: %s",
+					       strerror(errno));
+				ret = ERR_IO;
+				goto out;
+			}
+			off += w;
+		}
+		total += n;
+	}
+out:
+	free(b);
+	if (copied)
+		*copied = total;
+	return ret;
+}
+
+/* --- listing ----------------------------------------------------------- */
+
+static int64_t mtime_ms(const struct stat *st)
+{
+	return (int64_t)st->st_mtim.tv_sec * 1000 +
+	       st->st_mtim.tv_nsec / 1000000;
+}
+
+/*
+ * Adds every regular file under root/rel (a folder) whose key starts with
+ * prefix. rel is "" or ends with '/'. Symlinks are not followed, so a
+ * listing never leaves the root.
+ */
+static int walk(const char *root, struct buf *rel, const char *prefix,
+		struct stor_list *out, struct buf *err)
+{
+	struct buf path = BUF_INIT;
+	size_t plen = strlen(prefix), base = rel->len;
+	struct dirent *de;
+	DIR *d;
+	int ret = 0;
+
+	stor_fs_path(&path, root, rel->data);
+	d = opendir(path.data);
+	if (!d) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			goto out;
+		ret = io_error(err, "list", path.data);
+		goto out;
+	}
+	while ((de = readdir(d))) {
+		struct stat st;
+		size_t cmp;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    !strncmp(de->d_name, STOR_TMP_PREFIX,
+			     strlen(STOR_TMP_PREFIX)))
+			continue;
+		rel->len = base;
+		rel->data[base] = '\0';
+		(void)buf_adds(rel, de->d_name);
+		/* Prune names that cannot lead to the prefix. */
+		cmp = rel->len < plen ? rel->len : plen;
+		if (memcmp(rel->data, prefix, cmp))
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			(void)buf_addch(rel, '/');
+			ret = walk(root, rel, prefix, out, err);
+			if (ret)
+				break;
+		} else if (S_ISREG(st.st_mode) && rel->len >= plen) {
+			stor_list_push(out, rel->data, (int64_t)st.st_size,
+				       mtime_ms(&st));
+		}
+	}
+	closedir(d);
+	rel->len = base;
+	rel->data[base] = '\0';
+out:
+	buf_release(&path);
+	return ret;
+}
+
+int stor_fs_list(const char *root, const char *prefix, int file_semantics,
+		 struct stor_list *out, struct buf *err)
+{
+	struct buf rel = BUF_INIT, path = BUF_INIT, pfx = BUF_INIT;
+	const char *slash;
+	struct stat st;
+	int ret = 0;
+
+	(void)buf_adds(&pfx, prefix);
+	if (file_semantics && pfx.len) {
+		stor_fs_path(&path, root, prefix);
+		if (!stat(path.data, &st) && S_ISREG(st.st_mode)) {
+			if (pfx.data[pfx.len - 1] != '/')
+				stor_list_push(out, prefix, (int64_t)st.st_size,
+					       mtime_ms(&st));
+			goto out;
+		}
+		if (!stat(path.data, &st) && S_ISDIR(st.st_mode) &&
+		    pfx.data[pfx.len - 1] != '/')
+			(void)buf_addch(&pfx, '/');
+	}
+	/* Start at the deepest folder the prefix names. */
+	slash = strrchr(pfx.data, '/');
+	if (slash)
+		(void)buf_add(&rel, pfx.data, (size_t)(slash - pfx.data) + 1);
+	ret = walk(root, &rel, pfx.data, out, err);
+	stor_list_sort(out);
+out:
+	buf_release(&rel);
+	buf_release(&path);
+	buf_release(&pfx);
+	return ret;
+}
+
+/* --- objects ------------------------------------------------------------ */
+
+int stor__fs_stat(const char *root, const char *key, struct stor_object *out,
+		  struct buf *err)
+{
+	struct buf path = BUF_INIT;
+	struct stat st;
+	int ret = 0;
+
+	stor_fs_path(&path, root, key);
+	memset(out, 0, sizeof(*out));
+	if (stat(path.data, &st) || !S_ISREG(st.st_mode)) {
+		(void)buf_addf(err, "'%s': no such object", path.data);
+		ret = ERR_NOTFOUND;
+		goto out;
+	}
+	out->key = xstrdup(key);
+	out->size = (int64_t)st.st_size;
+	out->mtime_ms = mtime_ms(&st);
+out:
+	buf_release(&path);
+	return ret;
+}
+
+/* Copies the file src to dst through a temp file; fsync when asked. */
+static int copy_atomic(const char *src, const char *dst, int do_fsync,
+		       struct stor_object *info, struct buf *err)
+{
+	struct buf tmp = BUF_INIT;
+	struct stat st;
+	int64_t n = 0;
+	int in, out = -1, ret;
+
+	in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0) {
+		if (errno == ENOENT) {
+			(void)buf_addf(err, "'%s': no such file", src);
+			return ERR_NOTFOUND;
+		}
+		return io_error(err, "open", src);
+	}
+	if (fstat(in, &st) || !S_ISREG(st.st_mode)) {
+		(void)buf_addf(err, "'%s' is not a regular file", src);
+		ret = S_ISDIR(st.st_mode) ? ERR_NOTFOUND : ERR_INVALID;
+		goto out;
+	}
+	ret = stor_fs_tmp_open(dst, &out, &tmp, err);
+	if (ret)
+		goto out;
+	posix_fadvise(in, 0, 0, POSIX_FADV_SEQUENTIAL);
+	ret = stor_fs_copy_fd(in, out, &n, err);
+	if (!ret && n != (int64_t)st.st_size) {
+		(void)buf_addf(err,
+			       "'%s' changed while it was copied (%lld of "
+			       "%lld bytes)",
+			       src, (long long)n, (long long)st.st_size);
+		ret = ERR_IO;
+	}
+	if (ret) {
+		stor_fs_tmp_abort(out, tmp.data);
+		goto out;
+	}
+	ret = stor_fs_tmp_commit(out, tmp.data, dst, do_fsync, err);
+	if (!ret && info) {
+		memset(info, 0, sizeof(*info));
+		info->size = n;
+		info->mtime_ms = time(NULL) * 1000LL;
+	}
+out:
+	close(in);
+	buf_release(&tmp);
+	return ret;
+}
+
+int stor__fs_get(const char *root, const char *key, const char *path,
+		 struct stor_object *info, struct buf *err)
+{
+	struct buf src = BUF_INIT;
+	int ret;
+
+	stor_fs_path(&src, root, key);
+	/*
+	 * Downloads land in a job's local folder, which is restaged after a
+	 * crash: renaming is enough there, fsync is not worth its cost.
+	 */
+	ret = copy_atomic(src.data, path, 0, info, err);
+	if (!ret && info)
+		info->key = xstrdup(key);
+	buf_release(&src);
+	return ret;
+}
+
+int stor__fs_put(const char *root, const char *key, const char *path,
+		 struct stor_object *info, struct buf *err)
+{
+	struct buf dst = BUF_INIT;
+	int ret;
+
+	stor_fs_path(&dst, root, key);
+	ret = copy_atomic(path, dst.data, 1, info, err);
+	if (!ret && info)
+		info->key = xstrdup(key);
+	buf_release(&dst);
+	return ret;
+}
+
+int stor_fs_delete(const char *root, const char *key, int prune,
+		   struct buf *err)
+{
+	struct buf path = BUF_INIT;
+	struct stat st;
+	int ret = 0;
+	char *slash;
+
+	stor_fs_path(&path, root, key);
+	if (lstat(path.data, &st)) {
+		if (errno != ENOENT)
+			ret = io_error(err, "delete", path.data);
+		goto out;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		/* Not an object: S3 would find no such key either. */
+		goto out;
+	}
+	if (unlink(path.data)) {
+		ret = io_error(err, "delete", path.data);
+		goto out;
+	}
+	/* Drop folders the object leaves empty, never the root itself. */
+	while (prune && (slash = strrchr(path.data, '/')) &&
+	       (size_t)(slash - path.data) > strlen(root)) {
+		*slash = '\0';
+		path.len = (size_t)(slash - path.data);
+		if (rmdir(path.data))
+			break;
+	}
+out:
+	buf_release(&path);
+	return ret;
+}

@@ -1,0 +1,202 @@
+#ifndef STORAGE_STOR_INTERNAL_H
+#define STORAGE_STOR_INTERNAL_H
+
+/*
+ * Internals shared by the storage/ files; nothing outside storage/ (but
+ * its tests) includes this header.
+ */
+#include <stdint.h>
+
+#include <curl/curl.h>
+#include <openssl/evp.h>
+
+#include "common/buf.h"
+#include "storage/storage.h"
+
+/*
+ * Names of in-progress temp files start with this. Keys may not use it,
+ * and listings skip it, so a half-written file is never an object.
+ */
+#define STOR_TMP_PREFIX ".trainctl-tmp."
+
+/* Caps on what is kept in memory from a response. */
+#define STOR_MAX_BODY (8u * 1024 * 1024)
+#define STOR_MAX_ERROR_BODY (64u * 1024)
+
+/* I/O chunk for read/write loops and curl's buffers. */
+#define STOR_IO_CHUNK (4u * 1024 * 1024)
+
+struct stor {
+	struct stor_config cfg;
+	CURL *curl; /* reused for every sequential request */
+};
+
+/* Which code serves a URI. */
+enum stor_backend {
+	STOR_BE_FS = 1, /* file:// and the local embedded store */
+	STOR_BE_S3,	/* a real S3-compatible endpoint */
+	STOR_BE_BLOB	/* the embedded store through the controller */
+};
+
+struct stor_target {
+	enum stor_backend be;
+	struct stor_uri uri;
+	char *root; /* STOR_BE_FS: the folder keys are relative to */
+};
+
+/*
+ * Parses uri and picks its backend from s's configuration. Returns 0, or
+ * ERR_INVALID (bad URI, or s3:// with no backend configured). The caller
+ * releases t on success.
+ */
+int stor__resolve(struct stor *s, const char *uri, struct stor_target *t,
+		  struct buf *err);
+void stor__target_release(struct stor_target *t);
+
+/* Hex of n bytes into out (2n + 1 bytes). */
+void stor__hex(const unsigned char *in, size_t n, char *out);
+
+/* --- digest.c --------------------------------------------------------- */
+
+/* MD5 and SHA-256 of a stream, either of them optional. */
+struct stor_digest {
+	EVP_MD_CTX *md5;
+	EVP_MD_CTX *sha256;
+};
+
+void stor_digest_init(struct stor_digest *d, int md5, int sha256);
+void stor_digest_reset(struct stor_digest *d);
+void stor_digest_update(struct stor_digest *d, const void *p, size_t n);
+/* Writes hex digests ("" for one not computed) and frees the contexts. */
+void stor_digest_final(struct stor_digest *d, char md5[33], char sha256[65]);
+void stor_digest_release(struct stor_digest *d);
+
+/*
+ * Digests len bytes of fd from off (pread, so the offset is untouched).
+ * md5_raw receives the 16 raw bytes when not NULL. Returns 0 or ERR_IO.
+ */
+int stor_digest_fd(int fd, int64_t off, int64_t len, char md5[33],
+		   unsigned char md5_raw[16], char sha256[65], struct buf *err);
+
+/* Base64 of n bytes. */
+void stor__base64(const unsigned char *in, size_t n, struct buf *out);
+
+/* --- http.c: one HTTP exchange with retries ---------------------------- */
+
+struct stor_http_req {
+	const char *method; /* GET PUT POST DELETE HEAD */
+	const char *url;
+	struct curl_slist *headers; /* borrowed */
+	int sign;		    /* SigV4 "aws:amz:<region>:s3" */
+
+	/* Request body: in_fd >= 0 (in_len bytes from in_off) or in_mem. */
+	int in_fd;
+	int64_t in_off;
+	int64_t in_len;
+	const char *in_mem;
+	size_t in_mem_len;
+
+	/*
+	 * Response body of a 2xx answer: out_fd >= 0 writes it at out_off
+	 * (pwrite); otherwise it goes into resp->body (capped).
+	 */
+	int out_fd;
+	int64_t out_off;
+
+	/* Digests of the bytes sent (upload) or received into out_fd. */
+	int want_md5;
+	int want_sha256;
+};
+
+struct stor_http_resp {
+	long status;
+	char etag[80];		/* without quotes */
+	int64_t content_length; /* -1 when absent */
+	int64_t last_modified_ms;
+	int64_t received; /* body bytes written to out_fd */
+	struct buf body;
+	char md5[33];
+	char sha256[65];
+	int attempts;
+};
+
+void stor_http_req_init(struct stor_http_req *req, const char *method,
+			const char *url);
+void stor_http_resp_init(struct stor_http_resp *resp);
+void stor_http_resp_release(struct stor_http_resp *resp);
+
+/*
+ * Performs req on the easy handle c (s->curl or a worker's own), retrying
+ * with exponential backoff and jitter on 500/502/503/504, 429 and S3's
+ * throttling codes, and on transport errors that may be transient (reset
+ * or dropped connections, timeouts). Returns 0 once an answer arrived,
+ * whatever its status (resp holds it), or ERR_IO when none did.
+ */
+int stor_http_do(struct stor *s, CURL *c, struct stor_http_req *req,
+		 struct stor_http_resp *resp, struct buf *err);
+
+/* Sets the options every handle needs (buffers, timeouts). */
+void stor_http_setup(struct stor *s, CURL *c);
+
+/* Is this status (and S3 error code, may be NULL) worth retrying? */
+int stor_http_retryable(long status, const char *code);
+
+/* --- backends ------------------------------------------------------------ */
+
+/* fs.c: keys relative to a root folder (listing and delete: fs.h). */
+int stor__fs_stat(const char *root, const char *key, struct stor_object *out,
+		  struct buf *err);
+int stor__fs_get(const char *root, const char *key, const char *path,
+		 struct stor_object *info, struct buf *err);
+int stor__fs_put(const char *root, const char *key, const char *path,
+		 struct stor_object *info, struct buf *err);
+
+/* s3.c */
+int stor__s3_list(struct stor *s, const char *bucket, const char *prefix,
+		  struct stor_list *out, struct buf *err);
+int stor__s3_stat(struct stor *s, const char *bucket, const char *key,
+		  struct stor_object *out, struct buf *err);
+int stor__s3_get(struct stor *s, const char *bucket, const char *key,
+		 const char *path, struct stor_object *info, struct buf *err);
+int stor__s3_put(struct stor *s, const char *bucket, const char *key,
+		 const char *path, struct stor_object *info, struct buf *err);
+int stor__s3_delete(struct stor *s, const char *bucket, const char *key,
+		    struct buf *err);
+
+/* blob_client.c */
+int stor__blob_list(struct stor *s, const char *bucket, const char *prefix,
+		    struct stor_list *out, struct buf *err);
+int stor__blob_stat(struct stor *s, const char *bucket, const char *key,
+		    struct stor_object *out, struct buf *err);
+int stor__blob_get(struct stor *s, const char *bucket, const char *key,
+		   const char *path, struct stor_object *info, struct buf *err);
+int stor__blob_put(struct stor *s, const char *bucket, const char *key,
+		   const char *path, struct stor_object *info, struct buf *err);
+int stor__blob_delete(struct stor *s, const char *bucket, const char *key,
+		      struct buf *err);
+
+/* s3_xml.c: S3's XML bodies, parsed with libxml2. */
+
+/*
+ * Parses a ListBucketResult, appending its objects to out. *next gets the
+ * NextContinuationToken (malloc'ed) when IsTruncated, else NULL.
+ */
+int stor__s3_xml_list(const char *xml, size_t len, struct stor_list *out,
+		      char **next, struct buf *err);
+/* Parses InitiateMultipartUploadResult; *upload_id is malloc'ed. */
+int stor__s3_xml_upload_id(const char *xml, size_t len, char **upload_id,
+			   struct buf *err);
+/*
+ * Parses an <Error> body into code and message (malloc'ed, "" when the
+ * body is not one). Returns 1 when the body is an <Error>, else 0.
+ */
+int stor__s3_xml_error(const char *xml, size_t len, char **code,
+		       char **message);
+/* Parses CompleteMultipartUploadResult's ETag (which may be an Error). */
+int stor__s3_xml_complete(const char *xml, size_t len, char *etag,
+			  size_t etag_size, struct buf *err);
+
+/* Parses an RFC 3339 ("2024-01-01T00:00:00.000Z") or RFC 1123 date. */
+int64_t stor__parse_time(const char *s);
+
+#endif

@@ -1,0 +1,544 @@
+/*
+ * The storage session and the dispatch of each call to the backend that
+ * serves its URI; plus the two tree transfers built on single objects.
+ */
+#define LOG_TAG "storage"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "storage/fs.h"
+#include "storage/stor_internal.h"
+#include "common/bug.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+static char *dup_or_null(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+int stor_open(const struct stor_config *cfg, struct stor **out, struct buf *err)
+{
+	struct stor *s = xcalloc(1, sizeof(*s));
+
+	s->cfg = *cfg;
+	s->cfg.state_dir = dup_or_null(cfg->state_dir);
+	s->cfg.blob_url = dup_or_null(cfg->blob_url);
+	s->cfg.blob_token = dup_or_null(cfg->blob_token);
+	s->cfg.s3_endpoint = dup_or_null(cfg->s3_endpoint);
+	s->cfg.s3_region = dup_or_null(cfg->s3_region);
+	s->cfg.access_key = dup_or_null(cfg->access_key);
+	s->cfg.secret_key = dup_or_null(cfg->secret_key);
+	s->cfg.session_token = dup_or_null(cfg->session_token);
+	s->cfg.amz_date = dup_or_null(cfg->amz_date);
+	stor_config_fill_defaults(&s->cfg);
+	/* Trailing slashes would double in every URL. */
+	if (s->cfg.s3_endpoint)
+		s->cfg.s3_endpoint[strcspn(s->cfg.s3_endpoint, "?#")] = '\0';
+	while (s->cfg.s3_endpoint && *s->cfg.s3_endpoint &&
+	       s->cfg.s3_endpoint[strlen(s->cfg.s3_endpoint) - 1] == '/')
+		s->cfg.s3_endpoint[strlen(s->cfg.s3_endpoint) - 1] = '\0';
+	while (s->cfg.blob_url && *s->cfg.blob_url &&
+	       s->cfg.blob_url[strlen(s->cfg.blob_url) - 1] == '/')
+		s->cfg.blob_url[strlen(s->cfg.blob_url) - 1] = '\0';
+	s->curl = curl_easy_init();
+	if (!s->curl) {
+		(void)buf_adds(err, "cannot initialise libcurl");
+		stor_close(s);
+		return ERR_IO;
+	}
+	stor_http_setup(s, s->curl);
+	*out = s;
+	return 0;
+}
+
+void stor_close(struct stor *s)
+{
+	if (!s)
+		return;
+	if (s->curl)
+		curl_easy_cleanup(s->curl);
+	stor_config_release(&s->cfg);
+	free(s);
+}
+
+const struct stor_config *stor_config_of(const struct stor *s)
+{
+	return &s->cfg;
+}
+
+int stor__resolve(struct stor *s, const char *uri, struct stor_target *t,
+		  struct buf *err)
+{
+	struct buf root = BUF_INIT;
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	ret = stor_uri_parse(uri, &t->uri, err);
+	if (ret)
+		return ret;
+	if (t->uri.scheme == STOR_SCHEME_FILE) {
+		t->be = STOR_BE_FS;
+		t->root = xstrdup("/");
+		return 0;
+	}
+	if (s->cfg.s3_endpoint) {
+		t->be = STOR_BE_S3;
+		return 0;
+	}
+	if (s->cfg.state_dir) {
+		stor_fs_path(&root, s->cfg.state_dir, "s3/");
+		(void)buf_adds(&root, t->uri.bucket);
+		t->be = STOR_BE_FS;
+		t->root = buf_detach(&root, NULL);
+		return 0;
+	}
+	if (s->cfg.blob_url) {
+		t->be = STOR_BE_BLOB;
+		return 0;
+	}
+	(void)buf_addf(
+		err,
+		"cannot reach '%s': no S3 endpoint (TRAINCTL_S3_ENDPOINT), "
+		"state folder or controller configured",
+		uri);
+	stor_uri_release(&t->uri);
+	return ERR_INVALID;
+}
+
+void stor__target_release(struct stor_target *t)
+{
+	stor_uri_release(&t->uri);
+	FREE_AND_NULL(t->root);
+}
+
+/* Object calls need a key, not a prefix. */
+static int need_key(const struct stor_target *t, const char *uri,
+		    struct buf *err)
+{
+	struct buf why = BUF_INIT;
+	int ret = stor_key_check(t->uri.key, 0, &why);
+
+	if (ret)
+		(void)buf_addf(err, "'%s' does not name an object: %s", uri,
+			       why.data);
+	buf_release(&why);
+	return ret;
+}
+
+/* Prefixes the message a backend wrote with the URI it was about. */
+static int with_uri(int ret, const char *uri, struct buf *msg, struct buf *err)
+{
+	if (ret)
+		(void)buf_addf(err, "%s: %s", uri, msg->data);
+	buf_release(msg);
+	return ret;
+}
+
+int stor_list(struct stor *s, const char *uri, struct stor_list *out,
+	      struct buf *err)
+{
+	struct stor_target t;
+	struct buf msg = BUF_INIT;
+	int ret = stor__resolve(s, uri, &t, err);
+
+	if (ret)
+		return ret;
+	switch (t.be) {
+	case STOR_BE_FS:
+		ret = stor_fs_list(t.root, t.uri.key,
+				   t.uri.scheme == STOR_SCHEME_FILE, out, &msg);
+		break;
+	case STOR_BE_S3:
+		ret = stor__s3_list(s, t.uri.bucket, t.uri.key, out, &msg);
+		break;
+	case STOR_BE_BLOB:
+		ret = stor__blob_list(s, t.uri.bucket, t.uri.key, out, &msg);
+		break;
+	}
+	stor__target_release(&t);
+	return with_uri(ret, uri, &msg, err);
+}
+
+int stor_stat(struct stor *s, const char *uri, struct stor_object *out,
+	      struct buf *err)
+{
+	struct stor_target t;
+	struct buf msg = BUF_INIT;
+	int ret = stor__resolve(s, uri, &t, err);
+
+	if (ret)
+		return ret;
+	ret = need_key(&t, uri, err);
+	if (ret)
+		goto out;
+	switch (t.be) {
+	case STOR_BE_FS:
+		ret = stor__fs_stat(t.root, t.uri.key, out, &msg);
+		break;
+	case STOR_BE_S3:
+		ret = stor__s3_stat(s, t.uri.bucket, t.uri.key, out, &msg);
+		break;
+	case STOR_BE_BLOB:
+		ret = stor__blob_stat(s, t.uri.bucket, t.uri.key, out, &msg);
+		break;
+	}
+	ret = with_uri(ret, uri, &msg, err);
+out:
+	buf_release(&msg);
+	stor__target_release(&t);
+	return ret;
+}
+
+int stor_get(struct stor *s, const char *uri, const char *path,
+	     struct stor_object *info, struct buf *err)
+{
+	struct stor_target t;
+	struct buf msg = BUF_INIT;
+	int ret = stor__resolve(s, uri, &t, err);
+
+	if (ret)
+		return ret;
+	ret = need_key(&t, uri, err);
+	if (ret)
+		goto out;
+	switch (t.be) {
+	case STOR_BE_FS:
+		ret = stor__fs_get(t.root, t.uri.key, path, info, &msg);
+		break;
+	case STOR_BE_S3:
+		ret = stor__s3_get(s, t.uri.bucket, t.uri.key, path, info,
+				   &msg);
+		break;
+	case STOR_BE_BLOB:
+		ret = stor__blob_get(s, t.uri.bucket, t.uri.key, path, info,
+				     &msg);
+		break;
+	}
+	ret = with_uri(ret, uri, &msg, err);
+out:
+	buf_release(&msg);
+	stor__target_release(&t);
+	return ret;
+}
+
+int stor_put(struct stor *s, const char *path, const char *uri,
+	     struct stor_object *info, struct buf *err)
+{
+	struct stor_target t;
+	struct buf msg = BUF_INIT;
+	int ret = stor__resolve(s, uri, &t, err);
+
+	if (ret)
+		return ret;
+	ret = need_key(&t, uri, err);
+	if (ret)
+		goto out;
+	switch (t.be) {
+	case STOR_BE_FS:
+		ret = stor__fs_put(t.root, t.uri.key, path, info, &msg);
+		break;
+	case STOR_BE_S3:
+		ret = stor__s3_put(s, t.uri.bucket, t.uri.key, path, info,
+				   &msg);
+		break;
+	case STOR_BE_BLOB:
+		ret = stor__blob_put(s, t.uri.bucket, t.uri.key, path, info,
+				     &msg);
+		break;
+	}
+	ret = with_uri(ret, uri, &msg, err);
+out:
+	buf_release(&msg);
+	stor__target_release(&t);
+	return ret;
+}
+
+int stor_delete(struct stor *s, const char *uri, struct buf *err)
+{
+	struct stor_target t;
+	struct buf msg = BUF_INIT;
+	int ret = stor__resolve(s, uri, &t, err);
+
+	if (ret)
+		return ret;
+	ret = need_key(&t, uri, err);
+	if (ret)
+		goto out;
+	switch (t.be) {
+	case STOR_BE_FS:
+		ret = stor_fs_delete(t.root, t.uri.key,
+				     t.uri.scheme == STOR_SCHEME_S3, &msg);
+		break;
+	case STOR_BE_S3:
+		ret = stor__s3_delete(s, t.uri.bucket, t.uri.key, &msg);
+		break;
+	case STOR_BE_BLOB:
+		ret = stor__blob_delete(s, t.uri.bucket, t.uri.key, &msg);
+		break;
+	}
+	ret = with_uri(ret, uri, &msg, err);
+out:
+	buf_release(&msg);
+	stor__target_release(&t);
+	return ret;
+}
+
+/* --- objects and lists -----------------------------------------------------
+ */
+
+void stor_object_release(struct stor_object *obj)
+{
+	FREE_AND_NULL(obj->key);
+}
+
+struct stor_object *stor_list_push(struct stor_list *l, const char *key,
+				   int64_t size, int64_t mtime_ms)
+{
+	struct stor_object *o;
+
+	if (l->n == l->alloc) {
+		l->alloc = l->alloc ? 2 * l->alloc : 64;
+		l->v = xrealloc(l->v, l->alloc * sizeof(*l->v));
+	}
+	o = &l->v[l->n++];
+	memset(o, 0, sizeof(*o));
+	o->key = xstrdup(key);
+	o->size = size;
+	o->mtime_ms = mtime_ms;
+	return o;
+}
+
+static int cmp_object(const void *a, const void *b)
+{
+	const struct stor_object *x = a, *y = b;
+
+	return strcmp(x->key, y->key);
+}
+
+void stor_list_sort(struct stor_list *l)
+{
+	if (l->n > 1)
+		qsort(l->v, l->n, sizeof(*l->v), cmp_object);
+}
+
+void stor_list_release(struct stor_list *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		stor_object_release(&l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+	l->alloc = 0;
+}
+
+/* --- trees -------------------------------------------------------------------
+ */
+
+/* "s3://b/p" + "x/y" -> "s3://b/p/x/y"; a prefix ending in '/' keeps one. */
+static void join_uri(struct buf *out, const char *uri, const char *rel)
+{
+	size_t n = strlen(uri);
+
+	(void)buf_adds(out, uri);
+	if (n && uri[n - 1] != '/')
+		(void)buf_addch(out, '/');
+	(void)buf_adds(out, rel);
+}
+
+int stor_get_prefix(struct stor *s, const char *uri, const char *dir,
+		    struct stor_sync_stats *stats, struct buf *err)
+{
+	struct stor_list l = STOR_LIST_INIT;
+	struct stor_target t;
+	struct buf src = BUF_INIT, dst = BUF_INIT, why = BUF_INIT;
+	struct stor_sync_stats local = { 0 };
+	size_t i, plen;
+	int ret;
+
+	ret = stor__resolve(s, uri, &t, err);
+	if (ret)
+		return ret;
+	plen = strlen(t.uri.key);
+	ret = stor_list(s, uri, &l, err);
+	if (ret)
+		goto out;
+	ret = stor_fs_mkdirs(dir, err);
+	if (ret)
+		goto out;
+	for (i = 0; i < l.n; i++) {
+		const char *key = l.v[i].key, *rel = key + plen;
+		const char *slash;
+
+		while (*rel == '/')
+			rel++;
+		if (!*rel) {
+			/* The prefix is the object itself. */
+			slash = strrchr(key, '/');
+			rel = slash ? slash + 1 : key;
+		}
+		if (key[strlen(key) - 1] == '/')
+			continue; /* a folder marker, not an object */
+		buf_reset(&why);
+		if (stor_key_check(rel, 0, &why)) {
+			(void)buf_addf(err,
+				       "%s: object '%s' would land outside "
+				       "'%s': %s",
+				       uri, key, dir, why.data);
+			ret = ERR_INVALID;
+			goto out;
+		}
+		buf_reset(&src);
+		buf_reset(&dst);
+		if (t.uri.scheme == STOR_SCHEME_FILE)
+			(void)buf_addf(&src, "file:///%s", key);
+		else
+			(void)buf_addf(&src, "s3://%s/%s", t.uri.bucket, key);
+		stor_fs_path(&dst, dir, rel);
+		ret = stor_get(s, src.data, dst.data, NULL, err);
+		if (ret)
+			goto out;
+		local.files++;
+		local.bytes += l.v[i].size;
+	}
+out:
+	if (stats)
+		*stats = local;
+	stor__target_release(&t);
+	stor_list_release(&l);
+	buf_release(&src);
+	buf_release(&dst);
+	buf_release(&why);
+	return ret;
+}
+
+/* Collects the regular files under dir/rel as relative paths. */
+static int collect(const char *dir, struct buf *rel, struct stor_list *out,
+		   struct buf *err)
+{
+	struct buf path = BUF_INIT;
+	size_t base = rel->len;
+	struct dirent *de;
+	DIR *d;
+	int ret = 0;
+
+	stor_fs_path(&path, dir, rel->data);
+	d = opendir(path.data);
+	if (!d) {
+		(void)buf_addf(err, "cannot read folder '%s': %s", path.data,
+			       strerror(errno));
+		buf_release(&path);
+		return ERR_IO;
+	}
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    !strncmp(de->d_name, STOR_TMP_PREFIX,
+			     strlen(STOR_TMP_PREFIX)))
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
+			continue;
+		rel->len = base;
+		rel->data[base] = '\0';
+		(void)buf_adds(rel, de->d_name);
+		if (S_ISDIR(st.st_mode)) {
+			(void)buf_addch(rel, '/');
+			ret = collect(dir, rel, out, err);
+			if (ret)
+				break;
+		} else if (S_ISREG(st.st_mode)) {
+			stor_list_push(out, rel->data, (int64_t)st.st_size,
+				       (int64_t)st.st_mtim.tv_sec * 1000 +
+					       st.st_mtim.tv_nsec / 1000000);
+		}
+	}
+	closedir(d);
+	rel->len = base;
+	rel->data[base] = '\0';
+	buf_release(&path);
+	return ret;
+}
+
+static const struct stor_object *find(const struct stor_list *l,
+				      const char *key)
+{
+	struct stor_object k = { 0 };
+
+	k.key = (char *)key;
+	if (!l->n)
+		return NULL;
+	return bsearch(&k, l->v, l->n, sizeof(*l->v), cmp_object);
+}
+
+int stor_put_dir(struct stor *s, const char *dir, const char *uri,
+		 unsigned flags, struct stor_sync_stats *stats, struct buf *err)
+{
+	struct stor_list files = STOR_LIST_INIT, remote = STOR_LIST_INIT;
+	struct stor_sync_stats local = { 0 };
+	struct buf rel = BUF_INIT, src = BUF_INIT, dst = BUF_INIT;
+	struct stor_target t;
+	size_t i;
+	int ret;
+
+	ret = stor__resolve(s, uri, &t, err);
+	if (ret)
+		return ret;
+	ret = collect(dir, &rel, &files, err);
+	if (ret)
+		goto out;
+	stor_list_sort(&files);
+	if (flags & STOR_SYNC_CHANGED) {
+		ret = stor_list(s, uri, &remote, err);
+		if (ret)
+			goto out;
+	}
+	for (i = 0; i < files.n; i++) {
+		const struct stor_object *f = &files.v[i], *r;
+
+		buf_reset(&src);
+		buf_reset(&dst);
+		join_uri(&dst, uri, f->key);
+		if (flags & STOR_SYNC_CHANGED) {
+			size_t plen = strlen(t.uri.key);
+			struct buf k = BUF_INIT;
+
+			(void)buf_adds(&k, t.uri.key);
+			if (plen && t.uri.key[plen - 1] != '/')
+				(void)buf_addch(&k, '/');
+			(void)buf_adds(&k, f->key);
+			r = find(&remote, k.data);
+			buf_release(&k);
+			if (r && r->size == f->size &&
+			    r->mtime_ms >= f->mtime_ms) {
+				local.skipped++;
+				continue;
+			}
+		}
+		stor_fs_path(&src, dir, f->key);
+		ret = stor_put(s, src.data, dst.data, NULL, err);
+		if (ret)
+			goto out;
+		local.files++;
+		local.bytes += f->size;
+	}
+out:
+	if (stats)
+		*stats = local;
+	stor__target_release(&t);
+	stor_list_release(&files);
+	stor_list_release(&remote);
+	buf_release(&rel);
+	buf_release(&src);
+	buf_release(&dst);
+	return ret;
+}
