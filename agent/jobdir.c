@@ -72,7 +72,13 @@ int agent_jobdir_path(struct agent_ctx *ctx, const char *job, int attempt,
 			attempt, algo);
 }
 
-/* Writes data to path atomically: temp file, fsync, rename. */
+/*
+ * Writes data to path atomically: temp file, rename. No fsync: these files
+ * (config files, state.json) must survive a crash of the agent, which the
+ * rename guarantees, not a crash of the host, after which the controller
+ * restarts the attempt elsewhere anyway. An fsync here would sit on the
+ * launch path of every job.
+ */
 static int write_atomic(const char *path, const char *data, size_t len,
 			struct buf *err)
 {
@@ -101,10 +107,6 @@ static int write_atomic(const char *path, const char *data, size_t len,
 		}
 		p += w;
 		left -= (size_t)w;
-	}
-	if (!ret && fsync(fd)) {
-		(void)buf_addf(err, "%s: fsync: %s", tmp.data, strerror(errno));
-		ret = ERR_IO;
 	}
 	if (close(fd) && !ret) {
 		(void)buf_addf(err, "%s: %s", tmp.data, strerror(errno));

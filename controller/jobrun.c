@@ -203,7 +203,6 @@ static void place(struct ctrl_ctx *ctx, const struct db_job *job,
 	}
 	log_info("job '%s': attempt %d on %d host%s", job->name,
 		 job->attempt + 1, need, need == 1 ? "" : "s");
-	set_message(ctx, job, "Preparing the instances for training");
 	/* The chosen hosts are busy from now on. */
 	db_assignments_free(*all, *n_all);
 	*all = NULL;

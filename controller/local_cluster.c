@@ -105,6 +105,7 @@ static int spawn(struct ctrl_ctx *ctx, struct ctrl_host *h, int cpus)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
+	sigset_t mask, defaults;
 	struct buf tok = BUF_INIT, logp = BUF_INIT, cpu = BUF_INIT,
 		   pidp = BUF_INIT, num = BUF_INIT;
 	char **envp;
@@ -142,9 +143,18 @@ static int spawn(struct ctrl_ctx *ctx, struct ctrl_host *h, int cpus)
 	posix_spawn_file_actions_adddup2(&fa, 1, 2);
 	posix_spawnattr_init(&attr);
 	/* Its own process group: a Ctrl-C to trainctld's terminal does not
-	 * reach it; trainctld stops it on the way out. */
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+	 * reach it; trainctld stops it on the way out. It starts with no
+	 * signal blocked and SIGPIPE at its default, whatever this thread
+	 * has. */
+	sigemptyset(&mask);
+	sigemptyset(&defaults);
+	sigaddset(&defaults, SIGPIPE);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP |
+						POSIX_SPAWN_SETSIGMASK |
+						POSIX_SPAWN_SETSIGDEF);
 	posix_spawnattr_setpgroup(&attr, 0);
+	posix_spawnattr_setsigmask(&attr, &mask);
+	posix_spawnattr_setsigdefault(&attr, &defaults);
 	rc = posix_spawn(&pid, ctx->cfg.agent_binary, &fa, &attr, argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);

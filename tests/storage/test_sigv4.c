@@ -120,6 +120,7 @@ static struct stor *open_capture(const char *date, const char *token)
 static int check(const char *mode, struct buf *out)
 {
 	struct buf cmd = BUF_INIT, b = BUF_INIT;
+	const char *line, *end;
 	int rc;
 
 	(void)buf_addf(&cmd,
@@ -128,7 +129,11 @@ static int check(const char *mode, struct buf *out)
 		       mode, g_dir, g_dir);
 	rc = system(cmd.data);
 	th_read_text(tp(&b, "check.out"), out);
-	print_message("%s", out->data);
+	/* Line by line, as TAP comments (cmocka cuts long messages). */
+	for (line = out->data; *line; line = end + (*end == '\n')) {
+		end = line + strcspn(line, "\n");
+		print_message("# %.*s\n", (int)(end - line), line);
+	}
 	buf_release(&cmd);
 	buf_release(&b);
 	return rc;
