@@ -45,6 +45,7 @@ enum {
 	OPT_DEADLINE,
 	OPT_GRACE,
 	OPT_ADVERTISE,
+	OPT_S3_ENDPOINT,
 };
 
 static const struct option options[] = {
@@ -62,6 +63,7 @@ static const struct option options[] = {
 	{ "host-deadline-ms", required_argument, NULL, OPT_DEADLINE },
 	{ "grace-period", required_argument, NULL, OPT_GRACE },
 	{ "advertise-url", required_argument, NULL, OPT_ADVERTISE },
+	{ "s3-endpoint", required_argument, NULL, OPT_S3_ENDPOINT },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -75,6 +77,7 @@ void ctrl_usage(void)
 	      "                 [--local-hosts N] [--agent-binary PATH]\n"
 	      "                 [--heartbeat-ms MS] [--host-deadline-ms MS]\n"
 	      "                 [--grace-period SECONDS] [--advertise-url URL]\n"
+	      "                 [--s3-endpoint URL]\n"
 	      "                 [--check-config] [-v]...\n"
 	      "\n"
 	      "  --listen        address to serve the API on (127.0.0.1:8080)\n"
@@ -93,6 +96,8 @@ void ctrl_usage(void)
 	      "                  lost (3000)\n"
 	      "  --grace-period  seconds from SIGTERM to SIGKILL on Stop (120)\n"
 	      "  --advertise-url URL agents use to reach the controller\n"
+	      "  --s3-endpoint   S3-compatible endpoint for s3:// URIs (none: the\n"
+	      "                  embedded store in <state-dir>/s3)\n"
 	      "  --check-config  check the configuration, print it and exit\n"
 	      "  -v              more logging (repeatable)\n",
 	      stderr);
@@ -191,6 +196,9 @@ int ctrl_config_parse_args(struct ctrl_config *cfg, int argc, char **argv,
 			break;
 		case OPT_ADVERTISE:
 			set_str(&cfg->advertise_url, optarg);
+			break;
+		case OPT_S3_ENDPOINT:
+			set_str(&cfg->s3_endpoint, optarg);
 			break;
 		case OPT_VERBOSE:
 			cfg->verbose++;
@@ -362,6 +370,7 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 	printf("host-deadline-ms %ld\n", cfg->host_deadline_ms);
 	printf("grace-period %ld\n", cfg->grace_ms / 1000);
 	printf("advertise-url %s\n", cfg->advertise_url);
+	printf("s3-endpoint %s\n", cfg->s3_endpoint ? cfg->s3_endpoint : "none");
 }
 
 void ctrl_config_release(struct ctrl_config *cfg)
@@ -373,5 +382,6 @@ void ctrl_config_release(struct ctrl_config *cfg)
 	free(cfg->account_id);
 	free(cfg->agent_binary);
 	free(cfg->advertise_url);
+	free(cfg->s3_endpoint);
 	memset(cfg, 0, sizeof(*cfg));
 }

@@ -28,6 +28,7 @@ struct ctrl_config {
 	long host_deadline_ms;
 	long grace_ms;	     /* SIGTERM -> SIGKILL on Stop/MaxRuntime */
 	char *advertise_url; /* how agents reach the controller */
+	char *s3_endpoint;   /* NULL: s3:// is the embedded store */
 };
 
 struct ctrl_host;
