@@ -46,6 +46,12 @@ static const struct cli_cmd commands[] = {
 	{ "wait", cli_cmd_wait, "wait NAME [--timeout S] [--interval S]",
 	  "wait until a job ends (exit 0 Completed, 3 Failed, 4 Stopped, "
 	  "5 timeout)" },
+	{ "upload-source", cli_cmd_upload_source, "upload-source DIR --to URI",
+	  "tar.gz a script folder to a URI and print the URI" },
+	{ "cp", cli_cmd_cp, "cp SRC DST [--recursive]",
+	  "copy between a local path and an s3:// or file:// URI" },
+	{ "ls", cli_cmd_ls, "ls URI", "list the objects under a URI prefix" },
+	{ "rm", cli_cmd_rm, "rm URI", "delete one object" },
 	{ "help", cmd_help, "help [COMMAND]", "show this help" },
 };
 

@@ -42,6 +42,7 @@ struct ctrl_ctx {
 	struct MHD_Daemon *httpd;
 	struct api_credentials creds;
 	int auth_enabled;
+	char *blob_root; /* <state-dir>/s3, the embedded store */
 
 	/* The reconciler: one thread, woken when a fact changes. */
 	pthread_t reconciler;

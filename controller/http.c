@@ -13,6 +13,7 @@
 #include <openssl/rand.h>
 
 #include "api/sigv4.h"
+#include "controller/blob.h"
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
 #include "controller/http.h"
@@ -59,6 +60,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		close(req->sink_fd);
 		unlink(req->sink_tmp);
 	}
+	ctrl_blob_free(req->blob);
 	free(req->sink_tmp);
 	free(req->sink_final);
 	free(req->sink_job);
@@ -359,6 +361,70 @@ route(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
 	return CTRL_ROUTE_DONE;
 }
 
+static const char *query(struct MHD_Connection *conn, const char *key)
+{
+	return MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+/*
+ * Blobs are the embedded store's bytes: with credentials configured they
+ * need a host's agent token or the controller's blob token; without, the
+ * API itself is open on loopback and so are they.
+ */
+static int blob_allowed(struct ctrl_ctx *ctx, struct MHD_Connection *conn)
+{
+	const char *auth = MHD_lookup_connection_value(
+		conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	size_t i;
+	int ok = 0;
+
+	if (!ctx->auth_enabled)
+		return 1;
+	pthread_mutex_lock(&ctx->hosts_lock);
+	for (i = 0; i < ctx->n_hosts && !ok; i++)
+		ok = ctrl_blob_auth_ok(auth, ctx->hosts[i]->token);
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	return ok;
+}
+
+static enum MHD_Result send_blob(struct MHD_Connection *conn,
+				 struct request *req, const char *method,
+				 const char *url)
+{
+	struct ctrl_blob_reply reply;
+	struct MHD_Response *mr;
+	enum MHD_Result ret;
+	char rid[37];
+
+	ctrl_blob_finish(req->blob, &reply);
+	if (reply.fd >= 0) {
+		mr = MHD_create_response_from_fd64(reply.size, reply.fd);
+		if (mr)
+			reply.fd = -1; /* MHD closes it */
+	} else {
+		mr = MHD_create_response_from_buffer(
+			reply.body.len, reply.body.data, MHD_RESPMEM_MUST_COPY);
+	}
+	if (!mr) {
+		ctrl_blob_reply_release(&reply);
+		return MHD_NO;
+	}
+	request_id(rid);
+	MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE,
+				reply.content_type ? reply.content_type :
+						     "application/json");
+	MHD_add_response_header(mr, "x-amzn-RequestId", rid);
+	if (reply.last_modified[0])
+		MHD_add_response_header(mr, MHD_HTTP_HEADER_LAST_MODIFIED,
+					reply.last_modified);
+	ret = MHD_queue_response(conn, (unsigned)reply.status, mr);
+	MHD_destroy_response(mr);
+	log_debug("%s %s -> %d (%lld us)", method, url, reply.status,
+		  (long long)(time_mono_us() - req->t0_us));
+	ctrl_blob_reply_release(&reply);
+	return ret;
+}
+
 /* Writes an upload chunk to the request's sink file. */
 static void sink_write(struct request *req, const char *data, size_t n)
 {
@@ -401,6 +467,22 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 			conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 
 		req->started = 1;
+		if (ctrl_blob_is_route(url)) {
+			if (!blob_allowed(ctx, conn)) {
+				ctrl_reply_error(&resp, 401,
+						 "AccessDeniedException",
+						 "blob requests need a host or "
+						 "blob token");
+				goto send;
+			}
+			req->blob = ctrl_blob_begin(ctx->blob_root, method, url,
+						    query(conn, "prefix"),
+						    query(conn, "continuation"),
+						    query(conn, "max-keys"),
+						    cl ? strtoll(cl, NULL, 10) :
+							 -1);
+			return MHD_YES;
+		}
 		if (!strcmp(method, "PUT") &&
 		    !strncmp(url, "/v1/agents/", 11)) {
 			/* Artifact uploads stream to a file. */
@@ -414,6 +496,15 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 			req->too_big = 1;
 		if (!req->too_big)
 			return MHD_YES;
+	}
+	if (req->blob) {
+		if (*upload_data_size) {
+			(void)ctrl_blob_data(req->blob, upload_data,
+					     *upload_data_size);
+			*upload_data_size = 0;
+			return MHD_YES;
+		}
+		return send_blob(conn, req, method, url);
 	}
 	if (*upload_data_size) {
 		if (req->sink_fd >= 0)

@@ -7,6 +7,7 @@
 #include "common/buf.h"
 
 struct ctrl_ctx;
+struct ctrl_blob;
 struct MHD_Connection;
 
 /* Per-request state, from the URI log callback to the completion one. */
@@ -30,6 +31,8 @@ struct ctrl_http_req {
 	int sink_attempt;
 	int sink_host_index;
 	int sink_bit;
+	/* A blob request (controller/blob.h), NULL otherwise. */
+	struct ctrl_blob *blob;
 };
 
 /* What a route did with a request. */

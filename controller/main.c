@@ -139,6 +139,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "trainctld: error: %s\n", err.data);
 		goto out;
 	}
+	(void)buf_addf(&path, "%s/s3", ctx.cfg.state_dir);
+	ctx.blob_root = buf_detach(&path, NULL);
 	(void)buf_addf(&path, "%s/trainctl.db", ctx.cfg.state_dir);
 	if (db_open(path.data, ctx.cfg.threads + 1, &ctx.db, &err)) {
 		fprintf(stderr, "trainctld: error: %s\n", err.data);
@@ -210,6 +212,7 @@ out_db:
 	pthread_mutex_destroy(&ctx.jobs_lock);
 out:
 	api_credentials_release(&ctx.creds);
+	free(ctx.blob_root);
 	ctrl_config_release(&ctx.cfg);
 	buf_release(&err);
 	buf_release(&path);
