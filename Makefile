@@ -15,7 +15,7 @@ $(error scripts/deps.sh failed: install the packages it names and retry)
 endif
 endif
 
-PKGS := libmicrohttpd jansson sqlite3 libcurl libpcre2-8 libcrypto inih \
+PKGS := libmicrohttpd jansson sqlite3 libcurl libpcre2-8 libcrypto inih libssh2 \
 	libarchive libxml-2.0
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -78,8 +78,20 @@ $(BUILD)/lib/%.a:
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(BIN_trainctld): $(call obj,controller/main.c) $(LIB_ctrl) $(LIB_api) \
-		$(LIB_db) $(LIB_stor) $(LIB_common)
+# The status page's files, embedded into trainctld.
+WEB_FILES := $(shell find web -type f 2>/dev/null)
+$(BUILD)/gen/web_assets.c: $(WEB_FILES) scripts/embed.sh
+	@mkdir -p $(dir $@)
+	sh scripts/embed.sh web $@
+
+$(BUILD)/obj/gen/web_assets.o: $(BUILD)/gen/web_assets.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+WEB_OBJ := $(BUILD)/obj/gen/web_assets.o
+
+$(BIN_trainctld): $(call obj,controller/main.c) $(LIB_ctrl) $(WEB_OBJ) \
+		$(LIB_api) $(LIB_db) $(LIB_stor) $(LIB_common)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
@@ -94,8 +106,8 @@ $(BIN_trainagent): $(call obj,agent/main.c) $(LIB_agent) $(LIB_api) \
 
 # Unit tests: tests/<module>/test_<file>.c links against every module
 # library (and cmocka).
-TEST_LIBS := $(LIB_ctrl) $(LIB_agent) $(LIB_api) $(LIB_db) $(LIB_stor) \
-	$(LIB_common)
+TEST_LIBS := $(LIB_ctrl) $(WEB_OBJ) $(LIB_agent) $(LIB_api) $(LIB_db) \
+	$(LIB_stor) $(LIB_common)
 $(BUILD)/tests/%: tests/%.c $(TEST_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(TEST_LIBS) $(ALL_LDFLAGS) $(LIBS) -lcmocka

@@ -32,6 +32,13 @@ int api_hosts_build(const struct api_host_info *h, size_t n, struct buf *out)
 		json_object_set_new(o, "algo",
 				    h[i].algo ? json_string(h[i].algo) :
 						json_null());
+		json_object_set_new(o, "error",
+				    h[i].error ? json_string(h[i].error) :
+						 json_null());
+		json_object_set_new(o, "instance_type",
+				    json_string(h[i].instance_type ?
+							h[i].instance_type :
+							"any"));
 		json_array_append_new(arr, o);
 	}
 	json_object_set_new(root, "hosts", arr);

@@ -3,8 +3,8 @@
 
 /*
  * GET /v1/hosts: {"hosts": [{"name", "state", "address", "cpus", "gpus",
- * "last_heartbeat_ms_ago", "job", "algo"}]}. state is "provisioning" (no
- * agent registered yet), "ready", "busy" or "lost".
+ * "last_heartbeat_ms_ago", "job", "algo", "error", "instance_type"}]}. state is
+ * "provisioning" (no agent registered yet), "ready", "busy" or "lost".
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -17,9 +17,11 @@ struct api_host_info {
 	const char *address; /* may be NULL */
 	int cpus;
 	int gpus;
-	int64_t heartbeat_age_ms; /* -1: never */
-	const char *job;	  /* may be NULL */
-	const char *algo;	  /* may be NULL */
+	int64_t heartbeat_age_ms;  /* -1: never */
+	const char *job;	   /* may be NULL */
+	const char *algo;	   /* may be NULL */
+	const char *error;	   /* last provisioning error, may be NULL */
+	const char *instance_type; /* "any" for local hosts */
 };
 
 int api_hosts_build(const struct api_host_info *h, size_t n, struct buf *out);

@@ -46,6 +46,7 @@ enum {
 	OPT_GRACE,
 	OPT_ADVERTISE,
 	OPT_S3_ENDPOINT,
+	OPT_INVENTORY,
 };
 
 static const struct option options[] = {
@@ -64,6 +65,7 @@ static const struct option options[] = {
 	{ "grace-period", required_argument, NULL, OPT_GRACE },
 	{ "advertise-url", required_argument, NULL, OPT_ADVERTISE },
 	{ "s3-endpoint", required_argument, NULL, OPT_S3_ENDPOINT },
+	{ "inventory", required_argument, NULL, OPT_INVENTORY },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -77,7 +79,7 @@ void ctrl_usage(void)
 	      "                 [--local-hosts N] [--agent-binary PATH]\n"
 	      "                 [--heartbeat-ms MS] [--host-deadline-ms MS]\n"
 	      "                 [--grace-period SECONDS] [--advertise-url URL]\n"
-	      "                 [--s3-endpoint URL]\n"
+	      "                 [--s3-endpoint URL] [--inventory FILE]\n"
 	      "                 [--check-config] [-v]...\n"
 	      "\n"
 	      "  --listen        address to serve the API on (127.0.0.1:8080)\n"
@@ -89,7 +91,10 @@ void ctrl_usage(void)
 	      "  --account-id    12-digit account in ARNs (000000000000)\n"
 	      "  --threads       HTTP worker threads (number of CPUs)\n"
 	      "  --max-body      request body limit in bytes (1048576)\n"
-	      "  --local-hosts   hosts of the embedded local cluster (2)\n"
+	      "  --inventory     JSON file of hosts to provision over SSH\n"
+	      "                  (reloaded on SIGHUP)\n"
+	      "  --local-hosts   hosts of the embedded local cluster (2; 0 with\n"
+	      "                  --inventory)\n"
 	      "  --agent-binary  trainagent to start for them (next to trainctld)\n"
 	      "  --heartbeat-ms  agent heartbeat period (1000)\n"
 	      "  --host-deadline-ms  a host missing heartbeats this long is\n"
@@ -200,6 +205,9 @@ int ctrl_config_parse_args(struct ctrl_config *cfg, int argc, char **argv,
 		case OPT_S3_ENDPOINT:
 			set_str(&cfg->s3_endpoint, optarg);
 			break;
+		case OPT_INVENTORY:
+			set_str(&cfg->inventory, optarg);
+			break;
 		case OPT_VERBOSE:
 			cfg->verbose++;
 			break;
@@ -274,8 +282,10 @@ void ctrl_config_fill_defaults(struct ctrl_config *cfg)
 	}
 	if (cfg->body_max < 0)
 		cfg->body_max = 1L << 20;
+	/* The embedded local cluster is the default only without an
+	 * inventory. */
 	if (cfg->local_hosts < 0)
-		cfg->local_hosts = 2;
+		cfg->local_hosts = cfg->inventory ? 0 : 2;
 	if (cfg->heartbeat_ms < 0)
 		cfg->heartbeat_ms = 1000;
 	if (cfg->host_deadline_ms < 0)
@@ -370,7 +380,9 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 	printf("host-deadline-ms %ld\n", cfg->host_deadline_ms);
 	printf("grace-period %ld\n", cfg->grace_ms / 1000);
 	printf("advertise-url %s\n", cfg->advertise_url);
-	printf("s3-endpoint %s\n", cfg->s3_endpoint ? cfg->s3_endpoint : "none");
+	printf("inventory %s\n", cfg->inventory ? cfg->inventory : "none");
+	printf("s3-endpoint %s\n",
+	       cfg->s3_endpoint ? cfg->s3_endpoint : "none");
 }
 
 void ctrl_config_release(struct ctrl_config *cfg)
@@ -383,5 +395,6 @@ void ctrl_config_release(struct ctrl_config *cfg)
 	free(cfg->agent_binary);
 	free(cfg->advertise_url);
 	free(cfg->s3_endpoint);
+	free(cfg->inventory);
 	memset(cfg, 0, sizeof(*cfg));
 }

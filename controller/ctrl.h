@@ -29,6 +29,7 @@ struct ctrl_config {
 	long grace_ms;	     /* SIGTERM -> SIGKILL on Stop/MaxRuntime */
 	char *advertise_url; /* how agents reach the controller */
 	char *s3_endpoint;   /* NULL: s3:// is the embedded store */
+	char *inventory;     /* --inventory FILE, NULL: none */
 };
 
 struct ctrl_host;
@@ -42,7 +43,10 @@ struct ctrl_ctx {
 	struct MHD_Daemon *httpd;
 	struct api_credentials creds;
 	int auth_enabled;
-	char *blob_root; /* <state-dir>/s3, the embedded store */
+	char *blob_root;       /* <state-dir>/s3, the embedded store */
+	char agent_sha256[65]; /* of cfg.agent_binary, for provisioning */
+	int prov_running;      /* provisioning workers (hosts_lock) */
+	pthread_cond_t prov_done;
 
 	/* The reconciler: one thread, woken when a fact changes. */
 	pthread_t reconciler;

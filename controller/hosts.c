@@ -176,6 +176,13 @@ void ctrl_hosts_release(struct ctrl_ctx *ctx)
 		free(h->address);
 		free(h->boot_id);
 		free(h->work_dir);
+		free(h->instance_type);
+		free(h->inv_address);
+		free(h->ssh_user);
+		free(h->ssh_key);
+		free(h->known_hosts);
+		free(h->agent_path);
+		free(h->prov_error);
 		free(h);
 	}
 	free(ctx->hosts);
@@ -209,6 +216,11 @@ void ctrl_hosts_list(struct ctrl_ctx *ctx, struct ctrl_response *resp)
 		info[i].state = !h->registered ? "provisioning" :
 				h->lost	       ? "lost" :
 						 "ready";
+		info[i].error = h->prov_error;
+		info[i].instance_type = h->instance_type ? h->instance_type :
+							   "any";
+		if (h->removed)
+			info[i].state = "removed";
 		for (k = 0; k < n_as; k++) {
 			if (strcmp(as[k].host, h->name))
 				continue;

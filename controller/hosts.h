@@ -41,6 +41,21 @@ struct ctrl_host {
 	char *work_dir;
 	int64_t restart_at_ms; /* monotonic; 0 = no restart pending */
 	int restarts;
+	/* Inventory hosts (controller/provision.c). */
+	int inventory;
+	int removed;	     /* no longer in the inventory: no new jobs */
+	char *instance_type; /* NULL for local hosts: they serve any type */
+	char *inv_address;
+	int ssh_port;
+	char *ssh_user;
+	char *ssh_key;
+	char *known_hosts;
+	int accept_new_host_key;
+	char *agent_path;
+	int prov_busy;	  /* a provisioning worker runs */
+	char *prov_error; /* why the last provisioning failed */
+	int64_t prov_backoff_ms;
+	int64_t next_provision_ms; /* monotonic */
 };
 
 /* Adds a host (name and token copied). Returns it; never NULL. */

@@ -16,8 +16,11 @@
 #include "controller/blob.h"
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
+#include "controller/cwlogs.h"
 #include "controller/http.h"
+#include "controller/metrics.h"
 #include "controller/ops.h"
+#include "controller/web.h"
 #include "common/bug.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -151,6 +154,7 @@ static int authenticate(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	struct header_list h;
 	struct api_sigv4_request sr;
 	struct buf err = BUF_INIT;
+	const char *target, *service;
 	const char *type = NULL;
 	int status = 403;
 	int ret;
@@ -171,8 +175,12 @@ static int authenticate(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	sr.n_headers = h.n;
 	sr.body = req->body.data;
 	sr.body_len = req->body.len;
-	ret = api_sigv4_verify(&sr, &ctx->creds, "sagemaker", time_now_ms(),
-			       &type, &status, &err);
+	/* CloudWatch Logs clients sign for their own service. */
+	target = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					     "X-Amz-Target");
+	service = target && !strncmp(target, "Logs_", 5) ? "logs" : "sagemaker";
+	ret = api_sigv4_verify(&sr, &ctx->creds, service, time_now_ms(), &type,
+			       &status, &err);
 	if (ret)
 		ctrl_reply_error(resp, status,
 				 type ? type : "IncompleteSignature", err.data);
@@ -319,8 +327,20 @@ route(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
 		*content_type = "application/json";
 		return ctrl_agent_route(ctx, conn, method, url, req, resp);
 	}
-	if (authenticate(ctx, conn, method, req, resp))
-		return CTRL_ROUTE_DONE;
+	/* Browsers sign in with HTTP Basic, programs with SigV4 (web.h). */
+	switch (ctrl_web_auth(ctx, conn, method, url)) {
+	case CTRL_WEB_AUTH_DENIED:
+		return CTRL_ROUTE_QUEUED;
+	case CTRL_WEB_AUTH_NONE:
+		if (authenticate(ctx, conn, method, req, resp))
+			return CTRL_ROUTE_DONE;
+		break;
+	case CTRL_WEB_AUTH_OK:
+		break;
+	}
+	if (ctrl_web_owns(conn, method, url))
+		return ctrl_web_route(ctx, conn, method, url, req, resp,
+				      content_type);
 	if (!strcmp(url, "/v1/hosts") && !strcmp(method, "GET")) {
 		*content_type = "application/json";
 		ctrl_hosts_list(ctx, resp);
@@ -347,6 +367,8 @@ route(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
 		return CTRL_ROUTE_DONE;
 	}
 	fn = ctrl_op_lookup(target);
+	if (!fn)
+		fn = ctrl_cwlogs_lookup(target);
 	if (!fn) {
 		struct buf msg = BUF_INIT_MAX(512);
 
@@ -530,12 +552,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 	} else {
 		content_type = JSON11;
 		rr = route(ctx, conn, method, url, req, &resp, &content_type);
-		if (rr == CTRL_ROUTE_SUSPENDED) {
+		if (rr == CTRL_ROUTE_SUSPENDED || rr == CTRL_ROUTE_QUEUED) {
 			buf_release(&resp.body);
 			return MHD_YES;
 		}
 	}
 send:
+	ctrl_metrics_request(conn, method, url, resp.status,
+			     time_mono_us() - req->t0_us);
 	ret = send_response(conn, &resp, content_type, method, url, req);
 	buf_release(&resp.body);
 	return ret;

@@ -39,7 +39,8 @@ struct ctrl_http_req {
 enum ctrl_route_result {
 	CTRL_ROUTE_DONE = 0,  /* resp is filled: send it */
 	CTRL_ROUTE_SUSPENDED, /* the connection was suspended: send nothing */
-	CTRL_ROUTE_CONTINUE   /* a streaming upload started: keep reading */
+	CTRL_ROUTE_CONTINUE,  /* a streaming upload started: keep reading */
+	CTRL_ROUTE_QUEUED     /* the route queued its own answer (web.c) */
 };
 
 /*

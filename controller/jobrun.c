@@ -139,6 +139,60 @@ static void finish(struct ctrl_ctx *ctx, const struct db_job *job,
 		   const char *message, const char *reason,
 		   const struct db_assignment *as, size_t n, int upload);
 
+/* Local hosts serve any instance type; inventory hosts their own. */
+static int host_fits(const struct ctrl_host *h, const char *type)
+{
+	return !h->instance_type || !strcmp(h->instance_type, type);
+}
+
+/*
+ * Picks free, live hosts for every instance of spec (group after group),
+ * in inventory order. Returns how many were found; when not all, msg says
+ * what the job waits for. Caller holds hosts_lock.
+ */
+static size_t choose_hosts(struct ctrl_ctx *ctx,
+			   const struct api_job_spec *spec,
+			   const struct db_assignment *all, size_t n_all,
+			   const char **chosen, struct buf *msg)
+{
+	size_t groups = spec->n_groups ? spec->n_groups : 1;
+	size_t g, i, k = 0;
+
+	for (g = 0; g < groups; g++) {
+		const char *type = spec->n_groups ?
+					   spec->groups[g].instance_type :
+					   spec->instance_type;
+		int want = spec->n_groups ? spec->groups[g].count :
+					    spec->instance_count;
+		int got = 0;
+
+		for (i = 0; i < ctx->n_hosts && got < want; i++) {
+			struct ctrl_host *h = ctx->hosts[i];
+			size_t c;
+			int taken = 0;
+
+			if (!h->registered || h->lost || h->removed ||
+			    !host_fits(h, type) ||
+			    host_busy(all, n_all, h->name))
+				continue;
+			for (c = 0; c < k; c++)
+				taken |= !strcmp(chosen[c], h->name);
+			if (taken)
+				continue;
+			chosen[k++] = h->name;
+			got++;
+		}
+		if (got < want) {
+			(void)buf_addf(msg,
+				       "Waiting for %d free host%s of "
+				       "type %s (%d free now)",
+				       want, want == 1 ? "" : "s", type, got);
+			return k;
+		}
+	}
+	return k;
+}
+
 static void place(struct ctrl_ctx *ctx, const struct db_job *job,
 		  struct db_assignment **all, size_t *n_all)
 {
@@ -159,19 +213,14 @@ static void place(struct ctrl_ctx *ctx, const struct db_job *job,
 	if (need < 1)
 		return;
 	chosen = xcalloc((size_t)need, sizeof(*chosen));
+	pthread_mutex_lock(&ctx->jobs_lock);
+	rt = ctrl_jobrt_get(ctx, job->name);
 	pthread_mutex_lock(&ctx->hosts_lock);
-	for (i = 0; i < ctx->n_hosts && k < (size_t)need; i++) {
-		struct ctrl_host *h = ctx->hosts[i];
-
-		if (h->registered && !h->lost &&
-		    !host_busy(*all, *n_all, h->name))
-			chosen[k++] = h->name;
-	}
+	if (rt)
+		k = choose_hosts(ctx, &rt->spec, *all, *n_all, chosen, &msg);
 	pthread_mutex_unlock(&ctx->hosts_lock);
+	pthread_mutex_unlock(&ctx->jobs_lock);
 	if (k < (size_t)need) {
-		(void)buf_addf(&msg,
-			       "Waiting for %d free host%s (%zu free now)",
-			       need, need == 1 ? "" : "s", k);
 		set_message(ctx, job, msg.data);
 		goto out;
 	}

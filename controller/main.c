@@ -9,10 +9,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <libssh2.h>
+
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
 #include "controller/jobrt.h"
 #include "controller/local_cluster.h"
+#include "controller/provision.h"
 #include "db/db.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -159,6 +162,12 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&ctx.lock, NULL);
 	pthread_cond_init(&ctx.wake, NULL);
 	pthread_mutex_init(&ctx.hosts_lock, NULL);
+	pthread_cond_init(&ctx.prov_done, NULL);
+	libssh2_init(0);
+	if (ctrl_inventory_load(&ctx, &err)) {
+		fprintf(stderr, "trainctld: error: %s\n", err.data);
+		goto out_db;
+	}
 	pthread_mutex_init(&ctx.jobs_lock, NULL);
 	if (ctrl_reconciler_start(&ctx)) {
 		fprintf(stderr, "trainctld: error: cannot start reconciler\n");
@@ -185,7 +194,15 @@ int main(int argc, char **argv)
 		if (sigwait(&set, &sig))
 			break;
 		if (sig == SIGHUP) {
-			log_info("SIGHUP: nothing to reload yet");
+			buf_reset(&err);
+			if (!ctx.cfg.inventory)
+				log_info("SIGHUP: no inventory to reload");
+			else if (ctrl_inventory_load(&ctx, &err))
+				log_error("SIGHUP: inventory not reloaded: %s",
+					  err.data);
+			else
+				log_info("SIGHUP: inventory reloaded");
+			ctrl_reconciler_wake(&ctx);
 			continue;
 		}
 		break;
@@ -197,6 +214,7 @@ int main(int argc, char **argv)
 	/* Parked long-polls must be answered before the server stops. */
 	ctrl_hosts_resume_all(&ctx);
 	ctrl_local_stop(&ctx);
+	ctrl_provision_stop(&ctx);
 	ctrl_hosts_resume_all(&ctx);
 	ctrl_http_stop(&ctx);
 	ret = 0;
@@ -209,6 +227,8 @@ out_db:
 	pthread_mutex_destroy(&ctx.lock);
 	pthread_cond_destroy(&ctx.wake);
 	pthread_mutex_destroy(&ctx.hosts_lock);
+	pthread_cond_destroy(&ctx.prov_done);
+	libssh2_exit();
 	pthread_mutex_destroy(&ctx.jobs_lock);
 out:
 	api_credentials_release(&ctx.creds);

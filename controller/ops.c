@@ -7,6 +7,7 @@
 #include "api/job_spec.h"
 #include "api/requests.h"
 #include "controller/ctrl.h"
+#include "controller/hosts.h"
 #include "controller/job_state.h"
 #include "controller/ops.h"
 #include "db/db.h"
@@ -127,23 +128,37 @@ static int check_uris(const struct api_job_spec *spec, struct buf *err)
 static int check_capacity(struct ctrl_ctx *ctx, const struct api_job_spec *spec,
 			  struct buf *err)
 {
-	size_t hosts;
-	size_t need = (size_t)spec->instance_count;
-	size_t i;
+	size_t groups = spec->n_groups ? spec->n_groups : 1;
+	size_t g, i;
+	int ret = 0;
 
-	for (i = 0; i < spec->n_groups; i++)
-		need += (size_t)spec->groups[i].count;
 	pthread_mutex_lock(&ctx->hosts_lock);
-	hosts = ctx->n_hosts;
-	pthread_mutex_unlock(&ctx->hosts_lock);
-	if (hosts && need > hosts) {
-		(void)buf_addf(err,
-			       "The job asks for %zu instances but the "
-			       "cluster has only %zu hosts.",
-			       need, hosts);
-		return ERR_LIMIT;
+	for (g = 0; g < groups && !ret && ctx->n_hosts; g++) {
+		const char *type = spec->n_groups ?
+					   spec->groups[g].instance_type :
+					   spec->instance_type;
+		size_t want = (size_t)(spec->n_groups ? spec->groups[g].count :
+							spec->instance_count);
+		size_t have = 0;
+
+		for (i = 0; i < ctx->n_hosts; i++) {
+			const struct ctrl_host *h = ctx->hosts[i];
+
+			have += !h->removed &&
+				(!h->instance_type ||
+				 !strcmp(h->instance_type, type));
+		}
+		if (want > have) {
+			(void)buf_addf(err,
+				       "The job asks for %zu instances of "
+				       "type %s but the cluster has only %zu "
+				       "such hosts.",
+				       want, type, have);
+			ret = ERR_LIMIT;
+		}
 	}
-	return 0;
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	return ret;
 }
 
 void ctrl_op_create(struct ctrl_ctx *ctx, const char *body, size_t len,

@@ -9,6 +9,7 @@
 #include "controller/hosts.h"
 #include "controller/jobrun.h"
 #include "controller/local_cluster.h"
+#include "controller/provision.h"
 #include "db/db.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -32,6 +33,7 @@ static void reconcile(struct ctrl_ctx *ctx)
 	if (ctrl_hosts_tick(ctx, time_mono_ms()))
 		log_debug("reconciler: hosts lost");
 	ctrl_local_tick(ctx);
+	ctrl_provision_tick(ctx);
 	ctrl_jobs_reconcile(ctx);
 }
 

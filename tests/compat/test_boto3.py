@@ -27,6 +27,7 @@ import smcompat as C  # noqa: E402
 
 C.hermetic_env()
 import botocore  # noqa: E402
+import botocore.exceptions  # noqa: E402
 
 
 def is_4xx(r):
@@ -167,8 +168,8 @@ def raw_cases(tap, d, core):
         ("no Content-Type -> accepted or 4xx, never 5xx",
          lambda: t_not_5xx(C.http_request(port, "POST", "/", b"{}", {"X-Amz-Target": "SageMaker.ListTrainingJobs"}),
                            "no Content-Type")),
-        ("GET / -> 4xx, never 5xx",
-         lambda: want(C.http_request(port, "GET", "/"), range(400, 500))),
+        ("GET / (the web UI's page, or an error) -> never 5xx",
+         lambda: t_not_5xx(C.http_request(port, "GET", "/"), "GET /")),
     ]
     tap.case("raw: x-amzn-RequestId, Content-Type, epoch-number timestamps on success", t_request_id)
     tap.case("raw: x-amzn-RequestId and message on an error; ids unique", t_error_request_id)
@@ -467,7 +468,8 @@ def auth_cases(tap, base_dir_note=None):
     port = d.port
     good = C.make_client(d.endpoint)
     auth_codes = ("SignatureDoesNotMatch", "InvalidSignatureException", "IncompleteSignature",
-                  "InvalidClientTokenId", "MissingAuthenticationToken", "AccessDeniedException")
+                  "InvalidClientTokenId", "MissingAuthenticationToken", "AccessDeniedException",
+                  "UnrecognizedClientException")
 
     def t_signed():
         r = good.create_training_job(**C.small_request("auth-1"))
@@ -505,7 +507,7 @@ def auth_cases(tap, base_dir_note=None):
         want(C.amz_json(port, "ListTrainingJobs", {}, {"Authorization": "AWS4-HMAC-SHA256 Credential=foo"}),
              400, "IncompleteSignature")
         r = C.amz_json(port, "ListTrainingJobs", {}, {"Authorization": "Basic dXNlcjpwYXNz"})
-        want(r, range(400, 404), auth_codes, "Basic auth: ")
+        want(r, range(400, 404), auth_codes, "Basic auth with unknown credentials: ")
 
     def t_own_signer():
         want(C.amz_json(port, "DescribeTrainingJob", {"TrainingJobName": "auth-1"}, auth=(C.KEY, C.SECRET)), 200)
@@ -549,6 +551,34 @@ def auth_cases(tap, base_dir_note=None):
         want(C.http_request(port, "GET", "/v1/training-jobs?" + q, b"", h), 403, "SignatureDoesNotMatch",
              "GET signed with a bad secret: ")
 
+    def t_cross_site():
+        # What a hostile web page can make a browser send: a form POST
+        # (text/plain or urlencoded body, no custom headers) carrying the
+        # Basic credentials the browser cached for the web UI. It must not
+        # create jobs (which run code) nor stop them.
+        import base64
+        basic = "Basic " + base64.b64encode(("%s:%s" % (C.KEY, C.SECRET)).encode()).decode()
+        evil = {"Authorization": basic, "Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"}
+        good.create_training_job(**C.small_request("auth-victim"))
+        body = json.dumps(C.small_request("auth-csrf-made"))
+        r1 = C.http_request(port, "POST", "/v1/training-jobs", body.encode(), dict(evil, **{"Content-Type": "text/plain"}))
+        r2 = C.http_request(port, "POST", "/v1/training-jobs/auth-victim/stop", b"",
+                            dict(evil, **{"Content-Type": "application/x-www-form-urlencoded"}))
+        r3 = C.http_request(port, "POST", "/", body.encode(), dict(evil, **{"Content-Type": "text/plain"}))
+        problems = []
+        try:
+            good.describe_training_job(TrainingJobName="auth-csrf-made")
+            problems.append("a cross-site text/plain POST created a job: %r" % r1)
+        except botocore.exceptions.ClientError:
+            pass
+        st = good.describe_training_job(TrainingJobName="auth-victim")["TrainingJobStatus"]
+        if st != "InProgress":
+            problems.append("a cross-site form POST stopped a job (now %s): %r" % (st, r2))
+        for what, r in (("create", r1), ("stop", r2), ("JSON API", r3)):
+            if not 400 <= r.status < 500:
+                problems.append("cross-site %s answered %r" % (what, r))
+        C.expect(not problems, "\n".join(problems))
+
     tap.case("auth: correctly signed boto3 create/describe/list/stop work", t_signed)
     tap.case("auth: a second profile's key works", t_second_profile)
     tap.case("auth: wrong secret -> SignatureDoesNotMatch (403), nothing created", t_wrong_secret)
@@ -561,6 +591,7 @@ def auth_cases(tap, base_dir_note=None):
     tap.case("auth: signature dated 1 h ago -> rejected", t_stale)
     tap.case("auth: credential scoped to another service -> rejected", t_wrong_service)
     tap.case("auth: REST face needs signatures too; signed GET with a query works", t_rest_auth)
+    tap.case("auth: cross-site form POSTs with cached Basic credentials create and stop nothing", t_cross_site)
     tap.case("auth: daemon still alive", lambda: C.expect(d.alive(), d.log_tail()))
     rc, killed = d.stop()
     tap.ok(rc == 0 and not killed, "auth: trainctld exits 0 on SIGTERM", "exit status %s%s\n%s"

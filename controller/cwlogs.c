@@ -1,0 +1,961 @@
+#define LOG_TAG "cwlogs"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/cwlogs_json.h"
+#include "controller/ctrl.h"
+#include "controller/cwlogs.h"
+#include "controller/logs.h"
+#include "controller/ops.h"
+#include "db/db.h"
+#include "db/run.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+/*
+ * The service caps an answer at 1 MB of events, counting each event as its
+ * message plus 26 bytes.
+ */
+#define ANSWER_MAX (1 << 20)
+#define EVENT_OVERHEAD 26
+#define CHUNK (64 << 10)
+#define LINE_MAX_BYTES (2 << 20) /* longer lines are skipped */
+
+#define GROUP_MISSING "The specified log group does not exist."
+#define STREAM_MISSING "The specified log stream does not exist."
+#define BAD_TOKEN "The specified nextToken is invalid."
+
+/* ------------------------------------------------------------ streams */
+
+/* A log stream of the group: <job>/<suffix>, stored in path. */
+struct stream {
+	char *full;
+	char *path;
+	int64_t created_ms;
+};
+
+struct stream_list {
+	struct stream *items;
+	size_t n, cap;
+};
+
+static void streams_release(struct stream_list *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++) {
+		free(l->items[i].full);
+		free(l->items[i].path);
+	}
+	free(l->items);
+	memset(l, 0, sizeof(*l));
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct stream *)a)->full,
+		      ((const struct stream *)b)->full);
+}
+
+/* Adds the streams of job (its canonical name) that start with prefix. */
+static int add_job_streams(struct ctrl_ctx *ctx, const char *job,
+			   const char *prefix, struct stream_list *l,
+			   struct buf *err)
+{
+	struct db_log_stream *s = NULL;
+	size_t n = 0, i;
+	int ret = db_log_streams(ctx->db, job, &s, &n, err);
+
+	for (i = 0; !ret && i < n; i++) {
+		struct buf full = BUF_INIT;
+		struct buf path = BUF_INIT;
+
+		(void)buf_addf(&full, "%s/%s", job, s[i].name);
+		if (prefix && strncmp(full.data, prefix, strlen(prefix))) {
+			buf_release(&full);
+			continue;
+		}
+		(void)ctrl_logs_path(ctx, job, s[i].name, &path);
+		if (l->n == l->cap) {
+			l->cap = l->cap ? l->cap * 2 : 16;
+			l->items =
+				xrealloc(l->items, l->cap * sizeof(*l->items));
+		}
+		l->items[l->n].full = buf_detach(&full, NULL);
+		l->items[l->n].path = buf_detach(&path, NULL);
+		l->items[l->n].created_ms = s[i].created_ms;
+		l->n++;
+	}
+	db_log_streams_free(s, n);
+	return ret;
+}
+
+/* The canonical name of job, or NULL when there is no such job. */
+static char *canonical_job(struct ctrl_ctx *ctx, const char *name)
+{
+	struct buf err = BUF_INIT;
+	struct db_job job;
+	char *out = NULL;
+
+	if (!db_job_get(ctx->db, name, &job, &err)) {
+		out = xstrdup(job.name);
+		db_job_release(&job);
+	}
+	buf_release(&err);
+	return out;
+}
+
+/*
+ * Every stream whose name starts with prefix (NULL: all), sorted by name.
+ * A prefix naming a job ("job/...") looks at that job only; otherwise
+ * every job whose name could start the prefix is looked at.
+ */
+static int collect_streams(struct ctrl_ctx *ctx, const char *prefix,
+			   struct stream_list *l, struct buf *err)
+{
+	const char *slash = prefix ? strchr(prefix, '/') : NULL;
+	struct db_list_query q = { 0 };
+	char *token = NULL;
+	int ret = 0;
+
+	memset(l, 0, sizeof(*l));
+	if (slash) {
+		char *want = xstrndup(prefix, (size_t)(slash - prefix));
+		char *job = canonical_job(ctx, want);
+
+		if (job && !strcmp(job, want))
+			ret = add_job_streams(ctx, job, prefix, l, err);
+		free(job);
+		free(want);
+		goto out;
+	}
+	q.limit = 1000;
+	q.name_contains = prefix && strlen(prefix) <= 63 ? prefix : NULL;
+	do {
+		struct db_job *jobs = NULL;
+		char *next = NULL;
+		size_t n = 0, i;
+
+		q.token = token;
+		ret = db_job_list(ctx->db, &q, &jobs, &n, &next, err);
+		for (i = 0; i < n; i++) {
+			if (!ret && (!prefix || !strncmp(jobs[i].name, prefix,
+							 strlen(prefix))))
+				ret = add_job_streams(ctx, jobs[i].name, prefix,
+						      l, err);
+			db_job_release(&jobs[i]);
+		}
+		free(jobs);
+		free(token);
+		token = next;
+	} while (token && !ret);
+	free(token);
+out:
+	if (ret)
+		streams_release(l);
+	else if (l->n > 1)
+		qsort(l->items, l->n, sizeof(*l->items), by_name);
+	return ret;
+}
+
+/* One stream by its full name. Returns 0 or ERR_NOTFOUND. */
+static int find_stream(struct ctrl_ctx *ctx, const char *full,
+		       struct stream_list *l)
+{
+	struct buf err = BUF_INIT;
+	size_t i;
+
+	if (!strchr(full, '/') || collect_streams(ctx, full, l, &err)) {
+		buf_release(&err);
+		memset(l, 0, sizeof(*l));
+		return ERR_NOTFOUND;
+	}
+	buf_release(&err);
+	for (i = 0; i < l->n; i++) {
+		if (!strcmp(l->items[i].full, full)) {
+			struct stream keep = l->items[i];
+
+			l->items[i] = l->items[0];
+			l->items[0] = keep;
+			return 0;
+		}
+	}
+	streams_release(l);
+	return ERR_NOTFOUND;
+}
+
+static int group_ok(const char *group, struct ctrl_response *resp)
+{
+	if (!strcmp(group, CTRL_CWLOGS_GROUP))
+		return 1;
+	ctrl_reply_error(resp, 400, "ResourceNotFoundException", GROUP_MISSING);
+	return 0;
+}
+
+/* ------------------------------------------------------------ reading */
+
+/* A line of a stream file: "ts_ms \t O|E \t rank \t text". */
+struct line {
+	int64_t ts_ms;
+	const char *text;
+};
+
+static int parse_line(char *p, struct line *l)
+{
+	char *f1 = strchr(p, '\t');
+	char *f2 = f1 ? strchr(f1 + 1, '\t') : NULL;
+	char *f3 = f2 ? strchr(f2 + 1, '\t') : NULL;
+
+	if (!f3)
+		return ERR_INVALID;
+	l->ts_ms = strtoll(p, NULL, 10);
+	l->text = f3 + 1;
+	return 0;
+}
+
+/* Reads a stream file line by line from an offset. */
+struct reader {
+	int fd;
+	long long base; /* file offset of data[0] */
+	char *data;
+	size_t len, pos, cap;
+	int eof;
+};
+
+static void reader_open(struct reader *r, const char *path, long long off)
+{
+	memset(r, 0, sizeof(*r));
+	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	r->base = off;
+	r->cap = CHUNK;
+	r->data = xmalloc(r->cap + 1);
+	if (r->fd < 0)
+		r->eof = 1;
+}
+
+static void reader_close(struct reader *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	free(r->data);
+	memset(r, 0, sizeof(*r));
+	r->fd = -1;
+}
+
+/* The offset of the next line the reader would return. */
+static long long reader_offset(const struct reader *r)
+{
+	return r->base + (long long)r->pos;
+}
+
+/*
+ * The next complete line (NUL-terminated in the reader's buffer, valid
+ * until the next call) and its offset. Returns 1, or 0 at the end (a last
+ * line without its newline is still being written and counts as not there).
+ */
+static int reader_next(struct reader *r, char **line, long long *off)
+{
+	for (;;) {
+		char *start = r->data + r->pos;
+		char *nl = memchr(start, '\n', r->len - r->pos);
+		ssize_t got;
+
+		if (nl) {
+			*nl = '\0';
+			*line = start;
+			*off = reader_offset(r);
+			r->pos = (size_t)(nl + 1 - r->data);
+			return 1;
+		}
+		if (r->eof)
+			return 0;
+		/* Keep the partial line, read more after it. */
+		r->base += (long long)r->pos;
+		memmove(r->data, start, r->len - r->pos);
+		r->len -= r->pos;
+		r->pos = 0;
+		if (r->len == r->cap) {
+			if (r->cap >= LINE_MAX_BYTES) {
+				/* Skip an absurdly long line. */
+				r->base += (long long)r->len;
+				r->len = 0;
+				while ((got = pread(r->fd, r->data, r->cap,
+						    r->base)) > 0) {
+					char *e = memchr(r->data, '\n',
+							 (size_t)got);
+
+					if (e) {
+						r->base += e + 1 - r->data;
+						break;
+					}
+					r->base += got;
+				}
+				continue;
+			}
+			r->cap *= 2;
+			r->data = xrealloc(r->data, r->cap + 1);
+		}
+		got = pread(r->fd, r->data + r->len, r->cap - r->len,
+			    r->base + (long long)r->len);
+		if (got <= 0) {
+			r->eof = 1;
+			continue;
+		}
+		r->len += (size_t)got;
+	}
+}
+
+/* FNV-1a, for event ids that stay the same from call to call. */
+static uint32_t fnv32(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 16777619u;
+	}
+	return h;
+}
+
+/* Events being collected for an answer, with their strings owned. */
+struct events {
+	struct api_cwl_event *items;
+	size_t n, cap;
+	size_t bytes;
+};
+
+static void events_add(struct events *ev, const char *stream,
+		       const struct line *l, long long off)
+{
+	struct api_cwl_event *e;
+
+	if (ev->n == ev->cap) {
+		ev->cap = ev->cap ? ev->cap * 2 : 64;
+		ev->items = xrealloc(ev->items, ev->cap * sizeof(*ev->items));
+	}
+	e = &ev->items[ev->n++];
+	memset(e, 0, sizeof(*e));
+	e->timestamp_ms = l->ts_ms;
+	e->ingestion_ms = l->ts_ms;
+	e->message = xstrdup(l->text);
+	if (stream) {
+		struct buf id = BUF_INIT;
+
+		(void)buf_addf(&id, "%010" PRIu32 "%016lld", fnv32(stream),
+			       off);
+		e->event_id = buf_detach(&id, NULL);
+		e->stream = stream;
+	}
+	ev->bytes += strlen(l->text) + EVENT_OVERHEAD;
+}
+
+static void events_release(struct events *ev)
+{
+	size_t i;
+
+	for (i = 0; i < ev->n; i++) {
+		free((char *)ev->items[i].message);
+		free((char *)ev->items[i].event_id);
+	}
+	free(ev->items);
+	memset(ev, 0, sizeof(*ev));
+}
+
+static int in_window(int64_t ts, int64_t start_ms, int64_t end_ms)
+{
+	return (start_ms < 0 || ts >= start_ms) && (end_ms < 0 || ts < end_ms);
+}
+
+/* Whether one more event of add bytes would pass a limit; the first event
+ * always fits, so that a reader always moves on. */
+static int full(const struct events *ev, size_t add, int limit)
+{
+	return (int)ev->n >= limit || (ev->n && ev->bytes + add > ANSWER_MAX);
+}
+
+/* ------------------------------------------------------ GetLogEvents */
+
+/* "f/<offset>" or "b/<offset>". Returns 'f', 'b' or 0 when malformed. */
+static int token_parse(const char *tok, long long *off)
+{
+	char *end;
+
+	if ((tok[0] != 'f' && tok[0] != 'b') || tok[1] != '/' || !tok[2])
+		return 0;
+	errno = 0;
+	*off = strtoll(tok + 2, &end, 10);
+	if (*end || errno || *off < 0)
+		return 0;
+	return tok[0];
+}
+
+/* Forward from off: the first events that fit. */
+static long long read_forward(const char *path, long long off,
+			      const struct api_cwl_get_req *q,
+			      struct events *ev, long long *first_off)
+{
+	struct reader r;
+	struct line l;
+	char *text;
+	long long at;
+	long long next = off;
+
+	*first_off = off;
+	reader_open(&r, path, off);
+	while (reader_next(&r, &text, &at)) {
+		if (parse_line(text, &l) ||
+		    !in_window(l.ts_ms, q->start_ms, q->end_ms)) {
+			next = reader_offset(&r);
+			continue;
+		}
+		if (full(ev, strlen(l.text) + EVENT_OVERHEAD, q->limit))
+			break;
+		if (!ev->n)
+			*first_off = at;
+		events_add(ev, NULL, &l, at);
+		next = reader_offset(&r);
+	}
+	reader_close(&r);
+	return next;
+}
+
+/*
+ * Backward from end (-1: the end of the file): the last events before it
+ * that fit, oldest first. Scans from the start, keeping a window.
+ */
+static long long read_backward(const char *path, long long end,
+			       const struct api_cwl_get_req *q,
+			       struct events *ev, long long *first_off)
+{
+	struct reader r;
+	struct line l;
+	char *text;
+	long long at;
+	long long *offs = NULL;
+	size_t offs_cap = 0;
+	size_t head = 0;
+
+	reader_open(&r, path, 0);
+	while ((end < 0 || reader_offset(&r) < end) &&
+	       reader_next(&r, &text, &at)) {
+		if (parse_line(text, &l) ||
+		    !in_window(l.ts_ms, q->start_ms, q->end_ms))
+			continue;
+		events_add(ev, NULL, &l, at);
+		if (offs_cap < ev->cap) {
+			offs_cap = ev->cap;
+			offs = xrealloc(offs, offs_cap * sizeof(*offs));
+		}
+		offs[ev->n - 1] = at;
+		/* Drop the oldest while the window is too big. */
+		while ((int)(ev->n - head) > q->limit ||
+		       (ev->n - head > 1 && ev->bytes > ANSWER_MAX)) {
+			ev->bytes -= strlen(ev->items[head].message) +
+				     EVENT_OVERHEAD;
+			free((char *)ev->items[head].message);
+			ev->items[head].message = NULL;
+			head++;
+		}
+		/* Keep memory to about the window, not the whole file. */
+		if (head >= 4096 && head * 2 >= ev->n) {
+			memmove(ev->items, ev->items + head,
+				(ev->n - head) * sizeof(*ev->items));
+			memmove(offs, offs + head,
+				(ev->n - head) * sizeof(*offs));
+			ev->n -= head;
+			head = 0;
+		}
+	}
+	if (end < 0)
+		end = reader_offset(&r);
+	reader_close(&r);
+	*first_off = head < ev->n ? offs[head] : end;
+	if (head) {
+		memmove(ev->items, ev->items + head,
+			(ev->n - head) * sizeof(*ev->items));
+		ev->n -= head;
+	}
+	free(offs);
+	return end;
+}
+
+static void op_get(struct ctrl_ctx *ctx, const char *body, size_t len,
+		   struct ctrl_response *resp)
+{
+	struct api_cwl_get_req q;
+	struct stream_list l = { 0 };
+	struct events ev = { 0 };
+	struct buf err = BUF_INIT;
+	struct buf fwd = BUF_INIT;
+	struct buf bwd = BUF_INIT;
+	long long off = 0, first = 0, next;
+	int dir = 0;
+	int ret;
+
+	ret = api_cwl_get_req_parse(body, len, &q, &err);
+	if (ret) {
+		ctrl_reply_error(resp, 400, "InvalidParameterException",
+				 err.data);
+		goto out;
+	}
+	if (!group_ok(q.group, resp))
+		goto out;
+	if (find_stream(ctx, q.stream, &l)) {
+		ctrl_reply_error(resp, 400, "ResourceNotFoundException",
+				 STREAM_MISSING);
+		goto out;
+	}
+	if (q.next_token) {
+		dir = token_parse(q.next_token, &off);
+		if (!dir) {
+			ctrl_reply_error(resp, 400, "InvalidParameterException",
+					 BAD_TOKEN);
+			goto out;
+		}
+	}
+	if (dir == 'f' || (!dir && q.start_from_head)) {
+		next = read_forward(l.items[0].path, off, &q, &ev, &first);
+		(void)buf_addf(&fwd, "f/%lld", next);
+		(void)buf_addf(&bwd, "b/%lld", first);
+	} else {
+		next = read_backward(l.items[0].path, dir ? off : -1, &q, &ev,
+				     &first);
+		(void)buf_addf(&fwd, "f/%lld", next);
+		(void)buf_addf(&bwd, "b/%lld", first);
+	}
+	resp->status = 200;
+	buf_reset(&resp->body);
+	if (api_cwl_events_build(ev.items, ev.n, fwd.data, bwd.data,
+				 &resp->body))
+		ctrl_reply_err_code(resp, ERR_INTERNAL,
+				    "cannot encode log events");
+out:
+	api_cwl_get_req_release(&q);
+	streams_release(&l);
+	events_release(&ev);
+	buf_release(&err);
+	buf_release(&fwd);
+	buf_release(&bwd);
+}
+
+/* --------------------------------------------------- FilterLogEvents */
+
+/*
+ * The part of the filter pattern syntax that plain text logs need: terms
+ * that must all occur, "quoted phrases", ?terms of which one must occur,
+ * and -terms that must not. JSON and space-delimited patterns are refused.
+ */
+struct pattern {
+	char **terms;
+	char *kinds; /* '+', '?' or '-' per term */
+	size_t n;
+};
+
+static void pattern_release(struct pattern *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->n; i++)
+		free(p->terms[i]);
+	free(p->terms);
+	free(p->kinds);
+	memset(p, 0, sizeof(*p));
+}
+
+static int pattern_parse(const char *s, struct pattern *p, struct buf *err)
+{
+	memset(p, 0, sizeof(*p));
+	while (s && *s) {
+		char kind = '+';
+		const char *end;
+		size_t n;
+
+		while (*s == ' ' || *s == '\t')
+			s++;
+		if (!*s)
+			break;
+		if (*s == '{' || *s == '[') {
+			(void)buf_adds(err, "Invalid filter pattern: JSON and "
+					    "space-delimited patterns are not "
+					    "supported here.");
+			pattern_release(p);
+			return ERR_INVALID;
+		}
+		if (*s == '?' || *s == '-')
+			kind = *s++;
+		if (*s == '"') {
+			end = strchr(s + 1, '"');
+			if (!end) {
+				(void)buf_adds(err, "Invalid filter pattern: "
+						    "unbalanced quote.");
+				pattern_release(p);
+				return ERR_INVALID;
+			}
+			s++;
+			n = (size_t)(end - s);
+			end++;
+		} else {
+			n = strcspn(s, " \t");
+			end = s + n;
+		}
+		if (n) {
+			p->terms = xrealloc(p->terms,
+					    (p->n + 1) * sizeof(*p->terms));
+			p->kinds = xrealloc(p->kinds, p->n + 1);
+			p->terms[p->n] = xstrndup(s, n);
+			p->kinds[p->n] = kind;
+			p->n++;
+		}
+		s = end;
+	}
+	return 0;
+}
+
+static int pattern_match(const struct pattern *p, const char *text)
+{
+	int any_wanted = 0, any_found = 0;
+	size_t i;
+
+	for (i = 0; i < p->n; i++) {
+		int found = strstr(text, p->terms[i]) != NULL;
+
+		if (p->kinds[i] == '+' && !found)
+			return 0;
+		if (p->kinds[i] == '-' && found)
+			return 0;
+		if (p->kinds[i] == '?') {
+			any_wanted = 1;
+			any_found |= found;
+		}
+	}
+	return !any_wanted || any_found;
+}
+
+/*
+ * A FilterLogEvents token holds where each stream stopped:
+ * "v1;<stream>=<offset>;..." (stream names hold no ';' or '=').
+ */
+static long long token_offset(const char *tok, const char *stream)
+{
+	size_t n = strlen(stream);
+	const char *p = tok;
+
+	while ((p = strchr(p, ';'))) {
+		p++;
+		if (!strncmp(p, stream, n) && p[n] == '=')
+			return strtoll(p + n + 1, NULL, 10);
+	}
+	return 0;
+}
+
+/* One stream being merged: its reader and its next matching event. */
+struct cursor {
+	struct reader r;
+	int have; /* head holds an event */
+	struct line head;
+	long long head_off;
+};
+
+static void cursor_advance(struct cursor *c, const struct api_cwl_filter_req *q,
+			   const struct pattern *p)
+{
+	char *text;
+	long long at;
+
+	c->have = 0;
+	while (reader_next(&c->r, &text, &at)) {
+		if (parse_line(text, &c->head) ||
+		    !in_window(c->head.ts_ms, q->start_ms, q->end_ms) ||
+		    !pattern_match(p, c->head.text))
+			continue;
+		c->have = 1;
+		c->head_off = at;
+		return;
+	}
+}
+
+static void filter_run(struct stream_list *l,
+		       const struct api_cwl_filter_req *q,
+		       const struct pattern *p, struct ctrl_response *resp)
+{
+	struct cursor *cs = xcalloc(l->n + 1, sizeof(*cs));
+	struct api_cwl_searched *searched =
+		xcalloc(l->n + 1, sizeof(*searched));
+	struct events ev = { 0 };
+	struct buf token = BUF_INIT;
+	int more = 0;
+	size_t i;
+
+	for (i = 0; i < l->n; i++) {
+		reader_open(&cs[i].r, l->items[i].path,
+			    q->next_token ? token_offset(q->next_token,
+							 l->items[i].full) :
+					    0);
+		cursor_advance(&cs[i], q, p);
+	}
+	for (;;) {
+		size_t best = l->n;
+
+		for (i = 0; i < l->n; i++)
+			if (cs[i].have &&
+			    (best == l->n ||
+			     cs[i].head.ts_ms < cs[best].head.ts_ms))
+				best = i;
+		if (best == l->n)
+			break;
+		if (full(&ev, strlen(cs[best].head.text) + EVENT_OVERHEAD,
+			 q->limit)) {
+			more = 1;
+			break;
+		}
+		events_add(&ev, l->items[best].full, &cs[best].head,
+			   cs[best].head_off);
+		cursor_advance(&cs[best], q, p);
+	}
+	if (more)
+		(void)buf_adds(&token, "v1");
+	for (i = 0; i < l->n; i++) {
+		searched[i].name = l->items[i].full;
+		searched[i].completely = !cs[i].have;
+		if (more)
+			(void)buf_addf(&token, ";%s=%lld", l->items[i].full,
+				       cs[i].have ? cs[i].head_off :
+						    reader_offset(&cs[i].r));
+		reader_close(&cs[i].r);
+	}
+	resp->status = 200;
+	buf_reset(&resp->body);
+	if (api_cwl_filtered_build(ev.items, ev.n, searched, l->n,
+				   more ? token.data : NULL, &resp->body))
+		ctrl_reply_err_code(resp, ERR_INTERNAL,
+				    "cannot encode log events");
+	events_release(&ev);
+	buf_release(&token);
+	free(searched);
+	free(cs);
+}
+
+static void op_filter(struct ctrl_ctx *ctx, const char *body, size_t len,
+		      struct ctrl_response *resp)
+{
+	struct api_cwl_filter_req q;
+	struct stream_list l = { 0 };
+	struct pattern p = { 0 };
+	struct buf err = BUF_INIT;
+	size_t i;
+	int ret;
+
+	ret = api_cwl_filter_req_parse(body, len, &q, &err);
+	if (!ret && q.next_token && strncmp(q.next_token, "v1", 2)) {
+		(void)buf_adds(&err, BAD_TOKEN);
+		ret = ERR_INVALID;
+	}
+	if (!ret)
+		ret = pattern_parse(q.pattern, &p, &err);
+	if (ret) {
+		ctrl_reply_error(resp, 400, "InvalidParameterException",
+				 err.data);
+		goto out;
+	}
+	if (!group_ok(q.group, resp))
+		goto out;
+	if (q.streams) {
+		/* Named streams that do not exist are simply not searched. */
+		for (i = 0; i < q.n_streams; i++) {
+			struct stream_list one;
+			size_t k;
+
+			if (find_stream(ctx, q.streams[i], &one))
+				continue;
+			for (k = 0; k < l.n; k++)
+				if (!strcmp(l.items[k].full, one.items[0].full))
+					break;
+			if (k == l.n) {
+				l.items = xrealloc(
+					l.items, (l.n + 1) * sizeof(*l.items));
+				l.items[l.n++] = one.items[0];
+				one.items[0] = one.items[--one.n];
+			}
+			streams_release(&one);
+		}
+		l.cap = l.n;
+		if (l.n > 1)
+			qsort(l.items, l.n, sizeof(*l.items), by_name);
+	} else if (collect_streams(ctx, q.prefix, &l, &err)) {
+		ctrl_reply_err_code(resp, ERR_DB, err.data);
+		goto out;
+	}
+	filter_run(&l, &q, &p, resp);
+out:
+	api_cwl_filter_req_release(&q);
+	streams_release(&l);
+	pattern_release(&p);
+	buf_release(&err);
+}
+
+/* ------------------------------------------------ DescribeLogStreams */
+
+/* Size, times of the first and last events, last write of a stream. */
+static void stream_stats(const char *path, struct api_cwl_stream *out)
+{
+	struct stat st;
+	char *data = xmalloc(CHUNK + 1);
+	struct line l;
+	ssize_t got;
+	char *p;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || fstat(fd, &st))
+		goto out;
+	out->stored_bytes = (long long)st.st_size;
+	out->last_ingestion_ms = (int64_t)st.st_mtim.tv_sec * 1000 +
+				 st.st_mtim.tv_nsec / 1000000;
+	got = pread(fd, data, CHUNK, 0);
+	if (got <= 0)
+		goto out;
+	data[got] = '\0';
+	p = strchr(data, '\n');
+	if (!p)
+		goto out;
+	*p = '\0';
+	if (parse_line(data, &l))
+		goto out;
+	out->first_event_ms = l.ts_ms;
+	out->last_event_ms = l.ts_ms;
+	/* The last complete line lies within the file's last chunk. */
+	got = pread(fd, data, CHUNK,
+		    st.st_size > CHUNK ? st.st_size - CHUNK : 0);
+	if (got <= 1)
+		goto out;
+	data[got] = '\0';
+	if (data[got - 1] == '\n')
+		data[--got] = '\0';
+	p = strrchr(data, '\n');
+	if (p && !parse_line(p + 1, &l))
+		out->last_event_ms = l.ts_ms;
+	else if (!p && st.st_size <= CHUNK && !parse_line(data, &l))
+		out->last_event_ms = l.ts_ms;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(data);
+}
+
+struct ranked {
+	struct api_cwl_stream s;
+	char *arn;
+};
+
+static int cmp_last_event(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+
+	if (x->s.last_event_ms != y->s.last_event_ms)
+		return x->s.last_event_ms < y->s.last_event_ms ? -1 : 1;
+	return strcmp(x->s.name, y->s.name);
+}
+
+static void op_describe(struct ctrl_ctx *ctx, const char *body, size_t len,
+			struct ctrl_response *resp)
+{
+	struct api_cwl_describe_req q;
+	struct stream_list l = { 0 };
+	struct ranked *rk = NULL;
+	struct api_cwl_stream *page = NULL;
+	struct buf err = BUF_INIT;
+	struct buf next = BUF_INIT;
+	long long start = 0;
+	size_t i, n_page = 0;
+	int ret;
+
+	ret = api_cwl_describe_req_parse(body, len, &q, &err);
+	if (!ret && q.next_token &&
+	    (strncmp(q.next_token, "i/", 2) ||
+	     (start = strtoll(q.next_token + 2, NULL, 10)) < 0)) {
+		(void)buf_adds(&err, BAD_TOKEN);
+		ret = ERR_INVALID;
+	}
+	if (ret) {
+		ctrl_reply_error(resp, 400, "InvalidParameterException",
+				 err.data);
+		goto out;
+	}
+	if (!group_ok(q.group, resp))
+		goto out;
+	if (collect_streams(ctx, q.prefix, &l, &err)) {
+		ctrl_reply_err_code(resp, ERR_DB, err.data);
+		goto out;
+	}
+	rk = xcalloc(l.n + 1, sizeof(*rk));
+	for (i = 0; i < l.n; i++) {
+		struct buf arn = BUF_INIT;
+
+		rk[i].s.name = l.items[i].full;
+		rk[i].s.creation_ms = l.items[i].created_ms;
+		(void)buf_addf(&arn,
+			       "arn:aws:logs:%s:%s:log-group:%s:log-stream:%s",
+			       ctx->cfg.region, ctx->cfg.account_id,
+			       CTRL_CWLOGS_GROUP, l.items[i].full);
+		rk[i].arn = buf_detach(&arn, NULL);
+		rk[i].s.arn = rk[i].arn;
+		/* Ordering by time needs every stream's times. */
+		if (q.by_last_event)
+			stream_stats(l.items[i].path, &rk[i].s);
+	}
+	if (q.by_last_event && l.n > 1)
+		qsort(rk, l.n, sizeof(*rk), cmp_last_event);
+	page = xcalloc((size_t)q.limit + 1, sizeof(*page));
+	for (i = (size_t)start; i < l.n && n_page < (size_t)q.limit; i++) {
+		size_t k = q.descending ? l.n - 1 - i : i;
+
+		page[n_page] = rk[k].s;
+		if (!q.by_last_event)
+			stream_stats(l.items[k].path, &page[n_page]);
+		n_page++;
+	}
+	if (i < l.n)
+		(void)buf_addf(&next, "i/%zu", i);
+	resp->status = 200;
+	buf_reset(&resp->body);
+	if (api_cwl_streams_build(page, n_page, next.len ? next.data : NULL,
+				  &resp->body))
+		ctrl_reply_err_code(resp, ERR_INTERNAL,
+				    "cannot encode log streams");
+out:
+	for (i = 0; rk && i < l.n; i++)
+		free(rk[i].arn);
+	free(rk);
+	free(page);
+	api_cwl_describe_req_release(&q);
+	streams_release(&l);
+	buf_release(&err);
+	buf_release(&next);
+}
+
+static const struct {
+	const char *target;
+	ctrl_op_fn fn;
+} cwl_ops[] = {
+	{ "Logs_20140328.DescribeLogStreams", op_describe },
+	{ "Logs_20140328.GetLogEvents", op_get },
+	{ "Logs_20140328.FilterLogEvents", op_filter },
+};
+
+ctrl_op_fn ctrl_cwlogs_lookup(const char *target)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(cwl_ops) / sizeof(cwl_ops[0]); i++)
+		if (!strcmp(cwl_ops[i].target, target))
+			return cwl_ops[i].fn;
+	return NULL;
+}

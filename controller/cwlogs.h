@@ -1,0 +1,19 @@
+#ifndef CTRL_CWLOGS_H
+#define CTRL_CWLOGS_H
+
+/*
+ * A CloudWatch-Logs-compatible subset on the JSON 1.1 endpoint, so that
+ * `aws logs tail`, `aws logs get-log-events` and boto3's logs client read
+ * training job logs: Logs_20140328.DescribeLogStreams, GetLogEvents and
+ * FilterLogEvents over the log group /aws/sagemaker/TrainingJobs, whose
+ * streams are the job's <job>/algo-<n>-<epoch> files (contract section 8,
+ * controller/logs.h). Requests are signed for service "logs".
+ */
+#include "controller/ops.h"
+
+#define CTRL_CWLOGS_GROUP "/aws/sagemaker/TrainingJobs"
+
+/* The handler of a Logs_20140328.* X-Amz-Target, or NULL when unknown. */
+ctrl_op_fn ctrl_cwlogs_lookup(const char *target);
+
+#endif

@@ -1,0 +1,504 @@
+#define LOG_TAG "metrics"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <microhttpd.h>
+
+#include "controller/ctrl.h"
+#include "controller/hosts.h"
+#include "controller/metrics.h"
+#include "controller/ops.h"
+#include "db/db.h"
+#include "db/run.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+/*
+ * Operation labels. Index 0 is the catch-all; the order is the order of
+ * the output. A fixed table keeps the number of series bounded whatever
+ * clients send.
+ */
+static const char *const op_names[] = {
+	"other",
+	"CreateTrainingJob",
+	"DescribeTrainingJob",
+	"ListTrainingJobs",
+	"StopTrainingJob",
+	"DeleteTrainingJob",
+	"sagemaker:unknown",
+	"logs:DescribeLogStreams",
+	"logs:GetLogEvents",
+	"logs:FilterLogEvents",
+	"logs:unknown",
+	"rest:ListTrainingJobs",
+	"rest:CreateTrainingJob",
+	"rest:DescribeTrainingJob",
+	"rest:DeleteTrainingJob",
+	"rest:StopTrainingJob",
+	"rest:GetLogs",
+	"rest:ListHosts",
+	"agent:register",
+	"agent:work",
+	"agent:status",
+	"agent:logs",
+	"agent:artifacts",
+	"web:page",
+	"web:changes",
+	"web:jobs",
+	"web:job",
+	"web:metrics",
+	"metrics",
+	"healthz",
+};
+
+#define N_OPS (sizeof(op_names) / sizeof(op_names[0]))
+
+/* Statuses with their own series; anything else counts as "other". */
+static const int status_codes[] = { 200, 201, 204, 304, 400, 401, 403, 404,
+				    405, 409, 413, 415, 429, 500, 503, 0 };
+
+#define N_STATUS (sizeof(status_codes) / sizeof(status_codes[0]))
+
+/* Latency bucket upper bounds in microseconds, and as printed. */
+static const int64_t bucket_us[] = { 500,     1000,	2500,	 5000,
+				     10000,   25000,	50000,	 100000,
+				     250000,  500000,	1000000, 2500000,
+				     5000000, 10000000, 30000000 };
+static const char *const bucket_le[] = { "0.0005", "0.001", "0.0025", "0.005",
+					 "0.01",   "0.025", "0.05",   "0.1",
+					 "0.25",   "0.5",   "1",      "2.5",
+					 "5",	   "10",    "30" };
+
+#define N_BUCKETS (sizeof(bucket_us) / sizeof(bucket_us[0]))
+
+_Static_assert(sizeof(bucket_le) / sizeof(bucket_le[0]) == N_BUCKETS,
+	       "every latency bucket needs its label");
+
+struct op_stats {
+	atomic_ullong by_status[N_STATUS];
+	atomic_ullong buckets[N_BUCKETS + 1]; /* last: above every bound */
+	atomic_ullong sum_us;
+};
+
+static struct op_stats stats[N_OPS];
+static atomic_ullong log_lines;
+
+static size_t op_index(const char *name)
+{
+	size_t i;
+
+	for (i = 1; i < N_OPS; i++)
+		if (!strcmp(op_names[i], name))
+			return i;
+	return 0;
+}
+
+/* The REST face of /v1/training-jobs[/{name}[/stop|/logs]]. */
+static const char *rest_operation(const char *method, const char *rest)
+{
+	const char *slash;
+
+	if (*rest == '\0' || !strcmp(rest, "/"))
+		return !strcmp(method, "POST") ? "rest:CreateTrainingJob" :
+		       !strcmp(method, "GET")  ? "rest:ListTrainingJobs" :
+						 "other";
+	if (*rest != '/')
+		return "other";
+	slash = strchr(rest + 1, '/');
+	if (!slash)
+		return !strcmp(method, "GET")	 ? "rest:DescribeTrainingJob" :
+		       !strcmp(method, "DELETE") ? "rest:DeleteTrainingJob" :
+						   "other";
+	if (!strcmp(slash, "/stop"))
+		return "rest:StopTrainingJob";
+	if (!strcmp(slash, "/logs"))
+		return "rest:GetLogs";
+	return "other";
+}
+
+static const char *agent_operation(const char *rest)
+{
+	const char *slash = strchr(rest, '/');
+
+	if (!strcmp(rest, "register"))
+		return "agent:register";
+	if (!slash)
+		return "other";
+	slash++;
+	if (!strcmp(slash, "work"))
+		return "agent:work";
+	if (!strcmp(slash, "status"))
+		return "agent:status";
+	if (!strcmp(slash, "logs"))
+		return "agent:logs";
+	if (!strncmp(slash, "artifacts/", 10))
+		return "agent:artifacts";
+	return "other";
+}
+
+const char *ctrl_metrics_operation(const char *method, const char *url,
+				   const char *target)
+{
+	static const char jobs[] = "/v1/training-jobs";
+
+	if (!strcmp(url, "/") && target) {
+		if (!strncmp(target, "SageMaker.", 10)) {
+			size_t i = op_index(target + 10);
+
+			/* Entries 1..5 are the SageMaker operations. */
+			return i >= 1 && i <= 5 ? op_names[i] :
+						  "sagemaker:unknown";
+		}
+		if (!strncmp(target, "Logs_20140328.", 14)) {
+			static const char *const logs_ops[] = {
+				"logs:DescribeLogStreams",
+				"logs:GetLogEvents",
+				"logs:FilterLogEvents",
+			};
+			size_t i;
+
+			for (i = 0; i < 3; i++)
+				if (!strcmp(logs_ops[i] + 5, target + 14))
+					return logs_ops[i];
+			return "logs:unknown";
+		}
+		return "other";
+	}
+	if (!strncmp(url, jobs, strlen(jobs)))
+		return rest_operation(method, url + strlen(jobs));
+	if (!strcmp(url, "/v1/hosts"))
+		return "rest:ListHosts";
+	if (!strncmp(url, "/v1/agents/", 11))
+		return agent_operation(url + 11);
+	if (!strcmp(url, "/v1/changes"))
+		return "web:changes";
+	if (!strcmp(url, "/v1/ui/jobs"))
+		return "web:jobs";
+	if (!strncmp(url, "/v1/ui/jobs/", 12)) {
+		const char *slash = strchr(url + 12, '/');
+
+		return slash && !strcmp(slash, "/metrics") ? "web:metrics" :
+							     "web:job";
+	}
+	if (!strcmp(url, "/") || !strncmp(url, "/ui/", 4))
+		return "web:page";
+	if (!strcmp(url, "/metrics"))
+		return "metrics";
+	if (!strcmp(url, "/healthz"))
+		return "healthz";
+	return "other";
+}
+
+void ctrl_metrics_request(struct MHD_Connection *conn, const char *method,
+			  const char *url, int status, int64_t us)
+{
+	const char *target = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+							 "X-Amz-Target");
+	struct op_stats *s =
+		&stats[op_index(ctrl_metrics_operation(method, url, target))];
+	size_t si, bi;
+
+	for (si = 0; si < N_STATUS - 1; si++)
+		if (status_codes[si] == status)
+			break;
+	for (bi = 0; bi < N_BUCKETS; bi++)
+		if (us <= bucket_us[bi])
+			break;
+	if (us < 0)
+		us = 0;
+	atomic_fetch_add_explicit(&s->by_status[si], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->buckets[bi], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->sum_us, (unsigned long long)us,
+				  memory_order_relaxed);
+}
+
+void ctrl_metrics_log_lines(size_t n)
+{
+	atomic_fetch_add_explicit(&log_lines, n, memory_order_relaxed);
+}
+
+static unsigned long long load(atomic_ullong *v)
+{
+	return atomic_load_explicit(v, memory_order_relaxed);
+}
+
+static void header(struct buf *out, const char *name, const char *type,
+		   const char *help)
+{
+	(void)buf_addf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name,
+		       type);
+}
+
+/* A label value with \, " and newline escaped as the format asks. */
+static void label_value(struct buf *out, const char *v)
+{
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			(void)buf_addch(out, '\\');
+		if (*v == '\n') {
+			(void)buf_adds(out, "\\n");
+			continue;
+		}
+		(void)buf_addch(out, *v);
+	}
+}
+
+void ctrl_metrics_render_counters(struct buf *out)
+{
+	size_t o, k;
+
+	header(out, "trainctl_api_requests_total", "counter",
+	       "API requests answered, by operation and HTTP status.");
+	for (o = 0; o < N_OPS; o++) {
+		for (k = 0; k < N_STATUS; k++) {
+			unsigned long long v = load(&stats[o].by_status[k]);
+			char code[16];
+
+			if (!v)
+				continue;
+			if (status_codes[k])
+				snprintf(code, sizeof(code), "%d",
+					 status_codes[k]);
+			else
+				snprintf(code, sizeof(code), "other");
+			(void)buf_addf(out,
+				       "trainctl_api_requests_total{operation="
+				       "\"%s\",status=\"%s\"} %llu\n",
+				       op_names[o], code, v);
+		}
+	}
+	header(out, "trainctl_api_request_duration_seconds", "histogram",
+	       "Time from a request's arrival to its answer (long-polls "
+	       "include their wait).");
+	for (o = 0; o < N_OPS; o++) {
+		unsigned long long cum = 0;
+		unsigned long long counts[N_BUCKETS + 1];
+
+		for (k = 0; k <= N_BUCKETS; k++) {
+			counts[k] = load(&stats[o].buckets[k]);
+			cum += counts[k];
+		}
+		if (!cum)
+			continue;
+		cum = 0;
+		for (k = 0; k <= N_BUCKETS; k++) {
+			cum += counts[k];
+			(void)buf_addf(out,
+				       "trainctl_api_request_duration_seconds_"
+				       "bucket{operation=\"%s\",le=\"%s\"} "
+				       "%llu\n",
+				       op_names[o],
+				       k < N_BUCKETS ? bucket_le[k] : "+Inf",
+				       cum);
+		}
+		(void)buf_addf(out,
+			       "trainctl_api_request_duration_seconds_sum{"
+			       "operation=\"%s\"} %.6f\n",
+			       op_names[o],
+			       (double)load(&stats[o].sum_us) / 1e6);
+		(void)buf_addf(out,
+			       "trainctl_api_request_duration_seconds_count{"
+			       "operation=\"%s\"} %llu\n",
+			       op_names[o], cum);
+	}
+	header(out, "trainctl_log_lines_ingested_total", "counter",
+	       "Log lines received from agents and stored.");
+	(void)buf_addf(out, "trainctl_log_lines_ingested_total %llu\n",
+		       load(&log_lines));
+}
+
+/* Jobs by TrainingJobStatus, and the active ones by SecondaryStatus. */
+static void render_jobs(struct ctrl_ctx *ctx, struct buf *out)
+{
+	static const char *const statuses[] = { "InProgress", "Completed",
+						"Failed", "Stopping",
+						"Stopped" };
+	static const char *const active[] = { "InProgress", "Stopping" };
+	struct buf err = BUF_INIT;
+	size_t i, k;
+
+	header(out, "trainctl_jobs", "gauge",
+	       "Training jobs in the store, by TrainingJobStatus.");
+	for (i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++) {
+		int64_t n = db_job_count(ctx->db, statuses[i]);
+
+		if (n >= 0)
+			(void)buf_addf(out,
+				       "trainctl_jobs{status=\"%s\"} %lld\n",
+				       statuses[i], (long long)n);
+	}
+	header(out, "trainctl_active_jobs", "gauge",
+	       "InProgress and Stopping jobs, by SecondaryStatus.");
+	for (i = 0; i < 2; i++) {
+		struct db_list_query q = { 0 };
+		struct db_job *jobs = NULL;
+		char *next = NULL;
+		struct {
+			char name[32];
+			long long n;
+		} seen[16];
+		size_t n_seen = 0;
+		size_t n = 0;
+
+		q.limit = 1000;
+		q.status = active[i];
+		if (db_job_list(ctx->db, &q, &jobs, &n, &next, &err)) {
+			log_warn("cannot list %s jobs: %s", active[i],
+				 err.data);
+			buf_reset(&err);
+			continue;
+		}
+		for (k = 0; k < n; k++) {
+			size_t s;
+
+			for (s = 0; s < n_seen; s++)
+				if (!strcmp(seen[s].name,
+					    jobs[k].secondary_status))
+					break;
+			if (s == n_seen && n_seen < 16) {
+				snprintf(seen[s].name, sizeof(seen[s].name),
+					 "%s", jobs[k].secondary_status);
+				seen[s].n = 0;
+				n_seen++;
+			}
+			if (s < n_seen)
+				seen[s].n++;
+			db_job_release(&jobs[k]);
+		}
+		free(jobs);
+		free(next);
+		for (k = 0; k < n_seen; k++)
+			(void)buf_addf(out,
+				       "trainctl_active_jobs{status=\"%s\","
+				       "secondary_status=\"%s\"} %lld\n",
+				       active[i], seen[k].name, seen[k].n);
+	}
+	buf_release(&err);
+}
+
+/*
+ * Restarts of jobs: every attempt after a job's first. db_job_list does
+ * not carry the attempt, so each job is loaded; fine for the thousands of
+ * jobs one controller holds, and only paid per scrape.
+ */
+static long long job_restarts(struct ctrl_ctx *ctx)
+{
+	struct db_list_query q = { 0 };
+	struct buf err = BUF_INIT;
+	char *token = NULL;
+	long long total = 0;
+
+	q.limit = 1000;
+	do {
+		struct db_job *jobs = NULL;
+		char *next = NULL;
+		size_t n = 0, i;
+
+		q.token = token;
+		if (db_job_list(ctx->db, &q, &jobs, &n, &next, &err)) {
+			log_warn("cannot list jobs: %s", err.data);
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			struct db_job full;
+
+			if (!db_job_get(ctx->db, jobs[i].name, &full, &err)) {
+				if (full.attempt > 1)
+					total += full.attempt - 1;
+				db_job_release(&full);
+			}
+			buf_reset(&err);
+			db_job_release(&jobs[i]);
+		}
+		free(jobs);
+		free(token);
+		token = next;
+	} while (token);
+	free(token);
+	buf_release(&err);
+	return total;
+}
+
+static void render_hosts(struct ctrl_ctx *ctx, struct buf *out)
+{
+	static const char *const states[] = { "provisioning", "ready", "busy",
+					      "lost" };
+	struct db_assignment *as = NULL;
+	struct buf err = BUF_INIT;
+	struct buf ages = BUF_INIT;
+	long long count[4] = { 0, 0, 0, 0 };
+	long long agent_restarts = 0;
+	int64_t now = time_mono_ms();
+	int64_t max_age = 0;
+	size_t n_as = 0;
+	size_t i, k;
+
+	if (db_assignments_list(ctx->db, NULL, NULL, 0, &as, &n_as, &err))
+		log_warn("cannot list assignments: %s", err.data);
+	pthread_mutex_lock(&ctx->hosts_lock);
+	for (i = 0; i < ctx->n_hosts; i++) {
+		struct ctrl_host *h = ctx->hosts[i];
+		int st = !h->registered ? 0 : h->lost ? 3 : 1;
+
+		for (k = 0; st == 1 && k < n_as; k++)
+			if (!strcmp(as[k].host, h->name))
+				st = 2;
+		count[st]++;
+		agent_restarts += h->restarts;
+		if (!h->last_seen_ms)
+			continue;
+		if (now - h->last_seen_ms > max_age)
+			max_age = now - h->last_seen_ms;
+		(void)buf_adds(&ages,
+			       "trainctl_host_heartbeat_age_seconds{host=\"");
+		label_value(&ages, h->name);
+		(void)buf_addf(&ages, "\"} %.3f\n",
+			       (double)(now - h->last_seen_ms) / 1000.0);
+	}
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	header(out, "trainctl_hosts", "gauge",
+	       "Hosts by state: provisioning (no agent yet), ready, busy "
+	       "(running an assignment), lost (missed its heartbeat "
+	       "deadline).");
+	for (i = 0; i < 4; i++)
+		(void)buf_addf(out, "trainctl_hosts{state=\"%s\"} %lld\n",
+			       states[i], count[i]);
+	header(out, "trainctl_host_heartbeat_age_seconds", "gauge",
+	       "Seconds since each host's agent was last heard from.");
+	(void)buf_add(out, ages.data, ages.len);
+	header(out, "trainctl_host_heartbeat_max_age_seconds", "gauge",
+	       "The largest heartbeat age over all hosts (0 without hosts).");
+	(void)buf_addf(out, "trainctl_host_heartbeat_max_age_seconds %.3f\n",
+		       (double)max_age / 1000.0);
+	header(out, "trainctl_agent_restarts_total", "counter",
+	       "Agents of the embedded local cluster restarted after they "
+	       "died.");
+	(void)buf_addf(out, "trainctl_agent_restarts_total %lld\n",
+		       agent_restarts);
+	db_assignments_free(as, n_as);
+	buf_release(&ages);
+	buf_release(&err);
+}
+
+void ctrl_metrics_serve(struct ctrl_ctx *ctx, struct ctrl_response *resp)
+{
+	struct buf out = BUF_INIT;
+
+	render_jobs(ctx, &out);
+	header(&out, "trainctl_job_restarts_total", "counter",
+	       "Attempts of training jobs after their first (RetryStrategy "
+	       "and host-loss restarts).");
+	(void)buf_addf(&out, "trainctl_job_restarts_total %lld\n",
+		       job_restarts(ctx));
+	render_hosts(ctx, &out);
+	ctrl_metrics_render_counters(&out);
+	resp->status = 200;
+	buf_release(&resp->body);
+	resp->body = out;
+}

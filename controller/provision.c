@@ -1,0 +1,644 @@
+#define LOG_TAG "prov"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <libssh2.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include "api/inventory.h"
+#include "controller/ctrl.h"
+#include "controller/hosts.h"
+#include "controller/provision.h"
+#include "common/bug.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+#define CONNECT_TIMEOUT_MS 3000
+#define SSH_TIMEOUT_MS 15000
+#define BACKOFF_MIN_MS 500
+#define BACKOFF_MAX_MS 30000
+#define INVENTORY_MAX (16 << 20)
+
+/* What a worker needs, copied so that it runs without the hosts lock. */
+struct prov_job {
+	struct ctrl_ctx *ctx;
+	char *name;
+	char *address;
+	int port;
+	char *user;
+	char *key;
+	char *known_hosts;
+	int accept_new;
+	char *agent_path;
+	char *work_dir;
+	char *token;
+};
+
+static int read_file(const char *path, size_t max, struct buf *out,
+		     struct buf *err)
+{
+	char chunk[65536];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		(void)buf_addf(err, "cannot open '%s': %s", path,
+			       strerror(errno));
+		return ERR_IO;
+	}
+	out->max = max;
+	while ((n = read(fd, chunk, sizeof(chunk))) > 0) {
+		if (buf_add(out, chunk, (size_t)n)) {
+			(void)buf_addf(err, "'%s' is too large", path);
+			close(fd);
+			return ERR_TOOBIG;
+		}
+	}
+	close(fd);
+	return n < 0 ? ERR_IO : 0;
+}
+
+/* The SHA-256 of the agent binary, computed once. */
+static int file_sha256(const char *path, char hex[65])
+{
+	unsigned char md[32];
+	unsigned int len = 0;
+	char chunk[65536];
+	EVP_MD_CTX *c = EVP_MD_CTX_new();
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int i;
+
+	if (fd < 0 || !c) {
+		if (fd >= 0)
+			close(fd);
+		EVP_MD_CTX_free(c);
+		return ERR_IO;
+	}
+	EVP_DigestInit_ex(c, EVP_sha256(), NULL);
+	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
+		EVP_DigestUpdate(c, chunk, (size_t)n);
+	close(fd);
+	EVP_DigestFinal_ex(c, md, &len);
+	EVP_MD_CTX_free(c);
+	for (i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	return 0;
+}
+
+static char *host_token(struct ctrl_ctx *ctx, const char *name, int *existed)
+{
+	struct buf p = BUF_INIT;
+	char data[128];
+	ssize_t n;
+	int fd;
+	char *tok = NULL;
+
+	(void)buf_addf(&p, "%s/hosts", ctx->cfg.state_dir);
+	mkdir(p.data, 0700);
+	(void)buf_addf(&p, "/%s", name);
+	mkdir(p.data, 0700);
+	(void)buf_adds(&p, "/token");
+	*existed = 0;
+	fd = open(p.data, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, data, sizeof(data) - 1);
+		close(fd);
+		if (n > 0) {
+			data[n] = '\0';
+			data[strcspn(data, "\n")] = '\0';
+			tok = xstrdup(data);
+			*existed = 1;
+		}
+	}
+	if (!tok) {
+		unsigned char raw[24];
+		char hex[49];
+		int i;
+
+		if (RAND_bytes(raw, sizeof(raw)) != 1)
+			BUG("no randomness for agent tokens");
+		for (i = 0; i < 24; i++)
+			snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+		tok = xstrdup(hex);
+		fd = open(p.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+			  0600);
+		if (fd >= 0) {
+			if (write(fd, tok, strlen(tok)) < 0)
+				log_warn("cannot save token of '%s'", name);
+			fsync(fd);
+			close(fd);
+		}
+	}
+	buf_release(&p);
+	return tok;
+}
+
+int ctrl_inventory_load(struct ctrl_ctx *ctx, struct buf *err)
+{
+	struct api_inventory inv;
+	struct buf text = BUF_INIT;
+	size_t i;
+	int ret;
+
+	if (!ctx->cfg.inventory)
+		return 0;
+	ret = read_file(ctx->cfg.inventory, INVENTORY_MAX, &text, err);
+	if (!ret)
+		ret = api_inventory_parse(text.data, text.len, &inv, err);
+	buf_release(&text);
+	if (ret)
+		return ret;
+	if (!ctx->agent_sha256[0] &&
+	    file_sha256(ctx->cfg.agent_binary, ctx->agent_sha256)) {
+		(void)buf_addf(err, "cannot read the agent binary '%s'",
+			       ctx->cfg.agent_binary);
+		api_inventory_release(&inv);
+		return ERR_IO;
+	}
+	pthread_mutex_lock(&ctx->hosts_lock);
+	for (i = 0; i < inv.n; i++) {
+		struct api_inventory_host *ih = &inv.hosts[i];
+		struct ctrl_host *h = ctrl_hosts_find(ctx, ih->name);
+		int existed = 0;
+
+		if (!h) {
+			char *tok = host_token(ctx, ih->name, &existed);
+
+			h = ctrl_hosts_add(ctx, ih->name, tok);
+			free(tok);
+			/* A known token: its agent may still run and come
+			 * back by itself; give it a deadline first. */
+			h->next_provision_ms =
+				existed ? time_mono_ms() +
+						  ctx->cfg.host_deadline_ms :
+					  0;
+			log_info("host '%s' (%s:%d, %s) in the inventory",
+				 ih->name, ih->address, ih->port,
+				 ih->instance_type);
+		}
+		h->removed = 0;
+		free(h->instance_type);
+		h->instance_type = xstrdup(ih->instance_type);
+		free(h->inv_address);
+		h->inv_address = xstrdup(ih->address);
+		h->ssh_port = ih->port;
+		free(h->ssh_user);
+		h->ssh_user = xstrdup(ih->user);
+		free(h->ssh_key);
+		h->ssh_key = xstrdup(ih->identity_file);
+		free(h->known_hosts);
+		h->known_hosts = xstrdup(ih->known_hosts);
+		h->accept_new_host_key = ih->accept_new_host_key;
+		free(h->agent_path);
+		h->agent_path = xstrdup(ih->agent_path);
+		free(h->work_dir);
+		h->work_dir = xstrdup(ih->work_dir);
+		h->inventory = 1;
+		if (ih->cpus)
+			h->cpus = ih->cpus;
+		h->gpus = ih->gpus;
+	}
+	/* Hosts no longer listed take no new jobs. */
+	for (i = 0; i < ctx->n_hosts; i++) {
+		struct ctrl_host *h = ctx->hosts[i];
+		size_t k;
+		int listed = 0;
+
+		if (!h->inventory)
+			continue;
+		for (k = 0; k < inv.n; k++)
+			listed |= !strcmp(inv.hosts[k].name, h->name);
+		if (!listed && !h->removed) {
+			h->removed = 1;
+			log_info("host '%s' removed from the inventory",
+				 h->name);
+		}
+	}
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	api_inventory_release(&inv);
+	return 0;
+}
+
+/* Non-blocking connect with a deadline. Returns the socket or -1. */
+static int tcp_connect(const char *addr, int port, struct buf *err)
+{
+	struct addrinfo hints, *res = NULL, *ai;
+	char ports[16];
+	int fd = -1;
+	int rc;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	snprintf(ports, sizeof(ports), "%d", port);
+	rc = getaddrinfo(addr, ports, &hints, &res);
+	if (rc) {
+		(void)buf_addf(err, "cannot resolve '%s': %s", addr,
+			       gai_strerror(rc));
+		return -1;
+	}
+	for (ai = res; ai; ai = ai->ai_next) {
+		struct pollfd pfd;
+		int soerr = 0;
+		socklen_t sl = sizeof(soerr);
+
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			continue;
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) &&
+		    errno != EINPROGRESS) {
+			soerr = errno;
+		} else {
+			pfd.fd = fd;
+			pfd.events = POLLOUT;
+			if (poll(&pfd, 1, CONNECT_TIMEOUT_MS) != 1)
+				soerr = ETIMEDOUT;
+			else
+				getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr,
+					   &sl);
+		}
+		if (!soerr) {
+			fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+			break;
+		}
+		buf_reset(err);
+		(void)buf_addf(err, "cannot connect to %s:%d: %s", addr, port,
+			       soerr == ETIMEDOUT ? "no route (timed out)" :
+						    strerror(soerr));
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	return fd;
+}
+
+static int check_host_key(LIBSSH2_SESSION *s, const struct prov_job *j,
+			  struct buf *err)
+{
+	LIBSSH2_KNOWNHOSTS *kh = libssh2_knownhost_init(s);
+	struct libssh2_knownhost *found = NULL;
+	const char *key;
+	size_t len;
+	int type;
+	int rc;
+	int ret = 0;
+
+	if (!kh) {
+		(void)buf_adds(err, "cannot check host keys");
+		return ERR_AUTH;
+	}
+	key = libssh2_session_hostkey(s, &len, &type);
+	if (libssh2_knownhost_readfile(kh, j->known_hosts,
+				       LIBSSH2_KNOWNHOST_FILE_OPENSSH) < 0 &&
+	    !j->accept_new) {
+		(void)buf_addf(err, "cannot read known_hosts '%s'",
+			       j->known_hosts);
+		libssh2_knownhost_free(kh);
+		return ERR_AUTH;
+	}
+	rc = libssh2_knownhost_checkp(kh, j->address, j->port, key, len,
+				      LIBSSH2_KNOWNHOST_TYPE_PLAIN |
+					      LIBSSH2_KNOWNHOST_KEYENC_RAW,
+				      &found);
+	if (rc == LIBSSH2_KNOWNHOST_CHECK_MATCH) {
+		ret = 0;
+	} else if (rc == LIBSSH2_KNOWNHOST_CHECK_MISMATCH) {
+		(void)buf_addf(err,
+			       "host key mismatch for %s:%d (known_hosts "
+			       "'%s' holds another key): refusing to connect",
+			       j->address, j->port, j->known_hosts);
+		ret = ERR_AUTH;
+	} else if (j->accept_new) {
+		struct buf hostname = BUF_INIT;
+		int ktype = type == LIBSSH2_HOSTKEY_TYPE_RSA ?
+				    LIBSSH2_KNOWNHOST_KEY_SSHRSA :
+#ifdef LIBSSH2_KNOWNHOST_KEY_ED25519
+			    type == LIBSSH2_HOSTKEY_TYPE_ED25519 ?
+				    LIBSSH2_KNOWNHOST_KEY_ED25519 :
+#endif
+				    LIBSSH2_KNOWNHOST_KEY_UNKNOWN;
+
+		if (j->port == 22)
+			(void)buf_adds(&hostname, j->address);
+		else
+			(void)buf_addf(&hostname, "[%s]:%d", j->address,
+				       j->port);
+		libssh2_knownhost_addc(
+			kh, hostname.data, NULL, key, len, NULL, 0,
+			LIBSSH2_KNOWNHOST_TYPE_PLAIN |
+				LIBSSH2_KNOWNHOST_KEYENC_RAW | ktype,
+			NULL);
+		libssh2_knownhost_writefile(kh, j->known_hosts,
+					    LIBSSH2_KNOWNHOST_FILE_OPENSSH);
+		log_info("host '%s': new host key accepted and saved", j->name);
+		buf_release(&hostname);
+	} else {
+		(void)buf_addf(err,
+			       "unknown host key for %s:%d (not in "
+			       "known_hosts '%s'; set accept_new_host_key to "
+			       "trust it)",
+			       j->address, j->port, j->known_hosts);
+		ret = ERR_AUTH;
+	}
+	libssh2_knownhost_free(kh);
+	return ret;
+}
+
+/* Runs cmd, feeding stdin_data; collects stdout into out (capped). */
+static int run_cmd(LIBSSH2_SESSION *s, const char *cmd, const char *stdin_data,
+		   struct buf *out, int *status, struct buf *err)
+{
+	LIBSSH2_CHANNEL *ch = libssh2_channel_open_session(s);
+	char chunk[4096];
+	ssize_t n;
+
+	*status = -1;
+	if (!ch) {
+		(void)buf_adds(err, "cannot open an SSH channel");
+		return ERR_IO;
+	}
+	if (libssh2_channel_exec(ch, cmd)) {
+		(void)buf_adds(err, "cannot run a command over SSH");
+		libssh2_channel_free(ch);
+		return ERR_IO;
+	}
+	if (stdin_data)
+		libssh2_channel_write(ch, stdin_data, strlen(stdin_data));
+	libssh2_channel_send_eof(ch);
+	while ((n = libssh2_channel_read(ch, chunk, sizeof(chunk))) > 0)
+		if (out)
+			(void)buf_add(out, chunk, (size_t)n);
+	while (libssh2_channel_read_stderr(ch, chunk, sizeof(chunk)) > 0)
+		;
+	libssh2_channel_close(ch);
+	libssh2_channel_wait_closed(ch);
+	*status = libssh2_channel_get_exit_status(ch);
+	libssh2_channel_free(ch);
+	return 0;
+}
+
+static int copy_agent(LIBSSH2_SESSION *s, const struct prov_job *j,
+		      struct buf *err)
+{
+	struct buf tmp = BUF_INIT;
+	struct buf cmd = BUF_INIT;
+	LIBSSH2_CHANNEL *ch;
+	struct stat st;
+	char chunk[65536];
+	ssize_t n;
+	int status;
+	int fd = open(j->ctx->cfg.agent_binary, O_RDONLY | O_CLOEXEC);
+	int ret = 0;
+
+	if (fd < 0 || fstat(fd, &st)) {
+		(void)buf_addf(err, "cannot read '%s'",
+			       j->ctx->cfg.agent_binary);
+		if (fd >= 0)
+			close(fd);
+		return ERR_IO;
+	}
+	(void)buf_addf(&tmp, "%s.tmp", j->agent_path);
+	ch = libssh2_scp_send64(s, tmp.data, 0755, st.st_size, 0, 0);
+	if (!ch) {
+		(void)buf_addf(err, "cannot copy the agent to '%s'", tmp.data);
+		ret = ERR_IO;
+		goto out;
+	}
+	while ((n = read(fd, chunk, sizeof(chunk))) > 0) {
+		char *p = chunk;
+
+		while (n > 0) {
+			ssize_t w = libssh2_channel_write(ch, p, (size_t)n);
+
+			if (w < 0) {
+				(void)buf_adds(err, "copying the agent failed");
+				ret = ERR_IO;
+				break;
+			}
+			p += w;
+			n -= w;
+		}
+		if (ret)
+			break;
+	}
+	libssh2_channel_send_eof(ch);
+	libssh2_channel_wait_eof(ch);
+	libssh2_channel_wait_closed(ch);
+	libssh2_channel_free(ch);
+	if (!ret) {
+		(void)buf_addf(&cmd, "mv -f '%s' '%s'", tmp.data,
+			       j->agent_path);
+		ret = run_cmd(s, cmd.data, NULL, NULL, &status, err);
+		if (!ret && status) {
+			(void)buf_addf(err, "cannot install the agent at '%s'",
+				       j->agent_path);
+			ret = ERR_IO;
+		}
+	}
+out:
+	close(fd);
+	buf_release(&tmp);
+	buf_release(&cmd);
+	return ret;
+}
+
+static int provision(const struct prov_job *j, struct buf *err)
+{
+	LIBSSH2_SESSION *s = NULL;
+	struct buf pub = BUF_INIT;
+	struct buf cmd = BUF_INIT;
+	struct buf out = BUF_INIT_MAX(4096);
+	int status;
+	int ret;
+	int fd = tcp_connect(j->address, j->port, err);
+
+	if (fd < 0)
+		return ERR_IO;
+	s = libssh2_session_init();
+	libssh2_session_set_timeout(s, SSH_TIMEOUT_MS);
+	if (libssh2_session_handshake(s, fd)) {
+		(void)buf_addf(err, "SSH handshake with %s:%d failed",
+			       j->address, j->port);
+		ret = ERR_IO;
+		goto out;
+	}
+	ret = check_host_key(s, j, err);
+	if (ret)
+		goto out;
+	(void)buf_addf(&pub, "%s.pub", j->key);
+	if (libssh2_userauth_publickey_fromfile(s, j->user, pub.data, j->key,
+						NULL)) {
+		char *msg = NULL;
+
+		libssh2_session_last_error(s, &msg, NULL, 0);
+		(void)buf_addf(err,
+			       "authentication as '%s' refused (key '%s'): "
+			       "%s",
+			       j->user, j->key, msg ? msg : "");
+		ret = ERR_AUTH;
+		goto out;
+	}
+	(void)buf_addf(&cmd, "sha256sum '%s' 2>/dev/null", j->agent_path);
+	ret = run_cmd(s, cmd.data, NULL, &out, &status, err);
+	if (ret)
+		goto out;
+	if (out.len < 64 || strncmp(out.data, j->ctx->agent_sha256, 64)) {
+		log_info("host '%s': copying the agent (%s)", j->name,
+			 out.len < 64 ? "missing" : "a different build");
+		ret = copy_agent(s, j, err);
+		if (ret)
+			goto out;
+	}
+	/* The token travels on the channel's stdin into a file only the
+	 * agent's user can read, never on a command line. */
+	buf_reset(&cmd);
+	(void)buf_addf(&cmd,
+		       "umask 077; mkdir -p '%s' && cat > '%s/token' && "
+		       "if [ -f '%s/agent.pid' ]; then "
+		       "kill \"$(cat '%s/agent.pid')\" 2>/dev/null; sleep 0.2; "
+		       "fi; "
+		       "setsid '%s' --controller '%s' --host '%s' "
+		       "--work-dir '%s' --address '%s' --token-stdin "
+		       "< '%s/token' >> '%s/agent.log' 2>&1 & "
+		       "echo $! > '%s/agent.pid'",
+		       j->work_dir, j->work_dir, j->work_dir, j->work_dir,
+		       j->agent_path, j->ctx->cfg.advertise_url, j->name,
+		       j->work_dir, j->address, j->work_dir, j->work_dir,
+		       j->work_dir);
+	buf_reset(&out);
+	ret = run_cmd(s, cmd.data, j->token, &out, &status, err);
+	if (!ret && status) {
+		(void)buf_addf(err, "starting the agent failed (exit %d)",
+			       status);
+		ret = ERR_IO;
+	}
+out:
+	libssh2_session_disconnect(s, "bye");
+	libssh2_session_free(s);
+	close(fd);
+	buf_release(&pub);
+	buf_release(&cmd);
+	buf_release(&out);
+	return ret;
+}
+
+static void job_free(struct prov_job *j)
+{
+	free(j->name);
+	free(j->address);
+	free(j->user);
+	free(j->key);
+	free(j->known_hosts);
+	free(j->agent_path);
+	free(j->work_dir);
+	free(j->token);
+	free(j);
+}
+
+static void *worker(void *arg)
+{
+	struct prov_job *j = arg;
+	struct ctrl_ctx *ctx = j->ctx;
+	struct buf err = BUF_INIT;
+	int64_t t0 = time_mono_ms();
+	int ret = provision(j, &err);
+	struct ctrl_host *h;
+
+	pthread_mutex_lock(&ctx->hosts_lock);
+	h = ctrl_hosts_find(ctx, j->name);
+	if (h) {
+		h->prov_busy = 0;
+		free(h->prov_error);
+		h->prov_error = ret ? xstrdup(err.data) : NULL;
+		if (ret) {
+			h->prov_backoff_ms = h->prov_backoff_ms ?
+						     h->prov_backoff_ms * 2 :
+						     BACKOFF_MIN_MS;
+			if (h->prov_backoff_ms > BACKOFF_MAX_MS)
+				h->prov_backoff_ms = BACKOFF_MAX_MS;
+		} else {
+			/* Give the agent time to register before trying
+			 * again. */
+			h->prov_backoff_ms = 0;
+		}
+		h->next_provision_ms =
+			time_mono_ms() + (ret ? h->prov_backoff_ms :
+						2 * ctx->cfg.host_deadline_ms);
+	}
+	ctx->prov_running--;
+	pthread_cond_broadcast(&ctx->prov_done);
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	if (ret)
+		log_warn("host '%s': provisioning failed: %s", j->name,
+			 err.data);
+	else
+		log_info("host '%s': agent started over SSH (%lld ms)", j->name,
+			 (long long)(time_mono_ms() - t0));
+	buf_release(&err);
+	job_free(j);
+	return NULL;
+}
+
+void ctrl_provision_tick(struct ctrl_ctx *ctx)
+{
+	int64_t now = time_mono_ms();
+	size_t i;
+
+	pthread_mutex_lock(&ctx->hosts_lock);
+	for (i = 0; i < ctx->n_hosts && !ctx->stopping; i++) {
+		struct ctrl_host *h = ctx->hosts[i];
+		struct prov_job *j;
+		pthread_t t;
+		pthread_attr_t attr;
+
+		if (!h->inventory || h->removed || h->prov_busy ||
+		    (h->registered && !h->lost) || now < h->next_provision_ms)
+			continue;
+		j = xcalloc(1, sizeof(*j));
+		j->ctx = ctx;
+		j->name = xstrdup(h->name);
+		j->address = xstrdup(h->inv_address);
+		j->port = h->ssh_port;
+		j->user = xstrdup(h->ssh_user);
+		j->key = xstrdup(h->ssh_key);
+		j->known_hosts = xstrdup(h->known_hosts);
+		j->accept_new = h->accept_new_host_key;
+		j->agent_path = xstrdup(h->agent_path);
+		j->work_dir = xstrdup(h->work_dir);
+		j->token = xstrdup(h->token);
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &attr, worker, j)) {
+			job_free(j);
+		} else {
+			h->prov_busy = 1;
+			ctx->prov_running++;
+		}
+		pthread_attr_destroy(&attr);
+	}
+	pthread_mutex_unlock(&ctx->hosts_lock);
+}
+
+void ctrl_provision_stop(struct ctrl_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->hosts_lock);
+	while (ctx->prov_running > 0)
+		pthread_cond_wait(&ctx->prov_done, &ctx->hosts_lock);
+	pthread_mutex_unlock(&ctx->hosts_lock);
+}

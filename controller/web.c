@@ -1,0 +1,743 @@
+#define LOG_TAG "web"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <microhttpd.h>
+#include <openssl/crypto.h>
+
+#include "api/job_spec.h"
+#include "api/requests.h"
+#include "api/web_json.h"
+#include "controller/ctrl.h"
+#include "controller/hosts.h"
+#include "controller/http.h"
+#include "controller/metrics.h"
+#include "controller/ops.h"
+#include "controller/web.h"
+#include "db/db.h"
+#include "db/run.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+#define REALM "trainctl"
+#define NAME_MAX_LEN 63
+#define LIST_DEFAULT 200
+#define POLL_DEFAULT_S 25
+#define POLL_MAX_S 60
+/*
+ * A parked long-poll wakes at once on new log lines (it waits on the log
+ * followers' list) and looks at jobs and hosts again this often.
+ */
+#define RECHECK_MS 500
+
+/*
+ * "/" is the page for a GET without X-Amz-Target; anything else sent to
+ * "/" is a JSON 1.1 call (or a wrong one) and stays the API's.
+ */
+static int is_page(struct MHD_Connection *conn, const char *method,
+		   const char *url)
+{
+	if (!strcmp(url, "/"))
+		return (!strcmp(method, "GET") || !strcmp(method, "HEAD")) &&
+		       !MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						    "X-Amz-Target");
+	return !strcmp(url, "/ui") || !strncmp(url, "/ui/", 4);
+}
+
+int ctrl_web_owns(struct MHD_Connection *conn, const char *method,
+		  const char *url)
+{
+	return is_page(conn, method, url) || !strcmp(url, "/metrics") ||
+	       !strcmp(url, "/v1/changes") || !strcmp(url, "/v1/ui/jobs") ||
+	       !strncmp(url, "/v1/ui/jobs/", 12);
+}
+
+/* --------------------------------------------------------------- auth */
+
+static int basic_ok(struct ctrl_ctx *ctx, const char *user, const char *pass)
+{
+	size_t i;
+	size_t n = strlen(pass);
+	int ok = 0;
+
+	for (i = 0; i < ctx->creds.n; i++) {
+		const struct api_credential *c = &ctx->creds.items[i];
+
+		if (strcmp(c->access_key_id, user))
+			continue;
+		ok |= strlen(c->secret_access_key) == n &&
+		      !CRYPTO_memcmp(c->secret_access_key, pass, n);
+	}
+	return ok;
+}
+
+static void queue_401(struct MHD_Connection *conn, const char *message)
+{
+	struct buf body = BUF_INIT;
+	struct MHD_Response *mr;
+	size_t len;
+	char *data;
+
+	(void)api_error_body("UnrecognizedClientException", message, &body);
+	data = buf_detach(&body, &len);
+	mr = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+	if (!mr) {
+		free(data);
+		return;
+	}
+	MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE,
+				"application/json");
+	(void)MHD_queue_basic_auth_fail_response(conn, REALM, mr);
+	MHD_destroy_response(mr);
+}
+
+enum ctrl_web_auth ctrl_web_auth(struct ctrl_ctx *ctx,
+				 struct MHD_Connection *conn,
+				 const char *method, const char *url)
+{
+	char *pass = NULL;
+	char *user;
+	int ok;
+
+	if (!ctx->auth_enabled)
+		return CTRL_WEB_AUTH_OK;
+	user = MHD_basic_auth_get_username_password(conn, &pass);
+	if (!user) {
+		if (pass)
+			MHD_free(pass);
+		if (!is_page(conn, method, url))
+			return CTRL_WEB_AUTH_NONE;
+		queue_401(conn, "Sign in with an access key id and its secret "
+				"access key.");
+		return CTRL_WEB_AUTH_DENIED;
+	}
+	ok = pass && basic_ok(ctx, user, pass);
+	if (!ok)
+		log_info("web: wrong credentials for '%.64s'", user);
+	MHD_free(user);
+	if (pass)
+		MHD_free(pass);
+	if (ok)
+		return CTRL_WEB_AUTH_OK;
+	queue_401(conn, "The access key id or secret key is not right.");
+	return CTRL_WEB_AUTH_DENIED;
+}
+
+/* ------------------------------------------------------------- assets */
+
+static const struct ctrl_web_asset *find_asset(const char *url)
+{
+	size_t i;
+
+	if (!strcmp(url, "/") || !strcmp(url, "/ui") || !strcmp(url, "/ui/"))
+		url = "/ui/index.html";
+	for (i = 0; i < ctrl_web_n_assets; i++)
+		if (!strcmp(ctrl_web_assets[i].path, url))
+			return &ctrl_web_assets[i];
+	return NULL;
+}
+
+static enum ctrl_route_result serve_asset(struct MHD_Connection *conn,
+					  const char *method, const char *url,
+					  struct ctrl_http_req *req,
+					  struct ctrl_response *resp,
+					  const char **content_type)
+{
+	const struct ctrl_web_asset *a = find_asset(url);
+	const char *inm;
+	struct MHD_Response *mr;
+	unsigned status = MHD_HTTP_OK;
+
+	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+		ctrl_reply_error(resp, 405, "MethodNotAllowed",
+				 "use GET on the status page");
+		return CTRL_ROUTE_DONE;
+	}
+	if (!a) {
+		resp->status = 404;
+		(void)buf_adds(&resp->body, "not found\n");
+		*content_type = "text/plain; charset=utf-8";
+		return CTRL_ROUTE_DONE;
+	}
+	inm = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					  MHD_HTTP_HEADER_IF_NONE_MATCH);
+	/* The table is static and lives as long as the process, so MHD may
+	 * send straight from it. */
+	if (inm && !strcmp(inm, a->etag)) {
+		status = MHD_HTTP_NOT_MODIFIED;
+		mr = MHD_create_response_from_buffer(0, NULL,
+						     MHD_RESPMEM_PERSISTENT);
+	} else {
+		mr = MHD_create_response_from_buffer(a->len, (void *)a->data,
+						     MHD_RESPMEM_PERSISTENT);
+	}
+	if (!mr) {
+		ctrl_reply_err_code(resp, ERR_NOMEM, "cannot answer");
+		return CTRL_ROUTE_DONE;
+	}
+	MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE,
+				a->content_type);
+	MHD_add_response_header(mr, MHD_HTTP_HEADER_ETAG, a->etag);
+	MHD_add_response_header(mr, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	MHD_add_response_header(mr, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(mr, "X-Frame-Options", "DENY");
+	MHD_add_response_header(mr, "Content-Security-Policy",
+				"default-src 'self'; style-src 'self' "
+				"'unsafe-inline'; img-src 'self' data:");
+	if (MHD_queue_response(conn, status, mr) != MHD_YES) {
+		MHD_destroy_response(mr);
+		ctrl_reply_err_code(resp, ERR_INTERNAL, "cannot queue answer");
+		return CTRL_ROUTE_DONE;
+	}
+	MHD_destroy_response(mr);
+	ctrl_metrics_request(conn, method, url, (int)status,
+			     time_mono_us() - req->t0_us);
+	return CTRL_ROUTE_QUEUED;
+}
+
+/* ---------------------------------------------------------- jobs list */
+
+static const char *query(struct MHD_Connection *conn, const char *key)
+{
+	return MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+static int status_known(const char *s)
+{
+	static const char *const statuses[] = { "InProgress", "Completed",
+						"Failed",     "Stopping",
+						"Stopped",    "Deleting" };
+	size_t i;
+
+	for (i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++)
+		if (!strcmp(statuses[i], s))
+			return 1;
+	return 0;
+}
+
+static void jobs_list(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+		      struct ctrl_response *resp)
+{
+	const char *status = query(conn, "status");
+	const char *name = query(conn, "name");
+	const char *limit = query(conn, "limit");
+	struct db_list_query q = { 0 };
+	struct db_job *jobs = NULL;
+	struct db_job *full = NULL;
+	struct api_web_job *rows = NULL;
+	struct buf err = BUF_INIT;
+	char *next = NULL;
+	size_t n = 0, i;
+
+	q.limit = limit ? atoi(limit) : LIST_DEFAULT;
+	q.token = query(conn, "next_token");
+	q.name_contains = name && *name ? name : NULL;
+	q.status = status && *status ? status : NULL;
+	q.sort = DB_SORT_CREATION;
+	q.descending = 1;
+	if (q.limit < 1 || q.limit > 1000 ||
+	    (q.status && !status_known(q.status)) ||
+	    (q.name_contains && strlen(q.name_contains) > NAME_MAX_LEN)) {
+		ctrl_reply_error(resp, 400, "ValidationException",
+				 "limit must be 1..1000, status a "
+				 "TrainingJobStatus and name at most 63 "
+				 "characters");
+		return;
+	}
+	if (db_job_list(ctx->db, &q, &jobs, &n, &next, &err)) {
+		ctrl_reply_err_code(resp, ERR_INVALID, err.data);
+		goto out;
+	}
+	rows = xcalloc(n + 1, sizeof(*rows));
+	full = xcalloc(n + 1, sizeof(*full));
+	for (i = 0; i < n; i++) {
+		/* The list leaves instances and attempt out; a job's row
+		 * has them. A job deleted meanwhile keeps its list row. */
+		const struct db_job *j = &jobs[i];
+
+		buf_reset(&err);
+		if (!db_job_get(ctx->db, jobs[i].name, &full[i], &err))
+			j = &full[i];
+		rows[i].name = j->name;
+		rows[i].status = j->status;
+		rows[i].secondary_status = j->secondary_status;
+		rows[i].instance_type = j->instance_type;
+		rows[i].instance_count = j->instance_count;
+		rows[i].attempt = j->attempt;
+		rows[i].failure_reason = j->failure_reason;
+		rows[i].creation_ms = j->creation_ms;
+		rows[i].start_ms = j->start_ms;
+		rows[i].end_ms = j->end_ms;
+		rows[i].last_modified_ms = j->last_modified_ms;
+	}
+	resp->status = 200;
+	buf_reset(&resp->body);
+	if (api_web_jobs_build(rows, n, next, &resp->body))
+		ctrl_reply_err_code(resp, ERR_INTERNAL, "cannot encode jobs");
+out:
+	for (i = 0; i < n; i++) {
+		db_job_release(&jobs[i]);
+		if (full)
+			db_job_release(&full[i]);
+	}
+	free(jobs);
+	free(full);
+	free(rows);
+	free(next);
+	buf_release(&err);
+}
+
+/* ----------------------------------------------------------- one job */
+
+/* The state of a host as GET /v1/hosts names it. Caller holds hosts_lock. */
+static const char *host_state(struct ctrl_host *h, int busy)
+{
+	if (!h || !h->registered)
+		return "provisioning";
+	if (h->lost)
+		return "lost";
+	return busy ? "busy" : "ready";
+}
+
+/* The MetricDefinitions names of a stored job (copies in *names). */
+static size_t metric_names(const struct db_job *job, char ***names)
+{
+	const char *spec = job->spec_json ? job->spec_json : job->request_json;
+	struct api_job_spec s;
+	struct buf err = BUF_INIT;
+	size_t i, n = 0;
+
+	*names = NULL;
+	if (spec && !api_job_spec_parse(spec, strlen(spec), &s, &err)) {
+		*names = xcalloc(s.n_metrics + 1, sizeof(**names));
+		for (i = 0; i < s.n_metrics; i++)
+			(*names)[n++] = xstrdup(s.metrics[i].name);
+		api_job_spec_release(&s);
+	}
+	buf_release(&err);
+	return n;
+}
+
+static void free_strings(char **s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; s && i < n; i++)
+		free(s[i]);
+	free(s);
+}
+
+/* The earliest non-zero exit among the reports. */
+static int first_failure(const struct api_web_host *h, size_t n,
+			 struct api_web_failure *f)
+{
+	size_t i, k;
+	int found = 0;
+
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < h[i].n_procs; k++) {
+			const struct api_proc_report *p = &h[i].procs[k];
+
+			if (!p->exited || (p->exit_code == 0 && !p->signal))
+				continue;
+			if (found && p->exited_ms >= f->exited_ms)
+				continue;
+			found = 1;
+			f->algo = h[i].algo;
+			f->host = h[i].host;
+			f->rank = p->rank;
+			f->exit_code = p->exit_code;
+			f->signal = p->signal;
+			f->exited_ms = p->exited_ms;
+		}
+	}
+	return found;
+}
+
+static void job_runtime(struct ctrl_ctx *ctx, const char *name,
+			struct ctrl_response *resp)
+{
+	struct db_job job;
+	struct db_assignment *as = NULL;
+	struct db_log_stream *ls = NULL;
+	struct api_status *reports = NULL;
+	struct api_web_host *hosts = NULL;
+	struct api_web_stream *streams = NULL;
+	struct api_web_failure fail;
+	struct api_web_runtime rt;
+	struct buf err = BUF_INIT;
+	char(*algos)[32] = NULL;
+	char **full = NULL;
+	char **names = NULL;
+	int64_t now = time_mono_ms();
+	size_t n_as = 0, n_ls = 0, n_names = 0, i;
+	int ret;
+
+	memset(&rt, 0, sizeof(rt));
+	ret = db_job_get(ctx->db, name, &job, &err);
+	if (ret) {
+		ctrl_reply_err_code(resp, ret, err.data);
+		buf_release(&err);
+		return;
+	}
+	if (job.attempt > 0)
+		(void)db_assignments_list(ctx->db, job.name, NULL, job.attempt,
+					  &as, &n_as, &err);
+	(void)db_log_streams(ctx->db, job.name, &ls, &n_ls, &err);
+	n_names = metric_names(&job, &names);
+	hosts = xcalloc(n_as + 1, sizeof(*hosts));
+	reports = xcalloc(n_as + 1, sizeof(*reports));
+	algos = xcalloc(n_as + 1, sizeof(*algos));
+	pthread_mutex_lock(&ctx->hosts_lock);
+	for (i = 0; i < n_as; i++) {
+		struct ctrl_host *h = ctrl_hosts_find(ctx, as[i].host);
+
+		snprintf(algos[i], sizeof(algos[i]), "algo-%d",
+			 as[i].host_index + 1);
+		hosts[i].algo = algos[i];
+		hosts[i].host = as[i].host;
+		hosts[i].host_state = host_state(h, 1);
+		hosts[i].heartbeat_age_ms =
+			h && h->last_seen_ms ? now - h->last_seen_ms : -1;
+		hosts[i].attempt = as[i].attempt;
+		hosts[i].action = as[i].action;
+		hosts[i].phase = as[i].phase;
+	}
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	for (i = 0; i < n_as; i++) {
+		buf_reset(&err);
+		if (!as[i].report_json ||
+		    api_status_parse(as[i].report_json,
+				     strlen(as[i].report_json), &reports[i],
+				     &err))
+			continue;
+		if (reports[i].n == 1) {
+			hosts[i].procs = reports[i].items[0].procs;
+			hosts[i].n_procs = reports[i].items[0].n_procs;
+			hosts[i].failure = reports[i].items[0].failure;
+			hosts[i].error = reports[i].items[0].error;
+		}
+	}
+	streams = xcalloc(n_ls + 1, sizeof(*streams));
+	full = xcalloc(n_ls + 1, sizeof(*full));
+	for (i = 0; i < n_ls; i++) {
+		struct buf b = BUF_INIT;
+
+		(void)buf_addf(&b, "%s/%s", job.name, ls[i].name);
+		full[i] = buf_detach(&b, NULL);
+		streams[i].name = full[i];
+		streams[i].host_index = ls[i].host_index;
+		streams[i].created_ms = ls[i].created_ms;
+	}
+	rt.name = job.name;
+	rt.attempt = job.attempt;
+	rt.stop_reason = job.stop_reason;
+	rt.hosts = hosts;
+	rt.n_hosts = n_as;
+	rt.first_failure = first_failure(hosts, n_as, &fail) ? &fail : NULL;
+	rt.streams = streams;
+	rt.n_streams = n_ls;
+	rt.metric_names = (const char *const *)names;
+	rt.n_metric_names = n_names;
+	resp->status = 200;
+	buf_reset(&resp->body);
+	if (api_web_runtime_build(&rt, &resp->body))
+		ctrl_reply_err_code(resp, ERR_INTERNAL, "cannot encode job");
+	for (i = 0; i < n_as; i++)
+		api_status_release(&reports[i]);
+	free(reports);
+	free(hosts);
+	free(algos);
+	free(streams);
+	free_strings(full, n_ls);
+	free_strings(names, n_names);
+	db_assignments_free(as, n_as);
+	db_log_streams_free(ls, n_ls);
+	db_job_release(&job);
+	buf_release(&err);
+}
+
+static void job_metrics(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+			const char *name, struct ctrl_response *resp)
+{
+	const char *since = query(conn, "since_ms");
+	int64_t after = since ? strtoll(since, NULL, 10) : 0;
+	struct db_job job;
+	struct db_metric *pts = NULL;
+	struct api_web_series *series = NULL;
+	struct api_web_point *points = NULL;
+	struct buf err = BUF_INIT;
+	char **names = NULL;
+	int64_t last = 0;
+	size_t n_pts = 0, n_names = 0, n_series = 0, n_points = 0, i, k;
+	int ret;
+
+	ret = db_job_get(ctx->db, name, &job, &err);
+	if (ret) {
+		ctrl_reply_err_code(resp, ret, err.data);
+		buf_release(&err);
+		return;
+	}
+	n_names = metric_names(&job, &names);
+	ret = db_metric_series(ctx->db, job.name, NULL, &pts, &n_pts, &err);
+	if (ret) {
+		ctrl_reply_err_code(resp, ret, err.data);
+		goto out;
+	}
+	/* Series in MetricDefinitions order, then any others (ordered by
+	 * name, as the store returns them). */
+	series = xcalloc(n_names + n_pts + 1, sizeof(*series));
+	points = xcalloc(n_pts + 1, sizeof(*points));
+	for (i = 0; i < n_names; i++)
+		series[n_series++].name = names[i];
+	for (i = 0; i < n_pts; i++) {
+		for (k = 0; k < n_series; k++)
+			if (!strcmp(series[k].name, pts[i].name))
+				break;
+		if (k == n_series)
+			series[n_series++].name = pts[i].name;
+	}
+	/* Points come grouped by name and in time order within a name. */
+	for (k = 0; k < n_series; k++) {
+		series[k].points = points + n_points;
+		for (i = 0; i < n_pts; i++) {
+			if (strcmp(pts[i].name, series[k].name) ||
+			    pts[i].timestamp_ms <= after)
+				continue;
+			points[n_points].ts_ms = pts[i].timestamp_ms;
+			points[n_points].value = pts[i].value;
+			n_points++;
+			series[k].n++;
+			if (pts[i].timestamp_ms > last)
+				last = pts[i].timestamp_ms;
+		}
+	}
+	resp->status = 200;
+	buf_reset(&resp->body);
+	if (api_web_metrics_build(series, n_series, last, &resp->body))
+		ctrl_reply_err_code(resp, ERR_INTERNAL,
+				    "cannot encode metrics");
+out:
+	for (i = 0; i < n_pts; i++)
+		free(pts[i].name);
+	free(pts);
+	free(series);
+	free(points);
+	free_strings(names, n_names);
+	db_job_release(&job);
+	buf_release(&err);
+}
+
+/* ------------------------------------------------------------ changes */
+
+/*
+ * What a client has seen, as the cursor "M.C.L.H": the newest job change
+ * time, the number of jobs, the log version and a hash of hosts and
+ * assignments.
+ */
+struct cursor {
+	long long modified_ms;
+	long long jobs;
+	long long logs;
+	unsigned long long hosts;
+};
+
+static int cursor_parse(const char *s, struct cursor *c)
+{
+	char tail;
+
+	return s && sscanf(s, "%lld.%lld.%lld.%llu%c", &c->modified_ms,
+			   &c->jobs, &c->logs, &c->hosts, &tail) == 4 ?
+		       0 :
+		       ERR_INVALID;
+}
+
+static uint64_t fnv(uint64_t h, const char *s)
+{
+	for (; s && *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ULL;
+	}
+	return (h ^ 0xff) * 1099511628211ULL;
+}
+
+static uint64_t fnv_int(uint64_t h, long long v)
+{
+	char num[32];
+
+	snprintf(num, sizeof(num), "%lld", v);
+	return fnv(h, num);
+}
+
+static unsigned long long hosts_hash(struct ctrl_ctx *ctx)
+{
+	struct db_assignment *as = NULL;
+	struct buf err = BUF_INIT;
+	uint64_t h = 14695981039346656037ULL;
+	size_t n = 0, i;
+
+	(void)db_assignments_list(ctx->db, NULL, NULL, 0, &as, &n, &err);
+	for (i = 0; i < n; i++) {
+		h = fnv(h, as[i].job);
+		h = fnv_int(h, as[i].attempt);
+		h = fnv_int(h, as[i].host_index);
+		h = fnv(h, as[i].host);
+		h = fnv(h, as[i].action);
+		h = fnv(h, as[i].phase);
+		h = fnv(h, as[i].report_json);
+	}
+	db_assignments_free(as, n);
+	buf_release(&err);
+	pthread_mutex_lock(&ctx->hosts_lock);
+	for (i = 0; i < ctx->n_hosts; i++) {
+		h = fnv(h, ctx->hosts[i]->name);
+		h = fnv(h, ctx->hosts[i]->address);
+		h = fnv_int(h, ctx->hosts[i]->registered * 2 +
+				       ctx->hosts[i]->lost);
+	}
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	return h;
+}
+
+/* The newest last_modified_ms after `after` (after itself if none). */
+static long long newest_change(struct ctrl_ctx *ctx, long long after)
+{
+	struct db_list_query q = { 0 };
+	struct db_job *jobs = NULL;
+	struct buf err = BUF_INIT;
+	char *next = NULL;
+	long long newest = after;
+	size_t n = 0, i;
+
+	q.limit = 1000;
+	q.modified_after_ms = after;
+	if (!db_job_list(ctx->db, &q, &jobs, &n, &next, &err)) {
+		for (i = 0; i < n; i++) {
+			if (jobs[i].last_modified_ms > newest)
+				newest = jobs[i].last_modified_ms;
+			db_job_release(&jobs[i]);
+		}
+	}
+	free(jobs);
+	free(next);
+	buf_release(&err);
+	return newest;
+}
+
+static int is_stopping(struct ctrl_ctx *ctx)
+{
+	int s;
+
+	pthread_mutex_lock(&ctx->lock);
+	s = ctx->stopping;
+	pthread_mutex_unlock(&ctx->lock);
+	return s;
+}
+
+static enum ctrl_route_result changes(struct ctrl_ctx *ctx,
+				      struct MHD_Connection *conn,
+				      struct ctrl_http_req *req,
+				      struct ctrl_response *resp)
+{
+	const char *t = query(conn, "timeout");
+	struct cursor old, now;
+	struct buf cur = BUF_INIT;
+	int64_t timeout_us = (int64_t)(t ? atoi(t) : POLL_DEFAULT_S) * 1000000;
+	int64_t waited_us = time_mono_us() - req->t0_us;
+	int have = !cursor_parse(query(conn, "since"), &old);
+	int jobs, logs, hosts;
+
+	if (timeout_us < 0)
+		timeout_us = 0;
+	if (timeout_us > (int64_t)POLL_MAX_S * 1000000)
+		timeout_us = (int64_t)POLL_MAX_S * 1000000;
+	/* A first look starts from now: what the page loads next is newer
+	 * than anything before. */
+	now.modified_ms = have ? newest_change(ctx, old.modified_ms) :
+				 time_now_ms();
+	now.jobs = db_job_count(ctx->db, NULL);
+	now.hosts = hosts_hash(ctx);
+	/* Under hosts_lock from reading the log version to parking, so that
+	 * no new line slips in between (logs.c bumps it under that lock). */
+	pthread_mutex_lock(&ctx->hosts_lock);
+	now.logs = ctx->log_version;
+	jobs = !have || now.modified_ms != old.modified_ms ||
+	       now.jobs != old.jobs;
+	logs = !have || now.logs != old.logs;
+	hosts = !have || now.hosts != old.hosts;
+	if (!jobs && !logs && !hosts && waited_us < timeout_us &&
+	    !is_stopping(ctx)) {
+		int64_t left_ms = (timeout_us - waited_us) / 1000 + 1;
+
+		req->suspended = 1;
+		MHD_suspend_connection(conn);
+		ctrl_waiter_add(&ctx->log_waiters, conn, &req->resumed,
+				time_mono_ms() + (left_ms < RECHECK_MS ?
+							  left_ms :
+							  RECHECK_MS));
+		pthread_mutex_unlock(&ctx->hosts_lock);
+		return CTRL_ROUTE_SUSPENDED;
+	}
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	req->resumed = 0;
+	(void)buf_addf(&cur, "%lld.%lld.%lld.%llu", now.modified_ms, now.jobs,
+		       now.logs, now.hosts);
+	resp->status = 200;
+	buf_reset(&resp->body);
+	if (api_web_changes_build(cur.data, jobs, logs, hosts, &resp->body))
+		ctrl_reply_err_code(resp, ERR_INTERNAL, "cannot encode cursor");
+	buf_release(&cur);
+	return CTRL_ROUTE_DONE;
+}
+
+/* ------------------------------------------------------------- routes */
+
+enum ctrl_route_result
+ctrl_web_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+	       const char *method, const char *url, struct ctrl_http_req *req,
+	       struct ctrl_response *resp, const char **content_type)
+{
+	char name[NAME_MAX_LEN + 1];
+	const char *rest;
+	size_t n;
+
+	if (is_page(conn, method, url))
+		return serve_asset(conn, method, url, req, resp, content_type);
+	*content_type = "application/json";
+	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+		ctrl_reply_error(resp, 405, "MethodNotAllowed",
+				 "use GET on this resource");
+		return CTRL_ROUTE_DONE;
+	}
+	if (!strcmp(url, "/metrics")) {
+		*content_type = CTRL_METRICS_CONTENT_TYPE;
+		ctrl_metrics_serve(ctx, resp);
+		return CTRL_ROUTE_DONE;
+	}
+	if (!strcmp(url, "/v1/changes"))
+		return changes(ctx, conn, req, resp);
+	if (!strcmp(url, "/v1/ui/jobs")) {
+		jobs_list(ctx, conn, resp);
+		return CTRL_ROUTE_DONE;
+	}
+	rest = url + strlen("/v1/ui/jobs/");
+	n = strcspn(rest, "/");
+	if (n == 0 || n > NAME_MAX_LEN ||
+	    (rest[n] && strcmp(rest + n, "/metrics"))) {
+		ctrl_reply_error(resp, 404, "UnknownOperationException",
+				 "no such resource");
+		return CTRL_ROUTE_DONE;
+	}
+	memcpy(name, rest, n);
+	name[n] = '\0';
+	if (rest[n])
+		job_metrics(ctx, conn, name, resp);
+	else
+		job_runtime(ctx, name, resp);
+	return CTRL_ROUTE_DONE;
+}

@@ -1,0 +1,74 @@
+#ifndef CTRL_WEB_H
+#define CTRL_WEB_H
+
+/*
+ * The status page, served by trainctld itself (docs/web.md):
+ *
+ *   /, /ui/...                 the page's files, embedded at build time
+ *                              (scripts/embed.sh -> build/gen/web_assets.c)
+ *   GET /v1/ui/jobs            the jobs list with what ListTrainingJobs
+ *                              leaves out (instances, attempt, reason)
+ *   GET /v1/ui/jobs/{name}     where a job runs: hosts, their reports, the
+ *                              first failing rank, log streams, metrics
+ *   GET /v1/ui/jobs/{name}/metrics   every MetricDefinition's series
+ *   GET /v1/changes?since=C    long-poll: answers as soon as jobs, hosts
+ *                              or logs changed after cursor C (or after
+ *                              timeout=S seconds, default 25)
+ *   GET /metrics               Prometheus text (controller/metrics.h)
+ *
+ * With credentials configured, a browser signs in with HTTP Basic: the
+ * user is an access key id of the credentials file, the password its
+ * secret key. Programs may sign the /v1/ and /metrics requests with SigV4
+ * instead, like the API.
+ */
+#include <stddef.h>
+
+#include "controller/http.h"
+
+struct ctrl_ctx;
+struct MHD_Connection;
+
+/* One embedded file; the table is generated at build time. */
+struct ctrl_web_asset {
+	const char *path; /* "/ui/app.js" */
+	const char *content_type;
+	const unsigned char *data;
+	size_t len;
+	const char *etag; /* quoted, from the content */
+};
+
+extern const struct ctrl_web_asset ctrl_web_assets[];
+extern const size_t ctrl_web_n_assets;
+
+enum ctrl_web_auth {
+	CTRL_WEB_AUTH_NONE = 0, /* no Basic credentials: SigV4 decides */
+	CTRL_WEB_AUTH_OK,	/* valid Basic credentials, or auth is off */
+	CTRL_WEB_AUTH_DENIED	/* a 401 asking for credentials is queued */
+};
+
+/*
+ * Checks HTTP Basic credentials against the credentials file. A page
+ * (GET / without X-Amz-Target, /ui/...) without them, or any request with wrong
+ * ones, gets a 401 with WWW-Authenticate queued here (so a browser asks for
+ * them).
+ */
+enum ctrl_web_auth ctrl_web_auth(struct ctrl_ctx *ctx,
+				 struct MHD_Connection *conn,
+				 const char *method, const char *url);
+
+/* Whether the request is for one of the paths above. */
+int ctrl_web_owns(struct MHD_Connection *conn, const char *method,
+		  const char *url);
+
+/*
+ * Serves a path of ctrl_web_owns(). Fills resp and *content_type
+ * (CTRL_ROUTE_DONE), queues a file itself (CTRL_ROUTE_QUEUED) or parks a
+ * long-poll (CTRL_ROUTE_SUSPENDED; it is resumed on news or its deadline
+ * and then called again).
+ */
+enum ctrl_route_result
+ctrl_web_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+	       const char *method, const char *url, struct ctrl_http_req *req,
+	       struct ctrl_response *resp, const char **content_type);
+
+#endif

@@ -1,0 +1,788 @@
+/*
+ * The trainctl status page: jobs, one job, hosts. Plain JavaScript with no
+ * build step; served by trainctld from memory (scripts/embed.sh). Data
+ * comes from the REST face (/v1/training-jobs, /v1/hosts), the page's own
+ * endpoints (/v1/ui/...), and the long-poll /v1/changes, which tells the
+ * page what to reload (docs/web.md). Text from the server is always set
+ * with textContent, never parsed as HTML.
+ */
+(function () {
+  'use strict';
+
+  var STATUSES = ['InProgress', 'Completed', 'Failed', 'Stopping', 'Stopped'];
+  var LOG_LINES_MAX = 5000;
+
+  /* ------------------------------------------------------------ helpers */
+
+  function h(tag, attrs) {
+    var el = document.createElement(tag);
+    var k, i;
+
+    attrs = attrs || {};
+    for (k in attrs) {
+      if (!Object.prototype.hasOwnProperty.call(attrs, k) || attrs[k] == null)
+        continue;
+      if (k === 'text') el.textContent = String(attrs[k]);
+      else if (k === 'cls') el.className = attrs[k];
+      else if (k.slice(0, 2) === 'on') el.addEventListener(k.slice(2), attrs[k]);
+      else el.setAttribute(k, attrs[k]);
+    }
+    for (i = 2; i < arguments.length; i++) append(el, arguments[i]);
+    return el;
+  }
+
+  /* Children: nodes, text, or (nested) arrays of them; null is skipped. */
+  function append(el, c) {
+    if (c == null || c === false) return;
+    if (Array.isArray(c)) c.forEach(function (x) { append(el, x); });
+    else el.appendChild(toNode(c));
+  }
+
+  function toNode(x) {
+    return x instanceof Node ? x : document.createTextNode(String(x));
+  }
+
+  function clear(el) {
+    while (el.firstChild) el.removeChild(el.firstChild);
+    return el;
+  }
+
+  function enc(s) {
+    return encodeURIComponent(s);
+  }
+
+  function ApiError(status, type, message) {
+    this.status = status;
+    this.type = type;
+    this.message = message;
+  }
+
+  function api(path, opts) {
+    opts = opts || {};
+    return fetch(path, {
+      credentials: 'same-origin',
+      cache: 'no-store',
+      signal: opts.signal,
+      headers: { 'Accept': 'application/json' }
+    }).then(function (r) {
+      return r.text().then(function (t) {
+        var js = null;
+        try { js = t ? JSON.parse(t) : null; } catch (e) { js = null; }
+        if (!r.ok)
+          throw new ApiError(r.status, js && js.__type || 'HTTP ' + r.status,
+                             js && js.message || t);
+        return js;
+      });
+    });
+  }
+
+  function sleep(ms) {
+    return new Promise(function (res) { setTimeout(res, ms); });
+  }
+
+  /* Epoch milliseconds from the page's ms fields or Describe's seconds. */
+  function ms(v) {
+    if (v == null || v === 0) return null;
+    return typeof v === 'number' && v < 1e11 ? Math.round(v * 1000) : v;
+  }
+
+  function fmtTime(t) {
+    if (!t) return '\u2014';
+    var d = new Date(t);
+    var pad = function (n) { return (n < 10 ? '0' : '') + n; };
+    return d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) +
+      ' ' + pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds());
+  }
+
+  function fmtDuration(msec) {
+    if (msec == null || msec < 0) return '\u2014';
+    var s = Math.round(msec / 1000);
+    if (s < 60) return s + 's';
+    var m = Math.floor(s / 60);
+    if (m < 60) return m + 'm ' + (s % 60) + 's';
+    var hr = Math.floor(m / 60);
+    if (hr < 48) return hr + 'h ' + (m % 60) + 'm';
+    return Math.floor(hr / 24) + 'd ' + (hr % 24) + 'h';
+  }
+
+  function fmtAge(msAgo) {
+    if (msAgo == null) return 'never';
+    if (msAgo < 1000) return (msAgo / 1000).toFixed(1) + ' s ago';
+    return fmtDuration(msAgo) + ' ago';
+  }
+
+  function badge(status, extra) {
+    return h('span', { cls: 'badge', 'data-status': status, text: status + (extra ? ' / ' + extra : '') });
+  }
+
+  function terminal(status) {
+    return status === 'Completed' || status === 'Failed' || status === 'Stopped';
+  }
+
+  function errorBox(e) {
+    return h('div', { cls: 'error', text: (e && e.type ? e.type + ': ' : '') + (e && e.message || e) });
+  }
+
+  /* Where FailureReason names the culprit: "algo-2 (host local-2) rank 1". */
+  function culpritFromReason(reason) {
+    var m = /(algo-\d+) \(host ([^)]+)\)(?:: | rank (\d+))?/.exec(reason || '');
+    return m ? { algo: m[1], host: m[2], rank: m[3] != null ? +m[3] : null } : null;
+  }
+
+  /* --------------------------------------------------------------- live */
+
+  /*
+   * One long-poll at a time on /v1/changes; each answer says what changed
+   * and the current view reloads that. A view that is not told anything
+   * still refreshes every 15 s, in case an answer was lost.
+   */
+  var live = {
+    cursor: null,
+    view: null,
+    el: null,
+    set: function (state, text) {
+      if (!this.el) return;
+      this.el.setAttribute('data-state', state);
+      this.el.textContent = text;
+    },
+    start: function () {
+      var self = this;
+      this.el = document.getElementById('live');
+      (function loop() {
+        var url = '/v1/changes?timeout=25' + (self.cursor ? '&since=' + enc(self.cursor) : '');
+        api(url).then(function (c) {
+          var first = self.cursor == null;
+          self.cursor = c.cursor;
+          self.set('live', 'live');
+          if (!first && self.view && self.view.changed) self.view.changed(c);
+          loop();
+        }, function (e) {
+          self.set('down', e && e.status === 401 ? 'sign in again' : 'reconnecting');
+          sleep(2000).then(loop);
+        });
+      })();
+      setInterval(function () {
+        if (self.view && self.view.changed)
+          self.view.changed({ jobs: true, hosts: true, logs: true, periodic: true });
+      }, 15000);
+      setInterval(function () {
+        if (self.view && self.view.tick) self.view.tick();
+      }, 1000);
+    }
+  };
+
+  /* One reload at a time; a change while loading loads once more after. */
+  function serial(fn) {
+    var running = false, again = false;
+    return function run() {
+      if (running) { again = true; return; }
+      running = true;
+      Promise.resolve().then(fn).catch(function () {}).then(function () {
+        running = false;
+        if (again) { again = false; run(); }
+      });
+    };
+  }
+
+  /* ----------------------------------------------------------- jobs list */
+
+  function JobsView(root, params) {
+    var self = this;
+    this.root = root;
+    this.filter = { status: params.status || '', name: params.name || '' };
+    this.rows = [];
+    this.reload = serial(function () { return self.load(); });
+
+    var statusSel = h('select', { id: 'filter-status', 'aria-label': 'status',
+      onchange: function () { self.filter.status = statusSel.value; self.syncHash(); self.reload(); } },
+      h('option', { value: '', text: 'any status' }),
+      STATUSES.map(function (s) { return h('option', { value: s, text: s }); }));
+    statusSel.value = this.filter.status;
+    var timer = null;
+    var nameIn = h('input', { id: 'filter-name', type: 'search', placeholder: 'name contains',
+      'aria-label': 'name contains', value: this.filter.name,
+      oninput: function () {
+        clearTimeout(timer);
+        timer = setTimeout(function () { self.filter.name = nameIn.value.trim(); self.syncHash(); self.reload(); }, 250);
+      } });
+    this.count = h('span', { cls: 'muted', id: 'jobs-count' });
+    this.tbody = h('tbody');
+    this.err = h('div');
+    root.appendChild(h('section', { cls: 'card' },
+      h('div', { cls: 'toolbar' }, h('h1', { text: 'Training jobs' }), statusSel, nameIn, this.count),
+      this.err,
+      h('table', { id: 'jobs-table', cls: 'grid' },
+        h('thead', null, h('tr', null,
+          ['Name', 'Status', 'Secondary status', 'Instances', 'Created', 'Duration', 'Attempt'].map(function (t) {
+            return h('th', { text: t });
+          }))),
+        this.tbody)));
+    this.reload();
+  }
+
+  JobsView.prototype.syncHash = function () {
+    var q = [];
+    if (this.filter.status) q.push('status=' + enc(this.filter.status));
+    if (this.filter.name) q.push('name=' + enc(this.filter.name));
+    history.replaceState(null, '', '#/jobs' + (q.length ? '?' + q.join('&') : ''));
+  };
+
+  JobsView.prototype.load = function () {
+    var self = this;
+    var q = ['limit=200'];
+    if (this.filter.status) q.push('status=' + enc(this.filter.status));
+    if (this.filter.name) q.push('name=' + enc(this.filter.name));
+    return api('/v1/ui/jobs?' + q.join('&')).then(function (r) {
+      clear(self.err);
+      self.rows = r.jobs;
+      self.render();
+    }, function (e) {
+      clear(self.err).appendChild(errorBox(e));
+    });
+  };
+
+  JobsView.prototype.duration = function (j) {
+    var start = j.creation_ms;
+    var end = j.end_ms || (terminal(j.status) ? j.last_modified_ms : Date.now());
+    return end - start;
+  };
+
+  JobsView.prototype.render = function () {
+    var self = this;
+    clear(this.tbody);
+    this.count.textContent = this.rows.length + (this.rows.length === 1 ? ' job' : ' jobs');
+    if (!this.rows.length) {
+      this.tbody.appendChild(h('tr', null, h('td', { colspan: 7, cls: 'muted', text: 'No training jobs match.' })));
+      return;
+    }
+    this.rows.forEach(function (j) {
+      var inst = j.instance_count + ' \u00d7 ' + (j.instance_type || 'instance groups');
+      self.tbody.appendChild(h('tr', { 'data-job': j.name, 'data-status': j.status },
+        h('td', null, h('a', { href: '#/jobs/' + enc(j.name), text: j.name })),
+        h('td', { cls: 'status' }, badge(j.status)),
+        h('td', { cls: 'secondary', text: j.secondary_status }),
+        h('td', { text: inst }),
+        h('td', { text: fmtTime(j.creation_ms) }),
+        h('td', { cls: 'duration', text: fmtDuration(self.duration(j)) }),
+        h('td', { cls: 'attempt', text: j.attempt || '\u2014' })));
+    });
+  };
+
+  JobsView.prototype.changed = function (c) {
+    if (c.jobs) this.reload();
+  };
+
+  JobsView.prototype.tick = function () {
+    var self = this;
+    Array.prototype.forEach.call(this.tbody.querySelectorAll('tr[data-job]'), function (tr) {
+      var j = self.rows.filter(function (r) { return r.name === tr.getAttribute('data-job'); })[0];
+      if (j && !terminal(j.status)) tr.querySelector('.duration').textContent = fmtDuration(self.duration(j));
+    });
+  };
+
+  /* ------------------------------------------------------------ one job */
+
+  function JobView(root, name) {
+    var self = this;
+    this.root = root;
+    this.name = name;
+    this.desc = null;
+    this.rt = null;
+    this.plots = {};
+    this.knownHosts = {};
+    this.logs = { stream: null, offset: 0, follow: true, gen: 0, abort: null };
+    this.reload = serial(function () { return self.load(); });
+    this.reloadMetrics = serial(function () { return self.loadMetrics(); });
+
+    this.el = {
+      head: h('div', { id: 'job-head' }),
+      failure: h('div', { id: 'failure-box' }),
+      summary: h('dl', { id: 'summary', cls: 'kv' }),
+      timeline: h('div', { id: 'timeline' }),
+      restarts: h('div', { id: 'restarts' }),
+      hosts: h('div', { id: 'job-hosts' }),
+      metrics: h('div', { id: 'metrics', cls: 'plots' }),
+      logTabs: h('div', { cls: 'tabs', id: 'log-tabs' }),
+      logPre: h('pre', { id: 'log', cls: 'log' }),
+      request: h('div', { id: 'request' }),
+      err: h('div')
+    };
+    var followBox = h('input', { type: 'checkbox', id: 'log-follow', checked: 'checked',
+      onchange: function () { self.logs.follow = followBox.checked; self.openStream(self.logs.stream, true); } });
+    root.appendChild(h('div', null,
+      h('p', { cls: 'crumbs' }, h('a', { href: '#/jobs', text: 'Training jobs' }), ' / ', name),
+      this.el.err,
+      h('section', { cls: 'card' }, this.el.head, this.el.failure, this.el.summary),
+      h('section', { cls: 'card' }, h('h2', { text: 'Status transitions' }), this.el.timeline, this.el.restarts),
+      h('section', { cls: 'card' }, h('h2', { text: 'Hosts' }), this.el.hosts),
+      h('section', { cls: 'card' }, h('h2', { text: 'Metrics' }), this.el.metrics),
+      h('section', { cls: 'card' },
+        h('div', { cls: 'toolbar' }, h('h2', { text: 'Logs' }), this.el.logTabs,
+          h('label', { cls: 'follow' }, followBox, ' follow')),
+        this.el.logPre),
+      h('section', { cls: 'card' }, h('h2', { text: 'Request' }), this.el.request)));
+    this.reload();
+    this.reloadMetrics();
+    this.resize = function () { self.resizePlots(); };
+    window.addEventListener('resize', this.resize);
+  }
+
+  JobView.prototype.destroy = function () {
+    this.logs.gen++;
+    if (this.logs.abort) this.logs.abort.abort();
+    window.removeEventListener('resize', this.resize);
+    Object.keys(this.plots).forEach(function (k) { this.plots[k].u.destroy(); }, this);
+  };
+
+  JobView.prototype.load = function () {
+    var self = this;
+    var path = enc(this.name);
+    return Promise.all([api('/v1/training-jobs/' + path), api('/v1/ui/jobs/' + path)]).then(function (r) {
+      clear(self.el.err);
+      self.desc = r[0];
+      self.rt = r[1];
+      self.render();
+    }, function (e) {
+      clear(self.el.err).appendChild(errorBox(e));
+    });
+  };
+
+  JobView.prototype.render = function () {
+    var d = this.desc, rt = this.rt;
+    var status = d.TrainingJobStatus;
+
+    clear(this.el.head).appendChild(h('div', { cls: 'toolbar' },
+      h('h1', { id: 'job-name', text: d.TrainingJobName }),
+      h('span', { id: 'job-status', 'data-status': status }, badge(status, d.SecondaryStatus))));
+    this.renderFailure();
+    this.renderSummary();
+    this.renderTimeline();
+    this.renderHosts();
+    this.renderRequest();
+    this.syncStreams();
+    if (this.lastStatus && this.lastStatus !== status) this.reloadMetrics();
+    this.lastStatus = status;
+  };
+
+  JobView.prototype.renderFailure = function () {
+    var d = this.desc, rt = this.rt;
+    var box = clear(this.el.failure);
+    var f = rt.first_failure;
+    var c = culpritFromReason(d.FailureReason);
+
+    if (!d.FailureReason && !f) return;
+    var lines = [];
+    if (f)
+      lines.push(h('div', { id: 'failing-host' }, 'First failing rank: ',
+        h('b', { text: f.algo + ' on host ' + f.host + ', rank ' + f.rank }),
+        f.signal ? ' (killed by signal ' + f.signal + ')' : ' (exit code ' + f.exit_code + ')'));
+    else if (c)
+      lines.push(h('div', { id: 'failing-host' }, 'Failing host: ',
+        h('b', { text: c.algo + ' on host ' + c.host + (c.rank != null ? ', rank ' + c.rank : '') })));
+    if (d.FailureReason)
+      lines.push(h('div', null, 'Reason: ', h('span', { id: 'failure-reason', text: d.FailureReason })));
+    box.appendChild(h('div', { id: 'failure', cls: 'failure' }, lines));
+  };
+
+  JobView.prototype.renderSummary = function () {
+    var d = this.desc, rt = this.rt;
+    var rc = d.ResourceConfig || {};
+    var start = ms(d.TrainingStartTime), end = ms(d.TrainingEndTime), created = ms(d.CreationTime);
+    var rows = [
+      ['Status message', (d.SecondaryStatusTransitions || []).slice(-1).map(function (t) { return t.StatusMessage; })[0]],
+      ['Created', fmtTime(created)],
+      ['Training started', fmtTime(start)],
+      ['Training ended', fmtTime(end)],
+      ['Duration', fmtDuration((end || (terminal(d.TrainingJobStatus) ? ms(d.LastModifiedTime) : Date.now())) - created)],
+      ['Training time', d.TrainingTimeInSeconds != null ? d.TrainingTimeInSeconds + ' s' : null],
+      ['Attempt', rt.attempt || '\u2014'],
+      ['Instances', rc.InstanceCount != null ? rc.InstanceCount + ' \u00d7 ' + rc.InstanceType : null],
+      ['Image', d.AlgorithmSpecification && (d.AlgorithmSpecification.TrainingImage || d.AlgorithmSpecification.AlgorithmName)],
+      ['Output', d.OutputDataConfig && d.OutputDataConfig.S3OutputPath],
+      ['Model', d.ModelArtifacts && d.ModelArtifacts.S3ModelArtifacts],
+      ['Stop reason', rt.stop_reason],
+      ['ARN', d.TrainingJobArn]
+    ];
+    var dl = clear(this.el.summary);
+    rows.forEach(function (r) {
+      if (r[1] == null || r[1] === '') return;
+      dl.appendChild(h('dt', { text: r[0] }));
+      dl.appendChild(h('dd', { text: r[1] }));
+    });
+    this.startMs = start;
+  };
+
+  JobView.prototype.renderTimeline = function () {
+    var d = this.desc;
+    var tr = d.SecondaryStatusTransitions || [];
+    var now = Date.now();
+    var el = clear(this.el.timeline);
+    if (!tr.length) { el.appendChild(h('p', { cls: 'muted', text: 'No transitions yet.' })); return; }
+    var t0 = ms(tr[0].StartTime);
+    var t1 = ms(tr[tr.length - 1].EndTime) || (terminal(d.TrainingJobStatus) ? ms(tr[tr.length - 1].StartTime) : now);
+    var total = Math.max(t1 - t0, 1);
+    var bar = h('div', { cls: 'bar', role: 'img', 'aria-label': 'status timeline' });
+    tr.forEach(function (t) {
+      var s = ms(t.StartTime), e = ms(t.EndTime) || t1;
+      var w = Math.max(100 * (e - s) / total, 0.8);
+      bar.appendChild(h('span', { cls: 'seg', 'data-status': t.Status, style: 'width:' + w.toFixed(2) + '%',
+        title: t.Status + ' ' + fmtDuration(e - s) }));
+    });
+    var list = h('table', { cls: 'grid compact', id: 'transitions' },
+      h('thead', null, h('tr', null, ['Status', 'Started', 'Took', 'Message'].map(function (x) { return h('th', { text: x }); }))),
+      h('tbody', null, tr.map(function (t) {
+        var s = ms(t.StartTime), e = ms(t.EndTime);
+        return h('tr', { 'data-status': t.Status },
+          h('td', null, h('span', { cls: 'dot', 'data-status': t.Status }), ' ' + t.Status),
+          h('td', { text: fmtTime(s) }),
+          h('td', { text: e ? fmtDuration(e - s) : (terminal(d.TrainingJobStatus) ? '\u2014' : fmtDuration(now - s) + ' so far') }),
+          h('td', { text: t.StatusMessage || '' }));
+      })));
+    el.appendChild(bar);
+    el.appendChild(list);
+
+    var restarts = tr.filter(function (t) { return t.Status === 'Restarting' || t.Status === 'Interrupted'; });
+    var r = clear(this.el.restarts);
+    if (restarts.length || (this.rt.attempt || 0) > 1) {
+      r.appendChild(h('h3', { text: 'Restarts (' + Math.max(restarts.length, (this.rt.attempt || 1) - 1) + ')' }));
+      r.appendChild(h('ul', { id: 'restart-list' }, restarts.map(function (t) {
+        return h('li', null, h('b', { text: fmtTime(ms(t.StartTime)) }), ' ' + t.Status + ': ' + (t.StatusMessage || 'no reason given'));
+      })));
+    }
+  };
+
+  JobView.prototype.renderHosts = function () {
+    var self = this, rt = this.rt;
+    var el = clear(this.el.hosts);
+    var rows = rt.hosts || [];
+
+    /* Assignments go when a job ends: keep what this page saw last. */
+    rows.forEach(function (x) { self.knownHosts[x.algo] = x; });
+    if (!rows.length) rows = Object.keys(this.knownHosts).sort().map(function (k) {
+      var x = Object.assign({}, self.knownHosts[k]);
+      x.released = true;
+      return x;
+    });
+    if (!rows.length) {
+      var algos = {};
+      (rt.streams || []).forEach(function (s) { algos['algo-' + (s.host_index + 1)] = 1; });
+      var c = culpritFromReason(this.desc.FailureReason);
+      rows = Object.keys(algos).sort().map(function (a) {
+        return { algo: a, host: c && c.algo === a ? c.host : null, released: true };
+      });
+    }
+    if (!rows.length) {
+      el.appendChild(h('p', { cls: 'muted', text: terminal(this.desc.TrainingJobStatus) ?
+        'The job ran on no host.' : 'Waiting for hosts.' }));
+      return;
+    }
+    var culprit = rt.first_failure || culpritFromReason(this.desc.FailureReason);
+    el.appendChild(h('table', { cls: 'grid', id: 'hosts-of-job' },
+      h('thead', null, h('tr', null, ['Node', 'Host', 'Host state', 'Phase', 'Heartbeat', 'Ranks'].map(function (x) {
+        return h('th', { text: x });
+      }))),
+      h('tbody', null, rows.map(function (x) {
+        var failed = culprit && culprit.algo === x.algo;
+        var ranks = (x.procs || []).map(function (p) {
+          if (!p.exited) return 'rank ' + p.rank + ': running (pid ' + p.pid + ')';
+          return 'rank ' + p.rank + ': ' + (p.signal ? 'signal ' + p.signal : 'exit ' + p.exit_code);
+        }).join(', ');
+        if (x.error) ranks = (ranks ? ranks + '; ' : '') + 'error: ' + x.error;
+        if (x.released && ranks) ranks = 'last seen: ' + ranks;
+        if (failed && culprit.rank != null && !rt.first_failure)
+          ranks = 'rank ' + culprit.rank + ' failed' + (ranks ? '; ' + ranks : '');
+        return h('tr', { 'data-algo': x.algo, cls: failed ? 'failed' : null },
+          h('td', { text: x.algo }),
+          h('td', null, x.host ? h('a', { href: '#/hosts', text: x.host }) : h('span', { cls: 'muted', text: 'released' })),
+          h('td', { text: x.released ? 'released' : x.host_state }),
+          h('td', { text: x.released ? (x.phase ? 'ended (last seen: ' + x.phase + ')' : 'ended') : x.phase + (x.action !== 'run' ? ' (' + x.action + ')' : '') }),
+          h('td', { text: x.released ? '\u2014' : fmtAge(x.last_heartbeat_ms_ago) }),
+          h('td', { text: ranks || '\u2014' }));
+      }))));
+  };
+
+  JobView.prototype.renderRequest = function () {
+    var d = this.desc;
+    var el = clear(this.el.request);
+    var hp = d.HyperParameters || {};
+    var keys = Object.keys(hp).sort();
+    el.appendChild(h('h3', { text: 'Hyperparameters' }));
+    el.appendChild(keys.length ? h('table', { cls: 'grid compact', id: 'hyperparameters' },
+      h('tbody', null, keys.map(function (k) { return h('tr', null, h('th', { text: k }), h('td', { text: hp[k] })); })))
+      : h('p', { cls: 'muted', text: 'None.' }));
+    var ch = d.InputDataConfig || [];
+    el.appendChild(h('h3', { text: 'Channels' }));
+    el.appendChild(ch.length ? h('table', { cls: 'grid compact', id: 'channels' },
+      h('thead', null, h('tr', null, ['Name', 'Source', 'Distribution', 'Content type', 'Mode'].map(function (x) { return h('th', { text: x }); }))),
+      h('tbody', null, ch.map(function (c) {
+        var s = (c.DataSource && (c.DataSource.S3DataSource || c.DataSource.FileSystemDataSource)) || {};
+        return h('tr', null, h('td', { text: c.ChannelName }), h('td', { text: s.S3Uri || s.DirectoryPath || '' }),
+          h('td', { text: s.S3DataDistributionType || '' }), h('td', { text: c.ContentType || '' }),
+          h('td', { text: c.InputMode || 'File' }));
+      }))) : h('p', { cls: 'muted', text: 'None.' }));
+    var rc = d.ResourceConfig || {};
+    var sc = d.StoppingCondition || {};
+    el.appendChild(h('h3', { text: 'Resources' }));
+    el.appendChild(h('dl', { cls: 'kv', id: 'resources' },
+      [['Instance type', rc.InstanceType], ['Instance count', rc.InstanceCount], ['Volume', rc.VolumeSizeInGB != null ? rc.VolumeSizeInGB + ' GB' : null],
+       ['Instance groups', rc.InstanceGroups ? rc.InstanceGroups.map(function (g) { return g.InstanceGroupName + ': ' + g.InstanceCount + ' \u00d7 ' + g.InstanceType; }).join(', ') : null],
+       ['Max runtime', sc.MaxRuntimeInSeconds != null ? sc.MaxRuntimeInSeconds + ' s' : null],
+       ['Metric definitions', (d.AlgorithmSpecification && d.AlgorithmSpecification.MetricDefinitions || []).map(function (m) { return m.Name + ' = /' + m.Regex + '/'; }).join(', ')]]
+        .filter(function (r) { return r[1] != null && r[1] !== ''; })
+        .map(function (r) { return [h('dt', { text: r[0] }), h('dd', { text: r[1] })]; })));
+    el.appendChild(h('details', null, h('summary', { text: 'DescribeTrainingJob' }),
+      h('pre', { cls: 'json', text: JSON.stringify(d, null, 2) })));
+  };
+
+  /* Metrics: one uPlot chart per MetricDefinition. */
+  JobView.prototype.loadMetrics = function () {
+    var self = this;
+    return api('/v1/ui/jobs/' + enc(this.name) + '/metrics').then(function (r) {
+      self.renderMetrics(r.metrics);
+    }, function () {});
+  };
+
+  JobView.prototype.plotWidth = function () {
+    var w = this.el.metrics.clientWidth || 800;
+    return Math.max(280, Math.min(w - 8, w > 900 ? (w - 24) / 2 : w - 8));
+  };
+
+  JobView.prototype.renderMetrics = function (series) {
+    var self = this;
+    if (!series.length) {
+      clear(this.el.metrics).appendChild(h('p', { cls: 'muted', text: 'The job has no MetricDefinitions.' }));
+      return;
+    }
+    series.forEach(function (s, i) {
+      var xs = s.points.map(function (p) { return p[0] / 1000; });
+      var ys = s.points.map(function (p) { return p[1]; });
+      var p = self.plots[s.name];
+      if (!p) {
+        var box = h('div', { cls: 'plot', 'data-metric': s.name });
+        var empty = self.el.metrics.querySelector('p.muted');
+        if (empty) self.el.metrics.removeChild(empty);
+        self.el.metrics.appendChild(box);
+        var colors = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2'];
+        var u = new uPlot({
+          title: s.name,
+          width: self.plotWidth(),
+          height: 220,
+          scales: { x: { time: true, range: timeRange } },
+          series: [{}, { label: s.name, stroke: colors[i % colors.length], width: 2,
+                         points: { show: true, size: 4 } }],
+          axes: [{}, { size: 60 }]
+        }, [xs, ys], box);
+        p = self.plots[s.name] = { u: u, box: box };
+      } else {
+        p.u.setData([xs, ys]);
+      }
+      p.box.setAttribute('data-points', String(xs.length));
+      p.box.classList.toggle('empty', !xs.length);
+      var last = ys.length ? ys[ys.length - 1] : null;
+      p.box.setAttribute('data-last', last == null ? '' : String(last));
+    });
+  };
+
+  /* One point (or none) would stretch the time axis over years. */
+  function timeRange(u, min, max) {
+    if (min == null || max == null) {
+      var now = Date.now() / 1000;
+      return [now - 60, now];
+    }
+    return max - min < 1 ? [min - 30, max + 30] : [min, max];
+  }
+
+  JobView.prototype.resizePlots = function () {
+    var w = this.plotWidth();
+    Object.keys(this.plots).forEach(function (k) { this.plots[k].u.setSize({ width: w, height: 220 }); }, this);
+  };
+
+  /* Logs: a tab per stream, followed with the logs route's long-poll. */
+  JobView.prototype.syncStreams = function () {
+    var self = this;
+    var streams = this.rt.streams || [];
+    var tabs = this.el.logTabs;
+    var have = {};
+    Array.prototype.forEach.call(tabs.children, function (b) { have[b.getAttribute('data-stream')] = b; });
+    streams.forEach(function (s) {
+      if (have[s.name]) return;
+      var label = s.name.slice(s.name.indexOf('/') + 1);
+      tabs.appendChild(h('button', { type: 'button', cls: 'tab', 'data-stream': s.name, text: label,
+        onclick: function () { self.openStream(s.name, true); } }));
+    });
+    if (!streams.length && !this.logs.stream) {
+      this.el.logPre.textContent = terminal(this.desc.TrainingJobStatus) ? '(no log lines)' : '(no log lines yet)';
+      return;
+    }
+    if (!this.logs.stream && streams.length) this.openStream(streams[0].name, true);
+    else if (this.logs.stream && !this.logs.running && !terminal(this.desc.TrainingJobStatus)) this.openStream(this.logs.stream, false);
+  };
+
+  JobView.prototype.openStream = function (stream, restart) {
+    var self = this;
+    if (!stream) return;
+    if (restart || stream !== this.logs.stream) {
+      this.logs.gen++;
+      if (this.logs.abort) this.logs.abort.abort();
+      this.logs.stream = stream;
+      this.logs.offset = 0;
+      this.el.logPre.textContent = '';
+      this.el.logPre.setAttribute('data-stream', stream);
+      this.el.logPre.setAttribute('data-lines', '0');
+      Array.prototype.forEach.call(this.el.logTabs.children, function (b) {
+        b.classList.toggle('active', b.getAttribute('data-stream') === stream);
+      });
+    }
+    var gen = this.logs.gen;
+    if (this.logs.running === gen) return;
+    this.logs.running = gen;
+    (function next() {
+      if (gen !== self.logs.gen) return;
+      var done = terminal(self.desc && self.desc.TrainingJobStatus);
+      var follow = self.logs.follow && !done;
+      var ctl = window.AbortController ? new AbortController() : null;
+      self.logs.abort = ctl;
+      api('/v1/training-jobs/' + enc(self.name) + '/logs?stream=' + enc(stream) + '&offset=' + self.logs.offset +
+          '&limit=2000' + (follow ? '&follow=1' : ''), { signal: ctl && ctl.signal }).then(function (r) {
+        if (gen !== self.logs.gen) return;
+        self.appendLog(r.events || []);
+        self.logs.offset = r.next_offset;
+        if ((r.events || []).length || follow) next();
+        else self.logs.running = false;
+      }, function () {
+        if (gen !== self.logs.gen) return;
+        sleep(2000).then(next);
+      });
+    })();
+  };
+
+  JobView.prototype.appendLog = function (events) {
+    var pre = this.el.logPre;
+    if (!events.length) return;
+    var atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+    var frag = document.createDocumentFragment();
+    events.forEach(function (e) {
+      var t = new Date(e.timestamp);
+      frag.appendChild(h('span', { cls: 'line' + (e.stream === 'stderr' ? ' err' : '') },
+        h('span', { cls: 'ts', text: t.toISOString().slice(11, 23) + ' ' }),
+        e.rank ? h('span', { cls: 'rank', text: '[' + e.rank + '] ' }) : null,
+        e.message + '\n'));
+    });
+    pre.appendChild(frag);
+    while (pre.childNodes.length > LOG_LINES_MAX) pre.removeChild(pre.firstChild);
+    pre.setAttribute('data-lines', String(+(pre.getAttribute('data-lines') || 0) + events.length));
+    if (atBottom) pre.scrollTop = pre.scrollHeight;
+  };
+
+  JobView.prototype.changed = function (c) {
+    if (c.jobs || c.hosts) this.reload();
+    if (c.logs || c.jobs) this.reloadMetrics();
+  };
+
+  JobView.prototype.tick = function () {
+    if (this.desc && !terminal(this.desc.TrainingJobStatus)) this.renderSummary();
+  };
+
+  /* -------------------------------------------------------------- hosts */
+
+  function HostsView(root) {
+    var self = this;
+    this.tbody = h('tbody');
+    this.err = h('div');
+    this.count = h('span', { cls: 'muted', id: 'hosts-count' });
+    this.reload = serial(function () { return self.load(); });
+    root.appendChild(h('section', { cls: 'card' },
+      h('div', { cls: 'toolbar' }, h('h1', { text: 'Hosts' }), this.count),
+      this.err,
+      h('table', { id: 'hosts-table', cls: 'grid' },
+        h('thead', null, h('tr', null, ['Host', 'State', 'Address', 'CPUs', 'GPUs', 'Last heartbeat', 'Current job'].map(function (t) {
+          return h('th', { text: t });
+        }))),
+        this.tbody)));
+    this.reload();
+  }
+
+  HostsView.prototype.load = function () {
+    var self = this;
+    return api('/v1/hosts').then(function (r) {
+      clear(self.err);
+      self.hosts = r.hosts;
+      self.loadedAt = Date.now();
+      self.render();
+    }, function (e) {
+      clear(self.err).appendChild(errorBox(e));
+    });
+  };
+
+  HostsView.prototype.render = function () {
+    var self = this;
+    var hosts = this.hosts || [];
+    var by = {};
+    hosts.forEach(function (x) { by[x.state] = (by[x.state] || 0) + 1; });
+    this.count.textContent = hosts.length + ' hosts' + (hosts.length ? ': ' + Object.keys(by).sort().map(function (k) {
+      return by[k] + ' ' + k;
+    }).join(', ') : '');
+    clear(this.tbody);
+    if (!hosts.length) {
+      this.tbody.appendChild(h('tr', null, h('td', { colspan: 7, cls: 'muted', text: 'No hosts in the inventory.' })));
+      return;
+    }
+    var drift = Date.now() - (this.loadedAt || Date.now());
+    hosts.forEach(function (x) {
+      self.tbody.appendChild(h('tr', { 'data-host': x.name, 'data-state': x.state },
+        h('td', { text: x.name }),
+        h('td', null, h('span', { cls: 'badge', 'data-status': x.state, text: x.state })),
+        h('td', { text: x.address || '\u2014' }),
+        h('td', { text: x.cpus }),
+        h('td', { text: x.gpus }),
+        h('td', { cls: 'heartbeat', text: fmtAge(x.last_heartbeat_ms_ago == null ? null : x.last_heartbeat_ms_ago + drift) }),
+        h('td', null, x.job ? [h('a', { href: '#/jobs/' + enc(x.job), text: x.job }), ' (' + x.algo + ')'] : '\u2014')));
+    });
+  };
+
+  HostsView.prototype.changed = function (c) {
+    if (c.hosts || c.jobs || c.periodic) this.reload();
+  };
+
+  HostsView.prototype.tick = function () {
+    this.render();
+  };
+
+  /* ------------------------------------------------------------- router */
+
+  function parseHash() {
+    var hash = location.hash.replace(/^#/, '') || '/jobs';
+    var q = {}, qi = hash.indexOf('?');
+    if (qi >= 0) {
+      hash.slice(qi + 1).split('&').forEach(function (kv) {
+        var p = kv.split('=');
+        if (p[0]) q[decodeURIComponent(p[0])] = decodeURIComponent(p[1] || '');
+      });
+      hash = hash.slice(0, qi);
+    }
+    return { parts: hash.split('/').filter(Boolean).map(decodeURIComponent), query: q };
+  }
+
+  function route() {
+    var r = parseHash();
+    var root = clear(document.getElementById('view'));
+    if (live.view && live.view.destroy) live.view.destroy();
+    document.getElementById('nav-jobs').classList.toggle('active', r.parts[0] !== 'hosts');
+    document.getElementById('nav-hosts').classList.toggle('active', r.parts[0] === 'hosts');
+    if (r.parts[0] === 'hosts') {
+      document.title = 'Hosts \u00b7 trainctl';
+      live.view = new HostsView(root);
+    } else if (r.parts[0] === 'jobs' && r.parts[1]) {
+      document.title = r.parts[1] + ' \u00b7 trainctl';
+      live.view = new JobView(root, r.parts[1]);
+    } else {
+      document.title = 'Training jobs \u00b7 trainctl';
+      live.view = new JobsView(root, r.query);
+    }
+  }
+
+  window.addEventListener('hashchange', route);
+  window.trainctl = { live: live };
+  route();
+  live.start();
+})();
