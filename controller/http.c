@@ -306,6 +306,33 @@ static enum ctrl_route_result route_rest(struct ctrl_ctx *ctx,
 	return result;
 }
 
+/*
+ * A browser may hold credentials for the status page; a page of another
+ * origin must not use them to change anything. Requests that change state
+ * must come from our own origin (or from a program, which sends neither
+ * Origin nor Sec-Fetch-Site).
+ */
+static int cross_site(struct MHD_Connection *conn, const char *method)
+{
+	const char *site = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						       "Sec-Fetch-Site");
+	const char *origin =
+		MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+	const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						       MHD_HTTP_HEADER_HOST);
+	const char *o;
+
+	if (!strcmp(method, "GET") || !strcmp(method, "HEAD"))
+		return 0;
+	if (site && strcmp(site, "same-origin") && strcmp(site, "none"))
+		return 1;
+	if (!origin)
+		return 0;
+	o = strstr(origin, "://");
+	o = o ? o + 3 : origin;
+	return !host || strcmp(o, host);
+}
+
 static enum ctrl_route_result
 route(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
       const char *url, struct request *req, struct ctrl_response *resp,
@@ -326,6 +353,11 @@ route(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
 		/* Agents authenticate with their host token. */
 		*content_type = "application/json";
 		return ctrl_agent_route(ctx, conn, method, url, req, resp);
+	}
+	if (cross_site(conn, method)) {
+		ctrl_reply_error(resp, 403, "AccessDeniedException",
+				 "cross-site requests may not change state");
+		return CTRL_ROUTE_DONE;
 	}
 	/* Browsers sign in with HTTP Basic, programs with SigV4 (web.h). */
 	switch (ctrl_web_auth(ctx, conn, method, url)) {

@@ -31,32 +31,6 @@
  */
 #define REASON_MAX (1024 + 32)
 
-struct name_list {
-	char **names;
-	size_t n, cap;
-};
-
-static void collect(const char *name, void *arg)
-{
-	struct name_list *l = arg;
-
-	if (l->n == l->cap) {
-		l->cap = l->cap ? l->cap * 2 : 16;
-		l->names = xrealloc(l->names, l->cap * sizeof(*l->names));
-	}
-	l->names[l->n++] = xstrdup(name);
-}
-
-static void name_list_release(struct name_list *l)
-{
-	size_t i;
-
-	for (i = 0; i < l->n; i++)
-		free(l->names[i]);
-	free(l->names);
-	memset(l, 0, sizeof(*l));
-}
-
 /* Hosts that hold any assignment are busy. */
 static int host_busy(const struct db_assignment *all, size_t n,
 		     const char *host)
@@ -222,6 +196,8 @@ static void place(struct ctrl_ctx *ctx, const struct db_job *job,
 	pthread_mutex_unlock(&ctx->jobs_lock);
 	if (k < (size_t)need) {
 		set_message(ctx, job, msg.data);
+		/* Parsed again when it can run; queued jobs hold no memory. */
+		ctrl_jobrt_drop(ctx, job->name);
 		goto out;
 	}
 	pthread_mutex_lock(&ctx->jobs_lock);
@@ -671,24 +647,56 @@ out:
 	buf_release(&err);
 }
 
+/* Free live hosts that can serve type, given the current assignments. */
+static int free_hosts(struct ctrl_ctx *ctx, const char *type,
+		      const struct db_assignment *all, size_t n_all)
+{
+	size_t i;
+	int n = 0;
+
+	pthread_mutex_lock(&ctx->hosts_lock);
+	for (i = 0; i < ctx->n_hosts; i++) {
+		const struct ctrl_host *h = ctx->hosts[i];
+
+		n += h->registered && !h->lost && !h->removed &&
+		     host_fits(h, type) && !host_busy(all, n_all, h->name);
+	}
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	return n;
+}
+
 void ctrl_jobs_reconcile(struct ctrl_ctx *ctx)
 {
-	struct name_list l = { 0 };
+	struct db_active_job *jobs = NULL;
 	struct db_assignment *all = NULL;
 	struct buf err = BUF_INIT;
 	size_t n_all = 0;
+	size_t n = 0;
 	size_t i;
 
-	if (db_jobs_with_status(ctx->db, "InProgress", collect, &l, &err) ||
-	    db_jobs_with_status(ctx->db, "Stopping", collect, &l, &err) ||
+	if (db_jobs_active(ctx->db, &jobs, &n, &err) ||
 	    db_assignments_list(ctx->db, NULL, NULL, 0, &all, &n_all, &err)) {
 		log_error("reconciler: %s", err.data);
 		goto out;
 	}
-	for (i = 0; i < l.n; i++)
-		step(ctx, l.names[i], &all, &n_all);
+	for (i = 0; i < n; i++) {
+		const struct db_active_job *j = &jobs[i];
+
+		/*
+		 * A job waiting for hosts costs nothing while none are free:
+		 * it is looked at again when enough are, or once to say what
+		 * it waits for. Thousands of queued jobs stay cheap.
+		 */
+		if (j->attempt == 0 && !strcmp(j->status, "InProgress") &&
+		    j->instance_type &&
+		    free_hosts(ctx, j->instance_type, all, n_all) <
+			    j->instance_count &&
+		    j->message && !strncmp(j->message, "Waiting for", 11))
+			continue;
+		step(ctx, j->name, &all, &n_all);
+	}
 out:
+	db_active_jobs_free(jobs, n);
 	db_assignments_free(all, n_all);
-	name_list_release(&l);
 	buf_release(&err);
 }

@@ -96,6 +96,15 @@ static void queue_401(struct MHD_Connection *conn, const char *message)
 	MHD_destroy_response(mr);
 }
 
+/* Whether the browser says another site made this request. */
+static int cross_site(struct MHD_Connection *conn)
+{
+	const char *site = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						       "Sec-Fetch-Site");
+
+	return site && strcmp(site, "same-origin") && strcmp(site, "none");
+}
+
 enum ctrl_web_auth ctrl_web_auth(struct ctrl_ctx *ctx,
 				 struct MHD_Connection *conn,
 				 const char *method, const char *url)
@@ -106,6 +115,17 @@ enum ctrl_web_auth ctrl_web_auth(struct ctrl_ctx *ctx,
 
 	if (!ctx->auth_enabled)
 		return CTRL_WEB_AUTH_OK;
+	/*
+	 * A browser sends cached Basic credentials with every request to us,
+	 * also one a form on another site makes it send (cross-site request
+	 * forgery). So Basic reads and never writes: the page only reads,
+	 * anything else must carry a SigV4 signature, which no other site
+	 * can make. Data another site asks for is refused too; the page's
+	 * own files may be opened from a link.
+	 */
+	if ((strcmp(method, "GET") && strcmp(method, "HEAD")) ||
+	    (!is_page(conn, method, url) && cross_site(conn)))
+		return CTRL_WEB_AUTH_NONE;
 	user = MHD_basic_auth_get_username_password(conn, &pass);
 	if (!user) {
 		if (pass)

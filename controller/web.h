@@ -18,8 +18,9 @@
  *
  * With credentials configured, a browser signs in with HTTP Basic: the
  * user is an access key id of the credentials file, the password its
- * secret key. Programs may sign the /v1/ and /metrics requests with SigV4
- * instead, like the API.
+ * secret key. Basic credentials only read (GET and HEAD, not asked for by
+ * another site), so a forged cross-site form cannot create or stop jobs;
+ * programs sign with SigV4, like the API, for everything.
  */
 #include <stddef.h>
 
@@ -48,9 +49,10 @@ enum ctrl_web_auth {
 
 /*
  * Checks HTTP Basic credentials against the credentials file. A page
- * (GET / without X-Amz-Target, /ui/...) without them, or any request with wrong
- * ones, gets a 401 with WWW-Authenticate queued here (so a browser asks for
- * them).
+ * (GET / without X-Amz-Target, /ui/...) without them, or a read with
+ * wrong ones, gets a 401 with WWW-Authenticate queued here (so a browser
+ * asks for them). Writes and cross-site reads of data get
+ * CTRL_WEB_AUTH_NONE whatever they carry: SigV4 decides.
  */
 enum ctrl_web_auth ctrl_web_auth(struct ctrl_ctx *ctx,
 				 struct MHD_Connection *conn,

@@ -720,3 +720,70 @@ int db__writer_end(struct db *db, int ok, struct buf *err)
 	pthread_mutex_unlock(&db->write_lock);
 	return ret;
 }
+
+void db_active_jobs_free(struct db_active_job *a, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(a[i].name);
+		free(a[i].status);
+		free(a[i].secondary_status);
+		free(a[i].stop_reason);
+		free(a[i].instance_type);
+		free(a[i].message);
+	}
+	free(a);
+}
+
+int db_jobs_active(struct db *db, struct db_active_job **out, size_t *n,
+		   struct buf *err)
+{
+	struct conn *c = reader_get(db);
+	sqlite3_stmt *st = NULL;
+	size_t cap = 0;
+	int ret = 0;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if (sqlite3_prepare_v2(
+		    c->db,
+		    "SELECT name, status, secondary_status, stop_reason, "
+		    "instance_type, (SELECT message FROM transitions t WHERE "
+		    "t.job_id = jobs.id ORDER BY seq DESC LIMIT 1), attempt, "
+		    "instance_count, start_ms FROM jobs WHERE status IN "
+		    "('InProgress', 'Stopping') ORDER BY creation_ms, id",
+		    -1, &st, NULL) != SQLITE_OK) {
+		ret = db__error(c->db, "cannot prepare active jobs", err);
+		goto out;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct db_active_job *a;
+
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			*out = xrealloc(*out, cap * sizeof(**out));
+		}
+		a = &(*out)[(*n)++];
+		a->name = db__col_dup(st, 0);
+		a->status = db__col_dup(st, 1);
+		a->secondary_status = db__col_dup(st, 2);
+		a->stop_reason = db__col_dup(st, 3);
+		a->instance_type = db__col_dup(st, 4);
+		a->message = db__col_dup(st, 5);
+		a->attempt = sqlite3_column_int(st, 6);
+		a->instance_count = sqlite3_column_int(st, 7);
+		a->start_ms = sqlite3_column_int64(st, 8);
+	}
+	if (rc != SQLITE_DONE) {
+		ret = db__error(c->db, "cannot read active jobs", err);
+		db_active_jobs_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+out:
+	sqlite3_finalize(st);
+	reader_put(db, c);
+	return ret;
+}

@@ -151,6 +151,27 @@ int db_jobs_with_status(struct db *db, const char *status,
 			void (*fn)(const char *name, void *arg), void *arg,
 			struct buf *err);
 
+/* What the reconciler needs of an active job, without loading it. */
+struct db_active_job {
+	char *name;
+	char *status;
+	char *secondary_status;
+	char *stop_reason;
+	char *instance_type; /* NULL with InstanceGroups */
+	char *message;	     /* of the open transition, may be NULL */
+	int attempt;
+	int instance_count;
+	int64_t start_ms;
+};
+
+/*
+ * Every InProgress or Stopping job in creation order, in one query. *out
+ * must be freed with db_active_jobs_free(). Returns 0 or ERR_DB.
+ */
+int db_jobs_active(struct db *db, struct db_active_job **out, size_t *n,
+		   struct buf *err);
+void db_active_jobs_free(struct db_active_job *a, size_t n);
+
 /* Number of jobs with the given status (NULL: all). -1 on error. */
 int64_t db_job_count(struct db *db, const char *status);
 

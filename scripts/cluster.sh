@@ -14,6 +14,11 @@
 #   cluster.sh env [--prefix P]           the exports again
 #   cluster.sh exec HOST [--] CMD...      runs CMD inside HOST's namespaces
 #                                         (network, hostname, mounts)
+#   cluster.sh sshd-stop|sshd-start HOST  faults: stops HOST's sshd (by PID),
+#                                         starts it again (fresh UTS and mount
+#                                         namespaces when nothing else ran)
+#   cluster.sh link-down|link-up HOST     faults: a network partition of HOST
+#                                         (its veth down), and the heal
 #
 # A host is a network namespace <prefix>-nodeK on a Linux bridge <prefix>-br
 # in the root namespace. The bridge holds the gateway address NET.1/24, host
@@ -72,7 +77,7 @@ fi
 
 PROG=${TRAINCTL_CLUSTER_PROG:-cluster.sh}
 EXIT_FAIL=1
-EXIT_USAGE=2
+EXIT_USAGE=${TRAINCTL_CLUSTER_USAGE_EXIT:-2}
 EXIT_CONFLICT=3
 EXIT_SKIP=77
 MARK=trainctl-cluster
@@ -101,6 +106,7 @@ usage: $PROG up --hosts N [--prefix P] [--state-dir DIR] [--net A.B.C]
        $PROG status [--prefix P] [--state-dir DIR]
        $PROG env [--prefix P] [--state-dir DIR]
        $PROG exec HOST [--prefix P] [--state-dir DIR] [--] CMD [ARGS...]
+       $PROG sshd-stop|sshd-start|link-down|link-up HOST [--prefix P] [--state-dir DIR]
 EOF
 }
 
@@ -123,6 +129,7 @@ need_root() {
 PREFIX=tc
 STATE=""
 NET=""
+NET_GIVEN=0
 NHOSTS=""
 PORT=8080
 ITYPES=ml.c5.xlarge
@@ -142,8 +149,8 @@ parse_opts() {
 		--prefix=*) PREFIX=${1#*=}; shift ;;
 		--state-dir) STATE=${2?}; shift 2 ;;
 		--state-dir=*) STATE=${1#*=}; shift ;;
-		--net) NET=${2?}; shift 2 ;;
-		--net=*) NET=${1#*=}; shift ;;
+		--net) NET=${2?}; NET_GIVEN=1; shift 2 ;;
+		--net=*) NET=${1#*=}; NET_GIVEN=1; shift ;;
 		--hosts) NHOSTS=${2?}; shift 2 ;;
 		--hosts=*) NHOSTS=${1#*=}; shift ;;
 		--port) PORT=${2?}; shift 2 ;;
@@ -210,7 +217,7 @@ load_state() {
 		. "$STATE/cluster.env"
 		N_CREATED=${CLUSTER_HOSTS:-0}
 		PREFIX=${CLUSTER_PREFIX:-$PREFIX}
-		NET=${CLUSTER_NET:-$NET}
+		[ "$NET_GIVEN" = 1 ] || NET=${CLUSTER_NET:-$NET}
 		BR=$PREFIX-br
 	fi
 }
@@ -635,7 +642,7 @@ find_trainctld() {
 	fi
 	local c
 	for c in ${TRAINCTL_BIN_DIR:+"$TRAINCTL_BIN_DIR/trainctld"} "$here/trainctld" \
-		"$here/../${BUILD:-build}/bin/trainctld" "$here/../bin/trainctld"; do
+		"$here/../${BUILD:-build}/bin/trainctld" "$here/../bin/trainctld" "$here/../../bin/trainctld"; do
 		if [ -x "$c" ]; then
 			echo "$c"
 			return
@@ -794,6 +801,51 @@ cluster_exec() {
 	exec nsenter -t "$p" -n -u -m -- "${cmd[@]}"
 }
 
+# ------------------------------------------------------------ faults
+
+host_index() { # name -> k, or dies
+	local k=${1#node}
+	[[ $k =~ ^[0-9]+$ ]] && [ "$k" -ge 1 ] && [ "$k" -le "$N_CREATED" ] ||
+		die "no host '$1' in cluster '$PREFIX'"
+	echo "$k"
+}
+
+cluster_fault() { # sshd-stop|sshd-start|link-down|link-up
+	need_root
+	load_state
+	[ ${#REST[@]} -eq 1 ] || usage_error "$1 HOST"
+	local k p name
+	k=$(host_index "${REST[0]}") || exit $EXIT_FAIL
+	name=$(host_name "$k")
+	case "$1" in
+	sshd-stop)
+		p=$(pid_from "$STATE/hosts/$name/sshd.pid" "$STATE/hosts/") || {
+			say "$name: sshd is not running"
+			return 0
+		}
+		term_pids 30 "$p"
+		rm -f "$STATE/hosts/$name/sshd.pid"
+		say "$name: sshd (pid $p) stopped"
+		;;
+	sshd-start)
+		if p=$(pid_from "$STATE/hosts/$name/sshd.pid" "$STATE/hosts/"); then
+			say "$name: sshd already runs (pid $p)"
+			return 0
+		fi
+		rm -f "$STATE/hosts/$name/sshd.pid"
+		start_sshd "$k"
+		local deadline=$(($(now_ms) + 5000))
+		until p=$(pid_from "$STATE/hosts/$name/sshd.pid" sshd); do
+			[ "$(now_ms)" -le $deadline ] || die "$name: sshd did not start (see $STATE/hosts/$name/sshd.log)"
+			sleep 0.02
+		done
+		say "$name: sshd started (pid $p)"
+		;;
+	link-down) ip link set dev "$(veth_name "$k")" down || die "cannot take $name's link down" ;;
+	link-up) ip link set dev "$(veth_name "$k")" up || die "cannot bring $name's link up" ;;
+	esac
+}
+
 # ------------------------------------------------------------ main
 
 [ $# -ge 1 ] || {
@@ -826,5 +878,6 @@ exec)
 	REST=("$host" "$@")
 	cluster_exec
 	;;
+sshd-stop | sshd-start | link-down | link-up) parse_opts "$@"; cluster_fault "$sub" ;;
 *) usage_error "unknown command '$sub'" ;;
 esac

@@ -150,12 +150,15 @@
       this.el = document.getElementById('live');
       (function loop() {
         var url = '/v1/changes?timeout=25' + (self.cursor ? '&since=' + enc(self.cursor) : '');
+        var t0 = Date.now();
         api(url).then(function (c) {
           var first = self.cursor == null;
           self.cursor = c.cursor;
           self.set('live', 'live');
           if (!first && self.view && self.view.changed) self.view.changed(c);
-          loop();
+          /* A chatty job's log batches would wake us many times a second:
+           * look at most four times a second. */
+          sleep(Math.max(0, 250 - (Date.now() - t0))).then(loop);
         }, function (e) {
           self.set('down', e && e.status === 401 ? 'sign in again' : 'reconnecting');
           sleep(2000).then(loop);

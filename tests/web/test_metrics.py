@@ -207,6 +207,20 @@ def main():
             sc.expect(r.status == 403, "anonymous data: %r" % r)
         tap.case("the page needs the credentials (HTTP Basic, 401 asks for them)", page_auth)
 
+        def basic_only_reads():
+            cached = {"Authorization": wt.basic(KEY, SECRET)}
+            body = json.dumps(wt.job_body("csrf-1", "/bin/true")).encode()
+            r = sc.http_request(port, "POST", "/v1/training-jobs", body, dict(cached, **{"Content-Type": "text/plain"}))
+            sc.expect(400 <= r.status < 500, "a write with Basic credentials: %r" % r)
+            r = sc.http_request(port, "GET", "/v1/training-jobs/csrf-1", headers=cached)
+            sc.expect(r.status == 400 and r.json["__type"] == "ValidationException", "csrf-1 exists: %r" % r)
+            evil = dict(cached, **{"Sec-Fetch-Site": "cross-site", "Origin": "http://evil.example"})
+            r = sc.http_request(port, "GET", "/v1/ui/jobs", headers=evil)
+            sc.expect(400 <= r.status < 500, "a cross-site read of data: %r" % r)
+            r = sc.http_request(port, "GET", "/", headers=dict(evil, **{"Sec-Fetch-Mode": "navigate"}))
+            sc.expect(r.status == 200, "following a link to the page: %r" % r)
+        tap.case("Basic credentials only read: no writes, no cross-site data", basic_only_reads)
+
         def metrics_auth():
             r = sc.http_request(port, "GET", "/metrics")
             sc.expect(r.status == 403 and r.json and r.json.get("__type") == "MissingAuthenticationToken",

@@ -147,12 +147,20 @@ class Controller:
         return "hosts not ready after %.0f s\n%s" % (timeout, self.log_tail())
 
     def request(self, method, path, body=None, headers=None, timeout=15):
-        h = dict(self.headers())
-        h.update(headers or {})
+        """With credentials, reads sign in like the page (HTTP Basic) and
+        writes are SigV4-signed (Basic credentials never write)."""
+        h = {}
         data = b""
         if body is not None:
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
-            h.setdefault("Content-Type", "application/json")
+            h["Content-Type"] = "application/json"
+        if self.credentials and method in ("GET", "HEAD"):
+            h.update(self.headers())
+        elif self.credentials:
+            p, _, q = path.partition("?")
+            h.update(sc.sigv4_sign(method, "127.0.0.1:%d" % self.port, p, q, data,
+                                   self.credentials[0], self.credentials[1], h))
+        h.update(headers or {})
         return sc.http_request(self.port, method, path, data, h, timeout=timeout)
 
     def get(self, path, **kw):
