@@ -413,7 +413,10 @@ static int copy_agent(LIBSSH2_SESSION *s, const struct prov_job *j,
 			close(fd);
 		return ERR_IO;
 	}
-	(void)buf_addf(&tmp, "%s.tmp", j->agent_path);
+	/* Hosts may share a filesystem: each copies to its own temp name and
+	 * renames, so parallel copies never meet half-written. */
+	(void)buf_addf(&tmp, "%s.tmp.%s.%ld", j->agent_path, j->name,
+		       (long)time_mono_us());
 	ch = libssh2_scp_send64(s, tmp.data, 0755, st.st_size, 0, 0);
 	if (!ch) {
 		(void)buf_addf(err, "cannot copy the agent to '%s'", tmp.data);

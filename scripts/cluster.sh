@@ -91,7 +91,7 @@ die() {
 usage_error() {
 	say "error: $*"
 	usage >&2
-	exit $EXIT_USAGE
+	exit "$EXIT_USAGE"
 }
 usage() {
 	cat <<EOF
@@ -850,7 +850,7 @@ cluster_fault() { # sshd-stop|sshd-start|link-down|link-up
 
 [ $# -ge 1 ] || {
 	usage >&2
-	exit $EXIT_USAGE
+	exit "$EXIT_USAGE"
 }
 sub=$1
 shift

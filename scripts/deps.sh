@@ -10,7 +10,8 @@ libssh2-1-dev libssl-dev libcmocka-dev libpcre2-dev libarchive-dev
 libinih-dev wrk libxml2-dev nodejs
 chromium python3-prometheus-client
 clang clang-format curl ca-certificates
-python3 python3-boto3 python3-botocore awscli python3-sklearn"
+python3 python3-boto3 python3-botocore awscli python3-sklearn
+openssh-server openssh-client iproute2 util-linux pdsh slurm-wlm openmpi-bin"
 
 missing=""
 for p in $PKGS; do

@@ -154,12 +154,17 @@ async function main() {
     await page.waitForSelector('#job-name');
     const counts = [];
     const deadline = Date.now() + 60000;
+    let shotRunning = false;
     let status;
     for (;;) {
       status = await page.getAttribute('#job-status', 'data-status');
       const el = await page.$('.plot[data-metric="loss"]');
       const n = el ? +(await el.getAttribute('data-points') || 0) : 0;
       if (!counts.length || counts[counts.length - 1].n !== n) counts.push({ n, status });
+      if (status === 'InProgress' && n >= 6 && !shotRunning) {
+        shotRunning = true;
+        await shot(page, 'job-running.png');
+      }
       if (status === 'Completed') break;
       if (status === 'Failed' || Date.now() > deadline) throw new Error('status ' + status + ', points ' + JSON.stringify(counts));
       await page.waitForTimeout(100);
