@@ -172,6 +172,8 @@ install: all
 	install -m 644 common/*.h $(DESTDIR)$(PREFIX)/include/trainctl/common/
 	install -m 644 $(LIB_api) $(DESTDIR)$(PREFIX)/lib/libtrainctl-api.a
 	install -m 644 $(LIB_common) $(DESTDIR)$(PREFIX)/lib/libtrainctl-common.a
+	install -d $(DESTDIR)$(PREFIX)/libexec/trainctl
+	install -m 755 scripts/cluster.sh $(DESTDIR)$(PREFIX)/libexec/trainctl/cluster.sh
 	sed -e 's|@PREFIX@|$(PREFIX)|g' scripts/trainctl.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/trainctl.pc
 

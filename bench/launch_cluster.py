@@ -32,8 +32,11 @@ nsenter into its namespaces, the timing loop runs inside). "returned" is
 when the launcher command exited. Timing: Python's time.time_ns() and the
 programs' own `date +%s%N`; nothing else.
 
+Every run starts from an idle cluster: --pause seconds between runs (and,
+for srun, until sinfo says every node is idle again), not timed.
+
 Usage: bench/launch_cluster.py [--hosts 3] [--warm 20] [--runs 10] [--cold 3]
-           [--no-slurm] [--build build] [--prefix tcb]
+           [--pause 0.3] [--no-slurm] [--build build] [--prefix tcb] [--json F]
 Prints a table (milliseconds).
 """
 import argparse
@@ -289,9 +292,19 @@ for label, argv, env in cmds:
         if p.returncode != 0 or len(starts) != NHOSTS:
             res.append({"error": "exit %d, %d start times: %s" % (p.returncode, len(starts), p.stderr.decode()[-400:])})
             break
-        if i == 0:
-            continue   # warm-up
-        res.append({"all_started": (max(starts) - t0) / 1e6, "returned": (t1 - t0) / 1e6})
+        if i:   # the first is a warm-up
+            res.append({"all_started": (max(starts) - t0) / 1e6, "returned": (t1 - t0) / 1e6})
+        # Start every run from an idle cluster (not timed): Slurm keeps nodes
+        # COMPLETING for a moment after a job, and a job submitted then
+        # waits for the next scheduling pass (up to seconds).
+        if label.startswith("srun"):
+            end = time.time() + 10
+            while time.time() < end:
+                q = subprocess.run(["sinfo", "-h", "-o", "%T"], stdout=subprocess.PIPE, env=e, timeout=10)
+                if q.stdout.decode().split() == ["idle"]:
+                    break
+                time.sleep(0.05)
+        time.sleep(PAUSE)
     out[label] = res
 print(json.dumps(out))
 '''
@@ -332,6 +345,7 @@ def main():
     ap.add_argument("--runs", type=int, default=10, help="runs of srun, pdsh, mpirun")
     ap.add_argument("--cold", type=int, default=3, help="cold launches per variant")
     ap.add_argument("--no-slurm", action="store_true")
+    ap.add_argument("--pause", type=float, default=0.3, help="seconds between runs (not timed)")
     ap.add_argument("--build", default=os.environ.get("BUILD", "build"))
     ap.add_argument("--prefix", default="tcb")
     ap.add_argument("--port", type=int, default=18580)
@@ -389,6 +403,7 @@ def main():
             t0, starts = ctl.launch("warm-%d-%d" % (os.getpid(), i), n)
             if i:
                 warm.append((max(starts) - t0) / 1e6)
+            time.sleep(a.pause)
         results["trainctl warm, create -> all running"] = stats(warm)
 
         # -- the others, from node1
@@ -407,7 +422,7 @@ def main():
                                    "--mca", "btl_tcp_if_include", net + ".0/24",
                                    "--mca", "oob_tcp_if_include", net + ".0/24",
                                    "/bin/date", "+%s%N"], {}])
-        inner = INNER.replace("NHOSTS", str(n))
+        inner = INNER.replace("NHOSTS", str(n)).replace("PAUSE", str(a.pause))
         p = sh("exec", "node1", "--prefix", a.prefix, "--", "/usr/bin/python3", "-c", inner, json.dumps(cmds),
                str(a.runs), timeout=600)
         got = json.loads(p.stdout.decode().strip().splitlines()[-1])

@@ -4,6 +4,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <curl/curl.h>
+
 #include "api/job_record.h"
 #include "api/logs_json.h"
 #include "api/requests.h"
@@ -48,12 +50,21 @@ static int get_page(struct cli_ctx *ctx, const char *job, const char *stream,
 	struct buf err = BUF_INIT;
 	int rc;
 
-	if (stream)
+	if (stream) {
+		/*
+		 * As SigV4 canonicalizes a query: values encoded ('/' is
+		 * %2F) and parameters sorted, because libcurl signs the
+		 * query exactly as sent.
+		 */
+		char *enc = curl_easy_escape(NULL, stream, 0);
+
 		(void)buf_addf(
 			&path,
-			"/v1/training-jobs/%s/logs?stream=%s&offset=%lld%s",
-			job, stream, offset, follow ? "&follow=1" : "");
-	else
+			"/v1/training-jobs/%s/logs?%soffset=%lld&stream=%s",
+			job, follow ? "follow=1&" : "", offset,
+			enc ? enc : stream);
+		curl_free(enc);
+	} else
 		(void)buf_addf(&path, "/v1/training-jobs/%s/logs", job);
 	rc = cli_http_get(ctx, path.data, &reply, &err);
 	if (rc) {

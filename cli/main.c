@@ -52,6 +52,13 @@ static const struct cli_cmd commands[] = {
 	  "copy between a local path and an s3:// or file:// URI" },
 	{ "ls", cli_cmd_ls, "ls URI", "list the objects under a URI prefix" },
 	{ "rm", cli_cmd_rm, "rm URI", "delete one object" },
+	{ "cluster", cli_cmd_cluster,
+	  "cluster up --hosts N [--prefix P] [--port PORT] [--instance-type T] "
+	  "[-- TRAINCTLD-ARGS]\n"
+	  "           | cluster down [--prefix P] | cluster status | cluster env "
+	  "| cluster exec HOST CMD...",
+	  "a test cluster of N hosts on this machine (root) and a controller "
+	  "for it" },
 	{ "help", cmd_help, "help [COMMAND]", "show this help" },
 };
 

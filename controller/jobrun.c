@@ -77,28 +77,6 @@ static int job_instance_count(const struct api_job_spec *spec)
 	return n;
 }
 
-/* Sets the open transition's message when it changed. */
-static void set_message(struct ctrl_ctx *ctx, const struct db_job *job,
-			const char *msg)
-{
-	struct db_state_change ch = { 0 };
-	struct buf err = BUF_INIT;
-	const struct db_transition *t =
-		job->n_transitions ? &job->transitions[job->n_transitions - 1] :
-				     NULL;
-
-	if (t && t->message && !strcmp(t->message, msg))
-		return;
-	ch.expect_status = job->status;
-	ch.expect_secondary = job->secondary_status;
-	ch.status = job->status;
-	ch.secondary = job->secondary_status;
-	ch.message = msg;
-	ch.now_ms = time_now_ms();
-	(void)db_job_change_state(ctx->db, job->name, &ch, &err);
-	buf_release(&err);
-}
-
 static void bump_hosts(struct ctrl_ctx *ctx, const struct db_assignment *as,
 		       size_t n)
 {
@@ -195,7 +173,10 @@ static void place(struct ctrl_ctx *ctx, const struct db_job *job,
 	pthread_mutex_unlock(&ctx->hosts_lock);
 	pthread_mutex_unlock(&ctx->jobs_lock);
 	if (k < (size_t)need) {
-		set_message(ctx, job, msg.data);
+		const char *nm = job->name;
+		const char *mm = msg.data;
+
+		(void)db_jobs_set_waiting(ctx->db, &nm, &mm, 1, &err);
 		/* Parsed again when it can run; queued jobs hold no memory. */
 		ctrl_jobrt_drop(ctx, job->name);
 		goto out;
@@ -665,37 +646,89 @@ static int free_hosts(struct ctrl_ctx *ctx, const char *type,
 	return n;
 }
 
+/* Whether any live host is free (then queued jobs are worth a look). */
+static int any_free(struct ctrl_ctx *ctx, const struct db_assignment *all,
+		    size_t n_all)
+{
+	size_t i;
+	int n = 0;
+
+	pthread_mutex_lock(&ctx->hosts_lock);
+	for (i = 0; i < ctx->n_hosts && !n; i++) {
+		const struct ctrl_host *h = ctx->hosts[i];
+
+		n = h->registered && !h->lost && !h->removed &&
+		    !host_busy(all, n_all, h->name);
+	}
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	return n;
+}
+
+/* Queued jobs looked at per pass when hosts are free. */
+#define QUEUE_LOOK 64
+
 void ctrl_jobs_reconcile(struct ctrl_ctx *ctx)
 {
 	struct db_active_job *jobs = NULL;
 	struct db_assignment *all = NULL;
 	struct buf err = BUF_INIT;
+	const char **w_names = NULL;
+	char **w_msgs = NULL;
+	size_t n_wait = 0;
 	size_t n_all = 0;
 	size_t n = 0;
 	size_t i;
 
-	if (db_jobs_active(ctx->db, &jobs, &n, &err) ||
-	    db_assignments_list(ctx->db, NULL, NULL, 0, &all, &n_all, &err)) {
+	if (db_assignments_list(ctx->db, NULL, NULL, 0, &all, &n_all, &err) ||
+	    db_jobs_active(ctx->db, any_free(ctx, all, n_all) ? QUEUE_LOOK : 0,
+			   &jobs, &n, &err)) {
 		log_error("reconciler: %s", err.data);
 		goto out;
 	}
+	w_names = xcalloc(n + 1, sizeof(*w_names));
+	w_msgs = xcalloc(n + 1, sizeof(*w_msgs));
 	for (i = 0; i < n; i++) {
 		const struct db_active_job *j = &jobs[i];
 
 		/*
-		 * A job waiting for hosts costs nothing while none are free:
-		 * it is looked at again when enough are, or once to say what
-		 * it waits for. Thousands of queued jobs stay cheap.
+		 * A job that cannot be placed now is marked queued with a
+		 * message saying what it waits for, in one write per pass;
+		 * marked jobs are not read again until a host is free, so
+		 * thousands of queued jobs cost nothing.
 		 */
 		if (j->attempt == 0 && !strcmp(j->status, "InProgress") &&
-		    j->instance_type &&
-		    free_hosts(ctx, j->instance_type, all, n_all) <
-			    j->instance_count &&
-		    j->message && !strncmp(j->message, "Waiting for", 11))
-			continue;
+		    j->instance_type) {
+			int free =
+				free_hosts(ctx, j->instance_type, all, n_all);
+
+			if (free < j->instance_count) {
+				struct buf m = BUF_INIT;
+
+				(void)buf_addf(&m,
+					       "Waiting for %d free host%s "
+					       "of type %s (%d free now)",
+					       j->instance_count,
+					       j->instance_count == 1 ? "" :
+									"s",
+					       j->instance_type, free);
+				if (!j->message || strcmp(j->message, m.data)) {
+					w_names[n_wait] = j->name;
+					w_msgs[n_wait++] = buf_detach(&m, NULL);
+				}
+				buf_release(&m);
+				continue;
+			}
+		}
 		step(ctx, j->name, &all, &n_all);
 	}
+	if (db_jobs_set_waiting(ctx->db, w_names, (const char *const *)w_msgs,
+				n_wait, &err))
+		log_error("reconciler: %s", err.data);
 out:
+	for (i = 0; i < n_wait; i++)
+		free(w_msgs[i]);
+	free(w_msgs);
+	free(w_names);
 	db_active_jobs_free(jobs, n);
 	db_assignments_free(all, n_all);
 	buf_release(&err);

@@ -18,6 +18,7 @@
 #include "controller/jobrt.h"
 #include "controller/job_state.h"
 #include "controller/logs.h"
+#include "controller/metrics.h"
 #include "db/run.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -144,6 +145,7 @@ void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
 	struct buf stream = BUF_INIT;
 	struct buf err = BUF_INIT;
 	char *metrics_job = NULL;
+	size_t stored = 0;
 	size_t i, k;
 
 	(void)host;
@@ -174,6 +176,7 @@ void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
 		}
 		(void)buf_addf(&p->text, "%" PRId64 "\t%c\t%d\t%s\n", l->ts_ms,
 			       l->is_stderr ? 'E' : 'O', l->rank, l->text);
+		stored++;
 		if (rt->spec.n_metrics) {
 			/* Metrics of one job per batch, the usual case; lines
 			 * of other jobs in the same batch go to their own. */
@@ -199,6 +202,7 @@ void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
 		free(pend[k].stream);
 		buf_release(&pend[k].text);
 	}
+	ctrl_metrics_log_lines(stored);
 	free(pend);
 	free(pts);
 	free(metrics_job);

@@ -264,6 +264,8 @@ static void job_to_record(struct db_job *j, struct api_job_record *r)
 		free(j->metrics);
 	}
 	free(j->instance_type);
+	free(j->spec_json);
+	free(j->stop_reason);
 	memset(j, 0, sizeof(*j));
 }
 

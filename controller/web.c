@@ -253,6 +253,7 @@ static void jobs_list(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	struct buf err = BUF_INIT;
 	char *next = NULL;
 	size_t n = 0, i;
+	int ret;
 
 	q.limit = limit ? atoi(limit) : LIST_DEFAULT;
 	q.token = query(conn, "next_token");
@@ -269,8 +270,10 @@ static void jobs_list(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 				 "characters");
 		return;
 	}
-	if (db_job_list(ctx->db, &q, &jobs, &n, &next, &err)) {
-		ctrl_reply_err_code(resp, ERR_INVALID, err.data);
+	ret = db_job_list(ctx->db, &q, &jobs, &n, &next, &err);
+	if (ret) {
+		/* ERR_INVALID: a next_token of another query. */
+		ctrl_reply_err_code(resp, ret, err.data);
 		goto out;
 	}
 	rows = xcalloc(n + 1, sizeof(*rows));

@@ -736,34 +736,23 @@ void db_active_jobs_free(struct db_active_job *a, size_t n)
 	free(a);
 }
 
-int db_jobs_active(struct db *db, struct db_active_job **out, size_t *n,
-		   struct buf *err)
+static int read_active(struct conn *c, const char *sql, sqlite3_int64 limit,
+		       struct db_active_job **out, size_t *n, size_t *cap,
+		       struct buf *err)
 {
-	struct conn *c = reader_get(db);
 	sqlite3_stmt *st = NULL;
-	size_t cap = 0;
 	int ret = 0;
 	int rc;
 
-	*out = NULL;
-	*n = 0;
-	if (sqlite3_prepare_v2(
-		    c->db,
-		    "SELECT name, status, secondary_status, stop_reason, "
-		    "instance_type, (SELECT message FROM transitions t WHERE "
-		    "t.job_id = jobs.id ORDER BY seq DESC LIMIT 1), attempt, "
-		    "instance_count, start_ms FROM jobs WHERE status IN "
-		    "('InProgress', 'Stopping') ORDER BY creation_ms, id",
-		    -1, &st, NULL) != SQLITE_OK) {
-		ret = db__error(c->db, "cannot prepare active jobs", err);
-		goto out;
-	}
+	if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return db__error(c->db, "cannot prepare active jobs", err);
+	sqlite3_bind_int64(st, 1, limit);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct db_active_job *a;
 
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 64;
-			*out = xrealloc(*out, cap * sizeof(**out));
+		if (*n == *cap) {
+			*cap = *cap ? *cap * 2 : 64;
+			*out = xrealloc(*out, *cap * sizeof(**out));
 		}
 		a = &(*out)[(*n)++];
 		a->name = db__col_dup(st, 0);
@@ -776,14 +765,91 @@ int db_jobs_active(struct db *db, struct db_active_job **out, size_t *n,
 		a->instance_count = sqlite3_column_int(st, 7);
 		a->start_ms = sqlite3_column_int64(st, 8);
 	}
-	if (rc != SQLITE_DONE) {
+	if (rc != SQLITE_DONE)
 		ret = db__error(c->db, "cannot read active jobs", err);
+	sqlite3_finalize(st);
+	return ret;
+}
+
+#define ACTIVE_COLUMNS                                                        \
+	"SELECT name, status, secondary_status, stop_reason, instance_type, " \
+	"(SELECT message FROM transitions t WHERE t.job_id = jobs.id ORDER "  \
+	"BY seq DESC LIMIT 1), attempt, instance_count, start_ms FROM jobs "
+
+int db_jobs_active(struct db *db, size_t max_waiting,
+		   struct db_active_job **out, size_t *n, struct buf *err)
+{
+	struct conn *c = reader_get(db);
+	size_t cap = 0;
+	int ret;
+
+	*out = NULL;
+	*n = 0;
+	/* The first query matches the partial index jobs_attention. */
+	ret = read_active(c,
+			  ACTIVE_COLUMNS
+			  "WHERE status IN ('InProgress', 'Stopping') AND NOT "
+			  "(status = 'InProgress' AND attempt = 0 AND waiting "
+			  "= 1) ORDER BY creation_ms, id",
+			  0, out, n, &cap, err);
+	if (!ret && max_waiting)
+		ret = read_active(c,
+				  ACTIVE_COLUMNS
+				  "WHERE status = 'InProgress' AND attempt = 0 "
+				  "AND waiting = 1 ORDER BY creation_ms, id "
+				  "LIMIT ?1",
+				  (sqlite3_int64)max_waiting, out, n, &cap,
+				  err);
+	if (ret) {
 		db_active_jobs_free(*out, *n);
 		*out = NULL;
 		*n = 0;
 	}
-out:
-	sqlite3_finalize(st);
 	reader_put(db, c);
+	return ret;
+}
+
+int db_jobs_set_waiting(struct db *db, const char *const *names,
+			const char *const *messages, size_t n, struct buf *err)
+{
+	sqlite3 *conn;
+	sqlite3_stmt *job = NULL;
+	sqlite3_stmt *msg = NULL;
+	size_t i;
+	int ret = 0;
+
+	if (!n)
+		return 0;
+	conn = db__writer_begin(db, err);
+	if (!conn)
+		return ERR_DB;
+	if (sqlite3_prepare_v2(conn,
+			       "UPDATE jobs SET waiting = 1 WHERE name = ?1 "
+			       "AND attempt = 0",
+			       -1, &job, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(conn,
+			       "UPDATE transitions SET message = ?2 WHERE "
+			       "job_id = (SELECT id FROM jobs WHERE name = ?1) "
+			       "AND seq = (SELECT max(seq) FROM transitions t "
+			       "WHERE t.job_id = transitions.job_id)",
+			       -1, &msg, NULL) != SQLITE_OK) {
+		ret = db__error(conn, "cannot prepare waiting", err);
+		goto out;
+	}
+	for (i = 0; i < n && !ret; i++) {
+		db__bind_text(job, 1, names[i]);
+		db__bind_text(msg, 1, names[i]);
+		db__bind_text(msg, 2, messages[i]);
+		if (sqlite3_step(job) != SQLITE_DONE ||
+		    sqlite3_step(msg) != SQLITE_DONE)
+			ret = db__error(conn, "cannot mark waiting", err);
+		sqlite3_reset(job);
+		sqlite3_reset(msg);
+	}
+out:
+	sqlite3_finalize(job);
+	sqlite3_finalize(msg);
+	if (db__writer_end(db, ret == 0, err))
+		ret = ERR_DB;
 	return ret;
 }

@@ -67,7 +67,7 @@ int db_open(const char *path, int readers, struct db **out, struct buf *err);
 void db_close(struct db *db);
 
 /* The schema version this build migrates to. */
-#define DB_SCHEMA_LATEST 2
+#define DB_SCHEMA_LATEST 3
 
 /* The schema version after migrations (PRAGMA user_version). */
 int db_schema_version(struct db *db);
@@ -165,11 +165,21 @@ struct db_active_job {
 };
 
 /*
- * Every InProgress or Stopping job in creation order, in one query. *out
- * must be freed with db_active_jobs_free(). Returns 0 or ERR_DB.
+ * The InProgress or Stopping jobs the reconciler must look at, in creation
+ * order: every one except those queued for hosts (marked with
+ * db_jobs_set_waiting()), and of those only the first max_waiting (0:
+ * none). *out must be freed with db_active_jobs_free(). Returns 0 or ERR_DB.
  */
-int db_jobs_active(struct db *db, struct db_active_job **out, size_t *n,
-		   struct buf *err);
+int db_jobs_active(struct db *db, size_t max_waiting,
+		   struct db_active_job **out, size_t *n, struct buf *err);
+
+/*
+ * Marks jobs as queued for hosts, each with the message of its open
+ * transition saying what it waits for, in one transaction. Placing a job
+ * (db_attempt_start) clears the mark. Returns 0 or ERR_DB.
+ */
+int db_jobs_set_waiting(struct db *db, const char *const *names,
+			const char *const *messages, size_t n, struct buf *err);
 void db_active_jobs_free(struct db_active_job *a, size_t n);
 
 /* Number of jobs with the given status (NULL: all). -1 on error. */

@@ -163,11 +163,12 @@ int db_job_list(struct db *db, const struct db_list_query *q,
 		}
 		have_key = 1;
 	}
-	if (buf_adds(&sql,
-		     "SELECT id, name, arn, status, secondary_status, "
-		     "failure_reason, model_artifacts, NULL, instance_type, "
-		     "instance_count, creation_ms, last_modified_ms, start_ms, "
-		     "end_ms, training_s, billable_s FROM jobs WHERE 1") ||
+	if (buf_adds(
+		    &sql,
+		    "SELECT id, name, arn, status, secondary_status, "
+		    "failure_reason, model_artifacts, NULL, instance_type, "
+		    "instance_count, creation_ms, last_modified_ms, start_ms, "
+		    "end_ms, training_s, billable_s, attempt FROM jobs WHERE 1") ||
 	    (q->name_contains &&
 	     buf_adds(&sql, " AND instr(lower(name), lower(?10)) > 0")) ||
 	    (q->status && buf_adds(&sql, " AND status = ?11")) ||
@@ -219,6 +220,11 @@ int db_job_list(struct db *db, const struct db_list_query *q,
 		j->status = xstrdup((const char *)sqlite3_column_text(st, 3));
 		j->secondary_status =
 			xstrdup((const char *)sqlite3_column_text(st, 4));
+		if (sqlite3_column_text(st, 8))
+			j->instance_type = xstrdup(
+				(const char *)sqlite3_column_text(st, 8));
+		j->instance_count = sqlite3_column_int(st, 9);
+		j->attempt = sqlite3_column_int(st, 16);
 		j->creation_ms = sqlite3_column_int64(st, 10);
 		j->last_modified_ms = sqlite3_column_int64(st, 11);
 		j->start_ms = sqlite3_column_int64(st, 12);

@@ -139,7 +139,9 @@ int db_attempt_start(struct db *db, const char *job, int attempt,
 		if (ret)
 			goto out;
 	}
-	st = prep(conn, "UPDATE jobs SET attempt = ?2 WHERE name = ?1", err);
+	st = prep(conn,
+		  "UPDATE jobs SET attempt = ?2, waiting = 0 WHERE name = ?1",
+		  err);
 	if (!st) {
 		ret = ERR_DB;
 		goto out;

@@ -79,6 +79,12 @@ static const char *const migrations[] = {
 	" ts_ms INTEGER NOT NULL,"
 	" value REAL NOT NULL);"
 	"CREATE INDEX metric_points_by_job ON metric_points(job_id, name, ts_ms);",
+	/* 3: queued jobs the reconciler need not look at while no host is
+	 * free. */
+	"ALTER TABLE jobs ADD COLUMN waiting INTEGER NOT NULL DEFAULT 0;"
+	"CREATE INDEX jobs_attention ON jobs(creation_ms, id) WHERE status IN "
+	"('InProgress', 'Stopping') AND NOT (status = 'InProgress' AND "
+	"attempt = 0 AND waiting = 1);",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

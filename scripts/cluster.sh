@@ -41,6 +41,7 @@
 # the same file system on every host.
 #
 # The state directory (default /tmp/trainctl-cluster-<prefix>) holds:
+#   .trainctl-cluster marker: down removes only a folder that has it
 #   cluster.env       what was created (read by down/status/env)
 #   id_ed25519[.pub]  the client key every host accepts (authorized_keys)
 #   known_hosts       every host's key, under its name and its address
@@ -344,7 +345,12 @@ hosts_up() {
 	[ -n "$CPUS" ] || CPUS=$(nproc)
 	N_NEW=$n
 	local k ns name addr dir
+	if [ -d "$STATE" ] && [ ! -e "$STATE/.$MARK" ] && [ -n "$(ls -A "$STATE" 2>/dev/null)" ]; then
+		say "error: $STATE exists, is not empty and is not a cluster state dir; pass another --state-dir"
+		exit $EXIT_CONFLICT
+	fi
 	mkdir -p "$STATE" "$STATE/hosts" || die "cannot create $STATE"
+	echo "$PREFIX" >"$STATE/.$MARK"
 	chmod 700 "$STATE"
 	mkdir -p -m 755 /run/sshd || die "cannot create /run/sshd"
 	mkdir -p /var/lib/trainagent || die "cannot create the mount point /var/lib/trainagent"
@@ -621,7 +627,8 @@ hosts_down() {
 	left=""
 	ip link show dev "$BR" >/dev/null 2>&1 && left="$left bridge $BR"
 	[ -z "$(our_named_ns)" ] || left="$left namespaces $(our_named_ns | tr '\n' ' ')"
-	if [ $KEEP = 0 ] && [ -d "$STATE" ] && [ -z "$left" ]; then
+	# Only a folder this script made (it holds the marker) is removed.
+	if [ $KEEP = 0 ] && [ -e "$STATE/.$MARK" ] && [ -z "$left" ]; then
 		rm -rf "$STATE"
 	fi
 	if [ -n "$left" ]; then

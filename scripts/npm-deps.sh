@@ -7,7 +7,8 @@ set -eu
 
 cd "$(dirname "$0")/../tests/tools"
 
-if [ -f node_modules/s3rver/bin/s3rver.js ]; then
+if [ -f node_modules/s3rver/bin/s3rver.js ] &&
+	[ -f node_modules/playwright-core/package.json ]; then
 	[ "${1:-}" = "-q" ] || echo "npm-deps: s3rver present"
 	exit 0
 fi

@@ -506,6 +506,7 @@ def run(tap, cluster):
                  "their own addresses", check_rendezvous, cluster, name3)
         tap.case("GET /v1/hosts showed the 3 hosts busy with the job, algo-N on the host that ran it",
                  check_busy, cluster, name3, busy)
+        tap.case("trainctl logs (SigV4, the printed exports) shows every host's lines", check_logs, cluster, name3)
 
     # -- two 1-host jobs side by side; a 2-host job waits for them
     a, b, w = "cl1a-%s" % run_id, "cl1b-%s" % run_id, "clw2-%s" % run_id
@@ -644,6 +645,16 @@ def check_cli(cluster):
                         timeout=30)
     expect(r2.returncode == 1, "with a wrong secret: exit %d (expected 1, the API's error): %s" % (
         r2.returncode, r2.stderr.decode()[-300:]))
+
+
+def check_logs(cluster, name):
+    env = dict(os.environ)
+    env.update(cluster.env)
+    r = subprocess.run([TRAINCTL, "logs", name], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=30)
+    out = r.stdout.decode("utf-8", "replace")
+    expect(r.returncode == 0, "trainctl logs %s: exit %d: %s" % (name, r.returncode, r.stderr.decode()[-500:]))
+    missing = [a for a in ("algo-1", "algo-2", "algo-3") if "rdv %s: " % a not in out]
+    expect(not missing, "trainctl logs lacks the lines of %s:\n%s" % (missing, out[-1500:]))
 
 
 def check_three_env(cluster, name):
