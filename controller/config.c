@@ -277,8 +277,11 @@ void ctrl_config_fill_defaults(struct ctrl_config *cfg)
 	if (!cfg->account_id)
 		cfg->account_id = xstrdup("000000000000");
 	if (cfg->threads < 0) {
-		n = sysconf(_SC_NPROCESSORS_ONLN);
-		cfg->threads = n < 1 ? 1 : n > 16 ? 16 : (int)n;
+		/* Several per CPU: requests that wait on the disk (a create
+		 * waits for its group commit) leave the CPU to others, and
+		 * concurrent creates share one fsync. */
+		n = 4 * sysconf(_SC_NPROCESSORS_ONLN);
+		cfg->threads = n < 4 ? 4 : n > 16 ? 16 : (int)n;
 	}
 	if (cfg->body_max < 0)
 		cfg->body_max = 1L << 20;

@@ -1,4 +1,6 @@
 #include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +63,20 @@ struct conn {
 struct db {
 	struct conn writer;
 	pthread_mutex_t write_lock;
+	/*
+	 * Group commit of inserts: the first insert of a batch begins the
+	 * transaction and, after letting the inserts queued behind it join,
+	 * commits them all with one fsync; the others wait for that commit.
+	 * Other writers wait until no batch is open.
+	 */
+	pthread_cond_t batch_cond;
+	int batch_open;
+	uint64_t batch_seq;
+	uint64_t committed_seq;
+	int batch_failed;
+	int batch_members;  /* inserts in the open batch */
+	int readers_left;   /* of the last batch, yet to read its result */
+	int inserts_queued; /* inserts waiting for write_lock (atomic) */
 	struct conn *readers;
 	int n_readers;
 	pthread_mutex_t pool_lock;
@@ -134,6 +150,7 @@ int db_open(const char *path, int readers, struct db **out, struct buf *err)
 	if (readers < 1)
 		readers = 1;
 	pthread_mutex_init(&db->write_lock, NULL);
+	pthread_cond_init(&db->batch_cond, NULL);
 	pthread_mutex_init(&db->pool_lock, NULL);
 	pthread_cond_init(&db->pool_cond, NULL);
 	ret = conn_open(path, &db->writer, 1, err);
@@ -173,6 +190,7 @@ void db_close(struct db *db)
 	if (db->writer.db)
 		conn_close(&db->writer);
 	pthread_mutex_destroy(&db->write_lock);
+	pthread_cond_destroy(&db->batch_cond);
 	pthread_mutex_destroy(&db->pool_lock);
 	pthread_cond_destroy(&db->pool_cond);
 	free(db);
@@ -208,12 +226,20 @@ static void reader_put(struct db *db, struct conn *c)
 	pthread_mutex_unlock(&db->pool_lock);
 }
 
+/* Takes the writer, waiting for an open insert batch to commit first. */
+static void writer_lock(struct db *db)
+{
+	pthread_mutex_lock(&db->write_lock);
+	while (db->batch_open)
+		pthread_cond_wait(&db->batch_cond, &db->write_lock);
+}
+
 int db_schema_version(struct db *db)
 {
 	sqlite3_stmt *st = NULL;
 	int v = -1;
 
-	pthread_mutex_lock(&db->write_lock);
+	writer_lock(db);
 	if (sqlite3_prepare_v2(db->writer.db, "PRAGMA user_version", -1, &st,
 			       NULL) == SQLITE_OK &&
 	    sqlite3_step(st) == SQLITE_ROW)
@@ -274,15 +300,34 @@ int db_job_insert(struct db *db, struct db_job *job, const char *first_message,
 {
 	struct conn *c = &db->writer;
 	sqlite3_stmt *st;
+	uint64_t mine;
+	int leader = 0;
 	int ret = 0;
 	int rc;
 
+	__atomic_add_fetch(&db->inserts_queued, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&db->write_lock);
-	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
-	    SQLITE_OK) {
-		ret = db__error(c->db, "cannot begin", err);
-		goto out;
+	__atomic_sub_fetch(&db->inserts_queued, 1, __ATOMIC_RELAXED);
+	/* The last batch's result must be read before a new one starts. */
+	while (!db->batch_open && db->readers_left)
+		pthread_cond_wait(&db->batch_cond, &db->write_lock);
+	if (!db->batch_open) {
+		if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
+		    SQLITE_OK) {
+			ret = db__error(c->db, "cannot begin", err);
+			pthread_mutex_unlock(&db->write_lock);
+			return ret;
+		}
+		db->batch_open = 1;
+		db->batch_seq++;
+		db->batch_failed = 0;
+		leader = 1;
 	}
+	mine = db->batch_seq;
+	db->batch_members++;
+	/* Each insert is its own savepoint: a duplicate name undoes only
+	 * itself, never the batch. */
+	sqlite3_exec(c->db, "SAVEPOINT ins", NULL, NULL, NULL);
 	st = c->st[ST_INSERT_JOB];
 	db__bind_text(st, 1, job->name);
 	db__bind_text(st, 2, job->arn);
@@ -298,11 +343,11 @@ int db_job_insert(struct db *db, struct db_job *job, const char *first_message,
 	sqlite3_clear_bindings(st);
 	if (rc == SQLITE_CONSTRAINT) {
 		ret = ERR_CONFLICT;
-		goto rollback;
+		goto undo;
 	}
 	if (rc != SQLITE_DONE) {
 		ret = db__error(c->db, "cannot insert job", err);
-		goto rollback;
+		goto undo;
 	}
 	job->id = sqlite3_last_insert_rowid(c->db);
 	job->last_modified_ms = job->creation_ms;
@@ -317,16 +362,41 @@ int db_job_insert(struct db *db, struct db_job *job, const char *first_message,
 	sqlite3_clear_bindings(st);
 	if (rc != SQLITE_DONE) {
 		ret = db__error(c->db, "cannot insert transition", err);
-		goto rollback;
+		goto undo;
 	}
-	if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-		ret = db__error(c->db, "cannot commit", err);
-		goto rollback;
+	sqlite3_exec(c->db, "RELEASE ins", NULL, NULL, NULL);
+	goto commit;
+undo:
+	sqlite3_exec(c->db, "ROLLBACK TO ins", NULL, NULL, NULL);
+	sqlite3_exec(c->db, "RELEASE ins", NULL, NULL, NULL);
+commit:
+	if (leader) {
+		/* Let the inserts queued behind us join the batch. */
+		while (__atomic_load_n(&db->inserts_queued, __ATOMIC_RELAXED)) {
+			pthread_mutex_unlock(&db->write_lock);
+			sched_yield();
+			pthread_mutex_lock(&db->write_lock);
+		}
+		if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) !=
+		    SQLITE_OK) {
+			db->batch_failed = 1;
+			sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+		}
+		db->batch_open = 0;
+		db->committed_seq = mine;
+		db->readers_left = db->batch_members - 1;
+		db->batch_members = 0;
+		if (!ret && db->batch_failed)
+			ret = db__error(c->db, "cannot commit", err);
+		pthread_cond_broadcast(&db->batch_cond);
+	} else {
+		while (db->committed_seq < mine)
+			pthread_cond_wait(&db->batch_cond, &db->write_lock);
+		if (!ret && db->batch_failed)
+			ret = db__error(c->db, "cannot commit", err);
+		if (--db->readers_left == 0)
+			pthread_cond_broadcast(&db->batch_cond);
 	}
-	goto out;
-rollback:
-	sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
-out:
 	pthread_mutex_unlock(&db->write_lock);
 	return ret;
 }
@@ -551,7 +621,7 @@ int db_job_change_state(struct db *db, const char *name,
 	int64_t id = 0;
 	int ret;
 
-	pthread_mutex_lock(&db->write_lock);
+	writer_lock(db);
 	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
 	    SQLITE_OK) {
 		ret = db__error(c->db, "cannot begin", err);
@@ -594,7 +664,7 @@ int db_job_delete(struct db *db, const char *name, struct buf *err)
 	int64_t id = 0;
 	int ret;
 
-	pthread_mutex_lock(&db->write_lock);
+	writer_lock(db);
 	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
 	    SQLITE_OK) {
 		ret = db__error(c->db, "cannot begin", err);
@@ -696,7 +766,7 @@ void db__reader_release(struct db *db, void *handle)
 
 sqlite3 *db__writer_begin(struct db *db, struct buf *err)
 {
-	pthread_mutex_lock(&db->write_lock);
+	writer_lock(db);
 	if (sqlite3_exec(db->writer.db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
 	    SQLITE_OK) {
 		db__error(db->writer.db, "cannot begin", err);
