@@ -28,6 +28,9 @@
  */
 #define RECONCILE_PERIOD_MS 200
 
+/* The shortest time between the starts of two passes. */
+#define RECONCILE_GAP_US 4000
+
 static void reconcile(struct ctrl_ctx *ctx)
 {
 	if (ctrl_hosts_tick(ctx, time_mono_ms()))
@@ -37,25 +40,52 @@ static void reconcile(struct ctrl_ctx *ctx)
 	ctrl_jobs_reconcile(ctx);
 }
 
+/* CLOCK_REALTIME deadline ms from now, for pthread_cond_timedwait. */
+static void deadline_in(struct timespec *ts, long ms)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_nsec += ms * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec += ts->tv_nsec / 1000000000L;
+		ts->tv_nsec %= 1000000000L;
+	}
+}
+
 static void *reconciler_main(void *arg)
 {
 	struct ctrl_ctx *ctx = arg;
 	struct timespec deadline;
+	int64_t last = 0;
 
 	pthread_mutex_lock(&ctx->lock);
 	while (!ctx->stopping) {
+		/*
+		 * A wake right after a pass waits for the rest of the
+		 * minimum gap, so that a burst of changes (thousands of
+		 * creates a second) is handled in a few passes instead of
+		 * one pass per change. A single change is acted on at once.
+		 */
+		int64_t since = time_mono_us() - last;
+
+		if (last && since < RECONCILE_GAP_US) {
+			deadline_in(&deadline,
+				    (long)((RECONCILE_GAP_US - since) / 1000) +
+					    1);
+			while (!ctx->stopping &&
+			       pthread_cond_timedwait(&ctx->wake, &ctx->lock,
+						      &deadline) != ETIMEDOUT)
+				;
+			if (ctx->stopping)
+				break;
+		}
 		ctx->dirty = 0;
 		pthread_mutex_unlock(&ctx->lock);
+		last = time_mono_us();
 		reconcile(ctx);
 		pthread_mutex_lock(&ctx->lock);
 		if (ctx->dirty || ctx->stopping)
 			continue;
-		clock_gettime(CLOCK_REALTIME, &deadline);
-		deadline.tv_nsec += (long)RECONCILE_PERIOD_MS * 1000000L;
-		if (deadline.tv_nsec >= 1000000000L) {
-			deadline.tv_sec += deadline.tv_nsec / 1000000000L;
-			deadline.tv_nsec %= 1000000000L;
-		}
+		deadline_in(&deadline, RECONCILE_PERIOD_MS);
 		while (!ctx->dirty && !ctx->stopping)
 			if (pthread_cond_timedwait(&ctx->wake, &ctx->lock,
 						   &deadline) == ETIMEDOUT)

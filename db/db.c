@@ -89,10 +89,15 @@ static int conn_open(const char *path, struct conn *c, int writer,
 	int flags = writer ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE :
 			     SQLITE_OPEN_READWRITE;
 	char *msg = NULL;
+	/* Reads go through a shared memory map instead of copying pages
+	 * with pread: the store changes all the time, so a connection's own
+	 * page cache is stale after every write. */
 	const char *pragmas =
 		writer ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; "
-			 "PRAGMA foreign_keys=ON; PRAGMA busy_timeout=10000;" :
-			 "PRAGMA foreign_keys=ON; PRAGMA busy_timeout=10000;";
+			 "PRAGMA foreign_keys=ON; PRAGMA busy_timeout=10000; "
+			 "PRAGMA mmap_size=1073741824;" :
+			 "PRAGMA foreign_keys=ON; PRAGMA busy_timeout=10000; "
+			 "PRAGMA mmap_size=1073741824;";
 
 	memset(c, 0, sizeof(*c));
 	flags |= SQLITE_OPEN_NOMUTEX;
