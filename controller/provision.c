@@ -440,15 +440,16 @@ static int copy_agent(LIBSSH2_SESSION *s, const struct prov_job *j,
 	return ret;
 }
 
-/* Exit status of the start script when the host lacks this agent build. */
-#define NEEDS_COPY 3
+/* Exit statuses of the start script when the host lacks this agent build. */
+#define AGENT_MISSING 3
+#define AGENT_OTHER 4
 
 /*
  * One round trip: store the token (it travels on the channel's stdin into
  * a file only the agent's user can read, never on a command line), put a
  * just-copied binary in place, check the binary's hash, stop an agent left
- * from before and start ours detached. Exits NEEDS_COPY, starting
- * nothing, when the host has another build.
+ * from before and start ours detached. Exits AGENT_MISSING or AGENT_OTHER,
+ * starting nothing, when the host lacks this build.
  */
 static void start_script(const struct prov_job *j, const char *tmp_path,
 			 struct buf *cmd)
@@ -464,6 +465,7 @@ static void start_script(const struct prov_job *j, const char *tmp_path,
 		(void)buf_addf(cmd, "mv -f '%s' '%s' || exit 1; ", tmp_path,
 			       j->agent_path);
 	(void)buf_addf(cmd,
+		       "[ -f '%s' ] || exit %d; "
 		       "[ \"$(sha256sum '%s' 2>/dev/null | cut -c1-64)\" = "
 		       "'%s' ] || exit %d; "
 		       "if [ -f '%s/agent.pid' ] && "
@@ -473,9 +475,10 @@ static void start_script(const struct prov_job *j, const char *tmp_path,
 		       "--work-dir '%s' --address '%s' --token-stdin "
 		       "< '%s/token' >> '%s/agent.log' 2>&1 & "
 		       "echo $! > '%s/agent.pid'",
-		       j->agent_path, j->ctx->agent_sha256, NEEDS_COPY, w, w,
-		       j->agent_path, j->ctx->cfg.advertise_url, j->name, w,
-		       j->address, w, w, w);
+		       j->agent_path, AGENT_MISSING, j->agent_path,
+		       j->ctx->agent_sha256, AGENT_OTHER, w, w, j->agent_path,
+		       j->ctx->cfg.advertise_url, j->name, w, j->address, w, w,
+		       w);
 }
 
 static int provision(const struct prov_job *j, struct buf *err)
@@ -523,12 +526,14 @@ static int provision(const struct prov_job *j, struct buf *err)
 	}
 	start_script(j, NULL, &cmd);
 	ret = run_cmd(s, cmd.data, j->token, &out, &status, err);
-	if (!ret && status == NEEDS_COPY) {
+	if (!ret && (status == AGENT_MISSING || status == AGENT_OTHER)) {
 		/* Hosts may share a filesystem: each copies to its own temp
 		 * name, so parallel copies never meet half-written. */
 		struct buf tmp = BUF_INIT;
 
-		log_info("host '%s': copying the agent", j->name);
+		log_info("host '%s': copying the agent (%s)", j->name,
+			 status == AGENT_MISSING ? "missing" :
+						   "a different build");
 		(void)buf_addf(&tmp, "%s.tmp.%s.%ld", j->agent_path, j->name,
 			       (long)time_mono_us());
 		ret = copy_agent(s, j, tmp.data, err);
@@ -539,7 +544,7 @@ static int provision(const struct prov_job *j, struct buf *err)
 		}
 		buf_release(&tmp);
 	}
-	if (!ret && status == NEEDS_COPY) {
+	if (!ret && (status == AGENT_MISSING || status == AGENT_OTHER)) {
 		(void)buf_addf(err,
 			       "the agent copied to '%s' does not match "
 			       "this build",
