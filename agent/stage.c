@@ -8,12 +8,14 @@
 #define LOG_TAG "agent"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "api/manifest.h"
 #include "storage/storage.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -173,6 +175,100 @@ out:
 	return ret;
 }
 
+#define MANIFEST_MAX (64 << 20)
+
+/*
+ * ManifestFile: the channel's URI names a manifest listing a prefix and
+ * keys under it; each key lands at its relative path, sharded like
+ * S3Prefix objects (by position in the manifest).
+ */
+static int stage_manifest(struct stor *st, const struct api_assignment *s,
+			  const struct api_channel *c, const char *dest, int fd,
+			  struct buf *err)
+{
+	struct buf tmp = BUF_INIT, text = BUF_INIT_MAX(MANIFEST_MAX);
+	struct buf uri = BUF_INIT, local = BUF_INIT, why = BUF_INIT;
+	size_t hosts = s->n_hosts ? s->n_hosts : 1;
+	int sharded = c->distribution &&
+		      !strcmp(c->distribution, "ShardedByS3Key");
+	char *prefix = NULL;
+	char **keys = NULL;
+	char chunk[65536];
+	size_t n = 0, i, got = 0;
+	ssize_t r;
+	int mfd;
+	int ret;
+
+	(void)buf_addf(&tmp, "%s/.manifest-%s", dest, c->name);
+	ret = stor_get(st, c->s3_uri, tmp.data, NULL, err);
+	if (ret)
+		goto out;
+	mfd = open(tmp.data, O_RDONLY | O_CLOEXEC);
+	while (mfd >= 0 && (r = read(mfd, chunk, sizeof(chunk))) > 0) {
+		if (buf_add(&text, chunk, (size_t)r)) {
+			(void)buf_addf(err,
+				       "channel '%s': manifest is larger "
+				       "than %d bytes",
+				       c->name, MANIFEST_MAX);
+			ret = ERR_TOOBIG;
+			break;
+		}
+	}
+	if (mfd >= 0)
+		close(mfd);
+	(void)unlink(tmp.data);
+	if (ret)
+		goto out;
+	ret = api_manifest_parse(text.data, text.len, &prefix, &keys, &n, &why);
+	if (ret) {
+		(void)buf_addf(err, "channel '%s': %s: %s", c->name, c->s3_uri,
+			       why.data);
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		size_t plen = strlen(prefix);
+
+		if (sharded && i % hosts != (size_t)s->host_index)
+			continue;
+		buf_reset(&why);
+		if (stor_key_check(keys[i], 0, &why)) {
+			(void)buf_addf(err,
+				       "channel '%s': refusing manifest "
+				       "key '%s': %s",
+				       c->name, keys[i], why.data);
+			ret = ERR_INVALID;
+			goto out;
+		}
+		buf_reset(&uri);
+		buf_reset(&local);
+		(void)buf_addf(&uri, "%s%s%s", prefix,
+			       plen && prefix[plen - 1] == '/' ? "" : "/",
+			       keys[i]);
+		(void)buf_addf(&local, "%s/%s", dest, keys[i]);
+		if (mkdir_parent(local.data)) {
+			(void)buf_addf(err,
+				       "cannot create the folder of %s: %s",
+				       local.data, strerror(errno));
+			ret = ERR_IO;
+			goto out;
+		}
+		ret = stor_get(st, uri.data, local.data, NULL, err);
+		if (ret)
+			goto out;
+		got++;
+	}
+	agent_task_say(fd, "log channel '%s': %zu of %zu manifest objects%s",
+		       c->name, got, n, sharded ? ", sharded by key" : "");
+out:
+	api_manifest_release(prefix, keys, n);
+	buf_release(&tmp);
+	buf_release(&text);
+	buf_release(&uri);
+	buf_release(&local);
+	buf_release(&why);
+	return ret;
+}
+
 static int stage_channel(struct stor *st, const struct api_assignment *s,
 			 const struct api_channel *c, const char *dir, int fd,
 			 struct buf *err)
@@ -184,22 +280,13 @@ static int stage_channel(struct stor *st, const struct api_assignment *s,
 		(void)buf_addf(err, "channel '%s' has no URI", c->name);
 		return ERR_INVALID;
 	}
-	if (c->s3_data_type && !strcmp(c->s3_data_type, "ManifestFile")) {
-		/*
-		 * The manifest is JSON, and JSON is parsed in api/ only; until
-		 * api/ offers a manifest parser we say so instead of guessing.
-		 */
-		(void)buf_addf(err,
-			       "channel '%s': S3DataType ManifestFile is not "
-			       "supported by this agent yet",
-			       c->name);
-		return ERR_INVALID;
-	}
 	(void)buf_addf(&dest, "%s/input/data/%s", dir, c->name);
 	ret = agent_mkdir_p(dest.data, 0755);
 	if (ret)
 		(void)buf_addf(err, "cannot create %s: %s", dest.data,
 			       strerror(errno));
+	else if (c->s3_data_type && !strcmp(c->s3_data_type, "ManifestFile"))
+		ret = stage_manifest(st, s, c, dest.data, fd, err);
 	else
 		ret = stage_prefix(st, s, c, dest.data, fd, err);
 	buf_release(&dest);
