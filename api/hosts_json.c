@@ -1,7 +1,10 @@
+#include <stdio.h>
+
 #include <jansson.h>
 
 #include "api/hosts_json.h"
 #include "api/json_util.h"
+#include "common/err.h"
 #include "common/banned.h"
 
 int api_hosts_build(const struct api_host_info *h, size_t n, struct buf *out)
@@ -45,4 +48,55 @@ int api_hosts_build(const struct api_host_info *h, size_t n, struct buf *out)
 	ret = api__json_dump_to(root, out);
 	json_decref(root);
 	return ret;
+}
+
+static const char *str_or(const json_t *o, const char *key, const char *def)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s ? s : def;
+}
+
+int api_hosts_table(const char *json, size_t len, struct buf *out,
+		    struct buf *err)
+{
+	json_t *root;
+	json_t *h;
+	size_t i;
+	int ret = api__json_load_object(json, len, &root, err);
+
+	if (ret)
+		return ret;
+	(void)buf_addf(out, "%-16s %-12s %-16s %-15s %4s %4s %9s  %s\n", "NAME",
+		       "STATE", "TYPE", "ADDRESS", "CPUS", "GPUS", "HEARTBEAT",
+		       "JOB");
+	json_array_foreach(json_object_get(root, "hosts"), i, h)
+	{
+		const json_t *age = json_object_get(h, "last_heartbeat_ms_ago");
+		char hb[32];
+
+		if (json_is_integer(age))
+			snprintf(hb, sizeof(hb), "%lldms",
+				 (long long)json_integer_value(age));
+		else
+			snprintf(hb, sizeof(hb), "-");
+		(void)buf_addf(
+			out,
+			"%-16s %-12s %-16s %-15s %4lld %4lld %9s  %s%s%s\n",
+			str_or(h, "name", "?"), str_or(h, "state", "?"),
+			str_or(h, "instance_type", "-"),
+			str_or(h, "address", "-"),
+			(long long)json_integer_value(
+				json_object_get(h, "cpus")),
+			(long long)json_integer_value(
+				json_object_get(h, "gpus")),
+			hb, str_or(h, "job", "-"),
+			json_is_string(json_object_get(h, "algo")) ? " " : "",
+			str_or(h, "algo", ""));
+		if (json_is_string(json_object_get(h, "error")))
+			(void)buf_addf(out, "  error: %s\n",
+				       str_or(h, "error", ""));
+	}
+	json_decref(root);
+	return 0;
 }

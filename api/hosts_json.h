@@ -26,4 +26,12 @@ struct api_host_info {
 
 int api_hosts_build(const struct api_host_info *h, size_t n, struct buf *out);
 
+/*
+ * Renders a GET /v1/hosts answer as a table for people (NAME STATE TYPE
+ * ADDRESS CPUS GPUS HEARTBEAT JOB, then any error on its own line).
+ * Returns 0 or ERR_INVALID with err set.
+ */
+int api_hosts_table(const char *json, size_t len, struct buf *out,
+		    struct buf *err);
+
 #endif

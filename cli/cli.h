@@ -228,6 +228,7 @@ int cli_storage_open(struct cli_ctx *ctx, struct stor **out);
 /* Maps a storage error code to trainctl's exit code. */
 int cli_storage_exit(int ret);
 int cli_cmd_logs(struct cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_list_hosts(struct cli_ctx *ctx, int argc, char **argv);
 /* cmd_cluster.c: cluster up|down|status|env|exec (runs cluster.sh) */
 int cli_cmd_cluster(struct cli_ctx *ctx, int argc, char **argv);
 

@@ -59,6 +59,8 @@ static const struct cli_cmd commands[] = {
 	  "| cluster exec HOST CMD...",
 	  "a test cluster of N hosts on this machine (root) and a controller "
 	  "for it" },
+	{ "list-hosts", cli_cmd_list_hosts, "list-hosts",
+	  "the controller's hosts, their state and current job" },
 	{ "help", cmd_help, "help [COMMAND]", "show this help" },
 };
 

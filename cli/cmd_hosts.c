@@ -1,0 +1,53 @@
+#include <getopt.h>
+#include <stdio.h>
+
+#include "api/hosts_json.h"
+#include "cli/cli.h"
+#include "common/buf.h"
+#include "common/banned.h"
+
+/* list-hosts: the controller's hosts, their state and current job. */
+
+static const struct option hosts_opts[] = {
+	CLI_COMMON_OPTIONS,
+	{ NULL, 0, NULL, 0 },
+};
+
+int cli_cmd_list_hosts(struct cli_ctx *ctx, int argc, char **argv)
+{
+	const struct cli_cmd *cmd = cli_cmd_find("list-hosts");
+	struct cli_reply reply = CLI_REPLY_INIT;
+	struct buf err = BUF_INIT;
+	struct buf out = BUF_INIT;
+	int opt, rc;
+
+	while ((opt = getopt_long(argc, argv, ":h", hosts_opts, NULL)) != -1) {
+		rc = cli_common_option(ctx, cmd, opt, argv);
+		if (rc)
+			return rc < 0 ? CLI_EXIT_OK : rc;
+	}
+	if (optind < argc)
+		return cli_usage_error(cmd, "unexpected argument '%s'",
+				       argv[optind]);
+	rc = cli_http_get(ctx, "/v1/hosts", &reply, &err);
+	if (rc) {
+		cli_error("%s", err.data);
+		rc = CLI_EXIT_TRANSPORT;
+	} else if (reply.status < 200 || reply.status > 299) {
+		cli_error("%s: %s", reply.err_type,
+			  reply.err_message ? reply.err_message : "");
+		rc = CLI_EXIT_API;
+	} else if (ctx->output == CLI_OUTPUT_JSON) {
+		cli_print_json(&reply);
+	} else if (api_hosts_table(reply.body.data, reply.body.len, &out,
+				   &err)) {
+		cli_error("bad hosts reply: %s", err.data);
+		rc = CLI_EXIT_TRANSPORT;
+	} else {
+		fputs(out.data, stdout);
+	}
+	cli_reply_release(&reply);
+	buf_release(&err);
+	buf_release(&out);
+	return rc;
+}
