@@ -301,14 +301,15 @@ def main():
                "missing program: exit 127, the reason on stderr", (rep, err))
         MOCK.set_work([])
 
-        # A channel type this agent cannot stage: phase error with a reason.
+        # A ManifestFile channel whose manifest does not exist: phase error
+        # naming it.
         ch = {"name": "train", "uri": "s3://data/manifest.json", "data_type": "ManifestFile",
               "distribution": "FullyReplicated"}
         MOCK.set_work([assignment("manifest", port, ["/bin/true"], channels=[ch])])
         MOCK.wait(lambda: (MOCK.last_report("manifest") or {}).get("phase") == "error")
         rep = MOCK.last_report("manifest")
-        tap.ok(rep and rep["phase"] == "error" and "ManifestFile" in (rep["error"] or ""),
-               "ManifestFile channel: phase error saying why", rep)
+        tap.ok(rep and rep["phase"] == "error" and "manifest.json" in (rep["error"] or ""),
+               "ManifestFile channel with no manifest: phase error naming it", rep)
         MOCK.set_work([])
 
         # Partition: no answers for longer than deadline_ms -> SIGKILL.
