@@ -183,18 +183,25 @@ static void parse_error(struct cli_reply *reply)
 	}
 }
 
-static int perform(struct cli_ctx *ctx, struct cli_http *h, const char *op,
+/*
+ * One request to url: a JSON 1.1 POST of body as SageMaker.<op>, or a GET
+ * when op is NULL. Fills reply; returns 0 when the server answered.
+ */
+static int perform(struct cli_http *h, const char *url, const char *op,
 		   const struct buf *body, struct cli_reply *reply,
 		   struct buf *err)
 {
-	struct curl_slist *headers = make_headers(h, op);
+	struct curl_slist *headers = NULL;
 	CURL *c = h->curl;
 	CURLcode rc;
 	int ret = 0;
 
-	if (!headers) {
-		(void)buf_adds(err, "out of memory");
-		return ERR_IO;
+	if (op) {
+		headers = make_headers(h, op);
+		if (!headers) {
+			(void)buf_adds(err, "out of memory");
+			return ERR_IO;
+		}
 	}
 	buf_reset(&reply->body);
 	FREE_AND_NULL(reply->err_type);
@@ -205,11 +212,16 @@ static int perform(struct cli_ctx *ctx, struct cli_http *h, const char *op,
 	h->errbuf[0] = '\0';
 
 	curl_easy_reset(c);
-	curl_easy_setopt(c, CURLOPT_URL, ctx->endpoint);
-	curl_easy_setopt(c, CURLOPT_POST, 1L);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body->data);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body->len);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	if (op) {
+		curl_easy_setopt(c, CURLOPT_POST, 1L);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body->data);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
+				 (curl_off_t)body->len);
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+	} else {
+		curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+	}
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "trainctl/" CLI_VERSION);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, h);
@@ -225,10 +237,10 @@ static int perform(struct cli_ctx *ctx, struct cli_http *h, const char *op,
 	rc = curl_easy_perform(c);
 	if (rc == CURLE_WRITE_ERROR && h->toobig) {
 		(void)buf_addf(err, "response from %s is larger than %u bytes",
-			       ctx->endpoint, CLI_MAX_RESPONSE);
+			       url, CLI_MAX_RESPONSE);
 		ret = ERR_TOOBIG;
 	} else if (rc != CURLE_OK) {
-		(void)buf_addf(err, "cannot reach %s: %s", ctx->endpoint,
+		(void)buf_addf(err, "cannot reach %s: %s", url,
 			       h->errbuf[0] ? h->errbuf :
 					      curl_easy_strerror(rc));
 		ret = ERR_IO;
@@ -247,54 +259,16 @@ int cli_http_get(struct cli_ctx *ctx, const char *path, struct cli_reply *reply,
 	struct cli_http *h = http_open(ctx, err);
 	struct buf url = BUF_INIT;
 	size_t elen = strlen(ctx->endpoint);
-	CURL *c;
-	CURLcode rc;
-	int ret = 0;
+	int ret;
 
 	if (!h)
 		return ERR_IO;
-	c = h->curl;
 	if (buf_addf(&url, "%.*s%s",
 		     (int)(elen && ctx->endpoint[elen - 1] == '/' ? elen - 1 :
 								    elen),
 		     ctx->endpoint, path))
 		BUG("unbounded buffer refused a string");
-	buf_reset(&reply->body);
-	FREE_AND_NULL(reply->err_type);
-	FREE_AND_NULL(reply->err_message);
-	reply->status = 0;
-	h->reply = reply;
-	h->toobig = 0;
-	h->errbuf[0] = '\0';
-	curl_easy_reset(c);
-	curl_easy_setopt(c, CURLOPT_URL, url.data);
-	curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "trainctl/" CLI_VERSION);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, h);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, h->errbuf);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
-	if (h->sigv4.len) {
-		curl_easy_setopt(c, CURLOPT_AWS_SIGV4, h->sigv4.data);
-		curl_easy_setopt(c, CURLOPT_USERPWD, h->userpwd.data);
-	}
-	rc = curl_easy_perform(c);
-	if (rc == CURLE_WRITE_ERROR && h->toobig) {
-		(void)buf_addf(err, "response from %s is larger than %u bytes",
-			       url.data, CLI_MAX_RESPONSE);
-		ret = ERR_TOOBIG;
-	} else if (rc != CURLE_OK) {
-		(void)buf_addf(err, "cannot reach %s: %s", url.data,
-			       h->errbuf[0] ? h->errbuf :
-					      curl_easy_strerror(rc));
-		ret = ERR_IO;
-	} else {
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &reply->status);
-		if (reply->status < 200 || reply->status > 299)
-			parse_error(reply);
-	}
+	ret = perform(h, url.data, NULL, NULL, reply, err);
 	buf_release(&url);
 	return ret;
 }
@@ -309,7 +283,7 @@ int cli_http_call(struct cli_ctx *ctx, const char *op, const struct buf *body,
 	if (!h)
 		return ERR_IO;
 	for (attempt = 1; attempt <= CLI_HTTP_ATTEMPTS; attempt++) {
-		ret = perform(ctx, h, op, body, reply, err);
+		ret = perform(h, ctx->endpoint, op, body, reply, err);
 		if (ret || !retryable(reply) || attempt == CLI_HTTP_ATTEMPTS)
 			break;
 		sleep_ms(delay_ms);
