@@ -17,6 +17,7 @@
 #include "controller/logs.h"
 #include "controller/work.h"
 #include "db/run.h"
+#include "storage/fs.h"
 #include "common/bug.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -253,26 +254,6 @@ int ctrl_artifact_path(struct ctrl_ctx *ctx, const char *job, int attempt,
 			ctx->cfg.state_dir, job, attempt, host_index + 1, file);
 }
 
-static int mkdir_p(const char *path)
-{
-	char *p = xstrdup(path);
-	char *s;
-	int ret = 0;
-
-	for (s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, 0700) && errno != EEXIST)
-			ret = -1;
-		*s = '/';
-	}
-	if (mkdir(p, 0700) && errno != EEXIST)
-		ret = -1;
-	free(p);
-	return ret;
-}
-
 /* PUT /v1/agents/{host}/artifacts/{job}/{attempt}/{algo}/{file} */
 static enum ctrl_route_result upload_begin(struct ctrl_ctx *ctx,
 					   struct MHD_Connection *conn,
@@ -332,7 +313,7 @@ static enum ctrl_route_result upload_begin(struct ctrl_ctx *ctx,
 	req->sink_final = buf_detach(&path, NULL);
 	slash = strrchr(req->sink_final, '/');
 	*slash = '\0';
-	mkdir_p(req->sink_final);
+	(void)stor_fs_mkdirs(req->sink_final, &err);
 	*slash = '/';
 	(void)buf_addf(&path, "%s.tmp.XXXXXX", req->sink_final);
 	req->sink_tmp = buf_detach(&path, NULL);

@@ -14,6 +14,7 @@
 #include <openssl/rand.h>
 
 #include "controller/ctrl.h"
+#include "controller/files.h"
 #include "controller/hosts.h"
 #include "controller/local_cluster.h"
 #include "common/bug.h"
@@ -28,56 +29,6 @@ extern char **environ;
 #define RESTART_MIN_MS 200
 #define RESTART_MAX_MS 5000
 #define STOP_WAIT_MS 5000
-
-static int write_file(const char *path, const char *text)
-{
-	struct buf tmp = BUF_INIT;
-	size_t len = strlen(text);
-	int fd;
-	int ret = -1;
-
-	(void)buf_addf(&tmp, "%s.tmp", path);
-	fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd >= 0) {
-		if (write(fd, text, len) == (ssize_t)len && !fsync(fd))
-			ret = 0;
-		close(fd);
-		if (!ret)
-			ret = rename(tmp.data, path);
-	}
-	buf_release(&tmp);
-	return ret;
-}
-
-static char *read_small(const char *path)
-{
-	char data[256];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return NULL;
-	n = read(fd, data, sizeof(data) - 1);
-	close(fd);
-	if (n <= 0)
-		return NULL;
-	data[n] = '\0';
-	data[strcspn(data, "\n")] = '\0';
-	return xstrdup(data);
-}
-
-static char *new_token(void)
-{
-	unsigned char raw[24];
-	char hex[49];
-	int i;
-
-	if (RAND_bytes(raw, sizeof(raw)) != 1)
-		BUG("no randomness for agent tokens");
-	for (i = 0; i < 24; i++)
-		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
-	return xstrdup(hex);
-}
 
 /* Whether pid is a running trainagent (an agent adopted after a restart). */
 static int is_agent(pid_t pid)
@@ -166,7 +117,7 @@ static int spawn(struct ctrl_ctx *ctx, struct ctrl_host *h, int cpus)
 		h->pid = pid;
 		(void)buf_addf(&pidp, "%s/agent.pid", h->work_dir);
 		(void)buf_addf(&num, "%d\n", (int)pid);
-		write_file(pidp.data, num.data);
+		ctrl_write_small(pidp.data, num.data);
 		log_info("host '%s': agent started (pid %d)", h->name,
 			 (int)pid);
 	}
@@ -208,25 +159,12 @@ int ctrl_local_start(struct ctrl_ctx *ctx, struct buf *err)
 		char name[32];
 		char *token;
 		char *pid;
+		int existed;
 
 		snprintf(name, sizeof(name), "local-%d", i);
-		buf_reset(&p);
-		(void)buf_addf(&p, "%s/%s", dir.data, name);
-		mkdir(p.data, 0700);
-		(void)buf_adds(&p, "/token");
 		/* The token survives a controller restart, so agents left
 		 * running keep working. */
-		token = read_small(p.data);
-		if (!token) {
-			token = new_token();
-			if (write_file(p.data, token)) {
-				(void)buf_addf(err, "cannot write '%s': %s",
-					       p.data, strerror(errno));
-				free(token);
-				ret = ERR_IO;
-				break;
-			}
-		}
+		token = ctrl_host_token(ctx, name, &existed);
 		pthread_mutex_lock(&ctx->hosts_lock);
 		h = ctrl_hosts_add(ctx, name, token);
 		h->local = 1;
@@ -234,7 +172,7 @@ int ctrl_local_start(struct ctrl_ctx *ctx, struct buf *err)
 		(void)buf_addf(&p, "%s/%s", dir.data, name);
 		h->work_dir = xstrdup(p.data);
 		(void)buf_adds(&p, "/agent.pid");
-		pid = read_small(p.data);
+		pid = ctrl_read_line(p.data);
 		if (pid && is_agent((pid_t)atoi(pid))) {
 			h->pid = (pid_t)atoi(pid);
 			log_info("host '%s': adopting running agent (pid %d)",

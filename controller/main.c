@@ -12,6 +12,7 @@
 #include <libssh2.h>
 
 #include "controller/ctrl.h"
+#include "controller/files.h"
 #include "controller/hosts.h"
 #include "controller/jobrt.h"
 #include "controller/local_cluster.h"
@@ -53,36 +54,6 @@ out:
 	return ret;
 }
 
-static int read_file(const char *path, size_t max, struct buf *out,
-		     struct buf *err)
-{
-	char chunk[4096];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0) {
-		(void)buf_addf(err, "cannot open '%s': %s", path,
-			       strerror(errno));
-		return ERR_IO;
-	}
-	out->max = max;
-	while ((n = read(fd, chunk, sizeof(chunk))) > 0) {
-		if (buf_add(out, chunk, (size_t)n)) {
-			(void)buf_addf(err, "'%s' is larger than %zu bytes",
-				       path, max);
-			close(fd);
-			return ERR_TOOBIG;
-		}
-	}
-	close(fd);
-	if (n < 0) {
-		(void)buf_addf(err, "cannot read '%s': %s", path,
-			       strerror(errno));
-		return ERR_IO;
-	}
-	return 0;
-}
-
 static int load_credentials(struct ctrl_ctx *ctx, struct buf *err)
 {
 	struct buf text = BUF_INIT;
@@ -90,7 +61,8 @@ static int load_credentials(struct ctrl_ctx *ctx, struct buf *err)
 
 	if (!ctx->cfg.credentials_file)
 		return 0;
-	ret = read_file(ctx->cfg.credentials_file, CREDENTIALS_MAX, &text, err);
+	ret = ctrl_read_file(ctx->cfg.credentials_file, CREDENTIALS_MAX, &text,
+			     err);
 	if (!ret)
 		ret = api_credentials_parse(text.data, &ctx->creds, err);
 	buf_release(&text);

@@ -19,6 +19,7 @@
 
 #include "api/inventory.h"
 #include "controller/ctrl.h"
+#include "controller/files.h"
 #include "controller/hosts.h"
 #include "controller/provision.h"
 #include "common/bug.h"
@@ -49,30 +50,6 @@ struct prov_job {
 	char *token;
 };
 
-static int read_file(const char *path, size_t max, struct buf *out,
-		     struct buf *err)
-{
-	char chunk[65536];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0) {
-		(void)buf_addf(err, "cannot open '%s': %s", path,
-			       strerror(errno));
-		return ERR_IO;
-	}
-	out->max = max;
-	while ((n = read(fd, chunk, sizeof(chunk))) > 0) {
-		if (buf_add(out, chunk, (size_t)n)) {
-			(void)buf_addf(err, "'%s' is too large", path);
-			close(fd);
-			return ERR_TOOBIG;
-		}
-	}
-	close(fd);
-	return n < 0 ? ERR_IO : 0;
-}
-
 /* The SHA-256 of the agent binary, computed once. */
 static int file_sha256(const char *path, char hex[65])
 {
@@ -101,54 +78,6 @@ static int file_sha256(const char *path, char hex[65])
 	return 0;
 }
 
-static char *host_token(struct ctrl_ctx *ctx, const char *name, int *existed)
-{
-	struct buf p = BUF_INIT;
-	char data[128];
-	ssize_t n;
-	int fd;
-	char *tok = NULL;
-
-	(void)buf_addf(&p, "%s/hosts", ctx->cfg.state_dir);
-	mkdir(p.data, 0700);
-	(void)buf_addf(&p, "/%s", name);
-	mkdir(p.data, 0700);
-	(void)buf_adds(&p, "/token");
-	*existed = 0;
-	fd = open(p.data, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		n = read(fd, data, sizeof(data) - 1);
-		close(fd);
-		if (n > 0) {
-			data[n] = '\0';
-			data[strcspn(data, "\n")] = '\0';
-			tok = xstrdup(data);
-			*existed = 1;
-		}
-	}
-	if (!tok) {
-		unsigned char raw[24];
-		char hex[49];
-		int i;
-
-		if (RAND_bytes(raw, sizeof(raw)) != 1)
-			BUG("no randomness for agent tokens");
-		for (i = 0; i < 24; i++)
-			snprintf(hex + 2 * i, 3, "%02x", raw[i]);
-		tok = xstrdup(hex);
-		fd = open(p.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-			  0600);
-		if (fd >= 0) {
-			if (write(fd, tok, strlen(tok)) < 0)
-				log_warn("cannot save token of '%s'", name);
-			fsync(fd);
-			close(fd);
-		}
-	}
-	buf_release(&p);
-	return tok;
-}
-
 int ctrl_inventory_load(struct ctrl_ctx *ctx, struct buf *err)
 {
 	struct api_inventory inv;
@@ -158,7 +87,7 @@ int ctrl_inventory_load(struct ctrl_ctx *ctx, struct buf *err)
 
 	if (!ctx->cfg.inventory)
 		return 0;
-	ret = read_file(ctx->cfg.inventory, INVENTORY_MAX, &text, err);
+	ret = ctrl_read_file(ctx->cfg.inventory, INVENTORY_MAX, &text, err);
 	if (!ret)
 		ret = api_inventory_parse(text.data, text.len, &inv, err);
 	buf_release(&text);
@@ -178,7 +107,7 @@ int ctrl_inventory_load(struct ctrl_ctx *ctx, struct buf *err)
 		int existed = 0;
 
 		if (!h) {
-			char *tok = host_token(ctx, ih->name, &existed);
+			char *tok = ctrl_host_token(ctx, ih->name, &existed);
 
 			h = ctrl_hosts_add(ctx, ih->name, tok);
 			free(tok);

@@ -1,0 +1,32 @@
+#ifndef CTRL_FILES_H
+#define CTRL_FILES_H
+
+/* Small file helpers the controller's parts share. */
+#include <stddef.h>
+
+#include "common/buf.h"
+
+struct ctrl_ctx;
+
+/*
+ * Appends the file at path to out, at most max bytes. Returns 0, ERR_IO or
+ * ERR_TOOBIG with err naming the file.
+ */
+int ctrl_read_file(const char *path, size_t max, struct buf *out,
+		   struct buf *err);
+
+/* The first line of a small file (a token, a pid), or NULL. Caller frees. */
+char *ctrl_read_line(const char *path);
+
+/* Writes text to path atomically (temp, fsync, rename), mode 0600. */
+int ctrl_write_small(const char *path, const char *text);
+
+/*
+ * The agent token of host name, kept in <state-dir>/hosts/<name>/token so
+ * that it survives a controller restart (agents left running keep
+ * working). A new random token is made and saved when there is none;
+ * *existed says which. Caller frees.
+ */
+char *ctrl_host_token(struct ctrl_ctx *ctx, const char *name, int *existed);
+
+#endif
