@@ -372,6 +372,10 @@ struct agent_ctx {
 	int exit_now;
 };
 
+/* mpi.c: `trainagent rsh ...` and `trainagent mpi-worker ...`. */
+int agent_rsh_main(int argc, char **argv);
+int agent_mpi_worker_main(int argc, char **argv);
+
 /* Adds fd to this turn's poll set (loop.c). */
 void agent_poll_add(struct agent_ctx *ctx, int fd, short events,
 		    enum agent_poll_kind kind, struct agent_assign *a,

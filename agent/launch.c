@@ -18,7 +18,12 @@
 #define _GNU_SOURCE
 #define LOG_TAG "agent"
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <sys/socket.h>
 #include <errno.h>
 #include <pwd.h>
 #include <signal.h>
@@ -28,6 +33,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "api/distribution.h"
 #include "api/sm_env.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -144,6 +150,234 @@ static void rank_init(struct agent_rank *r, int rank)
 	r->rank = rank;
 }
 
+/*
+ * The interface that holds address, and its network as a CIDR (for
+ * NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME and OpenMPI's
+ * btl/oob_tcp_if_include, which want a network: interface names differ
+ * between hosts). Returns 0 or ERR_NOTFOUND.
+ */
+static int netif_of(const char *address, char *name, size_t name_len,
+		    char *cidr, size_t cidr_len)
+{
+	struct ifaddrs *ifs = NULL, *i;
+	struct in_addr want;
+	int ret = ERR_NOTFOUND;
+
+	if (!address || inet_pton(AF_INET, address, &want) != 1 ||
+	    getifaddrs(&ifs))
+		return ERR_NOTFOUND;
+	for (i = ifs; i; i = i->ifa_next) {
+		const struct sockaddr_in *sa = (const void *)i->ifa_addr;
+		const struct sockaddr_in *nm = (const void *)i->ifa_netmask;
+		uint32_t mask;
+		struct in_addr net;
+		char nb[INET_ADDRSTRLEN];
+		int bits = 0;
+
+		if (!sa || sa->sin_family != AF_INET || !nm ||
+		    sa->sin_addr.s_addr != want.s_addr)
+			continue;
+		mask = ntohl(nm->sin_addr.s_addr);
+		while (bits < 32 && (mask & (0x80000000u >> bits)))
+			bits++;
+		net.s_addr = sa->sin_addr.s_addr & nm->sin_addr.s_addr;
+		inet_ntop(AF_INET, &net, nb, sizeof(nb));
+		(void)snprintf(name, name_len, "%s", i->ifa_name);
+		(void)snprintf(cidr, cidr_len, "%s/%d", nb, bits);
+		ret = 0;
+		break;
+	}
+	freeifaddrs(ifs);
+	return ret;
+}
+
+/* Whether this host can listen on port now (algo-1's MASTER_PORT). */
+static int port_bindable(int port)
+{
+	struct sockaddr_in sa;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, ok;
+
+	if (fd < 0)
+		return 1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_ANY);
+	sa.sin_port = htons((uint16_t)port);
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	ok = !bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	close(fd);
+	return ok;
+}
+
+static char *self_exe(void)
+{
+	char path[4096];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+
+	if (n <= 0)
+		return xstrdup("trainagent");
+	path[n] = '\0';
+	return xstrdup(path);
+}
+
+/* Splits custom mpirun options on white space (as the toolkit does). */
+static void push_words(struct agent_strv *v, const char *s)
+{
+	while (s && *s) {
+		const char *e;
+
+		while (*s == ' ' || *s == '\t' || *s == '\n')
+			s++;
+		e = s;
+		while (*e && *e != ' ' && *e != '\t' && *e != '\n')
+			e++;
+		if (e > s) {
+			char *w = xstrndup(s, (size_t)(e - s));
+
+			agent_strv_push(v, w);
+			free(w);
+		}
+		s = e;
+	}
+}
+
+/*
+ * MPI mode on algo-1: mpirun over every host, with the toolkit's options
+ * (contract 6.2) except that the remote launcher is `trainagent rsh`
+ * and the daemons stay attached to it (not daemonized), so they live in
+ * the sessions the agents made. algo-1 is named by its address so that
+ * mpirun knows it is local; the others by algo-N, which the launcher
+ * maps to their workers through TRAINCTL_MPI_PEERS.
+ */
+static int mpi_leader_argv(const struct api_assignment *s, const char *exe,
+			   const char *cidr, const struct agent_strv *prog,
+			   const struct agent_strv *env,
+			   struct agent_strv *args, struct buf *peers,
+			   struct buf *err)
+{
+	int ppn = s->processes_per_host > 0 ? s->processes_per_host : 1;
+	int np = s->mpi_processes > 0 ? s->mpi_processes :
+					ppn * (int)s->n_hosts;
+	struct buf hosts = BUF_INIT;
+	char *mpirun = agent_proc_which("mpirun", env);
+	size_t i;
+
+	if (!mpirun) {
+		(void)buf_adds(err, "MPI mode needs mpirun (OpenMPI) on the "
+				    "PATH of algo-1");
+		return ERR_NOTFOUND;
+	}
+	for (i = 0; i < s->n_hosts; i++) {
+		(void)buf_addf(&hosts, "%s%s:%d", i ? "," : "",
+			       i ? s->hosts[i] : s->addresses[0], ppn);
+		if (i)
+			(void)buf_addf(peers, "%s%s=%s:%d",
+				       peers->len ? "," : "", s->hosts[i],
+				       s->addresses[i],
+				       s->master_port + 2 * (int)i);
+	}
+	agent_strv_push(args, mpirun);
+	free(mpirun);
+	agent_strv_push(args, "--host");
+	agent_strv_push(args, hosts.data);
+	agent_strv_push(args, "-np");
+	agent_strv_pushf(args, "%d", np);
+	agent_strv_push(args, "--allow-run-as-root");
+	agent_strv_push(args, "--display-map");
+	agent_strv_push(args, "--tag-output");
+	agent_strv_push(args, "-mca");
+	agent_strv_push(args, "plm_rsh_agent");
+	agent_strv_pushf(args, "%s rsh", exe);
+	agent_strv_push(args, "-mca");
+	agent_strv_push(args, "plm_rsh_no_tree_spawn");
+	agent_strv_push(args, "1");
+	agent_strv_push(args, "-mca");
+	agent_strv_push(args, "orte_leave_session_attached");
+	agent_strv_push(args, "1");
+	if (cidr && *cidr) {
+		agent_strv_push(args, "-mca");
+		agent_strv_push(args, "btl_tcp_if_include");
+		agent_strv_push(args, cidr);
+		agent_strv_push(args, "-mca");
+		agent_strv_push(args, "oob_tcp_if_include");
+		agent_strv_push(args, cidr);
+	}
+	agent_strv_push(args, "-bind-to");
+	agent_strv_push(args, "none");
+	agent_strv_push(args, "-map-by");
+	agent_strv_push(args, "slot");
+	agent_strv_push(args, "-mca");
+	agent_strv_push(args, "pml");
+	agent_strv_push(args, "ob1");
+	agent_strv_push(args, "-mca");
+	agent_strv_push(args, "btl");
+	agent_strv_push(args, "^openib");
+	agent_strv_push(args, "-mca");
+	agent_strv_push(args, "orte_abort_on_non_zero_status");
+	agent_strv_push(args, "1");
+	agent_strv_push(args, "-mca");
+	agent_strv_push(args, "btl_vader_single_copy_mechanism");
+	agent_strv_push(args, "none");
+	agent_strv_push(args, "-x");
+	agent_strv_push(args, "NCCL_MIN_NRINGS=4");
+	push_words(args, s->mpi_options);
+	for (i = 0; i < prog->n; i++)
+		agent_strv_push(args, prog->v[i]);
+	buf_release(&hosts);
+	return 0;
+}
+
+/* What one process of the assignment is: its role in the mode. */
+struct rank_role {
+	const char *tf_type; /* TF_CONFIG task type, NULL: none */
+	int tf_index;
+	const char *role; /* TRAINCTL_ROLE, NULL: none */
+	int role_index;	  /* servers 0..K-1, workers 0..N-1 (chief 0) */
+};
+
+/* Parameter servers: hosts [0, K) run a server as rank 0 too. */
+static size_t ps_count(const struct api_assignment *s)
+{
+	size_t k = s->ps_servers > 0 ? (size_t)s->ps_servers : s->n_hosts;
+
+	return k > s->n_hosts ? s->n_hosts : k;
+}
+
+static int mode_nproc(const struct api_assignment *s)
+{
+	switch (s->dist_mode) {
+	case API_DIST_TORCH:
+		return s->processes_per_host > 0 ? s->processes_per_host : 1;
+	case API_DIST_PARAMETER_SERVER:
+		return (size_t)s->host_index < ps_count(s) ? 2 : 1;
+	default:
+		return 1;
+	}
+}
+
+static void role_of(const struct api_assignment *s, int rank,
+		    struct rank_role *r)
+{
+	memset(r, 0, sizeof(*r));
+	if (s->dist_mode == API_DIST_MULTI_WORKER_MIRRORED) {
+		r->tf_type = "worker";
+		r->tf_index = s->host_index;
+		r->role = "worker";
+		r->role_index = s->host_index;
+	} else if (s->dist_mode == API_DIST_PARAMETER_SERVER) {
+		int server = (size_t)s->host_index < ps_count(s) && rank == 0;
+
+		r->role = server ? "ps" : "worker";
+		r->tf_type = server		? "ps" :
+			     s->host_index == 0 ? "master" :
+						  "worker";
+		r->tf_index = server		 ? s->host_index :
+			      s->host_index == 0 ? 0 :
+						   s->host_index - 1;
+		r->role_index = s->host_index;
+	}
+}
+
 int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 {
 	const struct api_assignment *s = &a->spec;
@@ -154,10 +388,16 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 	struct agent_strv args = AGENT_STRV_INIT;
 	struct agent_strv env = AGENT_STRV_INIT;
 	struct buf code = BUF_INIT, code_host = BUF_INIT, cwd = BUF_INIT;
+	struct buf peers = BUF_INIT;
+	struct agent_strv prog = AGENT_STRV_INIT;
 	int python = 0, bound = ctx->can_bind, nproc, ret;
 	const char *base = bound ? "/opt/ml" : a->dir;
+	char ifname[64] = "", cidr[64] = "";
+	char *exe = self_exe(), *ckpt;
 
-	nproc = s->processes_per_host > 0 ? s->processes_per_host : 1;
+	nproc = mode_nproc(s);
+	(void)netif_of(ctx->cfg.address, ifname, sizeof(ifname), cidr,
+		       sizeof(cidr));
 	(void)buf_addf(&code_host, "%s/code", a->dir);
 	(void)buf_addf(&code, "%s/code", base);
 	memset(&in, 0, sizeof(in));
@@ -177,12 +417,12 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 	ret = api_sm_env_build(&in, &smenv, &n_smenv, &user_args, err);
 	if (ret)
 		goto out;
-	ret = program_argv(a, code_host.data, &args, &python, err);
+	ret = program_argv(a, code_host.data, &prog, &python, err);
 	if (ret)
 		goto out;
 	if (s->launch_mode == API_LAUNCH_SCRIPT)
 		for (i = 0; user_args && user_args[i]; i++)
-			agent_strv_push(&args, user_args[i]);
+			agent_strv_push(&prog, user_args[i]);
 	base_env(&env, python, code.data);
 	for (i = 0; i < n_smenv; i++)
 		agent_env_set(&env, smenv[i].key, smenv[i].value);
@@ -192,6 +432,65 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 		agent_env_set(&env, "MASTER_ADDR", s->master_addr);
 	if (s->master_port > 0)
 		agent_strv_pushf(&env, "MASTER_PORT=%d", s->master_port);
+	if (s->rdzv_url && s->rdzv_token) {
+		agent_env_set(&env, "TRAINCTL_RDZV_URL", s->rdzv_url);
+		agent_env_set(&env, "TRAINCTL_RDZV_TOKEN", s->rdzv_token);
+	}
+	agent_env_set(&env, "TRAINCTL_DISTRIBUTION",
+		      api_dist_mode_name(s->dist_mode));
+	ckpt = bound ? xstrdup(s->checkpoint_local_path &&
+					       *s->checkpoint_local_path ?
+				       s->checkpoint_local_path :
+				       "/opt/ml/checkpoints") :
+		       agent_jobdir_checkpoint_path(a->dir,
+						    s->checkpoint_local_path);
+	agent_env_set(&env, "TRAINCTL_CHECKPOINT_DIR", ckpt);
+	free(ckpt);
+	/* What the PyTorch container sets on every run, and what gloo
+	 * needs to pick the host's own network. The job's Environment
+	 * wins. */
+	if (*ifname) {
+		if (!agent_env_get(&env, "NCCL_SOCKET_IFNAME"))
+			agent_env_set(&env, "NCCL_SOCKET_IFNAME", ifname);
+		if (!agent_env_get(&env, "GLOO_SOCKET_IFNAME"))
+			agent_env_set(&env, "GLOO_SOCKET_IFNAME", ifname);
+	}
+	if (s->dist_mode == API_DIST_TORCH) {
+		agent_strv_pushf(&env, "TORCHELASTIC_RESTART_COUNT=%d",
+				 s->attempt > 0 ? s->attempt - 1 : 0);
+		agent_env_set(&env, "TORCHELASTIC_RUN_ID", s->job);
+		agent_env_set(&env, "TORCHELASTIC_USE_AGENT_STORE", "False");
+		agent_env_set(&env, "ROLE_NAME", "default");
+		agent_strv_pushf(&env, "GROUP_WORLD_SIZE=%zu",
+				 s->n_hosts ? s->n_hosts : 1);
+		if (nproc > 1 && !agent_env_get(&env, "OMP_NUM_THREADS"))
+			agent_env_set(&env, "OMP_NUM_THREADS", "1");
+		if (s->host_index == 0 && s->master_port > 0 &&
+		    !port_bindable(s->master_port)) {
+			(void)buf_addf(err,
+				       "MASTER_PORT %d is in use on algo-1",
+				       s->master_port);
+			ret = ERR_CONFLICT;
+			goto out;
+		}
+	}
+	if (s->dist_mode == API_DIST_MPI && s->host_index == 0) {
+		ret = mpi_leader_argv(s, exe, cidr, &prog, &env, &args, &peers,
+				      err);
+		if (ret)
+			goto out;
+		if (peers.len)
+			agent_env_set(&env, "TRAINCTL_MPI_PEERS", peers.data);
+	} else if (s->dist_mode == API_DIST_MPI) {
+		agent_strv_push(&args, exe);
+		agent_strv_push(&args, "mpi-worker");
+		agent_strv_push(&args, "--port");
+		agent_strv_pushf(&args, "%d",
+				 s->master_port + 2 * s->host_index);
+	} else {
+		for (i = 0; i < prog.n; i++)
+			agent_strv_push(&args, prog.v[i]);
+	}
 	/* Script mode runs in code/; exec mode too when there is code. */
 	if (s->launch_mode == API_LAUNCH_SCRIPT || has_entries(code_host.data))
 		(void)buf_adds(&cwd, code.data);
@@ -208,11 +507,12 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 			agent_strv_push(&r->proc.args, args.v[j]);
 		for (j = 0; j < env.n; j++)
 			agent_strv_push(&r->proc.env, env.v[j]);
-		if (nproc > 1) {
+		if (s->dist_mode == API_DIST_TORCH) {
+			/* What torchrun gives each rank. */
 			int world = nproc * (int)(s->n_hosts ? s->n_hosts : 1);
+			int rank = s->host_index * nproc + (int)i;
 
-			agent_strv_pushf(&r->proc.env, "RANK=%d",
-					 s->host_index * nproc + (int)i);
+			agent_strv_pushf(&r->proc.env, "RANK=%d", rank);
 			agent_strv_pushf(&r->proc.env, "LOCAL_RANK=%zu", i);
 			agent_strv_pushf(&r->proc.env, "WORLD_SIZE=%d", world);
 			agent_strv_pushf(&r->proc.env, "LOCAL_WORLD_SIZE=%d",
@@ -221,6 +521,32 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 					 s->host_index);
 			agent_strv_pushf(&r->proc.env, "GROUP_RANK=%d",
 					 s->host_index);
+			agent_strv_pushf(&r->proc.env, "ROLE_RANK=%d", rank);
+			agent_strv_pushf(&r->proc.env, "ROLE_WORLD_SIZE=%d",
+					 world);
+		} else {
+			struct rank_role role;
+
+			role_of(s, (int)i, &role);
+			if (role.tf_type) {
+				struct buf tf = BUF_INIT;
+
+				(void)api_tf_config_build(
+					s->dist_mode,
+					(const char *const *)s->addresses,
+					s->n_hosts, ps_count(s), s->master_port,
+					role.tf_type, role.tf_index, &tf);
+				agent_env_set(&r->proc.env, "TF_CONFIG",
+					      tf.data);
+				buf_release(&tf);
+			}
+			if (role.role) {
+				agent_env_set(&r->proc.env, "TRAINCTL_ROLE",
+					      role.role);
+				agent_strv_pushf(&r->proc.env,
+						 "TRAINCTL_ROLE_INDEX=%d",
+						 role.role_index);
+			}
 		}
 		r->proc.cwd = xstrdup(cwd.data);
 		r->proc.out_fifo = agent_fifo_path(a->dir, (int)i, "stdout");
@@ -253,6 +579,9 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 	a->bound = bound;
 out:
 	api_sm_env_release(smenv, n_smenv, user_args);
+	agent_strv_release(&prog);
+	buf_release(&peers);
+	free(exe);
 	agent_strv_release(&args);
 	agent_strv_release(&env);
 	buf_release(&code);

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #define LOG_TAG "agent"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -399,11 +400,58 @@ out:
 	return ret;
 }
 
+/*
+ * Signals every process of session sid outside the leader's group: a
+ * launcher such as mpirun puts each rank in a process group of its own,
+ * but they all stay in the session the agent made. The kernel does not
+ * reuse an ID while a session or group still carries it, so a match is
+ * one of ours. Returns how many were signalled.
+ */
+static int kill_session(pid_t sid, int sig)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	int n = 0;
+
+	while (d && (de = readdir(d))) {
+		char path[64], stat[512], *rp;
+		long pid, s = 0, pg = 0;
+		ssize_t len;
+		int fd;
+
+		pid = strtol(de->d_name, &rp, 10);
+		if (*rp || pid <= 1)
+			continue;
+		(void)snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, stat, sizeof(stat) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		stat[len] = '\0';
+		/* "pid (comm) state ppid pgrp session ...": comm may hold
+		 * anything, so parse after its last ')'. */
+		rp = strrchr(stat, ')');
+		if (!rp || sscanf(rp + 1, " %*c %*d %ld %ld", &pg, &s) != 2)
+			continue;
+		if (s == sid && pg != sid && kill((pid_t)pid, sig) == 0)
+			n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
 int agent_proc_signal(const struct agent_proc *p, int sig)
 {
+	int n;
+
 	if (p->pid <= 0)
 		return ERR_NOTFOUND;
-	if (kill(-p->pid, sig) == 0)
+	n = kill_session(p->pid, sig);
+	if (kill(-p->pid, sig) == 0 || n > 0)
 		return 0;
 	/* A leader that has not run setsid yet has no group of its own. */
 	if (!p->exited && kill(p->pid, sig) == 0)
@@ -456,6 +504,7 @@ static int reap(struct agent_proc *p, int block)
 	if (si.si_pid != p->pid)
 		return 0;
 	(void)kill(-p->pid, SIGKILL);
+	(void)kill_session(p->pid, SIGKILL);
 	do {
 		r = waitpid(p->pid, &status, 0);
 	} while (r < 0 && errno == EINTR);

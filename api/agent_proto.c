@@ -583,6 +583,9 @@ void api_assignment_release(struct api_assignment *a)
 	free(a->blob_url);
 	free(a->local_root);
 	free(a->master_addr);
+	free(a->rdzv_url);
+	free(a->rdzv_token);
+	free(a->mpi_options);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -673,6 +676,36 @@ static int parse_hosts(const json_t *o, const char *where,
 		a->addresses[i] = xstrdup(json_string_value(v));
 	}
 	return 0;
+}
+
+/* "distribution" is optional: an older controller sends none. */
+static int parse_distribution(const json_t *o, const char *where,
+			      struct api_assignment *a, struct buf *err)
+{
+	const json_t *d;
+	char m[256], *mode = NULL;
+	long long v = 0;
+	int is_null, ret;
+
+	ret = get_object(o, where, "distribution", OPT, &d, err);
+	if (ret || !d)
+		return ret;
+	member(m, sizeof(m), where, "distribution");
+	ret = get_str(d, m, "mode", REQ, &mode, err);
+	if (!ret && api_dist_mode_parse(mode, &a->dist_mode))
+		ret = bad(err, m, "mode", "is not a distribution mode");
+	free(mode);
+	ret = ret ? ret :
+		    get_int(d, m, "mpi_processes", 0, API_PROTO_MAX_PROCS * 256,
+			    &is_null, &v, err);
+	a->mpi_processes = (int)v;
+	ret = ret ? ret :
+		    get_str(d, m, "mpi_options", OPT, &a->mpi_options, err);
+	ret = ret ? ret :
+		    get_int(d, m, "ps_servers", 0, API_PROTO_MAX_HOSTS,
+			    &is_null, &v, err);
+	a->ps_servers = (int)v;
+	return ret;
 }
 
 static int parse_launch(const json_t *o, const char *where,
@@ -799,9 +832,12 @@ static int parse_assignment(const json_t *o, const char *where,
 	ret = ret ? ret :
 		    get_intv(sub, m, "master_port", 1, 65535, &a->master_port,
 			     err);
+	ret = ret ? ret : get_str(sub, m, "url", OPT, &a->rdzv_url, err);
+	ret = ret ? ret : get_str(sub, m, "token", OPT, &a->rdzv_token, err);
 	ret = ret ? ret :
 		    get_intv(o, where, "processes_per_host", 1,
 			     API_PROTO_MAX_PROCS, &a->processes_per_host, err);
+	ret = ret ? ret : parse_distribution(o, where, a, err);
 	ret = ret ? ret :
 		    get_int(o, where, "grace_ms", 0, MAX_GRACE_MS, NULL, &v,
 			    err);
@@ -1046,8 +1082,16 @@ static json_t *assignment_json(struct jb *b, const struct api_assignment *a)
 	sub = jobj(b);
 	put(b, sub, "master_addr", jstr(b, a->master_addr));
 	put(b, sub, "master_port", jint(b, a->master_port));
+	put(b, sub, "url", jstr(b, a->rdzv_url));
+	put(b, sub, "token", jstr(b, a->rdzv_token));
 	put(b, o, "rendezvous", sub);
 	put(b, o, "processes_per_host", jint(b, a->processes_per_host));
+	sub = jobj(b);
+	put(b, sub, "mode", jstr(b, api_dist_mode_name(a->dist_mode)));
+	put(b, sub, "mpi_processes", jint(b, a->mpi_processes));
+	put(b, sub, "mpi_options", jstr(b, a->mpi_options));
+	put(b, sub, "ps_servers", jint(b, a->ps_servers));
+	put(b, o, "distribution", sub);
 	put(b, o, "grace_ms", jint(b, a->grace_ms));
 	return o;
 }

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "api/distribution.h"
 #include "api/job_spec.h"
 #include "common/buf.h"
 
@@ -57,9 +58,22 @@ struct api_assignment {
 	char *checkpoint_local_path; /* may be NULL */
 	char *blob_url;		     /* storage: controller blob endpoint */
 	char *local_root; /* storage: embedded store dir, may be NULL */
+	/*
+	 * Rendezvous of the attempt: algo-1's address, the first of the
+	 * attempt's ports (MASTER_PORT; parameter servers use port_base + 2i
+	 * and + 2i + 1 on host i), and the attempt's key-value store (url
+	 * and token; NULL from an older controller).
+	 */
 	char *master_addr;
 	int master_port;
+	char *rdzv_url;
+	char *rdzv_token;
 	int processes_per_host;
+	/* "distribution": mode and what the mode needs. */
+	enum api_dist_mode dist_mode;
+	int mpi_processes; /* 0: processes_per_host on every host */
+	char *mpi_options; /* may be NULL */
+	int ps_servers;	   /* 0: every host */
 	int64_t grace_ms;
 };
 

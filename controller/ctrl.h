@@ -35,6 +35,7 @@ struct ctrl_config {
 struct ctrl_host;
 struct ctrl_waiter;
 struct ctrl_jobrt;
+struct ctrl_rdzv;
 
 /* Everything the controller owns; passed first to every function. */
 struct ctrl_ctx {
@@ -60,6 +61,7 @@ struct ctrl_ctx {
 	struct ctrl_host **hosts;
 	size_t n_hosts;
 	struct ctrl_waiter *log_waiters; /* logs -f, resumed on new lines */
+	struct ctrl_rdzv *rdzv;		 /* controller/rendezvous.h */
 	int64_t log_version;
 
 	/* Per-job runtime caches (controller/jobrt.c), under jobs_lock. */

@@ -10,6 +10,7 @@
 #include "controller/ctrl.h"
 #include "api/hosts_json.h"
 #include "controller/hosts.h"
+#include "controller/rendezvous.h"
 #include "controller/ops.h"
 #include "db/run.h"
 #include "common/log.h"
@@ -149,6 +150,7 @@ int ctrl_hosts_tick(struct ctrl_ctx *ctx, int64_t now)
 		}
 	}
 	resume_expired(&ctx->log_waiters, now);
+	ctrl_rdzv_tick(ctx, now);
 	pthread_mutex_unlock(&ctx->hosts_lock);
 	return newly_lost;
 }
@@ -161,6 +163,7 @@ void ctrl_hosts_resume_all(struct ctrl_ctx *ctx)
 	for (i = 0; i < ctx->n_hosts; i++)
 		ctrl_waiters_resume(&ctx->hosts[i]->waiters);
 	ctrl_waiters_resume(&ctx->log_waiters);
+	ctrl_rdzv_resume_all(ctx);
 	pthread_mutex_unlock(&ctx->hosts_lock);
 }
 

@@ -20,6 +20,7 @@
 #include "controller/http.h"
 #include "controller/metrics.h"
 #include "controller/ops.h"
+#include "controller/rendezvous.h"
 #include "controller/web.h"
 #include "common/bug.h"
 #include "common/err.h"
@@ -354,6 +355,10 @@ route(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
 		*content_type = "application/json";
 		return ctrl_agent_route(ctx, conn, method, url, req, resp);
 	}
+	if (!strncmp(url, "/v1/rendezvous/", 15))
+		/* Ranks authenticate with their attempt's token. */
+		return ctrl_rdzv_route(ctx, conn, method, url, req, resp,
+				       content_type);
 	if (cross_site(conn, method)) {
 		ctrl_reply_error(resp, 403, "AccessDeniedException",
 				 "cross-site requests may not change state");

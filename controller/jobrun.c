@@ -1,5 +1,6 @@
 #define LOG_TAG "ctrl"
 
+#include <openssl/rand.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -8,7 +9,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "api/distribution.h"
 #include "api/agent_proto.h"
+#include "controller/rendezvous.h"
 #include "controller/artifacts.h"
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
@@ -43,28 +46,53 @@ static int host_busy(const struct db_assignment *all, size_t n,
 	return 0;
 }
 
-/*
- * A free TCP port for the attempt's rendezvous. The kernel picks it; the
- * port is released at once and used moments later by algo-1, the usual
- * trade-off of torchrun's own free-port helper.
- */
-static int pick_port(void)
+static int port_free(int port)
 {
 	struct sockaddr_in a;
-	socklen_t len = sizeof(a);
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	int port = 29500;
+	int ok;
 
 	if (fd < 0)
-		return port;
+		return 0;
 	memset(&a, 0, sizeof(a));
 	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (!bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
-	    !getsockname(fd, (struct sockaddr *)&a, &len))
-		port = ntohs(a.sin_port);
+	a.sin_addr.s_addr = htonl(INADDR_ANY);
+	a.sin_port = htons((uint16_t)port);
+	ok = !bind(fd, (struct sockaddr *)&a, sizeof(a));
 	close(fd);
-	return port;
+	return ok;
+}
+
+/*
+ * The attempt's ports: `count` consecutive ports from a fresh random base
+ * each attempt (MASTER_PORT is the first; parameter servers use two per
+ * host). They come from below the kernel's ephemeral range (32768 and up
+ * on Linux), so outgoing connections never happen to take them, and are
+ * checked free here; hosts with their own network check again as they
+ * start (the agent of algo-1 refuses a port it cannot bind).
+ */
+static int pick_ports(int count)
+{
+	unsigned char r[2];
+	int tries, base = 0, k;
+
+	if (count < 1)
+		count = 1;
+	for (tries = 0; tries < 16; tries++) {
+		if (RAND_bytes(r, sizeof(r)) != 1)
+			break;
+		base = 20000 + (int)((r[0] << 8 | r[1]) % (12000 - count));
+		for (k = 0; k < count && port_free(base + k); k++)
+			;
+		if (k == count)
+			return base;
+	}
+	return base ? base : 29500;
+}
+
+static int job_is_mpi(const struct api_job_spec *spec)
+{
+	return api_hp_true(api_job_spec_hp(spec, "sagemaker_mpi_enabled"));
 }
 
 static int job_instance_count(const struct api_job_spec *spec)
@@ -200,8 +228,8 @@ static void place(struct ctrl_ctx *ctx, const struct db_job *job,
 		goto out;
 	}
 	ret = db_attempt_start(ctx->db, job->name, job->attempt + 1,
-			       pick_port(), chosen, (size_t)need, time_now_ms(),
-			       &err);
+			       pick_ports(2 * need + 2), chosen, (size_t)need,
+			       time_now_ms(), &err);
 	if (ret) {
 		log_error("job '%s': cannot start attempt: %s", job->name,
 			  err.data);
@@ -231,6 +259,9 @@ struct summary {
 	size_t done;
 	size_t finished; /* done or error or exited (nothing more comes) */
 	int failed;
+	/* MPI mode: algo-1's mpirun ended; followers still running. */
+	int leader_exited;
+	size_t followers_running;
 	struct buf reason;
 };
 
@@ -263,8 +294,12 @@ static void describe_exit(struct buf *b, const struct db_assignment *a,
 			       p->exit_code);
 }
 
+/*
+ * In MPI mode only algo-1's outcome (mpirun's) counts: the other hosts
+ * serve mpirun's daemons and end when it does, or are stopped then.
+ */
 static void summarize(struct ctrl_ctx *ctx, const struct db_assignment *as,
-		      size_t n, struct summary *s)
+		      size_t n, int mpi, struct summary *s)
 {
 	int64_t first_fail_ms = 0;
 	size_t i, k;
@@ -298,6 +333,26 @@ static void summarize(struct ctrl_ctx *ctx, const struct db_assignment *as,
 		}
 		buf_release(&err);
 		r = &st.items[0];
+		if (mpi && as[i].host_index == 0 &&
+		    r->phase >= API_PHASE_EXITED && r->phase != API_PHASE_ERROR)
+			s->leader_exited = 1;
+		if (mpi && as[i].host_index > 0 &&
+		    r->phase != API_PHASE_ERROR) {
+			if (r->phase == API_PHASE_RUNNING)
+				s->followers_running++;
+			if (r->phase >= API_PHASE_RUNNING)
+				s->running++;
+			if (r->phase == API_PHASE_DOWNLOADING)
+				s->downloading++;
+			if (r->phase == API_PHASE_DONE)
+				s->done++;
+			if (r->phase >= API_PHASE_EXITED) {
+				s->finished++;
+				s->exited_ok++;
+			}
+			api_status_release(&st);
+			continue;
+		}
 		if (r->phase == API_PHASE_DOWNLOADING)
 			s->downloading++;
 		if (r->phase >= API_PHASE_RUNNING &&
@@ -421,6 +476,7 @@ static void cleanup(struct ctrl_ctx *ctx, const char *name,
 		log_error("job '%s': %s", name, err.data);
 	bump_hosts(ctx, as, n);
 	ctrl_jobrt_drop(ctx, name);
+	ctrl_rdzv_forget(ctx, name);
 	buf_release(&err);
 }
 
@@ -551,6 +607,7 @@ static void step(struct ctrl_ctx *ctx, const char *name,
 	int64_t max_ms = 0;
 	struct ctrl_jobrt *rt;
 	size_t n = 0;
+	int mpi;
 
 	memset(&s, 0, sizeof(s));
 	if (db_job_get(ctx->db, name, &job, &err) ||
@@ -573,7 +630,11 @@ static void step(struct ctrl_ctx *ctx, const char *name,
 	}
 	(void)db_assignments_list(ctx->db, name, NULL, job.attempt, &as, &n,
 				  &err);
-	summarize(ctx, as, n, &s);
+	pthread_mutex_lock(&ctx->jobs_lock);
+	rt = ctrl_jobrt_get(ctx, name);
+	mpi = rt && job_is_mpi(&rt->spec);
+	pthread_mutex_unlock(&ctx->jobs_lock);
+	summarize(ctx, as, n, mpi, &s);
 	if (cur == CTRL_JOB_STOPPING) {
 		int maxrt = job.stop_reason &&
 			    !strcmp(job.stop_reason, "MaxRuntimeExceeded");
@@ -609,6 +670,9 @@ static void step(struct ctrl_ctx *ctx, const char *name,
 		       s.reason.data, as, n, 0);
 		goto out;
 	}
+	if (mpi && s.leader_exited && s.followers_running)
+		/* mpirun is done: whatever still waits for it stops. */
+		set_actions(ctx, &job, as, n, "stop");
 	if (s.exited_ok >= n && s.done >= n) {
 		advance(ctx, name, &cur, CTRL_JOB_UPLOADING);
 		if (cur == CTRL_JOB_UPLOADING)

@@ -1,5 +1,6 @@
 #define LOG_TAG "ctrl"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -54,6 +55,66 @@ struct pending {
 	struct buf text;
 };
 
+static void add_point(struct db_metric **pts, size_t *n, size_t *cap,
+		      char *name, double v, int64_t ts_ms)
+{
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		*pts = xrealloc(*pts, *cap * sizeof(**pts));
+	}
+	(*pts)[*n].name = name;
+	(*pts)[*n].value = v;
+	(*pts)[*n].timestamp_ms = ts_ms;
+	(*n)++;
+}
+
+static int defined_metric(const struct ctrl_jobrt *rt, const char *name,
+			  size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < rt->spec.n_metrics; i++)
+		if (strlen(rt->spec.metrics[i].name) == len &&
+		    !strncmp(rt->spec.metrics[i].name, name, len))
+			return 1;
+	return 0;
+}
+
+/*
+ * The metric line libtrainer writes, "#metric <name>=<value> ...", is a
+ * metric of every job (trainer/trainer.h), unless a MetricDefinition of
+ * the same name says how to read it. It may follow a prefix (mpirun's
+ * "[1,0]<stdout>:"). The names are kept in *names for the caller to
+ * free after the points are stored.
+ */
+static void default_metric(struct ctrl_jobrt *rt, const struct api_log_line *l,
+			   struct db_metric **pts, size_t *n, size_t *cap,
+			   char ***names, size_t *n_names)
+{
+	const char *p = strstr(l->text, "#metric "), *name, *end;
+	char *stop;
+	double v;
+	size_t len;
+
+	if (!p)
+		return;
+	name = p + 8;
+	for (end = name;
+	     *end && (isalnum((unsigned char)*end) || strchr(":._/-", *end));
+	     end++)
+		;
+	len = (size_t)(end - name);
+	if (!len || len > 255 || *end != '=' || defined_metric(rt, name, len))
+		return;
+	v = strtod(end + 1, &stop);
+	if (stop == end + 1)
+		return;
+	*names = xrealloc(*names, (*n_names + 1) * sizeof(**names));
+	(*names)[*n_names] = xstrndup(name, len);
+	add_point(pts, n, cap, (*names)[*n_names], v, l->ts_ms);
+	(*n_names)++;
+}
+
 static void metric_lines(struct ctrl_jobrt *rt, const struct api_log_line *l,
 			 struct db_metric **pts, size_t *n, size_t *cap)
 {
@@ -85,14 +146,7 @@ static void metric_lines(struct ctrl_jobrt *rt, const struct api_log_line *l,
 		v = strtod(num, &end);
 		if (end == num)
 			continue;
-		if (*n == *cap) {
-			*cap = *cap ? *cap * 2 : 16;
-			*pts = xrealloc(*pts, *cap * sizeof(**pts));
-		}
-		(*pts)[*n].name = rt->spec.metrics[i].name;
-		(*pts)[*n].value = v;
-		(*pts)[*n].timestamp_ms = l->ts_ms;
-		(*n)++;
+		add_point(pts, n, cap, rt->spec.metrics[i].name, v, l->ts_ms);
 	}
 }
 
@@ -145,6 +199,8 @@ void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
 	struct buf stream = BUF_INIT;
 	struct buf err = BUF_INIT;
 	char *metrics_job = NULL;
+	char **names = NULL;
+	size_t n_names = 0;
 	size_t stored = 0;
 	size_t i, k;
 
@@ -177,7 +233,7 @@ void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
 		(void)buf_addf(&p->text, "%" PRId64 "\t%c\t%d\t%s\n", l->ts_ms,
 			       l->is_stderr ? 'E' : 'O', l->rank, l->text);
 		stored++;
-		if (rt->spec.n_metrics) {
+		if (rt->spec.n_metrics || strstr(l->text, "#metric ")) {
 			/* Metrics of one job per batch, the usual case; lines
 			 * of other jobs in the same batch go to their own. */
 			if (metrics_job && strcmp(metrics_job, l->job)) {
@@ -190,6 +246,8 @@ void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
 				metrics_job = xstrdup(l->job);
 			}
 			metric_lines(rt, l, &pts, &n_pts, &cap_pts);
+			default_metric(rt, l, &pts, &n_pts, &cap_pts, &names,
+				       &n_names);
 		}
 	}
 	if (metrics_job && n_pts &&
@@ -205,6 +263,9 @@ void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
 	ctrl_metrics_log_lines(stored);
 	free(pend);
 	free(pts);
+	for (k = 0; k < n_names; k++)
+		free(names[k]);
+	free(names);
 	free(metrics_job);
 	buf_release(&stream);
 	buf_release(&err);

@@ -13,6 +13,7 @@
 
 #include "controller/ctrl.h"
 #include "controller/files.h"
+#include "controller/rendezvous.h"
 #include "controller/hosts.h"
 #include "controller/jobrt.h"
 #include "controller/local_cluster.h"
@@ -141,6 +142,10 @@ int main(int argc, char **argv)
 		goto out_db;
 	}
 	pthread_mutex_init(&ctx.jobs_lock, NULL);
+	if (ctrl_rdzv_init(&ctx, &err)) {
+		fprintf(stderr, "trainctld: error: %s\n", err.data);
+		goto out_db;
+	}
 	if (ctrl_reconciler_start(&ctx)) {
 		fprintf(stderr, "trainctld: error: cannot start reconciler\n");
 		goto out_db;
@@ -196,6 +201,7 @@ out_db:
 	db_close(ctx.db);
 	ctrl_jobrt_release_all(&ctx);
 	ctrl_hosts_release(&ctx);
+	ctrl_rdzv_release(&ctx);
 	pthread_mutex_destroy(&ctx.lock);
 	pthread_cond_destroy(&ctx.wake);
 	pthread_mutex_destroy(&ctx.hosts_lock);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/distribution.h"
 #include "api/job_record.h"
 #include "api/job_spec.h"
 #include "api/requests.h"
@@ -177,6 +178,12 @@ void ctrl_op_create(struct ctrl_ctx *ctx, const char *body, size_t len,
 		goto out;
 	}
 	ret = check_uris(&spec, &err);
+	if (!ret) {
+		struct api_distribution dist;
+
+		ret = api_distribution_parse(&spec, &dist, &err);
+		api_distribution_release(&dist);
+	}
 	if (!ret)
 		ret = check_capacity(ctx, &spec, &err);
 	if (ret) {

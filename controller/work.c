@@ -4,11 +4,13 @@
 #include <string.h>
 
 #include "api/agent_proto.h"
+#include "api/distribution.h"
 #include "api/job_config.h"
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
 #include "controller/images.h"
 #include "controller/jobrt.h"
+#include "controller/rendezvous.h"
 #include "controller/work.h"
 #include "db/run.h"
 #include "common/err.h"
@@ -50,6 +52,18 @@ static char *host_address(struct ctrl_ctx *ctx, const char *host)
 	return addr;
 }
 
+static int host_gpus(struct ctrl_ctx *ctx, const char *host)
+{
+	struct ctrl_host *h;
+	int n;
+
+	pthread_mutex_lock(&ctx->hosts_lock);
+	h = ctrl_hosts_find(ctx, host);
+	n = h ? h->gpus : 0;
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	return n;
+}
+
 /* Fills a from the job's spec and the attempt's assignments. */
 static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 		const struct db_assignment *mine,
@@ -58,6 +72,7 @@ static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 {
 	const struct api_job_spec *spec = &rt->spec;
 	struct ctrl_launch launch;
+	struct api_distribution dist;
 	struct buf b = BUF_INIT;
 	int64_t started = 0;
 	int port = 0;
@@ -147,7 +162,33 @@ static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 	a->local_root = buf_detach(&b, NULL);
 	a->master_addr = xstrdup(a->addresses[0]);
 	a->master_port = port;
-	a->processes_per_host = 1;
+	if (ctx->rdzv) {
+		char token[65];
+
+		(void)buf_addf(&b, "%s/v1/rendezvous/%s/%d",
+			       ctx->cfg.advertise_url, mine->job,
+			       mine->attempt);
+		a->rdzv_url = buf_detach(&b, NULL);
+		ctrl_rdzv_token(ctx, mine->job, mine->attempt, token);
+		a->rdzv_token = xstrdup(token);
+	}
+	ret = api_distribution_parse(spec, &dist, err);
+	if (ret) {
+		ctrl_launch_release(&launch);
+		return ret;
+	}
+	a->dist_mode = dist.mode;
+	a->mpi_processes = dist.mpi_processes;
+	a->mpi_options = dist.mpi_options ? xstrdup(dist.mpi_options) : NULL;
+	a->ps_servers = dist.ps_servers;
+	/* As the toolkit: the host's GPUs, else one process per host. */
+	a->processes_per_host = dist.processes_per_host ?
+					dist.processes_per_host :
+					host_gpus(ctx, mine->host);
+	if (a->processes_per_host < 1 ||
+	    (dist.mode != API_DIST_TORCH && dist.mode != API_DIST_MPI))
+		a->processes_per_host = 1;
+	api_distribution_release(&dist);
 	a->grace_ms = ctx->cfg.grace_ms;
 	ctrl_launch_release(&launch);
 	return 0;

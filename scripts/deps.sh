@@ -11,7 +11,8 @@ libinih-dev wrk libxml2-dev nodejs
 chromium python3-prometheus-client
 clang clang-format curl ca-certificates
 python3 python3-boto3 python3-botocore awscli python3-sklearn
-openssh-server openssh-client iproute2 util-linux pdsh slurm-wlm openmpi-bin"
+openssh-server openssh-client iproute2 util-linux pdsh slurm-wlm openmpi-bin
+libopenmpi-dev python3-torch dataset-fashion-mnist"
 
 missing=""
 for p in $PKGS; do

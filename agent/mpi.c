@@ -1,0 +1,470 @@
+/*
+ * MPI mode without SSH between hosts.
+ *
+ * On algo-1 the agent runs mpirun with OpenMPI's remote launcher
+ * (plm_rsh_agent) set to "trainagent rsh". On every other host it runs
+ * "trainagent mpi-worker", which listens on the attempt's port for that
+ * host. mpirun calls the launcher with ssh's convention (options, host,
+ * then the words of a command for a shell); the launcher connects to that
+ * host's worker, which runs the command (OpenMPI's orted) with /bin/sh and
+ * relays its output and exit status back. The command's processes stay in
+ * the worker's session, so the agent stops them all with the assignment.
+ *
+ * The wire, launcher -> worker:
+ *     "TRAINCTL-RSH 1\n" <token> "\n" <decimal length> "\n" <command>
+ * worker -> launcher, frames of one type byte and a 4-byte big-endian
+ * length: 'o' stdout bytes, 'e' stderr bytes, 'x' the exit status (4
+ * bytes: the code, or 128 + signal). The token is the attempt's
+ * rendezvous token (TRAINCTL_RDZV_TOKEN, in both environments); a
+ * connection without it is closed unanswered.
+ */
+#define _GNU_SOURCE
+#define LOG_TAG "mpi"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "common/buf.h"
+#include "common/timeutil.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+#define RSH_MAGIC "TRAINCTL-RSH 1\n"
+#define RSH_MAX_COMMAND (64 << 10)
+#define RSH_MAX_TOKEN 256
+#define RSH_HEADER_MS 10000    /* a launcher sends its header at once */
+#define RSH_CONNECT_MS 120000  /* a worker's host may start later */
+#define RSH_MAX_CONNECTIONS 64 /* served by one worker */
+#define RSH_EXIT_LAUNCH 255    /* what ssh exits with when it fails */
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n) {
+		ssize_t w = write(fd, c, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int read_all(int fd, void *p, size_t n)
+{
+	char *c = p;
+
+	while (n) {
+		ssize_t r = read(fd, c, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		c += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static int frame(int fd, char type, const void *data, uint32_t len)
+{
+	unsigned char h[5];
+
+	h[0] = (unsigned char)type;
+	h[1] = (unsigned char)(len >> 24);
+	h[2] = (unsigned char)(len >> 16);
+	h[3] = (unsigned char)(len >> 8);
+	h[4] = (unsigned char)len;
+	if (write_all(fd, h, sizeof(h)))
+		return -1;
+	return len ? write_all(fd, data, len) : 0;
+}
+
+/* ---- the launcher: trainagent rsh [ssh options] host command... ---- */
+
+/* "algo-2=10.0.0.12:31002,algo-3=..." -> the address and port of host. */
+static int peer_of(const char *peers, const char *host, char *addr,
+		   size_t addr_len, int *port)
+{
+	size_t hl = strlen(host);
+	const char *p = peers;
+
+	while (p && *p) {
+		const char *end = strchr(p, ','), *eq = strchr(p, '=');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+
+		if (eq && eq < p + n && (size_t)(eq - p) == hl &&
+		    !strncmp(p, host, hl)) {
+			const char *colon = NULL, *q;
+			size_t al;
+
+			for (q = eq + 1; q < p + n; q++)
+				if (*q == ':')
+					colon = q;
+			if (!colon)
+				return -1;
+			al = (size_t)(colon - eq - 1);
+			if (al + 1 > addr_len)
+				return -1;
+			memcpy(addr, eq + 1, al);
+			addr[al] = '\0';
+			*port = atoi(colon + 1);
+			return *port > 0 && *port < 65536 ? 0 : -1;
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return -1;
+}
+
+static int connect_to(const char *addr, int port, int64_t deadline_ms)
+{
+	struct addrinfo hints, *res = NULL;
+	char ps[16];
+	int fd = -1, delay = 20;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+	(void)snprintf(ps, sizeof(ps), "%d", port);
+	if (getaddrinfo(addr, ps, &hints, &res) || !res)
+		return -1;
+	for (;;) {
+		fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && !connect(fd, res->ai_addr, res->ai_addrlen))
+			break;
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+		if (time_mono_ms() >= deadline_ms)
+			break;
+		/* The worker's host may still be starting it. */
+		{
+			struct timespec ts = { 0, delay * 1000000L };
+
+			nanosleep(&ts, NULL);
+		}
+		if (delay < 500)
+			delay *= 2;
+	}
+	freeaddrinfo(res);
+	return fd;
+}
+
+/* ssh options that take a value (ssh(1)). */
+static int takes_value(const char *opt)
+{
+	return opt[1] && !opt[2] && strchr("BbcDEeFIiJLlmOopQRSWw", opt[1]);
+}
+
+int agent_rsh_main(int argc, char **argv)
+{
+	const char *peers = getenv("TRAINCTL_MPI_PEERS");
+	const char *token = getenv("TRAINCTL_RDZV_TOKEN");
+	struct buf cmd = BUF_INIT;
+	char addr[128], hdr[64];
+	int i = 1, port = 0, fd, status = RSH_EXIT_LAUNCH;
+	const char *host;
+
+	while (i < argc && argv[i][0] == '-') {
+		if (!strcmp(argv[i], "--")) {
+			i++;
+			break;
+		}
+		i += takes_value(argv[i]) ? 2 : 1;
+	}
+	if (i >= argc - 1) {
+		fprintf(stderr, "trainagent rsh: usage: trainagent rsh "
+				"[options] HOST COMMAND...\n");
+		return RSH_EXIT_LAUNCH;
+	}
+	host = argv[i++];
+	if (!token || !peers ||
+	    peer_of(peers, host, addr, sizeof(addr), &port)) {
+		fprintf(stderr,
+			"trainagent rsh: no worker known for host '%s' "
+			"(TRAINCTL_MPI_PEERS=%s)\n",
+			host, peers ? peers : "");
+		return RSH_EXIT_LAUNCH;
+	}
+	for (; i < argc; i++)
+		(void)buf_addf(&cmd, "%s%s", cmd.len ? " " : "", argv[i]);
+	if (cmd.len > RSH_MAX_COMMAND || strlen(token) > RSH_MAX_TOKEN) {
+		fprintf(stderr, "trainagent rsh: command too long\n");
+		buf_release(&cmd);
+		return RSH_EXIT_LAUNCH;
+	}
+	fd = connect_to(addr, port, time_mono_ms() + RSH_CONNECT_MS);
+	if (fd < 0) {
+		fprintf(stderr,
+			"trainagent rsh: cannot reach the worker of %s at "
+			"%s:%d: %s\n",
+			host, addr, port, strerror(errno));
+		buf_release(&cmd);
+		return RSH_EXIT_LAUNCH;
+	}
+	(void)snprintf(hdr, sizeof(hdr), "\n%zu\n", cmd.len);
+	if (write_all(fd, RSH_MAGIC, strlen(RSH_MAGIC)) ||
+	    write_all(fd, token, strlen(token)) ||
+	    write_all(fd, hdr, strlen(hdr)) ||
+	    write_all(fd, cmd.data, cmd.len)) {
+		fprintf(stderr, "trainagent rsh: %s: connection lost\n", host);
+		goto out;
+	}
+	for (;;) {
+		unsigned char h[5];
+		char data[16384];
+		uint32_t len;
+
+		if (read_all(fd, h, sizeof(h))) {
+			fprintf(stderr,
+				"trainagent rsh: %s: the worker closed the "
+				"connection\n",
+				host);
+			break;
+		}
+		len = (uint32_t)h[1] << 24 | (uint32_t)h[2] << 16 |
+		      (uint32_t)h[3] << 8 | h[4];
+		if (h[0] == 'x' && len == 4) {
+			unsigned char s[4];
+
+			if (read_all(fd, s, 4))
+				break;
+			status = s[3];
+			break;
+		}
+		if ((h[0] != 'o' && h[0] != 'e') || len > sizeof(data) ||
+		    read_all(fd, data, len)) {
+			fprintf(stderr, "trainagent rsh: %s: bad frame\n",
+				host);
+			break;
+		}
+		(void)write_all(h[0] == 'o' ? STDOUT_FILENO : STDERR_FILENO,
+				data, len);
+	}
+out:
+	close(fd);
+	buf_release(&cmd);
+	return status;
+}
+
+/* ---- the worker: trainagent mpi-worker --port P ---- */
+
+/* Reads a "\n"-terminated line of at most max bytes. */
+static int read_line(int fd, char *out, size_t max)
+{
+	size_t n = 0;
+
+	for (;;) {
+		char c;
+
+		if (read_all(fd, &c, 1))
+			return -1;
+		if (c == '\n')
+			break;
+		if (n + 1 >= max)
+			return -1;
+		out[n++] = c;
+	}
+	out[n] = '\0';
+	return 0;
+}
+
+/* Runs one connection's command; the handler process exits with it. */
+static int serve(int fd, const char *token)
+{
+	struct timeval tv = { RSH_HEADER_MS / 1000, 0 };
+	char magic[32], tok[RSH_MAX_TOKEN + 2], lenbuf[32];
+	int out[2], err[2], status = 0, open_pipes = 2;
+	unsigned char code[4];
+	char *cmd, *end;
+	long len;
+	pid_t pid;
+
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (read_line(fd, magic, sizeof(magic)) ||
+	    strcmp(magic, "TRAINCTL-RSH 1") ||
+	    read_line(fd, tok, sizeof(tok)) || strcmp(tok, token) ||
+	    read_line(fd, lenbuf, sizeof(lenbuf)))
+		return RSH_EXIT_LAUNCH;
+	len = strtol(lenbuf, &end, 10);
+	if (*end || len < 1 || len > RSH_MAX_COMMAND)
+		return RSH_EXIT_LAUNCH;
+	cmd = xmalloc((size_t)len + 1);
+	if (read_all(fd, cmd, (size_t)len)) {
+		free(cmd);
+		return RSH_EXIT_LAUNCH;
+	}
+	cmd[len] = '\0';
+	tv.tv_sec = 0;
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
+		free(cmd);
+		return RSH_EXIT_LAUNCH;
+	}
+	pid = fork();
+	if (pid < 0) {
+		free(cmd);
+		return RSH_EXIT_LAUNCH;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDONLY);
+
+		(void)dup2(null, STDIN_FILENO);
+		(void)dup2(out[1], STDOUT_FILENO);
+		(void)dup2(err[1], STDERR_FILENO);
+		signal(SIGPIPE, SIG_DFL);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	free(cmd);
+	close(out[1]);
+	close(err[1]);
+	while (open_pipes) {
+		struct pollfd p[3] = { { out[0], POLLIN, 0 },
+				       { err[0], POLLIN, 0 },
+				       { fd, POLLIN, 0 } };
+		char data[16384];
+		int k;
+
+		if (poll(p, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[2].revents & (POLLIN | POLLHUP | POLLERR)) {
+			/* The launcher is gone (mpirun ended or died): so
+			 * is the reason for what we run. */
+			char c;
+
+			if (read(fd, &c, 1) <= 0) {
+				(void)kill(pid, SIGTERM);
+				fd = -1;
+				p[2].fd = -1;
+			}
+		}
+		for (k = 0; k < 2; k++) {
+			ssize_t r;
+
+			if (p[k].fd < 0 || !(p[k].revents & (POLLIN | POLLHUP)))
+				continue;
+			r = read(p[k].fd, data, sizeof(data));
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0) {
+				close(k ? err[0] : out[0]);
+				if (k)
+					err[0] = -1;
+				else
+					out[0] = -1;
+				open_pipes--;
+				continue;
+			}
+			if (fd >= 0 &&
+			    frame(fd, k ? 'e' : 'o', data, (uint32_t)r))
+				fd = -1;
+		}
+		/* With the launcher gone the pipes are still drained, so
+		 * the command never blocks on a full one. */
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	status = WIFSIGNALED(status) ? 128 + WTERMSIG(status) :
+				       WEXITSTATUS(status);
+	code[0] = code[1] = code[2] = 0;
+	code[3] = (unsigned char)status;
+	if (fd >= 0)
+		(void)frame(fd, 'x', code, 4);
+	return status;
+}
+
+int agent_mpi_worker_main(int argc, char **argv)
+{
+	const char *token = getenv("TRAINCTL_RDZV_TOKEN");
+	struct sockaddr_in a;
+	int port = 0, lfd, one = 1, served = 0, running = 0, result = 0;
+	int i;
+
+	for (i = 1; i + 1 < argc; i++)
+		if (!strcmp(argv[i], "--port"))
+			port = atoi(argv[i + 1]);
+	if (port <= 0 || port > 65535 || !token || !*token) {
+		fprintf(stderr, "trainagent mpi-worker: needs --port PORT and "
+				"TRAINCTL_RDZV_TOKEN\n");
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_ANY);
+	a.sin_port = htons((uint16_t)port);
+	if (lfd < 0 ||
+	    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(lfd, (struct sockaddr *)&a, sizeof(a)) || listen(lfd, 16)) {
+		fprintf(stderr,
+			"trainagent mpi-worker: cannot listen on port %d: "
+			"%s\n",
+			port, strerror(errno));
+		return 1;
+	}
+	fprintf(stderr,
+		"trainagent mpi-worker: waiting for mpirun on port %d\n", port);
+	/* Until mpirun has come and everything it started has ended. */
+	while (!served || running) {
+		struct pollfd p = { lfd, POLLIN, 0 };
+		int st;
+		pid_t w;
+
+		if (poll(&p, 1, 200) > 0 && (p.revents & POLLIN)) {
+			int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+			if (cfd >= 0 &&
+			    served + running < RSH_MAX_CONNECTIONS) {
+				pid_t h = fork();
+
+				if (h == 0) {
+					close(lfd);
+					_exit(serve(cfd, token));
+				}
+				if (h > 0)
+					running++;
+			}
+			if (cfd >= 0)
+				close(cfd);
+		}
+		while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
+			int code = WIFSIGNALED(st) ? 128 + WTERMSIG(st) :
+						     WEXITSTATUS(st);
+
+			running--;
+			/* A refused connection (bad token) serves nothing. */
+			if (code == RSH_EXIT_LAUNCH)
+				continue;
+			served++;
+			if (code && !result)
+				result = code;
+		}
+	}
+	close(lfd);
+	return result;
+}

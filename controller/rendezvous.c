@@ -1,0 +1,386 @@
+#define LOG_TAG "rdzv"
+
+#include <microhttpd.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/ctrl.h"
+#include "controller/files.h"
+#include "controller/rendezvous.h"
+#include "common/bug.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+struct rdzv_entry {
+	char *job;
+	int attempt;
+	char *key;
+	char *value;
+	size_t len;
+	struct rdzv_entry *next;
+};
+
+struct rdzv_waiter {
+	struct MHD_Connection *conn;
+	int *resumed;
+	int64_t deadline_ms;
+	char *job;
+	int attempt;
+	char *key;
+	struct rdzv_waiter *next;
+};
+
+/* Everything below is guarded by ctx->hosts_lock. */
+struct ctrl_rdzv {
+	unsigned char secret[32];
+	struct rdzv_entry *entries;
+	struct rdzv_waiter *waiters;
+	size_t bytes; /* of every value held */
+};
+
+/* Values held in all, whatever the attempts: a bound on memory. */
+#define RDZV_MAX_BYTES (64 << 20)
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+int ctrl_rdzv_init(struct ctrl_ctx *ctx, struct buf *err)
+{
+	struct ctrl_rdzv *r = xcalloc(1, sizeof(*r));
+	struct buf path = BUF_INIT, hex = BUF_INIT;
+	char *line;
+	size_t i;
+	int ok = 0;
+
+	(void)buf_addf(&path, "%s/rendezvous.key", ctx->cfg.state_dir);
+	line = ctrl_read_line(path.data);
+	if (line && strlen(line) == 64) {
+		ok = 1;
+		for (i = 0; i < 32 && ok; i++) {
+			int hi = hexval(line[2 * i]),
+			    lo = hexval(line[2 * i + 1]);
+
+			ok = hi >= 0 && lo >= 0;
+			r->secret[i] = (unsigned char)(hi << 4 | lo);
+		}
+	}
+	free(line);
+	if (!ok) {
+		if (RAND_bytes(r->secret, sizeof(r->secret)) != 1) {
+			(void)buf_adds(err, "no random bytes for the "
+					    "rendezvous key");
+			free(r);
+			buf_release(&path);
+			return ERR_INTERNAL;
+		}
+		for (i = 0; i < 32; i++)
+			(void)buf_addf(&hex, "%02x", r->secret[i]);
+		if (ctrl_write_small(path.data, hex.data)) {
+			(void)buf_addf(err, "cannot write %s", path.data);
+			free(r);
+			buf_release(&path);
+			buf_release(&hex);
+			return ERR_IO;
+		}
+	}
+	ctx->rdzv = r;
+	buf_release(&path);
+	buf_release(&hex);
+	return 0;
+}
+
+static void entry_free(struct rdzv_entry *e)
+{
+	free(e->job);
+	free(e->key);
+	free(e->value);
+	free(e);
+}
+
+void ctrl_rdzv_release(struct ctrl_ctx *ctx)
+{
+	struct ctrl_rdzv *r = ctx->rdzv;
+
+	if (!r)
+		return;
+	while (r->entries) {
+		struct rdzv_entry *e = r->entries;
+
+		r->entries = e->next;
+		entry_free(e);
+	}
+	OPENSSL_cleanse(r->secret, sizeof(r->secret));
+	free(r);
+	ctx->rdzv = NULL;
+}
+
+void ctrl_rdzv_token(const struct ctrl_ctx *ctx, const char *job, int attempt,
+		     char out[65])
+{
+	unsigned char mac[EVP_MAX_MD_SIZE];
+	unsigned int n = 0, i;
+	struct buf msg = BUF_INIT;
+
+	(void)buf_addf(&msg, "%s/%d", job, attempt);
+	if (!HMAC(EVP_sha256(), ctx->rdzv->secret, sizeof(ctx->rdzv->secret),
+		  (const unsigned char *)msg.data, msg.len, mac, &n))
+		BUG("HMAC failed");
+	for (i = 0; i < 32 && i < n; i++)
+		(void)snprintf(out + 2 * i, 3, "%02x", mac[i]);
+	out[64] = '\0';
+	buf_release(&msg);
+}
+
+/* Drops entries of job older than attempt (all of them for attempt 0). */
+static void drop_old(struct ctrl_rdzv *r, const char *job, int attempt)
+{
+	struct rdzv_entry **pp = &r->entries;
+
+	while (*pp) {
+		struct rdzv_entry *e = *pp;
+
+		if (!strcmp(e->job, job) &&
+		    (!attempt || e->attempt < attempt)) {
+			*pp = e->next;
+			r->bytes -= e->len;
+			entry_free(e);
+		} else {
+			pp = &e->next;
+		}
+	}
+}
+
+void ctrl_rdzv_forget(struct ctrl_ctx *ctx, const char *job)
+{
+	if (!ctx->rdzv)
+		return;
+	pthread_mutex_lock(&ctx->hosts_lock);
+	drop_old(ctx->rdzv, job, 0);
+	pthread_mutex_unlock(&ctx->hosts_lock);
+}
+
+static void waiter_free(struct rdzv_waiter *w)
+{
+	free(w->job);
+	free(w->key);
+	free(w);
+}
+
+/* Resumes waiters matching (job, attempt, key), or those past now. */
+static void resume(struct ctrl_rdzv *r, const char *job, int attempt,
+		   const char *key, int64_t now_ms)
+{
+	struct rdzv_waiter **pp = &r->waiters;
+
+	while (*pp) {
+		struct rdzv_waiter *w = *pp;
+		int hit = job ? !strcmp(w->job, job) && w->attempt == attempt &&
+					  !strcmp(w->key, key) :
+				w->deadline_ms <= now_ms;
+
+		if (hit) {
+			*pp = w->next;
+			*w->resumed = 1;
+			MHD_resume_connection(w->conn);
+			waiter_free(w);
+		} else {
+			pp = &w->next;
+		}
+	}
+}
+
+void ctrl_rdzv_tick(struct ctrl_ctx *ctx, int64_t now_ms)
+{
+	if (ctx->rdzv)
+		resume(ctx->rdzv, NULL, 0, NULL, now_ms);
+}
+
+static struct rdzv_entry *find(struct ctrl_rdzv *r, const char *job,
+			       int attempt, const char *key, size_t *count)
+{
+	struct rdzv_entry *e, *hit = NULL;
+
+	*count = 0;
+	for (e = r->entries; e; e = e->next)
+		if (!strcmp(e->job, job) && e->attempt == attempt) {
+			(*count)++;
+			if (!strcmp(e->key, key))
+				hit = e;
+		}
+	return hit;
+}
+
+static int key_ok(const char *k)
+{
+	size_t n = strlen(k), i;
+
+	if (n < 1 || n > 128)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((k[i] >= 'a' && k[i] <= 'z') ||
+		      (k[i] >= 'A' && k[i] <= 'Z') ||
+		      (k[i] >= '0' && k[i] <= '9') || k[i] == '.' ||
+		      k[i] == '_' || k[i] == '-'))
+			return 0;
+	return 1;
+}
+
+static int authorized(const struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+		      const char *job, int attempt)
+{
+	const char *h = MHD_lookup_connection_value(
+		conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	char want[65];
+
+	if (!h || strncmp(h, "Bearer ", 7) || strlen(h + 7) != 64)
+		return 0;
+	ctrl_rdzv_token(ctx, job, attempt, want);
+	return !CRYPTO_memcmp(h + 7, want, 64);
+}
+
+static void plain_error(struct ctrl_response *resp, int status,
+			const char *type, const char *msg)
+{
+	ctrl_reply_error(resp, status, type, msg);
+}
+
+/* Splits "/v1/rendezvous/<job>/<attempt>/<key>". */
+static int split(const char *url, char **job, int *attempt, char **key)
+{
+	const char *p = url + strlen("/v1/rendezvous/");
+	const char *s1 = strchr(p, '/'), *s2;
+	char *end;
+	long a;
+
+	if (!s1 || s1 == p || s1 - p > 63)
+		return ERR_INVALID;
+	a = strtol(s1 + 1, &end, 10);
+	s2 = end;
+	if (end == s1 + 1 || *s2 != '/' || a < 1 || a > 1000000)
+		return ERR_INVALID;
+	*job = xstrndup(p, (size_t)(s1 - p));
+	*attempt = (int)a;
+	*key = xstrdup(s2 + 1);
+	return 0;
+}
+
+enum ctrl_route_result
+ctrl_rdzv_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+		const char *method, const char *url, struct ctrl_http_req *req,
+		struct ctrl_response *resp, const char **content_type)
+{
+	struct ctrl_rdzv *r = ctx->rdzv;
+	enum ctrl_route_result res = CTRL_ROUTE_DONE;
+	char *job = NULL, *key = NULL;
+	struct rdzv_entry *e;
+	int attempt = 0;
+	size_t count;
+
+	*content_type = "application/json";
+	if (split(url, &job, &attempt, &key) || !key_ok(key)) {
+		plain_error(resp, 400, "ValidationException",
+			    "rendezvous paths are /v1/rendezvous/<job>/"
+			    "<attempt>/<key>, key [A-Za-z0-9._-]{1,128}");
+		goto out;
+	}
+	if (!r || !authorized(ctx, conn, job, attempt)) {
+		plain_error(resp, 401, "AccessDeniedException",
+			    "a rendezvous request needs the attempt's token "
+			    "(Authorization: Bearer $TRAINCTL_RDZV_TOKEN)");
+		goto out;
+	}
+	pthread_mutex_lock(&ctx->hosts_lock);
+	if (!strcmp(method, "PUT")) {
+		if (req->body.len > CTRL_RDZV_MAX_VALUE || req->too_big) {
+			plain_error(resp, 413, "ValidationException",
+				    "a rendezvous value is at most 65536 "
+				    "bytes");
+		} else if (!(e = find(r, job, attempt, key, &count)) &&
+			   (count >= CTRL_RDZV_MAX_KEYS ||
+			    r->bytes + req->body.len > RDZV_MAX_BYTES)) {
+			plain_error(resp, 413, "ResourceLimitExceeded",
+				    "too many rendezvous values for this "
+				    "attempt");
+		} else {
+			drop_old(r, job, attempt);
+			e = find(r, job, attempt, key, &count);
+			if (!e) {
+				e = xcalloc(1, sizeof(*e));
+				e->job = xstrdup(job);
+				e->attempt = attempt;
+				e->key = xstrdup(key);
+				e->next = r->entries;
+				r->entries = e;
+			}
+			r->bytes -= e->len;
+			free(e->value);
+			e->value = xmalloc(req->body.len + 1);
+			memcpy(e->value, req->body.data, req->body.len);
+			e->len = req->body.len;
+			r->bytes += e->len;
+			resume(r, job, attempt, key, 0);
+			resp->status = 200;
+			(void)buf_adds(&resp->body, "{}");
+		}
+	} else if (!strcmp(method, "GET")) {
+		const char *w = MHD_lookup_connection_value(
+			conn, MHD_GET_ARGUMENT_KIND, "wait_ms");
+		long wait = w ? strtol(w, NULL, 10) : 0;
+
+		if (wait < 0)
+			wait = 0;
+		if (wait > CTRL_RDZV_MAX_WAIT_MS)
+			wait = CTRL_RDZV_MAX_WAIT_MS;
+		e = find(r, job, attempt, key, &count);
+		if (e) {
+			resp->status = 200;
+			(void)buf_add(&resp->body, e->value, e->len);
+			*content_type = "application/octet-stream";
+		} else if (wait > 0 && !req->resumed && !ctx->stopping) {
+			struct rdzv_waiter *wt = xcalloc(1, sizeof(*wt));
+
+			wt->conn = conn;
+			wt->resumed = &req->resumed;
+			wt->deadline_ms = time_mono_ms() + wait;
+			wt->job = xstrdup(job);
+			wt->attempt = attempt;
+			wt->key = xstrdup(key);
+			wt->next = r->waiters;
+			r->waiters = wt;
+			req->suspended = 1;
+			MHD_suspend_connection(conn);
+			res = CTRL_ROUTE_SUSPENDED;
+		} else {
+			plain_error(resp, 404, "ResourceNotFound",
+				    "no such rendezvous key (yet)");
+		}
+		req->resumed = 0;
+	} else {
+		plain_error(resp, 405, "ValidationException",
+			    "use GET or PUT on rendezvous keys");
+	}
+	pthread_mutex_unlock(&ctx->hosts_lock);
+out:
+	free(job);
+	free(key);
+	return res;
+}
+
+void ctrl_rdzv_resume_all(struct ctrl_ctx *ctx)
+{
+	if (ctx->rdzv)
+		resume(ctx->rdzv, NULL, 0, NULL, INT64_MAX);
+}

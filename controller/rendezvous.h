@@ -1,0 +1,52 @@
+#ifndef CTRL_RENDEZVOUS_H
+#define CTRL_RENDEZVOUS_H
+
+/*
+ * The rendezvous store: a small key-value store per job and attempt, for
+ * trainers that exchange a blob (an NCCL unique id, an address) without
+ * MPI. Ranks reach it at <advertise-url>/v1/rendezvous/<job>/<attempt>
+ * with the attempt's token (TRAINCTL_RDZV_URL, TRAINCTL_RDZV_TOKEN):
+ *   PUT  .../<key>             body = value (at most 64 KiB)    -> 200
+ *   GET  .../<key>?wait_ms=N   the value once it exists (N <= 60000)
+ *                              -> 200, or 404 when N passed first
+ * The token is an HMAC of "<job>/<attempt>" under a key kept in the state
+ * directory, so it needs no storage and survives a controller restart;
+ * a token of one attempt opens nothing of another. Values live in
+ * memory: an attempt's values go when a later attempt of the job
+ * writes or when the job ends.
+ */
+#include <stddef.h>
+
+#include "controller/http.h"
+
+struct ctrl_ctx;
+struct MHD_Connection;
+
+#define CTRL_RDZV_MAX_VALUE 65536
+#define CTRL_RDZV_MAX_KEYS 4096 /* per attempt */
+#define CTRL_RDZV_MAX_WAIT_MS 60000
+
+/* Loads or makes the token key. */
+int ctrl_rdzv_init(struct ctrl_ctx *ctx, struct buf *err);
+void ctrl_rdzv_release(struct ctrl_ctx *ctx);
+
+/* The attempt's token: 64 hex digits and a NUL in out. */
+void ctrl_rdzv_token(const struct ctrl_ctx *ctx, const char *job, int attempt,
+		     char out[65]);
+
+/* Drops every value of job (it ended). */
+void ctrl_rdzv_forget(struct ctrl_ctx *ctx, const char *job);
+
+/* Resumes the GETs whose wait passed (called under hosts_lock). */
+void ctrl_rdzv_tick(struct ctrl_ctx *ctx, int64_t now_ms);
+
+/* Shutdown: every waiting GET answers now (under hosts_lock). */
+void ctrl_rdzv_resume_all(struct ctrl_ctx *ctx);
+
+/* /v1/rendezvous/... */
+enum ctrl_route_result
+ctrl_rdzv_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+		const char *method, const char *url, struct ctrl_http_req *req,
+		struct ctrl_response *resp, const char **content_type);
+
+#endif
