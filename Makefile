@@ -59,7 +59,7 @@ TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 .PHONY: all deps test check fuzz format format-check install clean demo bench \
 	unit-tests
 
-all: $(BIN_trainctld) $(BIN_trainctl) $(BIN_trainagent)
+all: $(BIN_trainctld) $(BIN_trainctl) $(BIN_trainagent) trainer
 
 deps:
 	./scripts/deps.sh
@@ -103,6 +103,88 @@ $(BIN_trainagent): $(call obj,agent/main.c) $(LIB_agent) $(LIB_api) \
 		$(LIB_stor) $(LIB_common)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+# libtrainer (trainer/), the library training programs link: static and
+# shared, plus a pkg-config file that points at this build tree. Its objects
+# also get MPI's flags and, when CUDA's nccl.h is found (NCCL=auto), the NCCL
+# backend; NCCL=yes insists on it, NCCL=no leaves it out. The flags are kept
+# in trainer.flags so that changing them rebuilds the objects.
+NCCL ?= auto
+CUDA_HOME ?= /usr/local/cuda
+NCCL_FOUND := $(firstword $(wildcard $(CUDA_HOME)/include/nccl.h \
+	/usr/local/cuda/include/nccl.h))
+ifeq ($(NCCL),auto)
+NCCL_H := $(NCCL_FOUND)
+else ifeq ($(NCCL),yes)
+NCCL_H := $(or $(NCCL_FOUND),$(CUDA_HOME)/include/nccl.h)
+else
+NCCL_H :=
+endif
+NCCL_CUDA := $(patsubst %/include/nccl.h,%,$(NCCL_H))
+MPI_CFLAGS := $(shell pkg-config --cflags ompi-c 2>/dev/null || \
+	mpicc --showme:compile 2>/dev/null)
+MPI_LIBS := $(shell pkg-config --libs ompi-c 2>/dev/null || \
+	mpicc --showme:link 2>/dev/null)
+TRAINER_CFLAGS := $(MPI_CFLAGS)
+TRAINER_LIBS := $(shell pkg-config --libs jansson libcurl libcrypto \
+	2>/dev/null) $(MPI_LIBS)
+ifneq ($(NCCL_H),)
+TRAINER_CFLAGS += -DTRAINER_HAVE_NCCL -isystem $(NCCL_CUDA)/include
+TRAINER_LIBS += -L$(NCCL_CUDA)/lib64 -Wl,-rpath,$(NCCL_CUDA)/lib64 \
+	-lnccl -lcudart
+endif
+TRAINER_LIBS += -lpthread -lm
+
+trainer_SRC := $(wildcard trainer/*.c)
+TRAINER_OBJ := $(call obj,$(trainer_SRC))
+TRAINER_PIC := $(patsubst trainer/%.c,$(BUILD)/obj/trainer-pic/%.o,\
+	$(trainer_SRC))
+TRAINER_FLAGS := $(BUILD)/obj/trainer.flags
+LIB_trainer := $(BUILD)/lib/libtrainer.a
+SO_trainer := $(BUILD)/lib/libtrainer.so
+PC_trainer := $(BUILD)/lib/pkgconfig/trainer.pc
+
+.PHONY: trainer trainer-force
+trainer: $(LIB_trainer) $(SO_trainer) $(PC_trainer)
+
+$(TRAINER_FLAGS): trainer-force
+	@mkdir -p $(dir $@)
+	@echo '$(ALL_CFLAGS) $(TRAINER_CFLAGS)' > $@.new; \
+		if cmp -s $@.new $@; then rm -f $@.new; else mv $@.new $@; fi
+
+$(BUILD)/obj/trainer/%.o: trainer/%.c $(TRAINER_FLAGS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(TRAINER_CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/trainer-pic/%.o: trainer/%.c $(TRAINER_FLAGS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(TRAINER_CFLAGS) -fPIC -c $< -o $@
+
+$(LIB_trainer): $(TRAINER_OBJ)
+
+$(SO_trainer): $(TRAINER_PIC)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,libtrainer.so $(ALL_LDFLAGS) -o $@ \
+		$(TRAINER_PIC) $(TRAINER_LIBS)
+
+# The build tree's trainer.pc links libtrainer.a by its path, so a program
+# runs without LD_LIBRARY_PATH; sanitizer flags follow a sanitized build.
+$(PC_trainer): trainer-force
+	@mkdir -p $(dir $@)
+	@printf '%s\n' 'Name: trainer' \
+		'Description: libtrainer for trainctl training programs' \
+		'Version: 0.1.0' \
+		'Cflags: -I$(CURDIR) -I$(CURDIR)/trainer' \
+		'Libs: $(abspath $(LIB_trainer)) $(strip $(TRAINER_LIBS) $(SAN))' \
+		> $@.new; \
+		if cmp -s $@.new $@; then rm -f $@.new; else mv $@.new $@; fi
+
+# tests/trainer/ links libtrainer and its dependencies instead of the
+# module libraries (the shorter stem wins over $(BUILD)/tests/%).
+$(BUILD)/tests/trainer/%: tests/trainer/%.c $(LIB_trainer)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(MPI_CFLAGS) -o $@ $< $(LIB_trainer) \
+		$(ALL_LDFLAGS) $(TRAINER_LIBS) -lcmocka
 
 # Unit tests: tests/<module>/test_<file>.c links against every module
 # library (and cmocka).
@@ -176,6 +258,13 @@ install: all
 	install -m 755 scripts/cluster.sh $(DESTDIR)$(PREFIX)/libexec/trainctl/cluster.sh
 	sed -e 's|@PREFIX@|$(PREFIX)|g' scripts/trainctl.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/trainctl.pc
+	install -d $(DESTDIR)$(PREFIX)/include/trainer
+	install -m 644 trainer/trainer.h $(DESTDIR)$(PREFIX)/include/trainer.h
+	install -m 644 trainer/trainer.h \
+		$(DESTDIR)$(PREFIX)/include/trainer/trainer.h
+	install -m 644 $(LIB_trainer) $(SO_trainer) $(DESTDIR)$(PREFIX)/lib/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBS@|$(strip $(TRAINER_LIBS))|g' \
+		scripts/trainer.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/trainer.pc
 
 demo: all
 	./scripts/demo.sh

@@ -235,7 +235,7 @@ enum agent_task_kind {
 };
 
 /* How often a running assignment's checkpoint folder is mirrored. */
-#define AGENT_CKPT_SYNC_MS 10000
+#define AGENT_CKPT_SYNC_MS 2000
 
 enum agent_upload_step {
 	AGENT_UP_NONE = 0,

@@ -318,14 +318,17 @@ static void exited(struct agent_ctx *ctx, struct agent_assign *a)
 	a->kill_at = 0;
 	agent_assign_set_phase(ctx, a, API_PHASE_EXITED);
 	/*
-	 * After a failure, save the newest checkpoints for the next attempt,
-	 * which may run on another host (success and stop sync before
-	 * packing); not for an aborted or fenced run, whose files may be
-	 * older than what a newer attempt already wrote.
+	 * After a failure, or when the controller aborts the attempt
+	 * because a peer failed, save the newest checkpoints for the next
+	 * attempt, which may run on another host (success and stop sync
+	 * before packing). The controller starts that attempt only once
+	 * this one settled, so nothing newer exists yet. Not for a fenced
+	 * run or one that vanished from the desired state: a newer
+	 * attempt may already be writing there.
 	 */
-	if (has_checkpoints(a) && !a->fenced && !must_abort(ctx, a) &&
-	    a->action == API_ACTION_RUN && !ranks_succeeded(a) &&
-	    !agent_task_busy(&a->task) && !ctx->shutting_down)
+	if (has_checkpoints(a) && !a->fenced && a->desired &&
+	    !ranks_succeeded(a) && !agent_task_busy(&a->task) &&
+	    !ctx->shutting_down && !ctx->sess.fenced)
 		start_sync(ctx, a);
 }
 
@@ -397,6 +400,9 @@ static void step_exited(struct agent_ctx *ctx, struct agent_assign *a,
 			int64_t now)
 {
 	if (must_abort(ctx, a)) {
+		/* The last checkpoint sync goes first (see exited()). */
+		if (agent_task_busy(&a->task) && a->desired && !a->fenced)
+			return;
 		agent_assign_set_phase(ctx, a, API_PHASE_DONE);
 		return;
 	}

@@ -217,6 +217,10 @@ static char *self_exe(void)
 	if (n <= 0)
 		return xstrdup("trainagent");
 	path[n] = '\0';
+	/* Provisioning may have replaced the binary since this agent
+	 * started: the file now at that path is the one to run. */
+	if (n > 10 && !strcmp(path + n - 10, " (deleted)"))
+		path[n - 10] = '\0';
 	return xstrdup(path);
 }
 
@@ -346,6 +350,7 @@ static size_t ps_count(const struct api_assignment *s)
 static int mode_nproc(const struct api_assignment *s)
 {
 	switch (s->dist_mode) {
+	case API_DIST_NONE: /* more than one: torchrun-style, as below */
 	case API_DIST_TORCH:
 		return s->processes_per_host > 0 ? s->processes_per_host : 1;
 	case API_DIST_PARAMETER_SERVER:
@@ -507,7 +512,8 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 			agent_strv_push(&r->proc.args, args.v[j]);
 		for (j = 0; j < env.n; j++)
 			agent_strv_push(&r->proc.env, env.v[j]);
-		if (s->dist_mode == API_DIST_TORCH) {
+		if (s->dist_mode == API_DIST_TORCH ||
+		    (s->dist_mode == API_DIST_NONE && nproc > 1)) {
 			/* What torchrun gives each rank. */
 			int world = nproc * (int)(s->n_hosts ? s->n_hosts : 1);
 			int rank = s->host_index * nproc + (int)i;

@@ -51,7 +51,8 @@ static int sync_checkpoints(struct pack_job *pj, int fd, struct buf *err)
 	ret = stor_open(&cfg, &st, err);
 	if (!ret)
 		ret = stor_put_dir(st, ckpt, s->checkpoint_s3_uri,
-				   STOR_SYNC_CHANGED, &stats, err);
+				   STOR_SYNC_CHANGED | STOR_SYNC_CHECKPOINT,
+				   &stats, err);
 	if (!ret && stats.files)
 		agent_task_say(fd,
 			       "log checkpoint: %zu files (%lld bytes) "

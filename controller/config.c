@@ -26,6 +26,8 @@ void ctrl_config_init(struct ctrl_config *cfg)
 	cfg->heartbeat_ms = -1;
 	cfg->host_deadline_ms = -1;
 	cfg->grace_ms = -1;
+	cfg->max_retries = -1;
+	cfg->restart_wait_ms = -1;
 }
 
 enum {
@@ -47,6 +49,8 @@ enum {
 	OPT_ADVERTISE,
 	OPT_S3_ENDPOINT,
 	OPT_INVENTORY,
+	OPT_MAX_RETRIES,
+	OPT_RESTART_WAIT,
 };
 
 static const struct option options[] = {
@@ -66,6 +70,8 @@ static const struct option options[] = {
 	{ "advertise-url", required_argument, NULL, OPT_ADVERTISE },
 	{ "s3-endpoint", required_argument, NULL, OPT_S3_ENDPOINT },
 	{ "inventory", required_argument, NULL, OPT_INVENTORY },
+	{ "max-retries", required_argument, NULL, OPT_MAX_RETRIES },
+	{ "restart-wait", required_argument, NULL, OPT_RESTART_WAIT },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -80,6 +86,7 @@ void ctrl_usage(void)
 	      "                 [--heartbeat-ms MS] [--host-deadline-ms MS]\n"
 	      "                 [--grace-period SECONDS] [--advertise-url URL]\n"
 	      "                 [--s3-endpoint URL] [--inventory FILE]\n"
+	      "                 [--max-retries N] [--restart-wait SECONDS]\n"
 	      "                 [--check-config] [-v]...\n"
 	      "\n"
 	      "  --listen        address to serve the API on (127.0.0.1:8080)\n"
@@ -100,6 +107,10 @@ void ctrl_usage(void)
 	      "  --host-deadline-ms  a host missing heartbeats this long is\n"
 	      "                  lost (3000)\n"
 	      "  --grace-period  seconds from SIGTERM to SIGKILL on Stop (120)\n"
+	      "  --max-retries   restarts of a failed attempt for jobs without\n"
+	      "                  RetryStrategy (0)\n"
+	      "  --restart-wait  seconds a restart waits for a lost host to come\n"
+	      "                  back or a spare to be free (60)\n"
 	      "  --advertise-url URL agents use to reach the controller\n"
 	      "  --s3-endpoint   S3-compatible endpoint for s3:// URIs (none: the\n"
 	      "                  embedded store in <state-dir>/s3)\n"
@@ -199,6 +210,17 @@ int ctrl_config_parse_args(struct ctrl_config *cfg, int argc, char **argv,
 				return ERR_INVALID;
 			cfg->grace_ms = v * 1000;
 			break;
+		case OPT_MAX_RETRIES:
+			if (parse_long("max-retries", optarg, 0, 30, &v, err))
+				return ERR_INVALID;
+			cfg->max_retries = (int)v;
+			break;
+		case OPT_RESTART_WAIT:
+			if (parse_long("restart-wait", optarg, 0, 86400, &v,
+				       err))
+				return ERR_INVALID;
+			cfg->restart_wait_ms = v * 1000;
+			break;
 		case OPT_ADVERTISE:
 			set_str(&cfg->advertise_url, optarg);
 			break;
@@ -295,6 +317,10 @@ void ctrl_config_fill_defaults(struct ctrl_config *cfg)
 		cfg->host_deadline_ms = 3000;
 	if (cfg->grace_ms < 0)
 		cfg->grace_ms = 120000;
+	if (cfg->max_retries < 0)
+		cfg->max_retries = 0;
+	if (cfg->restart_wait_ms < 0)
+		cfg->restart_wait_ms = 60000;
 	if (!cfg->agent_binary)
 		cfg->agent_binary = sibling_binary("trainagent");
 	if (!cfg->advertise_url) {
@@ -382,6 +408,8 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 	printf("heartbeat-ms %ld\n", cfg->heartbeat_ms);
 	printf("host-deadline-ms %ld\n", cfg->host_deadline_ms);
 	printf("grace-period %ld\n", cfg->grace_ms / 1000);
+	printf("max-retries %d\n", cfg->max_retries);
+	printf("restart-wait %ld\n", cfg->restart_wait_ms / 1000);
 	printf("advertise-url %s\n", cfg->advertise_url);
 	printf("inventory %s\n", cfg->inventory ? cfg->inventory : "none");
 	printf("s3-endpoint %s\n",

@@ -294,9 +294,34 @@ static void describe_exit(struct buf *b, const struct db_assignment *a,
 			       p->exit_code);
 }
 
+/* Whether algo-1 has reported every process exited. */
+static int leader_exited(const struct db_assignment *as, size_t n)
+{
+	struct buf err = BUF_INIT;
+	struct api_status st;
+	size_t i;
+	int yes = 0;
+
+	for (i = 0; i < n; i++) {
+		if (as[i].host_index != 0 || !as[i].report_json)
+			continue;
+		if (!api_status_parse(as[i].report_json,
+				      strlen(as[i].report_json), &st, &err)) {
+			yes = st.n == 1 &&
+			      st.items[0].phase >= API_PHASE_EXITED &&
+			      st.items[0].phase != API_PHASE_ERROR;
+			api_status_release(&st);
+		}
+	}
+	buf_release(&err);
+	return yes;
+}
+
 /*
- * In MPI mode only algo-1's outcome (mpirun's) counts: the other hosts
- * serve mpirun's daemons and end when it does, or are stopped then.
+ * In MPI mode algo-1's outcome (mpirun's) decides: the other hosts serve
+ * mpirun's daemons and end when it does, or are stopped then. A host that
+ * fails before mpirun has ended (its worker could not start, its daemon
+ * died) fails the attempt like any rank.
  */
 static void summarize(struct ctrl_ctx *ctx, const struct db_assignment *as,
 		      size_t n, int mpi, struct summary *s)
@@ -307,6 +332,8 @@ static void summarize(struct ctrl_ctx *ctx, const struct db_assignment *as,
 	memset(s, 0, sizeof(*s));
 	buf_init(&s->reason, 0);
 	s->n = n;
+	if (mpi)
+		s->leader_exited = leader_exited(as, n);
 	for (i = 0; i < n; i++) {
 		struct api_status st;
 		struct buf err = BUF_INIT;
@@ -333,11 +360,9 @@ static void summarize(struct ctrl_ctx *ctx, const struct db_assignment *as,
 		}
 		buf_release(&err);
 		r = &st.items[0];
-		if (mpi && as[i].host_index == 0 &&
-		    r->phase >= API_PHASE_EXITED && r->phase != API_PHASE_ERROR)
-			s->leader_exited = 1;
 		if (mpi && as[i].host_index > 0 &&
-		    r->phase != API_PHASE_ERROR) {
+		    r->phase != API_PHASE_ERROR &&
+		    (s->leader_exited || r->phase < API_PHASE_EXITED)) {
 			if (r->phase == API_PHASE_RUNNING)
 				s->followers_running++;
 			if (r->phase >= API_PHASE_RUNNING)
@@ -596,6 +621,175 @@ static int all_settled(struct ctrl_ctx *ctx, const struct db_assignment *as,
 	return 1;
 }
 
+/* The instance type of algo-(index+1), group after group. */
+static const char *type_of_index(const struct api_job_spec *spec, int index)
+{
+	size_t g;
+	int k = 0;
+
+	if (!spec->n_groups)
+		return spec->instance_type;
+	for (g = 0; g < spec->n_groups; g++) {
+		k += spec->groups[g].count;
+		if (index < k)
+			return spec->groups[g].instance_type;
+	}
+	return spec->groups[spec->n_groups - 1].instance_type;
+}
+
+/* Restarts of a failed attempt the job may still make. */
+static int retries_left(struct ctrl_ctx *ctx, const struct db_job *job)
+{
+	struct ctrl_jobrt *rt;
+	int budget = ctx->cfg.max_retries;
+
+	pthread_mutex_lock(&ctx->jobs_lock);
+	rt = ctrl_jobrt_get(ctx, job->name);
+	if (rt && rt->spec.max_retry_attempts > 0)
+		budget = rt->spec.max_retry_attempts;
+	pthread_mutex_unlock(&ctx->jobs_lock);
+	return budget - (job->attempt - 1);
+}
+
+/* A failure worth another attempt: not a mistake in the request. */
+static int retryable(const char *reason)
+{
+	return !reason || strncmp(reason, "ClientError", 11);
+}
+
+/*
+ * Attempt N failed and the job has restarts left: every process of the
+ * attempt is killed at once (abort: no waiting for collectives to time
+ * out, nothing uploaded; the agents still push their last complete
+ * checkpoints) and the job moves to Restarting.
+ */
+static void begin_restart(struct ctrl_ctx *ctx, const struct db_job *job,
+			  enum ctrl_job_state cur, const struct summary *s,
+			  const struct db_assignment *as, size_t n, int left)
+{
+	struct buf msg = BUF_INIT, err = BUF_INIT;
+
+	set_actions(ctx, job, as, n, "abort");
+	(void)buf_addf(&msg,
+		       "Attempt %d failed: %s. Restarting (%d restart%s "
+		       "left)",
+		       job->attempt, s->reason.data, left - 1,
+		       left - 1 == 1 ? "" : "s");
+	(void)db_attempt_end(ctx->db, job->name, job->attempt, s->reason.data,
+			     time_now_ms(), &err);
+	if (ctrl_job_transition(ctx, job->name, cur, CTRL_JOB_RESTARTING,
+				msg.data, NULL, &err))
+		log_error("job '%s': %s", job->name, err.data);
+	buf_release(&msg);
+	buf_release(&err);
+}
+
+/*
+ * Restarting: once every host of the failed attempt has settled (killed
+ * and acknowledged, or lost), attempt N+1 starts on the same hosts, a
+ * lost one replaced by a free live host of its instance type. With no
+ * replacement the job waits for the host to return or a spare to free
+ * up, at most --restart-wait, then fails with the attempt's reason.
+ */
+static void continue_restart(struct ctrl_ctx *ctx, const struct db_job *job,
+			     const struct db_assignment *as, size_t n,
+			     struct db_assignment **all, size_t *n_all)
+{
+	const char **chosen = xcalloc(n + 1, sizeof(*chosen));
+	struct buf err = BUF_INIT, msg = BUF_INIT;
+	struct ctrl_jobrt *rt;
+	int64_t since = job->last_modified_ms;
+	size_t i, k, missing = 0;
+
+	set_actions(ctx, job, as, n, "abort");
+	if (!all_settled(ctx, as, n))
+		goto out;
+	pthread_mutex_lock(&ctx->jobs_lock);
+	rt = ctrl_jobrt_get(ctx, job->name);
+	pthread_mutex_lock(&ctx->hosts_lock);
+	for (i = 0; i < n; i++) {
+		struct ctrl_host *h = ctrl_hosts_find(ctx, as[i].host);
+		const char *type;
+
+		if ((size_t)as[i].host_index >= n)
+			continue;
+		if (h && h->registered && !h->lost && !h->removed) {
+			chosen[as[i].host_index] = h->name;
+			continue;
+		}
+		type = rt ? type_of_index(&rt->spec, as[i].host_index) : NULL;
+		for (k = 0; type && k < ctx->n_hosts; k++) {
+			struct ctrl_host *c = ctx->hosts[k];
+			size_t j;
+			int taken = 0;
+
+			if (!c->registered || c->lost || c->removed ||
+			    !host_fits(c, type) ||
+			    host_busy(*all, *n_all, c->name))
+				continue;
+			for (j = 0; j < n; j++)
+				taken |= chosen[j] &&
+					 !strcmp(chosen[j], c->name);
+			if (taken)
+				continue;
+			chosen[as[i].host_index] = c->name;
+			log_info("job '%s': algo-%d moves from lost host '%s' "
+				 "to '%s'",
+				 job->name, as[i].host_index + 1, as[i].host,
+				 c->name);
+			break;
+		}
+	}
+	for (i = 0; i < n; i++)
+		missing += !chosen[i];
+	if (missing) {
+		pthread_mutex_unlock(&ctx->hosts_lock);
+		pthread_mutex_unlock(&ctx->jobs_lock);
+		if (time_now_ms() - since > ctx->cfg.restart_wait_ms) {
+			(void)buf_addf(&msg,
+				       "InternalServerError: %zu host%s of the "
+				       "job were lost and no spare host was "
+				       "free within %ld s",
+				       missing, missing == 1 ? "" : "s",
+				       ctx->cfg.restart_wait_ms / 1000);
+			finish(ctx, job, CTRL_JOB_RESTARTING, CTRL_JOB_FAILED,
+			       "Training job failed", msg.data, as, n, 0);
+		}
+		goto out;
+	}
+	/* The chosen names stay valid: hosts are never freed while the
+	 * controller runs. */
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	pthread_mutex_unlock(&ctx->jobs_lock);
+	if (db_assignments_delete(ctx->db, job->name, job->attempt, &err) ||
+	    db_attempt_start(ctx->db, job->name, job->attempt + 1,
+			     pick_ports(2 * (int)n + 2), chosen, n,
+			     time_now_ms(), &err)) {
+		log_error("job '%s': cannot start attempt %d: %s", job->name,
+			  job->attempt + 1, err.data);
+		goto out;
+	}
+	bump_hosts(ctx, as, n);
+	for (i = 0; i < n; i++)
+		ctrl_hosts_bump(ctx, chosen[i]);
+	ctrl_rdzv_forget(ctx, job->name);
+	(void)buf_addf(&msg, "Starting attempt %d of the training job",
+		       job->attempt + 1);
+	if (ctrl_job_transition(ctx, job->name, CTRL_JOB_RESTARTING,
+				CTRL_JOB_STARTING, msg.data, NULL, &err))
+		log_error("job '%s': %s", job->name, err.data);
+	log_info("job '%s': attempt %d on %zu host%s", job->name,
+		 job->attempt + 1, n, n == 1 ? "" : "s");
+	db_assignments_free(*all, *n_all);
+	*all = NULL;
+	*n_all = 0;
+	(void)db_assignments_list(ctx->db, NULL, NULL, 0, all, n_all, &err);
+out:
+	free(chosen);
+	buf_release(&err);
+	buf_release(&msg);
+}
+
 static void step(struct ctrl_ctx *ctx, const char *name,
 		 struct db_assignment **all, size_t *n_all)
 {
@@ -607,7 +801,7 @@ static void step(struct ctrl_ctx *ctx, const char *name,
 	int64_t max_ms = 0;
 	struct ctrl_jobrt *rt;
 	size_t n = 0;
-	int mpi;
+	int mpi, left;
 
 	memset(&s, 0, sizeof(s));
 	if (db_job_get(ctx->db, name, &job, &err) ||
@@ -662,6 +856,15 @@ static void step(struct ctrl_ctx *ctx, const char *name,
 					 "stopping the training job",
 					 NULL, &err))
 			set_actions(ctx, &job, as, n, "stop");
+		goto out;
+	}
+	if (cur == CTRL_JOB_RESTARTING) {
+		continue_restart(ctx, &job, as, n, all, n_all);
+		goto out;
+	}
+	if (s.failed && retryable(s.reason.data) &&
+	    (left = retries_left(ctx, &job)) > 0) {
+		begin_restart(ctx, &job, cur, &s, as, n, left);
 		goto out;
 	}
 	if (s.failed) {

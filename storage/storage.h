@@ -122,7 +122,14 @@ struct stor_sync_stats {
 /* stor_put_dir() flags. */
 enum stor_sync_flag {
 	/* Skip files whose remote copy has the same size and is not older. */
-	STOR_SYNC_CHANGED = 1
+	STOR_SYNC_CHANGED = 1,
+	/*
+	 * A checkpoint folder (docs/checkpoints.md): files under a folder
+	 * named ".tmp-*" (a save in progress) are left out, and every
+	 * MANIFEST.json goes after all other files, so a checkpoint's
+	 * manifest is never stored before its data.
+	 */
+	STOR_SYNC_CHECKPOINT = 2
 };
 
 /* A storage session: configuration plus reusable connections. */

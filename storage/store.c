@@ -15,6 +15,7 @@
 #include "storage/stor_internal.h"
 #include "common/bug.h"
 #include "common/err.h"
+#include "common/timeutil.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
@@ -480,9 +481,47 @@ static const struct stor_object *find(const struct stor_list *l,
 	return bsearch(&k, l->v, l->n, sizeof(*l->v), cmp_object);
 }
 
+static int is_manifest(const char *key)
+{
+	const char *b = strrchr(key, '/');
+
+	return !strcmp(b ? b + 1 : key, "MANIFEST.json");
+}
+
+static int in_tmp(const char *key)
+{
+	return !strncmp(key, ".tmp-", 5) || strstr(key, "/.tmp-");
+}
+
+/*
+ * A checkpoint file may go now: it belongs to a saved checkpoint (its
+ * folder has a MANIFEST.json; those folders are complete once renamed
+ * into place), or nothing has written it for STOR_QUIET_MS (a program
+ * that does not use libtrainer may be writing it still).
+ */
+#define STOR_QUIET_MS 2000
+static int settled(const struct stor_list *files, const struct stor_object *f,
+		   int64_t now_ms)
+{
+	const char *slash = strrchr(f->key, '/');
+	struct buf m = BUF_INIT;
+	int ok;
+
+	if (now_ms - f->mtime_ms >= STOR_QUIET_MS)
+		return 1;
+	if (slash)
+		(void)buf_add(&m, f->key, (size_t)(slash - f->key) + 1);
+	(void)buf_adds(&m, "MANIFEST.json");
+	ok = find(files, m.data) != NULL;
+	buf_release(&m);
+	return ok;
+}
+
 int stor_put_dir(struct stor *s, const char *dir, const char *uri,
 		 unsigned flags, struct stor_sync_stats *stats, struct buf *err)
 {
+	int64_t now_ms;
+	int pass;
 	struct stor_list files = STOR_LIST_INIT, remote = STOR_LIST_INIT;
 	struct stor_sync_stats local = { 0 };
 	struct buf rel = BUF_INIT, src = BUF_INIT, dst = BUF_INIT;
@@ -502,35 +541,45 @@ int stor_put_dir(struct stor *s, const char *dir, const char *uri,
 		if (ret)
 			goto out;
 	}
-	for (i = 0; i < files.n; i++) {
-		const struct stor_object *f = &files.v[i], *r;
+	now_ms = time_now_ms();
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < files.n; i++) {
+			const struct stor_object *f = &files.v[i], *r;
 
-		buf_reset(&src);
-		buf_reset(&dst);
-		join_uri(&dst, uri, f->key);
-		if (flags & STOR_SYNC_CHANGED) {
-			size_t plen = strlen(t.uri.key);
-			struct buf k = BUF_INIT;
-
-			(void)buf_adds(&k, t.uri.key);
-			if (plen && t.uri.key[plen - 1] != '/')
-				(void)buf_addch(&k, '/');
-			(void)buf_adds(&k, f->key);
-			r = find(&remote, k.data);
-			buf_release(&k);
-			if (r && r->size == f->size &&
-			    r->mtime_ms >= f->mtime_ms) {
-				local.skipped++;
-				continue;
+			if (flags & STOR_SYNC_CHECKPOINT) {
+				if (in_tmp(f->key) ||
+				    is_manifest(f->key) != pass ||
+				    !settled(&files, f, now_ms))
+					continue;
+			} else if (pass) {
+				break;
 			}
+			buf_reset(&src);
+			buf_reset(&dst);
+			join_uri(&dst, uri, f->key);
+			if (flags & STOR_SYNC_CHANGED) {
+				size_t plen = strlen(t.uri.key);
+				struct buf k = BUF_INIT;
+
+				(void)buf_adds(&k, t.uri.key);
+				if (plen && t.uri.key[plen - 1] != '/')
+					(void)buf_addch(&k, '/');
+				(void)buf_adds(&k, f->key);
+				r = find(&remote, k.data);
+				buf_release(&k);
+				if (r && r->size == f->size &&
+				    r->mtime_ms >= f->mtime_ms) {
+					local.skipped++;
+					continue;
+				}
+			}
+			stor_fs_path(&src, dir, f->key);
+			ret = stor_put(s, src.data, dst.data, NULL, err);
+			if (ret)
+				goto out;
+			local.files++;
+			local.bytes += f->size;
 		}
-		stor_fs_path(&src, dir, f->key);
-		ret = stor_put(s, src.data, dst.data, NULL, err);
-		if (ret)
-			goto out;
-		local.files++;
-		local.bytes += f->size;
-	}
 out:
 	if (stats)
 		*stats = local;

@@ -55,7 +55,7 @@ for t in $(find "$BUILD/tests" -type f -name 'test_*' -perm -u+x 2>/dev/null | s
 	run_one "$t" 300 "$t"
 done
 
-for t in $(ls tests/cli/test_*.sh tests/storage/test_*.sh tests/agent/test_*.sh tests/compat/test_* tests/integration/test_* tests/web/test_*.py tests/web/test_*.sh 2>/dev/null | sort); do
+for t in $(ls tests/cli/test_*.sh tests/storage/test_*.sh tests/agent/test_*.sh tests/trainer/test_*.sh tests/examples/test_*.sh tests/compat/test_* tests/integration/test_* tests/web/test_*.py tests/web/test_*.sh 2>/dev/null | sort); do
 	case "$t" in
 	*.py) run_one "$t" 900 /usr/bin/python3 "$t" ;;
 	*.sh) run_one "$t" 900 sh "$t" ;;
