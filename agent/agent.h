@@ -116,6 +116,7 @@ struct agent_req {
 	int upload_fd;	 /* PUT from this file, or -1 */
 	long status;	 /* HTTP status; 0 when the transfer failed */
 	int curl_code;
+	int os_errno; /* of a failed connect (CURLINFO_OS_ERRNO) */
 	char errbuf[256];
 	agent_req_fn *done;
 	void *data;
@@ -313,7 +314,10 @@ struct agent_session {
 	int64_t heartbeat_ms;
 	int64_t deadline_ms;
 	int64_t last_contact; /* monotonic: last 2xx from the controller */
-	int64_t next_status;  /* monotonic */
+	/* monotonic: the controller's machine last answered (any HTTP
+	 * status, or a refused connection: up, its trainctld down) */
+	int64_t last_reachable;
+	int64_t next_status; /* monotonic */
 	int status_dirty;
 	int64_t work_version;
 	int have_work;		  /* a work answer arrived since start */

@@ -289,6 +289,15 @@ static void finish(struct agent_ctx *ctx)
 			continue;
 		r->curl_code = (int)m->data.result;
 		r->status = 0;
+		r->os_errno = 0;
+		{
+			long e = 0;
+
+			if (m->data.result != CURLE_OK &&
+			    curl_easy_getinfo(r->easy, CURLINFO_OS_ERRNO, &e) ==
+				    CURLE_OK)
+				r->os_errno = (int)e;
+		}
 		if (m->data.result == CURLE_OK)
 			curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE,
 					  &r->status);

@@ -8,7 +8,9 @@
  *     at once on any change, at most one in flight (changes meanwhile
  *     coalesce into the next one);
  *   - POST .../logs every ~50 ms or 64 KiB of output, one in flight;
- *   - self-fencing: no answer from the controller for deadline_ms kills
+ *   - self-fencing: no answer from the controller's machine for
+ *     deadline_ms (a refused connection is an answer: trainctld is
+ *     restarting, the network is fine) kills
  *     every running process group, so a partitioned host never trains on
  *     alone; nothing starts again until the controller answers.
  */
@@ -18,6 +20,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -97,6 +100,14 @@ void agent_session_lost(struct agent_ctx *ctx, const char *what,
 	int64_t now = time_mono_ms();
 
 	describe(req, &why);
+	/*
+	 * An answer, even an error, or a refused connection means the
+	 * controller's machine is there and only trainctld is not (a
+	 * restart): that is no partition, so no reason to fence. A
+	 * timeout or an unreachable network is.
+	 */
+	if (req && (req->status || req->os_errno == ECONNREFUSED))
+		s->last_reachable = now;
 	/* Say it once per outage; the retries go to the debug log. */
 	if (s->registered)
 		log_warn("%s: %s: registering again", what, why.data);
@@ -385,7 +396,8 @@ void agent_session_tick(struct agent_ctx *ctx, int64_t now)
 	struct agent_session *s = &ctx->sess;
 	struct buf why = BUF_INIT;
 
-	if (!s->fenced && now - s->last_contact > s->deadline_ms) {
+	if (!s->fenced && now - s->last_contact > s->deadline_ms &&
+	    now - s->last_reachable > s->deadline_ms) {
 		s->fenced = 1;
 		(void)buf_addf(&why,
 			       "no answer from the controller for %lld ms",
