@@ -369,6 +369,48 @@ out:
 	return ret;
 }
 
+/*
+ * A copy that will be fsync'ed: in slices, each handed to writeback as
+ * soon as it is copied (sync_file_range WRITE) and the one before waited
+ * for, so the disk writes while the next slice is copied and the final
+ * fsync finds little left to do; the page cache never holds more than two
+ * slices of dirty data. Falls back to the plain copy where the kernel
+ * cannot copy file to file.
+ */
+#define DURABLE_SLICE (32 << 20)
+static int copy_durable(int in, int out, int64_t *copied, struct buf *err)
+{
+	int64_t total = 0, prev = -1;
+	ssize_t n;
+
+	for (;;) {
+		n = copy_file_range(in, NULL, out, NULL, DURABLE_SLICE, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && total == 0 &&
+		    (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
+		     errno == EOPNOTSUPP || errno == EBADF))
+			return stor_fs_copy_fd(in, out, copied, err);
+		if (n < 0) {
+			(void)buf_addf(err, "copy failed: %s", strerror(errno));
+			return ERR_IO;
+		}
+		if (n == 0)
+			break;
+		(void)sync_file_range(out, total, n, SYNC_FILE_RANGE_WRITE);
+		if (prev >= 0)
+			(void)sync_file_range(
+				out, prev, total - prev,
+				SYNC_FILE_RANGE_WAIT_BEFORE |
+					SYNC_FILE_RANGE_WRITE |
+					SYNC_FILE_RANGE_WAIT_AFTER);
+		prev = total;
+		total += n;
+	}
+	*copied = total;
+	return 0;
+}
+
 /* Copies the file src to dst through a temp file; fsync when asked. */
 static int copy_atomic(const char *src, const char *dst, int do_fsync,
 		       struct stor_object *info, struct buf *err)
@@ -395,7 +437,8 @@ static int copy_atomic(const char *src, const char *dst, int do_fsync,
 	if (ret)
 		goto out;
 	posix_fadvise(in, 0, 0, POSIX_FADV_SEQUENTIAL);
-	ret = stor_fs_copy_fd(in, out, &n, err);
+	ret = do_fsync ? copy_durable(in, out, &n, err) :
+			 stor_fs_copy_fd(in, out, &n, err);
 	if (!ret && n != (int64_t)st.st_size) {
 		(void)buf_addf(err,
 			       "'%s' changed while it was copied (%lld of "
