@@ -99,10 +99,18 @@ $(BIN_trainctl): $(call obj,$(cli_SRC)) $(LIB_api) $(LIB_stor) $(LIB_common)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
+# The agent is what provisioning copies to every host, so its debug
+# information goes into trainagent.debug beside it (found through the
+# debuglink by gdb and the symbolizers): a third of the bytes to send.
 $(BIN_trainagent): $(call obj,agent/main.c) $(LIB_agent) $(LIB_api) \
 		$(LIB_stor) $(LIB_common)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@.tmp $^ $(LIBS)
+ifeq ($(SAN),)
+	objcopy --only-keep-debug $@.tmp $@.debug
+	objcopy --strip-debug --add-gnu-debuglink=$@.debug $@.tmp
+endif
+	mv -f $@.tmp $@
 
 # libtrainer (trainer/), the library training programs link: static and
 # shared, plus a pkg-config file that points at this build tree. Its objects
