@@ -22,6 +22,8 @@ enum stmt_id {
 	ST_LAST_TRANSITION,
 	ST_CLOSE_TRANSITION,
 	ST_UPDATE_MESSAGE,
+	ST_BEGIN,
+	ST_COMMIT,
 	ST_COUNT
 };
 
@@ -52,6 +54,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 				"job_id = ?1 AND seq = ?2",
 	[ST_UPDATE_MESSAGE] = "UPDATE transitions SET message = ?3 WHERE "
 			      "job_id = ?1 AND seq = ?2",
+	[ST_BEGIN] = "BEGIN",
+	[ST_COMMIT] = "COMMIT",
 };
 
 struct conn {
@@ -484,6 +488,12 @@ int db_job_get(struct db *db, const char *name, struct db_job *out,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
+	/*
+	 * The job and its children in one read transaction: one consistent
+	 * snapshot, and one round of WAL read locks instead of three.
+	 */
+	(void)sqlite3_step(c->st[ST_BEGIN]);
+	sqlite3_reset(c->st[ST_BEGIN]);
 	db__bind_text(st, 1, name);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW)
@@ -496,6 +506,10 @@ int db_job_get(struct db *db, const char *name, struct db_job *out,
 	sqlite3_clear_bindings(st);
 	if (!ret)
 		ret = load_children(c, out, err);
+	if (sqlite3_get_autocommit(c->db) == 0) {
+		(void)sqlite3_step(c->st[ST_COMMIT]);
+		sqlite3_reset(c->st[ST_COMMIT]);
+	}
 	reader_put(db, c);
 	if (ret)
 		db_job_release(out);
