@@ -362,9 +362,34 @@ static void step_staging(struct agent_ctx *ctx, struct agent_assign *a)
 		launch(ctx, a);
 }
 
+/* A rank of the assignment ended by a signal or with a non-zero code. */
+static int rank_failed(const struct agent_assign *a)
+{
+	size_t i;
+
+	for (i = 0; i < a->n_ranks; i++)
+		if (a->ranks[i].proc.exited &&
+		    (a->ranks[i].proc.term_signal ||
+		     a->ranks[i].proc.exit_code != 0))
+			return 1;
+	return 0;
+}
+
 static void step_running(struct agent_ctx *ctx, struct agent_assign *a,
 			 int64_t now)
 {
+	/*
+	 * One rank failed: the others of this host go at once, as torchrun
+	 * stops its workers, instead of hanging in a collective until its
+	 * timeout; the host then reports the attempt's failure.
+	 */
+	if (a->n_ranks > 1 && !a->kill_sent && !ranks_ended(a) &&
+	    rank_failed(a)) {
+		log_info("%s/%d/%s: a rank failed: killing the others", a->job,
+			 a->attempt, a->algo);
+		signal_ranks(a, SIGKILL);
+		a->kill_sent = 1;
+	}
 	if (ranks_ended(a)) {
 		exited(ctx, a);
 		return;

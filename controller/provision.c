@@ -390,9 +390,18 @@ static void start_script(const struct prov_job *j, const char *tmp_path,
 		       "umask 077; mkdir -p '%s' && cat > '%s/token' || "
 		       "exit 1; ",
 		       w, w);
+	/*
+	 * Hosts that share a file system may all copy at once: a copy that
+	 * finds the right build already in place is dropped, so a running
+	 * agent's binary is replaced only when it differs.
+	 */
 	if (tmp_path)
-		(void)buf_addf(cmd, "mv -f '%s' '%s' || exit 1; ", tmp_path,
-			       j->agent_path);
+		(void)buf_addf(cmd,
+			       "if [ \"$(sha256sum '%s' 2>/dev/null | "
+			       "cut -c1-64)\" = '%s' ]; then rm -f '%s'; "
+			       "else mv -f '%s' '%s' || exit 1; fi; ",
+			       j->agent_path, j->ctx->agent_sha256, tmp_path,
+			       tmp_path, j->agent_path);
 	(void)buf_addf(cmd,
 		       "[ -f '%s' ] || exit %d; "
 		       "[ \"$(sha256sum '%s' 2>/dev/null | cut -c1-64)\" = "

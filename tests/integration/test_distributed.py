@@ -1,0 +1,1366 @@
+#!/usr/bin/python3
+"""Distributed training modes on a 3-host test cluster (network namespaces,
+scripts/cluster.sh, as test_cluster_jobs.py), against the contract of
+SAGEMAKER-CONTRACT.md 6 and what trainctl adds.
+
+  refusals  (a local trainctld, no hosts) CreateTrainingJob refuses with
+            ValidationException naming the hyperparameter: the modes that
+            need SageMaker's own libraries (sagemaker_pytorch_ddp_enabled,
+            sagemaker_distributed_dataparallel_enabled,
+            sagemaker_pytorch_xla_multi_worker_enabled), two modes at once,
+            bad counts (0, "abc", "1.5", "", 300); it accepts the SDK's
+            JSON encodings ("true", "\\"true\\"", "True", "\\"2\\"") and
+            disabled flags; a refused request leaves no job behind.
+  probes    tests/integration/dist_probe.py (standard library; torch only
+            for an all_reduce) in every mode dumps its environment, argv,
+            pid, parent's command line, hostname and interfaces into
+            SM_MODEL_DIR; the test reads model.tar.gz from the controller's
+            embedded store and checks, per mode:
+              none      one process per host; MASTER_ADDR = algo-1's address
+                        (algo-1 listens there on MASTER_PORT, the others
+                        connect from their own addresses); no RANK/WORLD_SIZE
+              torch     2 processes per host with an all_reduce over gloo
+                        (sum of RANK+1 over 6 ranks), and the default (no
+                        GPUs: 1 per host) on 2 hosts with rank 0 listening on
+                        MASTER_PORT: RANK 0..W-1 once each, LOCAL_RANK,
+                        NODE_RANK = GROUP_RANK = host index, WORLD_SIZE,
+                        LOCAL_WORLD_SIZE, ROLE_*, GROUP_WORLD_SIZE,
+                        TORCHELASTIC_RESTART_COUNT/RUN_ID, OMP_NUM_THREADS=1
+                        only with more than one process per host
+              mpi       2 per host: OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK,
+                        map-by slot, each rank's SM_CURRENT_HOST its own
+                        host; mpirun's command line (the parent of algo-1's
+                        ranks) has the contract's options, the
+                        custom options and the program last; the other
+                        hosts' ranks are children of orted; all output in
+                        algo-1's stream, tagged [1,<rank>]<stdout>:; the
+                        OpenMPI session directory is gone afterwards
+              parameter_server  K=2 of 3 hosts: a server (rank 0) on the
+                        first 2 hosts and a worker everywhere; TF_CONFIG
+                        exactly, TRAINCTL_ROLE/ROLE_INDEX counts, and every
+                        process listens on its own TF_CONFIG address and
+                        reaches all the others
+              multi_worker_mirrored  one worker per host, TF_CONFIG with
+                        cluster.worker only, all reachable
+            and in every mode: TRAINCTL_JOB/ATTEMPT/DISTRIBUTION/
+            CHECKPOINT_DIR/RDZV_URL/RDZV_TOKEN, GLOO_SOCKET_IFNAME =
+            NCCL_SOCKET_IFNAME = eth0, SM_HOSTS, the hostname and address
+            of the host that runs the process (from the agents' logs),
+            MASTER_PORT the same in a job and different between two jobs;
+            the rendezvous store from inside the job: the leader PUTs, the
+            others GET with wait_ms (a 64 KiB value too; one byte more is
+            refused), a missing key answers 404 after the wait, a wrong or
+            missing token 401, the token on attempt+1 401, another job's
+            token on this job and this job's token on the other job 401.
+  ddp       examples/pytorch_ddp (uploaded with `trainctl upload-source`,
+            data with `trainctl cp`, its job.json as the request) on 2 and
+            3 hosts: Completed, held-out accuracy >= 0.9
+            (FinalMetricDataList and metrics.json), only rank 0's model in
+            model.tar.gz, every rank's final weights the same SHA-256 and
+            the same as the saved model.pt, the throughput line logged.
+  cleanup   after each job no process of it (TRAINCTL_JOB in its
+            environment, or its marker on its command line) is left on any
+            host; at the end the hosts run only sshd and their agent, and
+            `cluster.sh down` leaves no process, namespace, link or
+            /etc/netns entry behind.
+
+The cluster: prefix tcdi, net 10.212.41.0/24, controller port 18493 (not
+those of test_cluster_jobs.py). The agent goes to /root/trainagent, which
+is private to each host (its own home), as on separate machines. (With a
+path in the shared /tmp the hosts' parallel copies replace one another
+under agents already started, whose /proc/self/exe then ends in
+" (deleted)": such an agent cannot start `trainagent mpi-worker` or give
+mpirun a working `trainagent rsh`, and MPI jobs on it hang.)
+
+TAP on stdout; skips (1..0 # SKIP) when not root, without sshd, or when the
+binaries are not built. Run from the top of the tree:
+    /usr/bin/python3 tests/integration/test_distributed.py
+BUILD names the build directory (default build); TRAINCTL_TEST_KEEP=1
+keeps the cluster's state dir (logs) after tear-down.
+"""
+import glob
+import hashlib
+import http.client
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tests", "compat"))
+
+import smcompat as sc  # noqa: E402
+
+sc.hermetic_env()
+
+BUILD = os.environ.get("BUILD", "build")
+BIN = os.path.join(REPO, BUILD, "bin") if not os.path.isabs(BUILD) else os.path.join(BUILD, "bin")
+TRAINCTLD = os.path.join(BIN, "trainctld")
+TRAINCTL = os.path.join(BIN, "trainctl")
+TRAINAGENT = os.path.join(BIN, "trainagent")
+CLUSTER_SH = os.path.join(REPO, "scripts", "cluster.sh")
+PROBE = os.path.join(HERE, "dist_probe.py")
+DDP_DIR = os.path.join(REPO, "examples", "pytorch_ddp")
+DIGITS = "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz"
+PREFIX = "tcdi"
+NET = "10.212.41"
+STATE = "/tmp/trainctl-cluster-%s" % PREFIX
+PORT = 18493
+AGENT_PATH = "/root/trainagent"
+N_HOSTS = 3
+ITYPE = "ml.c5.xlarge"
+BUCKET = "trainctl-dist"
+OUT = "s3://%s/out" % BUCKET
+CODE_URI = "s3://%s/code/dist-probe.tar.gz" % BUCKET
+DDP_CODE = "s3://%s/code/pytorch_ddp/" % BUCKET
+DATA_URI = "s3://%s/digits/" % BUCKET
+ROLE = "arn:aws:iam::123456789012:role/service-role/AmazonSageMaker-ExecutionRole"
+# No fault tests here, so a lenient deadline: on a loaded 2-core machine
+# (other tests, builds) the controller may answer a heartbeat seconds late,
+# and a lost host fails the job (InternalServerError).
+HEARTBEAT_MS = 500
+DEADLINE_MS = 10000
+MPI_CUSTOM = "-x TCDI_CUSTOM=yes -mca btl_tcp_sndbuf 0"
+
+Fail, expect, short = sc.Fail, sc.expect, sc.short
+
+
+def log(text):
+    print("# %s" % text)
+    sys.stdout.flush()
+
+
+# ---------------------------------------------------------------- the cluster
+
+class Cluster:
+    def __init__(self):
+        self.env = {}
+        self.endpoint = None
+        self.key = self.secret = None
+        self.addr = None      # the bridge (controller) address
+        self.hosts = {}       # node -> address, from the inventory
+        self.up_out = ""
+
+    @property
+    def ctrl_state(self):
+        return os.path.join(STATE, "controller", "state")
+
+    def sh(self, *args, timeout=120):
+        p = subprocess.run(["/bin/bash", CLUSTER_SH] + list(args), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=timeout)
+        return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+    def up(self):
+        t = time.time()
+        rc, out, err = self.sh("up", "--hosts", str(N_HOSTS), "--prefix", PREFIX, "--net", NET,
+                               "--port", str(PORT), "--instance-type", ITYPE, "--timeout", "60",
+                               "--trainctld", TRAINCTLD, "--agent-path", AGENT_PATH, "--",
+                               "--grace-period", "2", "--heartbeat-ms", str(HEARTBEAT_MS),
+                               "--host-deadline-ms", str(DEADLINE_MS), "-v")
+        took = time.time() - t
+        self.up_out = out + err
+        if rc != 0:
+            return "cluster.sh up: exit %d\n%s%s\n%s" % (rc, out, err, self.log_tail())
+        for line in out.splitlines():
+            m = re.match(r"^export (\w+)=(.*)$", line)
+            if m:
+                self.env[m.group(1)] = m.group(2)
+        self.endpoint = self.env.get("TRAINCTL_ENDPOINT")
+        self.key = self.env.get("AWS_ACCESS_KEY_ID")
+        self.secret = self.env.get("AWS_SECRET_ACCESS_KEY")
+        if not (self.endpoint and self.key and self.secret):
+            return "cluster.sh up printed no TRAINCTL_ENDPOINT / AWS_* exports:\n%s" % out
+        self.addr = self.endpoint.split("//")[1].split(":")[0]
+        with open(os.path.join(STATE, "inventory.json")) as f:
+            inv = json.load(f)
+        self.hosts = {h["name"]: h["address"] for h in inv["hosts"]}
+        log("cluster up in %.2f s: %s" % (took, err.strip().replace("\n", " | ")))
+        return None
+
+    def down(self):
+        args = ["down", "--prefix", PREFIX]
+        if os.environ.get("TRAINCTL_TEST_KEEP") == "1":
+            args.append("--keep")
+        return self.sh(*args, timeout=60)
+
+    def request(self, method, path, timeout=15):
+        host = "%s:%d" % (self.addr, PORT)
+        hs = sc.sigv4_sign(method, host, path.split("?")[0], path.partition("?")[2], b"", self.key,
+                           self.secret)
+        conn = http.client.HTTPConnection(self.addr, PORT, timeout=timeout)
+        try:
+            conn.request(method, path, headers=hs)
+            r = conn.getresponse()
+            body = r.read()
+        finally:
+            conn.close()
+        try:
+            js = json.loads(body.decode())
+        except ValueError:
+            js = body.decode("utf-8", "replace")
+        return r.status, js
+
+    def host_list(self):
+        st, js = self.request("GET", "/v1/hosts")
+        expect(st == 200 and isinstance(js, dict), "GET /v1/hosts: HTTP %s %s" % (st, short(js)))
+        return {h["name"]: h for h in js.get("hosts", [])}
+
+    def client(self):
+        return sc.make_client(self.endpoint, key=self.key, secret=self.secret)
+
+    def cli(self, *args, timeout=60):
+        """trainctl with the printed exports; the embedded store directly
+        (TRAINCTL_STATE_DIR: with credentials the controller's blob
+        endpoint wants a host or blob token)."""
+        env = dict(os.environ)
+        env.update(self.env)
+        env["TRAINCTL_STATE_DIR"] = self.ctrl_state
+        r = subprocess.run([TRAINCTL] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                           stdin=subprocess.DEVNULL, timeout=timeout)
+        return r.returncode, r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
+
+    def s3_path(self, uri):
+        return os.path.join(self.ctrl_state, "s3", uri[5:])
+
+    def agent_log(self, node):
+        try:
+            with open(os.path.join(STATE, "hosts", node, "work", "agent.log"), "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def log_tail(self, n=25, grep=None):
+        out = []
+        paths = [os.path.join(STATE, "controller", "trainctld.log")]
+        paths += sorted(glob.glob(os.path.join(STATE, "hosts", "*", "work", "agent.log")))
+        for p in paths:
+            try:
+                with open(p, "rb") as f:
+                    lines = f.read().decode("utf-8", "replace").splitlines()
+            except OSError:
+                continue
+            if grep:
+                lines = [x for x in lines if grep in x]
+            lines = [x for x in lines if " debug http: " not in x]
+            out.append("--- %s (last %d of %d lines) ---" % (os.path.relpath(p, STATE), min(n, len(lines)),
+                                                            len(lines)))
+            out.extend(lines[-n:])
+        return "\n".join(out)
+
+    def ns_inodes(self):
+        """nsfs inode of each host's network namespace -> node."""
+        out = {}
+        for n in self.hosts:
+            try:
+                out[os.stat("/run/netns/%s-%s" % (PREFIX, n)).st_ino] = n
+            except OSError:
+                pass
+        return out
+
+    def procs_in_state(self):
+        """Processes whose command line names the cluster's state dir."""
+        left = []
+        for d in os.listdir("/proc"):
+            if not d.isdigit() or int(d) == os.getpid():
+                continue
+            try:
+                with open("/proc/%s/cmdline" % d, "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+                with open("/proc/%s/stat" % d) as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                        continue
+            except (OSError, IndexError):
+                continue
+            if STATE in cmd:
+                left.append("%s %s" % (d, cmd[:200]))
+        return left
+
+
+# ---------------------------------------------------------------- processes
+
+def scan_procs():
+    """Every process: pid, command line, environment, state, net ns inode."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                cmd = f.read()
+            with open("/proc/%s/environ" % d, "rb") as f:
+                env = f.read()
+            with open("/proc/%s/stat" % d) as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+            ns = os.readlink("/proc/%s/ns/net" % d)
+        except (OSError, IndexError):
+            continue
+        m = re.match(r"net:\[(\d+)\]", ns)
+        out.append({"pid": int(d), "cmd": cmd.replace(b"\0", b" ").decode("utf-8", "replace").strip(),
+                    "env": b"\0" + env, "state": state, "ns": int(m.group(1)) if m else None})
+    return out
+
+
+def job_procs(cluster, name):
+    """Processes of job name: TRAINCTL_JOB=name in the environment (every
+    process the agents start, mpirun, orted and the ranks inherit it) or
+    the job's marker on the command line."""
+    inos = cluster.ns_inodes()
+    tag = ("\0TRAINCTL_JOB=%s\0" % name).encode()
+    found = []
+    for p in scan_procs():
+        if tag in p["env"] + b"\0" or re.search(r"--marker %s(\s|$)" % re.escape(name), p["cmd"]):
+            found.append("pid %d (%s%s) on %s: %s" % (p["pid"], p["state"], ", zombie" if p["state"] == "Z" else "",
+                                                    inos.get(p["ns"], "ns %s" % p["ns"]), p["cmd"][:160]))
+    return found
+
+
+def check_no_leftovers(cluster, job):
+    """No process of the job anywhere once it is Completed (a few seconds'
+    grace for the agents to reap what they stopped)."""
+    t = time.time()
+    first = left = job_procs(cluster, job.name)
+    while left and time.time() - t < 5:
+        time.sleep(0.1)
+        left = job_procs(cluster, job.name)
+    expect(not left, "%d processes of %s still there %.1f s after it ended:\n%s" % (
+        len(left), job.name, time.time() - t, "\n".join(left)))
+    if first:
+        log("%s: %d processes were still there when the job was Completed, gone %.1f s later: %s" % (
+            job.name, len(first), time.time() - t, "; ".join(first)[:400]))
+    session = [r["env"].get("OMPI_MCA_orte_jobfam_session_dir") for r in job.recs
+               if r["env"].get("OMPI_MCA_orte_jobfam_session_dir")]
+    left_dirs = sorted({d for d in session if os.path.exists(d)})
+    expect(not left_dirs, "OpenMPI session directories left: %s" % left_dirs)
+
+
+def check_hosts_quiet(cluster):
+    """Inside the hosts' namespaces only sshd and the agent run."""
+    inos = cluster.ns_inodes()
+    extra = []
+    for p in scan_procs():
+        if p["ns"] not in inos:
+            continue
+        argv0 = p["cmd"].split(" ")[0]
+        if "sshd" in argv0 or (os.path.basename(argv0) == "trainagent" and "--controller" in p["cmd"]):
+            continue
+        extra.append("pid %d (%s) on %s: %s" % (p["pid"], p["state"], inos[p["ns"]], p["cmd"][:200]))
+    expect(not extra, "besides sshd and the agents the hosts run:\n" + "\n".join(extra))
+
+
+# ---------------------------------------------------------------- jobs
+
+def place_probe(cluster):
+    path = cluster.s3_path(CODE_URI)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with tarfile.open(path + ".tmp", "w:gz") as tf:
+        tf.add(PROBE, arcname="dist_probe.py")
+    os.rename(path + ".tmp", path)
+
+
+def probe_request(name, count, hps=None):
+    raw = {"marker": json.dumps(name), "sagemaker_program": json.dumps("dist_probe.py"),
+           "sagemaker_submit_directory": json.dumps(CODE_URI)}
+    raw.update(hps or {})
+    return {
+        "TrainingJobName": name,
+        "AlgorithmSpecification": {"TrainingImage": "trainctl/python", "TrainingInputMode": "File"},
+        "RoleArn": ROLE,
+        "HyperParameters": raw,
+        "OutputDataConfig": {"S3OutputPath": OUT},
+        "ResourceConfig": {"InstanceType": ITYPE, "InstanceCount": count, "VolumeSizeInGB": 1},
+        "StoppingCondition": {"MaxRuntimeInSeconds": 150},
+    }
+
+
+def terminal(d):
+    return d["TrainingJobStatus"] in ("Completed", "Failed", "Stopped")
+
+
+def wait_job(sm, name, timeout):
+    deadline = time.time() + timeout
+    seen = []
+    while True:
+        d = sm.describe_training_job(TrainingJobName=name)
+        st = "%s/%s" % (d["TrainingJobStatus"], d.get("SecondaryStatus"))
+        if not seen or seen[-1] != st:
+            seen.append(st)
+        if terminal(d):
+            return d, seen
+        if time.time() > deadline:
+            raise Fail("%s: %s after %.0f s (seen %s)" % (name, st, timeout, " -> ".join(seen)))
+        time.sleep(0.1)
+
+
+def tar_files(cluster, uri):
+    path = cluster.s3_path(uri)
+    try:
+        with tarfile.open(path, "r:*") as tf:
+            return {os.path.normpath(m.name).lstrip("/"): tf.extractfile(m).read()
+                    for m in tf.getmembers() if m.isfile()}
+    except FileNotFoundError:
+        raise Fail("%s does not exist" % path)
+
+
+class Job:
+    """One job run: its description, probe records and what the agents
+    logged about it."""
+
+    def __init__(self, name, mode, count, hps):
+        self.name, self.mode, self.count, self.hps = name, mode, count, hps
+        self.desc = None
+        self.recs = []
+        self.algo_node = {}   # algo-N -> node that ran it
+        self.pid_rank = {}    # pid -> (algo, the agent's rank index)
+        self.seconds = None
+
+    @property
+    def algos(self):
+        return ["algo-%d" % (i + 1) for i in range(self.count)]
+
+    def node_of(self, algo):
+        return self.algo_node.get(algo)
+
+    def addr_of(self, cluster, algo):
+        return cluster.hosts.get(self.algo_node.get(algo))
+
+
+def run_job(cluster, sm, job, request, timeout=120):
+    t = time.time()
+    sm.create_training_job(**request)
+    d, seen = wait_job(sm, job.name, timeout)
+    job.seconds = time.time() - t
+    job.desc = d
+    for node in cluster.hosts:
+        text = cluster.agent_log(node)
+        for m in re.finditer(r" %s/1/(algo-\d+): new assignment" % re.escape(job.name), text):
+            job.algo_node[m.group(1)] = node
+        for m in re.finditer(r" %s/1/(algo-\d+): rank (\d+) started: pid (\d+)" % re.escape(job.name), text):
+            job.pid_rank[int(m.group(3))] = (m.group(1), int(m.group(2)))
+    expect(d["TrainingJobStatus"] == "Completed",
+           "%s ended %s/%s (seen %s); FailureReason %r\n%s" % (
+               job.name, d["TrainingJobStatus"], d.get("SecondaryStatus"), " -> ".join(seen),
+               d.get("FailureReason"), cluster.log_tail(15, grep=job.name)))
+    expect(sorted(job.algo_node) == job.algos, "the agents' logs name %s for %s" % (job.algo_node, job.algos))
+    where = ", ".join("%s=%s" % kv for kv in sorted(job.algo_node.items()))
+    log("%s (%s, %d hosts) Completed in %.1f s on %s" % (job.name, job.mode, job.count, job.seconds, where))
+    return d
+
+
+def load_records(cluster, job):
+    recs = []
+    for member, data in sorted(tar_files(cluster, "%s/%s/output/model.tar.gz" % (OUT, job.name)).items()):
+        if re.match(r"^dp-algo-\d+-\d+\.json$", member):
+            recs.append(json.loads(data.decode()))
+    job.recs = recs
+    return recs
+
+
+def env_of(r, k):
+    return r["env"].get(k)
+
+
+def who(r):
+    return "%s/%s(pid %s)" % (r["env"].get("SM_CURRENT_HOST"), r.get("me"), r.get("pid"))
+
+
+# ---------------------------------------------------------------- common checks
+
+def check_common(cluster, job, expect_n):
+    """What every process of every mode gets."""
+    recs = job.recs
+    expect(len(recs) == expect_n, "%d probe records, expected %d: %s" % (len(recs), expect_n,
+                                                                         [who(r) for r in recs]))
+    p = []
+    a1 = job.addr_of(cluster, "algo-1")
+    node_algo = {n: a for a, n in job.algo_node.items()}
+    tokens, ports = set(), set()
+    for r in recs:
+        e, w = r["env"], who(r)
+        want = {"TRAINCTL_JOB": job.name, "TRAINCTL_ATTEMPT": "1", "TRAINCTL_DISTRIBUTION": job.mode,
+                "TRAINCTL_RDZV_URL": "%s/v1/rendezvous/%s/1" % (cluster.endpoint, job.name),
+                "GLOO_SOCKET_IFNAME": "eth0", "NCCL_SOCKET_IFNAME": "eth0", "MASTER_ADDR": a1,
+                "SM_HOSTS": json.dumps(job.algos, separators=(",", ":"))}
+        for k, v in want.items():
+            if e.get(k) != v:
+                p.append("%s: %s=%r, expected %r" % (w, k, e.get(k), v))
+        if not e.get("TRAINCTL_CHECKPOINT_DIR") or not r.get("checkpoint_dir_exists"):
+            p.append("%s: TRAINCTL_CHECKPOINT_DIR=%r (exists: %s)" % (w, e.get("TRAINCTL_CHECKPOINT_DIR"),
+                                                                     r.get("checkpoint_dir_exists")))
+        tok = e.get("TRAINCTL_RDZV_TOKEN") or ""
+        if not re.match(r"^[0-9a-f]{64}$", tok):
+            p.append("%s: TRAINCTL_RDZV_TOKEN %r is not 64 hex digits" % (w, tok))
+        tokens.add(tok)
+        ports.add(e.get("MASTER_PORT"))
+        if "eth0" not in r.get("interfaces", []):
+            p.append("%s: interfaces %s (not in a cluster host?)" % (w, r.get("interfaces")))
+        host = e.get("SM_CURRENT_HOST")
+        if r.get("hostname") not in cluster.hosts:
+            p.append("%s: hostname %r is none of %s" % (w, r.get("hostname"), sorted(cluster.hosts)))
+        elif node_algo.get(r["hostname"]) != host:
+            p.append("%s: SM_CURRENT_HOST %r but it runs on %s, which the agents say ran %s" % (
+                w, host, r["hostname"], node_algo.get(r["hostname"])))
+        if r.get("own_address") != cluster.hosts.get(r.get("hostname")):
+            p.append("%s: its address %r is not its host %s's %r" % (w, r.get("own_address"), r.get("hostname"),
+                                                                   cluster.hosts.get(r.get("hostname"))))
+        if r.get("executable") != "/usr/bin/python3":
+            p.append("%s: interpreter %r" % (w, r.get("executable")))
+    if len(tokens) != 1:
+        p.append("TRAINCTL_RDZV_TOKEN differs between the processes of one attempt: %s" % sorted(tokens))
+    if len(ports) != 1:
+        p.append("MASTER_PORT differs between the processes of one job: %s" % sorted(map(str, ports)))
+    else:
+        port = list(ports)[0]
+        if not (port and port.isdigit() and 1024 <= int(port) <= 65535):
+            p.append("MASTER_PORT %r" % port)
+        elif int(port) in (7777, 29500):
+            p.append("MASTER_PORT %s: the fixed default, not one chosen per attempt" % port)
+    expect(not p, "\n".join(p))
+
+
+def check_rdzv(cluster, job, foreign=None):
+    """The rendezvous store as the probes used it."""
+    p = []
+    leaders = [r for r in job.recs if r.get("leader")]
+    expect(len(leaders) == 1, "%d leaders among %s" % (len(leaders), [who(r) for r in job.recs]))
+    lead = leaders[0]
+    waits = []
+    for r in job.recs:
+        z, w = r.get("rdzv") or {}, who(r)
+        if z.get("error"):
+            p.append("%s: %s" % (w, z["error"]))
+            continue
+
+        def want(key, status):
+            got = (z.get(key) or [None])[0]
+            if got != status:
+                p.append("%s: %s -> %s, expected %s (%s)" % (w, key, got, status, short(z.get(key), 200)))
+        if r is lead:
+            want("put", 200)
+            want("put_big", 200)
+            if (z.get("put_too_big") or [None])[0] in (200, None):
+                p.append("%s: PUT of 65537 bytes -> %s, expected a refusal" % (w, short(z.get("put_too_big"))))
+        else:
+            want("get", 200)
+            try:
+                v = json.loads(z["get"][1])
+                if v.get("from") != lead.get("me") or v.get("job") != job.name:
+                    p.append("%s: GET hello gave %r, the leader %s PUT its own" % (w, v, lead.get("me")))
+            except (ValueError, TypeError, KeyError, AttributeError):
+                p.append("%s: GET hello: %s" % (w, short(z.get("get"), 200)))
+            waits.append(z.get("get_s") or 0)
+            if z.get("get_big") != [200, 65536, True]:
+                p.append("%s: GET of the 64 KiB value: %s (status, length, equal)" % (w, z.get("get_big")))
+            if (z.get("get_too_big") or [None])[0] != 404:
+                p.append("%s: GET of the refused value: %s, expected 404" % (w, short(z.get("get_too_big"), 200)))
+        want("missing", 404)
+        if (z.get("missing_s") or 0) < 0.25:
+            p.append("%s: the missing key answered after %.3f s, not after wait_ms=300" % (w, z.get("missing_s") or 0))
+        for k in ("wrong_token", "no_token", "wrong_token_put", "next_attempt", "next_attempt_put"):
+            want(k, 401)
+        if foreign:
+            for k in ("foreign_token_here", "my_token_there", "my_token_there_put"):
+                want(k, 401)
+    if job.hps.get("put_delay"):
+        delay = float(json.loads(job.hps["put_delay"]))
+        if not waits or max(waits) < delay / 3:
+            p.append("no GET waited for the delayed PUT (waits %s s, delay %.1f s)" % (waits, delay))
+        else:
+            log("%s: GETs waited %s s for the leader's PUT (delayed %.1f s)" % (job.name, waits, delay))
+    expect(not p, "\n".join(p))
+
+
+def check_mesh(cluster, job):
+    """Every process listened where it should and reached where the others
+    listen, from its own address."""
+    p = []
+    for r in job.recs:
+        m, w = r.get("mesh") or {}, who(r)
+        if m.get("error"):
+            p.append("%s: %s" % (w, m["error"]))
+            continue
+        if m.get("bind_error"):
+            p.append("%s: cannot listen: %s" % (w, m["bind_error"]))
+        if m.get("barrier"):
+            p.append("%s: %s" % (w, m["barrier"]))
+        for peer, c in sorted((m.get("connected") or {}).items()):
+            if c.get("error"):
+                p.append("%s: cannot reach %s: %s" % (w, peer, c["error"]))
+            elif c.get("local") != r.get("own_address"):
+                p.append("%s reached %s from %r, not its own address %r" % (w, peer, c.get("local"),
+                                                                          r.get("own_address")))
+        if m.get("listen") and m["listen"][0] != r.get("own_address"):
+            p.append("%s: listens on %s, not its own address %s" % (w, m["listen"], r.get("own_address")))
+    expect(not p, "\n".join(p))
+
+
+# ---------------------------------------------------------------- per mode
+
+def check_none(cluster, job):
+    p = []
+    expect(sorted(env_of(r, "SM_CURRENT_HOST") for r in job.recs) == job.algos,
+           "SM_CURRENT_HOST of the processes: %s" % sorted(env_of(r, "SM_CURRENT_HOST") for r in job.recs))
+    for r in job.recs:
+        for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "TF_CONFIG", "TRAINCTL_ROLE", "OMPI_COMM_WORLD_RANK"):
+            if k in r["env"]:
+                p.append("%s: %s=%r in mode none" % (who(r), k, r["env"][k]))
+    # algo-1 listened on MASTER_ADDR:MASTER_PORT; the others came from
+    # their own addresses.
+    lead = [r for r in job.recs if env_of(r, "SM_CURRENT_HOST") == "algo-1"][0]
+    mesh = lead.get("mesh") or {}
+    if mesh.get("listen") != [env_of(lead, "MASTER_ADDR"), int(env_of(lead, "MASTER_PORT"))]:
+        p.append("algo-1 listened on %s, not MASTER_ADDR:MASTER_PORT" % mesh.get("listen"))
+    came = sorted(a["from"] for a in mesh.get("accepted", []))
+    want = sorted(job.addr_of(cluster, a) for a in job.algos[1:])
+    if came != want:
+        p.append("algo-1 saw connections from %s, expected the other hosts' %s" % (came, want))
+    for r in job.recs:
+        if r is lead:
+            continue
+        ans = [c.get("answer", "") for c in (r.get("mesh") or {}).get("connected", {}).values()]
+        if ans != ["algo-1 %s" % job.node_of("algo-1")]:
+            p.append("%s reached %r at MASTER_ADDR:MASTER_PORT, not algo-1 on %s" % (who(r), ans,
+                                                                                   job.node_of("algo-1")))
+    expect(not p, "\n".join(p))
+
+
+def check_torch_env(cluster, job, ppn):
+    p = []
+    world = ppn * job.count
+    ranks = sorted(int(env_of(r, "RANK") or -1) for r in job.recs)
+    if ranks != list(range(world)):
+        p.append("RANK values %s, expected 0..%d once each" % (ranks, world - 1))
+    per_host = {}
+    for r in job.recs:
+        e, w = r["env"], who(r)
+        host = e.get("SM_CURRENT_HOST")
+        idx = job.algos.index(host) if host in job.algos else -1
+        per_host.setdefault(host, []).append(e.get("LOCAL_RANK"))
+        want = {"WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": str(ppn), "NODE_RANK": str(idx),
+                "GROUP_RANK": str(idx), "ROLE_RANK": e.get("RANK"), "ROLE_WORLD_SIZE": str(world),
+                "GROUP_WORLD_SIZE": str(job.count), "ROLE_NAME": "default", "TORCHELASTIC_RESTART_COUNT": "0",
+                "TORCHELASTIC_RUN_ID": job.name}
+        if e.get("LOCAL_RANK", "").isdigit() and e.get("RANK", "").isdigit():
+            if int(e["RANK"]) != idx * ppn + int(e["LOCAL_RANK"]):
+                p.append("%s: RANK %s on host %d with LOCAL_RANK %s (torchrun: node * %d + local)" % (
+                    w, e["RANK"], idx, e["LOCAL_RANK"], ppn))
+        for k, v in want.items():
+            if e.get(k) != v:
+                p.append("%s: %s=%r, expected %r" % (w, k, e.get(k), v))
+        if ppn > 1 and e.get("OMP_NUM_THREADS") != "1":
+            p.append("%s: OMP_NUM_THREADS=%r with %d processes per host" % (w, e.get("OMP_NUM_THREADS"), ppn))
+        if ppn == 1 and "OMP_NUM_THREADS" in e:
+            p.append("%s: OMP_NUM_THREADS=%r with one process per host" % (w, e.get("OMP_NUM_THREADS")))
+        for k in ("TF_CONFIG", "TRAINCTL_ROLE"):
+            if k in e:
+                p.append("%s: %s=%r in torch_distributed" % (w, k, e[k]))
+    for host in job.algos:
+        got = sorted(per_host.get(host, []))
+        if got != [str(i) for i in range(ppn)]:
+            p.append("%s: LOCAL_RANK values %s, expected 0..%d" % (host, got, ppn - 1))
+    expect(not p, "\n".join(p))
+
+
+def check_torch_mesh(cluster, job):
+    """RANK 0 listened on MASTER_ADDR:MASTER_PORT, the other ranks reached it."""
+    check_mesh(cluster, job)
+    lead = [r for r in job.recs if env_of(r, "RANK") == "0"][0]
+    m = lead.get("mesh") or {}
+    expect(m.get("listen") == [env_of(lead, "MASTER_ADDR"), int(env_of(lead, "MASTER_PORT"))],
+           "rank 0 listened on %s" % m.get("listen"))
+    who_came = sorted(a["who"] for a in m.get("accepted", []))
+    want = sorted("r%d" % i for i in range(1, len(job.recs)))
+    expect(who_came == want, "rank 0 was reached by %s, expected %s" % (who_came, want))
+
+
+def check_allreduce(cluster, job):
+    p = []
+    world = len(job.recs)
+    want_names = sorted([int(env_of(r, "RANK")), r["hostname"], env_of(r, "SM_CURRENT_HOST")] for r in job.recs)
+    for r in job.recs:
+        a, w = r.get("allreduce") or {}, who(r)
+        if a.get("error"):
+            p.append("%s: %s\n%s" % (w, a["error"], a.get("traceback", "")[-600:]))
+            continue
+        if a.get("world") != world or str(a.get("rank")) != env_of(r, "RANK"):
+            p.append("%s: torch.distributed says rank %s of %s" % (w, a.get("rank"), a.get("world")))
+        if a.get("sum") != world * (world + 1) / 2:
+            p.append("%s: all_reduce sum %s, expected %s" % (w, a.get("sum"), world * (world + 1) / 2))
+        if sorted(a.get("gathered") or []) != want_names:
+            p.append("%s: all_gather gave %s, expected %s" % (w, a.get("gathered"), want_names))
+    expect(not p, "\n".join(p))
+    log("%s: all_reduce over %d ranks, init %s s" % (job.name, world,
+                                                     [(r.get("allreduce") or {}).get("init_s") for r in job.recs]))
+
+
+def mpi_cmdline_problems(argv, job, cluster, ppn, np):
+    p = []
+    prog = ["/usr/bin/python3", "dist_probe.py"]
+    if not argv or os.path.basename(argv[0]) != "mpirun":
+        return ["algo-1's ranks' parent is %r, not mpirun" % (argv[:3],)]
+
+    def has_seq(seq, what=None):
+        for i in range(len(argv) - len(seq) + 1):
+            if argv[i:i + len(seq)] == seq:
+                return i
+        p.append("mpirun lacks %s" % (what or " ".join(seq)))
+        return None
+    hosts = ",".join(["%s:%d" % (job.addr_of(cluster, "algo-1"), ppn)] +
+                     ["%s:%d" % (a, ppn) for a in job.algos[1:]])
+    has_seq(["--host", hosts])
+    has_seq(["-np", str(np)])
+    for flag in ("--allow-run-as-root", "--display-map", "--tag-output"):
+        has_seq([flag])
+    cidr = NET + ".0/24"
+    for k, v in (("plm_rsh_no_tree_spawn", "1"), ("orte_leave_session_attached", "1"),
+                 ("btl_tcp_if_include", cidr), ("oob_tcp_if_include", cidr), ("pml", "ob1"),
+                 ("btl", "^openib"), ("orte_abort_on_non_zero_status", "1"),
+                 ("btl_vader_single_copy_mechanism", "none")):
+        has_seq(["-mca", k, v])
+    i = has_seq(["-mca", "plm_rsh_agent"], "-mca plm_rsh_agent")
+    if i is not None:
+        agent = argv[i + 2] if i + 2 < len(argv) else ""
+        words = agent.split()
+        if len(words) != 2 or os.path.basename(words[0]) != "trainagent" or words[1] != "rsh":
+            p.append("plm_rsh_agent %r, expected '<trainagent> rsh'" % agent)
+    has_seq(["-bind-to", "none"])
+    has_seq(["-map-by", "slot"])
+    nr = has_seq(["-x", "NCCL_MIN_NRINGS=4"])
+    ci = None
+    if "sagemaker_mpi_custom_mpi_options" in job.hps:
+        ci = has_seq(MPI_CUSTOM.split(), "the custom options %r" % MPI_CUSTOM)
+    pi = has_seq(prog, "the program %s" % prog)
+    if pi is not None and argv[pi:pi + 2] == prog:
+        rest = argv[pi + 2:]
+        pairs = dict(zip(rest[::2], rest[1::2]))
+        if len(rest) % 2 or pairs.get("--marker") != job.name:
+            p.append("the program's arguments %s, expected the hyperparameters (--marker %s ...)" % (rest, job.name))
+        if "-mca" in rest or "-x" in rest:
+            p.append("mpirun options after the program: %s" % rest)
+    if nr is not None and ci is not None and not nr < ci:
+        p.append("the custom options come before -x NCCL_MIN_NRINGS=4")
+    if ci is not None and pi is not None and not ci < pi:
+        p.append("the custom options come after the program")
+    return p
+
+
+def check_mpi(cluster, job, ppn, np=None):
+    p = []
+    world = np or ppn * job.count
+    ranks = sorted(int(env_of(r, "OMPI_COMM_WORLD_RANK") or -1) for r in job.recs)
+    if ranks != list(range(world)):
+        p.append("OMPI_COMM_WORLD_RANK values %s, expected 0..%d once each" % (ranks, world - 1))
+    locals_ = {}
+    for r in job.recs:
+        e, w = r["env"], who(r)
+        rank = int(e.get("OMPI_COMM_WORLD_RANK") or -1)
+        host = e.get("SM_CURRENT_HOST")
+        if e.get("OMPI_COMM_WORLD_SIZE") != str(world):
+            p.append("%s: OMPI_COMM_WORLD_SIZE=%r" % (w, e.get("OMPI_COMM_WORLD_SIZE")))
+        # -map-by slot: ranks fill algo-1's slots, then algo-2's, ...
+        if host != "algo-%d" % (rank // ppn + 1):
+            p.append("%s: rank %d runs on %s (map-by slot: algo-%d)" % (w, rank, host, rank // ppn + 1))
+        locals_.setdefault(host, []).append(e.get("OMPI_COMM_WORLD_LOCAL_RANK"))
+        if "sagemaker_mpi_custom_mpi_options" in job.hps and e.get("TCDI_CUSTOM") != "yes":
+            p.append("%s: TCDI_CUSTOM=%r: the custom option -x TCDI_CUSTOM=yes did not reach it" % (
+                w, e.get("TCDI_CUSTOM")))
+        parent = r.get("parent_cmdline") or []
+        base = os.path.basename(parent[0]) if parent else ""
+        if host == "algo-1" and base != "mpirun":
+            p.append("%s: parent %r, expected mpirun" % (w, parent[:4]))
+        if host != "algo-1" and base != "orted":
+            p.append("%s: parent %r, expected orted" % (w, parent[:4]))
+        for k in ("RANK", "TF_CONFIG", "TRAINCTL_ROLE"):
+            if k in e:
+                p.append("%s: %s=%r under MPI" % (w, k, e[k]))
+    for i, host in enumerate(job.algos):
+        got = sorted(locals_.get(host, []))
+        n_here = max(0, min(ppn, world - i * ppn))
+        if got != [str(k) for k in range(n_here)]:
+            p.append("%s: OMPI_COMM_WORLD_LOCAL_RANK values %s, expected 0..%d" % (host, got, n_here - 1))
+    expect(not p, "\n".join(p))
+
+
+def check_mpirun(cluster, job, ppn, np=None):
+    argvs = {json.dumps(r["parent_cmdline"]) for r in job.recs if env_of(r, "SM_CURRENT_HOST") == "algo-1"}
+    expect(len(argvs) == 1, "algo-1's ranks have %d different parents: %s" % (len(argvs), argvs))
+    argv = json.loads(argvs.pop())
+    p = mpi_cmdline_problems(argv, job, cluster, ppn, np or ppn * job.count)
+    expect(not p, "\n".join(p) + "\nmpirun: %s" % " ".join(argv))
+    log("mpirun: %s" % " ".join(argv))
+
+
+def check_mpi_logs(cluster, job, ppn, np=None):
+    rc, out, err = cluster.cli("logs", job.name)
+    expect(rc == 0, "trainctl logs %s: exit %d: %s" % (job.name, rc, err[-500:]))
+    p = []
+    for rank in range(np or ppn * job.count):
+        if not re.search(r"^\[algo-1\] \[1,%d\]<stdout>:dist_probe mpi r%d " % (rank, rank), out, re.M):
+            p.append("no line of rank %d tagged [1,%d]<stdout>: in algo-1's stream" % (rank, rank))
+    other = [x for x in out.splitlines() if "dist_probe" in x and not x.startswith("[algo-1] ")]
+    if other:
+        p.append("rank output outside algo-1's stream: %s" % other[:5])
+    expect(not p, "\n".join(p) + "\n--- trainctl logs ---\n" + out[-2000:])
+    maps = out.count("JOB MAP")
+    if maps != 1:
+        log("note: --display-map's JOB MAP appears %d times in algo-1's stream" % maps)
+
+
+def ps_layout(job, k):
+    """The process each (algo, agent rank) must be: (TF task type, index,
+    TRAINCTL_ROLE, TRAINCTL_ROLE_INDEX)."""
+    want = {}
+    for i, algo in enumerate(job.algos):
+        if i < k:
+            want[(algo, 0)] = ("ps", i, "ps", i)
+        wr = 1 if i < k else 0
+        want[(algo, wr)] = ("master", 0, "worker", 0) if i == 0 else ("worker", i - 1, "worker", i)
+    return want
+
+
+def check_tf_config(cluster, job, k=None):
+    p = []
+    addrs = [job.addr_of(cluster, a) for a in job.algos]
+    n = job.count
+    tfs = []
+    for r in job.recs:
+        try:
+            tfs.append((r, json.loads(env_of(r, "TF_CONFIG"))))
+        except (TypeError, ValueError):
+            p.append("%s: TF_CONFIG %r" % (who(r), env_of(r, "TF_CONFIG")))
+    expect(not p, "\n".join(p))
+    clusters = {json.dumps(tf["cluster"], sort_keys=True) for _, tf in tfs}
+    expect(len(clusters) == 1, "TF_CONFIG's cluster differs between the processes: %s" % clusters)
+    cl = tfs[0][1]["cluster"]
+    if job.mode == "parameter_server":
+        expect(cl.get("master") and isinstance(cl["master"], list), "no cluster.master: %s" % cl)
+        base = int(cl["master"][0].rpartition(":")[2])
+        want_cl = {"master": ["%s:%d" % (addrs[0], base)],
+                   "ps": ["%s:%d" % (addrs[i], base + 2 * i + 1) for i in range(k)],
+                   "worker": ["%s:%d" % (addrs[i], base + 2 * i) for i in range(1, n)]}
+    else:
+        expect(cl.get("worker") and isinstance(cl["worker"], list), "no cluster.worker: %s" % cl)
+        base = int(cl["worker"][0].rpartition(":")[2])
+        want_cl = {"worker": ["%s:%d" % (addrs[i], base + 2 * i) for i in range(n)]}
+    if cl != want_cl:
+        p.append("TF_CONFIG cluster %s\n          expected %s" % (json.dumps(cl, sort_keys=True),
+                                                                 json.dumps(want_cl, sort_keys=True)))
+    ports = [int(x.rpartition(":")[2]) for v in cl.values() for x in v]
+    if len(set(ports)) != len(ports) or min(ports) < 1024 or max(ports) > 65535:
+        p.append("TF_CONFIG ports %s" % ports)
+    if str(base) != env_of(tfs[0][0], "MASTER_PORT"):
+        log("%s: TF_CONFIG's first port %d, MASTER_PORT %s" % (job.name, base, env_of(tfs[0][0], "MASTER_PORT")))
+    roles = {}
+    if job.mode == "parameter_server":
+        layout = ps_layout(job, k)
+        seen = set()
+        for r, tf in tfs:
+            key = job.pid_rank.get(r["pid"])
+            if key is None:
+                p.append("%s: pid %s is not a process the agents started" % (who(r), r["pid"]))
+                continue
+            if key[0] != env_of(r, "SM_CURRENT_HOST"):
+                p.append("%s: the agent of %s started it" % (who(r), key[0]))
+            seen.add(key)
+            w = layout.get(key)
+            got = (tf.get("task", {}).get("type"), tf.get("task", {}).get("index"), env_of(r, "TRAINCTL_ROLE"),
+                   int(env_of(r, "TRAINCTL_ROLE_INDEX") or -1))
+            if got != w:
+                p.append("%s (%s rank %d): task/role %s, expected %s" % (who(r), key[0], key[1], got, w))
+            roles[got[2]] = roles.get(got[2], 0) + 1
+        if seen != set(layout):
+            p.append("processes %s, expected %s" % (sorted(seen), sorted(layout)))
+        if roles != {"ps": k, "worker": n}:
+            p.append("TRAINCTL_ROLE counts %s, expected ps=%d worker=%d" % (roles, k, n))
+    else:
+        for r, tf in tfs:
+            i = job.algos.index(env_of(r, "SM_CURRENT_HOST"))
+            got = (tf.get("task"), env_of(r, "TRAINCTL_ROLE"), env_of(r, "TRAINCTL_ROLE_INDEX"))
+            if got != ({"type": "worker", "index": i}, "worker", str(i)):
+                p.append("%s: task/role %s, expected worker %d" % (who(r), got, i))
+    for r, tf in tfs:
+        if sorted(tf) != ["cluster", "environment", "task"] or tf.get("environment") != "cloud" or \
+                sorted(tf.get("task", {})) != ["index", "type"]:
+            p.append("%s: TF_CONFIG keys %s, environment %r, task %s" % (who(r), sorted(tf), tf.get("environment"),
+                                                                        tf.get("task")))
+        for kk in ("RANK", "OMPI_COMM_WORLD_RANK"):
+            if kk in r["env"]:
+                p.append("%s: %s=%r in %s" % (who(r), kk, r["env"][kk], job.mode))
+    expect(not p, "\n".join(p))
+
+
+def check_tf_mesh(cluster, job):
+    """Every process listened on its own TF_CONFIG address and reached all
+    the others."""
+    check_mesh(cluster, job)
+    p = []
+    n = len(job.recs)
+    for r in job.recs:
+        m = r.get("mesh") or {}
+        tf = json.loads(env_of(r, "TF_CONFIG"))
+        t = tf["task"]
+        mine = tf["cluster"][t["type"]][t["index"]]
+        if m.get("listen") is None or "%s:%d" % tuple(m["listen"]) != mine:
+            p.append("%s listened on %s, its TF_CONFIG task says %s" % (who(r), m.get("listen"), mine))
+        if len(m.get("connected", {})) != n - 1 or len(m.get("accepted", [])) != n - 1:
+            p.append("%s reached %d and was reached by %d of the %d others" % (
+                who(r), len(m.get("connected", {})), len(m.get("accepted", [])), n - 1))
+    expect(not p, "\n".join(p))
+
+
+# ---------------------------------------------------------------- refusals
+
+REFUSED = [
+    ("sagemaker_pytorch_ddp_enabled", {"sagemaker_pytorch_ddp_enabled": "true"}, ["sagemaker_pytorch_ddp_enabled"]),
+    ("sagemaker_distributed_dataparallel_enabled", {"sagemaker_distributed_dataparallel_enabled": "true"},
+     ["sagemaker_distributed_dataparallel_enabled"]),
+    ("sagemaker_pytorch_xla_multi_worker_enabled", {"sagemaker_pytorch_xla_multi_worker_enabled": "true"},
+     ["sagemaker_pytorch_xla_multi_worker_enabled"]),
+    ("two modes: torch_distributed and mpi",
+     {"sagemaker_torch_distributed_enabled": "true", "sagemaker_mpi_enabled": "true"},
+     ["sagemaker_torch_distributed_enabled", "sagemaker_mpi_enabled"]),
+    ("two modes: parameter_server and multi_worker_mirrored",
+     {"sagemaker_parameter_server_enabled": "true", "sagemaker_multi_worker_mirrored_strategy_enabled": "true"},
+     ["sagemaker_parameter_server_enabled", "sagemaker_multi_worker_mirrored_strategy_enabled"]),
+    ("mpi processes per host \"0\"",
+     {"sagemaker_mpi_enabled": "true", "sagemaker_mpi_num_of_processes_per_host": "0"},
+     ["sagemaker_mpi_num_of_processes_per_host"]),
+    ("mpi processes per host \"abc\"",
+     {"sagemaker_mpi_enabled": "true", "sagemaker_mpi_num_of_processes_per_host": "abc"},
+     ["sagemaker_mpi_num_of_processes_per_host"]),
+    ("mpi processes per host \"300\"",
+     {"sagemaker_mpi_enabled": "true", "sagemaker_mpi_num_of_processes_per_host": "300"},
+     ["sagemaker_mpi_num_of_processes_per_host"]),
+    ("mpi total processes \"-1\"",
+     {"sagemaker_mpi_enabled": "true", "sagemaker_mpi_num_processes": "-1"}, ["sagemaker_mpi_num_processes"]),
+    ("torch processes per host \"0\"",
+     {"sagemaker_torch_distributed_enabled": "true", "sagemaker_trainctl_processes_per_host": "0"},
+     ["sagemaker_trainctl_processes_per_host"]),
+    ("torch processes per host \"1.5\"",
+     {"sagemaker_torch_distributed_enabled": "true", "sagemaker_trainctl_processes_per_host": "1.5"},
+     ["sagemaker_trainctl_processes_per_host"]),
+    ("torch processes per host \"\"",
+     {"sagemaker_torch_distributed_enabled": "true", "sagemaker_trainctl_processes_per_host": ""},
+     ["sagemaker_trainctl_processes_per_host"]),
+    ("parameter servers \"x\"",
+     {"sagemaker_parameter_server_enabled": "true", "sagemaker_trainctl_parameter_servers": "x"},
+     ["sagemaker_trainctl_parameter_servers"]),
+    ("parameter servers \"0\"",
+     {"sagemaker_parameter_server_enabled": "true", "sagemaker_trainctl_parameter_servers": "0"},
+     ["sagemaker_trainctl_parameter_servers"]),
+]
+
+ACCEPTED = [
+    {"sagemaker_torch_distributed_enabled": "true"},
+    {"sagemaker_torch_distributed_enabled": "\"true\"", "sagemaker_trainctl_processes_per_host": "\"2\""},
+    {"sagemaker_torch_distributed_enabled": "True", "sagemaker_trainctl_processes_per_host": "2"},
+    {"sagemaker_torch_distributed_enabled": "true", "sagemaker_mpi_enabled": "false"},
+    {"sagemaker_pytorch_ddp_enabled": "false", "sagemaker_distributed_dataparallel_enabled": "false"},
+    {"sagemaker_mpi_enabled": "true", "sagemaker_mpi_num_of_processes_per_host": "2",
+     "sagemaker_mpi_num_processes": "4", "sagemaker_mpi_custom_mpi_options": "\"-x A=1\""},
+    {"sagemaker_parameter_server_enabled": "true", "sagemaker_trainctl_parameter_servers": "\"1\""},
+    {"sagemaker_multi_worker_mirrored_strategy_enabled": "true"},
+]
+
+
+def refusal_cases(tap, run_id):
+    d = sc.Daemon(name="trainctld-refusals")
+    err = d.start()
+    if not tap.ok(err is None, "a local trainctld (no hosts) for the refusals", err):
+        return
+    try:
+        sm = sc.make_client(d.endpoint)
+        for i, (label, hps, names) in enumerate(REFUSED):
+            def refused(hps=hps, names=names, i=i):
+                req = sc.small_request("dr%d-%s" % (i, run_id))
+                req["HyperParameters"].update(hps)
+                code, msg, st = sc.expect_error(lambda: sm.create_training_job(**req), "ValidationException",
+                                                status=400, contains=names)
+                sc.expect_error(lambda: sm.describe_training_job(TrainingJobName=req["TrainingJobName"]),
+                                ("ValidationException", "ResourceNotFound"), what="the refused job: ")
+                return msg
+            tap.case("CreateTrainingJob refuses %s: ValidationException naming %s, no job left" % (
+                label, " and ".join(names)), refused)
+
+        def accepted():
+            p = []
+            for i, hps in enumerate(ACCEPTED):
+                req = sc.small_request("da%d-%s" % (i, run_id))
+                req["HyperParameters"].update(hps)
+                try:
+                    sm.create_training_job(**req)
+                except Exception as e:
+                    p.append("%s: %s" % (hps, sc.err_of(e) if hasattr(e, "response") else e))
+                    continue
+                try:
+                    sm.stop_training_job(TrainingJobName=req["TrainingJobName"])
+                except Exception:
+                    pass
+            expect(not p, "refused:\n" + "\n".join(p))
+        tap.case("CreateTrainingJob accepts the SDK's encodings (true, \"true\", True, \"2\") and disabled "
+                 "flags (%d requests)" % len(ACCEPTED), accepted)
+    finally:
+        d.stop()
+
+
+# ---------------------------------------------------------------- ddp
+
+def state_hash(sd):
+    h = hashlib.sha256()
+    for k, v in sorted(sd.items()):
+        h.update(k.encode())
+        h.update(v.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def place_ddp(cluster):
+    rc, out, err = cluster.cli("upload-source", DDP_DIR, "--to", DDP_CODE)
+    expect(rc == 0 and out.strip() == DDP_CODE + "sourcedir.tar.gz",
+           "trainctl upload-source: exit %d: %s %s" % (rc, out, err))
+    rc, out, err = cluster.cli("cp", DIGITS, DATA_URI + "digits.csv.gz")
+    expect(rc == 0, "trainctl cp: exit %d: %s %s" % (rc, out, err))
+    expect(os.path.exists(cluster.s3_path(DATA_URI + "digits.csv.gz")), "digits.csv.gz is not in the store")
+
+
+def ddp_request(name, count):
+    with open(os.path.join(DDP_DIR, "job.json")) as f:
+        req = json.load(f)
+    req["TrainingJobName"] = name
+    req["RoleArn"] = ROLE
+    hp = req["HyperParameters"]
+    expect(hp.get("sagemaker_torch_distributed_enabled") == "true",
+           "job.json does not enable torch_distributed: %s" % hp)
+    hp["sagemaker_submit_directory"] = json.dumps(DDP_CODE + "sourcedir.tar.gz")
+    hp["hash-weights"] = "true"
+    hp["marker"] = json.dumps(name)
+    req["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3Uri"] = DATA_URI
+    req["OutputDataConfig"] = {"S3OutputPath": OUT}
+    req["ResourceConfig"] = {"InstanceType": ITYPE, "InstanceCount": count, "VolumeSizeInGB": 1}
+    req["StoppingCondition"] = {"MaxRuntimeInSeconds": 240}
+    return req
+
+
+def check_ddp(cluster, job):
+    import torch
+    p = []
+    d = job.desc
+    final = {m["MetricName"]: m["Value"] for m in d.get("FinalMetricDataList") or []}
+    acc = final.get("validation:accuracy")
+    if acc is None or acc < 0.9:
+        p.append("FinalMetricDataList validation:accuracy %r (expected >= 0.9): %s" % (acc, final))
+    if not final.get("throughput:steps_per_s"):
+        p.append("no throughput:steps_per_s in FinalMetricDataList: %s" % final)
+    model = tar_files(cluster, "%s/%s/output/model.tar.gz" % (OUT, job.name))
+    if sorted(model) != ["metrics.json", "model.pt"]:
+        p.append("model.tar.gz holds %s, expected rank 0's metrics.json and model.pt only" % sorted(model))
+    metrics = json.loads(model["metrics.json"]) if "metrics.json" in model else {}
+    if metrics.get("world") != job.count or (metrics.get("accuracy") or 0) < 0.9:
+        p.append("metrics.json: %s" % metrics)
+    output = tar_files(cluster, "%s/%s/output/output.tar.gz" % (OUT, job.name))
+    hashes = {}
+    for r in range(job.count):
+        data = output.get("weights-rank%d.json" % r)
+        if data is None:
+            p.append("no weights-rank%d.json in output.tar.gz (%s)" % (r, sorted(output)))
+            continue
+        w = json.loads(data)
+        hashes[r] = w["sha256"]
+        if w.get("host") != "algo-%d" % (r + 1) or w.get("world") != job.count:
+            p.append("rank %d: %s (1 process per host: rank r on algo-(r+1))" % (r, w))
+    if len(set(hashes.values())) != 1:
+        p.append("the ranks' final weights differ: %s" % hashes)
+    if "model.pt" in model and hashes:
+        sd = torch.load(io.BytesIO(model["model.pt"]))
+        saved = state_hash(sd)
+        if saved != hashes.get(0):
+            p.append("model.pt's weights (sha256 %s) are not rank 0's final ones (%s)" % (saved[:16],
+                                                                                      hashes.get(0, "")[:16]))
+    rc, out, err = cluster.cli("logs", job.name)
+    for pat in (r"^\[algo-1\] final validation:accuracy=0\.9\d+$", r"^\[algo-1\] throughput steps_per_s=[0-9.]+ "):
+        if not re.search(pat, out, re.M):
+            p.append("trainctl logs: no line matching %r" % pat)
+    expect(not p, "\n".join(p))
+    log("%s: %d hosts, accuracy %.4f, %s steps/s (rank 0), %.1f s in all, weights %s on every rank" % (
+        job.name, job.count, acc or 0, final.get("throughput:steps_per_s"), job.seconds,
+        (hashes.get(0) or "")[:16]))
+
+
+# ---------------------------------------------------------------- failures
+
+def probe_procs(cluster, name):
+    """The probe processes (ranks) of job name that are alive."""
+    tag = ("\0TRAINCTL_JOB=%s\0" % name).encode()
+    return [p for p in scan_procs() if tag in p["env"] + b"\0" and "dist_probe.py" in p["cmd"]
+            and not p["cmd"].startswith(("/usr/bin/mpirun", "mpirun")) and p["state"] != "Z"]
+
+
+def mpi_failures(tap, cluster, sm, run_id, jobs):
+    """A rank that fails ends an MPI job (orte_abort_on_non_zero_status)
+    and StopTrainingJob ends one; either way nothing of it is left: not
+    mpirun, not the launchers, not the workers, not orted, not a rank."""
+    name = "dist-mpifail-%s" % run_id
+    hps = {"sagemaker_mpi_enabled": "true", "sagemaker_mpi_num_of_processes_per_host": "2",
+           "fail_rank": "3", "fail_code": "3", "sleep": "60"}
+    job = Job(name, "mpi", 3, hps)
+
+    def failed():
+        t = time.time()
+        sm.create_training_job(**probe_request(name, 3, hps))
+        d, seen = wait_job(sm, name, 60)
+        job.seconds = time.time() - t
+        expect(d["TrainingJobStatus"] == "Failed", "%s ended %s (seen %s)" % (name, d["TrainingJobStatus"],
+                                                                           " -> ".join(seen)))
+        expect(job.seconds < 30, "%s took %.1f s to fail: the other ranks (sleeping 60 s) were not stopped"
+               % (name, job.seconds))
+        reason = d.get("FailureReason") or ""
+        expect(reason.startswith("AlgorithmError") and re.search(r"\b3\b", reason),
+               "FailureReason %r: expected an AlgorithmError with the rank's exit status 3" % reason)
+        log("%s Failed in %.1f s: %s" % (name, job.seconds, reason))
+    tap.case("mpi: rank 3 exits 3, the others sleep: mpirun aborts, the job Failed (AlgorithmError, status 3) "
+             "within 30 s", failed)
+    tap.case("mpi: no process of the failed job left on any host", check_no_leftovers, cluster, job)
+    jobs["mpifail"] = job
+
+    name = "dist-mpistop-%s" % run_id
+    hps = {"sagemaker_mpi_enabled": "true", "sagemaker_mpi_num_of_processes_per_host": "2", "sleep": "60"}
+    job2 = Job(name, "mpi", 3, hps)
+
+    def stopped():
+        t = time.time()
+        sm.create_training_job(**probe_request(name, 3, hps))
+        deadline = time.time() + 40
+        ranks = []
+        while time.time() < deadline:
+            ranks = probe_procs(cluster, name)
+            if len(ranks) >= 6:
+                break
+            time.sleep(0.1)
+        expect(len(ranks) == 6, "%d of 6 ranks seen running: %s" % (len(ranks), [r["cmd"][:80] for r in ranks]))
+        time.sleep(0.5)
+        t_stop = time.time()
+        sm.stop_training_job(TrainingJobName=name)
+        d, seen = wait_job(sm, name, 40)
+        job2.seconds = time.time() - t
+        expect(d["TrainingJobStatus"] == "Stopped", "%s ended %s (seen %s)" % (name, d["TrainingJobStatus"],
+                                                                            " -> ".join(seen)))
+        log("%s: 6 ranks running %.1f s after create; Stopped %.1f s after StopTrainingJob" % (
+            name, t_stop - t, time.time() - t_stop))
+    tap.case("mpi: StopTrainingJob while 6 ranks run: Stopped", stopped)
+    tap.case("mpi: no process of the stopped job left on any host", check_no_leftovers, cluster, job2)
+    jobs["mpistop"] = job2
+
+
+# ---------------------------------------------------------------- main
+
+def skip_reason():
+    if os.geteuid() != 0:
+        return "needs root (CAP_NET_ADMIN) for network namespaces"
+    if not os.access("/usr/sbin/sshd", os.X_OK):
+        return "no /usr/sbin/sshd (apt-get install openssh-server)"
+    for b in (TRAINCTLD, TRAINAGENT, TRAINCTL):
+        if not os.access(b, os.X_OK):
+            return "%s not built" % b
+    try:
+        h = subprocess.run([TRAINCTLD, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=10).stdout.decode("utf-8", "replace")
+    except Exception as e:
+        return "trainctld --help failed: %s" % e
+    if "--inventory" not in h:
+        return "trainctld has no --inventory option yet"
+    try:
+        import botocore  # noqa: F401
+    except ImportError:
+        return "no botocore (run with /usr/bin/python3)"
+    return None
+
+
+def have_torch():
+    try:
+        import torch.distributed as dist  # noqa: F401
+        return dist.is_available() and dist.is_gloo_available()
+    except Exception:
+        return False
+
+
+def main():
+    reason = skip_reason()
+    if reason:
+        print("1..0 # SKIP %s" % reason)
+        return 0
+    tap = sc.Tap()
+    cluster = Cluster()
+    t_start = time.time()
+    run_id = "%x" % (int(time.time() * 1000) % 0xfffffff)
+    try:
+        t = time.time()
+        refusal_cases(tap, run_id)
+        log("refusals: %.1f s" % (time.time() - t))
+        run(tap, cluster, run_id)
+    except Exception as e:
+        tap.ok(False, "the test ran to its end", "%s: %s\n%s" % (type(e).__name__, e, traceback.format_exc()))
+    finally:
+        if os.environ.get("TRAINCTL_TEST_KEEP") == "1" and os.path.isdir(STATE):
+            log("keeping %s" % STATE)
+        t = time.time()
+        rc, out, err = cluster.down()
+        took = time.time() - t
+        problems = []
+        if rc != 0:
+            problems.append("cluster.sh down: exit %d: %s%s" % (rc, out, err))
+        names = subprocess.run(["ip", "netns", "list"], stdout=subprocess.PIPE).stdout.decode()
+        ours = [x.split()[0] for x in names.splitlines() if x.startswith(PREFIX + "-")]
+        if ours:
+            problems.append("namespaces left: %s" % ours)
+        links = subprocess.run(["ip", "-o", "link", "show"], stdout=subprocess.PIPE).stdout.decode()
+        left_links = [x.split(":")[1].strip() for x in links.splitlines()
+                      if re.match(r"^\d+: %s-" % PREFIX, x)]
+        if left_links:
+            problems.append("links left: %s" % left_links)
+        etc = glob.glob("/etc/netns/%s-*" % PREFIX)
+        if etc:
+            problems.append("/etc/netns entries left: %s" % etc)
+        procs = cluster.procs_in_state()
+        if procs:
+            problems.append("processes left:\n" + "\n".join(procs))
+        if os.environ.get("TRAINCTL_TEST_KEEP") != "1" and os.path.exists(STATE):
+            problems.append("%s is still there" % STATE)
+        tap.ok(not problems, "cluster.sh down: no process, namespace, link or /etc/netns entry left (%.2f s)"
+               % took, "\n".join(problems))
+        log("whole run %.1f s" % (time.time() - t_start))
+    return tap.finish()
+
+
+def run(tap, cluster, run_id):
+    err = cluster.up()
+    if not tap.ok(err is None, "cluster.sh up --hosts %d --prefix %s --net %s.0/24: every host ready"
+                  % (N_HOSTS, PREFIX, NET), err):
+        return
+    place_probe(cluster)
+    sm = cluster.client()
+    jobs = {}
+
+    def probe(label, mode, count, hps, checks, n_procs, foreign=None):
+        """One probe job: Completed, the checks, no process left."""
+        name = "dist-%s-%s" % (label, run_id)
+        hps = dict(hps)
+        if foreign and foreign.recs:
+            hps["foreign_url"] = json.dumps(env_of(foreign.recs[0], "TRAINCTL_RDZV_URL"))
+            hps["foreign_token"] = json.dumps(env_of(foreign.recs[0], "TRAINCTL_RDZV_TOKEN"))
+        job = Job(name, mode, count, hps)
+
+        def go():
+            run_job(cluster, sm, job, probe_request(name, count, hps))
+            load_records(cluster, job)
+        ok = tap.case("%s: %d-host job %s Completed" % (label, count, name), go)
+        if ok:
+            tap.case("%s: %d processes; TRAINCTL_*, MASTER_ADDR/PORT, GLOO/NCCL_SOCKET_IFNAME=eth0, SM_HOSTS, "
+                     "hostname and address of the host each runs on" % (label, n_procs),
+                     check_common, cluster, job, n_procs)
+            for title, fn in checks:
+                tap.case("%s: %s" % (label, title), fn, cluster, job)
+            tap.case("%s: the rendezvous store from inside the job (PUT, GET with wait, 64 KiB, 404 after "
+                     "wait_ms, 401 for a wrong token, attempt+1%s)" % (
+                         label, ", another job's token both ways" if foreign else ""),
+                     check_rdzv, cluster, job, foreign)
+        tap.case("%s: no process of the job left on any host" % label, check_no_leftovers, cluster, job)
+        jobs[label] = job
+        return job if ok else None
+
+    # -- none
+    none = probe("none", "none", 3, {"put_delay": "1.0"}, [
+        ("one process per host, no RANK/WORLD_SIZE; algo-1 listens on MASTER_ADDR:MASTER_PORT, the others "
+         "reach it from their own addresses", check_none)], 3)
+
+    # -- torch_distributed, default processes per host (no GPUs: 1), 2 hosts
+    t1 = probe("torch1", "torch_distributed", 2, {"sagemaker_torch_distributed_enabled": "true"}, [
+        ("default 1 process per host (no GPUs): RANK, LOCAL_RANK, NODE_RANK, WORLD_SIZE, ROLE_*, GROUP_*, "
+         "TORCHELASTIC_*, no OMP_NUM_THREADS", lambda c, j: check_torch_env(c, j, 1)),
+        ("rank 0 listens on MASTER_ADDR:MASTER_PORT, rank 1 reaches it", check_torch_mesh)], 2,
+        foreign=none)
+
+    def ports_differ():
+        expect(none and t1, "needs both jobs")
+        a, b = env_of(none.recs[0], "MASTER_PORT"), env_of(t1.recs[0], "MASTER_PORT")
+        expect(a != b, "both jobs got MASTER_PORT %s" % a)
+        log("MASTER_PORT: %s %s, %s %s" % (none.name, a, t1.name, b))
+    tap.case("MASTER_PORT differs between two jobs", ports_differ)
+
+    # -- torch_distributed, 2 processes per host, all_reduce over gloo
+    if have_torch():
+        probe("torch2", "torch_distributed", 3, {"sagemaker_torch_distributed_enabled": "true",
+                                                  "sagemaker_trainctl_processes_per_host": "2",
+                                                  "allreduce": "true"}, [
+            ("2 processes per host: RANK 0..5 once each, LOCAL_RANK 0..1 per host, NODE_RANK = host index, "
+             "WORLD_SIZE 6, LOCAL_WORLD_SIZE 2, OMP_NUM_THREADS=1", lambda c, j: check_torch_env(c, j, 2)),
+            ("torch.distributed gloo env:// over the hosts: all_reduce and all_gather of 6 ranks",
+             check_allreduce)], 6, foreign=none)
+    else:
+        tap.skip("torch2: torch_distributed with 2 processes per host", "no torch with gloo in /usr/bin/python3")
+
+    # -- mpi
+    if shutil.which("mpirun") and shutil.which("orted"):
+        probe("mpi", "mpi", 3, {"sagemaker_mpi_enabled": "true", "sagemaker_mpi_num_of_processes_per_host": "2",
+                                "sagemaker_mpi_custom_mpi_options": json.dumps(MPI_CUSTOM)}, [
+            ("OMPI_COMM_WORLD_RANK 0..5, SIZE 6, LOCAL_RANK 0..1 per host, map-by slot, each rank's "
+             "SM_CURRENT_HOST its own; algo-1's ranks children of mpirun, the others' of orted; the custom "
+             "-x reaches every rank", lambda c, j: check_mpi(c, j, 2)),
+            ("mpirun's command line: --host <algo-1 addr>:2,algo-2:2,algo-3:2 -np 6 and the contract's options, "
+             "the custom options, the program last", lambda c, j: check_mpirun(c, j, 2)),
+            ("all output in algo-1's log stream, tagged [1,<rank>]<stdout>:", lambda c, j: check_mpi_logs(c, j, 2))],
+            6, foreign=t1)
+        probe("mpinp", "mpi", 3, {"sagemaker_mpi_enabled": "true", "sagemaker_mpi_num_of_processes_per_host": "2",
+                                  "sagemaker_mpi_num_processes": "3"}, [
+            ("sagemaker_mpi_num_processes 3 of 6 slots: ranks 0..2, two on algo-1, one on algo-2",
+             lambda c, j: check_mpi(c, j, 2, 3)),
+            ("mpirun's command line says -np 3", lambda c, j: check_mpirun(c, j, 2, 3))], 3)
+    else:
+        tap.skip("mpi: 2 processes per host", "no mpirun/orted (apt-get install openmpi-bin)")
+
+    # -- parameter_server, K=2 of 3
+    probe("ps", "parameter_server", 3, {"sagemaker_parameter_server_enabled": "true",
+                                        "sagemaker_trainctl_parameter_servers": "2"}, [
+        ("TF_CONFIG exactly (master, 2 ps, 2 workers), tasks by host and rank, TRAINCTL_ROLE ps=2 worker=3",
+         lambda c, j: check_tf_config(c, j, 2)),
+        ("every process listens on its TF_CONFIG address and reaches the 4 others", check_tf_mesh)], 5,
+        foreign=none)
+
+    # -- multi_worker_mirrored
+    probe("mwms", "multi_worker_mirrored_strategy", 3,
+          {"sagemaker_multi_worker_mirrored_strategy_enabled": "true"}, [
+              ("TF_CONFIG exactly (cluster.worker only, one per host), task worker <host index>",
+               check_tf_config),
+              ("every worker listens on its TF_CONFIG address and reaches the 2 others", check_tf_mesh)], 3,
+          foreign=none)
+
+    # -- the PyTorch DDP example
+    if not have_torch():
+        tap.skip("examples/pytorch_ddp on 2 and 3 hosts", "no torch with gloo in /usr/bin/python3")
+    elif tap.case("examples/pytorch_ddp placed with trainctl upload-source, digits with trainctl cp",
+                  place_ddp, cluster):
+        for count in (2, 3):
+            name = "dist-ddp%d-%s" % (count, run_id)
+            job = Job(name, "torch_distributed", count, {})
+
+            def go(job=job, count=count):
+                run_job(cluster, sm, job, ddp_request(job.name, count), timeout=200)
+            if tap.case("ddp%d: examples/pytorch_ddp (its job.json) on %d hosts Completed" % (count, count), go):
+                tap.case("ddp%d: accuracy >= 0.9, only rank 0's model, every rank's final weights identical and "
+                         "saved, throughput logged" % count, check_ddp, cluster, job)
+            tap.case("ddp%d: no process of the job left on any host" % count, check_no_leftovers, cluster, job)
+            jobs["ddp%d" % count] = job
+
+    if shutil.which("mpirun") and shutil.which("orted"):
+        mpi_failures(tap, cluster, sm, run_id, jobs)
+
+    tap.case("the hosts run nothing but sshd and their agent", check_hosts_quiet, cluster)
+    log("jobs: %s" % ", ".join("%s %.1f s" % (j.name, j.seconds or 0) for j in jobs.values()))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
