@@ -204,7 +204,12 @@ $(BUILD)/tests/%: tests/%.c $(TEST_LIBS)
 
 unit-tests: $(TEST_BIN)
 
-test: all unit-tests
+# The C examples, built against libtrainer as a user would (examples/Makefile).
+.PHONY: examples
+examples: trainer
+	$(MAKE) -C examples BUILD=$(abspath $(BUILD))
+
+test: all unit-tests examples
 	@BUILD=$(BUILD) ./tests/run.sh
 
 # Sanitized build in its own folder, then the format and banned-call checks.
@@ -237,7 +242,8 @@ fuzz-run: $(FUZZ_BIN)
 	done
 
 SRC_ALL = $(wildcard common/*.[ch] api/*.[ch] db/*.[ch] controller/*.[ch] \
-	cli/*.[ch] agent/*.[ch] trainer/*.[ch] storage/*.[ch] tests/*/*.[ch])
+	cli/*.[ch] agent/*.[ch] trainer/*.[ch] storage/*.[ch] tests/*/*.[ch] \
+	examples/*/*.[ch] bench/*.[ch])
 
 format:
 	clang-format -i $(SRC_ALL)
