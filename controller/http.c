@@ -441,13 +441,21 @@ static const char *query(struct MHD_Connection *conn, const char *key)
 
 /*
  * Blobs are the embedded store's bytes: with credentials configured they
- * need a host's agent token or the controller's blob token; without, the
- * API itself is open on loopback and so are they.
+ * need a host's agent token (agents) or a SigV4 signature by the API's
+ * credentials for service s3 with an unsigned payload, as S3 clients
+ * sign a streamed body (trainctl cp / upload-source); without, the API
+ * itself is open on loopback and so are they.
  */
-static int blob_allowed(struct ctrl_ctx *ctx, struct MHD_Connection *conn)
+static int blob_allowed(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+			const char *method, const struct request *req)
 {
 	const char *auth = MHD_lookup_connection_value(
 		conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	struct api_sigv4_request sr;
+	struct buf err = BUF_INIT;
+	struct header_list h;
+	const char *type = NULL;
+	int status = 403;
 	size_t i;
 	int ok = 0;
 
@@ -457,6 +465,26 @@ static int blob_allowed(struct ctrl_ctx *ctx, struct MHD_Connection *conn)
 	for (i = 0; i < ctx->n_hosts && !ok; i++)
 		ok = ctrl_blob_auth_ok(auth, ctx->hosts[i]->token);
 	pthread_mutex_unlock(&ctx->hosts_lock);
+	if (ok || !auth || strncmp(auth, "AWS4-HMAC-SHA256 ", 17))
+		return ok;
+	h.n = 0;
+	h.overflow = 0;
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_header, &h);
+	if (h.overflow)
+		return 0;
+	memset(&sr, 0, sizeof(sr));
+	sr.method = method;
+	sr.raw_uri = req->raw_uri;
+	sr.headers = h.items;
+	sr.n_headers = h.n;
+	/* No body here: only an UNSIGNED-PAYLOAD signature can verify. */
+	sr.body = "";
+	sr.body_len = 0;
+	ok = !api_sigv4_verify(&sr, &ctx->creds, "s3", time_now_ms(), &type,
+			       &status, &err);
+	if (!ok)
+		log_info("blob request refused: %s", err.data);
+	buf_release(&err);
 	return ok;
 }
 
@@ -541,11 +569,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 
 		req->started = 1;
 		if (ctrl_blob_is_route(url)) {
-			if (!blob_allowed(ctx, conn)) {
+			if (!blob_allowed(ctx, conn, method, req)) {
 				ctrl_reply_error(&resp, 401,
 						 "AccessDeniedException",
-						 "blob requests need a host or "
-						 "blob token");
+						 "blob requests need a host's "
+						 "agent token or a SigV4 "
+						 "signature (service s3, "
+						 "UNSIGNED-PAYLOAD) by the "
+						 "controller's credentials");
 				goto send;
 			}
 			req->blob = ctrl_blob_begin(ctx->blob_root, method, url,
