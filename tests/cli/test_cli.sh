@@ -311,6 +311,24 @@ if start_daemon d2 --credentials "$TMP/credentials"; then
 		$T --endpoint "$E2" list-training-jobs
 	check "wrong secret is refused: exit 1" \
 		'[ $rc -eq 1 ] && has "$ERR" SignatureDoesNotMatch'
+	# The embedded store through the blob endpoint, signed the same way.
+	printf 'signed bytes\n' >"$TMP/signed.txt"
+	run env AWS_ACCESS_KEY_ID=$KEY AWS_SECRET_ACCESS_KEY=$SECRET \
+		$T --endpoint "$E2" cp "$TMP/signed.txt" s3://signed-bucket/d/s.txt
+	check "signed cp to the embedded store" '[ $rc -eq 0 ]'
+	run env AWS_ACCESS_KEY_ID=$KEY AWS_SECRET_ACCESS_KEY=$SECRET \
+		$T --endpoint "$E2" ls s3://signed-bucket/d/
+	check "signed ls lists it" '[ $rc -eq 0 ] && has "$OUT" d/s.txt'
+	run env AWS_ACCESS_KEY_ID=$KEY AWS_SECRET_ACCESS_KEY=$SECRET \
+		$T --endpoint "$E2" cp s3://signed-bucket/d/s.txt "$TMP/back.txt"
+	check "signed cp back: same bytes" \
+		'[ $rc -eq 0 ] && cmp -s "$TMP/signed.txt" "$TMP/back.txt"'
+	run env AWS_ACCESS_KEY_ID=$KEY AWS_SECRET_ACCESS_KEY=wrong \
+		$T --endpoint "$E2" ls s3://signed-bucket/d/
+	check "blob request with a wrong secret is refused" \
+		'[ $rc -ne 0 ] && has "$ERR" 401'
+	run $T --endpoint "$E2" ls s3://signed-bucket/d/
+	check "unsigned blob request is refused" '[ $rc -ne 0 ] && has "$ERR" 401'
 else
 	check "trainctld --credentials starts" false
 fi
