@@ -246,10 +246,17 @@ enum agent_upload_step {
 	AGENT_UP_FINISHED
 };
 
+/* The last lines a rank wrote, for the failure reason. */
+#define AGENT_TAIL_LINES 3
+#define AGENT_TAIL_LEN 240
+
 struct agent_rank {
 	struct agent_proc proc;
 	struct agent_lines out;
 	struct agent_lines err;
+	char tail[AGENT_TAIL_LINES][AGENT_TAIL_LEN + 1];
+	int tail_next; /* ring position */
+	int tail_n;
 	int rank;
 	int pidfd;   /* adopted processes: watched through a pidfd */
 	int adopted; /* not our child: no pipes, exit status unknown */

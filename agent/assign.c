@@ -131,6 +131,21 @@ void agent_assign_free(struct agent_ctx *ctx, struct agent_assign *a)
 	free(a);
 }
 
+/* The rank's last lines, oldest first, as valid UTF-8: "a | b | c". */
+static char *rank_tail(const struct agent_rank *k)
+{
+	struct buf raw = BUF_INIT, out = BUF_INIT;
+	int i, start = (k->tail_next - k->tail_n + AGENT_TAIL_LINES) %
+		       AGENT_TAIL_LINES;
+
+	for (i = 0; i < k->tail_n; i++)
+		(void)buf_addf(&raw, "%s%s", i ? " | " : "",
+			       k->tail[(start + i) % AGENT_TAIL_LINES]);
+	(void)api_utf8_sanitize(raw.data, raw.len, &out);
+	buf_release(&raw);
+	return buf_detach(&out, NULL);
+}
+
 void agent_assign_report(const struct agent_assign *a, struct api_report *r)
 {
 	const struct agent_rank *k;
@@ -157,11 +172,18 @@ void agent_assign_report(const struct agent_assign *a, struct api_report *r)
 		r->procs[i].exit_code = k->proc.exit_code;
 		r->procs[i].signal = k->proc.term_signal;
 		r->procs[i].exited_ms = k->proc.exited_ms;
+		if (k->proc.exited && k->tail_n &&
+		    (k->proc.term_signal || k->proc.exit_code))
+			r->procs[i].tail = rank_tail(k);
 	}
 }
 
 void agent_report_clear(struct api_report *r)
 {
+	size_t i;
+
+	for (i = 0; r->procs && i < r->n_procs; i++)
+		free(r->procs[i].tail);
 	free(r->procs);
 	memset(r, 0, sizeof(*r));
 }
@@ -313,6 +335,25 @@ static void start_sync(struct agent_ctx *ctx, struct agent_assign *a)
 
 static void exited(struct agent_ctx *ctx, struct agent_assign *a)
 {
+	size_t i;
+
+	/* Failures are said in the job's log too, with the host. */
+	for (i = 0; i < a->n_ranks && !must_abort(ctx, a); i++) {
+		const struct agent_proc *p = &a->ranks[i].proc;
+
+		if (p->term_signal)
+			agent_assign_note(ctx, a,
+					  "rank %d on %s was killed by signal "
+					  "%d (%s)",
+					  a->ranks[i].rank, ctx->cfg.host,
+					  p->term_signal,
+					  strsignal(p->term_signal));
+		else if (p->exit_code)
+			agent_assign_note(ctx, a,
+					  "rank %d on %s exited with code %d",
+					  a->ranks[i].rank, ctx->cfg.host,
+					  p->exit_code);
+	}
 	free(a->failure);
 	a->failure = a->dir ? agent_jobdir_read_failure(a->dir) : NULL;
 	a->kill_at = 0;

@@ -30,6 +30,7 @@
 struct line_ctx {
 	struct agent_ctx *ctx;
 	struct agent_assign *a;
+	struct agent_rank *r;
 	int rank;
 	int is_stderr;
 	int64_t ts_ms; /* one clock reading per read, not per line */
@@ -40,17 +41,27 @@ static void on_line(void *arg, const char *line, size_t len)
 {
 	struct line_ctx *lc = arg;
 	struct agent_assign *a = lc->a;
+	struct agent_rank *r = lc->r;
+	size_t n = len > AGENT_TAIL_LEN ? AGENT_TAIL_LEN : len;
 
 	agent_logq_push(&lc->ctx->logq, a->job, a->attempt, a->algo, lc->rank,
 			lc->is_stderr, lc->ts_ms, line, len, lc->mono_ms);
+	/* Blank lines say nothing about a failure. */
+	if (!n)
+		return;
+	memcpy(r->tail[r->tail_next], line, n);
+	r->tail[r->tail_next][n] = '\0';
+	r->tail_next = (r->tail_next + 1) % AGENT_TAIL_LINES;
+	if (r->tail_n < AGENT_TAIL_LINES)
+		r->tail_n++;
 }
 
 static void read_pipe(struct agent_ctx *ctx, struct agent_assign *a,
 		      struct agent_rank *r, int is_stderr, int drain)
 {
-	struct line_ctx lc = { ctx,	      a,
-			       r->rank,	      is_stderr,
-			       time_now_ms(), time_mono_ms() };
+	struct line_ctx lc = { ctx,	      a,	 r,
+			       r->rank,	      is_stderr, time_now_ms(),
+			       time_mono_ms() };
 	int *fd = is_stderr ? &r->proc.err_fd : &r->proc.out_fd;
 	struct agent_lines *l = is_stderr ? &r->err : &r->out;
 	struct pollfd pfd;

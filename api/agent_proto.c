@@ -1113,6 +1113,10 @@ int api_work_build(const struct api_work *w, struct buf *out)
 
 void api_report_release(struct api_report *r)
 {
+	size_t i;
+
+	for (i = 0; r->procs && i < r->n_procs; i++)
+		free(r->procs[i].tail);
 	free(r->job);
 	free(r->algo);
 	free(r->procs);
@@ -1162,6 +1166,7 @@ static int parse_proc(const json_t *o, const char *where,
 		    get_int(o, where, "exited_ms", 0, MAX_MS, &exit_null, &v,
 			    err);
 	p->exited_ms = v;
+	ret = ret ? ret : get_str(o, where, "tail", OPT, &p->tail, err);
 	if (ret)
 		return ret;
 	p->exited = !exit_null;
@@ -1278,6 +1283,8 @@ static json_t *report_json(struct jb *b, const struct api_report *r)
 		    jint_or_null(b, p->exited && p->signal, p->signal));
 		put(b, j, "exited_ms",
 		    jint_or_null(b, p->exited, p->exited_ms));
+		if (p->tail)
+			put(b, j, "tail", jstr(b, p->tail));
 		push(b, procs, j);
 	}
 	put(b, o, "processes", procs);

@@ -102,6 +102,9 @@ struct api_proc_report {
 	int exit_code; /* valid when exited and signal == 0 */
 	int signal;    /* terminating signal, 0 = none */
 	int64_t exited_ms;
+	/* A failed process's last lines of output, "a | b | c"; may be
+	 * NULL; owned by the report. */
+	char *tail;
 };
 
 struct api_report {

@@ -277,8 +277,19 @@ static int host_lost(struct ctrl_ctx *ctx, const char *name)
 	return lost;
 }
 
+static void describe_exit_only(struct buf *b, const struct db_assignment *a,
+			       const struct api_proc_report *p);
+
 static void describe_exit(struct buf *b, const struct db_assignment *a,
 			  const struct api_proc_report *p)
+{
+	describe_exit_only(b, a, p);
+	if (p->tail && *p->tail)
+		(void)buf_addf(b, "; last output: %s", p->tail);
+}
+
+static void describe_exit_only(struct buf *b, const struct db_assignment *a,
+			       const struct api_proc_report *p)
 {
 	if (p->signal)
 		(void)buf_addf(b,
