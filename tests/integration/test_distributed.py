@@ -58,6 +58,26 @@ SAGEMAKER-CONTRACT.md 6 and what trainctl adds.
             (FinalMetricDataList and metrics.json), only rank 0's model in
             model.tar.gz, every rank's final weights the same SHA-256 and
             the same as the saved model.pt, the throughput line logged.
+  examples  the C examples on libtrainer (make examples: build/examples/*)
+            as file:// images, Fashion-MNIST (Debian's dataset-fashion-
+            mnist) uploaded with `trainctl cp` as the train channel, in
+            tests/examples/test_examples.sh's configuration (4000 training
+            and 1000 held-out images, 3 epochs of batches of 32, seed 1,
+            debug-hash; its threshold 0.75 and tolerance 1e-4), compared
+            with single-process runs of the same binaries outside trainctl
+            (started before the cluster comes up, so they overlap it):
+              mlp_dp        MPI, 1 process per host, on 2 and on 3 hosts:
+                            Completed, accuracy >= 0.75, model.bin within
+                            1e-4 of the single process's, every rank's
+                            weights-hash the same
+              mlp_pipeline  MPI on 3 hosts (784-128-64-10, one layer per
+                            host): model.bin exactly the unsplit network's
+              param_server  parameter_server, 3 hosts, 2 servers: every
+                            server saw the 3 workers done, model.bin within
+                            1e-4 of mlp_dp's on 3 hosts (and alone)
+            and every one's FinalMetricDataList has libtrainer's train:loss
+            and validation:accuracy (the last #metric lines) though the
+            requests have no MetricDefinitions.
   cleanup   after each job no process of it (TRAINCTL_JOB in its
             environment, or its marker on its command line) is left on any
             host; at the end the hosts run only sshd and their agent, and
@@ -75,8 +95,10 @@ mpirun a working `trainagent rsh`, and MPI jobs on it hang.)
 TAP on stdout; skips (1..0 # SKIP) when not root, without sshd, or when the
 binaries are not built. Run from the top of the tree:
     /usr/bin/python3 tests/integration/test_distributed.py
-BUILD names the build directory (default build); TRAINCTL_TEST_KEEP=1
-keeps the cluster's state dir (logs) after tear-down.
+BUILD names the build directory (default build), FASHION_MNIST_DIR the
+data (default /usr/share/datasets/fashion-mnist; without it or the
+examples that section skips); TRAINCTL_TEST_KEEP=1 keeps the cluster's
+state dir (logs) and the single-process runs' directory after tear-down.
 """
 import glob
 import hashlib
@@ -85,10 +107,14 @@ import io
 import json
 import os
 import re
+import shlex
 import shutil
+import struct
 import subprocess
 import sys
 import tarfile
+import tempfile
+import threading
 import time
 import traceback
 
@@ -121,6 +147,20 @@ OUT = "s3://%s/out" % BUCKET
 CODE_URI = "s3://%s/code/dist-probe.tar.gz" % BUCKET
 DDP_CODE = "s3://%s/code/pytorch_ddp/" % BUCKET
 DATA_URI = "s3://%s/digits/" % BUCKET
+# The C examples (make examples) and their data, as tests/examples/
+# test_examples.sh runs them: the same small configuration, threshold and
+# tolerance.
+EXAMPLES = os.path.join(REPO, BUILD, "examples")
+FMNIST = os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist")
+FMNIST_FILES = ["train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+                "t10k-labels-idx1-ubyte.gz"]
+FMNIST_URI = "s3://%s/fashion-mnist/" % BUCKET
+EX_HPS = {"epochs": 3, "train-samples": 4000, "val-samples": 1000, "batch-size": 32, "learning-rate": 0.01,
+          "momentum": 0.9, "seed": 1, "debug-hash": True}
+EX_PIPE_HPS = {"hidden": "128,64"}
+EX_MIN_ACC = 0.75
+EX_TOL = 1e-4
+EX_STEPS = 375        # 3 epochs of 4000 / 32 batches
 ROLE = "arn:aws:iam::123456789012:role/service-role/AmazonSageMaker-ExecutionRole"
 # No fault tests here, so a lenient deadline: on a loaded 2-core machine
 # (other tests, builds) the controller may answer a heartbeat seconds late,
@@ -800,8 +840,11 @@ def check_mpi_logs(cluster, job, ppn, np=None):
     rc, out, err = cluster.cli("logs", job.name)
     expect(rc == 0, "trainctl logs %s: exit %d: %s" % (job.name, rc, err[-500:]))
     p = []
+    # mpirun's --tag-output may splice two ranks' long lines, so a tag is
+    # looked for anywhere in algo-1's lines, not only at their start.
+    algo1 = "\n".join(x for x in out.splitlines() if x.startswith("[algo-1] "))
     for rank in range(np or ppn * job.count):
-        if not re.search(r"^\[algo-1\] \[1,%d\]<stdout>:dist_probe mpi r%d " % (rank, rank), out, re.M):
+        if not re.search(r"\[1,%d\]<stdout>:dist_probe mpi r%d " % (rank, rank), algo1):
             p.append("no line of rank %d tagged [1,%d]<stdout>: in algo-1's stream" % (rank, rank))
     other = [x for x in out.splitlines() if "dist_probe" in x and not x.startswith("[algo-1] ")]
     if other:
@@ -1091,6 +1134,357 @@ def check_ddp(cluster, job):
         (hashes.get(0) or "")[:16]))
 
 
+# ---------------------------------------------------------------- the C examples
+
+def examples_missing():
+    """Why the C examples cannot run here, or None."""
+    for prog in ("mlp_dp", "mlp_pipeline", "param_server"):
+        if not os.access(os.path.join(EXAMPLES, prog), os.X_OK):
+            return "no %s (make examples)" % os.path.join(EXAMPLES, prog)
+    for f in FMNIST_FILES:
+        if not os.access(os.path.join(FMNIST, f), os.R_OK):
+            return "no %s (apt-get install dataset-fashion-mnist)" % os.path.join(FMNIST, f)
+    return None
+
+
+class Reference:
+    """A single-process run of an example outside trainctl, as
+    tests/examples runs one: SM_HPS, SM_CHANNEL_TRAIN, SM_MODEL_DIR,
+    SM_OUTPUT_DATA_DIR and TRAINCTL_CHECKPOINT_DIR and nothing else of a
+    job in its environment. Started at once, waited for when needed."""
+
+    def __init__(self, prog, hps, tmp):
+        self.prog, self.hps = prog, hps
+        self.dir = os.path.join(tmp, prog)
+        env = {"PATH": "/usr/bin:/bin", "HOME": self.dir, "LANG": "C", "SM_HPS": json.dumps(hps),
+               "SM_CHANNEL_TRAIN": FMNIST}
+        for k, sub in (("SM_MODEL_DIR", "model"), ("SM_OUTPUT_DATA_DIR", "out"), ("TRAINCTL_CHECKPOINT_DIR", "ckpt")):
+            env[k] = os.path.join(self.dir, sub)
+            os.makedirs(env[k])
+        if os.environ.get("ASAN_OPTIONS"):
+            env["ASAN_OPTIONS"] = os.environ["ASAN_OPTIONS"] + ":detect_leaks=0"
+        self.env = env
+        self.argv = [os.path.join(EXAMPLES, prog), "train"]
+        self.log = open(os.path.join(self.dir, "log"), "w+b")
+        self.t = time.time()
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
+                                     env=env, cwd=self.dir)
+        self.result = None
+        self.ended = None
+        threading.Thread(target=self._reap, daemon=True).start()
+
+    def _reap(self):
+        self.proc.wait()
+        self.ended = time.time()
+
+    def wait(self, timeout=120):
+        if self.result is None:
+            try:
+                rc = self.proc.wait(max(1, timeout - (time.time() - self.t)))
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                rc = "killed after %d s" % timeout
+            self.seconds = (self.ended or time.time()) - self.t
+            self.log.seek(0)
+            out = self.log.read().decode("utf-8", "replace")
+            self.log.close()
+            try:
+                with open(os.path.join(self.env["SM_MODEL_DIR"], "model.bin"), "rb") as f:
+                    model = f.read()
+            except OSError:
+                model = None
+            self.result = (rc, out, model)
+        return self.result
+
+    def how(self):
+        """A shell command line that repeats the run."""
+        return "env -i %s %s" % (" ".join("%s=%s" % (k, shlex.quote(v)) for k, v in sorted(self.env.items())),
+                                 " ".join(self.argv))
+
+    def get(self):
+        """(model.bin, output); Fail when the run failed."""
+        rc, out, model = self.wait()
+        expect(rc == 0 and model is not None, "the single-process %s run outside trainctl: exit %s, model.bin %s\n"
+               "%s\n--- its output ---\n%s" % (self.prog, rc, "written" if model else "missing", self.how(),
+                                               out[-2000:]))
+        return model, out
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if not self.log.closed:
+            self.log.close()
+
+
+class References:
+    """The single-process runs the jobs are compared with, started first
+    so that they overlap the refusals, the bring-up and the first probes."""
+
+    def __init__(self):
+        self.why = examples_missing()
+        self.tmp = None
+        self.runs = {}
+        if self.why:
+            return
+        self.tmp = tempfile.mkdtemp(prefix="tcdi-examples.")
+        self.runs["mlp_dp"] = Reference("mlp_dp", EX_HPS, self.tmp)
+        self.runs["mlp_pipeline"] = Reference("mlp_pipeline", dict(EX_HPS, **EX_PIPE_HPS), self.tmp)
+
+    def close(self):
+        for r in self.runs.values():
+            r.stop()
+        if self.tmp:
+            if os.environ.get("TRAINCTL_TEST_KEEP") == "1":
+                log("keeping %s" % self.tmp)
+            else:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def load_model_bin(data, what):
+    """model.bin (examples/mlp_dp/README.md): layer sizes and weights."""
+    expect(data[:8] == b"TCMLP001", "%s: not a model.bin (begins %r)" % (what, data[:8]))
+    nl, = struct.unpack_from("<I", data, 8)
+    expect(1 <= nl <= 8, "%s: %d layers" % (what, nl))
+    sizes = struct.unpack_from("<%dI" % (nl + 1), data, 12)
+    off = 12 + 4 * (nl + 1)
+    want = sum(sizes[i] * sizes[i + 1] + sizes[i + 1] for i in range(nl))
+    expect(len(data) - off == 4 * want, "%s: %d bytes of weights, want %d" % (what, len(data) - off, 4 * want))
+    return sizes, struct.unpack_from("<%df" % want, data, off)
+
+
+def model_diff(a, b, what_a, what_b):
+    """The largest |difference| of two model.bin's weights (Fail when the
+    layers differ)."""
+    sa, wa = load_model_bin(a, what_a)
+    sb, wb = load_model_bin(b, what_b)
+    expect(sa == sb, "layers differ: %s %s, %s %s" % (what_a, sa, what_b, sb))
+    return max(abs(x - y) for x, y in zip(wa, wb)), len(wa)
+
+
+def place_fmnist(cluster):
+    for f in FMNIST_FILES:
+        rc, out, err = cluster.cli("cp", os.path.join(FMNIST, f), FMNIST_URI + f)
+        expect(rc == 0, "trainctl cp %s %s: exit %d: %s %s" % (f, FMNIST_URI + f, rc, out, err))
+        path = cluster.s3_path(FMNIST_URI + f)
+        expect(os.path.exists(path) and os.path.getsize(path) == os.path.getsize(os.path.join(FMNIST, f)),
+               "%s is not in the store (or not whole) after trainctl cp" % (FMNIST_URI + f))
+
+
+def example_request(name, prog, count, hps):
+    """A CreateTrainingJob of an example: its binary as a file:// image,
+    the data as the train channel, no MetricDefinitions (libtrainer's
+    #metric lines are metrics of every job)."""
+    raw = {k: json.dumps(v) for k, v in EX_HPS.items()}
+    raw.update(hps)
+    return {
+        "TrainingJobName": name,
+        "AlgorithmSpecification": {"TrainingImage": "file://" + os.path.join(EXAMPLES, prog),
+                                   "TrainingInputMode": "File"},
+        "RoleArn": ROLE,
+        "HyperParameters": raw,
+        "InputDataConfig": [{"ChannelName": "train", "ContentType": "application/x-idx",
+                             "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": FMNIST_URI,
+                                                             "S3DataDistributionType": "FullyReplicated"}}}],
+        "OutputDataConfig": {"S3OutputPath": OUT},
+        "ResourceConfig": {"InstanceType": ITYPE, "InstanceCount": count, "VolumeSizeInGB": 1},
+        "StoppingCondition": {"MaxRuntimeInSeconds": 600},
+    }
+
+
+# A line of the job's own output as `trainctl logs` shows it: the host's
+# stream, then (MPI) mpirun's tag of the rank.
+EX_LINE = r"^\[(algo-\d+)\] (?:\[1,(\d+)\]<stdout>:)?"
+
+
+def check_example_out(cluster, job):
+    """Held-out accuracy from the final line; model.tar.gz holds model.bin."""
+    rc, out, err = cluster.cli("logs", job.name)
+    expect(rc == 0, "trainctl logs %s: exit %d: %s" % (job.name, rc, err[-500:]))
+    job.logs = out
+    p = []
+    finals = [(m.group(1), m.group(2), float(m.group(3))) for m in
+              re.finditer(EX_LINE + r"final validation:accuracy=([0-9.]+)$", out, re.M)]
+    if len(finals) != 1 or finals[0][0] != "algo-1" or finals[0][1] not in (None, "0"):
+        p.append("'final validation:accuracy=' lines %s: expected one, from algo-1 (rank 0)" % finals)
+    job.acc = finals[0][2] if finals else None
+    if job.acc is None or job.acc < EX_MIN_ACC:
+        p.append("held-out accuracy %s, expected >= %s" % (job.acc, EX_MIN_ACC))
+    model = tar_files(cluster, "%s/%s/output/model.tar.gz" % (OUT, job.name))
+    job.model = model.get("model.bin")
+    if sorted(model) != ["model.bin"]:
+        p.append("model.tar.gz holds %s, expected model.bin (rank 0's / the chief's) only" % sorted(model))
+    expect(not p, "\n".join(p) + "\n--- trainctl logs %s (end) ---\n%s" % (job.name, out[-2500:]))
+    log("%s: accuracy %.4f" % (job.name, job.acc))
+
+
+def check_same_as(job, other, what, tol):
+    """job's model.bin within tol of other's (bytes or a Job)."""
+    data = other.model if isinstance(other, Job) else other
+    expect(data is not None, "no model of %s to compare with" % what)
+    d, n = model_diff(data, job.model, what, job.name)
+    expect(d <= tol, "%s's model.bin is %g from %s's at most (over %d weights), tolerance %g" % (
+        job.name, d, what, n, tol))
+    log("%s: max |diff| %g from %s over %d weights (tolerance %g)" % (job.name, d, what, n, tol))
+
+
+def hash_lines(job, pattern):
+    return [m.groups() for m in re.finditer(EX_LINE + pattern, job.logs or "", re.M)]
+
+
+def check_dp_hashes(job, ref_out):
+    """debug-hash: every rank printed its final weights' hash, all equal."""
+    got = hash_lines(job, r"rank (\d+) weights-hash ([0-9a-f]{16})$")
+    ranks = sorted(int(g[2]) for g in got)
+    expect(ranks == list(range(job.count)), "weights-hash lines of ranks %s, expected 0..%d once each: %s" % (
+        ranks, job.count - 1, got))
+    wrong_tag = [g for g in got if g[0] != "algo-1" or g[1] != g[2]]
+    expect(not wrong_tag, "weights-hash lines not in algo-1's stream with their rank's mpirun tag: %s" % wrong_tag)
+    hashes = {g[3] for g in got}
+    expect(len(hashes) == 1, "the ranks' final weights differ: %s" % sorted((int(g[2]), g[3]) for g in got))
+    ref = re.findall(r"^rank 0 weights-hash ([0-9a-f]{16})$", ref_out, re.M)
+    log("%s: %d ranks' weights-hash %s (single process: %s)" % (job.name, job.count, hashes.pop(),
+                                                               ref[0] if ref else "?"))
+    world = re.findall(EX_LINE + r"mlp_dp: (\d+) ranks, ", job.logs, re.M)
+    expect([int(w[2]) for w in world] == [job.count], "mlp_dp's own count of ranks: %s" % world)
+
+
+def check_pp_stages(job, ref_out):
+    """One layer per host, and the model's hash the unsplit network's."""
+    got = sorted((int(g[2]), g[3], g[4], g[5]) for g in
+                 hash_lines(job, r"mlp_pipeline: rank (\d+) of (\d+) holds layers (\d+\.\.\d+) of (\d+)$"))
+    want = [(r, str(job.count), "%d..%d" % (r + 1, r + 1), "3") for r in range(job.count)]
+    expect(got == want, "'holds layers' lines %s, expected %s" % (got, want))
+    mine = [g[2] for g in hash_lines(job, r"model weights-hash ([0-9a-f]{16})$")]
+    ref = re.findall(r"^model weights-hash ([0-9a-f]{16})$", ref_out, re.M)
+    expect(len(mine) == 1 and mine == ref, "model weights-hash %s, the single-process run's %s" % (mine, ref))
+
+
+def check_ps_roles(job, k):
+    """k servers and job.count workers, every server saw all of them done."""
+    chief = hash_lines(job, r"worker 0 \(chief\): (\d+) workers, (\d+) servers, ")
+    expect([(g[0], int(g[2]), int(g[3])) for g in chief] == [("algo-1", job.count, k)],
+           "the chief's line: %s, expected algo-1 with %d workers and %d servers" % (chief, job.count, k))
+    done = sorted((g[0], int(g[2])) for g in
+                  hash_lines(job, r"ps (\d+): all %d workers done at step %d$" % (job.count, EX_STEPS)))
+    want = [("algo-%d" % (i + 1), i) for i in range(k)]
+    expect(done == want, "'ps i: all %d workers done at step %d' from %s, expected %s" % (
+        job.count, EX_STEPS, done, want))
+
+
+def check_example_metrics(jobs):
+    """Every example job's FinalMetricDataList has libtrainer's
+    train:loss and validation:accuracy, the values of its last #metric
+    lines, though the requests have no MetricDefinitions."""
+    p = []
+    for job in jobs:
+        final = {m["MetricName"]: m["Value"] for m in (job.desc or {}).get("FinalMetricDataList") or []}
+        for name in ("train:loss", "validation:accuracy"):
+            lines = [float(g[2]) for g in hash_lines(job, r"#metric %s=(\S+) step=\d+$" % re.escape(name))]
+            if not lines:
+                p.append("%s: no '#metric %s=' line in trainctl logs" % (job.name, name))
+            elif name not in final:
+                p.append("%s: FinalMetricDataList has no %s (has %s), the logs %d '#metric %s=' lines" % (
+                    job.name, name, sorted(final), len(lines), name))
+            elif abs(final[name] - lines[-1]) > 1e-6 * max(1.0, abs(lines[-1])):
+                p.append("%s: FinalMetricDataList %s=%r, the last #metric line says %r" % (
+                    job.name, name, final[name], lines[-1]))
+        acc = final.get("validation:accuracy")
+        if acc is not None and job.acc is not None and abs(acc - job.acc) > 6e-5:
+            p.append("%s: FinalMetricDataList validation:accuracy %r, the final line %.4f" % (job.name, acc, job.acc))
+    expect(jobs, "no example job got this far")
+    expect(not p, "\n".join(p))
+    log("FinalMetricDataList: %s" % "; ".join("%s %s" % (j.name, {m["MetricName"]: m["Value"] for m in
+                                                                  j.desc.get("FinalMetricDataList") or []})
+                                             for j in jobs))
+
+
+def examples_section(tap, cluster, sm, run_id, jobs, refs):
+    """The C examples under trainctl on the cluster, compared with
+    single-process runs outside it."""
+    if refs.why:
+        tap.skip("the C examples (mlp_dp, mlp_pipeline, param_server) on the cluster", refs.why)
+        return
+    have_mpi = shutil.which("mpirun") and shutil.which("orted")
+
+    def ref_ok(prog):
+        def fn():
+            r = refs.runs[prog]
+            model, out = r.get()
+            acc = re.findall(r"^final validation:accuracy=([0-9.]+)$", out, re.M)
+            expect(acc and float(acc[-1]) >= EX_MIN_ACC, "%s alone: accuracy %s, expected >= %s\n%s" % (
+                prog, acc, EX_MIN_ACC, out[-1500:]))
+            log("%s alone (outside trainctl): accuracy %s in %.1f s" % (prog, acc[-1], r.seconds))
+        return fn
+    ref_dp = tap.case("examples: a single-process mlp_dp run outside trainctl: exit 0, model.bin, accuracy >= %s"
+                      % EX_MIN_ACC, ref_ok("mlp_dp"))
+    ref_pp = tap.case("examples: a single-process mlp_pipeline (784-128-64-10) run outside trainctl: exit 0, "
+                      "model.bin, accuracy >= %s" % EX_MIN_ACC, ref_ok("mlp_pipeline"))
+    if not tap.case("examples: Fashion-MNIST (%s) uploaded to %s with trainctl cp" % (FMNIST, FMNIST_URI),
+                    place_fmnist, cluster):
+        return
+    done = []
+
+    def example(label, prog, mode, count, hps, checks):
+        name = "dist-%s-%s" % (label, run_id)
+        job = Job(name, mode, count, hps)
+        job.model = job.logs = job.acc = None
+
+        def go():
+            run_job(cluster, sm, job, example_request(name, prog, count, hps), timeout=240)
+        if tap.case("%s: %s in %s mode on %d hosts Completed" % (label, prog, mode, count), go):
+            if tap.case("%s: held-out accuracy >= %s (the final line, in algo-1's stream), model.tar.gz holds "
+                        "model.bin" % (label, EX_MIN_ACC), check_example_out, cluster, job):
+                done.append(job)
+                for title, fn in checks:
+                    tap.case("%s: %s" % (label, title), fn, job)
+        tap.case("%s: no process of the job left on any host" % label, check_no_leftovers, cluster, job)
+        jobs[label] = job
+        return job if job.model else None
+
+    def need(ok, what):
+        def fn(*a):
+            expect(ok, "needs %s, which failed" % what)
+        return fn
+
+    dp_jobs = {}
+    if not have_mpi:
+        tap.skip("examples: mlp_dp and mlp_pipeline in MPI mode", "no mpirun/orted (apt-get install openmpi-bin)")
+    else:
+        for count in (2, 3):
+            ref = refs.runs["mlp_dp"]
+            dp_jobs[count] = example(
+                "exdp%d" % count, "mlp_dp", "mpi", count,
+                {"sagemaker_mpi_enabled": "true", "sagemaker_mpi_num_of_processes_per_host": "1"}, [
+                    ("model.bin within %g of the single-process run's (the same global batch)" % EX_TOL,
+                     (lambda j, ref=ref: check_same_as(j, ref.get()[0], "mlp_dp alone", EX_TOL)) if ref_dp
+                     else need(False, "the single-process mlp_dp run")),
+                    ("every rank's final weights the same (debug-hash), %d ranks" % count,
+                     lambda j, ref=ref: check_dp_hashes(j, ref.wait()[1]))])
+        ref = refs.runs["mlp_pipeline"]
+        example("expp3", "mlp_pipeline", "mpi", 3,
+                {"sagemaker_mpi_enabled": "true", "sagemaker_mpi_num_of_processes_per_host": "1",
+                 "hidden": json.dumps(EX_PIPE_HPS["hidden"])}, [
+                    ("one layer per host (rank r holds layer r+1 of 3)", lambda j: check_pp_stages(j, ref.wait()[1])),
+                    ("model.bin equals the unsplit network's (the single-process run) exactly",
+                     (lambda j: check_same_as(j, ref.get()[0], "mlp_pipeline alone", 0.0)) if ref_pp
+                     else need(False, "the single-process mlp_pipeline run"))])
+    dp3 = dp_jobs.get(3)
+    example("exps3", "param_server", "parameter_server", 3,
+            {"sagemaker_parameter_server_enabled": "true", "sagemaker_trainctl_parameter_servers": "2"}, [
+                ("the chief on algo-1 with 3 workers and 2 servers; servers on algo-1 and algo-2 each saw all 3 "
+                 "workers done at step %d" % EX_STEPS, lambda j: check_ps_roles(j, 2)),
+                ("model.bin within %g of mlp_dp's on 3 hosts (synchronous SGD over the same global batches)"
+                 % EX_TOL, (lambda j: check_same_as(j, dp3, dp3.name, EX_TOL)) if dp3
+                 else need(False, "the mlp_dp job on 3 hosts")),
+                ("model.bin within %g of the single-process mlp_dp run's" % EX_TOL,
+                 (lambda j: check_same_as(j, refs.runs["mlp_dp"].get()[0], "mlp_dp alone", EX_TOL)) if ref_dp
+                 else need(False, "the single-process mlp_dp run"))])
+    tap.case("examples: FinalMetricDataList of every example job has libtrainer's train:loss and "
+             "validation:accuracy (no MetricDefinitions), the last #metric lines' values", check_example_metrics, done)
+
+
 # ---------------------------------------------------------------- failures
 
 def probe_procs(cluster, name):
@@ -1197,14 +1591,20 @@ def main():
     cluster = Cluster()
     t_start = time.time()
     run_id = "%x" % (int(time.time() * 1000) % 0xfffffff)
+    refs = None
     try:
+        # The examples' single-process runs overlap the refusals, the
+        # bring-up and the first probes.
+        refs = References()
         t = time.time()
         refusal_cases(tap, run_id)
         log("refusals: %.1f s" % (time.time() - t))
-        run(tap, cluster, run_id)
+        run(tap, cluster, run_id, refs)
     except Exception as e:
         tap.ok(False, "the test ran to its end", "%s: %s\n%s" % (type(e).__name__, e, traceback.format_exc()))
     finally:
+        if refs:
+            refs.close()
         if os.environ.get("TRAINCTL_TEST_KEEP") == "1" and os.path.isdir(STATE):
             log("keeping %s" % STATE)
         t = time.time()
@@ -1236,7 +1636,7 @@ def main():
     return tap.finish()
 
 
-def run(tap, cluster, run_id):
+def run(tap, cluster, run_id, refs):
     err = cluster.up()
     if not tap.ok(err is None, "cluster.sh up --hosts %d --prefix %s --net %s.0/24: every host ready"
                   % (N_HOSTS, PREFIX, NET), err):
@@ -1354,6 +1754,9 @@ def run(tap, cluster, run_id):
                          "saved, throughput logged" % count, check_ddp, cluster, job)
             tap.case("ddp%d: no process of the job left on any host" % count, check_no_leftovers, cluster, job)
             jobs["ddp%d" % count] = job
+
+    # -- the C examples (libtrainer) on the same cluster
+    examples_section(tap, cluster, sm, run_id, jobs, refs)
 
     if shutil.which("mpirun") and shutil.which("orted"):
         mpi_failures(tap, cluster, sm, run_id, jobs)
