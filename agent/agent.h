@@ -324,6 +324,8 @@ struct agent_session {
 	/* monotonic: the controller's machine last answered (any HTTP
 	 * status, or a refused connection: up, its trainctld down) */
 	int64_t last_reachable;
+	int64_t hold_since; /* monotonic: a report waits for logs (session.c) */
+	int hold_flushed;   /* the logs queued at hold_since were sent */
 	int64_t next_status; /* monotonic */
 	int status_dirty;
 	int64_t work_version;

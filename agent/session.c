@@ -65,6 +65,9 @@ void agent_session_release(struct agent_ctx *ctx)
 	s->pending = NULL;
 }
 
+/* How long a changed report may wait for the output before it. */
+#define STATUS_HOLD_MS 250
+
 static int ok2xx(const struct agent_req *r)
 {
 	return r->status >= 200 && r->status < 300;
@@ -413,8 +416,34 @@ void agent_session_tick(struct agent_ctx *ctx, int64_t now)
 	}
 	if (!s->work_req && now >= s->work_at)
 		send_work(ctx);
-	if (!s->status_req && (s->status_dirty || now >= s->next_status))
-		send_status(ctx, now);
+	if (!s->status_req && (s->status_dirty || now >= s->next_status)) {
+		/*
+		 * A change (a rank's exit above all) is reported after the
+		 * output that came before it, so the controller never ends a
+		 * job whose last lines are still on the way: pending lines
+		 * go first, the report right after (at most STATUS_HOLD_MS
+		 * later, so a flood of output never starves heartbeats).
+		 */
+		int pending = s->log_req ||
+			      (!s->hold_flushed &&
+			       agent_logq_oldest_unsent(&ctx->logq) >= 0);
+
+		if (s->status_dirty && pending &&
+		    (!s->hold_since || now - s->hold_since < STATUS_HOLD_MS)) {
+			if (!s->hold_since)
+				s->hold_since = now;
+			/* One flush of what is queued now is enough: lines
+			 * that come later may follow the report. */
+			if (!s->log_req && !s->hold_flushed) {
+				send_logs(ctx);
+				s->hold_flushed = 1;
+			}
+		} else {
+			s->hold_since = 0;
+			s->hold_flushed = 0;
+			send_status(ctx, now);
+		}
+	}
 	if (!s->log_req && now >= logs_due(ctx))
 		send_logs(ctx);
 }
@@ -438,7 +467,10 @@ int64_t agent_session_next(struct agent_ctx *ctx)
 	}
 	if (!s->work_req)
 		next = min64(next, s->work_at);
-	if (!s->status_req)
+	if (!s->status_req && s->hold_since)
+		/* The log POST's answer wakes the loop before that. */
+		next = min64(next, s->hold_since + STATUS_HOLD_MS);
+	else if (!s->status_req)
 		next = min64(next, s->status_dirty ? 0 : s->next_status);
 	if (!s->log_req)
 		next = min64(next, logs_due(ctx));
