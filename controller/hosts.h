@@ -40,6 +40,7 @@ struct ctrl_host {
 	pid_t pid;
 	char *work_dir;
 	int64_t restart_at_ms; /* monotonic; 0 = no restart pending */
+	int64_t spawned_ms;    /* monotonic: when we started it */
 	int restarts;
 	/* Inventory hosts (controller/provision.c). */
 	int inventory;

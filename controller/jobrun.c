@@ -873,7 +873,10 @@ static void step(struct ctrl_ctx *ctx, const char *name,
 		continue_restart(ctx, &job, as, n, all, n_all);
 		goto out;
 	}
+	/* A failure while uploading fails the job: its training is over and
+	 * part of its model may be stored already. */
 	if (s.failed && retryable(s.reason.data) &&
+	    ctrl_job_transition_allowed(cur, CTRL_JOB_RESTARTING) &&
 	    (left = retries_left(ctx, &job)) > 0) {
 		begin_restart(ctx, &job, cur, &s, as, n, left);
 		goto out;

@@ -28,6 +28,7 @@ extern char **environ;
 
 #define RESTART_MIN_MS 200
 #define RESTART_MAX_MS 5000
+#define RESTART_STABLE_MS 30000 /* ran this long: not crash-looping */
 #define STOP_WAIT_MS 5000
 
 /* Whether pid is a running trainagent (an agent adopted after a restart). */
@@ -115,6 +116,7 @@ static int spawn(struct ctrl_ctx *ctx, struct ctrl_host *h, int cpus)
 			  ctx->cfg.agent_binary, strerror(rc));
 	} else {
 		h->pid = pid;
+		h->spawned_ms = time_mono_ms();
 		(void)buf_addf(&pidp, "%s/agent.pid", h->work_dir);
 		(void)buf_addf(&num, "%d\n", (int)pid);
 		ctrl_write_small(pidp.data, num.data);
@@ -218,12 +220,20 @@ void ctrl_local_tick(struct ctrl_ctx *ctx)
 					 "restarting",
 					 h->name, (int)h->pid);
 				h->pid = 0;
+				/* An agent that ran a while starts afresh: the
+				 * first restart is at once, then backing off
+				 * while it keeps dying. */
+				if (now - h->spawned_ms > RESTART_STABLE_MS)
+					h->restarts = 0;
 				h->restarts++;
 				h->restart_at_ms =
 					now +
-					(h->restarts > 4 ?
+					(h->restarts == 1 ?
+						 0 :
+					 h->restarts > 6 ?
 						 RESTART_MAX_MS :
-						 RESTART_MIN_MS << h->restarts);
+						 RESTART_MIN_MS
+							 << (h->restarts - 2));
 			}
 		}
 		if (h->pid == 0 && h->restart_at_ms &&
