@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "storage/fs.h"
 #include "storage/stor_internal.h"
@@ -517,6 +518,223 @@ static int settled(const struct stor_list *files, const struct stor_object *f,
 	return ok;
 }
 
+/* Length of key's folder part with its '/', 0 at the top. */
+static size_t folder_len(const char *key)
+{
+	const char *slash = strrchr(key, '/');
+
+	return slash ? (size_t)(slash - key) + 1 : 0;
+}
+
+/*
+ * A libtrainer checkpoint folder "<parent>/step-<digits>.rank-<r>/"
+ * (docs/checkpoints.md): *parent_len is the length of "<parent>/".
+ */
+static int trainer_folder(const char *folder, size_t len, size_t *parent_len,
+			  long long *step, long *rank)
+{
+	char name[128], *end;
+	size_t p = 0, i;
+
+	if (!len || folder[len - 1] != '/')
+		return 0;
+	for (i = 0; i + 1 < len; i++)
+		if (folder[i] == '/')
+			p = i + 1;
+	if (len - 1 - p >= sizeof(name) || strncmp(folder + p, "step-", 5))
+		return 0;
+	memcpy(name, folder + p, len - 1 - p);
+	name[len - 1 - p] = '\0';
+	*step = strtoll(name + 5, &end, 10);
+	if (end == name + 5 || strncmp(end, ".rank-", 6))
+		return 0;
+	*rank = strtol(end + 6, &end, 10);
+	if (*end)
+		return 0;
+	*parent_len = p;
+	return 1;
+}
+
+struct strset {
+	char **v;
+	size_t n;
+};
+
+static int strset_has(const struct strset *s, const char *k, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		if (strlen(s->v[i]) == len && !strncmp(s->v[i], k, len))
+			return 1;
+	return 0;
+}
+
+static void strset_add(struct strset *s, const char *k, size_t len)
+{
+	if (strset_has(s, k, len))
+		return;
+	s->v = xrealloc(s->v, (s->n + 1) * sizeof(*s->v));
+	s->v[s->n++] = xstrndup(k, len);
+}
+
+static void strset_release(struct strset *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		free(s->v[i]);
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Whether local has a complete checkpoint of the same parent and rank
+ * newer than step (the remote folder was pruned here). */
+static int superseded(const struct stor_list *local, const char *folder,
+		      size_t parent_len, long long step, long rank)
+{
+	size_t i;
+
+	for (i = 0; i < local->n; i++) {
+		const char *k = local->v[i].key;
+		size_t fl = folder_len(k), pl;
+		long long st;
+		long rk;
+
+		if (!is_manifest(k) || !trainer_folder(k, fl, &pl, &st, &rk))
+			continue;
+		if (pl == parent_len && !strncmp(k, folder, pl) && rk == rank &&
+		    st > step)
+			return 1;
+	}
+	return 0;
+}
+
+/* Deletes the remote objects of folder (its manifest first). */
+static void delete_folder(struct stor *s, const char *uri,
+			  const struct stor_list *remote, size_t base,
+			  const char *folder, size_t len)
+{
+	struct buf dst = BUF_INIT, e = BUF_INIT;
+	size_t i;
+	int pass;
+
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < remote->n; i++) {
+			const char *k = remote->v[i].key;
+
+			if (strlen(k) <= base ||
+			    strncmp(k + base, folder, len) ||
+			    folder_len(k + base) != len ||
+			    is_manifest(k) != !pass)
+				continue;
+			buf_reset(&dst);
+			join_uri(&dst, uri, k + base);
+			(void)stor_delete(s, dst.data, &e);
+			buf_reset(&e);
+		}
+	buf_release(&dst);
+	buf_release(&e);
+}
+
+/*
+ * The checkpoint mirror (STOR_SYNC_CHECKPOINT | STOR_SYNC_CHANGED): a
+ * folder's manifest goes only after every other file of the folder went
+ * (or was there already); a folder the program removed meanwhile (it
+ * keeps the newest few) is skipped and what of it was stored is deleted,
+ * manifest first; stored libtrainer checkpoints that the program pruned
+ * here (a newer one of the same rank exists) are deleted the same way, so
+ * the store holds no torn and no stale checkpoint of this host's ranks.
+ */
+static int put_checkpoints(struct stor *s, const char *dir, const char *uri,
+			   const struct stor_target *t,
+			   const struct stor_list *files,
+			   const struct stor_list *remote,
+			   struct stor_sync_stats *st, struct buf *err)
+{
+	struct strset gone = { 0 }, failed = { 0 }, seen = { 0 };
+	struct buf src = BUF_INIT, dst = BUF_INIT, k = BUF_INIT;
+	size_t base = strlen(t->uri.key), i;
+	int64_t now_ms = time_now_ms();
+	int pass, ret = 0;
+
+	if (base && t->uri.key[base - 1] != '/')
+		base++;
+	for (pass = 0; pass < 2 && !ret; pass++)
+		for (i = 0; i < files->n && !ret; i++) {
+			const struct stor_object *f = &files->v[i], *r;
+			size_t fl = folder_len(f->key);
+
+			if (in_tmp(f->key) || is_manifest(f->key) != pass ||
+			    !settled(files, f, now_ms) ||
+			    strset_has(&gone, f->key, fl) ||
+			    (pass && strset_has(&failed, f->key, fl)))
+				continue;
+			buf_reset(&k);
+			(void)buf_adds(&k, t->uri.key);
+			if (base > strlen(t->uri.key))
+				(void)buf_addch(&k, '/');
+			(void)buf_adds(&k, f->key);
+			r = find(remote, k.data);
+			if (r && r->size == f->size &&
+			    r->mtime_ms >= f->mtime_ms) {
+				st->skipped++;
+				continue;
+			}
+			buf_reset(&src);
+			buf_reset(&dst);
+			stor_fs_path(&src, dir, f->key);
+			join_uri(&dst, uri, f->key);
+			ret = stor_put(s, src.data, dst.data, NULL, err);
+			if (ret && access(src.data, F_OK)) {
+				/* Removed while we copied: not an error. */
+				strset_add(&gone, f->key, fl);
+				buf_reset(err);
+				ret = 0;
+				continue;
+			}
+			if (ret)
+				strset_add(&failed, f->key, fl);
+			if (!ret) {
+				st->files++;
+				st->bytes += f->size;
+			}
+		}
+	for (i = 0; i < gone.n; i++)
+		delete_folder(s, uri, remote, base, gone.v[i],
+			      strlen(gone.v[i]));
+	/* Stored checkpoint folders of this host's ranks pruned here. */
+	for (i = 0; i < remote->n; i++) {
+		const char *rk = remote->v[i].key;
+		size_t fl, pl;
+		long long step;
+		long rank;
+
+		if (strlen(rk) <= base)
+			continue;
+		rk += base;
+		fl = folder_len(rk);
+		if (strset_has(&seen, rk, fl) ||
+		    !trainer_folder(rk, fl, &pl, &step, &rank))
+			continue;
+		strset_add(&seen, rk, fl);
+		buf_reset(&k);
+		(void)buf_add(&k, rk, fl);
+		(void)buf_adds(&k, "MANIFEST.json");
+		if (find(files, k.data) ||
+		    !superseded(files, rk, pl, step, rank))
+			continue;
+		delete_folder(s, uri, remote, base, rk, fl);
+	}
+	strset_release(&gone);
+	strset_release(&failed);
+	strset_release(&seen);
+	buf_release(&src);
+	buf_release(&dst);
+	buf_release(&k);
+	return ret;
+}
+
 int stor_put_dir(struct stor *s, const char *dir, const char *uri,
 		 unsigned flags, struct stor_sync_stats *stats, struct buf *err)
 {
@@ -540,6 +758,11 @@ int stor_put_dir(struct stor *s, const char *dir, const char *uri,
 		ret = stor_list(s, uri, &remote, err);
 		if (ret)
 			goto out;
+	}
+	if ((flags & STOR_SYNC_CHECKPOINT) && (flags & STOR_SYNC_CHANGED)) {
+		ret = put_checkpoints(s, dir, uri, &t, &files, &remote, &local,
+				      err);
+		goto out;
 	}
 	now_ms = time_now_ms();
 	for (pass = 0; pass < 2; pass++)
