@@ -124,8 +124,14 @@ void agent_session_lost(struct agent_ctx *ctx, const char *what,
 	if (s->register_at < now + s->backoff_ms)
 		s->register_at = now + s->backoff_ms;
 	s->backoff_ms *= 2;
+	/* Several tries within the fencing deadline, so that a controller
+	 * that is only restarting is seen to be there in time. */
 	if (s->backoff_ms > BACKOFF_MAX_MS)
 		s->backoff_ms = BACKOFF_MAX_MS;
+	if (s->deadline_ms > 0 && s->backoff_ms > s->deadline_ms / 4)
+		s->backoff_ms = s->deadline_ms / 4 > BACKOFF_MIN_MS ?
+					s->deadline_ms / 4 :
+					BACKOFF_MIN_MS;
 }
 
 /*

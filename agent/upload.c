@@ -50,9 +50,8 @@ static int sync_checkpoints(struct pack_job *pj, int fd, struct buf *err)
 	memset(&stats, 0, sizeof(stats));
 	ret = stor_open(&cfg, &st, err);
 	if (!ret)
-		ret = stor_put_dir(st, ckpt, s->checkpoint_s3_uri,
-				   STOR_SYNC_CHANGED | STOR_SYNC_CHECKPOINT,
-				   &stats, err);
+		ret = stor_sync_checkpoints(st, ckpt, s->checkpoint_s3_uri,
+					    pj->a->started_ms, &stats, err);
 	if (!ret && stats.files)
 		agent_task_say(fd,
 			       "log checkpoint: %zu files (%lld bytes) "

@@ -378,7 +378,10 @@ static int copy_agent(LIBSSH2_SESSION *s, const struct prov_job *j,
  * a file only the agent's user can read, never on a command line), put a
  * just-copied binary in place, check the binary's hash, stop an agent left
  * from before and start ours detached. Exits AGENT_MISSING or AGENT_OTHER,
- * starting nothing, when the host lacks this build.
+ * starting nothing, when the host lacks this build. An agent that runs
+ * already with this build, token and controller is left alone (exit 0):
+ * it was only cut off (a partition that healed while this connection was
+ * being made) and comes back by itself; stopping it would stop its work.
  */
 static void start_script(const struct prov_job *j, const char *tmp_path,
 			 struct buf *cmd)
@@ -387,7 +390,7 @@ static void start_script(const struct prov_job *j, const char *tmp_path,
 
 	buf_reset(cmd);
 	(void)buf_addf(cmd,
-		       "umask 077; mkdir -p '%s' && cat > '%s/token' || "
+		       "umask 077; mkdir -p '%s' && cat > '%s/token.new' || "
 		       "exit 1; ",
 		       w, w);
 	/*
@@ -405,18 +408,29 @@ static void start_script(const struct prov_job *j, const char *tmp_path,
 	(void)buf_addf(cmd,
 		       "[ -f '%s' ] || exit %d; "
 		       "[ \"$(sha256sum '%s' 2>/dev/null | cut -c1-64)\" = "
-		       "'%s' ] || exit %d; "
-		       "if [ -f '%s/agent.pid' ] && "
-		       "kill \"$(cat '%s/agent.pid')\" 2>/dev/null; then "
-		       "sleep 0.2; fi; "
+		       "'%s' ] || exit %d; ",
+		       j->agent_path, AGENT_MISSING, j->agent_path,
+		       j->ctx->agent_sha256, AGENT_OTHER);
+	(void)buf_addf(cmd,
+		       "p=$(cat '%s/agent.pid' 2>/dev/null); "
+		       "if [ -n \"$p\" ] && kill -0 \"$p\" 2>/dev/null; then "
+		       "if cmp -s '%s/token.new' '%s/token' && "
+		       "[ \"$(sha256sum /proc/$p/exe 2>/dev/null | "
+		       "cut -c1-64)\" = '%s' ] && "
+		       "tr '\\000' ' ' < /proc/$p/cmdline | "
+		       "grep -qF -- '--controller %s '; then "
+		       "rm -f '%s/token.new'; exit 0; fi; "
+		       "kill \"$p\"; sleep 0.2; fi; ",
+		       w, w, w, j->ctx->agent_sha256, j->ctx->cfg.advertise_url,
+		       w);
+	(void)buf_addf(cmd,
+		       "mv -f '%s/token.new' '%s/token' || exit 1; "
 		       "setsid '%s' --controller '%s' --host '%s' "
 		       "--work-dir '%s' --address '%s' --token-stdin "
 		       "< '%s/token' >> '%s/agent.log' 2>&1 & "
 		       "echo $! > '%s/agent.pid'",
-		       j->agent_path, AGENT_MISSING, j->agent_path,
-		       j->ctx->agent_sha256, AGENT_OTHER, w, w, j->agent_path,
-		       j->ctx->cfg.advertise_url, j->name, w, j->address, w, w,
-		       w);
+		       w, w, j->agent_path, j->ctx->cfg.advertise_url, j->name,
+		       w, j->address, w, w, w);
 }
 
 static int provision(const struct prov_job *j, struct buf *err)

@@ -202,6 +202,16 @@ int stor_put_dir(struct stor *s, const char *dir, const char *uri,
 		 unsigned flags, struct stor_sync_stats *stats,
 		 struct buf *err);
 
+/*
+ * The checkpoint mirror: stor_put_dir(STOR_SYNC_CHANGED |
+ * STOR_SYNC_CHECKPOINT) of the files written since since_ms (wall clock
+ * ms: when this host's program started; what it restored is older), and
+ * the stored libtrainer checkpoints that program pruned are deleted.
+ */
+int stor_sync_checkpoints(struct stor *s, const char *dir, const char *uri,
+			  int64_t since_ms, struct stor_sync_stats *stats,
+			  struct buf *err);
+
 /* --- archive.c: tar.gz with libarchive ------------------------------- */
 
 /*

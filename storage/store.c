@@ -588,10 +588,12 @@ static void strset_release(struct strset *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* Whether local has a complete checkpoint of the same parent and rank
- * newer than step (the remote folder was pruned here). */
+/* Whether local has a complete checkpoint of the same parent and rank,
+ * newer than step and written since since_ms (the remote folder was
+ * pruned here, by the program writing that rank's checkpoints). */
 static int superseded(const struct stor_list *local, const char *folder,
-		      size_t parent_len, long long step, long rank)
+		      size_t parent_len, long long step, long rank,
+		      int64_t since_ms)
 {
 	size_t i;
 
@@ -601,7 +603,8 @@ static int superseded(const struct stor_list *local, const char *folder,
 		long long st;
 		long rk;
 
-		if (!is_manifest(k) || !trainer_folder(k, fl, &pl, &st, &rk))
+		if (!is_manifest(k) || local->v[i].mtime_ms < since_ms ||
+		    !trainer_folder(k, fl, &pl, &st, &rk))
 			continue;
 		if (pl == parent_len && !strncmp(k, folder, pl) && rk == rank &&
 		    st > step)
@@ -645,11 +648,14 @@ static void delete_folder(struct stor *s, const char *uri,
  * manifest first; stored libtrainer checkpoints that the program pruned
  * here (a newer one of the same rank exists) are deleted the same way, so
  * the store holds no torn and no stale checkpoint of this host's ranks.
+ * Files older than since_ms (restored from the store, or left from
+ * before) are never stored again: several hosts restore the same
+ * checkpoints, and only the one whose program writes them mirrors them.
  */
 static int put_checkpoints(struct stor *s, const char *dir, const char *uri,
 			   const struct stor_target *t,
 			   const struct stor_list *files,
-			   const struct stor_list *remote,
+			   const struct stor_list *remote, int64_t since_ms,
 			   struct stor_sync_stats *st, struct buf *err)
 {
 	struct strset gone = { 0 }, failed = { 0 }, seen = { 0 };
@@ -666,6 +672,7 @@ static int put_checkpoints(struct stor *s, const char *dir, const char *uri,
 			size_t fl = folder_len(f->key);
 
 			if (in_tmp(f->key) || is_manifest(f->key) != pass ||
+			    f->mtime_ms < since_ms ||
 			    !settled(files, f, now_ms) ||
 			    strset_has(&gone, f->key, fl) ||
 			    (pass && strset_has(&failed, f->key, fl)))
@@ -722,7 +729,7 @@ static int put_checkpoints(struct stor *s, const char *dir, const char *uri,
 		(void)buf_add(&k, rk, fl);
 		(void)buf_adds(&k, "MANIFEST.json");
 		if (find(files, k.data) ||
-		    !superseded(files, rk, pl, step, rank))
+		    !superseded(files, rk, pl, step, rank, since_ms))
 			continue;
 		delete_folder(s, uri, remote, base, rk, fl);
 	}
@@ -735,8 +742,27 @@ static int put_checkpoints(struct stor *s, const char *dir, const char *uri,
 	return ret;
 }
 
+static int put_dir(struct stor *s, const char *dir, const char *uri,
+		   unsigned flags, int64_t since_ms,
+		   struct stor_sync_stats *stats, struct buf *err);
+
 int stor_put_dir(struct stor *s, const char *dir, const char *uri,
 		 unsigned flags, struct stor_sync_stats *stats, struct buf *err)
+{
+	return put_dir(s, dir, uri, flags, 0, stats, err);
+}
+
+int stor_sync_checkpoints(struct stor *s, const char *dir, const char *uri,
+			  int64_t since_ms, struct stor_sync_stats *stats,
+			  struct buf *err)
+{
+	return put_dir(s, dir, uri, STOR_SYNC_CHANGED | STOR_SYNC_CHECKPOINT,
+		       since_ms, stats, err);
+}
+
+static int put_dir(struct stor *s, const char *dir, const char *uri,
+		   unsigned flags, int64_t since_ms,
+		   struct stor_sync_stats *stats, struct buf *err)
 {
 	int64_t now_ms;
 	int pass;
@@ -760,8 +786,8 @@ int stor_put_dir(struct stor *s, const char *dir, const char *uri,
 			goto out;
 	}
 	if ((flags & STOR_SYNC_CHECKPOINT) && (flags & STOR_SYNC_CHANGED)) {
-		ret = put_checkpoints(s, dir, uri, &t, &files, &remote, &local,
-				      err);
+		ret = put_checkpoints(s, dir, uri, &t, &files, &remote,
+				      since_ms, &local, err);
 		goto out;
 	}
 	now_ms = time_now_ms();

@@ -1463,6 +1463,12 @@ def examples_section(tap, cluster, sm, run_id, jobs, refs):
                     ("every rank's final weights the same (debug-hash), %d ranks" % count,
                      lambda j, ref=ref: check_dp_hashes(j, ref.wait()[1]))])
         ref = refs.runs["mlp_pipeline"]
+        example("expp2", "mlp_pipeline", "mpi", 2,
+                {"sagemaker_mpi_enabled": "true", "sagemaker_mpi_num_of_processes_per_host": "1",
+                 "hidden": json.dumps(EX_PIPE_HPS["hidden"])}, [
+                    ("model.bin equals the unsplit network's (the single-process run) exactly",
+                     (lambda j: check_same_as(j, ref.get()[0], "mlp_pipeline alone", 0.0)) if ref_pp
+                     else need(False, "the single-process mlp_pipeline run"))])
         example("expp3", "mlp_pipeline", "mpi", 3,
                 {"sagemaker_mpi_enabled": "true", "sagemaker_mpi_num_of_processes_per_host": "1",
                  "hidden": json.dumps(EX_PIPE_HPS["hidden"])}, [
@@ -1470,6 +1476,11 @@ def examples_section(tap, cluster, sm, run_id, jobs, refs):
                     ("model.bin equals the unsplit network's (the single-process run) exactly",
                      (lambda j: check_same_as(j, ref.get()[0], "mlp_pipeline alone", 0.0)) if ref_pp
                      else need(False, "the single-process mlp_pipeline run"))])
+    example("exps2", "param_server", "parameter_server", 2,
+            {"sagemaker_parameter_server_enabled": "true", "sagemaker_trainctl_parameter_servers": "1"}, [
+                ("model.bin within %g of the single-process mlp_dp run's" % EX_TOL,
+                 (lambda j: check_same_as(j, refs.runs["mlp_dp"].get()[0], "mlp_dp alone", EX_TOL)) if ref_dp
+                 else need(False, "the single-process mlp_dp run"))])
     dp3 = dp_jobs.get(3)
     example("exps3", "param_server", "parameter_server", 3,
             {"sagemaker_parameter_server_enabled": "true", "sagemaker_trainctl_parameter_servers": "2"}, [
