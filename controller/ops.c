@@ -1,5 +1,7 @@
 #define LOG_TAG "ctrl"
 
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -276,6 +278,77 @@ static void job_to_record(struct db_job *j, struct api_job_record *r)
 	memset(j, 0, sizeof(*j));
 }
 
+/*
+ * Answers of DescribeTrainingJob, kept while nothing was committed since
+ * they were made (db_write_seq): clients poll Describe (the SDK's and
+ * boto3's waiters every few seconds, status pages), and an unchanged job
+ * then costs a copy instead of three queries and a JSON build. One slot
+ * per name hash, locked in stripes.
+ */
+#define DCACHE_SLOTS 4096
+#define DCACHE_STRIPES 16
+#define DCACHE_MAX_BODY (64 << 10)
+
+struct dcache_slot {
+	char *name;
+	uint64_t seq;
+	char *body;
+	size_t len;
+};
+
+static struct dcache_slot dcache[DCACHE_SLOTS];
+static pthread_mutex_t dcache_lock[DCACHE_STRIPES] = {
+	PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+	PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+	PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+	PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+	PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+	PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+	PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+	PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER
+};
+
+static size_t dcache_index(const char *name)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 16777619u;
+	return h % DCACHE_SLOTS;
+}
+
+static int dcache_get(const char *name, uint64_t seq, struct buf *out)
+{
+	size_t i = dcache_index(name);
+	struct dcache_slot *s = &dcache[i];
+	int hit;
+
+	pthread_mutex_lock(&dcache_lock[i % DCACHE_STRIPES]);
+	hit = s->name && s->seq == seq && !strcmp(s->name, name);
+	if (hit)
+		(void)buf_add(out, s->body, s->len);
+	pthread_mutex_unlock(&dcache_lock[i % DCACHE_STRIPES]);
+	return hit;
+}
+
+static void dcache_put(const char *name, uint64_t seq, const struct buf *b)
+{
+	size_t i = dcache_index(name);
+	struct dcache_slot *s = &dcache[i];
+
+	if (b->len > DCACHE_MAX_BODY)
+		return;
+	pthread_mutex_lock(&dcache_lock[i % DCACHE_STRIPES]);
+	free(s->name);
+	free(s->body);
+	s->name = xstrdup(name);
+	s->body = xmalloc(b->len + 1);
+	memcpy(s->body, b->data, b->len);
+	s->len = b->len;
+	s->seq = seq;
+	pthread_mutex_unlock(&dcache_lock[i % DCACHE_STRIPES]);
+}
+
 void ctrl_op_describe(struct ctrl_ctx *ctx, const char *body, size_t len,
 		      struct ctrl_response *resp)
 {
@@ -284,13 +357,23 @@ void ctrl_op_describe(struct ctrl_ctx *ctx, const char *body, size_t len,
 	struct api_job_record rec;
 	struct db_job job;
 	char *name = NULL;
+	uint64_t seq;
 	int ret;
 
 	memset(&rec, 0, sizeof(rec));
 	ret = api_name_request_parse("DescribeTrainingJobRequest", body, len,
 				     &name, &err);
-	if (!ret)
-		ret = db_job_get(ctx->db, name, &job, &err);
+	if (ret) {
+		ctrl_reply_err_code(resp, ret, err.data);
+		goto out;
+	}
+	/* Read before the job: see db_write_seq(). */
+	seq = db_write_seq(ctx->db);
+	if (dcache_get(name, seq, &out)) {
+		reply_json(resp, &out);
+		goto out;
+	}
+	ret = db_job_get(ctx->db, name, &job, &err);
 	if (ret) {
 		ctrl_reply_err_code(resp, ret, err.data);
 		goto out;
@@ -302,6 +385,7 @@ void ctrl_op_describe(struct ctrl_ctx *ctx, const char *body, size_t len,
 				    "stored request is corrupt");
 		goto out;
 	}
+	dcache_put(name, seq, &out);
 	reply_json(resp, &out);
 out:
 	api_job_record_release(&rec);

@@ -1,3 +1,4 @@
+#include <stdatomic.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -85,7 +86,29 @@ struct db {
 	int n_readers;
 	pthread_mutex_t pool_lock;
 	pthread_cond_t pool_cond;
+	_Atomic uint64_t write_seq; /* commits so far (db_write_seq) */
 };
+
+/*
+ * Called by SQLite after each commit of the writer, once the transaction
+ * is in the WAL and readers can see it: counts it, then checkpoints as
+ * SQLite's default hook (which this one replaces) does.
+ */
+static int wal_hook(void *arg, sqlite3 *conn, const char *name, int pages)
+{
+	struct db *db = arg;
+
+	atomic_fetch_add(&db->write_seq, 1);
+	if (pages >= 1000)
+		(void)sqlite3_wal_checkpoint_v2(
+			conn, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	return SQLITE_OK;
+}
+
+uint64_t db_write_seq(struct db *db)
+{
+	return atomic_load(&db->write_seq);
+}
 
 static int conn_open(const char *path, struct conn *c, int writer,
 		     struct buf *err)
@@ -171,6 +194,7 @@ int db_open(const char *path, int readers, struct db **out, struct buf *err)
 	ret = conn_prepare(&db->writer, err);
 	if (ret)
 		goto fail;
+	sqlite3_wal_hook(db->writer.db, wal_hook, db);
 	db->readers = xcalloc((size_t)readers, sizeof(*db->readers));
 	for (i = 0; i < readers; i++) {
 		ret = conn_open(path, &db->readers[i], 0, err);

@@ -66,6 +66,14 @@ int db_open(const char *path, int readers, struct db **out, struct buf *err);
 /* Closes every connection and frees db (NULL is fine). */
 void db_close(struct db *db);
 
+/*
+ * A number that grows with every commit of the writer, counted once the
+ * commit is visible to readers: a value computed from reads that began
+ * after db_write_seq() returned S is current for as long as it still
+ * returns S.
+ */
+uint64_t db_write_seq(struct db *db);
+
 /* The schema version this build migrates to. */
 #define DB_SCHEMA_LATEST 3
 
