@@ -290,11 +290,29 @@ static int check_host_key(LIBSSH2_SESSION *s, const struct prov_job *j,
 }
 
 /* Runs cmd, feeding stdin_data; collects stdout into out (capped). */
+/* Writes all of p[0..n) to the channel. */
+static int channel_write_all(LIBSSH2_CHANNEL *ch, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = libssh2_channel_write(ch, p, n);
+
+		if (w < 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/*
+ * Runs cmd; its stdin gets stdin_data, then (data_fd >= 0) the bytes of
+ * that file, then EOF.
+ */
 static int run_cmd(LIBSSH2_SESSION *s, const char *cmd, const char *stdin_data,
-		   struct buf *out, int *status, struct buf *err)
+		   int data_fd, struct buf *out, int *status, struct buf *err)
 {
 	LIBSSH2_CHANNEL *ch = libssh2_channel_open_session(s);
-	char chunk[4096];
+	char chunk[65536];
 	ssize_t n;
 
 	*status = -1;
@@ -308,7 +326,14 @@ static int run_cmd(LIBSSH2_SESSION *s, const char *cmd, const char *stdin_data,
 		return ERR_IO;
 	}
 	if (stdin_data)
-		libssh2_channel_write(ch, stdin_data, strlen(stdin_data));
+		(void)channel_write_all(ch, stdin_data, strlen(stdin_data));
+	while (data_fd >= 0 && (n = read(data_fd, chunk, sizeof(chunk))) > 0)
+		if (channel_write_all(ch, chunk, (size_t)n)) {
+			(void)buf_adds(err,
+				       "copying the agent over SSH failed");
+			libssh2_channel_free(ch);
+			return ERR_IO;
+		}
 	libssh2_channel_send_eof(ch);
 	while ((n = libssh2_channel_read(ch, chunk, sizeof(chunk))) > 0)
 		if (out)
@@ -384,15 +409,24 @@ static int copy_agent(LIBSSH2_SESSION *s, const struct prov_job *j,
  * being made) and comes back by itself; stopping it would stop its work.
  */
 static void start_script(const struct prov_job *j, const char *tmp_path,
-			 struct buf *cmd)
+			 int inline_copy, struct buf *cmd)
 {
 	const char *w = j->work_dir;
 
 	buf_reset(cmd);
-	(void)buf_addf(cmd,
-		       "umask 077; mkdir -p '%s' && cat > '%s/token.new' || "
-		       "exit 1; ",
-		       w, w);
+	if (inline_copy)
+		/* The token's line, then the binary, on the same stdin: the
+		 * shell's read takes exactly one line. */
+		(void)buf_addf(cmd,
+			       "umask 077; mkdir -p '%s' && IFS= read -r t && "
+			       "printf '%%s\\n' \"$t\" > '%s/token.new' && "
+			       "cat > '%s' && chmod 755 '%s' || exit 1; ",
+			       w, w, tmp_path, tmp_path);
+	else
+		(void)buf_addf(cmd,
+			       "umask 077; mkdir -p '%s' && cat > "
+			       "'%s/token.new' || exit 1; ",
+			       w, w);
 	/*
 	 * Hosts that share a file system may all copy at once: a copy that
 	 * finds the right build already in place is dropped, so a running
@@ -433,13 +467,49 @@ static void start_script(const struct prov_job *j, const char *tmp_path,
 		       w, j->address, w, w, w);
 }
 
+/*
+ * <state-dir>/hosts/<name>/agent.sha256: the build this controller last
+ * started on the host, so that a later provisioning (after a restart of
+ * either side) first tries to start what is there without copying.
+ */
+static void agent_sha_path(const struct prov_job *j, struct buf *b)
+{
+	(void)buf_addf(b, "%s/hosts/%s/agent.sha256", j->ctx->cfg.state_dir,
+		       j->name);
+}
+
+static int agent_known(const struct prov_job *j)
+{
+	struct buf p = BUF_INIT;
+	char *line;
+	int known;
+
+	agent_sha_path(j, &p);
+	line = ctrl_read_line(p.data);
+	known = line && !strcmp(line, j->ctx->agent_sha256);
+	free(line);
+	buf_release(&p);
+	return known;
+}
+
+static void agent_remember(const struct prov_job *j)
+{
+	struct buf p = BUF_INIT;
+
+	agent_sha_path(j, &p);
+	if (ctrl_write_small(p.data, j->ctx->agent_sha256))
+		log_warn("host '%s': cannot write %s", j->name, p.data);
+	buf_release(&p);
+}
+
 static int provision(const struct prov_job *j, struct buf *err)
 {
 	LIBSSH2_SESSION *s = NULL;
 	struct buf pub = BUF_INIT;
 	struct buf cmd = BUF_INIT;
 	struct buf out = BUF_INIT_MAX(4096);
-	int status;
+	struct buf tok = BUF_INIT;
+	int status, known;
 	int ret;
 	int fd = tcp_connect(j->address, j->port, err);
 
@@ -476,8 +546,36 @@ static int provision(const struct prov_job *j, struct buf *err)
 		ret = ERR_AUTH;
 		goto out;
 	}
-	start_script(j, NULL, &cmd);
-	ret = run_cmd(s, cmd.data, j->token, &out, &status, err);
+	known = agent_known(j);
+	if (!known) {
+		/*
+		 * A host not known to hold this build (first contact, or the
+		 * controller changed): the binary travels with the start
+		 * script, one round trip instead of three.
+		 */
+		struct buf tmp = BUF_INIT;
+		int bfd = open(j->ctx->cfg.agent_binary, O_RDONLY | O_CLOEXEC);
+
+		if (bfd < 0) {
+			(void)buf_addf(err, "cannot read '%s'",
+				       j->ctx->cfg.agent_binary);
+			ret = ERR_IO;
+			goto out;
+		}
+		log_info("host '%s': copying the agent (with the start "
+			 "script: not known to hold this build)",
+			 j->name);
+		(void)buf_addf(&tmp, "%s.tmp.%s.%ld", j->agent_path, j->name,
+			       (long)time_mono_us());
+		start_script(j, tmp.data, 1, &cmd);
+		(void)buf_addf(&tok, "%s\n", j->token);
+		ret = run_cmd(s, cmd.data, tok.data, bfd, &out, &status, err);
+		close(bfd);
+		buf_release(&tmp);
+	} else {
+		start_script(j, NULL, 0, &cmd);
+		ret = run_cmd(s, cmd.data, j->token, -1, &out, &status, err);
+	}
 	if (!ret && (status == AGENT_MISSING || status == AGENT_OTHER)) {
 		/* Hosts may share a filesystem: each copies to its own temp
 		 * name, so parallel copies never meet half-written. */
@@ -490,8 +588,8 @@ static int provision(const struct prov_job *j, struct buf *err)
 			       (long)time_mono_us());
 		ret = copy_agent(s, j, tmp.data, err);
 		if (!ret) {
-			start_script(j, tmp.data, &cmd);
-			ret = run_cmd(s, cmd.data, j->token, &out, &status,
+			start_script(j, tmp.data, 0, &cmd);
+			ret = run_cmd(s, cmd.data, j->token, -1, &out, &status,
 				      err);
 		}
 		buf_release(&tmp);
@@ -506,8 +604,11 @@ static int provision(const struct prov_job *j, struct buf *err)
 		(void)buf_addf(err, "starting the agent failed (exit %d)",
 			       status);
 		ret = ERR_IO;
+	} else if (!ret) {
+		agent_remember(j);
 	}
 out:
+	buf_release(&tok);
 	libssh2_session_disconnect(s, "bye");
 	libssh2_session_free(s);
 	close(fd);
