@@ -1,6 +1,7 @@
 #define LOG_TAG "ctrl"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -285,9 +286,10 @@ static void job_to_record(struct db_job *j, struct api_job_record *r)
  * then costs a copy instead of three queries and a JSON build. One slot
  * per name hash, locked in stripes.
  */
-#define DCACHE_SLOTS 4096
+#define DCACHE_SLOTS 16384
 #define DCACHE_STRIPES 16
 #define DCACHE_MAX_BODY (64 << 10)
+#define DCACHE_MAX_BYTES (32 << 20) /* all cached answers together */
 
 struct dcache_slot {
 	char *name;
@@ -297,6 +299,7 @@ struct dcache_slot {
 };
 
 static struct dcache_slot dcache[DCACHE_SLOTS];
+static _Atomic size_t dcache_bytes;
 static pthread_mutex_t dcache_lock[DCACHE_STRIPES] = {
 	PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
 	PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
@@ -339,6 +342,12 @@ static void dcache_put(const char *name, uint64_t seq, const struct buf *b)
 	if (b->len > DCACHE_MAX_BODY)
 		return;
 	pthread_mutex_lock(&dcache_lock[i % DCACHE_STRIPES]);
+	if (atomic_load(&dcache_bytes) - s->len + b->len > DCACHE_MAX_BYTES) {
+		pthread_mutex_unlock(&dcache_lock[i % DCACHE_STRIPES]);
+		return;
+	}
+	atomic_fetch_sub(&dcache_bytes, s->len);
+	atomic_fetch_add(&dcache_bytes, b->len);
 	free(s->name);
 	free(s->body);
 	s->name = xstrdup(name);
