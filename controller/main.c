@@ -146,20 +146,28 @@ int main(int argc, char **argv)
 		fprintf(stderr, "trainctld: error: %s\n", err.data);
 		goto out_db;
 	}
+	/*
+	 * The local hosts exist before the reconciler's first look: after a
+	 * restart it must find the hosts that running jobs are on, or it
+	 * would take them for lost. Their agents (adopted, or started now)
+	 * register once the HTTP server below is up.
+	 */
+	if (ctx.cfg.local_hosts > 0 && ctrl_local_start(&ctx, &err)) {
+		fprintf(stderr, "trainctld: error: %s\n", err.data);
+		ctx.stopping = 1;
+		ctrl_local_stop(&ctx);
+		goto out_db;
+	}
 	if (ctrl_reconciler_start(&ctx)) {
 		fprintf(stderr, "trainctld: error: cannot start reconciler\n");
+		ctx.stopping = 1;
+		ctrl_local_stop(&ctx);
 		goto out_db;
 	}
 	if (ctrl_http_start(&ctx, &err)) {
 		fprintf(stderr, "trainctld: error: %s\n", err.data);
-		goto out_reconciler;
-	}
-	if (ctx.cfg.local_hosts > 0 && ctrl_local_start(&ctx, &err)) {
-		fprintf(stderr, "trainctld: error: %s\n", err.data);
 		ctx.stopping = 1;
-		ctrl_hosts_resume_all(&ctx);
 		ctrl_local_stop(&ctx);
-		ctrl_http_stop(&ctx);
 		goto out_reconciler;
 	}
 	if (!ctx.auth_enabled)
