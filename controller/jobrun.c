@@ -125,6 +125,43 @@ static int host_fits(const struct ctrl_host *h, const char *type)
 	return !h->instance_type || !strcmp(h->instance_type, type);
 }
 
+static int host_live(const struct ctrl_host *h)
+{
+	return h->registered && !h->lost && !h->removed;
+}
+
+/* Live, of type (NULL: any) and holding no assignment. */
+static int host_free(const struct ctrl_host *h, const char *type,
+		     const struct db_assignment *all, size_t n_all)
+{
+	return host_live(h) && (!type || host_fits(h, type)) &&
+	       !host_busy(all, n_all, h->name);
+}
+
+/*
+ * The first free host of type that is not among chosen[0..n) (entries
+ * may be NULL), or NULL. Caller holds hosts_lock.
+ */
+static const char *pick_free(struct ctrl_ctx *ctx, const char *type,
+			     const struct db_assignment *all, size_t n_all,
+			     const char **chosen, size_t n)
+{
+	size_t i, c;
+
+	for (i = 0; i < ctx->n_hosts; i++) {
+		const struct ctrl_host *h = ctx->hosts[i];
+		int taken = 0;
+
+		if (!host_free(h, type, all, n_all))
+			continue;
+		for (c = 0; c < n && !taken; c++)
+			taken = chosen[c] && !strcmp(chosen[c], h->name);
+		if (!taken)
+			return h->name;
+	}
+	return NULL;
+}
+
 /*
  * Picks free, live hosts for every instance of spec (group after group),
  * in inventory order. Returns how many were found; when not all, msg says
@@ -136,7 +173,7 @@ static size_t choose_hosts(struct ctrl_ctx *ctx,
 			   const char **chosen, struct buf *msg)
 {
 	size_t groups = spec->n_groups ? spec->n_groups : 1;
-	size_t g, i, k = 0;
+	size_t g, k = 0;
 
 	for (g = 0; g < groups; g++) {
 		const char *type = spec->n_groups ?
@@ -146,20 +183,13 @@ static size_t choose_hosts(struct ctrl_ctx *ctx,
 					    spec->instance_count;
 		int got = 0;
 
-		for (i = 0; i < ctx->n_hosts && got < want; i++) {
-			struct ctrl_host *h = ctx->hosts[i];
-			size_t c;
-			int taken = 0;
+		while (got < want) {
+			const char *h =
+				pick_free(ctx, type, all, n_all, chosen, k);
 
-			if (!h->registered || h->lost || h->removed ||
-			    !host_fits(h, type) ||
-			    host_busy(all, n_all, h->name))
-				continue;
-			for (c = 0; c < k; c++)
-				taken |= !strcmp(chosen[c], h->name);
-			if (taken)
-				continue;
-			chosen[k++] = h->name;
+			if (!h)
+				break;
+			chosen[k++] = h;
 			got++;
 		}
 		if (got < want) {
@@ -710,7 +740,7 @@ static void continue_restart(struct ctrl_ctx *ctx, const struct db_job *job,
 	struct buf err = BUF_INIT, msg = BUF_INIT;
 	struct ctrl_jobrt *rt;
 	int64_t since = job->last_modified_ms;
-	size_t i, k, missing = 0;
+	size_t i, missing = 0;
 
 	set_actions(ctx, job, as, n, "abort");
 	if (!all_settled(ctx, as, n))
@@ -724,32 +754,19 @@ static void continue_restart(struct ctrl_ctx *ctx, const struct db_job *job,
 
 		if ((size_t)as[i].host_index >= n)
 			continue;
-		if (h && h->registered && !h->lost && !h->removed) {
+		if (h && host_live(h)) {
 			chosen[as[i].host_index] = h->name;
 			continue;
 		}
 		type = rt ? type_of_index(&rt->spec, as[i].host_index) : NULL;
-		for (k = 0; type && k < ctx->n_hosts; k++) {
-			struct ctrl_host *c = ctx->hosts[k];
-			size_t j;
-			int taken = 0;
-
-			if (!c->registered || c->lost || c->removed ||
-			    !host_fits(c, type) ||
-			    host_busy(*all, *n_all, c->name))
-				continue;
-			for (j = 0; j < n; j++)
-				taken |= chosen[j] &&
-					 !strcmp(chosen[j], c->name);
-			if (taken)
-				continue;
-			chosen[as[i].host_index] = c->name;
+		chosen[as[i].host_index] =
+			type ? pick_free(ctx, type, *all, *n_all, chosen, n) :
+			       NULL;
+		if (chosen[as[i].host_index])
 			log_info("job '%s': algo-%d moves from lost host '%s' "
 				 "to '%s'",
 				 job->name, as[i].host_index + 1, as[i].host,
-				 c->name);
-			break;
-		}
+				 chosen[as[i].host_index]);
 	}
 	for (i = 0; i < n; i++)
 		missing += !chosen[i];
@@ -920,8 +937,7 @@ static int free_hosts(struct ctrl_ctx *ctx, const char *type,
 	for (i = 0; i < ctx->n_hosts; i++) {
 		const struct ctrl_host *h = ctx->hosts[i];
 
-		n += h->registered && !h->lost && !h->removed &&
-		     host_fits(h, type) && !host_busy(all, n_all, h->name);
+		n += host_free(h, type, all, n_all);
 	}
 	pthread_mutex_unlock(&ctx->hosts_lock);
 	return n;
@@ -938,8 +954,7 @@ static int any_free(struct ctrl_ctx *ctx, const struct db_assignment *all,
 	for (i = 0; i < ctx->n_hosts && !n; i++) {
 		const struct ctrl_host *h = ctx->hosts[i];
 
-		n = h->registered && !h->lost && !h->removed &&
-		    !host_busy(all, n_all, h->name);
+		n = host_free(h, NULL, all, n_all);
 	}
 	pthread_mutex_unlock(&ctx->hosts_lock);
 	return n;

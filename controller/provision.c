@@ -371,21 +371,11 @@ static int copy_agent(LIBSSH2_SESSION *s, const struct prov_job *j,
 		close(fd);
 		return ERR_IO;
 	}
-	while (!ret && (n = read(fd, chunk, sizeof(chunk))) > 0) {
-		char *p = chunk;
-
-		while (n > 0) {
-			ssize_t w = libssh2_channel_write(ch, p, (size_t)n);
-
-			if (w < 0) {
-				(void)buf_adds(err, "copying the agent failed");
-				ret = ERR_IO;
-				break;
-			}
-			p += w;
-			n -= w;
+	while (!ret && (n = read(fd, chunk, sizeof(chunk))) > 0)
+		if (channel_write_all(ch, chunk, (size_t)n)) {
+			(void)buf_adds(err, "copying the agent failed");
+			ret = ERR_IO;
 		}
-	}
 	libssh2_channel_send_eof(ch);
 	libssh2_channel_wait_eof(ch);
 	libssh2_channel_wait_closed(ch);
