@@ -302,8 +302,8 @@ void ctrl_config_fill_defaults(struct ctrl_config *cfg)
 		/* Several per CPU: requests that wait on the disk (a create
 		 * waits for its group commit) leave the CPU to others, and
 		 * concurrent creates share one fsync. */
-		n = 4 * sysconf(_SC_NPROCESSORS_ONLN);
-		cfg->threads = n < 4 ? 4 : n > 16 ? 16 : (int)n;
+		n = 8 * sysconf(_SC_NPROCESSORS_ONLN);
+		cfg->threads = n < 16 ? 16 : n > 64 ? 64 : (int)n;
 	}
 	if (cfg->body_max < 0)
 		cfg->body_max = 1L << 20;

@@ -57,6 +57,9 @@ struct ctrl_ctx {
 	pthread_cond_t wake;
 	int dirty;
 	int stopping;
+	/* Set by each pass when no host at all is free (atomic): a create
+	 * then enters the queue at once (see ctrl_op_create). */
+	int no_host_free;
 
 	/* Hosts and their waiters (controller/hosts.h). */
 	pthread_mutex_t hosts_lock;

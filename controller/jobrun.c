@@ -193,14 +193,17 @@ static size_t choose_hosts(struct ctrl_ctx *ctx,
 			got++;
 		}
 		if (got < want) {
-			(void)buf_addf(msg,
-				       "Waiting for %d free host%s of "
-				       "type %s (%d free now)",
-				       want, want == 1 ? "" : "s", type, got);
+			ctrl_wait_message(msg, want, type, got);
 			return k;
 		}
 	}
 	return k;
+}
+
+void ctrl_wait_message(struct buf *b, int want, const char *type, int free)
+{
+	(void)buf_addf(b, "Waiting for %d free host%s of type %s (%d free now)",
+		       want, want == 1 ? "" : "s", type, free);
 }
 
 static void place(struct ctrl_ctx *ctx, const struct db_job *job,
@@ -974,10 +977,16 @@ void ctrl_jobs_reconcile(struct ctrl_ctx *ctx)
 	size_t n_all = 0;
 	size_t n = 0;
 	size_t i;
+	int some_free;
 
-	if (db_assignments_list(ctx->db, NULL, NULL, 0, &all, &n_all, &err) ||
-	    db_jobs_active(ctx->db, any_free(ctx, all, n_all) ? QUEUE_LOOK : 0,
-			   &jobs, &n, &err)) {
+	if (db_assignments_list(ctx->db, NULL, NULL, 0, &all, &n_all, &err)) {
+		log_error("reconciler: %s", err.data);
+		goto out;
+	}
+	some_free = any_free(ctx, all, n_all);
+	__atomic_store_n(&ctx->no_host_free, !some_free, __ATOMIC_RELAXED);
+	if (db_jobs_active(ctx->db, some_free ? QUEUE_LOOK : 0, &jobs, &n,
+			   &err)) {
 		log_error("reconciler: %s", err.data);
 		goto out;
 	}
@@ -1000,13 +1009,8 @@ void ctrl_jobs_reconcile(struct ctrl_ctx *ctx)
 			if (free < j->instance_count) {
 				struct buf m = BUF_INIT;
 
-				(void)buf_addf(&m,
-					       "Waiting for %d free host%s "
-					       "of type %s (%d free now)",
-					       j->instance_count,
-					       j->instance_count == 1 ? "" :
-									"s",
-					       j->instance_type, free);
+				ctrl_wait_message(&m, j->instance_count,
+						  j->instance_type, free);
 				if (!j->message || strcmp(j->message, m.data)) {
 					w_names[n_wait] = j->name;
 					w_msgs[n_wait++] = buf_detach(&m, NULL);

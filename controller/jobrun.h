@@ -8,6 +8,11 @@
  */
 struct ctrl_ctx;
 
+struct buf;
+
 void ctrl_jobs_reconcile(struct ctrl_ctx *ctx);
+
+/* Why a queued job waits: "Waiting for 2 free hosts of type T (1 free now)". */
+void ctrl_wait_message(struct buf *b, int want, const char *type, int free);
 
 #endif

@@ -13,6 +13,7 @@
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
 #include "controller/job_state.h"
+#include "controller/jobrun.h"
 #include "controller/ops.h"
 #include "db/db.h"
 #include "storage/storage.h"
@@ -172,6 +173,7 @@ void ctrl_op_create(struct ctrl_ctx *ctx, const char *body, size_t len,
 	struct db_job job;
 	struct buf err = BUF_INIT;
 	struct buf out = BUF_INIT;
+	struct buf first = BUF_INIT;
 	int ret;
 
 	memset(&job, 0, sizeof(job));
@@ -203,7 +205,21 @@ void ctrl_op_create(struct ctrl_ctx *ctx, const char *body, size_t len,
 	job.instance_type = spec.instance_type;
 	job.instance_count = spec.instance_count;
 	job.creation_ms = time_now_ms();
-	ret = db_job_insert(ctx->db, &job, "Starting the training job", &err);
+	/*
+	 * With every host busy the job is queued as it is stored, with the
+	 * message the reconciler would give it, so that a burst of creates
+	 * into a full cluster costs the reconciler nothing. A host that
+	 * frees up wakes the reconciler, which reads the queue in order.
+	 */
+	if (spec.instance_type &&
+	    __atomic_load_n(&ctx->no_host_free, __ATOMIC_RELAXED)) {
+		job.waiting = 1;
+		ctrl_wait_message(&first, spec.instance_count,
+				  spec.instance_type, 0);
+	} else {
+		(void)buf_adds(&first, "Starting the training job");
+	}
+	ret = db_job_insert(ctx->db, &job, first.data, &err);
 	if (ret == ERR_CONFLICT) {
 		buf_reset(&err);
 		(void)buf_addf(&err,
@@ -230,6 +246,7 @@ out:
 	api_job_spec_release(&spec);
 	buf_release(&err);
 	buf_release(&out);
+	buf_release(&first);
 }
 
 /* Moves the strings of a db_job into an api_job_record (no copies). */

@@ -1,9 +1,13 @@
+#include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -44,8 +48,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_INSERT_JOB] = "INSERT INTO jobs (name, arn, status, "
 			  "secondary_status, request_json, instance_type, "
 			  "instance_count, creation_ms, last_modified_ms, "
-			  "spec_json) "
-			  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9)",
+			  "spec_json, waiting) "
+			  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10)",
 	[ST_INSERT_TRANSITION] =
 		"INSERT INTO transitions (job_id, seq, status, "
 		"start_ms, message) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -65,28 +69,56 @@ struct conn {
 	int busy;
 };
 
+/* One group commit of inserts (on its leader's stack). */
+struct batch {
+	int members; /* inserts in it, the leader included */
+	int done;    /* committed and on disk, or failed */
+	int failed;
+};
+
 struct db {
 	struct conn writer;
 	pthread_mutex_t write_lock;
 	/*
 	 * Group commit of inserts: the first insert of a batch begins the
 	 * transaction and, after letting the inserts queued behind it join,
-	 * commits them all with one fsync; the others wait for that commit.
+	 * commits them all; the others wait until the batch is on disk.
 	 * Other writers wait until no batch is open.
 	 */
 	pthread_cond_t batch_cond;
-	int batch_open;
-	uint64_t batch_seq;
-	uint64_t committed_seq;
-	int batch_failed;
-	int batch_members;  /* inserts in the open batch */
-	int readers_left;   /* of the last batch, yet to read its result */
-	int inserts_queued; /* inserts waiting for write_lock (atomic) */
+	struct batch *batch; /* the open batch, NULL when none */
+	int inserts_queued;  /* inserts waiting for write_lock (atomic) */
+	int lazy_commit;     /* the open write need not wait for the disk */
+	/*
+	 * Durability: the writer commits with synchronous=NORMAL (no fsync
+	 * inside COMMIT) and wal_sync() makes the WAL durable after the write
+	 * lock is released, so the next transaction is written while the
+	 * last one is flushed; one fdatasync covers every commit written
+	 * before it started.
+	 */
+	char *wal_path;
+	int wal_fd;
+	pthread_mutex_t sync_lock;
+	pthread_cond_t sync_cond;
+	int syncing;
+	uint64_t synced_seq; /* commits up to this write_seq are on disk */
 	struct conn *readers;
 	int n_readers;
 	pthread_mutex_t pool_lock;
 	pthread_cond_t pool_cond;
 	_Atomic uint64_t write_seq; /* commits so far (db_write_seq) */
+	/*
+	 * Checkpoints run on their own connection and thread, so that
+	 * copying the WAL into the database (and its fsync) never holds up
+	 * a commit.
+	 */
+	struct conn ckpt;
+	pthread_t ckpt_thread;
+	int ckpt_started;
+	pthread_mutex_t ckpt_lock;
+	pthread_cond_t ckpt_cond;
+	int ckpt_wanted;
+	int ckpt_stop;
 };
 
 /*
@@ -98,11 +130,60 @@ static int wal_hook(void *arg, sqlite3 *conn, const char *name, int pages)
 {
 	struct db *db = arg;
 
+	(void)conn;
+	(void)name;
 	atomic_fetch_add(&db->write_seq, 1);
-	if (pages >= 1000)
-		(void)sqlite3_wal_checkpoint_v2(
-			conn, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	if (pages >= 1000 && db->ckpt_started) {
+		pthread_mutex_lock(&db->ckpt_lock);
+		db->ckpt_wanted = 1;
+		pthread_cond_signal(&db->ckpt_cond);
+		pthread_mutex_unlock(&db->ckpt_lock);
+	}
 	return SQLITE_OK;
+}
+
+static void writer_lock(struct db *db);
+static int writer_unlock(struct db *db, int committed, struct buf *err);
+
+/*
+ * Copies the WAL into the database while writers go on, then the frames
+ * they added meanwhile with writes held back (a short copy). A WAL that
+ * is all copied is started over by the next write and ignored by readers;
+ * one that never is keeps growing, and every page read searches it.
+ */
+static void checkpoint(struct db *db)
+{
+	int log = 0;
+	int done = 0;
+
+	if (sqlite3_wal_checkpoint_v2(db->ckpt.db, NULL,
+				      SQLITE_CHECKPOINT_PASSIVE, &log,
+				      &done) != SQLITE_OK ||
+	    done >= log)
+		return;
+	writer_lock(db);
+	(void)sqlite3_wal_checkpoint_v2(db->ckpt.db, NULL,
+					SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	(void)writer_unlock(db, 0, NULL);
+}
+
+static void *ckpt_main(void *arg)
+{
+	struct db *db = arg;
+
+	pthread_mutex_lock(&db->ckpt_lock);
+	for (;;) {
+		while (!db->ckpt_wanted && !db->ckpt_stop)
+			pthread_cond_wait(&db->ckpt_cond, &db->ckpt_lock);
+		if (db->ckpt_stop)
+			break;
+		db->ckpt_wanted = 0;
+		pthread_mutex_unlock(&db->ckpt_lock);
+		checkpoint(db);
+		pthread_mutex_lock(&db->ckpt_lock);
+	}
+	pthread_mutex_unlock(&db->ckpt_lock);
+	return NULL;
 }
 
 uint64_t db_write_seq(struct db *db)
@@ -116,13 +197,18 @@ static int conn_open(const char *path, struct conn *c, int writer,
 	int flags = writer ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE :
 			     SQLITE_OPEN_READWRITE;
 	char *msg = NULL;
-	/* Reads go through a shared memory map instead of copying pages
+	/*
+	 * Readers go through a shared memory map instead of copying pages
 	 * with pread: the store changes all the time, so a connection's own
-	 * page cache is stale after every write. */
+	 * page cache is stale after every write. The writer does not: a
+	 * connection drops its whole map when it sees another's commit, and
+	 * faulting the pages back in costs more than reading the few that an
+	 * insert touches. Durability: see wal_sync().
+	 */
 	const char *pragmas =
-		writer ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; "
+		writer ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
 			 "PRAGMA foreign_keys=ON; PRAGMA busy_timeout=10000; "
-			 "PRAGMA mmap_size=1073741824;" :
+			 "PRAGMA mmap_size=0;" :
 			 "PRAGMA foreign_keys=ON; PRAGMA busy_timeout=10000; "
 			 "PRAGMA mmap_size=1073741824;";
 
@@ -185,6 +271,14 @@ int db_open(const char *path, int readers, struct db **out, struct buf *err)
 	pthread_cond_init(&db->batch_cond, NULL);
 	pthread_mutex_init(&db->pool_lock, NULL);
 	pthread_cond_init(&db->pool_cond, NULL);
+	pthread_mutex_init(&db->ckpt_lock, NULL);
+	pthread_cond_init(&db->ckpt_cond, NULL);
+	pthread_mutex_init(&db->sync_lock, NULL);
+	pthread_cond_init(&db->sync_cond, NULL);
+	db->wal_fd = -1;
+	db->wal_path = xcalloc(strlen(path) + 5, 1);
+	memcpy(db->wal_path, path, strlen(path));
+	memcpy(db->wal_path + strlen(path), "-wal", 4);
 	ret = conn_open(path, &db->writer, 1, err);
 	if (ret)
 		goto fail;
@@ -204,6 +298,22 @@ int db_open(const char *path, int readers, struct db **out, struct buf *err)
 			goto fail;
 		db->n_readers++;
 	}
+	ret = conn_open(path, &db->ckpt, 0, err);
+	if (ret)
+		goto fail;
+	/* A connection opens the WAL with its first read; until then it
+	 * cannot checkpoint. */
+	if (sqlite3_exec(db->ckpt.db, "SELECT count(*) FROM sqlite_master",
+			 NULL, NULL, NULL) != SQLITE_OK) {
+		ret = db__error(db->ckpt.db, "cannot read the database", err);
+		goto fail;
+	}
+	if (pthread_create(&db->ckpt_thread, NULL, ckpt_main, db)) {
+		(void)buf_addf(err, "cannot start the checkpoint thread");
+		ret = ERR_INTERNAL;
+		goto fail;
+	}
+	db->ckpt_started = 1;
 	*out = db;
 	return 0;
 fail:
@@ -217,6 +327,15 @@ void db_close(struct db *db)
 
 	if (!db)
 		return;
+	if (db->ckpt_started) {
+		pthread_mutex_lock(&db->ckpt_lock);
+		db->ckpt_stop = 1;
+		pthread_cond_signal(&db->ckpt_cond);
+		pthread_mutex_unlock(&db->ckpt_lock);
+		pthread_join(db->ckpt_thread, NULL);
+	}
+	if (db->ckpt.db)
+		conn_close(&db->ckpt);
 	for (i = 0; i < db->n_readers; i++)
 		conn_close(&db->readers[i]);
 	free(db->readers);
@@ -226,6 +345,13 @@ void db_close(struct db *db)
 	pthread_cond_destroy(&db->batch_cond);
 	pthread_mutex_destroy(&db->pool_lock);
 	pthread_cond_destroy(&db->pool_cond);
+	pthread_mutex_destroy(&db->ckpt_lock);
+	pthread_cond_destroy(&db->ckpt_cond);
+	pthread_mutex_destroy(&db->sync_lock);
+	pthread_cond_destroy(&db->sync_cond);
+	if (db->wal_fd >= 0)
+		close(db->wal_fd);
+	free(db->wal_path);
 	free(db);
 }
 
@@ -263,8 +389,69 @@ static void reader_put(struct db *db, struct conn *c)
 static void writer_lock(struct db *db)
 {
 	pthread_mutex_lock(&db->write_lock);
-	while (db->batch_open)
+	while (db->batch)
 		pthread_cond_wait(&db->batch_cond, &db->write_lock);
+}
+
+/*
+ * Waits until every commit up to write_seq `seq` is on disk, flushing the
+ * WAL when no flush that began after that commit is under way.
+ */
+static int wal_sync(struct db *db, uint64_t seq, struct buf *err)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&db->sync_lock);
+	while (db->synced_seq < seq && !ret) {
+		struct stat fs, ps;
+		uint64_t upto;
+		int rc;
+
+		if (db->syncing) {
+			pthread_cond_wait(&db->sync_cond, &db->sync_lock);
+			continue;
+		}
+		db->syncing = 1;
+		upto = atomic_load(&db->write_seq);
+		pthread_mutex_unlock(&db->sync_lock);
+		/* The WAL is the same file for the connections' lifetime;
+		 * the inode check is for safety only. */
+		if (db->wal_fd >= 0 &&
+		    (fstat(db->wal_fd, &fs) || stat(db->wal_path, &ps) ||
+		     fs.st_ino != ps.st_ino || fs.st_dev != ps.st_dev)) {
+			close(db->wal_fd);
+			db->wal_fd = -1;
+		}
+		if (db->wal_fd < 0)
+			db->wal_fd = open(db->wal_path, O_RDONLY | O_CLOEXEC);
+		rc = db->wal_fd < 0 ? -1 : fdatasync(db->wal_fd);
+		if (rc)
+			(void)buf_addf(err, "cannot flush '%s': %s",
+				       db->wal_path, strerror(errno));
+		pthread_mutex_lock(&db->sync_lock);
+		db->syncing = 0;
+		if (rc)
+			ret = ERR_DB;
+		else if (upto > db->synced_seq)
+			db->synced_seq = upto;
+		pthread_cond_broadcast(&db->sync_cond);
+	}
+	pthread_mutex_unlock(&db->sync_lock);
+	return ret;
+}
+
+/*
+ * Releases the write lock; after a commit, returns once it is on disk
+ * (0 or ERR_DB with err set).
+ */
+static int writer_unlock(struct db *db, int committed, struct buf *err)
+{
+	int durable = committed && !db->lazy_commit;
+	uint64_t seq = atomic_load(&db->write_seq);
+
+	db->lazy_commit = 0;
+	pthread_mutex_unlock(&db->write_lock);
+	return durable ? wal_sync(db, seq, err) : 0;
 }
 
 int db_schema_version(struct db *db)
@@ -278,7 +465,7 @@ int db_schema_version(struct db *db)
 	    sqlite3_step(st) == SQLITE_ROW)
 		v = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
-	pthread_mutex_unlock(&db->write_lock);
+	(void)writer_unlock(db, 0, NULL);
 	return v;
 }
 
@@ -332,8 +519,10 @@ int db_job_insert(struct db *db, struct db_job *job, const char *first_message,
 		  struct buf *err)
 {
 	struct conn *c = &db->writer;
+	struct batch own = { 0 };
+	struct batch *b;
 	sqlite3_stmt *st;
-	uint64_t mine;
+	uint64_t seq;
 	int leader = 0;
 	int ret = 0;
 	int rc;
@@ -341,23 +530,18 @@ int db_job_insert(struct db *db, struct db_job *job, const char *first_message,
 	__atomic_add_fetch(&db->inserts_queued, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&db->write_lock);
 	__atomic_sub_fetch(&db->inserts_queued, 1, __ATOMIC_RELAXED);
-	/* The last batch's result must be read before a new one starts. */
-	while (!db->batch_open && db->readers_left)
-		pthread_cond_wait(&db->batch_cond, &db->write_lock);
-	if (!db->batch_open) {
+	if (!db->batch) {
 		if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
 		    SQLITE_OK) {
 			ret = db__error(c->db, "cannot begin", err);
 			pthread_mutex_unlock(&db->write_lock);
 			return ret;
 		}
-		db->batch_open = 1;
-		db->batch_seq++;
-		db->batch_failed = 0;
+		db->batch = &own;
 		leader = 1;
 	}
-	mine = db->batch_seq;
-	db->batch_members++;
+	b = db->batch;
+	b->members++;
 	/* Each insert is its own savepoint: a duplicate name undoes only
 	 * itself, never the batch. */
 	sqlite3_exec(c->db, "SAVEPOINT ins", NULL, NULL, NULL);
@@ -371,6 +555,7 @@ int db_job_insert(struct db *db, struct db_job *job, const char *first_message,
 	sqlite3_bind_int(st, 7, job->instance_count);
 	sqlite3_bind_int64(st, 8, job->creation_ms);
 	db__bind_text(st, 9, job->spec_json);
+	sqlite3_bind_int(st, 10, job->waiting != 0);
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
@@ -412,24 +597,35 @@ commit:
 		}
 		if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) !=
 		    SQLITE_OK) {
-			db->batch_failed = 1;
+			b->failed = 1;
 			sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 		}
-		db->batch_open = 0;
-		db->committed_seq = mine;
-		db->readers_left = db->batch_members - 1;
-		db->batch_members = 0;
-		if (!ret && db->batch_failed)
-			ret = db__error(c->db, "cannot commit", err);
+		seq = atomic_load(&db->write_seq);
+		/* The next batch is written while this one is flushed. */
+		db->batch = NULL;
 		pthread_cond_broadcast(&db->batch_cond);
-	} else {
-		while (db->committed_seq < mine)
+		pthread_mutex_unlock(&db->write_lock);
+		if (!b->failed && wal_sync(db, seq, err))
+			b->failed = 2;
+		pthread_mutex_lock(&db->write_lock);
+		b->done = 1;
+		pthread_cond_broadcast(&db->batch_cond);
+		/* `own` lives on this stack: wait until every member has
+		 * read the result. */
+		while (b->members > 1)
 			pthread_cond_wait(&db->batch_cond, &db->write_lock);
-		if (!ret && db->batch_failed)
-			ret = db__error(c->db, "cannot commit", err);
-		if (--db->readers_left == 0)
+	} else {
+		while (!b->done)
+			pthread_cond_wait(&db->batch_cond, &db->write_lock);
+		if (--b->members == 1)
 			pthread_cond_broadcast(&db->batch_cond);
 	}
+	if (!ret && b->failed == 1)
+		ret = db__error(c->db, "cannot commit", err);
+	else if (!ret && b->failed)
+		ret = ERR_DB;
+	if (b->failed == 2 && !leader && !err->len)
+		(void)buf_addf(err, "cannot flush the database log");
 	pthread_mutex_unlock(&db->write_lock);
 	return ret;
 }
@@ -695,7 +891,8 @@ rollback:
 out:
 	free(status);
 	free(secondary);
-	pthread_mutex_unlock(&db->write_lock);
+	if (writer_unlock(db, !ret, err) && !ret)
+		ret = ERR_DB;
 	return ret;
 }
 
@@ -742,7 +939,8 @@ rollback:
 out:
 	sqlite3_finalize(st);
 	free(status);
-	pthread_mutex_unlock(&db->write_lock);
+	if (writer_unlock(db, !ret, err) && !ret)
+		ret = ERR_DB;
 	return ret;
 }
 
@@ -807,16 +1005,34 @@ void db__reader_release(struct db *db, void *handle)
 	reader_put(db, handle);
 }
 
-sqlite3 *db__writer_begin(struct db *db, struct buf *err)
+/* Begins the writer's transaction; the write lock is held. */
+static sqlite3 *begin_locked(struct db *db, struct buf *err)
 {
-	writer_lock(db);
 	if (sqlite3_exec(db->writer.db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
 	    SQLITE_OK) {
 		db__error(db->writer.db, "cannot begin", err);
-		pthread_mutex_unlock(&db->write_lock);
+		(void)writer_unlock(db, 0, NULL);
 		return NULL;
 	}
 	return db->writer.db;
+}
+
+sqlite3 *db__writer_begin(struct db *db, struct buf *err)
+{
+	writer_lock(db);
+	return begin_locked(db, err);
+}
+
+/*
+ * A write of facts the controller derives again after a restart (which
+ * queued jobs wait, and for what): committed without waiting for the disk;
+ * the next ordinary commit makes it durable too.
+ */
+static sqlite3 *writer_begin_derived(struct db *db, struct buf *err)
+{
+	writer_lock(db);
+	db->lazy_commit = 1;
+	return begin_locked(db, err);
 }
 
 int db__writer_end(struct db *db, int ok, struct buf *err)
@@ -830,7 +1046,8 @@ int db__writer_end(struct db *db, int ok, struct buf *err)
 	}
 	if (!ok)
 		sqlite3_exec(db->writer.db, "ROLLBACK", NULL, NULL, NULL);
-	pthread_mutex_unlock(&db->write_lock);
+	if (writer_unlock(db, ok, err) && !ret)
+		ret = ERR_DB;
 	return ret;
 }
 
@@ -898,10 +1115,12 @@ int db_jobs_active(struct db *db, size_t max_waiting,
 
 	*out = NULL;
 	*n = 0;
-	/* The first query matches the partial index jobs_attention. */
+	/* The first query reads the partial index jobs_attention only:
+	 * without INDEXED BY the planner takes jobs_by_status and reads
+	 * every queued job on every pass. */
 	ret = read_active(c,
 			  ACTIVE_COLUMNS
-			  "WHERE status IN ('InProgress', 'Stopping') AND NOT "
+			  "INDEXED BY jobs_attention WHERE status IN ('InProgress', 'Stopping') AND NOT "
 			  "(status = 'InProgress' AND attempt = 0 AND waiting "
 			  "= 1) ORDER BY creation_ms, id",
 			  0, out, n, &cap, err);
@@ -933,7 +1152,7 @@ int db_jobs_set_waiting(struct db *db, const char *const *names,
 
 	if (!n)
 		return 0;
-	conn = db__writer_begin(db, err);
+	conn = writer_begin_derived(db, err);
 	if (!conn)
 		return ERR_DB;
 	if (sqlite3_prepare_v2(conn,

@@ -43,6 +43,7 @@ struct db_job {
 	int attempt;	   /* current attempt, 0 before the first */
 	char *instance_type;
 	int instance_count;
+	int waiting; /* insert: queued at once, no host being free */
 	int64_t creation_ms;
 	int64_t last_modified_ms;
 	int64_t start_ms;

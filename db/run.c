@@ -201,14 +201,24 @@ int db_assignments_list(struct db *db, const char *job, const char *host,
 {
 	void *h;
 	sqlite3 *conn = db__reader_acquire(db, &h);
+	/*
+	 * Without a job the scan starts from the assignments, which only
+	 * running jobs have (CROSS JOIN keeps that order): the planner would
+	 * otherwise walk every job in the store on every pass.
+	 */
 	sqlite3_stmt *st = prep(
 		conn,
-		"SELECT j.name, a.attempt, a.host_index, a.host, a.action, "
-		"a.phase, a.report_json, a.artifacts FROM assignments a "
-		"JOIN jobs j ON j.id = a.job_id WHERE (?1 IS NULL OR j.name = "
-		"?1) AND (?2 IS NULL OR a.host = ?2) AND (?3 = 0 OR "
-		"a.attempt = ?3) ORDER BY j.creation_ms, j.id, a.attempt, "
-		"a.host_index",
+		job ? "SELECT j.name, a.attempt, a.host_index, a.host, "
+		      "a.action, a.phase, a.report_json, a.artifacts FROM jobs "
+		      "j JOIN assignments a ON a.job_id = j.id WHERE j.name = "
+		      "?1 AND (?2 IS NULL OR a.host = ?2) AND (?3 = 0 OR "
+		      "a.attempt = ?3) ORDER BY a.attempt, a.host_index" :
+		      "SELECT j.name, a.attempt, a.host_index, a.host, "
+		      "a.action, a.phase, a.report_json, a.artifacts FROM "
+		      "assignments a CROSS JOIN jobs j ON j.id = a.job_id WHERE "
+		      "?1 IS NULL AND (?2 IS NULL OR a.host = ?2) AND (?3 = 0 "
+		      "OR a.attempt = ?3) ORDER BY j.creation_ms, j.id, "
+		      "a.attempt, a.host_index",
 		err);
 	size_t cap = 0;
 	int ret = 0;

@@ -816,6 +816,140 @@ static void test_concurrent_use(void **state)
 			 N_THREADS * N_PER_THREAD);
 }
 
+/*
+ * Inserts queued as they are stored (no host free) are left out of the
+ * reconciler's pass until it asks for queued jobs, in creation order.
+ */
+static void test_insert_waiting(void **state)
+{
+	struct fixture *f = *state;
+	struct db_job a = make_job("queued-a", "InProgress", "Starting", T0);
+	struct db_job b = make_job("live-b", "InProgress", "Starting", T0 + 1);
+	struct db_active_job *act = NULL;
+	struct buf err = BUF_INIT;
+	struct db_job got;
+	size_t n = 0;
+
+	a.waiting = 1;
+	assert_int_equal(db_job_insert(f->db, &a,
+				       "Waiting for 2 free hosts of type "
+				       "ml.m5.xlarge (0 free now)",
+				       &err),
+			 0);
+	assert_int_equal(db_job_insert(f->db, &b, "Starting the training job",
+				       &err),
+			 0);
+	assert_int_equal(db_jobs_active(f->db, 0, &act, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(act[0].name, "live-b");
+	db_active_jobs_free(act, n);
+	assert_int_equal(db_jobs_active(f->db, 64, &act, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(act[1].name, "queued-a");
+	assert_non_null(strstr(act[1].message, "Waiting for 2 free hosts"));
+	db_active_jobs_free(act, n);
+	get(f->db, "queued-a", &got);
+	assert_int_equal(got.n_transitions, 1);
+	assert_non_null(strstr(got.transitions[0].message, "(0 free now)"));
+	db_job_release(&got);
+	buf_release(&err);
+}
+
+/*
+ * Group commit: many threads inserting at once, duplicates among them;
+ * every insert that was acknowledged is there after a reopen, and the WAL
+ * was copied into the database meanwhile (a WAL that is never
+ * checkpointed grows without end and slows every read).
+ */
+#define N_INSERTERS 16
+#define N_INSERTS 150
+
+struct inserter {
+	struct db *db;
+	int idx;
+	int ok;
+	int conflicts;
+	int failures;
+};
+
+static void *inserter_main(void *arg)
+{
+	static char big[4096];
+	struct inserter *w = arg;
+	struct buf err = BUF_INIT;
+	char name[32];
+	int i;
+
+	if (!big[0])
+		memset(big, 'x', sizeof(big) - 1);
+	for (i = 0; i < N_INSERTS; i++) {
+		struct db_job in;
+		int ret;
+
+		/* Every tenth name is shared by all threads. */
+		if (i % 10 == 0)
+			snprintf(name, sizeof(name), "shared-%d", i);
+		else
+			snprintf(name, sizeof(name), "w%d-%d", w->idx, i);
+		in = make_job(name, "InProgress", "Starting", T0 + i);
+		in.spec_json = big;
+		ret = db_job_insert(w->db, &in, "Starting the training job",
+				    &err);
+		if (ret == 0)
+			w->ok++;
+		else if (ret == ERR_CONFLICT)
+			w->conflicts++;
+		else
+			w->failures++;
+		buf_reset(&err);
+	}
+	buf_release(&err);
+	return NULL;
+}
+
+static void test_group_commit_durable(void **state)
+{
+	struct fixture *f = *state;
+	struct inserter w[N_INSERTERS];
+	pthread_t th[N_INSERTERS];
+	struct buf err = BUF_INIT;
+	struct stat st;
+	int ok = 0;
+	int conflicts = 0;
+	int i;
+
+	for (i = 0; i < N_INSERTERS; i++) {
+		memset(&w[i], 0, sizeof(w[i]));
+		w[i].db = f->db;
+		w[i].idx = i;
+		assert_int_equal(
+			pthread_create(&th[i], NULL, inserter_main, &w[i]), 0);
+	}
+	for (i = 0; i < N_INSERTERS; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(w[i].failures, 0);
+		ok += w[i].ok;
+		conflicts += w[i].conflicts;
+	}
+	/* Each shared name went in once. */
+	assert_int_equal(ok, N_INSERTERS * (N_INSERTS - N_INSERTS / 10) +
+				     N_INSERTS / 10);
+	assert_int_equal(conflicts, (N_INSERTERS - 1) * (N_INSERTS / 10));
+	/* About 10 MB went through the WAL: checkpoints copied it. */
+	for (i = 0; i < 200; i++) {
+		assert_int_equal(stat(f->path, &st), 0);
+		if (st.st_size > (1 << 20))
+			break;
+		usleep(50 * 1000);
+	}
+	assert_true(st.st_size > (1 << 20));
+	db_close(f->db);
+	f->db = NULL;
+	assert_int_equal(db_open(f->path, 1, &f->db, &err), 0);
+	assert_int_equal(db_job_count(f->db, NULL), ok);
+	buf_release(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -846,6 +980,10 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_job_count, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_insert_waiting, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_group_commit_durable,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent_use, setup,
 						teardown),
 	};
