@@ -30,7 +30,9 @@ ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) \
 ALL_LDFLAGS := $(LDFLAGS) $(SAN)
 LIBS := $(PKG_LIBS) -lpthread -lm
 
-# One static library per module; the binaries link what they need.
+# One static library per module; the binaries link what they need, each
+# library before the ones it uses (storage/ uses api/ for the blob
+# endpoint's JSON, everything uses common/).
 MODULES := common api db
 common_SRC := $(wildcard common/*.c)
 api_SRC := $(wildcard api/*.c)
@@ -91,19 +93,19 @@ $(BUILD)/obj/gen/web_assets.o: $(BUILD)/gen/web_assets.c
 WEB_OBJ := $(BUILD)/obj/gen/web_assets.o
 
 $(BIN_trainctld): $(call obj,controller/main.c) $(LIB_ctrl) $(WEB_OBJ) \
-		$(LIB_api) $(LIB_db) $(LIB_stor) $(LIB_common)
+		$(LIB_db) $(LIB_stor) $(LIB_api) $(LIB_common)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
-$(BIN_trainctl): $(call obj,$(cli_SRC)) $(LIB_api) $(LIB_stor) $(LIB_common)
+$(BIN_trainctl): $(call obj,$(cli_SRC)) $(LIB_stor) $(LIB_api) $(LIB_common)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
 # The agent is what provisioning copies to every host, so its debug
 # information goes into trainagent.debug beside it (found through the
 # debuglink by gdb and the symbolizers): a third of the bytes to send.
-$(BIN_trainagent): $(call obj,agent/main.c) $(LIB_agent) $(LIB_api) \
-		$(LIB_stor) $(LIB_common)
+$(BIN_trainagent): $(call obj,agent/main.c) $(LIB_agent) $(LIB_stor) \
+		$(LIB_api) $(LIB_common)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@.tmp $^ $(LIBS)
 ifeq ($(SAN),)
@@ -196,8 +198,8 @@ $(BUILD)/tests/trainer/%: tests/trainer/%.c $(LIB_trainer)
 
 # Unit tests: tests/<module>/test_<file>.c links against every module
 # library (and cmocka).
-TEST_LIBS := $(LIB_ctrl) $(WEB_OBJ) $(LIB_agent) $(LIB_api) $(LIB_db) \
-	$(LIB_stor) $(LIB_common)
+TEST_LIBS := $(LIB_ctrl) $(WEB_OBJ) $(LIB_agent) $(LIB_db) $(LIB_stor) \
+	$(LIB_api) $(LIB_common)
 $(BUILD)/tests/%: tests/%.c $(TEST_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(TEST_LIBS) $(ALL_LDFLAGS) $(LIBS) -lcmocka

@@ -17,8 +17,9 @@
 
 #include <openssl/evp.h>
 
+#include "api/blob_wire.h"
+#include "api/requests.h"
 #include "controller/blob.h"
-#include "storage/blob_wire.h"
 #include "storage/fs.h"
 #include "storage/storage.h"
 #include "common/err.h"
@@ -260,7 +261,7 @@ static void reply_error(struct ctrl_blob_reply *r, int status, const char *type,
 {
 	r->status = status;
 	buf_reset(&r->body);
-	stor_blob_error_encode(type, msg, &r->body);
+	(void)api_error_body(type, msg, &r->body);
 }
 
 static void rfc1123(int64_t ms, char *out, size_t size)
@@ -344,7 +345,7 @@ static void finish_put(struct ctrl_blob *b, struct ctrl_blob_reply *r)
 		goto out;
 	}
 	r->status = 200;
-	stor_blob_put_encode(b->key, b->received, hex, &r->body);
+	api_blob_put_encode(b->key, b->received, hex, &r->body);
 out:
 	buf_release(&path);
 }
@@ -352,8 +353,8 @@ out:
 static void finish_list(struct ctrl_blob *b, struct ctrl_blob_reply *r)
 {
 	struct stor_list l = STOR_LIST_INIT;
-	size_t from = 0, n;
-	const char *next = NULL;
+	struct api_blob_list page = API_BLOB_LIST_INIT;
+	size_t from = 0, i;
 
 	if (stor_fs_list(b->root, b->key, 0, &l, &b->msg)) {
 		reply_error(r, 500, "InternalError", b->msg.data);
@@ -364,13 +365,22 @@ static void finish_list(struct ctrl_blob *b, struct ctrl_blob_reply *r)
 		while (from < l.n &&
 		       strcmp(l.v[from].key, b->continuation) <= 0)
 			from++;
-	n = l.n - from;
-	if (n > (size_t)b->max_keys) {
-		n = (size_t)b->max_keys;
-		next = l.v[from + n - 1].key;
+	page.n = l.n - from;
+	if (page.n > (size_t)b->max_keys) {
+		page.n = (size_t)b->max_keys;
+		page.next = l.v[from + page.n - 1].key;
+	}
+	/* The page borrows the listing's keys. */
+	if (page.n)
+		page.v = xcalloc(page.n, sizeof(*page.v));
+	for (i = 0; i < page.n; i++) {
+		page.v[i].key = l.v[from + i].key;
+		page.v[i].size = l.v[from + i].size;
+		page.v[i].mtime_ms = l.v[from + i].mtime_ms;
 	}
 	r->status = 200;
-	stor_blob_list_encode(&l, from, n, next, &r->body);
+	api_blob_list_encode(&page, &r->body);
+	free(page.v);
 out:
 	stor_list_release(&l);
 }

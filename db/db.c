@@ -45,11 +45,12 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_GET_METRICS] =
 		"SELECT name, value, timestamp_ms FROM final_metrics "
 		"WHERE job_id = ?1 ORDER BY name",
-	[ST_INSERT_JOB] = "INSERT INTO jobs (name, arn, status, "
-			  "secondary_status, request_json, instance_type, "
-			  "instance_count, creation_ms, last_modified_ms, "
-			  "spec_json, waiting) "
-			  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10)",
+	[ST_INSERT_JOB] =
+		"INSERT INTO jobs (name, arn, status, "
+		"secondary_status, request_json, instance_type, "
+		"instance_count, creation_ms, last_modified_ms, "
+		"spec_json, waiting) "
+		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10)",
 	[ST_INSERT_TRANSITION] =
 		"INSERT INTO transitions (job_id, seq, status, "
 		"start_ms, message) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -1118,12 +1119,13 @@ int db_jobs_active(struct db *db, size_t max_waiting,
 	/* The first query reads the partial index jobs_attention only:
 	 * without INDEXED BY the planner takes jobs_by_status and reads
 	 * every queued job on every pass. */
-	ret = read_active(c,
-			  ACTIVE_COLUMNS
-			  "INDEXED BY jobs_attention WHERE status IN ('InProgress', 'Stopping') AND NOT "
-			  "(status = 'InProgress' AND attempt = 0 AND waiting "
-			  "= 1) ORDER BY creation_ms, id",
-			  0, out, n, &cap, err);
+	ret = read_active(
+		c,
+		ACTIVE_COLUMNS
+		"INDEXED BY jobs_attention WHERE status IN ('InProgress', 'Stopping') AND NOT "
+		"(status = 'InProgress' AND attempt = 0 AND waiting "
+		"= 1) ORDER BY creation_ms, id",
+		0, out, n, &cap, err);
 	if (!ret && max_waiting)
 		ret = read_active(c,
 				  ACTIVE_COLUMNS

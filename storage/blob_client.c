@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "storage/blob_wire.h"
+#include "api/blob_wire.h"
 #include "storage/fs.h"
 #include "storage/stor_internal.h"
 #include "common/err.h"
@@ -80,7 +80,7 @@ static int blob_error(const struct stor_http_resp *resp, const char *what,
 		      struct buf *err)
 {
 	(void)buf_addf(err, "%s: HTTP %ld: ", what, resp->status);
-	stor_blob_error_describe(resp->body.data, resp->body.len, err);
+	api_blob_error_describe(resp->body.data, resp->body.len, err);
 	if (resp->status == 404)
 		return ERR_NOTFOUND;
 	if (resp->status == 401 || resp->status == 403)
@@ -104,6 +104,27 @@ static int blob_simple(struct stor *s, const char *method, const char *url,
 	req.sign = blob_signs(s);
 	ret = stor_http_do(s, s->curl, &req, resp, err);
 	curl_slist_free_all(req.headers);
+	return ret;
+}
+
+/*
+ * Appends the objects of one listing page to out; *next gets the
+ * continuation token (malloc'ed) or NULL. Returns 0 or ERR_INVALID.
+ */
+static int list_page(const char *json, size_t len, struct stor_list *out,
+		     char **next, struct buf *err)
+{
+	struct api_blob_list page = API_BLOB_LIST_INIT;
+	size_t i;
+	int ret;
+
+	ret = api_blob_list_decode(json, len, &page, err);
+	for (i = 0; i < page.n; i++)
+		stor_list_push(out, page.v[i].key, page.v[i].size,
+			       page.v[i].mtime_ms);
+	*next = page.next;
+	page.next = NULL;
+	api_blob_list_release(&page);
 	return ret;
 }
 
@@ -133,8 +154,8 @@ int stor__blob_list(struct stor *s, const char *bucket, const char *prefix,
 			break;
 		}
 		FREE_AND_NULL(token);
-		ret = stor_blob_list_decode(resp.body.data, resp.body.len, out,
-					    &token, err);
+		ret = list_page(resp.body.data, resp.body.len, out, &token,
+				err);
 	} while (!ret && token);
 	free(token);
 	stor_list_sort(out);
@@ -265,8 +286,8 @@ int stor__blob_put(struct stor *s, const char *bucket, const char *key,
 	if (!ret && resp.status != 200 && resp.status != 201)
 		ret = blob_error(&resp, "put", err);
 	if (!ret)
-		ret = stor_blob_put_decode(resp.body.data, resp.body.len, &size,
-					   sha, err);
+		ret = api_blob_put_decode(resp.body.data, resp.body.len, &size,
+					  sha, err);
 	if (!ret && (size != (int64_t)st.st_size || strcmp(sha, resp.sha256))) {
 		/*
 		 * The controller stored other bytes than we sent (the file

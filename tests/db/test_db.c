@@ -836,9 +836,8 @@ static void test_insert_waiting(void **state)
 				       "ml.m5.xlarge (0 free now)",
 				       &err),
 			 0);
-	assert_int_equal(db_job_insert(f->db, &b, "Starting the training job",
-				       &err),
-			 0);
+	assert_int_equal(
+		db_job_insert(f->db, &b, "Starting the training job", &err), 0);
 	assert_int_equal(db_jobs_active(f->db, 0, &act, &n, &err), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(act[0].name, "live-b");

@@ -1,41 +1,35 @@
 /*
- * JSON of the blob endpoint. Like api/, this file turns wire JSON into
- * plain C values and back; no json_t leaves it.
+ * JSON of the blob endpoint: wire JSON into plain C values and back; no
+ * json_t leaves this file.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
 
-#include "storage/blob_wire.h"
-#include "storage/stor_internal.h"
+#include "api/blob_wire.h"
+#include "api/json_util.h"
 #include "common/err.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
+/* Appends j compactly ("{}" when it could not be built) and drops it. */
 static void dump(json_t *j, struct buf *out)
 {
-	char *s = json_dumps(j, JSON_COMPACT);
-
-	if (!s) {
+	if (!j || api__json_dump_to(j, out))
 		(void)buf_adds(out, "{}");
-	} else {
-		(void)buf_adds(out, s);
-		free(s);
-	}
 	json_decref(j);
 }
 
-void stor_blob_list_encode(const struct stor_list *l, size_t from, size_t n,
-			   const char *next, struct buf *out)
+void api_blob_list_encode(const struct api_blob_list *l, struct buf *out)
 {
 	json_t *root = json_object(), *arr = json_array();
 	char when[40];
 	size_t i;
 
-	for (i = from; i < from + n && i < l->n; i++) {
-		const struct stor_object *o = &l->v[i];
+	for (i = 0; i < l->n; i++) {
+		const struct api_blob_object *o = &l->v[i];
 
 		time_format_iso(o->mtime_ms, when, sizeof(when));
 		json_array_append_new(arr, json_pack("{s:s, s:I, s:s}", "Key",
@@ -44,16 +38,16 @@ void stor_blob_list_encode(const struct stor_list *l, size_t from, size_t n,
 						     "LastModified", when));
 	}
 	json_object_set_new(root, "Contents", arr);
-	json_object_set_new(root, "KeyCount", json_integer((json_int_t)n));
-	json_object_set_new(root, "IsTruncated", json_boolean(next != NULL));
-	if (next)
+	json_object_set_new(root, "KeyCount", json_integer((json_int_t)l->n));
+	json_object_set_new(root, "IsTruncated", json_boolean(l->next != NULL));
+	if (l->next)
 		json_object_set_new(root, "NextContinuationToken",
-				    json_string(next));
+				    json_string(l->next));
 	dump(root, out);
 }
 
-int stor_blob_list_decode(const char *json, size_t len, struct stor_list *out,
-			  char **next, struct buf *err)
+int api_blob_list_decode(const char *json, size_t len,
+			 struct api_blob_list *out, struct buf *err)
 {
 	json_error_t je;
 	json_t *root = json_loadb(json, len, 0, &je), *arr, *v;
@@ -61,16 +55,18 @@ int stor_blob_list_decode(const char *json, size_t len, struct stor_list *out,
 	size_t i;
 	int ret = 0;
 
-	*next = NULL;
 	arr = root ? json_object_get(root, "Contents") : NULL;
 	if (!json_is_array(arr)) {
 		(void)buf_adds(err, "the listing is not a blob listing");
 		ret = ERR_INVALID;
 		goto out;
 	}
+	if (json_array_size(arr))
+		out->v = xcalloc(json_array_size(arr), sizeof(*out->v));
 	json_array_foreach(arr, i, v)
 	{
-		const char *key = NULL, *when = "";
+		struct api_blob_object *o = &out->v[out->n];
+		const char *key = NULL, *when = NULL;
 		json_int_t size = 0;
 
 		if (json_unpack(v, "{s:s, s:I, s?:s}", "Key", &key, "Size",
@@ -79,7 +75,11 @@ int stor_blob_list_decode(const char *json, size_t len, struct stor_list *out,
 			ret = ERR_INVALID;
 			goto out;
 		}
-		stor_list_push(out, key, (int64_t)size, stor__parse_time(when));
+		o->key = xstrdup(key);
+		o->size = (int64_t)size;
+		o->mtime_ms =
+			api__json_time_ms(json_object_get(v, "LastModified"));
+		out->n++;
 	}
 	if (json_is_true(json_object_get(root, "IsTruncated"))) {
 		tok = json_string_value(
@@ -90,23 +90,34 @@ int stor_blob_list_decode(const char *json, size_t len, struct stor_list *out,
 			ret = ERR_INVALID;
 			goto out;
 		}
-		*next = xstrdup(tok);
+		out->next = xstrdup(tok);
 	}
 out:
 	json_decref(root);
 	return ret;
 }
 
-void stor_blob_put_encode(const char *key, int64_t size, const char *sha256,
-			  struct buf *out)
+void api_blob_list_release(struct api_blob_list *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		free(l->v[i].key);
+	FREE_AND_NULL(l->v);
+	FREE_AND_NULL(l->next);
+	l->n = 0;
+}
+
+void api_blob_put_encode(const char *key, int64_t size, const char *sha256,
+			 struct buf *out)
 {
 	dump(json_pack("{s:s, s:I, s:s}", "Key", key, "Size", (json_int_t)size,
 		       "Sha256", sha256),
 	     out);
 }
 
-int stor_blob_put_decode(const char *json, size_t len, int64_t *size,
-			 char sha256[65], struct buf *err)
+int api_blob_put_decode(const char *json, size_t len, int64_t *size,
+			char sha256[65], struct buf *err)
 {
 	json_error_t je;
 	json_t *root = json_loadb(json, len, 0, &je);
@@ -127,13 +138,7 @@ int stor_blob_put_decode(const char *json, size_t len, int64_t *size,
 	return ret;
 }
 
-void stor_blob_error_encode(const char *type, const char *message,
-			    struct buf *out)
-{
-	dump(json_pack("{s:s, s:s}", "__type", type, "message", message), out);
-}
-
-void stor_blob_error_describe(const char *json, size_t len, struct buf *err)
+void api_blob_error_describe(const char *json, size_t len, struct buf *err)
 {
 	json_error_t je;
 	json_t *root = json_loadb(json, len, 0, &je);
