@@ -946,25 +946,54 @@ static int free_hosts(struct ctrl_ctx *ctx, const char *type,
 	return n;
 }
 
-/* Whether any live host is free (then queued jobs are worth a look). */
-static int any_free(struct ctrl_ctx *ctx, const struct db_assignment *all,
-		    size_t n_all)
+/* Queued jobs looked at per pass, per kind of free host. */
+#define QUEUE_LOOK 64
+
+/*
+ * Which queued jobs are worth a look: those of every instance type with a
+ * free host (copied into *types, to free with free_types()), of any type
+ * when a free host serves every type. Returns whether any host is free.
+ */
+static int free_kinds(struct ctrl_ctx *ctx, const struct db_assignment *all,
+		      size_t n_all, struct db_queue_look *look, char ***types)
 {
-	size_t i;
-	int n = 0;
+	size_t i, k, n = 0;
 
+	memset(look, 0, sizeof(*look));
+	*types = NULL;
 	pthread_mutex_lock(&ctx->hosts_lock);
-	for (i = 0; i < ctx->n_hosts && !n; i++) {
+	for (i = 0; i < ctx->n_hosts; i++) {
 		const struct ctrl_host *h = ctx->hosts[i];
+		int seen = 0;
 
-		n = host_free(h, NULL, all, n_all);
+		if (!host_free(h, NULL, all, n_all))
+			continue;
+		if (!h->instance_type) {
+			look->any_type = 1;
+			continue;
+		}
+		for (k = 0; k < n && !seen; k++)
+			seen = !strcmp((*types)[k], h->instance_type);
+		if (seen)
+			continue;
+		*types = xrealloc(*types, (n + 1) * sizeof(**types));
+		(*types)[n++] = xstrdup(h->instance_type);
 	}
 	pthread_mutex_unlock(&ctx->hosts_lock);
-	return n;
+	look->types = (const char *const *)*types;
+	look->n_types = n;
+	look->per = QUEUE_LOOK;
+	return look->any_type || n;
 }
 
-/* Queued jobs looked at per pass when hosts are free. */
-#define QUEUE_LOOK 64
+static void free_types(char **types, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(types[i]);
+	free(types);
+}
 
 void ctrl_jobs_reconcile(struct ctrl_ctx *ctx)
 {
@@ -977,15 +1006,18 @@ void ctrl_jobs_reconcile(struct ctrl_ctx *ctx)
 	size_t n_all = 0;
 	size_t n = 0;
 	size_t i;
+	struct db_queue_look look;
+	char **types = NULL;
 	int some_free;
 
+	memset(&look, 0, sizeof(look));
 	if (db_assignments_list(ctx->db, NULL, NULL, 0, &all, &n_all, &err)) {
 		log_error("reconciler: %s", err.data);
 		goto out;
 	}
-	some_free = any_free(ctx, all, n_all);
+	some_free = free_kinds(ctx, all, n_all, &look, &types);
 	__atomic_store_n(&ctx->no_host_free, !some_free, __ATOMIC_RELAXED);
-	if (db_jobs_active(ctx->db, some_free ? QUEUE_LOOK : 0, &jobs, &n,
+	if (db_jobs_active(ctx->db, some_free ? &look : NULL, &jobs, &n,
 			   &err)) {
 		log_error("reconciler: %s", err.data);
 		goto out;
@@ -1029,6 +1061,7 @@ out:
 		free(w_msgs[i]);
 	free(w_msgs);
 	free(w_names);
+	free_types(types, look.n_types);
 	db_active_jobs_free(jobs, n);
 	db_assignments_free(all, n_all);
 	buf_release(&err);

@@ -1052,24 +1052,29 @@ int db__writer_end(struct db *db, int ok, struct buf *err)
 	return ret;
 }
 
+static void active_job_release(struct db_active_job *a)
+{
+	free(a->name);
+	free(a->status);
+	free(a->secondary_status);
+	free(a->stop_reason);
+	free(a->instance_type);
+	free(a->message);
+}
+
 void db_active_jobs_free(struct db_active_job *a, size_t n)
 {
 	size_t i;
 
-	for (i = 0; i < n; i++) {
-		free(a[i].name);
-		free(a[i].status);
-		free(a[i].secondary_status);
-		free(a[i].stop_reason);
-		free(a[i].instance_type);
-		free(a[i].message);
-	}
+	for (i = 0; i < n; i++)
+		active_job_release(&a[i]);
 	free(a);
 }
 
+/* Binds ?1 (limit) and, when given, ?2 (an instance type). */
 static int read_active(struct conn *c, const char *sql, sqlite3_int64 limit,
-		       struct db_active_job **out, size_t *n, size_t *cap,
-		       struct buf *err)
+		       const char *type, struct db_active_job **out, size_t *n,
+		       size_t *cap, struct buf *err)
 {
 	sqlite3_stmt *st = NULL;
 	int ret = 0;
@@ -1078,6 +1083,8 @@ static int read_active(struct conn *c, const char *sql, sqlite3_int64 limit,
 	if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK)
 		return db__error(c->db, "cannot prepare active jobs", err);
 	sqlite3_bind_int64(st, 1, limit);
+	if (type)
+		db__bind_text(st, 2, type);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct db_active_job *a;
 
@@ -1095,6 +1102,8 @@ static int read_active(struct conn *c, const char *sql, sqlite3_int64 limit,
 		a->attempt = sqlite3_column_int(st, 6);
 		a->instance_count = sqlite3_column_int(st, 7);
 		a->start_ms = sqlite3_column_int64(st, 8);
+		a->creation_ms = sqlite3_column_int64(st, 9);
+		a->id = sqlite3_column_int64(st, 10);
 	}
 	if (rc != SQLITE_DONE)
 		ret = db__error(c->db, "cannot read active jobs", err);
@@ -1105,9 +1114,77 @@ static int read_active(struct conn *c, const char *sql, sqlite3_int64 limit,
 #define ACTIVE_COLUMNS                                                        \
 	"SELECT name, status, secondary_status, stop_reason, instance_type, " \
 	"(SELECT message FROM transitions t WHERE t.job_id = jobs.id ORDER "  \
-	"BY seq DESC LIMIT 1), attempt, instance_count, start_ms FROM jobs "
+	"BY seq DESC LIMIT 1), attempt, instance_count, start_ms, "           \
+	"creation_ms, id FROM jobs "
+#define QUEUED "status = 'InProgress' AND attempt = 0 AND waiting = 1 "
 
-int db_jobs_active(struct db *db, size_t max_waiting,
+static int by_creation(const void *pa, const void *pb)
+{
+	const struct db_active_job *a = pa;
+	const struct db_active_job *b = pb;
+
+	if (a->creation_ms != b->creation_ms)
+		return a->creation_ms < b->creation_ms ? -1 : 1;
+	return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* Sorts v[0..*n) by creation and drops repeated jobs. */
+static void sort_unique(struct db_active_job *v, size_t *n)
+{
+	size_t i, k = 0;
+
+	qsort(v, *n, sizeof(*v), by_creation);
+	for (i = 0; i < *n; i++) {
+		if (k && v[k - 1].id == v[i].id) {
+			active_job_release(&v[i]);
+			continue;
+		}
+		v[k++] = v[i];
+	}
+	*n = k;
+}
+
+static int read_queued(struct conn *c, const struct db_queue_look *look,
+		       struct db_active_job **out, size_t *n, size_t *cap,
+		       struct buf *err)
+{
+	sqlite3_int64 per = (sqlite3_int64)look->per;
+	size_t first = *n;
+	size_t i;
+	int ret = 0;
+
+	if (!per || (!look->any_type && !look->n_types))
+		return 0;
+	if (look->any_type)
+		ret = read_active(c,
+				  ACTIVE_COLUMNS "WHERE " QUEUED
+						 "ORDER BY creation_ms, id "
+						 "LIMIT ?1",
+				  per, NULL, out, n, cap, err);
+	for (i = 0; i < look->n_types && !ret; i++)
+		ret = read_active(c,
+				  ACTIVE_COLUMNS
+				  "INDEXED BY jobs_queue WHERE instance_type "
+				  "= ?2 AND " QUEUED "ORDER BY creation_ms, id "
+				  "LIMIT ?1",
+				  per, look->types[i], out, n, cap, err);
+	if (!ret)
+		ret = read_active(c,
+				  ACTIVE_COLUMNS
+				  "INDEXED BY jobs_queue WHERE instance_type "
+				  "IS NULL AND " QUEUED
+				  "ORDER BY creation_ms, id LIMIT ?1",
+				  per, NULL, out, n, cap, err);
+	if (!ret) {
+		size_t m = *n - first;
+
+		sort_unique(*out + first, &m);
+		*n = first + m;
+	}
+	return ret;
+}
+
+int db_jobs_active(struct db *db, const struct db_queue_look *look,
 		   struct db_active_job **out, size_t *n, struct buf *err)
 {
 	struct conn *c = reader_get(db);
@@ -1119,21 +1196,15 @@ int db_jobs_active(struct db *db, size_t max_waiting,
 	/* The first query reads the partial index jobs_attention only:
 	 * without INDEXED BY the planner takes jobs_by_status and reads
 	 * every queued job on every pass. */
-	ret = read_active(
-		c,
-		ACTIVE_COLUMNS
-		"INDEXED BY jobs_attention WHERE status IN ('InProgress', 'Stopping') AND NOT "
-		"(status = 'InProgress' AND attempt = 0 AND waiting "
-		"= 1) ORDER BY creation_ms, id",
-		0, out, n, &cap, err);
-	if (!ret && max_waiting)
-		ret = read_active(c,
-				  ACTIVE_COLUMNS
-				  "WHERE status = 'InProgress' AND attempt = 0 "
-				  "AND waiting = 1 ORDER BY creation_ms, id "
-				  "LIMIT ?1",
-				  (sqlite3_int64)max_waiting, out, n, &cap,
-				  err);
+	ret = read_active(c,
+			  ACTIVE_COLUMNS
+			  "INDEXED BY jobs_attention WHERE status IN "
+			  "('InProgress', 'Stopping') AND NOT (status = "
+			  "'InProgress' AND attempt = 0 AND waiting = 1) "
+			  "ORDER BY creation_ms, id",
+			  0, NULL, out, n, &cap, err);
+	if (!ret && look)
+		ret = read_queued(c, look, out, n, &cap, err);
 	if (ret) {
 		db_active_jobs_free(*out, *n);
 		*out = NULL;

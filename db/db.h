@@ -76,7 +76,7 @@ void db_close(struct db *db);
 uint64_t db_write_seq(struct db *db);
 
 /* The schema version this build migrates to. */
-#define DB_SCHEMA_LATEST 3
+#define DB_SCHEMA_LATEST 4
 
 /* The schema version after migrations (PRAGMA user_version). */
 int db_schema_version(struct db *db);
@@ -171,15 +171,33 @@ struct db_active_job {
 	int attempt;
 	int instance_count;
 	int64_t start_ms;
+	int64_t creation_ms;
+	int64_t id;
 };
 
 /*
- * The InProgress or Stopping jobs the reconciler must look at, in creation
- * order: every one except those queued for hosts (marked with
- * db_jobs_set_waiting()), and of those only the first max_waiting (0:
- * none). *out must be freed with db_active_jobs_free(). Returns 0 or ERR_DB.
+ * Which queued jobs a pass looks at, given the free hosts: up to `per`
+ * jobs of each of types[0..n_types) (hosts of one instance type), up to
+ * `per` jobs of any type when any_type (a free host that serves every
+ * type), and, when either, up to `per` InstanceGroups jobs; each in
+ * creation order. All zero: none. A job of a type without a free host is
+ * never read, however long the queue before it.
  */
-int db_jobs_active(struct db *db, size_t max_waiting,
+struct db_queue_look {
+	const char *const *types;
+	size_t n_types;
+	int any_type;
+	size_t per;
+};
+
+/*
+ * The InProgress or Stopping jobs the reconciler must look at: every one
+ * except those queued for hosts (marked waiting at their insert or with
+ * db_jobs_set_waiting()), in creation order, then the queued ones that
+ * `look` selects (NULL: none), in creation order, each once. *out must be
+ * freed with db_active_jobs_free(). Returns 0 or ERR_DB.
+ */
+int db_jobs_active(struct db *db, const struct db_queue_look *look,
 		   struct db_active_job **out, size_t *n, struct buf *err);
 
 /*

@@ -85,6 +85,10 @@ static const char *const migrations[] = {
 	"CREATE INDEX jobs_attention ON jobs(creation_ms, id) WHERE status IN "
 	"('InProgress', 'Stopping') AND NOT (status = 'InProgress' AND "
 	"attempt = 0 AND waiting = 1);",
+	/* 4: the queue by instance type, so that a free host of one type
+	 * finds its jobs behind any number queued for other types. */
+	"CREATE INDEX jobs_queue ON jobs(instance_type, creation_ms, id) "
+	"WHERE status = 'InProgress' AND attempt = 0 AND waiting = 1;",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -825,6 +825,7 @@ static void test_insert_waiting(void **state)
 	struct fixture *f = *state;
 	struct db_job a = make_job("queued-a", "InProgress", "Starting", T0);
 	struct db_job b = make_job("live-b", "InProgress", "Starting", T0 + 1);
+	struct db_queue_look any = { NULL, 0, 1, 64 };
 	struct db_active_job *act = NULL;
 	struct buf err = BUF_INIT;
 	struct db_job got;
@@ -838,11 +839,11 @@ static void test_insert_waiting(void **state)
 			 0);
 	assert_int_equal(
 		db_job_insert(f->db, &b, "Starting the training job", &err), 0);
-	assert_int_equal(db_jobs_active(f->db, 0, &act, &n, &err), 0);
+	assert_int_equal(db_jobs_active(f->db, NULL, &act, &n, &err), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(act[0].name, "live-b");
 	db_active_jobs_free(act, n);
-	assert_int_equal(db_jobs_active(f->db, 64, &act, &n, &err), 0);
+	assert_int_equal(db_jobs_active(f->db, &any, &act, &n, &err), 0);
 	assert_int_equal(n, 2);
 	assert_string_equal(act[1].name, "queued-a");
 	assert_non_null(strstr(act[1].message, "Waiting for 2 free hosts"));
@@ -851,6 +852,63 @@ static void test_insert_waiting(void **state)
 	assert_int_equal(got.n_transitions, 1);
 	assert_non_null(strstr(got.transitions[0].message, "(0 free now)"));
 	db_job_release(&got);
+	buf_release(&err);
+}
+
+/*
+ * A free host of one type finds the first job queued for it behind any
+ * number queued for another type; InstanceGroups jobs come with any look;
+ * the queued part is in creation order, each job once.
+ */
+static void test_queue_by_type(void **state)
+{
+	struct fixture *f = *state;
+	const char *b_only[] = { "ml.c5.large" };
+	const char *both[] = { "ml.p4d.24xlarge", "ml.c5.large" };
+	struct db_queue_look look_b = { b_only, 1, 0, 8 };
+	struct db_queue_look look_both = { both, 2, 1, 8 };
+	struct db_active_job *act = NULL;
+	struct buf err = BUF_INIT;
+	char name[32];
+	size_t n = 0, i;
+
+	for (i = 0; i < 100; i++) {
+		struct db_job j;
+
+		snprintf(name, sizeof(name), "gpu-%zu", i);
+		j = make_job(name, "InProgress", "Starting", T0 + (int64_t)i);
+		j.instance_type = (char *)"ml.p4d.24xlarge";
+		j.waiting = 1;
+		assert_int_equal(db_job_insert(f->db, &j, "queued", &err), 0);
+	}
+	{
+		struct db_job j = make_job("cpu-late", "InProgress", "Starting",
+					   T0 + 500);
+		struct db_job g =
+			make_job("groups", "InProgress", "Starting", T0 + 50);
+
+		j.instance_type = (char *)"ml.c5.large";
+		j.waiting = 1;
+		g.instance_type = NULL;
+		g.waiting = 1;
+		assert_int_equal(db_job_insert(f->db, &j, "queued", &err), 0);
+		assert_int_equal(db_job_insert(f->db, &g, "queued", &err), 0);
+	}
+	assert_int_equal(db_jobs_active(f->db, &look_b, &act, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(act[0].name, "groups");
+	assert_string_equal(act[1].name, "cpu-late");
+	db_active_jobs_free(act, n);
+	/* The any-type look and the typed ones overlap: no job twice. */
+	assert_int_equal(db_jobs_active(f->db, &look_both, &act, &n, &err), 0);
+	assert_int_equal(n, 8 + 2);
+	for (i = 0; i < 8; i++) {
+		snprintf(name, sizeof(name), "gpu-%zu", i);
+		assert_string_equal(act[i].name, name);
+	}
+	assert_string_equal(act[8].name, "groups");
+	assert_string_equal(act[9].name, "cpu-late");
+	db_active_jobs_free(act, n);
 	buf_release(&err);
 }
 
@@ -980,6 +1038,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_job_count, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_insert_waiting, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_queue_by_type, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_group_commit_durable,
 						setup, teardown),
