@@ -1133,6 +1133,8 @@ static void sort_unique(struct db_active_job *v, size_t *n)
 {
 	size_t i, k = 0;
 
+	if (*n < 2)
+		return;
 	qsort(v, *n, sizeof(*v), by_creation);
 	for (i = 0; i < *n; i++) {
 		if (k && v[k - 1].id == v[i].id) {
