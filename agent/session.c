@@ -464,8 +464,15 @@ int64_t agent_session_next(struct agent_ctx *ctx)
 	struct agent_session *s = &ctx->sess;
 	int64_t next = INT64_MAX;
 
+	/* When fencing is due: the later of the last answer and the last
+	 * sign that the controller's machine is there (a refused
+	 * connection). Waking at the first alone would spin while
+	 * trainctld is down. */
 	if (!s->fenced)
-		next = s->last_contact + s->deadline_ms + 1;
+		next = (s->last_contact > s->last_reachable ?
+				s->last_contact :
+				s->last_reachable) +
+		       s->deadline_ms + 1;
 	if (!s->registered) {
 		if (!s->reg_req)
 			next = min64(next, s->register_at);

@@ -15,6 +15,7 @@ import io
 import json
 import os
 import shutil
+import socket
 import signal
 import subprocess
 import sys
@@ -197,6 +198,13 @@ class Tap:
         sys.stdout.flush()
 
 
+def cpu_s(pid):
+    """User + system CPU seconds of a process so far."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def tar_names(data):
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as t:
         return sorted(m.name.lstrip("./") for m in t.getmembers() if m.isfile())
@@ -337,6 +345,30 @@ def main():
         MOCK.set_work([])
 
         tap.ok(MOCK.bad_auth == 0, "every request carried the bearer token")
+
+        # trainctld gone, its machine there (connections refused): an
+        # agent that never fenced keeps trying at its backoff, past its
+        # fencing deadline, and does not spin.
+        s0 = socket.socket()
+        s0.bind(("127.0.0.1", 0))
+        closed = s0.getsockname()[1]
+        s0.close()
+        work2 = tempfile.mkdtemp(prefix="trainagent-mock-")
+        lone = subprocess.Popen([AGENT, "--controller", "http://127.0.0.1:%d" % closed,
+                                 "--host", "lone", "--work-dir", work2, "--cpus", "1", "--gpus", "0"],
+                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(4)
+            c0 = cpu_s(lone.pid)
+            time.sleep(3)
+            used = cpu_s(lone.pid) - c0
+            tap.ok(lone.poll() is None and used < 1.0,
+                   "controller down (connection refused): the agent waits between tries "
+                   "(%.2f s of CPU in 3 s)" % used)
+        finally:
+            lone.kill()
+            lone.wait()
+            shutil.rmtree(work2, ignore_errors=True)
         agent.send_signal(signal.SIGTERM)
         try:
             rc = agent.wait(10)
