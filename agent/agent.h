@@ -383,6 +383,11 @@ struct agent_ctx {
 	int shutting_down;
 	int64_t shutdown_kill_at; /* monotonic */
 	int exit_now;
+	/* The work directory's lock, checked now and then: an agent whose
+	 * directory was removed has nothing left to serve. */
+	int lock_fd;
+	char *lock_path;
+	int64_t lock_check_at; /* monotonic */
 };
 
 /* mpi.c: `trainagent rsh ...` and `trainagent mpi-worker ...`. */

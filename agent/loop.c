@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -29,6 +30,7 @@
 #define SHUTDOWN_REPORT_MS 1000
 /* The longest sleep; every deadline is computed, this is a safety net. */
 #define MAX_SLEEP_MS 5000
+#define WORK_DIR_CHECK_MS 5000
 
 /* Written by the signal handler only (OpenSSH sshd.c does the same). */
 static int signal_write_fd = -1;
@@ -126,6 +128,37 @@ static void build_pollset(struct agent_ctx *ctx)
 	}
 }
 
+/* Stops the children and exits, as on SIGTERM. */
+static void begin_shutdown(struct agent_ctx *ctx, int64_t now)
+{
+	ctx->shutting_down = 1;
+	ctx->shutdown_kill_at = now + SHUTDOWN_GRACE_MS;
+	agent_assign_shutdown(ctx, SIGTERM);
+}
+
+/*
+ * Every few seconds: whether the work directory is still this agent's.
+ * When it was removed (a test's or an operator's clean-up after its
+ * controller died), the agent would otherwise retry forever.
+ */
+static void check_work_dir(struct agent_ctx *ctx, int64_t now)
+{
+	struct stat fs, ps;
+
+	if (ctx->lock_fd < 0 || ctx->shutting_down || now < ctx->lock_check_at)
+		return;
+	ctx->lock_check_at = now + WORK_DIR_CHECK_MS;
+	if (fstat(ctx->lock_fd, &fs))
+		return;
+	if (!stat(ctx->lock_path, &ps) && ps.st_ino == fs.st_ino &&
+	    ps.st_dev == fs.st_dev)
+		return;
+	log_warn("%s is gone (the work directory was removed): stopping "
+		 "children and exiting",
+		 ctx->lock_path);
+	begin_shutdown(ctx, now);
+}
+
 static void read_signals(struct agent_ctx *ctx, int64_t now)
 {
 	unsigned char sigs[64];
@@ -145,9 +178,7 @@ static void read_signals(struct agent_ctx *ctx, int64_t now)
 			}
 			log_info("signal %d: stopping children and exiting",
 				 sigs[i]);
-			ctx->shutting_down = 1;
-			ctx->shutdown_kill_at = now + SHUTDOWN_GRACE_MS;
-			agent_assign_shutdown(ctx, SIGTERM);
+			begin_shutdown(ctx, now);
 		}
 	}
 }
@@ -236,6 +267,7 @@ int agent_run(struct agent_ctx *ctx)
 		 * with its consequence (phase exited, the failure text).
 		 */
 		agent_reconcile(ctx);
+		check_work_dir(ctx, now);
 		if (ctx->shutting_down) {
 			shutdown_step(ctx, now, &report_until);
 			if (ctx->exit_now)

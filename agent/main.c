@@ -164,6 +164,7 @@ int main(int argc, char **argv)
 		return agent_mpi_worker_main(argc - 1, argv + 1);
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.sig_pipe[0] = ctx.sig_pipe[1] = -1;
+	ctx.lock_fd = -1;
 	agent_config_init(&ctx.cfg);
 	if (agent_config_parse_args(&ctx.cfg, argc, argv, &err)) {
 		fprintf(stderr, "trainagent: error: %s\n", err.data);
@@ -186,6 +187,13 @@ int main(int argc, char **argv)
 	if (lock_fd < 0) {
 		log_error("%s", err.data);
 		goto out;
+	}
+	ctx.lock_fd = lock_fd;
+	{
+		struct buf lp = BUF_INIT;
+
+		(void)buf_addf(&lp, "%s/agent.lock", ctx.cfg.work_dir);
+		ctx.lock_path = buf_detach(&lp, NULL);
 	}
 	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
 		log_error("curl_global_init failed");
@@ -227,6 +235,7 @@ out:
 	}
 	if (lock_fd >= 0)
 		close(lock_fd);
+	free(ctx.lock_path);
 	if (ctx.sig_pipe[0] >= 0)
 		close(ctx.sig_pipe[0]);
 	if (ctx.sig_pipe[1] >= 0)

@@ -365,6 +365,14 @@ def main():
             tap.ok(lone.poll() is None and used < 1.0,
                    "controller down (connection refused): the agent waits between tries "
                    "(%.2f s of CPU in 3 s)" % used)
+            # Its work directory removed (the clean-up after a controller
+            # that died): nothing left to serve, it exits.
+            shutil.rmtree(work2, ignore_errors=True)
+            try:
+                rc = lone.wait(30)
+            except subprocess.TimeoutExpired:
+                rc = None
+            tap.ok(rc == 0, "work directory removed: the agent exits 0 within 30 s", rc)
         finally:
             lone.kill()
             lone.wait()

@@ -1,8 +1,10 @@
 #!/bin/sh
 # SSH provisioning against a real sshd on loopback (no namespaces needed):
-# the controller copies the agent, starts it over SSH, runs a job on it,
-# finds it again after a restart without provisioning, and refuses a host
-# whose key does not match known_hosts. TAP output.
+# the controller copies the agent to two hosts of two instance types,
+# starts it over SSH, runs a job on it, places a queued job of one type
+# behind a long queue of the other, finds the agents again after a restart
+# without provisioning, and refuses a host whose key does not match
+# known_hosts. TAP output.
 set -u
 BUILD=${BUILD:-build}
 T=$(mktemp -d /tmp/trainctl-prov.XXXXXX)
@@ -14,9 +16,9 @@ ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); fail=1; echo "not ok $n - $1"; [ -n "${2:-}" ] && echo "# $2"; }
 cleanup() {
 	[ -n "$CTL_PID" ] && kill "$CTL_PID" 2>/dev/null && wait "$CTL_PID" 2>/dev/null
-	if [ -f "$T/work1/agent.pid" ]; then
-		kill "$(cat "$T/work1/agent.pid")" 2>/dev/null
-	fi
+	for w in work1 work2; do
+		[ -f "$T/$w/agent.pid" ] && kill "$(cat "$T/$w/agent.pid")" 2>/dev/null
+	done
 	[ -n "$SSHD_PID" ] && kill "$SSHD_PID" 2>/dev/null
 	rm -rf "$T"
 }
@@ -26,7 +28,7 @@ if [ ! -x /usr/sbin/sshd ] || [ "$(id -u)" != 0 ]; then
 	echo "1..0 # SKIP needs root and /usr/sbin/sshd"
 	exit 0
 fi
-echo "1..6"
+echo "1..7"
 free_port() {
 	/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
@@ -56,7 +58,11 @@ cat >"$T/inv.json" <<INV
 {"hosts": [{"name": "node1", "address": "127.0.0.1", "port": $SSH_PORT,
   "user": "root", "identity_file": "$T/client",
   "known_hosts": "$T/known_hosts", "instance_type": "ml.c5.xlarge",
-  "cpus": 2, "agent_path": "$T/agent-bin", "work_dir": "$T/work1"}]}
+  "cpus": 2, "agent_path": "$T/agent-bin", "work_dir": "$T/work1"},
+ {"name": "node2", "address": "127.0.0.1", "port": $SSH_PORT,
+  "user": "root", "identity_file": "$T/client",
+  "known_hosts": "$T/known_hosts", "instance_type": "ml.g5.xlarge",
+  "cpus": 2, "agent_path": "$T/agent-bin", "work_dir": "$T/work2"}]}
 INV
 start_ctl() {
 	"$BUILD/bin/trainctld" --listen "127.0.0.1:$API_PORT" \
@@ -64,9 +70,10 @@ start_ctl() {
 		>>"$T/trainctld.log" 2>&1 &
 	CTL_PID=$!
 }
+# host_state [NAME]: "state error" of node1 (or NAME).
 host_state() {
 	curl -s "http://127.0.0.1:$API_PORT/v1/hosts" | /usr/bin/python3 -c \
-		'import json,sys; h=json.load(sys.stdin)["hosts"][0]; print(h["state"], h["error"] or "")' 2>/dev/null
+		'import json,sys; h=[h for h in json.load(sys.stdin)["hosts"] if h["name"] == sys.argv[1]][0]; print(h["state"], h["error"] or "")' "${1:-node1}" 2>/dev/null
 }
 wait_state() {
 	i=0
@@ -79,7 +86,7 @@ wait_state() {
 	return 1
 }
 start_ctl
-if wait_state ready && [ -x "$T/agent-bin" ]; then
+if wait_state ready && [ -x "$T/agent-bin" ] && [ "$(host_state node2)" = "ready " ]; then
 	ok "the agent is copied over SSH, started, and registers"
 else
 	not_ok "the agent is copied over SSH, started, and registers" "$(host_state); $(tail -5 "$T/trainctld.log")"
@@ -101,6 +108,46 @@ if "$BUILD/bin/trainctl" logs prov-1 | grep -q "hello from algo-1"; then
 else
 	not_ok "its log reaches the controller"
 fi
+# Both hosts busy, then 70 jobs queued for node1's type and one for
+# node2's: when node2 frees up, its job starts, however long the other
+# type's queue before it (a pass reads the queue per type of free host).
+printf '#!/bin/sh\nsleep 300\n' >"$T/long.sh"
+chmod +x "$T/long.sh"
+create() { # NAME IMAGE TYPE
+	"$BUILD/bin/trainctl" create-training-job --name "$1" --image "file://$T/$2" \
+		--instance-type "$3" --instance-count 1 --output-path "file://$T/out" >/dev/null
+}
+status() {
+	"$BUILD/bin/trainctl" --output json describe-training-job "$1" 2>/dev/null |
+		/usr/bin/python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["TrainingJobStatus"], j["SecondaryStatus"])' 2>/dev/null
+}
+create long-a long.sh ml.c5.xlarge
+create long-b long.sh ml.g5.xlarge
+i=0
+while [ $i -lt 300 ] && { [ "$(status long-a)" != "InProgress Training" ] || [ "$(status long-b)" != "InProgress Training" ]; }; do
+	sleep 0.1
+	i=$((i + 1))
+done
+q=1
+while [ $q -le 70 ]; do create "queued-a-$q" train.sh ml.c5.xlarge; q=$((q + 1)); done
+create queued-b train.sh ml.g5.xlarge
+sleep 1
+"$BUILD/bin/trainctl" stop-training-job long-b >/dev/null
+"$BUILD/bin/trainctl" wait queued-b --timeout 60 >/dev/null 2>&1
+rc=$?
+if [ $rc -eq 0 ] && [ "$(status queued-a-1)" = "InProgress Starting" ]; then
+	ok "a queued job of one type starts when its host frees up, behind 70 queued for another type"
+else
+	not_ok "a queued job of one type starts when its host frees up, behind 70 queued for another type" \
+		"wait: $rc; queued-b: $(status queued-b); queued-a-1: $(status queued-a-1)"
+fi
+q=1
+while [ $q -le 70 ]; do
+	"$BUILD/bin/trainctl" stop-training-job "queued-a-$q" >/dev/null
+	q=$((q + 1))
+done
+"$BUILD/bin/trainctl" stop-training-job long-a >/dev/null
+"$BUILD/bin/trainctl" wait long-a --timeout 60 >/dev/null 2>&1
 out=$("$BUILD/bin/trainctl" create-training-job --name prov-2 --image "file://$T/train.sh" \
 	--instance-type ml.p3.2xlarge --instance-count 1 --output-path "file://$T/out" 2>&1)
 case "$out" in
@@ -112,7 +159,7 @@ wait "$CTL_PID" 2>/dev/null
 apid=$(cat "$T/work1/agent.pid")
 start_ctl
 if wait_state ready && [ "$(cat "$T/work1/agent.pid")" = "$apid" ] &&
-	[ "$(grep -c 'agent started over SSH' "$T/trainctld.log")" = 1 ]; then
+	[ "$(grep -c 'agent started over SSH' "$T/trainctld.log")" = 2 ]; then
 	ok "after a controller restart the running agent comes back, not provisioned again"
 else
 	not_ok "after a controller restart the running agent comes back, not provisioned again" "$(host_state)"
