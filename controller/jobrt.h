@@ -23,6 +23,7 @@ struct ctrl_jobrt {
 				 compile */
 	int attempt;	      /* attempt whose start time is cached */
 	int64_t attempt_start_ms;
+	int64_t attempt_stream_s; /* the epoch second in its stream names */
 	struct ctrl_jobrt *next;
 };
 

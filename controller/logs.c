@@ -150,13 +150,18 @@ static void metric_lines(struct ctrl_jobrt *rt, const struct api_log_line *l,
 	}
 }
 
-/* The stream of a line: algo-N-<epoch seconds of the attempt's start>. */
+/*
+ * The stream of a line: algo-N-<epoch second of the attempt's start>, as
+ * SageMaker names them; an attempt that starts within the same second as
+ * the one before it (a restart takes well under one) takes the next
+ * second, so that each attempt has streams of its own.
+ */
 static int stream_of(struct ctrl_ctx *ctx, struct ctrl_jobrt *rt,
 		     const struct api_log_line *l, struct buf *out)
 {
 	struct buf err = BUF_INIT;
-	int64_t started = 0;
-	int port;
+	int64_t started = 0, s = 0;
+	int port, a;
 
 	if (rt->attempt != l->attempt) {
 		if (db_attempt_info(ctx->db, rt->name, l->attempt, &port,
@@ -164,12 +169,21 @@ static int stream_of(struct ctrl_ctx *ctx, struct ctrl_jobrt *rt,
 			buf_release(&err);
 			return ERR_NOTFOUND;
 		}
+		for (a = 1; a <= l->attempt; a++) {
+			int64_t t = started;
+
+			if (a < l->attempt &&
+			    db_attempt_info(ctx->db, rt->name, a, &port, &t,
+					    &err))
+				continue;
+			s = a == 1 || t / 1000 > s ? t / 1000 : s + 1;
+		}
 		rt->attempt = l->attempt;
 		rt->attempt_start_ms = started;
+		rt->attempt_stream_s = s;
 	}
 	buf_release(&err);
-	return buf_addf(out, "%s-%" PRId64, l->algo,
-			rt->attempt_start_ms / 1000);
+	return buf_addf(out, "%s-%" PRId64, l->algo, rt->attempt_stream_s);
 }
 
 static void flush(struct ctrl_ctx *ctx, struct pending *p)

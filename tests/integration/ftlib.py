@@ -579,9 +579,9 @@ def attempt_logs(logs_dir):
     """{attempt: {algo: [(ts_ms, stream, rank, text)]}} from the controller's
     log files <logs_dir>/<algo>-<epoch>.log (lines "<ts_ms>\t<O|E>\t<rank>\t<text>").
     The program's `ft-start ... attempt=N` line (or ft_trainer.sh's
-    `ft-exec ...`) starts attempt N: two
-    attempts that start within the same second share one file (the stream
-    name has the start time in seconds)."""
+    `ft-exec ...`) starts attempt N; each attempt has files of its own (an
+    attempt that starts within the same second as the one before takes the
+    next second in its stream name)."""
     out = {}
     for path in sorted(glob.glob(os.path.join(logs_dir, "*.log"))):
         m = re.match(r"^(algo-\d+)-\d+\.log$", os.path.basename(path))

@@ -520,10 +520,13 @@ def case_f(tap, cl, sm):
         log("FailureReason: %s" % r)
     tap.case(job.title("3 attempts: 2 Restarting, Starting attempt 2 and 3, each resumed from step 10"),
              three_attempts)
-    files = fl.log_files(cl.logs_dir(job.name))
-    if any(len(v) < 3 for v in files.values()):
-        log("(f): log streams %s for 3 attempts: attempts that start within the same second share a stream "
-            "(<algo>-<epoch seconds>)" % files)
+
+    def streams_per_attempt():
+        files = fl.log_files(cl.logs_dir(job.name))
+        expect(sorted(files) == ["algo-1"] and len(set(files["algo-1"])) == 3,
+               "log streams %s: expected 3 of algo-1, one per attempt (an attempt that starts within the "
+               "same second as the one before takes the next second)" % files)
+    tap.case(job.title("3 attempts: 3 log streams of algo-1, one per attempt"), streams_per_attempt)
     tap.case(job.title("no process of the job left"), check_no_procs, cl, job)
     tap.case(job.title("no torn checkpoint under its S3Uri"), check_store, cl, job)
 
