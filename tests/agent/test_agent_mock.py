@@ -198,6 +198,14 @@ class Tap:
         sys.stdout.flush()
 
 
+def exit_code(proc, timeout):
+    """The process's exit status, or None when it is still running after timeout s."""
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        return None
+
+
 def cpu_s(pid):
     """User + system CPU seconds of a process so far."""
     with open("/proc/%d/stat" % pid) as f:
@@ -368,20 +376,14 @@ def main():
             # Its work directory removed (the clean-up after a controller
             # that died): nothing left to serve, it exits.
             shutil.rmtree(work2, ignore_errors=True)
-            try:
-                rc = lone.wait(30)
-            except subprocess.TimeoutExpired:
-                rc = None
+            rc = exit_code(lone, 30)
             tap.ok(rc == 0, "work directory removed: the agent exits 0 within 30 s", rc)
         finally:
             lone.kill()
             lone.wait()
             shutil.rmtree(work2, ignore_errors=True)
         agent.send_signal(signal.SIGTERM)
-        try:
-            rc = agent.wait(10)
-        except subprocess.TimeoutExpired:
-            rc = None
+        rc = exit_code(agent, 10)
         tap.ok(rc == 0, "SIGTERM: the agent exits 0", rc)
     finally:
         if agent.poll() is None:
