@@ -75,10 +75,11 @@ host_state() {
 	curl -s "http://127.0.0.1:$API_PORT/v1/hosts" | /usr/bin/python3 -c \
 		'import json,sys; h=[h for h in json.load(sys.stdin)["hosts"] if h["name"] == sys.argv[1]][0]; print(h["state"], h["error"] or "")' "${1:-node1}" 2>/dev/null
 }
+# wait_state STATE [NAME]: until node1 (or NAME) is in STATE, 30 s at most.
 wait_state() {
 	i=0
 	while [ $i -lt 300 ]; do
-		s=$(host_state)
+		s=$(host_state "${2:-node1}")
 		case "$s" in "$1"*) return 0 ;; esac
 		sleep 0.1
 		i=$((i + 1))
@@ -86,7 +87,7 @@ wait_state() {
 	return 1
 }
 start_ctl
-if wait_state ready && [ -x "$T/agent-bin" ] && [ "$(host_state node2)" = "ready " ]; then
+if wait_state ready && wait_state ready node2 && [ -x "$T/agent-bin" ]; then
 	ok "the agent is copied over SSH, started, and registers"
 else
 	not_ok "the agent is copied over SSH, started, and registers" "$(host_state); $(tail -5 "$T/trainctld.log")"
