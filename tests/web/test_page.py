@@ -93,9 +93,16 @@ def main():
             out, errout = proc.communicate()
             tap.ok(False, "browser checks finish within %d s" % LIMIT_S, errout.decode("utf-8", "replace")[-2000:])
         lines = [l for l in out.decode("utf-8", "replace").splitlines() if l.startswith("{")]
+        stacks_shown = False
         for line in lines:
             r = json.loads(line)
-            tap.ok(r["ok"], r["name"], (r.get("diag") or "") + ("" if r["ok"] else "\n" + ctl.log_tail(15)))
+            diag = (r.get("diag") or "") + ("" if r["ok"] else "\n" + ctl.log_tail(15))
+            if not r["ok"] and not stacks_shown:
+                # Once: where every thread of the controller is (a page that
+                # waits in vain may be a controller that hangs).
+                diag += "\n" + ctl.stacks()
+                stacks_shown = True
+            tap.ok(r["ok"], r["name"], diag)
             if r["ok"] and r.get("diag"):
                 tap.note(r["diag"])
         if proc.returncode != 0 and not any(not json.loads(l)["ok"] for l in lines):

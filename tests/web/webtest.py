@@ -204,6 +204,19 @@ class Controller:
         if os.environ.get("TRAINCTL_TEST_KEEP") != "1":
             shutil.rmtree(self.tmp, ignore_errors=True)
 
+    def stacks(self):
+        """Every thread's stack of the running trainctld (gdb), for a
+        failure that looks like a hang; empty without gdb."""
+        if not self.proc or self.proc.poll() is not None or not shutil.which("gdb"):
+            return ""
+        try:
+            r = subprocess.run(["gdb", "-p", str(self.proc.pid), "-batch", "-ex", "thread apply all bt 25"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=60)
+        except subprocess.TimeoutExpired:
+            return "(gdb timed out)"
+        keep = [l for l in r.stdout.decode("utf-8", "replace").splitlines() if l.startswith(("Thread", "#"))]
+        return "--- trainctld threads ---\n" + "\n".join(keep)
+
     def log_tail(self, n=30):
         try:
             with open(self.log_path, "rb") as f:
