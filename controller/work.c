@@ -217,6 +217,14 @@ int ctrl_work_build(struct ctrl_ctx *ctx, const char *host, int64_t version,
 		if (db_assignments_list(ctx->db, mine[i].job, NULL,
 					mine[i].attempt, &all, &n_all, err))
 			continue;
+		/* The attempt can end (its assignments deleted) between the
+		 * two reads: then there is nothing to send for it, and its
+		 * host list must not be indexed. */
+		if ((size_t)mine[i].host_index >= n_all ||
+		    all[mine[i].host_index].host_index != mine[i].host_index) {
+			db_assignments_free(all, n_all);
+			continue;
+		}
 		pthread_mutex_lock(&ctx->jobs_lock);
 		rt = ctrl_jobrt_get(ctx, mine[i].job);
 		if (rt &&
