@@ -118,8 +118,11 @@ static void make_boot_id(char *out, size_t size)
 		       r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
 }
 
-/* Two agents on one work directory would fight over its jobs. */
-static int lock_work_dir(const char *dir, struct buf *err)
+/*
+ * Two agents on one work directory would fight over its jobs. Returns the
+ * locked fd and *lock_path (malloc'ed), or -1 with err set.
+ */
+static int lock_work_dir(const char *dir, char **lock_path, struct buf *err)
 {
 	struct buf path = BUF_INIT;
 	int fd;
@@ -144,6 +147,8 @@ static int lock_work_dir(const char *dir, struct buf *err)
 			close(fd);
 		fd = -1;
 	}
+	if (fd >= 0)
+		*lock_path = buf_detach(&path, NULL);
 	buf_release(&path);
 	return fd;
 }
@@ -153,7 +158,7 @@ int main(int argc, char **argv)
 	struct agent_ctx ctx;
 	struct buf err = BUF_INIT;
 	struct buf why = BUF_INIT;
-	int lock_fd = -1, ret = 1;
+	int ret = 1;
 
 	sanitise_stdfd();
 	/* The MPI launcher and worker (agent/mpi.c) are this binary too, so
@@ -183,17 +188,10 @@ int main(int argc, char **argv)
 		log_error("%s", err.data);
 		goto out;
 	}
-	lock_fd = lock_work_dir(ctx.cfg.work_dir, &err);
-	if (lock_fd < 0) {
+	ctx.lock_fd = lock_work_dir(ctx.cfg.work_dir, &ctx.lock_path, &err);
+	if (ctx.lock_fd < 0) {
 		log_error("%s", err.data);
 		goto out;
-	}
-	ctx.lock_fd = lock_fd;
-	{
-		struct buf lp = BUF_INIT;
-
-		(void)buf_addf(&lp, "%s/agent.lock", ctx.cfg.work_dir);
-		ctx.lock_path = buf_detach(&lp, NULL);
 	}
 	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
 		log_error("curl_global_init failed");
@@ -233,8 +231,8 @@ out:
 		memset(ctx.token, 0, strlen(ctx.token));
 		free(ctx.token);
 	}
-	if (lock_fd >= 0)
-		close(lock_fd);
+	if (ctx.lock_fd >= 0)
+		close(ctx.lock_fd);
 	free(ctx.lock_path);
 	if (ctx.sig_pipe[0] >= 0)
 		close(ctx.sig_pipe[0]);
