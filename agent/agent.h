@@ -28,6 +28,7 @@
 #include "agent/proc.h"
 #include "api/agent_proto.h"
 #include "common/buf.h"
+#include "storage/storage.h"
 
 #define AGENT_VERSION "0.1.0"
 
@@ -235,8 +236,37 @@ enum agent_task_kind {
 	AGENT_TASK_PACK	  /* final checkpoint sync, then the two tar.gz */
 };
 
-/* How often a running assignment's checkpoint folder is mirrored. */
+/*
+ * How often a running assignment's checkpoint folder is mirrored, and the
+ * least time between two mirrors when files keep completing.
+ */
 #define AGENT_CKPT_SYNC_MS 2000
+#define AGENT_CKPT_SYNC_MIN_MS 100
+
+/* ckptwatch.c: the checkpoint folder's complete files (inotify). */
+struct agent_ckpt_watch_dir {
+	int wd;
+	char *rel; /* "" for the folder itself */
+};
+
+struct agent_ckpt_watch {
+	int fd; /* inotify, -1 when not watching */
+	char *root;
+	struct agent_ckpt_watch_dir *dirs;
+	size_t n_dirs;
+	size_t alloc_dirs;
+	/* Keys relative to root, sorted, with size and mtime when complete. */
+	struct stor_list complete;
+	int news; /* a file completed since the last read */
+};
+
+void agent_ckpt_watch_init(struct agent_ckpt_watch *w);
+/* Starts watching root and its subfolders. Returns 0 or -1 with err. */
+int agent_ckpt_watch_start(struct agent_ckpt_watch *w, const char *root,
+			   struct buf *err);
+/* Reads pending events; returns 1 when a file completed. */
+int agent_ckpt_watch_read(struct agent_ckpt_watch *w);
+void agent_ckpt_watch_stop(struct agent_ckpt_watch *w);
 
 enum agent_upload_step {
 	AGENT_UP_NONE = 0,
@@ -298,7 +328,11 @@ struct agent_assign {
 	int64_t kill_at; /* monotonic; 0 none */
 	int kill_sent;
 	int fenced;
-	int64_t sync_at; /* monotonic: next checkpoint mirror */
+	int64_t sync_at;      /* monotonic: next checkpoint mirror */
+	int64_t sync_started; /* monotonic: when the last one began */
+	struct agent_ckpt_watch watch;
+	/* The ranks ended: one more mirror with every file final is due. */
+	int final_sync_due;
 	/* Bookkeeping. */
 	int changed;	     /* state.json and a status report are due */
 	int final_in_flight; /* a status POST carrying the final state */
@@ -355,7 +389,8 @@ enum agent_poll_kind {
 	AGENT_POLL_OUT,
 	AGENT_POLL_ERR,
 	AGENT_POLL_PIDFD,
-	AGENT_POLL_TASK
+	AGENT_POLL_TASK,
+	AGENT_POLL_WATCH
 };
 
 struct agent_pollref {
@@ -443,6 +478,10 @@ void agent_assign_on_output(struct agent_ctx *ctx, struct agent_assign *a,
 void agent_assign_on_pidfd(struct agent_ctx *ctx, struct agent_assign *a,
 			   size_t rank);
 void agent_assign_on_task(struct agent_ctx *ctx, struct agent_assign *a);
+/* Files of the checkpoint folder completed: mirror them soon. */
+void agent_assign_on_watch(struct agent_ctx *ctx, struct agent_assign *a);
+/* Watches the checkpoint folder of a running assignment (launch, adoption). */
+void agent_assign_watch_checkpoints(struct agent_assign *a);
 /* Reaps every ended child (SIGCHLD arrived). */
 void agent_assign_reap(struct agent_ctx *ctx);
 /* Finds the assignments of a previous agent in the work directory. */
@@ -486,8 +525,9 @@ int agent_pack_start(struct agent_ctx *ctx, struct agent_assign *a,
 void agent_upload_step(struct agent_ctx *ctx, struct agent_assign *a,
 		       int64_t now);
 void agent_upload_cancel(struct agent_ctx *ctx, struct agent_assign *a);
+/* final: the ranks have ended, so every file is complete. */
 int agent_ckpt_sync_start(struct agent_ctx *ctx, struct agent_assign *a,
-			  struct buf *err);
+			  int final, struct buf *err);
 /* A finished sync worker: logs a failure and frees the task slot. */
 void agent_ckpt_sync_done(struct agent_ctx *ctx, struct agent_assign *a);
 

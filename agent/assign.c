@@ -61,6 +61,7 @@ struct agent_assign *agent_assign_new(struct agent_ctx *ctx, const char *job,
 	a->phase = API_PHASE_PREPARING;
 	a->action = API_ACTION_RUN;
 	agent_task_init(&a->task);
+	agent_ckpt_watch_init(&a->watch);
 	/* Keep arrival order: reports and logs read better that way. */
 	for (pp = &ctx->assigns; *pp; pp = &(*pp)->next)
 		;
@@ -117,6 +118,7 @@ void agent_assign_free(struct agent_ctx *ctx, struct agent_assign *a)
 	agent_upload_cancel(ctx, a);
 	agent_task_kill(&a->task);
 	agent_task_release(&a->task);
+	agent_ckpt_watch_stop(&a->watch);
 	for (i = 0; i < a->n_ranks; i++)
 		rank_release(&a->ranks[i]);
 	free(a->ranks);
@@ -297,10 +299,13 @@ static void staged(struct agent_ctx *ctx, struct agent_assign *a)
 	a->staged = 1;
 }
 
+static int has_checkpoints(const struct agent_assign *a);
+
 static void launch(struct agent_ctx *ctx, struct agent_assign *a)
 {
 	struct buf err = BUF_INIT;
 
+	agent_assign_watch_checkpoints(a);
 	if (agent_launch(ctx, a, &err)) {
 		agent_assign_set_error(ctx, a, err.data);
 	} else {
@@ -323,14 +328,63 @@ static int has_checkpoints(const struct agent_assign *a)
 	       *a->spec.checkpoint_s3_uri;
 }
 
-static void start_sync(struct agent_ctx *ctx, struct agent_assign *a)
+void agent_assign_watch_checkpoints(struct agent_assign *a)
+{
+	struct buf err = BUF_INIT;
+	char *dir;
+
+	if (!has_checkpoints(a) || a->watch.fd >= 0)
+		return;
+	dir = agent_jobdir_checkpoint_path(a->dir,
+					   a->spec.checkpoint_local_path);
+	/* Without the watch, plain files go once quiet for 2 s. */
+	if (agent_ckpt_watch_start(&a->watch, dir, &err))
+		log_warn("%s/%d/%s: checkpoint watch: %s", a->job, a->attempt,
+			 a->algo, err.data);
+	free(dir);
+	buf_release(&err);
+}
+
+void agent_assign_on_watch(struct agent_ctx *ctx, struct agent_assign *a)
+{
+	int64_t now = time_mono_ms(), at;
+
+	(void)ctx;
+	if (!agent_ckpt_watch_read(&a->watch))
+		return;
+	at = a->sync_started + AGENT_CKPT_SYNC_MIN_MS;
+	if (at < now)
+		at = now;
+	if (at < a->sync_at)
+		a->sync_at = at;
+}
+
+static void start_sync(struct agent_ctx *ctx, struct agent_assign *a, int final)
 {
 	struct buf err = BUF_INIT;
 
-	if (agent_ckpt_sync_start(ctx, a, &err))
+	a->sync_started = time_mono_ms();
+	if (final)
+		a->final_sync_due = 0;
+	if (agent_ckpt_sync_start(ctx, a, final, &err))
 		log_warn("%s/%d/%s: checkpoint sync: %s", a->job, a->attempt,
 			 a->algo, err.data);
 	buf_release(&err);
+}
+
+/*
+ * After a failure, or when the controller aborts the attempt because a
+ * peer failed, the newest checkpoints are saved for the next attempt,
+ * which may run on another host (success and stop sync before packing).
+ * The controller starts that attempt only once this one settled, so
+ * nothing newer exists yet. Not for a fenced run or one that vanished
+ * from the desired state: a newer attempt may already be writing there.
+ */
+static int final_sync_wanted(struct agent_ctx *ctx,
+			     const struct agent_assign *a)
+{
+	return a->final_sync_due && has_checkpoints(a) && !a->fenced &&
+	       a->desired && !ctx->shutting_down && !ctx->sess.fenced;
 }
 
 static void exited(struct agent_ctx *ctx, struct agent_assign *a)
@@ -358,19 +412,12 @@ static void exited(struct agent_ctx *ctx, struct agent_assign *a)
 	a->failure = a->dir ? agent_jobdir_read_failure(a->dir) : NULL;
 	a->kill_at = 0;
 	agent_assign_set_phase(ctx, a, API_PHASE_EXITED);
-	/*
-	 * After a failure, or when the controller aborts the attempt
-	 * because a peer failed, save the newest checkpoints for the next
-	 * attempt, which may run on another host (success and stop sync
-	 * before packing). The controller starts that attempt only once
-	 * this one settled, so nothing newer exists yet. Not for a fenced
-	 * run or one that vanished from the desired state: a newer
-	 * attempt may already be writing there.
-	 */
-	if (has_checkpoints(a) && !a->fenced && a->desired &&
-	    !ranks_succeeded(a) && !agent_task_busy(&a->task) &&
-	    !ctx->shutting_down && !ctx->sess.fenced)
-		start_sync(ctx, a);
+	/* Every file is final now; what completed last goes in this sync. */
+	agent_ckpt_watch_stop(&a->watch);
+	a->final_sync_due = has_checkpoints(a) && !ranks_succeeded(a);
+	/* A periodic sync still running is followed by the final one. */
+	if (final_sync_wanted(ctx, a) && !agent_task_busy(&a->task))
+		start_sync(ctx, a, 1);
 }
 
 static void step_staging(struct agent_ctx *ctx, struct agent_assign *a)
@@ -440,7 +487,7 @@ static void step_running(struct agent_ctx *ctx, struct agent_assign *a,
 	    now >= a->sync_at) {
 		a->sync_at = now + AGENT_CKPT_SYNC_MS;
 		if (a->task_kind == AGENT_TASK_NONE)
-			start_sync(ctx, a);
+			start_sync(ctx, a, 0);
 	}
 	if (must_abort(ctx, a) && !a->kill_sent) {
 		signal_ranks(a, SIGKILL);
@@ -467,7 +514,8 @@ static void step_exited(struct agent_ctx *ctx, struct agent_assign *a,
 {
 	if (must_abort(ctx, a)) {
 		/* The last checkpoint sync goes first (see exited()). */
-		if (agent_task_busy(&a->task) && a->desired && !a->fenced)
+		if ((agent_task_busy(&a->task) || final_sync_wanted(ctx, a)) &&
+		    a->desired && !a->fenced)
 			return;
 		agent_assign_set_phase(ctx, a, API_PHASE_DONE);
 		return;
@@ -510,6 +558,9 @@ static void step(struct agent_ctx *ctx, struct agent_assign *a, int64_t now)
 {
 	if (a->task_kind == AGENT_TASK_SYNC && !agent_task_busy(&a->task))
 		agent_ckpt_sync_done(ctx, a);
+	if (a->phase == API_PHASE_EXITED && a->task_kind == AGENT_TASK_NONE &&
+	    final_sync_wanted(ctx, a))
+		start_sync(ctx, a, 1);
 	if (ctx->shutting_down) {
 		/* Only record what ends; start nothing new. */
 		if (a->phase == API_PHASE_RUNNING && ranks_ended(a))

@@ -125,6 +125,9 @@ static void build_pollset(struct agent_ctx *ctx)
 		if (a->task.fd >= 0)
 			agent_poll_add(ctx, a->task.fd, POLLIN, AGENT_POLL_TASK,
 				       a, 0);
+		if (a->watch.fd >= 0)
+			agent_poll_add(ctx, a->watch.fd, POLLIN,
+				       AGENT_POLL_WATCH, a, 0);
 	}
 }
 
@@ -211,6 +214,9 @@ static void dispatch(struct agent_ctx *ctx, int64_t now)
 			break;
 		case AGENT_POLL_TASK:
 			agent_assign_on_task(ctx, ref->a);
+			break;
+		case AGENT_POLL_WATCH:
+			agent_assign_on_watch(ctx, ref->a);
 			break;
 		}
 	}

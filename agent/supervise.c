@@ -398,6 +398,11 @@ static void adopt_one(struct agent_ctx *ctx, const char *dir,
 	case API_PHASE_UPLOADING:
 		a->up_step = AGENT_UP_NONE;
 		break;
+	case API_PHASE_RUNNING:
+		/* Files completed while no agent watched go once quiet. */
+		if (alive)
+			agent_assign_watch_checkpoints(a);
+		break;
 	default:
 		break;
 	}

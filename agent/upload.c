@@ -29,12 +29,14 @@ static const char *const artifact[] = { "model.tar.gz", "output.tar.gz" };
 struct pack_job {
 	struct agent_ctx *ctx;
 	struct agent_assign *a;
-	int pack; /* 0: checkpoint sync only */
+	int pack;  /* 0: checkpoint sync only */
+	int final; /* the ranks have ended: every file is complete */
 };
 
 static int sync_checkpoints(struct pack_job *pj, int fd, struct buf *err)
 {
 	const struct api_assignment *s = &pj->a->spec;
+	struct stor_ckpt_sync opt;
 	struct stor_sync_stats stats;
 	struct stor_config cfg;
 	struct stor *st = NULL;
@@ -48,10 +50,13 @@ static int sync_checkpoints(struct pack_job *pj, int fd, struct buf *err)
 					    s->checkpoint_local_path);
 	agent_stor_config(pj->ctx, s, &cfg);
 	memset(&stats, 0, sizeof(stats));
+	opt.since_ms = pj->a->started_ms;
+	opt.complete = &pj->a->watch.complete;
+	opt.final = pj->final;
 	ret = stor_open(&cfg, &st, err);
 	if (!ret)
 		ret = stor_sync_checkpoints(st, ckpt, s->checkpoint_s3_uri,
-					    pj->a->started_ms, &stats, err);
+					    &opt, &stats, err);
 	if (!ret && stats.files)
 		agent_task_say(fd,
 			       "log checkpoint: %zu files (%lld bytes) "
@@ -102,9 +107,9 @@ out:
 }
 
 static int start_worker(struct agent_ctx *ctx, struct agent_assign *a, int pack,
-			struct buf *err)
+			int final, struct buf *err)
 {
-	struct pack_job pj = { ctx, a, pack };
+	struct pack_job pj = { ctx, a, pack, final };
 	int ret;
 
 	a->task_ok = 0;
@@ -118,13 +123,13 @@ static int start_worker(struct agent_ctx *ctx, struct agent_assign *a, int pack,
 int agent_pack_start(struct agent_ctx *ctx, struct agent_assign *a,
 		     struct buf *err)
 {
-	return start_worker(ctx, a, 1, err);
+	return start_worker(ctx, a, 1, 1, err);
 }
 
 int agent_ckpt_sync_start(struct agent_ctx *ctx, struct agent_assign *a,
-			  struct buf *err)
+			  int final, struct buf *err)
 {
-	return start_worker(ctx, a, 0, err);
+	return start_worker(ctx, a, 0, final, err);
 }
 
 /* A worker that has finished: its outcome, and the task slot freed. */

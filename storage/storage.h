@@ -207,10 +207,21 @@ int stor_put_dir(struct stor *s, const char *dir, const char *uri,
  * STOR_SYNC_CHECKPOINT) of the files written since since_ms (wall clock
  * ms: when this host's program started; what it restored is older), and
  * the stored libtrainer checkpoints that program pruned are deleted.
+ * A file outside a libtrainer checkpoint goes once it is complete: listed
+ * in complete (key relative to dir, with the size and mtime it had when
+ * it was closed after writing or renamed into place; sorted, may be
+ * NULL), or final (the program has ended: every file is), or unwritten
+ * for 2 s.
  */
+struct stor_ckpt_sync {
+	int64_t since_ms;
+	const struct stor_list *complete;
+	int final;
+};
+
 int stor_sync_checkpoints(struct stor *s, const char *dir, const char *uri,
-			  int64_t since_ms, struct stor_sync_stats *stats,
-			  struct buf *err);
+			  const struct stor_ckpt_sync *opt,
+			  struct stor_sync_stats *stats, struct buf *err);
 
 /* --- archive.c: tar.gz with libarchive ------------------------------- */
 

@@ -495,25 +495,39 @@ static int in_tmp(const char *key)
 }
 
 /*
- * A checkpoint file may go now: it belongs to a saved checkpoint (its
- * folder has a MANIFEST.json; those folders are complete once renamed
- * into place), or nothing has written it for STOR_QUIET_MS (a program
- * that does not use libtrainer may be writing it still).
+ * Which checkpoint files may go now (docs/distributed.md): a file of a
+ * saved libtrainer checkpoint (its folder has a MANIFEST.json; those
+ * folders are complete once renamed into place); a file the caller saw
+ * complete (closed after writing, or renamed into place) and unchanged
+ * since (same size and mtime); every file once the program has ended
+ * (final); and, as a last resort, a file nothing wrote for STOR_QUIET_MS
+ * (one that was completed while nobody watched).
  */
 #define STOR_QUIET_MS 2000
-static int settled(const struct stor_list *files, const struct stor_object *f,
-		   int64_t now_ms)
+
+struct settle_rule {
+	const struct stor_list *files;
+	const struct stor_list *complete; /* sorted; may be NULL */
+	int final;
+	int64_t now_ms;
+};
+
+static int settled(const struct settle_rule *r, const struct stor_object *f)
 {
 	const char *slash = strrchr(f->key, '/');
+	const struct stor_object *c;
 	struct buf m = BUF_INIT;
 	int ok;
 
-	if (now_ms - f->mtime_ms >= STOR_QUIET_MS)
+	if (r->final || r->now_ms - f->mtime_ms >= STOR_QUIET_MS)
+		return 1;
+	c = r->complete ? find(r->complete, f->key) : NULL;
+	if (c && c->size == f->size && c->mtime_ms == f->mtime_ms)
 		return 1;
 	if (slash)
 		(void)buf_add(&m, f->key, (size_t)(slash - f->key) + 1);
 	(void)buf_adds(&m, "MANIFEST.json");
-	ok = find(files, m.data) != NULL;
+	ok = find(r->files, m.data) != NULL;
 	buf_release(&m);
 	return ok;
 }
@@ -655,13 +669,16 @@ static void delete_folder(struct stor *s, const char *uri,
 static int put_checkpoints(struct stor *s, const char *dir, const char *uri,
 			   const struct stor_target *t,
 			   const struct stor_list *files,
-			   const struct stor_list *remote, int64_t since_ms,
+			   const struct stor_list *remote,
+			   const struct stor_ckpt_sync *opt,
 			   struct stor_sync_stats *st, struct buf *err)
 {
 	struct strset gone = { 0 }, failed = { 0 }, seen = { 0 };
 	struct buf src = BUF_INIT, dst = BUF_INIT, k = BUF_INIT;
 	size_t base = strlen(t->uri.key), i;
-	int64_t now_ms = time_now_ms();
+	struct settle_rule rule = { files, opt->complete, opt->final,
+				    time_now_ms() };
+	int64_t since_ms = opt->since_ms;
 	int pass, ret = 0;
 
 	if (base && t->uri.key[base - 1] != '/')
@@ -672,8 +689,7 @@ static int put_checkpoints(struct stor *s, const char *dir, const char *uri,
 			size_t fl = folder_len(f->key);
 
 			if (in_tmp(f->key) || is_manifest(f->key) != pass ||
-			    f->mtime_ms < since_ms ||
-			    !settled(files, f, now_ms) ||
+			    f->mtime_ms < since_ms || !settled(&rule, f) ||
 			    strset_has(&gone, f->key, fl) ||
 			    (pass && strset_has(&failed, f->key, fl)))
 				continue;
@@ -743,28 +759,30 @@ static int put_checkpoints(struct stor *s, const char *dir, const char *uri,
 }
 
 static int put_dir(struct stor *s, const char *dir, const char *uri,
-		   unsigned flags, int64_t since_ms,
+		   unsigned flags, const struct stor_ckpt_sync *opt,
 		   struct stor_sync_stats *stats, struct buf *err);
 
 int stor_put_dir(struct stor *s, const char *dir, const char *uri,
 		 unsigned flags, struct stor_sync_stats *stats, struct buf *err)
 {
-	return put_dir(s, dir, uri, flags, 0, stats, err);
+	struct stor_ckpt_sync opt = { 0, NULL, 0 };
+
+	return put_dir(s, dir, uri, flags, &opt, stats, err);
 }
 
 int stor_sync_checkpoints(struct stor *s, const char *dir, const char *uri,
-			  int64_t since_ms, struct stor_sync_stats *stats,
-			  struct buf *err)
+			  const struct stor_ckpt_sync *opt,
+			  struct stor_sync_stats *stats, struct buf *err)
 {
 	return put_dir(s, dir, uri, STOR_SYNC_CHANGED | STOR_SYNC_CHECKPOINT,
-		       since_ms, stats, err);
+		       opt, stats, err);
 }
 
 static int put_dir(struct stor *s, const char *dir, const char *uri,
-		   unsigned flags, int64_t since_ms,
+		   unsigned flags, const struct stor_ckpt_sync *opt,
 		   struct stor_sync_stats *stats, struct buf *err)
 {
-	int64_t now_ms;
+	struct settle_rule rule;
 	int pass;
 	struct stor_list files = STOR_LIST_INIT, remote = STOR_LIST_INIT;
 	struct stor_sync_stats local = { 0 };
@@ -786,11 +804,14 @@ static int put_dir(struct stor *s, const char *dir, const char *uri,
 			goto out;
 	}
 	if ((flags & STOR_SYNC_CHECKPOINT) && (flags & STOR_SYNC_CHANGED)) {
-		ret = put_checkpoints(s, dir, uri, &t, &files, &remote,
-				      since_ms, &local, err);
+		ret = put_checkpoints(s, dir, uri, &t, &files, &remote, opt,
+				      &local, err);
 		goto out;
 	}
-	now_ms = time_now_ms();
+	rule.files = &files;
+	rule.complete = opt->complete;
+	rule.final = opt->final;
+	rule.now_ms = time_now_ms();
 	for (pass = 0; pass < 2; pass++)
 		for (i = 0; i < files.n; i++) {
 			const struct stor_object *f = &files.v[i], *r;
@@ -798,7 +819,7 @@ static int put_dir(struct stor *s, const char *dir, const char *uri,
 			if (flags & STOR_SYNC_CHECKPOINT) {
 				if (in_tmp(f->key) ||
 				    is_manifest(f->key) != pass ||
-				    !settled(&files, f, now_ms))
+				    !settled(&rule, f))
 					continue;
 			} else if (pass) {
 				break;

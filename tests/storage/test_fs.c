@@ -210,6 +210,58 @@ static void test_trees(void **state)
 	buf_release(&uri);
 }
 
+/*
+ * The checkpoint mirror's rule for plain files: one written just now
+ * waits, unless it is listed as complete with its current size and mtime,
+ * or the sync is the final one; a libtrainer folder goes by its manifest.
+ */
+static void test_sync_complete(void **state)
+{
+	struct fixture *f = *state;
+	struct stor_list complete = STOR_LIST_INIT, l = STOR_LIST_INIT;
+	struct stor_ckpt_sync opt = { 0, NULL, 0 };
+	struct stor_sync_stats st;
+	struct stat sb;
+
+	assert_int_equal(mkdir(path(f, &f->a, "ck"), 0755), 0);
+	th_write_text(path(f, &f->a, "ck/ckpt.pt"), "weights");
+	th_write_text(path(f, &f->a, "ck/other.pt"), "partial");
+	assert_int_equal(stor_sync_checkpoints(f->s, path(f, &f->a, "ck"),
+					       "s3://bkt/ck/", &opt, &st,
+					       &f->err),
+			 0);
+	assert_int_equal(st.files, 0); /* both written just now */
+	assert_int_equal(stat(path(f, &f->a, "ck/ckpt.pt"), &sb), 0);
+	(void)stor_list_push(&complete, "ckpt.pt", (int64_t)sb.st_size,
+			     (int64_t)sb.st_mtim.tv_sec * 1000 +
+				     sb.st_mtim.tv_nsec / 1000000);
+	opt.complete = &complete;
+	assert_int_equal(stor_sync_checkpoints(f->s, path(f, &f->a, "ck"),
+					       "s3://bkt/ck/", &opt, &st,
+					       &f->err),
+			 0);
+	assert_int_equal(st.files, 1);
+	assert_int_equal(stor_list(f->s, "s3://bkt/ck/", &l, &f->err), 0);
+	assert_int_equal(l.n, 1);
+	assert_string_equal(l.v[0].key, "ck/ckpt.pt");
+	stor_list_release(&l);
+	/* Written again since it completed: it waits for its next close. */
+	th_write_text(path(f, &f->a, "ck/ckpt.pt"), "newer weights");
+	assert_int_equal(stor_sync_checkpoints(f->s, path(f, &f->a, "ck"),
+					       "s3://bkt/ck/", &opt, &st,
+					       &f->err),
+			 0);
+	assert_int_equal(st.files, 0);
+	/* The program ended: every file is complete. */
+	opt.final = 1;
+	assert_int_equal(stor_sync_checkpoints(f->s, path(f, &f->a, "ck"),
+					       "s3://bkt/ck/", &opt, &st,
+					       &f->err),
+			 0);
+	assert_int_equal(st.files, 2);
+	stor_list_release(&complete);
+}
+
 static void test_no_backend(void **state)
 {
 	struct stor_config cfg;
@@ -305,6 +357,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_prefix_semantics, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_trees, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sync_complete, setup,
+						teardown),
 		cmocka_unit_test(test_no_backend),
 		cmocka_unit_test_setup_teardown(test_killed_put_embedded, setup,
 						teardown),
