@@ -180,6 +180,7 @@ struct agent_logq_entry {
 struct agent_logq_drop {
 	struct agent_logq_drop *next;
 	char *job;
+	char *uid; /* may be NULL */
 	int attempt;
 	char *algo;
 	uint64_t n;
@@ -206,9 +207,10 @@ struct agent_logq {
 void agent_logq_init(struct agent_logq *q, size_t max_bytes);
 
 /* Queues a copy of one line; drops the oldest unsent lines past max. */
-void agent_logq_push(struct agent_logq *q, const char *job, int attempt,
-		     const char *algo, int rank, int is_stderr, int64_t ts_ms,
-		     const char *text, size_t len, int64_t now_mono);
+void agent_logq_push(struct agent_logq *q, const char *job, const char *uid,
+		     int attempt, const char *algo, int rank, int is_stderr,
+		     int64_t ts_ms, const char *text, size_t len,
+		     int64_t now_mono);
 
 /* Bytes and age (monotonic ms of the oldest) of what is not in flight. */
 size_t agent_logq_unsent_bytes(const struct agent_logq *q);
@@ -294,8 +296,10 @@ struct agent_rank {
 
 struct agent_assign {
 	struct agent_assign *next;
-	/* Identity. */
+	/* Identity: a job of the same name created after this one was
+	 * deleted has another uid, and is another assignment. */
 	char *job;
+	char *job_uid; /* may be NULL (an older controller) */
 	int attempt;
 	char *algo;
 	/* Desired: the last copy from the controller. */
@@ -439,10 +443,12 @@ int agent_run(struct agent_ctx *ctx);
 
 /* assign.c: bookkeeping, the steps, reports */
 struct agent_assign *agent_assign_find(struct agent_ctx *ctx, const char *job,
-				       int attempt, const char *algo);
+				       const char *uid, int attempt,
+				       const char *algo);
 /* A new assignment in phase preparing, appended to ctx->assigns. */
 struct agent_assign *agent_assign_new(struct agent_ctx *ctx, const char *job,
-				      int attempt, const char *algo);
+				      const char *uid, int attempt,
+				      const char *algo);
 /* The agent's own note in a job's log ("trainagent: ..."), rank 0 stderr. */
 void agent_assign_note(struct agent_ctx *ctx, const struct agent_assign *a,
 		       const char *fmt, ...)
@@ -488,8 +494,10 @@ void agent_assign_reap(struct agent_ctx *ctx);
 void agent_assign_adopt_all(struct agent_ctx *ctx);
 
 /* jobdir.c */
-int agent_jobdir_path(struct agent_ctx *ctx, const char *job, int attempt,
-		      const char *algo, struct buf *out, struct buf *err);
+/* <work>/jobs/<job>[.<uid>]/<attempt>/<algo> */
+int agent_jobdir_path(struct agent_ctx *ctx, const char *job, const char *uid,
+		      int attempt, const char *algo, struct buf *out,
+		      struct buf *err);
 int agent_jobdir_create(const char *dir, const struct api_assignment *spec,
 			struct buf *err);
 int agent_jobdir_save_state(struct agent_ctx *ctx, const struct agent_assign *a,

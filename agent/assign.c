@@ -38,24 +38,29 @@
 /* --- bookkeeping ---------------------------------------------------------- */
 
 struct agent_assign *agent_assign_find(struct agent_ctx *ctx, const char *job,
-				       int attempt, const char *algo)
+				       const char *uid, int attempt,
+				       const char *algo)
 {
 	struct agent_assign *a;
 
 	for (a = ctx->assigns; a; a = a->next)
 		if (a->attempt == attempt && !strcmp(a->job, job) &&
-		    !strcmp(a->algo, algo))
+		    !strcmp(a->algo, algo) &&
+		    (a->job_uid == uid ||
+		     (a->job_uid && uid && !strcmp(a->job_uid, uid))))
 			return a;
 	return NULL;
 }
 
 struct agent_assign *agent_assign_new(struct agent_ctx *ctx, const char *job,
-				      int attempt, const char *algo)
+				      const char *uid, int attempt,
+				      const char *algo)
 {
 	struct agent_assign *a = xcalloc(1, sizeof(*a));
 	struct agent_assign **pp;
 
 	a->job = xstrdup(job);
+	a->job_uid = uid ? xstrdup(uid) : NULL;
 	a->attempt = attempt;
 	a->algo = xstrdup(algo);
 	a->phase = API_PHASE_PREPARING;
@@ -125,6 +130,7 @@ void agent_assign_free(struct agent_ctx *ctx, struct agent_assign *a)
 	if (a->have_spec)
 		api_assignment_release(&a->spec);
 	free(a->job);
+	free(a->job_uid);
 	free(a->algo);
 	free(a->dir);
 	free(a->failure);
@@ -155,6 +161,7 @@ void agent_assign_report(const struct agent_assign *a, struct api_report *r)
 
 	memset(r, 0, sizeof(*r));
 	r->job = a->job;
+	r->job_uid = a->job_uid;
 	r->attempt = a->attempt;
 	r->algo = a->algo;
 	r->phase = a->phase;
@@ -193,8 +200,9 @@ void agent_report_clear(struct api_report *r)
 void agent_assign_log(struct agent_ctx *ctx, const struct agent_assign *a,
 		      int rank, int is_stderr, const char *text, size_t len)
 {
-	agent_logq_push(&ctx->logq, a->job, a->attempt, a->algo, rank,
-			is_stderr, time_now_ms(), text, len, time_mono_ms());
+	agent_logq_push(&ctx->logq, a->job, a->job_uid, a->attempt, a->algo,
+			rank, is_stderr, time_now_ms(), text, len,
+			time_mono_ms());
 }
 
 void agent_assign_note(struct agent_ctx *ctx, const struct agent_assign *a,
@@ -249,8 +257,8 @@ static void prepare(struct agent_ctx *ctx, struct agent_assign *a)
 	struct buf err = BUF_INIT;
 
 	if (!a->dir) {
-		if (agent_jobdir_path(ctx, a->job, a->attempt, a->algo, &dir,
-				      &err))
+		if (agent_jobdir_path(ctx, a->job, a->job_uid, a->attempt,
+				      a->algo, &dir, &err))
 			goto fail;
 		a->dir = buf_detach(&dir, NULL);
 		if (agent_jobdir_create(a->dir, &a->spec, &err))
@@ -617,9 +625,11 @@ static void apply_work(struct agent_ctx *ctx)
 		d = &w->items[i];
 		if (!d->job || !d->algo)
 			continue;
-		a = agent_assign_find(ctx, d->job, d->attempt, d->algo);
+		a = agent_assign_find(ctx, d->job, d->job_uid, d->attempt,
+				      d->algo);
 		if (!a) {
-			a = agent_assign_new(ctx, d->job, d->attempt, d->algo);
+			a = agent_assign_new(ctx, d->job, d->job_uid,
+					     d->attempt, d->algo);
 			log_info("%s/%d/%s: new assignment (%s)", a->job,
 				 a->attempt, a->algo,
 				 api_action_name(d->action));

@@ -60,16 +60,18 @@ static int component_ok(const char *s)
 	return 1;
 }
 
-int agent_jobdir_path(struct agent_ctx *ctx, const char *job, int attempt,
-		      const char *algo, struct buf *out, struct buf *err)
+int agent_jobdir_path(struct agent_ctx *ctx, const char *job, const char *uid,
+		      int attempt, const char *algo, struct buf *out,
+		      struct buf *err)
 {
-	if (!component_ok(job) || !component_ok(algo) || attempt < 0) {
+	if (!component_ok(job) || !component_ok(algo) || attempt < 0 ||
+	    (uid && !component_ok(uid))) {
 		(void)buf_addf(err, "bad assignment name '%s/%d/%s'",
 			       job ? job : "", attempt, algo ? algo : "");
 		return ERR_INVALID;
 	}
-	return buf_addf(out, "%s/jobs/%s/%d/%s", ctx->cfg.work_dir, job,
-			attempt, algo);
+	return buf_addf(out, "%s/jobs/%s%s%s/%d/%s", ctx->cfg.work_dir, job,
+			uid ? "." : "", uid ? uid : "", attempt, algo);
 }
 
 /*

@@ -42,22 +42,28 @@ static size_t json_len(const char *s, size_t n)
 	return len;
 }
 
+static int same_uid(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
 static void entry_free(struct agent_logq_entry *e)
 {
 	free(e->line.job);
+	free(e->line.job_uid);
 	free(e->line.algo);
 	free(e->line.text);
 	free(e);
 }
 
-static struct agent_logq_entry *entry_new(const char *job, int attempt,
-					  const char *algo, int rank,
-					  int is_stderr, int64_t ts_ms,
-					  const char *text, size_t len)
+static struct agent_logq_entry *
+entry_new(const char *job, const char *uid, int attempt, const char *algo,
+	  int rank, int is_stderr, int64_t ts_ms, const char *text, size_t len)
 {
 	struct agent_logq_entry *e = xcalloc(1, sizeof(*e));
 
 	e->line.job = xstrdup(job);
+	e->line.job_uid = uid ? xstrdup(uid) : NULL;
 	e->line.attempt = attempt;
 	e->line.algo = xstrdup(algo);
 	e->line.rank = rank;
@@ -65,7 +71,7 @@ static struct agent_logq_entry *entry_new(const char *job, int attempt,
 	e->line.ts_ms = ts_ms;
 	e->line.text = xstrndup(text, len);
 	e->cost = json_len(text, len) + strlen(job) + strlen(algo) +
-		  LINE_OVERHEAD;
+		  (uid ? strlen(uid) + 12 : 0) + LINE_OVERHEAD;
 	return e;
 }
 
@@ -78,12 +84,14 @@ static void count_drop(struct agent_logq *q, const struct agent_logq_entry *e)
 	for (d = q->drops; d; d = d->next)
 		if (d->attempt == e->line.attempt &&
 		    !strcmp(d->job, e->line.job) &&
+		    same_uid(d->uid, e->line.job_uid) &&
 		    !strcmp(d->algo, e->line.algo)) {
 			d->n += n;
 			return;
 		}
 	d = xcalloc(1, sizeof(*d));
 	d->job = xstrdup(e->line.job);
+	d->uid = e->line.job_uid ? xstrdup(e->line.job_uid) : NULL;
 	d->attempt = e->line.attempt;
 	d->algo = xstrdup(e->line.algo);
 	d->n = n;
@@ -132,13 +140,15 @@ static void append(struct agent_logq *q, struct agent_logq_entry *e)
 	q->bytes += e->cost;
 }
 
-void agent_logq_push(struct agent_logq *q, const char *job, int attempt,
-		     const char *algo, int rank, int is_stderr, int64_t ts_ms,
-		     const char *text, size_t len, int64_t now_mono)
+void agent_logq_push(struct agent_logq *q, const char *job, const char *uid,
+		     int attempt, const char *algo, int rank, int is_stderr,
+		     int64_t ts_ms, const char *text, size_t len,
+		     int64_t now_mono)
 {
 	struct agent_logq_entry *e;
 
-	e = entry_new(job, attempt, algo, rank, is_stderr, ts_ms, text, len);
+	e = entry_new(job, uid, attempt, algo, rank, is_stderr, ts_ms, text,
+		      len);
 	e->queued_ms = now_mono;
 	append(q, e);
 	if (q->bytes > q->max_bytes)
@@ -172,7 +182,7 @@ static void insert_markers(struct agent_logq *q, int64_t now_ms)
 			       "controller did not take them as fast as they "
 			       "came (or could not be reached)",
 			       (unsigned long long)d->n);
-		e = entry_new(d->job, d->attempt, d->algo, 0, 1, now_ms,
+		e = entry_new(d->job, d->uid, d->attempt, d->algo, 0, 1, now_ms,
 			      text.data, text.len);
 		e->marker_count = d->n;
 		e->next = q->head;
@@ -182,6 +192,7 @@ static void insert_markers(struct agent_logq *q, int64_t now_ms)
 		q->n++;
 		q->bytes += e->cost;
 		free(d->job);
+		free(d->uid);
 		free(d->algo);
 		free(d);
 	}
@@ -264,6 +275,7 @@ void agent_logq_release(struct agent_logq *q)
 	while ((d = q->drops)) {
 		q->drops = d->next;
 		free(d->job);
+		free(d->uid);
 		free(d->algo);
 		free(d);
 	}

@@ -44,8 +44,9 @@ static void on_line(void *arg, const char *line, size_t len)
 	struct agent_rank *r = lc->r;
 	size_t n = len > AGENT_TAIL_LEN ? AGENT_TAIL_LEN : len;
 
-	agent_logq_push(&lc->ctx->logq, a->job, a->attempt, a->algo, lc->rank,
-			lc->is_stderr, lc->ts_ms, line, len, lc->mono_ms);
+	agent_logq_push(&lc->ctx->logq, a->job, a->job_uid, a->attempt, a->algo,
+			lc->rank, lc->is_stderr, lc->ts_ms, line, len,
+			lc->mono_ms);
 	/* Blank lines say nothing about a failure. */
 	if (!n)
 		return;
@@ -346,9 +347,9 @@ static void adopt_one(struct agent_ctx *ctx, const char *dir,
 	int alive = 0;
 
 	if (!r->job || !r->algo ||
-	    agent_assign_find(ctx, r->job, r->attempt, r->algo))
+	    agent_assign_find(ctx, r->job, r->job_uid, r->attempt, r->algo))
 		return;
-	a = agent_assign_new(ctx, r->job, r->attempt, r->algo);
+	a = agent_assign_new(ctx, r->job, r->job_uid, r->attempt, r->algo);
 	a->dir = xstrdup(dir);
 	a->phase = r->phase;
 	a->started_ms = r->started_ms;

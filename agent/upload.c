@@ -230,6 +230,8 @@ static int put_one(struct agent_ctx *ctx, struct agent_assign *a,
 	}
 	(void)buf_addf(&url, "/v1/agents/%s/artifacts/%s/%d/%s/%s",
 		       ctx->cfg.host, a->job, a->attempt, a->algo, file);
+	if (a->job_uid)
+		(void)buf_addf(&url, "?job_uid=%s", a->job_uid);
 	a->up_req = agent_http_put_file(ctx, url.data, fd, (int64_t)st.st_size,
 					on_put_done, a);
 	buf_release(&path);

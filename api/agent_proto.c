@@ -244,6 +244,25 @@ static int get_str(const json_t *o, const char *where, const char *key, int opt,
 	return 0;
 }
 
+/* An optional job uid: 1..API_PROTO_UID_MAX lower-case hex digits. */
+static int get_uid(const json_t *o, const char *where, char **out,
+		   struct buf *err)
+{
+	int ret = get_str(o, where, "job_uid", OPT, out, err);
+	size_t n;
+
+	if (ret || !*out)
+		return ret;
+	n = strlen(*out);
+	if (!n || n > API_PROTO_UID_MAX ||
+	    strspn(*out, "0123456789abcdef") != n) {
+		FREE_AND_NULL(*out);
+		return bad(err, where, "job_uid",
+			   "must be 1..32 lower-case hex digits");
+	}
+	return 0;
+}
+
 /* A string that must also be non-empty. */
 static int get_name(const json_t *o, const char *where, const char *key,
 		    char **out, struct buf *err)
@@ -557,6 +576,7 @@ void api_assignment_release(struct api_assignment *a)
 	size_t i;
 
 	free(a->job);
+	free(a->job_uid);
 	free(a->job_arn);
 	free(a->algo);
 	free_list(a->hosts);
@@ -774,6 +794,7 @@ static int parse_assignment(const json_t *o, const char *where,
 		return ERR_INVALID;
 	}
 	ret = get_name(o, where, "job", &a->job, err);
+	ret = ret ? ret : get_uid(o, where, &a->job_uid, err);
 	ret = ret ? ret :
 		    get_intv(o, where, "attempt", 1, MAX_ATTEMPT, &a->attempt,
 			     err);
@@ -1017,6 +1038,8 @@ static json_t *assignment_json(struct jb *b, const struct api_assignment *a)
 	size_t i;
 
 	put(b, o, "job", jstr(b, a->job));
+	if (a->job_uid)
+		put(b, o, "job_uid", jstr(b, a->job_uid));
 	put(b, o, "attempt", jint(b, a->attempt));
 	put(b, o, "action", jstr(b, api_action_name(a->action)));
 	put(b, o, "job_arn", jstr(b, a->job_arn));
@@ -1118,6 +1141,7 @@ void api_report_release(struct api_report *r)
 	for (i = 0; r->procs && i < r->n_procs; i++)
 		free(r->procs[i].tail);
 	free(r->job);
+	free(r->job_uid);
 	free(r->algo);
 	free(r->procs);
 	free(r->failure);
@@ -1194,6 +1218,7 @@ static int parse_report(const json_t *o, const char *where,
 		return ERR_INVALID;
 	}
 	ret = get_name(o, where, "job", &r->job, err);
+	ret = ret ? ret : get_uid(o, where, &r->job_uid, err);
 	ret = ret ? ret :
 		    get_intv(o, where, "attempt", 1, MAX_ATTEMPT, &r->attempt,
 			     err);
@@ -1265,6 +1290,8 @@ static json_t *report_json(struct jb *b, const struct api_report *r)
 	size_t i;
 
 	put(b, o, "job", jstr(b, r->job));
+	if (r->job_uid)
+		put(b, o, "job_uid", jstr(b, r->job_uid));
 	put(b, o, "attempt", jint(b, r->attempt));
 	put(b, o, "algo", jstr(b, r->algo));
 	put(b, o, "phase", jstr(b, api_phase_name(r->phase)));
@@ -1399,6 +1426,7 @@ void api_log_batch_release(struct api_log_batch *b)
 
 	for (i = 0; b->lines && i < b->n; i++) {
 		free(b->lines[i].job);
+		free(b->lines[i].job_uid);
 		free(b->lines[i].algo);
 		free(b->lines[i].text);
 	}
@@ -1418,6 +1446,7 @@ static int parse_line(const json_t *o, const char *where,
 		return ERR_INVALID;
 	}
 	ret = get_name(o, where, "job", &l->job, err);
+	ret = ret ? ret : get_uid(o, where, &l->job_uid, err);
 	ret = ret ? ret :
 		    get_intv(o, where, "attempt", 1, MAX_ATTEMPT, &l->attempt,
 			     err);
@@ -1477,6 +1506,8 @@ int api_log_batch_build(const struct api_log_batch *lb, struct buf *out)
 		json_t *o = jobj(&b);
 
 		put(&b, o, "job", jstr(&b, l->job));
+		if (l->job_uid)
+			put(&b, o, "job_uid", jstr(&b, l->job_uid));
 		put(&b, o, "attempt", jint(&b, l->attempt));
 		put(&b, o, "algo", jstr(&b, l->algo));
 		put(&b, o, "rank", jint(&b, l->rank));

@@ -21,8 +21,17 @@ enum api_action {
 
 enum api_launch_mode { API_LAUNCH_EXEC = 0, API_LAUNCH_SCRIPT };
 
+/*
+ * A job's uid tells it apart from an earlier job of the same name (one
+ * that was deleted): API_PROTO_UID_MAX lower-case hex digits at most,
+ * chosen when the job is created. Assignments, reports and log lines
+ * carry it; NULL (absent on the wire) from an older peer.
+ */
+#define API_PROTO_UID_MAX 32
+
 struct api_assignment {
 	char *job;
+	char *job_uid; /* may be NULL */
 	int attempt;
 	enum api_action action;
 	char *job_arn;
@@ -109,6 +118,7 @@ struct api_proc_report {
 
 struct api_report {
 	char *job;
+	char *job_uid; /* may be NULL */
 	int attempt;
 	char *algo;
 	enum api_phase phase;
@@ -136,6 +146,7 @@ struct api_register {
 
 struct api_log_line {
 	char *job;
+	char *job_uid; /* may be NULL */
 	int attempt;
 	char *algo;
 	int rank;

@@ -204,9 +204,12 @@ static void do_status(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		if (api_status_build(&single, &one))
 			continue;
 		buf_reset(&err);
-		ret = db_assignment_report(ctx->db, r->job, r->attempt, idx,
-					   host, api_phase_name(r->phase),
-					   one.data, &err);
+		/* A report of an earlier job of the same name (its uid
+		 * differs) finds nothing: it is acknowledged and dropped. */
+		ret = db_assignment_report(ctx->db, r->job, r->job_uid,
+					   r->attempt, idx, host,
+					   api_phase_name(r->phase), one.data,
+					   &err);
 		if (ret > 0)
 			changed = 1;
 		else if (ret < 0 && ret != ERR_NOTFOUND)
@@ -254,13 +257,15 @@ int ctrl_artifact_path(struct ctrl_ctx *ctx, const char *job, int attempt,
 			ctx->cfg.state_dir, job, attempt, host_index + 1, file);
 }
 
-/* PUT /v1/agents/{host}/artifacts/{job}/{attempt}/{algo}/{file} */
+/* PUT /v1/agents/{host}/artifacts/{job}/{attempt}/{algo}/{file}[?job_uid=U] */
 static enum ctrl_route_result upload_begin(struct ctrl_ctx *ctx,
 					   struct MHD_Connection *conn,
 					   const char *host, const char *rest,
 					   struct ctrl_http_req *req,
 					   struct ctrl_response *resp)
 {
+	const char *uid = MHD_lookup_connection_value(
+		conn, MHD_GET_ARGUMENT_KIND, "job_uid");
 	char job[128], algo[32], file[32];
 	int attempt = 0, idx, bit, ok, n = 0;
 	struct db_assignment *as = NULL;
@@ -300,7 +305,9 @@ static enum ctrl_route_result upload_begin(struct ctrl_ctx *ctx,
 
 		ok = 0;
 		for (i = 0; i < nas; i++)
-			ok |= as[i].host_index == idx;
+			ok |= as[i].host_index == idx &&
+			      (!uid || !as[i].job_uid ||
+			       !strcmp(uid, as[i].job_uid));
 	}
 	db_assignments_free(as, nas);
 	if (!ok) {

@@ -19,6 +19,7 @@ static void jobrt_free(struct ctrl_jobrt *rt)
 	free(rt->regexes);
 	api_job_spec_release(&rt->spec);
 	free(rt->name);
+	free(rt->uid);
 	free(rt);
 }
 
@@ -72,6 +73,7 @@ struct ctrl_jobrt *ctrl_jobrt_get(struct ctrl_ctx *ctx, const char *name)
 		buf_release(&err);
 		return NULL;
 	}
+	rt->uid = job.uid ? xstrdup(job.uid) : NULL;
 	compile_metrics(rt);
 	rt->next = ctx->jobs;
 	ctx->jobs = rt;

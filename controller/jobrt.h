@@ -18,6 +18,7 @@ struct ctrl_ctx;
 
 struct ctrl_jobrt {
 	char *name;
+	char *uid; /* db_job.uid; may be NULL */
 	struct api_job_spec spec;
 	pcre2_code **regexes; /* one per spec.metrics, NULL if it did not
 				 compile */

@@ -225,7 +225,9 @@ void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
 		struct ctrl_jobrt *rt = ctrl_jobrt_get(ctx, l->job);
 		struct pending *p = NULL;
 
-		if (!rt)
+		/* Lines of an earlier job of the same name are dropped. */
+		if (!rt ||
+		    (l->job_uid && rt->uid && strcmp(l->job_uid, rt->uid)))
 			continue;
 		buf_reset(&stream);
 		if (stream_of(ctx, rt, l, &stream))

@@ -10,6 +10,7 @@
 
 #include "controller/ctrl.h"
 #include "controller/files.h"
+#include "controller/jobrt.h"
 #include "controller/rendezvous.h"
 #include "common/bug.h"
 #include "common/err.h"
@@ -127,14 +128,16 @@ void ctrl_rdzv_release(struct ctrl_ctx *ctx)
 	ctx->rdzv = NULL;
 }
 
-void ctrl_rdzv_token(const struct ctrl_ctx *ctx, const char *job, int attempt,
-		     char out[65])
+void ctrl_rdzv_token(const struct ctrl_ctx *ctx, const char *job,
+		     const char *uid, int attempt, char out[65])
 {
 	unsigned char mac[EVP_MAX_MD_SIZE];
 	unsigned int n = 0, i;
 	struct buf msg = BUF_INIT;
 
 	(void)buf_addf(&msg, "%s/%d", job, attempt);
+	if (uid)
+		(void)buf_addf(&msg, "/%s", uid);
 	if (!HMAC(EVP_sha256(), ctx->rdzv->secret, sizeof(ctx->rdzv->secret),
 		  (const unsigned char *)msg.data, msg.len, mac, &n))
 		BUG("HMAC failed");
@@ -238,17 +241,22 @@ static int key_ok(const char *k)
 	return 1;
 }
 
-static int authorized(const struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+static int authorized(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		      const char *job, int attempt)
 {
 	const char *h = MHD_lookup_connection_value(
 		conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	struct ctrl_jobrt *rt;
 	char want[65];
 
 	if (!h || strncmp(h, "Bearer ", 7) || strlen(h + 7) != 64)
 		return 0;
-	ctrl_rdzv_token(ctx, job, attempt, want);
-	return !CRYPTO_memcmp(h + 7, want, 64);
+	pthread_mutex_lock(&ctx->jobs_lock);
+	rt = ctrl_jobrt_get(ctx, job);
+	if (rt)
+		ctrl_rdzv_token(ctx, job, rt->uid, attempt, want);
+	pthread_mutex_unlock(&ctx->jobs_lock);
+	return rt && !CRYPTO_memcmp(h + 7, want, 64);
 }
 
 static void plain_error(struct ctrl_response *resp, int status,

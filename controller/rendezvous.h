@@ -30,9 +30,13 @@ struct MHD_Connection;
 int ctrl_rdzv_init(struct ctrl_ctx *ctx, struct buf *err);
 void ctrl_rdzv_release(struct ctrl_ctx *ctx);
 
-/* The attempt's token: 64 hex digits and a NUL in out. */
-void ctrl_rdzv_token(const struct ctrl_ctx *ctx, const char *job, int attempt,
-		     char out[65]);
+/*
+ * The attempt's token: 64 hex digits and a NUL in out. uid (the job's,
+ * may be NULL) is signed too, so a token of a deleted job opens nothing
+ * of a new job of the same name.
+ */
+void ctrl_rdzv_token(const struct ctrl_ctx *ctx, const char *job,
+		     const char *uid, int attempt, char out[65]);
 
 /* Drops every value of job (it ended). */
 void ctrl_rdzv_forget(struct ctrl_ctx *ctx, const char *job);

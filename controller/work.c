@@ -90,6 +90,7 @@ static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 		return ret;
 	}
 	a->job = xstrdup(mine->job);
+	a->job_uid = mine->job_uid ? xstrdup(mine->job_uid) : NULL;
 	a->attempt = mine->attempt;
 	a->action = action_of(mine->action);
 	a->job_arn = ctrl_job_arn(ctx, mine->job);
@@ -169,7 +170,8 @@ static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 			       ctx->cfg.advertise_url, mine->job,
 			       mine->attempt);
 		a->rdzv_url = buf_detach(&b, NULL);
-		ctrl_rdzv_token(ctx, mine->job, mine->attempt, token);
+		ctrl_rdzv_token(ctx, mine->job, mine->job_uid, mine->attempt,
+				token);
 		a->rdzv_token = xstrdup(token);
 	}
 	ret = api_distribution_parse(spec, &dist, err);

@@ -37,8 +37,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 		       "failure_reason, model_artifacts, request_json, "
 		       "instance_type, instance_count, creation_ms, "
 		       "last_modified_ms, start_ms, end_ms, training_s, "
-		       "billable_s, spec_json, attempt, stop_reason FROM jobs "
-		       "WHERE name = ?1",
+		       "billable_s, spec_json, attempt, stop_reason, uid FROM "
+		       "jobs WHERE name = ?1",
 	[ST_GET_TRANSITIONS] =
 		"SELECT status, start_ms, end_ms, message "
 		"FROM transitions WHERE job_id = ?1 ORDER BY seq",
@@ -49,8 +49,9 @@ static const char *const stmt_sql[ST_COUNT] = {
 		"INSERT INTO jobs (name, arn, status, "
 		"secondary_status, request_json, instance_type, "
 		"instance_count, creation_ms, last_modified_ms, "
-		"spec_json, waiting) "
-		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10)",
+		"spec_json, waiting, uid) "
+		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, "
+		"lower(hex(randomblob(8))))",
 	[ST_INSERT_TRANSITION] =
 		"INSERT INTO transitions (job_id, seq, status, "
 		"start_ms, message) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -490,6 +491,7 @@ void db_job_release(struct db_job *job)
 	size_t i;
 
 	free(job->name);
+	free(job->uid);
 	free(job->arn);
 	free(job->status);
 	free(job->secondary_status);
@@ -652,6 +654,7 @@ static void row_to_job(sqlite3_stmt *st, struct db_job *j)
 	j->spec_json = db__col_dup(st, 16);
 	j->attempt = sqlite3_column_int(st, 17);
 	j->stop_reason = db__col_dup(st, 18);
+	j->uid = db__col_dup(st, 19);
 }
 
 static int load_children(struct conn *c, struct db_job *j, struct buf *err)

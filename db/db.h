@@ -32,6 +32,7 @@ struct db_metric {
 struct db_job {
 	int64_t id;
 	char *name;
+	char *uid; /* 16 hex digits, chosen at insert (read only) */
 	char *arn;
 	char *status;
 	char *secondary_status;
@@ -76,7 +77,7 @@ void db_close(struct db *db);
 uint64_t db_write_seq(struct db *db);
 
 /* The schema version this build migrates to. */
-#define DB_SCHEMA_LATEST 4
+#define DB_SCHEMA_LATEST 5
 
 /* The schema version after migrations (PRAGMA user_version). */
 int db_schema_version(struct db *db);

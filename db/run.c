@@ -10,10 +10,14 @@
 #include "common/banned.h"
 
 #define JOB_ID "(SELECT id FROM jobs WHERE name = ?1)"
+/* The same, when ?7 (a uid, or NULL for any) names the job too. */
+#define JOB_ID_UID \
+	"(SELECT id FROM jobs WHERE name = ?1 AND (?7 IS NULL OR uid = ?7))"
 
 void db_assignment_release(struct db_assignment *a)
 {
 	free(a->job);
+	free(a->job_uid);
 	free(a->host);
 	free(a->action);
 	free(a->phase);
@@ -209,13 +213,14 @@ int db_assignments_list(struct db *db, const char *job, const char *host,
 	sqlite3_stmt *st = prep(
 		conn,
 		job ? "SELECT j.name, a.attempt, a.host_index, a.host, "
-		      "a.action, a.phase, a.report_json, a.artifacts FROM jobs "
+		      "a.action, a.phase, a.report_json, a.artifacts, j.uid "
+		      "FROM jobs "
 		      "j JOIN assignments a ON a.job_id = j.id WHERE j.name = "
 		      "?1 AND (?2 IS NULL OR a.host = ?2) AND (?3 = 0 OR "
 		      "a.attempt = ?3) ORDER BY a.attempt, a.host_index" :
 		      "SELECT j.name, a.attempt, a.host_index, a.host, "
-		      "a.action, a.phase, a.report_json, a.artifacts FROM "
-		      "assignments a CROSS JOIN jobs j ON j.id = a.job_id WHERE "
+		      "a.action, a.phase, a.report_json, a.artifacts, j.uid "
+		      "FROM assignments a CROSS JOIN jobs j ON j.id = a.job_id WHERE "
 		      "?1 IS NULL AND (?2 IS NULL OR a.host = ?2) AND (?3 = 0 "
 		      "OR a.attempt = ?3) ORDER BY j.creation_ms, j.id, "
 		      "a.attempt, a.host_index",
@@ -249,6 +254,7 @@ int db_assignments_list(struct db *db, const char *job, const char *host,
 		a->phase = db__col_dup(st, 5);
 		a->report_json = db__col_dup(st, 6);
 		a->artifacts = sqlite3_column_int(st, 7);
+		a->job_uid = db__col_dup(st, 8);
 	}
 	if (rc != SQLITE_DONE) {
 		ret = db__error(conn, "cannot list assignments", err);
@@ -273,9 +279,10 @@ int db_assignments_set_action(struct db *db, const char *job, int attempt,
 	return r < 0 ? r : 0;
 }
 
-int db_assignment_report(struct db *db, const char *job, int attempt,
-			 int host_index, const char *host, const char *phase,
-			 const char *report_json, struct buf *err)
+int db_assignment_report(struct db *db, const char *job, const char *job_uid,
+			 int attempt, int host_index, const char *host,
+			 const char *phase, const char *report_json,
+			 struct buf *err)
 {
 	sqlite3 *conn = db__writer_begin(db, err);
 	sqlite3_stmt *st;
@@ -287,7 +294,7 @@ int db_assignment_report(struct db *db, const char *job, int attempt,
 	st = prep(
 		conn,
 		"UPDATE assignments SET phase = ?4, report_json = ?5 WHERE "
-		"job_id = " JOB_ID " AND attempt = ?2 AND host_index = ?3 "
+		"job_id = " JOB_ID_UID " AND attempt = ?2 AND host_index = ?3 "
 		"AND host = ?6 AND (phase IS NOT ?4 OR report_json IS NOT ?5)",
 		err);
 	if (!st) {
@@ -300,20 +307,22 @@ int db_assignment_report(struct db *db, const char *job, int attempt,
 	db__bind_text(st, 4, phase);
 	db__bind_text(st, 5, report_json);
 	db__bind_text(st, 6, host);
+	db__bind_text(st, 7, job_uid);
 	ret = run(conn, st, "cannot store report", err);
 	if (!ret && sqlite3_changes(conn) > 0) {
 		ret = 1;
 	} else if (!ret) {
 		st = prep(conn,
-			  "SELECT 1 FROM assignments WHERE job_id = " JOB_ID
-			  " AND attempt = ?2 AND host_index = ?3 AND host = ?4",
+			  "SELECT 1 FROM assignments WHERE job_id = " JOB_ID_UID
+			  " AND attempt = ?2 AND host_index = ?3 AND host = ?6",
 			  err);
 		exists = 0;
 		if (st) {
 			db__bind_text(st, 1, job);
 			sqlite3_bind_int(st, 2, attempt);
 			sqlite3_bind_int(st, 3, host_index);
-			db__bind_text(st, 4, host);
+			db__bind_text(st, 6, host);
+			db__bind_text(st, 7, job_uid);
 			exists = sqlite3_step(st) == SQLITE_ROW;
 			sqlite3_finalize(st);
 		}

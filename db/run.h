@@ -14,6 +14,7 @@
 
 struct db_assignment {
 	char *job;
+	char *job_uid; /* the job's uid (db_job.uid) */
 	int attempt;
 	int host_index;	   /* 0-based: algo-(host_index+1) */
 	char *host;	   /* inventory / local host name */
@@ -62,9 +63,10 @@ int db_assignments_set_action(struct db *db, const char *job, int attempt,
  * changed, 0 when nothing changed, ERR_NOTFOUND when host has no such
  * assignment (an old attempt, or another host's: fenced), ERR_DB.
  */
-int db_assignment_report(struct db *db, const char *job, int attempt,
-			 int host_index, const char *host, const char *phase,
-			 const char *report_json, struct buf *err);
+int db_assignment_report(struct db *db, const char *job, const char *job_uid,
+			 int attempt, int host_index, const char *host,
+			 const char *phase, const char *report_json,
+			 struct buf *err);
 
 /* ORs bit into the assignment's artifacts. */
 int db_assignment_add_artifact(struct db *db, const char *job, int attempt,

@@ -89,6 +89,11 @@ static const char *const migrations[] = {
 	 * finds its jobs behind any number queued for other types. */
 	"CREATE INDEX jobs_queue ON jobs(instance_type, creation_ms, id) "
 	"WHERE status = 'InProgress' AND attempt = 0 AND waiting = 1;",
+	/* 5: a uid per job, so that nothing of a deleted job (an agent's
+	 * late report, log line or artifact) is taken for a new job of the
+	 * same name. */
+	"ALTER TABLE jobs ADD COLUMN uid TEXT;"
+	"UPDATE jobs SET uid = lower(hex(randomblob(8)));",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -20,7 +20,8 @@
 
 static void push(struct agent_logq *q, const char *job, const char *text)
 {
-	agent_logq_push(q, job, 1, "algo-1", 0, 0, 1000, text, strlen(text), 0);
+	agent_logq_push(q, job, NULL, 1, "algo-1", 0, 0, 1000, text,
+			strlen(text), 0);
 }
 
 /* Takes a batch and parses it back. */

@@ -47,6 +47,7 @@ static void full_assignment(struct api_assignment *a, int script)
 {
 	memset(a, 0, sizeof(*a));
 	a->job = xs("mnist-1");
+	a->job_uid = xs("5e1f0c0ffee0d00d");
 	a->attempt = 2;
 	a->action = API_ACTION_STOP;
 	a->job_arn = xs("arn:aws:sagemaker:us-east-1:000000000000:"
@@ -134,6 +135,7 @@ static void full_status(struct api_status *s)
 	s->items = calloc(2, sizeof(*s->items));
 	r = &s->items[0];
 	r->job = xs("mnist-1");
+	r->job_uid = xs("5e1f0c0ffee0d00d");
 	r->attempt = 1;
 	r->algo = xs("algo-2");
 	r->phase = API_PHASE_EXITED;
@@ -183,6 +185,7 @@ static void make_lines(struct api_log_batch *b, size_t n)
 	b->lines = calloc(n ? n : 1, sizeof(*b->lines));
 	for (i = 0; i < n; i++) {
 		b->lines[i].job = xs("mnist-1");
+		b->lines[i].job_uid = i % 2 ? NULL : xs("5e1f0c0ffee0d00d");
 		b->lines[i].attempt = 1;
 		b->lines[i].algo = xs("algo-1");
 		b->lines[i].rank = (int)(i % 4);
@@ -657,6 +660,8 @@ static void test_status_round_trip(void **state)
 	assert_string_equal(s.boot_id, "b00t");
 	assert_int_equal(s.n, 2);
 	r = &s.items[0];
+	assert_string_equal(r->job_uid, "5e1f0c0ffee0d00d");
+	assert_null(s.items[1].job_uid); /* an older agent sends none */
 	assert_int_equal(r->phase, API_PHASE_EXITED);
 	assert_int_equal(r->started_ms, 1796211299642);
 	assert_int_equal(r->n_procs, 3);
@@ -702,6 +707,15 @@ static void test_status_refused(void **state)
 	for (i = 0; i < sizeof(required) / sizeof(required[0]); i++)
 		expect_refused(MSG_STATUS, text, required[i], NULL, NULL);
 	expect_accepted(MSG_STATUS, text, "assignments.0.started_ms", NULL);
+	expect_accepted(MSG_STATUS, text, "assignments.0.job_uid", NULL);
+	expect_refused(MSG_STATUS, text, "assignments.0.job_uid",
+		       json_string("5E1F"), NULL);
+	expect_refused(MSG_STATUS, text, "assignments.0.job_uid",
+		       json_string(""), NULL);
+	expect_refused(MSG_STATUS, text, "assignments.0.job_uid",
+		       json_string("0123456789abcdef0123456789abcdef0"), NULL);
+	expect_refused(MSG_STATUS, text, "assignments.0.job_uid",
+		       json_integer(7), NULL);
 	expect_accepted(MSG_STATUS, text, "assignments.0.failure", NULL);
 	expect_accepted(MSG_STATUS, text, "assignments.0.processes.0.signal",
 			NULL);

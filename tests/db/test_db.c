@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "db/db.h"
+#include "db/run.h"
 #include "common/buf.h"
 #include "common/err.h"
 
@@ -599,8 +600,10 @@ static void test_failure_reason(void **state)
 
 static void test_delete(void **state)
 {
+	static const char *const hosts[] = { "h1" };
 	struct fixture *f = *state;
 	struct buf err = BUF_INIT;
+	char old_uid[64];
 	struct db_job j;
 	static const char *const live[][2] = {
 		{ "InProgress", "Starting" },
@@ -650,10 +653,30 @@ static void test_delete(void **state)
 	assert_int_equal(change(f->db, "reuse-me", "InProgress", NULL,
 				"Completed", "Completed", NULL, T0 + 300, 0, 1),
 			 0);
+	get(f->db, "reuse-me", &j);
+	assert_non_null(j.uid);
+	assert_int_equal(strlen(j.uid), 16);
+	(void)snprintf(old_uid, sizeof(old_uid), "%s", j.uid);
+	db_job_release(&j);
 	assert_int_equal(db_job_delete(f->db, "REUSE-ME", &err), 0);
 	insert(f->db, "Reuse-Me", "InProgress", "Starting", T0 + 400);
 	get(f->db, "reuse-me", &j);
 	assert_string_equal(j.name, "Reuse-Me");
+	/* A new job of the same name: a new uid, and a late report of the
+	 * old one (its uid) reaches nothing of it. */
+	assert_string_not_equal(j.uid, old_uid);
+	assert_int_equal(db_attempt_start(f->db, "reuse-me", 1, 20000, hosts, 1,
+					  T0 + 500, &err),
+			 0);
+	assert_int_equal(db_assignment_report(f->db, "reuse-me", old_uid, 1, 0,
+					      "h1", "exited", "{}", &err),
+			 ERR_NOTFOUND);
+	assert_int_equal(db_assignment_report(f->db, "reuse-me", j.uid, 1, 0,
+					      "h1", "exited", "{}", &err),
+			 1);
+	assert_int_equal(db_assignment_report(f->db, "reuse-me", NULL, 1, 0,
+					      "h1", "done", "{}", &err),
+			 1);
 	assert_int_equal(j.creation_ms, T0 + 400);
 	assert_int_equal(j.n_transitions, 1);
 	assert_int_equal(j.start_ms, 0);

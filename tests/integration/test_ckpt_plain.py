@@ -186,7 +186,7 @@ def main():
     err = cl.start()
     if tap.ok(err is None, "trainctld --local-hosts 3 starts, 3 hosts ready", err):
         sm = cl.client()
-        for c in ("p", "w", "x"):
+        for c in ("p", "w", "x", "r", "s"):
             if ONLY and c not in ONLY:
                 continue
             t = time.time()
