@@ -81,10 +81,11 @@ void agent_usage(void);
 typedef int agent_task_fn(void *arg, int report_fd);
 
 struct agent_task {
-	pid_t pid;  /* -1 when none */
-	int fd;	    /* report pipe read end, -1 after EOF */
-	int reaped; /* 1 once waited for */
-	int status; /* wait status */
+	pid_t pid;	      /* -1 when none */
+	uint64_t start_ticks; /* kernel start time (lease.c); 0: unknown */
+	int fd;		      /* report pipe read end, -1 after EOF */
+	int reaped;	      /* 1 once waited for */
+	int status;	      /* wait status */
 	struct agent_lines lines;
 };
 
@@ -115,6 +116,7 @@ struct agent_req {
 	struct buf body; /* request body */
 	struct buf resp; /* response body, capped */
 	int upload_fd;	 /* PUT from this file, or -1 */
+	int64_t sent_ms; /* monotonic: when it was started */
 	long status;	 /* HTTP status; 0 when the transfer failed */
 	int curl_code;
 	int os_errno; /* of a failed connect (CURLINFO_OS_ERRNO) */
@@ -284,6 +286,7 @@ enum agent_upload_step {
 
 struct agent_rank {
 	struct agent_proc proc;
+	uint64_t start_ticks; /* kernel start time, for the watchdog */
 	struct agent_lines out;
 	struct agent_lines err;
 	char tail[AGENT_TAIL_LINES][AGENT_TAIL_LEN + 1];
@@ -359,6 +362,10 @@ struct agent_session {
 	int64_t heartbeat_ms;
 	int64_t deadline_ms;
 	int64_t last_contact; /* monotonic: last 2xx from the controller */
+	/* monotonic: the send time of the last acknowledged request that the
+	 * controller counts as a sign of life (register, work, status), or
+	 * of one its machine refused; the lease runs from here (lease.c) */
+	int64_t lease_base;
 	/* monotonic: the controller's machine last answered (any HTTP
 	 * status, or a refused connection: up, its trainctld down) */
 	int64_t last_reachable;
@@ -375,6 +382,14 @@ struct agent_session {
 void agent_session_init(struct agent_ctx *ctx);
 /* Sends what is due; called once per loop turn. */
 void agent_session_tick(struct agent_ctx *ctx, int64_t now);
+/*
+ * Self-fencing, first thing every turn (before any exit is acted on):
+ * once the lease has run out every running process is killed and the
+ * assignments are marked fenced (no checkpoint of theirs is stored).
+ */
+void agent_session_check_lease(struct agent_ctx *ctx, int64_t now);
+/* Monotonic ms at which the host's lease ends. */
+int64_t agent_session_lease_end(const struct agent_ctx *ctx);
 /* Earliest monotonic time something is due (INT64_MAX: nothing). */
 int64_t agent_session_next(struct agent_ctx *ctx);
 void agent_session_release(struct agent_ctx *ctx);
@@ -403,8 +418,35 @@ struct agent_pollref {
 	size_t rank;
 };
 
+/* --- lease.c: the lease and its watchdog -------------------------------- */
+
+#define AGENT_LEASE_PROCS 240
+
+struct agent_lease_page;
+
+struct agent_lease {
+	int fd;
+	struct agent_lease_page *page; /* <work-dir>/lease, shared */
+	uint64_t fired_seen;
+	int64_t check_at; /* monotonic: next look at the watchdog */
+};
+
+/* The lease ends this long before the controller's host deadline. */
+int64_t agent_lease_margin_ms(int64_t deadline_ms);
+/* Maps the lease file and starts the watchdog unless one runs. */
+int agent_lease_open(struct agent_ctx *ctx, struct buf *err);
+/* Publishes the lease's end and the processes it guards (every turn). */
+void agent_lease_sync(struct agent_ctx *ctx, int64_t now);
+/* A clean exit: nothing to guard, and the watchdog leaves. */
+void agent_lease_close(struct agent_ctx *ctx);
+/* `trainagent watchdog WORK_DIR` */
+int agent_watchdog_main(int argc, char **argv);
+/* /proc/<pid>/stat's starttime; 0 when there is no such process. */
+uint64_t agent_proc_start_ticks(pid_t pid);
+
 struct agent_ctx {
 	struct agent_config cfg;
+	struct agent_lease lease;
 	char *token;
 	char boot_id[40];
 	int can_bind; /* root with working mount namespaces */

@@ -726,15 +726,25 @@ void agent_assign_fence_all(struct agent_ctx *ctx, const char *why)
 {
 	struct agent_assign *a;
 
+	/*
+	 * Ranks the watchdog killed while the agent was not running have
+	 * ended already, but their attempt is just as fenced: no final
+	 * checkpoint sync for it (a newer attempt may be running).
+	 */
 	for (a = ctx->assigns; a; a = a->next) {
-		if (a->phase != API_PHASE_RUNNING || ranks_ended(a))
+		if (a->phase != API_PHASE_RUNNING &&
+		    a->phase != API_PHASE_EXITED)
+			continue;
+		a->fenced = 1;
+		if (a->task_kind == AGENT_TASK_SYNC)
+			agent_task_kill(&a->task);
+		if (ranks_ended(a))
 			continue;
 		log_warn("%s/%d/%s: self-fencing: %s: SIGKILL", a->job,
 			 a->attempt, a->algo, why);
 		agent_assign_note(ctx, a, "killed: %s (self-fencing)", why);
 		signal_ranks(a, SIGKILL);
 		a->kill_sent = 1;
-		a->fenced = 1;
 	}
 }
 

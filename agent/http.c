@@ -158,6 +158,7 @@ static struct agent_req *req_new(struct agent_ctx *ctx, const char *method,
 	CURL *e;
 
 	r->upload_fd = -1;
+	r->sent_ms = time_mono_ms();
 	buf_init(&r->body, 0);
 	buf_init(&r->resp, RESP_MAX);
 	r->done = done;

@@ -272,7 +272,9 @@ int agent_run(struct agent_ctx *ctx)
 		 * (a rank that exited) must reach the controller together
 		 * with its consequence (phase exited, the failure text).
 		 */
+		agent_session_check_lease(ctx, now);
 		agent_reconcile(ctx);
+		agent_lease_sync(ctx, now);
 		check_work_dir(ctx, now);
 		if (ctx->shutting_down) {
 			shutdown_step(ctx, now, &report_until);

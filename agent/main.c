@@ -167,6 +167,8 @@ int main(int argc, char **argv)
 		return agent_rsh_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "mpi-worker"))
 		return agent_mpi_worker_main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "watchdog"))
+		return agent_watchdog_main(argc - 1, argv + 1);
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.sig_pipe[0] = ctx.sig_pipe[1] = -1;
 	ctx.lock_fd = -1;
@@ -213,11 +215,17 @@ int main(int argc, char **argv)
 			 why.data);
 	agent_logq_init(&ctx.logq, AGENT_LOGQ_MAX);
 	agent_session_init(&ctx);
+	/* Without the watchdog the agent still fences itself when it runs. */
+	if (agent_lease_open(&ctx, &err)) {
+		log_warn("no watchdog: %s", err.data);
+		buf_reset(&err);
+	}
 	if (agent_http_init(&ctx, &err)) {
 		log_error("%s", err.data);
 		goto out_curl;
 	}
 	ret = agent_run(&ctx) ? 1 : 0;
+	agent_lease_close(&ctx);
 	log_info("exiting");
 	while (ctx.assigns)
 		agent_assign_free(&ctx, ctx.assigns);

@@ -51,6 +51,7 @@ void agent_session_init(struct agent_ctx *ctx)
 	s->heartbeat_ms = 1000;
 	s->deadline_ms = 3000;
 	s->last_contact = time_mono_ms();
+	s->lease_base = s->last_contact;
 	s->work_version = -1;
 }
 
@@ -73,12 +74,24 @@ static int ok2xx(const struct agent_req *r)
 	return r->status >= 200 && r->status < 300;
 }
 
-/* Any 2xx: the controller is there and knows us. */
-static void contact(struct agent_ctx *ctx)
+static void renew(struct agent_session *s, const struct agent_req *req)
+{
+	if (req->sent_ms > s->lease_base)
+		s->lease_base = req->sent_ms;
+}
+
+/*
+ * Any 2xx: the controller is there and knows us. Only what the controller
+ * counts as a sign of life (not a log POST) renews the lease.
+ */
+static void contact(struct agent_ctx *ctx, const struct agent_req *req,
+		    int counted)
 {
 	struct agent_session *s = &ctx->sess;
 
 	s->last_contact = time_mono_ms();
+	if (counted)
+		renew(s, req);
 	if (s->fenced) {
 		log_info("controller reachable again");
 		s->fenced = 0;
@@ -109,8 +122,10 @@ void agent_session_lost(struct agent_ctx *ctx, const char *what,
 	 * restart): that is no partition, so no reason to fence. A
 	 * timeout or an unreachable network is.
 	 */
-	if (req && (req->status || req->os_errno == ECONNREFUSED))
+	if (req && (req->status || req->os_errno == ECONNREFUSED)) {
 		s->last_reachable = now;
+		renew(s, req);
+	}
 	/* Say it once per outage; the retries go to the debug log. */
 	if (s->registered)
 		log_warn("%s: %s: registering again", what, why.data);
@@ -219,7 +234,7 @@ static void on_register(struct agent_ctx *ctx, struct agent_req *req)
 	/* A restarted controller may reuse version numbers: ask afresh. */
 	s->work_version = -1;
 	s->log_at = 0;
-	contact(ctx);
+	contact(ctx, req, 1);
 	log_info("registered with %s as '%s' (heartbeat %lld ms, deadline "
 		 "%lld ms)",
 		 ctx->cfg.controller, ctx->cfg.host, (long long)s->heartbeat_ms,
@@ -269,7 +284,7 @@ static void on_work(struct agent_ctx *ctx, struct agent_req *req)
 		s->work_at = time_mono_ms() + s->backoff_ms;
 		return;
 	}
-	contact(ctx);
+	contact(ctx, req, 1);
 	w = xcalloc(1, sizeof(*w));
 	if (api_work_parse(req->resp.data, req->resp.len, w, &err)) {
 		/* Asking again with the old version would answer at once. */
@@ -318,7 +333,7 @@ static void on_status(struct agent_ctx *ctx, struct agent_req *req)
 		return;
 	}
 	agent_assign_status_done(ctx, 1);
-	contact(ctx);
+	contact(ctx, req, 1);
 }
 
 static void send_status(struct agent_ctx *ctx, int64_t now)
@@ -359,7 +374,7 @@ static void on_logs(struct agent_ctx *ctx, struct agent_req *req)
 		return;
 	}
 	agent_logq_ack(&ctx->logq);
-	contact(ctx);
+	contact(ctx, req, 0);
 }
 
 /* When the next log POST is due (INT64_MAX: nothing to send). */
@@ -400,21 +415,35 @@ out:
 	buf_release(&path);
 }
 
-void agent_session_tick(struct agent_ctx *ctx, int64_t now)
+int64_t agent_session_lease_end(const struct agent_ctx *ctx)
+{
+	const struct agent_session *s = &ctx->sess;
+
+	return s->lease_base + s->deadline_ms -
+	       agent_lease_margin_ms(s->deadline_ms);
+}
+
+void agent_session_check_lease(struct agent_ctx *ctx, int64_t now)
 {
 	struct agent_session *s = &ctx->sess;
 	struct buf why = BUF_INIT;
 
-	if (!s->fenced && now - s->last_contact > s->deadline_ms &&
-	    now - s->last_reachable > s->deadline_ms) {
-		s->fenced = 1;
-		(void)buf_addf(&why,
-			       "no answer from the controller for %lld ms",
-			       (long long)(now - s->last_contact));
-		log_warn("%s: self-fencing", why.data);
-		agent_assign_fence_all(ctx, why.data);
-		buf_release(&why);
-	}
+	if (s->fenced || now < agent_session_lease_end(ctx))
+		return;
+	s->fenced = 1;
+	(void)buf_addf(&why,
+		       "the host's lease ran out: no answer from the "
+		       "controller for %lld ms",
+		       (long long)(now - s->last_contact));
+	log_warn("%s: self-fencing", why.data);
+	agent_assign_fence_all(ctx, why.data);
+	buf_release(&why);
+}
+
+void agent_session_tick(struct agent_ctx *ctx, int64_t now)
+{
+	struct agent_session *s = &ctx->sess;
+
 	if (!s->registered) {
 		if (!s->reg_req && now >= s->register_at)
 			send_register(ctx);
@@ -469,10 +498,7 @@ int64_t agent_session_next(struct agent_ctx *ctx)
 	 * connection). Waking at the first alone would spin while
 	 * trainctld is down. */
 	if (!s->fenced)
-		next = (s->last_contact > s->last_reachable ?
-				s->last_contact :
-				s->last_reachable) +
-		       s->deadline_ms + 1;
+		next = agent_session_lease_end(ctx);
 	if (!s->registered) {
 		if (!s->reg_req)
 			next = min64(next, s->register_at);

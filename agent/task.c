@@ -36,6 +36,7 @@
 void agent_task_init(struct agent_task *t)
 {
 	t->pid = -1;
+	t->start_ticks = 0;
 	t->fd = -1;
 	t->reaped = 0;
 	t->status = 0;

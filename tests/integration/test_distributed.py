@@ -381,14 +381,19 @@ def check_no_leftovers(cluster, job):
 
 
 def check_hosts_quiet(cluster):
-    """Inside the hosts' namespaces only sshd and the agent run."""
+    """Inside the hosts' namespaces only sshd, the agent and its watchdog
+    (one each per host) run."""
     inos = cluster.ns_inodes()
     extra = []
+    dogs = {}
     for p in scan_procs():
         if p["ns"] not in inos:
             continue
-        argv0 = p["cmd"].split(" ")[0]
-        if "sshd" in argv0 or (os.path.basename(argv0) == "trainagent" and "--controller" in p["cmd"]):
+        argv = p["cmd"].split(" ")
+        if "sshd" in argv[0] or (os.path.basename(argv[0]) == "trainagent" and "--controller" in p["cmd"]):
+            continue
+        if os.path.basename(argv[0]) == "trainagent" and argv[1:2] == ["watchdog"] and p["ns"] not in dogs:
+            dogs[p["ns"]] = p["pid"]
             continue
         extra.append("pid %d (%s) on %s: %s" % (p["pid"], p["state"], inos[p["ns"]], p["cmd"][:200]))
     expect(not extra, "besides sshd and the agents the hosts run:\n" + "\n".join(extra))

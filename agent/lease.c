@@ -1,0 +1,430 @@
+/*
+ * The host's lease, and the watchdog that enforces it.
+ *
+ * A host may run its attempts only while its lease holds: the lease ends
+ * deadline - margin after the send time of the last request that the
+ * controller counts as a sign of life (register, work poll, heartbeat)
+ * and that it acknowledged. The controller declares the host lost only
+ * deadline after it received that request, so when it starts a
+ * replacement the lease has been over for at least the margin
+ * (docs/distributed.md says the bounds).
+ *
+ * Killing the ranks when the lease ends must not depend on the agent
+ * being scheduled: an agent that is frozen (SIGSTOP, a stuck page fault)
+ * or dead cannot fence anything. So the agent publishes the lease's end
+ * and the processes it guards (ranks and forked workers, each with its
+ * kernel start time) in a small shared file, <work-dir>/lease, and a
+ * separate process, `trainagent watchdog`, sleeps on the monotonic clock
+ * and SIGKILLs every one of them once the lease ran out. The watchdog
+ * outlives an agent killed with -9 (a restarted agent takes the same
+ * file over and renews it); it leaves when the agent exits cleanly, when
+ * the file goes, or when it has nothing left to guard and no agent.
+ *
+ * The table is written under a sequence count (odd while it changes), so
+ * the watchdog never acts on half an entry.
+ */
+#define _GNU_SOURCE
+#define LOG_TAG "agent"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+#define LEASE_MAGIC 0x534c4354u /* "TCLS" */
+#define LEASE_VERSION 1
+#define WATCHDOG_TICK_MS 50
+
+enum { LEASE_RANK = 1, LEASE_WORKER = 2 };
+
+struct lease_proc {
+	int32_t pid;
+	int32_t kind;
+	uint64_t start; /* /proc/<pid>/stat starttime */
+};
+
+struct agent_lease_page {
+	uint32_t magic;
+	uint32_t version;
+	int32_t agent_pid;
+	int32_t watchdog_pid;
+	int32_t quit;	  /* the agent exits cleanly: leave */
+	uint32_t n;	  /* entries of procs in use */
+	int64_t until_ms; /* monotonic; 0: none */
+	uint64_t fired;	  /* times the watchdog killed */
+	uint64_t seq;	  /* odd while procs/n change */
+	struct lease_proc procs[AGENT_LEASE_PROCS];
+};
+
+int64_t agent_lease_margin_ms(int64_t deadline_ms)
+{
+	int64_t m = deadline_ms / 10;
+
+	return m < 50 ? 50 : m > 500 ? 500 : m;
+}
+
+uint64_t agent_proc_start_ticks(pid_t pid)
+{
+	char path[64], stat[1024], *p;
+	unsigned long long start = 0;
+	ssize_t len;
+	int fd, field;
+
+	(void)snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	len = read(fd, stat, sizeof(stat) - 1);
+	close(fd);
+	if (len <= 0)
+		return 0;
+	stat[len] = '\0';
+	/* Field 22 counts from the pid; comm (2) may hold anything. */
+	p = strrchr(stat, ')');
+	for (field = 2; p && *p && field < 22; p++)
+		if (*p == ' ')
+			field++;
+	if (!p || sscanf(p, "%llu", &start) != 1)
+		return 0;
+	return start;
+}
+
+static int map_page(const char *path, int create, int *fd_out,
+		    struct agent_lease_page **out, struct buf *err)
+{
+	struct agent_lease_page *pg;
+	struct stat st;
+	int fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
+
+	if (fd < 0 || fstat(fd, &st) ||
+	    ((size_t)st.st_size < sizeof(*pg) &&
+	     (!create || ftruncate(fd, (off_t)sizeof(*pg))))) {
+		(void)buf_addf(err, "%s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return ERR_IO;
+	}
+	pg = mmap(NULL, sizeof(*pg), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (pg == MAP_FAILED) {
+		(void)buf_addf(err, "mmap %s: %s", path, strerror(errno));
+		close(fd);
+		return ERR_IO;
+	}
+	*fd_out = fd;
+	*out = pg;
+	return 0;
+}
+
+static char *lease_path(const char *work_dir, const char *name)
+{
+	struct buf b = BUF_INIT;
+
+	(void)buf_addf(&b, "%s/%s", work_dir, name);
+	return buf_detach(&b, NULL);
+}
+
+/* --- the agent's side ------------------------------------------------------
+ */
+
+static int watchdog_alive(const struct agent_lease_page *pg)
+{
+	char path[64], cmd[256];
+	int pid = __atomic_load_n(&pg->watchdog_pid, __ATOMIC_ACQUIRE);
+	ssize_t n;
+	int fd;
+
+	if (pid <= 0 || kill(pid, 0))
+		return 0;
+	(void)snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, cmd, sizeof(cmd) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	cmd[n] = '\0';
+	/* argv[1] follows argv[0]'s NUL. */
+	return memchr(cmd, '\0', (size_t)n) &&
+	       !strcmp(cmd + strlen(cmd) + 1, "watchdog");
+}
+
+static void spawn_watchdog(struct agent_ctx *ctx)
+{
+	struct agent_lease *l = &ctx->lease;
+	pid_t pid;
+
+	if (watchdog_alive(l->page))
+		return;
+	pid = fork();
+	if (pid < 0) {
+		log_warn("cannot start the watchdog: fork: %s",
+			 strerror(errno));
+		return;
+	}
+	if (pid == 0) {
+		char *argv[] = { (char *)"trainagent", (char *)"watchdog",
+				 ctx->cfg.work_dir, NULL };
+		sigset_t none;
+
+		(void)setsid();
+		sigemptyset(&none);
+		(void)sigprocmask(SIG_SETMASK, &none, NULL);
+		/* The binary may have been replaced on disk: this is the
+		 * one we run. */
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	__atomic_store_n(&l->page->watchdog_pid, (int32_t)pid,
+			 __ATOMIC_RELEASE);
+	log_info("watchdog started (pid %d)", (int)pid);
+}
+
+int agent_lease_open(struct agent_ctx *ctx, struct buf *err)
+{
+	struct agent_lease *l = &ctx->lease;
+	char *path = lease_path(ctx->cfg.work_dir, "lease");
+	int ret;
+
+	l->fd = -1;
+	ret = map_page(path, 1, &l->fd, &l->page, err);
+	free(path);
+	if (ret)
+		return ret;
+	if (l->page->magic != LEASE_MAGIC ||
+	    l->page->version != LEASE_VERSION) {
+		memset(l->page, 0, sizeof(*l->page));
+		l->page->version = LEASE_VERSION;
+		__atomic_store_n(&l->page->magic, LEASE_MAGIC,
+				 __ATOMIC_RELEASE);
+	}
+	/*
+	 * A previous agent's lease still guards its processes: this agent
+	 * may not make it longer before the controller has answered.
+	 */
+	if (l->page->until_ms > 0 && l->page->n)
+		ctx->sess.lease_base =
+			l->page->until_ms - ctx->sess.deadline_ms +
+			agent_lease_margin_ms(ctx->sess.deadline_ms);
+	__atomic_store_n(&l->page->quit, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&l->page->agent_pid, (int32_t)getpid(),
+			 __ATOMIC_RELEASE);
+	l->fired_seen = __atomic_load_n(&l->page->fired, __ATOMIC_ACQUIRE);
+	spawn_watchdog(ctx);
+	return 0;
+}
+
+static void add_proc(struct lease_proc *v, uint32_t *n, pid_t pid, int kind,
+		     uint64_t *start)
+{
+	if (pid <= 0 || *n >= AGENT_LEASE_PROCS)
+		return;
+	if (!*start)
+		*start = agent_proc_start_ticks(pid);
+	if (!*start)
+		return;
+	v[*n].pid = pid;
+	v[*n].kind = kind;
+	v[*n].start = *start;
+	(*n)++;
+}
+
+void agent_lease_sync(struct agent_ctx *ctx, int64_t now)
+{
+	struct agent_lease *l = &ctx->lease;
+	struct agent_lease_page *pg = l->page;
+	struct lease_proc v[AGENT_LEASE_PROCS];
+	struct agent_assign *a;
+	uint32_t n = 0;
+	uint64_t fired;
+	int64_t until;
+	size_t i;
+
+	if (!pg)
+		return;
+	for (a = ctx->assigns; a; a = a->next) {
+		for (i = 0; i < a->n_ranks; i++) {
+			struct agent_rank *r = &a->ranks[i];
+
+			if (!r->proc.exited)
+				add_proc(v, &n, r->proc.pid, LEASE_RANK,
+					 &r->start_ticks);
+		}
+		if (agent_task_busy(&a->task) && !a->task.reaped)
+			add_proc(v, &n, a->task.pid, LEASE_WORKER,
+				 &a->task.start_ticks);
+	}
+	if (n != pg->n || memcmp(v, pg->procs, n * sizeof(*v))) {
+		__atomic_add_fetch(&pg->seq, 1, __ATOMIC_ACQ_REL);
+		memcpy(pg->procs, v, n * sizeof(*v));
+		pg->n = n;
+		__atomic_add_fetch(&pg->seq, 1, __ATOMIC_ACQ_REL);
+	}
+	until = agent_session_lease_end(ctx);
+	if (__atomic_load_n(&pg->until_ms, __ATOMIC_ACQUIRE) != until)
+		__atomic_store_n(&pg->until_ms, until, __ATOMIC_RELEASE);
+	fired = __atomic_load_n(&pg->fired, __ATOMIC_ACQUIRE);
+	if (fired != l->fired_seen) {
+		l->fired_seen = fired;
+		log_warn("the watchdog killed this host's processes: the lease "
+			 "ran out while the agent was not running");
+	}
+	/* Now and then: a watchdog that died is started again. */
+	if (now >= l->check_at) {
+		l->check_at = now + 1000;
+		spawn_watchdog(ctx);
+	}
+}
+
+void agent_lease_close(struct agent_ctx *ctx)
+{
+	struct agent_lease *l = &ctx->lease;
+
+	if (!l->page)
+		return;
+	__atomic_store_n(&l->page->until_ms, 0, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&l->page->seq, 1, __ATOMIC_ACQ_REL);
+	l->page->n = 0;
+	__atomic_add_fetch(&l->page->seq, 1, __ATOMIC_ACQ_REL);
+	__atomic_store_n(&l->page->quit, 1, __ATOMIC_RELEASE);
+	(void)munmap(l->page, sizeof(*l->page));
+	l->page = NULL;
+	if (l->fd >= 0)
+		close(l->fd);
+	l->fd = -1;
+}
+
+/* --- the watchdog ------------------------------------------------------------
+ */
+
+/* A consistent copy of the table; 0 when it kept changing. */
+static int snapshot(const struct agent_lease_page *pg, struct lease_proc *v,
+		    uint32_t *n)
+{
+	int tries;
+
+	for (tries = 0; tries < 1000; tries++) {
+		uint64_t s1 = __atomic_load_n(&pg->seq, __ATOMIC_ACQUIRE);
+
+		if (s1 & 1)
+			continue;
+		*n = pg->n < AGENT_LEASE_PROCS ? pg->n : AGENT_LEASE_PROCS;
+		memcpy(v, pg->procs, *n * sizeof(*v));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&pg->seq, __ATOMIC_ACQUIRE) == s1)
+			return 1;
+	}
+	return 0;
+}
+
+/* SIGKILLs what the table guards; returns how many were still there. */
+static int fire(struct agent_lease_page *pg)
+{
+	struct lease_proc v[AGENT_LEASE_PROCS];
+	uint32_t n = 0, i;
+	int killed = 0;
+
+	if (!snapshot(pg, v, &n))
+		return 0;
+	for (i = 0; i < n; i++) {
+		uint64_t now_start = agent_proc_start_ticks(v[i].pid);
+		struct agent_proc p;
+
+		agent_proc_init(&p);
+		p.pid = v[i].pid;
+		if (now_start && now_start != v[i].start)
+			continue; /* the pid is somebody else's now */
+		if (!now_start)
+			p.exited = 1; /* the leader is gone: the rest */
+		if (v[i].kind == LEASE_WORKER) {
+			killed += kill(-v[i].pid, SIGKILL) == 0;
+			continue;
+		}
+		killed += agent_proc_signal(&p, SIGKILL) == 0;
+	}
+	return killed;
+}
+
+static void sleep_ms(int64_t ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000),
+			       (long)(ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+int agent_watchdog_main(int argc, char **argv)
+{
+	struct agent_lease_page *pg;
+	struct buf err = BUF_INIT;
+	struct stat want, now_st;
+	char *path, *lock;
+	int64_t fired_for = -1;
+	int fd = -1, lock_fd;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: trainagent watchdog WORK_DIR\n");
+		return 2;
+	}
+	path = lease_path(argv[1], "lease");
+	lock = lease_path(argv[1], "watchdog.lock");
+	lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	/* One watchdog per work directory. */
+	if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB))
+		return 0;
+	if (map_page(path, 0, &fd, &pg, &err) || fstat(fd, &want) ||
+	    pg->magic != LEASE_MAGIC) {
+		fprintf(stderr, "trainagent watchdog: %s\n",
+			err.len ? err.data : "no lease file");
+		return 1;
+	}
+	__atomic_store_n(&pg->watchdog_pid, (int32_t)getpid(),
+			 __ATOMIC_RELEASE);
+	for (;;) {
+		int64_t until =
+			__atomic_load_n(&pg->until_ms, __ATOMIC_ACQUIRE);
+		int agent = __atomic_load_n(&pg->agent_pid, __ATOMIC_ACQUIRE);
+		int64_t now = time_mono_ms();
+		int agent_alive = agent > 0 && !kill(agent, 0);
+
+		if (__atomic_load_n(&pg->quit, __ATOMIC_ACQUIRE))
+			break;
+		if (stat(path, &now_st) || now_st.st_ino != want.st_ino ||
+		    now_st.st_dev != want.st_dev)
+			break; /* the work directory went */
+		if (until > 0 && now >= until && until != fired_for && pg->n) {
+			fired_for = until;
+			if (fire(pg) > 0)
+				__atomic_add_fetch(&pg->fired, 1,
+						   __ATOMIC_ACQ_REL);
+		}
+		if (!agent_alive && (!pg->n || fired_for == until))
+			break; /* no agent, nothing (left) to guard */
+		sleep_ms(until > now && until - now < WATCHDOG_TICK_MS ?
+				 until - now :
+				 WATCHDOG_TICK_MS);
+	}
+	__atomic_store_n(&pg->watchdog_pid, 0, __ATOMIC_RELEASE);
+	(void)munmap(pg, sizeof(*pg));
+	close(fd);
+	close(lock_fd);
+	free(path);
+	free(lock);
+	buf_release(&err);
+	return 0;
+}

@@ -1,0 +1,188 @@
+#!/usr/bin/python3
+"""Fencing when an agent freezes instead of dying: no two attempts of a
+job ever run at the same time.
+
+Embedded local cluster (trainctld --local-hosts 3 --heartbeat-ms 200
+--host-deadline-ms 1000), ft_trainer.py as in test_faults.py (checkpoint
+every 10 steps):
+  (z) a 2-host job; the agent of algo-2's host is frozen with SIGSTOP for
+      4 s (its ranks are not: they train on, as they would when only the
+      agent hangs). The controller declares the host lost after 1 s and
+      restarts the job on the spare. Checked: every process of attempt 1
+      on the frozen host was gone before attempt 2's first process
+      started (the host's watchdog killed it when the lease ran out, the
+      agent being unable to); the job Completes with the weights of a
+      run that never stopped; after SIGCONT the thawed agent stores none
+      of attempt 1's checkpoints (no torn or stale folder under S3Uri);
+      its host serves again; no process of the job is left.
+
+TAP on stdout. Run from the top of the tree with Debian's interpreter:
+    /usr/bin/python3 tests/integration/test_fencing.py
+BUILD names the build directory; TRAINCTL_TEST_KEEP=1 keeps the temp dir.
+"""
+import os
+import re
+import signal
+import sys
+import threading
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import ftlib as fl  # noqa: E402
+from ftlib import Fail, expect, short  # noqa: E402
+
+fl.sc.hermetic_env()
+
+ARGS = ["--heartbeat-ms", "200", "--host-deadline-ms", "1000", "--max-retries", "0", "--grace-period", "2",
+        "--restart-wait", "30", "-v"]
+HPS = {"steps": 160, "ckpt_every": 10, "step_sleep": 0.03}
+FREEZE_S = 4.0
+RUN = "%x" % (int(time.time() * 1000) % 0xfffffff)
+START_RE = re.compile(r"^ft-start ts=(\d+\.\d+) attempt=(\d+)")
+
+
+def log(text):
+    for line in str(text).splitlines():
+        print("# " + line)
+    sys.stdout.flush()
+
+
+def wait_step(cl, name, algo, step, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        rows = fl.attempt_logs(cl.logs_dir(name)).get(1, {}).get(algo, [])
+        if fl.last_step(rows) >= step:
+            return
+        time.sleep(0.05)
+    raise Fail("%s never logged step=%d within %d s\n%s" % (algo, step, timeout, cl.log_tail(15)))
+
+
+class Watch(threading.Thread):
+    """Polls /proc every 5 ms: when each of pids was last seen alive."""
+
+    def __init__(self, pids):
+        super().__init__(daemon=True)
+        self.pids = set(pids)
+        self.last_alive = {p: time.time() for p in pids}
+        self.stop = False
+
+    def run(self):
+        while not self.stop and self.pids:
+            now = time.time()
+            for p in list(self.pids):
+                try:
+                    with open("/proc/%d/stat" % p) as f:
+                        alive = f.read().rsplit(")", 1)[1].split()[0] != "Z"
+                except (OSError, IndexError):
+                    alive = False
+                if alive:
+                    self.last_alive[p] = now
+                else:
+                    self.pids.discard(p)
+            time.sleep(0.005)
+
+
+def attempt_starts(cl, name, attempt):
+    """Wall times of the ft-start lines of attempt, from every host."""
+    out = []
+    for rows in fl.attempt_logs(cl.logs_dir(name)).get(attempt, {}).values():
+        for r in rows:
+            m = START_RE.match(r[3])
+            if m and int(m.group(2)) == attempt:
+                out.append(float(m.group(1)))
+    return out
+
+
+def case_z(tap, cl, sm):
+    name = "fence-z-%s" % RUN
+    req = fl.job_request(name, 2, HPS, retries=2)
+    sm.create_training_job(**req)
+    wait_step(cl, name, "algo-2", 25)
+    host = cl.host_of(name, "algo-2")
+    expect(host, "GET /v1/hosts names no host for algo-2")
+    agent = cl.agent_pids().get(host)
+    expect(agent, "no trainagent --host %s in /proc" % host)
+    frozen = [p for p, h, a, _ in fl.procs_with(name) if h == "algo-2" and a == 1]
+    expect(frozen, "no process of attempt 1 on algo-2 found")
+    watch = Watch(frozen)
+    watch.start()
+    os.kill(agent, signal.SIGSTOP)
+    t_stop = time.time()
+    try:
+        deadline = t_stop + FREEZE_S
+        while time.time() < deadline:
+            time.sleep(0.05)
+    finally:
+        os.kill(agent, signal.SIGCONT)
+    d, _ = fl.wait_job(sm, name, fl.terminal, 120)
+    watch.stop = True
+    starts = attempt_starts(cl, name, 2)
+    diag = "frozen pids %s last alive %s (SIGSTOP at %.3f); attempt 2 starts %s; status %s (%s)\n%s" % (
+        frozen, {p: "%.3f" % t for p, t in watch.last_alive.items()}, t_stop, ["%.3f" % s for s in starts],
+        d["TrainingJobStatus"], d.get("FailureReason"), cl.log_tail(20))
+    tap.ok(d["TrainingJobStatus"] == "Completed", "(z) frozen agent: the job Completes", diag)
+    tap.ok(starts, "(z) the job restarted (attempt 2) while the agent was frozen", diag)
+    if starts:
+        last = max(watch.last_alive.values())
+        tap.ok(last < min(starts), "(z) attempt 1 on the frozen host was gone %.0f ms before attempt 2 started"
+               % ((min(starts) - last) * 1000), diag)
+        tap.ok(last - t_stop < FREEZE_S - 1.0, "(z) ... killed while the agent was still frozen (%.2f s after "
+               "SIGSTOP)" % (last - t_stop), diag)
+    try:
+        res = fl.results(cl.s3_path(fl.model_uri(name)))
+        ref = fl.reference(HPS)
+        same = all(r.get("params_sha256") == ref["params_sha256"] for r in res.values()) and len(res) == 2
+    except Exception as e:
+        res, same = str(e), False
+    tap.ok(same, "(z) the weights equal those of a run that never stopped", short(res, 800))
+    probs, names = fl.store_problems(cl.s3_path(fl.ckpt_uri(name)))
+    tap.ok(not probs, "(z) no torn or stale checkpoint under S3Uri after the thaw", "\n".join(probs))
+    left = fl.wait_no_procs(name, 5.0)
+    tap.ok(not left, "(z) no process of the job left", short(left))
+    try:
+        cl.wait_hosts(lambda hs: any(h["name"] == host and h.get("state") in ("ready", "busy") for h in hs), 15,
+                      "host %s ready again" % host)
+        back = True
+    except Fail as e:
+        back = str(e)
+    tap.ok(back is True, "(z) the thawed host serves again", back)
+
+
+def watchdogs(cl):
+    return [pid for pid, argv in fl.proc_argvs()
+            if len(argv) >= 3 and argv[1] == "watchdog" and argv[2].startswith(cl.state + "/")]
+
+
+def main():
+    tap = fl.sc.Tap()
+    try:
+        fl.reference(HPS)
+    except Exception as e:
+        tap.ok(False, "ft_trainer.py runs here (reference run)", str(e))
+        return tap.finish()
+    cl = fl.LocalCluster(3, ARGS, prefix="trainctl-fence-")
+    err = cl.start()
+    if tap.ok(err is None, "trainctld --local-hosts 3 starts, 3 hosts ready", err):
+        sm = cl.client()
+        dogs = watchdogs(cl)
+        tap.ok(len(dogs) == 3, "one watchdog per host", "%s" % dogs)
+        try:
+            case_z(tap, cl, sm)
+        except Exception as e:
+            tap.ok(False, "(z) ran to its end", "%s: %s\n%s\n%s" % (type(e).__name__, e, traceback.format_exc(),
+                                                                   cl.log_tail(15)))
+    rc, killed = cl.stop()
+    time.sleep(0.5)
+    left = cl.own_pids()
+    tap.ok(rc == 0 and not killed and not left, "trainctld exits 0 on SIGTERM; no agent or watchdog left",
+           "exit %r, SIGKILL needed %s, left %s" % (rc, killed, left))
+    fl.kill_pids(left)
+    cl.cleanup()
+    return tap.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
