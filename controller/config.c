@@ -50,6 +50,7 @@ enum {
 	OPT_S3_ENDPOINT,
 	OPT_INVENTORY,
 	OPT_MAX_RETRIES,
+	OPT_RETRY_POLICY,
 	OPT_RESTART_WAIT,
 };
 
@@ -71,6 +72,7 @@ static const struct option options[] = {
 	{ "s3-endpoint", required_argument, NULL, OPT_S3_ENDPOINT },
 	{ "inventory", required_argument, NULL, OPT_INVENTORY },
 	{ "max-retries", required_argument, NULL, OPT_MAX_RETRIES },
+	{ "retry-policy", required_argument, NULL, OPT_RETRY_POLICY },
 	{ "restart-wait", required_argument, NULL, OPT_RESTART_WAIT },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "help", no_argument, NULL, OPT_HELP },
@@ -86,7 +88,8 @@ void ctrl_usage(void)
 	      "                 [--heartbeat-ms MS] [--host-deadline-ms MS]\n"
 	      "                 [--grace-period SECONDS] [--advertise-url URL]\n"
 	      "                 [--s3-endpoint URL] [--inventory FILE]\n"
-	      "                 [--max-retries N] [--restart-wait SECONDS]\n"
+	      "                 [--max-retries N] [--retry-policy all|sagemaker]\n"
+	      "                 [--restart-wait SECONDS]\n"
 	      "                 [--check-config] [-v]...\n"
 	      "\n"
 	      "  --listen        address to serve the API on (127.0.0.1:8080)\n"
@@ -109,6 +112,9 @@ void ctrl_usage(void)
 	      "  --grace-period  seconds from SIGTERM to SIGKILL on Stop (120)\n"
 	      "  --max-retries   restarts of a failed attempt for jobs without\n"
 	      "                  RetryStrategy (0)\n"
+	      "  --retry-policy  which failures are retried: all (every one but\n"
+	      "                  a ClientError; the default) or sagemaker\n"
+	      "                  (InternalServerError only, as SageMaker)\n"
 	      "  --restart-wait  seconds a restart waits for a lost host to come\n"
 	      "                  back or a spare to be free (60)\n"
 	      "  --advertise-url URL agents use to reach the controller\n"
@@ -214,6 +220,20 @@ int ctrl_config_parse_args(struct ctrl_config *cfg, int argc, char **argv,
 			if (parse_long("max-retries", optarg, 0, 30, &v, err))
 				return ERR_INVALID;
 			cfg->max_retries = (int)v;
+			break;
+		case OPT_RETRY_POLICY:
+			if (!strcmp(optarg, "all")) {
+				cfg->retry_sagemaker = 0;
+			} else if (!strcmp(optarg, "sagemaker")) {
+				cfg->retry_sagemaker = 1;
+			} else {
+				(void)buf_addf(
+					err,
+					"--retry-policy must be 'all' or "
+					"'sagemaker', not '%s'",
+					optarg);
+				return ERR_INVALID;
+			}
 			break;
 		case OPT_RESTART_WAIT:
 			if (parse_long("restart-wait", optarg, 0, 86400, &v,
@@ -409,6 +429,7 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 	printf("host-deadline-ms %ld\n", cfg->host_deadline_ms);
 	printf("grace-period %ld\n", cfg->grace_ms / 1000);
 	printf("max-retries %d\n", cfg->max_retries);
+	printf("retry-policy %s\n", cfg->retry_sagemaker ? "sagemaker" : "all");
 	printf("restart-wait %ld\n", cfg->restart_wait_ms / 1000);
 	printf("advertise-url %s\n", cfg->advertise_url);
 	printf("inventory %s\n", cfg->inventory ? cfg->inventory : "none");

@@ -26,8 +26,11 @@ struct ctrl_config {
 	char *agent_binary; /* trainagent for the local cluster */
 	long heartbeat_ms;
 	long host_deadline_ms;
-	long grace_ms;	      /* SIGTERM -> SIGKILL on Stop/MaxRuntime */
-	int max_retries;      /* restarts for jobs without RetryStrategy */
+	long grace_ms;	 /* SIGTERM -> SIGKILL on Stop/MaxRuntime */
+	int max_retries; /* restarts for jobs without RetryStrategy */
+	/* --retry-policy: 0 "all" (every failure but a ClientError), 1
+	 * "sagemaker" (InternalServerError only, as SageMaker does) */
+	int retry_sagemaker;
 	long restart_wait_ms; /* a restart waits this long for hosts */
 	char *advertise_url;  /* how agents reach the controller */
 	char *s3_endpoint;    /* NULL: s3:// is the embedded store */

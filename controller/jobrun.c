@@ -695,9 +695,16 @@ static int retries_left(struct ctrl_ctx *ctx, const struct db_job *job)
 	return budget - (job->attempt - 1);
 }
 
-/* A failure worth another attempt: not a mistake in the request. */
-static int retryable(const char *reason)
+/*
+ * A failure worth another attempt: not a mistake in the request. SageMaker
+ * retries InternalServerError only; by default trainctl also retries the
+ * algorithm's failures (a dead rank, a killed process), which is what
+ * makes checkpoints and retries a fault-tolerance tool here.
+ */
+static int retryable(const struct ctrl_ctx *ctx, const char *reason)
 {
+	if (ctx->cfg.retry_sagemaker)
+		return reason && !strncmp(reason, "InternalServerError", 19);
 	return !reason || strncmp(reason, "ClientError", 11);
 }
 
@@ -895,7 +902,7 @@ static void step(struct ctrl_ctx *ctx, const char *name,
 	}
 	/* A failure while uploading fails the job: its training is over and
 	 * part of its model may be stored already. */
-	if (s.failed && retryable(s.reason.data) &&
+	if (s.failed && retryable(ctx, s.reason.data) &&
 	    ctrl_job_transition_allowed(cur, CTRL_JOB_RESTARTING) &&
 	    (left = retries_left(ctx, &job)) > 0) {
 		begin_restart(ctx, &job, cur, &s, as, n, left);

@@ -17,6 +17,11 @@ Embedded local cluster (trainctld --local-hosts 3, --max-retries 0):
   (r) Stop, Delete and CreateTrainingJob again with the same name at
       once: the new job Completes (nothing of the old one touches it)
   (s) Stop of one job and, at once, Create of another: it Completes
+A second controller with --retry-policy sagemaker:
+  (y) a job whose program exits 1, RetryStrategy.MaximumRetryAttempts 2,
+      ends Failed after its first attempt (SageMaker retries only
+      InternalServerError), while the same job on the default policy
+      (x2) is tried 3 times
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter:
     /usr/bin/python3 tests/integration/test_ckpt_plain.py
@@ -128,6 +133,10 @@ def case_x(tap, cl, sm):
     write_exit_case(tap, cl, sm, "x", 1, "Failed")
 
 
+def case_x2(tap, cl, sm):
+    retry_case(tap, cl, sm, "x2", 3, "default policy")
+
+
 def long_job(name):
     return request(name, 1, {"steps": 400, "step_sleep": 0.05}, checkpoint=False)
 
@@ -174,6 +183,35 @@ def case_s(tap, cl, sm):
            "%s / %s (%s)" % (da["TrainingJobStatus"], d["TrainingJobStatus"], d.get("FailureReason")))
 
 
+def attempts_of(cl, name):
+    return sum(1 for _, t in log_lines(cl, name) if t.startswith("plain-wrote "))
+
+
+def retry_case(tap, cl, sm, case, expect_attempts, what):
+    name = "plain-%s-%s" % (case, RUN)
+    sm.create_training_job(**request(name, 1, {"mode": "write_exit", "exit_code": 1}, retries=2))
+    d, _ = wait_done(sm, name, 60)
+    n = attempts_of(cl, name)
+    tap.ok(d["TrainingJobStatus"] == "Failed" and n == expect_attempts,
+           "(%s) a program that exits 1 with 2 retries, %s: Failed after %d attempt%s" % (
+               case, what, expect_attempts, "" if expect_attempts == 1 else "s"),
+           "%s (%s); %d attempts; transitions %s" % (d["TrainingJobStatus"], d.get("FailureReason"), n,
+                                                    short(fl.transitions(d), 800)))
+
+
+def sagemaker_policy(tap):
+    cl = fl.LocalCluster(1, ARGS + ["--retry-policy", "sagemaker"], prefix="trainctl-plain-sm-")
+    err = cl.start()
+    if tap.ok(err is None, "trainctld --retry-policy sagemaker starts", err):
+        try:
+            retry_case(tap, cl, cl.client(), "y", 1, "--retry-policy sagemaker")
+        except Exception as e:
+            tap.ok(False, "(y) ran to its end", "%s: %s\n%s" % (type(e).__name__, e, traceback.format_exc()))
+    cl.stop()
+    fl.kill_pids(cl.own_pids())
+    cl.cleanup()
+
+
 def main():
     tap = fl.sc.Tap()
     try:
@@ -186,7 +224,7 @@ def main():
     err = cl.start()
     if tap.ok(err is None, "trainctld --local-hosts 3 starts, 3 hosts ready", err):
         sm = cl.client()
-        for c in ("p", "w", "x", "r", "s"):
+        for c in ("p", "w", "x", "x2", "r", "s"):
             if ONLY and c not in ONLY:
                 continue
             t = time.time()
@@ -197,6 +235,8 @@ def main():
                     type(e).__name__, e, traceback.format_exc(), cl.log_tail(15)))
             log("(%s) took %.1f s" % (c, time.time() - t))
     rc, killed = cl.stop()
+    if not ONLY or "y" in ONLY:
+        sagemaker_policy(tap)
     time.sleep(0.5)
     left = cl.own_pids()
     tap.ok(rc == 0 and not killed and not left, "trainctld exits 0 on SIGTERM, no agent left",
