@@ -1,10 +1,12 @@
 #include <stdio.h>
+#include <string.h>
 
 #include <jansson.h>
 
 #include "api/hosts_json.h"
 #include "api/json_util.h"
 #include "common/err.h"
+#include "common/xalloc.h"
 #include "common/banned.h"
 
 int api_hosts_build(const struct api_host_info *h, size_t n, struct buf *out)
@@ -42,9 +44,66 @@ int api_hosts_build(const struct api_host_info *h, size_t n, struct buf *out)
 				    json_string(h[i].instance_type ?
 							h[i].instance_type :
 							"any"));
+		json_object_set_new(o, "drained", json_boolean(h[i].drained));
+		json_object_set_new(o, "drain_reason",
+				    h[i].drain_reason ?
+					    json_string(h[i].drain_reason) :
+					    json_null());
 		json_array_append_new(arr, o);
 	}
 	json_object_set_new(root, "hosts", arr);
+	ret = api__json_dump_to(root, out);
+	json_decref(root);
+	return ret;
+}
+
+int api_host_drain_parse(const char *json, size_t len, char **reason,
+			 struct buf *err)
+{
+	const json_t *v;
+	const char *key;
+	json_t *root;
+	int ret;
+
+	*reason = NULL;
+	if (!len)
+		return 0;
+	ret = api__json_load_object(json, len, &root, err);
+	if (ret)
+		return ret;
+	json_object_foreach((json_t *)root, key, v)
+	{
+		if (strcmp(key, "reason")) {
+			(void)buf_addf(err,
+				       "unknown member '%.64s' (only 'reason')",
+				       key);
+			ret = ERR_INVALID;
+			break;
+		}
+		if (!json_is_string(v) ||
+		    strlen(json_string_value(v)) > API_DRAIN_REASON_MAX) {
+			(void)buf_addf(err,
+				       "member 'reason' must be a string of at "
+				       "most %d bytes",
+				       API_DRAIN_REASON_MAX);
+			ret = ERR_INVALID;
+			break;
+		}
+		*reason = xstrdup(json_string_value(v));
+	}
+	json_decref(root);
+	if (ret)
+		FREE_AND_NULL(*reason);
+	return ret;
+}
+
+int api_host_drain_build(const char *reason, struct buf *out)
+{
+	json_t *root = json_object();
+	int ret;
+
+	if (reason)
+		json_object_set_new(root, "reason", json_string(reason));
 	ret = api__json_dump_to(root, out);
 	json_decref(root);
 	return ret;
@@ -96,6 +155,9 @@ int api_hosts_table(const char *json, size_t len, struct buf *out,
 		if (json_is_string(json_object_get(h, "error")))
 			(void)buf_addf(out, "  error: %s\n",
 				       str_or(h, "error", ""));
+		if (json_is_string(json_object_get(h, "drain_reason")))
+			(void)buf_addf(out, "  drained: %s\n",
+				       str_or(h, "drain_reason", ""));
 	}
 	json_decref(root);
 	return 0;

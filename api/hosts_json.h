@@ -3,8 +3,10 @@
 
 /*
  * GET /v1/hosts: {"hosts": [{"name", "state", "address", "cpus", "gpus",
- * "last_heartbeat_ms_ago", "job", "algo", "error", "instance_type"}]}. state is
- * "provisioning" (no agent registered yet), "ready", "busy" or "lost".
+ * "last_heartbeat_ms_ago", "job", "algo", "error", "instance_type",
+ * "drained", "drain_reason"}]}. state is "provisioning" (no agent
+ * registered yet), "ready", "busy", "lost", "removed", "draining" (drained,
+ * a job still on it) or "drained".
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -22,7 +24,23 @@ struct api_host_info {
 	const char *algo;	   /* may be NULL */
 	const char *error;	   /* last provisioning error, may be NULL */
 	const char *instance_type; /* "any" for local hosts */
+	int drained;
+	const char *drain_reason; /* may be NULL */
 };
+
+/* Longest drain reason accepted. */
+#define API_DRAIN_REASON_MAX 256
+
+/*
+ * The body of POST /v1/hosts/{name}/drain: empty, or {"reason": "..."}
+ * (at most API_DRAIN_REASON_MAX bytes). *reason is NULL when none was
+ * given; the caller frees it. Returns 0 or ERR_INVALID with err.
+ */
+int api_host_drain_parse(const char *json, size_t len, char **reason,
+			 struct buf *err);
+
+/* Builds that body (reason may be NULL: {}). Returns 0 or ERR_NOMEM. */
+int api_host_drain_build(const char *reason, struct buf *out);
 
 int api_hosts_build(const struct api_host_info *h, size_t n, struct buf *out);
 

@@ -180,6 +180,13 @@ int cli_http_call(struct cli_ctx *ctx, const char *op, const struct buf *body,
 int cli_http_get(struct cli_ctx *ctx, const char *path, struct cli_reply *reply,
 		 struct buf *err);
 
+/*
+ * POSTs body (JSON) to path on the endpoint's REST face, signed like
+ * cli_http_call(). Returns as cli_http_call() does.
+ */
+int cli_http_post(struct cli_ctx *ctx, const char *path, const struct buf *body,
+		  struct cli_reply *reply, struct buf *err);
+
 /* Frees the connection kept in ctx. */
 void cli_http_close(struct cli_ctx *ctx);
 
@@ -229,6 +236,8 @@ int cli_storage_open(struct cli_ctx *ctx, struct stor **out);
 int cli_storage_exit(int ret);
 int cli_cmd_logs(struct cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_list_hosts(struct cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_drain_host(struct cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_undrain_host(struct cli_ctx *ctx, int argc, char **argv);
 /* cmd_cluster.c: cluster up|down|status|env|exec (runs cluster.sh) */
 int cli_cmd_cluster(struct cli_ctx *ctx, int argc, char **argv);
 

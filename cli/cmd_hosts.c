@@ -1,9 +1,11 @@
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "api/hosts_json.h"
 #include "cli/cli.h"
 #include "common/buf.h"
+#include "common/bug.h"
 #include "common/banned.h"
 
 /* list-hosts: the controller's hosts, their state and current job. */
@@ -12,6 +14,80 @@ static const struct option hosts_opts[] = {
 	CLI_COMMON_OPTIONS,
 	{ NULL, 0, NULL, 0 },
 };
+
+/* drain-host NAME [--reason TEXT] / undrain-host NAME */
+
+enum { OPT_REASON = 1 };
+
+static const struct option drain_opts[] = {
+	{ "reason", required_argument, NULL, OPT_REASON },
+	CLI_COMMON_OPTIONS,
+	{ NULL, 0, NULL, 0 },
+};
+
+static int drain_cmd(struct cli_ctx *ctx, int argc, char **argv, int drain)
+{
+	const struct cli_cmd *cmd =
+		cli_cmd_find(drain ? "drain-host" : "undrain-host");
+	struct cli_reply reply = CLI_REPLY_INIT;
+	struct buf err = BUF_INIT, body = BUF_INIT, path = BUF_INIT;
+	const char *reason = NULL;
+	int opt, rc;
+
+	while ((opt = getopt_long(argc, argv, ":h",
+				  drain ? drain_opts : hosts_opts, NULL)) !=
+	       -1) {
+		if (opt == OPT_REASON) {
+			reason = optarg;
+			continue;
+		}
+		rc = cli_common_option(ctx, cmd, opt, argv);
+		if (rc)
+			return rc < 0 ? CLI_EXIT_OK : rc;
+	}
+	if (optind + 1 != argc)
+		return cli_usage_error(cmd, "expected one host name");
+	if (strlen(argv[optind]) > 200 || strchr(argv[optind], '/') ||
+	    strchr(argv[optind], '?') || strchr(argv[optind], '%'))
+		return cli_usage_error(cmd, "'%s' is not a host name",
+				       argv[optind]);
+	if (reason && strlen(reason) > API_DRAIN_REASON_MAX)
+		return cli_usage_error(cmd, "--reason is longer than %d bytes",
+				       API_DRAIN_REASON_MAX);
+	(void)buf_addf(&path, "/v1/hosts/%s/%s", argv[optind],
+		       drain ? "drain" : "undrain");
+	if (api_host_drain_build(reason, &body))
+		BUG("cannot build a drain request");
+	rc = cli_http_post(ctx, path.data, &body, &reply, &err);
+	if (rc) {
+		cli_error("%s", err.data);
+		rc = CLI_EXIT_TRANSPORT;
+	} else if (reply.status < 200 || reply.status > 299) {
+		cli_error("%s: %s", reply.err_type,
+			  reply.err_message ? reply.err_message : "");
+		rc = CLI_EXIT_API;
+	} else if (ctx->output == CLI_OUTPUT_JSON) {
+		cli_print_json(&reply);
+	} else {
+		printf("%s %s\n", argv[optind],
+		       drain ? "drained" : "undrained");
+	}
+	cli_reply_release(&reply);
+	buf_release(&err);
+	buf_release(&body);
+	buf_release(&path);
+	return rc;
+}
+
+int cli_cmd_drain_host(struct cli_ctx *ctx, int argc, char **argv)
+{
+	return drain_cmd(ctx, argc, argv, 1);
+}
+
+int cli_cmd_undrain_host(struct cli_ctx *ctx, int argc, char **argv)
+{
+	return drain_cmd(ctx, argc, argv, 0);
+}
 
 int cli_cmd_list_hosts(struct cli_ctx *ctx, int argc, char **argv)
 {

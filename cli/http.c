@@ -108,17 +108,20 @@ static struct curl_slist *add_header(struct curl_slist *list, const char *line)
  * along with Host and X-Amz-Date, so the target and the session token are
  * covered by the signature as botocore's are.
  */
+/* op "": a REST POST of JSON, no X-Amz-Target. */
 static struct curl_slist *make_headers(const struct cli_http *h, const char *op)
 {
 	const char *token = getenv("AWS_SESSION_TOKEN");
 	struct curl_slist *list;
 	struct buf line = BUF_INIT;
 
-	list = curl_slist_append(NULL,
-				 "Content-Type: application/x-amz-json-1.1");
-	if (buf_addf(&line, "X-Amz-Target: SageMaker.%s", op))
+	list = curl_slist_append(NULL, *op ? "Content-Type: "
+					     "application/x-amz-json-1.1" :
+					     "Content-Type: application/json");
+	if (*op && buf_addf(&line, "X-Amz-Target: SageMaker.%s", op))
 		BUG("unbounded buffer refused a string");
-	list = add_header(list, line.data);
+	if (*op)
+		list = add_header(list, line.data);
 	if (h->sigv4.len && token && *token) {
 		buf_reset(&line);
 		if (buf_addf(&line, "X-Amz-Security-Token: %s", token))
@@ -184,8 +187,9 @@ static void parse_error(struct cli_reply *reply)
 }
 
 /*
- * One request to url: a JSON 1.1 POST of body as SageMaker.<op>, or a GET
- * when op is NULL. Fills reply; returns 0 when the server answered.
+ * One request to url: a JSON 1.1 POST of body as SageMaker.<op> (op ""
+ * posts plain JSON), or a GET when op is NULL. Fills reply; returns 0
+ * when the server answered.
  */
 static int perform(struct cli_http *h, const char *url, const char *op,
 		   const struct buf *body, struct cli_reply *reply,
@@ -269,6 +273,26 @@ int cli_http_get(struct cli_ctx *ctx, const char *path, struct cli_reply *reply,
 		     ctx->endpoint, path))
 		BUG("unbounded buffer refused a string");
 	ret = perform(h, url.data, NULL, NULL, reply, err);
+	buf_release(&url);
+	return ret;
+}
+
+int cli_http_post(struct cli_ctx *ctx, const char *path, const struct buf *body,
+		  struct cli_reply *reply, struct buf *err)
+{
+	struct cli_http *h = http_open(ctx, err);
+	struct buf url = BUF_INIT;
+	size_t elen = strlen(ctx->endpoint);
+	int ret;
+
+	if (!h)
+		return ERR_IO;
+	if (buf_addf(&url, "%.*s%s",
+		     (int)(elen && ctx->endpoint[elen - 1] == '/' ? elen - 1 :
+								    elen),
+		     ctx->endpoint, path))
+		BUG("unbounded buffer refused a string");
+	ret = perform(h, url.data, "", body, reply, err);
 	buf_release(&url);
 	return ret;
 }

@@ -61,6 +61,11 @@ static const struct cli_cmd commands[] = {
 	  "for it" },
 	{ "list-hosts", cli_cmd_list_hosts, "list-hosts",
 	  "the controller's hosts, their state and current job" },
+	{ "drain-host", cli_cmd_drain_host, "drain-host NAME [--reason TEXT]",
+	  "no new work on a host; its jobs move off it (SIGTERM, last "
+	  "checkpoint, no retry spent)" },
+	{ "undrain-host", cli_cmd_undrain_host, "undrain-host NAME",
+	  "a drained host takes work again" },
 	{ "help", cmd_help, "help [COMMAND]", "show this help" },
 };
 

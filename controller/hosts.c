@@ -13,6 +13,7 @@
 #include "controller/rendezvous.h"
 #include "controller/ops.h"
 #include "db/run.h"
+#include "common/err.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
@@ -177,6 +178,7 @@ void ctrl_hosts_release(struct ctrl_ctx *ctx)
 		free(h->name);
 		free(h->token);
 		free(h->address);
+		free(h->drain_reason);
 		free(h->boot_id);
 		free(h->work_dir);
 		free(h->instance_type);
@@ -191,6 +193,87 @@ void ctrl_hosts_release(struct ctrl_ctx *ctx)
 	free(ctx->hosts);
 	ctx->hosts = NULL;
 	ctx->n_hosts = 0;
+}
+
+void ctrl_hosts_load_drains(struct ctrl_ctx *ctx)
+{
+	struct db_host_drain *d = NULL;
+	struct buf err = BUF_INIT;
+	size_t n = 0, i, k;
+
+	if (db_host_drains_list(ctx->db, &d, &n, &err)) {
+		log_error("cannot read drained hosts: %s", err.data);
+		buf_release(&err);
+		return;
+	}
+	pthread_mutex_lock(&ctx->hosts_lock);
+	for (i = 0; i < ctx->n_hosts; i++) {
+		struct ctrl_host *h = ctx->hosts[i];
+
+		h->drained = 0;
+		FREE_AND_NULL(h->drain_reason);
+		for (k = 0; k < n; k++)
+			if (!strcmp(d[k].host, h->name)) {
+				h->drained = 1;
+				h->drain_reason = d[k].reason ?
+							  xstrdup(d[k].reason) :
+							  NULL;
+			}
+	}
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	db_host_drains_free(d, n);
+	buf_release(&err);
+}
+
+void ctrl_hosts_drain_route(struct ctrl_ctx *ctx, const char *path,
+			    const char *body, size_t len,
+			    struct ctrl_response *resp)
+{
+	const char *slash = strchr(path, '/');
+	struct buf name = BUF_INIT_MAX(256), err = BUF_INIT;
+	char *reason = NULL;
+	int drain, known, ret;
+
+	if (!slash || (strcmp(slash, "/drain") && strcmp(slash, "/undrain")) ||
+	    slash == path || buf_add(&name, path, (size_t)(slash - path))) {
+		ctrl_reply_error(resp, 404, "UnknownOperationException",
+				 "host paths are /v1/hosts/<name>/drain and "
+				 "/v1/hosts/<name>/undrain (POST)");
+		goto out;
+	}
+	drain = !strcmp(slash, "/drain");
+	if (drain && api_host_drain_parse(body, len, &reason, &err)) {
+		ctrl_reply_error(resp, 400, "ValidationException", err.data);
+		goto out;
+	}
+	pthread_mutex_lock(&ctx->hosts_lock);
+	known = ctrl_hosts_find(ctx, name.data) != NULL;
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	if (!known) {
+		buf_reset(&err);
+		(void)buf_addf(&err, "no host named '%.200s'", name.data);
+		ctrl_reply_error(resp, 404, "ResourceNotFound", err.data);
+		goto out;
+	}
+	ret = drain ? db_host_drain_set(ctx->db, name.data, reason,
+					time_now_ms(), &err) :
+		      db_host_drain_clear(ctx->db, name.data, &err);
+	if (ret && ret != ERR_NOTFOUND) {
+		ctrl_reply_err_code(resp, ret, err.data);
+		goto out;
+	}
+	ctrl_hosts_load_drains(ctx);
+	log_info("host '%s' %s%s%s", name.data, drain ? "drained" : "undrained",
+		 reason ? ": " : "", reason ? reason : "");
+	ctrl_reconciler_wake(ctx);
+	resp->status = 200;
+	buf_reset(&resp->body);
+	(void)buf_addf(&resp->body, "{\"host\":\"%s\",\"drained\":%s}",
+		       name.data, drain ? "true" : "false");
+out:
+	free(reason);
+	buf_release(&name);
+	buf_release(&err);
 }
 
 void ctrl_hosts_list(struct ctrl_ctx *ctx, struct ctrl_response *resp)
@@ -224,6 +307,10 @@ void ctrl_hosts_list(struct ctrl_ctx *ctx, struct ctrl_response *resp)
 							   "any";
 		if (h->removed)
 			info[i].state = "removed";
+		info[i].drained = h->drained;
+		info[i].drain_reason = h->drain_reason;
+		if (h->drained && !h->lost)
+			info[i].state = "drained";
 		for (k = 0; k < n_as; k++) {
 			if (strcmp(as[k].host, h->name))
 				continue;
@@ -232,7 +319,8 @@ void ctrl_hosts_list(struct ctrl_ctx *ctx, struct ctrl_response *resp)
 				 as[k].host_index + 1);
 			info[i].algo = algo[i];
 			if (!h->lost)
-				info[i].state = "busy";
+				info[i].state = h->drained ? "draining" :
+							     "busy";
 		}
 	}
 	resp->status = 200;

@@ -33,7 +33,11 @@ struct ctrl_host {
 	int registered;	      /* an agent has registered since we started */
 	int64_t last_seen_ms; /* monotonic, 0 = never */
 	int lost;	      /* missed its heartbeat deadline */
-	int64_t version;      /* of the desired state */
+	/* Drained (planned maintenance, kept in the store): no new work;
+	 * a job on it moves to another host (controller/jobrun.c). */
+	int drained;
+	char *drain_reason;
+	int64_t version; /* of the desired state */
 	struct ctrl_waiter *waiters;
 	/* Embedded local cluster only: the agent process we started. */
 	int local;
@@ -103,6 +107,17 @@ struct ctrl_response;
 
 /* Fills resp with GET /v1/hosts. */
 void ctrl_hosts_list(struct ctrl_ctx *ctx, struct ctrl_response *resp);
+
+/* Marks the hosts the store says are drained (start, inventory reload). */
+void ctrl_hosts_load_drains(struct ctrl_ctx *ctx);
+
+/*
+ * POST /v1/hosts/{name}/drain (body: empty or {"reason": "..."}) and
+ * /undrain: fills resp. name is the rest of the path after /v1/hosts/.
+ */
+void ctrl_hosts_drain_route(struct ctrl_ctx *ctx, const char *path,
+			    const char *body, size_t len,
+			    struct ctrl_response *resp);
 
 /* Frees every host. */
 void ctrl_hosts_release(struct ctrl_ctx *ctx);

@@ -397,6 +397,17 @@ route(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
 		ctrl_hosts_list(ctx, resp);
 		return CTRL_ROUTE_DONE;
 	}
+	if (!strncmp(url, "/v1/hosts/", 10)) {
+		*content_type = "application/json";
+		if (strcmp(method, "POST"))
+			ctrl_reply_error(resp, 405, "MethodNotAllowed",
+					 "use POST on /v1/hosts/<name>/drain "
+					 "and /undrain");
+		else
+			ctrl_hosts_drain_route(ctx, url + 10, req->body.data,
+					       req->body.len, resp);
+		return CTRL_ROUTE_DONE;
+	}
 	if (!strncmp(url, "/v1/", 4)) {
 		*content_type = "application/json";
 		return route_rest(ctx, conn, method, url, req, resp);

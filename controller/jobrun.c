@@ -130,11 +130,17 @@ static int host_live(const struct ctrl_host *h)
 	return h->registered && !h->lost && !h->removed;
 }
 
-/* Live, of type (NULL: any) and holding no assignment. */
+/* Live and not drained: it may take work. */
+static int host_usable(const struct ctrl_host *h)
+{
+	return host_live(h) && !h->drained;
+}
+
+/* Usable, of type (NULL: any) and holding no assignment. */
 static int host_free(const struct ctrl_host *h, const char *type,
 		     const struct db_assignment *all, size_t n_all)
 {
-	return host_live(h) && (!type || host_fits(h, type)) &&
+	return host_usable(h) && (!type || host_fits(h, type)) &&
 	       !host_busy(all, n_all, h->name);
 }
 
@@ -685,14 +691,18 @@ static const char *type_of_index(const struct api_job_spec *spec, int index)
 static int retries_left(struct ctrl_ctx *ctx, const struct db_job *job)
 {
 	struct ctrl_jobrt *rt;
-	int budget = ctx->cfg.max_retries;
+	struct buf err = BUF_INIT;
+	int budget = ctx->cfg.max_retries, planned = 0;
 
 	pthread_mutex_lock(&ctx->jobs_lock);
 	rt = ctrl_jobrt_get(ctx, job->name);
 	if (rt && rt->spec.max_retry_attempts > 0)
 		budget = rt->spec.max_retry_attempts;
 	pthread_mutex_unlock(&ctx->jobs_lock);
-	return budget - (job->attempt - 1);
+	/* Planned moves off drained hosts spend no retry. */
+	(void)db_job_planned_moves(ctx->db, job->name, &planned, &err);
+	buf_release(&err);
+	return budget - (job->attempt - 1 - planned);
 }
 
 /*
@@ -751,8 +761,13 @@ static void continue_restart(struct ctrl_ctx *ctx, const struct db_job *job,
 	struct ctrl_jobrt *rt;
 	int64_t since = job->last_modified_ms;
 	size_t i, missing = 0;
+	int planned = 0;
 
-	set_actions(ctx, job, as, n, "abort");
+	/* A planned move stops its attempt (SIGTERM, the grace period, a
+	 * last checkpoint); a failed one is killed at once. */
+	(void)db_attempt_planned(ctx->db, job->name, job->attempt, &planned,
+				 &err);
+	set_actions(ctx, job, as, n, planned ? "stop" : "abort");
 	if (!all_settled(ctx, as, n))
 		goto out;
 	pthread_mutex_lock(&ctx->jobs_lock);
@@ -764,7 +779,7 @@ static void continue_restart(struct ctrl_ctx *ctx, const struct db_job *job,
 
 		if ((size_t)as[i].host_index >= n)
 			continue;
-		if (h && host_live(h)) {
+		if (h && host_usable(h)) {
 			chosen[as[i].host_index] = h->name;
 			continue;
 		}
@@ -773,10 +788,16 @@ static void continue_restart(struct ctrl_ctx *ctx, const struct db_job *job,
 			type ? pick_free(ctx, type, *all, *n_all, chosen, n) :
 			       NULL;
 		if (chosen[as[i].host_index])
-			log_info("job '%s': algo-%d moves from lost host '%s' "
+			log_info("job '%s': algo-%d moves from %s host '%s' "
 				 "to '%s'",
-				 job->name, as[i].host_index + 1, as[i].host,
-				 chosen[as[i].host_index]);
+				 job->name, as[i].host_index + 1,
+				 h && h->drained ? "drained" : "lost",
+				 as[i].host, chosen[as[i].host_index]);
+		else if (h && host_live(h))
+			/* Drained, and the spare was taken meanwhile: back on
+			 * it rather than failing a job that did nothing
+			 * wrong. */
+			chosen[as[i].host_index] = h->name;
 	}
 	for (i = 0; i < n; i++)
 		missing += !chosen[i];
@@ -826,6 +847,75 @@ out:
 	free(chosen);
 	buf_release(&err);
 	buf_release(&msg);
+}
+
+/*
+ * A job with a host that was drained moves, when a free host can take
+ * each of its drained places: its attempt stops (SIGTERM, the grace
+ * period, a last checkpoint sync, as Stop does) and the next one starts
+ * on the spares, as a planned move that spends no retry. With no spare
+ * free the job trains on where it is (the host shows "draining") and
+ * moves once one is. Returns 1 when the move began.
+ */
+static int move_off_drained(struct ctrl_ctx *ctx, const struct db_job *job,
+			    enum ctrl_job_state cur,
+			    const struct db_assignment *as, size_t n,
+			    const struct db_assignment *all, size_t n_all)
+{
+	const char **chosen = xcalloc(n + 1, sizeof(*chosen));
+	struct buf msg = BUF_INIT, err = BUF_INIT, names = BUF_INIT;
+	struct ctrl_jobrt *rt;
+	size_t i, drained = 0, found = 0;
+	int ret = 0;
+
+	pthread_mutex_lock(&ctx->jobs_lock);
+	rt = ctrl_jobrt_get(ctx, job->name);
+	pthread_mutex_lock(&ctx->hosts_lock);
+	for (i = 0; i < n; i++) {
+		const struct ctrl_host *h = ctrl_hosts_find(ctx, as[i].host);
+		const char *type;
+
+		if (!h || !h->drained || !host_live(h) ||
+		    (size_t)as[i].host_index >= n)
+			continue;
+		drained++;
+		type = rt ? type_of_index(&rt->spec, as[i].host_index) : NULL;
+		chosen[as[i].host_index] =
+			type ? pick_free(ctx, type, all, n_all, chosen, n) :
+			       NULL;
+		found += chosen[as[i].host_index] != NULL;
+		(void)buf_addf(&names, "%s'%s' (algo-%d)",
+			       names.len ? ", " : "", h->name,
+			       as[i].host_index + 1);
+	}
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	pthread_mutex_unlock(&ctx->jobs_lock);
+	if (!drained || found < drained ||
+	    !ctrl_job_transition_allowed(cur, CTRL_JOB_RESTARTING))
+		goto out;
+	(void)buf_addf(&msg,
+		       "Planned move: host %s drained. Stopping attempt %d "
+		       "(SIGTERM, then its last checkpoint) to start attempt "
+		       "%d on another host; no retry spent",
+		       names.data, job->attempt, job->attempt + 1);
+	if (db_attempt_end(ctx->db, job->name, job->attempt, msg.data,
+			   time_now_ms(), &err) ||
+	    db_attempt_set_planned(ctx->db, job->name, job->attempt, &err)) {
+		log_error("job '%s': %s", job->name, err.data);
+		goto out;
+	}
+	set_actions(ctx, job, as, n, "stop");
+	if (ctrl_job_transition(ctx, job->name, cur, CTRL_JOB_RESTARTING,
+				msg.data, NULL, &err))
+		log_error("job '%s': %s", job->name, err.data);
+	log_info("job '%s': %s", job->name, msg.data);
+	ret = 1;
+out:
+	free(chosen);
+	buf_release(&msg);
+	buf_release(&err);
+	buf_release(&names);
+	return ret;
 }
 
 static void step(struct ctrl_ctx *ctx, const char *name,
@@ -900,6 +990,10 @@ static void step(struct ctrl_ctx *ctx, const char *name,
 		continue_restart(ctx, &job, as, n, all, n_all);
 		goto out;
 	}
+	if ((cur == CTRL_JOB_STARTING || cur == CTRL_JOB_DOWNLOADING ||
+	     cur == CTRL_JOB_TRAINING) &&
+	    !s.failed && move_off_drained(ctx, &job, cur, as, n, *all, *n_all))
+		goto out;
 	/* A failure while uploading fails the job: its training is over and
 	 * part of its model may be stored already. */
 	if (s.failed && retryable(ctx, s.reason.data) &&

@@ -158,6 +158,7 @@ int main(int argc, char **argv)
 		ctrl_local_stop(&ctx);
 		goto out_db;
 	}
+	ctrl_hosts_load_drains(&ctx);
 	if (ctrl_reconciler_start(&ctx)) {
 		fprintf(stderr, "trainctld: error: cannot start reconciler\n");
 		ctx.stopping = 1;
@@ -187,6 +188,7 @@ int main(int argc, char **argv)
 					  err.data);
 			else
 				log_info("SIGHUP: inventory reloaded");
+			ctrl_hosts_load_drains(&ctx);
 			ctrl_reconciler_wake(&ctx);
 			continue;
 		}

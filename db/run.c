@@ -171,6 +171,139 @@ int db_attempt_end(struct db *db, const char *job, int attempt,
 	return r < 0 ? r : 0;
 }
 
+int db_attempt_set_planned(struct db *db, const char *job, int attempt,
+			   struct buf *err)
+{
+	int r = write_one(
+		db,
+		"UPDATE attempts SET planned = 1 WHERE job_id = " JOB_ID
+		" AND attempt = ?2",
+		job, attempt, 0, NULL, 0, err);
+
+	return r < 0 ? r : 0;
+}
+
+int db_attempt_planned(struct db *db, const char *job, int attempt,
+		       int *planned, struct buf *err)
+{
+	void *h;
+	sqlite3 *conn = db__reader_acquire(db, &h);
+	sqlite3_stmt *st =
+		prep(conn,
+		     "SELECT planned FROM attempts WHERE job_id = " JOB_ID
+		     " AND attempt = ?2",
+		     err);
+	int ret = ERR_DB;
+
+	*planned = 0;
+	if (st) {
+		db__bind_text(st, 1, job);
+		sqlite3_bind_int(st, 2, attempt);
+		ret = 0;
+		if (sqlite3_step(st) == SQLITE_ROW)
+			*planned = sqlite3_column_int(st, 0);
+		sqlite3_finalize(st);
+	}
+	db__reader_release(db, h);
+	return ret;
+}
+
+int db_job_planned_moves(struct db *db, const char *job, int *n,
+			 struct buf *err)
+{
+	void *h;
+	sqlite3 *conn = db__reader_acquire(db, &h);
+	sqlite3_stmt *st =
+		prep(conn,
+		     "SELECT count(*) FROM attempts WHERE job_id = " JOB_ID
+		     " AND planned = 1",
+		     err);
+	int ret = ERR_DB;
+
+	*n = 0;
+	if (st) {
+		db__bind_text(st, 1, job);
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			*n = sqlite3_column_int(st, 0);
+			ret = 0;
+		} else {
+			ret = db__error(conn, "cannot count attempts", err);
+		}
+		sqlite3_finalize(st);
+	}
+	db__reader_release(db, h);
+	return ret;
+}
+
+int db_host_drain_set(struct db *db, const char *host, const char *reason,
+		      int64_t now_ms, struct buf *err)
+{
+	int r = write_one(db,
+			  "INSERT OR REPLACE INTO host_drains (host, reason, "
+			  "since_ms) VALUES (?1, ?4, ?3)",
+			  host, 0, now_ms, reason, 0, err);
+
+	return r < 0 ? r : 0;
+}
+
+int db_host_drain_clear(struct db *db, const char *host, struct buf *err)
+{
+	int r = write_one(db, "DELETE FROM host_drains WHERE host = ?1", host,
+			  0, 0, NULL, 0, err);
+
+	return r < 0 ? r : r == 0 ? ERR_NOTFOUND : 0;
+}
+
+void db_host_drains_free(struct db_host_drain *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(v[i].host);
+		free(v[i].reason);
+	}
+	free(v);
+}
+
+int db_host_drains_list(struct db *db, struct db_host_drain **out, size_t *n,
+			struct buf *err)
+{
+	void *h;
+	sqlite3 *conn = db__reader_acquire(db, &h);
+	sqlite3_stmt *st = prep(conn,
+				"SELECT host, reason, since_ms FROM "
+				"host_drains ORDER BY host",
+				err);
+	size_t cap = 0;
+	int rc, ret = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!st) {
+		db__reader_release(db, h);
+		return ERR_DB;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 8;
+			*out = xrealloc(*out, cap * sizeof(**out));
+		}
+		(*out)[*n].host = db__col_dup(st, 0);
+		(*out)[*n].reason = db__col_dup(st, 1);
+		(*out)[*n].since_ms = sqlite3_column_int64(st, 2);
+		(*n)++;
+	}
+	if (rc != SQLITE_DONE) {
+		ret = db__error(conn, "cannot list drained hosts", err);
+		db_host_drains_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	sqlite3_finalize(st);
+	db__reader_release(db, h);
+	return ret;
+}
+
 int db_attempt_info(struct db *db, const char *job, int attempt, int *port,
 		    int64_t *started_ms, struct buf *err)
 {

@@ -37,6 +37,40 @@ int db_attempt_start(struct db *db, const char *job, int attempt,
 		     int master_port, const char *const *hosts, size_t n,
 		     int64_t now_ms, struct buf *err);
 
+/*
+ * Marks an attempt as ended by a planned move (a drained host): it does
+ * not count against the job's retries. Returns 0 or ERR_DB.
+ */
+int db_attempt_set_planned(struct db *db, const char *job, int attempt,
+			   struct buf *err);
+
+/* Whether an attempt ended as a planned move. Returns 0 or ERR_DB. */
+int db_attempt_planned(struct db *db, const char *job, int attempt,
+		       int *planned, struct buf *err);
+
+/* How many of job's attempts were planned moves. Returns 0 or ERR_DB. */
+int db_job_planned_moves(struct db *db, const char *job, int *n,
+			 struct buf *err);
+
+/* A drained host: no new work, its jobs move (controller/jobrun.c). */
+struct db_host_drain {
+	char *host;
+	char *reason; /* may be NULL */
+	int64_t since_ms;
+};
+
+/* Drains host (again: the reason and time are replaced). 0 or ERR_DB. */
+int db_host_drain_set(struct db *db, const char *host, const char *reason,
+		      int64_t now_ms, struct buf *err);
+
+/* Undrains host. Returns 0, ERR_NOTFOUND (it was not drained) or ERR_DB. */
+int db_host_drain_clear(struct db *db, const char *host, struct buf *err);
+
+/* Every drained host. The caller frees *out with db_host_drains_free(). */
+int db_host_drains_list(struct db *db, struct db_host_drain **out, size_t *n,
+			struct buf *err);
+void db_host_drains_free(struct db_host_drain *v, size_t n);
+
 /* Records the end of an attempt and why. Returns 0 or ERR_DB. */
 int db_attempt_end(struct db *db, const char *job, int attempt,
 		   const char *reason, int64_t now_ms, struct buf *err);

@@ -94,6 +94,13 @@ static const char *const migrations[] = {
 	 * same name. */
 	"ALTER TABLE jobs ADD COLUMN uid TEXT;"
 	"UPDATE jobs SET uid = lower(hex(randomblob(8)));",
+	/* 6: drained hosts (planned maintenance), and attempts that ended
+	 * as a planned move off such a host (no retry spent). */
+	"CREATE TABLE host_drains ("
+	" host TEXT PRIMARY KEY,"
+	" reason TEXT,"
+	" since_ms INTEGER NOT NULL) WITHOUT ROWID;"
+	"ALTER TABLE attempts ADD COLUMN planned INTEGER NOT NULL DEFAULT 0;",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -685,6 +685,53 @@ static void test_delete(void **state)
 	buf_release(&err);
 }
 
+/* Drained hosts are kept; planned moves are counted apart from failures. */
+static void test_drains_and_planned(void **state)
+{
+	static const char *const hosts[] = { "h1", "h2" };
+	struct fixture *f = *state;
+	struct db_host_drain *d = NULL;
+	struct buf err = BUF_INIT;
+	size_t n = 0;
+	int planned = -1, moves = -1;
+
+	assert_int_equal(db_host_drain_set(f->db, "h2", "disk", T0, &err), 0);
+	assert_int_equal(db_host_drain_set(f->db, "h1", NULL, T0, &err), 0);
+	assert_int_equal(db_host_drain_set(f->db, "h2", "fans", T0 + 1, &err),
+			 0);
+	assert_int_equal(db_host_drains_list(f->db, &d, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(d[0].host, "h1");
+	assert_null(d[0].reason);
+	assert_string_equal(d[1].host, "h2");
+	assert_string_equal(d[1].reason, "fans");
+	assert_int_equal(d[1].since_ms, T0 + 1);
+	db_host_drains_free(d, n);
+	assert_int_equal(db_host_drain_clear(f->db, "h1", &err), 0);
+	assert_int_equal(db_host_drain_clear(f->db, "h1", &err), ERR_NOTFOUND);
+	assert_int_equal(db_host_drains_list(f->db, &d, &n, &err), 0);
+	assert_int_equal(n, 1);
+	db_host_drains_free(d, n);
+
+	insert(f->db, "mover", "InProgress", "Training", T0);
+	assert_int_equal(db_attempt_start(f->db, "mover", 1, 20000, hosts, 2,
+					  T0, &err),
+			 0);
+	assert_int_equal(db_attempt_start(f->db, "mover", 2, 20002, hosts, 2,
+					  T0, &err),
+			 0);
+	assert_int_equal(db_attempt_set_planned(f->db, "mover", 1, &err), 0);
+	assert_int_equal(db_attempt_planned(f->db, "mover", 1, &planned, &err),
+			 0);
+	assert_int_equal(planned, 1);
+	assert_int_equal(db_attempt_planned(f->db, "mover", 2, &planned, &err),
+			 0);
+	assert_int_equal(planned, 0);
+	assert_int_equal(db_job_planned_moves(f->db, "mover", &moves, &err), 0);
+	assert_int_equal(moves, 1);
+	buf_release(&err);
+}
+
 struct names {
 	char *v[16];
 	int n;
@@ -1056,6 +1103,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_failure_reason, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_drains_and_planned, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_jobs_with_status, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_job_count, setup,

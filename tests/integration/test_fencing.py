@@ -15,6 +15,13 @@ every 10 steps):
       run that never stopped; after SIGCONT the thawed agent stores none
       of attempt 1's checkpoints (no torn or stale folder under S3Uri);
       its host serves again; no process of the job is left.
+  (d) `trainctl drain-host` of the host of algo-2 of a 2-host job with
+      MaximumRetryAttempts 1 (the spare third host free): the job moves
+      (transition "Planned move: ..."), algo-2 runs on the spare, the
+      drained host takes no work and shows "drained"; a rank failure in
+      attempt 2 is still retried (the move spent no retry), and the job
+      Completes after 3 attempts with the weights of a run that never
+      stopped; `undrain-host` makes the host ready again.
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter:
     /usr/bin/python3 tests/integration/test_fencing.py
@@ -151,6 +158,63 @@ def case_z(tap, cl, sm):
     tap.ok(back is True, "(z) the thawed host serves again", back)
 
 
+def trainctl(cl, *args):
+    p = fl.subprocess.run([fl.TRAINCTL, "--endpoint", cl.endpoint] + list(args), stdout=fl.subprocess.PIPE,
+                          stderr=fl.subprocess.PIPE, timeout=30)
+    return p.returncode, p.stdout.decode() + p.stderr.decode()
+
+
+def case_d(tap, cl, sm):
+    name = "fence-d-%s" % RUN
+    hps = dict(HPS, fail_at_step=140, fail_host="algo-1", fail_attempt=2)
+    sm.create_training_job(**fl.job_request(name, 2, hps, retries=1))
+    wait_step(cl, name, "algo-2", 30)
+    host = cl.host_of(name, "algo-2")
+    expect(host, "GET /v1/hosts names no host for algo-2")
+    rc, out = trainctl(cl, "drain-host", host, "--reason", "disk swap")
+    tap.ok(rc == 0, "(d) trainctl drain-host %s --reason ...: exit 0" % host, out)
+    seen_hosts = set()
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        d = sm.describe_training_job(TrainingJobName=name)
+        h2 = cl.host_of(name, "algo-2")
+        if h2:
+            seen_hosts.add(h2)
+        if fl.terminal(d):
+            break
+        time.sleep(0.1)
+    trans = fl.transitions(d)
+    moves = [m for st, m in trans if st == "Restarting" and m.startswith("Planned move: host '%s'" % host)]
+    fails = [m for st, m in trans if st == "Restarting" and m.startswith("Attempt 2 failed")]
+    diag = "status %s (%s); algo-2 seen on %s; transitions %s\n%s" % (
+        d["TrainingJobStatus"], d.get("FailureReason"), sorted(seen_hosts), short(trans, 2000),
+        cl.log_tail(15))
+    tap.ok(d["TrainingJobStatus"] == "Completed", "(d) the job Completes", diag)
+    tap.ok(len(moves) == 1, "(d) one planned move off the drained host in its transitions", diag)
+    tap.ok(len(fails) == 1, "(d) the rank failure of attempt 2 was still retried (the move spent no retry)", diag)
+    tap.ok(len(seen_hosts - {host}) >= 1, "(d) algo-2 ran on another host after the drain", diag)
+    try:
+        res = fl.results(cl.s3_path(fl.model_uri(name)))
+        ref = fl.reference(HPS)
+        same = len(res) == 2 and all(r.get("params_sha256") == ref["params_sha256"] for r in res.values())
+    except Exception as e:
+        res, same = str(e), False
+    tap.ok(same, "(d) the weights equal those of a run that never stopped", short(res, 800))
+    hs = {h["name"]: h for h in cl.hosts()}
+    tap.ok(hs.get(host, {}).get("state") == "drained" and hs[host].get("drain_reason") == "disk swap",
+           "(d) the drained host shows \"drained\" with its reason", short(hs.get(host)))
+    other = "fence-d2-%s" % RUN
+    sm.create_training_job(**fl.job_request(other, 2, {"steps": 20, "ckpt_every": 0}))
+    fl.wait_job(sm, other, lambda x: x.get("SecondaryStatus") in ("Training", "Completed"), 60)
+    on = {cl.host_of(other, "algo-1"), cl.host_of(other, "algo-2")}
+    tap.ok(host not in on, "(d) a new 2-host job does not land on the drained host", "%s" % on)
+    fl.wait_job(sm, other, fl.terminal, 60)
+    rc, out = trainctl(cl, "undrain-host", host)
+    hs = {h["name"]: h for h in cl.hosts()}
+    tap.ok(rc == 0 and hs.get(host, {}).get("state") == "ready" and not hs[host].get("drained"),
+           "(d) undrain-host: the host is ready again", "%s\n%s" % (out, short(hs.get(host))))
+
+
 def watchdogs(cl):
     return [pid for pid, argv in fl.proc_argvs()
             if len(argv) >= 3 and argv[1] == "watchdog" and argv[2].startswith(cl.state + "/")]
@@ -169,11 +233,12 @@ def main():
         sm = cl.client()
         dogs = watchdogs(cl)
         tap.ok(len(dogs) == 3, "one watchdog per host", "%s" % dogs)
-        try:
-            case_z(tap, cl, sm)
-        except Exception as e:
-            tap.ok(False, "(z) ran to its end", "%s: %s\n%s\n%s" % (type(e).__name__, e, traceback.format_exc(),
-                                                                   cl.log_tail(15)))
+        for c, fn in (("z", case_z), ("d", case_d)):
+            try:
+                fn(tap, cl, sm)
+            except Exception as e:
+                tap.ok(False, "(%s) ran to its end" % c, "%s: %s\n%s\n%s" % (
+                    type(e).__name__, e, traceback.format_exc(), cl.log_tail(15)))
     rc, killed = cl.stop()
     time.sleep(0.5)
     left = cl.own_pids()
