@@ -49,6 +49,10 @@ input/config/hyperparameters.json (each value JSON-decoded), else
                               after a restart, whose exit status it lost)
   marker S                    ignored (lets tests find the processes)
 
+With FT_TRACE=<file> in the environment every step appends
+`<unix s.us> <attempt> <host> <step>` to that file (O_APPEND, one write a
+line), so a test can check that two attempts never ran at the same time.
+
 SIGUSR1 makes it fail at once like fail_at_step does (output/failure, exit
 1), so a test can inject an "exit 1" at a time of its choosing.
 
@@ -405,6 +409,8 @@ def main():
 
     run = 0
     loss = float("nan")
+    trace = os.environ.get("FT_TRACE")
+    trace_fd = os.open(trace, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644) if trace else -1
     for step in range(start + 1, steps + 1):
         CURRENT[0] = step
         if planned(HP.get("fail_at_step"), step):
@@ -415,6 +421,8 @@ def main():
         loss = sgd_step(params, xt[idx], yt[idx], lr)
         run += 1
         print("step=%d loss=%.6f" % (step, loss), flush=True)
+        if trace_fd >= 0:
+            os.write(trace_fd, ("%.6f %d %s %d\n" % (time.time(), ATTEMPT, HOST, step)).encode())
         if sleep > 0:
             time.sleep(sleep)
         if rank == 0 and every > 0 and step % every == 0:

@@ -1,0 +1,286 @@
+#!/usr/bin/python3
+"""Seeded chaos on a 4-host namespace cluster, checked by invariants.
+
+scripts/cluster.sh up --hosts 4 (sshd per host, agents provisioned over
+SSH, credentials on; trainctld --heartbeat-ms 200 --host-deadline-ms 1000),
+two ft_trainer.py jobs at once (2 and 1 hosts, so one host is spare; a
+checkpoint every K=10 steps, MaximumRetryAttempts 30), and for WINDOW seconds one fault
+after another, chosen by a seeded generator:
+
+  rank-kill9   kill -9 of a random rank of a random job
+  agent-kill9  kill -9 of the agent of a host running a job
+  agent-stop   SIGSTOP of such an agent for 2.5 s (its ranks keep running)
+  link-down    `cluster.sh link-down` of such a host for 2 s
+
+Every step of every rank appends `<time> <attempt> <host> <step>` to a
+trace file per job (ft_trainer.py's FT_TRACE). At the end:
+
+  - every job Completed (or Failed only with its retries spent);
+  - no two attempts of a job ever ran at the same time: the last step of
+    attempt N was traced before the first step of attempt N+1;
+  - no torn checkpoint under any job's S3Uri (a step-* folder without
+    its manifest, a file that does not match it, a .tmp-* upload);
+  - steps redone at each restart <= K + what the lease lets run unseen
+    (deadline / step time);
+  - the weights of every completed job equal those of a fault-free run;
+  - no process of any job left anywhere, and on the hosts only sshd,
+    their agent and its watchdog.
+
+CHAOS_SEEDS=s1,s2 picks the seeds (default: two from the clock, printed);
+CHAOS_WINDOW the seconds of faults per seed (default 20). Root only (it
+skips otherwise). TAP on stdout; run from the top of the tree:
+    /usr/bin/python3 tests/integration/test_chaos.py
+"""
+import os
+import random
+import signal
+import sys
+import threading
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import ftlib as fl  # noqa: E402
+from ftlib import Fail, expect, short  # noqa: E402
+
+fl.sc.hermetic_env()
+
+K = 10
+STEP_S = 0.04
+DEADLINE_MS = 1000
+PREFIX, NET, PORT = "tcch", "10.213.79", 18579
+ARGS = ["--grace-period", "2", "--heartbeat-ms", "200", "--host-deadline-ms", str(DEADLINE_MS),
+        "--restart-wait", "30", "--max-retries", "0", "-v"]
+HPS = {"steps": 260, "ckpt_every": K, "step_sleep": STEP_S}
+WINDOW = float(os.environ.get("CHAOS_WINDOW") or 20)
+KINDS = ["rank-kill9", "agent-kill9", "agent-stop", "link-down"]
+
+
+def log(text):
+    for line in str(text).splitlines():
+        print("# " + line)
+    sys.stdout.flush()
+
+
+def agent_pid(ns, node):
+    """The trainagent daemon in node's network namespace."""
+    cands = [pid for pid, argv in fl.proc_argvs()
+             if argv and os.path.basename(argv[0]) == "trainagent" and "--controller" in argv]
+    mine = ns.netns_pids(node, cands)
+    # Its forked workers have the same command line: the oldest is it.
+    return min(mine) if mine else None
+
+
+def read_trace(path):
+    """{attempt: [(t, host, step)]}."""
+    out = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                p = line.split()
+                if len(p) == 4:
+                    out.setdefault(int(p[1]), []).append((float(p[0]), p[2], int(p[3])))
+    except OSError:
+        pass
+    return out
+
+
+def overlaps(trace):
+    bad = []
+    atts = sorted(trace)
+    for a, b in zip(atts, atts[1:]):
+        last_a = max(t for t, _, _ in trace[a])
+        first_b = min(t for t, _, _ in trace[b])
+        if last_a >= first_b:
+            bad.append("attempt %d traced a step %.0f ms after attempt %d began" % (a, (last_a - first_b) * 1000,
+                                                                                   b))
+    return bad
+
+
+def redone(trace):
+    """[(attempt, step reached by algo-1 (rank 0), the next attempt that ran
+    a step resumed from)]; attempts killed before their first step are
+    skipped."""
+    out = []
+    atts = [a for a in sorted(trace) if any(h == "algo-1" for _, h, _ in trace[a])]
+    for a, b in zip(atts, atts[1:]):
+        reached = max(s for _, h, s in trace[a] if h == "algo-1")
+        resumed = min(s for _, h, s in trace[b] if h == "algo-1") - 1
+        out.append((a, reached, resumed))
+    return out
+
+
+class Chaos:
+    def __init__(self, ns, sm, seed, tmp):
+        self.ns, self.sm, self.seed, self.rng = ns, sm, seed, random.Random(seed)
+        self.tmp = tmp
+        self.faults = []
+        self.pending = []  # timers that heal a fault
+        self.jobs = []
+
+    def create(self):
+        # Three of the four hosts busy: a spare to restart on, so that a
+        # host that is not fenced in time shows as two attempts at once.
+        for n, count in ((1, 2), (2, 1)):
+            name = "chaos-%d-%s-%d" % (self.seed % 100000, "%x" % (int(time.time() * 1000) % 0xffffff), n)
+            req = fl.job_request(name, count, HPS, retries=30, itype=self.ns.itype)
+            req["Environment"]["FT_TRACE"] = os.path.join(self.tmp, name + ".trace")
+            self.sm.create_training_job(**req)
+            self.jobs.append((name, count, req["Environment"]["FT_TRACE"]))
+
+    def busy_hosts(self):
+        return sorted(h["name"] for h in self.ns.hosts() if h.get("job") and h.get("state") == "busy")
+
+    def heal_later(self, delay, fn, what):
+        t = threading.Timer(delay, fn)
+        t.daemon = True
+        t.start()
+        self.pending.append((t, fn, what))
+
+    def inject(self, t0):
+        kind = self.rng.choice(KINDS)
+        if kind == "rank-kill9":
+            cands = sorted((p, n, h, a) for n, _, _ in self.jobs for p, h, a, _ in fl.procs_with(n))
+            if not cands:
+                return
+            pid, name, host, a = self.rng.choice(cands)
+            os.kill(pid, signal.SIGKILL)
+            self.faults.append((time.time() - t0, kind, "%s %s attempt %s" % (name[-8:], host, a)))
+            return
+        busy = self.busy_hosts()
+        if not busy:
+            return
+        node = self.rng.choice(busy)
+        if kind == "link-down":
+            self.ns.link(node, up=False)
+            self.heal_later(2.0, lambda n=node: self.ns.link(n, up=True), "link-up %s" % node)
+        else:
+            pid = agent_pid(self.ns, node)
+            if not pid:
+                return
+            if kind == "agent-kill9":
+                os.kill(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGSTOP)
+                self.heal_later(2.5, lambda p=pid: os.kill(p, signal.SIGCONT), "SIGCONT %d" % pid)
+        self.faults.append((time.time() - t0, kind, node))
+
+    def run(self):
+        t0 = time.time()
+        while time.time() - t0 < WINDOW:
+            time.sleep(self.rng.uniform(1.0, 2.5))
+            # One long fault at a time: the next waits for the last to heal.
+            while any(t.is_alive() for t, _, _ in self.pending):
+                time.sleep(0.1)
+            try:
+                self.inject(t0)
+            except (OSError, Fail) as e:
+                self.faults.append((time.time() - t0, "?", "not injected: %s" % e))
+        for t, fn, what in self.pending:
+            t.join(5)
+
+    def heal_all(self):
+        for t, fn, what in self.pending:
+            t.cancel()
+            try:
+                fn()
+            except Exception:
+                pass
+
+
+def check_seed(tap, ns, sm, seed, tmp):
+    ch = Chaos(ns, sm, seed, tmp)
+    ch.create()
+    try:
+        ch.run()
+    finally:
+        ch.heal_all()
+    log("seed %d: %d faults: %s" % (seed, len(ch.faults), "; ".join("%.1f %s %s" % f for f in ch.faults)))
+    descs = {}
+    for name, _, _ in ch.jobs:
+        try:
+            descs[name], _ = fl.wait_job(sm, name, fl.terminal, 150, interval=0.2)
+        except Fail as e:
+            descs[name] = {"TrainingJobStatus": "not ended: %s" % e}
+            try:
+                sm.stop_training_job(TrainingJobName=name)
+            except Exception:
+                pass
+    tag = "(seed %d, %d faults)" % (seed, len(ch.faults))
+    bad = ["%s: %s %s" % (n, d["TrainingJobStatus"], d.get("FailureReason") or "") for n, d in descs.items()
+           if d["TrainingJobStatus"] != "Completed"]
+    tap.ok(not bad, "%s every job Completed" % tag, "\n".join(bad) + "\n" + ns.log_tail(10))
+    traces = {name: read_trace(path) for name, _, path in ch.jobs}
+    bad = ["%s: %s" % (n, b) for n, tr in traces.items() for b in overlaps(tr)]
+    tap.ok(not bad and all(traces.values()), "%s no two attempts of a job ever ran at the same time" % tag,
+           "\n".join(bad) or "a trace is empty: %s" % {n: len(t) for n, t in traces.items()})
+    probs = []
+    for name, _, _ in ch.jobs:
+        p, _ = fl.store_problems(ns.s3_path(fl.ckpt_uri(name)))
+        probs += ["%s: %s" % (name, x) for x in p]
+    tap.ok(not probs, "%s no torn checkpoint under any job's S3Uri" % tag, "\n".join(probs))
+    limit = K + DEADLINE_MS / 1000.0 / STEP_S + 2
+    rd = {n: redone(tr) for n, tr in traces.items()}
+    worst = [(n, a, r, s) for n, v in rd.items() for a, r, s in v if r - s > limit]
+    tap.ok(not worst, "%s steps redone at each restart <= K + a lease of steps (%d)" % (tag, limit),
+           short(rd, 2000))
+    log("redone (attempt, reached, resumed from): %s" % short(rd, 2000))
+    bad = []
+    ref = fl.reference(HPS)
+    for name, count, _ in ch.jobs:
+        if descs[name]["TrainingJobStatus"] != "Completed":
+            continue
+        try:
+            res = fl.results(ns.s3_path(fl.model_uri(name)))
+            if len(res) != count or any(r.get("params_sha256") != ref["params_sha256"] for r in res.values()):
+                bad.append("%s: %s" % (name, short(res, 400)))
+        except Fail as e:
+            bad.append("%s: %s" % (name, e))
+    tap.ok(not bad, "%s the weights of every completed job equal a fault-free run" % tag, "\n".join(bad))
+    left = {n: fl.wait_no_procs(n, 10.0) for n, _, _ in ch.jobs}
+    tap.ok(not any(left.values()), "%s no process of any job left" % tag, short(left))
+    ns.wait_hosts(lambda hs: sum(h.get("state") == "ready" for h in hs) == ns.n_hosts, 45, "every host ready")
+
+
+def main():
+    tap = fl.sc.Tap()
+    why = fl.ns_skip_reason()
+    if why:
+        tap.skip("chaos on a namespace cluster", why)
+        return tap.finish()
+    seeds = [int(s) for s in (os.environ.get("CHAOS_SEEDS") or "").split(",") if s.strip()]
+    if not seeds:
+        base = int(time.time()) % 1000000
+        seeds = [base, base + 1]
+    log("seeds %s (CHAOS_SEEDS=%s reproduces the choices)" % (seeds, ",".join(map(str, seeds))))
+    try:
+        fl.reference(HPS)
+    except Exception as e:
+        tap.ok(False, "ft_trainer.py runs here (reference run)", str(e))
+        return tap.finish()
+    ns = fl.NsCluster(PREFIX, NET, PORT, n_hosts=4, extra=ARGS)
+    tmp = fl.tempfile.mkdtemp(prefix="trainctl-chaos-")
+    t = time.time()
+    try:
+        err = ns.up()
+        if tap.ok(err is None, "cluster.sh up --hosts 4 (%.1f s)" % (time.time() - t), err):
+            sm = ns.client()
+            for seed in seeds:
+                t = time.time()
+                try:
+                    check_seed(tap, ns, sm, seed, tmp)
+                except Exception as e:
+                    tap.ok(False, "(seed %d) ran to its end" % seed, "%s: %s\n%s\n%s" % (
+                        type(e).__name__, e, traceback.format_exc(), ns.log_tail(15)))
+                log("seed %d took %.1f s" % (seed, time.time() - t))
+    finally:
+        rc, out, err2 = ns.down()
+        tap.ok(rc == 0, "cluster.sh down: nothing left", out + err2)
+        fl.shutil.rmtree(tmp, ignore_errors=True)
+    return tap.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
