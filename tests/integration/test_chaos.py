@@ -11,6 +11,8 @@ after another, chosen by a seeded generator:
   agent-kill9  kill -9 of the agent of a host running a job
   agent-stop   SIGSTOP of such an agent for 2.5 s (its ranks keep running)
   link-down    `cluster.sh link-down` of such a host for 2 s
+  ctrl-kill9   kill -9 of trainctld, started again at once with the same
+               command line (cluster.sh's trainctld.cmd)
 
 Every step of every rank appends `<time> <attempt> <host> <step>` to a
 trace file per job (ft_trainer.py's FT_TRACE). At the end:
@@ -55,7 +57,7 @@ ARGS = ["--grace-period", "2", "--heartbeat-ms", "200", "--host-deadline-ms", st
         "--restart-wait", "30", "--max-retries", "0", "-v"]
 HPS = {"steps": 260, "ckpt_every": K, "step_sleep": STEP_S}
 WINDOW = float(os.environ.get("CHAOS_WINDOW") or 20)
-KINDS = ["rank-kill9", "agent-kill9", "agent-stop", "link-down"]
+KINDS = ["rank-kill9", "agent-kill9", "agent-stop", "link-down", "ctrl-kill9"]
 
 
 def log(text):
@@ -71,6 +73,38 @@ def agent_pid(ns, node):
     mine = ns.netns_pids(node, cands)
     # Its forked workers have the same command line: the oldest is it.
     return min(mine) if mine else None
+
+
+def restart_controller(ns):
+    """kill -9 of trainctld and the same command again, as cluster.sh ran it
+    (its pid file updated, so `cluster.sh down` stops the new one)."""
+    ctl = os.path.join(ns.state, "controller")
+    with open(os.path.join(ctl, "trainctld.pid")) as f:
+        pid = int(f.read().strip())
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.time() + 5
+    while time.time() < deadline and os.path.exists("/proc/%d" % pid):
+        with open("/proc/%d/stat" % pid) as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+        time.sleep(0.01)
+    with open(os.path.join(ctl, "trainctld.cmd")) as f:
+        cmd = f.read().strip()
+    log_f = open(os.path.join(ctl, "trainctld.log"), "ab")
+    p = fl.subprocess.Popen(["/bin/bash", "-c", "exec " + cmd], stdin=fl.subprocess.DEVNULL, stdout=log_f,
+                            stderr=log_f, start_new_session=True)
+    log_f.close()
+    with open(os.path.join(ctl, "trainctld.pid"), "w") as f:
+        f.write("%d\n" % p.pid)
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        try:
+            if ns.request("GET", "/healthz", timeout=1)[0] == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.02)
+    raise Fail("trainctld did not answer /healthz within 20 s of its restart")
 
 
 def read_trace(path):
@@ -141,6 +175,10 @@ class Chaos:
 
     def inject(self, t0):
         kind = self.rng.choice(KINDS)
+        if kind == "ctrl-kill9":
+            restart_controller(self.ns)
+            self.faults.append((time.time() - t0, kind, "trainctld"))
+            return
         if kind == "rank-kill9":
             cands = sorted((p, n, h, a) for n, _, _ in self.jobs for p, h, a, _ in fl.procs_with(n))
             if not cands:
