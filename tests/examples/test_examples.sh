@@ -269,7 +269,19 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))' "$1"
 
 # ps_run NSERVERS NWORKERS: one job's processes on 127.0.0.1, each with
 # its TF_CONFIG; waits for all. PS_RC: 0 when every process exited 0.
+# OpenMPI's singleton start (MPI_Init without mpirun, four at once) now
+# and then fails on a loaded machine before the program runs at all
+# ("An error occurred in MPI_Init_thread"): such a run is made once more.
 ps_run() {
+	ps_run_once "$@"
+	if grep -qs 'An error occurred in MPI_Init' "$D"/ps*.log "$D"/log \
+		"$D"/w*.log; then
+		echo "# OpenMPI's singleton start failed (MPI_Init_thread): once more"
+		ps_run_once "$@"
+	fi
+}
+
+ps_run_once() {
 	ns=$1
 	nw=$2
 	set -- $(free_ports $((ns + nw)))
