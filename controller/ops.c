@@ -293,6 +293,7 @@ static void job_to_record(struct db_job *j, struct api_job_record *r)
 	free(j->instance_type);
 	free(j->spec_json);
 	free(j->stop_reason);
+	free(j->uid);
 	memset(j, 0, sizeof(*j));
 }
 
