@@ -446,6 +446,7 @@ uint64_t agent_proc_start_ticks(pid_t pid);
 
 struct agent_ctx {
 	struct agent_config cfg;
+	char **argv; /* main's, for the watchdog to start the agent again */
 	struct agent_lease lease;
 	char *token;
 	char boot_id[40];

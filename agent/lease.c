@@ -20,6 +20,13 @@
  * file over and renews it); it leaves when the agent exits cleanly, when
  * the file goes, or when it has nothing left to guard and no agent.
  *
+ * An agent provisioned over SSH (--token-stdin) has nobody on its host to
+ * start it again when it dies: its watchdog does, at once (at most every
+ * RESPAWN_MS), with the same command line and the token through a pipe
+ * (never a file or an argument). The new agent finds the running ranks
+ * in the job directories, takes the lease over before it ran out and
+ * re-attaches to the attempt, so the job goes on without a restart.
+ *
  * The table is written under a sequence count (odd while it changes), so
  * the watchdog never acts on half an entry.
  */
@@ -35,6 +42,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,6 +56,8 @@
 #define LEASE_MAGIC 0x534c4354u /* "TCLS" */
 #define LEASE_VERSION 1
 #define WATCHDOG_TICK_MS 50
+#define RESPAWN_MS 2000
+#define TOKEN_MAX 4096
 
 enum { LEASE_RANK = 1, LEASE_WORKER = 2 };
 
@@ -163,31 +173,86 @@ static int watchdog_alive(const struct agent_lease_page *pg)
 	       !strcmp(cmd + strlen(cmd) + 1, "watchdog");
 }
 
-static void spawn_watchdog(struct agent_ctx *ctx)
+/* Writes all of data to fd; 0 or -1. */
+static int write_all(int fd, const char *data, size_t len)
 {
-	struct agent_lease *l = &ctx->lease;
+	while (len) {
+		ssize_t w = write(fd, data, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		data += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+/*
+ * Forks and execs argv with line (and a newline) on its stdin, in a
+ * session of its own. Returns the pid or -1.
+ */
+static pid_t spawn_with_stdin(const char *exe, char *const *argv,
+			      const char *line)
+{
+	int p[2] = { -1, -1 };
 	pid_t pid;
 
-	if (watchdog_alive(l->page))
-		return;
+	if (line && pipe2(p, O_CLOEXEC))
+		return -1;
 	pid = fork();
-	if (pid < 0) {
-		log_warn("cannot start the watchdog: fork: %s",
-			 strerror(errno));
-		return;
-	}
 	if (pid == 0) {
-		char *argv[] = { (char *)"trainagent", (char *)"watchdog",
-				 ctx->cfg.work_dir, NULL };
 		sigset_t none;
 
 		(void)setsid();
 		sigemptyset(&none);
 		(void)sigprocmask(SIG_SETMASK, &none, NULL);
-		/* The binary may have been replaced on disk: this is the
-		 * one we run. */
-		execv("/proc/self/exe", argv);
+		if (line && dup2(p[0], STDIN_FILENO) < 0)
+			_exit(127);
+		execv(exe, argv);
 		_exit(127);
+	}
+	if (line) {
+		close(p[0]);
+		if (pid > 0 && (write_all(p[1], line, strlen(line)) ||
+				write_all(p[1], "\n", 1)))
+			log_warn("cannot hand the token over to pid %d",
+				 (int)pid);
+		close(p[1]);
+	}
+	return pid;
+}
+
+static void spawn_watchdog(struct agent_ctx *ctx)
+{
+	struct agent_lease *l = &ctx->lease;
+	int respawn = ctx->cfg.token_stdin && ctx->argv;
+	size_t n = 0, i;
+	char **argv;
+	pid_t pid;
+
+	if (watchdog_alive(l->page))
+		return;
+	while (respawn && ctx->argv[n])
+		n++;
+	argv = xcalloc(n + 6, sizeof(*argv));
+	argv[0] = (char *)"trainagent";
+	argv[1] = (char *)"watchdog";
+	argv[2] = ctx->cfg.work_dir;
+	if (respawn) {
+		argv[3] = (char *)"--respawn";
+		for (i = 0; i < n; i++)
+			argv[4 + i] = ctx->argv[i];
+	}
+	/* The binary may have been replaced on disk: this is the one we
+	 * run. */
+	pid = spawn_with_stdin("/proc/self/exe", argv,
+			       respawn ? ctx->token : NULL);
+	free(argv);
+	if (pid < 0) {
+		log_warn("cannot start the watchdog: %s", strerror(errno));
+		return;
 	}
 	__atomic_store_n(&l->page->watchdog_pid, (int32_t)pid,
 			 __ATOMIC_RELEASE);
@@ -368,17 +433,106 @@ static void sleep_ms(int64_t ms)
 		;
 }
 
+/* Alive and not a zombie. */
+static int proc_alive(int pid)
+{
+	char path[64], stat[512], *p;
+	ssize_t len;
+	int fd;
+
+	if (pid <= 0 || kill(pid, 0))
+		return 0;
+	(void)snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	len = read(fd, stat, sizeof(stat) - 1);
+	close(fd);
+	if (len <= 0)
+		return 0;
+	stat[len] = '\0';
+	p = strrchr(stat, ')');
+	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+/* The token on stdin (one line), for starting the agent again. */
+static char *read_token(void)
+{
+	struct buf b = BUF_INIT_MAX(TOKEN_MAX);
+	char c;
+
+	for (;;) {
+		ssize_t n = read(STDIN_FILENO, &c, 1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || c == '\n')
+			break;
+		if (buf_addch(&b, c)) {
+			buf_release(&b);
+			return NULL;
+		}
+	}
+	return b.len ? buf_detach(&b, NULL) : (buf_release(&b), NULL);
+}
+
+/*
+ * Starts the agent again; the pid goes to WORK_DIR/agent.pid when the
+ * provisioner keeps one there (it checks that file before starting one).
+ */
+static pid_t respawn_agent(const char *work_dir, char **agent_argv,
+			   const char *token)
+{
+	const char *exe = agent_argv[0];
+	struct buf pidf = BUF_INIT, tmp = BUF_INIT, line = BUF_INIT;
+	pid_t pid;
+	int fd;
+
+	/* The agent's own path: provisioning may have put a newer build
+	 * there since this watchdog started. */
+	if (exe[0] != '/' || access(exe, X_OK))
+		exe = "/proc/self/exe";
+	pid = spawn_with_stdin(exe, agent_argv, token);
+	(void)buf_addf(&pidf, "%s/agent.pid", work_dir);
+	(void)buf_addf(&tmp, "%s/agent.pid.tmp", work_dir);
+	(void)buf_addf(&line, "%d\n", (int)pid);
+	if (pid > 0 && !access(pidf.data, F_OK)) {
+		fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+			  0644);
+		if (fd >= 0 && !write_all(fd, line.data, line.len) &&
+		    !close(fd))
+			(void)rename(tmp.data, pidf.data);
+		else if (fd >= 0)
+			close(fd);
+	}
+	buf_release(&pidf);
+	buf_release(&tmp);
+	buf_release(&line);
+	return pid;
+}
+
+/*
+ * `trainagent watchdog WORK_DIR [--respawn AGENT-ARGV...]` (the token on
+ * stdin with --respawn).
+ */
 int agent_watchdog_main(int argc, char **argv)
 {
 	struct agent_lease_page *pg;
 	struct buf err = BUF_INIT;
 	struct stat want, now_st;
-	char *path, *lock;
-	int64_t fired_for = -1;
+	char *path, *lock, *token = NULL;
+	char **agent_argv = NULL;
+	int64_t fired_for = -1, respawned_at = 0;
 	int fd = -1, lock_fd;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: trainagent watchdog WORK_DIR\n");
+	if (argc >= 4 && !strcmp(argv[2], "--respawn")) {
+		agent_argv = argv + 3;
+		token = read_token();
+		if (!token)
+			agent_argv = NULL;
+	} else if (argc != 2) {
+		fprintf(stderr, "usage: trainagent watchdog WORK_DIR "
+				"[--respawn AGENT-ARGV...]\n");
 		return 2;
 	}
 	path = lease_path(argv[1], "lease");
@@ -400,7 +554,7 @@ int agent_watchdog_main(int argc, char **argv)
 			__atomic_load_n(&pg->until_ms, __ATOMIC_ACQUIRE);
 		int agent = __atomic_load_n(&pg->agent_pid, __ATOMIC_ACQUIRE);
 		int64_t now = time_mono_ms();
-		int agent_alive = agent > 0 && !kill(agent, 0);
+		int agent_alive = proc_alive(agent);
 
 		if (__atomic_load_n(&pg->quit, __ATOMIC_ACQUIRE))
 			break;
@@ -413,8 +567,27 @@ int agent_watchdog_main(int argc, char **argv)
 				__atomic_add_fetch(&pg->fired, 1,
 						   __ATOMIC_ACQ_REL);
 		}
+		if (!agent_alive && agent_argv &&
+		    now - respawned_at >= RESPAWN_MS) {
+			pid_t pid;
+
+			respawned_at = now;
+			pid = respawn_agent(argv[1], agent_argv, token);
+			if (pid > 0) {
+				log_warn("the agent (pid %d) is gone: started "
+					 "it again (pid %d)",
+					 agent, (int)pid);
+				/* It says so itself once it runs. */
+				__atomic_store_n(&pg->agent_pid, (int32_t)pid,
+						 __ATOMIC_RELEASE);
+				agent_alive = 1;
+			}
+		}
 		if (!agent_alive && (!pg->n || fired_for == until))
 			break; /* no agent, nothing (left) to guard */
+		/* The agents it started are its children. */
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
 		sleep_ms(until > now && until - now < WATCHDOG_TICK_MS ?
 				 until - now :
 				 WATCHDOG_TICK_MS);
@@ -425,6 +598,10 @@ int agent_watchdog_main(int argc, char **argv)
 	close(lock_fd);
 	free(path);
 	free(lock);
+	if (token) {
+		memset(token, 0, strlen(token));
+		free(token);
+	}
 	buf_release(&err);
 	return 0;
 }

@@ -170,6 +170,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "watchdog"))
 		return agent_watchdog_main(argc - 1, argv + 1);
 	memset(&ctx, 0, sizeof(ctx));
+	ctx.argv = argv;
 	ctx.sig_pipe[0] = ctx.sig_pipe[1] = -1;
 	ctx.lock_fd = -1;
 	agent_config_init(&ctx.cfg);

@@ -28,6 +28,11 @@ trace file per job (ft_trainer.py's FT_TRACE). At the end:
   - no process of any job left anywhere, and on the hosts only sshd,
     their agent and its watchdog.
 
+Before the seeds, (k): kill -9 of the agent of a host running a 2-host job
+(SSH-provisioned): its watchdog starts the agent again at once, the new
+agent re-attaches to the running ranks, and the job Completes in one
+attempt (no Restarting), with the reference weights.
+
 CHAOS_SEEDS=s1,s2 picks the seeds (default: two from the clock, printed);
 CHAOS_WINDOW the seconds of faults per seed (default 20). Root only (it
 skips otherwise). TAP on stdout; run from the top of the tree:
@@ -228,6 +233,44 @@ class Chaos:
                 pass
 
 
+def case_k(tap, ns, sm, tmp):
+    name = "chaos-k-%x" % (int(time.time() * 1000) % 0xffffff)
+    hps = dict(HPS, steps=200)
+    req = fl.job_request(name, 2, hps, retries=2, itype=ns.itype)
+    req["Environment"]["FT_TRACE"] = os.path.join(tmp, name + ".trace")
+    sm.create_training_job(**req)
+    deadline = time.time() + 60
+    while time.time() < deadline and max([s for _, h, s in read_trace(req["Environment"]["FT_TRACE"]).get(1, [])
+                                          if h == "algo-2"] or [0]) < 40:
+        time.sleep(0.05)
+    node = ns.host_of(name, "algo-2")
+    expect(node, "GET /v1/hosts names no host for algo-2")
+    old = agent_pid(ns, node)
+    expect(old, "no agent on %s" % node)
+    os.kill(old, signal.SIGKILL)
+    new, t0 = None, time.time()
+    while time.time() - t0 < 10 and not new:
+        p = agent_pid(ns, node)
+        new = p if p and p != old else None
+        time.sleep(0.02)
+    back_ms = (time.time() - t0) * 1000
+    d, _ = fl.wait_job(sm, name, fl.terminal, 90)
+    trans = fl.transitions(d)
+    diag = "agent %s -> %s after %.0f ms; status %s (%s); transitions %s\n%s" % (
+        old, new, back_ms, d["TrainingJobStatus"], d.get("FailureReason"), short(trans, 1500), ns.log_tail(20))
+    tap.ok(new, "(k) kill -9 of an SSH host's agent: a new agent runs on %s (%.0f ms)" % (node, back_ms), diag)
+    tap.ok(d["TrainingJobStatus"] == "Completed" and not [m for st, m in trans if st == "Restarting"],
+           "(k) ... the job Completes without a restart (the new agent re-attached)", diag)
+    try:
+        res = fl.results(ns.s3_path(fl.model_uri(name)))
+        ref = fl.reference(hps)
+        same = len(res) == 2 and all(r.get("params_sha256") == ref["params_sha256"] for r in res.values())
+    except Exception as e:
+        res, same = str(e), False
+    tap.ok(same, "(k) ... with the weights of a run that never stopped", short(res, 600))
+    tap.ok(not fl.wait_no_procs(name, 10.0), "(k) ... no process of the job left", short(fl.procs_with(name)))
+
+
 def check_seed(tap, ns, sm, seed, tmp):
     ch = Chaos(ns, sm, seed, tmp)
     ch.create()
@@ -305,6 +348,11 @@ def main():
         err = ns.up()
         if tap.ok(err is None, "cluster.sh up --hosts 4 (%.1f s)" % (time.time() - t), err):
             sm = ns.client()
+            try:
+                case_k(tap, ns, sm, tmp)
+            except Exception as e:
+                tap.ok(False, "(k) ran to its end", "%s: %s\n%s\n%s" % (
+                    type(e).__name__, e, traceback.format_exc(), ns.log_tail(15)))
             for seed in seeds:
                 t = time.time()
                 try:
