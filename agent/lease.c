@@ -87,22 +87,38 @@ int64_t agent_lease_margin_ms(int64_t deadline_ms)
 	return m < 50 ? 50 : m > 500 ? 500 : m;
 }
 
-uint64_t agent_proc_start_ticks(pid_t pid)
+/*
+ * Reads /proc/<pid>/<name> into buf (NUL-terminated; it may hold NULs
+ * too). Returns the bytes read, or -1.
+ */
+static ssize_t read_proc(int pid, const char *name, char *buf, size_t size)
 {
-	char path[64], stat[1024], *p;
-	unsigned long long start = 0;
+	char path[64];
 	ssize_t len;
-	int fd, field;
+	int fd;
 
-	(void)snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (pid <= 0)
+		return -1;
+	(void)snprintf(path, sizeof(path), "/proc/%d/%s", pid, name);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 0;
-	len = read(fd, stat, sizeof(stat) - 1);
+		return -1;
+	len = read(fd, buf, size - 1);
 	close(fd);
 	if (len <= 0)
+		return -1;
+	buf[len] = '\0';
+	return len;
+}
+
+uint64_t agent_proc_start_ticks(pid_t pid)
+{
+	char stat[1024], *p;
+	unsigned long long start = 0;
+	int field;
+
+	if (read_proc((int)pid, "stat", stat, sizeof(stat)) < 0)
 		return 0;
-	stat[len] = '\0';
 	/* Field 22 counts from the pid; comm (2) may hold anything. */
 	p = strrchr(stat, ')');
 	for (field = 2; p && *p && field < 22; p++)
@@ -152,22 +168,15 @@ static char *lease_path(const char *work_dir, const char *name)
 
 static int watchdog_alive(const struct agent_lease_page *pg)
 {
-	char path[64], cmd[256];
+	char cmd[256];
 	int pid = __atomic_load_n(&pg->watchdog_pid, __ATOMIC_ACQUIRE);
 	ssize_t n;
-	int fd;
 
 	if (pid <= 0 || kill(pid, 0))
 		return 0;
-	(void)snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, cmd, sizeof(cmd) - 1);
-	close(fd);
+	n = read_proc(pid, "cmdline", cmd, sizeof(cmd));
 	if (n <= 0)
 		return 0;
-	cmd[n] = '\0';
 	/* argv[1] follows argv[0]'s NUL. */
 	return memchr(cmd, '\0', (size_t)n) &&
 	       !strcmp(cmd + strlen(cmd) + 1, "watchdog");
@@ -436,21 +445,11 @@ static void sleep_ms(int64_t ms)
 /* Alive and not a zombie. */
 static int proc_alive(int pid)
 {
-	char path[64], stat[512], *p;
-	ssize_t len;
-	int fd;
+	char stat[512], *p;
 
-	if (pid <= 0 || kill(pid, 0))
+	if (pid <= 0 || kill(pid, 0) ||
+	    read_proc(pid, "stat", stat, sizeof(stat)) < 0)
 		return 0;
-	(void)snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	len = read(fd, stat, sizeof(stat) - 1);
-	close(fd);
-	if (len <= 0)
-		return 0;
-	stat[len] = '\0';
 	p = strrchr(stat, ')');
 	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
 }

@@ -257,8 +257,10 @@ static int perform(struct cli_http *h, const char *url, const char *op,
 	return ret;
 }
 
-int cli_http_get(struct cli_ctx *ctx, const char *path, struct cli_reply *reply,
-		 struct buf *err)
+/* A request to path on the REST face: GET (op NULL) or a JSON POST. */
+static int rest_request(struct cli_ctx *ctx, const char *path, const char *op,
+			const struct buf *body, struct cli_reply *reply,
+			struct buf *err)
 {
 	struct cli_http *h = http_open(ctx, err);
 	struct buf url = BUF_INIT;
@@ -272,29 +274,21 @@ int cli_http_get(struct cli_ctx *ctx, const char *path, struct cli_reply *reply,
 								    elen),
 		     ctx->endpoint, path))
 		BUG("unbounded buffer refused a string");
-	ret = perform(h, url.data, NULL, NULL, reply, err);
+	ret = perform(h, url.data, op, body, reply, err);
 	buf_release(&url);
 	return ret;
+}
+
+int cli_http_get(struct cli_ctx *ctx, const char *path, struct cli_reply *reply,
+		 struct buf *err)
+{
+	return rest_request(ctx, path, NULL, NULL, reply, err);
 }
 
 int cli_http_post(struct cli_ctx *ctx, const char *path, const struct buf *body,
 		  struct cli_reply *reply, struct buf *err)
 {
-	struct cli_http *h = http_open(ctx, err);
-	struct buf url = BUF_INIT;
-	size_t elen = strlen(ctx->endpoint);
-	int ret;
-
-	if (!h)
-		return ERR_IO;
-	if (buf_addf(&url, "%.*s%s",
-		     (int)(elen && ctx->endpoint[elen - 1] == '/' ? elen - 1 :
-								    elen),
-		     ctx->endpoint, path))
-		BUG("unbounded buffer refused a string");
-	ret = perform(h, url.data, "", body, reply, err);
-	buf_release(&url);
-	return ret;
+	return rest_request(ctx, path, "", body, reply, err);
 }
 
 int cli_http_call(struct cli_ctx *ctx, const char *op, const struct buf *body,
