@@ -93,32 +93,63 @@ static void dir_of(const char *path, struct buf *out)
 		(void)buf_add(out, path, (size_t)(slash - path));
 }
 
+/*
+ * The deepest folder of dir that exists, into anc. 0, or an error when a
+ * part of dir exists and is not a folder (stor_fs_mkdirs() says which).
+ */
+static int existing_ancestor(const char *dir, struct buf *anc, struct buf *err)
+{
+	struct stat st;
+	char *slash;
+
+	buf_reset(anc);
+	(void)buf_adds(anc, dir);
+	while (lstat(anc->data, &st)) {
+		if (errno != ENOENT || !(slash = strrchr(anc->data, '/')))
+			return stor_fs_mkdirs(dir, err);
+		if (slash == anc->data)
+			slash++; /* "/" itself */
+		*slash = '\0';
+		anc->len = (size_t)(slash - anc->data);
+		if (!anc->len)
+			(void)buf_adds(anc, ".");
+	}
+	return S_ISDIR(st.st_mode) ? 0 : stor_fs_mkdirs(dir, err);
+}
+
+/*
+ * The temp file goes into the deepest folder of path that exists, and the
+ * missing ones are made only at commit: a put killed midway leaves no
+ * folder of its own behind (an empty "step-*" folder would look like a
+ * checkpoint without its manifest), only a hidden temp file.
+ */
 int stor_fs_tmp_open(const char *path, int *fd, struct buf *tmp,
 		     struct buf *err)
 {
-	struct buf dir = BUF_INIT;
+	struct buf dir = BUF_INIT, anc = BUF_INIT;
 	int ret, tries;
 
 	dir_of(path, &dir);
 	/*
-	 * A concurrent delete may remove the (empty) folder between mkdirs
-	 * and mkstemp; trying again recreates it.
+	 * A concurrent delete may remove the (empty) folder between the look
+	 * and mkstemp; trying again finds what is there.
 	 */
 	for (tries = 0; tries < 3; tries++) {
-		ret = stor_fs_mkdirs(dir.data, err);
+		ret = existing_ancestor(dir.data, &anc, err);
 		if (ret)
 			goto out;
 		buf_reset(tmp);
-		(void)buf_addf(tmp, "%s/" STOR_TMP_PREFIX "XXXXXX", dir.data);
+		(void)buf_addf(tmp, "%s/" STOR_TMP_PREFIX "XXXXXX", anc.data);
 		*fd = mkostemp(tmp->data, O_CLOEXEC);
 		if (*fd >= 0)
 			goto out;
 		if (errno != ENOENT)
 			break;
 	}
-	ret = io_error(err, "create a temp file in", dir.data);
+	ret = io_error(err, "create a temp file in", anc.data);
 out:
 	buf_release(&dir);
+	buf_release(&anc);
 	return ret;
 }
 
@@ -169,9 +200,26 @@ int stor_fs_tmp_commit(int fd, const char *tmp, const char *path, int do_fsync,
 		unlink(tmp);
 		return ERR_CONFLICT;
 	}
-	if (rename(tmp, path)) {
-		io_error(err, "rename into", path);
-		goto fail;
+	{
+		struct buf dir = BUF_INIT;
+		int tries, r = -1;
+
+		dir_of(path, &dir);
+		/* The folders the temp file's place lacked; a concurrent
+		 * delete may remove an empty one before the rename. */
+		for (tries = 0; tries < 3; tries++) {
+			if (stor_fs_mkdirs(dir.data, err))
+				break;
+			r = rename(tmp, path);
+			if (!r || errno != ENOENT)
+				break;
+		}
+		buf_release(&dir);
+		if (r) {
+			if (!err->len)
+				io_error(err, "rename into", path);
+			goto fail;
+		}
 	}
 	if (do_fsync)
 		fsync_dir(path);

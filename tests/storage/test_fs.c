@@ -14,6 +14,7 @@
 #include <curl/curl.h>
 #include <time.h>
 
+#include "storage/fs.h"
 #include "storage/storage.h"
 #include "tests/storage/helpers.h"
 #include "common/err.h"
@@ -262,6 +263,39 @@ static void test_sync_complete(void **state)
 	stor_list_release(&complete);
 }
 
+/*
+ * A put into folders that do not exist yet makes them only when it
+ * commits: one killed midway leaves no (empty) folder behind.
+ */
+static void test_put_makes_folders_at_commit(void **state)
+{
+	struct fixture *f = *state;
+	struct buf tmp = BUF_INIT, p = BUF_INIT, err = BUF_INIT;
+	int fd = -1;
+
+	assert_int_equal(mkdir(path(f, &f->a, "bk"), 0755), 0);
+	(void)buf_addf(&p, "%s/bk/step-1.rank-0/model.bin", f->dir);
+	assert_int_equal(stor_fs_tmp_open(p.data, &fd, &tmp, &err), 0);
+	assert_true(fd >= 0);
+	assert_false(th_exists(path(f, &f->a, "bk/step-1.rank-0")));
+	assert_non_null(strstr(tmp.data, "/bk/.trainctl-tmp."));
+	assert_int_equal(write(fd, "w", 1), 1);
+	assert_int_equal(stor_fs_tmp_commit(fd, tmp.data, p.data, 0, &err), 0);
+	assert_true(th_exists(p.data));
+	assert_false(th_exists(tmp.data));
+	/* A file where a folder should be is still refused by name. */
+	th_write_text(path(f, &f->a, "bk/plain"), "x");
+	buf_reset(&p);
+	(void)buf_addf(&p, "%s/bk/plain/sub/obj", f->dir);
+	buf_reset(&err);
+	assert_int_equal(stor_fs_tmp_open(p.data, &fd, &tmp, &err),
+			 ERR_CONFLICT);
+	assert_non_null(strstr(err.data, "not a folder"));
+	buf_release(&tmp);
+	buf_release(&p);
+	buf_release(&err);
+}
+
 static void test_no_backend(void **state)
 {
 	struct stor_config cfg;
@@ -359,6 +393,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_trees, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sync_complete, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_put_makes_folders_at_commit, setup, teardown),
 		cmocka_unit_test(test_no_backend),
 		cmocka_unit_test_setup_teardown(test_killed_put_embedded, setup,
 						teardown),
