@@ -290,9 +290,10 @@ def check_seed(tap, ns, sm, seed, tmp):
             except Exception:
                 pass
     tag = "(seed %d, %d faults)" % (seed, len(ch.faults))
-    bad = ["%s: %s %s" % (n, d["TrainingJobStatus"], d.get("FailureReason") or "") for n, d in descs.items()
-           if d["TrainingJobStatus"] != "Completed"]
-    tap.ok(not bad, "%s every job Completed" % tag, "\n".join(bad) + "\n" + ns.log_tail(10))
+    bad = ["%s: %s %s\ntransitions %s" % (n, d["TrainingJobStatus"], d.get("FailureReason") or "",
+                                         short(fl.transitions(d), 3000))
+           for n, d in descs.items() if d["TrainingJobStatus"] != "Completed"]
+    tap.ok(not bad, "%s every job Completed" % tag, "\n".join(bad) + "\n" + ns.log_tail(40))
     traces = {name: read_trace(path) for name, _, path in ch.jobs}
     bad = ["%s: %s" % (n, b) for n, tr in traces.items() for b in overlaps(tr)]
     tap.ok(not bad and all(traces.values()), "%s no two attempts of a job ever ran at the same time" % tag,
