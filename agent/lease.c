@@ -488,8 +488,11 @@ static pid_t respawn_agent(const char *work_dir, char **agent_argv,
 	int fd;
 
 	/* The agent's own path: provisioning may have put a newer build
-	 * there since this watchdog started. */
-	if (exe[0] != '/' || access(exe, X_OK))
+	 * there since this watchdog started. A binary that was removed is
+	 * the provisioner's to copy again. */
+	if (exe[0] == '/' && access(exe, X_OK))
+		return -1;
+	if (exe[0] != '/')
 		exe = "/proc/self/exe";
 	pid = spawn_with_stdin(exe, agent_argv, token);
 	(void)buf_addf(&pidf, "%s/agent.pid", work_dir);

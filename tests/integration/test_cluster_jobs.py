@@ -260,9 +260,10 @@ class Cluster:
         except OSError:
             return None
 
-    def agent_pids(self, node):
+    def agent_pids(self, node, watchdogs=False):
         """PIDs of trainagent processes on node: command line with
-        --host <node>, network namespace the host's."""
+        --host <node>, network namespace the host's (with watchdogs: its
+        watchdog too, first)."""
         ino = self.ns_inode(node)
         found = []
         for d in os.listdir("/proc"):
@@ -275,18 +276,23 @@ class Cluster:
                     continue
                 if not os.path.basename(argv[0].decode()).startswith("trainagent"):
                     continue
+                if argv[1:2] == [b"watchdog"] and not watchdogs:
+                    continue  # the agent's watchdog names it in its argv
                 if os.readlink("/proc/%s/ns/net" % d) != "net:[%d]" % ino:
                     continue
                 with open("/proc/%s/stat" % d) as f:
                     if f.read().rsplit(")", 1)[1].split()[0] == "Z":
                         continue
-                found.append((int(d), argv[0].decode()))
+                found.append((int(d), argv[0].decode(), argv[1:2] == [b"watchdog"]))
             except (OSError, IndexError, ValueError):
                 continue
-        return found
+        found.sort(key=lambda x: not x[2])
+        return [(p, a) for p, a, _ in found]
 
     def kill_agent(self, node):
-        pids = self.agent_pids(node)
+        """kill -9 of the host's agent and its watchdog (which would start
+        the agent again): nothing of trainctl runs there then."""
+        pids = self.agent_pids(node, watchdogs=True)
         expect(pids, "no trainagent process of %s found in /proc" % node)
         for pid, _ in pids:
             os.kill(pid, 9)
