@@ -15,6 +15,25 @@ static const struct option hosts_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/*
+ * The exit status of a REST request: 0 for a 2xx answer, else the error
+ * is printed and CLI_EXIT_TRANSPORT or CLI_EXIT_API returned.
+ */
+static int reply_status(int rc, const struct cli_reply *reply,
+			const struct buf *err)
+{
+	if (rc) {
+		cli_error("%s", err->data);
+		return CLI_EXIT_TRANSPORT;
+	}
+	if (reply->status < 200 || reply->status > 299) {
+		cli_error("%s: %s", reply->err_type,
+			  reply->err_message ? reply->err_message : "");
+		return CLI_EXIT_API;
+	}
+	return 0;
+}
+
 /* drain-host NAME [--reason TEXT] / undrain-host NAME */
 
 enum { OPT_REASON = 1 };
@@ -58,14 +77,10 @@ static int drain_cmd(struct cli_ctx *ctx, int argc, char **argv, int drain)
 		       drain ? "drain" : "undrain");
 	if (api_host_drain_build(reason, &body))
 		BUG("cannot build a drain request");
-	rc = cli_http_post(ctx, path.data, &body, &reply, &err);
+	rc = reply_status(cli_http_post(ctx, path.data, &body, &reply, &err),
+			  &reply, &err);
 	if (rc) {
-		cli_error("%s", err.data);
-		rc = CLI_EXIT_TRANSPORT;
-	} else if (reply.status < 200 || reply.status > 299) {
-		cli_error("%s: %s", reply.err_type,
-			  reply.err_message ? reply.err_message : "");
-		rc = CLI_EXIT_API;
+		/* reply_status() said why */
 	} else if (ctx->output == CLI_OUTPUT_JSON) {
 		cli_print_json(&reply);
 	} else {
@@ -105,14 +120,10 @@ int cli_cmd_list_hosts(struct cli_ctx *ctx, int argc, char **argv)
 	if (optind < argc)
 		return cli_usage_error(cmd, "unexpected argument '%s'",
 				       argv[optind]);
-	rc = cli_http_get(ctx, "/v1/hosts", &reply, &err);
+	rc = reply_status(cli_http_get(ctx, "/v1/hosts", &reply, &err), &reply,
+			  &err);
 	if (rc) {
-		cli_error("%s", err.data);
-		rc = CLI_EXIT_TRANSPORT;
-	} else if (reply.status < 200 || reply.status > 299) {
-		cli_error("%s: %s", reply.err_type,
-			  reply.err_message ? reply.err_message : "");
-		rc = CLI_EXIT_API;
+		/* reply_status() said why */
 	} else if (ctx->output == CLI_OUTPUT_JSON) {
 		cli_print_json(&reply);
 	} else if (api_hosts_table(reply.body.data, reply.body.len, &out,
