@@ -239,7 +239,8 @@ fuzz-run: $(FUZZ_BIN)
 		n=$$(basename $$f); \
 		mkdir -p build/fuzz/corpus-$$n; \
 		echo "fuzz: $$n"; \
-		$$f -max_total_time=$${FUZZ_SECONDS:-20} -max_len=65536 \
+		dict=; [ -f tests/fuzz/$$n.dict ] && dict=-dict=tests/fuzz/$$n.dict; \
+		$$f -max_total_time=$${FUZZ_SECONDS:-20} -max_len=65536 $$dict \
 			build/fuzz/corpus-$$n tests/fuzz/seeds 2>&1 | tail -n 2 || exit 1; \
 	done
 

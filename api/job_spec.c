@@ -90,6 +90,69 @@ static int fail(struct buf *err, const char *msg)
 	return ERR_INVALID;
 }
 
+/*
+ * A path inside the job's container (CheckpointConfig.LocalPath and the
+ * like) must lie under /opt/ml, as in a SageMaker container: the agent maps
+ * /opt/ml to the job's own folder, so nothing else on the host is reachable.
+ */
+static int check_container_path(const char *field, const char *path,
+				struct buf *err)
+{
+	const char *c, *p;
+
+	if (!path)
+		return 0;
+	if (strncmp(path, "/opt/ml/", 8))
+		goto bad;
+	for (c = path + 8; *c; c = p + (*p == '/')) {
+		size_t len;
+
+		p = strchr(c, '/');
+		if (!p)
+			p = c + strlen(c);
+		len = (size_t)(p - c);
+		if ((len == 1 && c[0] == '.') ||
+		    (len == 2 && c[0] == '.' && c[1] == '.'))
+			goto bad;
+		if (!*p)
+			break;
+	}
+	if (strspn(path + 8, "/") == strlen(path + 8))
+		goto bad;
+	return 0;
+bad:
+	(void)buf_addf(err,
+		       "1 validation error detected: %s '%.200s' must be a "
+		       "folder under /opt/ml/ (absolute, without '.' or '..' "
+		       "components)",
+		       field, path);
+	return ERR_INVALID;
+}
+
+/* Every container path a request may name. */
+static int check_container_paths(const json_t *root, struct buf *err)
+{
+	static const char *const holders[] = {
+		"CheckpointConfig",
+		"DebugHookConfig",
+		"TensorBoardOutputConfig",
+	};
+	struct buf field = BUF_INIT;
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; i < sizeof(holders) / sizeof(holders[0]) && !ret; i++) {
+		const char *lp = json_string_value(json_object_get(
+			json_object_get(root, holders[i]), "LocalPath"));
+
+		buf_reset(&field);
+		(void)buf_addf(&field, "%s.LocalPath", holders[i]);
+		ret = check_container_path(field.data, lp, err);
+	}
+	buf_release(&field);
+	return ret;
+}
+
 /* Cross-member rules the model cannot express. */
 static int check_semantics(const json_t *root, struct buf *err)
 {
@@ -167,6 +230,14 @@ static int check_semantics(const json_t *root, struct buf *err)
 			json_string_value(json_object_get(ch, "ChannelName"));
 		const json_t *other;
 
+		if (!strcmp(name, ".") || !strcmp(name, "..")) {
+			(void)buf_addf(err,
+				       "1 validation error detected: "
+				       "InputDataConfig.ChannelName '%s' is "
+				       "not a valid channel name",
+				       name);
+			return ERR_INVALID;
+		}
 		if (!json_object_get(ch, "DataSource") ||
 		    !json_object_get(json_object_get(ch, "DataSource"),
 				     "S3DataSource")) {
@@ -192,7 +263,7 @@ static int check_semantics(const json_t *root, struct buf *err)
 			}
 		}
 	}
-	return 0;
+	return check_container_paths(root, err);
 }
 
 /* Builds the echo of the request with the service's defaults filled in. */

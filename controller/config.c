@@ -52,6 +52,7 @@ enum {
 	OPT_MAX_RETRIES,
 	OPT_RETRY_POLICY,
 	OPT_RESTART_WAIT,
+	OPT_FILE_ROOT,
 };
 
 static const struct option options[] = {
@@ -74,6 +75,7 @@ static const struct option options[] = {
 	{ "max-retries", required_argument, NULL, OPT_MAX_RETRIES },
 	{ "retry-policy", required_argument, NULL, OPT_RETRY_POLICY },
 	{ "restart-wait", required_argument, NULL, OPT_RESTART_WAIT },
+	{ "allow-file-root", required_argument, NULL, OPT_FILE_ROOT },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -89,7 +91,7 @@ void ctrl_usage(void)
 	      "                 [--grace-period SECONDS] [--advertise-url URL]\n"
 	      "                 [--s3-endpoint URL] [--inventory FILE]\n"
 	      "                 [--max-retries N] [--retry-policy all|sagemaker]\n"
-	      "                 [--restart-wait SECONDS]\n"
+	      "                 [--restart-wait SECONDS] [--allow-file-root DIR]...\n"
 	      "                 [--check-config] [-v]...\n"
 	      "\n"
 	      "  --listen        address to serve the API on (127.0.0.1:8080)\n"
@@ -120,6 +122,10 @@ void ctrl_usage(void)
 	      "  --advertise-url URL agents use to reach the controller\n"
 	      "  --s3-endpoint   S3-compatible endpoint for s3:// URIs (none: the\n"
 	      "                  embedded store in <state-dir>/s3)\n"
+	      "  --allow-file-root  a folder file:// URIs of jobs may name\n"
+	      "                  (repeatable; with --credentials and none, jobs\n"
+	      "                  may use no file:// URI; without credentials and\n"
+	      "                  none, any folder)\n"
 	      "  --check-config  check the configuration, print it and exit\n"
 	      "  -v              more logging (repeatable)\n",
 	      stderr);
@@ -148,6 +154,32 @@ static int parse_long(const char *opt, const char *value, long lo, long hi,
 		return ERR_INVALID;
 	}
 	*out = v;
+	return 0;
+}
+
+/* Keeps the resolved folder: a symlink to it names the same place. */
+static int add_file_root(struct ctrl_config *cfg, const char *dir,
+			 struct buf *err)
+{
+	char *real = dir[0] == '/' ? realpath(dir, NULL) : NULL;
+	struct stat st;
+	size_t n;
+
+	if (!real || stat(real, &st) || !S_ISDIR(st.st_mode)) {
+		(void)buf_addf(err,
+			       "--allow-file-root '%s' must be an absolute "
+			       "path of an existing folder",
+			       dir);
+		free(real);
+		return ERR_INVALID;
+	}
+	n = strlen(real);
+	if (n == 1) /* "/": every file; kept as "" so that "/x" is under it */
+		real[0] = '\0';
+	cfg->file_roots =
+		xrealloc(cfg->file_roots,
+			 (cfg->n_file_roots + 1) * sizeof(*cfg->file_roots));
+	cfg->file_roots[cfg->n_file_roots++] = real;
 	return 0;
 }
 
@@ -240,6 +272,10 @@ int ctrl_config_parse_args(struct ctrl_config *cfg, int argc, char **argv,
 				       err))
 				return ERR_INVALID;
 			cfg->restart_wait_ms = v * 1000;
+			break;
+		case OPT_FILE_ROOT:
+			if (add_file_root(cfg, optarg, err))
+				return ERR_INVALID;
 			break;
 		case OPT_ADVERTISE:
 			set_str(&cfg->advertise_url, optarg);
@@ -415,6 +451,8 @@ int ctrl_config_check(const struct ctrl_config *cfg, struct buf *err)
 
 void ctrl_config_print(const struct ctrl_config *cfg)
 {
+	size_t i;
+
 	printf("listen %s\n", cfg->listen);
 	printf("state-dir %s\n", cfg->state_dir);
 	printf("credentials %s\n",
@@ -435,6 +473,12 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 	printf("inventory %s\n", cfg->inventory ? cfg->inventory : "none");
 	printf("s3-endpoint %s\n",
 	       cfg->s3_endpoint ? cfg->s3_endpoint : "none");
+	for (i = 0; i < cfg->n_file_roots; i++)
+		printf("allow-file-root %s\n",
+		       cfg->file_roots[i][0] ? cfg->file_roots[i] : "/");
+	if (!cfg->n_file_roots)
+		printf("allow-file-root %s\n",
+		       cfg->credentials_file ? "none" : "any");
 }
 
 void ctrl_config_release(struct ctrl_config *cfg)
@@ -448,5 +492,8 @@ void ctrl_config_release(struct ctrl_config *cfg)
 	free(cfg->advertise_url);
 	free(cfg->s3_endpoint);
 	free(cfg->inventory);
+	while (cfg->n_file_roots)
+		free(cfg->file_roots[--cfg->n_file_roots]);
+	free(cfg->file_roots);
 	memset(cfg, 0, sizeof(*cfg));
 }

@@ -35,6 +35,11 @@ struct ctrl_config {
 	char *advertise_url;  /* how agents reach the controller */
 	char *s3_endpoint;    /* NULL: s3:// is the embedded store */
 	char *inventory;      /* --inventory FILE, NULL: none */
+	/* --allow-file-root: folders (resolved, no trailing '/') that
+	 * file:// URIs of requests may name; none and credentials set: no
+	 * file:// at all; none and no credentials: anywhere (loopback only) */
+	char **file_roots;
+	size_t n_file_roots;
 };
 
 struct ctrl_host;

@@ -29,4 +29,13 @@ int ctrl_write_small(const char *path, const char *text);
  */
 char *ctrl_host_token(struct ctrl_ctx *ctx, const char *name, int *existed);
 
+/*
+ * Whether a job may name path (absolute, from a file:// URI) under the
+ * operator's --allow-file-root folders. The part of path that exists is
+ * resolved (a symlink inside a root that points out of it is outside), the
+ * rest taken as written. Returns 0, or ERR_INVALID with err saying why.
+ */
+int ctrl_file_path_allowed(const struct ctrl_ctx *ctx, const char *path,
+			   struct buf *err);
+
 #endif

@@ -247,6 +247,8 @@ static enum ctrl_route_result route_rest(struct ctrl_ctx *ctx,
 	const char *rest = url + strlen(prefix);
 	struct buf name = BUF_INIT_MAX(256);
 	struct buf body = BUF_INIT;
+	struct buf err = BUF_INIT;
+	char *checked = NULL;
 	const char *slash;
 	enum ctrl_route_result result = CTRL_ROUTE_DONE;
 	int stop = 0;
@@ -298,14 +300,16 @@ static enum ctrl_route_result route_rest(struct ctrl_ctx *ctx,
 				 "job name too long");
 		return CTRL_ROUTE_DONE;
 	}
-	if (logs && !strcmp(method, "GET")) {
+	if (api_name_request_build(name.data, &body) ||
+	    api_name_request_parse("DescribeTrainingJobRequest", body.data,
+				   body.len, &checked, &err)) {
+		ctrl_reply_error(resp, 400, "ValidationException",
+				 err.len ? err.data : "invalid job name");
+	} else if (logs && !strcmp(method, "GET")) {
 		result = ctrl_logs_route(ctx, conn, name.data, req, resp);
 	} else if (logs) {
 		ctrl_reply_error(resp, 405, "MethodNotAllowed",
 				 "use GET on logs");
-	} else if (api_name_request_build(name.data, &body)) {
-		ctrl_reply_error(resp, 400, "ValidationException",
-				 "invalid job name");
 	} else if (stop && !strcmp(method, "POST")) {
 		ctrl_op_stop(ctx, body.data, body.len, resp);
 	} else if (!stop && !strcmp(method, "GET")) {
@@ -316,8 +320,10 @@ static enum ctrl_route_result route_rest(struct ctrl_ctx *ctx,
 		ctrl_reply_error(resp, 405, "MethodNotAllowed",
 				 "method not allowed on this resource");
 	}
+	free(checked);
 	buf_release(&name);
 	buf_release(&body);
+	buf_release(&err);
 	return result;
 }
 
@@ -707,6 +713,20 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ss,
 	return ERR_INVALID;
 }
 
+/*
+ * Percent-decoding of paths and query arguments. A "%00" would cut the
+ * decoded string short ("/v1/training-jobs/%00" would read as the list),
+ * so a string holding one is left as written and fails as a name.
+ */
+static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+	(void)cls;
+	(void)conn;
+	if (strstr(s, "%00"))
+		return strlen(s);
+	return MHD_http_unescape(s);
+}
+
 int ctrl_http_start(struct ctrl_ctx *ctx, struct buf *err)
 {
 	struct sockaddr_storage ss;
@@ -724,6 +744,7 @@ int ctrl_http_start(struct ctrl_ctx *ctx, struct buf *err)
 		mhd_log, NULL, MHD_OPTION_SOCK_ADDR, &ss,
 		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)ctx->cfg.threads,
 		MHD_OPTION_URI_LOG_CALLBACK, uri_logger, ctx,
+		MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
 		MHD_OPTION_NOTIFY_COMPLETED, completed, ctx,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,

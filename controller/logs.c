@@ -398,8 +398,13 @@ enum ctrl_route_result ctrl_logs_route(struct ctrl_ctx *ctx,
 					 "invalid stream name");
 			goto out;
 		}
+		/* Only a stream the job has is read; another has no events
+		 * yet (a follower may wait for it). */
+		for (i = 0; i < n && strcmp(streams[i].name, suffix); i++)
+			;
 		(void)ctrl_logs_path(ctx, name, suffix, &path);
-		if (read_events(path.data, off ? atoll(off) : 0, limit, &ev)) {
+		if (i < n &&
+		    read_events(path.data, off ? atoll(off) : 0, limit, &ev)) {
 			ctrl_reply_err_code(resp, ERR_IO, "cannot read log");
 			goto out;
 		}

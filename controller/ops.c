@@ -8,9 +8,11 @@
 
 #include "api/distribution.h"
 #include "api/job_record.h"
+#include "api/job_config.h"
 #include "api/job_spec.h"
 #include "api/requests.h"
 #include "controller/ctrl.h"
+#include "controller/files.h"
 #include "controller/hosts.h"
 #include "controller/job_state.h"
 #include "controller/jobrun.h"
@@ -92,36 +94,56 @@ static void reply_json(struct ctrl_response *resp, struct buf *json)
 }
 
 /* Every URI of the job must be one the storage layer can serve. */
-static int check_uris(const struct api_job_spec *spec, struct buf *err)
+/* One URI of a request: it parses, and a file:// one is confined. */
+static int check_uri(struct ctrl_ctx *ctx, const char *what, const char *uri,
+		     struct buf *err)
 {
 	struct stor_uri u;
 	struct buf why = BUF_INIT;
-	const char *uri = spec->output_path;
-	const char *what = "OutputDataConfig.S3OutputPath";
+	struct buf path = BUF_INIT;
+	int ret = stor_uri_parse(uri, &u, &why);
+
+	if (!ret && u.scheme == STOR_SCHEME_FILE) {
+		(void)buf_addf(&path, "/%s", u.key);
+		ret = ctrl_file_path_allowed(ctx, path.data, &why);
+	}
+	if (ret)
+		(void)buf_addf(err,
+			       "1 validation error detected: %s '%.300s' "
+			       "cannot be used: %s",
+			       what, uri, why.data);
+	stor_uri_release(&u);
+	buf_release(&why);
+	buf_release(&path);
+	return ret;
+}
+
+/* Every URI a job names: data, output, checkpoints and code. */
+static int check_uris(struct ctrl_ctx *ctx, const struct api_job_spec *spec,
+		      struct buf *err)
+{
+	const char *code = api_job_spec_hp(spec, "sagemaker_submit_directory");
 	size_t i;
 	int ret = 0;
 
-	for (i = 0; uri; i++) {
-		buf_reset(&why);
-		if (stor_uri_parse(uri, &u, &why)) {
-			(void)buf_addf(err,
-				       "1 validation error detected: %s "
-				       "'%s' cannot be used: %s",
-				       what, uri, why.data);
-			ret = ERR_INVALID;
-			break;
-		}
-		stor_uri_release(&u);
-		uri = NULL;
-		if (i < spec->n_channels) {
-			uri = spec->channels[i].s3_uri;
-			what = "InputDataConfig.DataSource.S3DataSource.S3Uri";
-		} else if (i == spec->n_channels && spec->checkpoint_s3_uri) {
-			uri = spec->checkpoint_s3_uri;
-			what = "CheckpointConfig.S3Uri";
-		}
+	if (spec->output_path)
+		ret = check_uri(ctx, "OutputDataConfig.S3OutputPath",
+				spec->output_path, err);
+	for (i = 0; i < spec->n_channels && !ret; i++)
+		ret = check_uri(ctx,
+				"InputDataConfig.DataSource.S3DataSource.S3Uri",
+				spec->channels[i].s3_uri, err);
+	if (!ret && spec->checkpoint_s3_uri)
+		ret = check_uri(ctx, "CheckpointConfig.S3Uri",
+				spec->checkpoint_s3_uri, err);
+	if (!ret && code) {
+		char *uri = api_hp_string(code);
+
+		ret = check_uri(ctx,
+				"HyperParameters.sagemaker_submit_directory",
+				uri, err);
+		free(uri);
 	}
-	buf_release(&why);
 	return ret;
 }
 
@@ -182,7 +204,7 @@ void ctrl_op_create(struct ctrl_ctx *ctx, const char *body, size_t len,
 		ctrl_reply_err_code(resp, ret, err.data);
 		goto out;
 	}
-	ret = check_uris(&spec, &err);
+	ret = check_uris(ctx, &spec, &err);
 	if (!ret) {
 		struct api_distribution dist;
 

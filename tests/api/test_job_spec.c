@@ -599,6 +599,81 @@ static void test_channels(void **state)
 	EXPECT_INVALID(req, "validation");
 }
 
+/* Channel names "." and ".." would name a folder outside input/data. */
+static void test_channel_dots(void **state)
+{
+	static const char *const bad[] = { ".", ".." };
+	json_t *req;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		req = load_full();
+		json_object_set_new(json_array_get(obj(req, "InputDataConfig"),
+						   1),
+				    "ChannelName", json_string(bad[i]));
+		EXPECT_INVALID(req, "ChannelName");
+	}
+}
+
+/* Container paths lie under /opt/ml/, without '.' or '..'. */
+static void test_container_paths(void **state)
+{
+	static const char *const bad[] = {
+		"/etc",
+		"../..",
+		"opt/ml/x",
+		"/opt/ml",
+		"/opt/ml/",
+		"/opt/ml//",
+		"/opt/ml/../../etc",
+		"/opt/ml/a/../..",
+		"/opt/mlx/ckpt",
+		"/opt/ml/./ckpt",
+		"/opt/ml/ckpt/..",
+		"",
+	};
+	static const char *const good[] = { "/opt/ml/checkpoints",
+					    "/opt/ml/checkpoints/",
+					    "/opt/ml/a/b..c/.d" };
+	static const char *const holders[] = { "CheckpointConfig",
+					       "DebugHookConfig",
+					       "TensorBoardOutputConfig" };
+	struct api_job_spec spec;
+	struct buf err = BUF_INIT;
+	json_t *req;
+	size_t i, h;
+
+	(void)state;
+	for (h = 0; h < sizeof(holders) / sizeof(holders[0]); h++) {
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			req = load_full();
+			json_object_set_new(req, holders[h],
+					    json_pack("{s:s,s:s}",
+						      "S3OutputPath",
+						      "s3://bucket/x",
+						      "LocalPath", bad[i]));
+			if (!strcmp(holders[h], "CheckpointConfig")) {
+				json_object_del(obj(req, holders[h]),
+						"S3OutputPath");
+				json_object_set_new(obj(req, holders[h]),
+						    "S3Uri",
+						    json_string("s3://b/c"));
+			}
+			EXPECT_INVALID(req, "LocalPath");
+		}
+	}
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		req = load_full();
+		json_object_set_new(obj(req, "CheckpointConfig"), "LocalPath",
+				    json_string(good[i]));
+		if (parse_json(req, &spec, &err))
+			fail_msg("parse '%s': %s", good[i], err.data);
+		api_job_spec_release(&spec);
+	}
+	buf_release(&err);
+}
+
 static void expect_text_invalid(const char *text, size_t len, const char *word)
 {
 	struct api_job_spec spec;
@@ -741,6 +816,8 @@ int main(void)
 		cmocka_unit_test(test_resource_config),
 		cmocka_unit_test(test_stopping_condition),
 		cmocka_unit_test(test_channels),
+		cmocka_unit_test(test_channel_dots),
+		cmocka_unit_test(test_container_paths),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_nesting),
 		cmocka_unit_test(test_release),

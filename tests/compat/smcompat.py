@@ -159,8 +159,9 @@ signal.signal(signal.SIGINT, _on_signal)
 class Daemon:
     """One trainctld. state_dir=None: a fresh one under a temp dir."""
 
-    def __init__(self, credentials=None, state_dir=None, name="trainctld"):
+    def __init__(self, credentials=None, state_dir=None, name="trainctld", extra=()):
         self.credentials = credentials
+        self.extra = list(extra)
         self.tmp = tempfile.mkdtemp(prefix="trainctl-compat-")
         _tmpdirs.append(self.tmp)
         self.state_dir = state_dir or os.path.join(self.tmp, "state")
@@ -188,6 +189,7 @@ class Daemon:
                 for profile, (k, s) in self.credentials.items():
                     f.write("[%s]\naws_access_key_id = %s\naws_secret_access_key = %s\n\n" % (profile, k, s))
             args += ["--credentials", path]
+        args += self.extra
         args.append("-v")
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
