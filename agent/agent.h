@@ -78,6 +78,26 @@ void agent_usage(void);
  * "log ...", "error ...", "ok") and exits; see task.c for why a process
  * rather than a thread.
  */
+/* The Unix user a job's processes run as (agent/ident.c). */
+#define AGENT_IDENT_MAX_GROUPS 256
+struct agent_ident {
+	int set; /* 0: the agent's own user */
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[AGENT_IDENT_MAX_GROUPS];
+	int n_groups;
+};
+
+/* Looks up user on this host (NULL: *id unset). 0 or ERR_INVALID. */
+int agent_ident_lookup(const char *user, struct agent_ident *id,
+		       struct buf *err);
+/* In a child: becomes id for good. 0, or -1 with errno. */
+int agent_ident_become(const struct agent_ident *id);
+/* Gives path and everything under it (symlinks not followed) to id;
+ * mode (when not 0) for path itself. 0 or ERR_IO. */
+int agent_ident_chown_tree(const char *path, const struct agent_ident *id,
+			   int mode, struct buf *err);
+
 typedef int agent_task_fn(void *arg, int report_fd);
 
 struct agent_task {
@@ -90,8 +110,9 @@ struct agent_task {
 };
 
 void agent_task_init(struct agent_task *t);
+/* Runs fn(arg) in a worker process, as id when id is set. */
 int agent_task_start(struct agent_task *t, agent_task_fn *fn, void *arg,
-		     struct buf *err);
+		     const struct agent_ident *id, struct buf *err);
 /* Reaps without blocking; returns 1 once reaped. */
 int agent_task_reap(struct agent_task *t);
 /* SIGKILLs the worker's process group. */
@@ -318,7 +339,8 @@ struct agent_assign {
 	size_t n_ranks;
 	char *failure;
 	char *error;
-	int bound; /* ranks see the job dir at /opt/ml */
+	int bound;		  /* ranks see the job dir at /opt/ml */
+	struct agent_ident ident; /* spec.run_as on this host */
 	/* Workers and upload. */
 	struct agent_task task;
 	enum agent_task_kind task_kind;
@@ -536,13 +558,19 @@ void agent_assign_reap(struct agent_ctx *ctx);
 /* Finds the assignments of a previous agent in the work directory. */
 void agent_assign_adopt_all(struct agent_ctx *ctx);
 
+/* assign.c: resolves a->ident from spec.run_as once. 0 or ERR_INVALID. */
+int agent_assign_ident(struct agent_assign *a, struct buf *err);
+
 /* jobdir.c */
 /* <work>/jobs/<job>[.<uid>]/<attempt>/<algo> */
 int agent_jobdir_path(struct agent_ctx *ctx, const char *job, const char *uid,
 		      int attempt, const char *algo, struct buf *out,
 		      struct buf *err);
+/* Makes the /opt/ml tree; with id set, gives the job's part of it to id. */
 int agent_jobdir_create(const char *dir, const struct api_assignment *spec,
-			struct buf *err);
+			const struct agent_ident *id, struct buf *err);
+/* <dir>/.trainagent/scratch/<name>: archives the job's workers make. */
+char *agent_jobdir_scratch(const char *dir, const char *name);
 int agent_jobdir_save_state(struct agent_ctx *ctx, const struct agent_assign *a,
 			    struct buf *err);
 char *agent_jobdir_read_failure(const char *dir);

@@ -251,6 +251,13 @@ static void signal_ranks(struct agent_assign *a, int sig)
 			(void)agent_proc_signal(&a->ranks[i].proc, sig);
 }
 
+int agent_assign_ident(struct agent_assign *a, struct buf *err)
+{
+	if (a->ident.set || !a->spec.run_as)
+		return 0;
+	return agent_ident_lookup(a->spec.run_as, &a->ident, err);
+}
+
 static void prepare(struct agent_ctx *ctx, struct agent_assign *a)
 {
 	struct buf dir = BUF_INIT;
@@ -261,7 +268,8 @@ static void prepare(struct agent_ctx *ctx, struct agent_assign *a)
 				      a->algo, &dir, &err))
 			goto fail;
 		a->dir = buf_detach(&dir, NULL);
-		if (agent_jobdir_create(a->dir, &a->spec, &err))
+		if (agent_assign_ident(a, &err) ||
+		    agent_jobdir_create(a->dir, &a->spec, &a->ident, &err))
 			goto fail;
 		agent_assign_mark(ctx, a);
 	}

@@ -91,7 +91,7 @@ static int write_atomic(const char *path, const char *data, size_t len,
 	int fd, ret = 0;
 
 	(void)buf_addf(&tmp, "%s.tmp", path);
-	fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		(void)buf_addf(err, "%s: %s", tmp.data, strerror(errno));
 		buf_release(&tmp);
@@ -137,13 +137,65 @@ static int write_in(const char *dir, const char *rel, const char *text,
 	return ret;
 }
 
+/*
+ * With a job user, what its processes write is theirs (mode 0700: no other
+ * user reads it); the folder itself, state.json and .trainagent (the
+ * ranks' pipes) stay the agent's. .trainagent/scratch is where the job's
+ * workers put the archives they make and fetch.
+ */
+static int give_to_user(const char *dir, const struct api_assignment *spec,
+			const struct agent_ident *id, struct buf *err)
+{
+	static const char *const mine[] = {
+		"input",  "code",	 "model",
+		"output", "checkpoints", ".trainagent/scratch"
+	};
+	struct buf path = BUF_INIT;
+	char *ckpt =
+		agent_jobdir_checkpoint_path(dir, spec->checkpoint_local_path);
+	size_t i, n = strlen(dir);
+	int ret = 0;
+
+	for (i = 0; i < sizeof(mine) / sizeof(mine[0]) && !ret; i++) {
+		buf_reset(&path);
+		(void)buf_addf(&path, "%s/%s", dir, mine[i]);
+		ret = agent_ident_chown_tree(path.data, id, 0700, err);
+	}
+	/* LocalPath may be deeper: each of its folders below dir. */
+	if (!ret && agent_mkdir_p(ckpt, 0700)) {
+		(void)buf_addf(err, "cannot create %s: %s", ckpt,
+			       strerror(errno));
+		ret = ERR_IO;
+	}
+	while (!ret && strlen(ckpt) > n && !strncmp(ckpt, dir, n)) {
+		char *slash = strrchr(ckpt, '/');
+
+		if (lchown(ckpt, id->uid, id->gid)) {
+			(void)buf_addf(err,
+				       "cannot give %s to the job's user: %s",
+				       ckpt, strerror(errno));
+			ret = ERR_IO;
+		}
+		*slash = '\0';
+	}
+	buf_reset(&path);
+	(void)buf_addf(&path, "%s/.trainagent", dir);
+	if (!ret && chmod(path.data, 0711)) {
+		(void)buf_addf(err, "%s: %s", path.data, strerror(errno));
+		ret = ERR_IO;
+	}
+	free(ckpt);
+	buf_release(&path);
+	return ret;
+}
+
 int agent_jobdir_create(const char *dir, const struct api_assignment *spec,
-			struct buf *err)
+			const struct agent_ident *id, struct buf *err)
 {
 	static const char *const tree[] = {
 		"input/config", "input/data",  "code",
 		"model",	"output/data", "output/intermediate",
-		"checkpoints",	".trainagent",
+		"checkpoints",	".trainagent", ".trainagent/scratch",
 	};
 	struct buf path = BUF_INIT;
 	size_t i;
@@ -183,6 +235,8 @@ int agent_jobdir_create(const char *dir, const struct api_assignment *spec,
 	if (!ret)
 		ret = write_in(dir, "input/config/resourceconfig.json",
 			       spec->resource_config_json, err);
+	if (!ret && id->set)
+		ret = give_to_user(dir, spec, id, err);
 	buf_release(&path);
 	return ret;
 }
@@ -219,10 +273,16 @@ static char *read_file(const char *path, size_t max, size_t *len)
 	struct buf b = BUF_INIT;
 	char chunk[8192];
 	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* The job's user may have put a link where a file was expected. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	struct stat st;
 
 	if (fd < 0)
 		return NULL;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return NULL;
+	}
 	while (b.len < max) {
 		n = read(fd, chunk,
 			 max - b.len < sizeof(chunk) ? max - b.len :
@@ -311,6 +371,14 @@ void agent_jobdir_retire(const char *dir)
 	(void)rename(from.data, to.data);
 	buf_release(&from);
 	buf_release(&to);
+}
+
+char *agent_jobdir_scratch(const char *dir, const char *name)
+{
+	struct buf b = BUF_INIT;
+
+	(void)buf_addf(&b, "%s/.trainagent/scratch/%s", dir, name);
+	return buf_detach(&b, NULL);
 }
 
 char *agent_jobdir_checkpoint_path(const char *dir, const char *local_path)

@@ -57,10 +57,11 @@ static int is_python(const char *path)
 	return !strncmp(base, "python", 6);
 }
 
-static void base_env(struct agent_strv *env, int python, const char *code)
+static void base_env(struct agent_strv *env, int python, const char *code,
+		     const struct agent_ident *id)
 {
 	const char *lang = getenv("LANG");
-	const struct passwd *pw = getpwuid(geteuid());
+	const struct passwd *pw = getpwuid(id->set ? id->uid : geteuid());
 
 	agent_env_set(env, "PATH", BASE_PATH);
 	agent_env_set(env, "HOME",
@@ -428,7 +429,10 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 	if (s->launch_mode == API_LAUNCH_SCRIPT)
 		for (i = 0; user_args && user_args[i]; i++)
 			agent_strv_push(&prog, user_args[i]);
-	base_env(&env, python, code.data);
+	ret = agent_assign_ident(a, err);
+	if (ret)
+		goto out;
+	base_env(&env, python, code.data, &a->ident);
 	for (i = 0; i < n_smenv; i++)
 		agent_env_set(&env, smenv[i].key, smenv[i].value);
 	agent_env_set(&env, "TRAINCTL_JOB", s->job);
@@ -557,6 +561,7 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 		r->proc.cwd = xstrdup(cwd.data);
 		r->proc.out_fifo = agent_fifo_path(a->dir, (int)i, "stdout");
 		r->proc.err_fifo = agent_fifo_path(a->dir, (int)i, "stderr");
+		r->proc.ident = &a->ident;
 		if (bound)
 			r->proc.bind_dir = xstrdup(a->dir);
 		ret = agent_proc_start(&r->proc, err);

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/agent.h"
 #include "agent/proc.h"
 #include "common/err.h"
 #include "common/timeutil.h"
@@ -145,6 +146,7 @@ enum {
 	STEP_MKDIR,
 	STEP_BIND,
 	STEP_STDIO,
+	STEP_IDENT,
 	STEP_CHDIR,
 	STEP_EXEC
 };
@@ -164,6 +166,8 @@ static const char *step_name(int step)
 		return "bind the job directory at /opt/ml";
 	case STEP_STDIO:
 		return "set up stdin/stdout/stderr";
+	case STEP_IDENT:
+		return "run as the job's user";
 	case STEP_CHDIR:
 		return "change directory";
 	default:
@@ -278,18 +282,21 @@ static _Noreturn void child_run(struct agent_proc *p, const char *file,
 	if (devnull < 0 || move_fd(devnull, STDIN_FILENO) ||
 	    move_fd(out_w, STDOUT_FILENO))
 		child_fail(status_fd, STEP_STDIO, errno, "/dev/null");
-	if (p->cwd && chdir(p->cwd))
-		child_fail(status_fd, STEP_CHDIR, errno, p->cwd);
 	/*
 	 * Everything the agent holds (other jobs' pipes, curl's sockets) is
 	 * opened close-on-exec already; this catches what a library might
 	 * have opened without it. The status pipe is close-on-exec anyway.
 	 */
 	(void)syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+	/* The pipes live in the agent's own folder: opened while root. */
 	if (p->out_fifo)
 		keep_reader(p->out_fifo, 3);
 	if (p->err_fifo)
 		keep_reader(p->err_fifo, 4);
+	if (agent_ident_become(p->ident))
+		child_fail(status_fd, STEP_IDENT, errno, p->args.v[0]);
+	if (p->cwd && chdir(p->cwd))
+		child_fail(status_fd, STEP_CHDIR, errno, p->cwd);
 	execve(file, p->args.v, p->env.v);
 	child_fail(status_fd, STEP_EXEC, errno, file);
 }

@@ -13,10 +13,11 @@
  *   3. as root, when bind_dir is set: unshare(CLONE_NEWNS), make every
  *      mount private, bind bind_dir at /opt/ml
  *   4. stdin from /dev/null, stdout and stderr into two pipes
- *   5. chdir(cwd)
- *   6. execve(argv[0], argv, env) with exactly env: nothing is inherited
+ *   5. the job's user, when ident is set (groups, gid, uid)
+ *   6. chdir(cwd)
+ *   7. execve(argv[0], argv, env) with exactly env: nothing is inherited
  *
- * A failure in steps 2-6 is written to the child's stderr as one line and
+ * A failure in steps 2-7 is written to the child's stderr as one line and
  * the child exits 127, like a shell that cannot run a command; the parent
  * learns it through a close-on-exec pipe and sets start_errno.
  *
@@ -33,6 +34,8 @@
  * A NULL-terminated vector of strings, each owned by the vector. `v` is
  * NULL until the first push.
  */
+struct agent_ident;
+
 struct agent_strv {
 	char **v;
 	size_t n;
@@ -78,6 +81,8 @@ struct agent_proc {
 	 */
 	char *out_fifo;
 	char *err_fifo;
+	/* Run as this user (set last before exec); unset: the agent's. */
+	const struct agent_ident *ident;
 
 	/* Filled by agent_proc_start(). */
 	pid_t pid;	    /* also the process group and session id */

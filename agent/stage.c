@@ -53,7 +53,9 @@ void agent_stor_config(struct agent_ctx *ctx, const struct api_assignment *s,
 	 * <state_dir>/s3) and the controller's blob endpoint (<url>/v1/blobs);
 	 * storage/ wants the state folder and the controller's base URL.
 	 */
-	if (s->local_root && is_dir(s->local_root)) {
+	/* The job's own user has no business in the controller's files:
+	 * its workers go through the blob endpoint. */
+	if (s->local_root && !s->run_as && is_dir(s->local_root)) {
 		v = strip_suffix(s->local_root, "/s3");
 		stor_config_set(&cfg->state_dir, v);
 		free(v);
@@ -299,7 +301,7 @@ static int stage_code(struct stor *st, const struct api_assignment *s,
 	struct buf tmp = BUF_INIT, code = BUF_INIT;
 	int ret;
 
-	(void)buf_addf(&tmp, "%s/.trainagent/sourcedir.tar.gz", dir);
+	(void)buf_addf(&tmp, "%s/.trainagent/scratch/sourcedir.tar.gz", dir);
 	(void)buf_addf(&code, "%s/code", dir);
 	ret = stor_get(st, s->submit_directory, tmp.data, NULL, err);
 	if (!ret)
@@ -378,5 +380,5 @@ int agent_stage_start(struct agent_ctx *ctx, struct agent_assign *a,
 	struct stage_job sj = { ctx, a };
 
 	/* sj is copied into the worker by fork; it need not outlive us. */
-	return agent_task_start(&a->task, stage_main, &sj, err);
+	return agent_task_start(&a->task, stage_main, &sj, &a->ident, err);
 }

@@ -61,7 +61,7 @@ static void reset_signals(void)
 }
 
 int agent_task_start(struct agent_task *t, agent_task_fn *fn, void *arg,
-		     struct buf *err)
+		     const struct agent_ident *id, struct buf *err)
 {
 	pid_t parent = getpid();
 	int p[2];
@@ -96,6 +96,13 @@ int agent_task_start(struct agent_task *t, agent_task_fn *fn, void *arg,
 		if (syscall(SYS_close_range, REPORT_FD + 1, ~0U, 0))
 			for (rc = REPORT_FD + 1; rc < 1024; rc++)
 				(void)close(rc);
+		if (agent_ident_become(id)) {
+			agent_task_say(REPORT_FD,
+				       "error cannot run as the job's user: "
+				       "%s",
+				       strerror(errno));
+			_exit(1);
+		}
 		rc = fn(arg, REPORT_FD);
 		_exit(rc & 0xff);
 	}

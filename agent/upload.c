@@ -83,7 +83,7 @@ static int pack_main(void *arg, int fd)
 	if (ret || !pj->pack)
 		goto out;
 	(void)buf_addf(&src, "%s/model", dir);
-	(void)buf_addf(&out, "%s/.trainagent/%s", dir, artifact[0]);
+	(void)buf_addf(&out, "%s/.trainagent/scratch/%s", dir, artifact[0]);
 	dirs[0] = src.data;
 	ret = stor_archive_pack(dirs, 1, out.data, &err);
 	if (ret)
@@ -91,7 +91,7 @@ static int pack_main(void *arg, int fd)
 	buf_reset(&src);
 	buf_reset(&out);
 	(void)buf_addf(&src, "%s/output/data", dir);
-	(void)buf_addf(&out, "%s/.trainagent/%s", dir, artifact[1]);
+	(void)buf_addf(&out, "%s/.trainagent/scratch/%s", dir, artifact[1]);
 	dirs[0] = src.data;
 	ret = stor_archive_pack(dirs, 1, out.data, &err);
 out:
@@ -114,7 +114,10 @@ static int start_worker(struct agent_ctx *ctx, struct agent_assign *a, int pack,
 
 	a->task_ok = 0;
 	FREE_AND_NULL(a->task_error);
-	ret = agent_task_start(&a->task, pack_main, &pj, err);
+	ret = agent_assign_ident(a, err);
+	if (!ret)
+		ret = agent_task_start(&a->task, pack_main, &pj, &a->ident,
+				       err);
 	if (!ret)
 		a->task_kind = pack ? AGENT_TASK_PACK : AGENT_TASK_SYNC;
 	return ret;
@@ -219,8 +222,19 @@ static int put_one(struct agent_ctx *ctx, struct agent_assign *a,
 	struct stat st;
 	int fd;
 
-	(void)buf_addf(&path, "%s/.trainagent/%s", a->dir, file);
-	fd = open(path.data, O_RDONLY | O_CLOEXEC);
+	(void)buf_addf(&path, "%s/.trainagent/scratch/%s", a->dir, file);
+	/*
+	 * The scratch folder is the job user's: only a plain file of that
+	 * user is sent, never what a link put in its place points at.
+	 */
+	fd = open(path.data, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd >= 0 && !fstat(fd, &st) &&
+	    (!S_ISREG(st.st_mode) ||
+	     (a->ident.set && st.st_uid != a->ident.uid))) {
+		close(fd);
+		fd = -1;
+		errno = EPERM;
+	}
 	if (fd < 0 || fstat(fd, &st)) {
 		(void)buf_addf(err, "%s: %s", path.data, strerror(errno));
 		if (fd >= 0)
@@ -250,7 +264,8 @@ static void remove_archives(const struct agent_assign *a)
 
 	for (i = 0; i < 2; i++) {
 		buf_reset(&path);
-		(void)buf_addf(&path, "%s/.trainagent/%s", a->dir, artifact[i]);
+		(void)buf_addf(&path, "%s/.trainagent/scratch/%s", a->dir,
+			       artifact[i]);
 		(void)unlink(path.data);
 	}
 	buf_release(&path);

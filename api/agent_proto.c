@@ -597,6 +597,7 @@ void api_assignment_release(struct api_assignment *a)
 	free(a->runtime);
 	free(a->program);
 	free(a->submit_directory);
+	free(a->run_as);
 	free(a->output_path);
 	free(a->checkpoint_s3_uri);
 	free(a->checkpoint_local_path);
@@ -830,6 +831,9 @@ static int parse_assignment(const json_t *o, const char *where,
 	ret = ret ? ret : parse_launch(o, where, a, err);
 	ret = ret ? ret :
 		    get_str(o, where, "output_path", REQ, &a->output_path, err);
+	ret = ret ? ret : get_str(o, where, "run_as", OPT, &a->run_as, err);
+	if (!ret && a->run_as && !*a->run_as)
+		ret = bad(err, where, "run_as", "must not be empty");
 	if (ret)
 		return ret;
 
@@ -1090,6 +1094,8 @@ static json_t *assignment_json(struct jb *b, const struct api_assignment *a)
 	}
 	put(b, o, "launch", launch);
 	put(b, o, "output_path", jstr(b, a->output_path));
+	if (a->run_as)
+		put(b, o, "run_as", jstr(b, a->run_as));
 	if (a->checkpoint_s3_uri || a->checkpoint_local_path) {
 		sub = jobj(b);
 		put(b, sub, "s3_uri", jstr(b, a->checkpoint_s3_uri));

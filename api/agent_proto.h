@@ -63,6 +63,7 @@ struct api_assignment {
 	char *program;		/* script: sagemaker_program */
 	char *submit_directory; /* script: tar.gz URI, may be NULL */
 	char *output_path;
+	char *run_as; /* Unix user of the ranks, NULL: the agent's own */
 	char *checkpoint_s3_uri;     /* may be NULL */
 	char *checkpoint_local_path; /* may be NULL */
 	char *blob_url;		     /* storage: controller blob endpoint */

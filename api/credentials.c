@@ -5,8 +5,13 @@
  *   aws_access_key_id = AKIDEXAMPLE
  *   aws_secret_access_key = wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY
  *
+ * trainctl's own keys give the key a user and a role (docs/security.md):
+ *
+ *   trainctl_user = alice     ranks run as this Unix user on the hosts
+ *   trainctl_role = user      admin (every job) or user (its own jobs)
+ *
  * Other keys (aws_session_token, region, ...) are allowed and ignored, as
- * the AWS CLI ignores keys it does not use.
+ * the AWS CLI ignores keys it does not use (and ignores ours).
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -166,9 +171,71 @@ static struct api_credential *cred_profile(struct cred_parse *p,
 	cur->profile = xstrdup(section);
 	cur->access_key_id = NULL;
 	cur->secret_access_key = NULL;
+	cur->user = NULL;
+	cur->admin = 0;
+	cur->role_set = 0;
 	p->first_line[c->n] = p->rd.line;
 	c->n++;
 	return cur;
+}
+
+/* A portable Unix user name (POSIX, as useradd accepts by default). */
+static int valid_user(const char *s)
+{
+	size_t i, n = strlen(s);
+
+	if (n == 0 || n > 32 || s[0] == '-')
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
+		      s[i] == '-' || s[i] == '.' ||
+		      (s[i] >= 'A' && s[i] <= 'Z')))
+			return 0;
+	return 1;
+}
+
+/* trainctl_user / trainctl_role of the profile being read. */
+static int cred_trainctl_key(struct cred_parse *p, const char *section,
+			     const char *name, const char *value)
+{
+	struct api_credential *cur;
+	int is_user = key_is(name, "trainctl_user");
+
+	if (section[0] == '\0') {
+		cred_fail(p, p->rd.line, "'%s' outside a [profile] section",
+			  name);
+		return 0;
+	}
+	cur = cred_profile(p, section);
+	if (!cur)
+		return 0;
+	if (is_user ? cur->user != NULL : cur->role_set) {
+		cred_fail(p, p->rd.line, "'%s' given twice in profile '%s'",
+			  name, section);
+		return 0;
+	}
+	if (is_user) {
+		if (!valid_user(value)) {
+			cred_fail(p, p->rd.line,
+				  "trainctl_user '%.64s' in profile '%s' is "
+				  "not a valid Unix user name",
+				  value, section);
+			return 0;
+		}
+		cur->user = xstrdup(value);
+		return 1;
+	}
+	if (strcmp(value, "admin") && strcmp(value, "user")) {
+		cred_fail(p, p->rd.line,
+			  "trainctl_role in profile '%s' must be 'admin' or "
+			  "'user', not '%.64s'",
+			  section, value);
+		return 0;
+	}
+	cur->role_set = 1;
+	cur->admin = !strcmp(value, "admin");
+	return 1;
 }
 
 static int cred_handler(void *user, const char *section, const char *name,
@@ -181,6 +248,8 @@ static int cred_handler(void *user, const char *section, const char *name,
 
 	if (p->failed)
 		return 1; /* keep libinih quiet: the first error is reported */
+	if (key_is(name, "trainctl_user") || key_is(name, "trainctl_role"))
+		return cred_trainctl_key(p, section, name, value);
 	is_id = key_is(name, "aws_access_key_id");
 	if (!is_id && !key_is(name, "aws_secret_access_key"))
 		return 1; /* aws_session_token, region, ...: not ours */
@@ -241,18 +310,41 @@ static void cred_check(struct cred_parse *p)
 				  "aws_secret_access_key",
 				  a->profile, p->first_line[i]);
 	}
+	for (i = 0; i < c->n && !p->failed; i++) {
+		struct api_credential *a = &c->items[i];
+
+		if (!a->role_set)
+			a->admin = a->user == NULL;
+		if (!a->admin && !a->user)
+			cred_fail(p, 0,
+				  "profile '%s' (line %d) has trainctl_role "
+				  "user but no trainctl_user to run its jobs "
+				  "as",
+				  a->profile, p->first_line[i]);
+	}
 	for (i = 0; i < c->n && !p->failed; i++)
-		for (j = i + 1; j < c->n && !p->failed; j++)
-			if (strcmp(c->items[i].access_key_id,
-				   c->items[j].access_key_id) == 0 &&
-			    strcmp(c->items[i].secret_access_key,
-				   c->items[j].secret_access_key) != 0)
+		for (j = i + 1; j < c->n && !p->failed; j++) {
+			const struct api_credential *a = &c->items[i];
+			const struct api_credential *b = &c->items[j];
+
+			if (strcmp(a->access_key_id, b->access_key_id))
+				continue;
+			if (strcmp(a->secret_access_key, b->secret_access_key))
 				cred_fail(p, 0,
 					  "profiles '%s' and '%s' give "
 					  "different secrets for one "
 					  "aws_access_key_id",
-					  c->items[i].profile,
-					  c->items[j].profile);
+					  a->profile, b->profile);
+			else if (a->admin != b->admin ||
+				 (a->user ?
+					  !b->user || strcmp(a->user, b->user) :
+					  b->user != NULL))
+				cred_fail(p, 0,
+					  "profiles '%s' and '%s' give one "
+					  "aws_access_key_id different users "
+					  "or roles",
+					  a->profile, b->profile);
+		}
 }
 
 int api_credentials_parse(const char *text, struct api_credentials *creds,
@@ -316,6 +408,7 @@ void api_credentials_release(struct api_credentials *creds)
 
 		free(c->profile);
 		free(c->access_key_id);
+		free(c->user);
 		if (c->secret_access_key) {
 			/* Secrets do not linger in freed memory. */
 			OPENSSL_cleanse(c->secret_access_key,

@@ -1249,18 +1249,26 @@ static int split_credential(struct sv4_auth *a, struct sv4_result *res)
 	return 0;
 }
 
-static const char *find_secret(const struct api_credentials *creds,
-			       const char *akid)
+const struct api_credential *
+api_credentials_find(const struct api_credentials *creds, const char *key_id)
 {
 	size_t i;
 
-	if (!creds)
+	if (!creds || !key_id)
 		return NULL;
 	for (i = 0; i < creds->n; i++)
 		if (creds->items[i].access_key_id &&
-		    strcmp(creds->items[i].access_key_id, akid) == 0)
-			return creds->items[i].secret_access_key;
+		    strcmp(creds->items[i].access_key_id, key_id) == 0)
+			return &creds->items[i];
 	return NULL;
+}
+
+static const char *find_secret(const struct api_credentials *creds,
+			       const char *akid)
+{
+	const struct api_credential *c = api_credentials_find(creds, akid);
+
+	return c ? c->secret_access_key : NULL;
 }
 
 /* The request's time: X-Amz-Date, else an RFC 1123 Date header. */
@@ -1478,6 +1486,16 @@ int api_sigv4_verify(const struct api_sigv4_request *req,
 		     int64_t now_ms, const char **err_type, int *http_status,
 		     struct buf *err)
 {
+	return api_sigv4_verify_as(req, creds, service, now_ms, err_type,
+				   http_status, err, NULL);
+}
+
+int api_sigv4_verify_as(const struct api_sigv4_request *req,
+			const struct api_credentials *creds,
+			const char *service, int64_t now_ms,
+			const char **err_type, int *http_status,
+			struct buf *err, const struct api_credential **who)
+{
 	struct sv4_result res = { NULL, 200, err };
 	struct sv4_auth a;
 	int r;
@@ -1492,6 +1510,8 @@ int api_sigv4_verify(const struct api_sigv4_request *req,
 		res.type = NULL;
 		res.status = 200;
 	}
+	if (who)
+		*who = r ? NULL : api_credentials_find(creds, a.akid);
 	if (err_type)
 		*err_type = res.type;
 	if (http_status)

@@ -31,6 +31,15 @@ struct api_credential {
 	char *profile;
 	char *access_key_id;
 	char *secret_access_key;
+	/*
+	 * trainctl_user: the Unix user the key's jobs run as on the hosts,
+	 * NULL: the agent's own user. trainctl_role: admin (sees and acts on
+	 * every job) or user (its own jobs only); admin by default when no
+	 * trainctl_user is given, user otherwise.
+	 */
+	char *user;
+	int admin;
+	int role_set; /* trainctl_role was given (parsing only) */
 };
 
 struct api_credentials {
@@ -40,8 +49,10 @@ struct api_credentials {
 
 /*
  * Parses the AWS shared-credentials format ("[profile]" sections with
- * aws_access_key_id / aws_secret_access_key). Returns 0, or ERR_INVALID with
- * err naming the line; profiles without both keys are an error.
+ * aws_access_key_id / aws_secret_access_key, and trainctl_user /
+ * trainctl_role). Returns 0, or ERR_INVALID with err naming the line;
+ * profiles without both keys are an error, so is role user without a
+ * trainctl_user and one key id with two different users or roles.
  */
 int api_credentials_parse(const char *text, struct api_credentials *creds,
 			  struct buf *err);
@@ -67,6 +78,18 @@ int api_sigv4_verify(const struct api_sigv4_request *req,
 		     const struct api_credentials *creds, const char *service,
 		     int64_t now_ms, const char **err_type, int *http_status,
 		     struct buf *err);
+
+/* api_sigv4_verify() that also says who signed: *who is the credential
+ * of the request's key id when it returns 0, NULL otherwise. */
+int api_sigv4_verify_as(const struct api_sigv4_request *req,
+			const struct api_credentials *creds,
+			const char *service, int64_t now_ms,
+			const char **err_type, int *http_status,
+			struct buf *err, const struct api_credential **who);
+
+/* The credential whose key id is key_id, or NULL. */
+const struct api_credential *
+api_credentials_find(const struct api_credentials *creds, const char *key_id);
 
 /*
  * Computes the signature for req as a client would (used by tests and by

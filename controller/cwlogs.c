@@ -119,8 +119,9 @@ static char *canonical_job(struct ctrl_ctx *ctx, const char *name)
  * A prefix naming a job ("job/...") looks at that job only; otherwise
  * every job whose name could start the prefix is looked at.
  */
-static int collect_streams(struct ctrl_ctx *ctx, const char *prefix,
-			   struct stream_list *l, struct buf *err)
+static int collect_streams(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+			   const char *prefix, struct stream_list *l,
+			   struct buf *err)
 {
 	const char *slash = prefix ? strchr(prefix, '/') : NULL;
 	struct db_list_query q = { 0 };
@@ -132,14 +133,18 @@ static int collect_streams(struct ctrl_ctx *ctx, const char *prefix,
 		char *want = xstrndup(prefix, (size_t)(slash - prefix));
 		char *job = canonical_job(ctx, want);
 
-		if (job && !strcmp(job, want))
+		/* Another user's job has no streams this caller can see. */
+		if (job && !strcmp(job, want) &&
+		    !ctrl_caller_check_job(ctx, who, job, err))
 			ret = add_job_streams(ctx, job, prefix, l, err);
+		buf_reset(err);
 		free(job);
 		free(want);
 		goto out;
 	}
 	q.limit = 1000;
 	q.name_contains = prefix && strlen(prefix) <= 63 ? prefix : NULL;
+	q.owner = who->admin ? NULL : who->owner;
 	do {
 		struct db_job *jobs = NULL;
 		char *next = NULL;
@@ -168,13 +173,13 @@ out:
 }
 
 /* One stream by its full name. Returns 0 or ERR_NOTFOUND. */
-static int find_stream(struct ctrl_ctx *ctx, const char *full,
-		       struct stream_list *l)
+static int find_stream(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		       const char *full, struct stream_list *l)
 {
 	struct buf err = BUF_INIT;
 	size_t i;
 
-	if (!strchr(full, '/') || collect_streams(ctx, full, l, &err)) {
+	if (!strchr(full, '/') || collect_streams(ctx, who, full, l, &err)) {
 		buf_release(&err);
 		memset(l, 0, sizeof(*l));
 		return ERR_NOTFOUND;
@@ -488,8 +493,8 @@ static long long read_backward(const char *path, long long end,
 	return end;
 }
 
-static void op_get(struct ctrl_ctx *ctx, const char *body, size_t len,
-		   struct ctrl_response *resp)
+static void op_get(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		   const char *body, size_t len, struct ctrl_response *resp)
 {
 	struct api_cwl_get_req q;
 	struct stream_list l = { 0 };
@@ -509,7 +514,7 @@ static void op_get(struct ctrl_ctx *ctx, const char *body, size_t len,
 	}
 	if (!group_ok(q.group, resp))
 		goto out;
-	if (find_stream(ctx, q.stream, &l)) {
+	if (find_stream(ctx, who, q.stream, &l)) {
 		ctrl_reply_error(resp, 400, "ResourceNotFoundException",
 				 STREAM_MISSING);
 		goto out;
@@ -744,8 +749,8 @@ static void filter_run(struct stream_list *l,
 	free(cs);
 }
 
-static void op_filter(struct ctrl_ctx *ctx, const char *body, size_t len,
-		      struct ctrl_response *resp)
+static void op_filter(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		      const char *body, size_t len, struct ctrl_response *resp)
 {
 	struct api_cwl_filter_req q;
 	struct stream_list l = { 0 };
@@ -774,7 +779,7 @@ static void op_filter(struct ctrl_ctx *ctx, const char *body, size_t len,
 			struct stream_list one;
 			size_t k;
 
-			if (find_stream(ctx, q.streams[i], &one))
+			if (find_stream(ctx, who, q.streams[i], &one))
 				continue;
 			for (k = 0; k < l.n; k++)
 				if (!strcmp(l.items[k].full, one.items[0].full))
@@ -790,7 +795,7 @@ static void op_filter(struct ctrl_ctx *ctx, const char *body, size_t len,
 		l.cap = l.n;
 		if (l.n > 1)
 			qsort(l.items, l.n, sizeof(*l.items), by_name);
-	} else if (collect_streams(ctx, q.prefix, &l, &err)) {
+	} else if (collect_streams(ctx, who, q.prefix, &l, &err)) {
 		ctrl_reply_err_code(resp, ERR_DB, err.data);
 		goto out;
 	}
@@ -864,7 +869,8 @@ static int cmp_last_event(const void *a, const void *b)
 	return strcmp(x->s.name, y->s.name);
 }
 
-static void op_describe(struct ctrl_ctx *ctx, const char *body, size_t len,
+static void op_describe(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+			const char *body, size_t len,
 			struct ctrl_response *resp)
 {
 	struct api_cwl_describe_req q;
@@ -891,7 +897,7 @@ static void op_describe(struct ctrl_ctx *ctx, const char *body, size_t len,
 	}
 	if (!group_ok(q.group, resp))
 		goto out;
-	if (collect_streams(ctx, q.prefix, &l, &err)) {
+	if (collect_streams(ctx, who, q.prefix, &l, &err)) {
 		ctrl_reply_err_code(resp, ERR_DB, err.data);
 		goto out;
 	}

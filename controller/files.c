@@ -90,10 +90,12 @@ char *ctrl_host_token(struct ctrl_ctx *ctx, const char *name, int *existed)
 	struct buf p = BUF_INIT;
 	char *tok;
 
+	/* Searchable, not readable: a local host's work folder lies below,
+	 * and its jobs' users must reach their folders; the token is 0600. */
 	(void)buf_addf(&p, "%s/hosts", ctx->cfg.state_dir);
-	mkdir(p.data, 0700);
+	mkdir(p.data, 0711);
 	(void)buf_addf(&p, "/%s", name);
-	mkdir(p.data, 0700);
+	mkdir(p.data, 0711);
 	(void)buf_adds(&p, "/token");
 	tok = ctrl_read_line(p.data);
 	*existed = tok != NULL;

@@ -46,6 +46,7 @@ static void *uri_logger(void *cls, const char *uri, struct MHD_Connection *c)
 	buf_init(&req->body, (size_t)ctx->cfg.body_max);
 	req->sink_fd = -1;
 	req->t0_us = time_mono_us();
+	req->caller = ctrl_caller_admin;
 	return req;
 }
 
@@ -163,9 +164,10 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind,
 }
 
 static int authenticate(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
-			const char *method, const struct request *req,
+			const char *method, struct request *req,
 			struct ctrl_response *resp)
 {
+	const struct api_credential *who = NULL;
 	struct header_list h;
 	struct api_sigv4_request sr;
 	struct buf err = BUF_INIT;
@@ -194,8 +196,10 @@ static int authenticate(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	target = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 					     "X-Amz-Target");
 	service = target && !strncmp(target, "Logs_", 5) ? "logs" : "sagemaker";
-	ret = api_sigv4_verify(&sr, &ctx->creds, service, time_now_ms(), &type,
-			       &status, &err);
+	ret = api_sigv4_verify_as(&sr, &ctx->creds, service, time_now_ms(),
+				  &type, &status, &err, &who);
+	if (!ret && who)
+		ctrl_caller_of(who, &req->caller);
 	if (ret)
 		ctrl_reply_error(resp, status,
 				 type ? type : "IncompleteSignature", err.data);
@@ -253,6 +257,7 @@ static enum ctrl_route_result route_rest(struct ctrl_ctx *ctx,
 	enum ctrl_route_result result = CTRL_ROUTE_DONE;
 	int stop = 0;
 	int logs = 0;
+	int ret;
 
 	if (strncmp(url, prefix, strlen(prefix)) || (*rest && *rest != '/')) {
 		ctrl_reply_error(resp, 404, "UnknownOperationException",
@@ -272,10 +277,11 @@ static enum ctrl_route_result route_rest(struct ctrl_ctx *ctx,
 						 "ValidationException",
 						 "too many query parameters");
 			else
-				ctrl_op_list_query(ctx, q.items, q.n, resp);
+				ctrl_op_list_query(ctx, &req->caller, q.items,
+						   q.n, resp);
 		} else if (!strcmp(method, "POST")) {
-			ctrl_op_create(ctx, req->body.data, req->body.len,
-				       resp);
+			ctrl_op_create(ctx, &req->caller, req->body.data,
+				       req->body.len, resp);
 		} else {
 			ctrl_reply_error(
 				resp, 405, "MethodNotAllowed",
@@ -305,17 +311,22 @@ static enum ctrl_route_result route_rest(struct ctrl_ctx *ctx,
 				   body.len, &checked, &err)) {
 		ctrl_reply_error(resp, 400, "ValidationException",
 				 err.len ? err.data : "invalid job name");
+	} else if ((ret = ctrl_caller_check_job(ctx, &req->caller, name.data,
+						&err)) &&
+		   (logs || stop)) {
+		/* Describe and Delete say it themselves. */
+		ctrl_reply_err_code(resp, ret, err.data);
 	} else if (logs && !strcmp(method, "GET")) {
 		result = ctrl_logs_route(ctx, conn, name.data, req, resp);
 	} else if (logs) {
 		ctrl_reply_error(resp, 405, "MethodNotAllowed",
 				 "use GET on logs");
 	} else if (stop && !strcmp(method, "POST")) {
-		ctrl_op_stop(ctx, body.data, body.len, resp);
+		ctrl_op_stop(ctx, &req->caller, body.data, body.len, resp);
 	} else if (!stop && !strcmp(method, "GET")) {
-		ctrl_op_describe(ctx, body.data, body.len, resp);
+		ctrl_op_describe(ctx, &req->caller, body.data, body.len, resp);
 	} else if (!stop && !strcmp(method, "DELETE")) {
-		ctrl_op_delete(ctx, body.data, body.len, resp);
+		ctrl_op_delete(ctx, &req->caller, body.data, body.len, resp);
 	} else {
 		ctrl_reply_error(resp, 405, "MethodNotAllowed",
 				 "method not allowed on this resource");
@@ -385,7 +396,7 @@ route(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
 		return CTRL_ROUTE_DONE;
 	}
 	/* Browsers sign in with HTTP Basic, programs with SigV4 (web.h). */
-	switch (ctrl_web_auth(ctx, conn, method, url)) {
+	switch (ctrl_web_auth(ctx, conn, method, url, &req->caller)) {
 	case CTRL_WEB_AUTH_DENIED:
 		return CTRL_ROUTE_QUEUED;
 	case CTRL_WEB_AUTH_NONE:
@@ -405,7 +416,10 @@ route(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
 	}
 	if (!strncmp(url, "/v1/hosts/", 10)) {
 		*content_type = "application/json";
-		if (strcmp(method, "POST"))
+		if (!req->caller.admin)
+			ctrl_reply_error(resp, 400, "AccessDeniedException",
+					 "draining hosts needs an admin key");
+		else if (strcmp(method, "POST"))
 			ctrl_reply_error(resp, 405, "MethodNotAllowed",
 					 "use POST on /v1/hosts/<name>/drain "
 					 "and /undrain");
@@ -447,7 +461,7 @@ route(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
 		buf_release(&msg);
 		return CTRL_ROUTE_DONE;
 	}
-	fn(ctx, req->body.data, req->body.len, resp);
+	fn(ctx, &req->caller, req->body.data, req->body.len, resp);
 	return CTRL_ROUTE_DONE;
 }
 

@@ -33,6 +33,9 @@ struct ctrl_http_req {
 	int sink_bit;
 	/* A blob request (controller/blob.h), NULL otherwise. */
 	struct ctrl_blob *blob;
+	/* Who signed it (set once authenticated; admin without
+	 * credentials). */
+	struct ctrl_caller caller;
 };
 
 /* What a route did with a request. */

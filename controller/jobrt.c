@@ -20,6 +20,7 @@ static void jobrt_free(struct ctrl_jobrt *rt)
 	api_job_spec_release(&rt->spec);
 	free(rt->name);
 	free(rt->uid);
+	free(rt->run_as);
 	free(rt);
 }
 
@@ -74,6 +75,7 @@ struct ctrl_jobrt *ctrl_jobrt_get(struct ctrl_ctx *ctx, const char *name)
 		return NULL;
 	}
 	rt->uid = job.uid ? xstrdup(job.uid) : NULL;
+	rt->run_as = job.run_as ? xstrdup(job.run_as) : NULL;
 	compile_metrics(rt);
 	rt->next = ctx->jobs;
 	ctx->jobs = rt;

@@ -18,7 +18,8 @@ struct ctrl_ctx;
 
 struct ctrl_jobrt {
 	char *name;
-	char *uid; /* db_job.uid; may be NULL */
+	char *uid;    /* db_job.uid; may be NULL */
+	char *run_as; /* db_job.run_as; NULL: the agent's own user */
 	struct api_job_spec spec;
 	pcre2_code **regexes; /* one per spec.metrics, NULL if it did not
 				 compile */

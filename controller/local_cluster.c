@@ -155,7 +155,7 @@ int ctrl_local_start(struct ctrl_ctx *ctx, struct buf *err)
 		return ERR_INVALID;
 	}
 	(void)buf_addf(&dir, "%s/hosts", ctx->cfg.state_dir);
-	mkdir(dir.data, 0700);
+	mkdir(dir.data, 0711);
 	for (i = 1; i <= ctx->cfg.local_hosts && !ret; i++) {
 		struct ctrl_host *h;
 		char name[32];

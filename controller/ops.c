@@ -11,6 +11,7 @@
 #include "api/job_config.h"
 #include "api/job_spec.h"
 #include "api/requests.h"
+#include "api/sigv4.h"
 #include "controller/ctrl.h"
 #include "controller/files.h"
 #include "controller/hosts.h"
@@ -18,6 +19,7 @@
 #include "controller/jobrun.h"
 #include "controller/ops.h"
 #include "db/db.h"
+#include "db/run.h"
 #include "storage/storage.h"
 #include "common/bug.h"
 #include "common/err.h"
@@ -58,6 +60,9 @@ void ctrl_reply_err_code(struct ctrl_response *resp, int code,
 	case ERR_TOOBIG:
 		ctrl_reply_error(resp, 413, "RequestEntityTooLarge", message);
 		break;
+	case ERR_AUTH:
+		ctrl_reply_error(resp, 400, "AccessDeniedException", message);
+		break;
 	default:
 		/* Only genuine server faults are 5xx: clients retry those. */
 		log_error("internal error (%s): %s", err_str(code),
@@ -67,6 +72,46 @@ void ctrl_reply_err_code(struct ctrl_response *resp, int code,
 				 "try again.");
 		break;
 	}
+}
+
+const struct ctrl_caller ctrl_caller_admin = { "", NULL, 1 };
+
+void ctrl_caller_of(const struct api_credential *c, struct ctrl_caller *out)
+{
+	out->owner = c->user ? c->user : c->profile;
+	out->run_as = c->user;
+	out->admin = c->admin;
+}
+
+int ctrl_caller_sees(const struct ctrl_caller *who, const char *owner)
+{
+	return who->admin || (owner && !strcmp(owner, who->owner));
+}
+
+static int denied(const char *name, struct buf *err)
+{
+	(void)buf_addf(err,
+		       "User is not authorized to access training job '%s', "
+		       "which another user created.",
+		       name);
+	return ERR_AUTH;
+}
+
+int ctrl_caller_check_job(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+			  const char *name, struct buf *err)
+{
+	char *owner = NULL;
+	int ret;
+
+	if (who->admin)
+		return 0;
+	ret = db_job_owner(ctx->db, name, &owner, err);
+	if (!ret && !ctrl_caller_sees(who, owner))
+		ret = denied(name, err);
+	if (ret == ERR_NOTFOUND)
+		(void)buf_adds(err, NOT_FOUND_MSG);
+	free(owner);
+	return ret;
 }
 
 char *ctrl_job_arn(const struct ctrl_ctx *ctx, const char *name)
@@ -188,8 +233,8 @@ static int check_capacity(struct ctrl_ctx *ctx, const struct api_job_spec *spec,
 	return ret;
 }
 
-void ctrl_op_create(struct ctrl_ctx *ctx, const char *body, size_t len,
-		    struct ctrl_response *resp)
+void ctrl_op_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		    const char *body, size_t len, struct ctrl_response *resp)
 {
 	struct api_job_spec spec;
 	struct db_job job;
@@ -227,6 +272,8 @@ void ctrl_op_create(struct ctrl_ctx *ctx, const char *body, size_t len,
 	job.instance_type = spec.instance_type;
 	job.instance_count = spec.instance_count;
 	job.creation_ms = time_now_ms();
+	job.owner = (char *)who->owner;
+	job.run_as = (char *)who->run_as;
 	/*
 	 * With every host busy the job is queued as it is stored, with the
 	 * message the reconciler would give it, so that a burst of creates
@@ -316,6 +363,8 @@ static void job_to_record(struct db_job *j, struct api_job_record *r)
 	free(j->spec_json);
 	free(j->stop_reason);
 	free(j->uid);
+	free(j->owner);
+	free(j->run_as);
 	memset(j, 0, sizeof(*j));
 }
 
@@ -333,6 +382,7 @@ static void job_to_record(struct db_job *j, struct api_job_record *r)
 
 struct dcache_slot {
 	char *name;
+	char *owner;
 	uint64_t seq;
 	char *body;
 	size_t len;
@@ -360,7 +410,9 @@ static size_t dcache_index(const char *name)
 	return h % DCACHE_SLOTS;
 }
 
-static int dcache_get(const char *name, uint64_t seq, struct buf *out)
+/* 1: out holds the answer; 0: not cached; -1: cached, another's job. */
+static int dcache_get(const char *name, uint64_t seq,
+		      const struct ctrl_caller *who, struct buf *out)
 {
 	size_t i = dcache_index(name);
 	struct dcache_slot *s = &dcache[i];
@@ -368,13 +420,16 @@ static int dcache_get(const char *name, uint64_t seq, struct buf *out)
 
 	pthread_mutex_lock(&dcache_lock[i % DCACHE_STRIPES]);
 	hit = s->name && s->seq == seq && !strcmp(s->name, name);
-	if (hit)
+	if (hit && !ctrl_caller_sees(who, s->owner))
+		hit = -1;
+	else if (hit)
 		(void)buf_add(out, s->body, s->len);
 	pthread_mutex_unlock(&dcache_lock[i % DCACHE_STRIPES]);
 	return hit;
 }
 
-static void dcache_put(const char *name, uint64_t seq, const struct buf *b)
+static void dcache_put(const char *name, uint64_t seq, const char *owner,
+		       const struct buf *b)
 {
 	size_t i = dcache_index(name);
 	struct dcache_slot *s = &dcache[i];
@@ -389,8 +444,10 @@ static void dcache_put(const char *name, uint64_t seq, const struct buf *b)
 	atomic_fetch_sub(&dcache_bytes, s->len);
 	atomic_fetch_add(&dcache_bytes, b->len);
 	free(s->name);
+	free(s->owner);
 	free(s->body);
 	s->name = xstrdup(name);
+	s->owner = owner ? xstrdup(owner) : NULL;
 	s->body = xmalloc(b->len + 1);
 	memcpy(s->body, b->data, b->len);
 	s->len = b->len;
@@ -398,15 +455,17 @@ static void dcache_put(const char *name, uint64_t seq, const struct buf *b)
 	pthread_mutex_unlock(&dcache_lock[i % DCACHE_STRIPES]);
 }
 
-void ctrl_op_describe(struct ctrl_ctx *ctx, const char *body, size_t len,
-		      struct ctrl_response *resp)
+void ctrl_op_describe(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		      const char *body, size_t len, struct ctrl_response *resp)
 {
 	struct buf err = BUF_INIT;
 	struct buf out = BUF_INIT;
 	struct api_job_record rec;
 	struct db_job job;
 	char *name = NULL;
+	char *owner = NULL;
 	uint64_t seq;
+	int hit;
 	int ret;
 
 	memset(&rec, 0, sizeof(rec));
@@ -418,15 +477,22 @@ void ctrl_op_describe(struct ctrl_ctx *ctx, const char *body, size_t len,
 	}
 	/* Read before the job: see db_write_seq(). */
 	seq = db_write_seq(ctx->db);
-	if (dcache_get(name, seq, &out)) {
+	hit = dcache_get(name, seq, who, &out);
+	if (hit > 0) {
 		reply_json(resp, &out);
 		goto out;
 	}
-	ret = db_job_get(ctx->db, name, &job, &err);
+	ret = hit < 0 ? denied(name, &err) :
+			db_job_get(ctx->db, name, &job, &err);
+	if (!ret && !ctrl_caller_sees(who, job.owner)) {
+		ret = denied(name, &err);
+		db_job_release(&job);
+	}
 	if (ret) {
 		ctrl_reply_err_code(resp, ret, err.data);
 		goto out;
 	}
+	owner = job.owner ? xstrdup(job.owner) : NULL;
 	job_to_record(&job, &rec);
 	ret = api_describe_response(&rec, &out);
 	if (ret) {
@@ -434,16 +500,18 @@ void ctrl_op_describe(struct ctrl_ctx *ctx, const char *body, size_t len,
 				    "stored request is corrupt");
 		goto out;
 	}
-	dcache_put(name, seq, &out);
+	dcache_put(name, seq, owner, &out);
 	reply_json(resp, &out);
 out:
 	api_job_record_release(&rec);
 	free(name);
+	free(owner);
 	buf_release(&err);
 	buf_release(&out);
 }
 
-static void list_run(struct ctrl_ctx *ctx, const struct api_list_request *req,
+static void list_run(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		     const struct api_list_request *req,
 		     struct ctrl_response *resp)
 {
 	struct db_list_query q = { 0 };
@@ -460,6 +528,7 @@ static void list_run(struct ctrl_ctx *ctx, const struct api_list_request *req,
 	q.token = req->next_token;
 	q.name_contains = req->name_contains;
 	q.status = req->status_equals;
+	q.owner = who->admin ? NULL : who->owner;
 	q.sort = req->sort_by == API_SORT_NAME	 ? DB_SORT_NAME :
 		 req->sort_by == API_SORT_STATUS ? DB_SORT_STATUS :
 						   DB_SORT_CREATION;
@@ -489,8 +558,8 @@ out:
 	buf_release(&out);
 }
 
-void ctrl_op_list(struct ctrl_ctx *ctx, const char *body, size_t len,
-		  struct ctrl_response *resp)
+void ctrl_op_list(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		  const char *body, size_t len, struct ctrl_response *resp)
 {
 	struct api_list_request req;
 	struct buf err = BUF_INIT;
@@ -499,13 +568,14 @@ void ctrl_op_list(struct ctrl_ctx *ctx, const char *body, size_t len,
 	if (ret)
 		ctrl_reply_err_code(resp, ret, err.data);
 	else
-		list_run(ctx, &req, resp);
+		list_run(ctx, who, &req, resp);
 	api_list_request_release(&req);
 	buf_release(&err);
 }
 
-void ctrl_op_list_query(struct ctrl_ctx *ctx, const struct api_query_arg *args,
-			size_t n, struct ctrl_response *resp)
+void ctrl_op_list_query(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+			const struct api_query_arg *args, size_t n,
+			struct ctrl_response *resp)
 {
 	struct api_list_request req;
 	struct buf err = BUF_INIT;
@@ -514,7 +584,7 @@ void ctrl_op_list_query(struct ctrl_ctx *ctx, const struct api_query_arg *args,
 	if (ret)
 		ctrl_reply_err_code(resp, ret, err.data);
 	else
-		list_run(ctx, &req, resp);
+		list_run(ctx, who, &req, resp);
 	api_list_request_release(&req);
 	buf_release(&err);
 }
@@ -545,8 +615,8 @@ static int current_state(struct ctrl_ctx *ctx, const char *name,
 	return ret ? ERR_INTERNAL : 0;
 }
 
-void ctrl_op_stop(struct ctrl_ctx *ctx, const char *body, size_t len,
-		  struct ctrl_response *resp)
+void ctrl_op_stop(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		  const char *body, size_t len, struct ctrl_response *resp)
 {
 	struct buf err = BUF_INIT;
 	enum ctrl_job_state state;
@@ -557,6 +627,8 @@ void ctrl_op_stop(struct ctrl_ctx *ctx, const char *body, size_t len,
 
 	ret = api_name_request_parse("StopTrainingJobRequest", body, len, &name,
 				     &err);
+	if (!ret)
+		ret = ctrl_caller_check_job(ctx, who, name, &err);
 	/* A state may change between reading it and writing; retry then. */
 	for (tries = 0; !ret && tries < 5; tries++) {
 		free(status);
@@ -594,8 +666,8 @@ void ctrl_op_stop(struct ctrl_ctx *ctx, const char *body, size_t len,
 	buf_release(&err);
 }
 
-void ctrl_op_delete(struct ctrl_ctx *ctx, const char *body, size_t len,
-		    struct ctrl_response *resp)
+void ctrl_op_delete(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		    const char *body, size_t len, struct ctrl_response *resp)
 {
 	struct buf err = BUF_INIT;
 	struct buf msg = BUF_INIT;
@@ -604,6 +676,8 @@ void ctrl_op_delete(struct ctrl_ctx *ctx, const char *body, size_t len,
 
 	ret = api_name_request_parse("DeleteTrainingJobRequest", body, len,
 				     &name, &err);
+	if (!ret)
+		ret = ctrl_caller_check_job(ctx, who, name, &err);
 	if (!ret)
 		ret = db_job_delete(ctx->db, name, &err);
 	if (ret == ERR_NOTFOUND) {

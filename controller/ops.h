@@ -15,6 +15,33 @@ struct ctrl_response {
 	const char *error_type; /* set for errors, for the log and metrics */
 };
 
+/*
+ * Who sent a request (docs/security.md): the credential's user and role,
+ * or ctrl_caller_admin when the controller has no credentials.
+ */
+struct ctrl_caller {
+	const char *owner;  /* recorded on the jobs it creates */
+	const char *run_as; /* Unix user of their ranks, NULL: the agent's */
+	int admin;	    /* sees and acts on every job */
+};
+
+extern const struct ctrl_caller ctrl_caller_admin;
+
+struct api_credential;
+
+/* The caller a verified credential stands for (pointers into c). */
+void ctrl_caller_of(const struct api_credential *c, struct ctrl_caller *out);
+
+/* Whether who may see and act on a job that owner created. */
+int ctrl_caller_sees(const struct ctrl_caller *who, const char *owner);
+
+/*
+ * Whether who may see job name: 0, ERR_NOTFOUND (no such job) or ERR_AUTH
+ * (another user's job), with err saying so.
+ */
+int ctrl_caller_check_job(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+			  const char *name, struct buf *err);
+
 /* Fills resp with an AWS JSON error body. */
 void ctrl_reply_error(struct ctrl_response *resp, int status, const char *type,
 		      const char *message);
@@ -27,22 +54,23 @@ void ctrl_reply_err_code(struct ctrl_response *resp, int code,
 			 const char *message);
 
 /* The operations; body is the JSON 1.1 request. */
-void ctrl_op_create(struct ctrl_ctx *ctx, const char *body, size_t len,
-		    struct ctrl_response *resp);
-void ctrl_op_describe(struct ctrl_ctx *ctx, const char *body, size_t len,
-		      struct ctrl_response *resp);
-void ctrl_op_list(struct ctrl_ctx *ctx, const char *body, size_t len,
-		  struct ctrl_response *resp);
-void ctrl_op_list_query(struct ctrl_ctx *ctx, const struct api_query_arg *args,
-			size_t n, struct ctrl_response *resp);
-void ctrl_op_stop(struct ctrl_ctx *ctx, const char *body, size_t len,
-		  struct ctrl_response *resp);
-void ctrl_op_delete(struct ctrl_ctx *ctx, const char *body, size_t len,
-		    struct ctrl_response *resp);
+void ctrl_op_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		    const char *body, size_t len, struct ctrl_response *resp);
+void ctrl_op_describe(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		      const char *body, size_t len, struct ctrl_response *resp);
+void ctrl_op_list(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		  const char *body, size_t len, struct ctrl_response *resp);
+void ctrl_op_list_query(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+			const struct api_query_arg *args, size_t n,
+			struct ctrl_response *resp);
+void ctrl_op_stop(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		  const char *body, size_t len, struct ctrl_response *resp);
+void ctrl_op_delete(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		    const char *body, size_t len, struct ctrl_response *resp);
 
 /* Operations by name, for X-Amz-Target dispatch. NULL when unknown. */
-typedef void (*ctrl_op_fn)(struct ctrl_ctx *, const char *, size_t,
-			   struct ctrl_response *);
+typedef void (*ctrl_op_fn)(struct ctrl_ctx *, const struct ctrl_caller *,
+			   const char *, size_t, struct ctrl_response *);
 ctrl_op_fn ctrl_op_lookup(const char *target);
 
 #endif

@@ -59,21 +59,23 @@ int ctrl_web_owns(struct MHD_Connection *conn, const char *method,
 
 /* --------------------------------------------------------------- auth */
 
-static int basic_ok(struct ctrl_ctx *ctx, const char *user, const char *pass)
+static const struct api_credential *basic_ok(struct ctrl_ctx *ctx,
+					     const char *user, const char *pass)
 {
+	const struct api_credential *who = NULL;
 	size_t i;
 	size_t n = strlen(pass);
-	int ok = 0;
 
 	for (i = 0; i < ctx->creds.n; i++) {
 		const struct api_credential *c = &ctx->creds.items[i];
 
 		if (strcmp(c->access_key_id, user))
 			continue;
-		ok |= strlen(c->secret_access_key) == n &&
-		      !CRYPTO_memcmp(c->secret_access_key, pass, n);
+		if (strlen(c->secret_access_key) == n &&
+		    !CRYPTO_memcmp(c->secret_access_key, pass, n))
+			who = c;
 	}
-	return ok;
+	return who;
 }
 
 static void queue_401(struct MHD_Connection *conn, const char *message)
@@ -107,8 +109,10 @@ static int cross_site(struct MHD_Connection *conn)
 
 enum ctrl_web_auth ctrl_web_auth(struct ctrl_ctx *ctx,
 				 struct MHD_Connection *conn,
-				 const char *method, const char *url)
+				 const char *method, const char *url,
+				 struct ctrl_caller *caller)
 {
+	const struct api_credential *who = NULL;
 	char *pass = NULL;
 	char *user;
 	int ok;
@@ -136,7 +140,10 @@ enum ctrl_web_auth ctrl_web_auth(struct ctrl_ctx *ctx,
 				"access key.");
 		return CTRL_WEB_AUTH_DENIED;
 	}
-	ok = pass && basic_ok(ctx, user, pass);
+	who = pass ? basic_ok(ctx, user, pass) : NULL;
+	ok = who != NULL;
+	if (ok)
+		ctrl_caller_of(who, caller);
 	if (!ok)
 		log_info("web: wrong credentials for '%.64s'", user);
 	MHD_free(user);
@@ -240,8 +247,8 @@ static int status_known(const char *s)
 	return 0;
 }
 
-static void jobs_list(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
-		      struct ctrl_response *resp)
+static void jobs_list(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		      struct MHD_Connection *conn, struct ctrl_response *resp)
 {
 	const char *status = query(conn, "status");
 	const char *name = query(conn, "name");
@@ -261,6 +268,7 @@ static void jobs_list(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	q.status = status && *status ? status : NULL;
 	q.sort = DB_SORT_CREATION;
 	q.descending = 1;
+	q.owner = who->admin ? NULL : who->owner;
 	if (q.limit < 1 || q.limit > 1000 ||
 	    (q.status && !status_known(q.status)) ||
 	    (q.name_contains && strlen(q.name_contains) > NAME_MAX_LEN)) {
@@ -726,8 +734,10 @@ ctrl_web_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	       struct ctrl_response *resp, const char **content_type)
 {
 	char name[NAME_MAX_LEN + 1];
+	struct buf err = BUF_INIT;
 	const char *rest;
 	size_t n;
+	int ret;
 
 	if (is_page(conn, method, url))
 		return serve_asset(conn, method, url, req, resp, content_type);
@@ -735,6 +745,12 @@ ctrl_web_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
 		ctrl_reply_error(resp, 405, "MethodNotAllowed",
 				 "use GET on this resource");
+		return CTRL_ROUTE_DONE;
+	}
+	if (!strcmp(url, "/metrics") && !req->caller.admin) {
+		ctrl_reply_error(resp, 400, "AccessDeniedException",
+				 "/metrics covers every job: it needs an admin "
+				 "key");
 		return CTRL_ROUTE_DONE;
 	}
 	if (!strcmp(url, "/metrics")) {
@@ -745,7 +761,7 @@ ctrl_web_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	if (!strcmp(url, "/v1/changes"))
 		return changes(ctx, conn, req, resp);
 	if (!strcmp(url, "/v1/ui/jobs")) {
-		jobs_list(ctx, conn, resp);
+		jobs_list(ctx, &req->caller, conn, resp);
 		return CTRL_ROUTE_DONE;
 	}
 	rest = url + strlen("/v1/ui/jobs/");
@@ -758,9 +774,13 @@ ctrl_web_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	}
 	memcpy(name, rest, n);
 	name[n] = '\0';
-	if (rest[n])
+	ret = ctrl_caller_check_job(ctx, &req->caller, name, &err);
+	if (ret)
+		ctrl_reply_err_code(resp, ret, err.data);
+	else if (rest[n])
 		job_metrics(ctx, conn, name, resp);
 	else
 		job_runtime(ctx, name, resp);
+	buf_release(&err);
 	return CTRL_ROUTE_DONE;
 }

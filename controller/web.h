@@ -28,6 +28,7 @@
 
 struct ctrl_ctx;
 struct MHD_Connection;
+struct ctrl_caller;
 
 /* One embedded file; the table is generated at build time. */
 struct ctrl_web_asset {
@@ -52,11 +53,13 @@ enum ctrl_web_auth {
  * (GET / without X-Amz-Target, /ui/...) without them, or a read with
  * wrong ones, gets a 401 with WWW-Authenticate queued here (so a browser
  * asks for them). Writes and cross-site reads of data get
- * CTRL_WEB_AUTH_NONE whatever they carry: SigV4 decides.
+ * CTRL_WEB_AUTH_NONE whatever they carry: SigV4 decides. On
+ * CTRL_WEB_AUTH_OK with credentials, *caller is who signed in.
  */
 enum ctrl_web_auth ctrl_web_auth(struct ctrl_ctx *ctx,
 				 struct MHD_Connection *conn,
-				 const char *method, const char *url);
+				 const char *method, const char *url,
+				 struct ctrl_caller *caller);
 
 /* Whether the request is for one of the paths above. */
 int ctrl_web_owns(struct MHD_Connection *conn, const char *method,

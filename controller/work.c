@@ -153,6 +153,7 @@ static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 				      xstrdup(launch.submit_directory) :
 				      NULL;
 	a->output_path = xstrdup(spec->output_path);
+	a->run_as = rt->run_as ? xstrdup(rt->run_as) : NULL;
 	if (spec->checkpoint_s3_uri) {
 		a->checkpoint_s3_uri = xstrdup(spec->checkpoint_s3_uri);
 		a->checkpoint_local_path = xstrdup(spec->checkpoint_local_path);

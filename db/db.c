@@ -33,12 +33,13 @@ enum stmt_id {
 };
 
 static const char *const stmt_sql[ST_COUNT] = {
-	[ST_GET_JOB] = "SELECT id, name, arn, status, secondary_status, "
-		       "failure_reason, model_artifacts, request_json, "
-		       "instance_type, instance_count, creation_ms, "
-		       "last_modified_ms, start_ms, end_ms, training_s, "
-		       "billable_s, spec_json, attempt, stop_reason, uid FROM "
-		       "jobs WHERE name = ?1",
+	[ST_GET_JOB] =
+		"SELECT id, name, arn, status, secondary_status, "
+		"failure_reason, model_artifacts, request_json, "
+		"instance_type, instance_count, creation_ms, "
+		"last_modified_ms, start_ms, end_ms, training_s, "
+		"billable_s, spec_json, attempt, stop_reason, uid, owner, "
+		"run_as FROM jobs WHERE name = ?1",
 	[ST_GET_TRANSITIONS] =
 		"SELECT status, start_ms, end_ms, message "
 		"FROM transitions WHERE job_id = ?1 ORDER BY seq",
@@ -49,9 +50,9 @@ static const char *const stmt_sql[ST_COUNT] = {
 		"INSERT INTO jobs (name, arn, status, "
 		"secondary_status, request_json, instance_type, "
 		"instance_count, creation_ms, last_modified_ms, "
-		"spec_json, waiting, uid) "
+		"spec_json, waiting, uid, owner, run_as) "
 		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, "
-		"lower(hex(randomblob(8))))",
+		"lower(hex(randomblob(8))), coalesce(?11, ''), ?12)",
 	[ST_INSERT_TRANSITION] =
 		"INSERT INTO transitions (job_id, seq, status, "
 		"start_ms, message) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -492,6 +493,8 @@ void db_job_release(struct db_job *job)
 
 	free(job->name);
 	free(job->uid);
+	free(job->owner);
+	free(job->run_as);
 	free(job->arn);
 	free(job->status);
 	free(job->secondary_status);
@@ -559,6 +562,8 @@ int db_job_insert(struct db *db, struct db_job *job, const char *first_message,
 	sqlite3_bind_int64(st, 8, job->creation_ms);
 	db__bind_text(st, 9, job->spec_json);
 	sqlite3_bind_int(st, 10, job->waiting != 0);
+	db__bind_text(st, 11, job->owner);
+	db__bind_text(st, 12, job->run_as);
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
@@ -655,6 +660,8 @@ static void row_to_job(sqlite3_stmt *st, struct db_job *j)
 	j->attempt = sqlite3_column_int(st, 17);
 	j->stop_reason = db__col_dup(st, 18);
 	j->uid = db__col_dup(st, 19);
+	j->owner = db__col_dup(st, 20);
+	j->run_as = db__col_dup(st, 21);
 }
 
 static int load_children(struct conn *c, struct db_job *j, struct buf *err)

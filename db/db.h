@@ -32,7 +32,9 @@ struct db_metric {
 struct db_job {
 	int64_t id;
 	char *name;
-	char *uid; /* 16 hex digits, chosen at insert (read only) */
+	char *uid;    /* 16 hex digits, chosen at insert (read only) */
+	char *owner;  /* who created it ("" for jobs older than owners) */
+	char *run_as; /* Unix user of its ranks, NULL: the agent's own */
 	char *arn;
 	char *status;
 	char *secondary_status;
@@ -77,7 +79,7 @@ void db_close(struct db *db);
 uint64_t db_write_seq(struct db *db);
 
 /* The schema version this build migrates to. */
-#define DB_SCHEMA_LATEST 6
+#define DB_SCHEMA_LATEST 7
 
 /* The schema version after migrations (PRAGMA user_version). */
 int db_schema_version(struct db *db);
@@ -104,6 +106,7 @@ struct db_list_query {
 	const char *token;	   /* NULL for the first page */
 	const char *name_contains; /* NULL = any */
 	const char *status;	   /* NULL = any */
+	const char *owner;	   /* NULL = any */
 	enum db_sort sort;
 	int descending;
 	int64_t created_after_ms, created_before_ms;   /* 0 = unbounded */

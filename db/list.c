@@ -163,12 +163,13 @@ int db_job_list(struct db *db, const struct db_list_query *q,
 		}
 		have_key = 1;
 	}
-	if (buf_adds(
-		    &sql,
-		    "SELECT id, name, arn, status, secondary_status, "
-		    "failure_reason, model_artifacts, NULL, instance_type, "
-		    "instance_count, creation_ms, last_modified_ms, start_ms, "
-		    "end_ms, training_s, billable_s, attempt FROM jobs WHERE 1") ||
+	if (buf_adds(&sql,
+		     "SELECT id, name, arn, status, secondary_status, "
+		     "failure_reason, model_artifacts, NULL, instance_type, "
+		     "instance_count, creation_ms, last_modified_ms, start_ms, "
+		     "end_ms, training_s, billable_s, attempt, owner FROM jobs "
+		     "WHERE 1") ||
+	    (q->owner && buf_adds(&sql, " AND owner = ?16")) ||
 	    (q->name_contains &&
 	     buf_adds(&sql, " AND instr(lower(name), lower(?10)) > 0")) ||
 	    (q->status && buf_adds(&sql, " AND status = ?11")) ||
@@ -194,6 +195,8 @@ int db_job_list(struct db *db, const struct db_list_query *q,
 				  SQLITE_TRANSIENT);
 	if (q->status)
 		sqlite3_bind_text(st, 11, q->status, -1, SQLITE_TRANSIENT);
+	if (q->owner)
+		sqlite3_bind_text(st, 16, q->owner, -1, SQLITE_TRANSIENT);
 	if (q->created_after_ms)
 		sqlite3_bind_int64(st, 12, q->created_after_ms);
 	if (q->created_before_ms)
@@ -225,6 +228,7 @@ int db_job_list(struct db *db, const struct db_list_query *q,
 				(const char *)sqlite3_column_text(st, 8));
 		j->instance_count = sqlite3_column_int(st, 9);
 		j->attempt = sqlite3_column_int(st, 16);
+		j->owner = xstrdup((const char *)sqlite3_column_text(st, 17));
 		j->creation_ms = sqlite3_column_int64(st, 10);
 		j->last_modified_ms = sqlite3_column_int64(st, 11);
 		j->start_ms = sqlite3_column_int64(st, 12);

@@ -208,6 +208,33 @@ int db_attempt_planned(struct db *db, const char *job, int attempt,
 	return ret;
 }
 
+int db_job_owner(struct db *db, const char *job, char **owner, struct buf *err)
+{
+	void *h;
+	sqlite3 *conn = db__reader_acquire(db, &h);
+	sqlite3_stmt *st =
+		prep(conn, "SELECT owner FROM jobs WHERE name = ?1", err);
+	int ret = ERR_DB;
+	int rc;
+
+	*owner = NULL;
+	if (st) {
+		db__bind_text(st, 1, job);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			*owner = db__col_dup(st, 0);
+			ret = 0;
+		} else if (rc == SQLITE_DONE) {
+			ret = ERR_NOTFOUND;
+		} else {
+			ret = db__error(conn, "cannot read job", err);
+		}
+		sqlite3_finalize(st);
+	}
+	db__reader_release(db, h);
+	return ret;
+}
+
 int db_job_planned_moves(struct db *db, const char *job, int *n,
 			 struct buf *err)
 {

@@ -49,6 +49,10 @@ int db_attempt_planned(struct db *db, const char *job, int attempt,
 		       int *planned, struct buf *err);
 
 /* How many of job's attempts were planned moves. Returns 0 or ERR_DB. */
+/* The owner of job (its creator, "" for old jobs). Returns 0,
+ * ERR_NOTFOUND or ERR_DB. Caller frees *owner. */
+int db_job_owner(struct db *db, const char *job, char **owner, struct buf *err);
+
 int db_job_planned_moves(struct db *db, const char *job, int *n,
 			 struct buf *err);
 

@@ -101,6 +101,11 @@ static const char *const migrations[] = {
 	" reason TEXT,"
 	" since_ms INTEGER NOT NULL) WITHOUT ROWID;"
 	"ALTER TABLE attempts ADD COLUMN planned INTEGER NOT NULL DEFAULT 0;",
+	/* 7: who created each job (the owner a user key sees), and the Unix
+	 * user its ranks run as (NULL: the agent's own). */
+	"ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT '';"
+	"ALTER TABLE jobs ADD COLUMN run_as TEXT;"
+	"CREATE INDEX jobs_owner ON jobs(owner, creation_ms, id);",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -1253,6 +1253,63 @@ static void test_credentials_two_profiles(void **state)
 	buf_release(&err);
 }
 
+/* trainctl_user / trainctl_role: users, roles and their defaults. */
+static void test_credentials_users(void **state)
+{
+	static const char *const bad[][2] = {
+		{ "[a]\naws_access_key_id = A\naws_secret_access_key = s\n"
+		  "trainctl_role = user\n",
+		  "no trainctl_user" },
+		{ "[a]\naws_access_key_id = A\naws_secret_access_key = s\n"
+		  "trainctl_role = root\n",
+		  "'admin' or 'user'" },
+		{ "[a]\naws_access_key_id = A\naws_secret_access_key = s\n"
+		  "trainctl_user = al/ice\n",
+		  "not a valid Unix user name" },
+		{ "[a]\naws_access_key_id = A\naws_secret_access_key = s\n"
+		  "trainctl_user = x\ntrainctl_user = y\n",
+		  "given twice" },
+		{ "[a]\naws_access_key_id = A\naws_secret_access_key = s\n"
+		  "trainctl_user = x\n[b]\naws_access_key_id = A\n"
+		  "aws_secret_access_key = s\ntrainctl_user = y\n",
+		  "different users or roles" },
+	};
+	struct api_credentials c;
+	struct buf err = BUF_INIT;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(
+		api_credentials_parse(
+			"[ops]\naws_access_key_id = A1\naws_secret_access_key = s\n"
+			"[alice]\naws_access_key_id = A2\n"
+			"aws_secret_access_key = s\ntrainctl_user = alice\n"
+			"[lead]\naws_access_key_id = A3\n"
+			"aws_secret_access_key = s\ntrainctl_user = bob\n"
+			"trainctl_role = admin\n",
+			&c, &err),
+		0);
+	assert_int_equal(c.n, 3);
+	assert_null(c.items[0].user);
+	assert_true(c.items[0].admin);
+	assert_string_equal(c.items[1].user, "alice");
+	assert_false(c.items[1].admin);
+	assert_string_equal(c.items[2].user, "bob");
+	assert_true(c.items[2].admin);
+	assert_ptr_equal(api_credentials_find(&c, "A2"), &c.items[1]);
+	assert_null(api_credentials_find(&c, "A4"));
+	api_credentials_release(&c);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		buf_reset(&err);
+		assert_int_equal(api_credentials_parse(bad[i][0], &c, &err),
+				 ERR_INVALID);
+		if (!strstr(err.data, bad[i][1]))
+			fail_msg("'%s': error '%s' lacks '%s'", bad[i][0],
+				 err.data, bad[i][1]);
+	}
+	buf_release(&err);
+}
+
 struct cred_case {
 	const char *name;
 	const char *text;
@@ -1461,6 +1518,7 @@ int main(void)
 		cmocka_unit_test(test_sign_bad_arguments),
 		cmocka_unit_test(test_random_damage),
 		cmocka_unit_test(test_credentials_two_profiles),
+		cmocka_unit_test(test_credentials_users),
 	};
 	static char names[2 * MAX_VECTORS][160];
 	struct CMUnitTest *tests;

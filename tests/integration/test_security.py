@@ -18,6 +18,15 @@ A second controller with --allow-file-root ROOT and one local host:
       its model runs to Completed with its model under ROOT
   (10) file:///etc, ROOT/../.., a symlink in ROOT to /etc and a code
       folder (sagemaker_submit_directory) outside ROOT are refused
+Users (root only: two Unix users tctl-alice and tctl-bob are created for
+the test and removed after it), a controller with an admin key and one
+key per user, two local hosts:
+  (u1) each user's job runs with that user's uid and groups (checked from
+      inside the job: `id` into the model)
+  (u2) alice's job cannot read bob's job folder, the agent's environment
+      (its token) or the controller's state
+  (u3) alice lists only her job; Describe, Stop and the logs of bob's job
+      answer AccessDeniedException / nothing; admin lists both
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter:
     /usr/bin/python3 tests/integration/test_security.py
@@ -25,6 +34,7 @@ BUILD names the build directory (default build); TRAINCTL_TEST_KEEP=1
 keeps the temp dirs.
 """
 import os
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -145,6 +155,170 @@ def case_roots(tap, sm, root):
              "sagemaker_submit_directory", "code")
 
 
+USERS = ("tctl-alice", "tctl-bob")
+
+
+def make_users():
+    """None when the users exist (made by us), else why not."""
+    if os.geteuid() != 0:
+        return "not root"
+    import shutil
+    if not shutil.which("useradd"):
+        return "no useradd"
+    made = []
+    for u in USERS:
+        if subprocess.run(["id", u], capture_output=True).returncode == 0:
+            continue
+        r = subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
+                            "--shell", "/usr/sbin/nologin", u], capture_output=True)
+        if r.returncode:
+            return "useradd %s: %s" % (u, r.stderr.decode())
+        made.append(u)
+    return None
+
+
+def drop_users():
+    for u in USERS:
+        subprocess.run(["userdel", u], capture_output=True)
+
+
+USER_SCRIPT = r"""
+set -u
+out="$SM_MODEL_DIR"
+id -u > "$out/uid"; id -g > "$out/gid"
+if [ "$ROLE" = reader ]; then
+  sleep 1
+  for f in $(ls -d "$STATE"/hosts/local-1/jobs/sec-u-bob*/*/algo-1/model \
+             "$STATE"/hosts/local-2/jobs/sec-u-bob*/*/algo-1/model 2>/dev/null) ""; do
+    [ -n "$f" ] || continue
+    if cat "$f/secret" >/dev/null 2>&1; then echo read > "$out/bob"; else echo denied > "$out/bob"; fi
+  done
+  for p in $(pgrep -f 'trainagent' || true); do
+    if cat /proc/$p/environ >/dev/null 2>&1; then echo read >> "$out/environ"; else echo denied >> "$out/environ"; fi
+  done
+  if cat "$STATE"/hosts/local-1/token >/dev/null 2>&1 || cat "$STATE"/hosts/local-2/token >/dev/null 2>&1; then
+    echo read > "$out/token"; else echo denied > "$out/token"; fi
+else
+  echo bob-secret > "$out/secret"
+  sleep 6
+fi
+"""
+
+
+def case_users(tap, d, state):
+    creds = {k: sc.make_client(d.endpoint, key=v[0], secret=v[1]) for k, v in USER_KEYS.items()}
+    admin, alice, bob = creds["admin"], creds["alice"], creds["bob"]
+
+    script = os.path.join(d.tmp, "user_job.sh")
+    with open(script, "w") as f:
+        f.write(USER_SCRIPT)
+    os.chmod(script, 0o755)
+
+    def req(name, role):
+        r = request(name, Environment={"ROLE": role, "STATE": state})
+        r["AlgorithmSpecification"]["TrainingImage"] = "file:///bin/sh"
+        r["AlgorithmSpecification"]["ContainerArguments"] = [script]
+        return r
+
+    bob.create_training_job(**req("sec-u-bob", "writer"))
+    fl.wait_job(bob, "sec-u-bob", fl.running, 60)
+    alice.create_training_job(**req("sec-u-alice", "reader"))
+
+    def listed(c):
+        return sorted(j["TrainingJobName"] for j in c.list_training_jobs()["TrainingJobSummaries"])
+
+    def access():
+        expect(listed(alice) == ["sec-u-alice"], "alice lists %s" % listed(alice))
+        expect(listed(bob) == ["sec-u-bob"], "bob lists %s" % listed(bob))
+        expect(listed(admin) == ["sec-u-alice", "sec-u-bob"], "admin lists %s" % listed(admin))
+        sc.expect_error(lambda: alice.describe_training_job(TrainingJobName="sec-u-bob"),
+                        "AccessDeniedException", what="alice describes bob's job: ")
+        sc.expect_error(lambda: alice.stop_training_job(TrainingJobName="sec-u-bob"),
+                        "AccessDeniedException", what="alice stops bob's job: ")
+        r = sc.amz_json(d.port, "DeleteTrainingJob", {"TrainingJobName": "sec-u-bob"},
+                        auth=USER_KEYS["alice"])
+        expect(r.status == 400 and b"AccessDenied" in r.body, "alice deletes bob's job: %r" % r)
+        admin.describe_training_job(TrainingJobName="sec-u-alice")
+        r = signed_as(d, "GET", "/v1/training-jobs/sec-u-bob/logs", USER_KEYS["alice"])
+        expect(r.status == 400 and b"AccessDenied" in r.body, "alice's REST logs of bob's job: %r" % r)
+        r = signed_as(d, "GET", "/v1/ui/jobs", USER_KEYS["alice"])
+        names = [j.get("name") for j in (r.json or {}).get("jobs", [])]
+        expect(r.status == 200 and "sec-u-bob" not in str(r.body), "alice's page list: %r" % r)
+        del names
+    tap.case("(u3) a user sees and acts on only its own jobs; admin sees both", access)
+
+    def ran_as():
+        for c, name, user in ((alice, "sec-u-alice", USERS[0]), (bob, "sec-u-bob", USERS[1])):
+            dj, _ = fl.wait_job(c, name, fl.terminal, 90)
+            expect(dj["TrainingJobStatus"] == "Completed", "%s ended %s: %s" % (
+                name, dj["TrainingJobStatus"], dj.get("FailureReason")))
+        got = {}
+        for name in ("sec-u-alice", "sec-u-bob"):
+            path = os.path.join(state, "s3", fl.BUCKET, "out", name, "output", "model.tar.gz")
+            with tarfile.open(path) as t:
+                got[name] = {os.path.normpath(m.name): t.extractfile(m).read().decode().strip()
+                             for m in t.getmembers() if m.isfile()}
+        import pwd
+        for name, user in (("sec-u-alice", USERS[0]), ("sec-u-bob", USERS[1])):
+            pw = pwd.getpwnam(user)
+            expect(got[name].get("uid") == str(pw.pw_uid) and got[name].get("gid") == str(pw.pw_gid),
+                   "%s ran as %s/%s, want %s/%s" % (name, got[name].get("uid"), got[name].get("gid"),
+                                                  pw.pw_uid, pw.pw_gid))
+        return got
+
+    got = tap.case("(u1) each user's ranks run with its uid and gid", ran_as)
+    a = (got or {}).get("sec-u-alice", {}) if isinstance(got, dict) else {}
+    tap.ok(a.get("bob") == "denied", "(u2) alice's job cannot read bob's job folder", a)
+    tap.ok(a.get("environ") and "read" not in a.get("environ"),
+           "(u2) alice's job cannot read an agent's environment (its token)", a)
+    tap.ok(a.get("token") == "denied", "(u2) alice's job cannot read the hosts' tokens", a)
+
+
+def signed_as(d, method, path, key):
+    host = "127.0.0.1:%d" % d.port
+    p, _, q = path.partition("?")
+    headers = sc.sigv4_sign(method, host, p, q, b"", key[0], key[1])
+    return sc.http_request(d.port, method, path, headers=headers)
+
+
+USER_KEYS = {"admin": ("AKIDSECADMIN00000001", "admin/secret/0123456789"),
+             "alice": ("AKIDSECALICE00000001", "alice/secret/0123456789"),
+             "bob": ("AKIDSECBOB0000000001", "bob/secret/0123456789")}
+
+
+def users(tap):
+    why = make_users()
+    if why:
+        tap.skip("two users' jobs", why)
+        return
+    try:
+        d = sc.Daemon(credentials=None, name="trainctld-users", extra=["--local-hosts", "2"])
+        os.makedirs(d.state_dir, exist_ok=True)
+        os.chmod(d.tmp, 0o711)
+        path = os.path.join(d.tmp, "users-credentials")
+        with open(path, "w") as f:
+            f.write("[admin]\naws_access_key_id = %s\naws_secret_access_key = %s\n\n" % USER_KEYS["admin"])
+            for who, user in (("alice", USERS[0]), ("bob", USERS[1])):
+                f.write("[%s]\naws_access_key_id = %s\naws_secret_access_key = %s\ntrainctl_user = %s\n\n"
+                        % ((who,) + USER_KEYS[who] + (user,)))
+        d.extra += ["--credentials", path]
+        err = d.start()
+        if tap.ok(err is None, "trainctld with an admin and two user keys starts", err):
+            admin = sc.make_client(d.endpoint, key=USER_KEYS["admin"][0], secret=USER_KEYS["admin"][1])
+            deadline = time.time() + 30
+            while time.time() < deadline:
+                hosts = signed_as(d, "GET", "/v1/hosts", USER_KEYS["admin"]).json or {}
+                if sum(h.get("state") == "ready" for h in hosts.get("hosts", [])) >= 2:
+                    break
+                time.sleep(0.1)
+            del admin
+            case_users(tap, d, d.state_dir)
+            rc, killed = d.stop()
+            tap.ok(rc == 0 and not killed, "trainctld exits 0 on SIGTERM", "exit %r\n%s" % (rc, d.log_tail()))
+    finally:
+        drop_users()
+
+
 def main():
     tap = sc.Tap()
     d = sc.Daemon(credentials=CREDS, name="trainctld-noroot")
@@ -172,6 +346,7 @@ def main():
     if os.environ.get("TRAINCTL_TEST_KEEP") != "1":
         import shutil
         shutil.rmtree(root, ignore_errors=True)
+    users(tap)
     return tap.finish()
 
 
