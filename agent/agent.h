@@ -49,6 +49,8 @@ struct agent_config {
 	int token_stdin;
 	int keep_jobs;
 	int verbose;
+	char *ca_file; /* --ca-file: what the controller's TLS is checked
+			* against (pinned at provisioning), NULL: system CAs */
 };
 
 void agent_config_init(struct agent_config *cfg);

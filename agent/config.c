@@ -38,6 +38,7 @@ enum {
 	OPT_ADDRESS,
 	OPT_TOKEN_STDIN,
 	OPT_KEEP_JOBS,
+	OPT_CA_FILE,
 };
 
 static const struct option options[] = {
@@ -49,6 +50,7 @@ static const struct option options[] = {
 	{ "address", required_argument, NULL, OPT_ADDRESS },
 	{ "token-stdin", no_argument, NULL, OPT_TOKEN_STDIN },
 	{ "keep-jobs", no_argument, NULL, OPT_KEEP_JOBS },
+	{ "ca-file", required_argument, NULL, OPT_CA_FILE },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -69,6 +71,7 @@ void agent_usage(void)
 	      "                 local address of the connection to the\n"
 	      "                 controller)\n"
 	      "  --token-stdin  read the host token from stdin's first line\n"
+	      "  --ca-file FILE PEM CAs to verify an https controller with\n"
 	      "                 (else $TRAINCTL_AGENT_TOKEN)\n"
 	      "  --keep-jobs    keep job directories after the controller\n"
 	      "                 forgets them\n"
@@ -136,6 +139,9 @@ int agent_config_parse_args(struct agent_config *cfg, int argc, char **argv,
 			break;
 		case OPT_KEEP_JOBS:
 			cfg->keep_jobs = 1;
+			break;
+		case OPT_CA_FILE:
+			set_str(&cfg->ca_file, optarg);
 			break;
 		case OPT_VERBOSE:
 			cfg->verbose++;
@@ -296,5 +302,6 @@ void agent_config_release(struct agent_config *cfg)
 	free(cfg->host);
 	free(cfg->work_dir);
 	free(cfg->address);
+	free(cfg->ca_file);
 	agent_config_init(cfg);
 }

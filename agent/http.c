@@ -179,6 +179,8 @@ static struct agent_req *req_new(struct agent_ctx *ctx, const char *method,
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (ctx->cfg.ca_file)
+		curl_easy_setopt(e, CURLOPT_CAINFO, ctx->cfg.ca_file);
 	if (timeout_ms > 0)
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
 	/* A transfer that stalls for a minute is dead. */

@@ -443,6 +443,9 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 		agent_strv_pushf(&env, "MASTER_PORT=%d", s->master_port);
 	if (s->rdzv_url && s->rdzv_token) {
 		agent_env_set(&env, "TRAINCTL_RDZV_URL", s->rdzv_url);
+		if (ctx->cfg.ca_file)
+			agent_env_set(&env, "TRAINCTL_CA_FILE",
+				      ctx->cfg.ca_file);
 		agent_env_set(&env, "TRAINCTL_RDZV_TOKEN", s->rdzv_token);
 	}
 	agent_env_set(&env, "TRAINCTL_DISTRIBUTION",

@@ -186,6 +186,9 @@ int main(int argc, char **argv)
 		agent_usage();
 		return 2;
 	}
+	/* The storage layer of the workers reads it from there. */
+	if (ctx.cfg.ca_file)
+		setenv("TRAINCTL_CA_FILE", ctx.cfg.ca_file, 1);
 	ctx.token = get_token(&ctx.cfg, &err);
 	if (!ctx.token) {
 		log_error("%s", err.data);

@@ -37,6 +37,7 @@ struct cli_http;
 struct cli_ctx {
 	const char *endpoint;
 	const char *region;
+	const char *ca_bundle; /* PEM CAs for https (NULL: the system's) */
 	enum cli_output output;
 	struct cli_http *http; /* created on the first call, see http.c */
 };
@@ -59,15 +60,17 @@ enum cli_common_opt {
 	CLI_OPT_ENDPOINT = 1000,
 	CLI_OPT_OUTPUT,
 	CLI_OPT_REGION,
+	CLI_OPT_CA_BUNDLE,
 	CLI_OPT_HELP = 'h'
 };
 
-#define CLI_COMMON_OPTIONS                                             \
-	{ "endpoint", required_argument, NULL, CLI_OPT_ENDPOINT },     \
-		{ "output", required_argument, NULL, CLI_OPT_OUTPUT }, \
-		{ "region", required_argument, NULL, CLI_OPT_REGION }, \
-	{                                                              \
-		"help", no_argument, NULL, CLI_OPT_HELP                \
+#define CLI_COMMON_OPTIONS                                                   \
+	{ "endpoint", required_argument, NULL, CLI_OPT_ENDPOINT },           \
+		{ "output", required_argument, NULL, CLI_OPT_OUTPUT },       \
+		{ "region", required_argument, NULL, CLI_OPT_REGION },       \
+		{ "ca-bundle", required_argument, NULL, CLI_OPT_CA_BUNDLE }, \
+	{                                                                    \
+		"help", no_argument, NULL, CLI_OPT_HELP                      \
 	}
 
 /*

@@ -24,6 +24,7 @@ struct cli_http {
 	struct buf sigv4;	 /* "aws:amz:<region>:sagemaker" */
 	struct cli_reply *reply; /* the call in progress */
 	int toobig;		 /* the write callback hit the body cap */
+	const char *ca_bundle;	 /* ctx->ca_bundle */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -62,6 +63,7 @@ static struct cli_http *http_open(struct cli_ctx *ctx, struct buf *err)
 	h = xcalloc(1, sizeof(*h));
 	buf_init(&h->userpwd, 0);
 	buf_init(&h->sigv4, 0);
+	h->ca_bundle = ctx->ca_bundle;
 	h->curl = curl_easy_init();
 	if (!h->curl) {
 		free(h);
@@ -217,6 +219,8 @@ static int perform(struct cli_http *h, const char *url, const char *op,
 
 	curl_easy_reset(c);
 	curl_easy_setopt(c, CURLOPT_URL, url);
+	if (h->ca_bundle)
+		curl_easy_setopt(c, CURLOPT_CAINFO, h->ca_bundle);
 	if (op) {
 		curl_easy_setopt(c, CURLOPT_POST, 1L);
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body->data);

@@ -105,6 +105,8 @@ static void print_help(FILE *f)
 	      "   --output FMT     table (default) or json\n"
 	      "   --region R       signing region (env AWS_REGION, "
 	      "AWS_DEFAULT_REGION, default " CLI_DEFAULT_REGION ")\n"
+	      "   --ca-bundle FILE PEM CAs to verify an https controller "
+	      "with (env AWS_CA_BUNDLE)\n"
 	      "\nRequests are signed with SigV4 when AWS_ACCESS_KEY_ID and "
 	      "AWS_SECRET_ACCESS_KEY are set\n(and AWS_SESSION_TOKEN when "
 	      "present).\n"
@@ -179,6 +181,13 @@ int cli_common_option(struct cli_ctx *ctx, const struct cli_cmd *cmd, int opt,
 			return cli_usage_error(cmd, "--region is empty");
 		ctx->region = optarg;
 		return 0;
+	case CLI_OPT_CA_BUNDLE:
+		if (!*optarg)
+			return cli_usage_error(cmd, "--ca-bundle is empty");
+		ctx->ca_bundle = optarg;
+		/* The storage commands read it from the environment. */
+		setenv("AWS_CA_BUNDLE", optarg, 1);
+		return 0;
 	case CLI_OPT_HELP:
 		if (cmd)
 			print_cmd_usage(stdout, cmd);
@@ -243,6 +252,7 @@ int main(int argc, char **argv)
 	if (!ctx.region)
 		ctx.region = CLI_DEFAULT_REGION;
 	ctx.output = CLI_OUTPUT_TABLE;
+	ctx.ca_bundle = first_env("AWS_CA_BUNDLE", "TRAINCTL_CA_FILE");
 
 	/* '+': stop at the command name; its own options come after it. */
 	cli_getopt_reset();

@@ -53,6 +53,9 @@ enum {
 	OPT_RETRY_POLICY,
 	OPT_RESTART_WAIT,
 	OPT_FILE_ROOT,
+	OPT_TLS_CERT,
+	OPT_TLS_KEY,
+	OPT_TLS_CA,
 };
 
 static const struct option options[] = {
@@ -76,6 +79,9 @@ static const struct option options[] = {
 	{ "retry-policy", required_argument, NULL, OPT_RETRY_POLICY },
 	{ "restart-wait", required_argument, NULL, OPT_RESTART_WAIT },
 	{ "allow-file-root", required_argument, NULL, OPT_FILE_ROOT },
+	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
+	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
+	{ "tls-ca", required_argument, NULL, OPT_TLS_CA },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -92,6 +98,7 @@ void ctrl_usage(void)
 	      "                 [--s3-endpoint URL] [--inventory FILE]\n"
 	      "                 [--max-retries N] [--retry-policy all|sagemaker]\n"
 	      "                 [--restart-wait SECONDS] [--allow-file-root DIR]...\n"
+	      "                 [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]\n"
 	      "                 [--check-config] [-v]...\n"
 	      "\n"
 	      "  --listen        address to serve the API on (127.0.0.1:8080)\n"
@@ -122,6 +129,9 @@ void ctrl_usage(void)
 	      "  --advertise-url URL agents use to reach the controller\n"
 	      "  --s3-endpoint   S3-compatible endpoint for s3:// URIs (none: the\n"
 	      "                  embedded store in <state-dir>/s3)\n"
+	      "  --tls-cert, --tls-key  PEM certificate and key: serve HTTPS\n"
+	      "  --tls-ca        PEM CA that agents and ranks verify the\n"
+	      "                  certificate with (the certificate itself)\n"
 	      "  --allow-file-root  a folder file:// URIs of jobs may name\n"
 	      "                  (repeatable; with --credentials and none, jobs\n"
 	      "                  may use no file:// URI; without credentials and\n"
@@ -277,6 +287,15 @@ int ctrl_config_parse_args(struct ctrl_config *cfg, int argc, char **argv,
 			if (add_file_root(cfg, optarg, err))
 				return ERR_INVALID;
 			break;
+		case OPT_TLS_CERT:
+			set_str(&cfg->tls_cert, optarg);
+			break;
+		case OPT_TLS_KEY:
+			set_str(&cfg->tls_key, optarg);
+			break;
+		case OPT_TLS_CA:
+			set_str(&cfg->tls_ca, optarg);
+			break;
 		case OPT_ADVERTISE:
 			set_str(&cfg->advertise_url, optarg);
 			break;
@@ -382,12 +401,13 @@ void ctrl_config_fill_defaults(struct ctrl_config *cfg)
 	if (!cfg->advertise_url) {
 		struct buf b = BUF_INIT;
 
-		(void)buf_addf(&b, "http://%s", cfg->listen);
+		(void)buf_addf(&b, "%s://%s", cfg->tls_cert ? "https" : "http",
+			       cfg->listen);
 		cfg->advertise_url = buf_detach(&b, NULL);
 	}
 }
 
-static int is_loopback(const char *listen)
+int ctrl_listen_is_loopback(const char *listen)
 {
 	return !strncmp(listen, "127.", 4) || !strncmp(listen, "[::1]:", 6) ||
 	       !strncmp(listen, "localhost:", 10);
@@ -411,13 +431,19 @@ int ctrl_config_check(const struct ctrl_config *cfg, struct buf *err)
 			       cfg->listen);
 		return ERR_INVALID;
 	}
-	if (!cfg->credentials_file && !is_loopback(cfg->listen)) {
+	if (!cfg->credentials_file && !ctrl_listen_is_loopback(cfg->listen)) {
 		(void)buf_addf(err,
 			       "--listen '%s' is not a loopback address: "
 			       "without --credentials requests are not "
 			       "authenticated, so the API may only listen on "
 			       "loopback",
 			       cfg->listen);
+		return ERR_INVALID;
+	}
+	if (!cfg->tls_cert != !cfg->tls_key ||
+	    (cfg->tls_ca && !cfg->tls_cert)) {
+		(void)buf_adds(err, "--tls-cert and --tls-key go together, and "
+				    "--tls-ca needs them");
 		return ERR_INVALID;
 	}
 	if (strlen(cfg->account_id) != 12) {
@@ -471,6 +497,7 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 	printf("restart-wait %ld\n", cfg->restart_wait_ms / 1000);
 	printf("advertise-url %s\n", cfg->advertise_url);
 	printf("inventory %s\n", cfg->inventory ? cfg->inventory : "none");
+	printf("tls-cert %s\n", cfg->tls_cert ? cfg->tls_cert : "none");
 	printf("s3-endpoint %s\n",
 	       cfg->s3_endpoint ? cfg->s3_endpoint : "none");
 	for (i = 0; i < cfg->n_file_roots; i++)
@@ -492,6 +519,9 @@ void ctrl_config_release(struct ctrl_config *cfg)
 	free(cfg->advertise_url);
 	free(cfg->s3_endpoint);
 	free(cfg->inventory);
+	free(cfg->tls_cert);
+	free(cfg->tls_key);
+	free(cfg->tls_ca);
 	while (cfg->n_file_roots)
 		free(cfg->file_roots[--cfg->n_file_roots]);
 	free(cfg->file_roots);

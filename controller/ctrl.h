@@ -40,6 +40,11 @@ struct ctrl_config {
 	 * file:// at all; none and no credentials: anywhere (loopback only) */
 	char **file_roots;
 	size_t n_file_roots;
+	/* --tls-cert/--tls-key: serve HTTPS; --tls-ca: what agents and
+	 * ranks verify the certificate with (default: the certificate) */
+	char *tls_cert;
+	char *tls_key;
+	char *tls_ca;
 };
 
 struct ctrl_host;
@@ -56,7 +61,13 @@ struct ctrl_ctx {
 	int auth_enabled;
 	char *blob_root;       /* <state-dir>/s3, the embedded store */
 	char agent_sha256[65]; /* of cfg.agent_binary, for provisioning */
-	int prov_running;      /* provisioning workers (hosts_lock) */
+	/* TLS: the PEM texts (NULL without --tls-cert), and where the CA
+	 * agents are given lies (<state-dir>/tls-ca.pem) */
+	char *tls_cert_pem;
+	char *tls_key_pem;
+	char *tls_ca_pem;
+	char *tls_ca_path;
+	int prov_running; /* provisioning workers (hosts_lock) */
 	pthread_cond_t prov_done;
 
 	/* The reconciler: one thread, woken when a fact changes. */
@@ -91,6 +102,8 @@ int ctrl_config_check(const struct ctrl_config *cfg, struct buf *err);
 void ctrl_config_print(const struct ctrl_config *cfg);
 void ctrl_config_release(struct ctrl_config *cfg);
 void ctrl_usage(void);
+/* Whether a --listen HOST:PORT names a loopback address. */
+int ctrl_listen_is_loopback(const char *listen);
 
 /* http.c */
 int ctrl_http_start(struct ctrl_ctx *ctx, struct buf *err);

@@ -748,15 +748,24 @@ int ctrl_http_start(struct ctrl_ctx *ctx, struct buf *err)
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
 			 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
 	int ret = parse_listen(ctx->cfg.listen, &ss, &sl, err);
+	struct MHD_OptionItem tls[] = {
+		{ MHD_OPTION_HTTPS_MEM_CERT, 0, ctx->tls_cert_pem },
+		{ MHD_OPTION_HTTPS_MEM_KEY, 0, ctx->tls_key_pem },
+		{ MHD_OPTION_END, 0, NULL },
+	};
 
 	if (ret)
 		return ret;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	if (ctx->tls_cert_pem)
+		flags |= MHD_USE_TLS;
+	else
+		tls[0].option = MHD_OPTION_END;
 	ctx->httpd = MHD_start_daemon(
-		flags, 0, NULL, NULL, handler, ctx, MHD_OPTION_EXTERNAL_LOGGER,
-		mhd_log, NULL, MHD_OPTION_SOCK_ADDR, &ss,
-		MHD_OPTION_THREAD_POOL_SIZE, (unsigned)ctx->cfg.threads,
+		flags, 0, NULL, NULL, handler, ctx, MHD_OPTION_ARRAY, tls,
+		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
+		&ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)ctx->cfg.threads,
 		MHD_OPTION_URI_LOG_CALLBACK, uri_logger, ctx,
 		MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
 		MHD_OPTION_NOTIFY_COMPLETED, completed, ctx,
@@ -767,8 +776,11 @@ int ctrl_http_start(struct ctrl_ctx *ctx, struct buf *err)
 	if (!ctx->httpd) {
 		(void)buf_addf(err,
 			       "cannot listen on %s (address in use or not "
-			       "available)",
-			       ctx->cfg.listen);
+			       "available%s)",
+			       ctx->cfg.listen,
+			       ctx->tls_cert_pem ? ", or the TLS certificate "
+						   "and key do not match" :
+						   "");
 		return ERR_IO;
 	}
 	return 0;

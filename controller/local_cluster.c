@@ -75,10 +75,16 @@ static int spawn(struct ctrl_ctx *ctx, struct ctrl_host *h, int cpus)
 			 NULL,
 			 (char *)"--address",
 			 (char *)"127.0.0.1",
+			 NULL,
+			 NULL,
 			 NULL };
 
 	(void)buf_addf(&cpu, "%d", cpus);
 	argv[8] = cpu.data;
+	if (ctx->tls_ca_path) {
+		argv[11] = (char *)"--ca-file";
+		argv[12] = ctx->tls_ca_path;
+	}
 	while (environ[n_env])
 		n_env++;
 	envp = xcalloc(n_env + 2, sizeof(*envp));

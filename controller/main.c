@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <libssh2.h>
+#include <openssl/crypto.h>
 
 #include "controller/ctrl.h"
 #include "controller/files.h"
@@ -78,6 +79,67 @@ static int load_credentials(struct ctrl_ctx *ctx, struct buf *err)
 	return 0;
 }
 
+#define TLS_PEM_MAX (1 << 20)
+
+/*
+ * The certificate and key in memory (libmicrohttpd takes PEM texts), and
+ * the CA agents verify with written where local agents and provisioning
+ * read it.
+ */
+static int load_tls(struct ctrl_ctx *ctx, struct buf *err)
+{
+	struct buf cert = BUF_INIT, key = BUF_INIT, ca = BUF_INIT;
+	struct buf path = BUF_INIT;
+	int ret;
+
+	if (!ctx->cfg.tls_cert) {
+		if (ctx->cfg.credentials_file &&
+		    !ctrl_listen_is_loopback(ctx->cfg.listen))
+			log_warn(
+				"WARNING: credentials without TLS on %s: access "
+				"keys are signed, but every request, answer "
+				"and agent token crosses the network in clear "
+				"text; give --tls-cert and --tls-key",
+				ctx->cfg.listen);
+		return 0;
+	}
+	ret = ctrl_read_file(ctx->cfg.tls_cert, TLS_PEM_MAX, &cert, err);
+	if (!ret)
+		ret = ctrl_read_file(ctx->cfg.tls_key, TLS_PEM_MAX, &key, err);
+	if (!ret)
+		ret = ctrl_read_file(ctx->cfg.tls_ca ? ctx->cfg.tls_ca :
+						       ctx->cfg.tls_cert,
+				     TLS_PEM_MAX, &ca, err);
+	if (!ret && (!strstr(cert.data, "-----BEGIN CERTIFICATE-----") ||
+		     !strstr(ca.data, "-----BEGIN CERTIFICATE-----") ||
+		     !strstr(key.data, "PRIVATE KEY-----"))) {
+		(void)buf_adds(err,
+			       "--tls-cert and --tls-ca must hold PEM "
+			       "certificates, --tls-key a PEM private key");
+		ret = ERR_INVALID;
+	}
+	(void)buf_addf(&path, "%s/tls-ca.pem", ctx->cfg.state_dir);
+	if (!ret && ctrl_write_small(path.data, ca.data)) {
+		(void)buf_addf(err, "cannot write %s", path.data);
+		ret = ERR_IO;
+	}
+	if (!ret)
+		(void)chmod(path.data, 0644);
+	if (ret) {
+		OPENSSL_cleanse(key.data, key.len);
+		buf_release(&cert);
+		buf_release(&key);
+		buf_release(&ca);
+		buf_release(&path);
+		return ret;
+	}
+	ctx->tls_cert_pem = buf_detach(&cert, NULL);
+	ctx->tls_key_pem = buf_detach(&key, NULL);
+	ctx->tls_ca_pem = buf_detach(&ca, NULL);
+	ctx->tls_ca_path = buf_detach(&path, NULL);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ctrl_ctx ctx;
@@ -112,6 +174,10 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (make_dirs(ctx.cfg.state_dir, &err)) {
+		fprintf(stderr, "trainctld: error: %s\n", err.data);
+		goto out;
+	}
+	if (load_tls(&ctx, &err)) {
 		fprintf(stderr, "trainctld: error: %s\n", err.data);
 		goto out;
 	}
@@ -220,6 +286,13 @@ out_db:
 	pthread_mutex_destroy(&ctx.jobs_lock);
 out:
 	api_credentials_release(&ctx.creds);
+	if (ctx.tls_key_pem) {
+		OPENSSL_cleanse(ctx.tls_key_pem, strlen(ctx.tls_key_pem));
+		free(ctx.tls_key_pem);
+	}
+	free(ctx.tls_cert_pem);
+	free(ctx.tls_ca_pem);
+	free(ctx.tls_ca_path);
 	free(ctx.blob_root);
 	ctrl_config_release(&ctx.cfg);
 	buf_release(&err);

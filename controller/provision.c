@@ -447,14 +447,28 @@ static void start_script(const struct prov_job *j, const char *tmp_path,
 		       "kill \"$p\"; sleep 0.2; fi; ",
 		       w, w, w, j->ctx->agent_sha256, j->ctx->cfg.advertise_url,
 		       w);
+	/*
+	 * The folder is searchable (the jobs' users reach their folders
+	 * below it), the token stays 0600. The controller's CA is pinned
+	 * here, from the controller's own copy: no trust on first use.
+	 */
+	(void)buf_addf(cmd, "chmod 711 '%s' || exit 1; ", w);
+	if (j->ctx->tls_ca_pem)
+		(void)buf_addf(cmd,
+			       "printf '%%s' '%s' > '%s/ca.pem.new' && "
+			       "chmod 644 '%s/ca.pem.new' && "
+			       "mv -f '%s/ca.pem.new' '%s/ca.pem' || exit 1; ",
+			       j->ctx->tls_ca_pem, w, w, w, w);
 	(void)buf_addf(cmd,
 		       "mv -f '%s/token.new' '%s/token' || exit 1; "
 		       "setsid '%s' --controller '%s' --host '%s' "
-		       "--work-dir '%s' --address '%s' --token-stdin "
+		       "--work-dir '%s' --address '%s' --token-stdin%s%s%s "
 		       "< '%s/token' >> '%s/agent.log' 2>&1 & "
 		       "echo $! > '%s/agent.pid'",
 		       w, w, j->agent_path, j->ctx->cfg.advertise_url, j->name,
-		       w, j->address, w, w, w);
+		       w, j->address, j->ctx->tls_ca_pem ? " --ca-file '" : "",
+		       j->ctx->tls_ca_pem ? w : "",
+		       j->ctx->tls_ca_pem ? "/ca.pem'" : "", w, w, w);
 }
 
 /*

@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <microhttpd.h>
 #include <openssl/crypto.h>
 
@@ -78,14 +81,18 @@ static const struct api_credential *basic_ok(struct ctrl_ctx *ctx,
 	return who;
 }
 
-static void queue_401(struct MHD_Connection *conn, const char *message)
+/* 401 asking for Basic credentials, or (status 403) a plain refusal. */
+static void queue_denied(struct MHD_Connection *conn, int status,
+			 const char *message)
 {
 	struct buf body = BUF_INIT;
 	struct MHD_Response *mr;
 	size_t len;
 	char *data;
 
-	(void)api_error_body("UnrecognizedClientException", message, &body);
+	(void)api_error_body(status == 401 ? "UnrecognizedClientException" :
+					     "AccessDeniedException",
+			     message, &body);
 	data = buf_detach(&body, &len);
 	mr = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
 	if (!mr) {
@@ -94,8 +101,39 @@ static void queue_401(struct MHD_Connection *conn, const char *message)
 	}
 	MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE,
 				"application/json");
-	(void)MHD_queue_basic_auth_fail_response(conn, REALM, mr);
+	if (status == 401)
+		(void)MHD_queue_basic_auth_fail_response(conn, REALM, mr);
+	else
+		(void)MHD_queue_response(conn, (unsigned)status, mr);
 	MHD_destroy_response(mr);
+}
+
+static void queue_401(struct MHD_Connection *conn, const char *message)
+{
+	queue_denied(conn, 401, message);
+}
+
+/* Whether the peer is this machine (127.0.0.0/8 or ::1). */
+static int peer_is_loopback(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+		conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+	if (!sa)
+		return 0;
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)
+				      ->sin_addr.s_addr) >>
+			24) == 127;
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a =
+			&((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return 0;
 }
 
 /* Whether the browser says another site made this request. */
@@ -138,6 +176,21 @@ enum ctrl_web_auth ctrl_web_auth(struct ctrl_ctx *ctx,
 			return CTRL_WEB_AUTH_NONE;
 		queue_401(conn, "Sign in with an access key id and its secret "
 				"access key.");
+		return CTRL_WEB_AUTH_DENIED;
+	}
+	/* Basic sends the secret itself: only over TLS or on this machine. */
+	if (!ctx->tls_cert_pem && !peer_is_loopback(conn)) {
+		log_warn("web: refused HTTP Basic in clear text from another "
+			 "machine for '%.64s'",
+			 user);
+		MHD_free(user);
+		if (pass)
+			MHD_free(pass);
+		queue_denied(conn, 403,
+			     "Signing in with a secret key over plain HTTP is "
+			     "refused: serve the page over TLS (trainctld "
+			     "--tls-cert/--tls-key) or open it on the "
+			     "controller's own machine.");
 		return CTRL_WEB_AUTH_DENIED;
 	}
 	who = pass ? basic_ok(ctx, user, pass) : NULL;

@@ -82,6 +82,7 @@ int stor_config_from_env(struct stor_config *cfg, struct buf *err)
 	from_env(&cfg->access_key, "AWS_ACCESS_KEY_ID", NULL);
 	from_env(&cfg->secret_key, "AWS_SECRET_ACCESS_KEY", NULL);
 	from_env(&cfg->session_token, "AWS_SESSION_TOKEN", NULL);
+	from_env(&cfg->ca_file, "TRAINCTL_CA_FILE", "AWS_CA_BUNDLE");
 	from_env(&cfg->state_dir, "TRAINCTL_STATE_DIR", NULL);
 	from_env(&cfg->blob_token, "TRAINCTL_BLOB_TOKEN", "TRAINCTL_TOKEN");
 	ret = bytes_from_env(&cfg->part_size, "TRAINCTL_S3_PART_SIZE", 5 * MIB,
@@ -124,6 +125,7 @@ void stor_config_release(struct stor_config *cfg)
 	free(cfg->access_key);
 	free(cfg->secret_key);
 	free(cfg->session_token);
+	free(cfg->ca_file);
 	free(cfg->amz_date);
 	stor_config_init(cfg);
 }

@@ -72,6 +72,8 @@ void stor_http_setup(struct stor *s, CURL *c)
 	/* Servers that ignore "Expect: 100-continue" cost 1 s a PUT. */
 	curl_easy_setopt(c, CURLOPT_EXPECT_100_TIMEOUT_MS, 100L);
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "trainctl-storage/0.1");
+	if (s->cfg.ca_file)
+		curl_easy_setopt(c, CURLOPT_CAINFO, s->cfg.ca_file);
 }
 
 static size_t on_read(char *dst, size_t size, size_t nitems, void *ud)

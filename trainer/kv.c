@@ -107,6 +107,9 @@ static int request_new(struct trainer *t, CURL **out, struct curl_slist **hdr)
 	c = curl_easy_init();
 	if (!c)
 		return trainer__err(t, TRAINER_ENOMEM, "curl_easy_init failed");
+	/* The agent names the CAs of an https controller. */
+	if (getenv("TRAINCTL_CA_FILE") && *getenv("TRAINCTL_CA_FILE"))
+		curl_easy_setopt(c, CURLOPT_CAINFO, getenv("TRAINCTL_CA_FILE"));
 	if (t->rdzv_token) {
 		if ((size_t)snprintf(auth, sizeof(auth),
 				     "Authorization: Bearer %s",

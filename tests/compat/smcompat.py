@@ -180,7 +180,7 @@ class Daemon:
         if not os.access(DAEMON, os.X_OK):
             return "%s not built" % DAEMON
         os.makedirs(self.state_dir, exist_ok=True)
-        self.port = free_port()
+        self.port = getattr(self, "want_port", None) or free_port()
         args = [DAEMON, "--listen", "127.0.0.1:%d" % self.port, "--state-dir", self.state_dir,
                 "--local-hosts", "0"]
         if self.credentials:

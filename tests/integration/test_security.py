@@ -27,6 +27,15 @@ key per user, two local hosts:
       (its token) or the controller's state
   (u3) alice lists only her job; Describe, Stop and the logs of bob's job
       answer AccessDeniedException / nothing; admin lists both
+TLS (a CA and a certificate for 127.0.0.1 made with openssl), a controller
+with --tls-cert/--tls-key/--tls-ca, credentials and one local host:
+  (t1) boto3, trainctl and the aws CLI over HTTPS with the CA; without it
+      each refuses the certificate
+  (t2) a job runs to Completed: its agent reached the controller over
+      HTTPS with the pinned CA
+  (t3) an agent given another CA refuses the controller
+  (t4) HTTP Basic to the page over plain HTTP from a non-loopback address
+      (one the test adds to lo) is refused, on loopback accepted
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter:
     /usr/bin/python3 tests/integration/test_security.py
@@ -319,6 +328,166 @@ def users(tap):
         drop_users()
 
 
+def openssl(*args):
+    r = subprocess.run(["openssl"] + list(args), capture_output=True)
+    expect(r.returncode == 0, "openssl %s: %s" % (" ".join(args), r.stderr.decode()[-400:]))
+
+
+def make_ca(dirpath, name):
+    """A CA and a server certificate for 127.0.0.1 signed by it."""
+    ca, ca_key = os.path.join(dirpath, name + "-ca.pem"), os.path.join(dirpath, name + "-ca.key")
+    crt, key = os.path.join(dirpath, name + ".pem"), os.path.join(dirpath, name + ".key")
+    csr, ext = os.path.join(dirpath, name + ".csr"), os.path.join(dirpath, name + ".ext")
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca, "-days", "2",
+            "-subj", "/CN=trainctl test CA " + name)
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=127.0.0.1")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
+    openssl("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", crt,
+            "-days", "2", "-extfile", ext)
+    return ca, crt, key
+
+
+def tls(tap):
+    import shutil
+    if not shutil.which("openssl"):
+        tap.skip("TLS", "no openssl")
+        return
+    tmp = tempfile.mkdtemp(prefix="trainctl-sec-tls-")
+    os.chmod(tmp, 0o755)
+    try:
+        ca, crt, key = make_ca(tmp, "good")
+        other_ca, _, _ = make_ca(tmp, "other")
+    except sc.Fail as e:
+        tap.ok(False, "openssl makes a CA and a certificate", str(e))
+        return
+    d = sc.Daemon(credentials=CREDS, name="trainctld-tls",
+                  extra=["--tls-cert", crt, "--tls-key", key, "--tls-ca", ca, "--local-hosts", "1"])
+    err = d.start()
+    if not tap.ok(err is None, "trainctld --tls-cert --tls-key --tls-ca starts", err):
+        return
+    url = "https://127.0.0.1:%d" % d.port
+
+    def boto(verify):
+        import boto3
+        import botocore.config
+        cfg = botocore.config.Config(retries={"total_max_attempts": 1, "mode": "standard"})
+        return boto3.session.Session(aws_access_key_id=sc.KEY, aws_secret_access_key=sc.SECRET,
+                                     region_name=sc.REGION).client("sagemaker", endpoint_url=url,
+                                                                   verify=verify, config=cfg)
+
+    def t1():
+        sm = boto(ca)
+        sm.list_training_jobs()
+        try:
+            boto(True).list_training_jobs()
+            raise sc.Fail("boto3 without the CA accepted the certificate")
+        except sc.Fail:
+            raise
+        except Exception as e:
+            expect("SSL" in type(e).__name__ or "certificate" in str(e), "boto3 without the CA: %r" % e)
+        env = dict(os.environ, AWS_ACCESS_KEY_ID=sc.KEY, AWS_SECRET_ACCESS_KEY=sc.SECRET)
+        r = subprocess.run([fl.TRAINCTL, "--endpoint", url, "--ca-bundle", ca, "list-training-jobs"],
+                           capture_output=True, env=env)
+        expect(r.returncode == 0, "trainctl --ca-bundle: exit %d %s" % (r.returncode, r.stderr.decode()))
+        r = subprocess.run([fl.TRAINCTL, "--endpoint", url, "list-training-jobs"], capture_output=True, env=env)
+        expect(r.returncode == 2, "trainctl without the CA: exit %d %s" % (r.returncode, r.stderr.decode()))
+        if shutil.which("aws"):
+            env2 = dict(env, AWS_DEFAULT_REGION=sc.REGION, AWS_CONFIG_FILE="/dev/null",
+                        AWS_SHARED_CREDENTIALS_FILE="/dev/null")
+            r = subprocess.run(["aws", "--endpoint-url", url, "--ca-bundle", ca, "sagemaker",
+                                "list-training-jobs"], capture_output=True, env=env2)
+            expect(r.returncode == 0, "aws --ca-bundle: exit %d %s" % (r.returncode, r.stderr.decode()[-400:]))
+            r = subprocess.run(["aws", "--endpoint-url", url, "sagemaker", "list-training-jobs"],
+                               capture_output=True, env=env2)
+            expect(r.returncode != 0 and b"SSL" in r.stderr, "aws without the CA: exit %d %s" % (
+                r.returncode, r.stderr.decode()[-400:]))
+    tap.case("(t1) boto3, trainctl and the aws CLI over HTTPS with the CA; refused without", t1)
+
+    def t2():
+        sm = boto(ca)
+        sm.create_training_job(**request("sec-tls-1"))
+        dj, _ = fl.wait_job(sm, "sec-tls-1", fl.terminal, 60)
+        expect(dj["TrainingJobStatus"] == "Completed", "job ended %s: %s\n%s" % (
+            dj["TrainingJobStatus"], dj.get("FailureReason"), d.log_tail()))
+    tap.case("(t2) a job Completes: its agent talks HTTPS with the pinned CA", t2)
+
+    def t3():
+        work = os.path.join(tmp, "rogue-agent")
+        os.makedirs(work)
+        log = open(os.path.join(work, "agent.log"), "wb")
+        p = subprocess.Popen([fl.TRAINAGENT, "--controller", url, "--host", "rogue", "--work-dir", work,
+                              "--address", "127.0.0.1", "--ca-file", other_ca],
+                             env=dict(os.environ, TRAINCTL_AGENT_TOKEN="x" * 32), stdout=log, stderr=log)
+        try:
+            deadline = time.time() + 20
+            text = ""
+            while time.time() < deadline:
+                with open(os.path.join(work, "agent.log"), "rb") as f:
+                    text = f.read().decode("utf-8", "replace")
+                if "certificate" in text.lower() or "SSL" in text:
+                    break
+                time.sleep(0.2)
+            expect("certificate" in text.lower() or "SSL" in text,
+                   "the agent with another CA did not refuse the controller:\n%s" % text[-1500:])
+        finally:
+            p.kill()
+            p.wait()
+            log.close()
+    tap.case("(t3) an agent given another CA refuses the controller's certificate", t3)
+    rc, killed = d.stop()
+    tap.ok(rc == 0 and not killed, "trainctld (TLS) exits 0 on SIGTERM", "exit %r\n%s" % (rc, d.log_tail()))
+    basic_over_http(tap)
+    if os.environ.get("TRAINCTL_TEST_KEEP") != "1":
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# An address of the test's own on lo, outside 127/8: a peer that is not
+# loopback as far as the controller can tell.
+DUMMY_ADDR = "10.251.77.1"
+
+
+def basic_over_http(tap):
+    import base64
+    if os.geteuid() != 0:
+        tap.skip("(t4) Basic over plain HTTP", "not root")
+        return
+    r = subprocess.run(["ip", "addr", "add", DUMMY_ADDR + "/32", "dev", "lo"], capture_output=True)
+    if r.returncode:
+        tap.skip("(t4) Basic over plain HTTP", "cannot add an address: %s" % r.stderr.decode())
+        return
+    try:
+        # Daemon gives --listen 127.0.0.1:P too; the later one wins.
+        port = sc.free_port()
+        d = sc.Daemon(credentials=CREDS, name="trainctld-basic", extra=["--listen", "0.0.0.0:%d" % port])
+        d.want_port = port
+        err = d.start()
+        if not tap.ok(err is None, "trainctld --listen 0.0.0.0 with credentials starts", err):
+            return
+        time.sleep(0.3)
+        auth = "Basic " + base64.b64encode(("%s:%s" % (sc.KEY, sc.SECRET)).encode()).decode()
+
+        def get(addr):
+            import http.client
+            c = http.client.HTTPConnection(addr, port, timeout=10)
+            c.request("GET", "/v1/ui/jobs", headers={"Authorization": auth})
+            resp = c.getresponse()
+            return resp.status, resp.read()
+
+        def t4():
+            st, body = get(DUMMY_ADDR)
+            expect(st == 403 and b"plain HTTP" in body, "Basic from %s: %s %r" % (DUMMY_ADDR, st, body[:200]))
+            st, body = get("127.0.0.1")
+            expect(st == 200, "Basic on loopback: %s %r" % (st, body[:200]))
+            log = open(d.log_path, "rb").read().decode("utf-8", "replace")
+            expect("WARNING: credentials without TLS" in log, "no warning at start:\n%s" % log[-800:])
+        tap.case("(t4) HTTP Basic over plain HTTP: refused from another address, fine on loopback; "
+                 "a warning at start", t4)
+        d.stop()
+    finally:
+        subprocess.run(["ip", "addr", "del", DUMMY_ADDR + "/32", "dev", "lo"], capture_output=True)
+
+
 def main():
     tap = sc.Tap()
     d = sc.Daemon(credentials=CREDS, name="trainctld-noroot")
@@ -347,6 +516,7 @@ def main():
         import shutil
         shutil.rmtree(root, ignore_errors=True)
     users(tap)
+    tls(tap)
     return tap.finish()
 
 
