@@ -27,6 +27,9 @@ key per user, two local hosts:
       (its token) or the controller's state
   (u3) alice lists only her job; Describe, Stop and the logs of bob's job
       answer AccessDeniedException / nothing; admin lists both
+  (s) after that run, no secret key and no host token appears in the
+      controller's or the agents' logs, the database, the job logs or the
+      store (only in the credentials file and the 0600 token files)
 TLS (a CA and a certificate for 127.0.0.1 made with openssl), a controller
 with --tls-cert/--tls-key/--tls-ca, credentials and one local host:
   (t1) boto3, trainctl and the aws CLI over HTTPS with the CA; without it
@@ -295,6 +298,28 @@ USER_KEYS = {"admin": ("AKIDSECADMIN00000001", "admin/secret/0123456789"),
              "bob": ("AKIDSECBOB0000000001", "bob/secret/0123456789")}
 
 
+def no_secrets(d, creds_path):
+    secrets = [v[1] for v in USER_KEYS.values()]
+    for h in ("local-1", "local-2"):
+        t = os.path.join(d.state_dir, "hosts", h, "token")
+        if os.path.exists(t):
+            secrets.append(open(t).read().strip())
+    expect(len(secrets) == 5, "expected 3 secrets and 2 tokens, have %d" % len(secrets))
+    where = []
+    for top, _, files in os.walk(d.tmp):
+        for f in files:
+            path = os.path.join(top, f)
+            if path == creds_path or f == "token" or os.path.islink(path):
+                continue
+            try:
+                data = open(path, "rb").read()
+            except OSError:
+                continue
+            where += ["%s holds secret %d" % (path, i) for i, sec in enumerate(secrets)
+                      if sec.encode() in data]
+    expect(not where, "; ".join(where))
+
+
 def users(tap):
     why = make_users()
     if why:
@@ -324,6 +349,8 @@ def users(tap):
             case_users(tap, d, d.state_dir)
             rc, killed = d.stop()
             tap.ok(rc == 0 and not killed, "trainctld exits 0 on SIGTERM", "exit %r\n%s" % (rc, d.log_tail()))
+            tap.case("(s) no secret key or host token in any log, the database or the store",
+                     no_secrets, d, path)
     finally:
         drop_users()
 
