@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
@@ -161,6 +162,13 @@ int main(int argc, char **argv)
 	int ret = 1;
 
 	sanitise_stdfd();
+	/*
+	 * What the agent makes is readable unless it says otherwise (tokens,
+	 * state, the job's own folders are 0600/0700 explicitly): a job's
+	 * user must reach its folder through the agent's, whatever umask the
+	 * shell that started the agent had (provisioning's is 077).
+	 */
+	(void)umask(022);
 	/* The MPI launcher and worker (agent/mpi.c) are this binary too, so
 	 * that provisioning copies one file. */
 	if (argc > 1 && !strcmp(argv[1], "rsh"))

@@ -94,8 +94,10 @@ char *ctrl_host_token(struct ctrl_ctx *ctx, const char *name, int *existed)
 	 * and its jobs' users must reach their folders; the token is 0600. */
 	(void)buf_addf(&p, "%s/hosts", ctx->cfg.state_dir);
 	mkdir(p.data, 0711);
+	(void)chmod(p.data, 0711);
 	(void)buf_addf(&p, "/%s", name);
 	mkdir(p.data, 0711);
+	(void)chmod(p.data, 0711);
 	(void)buf_adds(&p, "/token");
 	tok = ctrl_read_line(p.data);
 	*existed = tok != NULL;

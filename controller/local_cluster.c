@@ -162,6 +162,7 @@ int ctrl_local_start(struct ctrl_ctx *ctx, struct buf *err)
 	}
 	(void)buf_addf(&dir, "%s/hosts", ctx->cfg.state_dir);
 	mkdir(dir.data, 0711);
+	(void)chmod(dir.data, 0711);
 	for (i = 1; i <= ctx->cfg.local_hosts && !ret; i++) {
 		struct ctrl_host *h;
 		char name[32];

@@ -27,7 +27,7 @@
 
 #define CREDENTIALS_MAX (1 << 20)
 
-/* mkdir -p with mode 0700 for the last component. */
+/* mkdir -p with mode 0711 for the last component. */
 static int make_dirs(const char *path, struct buf *err)
 {
 	char *p = xstrdup(path);
@@ -46,7 +46,9 @@ static int make_dirs(const char *path, struct buf *err)
 		}
 		*s = '/';
 	}
-	if (mkdir(p, 0700) && errno != EEXIST) {
+	/* Searchable, not readable: a local host's work folder (and its
+	 * jobs' folders, which their users must reach) lies below. */
+	if ((mkdir(p, 0711) && errno != EEXIST) || chmod(p, 0711)) {
 		(void)buf_addf(err, "cannot create '%s': %s", p,
 			       strerror(errno));
 		ret = ERR_IO;
@@ -150,6 +152,9 @@ int main(int argc, char **argv)
 	int ret = 1;
 
 	memset(&ctx, 0, sizeof(ctx));
+	/* The database, the store and the logs are the controller's alone;
+	 * what others may reach is opened up explicitly. */
+	(void)umask(077);
 	ctrl_config_init(&ctx.cfg);
 	if (ctrl_config_parse_args(&ctx.cfg, argc, argv, &err)) {
 		fprintf(stderr, "trainctld: error: %s\n", err.data);
