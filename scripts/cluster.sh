@@ -60,7 +60,14 @@
 # generates an AWS-style shared-credentials file (random key) and passes
 # --credentials; the printed AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY are
 # what trainctl, boto3 and the aws CLI sign with. The bridge address is not
-# reachable from outside this machine.
+# reachable from outside this machine. --add-credentials FILE appends more
+# profiles (users and roles, docs/security.md) to that file.
+#
+# TLS: with --tls, `up` makes a CA and a certificate for NET.1 with openssl
+# in controller/tls/ (keys 0600), starts trainctld with --tls-cert/--tls-key
+# /--tls-ca (the controller pins the CA in every agent it provisions),
+# serves https://NET.1:PORT and exports AWS_CA_BUNDLE, which trainctl,
+# boto3 and the aws CLI verify with.
 #
 # Ownership: the bridge carries the alias "trainctl-cluster:<state dir>".
 # hosts-up refuses (exit 3) when the bridge, a namespace, /etc/netns/<ns> or
@@ -99,7 +106,7 @@ usage() {
 usage: $PROG up --hosts N [--prefix P] [--state-dir DIR] [--net A.B.C]
                   [--port PORT] [--instance-type T[,T...]] [--cpus N] [--gpus N]
                   [--agent-path PATH] [--trainctld PATH] [--timeout S]
-                  [-- TRAINCTLD-ARGS...]
+                  [--tls] [--add-credentials FILE] [-- TRAINCTLD-ARGS...]
        $PROG down [--prefix P] [--state-dir DIR] [--keep]
        $PROG hosts-up N [--prefix P] [--state-dir DIR] [--net A.B.C]
                   [--instance-type T[,T...]] [--cpus N] [--gpus N] [--agent-path PATH]
@@ -140,6 +147,8 @@ AGENT_PATH=""
 TRAINCTLD=""
 TIMEOUT=60
 KEEP=0
+TLS=0
+ADD_CREDS=""
 EXTRA=()
 REST=()
 
@@ -169,6 +178,9 @@ parse_opts() {
 		--timeout) TIMEOUT=${2?}; shift 2 ;;
 		--timeout=*) TIMEOUT=${1#*=}; shift ;;
 		--keep) KEEP=1; shift ;;
+		--tls) TLS=1; shift ;;
+		--add-credentials) ADD_CREDS=${2?}; shift 2 ;;
+		--add-credentials=*) ADD_CREDS=${1#*=}; shift ;;
 		-h | --help) usage; exit 0 ;;
 		--) shift; EXTRA=("$@"); break ;;
 		-*) usage_error "unknown option '$1'" ;;
@@ -665,12 +677,37 @@ random_alnum() { # length charset
 CTRL=""
 ctrl_paths() {
 	CTRL=$STATE/controller
-	ENDPOINT=http://$NET.1:$PORT
+	if [ "${CTRL_TLS:-$TLS}" = 1 ]; then
+		ENDPOINT=https://$NET.1:$PORT
+		CURL_TLS=(--cacert "$CTRL/tls/ca.pem")
+	else
+		ENDPOINT=http://$NET.1:$PORT
+		CURL_TLS=()
+	fi
+}
+
+# A CA and the controller's certificate for NET.1 (openssl), in
+# $CTRL/tls: ca.pem is what clients and agents verify with.
+make_tls() {
+	command -v openssl >/dev/null 2>&1 || die "--tls needs openssl"
+	local d=$CTRL/tls
+	mkdir -p "$d" && chmod 755 "$d" || die "cannot create $d"
+	(
+		umask 077
+		openssl req -x509 -newkey rsa:2048 -nodes -keyout "$d/ca.key" -out "$d/ca.pem" \
+			-days 30 -subj "/CN=trainctl cluster $PREFIX CA" &&
+			openssl req -newkey rsa:2048 -nodes -keyout "$d/server.key" -out "$d/server.csr" \
+				-subj "/CN=$NET.1" &&
+			printf 'subjectAltName=IP:%s\nbasicConstraints=CA:FALSE\n' "$NET.1" >"$d/server.ext" &&
+			openssl x509 -req -in "$d/server.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" \
+				-CAcreateserial -out "$d/server.pem" -days 30 -extfile "$d/server.ext"
+	) >/dev/null 2>&1 || die "openssl could not make the cluster's CA and certificate"
+	chmod 644 "$d/ca.pem" "$d/server.pem"
 }
 
 # GET path on the controller, SigV4-signed; prints the body.
 ctrl_get() {
-	curl -sS --max-time 5 --noproxy '*' \
+	curl -sS --max-time 5 --noproxy '*' "${CURL_TLS[@]}" \
 		--aws-sigv4 "aws:amz:${AWS_REGION_:-us-east-1}:sagemaker" \
 		--user "$KEY_ID:$SECRET" "$ENDPOINT$1"
 }
@@ -686,6 +723,9 @@ print_exports() {
 	echo "export AWS_ACCESS_KEY_ID=$KEY_ID"
 	echo "export AWS_SECRET_ACCESS_KEY=$SECRET"
 	echo "export AWS_DEFAULT_REGION=us-east-1"
+	if [ "${CTRL_TLS:-$TLS}" = 1 ]; then
+		echo "export AWS_CA_BUNDLE=$CTRL/tls/ca.pem"
+	fi
 	echo "# trainctl cluster '$PREFIX': $N_CREATED hosts, state $STATE, inventory $STATE/inventory.json"
 }
 
@@ -707,16 +747,29 @@ cluster_up() {
 	REST=("$NHOSTS")
 	hosts_up >/dev/null || exit $?
 	load_state
+	CTRL_TLS=$TLS
 	ctrl_paths
 	rm -rf "$CTRL"
 	mkdir -p "$CTRL/state"
 	KEY_ID=AKID$(random_alnum 16 'A-Z0-9')
 	SECRET=$(random_alnum 40 'A-Za-z0-9')
-	printf '[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n' "$KEY_ID" "$SECRET" |
-		write_file "$CTRL/credentials" 600
+	{
+		printf '[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n' "$KEY_ID" "$SECRET"
+		# More keys (users, roles: docs/security.md) after ours.
+		if [ -n "$ADD_CREDS" ]; then
+			echo
+			cat "$ADD_CREDS" || exit 1
+		fi
+	} | write_file "$CTRL/credentials" 600
+	local tls_args=()
+	if [ "$TLS" = 1 ]; then
+		make_tls
+		tls_args=(--tls-cert "$CTRL/tls/server.pem" --tls-key "$CTRL/tls/server.key"
+			--tls-ca "$CTRL/tls/ca.pem")
+	fi
 	local args=("$bin" --inventory "$STATE/inventory.json" --local-hosts 0
 		--listen "$NET.1:$PORT" --advertise-url "$ENDPOINT"
-		--credentials "$CTRL/credentials" --state-dir "$CTRL/state" "${EXTRA[@]}")
+		--credentials "$CTRL/credentials" --state-dir "$CTRL/state" "${tls_args[@]}" "${EXTRA[@]}")
 	printf '%q ' "${args[@]}" >"$CTRL/trainctld.cmd"
 	echo >>"$CTRL/trainctld.cmd"
 	setsid "${args[@]}" </dev/null >>"$CTRL/trainctld.log" 2>&1 &
@@ -728,7 +781,8 @@ cluster_up() {
 			tail -n 20 "$CTRL/trainctld.log" >&2
 			die "trainctld exited (log: $CTRL/trainctld.log); the hosts are still up: $PROG down${PREFIX:+ --prefix $PREFIX}"
 		fi
-		code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 --noproxy '*' "$ENDPOINT/healthz" || true)
+		code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 --noproxy '*' "${CURL_TLS[@]}" \
+			"$ENDPOINT/healthz" || true)
 		if [ "$code" = 200 ]; then
 			body=$(ctrl_get /v1/hosts 2>/dev/null || true)
 			summary=$(printf '%s' "$body" | hosts_summary)
@@ -745,6 +799,7 @@ cluster_up() {
 	done
 	{
 		echo "CTRL_ENDPOINT=$ENDPOINT"
+		echo "CTRL_TLS=$TLS"
 		echo "CTRL_PORT=$PORT"
 		echo "CTRL_KEY_ID=$KEY_ID"
 		echo "CTRL_SECRET=$SECRET"

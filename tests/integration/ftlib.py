@@ -223,9 +223,10 @@ class NsCluster:
     """scripts/cluster.sh: hosts node1..N in network namespaces, trainctld
     in the root namespace on NET.1:PORT with generated credentials."""
 
-    def __init__(self, prefix, net, port, n_hosts=3, itype="ml.c5.xlarge", extra=()):
+    def __init__(self, prefix, net, port, n_hosts=3, itype="ml.c5.xlarge", extra=(), up_args=()):
         self.prefix, self.net, self.port, self.n_hosts, self.itype = prefix, net, port, n_hosts, itype
         self.extra = list(extra)
+        self.up_args = list(up_args)  # cluster.sh up options (--tls, ...)
         self.state = "/tmp/trainctl-cluster-%s" % prefix
         self.env = {}
         self.endpoint = self.key = self.secret = self.addr = None
@@ -243,8 +244,8 @@ class NsCluster:
     def up(self):
         rc, out, err = self.sh("up", "--hosts", str(self.n_hosts), "--prefix", self.prefix, "--net", self.net,
                                "--port", str(self.port), "--instance-type", self.itype, "--timeout", "60",
-                               "--trainctld", TRAINCTLD, "--agent-path", self.state + "/trainagent", "--",
-                               *self.extra)
+                               "--trainctld", TRAINCTLD, "--agent-path", self.state + "/trainagent",
+                               *self.up_args, "--", *self.extra)
         self.up_out = out + err
         if rc != 0:
             return "cluster.sh up: exit %d\n%s%s\n%s" % (rc, out, err, self.log_tail())

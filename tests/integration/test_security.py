@@ -30,6 +30,13 @@ key per user, two local hosts:
   (s) after that run, no secret key and no host token appears in the
       controller's or the agents' logs, the database, the job logs or the
       store (only in the credentials file and the 0600 token files)
+On the 3-host namespace cluster (root only): `cluster.sh up --tls
+--add-credentials` with the two users' keys, agents provisioned over SSH:
+  (n1) alice's 2-host job and bob's job run with their uids on every host
+      (id from inside each rank), over HTTPS with the generated CA
+  (n2) neither user sees, describes or stops the other's job; admin (the
+      cluster's own key) sees both; trainctl and the aws CLI work over HTTPS
+      with AWS_CA_BUNDLE, the generated CA
 TLS (a CA and a certificate for 127.0.0.1 made with openssl), a controller
 with --tls-cert/--tls-key/--tls-ca, credentials and one local host:
   (t1) boto3, trainctl and the aws CLI over HTTPS with the CA; without it
@@ -515,6 +522,107 @@ def basic_over_http(tap):
         subprocess.run(["ip", "addr", "del", DUMMY_ADDR + "/32", "dev", "lo"], capture_output=True)
 
 
+NS_PREFIX, NS_NET, NS_PORT = "tcsec", "10.213.91", 18591
+
+NS_SCRIPT = r"""
+set -u
+id -u > "$SM_MODEL_DIR/uid.$SM_CURRENT_HOST"
+id -u > "$SM_OUTPUT_DATA_DIR/uid.$SM_CURRENT_HOST"
+sleep 2
+"""
+
+
+def ns_users(tap):
+    why = fl.ns_skip_reason() or make_users()
+    if why:
+        tap.skip("two users on the namespace cluster", why)
+        return
+    import shutil
+    tmp = tempfile.mkdtemp(prefix="trainctl-sec-ns-")
+    os.chmod(tmp, 0o755)
+    creds = os.path.join(tmp, "users")
+    with open(creds, "w") as f:
+        for who, user in (("alice", USERS[0]), ("bob", USERS[1])):
+            f.write("[%s]\naws_access_key_id = %s\naws_secret_access_key = %s\ntrainctl_user = %s\n\n"
+                    % ((who,) + USER_KEYS[who] + (user,)))
+    script = os.path.join(tmp, "job.sh")
+    with open(script, "w") as f:
+        f.write(NS_SCRIPT)
+    os.chmod(script, 0o755)
+    ns = fl.NsCluster(NS_PREFIX, NS_NET, NS_PORT, up_args=["--tls", "--add-credentials", creds])
+    try:
+        err = ns.up()
+        if not tap.ok(err is None, "cluster.sh up --tls --add-credentials: 3 hosts over SSH", err):
+            return
+        ca = ns.env.get("AWS_CA_BUNDLE")
+        tap.ok(ns.endpoint.startswith("https://") and ca and os.path.exists(ca),
+               "the cluster serves HTTPS and exports AWS_CA_BUNDLE", ns.env)
+        os.environ["AWS_CA_BUNDLE"] = ca or ""
+        admin = sc.make_client(ns.endpoint, key=ns.key, secret=ns.secret)
+        alice = sc.make_client(ns.endpoint, key=USER_KEYS["alice"][0], secret=USER_KEYS["alice"][1])
+        bob = sc.make_client(ns.endpoint, key=USER_KEYS["bob"][0], secret=USER_KEYS["bob"][1])
+
+        def req(name, count):
+            r = fl.job_request(name, count, checkpoint=False, max_runtime=120, itype="ml.c5.xlarge")
+            r["AlgorithmSpecification"]["TrainingImage"] = "file:///bin/sh"
+            r["AlgorithmSpecification"]["ContainerArguments"] = [script]
+            return r
+
+        def n1():
+            alice.create_training_job(**req("sec-ns-alice", 2))
+            bob.create_training_job(**req("sec-ns-bob", 1))
+            import pwd
+            for c, name, user, n in ((alice, "sec-ns-alice", USERS[0], 2), (bob, "sec-ns-bob", USERS[1], 1)):
+                dj, _ = fl.wait_job(c, name, fl.terminal, 120)
+                expect(dj["TrainingJobStatus"] == "Completed", "%s ended %s: %s\n%s" % (
+                    name, dj["TrainingJobStatus"], dj.get("FailureReason"), ns.log_tail(15)))
+                want = str(pwd.getpwnam(user).pw_uid)
+                path = ns.s3_path("%s/%s/output/output.tar.gz" % (fl.OUT, name))
+                with tarfile.open(path) as t:
+                    got = {os.path.basename(m.name): t.extractfile(m).read().decode().strip()
+                           for m in t.getmembers() if m.isfile()}
+                # output.tar.gz is algo-1's (every host's rank wrote its own).
+                expect(got.get("uid.algo-1") == want, "%s: rank ran as %s, want %s" % (name, got, want))
+            crashed = []
+            for k in range(1, 4):
+                log = os.path.join(ns.state, "hosts", "node%d" % k, "work", "agent.log")
+                text = open(log, "rb").read().decode("utf-8", "replace") if os.path.exists(log) else ""
+                crashed += ["node%d: %s" % (k, ln) for ln in text.splitlines()
+                            if "free():" in ln or "Sanitizer" in ln or "core dumped" in ln]
+            expect(not crashed, "an agent or its worker crashed: %s" % crashed)
+        tap.case("(n1) each user's job runs with its uid on the cluster, over HTTPS", n1)
+
+        def n2():
+            names = lambda c: sorted(j["TrainingJobName"] for j in c.list_training_jobs()["TrainingJobSummaries"])
+            expect(names(alice) == ["sec-ns-alice"], "alice lists %s" % names(alice))
+            expect(names(bob) == ["sec-ns-bob"], "bob lists %s" % names(bob))
+            expect(names(admin) == ["sec-ns-alice", "sec-ns-bob"], "admin lists %s" % names(admin))
+            sc.expect_error(lambda: bob.describe_training_job(TrainingJobName="sec-ns-alice"),
+                            "AccessDeniedException", what="bob describes alice's job: ")
+            sc.expect_error(lambda: alice.stop_training_job(TrainingJobName="sec-ns-bob"),
+                            "AccessDeniedException", what="alice stops bob's job: ")
+            env = dict(os.environ, AWS_ACCESS_KEY_ID=USER_KEYS["alice"][0],
+                       AWS_SECRET_ACCESS_KEY=USER_KEYS["alice"][1], AWS_CA_BUNDLE=ca)
+            r = subprocess.run([fl.TRAINCTL, "--endpoint", ns.endpoint, "--output", "json", "list-training-jobs"],
+                               capture_output=True, env=env)
+            expect(r.returncode == 0 and b"sec-ns-alice" in r.stdout and b"sec-ns-bob" not in r.stdout,
+                   "trainctl (alice) over HTTPS: exit %d %s %s" % (r.returncode, r.stdout[-300:], r.stderr[-300:]))
+            if shutil.which("aws"):
+                env2 = dict(env, AWS_DEFAULT_REGION=sc.REGION, AWS_CONFIG_FILE="/dev/null",
+                            AWS_SHARED_CREDENTIALS_FILE="/dev/null")
+                r = subprocess.run(["aws", "--endpoint-url", ns.endpoint, "sagemaker", "list-training-jobs"],
+                                   capture_output=True, env=env2)
+                expect(r.returncode == 0 and b"sec-ns-alice" in r.stdout,
+                       "aws (alice) over HTTPS: exit %d %s" % (r.returncode, r.stderr[-300:]))
+        tap.case("(n2) users see only their jobs on the cluster; trainctl and aws over HTTPS", n2)
+    finally:
+        os.environ.pop("AWS_CA_BUNDLE", None)
+        ns.down()
+        drop_users()
+        if os.environ.get("TRAINCTL_TEST_KEEP") != "1":
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
     tap = sc.Tap()
     d = sc.Daemon(credentials=CREDS, name="trainctld-noroot")
@@ -543,6 +651,7 @@ def main():
         import shutil
         shutil.rmtree(root, ignore_errors=True)
     users(tap)
+    ns_users(tap)
     tls(tap)
     return tap.finish()
 
