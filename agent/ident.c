@@ -61,6 +61,9 @@ int agent_ident_become(const struct agent_ident *id)
 {
 	if (!id || !id->set)
 		return 0;
+	/* An agent that is not root can only run jobs as itself. */
+	if (geteuid() != 0 && id->uid == geteuid())
+		return 0;
 	if (setgroups((size_t)id->n_groups, id->groups) ||
 	    setresgid(id->gid, id->gid, id->gid) ||
 	    setresuid(id->uid, id->uid, id->uid))

@@ -276,7 +276,8 @@ out:
 	buf_release(&err);
 }
 
-void ctrl_hosts_list(struct ctrl_ctx *ctx, struct ctrl_response *resp)
+void ctrl_hosts_list(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		     struct ctrl_response *resp)
 {
 	struct db_assignment *as = NULL;
 	struct api_host_info *info;
@@ -285,8 +286,15 @@ void ctrl_hosts_list(struct ctrl_ctx *ctx, struct ctrl_response *resp)
 	int64_t now = time_mono_ms();
 	size_t n_as = 0;
 	size_t i, k;
+	int *seen;
 
 	(void)db_assignments_list(ctx->db, NULL, NULL, 0, &as, &n_as, &err);
+	/* A host busy with another user's job says so, not which job. */
+	seen = xcalloc(n_as + 1, sizeof(*seen));
+	for (k = 0; k < n_as; k++) {
+		buf_reset(&err);
+		seen[k] = !ctrl_caller_check_job(ctx, who, as[k].job, &err);
+	}
 	pthread_mutex_lock(&ctx->hosts_lock);
 	info = xcalloc(ctx->n_hosts + 1, sizeof(*info));
 	algo = xcalloc(ctx->n_hosts + 1, sizeof(*algo));
@@ -314,10 +322,12 @@ void ctrl_hosts_list(struct ctrl_ctx *ctx, struct ctrl_response *resp)
 		for (k = 0; k < n_as; k++) {
 			if (strcmp(as[k].host, h->name))
 				continue;
-			info[i].job = as[k].job;
-			snprintf(algo[i], sizeof(algo[i]), "algo-%d",
-				 as[k].host_index + 1);
-			info[i].algo = algo[i];
+			if (seen[k]) {
+				info[i].job = as[k].job;
+				snprintf(algo[i], sizeof(algo[i]), "algo-%d",
+					 as[k].host_index + 1);
+				info[i].algo = algo[i];
+			}
 			if (!h->lost)
 				info[i].state = h->drained ? "draining" :
 							     "busy";
@@ -329,6 +339,7 @@ void ctrl_hosts_list(struct ctrl_ctx *ctx, struct ctrl_response *resp)
 	pthread_mutex_unlock(&ctx->hosts_lock);
 	free(info);
 	free(algo);
+	free(seen);
 	db_assignments_free(as, n_as);
 	buf_release(&err);
 }

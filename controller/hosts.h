@@ -106,7 +106,10 @@ void ctrl_waiters_resume(struct ctrl_waiter **list);
 struct ctrl_response;
 
 /* Fills resp with GET /v1/hosts. */
-void ctrl_hosts_list(struct ctrl_ctx *ctx, struct ctrl_response *resp);
+struct ctrl_caller;
+/* GET /v1/hosts; a host busy with a job who may not see names no job. */
+void ctrl_hosts_list(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		     struct ctrl_response *resp);
 
 /* Marks the hosts the store says are drained (start, inventory reload). */
 void ctrl_hosts_load_drains(struct ctrl_ctx *ctx);

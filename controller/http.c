@@ -411,7 +411,7 @@ route(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
 				      content_type);
 	if (!strcmp(url, "/v1/hosts") && !strcmp(method, "GET")) {
 		*content_type = "application/json";
-		ctrl_hosts_list(ctx, resp);
+		ctrl_hosts_list(ctx, &req->caller, resp);
 		return CTRL_ROUTE_DONE;
 	}
 	if (!strncmp(url, "/v1/hosts/", 10)) {

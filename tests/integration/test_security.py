@@ -260,6 +260,10 @@ def case_users(tap, d, state):
         admin.describe_training_job(TrainingJobName="sec-u-alice")
         r = signed_as(d, "GET", "/v1/training-jobs/sec-u-bob/logs", USER_KEYS["alice"])
         expect(r.status == 400 and b"AccessDenied" in r.body, "alice's REST logs of bob's job: %r" % r)
+        r = signed_as(d, "GET", "/v1/hosts", USER_KEYS["alice"])
+        expect(r.status == 200 and b"sec-u-bob" not in r.body, "alice's hosts list names bob's job: %r" % r)
+        r = signed_as(d, "GET", "/v1/hosts", USER_KEYS["bob"])
+        expect(r.status == 200 and b"sec-u-bob" in r.body, "bob's hosts list lacks his job: %r" % r)
         r = signed_as(d, "GET", "/v1/ui/jobs", USER_KEYS["alice"])
         names = [j.get("name") for j in (r.json or {}).get("jobs", [])]
         expect(r.status == 200 and "sec-u-bob" not in str(r.body), "alice's page list: %r" % r)
