@@ -174,6 +174,8 @@ static struct api_credential *cred_profile(struct cred_parse *p,
 	cur->user = NULL;
 	cur->admin = 0;
 	cur->role_set = 0;
+	cur->s3_prefixes = NULL;
+	cur->n_s3_prefixes = 0;
 	p->first_line[c->n] = p->rd.line;
 	c->n++;
 	return cur;
@@ -195,6 +197,78 @@ static int valid_user(const char *s)
 	return 1;
 }
 
+#define CRED_MAX_PREFIXES 64
+
+/* "bucket[/prefix]" entries separated by commas or spaces. */
+static int cred_prefixes(struct cred_parse *p, struct api_credential *cur,
+			 const char *section, const char *value)
+{
+	const char *s = value;
+
+	if (cur->s3_prefixes) {
+		cred_fail(p, p->rd.line,
+			  "'trainctl_s3_prefixes' given twice in profile '%s'",
+			  section);
+		return 0;
+	}
+	cur->s3_prefixes = xcalloc(CRED_MAX_PREFIXES + 1, sizeof(char *));
+	while (*s) {
+		const char *tok;
+		size_t n, b, i;
+		char *e;
+
+		s += strspn(s, ", \t");
+		n = strcspn(s, ", \t");
+		if (!n)
+			break;
+		tok = s;
+		s += n;
+		if (n > 5 && !strncmp(tok, "s3://", 5)) {
+			tok += 5;
+			n -= 5;
+		}
+		b = strcspn(tok, "/");
+		if (b > n)
+			b = n;
+		for (i = 0; i < b; i++)
+			if (!((tok[i] >= 'a' && tok[i] <= 'z') ||
+			      (tok[i] >= '0' && tok[i] <= '9') ||
+			      tok[i] == '.' || tok[i] == '-'))
+				break;
+		if (b < 3 || b > 63 || i < b ||
+		    cur->n_s3_prefixes == CRED_MAX_PREFIXES) {
+			cred_fail(
+				p, p->rd.line,
+				"trainctl_s3_prefixes in profile '%s': '%.*s' "
+				"is not bucket[/prefix] (at most %d)",
+				section, (int)(n > 80 ? 80 : n), tok,
+				CRED_MAX_PREFIXES);
+			return 0;
+		}
+		/* A bucket alone is every key in it: "bucket/". */
+		e = xmalloc(n + 2);
+		memcpy(e, tok, n);
+		e[n] = b == n ? '/' : '\0';
+		e[n + 1] = '\0';
+		cur->s3_prefixes[cur->n_s3_prefixes++] = e;
+	}
+	return 1;
+}
+
+int api_credential_s3_allowed(const struct api_credential *c,
+			      const char *bucket_key)
+{
+	size_t i;
+
+	if (c->admin)
+		return 1;
+	for (i = 0; i < c->n_s3_prefixes; i++)
+		if (!strncmp(bucket_key, c->s3_prefixes[i],
+			     strlen(c->s3_prefixes[i])))
+			return 1;
+	return 0;
+}
+
 /* trainctl_user / trainctl_role of the profile being read. */
 static int cred_trainctl_key(struct cred_parse *p, const char *section,
 			     const char *name, const char *value)
@@ -210,6 +284,8 @@ static int cred_trainctl_key(struct cred_parse *p, const char *section,
 	cur = cred_profile(p, section);
 	if (!cur)
 		return 0;
+	if (key_is(name, "trainctl_s3_prefixes"))
+		return cred_prefixes(p, cur, section, value);
 	if (is_user ? cur->user != NULL : cur->role_set) {
 		cred_fail(p, p->rd.line, "'%s' given twice in profile '%s'",
 			  name, section);
@@ -248,7 +324,8 @@ static int cred_handler(void *user, const char *section, const char *name,
 
 	if (p->failed)
 		return 1; /* keep libinih quiet: the first error is reported */
-	if (key_is(name, "trainctl_user") || key_is(name, "trainctl_role"))
+	if (key_is(name, "trainctl_user") || key_is(name, "trainctl_role") ||
+	    key_is(name, "trainctl_s3_prefixes"))
 		return cred_trainctl_key(p, section, name, value);
 	is_id = key_is(name, "aws_access_key_id");
 	if (!is_id && !key_is(name, "aws_secret_access_key"))
@@ -409,6 +486,9 @@ void api_credentials_release(struct api_credentials *creds)
 		free(c->profile);
 		free(c->access_key_id);
 		free(c->user);
+		while (c->n_s3_prefixes)
+			free(c->s3_prefixes[--c->n_s3_prefixes]);
+		free(c->s3_prefixes);
 		if (c->secret_access_key) {
 			/* Secrets do not linger in freed memory. */
 			OPENSSL_cleanse(c->secret_access_key,

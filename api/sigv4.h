@@ -40,7 +40,19 @@ struct api_credential {
 	char *user;
 	int admin;
 	int role_set; /* trainctl_role was given (parsing only) */
+	/*
+	 * trainctl_s3_prefixes: what a user key's jobs and blob requests may
+	 * name, each "bucket/" or "bucket/prefix" (a literal prefix of
+	 * "bucket/key", as an IAM resource "bucket/prefix*"). A user key
+	 * without any reaches no S3 URI; an admin key reaches every one.
+	 */
+	char **s3_prefixes;
+	size_t n_s3_prefixes;
 };
+
+/* Whether c may name "bucket/key" (a listing: "bucket/prefix"). */
+int api_credential_s3_allowed(const struct api_credential *c,
+			      const char *bucket_key);
 
 struct api_credentials {
 	struct api_credential *items;

@@ -477,9 +477,31 @@ static const char *query(struct MHD_Connection *conn, const char *key)
  * sign a streamed body (trainctl cp / upload-source); without, the API
  * itself is open on loopback and so are they.
  */
-static int blob_allowed(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
-			const char *method, const struct request *req)
+/* Whether a user key may reach the blob url names (its S3 prefixes). */
+static int blob_in_prefixes(const struct api_credential *who,
+			    struct MHD_Connection *conn, const char *url)
 {
+	const char *path = url + strlen(CTRL_BLOB_PREFIX);
+	const char *prefix = MHD_lookup_connection_value(
+		conn, MHD_GET_ARGUMENT_KIND, "prefix");
+	struct buf bk = BUF_INIT;
+	int ok;
+
+	if (who->admin)
+		return 1;
+	/* A listing of bucket B under prefix P is a request for "B/P". */
+	(void)buf_addf(&bk, "%s%s%s", path, strchr(path, '/') ? "" : "/",
+		       strchr(path, '/') ? "" : (prefix ? prefix : ""));
+	ok = api_credential_s3_allowed(who, bk.data);
+	buf_release(&bk);
+	return ok;
+}
+
+static int blob_allowed(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+			const char *method, const char *url,
+			const struct request *req)
+{
+	const struct api_credential *who = NULL;
 	const char *auth = MHD_lookup_connection_value(
 		conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 	struct api_sigv4_request sr;
@@ -511,10 +533,16 @@ static int blob_allowed(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	/* No body here: only an UNSIGNED-PAYLOAD signature can verify. */
 	sr.body = "";
 	sr.body_len = 0;
-	ok = !api_sigv4_verify(&sr, &ctx->creds, "s3", time_now_ms(), &type,
-			       &status, &err);
+	ok = !api_sigv4_verify_as(&sr, &ctx->creds, "s3", time_now_ms(), &type,
+				  &status, &err, &who);
 	if (!ok)
 		log_info("blob request refused: %s", err.data);
+	if (ok && who && !blob_in_prefixes(who, conn, url)) {
+		log_info("blob request refused: '%.200s' is outside the S3 "
+			 "prefixes of key %s",
+			 url, who->access_key_id);
+		ok = 0;
+	}
 	buf_release(&err);
 	return ok;
 }
@@ -600,14 +628,16 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 
 		req->started = 1;
 		if (ctrl_blob_is_route(url)) {
-			if (!blob_allowed(ctx, conn, method, req)) {
+			if (!blob_allowed(ctx, conn, method, url, req)) {
 				ctrl_reply_error(&resp, 401,
 						 "AccessDeniedException",
 						 "blob requests need a host's "
 						 "agent token or a SigV4 "
 						 "signature (service s3, "
 						 "UNSIGNED-PAYLOAD) by the "
-						 "controller's credentials");
+						 "controller's credentials, "
+						 "within the key's S3 "
+						 "prefixes");
 				goto send;
 			}
 			req->blob = ctrl_blob_begin(ctx->blob_root, method, url,

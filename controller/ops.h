@@ -19,15 +19,16 @@ struct ctrl_response {
  * Who sent a request (docs/security.md): the credential's user and role,
  * or ctrl_caller_admin when the controller has no credentials.
  */
+struct api_credential;
+
 struct ctrl_caller {
-	const char *owner;  /* recorded on the jobs it creates */
+	const struct api_credential *cred; /* NULL: no credentials */
+	const char *owner;		   /* recorded on the jobs it creates */
 	const char *run_as; /* Unix user of their ranks, NULL: the agent's */
 	int admin;	    /* sees and acts on every job */
 };
 
 extern const struct ctrl_caller ctrl_caller_admin;
-
-struct api_credential;
 
 /* The caller a verified credential stands for (pointers into c). */
 void ctrl_caller_of(const struct api_credential *c, struct ctrl_caller *out);

@@ -1270,6 +1270,9 @@ static void test_credentials_users(void **state)
 		  "trainctl_user = x\ntrainctl_user = y\n",
 		  "given twice" },
 		{ "[a]\naws_access_key_id = A\naws_secret_access_key = s\n"
+		  "trainctl_s3_prefixes = AB/x\n",
+		  "is not bucket[/prefix]" },
+		{ "[a]\naws_access_key_id = A\naws_secret_access_key = s\n"
 		  "trainctl_user = x\n[b]\naws_access_key_id = A\n"
 		  "aws_secret_access_key = s\ntrainctl_user = y\n",
 		  "different users or roles" },
@@ -1298,6 +1301,26 @@ static void test_credentials_users(void **state)
 	assert_true(c.items[2].admin);
 	assert_ptr_equal(api_credentials_find(&c, "A2"), &c.items[1]);
 	assert_null(api_credentials_find(&c, "A4"));
+	/* An admin reaches every key; a user without prefixes none. */
+	assert_true(api_credential_s3_allowed(&c.items[0], "any/x"));
+	assert_false(api_credential_s3_allowed(&c.items[1], "any/x"));
+	api_credentials_release(&c);
+	assert_int_equal(
+		api_credentials_parse(
+			"[u]\naws_access_key_id = A\naws_secret_access_key = s\n"
+			"trainctl_user = u\n"
+			"trainctl_s3_prefixes = s3://team-a, team-b/u/ ,team-c/x\n",
+			&c, &err),
+		0);
+	assert_int_equal(c.items[0].n_s3_prefixes, 3);
+	assert_string_equal(c.items[0].s3_prefixes[0], "team-a/");
+	assert_string_equal(c.items[0].s3_prefixes[1], "team-b/u/");
+	assert_string_equal(c.items[0].s3_prefixes[2], "team-c/x");
+	assert_true(api_credential_s3_allowed(&c.items[0], "team-a/k"));
+	assert_false(api_credential_s3_allowed(&c.items[0], "team-ab/k"));
+	assert_true(api_credential_s3_allowed(&c.items[0], "team-b/u/k"));
+	assert_false(api_credential_s3_allowed(&c.items[0], "team-b/v/k"));
+	assert_true(api_credential_s3_allowed(&c.items[0], "team-c/xy"));
 	api_credentials_release(&c);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		buf_reset(&err);

@@ -27,6 +27,9 @@ key per user, two local hosts:
       (its token) or the controller's state
   (u3) alice lists only her job; Describe, Stop and the logs of bob's job
       answer AccessDeniedException / nothing; admin lists both
+  (u4) each user key reaches only s3://BUCKET/<user>/ (trainctl_s3_prefixes):
+      a job of alice naming bob's output is refused, `trainctl cp` of her
+      model works and of bob's model or a listing of the bucket does not
   (s) after that run, no secret key and no host token appears in the
       controller's or the agents' logs, the database, the job logs or the
       store (only in the credentials file and the 0600 token files)
@@ -234,7 +237,9 @@ def case_users(tap, d, state):
     os.chmod(script, 0o755)
 
     def req(name, role):
-        r = request(name, Environment={"ROLE": role, "STATE": state})
+        who = "alice" if "alice" in name else "bob"
+        r = request(name, Environment={"ROLE": role, "STATE": state},
+                    OutputDataConfig={"S3OutputPath": out_of(who)})
         r["AlgorithmSpecification"]["TrainingImage"] = "file:///bin/sh"
         r["AlgorithmSpecification"]["ContainerArguments"] = [script]
         return r
@@ -277,7 +282,8 @@ def case_users(tap, d, state):
                 name, dj["TrainingJobStatus"], dj.get("FailureReason")))
         got = {}
         for name in ("sec-u-alice", "sec-u-bob"):
-            path = os.path.join(state, "s3", fl.BUCKET, "out", name, "output", "model.tar.gz")
+            who = "alice" if "alice" in name else "bob"
+            path = os.path.join(state, "s3", fl.BUCKET, who, "out", name, "output", "model.tar.gz")
             with tarfile.open(path) as t:
                 got[name] = {os.path.normpath(m.name): t.extractfile(m).read().decode().strip()
                              for m in t.getmembers() if m.isfile()}
@@ -290,6 +296,29 @@ def case_users(tap, d, state):
         return got
 
     got = tap.case("(u1) each user's ranks run with its uid and gid", ran_as)
+
+    def prefixes():
+        r = request("sec-u-steal", InputDataConfig=[channel("train", out_of("bob") + "/sec-u-bob/")],
+                    OutputDataConfig={"S3OutputPath": out_of("alice")})
+        sc.expect_error(lambda: alice.create_training_job(**r), "ValidationException",
+                        contains="trainctl_s3_prefixes", what="alice's job reading bob's output: ")
+        r = request("sec-u-steal2", OutputDataConfig={"S3OutputPath": "s3://%s/out" % fl.BUCKET})
+        sc.expect_error(lambda: alice.create_training_job(**r), "ValidationException",
+                        contains="trainctl_s3_prefixes", what="alice's job writing outside her prefix: ")
+        env = dict(os.environ, AWS_ACCESS_KEY_ID=USER_KEYS["alice"][0],
+                   AWS_SECRET_ACCESS_KEY=USER_KEYS["alice"][1], TRAINCTL_ENDPOINT=d.endpoint)
+        dst = os.path.join(d.tmp, "got.tar.gz")
+        mine = subprocess.run([fl.TRAINCTL, "cp", out_of("alice") + "/sec-u-alice/output/model.tar.gz", dst],
+                              capture_output=True, env=env)
+        expect(mine.returncode == 0 and os.path.getsize(dst) > 0,
+               "alice cannot fetch her own model: %s" % mine.stderr.decode()[-300:])
+        theirs = subprocess.run([fl.TRAINCTL, "cp", out_of("bob") + "/sec-u-bob/output/model.tar.gz", dst + "2"],
+                                capture_output=True, env=env)
+        expect(theirs.returncode != 0 and not os.path.exists(dst + "2"),
+               "alice fetched bob's model through the blob endpoint: exit %d" % theirs.returncode)
+        ls = subprocess.run([fl.TRAINCTL, "ls", "s3://%s/" % fl.BUCKET], capture_output=True, env=env)
+        expect(ls.returncode != 0, "alice listed the whole bucket: %s" % ls.stdout.decode()[-300:])
+    tap.case("(u4) a user key's jobs and blob requests stay within its S3 prefixes", prefixes)
     a = (got or {}).get("sec-u-alice", {}) if isinstance(got, dict) else {}
     tap.ok(a.get("bob") == "denied", "(u2) alice's job cannot read bob's job folder", a)
     tap.ok(a.get("environ") and "read" not in a.get("environ"),
@@ -331,6 +360,16 @@ def no_secrets(d, creds_path):
     expect(not where, "; ".join(where))
 
 
+def user_profile(who, user):
+    """A user key whose jobs run as user and reach s3://BUCKET/<who>/ only."""
+    return ("[%s]\naws_access_key_id = %s\naws_secret_access_key = %s\ntrainctl_user = %s\n"
+            "trainctl_s3_prefixes = %s/%s/\n\n" % ((who,) + USER_KEYS[who] + (user, fl.BUCKET, who)))
+
+
+def out_of(who):
+    return "s3://%s/%s/out" % (fl.BUCKET, who)
+
+
 def users(tap):
     why = make_users()
     if why:
@@ -344,8 +383,7 @@ def users(tap):
         with open(path, "w") as f:
             f.write("[admin]\naws_access_key_id = %s\naws_secret_access_key = %s\n\n" % USER_KEYS["admin"])
             for who, user in (("alice", USERS[0]), ("bob", USERS[1])):
-                f.write("[%s]\naws_access_key_id = %s\naws_secret_access_key = %s\ntrainctl_user = %s\n\n"
-                        % ((who,) + USER_KEYS[who] + (user,)))
+                f.write(user_profile(who, user))
         d.extra += ["--credentials", path]
         err = d.start()
         if tap.ok(err is None, "trainctld with an admin and two user keys starts", err):
@@ -547,8 +585,7 @@ def ns_users(tap):
     creds = os.path.join(tmp, "users")
     with open(creds, "w") as f:
         for who, user in (("alice", USERS[0]), ("bob", USERS[1])):
-            f.write("[%s]\naws_access_key_id = %s\naws_secret_access_key = %s\ntrainctl_user = %s\n\n"
-                    % ((who,) + USER_KEYS[who] + (user,)))
+            f.write(user_profile(who, user))
     script = os.path.join(tmp, "job.sh")
     with open(script, "w") as f:
         f.write(NS_SCRIPT)
@@ -568,6 +605,7 @@ def ns_users(tap):
 
         def req(name, count):
             r = fl.job_request(name, count, checkpoint=False, max_runtime=120, itype="ml.c5.xlarge")
+            r["OutputDataConfig"] = {"S3OutputPath": out_of("alice" if "alice" in name else "bob")}
             r["AlgorithmSpecification"]["TrainingImage"] = "file:///bin/sh"
             r["AlgorithmSpecification"]["ContainerArguments"] = [script]
             return r
@@ -581,7 +619,8 @@ def ns_users(tap):
                 expect(dj["TrainingJobStatus"] == "Completed", "%s ended %s: %s\n%s" % (
                     name, dj["TrainingJobStatus"], dj.get("FailureReason"), ns.log_tail(15)))
                 want = str(pwd.getpwnam(user).pw_uid)
-                path = ns.s3_path("%s/%s/output/output.tar.gz" % (fl.OUT, name))
+                path = ns.s3_path("%s/%s/output/output.tar.gz" % (out_of("alice" if "alice" in name else "bob"),
+                                                                  name))
                 with tarfile.open(path) as t:
                     got = {os.path.basename(m.name): t.extractfile(m).read().decode().strip()
                            for m in t.getmembers() if m.isfile()}
