@@ -199,6 +199,18 @@ static int valid_user(const char *s)
 
 #define CRED_MAX_PREFIXES 64
 
+/* The profile a key line belongs to; NULL (and the error) outside one. */
+static struct api_credential *key_profile(struct cred_parse *p,
+					  const char *section, const char *name)
+{
+	if (section[0] == '\0') {
+		cred_fail(p, p->rd.line, "'%s' outside a [profile] section",
+			  name);
+		return NULL;
+	}
+	return cred_profile(p, section);
+}
+
 /* "bucket[/prefix]" entries separated by commas or spaces. */
 static int cred_prefixes(struct cred_parse *p, struct api_credential *cur,
 			 const char *section, const char *value)
@@ -276,12 +288,7 @@ static int cred_trainctl_key(struct cred_parse *p, const char *section,
 	struct api_credential *cur;
 	int is_user = key_is(name, "trainctl_user");
 
-	if (section[0] == '\0') {
-		cred_fail(p, p->rd.line, "'%s' outside a [profile] section",
-			  name);
-		return 0;
-	}
-	cur = cred_profile(p, section);
+	cur = key_profile(p, section, name);
 	if (!cur)
 		return 0;
 	if (key_is(name, "trainctl_s3_prefixes"))
@@ -330,12 +337,7 @@ static int cred_handler(void *user, const char *section, const char *name,
 	is_id = key_is(name, "aws_access_key_id");
 	if (!is_id && !key_is(name, "aws_secret_access_key"))
 		return 1; /* aws_session_token, region, ...: not ours */
-	if (section[0] == '\0') {
-		cred_fail(p, p->rd.line, "'%s' outside a [profile] section",
-			  name);
-		return 0;
-	}
-	cur = cred_profile(p, section);
+	cur = key_profile(p, section, name);
 	if (!cur)
 		return 0;
 	if (p->rd.truncated) {

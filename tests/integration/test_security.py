@@ -248,17 +248,8 @@ def case_users(tap, d, state):
     fl.wait_job(bob, "sec-u-bob", fl.running, 60)
     alice.create_training_job(**req("sec-u-alice", "reader"))
 
-    def listed(c):
-        return sorted(j["TrainingJobName"] for j in c.list_training_jobs()["TrainingJobSummaries"])
-
     def access():
-        expect(listed(alice) == ["sec-u-alice"], "alice lists %s" % listed(alice))
-        expect(listed(bob) == ["sec-u-bob"], "bob lists %s" % listed(bob))
-        expect(listed(admin) == ["sec-u-alice", "sec-u-bob"], "admin lists %s" % listed(admin))
-        sc.expect_error(lambda: alice.describe_training_job(TrainingJobName="sec-u-bob"),
-                        "AccessDeniedException", what="alice describes bob's job: ")
-        sc.expect_error(lambda: alice.stop_training_job(TrainingJobName="sec-u-bob"),
-                        "AccessDeniedException", what="alice stops bob's job: ")
+        isolated(alice, bob, admin, "sec-u-alice", "sec-u-bob")
         r = sc.amz_json(d.port, "DeleteTrainingJob", {"TrainingJobName": "sec-u-bob"},
                         auth=USER_KEYS["alice"])
         expect(r.status == 400 and b"AccessDenied" in r.body, "alice deletes bob's job: %r" % r)
@@ -358,6 +349,20 @@ def no_secrets(d, creds_path):
             where += ["%s holds secret %d" % (path, i) for i, sec in enumerate(secrets)
                       if sec.encode() in data]
     expect(not where, "; ".join(where))
+
+
+def isolated(alice, bob, admin, a_job, b_job):
+    """Each user lists only its job, admin both; the other's is denied."""
+    def listed(c):
+        return sorted(j["TrainingJobName"] for j in c.list_training_jobs()["TrainingJobSummaries"])
+    expect(listed(alice) == [a_job], "alice lists %s" % listed(alice))
+    expect(listed(bob) == [b_job], "bob lists %s" % listed(bob))
+    expect(listed(admin) == [a_job, b_job], "admin lists %s" % listed(admin))
+    for who, c, job in (("alice", alice, b_job), ("bob", bob, a_job)):
+        sc.expect_error(lambda: c.describe_training_job(TrainingJobName=job), "AccessDeniedException",
+                        what="%s describes %s: " % (who, job))
+        sc.expect_error(lambda: c.stop_training_job(TrainingJobName=job), "AccessDeniedException",
+                        what="%s stops %s: " % (who, job))
 
 
 def user_profile(who, user):
@@ -636,14 +641,7 @@ def ns_users(tap):
         tap.case("(n1) each user's job runs with its uid on the cluster, over HTTPS", n1)
 
         def n2():
-            names = lambda c: sorted(j["TrainingJobName"] for j in c.list_training_jobs()["TrainingJobSummaries"])
-            expect(names(alice) == ["sec-ns-alice"], "alice lists %s" % names(alice))
-            expect(names(bob) == ["sec-ns-bob"], "bob lists %s" % names(bob))
-            expect(names(admin) == ["sec-ns-alice", "sec-ns-bob"], "admin lists %s" % names(admin))
-            sc.expect_error(lambda: bob.describe_training_job(TrainingJobName="sec-ns-alice"),
-                            "AccessDeniedException", what="bob describes alice's job: ")
-            sc.expect_error(lambda: alice.stop_training_job(TrainingJobName="sec-ns-bob"),
-                            "AccessDeniedException", what="alice stops bob's job: ")
+            isolated(alice, bob, admin, "sec-ns-alice", "sec-ns-bob")
             env = dict(os.environ, AWS_ACCESS_KEY_ID=USER_KEYS["alice"][0],
                        AWS_SECRET_ACCESS_KEY=USER_KEYS["alice"][1], AWS_CA_BUNDLE=ca)
             r = subprocess.run([fl.TRAINCTL, "--endpoint", ns.endpoint, "--output", "json", "list-training-jobs"],
