@@ -314,12 +314,14 @@ static void finish_put(struct ctrl_blob *b, struct ctrl_blob_reply *r)
 	}
 	if (b->failed) {
 		reply_error(r,
-			    b->failed == ERR_TOOBIG  ? 413 :
-			    b->failed == ERR_LIMIT   ? 507 :
-			    b->failed == ERR_INVALID ? 400 :
-						       500,
-			    b->failed == ERR_LIMIT ? "InsufficientStorage" :
-						     "UploadFailed",
+			    b->failed == ERR_TOOBIG   ? 413 :
+			    b->failed == ERR_LIMIT    ? 507 :
+			    b->failed == ERR_INVALID  ? 400 :
+			    b->failed == ERR_CONFLICT ? 409 :
+							500,
+			    b->failed == ERR_LIMIT    ? "InsufficientStorage" :
+			    b->failed == ERR_CONFLICT ? "AttemptFenced" :
+							"UploadFailed",
 			    b->msg.data);
 		stor_fs_tmp_abort(b->fd, b->tmp.data);
 		b->fd = -1;
@@ -415,6 +417,20 @@ void ctrl_blob_finish(struct ctrl_blob *b, struct ctrl_blob_reply *r)
 	if (r->status >= 500)
 		log_warn("blob %s/%s: %d %s", b->bucket ? b->bucket : "",
 			 b->key ? b->key : "", r->status, r->body.data);
+}
+
+void ctrl_blob_fence(struct ctrl_blob *b, const char *why)
+{
+	if (b->op == BLOB_DELETE) {
+		b->op = BLOB_BAD;
+		b->status = 409;
+		b->err_type = "AttemptFenced";
+	} else if (b->op != BLOB_PUT || b->failed) {
+		return;
+	}
+	buf_reset(&b->msg);
+	(void)buf_adds(&b->msg, why);
+	b->failed = b->op == BLOB_PUT ? ERR_CONFLICT : 0;
 }
 
 void ctrl_blob_reply_release(struct ctrl_blob_reply *r)

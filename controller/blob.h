@@ -47,6 +47,13 @@ struct ctrl_blob_reply {
 	char last_modified[40];	  /* RFC 1123 for Last-Modified, or "" */
 };
 
+/*
+ * Refuses a PUT in progress or a DELETE (its attempt was fenced, see
+ * http.c): a body is read and dropped, nothing changes, the reply is 409
+ * AttemptFenced with why. Other requests are left alone.
+ */
+void ctrl_blob_fence(struct ctrl_blob *b, const char *why);
+
 /* Prefix of every blob route. */
 #define CTRL_BLOB_PREFIX "/v1/blobs/"
 

@@ -22,6 +22,7 @@
 #include "controller/ops.h"
 #include "controller/rendezvous.h"
 #include "controller/web.h"
+#include "db/db.h"
 #include "common/bug.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -66,6 +67,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		unlink(req->sink_tmp);
 	}
 	ctrl_blob_free(req->blob);
+	free(req->fence);
 	free(req->sink_tmp);
 	free(req->sink_final);
 	free(req->sink_job);
@@ -547,7 +549,57 @@ static int blob_allowed(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	return ok;
 }
 
-static enum MHD_Result send_blob(struct MHD_Connection *conn,
+/*
+ * Checkpoint uploads of an agent name their attempt (X-Trainctl-Fence:
+ * job/uid/attempt). An object of an attempt that is no longer the job's
+ * current one must never become visible: a host that was paused may
+ * resume and upload before its lease timer fires, after the next attempt
+ * began. So the PUT is refused when it starts and again right before the
+ * object is committed, if the job is gone, ended, or has moved on.
+ */
+static int fence_stale(struct ctrl_ctx *ctx, const char *fence, struct buf *why)
+{
+	char job[128], uid[32];
+	struct db_job j;
+	struct buf err = BUF_INIT;
+	int attempt, n = 0, stale;
+
+	if (sscanf(fence, "%127[^/]/%31[^/]/%d%n", job, uid, &attempt, &n) !=
+		    3 ||
+	    fence[n]) {
+		(void)buf_adds(why, "malformed X-Trainctl-Fence");
+		return 1;
+	}
+	if (db_job_get(ctx->db, job, &j, &err)) {
+		(void)buf_addf(why, "job '%s' is gone", job);
+		buf_release(&err);
+		return 1;
+	}
+	stale = (j.uid && strcmp(j.uid, uid)) || j.attempt != attempt ||
+		strcmp(j.status, "InProgress");
+	if (stale)
+		(void)buf_addf(why,
+			       "attempt %d of job '%s' is fenced: the job is "
+			       "%s at attempt %d",
+			       attempt, job, j.status, j.attempt);
+	db_job_release(&j);
+	buf_release(&err);
+	return stale;
+}
+
+static void fence_check(struct ctrl_ctx *ctx, struct request *req)
+{
+	struct buf why = BUF_INIT;
+
+	if (req->fence && fence_stale(ctx, req->fence, &why)) {
+		log_info("checkpoint upload refused: %s", why.data);
+		ctrl_blob_fence(req->blob, why.data);
+	}
+	buf_release(&why);
+}
+
+static enum MHD_Result send_blob(struct ctrl_ctx *ctx,
+				 struct MHD_Connection *conn,
 				 struct request *req, const char *method,
 				 const char *url)
 {
@@ -556,6 +608,7 @@ static enum MHD_Result send_blob(struct MHD_Connection *conn,
 	enum MHD_Result ret;
 	char rid[37];
 
+	fence_check(ctx, req);
 	ctrl_blob_finish(req->blob, &reply);
 	if (reply.fd >= 0) {
 		mr = MHD_create_response_from_fd64(reply.size, reply.fd);
@@ -625,6 +678,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 	if (!req->started) {
 		const char *cl = MHD_lookup_connection_value(
 			conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		const char *fence;
 
 		req->started = 1;
 		if (ctrl_blob_is_route(url)) {
@@ -646,6 +700,13 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 						    query(conn, "max-keys"),
 						    cl ? strtoll(cl, NULL, 10) :
 							 -1);
+			fence = MHD_lookup_connection_value(
+				conn, MHD_HEADER_KIND, "X-Trainctl-Fence");
+			if (fence && (!strcmp(method, "PUT") ||
+				      !strcmp(method, "DELETE"))) {
+				req->fence = xstrndup(fence, 256);
+				fence_check(ctx, req);
+			}
 			return MHD_YES;
 		}
 		if (!strcmp(method, "PUT") &&
@@ -669,7 +730,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 			*upload_data_size = 0;
 			return MHD_YES;
 		}
-		return send_blob(conn, req, method, url);
+		return send_blob(ctx, conn, req, method, url);
 	}
 	if (*upload_data_size) {
 		if (req->sink_fd >= 0)

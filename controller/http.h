@@ -33,6 +33,7 @@ struct ctrl_http_req {
 	int sink_bit;
 	/* A blob request (controller/blob.h), NULL otherwise. */
 	struct ctrl_blob *blob;
+	char *fence; /* its X-Trainctl-Fence: "job/uid/attempt", or NULL */
 	/* Who signed it (set once authenticated; admin without
 	 * credentials). */
 	struct ctrl_caller caller;

@@ -43,6 +43,7 @@ struct stor_config {
 	char *secret_key;    /* AWS_SECRET_ACCESS_KEY */
 	char *session_token; /* AWS_SESSION_TOKEN, may stay NULL */
 	char *ca_file; /* TRAINCTL_CA_FILE / AWS_CA_BUNDLE: CAs for https */
+	char *fence;   /* blob PUTs: X-Trainctl-Fence "job/uid/attempt" */
 
 	int64_t multipart_threshold; /* bytes: larger puts are multipart */
 	int64_t part_size;	     /* bytes per part (and per ranged get) */

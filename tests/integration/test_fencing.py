@@ -22,6 +22,12 @@ every 10 steps):
       attempt 2 is still retried (the move spent no retry), and the job
       Completes after 3 attempts with the weights of a run that never
       stopped; `undrain-host` makes the host ready again.
+  (f) checkpoints are fenced by attempt: a 1-host job whose rank is
+      killed (-9) runs attempt 2; then a checkpoint upload through the
+      blob endpoint with the host's token naming attempt 1
+      (X-Trainctl-Fence job/uid/1) is refused with 409 and stores
+      nothing, a DELETE naming attempt 1 deletes nothing, another uid is
+      refused, and the same upload naming attempt 2 is stored.
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter:
     /usr/bin/python3 tests/integration/test_fencing.py
@@ -220,6 +226,47 @@ def watchdogs(cl):
             if len(argv) >= 3 and argv[1] == "watchdog" and argv[2].startswith(cl.state + "/")]
 
 
+def case_f(tap, cl, sm):
+    import sqlite3
+    name = "fence-f-%s" % RUN
+    sm.create_training_job(**fl.job_request(name, 1, dict(HPS, steps=400), retries=2))
+    wait_step(cl, name, "algo-1", 15)
+    ranks = [p for p, h, a, _ in fl.procs_with(name) if a == 1]
+    expect(ranks, "no rank of attempt 1")
+    fl.kill_pids(ranks)
+    deadline = time.time() + 60
+    while time.time() < deadline and not attempt_starts(cl, name, 2):
+        time.sleep(0.05)
+    expect(attempt_starts(cl, name, 2), "attempt 2 did not start")
+    db = sqlite3.connect("file:%s?mode=ro" % os.path.join(cl.state, "trainctl.db"), uri=True)
+    uid, attempt = db.execute("SELECT uid, attempt FROM jobs WHERE name = ?", (name,)).fetchone()
+    db.close()
+    expect(attempt == 2, "the job is at attempt %s" % attempt)
+    host = cl.host_of(name, "algo-1")
+    token = open(os.path.join(cl.state, "hosts", host, "token")).read().strip()
+    key = "ckpt/%s/fence-probe" % name
+    path = cl.s3_path("s3://%s/%s" % (fl.BUCKET, key))
+
+    def send(method, fence, body=b"stale checkpoint bytes"):
+        return fl.sc.http_request(cl.port, method, "/v1/blobs/%s/%s" % (fl.BUCKET, key),
+                                  body=body if method == "PUT" else b"",
+                                  headers={"Authorization": "Bearer " + token, "X-Trainctl-Fence": fence})
+    r = send("PUT", "%s/%s/1" % (name, uid))
+    expect(r.status == 409 and b"AttemptFenced" in r.body, "PUT naming attempt 1: %r" % r)
+    expect(not os.path.exists(path), "the stale upload is visible at %s" % path)
+    r = send("PUT", "%s/%s/2" % (name, "0" * 16))
+    expect(r.status == 409, "PUT naming another uid: %r" % r)
+    r = send("PUT", "%s/%s/2" % (name, uid), b"current")
+    expect(r.status == 200 and open(path, "rb").read() == b"current", "PUT naming attempt 2: %r" % r)
+    r = send("DELETE", "%s/%s/1" % (name, uid))
+    expect(r.status == 409 and os.path.exists(path), "DELETE naming attempt 1: %r" % r)
+    leftovers = [f for _, _, fs in os.walk(os.path.dirname(path)) for f in fs if ".trainctl-tmp" in f]
+    expect(not leftovers, "temp files left: %s" % leftovers)
+    d, _ = fl.wait_job(sm, name, fl.terminal, 120)
+    expect(d["TrainingJobStatus"] == "Completed", "job ended %s: %s" % (d["TrainingJobStatus"],
+                                                                       d.get("FailureReason")))
+
+
 def main():
     tap = fl.sc.Tap()
     try:
@@ -233,9 +280,13 @@ def main():
         sm = cl.client()
         dogs = watchdogs(cl)
         tap.ok(len(dogs) == 3, "one watchdog per host", "%s" % dogs)
-        for c, fn in (("z", case_z), ("d", case_d)):
+        for c, fn in (("z", case_z), ("d", case_d), ("f", case_f)):
             try:
-                fn(tap, cl, sm)
+                if c == "f":
+                    tap.case("(f) a stale attempt's checkpoint uploads and deletes are refused; the "
+                             "current one's stored", fn, tap, cl, sm)
+                else:
+                    fn(tap, cl, sm)
             except Exception as e:
                 tap.ok(False, "(%s) ran to its end" % c, "%s: %s\n%s\n%s" % (
                     type(e).__name__, e, traceback.format_exc(), cl.log_tail(15)))
