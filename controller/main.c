@@ -20,6 +20,7 @@
 #include "controller/local_cluster.h"
 #include "controller/provision.h"
 #include "db/db.h"
+#include "storage/fs.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/xalloc.h"
@@ -235,6 +236,19 @@ int main(int argc, char **argv)
 		ctx.stopping = 1;
 		ctrl_local_stop(&ctx);
 		goto out_db;
+	}
+	/*
+	 * An upload cut short by a crash (of this controller, mid-PUT) left
+	 * its temp file, and maybe folders holding only that: nothing writes
+	 * into the store before the API is up, so they go now.
+	 */
+	{
+		size_t swept = stor_fs_sweep_tmp(ctx.blob_root, 0);
+
+		if (swept)
+			log_info("store: removed %zu temp files of unfinished "
+				 "uploads",
+				 swept);
 	}
 	if (ctrl_http_start(&ctx, &err)) {
 		fprintf(stderr, "trainctld: error: %s\n", err.data);

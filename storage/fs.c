@@ -9,12 +9,14 @@
 #define LOG_TAG "storage"
 
 #include <dirent.h>
+#include <ftw.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -575,4 +577,39 @@ int stor_fs_delete(const char *root, const char *key, int prune,
 out:
 	buf_release(&path);
 	return ret;
+}
+
+/* nftw() passes no user data: one sweep at a time (the lock below). */
+static struct {
+	time_t before;
+	size_t removed;
+} sweep;
+
+static int sweep_one(const char *path, const struct stat *st, int flag,
+		     struct FTW *f)
+{
+	const char *base = path + f->base;
+
+	if (flag == FTW_F &&
+	    !strncmp(base, STOR_TMP_PREFIX, strlen(STOR_TMP_PREFIX)) &&
+	    st->st_mtime <= sweep.before && !unlink(path))
+		sweep.removed++;
+	/* Below a bucket (depth 2 and more): empty folders go. */
+	else if (flag == FTW_DP && f->level >= 2)
+		(void)rmdir(path);
+	return 0;
+}
+
+size_t stor_fs_sweep_tmp(const char *root, int64_t min_age_s)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	size_t n;
+
+	pthread_mutex_lock(&lock);
+	sweep.before = time(NULL) - (time_t)min_age_s;
+	sweep.removed = 0;
+	(void)nftw(root, sweep_one, 32, FTW_PHYS | FTW_DEPTH | FTW_MOUNT);
+	n = sweep.removed;
+	pthread_mutex_unlock(&lock);
+	return n;
 }

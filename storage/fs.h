@@ -69,4 +69,12 @@ int stor_fs_list(const char *root, const char *prefix, int file_semantics,
 int stor_fs_delete(const char *root, const char *key, int prune,
 		   struct buf *err);
 
+/*
+ * Removes the temp files under root that a killed writer left (named
+ * STOR_TMP_PREFIX..., last changed at least min_age_s ago), and the
+ * folders below root's children that this leaves empty: an object store
+ * has no empty folders. Returns how many temp files went.
+ */
+size_t stor_fs_sweep_tmp(const char *root, int64_t min_age_s);
+
 #endif

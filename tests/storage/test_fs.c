@@ -361,6 +361,49 @@ static void killed_put(struct fixture *f, const char *uri, const char *obj_dir)
 	unlink(path(f, &f->a, "new.bin"));
 }
 
+/*
+ * What a killed put leaves is swept: the temp file, and folders that held
+ * only it; objects, buckets and the root stay.
+ */
+static void test_sweep_tmp(void **state)
+{
+	struct fixture *f = *state;
+	struct buf root = BUF_INIT, p = BUF_INIT;
+	struct stor_object info;
+
+	(void)buf_addf(&root, "%s/state/s3", f->dir);
+	th_write_file(path(f, &f->a, "obj.bin"), 1000, 1);
+	assert_int_equal(stor_put(f->s, f->a.data, "s3://bkt/keep/obj.bin",
+				  NULL, &f->err),
+			 0);
+	(void)buf_addf(&p, "%s/bkt/gone/deeper", root.data);
+	assert_int_equal(stor_fs_mkdirs(p.data, &f->err), 0);
+	buf_reset(&p);
+	(void)buf_addf(&p, "%s/bkt/gone/deeper/.trainctl-tmp.AbCdEf",
+		       root.data);
+	th_write_file(p.data, 10, 3);
+	buf_reset(&p);
+	(void)buf_addf(&p, "%s/bkt/keep/.trainctl-tmp.XyZ123", root.data);
+	th_write_file(p.data, 10, 3);
+	/* Too young for a sweep that wants an hour. */
+	assert_int_equal(stor_fs_sweep_tmp(root.data, 3600), 0);
+	assert_int_equal(stor_fs_sweep_tmp(root.data, 0), 2);
+	buf_reset(&p);
+	(void)buf_addf(&p, "%s/bkt/gone", root.data);
+	assert_int_not_equal(access(p.data, F_OK), 0);
+	buf_reset(&p);
+	(void)buf_addf(&p, "%s/bkt", root.data);
+	assert_int_equal(access(p.data, F_OK), 0);
+	assert_int_equal(
+		stor_stat(f->s, "s3://bkt/keep/obj.bin", &info, &f->err), 0);
+	stor_object_release(&info);
+	assert_int_equal(th_count_names(path(f, &f->b, "state/s3/bkt/keep"),
+					".trainctl-tmp."),
+			 0);
+	buf_release(&root);
+	buf_release(&p);
+}
+
 static void test_killed_put_embedded(void **state)
 {
 	struct fixture *f = *state;
@@ -397,6 +440,8 @@ int main(void)
 			test_put_makes_folders_at_commit, setup, teardown),
 		cmocka_unit_test(test_no_backend),
 		cmocka_unit_test_setup_teardown(test_killed_put_embedded, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_sweep_tmp, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_killed_put_file, setup,
 						teardown),
