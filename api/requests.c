@@ -204,6 +204,19 @@ void api_list_request_release(struct api_list_request *req)
 	memset(req, 0, sizeof(*req));
 }
 
+void api_body_etag(const char *body, size_t len, char out[17])
+{
+	static const char hex[] = "0123456789abcdef";
+	uint64_t h = 14695981039346656037ull;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ (unsigned char)body[i]) * 1099511628211ull;
+	for (i = 0; i < 16; i++)
+		out[i] = hex[(h >> (60 - 4 * i)) & 15];
+	out[16] = '\0';
+}
+
 int api_name_request_build(const char *name, struct buf *out)
 {
 	json_t *root = json_pack("{s:s}", "TrainingJobName", name);

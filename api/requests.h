@@ -62,6 +62,13 @@ void api_list_request_release(struct api_list_request *req);
  */
 int api_name_request_build(const char *name, struct buf *out);
 
+/*
+ * The version tag of a Describe answer for the REST long-poll
+ * (GET /v1/training-jobs/NAME?wait=S&etag=E): 16 hex digits of the
+ * FNV-1a 64 hash of the body, computed the same way by server and client.
+ */
+void api_body_etag(const char *body, size_t len, char out[17]);
+
 /* Builds {"TrainingJobArn": arn}. Returns 0 or ERR_TOOBIG. */
 int api_create_response(const char *arn, struct buf *out);
 

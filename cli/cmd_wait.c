@@ -14,9 +14,13 @@
 #include "common/banned.h"
 
 /*
- * wait NAME: polls DescribeTrainingJob until the job reaches a terminal
- * status, like `aws sagemaker wait training-job-completed-or-stopped` but
- * with an exit code per outcome and a line on stderr per status change.
+ * wait NAME: follows the job until it reaches a terminal status, like `aws
+ * sagemaker wait training-job-completed-or-stopped` but with an exit code
+ * per outcome and a line on stderr per status change. It long-polls the
+ * REST face (GET /v1/training-jobs/NAME?wait=S&etag=E answers as soon as
+ * the job changes), so it returns within milliseconds of the job's end; a
+ * controller that answers an unchanged job at once has no long-poll, and
+ * then it polls every --interval.
  */
 
 #define WAIT_DEFAULT_INTERVAL_MS 2000
@@ -25,6 +29,8 @@
  * retried; this many in a row means the controller is gone.
  */
 #define WAIT_MAX_TRANSPORT_ERRORS 5
+/* Seconds one long-poll may wait on the controller (it caps them at 60). */
+#define WAIT_POLL_S 30
 
 enum wait_opt { OPT_TIMEOUT = 1, OPT_INTERVAL };
 
@@ -129,16 +135,56 @@ static int terminal_exit(const char *status)
  * One poll. Returns -1 to keep waiting, or the exit code to end with.
  * *last_status / *last_secondary hold the previous poll's values (owned).
  */
+struct poll_state {
+	const char *name;
+	char etag[17];	   /* of the last answer; "" before the first */
+	int long_poll;	   /* the controller waits for changes */
+	int64_t waited_ms; /* how long the last request took */
+	int unchanged;	   /* the last answer equals the one before */
+};
+
+/* One Describe: a long-poll once a first answer is known. */
+static int describe(struct cli_ctx *ctx, const struct buf *body,
+		    struct poll_state *ps, int64_t wait_s,
+		    struct cli_reply *reply, struct buf *err)
+{
+	struct buf path = BUF_INIT;
+	int64_t t0 = time_mono_ms();
+	char etag[17];
+	int ret;
+
+	if (!ps->long_poll || !ps->etag[0] || wait_s <= 0) {
+		ret = cli_http_call(ctx, "DescribeTrainingJob", body, reply,
+				    err);
+	} else {
+		(void)buf_addf(&path, "/v1/training-jobs/%s?wait=%lld&etag=%s",
+			       ps->name, (long long)wait_s, ps->etag);
+		ret = cli_http_get(ctx, path.data, reply, err);
+	}
+	ps->waited_ms = time_mono_ms() - t0;
+	buf_release(&path);
+	if (ret || reply->status != 200)
+		return ret;
+	api_body_etag(reply->body.data, reply->body.len, etag);
+	ps->unchanged = !strcmp(etag, ps->etag);
+	/* The same answer long before the wait ran out: no long-poll. */
+	if (ps->unchanged && ps->long_poll && wait_s > 0 &&
+	    ps->waited_ms < wait_s * 500)
+		ps->long_poll = 0;
+	memcpy(ps->etag, etag, sizeof(etag));
+	return 0;
+}
+
 static int poll_once(struct cli_ctx *ctx, const struct buf *body,
-		     char **last_status, char **last_secondary,
-		     int *transport_errors)
+		     struct poll_state *ps, int64_t wait_s, char **last_status,
+		     char **last_secondary, int *transport_errors)
 {
 	struct cli_reply reply = CLI_REPLY_INIT;
 	struct api_job_record rec;
 	struct buf err = BUF_INIT;
 	int rc = -1;
 
-	if (cli_http_call(ctx, "DescribeTrainingJob", body, &reply, &err)) {
+	if (describe(ctx, body, ps, wait_s, &reply, &err)) {
 		if (++*transport_errors >= WAIT_MAX_TRANSPORT_ERRORS) {
 			cli_error("%s", err.data);
 			rc = CLI_EXIT_TRANSPORT;
@@ -186,6 +232,7 @@ int cli_cmd_wait(struct cli_ctx *ctx, int argc, char **argv)
 {
 	const struct cli_cmd *cmd = cli_cmd_find(argv[0]);
 	struct wait_args a = { 0 };
+	struct poll_state ps = { 0 };
 	struct buf body = BUF_INIT;
 	char *last_status = NULL, *last_secondary = NULL;
 	int64_t deadline;
@@ -200,11 +247,16 @@ int cli_cmd_wait(struct cli_ctx *ctx, int argc, char **argv)
 		return cli_usage_error(cmd, "invalid job name '%s'", a.name);
 	}
 	deadline = a.timeout_ms ? time_mono_ms() + a.timeout_ms : 0;
+	ps.name = a.name;
+	ps.long_poll = 1;
 	for (;;) {
-		int64_t now, pause = a.interval_ms;
+		int64_t now = time_mono_ms(), pause = a.interval_ms;
+		int64_t wait_s = WAIT_POLL_S;
 
-		rc = poll_once(ctx, &body, &last_status, &last_secondary,
-			       &transport_errors);
+		if (deadline && (deadline - now) / 1000 < wait_s)
+			wait_s = (deadline - now) / 1000;
+		rc = poll_once(ctx, &body, &ps, wait_s, &last_status,
+			       &last_secondary, &transport_errors);
 		if (rc >= 0)
 			break;
 		now = time_mono_ms();
@@ -217,7 +269,10 @@ int cli_cmd_wait(struct cli_ctx *ctx, int argc, char **argv)
 		}
 		if (deadline && deadline - now < pause)
 			pause = deadline - now;
-		sleep_ms(pause);
+		/* A long-poll came back because something changed, or its
+		 * time ran out: ask again at once. */
+		if (!ps.long_poll || transport_errors || wait_s <= 0)
+			sleep_ms(pause);
 	}
 	free(last_status);
 	free(last_secondary);

@@ -87,6 +87,10 @@ struct ctrl_ctx {
 	struct ctrl_waiter *log_waiters; /* logs -f, resumed on new lines */
 	struct ctrl_rdzv *rdzv;		 /* controller/rendezvous.h */
 	int64_t log_version;
+	/* Describe long-polls, resumed when any job changes; job_version
+	 * counts the changes (both under hosts_lock). */
+	struct ctrl_waiter *job_waiters;
+	int64_t job_version;
 
 	/* Per-job runtime caches (controller/jobrt.c), under jobs_lock. */
 	pthread_mutex_t jobs_lock;

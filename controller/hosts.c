@@ -89,6 +89,14 @@ void ctrl_waiters_resume(struct ctrl_waiter **list)
 	*list = NULL;
 }
 
+void ctrl_jobs_changed(struct ctrl_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->hosts_lock);
+	ctx->job_version++;
+	ctrl_waiters_resume(&ctx->job_waiters);
+	pthread_mutex_unlock(&ctx->hosts_lock);
+}
+
 void ctrl_hosts_bump(struct ctrl_ctx *ctx, const char *name)
 {
 	struct ctrl_host *h;
@@ -151,6 +159,7 @@ int ctrl_hosts_tick(struct ctrl_ctx *ctx, int64_t now)
 		}
 	}
 	resume_expired(&ctx->log_waiters, now);
+	resume_expired(&ctx->job_waiters, now);
 	ctrl_rdzv_tick(ctx, now);
 	pthread_mutex_unlock(&ctx->hosts_lock);
 	return newly_lost;
@@ -164,6 +173,7 @@ void ctrl_hosts_resume_all(struct ctrl_ctx *ctx)
 	for (i = 0; i < ctx->n_hosts; i++)
 		ctrl_waiters_resume(&ctx->hosts[i]->waiters);
 	ctrl_waiters_resume(&ctx->log_waiters);
+	ctrl_waiters_resume(&ctx->job_waiters);
 	ctrl_rdzv_resume_all(ctx);
 	pthread_mutex_unlock(&ctx->hosts_lock);
 }

@@ -103,6 +103,10 @@ void ctrl_waiter_add(struct ctrl_waiter **list, struct MHD_Connection *conn,
 /* Resumes and frees every waiter of a list; caller holds hosts_lock. */
 void ctrl_waiters_resume(struct ctrl_waiter **list);
 
+/* A job was created, changed state or was deleted: wakes the Describe
+ * long-polls (they look again). */
+void ctrl_jobs_changed(struct ctrl_ctx *ctx);
+
 struct ctrl_response;
 
 /* Fills resp with GET /v1/hosts. */

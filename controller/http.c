@@ -239,6 +239,64 @@ static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind,
 	return MHD_YES;
 }
 
+#define WAIT_MAX_S 60
+
+/*
+ * GET /v1/training-jobs/NAME?wait=S&etag=E, a trainctl extension: the
+ * Describe answer once it differs from the one whose api_body_etag() is E,
+ * or after S seconds (at most 60), whichever comes first. The request is
+ * parked on ctx->job_waiters (no thread held) and looks again whenever a
+ * job changes. Without wait and etag: a plain Describe.
+ */
+static enum ctrl_route_result describe_wait(struct ctrl_ctx *ctx,
+					    struct MHD_Connection *conn,
+					    struct request *req,
+					    const struct buf *body,
+					    struct ctrl_response *resp)
+{
+	const char *wait = MHD_lookup_connection_value(
+		conn, MHD_GET_ARGUMENT_KIND, "wait");
+	const char *etag = MHD_lookup_connection_value(
+		conn, MHD_GET_ARGUMENT_KIND, "etag");
+	int64_t wait_us = wait ? (int64_t)atoi(wait) * 1000000 : 0;
+	int64_t waited_us, version;
+	char now[17];
+	int tries;
+
+	if (wait_us > (int64_t)WAIT_MAX_S * 1000000)
+		wait_us = (int64_t)WAIT_MAX_S * 1000000;
+	req->resumed = 0;
+	for (tries = 0; tries < 3; tries++) {
+		pthread_mutex_lock(&ctx->hosts_lock);
+		version = ctx->job_version;
+		pthread_mutex_unlock(&ctx->hosts_lock);
+		buf_reset(&resp->body);
+		ctrl_op_describe(ctx, &req->caller, body->data, body->len,
+				 resp);
+		if (!etag || wait_us <= 0 || resp->status != 200)
+			return CTRL_ROUTE_DONE;
+		api_body_etag(resp->body.data, resp->body.len, now);
+		waited_us = time_mono_us() - req->t0_us;
+		if (strcmp(now, etag) || waited_us >= wait_us ||
+		    __atomic_load_n(&ctx->stopping, __ATOMIC_RELAXED))
+			return CTRL_ROUTE_DONE;
+		/* Park, unless a job changed since the answer was read. */
+		pthread_mutex_lock(&ctx->hosts_lock);
+		if (ctx->job_version == version) {
+			req->suspended = 1;
+			MHD_suspend_connection(conn);
+			ctrl_waiter_add(&ctx->job_waiters, conn, &req->resumed,
+					time_mono_ms() +
+						(wait_us - waited_us) / 1000 +
+						1);
+			pthread_mutex_unlock(&ctx->hosts_lock);
+			return CTRL_ROUTE_SUSPENDED;
+		}
+		pthread_mutex_unlock(&ctx->hosts_lock);
+	}
+	return CTRL_ROUTE_DONE;
+}
+
 /*
  * The REST face: /v1/training-jobs[/{name}[/stop]]. The JSON bodies are the
  * JSON 1.1 ones, so every route ends in the same handlers.
@@ -326,7 +384,7 @@ static enum ctrl_route_result route_rest(struct ctrl_ctx *ctx,
 	} else if (stop && !strcmp(method, "POST")) {
 		ctrl_op_stop(ctx, &req->caller, body.data, body.len, resp);
 	} else if (!stop && !strcmp(method, "GET")) {
-		ctrl_op_describe(ctx, &req->caller, body.data, body.len, resp);
+		result = describe_wait(ctx, conn, req, &body, resp);
 	} else if (!stop && !strcmp(method, "DELETE")) {
 		ctrl_op_delete(ctx, &req->caller, body.data, body.len, resp);
 	} else {

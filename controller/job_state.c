@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "controller/ctrl.h"
+#include "controller/hosts.h"
 #include "controller/job_state.h"
 #include "db/db.h"
 #include "common/err.h"
@@ -118,6 +119,7 @@ int ctrl_job_transition(struct ctrl_ctx *ctx, const char *name,
 	ret = db_job_change_state(ctx->db, name, &ch, err);
 	if (ret)
 		return ret;
+	ctrl_jobs_changed(ctx);
 	log_info("job '%s' %s -> %s%s%s", name, ctrl_job_state_secondary(from),
 		 ctrl_job_state_secondary(to), message ? ": " : "",
 		 message ? message : "");

@@ -626,6 +626,7 @@ static void finish(struct ctrl_ctx *ctx, const struct db_job *job,
 		log_error("job '%s': %s", job->name, err.data);
 		goto out;
 	}
+	ctrl_jobs_changed(ctx);
 	(void)db_attempt_end(ctx->db, job->name, job->attempt,
 			     reason ? reason : ctrl_job_state_secondary(to),
 			     ch.now_ms, &err);

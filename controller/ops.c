@@ -331,6 +331,7 @@ void ctrl_op_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		ctrl_reply_err_code(resp, ret, err.data);
 		goto out;
 	}
+	ctrl_jobs_changed(ctx);
 	log_info("job '%s' created (%s x%d)", spec.name,
 		 spec.instance_type ? spec.instance_type : "groups",
 		 spec.instance_count);
@@ -720,6 +721,7 @@ void ctrl_op_delete(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	} else if (ret) {
 		ctrl_reply_err_code(resp, ret, err.data);
 	} else {
+		ctrl_jobs_changed(ctx);
 		log_info("job '%s' deleted", name);
 		reply_empty(resp);
 	}

@@ -1,0 +1,158 @@
+#!/usr/bin/python3
+"""Live answers: the REST long-poll of a job and `trainctl wait` on it.
+
+Embedded local cluster (trainctld --local-hosts 1):
+  (w1) `trainctl wait` of a job that sleeps 1 s returns less than 1 s
+       after the job's TrainingEndTime (it took 2 s of polling before);
+       five jobs, the worst counts
+  (w2) GET /v1/training-jobs/NAME?wait=2&etag=E of an ended job: with E
+       the answer's own tag it comes back after the 2 s, unchanged; with
+       another tag at once
+  (w3) the same long-poll on a running job comes back as soon as the job
+       changes, long before its wait runs out
+  (w4) 300 long-polls parked at once hold no thread: a plain Describe is
+       answered meanwhile, and all 300 come back when the job changes
+
+TAP on stdout. Run from the top of the tree with Debian's interpreter:
+    /usr/bin/python3 tests/integration/test_wait.py
+BUILD names the build directory; TRAINCTL_TEST_KEEP=1 keeps the temp dir.
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import ftlib as fl  # noqa: E402
+
+sc = fl.sc
+expect = sc.expect
+
+
+def etag(body):
+    """api_body_etag(): FNV-1a 64 of the body, 16 hex digits."""
+    h = 14695981039346656037
+    for b in body:
+        h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    return "%016x" % h
+
+
+def request(name, seconds):
+    req = fl.job_request(name, 1, checkpoint=False, max_runtime=120)
+    req["AlgorithmSpecification"]["TrainingImage"] = "file:///bin/sleep"
+    req["AlgorithmSpecification"]["ContainerArguments"] = [str(seconds)]
+    return req
+
+
+def get(cl, path, timeout=30):
+    return sc.http_request(cl.port, "GET", path, timeout=timeout)
+
+
+def case_w1(cl, sm):
+    env = dict(os.environ, TRAINCTL_ENDPOINT=cl.endpoint)
+    worst = 0.0
+    for i in range(5):
+        name = "wait-w1-%d" % i
+        sm.create_training_job(**request(name, 1))
+        r = subprocess.run([fl.TRAINCTL, "wait", name], capture_output=True, env=env, timeout=60)
+        back = time.time()
+        expect(r.returncode == 0, "trainctl wait %s: exit %d %s" % (name, r.returncode, r.stderr.decode()))
+        end = sm.describe_training_job(TrainingJobName=name)["TrainingEndTime"].timestamp()
+        worst = max(worst, back - end)
+    expect(worst < 1.0, "trainctl wait returned %.3f s after a job's end" % worst)
+    return worst
+
+
+def case_w2(cl, sm):
+    name = "wait-w2"
+    sm.create_training_job(**request(name, 0))
+    fl.wait_job(sm, name, fl.terminal, 60)
+    first = get(cl, "/v1/training-jobs/%s" % name)
+    expect(first.status == 200, "describe: %r" % first)
+    t0 = time.time()
+    same = get(cl, "/v1/training-jobs/%s?wait=2&etag=%s" % (name, etag(first.body)))
+    took = time.time() - t0
+    expect(same.status == 200 and same.body == first.body and 1.9 <= took < 5,
+           "unchanged long-poll: %r after %.2f s" % (same, took))
+    t0 = time.time()
+    other = get(cl, "/v1/training-jobs/%s?wait=2&etag=%s" % (name, "0" * 16))
+    took = time.time() - t0
+    expect(other.status == 200 and other.body == first.body and took < 1,
+           "long-poll with another tag: %r after %.2f s" % (other, took))
+
+
+def case_w3(cl, sm):
+    name = "wait-w3"
+    sm.create_training_job(**request(name, 3))
+    fl.wait_job(sm, name, lambda d: d.get("SecondaryStatus") == "Training", 60)
+    first = get(cl, "/v1/training-jobs/%s" % name)
+    t0 = time.time()
+    r = get(cl, "/v1/training-jobs/%s?wait=30&etag=%s" % (name, etag(first.body)))
+    took = time.time() - t0
+    d = json.loads(r.body)
+    expect(r.status == 200 and r.body != first.body and took < 10,
+           "long-poll of a running job: %s after %.2f s" % (d.get("SecondaryStatus"), took))
+
+
+def case_w4(cl, sm):
+    name = "wait-w4"
+    sm.create_training_job(**request(name, 4))
+    fl.wait_job(sm, name, lambda d: d.get("SecondaryStatus") == "Training", 60)
+    first = get(cl, "/v1/training-jobs/%s" % name)
+    path = "/v1/training-jobs/%s?wait=30&etag=%s" % (name, etag(first.body))
+    socks = []
+    for _ in range(300):
+        s = socket.create_connection(("127.0.0.1", cl.port), timeout=40)
+        s.sendall(("GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n" % path).encode())
+        socks.append(s)
+    time.sleep(0.5)
+    t0 = time.time()
+    plain = get(cl, "/v1/training-jobs/%s" % name, timeout=5)
+    expect(plain.status == 200 and time.time() - t0 < 2, "a Describe beside 300 long-polls: %r" % plain)
+    answered = 0
+    deadline = time.time() + 30
+    for s in socks:
+        s.settimeout(max(0.1, deadline - time.time()))
+        data = b""
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        except OSError:
+            pass
+        s.close()
+        answered += data.startswith(b"HTTP/1.1 200") and b"TrainingJobStatus" in data
+    expect(answered == 300, "%d of 300 long-polls answered when the job changed" % answered)
+
+
+def main():
+    tap = sc.Tap()
+    cl = fl.LocalCluster(1, ["--max-retries", "0"], prefix="trainctl-wait-")
+    err = cl.start()
+    if tap.ok(err is None, "trainctld --local-hosts 1 starts", err):
+        sm = cl.client()
+        worst = tap.case("(w1) trainctl wait returns < 1 s after the job's end", case_w1, cl, sm)
+        if isinstance(worst, float):
+            print("# worst: %.0f ms after TrainingEndTime" % (worst * 1000))
+        tap.case("(w2) a long-poll of an unchanged job waits its time; another tag answers at once",
+                 case_w2, cl, sm)
+        tap.case("(w3) a long-poll of a running job returns when the job changes", case_w3, cl, sm)
+        tap.case("(w4) 300 parked long-polls hold no thread and all come back", case_w4, cl, sm)
+    rc, killed = cl.stop()
+    time.sleep(0.3)
+    left = cl.own_pids()
+    tap.ok(rc == 0 and not killed and not left, "trainctld exits 0 on SIGTERM; no agent left",
+           "exit %r, SIGKILL needed %s, left %s" % (rc, killed, left))
+    fl.kill_pids(left)
+    cl.cleanup()
+    return tap.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
