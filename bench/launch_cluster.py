@@ -21,6 +21,12 @@ the launch was asked for:
                   CreateTrainingJob (SigV4-signed, ContainerEntrypoint
                   /bin/date +%s%N, 3 instances) to the last start time, read
                   from the job's logs.
+  trainctl create + wait
+                  what a user types: `trainctl create-training-job ...`
+                  then `trainctl wait NAME` (which long-polls the job), as
+                  two processes; "returned" is when wait exited, to compare
+                  with srun's, whose command also returns when the job
+                  ended.
   srun -N3        Slurm 22.05: slurmctld on node1, slurmd on every host
                   (auth/none, proctrack/linuxproc), daemons already up.
   pdsh -R ssh     -w node1,node2,node3 (ssh with curve25519 KEX, no
@@ -175,6 +181,21 @@ class Ctl:
                 pass
             time.sleep(0.02)
         sys.exit("bench: hosts not ready: %s (log %s)" % (self.get("/v1/hosts"), self.log.name))
+
+    def cli_create_wait(self, name, n):
+        """`trainctl create-training-job` then `trainctl wait`: (t0, t1) ns."""
+        cli = os.path.join(os.path.dirname(self.args[0]), "trainctl")
+        env = dict(os.environ, TRAINCTL_ENDPOINT="http://%s:%d" % (self.addr, self.port),
+                   AWS_ACCESS_KEY_ID=self.key, AWS_SECRET_ACCESS_KEY=self.secret)
+        t0 = time.time_ns()
+        for argv in ([cli, "create-training-job", "--name", name, "--image", "trainctl/python",
+                      "--entrypoint", "/bin/date", "--entrypoint", "+%s%N", "--instance-type", ITYPE,
+                      "--instance-count", str(n), "--output-path", "s3://bench-out/launch"],
+                     [cli, "wait", name]):
+            r = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, timeout=120)
+            if r.returncode:
+                sys.exit("bench: %s: exit %d %s" % (" ".join(argv[:2]), r.returncode, r.stderr.decode()))
+        return t0, time.time_ns()
 
     def launch(self, name, n):
         """Sends CreateTrainingJob; returns (t_sent_ns, [start times ns])."""
@@ -405,6 +426,13 @@ def main():
                 warm.append((max(starts) - t0) / 1e6)
             time.sleep(a.pause)
         results["trainctl warm, create -> all running"] = stats(warm)
+        e2e = []
+        for i in range(a.warm + 1):
+            t0, t1 = ctl.cli_create_wait("cli-%d-%d" % (os.getpid(), i), n)
+            if i:
+                e2e.append((t1 - t0) / 1e6)
+            time.sleep(a.pause)
+        results["trainctl create + wait (returned)"] = stats(e2e)
 
         # -- the others, from node1
         hostlist = ",".join("node%d" % k for k in range(1, n + 1))
@@ -446,6 +474,10 @@ def main():
         if s:
             print("| %-*s | %3d | %8.1f | %8.1f | %8.1f | %8.1f |" % (w, k, s["n"], s["median"], s["p90"], s["min"],
                                                                     s["max"]))
+    srun = results.get("srun -N%d (returned)" % n)
+    mine = results.get("trainctl create + wait (returned)")
+    if srun and mine:
+        print("trainctl create + wait / srun -N%d, returned, medians: %.2f" % (n, mine["median"] / srun["median"]))
     for x in notes:
         print("note: " + x)
     if a.json:
