@@ -157,8 +157,10 @@ static int describe(struct cli_ctx *ctx, const struct buf *body,
 		ret = cli_http_call(ctx, "DescribeTrainingJob", body, reply,
 				    err);
 	} else {
-		(void)buf_addf(&path, "/v1/training-jobs/%s?wait=%lld&etag=%s",
-			       ps->name, (long long)wait_s, ps->etag);
+		/* Parameters sorted: libcurl signs the query as sent, and
+		 * SigV4 canonicalizes it sorted. */
+		(void)buf_addf(&path, "/v1/training-jobs/%s?etag=%s&wait=%lld",
+			       ps->name, ps->etag, (long long)wait_s);
 		ret = cli_http_get(ctx, path.data, reply, err);
 	}
 	ps->waited_ms = time_mono_ms() - t0;

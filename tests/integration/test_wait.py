@@ -12,6 +12,8 @@ Embedded local cluster (trainctld --local-hosts 1):
        changes, long before its wait runs out
   (w4) 300 long-polls parked at once hold no thread: a plain Describe is
        answered meanwhile, and all 300 come back when the job changes
+A second controller with --credentials:
+  (w5) `trainctl wait` with SigV4-signed long-polls works the same
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter:
     /usr/bin/python3 tests/integration/test_wait.py
@@ -145,6 +147,35 @@ def main():
         tap.case("(w3) a long-poll of a running job returns when the job changes", case_w3, cl, sm)
         tap.case("(w4) 300 parked long-polls hold no thread and all come back", case_w4, cl, sm)
     rc, killed = cl.stop()
+    creds = fl.LocalCluster(1, ["--max-retries", "0"], prefix="trainctl-wait-auth-")
+    path = os.path.join(creds.tmp, "credentials")
+    with open(path, "w") as f:
+        f.write("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n" % (sc.KEY, sc.SECRET))
+    creds.extra += ["--credentials", path]
+    err = creds.start(wait_hosts=False)
+    if tap.ok(err is None, "trainctld --credentials --local-hosts 1 starts", err):
+        def w5():
+            host = "127.0.0.1:%d" % creds.port
+            deadline = time.time() + 30
+            while time.time() < deadline:
+                hs = sc.sigv4_sign("GET", host, "/v1/hosts", "", b"", sc.KEY, sc.SECRET)
+                r = sc.http_request(creds.port, "GET", "/v1/hosts", headers=hs)
+                if r.status == 200 and any(h.get("state") == "ready" for h in (r.json or {}).get("hosts", [])):
+                    break
+                time.sleep(0.05)
+            sm = creds.client()
+            env = dict(os.environ, TRAINCTL_ENDPOINT=creds.endpoint, AWS_ACCESS_KEY_ID=sc.KEY,
+                       AWS_SECRET_ACCESS_KEY=sc.SECRET)
+            sm.create_training_job(**request("wait-w5", 1))
+            t0 = time.time()
+            r = subprocess.run([fl.TRAINCTL, "wait", "wait-w5"], capture_output=True, env=env, timeout=60)
+            expect(r.returncode == 0 and time.time() - t0 < 20,
+                   "signed trainctl wait: exit %d %s" % (r.returncode, r.stderr.decode()))
+            end = sm.describe_training_job(TrainingJobName="wait-w5")["TrainingEndTime"].timestamp()
+            expect(time.time() - end < 1.0, "signed wait returned %.3f s after the end" % (time.time() - end))
+        tap.case("(w5) trainctl wait with SigV4-signed long-polls", w5)
+    creds.stop()
+    creds.cleanup()
     time.sleep(0.3)
     left = cl.own_pids()
     tap.ok(rc == 0 and not killed and not left, "trainctld exits 0 on SIGTERM; no agent left",
