@@ -525,7 +525,7 @@ int agent_watchdog_main(int argc, char **argv)
 	char *path, *lock, *token = NULL;
 	char **agent_argv = NULL;
 	int64_t fired_for = -1, respawned_at = 0;
-	int fd = -1, lock_fd;
+	int fd = -1, lock_fd, ret = 0;
 
 	if (argc >= 4 && !strcmp(argv[2], "--respawn")) {
 		agent_argv = argv + 3;
@@ -540,14 +540,16 @@ int agent_watchdog_main(int argc, char **argv)
 	path = lease_path(argv[1], "lease");
 	lock = lease_path(argv[1], "watchdog.lock");
 	lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	pg = NULL;
 	/* One watchdog per work directory. */
 	if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB))
-		return 0;
+		goto out;
 	if (map_page(path, 0, &fd, &pg, &err) || fstat(fd, &want) ||
 	    pg->magic != LEASE_MAGIC) {
 		fprintf(stderr, "trainagent watchdog: %s\n",
 			err.len ? err.data : "no lease file");
-		return 1;
+		ret = 1;
+		goto out;
 	}
 	__atomic_store_n(&pg->watchdog_pid, (int32_t)getpid(),
 			 __ATOMIC_RELEASE);
@@ -595,9 +597,13 @@ int agent_watchdog_main(int argc, char **argv)
 				 WATCHDOG_TICK_MS);
 	}
 	__atomic_store_n(&pg->watchdog_pid, 0, __ATOMIC_RELEASE);
-	(void)munmap(pg, sizeof(*pg));
-	close(fd);
-	close(lock_fd);
+out:
+	if (pg)
+		(void)munmap(pg, sizeof(*pg));
+	if (fd >= 0)
+		close(fd);
+	if (lock_fd >= 0)
+		close(lock_fd);
 	free(path);
 	free(lock);
 	if (token) {
@@ -605,5 +611,5 @@ int agent_watchdog_main(int argc, char **argv)
 		free(token);
 	}
 	buf_release(&err);
-	return 0;
+	return ret;
 }
