@@ -189,6 +189,14 @@ int main(int argc, char **argv)
 	}
 	(void)buf_addf(&path, "%s/s3", ctx.cfg.state_dir);
 	ctx.blob_root = buf_detach(&path, NULL);
+	/* The embedded store is reached through the controller only (its
+	 * folders inside are 0755, storage/fs.c). */
+	if ((mkdir(ctx.blob_root, 0700) && errno != EEXIST) ||
+	    chmod(ctx.blob_root, 0700)) {
+		fprintf(stderr, "trainctld: error: cannot create %s: %s\n",
+			ctx.blob_root, strerror(errno));
+		goto out;
+	}
 	(void)buf_addf(&path, "%s/trainctl.db", ctx.cfg.state_dir);
 	if (db_open(path.data, ctx.cfg.threads + 1, &ctx.db, &err)) {
 		fprintf(stderr, "trainctld: error: %s\n", err.data);

@@ -60,7 +60,12 @@ int stor_fs_mkdirs(const char *dir, struct buf *err)
 		if (saved != '/' && saved != '\0')
 			continue;
 		p.data[i] = '\0';
-		if (mkdir(p.data, 0755) && errno != EEXIST) {
+		/* Folders are 0755 like the objects' 0644, whatever the
+		 * process's umask (the controller's is 077: what must stay
+		 * private, it makes so at the top). */
+		if (!mkdir(p.data, 0755))
+			(void)chmod(p.data, 0755);
+		else if (errno != EEXIST) {
 			ret = io_error(err, "create folder", p.data);
 			goto out;
 		}

@@ -162,6 +162,10 @@ def case_roots(tap, sm, root):
         with tarfile.open(model) as t:
             names = [os.path.normpath(n) for n in t.getnames()]
         expect("part-0" in names, "model holds %s" % names)
+        # The controller's umask (077) must not hide a user's own output.
+        modes = ["%s %o" % (p, os.stat(p).st_mode & 0o777)
+                 for p in (out, os.path.dirname(model), model)]
+        expect(all(m.endswith(" 755") or m.endswith(" 644") for m in modes), "output modes: %s" % modes)
 
     tap.case("(9) file:// under --allow-file-root: the job Completes, model under the root", run)
     for n, (what, top) in enumerate([
