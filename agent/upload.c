@@ -50,16 +50,15 @@ static int sync_checkpoints(struct pack_job *pj, int fd, struct buf *err)
 					    s->checkpoint_local_path);
 	agent_stor_config(pj->ctx, s, &cfg);
 	/*
-	 * Into the embedded store, checkpoints go through the controller,
-	 * which commits an object only while this attempt is the job's
-	 * current one (the fence; docs/distributed.md), even on a host that
-	 * shares its folder.
+	 * Through the blob endpoint, checkpoints name their attempt: the
+	 * controller commits an object only while this attempt is the job's
+	 * current one (the fence; docs/distributed.md). A host that shares
+	 * the store's folder writes it directly, as fast as a local disk.
 	 */
-	if (cfg.blob_url && s->job_uid) {
+	if (cfg.blob_url && !cfg.state_dir && s->job_uid) {
 		struct buf f = BUF_INIT;
 
 		(void)buf_addf(&f, "%s/%s/%d", s->job, s->job_uid, s->attempt);
-		FREE_AND_NULL(cfg.state_dir);
 		cfg.fence = buf_detach(&f, NULL);
 	}
 	memset(&stats, 0, sizeof(stats));

@@ -231,7 +231,8 @@ static int reap_orphan(pid_t pid)
 		r = waitpid(pid, &status, WNOHANG);
 		if (r == pid)
 			return WIFSIGNALED(status) ? WTERMSIG(status) : -1;
-		if (r < 0)
+		/* ECHILD: not reparented to us yet (its parent lives). */
+		if (r < 0 && errno != ECHILD)
 			fail_msg("waitpid %d: %s", (int)pid, strerror(errno));
 		usleep(10000);
 	}
