@@ -589,7 +589,10 @@ int agent_mkdir_p(const char *path, int mode);
 /* launch.c */
 int agent_launch(struct agent_ctx *ctx, struct agent_assign *a,
 		 struct buf *err);
-/* <dir>/.trainagent/rank<N>.<stream>: a rank's named pipe (new string). */
+/*
+ * <dir>/.trainagent/rank<N>.<stream>: a rank's named pipe ("stdout",
+ * "stderr") or its keeper's exit file ("exit"), as a new string.
+ */
 char *agent_fifo_path(const char *dir, int rank, const char *stream);
 
 /* stage.c */

@@ -564,6 +564,7 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 		r->proc.cwd = xstrdup(cwd.data);
 		r->proc.out_fifo = agent_fifo_path(a->dir, (int)i, "stdout");
 		r->proc.err_fifo = agent_fifo_path(a->dir, (int)i, "stderr");
+		r->proc.exit_file = agent_fifo_path(a->dir, (int)i, "exit");
 		r->proc.ident = &a->ident;
 		if (bound)
 			r->proc.bind_dir = xstrdup(a->dir);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -190,6 +191,8 @@ static void write_all(int fd, const char *s, size_t n)
 	}
 }
 
+static int kill_session(pid_t sid, int sig);
+
 /* In the child: report, explain on stderr, exit 127. Never returns. */
 static _Noreturn void child_fail(int status_fd, int step, int err,
 				 const char *subject)
@@ -301,6 +304,192 @@ static _Noreturn void child_run(struct agent_proc *p, const char *file,
 	child_fail(status_fd, STEP_EXEC, errno, file);
 }
 
+/* --- the keeper ---------------------------------------------------------- */
+
+int agent_proc_keeper_exec;
+
+/* What the keeper tells the parent first: the program's pid, or why not. */
+struct keeper_hello {
+	pid_t pid;
+	int err;
+};
+
+static void keeper_signals(void)
+{
+	static const int ignored[] = { SIGHUP,	SIGINT,	 SIGQUIT, SIGTERM,
+				       SIGPIPE, SIGUSR1, SIGUSR2, SIGTTIN,
+				       SIGTTOU, SIGTSTP };
+	size_t i;
+
+	child_reset_signals();
+	for (i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+		(void)signal(ignored[i], SIG_IGN);
+}
+
+int agent_proc_write_exit(const char *path, int status)
+{
+	struct buf tmp = BUF_INIT;
+	char line[64];
+	int fd, n, ret = -1;
+
+	if (WIFSIGNALED(status))
+		n = snprintf(line, sizeof(line), "signal %d\n",
+			     WTERMSIG(status));
+	else
+		n = snprintf(line, sizeof(line), "exit %d\n",
+			     WEXITSTATUS(status));
+	if (buf_addf(&tmp, "%s.tmp", path))
+		goto out;
+	fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+				    O_NOFOLLOW,
+		  0600);
+	if (fd < 0)
+		goto out;
+	write_all(fd, line, (size_t)n);
+	if (close(fd) == 0 && rename(tmp.data, path) == 0)
+		ret = 0;
+	else
+		(void)unlink(tmp.data);
+out:
+	buf_release(&tmp);
+	return ret;
+}
+
+int agent_proc_read_exit(const char *path, int *exit_code, int *term_signal)
+{
+	char line[64];
+	ssize_t n;
+	int fd, v;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -1;
+	n = read(fd, line, sizeof(line) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	line[n] = '\0';
+	if (sscanf(line, "exit %d", &v) == 1 && v >= 0 && v < 256) {
+		*exit_code = v;
+		*term_signal = 0;
+		return 0;
+	}
+	if (sscanf(line, "signal %d", &v) == 1 && v > 0 && v < NSIG) {
+		*term_signal = v;
+		*exit_code = 128 + v;
+		return 0;
+	}
+	return -1;
+}
+
+/*
+ * The keeper's whole life once the program runs: wait for it (without
+ * reaping, so that its pid and group stay taken), kill what is left of its
+ * group and session, reap it, write how it ended to exit_file and end the
+ * same way, so that the parent, when it is still there, learns the status
+ * as if it had reaped the program itself.
+ */
+static _Noreturn void keep(pid_t pid, const char *exit_file)
+{
+	struct rlimit no_core = { 0, 0 };
+	sigset_t none;
+	siginfo_t si;
+	int status = 0;
+	pid_t r;
+
+	for (;;) {
+		memset(&si, 0, sizeof(si));
+		if (!waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT))
+			break;
+		if (errno != EINTR)
+			_exit(255);
+	}
+	(void)kill(-pid, SIGKILL);
+	(void)kill_session(pid, SIGKILL);
+	do {
+		r = waitpid(pid, &status, 0);
+	} while (r < 0 && errno == EINTR);
+	if (r != pid)
+		_exit(255);
+	(void)agent_proc_write_exit(exit_file, status);
+	if (!WIFSIGNALED(status))
+		_exit(WEXITSTATUS(status));
+	(void)setrlimit(RLIMIT_CORE, &no_core);
+	(void)signal(WTERMSIG(status), SIG_DFL);
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+	(void)raise(WTERMSIG(status));
+	_exit(128 + WTERMSIG(status));
+}
+
+int agent_keep_rank_main(int argc, char **argv)
+{
+	char *end;
+	long pid;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: trainagent keep-rank PID EXIT-FILE\n");
+		return 2;
+	}
+	pid = strtol(argv[1], &end, 10);
+	if (*end || pid <= 1 || pid > INT32_MAX) {
+		fprintf(stderr, "trainagent keep-rank: bad pid '%s'\n",
+			argv[1]);
+		return 2;
+	}
+	keeper_signals();
+	keep((pid_t)pid, argv[2]);
+}
+
+/*
+ * The keeper: a session of its own (a signal to the agent's group or a
+ * hangup of its terminal does not reach it), then the program as its
+ * child, then keep(), after an exec into `trainagent keep-rank` when the
+ * agent asks for it, so that it does not pass for an agent.
+ */
+static _Noreturn void keeper_run(struct agent_proc *p, const char *file,
+				 int status_fd, int out_w, int err_w)
+{
+	struct keeper_hello h = { -1, 0 };
+	char pid_arg[32];
+	char *argv[5];
+	char *envp[1] = { NULL };
+	int devnull;
+	pid_t pid;
+
+	keeper_signals();
+	(void)setsid();
+	(void)unlink(p->exit_file);
+	pid = fork();
+	if (pid == 0)
+		child_run(p, file, status_fd, out_w, err_w);
+	h.pid = pid;
+	h.err = pid < 0 ? errno : 0;
+	write_all(status_fd, (const char *)&h, sizeof(h));
+	if (pid < 0)
+		_exit(127);
+	close(status_fd);
+	close(out_w);
+	close(err_w);
+	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull >= 0) {
+		(void)dup2(devnull, STDIN_FILENO);
+		(void)dup2(devnull, STDOUT_FILENO);
+	}
+	if (agent_proc_keeper_exec) {
+		(void)snprintf(pid_arg, sizeof(pid_arg), "%d", (int)pid);
+		argv[0] = (char *)"trainagent";
+		argv[1] = (char *)"keep-rank";
+		argv[2] = pid_arg;
+		argv[3] = p->exit_file;
+		argv[4] = NULL;
+		(void)syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+		execve("/proc/self/exe", argv, envp);
+		/* Keep it from here, then. */
+	}
+	keep(pid, p->exit_file);
+}
+
 static void close_fd(int *fd)
 {
 	if (*fd >= 0)
@@ -379,6 +568,8 @@ int agent_proc_start(struct agent_proc *p, struct buf *err)
 		close(status[0]);
 		close(out[0]);
 		close(errp[0]);
+		if (p->exit_file)
+			keeper_run(p, file, status[1], out[1], errp[1]);
 		child_run(p, file, status[1], out[1], errp[1]);
 	}
 	p->pid = pid;
@@ -386,6 +577,27 @@ int agent_proc_start(struct agent_proc *p, struct buf *err)
 	close_fd(&status[1]);
 	close_fd(&out[1]);
 	close_fd(&errp[1]);
+	if (p->exit_file) {
+		struct keeper_hello h;
+
+		p->keeper = pid;
+		do {
+			n = read(status[0], &h, sizeof(h));
+		} while (n < 0 && errno == EINTR);
+		if (n != (ssize_t)sizeof(h) || h.pid <= 0) {
+			(void)buf_addf(err, "fork: %s",
+				       strerror(n == (ssize_t)sizeof(h) &&
+							h.err ?
+						h.err :
+						EIO));
+			(void)waitpid(pid, NULL, 0);
+			p->keeper = 0;
+			p->pid = -1;
+			ret = ERR_IO;
+			goto out;
+		}
+		p->pid = h.pid;
+	}
 	/* Blocks only until exec: EOF means it succeeded. */
 	do {
 		n = read(status[0], &f, sizeof(f));
@@ -479,15 +691,22 @@ static void record_status(struct agent_proc *p, int status)
 	}
 }
 
+/* Alive, a zombie included (a keeper that died leaves the program to us). */
+static int still_there(pid_t pid)
+{
+	return pid > 0 && kill(pid, 0) == 0;
+}
+
 static int reap(struct agent_proc *p, int block)
 {
+	pid_t target = p->keeper > 0 ? p->keeper : p->pid;
 	siginfo_t si;
-	int status;
+	int status, code, sig;
 	pid_t r;
 
 	if (p->exited)
 		return 1;
-	if (p->pid <= 0)
+	if (target <= 0)
 		return 0;
 	memset(&si, 0, sizeof(si));
 	/*
@@ -495,21 +714,47 @@ static int reap(struct agent_proc *p, int block)
 	 * (the group id) cannot be given to a new process, so the group
 	 * kill below cannot hit a stranger.
 	 */
-	while (waitid(P_PID, (id_t)p->pid, &si,
+	while (waitid(P_PID, (id_t)target, &si,
 		      WEXITED | WNOWAIT | (block ? 0 : WNOHANG)) < 0) {
 		if (errno == EINTR)
 			continue;
 		if (errno == ECHILD) {
-			/* Someone else reaped it: status unknown. */
+			/* Someone else reaped it: status unknown, unless the
+			 * keeper wrote it down. */
 			p->exited = 1;
 			p->exit_code = 255;
 			p->exited_ms = time_now_ms();
+			if (p->exit_file &&
+			    !agent_proc_read_exit(p->exit_file, &code, &sig)) {
+				p->exit_code = code;
+				p->term_signal = sig;
+			}
 			return 1;
 		}
 		return 0;
 	}
-	if (si.si_pid != p->pid)
+	if (si.si_pid != target)
 		return 0;
+	if (target == p->keeper) {
+		/* The keeper killed the group and reaped the program. */
+		do {
+			r = waitpid(target, &status, 0);
+		} while (r < 0 && errno == EINTR);
+		p->keeper = 0;
+		if (r != target) {
+			p->exited = 1;
+			return 1;
+		}
+		/*
+		 * A keeper that was killed itself wrote nothing; the program
+		 * is then ours (we are a subreaper), and reaped as any.
+		 */
+		if (agent_proc_read_exit(p->exit_file, &code, &sig) &&
+		    WIFSIGNALED(status) && still_there(p->pid))
+			return reap(p, block);
+		record_status(p, status);
+		return 1;
+	}
 	(void)kill(-p->pid, SIGKILL);
 	(void)kill_session(p->pid, SIGKILL);
 	do {
@@ -542,6 +787,7 @@ void agent_proc_release(struct agent_proc *p)
 	FREE_AND_NULL(p->bind_dir);
 	FREE_AND_NULL(p->out_fifo);
 	FREE_AND_NULL(p->err_fifo);
+	FREE_AND_NULL(p->exit_file);
 }
 
 int agent_proc_can_bind(struct buf *why)

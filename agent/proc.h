@@ -17,6 +17,9 @@
  *   6. chdir(cwd)
  *   7. execve(argv[0], argv, env) with exactly env: nothing is inherited
  *
+ * With exit_file set, step 1 forks a keeper first, which forks the child
+ * and stays its parent (see exit_file below).
+ *
  * A failure in steps 2-7 is written to the child's stderr as one line and
  * the child exits 127, like a shell that cannot run a command; the parent
  * learns it through a close-on-exec pipe and sets start_errno.
@@ -83,9 +86,20 @@ struct agent_proc {
 	char *err_fifo;
 	/* Run as this user (set last before exec); unset: the agent's. */
 	const struct agent_ident *ident;
+	/*
+	 * With exit_file set, the program runs under a keeper: a small
+	 * process (root, in a session of its own, not in the program's
+	 * group) that is the program's parent, waits for it, kills what is
+	 * left of its group, writes how it ended to exit_file ("exit N" or
+	 * "signal N", atomically) and then ends the same way. So the exit
+	 * status of a program that ends while no agent runs is not lost: an
+	 * agent that starts again reads it there. pid is the program's.
+	 */
+	char *exit_file;
 
 	/* Filled by agent_proc_start(). */
 	pid_t pid;	    /* also the process group and session id */
+	pid_t keeper;	    /* the keeper, the agent's child; 0: none (left) */
 	int out_fd;	    /* stdout read end, non-blocking, -1 when closed */
 	int err_fd;	    /* stderr read end, non-blocking, -1 when closed */
 	int64_t started_ms; /* wall clock */
@@ -97,6 +111,23 @@ struct agent_proc {
 	int term_signal; /* the signal that ended it, 0 = none */
 	int64_t exited_ms;
 };
+
+/*
+ * Set by the agent's main(): keepers exec `trainagent keep-rank PID FILE`
+ * so that they show as what they are (0: they stay a fork, for tests).
+ */
+extern int agent_proc_keeper_exec;
+
+/* `trainagent keep-rank PID EXIT-FILE`: the keeper after its exec. */
+int agent_keep_rank_main(int argc, char **argv);
+
+/*
+ * Writes or reads an exit file (see exit_file). _write takes a wait
+ * status; _read fills exit_code (128 + signal for a signal) and
+ * term_signal. Both return 0, or -1 when there is none or it is garbled.
+ */
+int agent_proc_write_exit(const char *path, int status);
+int agent_proc_read_exit(const char *path, int *exit_code, int *term_signal);
 
 /* Empties p: no process, fds -1. */
 void agent_proc_init(struct agent_proc *p);

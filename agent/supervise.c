@@ -116,29 +116,44 @@ static void rank_ended(struct agent_ctx *ctx, struct agent_assign *a,
 }
 
 /*
- * An adopted process ended. It is not our child, so its exit status is
- * gone; we know a signal when we sent it, and otherwise go by the files
- * the toolkit writes: output/success means 0, anything else counts as a
- * failure (exit 1), which the controller may retry from a checkpoint.
+ * An adopted process ended. It is not our child, so its exit status came
+ * to its keeper, which wrote it to the rank's exit file. Without one (a
+ * keeper that was killed too) we know a signal when we sent it, and
+ * otherwise go by the files the toolkit writes: output/success means 0,
+ * anything else counts as a failure (exit 1), which the controller may
+ * retry from a checkpoint.
  */
 static void adopted_ended(struct agent_ctx *ctx, struct agent_assign *a,
 			  struct agent_rank *r, int watched)
 {
 	struct buf path = BUF_INIT;
+	char *exit_file = agent_fifo_path(a->dir, r->rank, "exit");
+	int code, sig, known;
 
+	known = !agent_proc_read_exit(exit_file, &code, &sig);
 	/*
-	 * No stragglers here either. The leader we watched was reaped by
-	 * someone else, but its pid is only handed out again after the pid
-	 * space wraps. One found dead at start-up may have been reused
-	 * already: leave that alone.
+	 * No stragglers here either. The keeper killed them before it
+	 * wrote the file; else the leader we watched was reaped by someone
+	 * else, but its pid is only handed out again after the pid space
+	 * wraps. One found dead at start-up may have been reused already:
+	 * leave that alone.
 	 */
-	if (watched && r->proc.pid > 0)
+	if (!known && watched && r->proc.pid > 0)
 		(void)kill(-r->proc.pid, SIGKILL);
 	read_pipe(ctx, a, r, 0, 1);
 	read_pipe(ctx, a, r, 1, 1);
 	r->proc.exited = 1;
 	r->proc.exited_ms = time_now_ms();
-	if (a->kill_sent) {
+	if (known) {
+		r->proc.exit_code = code;
+		r->proc.term_signal = sig;
+		agent_assign_note(ctx, a, "rank %d (pid %d) ended %s: %s %d",
+				  r->rank, (int)r->proc.pid,
+				  watched ? "while adopted" :
+					    "while no agent ran",
+				  sig ? "killed by signal" : "exit status",
+				  sig ? sig : code);
+	} else if (a->kill_sent) {
 		r->proc.term_signal = SIGKILL;
 		r->proc.exit_code = 128 + SIGKILL;
 	} else if (a->term_sent) {
@@ -156,6 +171,7 @@ static void adopted_ended(struct agent_ctx *ctx, struct agent_assign *a,
 	if (r->pidfd >= 0)
 		close(r->pidfd);
 	r->pidfd = -1;
+	free(exit_file);
 	buf_release(&path);
 	agent_assign_mark(ctx, a);
 }
@@ -232,10 +248,11 @@ void agent_assign_reap(struct agent_ctx *ctx)
 				struct agent_rank *r = &a->ranks[i];
 
 				if (r->adopted || r->proc.exited ||
-				    r->proc.pid != si.si_pid)
+				    (r->proc.pid != si.si_pid &&
+				     r->proc.keeper != si.si_pid))
 					continue;
-				(void)agent_proc_reap(&r->proc);
-				rank_ended(ctx, a, r);
+				if (agent_proc_reap(&r->proc))
+					rank_ended(ctx, a, r);
 				found = 1;
 				break;
 			}
@@ -323,6 +340,44 @@ static int adopt_pid(pid_t pid, int64_t started_ms)
 }
 
 /*
+ * The keeper of a live rank: its parent, when that is `trainagent
+ * keep-rank PID ...` for this very pid. Returns its pid or 0.
+ */
+static pid_t keeper_of(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	long ppid = 0;
+	size_t n;
+	FILE *f;
+
+	(void)snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %ld", &ppid) != 1 || ppid <= 1)
+		return 0;
+	(void)snprintf(path, sizeof(path), "/proc/%ld/cmdline", ppid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* argv: trainagent\0keep-rank\0PID\0FILE */
+	p = buf + strlen(buf) + 1;
+	if (p >= buf + n || strcmp(p, "keep-rank"))
+		return 0;
+	p += strlen(p) + 1;
+	if (p >= buf + n || strtol(p, NULL, 10) != (long)pid)
+		return 0;
+	return (pid_t)ppid;
+}
+
+/*
  * The named pipes a rank writes to outlive the agent (the rank holds a
  * read end itself); open them again and go on reading.
  */
@@ -377,6 +432,19 @@ static void adopt_one(struct agent_ctx *ctx, const char *dir,
 			continue;
 		k->pidfd = adopt_pid(k->proc.pid, k->proc.started_ms);
 		if (k->pidfd >= 0) {
+			/*
+			 * Watch the keeper rather than the rank: it ends only
+			 * once the exit file is written.
+			 */
+			pid_t keeper = keeper_of(k->proc.pid);
+			int kfd = keeper ? adopt_pid(keeper,
+						     k->proc.started_ms) :
+					   -1;
+
+			if (kfd >= 0) {
+				close(k->pidfd);
+				k->pidfd = kfd;
+			}
 			alive++;
 			reopen_output(k, dir);
 			agent_assign_note(

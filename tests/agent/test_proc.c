@@ -572,6 +572,171 @@ static int setup_group(void **state)
 	return prctl(PR_SET_CHILD_SUBREAPER, 1) ? -1 : 0;
 }
 
+/* --- the keeper ----------------------------------------------------------- */
+
+static char keeper_dir[] = "/tmp/test-proc-keeper-XXXXXX";
+
+static void setup_kept(struct agent_proc *p, const char *script)
+{
+	struct buf b = BUF_INIT;
+
+	setup_sh(p, script);
+	if (keeper_dir[strlen(keeper_dir) - 1] == 'X')
+		assert_non_null(mkdtemp(keeper_dir));
+	assert_int_equal(buf_addf(&b, "%s/rank0.exit", keeper_dir), 0);
+	(void)unlink(b.data);
+	p->exit_file = buf_detach(&b, NULL);
+}
+
+static int exited(pid_t pid)
+{
+	return kill(pid, 0) && errno == ESRCH;
+}
+
+static void test_keeper_exit_code(void **state)
+{
+	struct agent_proc p;
+	struct capture c;
+	pid_t keeper;
+	int code = -1, sig = -1;
+
+	(void)state;
+	capture_init(&c);
+	setup_kept(&p, "echo $PPID; exit 3");
+	start_ok(&p);
+	keeper = p.keeper;
+	assert_true(keeper > 0 && keeper != p.pid);
+	pump(&p, &c, 0, 5000);
+	agent_proc_wait(&p);
+	/* The program's parent is the keeper, the keeper's is us. */
+	assert_int_equal(c.out.n, 1);
+	assert_int_equal(atoi(c.out.v[0]), keeper);
+	assert_int_equal(p.exit_code, 3);
+	assert_int_equal(p.term_signal, 0);
+	assert_int_equal(p.keeper, 0);
+	assert_true(exited(keeper));
+	assert_int_equal(agent_proc_read_exit(p.exit_file, &code, &sig), 0);
+	assert_int_equal(code, 3);
+	assert_int_equal(sig, 0);
+	agent_proc_release(&p);
+	capture_release(&c);
+}
+
+static void test_keeper_signal(void **state)
+{
+	struct agent_proc p;
+	struct capture c;
+	int code = -1, sig = -1;
+
+	(void)state;
+	capture_init(&c);
+	setup_kept(&p, "kill -KILL $$");
+	start_ok(&p);
+	pump(&p, &c, 0, 5000);
+	agent_proc_wait(&p);
+	assert_int_equal(p.term_signal, SIGKILL);
+	assert_int_equal(p.exit_code, 128 + SIGKILL);
+	assert_int_equal(agent_proc_read_exit(p.exit_file, &code, &sig), 0);
+	assert_int_equal(sig, SIGKILL);
+	assert_int_equal(code, 128 + SIGKILL);
+	agent_proc_release(&p);
+	capture_release(&c);
+}
+
+/* The keeper kills the group; a signal meant for the job leaves it be. */
+static void test_keeper_stragglers_and_sigterm(void **state)
+{
+	struct agent_proc p;
+	struct capture c;
+	pid_t bg;
+
+	(void)state;
+	capture_init(&c);
+	setup_kept(&p, "sleep 1000 >/dev/null 2>&1 & echo $!; sleep 1000");
+	start_ok(&p);
+	pump(&p, &c, 1, 5000);
+	bg = (pid_t)atoi(c.out.v[0]);
+	assert_true(bg > 0);
+	assert_int_equal(kill(p.keeper, SIGTERM), 0);
+	assert_int_equal(kill(p.keeper, SIGHUP), 0);
+	usleep(100000);
+	assert_int_equal(agent_proc_reap(&p), 0);
+	assert_int_equal(agent_proc_signal(&p, SIGTERM), 0);
+	assert_int_equal(pump(&p, &c, 0, 5000), 1);
+	agent_proc_wait(&p);
+	assert_int_equal(p.term_signal, SIGTERM);
+	assert_int_equal(reap_orphan(bg), SIGTERM);
+	agent_proc_release(&p);
+	capture_release(&c);
+}
+
+/* A keeper killed itself leaves the program to us, reaped as any child. */
+static void test_keeper_killed(void **state)
+{
+	struct agent_proc p;
+	struct capture c;
+	int64_t end;
+
+	(void)state;
+	capture_init(&c);
+	setup_kept(&p, "echo up; sleep 1000");
+	start_ok(&p);
+	pump(&p, &c, 1, 5000);
+	assert_int_equal(kill(p.keeper, SIGKILL), 0);
+	/* Reaping the keeper does not end the program. */
+	end = time_mono_ms() + 5000;
+	while (p.keeper && time_mono_ms() < end) {
+		assert_int_equal(agent_proc_reap(&p), 0);
+		usleep(10000);
+	}
+	assert_int_equal(p.keeper, 0);
+	assert_int_equal(p.exited, 0);
+	assert_int_equal(kill(p.pid, 0), 0);
+	assert_int_equal(agent_proc_signal(&p, SIGTERM), 0);
+	agent_proc_wait(&p);
+	assert_int_equal(p.term_signal, SIGTERM);
+	agent_proc_release(&p);
+	capture_release(&c);
+}
+
+static void test_exit_file_garbled(void **state)
+{
+	struct buf path = BUF_INIT;
+	int code = 7, sig = 7;
+	FILE *f;
+
+	(void)state;
+	if (keeper_dir[strlen(keeper_dir) - 1] == 'X')
+		assert_non_null(mkdtemp(keeper_dir));
+	assert_int_equal(buf_addf(&path, "%s/garbled.exit", keeper_dir), 0);
+	assert_int_equal(agent_proc_read_exit(path.data, &code, &sig), -1);
+	f = fopen(path.data, "w");
+	assert_non_null(f);
+	fputs("exit 300\n", f);
+	fclose(f);
+	assert_int_equal(agent_proc_read_exit(path.data, &code, &sig), -1);
+	assert_int_equal(agent_proc_write_exit(path.data, 5 << 8), 0);
+	assert_int_equal(agent_proc_read_exit(path.data, &code, &sig), 0);
+	assert_int_equal(code, 5);
+	assert_int_equal(sig, 0);
+	(void)unlink(path.data);
+	buf_release(&path);
+}
+
+static int teardown_group(void **state)
+{
+	struct buf b = BUF_INIT;
+
+	(void)state;
+	if (keeper_dir[strlen(keeper_dir) - 1] != 'X') {
+		(void)buf_addf(&b, "%s/rank0.exit", keeper_dir);
+		(void)unlink(b.data);
+		(void)rmdir(keeper_dir);
+	}
+	buf_release(&b);
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -591,8 +756,13 @@ int main(void)
 		cmocka_unit_test(test_which),
 		cmocka_unit_test(test_utf8_repair),
 		cmocka_unit_test(test_cut_at_char_boundary),
+		cmocka_unit_test(test_keeper_exit_code),
+		cmocka_unit_test(test_keeper_signal),
+		cmocka_unit_test(test_keeper_stragglers_and_sigterm),
+		cmocka_unit_test(test_keeper_killed),
+		cmocka_unit_test(test_exit_file_garbled),
 	};
 
 	return cmocka_run_group_tests_name("agent/proc", tests, setup_group,
-					   NULL);
+					   teardown_group);
 }

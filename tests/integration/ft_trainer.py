@@ -47,6 +47,13 @@ input/config/hyperparameters.json (each value JSON-decoded), else
                               SageMaker training toolkit does (default true;
                               the agent reads it for a rank it re-adopted
                               after a restart, whose exit status it lost)
+  finish_when_orphaned B      once the agent that started this process is gone
+                              (kill -9), run the remaining steps without
+                              step_sleep, so that the process ends while no
+                              agent runs (default false)
+  orphan_exit_code N          with finish_when_orphaned: exit with N at the
+                              end (after the results and output/success) when
+                              the agent was found gone (default 0)
   marker S                    ignored (lets tests find the processes)
 
 With FT_TRACE=<file> in the environment every step appends
@@ -368,6 +375,31 @@ def on_usr1(signum, frame):
 
 
 CURRENT = [0]
+ORPHANED = [False]
+
+
+def parent_of(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def agent_watch():
+    """A function that says whether the agent that started this process
+    is gone: our parent is its rank keeper (`trainagent keep-rank`), whose
+    parent is the agent, or the agent itself."""
+    me = os.getppid()
+    try:
+        with open("/proc/%d/cmdline" % me, "rb") as f:
+            kept = b"keep-rank" in f.read().split(b"\0")
+    except OSError:
+        kept = False
+    agent = parent_of(me) if kept else me
+    if kept:
+        return lambda: parent_of(me) != agent
+    return lambda: os.getppid() != agent
 
 
 def planned(kind_step, step):
@@ -411,8 +443,14 @@ def main():
     loss = float("nan")
     trace = os.environ.get("FT_TRACE")
     trace_fd = os.open(trace, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644) if trace else -1
+    orphaned = agent_watch() if hp("finish_when_orphaned", False,
+                                   lambda v: str(v).lower() in ("true", "1", "yes")) else None
     for step in range(start + 1, steps + 1):
         CURRENT[0] = step
+        if orphaned and orphaned():
+            print("ft-orphaned step=%d: the agent is gone, finishing at once" % step, flush=True)
+            orphaned, sleep = None, 0
+            ORPHANED[0] = True
         if planned(HP.get("fail_at_step"), step):
             die(step, "fail_at_step")
         if planned(HP.get("fail_after_steps"), run):
@@ -459,6 +497,9 @@ def main():
     print("final validation:accuracy=%.6f" % acc, flush=True)
     print("ft-end ts=%.6f attempt=%d host=%s steps_run=%d resumed_from=%d" % (
         time.time(), ATTEMPT, HOST, run, start), flush=True)
+    code = hp("orphan_exit_code", 0, int)
+    if code and ORPHANED[0]:
+        sys.exit(code)
 
 
 if __name__ == "__main__":

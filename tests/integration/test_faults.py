@@ -348,10 +348,55 @@ def case_c(tap, cl, sm):
     log("(c): with output/success: %s; without: %s" % (
         "restarted" if j1.info.get("restarted") else "no restart", "restarted" if j2.info.get("restarted") else
         "no restart"))
-    if j2.info.get("restarted"):
-        log("(c2): a re-adopted rank that exits 0 without writing output/success is taken as exit 1 "
-            "(agent/supervise.c adopted_ended): the attempt failed although training succeeded; "
-            "without retries the job would end Failed")
+    # The rank's keeper recorded its real exit status, output/success or not.
+    for j in (j1, j2):
+        tap.case(j.title("attempt 1 ran to the end without a restart"), no_restart, cl, j)
+
+
+def no_restart(cl, job):
+    expect(not job.info.get("restarted"), "a restart was needed: %s\n%s" % (
+        short(restarts_of(job), 400), diag(cl, job)))
+
+
+def agent_notes(cl, job, pattern):
+    """The agent's notes in the job's logs that match pattern."""
+    rows = [r for by_algo in fl.attempt_logs(cl.logs_dir(job.name)).values() for rs in by_algo.values()
+            for r in rs]
+    return [r[3] for r in rows if r[3].startswith("trainagent: ") and re.search(pattern, r[3])]
+
+
+def case_c3(tap, cl, sm):
+    """A rank that ends while its agent is dead: its keeper records the exit
+    status, and the agent started again reads it (0 -> the job goes on to
+    Completed; 3 -> the attempt fails with exit code 3, not a guess)."""
+    hps = {"write_success": "false", "finish_when_orphaned": "true"}
+    j = kill_agent_case(tap, cl, sm, "c3", "a rank ends while its agent is dead (exit 0)", hps)
+    tap.case(j.title("attempt 1 ran to the end without a restart"), no_restart, cl, j)
+
+    def noted():
+        notes = agent_notes(cl, j, r"rank 0 \(pid \d+\) ended while (no agent ran|adopted): exit status 0")
+        expect(notes, "no note of the rank's exit status in the job's log\n%s" % diag(cl, j))
+        log("(c3): %s" % notes[0])
+    tap.case(j.title("the new agent took exit status 0 from the keeper"), noted)
+
+    hps = dict(hps, orphan_exit_code=3)
+    j = FaultJob("c4", "a rank ends while its agent is dead (exit 3)", 2, hps, retries=None,
+                 expect_status="Failed")
+
+    def drive(job):
+        wait_step(cl, job, "algo-2", 30)
+        host = cl.host_of(job.name, "algo-2")
+        os.kill(cl.agent_pids()[host], signal.SIGKILL)
+    run_job(cl, sm, j, drive)
+    tap.case(j.title("ends Failed"), check_status, cl, j)
+
+    def reason():
+        fr = (j.desc or {}).get("FailureReason") or ""
+        expect(re.search(r"AlgorithmError: algo-2 \(host \S+\) rank 0 exited with code 3", fr),
+               "FailureReason %r does not name exit code 3\n%s" % (fr, diag(cl, j)))
+        return fr
+    tap.case(j.title("FailureReason names the rank's own exit code 3"), reason)
+    tap.case(j.title("no process of the job is left"), check_no_procs, cl, j)
 
 
 def small_req(i):
@@ -815,7 +860,7 @@ def main():
     except Exception as e:
         tap.ok(False, "ft_trainer.py runs here (reference run)", str(e))
         return tap.finish()
-    local = [c for c in ("a", "b", "c", "d", "d2", "e", "f", "k", "i") if wanted(c)]
+    local = [c for c in ("a", "b", "c", "c3", "d", "d2", "e", "f", "k", "i") if wanted(c)]
     if local:
         cl = fl.LocalCluster(3, LOCAL_ARGS)
         err = cl.start()
