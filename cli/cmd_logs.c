@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "common/buf.h"
 #include "common/err.h"
+#include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
@@ -31,6 +32,9 @@ static const struct option logs_opts[] = {
 	CLI_COMMON_OPTIONS,
 	{ NULL, 0, NULL, 0 },
 };
+
+/* A stream name no job has: "<job>/pending" (streams are algo-N-EPOCH). */
+#define FOLLOW_NONE "pending"
 
 struct stream_pos {
 	char *name;
@@ -191,6 +195,7 @@ int cli_cmd_logs(struct cli_ctx *ctx, int argc, char **argv)
 	const char *host = NULL;
 	const char *job;
 	int follow = 0;
+	int64_t t0;
 	int opt, rc = 0;
 	size_t i;
 
@@ -235,18 +240,22 @@ int cli_cmd_logs(struct cli_ctx *ctx, int argc, char **argv)
 			rc = drain(ctx, job, &fs, !host && fs.n > 1, &printed);
 			break;
 		}
-		/* Wait for news: the controller answers when any line
-		 * arrives, or after its follow timeout. */
-		if (fs.n) {
-			rc = get_page(ctx, job, fs.s[0].name, fs.s[0].offset, 1,
-				      &ev);
-			if (rc)
-				break;
-			api_log_events_release(&ev);
-		} else {
-			struct timespec ts = { 0, 200000000L };
+		/*
+		 * Wait for news: the controller answers when any line
+		 * arrives, when the job changes, or after its follow
+		 * timeout. Before the job has a stream, follow one it does
+		 * not have (yet): that waits the same way.
+		 */
+		t0 = time_mono_ms();
+		rc = get_page(ctx, job, fs.n ? fs.s[0].name : FOLLOW_NONE,
+			      fs.n ? fs.s[0].offset : 0, 1, &ev);
+		if (rc)
+			break;
+		api_log_events_release(&ev);
+		if (time_mono_ms() - t0 < 2) {
+			struct timespec ts = { 0, 20000000L };
 
-			/* No stream yet: the job is still being placed. */
+			/* Answered at once: no spinning, should it go on. */
 			nanosleep(&ts, NULL);
 		}
 	}

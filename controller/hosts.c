@@ -94,6 +94,8 @@ void ctrl_jobs_changed(struct ctrl_ctx *ctx)
 	pthread_mutex_lock(&ctx->hosts_lock);
 	ctx->job_version++;
 	ctrl_waiters_resume(&ctx->job_waiters);
+	/* A follower of a job's log learns of its end at once too. */
+	ctrl_waiters_resume(&ctx->log_waiters);
 	pthread_mutex_unlock(&ctx->hosts_lock);
 }
 

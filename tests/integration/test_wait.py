@@ -12,6 +12,10 @@ Embedded local cluster (trainctld --local-hosts 1):
        changes, long before its wait runs out
   (w4) 300 long-polls parked at once hold no thread: a plain Describe is
        answered meanwhile, and all 300 come back when the job changes
+  (w6) `trainctl logs -f` of a job that prints its time, then is silent
+       for 3 s: the line shows < 1 s after it was printed, and the
+       follower exits < 1 s after the job's end (the end wakes it; it
+       waited for its 20 s poll before)
 A second controller with --credentials:
   (w5) `trainctl wait` with SigV4-signed long-polls works the same
 
@@ -133,6 +137,30 @@ def case_w4(cl, sm):
     expect(answered == 300, "%d of 300 long-polls answered when the job changed" % answered)
 
 
+def case_w6(cl, sm):
+    name = "wait-w6"
+    req = request(name, 0)
+    req["AlgorithmSpecification"]["TrainingImage"] = "file:///bin/sh"
+    req["AlgorithmSpecification"]["ContainerArguments"] = ["-c", "date +%s%N; sleep 3"]
+    sm.create_training_job(**req)
+    env = dict(os.environ, TRAINCTL_ENDPOINT=cl.endpoint)
+    p = subprocess.Popen([fl.TRAINCTL, "logs", "-f", name], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=env)
+    shown = []
+    for line in p.stdout:
+        w = line.split()
+        if w and w[-1].isdigit():
+            shown.append(time.time() - int(w[-1]) / 1e9)
+    rc = p.wait(30)
+    back = time.time()
+    expect(rc == 0 and len(shown) == 1, "trainctl logs -f: exit %d, times %s %s" % (
+        rc, shown, p.stderr.read().decode()))
+    expect(shown[0] < 1.0, "the line showed %.3f s after it was printed" % shown[0])
+    end = sm.describe_training_job(TrainingJobName=name)["TrainingEndTime"].timestamp()
+    expect(back - end < 1.0, "trainctl logs -f exited %.3f s after the job's end" % (back - end))
+    return "line after %.0f ms, exit %.0f ms after the end" % (shown[0] * 1000, (back - end) * 1000)
+
+
 def main():
     tap = sc.Tap()
     cl = fl.LocalCluster(1, ["--max-retries", "0"], prefix="trainctl-wait-")
@@ -146,6 +174,9 @@ def main():
                  case_w2, cl, sm)
         tap.case("(w3) a long-poll of a running job returns when the job changes", case_w3, cl, sm)
         tap.case("(w4) 300 parked long-polls hold no thread and all come back", case_w4, cl, sm)
+        r = tap.case("(w6) trainctl logs -f shows a line at once and ends with the job", case_w6, cl, sm)
+        if isinstance(r, str):
+            print("# " + r)
     rc, killed = cl.stop()
     creds = fl.LocalCluster(1, ["--max-retries", "0"], prefix="trainctl-wait-auth-")
     path = os.path.join(creds.tmp, "credentials")
