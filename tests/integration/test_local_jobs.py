@@ -467,7 +467,8 @@ def read_tar(path):
 
 
 def job_dir_file(cluster, job, algo, rel):
-    pat = os.path.join(cluster.state, "hosts", "**", "jobs", job.name, "*", algo, rel)
+    # <work>/jobs/<name>.<uid>/<attempt>/<algo> (agent/jobdir.c)
+    pat = os.path.join(cluster.state, "hosts", "**", "jobs", job.name + ".*", "*", algo, rel)
     return glob.glob(pat, recursive=True)
 
 
