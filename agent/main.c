@@ -177,9 +177,7 @@ int main(int argc, char **argv)
 		return agent_mpi_worker_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "watchdog"))
 		return agent_watchdog_main(argc - 1, argv + 1);
-	if (argc > 1 && !strcmp(argv[1], "keep-rank"))
-		return agent_keep_rank_main(argc - 1, argv + 1);
-	agent_proc_keeper_exec = 1;
+	agent_proc_set_title_area(argv);
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.argv = argv;
 	ctx.sig_pipe[0] = ctx.sig_pipe[1] = -1;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -306,8 +307,6 @@ static _Noreturn void child_run(struct agent_proc *p, const char *file,
 
 /* --- the keeper ---------------------------------------------------------- */
 
-int agent_proc_keeper_exec;
-
 /* What the keeper tells the parent first: the program's pid, or why not. */
 struct keeper_hello {
 	pid_t pid;
@@ -422,38 +421,53 @@ static _Noreturn void keep(pid_t pid, const char *exit_file)
 	_exit(128 + WTERMSIG(status));
 }
 
-int agent_keep_rank_main(int argc, char **argv)
+static char *title_at;
+static size_t title_len;
+
+void agent_proc_set_title_area(char **argv)
 {
 	char *end;
-	long pid;
+	int i;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: trainagent keep-rank PID EXIT-FILE\n");
-		return 2;
-	}
-	pid = strtol(argv[1], &end, 10);
-	if (*end || pid <= 1 || pid > INT32_MAX) {
-		fprintf(stderr, "trainagent keep-rank: bad pid '%s'\n",
-			argv[1]);
-		return 2;
-	}
-	keeper_signals();
-	keep((pid_t)pid, argv[2]);
+	if (!argv || !argv[0])
+		return;
+	end = argv[0] + strlen(argv[0]) + 1;
+	for (i = 1; argv[i] && argv[i] == end; i++)
+		end += strlen(argv[i]) + 1;
+	title_at = argv[0];
+	title_len = (size_t)(end - argv[0]);
+}
+
+/*
+ * Writes "trainagent\0keep-rank\0PID" over the agent's argv strings (what
+ * /proc/PID/cmdline shows), the rest zeroed, as OpenSSH's setproctitle()
+ * does; too little room leaves them be.
+ */
+static void keeper_title(pid_t pid)
+{
+	char t[64];
+	int n;
+
+	(void)prctl(PR_SET_NAME, "trainagent-keep", 0, 0, 0);
+	n = snprintf(t, sizeof(t), "trainagent%ckeep-rank%c%d", '\0', '\0',
+		     (int)pid);
+	if (!title_at || n <= 0 || (size_t)n + 1 > title_len)
+		return;
+	memset(title_at, 0, title_len);
+	memcpy(title_at, t, (size_t)n);
 }
 
 /*
  * The keeper: a session of its own (a signal to the agent's group or a
  * hangup of its terminal does not reach it), then the program as its
- * child, then keep(), after an exec into `trainagent keep-rank` when the
- * agent asks for it, so that it does not pass for an agent.
+ * child, then keep(). It stays a fork of the agent (an exec would load
+ * the agent's libraries again, on the launch path of every rank) that
+ * holds none of its files and shows as `trainagent keep-rank PID`.
  */
 static _Noreturn void keeper_run(struct agent_proc *p, const char *file,
 				 int status_fd, int out_w, int err_w)
 {
 	struct keeper_hello h = { -1, 0 };
-	char pid_arg[32];
-	char *argv[5];
-	char *envp[1] = { NULL };
 	int devnull;
 	pid_t pid;
 
@@ -468,25 +482,14 @@ static _Noreturn void keeper_run(struct agent_proc *p, const char *file,
 	write_all(status_fd, (const char *)&h, sizeof(h));
 	if (pid < 0)
 		_exit(127);
-	close(status_fd);
-	close(out_w);
-	close(err_w);
-	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	/* Nothing of the agent's: its lock, sockets, pipes, the job's. */
+	devnull = open("/dev/null", O_RDWR);
 	if (devnull >= 0) {
 		(void)dup2(devnull, STDIN_FILENO);
 		(void)dup2(devnull, STDOUT_FILENO);
 	}
-	if (agent_proc_keeper_exec) {
-		(void)snprintf(pid_arg, sizeof(pid_arg), "%d", (int)pid);
-		argv[0] = (char *)"trainagent";
-		argv[1] = (char *)"keep-rank";
-		argv[2] = pid_arg;
-		argv[3] = p->exit_file;
-		argv[4] = NULL;
-		(void)syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
-		execve("/proc/self/exe", argv, envp);
-		/* Keep it from here, then. */
-	}
+	(void)syscall(SYS_close_range, 3U, ~0U, 0U);
+	keeper_title(pid);
 	keep(pid, p->exit_file);
 }
 

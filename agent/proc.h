@@ -93,7 +93,8 @@ struct agent_proc {
 	 * left of its group, writes how it ended to exit_file ("exit N" or
 	 * "signal N", atomically) and then ends the same way. So the exit
 	 * status of a program that ends while no agent runs is not lost: an
-	 * agent that starts again reads it there. pid is the program's.
+	 * agent that starts again reads it there. pid is the program's. The
+	 * keeper shows as `trainagent keep-rank PID`.
 	 */
 	char *exit_file;
 
@@ -113,13 +114,11 @@ struct agent_proc {
 };
 
 /*
- * Set by the agent's main(): keepers exec `trainagent keep-rank PID FILE`
- * so that they show as what they are (0: they stay a fork, for tests).
+ * The agent's argv (from main()), whose strings a keeper overwrites with
+ * its own title (see keeper_title in proc.c). Unset: keepers keep the
+ * title they were forked with.
  */
-extern int agent_proc_keeper_exec;
-
-/* `trainagent keep-rank PID EXIT-FILE`: the keeper after its exec. */
-int agent_keep_rank_main(int argc, char **argv);
+void agent_proc_set_title_area(char **argv);
 
 /*
  * Writes or reads an exit file (see exit_file). _write takes a wait

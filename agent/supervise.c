@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -128,9 +129,19 @@ static void adopted_ended(struct agent_ctx *ctx, struct agent_assign *a,
 {
 	struct buf path = BUF_INIT;
 	char *exit_file = agent_fifo_path(a->dir, r->rank, "exit");
-	int code, sig, known;
+	int code, sig, known, tries;
 
 	known = !agent_proc_read_exit(exit_file, &code, &sig);
+	/*
+	 * A keeper that reaped its rank a moment ago may be writing the
+	 * file (or a rank watched itself, its keeper not found, just ended).
+	 */
+	for (tries = 0; !known && tries < 100; tries++) {
+		struct timespec ms = { 0, 1000000L };
+
+		nanosleep(&ms, NULL);
+		known = !agent_proc_read_exit(exit_file, &code, &sig);
+	}
 	/*
 	 * No stragglers here either. The keeper killed them before it
 	 * wrote the file; else the leader we watched was reaped by someone
@@ -398,8 +409,9 @@ static void adopt_one(struct agent_ctx *ctx, const char *dir,
 {
 	struct agent_assign *a;
 	struct agent_rank *k;
+	pid_t keeper;
 	size_t i;
-	int alive = 0;
+	int alive = 0, kfd;
 
 	if (!r->job || !r->algo ||
 	    agent_assign_find(ctx, r->job, r->job_uid, r->attempt, r->algo))
@@ -430,21 +442,20 @@ static void adopt_one(struct agent_ctx *ctx, const char *dir,
 		k->adopted = 1;
 		if (k->proc.exited)
 			continue;
+		/*
+		 * Watch the keeper rather than the rank: it ends only once
+		 * the exit file is written, and it is still there for a rank
+		 * that just ended (a zombie, or reaped a moment ago).
+		 */
+		keeper = keeper_of(k->proc.pid);
+		kfd = keeper ? adopt_pid(keeper, k->proc.started_ms) : -1;
 		k->pidfd = adopt_pid(k->proc.pid, k->proc.started_ms);
-		if (k->pidfd >= 0) {
-			/*
-			 * Watch the keeper rather than the rank: it ends only
-			 * once the exit file is written.
-			 */
-			pid_t keeper = keeper_of(k->proc.pid);
-			int kfd = keeper ? adopt_pid(keeper,
-						     k->proc.started_ms) :
-					   -1;
-
-			if (kfd >= 0) {
+		if (kfd >= 0) {
+			if (k->pidfd >= 0)
 				close(k->pidfd);
-				k->pidfd = kfd;
-			}
+			k->pidfd = kfd;
+		}
+		if (k->pidfd >= 0) {
 			alive++;
 			reopen_output(k, dir);
 			agent_assign_note(

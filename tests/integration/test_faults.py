@@ -300,17 +300,37 @@ def case_b(tap, cl, sm):
                                         r"in attempt 1 on algo-2")
 
 
-def kill_agent_case(tap, cl, sm, case, label, hps):
+def kill_agent(cl, j, algo, step, hold):
+    """kill -9 of the agent running algo of j once it reached step; with
+    hold, trainctld is frozen (SIGSTOP) meanwhile, so that it starts no new
+    agent, until the rank of algo has ended (at most 0.5 s, well within the
+    host deadline)."""
+    wait_step(cl, j, algo, step)
+    host = cl.host_of(j.name, algo)
+    expect(host, "GET /v1/hosts names no host for %s" % algo)
+    agents = cl.agent_pids()
+    expect(host in agents, "no trainagent --host %s found in /proc: %s" % (host, agents))
+    if hold:
+        os.kill(cl.proc.pid, signal.SIGSTOP)
+    try:
+        os.kill(agents[host], signal.SIGKILL)
+        t = time.time()
+        while hold and time.time() - t < 0.5:
+            if not [p for p in fl.procs_with(j.name) if p[1] == algo]:
+                j.info["rank_ended_s"] = time.time() - t
+                break
+            time.sleep(0.005)
+    finally:
+        if hold:
+            os.kill(cl.proc.pid, signal.SIGCONT)
+    return host, agents[host]
+
+
+def kill_agent_case(tap, cl, sm, case, label, hps, algo="algo-2", step=30, hold=False):
     job = FaultJob(case, label, 2, hps)
 
     def drive(j):
-        wait_step(cl, j, "algo-2", 30)
-        host = cl.host_of(j.name, "algo-2")
-        expect(host, "GET /v1/hosts names no host for algo-2")
-        agents = cl.agent_pids()
-        expect(host in agents, "no trainagent --host %s found in /proc: %s" % (host, agents))
-        old = agents[host]
-        os.kill(old, signal.SIGKILL)
+        host, old = kill_agent(cl, j, algo, step, hold)
         t = time.time()
         j.info.update(host=host, old_agent=old)
         while time.time() - t < 15:
@@ -369,12 +389,18 @@ def case_c3(tap, cl, sm):
     """A rank that ends while its agent is dead: its keeper records the exit
     status, and the agent started again reads it (0 -> the job goes on to
     Completed; 3 -> the attempt fails with exit code 3, not a guess)."""
+    # algo-1's host: (c) killed algo-2's twice, and trainctld starts an
+    # agent that keeps dying with a growing delay (200 ms, 400 ms, ...).
+    # The kill comes at step 110 of 120; the last steps run at full speed
+    # while trainctld is held, so that no agent runs when the rank ends.
     hps = {"write_success": "false", "finish_when_orphaned": "true"}
-    j = kill_agent_case(tap, cl, sm, "c3", "a rank ends while its agent is dead (exit 0)", hps)
+    j = kill_agent_case(tap, cl, sm, "c3", "a rank ends while its agent is dead (exit 0)", hps, "algo-1", 110,
+                        hold=True)
     tap.case(j.title("attempt 1 ran to the end without a restart"), no_restart, cl, j)
 
     def noted():
-        notes = agent_notes(cl, j, r"rank 0 \(pid \d+\) ended while (no agent ran|adopted): exit status 0")
+        expect("rank_ended_s" in j.info, "the rank of algo-1 did not end within 0.5 s of the kill")
+        notes = agent_notes(cl, j, r"rank 0 \(pid \d+\) ended while no agent ran: exit status 0")
         expect(notes, "no note of the rank's exit status in the job's log\n%s" % diag(cl, j))
         log("(c3): %s" % notes[0])
     tap.case(j.title("the new agent took exit status 0 from the keeper"), noted)
@@ -383,16 +409,12 @@ def case_c3(tap, cl, sm):
     j = FaultJob("c4", "a rank ends while its agent is dead (exit 3)", 2, hps, retries=None,
                  expect_status="Failed")
 
-    def drive(job):
-        wait_step(cl, job, "algo-2", 30)
-        host = cl.host_of(job.name, "algo-2")
-        os.kill(cl.agent_pids()[host], signal.SIGKILL)
-    run_job(cl, sm, j, drive)
+    run_job(cl, sm, j, lambda job: kill_agent(cl, job, "algo-1", 110, True))
     tap.case(j.title("ends Failed"), check_status, cl, j)
 
     def reason():
         fr = (j.desc or {}).get("FailureReason") or ""
-        expect(re.search(r"AlgorithmError: algo-2 \(host \S+\) rank 0 exited with code 3", fr),
+        expect(re.search(r"AlgorithmError: algo-1 \(host \S+\) rank 0 exited with code 3", fr),
                "FailureReason %r does not name exit code 3\n%s" % (fr, diag(cl, j)))
         return fr
     tap.case(j.title("FailureReason names the rank's own exit code 3"), reason)
