@@ -383,6 +383,7 @@ struct agent_session {
 	int64_t register_at; /* monotonic: next register attempt */
 	int64_t work_at;     /* monotonic: next work poll */
 	int64_t log_at;	     /* monotonic: earliest next log POST */
+	int64_t log_sent_ms; /* monotonic: when the last log POST began */
 	int64_t heartbeat_ms;
 	int64_t deadline_ms;
 	int64_t last_contact; /* monotonic: last 2xx from the controller */

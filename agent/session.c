@@ -388,10 +388,18 @@ static int64_t logs_due(struct agent_ctx *ctx)
 	oldest = agent_logq_oldest_unsent(q);
 	if (oldest < 0)
 		return INT64_MAX;
+	/*
+	 * A line goes at once when the last POST is at least the flush
+	 * interval ago, so that sparse output is seen within milliseconds;
+	 * lines of a burst wait out the interval and go together (at most
+	 * one POST per interval, or per 64 KiB).
+	 */
 	if (agent_logq_unsent_bytes(q) >= AGENT_LOGQ_FLUSH_BYTES)
 		due = 0;
 	else
-		due = oldest + AGENT_LOGQ_FLUSH_MS;
+		due = ctx->sess.log_sent_ms + AGENT_LOGQ_FLUSH_MS > oldest ?
+			      ctx->sess.log_sent_ms + AGENT_LOGQ_FLUSH_MS :
+			      oldest;
 	return due > ctx->sess.log_at ? due : ctx->sess.log_at;
 }
 
@@ -404,6 +412,7 @@ static void send_logs(struct agent_ctx *ctx)
 	if (!agent_logq_take(&ctx->logq, time_now_ms(), &body))
 		goto out;
 	(void)buf_addf(&path, "/v1/agents/%s/logs", ctx->cfg.host);
+	s->log_sent_ms = time_mono_ms();
 	s->log_req = agent_http_start(ctx, "POST", path.data, body.data,
 				      body.len, LOGS_TIMEOUT_MS, on_logs, NULL);
 	if (!s->log_req) {
