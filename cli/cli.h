@@ -215,6 +215,16 @@ int cli_cmd_stop(struct cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_delete(struct cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_wait(struct cli_ctx *ctx, int argc, char **argv);
 
+/*
+ * Follows job name until it ends (cmd_wait.c; create-training-job --wait
+ * too): a line on stderr per status change, the final Describe on stdout
+ * for --output json. timeout_ms 0: no limit; interval_ms <= 0: the
+ * default, for a controller without long-polls. Returns the exit code:
+ * CLI_EXIT_OK, _FAILED, _STOPPED, _TIMEOUT, _API or _TRANSPORT.
+ */
+int cli_wait_job(struct cli_ctx *ctx, const char *name, int64_t timeout_ms,
+		 int64_t interval_ms);
+
 /* cmd_upload.c: upload-source DIR --to URI */
 int cli_cmd_upload_source(struct cli_ctx *ctx, int argc, char **argv);
 

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "api/client.h"
 #include "cli/cli.h"
 #include "common/buf.h"
@@ -25,7 +27,8 @@ enum create_opt {
 	OPT_ARGUMENT,
 	OPT_MAX_RUNTIME,
 	OPT_VOLUME_SIZE,
-	OPT_INPUT_JSON
+	OPT_INPUT_JSON,
+	OPT_WAIT
 };
 
 static const struct option create_opts[] = {
@@ -45,6 +48,7 @@ static const struct option create_opts[] = {
 	{ "max-runtime", required_argument, NULL, OPT_MAX_RUNTIME },
 	{ "volume-size", required_argument, NULL, OPT_VOLUME_SIZE },
 	{ "cli-input-json", required_argument, NULL, OPT_INPUT_JSON },
+	{ "wait", no_argument, NULL, OPT_WAIT },
 	CLI_COMMON_OPTIONS,
 	{ NULL, 0, NULL, 0 },
 };
@@ -54,6 +58,7 @@ struct create_args {
 	struct api_client_create flags;
 	struct cli_strv hp, env, channels, metrics, entrypoint, arguments;
 	const char *input_json; /* --cli-input-json argument */
+	int wait;		/* --wait: follow the job to its end */
 };
 
 static void create_args_release(struct create_args *a)
@@ -140,6 +145,9 @@ static int parse_create_args(struct cli_ctx *ctx, const struct cli_cmd *cmd,
 		case OPT_INPUT_JSON:
 			a->input_json = optarg;
 			break;
+		case OPT_WAIT:
+			a->wait = 1;
+			break;
 		default:
 			rc = cli_common_option(ctx, cmd, opt, argv);
 			if (rc)
@@ -192,14 +200,26 @@ int cli_cmd_create(struct cli_ctx *ctx, int argc, char **argv)
 	rc = cli_call(ctx, "CreateTrainingJob", &body, &reply);
 	if (rc)
 		goto out;
-	if (ctx->output == CLI_OUTPUT_JSON) {
-		cli_print_json(&reply);
-	} else if (api_create_response_parse(reply.body.data, reply.body.len,
-					     &arn, &err)) {
+	if (api_create_response_parse(reply.body.data, reply.body.len, &arn,
+				      &err)) {
 		cli_error("%s", err.data);
 		rc = CLI_EXIT_TRANSPORT;
-	} else {
+		goto out;
+	}
+	/* With --wait and --output json, stdout gets the final Describe. */
+	if (ctx->output != CLI_OUTPUT_JSON)
 		printf("%s\n", arn);
+	else if (!a.wait)
+		cli_print_json(&reply);
+	if (a.wait) {
+		/* The request's name: the ARN's is lower-cased. */
+		json_t *req = json_loadb(body.data, body.len, 0, NULL);
+		const char *name =
+			json_string_value(json_object_get(req, "TrainingJobName"));
+
+		(void)fflush(stdout);
+		rc = name ? cli_wait_job(ctx, name, 0, 0) : CLI_EXIT_USAGE;
+		json_decref(req);
 	}
 out:
 	free(arn);

@@ -230,10 +230,9 @@ out:
 	return rc;
 }
 
-int cli_cmd_wait(struct cli_ctx *ctx, int argc, char **argv)
+int cli_wait_job(struct cli_ctx *ctx, const char *name, int64_t timeout_ms,
+		 int64_t interval_ms)
 {
-	const struct cli_cmd *cmd = cli_cmd_find(argv[0]);
-	struct wait_args a = { 0 };
 	struct poll_state ps = { 0 };
 	struct buf body = BUF_INIT;
 	char *last_status = NULL, *last_secondary = NULL;
@@ -241,18 +240,18 @@ int cli_cmd_wait(struct cli_ctx *ctx, int argc, char **argv)
 	int transport_errors = 0;
 	int rc;
 
-	rc = parse_wait_args(ctx, cmd, argc, argv, &a);
-	if (rc)
-		return rc < 0 ? CLI_EXIT_OK : rc;
-	if (api_name_request_build(a.name, &body)) {
+	if (api_name_request_build(name, &body)) {
 		buf_release(&body);
-		return cli_usage_error(cmd, "invalid job name '%s'", a.name);
+		cli_error("invalid job name '%s'", name);
+		return CLI_EXIT_USAGE;
 	}
-	deadline = a.timeout_ms ? time_mono_ms() + a.timeout_ms : 0;
-	ps.name = a.name;
+	if (interval_ms <= 0)
+		interval_ms = WAIT_DEFAULT_INTERVAL_MS;
+	deadline = timeout_ms ? time_mono_ms() + timeout_ms : 0;
+	ps.name = name;
 	ps.long_poll = 1;
 	for (;;) {
-		int64_t now = time_mono_ms(), pause = a.interval_ms;
+		int64_t now = time_mono_ms(), pause = interval_ms;
 		int64_t wait_s = WAIT_POLL_S;
 
 		if (deadline && (deadline - now) / 1000 < wait_s)
@@ -264,8 +263,7 @@ int cli_cmd_wait(struct cli_ctx *ctx, int argc, char **argv)
 		now = time_mono_ms();
 		if (deadline && now >= deadline) {
 			cli_error("timed out waiting for job '%s' (status %s)",
-				  a.name,
-				  last_status ? last_status : "unknown");
+				  name, last_status ? last_status : "unknown");
 			rc = CLI_EXIT_TIMEOUT;
 			break;
 		}
@@ -280,4 +278,22 @@ int cli_cmd_wait(struct cli_ctx *ctx, int argc, char **argv)
 	free(last_secondary);
 	buf_release(&body);
 	return rc;
+}
+
+int cli_cmd_wait(struct cli_ctx *ctx, int argc, char **argv)
+{
+	const struct cli_cmd *cmd = cli_cmd_find(argv[0]);
+	struct wait_args a = { 0 };
+	struct buf body = BUF_INIT;
+	int rc;
+
+	rc = parse_wait_args(ctx, cmd, argc, argv, &a);
+	if (rc)
+		return rc < 0 ? CLI_EXIT_OK : rc;
+	if (api_name_request_build(a.name, &body)) {
+		buf_release(&body);
+		return cli_usage_error(cmd, "invalid job name '%s'", a.name);
+	}
+	buf_release(&body);
+	return cli_wait_job(ctx, a.name, a.timeout_ms, a.interval_ms);
 }

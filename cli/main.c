@@ -27,8 +27,9 @@ static const struct cli_cmd commands[] = {
 	  "           [--metric NAME=REGEX]... [--entrypoint ARG]... "
 	  "[--argument ARG]...\n"
 	  "           [--max-runtime S] [--volume-size GB] "
-	  "[--cli-input-json file://job.json]",
-	  "start a training job from flags or a JSON request" },
+	  "[--cli-input-json file://job.json] [--wait]",
+	  "start a training job from flags or a JSON request (--wait: then "
+	  "wait for its end, as `wait` does)" },
 	{ "logs", cli_cmd_logs, "logs NAME [--host algo-N] [-f|--follow]",
 	  "print a job's logs (all hosts, or one); -f follows them" },
 	{ "describe-training-job", cli_cmd_describe,

@@ -16,6 +16,9 @@ Embedded local cluster (trainctld --local-hosts 1):
        for 3 s: the line shows < 1 s after it was printed, and the
        follower exits < 1 s after the job's end (the end wakes it; it
        waited for its 20 s poll before)
+  (w7) `trainctl create-training-job ... --wait` (one command, as srun):
+       prints the ARN, returns < 1 s after the job's end, exit 0; a job
+       that fails: exit 3 and its FailureReason on stderr
 A second controller with --credentials:
   (w5) `trainctl wait` with SigV4-signed long-polls works the same
 
@@ -161,6 +164,27 @@ def case_w6(cl, sm):
     return "line after %.0f ms, exit %.0f ms after the end" % (shown[0] * 1000, (back - end) * 1000)
 
 
+def case_w7(cl, sm):
+    env = dict(os.environ, TRAINCTL_ENDPOINT=cl.endpoint)
+    base = [fl.TRAINCTL, "create-training-job", "--image", "file:///bin/sh", "--instance-type", "ml.m5.large",
+            "--instance-count", "1", "--output-path", fl.OUT, "--wait"]
+    r = subprocess.run(base + ["--name", "Wait-W7", "--argument", "-c", "--argument", "sleep 1"],
+                       capture_output=True, env=env, timeout=60)
+    back = time.time()
+    out = r.stdout.decode()
+    expect(r.returncode == 0 and out.strip().endswith(":training-job/wait-w7"),
+           "create --wait: exit %d, stdout %r, stderr %r" % (r.returncode, out, r.stderr.decode()))
+    d = sm.describe_training_job(TrainingJobName="Wait-W7")
+    expect(d["TrainingJobStatus"] == "Completed", "the job is %s" % d["TrainingJobStatus"])
+    expect(back - d["TrainingEndTime"].timestamp() < 1.0,
+           "create --wait returned %.3f s after the end" % (back - d["TrainingEndTime"].timestamp()))
+    r = subprocess.run(base + ["--name", "wait-w7-fail", "--argument", "-c", "--argument", "exit 7"],
+                       capture_output=True, env=env, timeout=60)
+    err = r.stderr.decode()
+    expect(r.returncode == 3 and "exited with code 7" in err,
+           "a failing job: exit %d, stderr %r" % (r.returncode, err))
+
+
 def main():
     tap = sc.Tap()
     cl = fl.LocalCluster(1, ["--max-retries", "0"], prefix="trainctl-wait-")
@@ -174,6 +198,7 @@ def main():
                  case_w2, cl, sm)
         tap.case("(w3) a long-poll of a running job returns when the job changes", case_w3, cl, sm)
         tap.case("(w4) 300 parked long-polls hold no thread and all come back", case_w4, cl, sm)
+        tap.case("(w7) create-training-job --wait returns with the job's end and its outcome", case_w7, cl, sm)
         r = tap.case("(w6) trainctl logs -f shows a line at once and ends with the job", case_w6, cl, sm)
         if isinstance(r, str):
             print("# " + r)
