@@ -276,6 +276,11 @@ static void prepare(struct agent_ctx *ctx, struct agent_assign *a)
 	a->restage = 0;
 	a->task_ok = 0;
 	FREE_AND_NULL(a->task_error);
+	/* Nothing to download: no worker to fork and hear from. */
+	if (!agent_stage_needed(&a->spec)) {
+		a->staged = 1;
+		goto out;
+	}
 	if (agent_stage_start(ctx, a, &err))
 		goto fail;
 	a->task_kind = AGENT_TASK_STAGE;
@@ -459,7 +464,8 @@ static void step_staging(struct agent_ctx *ctx, struct agent_assign *a)
 		return;
 	if (!a->dir || a->restage) {
 		prepare(ctx, a);
-		return;
+		if (!a->staged || a->phase == API_PHASE_ERROR)
+			return;
 	}
 	/* Self-fenced hosts start nothing until the controller is back. */
 	if (a->staged && !ctx->sess.fenced)

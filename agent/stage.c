@@ -374,6 +374,14 @@ out:
 	return ret ? 1 : 0;
 }
 
+int agent_stage_needed(const struct api_assignment *s)
+{
+	return (s->checkpoint_s3_uri && *s->checkpoint_s3_uri) ||
+	       s->n_channels ||
+	       (s->launch_mode == API_LAUNCH_SCRIPT && s->submit_directory &&
+		*s->submit_directory);
+}
+
 int agent_stage_start(struct agent_ctx *ctx, struct agent_assign *a,
 		      struct buf *err)
 {
