@@ -21,6 +21,9 @@ the launch was asked for:
                   CreateTrainingJob (SigV4-signed, ContainerEntrypoint
                   /bin/date +%s%N, 3 instances) to the last start time, read
                   from the job's logs.
+  trainctl create --wait
+                  create + wait (next) as one command,
+                  `create-training-job ... --wait`, as srun is one.
   trainctl create + wait
                   what a user types: `trainctl create-training-job ...`
                   then `trainctl wait NAME` (which long-polls the job), as
@@ -33,6 +36,10 @@ the launch was asked for:
                   connection reuse).
   mpirun -H       OpenMPI 4.1: -np 3 --allow-run-as-root, plm_rsh_agent ssh,
                   btl/oob_tcp_if_include the cluster's /24.
+A log line, printed -> shown: a 1-host job that prints its wall-clock time
+every --line-gap s (--lines lines), followed by `trainctl logs -f` on this
+machine (the arrival time of each line minus the time in it), against the
+same program under `srun -u -N1` from node1.
 srun, pdsh and mpirun run on node1 (a login node of the cluster: one
 nsenter into its namespaces, the timing loop runs inside). "returned" is
 when the launcher command exited. Timing: Python's time.time_ns() and the
@@ -42,7 +49,8 @@ Every run starts from an idle cluster: --pause seconds between runs (and,
 for srun, until sinfo says every node is idle again), not timed.
 
 Usage: bench/launch_cluster.py [--hosts 3] [--warm 20] [--runs 10] [--cold 3]
-           [--pause 0.3] [--no-slurm] [--build build] [--prefix tcb] [--json F]
+           [--pause 0.3] [--no-slurm] [--line-jobs 3] [--lines 20] [--line-gap 0.1]
+           [--build build] [--prefix tcb] [--json F]
 Prints a table (milliseconds).
 """
 import argparse
@@ -182,20 +190,50 @@ class Ctl:
             time.sleep(0.02)
         sys.exit("bench: hosts not ready: %s (log %s)" % (self.get("/v1/hosts"), self.log.name))
 
-    def cli_create_wait(self, name, n):
-        """`trainctl create-training-job` then `trainctl wait`: (t0, t1) ns."""
+    def cli_create_wait(self, name, n, one=False):
+        """`trainctl create-training-job` then `trainctl wait` (one: the
+        first with --wait, alone): (t0, t1) ns."""
         cli = os.path.join(os.path.dirname(self.args[0]), "trainctl")
         env = dict(os.environ, TRAINCTL_ENDPOINT="http://%s:%d" % (self.addr, self.port),
                    AWS_ACCESS_KEY_ID=self.key, AWS_SECRET_ACCESS_KEY=self.secret)
+        create = [cli, "create-training-job", "--name", name, "--image", "trainctl/python",
+                  "--entrypoint", "/bin/date", "--entrypoint", "+%s%N", "--instance-type", ITYPE,
+                  "--instance-count", str(n), "--output-path", "s3://bench-out/launch"]
         t0 = time.time_ns()
-        for argv in ([cli, "create-training-job", "--name", name, "--image", "trainctl/python",
-                      "--entrypoint", "/bin/date", "--entrypoint", "+%s%N", "--instance-type", ITYPE,
-                      "--instance-count", str(n), "--output-path", "s3://bench-out/launch"],
-                     [cli, "wait", name]):
+        for argv in ([create + ["--wait"]] if one else [create, [cli, "wait", name]]):
             r = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, timeout=120)
             if r.returncode:
                 sys.exit("bench: %s: exit %d %s" % (" ".join(argv[:2]), r.returncode, r.stderr.decode()))
         return t0, time.time_ns()
+
+    def follow_lines(self, name, lines, gap):
+        """A 1-host job printing `lines` wall-clock times `gap` s apart,
+        followed with `trainctl logs -f`: [arrival - printed, ms]."""
+        cli = os.path.join(os.path.dirname(self.args[0]), "trainctl")
+        env = dict(os.environ, TRAINCTL_ENDPOINT="http://%s:%d" % (self.addr, self.port),
+                   AWS_ACCESS_KEY_ID=self.key, AWS_SECRET_ACCESS_KEY=self.secret)
+        body = {
+            "TrainingJobName": name,
+            "RoleArn": "arn:aws:iam::000000000000:role/bench",
+            "AlgorithmSpecification": {"TrainingImage": "trainctl/python", "TrainingInputMode": "File",
+                                       "ContainerEntrypoint": ["/bin/sh", "-c", LINES_SH % (lines, gap)]},
+            "OutputDataConfig": {"S3OutputPath": "s3://bench-out/launch"},
+            "ResourceConfig": {"InstanceType": ITYPE, "InstanceCount": 1, "VolumeSizeInGB": 1},
+            "StoppingCondition": {"MaxRuntimeInSeconds": 600},
+        }
+        self.call("CreateTrainingJob", body)
+        p = subprocess.Popen([cli, "logs", "-f", name], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        lat = []
+        for line in p.stdout:
+            t = time.time_ns()
+            w = line.split()
+            if w and w[-1].isdigit():
+                lat.append((t - int(w[-1])) / 1e6)
+        rc = p.wait(60)
+        if rc or len(lat) != lines:
+            sys.exit("bench: trainctl logs -f %s: exit %d, %d of %d lines %s" % (
+                name, rc, len(lat), lines, p.stderr.read().decode()[-300:]))
+        return lat
 
     def launch(self, name, n):
         """Sends CreateTrainingJob; returns (t_sent_ns, [start times ns])."""
@@ -331,6 +369,28 @@ print(json.dumps(out))
 '''
 
 
+# The program of the log-line test: `lines` lines, the wall-clock time each.
+LINES_SH = "i=0; while [ $i -lt %d ]; do date +%%s%%N; sleep %s; i=$((i+1)); done"
+
+# The same program under `srun -u` (unbuffered), from node1.
+INNER_LINES = r'''
+import json, os, subprocess, sys, time
+argv, env, runs = json.loads(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3])
+e = dict(os.environ)
+e.update(env)
+lat = []
+for i in range(runs):
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, env=e)
+    for line in p.stdout:
+        t = time.time_ns()
+        w = line.split()
+        if w and w[-1].isdigit():
+            lat.append((t - int(w[-1])) / 1e6)
+    p.wait(60)
+print(json.dumps(lat))
+'''
+
+
 def start_slurm(state, prefix, net, n):
     d = os.path.join(state, "slurm")
     os.makedirs(os.path.join(d, "ctld"), exist_ok=True)
@@ -370,6 +430,9 @@ def main():
     ap.add_argument("--build", default=os.environ.get("BUILD", "build"))
     ap.add_argument("--prefix", default="tcb")
     ap.add_argument("--port", type=int, default=18580)
+    ap.add_argument("--line-jobs", type=int, default=3, help="jobs of the log-line test")
+    ap.add_argument("--lines", type=int, default=20, help="lines per job of the log-line test")
+    ap.add_argument("--line-gap", default="0.1", help="seconds between those lines")
     ap.add_argument("--json", help="also write the results here")
     a = ap.parse_args()
     a.build = os.path.join(REPO, a.build) if not os.path.isabs(a.build) else a.build
@@ -378,7 +441,9 @@ def main():
     n = a.hosts
     state = "/tmp/trainctl-cluster-%s" % a.prefix
     results = {}
+    line_results = {}
     notes = []
+    err = None
     ctl = None
     try:
         # -- cold launches: fresh hosts and controller for each
@@ -433,6 +498,17 @@ def main():
                 e2e.append((t1 - t0) / 1e6)
             time.sleep(a.pause)
         results["trainctl create + wait (returned)"] = stats(e2e)
+        e2e = []
+        for i in range(a.warm + 1):
+            t0, t1 = ctl.cli_create_wait("cliw-%d-%d" % (os.getpid(), i), n, one=True)
+            if i:
+                e2e.append((t1 - t0) / 1e6)
+            time.sleep(a.pause)
+        results["trainctl create --wait (returned)"] = stats(e2e)
+        lat = []
+        for i in range(a.line_jobs):
+            lat += ctl.follow_lines("lines-%d-%d" % (os.getpid(), i), a.lines, a.line_gap)
+        line_results = {"trainctl logs -f": stats(lat)}
 
         # -- the others, from node1
         hostlist = ",".join("node%d" % k for k in range(1, n + 1))
@@ -461,6 +537,12 @@ def main():
                 continue
             results[label + " (all started)"] = stats([r["all_started"] for r in res])
             results[label + " (returned)"] = stats([r["returned"] for r in res])
+        if not a.no_slurm and not err:
+            prog = LINES_SH % (a.lines, a.line_gap)
+            p = sh("exec", "node1", "--prefix", a.prefix, "--", "/usr/bin/python3", "-c", INNER_LINES,
+                   json.dumps(["srun", "-u", "-N1", "-n1", "/bin/sh", "-c", prog]),
+                   json.dumps({"SLURM_CONF": conf}), str(a.line_jobs), timeout=600)
+            line_results["srun -u -N1"] = stats(json.loads(p.stdout.decode().strip().splitlines()[-1]))
     finally:
         if ctl:
             ctl.stop()
@@ -474,15 +556,26 @@ def main():
         if s:
             print("| %-*s | %3d | %8.1f | %8.1f | %8.1f | %8.1f |" % (w, k, s["n"], s["median"], s["p90"], s["min"],
                                                                     s["max"]))
+    print()
+    print("a log line, printed -> shown to the user (ms; %d jobs of %d lines, %s s apart)" % (
+        a.line_jobs, a.lines, a.line_gap))
+    print("| %-*s | %4s | %8s | %8s | %8s | %8s |" % (w, "follower", "n", "median", "p90", "min", "max"))
+    print("| %s | ---: | -------: | -------: | -------: | -------: |" % ("-" * w))
+    for k, s in line_results.items():
+        if s:
+            print("| %-*s | %4d | %8.1f | %8.1f | %8.1f | %8.1f |" % (w, k, s["n"], s["median"], s["p90"],
+                                                                     s["min"], s["max"]))
     srun = results.get("srun -N%d (returned)" % n)
-    mine = results.get("trainctl create + wait (returned)")
-    if srun and mine:
-        print("trainctl create + wait / srun -N%d, returned, medians: %.2f" % (n, mine["median"] / srun["median"]))
+    for label in ("trainctl create + wait (returned)", "trainctl create --wait (returned)"):
+        mine = results.get(label)
+        if srun and mine:
+            print("%s / srun -N%d, returned, medians: %.2f" % (label.replace(" (returned)", ""), n,
+                                                              mine["median"] / srun["median"]))
     for x in notes:
         print("note: " + x)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"results": results, "notes": notes}, f, indent=1)
+            json.dump({"results": results, "lines": line_results, "notes": notes}, f, indent=1)
 
 
 if __name__ == "__main__":
