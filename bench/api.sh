@@ -172,6 +172,9 @@ l_first=$($PY -c 'import json,sys; s = [x for x in json.load(open(sys.argv[1]))[
 walk_seen=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["series"][0]["extra"])' "$tmp/list.json" 2>/dev/null || echo "?")
 
 rss=$(awk '/^VmRSS/ { print $2 " " $3 }' "/proc/$pid/status" 2>/dev/null)
+# Of which: the heap and stacks (RssAnon) and mapped files (RssFile: the
+# store's pages the readers map, which the kernel may drop at any time).
+rss_parts=$(awk '/^RssAnon/ { a = $2 } /^RssFile/ { f = $2 } END { printf "anon %d MB, files %d MB", a / 1024, f / 1024 }' "/proc/$pid/status" 2>/dev/null)
 disk=$(du -sh "$tmp/state" 2>/dev/null | cut -f1)
 alive=yes
 kill -0 "$pid" 2>/dev/null || { alive=no; bad=1; }
@@ -201,7 +204,17 @@ printf '%-44s %14s %16s\n' "  worst series of all: $lworst_name" "$lworst" "(inf
 printf '%-44s %14s\n' "non-200: preload/describe/create/grow" "$pre_bad/$d_bad/$c_bad/$g_bad"
 printf '%-44s %14s\n' "describe 200s without a job body" "$d_body"
 printf '%-44s %14s\n' "daemon RSS / state dir after the run" "$rss / $disk"
+printf '%-44s %14s\n' "  of the RSS" "$rss_parts"
 printf '%-44s %14s\n' "daemon alive at the end" "$alive"
+# The store must be sound once the daemon stopped (SQLite's own check).
+kill -TERM "$pid" 2>/dev/null
+i=0
+while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+wait "$pid" 2>/dev/null
+pid=""
+integrity=$($PY -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("PRAGMA integrity_check").fetchone()[0].splitlines()[0][:60])' "$tmp/state/trainctl.db" 2>&1)
+printf '%-44s %14s\n' "store PRAGMA integrity_check after the stop" "$integrity"
+[ "$integrity" = ok ] || bad=1
 echo "(wrk runs on the same $(nproc) CPUs as the daemon: daemon CPU is in % of one CPU)"
 cleanup
 case "$vd$vc$vl$vf" in *MISS*) bad=1 ;; esac

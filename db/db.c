@@ -149,6 +149,18 @@ static void writer_lock(struct db *db);
 static int writer_unlock(struct db *db, int committed, struct buf *err);
 
 /*
+ * SQLite before 3.51.3 (Debian 12 ships 3.40.1) has the WAL-reset bug
+ * (https://sqlite.org/wal.html#walresetbug): a checkpoint that starts while
+ * another connection commits a write that starts the WAL over can record a
+ * wrong WAL-index header, and a later checkpoint then skips frames: pages
+ * of committed transactions never reach the database, which is corrupt
+ * (bench/api.sh growing the store to 100k jobs hit it: "database disk image
+ * is malformed"). With such a library a checkpoint only runs while the
+ * writer is held, so that no commit races it.
+ */
+#define SQLITE_WAL_RESET_FIXED 3051003
+
+/*
  * Copies the WAL into the database while writers go on, then the frames
  * they added meanwhile with writes held back (a short copy). A WAL that
  * is all copied is started over by the next write and ignored by readers;
@@ -159,10 +171,11 @@ static void checkpoint(struct db *db)
 	int log = 0;
 	int done = 0;
 
-	if (sqlite3_wal_checkpoint_v2(db->ckpt.db, NULL,
-				      SQLITE_CHECKPOINT_PASSIVE, &log,
-				      &done) != SQLITE_OK ||
-	    done >= log)
+	if (sqlite3_libversion_number() >= SQLITE_WAL_RESET_FIXED &&
+	    (sqlite3_wal_checkpoint_v2(db->ckpt.db, NULL,
+				       SQLITE_CHECKPOINT_PASSIVE, &log,
+				       &done) != SQLITE_OK ||
+	     done >= log))
 		return;
 	writer_lock(db);
 	(void)sqlite3_wal_checkpoint_v2(db->ckpt.db, NULL,
