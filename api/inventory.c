@@ -9,7 +9,7 @@
 #include "common/xalloc.h"
 #include "common/banned.h"
 
-#define MAX_HOSTS 4096
+#define MAX_HOSTS 65536
 
 static int name_ok(const char *s)
 {
@@ -76,6 +76,27 @@ static int get_int(const json_t *o, const char *key, int def, int lo, int hi,
 	return 0;
 }
 
+/* "agent": "ssh" (the default) or "external". */
+static int get_agent_kind(const json_t *o, size_t i, int *external,
+			  struct buf *err)
+{
+	const json_t *v = json_object_get(o, "agent");
+	const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+
+	*external = 0;
+	if (!v || json_is_null(v) || (s && !strcmp(s, "ssh")))
+		return 0;
+	if (s && !strcmp(s, "external")) {
+		*external = 1;
+		return 0;
+	}
+	(void)buf_addf(err,
+		       "inventory host %zu: 'agent' must be \"ssh\" or "
+		       "\"external\"",
+		       i + 1);
+	return ERR_INVALID;
+}
+
 static int parse_host(const json_t *o, size_t i, struct api_inventory_host *h,
 		      struct buf *err)
 {
@@ -96,17 +117,20 @@ static int parse_host(const json_t *o, size_t i, struct api_inventory_host *h,
 		ret = ERR_INVALID;
 	}
 	if (!ret)
-		ret = get_str(o, "address", NULL, 1, &h->address, i, err);
+		ret = get_agent_kind(o, i, &h->external, err);
+	if (!ret)
+		ret = get_str(o, "address", NULL, !h->external, &h->address, i,
+			      err);
 	if (!ret)
 		ret = get_int(o, "port", 22, 1, 65535, &h->port, i, err);
 	if (!ret)
 		ret = get_str(o, "user", "root", 0, &h->user, i, err);
 	if (!ret)
-		ret = get_str(o, "identity_file", NULL, 1, &h->identity_file, i,
-			      err);
+		ret = get_str(o, "identity_file", NULL, !h->external,
+			      &h->identity_file, i, err);
 	if (!ret)
-		ret = get_str(o, "known_hosts", NULL, 1, &h->known_hosts, i,
-			      err);
+		ret = get_str(o, "known_hosts", NULL, !h->external,
+			      &h->known_hosts, i, err);
 	if (!ret)
 		ret = get_str(o, "instance_type", "ml.m5.large", 0,
 			      &h->instance_type, i, err);

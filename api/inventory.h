@@ -8,6 +8,10 @@
  *     "known_hosts": "/path/known_hosts", "instance_type": "ml.c5.xlarge",
  *     "cpus": 2, "gpus": 0, "accept_new_host_key": false,
  *     "agent_path": "/tmp/trainagent", "work_dir": "/var/lib/trainagent"}]}
+ * "agent": "external" names a host whose agent someone else starts
+ * (systemd, an image's boot script) with the token the controller keeps in
+ * <state-dir>/hosts/<name>/token: it needs no address or SSH members and is
+ * never provisioned. The default is "ssh".
  * More members may come; unknown ones are ignored.
  */
 #include <stddef.h>
@@ -27,6 +31,7 @@ struct api_inventory_host {
 	int accept_new_host_key;
 	char *agent_path; /* where the agent binary goes on the host */
 	char *work_dir;	  /* the agent's work directory on the host */
+	int external;	  /* "agent": "external": not provisioned over SSH */
 };
 
 struct api_inventory {

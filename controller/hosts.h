@@ -48,6 +48,7 @@ struct ctrl_host {
 	int restarts;
 	/* Inventory hosts (controller/provision.c). */
 	int inventory;
+	int external;	     /* its agent is started by someone else */
 	int removed;	     /* no longer in the inventory: no new jobs */
 	char *instance_type; /* NULL for local hosts: they serve any type */
 	char *inv_address;

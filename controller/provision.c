@@ -78,6 +78,12 @@ static int file_sha256(const char *path, char hex[65])
 	return 0;
 }
 
+/* An external host has no address or SSH members. */
+static char *dup_or_null(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
 int ctrl_inventory_load(struct ctrl_ctx *ctx, struct buf *err)
 {
 	struct api_inventory inv;
@@ -117,28 +123,35 @@ int ctrl_inventory_load(struct ctrl_ctx *ctx, struct buf *err)
 				existed ? time_mono_ms() +
 						  ctx->cfg.host_deadline_ms :
 					  0;
-			log_info("host '%s' (%s:%d, %s) in the inventory",
-				 ih->name, ih->address, ih->port,
-				 ih->instance_type);
+			if (ih->external)
+				log_info("host '%s' (%s, agent started "
+					 "externally) in the inventory",
+					 ih->name, ih->instance_type);
+			else
+				log_info("host '%s' (%s:%d, %s) in the "
+					 "inventory",
+					 ih->name, ih->address, ih->port,
+					 ih->instance_type);
 		}
 		h->removed = 0;
 		free(h->instance_type);
 		h->instance_type = xstrdup(ih->instance_type);
 		free(h->inv_address);
-		h->inv_address = xstrdup(ih->address);
+		h->inv_address = dup_or_null(ih->address);
 		h->ssh_port = ih->port;
 		free(h->ssh_user);
 		h->ssh_user = xstrdup(ih->user);
 		free(h->ssh_key);
-		h->ssh_key = xstrdup(ih->identity_file);
+		h->ssh_key = dup_or_null(ih->identity_file);
 		free(h->known_hosts);
-		h->known_hosts = xstrdup(ih->known_hosts);
+		h->known_hosts = dup_or_null(ih->known_hosts);
 		h->accept_new_host_key = ih->accept_new_host_key;
 		free(h->agent_path);
 		h->agent_path = xstrdup(ih->agent_path);
 		free(h->work_dir);
 		h->work_dir = xstrdup(ih->work_dir);
 		h->inventory = 1;
+		h->external = ih->external;
 		if (ih->cpus)
 			h->cpus = ih->cpus;
 		h->gpus = ih->gpus;
@@ -691,7 +704,7 @@ void ctrl_provision_tick(struct ctrl_ctx *ctx)
 		pthread_t t;
 		pthread_attr_t attr;
 
-		if (!h->inventory || h->removed || h->prov_busy ||
+		if (!h->inventory || h->external || h->removed || h->prov_busy ||
 		    (h->registered && !h->lost) || now < h->next_provision_ms)
 			continue;
 		j = xcalloc(1, sizeof(*j));
