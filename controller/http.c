@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <errno.h>
 #include <unistd.h>
@@ -890,6 +891,35 @@ static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
 	return MHD_http_unescape(s);
 }
 
+/* Descriptors kept for the store, the agents' SSH sessions, files and pipes. */
+#define FD_RESERVE 512
+
+/*
+ * How many connections to accept at once. Every agent holds two or three
+ * (its work long-poll, its status reports, its log lines), so thousands of
+ * hosts need more descriptors than the usual soft limit of 1,024: raise it
+ * to the hard limit and keep FD_RESERVE of them for everything else.
+ */
+static unsigned connection_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return 1024 - FD_RESERVE / 2;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rlim_t want = rl.rlim_max;
+
+		if (want == RLIM_INFINITY || want > (1 << 20))
+			want = 1 << 20;
+		rl.rlim_cur = want;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			(void)getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur < 2 * FD_RESERVE)
+		return (unsigned)(rl.rlim_cur / 2);
+	return (unsigned)(rl.rlim_cur - FD_RESERVE);
+}
+
 int ctrl_http_start(struct ctrl_ctx *ctx, struct buf *err)
 {
 	struct sockaddr_storage ss;
@@ -919,7 +949,7 @@ int ctrl_http_start(struct ctrl_ctx *ctx, struct buf *err)
 		MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
 		MHD_OPTION_NOTIFY_COMPLETED, completed, ctx,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
+		MHD_OPTION_CONNECTION_LIMIT, connection_limit(),
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
 		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
 	if (!ctx->httpd) {
