@@ -82,7 +82,8 @@ struct ctrl_ctx {
 
 	/* Hosts and their waiters (controller/hosts.h). */
 	pthread_mutex_t hosts_lock;
-	struct ctrl_host **hosts;
+	struct ctrl_host **hosts;	   /* in inventory order */
+	struct ctrl_host **hosts_by_name; /* the same, sorted by name */
 	size_t n_hosts;
 	struct ctrl_waiter *log_waiters; /* logs -f, resumed on new lines */
 	struct ctrl_rdzv *rdzv;		 /* controller/rendezvous.h */

@@ -13,37 +13,74 @@
 #include "controller/rendezvous.h"
 #include "controller/ops.h"
 #include "db/run.h"
+#include "common/bug.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
+/*
+ * Where name is or would go in ctx->hosts_by_name: every request of every
+ * agent looks its host up, so with thousands of hosts this is a binary
+ * search, not a walk.
+ */
+static size_t by_name_slot(const struct ctrl_ctx *ctx, const char *name,
+			   int *found)
+{
+	size_t lo = 0, hi = ctx->n_hosts;
+
+	*found = 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(ctx->hosts_by_name[mid]->name, name);
+
+		if (!c) {
+			*found = 1;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 struct ctrl_host *ctrl_hosts_add(struct ctrl_ctx *ctx, const char *name,
 				 const char *token)
 {
 	struct ctrl_host *h;
+	size_t at;
+	int found;
 
+	at = by_name_slot(ctx, name, &found);
+	if (found)
+		BUG("host '%s' added twice", name);
 	ctx->hosts =
 		xrealloc(ctx->hosts, (ctx->n_hosts + 1) * sizeof(*ctx->hosts));
+	ctx->hosts_by_name =
+		xrealloc(ctx->hosts_by_name,
+			 (ctx->n_hosts + 1) * sizeof(*ctx->hosts_by_name));
 	h = xcalloc(1, sizeof(*h));
 	h->name = xstrdup(name);
 	h->token = xstrdup(token);
 	/* Start versions at the clock so that an agent holding a version
 	 * from before a controller restart always sees a change. */
 	h->version = time_now_ms();
+	memmove(ctx->hosts_by_name + at + 1, ctx->hosts_by_name + at,
+		(ctx->n_hosts - at) * sizeof(*ctx->hosts_by_name));
+	ctx->hosts_by_name[at] = h;
 	ctx->hosts[ctx->n_hosts++] = h;
 	return h;
 }
 
 struct ctrl_host *ctrl_hosts_find(struct ctrl_ctx *ctx, const char *name)
 {
-	size_t i;
+	int found;
+	size_t at = by_name_slot(ctx, name, &found);
 
-	for (i = 0; i < ctx->n_hosts; i++)
-		if (!strcmp(ctx->hosts[i]->name, name))
-			return ctx->hosts[i];
-	return NULL;
+	return found ? ctx->hosts_by_name[at] : NULL;
 }
 
 struct ctrl_host *ctrl_hosts_auth(struct ctrl_ctx *ctx, const char *name,
@@ -204,6 +241,8 @@ void ctrl_hosts_release(struct ctrl_ctx *ctx)
 	}
 	free(ctx->hosts);
 	ctx->hosts = NULL;
+	free(ctx->hosts_by_name);
+	ctx->hosts_by_name = NULL;
 	ctx->n_hosts = 0;
 }
 
