@@ -372,6 +372,15 @@ int db_assignments_list(struct db *db, const char *job, const char *host,
 	 */
 	sqlite3_stmt *st = prep(
 		conn,
+		/* One host's: through its index (an agent's work long-poll
+		 * asks for these on every change of its desired state). */
+		!job && host ?
+		"SELECT j.name, a.attempt, a.host_index, a.host, "
+		"a.action, a.phase, a.report_json, a.artifacts, j.uid "
+		"FROM assignments a INDEXED BY assignments_by_host "
+		"CROSS JOIN jobs j ON j.id = a.job_id WHERE ?1 IS NULL AND "
+		"a.host = ?2 AND (?3 = 0 OR a.attempt = ?3) ORDER BY "
+		"j.creation_ms, j.id, a.attempt, a.host_index" :
 		job ? "SELECT j.name, a.attempt, a.host_index, a.host, "
 		      "a.action, a.phase, a.report_json, a.artifacts, j.uid "
 		      "FROM jobs "
