@@ -76,6 +76,9 @@ static void do_register(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		restarted = h->boot_id && strcmp(h->boot_id, r.boot_id);
 		free(h->boot_id);
 		h->boot_id = xstrdup(r.boot_id);
+		free(h->last_status);
+		h->last_status = NULL;
+		h->last_status_len = 0;
 		free(h->address);
 		h->address = xstrdup(r.address ? r.address : "127.0.0.1");
 		h->cpus = r.cpus;
@@ -160,6 +163,35 @@ static int algo_index(const char *algo)
 	return (int)n - 1;
 }
 
+/* The longest status body kept to recognise the next heartbeat by. */
+#define STATUS_KEEP_MAX (16 * 1024)
+
+/*
+ * Keeps what host reported, all of it stored (body), or forgets it (NULL):
+ * the next heartbeat that says the same again is answered without parsing
+ * or touching the store, so thousands of hosts cost little between changes.
+ */
+static void remember_status(struct ctrl_ctx *ctx, const char *host,
+			    const struct buf *body)
+{
+	struct ctrl_host *h;
+
+	pthread_mutex_lock(&ctx->hosts_lock);
+	h = ctrl_hosts_find(ctx, host);
+	if (h) {
+		free(h->last_status);
+		h->last_status = NULL;
+		h->last_status_len = 0;
+		if (body && body->len <= STATUS_KEEP_MAX) {
+			h->last_status = xmalloc(body->len + 1);
+			memcpy(h->last_status, body->data, body->len);
+			h->last_status[body->len] = '\0';
+			h->last_status_len = body->len;
+		}
+	}
+	pthread_mutex_unlock(&ctx->hosts_lock);
+}
+
 static void do_status(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		      const char *host, struct ctrl_http_req *req,
 		      struct ctrl_response *resp)
@@ -170,6 +202,8 @@ static void do_status(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	struct buf one = BUF_INIT;
 	int changed = 0;
 	int came_back = 0;
+	int same = 0;
+	int stored = 1;
 	size_t i;
 
 	pthread_mutex_lock(&ctx->hosts_lock);
@@ -179,6 +213,8 @@ static void do_status(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		h->lost = 0;
 		h->registered = 1;
 		h->last_seen_ms = time_mono_ms();
+		same = h->last_status && h->last_status_len == req->body.len &&
+		       !memcmp(h->last_status, req->body.data, req->body.len);
 	}
 	pthread_mutex_unlock(&ctx->hosts_lock);
 	if (!h) {
@@ -187,6 +223,14 @@ static void do_status(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	}
 	if (came_back)
 		log_info("host '%s' is back", host);
+	if (same) {
+		/* A heartbeat that repeats what was stored: nothing to do
+		 * but note that the host lives (above). */
+		if (came_back)
+			ctrl_reconciler_wake(ctx);
+		reply_ok(resp);
+		return;
+	}
 	if (api_status_parse(req->body.data, req->body.len, &st, &err)) {
 		ctrl_reply_error(resp, 400, "ValidationException", err.data);
 		buf_release(&err);
@@ -210,13 +254,16 @@ static void do_status(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 					   r->attempt, idx, host,
 					   api_phase_name(r->phase), one.data,
 					   &err);
-		if (ret > 0)
+		if (ret > 0) {
 			changed = 1;
-		else if (ret < 0 && ret != ERR_NOTFOUND)
+		} else if (ret < 0 && ret != ERR_NOTFOUND) {
 			log_error("host '%s': cannot store report: %s", host,
 				  err.data);
+			stored = 0;
+		}
 	}
 	api_status_release(&st);
+	remember_status(ctx, host, stored ? &req->body : NULL);
 	if (changed || came_back)
 		ctrl_reconciler_wake(ctx);
 	reply_ok(resp);

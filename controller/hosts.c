@@ -229,6 +229,7 @@ void ctrl_hosts_release(struct ctrl_ctx *ctx)
 		free(h->address);
 		free(h->drain_reason);
 		free(h->boot_id);
+		free(h->last_status);
 		free(h->work_dir);
 		free(h->instance_type);
 		free(h->inv_address);

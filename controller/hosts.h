@@ -28,6 +28,9 @@ struct ctrl_host {
 	char *token;
 	char *address; /* as the agent reported it */
 	char *boot_id;
+	/* The last status body, every report of it stored (agent_api.c). */
+	char *last_status;
+	size_t last_status_len;
 	int cpus;
 	int gpus;
 	int registered;	      /* an agent has registered since we started */
