@@ -200,7 +200,6 @@ static void do_status(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	struct ctrl_host *h;
 	struct buf err = BUF_INIT;
 	struct buf one = BUF_INIT;
-	int changed = 0;
 	int came_back = 0;
 	int same = 0;
 	int stored = 1;
@@ -255,7 +254,7 @@ static void do_status(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 					   api_phase_name(r->phase), one.data,
 					   &err);
 		if (ret > 0) {
-			changed = 1;
+			ctrl_reconciler_wake_job(ctx, r->job);
 		} else if (ret < 0 && ret != ERR_NOTFOUND) {
 			log_error("host '%s': cannot store report: %s", host,
 				  err.data);
@@ -264,7 +263,7 @@ static void do_status(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	}
 	api_status_release(&st);
 	remember_status(ctx, host, stored ? &req->body : NULL);
-	if (changed || came_back)
+	if (came_back)
 		ctrl_reconciler_wake(ctx);
 	reply_ok(resp);
 	buf_release(&err);
@@ -407,7 +406,7 @@ void ctrl_agent_upload_done(struct ctrl_ctx *ctx, struct ctrl_http_req *req,
 				       req->sink_bit, &err))
 		log_warn("artifact of a vanished assignment: %s", err.data);
 	log_debug("artifact %s (%lld bytes)", req->sink_final, req->sink_bytes);
-	ctrl_reconciler_wake(ctx);
+	ctrl_reconciler_wake_job(ctx, req->sink_job);
 	reply_ok(resp);
 	buf_release(&err);
 }

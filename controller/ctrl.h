@@ -76,6 +76,13 @@ struct ctrl_ctx {
 	pthread_cond_t wake;
 	int dirty;
 	int stopping;
+	/* What the next pass looks at (under lock): every job (full), or
+	 * only the jobs named, plus the queue when hosts were freed
+	 * (hosts_freed, atomic; set by the pass that freed them). */
+	int full_pass;
+	char **dirty_jobs;
+	size_t n_dirty;
+	int hosts_freed;
 	/* Set by each pass when no host at all is free (atomic): a create
 	 * then enters the queue at once (see ctrl_op_create). */
 	int no_host_free;
@@ -117,8 +124,12 @@ void ctrl_http_stop(struct ctrl_ctx *ctx);
 /* reconciler.c */
 int ctrl_reconciler_start(struct ctrl_ctx *ctx);
 void ctrl_reconciler_stop(struct ctrl_ctx *ctx);
-/* Records that something changed; the reconciler looks again soon. */
+/* Records that something changed; the reconciler looks again soon, at
+ * every job. */
 void ctrl_reconciler_wake(struct ctrl_ctx *ctx);
+/* Records that job name changed (a report, a create, a stop): the next
+ * pass looks at it without reading every other job. */
+void ctrl_reconciler_wake_job(struct ctrl_ctx *ctx, const char *name);
 
 /* The ARN of a training job (owned by the caller). */
 char *ctrl_job_arn(const struct ctrl_ctx *ctx, const char *name);

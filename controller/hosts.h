@@ -40,6 +40,9 @@ struct ctrl_host {
 	 * a job on it moves to another host (controller/jobrun.c). */
 	int drained;
 	char *drain_reason;
+	/* Holds an assignment, as of the reconciler's last read of them
+	 * (controller/jobrun.c); only the reconciler uses it. */
+	int busy;
 	int64_t version; /* of the desired state */
 	struct ctrl_waiter *waiters;
 	/* Embedded local cluster only: the agent process we started. */

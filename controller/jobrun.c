@@ -34,16 +34,80 @@
  */
 #define REASON_MAX (1024 + 32)
 
-/* Hosts that hold any assignment are busy. */
-static int host_busy(const struct db_assignment *all, size_t n,
-		     const char *host)
+/*
+ * Hosts that hold any assignment are busy: marks each host from the
+ * assignments just read (all of them), once per read instead of a walk of
+ * every assignment for every host looked at.
+ */
+static void mark_busy(struct ctrl_ctx *ctx, const struct db_assignment *all,
+		      size_t n)
 {
 	size_t i;
 
-	for (i = 0; i < n; i++)
-		if (!strcmp(all[i].host, host))
-			return 1;
-	return 0;
+	pthread_mutex_lock(&ctx->hosts_lock);
+	for (i = 0; i < ctx->n_hosts; i++)
+		ctx->hosts[i]->busy = 0;
+	for (i = 0; i < n; i++) {
+		struct ctrl_host *h = ctrl_hosts_find(ctx, all[i].host);
+
+		if (h)
+			h->busy = 1;
+	}
+	pthread_mutex_unlock(&ctx->hosts_lock);
+}
+
+/*
+ * Makes the hosts' busy marks current, unless *valid says they are (a
+ * pass reads the assignments only when it is about to pick hosts).
+ */
+static void ensure_busy(struct ctrl_ctx *ctx, int *valid)
+{
+	struct db_assignment *all = NULL;
+	struct buf err = BUF_INIT;
+	size_t n = 0;
+
+	if (*valid)
+		return;
+	if (db_assignments_list(ctx->db, NULL, NULL, 0, &all, &n, &err))
+		log_error("reconciler: %s", err.data);
+	else
+		*valid = 1;
+	mark_busy(ctx, all, n);
+	db_assignments_free(all, n);
+	buf_release(&err);
+}
+
+/* The hosts of a new attempt are busy from now on. */
+static void set_busy(struct ctrl_ctx *ctx, const char **hosts, size_t n)
+{
+	size_t i;
+
+	pthread_mutex_lock(&ctx->hosts_lock);
+	for (i = 0; i < n; i++) {
+		struct ctrl_host *h = hosts[i] ? ctrl_hosts_find(ctx, hosts[i]) :
+						 NULL;
+
+		if (h)
+			h->busy = 1;
+	}
+	pthread_mutex_unlock(&ctx->hosts_lock);
+}
+
+/* Whether a host of the attempt is drained (it may have to move). */
+static int any_drained(struct ctrl_ctx *ctx, const struct db_assignment *as,
+		       size_t n)
+{
+	size_t i;
+	int d = 0;
+
+	pthread_mutex_lock(&ctx->hosts_lock);
+	for (i = 0; i < n && !d; i++) {
+		const struct ctrl_host *h = ctrl_hosts_find(ctx, as[i].host);
+
+		d = h && h->drained;
+	}
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	return d;
 }
 
 static int port_free(int port)
@@ -136,35 +200,36 @@ static int host_usable(const struct ctrl_host *h)
 	return host_live(h) && !h->drained;
 }
 
-/* Usable, of type (NULL: any) and holding no assignment. */
-static int host_free(const struct ctrl_host *h, const char *type,
-		     const struct db_assignment *all, size_t n_all)
+/* Usable, of type (NULL: any) and holding no assignment (mark_busy()). */
+static int host_free(const struct ctrl_host *h, const char *type)
 {
-	return host_usable(h) && (!type || host_fits(h, type)) &&
-	       !host_busy(all, n_all, h->name);
+	return host_usable(h) && (!type || host_fits(h, type)) && !h->busy;
 }
 
 /*
- * The first free host of type that is not among chosen[0..n) (entries
- * may be NULL), or NULL. Caller holds hosts_lock.
+ * The first free host of type from ctx->hosts[*from] on that is not among
+ * chosen[0..n) (entries may be NULL), or NULL; *from moves past it.
+ * Caller holds hosts_lock.
  */
 static const char *pick_free(struct ctrl_ctx *ctx, const char *type,
-			     const struct db_assignment *all, size_t n_all,
-			     const char **chosen, size_t n)
+			     size_t *from, const char **chosen, size_t n)
 {
 	size_t i, c;
 
-	for (i = 0; i < ctx->n_hosts; i++) {
+	for (i = *from; i < ctx->n_hosts; i++) {
 		const struct ctrl_host *h = ctx->hosts[i];
 		int taken = 0;
 
-		if (!host_free(h, type, all, n_all))
+		if (!host_free(h, type))
 			continue;
 		for (c = 0; c < n && !taken; c++)
 			taken = chosen[c] && !strcmp(chosen[c], h->name);
-		if (!taken)
+		if (!taken) {
+			*from = i + 1;
 			return h->name;
+		}
 	}
+	*from = ctx->n_hosts;
 	return NULL;
 }
 
@@ -174,9 +239,8 @@ static const char *pick_free(struct ctrl_ctx *ctx, const char *type,
  * what the job waits for. Caller holds hosts_lock.
  */
 static size_t choose_hosts(struct ctrl_ctx *ctx,
-			   const struct api_job_spec *spec,
-			   const struct db_assignment *all, size_t n_all,
-			   const char **chosen, struct buf *msg)
+			   const struct api_job_spec *spec, const char **chosen,
+			   struct buf *msg)
 {
 	size_t groups = spec->n_groups ? spec->n_groups : 1;
 	size_t g, k = 0;
@@ -188,10 +252,10 @@ static size_t choose_hosts(struct ctrl_ctx *ctx,
 		int want = spec->n_groups ? spec->groups[g].count :
 					    spec->instance_count;
 		int got = 0;
+		size_t from = 0;
 
 		while (got < want) {
-			const char *h =
-				pick_free(ctx, type, all, n_all, chosen, k);
+			const char *h = pick_free(ctx, type, &from, chosen, k);
 
 			if (!h)
 				break;
@@ -213,7 +277,7 @@ void ctrl_wait_message(struct buf *b, int want, const char *type, int free)
 }
 
 static void place(struct ctrl_ctx *ctx, const struct db_job *job,
-		  struct db_assignment **all, size_t *n_all)
+		  int *busy_valid)
 {
 	const char **chosen = NULL;
 	struct ctrl_jobrt *rt;
@@ -232,11 +296,12 @@ static void place(struct ctrl_ctx *ctx, const struct db_job *job,
 	if (need < 1)
 		return;
 	chosen = xcalloc((size_t)need, sizeof(*chosen));
+	ensure_busy(ctx, busy_valid);
 	pthread_mutex_lock(&ctx->jobs_lock);
 	rt = ctrl_jobrt_get(ctx, job->name);
 	pthread_mutex_lock(&ctx->hosts_lock);
 	if (rt)
-		k = choose_hosts(ctx, &rt->spec, *all, *n_all, chosen, &msg);
+		k = choose_hosts(ctx, &rt->spec, chosen, &msg);
 	pthread_mutex_unlock(&ctx->hosts_lock);
 	pthread_mutex_unlock(&ctx->jobs_lock);
 	if (k < (size_t)need) {
@@ -276,11 +341,7 @@ static void place(struct ctrl_ctx *ctx, const struct db_job *job,
 	}
 	log_info("job '%s': attempt %d on %d host%s", job->name,
 		 job->attempt + 1, need, need == 1 ? "" : "s");
-	/* The chosen hosts are busy from now on. */
-	db_assignments_free(*all, *n_all);
-	*all = NULL;
-	*n_all = 0;
-	(void)db_assignments_list(ctx->db, NULL, NULL, 0, all, n_all, &err);
+	set_busy(ctx, chosen, (size_t)need);
 	for (i = 0; i < (size_t)need; i++)
 		ctrl_hosts_bump(ctx, chosen[i]);
 out:
@@ -549,6 +610,9 @@ static void cleanup(struct ctrl_ctx *ctx, const char *name,
 
 	if (db_assignments_delete(ctx->db, name, 0, &err))
 		log_error("job '%s': %s", name, err.data);
+	/* Its hosts are free: the queue gets a look (and busy marks are
+	 * read again before anything is picked). */
+	__atomic_store_n(&ctx->hosts_freed, 1, __ATOMIC_RELAXED);
 	bump_hosts(ctx, as, n);
 	ctrl_jobrt_drop(ctx, name);
 	ctrl_rdzv_forget(ctx, name);
@@ -755,7 +819,7 @@ static void begin_restart(struct ctrl_ctx *ctx, const struct db_job *job,
  */
 static void continue_restart(struct ctrl_ctx *ctx, const struct db_job *job,
 			     const struct db_assignment *as, size_t n,
-			     struct db_assignment **all, size_t *n_all)
+			     int *busy_valid)
 {
 	const char **chosen = xcalloc(n + 1, sizeof(*chosen));
 	struct buf err = BUF_INIT, msg = BUF_INIT;
@@ -771,12 +835,14 @@ static void continue_restart(struct ctrl_ctx *ctx, const struct db_job *job,
 	set_actions(ctx, job, as, n, planned ? "stop" : "abort");
 	if (!all_settled(ctx, as, n))
 		goto out;
+	ensure_busy(ctx, busy_valid);
 	pthread_mutex_lock(&ctx->jobs_lock);
 	rt = ctrl_jobrt_get(ctx, job->name);
 	pthread_mutex_lock(&ctx->hosts_lock);
 	for (i = 0; i < n; i++) {
 		struct ctrl_host *h = ctrl_hosts_find(ctx, as[i].host);
 		const char *type;
+		size_t from;
 
 		if ((size_t)as[i].host_index >= n)
 			continue;
@@ -785,9 +851,9 @@ static void continue_restart(struct ctrl_ctx *ctx, const struct db_job *job,
 			continue;
 		}
 		type = rt ? type_of_index(&rt->spec, as[i].host_index) : NULL;
+		from = 0;
 		chosen[as[i].host_index] =
-			type ? pick_free(ctx, type, *all, *n_all, chosen, n) :
-			       NULL;
+			type ? pick_free(ctx, type, &from, chosen, n) : NULL;
 		if (chosen[as[i].host_index])
 			log_info("job '%s': algo-%d moves from %s host '%s' "
 				 "to '%s'",
@@ -840,10 +906,9 @@ static void continue_restart(struct ctrl_ctx *ctx, const struct db_job *job,
 		log_error("job '%s': %s", job->name, err.data);
 	log_info("job '%s': attempt %d on %zu host%s", job->name,
 		 job->attempt + 1, n, n == 1 ? "" : "s");
-	db_assignments_free(*all, *n_all);
-	*all = NULL;
-	*n_all = 0;
-	(void)db_assignments_list(ctx->db, NULL, NULL, 0, all, n_all, &err);
+	/* Hosts left behind are free, the new ones busy. */
+	*busy_valid = 0;
+	__atomic_store_n(&ctx->hosts_freed, 1, __ATOMIC_RELAXED);
 out:
 	free(chosen);
 	buf_release(&err);
@@ -860,8 +925,7 @@ out:
  */
 static int move_off_drained(struct ctrl_ctx *ctx, const struct db_job *job,
 			    enum ctrl_job_state cur,
-			    const struct db_assignment *as, size_t n,
-			    const struct db_assignment *all, size_t n_all)
+			    const struct db_assignment *as, size_t n)
 {
 	const char **chosen = xcalloc(n + 1, sizeof(*chosen));
 	struct buf msg = BUF_INIT, err = BUF_INIT, names = BUF_INIT;
@@ -875,15 +939,16 @@ static int move_off_drained(struct ctrl_ctx *ctx, const struct db_job *job,
 	for (i = 0; i < n; i++) {
 		const struct ctrl_host *h = ctrl_hosts_find(ctx, as[i].host);
 		const char *type;
+		size_t from;
 
 		if (!h || !h->drained || !host_live(h) ||
 		    (size_t)as[i].host_index >= n)
 			continue;
 		drained++;
 		type = rt ? type_of_index(&rt->spec, as[i].host_index) : NULL;
+		from = 0;
 		chosen[as[i].host_index] =
-			type ? pick_free(ctx, type, all, n_all, chosen, n) :
-			       NULL;
+			type ? pick_free(ctx, type, &from, chosen, n) : NULL;
 		found += chosen[as[i].host_index] != NULL;
 		(void)buf_addf(&names, "%s'%s' (algo-%d)",
 			       names.len ? ", " : "", h->name,
@@ -919,8 +984,7 @@ out:
 	return ret;
 }
 
-static void step(struct ctrl_ctx *ctx, const char *name,
-		 struct db_assignment **all, size_t *n_all)
+static void step(struct ctrl_ctx *ctx, const char *name, int *busy_valid)
 {
 	struct db_job job;
 	struct db_assignment *as = NULL;
@@ -948,7 +1012,7 @@ static void step(struct ctrl_ctx *ctx, const char *name,
 		goto out;
 	}
 	if (job.attempt == 0) {
-		place(ctx, &job, all, n_all);
+		place(ctx, &job, busy_valid);
 		goto out;
 	}
 	(void)db_assignments_list(ctx->db, name, NULL, job.attempt, &as, &n,
@@ -988,13 +1052,16 @@ static void step(struct ctrl_ctx *ctx, const char *name,
 		goto out;
 	}
 	if (cur == CTRL_JOB_RESTARTING) {
-		continue_restart(ctx, &job, as, n, all, n_all);
+		continue_restart(ctx, &job, as, n, busy_valid);
 		goto out;
 	}
 	if ((cur == CTRL_JOB_STARTING || cur == CTRL_JOB_DOWNLOADING ||
 	     cur == CTRL_JOB_TRAINING) &&
-	    !s.failed && move_off_drained(ctx, &job, cur, as, n, *all, *n_all))
-		goto out;
+	    !s.failed && any_drained(ctx, as, n)) {
+		ensure_busy(ctx, busy_valid);
+		if (move_off_drained(ctx, &job, cur, as, n))
+			goto out;
+	}
 	/* A failure while uploading fails the job: its training is over and
 	 * part of its model may be stored already. */
 	if (s.failed && retryable(ctx, s.reason.data) &&
@@ -1032,8 +1099,7 @@ out:
 }
 
 /* Free live hosts that can serve type, given the current assignments. */
-static int free_hosts(struct ctrl_ctx *ctx, const char *type,
-		      const struct db_assignment *all, size_t n_all)
+static int free_hosts(struct ctrl_ctx *ctx, const char *type)
 {
 	size_t i;
 	int n = 0;
@@ -1042,7 +1108,7 @@ static int free_hosts(struct ctrl_ctx *ctx, const char *type,
 	for (i = 0; i < ctx->n_hosts; i++) {
 		const struct ctrl_host *h = ctx->hosts[i];
 
-		n += host_free(h, type, all, n_all);
+		n += host_free(h, type);
 	}
 	pthread_mutex_unlock(&ctx->hosts_lock);
 	return n;
@@ -1056,8 +1122,8 @@ static int free_hosts(struct ctrl_ctx *ctx, const char *type,
  * free host (copied into *types, to free with free_types()), of any type
  * when a free host serves every type. Returns whether any host is free.
  */
-static int free_kinds(struct ctrl_ctx *ctx, const struct db_assignment *all,
-		      size_t n_all, struct db_queue_look *look, char ***types)
+static int free_kinds(struct ctrl_ctx *ctx, struct db_queue_look *look,
+		      char ***types)
 {
 	size_t i, k, n = 0;
 
@@ -1068,7 +1134,7 @@ static int free_kinds(struct ctrl_ctx *ctx, const struct db_assignment *all,
 		const struct ctrl_host *h = ctx->hosts[i];
 		int seen = 0;
 
-		if (!host_free(h, NULL, all, n_all))
+		if (!host_free(h, NULL))
 			continue;
 		if (!h->instance_type) {
 			look->any_type = 1;
@@ -1097,27 +1163,56 @@ static void free_types(char **types, size_t n)
 	free(types);
 }
 
-void ctrl_jobs_reconcile(struct ctrl_ctx *ctx)
+static int named(const char *name, char *const *names, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(names[i], name))
+			return 1;
+	return 0;
+}
+
+/*
+ * Whether an active job gets a look in a pass that is not full: it is
+ * named, or hosts were freed and it waits for some (queued, or restarting
+ * and short of a spare).
+ */
+static int wanted(const struct db_active_job *j, char *const *names,
+		  size_t n_names, int queue)
+{
+	if (queue && (j->attempt == 0 ||
+		      (j->secondary_status &&
+		       !strcmp(j->secondary_status, "Restarting"))))
+		return 1;
+	return named(j->name, names, n_names);
+}
+
+void ctrl_jobs_reconcile(struct ctrl_ctx *ctx, char *const *names,
+			 size_t n_names, int full)
 {
 	struct db_active_job *jobs = NULL;
-	struct db_assignment *all = NULL;
 	struct buf err = BUF_INIT;
 	const char **w_names = NULL;
 	char **w_msgs = NULL;
 	size_t n_wait = 0;
-	size_t n_all = 0;
 	size_t n = 0;
 	size_t i;
 	struct db_queue_look look;
 	char **types = NULL;
 	int some_free;
+	int busy_valid = 0;
+	int queue = __atomic_exchange_n(&ctx->hosts_freed, 0, __ATOMIC_RELAXED);
 
-	memset(&look, 0, sizeof(look));
-	if (db_assignments_list(ctx->db, NULL, NULL, 0, &all, &n_all, &err)) {
-		log_error("reconciler: %s", err.data);
-		goto out;
+	/* Only reports or requests of a few jobs: nothing else is read. */
+	if (!full && !queue) {
+		for (i = 0; i < n_names; i++)
+			step(ctx, names[i], &busy_valid);
+		return;
 	}
-	some_free = free_kinds(ctx, all, n_all, &look, &types);
+	memset(&look, 0, sizeof(look));
+	ensure_busy(ctx, &busy_valid);
+	some_free = free_kinds(ctx, &look, &types);
 	__atomic_store_n(&ctx->no_host_free, !some_free, __ATOMIC_RELAXED);
 	if (db_jobs_active(ctx->db, some_free ? &look : NULL, &jobs, &n,
 			   &err)) {
@@ -1129,6 +1224,8 @@ void ctrl_jobs_reconcile(struct ctrl_ctx *ctx)
 	for (i = 0; i < n; i++) {
 		const struct db_active_job *j = &jobs[i];
 
+		if (!full && !wanted(j, names, n_names, queue))
+			continue;
 		/*
 		 * A job that cannot be placed now is marked queued with a
 		 * message saying what it waits for, in one write per pass;
@@ -1137,8 +1234,7 @@ void ctrl_jobs_reconcile(struct ctrl_ctx *ctx)
 		 */
 		if (j->attempt == 0 && !strcmp(j->status, "InProgress") &&
 		    j->instance_type) {
-			int free =
-				free_hosts(ctx, j->instance_type, all, n_all);
+			int free = free_hosts(ctx, j->instance_type);
 
 			if (free < j->instance_count) {
 				struct buf m = BUF_INIT;
@@ -1153,7 +1249,7 @@ void ctrl_jobs_reconcile(struct ctrl_ctx *ctx)
 				continue;
 			}
 		}
-		step(ctx, j->name, &all, &n_all);
+		step(ctx, j->name, &busy_valid);
 	}
 	if (db_jobs_set_waiting(ctx->db, w_names, (const char *const *)w_msgs,
 				n_wait, &err))
@@ -1165,6 +1261,5 @@ out:
 	free(w_names);
 	free_types(types, look.n_types);
 	db_active_jobs_free(jobs, n);
-	db_assignments_free(all, n_all);
 	buf_release(&err);
 }

@@ -10,7 +10,17 @@ struct ctrl_ctx;
 
 struct buf;
 
-void ctrl_jobs_reconcile(struct ctrl_ctx *ctx);
+/*
+ * One pass. full: every active job and the queue. Else only the jobs
+ * named (those whose facts changed), and the queue when the last pass
+ * freed hosts; time-based checks (MaxRuntimeInSeconds, waits for a spare)
+ * come with the full passes the reconciler makes at least every
+ * CTRL_FULL_PASS_MS.
+ */
+void ctrl_jobs_reconcile(struct ctrl_ctx *ctx, char *const *names,
+			 size_t n_names, int full);
+
+#define CTRL_FULL_PASS_MS 1000
 
 /* Why a queued job waits: "Waiting for 2 free hosts of type T (1 free now)". */
 void ctrl_wait_message(struct buf *b, int want, const char *type, int free);

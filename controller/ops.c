@@ -335,7 +335,7 @@ void ctrl_op_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	log_info("job '%s' created (%s x%d)", spec.name,
 		 spec.instance_type ? spec.instance_type : "groups",
 		 spec.instance_count);
-	ctrl_reconciler_wake(ctx);
+	ctrl_reconciler_wake_job(ctx, spec.name);
 	if (api_create_response(job.arn, &out))
 		BUG("create response too big");
 	reply_json(resp, &out);
@@ -687,7 +687,7 @@ void ctrl_op_stop(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	if (ret) {
 		ctrl_reply_err_code(resp, ret, err.data);
 	} else {
-		ctrl_reconciler_wake(ctx);
+		ctrl_reconciler_wake_job(ctx, name);
 		reply_empty(resp);
 	}
 	free(status);

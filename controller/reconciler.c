@@ -14,6 +14,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/timeutil.h"
+#include "common/xalloc.h"
 #include "common/banned.h"
 
 /*
@@ -31,13 +32,27 @@
 /* The shortest time between the starts of two passes. */
 #define RECONCILE_GAP_US 4000
 
-static void reconcile(struct ctrl_ctx *ctx)
+/* Jobs named between two passes; more make the next pass a full one. */
+#define DIRTY_MAX 4096
+
+static void reconcile(struct ctrl_ctx *ctx, char **names, size_t n, int full)
 {
-	if (ctrl_hosts_tick(ctx, time_mono_ms()))
+	if (ctrl_hosts_tick(ctx, time_mono_ms())) {
 		log_debug("reconciler: hosts lost");
+		full = 1;
+	}
 	ctrl_local_tick(ctx);
 	ctrl_provision_tick(ctx);
-	ctrl_jobs_reconcile(ctx);
+	ctrl_jobs_reconcile(ctx, names, n, full);
+}
+
+static void free_names(char **names, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
 }
 
 /* CLOCK_REALTIME deadline ms from now, for pthread_cond_timedwait. */
@@ -56,6 +71,7 @@ static void *reconciler_main(void *arg)
 	struct ctrl_ctx *ctx = arg;
 	struct timespec deadline;
 	int64_t last = 0;
+	int64_t last_full = 0;
 
 	pthread_mutex_lock(&ctx->lock);
 	while (!ctx->stopping) {
@@ -78,10 +94,22 @@ static void *reconciler_main(void *arg)
 			if (ctx->stopping)
 				break;
 		}
+		char **names = ctx->dirty_jobs;
+		size_t n = ctx->n_dirty;
+		int full = ctx->full_pass;
+
 		ctx->dirty = 0;
+		ctx->full_pass = 0;
+		ctx->dirty_jobs = NULL;
+		ctx->n_dirty = 0;
 		pthread_mutex_unlock(&ctx->lock);
 		last = time_mono_us();
-		reconcile(ctx);
+		if (last - last_full >= CTRL_FULL_PASS_MS * 1000LL)
+			full = 1;
+		if (full)
+			last_full = last;
+		reconcile(ctx, names, n, full);
+		free_names(names, n);
 		pthread_mutex_lock(&ctx->lock);
 		if (ctx->dirty || ctx->stopping)
 			continue;
@@ -109,12 +137,39 @@ void ctrl_reconciler_stop(struct ctrl_ctx *ctx)
 	pthread_cond_signal(&ctx->wake);
 	pthread_mutex_unlock(&ctx->lock);
 	pthread_join(ctx->reconciler, NULL);
+	free_names(ctx->dirty_jobs, ctx->n_dirty);
+	ctx->dirty_jobs = NULL;
+	ctx->n_dirty = 0;
 }
 
 void ctrl_reconciler_wake(struct ctrl_ctx *ctx)
 {
 	pthread_mutex_lock(&ctx->lock);
 	ctx->dirty = 1;
+	ctx->full_pass = 1;
+	pthread_cond_signal(&ctx->wake);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+void ctrl_reconciler_wake_job(struct ctrl_ctx *ctx, const char *name)
+{
+	size_t i;
+	int seen = 0;
+
+	pthread_mutex_lock(&ctx->lock);
+	ctx->dirty = 1;
+	for (i = 0; i < ctx->n_dirty && !seen; i++)
+		seen = !strcmp(ctx->dirty_jobs[i], name);
+	if (!seen && !ctx->full_pass) {
+		if (ctx->n_dirty >= DIRTY_MAX) {
+			ctx->full_pass = 1;
+		} else {
+			ctx->dirty_jobs = xrealloc(
+				ctx->dirty_jobs,
+				(ctx->n_dirty + 1) * sizeof(*ctx->dirty_jobs));
+			ctx->dirty_jobs[ctx->n_dirty++] = xstrdup(name);
+		}
+	}
 	pthread_cond_signal(&ctx->wake);
 	pthread_mutex_unlock(&ctx->lock);
 }
