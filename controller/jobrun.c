@@ -39,8 +39,7 @@
  * assignments just read (all of them), once per read instead of a walk of
  * every assignment for every host looked at.
  */
-static void mark_busy(struct ctrl_ctx *ctx, const struct db_assignment *all,
-		      size_t n)
+static void mark_busy(struct ctrl_ctx *ctx, char *const *busy, size_t n)
 {
 	size_t i;
 
@@ -48,7 +47,7 @@ static void mark_busy(struct ctrl_ctx *ctx, const struct db_assignment *all,
 	for (i = 0; i < ctx->n_hosts; i++)
 		ctx->hosts[i]->busy = 0;
 	for (i = 0; i < n; i++) {
-		struct ctrl_host *h = ctrl_hosts_find(ctx, all[i].host);
+		struct ctrl_host *h = ctrl_hosts_find(ctx, busy[i]);
 
 		if (h)
 			h->busy = 1;
@@ -62,18 +61,20 @@ static void mark_busy(struct ctrl_ctx *ctx, const struct db_assignment *all,
  */
 static void ensure_busy(struct ctrl_ctx *ctx, int *valid)
 {
-	struct db_assignment *all = NULL;
 	struct buf err = BUF_INIT;
-	size_t n = 0;
+	char **busy = NULL;
+	size_t i, n = 0;
 
 	if (*valid)
 		return;
-	if (db_assignments_list(ctx->db, NULL, NULL, 0, &all, &n, &err))
+	if (db_assignment_hosts(ctx->db, &busy, &n, &err))
 		log_error("reconciler: %s", err.data);
 	else
 		*valid = 1;
-	mark_busy(ctx, all, n);
-	db_assignments_free(all, n);
+	mark_busy(ctx, busy, n);
+	for (i = 0; i < n; i++)
+		free(busy[i]);
+	free(busy);
 	buf_release(&err);
 }
 

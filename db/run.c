@@ -359,6 +359,39 @@ int db_attempt_info(struct db *db, const char *job, int attempt, int *port,
 	return ret;
 }
 
+int db_assignment_hosts(struct db *db, char ***hosts, size_t *n,
+			struct buf *err)
+{
+	void *h;
+	sqlite3 *conn = db__reader_acquire(db, &h);
+	sqlite3_stmt *st = prep(conn,
+				"SELECT DISTINCT host FROM assignments "
+				"INDEXED BY assignments_by_host",
+				err);
+	size_t cap = 0;
+	int ret = 0;
+	int rc;
+
+	*hosts = NULL;
+	*n = 0;
+	if (!st) {
+		db__reader_release(db, h);
+		return ERR_DB;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			*hosts = xrealloc(*hosts, cap * sizeof(**hosts));
+		}
+		(*hosts)[(*n)++] = db__col_dup(st, 0);
+	}
+	if (rc != SQLITE_DONE)
+		ret = db__error(conn, "cannot list busy hosts", err);
+	sqlite3_finalize(st);
+	db__reader_release(db, h);
+	return ret;
+}
+
 int db_assignments_list(struct db *db, const char *job, const char *host,
 			int attempt, struct db_assignment **out, size_t *n,
 			struct buf *err)

@@ -84,6 +84,13 @@ int db_attempt_info(struct db *db, const char *job, int attempt, int *port,
 		    int64_t *started_ms, struct buf *err);
 
 /*
+ * The hosts that hold any assignment, each once, into *hosts (free each and
+ * the array). Reads only the host index. Returns 0 or ERR_DB.
+ */
+int db_assignment_hosts(struct db *db, char ***hosts, size_t *n,
+			struct buf *err);
+
+/*
  * Assignments filtered by job (NULL = any), host (NULL = any) and attempt
  * (0 = any), ordered by job, attempt, host_index. *out must be freed with
  * db_assignments_free(). Returns 0 or ERR_DB.
