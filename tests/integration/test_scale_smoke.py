@@ -44,7 +44,7 @@ def main():
         p = subprocess.run(
             ["/usr/bin/python3", os.path.join(ROOT, "bench/scale.py"),
              "--hosts", "200", "--jobs", "100", "--duration", "10",
-             "--warmup", "2", "--smoke", "--json", out,
+             "--warmup", "2", "--idle", "3", "--smoke", "--json", out,
              "--trainctld", os.path.join(ROOT, BUILD, "bin/trainctld")],
             capture_output=True, text=True, timeout=240)
         res = None
