@@ -35,9 +35,9 @@
 #define REASON_MAX (1024 + 32)
 
 /*
- * Hosts that hold any assignment are busy: marks each host from the
- * assignments just read (all of them), once per read instead of a walk of
- * every assignment for every host looked at.
+ * Hosts that hold any assignment are busy: marks each host from the list
+ * of busy hosts just read, once per read instead of a walk of every
+ * assignment for every host looked at.
  */
 static void mark_busy(struct ctrl_ctx *ctx, char *const *busy, size_t n)
 {
@@ -1182,9 +1182,12 @@ static int named(const char *name, char *const *names, size_t n)
 static int wanted(const struct db_active_job *j, char *const *names,
 		  size_t n_names, int queue)
 {
+	enum ctrl_job_state cur;
+
 	if (queue && (j->attempt == 0 ||
 		      (j->secondary_status &&
-		       !strcmp(j->secondary_status, "Restarting"))))
+		       !ctrl_job_state_parse(j->secondary_status, &cur) &&
+		       cur == CTRL_JOB_RESTARTING)))
 		return 1;
 	return named(j->name, names, n_names);
 }
