@@ -7,22 +7,27 @@
 For each N it starts build/bin/trainctld (SQLite on disk in a temp state
 dir) with an inventory of N hosts whose agents are started externally
 ("agent": "external"), reads each host's token from the state dir, and
-runs N simulated agents in this process. Each speaks the agent protocol
-(docs/agent-protocol.md) as trainagent does: registration with its token,
-a work long-poll kept open, a status report every heartbeat_ms and at once
-on any change. An assignment "runs" for a random time (no process), then
-reports exited (code 0) and done.
+runs the N simulated agents in --procs worker processes (one Python event
+loop cannot keep 5,000 hosts on time; uvloop is used when installed). Each
+host speaks the agent protocol (docs/agent-protocol.md) as trainagent does:
+registration with its token, a work long-poll kept open, a status report
+every heartbeat_ms and at once on any change. An assignment "runs" for a
+random time (no process), then reports exited (code 0) and done.
 
+The driver (this process, which runs no host) makes the load and measures.
 Load: --jobs bulk jobs (1-16 instances, seeded) created at the start on N -
 PROBE_HOSTS hosts, queued and running, each running 5-25 s. During the
 measured window (--duration s) a probe job (1-4 instances) is created every
 PROBE_EVERY s on PROBE_HOSTS hosts kept for them, so that create -> placed
 is the controller's own latency, not a queue wait. Measured:
 
-- trainctld CPU in % of one core over the window, and per host
+- trainctld CPU in % of one core: idle (heartbeats alone, before any job,
+  with the heartbeats per second the simulator really sent) and over the
+  window with the jobs, and per host
 - RSS of trainctld at the end
 - create -> placed: from sending CreateTrainingJob until every host of the
-  job has the assignment from its work long-poll (p50 / p99)
+  job has the assignment from its work long-poll (p50 / p99; the clocks
+  are CLOCK_MONOTONIC, shared by the processes)
 - heartbeat -> seen: status POST sent -> answered (the controller answers
   once it has recorded it), p50 / p99
 - host loss: a few hosts stop heartbeating; the time from their last
@@ -36,17 +41,24 @@ met: 5,000 hosts under 25 % of one core, create -> placed p99 < 50 ms).
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
+import queue
 import random
 import resource
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import zlib
+
+try:
+    import uvloop
+except ImportError:
+    uvloop = None
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROBE_HOSTS = 16
@@ -66,6 +78,12 @@ def pct(xs, p):
         return float("nan")
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
+
+
+def new_loop():
+    loop = uvloop.new_event_loop() if uvloop else asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    return loop
 
 
 class Conn:
@@ -123,23 +141,33 @@ class Conn:
         self.r = self.w = None
 
 
+class Shared:
+    """What the driver and the worker processes share."""
+
+    def __init__(self, procs):
+        ctx = multiprocessing.get_context("fork")
+        self.ready = ctx.Barrier(procs + 1)
+        self.measuring = ctx.Value("i", 0, lock=False)
+        self.freeze = ctx.Event()
+        self.stop = ctx.Event()
+        self.acked = ctx.Array("q", procs, lock=False)  # heartbeats answered
+        self.results = ctx.Queue()
+
+
 class Stats:
     def __init__(self):
         self.errors = []
+        self.n_errors = 0
         self.hb_ms = []
-        self.placed_ms = []
-        self.measuring = False
-        self.probe_sent = {}    # job -> (t_sent, instance count)
-        self.probe_seen = {}    # job -> set of algos that got it
-        self.completed = 0
+        self.placed = []        # (job, algo, t_ms) of probe jobs
         self.hb_late = 0        # heartbeats sent > 1.5 periods apart
         self.ended = 0          # assignments that ended in the window
+        self.frozen = {}        # victim -> its last acknowledged heartbeat
 
     def error(self, what):
-        if len(self.errors) < 20:
+        self.n_errors += 1
+        if len(self.errors) < 5:
             self.errors.append(what)
-        else:
-            self.errors.append(None)
 
 
 class Host:
@@ -214,7 +242,8 @@ class Host:
                                     "signal": None, "exited_ms": None}],
                      "failure": None, "error": None}
                 self.reports[key] = r
-                self.sim.placed(a["job"], a["algo"], t)
+                if a["job"].startswith("probe-"):
+                    self.sim.stats.placed.append((a["job"], a["algo"], t))
                 if a["action"] == "run":
                     asyncio.get_event_loop().call_later(
                         self.sim.run_time(a["job"]), self.finish, key, 0)
@@ -237,7 +266,7 @@ class Host:
         else:
             p["exit_code"] = 0
         r["phase"] = "done"
-        if self.sim.stats.measuring:
+        if self.sim.measuring():
             self.sim.stats.ended += 1
         self.changed.set()
 
@@ -268,33 +297,74 @@ class Host:
                 self.sim.stats.error("%s status: HTTP %d %s" % (self.name, st, ans[:200]))
                 continue
             self.last_ack_ms = t1
-            if self.sim.stats.measuring:
+            self.sim.ack()
+            if self.sim.measuring():
                 self.sim.stats.hb_ms.append(t1 - t0)
 
 
-class Sim:
-    def __init__(self, port, seed):
+class Worker:
+    """One process's share of the simulated hosts."""
+
+    def __init__(self, port, seed, index, shared):
         self.port = port
-        self.rng = random.Random(seed)
+        self.seed = seed
+        self.index = index
+        self.shared = shared
         self.stats = Stats()
         self.run_times = {}
 
+    def measuring(self):
+        return self.shared.measuring.value != 0
+
+    def ack(self):
+        self.shared.acked[self.index] += 1
+
     def run_time(self, job):
+        """The same for every host of a job, whichever process runs it."""
         if job not in self.run_times:
             if job.startswith("probe-"):
                 self.run_times[job] = 0.3
             else:
-                self.run_times[job] = self.rng.uniform(5, 25)
+                rng = random.Random(zlib.crc32(job.encode()) ^ self.seed)
+                self.run_times[job] = rng.uniform(5, 25)
         return self.run_times[job]
 
-    def placed(self, job, algo, t):
-        sent = self.stats.probe_sent.get(job)
-        if sent is None:
-            return
-        seen = self.stats.probe_seen.setdefault(job, set())
-        seen.add(algo)
-        if len(seen) == sent[1]:
-            self.stats.placed_ms.append(t - sent[0])
+    async def run(self, hosts, victims):
+        sem = asyncio.Semaphore(32)
+        hs = [Host(self, name, token, random.Random(self.seed * 100003 + i))
+              for i, name, token in hosts]
+        try:
+            await asyncio.gather(*(h.start(sem) for h in hs))
+        except Exception as e:      # the driver sees it as an error count
+            self.stats.error("register: %s" % e)
+        await asyncio.get_event_loop().run_in_executor(None, self.shared.ready.wait)
+        while not self.shared.freeze.is_set():
+            await asyncio.sleep(0.02)
+        for h in hs:
+            if h.name in victims:
+                h.freeze()
+                self.stats.frozen[h.name] = h.last_ack_ms
+        while not self.shared.stop.is_set():
+            await asyncio.sleep(0.05)
+        for h in hs:
+            h.freeze()
+
+
+def worker_main(port, seed, index, shared, hosts, victims):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    w = Worker(port, seed, index, shared)
+    loop = new_loop()
+    try:
+        loop.run_until_complete(w.run(hosts, victims))
+    except Exception as e:
+        w.stats.error("worker %d: %s" % (index, e))
+    s = w.stats
+    shared.results.put({"hb_ms": s.hb_ms, "placed": s.placed, "hb_late": s.hb_late,
+                        "ended": s.ended, "frozen": s.frozen, "errors": s.errors,
+                        "n_errors": s.n_errors})
+    shared.results.close()
+    shared.results.join_thread()    # flushed before the quick exit
+    os._exit(0)
 
 
 def create_body(name, count, itype):
@@ -333,6 +403,10 @@ def cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def proc_cpu_s(pids):
+    return sum(cpu_s(p) for p in pids)
+
+
 def rss_mb(pid):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
@@ -341,7 +415,131 @@ def rss_mb(pid):
     return 0.0
 
 
-async def run_n(args, n, daemon):
+async def wait_up(ctl, proc, log):
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            st, _ = await ctl.request("GET", "/v1/hosts")
+            if st == 200:
+                return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("trainctld did not start (see %s)" % log.name)
+        await asyncio.sleep(0.05)
+
+
+async def drive(args, n, port, proc, shared, workers, res, errors):
+    """Runs the phases; the workers' hosts are up when it starts."""
+    ctl = Conn(port)
+    rng = random.Random(args.seed)
+    wpids = [w.pid for w in workers]
+
+    # Idle: every host heartbeats, no job anywhere.
+    await asyncio.sleep(2.0)
+    a0 = sum(shared.acked)
+    c0, t0 = cpu_s(proc.pid), time.monotonic()
+    await asyncio.sleep(args.idle)
+    dt = time.monotonic() - t0
+    res["idle_cpu_pct"] = 100.0 * (cpu_s(proc.pid) - c0) / dt
+    res["idle_hb_per_s"] = (sum(shared.acked) - a0) / dt
+
+    # Bulk jobs, queued and running.
+    t0 = time.monotonic()
+    jobs = [("bulk-%05d" % i, rng.randint(1, 16)) for i in range(args.jobs)]
+    conns = [Conn(port) for _ in range(8)]
+
+    async def create_some(c, part):
+        for name, count in part:
+            st, ans = await sm_call(c, "CreateTrainingJob",
+                                    create_body(name, count, BULK_TYPE))
+            if st != 200:
+                errors.append("create %s: HTTP %d %s" % (name, st, ans[:200]))
+    await asyncio.gather(*(create_some(c, jobs[k::8]) for k, c in enumerate(conns)))
+    res["create_jobs_per_s"] = args.jobs / (time.monotonic() - t0)
+    await asyncio.sleep(args.warmup)
+
+    # The window.
+    shared.measuring.value = 1
+    a0 = sum(shared.acked)
+    c0, t0 = cpu_s(proc.pid), time.monotonic()
+    s0 = proc_cpu_s(wpids) + time.process_time()
+    k = 0
+    pc = Conn(port)
+    sent = {}
+    while time.monotonic() - t0 < args.duration:
+        name = "probe-%05d" % k
+        count = rng.randint(1, 4)
+        k += 1
+        sent[name] = (now_ms(), count)
+        st, ans = await sm_call(pc, "CreateTrainingJob",
+                                create_body(name, count, PROBE_TYPE))
+        if st != 200:
+            errors.append("create %s: HTTP %d %s" % (name, st, ans[:200]))
+        await asyncio.sleep(PROBE_EVERY)
+    c1, t1 = cpu_s(proc.pid), time.monotonic()
+    res["sim_cpu_pct"] = 100.0 * (proc_cpu_s(wpids) + time.process_time() - s0) / (t1 - t0)
+    res["hb_per_s"] = (sum(shared.acked) - a0) / (t1 - t0)
+    shared.measuring.value = 0
+    res["cpu_pct"] = 100.0 * (c1 - c0) / (t1 - t0)
+    res["cpu_us_per_host_s"] = 1e6 * (c1 - c0) / (t1 - t0) / n
+    res["probes"] = k
+    await asyncio.sleep(1.0)
+
+    # Host loss: the victims' owners freeze them and say when each was
+    # last answered; GET /v1/hosts is polled until all are lost.
+    shared.freeze.set()
+    lost_at = {}
+    victims = set(res["victims"])
+    deadline = time.monotonic() + 10 + args.host_deadline_ms / 1000.0
+    while len(lost_at) < len(victims) and time.monotonic() < deadline:
+        st, ans = await ctl.request("GET", "/v1/hosts")
+        t = now_ms()
+        if st == 200:
+            for e in json.loads(ans)["hosts"]:
+                if e["name"] in victims and e["state"] == "lost" \
+                        and e["name"] not in lost_at:
+                    lost_at[e["name"]] = t
+        await asyncio.sleep(0.05)
+    res["rss_mb"] = rss_mb(proc.pid)
+    res["alive"] = proc.poll() is None
+    return sent, lost_at
+
+
+def collect(res, shared, workers, sent, lost_at, errors):
+    got = []
+    for _ in workers:
+        try:
+            got.append(shared.results.get(timeout=60))
+        except queue.Empty:
+            errors.append("a worker did not report")
+    hb = [x for g in got for x in g["hb_ms"]]
+    frozen = {k: v for g in got for k, v in g["frozen"].items()}
+    seen = {}
+    for g in got:
+        for job, algo, t in g["placed"]:
+            seen.setdefault(job, []).append(t)
+    placed = [max(ts) - sent[j][0] for j, ts in seen.items()
+              if j in sent and len(ts) == sent[j][1]]
+    for g in got:
+        errors.extend(g["errors"])
+    res["errors"] = len(errors) + sum(g["n_errors"] - len(g["errors"]) for g in got)
+    res["first_errors"] = errors[:5]
+    res["ended_per_s"] = sum(g["ended"] for g in got) / res["window_s"]
+    res["probes_placed"] = len(placed)
+    res["placed_p50"] = pct(placed, 50)
+    res["placed_p99"] = pct(placed, 99)
+    res["hb_n"] = len(hb)
+    res["hb_p50"] = pct(hb, 50)
+    res["hb_p99"] = pct(hb, 99)
+    res["hb_late"] = sum(g["hb_late"] for g in got)
+    if len(lost_at) == len(res["victims"]) and len(frozen) == len(res["victims"]):
+        res["lost_noticed_ms"] = max(lost_at[h] - frozen[h] for h in lost_at)
+    else:
+        res["lost_noticed_ms"] = None
+
+
+def run_n(args, n, daemon):
     tmp = tempfile.mkdtemp(prefix="trainctl-scale.")
     state = os.path.join(tmp, "state")
     port = free_port()
@@ -359,111 +557,42 @@ async def run_n(args, n, daemon):
                              "--local-hosts", "0",
                              "--host-deadline-ms", str(args.host_deadline_ms)],
                             stdout=log, stderr=subprocess.STDOUT)
-    res = {"hosts": n}
-    sim = Sim(port, args.seed)
-    hosts = []
+    procs = args.procs or max(1, min(4, (n + 999) // 1000))
+    res = {"hosts": n, "procs": procs, "window_s": args.duration,
+           "victims": names[PROBE_HOSTS:PROBE_HOSTS + LOST_HOSTS]}
+    shared = Shared(procs)
+    workers = []
+    errors = []
+    loop = new_loop()
     try:
-        ctl = Conn(port)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                st, _ = await ctl.request("GET", "/v1/hosts")
-                if st == 200:
-                    break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("trainctld did not start (see %s)" % log.name)
-            await asyncio.sleep(0.05)
-        t0 = time.monotonic()
-        sem = asyncio.Semaphore(64)
+        loop.run_until_complete(wait_up(Conn(port), proc, log))
+        tokens = []
         for i, h in enumerate(names):
             with open(os.path.join(state, "hosts", h, "token")) as f:
-                hosts.append(Host(sim, h, f.read().strip(),
-                                  random.Random(args.seed * 100003 + i)))
-        await asyncio.gather(*(h.start(sem) for h in hosts))
-        res["register_s"] = time.monotonic() - t0
-
-        # Idle: every host heartbeats, no job anywhere.
-        await asyncio.sleep(2.0)
-        c0, t0 = cpu_s(proc.pid), time.monotonic()
-        await asyncio.sleep(args.idle)
-        res["idle_cpu_pct"] = 100.0 * (cpu_s(proc.pid) - c0) / (time.monotonic() - t0)
-
-        # Bulk jobs, queued and running.
+                tokens.append((i, h, f.read().strip()))
         t0 = time.monotonic()
-        jobs = [("bulk-%05d" % i, sim.rng.randint(1, 16)) for i in range(args.jobs)]
-        conns = [Conn(port) for _ in range(8)]
-
-        async def create_some(c, part):
-            for name, count in part:
-                st, ans = await sm_call(c, "CreateTrainingJob",
-                                        create_body(name, count, BULK_TYPE))
-                if st != 200:
-                    sim.stats.error("create %s: HTTP %d %s" % (name, st, ans[:200]))
-        await asyncio.gather(*(create_some(c, jobs[k::8]) for k, c in enumerate(conns)))
-        res["create_jobs_per_s"] = args.jobs / (time.monotonic() - t0)
-        await asyncio.sleep(args.warmup)
-
-        # The window.
-        sim.stats.measuring = True
-        c0, t0 = cpu_s(proc.pid), time.monotonic()
-        s0 = time.process_time()
-        k = 0
-        pc = Conn(port)
-        while time.monotonic() - t0 < args.duration:
-            name = "probe-%05d" % k
-            count = sim.rng.randint(1, 4)
-            k += 1
-            sim.stats.probe_sent[name] = (now_ms(), count)
-            st, ans = await sm_call(pc, "CreateTrainingJob",
-                                    create_body(name, count, PROBE_TYPE))
-            if st != 200:
-                sim.stats.error("create %s: HTTP %d %s" % (name, st, ans[:200]))
-            await asyncio.sleep(PROBE_EVERY)
-        c1, t1 = cpu_s(proc.pid), time.monotonic()
-        res["sim_cpu_pct"] = 100.0 * (time.process_time() - s0) / (t1 - t0)
-        res["ended_per_s"] = sim.stats.ended / (t1 - t0)
-        sim.stats.measuring = False
-        await asyncio.sleep(1.0)
-        res["cpu_pct"] = 100.0 * (c1 - c0) / (t1 - t0)
-        res["cpu_us_per_host_s"] = 1e6 * (c1 - c0) / (t1 - t0) / n
-        res["probes"] = k
-        res["probes_placed"] = len(sim.stats.placed_ms)
-        res["placed_p50"] = pct(sim.stats.placed_ms, 50)
-        res["placed_p99"] = pct(sim.stats.placed_ms, 99)
-        res["hb_n"] = len(sim.stats.hb_ms)
-        res["hb_p50"] = pct(sim.stats.hb_ms, 50)
-        res["hb_p99"] = pct(sim.stats.hb_ms, 99)
-        res["hb_late"] = sim.stats.hb_late
-
-        # Host loss.
-        victims = hosts[PROBE_HOSTS:PROBE_HOSTS + LOST_HOSTS]
-        for h in victims:
-            h.freeze()
-        noticed = {}
-        deadline = time.monotonic() + 10 + args.host_deadline_ms / 1000.0
-        while len(noticed) < len(victims) and time.monotonic() < deadline:
-            st, ans = await ctl.request("GET", "/v1/hosts")
-            t = now_ms()
-            if st == 200:
-                for e in json.loads(ans)["hosts"]:
-                    for h in victims:
-                        if e["name"] == h.name and e["state"] == "lost" \
-                                and h.name not in noticed:
-                            noticed[h.name] = t - h.last_ack_ms
-            await asyncio.sleep(0.05)
-        res["lost_noticed_ms"] = max(noticed.values()) if len(noticed) == len(victims) else None
-        res["rss_mb"] = rss_mb(proc.pid)
-        res["errors"] = len(sim.stats.errors)
-        res["first_errors"] = [e for e in sim.stats.errors if e][:5]
-        st, ans = await sm_call(ctl, "ListTrainingJobs",
-                                json.dumps({"StatusEquals": "Completed",
-                                            "MaxResults": 100}).encode())
-        res["alive"] = proc.poll() is None
+        ctx = multiprocessing.get_context("fork")
+        for k in range(procs):
+            w = ctx.Process(target=worker_main,
+                            args=(port, args.seed, k, shared, tokens[k::procs],
+                                  set(res["victims"])))
+            w.start()
+            workers.append(w)
+        shared.ready.wait(timeout=120)
+        res["register_s"] = time.monotonic() - t0
+        sent, lost_at = loop.run_until_complete(
+            drive(args, n, port, proc, shared, workers, res, errors))
+        shared.stop.set()
+        collect(res, shared, workers, sent, lost_at, errors)
     finally:
-        for h in hosts:
-            h.freeze()
+        shared.freeze.set()
+        shared.stop.set()
+        for w in workers:
+            w.join(30)
+            if w.is_alive():
+                w.kill()
+                w.join()
+        loop.close()
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             try:
@@ -479,6 +608,42 @@ async def run_n(args, n, daemon):
     return res
 
 
+def report(args, results):
+    print("\n==== trainctld with N simulated hosts (heartbeat 1 s, %d bulk jobs of 1-16 "
+          "instances; %d CPUs, the simulator on the same machine%s) ====" %
+          (args.jobs, os.cpu_count(), ", uvloop" if uvloop else ""))
+    print("%6s %15s %8s %8s %7s %7s %7s %15s %13s %9s %6s" % (
+        "hosts", "idle CPU (hb/s)", "CPU%core", "us/host", "RSS MB", "ends/s",
+        "probes", "placed p50/p99", "hb p50/p99", "lost", "errors"))
+    bad = False
+    for r in results:
+        lost = "%.0f ms" % r["lost_noticed_ms"] if r["lost_noticed_ms"] is not None else "never"
+        print("%6d %6.1f%% (%5.0f) %7.1f%% %8.1f %7.1f %7.1f %3d/%-3d %6.1f/%-8.1f "
+              "%5.1f/%-7.1f %9s %6d" % (
+                  r["hosts"], r["idle_cpu_pct"], r["idle_hb_per_s"], r["cpu_pct"],
+                  r["cpu_us_per_host_s"], r["rss_mb"], r["ended_per_s"],
+                  r["probes_placed"], r["probes"], r["placed_p50"], r["placed_p99"],
+                  r["hb_p50"], r["hb_p99"], lost, r["errors"]))
+        for e in r["first_errors"]:
+            print("    error: %s" % e)
+        if r["errors"] or not r["alive"] or r["lost_noticed_ms"] is None \
+                or r["probes_placed"] < r["probes"]:
+            bad = True
+        if not args.smoke and r["hosts"] >= 5000 and (
+                r["idle_cpu_pct"] >= 25 or r["placed_p99"] >= 50):
+            bad = True
+    print("(idle CPU: trainctld with heartbeats alone, before any job, and the "
+          "heartbeats per second answered; CPU%%core: with the jobs; us/host: "
+          "trainctld CPU microseconds per host per second with the jobs; ends/s: "
+          "assignments that ended per second (jobs ending, hosts freed, queued "
+          "jobs placed); lost: last heartbeat -> GET /v1/hosts says lost, "
+          "deadline %d ms; simulator processes %s, using %s%% of a core in all)"
+          % (args.host_deadline_ms,
+             "/".join("%d" % r["procs"] for r in results),
+             "/".join("%.0f" % r["sim_cpu_pct"] for r in results)))
+    return bad
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--hosts", default="500,2000,5000")
@@ -487,6 +652,8 @@ def main():
     ap.add_argument("--warmup", type=float, default=5.0)
     ap.add_argument("--idle", type=float, default=10.0,
                     help="seconds of heartbeats alone, before any job")
+    ap.add_argument("--procs", type=int, default=0,
+                    help="simulator processes (default: one per 1,000 hosts, at most 4)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--host-deadline-ms", type=int, default=3000)
     ap.add_argument("--smoke", action="store_true",
@@ -502,38 +669,10 @@ def main():
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(want, soft)), hard))
     results = []
     for n in ns:
-        r = asyncio.get_event_loop().run_until_complete(run_n(args, n, args.trainctld))
+        r = run_n(args, n, args.trainctld)
         results.append(r)
         print(json.dumps(r), file=sys.stderr)
-    print("\n==== trainctld with N simulated hosts (heartbeat 1 s, %d bulk jobs of 1-16 "
-          "instances; %d CPUs, the simulator on the same machine) ====" %
-          (args.jobs, os.cpu_count()))
-    print("%7s %8s %9s %8s %7s %8s %8s %16s %14s %11s %7s" % (
-        "hosts", "idle CPU", "CPU%core", "us/host", "RSS MB", "ends/s", "probes", "placed p50/p99",
-        "hb p50/p99", "lost after", "errors"))
-    bad = False
-    for r in results:
-        lost = "%.0f ms" % r["lost_noticed_ms"] if r["lost_noticed_ms"] is not None else "never"
-        print("%7d %7.1f%% %8.1f%% %8.1f %7.1f %8.1f %4d/%-3d %7.1f/%-8.1f %6.1f/%-7.1f %11s %7d" % (
-            r["hosts"], r["idle_cpu_pct"], r["cpu_pct"], r["cpu_us_per_host_s"], r["rss_mb"],
-            r["ended_per_s"],
-            r["probes_placed"], r["probes"], r["placed_p50"], r["placed_p99"],
-            r["hb_p50"], r["hb_p99"], lost, r["errors"]))
-        for e in r["first_errors"]:
-            print("    error: %s" % e)
-        if r["errors"] or not r["alive"] or r["lost_noticed_ms"] is None \
-                or r["probes_placed"] < r["probes"]:
-            bad = True
-        if not args.smoke and r["hosts"] >= 5000 and (
-                r["idle_cpu_pct"] >= 25 or r["placed_p99"] >= 50):
-            bad = True
-    print("(idle CPU: heartbeats alone, before any job; CPU%%core: with the jobs; "
-          "us/host: trainctld CPU microseconds per host per second with the jobs; ends/s: "
-          "assignments that ended per second (jobs ending, hosts freed, queued "
-          "jobs placed); lost after: last heartbeat -> GET /v1/hosts says lost, "
-          "deadline %d ms; the simulator used %s%% of a core)"
-          % (args.host_deadline_ms,
-             "/".join("%.0f" % r["sim_cpu_pct"] for r in results)))
+    bad = report(args, results)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
