@@ -126,7 +126,10 @@ do_work(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *host,
 		unauthorized(resp);
 		return CTRL_ROUTE_DONE;
 	}
-	h->last_seen_ms = time_mono_ms();
+	/* A parked poll that is resumed says nothing about the agent now:
+	 * only a new request is a sign of life. */
+	if (!req->resumed)
+		h->last_seen_ms = time_mono_ms();
 	version = h->version;
 	if (version == have && !req->resumed && !ctx->stopping) {
 		/* Nothing new: park the request until the version changes
