@@ -54,3 +54,12 @@ char *xstrndup(const char *s, size_t n)
 		die_nomem(n + 1);
 	return p;
 }
+
+size_t xmul(size_t a, size_t b)
+{
+	if (b && a > (size_t)-1 / b) {
+		fprintf(stderr, "fatal: size overflow: %zu * %zu\n", a, b);
+		exit(1);
+	}
+	return a * b;
+}

@@ -14,6 +14,24 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 
+/* Multiplies, exiting like the wrappers above on overflow. */
+size_t xmul(size_t a, size_t b);
+
+/*
+ * Makes room for at least nr elements in the array p whose allocated count
+ * is alloc (as git's ALLOC_GROW): grows it by half again, never to fewer
+ * than 16, and updates alloc. p, nr and alloc are evaluated more than once.
+ */
+#define ALLOC_NR(x) (((x) + 16) * 3 / 2)
+#define ALLOC_GROW(p, nr, alloc)                                            \
+	do {                                                                \
+		if ((nr) > (alloc)) {                                       \
+			(alloc) = ALLOC_NR(alloc) < (nr) ? (nr) :           \
+							   ALLOC_NR(alloc); \
+			(p) = xrealloc((p), xmul((alloc), sizeof(*(p))));   \
+		}                                                           \
+	} while (0)
+
 /* Frees *pp and sets it to NULL. */
 #define FREE_AND_NULL(p)    \
 	do {                \
