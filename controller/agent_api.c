@@ -86,6 +86,7 @@ static void do_register(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		h->registered = 1;
 		h->lost = 0;
 		h->last_seen_ms = time_mono_ms();
+		ctrl_host_seen(ctx, h);
 		h->version++;
 	}
 	pthread_mutex_unlock(&ctx->hosts_lock);
@@ -128,15 +129,17 @@ do_work(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *host,
 	}
 	/* A parked poll that is resumed says nothing about the agent now:
 	 * only a new request is a sign of life. */
-	if (!req->resumed)
+	if (!req->resumed) {
 		h->last_seen_ms = time_mono_ms();
+		ctrl_host_seen(ctx, h);
+	}
 	version = h->version;
 	if (version == have && !req->resumed && !ctx->stopping) {
 		/* Nothing new: park the request until the version changes
 		 * or the poll times out. */
 		req->suspended = 1;
 		MHD_suspend_connection(conn);
-		ctrl_waiter_add(&h->waiters, conn, &req->resumed,
+		ctrl_waiter_add(ctx, &h->waiters, conn, &req->resumed,
 				time_mono_ms() + WORK_POLL_MS);
 		pthread_mutex_unlock(&ctx->hosts_lock);
 		return CTRL_ROUTE_SUSPENDED;
@@ -215,6 +218,7 @@ static void do_status(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		h->lost = 0;
 		h->registered = 1;
 		h->last_seen_ms = time_mono_ms();
+		ctrl_host_seen(ctx, h);
 		same = h->last_status && h->last_status_len == req->body.len &&
 		       !memcmp(h->last_status, req->body.data, req->body.len);
 	}

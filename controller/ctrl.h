@@ -99,6 +99,13 @@ struct ctrl_ctx {
 	 * counts the changes (both under hosts_lock). */
 	struct ctrl_waiter *job_waiters;
 	int64_t job_version;
+	/* Every waiter above, by deadline (a min-heap), and the registered
+	 * hosts that are not lost, oldest heartbeat first (hosts_lock). */
+	struct ctrl_waiter **timers;
+	size_t n_timers;
+	size_t timers_alloc;
+	struct ctrl_host *live_head;
+	struct ctrl_host *live_tail;
 
 	/* Per-job runtime caches (controller/jobrt.c), under jobs_lock. */
 	pthread_mutex_t jobs_lock;

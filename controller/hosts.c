@@ -99,8 +99,59 @@ struct ctrl_host *ctrl_hosts_auth(struct ctrl_ctx *ctx, const char *name,
 	return h;
 }
 
-void ctrl_waiter_add(struct ctrl_waiter **list, struct MHD_Connection *conn,
-		     int *resumed, int64_t deadline_ms)
+static int timer_before(const struct ctrl_ctx *ctx, size_t a, size_t b)
+{
+	return ctx->timers[a]->deadline_ms < ctx->timers[b]->deadline_ms;
+}
+
+static void timer_swap(struct ctrl_ctx *ctx, size_t a, size_t b)
+{
+	struct ctrl_waiter *t = ctx->timers[a];
+
+	ctx->timers[a] = ctx->timers[b];
+	ctx->timers[b] = t;
+	ctx->timers[a]->heap_at = a;
+	ctx->timers[b]->heap_at = b;
+}
+
+static void timer_up(struct ctrl_ctx *ctx, size_t i)
+{
+	while (i && timer_before(ctx, i, (i - 1) / 2)) {
+		timer_swap(ctx, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+}
+
+static void timer_down(struct ctrl_ctx *ctx, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+
+		if (l < ctx->n_timers && timer_before(ctx, l, m))
+			m = l;
+		if (r < ctx->n_timers && timer_before(ctx, r, m))
+			m = r;
+		if (m == i)
+			return;
+		timer_swap(ctx, i, m);
+		i = m;
+	}
+}
+
+static void timer_remove(struct ctrl_ctx *ctx, struct ctrl_waiter *w)
+{
+	size_t i = w->heap_at;
+
+	if (i != --ctx->n_timers) {
+		timer_swap(ctx, i, ctx->n_timers);
+		timer_down(ctx, i);
+		timer_up(ctx, i);
+	}
+}
+
+void ctrl_waiter_add(struct ctrl_ctx *ctx, struct ctrl_waiter **list,
+		     struct MHD_Connection *conn, int *resumed,
+		     int64_t deadline_ms)
 {
 	struct ctrl_waiter *w = xcalloc(1, sizeof(*w));
 
@@ -108,31 +159,73 @@ void ctrl_waiter_add(struct ctrl_waiter **list, struct MHD_Connection *conn,
 	w->resumed = resumed;
 	w->deadline_ms = deadline_ms;
 	w->next = *list;
+	if (w->next)
+		w->next->pprev = &w->next;
+	w->pprev = list;
 	*list = w;
+	ALLOC_GROW(ctx->timers, ctx->n_timers + 1, ctx->timers_alloc);
+	w->heap_at = ctx->n_timers;
+	ctx->timers[ctx->n_timers++] = w;
+	timer_up(ctx, w->heap_at);
 }
 
-void ctrl_waiters_resume(struct ctrl_waiter **list)
+/* Takes w off its list and the heap, resumes its request, frees it. */
+static void waiter_resume(struct ctrl_ctx *ctx, struct ctrl_waiter *w)
 {
-	struct ctrl_waiter *w = *list;
+	*w->pprev = w->next;
+	if (w->next)
+		w->next->pprev = w->pprev;
+	timer_remove(ctx, w);
+	*w->resumed = 1;
+	MHD_resume_connection(w->conn);
+	free(w);
+}
 
-	while (w) {
-		struct ctrl_waiter *next = w->next;
+void ctrl_waiters_resume(struct ctrl_ctx *ctx, struct ctrl_waiter **list)
+{
+	while (*list)
+		waiter_resume(ctx, *list);
+}
 
-		*w->resumed = 1;
-		MHD_resume_connection(w->conn);
-		free(w);
-		w = next;
-	}
-	*list = NULL;
+static void live_unlink(struct ctrl_ctx *ctx, struct ctrl_host *h)
+{
+	if (!h->on_live)
+		return;
+	if (h->live_prev)
+		h->live_prev->live_next = h->live_next;
+	else
+		ctx->live_head = h->live_next;
+	if (h->live_next)
+		h->live_next->live_prev = h->live_prev;
+	else
+		ctx->live_tail = h->live_prev;
+	h->live_prev = h->live_next = NULL;
+	h->on_live = 0;
+}
+
+void ctrl_host_seen(struct ctrl_ctx *ctx, struct ctrl_host *h)
+{
+	live_unlink(ctx, h);
+	if (!h->registered || h->lost)
+		return;
+	/* last_seen_ms is read from the monotonic clock under hosts_lock,
+	 * so appending keeps the list in order. */
+	h->live_prev = ctx->live_tail;
+	if (ctx->live_tail)
+		ctx->live_tail->live_next = h;
+	else
+		ctx->live_head = h;
+	ctx->live_tail = h;
+	h->on_live = 1;
 }
 
 void ctrl_jobs_changed(struct ctrl_ctx *ctx)
 {
 	pthread_mutex_lock(&ctx->hosts_lock);
 	ctx->job_version++;
-	ctrl_waiters_resume(&ctx->job_waiters);
+	ctrl_waiters_resume(ctx, &ctx->job_waiters);
 	/* A follower of a job's log learns of its end at once too. */
-	ctrl_waiters_resume(&ctx->log_waiters);
+	ctrl_waiters_resume(ctx, &ctx->log_waiters);
 	pthread_mutex_unlock(&ctx->hosts_lock);
 }
 
@@ -144,7 +237,7 @@ void ctrl_hosts_bump(struct ctrl_ctx *ctx, const char *name)
 	h = ctrl_hosts_find(ctx, name);
 	if (h) {
 		h->version++;
-		ctrl_waiters_resume(&h->waiters);
+		ctrl_waiters_resume(ctx, &h->waiters);
 	}
 	pthread_mutex_unlock(&ctx->hosts_lock);
 }
@@ -156,49 +249,27 @@ void ctrl_hosts_bump_all(struct ctrl_ctx *ctx)
 	pthread_mutex_lock(&ctx->hosts_lock);
 	for (i = 0; i < ctx->n_hosts; i++) {
 		ctx->hosts[i]->version++;
-		ctrl_waiters_resume(&ctx->hosts[i]->waiters);
+		ctrl_waiters_resume(ctx, &ctx->hosts[i]->waiters);
 	}
 	pthread_mutex_unlock(&ctx->hosts_lock);
-}
-
-static void resume_expired(struct ctrl_waiter **list, int64_t now)
-{
-	struct ctrl_waiter **pp = list;
-
-	while (*pp) {
-		struct ctrl_waiter *w = *pp;
-
-		if (w->deadline_ms <= now) {
-			*pp = w->next;
-			*w->resumed = 1;
-			MHD_resume_connection(w->conn);
-			free(w);
-		} else {
-			pp = &w->next;
-		}
-	}
 }
 
 int ctrl_hosts_tick(struct ctrl_ctx *ctx, int64_t now)
 {
 	int newly_lost = 0;
-	size_t i;
+	struct ctrl_host *h;
 
 	pthread_mutex_lock(&ctx->hosts_lock);
-	for (i = 0; i < ctx->n_hosts; i++) {
-		struct ctrl_host *h = ctx->hosts[i];
-
-		resume_expired(&h->waiters, now);
-		if (h->registered && !h->lost &&
-		    now - h->last_seen_ms > ctx->cfg.host_deadline_ms) {
-			h->lost = 1;
-			newly_lost++;
-			log_warn("host '%s' lost: no heartbeat for %lld ms",
-				 h->name, (long long)(now - h->last_seen_ms));
-		}
+	while (ctx->n_timers && ctx->timers[0]->deadline_ms <= now)
+		waiter_resume(ctx, ctx->timers[0]);
+	while ((h = ctx->live_head) &&
+	       now - h->last_seen_ms > ctx->cfg.host_deadline_ms) {
+		h->lost = 1;
+		live_unlink(ctx, h);
+		newly_lost++;
+		log_warn("host '%s' lost: no heartbeat for %lld ms", h->name,
+			 (long long)(now - h->last_seen_ms));
 	}
-	resume_expired(&ctx->log_waiters, now);
-	resume_expired(&ctx->job_waiters, now);
 	ctrl_rdzv_tick(ctx, now);
 	pthread_mutex_unlock(&ctx->hosts_lock);
 	return newly_lost;
@@ -210,9 +281,9 @@ void ctrl_hosts_resume_all(struct ctrl_ctx *ctx)
 
 	pthread_mutex_lock(&ctx->hosts_lock);
 	for (i = 0; i < ctx->n_hosts; i++)
-		ctrl_waiters_resume(&ctx->hosts[i]->waiters);
-	ctrl_waiters_resume(&ctx->log_waiters);
-	ctrl_waiters_resume(&ctx->job_waiters);
+		ctrl_waiters_resume(ctx, &ctx->hosts[i]->waiters);
+	ctrl_waiters_resume(ctx, &ctx->log_waiters);
+	ctrl_waiters_resume(ctx, &ctx->job_waiters);
 	ctrl_rdzv_resume_all(ctx);
 	pthread_mutex_unlock(&ctx->hosts_lock);
 }
@@ -245,6 +316,10 @@ void ctrl_hosts_release(struct ctrl_ctx *ctx)
 	free(ctx->hosts_by_name);
 	ctx->hosts_by_name = NULL;
 	ctx->n_hosts = 0;
+	ctx->live_head = ctx->live_tail = NULL;
+	free(ctx->timers);
+	ctx->timers = NULL;
+	ctx->n_timers = ctx->timers_alloc = 0;
 }
 
 void ctrl_hosts_load_drains(struct ctrl_ctx *ctx)

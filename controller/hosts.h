@@ -15,12 +15,18 @@
 struct ctrl_ctx;
 struct MHD_Connection;
 
-/* A suspended request waiting for news. */
+/*
+ * A suspended request waiting for news: on the list of what it waits for
+ * (a host's version, the jobs, the logs) and in ctx->timers, a min-heap by
+ * deadline, so that a tick looks only at the waiters whose time is up.
+ */
 struct ctrl_waiter {
 	struct MHD_Connection *conn;
 	int *resumed;	     /* set to 1 when resumed, owned by the request */
 	int64_t deadline_ms; /* monotonic */
 	struct ctrl_waiter *next;
+	struct ctrl_waiter **pprev; /* what points at this one */
+	size_t heap_at;		    /* its index in ctx->timers */
 };
 
 struct ctrl_host {
@@ -36,6 +42,11 @@ struct ctrl_host {
 	int registered;	      /* an agent has registered since we started */
 	int64_t last_seen_ms; /* monotonic, 0 = never */
 	int lost;	      /* missed its heartbeat deadline */
+	/* Registered and not lost: on ctx's liveness list, oldest
+	 * last_seen_ms first (ctrl_host_seen() moves it to the end). */
+	struct ctrl_host *live_prev;
+	struct ctrl_host *live_next;
+	int on_live;
 	/* Drained (planned maintenance, kept in the store): no new work;
 	 * a job on it moves to another host (controller/jobrun.c). */
 	int drained;
@@ -94,9 +105,17 @@ void ctrl_hosts_bump(struct ctrl_ctx *ctx, const char *name);
 void ctrl_hosts_bump_all(struct ctrl_ctx *ctx);
 
 /*
+ * An agent's request arrived from host h (registered, lost and
+ * last_seen_ms already set by the caller): keeps the liveness list in
+ * last_seen_ms order. Caller holds hosts_lock.
+ */
+void ctrl_host_seen(struct ctrl_ctx *ctx, struct ctrl_host *h);
+
+/*
  * Resumes waiters whose deadline passed and marks hosts whose heartbeat is
- * older than the deadline lost. Returns the number of hosts that became
- * lost. Takes hosts_lock.
+ * older than the deadline lost. Looks only at the waiters and hosts whose
+ * time is up (a heap and a list in deadline order), never at every host.
+ * Returns the number of hosts that became lost. Takes hosts_lock.
  */
 int ctrl_hosts_tick(struct ctrl_ctx *ctx, int64_t now_mono_ms);
 
@@ -104,11 +123,12 @@ int ctrl_hosts_tick(struct ctrl_ctx *ctx, int64_t now_mono_ms);
 void ctrl_hosts_resume_all(struct ctrl_ctx *ctx);
 
 /* Adds a waiter to a list; caller holds hosts_lock. */
-void ctrl_waiter_add(struct ctrl_waiter **list, struct MHD_Connection *conn,
-		     int *resumed, int64_t deadline_ms);
+void ctrl_waiter_add(struct ctrl_ctx *ctx, struct ctrl_waiter **list,
+		     struct MHD_Connection *conn, int *resumed,
+		     int64_t deadline_ms);
 
 /* Resumes and frees every waiter of a list; caller holds hosts_lock. */
-void ctrl_waiters_resume(struct ctrl_waiter **list);
+void ctrl_waiters_resume(struct ctrl_ctx *ctx, struct ctrl_waiter **list);
 
 /* A job was created, changed state or was deleted: wakes the Describe
  * long-polls (they look again). */

@@ -286,7 +286,7 @@ static enum ctrl_route_result describe_wait(struct ctrl_ctx *ctx,
 		if (ctx->job_version == version) {
 			req->suspended = 1;
 			MHD_suspend_connection(conn);
-			ctrl_waiter_add(&ctx->job_waiters, conn, &req->resumed,
+			ctrl_waiter_add(ctx, &ctx->job_waiters, conn, &req->resumed,
 					time_mono_ms() +
 						(wait_us - waited_us) / 1000 +
 						1);

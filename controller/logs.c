@@ -287,7 +287,7 @@ void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
 	buf_release(&err);
 	pthread_mutex_lock(&ctx->hosts_lock);
 	ctx->log_version++;
-	ctrl_waiters_resume(&ctx->log_waiters);
+	ctrl_waiters_resume(ctx, &ctx->log_waiters);
 	pthread_mutex_unlock(&ctx->hosts_lock);
 }
 
@@ -413,7 +413,7 @@ enum ctrl_route_result ctrl_logs_route(struct ctrl_ctx *ctx,
 			pthread_mutex_lock(&ctx->hosts_lock);
 			req->suspended = 1;
 			MHD_suspend_connection(conn);
-			ctrl_waiter_add(&ctx->log_waiters, conn, &req->resumed,
+			ctrl_waiter_add(ctx, &ctx->log_waiters, conn, &req->resumed,
 					time_mono_ms() + FOLLOW_MS);
 			pthread_mutex_unlock(&ctx->hosts_lock);
 			api_log_events_release(&ev);

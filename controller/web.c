@@ -760,7 +760,7 @@ static enum ctrl_route_result changes(struct ctrl_ctx *ctx,
 
 		req->suspended = 1;
 		MHD_suspend_connection(conn);
-		ctrl_waiter_add(&ctx->log_waiters, conn, &req->resumed,
+		ctrl_waiter_add(ctx, &ctx->log_waiters, conn, &req->resumed,
 				time_mono_ms() + (left_ms < RECHECK_MS ?
 							  left_ms :
 							  RECHECK_MS));
