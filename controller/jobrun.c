@@ -1192,6 +1192,21 @@ static int wanted(const struct db_active_job *j, char *const *names,
 	return named(j->name, names, n_names);
 }
 
+/*
+ * Steps the jobs named since this pass began. A full pass over hundreds of
+ * running jobs takes a good part of a second with thousands of hosts; a
+ * job created meanwhile is placed between two of its steps, not after it.
+ */
+static void step_named_since(struct ctrl_ctx *ctx, int *busy_valid)
+{
+	size_t n, i;
+	char **names = ctrl_reconciler_take_named(ctx, &n);
+
+	for (i = 0; i < n; i++)
+		step(ctx, names[i], busy_valid);
+	ctrl_reconciler_free_named(names, n);
+}
+
 void ctrl_jobs_reconcile(struct ctrl_ctx *ctx, char *const *names,
 			 size_t n_names, int full)
 {
@@ -1210,8 +1225,10 @@ void ctrl_jobs_reconcile(struct ctrl_ctx *ctx, char *const *names,
 
 	/* Only reports or requests of a few jobs: nothing else is read. */
 	if (!full && !queue) {
-		for (i = 0; i < n_names; i++)
+		for (i = 0; i < n_names; i++) {
 			step(ctx, names[i], &busy_valid);
+			step_named_since(ctx, &busy_valid);
+		}
 		return;
 	}
 	memset(&look, 0, sizeof(look));
@@ -1254,6 +1271,7 @@ void ctrl_jobs_reconcile(struct ctrl_ctx *ctx, char *const *names,
 			}
 		}
 		step(ctx, j->name, &busy_valid);
+		step_named_since(ctx, &busy_valid);
 	}
 	if (db_jobs_set_waiting(ctx->db, w_names, (const char *const *)w_msgs,
 				n_wait, &err))

@@ -151,6 +151,27 @@ void ctrl_reconciler_wake(struct ctrl_ctx *ctx)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
+char **ctrl_reconciler_take_named(struct ctrl_ctx *ctx, size_t *n)
+{
+	char **names;
+
+	pthread_mutex_lock(&ctx->lock);
+	names = ctx->dirty_jobs;
+	*n = ctx->n_dirty;
+	ctx->dirty_jobs = NULL;
+	ctx->n_dirty = 0;
+	/* Names alone made it dirty; a full pass asked for stays asked. */
+	if (!ctx->full_pass)
+		ctx->dirty = 0;
+	pthread_mutex_unlock(&ctx->lock);
+	return names;
+}
+
+void ctrl_reconciler_free_named(char **names, size_t n)
+{
+	free_names(names, n);
+}
+
 void ctrl_reconciler_wake_job(struct ctrl_ctx *ctx, const char *name)
 {
 	size_t i;
