@@ -950,7 +950,7 @@ int ctrl_http_start(struct ctrl_ctx *ctx, struct buf *err)
 		MHD_OPTION_NOTIFY_COMPLETED, completed, ctx,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
 		MHD_OPTION_CONNECTION_LIMIT, connection_limit(),
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024),
 		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
 	if (!ctx->httpd) {
 		(void)buf_addf(err,
