@@ -6,12 +6,22 @@ DESTDIR ?=
 BUILD ?= build
 CC ?= cc
 
-# Install Debian packages when something is missing, before pkg-config is
-# asked for flags (a fresh machine has none of them).
-ifeq ($(filter clean format format-check,$(MAKECMDGOALS)),)
+# `make deps` installs the Debian packages that the build, the tests and the
+# demo need (scripts/deps.sh). The README's goals, `make test` and `make
+# demo`, and `make check` and `make bench` run it first, before pkg-config is
+# asked for flags, so a fresh machine needs nothing else. Every other goal
+# only builds: it installs nothing, and when a package the build needs is
+# missing it stops at once, naming it (scripts/build-deps.sh).
+INSTALL_GOALS := deps test demo check bench
+ifneq ($(filter $(INSTALL_GOALS),$(MAKECMDGOALS)),)
 DEPS_RC := $(shell ./scripts/deps.sh -q >&2; echo $$?)
 ifneq ($(DEPS_RC),0)
 $(error scripts/deps.sh failed: install the packages it names and retry)
+endif
+else ifeq ($(filter clean format format-check,$(MAKECMDGOALS)),)
+BUILD_MISSING := $(strip $(shell ./scripts/build-deps.sh))
+ifneq ($(BUILD_MISSING),)
+$(error missing Debian packages: $(BUILD_MISSING). Run `make deps` to install them)
 endif
 endif
 
