@@ -5,7 +5,8 @@
 # CMOCKA_MESSAGE_OUTPUT=TAP), and the scripts in tests/compat/ and
 # tests/integration/ ("ok N - name", "not ok N - name", "# SKIP" directives).
 # Each program runs under a time limit; one that dies or times out counts as
-# one more failure. TESTS=pattern runs only matching programs.
+# one more failure, and so does one whose plan ("1..N") is missing or does
+# not match the number of tests it ran. TESTS=pattern runs only matching programs.
 set -u
 
 BUILD=${BUILD:-build}
@@ -34,11 +35,20 @@ run_one() {
 	p=$(grep -cE '^ok [0-9]+' "$log" | head -n1)
 	s=$(grep -ciE '^ok [0-9]+.*# *skip' "$log" | head -n1)
 	f=$(grep -cE '^not ok [0-9]+' "$log" | head -n1)
+	# The plan ("1..N", first or last) must match what ran: a script
+	# that stops early, even with status 0, has not passed.
+	plan=$(grep -m1 -E '^1\.\.[0-9]+' "$log" | sed -E 's/^1\.\.([0-9]+).*/\1/')
 	p=$((p - s))
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		# A crash, a timeout or a failing script without TAP output.
 		f=1
 		echo "  $prog: exit status $rc (see $log)" >&2
+	elif [ -z "$plan" ]; then
+		f=$((f + 1))
+		echo "  $prog: no TAP plan (1..N) in its output (see $log)" >&2
+	elif [ "$plan" -ne $((p + s + f)) ]; then
+		f=$((f + 1))
+		echo "  $prog: planned $plan tests, ran $((p + s + f - 1)) (see $log)" >&2
 	fi
 	pass=$((pass + p))
 	skip=$((skip + s))
