@@ -15,6 +15,7 @@
 
 #include "agent/agent.h"
 #include "common/err.h"
+#include "common/opt.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
@@ -88,20 +89,12 @@ static void set_str(char **field, const char *value)
 static int parse_int(const char *opt, const char *value, long lo, long hi,
 		     int *out, struct buf *err)
 {
-	char *end;
 	long v;
+	int ret = opt_parse_long(opt, value, lo, hi, &v, err);
 
-	errno = 0;
-	v = strtol(value, &end, 10);
-	if (errno || !*value || *end || v < lo || v > hi) {
-		(void)buf_addf(err,
-			       "option '--%s' needs a number from %ld to "
-			       "%ld, not '%s'",
-			       opt, lo, hi, value);
-		return ERR_INVALID;
-	}
-	*out = (int)v;
-	return 0;
+	if (!ret)
+		*out = (int)v;
+	return ret;
 }
 
 int agent_config_parse_args(struct agent_config *cfg, int argc, char **argv,

@@ -10,6 +10,7 @@
 
 #include "controller/ctrl.h"
 #include "common/err.h"
+#include "common/opt.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
@@ -148,25 +149,6 @@ static int set_str(char **field, const char *value)
 	return 0;
 }
 
-static int parse_long(const char *opt, const char *value, long lo, long hi,
-		      long *out, struct buf *err)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(value, &end, 10);
-	if (errno || !*value || *end || v < lo || v > hi) {
-		(void)buf_addf(err,
-			       "option '--%s' needs a number from %ld to "
-			       "%ld, not '%s'",
-			       opt, lo, hi, value);
-		return ERR_INVALID;
-	}
-	*out = v;
-	return 0;
-}
-
 /* Keeps the resolved folder: a symlink to it names the same place. */
 static int add_file_root(struct ctrl_config *cfg, const char *dir,
 			 struct buf *err)
@@ -219,12 +201,12 @@ int ctrl_config_parse_args(struct ctrl_config *cfg, int argc, char **argv,
 			set_str(&cfg->account_id, optarg);
 			break;
 		case OPT_THREADS:
-			if (parse_long("threads", optarg, 1, 256, &v, err))
+			if (opt_parse_long("threads", optarg, 1, 256, &v, err))
 				return ERR_INVALID;
 			cfg->threads = (int)v;
 			break;
 		case OPT_BODY_MAX:
-			if (parse_long("max-body", optarg, 1024, 1L << 30, &v,
+			if (opt_parse_long("max-body", optarg, 1024, 1L << 30, &v,
 				       err))
 				return ERR_INVALID;
 			cfg->body_max = v;
@@ -233,7 +215,7 @@ int ctrl_config_parse_args(struct ctrl_config *cfg, int argc, char **argv,
 			cfg->check_only = 1;
 			break;
 		case OPT_LOCAL_HOSTS:
-			if (parse_long("local-hosts", optarg, 0, 64, &v, err))
+			if (opt_parse_long("local-hosts", optarg, 0, 64, &v, err))
 				return ERR_INVALID;
 			cfg->local_hosts = (int)v;
 			break;
@@ -241,25 +223,25 @@ int ctrl_config_parse_args(struct ctrl_config *cfg, int argc, char **argv,
 			set_str(&cfg->agent_binary, optarg);
 			break;
 		case OPT_HEARTBEAT:
-			if (parse_long("heartbeat-ms", optarg, 10, 60000, &v,
+			if (opt_parse_long("heartbeat-ms", optarg, 10, 60000, &v,
 				       err))
 				return ERR_INVALID;
 			cfg->heartbeat_ms = v;
 			break;
 		case OPT_DEADLINE:
-			if (parse_long("host-deadline-ms", optarg, 50, 3600000,
+			if (opt_parse_long("host-deadline-ms", optarg, 50, 3600000,
 				       &v, err))
 				return ERR_INVALID;
 			cfg->host_deadline_ms = v;
 			break;
 		case OPT_GRACE:
-			if (parse_long("grace-period", optarg, 0, 86400, &v,
+			if (opt_parse_long("grace-period", optarg, 0, 86400, &v,
 				       err))
 				return ERR_INVALID;
 			cfg->grace_ms = v * 1000;
 			break;
 		case OPT_MAX_RETRIES:
-			if (parse_long("max-retries", optarg, 0, 30, &v, err))
+			if (opt_parse_long("max-retries", optarg, 0, 30, &v, err))
 				return ERR_INVALID;
 			cfg->max_retries = (int)v;
 			break;
@@ -278,7 +260,7 @@ int ctrl_config_parse_args(struct ctrl_config *cfg, int argc, char **argv,
 			}
 			break;
 		case OPT_RESTART_WAIT:
-			if (parse_long("restart-wait", optarg, 0, 86400, &v,
+			if (opt_parse_long("restart-wait", optarg, 0, 86400, &v,
 				       err))
 				return ERR_INVALID;
 			cfg->restart_wait_ms = v * 1000;
