@@ -37,6 +37,7 @@
 #include "api/sm_env.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/netutil.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
@@ -190,24 +191,6 @@ static int netif_of(const char *address, char *name, size_t name_len,
 	}
 	freeifaddrs(ifs);
 	return ret;
-}
-
-/* Whether this host can listen on port now (algo-1's MASTER_PORT). */
-static int port_bindable(int port)
-{
-	struct sockaddr_in sa;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, ok;
-
-	if (fd < 0)
-		return 1;
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_ANY);
-	sa.sin_port = htons((uint16_t)port);
-	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	ok = !bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-	close(fd);
-	return ok;
 }
 
 static char *self_exe(void)
@@ -478,7 +461,7 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 		if (nproc > 1 && !agent_env_get(&env, "OMP_NUM_THREADS"))
 			agent_env_set(&env, "OMP_NUM_THREADS", "1");
 		if (s->host_index == 0 && s->master_port > 0 &&
-		    !port_bindable(s->master_port)) {
+		    !net_port_bindable(s->master_port)) {
 			(void)buf_addf(err,
 				       "MASTER_PORT %d is in use on algo-1",
 				       s->master_port);

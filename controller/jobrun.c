@@ -23,6 +23,7 @@
 #include "db/run.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/netutil.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
@@ -111,23 +112,6 @@ static int any_drained(struct ctrl_ctx *ctx, const struct db_assignment *as,
 	return d;
 }
 
-static int port_free(int port)
-{
-	struct sockaddr_in a;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	int ok;
-
-	if (fd < 0)
-		return 0;
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_ANY);
-	a.sin_port = htons((uint16_t)port);
-	ok = !bind(fd, (struct sockaddr *)&a, sizeof(a));
-	close(fd);
-	return ok;
-}
-
 /*
  * The attempt's ports: `count` consecutive ports from a fresh random base
  * each attempt (MASTER_PORT is the first; parameter servers use two per
@@ -147,7 +131,7 @@ static int pick_ports(int count)
 		if (RAND_bytes(r, sizeof(r)) != 1)
 			break;
 		base = 20000 + (int)((r[0] << 8 | r[1]) % (12000 - count));
-		for (k = 0; k < count && port_free(base + k); k++)
+		for (k = 0; k < count && net_port_bindable(base + k) == 1; k++)
 			;
 		if (k == count)
 			return base;
