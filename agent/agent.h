@@ -585,7 +585,6 @@ typedef void agent_state_fn(struct agent_ctx *ctx, const char *dir,
 void agent_jobdir_scan(struct agent_ctx *ctx, agent_state_fn *fn);
 /* The host path of the checkpoint folder (mapped from /opt/ml/...). */
 char *agent_jobdir_checkpoint_path(const char *dir, const char *local_path);
-int agent_mkdir_p(const char *path, int mode);
 
 /* launch.c */
 int agent_launch(struct agent_ctx *ctx, struct agent_assign *a,

@@ -19,6 +19,7 @@
 
 #include "agent/agent.h"
 #include "common/err.h"
+#include "common/fsutil.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
@@ -26,26 +27,6 @@
 #define STATE_FILE "state.json"
 #define STATE_MAX (1u << 20)
 #define FAILURE_MAX 1024
-
-int agent_mkdir_p(const char *path, int mode)
-{
-	char *p = xstrdup(path);
-	char *s;
-	int ret = 0;
-
-	for (s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, (mode_t)mode) && errno != EEXIST)
-			ret = ERR_IO;
-		*s = '/';
-	}
-	if (mkdir(p, (mode_t)mode) && errno != EEXIST)
-		ret = ERR_IO;
-	free(p);
-	return ret;
-}
 
 /* Names that become one path component each: no '/', no "..". */
 static int component_ok(const char *s)
@@ -84,44 +65,7 @@ int agent_jobdir_path(struct agent_ctx *ctx, const char *job, const char *uid,
 static int write_atomic(const char *path, const char *data, size_t len,
 			struct buf *err)
 {
-	struct buf tmp = BUF_INIT;
-	const char *p = data;
-	size_t left = len;
-	ssize_t w;
-	int fd, ret = 0;
-
-	(void)buf_addf(&tmp, "%s.tmp", path);
-	fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		(void)buf_addf(err, "%s: %s", tmp.data, strerror(errno));
-		buf_release(&tmp);
-		return ERR_IO;
-	}
-	while (left > 0) {
-		w = write(fd, p, left);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			(void)buf_addf(err, "%s: %s", tmp.data,
-				       strerror(errno));
-			ret = ERR_IO;
-			break;
-		}
-		p += w;
-		left -= (size_t)w;
-	}
-	if (close(fd) && !ret) {
-		(void)buf_addf(err, "%s: %s", tmp.data, strerror(errno));
-		ret = ERR_IO;
-	}
-	if (!ret && rename(tmp.data, path)) {
-		(void)buf_addf(err, "%s: %s", path, strerror(errno));
-		ret = ERR_IO;
-	}
-	if (ret)
-		(void)unlink(tmp.data);
-	buf_release(&tmp);
-	return ret;
+	return fs_write_atomic(path, data, len, 0600, 0, err);
 }
 
 static int write_in(const char *dir, const char *rel, const char *text,
@@ -162,7 +106,7 @@ static int give_to_user(const char *dir, const struct api_assignment *spec,
 		ret = agent_ident_chown_tree(path.data, id, 0700, err);
 	}
 	/* LocalPath may be deeper: each of its folders below dir. */
-	if (!ret && agent_mkdir_p(ckpt, 0700)) {
+	if (!ret && fs_mkdir_p(ckpt, 0700, NULL)) {
 		(void)buf_addf(err, "cannot create %s: %s", ckpt,
 			       strerror(errno));
 		ret = ERR_IO;
@@ -204,7 +148,7 @@ int agent_jobdir_create(const char *dir, const struct api_assignment *spec,
 	for (i = 0; i < sizeof(tree) / sizeof(tree[0]) && !ret; i++) {
 		buf_reset(&path);
 		(void)buf_addf(&path, "%s/%s", dir, tree[i]);
-		if (agent_mkdir_p(path.data, 0755)) {
+		if (fs_mkdir_p(path.data, 0755, NULL)) {
 			(void)buf_addf(err, "cannot create %s: %s", path.data,
 				       strerror(errno));
 			ret = ERR_IO;
@@ -220,7 +164,7 @@ int agent_jobdir_create(const char *dir, const struct api_assignment *spec,
 		buf_reset(&path);
 		(void)buf_addf(&path, "%s/input/data/%s", dir,
 			       spec->channels[i].name);
-		if (agent_mkdir_p(path.data, 0755)) {
+		if (fs_mkdir_p(path.data, 0755, NULL)) {
 			(void)buf_addf(err, "cannot create %s: %s", path.data,
 				       strerror(errno));
 			ret = ERR_IO;

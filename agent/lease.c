@@ -48,6 +48,7 @@
 
 #include "agent/agent.h"
 #include "common/err.h"
+#include "common/fsutil.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
@@ -483,9 +484,8 @@ static pid_t respawn_agent(const char *work_dir, char **agent_argv,
 			   const char *token)
 {
 	const char *exe = agent_argv[0];
-	struct buf pidf = BUF_INIT, tmp = BUF_INIT, line = BUF_INIT;
+	struct buf pidf = BUF_INIT, line = BUF_INIT;
 	pid_t pid;
-	int fd;
 
 	/* The agent's own path: provisioning may have put a newer build
 	 * there since this watchdog started. A binary that was removed is
@@ -496,19 +496,11 @@ static pid_t respawn_agent(const char *work_dir, char **agent_argv,
 		exe = "/proc/self/exe";
 	pid = spawn_with_stdin(exe, agent_argv, token);
 	(void)buf_addf(&pidf, "%s/agent.pid", work_dir);
-	(void)buf_addf(&tmp, "%s/agent.pid.tmp", work_dir);
 	(void)buf_addf(&line, "%d\n", (int)pid);
-	if (pid > 0 && !access(pidf.data, F_OK)) {
-		fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-			  0644);
-		if (fd >= 0 && !write_all(fd, line.data, line.len) &&
-		    !close(fd))
-			(void)rename(tmp.data, pidf.data);
-		else if (fd >= 0)
-			close(fd);
-	}
+	if (pid > 0 && !access(pidf.data, F_OK))
+		(void)fs_write_atomic(pidf.data, line.data, line.len, 0644, 0,
+				      NULL);
 	buf_release(&pidf);
-	buf_release(&tmp);
 	buf_release(&line);
 	return pid;
 }

@@ -21,6 +21,7 @@
 
 #include "agent/agent.h"
 #include "common/err.h"
+#include "common/fsutil.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
@@ -129,7 +130,7 @@ static int lock_work_dir(const char *dir, char **lock_path, struct buf *err)
 	int fd;
 
 	(void)buf_addf(&path, "%s/jobs", dir);
-	if (agent_mkdir_p(path.data, 0755)) {
+	if (fs_mkdir_p(path.data, 0755, NULL)) {
 		(void)buf_addf(err, "cannot create %s: %s", path.data,
 			       strerror(errno));
 		buf_release(&path);

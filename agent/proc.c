@@ -25,6 +25,7 @@
 #include "agent/agent.h"
 #include "agent/proc.h"
 #include "common/err.h"
+#include "common/fsutil.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
@@ -327,9 +328,8 @@ static void keeper_signals(void)
 
 int agent_proc_write_exit(const char *path, int status)
 {
-	struct buf tmp = BUF_INIT;
 	char line[64];
-	int fd, n, ret = -1;
+	int n;
 
 	if (WIFSIGNALED(status))
 		n = snprintf(line, sizeof(line), "signal %d\n",
@@ -337,21 +337,7 @@ int agent_proc_write_exit(const char *path, int status)
 	else
 		n = snprintf(line, sizeof(line), "exit %d\n",
 			     WEXITSTATUS(status));
-	if (buf_addf(&tmp, "%s.tmp", path))
-		goto out;
-	fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
-				    O_NOFOLLOW,
-		  0600);
-	if (fd < 0)
-		goto out;
-	write_all(fd, line, (size_t)n);
-	if (close(fd) == 0 && rename(tmp.data, path) == 0)
-		ret = 0;
-	else
-		(void)unlink(tmp.data);
-out:
-	buf_release(&tmp);
-	return ret;
+	return fs_write_atomic(path, line, (size_t)n, 0600, 0, NULL) ? -1 : 0;
 }
 
 int agent_proc_read_exit(const char *path, int *exit_code, int *term_signal)

@@ -18,6 +18,7 @@
 #include "api/manifest.h"
 #include "storage/storage.h"
 #include "common/err.h"
+#include "common/fsutil.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
@@ -90,7 +91,7 @@ static int mkdir_parent(const char *path)
 
 	if (slash && slash != p) {
 		*slash = '\0';
-		ret = agent_mkdir_p(p, 0755);
+		ret = fs_mkdir_p(p, 0755, NULL);
 	}
 	free(p);
 	return ret;
@@ -283,7 +284,7 @@ static int stage_channel(struct stor *st, const struct api_assignment *s,
 		return ERR_INVALID;
 	}
 	(void)buf_addf(&dest, "%s/input/data/%s", dir, c->name);
-	ret = agent_mkdir_p(dest.data, 0755);
+	ret = fs_mkdir_p(dest.data, 0755, NULL);
 	if (ret)
 		(void)buf_addf(err, "cannot create %s: %s", dest.data,
 			       strerror(errno));
@@ -342,7 +343,7 @@ static int stage_main(void *arg, int fd)
 		ckpt = agent_jobdir_checkpoint_path(dir,
 						    s->checkpoint_local_path);
 		memset(&stats, 0, sizeof(stats));
-		ret = agent_mkdir_p(ckpt, 0755);
+		ret = fs_mkdir_p(ckpt, 0755, NULL);
 		if (!ret)
 			ret = stor_get_prefix(st, s->checkpoint_s3_uri, ckpt,
 					      &stats, &err);

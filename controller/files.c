@@ -14,6 +14,7 @@
 #include "controller/files.h"
 #include "common/bug.h"
 #include "common/err.h"
+#include "common/fsutil.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
@@ -67,22 +68,10 @@ char *ctrl_read_line(const char *path)
 
 int ctrl_write_small(const char *path, const char *text)
 {
-	struct buf tmp = BUF_INIT;
-	size_t len = strlen(text);
-	int fd;
-	int ret = -1;
-
-	(void)buf_addf(&tmp, "%s.tmp", path);
-	fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd >= 0) {
-		if (write(fd, text, len) == (ssize_t)len && !fsync(fd))
-			ret = 0;
-		close(fd);
-		if (!ret)
-			ret = rename(tmp.data, path);
-	}
-	buf_release(&tmp);
-	return ret;
+	return fs_write_atomic(path, text, strlen(text), 0600, FS_WRITE_SYNC,
+			       NULL) ?
+		       -1 :
+		       0;
 }
 
 char *ctrl_host_token(struct ctrl_ctx *ctx, const char *name, int *existed)

@@ -21,41 +21,30 @@
 #include "controller/provision.h"
 #include "db/db.h"
 #include "storage/fs.h"
+#include "common/bug.h"
 #include "common/err.h"
+#include "common/fsutil.h"
 #include "common/log.h"
+#include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
 #define CREDENTIALS_MAX (1 << 20)
 
-/* mkdir -p with mode 0711 for the last component. */
+/*
+ * mkdir -p, the state folder itself searchable, not readable: a local
+ * host's work folder (and its jobs' folders, which their users must
+ * reach) lies below.
+ */
 static int make_dirs(const char *path, struct buf *err)
 {
-	char *p = xstrdup(path);
-	char *s;
-	int ret = 0;
+	int ret = fs_mkdir_p(path, 0755, err);
 
-	for (s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, 0755) && errno != EEXIST) {
-			(void)buf_addf(err, "cannot create '%s': %s", p,
-				       strerror(errno));
-			ret = ERR_IO;
-			goto out;
-		}
-		*s = '/';
-	}
-	/* Searchable, not readable: a local host's work folder (and its
-	 * jobs' folders, which their users must reach) lies below. */
-	if ((mkdir(p, 0711) && errno != EEXIST) || chmod(p, 0711)) {
-		(void)buf_addf(err, "cannot create '%s': %s", p,
+	if (!ret && chmod(path, 0711)) {
+		(void)buf_addf(err, "cannot create '%s': %s", path,
 			       strerror(errno));
 		ret = ERR_IO;
 	}
-out:
-	free(p);
 	return ret;
 }
 
@@ -213,7 +202,9 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	pthread_mutex_init(&ctx.lock, NULL);
-	pthread_cond_init(&ctx.wake, NULL);
+	/* The reconciler's sleeps are timed on the monotonic clock. */
+	if (time_cond_init_mono(&ctx.wake))
+		BUG("cannot initialize the reconciler's condition");
 	pthread_mutex_init(&ctx.hosts_lock, NULL);
 	pthread_cond_init(&ctx.prov_done, NULL);
 	libssh2_init(0);

@@ -55,17 +55,6 @@ static void free_names(char **names, size_t n)
 	free(names);
 }
 
-/* CLOCK_REALTIME deadline ms from now, for pthread_cond_timedwait. */
-static void deadline_in(struct timespec *ts, long ms)
-{
-	clock_gettime(CLOCK_REALTIME, ts);
-	ts->tv_nsec += ms * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec += ts->tv_nsec / 1000000000L;
-		ts->tv_nsec %= 1000000000L;
-	}
-}
-
 static void *reconciler_main(void *arg)
 {
 	struct ctrl_ctx *ctx = arg;
@@ -84,7 +73,7 @@ static void *reconciler_main(void *arg)
 		int64_t since = time_mono_us() - last;
 
 		if (last && since < RECONCILE_GAP_US) {
-			deadline_in(&deadline,
+			time_mono_deadline(&deadline,
 				    (long)((RECONCILE_GAP_US - since) / 1000) +
 					    1);
 			while (!ctx->stopping &&
@@ -113,7 +102,7 @@ static void *reconciler_main(void *arg)
 		pthread_mutex_lock(&ctx->lock);
 		if (ctx->dirty || ctx->stopping)
 			continue;
-		deadline_in(&deadline, RECONCILE_PERIOD_MS);
+		time_mono_deadline(&deadline, RECONCILE_PERIOD_MS);
 		while (!ctx->dirty && !ctx->stopping)
 			if (pthread_cond_timedwait(&ctx->wake, &ctx->lock,
 						   &deadline) == ETIMEDOUT)

@@ -23,6 +23,7 @@
 #include "storage/fs.h"
 #include "storage/stor_internal.h"
 #include "common/err.h"
+#include "common/fsutil.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
@@ -45,47 +46,10 @@ static int io_error(struct buf *err, const char *what, const char *path)
 
 int stor_fs_mkdirs(const char *dir, struct buf *err)
 {
-	struct buf p = BUF_INIT;
-	struct stat st;
-	size_t i;
-	int ret = 0;
-
-	(void)buf_adds(&p, dir);
-	/* Fast path: the folder usually exists already. */
-	if (!lstat(p.data, &st) && S_ISDIR(st.st_mode))
-		goto out;
-	for (i = 1; i <= p.len; i++) {
-		char saved = p.data[i];
-
-		if (saved != '/' && saved != '\0')
-			continue;
-		p.data[i] = '\0';
-		/* Folders are 0755 like the objects' 0644, whatever the
-		 * process's umask (the controller's is 077: what must stay
-		 * private, it makes so at the top). */
-		if (!mkdir(p.data, 0755))
-			(void)chmod(p.data, 0755);
-		else if (errno != EEXIST) {
-			ret = io_error(err, "create folder", p.data);
-			goto out;
-		}
-		if (lstat(p.data, &st)) {
-			ret = io_error(err, "inspect", p.data);
-			goto out;
-		}
-		if (!S_ISDIR(st.st_mode)) {
-			(void)buf_addf(err,
-				       "cannot create folder '%s': '%s' exists "
-				       "and is not a folder",
-				       dir, p.data);
-			ret = ERR_CONFLICT;
-			goto out;
-		}
-		p.data[i] = saved;
-	}
-out:
-	buf_release(&p);
-	return ret;
+	/* Folders are 0755 like the objects' 0644, whatever the process's
+	 * umask (the controller's is 077: what must stay private, it makes
+	 * so at the top). */
+	return fs_mkdir_p(dir, 0755, err);
 }
 
 static void dir_of(const char *path, struct buf *out)

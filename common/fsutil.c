@@ -1,0 +1,106 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/err.h"
+#include "common/fsutil.h"
+#include "common/banned.h"
+
+static int io_error(struct buf *err, const char *what, const char *path)
+{
+	if (err)
+		(void)buf_addf(err, "cannot %s '%s': %s", what, path,
+			       strerror(errno));
+	return ERR_IO;
+}
+
+int fs_mkdir_p(const char *dir, mode_t mode, struct buf *err)
+{
+	struct buf p = BUF_INIT;
+	struct stat st;
+	size_t i;
+	int ret = 0;
+
+	if (buf_adds(&p, dir))
+		return ERR_IO;
+	/* Fast path: the folder usually exists already. */
+	if (!stat(p.data, &st) && S_ISDIR(st.st_mode))
+		goto out;
+	for (i = 1; i <= p.len; i++) {
+		char saved = p.data[i];
+
+		if (saved != '/' && saved != '\0')
+			continue;
+		p.data[i] = '\0';
+		if (!mkdir(p.data, mode))
+			(void)chmod(p.data, mode);
+		else if (errno != EEXIST) {
+			ret = io_error(err, "create folder", p.data);
+			goto out;
+		}
+		/* A link to a folder is a folder, as for mkdir -p. */
+		if (stat(p.data, &st)) {
+			ret = io_error(err, "inspect", p.data);
+			goto out;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			if (err)
+				(void)buf_addf(err,
+					       "cannot create folder '%s': "
+					       "'%s' exists and is not a folder",
+					       dir, p.data);
+			ret = ERR_CONFLICT;
+			goto out;
+		}
+		p.data[i] = saved;
+	}
+out:
+	buf_release(&p);
+	return ret;
+}
+
+static int write_all(int fd, const char *p, size_t left)
+{
+	while (left > 0) {
+		ssize_t w = write(fd, p, left);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		left -= (size_t)w;
+	}
+	return 0;
+}
+
+int fs_write_atomic(const char *path, const void *data, size_t len,
+		    mode_t mode, int flags, struct buf *err)
+{
+	struct buf tmp = BUF_INIT;
+	int fd, ret = 0;
+
+	if (buf_addf(&tmp, "%s.tmp", path))
+		return ERR_IO;
+	fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+		  mode);
+	if (fd < 0) {
+		ret = io_error(err, "create", tmp.data);
+		goto out;
+	}
+	if (write_all(fd, data, len) ||
+	    ((flags & FS_WRITE_SYNC) && fsync(fd)))
+		ret = io_error(err, "write", tmp.data);
+	if (close(fd) && !ret)
+		ret = io_error(err, "write", tmp.data);
+	if (!ret && rename(tmp.data, path))
+		ret = io_error(err, "rename onto", path);
+	if (ret)
+		(void)unlink(tmp.data);
+out:
+	buf_release(&tmp);
+	return ret;
+}

@@ -1,0 +1,31 @@
+#ifndef COMMON_FSUTIL_H
+#define COMMON_FSUTIL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "common/buf.h"
+
+/*
+ * mkdir -p: creates dir and every missing folder above it, each with mode
+ * exactly (whatever the process's umask), and checks that each part that
+ * exists is a folder (or a link to one). Returns 0, ERR_IO (err says which part and why) or
+ * ERR_CONFLICT (a part exists and is not a folder). err may be NULL.
+ */
+int fs_mkdir_p(const char *dir, mode_t mode, struct buf *err);
+
+/* fs_write_atomic(): fsync the data before the rename. */
+#define FS_WRITE_SYNC 1
+
+/*
+ * Writes data to path as a whole or not at all: to "<path>.tmp" (a link
+ * there is not followed), then renamed over path, so that a reader or a
+ * crash of this process never sees half of it. With FS_WRITE_SYNC the data
+ * is on disk before the rename, so a crash of the machine cannot leave an
+ * empty file either. The file gets mode, less the umask. Returns 0 or ERR_IO (err, when
+ * not NULL, says why).
+ */
+int fs_write_atomic(const char *path, const void *data, size_t len,
+		    mode_t mode, int flags, struct buf *err);
+
+#endif
