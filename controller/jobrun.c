@@ -19,6 +19,7 @@
 #include "controller/jobrt.h"
 #include "controller/job_state.h"
 #include "controller/jobrun.h"
+#include "controller/plan.h"
 #include "db/db.h"
 #include "db/run.h"
 #include "common/err.h"
@@ -28,12 +29,6 @@
 #include "common/xalloc.h"
 #include "common/banned.h"
 
-/*
- * FailureReason: a category prefix ("AlgorithmError: ") and the first 1024
- * characters of output/failure (the agent cuts the file's text), as the
- * service writes it.
- */
-#define REASON_MAX (1024 + 32)
 
 /*
  * Hosts that hold any assignment are busy: marks each host from the list
@@ -335,21 +330,6 @@ out:
 	buf_release(&msg);
 }
 
-/* What the reports of an attempt add up to. */
-struct summary {
-	size_t n;
-	size_t running; /* phase >= running */
-	size_t downloading;
-	size_t exited_ok; /* every process exited 0 */
-	size_t done;
-	size_t finished; /* done or error or exited (nothing more comes) */
-	int failed;
-	/* MPI mode: algo-1's mpirun ended; followers still running. */
-	int leader_exited;
-	size_t followers_running;
-	struct buf reason;
-};
-
 static int host_lost(struct ctrl_ctx *ctx, const char *name)
 {
 	struct ctrl_host *h;
@@ -360,185 +340,6 @@ static int host_lost(struct ctrl_ctx *ctx, const char *name)
 	lost = !h || h->lost;
 	pthread_mutex_unlock(&ctx->hosts_lock);
 	return lost;
-}
-
-static void describe_exit_only(struct buf *b, const struct db_assignment *a,
-			       const struct api_proc_report *p);
-
-static void describe_exit(struct buf *b, const struct db_assignment *a,
-			  const struct api_proc_report *p)
-{
-	describe_exit_only(b, a, p);
-	if (p->tail && *p->tail)
-		(void)buf_addf(b, "; last output: %s", p->tail);
-}
-
-static void describe_exit_only(struct buf *b, const struct db_assignment *a,
-			       const struct api_proc_report *p)
-{
-	if (p->signal)
-		(void)buf_addf(b,
-			       "AlgorithmError: algo-%d (host %s) rank %d was "
-			       "killed by signal %d (%s)",
-			       a->host_index + 1, a->host, p->rank, p->signal,
-			       strsignal(p->signal));
-	else
-		(void)buf_addf(b,
-			       "AlgorithmError: algo-%d (host %s) rank %d "
-			       "exited with code %d",
-			       a->host_index + 1, a->host, p->rank,
-			       p->exit_code);
-}
-
-/* Whether algo-1 has reported every process exited. */
-static int leader_exited(const struct db_assignment *as, size_t n)
-{
-	struct buf err = BUF_INIT;
-	struct api_status st;
-	size_t i;
-	int yes = 0;
-
-	for (i = 0; i < n; i++) {
-		if (as[i].host_index != 0 || !as[i].report_json)
-			continue;
-		if (!api_status_parse(as[i].report_json,
-				      strlen(as[i].report_json), &st, &err)) {
-			yes = st.n == 1 &&
-			      st.items[0].phase >= API_PHASE_EXITED &&
-			      st.items[0].phase != API_PHASE_ERROR;
-			api_status_release(&st);
-		}
-	}
-	buf_release(&err);
-	return yes;
-}
-
-/*
- * In MPI mode algo-1's outcome (mpirun's) decides: the other hosts serve
- * mpirun's daemons and end when it does, or are stopped then. A host that
- * fails before mpirun has ended (its worker could not start, its daemon
- * died) fails the attempt like any rank.
- */
-static void summarize(struct ctrl_ctx *ctx, const struct db_assignment *as,
-		      size_t n, int mpi, struct summary *s)
-{
-	int64_t first_fail_ms = 0;
-	size_t i, k;
-
-	memset(s, 0, sizeof(*s));
-	buf_init(&s->reason, 0);
-	s->n = n;
-	if (mpi)
-		s->leader_exited = leader_exited(as, n);
-	for (i = 0; i < n; i++) {
-		struct api_status st;
-		struct buf err = BUF_INIT;
-		struct api_report *r;
-		int ok = 1;
-
-		if (host_lost(ctx, as[i].host) && !s->failed) {
-			s->failed = 1;
-			buf_reset(&s->reason);
-			(void)buf_addf(&s->reason,
-				       "InternalServerError: host %s "
-				       "(algo-%d) stopped responding",
-				       as[i].host, as[i].host_index + 1);
-			first_fail_ms = 1;
-		}
-		if (!as[i].report_json ||
-		    api_status_parse(as[i].report_json,
-				     strlen(as[i].report_json), &st, &err) ||
-		    st.n != 1) {
-			if (as[i].report_json)
-				api_status_release(&st);
-			buf_release(&err);
-			continue;
-		}
-		buf_release(&err);
-		r = &st.items[0];
-		if (mpi && as[i].host_index > 0 &&
-		    r->phase != API_PHASE_ERROR &&
-		    (s->leader_exited || r->phase < API_PHASE_EXITED)) {
-			if (r->phase == API_PHASE_RUNNING)
-				s->followers_running++;
-			if (r->phase >= API_PHASE_RUNNING)
-				s->running++;
-			if (r->phase == API_PHASE_DOWNLOADING)
-				s->downloading++;
-			if (r->phase == API_PHASE_DONE)
-				s->done++;
-			if (r->phase >= API_PHASE_EXITED) {
-				s->finished++;
-				s->exited_ok++;
-			}
-			api_status_release(&st);
-			continue;
-		}
-		if (r->phase == API_PHASE_DOWNLOADING)
-			s->downloading++;
-		if (r->phase >= API_PHASE_RUNNING &&
-		    r->phase != API_PHASE_ERROR)
-			s->running++;
-		if (r->phase == API_PHASE_DONE)
-			s->done++;
-		if (r->phase >= API_PHASE_EXITED)
-			s->finished++;
-		if (r->phase == API_PHASE_ERROR) {
-			if (!s->failed) {
-				s->failed = 1;
-				buf_reset(&s->reason);
-				(void)buf_addf(
-					&s->reason,
-					"ClientError: algo-%d (host %s): "
-					"%s",
-					as[i].host_index + 1, as[i].host,
-					r->error ? r->error : "error");
-			}
-			ok = 0;
-		}
-		/* Judge exits once the host reported them all: its report
-		 * then carries output/failure too. */
-		for (k = 0; r->phase >= API_PHASE_EXITED && k < r->n_procs;
-		     k++) {
-			const struct api_proc_report *p = &r->procs[k];
-
-			if (!p->exited) {
-				ok = 0;
-				continue;
-			}
-			if (p->exit_code == 0 && p->signal == 0)
-				continue;
-			ok = 0;
-			/* The first failure in time names the culprit. */
-			if (!s->failed || (first_fail_ms > 1 &&
-					   p->exited_ms < first_fail_ms)) {
-				s->failed = 1;
-				first_fail_ms = p->exited_ms ? p->exited_ms : 2;
-				buf_reset(&s->reason);
-				if (r->failure && *r->failure)
-					(void)buf_addf(&s->reason,
-						       "AlgorithmError: %s",
-						       r->failure);
-				else
-					describe_exit(&s->reason, &as[i], p);
-			}
-		}
-		if (r->phase < API_PHASE_EXITED || r->n_procs == 0)
-			ok = 0;
-		if (ok)
-			s->exited_ok++;
-		api_status_release(&st);
-	}
-	/* Cut over-long reasons at a character boundary. */
-	if (s->reason.len > REASON_MAX) {
-		size_t cut = REASON_MAX;
-
-		while (cut &&
-		       ((unsigned char)s->reason.data[cut] & 0xc0) == 0x80)
-			cut--;
-		s->reason.len = cut;
-		s->reason.data[cut] = '\0';
-	}
 }
 
 static const char *default_message(enum ctrl_job_state s)
@@ -638,8 +439,8 @@ static void finish(struct ctrl_ctx *ctx, const struct db_job *job,
 					       err.data);
 				buf_reset(&err);
 				(void)buf_add(&err, why.data,
-					      why.len > REASON_MAX ?
-						      REASON_MAX :
+					      why.len > CTRL_REASON_MAX ?
+						      CTRL_REASON_MAX :
 						      why.len);
 				buf_release(&why);
 				reason = err.data;
@@ -775,52 +576,34 @@ static int retryable(const struct ctrl_ctx *ctx, const char *reason)
  * checkpoints) and the job moves to Restarting.
  */
 static void begin_restart(struct ctrl_ctx *ctx, const struct db_job *job,
-			  enum ctrl_job_state cur, const struct summary *s,
-			  const struct db_assignment *as, size_t n, int left)
+			  enum ctrl_job_state cur,
+			  const struct ctrl_plan_summary *s,
+			  const char *message)
 {
-	struct buf msg = BUF_INIT, err = BUF_INIT;
+	struct buf err = BUF_INIT;
 
-	set_actions(ctx, job, as, n, "abort");
-	(void)buf_addf(&msg,
-		       "Attempt %d failed: %s. Restarting (%d restart%s "
-		       "left)",
-		       job->attempt, s->reason.data, left - 1,
-		       left - 1 == 1 ? "" : "s");
 	(void)db_attempt_end(ctx->db, job->name, job->attempt, s->reason.data,
 			     time_now_ms(), &err);
 	if (ctrl_job_transition(ctx, job->name, cur, CTRL_JOB_RESTARTING,
-				msg.data, NULL, &err))
+				message, NULL, &err))
 		log_error("job '%s': %s", job->name, err.data);
-	buf_release(&msg);
 	buf_release(&err);
 }
 
 /*
- * Restarting: once every host of the failed attempt has settled (killed
- * and acknowledged, or lost), attempt N+1 starts on the same hosts, a
- * lost one replaced by a free live host of its instance type. With no
- * replacement the job waits for the host to return or a spare to free
- * up, at most --restart-wait, then fails with the attempt's reason.
+ * The hosts of the next attempt: each host of the failed one while it is
+ * usable, a lost or drained one replaced by a free live host of its
+ * instance type (or kept, when drained and no spare is free). Fills
+ * chosen[host_index] and returns how many places found no host.
  */
-static void continue_restart(struct ctrl_ctx *ctx, const struct db_job *job,
-			     const struct db_assignment *as, size_t n,
-			     int *busy_valid)
+static size_t choose_replacements(struct ctrl_ctx *ctx,
+				  const struct db_job *job,
+				  const struct db_assignment *as, size_t n,
+				  const char **chosen)
 {
-	const char **chosen = xcalloc(n + 1, sizeof(*chosen));
-	struct buf err = BUF_INIT, msg = BUF_INIT;
 	struct ctrl_jobrt *rt;
-	int64_t since = job->last_modified_ms;
 	size_t i, missing = 0;
-	int planned = 0;
 
-	/* A planned move stops its attempt (SIGTERM, the grace period, a
-	 * last checkpoint); a failed one is killed at once. */
-	(void)db_attempt_planned(ctx->db, job->name, job->attempt, &planned,
-				 &err);
-	set_actions(ctx, job, as, n, planned ? "stop" : "abort");
-	if (!all_settled(ctx, as, n))
-		goto out;
-	ensure_busy(ctx, busy_valid);
 	pthread_mutex_lock(&ctx->jobs_lock);
 	rt = ctrl_jobrt_get(ctx, job->name);
 	pthread_mutex_lock(&ctx->hosts_lock);
@@ -851,27 +634,23 @@ static void continue_restart(struct ctrl_ctx *ctx, const struct db_job *job,
 			 * wrong. */
 			chosen[as[i].host_index] = h->name;
 	}
-	for (i = 0; i < n; i++)
-		missing += !chosen[i];
-	if (missing) {
-		pthread_mutex_unlock(&ctx->hosts_lock);
-		pthread_mutex_unlock(&ctx->jobs_lock);
-		if (time_now_ms() - since > ctx->cfg.restart_wait_ms) {
-			(void)buf_addf(&msg,
-				       "InternalServerError: %zu host%s of the "
-				       "job were lost and no spare host was "
-				       "free within %ld s",
-				       missing, missing == 1 ? "" : "s",
-				       ctx->cfg.restart_wait_ms / 1000);
-			finish(ctx, job, CTRL_JOB_RESTARTING, CTRL_JOB_FAILED,
-			       "Training job failed", msg.data, as, n, 0);
-		}
-		goto out;
-	}
 	/* The chosen names stay valid: hosts are never freed while the
 	 * controller runs. */
 	pthread_mutex_unlock(&ctx->hosts_lock);
 	pthread_mutex_unlock(&ctx->jobs_lock);
+	for (i = 0; i < n; i++)
+		missing += !chosen[i];
+	return missing;
+}
+
+/* Restarting, settled, a host for every place: attempt N+1 starts. */
+static void start_next_attempt(struct ctrl_ctx *ctx, const struct db_job *job,
+			       const struct db_assignment *as, size_t n,
+			       const char **chosen, int *busy_valid)
+{
+	struct buf err = BUF_INIT, msg = BUF_INIT;
+	size_t i;
+
 	if (db_assignments_delete(ctx->db, job->name, job->attempt, &err) ||
 	    db_attempt_start(ctx->db, job->name, job->attempt + 1,
 			     pick_ports(2 * (int)n + 2), chosen, n,
@@ -895,7 +674,6 @@ static void continue_restart(struct ctrl_ctx *ctx, const struct db_job *job,
 	*busy_valid = 0;
 	__atomic_store_n(&ctx->hosts_freed, 1, __ATOMIC_RELAXED);
 out:
-	free(chosen);
 	buf_release(&err);
 	buf_release(&msg);
 }
@@ -969,114 +747,152 @@ out:
 	return ret;
 }
 
+/*
+ * What ctrl_plan() needs about job's current attempt (attempt > 0): its
+ * reports added up, its hosts, its clock and its retry budget. chosen
+ * gets the next attempt's hosts when the job is restarting and settled.
+ */
+static void gather(struct ctrl_ctx *ctx, const struct db_job *job,
+		   const struct db_assignment *as, size_t n,
+		   struct ctrl_plan_summary *s, const char **chosen,
+		   int *busy_valid, struct ctrl_plan_in *in)
+{
+	struct buf err = BUF_INIT;
+	struct ctrl_jobrt *rt;
+	int64_t max_ms = 0;
+	int *lost = xcalloc(n + 1, sizeof(*lost));
+	int mpi;
+	size_t i;
+
+	pthread_mutex_lock(&ctx->jobs_lock);
+	rt = ctrl_jobrt_get(ctx, job->name);
+	mpi = rt && job_is_mpi(&rt->spec);
+	if (rt)
+		max_ms = rt->spec.max_runtime_s * 1000;
+	pthread_mutex_unlock(&ctx->jobs_lock);
+	for (i = 0; i < n; i++)
+		lost[i] = host_lost(ctx, as[i].host);
+	ctrl_plan_summarize(as, lost, n, mpi, s);
+	free(lost);
+	in->s = s;
+	in->settled = all_settled(ctx, as, n);
+	in->runtime_exceeded = job->start_ms && max_ms &&
+			       time_now_ms() - job->start_ms > max_ms;
+	in->any_drained = any_drained(ctx, as, n);
+	if (s->failed) {
+		in->retryable = retryable(ctx, s->reason.data);
+		in->retries_left = retries_left(ctx, job);
+	}
+	if (in->cur == CTRL_JOB_RESTARTING) {
+		(void)db_attempt_planned(ctx->db, job->name, job->attempt,
+					 &in->planned_move, &err);
+		if (in->settled) {
+			ensure_busy(ctx, busy_valid);
+			in->restart_missing =
+				choose_replacements(ctx, job, as, n, chosen);
+		}
+		in->restart_wait_over = time_now_ms() - job->last_modified_ms >
+					ctx->cfg.restart_wait_ms;
+		in->restart_wait_s = ctx->cfg.restart_wait_ms / 1000;
+	}
+	buf_release(&err);
+}
+
+/* Carries out what ctrl_plan() decided for job. */
+static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
+		      enum ctrl_job_state cur, const struct ctrl_plan_out *o,
+		      const struct ctrl_plan_summary *s,
+		      const struct db_assignment *as, size_t n,
+		      const char **chosen, int *busy_valid)
+{
+	struct buf err = BUF_INIT;
+
+	if (o->actions)
+		set_actions(ctx, job, as, n, o->actions);
+	if (o->stop_followers)
+		set_actions(ctx, job, as, n, "stop");
+	switch (o->act) {
+	case CTRL_PLAN_PLACE:
+		place(ctx, job, busy_valid);
+		break;
+	case CTRL_PLAN_FINISH:
+		finish(ctx, job, cur, o->to, o->message,
+		       o->has_reason ? o->text.data : NULL, as, n, o->upload);
+		break;
+	case CTRL_PLAN_TIME_OUT:
+		(void)db_job_set_stop_reason(ctx->db, job->name,
+					     "MaxRuntimeExceeded", &err);
+		if (!ctrl_job_transition(ctx, job->name, cur, CTRL_JOB_STOPPING,
+					 "MaxRuntimeInSeconds exceeded: "
+					 "stopping the training job",
+					 NULL, &err))
+			set_actions(ctx, job, as, n, "stop");
+		break;
+	case CTRL_PLAN_RESTART:
+		begin_restart(ctx, job, cur, s, o->text.data);
+		break;
+	case CTRL_PLAN_NEXT_ATTEMPT:
+		start_next_attempt(ctx, job, as, n, chosen, busy_valid);
+		break;
+	case CTRL_PLAN_ADVANCE:
+		advance(ctx, job->name, &cur, o->to);
+		if (o->then_complete && cur == CTRL_JOB_UPLOADING)
+			finish(ctx, job, cur, CTRL_JOB_COMPLETED,
+			       "Training job completed", NULL, as, n, 1);
+		break;
+	case CTRL_PLAN_MOVE:
+	case CTRL_PLAN_NOTHING:
+		break;
+	}
+	buf_release(&err);
+}
+
+/* Looks at job name once: gathers the facts, plans, acts. */
 static void step(struct ctrl_ctx *ctx, const char *name, int *busy_valid)
 {
-	struct db_job job;
+	struct ctrl_plan_summary s;
+	struct ctrl_plan_in in;
+	struct ctrl_plan_out out;
 	struct db_assignment *as = NULL;
+	const char **chosen = NULL;
 	struct buf err = BUF_INIT;
-	struct summary s;
 	enum ctrl_job_state cur;
-	int64_t max_ms = 0;
-	struct ctrl_jobrt *rt;
+	struct db_job job;
 	size_t n = 0;
-	int mpi, left;
 
 	memset(&s, 0, sizeof(s));
+	memset(&in, 0, sizeof(in));
+	memset(&out, 0, sizeof(out));
+	buf_init(&s.reason, 0);
 	if (db_job_get(ctx->db, name, &job, &err) ||
 	    ctrl_job_state_parse(job.secondary_status, &cur)) {
 		buf_release(&err);
 		return;
 	}
-	if (cur == CTRL_JOB_STOPPING && job.attempt == 0) {
-		finish(ctx, &job, cur,
-		       job.stop_reason && !strcmp(job.stop_reason,
-						  "MaxRuntimeExceeded") ?
-			       CTRL_JOB_MAX_RUNTIME :
-			       CTRL_JOB_STOPPED,
-		       "Training job stopped", NULL, NULL, 0, 0);
-		goto out;
+	in.cur = cur;
+	in.attempt = job.attempt;
+	in.stop_max_runtime = job.stop_reason &&
+			      !strcmp(job.stop_reason, "MaxRuntimeExceeded");
+	if (job.attempt > 0) {
+		(void)db_assignments_list(ctx->db, name, NULL, job.attempt, &as,
+					  &n, &err);
+		chosen = xcalloc(n + 1, sizeof(*chosen));
+		gather(ctx, &job, as, n, &s, chosen, busy_valid, &in);
 	}
-	if (job.attempt == 0) {
-		place(ctx, &job, busy_valid);
-		goto out;
-	}
-	(void)db_assignments_list(ctx->db, name, NULL, job.attempt, &as, &n,
-				  &err);
-	pthread_mutex_lock(&ctx->jobs_lock);
-	rt = ctrl_jobrt_get(ctx, name);
-	mpi = rt && job_is_mpi(&rt->spec);
-	pthread_mutex_unlock(&ctx->jobs_lock);
-	summarize(ctx, as, n, mpi, &s);
-	if (cur == CTRL_JOB_STOPPING) {
-		int maxrt = job.stop_reason &&
-			    !strcmp(job.stop_reason, "MaxRuntimeExceeded");
-
-		set_actions(ctx, &job, as, n, "stop");
-		if (all_settled(ctx, as, n))
-			finish(ctx, &job, cur,
-			       maxrt ? CTRL_JOB_MAX_RUNTIME : CTRL_JOB_STOPPED,
-			       maxrt ? "Training job stopped: "
-				       "MaxRuntimeInSeconds exceeded" :
-				       "Training job stopped",
-			       NULL, as, n, 1);
-		goto out;
-	}
-	pthread_mutex_lock(&ctx->jobs_lock);
-	rt = ctrl_jobrt_get(ctx, name);
-	if (rt)
-		max_ms = rt->spec.max_runtime_s * 1000;
-	pthread_mutex_unlock(&ctx->jobs_lock);
-	if (job.start_ms && max_ms && time_now_ms() - job.start_ms > max_ms) {
-		(void)db_job_set_stop_reason(ctx->db, name,
-					     "MaxRuntimeExceeded", &err);
-		if (!ctrl_job_transition(ctx, name, cur, CTRL_JOB_STOPPING,
-					 "MaxRuntimeInSeconds exceeded: "
-					 "stopping the training job",
-					 NULL, &err))
-			set_actions(ctx, &job, as, n, "stop");
-		goto out;
-	}
-	if (cur == CTRL_JOB_RESTARTING) {
-		continue_restart(ctx, &job, as, n, busy_valid);
-		goto out;
-	}
-	if ((cur == CTRL_JOB_STARTING || cur == CTRL_JOB_DOWNLOADING ||
-	     cur == CTRL_JOB_TRAINING) &&
-	    !s.failed && any_drained(ctx, as, n)) {
+	ctrl_plan(&in, &out);
+	if (out.act == CTRL_PLAN_MOVE) {
 		ensure_busy(ctx, busy_valid);
 		if (move_off_drained(ctx, &job, cur, as, n))
 			goto out;
+		/* No spare for every drained place: train on, and look at
+		 * the rest. */
+		in.drain_move_failed = 1;
+		ctrl_plan(&in, &out);
 	}
-	/* A failure while uploading fails the job: its training is over and
-	 * part of its model may be stored already. */
-	if (s.failed && retryable(ctx, s.reason.data) &&
-	    ctrl_job_transition_allowed(cur, CTRL_JOB_RESTARTING) &&
-	    (left = retries_left(ctx, &job)) > 0) {
-		begin_restart(ctx, &job, cur, &s, as, n, left);
-		goto out;
-	}
-	if (s.failed) {
-		set_actions(ctx, &job, as, n, "abort");
-		finish(ctx, &job, cur, CTRL_JOB_FAILED, "Training job failed",
-		       s.reason.data, as, n, 0);
-		goto out;
-	}
-	if (mpi && s.leader_exited && s.followers_running)
-		/* mpirun is done: whatever still waits for it stops. */
-		set_actions(ctx, &job, as, n, "stop");
-	if (s.exited_ok >= n && s.done >= n) {
-		advance(ctx, name, &cur, CTRL_JOB_UPLOADING);
-		if (cur == CTRL_JOB_UPLOADING)
-			finish(ctx, &job, cur, CTRL_JOB_COMPLETED,
-			       "Training job completed", NULL, as, n, 1);
-	} else if (s.exited_ok >= n) {
-		advance(ctx, name, &cur, CTRL_JOB_UPLOADING);
-	} else if (s.running >= n) {
-		advance(ctx, name, &cur, CTRL_JOB_TRAINING);
-	} else if (s.downloading && cur == CTRL_JOB_STARTING) {
-		advance(ctx, name, &cur, CTRL_JOB_DOWNLOADING);
-	}
+	carry_out(ctx, &job, cur, &out, &s, as, n, chosen, busy_valid);
 out:
+	free(chosen);
+	buf_release(&out.text);
 	buf_release(&s.reason);
 	db_assignments_free(as, n);
 	db_job_release(&job);

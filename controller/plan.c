@@ -1,0 +1,327 @@
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api/agent_proto.h"
+#include "controller/plan.h"
+#include "db/run.h"
+#include "common/banned.h"
+
+static void describe_exit_only(struct buf *b, const struct db_assignment *a,
+			       const struct api_proc_report *p);
+
+static void describe_exit(struct buf *b, const struct db_assignment *a,
+			  const struct api_proc_report *p)
+{
+	describe_exit_only(b, a, p);
+	if (p->tail && *p->tail)
+		(void)buf_addf(b, "; last output: %s", p->tail);
+}
+
+static void describe_exit_only(struct buf *b, const struct db_assignment *a,
+			       const struct api_proc_report *p)
+{
+	if (p->signal)
+		(void)buf_addf(b,
+			       "AlgorithmError: algo-%d (host %s) rank %d was "
+			       "killed by signal %d (%s)",
+			       a->host_index + 1, a->host, p->rank, p->signal,
+			       strsignal(p->signal));
+	else
+		(void)buf_addf(b,
+			       "AlgorithmError: algo-%d (host %s) rank %d "
+			       "exited with code %d",
+			       a->host_index + 1, a->host, p->rank,
+			       p->exit_code);
+}
+
+/* Whether algo-1 has reported every process exited. */
+static int leader_exited(const struct db_assignment *as, size_t n)
+{
+	struct buf err = BUF_INIT;
+	struct api_status st;
+	size_t i;
+	int yes = 0;
+
+	for (i = 0; i < n; i++) {
+		if (as[i].host_index != 0 || !as[i].report_json)
+			continue;
+		if (!api_status_parse(as[i].report_json,
+				      strlen(as[i].report_json), &st, &err)) {
+			yes = st.n == 1 &&
+			      st.items[0].phase >= API_PHASE_EXITED &&
+			      st.items[0].phase != API_PHASE_ERROR;
+			api_status_release(&st);
+		}
+	}
+	buf_release(&err);
+	return yes;
+}
+
+/*
+ * In MPI mode algo-1's outcome (mpirun's) decides: the other hosts serve
+ * mpirun's daemons and end when it does, or are stopped then. A host that
+ * fails before mpirun has ended (its worker could not start, its daemon
+ * died) fails the attempt like any rank.
+ */
+void ctrl_plan_summarize(const struct db_assignment *as, const int *lost,
+			 size_t n, int mpi, struct ctrl_plan_summary *s)
+{
+	int64_t first_fail_ms = 0;
+	size_t i, k;
+
+	memset(s, 0, sizeof(*s));
+	buf_init(&s->reason, 0);
+	s->n = n;
+	if (mpi)
+		s->leader_exited = leader_exited(as, n);
+	for (i = 0; i < n; i++) {
+		struct api_status st;
+		struct buf err = BUF_INIT;
+		struct api_report *r;
+		int ok = 1;
+
+		if (lost[i] && !s->failed) {
+			s->failed = 1;
+			buf_reset(&s->reason);
+			(void)buf_addf(&s->reason,
+				       "InternalServerError: host %s "
+				       "(algo-%d) stopped responding",
+				       as[i].host, as[i].host_index + 1);
+			first_fail_ms = 1;
+		}
+		if (!as[i].report_json ||
+		    api_status_parse(as[i].report_json,
+				     strlen(as[i].report_json), &st, &err) ||
+		    st.n != 1) {
+			if (as[i].report_json)
+				api_status_release(&st);
+			buf_release(&err);
+			continue;
+		}
+		buf_release(&err);
+		r = &st.items[0];
+		if (mpi && as[i].host_index > 0 &&
+		    r->phase != API_PHASE_ERROR &&
+		    (s->leader_exited || r->phase < API_PHASE_EXITED)) {
+			if (r->phase == API_PHASE_RUNNING)
+				s->followers_running++;
+			if (r->phase >= API_PHASE_RUNNING)
+				s->running++;
+			if (r->phase == API_PHASE_DOWNLOADING)
+				s->downloading++;
+			if (r->phase == API_PHASE_DONE)
+				s->done++;
+			if (r->phase >= API_PHASE_EXITED) {
+				s->finished++;
+				s->exited_ok++;
+			}
+			api_status_release(&st);
+			continue;
+		}
+		if (r->phase == API_PHASE_DOWNLOADING)
+			s->downloading++;
+		if (r->phase >= API_PHASE_RUNNING &&
+		    r->phase != API_PHASE_ERROR)
+			s->running++;
+		if (r->phase == API_PHASE_DONE)
+			s->done++;
+		if (r->phase >= API_PHASE_EXITED)
+			s->finished++;
+		if (r->phase == API_PHASE_ERROR) {
+			if (!s->failed) {
+				s->failed = 1;
+				buf_reset(&s->reason);
+				(void)buf_addf(
+					&s->reason,
+					"ClientError: algo-%d (host %s): "
+					"%s",
+					as[i].host_index + 1, as[i].host,
+					r->error ? r->error : "error");
+			}
+			ok = 0;
+		}
+		/* Judge exits once the host reported them all: its report
+		 * then carries output/failure too. */
+		for (k = 0; r->phase >= API_PHASE_EXITED && k < r->n_procs;
+		     k++) {
+			const struct api_proc_report *p = &r->procs[k];
+
+			if (!p->exited) {
+				ok = 0;
+				continue;
+			}
+			if (p->exit_code == 0 && p->signal == 0)
+				continue;
+			ok = 0;
+			/* The first failure in time names the culprit. */
+			if (!s->failed || (first_fail_ms > 1 &&
+					   p->exited_ms < first_fail_ms)) {
+				s->failed = 1;
+				first_fail_ms = p->exited_ms ? p->exited_ms : 2;
+				buf_reset(&s->reason);
+				if (r->failure && *r->failure)
+					(void)buf_addf(&s->reason,
+						       "AlgorithmError: %s",
+						       r->failure);
+				else
+					describe_exit(&s->reason, &as[i], p);
+			}
+		}
+		if (r->phase < API_PHASE_EXITED || r->n_procs == 0)
+			ok = 0;
+		if (ok)
+			s->exited_ok++;
+		api_status_release(&st);
+	}
+	/* Cut over-long reasons at a character boundary. */
+	if (s->reason.len > CTRL_REASON_MAX) {
+		size_t cut = CTRL_REASON_MAX;
+
+		while (cut &&
+		       ((unsigned char)s->reason.data[cut] & 0xc0) == 0x80)
+			cut--;
+		s->reason.len = cut;
+		s->reason.data[cut] = '\0';
+	}
+}
+
+static void finish_to(struct ctrl_plan_out *out, enum ctrl_job_state to,
+		      const char *message, const char *reason, int upload)
+{
+	out->act = CTRL_PLAN_FINISH;
+	out->to = to;
+	out->message = message;
+	out->upload = upload;
+	if (reason) {
+		(void)buf_adds(&out->text, reason);
+		out->has_reason = 1;
+	}
+}
+
+/* Stop or MaxRuntime: once every host has stopped, Stopped. */
+static void plan_stopping(const struct ctrl_plan_in *in,
+			  struct ctrl_plan_out *out)
+{
+	enum ctrl_job_state to = in->stop_max_runtime ? CTRL_JOB_MAX_RUNTIME :
+							CTRL_JOB_STOPPED;
+
+	if (in->attempt == 0) {
+		finish_to(out, to, "Training job stopped", NULL, 0);
+		return;
+	}
+	out->actions = "stop";
+	if (in->settled)
+		finish_to(out, to,
+			  in->stop_max_runtime ? "Training job stopped: "
+						 "MaxRuntimeInSeconds exceeded" :
+						 "Training job stopped",
+			  NULL, 1);
+}
+
+/*
+ * Restarting: once every host of the failed attempt has settled (killed
+ * and acknowledged, or lost), attempt N+1 starts on the same hosts, a
+ * lost one replaced by a free live host of its instance type. With no
+ * replacement the job waits for the host to return or a spare to free
+ * up, at most --restart-wait, then fails. A planned move stops its attempt
+ * (SIGTERM, the grace period, a last checkpoint); a failed one is killed.
+ */
+static void plan_restarting(const struct ctrl_plan_in *in,
+			    struct ctrl_plan_out *out)
+{
+	out->actions = in->planned_move ? "stop" : "abort";
+	if (!in->settled)
+		return;
+	if (!in->restart_missing) {
+		out->act = CTRL_PLAN_NEXT_ATTEMPT;
+		return;
+	}
+	if (!in->restart_wait_over)
+		return;
+	(void)buf_addf(&out->text,
+		       "InternalServerError: %zu host%s of the job were lost "
+		       "and no spare host was free within %ld s",
+		       in->restart_missing, in->restart_missing == 1 ? "" : "s",
+		       in->restart_wait_s);
+	finish_to(out, CTRL_JOB_FAILED, "Training job failed", NULL, 0);
+	out->has_reason = 1;
+}
+
+/* No failure: walk forward as the reports say. */
+static void plan_progress(const struct ctrl_plan_in *in,
+			  struct ctrl_plan_out *out)
+{
+	const struct ctrl_plan_summary *s = in->s;
+	size_t n = s->n;
+
+	/* mpirun is done: whatever still waits for it stops. */
+	out->stop_followers = s->leader_exited && s->followers_running;
+	out->act = CTRL_PLAN_ADVANCE;
+	if (s->exited_ok >= n && s->done >= n) {
+		out->to = CTRL_JOB_UPLOADING;
+		out->then_complete = 1;
+	} else if (s->exited_ok >= n) {
+		out->to = CTRL_JOB_UPLOADING;
+	} else if (s->running >= n) {
+		out->to = CTRL_JOB_TRAINING;
+	} else if (s->downloading && in->cur == CTRL_JOB_STARTING) {
+		out->to = CTRL_JOB_DOWNLOADING;
+	} else {
+		out->act = CTRL_PLAN_NOTHING;
+	}
+}
+
+void ctrl_plan(const struct ctrl_plan_in *in, struct ctrl_plan_out *out)
+{
+	struct buf text = out->text;
+	const struct ctrl_plan_summary *s = in->s;
+	enum ctrl_job_state cur = in->cur;
+
+	memset(out, 0, sizeof(*out));
+	out->text = text;
+	buf_reset(&out->text);
+	if (cur == CTRL_JOB_STOPPING) {
+		plan_stopping(in, out);
+		return;
+	}
+	if (in->attempt == 0) {
+		out->act = CTRL_PLAN_PLACE;
+		return;
+	}
+	if (in->runtime_exceeded) {
+		out->act = CTRL_PLAN_TIME_OUT;
+		return;
+	}
+	if (cur == CTRL_JOB_RESTARTING) {
+		plan_restarting(in, out);
+		return;
+	}
+	if ((cur == CTRL_JOB_STARTING || cur == CTRL_JOB_DOWNLOADING ||
+	     cur == CTRL_JOB_TRAINING) &&
+	    !s->failed && in->any_drained && !in->drain_move_failed) {
+		out->act = CTRL_PLAN_MOVE;
+		return;
+	}
+	/* A failure while uploading fails the job: its training is over and
+	 * part of its model may be stored already. */
+	if (s->failed && in->retryable &&
+	    ctrl_job_transition_allowed(cur, CTRL_JOB_RESTARTING) &&
+	    in->retries_left > 0) {
+		out->act = CTRL_PLAN_RESTART;
+		out->actions = "abort";
+		(void)buf_addf(&out->text,
+			       "Attempt %d failed: %s. Restarting (%d restart%s "
+			       "left)",
+			       in->attempt, s->reason.data, in->retries_left - 1,
+			       in->retries_left - 1 == 1 ? "" : "s");
+		return;
+	}
+	if (s->failed) {
+		out->actions = "abort";
+		finish_to(out, CTRL_JOB_FAILED, "Training job failed",
+			  s->reason.data, 0);
+		return;
+	}
+	plan_progress(in, out);
+}

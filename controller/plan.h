@@ -1,0 +1,94 @@
+#ifndef CTRL_PLAN_H
+#define CTRL_PLAN_H
+
+/*
+ * The controller's decisions about one job, as pure functions: what is
+ * known of the job in, one action out. No I/O, no locks, no clock.
+ * controller/jobrun.c gathers the facts (the store, the host table, the
+ * time), asks ctrl_plan() and carries the action out; tests/controller/
+ * test_plan.c walks the table of transitions.
+ */
+#include <stddef.h>
+
+#include "controller/job_state.h"
+#include "common/buf.h"
+
+struct db_assignment;
+
+/*
+ * FailureReason: a category prefix ("AlgorithmError: ") and the first 1024
+ * characters of output/failure (the agent cuts the file's text), as the
+ * service writes it.
+ */
+#define CTRL_REASON_MAX (1024 + 32)
+
+/* What the reports of an attempt add up to. */
+struct ctrl_plan_summary {
+	size_t n;
+	size_t running; /* phase >= running */
+	size_t downloading;
+	size_t exited_ok; /* every process exited 0 */
+	size_t done;
+	size_t finished; /* done or error or exited (nothing more comes) */
+	int failed;
+	/* MPI mode: algo-1's mpirun ended; followers still running. */
+	int leader_exited;
+	size_t followers_running;
+	struct buf reason; /* why it failed, at most CTRL_REASON_MAX */
+};
+
+/*
+ * Adds up the reports of an attempt's n assignments; lost[i] says that
+ * the host of as[i] stopped responding. In MPI mode algo-1's outcome
+ * (mpirun's) decides: the other hosts serve mpirun's daemons and end when
+ * it does. The first failure in time names the culprit. Release s->reason.
+ */
+void ctrl_plan_summarize(const struct db_assignment *as, const int *lost,
+			 size_t n, int mpi, struct ctrl_plan_summary *s);
+
+/* What the controller knows of a job when it looks at it. */
+struct ctrl_plan_in {
+	enum ctrl_job_state cur;
+	int attempt;	       /* 0: not placed yet */
+	int stop_max_runtime;  /* the stop is for MaxRuntimeInSeconds */
+	int runtime_exceeded;  /* it ran longer than MaxRuntimeInSeconds */
+	int settled;	       /* every host is done, failed or lost */
+	int any_drained;       /* a host of the attempt was drained */
+	int drain_move_failed; /* a planned move could not begin now */
+	int retryable;	       /* the failure is worth another attempt */
+	int retries_left;      /* restarts the job may still make */
+	int planned_move;      /* the attempt ends by a planned move */
+	size_t restart_missing;	  /* restarting: hosts with no replacement */
+	int restart_wait_over;	  /* restarting: waited past --restart-wait */
+	long restart_wait_s;	  /* --restart-wait, for the message */
+	const struct ctrl_plan_summary *s; /* attempt > 0 */
+};
+
+enum ctrl_plan_act {
+	CTRL_PLAN_NOTHING,
+	CTRL_PLAN_PLACE,	/* attempt 0: find hosts, start attempt 1 */
+	CTRL_PLAN_FINISH,	/* move to the terminal state `to` */
+	CTRL_PLAN_TIME_OUT,	/* record MaxRuntimeExceeded, -> Stopping */
+	CTRL_PLAN_MOVE,		/* try a planned move off drained hosts */
+	CTRL_PLAN_RESTART,	/* -> Restarting (attempt failed, retries) */
+	CTRL_PLAN_NEXT_ATTEMPT, /* restarting and settled: attempt N+1 */
+	CTRL_PLAN_ADVANCE,	/* walk forward to `to` */
+};
+
+struct ctrl_plan_out {
+	enum ctrl_plan_act act;
+	/* Set on every host of the attempt first: "stop", "abort" or NULL. */
+	const char *actions;
+	enum ctrl_job_state to; /* FINISH, ADVANCE */
+	const char *message;	/* FINISH: the transition's message */
+	int has_reason;		/* FINISH: text is the failure reason */
+	int upload;		/* FINISH: collect the model and output */
+	int then_complete;	/* ADVANCE: and Completed once Uploading */
+	int stop_followers;	/* MPI: mpirun ended, stop the others */
+	struct buf text;	/* RESTART's message, FINISH's reason */
+};
+
+/* Decides; out->text is (re)set, release it with buf_release(). */
+void ctrl_plan(const struct ctrl_plan_in *in, struct ctrl_plan_out *out);
+
+#endif

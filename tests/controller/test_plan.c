@@ -1,0 +1,400 @@
+/*
+ * Tests controller/plan.c: ctrl_plan() over a table of every transition
+ * the controller decides (placement, progress, completion, rank failure
+ * with and without retries, a lost host with and without a spare, stop,
+ * MaxRuntime, planned moves, MPI), and ctrl_plan_summarize() over agent
+ * reports as they arrive on the wire.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/plan.h"
+#include "db/run.h"
+
+/* A summary in one line: n hosts and what their reports add up to. */
+struct sum {
+	size_t n, running, downloading, exited_ok, done;
+	int failed;
+	const char *reason;
+	int leader_exited;
+	size_t followers_running;
+};
+
+struct row {
+	const char *name;
+	/* in */
+	enum ctrl_job_state cur;
+	int attempt;
+	struct sum sum;
+	int stop_max_runtime, runtime_exceeded, settled, any_drained,
+		drain_move_failed, retryable, retries_left, planned_move;
+	size_t restart_missing;
+	int restart_wait_over;
+	/* out */
+	enum ctrl_plan_act act;
+	const char *actions;
+	enum ctrl_job_state to;
+	int upload, then_complete, stop_followers;
+	const char *text; /* substring of out.text, or NULL: empty */
+};
+
+#define S_ST CTRL_JOB_STARTING
+#define S_DL CTRL_JOB_DOWNLOADING
+#define S_TR CTRL_JOB_TRAINING
+#define S_UP CTRL_JOB_UPLOADING
+#define S_RS CTRL_JOB_RESTARTING
+#define S_SG CTRL_JOB_STOPPING
+
+/* clang-format off */
+static const struct row rows[] = {
+	{ "queued job is placed", S_ST, 0, { 0 },
+	  0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	  CTRL_PLAN_PLACE, NULL, 0, 0, 0, 0, NULL },
+	{ "stop before placement: Stopped at once", S_SG, 0, { 0 },
+	  0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	  CTRL_PLAN_FINISH, NULL, CTRL_JOB_STOPPED, 0, 0, 0, NULL },
+	{ "MaxRuntime before placement: MaxRuntimeExceeded", S_SG, 0, { 0 },
+	  1, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	  CTRL_PLAN_FINISH, NULL, CTRL_JOB_MAX_RUNTIME, 0, 0, 0, NULL },
+	{ "stop: ranks told to stop, hosts not settled yet", S_SG, 1,
+	  { 2, 2, 0, 0, 0, 0, NULL, 0, 0 },
+	  0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	  CTRL_PLAN_NOTHING, "stop", 0, 0, 0, 0, NULL },
+	{ "stop: settled, Stopped with the model uploaded", S_SG, 1,
+	  { 2, 2, 0, 2, 2, 0, NULL, 0, 0 },
+	  0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
+	  CTRL_PLAN_FINISH, "stop", CTRL_JOB_STOPPED, 1, 0, 0, NULL },
+	{ "MaxRuntime stop settled: MaxRuntimeExceeded", S_SG, 1,
+	  { 1, 1, 0, 1, 1, 0, NULL, 0, 0 },
+	  1, 0, 1, 0, 0, 0, 0, 0, 0, 0,
+	  CTRL_PLAN_FINISH, "stop", CTRL_JOB_MAX_RUNTIME, 1, 0, 0, NULL },
+	{ "running past MaxRuntimeInSeconds: time out", S_TR, 1,
+	  { 2, 2, 0, 0, 0, 0, NULL, 0, 0 },
+	  0, 1, 0, 0, 0, 0, 0, 0, 0, 0,
+	  CTRL_PLAN_TIME_OUT, NULL, 0, 0, 0, 0, NULL },
+	{ "assigned, nothing reported: wait", S_ST, 1,
+	  { 3, 0, 0, 0, 0, 0, NULL, 0, 0 },
+	  0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	  CTRL_PLAN_NOTHING, NULL, 0, 0, 0, 0, NULL },
+	{ "a host downloads: Downloading", S_ST, 1,
+	  { 3, 0, 1, 0, 0, 0, NULL, 0, 0 },
+	  0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	  CTRL_PLAN_ADVANCE, NULL, S_DL, 0, 0, 0, NULL },
+	{ "every host runs: Training", S_DL, 1,
+	  { 3, 3, 0, 0, 0, 0, NULL, 0, 0 },
+	  0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	  CTRL_PLAN_ADVANCE, NULL, S_TR, 0, 0, 0, NULL },
+	{ "every rank exited 0, uploads under way: Uploading", S_TR, 1,
+	  { 3, 3, 0, 3, 1, 0, NULL, 0, 0 },
+	  0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	  CTRL_PLAN_ADVANCE, NULL, S_UP, 0, 0, 0, NULL },
+	{ "every host done: Uploading, then Completed", S_TR, 1,
+	  { 3, 3, 0, 3, 3, 0, NULL, 0, 0 },
+	  0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	  CTRL_PLAN_ADVANCE, NULL, S_UP, 0, 1, 0, NULL },
+	{ "rank failure, retries left: Restarting, ranks aborted", S_TR, 1,
+	  { 3, 3, 0, 2, 0, 1, "AlgorithmError: algo-2 rank 0 exited with code 3", 0, 0 },
+	  0, 0, 0, 0, 0, 1, 2, 0, 0, 0,
+	  CTRL_PLAN_RESTART, "abort", 0, 0, 0, 0,
+	  "Attempt 1 failed: AlgorithmError: algo-2 rank 0 exited with code 3. Restarting (1 restart left)" },
+	{ "rank failure, last retry: (0 restarts left)", S_TR, 2,
+	  { 1, 1, 0, 0, 0, 1, "AlgorithmError: x", 0, 0 },
+	  0, 0, 0, 0, 0, 1, 1, 0, 0, 0,
+	  CTRL_PLAN_RESTART, "abort", 0, 0, 0, 0, "(0 restarts left)" },
+	{ "rank failure, no retries left: Failed", S_TR, 3,
+	  { 1, 1, 0, 0, 0, 1, "AlgorithmError: x", 0, 0 },
+	  0, 0, 0, 0, 0, 1, 0, 0, 0, 0,
+	  CTRL_PLAN_FINISH, "abort", CTRL_JOB_FAILED, 0, 0, 0, "AlgorithmError: x" },
+	{ "a ClientError is not retried: Failed", S_TR, 1,
+	  { 1, 0, 0, 0, 0, 1, "ClientError: bad channel", 0, 0 },
+	  0, 0, 0, 0, 0, 0, 5, 0, 0, 0,
+	  CTRL_PLAN_FINISH, "abort", CTRL_JOB_FAILED, 0, 0, 0, "ClientError: bad channel" },
+	{ "failure while Uploading fails the job", S_UP, 1,
+	  { 2, 2, 0, 1, 1, 1, "AlgorithmError: y", 0, 0 },
+	  0, 0, 0, 0, 0, 1, 3, 0, 0, 0,
+	  CTRL_PLAN_FINISH, "abort", CTRL_JOB_FAILED, 0, 0, 0, "AlgorithmError: y" },
+	{ "host lost, retries left: Restarting", S_TR, 1,
+	  { 2, 1, 0, 0, 0, 1, "InternalServerError: host h2 (algo-2) stopped responding", 0, 0 },
+	  0, 0, 0, 0, 0, 1, 1, 0, 0, 0,
+	  CTRL_PLAN_RESTART, "abort", 0, 0, 0, 0, "stopped responding" },
+	{ "restarting, hosts not settled: abort and wait", S_RS, 1,
+	  { 2, 1, 0, 0, 0, 1, "x", 0, 0 },
+	  0, 0, 0, 0, 0, 1, 1, 0, 0, 0,
+	  CTRL_PLAN_NOTHING, "abort", 0, 0, 0, 0, NULL },
+	{ "restarting, settled, a spare for the lost host: next attempt", S_RS, 1,
+	  { 2, 1, 0, 0, 0, 1, "x", 0, 0 },
+	  0, 0, 1, 0, 0, 1, 1, 0, 0, 0,
+	  CTRL_PLAN_NEXT_ATTEMPT, "abort", 0, 0, 0, 0, NULL },
+	{ "restarting, no spare yet: wait", S_RS, 1,
+	  { 2, 1, 0, 0, 0, 1, "x", 0, 0 },
+	  0, 0, 1, 0, 0, 1, 1, 0, 1, 0,
+	  CTRL_PLAN_NOTHING, "abort", 0, 0, 0, 0, NULL },
+	{ "restarting, no spare within --restart-wait: Failed", S_RS, 1,
+	  { 2, 1, 0, 0, 0, 1, "x", 0, 0 },
+	  0, 0, 1, 0, 0, 1, 1, 0, 1, 1,
+	  CTRL_PLAN_FINISH, "abort", CTRL_JOB_FAILED, 0, 0, 0,
+	  "InternalServerError: 1 host of the job were lost and no spare host was free within 60 s" },
+	{ "planned move restarting: ranks stopped, not aborted", S_RS, 1,
+	  { 2, 2, 0, 0, 0, 0, NULL, 0, 0 },
+	  0, 0, 0, 0, 0, 0, 0, 1, 0, 0,
+	  CTRL_PLAN_NOTHING, "stop", 0, 0, 0, 0, NULL },
+	{ "a host was drained: try a planned move", S_TR, 1,
+	  { 2, 2, 0, 0, 0, 0, NULL, 0, 0 },
+	  0, 0, 0, 1, 0, 0, 0, 0, 0, 0,
+	  CTRL_PLAN_MOVE, NULL, 0, 0, 0, 0, NULL },
+	{ "drained, no spare: train on", S_TR, 1,
+	  { 2, 2, 0, 0, 0, 0, NULL, 0, 0 },
+	  0, 0, 0, 1, 1, 0, 0, 0, 0, 0,
+	  CTRL_PLAN_ADVANCE, NULL, S_TR, 0, 0, 0, NULL },
+	{ "drained but failed: the failure wins", S_TR, 1,
+	  { 2, 2, 0, 0, 0, 1, "AlgorithmError: z", 0, 0 },
+	  0, 0, 0, 1, 0, 1, 1, 0, 0, 0,
+	  CTRL_PLAN_RESTART, "abort", 0, 0, 0, 0, "AlgorithmError: z" },
+	{ "drained while Uploading: no move", S_UP, 1,
+	  { 2, 2, 0, 2, 1, 0, NULL, 0, 0 },
+	  0, 0, 0, 1, 0, 0, 0, 0, 0, 0,
+	  CTRL_PLAN_ADVANCE, NULL, S_UP, 0, 0, 0, NULL },
+	{ "MPI: mpirun ended, followers still up: stop them", S_TR, 1,
+	  { 3, 3, 0, 1, 0, 0, NULL, 1, 2 },
+	  0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	  CTRL_PLAN_ADVANCE, NULL, S_TR, 0, 0, 1, NULL },
+};
+/* clang-format on */
+
+static void test_table(void **state)
+{
+	struct ctrl_plan_out out;
+	size_t i;
+
+	(void)state;
+	memset(&out, 0, sizeof(out));
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const struct row *r = &rows[i];
+		struct ctrl_plan_summary s;
+		struct ctrl_plan_in in;
+
+		memset(&s, 0, sizeof(s));
+		memset(&in, 0, sizeof(in));
+		buf_init(&s.reason, 0);
+		s.n = r->sum.n;
+		s.running = r->sum.running;
+		s.downloading = r->sum.downloading;
+		s.exited_ok = r->sum.exited_ok;
+		s.done = r->sum.done;
+		s.failed = r->sum.failed;
+		if (r->sum.reason)
+			(void)buf_adds(&s.reason, r->sum.reason);
+		s.leader_exited = r->sum.leader_exited;
+		s.followers_running = r->sum.followers_running;
+		in.cur = r->cur;
+		in.attempt = r->attempt;
+		in.s = r->attempt ? &s : NULL;
+		in.stop_max_runtime = r->stop_max_runtime;
+		in.runtime_exceeded = r->runtime_exceeded;
+		in.settled = r->settled;
+		in.any_drained = r->any_drained;
+		in.drain_move_failed = r->drain_move_failed;
+		in.retryable = r->retryable;
+		in.retries_left = r->retries_left;
+		in.planned_move = r->planned_move;
+		in.restart_missing = r->restart_missing;
+		in.restart_wait_over = r->restart_wait_over;
+		in.restart_wait_s = 60;
+		ctrl_plan(&in, &out);
+		if (out.act != r->act)
+			fail_msg("%s: act %d, want %d", r->name, out.act,
+				 r->act);
+		if ((out.actions == NULL) != (r->actions == NULL) ||
+		    (r->actions && strcmp(out.actions, r->actions)))
+			fail_msg("%s: actions %s, want %s", r->name,
+				 out.actions ? out.actions : "none",
+				 r->actions ? r->actions : "none");
+		if ((r->act == CTRL_PLAN_FINISH || r->act == CTRL_PLAN_ADVANCE) &&
+		    out.to != r->to)
+			fail_msg("%s: to %s, want %s", r->name,
+				 ctrl_job_state_secondary(out.to),
+				 ctrl_job_state_secondary(r->to));
+		if (out.upload != r->upload ||
+		    out.then_complete != r->then_complete ||
+		    out.stop_followers != r->stop_followers)
+			fail_msg("%s: upload %d complete %d stop_followers %d",
+				 r->name, out.upload, out.then_complete,
+				 out.stop_followers);
+		if (r->text ? !strstr(out.text.data, r->text) : out.text.len)
+			fail_msg("%s: text '%s', want '%s'", r->name,
+				 out.text.data, r->text ? r->text : "");
+		/* A failure reason is given exactly when the job fails. */
+		if (out.act == CTRL_PLAN_FINISH &&
+		    out.has_reason != (r->to == CTRL_JOB_FAILED))
+			fail_msg("%s: has_reason %d", r->name, out.has_reason);
+		/* Every terminal move is one the state table allows. */
+		if (out.act == CTRL_PLAN_FINISH &&
+		    !ctrl_job_transition_allowed(r->cur, out.to))
+			fail_msg("%s: %s -> %s is not allowed", r->name,
+				 ctrl_job_state_secondary(r->cur),
+				 ctrl_job_state_secondary(out.to));
+		buf_release(&s.reason);
+	}
+	buf_release(&out.text);
+}
+
+/* One host's stored report: phase, then each process as "code" or "sN"
+ * (killed by signal N) or "-" (running), exited at exited_ms. */
+static char *report(int host_index, const char *phase, const char *procs,
+		    long long exited_ms, const char *failure)
+{
+	struct buf b = BUF_INIT;
+	const char *p = procs;
+	int rank = 0;
+
+	(void)buf_addf(&b,
+		       "{\"boot_id\":\"b\",\"assignments\":[{\"job\":\"j\","
+		       "\"job_uid\":\"0123456789abcdef\",\"attempt\":1,"
+		       "\"algo\":\"algo-%d\",\"phase\":\"%s\","
+		       "\"started_ms\":1,\"processes\":[",
+		       host_index + 1, phase);
+	while (p && *p) {
+		char tok[16];
+		size_t k = strcspn(p, " ");
+
+		snprintf(tok, sizeof(tok), "%.*s", (int)k, p);
+		(void)buf_addf(&b, "%s{\"rank\":%d,\"pid\":%d,\"started_ms\":1,",
+			       rank ? "," : "", rank, 100 + rank);
+		if (!strcmp(tok, "-"))
+			(void)buf_adds(&b, "\"exit_code\":null,\"signal\":null,"
+					   "\"exited_ms\":null}");
+		else if (tok[0] == 's')
+			(void)buf_addf(&b,
+				       "\"exit_code\":null,\"signal\":%s,"
+				       "\"exited_ms\":%lld}",
+				       tok + 1, exited_ms);
+		else
+			(void)buf_addf(&b,
+				       "\"exit_code\":%s,\"signal\":null,"
+				       "\"exited_ms\":%lld}",
+				       tok, exited_ms);
+		rank++;
+		p += k;
+		while (*p == ' ')
+			p++;
+	}
+	(void)buf_addf(&b, "],\"failure\":%s%s%s,\"error\":null}]}",
+		       failure ? "\"" : "", failure ? failure : "null",
+		       failure ? "\"" : "");
+	return buf_detach(&b, NULL);
+}
+
+static void set(struct db_assignment *a, int index, const char *host,
+		char *json)
+{
+	memset(a, 0, sizeof(*a));
+	a->host_index = index;
+	a->host = (char *)host;
+	a->report_json = json;
+}
+
+static void test_summarize(void **state)
+{
+	struct db_assignment as[3];
+	struct ctrl_plan_summary s;
+	int lost[3] = { 0, 0, 0 };
+	int i;
+
+	(void)state;
+	/* All done and exited 0. */
+	set(&as[0], 0, "h1", report(0, "done", "0", 50, NULL));
+	set(&as[1], 1, "h2", report(1, "done", "0", 60, NULL));
+	set(&as[2], 2, "h3", NULL); /* not reported yet */
+	ctrl_plan_summarize(as, lost, 3, 0, &s);
+	assert_int_equal(s.n, 3);
+	assert_int_equal(s.done, 2);
+	assert_int_equal(s.exited_ok, 2);
+	assert_false(s.failed);
+	buf_release(&s.reason);
+	for (i = 0; i < 3; i++)
+		free(as[i].report_json);
+
+	/* Two ranks fail: the first in time names the culprit. */
+	set(&as[0], 0, "h1", report(0, "exited", "s9", 80, NULL));
+	set(&as[1], 1, "h2", report(1, "exited", "3", 70, NULL));
+	set(&as[2], 2, "h3", report(2, "running", "-", 0, NULL));
+	ctrl_plan_summarize(as, lost, 3, 0, &s);
+	assert_true(s.failed);
+	assert_non_null(strstr(s.reason.data, "algo-2 (host h2) rank 0 "
+					      "exited with code 3"));
+	assert_int_equal(s.running, 3);
+	buf_release(&s.reason);
+	for (i = 0; i < 3; i++)
+		free(as[i].report_json);
+
+	/* The program's own failure file wins over the exit code. */
+	set(&as[0], 0, "h1", report(0, "exited", "1", 80, "out of memory"));
+	ctrl_plan_summarize(as, lost, 1, 0, &s);
+	assert_string_equal(s.reason.data, "AlgorithmError: out of memory");
+	buf_release(&s.reason);
+	free(as[0].report_json);
+
+	/* A lost host fails the attempt. */
+	set(&as[0], 0, "h1", report(0, "running", "-", 0, NULL));
+	set(&as[1], 1, "h2", report(1, "running", "-", 0, NULL));
+	lost[1] = 1;
+	ctrl_plan_summarize(as, lost, 2, 0, &s);
+	assert_true(s.failed);
+	assert_string_equal(s.reason.data, "InternalServerError: host h2 "
+					   "(algo-2) stopped responding");
+	buf_release(&s.reason);
+	lost[1] = 0;
+	for (i = 0; i < 2; i++)
+		free(as[i].report_json);
+
+	/* MPI: mpirun (algo-1) ended; the followers still serve it. */
+	set(&as[0], 0, "h1", report(0, "done", "0", 90, NULL));
+	set(&as[1], 1, "h2", report(1, "running", "-", 0, NULL));
+	set(&as[2], 2, "h3", report(2, "running", "-", 0, NULL));
+	ctrl_plan_summarize(as, lost, 3, 1, &s);
+	assert_true(s.leader_exited);
+	assert_int_equal(s.followers_running, 2);
+	assert_false(s.failed);
+	buf_release(&s.reason);
+	for (i = 0; i < 3; i++)
+		free(as[i].report_json);
+
+	/* A reason is cut at CTRL_REASON_MAX, at a character boundary. */
+	{
+		char *tail = malloc(3000), *json;
+
+		for (i = 0; i < 2998; i += 2) {
+			tail[i] = (char)0xc3; /* U+00E9, two bytes */
+			tail[i + 1] = (char)0xa9;
+		}
+		tail[2998] = '\0';
+		json = report(0, "exited", "1", 10, tail);
+		set(&as[0], 0, "h1", json);
+		ctrl_plan_summarize(as, lost, 1, 0, &s);
+		assert_true(s.reason.len <= CTRL_REASON_MAX);
+		assert_true(((unsigned char)s.reason.data[s.reason.len - 1] &
+			     0xc0) == 0x80);
+		buf_release(&s.reason);
+		free(json);
+		free(tail);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_summarize),
+	};
+
+	return cmocka_run_group_tests_name("controller/plan", tests, NULL,
+					   NULL);
+}
