@@ -1,13 +1,7 @@
 #define LOG_TAG "ctrl"
 
-#include <openssl/rand.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "api/distribution.h"
 #include "api/agent_proto.h"
@@ -15,138 +9,22 @@
 #include "controller/artifacts.h"
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
-#include "controller/images.h"
 #include "controller/jobrt.h"
 #include "controller/job_state.h"
 #include "controller/jobrun.h"
+#include "controller/placement.h"
 #include "controller/plan.h"
 #include "db/db.h"
 #include "db/run.h"
 #include "common/err.h"
 #include "common/log.h"
-#include "common/netutil.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
-
-/*
- * Hosts that hold any assignment are busy: marks each host from the list
- * of busy hosts just read, once per read instead of a walk of every
- * assignment for every host looked at.
- */
-static void mark_busy(struct ctrl_ctx *ctx, char *const *busy, size_t n)
-{
-	size_t i;
-
-	pthread_mutex_lock(&ctx->hosts_lock);
-	for (i = 0; i < ctx->n_hosts; i++)
-		ctx->hosts[i]->busy = 0;
-	for (i = 0; i < n; i++) {
-		struct ctrl_host *h = ctrl_hosts_find(ctx, busy[i]);
-
-		if (h)
-			h->busy = 1;
-	}
-	pthread_mutex_unlock(&ctx->hosts_lock);
-}
-
-/*
- * Makes the hosts' busy marks current, unless *valid says they are (a
- * pass reads the assignments only when it is about to pick hosts).
- */
-static void ensure_busy(struct ctrl_ctx *ctx, int *valid)
-{
-	struct buf err = BUF_INIT;
-	char **busy = NULL;
-	size_t i, n = 0;
-
-	if (*valid)
-		return;
-	if (db_assignment_hosts(ctx->db, &busy, &n, &err))
-		log_error("reconciler: %s", err.data);
-	else
-		*valid = 1;
-	mark_busy(ctx, busy, n);
-	for (i = 0; i < n; i++)
-		free(busy[i]);
-	free(busy);
-	buf_release(&err);
-}
-
-/* The hosts of a new attempt are busy from now on. */
-static void set_busy(struct ctrl_ctx *ctx, const char **hosts, size_t n)
-{
-	size_t i;
-
-	pthread_mutex_lock(&ctx->hosts_lock);
-	for (i = 0; i < n; i++) {
-		struct ctrl_host *h = hosts[i] ? ctrl_hosts_find(ctx, hosts[i]) :
-						 NULL;
-
-		if (h)
-			h->busy = 1;
-	}
-	pthread_mutex_unlock(&ctx->hosts_lock);
-}
-
-/* Whether a host of the attempt is drained (it may have to move). */
-static int any_drained(struct ctrl_ctx *ctx, const struct db_assignment *as,
-		       size_t n)
-{
-	size_t i;
-	int d = 0;
-
-	pthread_mutex_lock(&ctx->hosts_lock);
-	for (i = 0; i < n && !d; i++) {
-		const struct ctrl_host *h = ctrl_hosts_find(ctx, as[i].host);
-
-		d = h && h->drained;
-	}
-	pthread_mutex_unlock(&ctx->hosts_lock);
-	return d;
-}
-
-/*
- * The attempt's ports: `count` consecutive ports from a fresh random base
- * each attempt (MASTER_PORT is the first; parameter servers use two per
- * host). They come from below the kernel's ephemeral range (32768 and up
- * on Linux), so outgoing connections never happen to take them, and are
- * checked free here; hosts with their own network check again as they
- * start (the agent of algo-1 refuses a port it cannot bind).
- */
-static int pick_ports(int count)
-{
-	unsigned char r[2];
-	int tries, base = 0, k;
-
-	if (count < 1)
-		count = 1;
-	for (tries = 0; tries < 16; tries++) {
-		if (RAND_bytes(r, sizeof(r)) != 1)
-			break;
-		base = 20000 + (int)((r[0] << 8 | r[1]) % (12000 - count));
-		for (k = 0; k < count && net_port_bindable(base + k) == 1; k++)
-			;
-		if (k == count)
-			return base;
-	}
-	return base ? base : 29500;
-}
-
 static int job_is_mpi(const struct api_job_spec *spec)
 {
 	return api_hp_true(api_job_spec_hp(spec, "sagemaker_mpi_enabled"));
-}
-
-static int job_instance_count(const struct api_job_spec *spec)
-{
-	size_t i;
-	int n = spec->instance_count;
-
-	for (i = 0; i < spec->n_groups; i++)
-		n += spec->groups[i].count;
-	return n;
 }
 
 static void bump_hosts(struct ctrl_ctx *ctx, const struct db_assignment *as,
@@ -162,173 +40,6 @@ static void finish(struct ctrl_ctx *ctx, const struct db_job *job,
 		   enum ctrl_job_state from, enum ctrl_job_state to,
 		   const char *message, const char *reason,
 		   const struct db_assignment *as, size_t n, int upload);
-
-/* Local hosts serve any instance type; inventory hosts their own. */
-static int host_fits(const struct ctrl_host *h, const char *type)
-{
-	return !h->instance_type || !strcmp(h->instance_type, type);
-}
-
-static int host_live(const struct ctrl_host *h)
-{
-	return h->registered && !h->lost && !h->removed;
-}
-
-/* Live and not drained: it may take work. */
-static int host_usable(const struct ctrl_host *h)
-{
-	return host_live(h) && !h->drained;
-}
-
-/* Usable, of type (NULL: any) and holding no assignment (mark_busy()). */
-static int host_free(const struct ctrl_host *h, const char *type)
-{
-	return host_usable(h) && (!type || host_fits(h, type)) && !h->busy;
-}
-
-/*
- * The first free host of type from ctx->hosts[*from] on that is not among
- * chosen[0..n) (entries may be NULL), or NULL; *from moves past it.
- * Caller holds hosts_lock.
- */
-static const char *pick_free(struct ctrl_ctx *ctx, const char *type,
-			     size_t *from, const char **chosen, size_t n)
-{
-	size_t i, c;
-
-	for (i = *from; i < ctx->n_hosts; i++) {
-		const struct ctrl_host *h = ctx->hosts[i];
-		int taken = 0;
-
-		if (!host_free(h, type))
-			continue;
-		for (c = 0; c < n && !taken; c++)
-			taken = chosen[c] && !strcmp(chosen[c], h->name);
-		if (!taken) {
-			*from = i + 1;
-			return h->name;
-		}
-	}
-	*from = ctx->n_hosts;
-	return NULL;
-}
-
-/*
- * Picks free, live hosts for every instance of spec (group after group),
- * in inventory order. Returns how many were found; when not all, msg says
- * what the job waits for. Caller holds hosts_lock.
- */
-static size_t choose_hosts(struct ctrl_ctx *ctx,
-			   const struct api_job_spec *spec, const char **chosen,
-			   struct buf *msg)
-{
-	size_t groups = spec->n_groups ? spec->n_groups : 1;
-	size_t g, k = 0;
-
-	for (g = 0; g < groups; g++) {
-		const char *type = spec->n_groups ?
-					   spec->groups[g].instance_type :
-					   spec->instance_type;
-		int want = spec->n_groups ? spec->groups[g].count :
-					    spec->instance_count;
-		int got = 0;
-		size_t from = 0;
-
-		while (got < want) {
-			const char *h = pick_free(ctx, type, &from, chosen, k);
-
-			if (!h)
-				break;
-			chosen[k++] = h;
-			got++;
-		}
-		if (got < want) {
-			ctrl_wait_message(msg, want, type, got);
-			return k;
-		}
-	}
-	return k;
-}
-
-void ctrl_wait_message(struct buf *b, int want, const char *type, int free)
-{
-	(void)buf_addf(b, "Waiting for %d free host%s of type %s (%d free now)",
-		       want, want == 1 ? "" : "s", type, free);
-}
-
-static void place(struct ctrl_ctx *ctx, const struct db_job *job,
-		  int *busy_valid)
-{
-	const char **chosen = NULL;
-	struct ctrl_jobrt *rt;
-	struct buf err = BUF_INIT;
-	struct buf msg = BUF_INIT;
-	size_t i, k = 0;
-	struct ctrl_launch launch;
-	int bad_image;
-	int need;
-	int ret;
-
-	pthread_mutex_lock(&ctx->jobs_lock);
-	rt = ctrl_jobrt_get(ctx, job->name);
-	need = rt ? job_instance_count(&rt->spec) : 0;
-	pthread_mutex_unlock(&ctx->jobs_lock);
-	if (need < 1)
-		return;
-	chosen = xcalloc((size_t)need, sizeof(*chosen));
-	ensure_busy(ctx, busy_valid);
-	pthread_mutex_lock(&ctx->jobs_lock);
-	rt = ctrl_jobrt_get(ctx, job->name);
-	pthread_mutex_lock(&ctx->hosts_lock);
-	if (rt)
-		k = choose_hosts(ctx, &rt->spec, chosen, &msg);
-	pthread_mutex_unlock(&ctx->hosts_lock);
-	pthread_mutex_unlock(&ctx->jobs_lock);
-	if (k < (size_t)need) {
-		const char *nm = job->name;
-		const char *mm = msg.data;
-
-		(void)db_jobs_set_waiting(ctx->db, &nm, &mm, 1, &err);
-		/* Parsed again when it can run; queued jobs hold no memory. */
-		ctrl_jobrt_drop(ctx, job->name);
-		goto out;
-	}
-	pthread_mutex_lock(&ctx->jobs_lock);
-	rt = ctrl_jobrt_get(ctx, job->name);
-	bad_image = rt && ctrl_image_resolve(&rt->spec, &launch, &err);
-	if (rt && !bad_image)
-		ctrl_launch_release(&launch);
-	pthread_mutex_unlock(&ctx->jobs_lock);
-	if (bad_image) {
-		/* As SageMaker does with an image it cannot pull: the job
-		 * was accepted and fails as it starts. */
-		enum ctrl_job_state cur = CTRL_JOB_STARTING;
-
-		buf_reset(&msg);
-		(void)buf_addf(&msg, "ClientError: %s", err.data);
-		ctrl_job_state_parse(job->secondary_status, &cur);
-		finish(ctx, job, cur, CTRL_JOB_FAILED, "Training job failed",
-		       msg.data, NULL, 0, 0);
-		goto out;
-	}
-	ret = db_attempt_start(ctx->db, job->name, job->attempt + 1,
-			       pick_ports(2 * need + 2), chosen, (size_t)need,
-			       time_now_ms(), &err);
-	if (ret) {
-		log_error("job '%s': cannot start attempt: %s", job->name,
-			  err.data);
-		goto out;
-	}
-	log_info("job '%s': attempt %d on %d host%s", job->name,
-		 job->attempt + 1, need, need == 1 ? "" : "s");
-	set_busy(ctx, chosen, (size_t)need);
-	for (i = 0; i < (size_t)need; i++)
-		ctrl_hosts_bump(ctx, chosen[i]);
-out:
-	free(chosen);
-	buf_release(&err);
-	buf_release(&msg);
-}
 
 static int host_lost(struct ctrl_ctx *ctx, const char *name)
 {
@@ -522,22 +233,6 @@ static int all_settled(struct ctrl_ctx *ctx, const struct db_assignment *as,
 	return 1;
 }
 
-/* The instance type of algo-(index+1), group after group. */
-static const char *type_of_index(const struct api_job_spec *spec, int index)
-{
-	size_t g;
-	int k = 0;
-
-	if (!spec->n_groups)
-		return spec->instance_type;
-	for (g = 0; g < spec->n_groups; g++) {
-		k += spec->groups[g].count;
-		if (index < k)
-			return spec->groups[g].instance_type;
-	}
-	return spec->groups[spec->n_groups - 1].instance_type;
-}
-
 /* Restarts of a failed attempt the job may still make. */
 static int retries_left(struct ctrl_ctx *ctx, const struct db_job *job)
 {
@@ -590,59 +285,6 @@ static void begin_restart(struct ctrl_ctx *ctx, const struct db_job *job,
 	buf_release(&err);
 }
 
-/*
- * The hosts of the next attempt: each host of the failed one while it is
- * usable, a lost or drained one replaced by a free live host of its
- * instance type (or kept, when drained and no spare is free). Fills
- * chosen[host_index] and returns how many places found no host.
- */
-static size_t choose_replacements(struct ctrl_ctx *ctx,
-				  const struct db_job *job,
-				  const struct db_assignment *as, size_t n,
-				  const char **chosen)
-{
-	struct ctrl_jobrt *rt;
-	size_t i, missing = 0;
-
-	pthread_mutex_lock(&ctx->jobs_lock);
-	rt = ctrl_jobrt_get(ctx, job->name);
-	pthread_mutex_lock(&ctx->hosts_lock);
-	for (i = 0; i < n; i++) {
-		struct ctrl_host *h = ctrl_hosts_find(ctx, as[i].host);
-		const char *type;
-		size_t from;
-
-		if ((size_t)as[i].host_index >= n)
-			continue;
-		if (h && host_usable(h)) {
-			chosen[as[i].host_index] = h->name;
-			continue;
-		}
-		type = rt ? type_of_index(&rt->spec, as[i].host_index) : NULL;
-		from = 0;
-		chosen[as[i].host_index] =
-			type ? pick_free(ctx, type, &from, chosen, n) : NULL;
-		if (chosen[as[i].host_index])
-			log_info("job '%s': algo-%d moves from %s host '%s' "
-				 "to '%s'",
-				 job->name, as[i].host_index + 1,
-				 h && h->drained ? "drained" : "lost",
-				 as[i].host, chosen[as[i].host_index]);
-		else if (h && host_live(h))
-			/* Drained, and the spare was taken meanwhile: back on
-			 * it rather than failing a job that did nothing
-			 * wrong. */
-			chosen[as[i].host_index] = h->name;
-	}
-	/* The chosen names stay valid: hosts are never freed while the
-	 * controller runs. */
-	pthread_mutex_unlock(&ctx->hosts_lock);
-	pthread_mutex_unlock(&ctx->jobs_lock);
-	for (i = 0; i < n; i++)
-		missing += !chosen[i];
-	return missing;
-}
-
 /* Restarting, settled, a host for every place: attempt N+1 starts. */
 static void start_next_attempt(struct ctrl_ctx *ctx, const struct db_job *job,
 			       const struct db_assignment *as, size_t n,
@@ -653,7 +295,7 @@ static void start_next_attempt(struct ctrl_ctx *ctx, const struct db_job *job,
 
 	if (db_assignments_delete(ctx->db, job->name, job->attempt, &err) ||
 	    db_attempt_start(ctx->db, job->name, job->attempt + 1,
-			     pick_ports(2 * (int)n + 2), chosen, n,
+			     ctrl_place_ports(2 * (int)n + 2), chosen, n,
 			     time_now_ms(), &err)) {
 		log_error("job '%s': cannot start attempt %d: %s", job->name,
 			  job->attempt + 1, err.data);
@@ -704,14 +346,18 @@ static int move_off_drained(struct ctrl_ctx *ctx, const struct db_job *job,
 		const char *type;
 		size_t from;
 
-		if (!h || !h->drained || !host_live(h) ||
+		if (!h || !h->drained || !ctrl_place_host_live(h) ||
 		    (size_t)as[i].host_index >= n)
 			continue;
 		drained++;
-		type = rt ? type_of_index(&rt->spec, as[i].host_index) : NULL;
+		type = rt ? ctrl_place_type_of_index(&rt->spec,
+						     as[i].host_index) :
+			    NULL;
 		from = 0;
 		chosen[as[i].host_index] =
-			type ? pick_free(ctx, type, &from, chosen, n) : NULL;
+			type ? ctrl_place_pick_free(ctx, type, &from, chosen,
+						    n) :
+			       NULL;
 		found += chosen[as[i].host_index] != NULL;
 		(void)buf_addf(&names, "%s'%s' (algo-%d)",
 			       names.len ? ", " : "", h->name,
@@ -778,7 +424,7 @@ static void gather(struct ctrl_ctx *ctx, const struct db_job *job,
 	in->settled = all_settled(ctx, as, n);
 	in->runtime_exceeded = job->start_ms && max_ms &&
 			       time_now_ms() - job->start_ms > max_ms;
-	in->any_drained = any_drained(ctx, as, n);
+	in->any_drained = ctrl_place_any_drained(ctx, as, n);
 	if (s->failed) {
 		in->retryable = retryable(ctx, s->reason.data);
 		in->retries_left = retries_left(ctx, job);
@@ -787,9 +433,9 @@ static void gather(struct ctrl_ctx *ctx, const struct db_job *job,
 		(void)db_attempt_planned(ctx->db, job->name, job->attempt,
 					 &in->planned_move, &err);
 		if (in->settled) {
-			ensure_busy(ctx, busy_valid);
-			in->restart_missing =
-				choose_replacements(ctx, job, as, n, chosen);
+			ctrl_place_busy_refresh(ctx, busy_valid);
+			in->restart_missing = ctrl_place_replacements(
+				ctx, job, as, n, chosen);
 		}
 		in->restart_wait_over = time_now_ms() - job->last_modified_ms >
 					ctx->cfg.restart_wait_ms;
@@ -813,7 +459,9 @@ static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 		set_actions(ctx, job, as, n, "stop");
 	switch (o->act) {
 	case CTRL_PLAN_PLACE:
-		place(ctx, job, busy_valid);
+		if (ctrl_place_job(ctx, job, busy_valid, &err))
+			finish(ctx, job, cur, CTRL_JOB_FAILED,
+			       "Training job failed", err.data, NULL, 0, 0);
 		break;
 	case CTRL_PLAN_FINISH:
 		finish(ctx, job, cur, o->to, o->message,
@@ -881,7 +529,7 @@ static void step(struct ctrl_ctx *ctx, const char *name, int *busy_valid)
 	}
 	ctrl_plan(&in, &out);
 	if (out.act == CTRL_PLAN_MOVE) {
-		ensure_busy(ctx, busy_valid);
+		ctrl_place_busy_refresh(ctx, busy_valid);
 		if (move_off_drained(ctx, &job, cur, as, n))
 			goto out;
 		/* No spare for every drained place: train on, and look at
@@ -897,71 +545,6 @@ out:
 	db_assignments_free(as, n);
 	db_job_release(&job);
 	buf_release(&err);
-}
-
-/* Free live hosts that can serve type, given the current assignments. */
-static int free_hosts(struct ctrl_ctx *ctx, const char *type)
-{
-	size_t i;
-	int n = 0;
-
-	pthread_mutex_lock(&ctx->hosts_lock);
-	for (i = 0; i < ctx->n_hosts; i++) {
-		const struct ctrl_host *h = ctx->hosts[i];
-
-		n += host_free(h, type);
-	}
-	pthread_mutex_unlock(&ctx->hosts_lock);
-	return n;
-}
-
-/* Queued jobs looked at per pass, per kind of free host. */
-#define QUEUE_LOOK 64
-
-/*
- * Which queued jobs are worth a look: those of every instance type with a
- * free host (copied into *types, to free with free_types()), of any type
- * when a free host serves every type. Returns whether any host is free.
- */
-static int free_kinds(struct ctrl_ctx *ctx, struct db_queue_look *look,
-		      char ***types)
-{
-	size_t i, k, n = 0;
-
-	memset(look, 0, sizeof(*look));
-	*types = NULL;
-	pthread_mutex_lock(&ctx->hosts_lock);
-	for (i = 0; i < ctx->n_hosts; i++) {
-		const struct ctrl_host *h = ctx->hosts[i];
-		int seen = 0;
-
-		if (!host_free(h, NULL))
-			continue;
-		if (!h->instance_type) {
-			look->any_type = 1;
-			continue;
-		}
-		for (k = 0; k < n && !seen; k++)
-			seen = !strcmp((*types)[k], h->instance_type);
-		if (seen)
-			continue;
-		*types = xrealloc(*types, (n + 1) * sizeof(**types));
-		(*types)[n++] = xstrdup(h->instance_type);
-	}
-	pthread_mutex_unlock(&ctx->hosts_lock);
-	look->types = (const char *const *)*types;
-	look->n_types = n;
-	look->per = QUEUE_LOOK;
-	return look->any_type || n;
-}
-
-static void free_types(char **types, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		free(types[i]);
-	free(types);
 }
 
 static int named(const char *name, char *const *names, size_t n)
@@ -1032,8 +615,8 @@ void ctrl_jobs_reconcile(struct ctrl_ctx *ctx, char *const *names,
 		return;
 	}
 	memset(&look, 0, sizeof(look));
-	ensure_busy(ctx, &busy_valid);
-	some_free = free_kinds(ctx, &look, &types);
+	ctrl_place_busy_refresh(ctx, &busy_valid);
+	some_free = ctrl_place_free_kinds(ctx, &look, &types);
 	__atomic_store_n(&ctx->no_host_free, !some_free, __ATOMIC_RELAXED);
 	if (db_jobs_active(ctx->db, some_free ? &look : NULL, &jobs, &n,
 			   &err)) {
@@ -1055,7 +638,7 @@ void ctrl_jobs_reconcile(struct ctrl_ctx *ctx, char *const *names,
 		 */
 		if (j->attempt == 0 && !strcmp(j->status, "InProgress") &&
 		    j->instance_type) {
-			int free = free_hosts(ctx, j->instance_type);
+			int free = ctrl_place_free_count(ctx, j->instance_type);
 
 			if (free < j->instance_count) {
 				struct buf m = BUF_INIT;
@@ -1081,7 +664,7 @@ out:
 		free(w_msgs[i]);
 	free(w_msgs);
 	free(w_names);
-	free_types(types, look.n_types);
+	ctrl_place_free_types(types, look.n_types);
 	db_active_jobs_free(jobs, n);
 	buf_release(&err);
 }

@@ -22,7 +22,5 @@ void ctrl_jobs_reconcile(struct ctrl_ctx *ctx, char *const *names,
 
 #define CTRL_FULL_PASS_MS 1000
 
-/* Why a queued job waits: "Waiting for 2 free hosts of type T (1 free now)". */
-void ctrl_wait_message(struct buf *b, int want, const char *type, int free);
 
 #endif

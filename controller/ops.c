@@ -17,6 +17,7 @@
 #include "controller/hosts.h"
 #include "controller/job_state.h"
 #include "controller/jobrun.h"
+#include "controller/placement.h"
 #include "controller/ops.h"
 #include "db/db.h"
 #include "db/run.h"

@@ -1,0 +1,88 @@
+#ifndef CTRL_PLACEMENT_H
+#define CTRL_PLACEMENT_H
+
+/*
+ * Where jobs run: free hosts, the hosts and ports of a new attempt, the
+ * replacements of lost or drained hosts, and what the queue may hope for.
+ * Host marks are read under ctx->hosts_lock inside each call.
+ */
+#include <stddef.h>
+
+#include "common/buf.h"
+
+struct ctrl_ctx;
+struct ctrl_host;
+struct db_job;
+struct db_assignment;
+struct db_queue_look;
+struct api_job_spec;
+
+/*
+ * Makes the hosts' busy marks current, unless *valid says they are (a
+ * pass reads the assignments only when it is about to pick hosts).
+ */
+void ctrl_place_busy_refresh(struct ctrl_ctx *ctx, int *valid);
+
+/* Registered, not lost and not removed. */
+int ctrl_place_host_live(const struct ctrl_host *h);
+/* Live and not drained: it may take work. */
+int ctrl_place_host_usable(const struct ctrl_host *h);
+
+/* Whether a host of the attempt is drained (it may have to move). */
+int ctrl_place_any_drained(struct ctrl_ctx *ctx, const struct db_assignment *as,
+			   size_t n);
+
+/*
+ * The first free host of type from ctx->hosts[*from] on that is not among
+ * chosen[0..n) (entries may be NULL), or NULL; *from moves past it.
+ * Caller holds hosts_lock.
+ */
+const char *ctrl_place_pick_free(struct ctrl_ctx *ctx, const char *type,
+				 size_t *from, const char **chosen, size_t n);
+
+/*
+ * The attempt's ports: count consecutive ports from a fresh random base,
+ * checked free on this machine. Returns the first (MASTER_PORT).
+ */
+int ctrl_place_ports(int count);
+
+/* The instance type of algo-(index+1), group after group. */
+const char *ctrl_place_type_of_index(const struct api_job_spec *spec,
+				     int index);
+
+/*
+ * Places a job that holds no attempt yet: picks free live hosts for every
+ * instance and starts attempt 1 on them, or marks the job queued with what
+ * it waits for. Returns 1 when the job must fail as it starts (its image
+ * cannot be run; fail says why, a ClientError), else 0.
+ */
+int ctrl_place_job(struct ctrl_ctx *ctx, const struct db_job *job,
+		   int *busy_valid, struct buf *fail);
+
+/*
+ * The hosts of a restarting job's next attempt: each host of the failed
+ * one while it is usable, a lost or drained one replaced by a free live
+ * host of its instance type (or kept, when drained and no spare is free).
+ * Fills chosen[host_index]; returns how many places found no host.
+ */
+size_t ctrl_place_replacements(struct ctrl_ctx *ctx, const struct db_job *job,
+			       const struct db_assignment *as, size_t n,
+			       const char **chosen);
+
+/* Free live hosts that can serve type, given the current assignments. */
+int ctrl_place_free_count(struct ctrl_ctx *ctx, const char *type);
+
+/*
+ * Which queued jobs are worth a look: those of every instance type with a
+ * free host (copied into *types, to free with ctrl_place_free_types()), of
+ * any type when a free host serves every type. Returns whether any host is
+ * free.
+ */
+int ctrl_place_free_kinds(struct ctrl_ctx *ctx, struct db_queue_look *look,
+			  char ***types);
+void ctrl_place_free_types(char **types, size_t n);
+
+/* Why a queued job waits: "Waiting for 2 free hosts of type T (1 free now)". */
+void ctrl_wait_message(struct buf *b, int want, const char *type, int free);
+
+#endif
