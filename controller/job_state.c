@@ -93,12 +93,26 @@ int ctrl_job_state_terminal(enum ctrl_job_state s)
 	       s == CTRL_JOB_FAILED;
 }
 
-int ctrl_job_transition(struct ctrl_ctx *ctx, const char *name,
-			enum ctrl_job_state from, enum ctrl_job_state to,
-			const char *message, const char *failure_reason,
-			struct buf *err)
+int ctrl_job_status_terminal(const char *status)
+{
+	int s;
+
+	for (s = 0; status && s < CTRL_JOB_NSTATES; s++)
+		if (ctrl_job_state_terminal((enum ctrl_job_state)s) &&
+		    !strcmp(ctrl_job_state_primary((enum ctrl_job_state)s),
+			    status))
+			return 1;
+	return 0;
+}
+
+/* The one writer of a job's state; model is stored when not NULL. */
+static int transition(struct ctrl_ctx *ctx, const char *name,
+		      enum ctrl_job_state from, enum ctrl_job_state to,
+		      const char *message, const char *failure_reason,
+		      const char *model, struct buf *err)
 {
 	struct db_state_change ch = { 0 };
+	const char *why = failure_reason ? failure_reason : message;
 	int ret;
 
 	if (!ctrl_job_transition_allowed(from, to)) {
@@ -113,6 +127,7 @@ int ctrl_job_transition(struct ctrl_ctx *ctx, const char *name,
 	ch.secondary = ctrl_job_state_secondary(to);
 	ch.message = message;
 	ch.failure_reason = failure_reason;
+	ch.model_artifacts = model;
 	ch.now_ms = time_now_ms();
 	ch.set_start = to == CTRL_JOB_DOWNLOADING || to == CTRL_JOB_TRAINING;
 	ch.set_end = ctrl_job_state_terminal(to);
@@ -121,7 +136,29 @@ int ctrl_job_transition(struct ctrl_ctx *ctx, const char *name,
 		return ret;
 	ctrl_jobs_changed(ctx);
 	log_info("job '%s' %s -> %s%s%s", name, ctrl_job_state_secondary(from),
-		 ctrl_job_state_secondary(to), message ? ": " : "",
-		 message ? message : "");
+		 ctrl_job_state_secondary(to), why ? ": " : "", why ? why : "");
 	return 0;
+}
+
+int ctrl_job_transition(struct ctrl_ctx *ctx, const char *name,
+			enum ctrl_job_state from, enum ctrl_job_state to,
+			const char *message, const char *failure_reason,
+			struct buf *err)
+{
+	return transition(ctx, name, from, to, message, failure_reason, NULL,
+			  err);
+}
+
+int ctrl_job_end(struct ctrl_ctx *ctx, const char *name,
+		 enum ctrl_job_state from, enum ctrl_job_state to,
+		 const char *message, const char *failure_reason,
+		 const char *model, struct buf *err)
+{
+	if (!ctrl_job_state_terminal(to)) {
+		(void)buf_addf(err, "job '%s': %s is not an end", name,
+			       ctrl_job_state_secondary(to));
+		return ERR_INVALID;
+	}
+	return transition(ctx, name, from, to, message, failure_reason, model,
+			  err);
 }

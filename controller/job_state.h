@@ -44,6 +44,8 @@ int ctrl_job_transition_allowed(enum ctrl_job_state from,
 
 /* Whether s is terminal (Completed, Failed, Stopped*). */
 int ctrl_job_state_terminal(enum ctrl_job_state s);
+/* Whether a TrainingJobStatus text is that of a terminal state. */
+int ctrl_job_status_terminal(const char *status);
 
 /*
  * Moves job name from state from to state to, recording a transition with
@@ -55,5 +57,14 @@ int ctrl_job_transition(struct ctrl_ctx *ctx, const char *name,
 			enum ctrl_job_state from, enum ctrl_job_state to,
 			const char *message, const char *failure_reason,
 			struct buf *err);
+
+/*
+ * As ctrl_job_transition() to a terminal state (ERR_INVALID for another),
+ * also storing the job's model artifacts URI when model is not NULL.
+ */
+int ctrl_job_end(struct ctrl_ctx *ctx, const char *name,
+		 enum ctrl_job_state from, enum ctrl_job_state to,
+		 const char *message, const char *failure_reason,
+		 const char *model, struct buf *err);
 
 #endif

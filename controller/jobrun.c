@@ -121,7 +121,6 @@ static void finish(struct ctrl_ctx *ctx, const struct db_job *job,
 		   const char *message, const char *reason,
 		   const struct db_assignment *as, size_t n, int upload)
 {
-	struct db_state_change ch = { 0 };
 	struct buf err = BUF_INIT;
 	char *model = NULL;
 	struct ctrl_jobrt *rt;
@@ -168,32 +167,14 @@ static void finish(struct ctrl_ctx *ctx, const struct db_job *job,
 			buf_release(&e2);
 		}
 	}
-	if (!ctrl_job_transition_allowed(from, to)) {
-		log_error("job '%s': %s -> %s not allowed", job->name,
-			  ctrl_job_state_secondary(from),
-			  ctrl_job_state_secondary(to));
-		goto out;
-	}
-	ch.expect_status = ctrl_job_state_primary(from);
-	ch.expect_secondary = ctrl_job_state_secondary(from);
-	ch.status = ctrl_job_state_primary(to);
-	ch.secondary = ctrl_job_state_secondary(to);
-	ch.message = message;
-	ch.failure_reason = reason;
-	ch.model_artifacts = to == CTRL_JOB_FAILED ? NULL : model;
-	ch.now_ms = time_now_ms();
-	ch.set_end = 1;
-	if (db_job_change_state(ctx->db, job->name, &ch, &err)) {
+	if (ctrl_job_end(ctx, job->name, from, to, message, reason,
+			 to == CTRL_JOB_FAILED ? NULL : model, &err)) {
 		log_error("job '%s': %s", job->name, err.data);
 		goto out;
 	}
-	ctrl_jobs_changed(ctx);
 	(void)db_attempt_end(ctx->db, job->name, job->attempt,
 			     reason ? reason : ctrl_job_state_secondary(to),
-			     ch.now_ms, &err);
-	log_info("job '%s' %s -> %s%s%s", job->name,
-		 ctrl_job_state_secondary(from), ctrl_job_state_secondary(to),
-		 reason ? ": " : "", reason ? reason : "");
+			     time_now_ms(), &err);
 	cleanup(ctx, job->name, as, n);
 out:
 	free(model);
