@@ -709,7 +709,8 @@ void ctrl_op_delete(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	if (!ret)
 		ret = ctrl_caller_check_job(ctx, who, name, &err);
 	if (!ret)
-		ret = db_job_delete(ctx->db, name, &err);
+		ret = db_job_delete(ctx->db, name, ctrl_job_status_terminal,
+				    &err);
 	if (ret == ERR_NOTFOUND) {
 		ctrl_reply_error(resp, 400, "ResourceNotFound", NOT_FOUND_MSG);
 	} else if (ret == ERR_CONFLICT) {

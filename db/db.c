@@ -929,7 +929,8 @@ out:
 	return ret;
 }
 
-int db_job_delete(struct db *db, const char *name, struct buf *err)
+int db_job_delete(struct db *db, const char *name,
+		  int (*deletable)(const char *status), struct buf *err)
 {
 	struct conn *c = &db->writer;
 	sqlite3_stmt *st = NULL;
@@ -946,8 +947,7 @@ int db_job_delete(struct db *db, const char *name, struct buf *err)
 	ret = writer_find(c, name, &id, &status, NULL, err);
 	if (ret)
 		goto rollback;
-	if (strcmp(status, "Completed") && strcmp(status, "Failed") &&
-	    strcmp(status, "Stopped")) {
+	if (!deletable(status)) {
 		(void)buf_addf(err, "job is in status %s", status);
 		ret = ERR_CONFLICT;
 		goto rollback;

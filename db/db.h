@@ -151,10 +151,13 @@ int db_job_change_state(struct db *db, const char *name,
 			const struct db_state_change *ch, struct buf *err);
 
 /*
- * Deletes a job and its transitions. Returns 0, ERR_NOTFOUND, ERR_CONFLICT
- * (not in a terminal status) or ERR_DB.
+ * Deletes a job and its transitions when deletable(its TrainingJobStatus)
+ * says so, in one transaction. Returns 0, ERR_NOTFOUND, ERR_CONFLICT (err
+ * names the status) or ERR_DB. Which statuses end a job is the
+ * controller's to say (controller/job_state.c), not the store's.
  */
-int db_job_delete(struct db *db, const char *name, struct buf *err);
+int db_job_delete(struct db *db, const char *name,
+		  int (*deletable)(const char *status), struct buf *err);
 
 /*
  * Calls fn(name, arg) for every job whose TrainingJobStatus is status, in
