@@ -485,6 +485,7 @@ struct agent_ctx {
 	struct agent_pollref *prefs;
 	size_t n_pfds;
 	size_t alloc_pfds;
+	size_t alloc_prefs; /* allocated count of prefs */
 	int sig_pipe[2];
 	int got_sigchld;
 	int shutting_down;

@@ -169,11 +169,7 @@ static void add_dir(struct agent_ckpt_watch *w, const char *rel, int whole)
 		return;
 	}
 	if (!dir_of(w, wd)) {
-		if (w->n_dirs == w->alloc_dirs) {
-			w->alloc_dirs = w->alloc_dirs ? w->alloc_dirs * 2 : 8;
-			w->dirs = xrealloc(w->dirs,
-					   w->alloc_dirs * sizeof(*w->dirs));
-		}
+		ALLOC_GROW(w->dirs, w->n_dirs + 1, w->alloc_dirs);
 		w->dirs[w->n_dirs].wd = wd;
 		w->dirs[w->n_dirs].rel = xstrdup(rel);
 		w->n_dirs++;

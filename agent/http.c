@@ -39,12 +39,7 @@ static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp,
 		return 0;
 	}
 	if (i == h->n_socks) {
-		if (h->n_socks == h->alloc_socks) {
-			h->alloc_socks = h->alloc_socks ? h->alloc_socks * 2 :
-							  8;
-			h->socks = xrealloc(h->socks,
-					    h->alloc_socks * sizeof(*h->socks));
-		}
+		ALLOC_GROW(h->socks, h->n_socks + 1, h->alloc_socks);
 		h->socks[h->n_socks].fd = (int)s;
 		h->n_socks++;
 	}

@@ -216,10 +216,7 @@ size_t agent_logq_take(struct agent_logq *q, int64_t now_ms, struct buf *out)
 		if (n && bytes + e->cost > AGENT_LOGQ_BATCH_MAX)
 			break;
 		q->inflight_last = e;
-		if (n == cap) {
-			cap *= 2;
-			b.lines = xrealloc(b.lines, cap * sizeof(*b.lines));
-		}
+		ALLOC_GROW(b.lines, n + 1, cap);
 		/* Shallow copies: the batch only borrows the strings. */
 		b.lines[n++] = e->line;
 		bytes += e->cost;

@@ -83,13 +83,8 @@ void agent_poll_add(struct agent_ctx *ctx, int fd, short events,
 		    enum agent_poll_kind kind, struct agent_assign *a,
 		    size_t rank)
 {
-	if (ctx->n_pfds == ctx->alloc_pfds) {
-		ctx->alloc_pfds = ctx->alloc_pfds ? ctx->alloc_pfds * 2 : 32;
-		ctx->pfds = xrealloc(ctx->pfds,
-				     ctx->alloc_pfds * sizeof(*ctx->pfds));
-		ctx->prefs = xrealloc(ctx->prefs,
-				      ctx->alloc_pfds * sizeof(*ctx->prefs));
-	}
+	ALLOC_GROW(ctx->pfds, ctx->n_pfds + 1, ctx->alloc_pfds);
+	ALLOC_GROW(ctx->prefs, ctx->n_pfds + 1, ctx->alloc_prefs);
 	ctx->pfds[ctx->n_pfds].fd = fd;
 	ctx->pfds[ctx->n_pfds].events = events;
 	ctx->pfds[ctx->n_pfds].revents = 0;

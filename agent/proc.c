@@ -36,10 +36,7 @@
 
 void agent_strv_push(struct agent_strv *s, const char *str)
 {
-	if (s->n + 2 > s->alloc) {
-		s->alloc = s->alloc ? s->alloc * 2 : 8;
-		s->v = xrealloc(s->v, s->alloc * sizeof(*s->v));
-	}
+	ALLOC_GROW(s->v, s->n + 2, s->alloc);
 	s->v[s->n++] = xstrdup(str);
 	s->v[s->n] = NULL;
 }

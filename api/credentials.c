@@ -41,8 +41,9 @@ struct cred_reader {
 struct cred_parse {
 	struct cred_reader rd;
 	struct api_credentials *creds;
-	int *first_line; /* per profile: line of its first key */
-	struct buf msg;	 /* the first error */
+	int *first_line;	 /* per profile: line of its first key */
+	size_t first_line_alloc; /* allocated count of first_line */
+	struct buf msg;		 /* the first error */
 	int failed;
 	int fail_line; /* its line, or 0 */
 };
@@ -165,8 +166,8 @@ static struct api_credential *cred_profile(struct cred_parse *p,
 		cred_fail(p, p->rd.line, "profile name too long");
 		return NULL;
 	}
-	c->items = xrealloc(c->items, (c->n + 1) * sizeof(*c->items));
-	p->first_line = xrealloc(p->first_line, (c->n + 1) * sizeof(int));
+	ALLOC_GROW(c->items, c->n + 1, c->alloc);
+	ALLOC_GROW(p->first_line, c->n + 1, p->first_line_alloc);
 	cur = &c->items[c->n];
 	cur->profile = xstrdup(section);
 	cur->access_key_id = NULL;
@@ -434,6 +435,7 @@ int api_credentials_parse(const char *text, struct api_credentials *creds,
 
 	creds->items = NULL;
 	creds->n = 0;
+	creds->alloc = 0;
 	memset(&p, 0, sizeof(p));
 	buf_init(&p.msg, 1024);
 	p.rd.pos = text;
@@ -501,4 +503,5 @@ void api_credentials_release(struct api_credentials *creds)
 	free(creds->items);
 	creds->items = NULL;
 	creds->n = 0;
+	creds->alloc = 0;
 }

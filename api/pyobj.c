@@ -202,12 +202,9 @@ void api__py_free(struct api__py *o)
 
 static void grow(struct api__py *o)
 {
-	if (o->n < o->cap)
-		return;
-	o->cap = o->cap ? o->cap * 2 : 4;
-	o->items = xrealloc(o->items, o->cap * sizeof(*o->items));
+	ALLOC_GROW(o->items, o->n + 1, o->cap);
 	if (o->type == API__PY_DICT)
-		o->keys = xrealloc(o->keys, o->cap * sizeof(*o->keys));
+		ALLOC_GROW(o->keys, o->n + 1, o->keys_cap);
 }
 
 void api__py_append(struct api__py *list, struct api__py *item)

@@ -38,6 +38,7 @@ struct api__py {
 	struct api__py **items;
 	size_t n;
 	size_t cap;
+	size_t keys_cap; /* allocated count of keys (dicts only) */
 };
 
 /* Python's int('...') refuses more digits than this (sys.int_info). */

@@ -57,6 +57,7 @@ int api_credential_s3_allowed(const struct api_credential *c,
 struct api_credentials {
 	struct api_credential *items;
 	size_t n;
+	size_t alloc; /* allocated count of items */
 };
 
 /*

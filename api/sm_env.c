@@ -242,10 +242,7 @@ static void envmap_set(struct envmap *m, const char *key, const char *value)
 			m->kv[i].value = xstrdup(value);
 			return;
 		}
-	if (m->n == m->cap) {
-		m->cap = m->cap ? m->cap * 2 : 64;
-		m->kv = xrealloc(m->kv, m->cap * sizeof(*m->kv));
-	}
+	ALLOC_GROW(m->kv, m->n + 1, m->cap);
 	m->kv[m->n].key = xstrdup(key);
 	m->kv[m->n].value = xstrdup(value);
 	m->n++;

@@ -15,10 +15,7 @@
 
 void cli_strv_push(struct cli_strv *sv, const char *s)
 {
-	if (sv->n == sv->alloc) {
-		sv->alloc = sv->alloc ? sv->alloc * 2 : 8;
-		sv->v = xrealloc(sv->v, sv->alloc * sizeof(*sv->v));
-	}
+	ALLOC_GROW(sv->v, sv->n + 1, sv->alloc);
 	sv->v[sv->n++] = s;
 }
 

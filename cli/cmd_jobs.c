@@ -214,10 +214,7 @@ static void list_acc_take(struct list_acc *acc, struct api_job_record *recs,
 {
 	size_t i;
 
-	if (acc->n + n > acc->alloc) {
-		acc->alloc = (acc->n + n) * 2;
-		acc->recs = xrealloc(acc->recs, acc->alloc * sizeof(*recs));
-	}
+	ALLOC_GROW(acc->recs, acc->n + n, acc->alloc);
 	for (i = 0; i < n; i++)
 		acc->recs[acc->n++] = recs[i];
 	/* The records moved into acc; only the array is left to free. */

@@ -44,6 +44,7 @@ struct stream_pos {
 struct follow_state {
 	struct stream_pos *s;
 	size_t n;
+	size_t alloc; /* allocated count of s */
 };
 
 static int get_page(struct cli_ctx *ctx, const char *job, const char *stream,
@@ -121,7 +122,7 @@ static void refresh_streams(struct follow_state *fs,
 			known |= !strcmp(fs->s[k].name, ev->streams[i]);
 		if (known)
 			continue;
-		fs->s = xrealloc(fs->s, (fs->n + 1) * sizeof(*fs->s));
+		ALLOC_GROW(fs->s, fs->n + 1, fs->alloc);
 		fs->s[fs->n].name = xstrdup(ev->streams[i]);
 		fs->s[fs->n].offset = 0;
 		fs->n++;
@@ -191,7 +192,7 @@ static int job_ended(struct cli_ctx *ctx, const char *job)
 int cli_cmd_logs(struct cli_ctx *ctx, int argc, char **argv)
 {
 	const struct cli_cmd *cmd = cli_cmd_find("logs");
-	struct follow_state fs = { NULL, 0 };
+	struct follow_state fs = { NULL, 0, 0 };
 	const char *host = NULL;
 	const char *job;
 	int follow = 0;

@@ -168,9 +168,8 @@ static int add_file_root(struct ctrl_config *cfg, const char *dir,
 	n = strlen(real);
 	if (n == 1) /* "/": every file; kept as "" so that "/x" is under it */
 		real[0] = '\0';
-	cfg->file_roots =
-		xrealloc(cfg->file_roots,
-			 (cfg->n_file_roots + 1) * sizeof(*cfg->file_roots));
+	ALLOC_GROW(cfg->file_roots, cfg->n_file_roots + 1,
+		   cfg->file_roots_alloc);
 	cfg->file_roots[cfg->n_file_roots++] = real;
 	return 0;
 }

@@ -40,6 +40,7 @@ struct ctrl_config {
 	 * file:// at all; none and no credentials: anywhere (loopback only) */
 	char **file_roots;
 	size_t n_file_roots;
+	size_t file_roots_alloc; /* allocated count of file_roots */
 	/* --tls-cert/--tls-key: serve HTTPS; --tls-ca: what agents and
 	 * ranks verify the certificate with (default: the certificate) */
 	char *tls_cert;
@@ -82,6 +83,7 @@ struct ctrl_ctx {
 	int full_pass;
 	char **dirty_jobs;
 	size_t n_dirty;
+	size_t dirty_alloc; /* allocated count of dirty_jobs */
 	int hosts_freed;
 	/* Set by each pass when no host at all is free (atomic): a create
 	 * then enters the queue at once (see ctrl_op_create). */

@@ -85,11 +85,7 @@ static int add_job_streams(struct ctrl_ctx *ctx, const char *job,
 			continue;
 		}
 		(void)ctrl_logs_path(ctx, job, s[i].name, &path);
-		if (l->n == l->cap) {
-			l->cap = l->cap ? l->cap * 2 : 16;
-			l->items =
-				xrealloc(l->items, l->cap * sizeof(*l->items));
-		}
+		ALLOC_GROW(l->items, l->n + 1, l->cap);
 		l->items[l->n].full = buf_detach(&full, NULL);
 		l->items[l->n].path = buf_detach(&path, NULL);
 		l->items[l->n].created_ms = s[i].created_ms;
@@ -343,10 +339,7 @@ static void events_add(struct events *ev, const char *stream,
 {
 	struct api_cwl_event *e;
 
-	if (ev->n == ev->cap) {
-		ev->cap = ev->cap ? ev->cap * 2 : 64;
-		ev->items = xrealloc(ev->items, ev->cap * sizeof(*ev->items));
-	}
+	ALLOC_GROW(ev->items, ev->n + 1, ev->cap);
 	e = &ev->items[ev->n++];
 	memset(e, 0, sizeof(*e));
 	e->timestamp_ms = l->ts_ms;
@@ -456,10 +449,7 @@ static long long read_backward(const char *path, long long end,
 		    !in_window(l.ts_ms, q->start_ms, q->end_ms))
 			continue;
 		events_add(ev, NULL, &l, at);
-		if (offs_cap < ev->cap) {
-			offs_cap = ev->cap;
-			offs = xrealloc(offs, offs_cap * sizeof(*offs));
-		}
+		ALLOC_GROW(offs, ev->n, offs_cap);
 		offs[ev->n - 1] = at;
 		/* Drop the oldest while the window is too big. */
 		while ((int)(ev->n - head) > q->limit ||
@@ -563,6 +553,7 @@ struct pattern {
 	char **terms;
 	char *kinds; /* '+', '?' or '-' per term */
 	size_t n;
+	size_t terms_alloc, kinds_alloc; /* allocated counts */
 };
 
 static void pattern_release(struct pattern *p)
@@ -613,9 +604,8 @@ static int pattern_parse(const char *s, struct pattern *p, struct buf *err)
 			end = s + n;
 		}
 		if (n) {
-			p->terms = xrealloc(p->terms,
-					    (p->n + 1) * sizeof(*p->terms));
-			p->kinds = xrealloc(p->kinds, p->n + 1);
+			ALLOC_GROW(p->terms, p->n + 1, p->terms_alloc);
+			ALLOC_GROW(p->kinds, p->n + 1, p->kinds_alloc);
 			p->terms[p->n] = xstrndup(s, n);
 			p->kinds[p->n] = kind;
 			p->n++;
@@ -785,14 +775,12 @@ static void op_filter(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 				if (!strcmp(l.items[k].full, one.items[0].full))
 					break;
 			if (k == l.n) {
-				l.items = xrealloc(
-					l.items, (l.n + 1) * sizeof(*l.items));
+				ALLOC_GROW(l.items, l.n + 1, l.cap);
 				l.items[l.n++] = one.items[0];
 				one.items[0] = one.items[--one.n];
 			}
 			streams_release(&one);
 		}
-		l.cap = l.n;
 		if (l.n > 1)
 			qsort(l.items, l.n, sizeof(*l.items), by_name);
 	} else if (collect_streams(ctx, who, q.prefix, &l, &err)) {

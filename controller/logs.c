@@ -58,10 +58,7 @@ struct pending {
 static void add_point(struct db_metric **pts, size_t *n, size_t *cap,
 		      char *name, double v, int64_t ts_ms)
 {
-	if (*n == *cap) {
-		*cap = *cap ? *cap * 2 : 16;
-		*pts = xrealloc(*pts, *cap * sizeof(**pts));
-	}
+	ALLOC_GROW(*pts, *n + 1, *cap);
 	(*pts)[*n].name = name;
 	(*pts)[*n].value = v;
 	(*pts)[*n].timestamp_ms = ts_ms;
@@ -89,7 +86,7 @@ static int defined_metric(const struct ctrl_jobrt *rt, const char *name,
  */
 static void default_metric(struct ctrl_jobrt *rt, const struct api_log_line *l,
 			   struct db_metric **pts, size_t *n, size_t *cap,
-			   char ***names, size_t *n_names)
+			   char ***names, size_t *n_names, size_t *alloc_names)
 {
 	const char *p = strstr(l->text, "#metric "), *name, *end;
 	char *stop;
@@ -109,7 +106,7 @@ static void default_metric(struct ctrl_jobrt *rt, const struct api_log_line *l,
 	v = strtod(end + 1, &stop);
 	if (stop == end + 1)
 		return;
-	*names = xrealloc(*names, (*n_names + 1) * sizeof(**names));
+	ALLOC_GROW(*names, *n_names + 1, *alloc_names);
 	(*names)[*n_names] = xstrndup(name, len);
 	add_point(pts, n, cap, (*names)[*n_names], v, l->ts_ms);
 	(*n_names)++;
@@ -207,14 +204,14 @@ void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
 		      const struct api_log_batch *b)
 {
 	struct pending *pend = NULL;
-	size_t n_pend = 0;
+	size_t n_pend = 0, alloc_pend = 0;
 	struct db_metric *pts = NULL;
 	size_t n_pts = 0, cap_pts = 0;
 	struct buf stream = BUF_INIT;
 	struct buf err = BUF_INIT;
 	char *metrics_job = NULL;
 	char **names = NULL;
-	size_t n_names = 0;
+	size_t n_names = 0, alloc_names = 0;
 	size_t stored = 0;
 	size_t i, k;
 
@@ -237,7 +234,7 @@ void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
 			    !strcmp(pend[k].stream, stream.data))
 				p = &pend[k];
 		if (!p) {
-			pend = xrealloc(pend, (n_pend + 1) * sizeof(*pend));
+			ALLOC_GROW(pend, n_pend + 1, alloc_pend);
 			p = &pend[n_pend++];
 			p->job = xstrdup(l->job);
 			p->stream = xstrdup(stream.data);
@@ -263,7 +260,7 @@ void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
 			}
 			metric_lines(rt, l, &pts, &n_pts, &cap_pts);
 			default_metric(rt, l, &pts, &n_pts, &cap_pts, &names,
-				       &n_names);
+				       &n_names, &alloc_names);
 		}
 	}
 	if (metrics_job && n_pts &&
@@ -298,6 +295,7 @@ static int read_events(const char *path, long long offset, int limit,
 	char *data;
 	ssize_t got;
 	char *p, *nl;
+	size_t alloc = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	ev->next_offset = offset;
@@ -323,8 +321,7 @@ static int read_events(const char *path, long long offset, int limit,
 		ev->next_offset += nl + 1 - p;
 		if (!f3)
 			continue;
-		ev->items =
-			xrealloc(ev->items, (ev->n + 1) * sizeof(*ev->items));
+		ALLOC_GROW(ev->items, ev->n + 1, alloc);
 		e = &ev->items[ev->n++];
 		e->timestamp_ms = strtoll(p, NULL, 10);
 		e->is_stderr = f1[1] == 'E';

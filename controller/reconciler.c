@@ -91,6 +91,7 @@ static void *reconciler_main(void *arg)
 		ctx->full_pass = 0;
 		ctx->dirty_jobs = NULL;
 		ctx->n_dirty = 0;
+		ctx->dirty_alloc = 0;
 		pthread_mutex_unlock(&ctx->lock);
 		last = time_mono_us();
 		if (last - last_full >= CTRL_FULL_PASS_MS * 1000LL)
@@ -129,6 +130,7 @@ void ctrl_reconciler_stop(struct ctrl_ctx *ctx)
 	free_names(ctx->dirty_jobs, ctx->n_dirty);
 	ctx->dirty_jobs = NULL;
 	ctx->n_dirty = 0;
+	ctx->dirty_alloc = 0;
 }
 
 void ctrl_reconciler_wake(struct ctrl_ctx *ctx)
@@ -149,6 +151,7 @@ char **ctrl_reconciler_take_named(struct ctrl_ctx *ctx, size_t *n)
 	*n = ctx->n_dirty;
 	ctx->dirty_jobs = NULL;
 	ctx->n_dirty = 0;
+	ctx->dirty_alloc = 0;
 	/* Names alone made it dirty; a full pass asked for stays asked. */
 	if (!ctx->full_pass)
 		ctx->dirty = 0;
@@ -174,9 +177,8 @@ void ctrl_reconciler_wake_job(struct ctrl_ctx *ctx, const char *name)
 		if (ctx->n_dirty >= DIRTY_MAX) {
 			ctx->full_pass = 1;
 		} else {
-			ctx->dirty_jobs = xrealloc(
-				ctx->dirty_jobs,
-				(ctx->n_dirty + 1) * sizeof(*ctx->dirty_jobs));
+			ALLOC_GROW(ctx->dirty_jobs, ctx->n_dirty + 1,
+				   ctx->dirty_alloc);
 			ctx->dirty_jobs[ctx->n_dirty++] = xstrdup(name);
 		}
 	}

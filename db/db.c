@@ -696,11 +696,7 @@ static int load_children(struct conn *c, struct db_job *j, struct buf *err)
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct db_transition *t;
 
-		if (j->n_transitions == cap) {
-			cap = cap ? cap * 2 : 8;
-			j->transitions = xrealloc(
-				j->transitions, cap * sizeof(*j->transitions));
-		}
+		ALLOC_GROW(j->transitions, j->n_transitions + 1, cap);
 		t = &j->transitions[j->n_transitions++];
 		t->status = db__col_dup(st, 0);
 		t->start_ms = sqlite3_column_int64(st, 1);
@@ -716,11 +712,7 @@ static int load_children(struct conn *c, struct db_job *j, struct buf *err)
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct db_metric *m;
 
-		if (j->n_metrics == cap) {
-			cap = cap ? cap * 2 : 8;
-			j->metrics =
-				xrealloc(j->metrics, cap * sizeof(*j->metrics));
-		}
+		ALLOC_GROW(j->metrics, j->n_metrics + 1, cap);
 		m = &j->metrics[j->n_metrics++];
 		m->name = db__col_dup(st, 0);
 		m->value = sqlite3_column_double(st, 1);
@@ -1120,10 +1112,7 @@ static int read_active(struct conn *c, const char *sql, sqlite3_int64 limit,
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct db_active_job *a;
 
-		if (*n == *cap) {
-			*cap = *cap ? *cap * 2 : 64;
-			*out = xrealloc(*out, *cap * sizeof(**out));
-		}
+		ALLOC_GROW(*out, *n + 1, *cap);
 		a = &(*out)[(*n)++];
 		a->name = db__col_dup(st, 0);
 		a->status = db__col_dup(st, 1);

@@ -311,10 +311,7 @@ int db_host_drains_list(struct db *db, struct db_host_drain **out, size_t *n,
 		return ERR_DB;
 	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 8;
-			*out = xrealloc(*out, cap * sizeof(**out));
-		}
+		ALLOC_GROW(*out, *n + 1, cap);
 		(*out)[*n].host = db__col_dup(st, 0);
 		(*out)[*n].reason = db__col_dup(st, 1);
 		(*out)[*n].since_ms = sqlite3_column_int64(st, 2);
@@ -379,10 +376,7 @@ int db_assignment_hosts(struct db *db, char ***hosts, size_t *n,
 		return ERR_DB;
 	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			*hosts = xrealloc(*hosts, cap * sizeof(**hosts));
-		}
+		ALLOC_GROW(*hosts, *n + 1, cap);
 		(*hosts)[(*n)++] = db__col_dup(st, 0);
 	}
 	if (rc != SQLITE_DONE)
@@ -443,10 +437,7 @@ int db_assignments_list(struct db *db, const char *job, const char *host,
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct db_assignment *a;
 
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 8;
-			*out = xrealloc(*out, cap * sizeof(**out));
-		}
+		ALLOC_GROW(*out, *n + 1, cap);
 		a = &(*out)[(*n)++];
 		a->job = db__col_dup(st, 0);
 		a->attempt = sqlite3_column_int(st, 1);
@@ -611,10 +602,7 @@ int db_log_streams(struct db *db, const char *job, struct db_log_stream **out,
 	}
 	db__bind_text(st, 1, job);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 8;
-			*out = xrealloc(*out, cap * sizeof(**out));
-		}
+		ALLOC_GROW(*out, *n + 1, cap);
 		(*out)[*n].name = db__col_dup(st, 0);
 		(*out)[*n].host_index = sqlite3_column_int(st, 1);
 		(*out)[*n].created_ms = sqlite3_column_int64(st, 2);
@@ -704,10 +692,7 @@ int db_metric_series(struct db *db, const char *job, const char *name,
 	db__bind_text(st, 1, job);
 	db__bind_text(st, 2, name);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 64;
-			*out = xrealloc(*out, cap * sizeof(**out));
-		}
+		ALLOC_GROW(*out, *n + 1, cap);
 		(*out)[*n].name = db__col_dup(st, 0);
 		(*out)[*n].value = sqlite3_column_double(st, 1);
 		(*out)[*n].timestamp_ms = sqlite3_column_int64(st, 2);

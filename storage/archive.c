@@ -60,10 +60,7 @@ static int read_names(const char *path, char ***names, size_t *n,
 		    !strncmp(de->d_name, STOR_TMP_PREFIX,
 			     strlen(STOR_TMP_PREFIX)))
 			continue;
-		if (*n == alloc) {
-			alloc = alloc ? 2 * alloc : 32;
-			*names = xrealloc(*names, alloc * sizeof(**names));
-		}
+		ALLOC_GROW(*names, *n + 1, alloc);
 		(*names)[(*n)++] = xstrdup(de->d_name);
 	}
 	closedir(d);

@@ -308,10 +308,7 @@ struct stor_object *stor_list_push(struct stor_list *l, const char *key,
 {
 	struct stor_object *o;
 
-	if (l->n == l->alloc) {
-		l->alloc = l->alloc ? 2 * l->alloc : 64;
-		l->v = xrealloc(l->v, l->alloc * sizeof(*l->v));
-	}
+	ALLOC_GROW(l->v, l->n + 1, l->alloc);
 	o = &l->v[l->n++];
 	memset(o, 0, sizeof(*o));
 	o->key = xstrdup(key);
@@ -574,6 +571,7 @@ static int trainer_folder(const char *folder, size_t len, size_t *parent_len,
 struct strset {
 	char **v;
 	size_t n;
+	size_t alloc; /* allocated count of v */
 };
 
 static int strset_has(const struct strset *s, const char *k, size_t len)
@@ -590,7 +588,7 @@ static void strset_add(struct strset *s, const char *k, size_t len)
 {
 	if (strset_has(s, k, len))
 		return;
-	s->v = xrealloc(s->v, (s->n + 1) * sizeof(*s->v));
+	ALLOC_GROW(s->v, s->n + 1, s->alloc);
 	s->v[s->n++] = xstrndup(k, len);
 }
 
