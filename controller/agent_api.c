@@ -31,8 +31,8 @@
 
 static void unauthorized(struct ctrl_response *resp)
 {
-	ctrl_reply_error(resp, 401, "AccessDeniedException",
-			 "unknown host or wrong agent token");
+	ctrl_reply_err(resp, CTRL_E_UNAUTHORIZED,
+		       "unknown host or wrong agent token");
 }
 
 static const char *authorization(struct MHD_Connection *conn)
@@ -66,7 +66,7 @@ static void do_register(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	int restarted = 0;
 
 	if (api_register_parse(req->body.data, req->body.len, &r, &err)) {
-		ctrl_reply_error(resp, 400, "ValidationException", err.data);
+		ctrl_reply_err(resp, CTRL_E_VALIDATION, err.data);
 		buf_release(&err);
 		return;
 	}
@@ -238,7 +238,7 @@ static void do_status(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		return;
 	}
 	if (api_status_parse(req->body.data, req->body.len, &st, &err)) {
-		ctrl_reply_error(resp, 400, "ValidationException", err.data);
+		ctrl_reply_err(resp, CTRL_E_VALIDATION, err.data);
 		buf_release(&err);
 		return;
 	}
@@ -293,7 +293,7 @@ static void do_logs(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		return;
 	}
 	if (api_log_batch_parse(req->body.data, req->body.len, &b, &err)) {
-		ctrl_reply_error(resp, 400, "ValidationException", err.data);
+		ctrl_reply_err(resp, CTRL_E_VALIDATION, err.data);
 		buf_release(&err);
 		return;
 	}
@@ -337,8 +337,7 @@ static enum ctrl_route_result upload_begin(struct ctrl_ctx *ctx,
 	if (sscanf(rest, "%127[A-Za-z0-9-]/%d/%31[a-z0-9-]/%31[a-z.]%n", job,
 		   &attempt, algo, file, &n) != 4 ||
 	    rest[n] != '\0') {
-		ctrl_reply_error(resp, 404, "ResourceNotFound",
-				 "no such artifact path");
+		ctrl_reply_err(resp, CTRL_E_NOT_FOUND, "no such artifact path");
 		return CTRL_ROUTE_DONE;
 	}
 	idx = algo_index(algo);
@@ -346,9 +345,9 @@ static enum ctrl_route_result upload_begin(struct ctrl_ctx *ctx,
 	      !strcmp(file, "output.tar.gz") ? 2 :
 					       0;
 	if (idx < 0 || !bit) {
-		ctrl_reply_error(resp, 404, "ResourceNotFound",
-				 "artifact must be model.tar.gz or "
-				 "output.tar.gz of an algo-N");
+		ctrl_reply_err(resp, CTRL_E_NOT_FOUND,
+			       "artifact must be model.tar.gz or "
+			       "output.tar.gz of an algo-N");
 		return CTRL_ROUTE_DONE;
 	}
 	/* Fencing: only the host that holds the assignment may upload. */
@@ -364,8 +363,8 @@ static enum ctrl_route_result upload_begin(struct ctrl_ctx *ctx,
 	}
 	db_assignments_free(as, nas);
 	if (!ok) {
-		ctrl_reply_error(resp, 409, "ResourceInUse",
-				 "this host holds no such assignment");
+		ctrl_reply_err(resp, CTRL_E_CONFLICT,
+			       "this host holds no such assignment");
 		buf_release(&err);
 		return CTRL_ROUTE_DONE;
 	}
@@ -436,7 +435,7 @@ enum ctrl_route_result ctrl_agent_route(struct ctrl_ctx *ctx,
 	slash = strchr(p, '/');
 	hl = slash ? (size_t)(slash - p) : 0;
 	if (!slash || hl == 0 || hl >= sizeof(host)) {
-		ctrl_reply_error(resp, 404, "ResourceNotFound", "no such path");
+		ctrl_reply_err(resp, CTRL_E_NOT_FOUND, "no such path");
 		return CTRL_ROUTE_DONE;
 	}
 	memcpy(host, p, hl);
@@ -454,6 +453,6 @@ enum ctrl_route_result ctrl_agent_route(struct ctrl_ctx *ctx,
 	}
 	if (!strncmp(slash, "artifacts/", 10) && !strcmp(method, "PUT"))
 		return upload_begin(ctx, conn, host, slash + 10, req, resp);
-	ctrl_reply_error(resp, 404, "ResourceNotFound", "no such path");
+	ctrl_reply_err(resp, CTRL_E_NOT_FOUND, "no such path");
 	return CTRL_ROUTE_DONE;
 }

@@ -198,7 +198,7 @@ static int group_ok(const char *group, struct ctrl_response *resp)
 {
 	if (!strcmp(group, CTRL_CWLOGS_GROUP))
 		return 1;
-	ctrl_reply_error(resp, 400, "ResourceNotFoundException", GROUP_MISSING);
+	ctrl_reply_err(resp, CTRL_E_LOGS_NOT_FOUND, GROUP_MISSING);
 	return 0;
 }
 
@@ -498,22 +498,20 @@ static void op_get(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 
 	ret = api_cwl_get_req_parse(body, len, &q, &err);
 	if (ret) {
-		ctrl_reply_error(resp, 400, "InvalidParameterException",
-				 err.data);
+		ctrl_reply_err(resp, CTRL_E_INVALID_PARAMETER, err.data);
 		goto out;
 	}
 	if (!group_ok(q.group, resp))
 		goto out;
 	if (find_stream(ctx, who, q.stream, &l)) {
-		ctrl_reply_error(resp, 400, "ResourceNotFoundException",
-				 STREAM_MISSING);
+		ctrl_reply_err(resp, CTRL_E_LOGS_NOT_FOUND, STREAM_MISSING);
 		goto out;
 	}
 	if (q.next_token) {
 		dir = token_parse(q.next_token, &off);
 		if (!dir) {
-			ctrl_reply_error(resp, 400, "InvalidParameterException",
-					 BAD_TOKEN);
+			ctrl_reply_err(resp, CTRL_E_INVALID_PARAMETER,
+				       BAD_TOKEN);
 			goto out;
 		}
 	}
@@ -757,8 +755,7 @@ static void op_filter(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	if (!ret)
 		ret = pattern_parse(q.pattern, &p, &err);
 	if (ret) {
-		ctrl_reply_error(resp, 400, "InvalidParameterException",
-				 err.data);
+		ctrl_reply_err(resp, CTRL_E_INVALID_PARAMETER, err.data);
 		goto out;
 	}
 	if (!group_ok(q.group, resp))
@@ -879,8 +876,7 @@ static void op_describe(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		ret = ERR_INVALID;
 	}
 	if (ret) {
-		ctrl_reply_error(resp, 400, "InvalidParameterException",
-				 err.data);
+		ctrl_reply_err(resp, CTRL_E_INVALID_PARAMETER, err.data);
 		goto out;
 	}
 	if (!group_ok(q.group, resp))

@@ -363,14 +363,14 @@ void ctrl_hosts_drain_route(struct ctrl_ctx *ctx, const char *path,
 
 	if (!slash || (strcmp(slash, "/drain") && strcmp(slash, "/undrain")) ||
 	    slash == path || buf_add(&name, path, (size_t)(slash - path))) {
-		ctrl_reply_error(resp, 404, "UnknownOperationException",
-				 "host paths are /v1/hosts/<name>/drain and "
-				 "/v1/hosts/<name>/undrain (POST)");
+		ctrl_reply_err(resp, CTRL_E_NO_SUCH_PATH,
+			       "host paths are /v1/hosts/<name>/drain and "
+			       "/v1/hosts/<name>/undrain (POST)");
 		goto out;
 	}
 	drain = !strcmp(slash, "/drain");
 	if (drain && api_host_drain_parse(body, len, &reason, &err)) {
-		ctrl_reply_error(resp, 400, "ValidationException", err.data);
+		ctrl_reply_err(resp, CTRL_E_VALIDATION, err.data);
 		goto out;
 	}
 	pthread_mutex_lock(&ctx->hosts_lock);
@@ -379,7 +379,7 @@ void ctrl_hosts_drain_route(struct ctrl_ctx *ctx, const char *path,
 	if (!known) {
 		buf_reset(&err);
 		(void)buf_addf(&err, "no host named '%.200s'", name.data);
-		ctrl_reply_error(resp, 404, "ResourceNotFound", err.data);
+		ctrl_reply_err(resp, CTRL_E_NOT_FOUND, err.data);
 		goto out;
 	}
 	ret = drain ? db_host_drain_set(ctx->db, name.data, reason,

@@ -185,8 +185,8 @@ static int authenticate(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	h.overflow = 0;
 	MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_header, &h);
 	if (h.overflow) {
-		ctrl_reply_error(resp, 400, "IncompleteSignature",
-				 "too many request headers");
+		ctrl_reply_err(resp, CTRL_E_SIGNATURE,
+			       "too many request headers");
 		return ERR_AUTH;
 	}
 	sr.method = method;
@@ -321,8 +321,7 @@ static enum ctrl_route_result route_rest(struct ctrl_ctx *ctx,
 	int ret;
 
 	if (strncmp(url, prefix, strlen(prefix)) || (*rest && *rest != '/')) {
-		ctrl_reply_error(resp, 404, "UnknownOperationException",
-				 "no such resource");
+		ctrl_reply_err(resp, CTRL_E_NO_SUCH_PATH, "no such resource");
 		return CTRL_ROUTE_DONE;
 	}
 	if (*rest == '\0' || !strcmp(rest, "/")) {
@@ -334,9 +333,8 @@ static enum ctrl_route_result route_rest(struct ctrl_ctx *ctx,
 			MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND,
 						  collect_query, &q);
 			if (q.overflow)
-				ctrl_reply_error(resp, 400,
-						 "ValidationException",
-						 "too many query parameters");
+				ctrl_reply_err(resp, CTRL_E_VALIDATION,
+					       "too many query parameters");
 			else
 				ctrl_op_list_query(ctx, &req->caller, q.items,
 						   q.n, resp);
@@ -344,9 +342,8 @@ static enum ctrl_route_result route_rest(struct ctrl_ctx *ctx,
 			ctrl_op_create(ctx, &req->caller, req->body.data,
 				       req->body.len, resp);
 		} else {
-			ctrl_reply_error(
-				resp, 405, "MethodNotAllowed",
-				"use GET or POST on /v1/training-jobs");
+			ctrl_reply_err(resp, CTRL_E_METHOD,
+				       "use GET or POST on /v1/training-jobs");
 		}
 		return CTRL_ROUTE_DONE;
 	}
@@ -357,21 +354,19 @@ static enum ctrl_route_result route_rest(struct ctrl_ctx *ctx,
 	else if (slash && !strcmp(slash, "/logs"))
 		logs = 1;
 	else if (slash) {
-		ctrl_reply_error(resp, 404, "UnknownOperationException",
-				 "no such resource");
+		ctrl_reply_err(resp, CTRL_E_NO_SUCH_PATH, "no such resource");
 		return CTRL_ROUTE_DONE;
 	}
 	if (buf_add(&name, rest,
 		    slash ? (size_t)(slash - rest) : strlen(rest))) {
-		ctrl_reply_error(resp, 400, "ValidationException",
-				 "job name too long");
+		ctrl_reply_err(resp, CTRL_E_VALIDATION, "job name too long");
 		return CTRL_ROUTE_DONE;
 	}
 	if (api_name_request_build(name.data, &body) ||
 	    api_name_request_parse("DescribeTrainingJobRequest", body.data,
 				   body.len, &checked, &err)) {
-		ctrl_reply_error(resp, 400, "ValidationException",
-				 err.len ? err.data : "invalid job name");
+		ctrl_reply_err(resp, CTRL_E_VALIDATION,
+			       err.len ? err.data : "invalid job name");
 	} else if ((ret = ctrl_caller_check_job(ctx, &req->caller, name.data,
 						&err)) &&
 		   (logs || stop)) {
@@ -380,8 +375,7 @@ static enum ctrl_route_result route_rest(struct ctrl_ctx *ctx,
 	} else if (logs && !strcmp(method, "GET")) {
 		result = ctrl_logs_route(ctx, conn, name.data, req, resp);
 	} else if (logs) {
-		ctrl_reply_error(resp, 405, "MethodNotAllowed",
-				 "use GET on logs");
+		ctrl_reply_err(resp, CTRL_E_METHOD, "use GET on logs");
 	} else if (stop && !strcmp(method, "POST")) {
 		ctrl_op_stop(ctx, &req->caller, body.data, body.len, resp);
 	} else if (!stop && !strcmp(method, "GET")) {
@@ -389,8 +383,8 @@ static enum ctrl_route_result route_rest(struct ctrl_ctx *ctx,
 	} else if (!stop && !strcmp(method, "DELETE")) {
 		ctrl_op_delete(ctx, &req->caller, body.data, body.len, resp);
 	} else {
-		ctrl_reply_error(resp, 405, "MethodNotAllowed",
-				 "method not allowed on this resource");
+		ctrl_reply_err(resp, CTRL_E_METHOD,
+			       "method not allowed on this resource");
 	}
 	free(checked);
 	buf_release(&name);
@@ -452,8 +446,8 @@ route(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
 		return ctrl_rdzv_route(ctx, conn, method, url, req, resp,
 				       content_type);
 	if (cross_site(conn, method)) {
-		ctrl_reply_error(resp, 403, "AccessDeniedException",
-				 "cross-site requests may not change state");
+		ctrl_reply_err(resp, CTRL_E_FORBIDDEN,
+			       "cross-site requests may not change state");
 		return CTRL_ROUTE_DONE;
 	}
 	/* Browsers sign in with HTTP Basic, programs with SigV4 (web.h). */
@@ -478,12 +472,12 @@ route(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
 	if (!strncmp(url, "/v1/hosts/", 10)) {
 		*content_type = "application/json";
 		if (!req->caller.admin)
-			ctrl_reply_error(resp, 400, "AccessDeniedException",
-					 "draining hosts needs an admin key");
+			ctrl_reply_err(resp, CTRL_E_ACCESS_DENIED,
+				       "draining hosts needs an admin key");
 		else if (strcmp(method, "POST"))
-			ctrl_reply_error(resp, 405, "MethodNotAllowed",
-					 "use POST on /v1/hosts/<name>/drain "
-					 "and /undrain");
+			ctrl_reply_err(resp, CTRL_E_METHOD,
+				       "use POST on /v1/hosts/<name>/drain "
+				       "and /undrain");
 		else
 			ctrl_hosts_drain_route(ctx, url + 10, req->body.data,
 					       req->body.len, resp);
@@ -496,17 +490,17 @@ route(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
 	target = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 					     "X-Amz-Target");
 	if (strcmp(method, "POST") || !target) {
-		ctrl_reply_error(resp, 400, "UnknownOperationException",
-				 "requests must be POST with an X-Amz-Target "
-				 "header (or use the /v1/ REST paths)");
+		ctrl_reply_err(resp, CTRL_E_UNKNOWN_OPERATION,
+			       "requests must be POST with an X-Amz-Target "
+			       "header (or use the /v1/ REST paths)");
 		return CTRL_ROUTE_DONE;
 	}
 	ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 					 MHD_HTTP_HEADER_CONTENT_TYPE);
 	if (!media_type_ok(ct)) {
-		ctrl_reply_error(resp, 415, "UnsupportedMediaTypeException",
-				 "Content-Type must be "
-				 "application/x-amz-json-1.1");
+		ctrl_reply_err(resp, CTRL_E_MEDIA_TYPE,
+			       "Content-Type must be "
+			       "application/x-amz-json-1.1");
 		return CTRL_ROUTE_DONE;
 	}
 	fn = ctrl_op_lookup(target);
@@ -517,8 +511,7 @@ route(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
 
 		(void)buf_addf(&msg, "operation '%.200s' is not supported",
 			       target);
-		ctrl_reply_error(resp, 400, "UnknownOperationException",
-				 msg.data);
+		ctrl_reply_err(resp, CTRL_E_UNKNOWN_OPERATION, msg.data);
 		buf_release(&msg);
 		return CTRL_ROUTE_DONE;
 	}
@@ -742,15 +735,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 		req->started = 1;
 		if (ctrl_blob_is_route(url)) {
 			if (!blob_allowed(ctx, conn, method, url, req)) {
-				ctrl_reply_error(&resp, 401,
-						 "AccessDeniedException",
-						 "blob requests need a host's "
-						 "agent token or a SigV4 "
-						 "signature (service s3, "
-						 "UNSIGNED-PAYLOAD) by the "
-						 "controller's credentials, "
-						 "within the key's S3 "
-						 "prefixes");
+				ctrl_reply_err(&resp, CTRL_E_UNAUTHORIZED,
+					       "blob requests need a host's "
+					       "agent token or a SigV4 "
+					       "signature (service s3, "
+					       "UNSIGNED-PAYLOAD) by the "
+					       "controller's credentials, "
+					       "within the key's S3 "
+					       "prefixes");
 				goto send;
 			}
 			req->blob = ctrl_blob_begin(ctx->blob_root, method, url,
@@ -806,7 +798,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 
 		(void)buf_addf(&msg, "request body is larger than %ld bytes",
 			       ctx->cfg.body_max);
-		ctrl_reply_error(&resp, 413, "RequestEntityTooLarge", msg.data);
+		ctrl_reply_err(&resp, CTRL_E_TOO_LARGE, msg.data);
 		buf_release(&msg);
 		/* Answer at once; MHD closes the connection afterwards. */
 		*upload_data_size = 0;

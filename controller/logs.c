@@ -391,8 +391,8 @@ enum ctrl_route_result ctrl_logs_route(struct ctrl_ctx *ctx,
 
 		suffix = suffix ? suffix + 1 : stream;
 		if (strchr(suffix, '/') || strstr(suffix, "..")) {
-			ctrl_reply_error(resp, 400, "ValidationException",
-					 "invalid stream name");
+			ctrl_reply_err(resp, CTRL_E_VALIDATION,
+				       "invalid stream name");
 			goto out;
 		}
 		/* Only a stream the job has is read; another has no events

@@ -41,36 +41,71 @@ void ctrl_reply_error(struct ctrl_response *resp, int status, const char *type,
 		BUG("error body too big");
 }
 
+static const struct {
+	int status;
+	const char *type;
+} errors[CTRL_E_COUNT] = {
+	[CTRL_E_VALIDATION] = { 400, "ValidationException" },
+	[CTRL_E_VALUE_TOO_BIG] = { 413, "ValidationException" },
+	[CTRL_E_RDZV_METHOD] = { 405, "ValidationException" },
+	[CTRL_E_METHOD] = { 405, "MethodNotAllowed" },
+	[CTRL_E_NOT_FOUND] = { 404, "ResourceNotFound" },
+	[CTRL_E_JOB_NOT_FOUND] = { 400, "ResourceNotFound" },
+	[CTRL_E_LOGS_NOT_FOUND] = { 400, "ResourceNotFoundException" },
+	[CTRL_E_NO_SUCH_PATH] = { 404, "UnknownOperationException" },
+	[CTRL_E_UNKNOWN_OPERATION] = { 400, "UnknownOperationException" },
+	[CTRL_E_INVALID_PARAMETER] = { 400, "InvalidParameterException" },
+	[CTRL_E_IN_USE] = { 400, "ResourceInUse" },
+	[CTRL_E_CONFLICT] = { 409, "ResourceInUse" },
+	[CTRL_E_ACCESS_DENIED] = { 400, "AccessDeniedException" },
+	[CTRL_E_UNAUTHORIZED] = { 401, "AccessDeniedException" },
+	[CTRL_E_FORBIDDEN] = { 403, "AccessDeniedException" },
+	[CTRL_E_MEDIA_TYPE] = { 415, "UnsupportedMediaTypeException" },
+	[CTRL_E_TOO_LARGE] = { 413, "RequestEntityTooLarge" },
+	[CTRL_E_TOO_MANY] = { 413, "ResourceLimitExceeded" },
+	[CTRL_E_LIMIT] = { 400, "ResourceLimitExceeded" },
+	[CTRL_E_SIGNATURE] = { 400, "IncompleteSignature" },
+	[CTRL_E_INTERNAL] = { 500, "InternalFailure" },
+};
+
+void ctrl_reply_err(struct ctrl_response *resp, enum ctrl_error e,
+		    const char *message)
+{
+	if ((unsigned)e >= CTRL_E_COUNT || !errors[e].type)
+		BUG("unknown error %d", (int)e);
+	ctrl_reply_error(resp, errors[e].status, errors[e].type, message);
+}
+
 void ctrl_reply_err_code(struct ctrl_response *resp, int code,
 			 const char *message)
 {
 	switch (code) {
 	case ERR_INVALID:
-		ctrl_reply_error(resp, 400, "ValidationException", message);
+		ctrl_reply_err(resp, CTRL_E_VALIDATION, message);
 		break;
 	case ERR_NOTFOUND:
-		ctrl_reply_error(resp, 400, "ValidationException",
-				 message && *message ? message : NOT_FOUND_MSG);
+		ctrl_reply_err(resp, CTRL_E_VALIDATION,
+			       message && *message ? message : NOT_FOUND_MSG);
 		break;
 	case ERR_CONFLICT:
-		ctrl_reply_error(resp, 400, "ResourceInUse", message);
+		ctrl_reply_err(resp, CTRL_E_IN_USE, message);
 		break;
 	case ERR_LIMIT:
-		ctrl_reply_error(resp, 400, "ResourceLimitExceeded", message);
+		ctrl_reply_err(resp, CTRL_E_LIMIT, message);
 		break;
 	case ERR_TOOBIG:
-		ctrl_reply_error(resp, 413, "RequestEntityTooLarge", message);
+		ctrl_reply_err(resp, CTRL_E_TOO_LARGE, message);
 		break;
 	case ERR_AUTH:
-		ctrl_reply_error(resp, 400, "AccessDeniedException", message);
+		ctrl_reply_err(resp, CTRL_E_ACCESS_DENIED, message);
 		break;
 	default:
 		/* Only genuine server faults are 5xx: clients retry those. */
 		log_error("internal error (%s): %s", err_str(code),
 			  message ? message : "");
-		ctrl_reply_error(resp, 500, "InternalFailure",
-				 "We encountered an internal error. Please "
-				 "try again.");
+		ctrl_reply_err(resp, CTRL_E_INTERNAL,
+			       "We encountered an internal error. Please "
+			       "try again.");
 		break;
 	}
 }
@@ -325,7 +360,7 @@ void ctrl_op_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 			       "an AWS account and region, and a training job "
 			       "with this name already exists (%s)",
 			       job.arn);
-		ctrl_reply_error(resp, 400, "ResourceInUse", err.data);
+		ctrl_reply_err(resp, CTRL_E_IN_USE, err.data);
 		goto out;
 	}
 	if (ret) {
@@ -712,14 +747,14 @@ void ctrl_op_delete(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		ret = db_job_delete(ctx->db, name, ctrl_job_status_terminal,
 				    &err);
 	if (ret == ERR_NOTFOUND) {
-		ctrl_reply_error(resp, 400, "ResourceNotFound", NOT_FOUND_MSG);
+		ctrl_reply_err(resp, CTRL_E_JOB_NOT_FOUND, NOT_FOUND_MSG);
 	} else if (ret == ERR_CONFLICT) {
 		(void)buf_addf(&msg,
 			       "Training job '%s' cannot be deleted: %s; "
 			       "only Completed, Failed or Stopped jobs can be "
 			       "deleted.",
 			       name, err.data);
-		ctrl_reply_error(resp, 400, "ResourceInUse", msg.data);
+		ctrl_reply_err(resp, CTRL_E_IN_USE, msg.data);
 	} else if (ret) {
 		ctrl_reply_err_code(resp, ret, err.data);
 	} else {

@@ -43,7 +43,42 @@ int ctrl_caller_sees(const struct ctrl_caller *who, const char *owner);
 int ctrl_caller_check_job(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 			  const char *name, struct buf *err);
 
-/* Fills resp with an AWS JSON error body. */
+/*
+ * The errors the HTTP faces answer, each named once with its HTTP status
+ * and AWS error type (controller/ops.c has the table). SageMaker answers
+ * most client errors 400; the REST face, the agents' and the rendezvous'
+ * endpoints use the status HTTP would.
+ */
+enum ctrl_error {
+	CTRL_E_VALIDATION,	  /* 400 ValidationException */
+	CTRL_E_VALUE_TOO_BIG,	  /* 413 ValidationException */
+	CTRL_E_RDZV_METHOD,	  /* 405 ValidationException */
+	CTRL_E_METHOD,		  /* 405 MethodNotAllowed */
+	CTRL_E_NOT_FOUND,	  /* 404 ResourceNotFound */
+	CTRL_E_JOB_NOT_FOUND,	  /* 400 ResourceNotFound */
+	CTRL_E_LOGS_NOT_FOUND,	  /* 400 ResourceNotFoundException */
+	CTRL_E_NO_SUCH_PATH,	  /* 404 UnknownOperationException */
+	CTRL_E_UNKNOWN_OPERATION, /* 400 UnknownOperationException */
+	CTRL_E_INVALID_PARAMETER, /* 400 InvalidParameterException */
+	CTRL_E_IN_USE,		  /* 400 ResourceInUse */
+	CTRL_E_CONFLICT,	  /* 409 ResourceInUse */
+	CTRL_E_ACCESS_DENIED,	  /* 400 AccessDeniedException */
+	CTRL_E_UNAUTHORIZED,	  /* 401 AccessDeniedException */
+	CTRL_E_FORBIDDEN,	  /* 403 AccessDeniedException */
+	CTRL_E_MEDIA_TYPE,	  /* 415 UnsupportedMediaTypeException */
+	CTRL_E_TOO_LARGE,	  /* 413 RequestEntityTooLarge */
+	CTRL_E_TOO_MANY,	  /* 413 ResourceLimitExceeded */
+	CTRL_E_LIMIT,		  /* 400 ResourceLimitExceeded */
+	CTRL_E_SIGNATURE,	  /* 400 IncompleteSignature */
+	CTRL_E_INTERNAL,	  /* 500 InternalFailure */
+	CTRL_E_COUNT
+};
+
+/* Fills resp with error e and message, as an AWS JSON error body. */
+void ctrl_reply_err(struct ctrl_response *resp, enum ctrl_error e,
+		    const char *message);
+
+/* The same with a status and type named elsewhere (SigV4's verdicts). */
 void ctrl_reply_error(struct ctrl_response *resp, int status, const char *type,
 		      const char *message);
 

@@ -259,12 +259,6 @@ static int authorized(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	return rt && !CRYPTO_memcmp(h + 7, want, 64);
 }
 
-static void plain_error(struct ctrl_response *resp, int status,
-			const char *type, const char *msg)
-{
-	ctrl_reply_error(resp, status, type, msg);
-}
-
 /* Splits "/v1/rendezvous/<job>/<attempt>/<key>". */
 static int split(const char *url, char **job, int *attempt, char **key)
 {
@@ -299,29 +293,29 @@ ctrl_rdzv_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 
 	*content_type = "application/json";
 	if (split(url, &job, &attempt, &key) || !key_ok(key)) {
-		plain_error(resp, 400, "ValidationException",
-			    "rendezvous paths are /v1/rendezvous/<job>/"
-			    "<attempt>/<key>, key [A-Za-z0-9._-]{1,128}");
+		ctrl_reply_err(resp, CTRL_E_VALIDATION,
+			       "rendezvous paths are /v1/rendezvous/<job>/"
+			       "<attempt>/<key>, key [A-Za-z0-9._-]{1,128}");
 		goto out;
 	}
 	if (!r || !authorized(ctx, conn, job, attempt)) {
-		plain_error(resp, 401, "AccessDeniedException",
-			    "a rendezvous request needs the attempt's token "
-			    "(Authorization: Bearer $TRAINCTL_RDZV_TOKEN)");
+		ctrl_reply_err(resp, CTRL_E_UNAUTHORIZED,
+			       "a rendezvous request needs the attempt's token "
+			       "(Authorization: Bearer $TRAINCTL_RDZV_TOKEN)");
 		goto out;
 	}
 	pthread_mutex_lock(&ctx->hosts_lock);
 	if (!strcmp(method, "PUT")) {
 		if (req->body.len > CTRL_RDZV_MAX_VALUE || req->too_big) {
-			plain_error(resp, 413, "ValidationException",
-				    "a rendezvous value is at most 65536 "
-				    "bytes");
+			ctrl_reply_err(resp, CTRL_E_VALUE_TOO_BIG,
+				       "a rendezvous value is at most 65536 "
+				       "bytes");
 		} else if (!(e = find(r, job, attempt, key, &count)) &&
 			   (count >= CTRL_RDZV_MAX_KEYS ||
 			    r->bytes + req->body.len > RDZV_MAX_BYTES)) {
-			plain_error(resp, 413, "ResourceLimitExceeded",
-				    "too many rendezvous values for this "
-				    "attempt");
+			ctrl_reply_err(resp, CTRL_E_TOO_MANY,
+				       "too many rendezvous values for this "
+				       "attempt");
 		} else {
 			drop_old(r, job, attempt);
 			e = find(r, job, attempt, key, &count);
@@ -372,13 +366,13 @@ ctrl_rdzv_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 			MHD_suspend_connection(conn);
 			res = CTRL_ROUTE_SUSPENDED;
 		} else {
-			plain_error(resp, 404, "ResourceNotFound",
-				    "no such rendezvous key (yet)");
+			ctrl_reply_err(resp, CTRL_E_NOT_FOUND,
+				       "no such rendezvous key (yet)");
 		}
 		req->resumed = 0;
 	} else {
-		plain_error(resp, 405, "ValidationException",
-			    "use GET or PUT on rendezvous keys");
+		ctrl_reply_err(resp, CTRL_E_RDZV_METHOD,
+			       "use GET or PUT on rendezvous keys");
 	}
 	pthread_mutex_unlock(&ctx->hosts_lock);
 out:

@@ -234,8 +234,8 @@ static enum ctrl_route_result serve_asset(struct MHD_Connection *conn,
 	unsigned status = MHD_HTTP_OK;
 
 	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
-		ctrl_reply_error(resp, 405, "MethodNotAllowed",
-				 "use GET on the status page");
+		ctrl_reply_err(resp, CTRL_E_METHOD,
+			       "use GET on the status page");
 		return CTRL_ROUTE_DONE;
 	}
 	if (!a) {
@@ -325,10 +325,10 @@ static void jobs_list(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	if (q.limit < 1 || q.limit > 1000 ||
 	    (q.status && !status_known(q.status)) ||
 	    (q.name_contains && strlen(q.name_contains) > NAME_MAX_LEN)) {
-		ctrl_reply_error(resp, 400, "ValidationException",
-				 "limit must be 1..1000, status a "
-				 "TrainingJobStatus and name at most 63 "
-				 "characters");
+		ctrl_reply_err(resp, CTRL_E_VALIDATION,
+			       "limit must be 1..1000, status a "
+			       "TrainingJobStatus and name at most 63 "
+			       "characters");
 		return;
 	}
 	ret = db_job_list(ctx->db, &q, &jobs, &n, &next, &err);
@@ -796,14 +796,13 @@ ctrl_web_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		return serve_asset(conn, method, url, req, resp, content_type);
 	*content_type = "application/json";
 	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
-		ctrl_reply_error(resp, 405, "MethodNotAllowed",
-				 "use GET on this resource");
+		ctrl_reply_err(resp, CTRL_E_METHOD, "use GET on this resource");
 		return CTRL_ROUTE_DONE;
 	}
 	if (!strcmp(url, "/metrics") && !req->caller.admin) {
-		ctrl_reply_error(resp, 400, "AccessDeniedException",
-				 "/metrics covers every job: it needs an admin "
-				 "key");
+		ctrl_reply_err(resp, CTRL_E_ACCESS_DENIED,
+			       "/metrics covers every job: it needs an admin "
+			       "key");
 		return CTRL_ROUTE_DONE;
 	}
 	if (!strcmp(url, "/metrics")) {
@@ -821,8 +820,7 @@ ctrl_web_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	n = strcspn(rest, "/");
 	if (n == 0 || n > NAME_MAX_LEN ||
 	    (rest[n] && strcmp(rest + n, "/metrics"))) {
-		ctrl_reply_error(resp, 404, "UnknownOperationException",
-				 "no such resource");
+		ctrl_reply_err(resp, CTRL_E_NO_SUCH_PATH, "no such resource");
 		return CTRL_ROUTE_DONE;
 	}
 	memcpy(name, rest, n);
