@@ -4,83 +4,24 @@
 # Run from the repository root: sh tests/cli/test_cli.sh. Prints TAP. Starts
 # its own trainctld on a free loopback port with a temporary state dir (and a
 # second one with --credentials for the SigV4 cases) and stops them by PID on
-# exit. Skips everything when the binaries are not built.
+# exit (tests/lib.sh). Skips everything when the binaries are not built.
 set -u
+. "$(dirname "$0")/../lib.sh"
 
 BUILD=${BUILD:-build}
 CLI=$BUILD/bin/trainctl
 DAEMON=${TRAINCTLD:-$BUILD/bin/trainctld}
 
 if [ ! -x "$CLI" ] || [ ! -x "$DAEMON" ]; then
-	echo "1..0 # SKIP $CLI or $DAEMON is not built"
-	exit 0
+	t_skip_all "$CLI or $DAEMON is not built"
 fi
 
-# Hermetic: no ambient keys, endpoints or proxies.
-unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN \
-	AWS_REGION AWS_DEFAULT_REGION TRAINCTL_ENDPOINT \
-	http_proxy https_proxy all_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY
-export NO_PROXY=127.0.0.1,localhost no_proxy=127.0.0.1,localhost
+t_hermetic_aws
+t_tmpdir test_cli
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_cli.XXXXXX")
-PIDS=""
-
-cleanup() {
-	for p in $PIDS; do
-		kill "$p" 2>/dev/null
-	done
-	for p in $PIDS; do
-		wait "$p" 2>/dev/null
-	done
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-
-free_port() {
-	if [ -x /usr/bin/python3 ]; then
-		/usr/bin/python3 -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])'
-	else
-		echo $((20000 + $$ % 30000))
-	fi
-}
-
-# start_daemon NAME [ARGS...]: starts trainctld, sets PORT and DAEMON_PID.
-start_daemon() {
-	name=$1
-	shift
-	PORT=$(free_port)
-	mkdir -p "$TMP/$name"
-	"$DAEMON" --listen "127.0.0.1:$PORT" --state-dir "$TMP/$name" --local-hosts 0 "$@" \
-		>"$TMP/$name.log" 2>&1 &
-	DAEMON_PID=$!
-	PIDS="$PIDS $DAEMON_PID"
-	i=0
-	while [ $i -lt 100 ]; do
-		if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
-			echo "# $name exited early:"
-			sed 's/^/#   /' "$TMP/$name.log"
-			return 1
-		fi
-		# Any HTTP answer (even 403 when signing is required) means ready.
-		"$CLI" --endpoint "http://127.0.0.1:$PORT" list-training-jobs \
-			>/dev/null 2>&1
-		[ $? -ne 2 ] && return 0
-		sleep 0.1
-		i=$((i + 1))
-	done
-	echo "# $name did not answer on port $PORT"
-	return 1
-}
-
-n=0
-failed=0
 rc=0
-OUT=$TMP/out
-ERR=$TMP/err
+OUT=$T_TMP/out
+ERR=$T_TMP/err
 
 # run CMD...: runs it, keeping stdout in $OUT, stderr in $ERR, status in rc.
 run() {
@@ -90,21 +31,11 @@ run() {
 
 # check NAME SHELL-CONDITION: one TAP line; diagnostics when it fails.
 check() {
-	n=$((n + 1))
-	if eval "$2"; then
-		echo "ok $n - $1"
-	else
-		echo "not ok $n - $1"
-		failed=$((failed + 1))
-		echo "#   condition: $2 (exit status $rc)"
-		sed 's/^/#   stdout: /' "$OUT"
-		sed 's/^/#   stderr: /' "$ERR"
-	fi
-}
-
-skip() {
-	n=$((n + 1))
-	echo "ok $n - $1 # SKIP $2"
+	eval "$2"
+	t_ok $? "$1" && return 0
+	t_diag "  condition: $2 (exit status $rc)"
+	sed 's/^/#   stdout: /' "$OUT"
+	sed 's/^/#   stderr: /' "$ERR"
 }
 
 # has FILE TEXT: fixed-string search.
@@ -112,12 +43,11 @@ has() {
 	grep -qF -- "$2" "$1"
 }
 
-if ! start_daemon d1; then
-	echo "not ok 1 - trainctld starts"
-	echo "1..1"
-	exit 1
+if ! t_start_trainctld -n d1 --local-hosts 0; then
+	t_fail "trainctld starts"
+	t_done
 fi
-export TRAINCTL_ENDPOINT="http://127.0.0.1:$PORT"
+export TRAINCTL_ENDPOINT="$T_URL"
 T=$CLI
 
 # --- basics ------------------------------------------------------------------
@@ -139,7 +69,7 @@ run $T create-training-job --name cli-flags-1 --image python \
 check "create from flags prints the ARN" \
 	'[ $rc -eq 0 ] && grep -qE "^arn:aws[a-z-]*:sagemaker:[a-z0-9-]*:[0-9]{12}:training-job/cli-flags-1$" "$OUT"'
 
-cat >"$TMP/job.json" <<'EOF'
+cat >"$T_TMP/job.json" <<'EOF'
 {
   "TrainingJobName": "from-file",
   "RoleArn": "arn:aws:iam::123456789012:role/service-role/Test",
@@ -155,16 +85,16 @@ cat >"$TMP/job.json" <<'EOF'
 }
 EOF
 run $T --output json create-training-job \
-	--cli-input-json "file://$TMP/job.json" --name cli-json-1 \
+	--cli-input-json "file://$T_TMP/job.json" --name cli-json-1 \
 	--hyperparameter epochs=7 --channel train=s3://bucket/new
 check "create --cli-input-json with overriding flags (json output)" \
 	'[ $rc -eq 0 ] && has "$OUT" "\"TrainingJobArn\"" && has "$OUT" "training-job/cli-json-1"'
 
-run $T create-training-job --cli-input-json "file://$TMP/job.json"
+run $T create-training-job --cli-input-json "file://$T_TMP/job.json"
 check "create --cli-input-json alone" \
 	'[ $rc -eq 0 ] && has "$OUT" "training-job/from-file"'
 
-run $T create-training-job --cli-input-json "file://$TMP/job.json"
+run $T create-training-job --cli-input-json "file://$T_TMP/job.json"
 check "create a duplicate name: exit 1, ResourceInUse" \
 	'[ $rc -eq 1 ] && has "$ERR" "trainctl: error: ResourceInUse"'
 
@@ -226,8 +156,8 @@ if grep -q '"TrainingJobStatus": "InProgress"' "$OUT"; then
 	run $T delete-training-job cli-json-1
 	check "delete a running job: exit 1" '[ $rc -eq 1 ]'
 else
-	skip "wait --timeout on a running job: exit 5" "job already ended"
-	skip "delete a running job: exit 1" "job already ended"
+	t_skip "wait --timeout on a running job: exit 5" "job already ended"
+	t_skip "delete a running job: exit 1" "job already ended"
 fi
 
 run $T stop-training-job no-such-job
@@ -270,7 +200,7 @@ check "missing --image: exit 129" \
 run $T create-training-job --name x --image i --instance-type ml.m5.large \
 	--instance-count zero
 check "bad --instance-count: exit 129" '[ $rc -eq 129 ]'
-run $T create-training-job --cli-input-json "file://$TMP/missing.json"
+run $T create-training-job --cli-input-json "file://$T_TMP/missing.json"
 check "missing --cli-input-json file: exit 129" \
 	'[ $rc -eq 129 ] && has "$ERR" "cannot open"'
 run $T --output yaml list-training-jobs
@@ -292,9 +222,9 @@ check "unreachable endpoint: exit 2" \
 KEY=AKIDCLITEST000000001
 SECRET=cli/secret+key/0123456789abcdefABCDEF
 printf '[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n' \
-	"$KEY" "$SECRET" >"$TMP/credentials"
-if start_daemon d2 --credentials "$TMP/credentials"; then
-	E2="http://127.0.0.1:$PORT"
+	"$KEY" "$SECRET" >"$T_TMP/credentials"
+if t_start_trainctld -n d2 --local-hosts 0 --credentials "$T_TMP/credentials"; then
+	E2=$T_URL
 	run env AWS_ACCESS_KEY_ID=$KEY AWS_SECRET_ACCESS_KEY=$SECRET \
 		$T --endpoint "$E2" create-training-job --name signed-1 \
 		--image python --instance-type ml.m5.large --instance-count 1
@@ -312,17 +242,17 @@ if start_daemon d2 --credentials "$TMP/credentials"; then
 	check "wrong secret is refused: exit 1" \
 		'[ $rc -eq 1 ] && has "$ERR" SignatureDoesNotMatch'
 	# The embedded store through the blob endpoint, signed the same way.
-	printf 'signed bytes\n' >"$TMP/signed.txt"
+	printf 'signed bytes\n' >"$T_TMP/signed.txt"
 	run env AWS_ACCESS_KEY_ID=$KEY AWS_SECRET_ACCESS_KEY=$SECRET \
-		$T --endpoint "$E2" cp "$TMP/signed.txt" s3://signed-bucket/d/s.txt
+		$T --endpoint "$E2" cp "$T_TMP/signed.txt" s3://signed-bucket/d/s.txt
 	check "signed cp to the embedded store" '[ $rc -eq 0 ]'
 	run env AWS_ACCESS_KEY_ID=$KEY AWS_SECRET_ACCESS_KEY=$SECRET \
 		$T --endpoint "$E2" ls s3://signed-bucket/d/
 	check "signed ls lists it" '[ $rc -eq 0 ] && has "$OUT" d/s.txt'
 	run env AWS_ACCESS_KEY_ID=$KEY AWS_SECRET_ACCESS_KEY=$SECRET \
-		$T --endpoint "$E2" cp s3://signed-bucket/d/s.txt "$TMP/back.txt"
+		$T --endpoint "$E2" cp s3://signed-bucket/d/s.txt "$T_TMP/back.txt"
 	check "signed cp back: same bytes" \
-		'[ $rc -eq 0 ] && cmp -s "$TMP/signed.txt" "$TMP/back.txt"'
+		'[ $rc -eq 0 ] && cmp -s "$T_TMP/signed.txt" "$T_TMP/back.txt"'
 	run env AWS_ACCESS_KEY_ID=$KEY AWS_SECRET_ACCESS_KEY=wrong \
 		$T --endpoint "$E2" ls s3://signed-bucket/d/
 	check "blob request with a wrong secret is refused" \
@@ -333,5 +263,4 @@ else
 	check "trainctld --credentials starts" false
 fi
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+t_done

@@ -6,100 +6,50 @@
 # Run from the repository root: sh tests/compat/test_awscli.sh
 # Starts its own trainctld (free loopback port, temp state dir), stops it by PID.
 set -u
-cd "$(dirname "$0")/../.." || exit 1
+. "$(dirname "$0")/../lib.sh"
+cd "$T_ROOT" || exit 1
 BUILD=${BUILD:-build}
 DAEMON=${TRAINCTLD:-$BUILD/bin/trainctld}
 PY=/usr/bin/python3
 export PYTHONDONTWRITEBYTECODE=1
 
-tmp=$(mktemp -d /tmp/trainctl-awscli.XXXXXX)
-pid=""
-n=0
-failed=0
+t_tmpdir trainctl-awscli
 
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+# notok NAME [FILE-OR-TEXT...]: a failed test, with the files' tails or the texts.
 notok() {
-	n=$((n + 1)); failed=$((failed + 1))
-	echo "not ok $n - $1"
+	t_fail "$1"
 	shift
 	for f in "$@"; do
-		if [ -f "$f" ]; then
-			echo "# --- $(basename "$f"):"; { head -c 3000 "$f"; echo; } | sed 's/^/# /'
-		else
-			echo "# $f"
-		fi
+		if [ -f "$f" ]; then t_diag_file "$f" 60; else t_diag "$f"; fi
 	done
 }
 # check NAME CONDITION-COMMAND...: ok when the command succeeds, else shows the last CLI run.
 check() {
 	name=$1; shift
-	if "$@"; then ok "$name"; else notok "$name" "$@" "exit status $rc" "$tmp/out" "$tmp/err"; fi
+	if "$@"; then t_pass "$name"; else notok "$name" "$@" "exit status $rc" "$T_TMP/out" "$T_TMP/err"; fi
 }
-
-stop_daemon() {
-	[ -n "$pid" ] || return 0
-	kill -TERM "$pid" 2>/dev/null
-	i=0
-	while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-	killed=0
-	if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; killed=1; fi
-	wait "$pid"; drc=$?
-	pid=""
-	return 0
-}
-finish() {
-	stop_daemon
-	echo "1..$n"
-	[ "$failed" -gt 0 ] && echo "# $failed of $n failed"
-	rm -rf "$tmp"
-	[ "$failed" -eq 0 ]
-	exit $?
-}
-trap 'stop_daemon; rm -rf "$tmp"; exit 130' INT TERM
 
 # Hermetic AWS environment: explicit keys, no files, no metadata service, no retries.
-for v in $(env | sed -n 's/^\(AWS_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
-unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY
-export AWS_EC2_METADATA_DISABLED=true AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
+t_hermetic_aws
 export AWS_ACCESS_KEY_ID=AKIDCOMPATTEST0000001 AWS_SECRET_ACCESS_KEY=compat-cli-secret
 export AWS_DEFAULT_REGION=us-east-1 AWS_MAX_ATTEMPTS=1 AWS_RETRY_MODE=standard AWS_PAGER=""
-export NO_PROXY=127.0.0.1,localhost no_proxy=127.0.0.1,localhost
 
 # ---- daemon
 if [ ! -x "$DAEMON" ]; then
 	notok "trainctld starts" "$DAEMON not built"
-	finish
+	t_done
 fi
-port=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-mkdir -p "$tmp/state"
-"$DAEMON" --listen "127.0.0.1:$port" --state-dir "$tmp/state" --local-hosts 0 -v >"$tmp/trainctld.log" 2>&1 &
-pid=$!
-if $PY - "$port" "$pid" <<'EOF'
-import os, socket, sys, time
-port, pid = int(sys.argv[1]), int(sys.argv[2])
-deadline = time.time() + 20
-while time.time() < deadline:
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        sys.exit(1)
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-        sys.exit(0)
-    except OSError:
-        time.sleep(0.05)
-sys.exit(1)
-EOF
-then ok "trainctld starts and listens on 127.0.0.1:$port"
+if t_start_trainctld --local-hosts 0 -v; then
+	t_pass "trainctld starts and listens on 127.0.0.1:$T_PORT"
 else
-	notok "trainctld starts and listens" "$tmp/trainctld.log"
-	finish
+	notok "trainctld starts and listens"
+	t_done
 fi
-EP=http://127.0.0.1:$port
+pid=$T_PID
+EP=$T_URL
 
 # ---- request files
-$PY - "$tmp" <<'EOF'
+$PY - "$T_TMP" <<'EOF'
 import json, sys
 sys.path.insert(0, "tests/compat")
 import smcompat
@@ -113,17 +63,17 @@ jcheck() {
 	$PY -c '
 import json, sys
 j = json.load(open(sys.argv[1]))
-sys.exit(0 if eval(sys.argv[2]) else 1)' "$tmp/out" "$1" 2>>"$tmp/err"
+sys.exit(0 if eval(sys.argv[2]) else 1)' "$T_TMP/out" "$1" 2>>"$T_TMP/err"
 }
-out_is() { [ "$(cat "$tmp/out")" = "$1" ]; }
+out_is() { [ "$(cat "$T_TMP/out")" = "$1" ]; }
 # words_are "a b c": the last stdout, split on blanks (text output breaks lines per page).
-words_are() { [ "$(tr -s ' \t\n' '   ' <"$tmp/out" | sed 's/^ //; s/ $//')" = "$1" ]; }
+words_are() { [ "$(tr -s ' \t\n' '   ' <"$T_TMP/out" | sed 's/^ //; s/ $//')" = "$1" ]; }
 rc_is() { [ "$rc" -eq "$1" ]; }
 
-# aws ARGS...: runs the CLI under test; sets rc, fills $tmp/out and $tmp/err.
+# aws ARGS...: runs the CLI under test; sets rc, fills $T_TMP/out and $T_TMP/err.
 aws_() {
 	# shellcheck disable=SC2086
-	timeout 120 "$AWS" "$@" --endpoint-url "$EP" $PAGER_ARG >"$tmp/out" 2>"$tmp/err" </dev/null
+	timeout 120 "$AWS" "$@" --endpoint-url "$EP" $PAGER_ARG >"$T_TMP/out" 2>"$T_TMP/err" </dev/null
 	rc=$?
 }
 
@@ -131,7 +81,7 @@ cli_cases() {
 	L=$1       # v2 | v1
 	ERR=$2     # exit status on an API error
 	J=cli-$L-1
-	aws_ sagemaker create-training-job --cli-input-json "file://$tmp/job-$L.json"
+	aws_ sagemaker create-training-job --cli-input-json "file://$T_TMP/job-$L.json"
 	check "$L: create-training-job --cli-input-json returns the ARN" \
 		jcheck "j['TrainingJobArn'].endswith(':training-job/$J') and j['TrainingJobArn'].startswith('arn:aws')"
 
@@ -144,10 +94,10 @@ cli_cases() {
 	if [ "$L" = v2 ]; then ts="isinstance(j['CreationTime'], str) and j['CreationTime'][:2] == '20' and 'T' in j['CreationTime']"
 	else ts="isinstance(j['CreationTime'], (int, float)) and j['CreationTime'] > 1.6e9"; fi
 	check "$L: describe echoes HyperParameters, ResourceConfig; CreationTime parsed" jcheck \
-		"j['HyperParameters'] == json.load(open('$tmp/job-$L.json'))['HyperParameters'] and j['ResourceConfig']['InstanceCount'] == 2 and $ts"
+		"j['HyperParameters'] == json.load(open('$T_TMP/job-$L.json'))['HyperParameters'] and j['ResourceConfig']['InstanceCount'] == 2 and $ts"
 
 	for i in 2 3 4 5; do
-		aws_ sagemaker create-training-job --cli-input-json "file://$tmp/small.json" --training-job-name "cli-$L-$i"
+		aws_ sagemaker create-training-job --cli-input-json "file://$T_TMP/small.json" --training-job-name "cli-$L-$i"
 		[ "$rc" -eq 0 ] || break
 	done
 	check "$L: four more creates (--cli-input-json + --training-job-name)" rc_is 0
@@ -155,7 +105,7 @@ cli_cases() {
 	aws_ sagemaker list-training-jobs --name-contains "cli-$L-" --max-items 3 --page-size 2
 	check "$L: list --max-items 3 --page-size 2: 3 jobs in creation order and a NextToken" jcheck \
 		"[s['TrainingJobName'] for s in j['TrainingJobSummaries']] == ['cli-$L-1', 'cli-$L-2', 'cli-$L-3'] and j.get('NextToken')"
-	tok=$($PY -c 'import json, sys; print(json.load(open(sys.argv[1])).get("NextToken", ""))' "$tmp/out" 2>/dev/null)
+	tok=$($PY -c 'import json, sys; print(json.load(open(sys.argv[1])).get("NextToken", ""))' "$T_TMP/out" 2>/dev/null)
 	aws_ sagemaker list-training-jobs --name-contains "cli-$L-" --max-items 3 --page-size 2 --starting-token "$tok"
 	check "$L: list --starting-token: the remaining 2, no NextToken" jcheck \
 		"[s['TrainingJobName'] for s in j['TrainingJobSummaries']] == ['cli-$L-4', 'cli-$L-5'] and 'NextToken' not in j"
@@ -175,12 +125,12 @@ cli_cases() {
 	check "$L: list --creation-time-after 2099 is empty" out_is 0
 
 	aws_ sagemaker stop-training-job --training-job-name "$J"
-	check "$L: stop-training-job succeeds with no output" sh -c "[ $rc -eq 0 ] && [ ! -s '$tmp/out' ]"
+	check "$L: stop-training-job succeeds with no output" sh -c "[ $rc -eq 0 ] && [ ! -s '$T_TMP/out' ]"
 
 	i=0
 	while :; do
 		aws_ sagemaker describe-training-job --training-job-name "$J" --query TrainingJobStatus --output text
-		[ "$(cat "$tmp/out")" = Stopped ] && break
+		[ "$(cat "$T_TMP/out")" = Stopped ] && break
 		i=$((i + 1))
 		[ $i -ge 150 ] && break
 		sleep 0.1
@@ -197,24 +147,24 @@ cli_cases() {
 	aws_ sagemaker wait training-job-completed-or-stopped --training-job-name "no-such-job"
 	check "$L: wait on an unknown job fails (non-zero) at once" sh -c "[ $rc -ne 0 ] && [ $rc -ne 124 ]"
 
-	aws_ sagemaker create-training-job --cli-input-json "file://$tmp/job-$L.json"
-	check "$L: duplicate name: exit $ERR and ResourceInUse" sh -c "[ $rc -eq $ERR ] && grep -q 'ResourceInUse' '$tmp/err' && grep -q CreateTrainingJob '$tmp/err'"
+	aws_ sagemaker create-training-job --cli-input-json "file://$T_TMP/job-$L.json"
+	check "$L: duplicate name: exit $ERR and ResourceInUse" sh -c "[ $rc -eq $ERR ] && grep -q 'ResourceInUse' '$T_TMP/err' && grep -q CreateTrainingJob '$T_TMP/err'"
 
 	aws_ sagemaker describe-training-job --training-job-name no-such-job
 	check "$L: unknown job: exit $ERR, ValidationException 'Requested resource not found.'" \
-		sh -c "[ $rc -eq $ERR ] && grep -q 'ValidationException' '$tmp/err' && grep -qF 'Requested resource not found.' '$tmp/err'"
+		sh -c "[ $rc -eq $ERR ] && grep -q 'ValidationException' '$T_TMP/err' && grep -qF 'Requested resource not found.' '$T_TMP/err'"
 
 	aws_ sagemaker stop-training-job --training-job-name "$J"
 	check "$L: second stop: exit $ERR, ValidationException" \
-		sh -c "[ $rc -eq $ERR ] && grep -q 'ValidationException' '$tmp/err'"
+		sh -c "[ $rc -eq $ERR ] && grep -q 'ValidationException' '$T_TMP/err'"
 
-	aws_ sagemaker create-training-job --cli-input-json "file://$tmp/small.json" --training-job-name "bad_name_$L"
+	aws_ sagemaker create-training-job --cli-input-json "file://$T_TMP/small.json" --training-job-name "bad_name_$L"
 	check "$L: name with underscores: exit $ERR, ValidationException" \
-		sh -c "[ $rc -eq $ERR ] && grep -q 'ValidationException' '$tmp/err'"
+		sh -c "[ $rc -eq $ERR ] && grep -q 'ValidationException' '$T_TMP/err'"
 
 	aws_ sagemaker list-training-jobs --max-results 101
 	check "$L: list --max-results 101: exit $ERR, ValidationException" \
-		sh -c "[ $rc -eq $ERR ] && grep -q 'ValidationException' '$tmp/err'"
+		sh -c "[ $rc -eq $ERR ] && grep -q 'ValidationException' '$T_TMP/err'"
 
 	if [ "$L" = v1 ]; then
 		aws_ sagemaker delete-training-job --training-job-name "$J"
@@ -227,10 +177,10 @@ cli_cases() {
 			sleep 0.1
 		done
 		check "$L: after delete: exit $ERR, Requested resource not found." \
-			sh -c "[ $rc -eq $ERR ] && grep -qF 'Requested resource not found.' '$tmp/err'"
+			sh -c "[ $rc -eq $ERR ] && grep -qF 'Requested resource not found.' '$T_TMP/err'"
 		aws_ sagemaker delete-training-job --training-job-name "cli-$L-2"
 		check "$L: delete-training-job of an InProgress job: exit $ERR, ResourceInUse" \
-			sh -c "[ $rc -eq $ERR ] && grep -q 'ResourceInUse' '$tmp/err'"
+			sh -c "[ $rc -eq $ERR ] && grep -q 'ResourceInUse' '$T_TMP/err'"
 	fi
 }
 
@@ -240,7 +190,7 @@ if [ -x /usr/bin/aws ]; then
 	echo "# $($AWS --version 2>&1)"
 	cli_cases v2 254
 else
-	skip "v2: all cases" "/usr/bin/aws not installed"
+	t_skip "v2: all cases" "/usr/bin/aws not installed"
 fi
 
 # ---- the first other aws on PATH (pyenv aws-cli v1)
@@ -255,12 +205,12 @@ if [ -n "$AWS" ]; then
 	echo "# $AWS: $($AWS --version 2>&1)"
 	cli_cases v1 255
 else
-	skip "v1: all cases" "no aws-cli v1 on PATH"
+	t_skip "v1: all cases" "no aws-cli v1 on PATH"
 fi
 
-kill -0 "$pid" 2>/dev/null && ok "trainctld still alive" || notok "trainctld still alive" "$tmp/trainctld.log"
-stop_daemon
-if [ "$drc" -eq 0 ] && [ "$killed" -eq 0 ]; then ok "trainctld exits 0 on SIGTERM"
-else notok "trainctld exits 0 on SIGTERM" "exit status $drc, SIGKILL needed: $killed" "$tmp/trainctld.log"; fi
-[ "$failed" -gt 0 ] && { echo "# --- trainctld log tail:"; tail -n 30 "$tmp/trainctld.log" | sed 's/^/# /'; }
-finish
+kill -0 "$pid" 2>/dev/null
+t_ok $? "trainctld still alive" || t_diag_file "$T_LOG"
+if t_stop "$pid"; then t_pass "trainctld exits 0 on SIGTERM"
+else notok "trainctld exits 0 on SIGTERM" "exit status $T_STOP_RC, SIGKILL needed: $T_STOP_KILLED" "$T_LOG"; fi
+[ "$T_FAILED" -gt 0 ] && t_diag_file "$T_LOG" 30
+t_done

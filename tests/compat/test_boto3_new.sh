@@ -5,6 +5,7 @@
 # python3) and runs tests/compat/boto3_new.py with it. TAP on stdout.
 set -u
 here=$(dirname "$0")
+. "$here/../lib.sh"
 
 py=""
 for cand in $(command -v python3 2>/dev/null) "${PYENV_ROOT:-$HOME/.pyenv}/shims/python3"; do
@@ -20,7 +21,6 @@ for cand in $(command -v python3 2>/dev/null) "${PYENV_ROOT:-$HOME/.pyenv}/shims
 done
 
 if [ -z "$py" ]; then
-	echo "1..0 # SKIP newer botocore not installed"
-	exit 0
+	t_skip_all "newer botocore not installed"
 fi
 exec "$py" "$here/boto3_new.py"

@@ -13,6 +13,7 @@
 # batches of 32, learning rate 0.01, momentum 0.9, seed 1) reaches about 0.8 held-out accuracy in a
 # few seconds per run; the tests ask for at least $MIN_ACC.
 set -u
+. "$(dirname "$0")/../lib.sh"
 
 BUILD=${BUILD:-build}
 DATA=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
@@ -21,75 +22,45 @@ TOL=1e-4
 N=22
 
 if [ ! -f "$BUILD/lib/pkgconfig/trainer.pc" ]; then
-	echo "1..0 # SKIP no $BUILD/lib/pkgconfig/trainer.pc (run make trainer)"
-	exit 0
+	t_skip_all "no $BUILD/lib/pkgconfig/trainer.pc (run make trainer)"
 fi
 if [ ! -r "$DATA/train-images-idx3-ubyte.gz" ] ||
 	[ ! -r "$DATA/t10k-labels-idx1-ubyte.gz" ]; then
-	echo "1..0 # SKIP no Fashion-MNIST in $DATA (apt install dataset-fashion-mnist)"
-	exit 0
+	t_skip_all "no Fashion-MNIST in $DATA (apt install dataset-fashion-mnist)"
 fi
 if ! command -v mpirun >/dev/null 2>&1; then
-	echo "1..0 # SKIP mpirun is not installed"
-	exit 0
+	t_skip_all "mpirun is not installed"
 fi
 
 ABS_BUILD=$(cd "$BUILD" && pwd)
 EX=$ABS_BUILD/examples
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_examples.XXXXXX")
-PIDS=""
-
-cleanup() {
-	for p in $PIDS; do
-		kill "$p" 2>/dev/null
-	done
-	for p in $PIDS; do
-		wait "$p" 2>/dev/null
-	done
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+t_tmpdir test_examples
 
 # Hermetic: nothing of an enclosing job leaks in.
-unset TF_CONFIG TRAINCTL_ROLE TRAINCTL_ATTEMPT RANK WORLD_SIZE LOCAL_RANK \
-	LOCAL_WORLD_SIZE TRAINCTL_RDZV_URL SM_CHANNEL_VALIDATION \
-	SM_CHANNEL_TEST SM_HOSTS SM_CURRENT_HOST
+t_hermetic_job
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 
-echo "1..$N"
-n=0
-ok() {
-	n=$((n + 1))
-	echo "ok $n - $1"
-}
-not_ok() {
-	n=$((n + 1))
-	echo "not ok $n - $1"
-}
+t_plan $N
 # check NAME COMMAND...: ok when the command succeeds.
 check() {
 	name=$1
 	shift
-	if "$@"; then
-		ok "$name"
-	else
-		not_ok "$name"
-	fi
+	"$@"
+	t_ok $? "$name"
 }
 # show LOG: the tail of a log as TAP comments.
 show() {
-	tail -n 15 "$1" | sed 's/^/# /'
+	t_diag_file "$1" 15
 }
 
 # make is incremental: this only rebuilds what changed, and a failed build
 # is a failure here rather than a silent run of old binaries.
-if ! make -s -C examples BUILD="$ABS_BUILD" >"$TMP/make.log" 2>&1 ||
+if ! make -s -C examples BUILD="$ABS_BUILD" >"$T_TMP/make.log" 2>&1 ||
 	[ ! -x "$EX/mlp_dp" ] || [ ! -x "$EX/mlp_pipeline" ] ||
 	[ ! -x "$EX/param_server" ]; then
-	not_ok "examples build"
-	show "$TMP/make.log"
-	exit 1
+	t_fail "examples build"
+	show "$T_TMP/make.log"
+	t_done
 fi
 
 BASE_HPS='"epochs": 3, "train-samples": 4000, "val-samples": 1000,
@@ -99,7 +70,7 @@ export SM_CHANNEL_TRAIN=$DATA
 
 # setup NAME EXTRA_HPS: a fresh directory and the environment of one run.
 setup() {
-	D=$TMP/$1
+	D=$T_TMP/$1
 	mkdir -p "$D/model" "$D/out" "$D/ckpt"
 	SM_MODEL_DIR=$D/model
 	SM_OUTPUT_DATA_DIR=$D/out
@@ -175,16 +146,16 @@ for np in 1 2 3; do
 	rc=$?
 	echo "# mlp_dp -np $np: rc $rc, accuracy $(accuracy "$D/log"), $(($(date +%s) - start)) s"
 	if [ "$rc" -eq 0 ] && acc_ok "$D/log" && same_hash "$D/log" "$np"; then
-		ok "mlp_dp -np $np: accuracy >= $MIN_ACC, every rank has the same weights"
+		t_pass "mlp_dp -np $np: accuracy >= $MIN_ACC, every rank has the same weights"
 	else
-		not_ok "mlp_dp -np $np: accuracy >= $MIN_ACC, every rank has the same weights"
+		t_fail "mlp_dp -np $np: accuracy >= $MIN_ACC, every rank has the same weights"
 		show "$D/log"
 	fi
 done
 check "mlp_dp -np 2 ends within $TOL of -np 1" \
-	close "$TMP/dp1/model/model.bin" "$TMP/dp2/model/model.bin" "$TOL"
+	close "$T_TMP/dp1/model/model.bin" "$T_TMP/dp2/model/model.bin" "$TOL"
 check "mlp_dp -np 3 ends within $TOL of -np 1" \
-	close "$TMP/dp1/model/model.bin" "$TMP/dp3/model/model.bin" "$TOL"
+	close "$T_TMP/dp1/model/model.bin" "$T_TMP/dp3/model/model.bin" "$TOL"
 
 # ---- mlp_dp: a simulated crash, then a restart from the checkpoint -----
 
@@ -197,9 +168,9 @@ if [ "$rc" -ne 0 ] && grep -q 'simulated failure after step 180' "$D/log" &&
 	[ -f "$D/ckpt/step-0000000150.rank-0/MANIFEST.json" ] &&
 	[ -f "$D/ckpt/step-0000000150.rank-1/MANIFEST.json" ] &&
 	[ ! -f "$D/model/model.bin" ]; then
-	ok "mlp_dp fail-at-step 180 exits non-zero with checkpoints of step 150"
+	t_pass "mlp_dp fail-at-step 180 exits non-zero with checkpoints of step 150"
 else
-	not_ok "mlp_dp fail-at-step 180 exits non-zero with checkpoints of step 150"
+	t_fail "mlp_dp fail-at-step 180 exits non-zero with checkpoints of step 150"
 	show "$D/log"
 fi
 TRAINCTL_ATTEMPT=2
@@ -208,10 +179,10 @@ mpi 2 "$EX/mlp_dp"
 rc=$?
 unset TRAINCTL_ATTEMPT
 if [ "$rc" -eq 0 ] && grep -q 'resumed from checkpoint step 150' "$D/log" &&
-	close "$TMP/dp2/model/model.bin" "$D/model/model.bin" 0; then
-	ok "mlp_dp restarted resumes at step 150 and ends with the uninterrupted run's weights"
+	close "$T_TMP/dp2/model/model.bin" "$D/model/model.bin" 0; then
+	t_pass "mlp_dp restarted resumes at step 150 and ends with the uninterrupted run's weights"
 else
-	not_ok "mlp_dp restarted resumes at step 150 and ends with the uninterrupted run's weights"
+	t_fail "mlp_dp restarted resumes at step 150 and ends with the uninterrupted run's weights"
 	show "$D/log"
 fi
 
@@ -225,17 +196,17 @@ for np in 1 2 3; do
 	echo "# mlp_pipeline -np $np: rc $rc, accuracy $(accuracy "$D/log"), $(($(date +%s) - start)) s"
 	if [ "$rc" -eq 0 ] && acc_ok "$D/log" &&
 		[ "$(grep -c 'holds layers' "$D/log")" -eq "$np" ]; then
-		ok "mlp_pipeline -np $np: accuracy >= $MIN_ACC"
+		t_pass "mlp_pipeline -np $np: accuracy >= $MIN_ACC"
 	else
-		not_ok "mlp_pipeline -np $np: accuracy >= $MIN_ACC"
+		t_fail "mlp_pipeline -np $np: accuracy >= $MIN_ACC"
 		show "$D/log"
 	fi
 done
 # Each layer does the same arithmetic wherever it runs: expect equality.
 check "mlp_pipeline over 2 ranks equals the unsplit network" \
-	close "$TMP/pp1/model/model.bin" "$TMP/pp2/model/model.bin" 0
+	close "$T_TMP/pp1/model/model.bin" "$T_TMP/pp2/model/model.bin" 0
 check "mlp_pipeline over 3 ranks equals the unsplit network" \
-	close "$TMP/pp1/model/model.bin" "$TMP/pp3/model/model.bin" 0
+	close "$T_TMP/pp1/model/model.bin" "$T_TMP/pp3/model/model.bin" 0
 
 setup ppr '"hidden": "128,64", "checkpoint-steps": 100, "fail-at-step": 260'
 mpi 3 "$EX/mlp_pipeline"
@@ -247,25 +218,14 @@ rc=$?
 unset TRAINCTL_ATTEMPT
 if [ "$rc1" -ne 0 ] && [ "$rc" -eq 0 ] &&
 	grep -q 'resumed from checkpoint step 200' "$D/log" &&
-	close "$TMP/pp1/model/model.bin" "$D/model/model.bin" 0; then
-	ok "mlp_pipeline -np 3 restarted after a crash at step 260 ends with the same weights"
+	close "$T_TMP/pp1/model/model.bin" "$D/model/model.bin" 0; then
+	t_pass "mlp_pipeline -np 3 restarted after a crash at step 260 ends with the same weights"
 else
-	not_ok "mlp_pipeline -np 3 restarted after a crash at step 260 ends with the same weights"
+	t_fail "mlp_pipeline -np 3 restarted after a crash at step 260 ends with the same weights"
 	show "$D/log"
 fi
 
 # ---- param_server: 2 workers with 1 and with 2 servers ------------------
-
-# free_ports K: K distinct free loopback ports.
-free_ports() {
-	/usr/bin/python3 -c 'import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))' "$1"
-}
 
 # ps_run NSERVERS NWORKERS: one job's processes on 127.0.0.1, each with
 # its TF_CONFIG; waits for all. PS_RC: 0 when every process exited 0.
@@ -284,7 +244,7 @@ ps_run() {
 ps_run_once() {
 	ns=$1
 	nw=$2
-	set -- $(free_ports $((ns + nw)))
+	set -- $(t_free_port $((ns + nw)))
 	master="\"127.0.0.1:$1\""
 	shift
 	workers=""
@@ -326,14 +286,13 @@ ps_run_once() {
 			TRAINCTL_ROLE=$role SM_MODEL_DIR=$model \
 			timeout -k 5 120 "$EX/param_server" train >"$log" 2>&1 &
 		pids="$pids $!"
-		PIDS="$PIDS $!"
+		t_track_pid $!
 		i=$((i + 1))
 	done
 	PS_RC=0
 	for p in $pids; do
-		wait "$p" || PS_RC=1
+		t_wait "$p" || PS_RC=1
 	done
-	PIDS=""
 }
 
 for ns in 1 2; do
@@ -343,15 +302,15 @@ for ns in 1 2; do
 	echo "# param_server 2 workers $ns servers: rc $PS_RC, accuracy $(accuracy "$D/log"), $(($(date +%s) - start)) s"
 	if [ "$PS_RC" -eq 0 ] && acc_ok "$D/log" &&
 		[ "$(cat "$D"/ps*.log | grep -c 'all 2 workers done at step 375')" -eq "$ns" ]; then
-		ok "param_server, 2 workers and $ns servers: accuracy >= $MIN_ACC"
+		t_pass "param_server, 2 workers and $ns servers: accuracy >= $MIN_ACC"
 	else
-		not_ok "param_server, 2 workers and $ns servers: accuracy >= $MIN_ACC"
+		t_fail "param_server, 2 workers and $ns servers: accuracy >= $MIN_ACC"
 		show "$D/log"
 		tail -n 5 "$D"/ps*.log "$D"/w*.log | sed 's/^/# /'
 	fi
 	# Synchronous SGD over the same global batches is data parallelism.
 	check "param_server with $ns servers ends within $TOL of mlp_dp -np 2" \
-		close "$TMP/dp2/model/model.bin" "$D/model/model.bin" "$TOL"
+		close "$T_TMP/dp2/model/model.bin" "$D/model/model.bin" "$TOL"
 done
 
 # The chief and the other worker crash after step 180: the servers must
@@ -365,10 +324,10 @@ ps_run 2 2
 unset TRAINCTL_ATTEMPT
 if [ "$rc1" -ne 0 ] && [ "$PS_RC" -eq 0 ] &&
 	[ "$(cat "$D"/ps*.log | grep -c 'resumed from checkpoint step 150')" -eq 2 ] &&
-	close "$TMP/ps2/model/model.bin" "$D/model/model.bin" 0; then
-	ok "param_server restarted after a crash resumes from the servers' checkpoints"
+	close "$T_TMP/ps2/model/model.bin" "$D/model/model.bin" 0; then
+	t_pass "param_server restarted after a crash resumes from the servers' checkpoints"
 else
-	not_ok "param_server restarted after a crash resumes from the servers' checkpoints"
+	t_fail "param_server restarted after a crash resumes from the servers' checkpoints"
 	show "$D/log"
 	tail -n 5 "$D"/ps*.log | sed 's/^/# /'
 fi
@@ -379,9 +338,9 @@ setup bad '"hidden": "128,x"'
 "$EX/mlp_dp" train >"$D/log" 2>&1
 rc=$?
 if [ "$rc" -eq 1 ] && grep -q "hyperparameter 'hidden'" "$D/log"; then
-	ok "mlp_dp rejects a bad hyperparameter by name"
+	t_pass "mlp_dp rejects a bad hyperparameter by name"
 else
-	not_ok "mlp_dp rejects a bad hyperparameter by name (rc $rc)"
+	t_fail "mlp_dp rejects a bad hyperparameter by name (rc $rc)"
 	show "$D/log"
 fi
 
@@ -394,21 +353,21 @@ rc2=$?
 if [ "$rc1" -eq 1 ] && [ "$rc2" -eq 1 ] &&
 	grep -q 'TF_CONFIG names 0 workers' "$D/log" &&
 	grep -q 'TF_CONFIG is not JSON' "$D/log"; then
-	ok "param_server explains a bad TF_CONFIG"
+	t_pass "param_server explains a bad TF_CONFIG"
 else
-	not_ok "param_server explains a bad TF_CONFIG ($rc1, $rc2)"
+	t_fail "param_server explains a bad TF_CONFIG ($rc1, $rc2)"
 	show "$D/log"
 fi
 
 # A server that gets garbage, a stranger's oversized message and a
 # half-open connection drops them and still serves the real job.
 setup psg '"epochs": 1'
-set -- $(free_ports 2)
+set -- $(t_free_port 2)
 cluster="{\"master\": [\"127.0.0.1:$1\"], \"ps\": [\"127.0.0.1:$2\"]}"
 TF_CONFIG="{\"cluster\": $cluster, \"task\": {\"type\": \"ps\", \"index\": 0}}" \
 	timeout -k 5 120 "$EX/param_server" train >"$D/ps0.log" 2>&1 &
 ps_pid=$!
-PIDS="$ps_pid"
+t_track_pid "$ps_pid"
 /usr/bin/python3 - "$2" <<'EOF'
 import socket, struct, sys, time
 port = int(sys.argv[1])
@@ -428,13 +387,12 @@ EOF
 TF_CONFIG="{\"cluster\": $cluster, \"task\": {\"type\": \"master\", \"index\": 0}}" \
 	timeout -k 5 120 "$EX/param_server" train >"$D/log" 2>&1
 rc=$?
-wait "$ps_pid"
+t_wait "$ps_pid"
 prc=$?
-PIDS=""
 if [ "$rc" -eq 0 ] && [ "$prc" -eq 0 ] && [ -n "$(accuracy "$D/log")" ]; then
-	ok "param_server ignores garbage connections and still trains"
+	t_pass "param_server ignores garbage connections and still trains"
 else
-	not_ok "param_server ignores garbage connections and still trains ($rc, $prc)"
+	t_fail "param_server ignores garbage connections and still trains ($rc, $prc)"
 	show "$D/log"
 	show "$D/ps0.log"
 fi
@@ -442,27 +400,26 @@ fi
 # A worker with other hyperparameters than its server: both stop, saying
 # why, instead of training something inconsistent.
 setup psm
-set -- $(free_ports 2)
+set -- $(t_free_port 2)
 cluster="{\"master\": [\"127.0.0.1:$1\"], \"ps\": [\"127.0.0.1:$2\"]}"
 TF_CONFIG="{\"cluster\": $cluster, \"task\": {\"type\": \"ps\", \"index\": 0}}" \
 	timeout -k 5 60 "$EX/param_server" train >"$D/ps0.log" 2>&1 &
 ps_pid=$!
-PIDS="$ps_pid"
+t_track_pid "$ps_pid"
 SM_HPS="{$BASE_HPS, \"hidden\": 64}" \
 	TF_CONFIG="{\"cluster\": $cluster, \"task\": {\"type\": \"master\", \"index\": 0}}" \
 	timeout -k 5 60 "$EX/param_server" train >"$D/log" 2>&1
 rc=$?
-wait "$ps_pid"
+t_wait "$ps_pid"
 prc=$?
-PIDS=""
 if [ "$rc" -eq 1 ] && [ "$prc" -eq 1 ] &&
 	grep -q 'does not match this server' "$D/log" &&
 	grep -q 'does not match this server' "$D/ps0.log"; then
-	ok "param_server worker and server with different hyperparameters both stop with a reason"
+	t_pass "param_server worker and server with different hyperparameters both stop with a reason"
 else
-	not_ok "param_server worker and server with different hyperparameters both stop with a reason ($rc, $prc)"
+	t_fail "param_server worker and server with different hyperparameters both stop with a reason ($rc, $prc)"
 	show "$D/log"
 	show "$D/ps0.log"
 fi
 
-[ "$n" -eq "$N" ] || echo "# ran $n tests, planned $N"
+t_done

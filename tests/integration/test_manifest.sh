@@ -3,21 +3,14 @@
 # land on the hosts, sharded (each key on exactly one host) or replicated.
 # TAP output.
 set -u
+. "$(dirname "$0")/../lib.sh"
 BUILD=${BUILD:-build}
-T=$(mktemp -d /tmp/trainctl-manifest.XXXXXX)
-PID=
-fail=0
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); fail=1; echo "not ok $n - $1"; [ -n "${2:-}" ] && echo "# $2"; }
-cleanup() {
-	[ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT INT TERM
-echo "1..3"
-PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-S=$T/state
+t_hermetic_aws
+t_tmpdir trainctl-manifest
+T=$T_TMP
+t_plan 3
+# The daemon's state folder (t_start_trainctld), filled first.
+S=$T/trainctld
 mkdir -p "$S/s3/mdata/objs/sub"
 for k in a sub/b c d e; do echo "$k" >"$S/s3/mdata/objs/$k"; done
 echo "not listed" >"$S/s3/mdata/objs/ignored"
@@ -26,10 +19,8 @@ cat >"$S/s3/mdata/manifest.json" <<'M'
 M
 printf '#!/bin/sh\ncd "$SM_CHANNEL_TRAIN" && find . -type f | sort > "$SM_MODEL_DIR/files-$SM_CURRENT_HOST.txt"\n' >"$T/list.sh"
 chmod +x "$T/list.sh"
-"$BUILD/bin/trainctld" --listen "127.0.0.1:$PORT" --state-dir "$S" \
-	--local-hosts 2 >"$T/trainctld.log" 2>&1 &
-PID=$!
-export TRAINCTL_ENDPOINT="http://127.0.0.1:$PORT"
+t_start_trainctld --local-hosts 2
+export TRAINCTL_ENDPOINT="$T_URL"
 i=0
 until curl -fs "$TRAINCTL_ENDPOINT/v1/hosts" 2>/dev/null | grep -q '"ready".*"ready"'; do
 	i=$((i + 1))
@@ -61,26 +52,26 @@ if run_job man-shard ShardedByS3Key; then
 	want=$(printf './a\n./c\n./d\n./e\n./sub/b')
 	if [ "$all" = "$want" ] && [ -z "$dups" ] &&
 		[ -s "$T/m-man-shard/files-algo-1.txt" ] && [ -s "$T/m-man-shard/files-algo-2.txt" ]; then
-		ok "sharded manifest: every listed key on exactly one host, nothing else"
+		t_pass "sharded manifest: every listed key on exactly one host, nothing else"
 	else
-		not_ok "sharded manifest: every listed key on exactly one host, nothing else" "got: $(echo $all)"
+		t_fail "sharded manifest: every listed key on exactly one host, nothing else" "got: $(echo $all)"
 	fi
 else
-	not_ok "sharded manifest: every listed key on exactly one host, nothing else" \
+	t_fail "sharded manifest: every listed key on exactly one host, nothing else" \
 		"$("$BUILD/bin/trainctl" describe-training-job man-shard 2>&1 | grep -i fail)"
 fi
 if run_job man-repl FullyReplicated &&
 	[ "$(cat "$T/m-man-repl/files-algo-1.txt")" = "$(printf './a\n./c\n./d\n./e\n./sub/b')" ] &&
 	cmp -s "$T/m-man-repl/files-algo-1.txt" "$T/m-man-repl/files-algo-2.txt"; then
-	ok "replicated manifest: every listed key on every host"
+	t_pass "replicated manifest: every listed key on every host"
 else
-	not_ok "replicated manifest: every listed key on every host"
+	t_fail "replicated manifest: every listed key on every host"
 fi
 echo '[{"prefix": "s3://mdata/objs/"}, "../escape"]' >"$S/s3/mdata/manifest.json"
 run_job man-bad FullyReplicated
 reason=$("$BUILD/bin/trainctl" describe-training-job man-bad --output json 2>/dev/null | grep -o '"FailureReason": *"[^"]*"')
 case "$reason" in
-*ClientError*escape*) ok "a manifest key leaving the channel folder fails the job with a ClientError" ;;
-*) not_ok "a manifest key leaving the channel folder fails the job with a ClientError" "$reason" ;;
+*ClientError*escape*) t_pass "a manifest key leaving the channel folder fails the job with a ClientError" ;;
+*) t_fail "a manifest key leaving the channel folder fails the job with a ClientError" "$reason" ;;
 esac
-exit $fail
+t_done

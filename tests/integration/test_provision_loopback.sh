@@ -6,34 +6,23 @@
 # without provisioning, and refuses a host whose key does not match
 # known_hosts. TAP output.
 set -u
+. "$(dirname "$0")/../lib.sh"
 BUILD=${BUILD:-build}
-T=$(mktemp -d /tmp/trainctl-prov.XXXXXX)
-SSHD_PID=
-CTL_PID=
-n=0
-fail=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); fail=1; echo "not ok $n - $1"; [ -n "${2:-}" ] && echo "# $2"; }
-cleanup() {
-	[ -n "$CTL_PID" ] && kill "$CTL_PID" 2>/dev/null && wait "$CTL_PID" 2>/dev/null
-	for w in work1 work2; do
-		[ -f "$T/$w/agent.pid" ] && kill "$(cat "$T/$w/agent.pid")" 2>/dev/null
-	done
-	[ -n "$SSHD_PID" ] && kill "$SSHD_PID" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT INT TERM
 
 if [ ! -x /usr/sbin/sshd ] || [ "$(id -u)" != 0 ]; then
-	echo "1..0 # SKIP needs root and /usr/sbin/sshd"
-	exit 0
+	t_skip_all "needs root and /usr/sbin/sshd"
 fi
-echo "1..7"
-free_port() {
-	/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-SSH_PORT=$(free_port)
-API_PORT=$(free_port)
+t_hermetic_aws
+t_tmpdir trainctl-prov
+T=$T_TMP
+# The agents (started over SSH, not ours to wait for) write their PIDs.
+t_on_exit 'for w in work1 work2; do
+	[ -f "$T/$w/agent.pid" ] && t_stop "$(cat "$T/$w/agent.pid")"
+done'
+t_plan 7
+ports=$(t_free_port 2)
+SSH_PORT=${ports% *}
+API_PORT=${ports#* }
 mkdir -p /run/sshd "$T/home"
 ssh-keygen -q -t ed25519 -N '' -f "$T/hostkey"
 ssh-keygen -q -t ed25519 -N '' -f "$T/client"
@@ -53,6 +42,7 @@ CONF
 i=0
 while [ ! -s "$T/sshd.pid" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 SSHD_PID=$(cat "$T/sshd.pid" 2>/dev/null)
+[ -n "$SSHD_PID" ] && t_track_pid "$SSHD_PID"
 echo "[127.0.0.1]:$SSH_PORT $(cut -d' ' -f1,2 "$T/hostkey.pub")" >"$T/known_hosts"
 cat >"$T/inv.json" <<INV
 {"hosts": [{"name": "node1", "address": "127.0.0.1", "port": $SSH_PORT,
@@ -64,11 +54,10 @@ cat >"$T/inv.json" <<INV
   "known_hosts": "$T/known_hosts", "instance_type": "ml.g5.xlarge",
   "cpus": 2, "agent_path": "$T/agent-bin", "work_dir": "$T/work2"}]}
 INV
+# start_ctl: the controller on API_PORT, its state and log
+# ($T/trainctld.log) kept across restarts.
 start_ctl() {
-	"$BUILD/bin/trainctld" --listen "127.0.0.1:$API_PORT" \
-		--state-dir "$T/state" --inventory "$T/inv.json" -v \
-		>>"$T/trainctld.log" 2>&1 &
-	CTL_PID=$!
+	t_start_trainctld -p "$API_PORT" --inventory "$T/inv.json" -v
 }
 # host_state [NAME]: "state error" of node1 (or NAME).
 host_state() {
@@ -88,9 +77,9 @@ wait_state() {
 }
 start_ctl
 if wait_state ready && wait_state ready node2 && [ -x "$T/agent-bin" ]; then
-	ok "the agent is copied over SSH, started, and registers"
+	t_pass "the agent is copied over SSH, started, and registers"
 else
-	not_ok "the agent is copied over SSH, started, and registers" "$(host_state); $(tail -5 "$T/trainctld.log")"
+	t_fail "the agent is copied over SSH, started, and registers" "$(host_state); $(tail -5 "$T/trainctld.log")"
 fi
 export TRAINCTL_ENDPOINT="http://127.0.0.1:$API_PORT"
 printf '#!/bin/sh\necho "hello from $SM_CURRENT_HOST"\n' >"$T/train.sh"
@@ -100,14 +89,14 @@ chmod +x "$T/train.sh"
 	--output-path "file://$T/out" >/dev/null
 "$BUILD/bin/trainctl" wait prov-1 --timeout 60 2>/dev/null
 if [ $? -eq 0 ] && [ -f "$T/out/prov-1/output/model.tar.gz" ]; then
-	ok "a job runs on the provisioned host"
+	t_pass "a job runs on the provisioned host"
 else
-	not_ok "a job runs on the provisioned host" "$("$BUILD/bin/trainctl" describe-training-job prov-1 2>&1 | head -5)"
+	t_fail "a job runs on the provisioned host" "$("$BUILD/bin/trainctl" describe-training-job prov-1 2>&1 | head -5)"
 fi
 if "$BUILD/bin/trainctl" logs prov-1 | grep -q "hello from algo-1"; then
-	ok "its log reaches the controller"
+	t_pass "its log reaches the controller"
 else
-	not_ok "its log reaches the controller"
+	t_fail "its log reaches the controller"
 fi
 # Both hosts busy, then 70 jobs queued for node1's type and one for
 # node2's: when node2 frees up, its job starts, however long the other
@@ -137,9 +126,9 @@ sleep 1
 "$BUILD/bin/trainctl" wait queued-b --timeout 60 >/dev/null 2>&1
 rc=$?
 if [ $rc -eq 0 ] && [ "$(status queued-a-1)" = "InProgress Starting" ]; then
-	ok "a queued job of one type starts when its host frees up, behind 70 queued for another type"
+	t_pass "a queued job of one type starts when its host frees up, behind 70 queued for another type"
 else
-	not_ok "a queued job of one type starts when its host frees up, behind 70 queued for another type" \
+	t_fail "a queued job of one type starts when its host frees up, behind 70 queued for another type" \
 		"wait: $rc; queued-b: $(status queued-b); queued-a-1: $(status queued-a-1)"
 fi
 q=1
@@ -152,25 +141,24 @@ done
 out=$("$BUILD/bin/trainctl" create-training-job --name prov-2 --image "file://$T/train.sh" \
 	--instance-type ml.p3.2xlarge --instance-count 1 --output-path "file://$T/out" 2>&1)
 case "$out" in
-*ResourceLimitExceeded*) ok "a type the inventory lacks: ResourceLimitExceeded" ;;
-*) not_ok "a type the inventory lacks: ResourceLimitExceeded" "$out" ;;
+*ResourceLimitExceeded*) t_pass "a type the inventory lacks: ResourceLimitExceeded" ;;
+*) t_fail "a type the inventory lacks: ResourceLimitExceeded" "$out" ;;
 esac
-kill "$CTL_PID"
-wait "$CTL_PID" 2>/dev/null
+t_stop "$T_PID" 60
 apid=$(cat "$T/work1/agent.pid")
 start_ctl
 if wait_state ready && [ "$(cat "$T/work1/agent.pid")" = "$apid" ] &&
 	[ "$(grep -c 'agent started over SSH' "$T/trainctld.log")" = 2 ]; then
-	ok "after a controller restart the running agent comes back, not provisioned again"
+	t_pass "after a controller restart the running agent comes back, not provisioned again"
 else
-	not_ok "after a controller restart the running agent comes back, not provisioned again" "$(host_state)"
+	t_fail "after a controller restart the running agent comes back, not provisioned again" "$(host_state)"
 fi
 ssh-keygen -q -t ed25519 -N '' -f "$T/otherkey"
 echo "[127.0.0.1]:$SSH_PORT $(cut -d' ' -f1,2 "$T/otherkey.pub")" >"$T/known_hosts"
 kill "$apid"
 if wait_state "lost host key mismatch"; then
-	ok "a host whose key does not match known_hosts is refused and reported"
+	t_pass "a host whose key does not match known_hosts is refused and reported"
 else
-	not_ok "a host whose key does not match known_hosts is refused and reported" "$(host_state)"
+	t_fail "a host whose key does not match known_hosts is refused and reported" "$(host_state)"
 fi
-exit $fail
+t_done

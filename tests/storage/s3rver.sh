@@ -14,6 +14,7 @@ set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
+. "$here/../lib.sh"
 cmd=${1:-}
 dir=${2:-}
 [ -n "$dir" ] || { echo "usage: s3rver.sh start|stop DIR" >&2; exit 2; }
@@ -62,14 +63,7 @@ start)
 	;;
 stop)
 	if [ -f "$dir/pid" ]; then
-		pid=$(cat "$dir/pid")
-		kill "$pid" 2>/dev/null
-		i=0
-		while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do
-			sleep 0.05
-			i=$((i + 1))
-		done
-		kill -9 "$pid" 2>/dev/null
+		t_stop "$(cat "$dir/pid")" 5
 		rm -f "$dir/pid"
 	fi
 	;;

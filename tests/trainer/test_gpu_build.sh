@@ -9,54 +9,52 @@
 # Run from the repository root: sh tests/trainer/test_gpu_build.sh.
 # CUDA_HOME names the CUDA installation (default /usr/local/cuda).
 set -u
+. "$(dirname "$0")/../lib.sh"
 
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 if ! { command -v nvcc >/dev/null 2>&1 || [ -x "$CUDA_HOME/bin/nvcc" ]; } ||
 	[ ! -f "$CUDA_HOME/include/nccl.h" ]; then
-	echo "1..0 # SKIP no CUDA (nvcc and $CUDA_HOME/include/nccl.h)"
-	exit 0
+	t_skip_all "no CUDA (nvcc and $CUDA_HOME/include/nccl.h)"
 fi
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_trainer_gpu.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
-trap 'exit 1' INT TERM HUP
+t_tmpdir test_trainer_gpu
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 
-echo "1..3"
+t_plan 3
 # Plain flags: a sanitized parent build must not leak into this one.
-if make -s BUILD="$TMP/build" NCCL=yes CUDA_HOME="$CUDA_HOME" SAN= \
-	OPT="-O1 -g" "$TMP/build/lib/libtrainer.a" \
-	"$TMP/build/lib/pkgconfig/trainer.pc" >"$TMP/make.log" 2>&1 &&
-	grep -q -- '-lnccl' "$TMP/build/lib/pkgconfig/trainer.pc"; then
-	echo "ok 1 - libtrainer builds with NCCL=yes"
+if make -s BUILD="$T_TMP/build" NCCL=yes CUDA_HOME="$CUDA_HOME" SAN= \
+	OPT="-O1 -g" "$T_TMP/build/lib/libtrainer.a" \
+	"$T_TMP/build/lib/pkgconfig/trainer.pc" >"$T_TMP/make.log" 2>&1 &&
+	grep -q -- '-lnccl' "$T_TMP/build/lib/pkgconfig/trainer.pc"; then
+	t_pass "libtrainer builds with NCCL=yes"
 else
-	echo "not ok 1 - libtrainer builds with NCCL=yes"
-	tail -n 30 "$TMP/make.log" | sed 's/^/# /'
-	echo "not ok 2 - gpu_check links # SKIP no library"
-	echo "not ok 3 - trainer_init on the GPU # SKIP no library"
-	exit 1
+	t_fail "libtrainer builds with NCCL=yes"
+	tail -n 30 "$T_TMP/make.log" | sed 's/^/# /'
+	t_fail "gpu_check links # SKIP no library"
+	t_fail "trainer_init on the GPU # SKIP no library"
+	t_done
 fi
 
-flags=$(PKG_CONFIG_PATH=$TMP/build/lib/pkgconfig pkg-config --cflags \
+flags=$(PKG_CONFIG_PATH=$T_TMP/build/lib/pkgconfig pkg-config --cflags \
 	--libs trainer)
 # shellcheck disable=SC2086
-if cc -o "$TMP/gpu_check" -I"$CUDA_HOME/include" tests/trainer/gpu_check.c $flags \
-	>"$TMP/cc.log" 2>&1; then
-	echo "ok 2 - gpu_check links against NCCL and CUDA"
+if cc -o "$T_TMP/gpu_check" -I"$CUDA_HOME/include" tests/trainer/gpu_check.c $flags \
+	>"$T_TMP/cc.log" 2>&1; then
+	t_pass "gpu_check links against NCCL and CUDA"
 else
-	echo "not ok 2 - gpu_check links against NCCL and CUDA"
-	sed 's/^/# /' "$TMP/cc.log"
-	echo "not ok 3 - trainer_init on the GPU # SKIP did not link"
-	exit 1
+	t_fail "gpu_check links against NCCL and CUDA"
+	sed 's/^/# /' "$T_TMP/cc.log"
+	t_fail "trainer_init on the GPU # SKIP did not link"
+	t_done
 fi
 
-unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE TRAINCTL_RDZV_URL
-timeout -k 5 120 "$TMP/gpu_check" >"$TMP/run.log" 2>&1
+t_hermetic_job
+timeout -k 5 120 "$T_TMP/gpu_check" >"$T_TMP/run.log" 2>&1
 rc=$?
-sed 's/^/# /' "$TMP/run.log"
+sed 's/^/# /' "$T_TMP/run.log"
 if [ "$rc" -eq 0 ]; then
-	echo "ok 3 - trainer_init on the GPU: collectives or a clean error"
+	t_pass "trainer_init on the GPU: collectives or a clean error"
 else
-	echo "not ok 3 - trainer_init on the GPU: exit status $rc"
-	exit 1
+	t_fail "trainer_init on the GPU: exit status $rc"
 fi
+t_done

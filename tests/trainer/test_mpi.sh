@@ -9,55 +9,47 @@
 # Run from the repository root: sh tests/trainer/test_mpi.sh (after
 # `make trainer`; BUILD names the build directory, default build).
 set -u
+. "$(dirname "$0")/../lib.sh"
 
 BUILD=${BUILD:-build}
 PC_DIR=$BUILD/lib/pkgconfig
 
 if ! command -v mpirun >/dev/null 2>&1; then
-	echo "1..0 # SKIP mpirun is not installed"
-	exit 0
+	t_skip_all "mpirun is not installed"
 fi
 if [ ! -f "$PC_DIR/trainer.pc" ]; then
-	echo "1..0 # SKIP no $PC_DIR/trainer.pc (run make trainer)"
-	exit 0
+	t_skip_all "no $PC_DIR/trainer.pc (run make trainer)"
 fi
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_trainer_mpi.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
-trap 'exit 1' INT TERM HUP
+t_tmpdir test_trainer_mpi
 
 # OpenMPI keeps memory until exit, which LeakSanitizer would report.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE TRAINCTL_RDZV_URL
+t_hermetic_job
 
 flags=$(PKG_CONFIG_PATH=$PC_DIR pkg-config --cflags --libs trainer)
 # shellcheck disable=SC2086
-if cc -o "$TMP/mpi_check" tests/trainer/mpi_check.c $flags \
-	>"$TMP/cc.log" 2>&1; then
-	echo "ok 1 - mpi_check builds with pkg-config --cflags --libs trainer"
+if cc -o "$T_TMP/mpi_check" tests/trainer/mpi_check.c $flags \
+	>"$T_TMP/cc.log" 2>&1; then
+	t_pass "mpi_check builds with pkg-config --cflags --libs trainer"
 else
-	echo "not ok 1 - mpi_check builds with pkg-config --cflags --libs trainer"
-	sed 's/^/# /' "$TMP/cc.log"
-	echo "1..1"
-	exit 1
+	t_fail "mpi_check builds with pkg-config --cflags --libs trainer"
+	sed 's/^/# /' "$T_TMP/cc.log"
+	t_done
 fi
 
-mkdir -p "$TMP/ck"
-TRAINCTL_CHECKPOINT_DIR=$TMP/ck
+mkdir -p "$T_TMP/ck"
+TRAINCTL_CHECKPOINT_DIR=$T_TMP/ck
 export TRAINCTL_CHECKPOINT_DIR
 env -u LD_LIBRARY_PATH timeout -k 5 60 mpirun --allow-run-as-root \
 	--oversubscribe -np 3 -mca btl self,tcp -mca btl_tcp_if_include lo \
 	-mca oob_tcp_if_include lo -x TRAINCTL_CHECKPOINT_DIR -x ASAN_OPTIONS \
-	"$TMP/mpi_check" 2 >"$TMP/out.log" 2>"$TMP/err.log"
+	"$T_TMP/mpi_check" 2 >"$T_TMP/out.log" 2>"$T_TMP/err.log"
 rc=$?
-cat "$TMP/out.log"
+# mpi_check numbers its checks on from 2 and prints the plan: they are ours.
+t_include "$T_TMP/out.log"
 if [ "$rc" -ne 0 ]; then
-	n=$(grep -cE '^(not )?ok [0-9]+' "$TMP/out.log")
-	n=$((n + 1))
-	echo "not ok $n - mpirun exited with status $rc"
-	sed 's/^/# /' "$TMP/err.log" | tail -n 30
-	grep -q '^1\.\.' "$TMP/out.log" || echo "1..$n"
-	exit 1
+	t_fail "mpirun exited with status $rc"
+	sed 's/^/# /' "$T_TMP/err.log" | tail -n 30
 fi
-grep -q '^not ok' "$TMP/out.log" && exit 1
-exit 0
+t_done
