@@ -1,4 +1,5 @@
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -58,6 +59,138 @@ static int leader_exited(const struct db_assignment *as, size_t n)
 	return yes;
 }
 
+/* The summary being added up, and when its failure happened. */
+struct tally {
+	struct ctrl_plan_summary *s;
+	/* The failure named so far: 0 none, 1 a lost host (always wins), 2
+	 * an exit at an unknown time, else the exit's time. */
+	int64_t first_fail_ms;
+};
+
+static void fail_lost(struct tally *t, const struct db_assignment *a)
+{
+	struct ctrl_plan_summary *s = t->s;
+
+	if (s->failed)
+		return;
+	s->failed = 1;
+	buf_reset(&s->reason);
+	(void)buf_addf(&s->reason,
+		       "InternalServerError: host %s (algo-%d) stopped "
+		       "responding",
+		       a->host, a->host_index + 1);
+	t->first_fail_ms = 1;
+}
+
+/*
+ * An MPI follower (not algo-1) that is not in error: it serves mpirun's
+ * daemons, so its end is no verdict. Counts it as running or as having
+ * ended well, as the phase says.
+ */
+static void count_follower(struct ctrl_plan_summary *s,
+			   const struct api_report *r)
+{
+	if (r->phase == API_PHASE_RUNNING)
+		s->followers_running++;
+	if (r->phase >= API_PHASE_RUNNING)
+		s->running++;
+	if (r->phase == API_PHASE_DOWNLOADING)
+		s->downloading++;
+	if (r->phase == API_PHASE_DONE)
+		s->done++;
+	if (r->phase >= API_PHASE_EXITED) {
+		s->finished++;
+		s->exited_ok++;
+	}
+}
+
+/*
+ * Judges the exits of a host that reported them all (its report then
+ * carries output/failure too). The first failure in time names the
+ * culprit. Returns whether every process exited 0.
+ */
+static int judge_exits(struct tally *t, const struct db_assignment *a,
+		       const struct api_report *r)
+{
+	struct ctrl_plan_summary *s = t->s;
+	int ok = r->phase >= API_PHASE_EXITED && r->n_procs > 0;
+	size_t k;
+
+	for (k = 0; r->phase >= API_PHASE_EXITED && k < r->n_procs; k++) {
+		const struct api_proc_report *p = &r->procs[k];
+
+		if (!p->exited) {
+			ok = 0;
+			continue;
+		}
+		if (p->exit_code == 0 && p->signal == 0)
+			continue;
+		ok = 0;
+		if (s->failed &&
+		    !(t->first_fail_ms > 1 && p->exited_ms < t->first_fail_ms))
+			continue;
+		s->failed = 1;
+		t->first_fail_ms = p->exited_ms ? p->exited_ms : 2;
+		buf_reset(&s->reason);
+		if (r->failure && *r->failure)
+			(void)buf_addf(&s->reason, "AlgorithmError: %s",
+				       r->failure);
+		else
+			describe_exit(&s->reason, a, p);
+	}
+	return ok;
+}
+
+/* Adds one host's report to the tally. */
+static void add_report(struct tally *t, const struct db_assignment *a,
+		       const struct api_report *r, int mpi)
+{
+	struct ctrl_plan_summary *s = t->s;
+	int ok = 1;
+
+	if (mpi && a->host_index > 0 && r->phase != API_PHASE_ERROR &&
+	    (s->leader_exited || r->phase < API_PHASE_EXITED)) {
+		count_follower(s, r);
+		return;
+	}
+	if (r->phase == API_PHASE_DOWNLOADING)
+		s->downloading++;
+	if (r->phase >= API_PHASE_RUNNING && r->phase != API_PHASE_ERROR)
+		s->running++;
+	if (r->phase == API_PHASE_DONE)
+		s->done++;
+	if (r->phase >= API_PHASE_EXITED)
+		s->finished++;
+	if (r->phase == API_PHASE_ERROR) {
+		if (!s->failed) {
+			s->failed = 1;
+			buf_reset(&s->reason);
+			(void)buf_addf(&s->reason,
+				       "ClientError: algo-%d (host %s): %s",
+				       a->host_index + 1, a->host,
+				       r->error ? r->error : "error");
+		}
+		ok = 0;
+	}
+	if (!judge_exits(t, a, r))
+		ok = 0;
+	if (ok)
+		s->exited_ok++;
+}
+
+/* Cuts an over-long reason at a character boundary. */
+static void cut_reason(struct buf *reason)
+{
+	size_t cut = CTRL_REASON_MAX;
+
+	if (reason->len <= CTRL_REASON_MAX)
+		return;
+	while (cut && ((unsigned char)reason->data[cut] & 0xc0) == 0x80)
+		cut--;
+	reason->len = cut;
+	reason->data[cut] = '\0';
+}
+
 /*
  * In MPI mode algo-1's outcome (mpirun's) decides: the other hosts serve
  * mpirun's daemons and end when it does, or are stopped then. A host that
@@ -67,8 +200,8 @@ static int leader_exited(const struct db_assignment *as, size_t n)
 void ctrl_plan_summarize(const struct db_assignment *as, const int *lost,
 			 size_t n, int mpi, struct ctrl_plan_summary *s)
 {
-	int64_t first_fail_ms = 0;
-	size_t i, k;
+	struct tally t = { s, 0 };
+	size_t i;
 
 	memset(s, 0, sizeof(*s));
 	buf_init(&s->reason, 0);
@@ -78,18 +211,9 @@ void ctrl_plan_summarize(const struct db_assignment *as, const int *lost,
 	for (i = 0; i < n; i++) {
 		struct api_status st;
 		struct buf err = BUF_INIT;
-		struct api_report *r;
-		int ok = 1;
 
-		if (lost[i] && !s->failed) {
-			s->failed = 1;
-			buf_reset(&s->reason);
-			(void)buf_addf(&s->reason,
-				       "InternalServerError: host %s "
-				       "(algo-%d) stopped responding",
-				       as[i].host, as[i].host_index + 1);
-			first_fail_ms = 1;
-		}
+		if (lost[i])
+			fail_lost(&t, &as[i]);
 		if (!as[i].report_json ||
 		    api_status_parse(as[i].report_json,
 				     strlen(as[i].report_json), &st, &err) ||
@@ -100,90 +224,10 @@ void ctrl_plan_summarize(const struct db_assignment *as, const int *lost,
 			continue;
 		}
 		buf_release(&err);
-		r = &st.items[0];
-		if (mpi && as[i].host_index > 0 &&
-		    r->phase != API_PHASE_ERROR &&
-		    (s->leader_exited || r->phase < API_PHASE_EXITED)) {
-			if (r->phase == API_PHASE_RUNNING)
-				s->followers_running++;
-			if (r->phase >= API_PHASE_RUNNING)
-				s->running++;
-			if (r->phase == API_PHASE_DOWNLOADING)
-				s->downloading++;
-			if (r->phase == API_PHASE_DONE)
-				s->done++;
-			if (r->phase >= API_PHASE_EXITED) {
-				s->finished++;
-				s->exited_ok++;
-			}
-			api_status_release(&st);
-			continue;
-		}
-		if (r->phase == API_PHASE_DOWNLOADING)
-			s->downloading++;
-		if (r->phase >= API_PHASE_RUNNING &&
-		    r->phase != API_PHASE_ERROR)
-			s->running++;
-		if (r->phase == API_PHASE_DONE)
-			s->done++;
-		if (r->phase >= API_PHASE_EXITED)
-			s->finished++;
-		if (r->phase == API_PHASE_ERROR) {
-			if (!s->failed) {
-				s->failed = 1;
-				buf_reset(&s->reason);
-				(void)buf_addf(
-					&s->reason,
-					"ClientError: algo-%d (host %s): "
-					"%s",
-					as[i].host_index + 1, as[i].host,
-					r->error ? r->error : "error");
-			}
-			ok = 0;
-		}
-		/* Judge exits once the host reported them all: its report
-		 * then carries output/failure too. */
-		for (k = 0; r->phase >= API_PHASE_EXITED && k < r->n_procs;
-		     k++) {
-			const struct api_proc_report *p = &r->procs[k];
-
-			if (!p->exited) {
-				ok = 0;
-				continue;
-			}
-			if (p->exit_code == 0 && p->signal == 0)
-				continue;
-			ok = 0;
-			/* The first failure in time names the culprit. */
-			if (!s->failed || (first_fail_ms > 1 &&
-					   p->exited_ms < first_fail_ms)) {
-				s->failed = 1;
-				first_fail_ms = p->exited_ms ? p->exited_ms : 2;
-				buf_reset(&s->reason);
-				if (r->failure && *r->failure)
-					(void)buf_addf(&s->reason,
-						       "AlgorithmError: %s",
-						       r->failure);
-				else
-					describe_exit(&s->reason, &as[i], p);
-			}
-		}
-		if (r->phase < API_PHASE_EXITED || r->n_procs == 0)
-			ok = 0;
-		if (ok)
-			s->exited_ok++;
+		add_report(&t, &as[i], &st.items[0], mpi);
 		api_status_release(&st);
 	}
-	/* Cut over-long reasons at a character boundary. */
-	if (s->reason.len > CTRL_REASON_MAX) {
-		size_t cut = CTRL_REASON_MAX;
-
-		while (cut &&
-		       ((unsigned char)s->reason.data[cut] & 0xc0) == 0x80)
-			cut--;
-		s->reason.len = cut;
-		s->reason.data[cut] = '\0';
-	}
+	cut_reason(&s->reason);
 }
 
 static void finish_to(struct ctrl_plan_out *out, enum ctrl_job_state to,
