@@ -144,6 +144,8 @@ int ctrl_artifacts_collect(struct ctrl_ctx *ctx, const char *job, int attempt,
 			       job, file);
 		stor_config_init(&cfg);
 		stor_config_set(&cfg.state_dir, ctx->cfg.state_dir);
+		/* --s3-endpoint first; the environment fills the rest. */
+		stor_config_set(&cfg.s3_endpoint, ctx->cfg.s3_endpoint);
 		ret = stor_config_from_env(&cfg, err);
 		stor_config_fill_defaults(&cfg);
 		if (!ret)

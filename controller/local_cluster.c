@@ -58,8 +58,8 @@ static int spawn(struct ctrl_ctx *ctx, struct ctrl_host *h, int cpus)
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t mask, defaults;
-	struct buf tok = BUF_INIT, logp = BUF_INIT, cpu = BUF_INIT,
-		   pidp = BUF_INIT, num = BUF_INIT;
+	struct buf tok = BUF_INIT, s3 = BUF_INIT, logp = BUF_INIT,
+		   cpu = BUF_INIT, pidp = BUF_INIT, num = BUF_INIT;
 	char **envp;
 	size_t n_env = 0, i, k = 0;
 	pid_t pid;
@@ -87,12 +87,20 @@ static int spawn(struct ctrl_ctx *ctx, struct ctrl_host *h, int cpus)
 	}
 	while (environ[n_env])
 		n_env++;
-	envp = xcalloc(n_env + 2, sizeof(*envp));
+	envp = xcalloc(n_env + 3, sizeof(*envp));
 	for (i = 0; i < n_env; i++)
-		if (strncmp(environ[i], "TRAINCTL_AGENT_TOKEN=", 21))
+		if (strncmp(environ[i], "TRAINCTL_AGENT_TOKEN=", 21) &&
+		    (!ctx->cfg.s3_endpoint ||
+		     strncmp(environ[i], "TRAINCTL_S3_ENDPOINT=", 21)))
 			envp[k++] = environ[i];
 	(void)buf_addf(&tok, "TRAINCTL_AGENT_TOKEN=%s", h->token);
 	envp[k++] = tok.data;
+	/* The local agents reach S3 where this controller does. */
+	if (ctx->cfg.s3_endpoint) {
+		(void)buf_addf(&s3, "TRAINCTL_S3_ENDPOINT=%s",
+			       ctx->cfg.s3_endpoint);
+		envp[k++] = s3.data;
+	}
 	(void)buf_addf(&logp, "%s/agent.log", h->work_dir);
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
@@ -130,6 +138,7 @@ static int spawn(struct ctrl_ctx *ctx, struct ctrl_host *h, int cpus)
 			 (int)pid);
 	}
 	buf_release(&tok);
+	buf_release(&s3);
 	buf_release(&logp);
 	buf_release(&cpu);
 	buf_release(&pidp);

@@ -159,10 +159,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "trainctld: error: %s\n", err.data);
 		goto out;
 	}
-	/* The storage layer and the local agents read the endpoint from the
-	 * environment, as the AWS tools do. */
-	if (ctx.cfg.s3_endpoint)
-		setenv("TRAINCTL_S3_ENDPOINT", ctx.cfg.s3_endpoint, 1);
 	if (ctx.cfg.check_only) {
 		ctrl_config_print(&ctx.cfg);
 		ret = 0;

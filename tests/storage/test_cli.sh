@@ -77,6 +77,28 @@ if PORT=$(S3RVER_BUCKETS=bkt sh tests/storage/s3rver.sh start "$S3DIR" 2>"$T_TMP
 		--endpoint-url "$TRAINCTL_S3_ENDPOINT" --region us-east-1 \
 		s3 cp s3://bkt/code/sourcedir.tar.gz "$T_TMP/aws.tgz"
 	check "s3: identical to ours" cmp "$T_TMP/aws.tgz" "$T_TMP/s3.tgz"
+	# trainctld --s3-endpoint: the controller (the job's model) and its
+	# local agents reach that endpoint with none of it in their
+	# environment.
+	ep=$TRAINCTL_S3_ENDPOINT
+	unset TRAINCTL_S3_ENDPOINT
+	if [ ! -x "$DAEMON" ]; then
+		t_skip "s3: trainctld --s3-endpoint" "$DAEMON is not built"
+	elif t_start_trainctld -n s3ctrl -- --s3-endpoint "$ep" \
+		--local-hosts 1; then
+		TRAINCTL_ENDPOINT=$T_URL "$CLI" create-training-job --name s3job \
+			--image file:///bin/true --instance-type ml.m5.large \
+			--instance-count 1 --output-path s3://bkt/out --wait \
+			>"$T_TMP/out" 2>"$T_TMP/err"
+		t_ok $? "s3: a job of trainctld --s3-endpoint completes" ||
+			t_diag_file "$T_TMP/err"
+		check "s3: its model.tar.gz is in the bucket" /usr/bin/aws \
+			--endpoint-url "$ep" --region us-east-1 \
+			s3 ls s3://bkt/out/s3job/output/model.tar.gz
+		t_stop "$T_PID"
+	else
+		t_fail "s3: trainctld --s3-endpoint starts"
+	fi
 	unset TRAINCTL_S3_ENDPOINT AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
 else
 	t_skip "s3: backend" "s3rver cannot run here"
