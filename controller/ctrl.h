@@ -54,6 +54,25 @@ struct ctrl_jobrt;
 struct ctrl_rdzv;
 
 /* Everything the controller owns; passed first to every function. */
+/*
+ * Answers of DescribeTrainingJob kept until the next commit of the store
+ * (controller/ops.c): one slot per name hash, locked in stripes.
+ */
+#define CTRL_DCACHE_SLOTS 16384
+#define CTRL_DCACHE_STRIPES 16
+struct ctrl_dcache_slot {
+	char *name;
+	char *owner;
+	uint64_t seq;
+	char *body;
+	size_t len;
+};
+struct ctrl_dcache {
+	struct ctrl_dcache_slot slots[CTRL_DCACHE_SLOTS];
+	_Atomic size_t bytes; /* all bodies together */
+	pthread_mutex_t lock[CTRL_DCACHE_STRIPES];
+};
+
 struct ctrl_ctx {
 	struct ctrl_config cfg;
 	struct db *db;
@@ -109,10 +128,22 @@ struct ctrl_ctx {
 	struct ctrl_host *live_head;
 	struct ctrl_host *live_tail;
 
+	struct ctrl_dcache *dcache;
+
 	/* Per-job runtime caches (controller/jobrt.c), under jobs_lock. */
 	pthread_mutex_t jobs_lock;
 	struct ctrl_jobrt *jobs;
 };
+
+/*
+ * ctx.c: a context with its configuration at its defaults, its locks and
+ * conditions made and its caches empty; release frees what the context
+ * holds (hosts, runtime caches, rendezvous, credentials, TLS texts, the
+ * configuration) and destroys the locks. The store (ctx->db) is the
+ * caller's to open and close.
+ */
+void ctrl_ctx_init(struct ctrl_ctx *ctx);
+void ctrl_ctx_release(struct ctrl_ctx *ctx);
 
 /* config.c */
 void ctrl_config_init(struct ctrl_config *cfg);

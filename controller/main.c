@@ -141,15 +141,14 @@ int main(int argc, char **argv)
 	int sig = 0;
 	int ret = 1;
 
-	memset(&ctx, 0, sizeof(ctx));
 	/* The database, the store and the logs are the controller's alone;
 	 * what others may reach is opened up explicitly. */
 	(void)umask(077);
-	ctrl_config_init(&ctx.cfg);
+	ctrl_ctx_init(&ctx);
 	if (ctrl_config_parse_args(&ctx.cfg, argc, argv, &err)) {
 		fprintf(stderr, "trainctld: error: %s\n", err.data);
 		ctrl_usage();
-		ctrl_config_release(&ctx.cfg);
+		ctrl_ctx_release(&ctx);
 		buf_release(&err);
 		return 2;
 	}
@@ -197,18 +196,11 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	pthread_mutex_init(&ctx.lock, NULL);
-	/* The reconciler's sleeps are timed on the monotonic clock. */
-	if (time_cond_init_mono(&ctx.wake))
-		BUG("cannot initialize the reconciler's condition");
-	pthread_mutex_init(&ctx.hosts_lock, NULL);
-	pthread_cond_init(&ctx.prov_done, NULL);
 	libssh2_init(0);
 	if (ctrl_inventory_load(&ctx, &err)) {
 		fprintf(stderr, "trainctld: error: %s\n", err.data);
 		goto out_db;
 	}
-	pthread_mutex_init(&ctx.jobs_lock, NULL);
 	if (ctrl_rdzv_init(&ctx, &err)) {
 		fprintf(stderr, "trainctld: error: %s\n", err.data);
 		goto out_db;
@@ -289,26 +281,10 @@ out_reconciler:
 	ctrl_reconciler_stop(&ctx);
 out_db:
 	db_close(ctx.db);
-	ctrl_jobrt_release_all(&ctx);
-	ctrl_hosts_release(&ctx);
-	ctrl_rdzv_release(&ctx);
-	pthread_mutex_destroy(&ctx.lock);
-	pthread_cond_destroy(&ctx.wake);
-	pthread_mutex_destroy(&ctx.hosts_lock);
-	pthread_cond_destroy(&ctx.prov_done);
+	ctx.db = NULL;
 	libssh2_exit();
-	pthread_mutex_destroy(&ctx.jobs_lock);
 out:
-	api_credentials_release(&ctx.creds);
-	if (ctx.tls_key_pem) {
-		OPENSSL_cleanse(ctx.tls_key_pem, strlen(ctx.tls_key_pem));
-		free(ctx.tls_key_pem);
-	}
-	free(ctx.tls_cert_pem);
-	free(ctx.tls_ca_pem);
-	free(ctx.tls_ca_path);
-	free(ctx.blob_root);
-	ctrl_config_release(&ctx.cfg);
+	ctrl_ctx_release(&ctx);
 	buf_release(&err);
 	buf_release(&path);
 	return ret;

@@ -440,31 +440,8 @@ static void job_to_record(struct db_job *j, struct api_job_record *r)
  * then costs a copy instead of three queries and a JSON build. One slot
  * per name hash, locked in stripes.
  */
-#define DCACHE_SLOTS 16384
-#define DCACHE_STRIPES 16
 #define DCACHE_MAX_BODY (64 << 10)
 #define DCACHE_MAX_BYTES (32 << 20) /* all cached answers together */
-
-struct dcache_slot {
-	char *name;
-	char *owner;
-	uint64_t seq;
-	char *body;
-	size_t len;
-};
-
-static struct dcache_slot dcache[DCACHE_SLOTS];
-static _Atomic size_t dcache_bytes;
-static pthread_mutex_t dcache_lock[DCACHE_STRIPES] = {
-	PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
-	PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
-	PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
-	PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
-	PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
-	PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
-	PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
-	PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER
-};
 
 static size_t dcache_index(const char *name)
 {
@@ -472,42 +449,42 @@ static size_t dcache_index(const char *name)
 
 	for (; *name; name++)
 		h = (h ^ (unsigned char)*name) * 16777619u;
-	return h % DCACHE_SLOTS;
+	return h % CTRL_DCACHE_SLOTS;
 }
 
 /* 1: out holds the answer; 0: not cached; -1: cached, another's job. */
-static int dcache_get(const char *name, uint64_t seq,
+static int dcache_get(struct ctrl_dcache *dc, const char *name, uint64_t seq,
 		      const struct ctrl_caller *who, struct buf *out)
 {
 	size_t i = dcache_index(name);
-	struct dcache_slot *s = &dcache[i];
+	struct ctrl_dcache_slot *s = &dc->slots[i];
 	int hit;
 
-	pthread_mutex_lock(&dcache_lock[i % DCACHE_STRIPES]);
+	pthread_mutex_lock(&dc->lock[i % CTRL_DCACHE_STRIPES]);
 	hit = s->name && s->seq == seq && !strcmp(s->name, name);
 	if (hit && !ctrl_caller_sees(who, s->owner))
 		hit = -1;
 	else if (hit)
 		(void)buf_add(out, s->body, s->len);
-	pthread_mutex_unlock(&dcache_lock[i % DCACHE_STRIPES]);
+	pthread_mutex_unlock(&dc->lock[i % CTRL_DCACHE_STRIPES]);
 	return hit;
 }
 
-static void dcache_put(const char *name, uint64_t seq, const char *owner,
-		       const struct buf *b)
+static void dcache_put(struct ctrl_dcache *dc, const char *name, uint64_t seq,
+		       const char *owner, const struct buf *b)
 {
 	size_t i = dcache_index(name);
-	struct dcache_slot *s = &dcache[i];
+	struct ctrl_dcache_slot *s = &dc->slots[i];
 
 	if (b->len > DCACHE_MAX_BODY)
 		return;
-	pthread_mutex_lock(&dcache_lock[i % DCACHE_STRIPES]);
-	if (atomic_load(&dcache_bytes) - s->len + b->len > DCACHE_MAX_BYTES) {
-		pthread_mutex_unlock(&dcache_lock[i % DCACHE_STRIPES]);
+	pthread_mutex_lock(&dc->lock[i % CTRL_DCACHE_STRIPES]);
+	if (atomic_load(&dc->bytes) - s->len + b->len > DCACHE_MAX_BYTES) {
+		pthread_mutex_unlock(&dc->lock[i % CTRL_DCACHE_STRIPES]);
 		return;
 	}
-	atomic_fetch_sub(&dcache_bytes, s->len);
-	atomic_fetch_add(&dcache_bytes, b->len);
+	atomic_fetch_sub(&dc->bytes, s->len);
+	atomic_fetch_add(&dc->bytes, b->len);
 	free(s->name);
 	free(s->owner);
 	free(s->body);
@@ -517,7 +494,7 @@ static void dcache_put(const char *name, uint64_t seq, const char *owner,
 	memcpy(s->body, b->data, b->len);
 	s->len = b->len;
 	s->seq = seq;
-	pthread_mutex_unlock(&dcache_lock[i % DCACHE_STRIPES]);
+	pthread_mutex_unlock(&dc->lock[i % CTRL_DCACHE_STRIPES]);
 }
 
 void ctrl_op_describe(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
@@ -542,7 +519,7 @@ void ctrl_op_describe(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	}
 	/* Read before the job: see db_write_seq(). */
 	seq = db_write_seq(ctx->db);
-	hit = dcache_get(name, seq, who, &out);
+	hit = dcache_get(ctx->dcache, name, seq, who, &out);
 	if (hit > 0) {
 		reply_json(resp, &out);
 		goto out;
@@ -565,7 +542,7 @@ void ctrl_op_describe(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 				    "stored request is corrupt");
 		goto out;
 	}
-	dcache_put(name, seq, owner, &out);
+	dcache_put(ctx->dcache, name, seq, owner, &out);
 	reply_json(resp, &out);
 out:
 	api_job_record_release(&rec);

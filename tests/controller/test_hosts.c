@@ -39,15 +39,13 @@ void MHD_resume_connection(struct MHD_Connection *connection)
 
 static void ctx_init(struct ctrl_ctx *ctx)
 {
-	memset(ctx, 0, sizeof(*ctx));
-	pthread_mutex_init(&ctx->hosts_lock, NULL);
+	ctrl_ctx_init(ctx);
 	ctx->cfg.host_deadline_ms = 3000;
 }
 
 static void ctx_release(struct ctrl_ctx *ctx)
 {
-	ctrl_hosts_release(ctx);
-	pthread_mutex_destroy(&ctx->hosts_lock);
+	ctrl_ctx_release(ctx);
 }
 
 static void seen(struct ctrl_ctx *ctx, struct ctrl_host *h, int64_t t)

@@ -266,6 +266,7 @@ static int setup(void **state)
 		free(f);
 		return -1;
 	}
+	ctrl_ctx_init(&f->ctx);
 	snprintf(path, sizeof(path), "%s/trainctl.db", f->dir);
 	ret = db_open(path, 1, &f->ctx.db, &err);
 	if (ret)
@@ -283,6 +284,8 @@ static int teardown(void **state)
 	DIR *d;
 
 	db_close(f->ctx.db);
+	f->ctx.db = NULL;
+	ctrl_ctx_release(&f->ctx);
 	d = opendir(f->dir);
 	while (d && (de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
