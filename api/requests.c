@@ -29,6 +29,23 @@ int api_name_request_parse(const char *shape, const char *json, size_t len,
 	return ret;
 }
 
+int api_job_name_check(const char *name, struct buf *err)
+{
+	json_t *root = json_object();
+	json_t *v = json_string(name);
+	int ret;
+
+	if (!root || !v) {
+		json_decref(root);
+		json_decref(v);
+		return ERR_INVALID;
+	}
+	json_object_set_new(root, "TrainingJobName", v);
+	ret = api_validate("DescribeTrainingJobRequest", root, err);
+	json_decref(root);
+	return ret;
+}
+
 static int parse_sort_by(const char *s, enum api_sort_by *out)
 {
 	if (!s || !strcmp(s, "CreationTime"))

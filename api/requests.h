@@ -63,6 +63,13 @@ void api_list_request_release(struct api_list_request *req);
 int api_name_request_build(const char *name, struct buf *out);
 
 /*
+ * Checks a job name as a TrainingJobName of the service model (what the
+ * REST face takes from a path). Returns 0, or ERR_INVALID with err saying
+ * why (err empty when name is not UTF-8).
+ */
+int api_job_name_check(const char *name, struct buf *err);
+
+/*
  * The version tag of a Describe answer for the REST long-poll
  * (GET /v1/training-jobs/NAME?wait=S&etag=E): 16 hex digits of the
  * FNV-1a 64 hash of the body, computed the same way by server and client.

@@ -497,26 +497,19 @@ static void dcache_put(struct ctrl_dcache *dc, const char *name, uint64_t seq,
 	pthread_mutex_unlock(&dc->lock[i % CTRL_DCACHE_STRIPES]);
 }
 
-void ctrl_op_describe(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
-		      const char *body, size_t len, struct ctrl_response *resp)
+void ctrl_job_describe(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		       const char *name, struct ctrl_response *resp)
 {
 	struct buf err = BUF_INIT;
 	struct buf out = BUF_INIT;
 	struct api_job_record rec;
 	struct db_job job;
-	char *name = NULL;
 	char *owner = NULL;
 	uint64_t seq;
 	int hit;
 	int ret;
 
 	memset(&rec, 0, sizeof(rec));
-	ret = api_name_request_parse("DescribeTrainingJobRequest", body, len,
-				     &name, &err);
-	if (ret) {
-		ctrl_reply_err_code(resp, ret, err.data);
-		goto out;
-	}
 	/* Read before the job: see db_write_seq(). */
 	seq = db_write_seq(ctx->db);
 	hit = dcache_get(ctx->dcache, name, seq, who, &out);
@@ -546,7 +539,6 @@ void ctrl_op_describe(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	reply_json(resp, &out);
 out:
 	api_job_record_release(&rec);
-	free(name);
 	free(owner);
 	buf_release(&err);
 	buf_release(&out);
@@ -657,20 +649,16 @@ static int current_state(struct ctrl_ctx *ctx, const char *name,
 	return ret ? ERR_INTERNAL : 0;
 }
 
-void ctrl_op_stop(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
-		  const char *body, size_t len, struct ctrl_response *resp)
+void ctrl_job_stop(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		   const char *name, struct ctrl_response *resp)
 {
 	struct buf err = BUF_INIT;
 	enum ctrl_job_state state;
 	char *status = NULL;
-	char *name = NULL;
 	int ret;
 	int tries;
 
-	ret = api_name_request_parse("StopTrainingJobRequest", body, len, &name,
-				     &err);
-	if (!ret)
-		ret = ctrl_caller_check_job(ctx, who, name, &err);
+	ret = ctrl_caller_check_job(ctx, who, name, &err);
 	/* A state may change between reading it and writing; retry then. */
 	for (tries = 0; !ret && tries < 5; tries++) {
 		free(status);
@@ -704,22 +692,17 @@ void ctrl_op_stop(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		reply_empty(resp);
 	}
 	free(status);
-	free(name);
 	buf_release(&err);
 }
 
-void ctrl_op_delete(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
-		    const char *body, size_t len, struct ctrl_response *resp)
+void ctrl_job_delete(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		     const char *name, struct ctrl_response *resp)
 {
 	struct buf err = BUF_INIT;
 	struct buf msg = BUF_INIT;
-	char *name = NULL;
 	int ret;
 
-	ret = api_name_request_parse("DeleteTrainingJobRequest", body, len,
-				     &name, &err);
-	if (!ret)
-		ret = ctrl_caller_check_job(ctx, who, name, &err);
+	ret = ctrl_caller_check_job(ctx, who, name, &err);
 	if (!ret)
 		ret = db_job_delete(ctx->db, name, ctrl_job_status_terminal,
 				    &err);
@@ -739,9 +722,48 @@ void ctrl_op_delete(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		log_info("job '%s' deleted", name);
 		reply_empty(resp);
 	}
-	free(name);
 	buf_release(&err);
 	buf_release(&msg);
+}
+
+/* The JSON 1.1 form of an operation on one job: its name, then fn. */
+static void by_name(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		    const char *shape, const char *body, size_t len,
+		    struct ctrl_response *resp,
+		    void (*fn)(struct ctrl_ctx *, const struct ctrl_caller *,
+			       const char *, struct ctrl_response *))
+{
+	struct buf err = BUF_INIT;
+	char *name = NULL;
+	int ret = api_name_request_parse(shape, body, len, &name, &err);
+
+	if (ret)
+		ctrl_reply_err_code(resp, ret, err.data);
+	else
+		fn(ctx, who, name, resp);
+	free(name);
+	buf_release(&err);
+}
+
+void ctrl_op_describe(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		      const char *body, size_t len, struct ctrl_response *resp)
+{
+	by_name(ctx, who, "DescribeTrainingJobRequest", body, len, resp,
+		ctrl_job_describe);
+}
+
+void ctrl_op_stop(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		  const char *body, size_t len, struct ctrl_response *resp)
+{
+	by_name(ctx, who, "StopTrainingJobRequest", body, len, resp,
+		ctrl_job_stop);
+}
+
+void ctrl_op_delete(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		    const char *body, size_t len, struct ctrl_response *resp)
+{
+	by_name(ctx, who, "DeleteTrainingJobRequest", body, len, resp,
+		ctrl_job_delete);
 }
 
 static const struct {

@@ -104,6 +104,17 @@ void ctrl_op_stop(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 void ctrl_op_delete(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		    const char *body, size_t len, struct ctrl_response *resp);
 
+/*
+ * The same on a job named by a name already checked (the REST face
+ * checks it with api_job_name_check()).
+ */
+void ctrl_job_describe(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		       const char *name, struct ctrl_response *resp);
+void ctrl_job_stop(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		   const char *name, struct ctrl_response *resp);
+void ctrl_job_delete(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		     const char *name, struct ctrl_response *resp);
+
 /* Operations by name, for X-Amz-Target dispatch. NULL when unknown. */
 typedef void (*ctrl_op_fn)(struct ctrl_ctx *, const struct ctrl_caller *,
 			   const char *, size_t, struct ctrl_response *);
