@@ -19,6 +19,7 @@
 #include "controller/hosts.h"
 #include "controller/cwlogs.h"
 #include "controller/http.h"
+#include "controller/route.h"
 #include "controller/metrics.h"
 #include "controller/ops.h"
 #include "controller/rendezvous.h"
@@ -249,11 +250,9 @@ static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind,
  * parked on ctx->job_waiters (no thread held) and looks again whenever a
  * job changes. Without wait and etag: a plain Describe.
  */
-static enum ctrl_route_result describe_wait(struct ctrl_ctx *ctx,
-					    struct MHD_Connection *conn,
-					    struct request *req,
-					    const struct buf *body,
-					    struct ctrl_response *resp)
+static enum ctrl_route_result
+describe_wait(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+	      struct request *req, const char *name, struct ctrl_response *resp)
 {
 	const char *wait = MHD_lookup_connection_value(
 		conn, MHD_GET_ARGUMENT_KIND, "wait");
@@ -272,8 +271,7 @@ static enum ctrl_route_result describe_wait(struct ctrl_ctx *ctx,
 		version = ctx->job_version;
 		pthread_mutex_unlock(&ctx->hosts_lock);
 		buf_reset(&resp->body);
-		ctrl_op_describe(ctx, &req->caller, body->data, body->len,
-				 resp);
+		ctrl_job_describe(ctx, &req->caller, name, resp);
 		if (!etag || wait_us <= 0 || resp->status != 200)
 			return CTRL_ROUTE_DONE;
 		api_body_etag(resp->body.data, resp->body.len, now);
@@ -298,99 +296,216 @@ static enum ctrl_route_result describe_wait(struct ctrl_ctx *ctx,
 	return CTRL_ROUTE_DONE;
 }
 
+/* A REST handler: p holds what the pattern's "{}" and "*" stood for. */
+typedef enum ctrl_route_result rest_fn(struct ctrl_ctx *ctx,
+				       struct MHD_Connection *conn,
+				       struct request *req, const char *param,
+				       struct ctrl_response *resp);
+
+static enum ctrl_route_result rest_hosts(struct ctrl_ctx *ctx,
+					 struct MHD_Connection *conn,
+					 struct request *req, const char *param,
+					 struct ctrl_response *resp)
+{
+	(void)conn;
+	(void)param;
+	ctrl_hosts_list(ctx, &req->caller, resp);
+	return CTRL_ROUTE_DONE;
+}
+
+static enum ctrl_route_result rest_drain(struct ctrl_ctx *ctx,
+					 struct MHD_Connection *conn,
+					 struct request *req, const char *param,
+					 struct ctrl_response *resp)
+{
+	(void)conn;
+	ctrl_hosts_drain_route(ctx, param, req->body.data, req->body.len, resp);
+	return CTRL_ROUTE_DONE;
+}
+
+static enum ctrl_route_result rest_list(struct ctrl_ctx *ctx,
+					struct MHD_Connection *conn,
+					struct request *req, const char *param,
+					struct ctrl_response *resp)
+{
+	struct query_list q;
+
+	(void)param;
+	q.n = 0;
+	q.overflow = 0;
+	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_query,
+				  &q);
+	if (q.overflow)
+		ctrl_reply_err(resp, CTRL_E_VALIDATION,
+			       "too many query parameters");
+	else
+		ctrl_op_list_query(ctx, &req->caller, q.items, q.n, resp);
+	return CTRL_ROUTE_DONE;
+}
+
+static enum ctrl_route_result
+rest_create(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+	    struct request *req, const char *param, struct ctrl_response *resp)
+{
+	(void)conn;
+	(void)param;
+	ctrl_op_create(ctx, &req->caller, req->body.data, req->body.len, resp);
+	return CTRL_ROUTE_DONE;
+}
+
+static enum ctrl_route_result rest_describe(struct ctrl_ctx *ctx,
+					    struct MHD_Connection *conn,
+					    struct request *req,
+					    const char *param,
+					    struct ctrl_response *resp)
+{
+	return describe_wait(ctx, conn, req, param, resp);
+}
+
+static enum ctrl_route_result
+rest_delete(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+	    struct request *req, const char *param, struct ctrl_response *resp)
+{
+	(void)conn;
+	ctrl_job_delete(ctx, &req->caller, param, resp);
+	return CTRL_ROUTE_DONE;
+}
+
+/* Stop and logs say whether the caller may see the job first. */
+static int job_visible(struct ctrl_ctx *ctx, struct request *req,
+		       const char *name, struct ctrl_response *resp)
+{
+	struct buf err = BUF_INIT;
+	int ret = ctrl_caller_check_job(ctx, &req->caller, name, &err);
+
+	if (ret)
+		ctrl_reply_err_code(resp, ret, err.data);
+	buf_release(&err);
+	return !ret;
+}
+
+static enum ctrl_route_result rest_stop(struct ctrl_ctx *ctx,
+					struct MHD_Connection *conn,
+					struct request *req, const char *param,
+					struct ctrl_response *resp)
+{
+	(void)conn;
+	if (job_visible(ctx, req, param, resp))
+		ctrl_job_stop(ctx, &req->caller, param, resp);
+	return CTRL_ROUTE_DONE;
+}
+
+static enum ctrl_route_result rest_logs(struct ctrl_ctx *ctx,
+					struct MHD_Connection *conn,
+					struct request *req, const char *param,
+					struct ctrl_response *resp)
+{
+	if (!job_visible(ctx, req, param, resp))
+		return CTRL_ROUTE_DONE;
+	return ctrl_logs_route(ctx, conn, param, req, resp);
+}
+
+#define JOB_METHODS "method not allowed on this resource"
+
 /*
- * The REST face: /v1/training-jobs[/{name}[/stop]]. The JSON bodies are the
- * JSON 1.1 ones, so every route ends in the same handlers.
+ * The REST face. The path decides first: an unknown one is 404; then an
+ * admin key where one is needed, a job name checked against the service
+ * model (job_name), and last the method (405 with `allow`, or 404 where
+ * allow is NULL). The JSON bodies are the JSON 1.1 ones, so every route
+ * ends in the same handlers.
  */
+static const struct rest_route {
+	const char *method;
+	const char *pattern;
+	int admin;    /* needs an admin key */
+	int job_name; /* the "{}" is a TrainingJobName */
+	rest_fn *fn;
+	const char *allow;
+} rest_routes[] = {
+	{ "GET", "/v1/hosts", 0, 0, rest_hosts, NULL },
+	{ "POST", "/v1/hosts/*", 1, 0, rest_drain,
+	  "use POST on /v1/hosts/<name>/drain and /undrain" },
+	{ "GET", "/v1/training-jobs", 0, 0, rest_list,
+	  "use GET or POST on /v1/training-jobs" },
+	{ "POST", "/v1/training-jobs", 0, 0, rest_create,
+	  "use GET or POST on /v1/training-jobs" },
+	{ "GET", "/v1/training-jobs/", 0, 0, rest_list,
+	  "use GET or POST on /v1/training-jobs" },
+	{ "POST", "/v1/training-jobs/", 0, 0, rest_create,
+	  "use GET or POST on /v1/training-jobs" },
+	{ "GET", "/v1/training-jobs/{}", 0, 1, rest_describe, JOB_METHODS },
+	{ "DELETE", "/v1/training-jobs/{}", 0, 1, rest_delete, JOB_METHODS },
+	{ "POST", "/v1/training-jobs/{}/stop", 0, 1, rest_stop, JOB_METHODS },
+	{ "GET", "/v1/training-jobs/{}/logs", 0, 1, rest_logs,
+	  "use GET on logs" },
+};
+
+/* Checks the "{}" of a job route; fills resp when it is no job name. */
+static int job_name_ok(const char *name, size_t len, struct ctrl_response *resp,
+		       struct buf *out)
+{
+	struct buf err = BUF_INIT;
+	int ok = 1;
+
+	if (buf_add(out, name, len)) {
+		ctrl_reply_err(resp, CTRL_E_VALIDATION, "job name too long");
+		return 0;
+	}
+	if (api_job_name_check(out->data, &err)) {
+		ctrl_reply_err(resp, CTRL_E_VALIDATION,
+			       err.len ? err.data : "invalid job name");
+		ok = 0;
+	}
+	buf_release(&err);
+	return ok;
+}
+
 static enum ctrl_route_result route_rest(struct ctrl_ctx *ctx,
 					 struct MHD_Connection *conn,
 					 const char *method, const char *url,
 					 struct request *req,
 					 struct ctrl_response *resp)
 {
-	static const char prefix[] = "/v1/training-jobs";
-	const char *rest = url + strlen(prefix);
-	struct buf name = BUF_INIT_MAX(256);
-	struct buf body = BUF_INIT;
-	struct buf err = BUF_INIT;
-	char *checked = NULL;
-	const char *slash;
-	enum ctrl_route_result result = CTRL_ROUTE_DONE;
-	int stop = 0;
-	int logs = 0;
-	int ret;
+	const struct rest_route *path_match = NULL, *r = NULL;
+	struct ctrl_route_params p;
+	struct buf param = BUF_INIT_MAX(256);
+	enum ctrl_route_result res = CTRL_ROUTE_DONE;
+	size_t i;
 
-	if (strncmp(url, prefix, strlen(prefix)) || (*rest && *rest != '/')) {
-		ctrl_reply_err(resp, CTRL_E_NO_SUCH_PATH, "no such resource");
-		return CTRL_ROUTE_DONE;
-	}
-	if (*rest == '\0' || !strcmp(rest, "/")) {
-		if (!strcmp(method, "GET")) {
-			struct query_list q;
-
-			q.n = 0;
-			q.overflow = 0;
-			MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND,
-						  collect_query, &q);
-			if (q.overflow)
-				ctrl_reply_err(resp, CTRL_E_VALIDATION,
-					       "too many query parameters");
-			else
-				ctrl_op_list_query(ctx, &req->caller, q.items,
-						   q.n, resp);
-		} else if (!strcmp(method, "POST")) {
-			ctrl_op_create(ctx, &req->caller, req->body.data,
-				       req->body.len, resp);
-		} else {
-			ctrl_reply_err(resp, CTRL_E_METHOD,
-				       "use GET or POST on /v1/training-jobs");
+	for (i = 0; i < sizeof(rest_routes) / sizeof(rest_routes[0]); i++) {
+		if (!ctrl_route_match(rest_routes[i].pattern, url, &p))
+			continue;
+		path_match = path_match ? path_match : &rest_routes[i];
+		if (!strcmp(rest_routes[i].method, method)) {
+			r = &rest_routes[i];
+			break;
 		}
-		return CTRL_ROUTE_DONE;
 	}
-	rest++;
-	slash = strchr(rest, '/');
-	if (slash && !strcmp(slash, "/stop"))
-		stop = 1;
-	else if (slash && !strcmp(slash, "/logs"))
-		logs = 1;
-	else if (slash) {
+	if (!path_match || (!r && !path_match->allow)) {
 		ctrl_reply_err(resp, CTRL_E_NO_SUCH_PATH, "no such resource");
-		return CTRL_ROUTE_DONE;
+		goto out;
 	}
-	if (buf_add(&name, rest,
-		    slash ? (size_t)(slash - rest) : strlen(rest))) {
-		ctrl_reply_err(resp, CTRL_E_VALIDATION, "job name too long");
-		return CTRL_ROUTE_DONE;
+	if (path_match->admin && !req->caller.admin) {
+		ctrl_reply_err(resp, CTRL_E_ACCESS_DENIED,
+			       "draining hosts needs an admin key");
+		goto out;
 	}
-	if (api_name_request_build(name.data, &body) ||
-	    api_name_request_parse("DescribeTrainingJobRequest", body.data,
-				   body.len, &checked, &err)) {
-		ctrl_reply_err(resp, CTRL_E_VALIDATION,
-			       err.len ? err.data : "invalid job name");
-	} else if ((ret = ctrl_caller_check_job(ctx, &req->caller, name.data,
-						&err)) &&
-		   (logs || stop)) {
-		/* Describe and Delete say it themselves. */
-		ctrl_reply_err_code(resp, ret, err.data);
-	} else if (logs && !strcmp(method, "GET")) {
-		result = ctrl_logs_route(ctx, conn, name.data, req, resp);
-	} else if (logs) {
-		ctrl_reply_err(resp, CTRL_E_METHOD, "use GET on logs");
-	} else if (stop && !strcmp(method, "POST")) {
-		ctrl_op_stop(ctx, &req->caller, body.data, body.len, resp);
-	} else if (!stop && !strcmp(method, "GET")) {
-		result = describe_wait(ctx, conn, req, &body, resp);
-	} else if (!stop && !strcmp(method, "DELETE")) {
-		ctrl_op_delete(ctx, &req->caller, body.data, body.len, resp);
-	} else {
-		ctrl_reply_err(resp, CTRL_E_METHOD,
-			       "method not allowed on this resource");
+	if (path_match->job_name &&
+	    !job_name_ok(p.s[0], p.len[0], resp, &param))
+		goto out;
+	if (!r) {
+		ctrl_reply_err(resp, CTRL_E_METHOD, path_match->allow);
+		goto out;
 	}
-	free(checked);
-	buf_release(&name);
-	buf_release(&body);
-	buf_release(&err);
-	return result;
+	/* A "*" stands for the rest of the path: url's own tail. */
+	res = r->fn(ctx, conn, req,
+		    path_match->job_name ? param.data :
+		    p.n			 ? p.s[0] :
+					   "",
+		    resp);
+out:
+	buf_release(&param);
+	return res;
 }
 
 /*
@@ -464,25 +579,6 @@ route(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
 	if (ctrl_web_owns(conn, method, url))
 		return ctrl_web_route(ctx, conn, method, url, req, resp,
 				      content_type);
-	if (!strcmp(url, "/v1/hosts") && !strcmp(method, "GET")) {
-		*content_type = "application/json";
-		ctrl_hosts_list(ctx, &req->caller, resp);
-		return CTRL_ROUTE_DONE;
-	}
-	if (!strncmp(url, "/v1/hosts/", 10)) {
-		*content_type = "application/json";
-		if (!req->caller.admin)
-			ctrl_reply_err(resp, CTRL_E_ACCESS_DENIED,
-				       "draining hosts needs an admin key");
-		else if (strcmp(method, "POST"))
-			ctrl_reply_err(resp, CTRL_E_METHOD,
-				       "use POST on /v1/hosts/<name>/drain "
-				       "and /undrain");
-		else
-			ctrl_hosts_drain_route(ctx, url + 10, req->body.data,
-					       req->body.len, resp);
-		return CTRL_ROUTE_DONE;
-	}
 	if (!strncmp(url, "/v1/", 4)) {
 		*content_type = "application/json";
 		return route_rest(ctx, conn, method, url, req, resp);
