@@ -594,14 +594,22 @@ static int setup_group(void **state)
 /* --- the keeper ----------------------------------------------------------- */
 
 static char keeper_dir[] = "/tmp/test-proc-keeper-XXXXXX";
+static int keeper_dir_made;
+
+/* Once per run. (mkdtemp's random part may itself end in 'X'.) */
+static void make_keeper_dir(void)
+{
+	if (!keeper_dir_made)
+		assert_non_null(mkdtemp(keeper_dir));
+	keeper_dir_made = 1;
+}
 
 static void setup_kept(struct agent_proc *p, const char *script)
 {
 	struct buf b = BUF_INIT;
 
 	setup_sh(p, script);
-	if (keeper_dir[strlen(keeper_dir) - 1] == 'X')
-		assert_non_null(mkdtemp(keeper_dir));
+	make_keeper_dir();
 	assert_int_equal(buf_addf(&b, "%s/rank0.exit", keeper_dir), 0);
 	(void)unlink(b.data);
 	p->exit_file = buf_detach(&b, NULL);
@@ -726,8 +734,7 @@ static void test_exit_file_garbled(void **state)
 	FILE *f;
 
 	(void)state;
-	if (keeper_dir[strlen(keeper_dir) - 1] == 'X')
-		assert_non_null(mkdtemp(keeper_dir));
+	make_keeper_dir();
 	assert_int_equal(buf_addf(&path, "%s/garbled.exit", keeper_dir), 0);
 	assert_int_equal(agent_proc_read_exit(path.data, &code, &sig), -1);
 	f = fopen(path.data, "w");
@@ -748,7 +755,7 @@ static int teardown_group(void **state)
 	struct buf b = BUF_INIT;
 
 	(void)state;
-	if (keeper_dir[strlen(keeper_dir) - 1] != 'X') {
+	if (keeper_dir_made) {
 		(void)buf_addf(&b, "%s/rank0.exit", keeper_dir);
 		(void)unlink(b.data);
 		(void)rmdir(keeper_dir);
