@@ -1,6 +1,38 @@
 #ifndef CTRL_CTRL_H
 #define CTRL_CTRL_H
 
+/*
+ * The controller's context, shared by its threads.
+ *
+ * Threads: main (signals, SIGHUP reloads the inventory), libmicrohttpd's
+ * pool (--threads per core; requests, and long-polls parked on waiter
+ * lists without a thread), the reconciler (controller/reconciler.c: one
+ * pass per change, named jobs only unless a full pass is due, at least
+ * every CTRL_FULL_PASS_MS), provisioning workers (one per host being
+ * provisioned), and the store's checkpoint thread (db/).
+ *
+ * Timers: the reconciler sleeps on `wake` (CLOCK_MONOTONIC) for at most
+ * 200 ms, and each pass first runs ctrl_hosts_tick(): heartbeat deadlines
+ * from the head of a list of hosts in last-seen order and long-poll
+ * deadlines from the top of a heap, so a tick costs what expired, not
+ * what exists. Full passes catch time-based states (MaxRuntimeInSeconds,
+ * --restart-wait).
+ *
+ * Locks, and what each guards:
+ *   lock        the reconciler's wake-up: dirty, full_pass, dirty_jobs,
+ *               n_dirty, stopping (written under it; read freely).
+ *   hosts_lock  hosts and everything in struct ctrl_host, the waiter
+ *               lists and the timer heap, the liveness list, job_version,
+ *               log_version, prov_running, the rendezvous store.
+ *   jobs_lock   the runtime caches of active jobs (jobs, controller/jobrt.c).
+ *   dcache->lock[i]  the Describe cache's slots, in stripes.
+ * Order: jobs_lock before hosts_lock when both are held (placement,
+ * restarts); lock and the dcache stripes are leaves: nothing else is
+ * taken while holding them. The store (db/) has its own locks and is
+ * never called with hosts_lock held; hosts_freed and no_host_free are
+ * atomics.
+ */
+
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
