@@ -64,36 +64,14 @@ static int host_gpus(struct ctrl_ctx *ctx, const char *host)
 	return n;
 }
 
-/* Fills a from the job's spec and the attempt's assignments. */
-static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
-		const struct db_assignment *mine,
-		const struct db_assignment *all, size_t n_all,
-		struct api_assignment *a, struct buf *err)
+/* Who the attempt's hosts are: algo-N names and addresses. */
+static void fill_hosts(struct ctrl_ctx *ctx, const struct db_assignment *mine,
+		       const struct db_assignment *all, size_t n_all,
+		       struct api_assignment *a)
 {
-	const struct api_job_spec *spec = &rt->spec;
-	struct ctrl_launch launch;
-	struct api_distribution dist;
 	struct buf b = BUF_INIT;
-	int64_t started = 0;
-	int port = 0;
 	size_t i;
-	int ret;
 
-	memset(a, 0, sizeof(*a));
-	ret = ctrl_image_resolve(spec, &launch, err);
-	if (ret)
-		return ret;
-	ret = db_attempt_info(ctx->db, mine->job, mine->attempt, &port,
-			      &started, err);
-	if (ret) {
-		ctrl_launch_release(&launch);
-		return ret;
-	}
-	a->job = xstrdup(mine->job);
-	a->job_uid = mine->job_uid ? xstrdup(mine->job_uid) : NULL;
-	a->attempt = mine->attempt;
-	a->action = action_of(mine->action);
-	a->job_arn = ctrl_job_arn(ctx, mine->job);
 	(void)buf_addf(&b, "algo-%d", mine->host_index + 1);
 	a->algo = buf_detach(&b, NULL);
 	a->host_index = mine->host_index;
@@ -105,6 +83,16 @@ static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 		a->hosts[i] = buf_detach(&b, NULL);
 		a->addresses[i] = host_address(ctx, all[i].host);
 	}
+}
+
+/* The SageMaker config files' texts, the channels and the environment. */
+static void fill_config(const struct api_job_spec *spec,
+			const struct db_assignment *mine, size_t n_all,
+			struct api_assignment *a)
+{
+	struct buf b = BUF_INIT;
+	size_t i;
+
 	a->instance_type =
 		xstrdup(spec->instance_type ? spec->instance_type :
 			spec->n_groups	    ? spec->groups[0].instance_type :
@@ -144,13 +132,23 @@ static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 		}
 		a->n_environment = spec->n_environment;
 	}
-	a->launch_mode = launch.mode;
-	if (launch.argv)
-		a->argv = strv_dup(launch.argv);
-	a->runtime = launch.runtime ? xstrdup(launch.runtime) : NULL;
-	a->program = launch.program ? xstrdup(launch.program) : NULL;
-	a->submit_directory = launch.submit_directory ?
-				      xstrdup(launch.submit_directory) :
+}
+
+/* What runs (the image's launch), where the model and checkpoints go. */
+static void fill_launch(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
+			const struct ctrl_launch *launch,
+			struct api_assignment *a)
+{
+	const struct api_job_spec *spec = &rt->spec;
+	struct buf b = BUF_INIT;
+
+	a->launch_mode = launch->mode;
+	if (launch->argv)
+		a->argv = strv_dup(launch->argv);
+	a->runtime = launch->runtime ? xstrdup(launch->runtime) : NULL;
+	a->program = launch->program ? xstrdup(launch->program) : NULL;
+	a->submit_directory = launch->submit_directory ?
+				      xstrdup(launch->submit_directory) :
 				      NULL;
 	a->output_path = xstrdup(spec->output_path);
 	a->run_as = rt->run_as ? xstrdup(rt->run_as) : NULL;
@@ -162,24 +160,38 @@ static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 	a->blob_url = buf_detach(&b, NULL);
 	(void)buf_addf(&b, "%s/s3", ctx->cfg.state_dir);
 	a->local_root = buf_detach(&b, NULL);
+}
+
+/* The rendezvous: master address and port, the store's URL and token. */
+static void fill_rendezvous(struct ctrl_ctx *ctx,
+			    const struct db_assignment *mine, int port,
+			    struct api_assignment *a)
+{
+	struct buf b = BUF_INIT;
+	char token[65];
+
 	a->master_addr = xstrdup(a->addresses[0]);
 	a->master_port = port;
-	if (ctx->rdzv) {
-		char token[65];
+	if (!ctx->rdzv)
+		return;
+	(void)buf_addf(&b, "%s/v1/rendezvous/%s/%d", ctx->cfg.advertise_url,
+		       mine->job, mine->attempt);
+	a->rdzv_url = buf_detach(&b, NULL);
+	ctrl_rdzv_token(ctx, mine->job, mine->job_uid, mine->attempt, token);
+	a->rdzv_token = xstrdup(token);
+}
 
-		(void)buf_addf(&b, "%s/v1/rendezvous/%s/%d",
-			       ctx->cfg.advertise_url, mine->job,
-			       mine->attempt);
-		a->rdzv_url = buf_detach(&b, NULL);
-		ctrl_rdzv_token(ctx, mine->job, mine->job_uid, mine->attempt,
-				token);
-		a->rdzv_token = xstrdup(token);
-	}
-	ret = api_distribution_parse(spec, &dist, err);
-	if (ret) {
-		ctrl_launch_release(&launch);
+/* The distribution mode and how many processes each host runs. */
+static int fill_distribution(struct ctrl_ctx *ctx,
+			     const struct api_job_spec *spec,
+			     const struct db_assignment *mine,
+			     struct api_assignment *a, struct buf *err)
+{
+	struct api_distribution dist;
+	int ret = api_distribution_parse(spec, &dist, err);
+
+	if (ret)
 		return ret;
-	}
 	a->dist_mode = dist.mode;
 	a->mpi_processes = dist.mpi_processes;
 	a->mpi_options = dist.mpi_options ? xstrdup(dist.mpi_options) : NULL;
@@ -192,9 +204,45 @@ static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 	    (dist.mode != API_DIST_TORCH && dist.mode != API_DIST_MPI))
 		a->processes_per_host = 1;
 	api_distribution_release(&dist);
-	a->grace_ms = ctx->cfg.grace_ms;
-	ctrl_launch_release(&launch);
 	return 0;
+}
+
+/* Fills a from the job's spec and the attempt's assignments. */
+static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
+		const struct db_assignment *mine,
+		const struct db_assignment *all, size_t n_all,
+		struct api_assignment *a, struct buf *err)
+{
+	const struct api_job_spec *spec = &rt->spec;
+	struct ctrl_launch launch;
+	int64_t started = 0;
+	int port = 0;
+	int ret;
+
+	memset(a, 0, sizeof(*a));
+	ret = ctrl_image_resolve(spec, &launch, err);
+	if (ret)
+		return ret;
+	ret = db_attempt_info(ctx->db, mine->job, mine->attempt, &port,
+			      &started, err);
+	if (ret) {
+		ctrl_launch_release(&launch);
+		return ret;
+	}
+	a->job = xstrdup(mine->job);
+	a->job_uid = mine->job_uid ? xstrdup(mine->job_uid) : NULL;
+	a->attempt = mine->attempt;
+	a->action = action_of(mine->action);
+	a->job_arn = ctrl_job_arn(ctx, mine->job);
+	fill_hosts(ctx, mine, all, n_all, a);
+	fill_config(spec, mine, n_all, a);
+	fill_launch(ctx, rt, &launch, a);
+	fill_rendezvous(ctx, mine, port, a);
+	ret = fill_distribution(ctx, spec, mine, a, err);
+	if (!ret)
+		a->grace_ms = ctx->cfg.grace_ms;
+	ctrl_launch_release(&launch);
+	return ret;
 }
 
 int ctrl_work_build(struct ctrl_ctx *ctx, const char *host, int64_t version,
