@@ -132,11 +132,96 @@ static int load_tls(struct ctrl_ctx *ctx, struct buf *err)
 	return 0;
 }
 
+/*
+ * The state folder, TLS, the embedded store's folder and the store:
+ * what must exist before any thread starts. Returns 0 or an error with
+ * err set.
+ */
+static int open_state(struct ctrl_ctx *ctx, struct buf *err)
+{
+	struct buf path = BUF_INIT;
+	int ret;
+
+	ret = make_dirs(ctx->cfg.state_dir, err);
+	if (!ret)
+		ret = load_tls(ctx, err);
+	if (ret)
+		return ret;
+	(void)buf_addf(&path, "%s/s3", ctx->cfg.state_dir);
+	ctx->blob_root = buf_detach(&path, NULL);
+	/* The embedded store is reached through the controller only (its
+	 * folders inside are 0755, storage/fs.c). */
+	if ((mkdir(ctx->blob_root, 0700) && errno != EEXIST) ||
+	    chmod(ctx->blob_root, 0700)) {
+		(void)buf_addf(err, "cannot create %s: %s", ctx->blob_root,
+			       strerror(errno));
+		return ERR_IO;
+	}
+	(void)buf_addf(&path, "%s/trainctl.db", ctx->cfg.state_dir);
+	ret = db_open(path.data, ctx->cfg.threads + 1, &ctx->db, err);
+	buf_release(&path);
+	return ret;
+}
+
+/*
+ * An upload cut short by a crash (of this controller, mid-PUT) left its
+ * temp file, and maybe folders holding only that: nothing writes into the
+ * store before the API is up, so they go now.
+ */
+static void sweep_uploads(struct ctrl_ctx *ctx)
+{
+	size_t swept = stor_fs_sweep_tmp(ctx->blob_root, 0);
+
+	if (swept)
+		log_info("store: removed %zu temp files of unfinished uploads",
+			 swept);
+}
+
+/* Serves until SIGTERM or SIGINT; SIGHUP reloads the inventory. */
+static int serve(struct ctrl_ctx *ctx, const sigset_t *set)
+{
+	struct buf err = BUF_INIT;
+	int sig = 0;
+
+	for (;;) {
+		if (sigwait(set, &sig))
+			break;
+		if (sig != SIGHUP)
+			break;
+		buf_reset(&err);
+		if (!ctx->cfg.inventory)
+			log_info("SIGHUP: no inventory to reload");
+		else if (ctrl_inventory_load(ctx, &err))
+			log_error("SIGHUP: inventory not reloaded: %s",
+				  err.data);
+		else
+			log_info("SIGHUP: inventory reloaded");
+		ctrl_hosts_load_drains(ctx);
+		ctrl_reconciler_wake(ctx);
+	}
+	buf_release(&err);
+	return sig;
+}
+
+/* Answers what is parked and stops the local agents, provisioning and
+ * the HTTP server, in that order. */
+static void shut_down(struct ctrl_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->lock);
+	ctx->stopping = 1;
+	pthread_mutex_unlock(&ctx->lock);
+	/* Parked long-polls must be answered before the server stops. */
+	ctrl_hosts_resume_all(ctx);
+	ctrl_local_stop(ctx);
+	ctrl_provision_stop(ctx);
+	ctrl_hosts_resume_all(ctx);
+	ctrl_http_stop(ctx);
+}
+
 int main(int argc, char **argv)
 {
 	struct ctrl_ctx ctx;
 	struct buf err = BUF_INIT;
-	struct buf path = BUF_INIT;
 	sigset_t set;
 	int sig = 0;
 	int ret = 1;
@@ -163,26 +248,7 @@ int main(int argc, char **argv)
 		ret = 0;
 		goto out;
 	}
-	if (make_dirs(ctx.cfg.state_dir, &err)) {
-		fprintf(stderr, "trainctld: error: %s\n", err.data);
-		goto out;
-	}
-	if (load_tls(&ctx, &err)) {
-		fprintf(stderr, "trainctld: error: %s\n", err.data);
-		goto out;
-	}
-	(void)buf_addf(&path, "%s/s3", ctx.cfg.state_dir);
-	ctx.blob_root = buf_detach(&path, NULL);
-	/* The embedded store is reached through the controller only (its
-	 * folders inside are 0755, storage/fs.c). */
-	if ((mkdir(ctx.blob_root, 0700) && errno != EEXIST) ||
-	    chmod(ctx.blob_root, 0700)) {
-		fprintf(stderr, "trainctld: error: cannot create %s: %s\n",
-			ctx.blob_root, strerror(errno));
-		goto out;
-	}
-	(void)buf_addf(&path, "%s/trainctl.db", ctx.cfg.state_dir);
-	if (db_open(path.data, ctx.cfg.threads + 1, &ctx.db, &err)) {
+	if (open_state(&ctx, &err)) {
 		fprintf(stderr, "trainctld: error: %s\n", err.data);
 		goto out;
 	}
@@ -224,19 +290,7 @@ int main(int argc, char **argv)
 		ctrl_local_stop(&ctx);
 		goto out_db;
 	}
-	/*
-	 * An upload cut short by a crash (of this controller, mid-PUT) left
-	 * its temp file, and maybe folders holding only that: nothing writes
-	 * into the store before the API is up, so they go now.
-	 */
-	{
-		size_t swept = stor_fs_sweep_tmp(ctx.blob_root, 0);
-
-		if (swept)
-			log_info("store: removed %zu temp files of unfinished "
-				 "uploads",
-				 swept);
-	}
+	sweep_uploads(&ctx);
 	if (ctrl_http_start(&ctx, &err)) {
 		fprintf(stderr, "trainctld: error: %s\n", err.data);
 		ctx.stopping = 1;
@@ -248,34 +302,9 @@ int main(int argc, char **argv)
 			 "authenticated (listening on loopback only)");
 	log_info("listening on %s, state in %s", ctx.cfg.listen,
 		 ctx.cfg.state_dir);
-	for (;;) {
-		if (sigwait(&set, &sig))
-			break;
-		if (sig == SIGHUP) {
-			buf_reset(&err);
-			if (!ctx.cfg.inventory)
-				log_info("SIGHUP: no inventory to reload");
-			else if (ctrl_inventory_load(&ctx, &err))
-				log_error("SIGHUP: inventory not reloaded: %s",
-					  err.data);
-			else
-				log_info("SIGHUP: inventory reloaded");
-			ctrl_hosts_load_drains(&ctx);
-			ctrl_reconciler_wake(&ctx);
-			continue;
-		}
-		break;
-	}
+	sig = serve(&ctx, &set);
 	log_info("signal %d: shutting down", sig);
-	pthread_mutex_lock(&ctx.lock);
-	ctx.stopping = 1;
-	pthread_mutex_unlock(&ctx.lock);
-	/* Parked long-polls must be answered before the server stops. */
-	ctrl_hosts_resume_all(&ctx);
-	ctrl_local_stop(&ctx);
-	ctrl_provision_stop(&ctx);
-	ctrl_hosts_resume_all(&ctx);
-	ctrl_http_stop(&ctx);
+	shut_down(&ctx);
 	ret = 0;
 out_reconciler:
 	ctrl_reconciler_stop(&ctx);
@@ -286,6 +315,5 @@ out_db:
 out:
 	ctrl_ctx_release(&ctx);
 	buf_release(&err);
-	buf_release(&path);
 	return ret;
 }
