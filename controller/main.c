@@ -229,6 +229,18 @@ int main(int argc, char **argv)
 	/* The database, the store and the logs are the controller's alone;
 	 * what others may reach is opened up explicitly. */
 	(void)umask(077);
+	/*
+	 * Signals go to this thread only, blocked before any thread starts
+	 * (the store starts its checkpoint thread as it opens): every thread
+	 * inherits the mask, so a SIGHUP or SIGTERM can never land on one
+	 * that would die of it.
+	 */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
 	ctrl_ctx_init(&ctx);
 	if (ctrl_config_parse_args(&ctx.cfg, argc, argv, &err)) {
 		fprintf(stderr, "trainctld: error: %s\n", err.data);
@@ -252,15 +264,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "trainctld: error: %s\n", err.data);
 		goto out;
 	}
-
-	/* Signals go to this thread only: every thread started below
-	 * inherits the blocked mask. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
 
 	libssh2_init(0);
 	if (ctrl_inventory_load(&ctx, &err)) {
