@@ -806,6 +806,73 @@ static void sink_write(struct request *req, const char *data, size_t n)
 		req->sink_error = 1;
 }
 
+/* What the first call of a request decided. */
+enum start { START_READ, START_SEND };
+
+/*
+ * The first call of a request, with its headers: a blob request and an
+ * artifact upload are set up to stream; any other body over the limit is
+ * noted, to be refused once the body is read. START_SEND: resp is filled.
+ */
+static enum start start_request(struct ctrl_ctx *ctx,
+				struct MHD_Connection *conn, const char *url,
+				const char *method, struct request *req,
+				struct ctrl_response *resp)
+{
+	const char *cl = MHD_lookup_connection_value(
+		conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const char *fence;
+
+	req->started = 1;
+	if (ctrl_blob_is_route(url)) {
+		if (!blob_allowed(ctx, conn, method, url, req)) {
+			ctrl_reply_err(resp, CTRL_E_UNAUTHORIZED,
+				       "blob requests need a host's agent "
+				       "token or a SigV4 signature (service "
+				       "s3, UNSIGNED-PAYLOAD) by the "
+				       "controller's credentials, within the "
+				       "key's S3 prefixes");
+			return START_SEND;
+		}
+		req->blob = ctrl_blob_begin(ctx->blob_root, method, url,
+					    query(conn, "prefix"),
+					    query(conn, "continuation"),
+					    query(conn, "max-keys"),
+					    cl ? strtoll(cl, NULL, 10) : -1);
+		fence = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						    "X-Trainctl-Fence");
+		if (fence &&
+		    (!strcmp(method, "PUT") || !strcmp(method, "DELETE"))) {
+			req->fence = xstrndup(fence, 256);
+			fence_check(ctx, req);
+		}
+		return START_READ;
+	}
+	if (!strcmp(method, "PUT") && !strncmp(url, "/v1/agents/", 11)) {
+		/* Artifact uploads stream to a file. */
+		if (ctrl_agent_route(ctx, conn, method, url, req, resp) ==
+		    CTRL_ROUTE_CONTINUE)
+			return START_READ;
+		return START_SEND;
+	}
+	if (cl && strtoll(cl, NULL, 10) > ctx->cfg.body_max)
+		req->too_big = 1;
+	return req->too_big ? START_SEND : START_READ;
+}
+
+/* Takes a piece of the body; returns whether more may come. */
+static int take_body(struct request *req, const char *data, size_t *size)
+{
+	if (!*size)
+		return 0;
+	if (req->sink_fd >= 0)
+		sink_write(req, data, *size);
+	else if (!req->too_big && buf_add(&req->body, data, *size))
+		req->too_big = 1;
+	*size = 0;
+	return !req->too_big;
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 			       const char *url, const char *method,
 			       const char *version, const char *upload_data,
@@ -815,7 +882,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 	struct request *req = *con_cls;
 	struct ctrl_response resp;
 	const char *content_type = "application/json";
-	enum ctrl_route_result rr = CTRL_ROUTE_DONE;
+	enum ctrl_route_result rr;
 	enum MHD_Result ret;
 
 	(void)version;
@@ -824,51 +891,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 	memset(&resp, 0, sizeof(resp));
 	buf_init(&resp.body, 0);
 	if (!req->started) {
-		const char *cl = MHD_lookup_connection_value(
-			conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-		const char *fence;
-
-		req->started = 1;
-		if (ctrl_blob_is_route(url)) {
-			if (!blob_allowed(ctx, conn, method, url, req)) {
-				ctrl_reply_err(&resp, CTRL_E_UNAUTHORIZED,
-					       "blob requests need a host's "
-					       "agent token or a SigV4 "
-					       "signature (service s3, "
-					       "UNSIGNED-PAYLOAD) by the "
-					       "controller's credentials, "
-					       "within the key's S3 "
-					       "prefixes");
-				goto send;
-			}
-			req->blob = ctrl_blob_begin(ctx->blob_root, method, url,
-						    query(conn, "prefix"),
-						    query(conn, "continuation"),
-						    query(conn, "max-keys"),
-						    cl ? strtoll(cl, NULL, 10) :
-							 -1);
-			fence = MHD_lookup_connection_value(
-				conn, MHD_HEADER_KIND, "X-Trainctl-Fence");
-			if (fence && (!strcmp(method, "PUT") ||
-				      !strcmp(method, "DELETE"))) {
-				req->fence = xstrndup(fence, 256);
-				fence_check(ctx, req);
-			}
+		if (start_request(ctx, conn, url, method, req, &resp) ==
+		    START_READ)
 			return MHD_YES;
-		}
-		if (!strcmp(method, "PUT") &&
-		    !strncmp(url, "/v1/agents/", 11)) {
-			/* Artifact uploads stream to a file. */
-			rr = ctrl_agent_route(ctx, conn, method, url, req,
-					      &resp);
-			if (rr == CTRL_ROUTE_CONTINUE)
-				return MHD_YES;
-			goto send;
-		}
-		if (cl && strtoll(cl, NULL, 10) > ctx->cfg.body_max)
-			req->too_big = 1;
 		if (!req->too_big)
-			return MHD_YES;
+			goto send;
 	}
 	if (req->blob) {
 		if (*upload_data_size) {
@@ -879,16 +906,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 		}
 		return send_blob(ctx, conn, req, method, url);
 	}
-	if (*upload_data_size) {
-		if (req->sink_fd >= 0)
-			sink_write(req, upload_data, *upload_data_size);
-		else if (!req->too_big &&
-			 buf_add(&req->body, upload_data, *upload_data_size))
-			req->too_big = 1;
-		*upload_data_size = 0;
-		if (!req->too_big)
-			return MHD_YES;
-	}
+	if (take_body(req, upload_data, upload_data_size))
+		return MHD_YES;
 	if (req->too_big) {
 		struct buf msg = BUF_INIT;
 
