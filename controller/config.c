@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,117 +175,121 @@ static int add_file_root(struct ctrl_config *cfg, const char *dir,
 	return 0;
 }
 
+/* Options whose value is kept as given. */
+static const struct {
+	int opt;
+	size_t off; /* of a char * in struct ctrl_config */
+} str_opts[] = {
+	{ OPT_LISTEN, offsetof(struct ctrl_config, listen) },
+	{ OPT_STATE_DIR, offsetof(struct ctrl_config, state_dir) },
+	{ OPT_CREDENTIALS, offsetof(struct ctrl_config, credentials_file) },
+	{ OPT_REGION, offsetof(struct ctrl_config, region) },
+	{ OPT_ACCOUNT, offsetof(struct ctrl_config, account_id) },
+	{ OPT_AGENT_BINARY, offsetof(struct ctrl_config, agent_binary) },
+	{ OPT_TLS_CERT, offsetof(struct ctrl_config, tls_cert) },
+	{ OPT_TLS_KEY, offsetof(struct ctrl_config, tls_key) },
+	{ OPT_TLS_CA, offsetof(struct ctrl_config, tls_ca) },
+	{ OPT_ADVERTISE, offsetof(struct ctrl_config, advertise_url) },
+	{ OPT_S3_ENDPOINT, offsetof(struct ctrl_config, s3_endpoint) },
+	{ OPT_INVENTORY, offsetof(struct ctrl_config, inventory) },
+};
+
+/* Options whose value is a number from min to max, kept times scale. */
+#define NUM_INT(f) offsetof(struct ctrl_config, f), 1
+#define NUM_LONG(f) offsetof(struct ctrl_config, f), 0
+static const struct {
+	int opt;
+	const char *name;
+	long min, max, scale;
+	size_t off;
+	int is_int; /* the field is an int, else a long */
+} num_opts[] = {
+	{ OPT_THREADS, "threads", 1, 256, 1, NUM_INT(threads) },
+	{ OPT_BODY_MAX, "max-body", 1024, 1L << 30, 1, NUM_LONG(body_max) },
+	{ OPT_LOCAL_HOSTS, "local-hosts", 0, 64, 1, NUM_INT(local_hosts) },
+	{ OPT_HEARTBEAT, "heartbeat-ms", 10, 60000, 1, NUM_LONG(heartbeat_ms) },
+	{ OPT_DEADLINE, "host-deadline-ms", 50, 3600000, 1,
+	  NUM_LONG(host_deadline_ms) },
+	{ OPT_GRACE, "grace-period", 0, 86400, 1000, NUM_LONG(grace_ms) },
+	{ OPT_MAX_RETRIES, "max-retries", 0, 30, 1, NUM_INT(max_retries) },
+	{ OPT_RESTART_WAIT, "restart-wait", 0, 86400, 1000,
+	  NUM_LONG(restart_wait_ms) },
+};
+
+/* Sets a string or number option from the tables; 0 when c is neither. */
+static int table_option(struct ctrl_config *cfg, int c, const char *value,
+			int *ret, struct buf *err)
+{
+	char *base = (char *)cfg;
+	size_t i;
+	long v;
+
+	*ret = 0;
+	for (i = 0; i < sizeof(str_opts) / sizeof(str_opts[0]); i++)
+		if (str_opts[i].opt == c) {
+			set_str((char **)(void *)(base + str_opts[i].off),
+				value);
+			return 1;
+		}
+	for (i = 0; i < sizeof(num_opts) / sizeof(num_opts[0]); i++) {
+		if (num_opts[i].opt != c)
+			continue;
+		if (opt_parse_long(num_opts[i].name, value, num_opts[i].min,
+				   num_opts[i].max, &v, err)) {
+			*ret = ERR_INVALID;
+			return 1;
+		}
+		v *= num_opts[i].scale;
+		if (num_opts[i].is_int)
+			*(int *)(void *)(base + num_opts[i].off) = (int)v;
+		else
+			*(long *)(void *)(base + num_opts[i].off) = v;
+		return 1;
+	}
+	return 0;
+}
+
+static int retry_policy(struct ctrl_config *cfg, const char *value,
+			struct buf *err)
+{
+	if (!strcmp(value, "all")) {
+		cfg->retry_sagemaker = 0;
+	} else if (!strcmp(value, "sagemaker")) {
+		cfg->retry_sagemaker = 1;
+	} else {
+		(void)buf_addf(err,
+			       "--retry-policy must be 'all' or 'sagemaker', "
+			       "not '%s'",
+			       value);
+		return ERR_INVALID;
+	}
+	return 0;
+}
+
 int ctrl_config_parse_args(struct ctrl_config *cfg, int argc, char **argv,
 			   struct buf *err)
 {
-	long v;
-	int c;
+	int c, ret;
 
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":l:s:vh", options, NULL)) != -1) {
+		if (table_option(cfg, c, optarg, &ret, err)) {
+			if (ret)
+				return ret;
+			continue;
+		}
 		switch (c) {
-		case OPT_LISTEN:
-			set_str(&cfg->listen, optarg);
-			break;
-		case OPT_STATE_DIR:
-			set_str(&cfg->state_dir, optarg);
-			break;
-		case OPT_CREDENTIALS:
-			set_str(&cfg->credentials_file, optarg);
-			break;
-		case OPT_REGION:
-			set_str(&cfg->region, optarg);
-			break;
-		case OPT_ACCOUNT:
-			set_str(&cfg->account_id, optarg);
-			break;
-		case OPT_THREADS:
-			if (opt_parse_long("threads", optarg, 1, 256, &v, err))
-				return ERR_INVALID;
-			cfg->threads = (int)v;
-			break;
-		case OPT_BODY_MAX:
-			if (opt_parse_long("max-body", optarg, 1024, 1L << 30, &v,
-				       err))
-				return ERR_INVALID;
-			cfg->body_max = v;
-			break;
 		case OPT_CHECK:
 			cfg->check_only = 1;
 			break;
-		case OPT_LOCAL_HOSTS:
-			if (opt_parse_long("local-hosts", optarg, 0, 64, &v, err))
-				return ERR_INVALID;
-			cfg->local_hosts = (int)v;
-			break;
-		case OPT_AGENT_BINARY:
-			set_str(&cfg->agent_binary, optarg);
-			break;
-		case OPT_HEARTBEAT:
-			if (opt_parse_long("heartbeat-ms", optarg, 10, 60000, &v,
-				       err))
-				return ERR_INVALID;
-			cfg->heartbeat_ms = v;
-			break;
-		case OPT_DEADLINE:
-			if (opt_parse_long("host-deadline-ms", optarg, 50, 3600000,
-				       &v, err))
-				return ERR_INVALID;
-			cfg->host_deadline_ms = v;
-			break;
-		case OPT_GRACE:
-			if (opt_parse_long("grace-period", optarg, 0, 86400, &v,
-				       err))
-				return ERR_INVALID;
-			cfg->grace_ms = v * 1000;
-			break;
-		case OPT_MAX_RETRIES:
-			if (opt_parse_long("max-retries", optarg, 0, 30, &v, err))
-				return ERR_INVALID;
-			cfg->max_retries = (int)v;
-			break;
 		case OPT_RETRY_POLICY:
-			if (!strcmp(optarg, "all")) {
-				cfg->retry_sagemaker = 0;
-			} else if (!strcmp(optarg, "sagemaker")) {
-				cfg->retry_sagemaker = 1;
-			} else {
-				(void)buf_addf(
-					err,
-					"--retry-policy must be 'all' or "
-					"'sagemaker', not '%s'",
-					optarg);
+			if (retry_policy(cfg, optarg, err))
 				return ERR_INVALID;
-			}
-			break;
-		case OPT_RESTART_WAIT:
-			if (opt_parse_long("restart-wait", optarg, 0, 86400, &v,
-				       err))
-				return ERR_INVALID;
-			cfg->restart_wait_ms = v * 1000;
 			break;
 		case OPT_FILE_ROOT:
 			if (add_file_root(cfg, optarg, err))
 				return ERR_INVALID;
-			break;
-		case OPT_TLS_CERT:
-			set_str(&cfg->tls_cert, optarg);
-			break;
-		case OPT_TLS_KEY:
-			set_str(&cfg->tls_key, optarg);
-			break;
-		case OPT_TLS_CA:
-			set_str(&cfg->tls_ca, optarg);
-			break;
-		case OPT_ADVERTISE:
-			set_str(&cfg->advertise_url, optarg);
-			break;
-		case OPT_S3_ENDPOINT:
-			set_str(&cfg->s3_endpoint, optarg);
-			break;
-		case OPT_INVENTORY:
-			set_str(&cfg->inventory, optarg);
 			break;
 		case OPT_VERBOSE:
 			cfg->verbose++;
