@@ -558,6 +558,12 @@ int db_job_insert(struct db *db, struct db_job *job, const char *first_message,
 	__atomic_add_fetch(&db->inserts_queued, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&db->write_lock);
 	__atomic_sub_fetch(&db->inserts_queued, 1, __ATOMIC_RELAXED);
+	/*
+	 * Not db__writer_begin()/db__writer_end(): they wait until no batch
+	 * is open and commit one write alone, where an insert joins the
+	 * open batch and only its leader commits, once the inserts queued
+	 * behind it have joined.
+	 */
 	if (!db->batch) {
 		if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
 		    SQLITE_OK) {
@@ -885,38 +891,25 @@ int db_job_change_state(struct db *db, const char *name,
 	int64_t id = 0;
 	int ret;
 
-	writer_lock(db);
-	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
-	    SQLITE_OK) {
-		ret = db__error(c->db, "cannot begin", err);
-		goto out;
-	}
+	if (!db__writer_begin(db, err))
+		return ERR_DB;
 	ret = writer_find(c, name, &id, &status, &secondary, err);
 	if (ret)
-		goto rollback;
+		goto out;
 	if ((ch->expect_status && strcmp(status, ch->expect_status)) ||
 	    (ch->expect_secondary && strcmp(secondary, ch->expect_secondary))) {
 		(void)buf_addf(err, "job is in status %s/%s", status,
 			       secondary);
 		ret = ERR_CONFLICT;
-		goto rollback;
+		goto out;
 	}
 	ret = exec_update(c, id, ch, err);
 	if (!ret)
 		ret = write_transition(c, id, ch, err);
-	if (ret)
-		goto rollback;
-	if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-		ret = db__error(c->db, "cannot commit", err);
-		goto rollback;
-	}
-	goto out;
-rollback:
-	sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 out:
 	free(status);
 	free(secondary);
-	if (writer_unlock(db, !ret, err) && !ret)
+	if (db__writer_end(db, ret == 0, err))
 		ret = ERR_DB;
 	return ret;
 }
@@ -930,41 +923,30 @@ int db_job_delete(struct db *db, const char *name,
 	int64_t id = 0;
 	int ret;
 
-	writer_lock(db);
-	if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
-	    SQLITE_OK) {
-		ret = db__error(c->db, "cannot begin", err);
-		goto out;
-	}
+	if (!db__writer_begin(db, err))
+		return ERR_DB;
 	ret = writer_find(c, name, &id, &status, NULL, err);
 	if (ret)
-		goto rollback;
+		goto out;
 	if (!deletable(status)) {
 		(void)buf_addf(err, "job is in status %s", status);
 		ret = ERR_CONFLICT;
-		goto rollback;
+		goto out;
 	}
 	if (sqlite3_prepare_v2(c->db, "DELETE FROM jobs WHERE id = ?1", -1, &st,
 			       NULL) != SQLITE_OK) {
 		ret = db__error(c->db, "cannot prepare delete", err);
-		goto rollback;
+		goto out;
 	}
 	sqlite3_bind_int64(st, 1, id);
-	if (sqlite3_step(st) != SQLITE_DONE) {
+	if (sqlite3_step(st) != SQLITE_DONE)
 		ret = db__error(c->db, "cannot delete job", err);
-		goto rollback;
-	}
-	if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-		ret = db__error(c->db, "cannot commit", err);
-		goto rollback;
-	}
-	goto out;
-rollback:
-	sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 out:
+	/* Before db__writer_end(): the statement is the writer's, and
+	 * the write lock ends there. */
 	sqlite3_finalize(st);
 	free(status);
-	if (writer_unlock(db, !ret, err) && !ret)
+	if (db__writer_end(db, ret == 0, err))
 		ret = ERR_DB;
 	return ret;
 }
