@@ -16,6 +16,40 @@ int db__schema_latest(void);
 struct db;
 
 /*
+ * Statements prepared once per connection: db.c prepares them on every
+ * connection it opens, jobs.c holds their SQL (db__stmt_sql) and runs them.
+ */
+enum db__stmt_id {
+	ST_GET_JOB,
+	ST_GET_TRANSITIONS,
+	ST_GET_METRICS,
+	ST_INSERT_JOB,
+	ST_INSERT_TRANSITION,
+	ST_LAST_TRANSITION,
+	ST_CLOSE_TRANSITION,
+	ST_UPDATE_MESSAGE,
+	ST_BEGIN,
+	ST_COMMIT,
+	ST_COUNT
+};
+
+extern const char *const db__stmt_sql[ST_COUNT];
+
+/* A connection with its prepared statements. */
+struct db__conn {
+	sqlite3 *db;
+	sqlite3_stmt *st[ST_COUNT];
+	int busy;
+};
+
+/*
+ * Borrows a pooled reader connection with its prepared statements (jobs.c).
+ * Give it back with db__reader_put().
+ */
+struct db__conn *db__reader_get(struct db *db);
+void db__reader_put(struct db *db, struct db__conn *c);
+
+/*
  * Borrows a pooled reader connection for a query that db.c does not prepare
  * (list.c). Give it back with db__reader_release(db, *handle).
  */
@@ -38,5 +72,31 @@ int db__error(sqlite3 *conn, const char *what, struct buf *err);
  */
 sqlite3 *db__writer_begin(struct db *db, struct buf *err);
 int db__writer_end(struct db *db, int ok, struct buf *err);
+
+/*
+ * db__writer_begin() for a write of facts the controller derives again
+ * after a restart (which queued jobs wait, and for what): committed
+ * without waiting for the disk; the next ordinary commit makes it durable
+ * too.
+ */
+sqlite3 *db__writer_begin_derived(struct db *db, struct buf *err);
+
+/*
+ * The writer with its prepared statements. Use it only between
+ * db__writer_begin() and db__writer_end(), or in db__batch_write()'s
+ * fn, where the write lock is held.
+ */
+struct db__conn *db__writer_conn(struct db *db);
+
+/*
+ * Group commit: runs fn(c, arg, err) on the writer in a savepoint of the
+ * open batch of inserts (beginning one when none is open), and returns
+ * once the batch is committed and on disk. An fn that fails undoes only its
+ * own writes. Returns fn's error, or 0, or ERR_DB when the batch did not
+ * commit.
+ */
+int db__batch_write(struct db *db,
+		    int (*fn)(struct db__conn *c, void *arg, struct buf *err),
+		    void *arg, struct buf *err);
 
 #endif
