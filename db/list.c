@@ -133,6 +133,110 @@ static void add_order(struct buf *sql, int sort, int desc, int have_key)
 		BUG("unbounded buffer reported too big");
 }
 
+/*
+ * The page key that q's token names. A token of another sort order would
+ * start the page at a key of the wrong column: refused.
+ */
+static int list_key(const struct db_list_query *q, struct page_key *key,
+		    struct buf *err)
+{
+	if (token_decode(q->token, key) || key->sort != (int)q->sort ||
+	    key->desc != q->descending) {
+		free(key->text);
+		key->text = NULL;
+		(void)buf_adds(err, "Invalid pagination token: NextToken "
+				    "does not belong to this sort order");
+		return ERR_INVALID;
+	}
+	return 0;
+}
+
+/* The SELECT for q: its filters, then the order and the keyset. */
+static void list_sql(struct buf *sql, const struct db_list_query *q,
+		     int have_key)
+{
+	if (buf_adds(sql,
+		     "SELECT id, name, arn, status, secondary_status, "
+		     "failure_reason, model_artifacts, NULL, instance_type, "
+		     "instance_count, creation_ms, last_modified_ms, start_ms, "
+		     "end_ms, training_s, billable_s, attempt, owner FROM jobs "
+		     "WHERE 1") ||
+	    (q->owner && buf_adds(sql, " AND owner = ?16")) ||
+	    (q->name_contains &&
+	     buf_adds(sql, " AND instr(lower(name), lower(?10)) > 0")) ||
+	    (q->status && buf_adds(sql, " AND status = ?11")) ||
+	    (q->created_after_ms && buf_adds(sql, " AND creation_ms > ?12")) ||
+	    (q->created_before_ms && buf_adds(sql, " AND creation_ms < ?13")) ||
+	    (q->modified_after_ms &&
+	     buf_adds(sql, " AND last_modified_ms > ?14")) ||
+	    (q->modified_before_ms &&
+	     buf_adds(sql, " AND last_modified_ms < ?15")))
+		BUG("unbounded buffer reported too big");
+	add_order(sql, q->sort, q->descending, have_key);
+}
+
+/* Binds the parameters that list_sql() wrote. */
+static void list_bind(sqlite3_stmt *st, const struct db_list_query *q,
+		      const struct page_key *key, int have_key, int limit)
+{
+	if (q->name_contains)
+		sqlite3_bind_text(st, 10, q->name_contains, -1,
+				  SQLITE_TRANSIENT);
+	if (q->status)
+		sqlite3_bind_text(st, 11, q->status, -1, SQLITE_TRANSIENT);
+	if (q->owner)
+		sqlite3_bind_text(st, 16, q->owner, -1, SQLITE_TRANSIENT);
+	if (q->created_after_ms)
+		sqlite3_bind_int64(st, 12, q->created_after_ms);
+	if (q->created_before_ms)
+		sqlite3_bind_int64(st, 13, q->created_before_ms);
+	if (q->modified_after_ms)
+		sqlite3_bind_int64(st, 14, q->modified_after_ms);
+	if (q->modified_before_ms)
+		sqlite3_bind_int64(st, 15, q->modified_before_ms);
+	if (have_key) {
+		sqlite3_bind_text(st, 20, key->text, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 21, key->id);
+		sqlite3_bind_text(st, 22, key->text, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 23, key->creation_ms);
+	}
+	/* One row more than asked tells whether another page exists. */
+	sqlite3_bind_int(st, 30, limit + 1);
+}
+
+/* A row of list_sql()'s SELECT: the job without its transitions. */
+static void list_row(sqlite3_stmt *st, struct db_job *j)
+{
+	j->id = sqlite3_column_int64(st, 0);
+	j->name = xstrdup((const char *)sqlite3_column_text(st, 1));
+	j->arn = xstrdup((const char *)sqlite3_column_text(st, 2));
+	j->status = xstrdup((const char *)sqlite3_column_text(st, 3));
+	j->secondary_status = xstrdup((const char *)sqlite3_column_text(st, 4));
+	if (sqlite3_column_text(st, 8))
+		j->instance_type =
+			xstrdup((const char *)sqlite3_column_text(st, 8));
+	j->instance_count = sqlite3_column_int(st, 9);
+	j->attempt = sqlite3_column_int(st, 16);
+	j->owner = xstrdup((const char *)sqlite3_column_text(st, 17));
+	j->creation_ms = sqlite3_column_int64(st, 10);
+	j->last_modified_ms = sqlite3_column_int64(st, 11);
+	j->start_ms = sqlite3_column_int64(st, 12);
+	j->end_ms = sqlite3_column_int64(st, 13);
+}
+
+/* The token of the page after the one whose last row is last. */
+static char *list_next_token(const struct db_list_query *q,
+			     const struct db_job *last)
+{
+	struct page_key nk = { (int)q->sort, q->descending, last->creation_ms,
+			       last->id,
+			       q->sort == DB_SORT_NAME	 ? last->name :
+			       q->sort == DB_SORT_STATUS ? last->status :
+							   NULL };
+
+	return token_encode(&nk);
+}
+
 int db_job_list(struct db *db, const struct db_list_query *q,
 		struct db_job **jobs, size_t *n, char **next_token,
 		struct buf *err)
@@ -153,35 +257,11 @@ int db_job_list(struct db *db, const struct db_list_query *q,
 	*n = 0;
 	*next_token = NULL;
 	if (q->token) {
-		if (token_decode(q->token, &key) || key.sort != (int)q->sort ||
-		    key.desc != q->descending) {
-			free(key.text);
-			(void)buf_adds(err,
-				       "Invalid pagination token: NextToken "
-				       "does not belong to this sort order");
+		if (list_key(q, &key, err))
 			return ERR_INVALID;
-		}
 		have_key = 1;
 	}
-	if (buf_adds(&sql,
-		     "SELECT id, name, arn, status, secondary_status, "
-		     "failure_reason, model_artifacts, NULL, instance_type, "
-		     "instance_count, creation_ms, last_modified_ms, start_ms, "
-		     "end_ms, training_s, billable_s, attempt, owner FROM jobs "
-		     "WHERE 1") ||
-	    (q->owner && buf_adds(&sql, " AND owner = ?16")) ||
-	    (q->name_contains &&
-	     buf_adds(&sql, " AND instr(lower(name), lower(?10)) > 0")) ||
-	    (q->status && buf_adds(&sql, " AND status = ?11")) ||
-	    (q->created_after_ms && buf_adds(&sql, " AND creation_ms > ?12")) ||
-	    (q->created_before_ms &&
-	     buf_adds(&sql, " AND creation_ms < ?13")) ||
-	    (q->modified_after_ms &&
-	     buf_adds(&sql, " AND last_modified_ms > ?14")) ||
-	    (q->modified_before_ms &&
-	     buf_adds(&sql, " AND last_modified_ms < ?15")))
-		BUG("unbounded buffer reported too big");
-	add_order(&sql, q->sort, q->descending, have_key);
+	list_sql(&sql, q, have_key);
 
 	conn = db__reader_acquire(db, &handle);
 	if (sqlite3_prepare_v2(conn, sql.data, -1, &st, NULL) != SQLITE_OK) {
@@ -190,50 +270,10 @@ int db_job_list(struct db *db, const struct db_list_query *q,
 		ret = ERR_DB;
 		goto out;
 	}
-	if (q->name_contains)
-		sqlite3_bind_text(st, 10, q->name_contains, -1,
-				  SQLITE_TRANSIENT);
-	if (q->status)
-		sqlite3_bind_text(st, 11, q->status, -1, SQLITE_TRANSIENT);
-	if (q->owner)
-		sqlite3_bind_text(st, 16, q->owner, -1, SQLITE_TRANSIENT);
-	if (q->created_after_ms)
-		sqlite3_bind_int64(st, 12, q->created_after_ms);
-	if (q->created_before_ms)
-		sqlite3_bind_int64(st, 13, q->created_before_ms);
-	if (q->modified_after_ms)
-		sqlite3_bind_int64(st, 14, q->modified_after_ms);
-	if (q->modified_before_ms)
-		sqlite3_bind_int64(st, 15, q->modified_before_ms);
-	if (have_key) {
-		sqlite3_bind_text(st, 20, key.text, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(st, 21, key.id);
-		sqlite3_bind_text(st, 22, key.text, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(st, 23, key.creation_ms);
-	}
-	/* One row more than asked tells whether another page exists. */
-	sqlite3_bind_int(st, 30, limit + 1);
+	list_bind(st, q, &key, have_key, limit);
 	out = xcalloc((size_t)limit + 1, sizeof(*out));
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct db_job *j = &out[count++];
-
-		j->id = sqlite3_column_int64(st, 0);
-		j->name = xstrdup((const char *)sqlite3_column_text(st, 1));
-		j->arn = xstrdup((const char *)sqlite3_column_text(st, 2));
-		j->status = xstrdup((const char *)sqlite3_column_text(st, 3));
-		j->secondary_status =
-			xstrdup((const char *)sqlite3_column_text(st, 4));
-		if (sqlite3_column_text(st, 8))
-			j->instance_type = xstrdup(
-				(const char *)sqlite3_column_text(st, 8));
-		j->instance_count = sqlite3_column_int(st, 9);
-		j->attempt = sqlite3_column_int(st, 16);
-		j->owner = xstrdup((const char *)sqlite3_column_text(st, 17));
-		j->creation_ms = sqlite3_column_int64(st, 10);
-		j->last_modified_ms = sqlite3_column_int64(st, 11);
-		j->start_ms = sqlite3_column_int64(st, 12);
-		j->end_ms = sqlite3_column_int64(st, 13);
-	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		list_row(st, &out[count++]);
 	if (rc != SQLITE_DONE) {
 		(void)buf_addf(err, "cannot list jobs: %s",
 			       sqlite3_errmsg(conn));
@@ -241,15 +281,7 @@ int db_job_list(struct db *db, const struct db_list_query *q,
 		goto out;
 	}
 	if (count > (size_t)limit) {
-		struct db_job *last = &out[limit - 1];
-		struct page_key nk = { (int)q->sort, q->descending,
-				       last->creation_ms, last->id,
-				       q->sort == DB_SORT_NAME ? last->name :
-				       q->sort == DB_SORT_STATUS ?
-								 last->status :
-								 NULL };
-
-		*next_token = token_encode(&nk);
+		*next_token = list_next_token(q, &out[limit - 1]);
 		db_job_release(&out[limit]);
 		count = (size_t)limit;
 	}
