@@ -13,6 +13,7 @@
 #include "api/agent_proto.h"
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
+#include "controller/route.h"
 #include "controller/http.h"
 #include "controller/logs.h"
 #include "controller/work.h"
@@ -417,42 +418,107 @@ void ctrl_agent_upload_done(struct ctrl_ctx *ctx, struct ctrl_http_req *req,
 	buf_release(&err);
 }
 
+/* An agent endpoint: host is the path's host, rest what "*" stood for. */
+typedef enum ctrl_route_result agent_fn(struct ctrl_ctx *ctx,
+					struct MHD_Connection *conn,
+					const char *host, const char *rest,
+					struct ctrl_http_req *req,
+					struct ctrl_response *resp);
+
+static enum ctrl_route_result route_register(struct ctrl_ctx *ctx,
+					     struct MHD_Connection *conn,
+					     const char *host, const char *rest,
+					     struct ctrl_http_req *req,
+					     struct ctrl_response *resp)
+{
+	(void)host;
+	(void)rest;
+	do_register(ctx, conn, req, resp);
+	return CTRL_ROUTE_DONE;
+}
+
+static enum ctrl_route_result route_work(struct ctrl_ctx *ctx,
+					 struct MHD_Connection *conn,
+					 const char *host, const char *rest,
+					 struct ctrl_http_req *req,
+					 struct ctrl_response *resp)
+{
+	(void)rest;
+	return do_work(ctx, conn, host, req, resp);
+}
+
+static enum ctrl_route_result route_status(struct ctrl_ctx *ctx,
+					   struct MHD_Connection *conn,
+					   const char *host, const char *rest,
+					   struct ctrl_http_req *req,
+					   struct ctrl_response *resp)
+{
+	(void)rest;
+	do_status(ctx, conn, host, req, resp);
+	return CTRL_ROUTE_DONE;
+}
+
+static enum ctrl_route_result route_logs(struct ctrl_ctx *ctx,
+					 struct MHD_Connection *conn,
+					 const char *host, const char *rest,
+					 struct ctrl_http_req *req,
+					 struct ctrl_response *resp)
+{
+	(void)rest;
+	do_logs(ctx, conn, host, req, resp);
+	return CTRL_ROUTE_DONE;
+}
+
+static enum ctrl_route_result route_upload(struct ctrl_ctx *ctx,
+					   struct MHD_Connection *conn,
+					   const char *host, const char *rest,
+					   struct ctrl_http_req *req,
+					   struct ctrl_response *resp)
+{
+	return upload_begin(ctx, conn, host, rest, req, resp);
+}
+
+/*
+ * The agents' endpoints (docs/agent-protocol.md). Every handler checks the
+ * host's agent token itself (ctrl_hosts_auth()): register names its host
+ * in the body, the others in the path.
+ */
+static const struct {
+	const char *method;
+	const char *pattern;
+	agent_fn *fn;
+} agent_routes[] = {
+	{ "POST", "/v1/agents/register", route_register },
+	{ "GET", "/v1/agents/{}/work", route_work },
+	{ "POST", "/v1/agents/{}/status", route_status },
+	{ "POST", "/v1/agents/{}/logs", route_logs },
+	{ "PUT", "/v1/agents/{}/artifacts/*", route_upload },
+};
+
 enum ctrl_route_result ctrl_agent_route(struct ctrl_ctx *ctx,
 					struct MHD_Connection *conn,
 					const char *method, const char *url,
 					struct ctrl_http_req *req,
 					struct ctrl_response *resp)
 {
-	const char *p = url + strlen("/v1/agents/");
-	const char *slash;
+	struct ctrl_route_params p;
 	char host[128];
-	size_t hl;
+	size_t i;
 
-	if (!strcmp(p, "register") && !strcmp(method, "POST")) {
-		do_register(ctx, conn, req, resp);
-		return CTRL_ROUTE_DONE;
+	for (i = 0; i < sizeof(agent_routes) / sizeof(agent_routes[0]); i++) {
+		if (strcmp(agent_routes[i].method, method) ||
+		    !ctrl_route_match(agent_routes[i].pattern, url, &p))
+			continue;
+		host[0] = '\0';
+		if (p.n && p.len[0] >= sizeof(host))
+			break;
+		if (p.n) {
+			memcpy(host, p.s[0], p.len[0]);
+			host[p.len[0]] = '\0';
+		}
+		return agent_routes[i].fn(ctx, conn, host,
+					  p.n > 1 ? p.s[1] : "", req, resp);
 	}
-	slash = strchr(p, '/');
-	hl = slash ? (size_t)(slash - p) : 0;
-	if (!slash || hl == 0 || hl >= sizeof(host)) {
-		ctrl_reply_err(resp, CTRL_E_NOT_FOUND, "no such path");
-		return CTRL_ROUTE_DONE;
-	}
-	memcpy(host, p, hl);
-	host[hl] = '\0';
-	slash++;
-	if (!strcmp(slash, "work") && !strcmp(method, "GET"))
-		return do_work(ctx, conn, host, req, resp);
-	if (!strcmp(slash, "status") && !strcmp(method, "POST")) {
-		do_status(ctx, conn, host, req, resp);
-		return CTRL_ROUTE_DONE;
-	}
-	if (!strcmp(slash, "logs") && !strcmp(method, "POST")) {
-		do_logs(ctx, conn, host, req, resp);
-		return CTRL_ROUTE_DONE;
-	}
-	if (!strncmp(slash, "artifacts/", 10) && !strcmp(method, "PUT"))
-		return upload_begin(ctx, conn, host, slash + 10, req, resp);
 	ctrl_reply_err(resp, CTRL_E_NOT_FOUND, "no such path");
 	return CTRL_ROUTE_DONE;
 }
