@@ -12,6 +12,7 @@
 #include "controller/files.h"
 #include "controller/jobrt.h"
 #include "controller/rendezvous.h"
+#include "controller/route.h"
 #include "common/bug.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -260,124 +261,170 @@ static int authorized(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 }
 
 /* Splits "/v1/rendezvous/<job>/<attempt>/<key>". */
-static int split(const char *url, char **job, int *attempt, char **key)
+/* A rendezvous key named by the path /v1/rendezvous/<job>/<attempt>/<key>. */
+struct rdzv_key {
+	char job[64];
+	int attempt;
+	const char *key;
+};
+
+static int split(const char *url, struct rdzv_key *k)
 {
-	const char *p = url + strlen("/v1/rendezvous/");
-	const char *s1 = strchr(p, '/'), *s2;
-	char *end;
+	struct ctrl_route_params p;
+	char num[16], *end;
 	long a;
 
-	if (!s1 || s1 == p || s1 - p > 63)
+	if (!ctrl_route_match("/v1/rendezvous/{}/{}/*", url, &p) ||
+	    p.len[0] >= sizeof(k->job) || p.len[1] >= sizeof(num))
 		return ERR_INVALID;
-	a = strtol(s1 + 1, &end, 10);
-	s2 = end;
-	if (end == s1 + 1 || *s2 != '/' || a < 1 || a > 1000000)
+	memcpy(k->job, p.s[0], p.len[0]);
+	k->job[p.len[0]] = '\0';
+	memcpy(num, p.s[1], p.len[1]);
+	num[p.len[1]] = '\0';
+	a = strtol(num, &end, 10);
+	if (*end || a < 1 || a > 1000000)
 		return ERR_INVALID;
-	*job = xstrndup(p, (size_t)(s1 - p));
-	*attempt = (int)a;
-	*key = xstrdup(s2 + 1);
+	k->attempt = (int)a;
+	k->key = p.s[2];
 	return 0;
 }
+
+/* PUT: stores the value (bounded) and wakes whoever waits for it. */
+static enum ctrl_route_result
+rdzv_put(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+	 struct ctrl_http_req *req, const struct rdzv_key *k,
+	 struct ctrl_response *resp, const char **content_type)
+{
+	struct ctrl_rdzv *r = ctx->rdzv;
+	struct rdzv_entry *e;
+	size_t count;
+
+	(void)conn;
+	(void)content_type;
+	if (req->body.len > CTRL_RDZV_MAX_VALUE || req->too_big) {
+		ctrl_reply_err(resp, CTRL_E_VALUE_TOO_BIG,
+			       "a rendezvous value is at most 65536 bytes");
+		return CTRL_ROUTE_DONE;
+	}
+	if (!(e = find(r, k->job, k->attempt, k->key, &count)) &&
+	    (count >= CTRL_RDZV_MAX_KEYS ||
+	     r->bytes + req->body.len > RDZV_MAX_BYTES)) {
+		ctrl_reply_err(resp, CTRL_E_TOO_MANY,
+			       "too many rendezvous values for this attempt");
+		return CTRL_ROUTE_DONE;
+	}
+	drop_old(r, k->job, k->attempt);
+	e = find(r, k->job, k->attempt, k->key, &count);
+	if (!e) {
+		e = xcalloc(1, sizeof(*e));
+		e->job = xstrdup(k->job);
+		e->attempt = k->attempt;
+		e->key = xstrdup(k->key);
+		e->next = r->entries;
+		r->entries = e;
+	}
+	r->bytes -= e->len;
+	free(e->value);
+	e->value = xmalloc(req->body.len + 1);
+	memcpy(e->value, req->body.data, req->body.len);
+	e->len = req->body.len;
+	r->bytes += e->len;
+	resume(r, k->job, k->attempt, k->key, 0);
+	resp->status = 200;
+	(void)buf_adds(&resp->body, "{}");
+	return CTRL_ROUTE_DONE;
+}
+
+/* GET: the value, or a wait of up to wait_ms for it (parked, no thread). */
+static enum ctrl_route_result
+rdzv_get(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+	 struct ctrl_http_req *req, const struct rdzv_key *k,
+	 struct ctrl_response *resp, const char **content_type)
+{
+	struct ctrl_rdzv *r = ctx->rdzv;
+	enum ctrl_route_result res = CTRL_ROUTE_DONE;
+	const char *w = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND,
+						    "wait_ms");
+	long wait = w ? strtol(w, NULL, 10) : 0;
+	struct rdzv_entry *e;
+	size_t count;
+
+	if (wait < 0)
+		wait = 0;
+	if (wait > CTRL_RDZV_MAX_WAIT_MS)
+		wait = CTRL_RDZV_MAX_WAIT_MS;
+	e = find(r, k->job, k->attempt, k->key, &count);
+	if (e) {
+		resp->status = 200;
+		(void)buf_add(&resp->body, e->value, e->len);
+		*content_type = "application/octet-stream";
+	} else if (wait > 0 && !req->resumed && !ctx->stopping) {
+		struct rdzv_waiter *wt = xcalloc(1, sizeof(*wt));
+
+		wt->conn = conn;
+		wt->resumed = &req->resumed;
+		wt->deadline_ms = time_mono_ms() + wait;
+		wt->job = xstrdup(k->job);
+		wt->attempt = k->attempt;
+		wt->key = xstrdup(k->key);
+		wt->next = r->waiters;
+		r->waiters = wt;
+		req->suspended = 1;
+		MHD_suspend_connection(conn);
+		res = CTRL_ROUTE_SUSPENDED;
+	} else {
+		ctrl_reply_err(resp, CTRL_E_NOT_FOUND,
+			       "no such rendezvous key (yet)");
+	}
+	req->resumed = 0;
+	return res;
+}
+
+/* The methods on a key; each runs under hosts_lock. */
+static const struct {
+	const char *method;
+	enum ctrl_route_result (*fn)(struct ctrl_ctx *, struct MHD_Connection *,
+				     struct ctrl_http_req *,
+				     const struct rdzv_key *,
+				     struct ctrl_response *, const char **);
+} rdzv_methods[] = {
+	{ "PUT", rdzv_put },
+	{ "GET", rdzv_get },
+};
 
 enum ctrl_route_result
 ctrl_rdzv_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		const char *method, const char *url, struct ctrl_http_req *req,
 		struct ctrl_response *resp, const char **content_type)
 {
-	struct ctrl_rdzv *r = ctx->rdzv;
 	enum ctrl_route_result res = CTRL_ROUTE_DONE;
-	char *job = NULL, *key = NULL;
-	struct rdzv_entry *e;
-	int attempt = 0;
-	size_t count;
+	struct rdzv_key k;
+	size_t i;
 
 	*content_type = "application/json";
-	if (split(url, &job, &attempt, &key) || !key_ok(key)) {
+	if (split(url, &k) || !key_ok(k.key)) {
 		ctrl_reply_err(resp, CTRL_E_VALIDATION,
 			       "rendezvous paths are /v1/rendezvous/<job>/"
 			       "<attempt>/<key>, key [A-Za-z0-9._-]{1,128}");
-		goto out;
+		return CTRL_ROUTE_DONE;
 	}
-	if (!r || !authorized(ctx, conn, job, attempt)) {
+	if (!ctx->rdzv || !authorized(ctx, conn, k.job, k.attempt)) {
 		ctrl_reply_err(resp, CTRL_E_UNAUTHORIZED,
 			       "a rendezvous request needs the attempt's token "
 			       "(Authorization: Bearer $TRAINCTL_RDZV_TOKEN)");
-		goto out;
+		return CTRL_ROUTE_DONE;
 	}
-	pthread_mutex_lock(&ctx->hosts_lock);
-	if (!strcmp(method, "PUT")) {
-		if (req->body.len > CTRL_RDZV_MAX_VALUE || req->too_big) {
-			ctrl_reply_err(resp, CTRL_E_VALUE_TOO_BIG,
-				       "a rendezvous value is at most 65536 "
-				       "bytes");
-		} else if (!(e = find(r, job, attempt, key, &count)) &&
-			   (count >= CTRL_RDZV_MAX_KEYS ||
-			    r->bytes + req->body.len > RDZV_MAX_BYTES)) {
-			ctrl_reply_err(resp, CTRL_E_TOO_MANY,
-				       "too many rendezvous values for this "
-				       "attempt");
-		} else {
-			drop_old(r, job, attempt);
-			e = find(r, job, attempt, key, &count);
-			if (!e) {
-				e = xcalloc(1, sizeof(*e));
-				e->job = xstrdup(job);
-				e->attempt = attempt;
-				e->key = xstrdup(key);
-				e->next = r->entries;
-				r->entries = e;
-			}
-			r->bytes -= e->len;
-			free(e->value);
-			e->value = xmalloc(req->body.len + 1);
-			memcpy(e->value, req->body.data, req->body.len);
-			e->len = req->body.len;
-			r->bytes += e->len;
-			resume(r, job, attempt, key, 0);
-			resp->status = 200;
-			(void)buf_adds(&resp->body, "{}");
-		}
-	} else if (!strcmp(method, "GET")) {
-		const char *w = MHD_lookup_connection_value(
-			conn, MHD_GET_ARGUMENT_KIND, "wait_ms");
-		long wait = w ? strtol(w, NULL, 10) : 0;
-
-		if (wait < 0)
-			wait = 0;
-		if (wait > CTRL_RDZV_MAX_WAIT_MS)
-			wait = CTRL_RDZV_MAX_WAIT_MS;
-		e = find(r, job, attempt, key, &count);
-		if (e) {
-			resp->status = 200;
-			(void)buf_add(&resp->body, e->value, e->len);
-			*content_type = "application/octet-stream";
-		} else if (wait > 0 && !req->resumed && !ctx->stopping) {
-			struct rdzv_waiter *wt = xcalloc(1, sizeof(*wt));
-
-			wt->conn = conn;
-			wt->resumed = &req->resumed;
-			wt->deadline_ms = time_mono_ms() + wait;
-			wt->job = xstrdup(job);
-			wt->attempt = attempt;
-			wt->key = xstrdup(key);
-			wt->next = r->waiters;
-			r->waiters = wt;
-			req->suspended = 1;
-			MHD_suspend_connection(conn);
-			res = CTRL_ROUTE_SUSPENDED;
-		} else {
-			ctrl_reply_err(resp, CTRL_E_NOT_FOUND,
-				       "no such rendezvous key (yet)");
-		}
-		req->resumed = 0;
-	} else {
+	for (i = 0; i < sizeof(rdzv_methods) / sizeof(rdzv_methods[0]); i++)
+		if (!strcmp(rdzv_methods[i].method, method))
+			break;
+	if (i == sizeof(rdzv_methods) / sizeof(rdzv_methods[0])) {
 		ctrl_reply_err(resp, CTRL_E_RDZV_METHOD,
 			       "use GET or PUT on rendezvous keys");
+		return CTRL_ROUTE_DONE;
 	}
+	pthread_mutex_lock(&ctx->hosts_lock);
+	res = rdzv_methods[i].fn(ctx, conn, req, &k, resp, content_type);
 	pthread_mutex_unlock(&ctx->hosts_lock);
-out:
-	free(job);
-	free(key);
 	return res;
 }
 
