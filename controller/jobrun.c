@@ -324,21 +324,13 @@ static int move_off_drained(struct ctrl_ctx *ctx, const struct db_job *job,
 	pthread_mutex_lock(&ctx->hosts_lock);
 	for (i = 0; i < n; i++) {
 		const struct ctrl_host *h = ctrl_hosts_find(ctx, as[i].host);
-		const char *type;
-		size_t from;
 
 		if (!h || !h->drained || !ctrl_place_host_live(h) ||
 		    (size_t)as[i].host_index >= n)
 			continue;
 		drained++;
-		type = rt ? ctrl_place_type_of_index(&rt->spec,
-						     as[i].host_index) :
-			    NULL;
-		from = 0;
 		chosen[as[i].host_index] =
-			type ? ctrl_place_pick_free(ctx, type, &from, chosen,
-						    n) :
-			       NULL;
+			ctrl_place_spare(ctx, rt, as[i].host_index, chosen, n);
 		found += chosen[as[i].host_index] != NULL;
 		(void)buf_addf(&names, "%s'%s' (algo-%d)",
 			       names.len ? ", " : "", h->name,

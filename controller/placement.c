@@ -321,6 +321,16 @@ const char *ctrl_place_type_of_index(const struct api_job_spec *spec, int index)
 	return spec->groups[spec->n_groups - 1].instance_type;
 }
 
+const char *ctrl_place_spare(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
+			     int index, const char **chosen, size_t n)
+{
+	const char *type = rt ? ctrl_place_type_of_index(&rt->spec, index) :
+				NULL;
+	size_t from = 0;
+
+	return type ? ctrl_place_pick_free(ctx, type, &from, chosen, n) : NULL;
+}
+
 /*
  * The hosts of the next attempt: each host of the failed one while it is
  * usable, a lost or drained one replaced by a free live host of its
@@ -339,8 +349,6 @@ size_t ctrl_place_replacements(struct ctrl_ctx *ctx, const struct db_job *job,
 	pthread_mutex_lock(&ctx->hosts_lock);
 	for (i = 0; i < n; i++) {
 		struct ctrl_host *h = ctrl_hosts_find(ctx, as[i].host);
-		const char *type;
-		size_t from;
 
 		if ((size_t)as[i].host_index >= n)
 			continue;
@@ -348,14 +356,8 @@ size_t ctrl_place_replacements(struct ctrl_ctx *ctx, const struct db_job *job,
 			chosen[as[i].host_index] = h->name;
 			continue;
 		}
-		type = rt ? ctrl_place_type_of_index(&rt->spec,
-						     as[i].host_index) :
-			    NULL;
-		from = 0;
 		chosen[as[i].host_index] =
-			type ? ctrl_place_pick_free(ctx, type, &from, chosen,
-						    n) :
-			       NULL;
+			ctrl_place_spare(ctx, rt, as[i].host_index, chosen, n);
 		if (chosen[as[i].host_index])
 			log_info("job '%s': algo-%d moves from %s host '%s' "
 				 "to '%s'",

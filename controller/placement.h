@@ -16,6 +16,7 @@ struct db_job;
 struct db_assignment;
 struct db_queue_look;
 struct api_job_spec;
+struct ctrl_jobrt;
 
 /*
  * Makes the hosts' busy marks current, unless *valid says they are (a
@@ -45,6 +46,14 @@ const char *ctrl_place_pick_free(struct ctrl_ctx *ctx, const char *type,
  * checked free on this machine. Returns the first (MASTER_PORT).
  */
 int ctrl_place_ports(int count);
+
+/*
+ * A free host for algo-(index+1) of a job (rt: its runtime cache, NULL:
+ * none), of that place's instance type and not among chosen[0..n), or
+ * NULL. Caller holds jobs_lock and hosts_lock.
+ */
+const char *ctrl_place_spare(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
+			     int index, const char **chosen, size_t n);
 
 /* The instance type of algo-(index+1), group after group. */
 const char *ctrl_place_type_of_index(const struct api_job_spec *spec,
