@@ -285,92 +285,107 @@
 
   /* ------------------------------------------------------------ one job */
 
+  /*
+   * The job page: JobView loads the job (DescribeTrainingJob and the page's
+   * /v1/ui/jobs/NAME) and hands it to one component per part of the page.
+   * Each component owns its DOM subtree (`el`) and redraws it in
+   * update(job), where job is { desc: Describe's answer, rt: the page's };
+   * the metrics and logs panels also load their own data.
+   */
+
   function JobView(root, name) {
     var self = this;
-    this.root = root;
     this.name = name;
-    this.desc = null;
-    this.rt = null;
-    this.plots = {};
-    this.knownHosts = {};
-    this.logs = { stream: null, offset: 0, follow: true, gen: 0, abort: null };
+    this.job = null;
+    this.lastStatus = null;
     this.reload = serial(function () { return self.load(); });
-    this.reloadMetrics = serial(function () { return self.loadMetrics(); });
 
-    this.el = {
-      head: h('div', { id: 'job-head' }),
-      failure: h('div', { id: 'failure-box' }),
-      summary: h('dl', { id: 'summary', cls: 'kv' }),
-      timeline: h('div', { id: 'timeline' }),
-      restarts: h('div', { id: 'restarts' }),
-      hosts: h('div', { id: 'job-hosts' }),
-      metrics: h('div', { id: 'metrics', cls: 'plots' }),
-      logTabs: h('div', { cls: 'tabs', id: 'log-tabs' }),
-      logPre: h('pre', { id: 'log', cls: 'log' }),
-      request: h('div', { id: 'request' }),
-      err: h('div')
-    };
-    var followBox = h('input', { type: 'checkbox', id: 'log-follow', checked: 'checked',
-      onchange: function () { self.logs.follow = followBox.checked; self.openStream(self.logs.stream, true); } });
+    this.err = h('div');
+    this.head = new JobHeader();
+    this.failure = new FailureBox();
+    this.summary = new JobSummary();
+    this.timeline = new StatusTimeline();
+    this.restarts = new RestartList();
+    this.hosts = new JobHosts();
+    this.metrics = new MetricsPanel(name);
+    this.logs = new LogsPanel(name);
+    this.request = new RequestPanel();
     root.appendChild(h('div', null,
       h('p', { cls: 'crumbs' }, h('a', { href: '#/jobs', text: 'Training jobs' }), ' / ', name),
-      this.el.err,
-      h('section', { cls: 'card' }, this.el.head, this.el.failure, this.el.summary),
-      h('section', { cls: 'card' }, h('h2', { text: 'Status transitions' }), this.el.timeline, this.el.restarts),
-      h('section', { cls: 'card' }, h('h2', { text: 'Hosts' }), this.el.hosts),
-      h('section', { cls: 'card' }, h('h2', { text: 'Metrics' }), this.el.metrics),
-      h('section', { cls: 'card' },
-        h('div', { cls: 'toolbar' }, h('h2', { text: 'Logs' }), this.el.logTabs,
-          h('label', { cls: 'follow' }, followBox, ' follow')),
-        this.el.logPre),
-      h('section', { cls: 'card' }, h('h2', { text: 'Request' }), this.el.request)));
+      this.err,
+      card(null, [this.head.el, this.failure.el, this.summary.el]),
+      card('Status transitions', [this.timeline.el, this.restarts.el]),
+      card('Hosts', this.hosts.el),
+      card('Metrics', this.metrics.el),
+      this.logs.el,
+      card('Request', this.request.el)));
     this.reload();
-    this.reloadMetrics();
-    this.resize = function () { self.resizePlots(); };
-    window.addEventListener('resize', this.resize);
+    this.metrics.reload();
+  }
+
+  /* A card of the page: a section, with a heading when there is a title. */
+  function card(title, body) {
+    return h('section', { cls: 'card' }, title ? h('h2', { text: title }) : null, body);
   }
 
   JobView.prototype.destroy = function () {
-    this.logs.gen++;
-    if (this.logs.abort) this.logs.abort.abort();
-    window.removeEventListener('resize', this.resize);
-    Object.keys(this.plots).forEach(function (k) { this.plots[k].u.destroy(); }, this);
+    this.logs.destroy();
+    this.metrics.destroy();
   };
 
   JobView.prototype.load = function () {
     var self = this;
     var path = enc(this.name);
     return Promise.all([api('/v1/training-jobs/' + path), api('/v1/ui/jobs/' + path)]).then(function (r) {
-      clear(self.el.err);
-      self.desc = r[0];
-      self.rt = r[1];
+      clear(self.err);
+      self.job = { desc: r[0], rt: r[1] };
       self.render();
     }, function (e) {
-      clear(self.el.err).appendChild(errorBox(e));
+      clear(self.err).appendChild(errorBox(e));
     });
   };
 
   JobView.prototype.render = function () {
-    var d = this.desc, rt = this.rt;
-    var status = d.TrainingJobStatus;
+    var job = this.job;
+    var status = job.desc.TrainingJobStatus;
 
-    clear(this.el.head).appendChild(h('div', { cls: 'toolbar' },
-      h('h1', { id: 'job-name', text: d.TrainingJobName }),
-      h('span', { id: 'job-status', 'data-status': status }, badge(status, d.SecondaryStatus))));
-    this.renderFailure();
-    this.renderSummary();
-    this.renderTimeline();
-    this.renderHosts();
-    this.renderRequest();
-    this.syncStreams();
-    if (this.lastStatus && this.lastStatus !== status) this.reloadMetrics();
+    [this.head, this.failure, this.summary, this.timeline, this.restarts, this.hosts,
+     this.request, this.logs].forEach(function (part) { part.update(job); });
+    if (this.lastStatus && this.lastStatus !== status) this.metrics.reload();
     this.lastStatus = status;
   };
 
-  JobView.prototype.renderFailure = function () {
-    var d = this.desc, rt = this.rt;
-    var box = clear(this.el.failure);
-    var f = rt.first_failure;
+  JobView.prototype.changed = function (c) {
+    if (c.jobs || c.hosts) this.reload();
+    if (c.logs || c.jobs) this.metrics.reload();
+  };
+
+  JobView.prototype.tick = function () {
+    if (this.job && !terminal(this.job.desc.TrainingJobStatus)) this.summary.update(this.job);
+  };
+
+  /* The job's name and its status badge. */
+  function JobHeader() {
+    this.el = h('div', { id: 'job-head' });
+  }
+
+  JobHeader.prototype.update = function (job) {
+    var d = job.desc;
+    clear(this.el).appendChild(h('div', { cls: 'toolbar' },
+      h('h1', { id: 'job-name', text: d.TrainingJobName }),
+      h('span', { id: 'job-status', 'data-status': d.TrainingJobStatus },
+        badge(d.TrainingJobStatus, d.SecondaryStatus))));
+  };
+
+  /* Which rank or host failed first, and FailureReason; empty otherwise. */
+  function FailureBox() {
+    this.el = h('div', { id: 'failure-box' });
+  }
+
+  FailureBox.prototype.update = function (job) {
+    var d = job.desc;
+    var box = clear(this.el);
+    var f = job.rt.first_failure;
     var c = culpritFromReason(d.FailureReason);
 
     if (!d.FailureReason && !f) return;
@@ -387,8 +402,14 @@
     box.appendChild(h('div', { id: 'failure', cls: 'failure' }, lines));
   };
 
-  JobView.prototype.renderSummary = function () {
-    var d = this.desc, rt = this.rt;
+  /* Times, attempt, image and where the output goes; the view redraws it
+   * every second while the job runs, for its duration. */
+  function JobSummary() {
+    this.el = h('dl', { id: 'summary', cls: 'kv' });
+  }
+
+  JobSummary.prototype.update = function (job) {
+    var d = job.desc, rt = job.rt;
     var rc = d.ResourceConfig || {};
     var start = ms(d.TrainingStartTime), end = ms(d.TrainingEndTime), created = ms(d.CreationTime);
     var rows = [
@@ -406,23 +427,34 @@
       ['Stop reason', rt.stop_reason],
       ['ARN', d.TrainingJobArn]
     ];
-    var dl = clear(this.el.summary);
+    var dl = clear(this.el);
     rows.forEach(function (r) {
       if (r[1] == null || r[1] === '') return;
       dl.appendChild(h('dt', { text: r[0] }));
       dl.appendChild(h('dd', { text: r[1] }));
     });
-    this.startMs = start;
   };
 
-  JobView.prototype.renderTimeline = function () {
-    var d = this.desc;
+  /* SecondaryStatusTransitions: a bar of their durations over a table. */
+  function StatusTimeline() {
+    this.el = h('div', { id: 'timeline' });
+  }
+
+  StatusTimeline.prototype.update = function (job) {
+    var d = job.desc;
     var tr = d.SecondaryStatusTransitions || [];
+    var done = terminal(d.TrainingJobStatus);
     var now = Date.now();
-    var el = clear(this.el.timeline);
+    var el = clear(this.el);
     if (!tr.length) { el.appendChild(h('p', { cls: 'muted', text: 'No transitions yet.' })); return; }
+    var t1 = ms(tr[tr.length - 1].EndTime) || (done ? ms(tr[tr.length - 1].StartTime) : now);
+    el.appendChild(timelineBar(tr, t1));
+    el.appendChild(transitionsTable(tr, done, now));
+  };
+
+  /* One segment per transition, as wide as its share of the time up to t1. */
+  function timelineBar(tr, t1) {
     var t0 = ms(tr[0].StartTime);
-    var t1 = ms(tr[tr.length - 1].EndTime) || (terminal(d.TrainingJobStatus) ? ms(tr[tr.length - 1].StartTime) : now);
     var total = Math.max(t1 - t0, 1);
     var bar = h('div', { cls: 'bar', role: 'img', 'aria-label': 'status timeline' });
     tr.forEach(function (t) {
@@ -431,159 +463,222 @@
       bar.appendChild(h('span', { cls: 'seg', 'data-status': t.Status, style: 'width:' + w.toFixed(2) + '%',
         title: t.Status + ' ' + fmtDuration(e - s) }));
     });
-    var list = h('table', { cls: 'grid compact', id: 'transitions' },
+    return bar;
+  }
+
+  function transitionsTable(tr, done, now) {
+    return h('table', { cls: 'grid compact', id: 'transitions' },
       h('thead', null, h('tr', null, ['Status', 'Started', 'Took', 'Message'].map(function (x) { return h('th', { text: x }); }))),
       h('tbody', null, tr.map(function (t) {
         var s = ms(t.StartTime), e = ms(t.EndTime);
         return h('tr', { 'data-status': t.Status },
           h('td', null, h('span', { cls: 'dot', 'data-status': t.Status }), ' ' + t.Status),
           h('td', { text: fmtTime(s) }),
-          h('td', { text: e ? fmtDuration(e - s) : (terminal(d.TrainingJobStatus) ? '\u2014' : fmtDuration(now - s) + ' so far') }),
+          h('td', { text: e ? fmtDuration(e - s) : (done ? '\u2014' : fmtDuration(now - s) + ' so far') }),
           h('td', { text: t.StatusMessage || '' }));
       })));
-    el.appendChild(bar);
-    el.appendChild(list);
+  }
 
+  /* Restarts and interruptions, when the job had any. */
+  function RestartList() {
+    this.el = h('div', { id: 'restarts' });
+  }
+
+  RestartList.prototype.update = function (job) {
+    var tr = job.desc.SecondaryStatusTransitions || [];
+    var attempt = job.rt.attempt;
+    if (!tr.length) return;   /* nothing has happened yet */
     var restarts = tr.filter(function (t) { return t.Status === 'Restarting' || t.Status === 'Interrupted'; });
-    var r = clear(this.el.restarts);
-    if (restarts.length || (this.rt.attempt || 0) > 1) {
-      r.appendChild(h('h3', { text: 'Restarts (' + Math.max(restarts.length, (this.rt.attempt || 1) - 1) + ')' }));
-      r.appendChild(h('ul', { id: 'restart-list' }, restarts.map(function (t) {
-        return h('li', null, h('b', { text: fmtTime(ms(t.StartTime)) }), ' ' + t.Status + ': ' + (t.StatusMessage || 'no reason given'));
-      })));
-    }
+    var el = clear(this.el);
+    if (!restarts.length && (attempt || 0) <= 1) return;
+    el.appendChild(h('h3', { text: 'Restarts (' + Math.max(restarts.length, (attempt || 1) - 1) + ')' }));
+    el.appendChild(h('ul', { id: 'restart-list' }, restarts.map(function (t) {
+      return h('li', null, h('b', { text: fmtTime(ms(t.StartTime)) }), ' ' + t.Status + ': ' + (t.StatusMessage || 'no reason given'));
+    })));
   };
 
-  JobView.prototype.renderHosts = function () {
-    var self = this, rt = this.rt;
-    var el = clear(this.el.hosts);
-    var rows = rt.hosts || [];
+  /* The job's nodes (algo-N), the host each ran on, and its ranks. */
+  function JobHosts() {
+    this.el = h('div', { id: 'job-hosts' });
+    this.known = {};
+  }
 
-    /* Assignments go when a job ends: keep what this page saw last. */
-    rows.forEach(function (x) { self.knownHosts[x.algo] = x; });
-    if (!rows.length) rows = Object.keys(this.knownHosts).sort().map(function (k) {
-      var x = Object.assign({}, self.knownHosts[k]);
+  JobHosts.prototype.update = function (job) {
+    var d = job.desc, rt = job.rt;
+    var el = clear(this.el);
+    var rows = this.rows(job);
+    if (!rows.length) {
+      el.appendChild(h('p', { cls: 'muted', text: terminal(d.TrainingJobStatus) ?
+        'The job ran on no host.' : 'Waiting for hosts.' }));
+      return;
+    }
+    var culprit = rt.first_failure || culpritFromReason(d.FailureReason);
+    el.appendChild(h('table', { cls: 'grid', id: 'hosts-of-job' },
+      h('thead', null, h('tr', null, ['Node', 'Host', 'Host state', 'Phase', 'Heartbeat', 'Ranks'].map(function (x) {
+        return h('th', { text: x });
+      }))),
+      h('tbody', null, rows.map(function (x) { return jobHostRow(x, culprit, rt.first_failure); }))));
+  };
+
+  /* The nodes the job holds now. Assignments go when a job ends: then the
+   * ones this page saw last, else the nodes that wrote logs, as released. */
+  JobHosts.prototype.rows = function (job) {
+    var known = this.known;
+    var rows = job.rt.hosts || [];
+
+    rows.forEach(function (x) { known[x.algo] = x; });
+    if (!rows.length) rows = Object.keys(known).sort().map(function (k) {
+      var x = Object.assign({}, known[k]);
       x.released = true;
       return x;
     });
     if (!rows.length) {
       var algos = {};
-      (rt.streams || []).forEach(function (s) { algos['algo-' + (s.host_index + 1)] = 1; });
-      var c = culpritFromReason(this.desc.FailureReason);
+      (job.rt.streams || []).forEach(function (s) { algos['algo-' + (s.host_index + 1)] = 1; });
+      var c = culpritFromReason(job.desc.FailureReason);
       rows = Object.keys(algos).sort().map(function (a) {
         return { algo: a, host: c && c.algo === a ? c.host : null, released: true };
       });
     }
-    if (!rows.length) {
-      el.appendChild(h('p', { cls: 'muted', text: terminal(this.desc.TrainingJobStatus) ?
-        'The job ran on no host.' : 'Waiting for hosts.' }));
-      return;
-    }
-    var culprit = rt.first_failure || culpritFromReason(this.desc.FailureReason);
-    el.appendChild(h('table', { cls: 'grid', id: 'hosts-of-job' },
-      h('thead', null, h('tr', null, ['Node', 'Host', 'Host state', 'Phase', 'Heartbeat', 'Ranks'].map(function (x) {
-        return h('th', { text: x });
-      }))),
-      h('tbody', null, rows.map(function (x) {
-        var failed = culprit && culprit.algo === x.algo;
-        var ranks = (x.procs || []).map(function (p) {
-          if (!p.exited) return 'rank ' + p.rank + ': running (pid ' + p.pid + ')';
-          return 'rank ' + p.rank + ': ' + (p.signal ? 'signal ' + p.signal : 'exit ' + p.exit_code);
-        }).join(', ');
-        if (x.error) ranks = (ranks ? ranks + '; ' : '') + 'error: ' + x.error;
-        if (x.released && ranks) ranks = 'last seen: ' + ranks;
-        if (failed && culprit.rank != null && !rt.first_failure)
-          ranks = 'rank ' + culprit.rank + ' failed' + (ranks ? '; ' + ranks : '');
-        return h('tr', { 'data-algo': x.algo, cls: failed ? 'failed' : null },
-          h('td', { text: x.algo }),
-          h('td', null, x.host ? h('a', { href: '#/hosts', text: x.host }) : h('span', { cls: 'muted', text: 'released' })),
-          h('td', { text: x.released ? 'released' : x.host_state }),
-          h('td', { text: x.released ? (x.phase ? 'ended (last seen: ' + x.phase + ')' : 'ended') : x.phase + (x.action !== 'run' ? ' (' + x.action + ')' : '') }),
-          h('td', { text: x.released ? '\u2014' : fmtAge(x.last_heartbeat_ms_ago) }),
-          h('td', { text: ranks || '\u2014' }));
-      }))));
+    return rows;
   };
 
-  JobView.prototype.renderRequest = function () {
-    var d = this.desc;
-    var el = clear(this.el.request);
-    var hp = d.HyperParameters || {};
+  function jobHostRow(x, culprit, firstFailure) {
+    var failed = culprit && culprit.algo === x.algo;
+    return h('tr', { 'data-algo': x.algo, cls: failed ? 'failed' : null },
+      h('td', { text: x.algo }),
+      h('td', null, x.host ? h('a', { href: '#/hosts', text: x.host }) : h('span', { cls: 'muted', text: 'released' })),
+      h('td', { text: x.released ? 'released' : x.host_state }),
+      h('td', { text: x.released ? (x.phase ? 'ended (last seen: ' + x.phase + ')' : 'ended') : x.phase + (x.action !== 'run' ? ' (' + x.action + ')' : '') }),
+      h('td', { text: x.released ? '\u2014' : fmtAge(x.last_heartbeat_ms_ago) }),
+      h('td', { text: rankText(x, failed && !firstFailure ? culprit.rank : null) || '\u2014' }));
+  }
+
+  /* A node's ranks: running or how they ended, and the agent's error;
+   * failedRank, when FailureReason names the rank that failed. */
+  function rankText(x, failedRank) {
+    var ranks = (x.procs || []).map(function (p) {
+      if (!p.exited) return 'rank ' + p.rank + ': running (pid ' + p.pid + ')';
+      return 'rank ' + p.rank + ': ' + (p.signal ? 'signal ' + p.signal : 'exit ' + p.exit_code);
+    }).join(', ');
+    if (x.error) ranks = (ranks ? ranks + '; ' : '') + 'error: ' + x.error;
+    if (x.released && ranks) ranks = 'last seen: ' + ranks;
+    if (failedRank != null)
+      ranks = 'rank ' + failedRank + ' failed' + (ranks ? '; ' + ranks : '');
+    return ranks;
+  }
+
+  /* What was asked for: hyperparameters, channels, resources, and the
+   * whole DescribeTrainingJob answer folded away. */
+  function RequestPanel() {
+    this.el = h('div', { id: 'request' });
+  }
+
+  RequestPanel.prototype.update = function (job) {
+    var d = job.desc;
+    append(clear(this.el), [
+      h('h3', { text: 'Hyperparameters' }), hyperparametersTable(d.HyperParameters || {}),
+      h('h3', { text: 'Channels' }), channelsTable(d.InputDataConfig || []),
+      h('h3', { text: 'Resources' }), resourcesList(d),
+      h('details', null, h('summary', { text: 'DescribeTrainingJob' }),
+        h('pre', { cls: 'json', text: JSON.stringify(d, null, 2) }))]);
+  };
+
+  function none() {
+    return h('p', { cls: 'muted', text: 'None.' });
+  }
+
+  function hyperparametersTable(hp) {
     var keys = Object.keys(hp).sort();
-    el.appendChild(h('h3', { text: 'Hyperparameters' }));
-    el.appendChild(keys.length ? h('table', { cls: 'grid compact', id: 'hyperparameters' },
-      h('tbody', null, keys.map(function (k) { return h('tr', null, h('th', { text: k }), h('td', { text: hp[k] })); })))
-      : h('p', { cls: 'muted', text: 'None.' }));
-    var ch = d.InputDataConfig || [];
-    el.appendChild(h('h3', { text: 'Channels' }));
-    el.appendChild(ch.length ? h('table', { cls: 'grid compact', id: 'channels' },
+    if (!keys.length) return none();
+    return h('table', { cls: 'grid compact', id: 'hyperparameters' },
+      h('tbody', null, keys.map(function (k) { return h('tr', null, h('th', { text: k }), h('td', { text: hp[k] })); })));
+  }
+
+  function channelsTable(ch) {
+    if (!ch.length) return none();
+    return h('table', { cls: 'grid compact', id: 'channels' },
       h('thead', null, h('tr', null, ['Name', 'Source', 'Distribution', 'Content type', 'Mode'].map(function (x) { return h('th', { text: x }); }))),
       h('tbody', null, ch.map(function (c) {
         var s = (c.DataSource && (c.DataSource.S3DataSource || c.DataSource.FileSystemDataSource)) || {};
         return h('tr', null, h('td', { text: c.ChannelName }), h('td', { text: s.S3Uri || s.DirectoryPath || '' }),
           h('td', { text: s.S3DataDistributionType || '' }), h('td', { text: c.ContentType || '' }),
           h('td', { text: c.InputMode || 'File' }));
-      }))) : h('p', { cls: 'muted', text: 'None.' }));
+      })));
+  }
+
+  function resourcesList(d) {
     var rc = d.ResourceConfig || {};
     var sc = d.StoppingCondition || {};
-    el.appendChild(h('h3', { text: 'Resources' }));
-    el.appendChild(h('dl', { cls: 'kv', id: 'resources' },
+    return h('dl', { cls: 'kv', id: 'resources' },
       [['Instance type', rc.InstanceType], ['Instance count', rc.InstanceCount], ['Volume', rc.VolumeSizeInGB != null ? rc.VolumeSizeInGB + ' GB' : null],
        ['Instance groups', rc.InstanceGroups ? rc.InstanceGroups.map(function (g) { return g.InstanceGroupName + ': ' + g.InstanceCount + ' \u00d7 ' + g.InstanceType; }).join(', ') : null],
        ['Max runtime', sc.MaxRuntimeInSeconds != null ? sc.MaxRuntimeInSeconds + ' s' : null],
        ['Metric definitions', (d.AlgorithmSpecification && d.AlgorithmSpecification.MetricDefinitions || []).map(function (m) { return m.Name + ' = /' + m.Regex + '/'; }).join(', ')]]
         .filter(function (r) { return r[1] != null && r[1] !== ''; })
-        .map(function (r) { return [h('dt', { text: r[0] }), h('dd', { text: r[1] })]; })));
-    el.appendChild(h('details', null, h('summary', { text: 'DescribeTrainingJob' }),
-      h('pre', { cls: 'json', text: JSON.stringify(d, null, 2) })));
-  };
+        .map(function (r) { return [h('dt', { text: r[0] }), h('dd', { text: r[1] })]; }));
+  }
 
-  /* Metrics: one uPlot chart per MetricDefinition. */
-  JobView.prototype.loadMetrics = function () {
+  /* Metrics: one uPlot chart per MetricDefinition, from the page's
+   * /v1/ui/jobs/NAME/metrics; reload() fetches them again. */
+  function MetricsPanel(name) {
+    var self = this;
+    this.name = name;
+    this.plots = {};
+    this.el = h('div', { id: 'metrics', cls: 'plots' });
+    this.reload = serial(function () { return self.load(); });
+    this.onresize = function () { self.resize(); };
+    window.addEventListener('resize', this.onresize);
+  }
+
+  MetricsPanel.prototype.load = function () {
     var self = this;
     return api('/v1/ui/jobs/' + enc(this.name) + '/metrics').then(function (r) {
-      self.renderMetrics(r.metrics);
+      self.update(r.metrics);
     }, function () {});
   };
 
-  JobView.prototype.plotWidth = function () {
-    var w = this.el.metrics.clientWidth || 800;
+  MetricsPanel.prototype.width = function () {
+    var w = this.el.clientWidth || 800;
     return Math.max(280, Math.min(w - 8, w > 900 ? (w - 24) / 2 : w - 8));
   };
 
-  JobView.prototype.renderMetrics = function (series) {
+  MetricsPanel.prototype.update = function (series) {
     var self = this;
     if (!series.length) {
-      clear(this.el.metrics).appendChild(h('p', { cls: 'muted', text: 'The job has no MetricDefinitions.' }));
+      clear(this.el).appendChild(h('p', { cls: 'muted', text: 'The job has no MetricDefinitions.' }));
       return;
     }
     series.forEach(function (s, i) {
       var xs = s.points.map(function (p) { return p[0] / 1000; });
       var ys = s.points.map(function (p) { return p[1]; });
       var p = self.plots[s.name];
-      if (!p) {
-        var box = h('div', { cls: 'plot', 'data-metric': s.name });
-        var empty = self.el.metrics.querySelector('p.muted');
-        if (empty) self.el.metrics.removeChild(empty);
-        self.el.metrics.appendChild(box);
-        var colors = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2'];
-        var u = new uPlot({
-          title: s.name,
-          width: self.plotWidth(),
-          height: 220,
-          scales: { x: { time: true, range: timeRange } },
-          series: [{}, { label: s.name, stroke: colors[i % colors.length], width: 2,
-                         points: { show: true, size: 4 } }],
-          axes: [{}, { size: 60 }]
-        }, [xs, ys], box);
-        p = self.plots[s.name] = { u: u, box: box };
-      } else {
-        p.u.setData([xs, ys]);
-      }
+      if (!p) p = self.plots[s.name] = self.plot(s.name, i, [xs, ys]);
+      else p.u.setData([xs, ys]);
       p.box.setAttribute('data-points', String(xs.length));
       p.box.classList.toggle('empty', !xs.length);
       var last = ys.length ? ys[ys.length - 1] : null;
       p.box.setAttribute('data-last', last == null ? '' : String(last));
     });
+  };
+
+  /* A new chart of `data` for metric `name`, the i-th of the job's. */
+  MetricsPanel.prototype.plot = function (name, i, data) {
+    var box = h('div', { cls: 'plot', 'data-metric': name });
+    var empty = this.el.querySelector('p.muted');
+    if (empty) this.el.removeChild(empty);
+    this.el.appendChild(box);
+    var colors = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2'];
+    var u = new uPlot({
+      title: name,
+      width: this.width(),
+      height: 220,
+      scales: { x: { time: true, range: timeRange } },
+      series: [{}, { label: name, stroke: colors[i % colors.length], width: 2,
+                     points: { show: true, size: 4 } }],
+      axes: [{}, { size: 60 }]
+    }, data, box);
+    return { u: u, box: box };
   };
 
   /* One point (or none) would stretch the time axis over years. */
@@ -595,72 +690,102 @@
     return max - min < 1 ? [min - 30, max + 30] : [min, max];
   }
 
-  JobView.prototype.resizePlots = function () {
-    var w = this.plotWidth();
+  MetricsPanel.prototype.resize = function () {
+    var w = this.width();
     Object.keys(this.plots).forEach(function (k) { this.plots[k].u.setSize({ width: w, height: 220 }); }, this);
   };
 
-  /* Logs: a tab per stream, followed with the logs route's long-poll. */
-  JobView.prototype.syncStreams = function () {
+  MetricsPanel.prototype.destroy = function () {
+    window.removeEventListener('resize', this.onresize);
+    Object.keys(this.plots).forEach(function (k) { this.plots[k].u.destroy(); }, this);
+  };
+
+  /*
+   * Logs: a card with a tab per stream and the lines of the open one,
+   * followed with the logs route's long-poll. update(job) adds the tabs
+   * of new streams and opens the first, or follows the open one again.
+   */
+  function LogsPanel(name) {
     var self = this;
-    var streams = this.rt.streams || [];
-    var tabs = this.el.logTabs;
+    this.name = name;
+    this.status = null;
+    this.stream = null;
+    this.offset = 0;
+    this.follow = true;
+    this.gen = 0;
+    this.abort = null;
+    this.running = false;   /* or the generation being read */
+    this.tabs = h('div', { cls: 'tabs', id: 'log-tabs' });
+    this.pre = h('pre', { id: 'log', cls: 'log' });
+    var followBox = h('input', { type: 'checkbox', id: 'log-follow', checked: 'checked',
+      onchange: function () { self.follow = followBox.checked; self.open(self.stream, true); } });
+    this.el = h('section', { cls: 'card' },
+      h('div', { cls: 'toolbar' }, h('h2', { text: 'Logs' }), this.tabs,
+        h('label', { cls: 'follow' }, followBox, ' follow')),
+      this.pre);
+  }
+
+  LogsPanel.prototype.update = function (job) {
+    var self = this;
+    var streams = job.rt.streams || [];
     var have = {};
-    Array.prototype.forEach.call(tabs.children, function (b) { have[b.getAttribute('data-stream')] = b; });
+    this.status = job.desc.TrainingJobStatus;
+    Array.prototype.forEach.call(this.tabs.children, function (b) { have[b.getAttribute('data-stream')] = b; });
     streams.forEach(function (s) {
       if (have[s.name]) return;
       var label = s.name.slice(s.name.indexOf('/') + 1);
-      tabs.appendChild(h('button', { type: 'button', cls: 'tab', 'data-stream': s.name, text: label,
-        onclick: function () { self.openStream(s.name, true); } }));
+      self.tabs.appendChild(h('button', { type: 'button', cls: 'tab', 'data-stream': s.name, text: label,
+        onclick: function () { self.open(s.name, true); } }));
     });
-    if (!streams.length && !this.logs.stream) {
-      this.el.logPre.textContent = terminal(this.desc.TrainingJobStatus) ? '(no log lines)' : '(no log lines yet)';
+    if (!streams.length && !this.stream) {
+      this.pre.textContent = terminal(this.status) ? '(no log lines)' : '(no log lines yet)';
       return;
     }
-    if (!this.logs.stream && streams.length) this.openStream(streams[0].name, true);
-    else if (this.logs.stream && !this.logs.running && !terminal(this.desc.TrainingJobStatus)) this.openStream(this.logs.stream, false);
+    if (!this.stream && streams.length) this.open(streams[0].name, true);
+    else if (this.stream && !this.running && !terminal(this.status)) this.open(this.stream, false);
   };
 
-  JobView.prototype.openStream = function (stream, restart) {
+  /* Shows `stream` (from its start when restart) and reads it until its
+   * end, or follows it while the job runs and follow is on. */
+  LogsPanel.prototype.open = function (stream, restart) {
     var self = this;
     if (!stream) return;
-    if (restart || stream !== this.logs.stream) {
-      this.logs.gen++;
-      if (this.logs.abort) this.logs.abort.abort();
-      this.logs.stream = stream;
-      this.logs.offset = 0;
-      this.el.logPre.textContent = '';
-      this.el.logPre.setAttribute('data-stream', stream);
-      this.el.logPre.setAttribute('data-lines', '0');
-      Array.prototype.forEach.call(this.el.logTabs.children, function (b) {
+    if (restart || stream !== this.stream) {
+      this.gen++;
+      if (this.abort) this.abort.abort();
+      this.stream = stream;
+      this.offset = 0;
+      this.pre.textContent = '';
+      this.pre.setAttribute('data-stream', stream);
+      this.pre.setAttribute('data-lines', '0');
+      Array.prototype.forEach.call(this.tabs.children, function (b) {
         b.classList.toggle('active', b.getAttribute('data-stream') === stream);
       });
     }
-    var gen = this.logs.gen;
-    if (this.logs.running === gen) return;
-    this.logs.running = gen;
+    var gen = this.gen;
+    if (this.running === gen) return;
+    this.running = gen;
     (function next() {
-      if (gen !== self.logs.gen) return;
-      var done = terminal(self.desc && self.desc.TrainingJobStatus);
-      var follow = self.logs.follow && !done;
+      if (gen !== self.gen) return;
+      var follow = self.follow && !terminal(self.status);
       var ctl = window.AbortController ? new AbortController() : null;
-      self.logs.abort = ctl;
-      api('/v1/training-jobs/' + enc(self.name) + '/logs?stream=' + enc(stream) + '&offset=' + self.logs.offset +
+      self.abort = ctl;
+      api('/v1/training-jobs/' + enc(self.name) + '/logs?stream=' + enc(stream) + '&offset=' + self.offset +
           '&limit=2000' + (follow ? '&follow=1' : ''), { signal: ctl && ctl.signal }).then(function (r) {
-        if (gen !== self.logs.gen) return;
-        self.appendLog(r.events || []);
-        self.logs.offset = r.next_offset;
+        if (gen !== self.gen) return;
+        self.append(r.events || []);
+        self.offset = r.next_offset;
         if ((r.events || []).length || follow) next();
-        else self.logs.running = false;
+        else self.running = false;
       }, function () {
-        if (gen !== self.logs.gen) return;
+        if (gen !== self.gen) return;
         sleep(2000).then(next);
       });
     })();
   };
 
-  JobView.prototype.appendLog = function (events) {
-    var pre = this.el.logPre;
+  LogsPanel.prototype.append = function (events) {
+    var pre = this.pre;
     if (!events.length) return;
     var atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
     var frag = document.createDocumentFragment();
@@ -677,13 +802,9 @@
     if (atBottom) pre.scrollTop = pre.scrollHeight;
   };
 
-  JobView.prototype.changed = function (c) {
-    if (c.jobs || c.hosts) this.reload();
-    if (c.logs || c.jobs) this.reloadMetrics();
-  };
-
-  JobView.prototype.tick = function () {
-    if (this.desc && !terminal(this.desc.TrainingJobStatus)) this.renderSummary();
+  LogsPanel.prototype.destroy = function () {
+    this.gen++;
+    if (this.abort) this.abort.abort();
   };
 
   /* -------------------------------------------------------------- hosts */
