@@ -367,42 +367,259 @@ static void role_of(const struct api_assignment *s, int rank,
 	}
 }
 
+/* What api_sm_env_build() is given: the assignment, seen from base. */
+static void sm_env_input(const struct agent_ctx *ctx,
+			 const struct api_assignment *s, const char *base,
+			 struct api_sm_env_input *in)
+{
+	memset(in, 0, sizeof(*in));
+	in->base_dir = base;
+	in->hyperparameters_json = s->hyperparameters_json;
+	in->input_data_config_json = s->input_data_config_json;
+	in->resource_config_json = s->resource_config_json;
+	in->job_name = s->job;
+	in->job_arn = s->job_arn;
+	in->region = getenv("AWS_REGION");
+	if (s->launch_mode == API_LAUNCH_SCRIPT)
+		in->user_entry_point = s->program;
+	in->num_cpus = ctx->cfg.cpus;
+	in->num_gpus = ctx->cfg.gpus;
+	in->environment = s->environment;
+	in->n_environment = s->n_environment;
+}
+
+/* Layers 2 and 3 of the environment, those every rank shares. */
+static void job_env(const struct agent_ctx *ctx, const struct agent_assign *a,
+		    int bound, const struct api_kv *smenv, size_t n_smenv,
+		    const char *ifname, struct agent_strv *env)
+{
+	const struct api_assignment *s = &a->spec;
+	char *ckpt;
+	size_t i;
+
+	for (i = 0; i < n_smenv; i++)
+		agent_env_set(env, smenv[i].key, smenv[i].value);
+	agent_env_set(env, "TRAINCTL_JOB", s->job);
+	agent_strv_pushf(env, "TRAINCTL_ATTEMPT=%d", s->attempt);
+	if (s->master_addr && *s->master_addr)
+		agent_env_set(env, "MASTER_ADDR", s->master_addr);
+	if (s->master_port > 0)
+		agent_strv_pushf(env, "MASTER_PORT=%d", s->master_port);
+	if (s->rdzv_url && s->rdzv_token) {
+		agent_env_set(env, "TRAINCTL_RDZV_URL", s->rdzv_url);
+		if (ctx->cfg.ca_file)
+			agent_env_set(env, "TRAINCTL_CA_FILE",
+				      ctx->cfg.ca_file);
+		agent_env_set(env, "TRAINCTL_RDZV_TOKEN", s->rdzv_token);
+	}
+	agent_env_set(env, "TRAINCTL_DISTRIBUTION",
+		      api_dist_mode_name(s->dist_mode));
+	ckpt = bound ? xstrdup(s->checkpoint_local_path &&
+					       *s->checkpoint_local_path ?
+				       s->checkpoint_local_path :
+				       "/opt/ml/checkpoints") :
+		       agent_jobdir_checkpoint_path(a->dir,
+						    s->checkpoint_local_path);
+	agent_env_set(env, "TRAINCTL_CHECKPOINT_DIR", ckpt);
+	free(ckpt);
+	/* What the PyTorch container sets on every run, and what gloo
+	 * needs to pick the host's own network. The job's Environment
+	 * wins. */
+	if (*ifname) {
+		if (!agent_env_get(env, "NCCL_SOCKET_IFNAME"))
+			agent_env_set(env, "NCCL_SOCKET_IFNAME", ifname);
+		if (!agent_env_get(env, "GLOO_SOCKET_IFNAME"))
+			agent_env_set(env, "GLOO_SOCKET_IFNAME", ifname);
+	}
+}
+
+/* The torchrun variables every rank of a host shares; on algo-1, that
+ * MASTER_PORT is free. */
+static int torch_env(const struct api_assignment *s, int nproc,
+		     struct agent_strv *env, struct buf *err)
+{
+	agent_strv_pushf(env, "TORCHELASTIC_RESTART_COUNT=%d",
+			 s->attempt > 0 ? s->attempt - 1 : 0);
+	agent_env_set(env, "TORCHELASTIC_RUN_ID", s->job);
+	agent_env_set(env, "TORCHELASTIC_USE_AGENT_STORE", "False");
+	agent_env_set(env, "ROLE_NAME", "default");
+	agent_strv_pushf(env, "GROUP_WORLD_SIZE=%zu",
+			 s->n_hosts ? s->n_hosts : 1);
+	if (nproc > 1 && !agent_env_get(env, "OMP_NUM_THREADS"))
+		agent_env_set(env, "OMP_NUM_THREADS", "1");
+	if (s->host_index == 0 && s->master_port > 0 &&
+	    !net_port_bindable(s->master_port)) {
+		(void)buf_addf(err, "MASTER_PORT %d is in use on algo-1",
+			       s->master_port);
+		return ERR_CONFLICT;
+	}
+	return 0;
+}
+
+/* argv of every rank: the program, or in MPI mode mpirun on algo-1 and
+ * the MPI worker elsewhere. */
+static int mode_argv(const struct api_assignment *s, const char *exe,
+		     const char *cidr, const struct agent_strv *prog,
+		     struct agent_strv *env, struct agent_strv *args,
+		     struct buf *err)
+{
+	struct buf peers = BUF_INIT;
+	size_t i;
+	int ret = 0;
+
+	if (s->dist_mode == API_DIST_MPI && s->host_index == 0) {
+		ret = mpi_leader_argv(s, exe, cidr, prog, env, args, &peers,
+				      err);
+		if (!ret && peers.len)
+			agent_env_set(env, "TRAINCTL_MPI_PEERS", peers.data);
+	} else if (s->dist_mode == API_DIST_MPI) {
+		agent_strv_push(args, exe);
+		agent_strv_push(args, "mpi-worker");
+		agent_strv_push(args, "--port");
+		agent_strv_pushf(args, "%d",
+				 s->master_port + 2 * s->host_index);
+	} else {
+		for (i = 0; i < prog->n; i++)
+			agent_strv_push(args, prog->v[i]);
+	}
+	buf_release(&peers);
+	return ret;
+}
+
+/* What torchrun gives each rank. */
+static void torchrun_rank_env(const struct api_assignment *s, int nproc,
+			      size_t i, struct agent_strv *env)
+{
+	int world = nproc * (int)(s->n_hosts ? s->n_hosts : 1);
+	int rank = s->host_index * nproc + (int)i;
+
+	agent_strv_pushf(env, "RANK=%d", rank);
+	agent_strv_pushf(env, "LOCAL_RANK=%zu", i);
+	agent_strv_pushf(env, "WORLD_SIZE=%d", world);
+	agent_strv_pushf(env, "LOCAL_WORLD_SIZE=%d", nproc);
+	agent_strv_pushf(env, "NODE_RANK=%d", s->host_index);
+	agent_strv_pushf(env, "GROUP_RANK=%d", s->host_index);
+	agent_strv_pushf(env, "ROLE_RANK=%d", rank);
+	agent_strv_pushf(env, "ROLE_WORLD_SIZE=%d", world);
+}
+
+/* TF_CONFIG and TRAINCTL_ROLE of rank i in the TensorFlow modes. */
+static void role_env(const struct api_assignment *s, size_t i,
+		     struct agent_strv *env)
+{
+	struct rank_role role;
+
+	role_of(s, (int)i, &role);
+	if (role.tf_type) {
+		struct buf tf = BUF_INIT;
+
+		(void)api_tf_config_build(s->dist_mode,
+					  (const char *const *)s->addresses,
+					  s->n_hosts, ps_count(s),
+					  s->master_port, role.tf_type,
+					  role.tf_index, &tf);
+		agent_env_set(env, "TF_CONFIG", tf.data);
+		buf_release(&tf);
+	}
+	if (role.role) {
+		agent_env_set(env, "TRAINCTL_ROLE", role.role);
+		agent_strv_pushf(env, "TRAINCTL_ROLE_INDEX=%d",
+				 role.role_index);
+	}
+}
+
+/* Rank i's process: the shared argv and environment, its own
+ * variables, its FIFOs. */
+static void rank_proc(const struct agent_assign *a, size_t i, int nproc,
+		      const struct agent_strv *args,
+		      const struct agent_strv *env, const char *cwd, int bound,
+		      struct agent_rank *r)
+{
+	const struct api_assignment *s = &a->spec;
+	size_t j;
+
+	rank_init(r, (int)i);
+	for (j = 0; j < args->n; j++)
+		agent_strv_push(&r->proc.args, args->v[j]);
+	for (j = 0; j < env->n; j++)
+		agent_strv_push(&r->proc.env, env->v[j]);
+	if (s->dist_mode == API_DIST_TORCH ||
+	    (s->dist_mode == API_DIST_NONE && nproc > 1))
+		torchrun_rank_env(s, nproc, i, &r->proc.env);
+	else
+		role_env(s, i, &r->proc.env);
+	r->proc.cwd = xstrdup(cwd);
+	r->proc.out_fifo = agent_fifo_path(a->dir, (int)i, "stdout");
+	r->proc.err_fifo = agent_fifo_path(a->dir, (int)i, "stderr");
+	r->proc.exit_file = agent_fifo_path(a->dir, (int)i, "exit");
+	r->proc.ident = &a->ident;
+	if (bound)
+		r->proc.bind_dir = xstrdup(a->dir);
+}
+
+/* Starts the nproc ranks; on an error, kills those already started. */
+static int start_ranks(struct agent_assign *a, int nproc,
+		       const struct agent_strv *args,
+		       const struct agent_strv *env, const char *cwd, int bound,
+		       struct buf *err)
+{
+	size_t i, j;
+	int ret;
+
+	a->ranks = xcalloc((size_t)nproc, sizeof(*a->ranks));
+	a->n_ranks = (size_t)nproc;
+	for (i = 0; i < (size_t)nproc; i++) {
+		struct agent_rank *r = &a->ranks[i];
+
+		rank_proc(a, i, nproc, args, env, cwd, bound, r);
+		ret = agent_proc_start(&r->proc, err);
+		if (ret) {
+			/* Those already started must not run alone. */
+			for (j = 0; j < i; j++)
+				(void)agent_proc_signal(&a->ranks[j].proc,
+							SIGKILL);
+			r->proc.exited = 1;
+			r->proc.exit_code = 127;
+			for (j = i + 1; j < (size_t)nproc; j++)
+				rank_init(&a->ranks[j], (int)j);
+			a->n_ranks = i + 1;
+			return ret;
+		}
+		if (r->proc.start_errno)
+			log_warn("%s/%d/%s: rank %zu could not start: %s",
+				 a->job, a->attempt, a->algo, i,
+				 strerror(r->proc.start_errno));
+		else
+			log_info("%s/%d/%s: rank %zu started: pid %d, %s%s",
+				 a->job, a->attempt, a->algo, i,
+				 (int)r->proc.pid, args->v[0],
+				 bound ? " (private /opt/ml)" : "");
+	}
+	return 0;
+}
+
 int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 {
 	const struct api_assignment *s = &a->spec;
 	struct api_sm_env_input in;
 	struct api_kv *smenv = NULL;
 	char **user_args = NULL;
-	size_t n_smenv = 0, i, j;
+	size_t n_smenv = 0, i;
 	struct agent_strv args = AGENT_STRV_INIT;
 	struct agent_strv env = AGENT_STRV_INIT;
 	struct buf code = BUF_INIT, code_host = BUF_INIT, cwd = BUF_INIT;
-	struct buf peers = BUF_INIT;
 	struct agent_strv prog = AGENT_STRV_INIT;
 	int python = 0, bound = ctx->can_bind, nproc, ret;
 	const char *base = bound ? "/opt/ml" : a->dir;
 	char ifname[64] = "", cidr[64] = "";
-	char *exe = self_exe(), *ckpt;
+	char *exe = self_exe();
 
 	nproc = mode_nproc(s);
 	(void)netif_of(ctx->cfg.address, ifname, sizeof(ifname), cidr,
 		       sizeof(cidr));
 	(void)buf_addf(&code_host, "%s/code", a->dir);
 	(void)buf_addf(&code, "%s/code", base);
-	memset(&in, 0, sizeof(in));
-	in.base_dir = base;
-	in.hyperparameters_json = s->hyperparameters_json;
-	in.input_data_config_json = s->input_data_config_json;
-	in.resource_config_json = s->resource_config_json;
-	in.job_name = s->job;
-	in.job_arn = s->job_arn;
-	in.region = getenv("AWS_REGION");
-	if (s->launch_mode == API_LAUNCH_SCRIPT)
-		in.user_entry_point = s->program;
-	in.num_cpus = ctx->cfg.cpus;
-	in.num_gpus = ctx->cfg.gpus;
-	in.environment = s->environment;
-	in.n_environment = s->n_environment;
+	sm_env_input(ctx, s, base, &in);
 	ret = api_sm_env_build(&in, &smenv, &n_smenv, &user_args, err);
 	if (ret)
 		goto out;
@@ -416,169 +633,28 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 	if (ret)
 		goto out;
 	base_env(&env, python, code.data, &a->ident);
-	for (i = 0; i < n_smenv; i++)
-		agent_env_set(&env, smenv[i].key, smenv[i].value);
-	agent_env_set(&env, "TRAINCTL_JOB", s->job);
-	agent_strv_pushf(&env, "TRAINCTL_ATTEMPT=%d", s->attempt);
-	if (s->master_addr && *s->master_addr)
-		agent_env_set(&env, "MASTER_ADDR", s->master_addr);
-	if (s->master_port > 0)
-		agent_strv_pushf(&env, "MASTER_PORT=%d", s->master_port);
-	if (s->rdzv_url && s->rdzv_token) {
-		agent_env_set(&env, "TRAINCTL_RDZV_URL", s->rdzv_url);
-		if (ctx->cfg.ca_file)
-			agent_env_set(&env, "TRAINCTL_CA_FILE",
-				      ctx->cfg.ca_file);
-		agent_env_set(&env, "TRAINCTL_RDZV_TOKEN", s->rdzv_token);
-	}
-	agent_env_set(&env, "TRAINCTL_DISTRIBUTION",
-		      api_dist_mode_name(s->dist_mode));
-	ckpt = bound ? xstrdup(s->checkpoint_local_path &&
-					       *s->checkpoint_local_path ?
-				       s->checkpoint_local_path :
-				       "/opt/ml/checkpoints") :
-		       agent_jobdir_checkpoint_path(a->dir,
-						    s->checkpoint_local_path);
-	agent_env_set(&env, "TRAINCTL_CHECKPOINT_DIR", ckpt);
-	free(ckpt);
-	/* What the PyTorch container sets on every run, and what gloo
-	 * needs to pick the host's own network. The job's Environment
-	 * wins. */
-	if (*ifname) {
-		if (!agent_env_get(&env, "NCCL_SOCKET_IFNAME"))
-			agent_env_set(&env, "NCCL_SOCKET_IFNAME", ifname);
-		if (!agent_env_get(&env, "GLOO_SOCKET_IFNAME"))
-			agent_env_set(&env, "GLOO_SOCKET_IFNAME", ifname);
-	}
+	job_env(ctx, a, bound, smenv, n_smenv, ifname, &env);
 	if (s->dist_mode == API_DIST_TORCH) {
-		agent_strv_pushf(&env, "TORCHELASTIC_RESTART_COUNT=%d",
-				 s->attempt > 0 ? s->attempt - 1 : 0);
-		agent_env_set(&env, "TORCHELASTIC_RUN_ID", s->job);
-		agent_env_set(&env, "TORCHELASTIC_USE_AGENT_STORE", "False");
-		agent_env_set(&env, "ROLE_NAME", "default");
-		agent_strv_pushf(&env, "GROUP_WORLD_SIZE=%zu",
-				 s->n_hosts ? s->n_hosts : 1);
-		if (nproc > 1 && !agent_env_get(&env, "OMP_NUM_THREADS"))
-			agent_env_set(&env, "OMP_NUM_THREADS", "1");
-		if (s->host_index == 0 && s->master_port > 0 &&
-		    !net_port_bindable(s->master_port)) {
-			(void)buf_addf(err,
-				       "MASTER_PORT %d is in use on algo-1",
-				       s->master_port);
-			ret = ERR_CONFLICT;
-			goto out;
-		}
-	}
-	if (s->dist_mode == API_DIST_MPI && s->host_index == 0) {
-		ret = mpi_leader_argv(s, exe, cidr, &prog, &env, &args, &peers,
-				      err);
+		ret = torch_env(s, nproc, &env, err);
 		if (ret)
 			goto out;
-		if (peers.len)
-			agent_env_set(&env, "TRAINCTL_MPI_PEERS", peers.data);
-	} else if (s->dist_mode == API_DIST_MPI) {
-		agent_strv_push(&args, exe);
-		agent_strv_push(&args, "mpi-worker");
-		agent_strv_push(&args, "--port");
-		agent_strv_pushf(&args, "%d",
-				 s->master_port + 2 * s->host_index);
-	} else {
-		for (i = 0; i < prog.n; i++)
-			agent_strv_push(&args, prog.v[i]);
 	}
+	ret = mode_argv(s, exe, cidr, &prog, &env, &args, err);
+	if (ret)
+		goto out;
 	/* Script mode runs in code/; exec mode too when there is code. */
 	if (s->launch_mode == API_LAUNCH_SCRIPT || has_entries(code_host.data))
 		(void)buf_adds(&cwd, code.data);
 	else
 		(void)buf_adds(&cwd, base);
 
-	a->ranks = xcalloc((size_t)nproc, sizeof(*a->ranks));
-	a->n_ranks = (size_t)nproc;
-	for (i = 0; i < (size_t)nproc; i++) {
-		struct agent_rank *r = &a->ranks[i];
-
-		rank_init(r, (int)i);
-		for (j = 0; j < args.n; j++)
-			agent_strv_push(&r->proc.args, args.v[j]);
-		for (j = 0; j < env.n; j++)
-			agent_strv_push(&r->proc.env, env.v[j]);
-		if (s->dist_mode == API_DIST_TORCH ||
-		    (s->dist_mode == API_DIST_NONE && nproc > 1)) {
-			/* What torchrun gives each rank. */
-			int world = nproc * (int)(s->n_hosts ? s->n_hosts : 1);
-			int rank = s->host_index * nproc + (int)i;
-
-			agent_strv_pushf(&r->proc.env, "RANK=%d", rank);
-			agent_strv_pushf(&r->proc.env, "LOCAL_RANK=%zu", i);
-			agent_strv_pushf(&r->proc.env, "WORLD_SIZE=%d", world);
-			agent_strv_pushf(&r->proc.env, "LOCAL_WORLD_SIZE=%d",
-					 nproc);
-			agent_strv_pushf(&r->proc.env, "NODE_RANK=%d",
-					 s->host_index);
-			agent_strv_pushf(&r->proc.env, "GROUP_RANK=%d",
-					 s->host_index);
-			agent_strv_pushf(&r->proc.env, "ROLE_RANK=%d", rank);
-			agent_strv_pushf(&r->proc.env, "ROLE_WORLD_SIZE=%d",
-					 world);
-		} else {
-			struct rank_role role;
-
-			role_of(s, (int)i, &role);
-			if (role.tf_type) {
-				struct buf tf = BUF_INIT;
-
-				(void)api_tf_config_build(
-					s->dist_mode,
-					(const char *const *)s->addresses,
-					s->n_hosts, ps_count(s), s->master_port,
-					role.tf_type, role.tf_index, &tf);
-				agent_env_set(&r->proc.env, "TF_CONFIG",
-					      tf.data);
-				buf_release(&tf);
-			}
-			if (role.role) {
-				agent_env_set(&r->proc.env, "TRAINCTL_ROLE",
-					      role.role);
-				agent_strv_pushf(&r->proc.env,
-						 "TRAINCTL_ROLE_INDEX=%d",
-						 role.role_index);
-			}
-		}
-		r->proc.cwd = xstrdup(cwd.data);
-		r->proc.out_fifo = agent_fifo_path(a->dir, (int)i, "stdout");
-		r->proc.err_fifo = agent_fifo_path(a->dir, (int)i, "stderr");
-		r->proc.exit_file = agent_fifo_path(a->dir, (int)i, "exit");
-		r->proc.ident = &a->ident;
-		if (bound)
-			r->proc.bind_dir = xstrdup(a->dir);
-		ret = agent_proc_start(&r->proc, err);
-		if (ret) {
-			/* Those already started must not run alone. */
-			for (j = 0; j < i; j++)
-				(void)agent_proc_signal(&a->ranks[j].proc,
-							SIGKILL);
-			r->proc.exited = 1;
-			r->proc.exit_code = 127;
-			for (j = i + 1; j < (size_t)nproc; j++)
-				rank_init(&a->ranks[j], (int)j);
-			a->n_ranks = i + 1;
-			goto out;
-		}
-		if (r->proc.start_errno)
-			log_warn("%s/%d/%s: rank %zu could not start: %s",
-				 a->job, a->attempt, a->algo, i,
-				 strerror(r->proc.start_errno));
-		else
-			log_info("%s/%d/%s: rank %zu started: pid %d, %s%s",
-				 a->job, a->attempt, a->algo, i,
-				 (int)r->proc.pid, args.v[0],
-				 bound ? " (private /opt/ml)" : "");
-	}
+	ret = start_ranks(a, nproc, &args, &env, cwd.data, bound, err);
+	if (ret)
+		goto out;
 	a->bound = bound;
 out:
 	api_sm_env_release(smenv, n_smenv, user_args);
 	agent_strv_release(&prog);
-	buf_release(&peers);
 	free(exe);
 	agent_strv_release(&args);
 	agent_strv_release(&env);
