@@ -592,40 +592,45 @@ static int iso_digits(const char **p, const char *end, int n, int *out)
 	return 1;
 }
 
-/*
- * ISO 8601 as botocore's parse_timestamp() reads it in practice:
- * YYYY-MM-DD, optionally followed by [T ]hh:mm[:ss[.fff]] and Z or +hh[:]mm.
- */
-static int iso8601_ok(const char *s, size_t n)
+/* YYYY-MM-DD, with a month and day in range. */
+static int iso_date(const char **p, const char *end)
 {
-	const char *p = s, *end = s + n;
-	int y, mo, d, h, mi, sec = 0, tzh, tzm = 0;
+	int y, mo, d;
 
-	if (!iso_digits(&p, end, 4, &y) || p == end || *p++ != '-' ||
-	    !iso_digits(&p, end, 2, &mo) || p == end || *p++ != '-' ||
-	    !iso_digits(&p, end, 2, &d))
+	if (!iso_digits(p, end, 4, &y) || *p == end || *(*p)++ != '-' ||
+	    !iso_digits(p, end, 2, &mo) || *p == end || *(*p)++ != '-' ||
+	    !iso_digits(p, end, 2, &d))
 		return 0;
-	if (mo < 1 || mo > 12 || d < 1 || d > 31)
+	return !(mo < 1 || mo > 12 || d < 1 || d > 31);
+}
+
+/* hh:mm[:ss[.fff]], after the T. */
+static int iso_time(const char **p, const char *end)
+{
+	int h, mi, sec = 0;
+
+	if (!iso_digits(p, end, 2, &h) || *p == end || *(*p)++ != ':' ||
+	    !iso_digits(p, end, 2, &mi) || h > 23 || mi > 59)
 		return 0;
-	if (p == end)
-		return 1;
-	if (*p != 'T' && *p != 't' && *p != ' ')
-		return 0;
-	p++;
-	if (!iso_digits(&p, end, 2, &h) || p == end || *p++ != ':' ||
-	    !iso_digits(&p, end, 2, &mi) || h > 23 || mi > 59)
-		return 0;
-	if (p < end && *p == ':') {
-		p++;
-		if (!iso_digits(&p, end, 2, &sec) || sec > 60)
+	if (*p < end && **p == ':') {
+		(*p)++;
+		if (!iso_digits(p, end, 2, &sec) || sec > 60)
 			return 0;
-		if (p < end && (*p == '.' || *p == ',')) {
-			if (++p == end || *p < '0' || *p > '9')
+		if (*p < end && (**p == '.' || **p == ',')) {
+			if (++*p == end || **p < '0' || **p > '9')
 				return 0;
-			while (p < end && *p >= '0' && *p <= '9')
-				p++;
+			while (*p < end && **p >= '0' && **p <= '9')
+				(*p)++;
 		}
 	}
+	return 1;
+}
+
+/* What is left after the time: nothing, Z, or +hh[:]mm. */
+static int iso_zone(const char *p, const char *end)
+{
+	int tzh, tzm = 0;
+
 	if (p == end)
 		return 1;
 	if ((*p == 'Z' || *p == 'z') && p + 1 == end)
@@ -640,6 +645,26 @@ static int iso8601_ok(const char *s, size_t n)
 	if (p < end && (!iso_digits(&p, end, 2, &tzm) || tzm > 59))
 		return 0;
 	return p == end;
+}
+
+/*
+ * ISO 8601 as botocore's parse_timestamp() reads it in practice:
+ * YYYY-MM-DD, optionally followed by [T ]hh:mm[:ss[.fff]] and Z or +hh[:]mm.
+ */
+static int iso8601_ok(const char *s, size_t n)
+{
+	const char *p = s, *end = s + n;
+
+	if (!iso_date(&p, end))
+		return 0;
+	if (p == end)
+		return 1;
+	if (*p != 'T' && *p != 't' && *p != ' ')
+		return 0;
+	p++;
+	if (!iso_time(&p, end))
+		return 0;
+	return iso_zone(p, end);
 }
 
 static void check_struct(struct vctx *c, const struct api__shape *sh,
