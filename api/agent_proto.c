@@ -782,18 +782,13 @@ static int parse_hyperparameters(const json_t *o, const char *where,
 			     &a->hyperparameters_json, err);
 }
 
-static int parse_assignment(const json_t *o, const char *where,
-			    struct api_assignment *a, struct buf *err)
+/* Which job, attempt and host the assignment is for, and what to do. */
+static int parse_identity(const json_t *o, const char *where,
+			  struct api_assignment *a, struct buf *err)
 {
-	const json_t *sub;
-	char m[256], *action = NULL;
-	long long v = 0;
+	char *action = NULL;
 	int ret;
 
-	if (!json_is_object(o)) {
-		(void)buf_addf(err, "member '%s' must be an object", where);
-		return ERR_INVALID;
-	}
 	ret = get_name(o, where, "job", &a->job, err);
 	ret = ret ? ret : get_uid(o, where, &a->job_uid, err);
 	ret = ret ? ret :
@@ -814,9 +809,16 @@ static int parse_assignment(const json_t *o, const char *where,
 		     strcmp(a->hosts[a->host_index], a->algo)))
 		ret = bad(err, where, "host_index",
 			  "must be the position of algo in hosts");
-	ret = ret ? ret :
-		    get_str(o, where, "instance_type", REQ, &a->instance_type,
-			    err);
+	return ret;
+}
+
+/* What the job runs: its configuration, program and output. */
+static int parse_job(const json_t *o, const char *where,
+		     struct api_assignment *a, struct buf *err)
+{
+	int ret;
+
+	ret = get_str(o, where, "instance_type", REQ, &a->instance_type, err);
 	ret = ret ? ret : parse_hyperparameters(o, where, a, err);
 	ret = ret ? ret :
 		    get_json_text(o, where, "input_data_config",
@@ -834,8 +836,16 @@ static int parse_assignment(const json_t *o, const char *where,
 	ret = ret ? ret : get_str(o, where, "run_as", OPT, &a->run_as, err);
 	if (!ret && a->run_as && !*a->run_as)
 		ret = bad(err, where, "run_as", "must not be empty");
-	if (ret)
-		return ret;
+	return ret;
+}
+
+/* The optional "checkpoint" object. */
+static int parse_checkpoint(const json_t *o, const char *where,
+			    struct api_assignment *a, struct buf *err)
+{
+	const json_t *sub;
+	char m[256];
+	int ret;
 
 	ret = get_object(o, where, "checkpoint", OPT, &sub, err);
 	member(m, sizeof(m), where, "checkpoint");
@@ -846,12 +856,34 @@ static int parse_assignment(const json_t *o, const char *where,
 			    get_str(sub, m, "local_path", REQ,
 				    &a->checkpoint_local_path, err);
 	}
-	ret = ret ? ret : get_object(o, where, "storage", REQ, &sub, err);
+	return ret;
+}
+
+/* The "storage" object. */
+static int parse_storage(const json_t *o, const char *where,
+			 struct api_assignment *a, struct buf *err)
+{
+	const json_t *sub;
+	char m[256];
+	int ret;
+
+	ret = get_object(o, where, "storage", REQ, &sub, err);
 	member(m, sizeof(m), where, "storage");
 	ret = ret ? ret : get_str(sub, m, "blob_url", REQ, &a->blob_url, err);
 	ret = ret ? ret :
 		    get_str(sub, m, "local_root", OPT, &a->local_root, err);
-	ret = ret ? ret : get_object(o, where, "rendezvous", REQ, &sub, err);
+	return ret;
+}
+
+/* The "rendezvous" object. */
+static int parse_rendezvous(const json_t *o, const char *where,
+			    struct api_assignment *a, struct buf *err)
+{
+	const json_t *sub;
+	char m[256];
+	int ret;
+
+	ret = get_object(o, where, "rendezvous", REQ, &sub, err);
 	member(m, sizeof(m), where, "rendezvous");
 	ret = ret ? ret : get_name(sub, m, "master_addr", &a->master_addr, err);
 	ret = ret ? ret :
@@ -859,6 +891,27 @@ static int parse_assignment(const json_t *o, const char *where,
 			     err);
 	ret = ret ? ret : get_str(sub, m, "url", OPT, &a->rdzv_url, err);
 	ret = ret ? ret : get_str(sub, m, "token", OPT, &a->rdzv_token, err);
+	return ret;
+}
+
+static int parse_assignment(const json_t *o, const char *where,
+			    struct api_assignment *a, struct buf *err)
+{
+	long long v = 0;
+	int ret;
+
+	if (!json_is_object(o)) {
+		(void)buf_addf(err, "member '%s' must be an object", where);
+		return ERR_INVALID;
+	}
+	ret = parse_identity(o, where, a, err);
+	ret = ret ? ret : parse_job(o, where, a, err);
+	if (ret)
+		return ret;
+
+	ret = parse_checkpoint(o, where, a, err);
+	ret = ret ? ret : parse_storage(o, where, a, err);
+	ret = ret ? ret : parse_rendezvous(o, where, a, err);
 	ret = ret ? ret :
 		    get_intv(o, where, "processes_per_host", 1,
 			     API_PROTO_MAX_PROCS, &a->processes_per_host, err);
