@@ -506,6 +506,75 @@ static pid_t respawn_agent(const char *work_dir, char **agent_argv,
 }
 
 /*
+ * The agent (pid agent) is gone: starts it again, at most once every
+ * RESPAWN_MS. Returns whether an agent runs now.
+ */
+static int respawn_gone_agent(struct agent_lease_page *pg, const char *work_dir,
+			      char **agent_argv, const char *token, int agent,
+			      int64_t now, int64_t *respawned_at)
+{
+	pid_t pid;
+
+	if (!agent_argv || now - *respawned_at < RESPAWN_MS)
+		return 0;
+	*respawned_at = now;
+	pid = respawn_agent(work_dir, agent_argv, token);
+	if (pid <= 0)
+		return 0;
+	log_warn("the agent (pid %d) is gone: started it again (pid %d)", agent,
+		 (int)pid);
+	/* It says so itself once it runs. */
+	__atomic_store_n(&pg->agent_pid, (int32_t)pid, __ATOMIC_RELEASE);
+	return 1;
+}
+
+/*
+ * Guards the lease at path (want: its file when mapped) until told to
+ * quit, until the work directory goes, or until there is neither an
+ * agent nor a lease (left) to guard.
+ */
+static void watch(struct agent_lease_page *pg, const char *path,
+		  const struct stat *want, const char *work_dir,
+		  char **agent_argv, const char *token)
+{
+	struct stat now_st;
+	int64_t fired_for = -1, respawned_at = 0;
+
+	for (;;) {
+		int64_t until =
+			__atomic_load_n(&pg->until_ms, __ATOMIC_ACQUIRE);
+		int agent = __atomic_load_n(&pg->agent_pid, __ATOMIC_ACQUIRE);
+		int64_t now = time_mono_ms();
+		int agent_alive = proc_alive(agent);
+
+		if (__atomic_load_n(&pg->quit, __ATOMIC_ACQUIRE))
+			break;
+		if (stat(path, &now_st) || now_st.st_ino != want->st_ino ||
+		    now_st.st_dev != want->st_dev)
+			break; /* the work directory went */
+		if (until > 0 && now >= until && until != fired_for && pg->n) {
+			fired_for = until;
+			if (fire(pg) > 0)
+				__atomic_add_fetch(&pg->fired, 1,
+						   __ATOMIC_ACQ_REL);
+		}
+		if (!agent_alive)
+			agent_alive = respawn_gone_agent(pg, work_dir,
+							 agent_argv, token,
+							 agent, now,
+							 &respawned_at);
+		if (!agent_alive && (!pg->n || fired_for == until))
+			break; /* no agent, nothing (left) to guard */
+		/* The agents it started are its children. */
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		sleep_ms(until > now && until - now < WATCHDOG_TICK_MS ?
+				 until - now :
+				 WATCHDOG_TICK_MS);
+	}
+}
+
+/*
  * `trainagent watchdog WORK_DIR [--respawn AGENT-ARGV...]` (the token on
  * stdin with --respawn).
  */
@@ -513,10 +582,9 @@ int agent_watchdog_main(int argc, char **argv)
 {
 	struct agent_lease_page *pg;
 	struct buf err = BUF_INIT;
-	struct stat want, now_st;
+	struct stat want;
 	char *path, *lock, *token = NULL;
 	char **agent_argv = NULL;
-	int64_t fired_for = -1, respawned_at = 0;
 	int fd = -1, lock_fd, ret = 0;
 
 	if (argc >= 4 && !strcmp(argv[2], "--respawn")) {
@@ -545,49 +613,7 @@ int agent_watchdog_main(int argc, char **argv)
 	}
 	__atomic_store_n(&pg->watchdog_pid, (int32_t)getpid(),
 			 __ATOMIC_RELEASE);
-	for (;;) {
-		int64_t until =
-			__atomic_load_n(&pg->until_ms, __ATOMIC_ACQUIRE);
-		int agent = __atomic_load_n(&pg->agent_pid, __ATOMIC_ACQUIRE);
-		int64_t now = time_mono_ms();
-		int agent_alive = proc_alive(agent);
-
-		if (__atomic_load_n(&pg->quit, __ATOMIC_ACQUIRE))
-			break;
-		if (stat(path, &now_st) || now_st.st_ino != want.st_ino ||
-		    now_st.st_dev != want.st_dev)
-			break; /* the work directory went */
-		if (until > 0 && now >= until && until != fired_for && pg->n) {
-			fired_for = until;
-			if (fire(pg) > 0)
-				__atomic_add_fetch(&pg->fired, 1,
-						   __ATOMIC_ACQ_REL);
-		}
-		if (!agent_alive && agent_argv &&
-		    now - respawned_at >= RESPAWN_MS) {
-			pid_t pid;
-
-			respawned_at = now;
-			pid = respawn_agent(argv[1], agent_argv, token);
-			if (pid > 0) {
-				log_warn("the agent (pid %d) is gone: started "
-					 "it again (pid %d)",
-					 agent, (int)pid);
-				/* It says so itself once it runs. */
-				__atomic_store_n(&pg->agent_pid, (int32_t)pid,
-						 __ATOMIC_RELEASE);
-				agent_alive = 1;
-			}
-		}
-		if (!agent_alive && (!pg->n || fired_for == until))
-			break; /* no agent, nothing (left) to guard */
-		/* The agents it started are its children. */
-		while (waitpid(-1, NULL, WNOHANG) > 0)
-			;
-		sleep_ms(until > now && until - now < WATCHDOG_TICK_MS ?
-				 until - now :
-				 WATCHDOG_TICK_MS);
-	}
+	watch(pg, path, &want, argv[1], agent_argv, token);
 	__atomic_store_n(&pg->watchdog_pid, 0, __ATOMIC_RELEASE);
 out:
 	if (pg)
