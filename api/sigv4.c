@@ -12,6 +12,7 @@
  * and nothing is sized by the input on the stack.
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -394,6 +395,38 @@ static int parse_amz_date(const char *s, int64_t *ms)
 	return make_time(y, mo, d, h, mi, sec, ms);
 }
 
+/* Which of the n three-letter names in names s starts with, or -1. */
+static int name3_index(const char *s, const char *names, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (memcmp(s, names + 3 * i, 3) == 0)
+			return i;
+	return -1;
+}
+
+/* "hh:mm:ss". */
+static int hms_at(const char *s, int *h, int *mi, int *sec)
+{
+	if (digits_at(s, 2, h) || s[2] != ':' || digits_at(s + 3, 2, mi) ||
+	    s[5] != ':' || digits_at(s + 6, 2, sec))
+		return -1;
+	return 0;
+}
+
+/* The names of UTC an HTTP date may end with. */
+static int is_utc_zone(const char *zone)
+{
+	static const char *const zones[] = { "GMT", "UTC", "+0000", "-0000" };
+	size_t i;
+
+	for (i = 0; i < sizeof(zones) / sizeof(zones[0]); i++)
+		if (!strcmp(zone, zones[i]))
+			return 1;
+	return 0;
+}
+
 /*
  * RFC 1123 "Sun, 30 Aug 2015 12:36:00 GMT". botocore writes the zone as
  * "-0000" (email.utils.formatdate), so the numeric UTC forms count too.
@@ -402,33 +435,23 @@ static int parse_http_date(const char *s, int64_t *ms)
 {
 	static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
 	static const char wdays[] = "MonTueWedThuFriSatSun";
-	const char *zone;
-	int y, mo = 0, d, h, mi, sec, i;
+	int y, mo, d, h, mi, sec;
 	size_t dl;
 
 	if (strlen(s) < 28 || s[3] != ',' || s[4] != ' ')
 		return -1;
-	for (i = 0; i < 7; i++)
-		if (memcmp(s, wdays + 3 * i, 3) == 0)
-			break;
-	if (i == 7)
+	if (name3_index(s, wdays, 7) < 0)
 		return -1;
 	s += 5;
 	dl = is_digit(s[1]) ? 2 : 1;
 	if (digits_at(s, dl, &d) || s[dl] != ' ')
 		return -1;
 	s += dl + 1;
-	for (i = 0; i < 12; i++)
-		if (memcmp(s, months + 3 * i, 3) == 0)
-			mo = i + 1;
+	mo = name3_index(s, months, 12) + 1;
 	if (!mo || s[3] != ' ' || digits_at(s + 4, 4, &y) || s[8] != ' ' ||
-	    digits_at(s + 9, 2, &h) || s[11] != ':' ||
-	    digits_at(s + 12, 2, &mi) || s[14] != ':' ||
-	    digits_at(s + 15, 2, &sec) || s[17] != ' ')
+	    hms_at(s + 9, &h, &mi, &sec) || s[17] != ' ')
 		return -1;
-	zone = s + 18;
-	if (strcmp(zone, "GMT") && strcmp(zone, "UTC") &&
-	    strcmp(zone, "+0000") && strcmp(zone, "-0000"))
+	if (!is_utc_zone(s + 18))
 		return -1;
 	return make_time(y, mo, d, h, mi, sec, ms);
 }
@@ -1054,6 +1077,69 @@ int api_sigv4_sign(const struct api_sigv4_request *req, const char *secret,
 /* ---- verification ---- */
 
 /*
+ * The parameters of the Authorization header that are kept, in the order
+ * in which a missing one is reported; the others are ignored.
+ */
+static const struct auth_param {
+	const char *name;
+	size_t offset; /* of its buffer in struct sv4_auth */
+	size_t cap;
+	const char *missing;
+} auth_params[] = {
+	{ "Credential", offsetof(struct sv4_auth, credential),
+	  SV4_MAX_CREDENTIAL,
+	  "Authorization header requires 'Credential' parameter." },
+	{ "SignedHeaders", offsetof(struct sv4_auth, signed_headers),
+	  SV4_MAX_SIGNED_LIST,
+	  "Authorization header requires 'SignedHeaders' parameter." },
+	{ "Signature", offsetof(struct sv4_auth, signature), SV4_MAX_SIGNATURE,
+	  "Authorization header requires 'Signature' parameter." },
+};
+
+#define N_AUTH_PARAMS (sizeof(auth_params) / sizeof(auth_params[0]))
+
+/* The kept parameter named by the n bytes at k, or -1. */
+static int auth_param(const char *k, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < N_AUTH_PARAMS; i++)
+		if (strlen(auth_params[i].name) == n &&
+		    memcmp(k, auth_params[i].name, n) == 0)
+			return (int)i;
+	return -1;
+}
+
+/*
+ * The next key=value pair from v[*i], after white space and commas:
+ * 1 with key and val set, 0 at the end, -1 for a key without '='.
+ */
+static int next_auth_pair(const char *v, size_t n, size_t *i, struct span *key,
+			  struct span *val)
+{
+	size_t j = *i;
+
+	while (j < n && (is_ws(v[j]) || v[j] == ','))
+		j++;
+	*i = j;
+	if (j == n)
+		return 0;
+	key->p = v + j;
+	while (j < n && v[j] != '=' && v[j] != ',' && !is_ws(v[j]))
+		j++;
+	key->n = (size_t)(v + j - key->p);
+	*i = j;
+	if (j == n || v[j] != '=')
+		return -1;
+	val->p = v + ++j;
+	while (j < n && v[j] != ',' && !is_ws(v[j]))
+		j++;
+	val->n = (size_t)(v + j - val->p);
+	*i = j;
+	return 1;
+}
+
+/*
  * Parses "AWS4-HMAC-SHA256 Credential=..., SignedHeaders=..., Signature=..."
  * in any order, with any white space and commas between the parts.
  */
@@ -1061,8 +1147,10 @@ static int parse_authorization(const char *v, struct sv4_auth *a,
 			       struct sv4_result *res)
 {
 	static const char algo[] = SV4_ALGORITHM;
-	size_t n = strlen(v), i = 0;
-	int have_c = 0, have_s = 0, have_h = 0;
+	size_t n = strlen(v), i = 0, k;
+	int seen[N_AUTH_PARAMS] = { 0 };
+	struct span key, val;
+	int r;
 
 	if (n > SV4_MAX_AUTHZ)
 		return incomplete(res, "Authorization header is too long.");
@@ -1074,64 +1162,28 @@ static int parse_authorization(const char *v, struct sv4_auth *a,
 		return incomplete(res, "Unsupported authorization type: only "
 				       "AWS4-HMAC-SHA256 is accepted.");
 	i += sizeof(algo) - 1;
-	while (i < n) {
-		size_t ks, ke, vs, ve;
-		char *dst = NULL;
-		size_t cap = 0;
-		int *seen = NULL;
+	while ((r = next_auth_pair(v, n, &i, &key, &val)) > 0) {
+		int p = auth_param(key.p, key.n);
 
-		while (i < n && (is_ws(v[i]) || v[i] == ','))
-			i++;
-		if (i == n)
-			break;
-		ks = i;
-		while (i < n && v[i] != '=' && v[i] != ',' && !is_ws(v[i]))
-			i++;
-		ke = i;
-		if (i == n || v[i] != '=')
-			return incomplete(res,
-					  "Authorization header is malformed: "
-					  "expected key=value pairs.");
-		vs = ++i;
-		while (i < n && v[i] != ',' && !is_ws(v[i]))
-			i++;
-		ve = i;
-		if (ke - ks == 10 && memcmp(v + ks, "Credential", 10) == 0) {
-			dst = a->credential;
-			cap = SV4_MAX_CREDENTIAL;
-			seen = &have_c;
-		} else if (ke - ks == 13 &&
-			   memcmp(v + ks, "SignedHeaders", 13) == 0) {
-			dst = a->signed_headers;
-			cap = SV4_MAX_SIGNED_LIST;
-			seen = &have_h;
-		} else if (ke - ks == 9 &&
-			   memcmp(v + ks, "Signature", 9) == 0) {
-			dst = a->signature;
-			cap = SV4_MAX_SIGNATURE;
-			seen = &have_s;
-		}
-		if (!dst)
+		if (p < 0)
 			continue; /* unknown parameters are ignored */
-		if (*seen)
+		if (seen[p])
 			return incomplete(res, "Authorization header has a "
 					       "parameter more than once.");
-		if (ve == vs)
+		if (!val.n)
 			continue; /* empty: reported as missing below */
-		if (copy_span(dst, cap, v + vs, ve - vs))
+		if (copy_span((char *)a + auth_params[p].offset,
+			      auth_params[p].cap, val.p, val.n))
 			return incomplete(res, "Authorization header has a "
 					       "parameter that is too long.");
-		*seen = 1;
+		seen[p] = 1;
 	}
-	if (!have_c)
-		return incomplete(res, "Authorization header requires "
-				       "'Credential' parameter.");
-	if (!have_h)
-		return incomplete(res, "Authorization header requires "
-				       "'SignedHeaders' parameter.");
-	if (!have_s)
-		return incomplete(res, "Authorization header requires "
-				       "'Signature' parameter.");
+	if (r < 0)
+		return incomplete(res, "Authorization header is malformed: "
+				       "expected key=value pairs.");
+	for (k = 0; k < N_AUTH_PARAMS; k++)
+		if (!seen[k])
+			return incomplete(res, auth_params[k].missing);
 	return 0;
 }
 
