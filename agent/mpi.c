@@ -176,14 +176,10 @@ static int takes_value(const char *opt)
 	return opt[1] && !opt[2] && strchr("BbcDEeFIiJLlmOopQRSWw", opt[1]);
 }
 
-int agent_rsh_main(int argc, char **argv)
+/* Where HOST is in `trainagent rsh [options] HOST COMMAND...`, or -1. */
+static int rsh_host_arg(int argc, char **argv)
 {
-	const char *peers = getenv("TRAINCTL_MPI_PEERS");
-	const char *token = getenv("TRAINCTL_RDZV_TOKEN");
-	struct buf cmd = BUF_INIT;
-	char addr[128], hdr[64];
-	int i = 1, port = 0, fd, status = RSH_EXIT_LAUNCH;
-	const char *host;
+	int i = 1;
 
 	while (i < argc && argv[i][0] == '-') {
 		if (!strcmp(argv[i], "--")) {
@@ -192,44 +188,31 @@ int agent_rsh_main(int argc, char **argv)
 		}
 		i += takes_value(argv[i]) ? 2 : 1;
 	}
-	if (i >= argc - 1) {
-		fprintf(stderr, "trainagent rsh: usage: trainagent rsh "
-				"[options] HOST COMMAND...\n");
-		return RSH_EXIT_LAUNCH;
-	}
-	host = argv[i++];
-	if (!token || !peers ||
-	    peer_of(peers, host, addr, sizeof(addr), &port)) {
-		fprintf(stderr,
-			"trainagent rsh: no worker known for host '%s' "
-			"(TRAINCTL_MPI_PEERS=%s)\n",
-			host, peers ? peers : "");
-		return RSH_EXIT_LAUNCH;
-	}
-	for (; i < argc; i++)
-		(void)buf_addf(&cmd, "%s%s", cmd.len ? " " : "", argv[i]);
-	if (cmd.len > RSH_MAX_COMMAND || strlen(token) > RSH_MAX_TOKEN) {
-		fprintf(stderr, "trainagent rsh: command too long\n");
-		buf_release(&cmd);
-		return RSH_EXIT_LAUNCH;
-	}
-	fd = connect_to(addr, port, time_mono_ms() + RSH_CONNECT_MS);
-	if (fd < 0) {
-		fprintf(stderr,
-			"trainagent rsh: cannot reach the worker of %s at "
-			"%s:%d: %s\n",
-			host, addr, port, strerror(errno));
-		buf_release(&cmd);
-		return RSH_EXIT_LAUNCH;
-	}
-	(void)snprintf(hdr, sizeof(hdr), "\n%zu\n", cmd.len);
+	return i >= argc - 1 ? -1 : i;
+}
+
+/* The header and the command, as the wire above has them. */
+static int send_request(int fd, const char *token, const struct buf *cmd)
+{
+	char hdr[64];
+
+	(void)snprintf(hdr, sizeof(hdr), "\n%zu\n", cmd->len);
 	if (write_all(fd, RSH_MAGIC, strlen(RSH_MAGIC)) ||
 	    write_all(fd, token, strlen(token)) ||
 	    write_all(fd, hdr, strlen(hdr)) ||
-	    write_all(fd, cmd.data, cmd.len)) {
-		fprintf(stderr, "trainagent rsh: %s: connection lost\n", host);
-		goto out;
-	}
+	    write_all(fd, cmd->data, cmd->len))
+		return -1;
+	return 0;
+}
+
+/*
+ * Relays the worker's output frames to ours until its exit status, which
+ * it returns (RSH_EXIT_LAUNCH when the connection ends first).
+ */
+static int relay_frames(int fd, const char *host)
+{
+	int status = RSH_EXIT_LAUNCH;
+
 	for (;;) {
 		unsigned char h[5];
 		char data[16384];
@@ -261,7 +244,53 @@ int agent_rsh_main(int argc, char **argv)
 		(void)write_all(h[0] == 'o' ? STDOUT_FILENO : STDERR_FILENO,
 				data, len);
 	}
-out:
+	return status;
+}
+
+int agent_rsh_main(int argc, char **argv)
+{
+	const char *peers = getenv("TRAINCTL_MPI_PEERS");
+	const char *token = getenv("TRAINCTL_RDZV_TOKEN");
+	struct buf cmd = BUF_INIT;
+	char addr[128];
+	int i, port = 0, fd, status = RSH_EXIT_LAUNCH;
+	const char *host;
+
+	i = rsh_host_arg(argc, argv);
+	if (i < 0) {
+		fprintf(stderr, "trainagent rsh: usage: trainagent rsh "
+				"[options] HOST COMMAND...\n");
+		return RSH_EXIT_LAUNCH;
+	}
+	host = argv[i++];
+	if (!token || !peers ||
+	    peer_of(peers, host, addr, sizeof(addr), &port)) {
+		fprintf(stderr,
+			"trainagent rsh: no worker known for host '%s' "
+			"(TRAINCTL_MPI_PEERS=%s)\n",
+			host, peers ? peers : "");
+		return RSH_EXIT_LAUNCH;
+	}
+	for (; i < argc; i++)
+		(void)buf_addf(&cmd, "%s%s", cmd.len ? " " : "", argv[i]);
+	if (cmd.len > RSH_MAX_COMMAND || strlen(token) > RSH_MAX_TOKEN) {
+		fprintf(stderr, "trainagent rsh: command too long\n");
+		buf_release(&cmd);
+		return RSH_EXIT_LAUNCH;
+	}
+	fd = connect_to(addr, port, time_mono_ms() + RSH_CONNECT_MS);
+	if (fd < 0) {
+		fprintf(stderr,
+			"trainagent rsh: cannot reach the worker of %s at "
+			"%s:%d: %s\n",
+			host, addr, port, strerror(errno));
+		buf_release(&cmd);
+		return RSH_EXIT_LAUNCH;
+	}
+	if (send_request(fd, token, &cmd))
+		fprintf(stderr, "trainagent rsh: %s: connection lost\n", host);
+	else
+		status = relay_frames(fd, host);
 	close(fd);
 	buf_release(&cmd);
 	return status;
@@ -289,43 +318,42 @@ static int read_line(int fd, char *out, size_t max)
 	return 0;
 }
 
-/* Runs one connection's command; the handler process exits with it. */
-static int serve(int fd, const char *token)
+/*
+ * The request's header and command (NUL-terminated, to free), or NULL
+ * when it is not one: the wrong magic or token, a bad length, too slow.
+ */
+static char *read_request(int fd, const char *token)
 {
 	struct timeval tv = { RSH_HEADER_MS / 1000, 0 };
 	char magic[32], tok[RSH_MAX_TOKEN + 2], lenbuf[32];
-	int out[2], err[2], status = 0, open_pipes = 2;
-	unsigned char code[4];
 	char *cmd, *end;
 	long len;
-	pid_t pid;
 
 	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (read_line(fd, magic, sizeof(magic)) ||
 	    strcmp(magic, "TRAINCTL-RSH 1") ||
 	    read_line(fd, tok, sizeof(tok)) || strcmp(tok, token) ||
 	    read_line(fd, lenbuf, sizeof(lenbuf)))
-		return RSH_EXIT_LAUNCH;
+		return NULL;
 	len = strtol(lenbuf, &end, 10);
 	if (*end || len < 1 || len > RSH_MAX_COMMAND)
-		return RSH_EXIT_LAUNCH;
+		return NULL;
 	cmd = xmalloc((size_t)len + 1);
 	if (read_all(fd, cmd, (size_t)len)) {
 		free(cmd);
-		return RSH_EXIT_LAUNCH;
+		return NULL;
 	}
 	cmd[len] = '\0';
 	tv.tv_sec = 0;
 	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
-		free(cmd);
-		return RSH_EXIT_LAUNCH;
-	}
-	pid = fork();
-	if (pid < 0) {
-		free(cmd);
-		return RSH_EXIT_LAUNCH;
-	}
+	return cmd;
+}
+
+/* Forks cmd under /bin/sh, its stdout and stderr into the pipes. */
+static pid_t spawn_command(const char *cmd, const int out[2], const int err[2])
+{
+	pid_t pid = fork();
+
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDONLY);
 
@@ -336,14 +364,47 @@ static int serve(int fd, const char *token)
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 		_exit(127);
 	}
-	free(cmd);
-	close(out[1]);
-	close(err[1]);
+	return pid;
+}
+
+/*
+ * One read from the pipe *rd that poll found ready (p), sent to the
+ * launcher at *fd as a frame of type; *fd becomes -1 when that fails.
+ * Returns 1 when the pipe closed (then closed here, *rd -1), else 0.
+ */
+static int relay_pipe(int *fd, const struct pollfd *p, int *rd, char type)
+{
+	char data[16384];
+	ssize_t r;
+
+	if (p->fd < 0 || !(p->revents & (POLLIN | POLLHUP)))
+		return 0;
+	r = read(p->fd, data, sizeof(data));
+	if (r < 0 && errno == EINTR)
+		return 0;
+	if (r <= 0) {
+		close(*rd);
+		*rd = -1;
+		return 1;
+	}
+	if (*fd >= 0 && frame(*fd, type, data, (uint32_t)r))
+		*fd = -1;
+	return 0;
+}
+
+/*
+ * Relays the command's output (rd: its stdout and stderr pipes) to the
+ * launcher at fd until both pipes close; stops the command when the
+ * launcher goes. Returns fd, or -1 once the launcher is gone.
+ */
+static int relay_output(int fd, pid_t pid, int rd[2])
+{
+	int open_pipes = 2;
+
 	while (open_pipes) {
-		struct pollfd p[3] = { { out[0], POLLIN, 0 },
-				       { err[0], POLLIN, 0 },
+		struct pollfd p[3] = { { rd[0], POLLIN, 0 },
+				       { rd[1], POLLIN, 0 },
 				       { fd, POLLIN, 0 } };
-		char data[16384];
 		int k;
 
 		if (poll(p, 3, -1) < 0) {
@@ -362,30 +423,39 @@ static int serve(int fd, const char *token)
 				p[2].fd = -1;
 			}
 		}
-		for (k = 0; k < 2; k++) {
-			ssize_t r;
-
-			if (p[k].fd < 0 || !(p[k].revents & (POLLIN | POLLHUP)))
-				continue;
-			r = read(p[k].fd, data, sizeof(data));
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0) {
-				close(k ? err[0] : out[0]);
-				if (k)
-					err[0] = -1;
-				else
-					out[0] = -1;
-				open_pipes--;
-				continue;
-			}
-			if (fd >= 0 &&
-			    frame(fd, k ? 'e' : 'o', data, (uint32_t)r))
-				fd = -1;
-		}
+		for (k = 0; k < 2; k++)
+			open_pipes -=
+				relay_pipe(&fd, &p[k], &rd[k], k ? 'e' : 'o');
 		/* With the launcher gone the pipes are still drained, so
 		 * the command never blocks on a full one. */
 	}
+	return fd;
+}
+
+/* Runs one connection's command; the handler process exits with it. */
+static int serve(int fd, const char *token)
+{
+	int out[2], err[2], rd[2], status = 0;
+	unsigned char code[4];
+	char *cmd;
+	pid_t pid;
+
+	cmd = read_request(fd, token);
+	if (!cmd)
+		return RSH_EXIT_LAUNCH;
+	if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
+		free(cmd);
+		return RSH_EXIT_LAUNCH;
+	}
+	pid = spawn_command(cmd, out, err);
+	free(cmd);
+	if (pid < 0)
+		return RSH_EXIT_LAUNCH;
+	close(out[1]);
+	close(err[1]);
+	rd[0] = out[0];
+	rd[1] = err[0];
+	fd = relay_output(fd, pid, rd);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	status = WIFSIGNALED(status) ? 128 + WTERMSIG(status) :
