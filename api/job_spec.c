@@ -153,18 +153,9 @@ static int check_container_paths(const json_t *root, struct buf *err)
 	return ret;
 }
 
-/* Cross-member rules the model cannot express. */
-static int check_semantics(const json_t *root, struct buf *err)
+/* AlgorithmSpecification: a TrainingImage, and no AlgorithmName. */
+static int check_algorithm(const json_t *alg, struct buf *err)
 {
-	const json_t *alg = json_object_get(root, "AlgorithmSpecification");
-	const json_t *res = json_object_get(root, "ResourceConfig");
-	const json_t *stop = json_object_get(root, "StoppingCondition");
-	const json_t *chans = json_object_get(root, "InputDataConfig");
-	const json_t *ch;
-	int has_type, has_count, has_groups, spot;
-	json_int_t runtime = DEFAULT_MAX_RUNTIME_S, wait = 0;
-	size_t i, j;
-
 	if (json_object_get(alg, "AlgorithmName") &&
 	    json_object_get(alg, "TrainingImage"))
 		return fail(err, "AlgorithmSpecification must specify either "
@@ -175,6 +166,15 @@ static int check_semantics(const json_t *root, struct buf *err)
 			    "trainingImage' failed to satisfy constraint: "
 			    "Member must not be null (AlgorithmName is not "
 			    "supported)");
+	return 0;
+}
+
+/* ResourceConfig: InstanceType and InstanceCount, or InstanceGroups. */
+static int check_resources(const json_t *res, struct buf *err)
+{
+	const json_t *ch;
+	int has_type, has_count, has_groups;
+	size_t i;
 
 	has_type = json_object_get(res, "InstanceType") != NULL;
 	has_count = json_object_get(res, "InstanceCount") != NULL;
@@ -192,14 +192,25 @@ static int check_semantics(const json_t *root, struct buf *err)
 			    "failed to satisfy constraint: Member must have "
 			    "value greater than or equal to 1");
 	if (has_groups) {
-		json_array_foreach(
-			json_object_get(res, "InstanceGroups"), i,
-			ch) if (json_integer_value(json_object_get(ch,
-								   "InstanceCount")) <
-				1) return fail(err,
-					       "every InstanceGroups member "
-					       "must have InstanceCount >= 1");
+		json_array_foreach(json_object_get(res, "InstanceGroups"), i,
+				   ch)
+		{
+			if (json_integer_value(
+				    json_object_get(ch, "InstanceCount")) < 1)
+				return fail(err,
+					    "every InstanceGroups member "
+					    "must have InstanceCount >= 1");
+		}
 	}
+	return 0;
+}
+
+/* StoppingCondition against EnableManagedSpotTraining. */
+static int check_stopping(const json_t *root, const json_t *stop,
+			  struct buf *err)
+{
+	json_int_t runtime = DEFAULT_MAX_RUNTIME_S, wait = 0;
+	int spot;
 
 	spot = json_is_true(json_object_get(root, "EnableManagedSpotTraining"));
 	if (json_object_get(stop, "MaxRuntimeInSeconds"))
@@ -223,6 +234,14 @@ static int check_semantics(const json_t *root, struct buf *err)
 		return fail(err,
 			    "StoppingCondition.MaxWaitTimeInSeconds must be "
 			    "greater than or equal to MaxRuntimeInSeconds");
+	return 0;
+}
+
+/* InputDataConfig: valid, unique channel names, each on S3. */
+static int check_channels(const json_t *chans, struct buf *err)
+{
+	const json_t *ch;
+	size_t i, j;
 
 	json_array_foreach(chans, i, ch)
 	{
@@ -263,7 +282,27 @@ static int check_semantics(const json_t *root, struct buf *err)
 			}
 		}
 	}
-	return check_container_paths(root, err);
+	return 0;
+}
+
+/* Cross-member rules the model cannot express. */
+static int check_semantics(const json_t *root, struct buf *err)
+{
+	int ret;
+
+	ret = check_algorithm(json_object_get(root, "AlgorithmSpecification"),
+			      err);
+	ret = ret ? ret :
+		    check_resources(json_object_get(root, "ResourceConfig"),
+				    err);
+	ret = ret ? ret :
+		    check_stopping(root,
+				   json_object_get(root, "StoppingCondition"),
+				   err);
+	ret = ret ? ret :
+		    check_channels(json_object_get(root, "InputDataConfig"),
+				   err);
+	return ret ? ret : check_container_paths(root, err);
 }
 
 /* Builds the echo of the request with the service's defaults filled in. */
