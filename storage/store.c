@@ -655,34 +655,25 @@ static void delete_folder(struct stor *s, const char *uri,
 }
 
 /*
- * The checkpoint mirror (STOR_SYNC_CHECKPOINT | STOR_SYNC_CHANGED): a
- * folder's manifest goes only after every other file of the folder went
- * (or was there already); a folder the program removed meanwhile (it
- * keeps the newest few) is skipped and what of it was stored is deleted,
- * manifest first; stored libtrainer checkpoints that the program pruned
- * here (a newer one of the same rank exists) are deleted the same way, so
- * the store holds no torn and no stale checkpoint of this host's ranks.
- * Files older than since_ms (restored from the store, or left from
- * before) are never stored again: several hosts restore the same
- * checkpoints, and only the one whose program writes them mirrors them.
+ * The files of the checkpoint mirror (put_checkpoints() below), manifests
+ * last; the folders of files removed while they were copied go to gone.
+ * base: the length of the target's key with its '/'.
  */
-static int put_checkpoints(struct stor *s, const char *dir, const char *uri,
-			   const struct stor_target *t,
-			   const struct stor_list *files,
-			   const struct stor_list *remote,
-			   const struct stor_ckpt_sync *opt,
-			   struct stor_sync_stats *st, struct buf *err)
+static int put_ckpt_files(struct stor *s, const char *dir, const char *uri,
+			  const struct stor_target *t, size_t base,
+			  const struct stor_list *files,
+			  const struct stor_list *remote,
+			  const struct stor_ckpt_sync *opt, struct strset *gone,
+			  struct stor_sync_stats *st, struct buf *err)
 {
-	struct strset gone = { 0 }, failed = { 0 }, seen = { 0 };
+	struct strset failed = { 0 };
 	struct buf src = BUF_INIT, dst = BUF_INIT, k = BUF_INIT;
-	size_t base = strlen(t->uri.key), i;
 	struct settle_rule rule = { files, opt->complete, opt->final,
 				    time_now_ms() };
 	int64_t since_ms = opt->since_ms;
 	int pass, ret = 0;
+	size_t i;
 
-	if (base && t->uri.key[base - 1] != '/')
-		base++;
 	for (pass = 0; pass < 2 && !ret; pass++)
 		for (i = 0; i < files->n && !ret; i++) {
 			const struct stor_object *f = &files->v[i], *r;
@@ -690,7 +681,7 @@ static int put_checkpoints(struct stor *s, const char *dir, const char *uri,
 
 			if (in_tmp(f->key) || is_manifest(f->key) != pass ||
 			    f->mtime_ms < since_ms || !settled(&rule, f) ||
-			    strset_has(&gone, f->key, fl) ||
+			    strset_has(gone, f->key, fl) ||
 			    (pass && strset_has(&failed, f->key, fl)))
 				continue;
 			buf_reset(&k);
@@ -711,7 +702,7 @@ static int put_checkpoints(struct stor *s, const char *dir, const char *uri,
 			ret = stor_put(s, src.data, dst.data, NULL, err);
 			if (ret && access(src.data, F_OK)) {
 				/* Removed while we copied: not an error. */
-				strset_add(&gone, f->key, fl);
+				strset_add(gone, f->key, fl);
 				buf_reset(err);
 				ret = 0;
 				continue;
@@ -723,10 +714,22 @@ static int put_checkpoints(struct stor *s, const char *dir, const char *uri,
 				st->bytes += f->size;
 			}
 		}
-	for (i = 0; i < gone.n; i++)
-		delete_folder(s, uri, remote, base, gone.v[i],
-			      strlen(gone.v[i]));
-	/* Stored checkpoint folders of this host's ranks pruned here. */
+	strset_release(&failed);
+	buf_release(&src);
+	buf_release(&dst);
+	buf_release(&k);
+	return ret;
+}
+
+/* Stored checkpoint folders of this host's ranks pruned here. */
+static void delete_pruned(struct stor *s, const char *uri, size_t base,
+			  const struct stor_list *files,
+			  const struct stor_list *remote, int64_t since_ms)
+{
+	struct strset seen = { 0 };
+	struct buf k = BUF_INIT;
+	size_t i;
+
 	for (i = 0; i < remote->n; i++) {
 		const char *rk = remote->v[i].key;
 		size_t fl, pl;
@@ -749,12 +752,42 @@ static int put_checkpoints(struct stor *s, const char *dir, const char *uri,
 			continue;
 		delete_folder(s, uri, remote, base, rk, fl);
 	}
-	strset_release(&gone);
-	strset_release(&failed);
 	strset_release(&seen);
-	buf_release(&src);
-	buf_release(&dst);
 	buf_release(&k);
+}
+
+/*
+ * The checkpoint mirror (STOR_SYNC_CHECKPOINT | STOR_SYNC_CHANGED): a
+ * folder's manifest goes only after every other file of the folder went
+ * (or was there already); a folder the program removed meanwhile (it
+ * keeps the newest few) is skipped and what of it was stored is deleted,
+ * manifest first; stored libtrainer checkpoints that the program pruned
+ * here (a newer one of the same rank exists) are deleted the same way, so
+ * the store holds no torn and no stale checkpoint of this host's ranks.
+ * Files older than since_ms (restored from the store, or left from
+ * before) are never stored again: several hosts restore the same
+ * checkpoints, and only the one whose program writes them mirrors them.
+ */
+static int put_checkpoints(struct stor *s, const char *dir, const char *uri,
+			   const struct stor_target *t,
+			   const struct stor_list *files,
+			   const struct stor_list *remote,
+			   const struct stor_ckpt_sync *opt,
+			   struct stor_sync_stats *st, struct buf *err)
+{
+	struct strset gone = { 0 };
+	size_t base = strlen(t->uri.key), i;
+	int ret;
+
+	if (base && t->uri.key[base - 1] != '/')
+		base++;
+	ret = put_ckpt_files(s, dir, uri, t, base, files, remote, opt, &gone,
+			     st, err);
+	for (i = 0; i < gone.n; i++)
+		delete_folder(s, uri, remote, base, gone.v[i],
+			      strlen(gone.v[i]));
+	delete_pruned(s, uri, base, files, remote, opt->since_ms);
+	strset_release(&gone);
 	return ret;
 }
 
