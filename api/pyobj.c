@@ -822,10 +822,48 @@ trim:
 	*decpt = e + 1;
 }
 
+/* Exponent notation, as repr() writes 1e+16 and up and below 1e-4. */
+static int float_repr_sci(const char *dig, int n, int decpt, struct buf *out)
+{
+	int x = decpt - 1;
+	int ret;
+
+	ret = buf_addch(out, dig[0]);
+	if (!ret && n > 1) {
+		ret = buf_addch(out, '.');
+		ret = ret ? ret : buf_add(out, dig + 1, (size_t)n - 1);
+	}
+	return ret ? ret :
+		     buf_addf(out, "e%c%02d", x < 0 ? '-' : '+',
+			      x < 0 ? -x : x);
+}
+
+/* Positional notation, always with a '.': "0.001", "12.5", "100.0". */
+static int float_repr_fixed(const char *dig, int n, int decpt, struct buf *out)
+{
+	int i, ret;
+
+	if (decpt <= 0) {
+		ret = buf_adds(out, "0.");
+		for (i = 0; !ret && i < -decpt; i++)
+			ret = buf_addch(out, '0');
+		return ret ? ret : buf_add(out, dig, (size_t)n);
+	}
+	if (decpt >= n) {
+		ret = buf_add(out, dig, (size_t)n);
+		for (i = n; !ret && i < decpt; i++)
+			ret = buf_addch(out, '0');
+		return ret ? ret : buf_adds(out, ".0");
+	}
+	ret = buf_add(out, dig, (size_t)decpt);
+	ret = ret ? ret : buf_addch(out, '.');
+	return ret ? ret : buf_add(out, dig + decpt, (size_t)(n - decpt));
+}
+
 int api__py_float_repr(double v, struct buf *out)
 {
 	char dig[32];
-	int n, decpt, i, ret = 0;
+	int n, decpt, ret = 0;
 
 	if (isnan(v))
 		return buf_adds(out, "nan");
@@ -837,34 +875,12 @@ int api__py_float_repr(double v, struct buf *out)
 	}
 	if (v == 0)
 		return ret ? ret : buf_adds(out, "0.0");
+	if (ret)
+		return ret;
 	shortest_digits(v, dig, &n, &decpt);
-	if (decpt <= -4 || decpt > 16) {
-		int x = decpt - 1;
-
-		ret = ret ? ret : buf_addch(out, dig[0]);
-		if (!ret && n > 1) {
-			ret = buf_addch(out, '.');
-			ret = ret ? ret : buf_add(out, dig + 1, (size_t)n - 1);
-		}
-		return ret ? ret :
-			     buf_addf(out, "e%c%02d", x < 0 ? '-' : '+',
-				      x < 0 ? -x : x);
-	}
-	if (decpt <= 0) {
-		ret = ret ? ret : buf_adds(out, "0.");
-		for (i = 0; !ret && i < -decpt; i++)
-			ret = buf_addch(out, '0');
-		return ret ? ret : buf_add(out, dig, (size_t)n);
-	}
-	if (decpt >= n) {
-		ret = ret ? ret : buf_add(out, dig, (size_t)n);
-		for (i = n; !ret && i < decpt; i++)
-			ret = buf_addch(out, '0');
-		return ret ? ret : buf_adds(out, ".0");
-	}
-	ret = ret ? ret : buf_add(out, dig, (size_t)decpt);
-	ret = ret ? ret : buf_addch(out, '.');
-	return ret ? ret : buf_add(out, dig + decpt, (size_t)(n - decpt));
+	if (decpt <= -4 || decpt > 16)
+		return float_repr_sci(dig, n, decpt, out);
+	return float_repr_fixed(dig, n, decpt, out);
 }
 
 /* ---- json.dumps ---- */
