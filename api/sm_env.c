@@ -387,17 +387,11 @@ static void groups_release(struct groups *g)
 	api__py_free(g->dist_hosts);
 }
 
-static int tk_groups(struct tk *t, const struct api__py *hosts,
-		     const struct api__py *current_group, struct groups *g)
+/* Every instance_groups entry has a string name and a list of hosts. */
+static int groups_check(struct tk *t, const struct api__py *igc)
 {
-	const struct api__py *igc = api__py_get(t->rc, "instance_groups");
-	const struct api__py *dig;
-	size_t i, j;
-	int in, ret;
+	size_t i;
 
-	g->current_hosts = api__py_list();
-	g->names = api__py_list();
-	g->by_name = api__py_dict();
 	if (igc && igc->type != API__PY_LIST)
 		return tk_fail(t, "resourceconfig.json: 'instance_groups' "
 				  "must be a list");
@@ -416,6 +410,79 @@ static int tk_groups(struct tk *t, const struct api__py *hosts,
 					  "instance_groups entry needs a "
 					  "'hosts' list");
 	}
+	return 0;
+}
+
+/* additional_framework_parameters.get(..., from_resource_config()) */
+static struct api__py *dist_groups_of(const struct tk *t,
+				      const struct api__py *current_group)
+{
+	const struct api__py *dig;
+	struct api__py *groups;
+	size_t j;
+
+	dig = api__py_get(t->afp, "sagemaker_distribution_instance_groups");
+	if (dig)
+		return api__py_copy(dig);
+	groups = api__py_list();
+	for (j = 0;
+	     j < sizeof(distribution_flags) / sizeof(distribution_flags[0]);
+	     j++) {
+		const struct api__py *f =
+			api__py_get(t->afp, distribution_flags[j]);
+
+		if (f && api__py_truthy(f)) {
+			api__py_append(groups, api__py_copy(current_group));
+			break;
+		}
+	}
+	return groups;
+}
+
+/* get_distribution_hosts(): the hosts of the distribution's groups. */
+static int dist_hosts_of(struct tk *t, const struct api__py *igc,
+			 const struct api__py *hosts, struct groups *g)
+{
+	size_t i, j;
+	int in, ret;
+
+	if (!igc || !igc->n) {
+		g->dist_hosts = api__py_copy(hosts); /* local mode */
+		return 0;
+	}
+	g->dist_hosts = api__py_list();
+	for (i = 0; i < igc->n; i++) {
+		const struct api__py *grp = igc->items[i];
+		const struct api__py *gh = api__py_get(grp, "hosts");
+
+		ret = api__py_contains(g->dist_groups,
+				       api__py_get(grp, "instance_group_name"),
+				       &in);
+		if (ret)
+			return tk_fail(t, "hyperparameter "
+					  "sagemaker_distribution_"
+					  "instance_groups must be a "
+					  "list of group names");
+		for (j = 0; in && j < gh->n; j++)
+			api__py_append(g->dist_hosts,
+				       api__py_copy(gh->items[j]));
+	}
+	return 0;
+}
+
+static int tk_groups(struct tk *t, const struct api__py *hosts,
+		     const struct api__py *current_group, struct groups *g)
+{
+	const struct api__py *igc = api__py_get(t->rc, "instance_groups");
+	size_t i;
+	int ret;
+
+	g->current_hosts = api__py_list();
+	g->names = api__py_list();
+	g->by_name = api__py_dict();
+	ret = groups_check(t, igc);
+	if (ret)
+		return ret;
 	for (i = 0; igc && i < igc->n; i++) {
 		const struct api__py *grp = igc->items[i];
 		const struct api__py *name =
@@ -436,47 +503,10 @@ static int tk_groups(struct tk *t, const struct api__py *hosts,
 			break;
 		}
 
-	/* additional_framework_parameters.get(..., from_resource_config()) */
-	dig = api__py_get(t->afp, "sagemaker_distribution_instance_groups");
-	if (dig) {
-		g->dist_groups = api__py_copy(dig);
-	} else {
-		g->dist_groups = api__py_list();
-		for (j = 0; j < sizeof(distribution_flags) /
-					sizeof(distribution_flags[0]);
-		     j++) {
-			const struct api__py *f =
-				api__py_get(t->afp, distribution_flags[j]);
-
-			if (f && api__py_truthy(f)) {
-				api__py_append(g->dist_groups,
-					       api__py_copy(current_group));
-				break;
-			}
-		}
-	}
-
-	if (igc && igc->n) {
-		g->dist_hosts = api__py_list();
-		for (i = 0; i < igc->n; i++) {
-			const struct api__py *grp = igc->items[i];
-			const struct api__py *gh = api__py_get(grp, "hosts");
-
-			ret = api__py_contains(
-				g->dist_groups,
-				api__py_get(grp, "instance_group_name"), &in);
-			if (ret)
-				return tk_fail(t, "hyperparameter "
-						  "sagemaker_distribution_"
-						  "instance_groups must be a "
-						  "list of group names");
-			for (j = 0; in && j < gh->n; j++)
-				api__py_append(g->dist_hosts,
-					       api__py_copy(gh->items[j]));
-		}
-	} else {
-		g->dist_hosts = api__py_copy(hosts); /* local mode */
-	}
+	g->dist_groups = dist_groups_of(t, current_group);
+	ret = dist_hosts_of(t, igc, hosts, g);
+	if (ret)
+		return ret;
 	if (g->dist_hosts->n)
 		g->master = g->dist_hosts->items[0];
 	else if (hosts->n)
@@ -531,19 +561,11 @@ static struct api__py *hp_str(const struct tk *t, const char *name,
 	return o;
 }
 
-/* Environment.__init__(): fills t->training_env and t->env_src. */
-static int tk_environment(struct tk *t, const struct api_sm_env_input *in,
-			  const struct dirs *d)
+/* What Environment.__init__() requires of the resource config and the
+ * SageMaker hyperparameters it puts in os.environ. */
+static int tk_check(struct tk *t)
 {
-	const char *program_env = in->user_entry_point ?
-					  in->user_entry_point :
-					  env_lookup(in, "SAGEMAKER_PROGRAM");
-	const char *s;
 	const struct api__py *hosts, *current_host, *v;
-	struct api__py *te, *src, *channels, *module_name;
-	struct groups g = { 0 };
-	size_t i;
-	int ret;
 
 	hosts = api__py_get(t->rc, "hosts");
 	current_host = api__py_get(t->rc, "current_host");
@@ -563,26 +585,40 @@ static int tk_environment(struct tk *t, const struct api_sm_env_input *in,
 		return tk_fail(t, "hyperparameter sagemaker_region must "
 				  "decode to a string (TK puts it in "
 				  "os.environ)");
+	return 0;
+}
 
-	t->afp = api__py_dict();
-	for (i = 0; i < t->sm_hps->n; i++)
-		if (!is_reserved(t->sm_hps->keys[i]->str,
-				 t->sm_hps->keys[i]->len))
-			api__py_set(t->afp, t->sm_hps->keys[i]->str,
-				    t->sm_hps->keys[i]->len,
-				    api__py_copy(t->sm_hps->items[i]));
+/* module_name: SAGEMAKER_PROGRAM, else str(hp.get(...)): "None". */
+static struct api__py *module_name_of(const struct tk *t,
+				      const char *program_env)
+{
+	struct api__py *module_name;
 
-	t->training_env = te = api__py_dict();
-	te_set(te, "current_instance_type",
-	       copy_or(api__py_get(t->rc, "current_instance_type"),
-		       api__py_strz("local")));
-	te_set(te, "current_instance_group",
-	       copy_or(api__py_get(t->rc, "current_group_name"),
-		       api__py_strz("homogeneousCluster")));
-	ret = tk_groups(t, hosts, api__py_get(te, "current_instance_group"),
-			&g);
-	if (ret)
-		goto out;
+	module_name = program_env ? api__py_strz(program_env) :
+				    hp_str(t, "sagemaker_program", "None");
+	if (module_name->len >= 3 &&
+	    !memcmp(module_name->str + module_name->len - 3, ".py", 3)) {
+		module_name->len -= 3;
+		module_name->str[module_name->len] = '\0';
+	}
+	return module_name;
+}
+
+/*
+ * dict(self) after the instance groups: t->training_env from
+ * "additional_framework_parameters" on, in TK's order. *channels and
+ * *module_name are its entries of those, for to_env_vars().
+ */
+static void te_fill(struct tk *t, const struct api_sm_env_input *in,
+		    const struct dirs *d, const struct groups *g,
+		    const char *program_env, struct api__py **channels_out,
+		    struct api__py **module_name_out)
+{
+	const struct api__py *hosts = api__py_get(t->rc, "hosts");
+	const struct api__py *current_host = api__py_get(t->rc, "current_host");
+	struct api__py *te = t->training_env, *channels, *module_name;
+	const char *s;
+	size_t i;
 
 	te_set(te, "additional_framework_parameters", api__py_copy(t->afp));
 	channels = api__py_dict();
@@ -593,9 +629,10 @@ static int tk_environment(struct tk *t, const struct api_sm_env_input *in,
 	te_set(te, "channel_input_dirs", channels);
 	te_set(te, "current_host", api__py_copy(current_host));
 	te_set(te, "current_instance_group_hosts",
-	       api__py_copy(g.current_hosts));
-	te_set(te, "distribution_hosts", api__py_copy(g.dist_hosts));
-	te_set(te, "distribution_instance_groups", api__py_copy(g.dist_groups));
+	       api__py_copy(g->current_hosts));
+	te_set(te, "distribution_hosts", api__py_copy(g->dist_hosts));
+	te_set(te, "distribution_instance_groups",
+	       api__py_copy(g->dist_groups));
 	s = in->framework_module ? in->framework_module :
 				   env_lookup(in, "SAGEMAKER_TRAINING_MODULE");
 	te_set(te, "framework_module", s ? api__py_strz(s) : api__py_none());
@@ -604,11 +641,11 @@ static int tk_environment(struct tk *t, const struct api_sm_env_input *in,
 	te_set(te, "input_config_dir", api__py_strz(d->input_config));
 	te_set(te, "input_data_config", api__py_copy(t->idc));
 	te_set(te, "input_dir", api__py_strz(d->input));
-	te_set(te, "instance_groups", api__py_copy(g.names));
-	te_set(te, "instance_groups_dict", api__py_copy(g.by_name));
-	te_set(te, "is_hetero", api__py_bool(g.names->n > 1));
+	te_set(te, "instance_groups", api__py_copy(g->names));
+	te_set(te, "instance_groups_dict", api__py_copy(g->by_name));
+	te_set(te, "is_hetero", api__py_bool(g->names->n > 1));
 	te_set(te, "is_master",
-	       api__py_bool(api__py_eq(current_host, g.master)));
+	       api__py_bool(api__py_eq(current_host, g->master)));
 	te_set(te, "is_modelparallel_enabled",
 	       py_bool_str(env_lookup(in, "SM_HP_MP_PARAMETERS")));
 	te_set(te, "is_smddpmprun_installed", api__py_bool(0));
@@ -618,20 +655,13 @@ static int tk_environment(struct tk *t, const struct api_sm_env_input *in,
 	te_set(te, "log_level",
 	       copy_or(api__py_get(t->sm_hps, "sagemaker_container_log_level"),
 		       api__py_int(LOG_LEVEL_INFO)));
-	te_set(te, "master_hostname", api__py_copy(g.master));
+	te_set(te, "master_hostname", api__py_copy(g->master));
 	te_set(te, "model_dir", api__py_strz(d->model));
 	te_set(te, "module_dir",
 	       in->module_dir ?
 		       api__py_strz(in->module_dir) :
 		       hp_str(t, "sagemaker_submit_directory", d->code));
-	/* module_name: SAGEMAKER_PROGRAM, else str(hp.get(...)): "None". */
-	module_name = program_env ? api__py_strz(program_env) :
-				    hp_str(t, "sagemaker_program", "None");
-	if (module_name->len >= 3 &&
-	    !memcmp(module_name->str + module_name->len - 3, ".py", 3)) {
-		module_name->len -= 3;
-		module_name->str[module_name->len] = '\0';
-	}
+	module_name = module_name_of(t, program_env);
 	te_set(te, "module_name", module_name);
 	te_set(te, "network_interface_name",
 	       copy_or(api__py_get(t->rc, "network_interface_name"),
@@ -653,12 +683,50 @@ static int tk_environment(struct tk *t, const struct api_sm_env_input *in,
 		te_set(te, "user_entry_point",
 		       copy_or(api__py_get(t->sm_hps, "sagemaker_program"),
 			       api__py_none()));
+	*channels_out = channels;
+	*module_name_out = module_name;
+}
 
-	t->user_args = to_cmd_args(t->user_hps);
+/* The channels' names, sorted. */
+static struct api__py *sorted_names(const struct api__py *channels)
+{
+	struct api__py *names = api__py_list();
+	size_t *at = api__py_sorted_keys(channels);
+	size_t i;
 
-	/* to_env_vars(): the mapping, in TK's order. */
+	for (i = 0; i < channels->n; i++)
+		api__py_append(names, api__py_copy(channels->keys[at[i]]));
+	free(at);
+	return names;
+}
+
+/* Adds prefix+key for every entry of d to src, e.g. "hp_epochs". */
+static void src_set_prefixed(struct api__py *src, const char *prefix,
+			     const struct api__py *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->n; i++) {
+		struct buf k = BUF_INIT;
+
+		(void)buf_adds(&k, prefix);
+		(void)buf_add(&k, d->keys[i]->str, d->keys[i]->len);
+		api__py_set(src, k.data, k.len, api__py_copy(d->items[i]));
+		buf_release(&k);
+	}
+}
+
+/* to_env_vars(): the mapping, in TK's order, into t->env_src. */
+static void tk_env_src(struct tk *t, const struct api_sm_env_input *in,
+		       const struct dirs *d, const struct groups *g,
+		       const struct api__py *channels,
+		       const struct api__py *module_name)
+{
+	const struct api__py *te = t->training_env, *v;
+	struct api__py *src;
+
 	t->env_src = src = api__py_dict();
-	te_set(src, "hosts", api__py_copy(hosts));
+	te_set(src, "hosts", api__py_copy(api__py_get(t->rc, "hosts")));
 	te_set(src, "network_interface_name",
 	       api__py_copy(api__py_get(te, "network_interface_name")));
 	te_set(src, "hps", api__py_copy(t->user_hps));
@@ -668,27 +736,19 @@ static int tk_environment(struct tk *t, const struct api_sm_env_input *in,
 	te_set(src, "resource_config", api__py_copy(t->rc));
 	te_set(src, "input_data_config", api__py_copy(t->idc));
 	te_set(src, "output_data_dir", api__py_strz(d->output_data));
-	{
-		struct api__py *names = api__py_list();
-		size_t *at = api__py_sorted_keys(channels);
-
-		for (i = 0; i < channels->n; i++)
-			api__py_append(names,
-				       api__py_copy(channels->keys[at[i]]));
-		free(at);
-		te_set(src, "channels", names);
-	}
-	te_set(src, "current_host", api__py_copy(current_host));
+	te_set(src, "channels", sorted_names(channels));
+	te_set(src, "current_host",
+	       api__py_copy(api__py_get(t->rc, "current_host")));
 	te_set(src, "current_instance_type",
 	       api__py_copy(api__py_get(te, "current_instance_type")));
 	te_set(src, "current_instance_group",
 	       api__py_copy(api__py_get(te, "current_instance_group")));
 	te_set(src, "current_instance_group_hosts",
-	       api__py_copy(g.current_hosts));
-	te_set(src, "instance_groups", api__py_copy(g.names));
-	te_set(src, "instance_groups_dict", api__py_copy(g.by_name));
+	       api__py_copy(g->current_hosts));
+	te_set(src, "instance_groups", api__py_copy(g->names));
+	te_set(src, "instance_groups_dict", api__py_copy(g->by_name));
 	te_set(src, "distribution_instance_groups",
-	       api__py_copy(g.dist_groups));
+	       api__py_copy(g->dist_groups));
 	te_set(src, "is_hetero", api__py_copy(api__py_get(te, "is_hetero")));
 	te_set(src, "module_name", api__py_copy(module_name));
 	te_set(src, "log_level", api__py_copy(api__py_get(te, "log_level")));
@@ -710,26 +770,50 @@ static int tk_environment(struct tk *t, const struct api_sm_env_input *in,
 	v = api__py_get(te, "topology");
 	if (api__py_truthy(v))
 		te_set(src, "topology", api__py_copy(v));
-	for (i = 0; i < channels->n; i++) {
-		struct buf k = BUF_INIT;
+	src_set_prefixed(src, "channel_", channels);
+	src_set_prefixed(src, "hp_", t->user_hps);
+}
 
-		(void)buf_adds(&k, "channel_");
-		(void)buf_add(&k, channels->keys[i]->str,
-			      channels->keys[i]->len);
-		api__py_set(src, k.data, k.len,
-			    api__py_copy(channels->items[i]));
-		buf_release(&k);
-	}
-	for (i = 0; i < t->user_hps->n; i++) {
-		struct buf k = BUF_INIT;
+/* Environment.__init__(): fills t->training_env and t->env_src. */
+static int tk_environment(struct tk *t, const struct api_sm_env_input *in,
+			  const struct dirs *d)
+{
+	const char *program_env = in->user_entry_point ?
+					  in->user_entry_point :
+					  env_lookup(in, "SAGEMAKER_PROGRAM");
+	struct api__py *te, *channels, *module_name;
+	struct groups g = { 0 };
+	size_t i;
+	int ret;
 
-		(void)buf_adds(&k, "hp_");
-		(void)buf_add(&k, t->user_hps->keys[i]->str,
-			      t->user_hps->keys[i]->len);
-		api__py_set(src, k.data, k.len,
-			    api__py_copy(t->user_hps->items[i]));
-		buf_release(&k);
-	}
+	ret = tk_check(t);
+	if (ret)
+		return ret;
+
+	t->afp = api__py_dict();
+	for (i = 0; i < t->sm_hps->n; i++)
+		if (!is_reserved(t->sm_hps->keys[i]->str,
+				 t->sm_hps->keys[i]->len))
+			api__py_set(t->afp, t->sm_hps->keys[i]->str,
+				    t->sm_hps->keys[i]->len,
+				    api__py_copy(t->sm_hps->items[i]));
+
+	t->training_env = te = api__py_dict();
+	te_set(te, "current_instance_type",
+	       copy_or(api__py_get(t->rc, "current_instance_type"),
+		       api__py_strz("local")));
+	te_set(te, "current_instance_group",
+	       copy_or(api__py_get(t->rc, "current_group_name"),
+		       api__py_strz("homogeneousCluster")));
+	ret = tk_groups(t, api__py_get(t->rc, "hosts"),
+			api__py_get(te, "current_instance_group"), &g);
+	if (ret)
+		goto out;
+	te_fill(t, in, d, &g, program_env, &channels, &module_name);
+
+	t->user_args = to_cmd_args(t->user_hps);
+
+	tk_env_src(t, in, d, &g, channels, module_name);
 	ret = 0;
 out:
 	groups_release(&g);
