@@ -326,16 +326,75 @@ static int read_all(int fd, unsigned char *buf, size_t len, size_t *got)
 	return 0;
 }
 
+/* Opens path into *fd: a regular file of the size the manifest says. */
+static int open_sized(struct trainer *t, const char *path,
+		      const struct trainer__mfile *f, int *fd)
+{
+	struct stat st;
+
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0 || fstat(*fd, &st))
+		return trainer__err(t, TRAINER_EIO, "open %s: %s", path,
+				    strerror(errno));
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != f->size)
+		return trainer__err(t, TRAINER_EIO,
+				    "%s has %lld bytes, the manifest says %llu",
+				    path, (long long)st.st_size,
+				    (unsigned long long)f->size);
+	return 0;
+}
+
+/*
+ * Reads the size bytes of fd (path), into out whole or else through buf a
+ * READ_CHUNK at a time, and writes their sha256 to hex.
+ */
+static int sha256_fd(struct trainer *t, int fd, const char *path, uint64_t size,
+		     unsigned char *out, unsigned char *buf, char hex[65])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	EVP_MD_CTX *ctx;
+	uint64_t total = 0;
+	size_t got, want;
+	int ret = 0;
+
+	ctx = EVP_MD_CTX_new();
+	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
+		ret = trainer__err(t, TRAINER_ENOMEM, "sha256 init failed");
+		goto out;
+	}
+	while (total < size) {
+		unsigned char *p = out ? out + total : buf;
+
+		want = size - total < READ_CHUNK ? (size_t)(size - total) :
+						   READ_CHUNK;
+		if (read_all(fd, p, want, &got) || got != want) {
+			ret = trainer__err(t, TRAINER_EIO, "read %s: %s", path,
+					   got != want ? "short read" :
+							 strerror(errno));
+			goto out;
+		}
+		if (!EVP_DigestUpdate(ctx, p, got)) {
+			ret = trainer__err(t, TRAINER_EIO, "sha256 failed");
+			goto out;
+		}
+		total += got;
+	}
+	if (!EVP_DigestFinal_ex(ctx, md, &mdlen) || mdlen != 32) {
+		ret = trainer__err(t, TRAINER_EIO, "sha256 failed");
+		goto out;
+	}
+	trainer__sha256_hex(md, hex);
+out:
+	EVP_MD_CTX_free(ctx);
+	return ret;
+}
+
 int trainer__file_verify(struct trainer *t, const char *dir,
 			 const struct trainer__mfile *f, int hash, void **data)
 {
-	unsigned char md[EVP_MAX_MD_SIZE], *buf = NULL, *out = NULL;
-	unsigned int mdlen = 0;
-	EVP_MD_CTX *ctx = NULL;
+	unsigned char *buf = NULL, *out = NULL;
 	char hex[65], *path;
-	uint64_t total = 0;
-	struct stat st;
-	size_t got, want;
 	int fd = -1, ret = 0;
 
 	if (data)
@@ -343,19 +402,9 @@ int trainer__file_verify(struct trainer *t, const char *dir,
 	path = trainer__path_join(dir, f->name);
 	if (!path)
 		return trainer__err(t, TRAINER_ENOMEM, "out of memory");
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st)) {
-		ret = trainer__err(t, TRAINER_EIO, "open %s: %s", path,
-				   strerror(errno));
+	ret = open_sized(t, path, f, &fd);
+	if (ret)
 		goto out;
-	}
-	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != f->size) {
-		ret = trainer__err(t, TRAINER_EIO,
-				   "%s has %lld bytes, the manifest says %llu",
-				   path, (long long)st.st_size,
-				   (unsigned long long)f->size);
-		goto out;
-	}
 	if (!hash && !data)
 		goto out;
 	if (f->size > SIZE_MAX - 1) {
@@ -375,34 +424,9 @@ int trainer__file_verify(struct trainer *t, const char *dir,
 			goto out;
 		}
 	}
-	ctx = EVP_MD_CTX_new();
-	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
-		ret = trainer__err(t, TRAINER_ENOMEM, "sha256 init failed");
+	ret = sha256_fd(t, fd, path, f->size, out, buf, hex);
+	if (ret)
 		goto out;
-	}
-	while (total < f->size) {
-		unsigned char *p = out ? out + total : buf;
-
-		want = f->size - total < READ_CHUNK ?
-			       (size_t)(f->size - total) :
-			       READ_CHUNK;
-		if (read_all(fd, p, want, &got) || got != want) {
-			ret = trainer__err(t, TRAINER_EIO, "read %s: %s", path,
-					   got != want ? "short read" :
-							 strerror(errno));
-			goto out;
-		}
-		if (!EVP_DigestUpdate(ctx, p, got)) {
-			ret = trainer__err(t, TRAINER_EIO, "sha256 failed");
-			goto out;
-		}
-		total += got;
-	}
-	if (!EVP_DigestFinal_ex(ctx, md, &mdlen) || mdlen != 32) {
-		ret = trainer__err(t, TRAINER_EIO, "sha256 failed");
-		goto out;
-	}
-	trainer__sha256_hex(md, hex);
 	if (strcmp(hex, f->sha256)) {
 		ret = trainer__err(t, TRAINER_EIO,
 				   "%s: sha256 %s, the manifest says %s", path,
@@ -414,7 +438,6 @@ int trainer__file_verify(struct trainer *t, const char *dir,
 		out = NULL;
 	}
 out:
-	EVP_MD_CTX_free(ctx);
 	free(out);
 	free(buf);
 	if (fd >= 0)
