@@ -141,6 +141,81 @@ static int copy_addrs(struct common *c, json_t *arr, const char *what,
 }
 
 /*
+ * cluster: the chief ("master", or "chief") and the workers into
+ * cl->workers, the servers into cl->servers; *nchief: 1 with a chief.
+ */
+static int parse_cluster(struct common *c, json_t *cluster, int *nchief)
+{
+	struct cluster *cl = &c->cl;
+	json_t *chief;
+
+	chief = json_object_get(cluster, "master");
+	if (!chief)
+		chief = json_object_get(cluster, "chief");
+	if (copy_addrs(c, chief, "master", cl->workers, &cl->nworkers, 1) ||
+	    copy_addrs(c, json_object_get(cluster, "worker"), "worker",
+		       cl->workers, &cl->nworkers, MAX_WORKERS) ||
+	    copy_addrs(c, json_object_get(cluster, "ps"), "ps", cl->servers,
+		       &cl->nservers, MAX_SERVERS))
+		return -1;
+	*nchief = chief ? 1 : 0;
+	if (cl->nworkers < 1 || cl->nservers < 1)
+		return fail(c,
+			    "TF_CONFIG names %d workers and %d servers; want "
+			    "at least one of each",
+			    cl->nworkers, cl->nservers);
+	return 0;
+}
+
+/*
+ * task: which of the cluster this process is (cl->is_server, cl->index),
+ * and that TRAINCTL_ROLE, when set, agrees.
+ */
+static int parse_task(struct common *c, json_t *task, int nchief)
+{
+	struct cluster *cl = &c->cl;
+	const char *type, *role;
+	json_int_t index;
+
+	type = json_string_value(json_object_get(task, "type"));
+	if (!json_is_integer(json_object_get(task, "index")) || !type)
+		return fail(c, "TF_CONFIG: task needs a string 'type' and an "
+			       "integer 'index'");
+	index = json_integer_value(json_object_get(task, "index"));
+	if (!strcmp(type, "ps")) {
+		cl->is_server = 1;
+		if (index < 0 || index >= cl->nservers)
+			return fail(c, "TF_CONFIG: ps index %lld of %d",
+				    (long long)index, cl->nservers);
+	} else if (!strcmp(type, "master") || !strcmp(type, "chief")) {
+		if (!nchief || index != 0)
+			return fail(c,
+				    "TF_CONFIG: task %s/%lld is not in the "
+				    "cluster",
+				    type, (long long)index);
+	} else if (!strcmp(type, "worker")) {
+		index += nchief;
+		if (index < nchief || index >= cl->nworkers)
+			return fail(c, "TF_CONFIG: worker index %lld of %d",
+				    (long long)(index - nchief),
+				    cl->nworkers - nchief);
+	} else {
+		return fail(c,
+			    "TF_CONFIG: task type '%s' (want master, worker "
+			    "or ps)",
+			    type);
+	}
+	cl->index = (int)index;
+	role = getenv("TRAINCTL_ROLE");
+	if (role && strcmp(role, cl->is_server ? "ps" : "worker"))
+		return fail(c,
+			    "TRAINCTL_ROLE=%s but TF_CONFIG says task type "
+			    "'%s'",
+			    role, type);
+	return 0;
+}
+
+/*
  * {"cluster": {"master": [a], "worker": [b, ...], "ps": [c, ...]},
  *  "task": {"type": "master"|"worker"|"ps", "index": i}}.
  * "chief" is accepted for "master" (newer TensorFlow); without either,
@@ -148,11 +223,9 @@ static int copy_addrs(struct common *c, json_t *arr, const char *what,
  */
 static int parse_tf_config(struct common *c)
 {
-	const char *env = getenv("TF_CONFIG"), *type, *role;
-	struct cluster *cl = &c->cl;
-	json_t *root, *cluster, *task, *chief;
+	const char *env = getenv("TF_CONFIG");
+	json_t *root, *cluster, *task;
 	json_error_t jerr;
-	json_int_t index;
 	int ret = -1, nchief = 0;
 
 	if (!env)
@@ -168,71 +241,11 @@ static int parse_tf_config(struct common *c)
 			    jerr.text, jerr.column);
 	cluster = json_object_get(root, "cluster");
 	task = json_object_get(root, "task");
-	if (!json_is_object(cluster) || !json_is_object(task)) {
+	if (!json_is_object(cluster) || !json_is_object(task))
 		fail(c, "TF_CONFIG needs the objects 'cluster' and 'task'");
-		goto out;
-	}
-	chief = json_object_get(cluster, "master");
-	if (!chief)
-		chief = json_object_get(cluster, "chief");
-	if (copy_addrs(c, chief, "master", cl->workers, &cl->nworkers, 1) ||
-	    copy_addrs(c, json_object_get(cluster, "worker"), "worker",
-		       cl->workers, &cl->nworkers, MAX_WORKERS) ||
-	    copy_addrs(c, json_object_get(cluster, "ps"), "ps", cl->servers,
-		       &cl->nservers, MAX_SERVERS))
-		goto out;
-	nchief = chief ? 1 : 0;
-	if (cl->nworkers < 1 || cl->nservers < 1) {
-		fail(c,
-		     "TF_CONFIG names %d workers and %d servers; want at "
-		     "least one of each",
-		     cl->nworkers, cl->nservers);
-		goto out;
-	}
-	type = json_string_value(json_object_get(task, "type"));
-	if (!json_is_integer(json_object_get(task, "index")) || !type) {
-		fail(c, "TF_CONFIG: task needs a string 'type' and an "
-			"integer 'index'");
-		goto out;
-	}
-	index = json_integer_value(json_object_get(task, "index"));
-	if (!strcmp(type, "ps")) {
-		cl->is_server = 1;
-		if (index < 0 || index >= cl->nservers) {
-			fail(c, "TF_CONFIG: ps index %lld of %d",
-			     (long long)index, cl->nservers);
-			goto out;
-		}
-	} else if (!strcmp(type, "master") || !strcmp(type, "chief")) {
-		if (!nchief || index != 0) {
-			fail(c, "TF_CONFIG: task %s/%lld is not in the cluster",
-			     type, (long long)index);
-			goto out;
-		}
-	} else if (!strcmp(type, "worker")) {
-		index += nchief;
-		if (index < nchief || index >= cl->nworkers) {
-			fail(c, "TF_CONFIG: worker index %lld of %d",
-			     (long long)(index - nchief),
-			     cl->nworkers - nchief);
-			goto out;
-		}
-	} else {
-		fail(c,
-		     "TF_CONFIG: task type '%s' (want master, worker or "
-		     "ps)",
-		     type);
-		goto out;
-	}
-	cl->index = (int)index;
-	role = getenv("TRAINCTL_ROLE");
-	if (role && strcmp(role, cl->is_server ? "ps" : "worker")) {
-		fail(c, "TRAINCTL_ROLE=%s but TF_CONFIG says task type '%s'",
-		     role, type);
-		goto out;
-	}
-	ret = 0;
-out:
+	else if (!parse_cluster(c, cluster, &nchief) &&
+		 !parse_task(c, task, nchief))
+		ret = 0;
 	json_decref(root);
 	return ret;
 }
@@ -1212,12 +1225,99 @@ static void worker_free(struct worker *wk)
 	dataset_release(&wk->val);
 }
 
+/* The training images, and on worker 0 the held-out ones. */
+static int worker_load(struct worker *wk, const char *arg_data)
+{
+	struct common *c = wk->c;
+	const char *train_dir, *val_dir;
+
+	data_dirs(c->t, arg_data, &train_dir, &val_dir);
+	if (dataset_load(&wk->train, train_dir, "train",
+			 (int)c->hp.train_samples, c->err, sizeof(c->err)) ||
+	    (wk->c->cl.index == 0 &&
+	     dataset_load(&wk->val, val_dir, "t10k", (int)c->hp.val_samples,
+			  c->err, sizeof(c->err))))
+		return -1;
+	if (wk->train.dim != c->net.sizes[0] ||
+	    (is_chief(wk) && wk->val.dim != c->net.sizes[0]))
+		return fail(c, "images are not 28x28");
+	return 0;
+}
+
+/* The chief at the end of an epoch: the epoch's metrics. */
+static int worker_epoch_end(struct worker *wk, int64_t step, double *acc)
+{
+	struct common *c = wk->c;
+
+	if (worker_pull(wk, step + 1))
+		return -1;
+	*acc = worker_validate(wk);
+	trainer_metric(c->t, "train:loss",
+		       wk->epoch_batches ? wk->epoch_loss / wk->epoch_batches :
+					   0.0,
+		       (step + 1) / wk->bpe);
+	trainer_metric(c->t, "validation:accuracy", *acc, (step + 1) / wk->bpe);
+	wk->epoch_loss = 0.0;
+	wk->epoch_batches = 0;
+	return 0;
+}
+
+/* The chief after the last step: validates and writes the model. */
+static int worker_save(struct worker *wk, double acc, double t0)
+{
+	struct common *c = wk->c;
+	char path[4096];
+
+	if (worker_pull(wk, wk->total))
+		return -1;
+	if (acc < 0.0)
+		acc = worker_validate(wk);
+	if (c->hp.debug_hash)
+		printf("model weights-hash %016llx\n",
+		       (unsigned long long)mlp_hash(
+			       c->net.params, c->net.nparams * sizeof(float),
+			       MLP_HASH_INIT));
+	snprintf(path, sizeof(path), "%s/model.bin", trainer_model_dir(c->t));
+	if (mlp_save(&c->net, c->net.params, path, c->err, sizeof(c->err)))
+		return -1;
+	printf("model written to %s (%.1f s)\n", path, now_seconds() - t0);
+	printf("final validation:accuracy=%.4f\n", acc);
+	return 0;
+}
+
+/* Steps from wk->start to the end; acc: the last validation, or -1. */
+static int worker_train(struct worker *wk, double *acc)
+{
+	struct common *c = wk->c;
+	struct rng rng;
+	int64_t step, epoch = -1;
+
+	/* The data order has its own stream, as in mlp_dp. */
+	rng_seed(&rng, (uint64_t)c->hp.seed ^ 0x5eed0fda7aULL);
+	for (step = wk->start; step < wk->total; step++) {
+		/* Epoch e's order is the e-th permutation drawn: replay. */
+		while (epoch < step / wk->bpe) {
+			rng_permutation(&rng, wk->perm, (size_t)wk->train.n);
+			epoch++;
+		}
+		if (worker_step(wk, step))
+			return -1;
+		if (c->hp.fail_at_step && step + 1 == c->hp.fail_at_step &&
+		    trainer_attempt(c->t) == 1)
+			return fail(c,
+				    "simulated failure after step %lld "
+				    "(fail-at-step, attempt 1)",
+				    (long long)step + 1);
+		if (is_chief(wk) && (step + 1) % wk->bpe == 0 &&
+		    worker_epoch_end(wk, step, acc))
+			return -1;
+	}
+	return 0;
+}
+
 static int worker_run(struct common *c, const char *arg_data)
 {
 	struct worker wk;
-	const char *train_dir, *val_dir;
-	struct rng rng;
-	int64_t step, epoch = -1;
 	double t0 = now_seconds(), acc = -1.0;
 	int ret = -1, s;
 
@@ -1226,18 +1326,8 @@ static int worker_run(struct common *c, const char *arg_data)
 	wk.params_step = -1;
 	for (s = 0; s < MAX_SERVERS; s++)
 		wk.fds[s] = -1;
-	data_dirs(c->t, arg_data, &train_dir, &val_dir);
-	if (dataset_load(&wk.train, train_dir, "train",
-			 (int)c->hp.train_samples, c->err, sizeof(c->err)) ||
-	    (wk.c->cl.index == 0 &&
-	     dataset_load(&wk.val, val_dir, "t10k", (int)c->hp.val_samples,
-			  c->err, sizeof(c->err))))
+	if (worker_load(&wk, arg_data))
 		goto out;
-	if (wk.train.dim != c->net.sizes[0] ||
-	    (is_chief(&wk) && wk.val.dim != c->net.sizes[0])) {
-		fail(c, "images are not 28x28");
-		goto out;
-	}
 	wk.bpe = (wk.train.n + c->hp.batch_size - 1) / c->hp.batch_size;
 	wk.total = wk.bpe * c->hp.epochs;
 	if (worker_alloc(&wk) || worker_handshake(&wk))
@@ -1247,62 +1337,10 @@ static int worker_run(struct common *c, const char *arg_data)
 		       "%d held-out images, %lld steps from step %lld\n",
 		       c->cl.nworkers, c->cl.nservers, wk.train.n, wk.val.n,
 		       (long long)wk.total, (long long)wk.start);
-	/* The data order has its own stream, as in mlp_dp. */
-	rng_seed(&rng, (uint64_t)c->hp.seed ^ 0x5eed0fda7aULL);
-	for (step = wk.start; step < wk.total; step++) {
-		/* Epoch e's order is the e-th permutation drawn: replay. */
-		while (epoch < step / wk.bpe) {
-			rng_permutation(&rng, wk.perm, (size_t)wk.train.n);
-			epoch++;
-		}
-		if (worker_step(&wk, step))
-			goto out;
-		if (c->hp.fail_at_step && step + 1 == c->hp.fail_at_step &&
-		    trainer_attempt(c->t) == 1) {
-			fail(c,
-			     "simulated failure after step %lld "
-			     "(fail-at-step, attempt 1)",
-			     (long long)step + 1);
-			goto out;
-		}
-		if (is_chief(&wk) && (step + 1) % wk.bpe == 0) {
-			if (worker_pull(&wk, step + 1))
-				goto out;
-			acc = worker_validate(&wk);
-			trainer_metric(c->t, "train:loss",
-				       wk.epoch_batches ?
-					       wk.epoch_loss /
-						       wk.epoch_batches :
-					       0.0,
-				       (step + 1) / wk.bpe);
-			trainer_metric(c->t, "validation:accuracy", acc,
-				       (step + 1) / wk.bpe);
-			wk.epoch_loss = 0.0;
-			wk.epoch_batches = 0;
-		}
-	}
-	if (is_chief(&wk)) {
-		char path[4096];
-
-		if (worker_pull(&wk, wk.total))
-			goto out;
-		if (acc < 0.0)
-			acc = worker_validate(&wk);
-		if (c->hp.debug_hash)
-			printf("model weights-hash %016llx\n",
-			       (unsigned long long)mlp_hash(
-				       c->net.params,
-				       c->net.nparams * sizeof(float),
-				       MLP_HASH_INIT));
-		snprintf(path, sizeof(path), "%s/model.bin",
-			 trainer_model_dir(c->t));
-		if (mlp_save(&c->net, c->net.params, path, c->err,
-			     sizeof(c->err)))
-			goto out;
-		printf("model written to %s (%.1f s)\n", path,
-		       now_seconds() - t0);
-		printf("final validation:accuracy=%.4f\n", acc);
-	}
+	if (worker_train(&wk, &acc))
+		goto out;
+	if (is_chief(&wk) && worker_save(&wk, acc, t0))
+		goto out;
 	for (s = 0; s < c->cl.nservers; s++)
 		if (send_msg(wk.fds[s], MSG_DONE, (uint64_t)wk.total, 0.0,
 			     (uint32_t)c->cl.index, NULL, 0)) {
