@@ -444,13 +444,69 @@ static uint32_t be32(const uint8_t *b)
 	       (uint32_t)b[2] << 8 | b[3];
 }
 
+/*
+ * The IDX headers of the image file (ipath) and the label file (lpath):
+ * n images of rows x cols within the limits, and n labels.
+ */
+static int read_idx_headers(gzFile gi, const char *ipath, gzFile gl,
+			    const char *lpath, uint32_t *n, uint32_t *rows,
+			    uint32_t *cols, char *err, size_t errlen)
+{
+	uint8_t head[16];
+	uint32_t nl;
+
+	if (read_exact(gi, head, 16) || be32(head) != 0x00000803) {
+		snprintf(err, errlen, "%s: not an IDX image file", ipath);
+		return -1;
+	}
+	*n = be32(head + 4);
+	*rows = be32(head + 8);
+	*cols = be32(head + 12);
+	if (*n < 1 || *n > IDX_ROWS_MAX || *rows < 1 ||
+	    *rows > IMAGE_SIDE_MAX || *cols < 1 || *cols > IMAGE_SIDE_MAX) {
+		snprintf(err, errlen, "%s: %u images of %ux%u is out of range",
+			 ipath, *n, *rows, *cols);
+		return -1;
+	}
+	if (read_exact(gl, head, 8) || be32(head) != 0x00000801) {
+		snprintf(err, errlen, "%s: not an IDX label file", lpath);
+		return -1;
+	}
+	nl = be32(head + 4);
+	if (nl != *n) {
+		snprintf(err, errlen, "%s has %u labels for %u images", lpath,
+			 nl, *n);
+		return -1;
+	}
+	return 0;
+}
+
+/* n labels from the label file (lpath) into y, each a digit 0..9. */
+static int read_labels(gzFile gl, const char *lpath, uint8_t *y, uint32_t n,
+		       char *err, size_t errlen)
+{
+	size_t i;
+
+	if (read_exact(gl, y, n)) {
+		snprintf(err, errlen, "%s: truncated", lpath);
+		return -1;
+	}
+	for (i = 0; i < n; i++)
+		if (y[i] > 9) {
+			snprintf(err, errlen, "%s: label %u out of range",
+				 lpath, y[i]);
+			return -1;
+		}
+	return 0;
+}
+
 int dataset_load(struct dataset *d, const char *dir, const char *prefix,
 		 int max_n, char *err, size_t errlen)
 {
 	char ipath[4096], lpath[4096], name[64];
-	uint8_t head[16], *pix = NULL;
+	uint8_t *pix = NULL;
 	gzFile gi = NULL, gl = NULL;
-	uint32_t n, nl, rows, cols;
+	uint32_t n, rows, cols;
 	size_t i, total;
 	int ret = -1;
 
@@ -467,29 +523,9 @@ int dataset_load(struct dataset *d, const char *dir, const char *prefix,
 		snprintf(err, errlen, "%s: %s", lpath, strerror(errno));
 		goto out;
 	}
-	if (read_exact(gi, head, 16) || be32(head) != 0x00000803) {
-		snprintf(err, errlen, "%s: not an IDX image file", ipath);
+	if (read_idx_headers(gi, ipath, gl, lpath, &n, &rows, &cols, err,
+			     errlen))
 		goto out;
-	}
-	n = be32(head + 4);
-	rows = be32(head + 8);
-	cols = be32(head + 12);
-	if (n < 1 || n > IDX_ROWS_MAX || rows < 1 || rows > IMAGE_SIDE_MAX ||
-	    cols < 1 || cols > IMAGE_SIDE_MAX) {
-		snprintf(err, errlen, "%s: %u images of %ux%u is out of range",
-			 ipath, n, rows, cols);
-		goto out;
-	}
-	if (read_exact(gl, head, 8) || be32(head) != 0x00000801) {
-		snprintf(err, errlen, "%s: not an IDX label file", lpath);
-		goto out;
-	}
-	nl = be32(head + 4);
-	if (nl != n) {
-		snprintf(err, errlen, "%s has %u labels for %u images", lpath,
-			 nl, n);
-		goto out;
-	}
 	if (max_n > 0 && (uint32_t)max_n < n)
 		n = (uint32_t)max_n;
 	d->n = (int)n;
@@ -506,16 +542,8 @@ int dataset_load(struct dataset *d, const char *dir, const char *prefix,
 		snprintf(err, errlen, "%s: truncated", ipath);
 		goto out;
 	}
-	if (read_exact(gl, d->y, n)) {
-		snprintf(err, errlen, "%s: truncated", lpath);
+	if (read_labels(gl, lpath, d->y, n, err, errlen))
 		goto out;
-	}
-	for (i = 0; i < n; i++)
-		if (d->y[i] > 9) {
-			snprintf(err, errlen, "%s: label %u out of range",
-				 lpath, d->y[i]);
-			goto out;
-		}
 	for (i = 0; i < total; i++)
 		d->x[i] = (float)pix[i] / 255.0f;
 	ret = 0;
