@@ -821,11 +821,32 @@ static void check_map(struct vctx *c, const struct api__shape *sh,
 	buf_release(&why);
 }
 
+/* An integer (in int32 range for INTEGER) or a number, within bounds. */
+static void check_number(struct vctx *c, const struct api__shape *sh,
+			 const json_t *v)
+{
+	json_int_t i;
+	double d;
+
+	if (sh->kind == API__INTEGER || sh->kind == API__LONG) {
+		i = json_is_integer(v) ? json_integer_value(v) : 0;
+		if (!json_is_integer(v) || (sh->kind == API__INTEGER &&
+					    (i < INT32_MIN || i > INT32_MAX)))
+			fail_type(c, sh, v);
+		else
+			check_range(c, sh, v, i<sh->min, i> sh->max);
+		return;
+	}
+	d = json_number_value(v);
+	if (!json_is_number(v))
+		fail_type(c, sh, v);
+	else
+		check_range(c, sh, v, d<(double)sh->min, d>(double) sh->max);
+}
+
 static void check_value(struct vctx *c, int shape, const json_t *v)
 {
 	const struct api__shape *sh = &api__shapes[shape];
-	json_int_t i;
-	double d;
 
 	switch (sh->kind) {
 	case API__STRUCTURE:
@@ -860,21 +881,9 @@ static void check_value(struct vctx *c, int shape, const json_t *v)
 		break;
 	case API__INTEGER:
 	case API__LONG:
-		i = json_is_integer(v) ? json_integer_value(v) : 0;
-		if (!json_is_integer(v) || (sh->kind == API__INTEGER &&
-					    (i < INT32_MIN || i > INT32_MAX)))
-			fail_type(c, sh, v);
-		else
-			check_range(c, sh, v, i<sh->min, i> sh->max);
-		break;
 	case API__FLOAT:
 	case API__DOUBLE:
-		d = json_number_value(v);
-		if (!json_is_number(v))
-			fail_type(c, sh, v);
-		else
-			check_range(c, sh, v,
-				    d<(double)sh->min, d>(double) sh->max);
+		check_number(c, sh, v);
 		break;
 	case API__BOOLEAN:
 		if (!json_is_boolean(v))
