@@ -476,88 +476,94 @@ static int hex4(const char *s, long *out)
 	return 0;
 }
 
+/* The character a one-letter escape stands for, or 0: not one. */
+static char simple_escape(char c)
+{
+	static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+	const char *at = c ? strchr(from, c) : NULL;
+
+	return at ? to[at - from] : 0;
+}
+
+/*
+ * A \uXXXX escape at p->pos (after the "\u"), a surrogate pair as one
+ * code point; appended to b. Returns 0 or perr().
+ */
+static int unicode_escape(struct parser *p, struct buf *b)
+{
+	long cp, lo;
+
+	if (p->len - p->pos < 4 || hex4(p->s + p->pos, &cp))
+		return perr(p, "invalid \\uXXXX escape");
+	p->pos += 4;
+	/* A high surrogate escape followed by a low one is one pair. */
+	if (cp >= 0xd800 && cp <= 0xdbff && p->len - p->pos >= 6 &&
+	    p->s[p->pos] == '\\' && p->s[p->pos + 1] == 'u') {
+		if (hex4(p->s + p->pos + 2, &lo))
+			return perr(p, "invalid \\uXXXX escape");
+		if (lo >= 0xdc00 && lo <= 0xdfff) {
+			cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+			p->pos += 6;
+		}
+	}
+	(void)cp_put(b, cp);
+	return 0;
+}
+
+/* The escape at p->pos (a backslash), appended to b. 0 or perr(). */
+static int parse_escape(struct parser *p, struct buf *b)
+{
+	char c, plain;
+
+	if (p->pos + 1 >= p->len)
+		return perr(p, "unterminated string");
+	c = p->s[p->pos + 1];
+	p->pos += 2;
+	plain = simple_escape(c);
+	if (plain) {
+		(void)buf_addch(b, plain);
+		return 0;
+	}
+	if (c != 'u')
+		return perr(p, "invalid \\escape");
+	return unicode_escape(p, b);
+}
+
 static int parse_string(struct parser *p, struct api__py **out)
 {
 	struct buf b = BUF_INIT;
-	long cp, lo;
+	int ret = 0;
 
 	p->pos++; /* the opening quote */
 	for (;;) {
 		char c;
 
 		if (p->pos >= p->len) {
-			buf_release(&b);
-			return perr(p, "unterminated string");
+			ret = perr(p, "unterminated string");
+			break;
 		}
 		c = p->s[p->pos];
 		if (c == '"')
 			break;
 		if ((unsigned char)c < 0x20) {
-			buf_release(&b);
-			return perr(p, "invalid control character");
+			ret = perr(p, "invalid control character");
+			break;
 		}
 		if (c != '\\') {
 			(void)buf_addch(&b, c);
 			p->pos++;
 			continue;
 		}
-		if (p->pos + 1 >= p->len) {
-			buf_release(&b);
-			return perr(p, "unterminated string");
-		}
-		c = p->s[p->pos + 1];
-		p->pos += 2;
-		switch (c) {
-		case '"':
-		case '\\':
-		case '/':
-			(void)buf_addch(&b, c);
-			continue;
-		case 'b':
-			(void)buf_addch(&b, '\b');
-			continue;
-		case 'f':
-			(void)buf_addch(&b, '\f');
-			continue;
-		case 'n':
-			(void)buf_addch(&b, '\n');
-			continue;
-		case 'r':
-			(void)buf_addch(&b, '\r');
-			continue;
-		case 't':
-			(void)buf_addch(&b, '\t');
-			continue;
-		case 'u':
+		ret = parse_escape(p, &b);
+		if (ret)
 			break;
-		default:
-			buf_release(&b);
-			return perr(p, "invalid \\escape");
-		}
-		if (p->len - p->pos < 4 || hex4(p->s + p->pos, &cp)) {
-			buf_release(&b);
-			return perr(p, "invalid \\uXXXX escape");
-		}
-		p->pos += 4;
-		/* A high surrogate escape followed by a low one is one pair. */
-		if (cp >= 0xd800 && cp <= 0xdbff && p->len - p->pos >= 6 &&
-		    p->s[p->pos] == '\\' && p->s[p->pos + 1] == 'u') {
-			if (hex4(p->s + p->pos + 2, &lo)) {
-				buf_release(&b);
-				return perr(p, "invalid \\uXXXX escape");
-			}
-			if (lo >= 0xdc00 && lo <= 0xdfff) {
-				cp = 0x10000 + ((cp - 0xd800) << 10) +
-				     (lo - 0xdc00);
-				p->pos += 6;
-			}
-		}
-		(void)cp_put(&b, cp);
 	}
-	p->pos++;
-	*out = api__py_str(b.data, b.len);
+	if (!ret) {
+		p->pos++;
+		*out = api__py_str(b.data, b.len);
+	}
 	buf_release(&b);
-	return 0;
+	return ret;
 }
 
 static int is_digit(struct parser *p, size_t at)
