@@ -742,6 +742,46 @@ static int server_start(struct server *s, struct conn *k,
 }
 
 /*
+ * PULL of this step: the parameters at once; of the next one, after this
+ * worker's push, once every worker has pushed (server_apply()).
+ */
+static int server_pull(struct server *s, struct conn *k, const struct header *h)
+{
+	struct common *c = s->c;
+	char why[ERROR_TEXT_MAX];
+	int w = k->worker;
+
+	if ((int64_t)h->step == s->step)
+		return send_shard(s, k->fd, MSG_PARAMS) ?
+			       fail(c, "worker %d: send: %s", w,
+				    strerror(errno)) :
+			       0;
+	if ((int64_t)h->step == s->step + 1 && s->pushed[w]) {
+		s->pull_waiting[w] = 1;
+		return 0;
+	}
+	snprintf(why, sizeof(why),
+		 "ps %d: worker %d pulled step %llu at step %lld", c->cl.index,
+		 w, (unsigned long long)h->step, (long long)s->step);
+	return server_refuse(s, k, why);
+}
+
+/* PUSH of this step's gradients (checked by the caller). */
+static int server_push(struct server *s, struct conn *k, const struct header *h)
+{
+	struct common *c = s->c;
+	int w = k->worker;
+
+	if (read_all(k->fd, s->grads + (size_t)w * s->len, h->len))
+		return fail(c, "worker %d: read: %s", w, strerror(errno));
+	s->losses[w] = h->aux;
+	s->pushed[w] = 1;
+	if (++s->npushed == c->cl.nworkers)
+		return server_apply(s);
+	return 0;
+}
+
+/*
  * One message from connection k. Returns 0 to go on, 1 to drop k (a
  * stranger, or a worker that is done), -1 to give up with c->err set.
  */
@@ -777,32 +817,12 @@ static int server_message(struct server *s, struct conn *k)
 	case MSG_PULL:
 		if (h.len != 0)
 			break;
-		if ((int64_t)h.step == s->step)
-			return send_shard(s, k->fd, MSG_PARAMS) ?
-				       fail(c, "worker %d: send: %s", w,
-					    strerror(errno)) :
-				       0;
-		if ((int64_t)h.step == s->step + 1 && s->pushed[w]) {
-			s->pull_waiting[w] = 1;
-			return 0;
-		}
-		snprintf(why, sizeof(why),
-			 "ps %d: worker %d pulled step %llu at step %lld",
-			 c->cl.index, w, (unsigned long long)h.step,
-			 (long long)s->step);
-		return server_refuse(s, k, why);
+		return server_pull(s, k, &h);
 	case MSG_PUSH:
 		if (h.len != s->len * sizeof(float) ||
 		    (int64_t)h.step != s->step || s->pushed[w])
 			break;
-		if (read_all(k->fd, s->grads + (size_t)w * s->len, h.len))
-			return fail(c, "worker %d: read: %s", w,
-				    strerror(errno));
-		s->losses[w] = h.aux;
-		s->pushed[w] = 1;
-		if (++s->npushed == c->cl.nworkers)
-			return server_apply(s);
-		return 0;
+		return server_push(s, k, &h);
 	case MSG_DONE:
 		if (h.len != 0 || s->done[w])
 			break;
