@@ -183,22 +183,6 @@ static int watchdog_alive(const struct agent_lease_page *pg)
 	       !strcmp(cmd + strlen(cmd) + 1, "watchdog");
 }
 
-/* Writes all of data to fd; 0 or -1. */
-static int write_all(int fd, const char *data, size_t len)
-{
-	while (len) {
-		ssize_t w = write(fd, data, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		data += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 /*
  * Forks and execs argv with line (and a newline) on its stdin, in a
  * session of its own. Returns the pid or -1.
@@ -225,8 +209,8 @@ static pid_t spawn_with_stdin(const char *exe, char *const *argv,
 	}
 	if (line) {
 		close(p[0]);
-		if (pid > 0 && (write_all(p[1], line, strlen(line)) ||
-				write_all(p[1], "\n", 1)))
+		if (pid > 0 && (fs_write_all(p[1], line, strlen(line)) ||
+				fs_write_all(p[1], "\n", 1)))
 			log_warn("cannot hand the token over to pid %d",
 				 (int)pid);
 		close(p[1]);

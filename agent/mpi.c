@@ -39,6 +39,7 @@
 
 #include "agent/agent.h"
 #include "common/buf.h"
+#include "common/fsutil.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
@@ -50,23 +51,6 @@
 #define RSH_CONNECT_MS 120000  /* a worker's host may start later */
 #define RSH_MAX_CONNECTIONS 64 /* served by one worker */
 #define RSH_EXIT_LAUNCH 255    /* what ssh exits with when it fails */
-
-static int write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-
-	while (n) {
-		ssize_t w = write(fd, c, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
 
 static int read_all(int fd, void *p, size_t n)
 {
@@ -94,9 +78,9 @@ static int frame(int fd, char type, const void *data, uint32_t len)
 	h[2] = (unsigned char)(len >> 16);
 	h[3] = (unsigned char)(len >> 8);
 	h[4] = (unsigned char)len;
-	if (write_all(fd, h, sizeof(h)))
+	if (fs_write_all(fd, h, sizeof(h)))
 		return -1;
-	return len ? write_all(fd, data, len) : 0;
+	return len ? fs_write_all(fd, data, len) : 0;
 }
 
 /* ---- the launcher: trainagent rsh [ssh options] host command... ---- */
@@ -197,10 +181,10 @@ static int send_request(int fd, const char *token, const struct buf *cmd)
 	char hdr[64];
 
 	(void)snprintf(hdr, sizeof(hdr), "\n%zu\n", cmd->len);
-	if (write_all(fd, RSH_MAGIC, strlen(RSH_MAGIC)) ||
-	    write_all(fd, token, strlen(token)) ||
-	    write_all(fd, hdr, strlen(hdr)) ||
-	    write_all(fd, cmd->data, cmd->len))
+	if (fs_write_all(fd, RSH_MAGIC, strlen(RSH_MAGIC)) ||
+	    fs_write_all(fd, token, strlen(token)) ||
+	    fs_write_all(fd, hdr, strlen(hdr)) ||
+	    fs_write_all(fd, cmd->data, cmd->len))
 		return -1;
 	return 0;
 }
@@ -241,8 +225,8 @@ static int relay_frames(int fd, const char *host)
 				host);
 			break;
 		}
-		(void)write_all(h[0] == 'o' ? STDOUT_FILENO : STDERR_FILENO,
-				data, len);
+		(void)fs_write_all(h[0] == 'o' ? STDOUT_FILENO : STDERR_FILENO,
+				   data, len);
 	}
 	return status;
 }

@@ -175,21 +175,6 @@ static const char *step_name(int step)
 	}
 }
 
-static void write_all(int fd, const char *s, size_t n)
-{
-	ssize_t w;
-
-	while (n > 0) {
-		w = write(fd, s, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;
-		s += w;
-		n -= (size_t)w;
-	}
-}
-
 static int kill_session(pid_t sid, int sig);
 
 /* In the child: report, explain on stderr, exit 127. Never returns. */
@@ -203,10 +188,10 @@ static _Noreturn void child_fail(int status_fd, int step, int err,
 	n = snprintf(msg, sizeof(msg), "trainagent: cannot %s '%s': %s\n",
 		     step_name(step), subject ? subject : "", strerror(err));
 	if (n > 0)
-		write_all(STDERR_FILENO, msg,
-			  (size_t)n < sizeof(msg) ? (size_t)n :
-						    sizeof(msg) - 1);
-	write_all(status_fd, (const char *)&f, sizeof(f));
+		fs_write_all(STDERR_FILENO, msg,
+			     (size_t)n < sizeof(msg) ? (size_t)n :
+						       sizeof(msg) - 1);
+	fs_write_all(status_fd, (const char *)&f, sizeof(f));
 	_exit(127);
 }
 
@@ -462,7 +447,7 @@ static _Noreturn void keeper_run(struct agent_proc *p, const char *file,
 		child_run(p, file, status_fd, out_w, err_w);
 	h.pid = pid;
 	h.err = pid < 0 ? errno : 0;
-	write_all(status_fd, (const char *)&h, sizeof(h));
+	fs_write_all(status_fd, (const char *)&h, sizeof(h));
 	if (pid < 0)
 		_exit(127);
 	/* Nothing of the agent's: its lock, sockets, pipes, the job's. */

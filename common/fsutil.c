@@ -62,8 +62,10 @@ out:
 	return ret;
 }
 
-static int write_all(int fd, const char *p, size_t left)
+int fs_write_all(int fd, const void *data, size_t left)
 {
+	const char *p = data;
+
 	while (left > 0) {
 		ssize_t w = write(fd, p, left);
 
@@ -91,7 +93,7 @@ int fs_write_atomic(const char *path, const void *data, size_t len,
 		ret = io_error(err, "create", tmp.data);
 		goto out;
 	}
-	if (write_all(fd, data, len) ||
+	if (fs_write_all(fd, data, len) ||
 	    ((flags & FS_WRITE_SYNC) && fsync(fd)))
 		ret = io_error(err, "write", tmp.data);
 	if (close(fd) && !ret)

@@ -14,6 +14,11 @@
  */
 int fs_mkdir_p(const char *dir, mode_t mode, struct buf *err);
 
+/* Writes all of data to fd, again after EINTR or a short write: 0, or -1
+ * when write(2) fails or writes nothing. Only write(2) is called: safe in
+ * a child between fork and exec. */
+int fs_write_all(int fd, const void *data, size_t len);
+
 /* fs_write_atomic(): fsync the data before the rename. */
 #define FS_WRITE_SYNC 1
 
