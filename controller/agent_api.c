@@ -57,8 +57,11 @@ static void reply_ok(struct ctrl_response *resp)
 	(void)buf_adds(&resp->body, "{}");
 }
 
-static void do_register(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
-			struct ctrl_http_req *req, struct ctrl_response *resp)
+static enum ctrl_route_result do_register(struct ctrl_ctx *ctx,
+					  struct MHD_Connection *conn,
+					  const char *host, const char *rest,
+					  struct ctrl_http_req *req,
+					  struct ctrl_response *resp)
 {
 	struct api_register r;
 	struct ctrl_host *h;
@@ -66,10 +69,12 @@ static void do_register(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	struct buf out = BUF_INIT;
 	int restarted = 0;
 
+	(void)host;
+	(void)rest;
 	if (api_register_parse(req->body.data, req->body.len, &r, &err)) {
 		ctrl_reply_err(resp, CTRL_E_VALIDATION, err.data);
 		buf_release(&err);
-		return;
+		return CTRL_ROUTE_DONE;
 	}
 	pthread_mutex_lock(&ctx->hosts_lock);
 	h = ctrl_hosts_auth(ctx, r.host, authorization(conn));
@@ -107,11 +112,12 @@ static void do_register(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	api_register_release(&r);
 	buf_release(&err);
 	buf_release(&out);
+	return CTRL_ROUTE_DONE;
 }
 
 static enum ctrl_route_result
 do_work(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *host,
-	struct ctrl_http_req *req, struct ctrl_response *resp)
+	const char *rest, struct ctrl_http_req *req, struct ctrl_response *resp)
 {
 	const char *v = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND,
 						    "version");
@@ -121,6 +127,7 @@ do_work(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *host,
 	struct buf err = BUF_INIT;
 	int64_t version;
 
+	(void)rest;
 	pthread_mutex_lock(&ctx->hosts_lock);
 	h = ctrl_hosts_auth(ctx, host, authorization(conn));
 	if (!h) {
@@ -199,9 +206,11 @@ static void remember_status(struct ctrl_ctx *ctx, const char *host,
 	pthread_mutex_unlock(&ctx->hosts_lock);
 }
 
-static void do_status(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
-		      const char *host, struct ctrl_http_req *req,
-		      struct ctrl_response *resp)
+static enum ctrl_route_result do_status(struct ctrl_ctx *ctx,
+					struct MHD_Connection *conn,
+					const char *host, const char *rest,
+					struct ctrl_http_req *req,
+					struct ctrl_response *resp)
 {
 	struct api_status st;
 	struct ctrl_host *h;
@@ -212,6 +221,7 @@ static void do_status(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	int stored = 1;
 	size_t i;
 
+	(void)rest;
 	pthread_mutex_lock(&ctx->hosts_lock);
 	h = ctrl_hosts_auth(ctx, host, authorization(conn));
 	if (h) {
@@ -226,7 +236,7 @@ static void do_status(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	pthread_mutex_unlock(&ctx->hosts_lock);
 	if (!h) {
 		unauthorized(resp);
-		return;
+		return CTRL_ROUTE_DONE;
 	}
 	if (came_back)
 		log_info("host '%s' is back", host);
@@ -236,12 +246,12 @@ static void do_status(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		if (came_back)
 			ctrl_reconciler_wake(ctx);
 		reply_ok(resp);
-		return;
+		return CTRL_ROUTE_DONE;
 	}
 	if (api_status_parse(req->body.data, req->body.len, &st, &err)) {
 		ctrl_reply_err(resp, CTRL_E_VALIDATION, err.data);
 		buf_release(&err);
-		return;
+		return CTRL_ROUTE_DONE;
 	}
 	for (i = 0; i < st.n; i++) {
 		struct api_report *r = &st.items[i];
@@ -276,32 +286,35 @@ static void do_status(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	reply_ok(resp);
 	buf_release(&err);
 	buf_release(&one);
+	return CTRL_ROUTE_DONE;
 }
 
-static void do_logs(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
-		    const char *host, struct ctrl_http_req *req,
-		    struct ctrl_response *resp)
+static enum ctrl_route_result
+do_logs(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *host,
+	const char *rest, struct ctrl_http_req *req, struct ctrl_response *resp)
 {
 	struct api_log_batch b;
 	struct buf err = BUF_INIT;
 	int ok;
 
+	(void)rest;
 	pthread_mutex_lock(&ctx->hosts_lock);
 	ok = ctrl_hosts_auth(ctx, host, authorization(conn)) != NULL;
 	pthread_mutex_unlock(&ctx->hosts_lock);
 	if (!ok) {
 		unauthorized(resp);
-		return;
+		return CTRL_ROUTE_DONE;
 	}
 	if (api_log_batch_parse(req->body.data, req->body.len, &b, &err)) {
 		ctrl_reply_err(resp, CTRL_E_VALIDATION, err.data);
 		buf_release(&err);
-		return;
+		return CTRL_ROUTE_DONE;
 	}
 	ctrl_logs_ingest(ctx, host, &b);
 	api_log_batch_release(&b);
 	reply_ok(resp);
 	buf_release(&err);
+	return CTRL_ROUTE_DONE;
 }
 
 int ctrl_artifact_path(struct ctrl_ctx *ctx, const char *job, int attempt,
@@ -425,59 +438,6 @@ typedef enum ctrl_route_result agent_fn(struct ctrl_ctx *ctx,
 					struct ctrl_http_req *req,
 					struct ctrl_response *resp);
 
-static enum ctrl_route_result route_register(struct ctrl_ctx *ctx,
-					     struct MHD_Connection *conn,
-					     const char *host, const char *rest,
-					     struct ctrl_http_req *req,
-					     struct ctrl_response *resp)
-{
-	(void)host;
-	(void)rest;
-	do_register(ctx, conn, req, resp);
-	return CTRL_ROUTE_DONE;
-}
-
-static enum ctrl_route_result route_work(struct ctrl_ctx *ctx,
-					 struct MHD_Connection *conn,
-					 const char *host, const char *rest,
-					 struct ctrl_http_req *req,
-					 struct ctrl_response *resp)
-{
-	(void)rest;
-	return do_work(ctx, conn, host, req, resp);
-}
-
-static enum ctrl_route_result route_status(struct ctrl_ctx *ctx,
-					   struct MHD_Connection *conn,
-					   const char *host, const char *rest,
-					   struct ctrl_http_req *req,
-					   struct ctrl_response *resp)
-{
-	(void)rest;
-	do_status(ctx, conn, host, req, resp);
-	return CTRL_ROUTE_DONE;
-}
-
-static enum ctrl_route_result route_logs(struct ctrl_ctx *ctx,
-					 struct MHD_Connection *conn,
-					 const char *host, const char *rest,
-					 struct ctrl_http_req *req,
-					 struct ctrl_response *resp)
-{
-	(void)rest;
-	do_logs(ctx, conn, host, req, resp);
-	return CTRL_ROUTE_DONE;
-}
-
-static enum ctrl_route_result route_upload(struct ctrl_ctx *ctx,
-					   struct MHD_Connection *conn,
-					   const char *host, const char *rest,
-					   struct ctrl_http_req *req,
-					   struct ctrl_response *resp)
-{
-	return upload_begin(ctx, conn, host, rest, req, resp);
-}
-
 /*
  * The agents' endpoints (docs/agent-protocol.md). Every handler checks the
  * host's agent token itself (ctrl_hosts_auth()): register names its host
@@ -488,11 +448,11 @@ static const struct {
 	const char *pattern;
 	agent_fn *fn;
 } agent_routes[] = {
-	{ "POST", "/v1/agents/register", route_register },
-	{ "GET", "/v1/agents/{}/work", route_work },
-	{ "POST", "/v1/agents/{}/status", route_status },
-	{ "POST", "/v1/agents/{}/logs", route_logs },
-	{ "PUT", "/v1/agents/{}/artifacts/*", route_upload },
+	{ "POST", "/v1/agents/register", do_register },
+	{ "GET", "/v1/agents/{}/work", do_work },
+	{ "POST", "/v1/agents/{}/status", do_status },
+	{ "POST", "/v1/agents/{}/logs", do_logs },
+	{ "PUT", "/v1/agents/{}/artifacts/*", upload_begin },
 };
 
 enum ctrl_route_result ctrl_agent_route(struct ctrl_ctx *ctx,
