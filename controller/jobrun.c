@@ -202,14 +202,14 @@ static void set_actions(struct ctrl_ctx *ctx, const struct db_job *job,
 }
 
 /* Every host of a stopping attempt has uploaded, failed or is gone. */
-static int all_settled(struct ctrl_ctx *ctx, const struct db_assignment *as,
+static int all_settled(const struct db_assignment *as, const int *lost,
 		       size_t n)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++)
 		if (strcmp(as[i].phase, "done") &&
-		    strcmp(as[i].phase, "error") && !host_lost(ctx, as[i].host))
+		    strcmp(as[i].phase, "error") && !lost[i])
 			return 0;
 	return 1;
 }
@@ -392,9 +392,9 @@ static void gather(struct ctrl_ctx *ctx, const struct db_job *job,
 	for (i = 0; i < n; i++)
 		lost[i] = host_lost(ctx, as[i].host);
 	ctrl_plan_summarize(as, lost, n, mpi, s);
-	free(lost);
 	in->s = s;
-	in->settled = all_settled(ctx, as, n);
+	in->settled = all_settled(as, lost, n);
+	free(lost);
 	in->runtime_exceeded = job->start_ms && max_ms &&
 			       time_now_ms() - job->start_ms > max_ms;
 	in->any_drained = ctrl_place_any_drained(ctx, as, n);
