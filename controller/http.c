@@ -467,15 +467,20 @@ static enum ctrl_route_result route_rest(struct ctrl_ctx *ctx,
 					 struct ctrl_response *resp)
 {
 	const struct rest_route *path_match = NULL, *r = NULL;
-	struct ctrl_route_params p;
+	struct ctrl_route_params p, q;
 	struct buf param = BUF_INIT_MAX(256);
 	enum ctrl_route_result res = CTRL_ROUTE_DONE;
 	size_t i;
 
+	/* The routes of one path share its pattern: the first one's
+	 * parameters (p) serve whichever method matches. */
 	for (i = 0; i < sizeof(rest_routes) / sizeof(rest_routes[0]); i++) {
-		if (!ctrl_route_match(rest_routes[i].pattern, url, &p))
+		if (!ctrl_route_match(rest_routes[i].pattern, url, &q))
 			continue;
-		path_match = path_match ? path_match : &rest_routes[i];
+		if (!path_match) {
+			path_match = &rest_routes[i];
+			p = q;
+		}
 		if (!strcmp(rest_routes[i].method, method)) {
 			r = &rest_routes[i];
 			break;
