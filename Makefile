@@ -25,7 +25,7 @@ $(error missing Debian packages: $(BUILD_MISSING). Run `make deps` to install th
 endif
 endif
 
-PKGS := libmicrohttpd jansson sqlite3 libcurl libpcre2-8 libcrypto inih libssh2 \
+PKGS := libmicrohttpd jansson sqlite3 libcurl libpcre2-8 libcrypto inih libssh2 zlib \
 	libarchive libxml-2.0
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)

@@ -86,6 +86,8 @@ struct sv4_auth {
 	char algorithm[SV4_MAX_DATE + 1];
 	/* Credential split at '/', each NUL-terminated inside credential. */
 	const char *akid, *scope_date, *region, *service, *terminator;
+	/* S3's rules (api_sigv4_verify_s3()): what the body needs, or NULL. */
+	struct api_sigv4_s3 *s3;
 };
 
 /* Where verify() reports its outcome. */
@@ -308,16 +310,14 @@ static int hmac256(struct sv4_crypto *c, const void *key, size_t key_len,
 }
 
 /*
- * signature = HMAC(HMAC(HMAC(HMAC(HMAC("AWS4" secret, date), region),
- * service), "aws4_request"), string_to_sign), in hex.
+ * The signing key: HMAC(HMAC(HMAC(HMAC("AWS4" secret, date), region),
+ * service), "aws4_request").
  */
-static int derive_signature(struct sv4_crypto *c, const char *secret,
-			    const char *date8, const char *region,
-			    const char *service, const char *sts,
-			    size_t sts_len, char out_hex[65])
+static int derive_key(struct sv4_crypto *c, const char *secret,
+		      const char *date8, const char *region,
+		      const char *service, unsigned char k[32])
 {
 	unsigned char kbuf[4 + SV4_MAX_SECRET];
-	unsigned char k[32], sig[32];
 	size_t slen = strlen(secret);
 	int r;
 
@@ -333,11 +333,27 @@ static int derive_signature(struct sv4_crypto *c, const char *secret,
 	if (!r)
 		r = hmac256(c, k, 32, SV4_TERMINATOR, strlen(SV4_TERMINATOR),
 			    k);
+	OPENSSL_cleanse(kbuf, 4 + slen);
+	return r;
+}
+
+/* signature = HMAC(signing key, string_to_sign), in hex; key_out (may be
+ * NULL) receives the signing key. */
+static int derive_signature(struct sv4_crypto *c, const char *secret,
+			    const char *date8, const char *region,
+			    const char *service, const char *sts,
+			    size_t sts_len, char out_hex[65],
+			    unsigned char *key_out)
+{
+	unsigned char k[32], sig[32];
+	int r = derive_key(c, secret, date8, region, service, k);
+
 	if (!r)
 		r = hmac256(c, k, 32, sts, sts_len, sig);
 	if (!r)
 		to_hex(sig, 32, out_hex);
-	OPENSSL_cleanse(kbuf, 4 + slen);
+	if (!r && key_out)
+		memcpy(key_out, k, 32);
 	OPENSSL_cleanse(k, sizeof(k));
 	return r;
 }
@@ -945,7 +961,8 @@ static int compute(struct sv4_crypto *c, const struct api_sigv4_request *req,
 		   const char *secret, const char *amz_date, const char *region,
 		   const char *service, const struct sv4_signed *sl,
 		   const char *signed_list, const char *payload,
-		   int skip_signature, char out_hex[65], struct span *missing)
+		   int skip_signature, char out_hex[65], struct span *missing,
+		   unsigned char *key_out)
 {
 	struct buf cr = BUF_INIT_MAX(SV4_MAX_CANON);
 	struct buf sts = BUF_INIT_MAX(1024);
@@ -958,7 +975,11 @@ static int compute(struct sv4_crypto *c, const struct api_sigv4_request *req,
 		return ERR_TOOBIG;
 	split_uri(uri, &path, &query);
 	r = add_strs(&cr, req->method ? req->method : "", "\n", NULL);
-	if (!r)
+	/* S3 signs the path exactly as sent: no dot segments removed, no
+	 * second encoding (botocore's S3SigV4Auth). */
+	if (!r && strcmp(service, "s3") == 0)
+		r = path.n ? buf_add(&cr, path.p, path.n) : buf_addch(&cr, '/');
+	else if (!r)
 		r = add_canonical_uri(&cr, path.p, path.n);
 	if (!r)
 		r = buf_addch(&cr, '\n');
@@ -980,7 +1001,7 @@ static int compute(struct sv4_crypto *c, const struct api_sigv4_request *req,
 			     cr_hash, NULL);
 	if (!r)
 		r = derive_signature(c, secret, amz_date, region, service,
-				     sts.data, sts.len, out_hex);
+				     sts.data, sts.len, out_hex, key_out);
 	buf_release(&cr);
 	buf_release(&sts);
 	return r;
@@ -1063,7 +1084,7 @@ int api_sigv4_sign(const struct api_sigv4_request *req, const char *secret,
 	 */
 	if (!r) {
 		r = compute(&c, req, secret, amz_date, region, service, &sl,
-			    list, payload, 1, out_hex, &missing);
+			    list, payload, 1, out_hex, &missing, NULL);
 		sign_error(err, r, missing);
 	}
 	crypto_close(&c);
@@ -1412,6 +1433,63 @@ static int check_time(const struct sv4_auth *a, const char *amz_date,
 	return 0;
 }
 
+/* The payload hashes S3 accepts in x-amz-content-sha256 besides a hex one. */
+static const char *const s3_payloads[] = {
+	SV4_UNSIGNED,
+	API_SIGV4_STREAMING,
+	API_SIGV4_STREAMING_TRAILER,
+	API_SIGV4_STREAMING_UNSIGNED_TRAILER,
+};
+
+/*
+ * S3's payload line: x-amz-content-sha256 as sent, which S3 requires with
+ * header signing: UNSIGNED-PAYLOAD, a STREAMING-* mode or the body's hex
+ * SHA-256, checked later against the body as it streams in. A presigned
+ * URL signs UNSIGNED-PAYLOAD.
+ */
+static int s3_payload(const struct api_sigv4_request *req,
+		      const struct sv4_auth *a, char out[72],
+		      struct sv4_result *res)
+{
+	const struct api_header *h;
+	size_t count, i;
+
+	h = find_header(req, "x-amz-content-sha256", &count);
+	if (!h && a->presigned) {
+		memcpy(out, SV4_UNSIGNED, sizeof(SV4_UNSIGNED));
+		return 0;
+	}
+	if (!h)
+		return fail(res, "InvalidRequest", 400,
+			    "Missing required header for this request: "
+			    "x-amz-content-sha256");
+	if (count > 1 || copy_trimmed(out, 71, header_value(h)))
+		return fail(res, "InvalidArgument", 400,
+			    "x-amz-content-sha256 is repeated or too long");
+	for (i = 0; i < sizeof(s3_payloads) / sizeof(s3_payloads[0]); i++)
+		if (strcmp(out, s3_payloads[i]) == 0)
+			return 0;
+	if (strlen(out) == 64 && is_lower_hex(out, 64))
+		return 0;
+	return fail(res, "InvalidArgument", 400,
+		    "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, "
+		    "STREAMING-AWS4-HMAC-SHA256-PAYLOAD[-TRAILER], "
+		    "STREAMING-UNSIGNED-PAYLOAD-TRAILER or the lower-case hex "
+		    "SHA-256 of the body");
+}
+
+/* Fills what the body of an S3 request needs once its signature holds. */
+static void s3_fill(struct api_sigv4_s3 *s3, const struct sv4_auth *a,
+		    const char *amz_date, const char *payload)
+{
+	snprintf(s3->payload, sizeof(s3->payload), "%s", payload);
+	memcpy(s3->seed, a->signature, 64);
+	s3->seed[64] = '\0';
+	memcpy(s3->amz_date, amz_date, 17);
+	snprintf(s3->scope, sizeof(s3->scope), "%s/%s/%s/%s", a->scope_date,
+		 a->region, a->service, SV4_TERMINATOR);
+}
+
 /* The last step: the payload hash, then the signature itself. */
 static int check_signature(struct sv4_crypto *c,
 			   const struct api_sigv4_request *req,
@@ -1420,18 +1498,27 @@ static int check_signature(struct sv4_crypto *c,
 			   const struct sv4_signed *sl, struct sv4_result *res)
 {
 	struct span missing = { "", 0 };
-	char payload[65], want[65];
+	char payload[72], want[65];
 	const char *why = NULL;
 	int r, is_mismatch;
 
-	r = payload_hash(c, req, payload, &why, &is_mismatch);
-	if (r == ERR_INTERNAL)
-		return fail(res, T_INTERNAL, 500, "sigv4: sha256 failed");
-	if (r)
-		return is_mismatch ? fail(res, T_MISMATCH, 403, "%s", why) :
-				     incomplete(res, why);
+	if (a->s3) {
+		r = s3_payload(req, a, payload, res);
+		if (r)
+			return r;
+	} else {
+		r = payload_hash(c, req, payload, &why, &is_mismatch);
+		if (r == ERR_INTERNAL)
+			return fail(res, T_INTERNAL, 500,
+				    "sigv4: sha256 failed");
+		if (r)
+			return is_mismatch ?
+				       fail(res, T_MISMATCH, 403, "%s", why) :
+				       incomplete(res, why);
+	}
 	r = compute(c, req, secret, amz_date, a->region, a->service, sl,
-		    a->signed_headers, payload, a->presigned, want, &missing);
+		    a->signed_headers, payload, a->presigned, want, &missing,
+		    a->s3 ? a->s3->key : NULL);
 	if (r == ERR_NOTFOUND)
 		return mismatch(res);
 	if (r == ERR_TOOBIG || r == ERR_LIMIT)
@@ -1443,6 +1530,8 @@ static int check_signature(struct sv4_crypto *c,
 	if (strlen(a->signature) != 64 || !is_lower_hex(a->signature, 64) ||
 	    CRYPTO_memcmp(a->signature, want, 64) != 0)
 		return mismatch(res);
+	if (a->s3)
+		s3_fill(a->s3, a, amz_date, payload);
 	return 0;
 }
 
@@ -1542,11 +1631,12 @@ int api_sigv4_verify(const struct api_sigv4_request *req,
 				   http_status, err, NULL);
 }
 
-int api_sigv4_verify_as(const struct api_sigv4_request *req,
-			const struct api_credentials *creds,
-			const char *service, int64_t now_ms,
-			const char **err_type, int *http_status,
-			struct buf *err, const struct api_credential **who)
+static int verify_with(const struct api_sigv4_request *req,
+		       const struct api_credentials *creds,
+		       const char *service, int64_t now_ms,
+		       struct api_sigv4_s3 *s3, const char **err_type,
+		       int *http_status, struct buf *err,
+		       const struct api_credential **who)
 {
 	struct sv4_result res = { NULL, 200, err };
 	struct sv4_auth a;
@@ -1557,11 +1647,16 @@ int api_sigv4_verify_as(const struct api_sigv4_request *req,
 	a.credential[0] = a.signed_headers[0] = a.signature[0] = '\0';
 	a.date[0] = a.expires[0] = a.algorithm[0] = '\0';
 	a.akid = a.scope_date = a.region = a.service = a.terminator = NULL;
+	a.s3 = s3;
 	r = verify(req, creds, service, now_ms, &a, &res);
 	if (!r) {
 		res.type = NULL;
 		res.status = 200;
 	}
+	if (s3)
+		s3->presigned = a.presigned;
+	if (r && s3)
+		OPENSSL_cleanse(s3->key, sizeof(s3->key));
 	if (who)
 		*who = r ? NULL : api_credentials_find(creds, a.akid);
 	if (err_type)
@@ -1569,4 +1664,56 @@ int api_sigv4_verify_as(const struct api_sigv4_request *req,
 	if (http_status)
 		*http_status = res.status;
 	return r;
+}
+
+int api_sigv4_verify_as(const struct api_sigv4_request *req,
+			const struct api_credentials *creds,
+			const char *service, int64_t now_ms,
+			const char **err_type, int *http_status,
+			struct buf *err, const struct api_credential **who)
+{
+	return verify_with(req, creds, service, now_ms, NULL, err_type,
+			   http_status, err, who);
+}
+
+int api_sigv4_verify_s3(const struct api_sigv4_request *req,
+			const struct api_credentials *creds, int64_t now_ms,
+			struct api_sigv4_s3 *out, const char **err_type,
+			int *http_status, struct buf *err,
+			const struct api_credential **who)
+{
+	memset(out, 0, sizeof(*out));
+	return verify_with(req, creds, "s3", now_ms, out, err_type,
+			   http_status, err, who);
+}
+
+int api_sigv4_chunk_sign(const struct api_sigv4_s3 *s3, int trailer,
+			 const char *prev_sig, const char *hash_hex,
+			 char out_hex[65])
+{
+	static const char empty[] = API_SIGV4_EMPTY_SHA256;
+	struct sv4_crypto c;
+	struct buf sts = BUF_INIT_MAX(512);
+	unsigned char sig[32];
+	int r;
+
+	if (crypto_open(&c))
+		return ERR_INTERNAL;
+	r = add_strs(&sts,
+		     trailer ? "AWS4-HMAC-SHA256-TRAILER\n" :
+			       "AWS4-HMAC-SHA256-PAYLOAD\n",
+		     s3->amz_date, "\n", s3->scope, "\n", prev_sig, "\n",
+		     NULL);
+	/* A trailer's string to sign has no empty-hash line. */
+	if (!r && !trailer)
+		r = add_strs(&sts, empty, "\n", NULL);
+	if (!r)
+		r = add_strs(&sts, hash_hex, NULL);
+	if (!r)
+		r = hmac256(&c, s3->key, 32, sts.data, sts.len, sig);
+	if (!r)
+		to_hex(sig, 32, out_hex);
+	crypto_close(&c);
+	buf_release(&sts);
+	return r ? ERR_INTERNAL : 0;
 }

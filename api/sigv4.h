@@ -118,4 +118,51 @@ int api_sigv4_sign(const struct api_sigv4_request *req, const char *secret,
 		   const char *service, const char *signed_headers,
 		   const char *payload_hash, char out_hex[65], struct buf *err);
 
+/* x-amz-content-sha256 values of streamed (aws-chunked) S3 bodies. */
+#define API_SIGV4_STREAMING "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
+#define API_SIGV4_STREAMING_TRAILER "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"
+#define API_SIGV4_STREAMING_UNSIGNED_TRAILER "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
+#define API_SIGV4_EMPTY_SHA256 \
+	"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+/* What an S3 request's signature leaves for checking its body. */
+struct api_sigv4_s3 {
+	/* x-amz-content-sha256 as signed: UNSIGNED-PAYLOAD, a STREAMING-*
+	 * mode, or the hex SHA-256 the body must have. */
+	char payload[72];
+	char seed[65];	       /* the request's signature */
+	char amz_date[17];     /* 20130524T000000Z */
+	char scope[160];       /* 20130524/us-east-1/s3/aws4_request */
+	unsigned char key[32]; /* signing key, for chunk signatures */
+	int presigned;	       /* signed in the query string */
+};
+
+/*
+ * api_sigv4_verify_as() for service s3 under S3's rules: the path is
+ * signed as sent (not normalised, not encoded again), header signing
+ * needs x-amz-content-sha256 (InvalidRequest 400 without it) and takes
+ * its value as the payload hash without reading the body, a presigned URL
+ * signs UNSIGNED-PAYLOAD. On success out says what the body must match;
+ * the caller checks a hex payload hash and chunk signatures as the body
+ * streams in. On failure out->key is wiped.
+ */
+int api_sigv4_verify_s3(const struct api_sigv4_request *req,
+			const struct api_credentials *creds, int64_t now_ms,
+			struct api_sigv4_s3 *out, const char **err_type,
+			int *http_status, struct buf *err,
+			const struct api_credential **who);
+
+/*
+ * The signature of one aws-chunked chunk (trailer 0: string to sign
+ * "AWS4-HMAC-SHA256-PAYLOAD", date, scope, prev_sig, the empty SHA-256
+ * and hash_hex, the chunk data's SHA-256) or of the trailing headers
+ * (trailer 1: "AWS4-HMAC-SHA256-TRAILER", date, scope, prev_sig and
+ * hash_hex, the SHA-256 of the "name:value\n" lines), with s3's signing
+ * key. prev_sig is the seed signature for the first chunk. Returns 0 or
+ * ERR_INTERNAL.
+ */
+int api_sigv4_chunk_sign(const struct api_sigv4_s3 *s3, int trailer,
+			 const char *prev_sig, const char *hash_hex,
+			 char out_hex[65]);
+
 #endif

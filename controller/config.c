@@ -58,6 +58,7 @@ enum {
 	OPT_TLS_CERT,
 	OPT_TLS_KEY,
 	OPT_TLS_CA,
+	OPT_S3_DOMAIN,
 };
 
 static const struct option options[] = {
@@ -76,6 +77,7 @@ static const struct option options[] = {
 	{ "grace-period", required_argument, NULL, OPT_GRACE },
 	{ "advertise-url", required_argument, NULL, OPT_ADVERTISE },
 	{ "s3-endpoint", required_argument, NULL, OPT_S3_ENDPOINT },
+	{ "s3-domain", required_argument, NULL, OPT_S3_DOMAIN },
 	{ "inventory", required_argument, NULL, OPT_INVENTORY },
 	{ "max-retries", required_argument, NULL, OPT_MAX_RETRIES },
 	{ "retry-policy", required_argument, NULL, OPT_RETRY_POLICY },
@@ -97,7 +99,8 @@ void ctrl_usage(void)
 	      "                 [--local-hosts N] [--agent-binary PATH]\n"
 	      "                 [--heartbeat-ms MS] [--host-deadline-ms MS]\n"
 	      "                 [--grace-period SECONDS] [--advertise-url URL]\n"
-	      "                 [--s3-endpoint URL] [--inventory FILE]\n"
+	      "                 [--s3-endpoint URL] [--s3-domain DOMAIN]\n"
+	      "                 [--inventory FILE]\n"
 	      "                 [--max-retries N] [--retry-policy all|sagemaker]\n"
 	      "                 [--restart-wait SECONDS] [--allow-file-root DIR]...\n"
 	      "                 [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]\n"
@@ -130,7 +133,10 @@ void ctrl_usage(void)
 	      "                  back or a spare to be free (60)\n"
 	      "  --advertise-url URL agents use to reach the controller\n"
 	      "  --s3-endpoint   S3-compatible endpoint for s3:// URIs (none: the\n"
-	      "                  embedded store in <state-dir>/s3)\n"
+	      "                  embedded store in <state-dir>/s3, served\n"
+	      "                  as S3 on --listen)\n"
+	      "  --s3-domain     also answer virtual-hosted S3 requests\n"
+	      "                  (Host: <bucket>.DOMAIN)\n"
 	      "  --tls-cert, --tls-key  PEM certificate and key: serve HTTPS\n"
 	      "  --tls-ca        PEM CA that agents and ranks verify the\n"
 	      "                  certificate with (the certificate itself)\n"
@@ -191,6 +197,7 @@ static const struct {
 	{ OPT_TLS_CA, offsetof(struct ctrl_config, tls_ca) },
 	{ OPT_ADVERTISE, offsetof(struct ctrl_config, advertise_url) },
 	{ OPT_S3_ENDPOINT, offsetof(struct ctrl_config, s3_endpoint) },
+	{ OPT_S3_DOMAIN, offsetof(struct ctrl_config, s3_domain) },
 	{ OPT_INVENTORY, offsetof(struct ctrl_config, inventory) },
 };
 
@@ -486,6 +493,7 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 	printf("tls-cert %s\n", cfg->tls_cert ? cfg->tls_cert : "none");
 	printf("s3-endpoint %s\n",
 	       cfg->s3_endpoint ? cfg->s3_endpoint : "none");
+	printf("s3-domain %s\n", cfg->s3_domain ? cfg->s3_domain : "none");
 	for (i = 0; i < cfg->n_file_roots; i++)
 		printf("allow-file-root %s\n",
 		       cfg->file_roots[i][0] ? cfg->file_roots[i] : "/");
@@ -504,6 +512,7 @@ void ctrl_config_release(struct ctrl_config *cfg)
 	free(cfg->agent_binary);
 	free(cfg->advertise_url);
 	free(cfg->s3_endpoint);
+	free(cfg->s3_domain);
 	free(cfg->inventory);
 	free(cfg->tls_cert);
 	free(cfg->tls_key);

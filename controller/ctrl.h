@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 #include "api/sigv4.h"
+#include "controller/s3.h"
 #include "common/buf.h"
 
 struct db;
@@ -66,6 +67,7 @@ struct ctrl_config {
 	long restart_wait_ms; /* a restart waits this long for hosts */
 	char *advertise_url;  /* how agents reach the controller */
 	char *s3_endpoint;    /* NULL: s3:// is the embedded store */
+	char *s3_domain;      /* virtual-hosted S3 under it, or NULL */
 	char *inventory;      /* --inventory FILE, NULL: none */
 	/* --allow-file-root: folders (resolved, no trailing '/') that
 	 * file:// URIs of requests may name; none and credentials set: no
@@ -112,6 +114,8 @@ struct ctrl_ctx {
 	struct api_credentials creds;
 	int auth_enabled;
 	char *blob_root;       /* <state-dir>/s3, the embedded store */
+	char *s3_uploads;      /* <state-dir>/s3-uploads */
+	struct ctrl_s3_env s3; /* the store's S3 face (controller/s3.h) */
 	char agent_sha256[65]; /* of cfg.agent_binary, for provisioning */
 	/* TLS: the PEM texts (NULL without --tls-cert), and where the CA
 	 * agents are given lies (<state-dir>/tls-ca.pem) */

@@ -61,6 +61,7 @@ void ctrl_ctx_release(struct ctrl_ctx *ctx)
 	free(ctx->tls_ca_pem);
 	free(ctx->tls_ca_path);
 	free(ctx->blob_root);
+	free(ctx->s3_uploads);
 	ctrl_config_release(&ctx->cfg);
 	pthread_mutex_destroy(&ctx->lock);
 	pthread_cond_destroy(&ctx->wake);

@@ -69,6 +69,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		unlink(req->sink_tmp);
 	}
 	ctrl_blob_free(req->blob);
+	ctrl_s3_free(req->s3);
 	free(req->fence);
 	free(req->sink_tmp);
 	free(req->sink_final);
@@ -791,6 +792,72 @@ static enum MHD_Result send_blob(struct ctrl_ctx *ctx,
 	return ret;
 }
 
+/* Queues the reply of an S3 request (controller/s3.h). */
+static enum MHD_Result send_s3(struct MHD_Connection *conn,
+			       struct request *req, const char *method)
+{
+	struct ctrl_s3_reply reply;
+	struct MHD_Response *mr;
+	enum MHD_Result ret;
+	size_t i;
+
+	ctrl_s3_finish(req->s3, &reply);
+	if (reply.fd >= 0) {
+		mr = MHD_create_response_from_fd_at_offset64(
+			reply.size, reply.fd, reply.offset);
+		if (mr)
+			reply.fd = -1; /* MHD closes it */
+	} else {
+		mr = MHD_create_response_from_buffer(
+			reply.body.len, reply.body.data, MHD_RESPMEM_MUST_COPY);
+	}
+	if (!mr) {
+		ctrl_s3_reply_release(&reply);
+		return MHD_NO;
+	}
+	for (i = 0; i < reply.n_headers; i++)
+		MHD_add_response_header(mr, reply.name[i], reply.value[i]);
+	ret = MHD_queue_response(conn, (unsigned)reply.status, mr);
+	MHD_destroy_response(mr);
+	ctrl_metrics_request(conn, method, "/s3", reply.status,
+			     time_mono_us() - req->t0_us);
+	if (reply.status >= 400)
+		log_info("S3 %s %s -> %d (%lld us)",
+			 ctrl_s3_op_name(req->s3), req->raw_uri, reply.status,
+			 (long long)(time_mono_us() - req->t0_us));
+	else
+		log_debug("S3 %s %s -> %d (%lld us)",
+			  ctrl_s3_op_name(req->s3), req->raw_uri,
+			  reply.status,
+			  (long long)(time_mono_us() - req->t0_us));
+	ctrl_s3_reply_release(&reply);
+	return ret;
+}
+
+/* Starts an S3 request when it is one; 1 when it was. */
+static int start_s3(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+		    const char *method, struct request *req)
+{
+	struct ctrl_s3_req sr;
+	struct header_list h;
+
+	h.n = 0;
+	h.overflow = 0;
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_header, &h);
+	memset(&sr, 0, sizeof(sr));
+	sr.method = method;
+	sr.raw_uri = req->raw_uri;
+	sr.headers = h.items;
+	sr.n_headers = h.n;
+	sr.now_ms = time_now_ms();
+	if (!ctrl_s3_claims(&ctx->s3, &sr))
+		return 0;
+	request_id(req->s3_rid);
+	sr.request_id = req->s3_rid;
+	req->s3 = ctrl_s3_begin(&ctx->s3, &sr);
+	return 1;
+}
+
 /* Writes an upload chunk to the request's sink file. */
 static void sink_write(struct request *req, const char *data, size_t n)
 {
@@ -829,6 +896,8 @@ static enum start start_request(struct ctrl_ctx *ctx,
 	const char *fence;
 
 	req->started = 1;
+	if (start_s3(ctx, conn, method, req))
+		return START_READ;
 	if (ctrl_blob_is_route(url)) {
 		if (!blob_allowed(ctx, conn, method, url, req)) {
 			ctrl_reply_err(resp, CTRL_E_UNAUTHORIZED,
@@ -901,6 +970,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 			return MHD_YES;
 		if (!req->too_big)
 			goto send;
+	}
+	if (req->s3) {
+		if (*upload_data_size) {
+			ctrl_s3_data(req->s3, upload_data, *upload_data_size);
+			*upload_data_size = 0;
+			return MHD_YES;
+		}
+		return send_s3(conn, req, method);
 	}
 	if (req->blob) {
 		if (*upload_data_size) {

@@ -33,6 +33,9 @@ struct ctrl_http_req {
 	int sink_bit;
 	/* A blob request (controller/blob.h), NULL otherwise. */
 	struct ctrl_blob *blob;
+	/* An S3 request (controller/s3.h), NULL otherwise. */
+	struct ctrl_s3 *s3;
+	char s3_rid[37];
 	char *fence; /* its X-Trainctl-Fence: "job/uid/attempt", or NULL */
 	/* Who signed it (set once authenticated; admin without
 	 * credentials). */

@@ -157,6 +157,19 @@ static int open_state(struct ctrl_ctx *ctx, struct buf *err)
 			       strerror(errno));
 		return ERR_IO;
 	}
+	(void)buf_addf(&path, "%s/s3-uploads", ctx->cfg.state_dir);
+	ctx->s3_uploads = buf_detach(&path, NULL);
+	if (mkdir(ctx->s3_uploads, 0700) && errno != EEXIST) {
+		(void)buf_addf(err, "cannot create %s: %s", ctx->s3_uploads,
+			       strerror(errno));
+		return ERR_IO;
+	}
+	ctx->s3.root = ctx->blob_root;
+	ctx->s3.uploads = ctx->s3_uploads;
+	ctx->s3.region = ctx->cfg.region;
+	ctx->s3.domain = ctx->cfg.s3_domain;
+	ctx->s3.creds = ctx->auth_enabled ? &ctx->creds : NULL;
+	ctx->s3.max_object = 5LL * 1024 * 1024 * 1024; /* S3's single PUT */
 	(void)buf_addf(&path, "%s/trainctl.db", ctx->cfg.state_dir);
 	ret = db_open(path.data, ctx->cfg.threads + 1, &ctx->db, err);
 	buf_release(&path);

@@ -1,0 +1,1059 @@
+/*
+ * S3 operations on buckets, listings and multipart uploads
+ * (controller/s3_int.h). One object's operations are in controller/s3.c.
+ */
+#define _XOPEN_SOURCE 700 /* nftw */
+#define LOG_TAG "s3"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "controller/s3_int.h"
+#include "controller/s3_xml.h"
+#include "storage/fs.h"
+#include "storage/storage.h"
+#include "common/err.h"
+#include "common/fsutil.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+#define LIST_MAX 1000
+#define DELETE_MAX 1000
+
+static const char OWNER_ID[] = "trainctl";
+
+static void owner(struct buf *b)
+{
+	s3x_open(b, "Owner");
+	s3x_el(b, "ID", OWNER_ID);
+	s3x_el(b, "DisplayName", OWNER_ID);
+	s3x_close(b, "Owner");
+}
+
+/* A non-negative integer argument, default def, at most cap. */
+static int int_arg(struct ctrl_s3 *s, const char *name, long def, long cap,
+		   long *out)
+{
+	const char *v = s3_query(s, name);
+	char *end;
+
+	*out = def;
+	if (!v)
+		return 0;
+	*out = strtol(v, &end, 10);
+	if (!*v || *end || *out < 0)
+		return s3_fail(s, "InvalidArgument", 400,
+			       "%s must be a non-negative integer", name);
+	if (*out > cap)
+		*out = cap;
+	return 0;
+}
+
+/* -------------------------------------------------------------- buckets */
+
+static int64_t dir_time_ms(const struct stat *st)
+{
+	return (int64_t)st->st_ctim.tv_sec * 1000 +
+	       st->st_ctim.tv_nsec / 1000000;
+}
+
+static int user_reaches_bucket(const struct ctrl_s3 *s, const char *bucket)
+{
+	size_t i, bl = strlen(bucket);
+
+	if (!s->who || s->who->admin)
+		return 1;
+	for (i = 0; i < s->who->n_s3_prefixes; i++)
+		if (!strncmp(s->who->s3_prefixes[i], bucket, bl) &&
+		    s->who->s3_prefixes[i][bl] == '/')
+			return 1;
+	return 0;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void s3_op_list_buckets(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+{
+	DIR *d = opendir(s->env->root);
+	struct buf err = BUF_INIT;
+	struct dirent *de;
+	char **names = NULL;
+	size_t n = 0, alloc = 0, i;
+
+	while (d && (de = readdir(d))) {
+		if (stor_bucket_check(de->d_name, &err) ||
+		    !user_reaches_bucket(s, de->d_name)) {
+			buf_reset(&err);
+			continue;
+		}
+		ALLOC_GROW(names, n + 1, alloc);
+		names[n++] = xstrdup(de->d_name);
+	}
+	if (d)
+		closedir(d);
+	if (n)
+		qsort(names, n, sizeof(*names), name_cmp);
+	s3x_begin(&r->body, "ListAllMyBucketsResult");
+	owner(&r->body);
+	s3x_open(&r->body, "Buckets");
+	for (i = 0; i < n; i++) {
+		struct buf p = BUF_INIT;
+		struct stat st;
+		char t[32];
+
+		s3_bucket_path(s, names[i], &p);
+		if (!lstat(p.data, &st) && S_ISDIR(st.st_mode)) {
+			s3x_open(&r->body, "Bucket");
+			s3x_el(&r->body, "Name", names[i]);
+			s3_iso_time(dir_time_ms(&st), t);
+			s3x_el(&r->body, "CreationDate", t);
+			s3x_close(&r->body, "Bucket");
+		}
+		buf_release(&p);
+		free(names[i]);
+	}
+	free(names);
+	s3x_close(&r->body, "Buckets");
+	s3x_close(&r->body, "ListAllMyBucketsResult");
+	buf_release(&err);
+	r->status = 200;
+}
+
+void s3_op_create_bucket(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+{
+	struct buf p = BUF_INIT, loc = BUF_INIT;
+
+	if (s3_intake_end(s))
+		goto out;
+	if (s->xml.len &&
+	    s3x_parse_value(s->xml.data, s->xml.len,
+			    "CreateBucketConfiguration", "LocationConstraint",
+			    &loc)) {
+		s3_fail(s, "MalformedXML",
+			400, "The XML you provided was not well-formed");
+		goto out;
+	}
+	if (loc.len && strcmp(loc.data, s->env->region)) {
+		s3_fail(s, "IllegalLocationConstraintException", 400,
+			"The %s location constraint is incompatible for the "
+			"region specific endpoint this request was sent to "
+			"(%s).",
+			loc.data, s->env->region);
+		goto out;
+	}
+	s3_bucket_path(s, s->bucket, &p);
+	if (mkdir(p.data, 0755)) {
+		if (errno == EEXIST)
+			s3_fail(s, "BucketAlreadyOwnedByYou", 409,
+				"Your previous request to create the named "
+				"bucket succeeded and you already own it.");
+		else
+			s3_fail(s, "InternalError", 500, "mkdir %s: %s",
+				p.data, strerror(errno));
+		goto out;
+	}
+	r->status = 200;
+	buf_reset(&p);
+	(void)buf_addf(&p, "/%s", s->bucket);
+	s3_reply_header(r, "Location", p.data);
+out:
+	buf_release(&p);
+	buf_release(&loc);
+}
+
+void s3_op_head_bucket(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+{
+	if (s3_need_bucket(s, s->bucket))
+		return;
+	r->status = 200;
+	s3_reply_header(r, "x-amz-bucket-region", s->env->region);
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag,
+		  struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	(void)remove(path);
+	return 0;
+}
+
+void s3_op_delete_bucket(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+{
+	struct stor_list l = STOR_LIST_INIT;
+	struct buf p = BUF_INIT, err = BUF_INIT;
+
+	if (s3_need_bucket(s, s->bucket))
+		goto out;
+	s3_bucket_path(s, s->bucket, &p);
+	if (stor_fs_list(p.data, "", 0, &l, &err)) {
+		s3_fail(s, "InternalError", 500, "%s", err.data);
+		goto out;
+	}
+	if (l.n) {
+		s3_fail(s, "BucketNotEmpty", 409,
+			"The bucket you tried to delete is not empty");
+		goto out;
+	}
+	/* Only empty folders and stale temp files are left. */
+	(void)nftw(p.data, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	r->status = 204;
+out:
+	stor_list_release(&l);
+	buf_release(&p);
+	buf_release(&err);
+}
+
+void s3_op_bucket_location(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+{
+	if (s3_need_bucket(s, s->bucket))
+		return;
+	r->status = 200;
+	(void)buf_adds(&r->body, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+				 "<LocationConstraint xmlns=\"http://"
+				 "s3.amazonaws.com/doc/2006-03-01/\">");
+	/* us-east-1 is the empty constraint, as S3 says it. */
+	if (strcmp(s->env->region, "us-east-1"))
+		s3x_text(&r->body, s->env->region);
+	(void)buf_adds(&r->body, "</LocationConstraint>");
+}
+
+void s3_op_bucket_versioning(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+{
+	if (s3_need_bucket(s, s->bucket))
+		return;
+	r->status = 200;
+	/* Never enabled: S3 answers an empty configuration. */
+	s3x_begin(&r->body, "VersioningConfiguration");
+	s3x_close(&r->body, "VersioningConfiguration");
+}
+
+/* ------------------------------------------------------------- listings */
+
+struct listing {
+	const char *prefix, *delim, *after;
+	int url;
+	long max;
+	size_t count;
+	int truncated;
+	char *last; /* the last key or common prefix returned */
+	struct buf contents, prefixes;
+};
+
+static void enc(struct ctrl_s3 *s, const struct listing *l, struct buf *b,
+		const char *name, const char *v)
+{
+	struct buf e = BUF_INIT;
+
+	(void)s;
+	if (l->url) {
+		stor_uri_encode(&e, v, 1);
+		s3x_el(b, name, e.data ? e.data : "");
+	} else {
+		s3x_el(b, name, v);
+	}
+	buf_release(&e);
+}
+
+static void add_content(struct ctrl_s3 *s, struct listing *l,
+			const char *bucket, const char *key, int v2)
+{
+	struct buf p = BUF_INIT, err = BUF_INIT;
+	struct s3_obj o;
+	struct stat st;
+	char t[32];
+	int fd;
+
+	s3_object_path(s, bucket, key, &p);
+	fd = open(p.data, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	memset(&o, 0, sizeof(o));
+	if (fd < 0 || fstat(fd, &st) || s3_meta_load(fd, &st, &o, &err)) {
+		/* deleted since the walk */
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	close(fd);
+	s3x_open(&l->contents, "Contents");
+	enc(s, l, &l->contents, "Key", key);
+	s3_iso_time(o.mtime_ms, t);
+	s3x_el(&l->contents, "LastModified", t);
+	s3x_elf(&l->contents, "ETag", "\"%s\"", o.etag);
+	s3x_elf(&l->contents, "Size", "%lld", (long long)o.size);
+	s3x_el(&l->contents, "StorageClass", "STANDARD");
+	if (!v2 || (s3_query(s, "fetch-owner") &&
+		    !strcmp(s3_query(s, "fetch-owner"), "true")))
+		owner(&l->contents);
+	s3x_close(&l->contents, "Contents");
+	s3_obj_release(&o);
+out:
+	buf_release(&p);
+	buf_release(&err);
+}
+
+/* Walks the sorted keys, rolling up common prefixes, up to max. */
+static void collect(struct ctrl_s3 *s, struct listing *l,
+		    const struct stor_list *keys, int v2)
+{
+	size_t i, plen = strlen(l->prefix);
+	char *last_cp = NULL;
+
+	for (i = 0; i < keys->n; i++) {
+		const char *k = keys->v[i].key;
+		const char *d = NULL;
+
+		if (strncmp(k, l->prefix, plen))
+			continue;
+		if (l->delim && *l->delim)
+			d = strstr(k + plen, l->delim);
+		if (d) {
+			size_t cl = (size_t)(d - k) + strlen(l->delim);
+			char *cp = xstrndup(k, cl);
+
+			if ((l->after && strcmp(cp, l->after) <= 0) ||
+			    (last_cp && !strcmp(cp, last_cp))) {
+				free(cp);
+				continue;
+			}
+			if ((long)l->count == l->max) {
+				l->truncated = 1;
+				free(cp);
+				break;
+			}
+			free(last_cp);
+			last_cp = cp;
+			s3x_open(&l->prefixes, "CommonPrefixes");
+			enc(s, l, &l->prefixes, "Prefix", cp);
+			s3x_close(&l->prefixes, "CommonPrefixes");
+			free(l->last);
+			l->last = xstrdup(cp);
+			l->count++;
+			continue;
+		}
+		if (l->after && strcmp(k, l->after) <= 0)
+			continue;
+		if ((long)l->count == l->max) {
+			l->truncated = 1;
+			break;
+		}
+		add_content(s, l, s->bucket, k, v2);
+		free(l->last);
+		l->last = xstrdup(k);
+		l->count++;
+	}
+	free(last_cp);
+}
+
+/* The keys under prefix, sorted. A prefix that no stored key can start
+ * with a path of lists the bucket and filters (collect() does). */
+static int keys_under(struct ctrl_s3 *s, const char *prefix,
+		      struct stor_list *keys)
+{
+	struct buf root = BUF_INIT, err = BUF_INIT;
+	int r;
+
+	s3_bucket_path(s, s->bucket, &root);
+	if (stor_key_check(prefix, 1, &err))
+		prefix = "";
+	buf_reset(&err);
+	r = stor_fs_list(root.data, prefix, 0, keys, &err);
+	if (r)
+		s3_fail(s, "InternalError", 500, "%s", err.data);
+	buf_release(&root);
+	buf_release(&err);
+	return r;
+}
+
+/* Continuation tokens are the hex of the last key returned. */
+static char *token_encode(const char *key)
+{
+	size_t n = strlen(key);
+	char *t = xmalloc(2 * n + 1);
+
+	s3_hex((const unsigned char *)key, n, t);
+	return t;
+}
+
+static char *token_decode(const char *t)
+{
+	size_t n = strlen(t), i;
+	char *k;
+
+	if (n % 2 || n > 4096)
+		return NULL;
+	k = xmalloc(n / 2 + 1);
+	for (i = 0; i < n / 2; i++) {
+		unsigned v;
+
+		if (sscanf(t + 2 * i, "%2x", &v) != 1 || !v) {
+			free(k);
+			return NULL;
+		}
+		k[i] = (char)v;
+	}
+	k[n / 2] = '\0';
+	return k;
+}
+
+static int listing_args(struct ctrl_s3 *s, struct listing *l, int v2,
+			char **after_owned)
+{
+	const char *et = s3_query(s, "encoding-type");
+	const char *tok = s3_query(s, "continuation-token");
+
+	*after_owned = NULL;
+	l->prefix = s3_query(s, "prefix") ? s3_query(s, "prefix") : "";
+	l->delim = s3_query(s, "delimiter");
+	if (et && strcmp(et, "url"))
+		return s3_fail(s, "InvalidArgument", 400,
+			       "Invalid Encoding Method specified in "
+			       "Request");
+	l->url = et != NULL;
+	if (int_arg(s, "max-keys", LIST_MAX, LIST_MAX, &l->max))
+		return -1;
+	if (!v2) {
+		l->after = s3_query(s, "marker");
+		return 0;
+	}
+	l->after = s3_query(s, "start-after");
+	if (tok) {
+		*after_owned = token_decode(tok);
+		if (!*after_owned)
+			return s3_fail(s, "InvalidArgument", 400,
+				       "The continuation token provided is "
+				       "incorrect");
+		l->after = *after_owned;
+	}
+	return 0;
+}
+
+static void listing_xml(struct ctrl_s3 *s, struct listing *l, int v2,
+			struct buf *b)
+{
+	s3x_begin(b, "ListBucketResult");
+	s3x_el(b, "Name", s->bucket);
+	enc(s, l, b, "Prefix", l->prefix);
+	if (!v2) {
+		enc(s, l, b, "Marker", s3_query(s, "marker") ?
+					       s3_query(s, "marker") :
+					       "");
+		if (l->truncated && l->delim && l->last)
+			enc(s, l, b, "NextMarker", l->last);
+	} else {
+		s3x_elf(b, "KeyCount", "%zu", l->count);
+		if (s3_query(s, "continuation-token"))
+			s3x_el(b, "ContinuationToken",
+			       s3_query(s, "continuation-token"));
+		if (l->truncated && l->last) {
+			char *t = token_encode(l->last);
+
+			s3x_el(b, "NextContinuationToken", t);
+			free(t);
+		}
+		if (s3_query(s, "start-after"))
+			enc(s, l, b, "StartAfter", s3_query(s, "start-after"));
+	}
+	s3x_elf(b, "MaxKeys", "%ld", l->max);
+	if (l->delim)
+		enc(s, l, b, "Delimiter", l->delim);
+	if (l->url)
+		s3x_el(b, "EncodingType", "url");
+	s3x_el(b, "IsTruncated", l->truncated ? "true" : "false");
+	(void)buf_add(b, l->contents.data, l->contents.len);
+	(void)buf_add(b, l->prefixes.data, l->prefixes.len);
+	s3x_close(b, "ListBucketResult");
+}
+
+void s3_op_list_objects(struct ctrl_s3 *s, struct ctrl_s3_reply *r, int v2)
+{
+	struct stor_list keys = STOR_LIST_INIT;
+	struct listing l;
+	char *after = NULL;
+
+	memset(&l, 0, sizeof(l));
+	if (s3_need_bucket(s, s->bucket) || listing_args(s, &l, v2, &after))
+		goto out;
+	if (!s3_allowed(s, s->bucket, l.prefix)) {
+		s3_fail(s, "AccessDenied", 403,
+			"Access Denied: listing '%s/%s' is outside the S3 "
+			"prefixes of key %s",
+			s->bucket, l.prefix, s->who->access_key_id);
+		goto out;
+	}
+	if (l.max && keys_under(s, l.prefix, &keys))
+		goto out;
+	collect(s, &l, &keys, v2);
+	listing_xml(s, &l, v2, &r->body);
+	r->status = 200;
+out:
+	stor_list_release(&keys);
+	buf_release(&l.contents);
+	buf_release(&l.prefixes);
+	free(l.last);
+	free(after);
+}
+
+/* ------------------------------------------------------- DeleteObjects */
+
+static void delete_one(struct ctrl_s3 *s, const char *key, int quiet,
+		       struct buf *b)
+{
+	struct buf err = BUF_INIT, root = BUF_INIT;
+	const char *code = NULL;
+
+	if (stor_key_check(key, 0, &err))
+		code = "InvalidArgument";
+	else if (!s3_allowed(s, s->bucket, key))
+		code = "AccessDenied";
+	else {
+		s3_bucket_path(s, s->bucket, &root);
+		if (stor_fs_delete(root.data, key, 1, &err))
+			code = "InternalError";
+	}
+	if (code) {
+		s3x_open(b, "Error");
+		s3x_el(b, "Key", key);
+		s3x_el(b, "Code", code);
+		s3x_el(b, "Message", err.len ? err.data : "Access Denied");
+		s3x_close(b, "Error");
+	} else if (!quiet) {
+		s3x_open(b, "Deleted");
+		s3x_el(b, "Key", key);
+		s3x_close(b, "Deleted");
+	}
+	buf_release(&err);
+	buf_release(&root);
+}
+
+void s3_op_delete_objects(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+{
+	struct s3x_item *items = NULL;
+	struct buf err = BUF_INIT;
+	size_t n = 0, i;
+	int quiet = 0;
+
+	if (s3_intake_end(s) || s3_need_bucket(s, s->bucket))
+		goto out;
+	if (!s3_header(s, "content-md5") && !s->body.ck) {
+		s3_fail(s, "InvalidRequest", 400,
+			"Missing required header for this request: "
+			"Content-MD5");
+		goto out;
+	}
+	if (s3x_parse_list(s->xml.data, s->xml.len, "Delete", "Object", "Key",
+			   "VersionId", "Quiet", &quiet, DELETE_MAX, &items,
+			   &n, &err)) {
+		s3_fail(s, "MalformedXML", 400, "%s", err.data);
+		goto out;
+	}
+	s3x_begin(&r->body, "DeleteResult");
+	for (i = 0; i < n; i++) {
+		if (items[i].b) {
+			s3x_open(&r->body, "Error");
+			s3x_el(&r->body, "Key", items[i].a ? items[i].a : "");
+			s3x_el(&r->body, "Code", "NotImplemented");
+			s3x_el(&r->body, "Message",
+			       "versions are not supported");
+			s3x_close(&r->body, "Error");
+			continue;
+		}
+		delete_one(s, items[i].a ? items[i].a : "", quiet, &r->body);
+	}
+	s3x_close(&r->body, "DeleteResult");
+	r->status = 200;
+out:
+	s3x_items_free(items, n);
+	buf_release(&err);
+}
+
+/* ------------------------------------------------------------ multipart */
+
+static void upload_dir(const struct ctrl_s3 *s, const char *id,
+		       struct buf *out)
+{
+	buf_reset(out);
+	(void)buf_addf(out, "%s/%s", s->env->uploads, id);
+}
+
+/* The upload named by ?uploadId, for this bucket and key: its record. */
+static json_t *load_upload(struct ctrl_s3 *s)
+{
+	const char *id = s3_query(s, "uploadId");
+	struct buf p = BUF_INIT;
+	const char *b = NULL, *k = NULL;
+	json_t *j;
+
+	snprintf(s->upload_id, sizeof(s->upload_id), "%.32s", id ? id : "");
+	if (!s3_upload_id_ok(id)) {
+		s3_fail(s, "NoSuchUpload", 404,
+			"The specified upload does not exist. The upload ID "
+			"may be invalid, or the upload may have been aborted "
+			"or completed.");
+		return NULL;
+	}
+	upload_dir(s, id, &p);
+	(void)buf_adds(&p, "/upload.json");
+	j = json_load_file(p.data, 0, NULL);
+	buf_release(&p);
+	if (!j || json_unpack(j, "{s:s, s:s}", "bucket", &b, "key", &k) ||
+	    strcmp(b, s->bucket) || strcmp(k, s->key)) {
+		json_decref(j);
+		s3_fail(s, "NoSuchUpload", 404,
+			"The specified upload does not exist. The upload ID "
+			"may be invalid, or the upload may have been aborted "
+			"or completed.");
+		return NULL;
+	}
+	return j;
+}
+
+int s3_begin_create_upload(struct ctrl_s3 *s)
+{
+	json_t *h = NULL;
+	int r = s3_need_bucket(s, s->bucket) || s3_kept_headers(s, &h);
+
+	json_decref(h);
+	return r ? -1 : 0;
+}
+
+void s3_op_create_upload(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+{
+	struct buf p = BUF_INIT, err = BUF_INIT;
+	json_t *h = NULL, *rec = NULL;
+	char id[33], *text = NULL;
+
+	if (s3_kept_headers(s, &h))
+		goto out;
+	if (s3_upload_id(id) || fs_mkdir_p(s->env->uploads, 0700, &err)) {
+		s3_fail(s, "InternalError", 500, "cannot start an upload: %s",
+			err.data ? err.data : "no randomness");
+		goto out;
+	}
+	upload_dir(s, id, &p);
+	if (mkdir(p.data, 0700)) {
+		s3_fail(s, "InternalError", 500, "mkdir %s: %s", p.data,
+			strerror(errno));
+		goto out;
+	}
+	rec = json_pack("{s:s, s:s, s:O, s:I}", "bucket", s->bucket, "key",
+			s->key, "headers", h, "initiated",
+			(json_int_t)s->now_ms);
+	text = rec ? json_dumps(rec, JSON_COMPACT) : NULL;
+	(void)buf_adds(&p, "/upload.json");
+	if (!text || fs_write_atomic(p.data, text, strlen(text), 0600,
+				     FS_WRITE_SYNC, &err)) {
+		s3_fail(s, "InternalError", 500, "cannot start an upload: %s",
+			err.data ? err.data : "no memory");
+		goto out;
+	}
+	r->status = 200;
+	s3x_begin(&r->body, "InitiateMultipartUploadResult");
+	s3x_el(&r->body, "Bucket", s->bucket);
+	s3x_el(&r->body, "Key", s->key);
+	s3x_el(&r->body, "UploadId", id);
+	s3x_close(&r->body, "InitiateMultipartUploadResult");
+out:
+	free(text);
+	json_decref(rec);
+	json_decref(h);
+	buf_release(&p);
+	buf_release(&err);
+}
+
+int s3_begin_upload_part(struct ctrl_s3 *s)
+{
+	const char *pn = s3_query(s, "partNumber");
+	struct buf p = BUF_INIT;
+	json_t *up;
+	char *end;
+	long n = strtol(pn, &end, 10);
+	int r;
+
+	if (!*pn || *end || n < 1 || n > S3_MAX_PARTS)
+		return s3_fail(s, "InvalidArgument", 400,
+			       "Part number must be an integer between 1 "
+			       "and %d, inclusive",
+			       S3_MAX_PARTS);
+	s->part = (int)n;
+	up = load_upload(s);
+	if (!up)
+		return -1;
+	json_decref(up);
+	upload_dir(s, s->upload_id, &p);
+	(void)buf_addf(&p, "/%05d", s->part);
+	r = s3_intake_file(s, p.data, S3_MAX_PART);
+	buf_release(&p);
+	return r;
+}
+
+void s3_op_upload_part(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+{
+	struct buf err = BUF_INIT;
+	struct s3_obj o;
+	char q[40];
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	if (s3_intake_end(s))
+		return;
+	snprintf(o.etag, sizeof(o.etag), "%s", s->body.md5_hex);
+	rc = s3_meta_store(s->fd, &o, &err);
+	if (!rc)
+		rc = stor_fs_tmp_commit(s->fd, s->tmp.data, s->path.data, 1,
+					&err);
+	else
+		stor_fs_tmp_abort(s->fd, s->tmp.data);
+	s->fd = -1;
+	if (rc) {
+		s3_fail(s, "InternalError", 500, "%s", err.data);
+	} else {
+		r->status = 200;
+		snprintf(q, sizeof(q), "\"%.32s\"", o.etag);
+		s3_reply_header(r, "ETag", q);
+		if (s->body.ck)
+			s3_reply_header(r, s->body.ck_name, s->body.ck_b64);
+	}
+	buf_release(&err);
+}
+
+/* The ETag of a part as the client quotes it, compared unquoted. */
+static int etag_is(const char *given, const char *md5)
+{
+	size_t n = strlen(given);
+
+	if (n == 34 && given[0] == '"' && given[33] == '"')
+		return !strncmp(given + 1, md5, 32);
+	return n == 32 && !strcmp(given, md5);
+}
+
+static const struct s3_part *find_part(const struct s3_part *parts, size_t n,
+				       int number)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (parts[i].number == number)
+			return &parts[i];
+	return NULL;
+}
+
+/* Checks the client's list against the parts held. */
+static int check_complete(struct ctrl_s3 *s, const struct s3x_item *items,
+			  size_t n, const struct s3_part *parts, size_t np)
+{
+	int prev = 0;
+	size_t i;
+
+	if (!n)
+		return s3_fail(s, "MalformedXML", 400,
+			       "You must specify at least one part");
+	for (i = 0; i < n; i++) {
+		char *end;
+		long num = strtol(items[i].a ? items[i].a : "", &end, 10);
+		const struct s3_part *p;
+
+		if (!items[i].a || *end || num < 1 || num > S3_MAX_PARTS)
+			return s3_fail(s, "InvalidPart", 400,
+				       "One or more of the specified parts "
+				       "could not be found (bad PartNumber)");
+		if (num <= prev)
+			return s3_fail(s, "InvalidPartOrder", 400,
+				       "The list of parts was not in "
+				       "ascending order. The parts list must "
+				       "be specified in order by part "
+				       "number.");
+		prev = (int)num;
+		p = find_part(parts, np, (int)num);
+		if (!p || !items[i].b || !etag_is(items[i].b, p->md5))
+			return s3_fail(s, "InvalidPart", 400,
+				       "One or more of the specified parts "
+				       "could not be found. The part may not "
+				       "have been uploaded, or the specified "
+				       "entity tag may not match the part's "
+				       "entity tag (part %ld).",
+				       num);
+		if (i + 1 < n && p->size < S3_MIN_PART)
+			return s3_fail(s, "EntityTooSmall", 400,
+				       "Your proposed upload is smaller than "
+				       "the minimum allowed size (part %ld "
+				       "has %lld bytes; all but the last "
+				       "need %lld)",
+				       num, (long long)p->size,
+				       (long long)S3_MIN_PART);
+	}
+	return 0;
+}
+
+/* Concatenates the parts into the object's temp file; fills etag. */
+static int assemble(struct ctrl_s3 *s, const struct s3x_item *items,
+		    size_t n, char etag[48])
+{
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	struct buf dir = BUF_INIT, p = BUF_INIT, err = BUF_INIT;
+	unsigned char d[16];
+	size_t i;
+	int r = md && EVP_DigestInit_ex(md, EVP_md5(), NULL) ? 0 : -1;
+
+	upload_dir(s, s->upload_id, &dir);
+	for (i = 0; !r && i < n; i++) {
+		const char *q = items[i].b[0] == '"' ? items[i].b + 1 :
+						       items[i].b;
+		unsigned char bin[16];
+		int64_t copied = 0;
+		int fd, k;
+
+		for (k = 0; k < 16; k++) {
+			unsigned v;
+
+			(void)sscanf(q + 2 * k, "%2x", &v);
+			bin[k] = (unsigned char)v;
+		}
+		(void)EVP_DigestUpdate(md, bin, 16);
+		buf_reset(&p);
+		(void)buf_addf(&p, "%s/%05ld", dir.data,
+			       strtol(items[i].a, NULL, 10));
+		fd = open(p.data, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || stor_fs_copy_fd(fd, s->fd, &copied, &err))
+			r = s3_fail(s, "InternalError", 500,
+				    "cannot assemble part %s: %s", items[i].a,
+				    err.len ? err.data : strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
+	if (!r && EVP_DigestFinal_ex(md, d, NULL)) {
+		s3_hex(d, 16, etag);
+		snprintf(etag + 32, 16, "-%zu", n);
+	} else if (!r) {
+		r = s3_fail(s, "InternalError", 500, "md5 failed");
+	}
+	EVP_MD_CTX_free(md);
+	buf_release(&dir);
+	buf_release(&p);
+	buf_release(&err);
+	return r;
+}
+
+static void remove_upload(struct ctrl_s3 *s)
+{
+	struct buf dir = BUF_INIT;
+
+	upload_dir(s, s->upload_id, &dir);
+	(void)nftw(dir.data, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	buf_release(&dir);
+}
+
+static void complete_reply(struct ctrl_s3 *s, struct ctrl_s3_reply *r,
+			   const char *etag)
+{
+	r->status = 200;
+	s3x_begin(&r->body, "CompleteMultipartUploadResult");
+	s3x_elf(&r->body, "Location", "/%s/%s", s->bucket, s->key);
+	s3x_el(&r->body, "Bucket", s->bucket);
+	s3x_el(&r->body, "Key", s->key);
+	s3x_elf(&r->body, "ETag", "\"%s\"", etag);
+	s3x_close(&r->body, "CompleteMultipartUploadResult");
+}
+
+void s3_op_complete_upload(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+{
+	struct s3x_item *items = NULL;
+	struct s3_part *parts = NULL;
+	struct buf err = BUF_INIT, dir = BUF_INIT;
+	struct s3_obj o;
+	size_t n = 0, np = 0;
+	json_t *up = NULL;
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	if (s3_intake_end(s) || s3_need_bucket(s, s->bucket) ||
+	    !(up = load_upload(s)))
+		goto out;
+	if (s3x_parse_list(s->xml.data, s->xml.len, "CompleteMultipartUpload",
+			   "Part", "PartNumber", "ETag", NULL, NULL,
+			   S3_MAX_PARTS, &items, &n, &err)) {
+		s3_fail(s, "MalformedXML", 400, "%s", err.data);
+		goto out;
+	}
+	upload_dir(s, s->upload_id, &dir);
+	if (s3_parts_list(dir.data, &parts, &np, &err)) {
+		s3_fail(s, "NoSuchUpload", 404, "%s", err.data);
+		goto out;
+	}
+	if (check_complete(s, items, n, parts, np))
+		goto out;
+	s3_object_path(s, s->bucket, s->key, &s->path);
+	if (stor_fs_tmp_open(s->path.data, &s->fd, &s->tmp, &err)) {
+		s3_fail(s, "InternalError", 500, "%s", err.data);
+		goto out;
+	}
+	if (assemble(s, items, n, o.etag))
+		goto out;
+	o.headers = json_incref(json_object_get(up, "headers"));
+	rc = s3_meta_store(s->fd, &o, &err);
+	if (!rc)
+		rc = stor_fs_tmp_commit(s->fd, s->tmp.data, s->path.data, 1,
+					&err);
+	else
+		stor_fs_tmp_abort(s->fd, s->tmp.data);
+	s->fd = -1;
+	if (rc) {
+		s3_fail(s, "InternalError", 500, "%s", err.data);
+		goto out;
+	}
+	remove_upload(s);
+	complete_reply(s, r, o.etag);
+out:
+	s3x_items_free(items, n);
+	free(parts);
+	json_decref(up);
+	s3_obj_release(&o);
+	buf_release(&err);
+	buf_release(&dir);
+}
+
+void s3_op_abort_upload(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+{
+	json_t *up = load_upload(s);
+
+	if (!up)
+		return;
+	json_decref(up);
+	remove_upload(s);
+	r->status = 204;
+}
+
+void s3_op_list_parts(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+{
+	struct s3_part *parts = NULL;
+	struct buf dir = BUF_INIT, err = BUF_INIT;
+	long max, marker;
+	size_t np = 0, i, shown = 0;
+	json_t *up = load_upload(s);
+	int truncated = 0, last = 0;
+
+	if (!up || int_arg(s, "max-parts", LIST_MAX, LIST_MAX, &max) ||
+	    int_arg(s, "part-number-marker", 0, S3_MAX_PARTS, &marker))
+		goto out;
+	upload_dir(s, s->upload_id, &dir);
+	if (s3_parts_list(dir.data, &parts, &np, &err)) {
+		s3_fail(s, "NoSuchUpload", 404, "%s", err.data);
+		goto out;
+	}
+	s3x_begin(&r->body, "ListPartsResult");
+	s3x_el(&r->body, "Bucket", s->bucket);
+	s3x_el(&r->body, "Key", s->key);
+	s3x_el(&r->body, "UploadId", s->upload_id);
+	s3x_elf(&r->body, "PartNumberMarker", "%ld", marker);
+	for (i = 0; i < np; i++) {
+		char t[32];
+
+		if (parts[i].number <= marker)
+			continue;
+		if ((long)shown == max) {
+			truncated = 1;
+			break;
+		}
+		s3x_open(&r->body, "Part");
+		s3x_elf(&r->body, "PartNumber", "%d", parts[i].number);
+		s3_iso_time(parts[i].mtime_ms, t);
+		s3x_el(&r->body, "LastModified", t);
+		s3x_elf(&r->body, "ETag", "\"%s\"", parts[i].md5);
+		s3x_elf(&r->body, "Size", "%lld", (long long)parts[i].size);
+		s3x_close(&r->body, "Part");
+		last = parts[i].number;
+		shown++;
+	}
+	s3x_elf(&r->body, "NextPartNumberMarker", "%d", last);
+	s3x_elf(&r->body, "MaxParts", "%ld", max);
+	s3x_el(&r->body, "IsTruncated", truncated ? "true" : "false");
+	s3x_el(&r->body, "StorageClass", "STANDARD");
+	owner(&r->body);
+	s3x_close(&r->body, "ListPartsResult");
+	r->status = 200;
+out:
+	free(parts);
+	json_decref(up);
+	buf_release(&dir);
+	buf_release(&err);
+}
+
+/* One upload of this bucket, for ListMultipartUploads. */
+static void upload_entry(struct ctrl_s3 *s, const char *id, struct buf *b,
+			 const char *prefix, size_t *shown)
+{
+	struct buf p = BUF_INIT;
+	const char *bk = NULL, *k = NULL;
+	json_int_t init = 0;
+	json_t *j;
+	char t[32];
+
+	upload_dir(s, id, &p);
+	(void)buf_adds(&p, "/upload.json");
+	j = json_load_file(p.data, 0, NULL);
+	if (j &&
+	    !json_unpack(j, "{s:s, s:s, s:I}", "bucket", &bk, "key", &k,
+			 "initiated", &init) &&
+	    !strcmp(bk, s->bucket) && !strncmp(k, prefix, strlen(prefix)) &&
+	    s3_allowed(s, bk, k)) {
+		s3x_open(b, "Upload");
+		s3x_el(b, "Key", k);
+		s3x_el(b, "UploadId", id);
+		s3_iso_time((int64_t)init, t);
+		s3x_el(b, "Initiated", t);
+		s3x_el(b, "StorageClass", "STANDARD");
+		s3x_close(b, "Upload");
+		(*shown)++;
+	}
+	json_decref(j);
+	buf_release(&p);
+}
+
+void s3_op_list_uploads(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+{
+	const char *prefix = s3_query(s, "prefix") ? s3_query(s, "prefix") : "";
+	DIR *d;
+	struct dirent *de;
+	struct buf items = BUF_INIT, more = BUF_INIT;
+	size_t shown = 0;
+	long max;
+
+	if (s3_need_bucket(s, s->bucket) ||
+	    int_arg(s, "max-uploads", LIST_MAX, LIST_MAX, &max))
+		goto out;
+	d = opendir(s->env->uploads);
+	while (d && (de = readdir(d)) && (long)shown <= max)
+		if (s3_upload_id_ok(de->d_name))
+			upload_entry(s, de->d_name,
+				     (long)shown < max ? &items : &more,
+				     prefix, &shown);
+	if (d)
+		closedir(d);
+	s3x_begin(&r->body, "ListMultipartUploadsResult");
+	s3x_el(&r->body, "Bucket", s->bucket);
+	s3x_el(&r->body, "KeyMarker", "");
+	s3x_el(&r->body, "UploadIdMarker", "");
+	s3x_el(&r->body, "Prefix", prefix);
+	s3x_elf(&r->body, "MaxUploads", "%ld", max);
+	/* Markers to page on are refused (NotImplemented) before here. */
+	s3x_el(&r->body, "IsTruncated", more.len ? "true" : "false");
+	(void)buf_add(&r->body, items.data, items.len);
+	s3x_close(&r->body, "ListMultipartUploadsResult");
+	r->status = 200;
+out:
+	buf_release(&items);
+	buf_release(&more);
+}
