@@ -20,6 +20,7 @@
 #include "api/blob_wire.h"
 #include "api/requests.h"
 #include "controller/blob.h"
+#include "controller/s3_store.h"
 #include "storage/fs.h"
 #include "storage/storage.h"
 #include "common/err.h"
@@ -58,6 +59,7 @@ struct ctrl_blob {
 	struct buf tmp;
 	struct buf pending; /* written in BLOB_WRITE_CHUNK blocks */
 	EVP_MD_CTX *sha;
+	EVP_MD_CTX *md5; /* the ETag S3 requests see (controller/s3.h) */
 	int64_t received;
 	int failed; /* an error code once the upload broke */
 };
@@ -159,7 +161,9 @@ static void put_start(struct ctrl_blob *b)
 		log_warn("PUT %s/%s: %s", b->bucket, b->key, b->msg.data);
 	} else {
 		b->sha = EVP_MD_CTX_new();
-		if (!b->sha || !EVP_DigestInit_ex(b->sha, EVP_sha256(), NULL)) {
+		b->md5 = EVP_MD_CTX_new();
+		if (!b->sha || !EVP_DigestInit_ex(b->sha, EVP_sha256(), NULL) ||
+		    !b->md5 || !EVP_DigestInit_ex(b->md5, EVP_md5(), NULL)) {
 			log_error("cannot start SHA-256");
 			exit(1);
 		}
@@ -249,6 +253,7 @@ int ctrl_blob_data(struct ctrl_blob *b, const char *data, size_t len)
 		return b->failed;
 	}
 	EVP_DigestUpdate(b->sha, data, len);
+	EVP_DigestUpdate(b->md5, data, len);
 	b->received += (int64_t)len;
 	(void)buf_add(&b->pending, data, len);
 	if (b->pending.len >= BLOB_WRITE_CHUNK)
@@ -297,6 +302,22 @@ out:
 	buf_release(&path);
 }
 
+/* The object's ETag for S3 requests, kept on the temp file's inode. */
+static void keep_etag(struct ctrl_blob *b)
+{
+	struct s3_obj o;
+	struct buf err = BUF_INIT;
+	unsigned char d[16];
+
+	memset(&o, 0, sizeof(o));
+	if (EVP_DigestFinal_ex(b->md5, d, NULL)) {
+		s3_hex(d, 16, o.etag);
+		if (s3_meta_store(b->fd, &o, &err))
+			log_warn("PUT %s/%s: %s", b->bucket, b->key, err.data);
+	}
+	buf_release(&err);
+}
+
 static void finish_put(struct ctrl_blob *b, struct ctrl_blob_reply *r)
 {
 	struct buf path = BUF_INIT;
@@ -334,6 +355,7 @@ static void finish_put(struct ctrl_blob *b, struct ctrl_blob_reply *r)
 		hex[2 * i + 1] = "0123456789abcdef"[md[i] & 15];
 	}
 	hex[2 * n] = '\0';
+	keep_etag(b);
 	stor_fs_path(&path, b->root, b->key);
 	ret = stor_fs_tmp_commit(b->fd, b->tmp.data, path.data, 1, &b->msg);
 	b->fd = -1;
@@ -448,6 +470,7 @@ void ctrl_blob_free(struct ctrl_blob *b)
 	if (b->fd >= 0)
 		stor_fs_tmp_abort(b->fd, b->tmp.data);
 	EVP_MD_CTX_free(b->sha);
+	EVP_MD_CTX_free(b->md5);
 	buf_release(&b->msg);
 	buf_release(&b->tmp);
 	buf_release(&b->pending);

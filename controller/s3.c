@@ -366,6 +366,18 @@ static void auth_failed(struct ctrl_s3 *s, const char *type, int status,
 	(void)s3_fail(s, type, status, "%s", msg);
 }
 
+/* A request signed the old way: "AWS AKID:sig", or a query signed so. */
+static int sigv2(const struct ctrl_s3_req *r)
+{
+	const char *a = req_header(r, "authorization");
+	const char *q = r->raw_uri ? strchr(r->raw_uri, '?') : NULL;
+
+	if (a && !strncmp(a, "AWS ", 4))
+		return 1;
+	return !a && q && strstr(q, "AWSAccessKeyId=") &&
+	       strstr(q, "Signature=");
+}
+
 static int authenticate(struct ctrl_s3 *s, const struct ctrl_s3_req *r)
 {
 	struct api_sigv4_request sr;
@@ -375,6 +387,13 @@ static int authenticate(struct ctrl_s3 *s, const struct ctrl_s3_req *r)
 
 	if (!s->env->creds)
 		return 0;
+	if (sigv2(r)) {
+		(void)s3_fail(s, "AccessDenied", 403,
+			      "Signature Version 2 is not accepted here: sign "
+			      "with SigV4 (AWS4-HMAC-SHA256; boto3: "
+			      "Config(signature_version='s3v4'))");
+		return -1;
+	}
 	memset(&sr, 0, sizeof(sr));
 	sr.method = r->method;
 	sr.raw_uri = r->raw_uri;
@@ -1254,9 +1273,9 @@ struct ctrl_s3 *ctrl_s3_begin(const struct ctrl_s3_env *env,
 	s->now_ms = r->now_ms;
 	buf_init(&s->msg, 2048);
 	buf_init(&s->xml, S3_XML_BODY_MAX);
-	if (copy_headers(s, r) || authenticate(s, r) ||
+	if (copy_headers(s, r) ||
 	    parse_path(s, r, uri, q ? (size_t)(q - uri) : strlen(uri)) ||
-	    parse_query(s, q ? q + 1 : NULL) || unsupported_query(s))
+	    authenticate(s, r) || parse_query(s, q ? q + 1 : NULL) || unsupported_query(s))
 		return s;
 	if (!s->bucket)
 		s->op = service_op(s);
