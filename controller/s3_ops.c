@@ -712,8 +712,15 @@ void s3_op_upload_part(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 		return;
 	snprintf(o.etag, sizeof(o.etag), "%s", s->body.md5_hex);
 	rc = s3_meta_store(s->fd, &o, &err);
+	/*
+	 * Not flushed to disk: a part is read once more, by Complete, whose
+	 * object is flushed; a part lost with the machine comes back short
+	 * (the attribute's size no longer matches, its MD5 is worked out
+	 * again) and Complete refuses it as InvalidPart. Flushing every part
+	 * as well wrote each byte to disk twice.
+	 */
 	if (!rc)
-		rc = stor_fs_tmp_commit(s->fd, s->tmp.data, s->path.data, 1,
+		rc = stor_fs_tmp_commit(s->fd, s->tmp.data, s->path.data, 0,
 					&err);
 	else
 		stor_fs_tmp_abort(s->fd, s->tmp.data);
