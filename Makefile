@@ -234,7 +234,8 @@ check:
 
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
-FUZZ_LIB_SRC := $(common_SRC) $(api_SRC) $(stor_SRC)
+FUZZ_LIB_SRC := $(common_SRC) $(api_SRC) $(stor_SRC) \
+	$(wildcard controller/s3*.c)
 
 build/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRC)
 	@mkdir -p $(dir $@)

@@ -236,13 +236,14 @@ static const char *req_header(const struct ctrl_s3_req *r, const char *name)
 static int parse_path(struct ctrl_s3 *s, const struct ctrl_s3_req *r,
 		      const char *path, size_t n)
 {
-	char *vb = host_bucket(s->env, req_header(r, "host"));
 	const char *slash;
 	size_t bn;
+	char *vb;
 
 	if (!n || path[0] != '/')
 		return s3_fail(s, "InvalidURI", 400, "the path must start "
 						     "with '/'");
+	vb = host_bucket(s->env, req_header(r, "host"));
 	path++;
 	n--;
 	if (vb) {
@@ -680,6 +681,7 @@ static int intake_init(struct ctrl_s3 *s, int64_t limit)
 			 s, limit)) {
 		s3_fail(s, s->body.code, s->body.status, "%s",
 			s->body.msg.data);
+		s3_body_release(&s->body);
 		return -1;
 	}
 	s->body_ready = 1;

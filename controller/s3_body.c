@@ -181,8 +181,7 @@ static int init_mode(struct s3_body *b, const struct api_sigv4_s3 *sig,
 		b->chunked = 1;
 		b->trailer = 1;
 	} else if (strlen(payload) == 64 && sig) {
-		snprintf(b->want_sha256, sizeof(b->want_sha256), "%s",
-			 payload);
+		memcpy(b->want_sha256, payload, 65);
 	}
 	if (b->signed_chunks)
 		snprintf(b->prev_sig, sizeof(b->prev_sig), "%s", sig->seed);
