@@ -834,9 +834,20 @@ static enum MHD_Result send_s3(struct MHD_Connection *conn,
 	return ret;
 }
 
+/* Whether the request announces a body. */
+static int has_body(struct MHD_Connection *conn)
+{
+	const char *cl = MHD_lookup_connection_value(
+		conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+	return (cl && strtoll(cl, NULL, 10) > 0) ||
+	       MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					   MHD_HTTP_HEADER_TRANSFER_ENCODING);
+}
+
 /* Starts an S3 request when it is one; 1 when it was. */
 static int start_s3(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
-		    const char *method, struct request *req)
+		    const char *method, const char *url, struct request *req)
 {
 	struct ctrl_s3_req sr;
 	struct header_list h;
@@ -850,7 +861,9 @@ static int start_s3(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	sr.headers = h.items;
 	sr.n_headers = h.n;
 	sr.now_ms = time_now_ms();
-	if (!ctrl_s3_claims(&ctx->s3, &sr))
+	if (ctrl_web_owns(conn, method, url) ?
+		    !ctrl_s3_claims_signed(&ctx->s3, &sr) :
+		    !ctrl_s3_claims(&ctx->s3, &sr))
 		return 0;
 	request_id(req->s3_rid);
 	sr.request_id = req->s3_rid;
@@ -896,7 +909,7 @@ static enum start start_request(struct ctrl_ctx *ctx,
 	const char *fence;
 
 	req->started = 1;
-	if (start_s3(ctx, conn, method, req))
+	if (start_s3(ctx, conn, method, url, req))
 		return START_READ;
 	if (ctrl_blob_is_route(url)) {
 		if (!blob_allowed(ctx, conn, method, url, req)) {
@@ -966,8 +979,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 	buf_init(&resp.body, 0);
 	if (!req->started) {
 		if (start_request(ctx, conn, url, method, req, &resp) ==
-		    START_READ)
+		    START_READ) {
+			/* A refused S3 upload is answered before its body
+			 * is read (and not read at all after 100-continue). */
+			if (req->s3 && ctrl_s3_refused(req->s3) &&
+			    *upload_data_size == 0 && has_body(conn))
+				return send_s3(conn, req, method);
 			return MHD_YES;
+		}
 		if (!req->too_big)
 			goto send;
 	}

@@ -304,6 +304,19 @@ static int signed_for_s3(const struct ctrl_s3_req *r, const char *query)
 		strstr(query, "/s3/aws4_request"));
 }
 
+int ctrl_s3_claims_signed(const struct ctrl_s3_env *env,
+			  const struct ctrl_s3_req *r)
+{
+	const char *uri = r->raw_uri ? r->raw_uri : "/";
+	char *vb = host_bucket(env, req_header(r, "host"));
+
+	if (vb) {
+		free(vb);
+		return 1;
+	}
+	return signed_for_s3(r, strchr(uri, '?'));
+}
+
 int ctrl_s3_claims(const struct ctrl_s3_env *env, const struct ctrl_s3_req *r)
 {
 	const char *uri = r->raw_uri ? r->raw_uri : "/";
@@ -730,6 +743,11 @@ int s3_intake_end(struct ctrl_s3 *s)
 		return s3_fail(s, s->body.code, s->body.status, "%s",
 			       s->body.msg.data);
 	return 0;
+}
+
+int ctrl_s3_refused(const struct ctrl_s3 *s)
+{
+	return s->code != NULL;
 }
 
 void ctrl_s3_data(struct ctrl_s3 *s, const char *data, size_t n)

@@ -65,12 +65,20 @@ struct ctrl_s3_reply {
  */
 int ctrl_s3_claims(const struct ctrl_s3_env *env, const struct ctrl_s3_req *r);
 
+/* ctrl_s3_claims() for a path another face serves (the status page):
+ * only a request signed for s3 or addressed to a bucket's host is S3. */
+int ctrl_s3_claims_signed(const struct ctrl_s3_env *env,
+			  const struct ctrl_s3_req *r);
+
 struct ctrl_s3;
 
 /* Never returns NULL; problems are answered by ctrl_s3_finish(). */
 struct ctrl_s3 *ctrl_s3_begin(const struct ctrl_s3_env *env,
 			      const struct ctrl_s3_req *r);
 void ctrl_s3_data(struct ctrl_s3 *s, const char *data, size_t n);
+
+/* Whether s is already refused (its body need not be read). */
+int ctrl_s3_refused(const struct ctrl_s3 *s);
 void ctrl_s3_finish(struct ctrl_s3 *s, struct ctrl_s3_reply *reply);
 void ctrl_s3_reply_release(struct ctrl_s3_reply *reply);
 void ctrl_s3_free(struct ctrl_s3 *s);
