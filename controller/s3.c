@@ -866,7 +866,10 @@ static int begin_put(struct ctrl_s3 *s)
 		return s3_fail(s, "MissingContentLength", 411,
 			       "You must provide the Content-Length HTTP "
 			       "header.");
-	if (cl && strtoll(cl, NULL, 10) > s->env->max_object * 2)
+	if (cl && strtoll(cl, NULL, 10) >
+			  (s3_header(s, "x-amz-decoded-content-length") ?
+				   s->env->max_object * 2 :
+				   s->env->max_object))
 		return s3_fail(s, "EntityTooLarge", 400,
 			       "Your proposed upload exceeds the maximum "
 			       "allowed size (%lld bytes)",
@@ -1105,6 +1108,7 @@ static void finish_get(struct ctrl_s3 *s, struct ctrl_s3_reply *r, int head)
 	if (whole < 0) {
 		s3_fail(s, "InvalidRange", 416,
 			"The requested range is not satisfiable");
+		s->actual_size = o.size;
 		goto out;
 	}
 	object_headers(s, r, &o);
@@ -1288,6 +1292,7 @@ struct ctrl_s3 *ctrl_s3_begin(const struct ctrl_s3_env *env,
 
 	s->env = env;
 	s->fd = -1;
+	s->actual_size = -1;
 	s->method = r->method;
 	s->request_id = r->request_id;
 	s->now_ms = r->now_ms;
@@ -1334,6 +1339,12 @@ static void error_reply(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 		s3x_el(&r->body, "Key", s->key);
 	if (!strcmp(s->code, "NoSuchUpload") && s->upload_id[0])
 		s3x_el(&r->body, "UploadId", s->upload_id);
+	if (s->actual_size >= 0) {
+		/* The CRT client knows an empty object by this size. */
+		s3x_el(&r->body, "RangeRequested", s3_header(s, "range"));
+		s3x_elf(&r->body, "ActualObjectSize", "%lld",
+			(long long)s->actual_size);
+	}
 	s3x_el(&r->body, "Resource", res);
 	s3x_el(&r->body, "RequestId", s->request_id ? s->request_id : "");
 	(void)buf_adds(&r->body, "</Error>");

@@ -63,6 +63,7 @@ struct ctrl_s3 {
 	const char *code;
 	int status;
 	struct buf msg;
+	int64_t actual_size; /* InvalidRange: the object's size, else -1 */
 
 	/* the body */
 	enum s3_intake intake;

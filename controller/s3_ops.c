@@ -768,6 +768,19 @@ static int check_complete(struct ctrl_s3 *s, const struct s3x_item *items,
 	if (!n)
 		return s3_fail(s, "MalformedXML", 400,
 			       "You must specify at least one part");
+	/* The order first, as S3 does: then sizes and ETags. */
+	for (i = 0; i < n; i++) {
+		long num = strtol(items[i].a ? items[i].a : "", NULL, 10);
+
+		if (i && num <= prev)
+			return s3_fail(s, "InvalidPartOrder", 400,
+				       "The list of parts was not in "
+				       "ascending order. The parts list must "
+				       "be specified in order by part "
+				       "number.");
+		prev = (int)num;
+	}
+	prev = 0;
 	for (i = 0; i < n; i++) {
 		char *end;
 		long num = strtol(items[i].a ? items[i].a : "", &end, 10);
