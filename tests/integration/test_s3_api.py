@@ -33,7 +33,8 @@ trainctl_s3_prefixes is one prefix of one bucket) and checks:
       chunk data refused (403 SignatureDoesNotMatch, nothing written, an
       older object kept), STREAMING-UNSIGNED-PAYLOAD-TRAILER (CRC32
       trailer, a wrong one refused), virtual-hosted requests
-      (Host: <bucket>.D:port), a PUT over 5 GiB refused up front.
+      (Host: <bucket>.D:port), a PUT over 5 GiB (plain or aws-chunked)
+      refused before its body.
   (5) a script-mode job whose sourcedir.tar.gz and channel were uploaded
       with boto3 Completes; its model.tar.gz, fetched with boto3 from the
       output path, holds what the script wrote.
@@ -527,6 +528,21 @@ def streaming(env):
                "is %r, want 400 EntityTooLarge (S3 refuses before the body)" % (size, first[:300]))
         absent(s3, b, "huge.bin")
     tap.case("(4) PutObject of 5 GiB + 1 (Expect: 100-continue): 400 EntityTooLarge before any body", too_large)
+
+    def too_large_chunked():
+        path = "/%s/huge-chunked.bin" % b
+        size = 5 * 1024 ** 3 + 1
+        h = env.crt_headers("PUT", path, [("Content-Encoding", "aws-chunked"),
+                                          ("x-amz-decoded-content-length", str(size)),
+                                          ("Content-Length", str(wire.framed_length(size, 65536))),
+                                          ("Expect", "100-continue")], body_value=wire.STREAMING)
+        first = wire.first_reply(env.port, "PUT", path, h, timeout=10)
+        expect(first.startswith(b"HTTP/1.1 400") and b"<Code>EntityTooLarge</Code>" in first,
+               "aws-chunked PUT with x-amz-decoded-content-length %d and Expect: 100-continue, headers only: "
+               "the server's first answer is %r, want 400 EntityTooLarge" % (size, first[:300]))
+        absent(s3, b, "huge-chunked.bin")
+    tap.case("(4) aws-chunked PutObject of 5 GiB + 1 decoded (Expect: 100-continue): 400 EntityTooLarge before "
+             "any body", too_large_chunked)
 
     vhost(env)
 
