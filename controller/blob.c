@@ -311,7 +311,7 @@ static void keep_etag(struct ctrl_blob *b)
 
 	memset(&o, 0, sizeof(o));
 	if (EVP_DigestFinal_ex(b->md5, d, NULL)) {
-		s3_hex(d, 16, o.etag);
+		stor_hex(d, 16, o.etag);
 		if (s3_meta_store(b->fd, &o, &err))
 			log_warn("PUT %s/%s: %s", b->bucket, b->key, err.data);
 	}
@@ -322,7 +322,7 @@ static void finish_put(struct ctrl_blob *b, struct ctrl_blob_reply *r)
 {
 	struct buf path = BUF_INIT;
 	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int n = 0, i;
+	unsigned int n = 0;
 	char hex[65];
 	int ret;
 
@@ -350,11 +350,7 @@ static void finish_put(struct ctrl_blob *b, struct ctrl_blob_reply *r)
 		goto out;
 	}
 	EVP_DigestFinal_ex(b->sha, md, &n);
-	for (i = 0; i < n; i++) {
-		hex[2 * i] = "0123456789abcdef"[md[i] >> 4];
-		hex[2 * i + 1] = "0123456789abcdef"[md[i] & 15];
-	}
-	hex[2 * n] = '\0';
+	stor_hex(md, n > 32 ? 32 : n, hex);
 	keep_etag(b);
 	stor_fs_path(&path, b->root, b->key);
 	ret = stor_fs_tmp_commit(b->fd, b->tmp.data, path.data, 1, &b->msg);

@@ -752,6 +752,25 @@ static void fence_check(struct ctrl_ctx *ctx, struct request *req)
 	buf_release(&why);
 }
 
+/*
+ * A response sending size bytes of *fd from offset (MHD then owns the
+ * descriptor: *fd becomes -1), or, when *fd < 0, a copy of body.
+ */
+static struct MHD_Response *file_or_buffer(int *fd, uint64_t offset,
+					   uint64_t size,
+					   const struct buf *body)
+{
+	struct MHD_Response *mr;
+
+	if (*fd < 0)
+		return MHD_create_response_from_buffer(body->len, body->data,
+						       MHD_RESPMEM_MUST_COPY);
+	mr = MHD_create_response_from_fd_at_offset64(size, *fd, offset);
+	if (mr)
+		*fd = -1;
+	return mr;
+}
+
 static enum MHD_Result send_blob(struct ctrl_ctx *ctx,
 				 struct MHD_Connection *conn,
 				 struct request *req, const char *method,
@@ -764,14 +783,7 @@ static enum MHD_Result send_blob(struct ctrl_ctx *ctx,
 
 	fence_check(ctx, req);
 	ctrl_blob_finish(req->blob, &reply);
-	if (reply.fd >= 0) {
-		mr = MHD_create_response_from_fd64(reply.size, reply.fd);
-		if (mr)
-			reply.fd = -1; /* MHD closes it */
-	} else {
-		mr = MHD_create_response_from_buffer(
-			reply.body.len, reply.body.data, MHD_RESPMEM_MUST_COPY);
-	}
+	mr = file_or_buffer(&reply.fd, 0, reply.size, &reply.body);
 	if (!mr) {
 		ctrl_blob_reply_release(&reply);
 		return MHD_NO;
@@ -802,15 +814,7 @@ static enum MHD_Result send_s3(struct MHD_Connection *conn,
 	size_t i;
 
 	ctrl_s3_finish(req->s3, &reply);
-	if (reply.fd >= 0) {
-		mr = MHD_create_response_from_fd_at_offset64(
-			reply.size, reply.fd, reply.offset);
-		if (mr)
-			reply.fd = -1; /* MHD closes it */
-	} else {
-		mr = MHD_create_response_from_buffer(
-			reply.body.len, reply.body.data, MHD_RESPMEM_MUST_COPY);
-	}
+	mr = file_or_buffer(&reply.fd, reply.offset, reply.size, &reply.body);
 	if (!mr) {
 		ctrl_s3_reply_release(&reply);
 		return MHD_NO;

@@ -898,15 +898,14 @@ static json_t *checksums_of(const struct s3_body *b)
 	return c;
 }
 
-/* Makes the temp file the object: metadata on the inode, then rename. */
-static int commit_object(struct ctrl_s3 *s, struct s3_obj *o)
+int s3_commit(struct ctrl_s3 *s, const struct s3_obj *o, int flush)
 {
 	struct buf err = BUF_INIT;
 	int r;
 
 	r = s3_meta_store(s->fd, o, &err);
 	if (!r)
-		r = stor_fs_tmp_commit(s->fd, s->tmp.data, s->path.data, 1,
+		r = stor_fs_tmp_commit(s->fd, s->tmp.data, s->path.data, flush,
 				       &err);
 	else
 		stor_fs_tmp_abort(s->fd, s->tmp.data);
@@ -951,7 +950,7 @@ static void finish_put(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 		return;
 	snprintf(o.etag, sizeof(o.etag), "%s", s->body.md5_hex);
 	o.checksums = checksums_of(&s->body);
-	if (!commit_object(s, &o)) {
+	if (!s3_commit(s, &o, 1)) {
 		r->status = 200;
 		etag_header(r, o.etag);
 		if (o.checksums)
@@ -1244,7 +1243,7 @@ static void finish_copy(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 		s3_fail(s, "InternalError", 500, "%s", err.data);
 		goto out;
 	}
-	if (copy_bytes(s, in) || commit_object(s, &dst))
+	if (copy_bytes(s, in) || s3_commit(s, &dst, 1))
 		goto out;
 	r->status = 200;
 	s3x_begin(&r->body, "CopyObjectResult");

@@ -21,6 +21,7 @@
 
 #include "controller/s3_body.h"
 #include "controller/s3_store.h"
+#include "storage/storage.h"
 #include "common/err.h"
 #include "common/banned.h"
 
@@ -278,7 +279,7 @@ static int check_chunk_sig(struct s3_body *b)
 	if (!EVP_DigestFinal_ex(b->chunk_md, d, NULL) ||
 	    !EVP_DigestInit_ex(b->chunk_md, EVP_sha256(), NULL))
 		return failf(b, "InternalError", 500, "digest failed");
-	s3_hex(d, 32, hex);
+	stor_hex(d, 32, hex);
 	if (api_sigv4_chunk_sign(&b->sig, 0, b->prev_sig, hex, want))
 		return failf(b, "InternalError", 500, "signing failed");
 	if (strlen(b->chunk_sig) != 64 ||
@@ -461,7 +462,7 @@ static int check_trailer_sig(struct s3_body *b)
 	if (!EVP_Digest(b->trailers.data ? b->trailers.data : "",
 			b->trailers.len, d, NULL, EVP_sha256(), NULL))
 		return failf(b, "InternalError", 500, "digest failed");
-	s3_hex(d, 32, hex);
+	stor_hex(d, 32, hex);
 	if (api_sigv4_chunk_sign(&b->sig, 1, b->prev_sig, hex, want))
 		return failf(b, "InternalError", 500, "signing failed");
 	if (strlen(b->trailer_sig) != 64 ||
@@ -525,7 +526,7 @@ int s3_body_end(struct s3_body *b)
 		return -1;
 	if (!EVP_DigestFinal_ex(b->md5, d, NULL))
 		return failf(b, "InternalError", 500, "digest failed");
-	s3_hex(d, 16, b->md5_hex);
+	stor_hex(d, 16, b->md5_hex);
 	if (b->have_md5 && memcmp(d, b->want_md5, 16))
 		return failf(b, "BadDigest", 400,
 			     "The Content-MD5 you specified did not match "
@@ -534,7 +535,7 @@ int s3_body_end(struct s3_body *b)
 		if (!EVP_DigestFinal_ex(b->sha256, d, NULL))
 			return failf(b, "InternalError", 500,
 				     "digest failed");
-		s3_hex(d, 32, hex);
+		stor_hex(d, 32, hex);
 		if (strcmp(hex, b->want_sha256))
 			return failf(b, "XAmzContentSHA256Mismatch", 400,
 				     "The provided 'x-amz-content-sha256' "

@@ -113,6 +113,14 @@ int s3_kept_headers(struct ctrl_s3 *s, json_t **out);
  * buffer. Returns 0 or -1 (refusal remembered). */
 int s3_intake_file(struct ctrl_s3 *s, const char *path, int64_t limit);
 int s3_intake_xml(struct ctrl_s3 *s);
+/*
+ * Makes the temp file s->tmp the file s->path: o's metadata on the
+ * inode, then (flushed when flush) renamed into place. Returns 0, or -1
+ * with the refusal remembered (a key that is also a folder of others,
+ * a write that failed). The temp file is gone either way.
+ */
+int s3_commit(struct ctrl_s3 *s, const struct s3_obj *o, int flush);
+
 /* Flushes and checks the body; 0 when it may be committed. */
 int s3_intake_end(struct ctrl_s3 *s);
 

@@ -384,7 +384,7 @@ static char *token_encode(const char *key)
 	size_t n = strlen(key);
 	char *t = xmalloc(2 * n + 1);
 
-	s3_hex((const unsigned char *)key, n, t);
+	stor_hex((const unsigned char *)key, n, t);
 	return t;
 }
 
@@ -702,16 +702,13 @@ int s3_begin_upload_part(struct ctrl_s3 *s)
 
 void s3_op_upload_part(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 {
-	struct buf err = BUF_INIT;
 	struct s3_obj o;
 	char q[40];
-	int rc;
 
 	memset(&o, 0, sizeof(o));
 	if (s3_intake_end(s))
 		return;
 	snprintf(o.etag, sizeof(o.etag), "%s", s->body.md5_hex);
-	rc = s3_meta_store(s->fd, &o, &err);
 	/*
 	 * Not flushed to disk: a part is read once more, by Complete, whose
 	 * object is flushed; a part lost with the machine comes back short
@@ -719,22 +716,13 @@ void s3_op_upload_part(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 	 * again) and Complete refuses it as InvalidPart. Flushing every part
 	 * as well wrote each byte to disk twice.
 	 */
-	if (!rc)
-		rc = stor_fs_tmp_commit(s->fd, s->tmp.data, s->path.data, 0,
-					&err);
-	else
-		stor_fs_tmp_abort(s->fd, s->tmp.data);
-	s->fd = -1;
-	if (rc) {
-		s3_fail(s, "InternalError", 500, "%s", err.data);
-	} else {
-		r->status = 200;
-		snprintf(q, sizeof(q), "\"%.32s\"", o.etag);
-		s3_reply_header(r, "ETag", q);
-		if (s->body.ck)
-			s3_reply_header(r, s->body.ck_name, s->body.ck_b64);
-	}
-	buf_release(&err);
+	if (s3_commit(s, &o, 0))
+		return;
+	r->status = 200;
+	snprintf(q, sizeof(q), "\"%.32s\"", o.etag);
+	s3_reply_header(r, "ETag", q);
+	if (s->body.ck)
+		s3_reply_header(r, s->body.ck_name, s->body.ck_b64);
 }
 
 /* The ETag of a part as the client quotes it, compared unquoted. */
@@ -855,7 +843,7 @@ static int assemble(struct ctrl_s3 *s, const struct s3x_item *items,
 			close(fd);
 	}
 	if (!r && EVP_DigestFinal_ex(md, d, NULL)) {
-		s3_hex(d, 16, etag);
+		stor_hex(d, 16, etag);
 		snprintf(etag + 32, 16, "-%zu", n);
 	} else if (!r) {
 		r = s3_fail(s, "InternalError", 500, "md5 failed");
@@ -896,7 +884,6 @@ void s3_op_complete_upload(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 	struct s3_obj o;
 	size_t n = 0, np = 0;
 	json_t *up = NULL;
-	int rc;
 
 	memset(&o, 0, sizeof(o));
 	if (s3_intake_end(s) || s3_need_bucket(s, s->bucket) ||
@@ -923,17 +910,8 @@ void s3_op_complete_upload(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 	if (assemble(s, items, n, o.etag))
 		goto out;
 	o.headers = json_incref(json_object_get(up, "headers"));
-	rc = s3_meta_store(s->fd, &o, &err);
-	if (!rc)
-		rc = stor_fs_tmp_commit(s->fd, s->tmp.data, s->path.data, 1,
-					&err);
-	else
-		stor_fs_tmp_abort(s->fd, s->tmp.data);
-	s->fd = -1;
-	if (rc) {
-		s3_fail(s, "InternalError", 500, "%s", err.data);
+	if (s3_commit(s, &o, 1))
 		goto out;
-	}
 	remove_upload(s);
 	complete_reply(s, r, o.etag);
 out:

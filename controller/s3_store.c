@@ -18,6 +18,7 @@
 #include <openssl/rand.h>
 
 #include "controller/s3_store.h"
+#include "storage/storage.h"
 #include "common/err.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
@@ -31,18 +32,6 @@ void s3_obj_release(struct s3_obj *o)
 	json_decref(o->headers);
 	json_decref(o->checksums);
 	o->headers = o->checksums = NULL;
-}
-
-void s3_hex(const unsigned char *in, size_t n, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		out[2 * i] = digits[in[i] >> 4];
-		out[2 * i + 1] = digits[in[i] & 15];
-	}
-	out[2 * n] = '\0';
 }
 
 static int64_t st_mtime_ns(const struct stat *st)
@@ -78,7 +67,7 @@ static int md5_of_fd(int fd, char out[33], struct buf *err)
 	if (!ret && !EVP_DigestFinal_ex(md, d, NULL))
 		ret = ERR_INTERNAL;
 	if (!ret)
-		s3_hex(d, 16, out);
+		stor_hex(d, 16, out);
 	EVP_MD_CTX_free(md);
 	free(b);
 	return ret;
@@ -177,7 +166,7 @@ int s3_upload_id(char out[33])
 
 	if (RAND_bytes(raw, sizeof(raw)) != 1)
 		return ERR_INTERNAL;
-	s3_hex(raw, sizeof(raw), out);
+	stor_hex(raw, sizeof(raw), out);
 	return 0;
 }
 

@@ -58,9 +58,6 @@ int s3_meta_load(int fd, const struct stat *st, struct s3_obj *o,
  */
 int s3_meta_store(int fd, const struct s3_obj *o, struct buf *err);
 
-/* Hex of n bytes into out (2n + 1 bytes). */
-void s3_hex(const unsigned char *in, size_t n, char *out);
-
 /* A new upload id: 32 random hex characters. Returns 0 or ERR_INTERNAL. */
 int s3_upload_id(char out[33]);
 

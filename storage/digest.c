@@ -16,7 +16,7 @@
 #include "common/xalloc.h"
 #include "common/banned.h"
 
-void stor__hex(const unsigned char *in, size_t n, char *out)
+void stor_hex(const unsigned char *in, size_t n, char *out)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t i;
@@ -68,7 +68,7 @@ static void final_one(EVP_MD_CTX *c, char *out, unsigned char *raw)
 	if (!c)
 		return;
 	EVP_DigestFinal_ex(c, md, &n);
-	stor__hex(md, n, out);
+	stor_hex(md, n, out);
 	if (raw)
 		memcpy(raw, md, n);
 }

@@ -53,9 +53,6 @@ int stor__resolve(struct stor *s, const char *uri, struct stor_target *t,
 		  struct buf *err);
 void stor__target_release(struct stor_target *t);
 
-/* Hex of n bytes into out (2n + 1 bytes). */
-void stor__hex(const unsigned char *in, size_t n, char *out);
-
 /* --- digest.c --------------------------------------------------------- */
 
 /* MD5 and SHA-256 of a stream, either of them optional. */

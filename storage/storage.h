@@ -296,6 +296,9 @@ int stor_key_check(const char *key, int is_prefix, struct buf *err);
 /* Checks an S3 bucket name (3-63 of [a-z0-9.-], alnum at both ends). */
 int stor_bucket_check(const char *bucket, struct buf *err);
 
+/* Lower-case hex of n bytes into out (2n + 1 bytes, NUL-terminated). */
+void stor_hex(const unsigned char *in, size_t n, char *out);
+
 /*
  * Appends s percent-encoded as SigV4 and S3 want: unreserved characters
  * (A-Z a-z 0-9 - . _ ~) as they are, '/' too when keep_slash, everything

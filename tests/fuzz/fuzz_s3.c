@@ -19,10 +19,9 @@
 
 #include "controller/s3.h"
 #include "common/buf.h"
+#include "tests/fuzz/fuzz_req.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define MAX_HEADERS 32
 
 static char root[64], uploads[96];
 
@@ -66,12 +65,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct ctrl_s3_env env = { 0 };
 	struct ctrl_s3_req req = { 0 };
-	struct api_header headers[MAX_HEADERS];
+	struct fuzz_req fr;
 	struct ctrl_s3_reply reply;
 	struct ctrl_s3 *s;
 	char *text = malloc(size + 1);
-	char *line, *next, *sp;
-	size_t n = 0, off, len;
+	size_t off, len;
 
 	if (!text)
 		return 0;
@@ -79,48 +77,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		setup();
 	memcpy(text, data, size);
 	text[size] = '\0';
-	line = text;
-	next = strchr(line, '\n');
-	if (next)
-		*next++ = '\0';
-	sp = strchr(line, ' ');
-	req.method = line;
-	req.raw_uri = "/";
-	if (sp) {
-		*sp = '\0';
-		req.raw_uri = sp + 1;
-	}
-	while (next && *next && *next != '\n' && n < MAX_HEADERS) {
-		char *colon;
-
-		line = next;
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		colon = strchr(line, ':');
-		if (!colon)
-			continue;
-		*colon = '\0';
-		headers[n].name = line;
-		headers[n].value = colon + 1 + (colon[1] == ' ');
-		n++;
-	}
-	if (next && *next == '\n')
-		next++;
+	fuzz_req_parse(text, &fr);
+	req.method = fr.method;
+	req.raw_uri = fr.uri;
 	env.root = root;
 	env.uploads = uploads;
 	env.region = "us-east-1";
 	env.domain = "s3.fuzz";
 	env.max_object = 1 << 20;
-	req.headers = headers;
-	req.n_headers = n;
+	req.headers = fr.headers;
+	req.n_headers = fr.n_headers;
 	req.now_ms = 1440938160000LL;
 	req.request_id = "fuzz";
 	(void)ctrl_s3_claims(&env, &req);
 	s = ctrl_s3_begin(&env, &req);
-	len = next ? strlen(next) : 0;
+	len = strlen(fr.body);
 	for (off = 0; off < len; off += 7)
-		ctrl_s3_data(s, next + off, len - off < 7 ? len - off : 7);
+		ctrl_s3_data(s, fr.body + off, len - off < 7 ? len - off : 7);
 	ctrl_s3_finish(s, &reply);
 	if (reply.status < 200 || reply.status > 599)
 		abort();
