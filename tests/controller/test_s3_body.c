@@ -22,6 +22,7 @@
 
 #include "api/sigv4.h"
 #include "controller/s3_body.h"
+#include "storage/storage.h"
 #include "common/buf.h"
 #include "common/xalloc.h"
 
