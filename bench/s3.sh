@@ -10,6 +10,7 @@
 #      S3_BENCH_SMALL_KB (1)    size of each small object, KiB
 #      S3_BENCH_RUNS (3)        runs of each measurement (median reported)
 #      S3_BENCH_THREADS (16)    boto3 threads for the small puts
+#      S3_BENCH_WRK_SECONDS (10) length of each wrk run (small puts, wrk)
 #      TRAINCTLD (build/bin/trainctld), TRAINCTLD_ARGS (extra daemon options)
 #      TMPDIR (/tmp)            where the one temp dir goes (the disk measured)
 #
@@ -27,6 +28,15 @@
 #    (which includes the CLI's start-up), against both servers with the same
 #    client code (bench/s3_small.py). A sample of objects is read back and
 #    compared.
+# 3. Small objects again, with a client that costs little: wrk (2 threads,
+#    16 connections) sending PutObject through S3_BENCH_SMALL presigned
+#    SigV4 URLs per server (bench/s3_put.lua; trainctld verifies each
+#    signature, s3rver takes any), for S3_BENCH_WRK_SECONDS; the rate is
+#    shown as the time COUNT objects take at it. boto3 costs ~2 ms of
+#    client CPU per PutObject, so in 2 the client is the limit, not the
+#    server.
+# 4. What any S3 store's put pays here: the MD5 of the large file (an
+#    ETag is an MD5), `md5sum` from the page cache.
 # A second table gives CPU seconds of the client and of the server process
 # per operation: on 2 cores the clients (Python) are a large part of every
 # figure. On loopback the kernel's TCP work is charged to whichever side
@@ -45,6 +55,7 @@ COUNT=${S3_BENCH_SMALL:-10000}
 SMALL_KB=${S3_BENCH_SMALL_KB:-1}
 RUNS=${S3_BENCH_RUNS:-3}
 THREADS=${S3_BENCH_THREADS:-16}
+WRK_SECONDS=${S3_BENCH_WRK_SECONDS:-10}
 DAEMON=${TRAINCTLD:-build/bin/trainctld}
 AWS=/usr/bin/aws
 PY=/usr/bin/python3
@@ -54,7 +65,8 @@ die() { echo "bench/s3.sh: $*" >&2; exit 2; }
 [ -x "$DAEMON" ] || die "$DAEMON not built (run make)"
 [ -x "$AWS" ] || die "$AWS missing (Debian package awscli)"
 "$PY" -c 'import boto3' 2>/dev/null || die "$PY has no boto3 (Debian package python3-boto3)"
-for n in "$BIG_MB" "$COUNT" "$SMALL_KB" "$RUNS" "$THREADS"; do
+command -v wrk >/dev/null || die "wrk missing (Debian package wrk)"
+for n in "$BIG_MB" "$COUNT" "$SMALL_KB" "$RUNS" "$THREADS" "$WRK_SECONDS"; do
 	case $n in '' | *[!0-9]* | 0) die "sizes, counts and runs must be positive integers" ;; esac
 done
 
@@ -247,6 +259,35 @@ timed_py() {
 	echo "$1 $2 $(sub "$c1" "$c0")" >>"$TMP/r/$name"
 }
 
+# timed_wrk NAME PID ENDPOINT URLS: one wrk run of bench/s3_put.lua;
+# appends the time COUNT objects take at the measured rate, and wrk's and
+# the server's CPU seconds scaled to COUNT objects.
+timed_wrk() {
+	name=$1 spid=$2
+	sync
+	c0=$(cpu_of "$spid")
+	(
+		wrk -t2 -c16 -d"${WRK_SECONDS}s" -s bench/s3_put.lua "$3" -- "$4" "$SMALL_B" 2 \
+			>"$TMP/wrk.out" 2>"$TMP/err"
+		rc=$?
+		times >"$TMP/times"
+		exit $rc
+	)
+	rc=$?
+	c1=$(cpu_of "$spid")
+	ok=$(sed -n 's/^RESULT ok=\([0-9]*\) non2xx=\([0-9]*\).*/\1/p' "$TMP/wrk.out")
+	bad=$(sed -n 's/^RESULT ok=\([0-9]*\) non2xx=\([0-9]*\).*/\2/p' "$TMP/wrk.out")
+	if [ $rc -ne 0 ] || [ -z "$ok" ] || [ "$ok" -eq 0 ] || [ "$bad" -ne 0 ]; then
+		problem "$name: wrk (exit $rc, ok=${ok:-?} non2xx=${bad:-?}): $(tr '\n' ' ' <"$TMP/err" | cut -c1-400)"
+		echo fail >>"$TMP/r/$name"
+		return 1
+	fi
+	ccpu=$(sed -n 2p "$TMP/times" | awk '{ n = split($0, f, /[ ms]+/); s = 0
+		for (i = 1; i + 1 <= n; i += 2) s += f[i] * 60 + f[i + 1]; printf "%.3f", s }')
+	awk -v n="$COUNT" -v ok="$ok" -v d="$WRK_SECONDS" -v c="$ccpu" -v s="$(sub "$c1" "$c0")" \
+		'BEGIN { k = n / ok; printf "%.3f %.3f %.3f\n", d * k, c * k, s * k }' >>"$TMP/r/$name"
+}
+
 # rotate I WORDS...: WORDS rotated left by I-1 (each run starts elsewhere).
 rotate() {
 	[ $# -gt 1 ] || return 0
@@ -317,6 +358,29 @@ for i in $(seq "$RUNS"); do
 	done
 done
 
+# ---- 3. small objects through wrk --------------------------------------------------
+for who in $SERVERS; do
+	ep=$TC_EP
+	[ "$who" = s3rver ] && ep=$S3RVER_EP
+	"$PY" bench/s3_small.py presign "$ep" "$who" wrk "$COUNT" "$SMALL_B" "$TMP/urls.$who" \
+		2>"$TMP/err" || problem "$who: presigning: $(tr '\n' ' ' <"$TMP/err" | cut -c1-300)"
+done
+for i in $(seq "$RUNS"); do
+	for who in $(rotate "$i" $SERVERS); do
+		ep=$TC_EP
+		[ "$who" = s3rver ] && ep=$S3RVER_EP
+		log "small objects, run $i/$RUNS: $who PutObject through wrk, ${WRK_SECONDS} s"
+		[ -s "$TMP/urls.$who" ] && timed_wrk "wrk_put_$who" "$(pid_of "$who")" "$ep" "$TMP/urls.$who"
+	done
+done
+
+# ---- 4. the MD5 every put pays -----------------------------------------------------
+cat "$TMP/src.bin" >/dev/null
+for i in $(seq "$RUNS"); do
+	timed big_md5 "" md5sum "$TMP/src.bin"
+done
+rm -f "$TMP/src.bin"
+
 # ---- report ------------------------------------------------------------------------
 # col NAME K: the median of column K over NAME's successful runs ("" if none).
 col() {
@@ -379,10 +443,12 @@ echo "| --- | --: | --: | --: | --: | --: |"
 echo "| $BIG_LABEL put, \`aws s3 cp\` | $(cell big_put_trainctld "$BIG_MB" MiB/s) | $(cell big_put_s3rver "$BIG_MB" MiB/s) | \`cp\` + \`sync\` $(cell big_put_baseline "$BIG_MB" MiB/s) | $(ratio big_put_trainctld big_put_s3rver) | $(ratio big_put_trainctld big_put_baseline) |"
 echo "| $BIG_LABEL get, \`aws s3 cp\` | $(cell big_get_trainctld "$BIG_MB" MiB/s) | $(cell big_get_s3rver "$BIG_MB" MiB/s) | \`cp\` $(cell big_get_baseline "$BIG_MB" MiB/s) | $(ratio big_get_trainctld big_get_s3rver) | $(ratio big_get_trainctld big_get_baseline) |"
 echo "| $SMALL_LABEL x $SMALL_KB KiB PutObject, boto3 $THREADS threads | $(cell small_put_trainctld "$COUNT" obj/s) | $(cell small_put_s3rver "$COUNT" obj/s) | | $(ratio small_put_trainctld small_put_s3rver) | |"
+echo "| $SMALL_LABEL x $SMALL_KB KiB PutObject, wrk (presigned URLs), at its rate | $(cell wrk_put_trainctld "$COUNT" obj/s) | $(cell wrk_put_s3rver "$COUNT" obj/s) | | $(ratio wrk_put_trainctld wrk_put_s3rver) | |"
 echo "| list $SMALL_LABEL, ListObjectsV2 (boto3 paginator) | $(cell small_list_trainctld "$COUNT" obj/s) | $(cell small_list_s3rver "$COUNT" obj/s) | | $(ratio small_list_trainctld small_list_s3rver) | |"
 echo "| list $SMALL_LABEL, \`aws s3 ls --recursive \| wc -l\` | $(cell small_ls_trainctld "$COUNT" obj/s) | $(cell small_ls_s3rver "$COUNT" obj/s) | | $(ratio small_ls_trainctld small_ls_s3rver) | |"
 echo
 echo "Ratios are throughputs (time of the other / time of trainctld): above 1, trainctld is faster."
+echo "MD5 of the $BIG_LABEL file (md5sum, page cache): $(cell big_md5 "$BIG_MB" MiB/s); every S3 put pays it (ETag)."
 echo
 echo "CPU seconds per operation, client / server (median):"
 echo
@@ -391,6 +457,7 @@ echo "| --- | --: | --: | --: |"
 echo "| $BIG_LABEL put | $(cpu_cell big_put_trainctld) | $(cpu_cell big_put_s3rver) | $(cpu_cell big_put_baseline) |"
 echo "| $BIG_LABEL get | $(cpu_cell big_get_trainctld) | $(cpu_cell big_get_s3rver) | $(cpu_cell big_get_baseline) |"
 echo "| $SMALL_LABEL PutObject | $(cpu_cell small_put_trainctld) | $(cpu_cell small_put_s3rver) | |"
+echo "| $SMALL_LABEL PutObject, wrk | $(cpu_cell wrk_put_trainctld) | $(cpu_cell wrk_put_s3rver) | |"
 echo "| list, boto3 | $(cpu_cell small_list_trainctld) | $(cpu_cell small_list_s3rver) | |"
 echo "| list, aws s3 ls | $(cpu_cell small_ls_trainctld) | $(cpu_cell small_ls_s3rver) | |"
 

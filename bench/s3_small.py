@@ -4,6 +4,7 @@
     s3_small.py put  ENDPOINT PROFILE BUCKET COUNT SIZE THREADS
     s3_small.py list ENDPOINT PROFILE BUCKET COUNT SIZE
     s3_small.py check ENDPOINT PROFILE BUCKET COUNT SIZE SAMPLE
+    s3_small.py presign ENDPOINT PROFILE BUCKET COUNT SIZE OUT
 
 put: PutObject of COUNT objects of SIZE bytes (keys obj/00000...) from a
 pool of THREADS threads sharing one client (botocore clients are
@@ -11,6 +12,9 @@ thread-safe; the pool has THREADS connections). list: ListObjectsV2 over
 the whole bucket with the paginator (1,000 keys a page, the default),
 checking that exactly the COUNT keys come back with size SIZE. check:
 GetObject of SAMPLE keys spread over the range, comparing the bytes.
+presign: writes to OUT the paths and queries (one a line) of COUNT
+presigned PutObject URLs (SigV4, an hour), for bench/s3_put.lua: wrk
+sends them, a client that costs little next to the server.
 
 Prints one line: "SECONDS CPU ERRORS" (wall time and this process's CPU
 time of the operation alone, not the interpreter's start-up or building
@@ -116,7 +120,27 @@ def check(s3, bucket, count, size, sample, err):
     return time.perf_counter() - t0, time.process_time() - c0
 
 
+def presign(endpoint, profile, bucket, count, out):
+    s3 = boto3.Session(profile_name=profile).client(
+        "s3", endpoint_url=endpoint,
+        config=botocore.config.Config(signature_version="s3v4",
+                                      s3={"addressing_style": "path"}))
+    try:
+        s3.create_bucket(Bucket=bucket)
+    except s3.exceptions.ClientError:
+        pass
+    with open(out, "w") as f:
+        for i in range(count):
+            url = s3.generate_presigned_url(
+                "put_object", Params={"Bucket": bucket, "Key": key(i)},
+                ExpiresIn=3600)
+            f.write(url[len(endpoint):] + "\n")
+    return 0
+
+
 def main(argv):
+    if len(argv) >= 8 and argv[1] == "presign":
+        return presign(argv[2], argv[3], argv[4], int(argv[5]), argv[7])
     if len(argv) < 7 or argv[1] not in ("put", "list", "check"):
         print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
         return 2
