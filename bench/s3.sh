@@ -22,6 +22,9 @@
 #    does with a download: it writes the file and does not fsync it). Each
 #    get is compared with the source (cmp). The runs alternate the three
 #    (order rotated each run), page cache warm, `sync` before each run.
+#    The same put and get with `trainctl cp` (C and libcurl: 32 MiB parts,
+#    4 at once, UNSIGNED-PAYLOAD), a client that leaves the cores to the
+#    server.
 # 2. Small objects: PutObject of S3_BENCH_SMALL objects from a boto3 thread
 #    pool into an empty bucket (one per run), then ListObjectsV2 of the
 #    bucket with boto3's paginator and with `aws s3 ls --recursive | wc -l`
@@ -34,7 +37,10 @@
 #    signature, s3rver takes any), for S3_BENCH_WRK_SECONDS; the rate is
 #    shown as the time COUNT objects take at it. boto3 costs ~2 ms of
 #    client CPU per PutObject, so in 2 the client is the limit, not the
-#    server.
+#    server. Baseline: the same count of 1 KiB files written durably
+#    with no server (temp file, fsync, rename, fsync of the folder, 16
+#    threads; s3_small.py durable), which trainctld does for every object
+#    and s3rver does not.
 # 4. What any S3 store's put pays here: the MD5 of the large file (an
 #    ETag is an MD5), `md5sum` from the page cache.
 # A second table gives CPU seconds of the client and of the server process
@@ -63,6 +69,7 @@ SAMPLE=100
 
 die() { echo "bench/s3.sh: $*" >&2; exit 2; }
 [ -x "$DAEMON" ] || die "$DAEMON not built (run make)"
+[ -x build/bin/trainctl ] || die "build/bin/trainctl not built (run make)"
 [ -x "$AWS" ] || die "$AWS missing (Debian package awscli)"
 "$PY" -c 'import boto3' 2>/dev/null || die "$PY has no boto3 (Debian package python3-boto3)"
 command -v wrk >/dev/null || die "wrk missing (Debian package wrk)"
@@ -184,6 +191,17 @@ if [ -n "$TC_PID" ]; then
 			"$(tr '\n' ' ' <"$TMP/probe" | cut -c1-300)); its rows are skipped" >&2
 	fi
 fi
+
+# tcp PROFILE SRC DST: trainctl cp (libcurl; 32 MiB parts, 4 at once,
+# UNSIGNED-PAYLOAD with each part's MD5 checked) against that server.
+tcp() {
+	case $1 in
+	trainctld) env TRAINCTL_S3_ENDPOINT="$TC_EP" AWS_ACCESS_KEY_ID="$TC_KEY" \
+		AWS_SECRET_ACCESS_KEY="$TC_SECRET" build/bin/trainctl cp "$2" "$3" ;;
+	*) env TRAINCTL_S3_ENDPOINT="$S3RVER_EP" AWS_ACCESS_KEY_ID=S3RVER \
+		AWS_SECRET_ACCESS_KEY=S3RVER build/bin/trainctl cp "$2" "$3" ;;
+	esac
+}
 
 # s3 PROFILE ARGS...: the aws CLI against that profile's server.
 s3() {
@@ -328,6 +346,14 @@ for i in $(seq "$RUNS"); do
 			problem "$who get, run $i: the object read back differs from the file put" \
 				"($(stat -c %s "$TMP/got.bin") bytes, want $(stat -c %s "$TMP/src.bin"))"
 		fi
+		[ "$who" = baseline ] && continue
+		log "large object, run $i/$RUNS: $who put and get with trainctl cp"
+		rm -f "$TMP/got.bin"
+		timed "big_cput_$who" "$(pid_of "$who")" tcp "$who" "$TMP/src.bin" s3://big/big-cp.bin
+		timed "big_cget_$who" "$(pid_of "$who")" tcp "$who" s3://big/big-cp.bin "$TMP/got.bin"
+		if [ -f "$TMP/got.bin" ] && ! cmp -s "$TMP/src.bin" "$TMP/got.bin"; then
+			problem "$who trainctl cp get, run $i: the object read back differs from the file put"
+		fi
 	done
 done
 rm -f "$TMP/got.bin" "$TMP/base/big.bin"
@@ -372,6 +398,10 @@ for i in $(seq "$RUNS"); do
 		log "small objects, run $i/$RUNS: $who PutObject through wrk, ${WRK_SECONDS} s"
 		[ -s "$TMP/urls.$who" ] && timed_wrk "wrk_put_$who" "$(pid_of "$who")" "$ep" "$TMP/urls.$who"
 	done
+	log "small objects, run $i/$RUNS: baseline, $COUNT durable writes"
+	rm -rf "$TMP/base/durable"
+	timed_py wrk_put_baseline "" durable "$TMP/base/durable" - - "$COUNT" "$SMALL_B" 16
+	rm -rf "$TMP/base/durable"
 done
 
 # ---- 4. the MD5 every put pays -----------------------------------------------------
@@ -442,8 +472,10 @@ echo "| operation | trainctld | s3rver ${S3RVER_V:-?} | baseline | trainctld / s
 echo "| --- | --: | --: | --: | --: | --: |"
 echo "| $BIG_LABEL put, \`aws s3 cp\` | $(cell big_put_trainctld "$BIG_MB" MiB/s) | $(cell big_put_s3rver "$BIG_MB" MiB/s) | \`cp\` + \`sync\` $(cell big_put_baseline "$BIG_MB" MiB/s) | $(ratio big_put_trainctld big_put_s3rver) | $(ratio big_put_trainctld big_put_baseline) |"
 echo "| $BIG_LABEL get, \`aws s3 cp\` | $(cell big_get_trainctld "$BIG_MB" MiB/s) | $(cell big_get_s3rver "$BIG_MB" MiB/s) | \`cp\` $(cell big_get_baseline "$BIG_MB" MiB/s) | $(ratio big_get_trainctld big_get_s3rver) | $(ratio big_get_trainctld big_get_baseline) |"
+echo "| $BIG_LABEL put, \`trainctl cp\` | $(cell big_cput_trainctld "$BIG_MB" MiB/s) | $(cell big_cput_s3rver "$BIG_MB" MiB/s) | \`cp\` + \`sync\` $(cell big_put_baseline "$BIG_MB" MiB/s) | $(ratio big_cput_trainctld big_cput_s3rver) | $(ratio big_cput_trainctld big_put_baseline) |"
+echo "| $BIG_LABEL get, \`trainctl cp\` | $(cell big_cget_trainctld "$BIG_MB" MiB/s) | $(cell big_cget_s3rver "$BIG_MB" MiB/s) | \`cp\` $(cell big_get_baseline "$BIG_MB" MiB/s) | $(ratio big_cget_trainctld big_cget_s3rver) | $(ratio big_cget_trainctld big_get_baseline) |"
 echo "| $SMALL_LABEL x $SMALL_KB KiB PutObject, boto3 $THREADS threads | $(cell small_put_trainctld "$COUNT" obj/s) | $(cell small_put_s3rver "$COUNT" obj/s) | | $(ratio small_put_trainctld small_put_s3rver) | |"
-echo "| $SMALL_LABEL x $SMALL_KB KiB PutObject, wrk (presigned URLs), at its rate | $(cell wrk_put_trainctld "$COUNT" obj/s) | $(cell wrk_put_s3rver "$COUNT" obj/s) | | $(ratio wrk_put_trainctld wrk_put_s3rver) | |"
+echo "| $SMALL_LABEL x $SMALL_KB KiB PutObject, wrk (presigned URLs), at its rate | $(cell wrk_put_trainctld "$COUNT" obj/s) | $(cell wrk_put_s3rver "$COUNT" obj/s) | write + fsync + rename + fsync dir, 16 threads $(cell wrk_put_baseline "$COUNT" obj/s) | $(ratio wrk_put_trainctld wrk_put_s3rver) | $(ratio wrk_put_trainctld wrk_put_baseline) |"
 echo "| list $SMALL_LABEL, ListObjectsV2 (boto3 paginator) | $(cell small_list_trainctld "$COUNT" obj/s) | $(cell small_list_s3rver "$COUNT" obj/s) | | $(ratio small_list_trainctld small_list_s3rver) | |"
 echo "| list $SMALL_LABEL, \`aws s3 ls --recursive \| wc -l\` | $(cell small_ls_trainctld "$COUNT" obj/s) | $(cell small_ls_s3rver "$COUNT" obj/s) | | $(ratio small_ls_trainctld small_ls_s3rver) | |"
 echo
@@ -456,6 +488,8 @@ echo "| operation | trainctld | s3rver | baseline |"
 echo "| --- | --: | --: | --: |"
 echo "| $BIG_LABEL put | $(cpu_cell big_put_trainctld) | $(cpu_cell big_put_s3rver) | $(cpu_cell big_put_baseline) |"
 echo "| $BIG_LABEL get | $(cpu_cell big_get_trainctld) | $(cpu_cell big_get_s3rver) | $(cpu_cell big_get_baseline) |"
+echo "| $BIG_LABEL put, trainctl cp | $(cpu_cell big_cput_trainctld) | $(cpu_cell big_cput_s3rver) | |"
+echo "| $BIG_LABEL get, trainctl cp | $(cpu_cell big_cget_trainctld) | $(cpu_cell big_cget_s3rver) | |"
 echo "| $SMALL_LABEL PutObject | $(cpu_cell small_put_trainctld) | $(cpu_cell small_put_s3rver) | |"
 echo "| $SMALL_LABEL PutObject, wrk | $(cpu_cell wrk_put_trainctld) | $(cpu_cell wrk_put_s3rver) | |"
 echo "| list, boto3 | $(cpu_cell small_list_trainctld) | $(cpu_cell small_list_s3rver) | |"

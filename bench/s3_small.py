@@ -5,6 +5,7 @@
     s3_small.py list ENDPOINT PROFILE BUCKET COUNT SIZE
     s3_small.py check ENDPOINT PROFILE BUCKET COUNT SIZE SAMPLE
     s3_small.py presign ENDPOINT PROFILE BUCKET COUNT SIZE OUT
+    s3_small.py durable DIR - - COUNT SIZE THREADS
 
 put: PutObject of COUNT objects of SIZE bytes (keys obj/00000...) from a
 pool of THREADS threads sharing one client (botocore clients are
@@ -15,6 +16,9 @@ GetObject of SAMPLE keys spread over the range, comparing the bytes.
 presign: writes to OUT the paths and queries (one a line) of COUNT
 presigned PutObject URLs (SigV4, an hour), for bench/s3_put.lua: wrk
 sends them, a client that costs little next to the server.
+durable: the least a durable small put costs on this disk, with no
+server at all: COUNT times, from THREADS threads, write SIZE bytes to a
+temp file in DIR, fsync it, rename it into place, fsync DIR.
 
 Prints one line: "SECONDS CPU ERRORS" (wall time and this process's CPU
 time of the operation alone, not the interpreter's start-up or building
@@ -27,6 +31,7 @@ The AWS settings come from the environment bench/s3.sh writes
 """
 import concurrent.futures
 import hashlib
+import os
 import sys
 import time
 
@@ -138,7 +143,32 @@ def presign(endpoint, profile, bucket, count, out):
     return 0
 
 
+def durable(d, count, size, threads):
+    os.makedirs(d, exist_ok=True)
+    dfd = os.open(d, os.O_RDONLY)
+    data = b"x" * size
+
+    def one(i):
+        tmp = os.path.join(d, ".tmp.%d" % i)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.write(fd, data)
+        os.fsync(fd)
+        os.close(fd)
+        os.rename(tmp, os.path.join(d, key(i).replace("/", "-")))
+        os.fsync(dfd)
+
+    t0, c0 = time.monotonic(), time.process_time()
+    with concurrent.futures.ThreadPoolExecutor(threads) as ex:
+        list(ex.map(one, range(count)))
+    t = (time.monotonic() - t0, time.process_time() - c0)
+    os.close(dfd)
+    print("%.3f %.3f 0" % t)
+    return 0
+
+
 def main(argv):
+    if len(argv) >= 8 and argv[1] == "durable":
+        return durable(argv[2], int(argv[5]), int(argv[6]), int(argv[7]))
     if len(argv) >= 8 and argv[1] == "presign":
         return presign(argv[2], argv[3], argv[4], int(argv[5]), argv[7])
     if len(argv) < 7 or argv[1] not in ("put", "list", "check"):
