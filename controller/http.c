@@ -17,6 +17,7 @@
 #include "controller/blob.h"
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
+#include "controller/iopool.h"
 #include "controller/cwlogs.h"
 #include "controller/http.h"
 #include "controller/route.h"
@@ -69,6 +70,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		unlink(req->sink_tmp);
 	}
 	ctrl_blob_free(req->blob);
+	if (req->s3_done)
+		ctrl_s3_reply_release(&req->s3_reply);
 	ctrl_s3_free(req->s3);
 	free(req->fence);
 	free(req->sink_tmp);
@@ -805,15 +808,25 @@ static enum MHD_Result send_blob(struct ctrl_ctx *ctx,
 }
 
 /* Queues the reply of an S3 request (controller/s3.h). */
+/* The S3 step that may wait on the disk: on an I/O worker when it can. */
+static void s3_finish_job(void *arg)
+{
+	struct request *req = arg;
+
+	ctrl_s3_finish(req->s3, &req->s3_reply);
+	req->s3_done = 1;
+}
+
+/* Queues what s3_finish_job() left (and releases it). */
 static enum MHD_Result send_s3(struct MHD_Connection *conn,
 			       struct request *req, const char *method)
 {
-	struct ctrl_s3_reply reply;
+	struct ctrl_s3_reply reply = req->s3_reply;
 	struct MHD_Response *mr;
 	enum MHD_Result ret;
 	size_t i;
 
-	ctrl_s3_finish(req->s3, &reply);
+	req->s3_done = 0; /* the reply is ours now */
 	mr = file_or_buffer(&reply.fd, reply.offset, reply.size, &reply.body);
 	if (!mr) {
 		ctrl_s3_reply_release(&reply);
@@ -987,8 +1000,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 			/* A refused S3 upload is answered before its body
 			 * is read (and not read at all after 100-continue). */
 			if (req->s3 && ctrl_s3_refused(req->s3) &&
-			    *upload_data_size == 0 && has_body(conn))
+			    *upload_data_size == 0 && has_body(conn)) {
+				s3_finish_job(req);
 				return send_s3(conn, req, method);
+			}
 			return MHD_YES;
 		}
 		if (!req->too_big)
@@ -1000,6 +1015,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 			*upload_data_size = 0;
 			return MHD_YES;
 		}
+		if (req->s3_done)
+			return send_s3(conn, req, method);
+		if (!ctrl_iopool_run(ctx->iopool, conn, s3_finish_job, req))
+			return MHD_YES; /* resumed when the step is done */
+		s3_finish_job(req);
 		return send_s3(conn, req, method);
 	}
 	if (req->blob) {
@@ -1103,6 +1123,12 @@ static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
 	return MHD_http_unescape(s);
 }
 
+/*
+ * Threads for S3 steps that wait on the disk (controller/iopool.h). Many,
+ * because they mostly wait: concurrent fsyncs share journal commits.
+ */
+#define IO_WORKERS 16
+
 /* Descriptors kept for the store, the agents' SSH sessions, files and pipes. */
 #define FD_RESERVE 512
 
@@ -1147,6 +1173,9 @@ int ctrl_http_start(struct ctrl_ctx *ctx, struct buf *err)
 
 	if (ret)
 		return ret;
+	ret = ctrl_iopool_start(&ctx->iopool, IO_WORKERS, err);
+	if (ret)
+		return ret;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	if (ctx->tls_cert_pem)
@@ -1165,6 +1194,8 @@ int ctrl_http_start(struct ctrl_ctx *ctx, struct buf *err)
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024),
 		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
 	if (!ctx->httpd) {
+		ctrl_iopool_stop(ctx->iopool);
+		ctx->iopool = NULL;
 		(void)buf_addf(err,
 			       "cannot listen on %s (address in use or not "
 			       "available%s)",
@@ -1179,6 +1210,9 @@ int ctrl_http_start(struct ctrl_ctx *ctx, struct buf *err)
 
 void ctrl_http_stop(struct ctrl_ctx *ctx)
 {
+	/* Every connection an I/O worker holds is resumed first. */
+	ctrl_iopool_stop(ctx->iopool);
+	ctx->iopool = NULL;
 	if (ctx->httpd)
 		MHD_stop_daemon(ctx->httpd);
 	ctx->httpd = NULL;

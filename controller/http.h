@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "controller/ops.h"
+#include "controller/s3.h"
 #include "common/buf.h"
 
 struct ctrl_ctx;
@@ -36,6 +37,8 @@ struct ctrl_http_req {
 	/* An S3 request (controller/s3.h), NULL otherwise. */
 	struct ctrl_s3 *s3;
 	char s3_rid[37];
+	struct ctrl_s3_reply s3_reply; /* set by the finishing step */
+	int s3_done;		       /* s3_reply holds a reply to send */
 	char *fence; /* its X-Trainctl-Fence: "job/uid/attempt", or NULL */
 	/* Who signed it (set once authenticated; admin without
 	 * credentials). */

@@ -183,7 +183,8 @@ static int open_state(struct ctrl_ctx *ctx, struct buf *err)
  */
 static void sweep_uploads(struct ctrl_ctx *ctx)
 {
-	size_t swept = stor_fs_sweep_tmp(ctx->blob_root, 0);
+	size_t swept = stor_fs_sweep_tmp(ctx->blob_root, 0) +
+		       stor_fs_sweep_tmp(ctx->s3_uploads, 0);
 
 	if (swept)
 		log_info("store: removed %zu temp files of unfinished uploads",
