@@ -1632,10 +1632,9 @@ int api_sigv4_verify(const struct api_sigv4_request *req,
 }
 
 static int verify_with(const struct api_sigv4_request *req,
-		       const struct api_credentials *creds,
-		       const char *service, int64_t now_ms,
-		       struct api_sigv4_s3 *s3, const char **err_type,
-		       int *http_status, struct buf *err,
+		       const struct api_credentials *creds, const char *service,
+		       int64_t now_ms, struct api_sigv4_s3 *s3,
+		       const char **err_type, int *http_status, struct buf *err,
 		       const struct api_credential **who)
 {
 	struct sv4_result res = { NULL, 200, err };
@@ -1683,8 +1682,8 @@ int api_sigv4_verify_s3(const struct api_sigv4_request *req,
 			const struct api_credential **who)
 {
 	memset(out, 0, sizeof(*out));
-	return verify_with(req, creds, "s3", now_ms, out, err_type,
-			   http_status, err, who);
+	return verify_with(req, creds, "s3", now_ms, out, err_type, http_status,
+			   err, who);
 }
 
 int api_sigv4_chunk_sign(const struct api_sigv4_s3 *s3, int trailer,
@@ -1702,8 +1701,7 @@ int api_sigv4_chunk_sign(const struct api_sigv4_s3 *s3, int trailer,
 	r = add_strs(&sts,
 		     trailer ? "AWS4-HMAC-SHA256-TRAILER\n" :
 			       "AWS4-HMAC-SHA256-PAYLOAD\n",
-		     s3->amz_date, "\n", s3->scope, "\n", prev_sig, "\n",
-		     NULL);
+		     s3->amz_date, "\n", s3->scope, "\n", prev_sig, "\n", NULL);
 	/* A trailer's string to sign has no empty-hash line. */
 	if (!r && !trailer)
 		r = add_strs(&sts, empty, "\n", NULL);

@@ -759,9 +759,8 @@ static void fence_check(struct ctrl_ctx *ctx, struct request *req)
  * A response sending size bytes of *fd from offset (MHD then owns the
  * descriptor: *fd becomes -1), or, when *fd < 0, a copy of body.
  */
-static struct MHD_Response *file_or_buffer(int *fd, uint64_t offset,
-					   uint64_t size,
-					   const struct buf *body)
+static struct MHD_Response *
+file_or_buffer(int *fd, uint64_t offset, uint64_t size, const struct buf *body)
 {
 	struct MHD_Response *mr;
 
@@ -818,8 +817,8 @@ static void s3_finish_job(void *arg)
 }
 
 /* Queues what s3_finish_job() left (and releases it). */
-static enum MHD_Result send_s3(struct MHD_Connection *conn,
-			       struct request *req, const char *method)
+static enum MHD_Result send_s3(struct MHD_Connection *conn, struct request *req,
+			       const char *method)
 {
 	struct ctrl_s3_reply reply = req->s3_reply;
 	struct MHD_Response *mr;
@@ -839,13 +838,12 @@ static enum MHD_Result send_s3(struct MHD_Connection *conn,
 	ctrl_metrics_request(conn, method, "/s3", reply.status,
 			     time_mono_us() - req->t0_us);
 	if (reply.status >= 400)
-		log_info("S3 %s %s -> %d (%lld us)",
-			 ctrl_s3_op_name(req->s3), req->raw_uri, reply.status,
+		log_info("S3 %s %s -> %d (%lld us)", ctrl_s3_op_name(req->s3),
+			 req->raw_uri, reply.status,
 			 (long long)(time_mono_us() - req->t0_us));
 	else
-		log_debug("S3 %s %s -> %d (%lld us)",
-			  ctrl_s3_op_name(req->s3), req->raw_uri,
-			  reply.status,
+		log_debug("S3 %s %s -> %d (%lld us)", ctrl_s3_op_name(req->s3),
+			  req->raw_uri, reply.status,
 			  (long long)(time_mono_us() - req->t0_us));
 	ctrl_s3_reply_release(&reply);
 	return ret;

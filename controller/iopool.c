@@ -53,8 +53,7 @@ static void *worker(void *arg)
 	}
 }
 
-int ctrl_iopool_start(struct ctrl_iopool **pool, int workers,
-		      struct buf *err)
+int ctrl_iopool_start(struct ctrl_iopool **pool, int workers, struct buf *err)
 {
 	struct ctrl_iopool *p = xcalloc(1, sizeof(*p));
 	int i;

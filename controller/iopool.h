@@ -18,8 +18,7 @@ struct ctrl_iopool;
 typedef void ctrl_iopool_fn(void *arg);
 
 /* Starts workers threads. Returns 0 or ERR_INTERNAL (err says why). */
-int ctrl_iopool_start(struct ctrl_iopool **pool, int workers,
-		      struct buf *err);
+int ctrl_iopool_start(struct ctrl_iopool **pool, int workers, struct buf *err);
 
 /*
  * Suspends conn, runs fn(arg) on a worker, then resumes conn. Returns 0;

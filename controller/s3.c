@@ -241,8 +241,9 @@ static int parse_path(struct ctrl_s3 *s, const struct ctrl_s3_req *r,
 	char *vb;
 
 	if (!n || path[0] != '/')
-		return s3_fail(s, "InvalidURI", 400, "the path must start "
-						     "with '/'");
+		return s3_fail(s, "InvalidURI", 400,
+			       "the path must start "
+			       "with '/'");
 	vb = host_bucket(s->env, req_header(r, "host"));
 	path++;
 	n--;
@@ -250,9 +251,9 @@ static int parse_path(struct ctrl_s3 *s, const struct ctrl_s3_req *r,
 		s->bucket = vb;
 		if (n)
 			s->key = decode(path, n, 0);
-		return n && !s->key ? s3_fail(s, "InvalidURI", 400,
-					      "malformed path") :
-				      0;
+		return n && !s->key ?
+			       s3_fail(s, "InvalidURI", 400, "malformed path") :
+			       0;
 	}
 	if (!n)
 		return 0;
@@ -282,9 +283,8 @@ static int copy_headers(struct ctrl_s3 *s, const struct ctrl_s3_req *r)
 			if (name[j] >= 'A' && name[j] <= 'Z')
 				name[j] = (char)(name[j] - 'A' + 'a');
 		s->h[s->nh].name = name;
-		s->h[s->nh].value = xstrdup(r->headers[i].value ?
-						    r->headers[i].value :
-						    "");
+		s->h[s->nh].value =
+			xstrdup(r->headers[i].value ? r->headers[i].value : "");
 		s->nh++;
 	}
 	return 0;
@@ -602,8 +602,7 @@ static int check_names(struct ctrl_s3 *s)
 
 	if (s->bucket && stor_bucket_check(s->bucket, &err))
 		r = s3_fail(s, "InvalidBucketName", 400,
-			    "The specified bucket is not valid: %s",
-			    err.data);
+			    "The specified bucket is not valid: %s", err.data);
 	else if (s->key && stor_key_check(s->key, 0, &err))
 		r = s3_fail(s, "InvalidArgument", 400,
 			    "The key cannot be kept by the embedded store: "
@@ -690,8 +689,8 @@ static int sink_xml(void *ctx, const char *data, size_t n)
 
 static int intake_init(struct ctrl_s3 *s, int64_t limit)
 {
-	if (s3_body_init(&s->body, s->have_sig ? &s->sig : NULL, get_header,
-			 s, limit)) {
+	if (s3_body_init(&s->body, s->have_sig ? &s->sig : NULL, get_header, s,
+			 limit)) {
 		s3_fail(s, s->body.code, s->body.status, "%s",
 			s->body.msg.data);
 		s3_body_release(&s->body);
@@ -764,8 +763,8 @@ void ctrl_s3_data(struct ctrl_s3 *s, const char *data, size_t n)
 
 /* Request headers an object keeps, as S3 does. */
 static const char *const kept[] = {
-	"content-type",	       "content-encoding", "content-disposition",
-	"content-language",    "cache-control",	   "expires",
+	"content-type",	    "content-encoding", "content-disposition",
+	"content-language", "cache-control",	"expires",
 };
 
 /* x-amz-* request headers that would change what S3 does with the object
@@ -991,8 +990,7 @@ static int open_object(struct ctrl_s3 *s, const char *bucket, const char *key,
 
 /* Parses "bytes=a-b", "bytes=a-", "bytes=-n" against size. 1: whole
  * object (no or ignored range), 0: [*from, *to], -1: unsatisfiable. */
-static int parse_range(const char *v, int64_t size, int64_t *from,
-		       int64_t *to)
+static int parse_range(const char *v, int64_t size, int64_t *from, int64_t *to)
 {
 	char *end;
 	long long a, b;
@@ -1039,8 +1037,8 @@ static int preconditions(const struct ctrl_s3 *s, const struct s3_obj *o)
 	snprintf(q, sizeof(q), "\"%s\"", o->etag);
 	if (im && strcmp(im, "*") && strcmp(im, q) && strcmp(im, o->etag))
 		return 412;
-	if (inm && (!strcmp(inm, "*") || !strcmp(inm, q) ||
-		    !strcmp(inm, o->etag)))
+	if (inm &&
+	    (!strcmp(inm, "*") || !strcmp(inm, q) || !strcmp(inm, o->etag)))
 		return 304;
 	return 0;
 }
@@ -1132,7 +1130,7 @@ static void finish_get(struct ctrl_s3 *s, struct ctrl_s3_reply *r, int head)
 		json_t *v;
 
 		json_object_foreach(o.checksums, k, v)
-		s3_reply_header(r, k, json_string_value(v));
+			s3_reply_header(r, k, json_string_value(v));
 	}
 	(void)head;
 out:
@@ -1184,8 +1182,7 @@ static int copy_source(struct ctrl_s3 *s, char **bucket, char **key)
 	*key = xstrdup(slash + 1);
 	free(all);
 	if (stor_bucket_check(*bucket, &err) || stor_key_check(*key, 0, &err))
-		s3_fail(s, "InvalidArgument", 400, "Copy Source: %s",
-			err.data);
+		s3_fail(s, "InvalidArgument", 400, "Copy Source: %s", err.data);
 	else if (!s3_allowed(s, *bucket, *key))
 		s3_fail(s, "AccessDenied", 403,
 			"Access Denied to the copy source");
@@ -1299,7 +1296,8 @@ struct ctrl_s3 *ctrl_s3_begin(const struct ctrl_s3_env *env,
 	buf_init(&s->xml, S3_XML_BODY_MAX);
 	if (copy_headers(s, r) ||
 	    parse_path(s, r, uri, q ? (size_t)(q - uri) : strlen(uri)) ||
-	    authenticate(s, r) || parse_query(s, q ? q + 1 : NULL) || unsupported_query(s))
+	    authenticate(s, r) || parse_query(s, q ? q + 1 : NULL) ||
+	    unsupported_query(s))
 		return s;
 	if (!s->bucket)
 		s->op = service_op(s);

@@ -95,8 +95,8 @@ static int b64_decode16(const char *s, unsigned char out[16])
 static int init_checksum(struct s3_body *b, s3_header_fn *get, void *ctx)
 {
 	static const char *const names[] = {
-		"x-amz-checksum-crc32",	 "x-amz-checksum-crc32c",
-		"x-amz-checksum-sha1",	 "x-amz-checksum-sha256",
+		"x-amz-checksum-crc32",	    "x-amz-checksum-crc32c",
+		"x-amz-checksum-sha1",	    "x-amz-checksum-sha256",
 		"x-amz-checksum-crc64nvme",
 	};
 	const char *tr = get(ctx, "x-amz-trailer");
@@ -126,8 +126,8 @@ static int init_checksum(struct s3_body *b, s3_header_fn *get, void *ctx)
 		if (ck_from_header(b, names[i]))
 			return -1;
 		if (strlen(v) >= sizeof(b->want_ck))
-			return failf(b, "InvalidRequest", 400,
-				     "%s is too long", names[i]);
+			return failf(b, "InvalidRequest", 400, "%s is too long",
+				     names[i]);
 		snprintf(b->want_ck, sizeof(b->want_ck), "%s", v);
 		return 0;
 	}
@@ -282,8 +282,7 @@ static int check_chunk_sig(struct s3_body *b)
 	stor_hex(d, 32, hex);
 	if (api_sigv4_chunk_sign(&b->sig, 0, b->prev_sig, hex, want))
 		return failf(b, "InternalError", 500, "signing failed");
-	if (strlen(b->chunk_sig) != 64 ||
-	    CRYPTO_memcmp(want, b->chunk_sig, 64))
+	if (strlen(b->chunk_sig) != 64 || CRYPTO_memcmp(want, b->chunk_sig, 64))
 		return failf(b, "SignatureDoesNotMatch", 403,
 			     "The chunk signature we calculated does not "
 			     "match the signature you provided (chunk ending "
@@ -520,8 +519,7 @@ int s3_body_end(struct s3_body *b)
 		return failf(b, "IncompleteBody", 400,
 			     "x-amz-decoded-content-length says %lld "
 			     "bytes, the body had %lld",
-			     (long long)b->decoded_want,
-			     (long long)b->decoded);
+			     (long long)b->decoded_want, (long long)b->decoded);
 	if (check_trailer_sig(b))
 		return -1;
 	if (!EVP_DigestFinal_ex(b->md5, d, NULL))
@@ -533,8 +531,7 @@ int s3_body_end(struct s3_body *b)
 			     "what we received.");
 	if (b->sha256) {
 		if (!EVP_DigestFinal_ex(b->sha256, d, NULL))
-			return failf(b, "InternalError", 500,
-				     "digest failed");
+			return failf(b, "InternalError", 500, "digest failed");
 		stor_hex(d, 32, hex);
 		if (strcmp(hex, b->want_sha256))
 			return failf(b, "XAmzContentSHA256Mismatch", 400,

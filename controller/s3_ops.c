@@ -138,12 +138,11 @@ void s3_op_create_bucket(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 
 	if (s3_intake_end(s))
 		goto out;
-	if (s->xml.len &&
-	    s3x_parse_value(s->xml.data, s->xml.len,
-			    "CreateBucketConfiguration", "LocationConstraint",
-			    &loc)) {
-		s3_fail(s, "MalformedXML",
-			400, "The XML you provided was not well-formed");
+	if (s->xml.len && s3x_parse_value(s->xml.data, s->xml.len,
+					  "CreateBucketConfiguration",
+					  "LocationConstraint", &loc)) {
+		s3_fail(s, "MalformedXML", 400,
+			"The XML you provided was not well-formed");
 		goto out;
 	}
 	if (loc.len && strcmp(loc.data, s->env->region)) {
@@ -161,8 +160,8 @@ void s3_op_create_bucket(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 				"Your previous request to create the named "
 				"bucket succeeded and you already own it.");
 		else
-			s3_fail(s, "InternalError", 500, "mkdir %s: %s",
-				p.data, strerror(errno));
+			s3_fail(s, "InternalError", 500, "mkdir %s: %s", p.data,
+				strerror(errno));
 		goto out;
 	}
 	r->status = 200;
@@ -448,9 +447,8 @@ static void listing_xml(struct ctrl_s3 *s, struct listing *l, int v2,
 	s3x_el(b, "Name", s->bucket);
 	enc(s, l, b, "Prefix", l->prefix);
 	if (!v2) {
-		enc(s, l, b, "Marker", s3_query(s, "marker") ?
-					       s3_query(s, "marker") :
-					       "");
+		enc(s, l, b, "Marker",
+		    s3_query(s, "marker") ? s3_query(s, "marker") : "");
 		if (l->truncated && l->delim && l->last)
 			enc(s, l, b, "NextMarker", l->last);
 	} else {
@@ -555,8 +553,8 @@ void s3_op_delete_objects(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 		goto out;
 	}
 	if (s3x_parse_list(s->xml.data, s->xml.len, "Delete", "Object", "Key",
-			   "VersionId", "Quiet", &quiet, DELETE_MAX, &items,
-			   &n, &err)) {
+			   "VersionId", "Quiet", &quiet, DELETE_MAX, &items, &n,
+			   &err)) {
 		s3_fail(s, "MalformedXML", 400, "%s", err.data);
 		goto out;
 	}
@@ -582,8 +580,7 @@ out:
 
 /* ------------------------------------------------------------ multipart */
 
-static void upload_dir(const struct ctrl_s3 *s, const char *id,
-		       struct buf *out)
+static void upload_dir(const struct ctrl_s3 *s, const char *id, struct buf *out)
 {
 	buf_reset(out);
 	(void)buf_addf(out, "%s/%s", s->env->uploads, id);
@@ -807,8 +804,8 @@ static int check_complete(struct ctrl_s3 *s, const struct s3x_item *items,
 }
 
 /* Concatenates the parts into the object's temp file; fills etag. */
-static int assemble(struct ctrl_s3 *s, const struct s3x_item *items,
-		    size_t n, char etag[48])
+static int assemble(struct ctrl_s3 *s, const struct s3x_item *items, size_t n,
+		    char etag[48])
 {
 	EVP_MD_CTX *md = EVP_MD_CTX_new();
 	struct buf dir = BUF_INIT, p = BUF_INIT, err = BUF_INIT;
@@ -1036,8 +1033,8 @@ void s3_op_list_uploads(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 	while (d && (de = readdir(d)) && (long)shown <= max)
 		if (s3_upload_id_ok(de->d_name))
 			upload_entry(s, de->d_name,
-				     (long)shown < max ? &items : &more,
-				     prefix, &shown);
+				     (long)shown < max ? &items : &more, prefix,
+				     &shown);
 	if (d)
 		closedir(d);
 	s3x_begin(&r->body, "ListMultipartUploadsResult");

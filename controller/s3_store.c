@@ -36,8 +36,7 @@ void s3_obj_release(struct s3_obj *o)
 
 static int64_t st_mtime_ns(const struct stat *st)
 {
-	return (int64_t)st->st_mtim.tv_sec * 1000000000LL +
-	       st->st_mtim.tv_nsec;
+	return (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
 }
 
 /* The MD5 of fd's bytes, read from the start. */

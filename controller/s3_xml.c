@@ -115,12 +115,11 @@ static void one_item(xmlNodePtr it, const char *fa, const char *fb,
 	xmlNodePtr c;
 
 	out->a = out->b = NULL;
-	for (c = it->children; c; c = c->next) {
+	for (c = it->children; c; c = c->next)
 		if (named(c, fa) && !out->a)
 			out->a = text_of(c);
 		else if (fb && named(c, fb) && !out->b)
 			out->b = text_of(c);
-	}
 }
 
 int s3x_parse_list(const char *body, size_t len, const char *root,

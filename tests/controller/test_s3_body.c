@@ -85,8 +85,8 @@ static int verify_example(struct api_sigv4_s3 *out,
 	req.headers = headers;
 	req.n_headers = n;
 	req.body = "";
-	r = api_sigv4_verify_s3(&req, &creds, EX_NOW_MS, out, NULL, NULL,
-				&err, NULL);
+	r = api_sigv4_verify_s3(&req, &creds, EX_NOW_MS, out, NULL, NULL, &err,
+				NULL);
 	buf_release(&err);
 	api_credentials_release(&creds);
 	return r;
@@ -260,7 +260,8 @@ static int unsigned_trailer(const char *data, const char *crc_b64,
 {
 	char dl[32];
 	struct api_header hs[] = {
-		{ "x-amz-content-sha256", API_SIGV4_STREAMING_UNSIGNED_TRAILER },
+		{ "x-amz-content-sha256",
+		  API_SIGV4_STREAMING_UNSIGNED_TRAILER },
 		{ "content-encoding", "aws-chunked" },
 		{ "x-amz-trailer", "x-amz-checksum-crc32" },
 		{ "x-amz-decoded-content-length", dl },
@@ -272,7 +273,8 @@ static int unsigned_trailer(const char *data, const char *crc_b64,
 	int r;
 
 	snprintf(dl, sizeof(dl), "%zu", strlen(data));
-	(void)buf_addf(&body, "%zx\r\n%s\r\n0\r\nx-amz-checksum-crc32:%s\r\n\r\n",
+	(void)buf_addf(&body,
+		       "%zx\r\n%s\r\n0\r\nx-amz-checksum-crc32:%s\r\n\r\n",
 		       strlen(data), data, crc_b64);
 	assert_int_equal(s3_body_init(&b, NULL, lookup, &h, 1 << 20), 0);
 	r = s3_body_feed(&b, body.data, body.len, count_sink, &out);
