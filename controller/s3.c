@@ -242,8 +242,7 @@ static int parse_path(struct ctrl_s3 *s, const struct ctrl_s3_req *r,
 
 	if (!n || path[0] != '/')
 		return s3_fail(s, "InvalidURI", 400,
-			       "the path must start "
-			       "with '/'");
+			       "the path must start with '/'");
 	vb = host_bucket(s->env, req_header(r, "host"));
 	path++;
 	n--;
