@@ -909,7 +909,13 @@ int s3_commit(struct ctrl_s3 *s, const struct s3_obj *o, int flush)
 		stor_fs_tmp_abort(s->fd, s->tmp.data);
 	s->fd = -1;
 	buf_reset(&s->tmp);
-	if (r == ERR_CONFLICT || (r && strstr(err.data, "Not a directory")))
+	if (r == ERR_TOOBIG)
+		s3_fail(s, "MetadataTooLarge", 400,
+			"Your metadata headers exceed the maximum allowed "
+			"metadata size: %s",
+			err.data);
+	else if (r == ERR_CONFLICT ||
+		 (r && strstr(err.data, "Not a directory")))
 		s3_fail(s, "InvalidArgument", 400,
 			"The key cannot be kept by the embedded store: %s "
 			"(a key cannot be both an object and a folder of "
