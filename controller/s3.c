@@ -439,6 +439,8 @@ static const char *const plain_args[] = {
 	"encoding-type",
 	"fetch-owner",
 	"list-type",
+	"key-marker",
+	"upload-id-marker",
 	"max-uploads",
 	"max-parts",
 	"part-number-marker",

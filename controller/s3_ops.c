@@ -986,69 +986,199 @@ out:
 	buf_release(&err);
 }
 
-/* One upload of this bucket, for ListMultipartUploads. */
-static void upload_entry(struct ctrl_s3 *s, const char *id, struct buf *b,
-			 const char *prefix, size_t *shown)
+/* One upload in progress, for ListMultipartUploads. */
+struct upl {
+	char *key;
+	char id[33];
+	int64_t initiated;
+};
+
+static int upl_cmp(const void *a, const void *b)
 {
-	struct buf p = BUF_INIT;
-	const char *bk = NULL, *k = NULL;
-	json_int_t init = 0;
-	json_t *j;
+	const struct upl *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+
+	return c ? c : strcmp(x->id, y->id);
+}
+
+/* The uploads of this bucket under prefix that the caller may see,
+ * sorted by key, then upload id. */
+static struct upl *uploads_of(struct ctrl_s3 *s, const char *prefix, size_t *n)
+{
+	struct upl *v = NULL;
+	size_t alloc = 0;
+	struct dirent *de;
+	DIR *d = opendir(s->env->uploads);
+
+	*n = 0;
+	while (d && (de = readdir(d))) {
+		struct buf p = BUF_INIT;
+		const char *bk = NULL, *k = NULL;
+		json_int_t init = 0;
+		json_t *j;
+
+		if (!s3_upload_id_ok(de->d_name))
+			continue;
+		upload_dir(s, de->d_name, &p);
+		(void)buf_adds(&p, "/upload.json");
+		j = json_load_file(p.data, 0, NULL);
+		if (j &&
+		    !json_unpack(j, "{s:s, s:s, s:I}", "bucket", &bk, "key", &k,
+				 "initiated", &init) &&
+		    !strcmp(bk, s->bucket) &&
+		    !strncmp(k, prefix, strlen(prefix)) &&
+		    s3_allowed(s, bk, k)) {
+			ALLOC_GROW(v, *n + 1, alloc);
+			v[*n].key = xstrdup(k);
+			memcpy(v[*n].id, de->d_name, sizeof(v[*n].id));
+			v[*n].initiated = (int64_t)init;
+			(*n)++;
+		}
+		json_decref(j);
+		buf_release(&p);
+	}
+	if (d)
+		closedir(d);
+	if (*n)
+		qsort(v, *n, sizeof(*v), upl_cmp);
+	return v;
+}
+
+/* Whether u comes after the markers (key-marker, upload-id-marker). */
+static int after_markers(const struct upl *u, const char *km, const char *im)
+{
+	int c;
+
+	if (!km || !*km)
+		return 1;
+	c = strcmp(u->key, km);
+	if (c)
+		return c > 0;
+	return im && *im && strcmp(u->id, im) > 0;
+}
+
+struct upl_page {
+	struct listing l; /* prefix, delimiter, encoding, max, count */
+	const char *km, *im;
+	char *next_key;
+	char next_id[33];
+	struct buf uploads;
+};
+
+static void upl_one(struct ctrl_s3 *s, struct upl_page *pg, const struct upl *u)
+{
 	char t[32];
 
-	upload_dir(s, id, &p);
-	(void)buf_adds(&p, "/upload.json");
-	j = json_load_file(p.data, 0, NULL);
-	if (j &&
-	    !json_unpack(j, "{s:s, s:s, s:I}", "bucket", &bk, "key", &k,
-			 "initiated", &init) &&
-	    !strcmp(bk, s->bucket) && !strncmp(k, prefix, strlen(prefix)) &&
-	    s3_allowed(s, bk, k)) {
-		s3x_open(b, "Upload");
-		s3x_el(b, "Key", k);
-		s3x_el(b, "UploadId", id);
-		s3_iso_time((int64_t)init, t);
-		s3x_el(b, "Initiated", t);
-		s3x_el(b, "StorageClass", "STANDARD");
-		s3x_close(b, "Upload");
-		(*shown)++;
+	s3x_open(&pg->uploads, "Upload");
+	enc(s, &pg->l, &pg->uploads, "Key", u->key);
+	s3x_el(&pg->uploads, "UploadId", u->id);
+	s3x_open(&pg->uploads, "Initiator");
+	s3x_el(&pg->uploads, "ID", OWNER_ID);
+	s3x_el(&pg->uploads, "DisplayName", OWNER_ID);
+	s3x_close(&pg->uploads, "Initiator");
+	owner(&pg->uploads);
+	s3_iso_time(u->initiated, t);
+	s3x_el(&pg->uploads, "StorageClass", "STANDARD");
+	s3x_el(&pg->uploads, "Initiated", t);
+	s3x_close(&pg->uploads, "Upload");
+}
+
+/* Pages v as S3 does: markers, delimiter roll-up, max-uploads. */
+static void upl_collect(struct ctrl_s3 *s, struct upl_page *pg,
+			const struct upl *v, size_t n)
+{
+	size_t i, plen = strlen(pg->l.prefix);
+	char *last_cp = NULL;
+
+	for (i = 0; i < n; i++) {
+		const char *d = NULL;
+		char *cp = NULL;
+
+		if (!after_markers(&v[i], pg->km, pg->im))
+			continue;
+		if (pg->l.delim && *pg->l.delim)
+			d = strstr(v[i].key + plen, pg->l.delim);
+		if (d) {
+			cp = xstrndup(v[i].key, (size_t)(d - v[i].key) +
+							strlen(pg->l.delim));
+			if ((last_cp && !strcmp(cp, last_cp)) ||
+			    (pg->km && strcmp(cp, pg->km) <= 0)) {
+				free(cp);
+				continue;
+			}
+		}
+		if ((long)pg->l.count == pg->l.max) {
+			pg->l.truncated = 1;
+			free(cp);
+			break;
+		}
+		pg->l.count++;
+		free(pg->next_key);
+		if (cp) {
+			s3x_open(&pg->l.prefixes, "CommonPrefixes");
+			enc(s, &pg->l, &pg->l.prefixes, "Prefix", cp);
+			s3x_close(&pg->l.prefixes, "CommonPrefixes");
+			free(last_cp);
+			last_cp = cp;
+			pg->next_key = xstrdup(cp);
+			pg->next_id[0] = '\0';
+			continue;
+		}
+		upl_one(s, pg, &v[i]);
+		pg->next_key = xstrdup(v[i].key);
+		memcpy(pg->next_id, v[i].id, sizeof(pg->next_id));
 	}
-	json_decref(j);
-	buf_release(&p);
+	free(last_cp);
 }
 
 void s3_op_list_uploads(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 {
-	const char *prefix = s3_query(s, "prefix") ? s3_query(s, "prefix") : "";
-	DIR *d;
-	struct dirent *de;
-	struct buf items = BUF_INIT, more = BUF_INIT;
-	size_t shown = 0;
-	long max;
+	const char *et = s3_query(s, "encoding-type");
+	struct upl_page pg;
+	struct upl *v = NULL;
+	size_t n = 0, i;
+	struct buf *b = &r->body;
 
+	memset(&pg, 0, sizeof(pg));
+	pg.l.prefix = s3_query(s, "prefix") ? s3_query(s, "prefix") : "";
+	pg.l.delim = s3_query(s, "delimiter");
+	pg.l.url = et != NULL;
+	pg.km = s3_query(s, "key-marker");
+	pg.im = s3_query(s, "upload-id-marker");
 	if (s3_need_bucket(s, s->bucket) ||
-	    int_arg(s, "max-uploads", LIST_MAX, LIST_MAX, &max))
+	    int_arg(s, "max-uploads", LIST_MAX, LIST_MAX, &pg.l.max))
 		goto out;
-	d = opendir(s->env->uploads);
-	while (d && (de = readdir(d)) && (long)shown <= max)
-		if (s3_upload_id_ok(de->d_name))
-			upload_entry(s, de->d_name,
-				     (long)shown < max ? &items : &more, prefix,
-				     &shown);
-	if (d)
-		closedir(d);
-	s3x_begin(&r->body, "ListMultipartUploadsResult");
-	s3x_el(&r->body, "Bucket", s->bucket);
-	s3x_el(&r->body, "KeyMarker", "");
-	s3x_el(&r->body, "UploadIdMarker", "");
-	s3x_el(&r->body, "Prefix", prefix);
-	s3x_elf(&r->body, "MaxUploads", "%ld", max);
-	/* Markers to page on are refused (NotImplemented) before here. */
-	s3x_el(&r->body, "IsTruncated", more.len ? "true" : "false");
-	(void)buf_add(&r->body, items.data, items.len);
-	s3x_close(&r->body, "ListMultipartUploadsResult");
+	if (et && strcmp(et, "url")) {
+		s3_fail(s, "InvalidArgument", 400,
+			"Invalid Encoding Method specified in Request");
+		goto out;
+	}
+	v = uploads_of(s, pg.l.prefix, &n);
+	upl_collect(s, &pg, v, n);
+	s3x_begin(b, "ListMultipartUploadsResult");
+	s3x_el(b, "Bucket", s->bucket);
+	enc(s, &pg.l, b, "KeyMarker", pg.km ? pg.km : "");
+	s3x_el(b, "UploadIdMarker", pg.im ? pg.im : "");
+	if (pg.l.truncated && pg.next_key) {
+		enc(s, &pg.l, b, "NextKeyMarker", pg.next_key);
+		s3x_el(b, "NextUploadIdMarker", pg.next_id);
+	}
+	enc(s, &pg.l, b, "Prefix", pg.l.prefix);
+	if (pg.l.delim)
+		enc(s, &pg.l, b, "Delimiter", pg.l.delim);
+	s3x_elf(b, "MaxUploads", "%ld", pg.l.max);
+	if (pg.l.url)
+		s3x_el(b, "EncodingType", "url");
+	s3x_el(b, "IsTruncated", pg.l.truncated ? "true" : "false");
+	(void)buf_add(b, pg.uploads.data, pg.uploads.len);
+	(void)buf_add(b, pg.l.prefixes.data, pg.l.prefixes.len);
+	s3x_close(b, "ListMultipartUploadsResult");
 	r->status = 200;
 out:
-	buf_release(&items);
-	buf_release(&more);
+	for (i = 0; i < n; i++)
+		free(v[i].key);
+	free(v);
+	free(pg.next_key);
+	buf_release(&pg.uploads);
+	buf_release(&pg.l.prefixes);
 }

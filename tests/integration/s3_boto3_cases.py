@@ -473,6 +473,26 @@ class Cases:
             expect(not ups.get("Uploads"), "aborted upload still listed: %s" % short(ups))
         self.t("AbortMultipartUpload: 204, then NoSuchUpload for ListParts, Complete, UploadPart", abort)
 
+        def list_uploads():
+            keys = ["mpl/a/1", "mpl/a/1", "mpl/a/2", "mpl/b/x", "mpl/c"]
+            ids = [(k, s3.create_multipart_upload(Bucket=b, Key=k)["UploadId"]) for k in keys]
+            try:
+                got = []
+                for page in s3.get_paginator("list_multipart_uploads").paginate(
+                        Bucket=b, Prefix="mpl/", PaginationConfig={"PageSize": 2}):
+                    got += [(u["Key"], u["UploadId"]) for u in page.get("Uploads", [])]
+                expect(sorted(got) == sorted(ids), "paginated by 2: %s, want %s" % (got, ids))
+                r = s3.list_multipart_uploads(Bucket=b, Prefix="mpl/", Delimiter="/")
+                expect([p["Prefix"] for p in r.get("CommonPrefixes", [])] == ["mpl/a/", "mpl/b/"]
+                       and [u["Key"] for u in r.get("Uploads", [])] == ["mpl/c"], "Delimiter '/': %s" % short(r))
+                r = s3.list_multipart_uploads(Bucket=b, Prefix="mpl/a/", KeyMarker="mpl/a/1")
+                expect([u["Key"] for u in r.get("Uploads", [])] == ["mpl/a/2"], "KeyMarker: %s" % short(r))
+            finally:
+                for k, i in ids:
+                    s3.abort_multipart_upload(Bucket=b, Key=k, UploadId=i)
+        self.t("ListMultipartUploads: the paginator (key and upload-id markers), Delimiter, KeyMarker",
+               list_uploads)
+
         def too_small():
             uid = s3.create_multipart_upload(Bucket=b, Key="mpu/small")["UploadId"]
             e1 = s3.upload_part(Bucket=b, Key="mpu/small", UploadId=uid, PartNumber=1, Body=b"a" * 1024)["ETag"]
