@@ -10,7 +10,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,28 +267,14 @@ char *agent_jobdir_read_failure(const char *dir)
 	return buf_detach(&fixed, NULL);
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	if (flag == FTW_DP)
-		(void)rmdir(path);
-	else
-		(void)unlink(path);
-	return 0;
-}
-
 int agent_jobdir_remove(struct agent_ctx *ctx, const char *dir)
 {
 	struct buf parent = BUF_INIT;
 	char *slash;
 	int ret = 0;
 
-	/* FTW_PHYS: never follow a symlink out of the job directory. */
-	if (nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) &&
-	    errno != ENOENT)
-		ret = ERR_IO;
+	/* Never follows a symlink out of the job directory. */
+	ret = fs_remove_tree(dir);
 	/* Remove <attempt> and <job> too once they are empty. */
 	(void)buf_adds(&parent, dir);
 	for (;;) {

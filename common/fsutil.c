@@ -1,5 +1,7 @@
+#define _XOPEN_SOURCE 700 /* nftw */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -105,4 +107,24 @@ int fs_write_atomic(const char *path, const void *data, size_t len,
 out:
 	buf_release(&tmp);
 	return ret;
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag,
+		      struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		(void)rmdir(path);
+	else
+		(void)unlink(path);
+	return 0;
+}
+
+int fs_remove_tree(const char *dir)
+{
+	if (nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) &&
+	    errno != ENOENT)
+		return ERR_IO;
+	return 0;
 }

@@ -33,4 +33,12 @@ int fs_write_all(int fd, const void *data, size_t len);
 int fs_write_atomic(const char *path, const void *data, size_t len,
 		    mode_t mode, int flags, struct buf *err);
 
+/*
+ * rm -rf of dir: every file and folder in it, deepest first, and dir
+ * itself. A symlink is removed, never followed, and the walk stays on
+ * dir's file system. Returns 0 (also when dir is missing) or ERR_IO when
+ * the walk itself fails; what cannot be removed is left.
+ */
+int fs_remove_tree(const char *dir);
+
 #endif

@@ -2,13 +2,11 @@
  * S3 operations on buckets, listings and multipart uploads
  * (controller/s3_int.h). One object's operations are in controller/s3.c.
  */
-#define _XOPEN_SOURCE 700 /* nftw */
 #define LOG_TAG "s3"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,16 +179,6 @@ void s3_op_head_bucket(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 	s3_reply_header(r, "x-amz-bucket-region", s->env->region);
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	(void)remove(path);
-	return 0;
-}
-
 void s3_op_delete_bucket(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 {
 	struct stor_list l = STOR_LIST_INIT;
@@ -209,7 +197,7 @@ void s3_op_delete_bucket(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 		goto out;
 	}
 	/* Only empty folders and stale temp files are left. */
-	(void)nftw(p.data, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	(void)fs_remove_tree(p.data);
 	r->status = 204;
 out:
 	stor_list_release(&l);
@@ -857,7 +845,7 @@ static void remove_upload(struct ctrl_s3 *s)
 	struct buf dir = BUF_INIT;
 
 	upload_dir(s, s->upload_id, &dir);
-	(void)nftw(dir.data, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	(void)fs_remove_tree(dir.data);
 	buf_release(&dir);
 }
 

@@ -7,8 +7,6 @@
  * is checked: no crash, no leak, no write outside the folder, and every
  * reply is a status with either a body or a file.
  */
-#define _XOPEN_SOURCE 700 /* nftw */
-#include <ftw.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,25 +17,16 @@
 
 #include "controller/s3.h"
 #include "common/buf.h"
+#include "common/fsutil.h"
 #include "tests/fuzz/fuzz_req.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char root[64], uploads[96];
 
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	(void)remove(path);
-	return 0;
-}
-
 static void teardown(void)
 {
-	(void)nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	(void)fs_remove_tree(root);
 }
 
 static void setup(void)
