@@ -867,6 +867,13 @@ static int start_s3(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	struct ctrl_s3_req sr;
 	struct header_list h;
 
+	/* The API's and the agents' requests, without collecting headers:
+	 * never S3 unless a Host names a bucket (ctrl_s3_claims()). */
+	if (!ctx->s3.domain &&
+	    (!strncmp(url, "/v1/", 4) || !strcmp(url, "/healthz") ||
+	     MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					 "X-Amz-Target")))
+		return 0;
 	h.n = 0;
 	h.overflow = 0;
 	MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_header, &h);
