@@ -12,7 +12,9 @@ chromium python3-prometheus-client
 clang clang-format curl ca-certificates
 python3 python3-boto3 python3-botocore awscli python3-sklearn
 openssh-server openssh-client iproute2 util-linux pdsh slurm-wlm openmpi-bin
-libopenmpi-dev python3-torch dataset-fashion-mnist python3-uvloop"
+libopenmpi-dev python3-torch dataset-fashion-mnist python3-uvloop
+podman buildah skopeo runc crun conmon catatonit docker-registry
+busybox-static apache2-utils"
 
 missing=""
 for p in $PKGS; do
