@@ -35,6 +35,7 @@ struct db_job {
 	char *uid;    /* 16 hex digits, chosen at insert (read only) */
 	char *owner;  /* who created it ("" for jobs older than owners) */
 	char *run_as; /* Unix user of its ranks, NULL: the agent's own */
+	char *image;  /* its container image pinned by digest, or NULL */
 	char *arn;
 	char *status;
 	char *secondary_status;
@@ -79,7 +80,7 @@ void db_close(struct db *db);
 uint64_t db_write_seq(struct db *db);
 
 /* The schema version this build migrates to. */
-#define DB_SCHEMA_LATEST 7
+#define DB_SCHEMA_LATEST 8
 
 /* The schema version after migrations (PRAGMA user_version). */
 int db_schema_version(struct db *db);
@@ -212,6 +213,13 @@ int db_jobs_active(struct db *db, const struct db_queue_look *look,
  * transition saying what it waits for, in one transaction. Placing a job
  * (db_attempt_start) clears the mark. Returns 0 or ERR_DB.
  */
+/*
+ * Records the container image job name runs, pinned by digest
+ * (repo@sha256:...). Returns 0, ERR_NOTFOUND or ERR_DB.
+ */
+int db_job_set_image(struct db *db, const char *name, const char *image,
+		     struct buf *err);
+
 int db_jobs_set_waiting(struct db *db, const char *const *names,
 			const char *const *messages, size_t n, struct buf *err);
 void db_active_jobs_free(struct db_active_job *a, size_t n);

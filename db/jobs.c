@@ -27,7 +27,7 @@ const char *const db__stmt_sql[ST_COUNT] = {
 		"instance_type, instance_count, creation_ms, "
 		"last_modified_ms, start_ms, end_ms, training_s, "
 		"billable_s, spec_json, attempt, stop_reason, uid, owner, "
-		"run_as FROM jobs WHERE name = ?1",
+		"run_as, image FROM jobs WHERE name = ?1",
 	[ST_GET_TRANSITIONS] =
 		"SELECT status, start_ms, end_ms, message "
 		"FROM transitions WHERE job_id = ?1 ORDER BY seq",
@@ -62,6 +62,7 @@ void db_job_release(struct db_job *job)
 	free(job->uid);
 	free(job->owner);
 	free(job->run_as);
+	free(job->image);
 	free(job->arn);
 	free(job->status);
 	free(job->secondary_status);
@@ -165,6 +166,7 @@ static void row_to_job(sqlite3_stmt *st, struct db_job *j)
 	j->uid = db__col_dup(st, 19);
 	j->owner = db__col_dup(st, 20);
 	j->run_as = db__col_dup(st, 21);
+	j->image = db__col_dup(st, 22);
 }
 
 static int load_children(struct db__conn *c, struct db_job *j, struct buf *err)
@@ -632,6 +634,33 @@ int db_jobs_active(struct db *db, const struct db_queue_look *look,
 		*n = 0;
 	}
 	db__reader_put(db, c);
+	return ret;
+}
+
+int db_job_set_image(struct db *db, const char *name, const char *image,
+		     struct buf *err)
+{
+	sqlite3_stmt *st = NULL;
+	sqlite3 *conn = db__writer_begin_derived(db, err);
+	int ret = 0;
+
+	if (!conn)
+		return ERR_DB;
+	if (sqlite3_prepare_v2(conn,
+			       "UPDATE jobs SET image = ?2 WHERE name = ?1", -1,
+			       &st, NULL) != SQLITE_OK) {
+		ret = db__error(conn, "cannot prepare image", err);
+	} else {
+		db__bind_text(st, 1, name);
+		db__bind_text(st, 2, image);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			ret = db__error(conn, "cannot record image", err);
+		else if (!sqlite3_changes(conn))
+			ret = ERR_NOTFOUND;
+	}
+	sqlite3_finalize(st);
+	if (db__writer_end(db, ret == 0, err))
+		ret = ERR_DB;
 	return ret;
 }
 

@@ -106,6 +106,9 @@ static const char *const migrations[] = {
 	"ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT '';"
 	"ALTER TABLE jobs ADD COLUMN run_as TEXT;"
 	"CREATE INDEX jobs_owner ON jobs(owner, creation_ms, id);",
+	/* 8: the container image a job runs, pinned by digest when it
+	 * first started, so that every attempt runs the same one. */
+	"ALTER TABLE jobs ADD COLUMN image TEXT;",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
