@@ -597,6 +597,9 @@ void api_assignment_release(struct api_assignment *a)
 	free(a->runtime);
 	free(a->program);
 	free(a->submit_directory);
+	free(a->image);
+	free_list(a->entrypoint);
+	free(a->registry_auth);
 	free(a->run_as);
 	free(a->output_path);
 	free(a->checkpoint_s3_uri);
@@ -729,6 +732,27 @@ static int parse_distribution(const json_t *o, const char *where,
 	return ret;
 }
 
+static int parse_container(const json_t *l, const char *m,
+			   struct api_assignment *a, struct buf *err)
+{
+	const json_t *ep = json_object_get(l, "entrypoint");
+	const json_t *tls = json_object_get(l, "tls_verify");
+	int ret;
+
+	ret = get_name(l, m, "image", &a->image, err);
+	ret = ret ? ret :
+		    get_str_list(l, m, "argv", 0, API_PROTO_MAX_LIST, &a->argv,
+				 NULL, err);
+	if (!ret && ep && !json_is_null(ep))
+		ret = get_str_list(l, m, "entrypoint", 1, API_PROTO_MAX_LIST,
+				   &a->entrypoint, NULL, err);
+	ret = ret ? ret : get_str(l, m, "auth", OPT, &a->registry_auth, err);
+	if (!ret && !json_is_boolean(tls))
+		ret = bad(err, m, "tls_verify", "must be true or false");
+	a->tls_verify = json_is_true(tls);
+	return ret;
+}
+
 static int parse_launch(const json_t *o, const char *where,
 			struct api_assignment *a, struct buf *err)
 {
@@ -754,8 +778,12 @@ static int parse_launch(const json_t *o, const char *where,
 		ret = ret ? ret :
 			    get_str(l, m, "submit_directory", OPT,
 				    &a->submit_directory, err);
+	} else if (!strcmp(mode, "container")) {
+		a->launch_mode = API_LAUNCH_CONTAINER;
+		ret = parse_container(l, m, a, err);
 	} else {
-		ret = bad(err, m, "mode", "must be \"exec\" or \"script\"");
+		ret = bad(err, m, "mode",
+			  "must be \"exec\", \"script\" or \"container\"");
 	}
 	free(mode);
 	return ret;
@@ -1141,6 +1169,16 @@ static json_t *assignment_json(struct jb *b, const struct api_assignment *a)
 		put(b, launch, "program", jstr(b, a->program));
 		put(b, launch, "submit_directory",
 		    jstr(b, a->submit_directory));
+	} else if (a->launch_mode == API_LAUNCH_CONTAINER) {
+		put(b, launch, "mode", jstr(b, "container"));
+		put(b, launch, "image", jstr(b, a->image));
+		put(b, launch, "argv", jlist(b, a->argv, list_len(a->argv)));
+		put(b, launch, "entrypoint",
+		    a->entrypoint ?
+			    jlist(b, a->entrypoint, list_len(a->entrypoint)) :
+			    json_null());
+		put(b, launch, "auth", jstr(b, a->registry_auth));
+		put(b, launch, "tls_verify", json_boolean(a->tls_verify));
 	} else {
 		put(b, launch, "mode", jstr(b, "exec"));
 		put(b, launch, "argv", jlist(b, a->argv, list_len(a->argv)));

@@ -19,7 +19,11 @@ enum api_action {
 	API_ACTION_ABORT /* kill now, upload nothing */
 };
 
-enum api_launch_mode { API_LAUNCH_EXEC = 0, API_LAUNCH_SCRIPT };
+enum api_launch_mode {
+	API_LAUNCH_EXEC = 0,
+	API_LAUNCH_SCRIPT,
+	API_LAUNCH_CONTAINER
+};
 
 /*
  * A job's uid tells it apart from an earlier job of the same name (one
@@ -58,10 +62,22 @@ struct api_assignment {
 	struct api_kv *environment;
 	size_t n_environment;
 	enum api_launch_mode launch_mode;
-	char **argv;		/* exec: NULL-terminated */
+	char **argv;		/* exec: NULL-terminated; container: the
+				 * arguments ("train" unless ContainerArguments) */
 	char *runtime;		/* script: interpreter for .py */
 	char *program;		/* script: sagemaker_program */
 	char *submit_directory; /* script: tar.gz URI, may be NULL */
+	/*
+	 * container: the image, pinned by digest (repo@sha256:...);
+	 * ContainerEntrypoint (NULL: the image's own); the pull's
+	 * credentials, a containers auth.json text naming the image's
+	 * registry only (NULL: none; a secret: never logged); whether the
+	 * registry's TLS certificate is verified.
+	 */
+	char *image;
+	char **entrypoint;
+	char *registry_auth;
+	int tls_verify;
 	char *output_path;
 	char *run_as; /* Unix user of the ranks, NULL: the agent's own */
 	char *checkpoint_s3_uri;     /* may be NULL */

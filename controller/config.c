@@ -59,6 +59,9 @@ enum {
 	OPT_TLS_KEY,
 	OPT_TLS_CA,
 	OPT_S3_DOMAIN,
+	OPT_REGISTRY_AUTH,
+	OPT_INSECURE_REGISTRY,
+	OPT_IMAGE_MAP,
 };
 
 static const struct option options[] = {
@@ -86,6 +89,9 @@ static const struct option options[] = {
 	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
 	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
 	{ "tls-ca", required_argument, NULL, OPT_TLS_CA },
+	{ "registry-auth", required_argument, NULL, OPT_REGISTRY_AUTH },
+	{ "insecure-registry", required_argument, NULL, OPT_INSECURE_REGISTRY },
+	{ "image-map", required_argument, NULL, OPT_IMAGE_MAP },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -104,6 +110,8 @@ void ctrl_usage(void)
 	      "                 [--max-retries N] [--retry-policy all|sagemaker]\n"
 	      "                 [--restart-wait SECONDS] [--allow-file-root DIR]...\n"
 	      "                 [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]\n"
+	      "                 [--registry-auth FILE] [--insecure-registry HOST]...\n"
+	      "                 [--image-map FILE]\n"
 	      "                 [--check-config] [-v]...\n"
 	      "\n"
 	      "  --listen        address to serve the API on (127.0.0.1:8080)\n"
@@ -144,6 +152,13 @@ void ctrl_usage(void)
 	      "                  (repeatable; with --credentials and none, jobs\n"
 	      "                  may use no file:// URI; without credentials and\n"
 	      "                  none, any folder)\n"
+	      "  --registry-auth credentials for pulling container images\n"
+	      "                  (containers auth.json); hosts get only the\n"
+	      "                  entry of the registry a job pulls from\n"
+	      "  --insecure-registry HOST[:PORT] a registry whose TLS\n"
+	      "                  certificate is not verified (repeatable)\n"
+	      "  --image-map     lines 'PATTERN IMAGE': a TrainingImage that\n"
+	      "                  matches PATTERN (fnmatch) runs as IMAGE\n"
 	      "  --check-config  check the configuration, print it and exit\n"
 	      "  -v              more logging (repeatable)\n",
 	      stderr);
@@ -199,6 +214,8 @@ static const struct {
 	{ OPT_S3_ENDPOINT, offsetof(struct ctrl_config, s3_endpoint) },
 	{ OPT_S3_DOMAIN, offsetof(struct ctrl_config, s3_domain) },
 	{ OPT_INVENTORY, offsetof(struct ctrl_config, inventory) },
+	{ OPT_REGISTRY_AUTH, offsetof(struct ctrl_config, registry_auth) },
+	{ OPT_IMAGE_MAP, offsetof(struct ctrl_config, image_map) },
 };
 
 /* Options whose value is a number from min to max, kept times scale. */
@@ -297,6 +314,18 @@ int ctrl_config_parse_args(struct ctrl_config *cfg, int argc, char **argv,
 		case OPT_FILE_ROOT:
 			if (add_file_root(cfg, optarg, err))
 				return ERR_INVALID;
+			break;
+		case OPT_INSECURE_REGISTRY:
+			if (!*optarg || strchr(optarg, '/')) {
+				(void)buf_addf(err,
+					       "--insecure-registry '%s' must "
+					       "be HOST[:PORT]",
+					       optarg);
+				return ERR_INVALID;
+			}
+			ALLOC_GROW(cfg->insecure, cfg->n_insecure + 1,
+				   cfg->insecure_alloc);
+			cfg->insecure[cfg->n_insecure++] = xstrdup(optarg);
 			break;
 		case OPT_VERBOSE:
 			cfg->verbose++;
@@ -494,6 +523,11 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 	printf("s3-endpoint %s\n",
 	       cfg->s3_endpoint ? cfg->s3_endpoint : "none");
 	printf("s3-domain %s\n", cfg->s3_domain ? cfg->s3_domain : "none");
+	printf("registry-auth %s\n",
+	       cfg->registry_auth ? cfg->registry_auth : "none");
+	for (i = 0; i < cfg->n_insecure; i++)
+		printf("insecure-registry %s\n", cfg->insecure[i]);
+	printf("image-map %s\n", cfg->image_map ? cfg->image_map : "none");
 	for (i = 0; i < cfg->n_file_roots; i++)
 		printf("allow-file-root %s\n",
 		       cfg->file_roots[i][0] ? cfg->file_roots[i] : "/");
@@ -517,6 +551,11 @@ void ctrl_config_release(struct ctrl_config *cfg)
 	free(cfg->tls_cert);
 	free(cfg->tls_key);
 	free(cfg->tls_ca);
+	free(cfg->registry_auth);
+	free(cfg->image_map);
+	while (cfg->n_insecure)
+		free(cfg->insecure[--cfg->n_insecure]);
+	free(cfg->insecure);
 	while (cfg->n_file_roots)
 		free(cfg->file_roots[--cfg->n_file_roots]);
 	free(cfg->file_roots);

@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 #include "api/sigv4.h"
+#include "controller/registry.h"
 #include "controller/s3.h"
 #include "common/buf.h"
 
@@ -80,6 +81,13 @@ struct ctrl_config {
 	char *tls_cert;
 	char *tls_key;
 	char *tls_ca;
+	/* Container images (controller/registry.h): --registry-auth,
+	 * --insecure-registry (repeatable), --image-map. */
+	char *registry_auth;
+	char **insecure;
+	size_t n_insecure;
+	size_t insecure_alloc; /* allocated count of insecure */
+	char *image_map;
 };
 
 struct ctrl_host;
@@ -117,6 +125,7 @@ struct ctrl_ctx {
 	char *s3_uploads;      /* <state-dir>/s3-uploads */
 	struct ctrl_s3_env s3; /* the store's S3 face (controller/s3.h) */
 	struct ctrl_iopool *iopool; /* steps that wait on the disk */
+	struct ctrl_registry registry; /* container images (registry.h) */
 	char agent_sha256[65]; /* of cfg.agent_binary, for provisioning */
 	/* TLS: the PEM texts (NULL without --tls-cert), and where the CA
 	 * agents are given lies (<state-dir>/tls-ca.pem) */

@@ -53,6 +53,7 @@ void ctrl_ctx_release(struct ctrl_ctx *ctx)
 	dcache_free(ctx->dcache);
 	ctx->dcache = NULL;
 	api_credentials_release(&ctx->creds);
+	ctrl_registry_release(&ctx->registry);
 	if (ctx->tls_key_pem) {
 		OPENSSL_cleanse(ctx->tls_key_pem, strlen(ctx->tls_key_pem));
 		free(ctx->tls_key_pem);

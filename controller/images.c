@@ -2,7 +2,9 @@
 #include <string.h>
 
 #include "api/job_config.h"
+#include "api/distribution.h"
 #include "controller/images.h"
+#include "controller/registry.h"
 #include "common/err.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
@@ -79,16 +81,67 @@ static char **argv_join(const char *first, char **a, char **b)
 	return argv;
 }
 
-int ctrl_image_resolve(const struct api_job_spec *spec, struct ctrl_launch *out,
-		       struct buf *err)
+static char **strv_copy(char **l)
+{
+	return l ? argv_join(NULL, l, NULL) : NULL;
+}
+
+/* A container image: `train` or the arguments, the entry point if any. */
+static int container(const struct api_job_spec *spec, const char *image,
+		     const char *pinned, struct ctrl_launch *out,
+		     struct buf *err)
+{
+	char *train_args[] = { (char *)"train", NULL };
+	struct api_distribution dist;
+	struct ctrl_image_ref ref;
+	int ret;
+
+	ret = ctrl_image_ref_parse(image, &ref, err);
+	if (ret)
+		return ret;
+	ctrl_image_ref_release(&ref);
+	ret = api_distribution_parse(spec, &dist, err);
+	if (ret)
+		return ret;
+	if (dist.mode == API_DIST_MPI) {
+		(void)buf_addf(err,
+			       "image '%s' is a container image: the MPI "
+			       "distribution runs only with file:// or "
+			       "script-mode images for now",
+			       image);
+		ret = ERR_INVALID;
+	}
+	api_distribution_release(&dist);
+	if (ret)
+		return ret;
+	out->mode = API_LAUNCH_CONTAINER;
+	out->argv = argv_join(
+		NULL, spec->arguments ? spec->arguments : train_args, NULL);
+	out->entrypoint = strv_copy(spec->entrypoint);
+	out->want = xstrdup(image);
+	out->image = pinned ? xstrdup(pinned) : NULL;
+	return 0;
+}
+
+int ctrl_image_resolve(const struct ctrl_registry *reg,
+		       const struct api_job_spec *spec, const char *pinned,
+		       struct ctrl_launch *out, struct buf *err)
 {
 	const char *image = spec->training_image;
 	const char *runtime;
 	const char *prog;
 	const char *dir;
+	const char *mapped;
 	char *train_args[] = { (char *)"train", NULL };
 
 	memset(out, 0, sizeof(*out));
+	if (strncmp(image, "file://", 7)) {
+		mapped = ctrl_registry_mapped(reg, image);
+		if (mapped)
+			return container(spec, mapped, pinned, out, err);
+		if (!lookup(image))
+			return container(spec, image, pinned, out, err);
+	}
 	if (spec->entrypoint) {
 		/* ContainerEntrypoint replaces the image's entry point. */
 		out->mode = API_LAUNCH_EXEC;
@@ -110,15 +163,6 @@ int ctrl_image_resolve(const struct api_job_spec *spec, struct ctrl_launch *out,
 		return 0;
 	}
 	runtime = lookup(image);
-	if (!runtime) {
-		(void)buf_addf(err,
-			       "TrainingImage "
-			       "'%s' is neither a file:// executable nor a "
-			       "known image (trainctl/python or a SageMaker "
-			       "framework image such as pytorch-training)",
-			       image);
-		return ERR_INVALID;
-	}
 	prog = api_job_spec_hp(spec, "sagemaker_program");
 	if (!prog) {
 		(void)buf_addf(err,
@@ -147,5 +191,10 @@ void ctrl_launch_release(struct ctrl_launch *l)
 	free(l->runtime);
 	free(l->program);
 	free(l->submit_directory);
+	free(l->image);
+	free(l->want);
+	for (i = 0; l->entrypoint && l->entrypoint[i]; i++)
+		free(l->entrypoint[i]);
+	free(l->entrypoint);
 	memset(l, 0, sizeof(*l));
 }

@@ -2,11 +2,14 @@
 #define CTRL_IMAGES_H
 
 /*
- * What AlgorithmSpecification.TrainingImage means without containers
- * (DESIGN.md "Emulation decisions"): a file:// executable run with the
- * argument `train`, or a name in the image table that runs script mode with
- * a runtime (trainctl/python, and SageMaker's framework images matched by
- * repository name).
+ * What AlgorithmSpecification.TrainingImage means (docs/containers.md), in
+ * this order: a file:// executable run on the host with the argument
+ * `train`; a name --image-map maps to a container image; a name in the
+ * image table, which runs script mode with the host's runtime
+ * (trainctl/python, and SageMaker's framework images matched by repository
+ * name); any other image reference: a container image, pulled from its
+ * registry and run with `train` (or ContainerEntrypoint/Arguments) as
+ * SageMaker runs it.
  */
 #include "api/agent_proto.h"
 #include "api/job_spec.h"
@@ -18,14 +21,25 @@ struct ctrl_launch {
 	char *runtime;		/* script */
 	char *program;		/* script: sagemaker_program */
 	char *submit_directory; /* script: may be NULL */
+	/* container: the image pinned by digest (NULL: not pinned yet, pin
+	 * `want` first), ContainerEntrypoint (NULL: the image's); argv holds
+	 * the arguments */
+	char *image;
+	char *want;
+	char **entrypoint;
 };
 
+struct ctrl_registry;
+
 /*
- * Resolves how spec runs. Returns 0, or ERR_INVALID with err saying what is
- * wrong (unknown image, script mode without sagemaker_program).
+ * Resolves how spec runs; pinned is the job's image pinned by digest, when
+ * it has been. Returns 0, or ERR_INVALID with err saying what is wrong
+ * (not an image reference, script mode without sagemaker_program, a
+ * distribution containers cannot run).
  */
-int ctrl_image_resolve(const struct api_job_spec *spec, struct ctrl_launch *out,
-		       struct buf *err);
+int ctrl_image_resolve(const struct ctrl_registry *reg,
+		       const struct api_job_spec *spec, const char *pinned,
+		       struct ctrl_launch *out, struct buf *err);
 
 void ctrl_launch_release(struct ctrl_launch *l);
 

@@ -48,7 +48,8 @@ static void *worker(void *arg)
 		if (!j)
 			return NULL; /* stopping and drained */
 		j->fn(j->arg);
-		MHD_resume_connection(j->conn);
+		if (j->conn)
+			MHD_resume_connection(j->conn);
 		free(j);
 	}
 }
@@ -92,7 +93,8 @@ int ctrl_iopool_run(struct ctrl_iopool *p, struct MHD_Connection *conn,
 		return -1;
 	}
 	/* Suspended before a worker can resume it. */
-	MHD_suspend_connection(conn);
+	if (conn)
+		MHD_suspend_connection(conn);
 	if (p->tail)
 		p->tail->next = j;
 	else

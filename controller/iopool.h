@@ -21,7 +21,8 @@ typedef void ctrl_iopool_fn(void *arg);
 int ctrl_iopool_start(struct ctrl_iopool **pool, int workers, struct buf *err);
 
 /*
- * Suspends conn, runs fn(arg) on a worker, then resumes conn. Returns 0;
+ * Suspends conn, runs fn(arg) on a worker, then resumes conn (conn NULL:
+ * a step of the controller's own, no connection waits). Returns 0;
  * -1 when the pool is stopping or NULL (nothing done: the caller runs fn
  * itself).
  */

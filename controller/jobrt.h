@@ -23,6 +23,11 @@ struct ctrl_jobrt {
 	struct api_job_spec spec;
 	pcre2_code **regexes; /* one per spec.metrics, NULL if it did not
 				 compile */
+	/* Its container image pinned by digest (db_job.image), NULL until
+	 * pinned; while a pin runs, pinning; a pin that failed, why. */
+	char *image;
+	int pinning;
+	char *pin_error;
 	int attempt;	      /* attempt whose start time is cached */
 	int64_t attempt_start_ms;
 	int64_t attempt_stream_s; /* the epoch second in its stream names */

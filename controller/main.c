@@ -13,6 +13,7 @@
 #include <openssl/crypto.h>
 
 #include "controller/ctrl.h"
+#include "controller/registry.h"
 #include "controller/files.h"
 #include "controller/rendezvous.h"
 #include "controller/hosts.h"
@@ -265,7 +266,8 @@ int main(int argc, char **argv)
 	}
 	ctrl_config_fill_defaults(&ctx.cfg);
 	log_set_level(LOG_INFO + ctx.cfg.verbose);
-	if (ctrl_config_check(&ctx.cfg, &err) || load_credentials(&ctx, &err)) {
+	if (ctrl_config_check(&ctx.cfg, &err) || load_credentials(&ctx, &err) ||
+	    ctrl_registry_load(&ctx.registry, &ctx.cfg, &err)) {
 		fprintf(stderr, "trainctld: error: %s\n", err.data);
 		goto out;
 	}

@@ -8,6 +8,7 @@
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
 #include "controller/images.h"
+#include "controller/iopool.h"
 #include "controller/jobrt.h"
 #include "controller/placement.h"
 #include "db/db.h"
@@ -234,6 +235,84 @@ void ctrl_wait_message(struct buf *b, int want, const char *type, int free)
 		       want, want == 1 ? "" : "s", type, free);
 }
 
+/* A pin of a job's image, on an I/O worker (registry.h). */
+struct pin_step {
+	struct ctrl_ctx *ctx;
+	char *job;
+	char *image;
+};
+
+static void pin_run(void *arg)
+{
+	struct pin_step *p = arg;
+	struct ctrl_ctx *ctx = p->ctx;
+	struct ctrl_jobrt *rt;
+	struct buf err = BUF_INIT;
+	char *pinned = NULL;
+	int ret;
+
+	ret = ctrl_registry_pin(&ctx->registry, p->image, &pinned, &err);
+	if (!ret && db_job_set_image(ctx->db, p->job, pinned, &err))
+		log_error("job '%s': cannot record its image: %s", p->job,
+			  err.data);
+	if (ret)
+		log_info("job '%s': %s", p->job, err.data);
+	else
+		log_info("job '%s': image %s is %s", p->job, p->image, pinned);
+	pthread_mutex_lock(&ctx->jobs_lock);
+	for (rt = ctx->jobs; rt && strcmp(rt->name, p->job); rt = rt->next)
+		;
+	if (rt) {
+		rt->pinning = 0;
+		if (ret) {
+			free(rt->pin_error);
+			rt->pin_error = buf_detach(&err, NULL);
+		} else {
+			free(rt->image);
+			rt->image = pinned;
+			pinned = NULL;
+		}
+	}
+	pthread_mutex_unlock(&ctx->jobs_lock);
+	ctrl_reconciler_wake_job(ctx, p->job);
+	free(pinned);
+	buf_release(&err);
+	free(p->job);
+	free(p->image);
+	free(p);
+}
+
+/*
+ * The job's image is not pinned yet: a pin that failed is the job's
+ * failure (-1, err set); else one is started unless it runs (1: the job
+ * waits for it). Caller holds jobs_lock.
+ */
+static int pin_image(struct ctrl_ctx *ctx, struct ctrl_jobrt *rt,
+		     const char *image, struct buf *err)
+{
+	struct pin_step *p;
+
+	if (rt->pin_error) {
+		(void)buf_adds(err, rt->pin_error);
+		return -1;
+	}
+	if (rt->pinning)
+		return 1;
+	rt->pinning = 1;
+	p = xcalloc(1, sizeof(*p));
+	p->ctx = ctx;
+	p->job = xstrdup(rt->name);
+	p->image = xstrdup(image);
+	if (ctrl_iopool_run(ctx->iopool, NULL, pin_run, p)) {
+		/* No workers (stopping): it waits for the next start. */
+		rt->pinning = 0;
+		free(p->job);
+		free(p->image);
+		free(p);
+	}
+	return 1;
+}
+
 int ctrl_place_job(struct ctrl_ctx *ctx, const struct db_job *job,
 		   int *busy_valid, struct buf *fail)
 {
@@ -243,7 +322,7 @@ int ctrl_place_job(struct ctrl_ctx *ctx, const struct db_job *job,
 	struct buf msg = BUF_INIT;
 	size_t i, k = 0;
 	struct ctrl_launch launch;
-	int bad_image;
+	int bad_image, pinning = 0;
 	int failed = 0;
 	int need;
 	int ret;
@@ -274,10 +353,17 @@ int ctrl_place_job(struct ctrl_ctx *ctx, const struct db_job *job,
 	}
 	pthread_mutex_lock(&ctx->jobs_lock);
 	rt = ctrl_jobrt_get(ctx, job->name);
-	bad_image = rt && ctrl_image_resolve(&rt->spec, &launch, &err);
-	if (rt && !bad_image)
+	bad_image = rt && ctrl_image_resolve(&ctx->registry, &rt->spec,
+					     rt->image, &launch, &err);
+	if (rt && !bad_image) {
+		if (launch.mode == API_LAUNCH_CONTAINER && !launch.image)
+			pinning = pin_image(ctx, rt, launch.want, &err);
+		bad_image = pinning < 0;
 		ctrl_launch_release(&launch);
+	}
 	pthread_mutex_unlock(&ctx->jobs_lock);
+	if (pinning > 0)
+		goto out; /* placed once its image is pinned */
 	if (bad_image) {
 		/* As SageMaker does with an image it cannot pull: the job
 		 * was accepted and fails as it starts. */

@@ -150,6 +150,23 @@ static void fill_launch(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 	a->submit_directory = launch->submit_directory ?
 				      xstrdup(launch->submit_directory) :
 				      NULL;
+	if (launch->mode == API_LAUNCH_CONTAINER) {
+		struct ctrl_image_ref ref;
+		struct buf e = BUF_INIT;
+
+		a->image = xstrdup(launch->image);
+		a->entrypoint = launch->entrypoint ?
+					strv_dup(launch->entrypoint) :
+					NULL;
+		if (!ctrl_image_ref_parse(launch->image, &ref, &e)) {
+			a->registry_auth = ctrl_registry_auth_for(
+				&ctx->registry, ref.registry);
+			a->tls_verify = !ctrl_registry_insecure(&ctx->registry,
+								ref.registry);
+			ctrl_image_ref_release(&ref);
+		}
+		buf_release(&e);
+	}
 	a->output_path = xstrdup(spec->output_path);
 	a->run_as = rt->run_as ? xstrdup(rt->run_as) : NULL;
 	if (spec->checkpoint_s3_uri) {
@@ -220,7 +237,13 @@ static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 	int ret;
 
 	memset(a, 0, sizeof(*a));
-	ret = ctrl_image_resolve(spec, &launch, err);
+	ret = ctrl_image_resolve(&ctx->registry, spec, rt->image, &launch, err);
+	if (!ret && launch.mode == API_LAUNCH_CONTAINER && !launch.image) {
+		(void)buf_addf(err, "job '%s': its image is not pinned",
+			       mine->job);
+		ctrl_launch_release(&launch);
+		ret = ERR_INTERNAL;
+	}
 	if (ret)
 		return ret;
 	ret = db_attempt_info(ctx->db, mine->job, mine->attempt, &port,
