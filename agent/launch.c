@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/podman.h"
 #include "api/distribution.h"
 #include "api/sm_env.h"
 #include "common/err.h"
@@ -530,8 +531,8 @@ static void role_env(const struct api_assignment *s, size_t i,
 
 /* Rank i's process: the shared argv and environment, its own
  * variables, its FIFOs. */
-static void rank_proc(const struct agent_assign *a, size_t i, int nproc,
-		      const struct agent_strv *args,
+static void rank_proc(const struct agent_ctx *ctx, const struct agent_assign *a,
+		      size_t i, int nproc, const struct agent_strv *args,
 		      const struct agent_strv *env, const char *cwd, int bound,
 		      struct agent_rank *r)
 {
@@ -548,18 +549,35 @@ static void rank_proc(const struct agent_assign *a, size_t i, int nproc,
 		torchrun_rank_env(s, nproc, i, &r->proc.env);
 	else
 		role_env(s, i, &r->proc.env);
-	r->proc.cwd = xstrdup(cwd);
 	r->proc.out_fifo = agent_fifo_path(a->dir, (int)i, "stdout");
 	r->proc.err_fifo = agent_fifo_path(a->dir, (int)i, "stderr");
 	r->proc.exit_file = agent_fifo_path(a->dir, (int)i, "exit");
+	if (s->launch_mode == API_LAUNCH_CONTAINER) {
+		/* podman runs as root; the image as the job's user. */
+		char *podman;
+
+		agent_podman_run_argv(ctx, a, (int)i, &r->proc.env,
+				      ctx->cfg.ca_file, &r->proc.args);
+		r->proc.cwd = xstrdup(a->dir);
+		r->proc.container_pidfile =
+			agent_fifo_path(a->dir, (int)i, "cpid");
+		agent_podman_cleanup_argv(ctx, a, (int)i, &r->proc.cleanup);
+		podman = agent_proc_which(r->proc.cleanup.v[0], env);
+		if (podman) {
+			free(r->proc.cleanup.v[0]);
+			r->proc.cleanup.v[0] = podman;
+		}
+		return;
+	}
+	r->proc.cwd = xstrdup(cwd);
 	r->proc.ident = &a->ident;
 	if (bound)
 		r->proc.bind_dir = xstrdup(a->dir);
 }
 
 /* Starts the nproc ranks; on an error, kills those already started. */
-static int start_ranks(struct agent_assign *a, int nproc,
-		       const struct agent_strv *args,
+static int start_ranks(const struct agent_ctx *ctx, struct agent_assign *a,
+		       int nproc, const struct agent_strv *args,
 		       const struct agent_strv *env, const char *cwd, int bound,
 		       struct buf *err)
 {
@@ -571,7 +589,7 @@ static int start_ranks(struct agent_assign *a, int nproc,
 	for (i = 0; i < (size_t)nproc; i++) {
 		struct agent_rank *r = &a->ranks[i];
 
-		rank_proc(a, i, nproc, args, env, cwd, bound, r);
+		rank_proc(ctx, a, i, nproc, args, env, cwd, bound, r);
 		ret = agent_proc_start(&r->proc, err);
 		if (ret) {
 			/* Those already started must not run alone. */
@@ -592,8 +610,11 @@ static int start_ranks(struct agent_assign *a, int nproc,
 		else
 			log_info("%s/%d/%s: rank %zu started: pid %d, %s%s",
 				 a->job, a->attempt, a->algo, i,
-				 (int)r->proc.pid, args->v[0],
-				 bound ? " (private /opt/ml)" : "");
+				 (int)r->proc.pid,
+				 a->spec.image ? a->spec.image : args->v[0],
+				 a->spec.image ? " (container)" :
+				 bound	       ? " (private /opt/ml)" :
+						 "");
 	}
 	return 0;
 }
@@ -609,7 +630,8 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 	struct agent_strv env = AGENT_STRV_INIT;
 	struct buf code = BUF_INIT, code_host = BUF_INIT, cwd = BUF_INIT;
 	struct agent_strv prog = AGENT_STRV_INIT;
-	int python = 0, bound = ctx->can_bind, nproc, ret;
+	int container = s->launch_mode == API_LAUNCH_CONTAINER;
+	int python = 0, bound = container || ctx->can_bind, nproc, ret;
 	const char *base = bound ? "/opt/ml" : a->dir;
 	char ifname[64] = "", cidr[64] = "";
 	char *exe = self_exe();
@@ -623,7 +645,8 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 	ret = api_sm_env_build(&in, &smenv, &n_smenv, &user_args, err);
 	if (ret)
 		goto out;
-	ret = program_argv(a, code_host.data, &prog, &python, err);
+	ret = container ? 0 :
+			  program_argv(a, code_host.data, &prog, &python, err);
 	if (ret)
 		goto out;
 	if (s->launch_mode == API_LAUNCH_SCRIPT)
@@ -639,7 +662,8 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 		if (ret)
 			goto out;
 	}
-	ret = mode_argv(s, exe, cidr, &prog, &env, &args, err);
+	/* A container's argv is made per rank, with its environment. */
+	ret = container ? 0 : mode_argv(s, exe, cidr, &prog, &env, &args, err);
 	if (ret)
 		goto out;
 	/* Script mode runs in code/; exec mode too when there is code. */
@@ -648,7 +672,7 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 	else
 		(void)buf_adds(&cwd, base);
 
-	ret = start_ranks(a, nproc, &args, &env, cwd.data, bound, err);
+	ret = start_ranks(ctx, a, nproc, &args, &env, cwd.data, bound, err);
 	if (ret)
 		goto out;
 	a->bound = bound;

@@ -356,8 +356,71 @@ int agent_proc_read_exit(const char *path, int *exit_code, int *term_signal)
  * same way, so that the parent, when it is still there, learns the status
  * as if it had reaped the program itself.
  */
-static _Noreturn void keep(pid_t pid, const char *exit_file)
+/*
+ * The init of a rank's container, from its pid file, if it still is that:
+ * a process in a PID namespace other than ours.
+ */
+static void kill_container(const char *pidfile)
 {
+	char buf[32], path[64], ns[64], own[64];
+	ssize_t n, m;
+	long pid;
+	int fd = open(pidfile, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	pid = strtol(buf, NULL, 10);
+	if (pid <= 1)
+		return;
+	(void)snprintf(path, sizeof(path), "/proc/%ld/ns/pid", pid);
+	n = readlink(path, ns, sizeof(ns) - 1);
+	m = readlink("/proc/self/ns/pid", own, sizeof(own) - 1);
+	if (n <= 0 || m <= 0 || (n == m && !memcmp(ns, own, (size_t)n)))
+		return;
+	(void)kill((pid_t)pid, SIGKILL);
+}
+
+/* Runs argv (absolute argv[0]) with a bare PATH; a minute at most. */
+static void run_cleanup(const struct agent_strv *argv)
+{
+	char *env[] = { (char *)"PATH=/usr/local/sbin:/usr/local/bin:"
+				"/usr/sbin:/usr/bin:/sbin:/bin",
+			NULL };
+	struct timespec tick = { 0, 20 * 1000 * 1000 };
+	int status, i;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return;
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_RDWR);
+
+		if (devnull >= 0) {
+			(void)dup2(devnull, STDIN_FILENO);
+			(void)dup2(devnull, STDOUT_FILENO);
+			(void)dup2(devnull, STDERR_FILENO);
+		}
+		(void)setpgid(0, 0);
+		execve(argv->v[0], argv->v, env);
+		_exit(127);
+	}
+	for (i = 0; i < 3000; i++) {
+		if (waitpid(pid, &status, WNOHANG) != 0)
+			return;
+		(void)nanosleep(&tick, NULL);
+	}
+	(void)kill(-pid, SIGKILL);
+	(void)waitpid(pid, &status, 0);
+}
+
+static _Noreturn void keep(pid_t pid, const struct agent_proc *p)
+{
+	const char *exit_file = p->exit_file;
 	struct rlimit no_core = { 0, 0 };
 	sigset_t none;
 	siginfo_t si;
@@ -378,6 +441,12 @@ static _Noreturn void keep(pid_t pid, const char *exit_file)
 	} while (r < 0 && errno == EINTR);
 	if (r != pid)
 		_exit(255);
+	if (p->container_pidfile &&
+	    (WIFSIGNALED(status) || WEXITSTATUS(status) >= 125)) {
+		kill_container(p->container_pidfile);
+		if (p->cleanup.n)
+			run_cleanup(&p->cleanup);
+	}
 	(void)agent_proc_write_exit(exit_file, status);
 	if (!WIFSIGNALED(status))
 		_exit(WEXITSTATUS(status));
@@ -458,7 +527,7 @@ static _Noreturn void keeper_run(struct agent_proc *p, const char *file,
 	}
 	(void)syscall(SYS_close_range, 3U, ~0U, 0U);
 	keeper_title(pid);
-	keep(pid, p->exit_file);
+	keep(pid, p);
 }
 
 static void close_fd(int *fd)
@@ -759,6 +828,8 @@ void agent_proc_release(struct agent_proc *p)
 	FREE_AND_NULL(p->out_fifo);
 	FREE_AND_NULL(p->err_fifo);
 	FREE_AND_NULL(p->exit_file);
+	FREE_AND_NULL(p->container_pidfile);
+	agent_strv_release(&p->cleanup);
 }
 
 int agent_proc_can_bind(struct buf *why)

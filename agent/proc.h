@@ -97,6 +97,16 @@ struct agent_proc {
 	 * keeper shows as `trainagent keep-rank PID`.
 	 */
 	char *exit_file;
+	/*
+	 * A container's rank (agent/podman.c), with exit_file: when the
+	 * program (podman run) was killed or failed as podman (exit 125
+	 * and up) the keeper SIGKILLs the container's init, whose PID it
+	 * reads from container_pidfile, and runs cleanup (an absolute
+	 * argv[0]; `podman rm --force`, at most a minute) before it writes
+	 * exit_file: a rank that ended leaves no container behind.
+	 */
+	char *container_pidfile;
+	struct agent_strv cleanup;
 
 	/* Filled by agent_proc_start(). */
 	pid_t pid;	    /* also the process group and session id */

@@ -15,11 +15,13 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/podman.h"
 #include "api/manifest.h"
 #include "storage/storage.h"
 #include "common/err.h"
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
@@ -321,6 +323,33 @@ struct stage_job {
 	struct agent_assign *a;
 };
 
+/*
+ * A container's image, pulled as root; then the worker becomes the job's
+ * user for the rest, as other jobs' workers are from the start.
+ */
+static int stage_image(struct stage_job *sj, int fd, struct buf *err)
+{
+	const struct api_assignment *s = &sj->a->spec;
+	int64_t t0 = time_mono_ms();
+	int pulled = 0, ret;
+
+	agent_task_say(fd, "phase downloading");
+	ret = agent_podman_pull(sj->ctx->cfg.work_dir, sj->a->dir, s, &pulled,
+				err);
+	if (!ret && pulled)
+		agent_task_say(fd, "log image %s: pulled in %.1f s", s->image,
+			       (double)(time_mono_ms() - t0) / 1000.0);
+	else if (!ret)
+		agent_task_say(fd, "log image %s: already on this host",
+			       s->image);
+	if (!ret && agent_ident_become(&sj->a->ident)) {
+		(void)buf_addf(err, "cannot run as the job's user: %s",
+			       strerror(errno));
+		ret = ERR_IO;
+	}
+	return ret;
+}
+
 /* Runs in the worker. */
 static int stage_main(void *arg, int fd)
 {
@@ -336,7 +365,10 @@ static int stage_main(void *arg, int fd)
 	int ret;
 
 	agent_stor_config(sj->ctx, s, &cfg);
-	ret = stor_open(&cfg, &st, &err);
+	ret = s->launch_mode == API_LAUNCH_CONTAINER ?
+		      stage_image(sj, fd, &err) :
+		      0;
+	ret = ret ? ret : stor_open(&cfg, &st, &err);
 	if (ret)
 		goto out;
 	if (s->checkpoint_s3_uri && *s->checkpoint_s3_uri) {
@@ -377,7 +409,8 @@ out:
 
 int agent_stage_needed(const struct api_assignment *s)
 {
-	return (s->checkpoint_s3_uri && *s->checkpoint_s3_uri) ||
+	return s->launch_mode == API_LAUNCH_CONTAINER ||
+	       (s->checkpoint_s3_uri && *s->checkpoint_s3_uri) ||
 	       s->n_channels ||
 	       (s->launch_mode == API_LAUNCH_SCRIPT && s->submit_directory &&
 		*s->submit_directory);
@@ -388,6 +421,10 @@ int agent_stage_start(struct agent_ctx *ctx, struct agent_assign *a,
 {
 	struct stage_job sj = { ctx, a };
 
-	/* sj is copied into the worker by fork; it need not outlive us. */
-	return agent_task_start(&a->task, stage_main, &sj, &a->ident, err);
+	/* sj is copied into the worker by fork; it need not outlive us. A
+	 * container's worker pulls as root first (stage_image). */
+	return agent_task_start(
+		&a->task, stage_main, &sj,
+		a->spec.launch_mode == API_LAUNCH_CONTAINER ? NULL : &a->ident,
+		err);
 }

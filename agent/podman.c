@@ -1,0 +1,466 @@
+/*
+ * Ranks as containers (docs/containers.md): podman, rootful and
+ * daemonless, with this host's own image store under the work directory.
+ *
+ *   pull   in the staging worker, as root: once per digest per host (a
+ *          lock file per digest makes concurrent jobs share one pull;
+ *          an image already there is not asked for again);
+ *   run    each rank is `podman run --rm` in the rank's process group:
+ *          --network host (the host's addresses, as a process), host IPC
+ *          (/dev/shm for data loaders), --init (a reaper as PID 1), the
+ *          job folder bound at /opt/ml, the job's user, the rank's
+ *          environment by name, the log driver passthrough (the
+ *          container writes straight into the rank's pipes);
+ *   end    SIGTERM to the group reaches the container through podman's
+ *          signal proxy; once podman is gone (SIGKILL, fencing) the
+ *          keeper kills the container's init (its PID namespace goes
+ *          with it) and removes the container (proc.c).
+ */
+#define _GNU_SOURCE
+#define LOG_TAG "agent"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/podman.h"
+#include "common/err.h"
+#include "common/fsutil.h"
+#include "common/log.h"
+#include "common/spawn.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+#define CGROUP2_MAGIC 0x63677270
+#define PULL_TIMEOUT_MS (30 * 60 * 1000)
+#define QUICK_TIMEOUT_MS (60 * 1000)
+#define OUT_MAX (64u << 10)
+
+static const char *podman_bin(void)
+{
+	const char *p = getenv("TRAINAGENT_PODMAN");
+
+	return p && *p ? p : "podman";
+}
+
+/*
+ * crun refuses a cgroup v1 host whose v2 hierarchy holds controllers
+ * ("hybrid mode"); runc runs there. Elsewhere podman's own choice.
+ */
+static const char *oci_runtime(void)
+{
+	static int done;
+	static const char *rt;
+	const char *env = getenv("TRAINAGENT_OCI_RUNTIME");
+	struct statfs sf;
+	char buf[256] = "";
+	int fd;
+
+	if (env && *env)
+		return env;
+	if (done)
+		return rt;
+	done = 1;
+	if (!statfs("/sys/fs/cgroup", &sf) && sf.f_type == CGROUP2_MAGIC)
+		return rt;
+	fd = open("/sys/fs/cgroup/unified/cgroup.controllers",
+		  O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+
+		buf[n > 0 ? n : 0] = '\0';
+		close(fd);
+	}
+	if (buf[0] && buf[0] != '\n' &&
+	    (!access("/usr/bin/runc", X_OK) || !access("/usr/sbin/runc", X_OK)))
+		rt = "runc";
+	return rt;
+}
+
+void agent_podman_base(const char *work_dir, struct agent_strv *argv)
+{
+	const char *rt = oci_runtime();
+
+	agent_strv_push(argv, podman_bin());
+	agent_strv_push(argv, "--root");
+	agent_strv_pushf(argv, "%s/containers/storage", work_dir);
+	agent_strv_push(argv, "--runroot");
+	agent_strv_pushf(argv, "%s/containers/run", work_dir);
+	agent_strv_push(argv, "--tmpdir");
+	agent_strv_pushf(argv, "%s/containers/tmp", work_dir);
+	agent_strv_push(argv, "--cgroup-manager");
+	agent_strv_push(argv, "cgroupfs");
+	agent_strv_push(argv, "--events-backend");
+	agent_strv_push(argv, "file");
+	if (rt) {
+		agent_strv_push(argv, "--runtime");
+		agent_strv_push(argv, rt);
+	}
+}
+
+char *agent_podman_name(const struct agent_assign *a, int rank)
+{
+	struct buf b = BUF_INIT;
+
+	(void)buf_addf(&b, "tc-%s-%.8s-%d-%s-%d", a->job,
+		       a->job_uid ? a->job_uid : "0", a->attempt, a->algo,
+		       rank);
+	return buf_detach(&b, NULL);
+}
+
+/* --- pulling ------------------------------------------------------------- */
+
+static int run_podman(const char *work_dir, const char *const *args,
+		      int64_t timeout_ms, struct spawn_result *res)
+{
+	struct agent_strv argv = AGENT_STRV_INIT;
+	int ret;
+
+	agent_podman_base(work_dir, &argv);
+	for (; *args; args++)
+		agent_strv_push(&argv, *args);
+	ret = spawn_capture(argv.v, NULL, timeout_ms, OUT_MAX, res);
+	agent_strv_release(&argv);
+	return ret;
+}
+
+static int image_present(const char *work_dir, const char *image)
+{
+	const char *args[] = { "image", "exists", image, NULL };
+	struct spawn_result res = SPAWN_RESULT_INIT;
+	int ok = !run_podman(work_dir, args, QUICK_TIMEOUT_MS, &res) &&
+		 spawn_ok(&res);
+
+	spawn_result_release(&res);
+	return ok;
+}
+
+/* The auth.json a pull reads: 0600, in the job's own agent folder. */
+static char *write_auth(const char *dir, const char *auth, struct buf *err)
+{
+	struct buf path = BUF_INIT;
+	int fd;
+
+	(void)buf_addf(&path, "%s/.trainagent/registry-auth.json", dir);
+	fd = open(path.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || fs_write_all(fd, auth, strlen(auth))) {
+		(void)buf_addf(err, "cannot write %s: %s", path.data,
+			       strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		buf_release(&path);
+		return NULL;
+	}
+	close(fd);
+	return buf_detach(&path, NULL);
+}
+
+/* podman's error line without its "Error: " and log prefixes. */
+static void pull_error(const struct spawn_result *res, struct buf *out)
+{
+	struct buf line = BUF_INIT;
+	const char *s;
+
+	spawn_last_line(res, &line);
+	s = line.data;
+	if (!strncmp(s, "Error: ", 7))
+		s += 7;
+	(void)buf_adds(out, s);
+	buf_release(&line);
+}
+
+int agent_podman_pull(const char *work_dir, const char *dir,
+		      const struct api_assignment *s, int *pulled,
+		      struct buf *err)
+{
+	struct spawn_result res = SPAWN_RESULT_INIT;
+	struct buf lock = BUF_INIT, tls = BUF_INIT;
+	const char *at = strrchr(s->image, '@');
+	const char *args[10];
+	char *auth = NULL;
+	int fd, ret = 0, k = 0;
+
+	*pulled = 0;
+	(void)buf_addf(&lock, "%s/containers", work_dir);
+	if (fs_mkdir_p(lock.data, 0700, err))
+		goto out_err;
+	/* One lock per digest: a second job waits for the first pull and
+	 * then finds the image there. */
+	(void)buf_addf(&lock, "/pull-%s.lock", at ? at + 1 : "tag");
+	fd = open(lock.data, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0 || flock(fd, LOCK_EX)) {
+		(void)buf_addf(err, "cannot lock %s: %s", lock.data,
+			       strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		goto out_err;
+	}
+	if (image_present(work_dir, s->image)) {
+		close(fd);
+		goto out;
+	}
+	args[k++] = "pull";
+	args[k++] = "--quiet";
+	(void)buf_addf(&tls, "--tls-verify=%s",
+		       s->tls_verify ? "true" : "false");
+	args[k++] = tls.data;
+	/* Only what the controller hands over, never a file the host
+	 * happens to hold. */
+	auth = write_auth(
+		dir, s->registry_auth ? s->registry_auth : "{\"auths\":{}}",
+		err);
+	if (!auth) {
+		close(fd);
+		goto out_err;
+	}
+	args[k++] = "--authfile";
+	args[k++] = auth;
+	args[k++] = s->image;
+	args[k] = NULL;
+	ret = run_podman(work_dir, args, PULL_TIMEOUT_MS, &res);
+	if (auth)
+		(void)unlink(auth);
+	close(fd);
+	if (!ret && !spawn_ok(&res)) {
+		(void)buf_addf(err, "cannot pull image '%s': ", s->image);
+		pull_error(&res, err);
+		ret = ERR_IO;
+	} else if (ret) {
+		(void)buf_addf(err, "cannot run podman: %s", res.err.data);
+	} else {
+		*pulled = 1;
+	}
+	goto out;
+out_err:
+	ret = ERR_IO;
+out:
+	spawn_result_release(&res);
+	buf_release(&lock);
+	buf_release(&tls);
+	free(auth);
+	return ret;
+}
+
+/* --- running ------------------------------------------------------------- */
+
+/* Whether this process holds CAP_SYS_RESOURCE (bit 24 of CapEff). */
+static int can_raise_limits(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	unsigned long long eff = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (eff >> 24) & 1;
+}
+
+/*
+ * podman gives containers 1048576 open files and processes, which needs
+ * CAP_SYS_RESOURCE; without it, this host's own limits (podman lowers its
+ * own RLIMIT_NPROC to 32768, and the runtime cannot give more than it
+ * holds).
+ */
+static void ulimits(struct agent_strv *argv)
+{
+	struct rlimit nofile, nproc;
+
+	if (can_raise_limits() || getrlimit(RLIMIT_NOFILE, &nofile) ||
+	    getrlimit(RLIMIT_NPROC, &nproc))
+		return;
+	if (nproc.rlim_max > 32768)
+		nproc.rlim_max = 32768;
+	if (nproc.rlim_cur > nproc.rlim_max)
+		nproc.rlim_cur = nproc.rlim_max;
+	agent_strv_push(argv, "--ulimit");
+	agent_strv_pushf(argv, "nofile=%llu:%llu",
+			 (unsigned long long)nofile.rlim_cur,
+			 (unsigned long long)nofile.rlim_max);
+	agent_strv_push(argv, "--ulimit");
+	agent_strv_pushf(argv, "nproc=%llu:%llu",
+			 (unsigned long long)nproc.rlim_cur,
+			 (unsigned long long)nproc.rlim_max);
+}
+
+/* A CDI spec naming nvidia.com/gpu, in the two places podman reads. */
+static int have_cdi_gpus(void)
+{
+	static const char *const pats[] = { "/etc/cdi/*", "/var/run/cdi/*" };
+	size_t i, j;
+	int found = 0;
+
+	for (i = 0; i < 2 && !found; i++) {
+		glob_t g;
+
+		if (glob(pats[i], 0, NULL, &g))
+			continue;
+		for (j = 0; j < g.gl_pathc && !found; j++) {
+			FILE *f = fopen(g.gl_pathv[j], "re");
+			char line[512];
+
+			while (f && !found && fgets(line, sizeof(line), f))
+				found = strstr(line, "nvidia.com/gpu") != NULL;
+			if (f)
+				fclose(f);
+		}
+		globfree(&g);
+	}
+	return found;
+}
+
+/* The host's GPUs: the CDI device when a spec names it, else the nodes. */
+static void gpus(struct agent_strv *argv)
+{
+	glob_t g;
+	size_t i;
+
+	if (have_cdi_gpus()) {
+		agent_strv_push(argv, "--device");
+		agent_strv_push(argv, "nvidia.com/gpu=all");
+		return;
+	}
+	if (glob("/dev/nvidia*", 0, NULL, &g))
+		return;
+	for (i = 0; i < g.gl_pathc; i++) {
+		struct stat st;
+
+		if (stat(g.gl_pathv[i], &st) || !S_ISCHR(st.st_mode))
+			continue;
+		agent_strv_push(argv, "--device");
+		agent_strv_push(argv, g.gl_pathv[i]);
+	}
+	globfree(&g);
+}
+
+/* Variables of the podman process itself, not handed to the image. */
+static int host_only(const char *entry)
+{
+	static const char *const names[] = { "PATH=", "HOME=", "USER=",
+					     "LANG=" };
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strncmp(entry, names[i], strlen(names[i])))
+			return 1;
+	return 0;
+}
+
+void agent_podman_run_argv(const struct agent_ctx *ctx,
+			   const struct agent_assign *a, int rank,
+			   const struct agent_strv *env, const char *ca_file,
+			   struct agent_strv *argv)
+{
+	const struct api_assignment *s = &a->spec;
+	char *name = agent_podman_name(a, rank);
+	char *pidfile = agent_fifo_path(a->dir, rank, "cpid");
+	size_t i;
+	int g;
+
+	agent_podman_base(ctx->cfg.work_dir, argv);
+	agent_strv_push(argv, "run");
+	agent_strv_push(argv, "--rm");
+	agent_strv_push(argv, "--name");
+	agent_strv_push(argv, name);
+	agent_strv_push(argv, "--pull");
+	agent_strv_push(argv, "never");
+	agent_strv_push(argv, "--network");
+	agent_strv_push(argv, "host");
+	agent_strv_push(argv, "--ipc");
+	agent_strv_push(argv, "host");
+	agent_strv_push(argv, "--init");
+	agent_strv_push(argv, "--log-driver");
+	agent_strv_push(argv, "passthrough");
+	agent_strv_push(argv, "--pids-limit");
+	agent_strv_push(argv, "-1");
+	agent_strv_push(argv, "--pidfile");
+	agent_strv_push(argv, pidfile);
+	agent_strv_push(argv, "--mount");
+	agent_strv_pushf(argv, "type=bind,src=%s,dst=/opt/ml", a->dir);
+	if (ca_file) {
+		agent_strv_push(argv, "--mount");
+		agent_strv_pushf(argv, "type=bind,src=%s,dst=%s,ro", ca_file,
+				 ca_file);
+	}
+	ulimits(argv);
+	if (ctx->cfg.gpus > 0)
+		gpus(argv);
+	if (a->ident.set) {
+		agent_strv_push(argv, "--user");
+		agent_strv_pushf(argv, "%u:%u", (unsigned)a->ident.uid,
+				 (unsigned)a->ident.gid);
+		for (g = 0; g < a->ident.n_groups; g++) {
+			agent_strv_push(argv, "--group-add");
+			agent_strv_pushf(argv, "%u",
+					 (unsigned)a->ident.groups[g]);
+		}
+	}
+	/* By name: podman takes the value from its own environment, so no
+	 * value (the rendezvous token least of all) shows in ps. */
+	for (i = 0; i < env->n; i++) {
+		const char *eq = strchr(env->v[i], '=');
+
+		if (!eq || host_only(env->v[i]))
+			continue;
+		agent_strv_push(argv, "--env");
+		agent_strv_pushf(argv, "%.*s", (int)(eq - env->v[i]),
+				 env->v[i]);
+	}
+	if (s->entrypoint) {
+		struct buf j = BUF_INIT;
+
+		/* podman takes a JSON array for an entry point of several
+		 * words. */
+		(void)buf_adds(&j, "[");
+		for (i = 0; s->entrypoint[i]; i++) {
+			const char *c;
+
+			(void)buf_adds(&j, i ? ",\"" : "\"");
+			for (c = s->entrypoint[i]; *c; c++)
+				if (*c == '"' || *c == '\\')
+					(void)buf_addf(&j, "\\%c", *c);
+				else if ((unsigned char)*c < 0x20)
+					(void)buf_addf(&j, "\\u%04x",
+						       (unsigned char)*c);
+				else
+					(void)buf_add(&j, c, 1);
+			(void)buf_adds(&j, "\"");
+		}
+		(void)buf_adds(&j, "]");
+		agent_strv_push(argv, "--entrypoint");
+		agent_strv_push(argv, j.data);
+		buf_release(&j);
+	}
+	agent_strv_push(argv, s->image);
+	for (i = 0; s->argv && s->argv[i]; i++)
+		agent_strv_push(argv, s->argv[i]);
+	free(name);
+	free(pidfile);
+}
+
+void agent_podman_cleanup_argv(const struct agent_ctx *ctx,
+			       const struct agent_assign *a, int rank,
+			       struct agent_strv *argv)
+{
+	char *name = agent_podman_name(a, rank);
+
+	agent_podman_base(ctx->cfg.work_dir, argv);
+	agent_strv_push(argv, "rm");
+	agent_strv_push(argv, "--force");
+	agent_strv_push(argv, "--ignore");
+	agent_strv_push(argv, "--time");
+	agent_strv_push(argv, "0");
+	agent_strv_push(argv, name);
+	free(name);
+}

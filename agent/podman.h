@@ -1,0 +1,39 @@
+#ifndef AGENT_PODMAN_H
+#define AGENT_PODMAN_H
+
+/* Ranks as containers with podman (agent/podman.c). */
+#include "agent/proc.h"
+#include "api/agent_proto.h"
+#include "common/buf.h"
+
+struct agent_ctx;
+struct agent_assign;
+
+/* podman and its global options: this host's store under work_dir. */
+void agent_podman_base(const char *work_dir, struct agent_strv *argv);
+
+/* The container name of a rank: tc-<job>-<uid>-<attempt>-<algo>-<rank>. */
+char *agent_podman_name(const struct agent_assign *a, int rank);
+
+/*
+ * Pulls s->image unless this host has it (*pulled says whether it did),
+ * with s->registry_auth in a 0600 file under dir/.trainagent for the
+ * pull's length. Blocks: the staging worker calls it. Returns 0, or
+ * ERR_IO with err quoting podman's answer.
+ */
+int agent_podman_pull(const char *work_dir, const char *dir,
+		      const struct api_assignment *s, int *pulled,
+		      struct buf *err);
+
+/* `podman run ...` of rank with env (the variables are passed by name). */
+void agent_podman_run_argv(const struct agent_ctx *ctx,
+			   const struct agent_assign *a, int rank,
+			   const struct agent_strv *env, const char *ca_file,
+			   struct agent_strv *argv);
+
+/* `podman rm --force` of rank's container, for its keeper. */
+void agent_podman_cleanup_argv(const struct agent_ctx *ctx,
+			       const struct agent_assign *a, int rank,
+			       struct agent_strv *argv);
+
+#endif
