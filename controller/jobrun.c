@@ -53,11 +53,12 @@ static int host_lost(struct ctrl_ctx *ctx, const char *name)
 	return lost;
 }
 
-static const char *default_message(enum ctrl_job_state s)
+static const char *default_message(enum ctrl_job_state s, int container)
 {
 	switch (s) {
 	case CTRL_JOB_DOWNLOADING:
-		return "Downloading input data";
+		return container ? "Downloading the training image" :
+				   "Downloading input data";
 	case CTRL_JOB_TRAINING:
 		return "Training image download completed. Training in "
 		       "progress.";
@@ -77,7 +78,14 @@ static void advance(struct ctrl_ctx *ctx, const char *name,
 		    enum ctrl_job_state *cur, enum ctrl_job_state to)
 {
 	struct buf err = BUF_INIT;
+	struct ctrl_jobrt *rt;
+	int container;
 
+	/* A pinned image is a container's (placement.c). */
+	pthread_mutex_lock(&ctx->jobs_lock);
+	rt = ctrl_jobrt_get(ctx, name);
+	container = rt && rt->image;
+	pthread_mutex_unlock(&ctx->jobs_lock);
 	while (*cur != to) {
 		enum ctrl_job_state next;
 
@@ -93,7 +101,8 @@ static void advance(struct ctrl_ctx *ctx, const char *name,
 		if (next > to)
 			break;
 		if (ctrl_job_transition(ctx, name, *cur, next,
-					default_message(next), NULL, &err))
+					default_message(next, container), NULL,
+					&err))
 			break;
 		*cur = next;
 	}
