@@ -318,6 +318,9 @@ static void staged(struct agent_ctx *ctx, struct agent_assign *a)
 	}
 	agent_task_release(&a->task);
 	a->staged = 1;
+	/* It may have pulled an image: the host's list changed. */
+	if (a->spec.launch_mode == API_LAUNCH_CONTAINER)
+		ctx->images.refresh = 1;
 }
 
 static int has_checkpoints(const struct agent_assign *a);
@@ -633,6 +636,8 @@ static void apply_work(struct agent_ctx *ctx)
 	if (!w)
 		return;
 	ctx->sess.pending = NULL;
+	if (w->prune_images > ctx->images.want)
+		ctx->images.want = w->prune_images;
 	for (a = ctx->assigns; a; a = a->next)
 		a->desired = 0;
 	for (i = 0; i < w->n; i++) {
@@ -796,6 +801,7 @@ int agent_assign_status_build(struct agent_ctx *ctx, struct buf *out)
 
 	for (a = ctx->assigns; a; a = a->next)
 		n++;
+	memset(&st, 0, sizeof(st));
 	st.boot_id = ctx->boot_id;
 	st.items = xcalloc(n ? n : 1, sizeof(*st.items));
 	st.n = n;
@@ -805,6 +811,9 @@ int agent_assign_status_build(struct agent_ctx *ctx, struct buf *out)
 		a->final_in_flight = !a->desired && ctx->sess.have_work &&
 				     quiet(a);
 	}
+	st.images_json = ctx->images.unsent ? ctx->images.list : NULL;
+	st.images_pruned = ctx->images.done;
+	ctx->images.in_flight = st.images_json != NULL;
 	ret = api_status_build(&st, out);
 	for (i = 0; i < n; i++)
 		agent_report_clear(&st.items[i]);
@@ -821,4 +830,7 @@ void agent_assign_status_done(struct agent_ctx *ctx, int ok)
 			a->final_acked = 1;
 		a->final_in_flight = 0;
 	}
+	if (ctx->images.in_flight && ok)
+		ctx->images.unsent = 0;
+	ctx->images.in_flight = 0;
 }

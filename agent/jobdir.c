@@ -196,6 +196,7 @@ int agent_jobdir_save_state(struct agent_ctx *ctx, const struct agent_assign *a,
 	if (!a->dir)
 		return 0;
 	agent_assign_report(a, &r);
+	memset(&st, 0, sizeof(st));
 	st.boot_id = ctx->boot_id;
 	st.items = &r;
 	st.n = 1;

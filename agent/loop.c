@@ -124,6 +124,9 @@ static void build_pollset(struct agent_ctx *ctx)
 			agent_poll_add(ctx, a->watch.fd, POLLIN,
 				       AGENT_POLL_WATCH, a, 0);
 	}
+	if (ctx->images.task.fd >= 0)
+		agent_poll_add(ctx, ctx->images.task.fd, POLLIN,
+			       AGENT_POLL_IMAGES, NULL, 0);
 }
 
 /* Stops the children and exits, as on SIGTERM. */
@@ -213,6 +216,9 @@ static void dispatch(struct agent_ctx *ctx, int64_t now)
 		case AGENT_POLL_WATCH:
 			agent_assign_on_watch(ctx, ref->a);
 			break;
+		case AGENT_POLL_IMAGES:
+			agent_images_on_task(ctx);
+			break;
 		}
 	}
 	agent_http_timeout(ctx);
@@ -269,6 +275,7 @@ int agent_run(struct agent_ctx *ctx)
 		 */
 		agent_session_check_lease(ctx, now);
 		agent_reconcile(ctx);
+		agent_images_tick(ctx);
 		agent_lease_sync(ctx, now);
 		check_work_dir(ctx, now);
 		if (ctx->shutting_down) {

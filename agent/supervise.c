@@ -274,7 +274,7 @@ void agent_assign_reap(struct agent_ctx *ctx)
 				found = 1;
 			}
 		}
-		if (!found)
+		if (!found && !agent_images_reap(ctx, si.si_pid))
 			(void)waitpid(si.si_pid, NULL, 0);
 	}
 }

@@ -969,7 +969,7 @@ int api_work_parse(const char *json, size_t len, struct api_work *w,
 	char m[64];
 	size_t i;
 	long long v = 0;
-	int ret;
+	int ret, is_null;
 
 	memset(w, 0, sizeof(*w));
 	ret = load(json, len, &root, err);
@@ -989,6 +989,10 @@ int api_work_parse(const char *json, size_t len, struct api_work *w,
 		ret = parse_assignment(json_array_get(arr, i), m, &w->items[i],
 				       err);
 	}
+	ret = ret ? ret :
+		    get_int(root, "", "prune_images", 0, INT64_MAX, &is_null,
+			    &v, err);
+	w->prune_images = ret ? 0 : v;
 	json_decref(root);
 	if (ret)
 		api_work_release(w);
@@ -1226,6 +1230,8 @@ int api_work_build(const struct api_work *w, struct buf *out)
 	for (i = 0; w->items && i < w->n; i++)
 		push(&b, arr, assignment_json(&b, &w->items[i]));
 	put(&b, root, "assignments", arr);
+	if (w->prune_images)
+		put(&b, root, "prune_images", jint(&b, w->prune_images));
 	return finish(&b, root, out);
 }
 
@@ -1254,6 +1260,7 @@ void api_status_release(struct api_status *s)
 	for (i = 0; s->items && i < s->n; i++)
 		api_report_release(&s->items[i]);
 	free(s->items);
+	free(s->images_json);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -1344,6 +1351,43 @@ static int parse_report(const json_t *o, const char *where,
 	return ret;
 }
 
+/* "images": {"pruned": N, "list": [{"id", "names", "size", ...}]} */
+static int parse_images(const json_t *root, struct api_status *s,
+			struct buf *err)
+{
+	const json_t *o = json_object_get(root, "images"), *list, *e;
+	long long v = 0;
+	size_t i;
+	int ret;
+
+	if (!o || json_is_null(o))
+		return 0;
+	if (!json_is_object(o))
+		return bad(err, "", "images", "must be an object or null");
+	ret = get_int(o, "images", "pruned", 0, INT64_MAX, NULL, &v, err);
+	s->images_pruned = v;
+	ret = ret ? ret :
+		    get_array(o, "images", "list", 0, API_PROTO_MAX_IMAGES,
+			      &list, err);
+	json_array_foreach(list, i, e)
+	{
+		const json_t *id = json_object_get(e, "id");
+		const json_t *names = json_object_get(e, "names");
+
+		if (ret)
+			break;
+		if (!json_is_object(e) || !json_is_string(id) ||
+		    !json_is_array(names) ||
+		    !json_is_integer(json_object_get(e, "size")))
+			ret = bad(err, "images", "list",
+				  "must hold objects with id, names and "
+				  "size");
+	}
+	if (!ret)
+		s->images_json = json_dumps(list, JSON_COMPACT);
+	return ret;
+}
+
 int api_status_parse(const char *json, size_t len, struct api_status *s,
 		     struct buf *err)
 {
@@ -1370,6 +1414,7 @@ int api_status_parse(const char *json, size_t len, struct api_status *s,
 		ret = parse_report(json_array_get(arr, i), m, &s->items[i],
 				   err);
 	}
+	ret = ret ? ret : parse_images(root, s, err);
 	json_decref(root);
 	if (ret)
 		api_status_release(s);
@@ -1427,6 +1472,16 @@ int api_status_build(const struct api_status *s, struct buf *out)
 	for (i = 0; s->items && i < s->n; i++)
 		push(&b, arr, report_json(&b, &s->items[i]));
 	put(&b, root, "assignments", arr);
+	if (s->images_json) {
+		json_t *img = jobj(&b), *list;
+
+		list = json_loads(s->images_json, 0, NULL);
+		if (!list && !b.ret)
+			b.ret = ERR_INVALID;
+		put(&b, img, "pruned", jint(&b, s->images_pruned));
+		put(&b, img, "list", list ? list : json_array());
+		put(&b, root, "images", img);
+	}
 	return finish(&b, root, out);
 }
 

@@ -108,6 +108,9 @@ struct api_work {
 	int64_t version;
 	struct api_assignment *items;
 	size_t n;
+	/* The host's container images: prune those no container uses, up
+	 * to this request (docs/containers.md); 0: none asked. */
+	int64_t prune_images;
 };
 
 enum api_phase {
@@ -150,6 +153,13 @@ struct api_status {
 	char *boot_id;
 	struct api_report *items;
 	size_t n;
+	/*
+	 * The host's container images, sent when they changed: images_json
+	 * is a JSON array of {"id", "names": [...], "size", "created"} (NULL:
+	 * not in this status), images_pruned the last prune request done.
+	 */
+	char *images_json;
+	int64_t images_pruned;
 };
 
 struct api_register {
@@ -188,6 +198,7 @@ struct api_log_batch {
 #define API_PROTO_MAX_LIST 4096	       /* argv, channels, environment */
 #define API_PROTO_MAX_PROCS 4096       /* processes of one report */
 #define API_PROTO_MAX_LOG_LINES 10000  /* lines of one log batch */
+#define API_PROTO_MAX_IMAGES 4096      /* images of one host */
 
 /*
  * Text on the wire must be UTF-8 without NUL. The parsers refuse a message

@@ -1,11 +1,15 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+
+#include <jansson.h>
 
 #include "api/hosts_json.h"
 #include "cli/cli.h"
 #include "common/buf.h"
 #include "common/bug.h"
+#include "common/timeutil.h"
 #include "common/banned.h"
 
 /* list-hosts: the controller's hosts, their state and current job. */
@@ -136,5 +140,194 @@ int cli_cmd_list_hosts(struct cli_ctx *ctx, int argc, char **argv)
 	cli_reply_release(&reply);
 	buf_release(&err);
 	buf_release(&out);
+	return rc;
+}
+
+/* --- list-images HOST / prune-images HOST ------------------------------ */
+
+static int host_arg(const struct cli_cmd *cmd, int argc, char **argv)
+{
+	if (optind + 1 != argc)
+		return cli_usage_error(cmd, "expected one host name");
+	if (strlen(argv[optind]) > 200 || strchr(argv[optind], '/') ||
+	    strchr(argv[optind], '?') || strchr(argv[optind], '%'))
+		return cli_usage_error(cmd, "'%s' is not a host name",
+				       argv[optind]);
+	return 0;
+}
+
+static void human_size(json_int_t n, char *out, size_t size)
+{
+	static const char *const units[] = { "B", "kB", "MB", "GB", "TB" };
+	double v = (double)n;
+	int u = 0;
+
+	while (v >= 1000 && u < 4) {
+		v /= 1000;
+		u++;
+	}
+	(void)snprintf(out, size, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+}
+
+/* The table of a GET /v1/hosts/<name>/images answer. */
+static int images_table(const char *host, const struct buf *body)
+{
+	json_t *root = json_loadb(body->data, body->len, 0, NULL);
+	json_t *list = json_object_get(root, "images"), *e;
+	size_t i, width = 5;
+
+	if (!json_is_object(root)) {
+		json_decref(root);
+		cli_error("bad images reply");
+		return CLI_EXIT_TRANSPORT;
+	}
+	if (!json_is_array(list)) {
+		printf("%s has not reported its images yet\n", host);
+		json_decref(root);
+		return 0;
+	}
+	json_array_foreach(list, i, e)
+	{
+		const char *name = json_string_value(
+			json_array_get(json_object_get(e, "names"), 0));
+
+		if (!name)
+			name = json_string_value(json_object_get(e, "digest"));
+		if (name && strlen(name) > width)
+			width = strlen(name);
+	}
+	printf("%-*s  %-12s  %9s  %s\n", (int)width, "IMAGE", "ID", "SIZE",
+	       "CREATED");
+	json_array_foreach(list, i, e)
+	{
+		json_t *names = json_object_get(e, "names");
+		const char *name = json_string_value(json_array_get(names, 0));
+		const char *id = json_string_value(json_object_get(e, "id"));
+		const char *created =
+			json_string_value(json_object_get(e, "created"));
+		char size[32];
+
+		if (!name)
+			name = json_string_value(json_object_get(e, "digest"));
+		human_size(json_integer_value(json_object_get(e, "size")), size,
+			   sizeof(size));
+		printf("%-*s  %-12.12s  %9s  %s\n", (int)width,
+		       name ? name : "<none>", id ? id : "", size,
+		       created ? created : "");
+	}
+	json_decref(root);
+	return 0;
+}
+
+int cli_cmd_list_images(struct cli_ctx *ctx, int argc, char **argv)
+{
+	const struct cli_cmd *cmd = cli_cmd_find("list-images");
+	struct cli_reply reply = CLI_REPLY_INIT;
+	struct buf err = BUF_INIT, path = BUF_INIT;
+	int opt, rc;
+
+	while ((opt = getopt_long(argc, argv, ":h", hosts_opts, NULL)) != -1) {
+		rc = cli_common_option(ctx, cmd, opt, argv);
+		if (rc)
+			return rc < 0 ? CLI_EXIT_OK : rc;
+	}
+	rc = host_arg(cmd, argc, argv);
+	if (rc)
+		return rc;
+	(void)buf_addf(&path, "/v1/hosts/%s/images", argv[optind]);
+	rc = reply_status(cli_http_get(ctx, path.data, &reply, &err), &reply,
+			  &err);
+	if (!rc && ctx->output == CLI_OUTPUT_JSON)
+		cli_print_json(&reply);
+	else if (!rc)
+		rc = images_table(argv[optind], &reply.body);
+	cli_reply_release(&reply);
+	buf_release(&err);
+	buf_release(&path);
+	return rc;
+}
+
+enum { OPT_WAIT = 1 };
+
+static const struct option prune_opts[] = {
+	{ "wait", required_argument, NULL, OPT_WAIT },
+	CLI_COMMON_OPTIONS,
+	{ NULL, 0, NULL, 0 },
+};
+
+/* prune.done of an images answer, -1 when it has none. */
+static json_int_t prune_done(const struct buf *body)
+{
+	json_t *root = json_loadb(body->data, body->len, 0, NULL);
+	json_t *done = json_object_get(json_object_get(root, "prune"), "done");
+	json_int_t v = json_is_integer(done) ? json_integer_value(done) : -1;
+
+	json_decref(root);
+	return v;
+}
+
+int cli_cmd_prune_images(struct cli_ctx *ctx, int argc, char **argv)
+{
+	const struct cli_cmd *cmd = cli_cmd_find("prune-images");
+	struct cli_reply reply = CLI_REPLY_INIT;
+	struct buf err = BUF_INIT, path = BUF_INIT, body = BUF_INIT;
+	int64_t wait_ms = 120000, deadline;
+	struct timespec tick = { 0, 200 * 1000 * 1000 };
+	json_int_t want = 0;
+	json_t *root;
+	int opt, rc;
+
+	while ((opt = getopt_long(argc, argv, ":h", prune_opts, NULL)) != -1) {
+		if (opt == OPT_WAIT) {
+			if (cli_parse_seconds(optarg, &wait_ms))
+				return cli_usage_error(
+					cmd, "--wait wants seconds, not '%s'",
+					optarg);
+			continue;
+		}
+		rc = cli_common_option(ctx, cmd, opt, argv);
+		if (rc)
+			return rc < 0 ? CLI_EXIT_OK : rc;
+	}
+	rc = host_arg(cmd, argc, argv);
+	if (rc)
+		return rc;
+	(void)buf_addf(&path, "/v1/hosts/%s/images/prune", argv[optind]);
+	(void)buf_adds(&body, "{}");
+	rc = reply_status(cli_http_post(ctx, path.data, &body, &reply, &err),
+			  &reply, &err);
+	if (!rc) {
+		root = json_loadb(reply.body.data, reply.body.len, 0, NULL);
+		want = json_integer_value(json_object_get(root, "prune"));
+		json_decref(root);
+	}
+	buf_reset(&path);
+	(void)buf_addf(&path, "/v1/hosts/%s/images", argv[optind]);
+	deadline = time_mono_ms() + wait_ms;
+	while (!rc && wait_ms) {
+		cli_reply_release(&reply);
+		reply = (struct cli_reply)CLI_REPLY_INIT;
+		rc = reply_status(cli_http_get(ctx, path.data, &reply, &err),
+				  &reply, &err);
+		if (rc || prune_done(&reply.body) >= want)
+			break;
+		if (time_mono_ms() > deadline) {
+			cli_error("%s has not pruned its images after %lld s",
+				  argv[optind], (long long)(wait_ms / 1000));
+			rc = CLI_EXIT_TIMEOUT;
+			break;
+		}
+		(void)nanosleep(&tick, NULL);
+	}
+	if (!rc && ctx->output == CLI_OUTPUT_JSON)
+		cli_print_json(&reply);
+	else if (!rc && wait_ms)
+		rc = images_table(argv[optind], &reply.body);
+	else if (!rc)
+		printf("%s: prune of unused images asked\n", argv[optind]);
+	cli_reply_release(&reply);
+	buf_release(&err);
+	buf_release(&path);
+	buf_release(&body);
 	return rc;
 }

@@ -67,6 +67,12 @@ static const struct cli_cmd commands[] = {
 	  "checkpoint, no retry spent)" },
 	{ "undrain-host", cli_cmd_undrain_host, "undrain-host NAME",
 	  "a drained host takes work again" },
+	{ "list-images", cli_cmd_list_images, "list-images HOST",
+	  "the container images a host holds (docs/containers.md)" },
+	{ "prune-images", cli_cmd_prune_images,
+	  "prune-images HOST [--wait SECONDS]",
+	  "remove the images no container on a host uses (admin); waits "
+	  "for it (120 s, 0: no wait) and lists what is left" },
 	{ "help", cmd_help, "help [COMMAND]", "show this help" },
 };
 

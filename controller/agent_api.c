@@ -255,7 +255,7 @@ static enum ctrl_route_result do_status(struct ctrl_ctx *ctx,
 	}
 	for (i = 0; i < st.n; i++) {
 		struct api_report *r = &st.items[i];
-		struct api_status single = { st.boot_id, r, 1 };
+		struct api_status single = { st.boot_id, r, 1, NULL, 0 };
 		int idx = algo_index(r->algo);
 		int ret;
 
@@ -278,6 +278,11 @@ static enum ctrl_route_result do_status(struct ctrl_ctx *ctx,
 				  err.data);
 			stored = 0;
 		}
+	}
+	if (st.images_json) {
+		ctrl_hosts_set_images(ctx, host, st.images_json,
+				      st.images_pruned);
+		st.images_json = NULL;
 	}
 	api_status_release(&st);
 	remember_status(ctx, host, stored ? &req->body : NULL);

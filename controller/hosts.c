@@ -299,6 +299,7 @@ void ctrl_hosts_release(struct ctrl_ctx *ctx)
 		free(h->token);
 		free(h->address);
 		free(h->drain_reason);
+		free(h->images_json);
 		free(h->boot_id);
 		free(h->last_status);
 		free(h->work_dir);
@@ -352,6 +353,128 @@ void ctrl_hosts_load_drains(struct ctrl_ctx *ctx)
 	buf_release(&err);
 }
 
+/* The host of "<name>/<suffix>" (into name), or 0 with resp filled. */
+static int host_of_path(struct ctrl_ctx *ctx, const char *path,
+			const char *suffix, struct buf *name,
+			struct ctrl_response *resp)
+{
+	const char *slash = strchr(path, '/');
+	struct buf err = BUF_INIT;
+	int known;
+
+	if (!slash || slash == path || strcmp(slash, suffix) ||
+	    buf_add(name, path, (size_t)(slash - path))) {
+		(void)buf_addf(&err, "no such resource: use /v1/hosts/<name>%s",
+			       suffix);
+		ctrl_reply_err(resp, CTRL_E_NO_SUCH_PATH, err.data);
+		buf_release(&err);
+		return 0;
+	}
+	pthread_mutex_lock(&ctx->hosts_lock);
+	known = ctrl_hosts_find(ctx, name->data) != NULL;
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	if (!known) {
+		(void)buf_addf(&err, "no host named '%.200s'", name->data);
+		ctrl_reply_err(resp, CTRL_E_NOT_FOUND, err.data);
+	}
+	buf_release(&err);
+	return known;
+}
+
+void ctrl_hosts_images_route(struct ctrl_ctx *ctx, const char *path,
+			     struct ctrl_response *resp)
+{
+	struct buf name = BUF_INIT_MAX(256);
+	struct ctrl_host *h;
+
+	if (!host_of_path(ctx, path, "/images", &name, resp)) {
+		buf_release(&name);
+		return;
+	}
+	resp->status = 200;
+	buf_reset(&resp->body);
+	pthread_mutex_lock(&ctx->hosts_lock);
+	h = ctrl_hosts_find(ctx, name.data);
+	if (h)
+		(void)buf_addf(&resp->body,
+			       "{\"host\":\"%s\",\"images\":%s,"
+			       "\"reported_ms\":%lld,\"prune\":{"
+			       "\"requested\":%lld,\"done\":%lld}}",
+			       name.data,
+			       h->images_json ? h->images_json : "null",
+			       (long long)h->images_ms,
+			       (long long)h->prune_want,
+			       (long long)h->prune_done);
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	buf_release(&name);
+}
+
+void ctrl_hosts_set_images(struct ctrl_ctx *ctx, const char *name,
+			   char *images_json, int64_t pruned)
+{
+	struct ctrl_host *h;
+
+	pthread_mutex_lock(&ctx->hosts_lock);
+	h = ctrl_hosts_find(ctx, name);
+	if (h) {
+		free(h->images_json);
+		h->images_json = images_json;
+		images_json = NULL;
+		h->images_ms = time_now_ms();
+		if (pruned > h->prune_done)
+			h->prune_done = pruned;
+	}
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	free(images_json);
+}
+
+int64_t ctrl_hosts_prune_want(struct ctrl_ctx *ctx, const char *name)
+{
+	struct ctrl_host *h;
+	int64_t want = 0;
+
+	pthread_mutex_lock(&ctx->hosts_lock);
+	h = ctrl_hosts_find(ctx, name);
+	if (h && h->prune_want > h->prune_done)
+		want = h->prune_want;
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	return want;
+}
+
+/* POST /v1/hosts/{name}/images/prune: the agent prunes with its next
+ * work; GET .../images says when it has (prune.done). */
+static void prune_route(struct ctrl_ctx *ctx, const char *path,
+			struct ctrl_response *resp)
+{
+	struct buf name = BUF_INIT_MAX(256);
+	struct ctrl_host *h;
+	int64_t want = 0;
+
+	if (!host_of_path(ctx, path, "/images/prune", &name, resp)) {
+		buf_release(&name);
+		return;
+	}
+	pthread_mutex_lock(&ctx->hosts_lock);
+	h = ctrl_hosts_find(ctx, name.data);
+	if (h) {
+		h->prune_want = (h->prune_want > h->prune_done ?
+					 h->prune_want :
+					 h->prune_done) +
+				1;
+		want = h->prune_want;
+		h->version++;
+		ctrl_waiters_resume(ctx, &h->waiters);
+	}
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	log_info("host '%s': prune of unused container images asked (%lld)",
+		 name.data, (long long)want);
+	resp->status = 202;
+	buf_reset(&resp->body);
+	(void)buf_addf(&resp->body, "{\"host\":\"%s\",\"prune\":%lld}",
+		       name.data, (long long)want);
+	buf_release(&name);
+}
+
 void ctrl_hosts_drain_route(struct ctrl_ctx *ctx, const char *path,
 			    const char *body, size_t len,
 			    struct ctrl_response *resp)
@@ -361,11 +484,16 @@ void ctrl_hosts_drain_route(struct ctrl_ctx *ctx, const char *path,
 	char *reason = NULL;
 	int drain, known, ret;
 
+	if (slash && !strcmp(slash, "/images/prune")) {
+		prune_route(ctx, path, resp);
+		goto out;
+	}
 	if (!slash || (strcmp(slash, "/drain") && strcmp(slash, "/undrain")) ||
 	    slash == path || buf_add(&name, path, (size_t)(slash - path))) {
 		ctrl_reply_err(resp, CTRL_E_NO_SUCH_PATH,
-			       "host paths are /v1/hosts/<name>/drain and "
-			       "/v1/hosts/<name>/undrain (POST)");
+			       "host paths are /v1/hosts/<name>/drain, "
+			       "/v1/hosts/<name>/undrain and "
+			       "/v1/hosts/<name>/images/prune (POST)");
 		goto out;
 	}
 	drain = !strcmp(slash, "/drain");

@@ -55,6 +55,13 @@ struct ctrl_host {
 	 * (controller/jobrun.c); only the reconciler uses it. */
 	int busy;
 	int64_t version; /* of the desired state */
+	/* Its container images as the agent last listed them (a JSON
+	 * array; NULL: never), when (wall ms), and the prune requests:
+	 * the last asked for (sent with the work) and the last done. */
+	char *images_json;
+	int64_t images_ms;
+	int64_t prune_want;
+	int64_t prune_done;
 	struct ctrl_waiter *waiters;
 	/* Embedded local cluster only: the agent process we started. */
 	int local;
@@ -148,6 +155,24 @@ void ctrl_hosts_load_drains(struct ctrl_ctx *ctx);
 /*
  * POST /v1/hosts/{name}/drain (body: empty or {"reason": "..."}) and
  * /undrain: fills resp. name is the rest of the path after /v1/hosts/.
+ */
+/*
+ * GET /v1/hosts/{name}/images: what the host's agent last reported of its
+ * container images. Fills resp.
+ */
+void ctrl_hosts_images_route(struct ctrl_ctx *ctx, const char *path,
+			     struct ctrl_response *resp);
+
+/* The agent's images (an api_status's images_json, taken). */
+void ctrl_hosts_set_images(struct ctrl_ctx *ctx, const char *name,
+			   char *images_json, int64_t pruned);
+
+/* The prune request to send with name's work (0: none). */
+int64_t ctrl_hosts_prune_want(struct ctrl_ctx *ctx, const char *name);
+
+/*
+ * POST /v1/hosts/{name}/drain, /undrain and /images/prune (admin): fills
+ * resp.
  */
 void ctrl_hosts_drain_route(struct ctrl_ctx *ctx, const char *path,
 			    const char *body, size_t len,

@@ -327,6 +327,18 @@ static enum ctrl_route_result rest_drain(struct ctrl_ctx *ctx,
 	return CTRL_ROUTE_DONE;
 }
 
+static enum ctrl_route_result rest_host_images(struct ctrl_ctx *ctx,
+					       struct MHD_Connection *conn,
+					       struct request *req,
+					       const char *param,
+					       struct ctrl_response *resp)
+{
+	(void)conn;
+	(void)req;
+	ctrl_hosts_images_route(ctx, param, resp);
+	return CTRL_ROUTE_DONE;
+}
+
 static enum ctrl_route_result rest_list(struct ctrl_ctx *ctx,
 					struct MHD_Connection *conn,
 					struct request *req, const char *param,
@@ -428,7 +440,9 @@ static const struct rest_route {
 } rest_routes[] = {
 	{ "GET", "/v1/hosts", 0, 0, rest_hosts, NULL },
 	{ "POST", "/v1/hosts/*", 1, 0, rest_drain,
-	  "use POST on /v1/hosts/<name>/drain and /undrain" },
+	  "use POST on /v1/hosts/<name>/drain, /undrain and /images/prune, "
+	  "GET on /v1/hosts/<name>/images" },
+	{ "GET", "/v1/hosts/*", 0, 0, rest_host_images, NULL },
 	{ "GET", "/v1/training-jobs", 0, 0, rest_list,
 	  "use GET or POST on /v1/training-jobs" },
 	{ "POST", "/v1/training-jobs", 0, 0, rest_create,
@@ -494,9 +508,10 @@ static enum ctrl_route_result route_rest(struct ctrl_ctx *ctx,
 		ctrl_reply_err(resp, CTRL_E_NO_SUCH_PATH, "no such resource");
 		goto out;
 	}
-	if (path_match->admin && !req->caller.admin) {
+	if ((r ? r : path_match)->admin && !req->caller.admin) {
 		ctrl_reply_err(resp, CTRL_E_ACCESS_DENIED,
-			       "draining hosts needs an admin key");
+			       "changing hosts (drain, undrain, prune) needs "
+			       "an admin key");
 		goto out;
 	}
 	if (path_match->job_name &&

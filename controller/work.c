@@ -279,6 +279,7 @@ int ctrl_work_build(struct ctrl_ctx *ctx, const char *host, int64_t version,
 
 	memset(&w, 0, sizeof(w));
 	w.version = version;
+	w.prune_images = ctrl_hosts_prune_want(ctx, host);
 	ret = db_assignments_list(ctx->db, NULL, host, 0, &mine, &n, err);
 	if (ret)
 		return ret;

@@ -107,6 +107,7 @@ static void full_assignment(struct api_assignment *a, int script)
 
 static void full_work(struct api_work *w)
 {
+	memset(w, 0, sizeof(*w));
 	w->version = 42;
 	w->n = 2;
 	w->items = calloc(2, sizeof(*w->items));
@@ -645,6 +646,72 @@ static void test_work_limits(void **state)
 
 /* ---- status ---- */
 
+/* A container's launch, a prune request and a host's images travel. */
+static void test_containers(void **state)
+{
+	struct api_work w, back;
+	struct api_status st, sback;
+	struct buf out = BUF_INIT, err = BUF_INIT;
+	const struct api_assignment *a;
+
+	(void)state;
+	full_work(&w);
+	w.prune_images = 3;
+	api_assignment_release(&w.items[1]);
+	full_assignment(&w.items[1], 0);
+	w.items[1].launch_mode = API_LAUNCH_CONTAINER;
+	w.items[1].image = xs("reg:5000/t/bb@sha256:00");
+	w.items[1].entrypoint = str_list(2, "/bin/sh", "-c");
+	w.items[1].registry_auth = xs("{\"auths\":{}}");
+	w.items[1].tls_verify = 1;
+	assert_int_equal(api_work_build(&w, &out), 0);
+	assert_int_equal(api_work_parse(out.data, out.len, &back, &err), 0);
+	assert_int_equal(back.prune_images, 3);
+	a = &back.items[1];
+	assert_int_equal(a->launch_mode, API_LAUNCH_CONTAINER);
+	assert_string_equal(a->image, "reg:5000/t/bb@sha256:00");
+	assert_string_equal(a->entrypoint[1], "-c");
+	assert_null(a->entrypoint[2]);
+	assert_string_equal(a->argv[0], "/opt/bin/train");
+	assert_string_equal(a->registry_auth, "{\"auths\":{}}");
+	assert_int_equal(a->tls_verify, 1);
+	assert_int_equal(back.items[0].launch_mode, API_LAUNCH_SCRIPT);
+	api_work_release(&back);
+	/* No entry point: the image's own; tls_verify must be a boolean. */
+	free(w.items[1].entrypoint[0]);
+	free(w.items[1].entrypoint[1]);
+	free(w.items[1].entrypoint);
+	w.items[1].entrypoint = NULL;
+	buf_reset(&out);
+	assert_int_equal(api_work_build(&w, &out), 0);
+	assert_int_equal(api_work_parse(out.data, out.len, &back, &err), 0);
+	assert_null(back.items[1].entrypoint);
+	api_work_release(&back);
+	expect_refused(MSG_WORK, out.data, "assignments.1.launch.tls_verify",
+		       json_string("yes"), NULL);
+	expect_refused(MSG_WORK, out.data, "assignments.1.launch.image",
+		       json_string(""), NULL);
+	expect_refused(MSG_WORK, out.data, "prune_images", json_integer(-1),
+		       NULL);
+	api_work_release(&w);
+
+	full_status(&st);
+	st.images_json = xs("[{\"id\":\"ab\",\"names\":[\"r/x:1\"],"
+			    "\"size\":12}]");
+	st.images_pruned = 2;
+	buf_reset(&out);
+	assert_int_equal(api_status_build(&st, &out), 0);
+	assert_int_equal(api_status_parse(out.data, out.len, &sback, &err), 0);
+	assert_string_equal(sback.images_json, st.images_json);
+	assert_int_equal(sback.images_pruned, 2);
+	api_status_release(&sback);
+	expect_refused(MSG_STATUS, out.data, "images.list", json_string("x"),
+		       NULL);
+	api_status_release(&st);
+	buf_release(&out);
+	buf_release(&err);
+}
+
 static void test_status_round_trip(void **state)
 {
 	struct api_status s;
@@ -1038,6 +1105,7 @@ int main(void)
 		cmocka_unit_test(test_work_missing),
 		cmocka_unit_test(test_work_types),
 		cmocka_unit_test(test_work_limits),
+		cmocka_unit_test(test_containers),
 		cmocka_unit_test(test_status_round_trip),
 		cmocka_unit_test(test_status_refused),
 		cmocka_unit_test(test_register),
