@@ -31,6 +31,8 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "agent/agent.h"
 #include "agent/podman.h"
 #include "common/err.h"
@@ -133,6 +135,48 @@ static int run_podman(const char *work_dir, const char *const *args,
 	return ret;
 }
 
+/*
+ * Whether the store's image list (containers/storage's
+ * <driver>-images/images.json) names image: a file read instead of a
+ * podman run on every launch. -1 when there is no such list to read.
+ */
+static int image_listed(const char *work_dir, const char *image)
+{
+	struct buf pat = BUF_INIT;
+	glob_t g;
+	size_t i, j, k;
+	int found = -1;
+
+	(void)buf_addf(&pat, "%s/containers/storage/*-images/images.json",
+		       work_dir);
+	if (glob(pat.data, 0, NULL, &g)) {
+		buf_release(&pat);
+		return -1;
+	}
+	for (i = 0; i < g.gl_pathc && found != 1; i++) {
+		json_t *root = json_load_file(g.gl_pathv[i], 0, NULL), *e;
+
+		if (!json_is_array(root)) {
+			json_decref(root);
+			continue;
+		}
+		found = 0;
+		json_array_foreach(root, j, e)
+		{
+			json_t *names = json_object_get(e, "names"), *n;
+
+			json_array_foreach(names, k,
+					   n) if (json_is_string(n) &&
+						  !strcmp(json_string_value(n),
+							  image)) found = 1;
+		}
+		json_decref(root);
+	}
+	globfree(&g);
+	buf_release(&pat);
+	return found;
+}
+
 static int image_present(const char *work_dir, const char *image)
 {
 	const char *args[] = { "image", "exists", image, NULL };
@@ -190,6 +234,9 @@ int agent_podman_pull(const char *work_dir, const char *dir,
 	int fd, ret = 0, k = 0;
 
 	*pulled = 0;
+	/* The common case, an image this host has: no lock, no podman. */
+	if (image_listed(work_dir, s->image) == 1)
+		return 0;
 	(void)buf_addf(&lock, "%s/containers", work_dir);
 	if (fs_mkdir_p(lock.data, 0700, err))
 		goto out_err;
