@@ -7,7 +7,8 @@
 #       waits until GET /v1/hosts says every host is ready, then prints the
 #       exports a client needs (eval "$(cluster.sh up --hosts 3)").
 #   cluster.sh down [--prefix P] [--state-dir DIR] [--keep]
-#       stops that trainctld (by PID) and tears the hosts down.
+#       stops that trainctld (by PID) and tears the hosts down (and the
+#       registry, with its images unless --keep).
 #   cluster.sh hosts-up N [options]       only the hosts (tests/cluster/up.sh)
 #   cluster.sh hosts-down [options]       only the hosts (tests/cluster/down.sh)
 #   cluster.sh status [--prefix P]        what runs, one line per host
@@ -50,6 +51,8 @@
 #   hostfile          the host names, one per line
 #   inventory.json    the hosts in trainctld's --inventory format
 #   hosts/nodeK/      sshd_config, host key, sshd.pid, sshd.log, home/, work/
+#   registry/         (--registry) config.yml, registry.pid, registry.log,
+#                     data/ (the images pushed to it)
 #   controller/       (up) credentials, trainctld.pid, trainctld.log, state/
 #   env.sh            (up) the exports
 #
@@ -68,6 +71,18 @@
 # /--tls-ca (the controller pins the CA in every agent it provisions),
 # serves https://NET.1:PORT and exports AWS_CA_BUNDLE, which trainctl,
 # boto3 and the aws CLI verify with.
+#
+# Registry: with --registry [PORT] (default 5000; --registry=PORT for a
+# port below 1024), hosts-up and up also start a container image registry
+# (Debian's docker-registry, distribution 2.8) on NET.1:PORT, the bridge
+# address every host reaches: plain HTTP, no credentials, filesystem storage
+# in <state>/registry/data. Its PID goes in cluster.env and down stops it by
+# PID. up passes --insecure-registry NET.1:PORT to trainctld (hosts pull
+# with TLS verification off, which lets podman fall back to plain HTTP) and
+# prints export TRAINCTL_REGISTRY=NET.1:PORT; push images to it from this
+# machine, e.g. skopeo copy --dest-tls-verify=false oci:DIR \
+# docker://$TRAINCTL_REGISTRY/train/x:1 (tests/integration/imagelib.py).
+# Something else listening on PORT is a conflict (exit 3).
 #
 # Ownership: the bridge carries the alias "trainctl-cluster:<state dir>".
 # hosts-up refuses (exit 3) when the bridge, a namespace, /etc/netns/<ns> or
@@ -106,10 +121,12 @@ usage() {
 usage: $PROG up --hosts N [--prefix P] [--state-dir DIR] [--net A.B.C]
                   [--port PORT] [--instance-type T[,T...]] [--cpus N] [--gpus N]
                   [--agent-path PATH] [--trainctld PATH] [--timeout S]
-                  [--tls] [--add-credentials FILE] [-- TRAINCTLD-ARGS...]
+                  [--tls] [--add-credentials FILE] [--registry [PORT]]
+                  [-- TRAINCTLD-ARGS...]
        $PROG down [--prefix P] [--state-dir DIR] [--keep]
        $PROG hosts-up N [--prefix P] [--state-dir DIR] [--net A.B.C]
                   [--instance-type T[,T...]] [--cpus N] [--gpus N] [--agent-path PATH]
+                  [--registry [PORT]]
        $PROG hosts-down [--prefix P] [--state-dir DIR] [--keep]
        $PROG status [--prefix P] [--state-dir DIR]
        $PROG env [--prefix P] [--state-dir DIR]
@@ -149,6 +166,8 @@ TIMEOUT=60
 KEEP=0
 TLS=0
 ADD_CREDS=""
+REGISTRY_PORT=""
+REGISTRY_BIN=${TRAINCTL_REGISTRY_BIN:-/usr/bin/docker-registry}
 EXTRA=()
 REST=()
 
@@ -181,6 +200,17 @@ parse_opts() {
 		--tls) TLS=1; shift ;;
 		--add-credentials) ADD_CREDS=${2?}; shift 2 ;;
 		--add-credentials=*) ADD_CREDS=${1#*=}; shift ;;
+		--registry)
+			# An optional PORT: a number of 1024 or more (1..64 is a host count).
+			if [[ ${2:-} =~ ^[0-9]+$ ]] && [ "$2" -ge 1024 ]; then
+				REGISTRY_PORT=$2
+				shift 2
+			else
+				REGISTRY_PORT=5000
+				shift
+			fi
+			;;
+		--registry=*) REGISTRY_PORT=${1#*=}; shift ;;
 		-h | --help) usage; exit 0 ;;
 		--) shift; EXTRA=("$@"); break ;;
 		-*) usage_error "unknown option '$1'" ;;
@@ -208,6 +238,8 @@ parse_opts() {
 	BR=$PREFIX-br
 	[[ $PORT =~ ^[0-9]+$ ]] && [ "$PORT" -ge 1 ] && [ "$PORT" -le 65535 ] ||
 		usage_error "--port '$PORT'"
+	[ -z "$REGISTRY_PORT" ] || { [[ $REGISTRY_PORT =~ ^[0-9]+$ ]] && [ "$REGISTRY_PORT" -ge 1 ] &&
+		[ "$REGISTRY_PORT" -le 65535 ]; } || usage_error "--registry '$REGISTRY_PORT': a port"
 	[[ $TIMEOUT =~ ^[0-9]+$ ]] || usage_error "--timeout '$TIMEOUT': whole seconds"
 	[[ $GPUS =~ ^[0-9]+$ ]] || usage_error "--gpus '$GPUS'"
 	[ -z "$CPUS" ] || [[ $CPUS =~ ^[0-9]+$ ]] || usage_error "--cpus '$CPUS'"
@@ -225,6 +257,8 @@ N_NEW=0
 # Loads cluster.env when present; sets N_CREATED (0 when absent).
 load_state() {
 	N_CREATED=0
+	REGISTRY_ADDR=""
+	REGISTRY_PID=""
 	if [ -f "$STATE/cluster.env" ]; then
 		# shellcheck disable=SC1091
 		. "$STATE/cluster.env"
@@ -354,6 +388,7 @@ hosts_up() {
 		say "tearing down the previous cluster '$PREFIX' first"
 		hosts_down_quiet
 	fi
+	[ -z "$REGISTRY_PORT" ] || check_registry_port
 	[ -n "$CPUS" ] || CPUS=$(nproc)
 	N_NEW=$n
 	local k ns name addr dir
@@ -474,11 +509,100 @@ hosts_up() {
 		fi
 		sleep 0.02
 	done
+	if [ -n "$REGISTRY_PORT" ]; then
+		start_registry || {
+			hosts_down_quiet
+			exit $EXIT_FAIL
+		}
+	fi
 	write_inventory "$n"
 	say "$n hosts up in $(($(now_ms) - t0)) ms: $(for k in $(seq 1 "$n"); do printf '%s=%s ' "$(host_name "$k")" "$(host_addr "$k")"; done)"
 	echo "state dir: $STATE"
 	echo "inventory: $STATE/inventory.json"
 	echo "ssh:       $STATE/ssh node1 CMD"
+	[ -z "$REGISTRY_ADDR" ] || echo "registry:  $REGISTRY_ADDR (pid $REGISTRY_PID)"
+}
+
+# ------------------------------------------------------------ registry
+
+registry_dir() { echo "$STATE/registry"; }
+
+# The registry's PID when it runs (its command line names our config).
+registry_pid() { pid_from "$(registry_dir)/registry.pid" "$(registry_dir)/config.yml"; }
+
+# Whether something listens on port $2 of address $1 or of every address.
+port_taken() {
+	command -v ss >/dev/null 2>&1 || return 1
+	ss -Hltn 2>/dev/null | awk -v a="$1:$2" -v p=":$2" '
+		$4 == a || $4 == "0.0.0.0" p || $4 == "*" p || $4 == "[::]" p { f = 1 }
+		END { exit !f }'
+}
+
+# Before anything is made: the registry's port must be free (exit 3).
+check_registry_port() {
+	if [ "$REGISTRY_PORT" = "$PORT" ] && [ "$SUB" = up ]; then
+		usage_error "--registry $REGISTRY_PORT: that is the controller's --port"
+	fi
+	if port_taken "$NET.1" "$REGISTRY_PORT"; then
+		say "error: port $REGISTRY_PORT is in use on $NET.1 (not this cluster's); pass --registry PORT"
+		exit $EXIT_CONFLICT
+	fi
+}
+
+# docker-registry on NET.1:REGISTRY_PORT, storage in <state>/registry/data
+# (kept from an earlier cluster of the same state dir that went down with
+# --keep). Sets REGISTRY_ADDR/REGISTRY_PID and records them in cluster.env.
+# Returns 1 after saying why.
+start_registry() {
+	local d addr=$NET.1:$REGISTRY_PORT p code deadline
+	d=$(registry_dir)
+	[ -x "$REGISTRY_BIN" ] || {
+		say "error: --registry: $REGISTRY_BIN not found (install docker-registry)"
+		return 1
+	}
+	command -v curl >/dev/null 2>&1 || {
+		say "error: --registry: curl not found"
+		return 1
+	}
+	mkdir -p "$d/data" || return 1
+	{
+		echo "# container image registry of the trainctl test cluster $STATE"
+		echo "version: 0.1"
+		printf 'log:\n  level: info\n  formatter: text\n  accesslog:\n    disabled: false\n'
+		printf 'storage:\n  filesystem:\n    rootdirectory: %s\n' "$d/data"
+		printf '  delete:\n    enabled: true\n'
+		printf 'http:\n  addr: %s\n  secret: %s\n' "$addr" "$(random_alnum 32 'A-Za-z0-9')"
+	} | write_file "$d/config.yml" 644
+	setsid "$REGISTRY_BIN" serve "$d/config.yml" </dev/null >>"$d/registry.log" 2>&1 &
+	p=$!
+	echo "$p" >"$d/registry.pid"
+	deadline=$(($(now_ms) + 10000))
+	while :; do
+		if ! pid_alive "$p"; then
+			tail -n 5 "$d/registry.log" | sed 's/^/  registry: /' >&2
+			say "error: docker-registry exited (log $d/registry.log)"
+			return 1
+		fi
+		code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 --noproxy '*' \
+			"http://$addr/v2/" 2>/dev/null || true)
+		[ "$code" = 200 ] && break
+		if [ "$(now_ms)" -gt $deadline ]; then
+			tail -n 5 "$d/registry.log" | sed 's/^/  registry: /' >&2
+			say "error: docker-registry on $addr does not answer (log $d/registry.log)"
+			return 1
+		fi
+		sleep 0.05
+	done
+	REGISTRY_ADDR=$addr
+	REGISTRY_PID=$p
+	printf 'REGISTRY_ADDR=%s\nREGISTRY_PID=%s\n' "$addr" "$p" >>"$STATE/cluster.env"
+}
+
+stop_registry() {
+	local p
+	p=$(registry_pid) || return 0
+	term_pids 50 "$p"
+	rm -f "$(registry_dir)/registry.pid"
 }
 
 write_sshd_config() { # path hostdir address
@@ -597,6 +721,8 @@ hosts_down_quiet() {
 			esac
 		fi
 	done
+	# 0. The registry by PID (its images stay until the state dir goes).
+	stop_registry
 	# 1. sshd by PID, from its pid file.
 	pids=()
 	for ns in "${all_ns[@]}"; do
@@ -628,6 +754,8 @@ hosts_down_quiet() {
 	done
 	rm -f "$STATE/cluster.env"
 	N_CREATED=0
+	REGISTRY_ADDR=""
+	REGISTRY_PID=""
 }
 
 hosts_down() {
@@ -726,6 +854,7 @@ print_exports() {
 	if [ "${CTRL_TLS:-$TLS}" = 1 ]; then
 		echo "export AWS_CA_BUNDLE=$CTRL/tls/ca.pem"
 	fi
+	[ -z "$REGISTRY_ADDR" ] || echo "export TRAINCTL_REGISTRY=$REGISTRY_ADDR"
 	echo "# trainctl cluster '$PREFIX': $N_CREATED hosts, state $STATE, inventory $STATE/inventory.json"
 }
 
@@ -767,9 +896,12 @@ cluster_up() {
 		tls_args=(--tls-cert "$CTRL/tls/server.pem" --tls-key "$CTRL/tls/server.key"
 			--tls-ca "$CTRL/tls/ca.pem")
 	fi
+	local reg_args=()
+	[ -z "$REGISTRY_ADDR" ] || reg_args=(--insecure-registry "$REGISTRY_ADDR")
 	local args=("$bin" --inventory "$STATE/inventory.json" --local-hosts 0
 		--listen "$NET.1:$PORT" --advertise-url "$ENDPOINT"
-		--credentials "$CTRL/credentials" --state-dir "$CTRL/state" "${tls_args[@]}" "${EXTRA[@]}")
+		--credentials "$CTRL/credentials" --state-dir "$CTRL/state" "${tls_args[@]}"
+		"${reg_args[@]}" "${EXTRA[@]}")
 	printf '%q ' "${args[@]}" >"$CTRL/trainctld.cmd"
 	echo >>"$CTRL/trainctld.cmd"
 	setsid "${args[@]}" </dev/null >>"$CTRL/trainctld.log" 2>&1 &
@@ -843,6 +975,13 @@ cluster_status() {
 	ctl=$(pid_from "$CTRL/trainctld.pid" trainctld || true)
 	echo "cluster '$PREFIX': $N_CREATED hosts on $NET.0/24 (bridge $BR), state $STATE"
 	echo "controller: ${ctl:+pid $ctl, }${CTRL_ENDPOINT:-not started}"
+	if [ -n "$REGISTRY_ADDR" ]; then
+		if p=$(registry_pid); then
+			echo "registry:   pid $p, $REGISTRY_ADDR"
+		else
+			echo "registry:   down, $REGISTRY_ADDR"
+		fi
+	fi
 	for k in $(seq 1 "$N_CREATED"); do
 		name=$(host_name "$k")
 		p=$(pid_from "$STATE/hosts/$name/sshd.pid" sshd || true)
@@ -915,6 +1054,7 @@ cluster_fault() { # sshd-stop|sshd-start|link-down|link-up
 	exit "$EXIT_USAGE"
 }
 sub=$1
+SUB=$sub
 shift
 case "$sub" in
 -h | --help | help) usage; exit 0 ;;
