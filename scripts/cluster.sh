@@ -38,6 +38,9 @@
 #                         start-up files (pyenv costs ~85 ms per command)
 #   /var/lib/trainagent = <state>/hosts/nodeK/work: the agent's default work
 #                         directory, private to the host as on real machines
+#   /sys                = the namespace's own (ip netns exec), and in it
+#                         /sys/fs/cgroup mounted as in the root namespace
+#                         (the same hierarchies): podman runs containers
 # Everything else (/tmp, the repository, the controller's embedded store) is
 # the same file system on every host.
 #
@@ -655,19 +658,37 @@ EOF
 	done
 }
 
+# "FSTYPE OPTIONS MOUNTPOINT" of /sys/fs/cgroup and the hierarchies under
+# it in this mount namespace, parents first (as mountinfo lists them).
+cgroup_mounts() {
+	awk '{
+		for (i = 7; i < NF && $i != "-"; i++)
+			;
+		if ($5 == "/sys/fs/cgroup" || index($5, "/sys/fs/cgroup/") == 1)
+			print $(i + 1), $(i + 3), $5
+	}' /proc/self/mountinfo
+}
+
 start_sshd() { # k
 	local k=$1 name dir
 	name=$(host_name "$k")
 	dir=$STATE/hosts/$name
 	# ip netns exec: new mount namespace, /etc/netns/<ns>/hosts over
 	# /etc/hosts, /sys of the namespace; unshare --uts: own hostname. Then
-	# the private home and work directory, and sshd (it daemonizes after it
-	# listens and writes its pid file).
+	# the cgroup hierarchies again (the fresh /sys has none, and podman
+	# needs them: best effort, a failure is logged), the private home and
+	# work directory, and sshd (it daemonizes after it listens and writes
+	# its pid file).
 	ip netns exec "$(ns_name "$k")" unshare --uts /bin/sh -c '
 		hostname "$1" &&
+		printf "%s\n" "$3" | while read -r t o m; do
+			[ -n "$t" ] || continue
+			mkdir -p "$m" 2>/dev/null
+			mount -t "$t" -o "$o" "$t" "$m" || echo "cluster.sh: cannot mount $t on $m"
+		done &&
 		mount --bind "$2/home" /root &&
 		mount --bind "$2/work" /var/lib/trainagent &&
-		exec /usr/sbin/sshd -f "$2/sshd_config" -E "$2/sshd.log"' sh "$name" "$dir" \
+		exec /usr/sbin/sshd -f "$2/sshd_config" -E "$2/sshd.log"' sh "$name" "$dir" "$(cgroup_mounts)" \
 		</dev/null >>"$dir/sshd.log" 2>&1
 }
 
