@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <openssl/evp.h>
 
 #include "agent/agent.h"
 #include "agent/podman.h"
@@ -88,15 +89,47 @@ static const char *oci_runtime(void)
 	return rt;
 }
 
+/*
+ * podman refuses a runroot (its state while containers run) longer than
+ * 50 bytes. A deep work directory gets one under /run named by a hash of
+ * this host's name and the work directory: unique to the host (hosts
+ * that share /run, such as the test cluster's, have their own names) and
+ * the same for every agent that serves that directory.
+ */
+static void runroot(const char *work_dir, struct buf *out)
+{
+	unsigned char md[32];
+	char host[256] = "", hex[17];
+	struct buf key = BUF_INIT;
+	unsigned int n = 0;
+	int i;
+
+	(void)buf_addf(out, "%s/containers/run", work_dir);
+	if (out->len <= 50)
+		return;
+	(void)gethostname(host, sizeof(host) - 1);
+	(void)buf_addf(&key, "%s\n%s", host, work_dir);
+	(void)EVP_Digest(key.data, key.len, md, &n, EVP_sha256(), NULL);
+	for (i = 0; i < 8; i++)
+		(void)snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	buf_reset(out);
+	(void)buf_addf(out, "%s/trainagent-%s",
+		       access("/run", W_OK) ? "/tmp" : "/run", hex);
+	buf_release(&key);
+}
+
 void agent_podman_base(const char *work_dir, struct agent_strv *argv)
 {
 	const char *rt = oci_runtime();
+	struct buf run = BUF_INIT;
 
+	runroot(work_dir, &run);
 	agent_strv_push(argv, podman_bin());
 	agent_strv_push(argv, "--root");
 	agent_strv_pushf(argv, "%s/containers/storage", work_dir);
 	agent_strv_push(argv, "--runroot");
-	agent_strv_pushf(argv, "%s/containers/run", work_dir);
+	agent_strv_push(argv, run.data);
+	buf_release(&run);
 	agent_strv_push(argv, "--tmpdir");
 	agent_strv_pushf(argv, "%s/containers/tmp", work_dir);
 	agent_strv_push(argv, "--cgroup-manager");
