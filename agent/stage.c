@@ -336,11 +336,12 @@ static int stage_image(struct stage_job *sj, int fd, struct buf *err)
 	agent_task_say(fd, "phase downloading");
 	ret = agent_podman_pull(sj->ctx->cfg.work_dir, sj->a->dir, s, &pulled,
 				err);
+	/* In the job's log too: what the start of a job cost. */
 	if (!ret && pulled)
-		agent_task_say(fd, "log image %s: pulled in %.1f s", s->image,
+		agent_task_say(fd, "note image %s: pulled in %.1f s", s->image,
 			       (double)(time_mono_ms() - t0) / 1000.0);
 	else if (!ret)
-		agent_task_say(fd, "log image %s: already on this host",
+		agent_task_say(fd, "note image %s: already on this host",
 			       s->image);
 	if (!ret && agent_ident_become(&sj->a->ident)) {
 		(void)buf_addf(err, "cannot run as the job's user: %s",
