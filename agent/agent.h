@@ -629,7 +629,8 @@ void agent_stor_config(struct agent_ctx *ctx, const struct api_assignment *s,
 		       struct stor_config *cfg);
 /* Whether the assignment has anything to download (checkpoints, channels,
  * code); without, it launches without a staging worker. */
-int agent_stage_needed(const struct api_assignment *s);
+int agent_stage_needed(const struct agent_ctx *ctx,
+		       const struct api_assignment *s);
 int agent_stage_start(struct agent_ctx *ctx, struct agent_assign *a,
 		      struct buf *err);
 

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/podman.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -277,7 +278,11 @@ static void prepare(struct agent_ctx *ctx, struct agent_assign *a)
 	a->task_ok = 0;
 	FREE_AND_NULL(a->task_error);
 	/* Nothing to download: no worker to fork and hear from. */
-	if (!agent_stage_needed(&a->spec)) {
+	if (!agent_stage_needed(ctx, &a->spec)) {
+		if (a->spec.launch_mode == API_LAUNCH_CONTAINER)
+			agent_assign_note(ctx, a,
+					  "image %s: already on this host",
+					  a->spec.image);
 		a->staged = 1;
 		goto out;
 	}
@@ -318,9 +323,6 @@ static void staged(struct agent_ctx *ctx, struct agent_assign *a)
 	}
 	agent_task_release(&a->task);
 	a->staged = 1;
-	/* It may have pulled an image: the host's list changed. */
-	if (a->spec.launch_mode == API_LAUNCH_CONTAINER)
-		ctx->images.refresh = 1;
 }
 
 static int has_checkpoints(const struct agent_assign *a);

@@ -173,7 +173,7 @@ static int run_podman(const char *work_dir, const char *const *args,
  * <driver>-images/images.json) names image: a file read instead of a
  * podman run on every launch. -1 when there is no such list to read.
  */
-static int image_listed(const char *work_dir, const char *image)
+int agent_podman_has_image(const char *work_dir, const char *image)
 {
 	struct buf pat = BUF_INIT;
 	glob_t g;
@@ -268,7 +268,7 @@ int agent_podman_pull(const char *work_dir, const char *dir,
 
 	*pulled = 0;
 	/* The common case, an image this host has: no lock, no podman. */
-	if (image_listed(work_dir, s->image) == 1)
+	if (agent_podman_has_image(work_dir, s->image) == 1)
 		return 0;
 	(void)buf_addf(&lock, "%s/containers", work_dir);
 	if (fs_mkdir_p(lock.data, 0700, err))

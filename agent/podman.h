@@ -16,6 +16,12 @@ void agent_podman_base(const char *work_dir, struct agent_strv *argv);
 char *agent_podman_name(const struct agent_assign *a, int rank);
 
 /*
+ * 1 when this host's store (under work_dir) lists image, 0 when not, -1
+ * when it has no list to read. A file read: no podman runs.
+ */
+int agent_podman_has_image(const char *work_dir, const char *image);
+
+/*
  * Pulls s->image unless this host has it (*pulled says whether it did),
  * with s->registry_auth in a 0600 file under dir/.trainagent for the
  * pull's length. Blocks: the staging worker calls it. Returns 0, or

@@ -340,6 +340,8 @@ static int stage_image(struct stage_job *sj, int fd, struct buf *err)
 	if (!ret && pulled)
 		agent_task_say(fd, "note image %s: pulled in %.1f s", s->image,
 			       (double)(time_mono_ms() - t0) / 1000.0);
+	if (!ret && pulled)
+		agent_task_say(fd, "pulled");
 	else if (!ret)
 		agent_task_say(fd, "note image %s: already on this host",
 			       s->image);
@@ -408,9 +410,11 @@ out:
 	return ret ? 1 : 0;
 }
 
-int agent_stage_needed(const struct api_assignment *s)
+int agent_stage_needed(const struct agent_ctx *ctx,
+		       const struct api_assignment *s)
 {
-	return s->launch_mode == API_LAUNCH_CONTAINER ||
+	return (s->launch_mode == API_LAUNCH_CONTAINER &&
+		agent_podman_has_image(ctx->cfg.work_dir, s->image) != 1) ||
 	       (s->checkpoint_s3_uri && *s->checkpoint_s3_uri) ||
 	       s->n_channels ||
 	       (s->launch_mode == API_LAUNCH_SCRIPT && s->submit_directory &&

@@ -218,6 +218,9 @@ static void on_task_line(void *arg, const char *line, size_t len)
 		a->task_error = xstrdup(line + 6);
 	} else if (!strcmp(line, "ok")) {
 		a->task_ok = 1;
+	} else if (!strcmp(line, "pulled")) {
+		/* The host's image list changed. */
+		tl->ctx->images.refresh = 1;
 	}
 }
 
