@@ -8,11 +8,11 @@
  * TLS is not verified (--insecure-registry) and the image map
  * (--image-map: TrainingImage patterns run as other images).
  *
- * A job's image is pinned by digest before its first attempt (skopeo
- * inspect: the manifest's sha256), so every host of every attempt runs the
- * same image even when its tag moves, each host pulls a digest at most
- * once, and an image that does not exist fails the job before any host is
- * reserved.
+ * A job's image is pinned by digest before its first attempt (the
+ * manifest's sha256, from one GET of the distribution API), so every host of
+ * every attempt runs the same image even when its tag moves, each host pulls a
+ * digest at most once, and an image that does not exist fails the job before
+ * any host is reserved.
  */
 #include <stddef.h>
 
@@ -40,7 +40,6 @@ struct ctrl_registry {
 	size_t n_insecure;
 	struct ctrl_image_map_entry *map; /* --image-map, in file order */
 	size_t n_map;
-	char *skopeo; /* the program to inspect images with */
 };
 
 /*
@@ -77,7 +76,7 @@ char *ctrl_registry_auth_for(const struct ctrl_registry *r,
 /*
  * Asks the image's registry for its manifest and returns the image pinned
  * by digest ("registry/repo@sha256:..."), a new string in *pinned.
- * Blocks for up to about 30 s: never call it under a lock. Returns 0, or
+ * Blocks for up to about 40 s: never call it under a lock. Returns 0, or
  * ERR_NOTFOUND / ERR_AUTH / ERR_IO with err saying what the registry
  * answered (no such image or tag, credentials refused, unreachable).
  */
