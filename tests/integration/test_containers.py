@@ -27,9 +27,10 @@ and pushes them. Cases:
      agent adopts the running container (no restart); a frozen agent
      (SIGSTOP past its lease): the watchdog fences the host, the keeper
      kills and removes the container, the job restarts from its checkpoint;
-  g  nonexistent image, wrong tag, registry down, bad credentials: each a
-     ClientError naming the image and the registry's answer within seconds,
-     no host reserved;
+  g  a TLS registry named --insecure-registry is pulled from; nonexistent
+     image, wrong tag, registry down, bad credentials, a TLS certificate
+     that is not trusted: each a ClientError naming the image and the
+     registry's answer within seconds, no host reserved;
   h  trainctl list-images shows the host's images, prune-images empties it.
 
 TAP on stdout; skips when not root, without sshd or podman. Run from the top
@@ -62,9 +63,14 @@ Fail, expect, short = sc.Fail, sc.expect, sc.short
 PREFIX, NET, PORT = "tcct", "10.213.93", 18593
 BRIDGE = NET + ".1"
 REG_PORT, REG2_PORT, DOWN_PORT = 18594, 18595, 18596
+TLS_OK_PORT, TLS_BAD_PORT = 18586, 18587
 REG = "%s:%d" % (BRIDGE, REG_PORT)
 REG2 = "%s:%d" % (BRIDGE, REG2_PORT)
 DOWN = "%s:%d" % (BRIDGE, DOWN_PORT)
+# Both serve TLS with a self-signed certificate; only the first is named
+# with --insecure-registry.
+TLS_OK = "%s:%d" % (BRIDGE, TLS_OK_PORT)
+TLS_BAD = "%s:%d" % (BRIDGE, TLS_BAD_PORT)
 USER, PASSWORD, PASSWORD2 = "trainer", "s3cret-pull", "other-pass"
 ITYPE = "ml.c5.xlarge"
 ROLE = "arn:aws:iam::123456789012:role/service-role/AmazonSageMaker-ExecutionRole"
@@ -465,11 +471,20 @@ def case_f(tap, ns, sm, images, reg):
 
 
 def case_g(tap, ns, sm, images, reg):
+    # A TLS registry named --insecure-registry: its certificate is not
+    # checked, and the job runs.
+    name = "ct-tls-insecure"
+    sm.create_training_job(**request(name, "%s/team/bb:1" % TLS_OK))
+    d, _ = fl.wait_job(sm, name, ended, 120)
+    tap.ok(d["TrainingJobStatus"] == "Completed",
+           "(g) a TLS registry named by --insecure-registry: pulled without checking its certificate",
+           "%s %r" % (d["TrainingJobStatus"], d.get("FailureReason")))
     cases = [
         ("ct-noimage", "%s/team/nosuch:1" % REG, "manifest unknown", "a nonexistent image"),
         ("ct-notag", "%s/team/bb:nope" % REG, "manifest unknown", "a wrong tag"),
         ("ct-down", "%s/team/bb:1" % DOWN, "connection refused", "a registry that is down"),
         ("ct-creds", "%s/team/bb:1" % REG2, "unauthorized", "bad credentials"),
+        ("ct-tls", "%s/team/bb:1" % TLS_BAD, "certificate", "a TLS certificate nobody vouches for"),
     ]
     for name, image, answer, what in cases:
         t = time.time()
@@ -534,7 +549,7 @@ def main():
     auth = os.path.join(work, "auth.json")
     auth_file(auth)
     extra = ["--registry-auth", auth, "--insecure-registry", REG, "--insecure-registry", REG2,
-             "--insecure-registry", DOWN]
+             "--insecure-registry", DOWN, "--insecure-registry", TLS_OK]
     images = {}
     t = time.time()
     try:
@@ -546,7 +561,7 @@ def main():
         return tap.finish()
     log("images built in %.1f s" % (time.time() - t))
     ns = fl.NsCluster(PREFIX, NET, PORT, n_hosts=2, itype=ITYPE, extra=extra)
-    reg = reg2 = None
+    reg = reg2 = tls_ok = tls_bad = None
     try:
         t = time.time()
         err = ns.up()
@@ -557,9 +572,13 @@ def main():
         reg.start()
         reg2 = imagelib.Registry(addr=BRIDGE, port=REG2_PORT, user=USER, password=PASSWORD2, workdir=work + "/r2")
         reg2.start()
+        tls_ok = imagelib.Registry(addr=BRIDGE, port=TLS_OK_PORT, tls=True, workdir=work + "/r3").start()
+        tls_bad = imagelib.Registry(addr=BRIDGE, port=TLS_BAD_PORT, tls=True, workdir=work + "/r4").start()
         t = time.time()
         imagelib.push(images["bb_key"], reg, "team/bb:1")
         imagelib.push(images["bb_key"], reg2, "team/bb:1")
+        imagelib.push(images["bb_key"], tls_ok, "team/bb:1")
+        imagelib.push(images["bb_key"], tls_bad, "team/bb:1")
         images["bb"] = "%s/team/bb:1" % REG
         if "torch_key" in images:
             imagelib.push(images["torch_key"], reg, "team/torch:1")
@@ -576,7 +595,7 @@ def main():
         tap.ok(False, "the container cases ran to their end", "%s: %s\n%s\n%s" % (
             type(e).__name__, e, traceback.format_exc(), ns.log_tail(20)))
     finally:
-        for r in (reg, reg2):
+        for r in (reg, reg2, tls_ok, tls_bad):
             if r:
                 r.stop()
         rc, out, err = ns.down()
