@@ -31,7 +31,9 @@ and pushes them. Cases:
      image, wrong tag, registry down, bad credentials, a TLS certificate
      that is not trusted: each a ClientError naming the image and the
      registry's answer within seconds, no host reserved;
-  h  trainctl list-images shows the host's images, prune-images empties it.
+  h  trainctl list-images shows the host's images, prune-images empties it;
+  i  a user key's job (trainctl_user): the container runs as that Unix user,
+     and writes its model.
 
 TAP on stdout; skips when not root, without sshd or podman. Run from the top
 of the tree: /usr/bin/python3 tests/integration/test_containers.py
@@ -85,7 +87,22 @@ def log(text):
 
 
 def wanted(c):
-    return c in os.environ.get("CASES", "abcdefgh")
+    return c in os.environ.get("CASES", "abcdefghi")
+
+
+UNIX_USER = "tcct-user"
+USER_KEY, USER_SECRET = "AKIDTCCTUSER0000001", "tcct-user-secret-0001"
+
+
+def make_user():
+    """The Unix user of case (i): (made now, why not)."""
+    if subprocess.run(["id", UNIX_USER], capture_output=True).returncode == 0:
+        return False, None
+    if not shutil.which("useradd"):
+        return False, "no useradd"
+    r = subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent", "--shell",
+                        "/usr/sbin/nologin", UNIX_USER], capture_output=True)
+    return r.returncode == 0, (r.stderr.decode() if r.returncode else None)
 
 
 # The busybox trainer: resumes from its checkpoint, counts STEPS steps of
@@ -528,6 +545,22 @@ def case_h(tap, ns, sm, images, reg):
     tap.ok(rc == 0 and "team/bb@" in out, "(h) ... node2 keeps its own", out)
 
 
+def case_i(tap, ns, sm, images, reg):
+    uid = int(subprocess.run(["id", "-u", UNIX_USER], capture_output=True, text=True).stdout.strip())
+    um = sc.make_client(ns.endpoint, key=USER_KEY, secret=USER_SECRET)
+    name = "ct-user"
+    req = request(name, images["bb"])
+    um.create_training_job(**req)
+    d, _ = fl.wait_job(um, name, ended, 120)
+    text = job_log(ns, name)
+    tap.ok(d["TrainingJobStatus"] == "Completed" and ("on algo-1 as %d args" % uid) in text,
+           "(i) a user key's job: its container runs as Unix user %s (uid %d)" % (UNIX_USER, uid),
+           "%s %s\n%s" % (d["TrainingJobStatus"], d.get("FailureReason"), text[-800:]))
+    files = model_files(ns, name)
+    tap.ok(files.get("algo-1.txt") == "algo-1 3\n", "(i) ... which may write its /opt/ml/model (model.tar.gz)",
+           short(files))
+
+
 # ---------------------------------------------------------------- main
 
 def auth_file(path):
@@ -560,7 +593,13 @@ def main():
         tap.ok(False, "the test images build offline", "%s: %s\n%s" % (type(e).__name__, e, traceback.format_exc()))
         return tap.finish()
     log("images built in %.1f s" % (time.time() - t))
-    ns = fl.NsCluster(PREFIX, NET, PORT, n_hosts=2, itype=ITYPE, extra=extra)
+    made, why = make_user() if wanted("i") else (False, None)
+    creds = os.path.join(work, "users.ini")
+    with open(creds, "w") as f:
+        f.write("[ctuser]\naws_access_key_id = %s\naws_secret_access_key = %s\ntrainctl_user = %s\n"
+                "trainctl_s3_prefixes = %s/\n" % (USER_KEY, USER_SECRET, UNIX_USER, BUCKET))
+    ns = fl.NsCluster(PREFIX, NET, PORT, n_hosts=2, itype=ITYPE, extra=extra,
+                      up_args=["--add-credentials", creds])
     reg = reg2 = tls_ok = tls_bad = None
     try:
         t = time.time()
@@ -585,8 +624,11 @@ def main():
             images["torch"] = "%s/team/torch:1" % REG
         log("images pushed in %.1f s" % (time.time() - t))
         sm = ns.client()
-        for c in "abcdefgh":
+        for c in "abcdefghi":
             if not wanted(c):
+                continue
+            if c == "i" and why:
+                tap.skip("(i) a user key's container runs as its Unix user", why)
                 continue
             t = time.time()
             tap.case("(%s) ran to its end" % c, globals()["case_" + c], tap, ns, sm, images, reg)
@@ -603,6 +645,8 @@ def main():
         tap.ok(rc == 0 and not left, "cluster.sh down --prefix %s: nothing left" % PREFIX,
                "exit %d %s%s; left %s" % (rc, out, err, left))
         shutil.rmtree(work, ignore_errors=True)
+        if made:
+            subprocess.run(["userdel", UNIX_USER], capture_output=True)
     return tap.finish()
 
 
