@@ -55,6 +55,7 @@ static const struct cli_cmd commands[] = {
 	{ "rm", cli_cmd_rm, "rm URI", "delete one object" },
 	{ "cluster", cli_cmd_cluster,
 	  "cluster up --hosts N [--prefix P] [--port PORT] [--instance-type T] "
+	  "[--registry [PORT]] "
 	  "[-- TRAINCTLD-ARGS]\n"
 	  "           | cluster down [--prefix P] | cluster status | cluster env "
 	  "| cluster exec HOST CMD...",
