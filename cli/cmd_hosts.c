@@ -38,6 +38,18 @@ static int reply_status(int rc, const struct cli_reply *reply,
 	return 0;
 }
 
+/* The one host name a command takes, checked; 0 or the usage error. */
+static int host_arg(const struct cli_cmd *cmd, int argc, char **argv)
+{
+	if (optind + 1 != argc)
+		return cli_usage_error(cmd, "expected one host name");
+	if (strlen(argv[optind]) > 200 || strchr(argv[optind], '/') ||
+	    strchr(argv[optind], '?') || strchr(argv[optind], '%'))
+		return cli_usage_error(cmd, "'%s' is not a host name",
+				       argv[optind]);
+	return 0;
+}
+
 /* drain-host NAME [--reason TEXT] / undrain-host NAME */
 
 enum { OPT_REASON = 1 };
@@ -68,12 +80,9 @@ static int drain_cmd(struct cli_ctx *ctx, int argc, char **argv, int drain)
 		if (rc)
 			return rc < 0 ? CLI_EXIT_OK : rc;
 	}
-	if (optind + 1 != argc)
-		return cli_usage_error(cmd, "expected one host name");
-	if (strlen(argv[optind]) > 200 || strchr(argv[optind], '/') ||
-	    strchr(argv[optind], '?') || strchr(argv[optind], '%'))
-		return cli_usage_error(cmd, "'%s' is not a host name",
-				       argv[optind]);
+	rc = host_arg(cmd, argc, argv);
+	if (rc)
+		return rc;
 	if (reason && strlen(reason) > API_DRAIN_REASON_MAX)
 		return cli_usage_error(cmd, "--reason is longer than %d bytes",
 				       API_DRAIN_REASON_MAX);
@@ -144,17 +153,6 @@ int cli_cmd_list_hosts(struct cli_ctx *ctx, int argc, char **argv)
 }
 
 /* --- list-images HOST / prune-images HOST ------------------------------ */
-
-static int host_arg(const struct cli_cmd *cmd, int argc, char **argv)
-{
-	if (optind + 1 != argc)
-		return cli_usage_error(cmd, "expected one host name");
-	if (strlen(argv[optind]) > 200 || strchr(argv[optind], '/') ||
-	    strchr(argv[optind], '?') || strchr(argv[optind], '%'))
-		return cli_usage_error(cmd, "'%s' is not a host name",
-				       argv[optind]);
-	return 0;
-}
 
 static void human_size(json_int_t n, char *out, size_t size)
 {
