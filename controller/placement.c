@@ -13,6 +13,7 @@
 #include "controller/placement.h"
 #include "db/db.h"
 #include "db/run.h"
+#include "common/err.h"
 #include "common/log.h"
 #include "common/netutil.h"
 #include "common/timeutil.h"
@@ -249,10 +250,13 @@ static void pin_run(void *arg)
 	struct ctrl_jobrt *rt;
 	struct buf err = BUF_INIT;
 	char *pinned = NULL;
-	int ret;
+	int ret, db_ret;
 
 	ret = ctrl_registry_pin(&ctx->registry, p->image, &pinned, &err);
-	if (!ret && db_job_set_image(ctx->db, p->job, pinned, &err))
+	/* A job deleted meanwhile has nothing to record it in. */
+	if (!ret &&
+	    (db_ret = db_job_set_image(ctx->db, p->job, pinned, &err)) &&
+	    db_ret != ERR_NOTFOUND)
 		log_error("job '%s': cannot record its image: %s", p->job,
 			  err.data);
 	if (ret)
