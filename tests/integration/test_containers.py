@@ -33,7 +33,12 @@ and pushes them. Cases:
      registry's answer within seconds, no host reserved;
   h  trainctl list-images shows the host's images, prune-images empties it;
   i  a user key's job (trainctl_user): the container runs as that Unix user,
-     and writes its model.
+     and writes its model;
+  j  --image-map: a SageMaker framework image name runs the mapped image;
+     `cluster.sh up --registry` (the cluster's own registry, named
+     insecure for trainctld): push there, train from there;
+and at the end: no registry password, in clear or base64, in any log of
+the controller or the agents.
 
 TAP on stdout; skips when not root, without sshd or podman. Run from the top
 of the tree: /usr/bin/python3 tests/integration/test_containers.py
@@ -66,6 +71,8 @@ PREFIX, NET, PORT = "tcct", "10.213.93", 18593
 BRIDGE = NET + ".1"
 REG_PORT, REG2_PORT, DOWN_PORT = 18594, 18595, 18596
 TLS_OK_PORT, TLS_BAD_PORT = 18586, 18587
+CLUSTER_REG_PORT = 18585  # cluster.sh up --registry: the cluster's own
+DLC = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:1.13.1-cpu-py39"
 REG = "%s:%d" % (BRIDGE, REG_PORT)
 REG2 = "%s:%d" % (BRIDGE, REG2_PORT)
 DOWN = "%s:%d" % (BRIDGE, DOWN_PORT)
@@ -87,7 +94,7 @@ def log(text):
 
 
 def wanted(c):
-    return c in os.environ.get("CASES", "abcdefghi")
+    return c in os.environ.get("CASES", "abcdefghij")
 
 
 UNIX_USER = "tcct-user"
@@ -358,8 +365,18 @@ def case_c(tap, ns, sm, images, reg):
            "%s %r" % (d["TrainingJobStatus"], d.get("FailureReason")))
 
 
+def overlay_mounts(ns, node):
+    """The container root file systems mounted in node's mount namespace."""
+    rc, out, err = ns.sh("exec", node, "--prefix", PREFIX, "--", "cat", "/proc/self/mounts", timeout=30)
+    expect(rc == 0, "cat /proc/self/mounts in %s: %s" % (node, err))
+    return [ln.split()[1] for ln in out.splitlines() if "/containers/storage/overlay/" in ln and
+            ln.split()[1].endswith("/merged")]
+
+
 def no_leftovers(ns, name):
     left = {n: [c for c in podman_ps(ns, n) if c.startswith("tc-%s-" % name)] for n in ("node1", "node2")}
+    mounts = {n: overlay_mounts(ns, n) for n in ("node1", "node2")}
+    left.update({n + " mounts": m for n, m in mounts.items()})
     left = {k: v for k, v in left.items() if v}
     procs = container_procs(name)
     return left, procs
@@ -387,8 +404,9 @@ def case_d(tap, ns, sm, images, reg):
            "%s %s" % (d["TrainingJobStatus"], d.get("FailureReason")))
     tap.ok(all(any(c.startswith("tc-%s-" % name) for c in v) for v in running.values()),
            "(d) while it ran, each host had the job's container", short(running))
-    tap.ok(not left and not procs, "(d) after Stop: podman ps -a shows none of its containers, no conmon or "
-           "container process is left", "containers %s\nprocesses %s" % (left, procs))
+    tap.ok(not left and not procs, "(d) after Stop: podman ps -a shows none of its containers, no container "
+           "root file system is mounted, no conmon or container process is left",
+           "containers %s\nprocesses %s" % (left, procs))
 
 
 def case_e(tap, ns, sm, images, reg):
@@ -561,6 +579,46 @@ def case_i(tap, ns, sm, images, reg):
            short(files))
 
 
+def case_j(tap, ns, sm, images, reg):
+    name = "ct-mapped"
+    sm.create_training_job(**request(name, DLC))
+    d, _ = fl.wait_job(sm, name, ended, 120)
+    text = job_log(ns, name)
+    tap.ok(d["TrainingJobStatus"] == "Completed" and "resumed from step 0" in text and
+           "%s/team/bb@sha256:" % REG in text,
+           "(j) --image-map: a SageMaker framework image name runs the image it is mapped to",
+           "%s %s\n%s" % (d["TrainingJobStatus"], d.get("FailureReason"), text[-800:]))
+    creg = ns.env.get("TRAINCTL_REGISTRY")
+    expect(creg == "%s:%d" % (BRIDGE, CLUSTER_REG_PORT), "cluster.sh up --registry exported %r" % creg)
+    imagelib.push(images["bb_key"], creg, "team/bb:2")
+    name = "ct-cluster-reg"
+    sm.create_training_job(**request(name, "%s/team/bb:2" % creg))
+    d, _ = fl.wait_job(sm, name, ended, 120)
+    tap.ok(d["TrainingJobStatus"] == "Completed",
+           "(j) cluster.sh up --registry: an image pushed to the cluster's registry trains",
+           "%s %s" % (d["TrainingJobStatus"], d.get("FailureReason")))
+
+
+def secrets_in_logs(ns):
+    """Log files under the cluster's state dir that hold a registry
+    password, in clear or in an auth.json's base64."""
+    needles = [PASSWORD, base64.b64encode(("%s:%s" % (USER, PASSWORD)).encode()).decode()]
+    found = []
+    for root, dirs, files in os.walk(ns.state):
+        for f in files:
+            if not (f.endswith(".log") or f == "log"):
+                continue
+            p = os.path.join(root, f)
+            try:
+                with open(p, "rb") as fh:
+                    data = fh.read().decode("utf-8", "replace")
+            except OSError:
+                continue
+            if any(n in data for n in needles):
+                found.append(p)
+    return found
+
+
 # ---------------------------------------------------------------- main
 
 def auth_file(path):
@@ -581,8 +639,12 @@ def main():
     os.makedirs(work, exist_ok=True)
     auth = os.path.join(work, "auth.json")
     auth_file(auth)
+    imap = os.path.join(work, "image-map")
+    with open(imap, "w") as f:
+        f.write("# SageMaker's PyTorch images run our own\n*.dkr.ecr.*.amazonaws.com/pytorch-training:*  "
+                "%s/team/bb:1\n" % REG)
     extra = ["--registry-auth", auth, "--insecure-registry", REG, "--insecure-registry", REG2,
-             "--insecure-registry", DOWN, "--insecure-registry", TLS_OK]
+             "--insecure-registry", DOWN, "--insecure-registry", TLS_OK, "--image-map", imap]
     images = {}
     t = time.time()
     try:
@@ -599,7 +661,7 @@ def main():
         f.write("[ctuser]\naws_access_key_id = %s\naws_secret_access_key = %s\ntrainctl_user = %s\n"
                 "trainctl_s3_prefixes = %s/\n" % (USER_KEY, USER_SECRET, UNIX_USER, BUCKET))
     ns = fl.NsCluster(PREFIX, NET, PORT, n_hosts=2, itype=ITYPE, extra=extra,
-                      up_args=["--add-credentials", creds])
+                      up_args=["--add-credentials", creds, "--registry", str(CLUSTER_REG_PORT)])
     reg = reg2 = tls_ok = tls_bad = None
     try:
         t = time.time()
@@ -624,7 +686,7 @@ def main():
             images["torch"] = "%s/team/torch:1" % REG
         log("images pushed in %.1f s" % (time.time() - t))
         sm = ns.client()
-        for c in "abcdefghi":
+        for c in "abcdefghij":
             if not wanted(c):
                 continue
             if c == "i" and why:
@@ -633,6 +695,8 @@ def main():
             t = time.time()
             tap.case("(%s) ran to its end" % c, globals()["case_" + c], tap, ns, sm, images, reg)
             log("(%s) took %.1f s" % (c, time.time() - t))
+        leaked = secrets_in_logs(ns)
+        tap.ok(not leaked, "no registry password (clear or base64) in any controller or agent log", leaked)
     except Exception as e:
         tap.ok(False, "the container cases ran to their end", "%s: %s\n%s\n%s" % (
             type(e).__name__, e, traceback.format_exc(), ns.log_tail(20)))
