@@ -74,7 +74,8 @@ def log(text):
 def agent_pid(ns, node):
     """The trainagent daemon in node's network namespace."""
     cands = [pid for pid, argv in fl.proc_argvs()
-             if argv and os.path.basename(argv[0]) == "trainagent" and "--controller" in argv]
+             if argv and os.path.basename(argv[0]) == "trainagent" and "--controller" in argv and
+             argv[1:2] != ["watchdog"]]  # a watchdog that respawns agents carries their command line
     mine = ns.netns_pids(node, cands)
     # Its forked workers have the same command line: the oldest is it.
     return min(mine) if mine else None
