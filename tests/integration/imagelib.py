@@ -20,8 +20,16 @@ size, mtime and mode of host files; the bytes of generated ones) and an
 image by its layers' keys: the first call builds it in a throw-away podman
 storage and copies it with skopeo to an OCI layout in the cache (its layers
 compressed once), every later call with the same inputs finds that layout
-(0.1 s), and a push sends only the blobs a registry lacks. The images are
-checked by pulling and running them with podman (`imagelib.py selftest`).
+(0.1 s), and a push sends only the blobs a registry lacks. Files keep their
+modes and mtimes (host files their own, generated ones 2024-01-01): Python
+checks a .pyc against its source's mtime, and with `podman build
+--timestamp` every torch import in a container compiled again (2.7 s, not
+1.2 s). So the layers are the same for the same inputs in every cache, but
+the config holds the time of the build: a rebuild has a new manifest
+digest. Measured on 2 cores, torch (626 MB, 237 MB compressed): 15 s to
+find its files (ldd), 15-21 s podman build, 5-8 s skopeo's compression.
+The images are checked by pulling and running them with podman
+(`imagelib.py selftest`).
 
 Cache: $TRAINCTL_IMAGE_CACHE, default ~/.cache/trainctl-test-images:
   images/NAME-KEY/      one OCI layout per image, by its inputs' key
@@ -51,7 +59,8 @@ import tempfile
 import time
 
 # Bump when the way images are built changes: every cached image is new.
-FORMAT = 2
+# 3: no --timestamp (files keep their mtimes).
+FORMAT = 3
 
 REGISTRY_BIN = "/usr/bin/docker-registry"
 BUSYBOX = "/bin/busybox"
@@ -541,9 +550,10 @@ class Image:
               podman pull oci:...)
     digest    the manifest's digest: the digest a registry serves it under
     size      bytes a pull transfers (layers + config + manifest)
-    unpacked  bytes of its layers' tars (about its size on disk)
+    unpacked  bytes of its layers' files (about its size on disk)
     layers    [{name, digest, size, diff_id, unpacked, cached}]
-    seconds   what this call took; built: whether a layer was written now
+    seconds   what this call took; built: whether it was built now (not
+              found in the cache)
     """
 
     def __init__(self, name, layout, digest, size, unpacked, layers, seconds):
@@ -562,7 +572,9 @@ class Image:
 def _podman_build(name, tag, layers, env, cmd, entrypoint, labels, layout):
     """`podman build` of the layers (FROM scratch, one COPY each) in a
     storage of its own, then `skopeo copy` to an OCI layout at layout:
-    the layers compressed once, for every later push."""
+    the layers compressed once, for every later push. --layers: a layer
+    for each COPY (also where BUILDAH_LAYERS says otherwise); no
+    --timestamp, which would set every file's mtime."""
     d = tempfile.mkdtemp(prefix="tcib-", dir="/tmp")  # podman: runroot <= 50 bytes
     try:
         ctx = os.path.join(d, "ctx")
@@ -584,9 +596,10 @@ def _podman_build(name, tag, layers, env, cmd, entrypoint, labels, layout):
         with open(os.path.join(ctx, "Containerfile"), "w") as f:
             f.write("\n".join(lines) + "\n")
         store = ["--root", d + "/s", "--runroot", d + "/r"]
-        pm = ["podman"] + store + ["--tmpdir", d + "/t", "--cgroup-manager", "cgroupfs", "--events-backend", "file"]
+        pm = ["podman"] + store + ["--storage-driver", "overlay", "--tmpdir", d + "/t", "--cgroup-manager", "cgroupfs",
+                                  "--events-backend", "file"]
         ref = "localhost/trainctl-test/%s:%s" % (name, tag)
-        r = subprocess.run(pm + ["build", "--quiet", "--network", "none", "--timestamp", str(EPOCH), "-t", ref,
+        r = subprocess.run(pm + ["build", "--quiet", "--layers", "--network", "none", "-t", ref,
                                  "-f", os.path.join(ctx, "Containerfile"), ctx],
                            capture_output=True, text=True, timeout=1800)
         if r.returncode:
@@ -857,8 +870,8 @@ def torch_image(extra_files=None, env=()):
     the interpreter load (ldd), on busybox; Env PATH, PYTHONUNBUFFERED=1,
     LANG=C.UTF-8. extra_files as for busybox_image (e.g. '/usr/bin/train':
     a '#!/usr/bin/python3' script).
-    Returns an Image; the first call here takes about 20 s, later ones
-    with the same files about 0.1 s."""
+    Returns an Image; the first call here takes 35-45 s (2 cores), later
+    ones with the same files about 0.1 s."""
     t0 = time.monotonic()
     cl = _torch_closure()
     own, other = _Layer("libtorch"), _Layer("libs")
