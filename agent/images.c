@@ -41,17 +41,10 @@ static int have_store(const char *work_dir)
 static int podman(const char *work_dir, const char *const *args,
 		  struct spawn_result *res)
 {
-	struct agent_strv argv = AGENT_STRV_INIT;
-	int ret;
+	int ret = agent_podman_run(work_dir, args, PODMAN_TIMEOUT_MS, 4u << 20,
+				   res);
 
-	agent_podman_base(work_dir, &argv);
-	for (; *args; args++)
-		agent_strv_push(&argv, *args);
-	ret = spawn_capture(argv.v, NULL, PODMAN_TIMEOUT_MS, 4u << 20, res);
-	if (!ret && !spawn_ok(res))
-		ret = ERR_IO;
-	agent_strv_release(&argv);
-	return ret;
+	return !ret && !spawn_ok(res) ? ERR_IO : ret;
 }
 
 /* podman's JSON cut down to what trainctl shows, one line at most. */

@@ -154,8 +154,9 @@ char *agent_podman_name(const struct agent_assign *a, int rank)
 
 /* --- pulling ------------------------------------------------------------- */
 
-static int run_podman(const char *work_dir, const char *const *args,
-		      int64_t timeout_ms, struct spawn_result *res)
+int agent_podman_run(const char *work_dir, const char *const *args,
+		     int64_t timeout_ms, size_t max_out,
+		     struct spawn_result *res)
 {
 	struct agent_strv argv = AGENT_STRV_INIT;
 	int ret;
@@ -163,7 +164,7 @@ static int run_podman(const char *work_dir, const char *const *args,
 	agent_podman_base(work_dir, &argv);
 	for (; *args; args++)
 		agent_strv_push(&argv, *args);
-	ret = spawn_capture(argv.v, NULL, timeout_ms, OUT_MAX, res);
+	ret = spawn_capture(argv.v, NULL, timeout_ms, max_out, res);
 	agent_strv_release(&argv);
 	return ret;
 }
@@ -214,7 +215,8 @@ static int image_present(const char *work_dir, const char *image)
 {
 	const char *args[] = { "image", "exists", image, NULL };
 	struct spawn_result res = SPAWN_RESULT_INIT;
-	int ok = !run_podman(work_dir, args, QUICK_TIMEOUT_MS, &res) &&
+	int ok = !agent_podman_run(work_dir, args, QUICK_TIMEOUT_MS, OUT_MAX,
+				   &res) &&
 		 spawn_ok(&res);
 
 	spawn_result_release(&res);
@@ -306,7 +308,7 @@ int agent_podman_pull(const char *work_dir, const char *dir,
 	args[k++] = auth;
 	args[k++] = s->image;
 	args[k] = NULL;
-	ret = run_podman(work_dir, args, PULL_TIMEOUT_MS, &res);
+	ret = agent_podman_run(work_dir, args, PULL_TIMEOUT_MS, OUT_MAX, &res);
 	if (auth)
 		(void)unlink(auth);
 	close(fd);

@@ -2,6 +2,9 @@
 #define AGENT_PODMAN_H
 
 /* Ranks as containers with podman (agent/podman.c). */
+#include <stddef.h>
+#include <stdint.h>
+
 #include "agent/proc.h"
 #include "api/agent_proto.h"
 #include "common/buf.h"
@@ -11,6 +14,14 @@ struct agent_assign;
 
 /* podman and its global options: this host's store under work_dir. */
 void agent_podman_base(const char *work_dir, struct agent_strv *argv);
+
+struct spawn_result;
+
+/* podman with this host's store (agent_podman_base) and args, run to its
+ * end (common/spawn.h). */
+int agent_podman_run(const char *work_dir, const char *const *args,
+		     int64_t timeout_ms, size_t max_out,
+		     struct spawn_result *res);
 
 /* The container name of a rank: tc-<job>-<uid>-<attempt>-<algo>-<rank>. */
 char *agent_podman_name(const struct agent_assign *a, int rank);

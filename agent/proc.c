@@ -26,6 +26,7 @@
 #include "agent/proc.h"
 #include "common/err.h"
 #include "common/fsutil.h"
+#include "common/spawn.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
@@ -391,31 +392,10 @@ static void run_cleanup(const struct agent_strv *argv)
 	char *env[] = { (char *)"PATH=/usr/local/sbin:/usr/local/bin:"
 				"/usr/sbin:/usr/bin:/sbin:/bin",
 			NULL };
-	struct timespec tick = { 0, 20 * 1000 * 1000 };
-	int status, i;
-	pid_t pid = fork();
+	struct spawn_result res = SPAWN_RESULT_INIT;
 
-	if (pid < 0)
-		return;
-	if (pid == 0) {
-		int devnull = open("/dev/null", O_RDWR);
-
-		if (devnull >= 0) {
-			(void)dup2(devnull, STDIN_FILENO);
-			(void)dup2(devnull, STDOUT_FILENO);
-			(void)dup2(devnull, STDERR_FILENO);
-		}
-		(void)setpgid(0, 0);
-		execve(argv->v[0], argv->v, env);
-		_exit(127);
-	}
-	for (i = 0; i < 3000; i++) {
-		if (waitpid(pid, &status, WNOHANG) != 0)
-			return;
-		(void)nanosleep(&tick, NULL);
-	}
-	(void)kill(-pid, SIGKILL);
-	(void)waitpid(pid, &status, 0);
+	(void)spawn_capture(argv->v, env, 60000, 0, &res);
+	spawn_result_release(&res);
 }
 
 static _Noreturn void keep(pid_t pid, const struct agent_proc *p)
