@@ -343,6 +343,10 @@ static json_t *build_echo(const json_t *root)
 			json_object_set_new(ch, "RecordWrapperType",
 					    json_string("None"));
 	}
+	/* SageMaker answers an unset key as "" (the SDK's attach reads it). */
+	v = json_object_get(echo, "OutputDataConfig");
+	if (v && !json_object_get(v, "KmsKeyId"))
+		json_object_set_new(v, "KmsKeyId", json_string(""));
 	v = json_object_get(echo, "CheckpointConfig");
 	if (v && !json_object_get(v, "LocalPath"))
 		json_object_set_new(v, "LocalPath",

@@ -533,6 +533,10 @@ class Core:
             m = subset_mismatch(req[member], d.get(member), member)
             if m:
                 problems.append("echo: " + m)
+        if "KmsKeyId" not in req["OutputDataConfig"] and d.get("OutputDataConfig", {}).get("KmsKeyId") != "":
+            # The SDK's Estimator.attach reads it unconditionally.
+            problems.append("OutputDataConfig.KmsKeyId %r, expected \"\" when unset"
+                            % d.get("OutputDataConfig", {}).get("KmsKeyId"))
         for member in ("HyperParameters", "Environment"):
             if d.get(member) != req[member]:
                 problems.append("%s not echoed exactly: %s" % (member, short(d.get(member))))
