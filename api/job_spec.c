@@ -481,6 +481,9 @@ int api_job_spec_parse(const char *json, size_t len, struct api_job_spec *spec,
 	if (ret)
 		goto out;
 	ret = check_semantics(root, err);
+	if (!ret)
+		ret = api__tags_from_json(json_object_get(root, "Tags"),
+					  &spec->tags, &spec->n_tags, err);
 	if (ret)
 		goto out;
 	fill_spec(root, spec);
@@ -537,6 +540,7 @@ void api_job_spec_release(struct api_job_spec *spec)
 	free(spec->metrics);
 	free_kvs(spec->hyperparameters, spec->n_hyperparameters);
 	free_kvs(spec->environment, spec->n_environment);
+	free_kvs(spec->tags, spec->n_tags);
 	for (i = 0; i < spec->n_channels; i++) {
 		struct api_channel *c = &spec->channels[i];
 

@@ -67,6 +67,8 @@ struct api_job_spec {
 	char *checkpoint_s3_uri;     /* NULL when no CheckpointConfig */
 	char *checkpoint_local_path; /* defaulted to /opt/ml/checkpoints/ */
 	int spot;		     /* EnableManagedSpotTraining */
+	struct api_kv *tags;	     /* Tags (not echoed by Describe) */
+	size_t n_tags;
 	/*
 	 * The request as it will be echoed by DescribeTrainingJob: only members
 	 * of the model, defaults filled in, compact JSON. Never NULL after a

@@ -89,6 +89,9 @@ void ctrl_reply_error(struct ctrl_response *resp, int status, const char *type,
 void ctrl_reply_err_code(struct ctrl_response *resp, int code,
 			 const char *message);
 
+/* Answers 200 with json as the body (taken: json is left empty). */
+void ctrl_reply_json(struct ctrl_response *resp, struct buf *json);
+
 /* The operations; body is the JSON 1.1 request. */
 void ctrl_op_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		    const char *body, size_t len, struct ctrl_response *resp);

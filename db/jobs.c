@@ -131,7 +131,7 @@ static int insert_job(struct db__conn *c, void *arg, struct buf *err)
 	sqlite3_clear_bindings(st);
 	if (rc != SQLITE_DONE)
 		return db__error(c->db, "cannot insert transition", err);
-	return 0;
+	return db__tags_insert(c->db, job->id, job->tags, job->n_tags, err);
 }
 
 int db_job_insert(struct db *db, struct db_job *job, const char *first_message,

@@ -109,6 +109,13 @@ static const char *const migrations[] = {
 	/* 8: the container image a job runs, pinned by digest when it
 	 * first started, so that every attempt runs the same one. */
 	"ALTER TABLE jobs ADD COLUMN image TEXT;",
+	/* 9: tags of jobs (AddTags, Tags at create), searchable by tag. */
+	"CREATE TABLE job_tags ("
+	" job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+	" key TEXT NOT NULL,"
+	" value TEXT NOT NULL,"
+	" PRIMARY KEY (job_id, key)) WITHOUT ROWID;"
+	"CREATE INDEX job_tags_by_tag ON job_tags(key, value);",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

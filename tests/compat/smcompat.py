@@ -424,6 +424,10 @@ def small_request(name):
     }
 
 
+def list_tags_all(sm, arn):
+    return [t for p in sm.get_paginator("list_tags").paginate(ResourceArn=arn) for t in p["Tags"]]
+
+
 def is_dt(v):
     return isinstance(v, datetime.datetime) and v.tzinfo is not None
 
@@ -937,6 +941,53 @@ class Core:
         expect(d.get("HyperParameters") == req["HyperParameters"], "100 x 2500-char hyperparameters not echoed")
         expect(d.get("Environment") == req["Environment"], "48 x 512-char environment not echoed")
 
+    # -- tags
+    def t_tags(self):
+        sm, arn = self.sm, self.arn1
+        tags = lambda: sorted((t["Key"], t["Value"]) for t in sm.list_tags(ResourceArn=arn)["Tags"])
+        want = sorted((t["Key"], t["Value"]) for t in job_request("x")["Tags"])
+        expect(tags() == want, "tags given at create: %r, expected %r" % (tags(), want))
+        r = sm.add_tags(ResourceArn=arn, Tags=[{"Key": "team", "Value": "ml"}, {"Key": "project", "Value": "p2"}])
+        expect(sorted((t["Key"], t["Value"]) for t in r["Tags"]) == [("project", "p2"), ("team", "ml")],
+               "AddTags answer %s" % short(r["Tags"]))
+        expect(dict(tags()) == {"project": "p2", "owner": "ci@example.com", "team": "ml"},
+               "after AddTags: %r" % tags())
+        sm.delete_tags(ResourceArn=arn, TagKeys=["team", "no-such-key"])
+        expect(dict(tags()) == {"project": "p2", "owner": "ci@example.com"}, "after DeleteTags: %r" % tags())
+        d = sm.describe_training_job(TrainingJobName="compat-create-1")
+        expect("Tags" not in d, "Describe carries Tags (the service's does not)")
+        # The ARN is case-insensitive in the name, as job names are.
+        head, name = arn.split("/", 1)
+        expect(sm.list_tags(ResourceArn=head + "/" + name.upper())["Tags"], "upper-case name in the ARN")
+
+    def t_tags_limits(self):
+        sm = self.sm
+        req = small_request("compat-tags-50")
+        req["Tags"] = [{"Key": "k%02d" % i, "Value": "v%d" % i} for i in range(50)]
+        arn = self.create(req)["TrainingJobArn"]
+        pages = list(sm.get_paginator("list_tags").paginate(ResourceArn=arn, PaginationConfig={"PageSize": 50}))
+        got = [t["Key"] for p in pages for t in p["Tags"]]
+        expect(sorted(got) == ["k%02d" % i for i in range(50)], "50 tags listed: %r" % got)
+        expect_error(lambda: sm.add_tags(ResourceArn=arn, Tags=[{"Key": "one-more", "Value": ""}]),
+                     "ValidationException", 400, contains="50")
+        sm.add_tags(ResourceArn=arn, Tags=[{"Key": "k00", "Value": "overwritten"}])
+        expect(len(list_tags_all(sm, arn)) == 50, "overwriting a key changed the count")
+        expect_error(lambda: sm.add_tags(ResourceArn=arn, Tags=[{"Key": "aws:reserved", "Value": "x"}]),
+                     "ValidationException", 400, contains="aws:")
+        expect_error(lambda: sm.add_tags(ResourceArn=arn.replace("compat-tags-50", "compat-no-such-job"),
+                                         Tags=[{"Key": "a", "Value": "b"}]),
+                     "ValidationException", 400, contains="does not exist")
+        expect_error(lambda: sm.list_tags(ResourceArn="not-an-arn"), "ValidationException", 400)
+        expect_error(lambda: sm.list_tags(ResourceArn=arn.replace(":training-job/", ":model/")),
+                     "ValidationException", 400, contains="training jobs")
+        expect_error(lambda: sm.list_tags(ResourceArn=arn.replace(":us-east-1:", ":eu-west-9:")),
+                     "ValidationException", 400, contains="region")
+        expect_error(lambda: sm.list_tags(ResourceArn=arn, NextToken="garbage"), "ValidationException", 400)
+        bad = small_request("compat-tags-dup")
+        bad["Tags"] = [{"Key": "a", "Value": "1"}, {"Key": "a", "Value": "2"}]
+        expect_error(lambda: sm.create_training_job(**bad), "ValidationException", 400, contains="Duplicate")
+        expect_error(lambda: sm.describe_training_job(TrainingJobName="compat-tags-dup"), "ValidationException")
+
     def invalid_lists(self):
         return [("MaxResults 101", dict(MaxResults=101)),
                 ("MaxResults 0", dict(MaxResults=0)),
@@ -985,3 +1036,6 @@ class Core:
         tap.case("%s: quotes, backslashes, control and non-ASCII characters echo exactly" % L, self.t_escapes)
         tap.case("%s: a 250 KB request at the model's limits is accepted and echoed" % L, self.t_big_valid)
         tap.case("%s: unfiltered listing equals the creation log" % L, self.t_list_all_jobs)
+        tap.case("%s: tags from create listed; AddTags/DeleteTags; not in Describe" % L, self.t_tags)
+        tap.case("%s: 50 tags paged, 51st refused, reserved keys, bad ARNs and tokens" % L,
+                 self.t_tags_limits)
