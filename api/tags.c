@@ -144,19 +144,34 @@ void api_tags_request_release(struct api_tags_request *req)
 	memset(req, 0, sizeof(*req));
 }
 
-int api_tags_response(const struct api_kv *tags, size_t n,
-		      const char *next_token, struct buf *out)
+static json_t *tags_array(const struct api_kv *tags, size_t n)
 {
-	json_t *root = json_object();
 	json_t *arr = json_array();
 	size_t i;
-	int ret;
 
 	for (i = 0; i < n; i++)
 		json_array_append_new(arr, json_pack("{s:s,s:s}", "Key",
 						      tags[i].key, "Value",
 						      tags[i].value));
-	json_object_set_new(root, "Tags", arr);
+	return arr;
+}
+
+int api_tags_array(const struct api_kv *tags, size_t n, struct buf *out)
+{
+	json_t *arr = tags_array(tags, n);
+	int ret = api__json_dump_to(arr, out);
+
+	json_decref(arr);
+	return ret;
+}
+
+int api_tags_response(const struct api_kv *tags, size_t n,
+		      const char *next_token, struct buf *out)
+{
+	json_t *root = json_object();
+	int ret;
+
+	json_object_set_new(root, "Tags", tags_array(tags, n));
 	if (next_token)
 		json_object_set_new(root, "NextToken", json_string(next_token));
 	ret = api__json_dump_to(root, out);

@@ -38,6 +38,9 @@ int api_tags_check(const struct api_kv *tags, size_t n, struct buf *err);
 int api_tags_response(const struct api_kv *tags, size_t n,
 		      const char *next_token, struct buf *out);
 
+/* The JSON array [{"Key", "Value"}...] alone. Returns 0 or ERR_TOOBIG. */
+int api_tags_array(const struct api_kv *tags, size_t n, struct buf *out);
+
 /*
  * Splits a SageMaker ARN "arn:PARTITION:sagemaker:REGION:ACCOUNT:TYPE/NAME".
  * On success *type and *name point into arn (type not terminated: *type_len)

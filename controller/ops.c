@@ -18,6 +18,7 @@
 #include "controller/job_state.h"
 #include "controller/jobrun.h"
 #include "controller/placement.h"
+#include "controller/search.h"
 #include "controller/tags.h"
 #include "controller/ops.h"
 #include "db/db.h"
@@ -511,11 +512,9 @@ static void dcache_put(struct ctrl_dcache *dc, const char *name, uint64_t seq,
 	pthread_mutex_unlock(&dc->lock[i % CTRL_DCACHE_STRIPES]);
 }
 
-void ctrl_job_describe(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
-		       const char *name, struct ctrl_response *resp)
+int ctrl_describe_body(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		       const char *name, struct buf *out, struct buf *err)
 {
-	struct buf err = BUF_INIT;
-	struct buf out = BUF_INIT;
 	struct api_job_record rec;
 	struct db_job job;
 	char *owner = NULL;
@@ -526,34 +525,42 @@ void ctrl_job_describe(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	memset(&rec, 0, sizeof(rec));
 	/* Read before the job: see db_write_seq(). */
 	seq = db_write_seq(ctx->db);
-	hit = dcache_get(ctx->dcache, name, seq, who, &out);
-	if (hit > 0) {
-		ctrl_reply_json(resp, &out);
-		goto out;
-	}
-	ret = hit < 0 ? denied(name, &err) :
-			db_job_get(ctx->db, name, &job, &err);
+	hit = dcache_get(ctx->dcache, name, seq, who, out);
+	if (hit > 0)
+		return 0;
+	ret = hit < 0 ? denied(name, err) :
+			db_job_get(ctx->db, name, &job, err);
 	if (!ret && !ctrl_caller_sees(who, job.owner)) {
-		ret = denied(name, &err);
+		ret = denied(name, err);
 		db_job_release(&job);
 	}
-	if (ret) {
-		ctrl_reply_err_code(resp, ret, err.data);
-		goto out;
-	}
+	if (ret)
+		return ret;
 	owner = job.owner ? xstrdup(job.owner) : NULL;
 	job_to_record(&job, &rec);
-	ret = api_describe_response(&rec, &out);
+	ret = api_describe_response(&rec, out);
 	if (ret) {
-		ctrl_reply_err_code(resp, ERR_INTERNAL,
-				    "stored request is corrupt");
-		goto out;
+		(void)buf_adds(err, "stored request is corrupt");
+		ret = ERR_INTERNAL;
+	} else {
+		dcache_put(ctx->dcache, name, seq, owner, out);
 	}
-	dcache_put(ctx->dcache, name, seq, owner, &out);
-	ctrl_reply_json(resp, &out);
-out:
 	api_job_record_release(&rec);
 	free(owner);
+	return ret;
+}
+
+void ctrl_job_describe(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		       const char *name, struct ctrl_response *resp)
+{
+	struct buf err = BUF_INIT;
+	struct buf out = BUF_INIT;
+	int ret = ctrl_describe_body(ctx, who, name, &out, &err);
+
+	if (ret)
+		ctrl_reply_err_code(resp, ret, err.data);
+	else
+		ctrl_reply_json(resp, &out);
 	buf_release(&err);
 	buf_release(&out);
 }
@@ -792,6 +799,7 @@ static const struct {
 	{ "SageMaker.AddTags", ctrl_op_add_tags },
 	{ "SageMaker.ListTags", ctrl_op_list_tags },
 	{ "SageMaker.DeleteTags", ctrl_op_delete_tags },
+	{ "SageMaker.Search", ctrl_op_search },
 };
 
 ctrl_op_fn ctrl_op_lookup(const char *target)

@@ -118,6 +118,14 @@ void ctrl_job_stop(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 void ctrl_job_delete(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		     const char *name, struct ctrl_response *resp);
 
+/*
+ * Appends the DescribeTrainingJob answer of job name, as who may see it,
+ * to out. Returns 0, ERR_NOTFOUND, ERR_AUTH or ERR_INTERNAL (err says
+ * why).
+ */
+int ctrl_describe_body(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		       const char *name, struct buf *out, struct buf *err);
+
 /* Operations by name, for X-Amz-Target dispatch. NULL when unknown. */
 typedef void (*ctrl_op_fn)(struct ctrl_ctx *, const struct ctrl_caller *,
 			   const char *, size_t, struct ctrl_response *);

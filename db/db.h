@@ -88,6 +88,26 @@ int db_tags_list(struct db *db, const char *job, const char *after_key,
 		 struct buf *err);
 void db_tags_free(struct db_tag *tags, size_t n);
 
+/* Search over jobs (api/search.h has the filter tree). */
+struct api_search_expr;
+struct db_search_query {
+	const struct api_search_expr *expr; /* NULL: every job */
+	const char *sort_by;		    /* a property name */
+	int descending;
+	const char *owner; /* only this owner's jobs; NULL: everyone's */
+	size_t offset;
+	size_t limit;
+};
+
+/*
+ * The names of the jobs that match q, in its order, from its offset: at
+ * most q->limit, with *more set when others follow. The filter values of
+ * an In filter are cut in place. Returns 0, ERR_INVALID (a value that
+ * cannot be compared as its property needs; err says which) or ERR_DB.
+ */
+int db_search_jobs(struct db *db, const struct db_search_query *q,
+		   char ***names, size_t *n, int *more, struct buf *err);
+
 /*
  * Opens (creating and migrating as needed) the database at path. readers is
  * the size of the reader pool. Returns 0 and *out, or ERR_DB with err set.

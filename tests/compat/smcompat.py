@@ -988,6 +988,109 @@ class Core:
         expect_error(lambda: sm.create_training_job(**bad), "ValidationException", 400, contains="Duplicate")
         expect_error(lambda: sm.describe_training_job(TrainingJobName="compat-tags-dup"), "ValidationException")
 
+    # -- search
+    def search_names(self, expr=None, **kw):
+        args = dict(Resource="TrainingJob", **kw)
+        if expr is not None:
+            args["SearchExpression"] = expr
+        pages = self.sm.get_paginator("search").paginate(**args)
+        return [r["TrainingJob"]["TrainingJobName"] for p in pages for r in p["Results"]]
+
+    def t_search(self):
+        sm = self.sm
+        names = ["compat-search-%d" % i for i in range(6)]
+        for i, name in enumerate(names):
+            req = small_request(name)
+            req["HyperParameters"]["lr"] = "0.00%d" % (i + 1)
+            req["HyperParameters"]["optimizer"] = "adam" if i % 2 else "sgd"
+            req["Tags"] = [{"Key": "team", "Value": "a" if i < 3 else "b"}]
+            if i == 5:
+                req["Tags"].append({"Key": "only-five", "Value": "yes"})
+            req["InputDataConfig"] = [{"ChannelName": "train" if i < 4 else "other",
+                                       "DataSource": {"S3DataSource": {
+                                           "S3DataType": "S3Prefix",
+                                           "S3Uri": "s3://compat-bucket/data/%d/" % i}}}]
+            req["ResourceConfig"]["InstanceType"] = "ml.m5.large" if i != 2 else "ml.c5.xlarge"
+            self.create(req)
+        t_mid = sm.describe_training_job(TrainingJobName=names[3])["CreationTime"]
+        F = lambda name, op, value=None: dict(Name=name, Operator=op, **({} if value is None else {"Value": value}))
+        asc = dict(SortBy="TrainingJobName", SortOrder="Ascending")
+        only = dict(Filters=[F("TrainingJobName", "Contains", "compat-search-")])
+
+        def check(expr, want, what):
+            if expr is None:
+                e = only
+            else:
+                e = dict(SubExpressions=[only, expr], Operator="And")
+            got = self.search_names(e, **asc)
+            expect(got == [names[i] for i in want], "%s: %r, expected %r" % (what, got, [names[i] for i in want]))
+
+        check(dict(Filters=[F("TrainingJobName", "Equals", names[4])]), [4], "Equals name")
+        check(dict(Filters=[F("Tags.team", "Equals", "a")]), [0, 1, 2], "Tags.team Equals a")
+        check(dict(Filters=[F("Tags.team", "NotEquals", "a")]), [3, 4, 5], "Tags.team NotEquals a")
+        check(dict(Filters=[F("Tags.only-five", "Exists")]), [5], "Tags.only-five Exists")
+        check(dict(Filters=[F("Tags.only-five", "NotExists")]), [0, 1, 2, 3, 4], "NotExists")
+        check(dict(Filters=[F("HyperParameters.lr", "LessThan", "0.003")]), [0, 1], "lr LessThan 0.003 (numeric)")
+        check(dict(Filters=[F("HyperParameters.lr", "GreaterThanOrEqualTo", "0.005")]), [4, 5], "lr >= 0.005")
+        check(dict(Filters=[F("HyperParameters.optimizer", "In", "adam,rmsprop")]), [1, 3, 5], "In")
+        check(dict(Filters=[F("ResourceConfig.InstanceType", "Equals", "ml.c5.xlarge")]), [2], "nested path")
+        check(dict(Filters=[F("CreationTime", "GreaterThanOrEqualTo", t_mid.isoformat())]), [3, 4, 5],
+              "CreationTime >= a job's (ISO 8601)")
+        check(dict(Filters=[F("CreationTime", "LessThan", "%.3f" % t_mid.timestamp())]), [0, 1, 2],
+              "CreationTime < epoch seconds")
+        check(dict(Filters=[F("Tags.team", "Equals", "b"), F("HyperParameters.optimizer", "Equals", "sgd")],
+                   Operator="Or"), [0, 2, 3, 4, 5], "Or of two filters")
+        check(dict(NestedFilters=[dict(NestedPropertyName="InputDataConfig", Filters=[
+            F("InputDataConfig.ChannelName", "Equals", "train"),
+            F("InputDataConfig.DataSource.S3DataSource.S3Uri", "Contains", "/data/3/")])]), [3],
+              "NestedFilters on one channel")
+        check(dict(NestedFilters=[dict(NestedPropertyName="Tags", Filters=[
+            F("Tags.Key", "Equals", "team"), F("Tags.Value", "Equals", "b")])]), [3, 4, 5], "NestedFilters on Tags")
+        check(dict(Filters=[F("TrainingJobStatus", "Equals", "InProgress")]), range(6), "status")
+        got = self.search_names(only, SortBy="TrainingJobName", SortOrder="Descending")
+        expect(got == names[::-1], "descending: %r" % got)
+        pages = list(sm.get_paginator("search").paginate(Resource="TrainingJob", SearchExpression=only,
+                                                          PaginationConfig={"PageSize": 4}, **asc))
+        expect([len(p["Results"]) for p in pages] == [4, 2], "pages of 4: %r" % [len(p["Results"]) for p in pages])
+        r = sm.search(Resource="TrainingJob", SearchExpression=dict(Filters=[F("TrainingJobName", "Equals", names[5])]))
+        tj = r["Results"][0]["TrainingJob"]
+        expect(sorted((t["Key"], t["Value"]) for t in tj.get("Tags", [])) == [("only-five", "yes"), ("team", "b")],
+               "record's Tags: %s" % short(tj.get("Tags")))
+        expect(tj.get("HyperParameters", {}).get("lr") == "0.006" and tj.get("TrainingJobArn", "").endswith(names[5]),
+               "record: %s" % short(tj))
+        expect(is_dt(tj.get("CreationTime")), "record CreationTime %r" % (tj.get("CreationTime"),))
+        # Default order: LastModifiedTime, newest first.
+        expect(self.search_names(only)[0] == names[5], "default order is not newest first")
+
+    def t_search_errors(self):
+        sm = self.sm
+        F = lambda name, op, value=None: dict(Name=name, Operator=op, **({} if value is None else {"Value": value}))
+        bad = [
+            ("Resource Experiment", dict(Resource="Experiment"), "TrainingJob"),
+            ("unknown property", dict(SearchExpression=dict(Filters=[F("NoSuchProperty", "Equals", "x")])),
+             "NoSuchProperty"),
+            ("Exists with a Value", dict(SearchExpression=dict(Filters=[F("Tags.a", "Exists", "x")])), "Exists"),
+            ("Equals without a Value", dict(SearchExpression=dict(Filters=[F("TrainingJobName", "Equals")])),
+             "Value"),
+            ("time that is not one", dict(SearchExpression=dict(Filters=[F("CreationTime", "GreaterThan", "soon")])),
+             "time"),
+            ("metric compared with text", dict(SearchExpression=dict(Filters=[F("Metrics.loss", "LessThan", "low")])),
+             "number"),
+            ("empty expression", dict(SearchExpression={}), "at least one"),
+            ("51 filters", dict(SearchExpression=dict(
+                SubExpressions=[dict(Filters=[F("TrainingJobName", "Equals", "x")] * 20)] * 3)), "50"),
+            ("nested filter outside its property", dict(SearchExpression=dict(NestedFilters=[dict(
+                NestedPropertyName="InputDataConfig", Filters=[F("TrainingJobName", "Equals", "x")])])),
+             "NestedPropertyName"),
+            ("garbage NextToken", dict(NextToken="garbage"), "NextToken"),
+            ("bad SortBy", dict(SortBy="Bogus"), "SortBy"),
+        ]
+        for what, kw, contains in bad:
+            args = dict(Resource="TrainingJob")
+            args.update(kw)
+            expect_error(lambda: self.smv.search(**args), "ValidationException", 400, contains=contains,
+                         what=what + ": ")
+
     def invalid_lists(self):
         return [("MaxResults 101", dict(MaxResults=101)),
                 ("MaxResults 0", dict(MaxResults=0)),
@@ -1039,3 +1142,6 @@ class Core:
         tap.case("%s: tags from create listed; AddTags/DeleteTags; not in Describe" % L, self.t_tags)
         tap.case("%s: 50 tags paged, 51st refused, reserved keys, bad ARNs and tokens" % L,
                  self.t_tags_limits)
+        tap.case("%s: Search filters (tags, hyperparameters, times, In, Or, nested), sort, pages" % L,
+                 self.t_search)
+        tap.case("%s: Search refuses what it cannot answer, naming it" % L, self.t_search_errors)
