@@ -20,6 +20,7 @@
 #include "controller/placement.h"
 #include "controller/search.h"
 #include "controller/tags.h"
+#include "controller/update.h"
 #include "controller/ops.h"
 #include "db/db.h"
 #include "db/run.h"
@@ -800,6 +801,7 @@ static const struct {
 	{ "SageMaker.ListTags", ctrl_op_list_tags },
 	{ "SageMaker.DeleteTags", ctrl_op_delete_tags },
 	{ "SageMaker.Search", ctrl_op_search },
+	{ "SageMaker.UpdateTrainingJob", ctrl_op_update },
 };
 
 ctrl_op_fn ctrl_op_lookup(const char *target)

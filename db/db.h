@@ -72,6 +72,14 @@ struct db_job {
 void db_job_release(struct db_job *job);
 
 /*
+ * Replaces the request Describe echoes (UpdateTrainingJob) and sets
+ * LastModifiedTime to now_ms. Returns 0, ERR_NOTFOUND or ERR_DB.
+ */
+int db_job_set_request(struct db *db, const char *name,
+		       const char *request_json, int64_t now_ms,
+		       struct buf *err);
+
+/*
  * Tags of job (by name). db_tags_add() adds or overwrites tags and fails
  * with ERR_LIMIT, changing nothing, when the job would have more than
  * max_total; db_tags_delete() ignores keys the job lacks; db_tags_list()

@@ -117,7 +117,9 @@ static const char *const migrations[] = {
 	" value TEXT NOT NULL,"
 	" PRIMARY KEY (job_id, key)) WITHOUT ROWID;"
 	"CREATE INDEX job_tags_by_tag ON job_tags(key, value);"
-	"CREATE INDEX jobs_by_modified ON jobs(last_modified_ms, id);",
+	"CREATE INDEX jobs_by_modified ON jobs(last_modified_ms, id);"
+	"CREATE INDEX jobs_by_status_modified ON jobs(status, "
+	"last_modified_ms, id);",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

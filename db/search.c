@@ -52,6 +52,12 @@ static void bind_num(struct sql *s, double num)
 	(void)buf_addf(&s->q, "?%zu", s->n);
 }
 
+/* Columns that are never NULL sort without a NULLs-last term first. */
+static const char *const not_null[] = {
+	"TrainingJobName", "TrainingJobArn", "TrainingJobStatus",
+	"SecondaryStatus", "CreationTime",   "LastModifiedTime",
+};
+
 static const struct {
 	const char *name;
 	const char *sql;
@@ -194,6 +200,54 @@ static const char *const cmp_ops[] = {
 	[API_SEARCH_GE] = ">=", [API_SEARCH_LT] = "<",	[API_SEARCH_LE] = "<=",
 };
 
+/*
+ * Properties KEYED.KEY kept as rows of a table: a filter on one becomes a
+ * set of job ids from that table's index, as a nested filter on the row
+ * with that key.
+ */
+static const struct {
+	const char *prefix;
+	const char *table;
+	const char *key;
+	const char *nested;
+	const char *member;
+} keyed_rows[] = {
+	{ "Tags.", "job_tags", "key", "Tags", "Tags.Value" },
+	{ "Metrics.", "final_metrics", "name", "FinalMetricDataList",
+	  "FinalMetricDataList.Value" },
+};
+
+static void filter_sql(struct sql *s, const struct api_search_filter *f,
+		       const char *under);
+
+/* 1 when f is on a keyed row property and was written. */
+static int keyed_filter_sql(struct sql *s, const struct api_search_filter *f)
+{
+	struct api_search_filter g;
+	size_t i, n;
+
+	for (i = 0; i < N_OF(keyed_rows); i++) {
+		n = strlen(keyed_rows[i].prefix);
+		if (!strncmp(f->name, keyed_rows[i].prefix, n))
+			break;
+	}
+	if (i == N_OF(keyed_rows))
+		return 0;
+	(void)buf_addf(&s->q,
+		       "(j.id %sIN (SELECT n.job_id FROM %s n WHERE n.%s = ",
+		       f->op == API_SEARCH_NOT_EXISTS ? "NOT " : "",
+		       keyed_rows[i].table, keyed_rows[i].key);
+	bind_text(s, f->name + n);
+	if (f->op != API_SEARCH_EXISTS && f->op != API_SEARCH_NOT_EXISTS) {
+		g = *f;
+		g.name = (char *)keyed_rows[i].member;
+		(void)buf_adds(&s->q, " AND ");
+		filter_sql(s, &g, keyed_rows[i].nested);
+	}
+	(void)buf_adds(&s->q, "))");
+	return 1;
+}
+
 static void filter_sql(struct sql *s, const struct api_search_filter *f,
 		       const char *under)
 {
@@ -203,6 +257,8 @@ static void filter_sql(struct sql *s, const struct api_search_filter *f,
 	size_t mark, n_mark;
 	int first;
 
+	if (!under && keyed_filter_sql(s, f))
+		return;
 	(void)buf_addch(&s->q, '(');
 	switch (f->op) {
 	case API_SEARCH_EXISTS:
@@ -341,8 +397,13 @@ int db_search_jobs(struct db *db, const struct db_search_query *q,
 		expr_sql(&s, q->expr);
 	}
 	(void)buf_adds(&s.q, " ORDER BY ");
-	property_sql(&s, q->sort_by, NULL, &kind);
-	(void)buf_adds(&s.q, " IS NULL, ");
+	for (i = 0; i < N_OF(not_null); i++)
+		if (!strcmp(not_null[i], q->sort_by))
+			break;
+	if (i == N_OF(not_null)) {
+		property_sql(&s, q->sort_by, NULL, &kind);
+		(void)buf_adds(&s.q, " IS NULL, ");
+	}
 	property_sql(&s, q->sort_by, NULL, &kind);
 	(void)buf_addf(&s.q, " %s, j.id %s LIMIT %zu OFFSET %zu",
 		       q->descending ? "DESC" : "ASC",

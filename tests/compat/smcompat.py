@@ -988,6 +988,36 @@ class Core:
         expect_error(lambda: sm.create_training_job(**bad), "ValidationException", 400, contains="Duplicate")
         expect_error(lambda: sm.describe_training_job(TrainingJobName="compat-tags-dup"), "ValidationException")
 
+    # -- update
+    def t_update(self):
+        sm, smv = self.sm, self.smv
+        req = small_request("compat-update-1")
+        self.create(req)
+        members = sm.meta.service_model.operation_model("UpdateTrainingJob").input_shape.members
+        if "RemoteDebugConfig" in members:
+            r = sm.update_training_job(TrainingJobName="compat-update-1",
+                                       RemoteDebugConfig={"EnableRemoteDebug": False})
+            expect(r["TrainingJobArn"].endswith(":training-job/compat-update-1"), "update answer %s" % short(r))
+            d = sm.describe_training_job(TrainingJobName="compat-update-1")
+            expect(d.get("RemoteDebugConfig") == {"EnableRemoteDebug": False},
+                   "Describe after the update: RemoteDebugConfig %r" % (d.get("RemoteDebugConfig"),))
+            expect_error(lambda: sm.update_training_job(TrainingJobName="compat-update-1",
+                                                        RemoteDebugConfig={"EnableRemoteDebug": True}),
+                         "ValidationException", 400, contains="remote debugging")
+        expect_error(lambda: sm.update_training_job(TrainingJobName="compat-update-1",
+                                                    ProfilerConfig={"ProfilingIntervalInMilliseconds": 500}),
+                     "ValidationException", 400, contains="ProfilerConfig")
+        expect_error(lambda: sm.update_training_job(TrainingJobName="compat-update-1"),
+                     "ValidationException", 400, contains="at least one")
+        expect_error(lambda: sm.update_training_job(TrainingJobName="compat-no-such-job",
+                                                    ProfilerConfig={"DisableProfiler": True}),
+                     "ValidationException", 400, contains="not found")
+        expect_error(lambda: smv.update_training_job(TrainingJobName="compat-update-1",
+                                                     ResourceConfig={"KeepAlivePeriodInSeconds": 99999}),
+                     "ValidationException", 400, contains="keepAlivePeriodInSeconds")
+        d = sm.describe_training_job(TrainingJobName="compat-update-1")
+        expect("ProfilerConfig" not in d, "a refused update changed the job: %s" % short(d.get("ProfilerConfig")))
+
     # -- search
     def search_names(self, expr=None, **kw):
         args = dict(Resource="TrainingJob", **kw)
@@ -1145,3 +1175,5 @@ class Core:
         tap.case("%s: Search filters (tags, hyperparameters, times, In, Or, nested), sort, pages" % L,
                  self.t_search)
         tap.case("%s: Search refuses what it cannot answer, naming it" % L, self.t_search_errors)
+        tap.case("%s: UpdateTrainingJob: RemoteDebugConfig off recorded; refusals name the member" % L,
+                 self.t_update)
