@@ -988,6 +988,22 @@ class Core:
         expect_error(lambda: sm.create_training_job(**bad), "ValidationException", 400, contains="Duplicate")
         expect_error(lambda: sm.describe_training_job(TrainingJobName="compat-tags-dup"), "ValidationException")
 
+    # -- the SageMaker Python SDK's Estimator.attach (v2.210), call by call
+    def t_sdk_attach(self):
+        sm = self.sm
+        d = sm.describe_training_job(TrainingJobName="compat-create-1")
+        # _prepare_init_params_from_job_description reads these unconditionally.
+        for path in (("RoleArn",), ("ResourceConfig", "InstanceCount"), ("ResourceConfig", "InstanceType"),
+                     ("ResourceConfig", "VolumeSizeInGB"), ("StoppingCondition", "MaxRuntimeInSeconds"),
+                     ("AlgorithmSpecification", "TrainingInputMode"), ("TrainingJobName",),
+                     ("OutputDataConfig", "S3OutputPath"), ("OutputDataConfig", "KmsKeyId")):
+            v = d
+            for k in path:
+                expect(isinstance(v, dict) and k in v, "attach would fail: KeyError %r (at %s)" % (k, ".".join(path)))
+                v = v[k]
+        tags = sm.list_tags(ResourceArn=d["TrainingJobArn"])["Tags"]
+        expect(isinstance(tags, list), "list_tags answer %r" % (tags,))
+
     # -- update
     def t_update(self):
         sm, smv = self.sm, self.smv
@@ -1169,6 +1185,8 @@ class Core:
         tap.case("%s: quotes, backslashes, control and non-ASCII characters echo exactly" % L, self.t_escapes)
         tap.case("%s: a 250 KB request at the model's limits is accepted and echoed" % L, self.t_big_valid)
         tap.case("%s: unfiltered listing equals the creation log" % L, self.t_list_all_jobs)
+        tap.case("%s: the SDK's Estimator.attach calls: Describe has what it reads, ListTags" % L,
+                 self.t_sdk_attach)
         tap.case("%s: tags from create listed; AddTags/DeleteTags; not in Describe" % L, self.t_tags)
         tap.case("%s: 50 tags paged, 51st refused, reserved keys, bad ARNs and tokens" % L,
                  self.t_tags_limits)
