@@ -111,6 +111,21 @@ cli_cases() {
 	aws_ sagemaker list-tags --resource-arn "$ARN"
 	check "$L: list-tags: create's tags, overwritten, added and deleted" \
 		jcheck "sorted((t['Key'], t['Value']) for t in j['Tags']) == [('project', 'cli'), ('team', 'ml')]"
+	aws_ sagemaker search --resource TrainingJob \
+		--search-expression '{"Filters": [{"Name": "Tags.team", "Operator": "Equals", "Value": "ml"}, {"Name": "TrainingJobName", "Operator": "Equals", "Value": "'"$J"'"}]}'
+	check "$L: search by tag and name finds the job, with its tags" \
+		jcheck "[r['TrainingJob']['TrainingJobName'] for r in j['Results']] == ['$J'] and {'Key': 'team', 'Value': 'ml'} in j['Results'][0]['TrainingJob']['Tags']"
+	aws_ sagemaker search --resource TrainingJob --max-items 2 --page-size 1 \
+		--search-expression '{"Filters": [{"Name": "TrainingJobName", "Operator": "Contains", "Value": "cli-'"$L"'-"}]}' \
+		--sort-by TrainingJobName --sort-order Ascending
+	check "$L: search pages (--page-size 1 --max-items 2) in name order" \
+		jcheck "[r['TrainingJob']['TrainingJobName'] for r in j['Results']] == ['cli-$L-1', 'cli-$L-2'] and j.get('NextToken')"
+	aws_ sagemaker search --resource Experiment
+	check "$L: search of another resource: exit $ERR, ValidationException" \
+		sh -c "[ $rc -eq $ERR ] && grep -q 'ValidationException' '$T_TMP/err'"
+	aws_ sagemaker update-training-job --training-job-name "$J" --profiler-config ProfilingIntervalInMilliseconds=500
+	check "$L: update-training-job --profiler-config: exit $ERR, ValidationException naming it" \
+		sh -c "[ $rc -eq $ERR ] && grep -q 'ProfilerConfig' '$T_TMP/err'"
 	aws_ sagemaker list-tags --resource-arn "${ARN}x"
 	check "$L: list-tags of an unknown job: exit $ERR, ValidationException" \
 		sh -c "[ $rc -eq $ERR ] && grep -q 'ValidationException' '$T_TMP/err'"
