@@ -15,7 +15,8 @@
  * assign.c (desired vs actual: the per-assignment state machine),
  * supervise.c (output, exits, adoption after a restart),
  * jobdir.c (job directories and state.json), launch.c (argv and
- * environment of a rank), task.c + stage.c + upload.c (the forked workers
+ * environment of a rank), pyenv.c (requirements.txt), task.c + stage.c +
+ * upload.c (the forked workers
  * and artifact upload), proc.c (fork/exec of one process), lines.c (line
  * splitting).
  */
@@ -614,6 +615,9 @@ void agent_jobdir_scan(struct agent_ctx *ctx, agent_state_fn *fn);
 char *agent_jobdir_checkpoint_path(const char *dir, const char *local_path);
 
 /* launch.c */
+/* The PATH a job's processes start from. */
+#define AGENT_BASE_PATH \
+	"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 int agent_launch(struct agent_ctx *ctx, struct agent_assign *a,
 		 struct buf *err);
 /*
@@ -633,6 +637,22 @@ int agent_stage_needed(const struct agent_ctx *ctx,
 		       const struct api_assignment *s);
 int agent_stage_start(struct agent_ctx *ctx, struct agent_assign *a,
 		      struct buf *err);
+
+/* pyenv.c: requirements.txt into a virtual environment of the job's */
+/* 1 when script mode runs a Python program and dir/code has a
+ * requirements.txt (after staging unpacked the code). */
+int agent_pyenv_wanted(const struct api_assignment *s, const char *dir);
+/* <base>/.trainagent/scratch/venv, as a new string (yours to free). */
+char *agent_pyenv_path(const char *base);
+/* 1 when the job folder dir holds an environment made by _install(). */
+int agent_pyenv_ready(const char *dir);
+/*
+ * In the staging worker: creates the environment and installs
+ * dir/code/requirements.txt into it with pip, reporting its output on fd.
+ * Returns 0, or ERR_IO with err saying what failed and pip's last line.
+ */
+int agent_pyenv_install(const struct api_assignment *s, const char *dir, int fd,
+			struct buf *err);
 
 /* upload.c */
 int agent_pack_start(struct agent_ctx *ctx, struct agent_assign *a,

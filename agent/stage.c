@@ -2,8 +2,9 @@
  * Staging an assignment, in a forked worker (task.c): restore the
  * checkpoint prefix into the checkpoint folder, download every channel
  * into input/data/<channel>/ (phase downloading), unpack the submit
- * directory into code/. The worker reports "phase downloading", "log ..."
- * lines, and "ok" or "error <why>".
+ * directory into code/ and install its requirements.txt (pyenv.c). The
+ * worker reports "phase downloading", "log ...", "note ...", "stdout ..."
+ * and "stderr ..." lines, and "ok" or "error <why>".
  */
 #define LOG_TAG "agent"
 
@@ -396,6 +397,9 @@ static int stage_main(void *arg, int fd)
 	if (!ret && s->launch_mode == API_LAUNCH_SCRIPT &&
 	    s->submit_directory && *s->submit_directory)
 		ret = stage_code(st, s, dir, fd, &err);
+	/* Once per host and attempt, before any rank starts. */
+	if (!ret && agent_pyenv_wanted(s, dir))
+		ret = agent_pyenv_install(s, dir, fd, &err);
 out:
 	if (ret)
 		agent_task_say(fd, "error %s",
