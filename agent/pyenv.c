@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -111,15 +112,22 @@ static void on_line(void *arg, const char *line, size_t len)
 	}
 }
 
-/* The child's side: stdin from /dev/null, the pipes, cwd, exec. */
+/*
+ * The child's side: stdin from /dev/null, the pipes, nothing else open
+ * (the worker's report pipe least of all: a process pip leaves behind
+ * would keep it open), cwd, exec.
+ */
 static void exec_child(char *const *argv, char *const *env, const char *cwd,
 		       int out, int err)
 {
-	int null = open("/dev/null", O_RDONLY);
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC), fd;
 
 	if (null < 0 || dup2(null, STDIN_FILENO) < 0 ||
 	    dup2(out, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0)
 		_exit(127);
+	if (syscall(SYS_close_range, 3, ~0U, 0))
+		for (fd = 3; fd < 1024; fd++)
+			(void)close(fd);
 	if (cwd && chdir(cwd)) {
 		dprintf(STDERR_FILENO, "cannot enter %s: %s\n", cwd,
 			strerror(errno));
