@@ -16,9 +16,8 @@
  * supervise.c (output, exits, adoption after a restart),
  * jobdir.c (job directories and state.json), launch.c (argv and
  * environment of a rank), pyenv.c (requirements.txt), task.c + stage.c +
- * upload.c (the forked workers
- * and artifact upload), proc.c (fork/exec of one process), lines.c (line
- * splitting).
+ * upload.c (the forked workers and artifact upload), proc.c (fork/exec of
+ * one process), lines.c (line splitting).
  */
 #include <poll.h>
 #include <stddef.h>
@@ -638,9 +637,11 @@ int agent_stage_needed(const struct agent_ctx *ctx,
 int agent_stage_start(struct agent_ctx *ctx, struct agent_assign *a,
 		      struct buf *err);
 
-/* pyenv.c: requirements.txt into a virtual environment of the job's */
-/* 1 when script mode runs a Python program and dir/code has a
- * requirements.txt (after staging unpacked the code). */
+/* pyenv.c: requirements.txt into a virtual environment of the job's own */
+/*
+ * 1 when script mode runs a Python program and dir/code has a
+ * requirements.txt (after staging unpacked the code).
+ */
 int agent_pyenv_wanted(const struct api_assignment *s, const char *dir);
 /* <base>/.trainagent/scratch/venv, as a new string (yours to free). */
 char *agent_pyenv_path(const char *base);
