@@ -342,6 +342,7 @@ struct agent_assign {
 	char *failure;
 	char *error;
 	int bound;		  /* ranks see the job dir at /opt/ml */
+	char *netiso_procs;	  /* isolated: cgroup.procs the ranks join */
 	struct agent_ident ident; /* spec.run_as on this host */
 	/* Workers and upload. */
 	struct agent_task task;
@@ -469,6 +470,19 @@ void agent_lease_close(struct agent_ctx *ctx);
 int agent_watchdog_main(int argc, char **argv);
 /* /proc/<pid>/stat's starttime; 0 when there is no such process. */
 uint64_t agent_proc_start_ticks(pid_t pid);
+
+/* --- netiso.c: EnableNetworkIsolation ----------------------------------- */
+
+/*
+ * Puts the assignment's ranks behind the firewall: a cgroup they join
+ * (a->netiso_procs) whose traffic reaches only the job's hosts and
+ * loopback, never the controller. Returns 0, or an error code with err
+ * saying why (nothing is left set up then).
+ */
+int agent_netiso_setup(struct agent_ctx *ctx, struct agent_assign *a,
+		       struct buf *err);
+/* Removes the rules and the cgroup (also those of an earlier agent). */
+void agent_netiso_teardown(struct agent_ctx *ctx, struct agent_assign *a);
 
 /* --- images.c: the host's container images ------------------------------ */
 

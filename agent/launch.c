@@ -592,6 +592,8 @@ static void rank_proc(const struct agent_ctx *ctx, const struct agent_assign *a,
 	r->proc.ident = &a->ident;
 	if (bound)
 		r->proc.bind_dir = xstrdup(a->dir);
+	if (a->netiso_procs)
+		r->proc.cgroup_procs = xstrdup(a->netiso_procs);
 }
 
 /* Starts the nproc ranks; on an error, kills those already started. */

@@ -925,6 +925,7 @@ static int parse_rendezvous(const json_t *o, const char *where,
 static int parse_assignment(const json_t *o, const char *where,
 			    struct api_assignment *a, struct buf *err)
 {
+	const json_t *iso;
 	long long v = 0;
 	int ret;
 
@@ -948,6 +949,11 @@ static int parse_assignment(const json_t *o, const char *where,
 		    get_int(o, where, "grace_ms", 0, MAX_GRACE_MS, NULL, &v,
 			    err);
 	a->grace_ms = v;
+	iso = json_object_get(o, "network_isolation");
+	if (!ret && iso && !json_is_boolean(iso))
+		ret = bad(err, where, "network_isolation",
+			  "must be true or false");
+	a->network_isolation = json_is_true(iso);
 	return ret;
 }
 
@@ -1217,6 +1223,8 @@ static json_t *assignment_json(struct jb *b, const struct api_assignment *a)
 	put(b, sub, "ps_servers", jint(b, a->ps_servers));
 	put(b, o, "distribution", sub);
 	put(b, o, "grace_ms", jint(b, a->grace_ms));
+	if (a->network_isolation)
+		put(b, o, "network_isolation", json_true());
 	return o;
 }
 

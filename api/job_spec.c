@@ -463,6 +463,8 @@ static void fill_spec(const json_t *root, struct api_job_spec *spec)
 	}
 	spec->spot = json_is_true(
 		json_object_get(root, "EnableManagedSpotTraining"));
+	spec->network_isolation =
+		json_is_true(json_object_get(root, "EnableNetworkIsolation"));
 }
 
 int api_job_spec_parse(const char *json, size_t len, struct api_job_spec *spec,

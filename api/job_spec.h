@@ -67,6 +67,7 @@ struct api_job_spec {
 	char *checkpoint_s3_uri;     /* NULL when no CheckpointConfig */
 	char *checkpoint_local_path; /* defaulted to /opt/ml/checkpoints/ */
 	int spot;		     /* EnableManagedSpotTraining */
+	int network_isolation;	     /* EnableNetworkIsolation */
 	struct api_kv *tags;	     /* Tags (not echoed by Describe) */
 	size_t n_tags;
 	/*

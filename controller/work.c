@@ -264,6 +264,7 @@ static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 	ret = fill_distribution(ctx, spec, mine, a, err);
 	if (!ret)
 		a->grace_ms = ctx->cfg.grace_ms;
+	a->network_isolation = spec->network_isolation;
 	ctrl_launch_release(&launch);
 	return ret;
 }
