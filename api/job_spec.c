@@ -5,6 +5,7 @@
 
 #include "api/job_spec.h"
 #include "api/json_util.h"
+#include "api/members.h"
 #include "api/validate.h"
 #include "common/err.h"
 #include "common/xalloc.h"
@@ -285,6 +286,62 @@ static int check_channels(const json_t *chans, struct buf *err)
 	return 0;
 }
 
+/*
+ * S3DataSource.InstanceGroupNames: only with ResourceConfig.InstanceGroups,
+ * and naming its groups.
+ */
+static int check_channel_groups(const json_t *root, struct buf *err)
+{
+	const json_t *groups = json_object_get(
+		json_object_get(root, "ResourceConfig"), "InstanceGroups");
+	const json_t *ch, *names, *g, *n;
+	size_t i, j, k;
+	int found;
+
+	json_array_foreach(json_object_get(root, "InputDataConfig"), i, ch)
+	{
+		const char *cname =
+			json_string_value(json_object_get(ch, "ChannelName"));
+
+		names = json_object_get(
+			json_object_get(json_object_get(ch, "DataSource"),
+					"S3DataSource"),
+			"InstanceGroupNames");
+		if (!json_is_array(names))
+			continue;
+		if (!groups) {
+			(void)buf_addf(err,
+				       "1 validation error detected: channel "
+				       "'%s' names InstanceGroupNames, but "
+				       "ResourceConfig has no InstanceGroups",
+				       cname);
+			return ERR_INVALID;
+		}
+		json_array_foreach(names, j, n)
+		{
+			found = 0;
+			json_array_foreach(groups, k, g)
+			{
+				found |= json_equal(
+					n, json_object_get(
+						   g, "InstanceGroupName"));
+			}
+			if (!found) {
+				(void)buf_addf(
+					err,
+					"1 validation error detected: "
+					"channel '%s': InstanceGroupNames "
+					"'%s' is not the InstanceGroupName "
+					"of any of ResourceConfig."
+					"InstanceGroups",
+					cname, json_string_value(n));
+				return ERR_INVALID;
+			}
+		}
+	}
+	return 0;
+}
+
 /* Cross-member rules the model cannot express. */
 static int check_semantics(const json_t *root, struct buf *err)
 {
@@ -302,7 +359,9 @@ static int check_semantics(const json_t *root, struct buf *err)
 	ret = ret ? ret :
 		    check_channels(json_object_get(root, "InputDataConfig"),
 				   err);
-	return ret ? ret : check_container_paths(root, err);
+	ret = ret ? ret : check_channel_groups(root, err);
+	ret = ret ? ret : check_container_paths(root, err);
+	return ret ? ret : api_members_check(root, err);
 }
 
 /* Builds the echo of the request with the service's defaults filled in. */
@@ -421,11 +480,17 @@ static void fill_spec(const json_t *root, struct api_job_spec *spec)
 			c->input_mode = dup_str(v, "InputMode");
 			c->compression = dup_str(v, "CompressionType");
 			c->record_wrapper = dup_str(v, "RecordWrapperType");
+			c->instance_groups = dup_str_list(
+				json_object_get(s3, "InstanceGroupNames"));
 		}
 		spec->n_channels = json_array_size(arr);
 	}
 	spec->output_path = dup_str(json_object_get(root, "OutputDataConfig"),
 				    "S3OutputPath");
+	v = json_object_get(json_object_get(root, "OutputDataConfig"),
+			    "CompressionType");
+	spec->model_uncompressed = json_is_string(v) &&
+				   !strcmp(json_string_value(v), "NONE");
 	spec->instance_type = dup_str(res, "InstanceType");
 	spec->instance_count =
 		(int)json_integer_value(json_object_get(res, "InstanceCount"));
@@ -554,6 +619,7 @@ void api_job_spec_release(struct api_job_spec *spec)
 		free(c->input_mode);
 		free(c->compression);
 		free(c->record_wrapper);
+		free_list(c->instance_groups);
 	}
 	free(spec->channels);
 	free(spec->output_path);

@@ -21,6 +21,8 @@ struct api_channel {
 	char *input_mode;     /* may be NULL: job's TrainingInputMode */
 	char *compression;    /* may be NULL */
 	char *record_wrapper; /* may be NULL */
+	/* InstanceGroupNames, NULL-terminated; NULL: every host gets it. */
+	char **instance_groups;
 };
 
 struct api_metric_def {
@@ -56,6 +58,9 @@ struct api_job_spec {
 	struct api_channel *channels;
 	size_t n_channels;
 	char *output_path;   /* OutputDataConfig.S3OutputPath */
+	/* OutputDataConfig.CompressionType NONE: the model's files are
+	 * stored one by one under <output_path>/<job>/output/model/. */
+	int model_uncompressed;
 	char *instance_type; /* NULL when InstanceGroups is used */
 	int instance_count;  /* 0 when InstanceGroups is used */
 	struct api_instance_group *groups;

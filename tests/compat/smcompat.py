@@ -877,6 +877,56 @@ class Core:
         add("missing TrainingJobName", "inv-no-name", lambda r: r.pop("TrainingJobName"))
         return cases
 
+    def refused_creates(self):
+        """(label, request, words) for members the controller refuses
+        (docs/api-compatibility.md, CreateTrainingJob members): each must be
+        a ValidationException whose message holds every one of words."""
+        cases = []
+
+        def add(label, name, words, mutate):
+            r = copy.deepcopy(small_request(name))
+            mutate(r)
+            cases.append((label, r, words))
+
+        def channel(**extra):
+            c = {"ChannelName": "train", "DataSource": {"S3DataSource": {
+                "S3DataType": "S3Prefix", "S3Uri": "s3://b/p"}}}
+            s3 = extra.pop("s3", {})
+            c["DataSource"]["S3DataSource"].update(s3)
+            c.update(extra)
+            return [c]
+        add("EnableNetworkIsolation true", "ref-netiso", ["EnableNetworkIsolation", "not supported"],
+            lambda r: r.update(EnableNetworkIsolation=True))
+        add("TrainingInputMode Pipe", "ref-pipe", ["TrainingInputMode 'Pipe'", "not supported"],
+            lambda r: r["AlgorithmSpecification"].update(TrainingInputMode="Pipe"))
+        add("channel InputMode Pipe", "ref-ch-pipe", ["InputDataConfig.InputMode 'Pipe'"],
+            lambda r: r.update(InputDataConfig=channel(InputMode="Pipe")))
+        add("channel CompressionType Gzip", "ref-gzip", ["CompressionType 'Gzip'"],
+            lambda r: r.update(InputDataConfig=channel(CompressionType="Gzip")))
+        add("AugmentedManifestFile", "ref-augmented", ["S3DataType 'AugmentedManifestFile'"],
+            lambda r: r.update(InputDataConfig=channel(s3={"S3DataType": "AugmentedManifestFile"})))
+        add("TensorBoardOutputConfig", "ref-tb", ["TensorBoardOutputConfig", "not supported"],
+            lambda r: r.update(TensorBoardOutputConfig={"S3OutputPath": "s3://b/tb"}))
+        add("DebugHookConfig", "ref-debug", ["DebugHookConfig"],
+            lambda r: r.update(DebugHookConfig={"S3OutputPath": "s3://b/debug"}))
+        add("ExperimentConfig", "ref-exp", ["ExperimentConfig"],
+            lambda r: r.update(ExperimentConfig={"ExperimentName": "e1"}))
+        add("InstanceGroupNames without InstanceGroups", "ref-ign", ["InstanceGroupNames", "InstanceGroups"],
+            lambda r: r.update(InputDataConfig=channel(s3={"InstanceGroupNames": ["g1"]})))
+
+        def unknown_group(r):
+            r["ResourceConfig"] = {"InstanceGroups": [
+                {"InstanceType": "ml.m5.large", "InstanceCount": 1, "InstanceGroupName": "g1"}],
+                "VolumeSizeInGB": 10}
+            r["InputDataConfig"] = channel(s3={"InstanceGroupNames": ["g2"]})
+        add("InstanceGroupNames naming an unknown group", "ref-ign-2", ["InstanceGroupNames 'g2'"], unknown_group)
+        return cases
+
+    def check_refused_create(self, req, words):
+        msg = self.check_invalid_create(req)
+        for w in words:
+            expect(w in msg, "message %r does not contain %r" % (msg, w))
+
     def check_invalid_create(self, req):
         before = self.count()
         try:
@@ -1174,6 +1224,9 @@ class Core:
         for label, req in self.invalid_creates():
             tap.case("%s: invalid create (%s) -> ValidationException, nothing created" % (L, label),
                      self.check_invalid_create, req)
+        for label, req, words in self.refused_creates():
+            tap.case("%s: refused member (%s) -> ValidationException naming it, nothing created" % (L, label),
+                     self.check_refused_create, req, words)
         tap.case("%s: InstanceCount 0 -> accepted or ValidationException" % L, self.t_instance_count_zero)
         for label, kw in self.invalid_lists():
             tap.case("%s: invalid list (%s) -> ValidationException" % (L, label),

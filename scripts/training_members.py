@@ -1,0 +1,210 @@
+"""What trainctld does with each member of CreateTrainingJobRequest.
+
+Data for scripts/gen_model.py, which turns it into api/members_gen.c (the
+refusals that api/members.c enforces) and into the table between the
+markers in docs/api-compatibility.md, and which fails when a member of the
+service model has no class here.
+
+Every member path (structure members joined by '.', lists crossed without
+an index) has one class:
+
+  supported  it has an effect
+  refused    CreateTrainingJob answers ValidationException naming it
+  no-op      accepted and echoed, without an effect, for the reason given
+
+A structure that is refused or a no-op covers its own members unless they
+are listed too. VALUES classes single values of a member apart from the
+member (a refused enum value, a boolean that is only refused when true).
+"""
+
+SUPPORTED = "supported"
+REFUSED = "refused"
+NOOP = "no-op"
+
+# (path, class, note). Model order; the docs table keeps this order.
+MEMBERS = [
+    ("TrainingJobName", SUPPORTED, "the job's name; unique, case-insensitive"),
+    ("HyperParameters", SUPPORTED,
+     "`input/config/hyperparameters.json`, `SM_HPS`, the program's arguments"),
+    ("AlgorithmSpecification", SUPPORTED, ""),
+    ("AlgorithmSpecification.TrainingImage", SUPPORTED,
+     "the image (or local runtime) that runs (docs/containers.md)"),
+    ("AlgorithmSpecification.AlgorithmName", REFUSED,
+     "there are no built-in or marketplace algorithms here; give a "
+     "TrainingImage"),
+    ("AlgorithmSpecification.TrainingInputMode", SUPPORTED,
+     "File; FastFile is staged as File (the channel's objects are "
+     "downloaded before the program starts)"),
+    ("AlgorithmSpecification.MetricDefinitions", SUPPORTED,
+     "`FinalMetricDataList`, the status page's plots"),
+    ("AlgorithmSpecification.MetricDefinitions.Name", SUPPORTED, ""),
+    ("AlgorithmSpecification.MetricDefinitions.Regex", SUPPORTED, ""),
+    ("AlgorithmSpecification.EnableSageMakerMetricsTimeSeries", NOOP,
+     "the time series of every MetricDefinition is always kept and "
+     "plotted (docs/web.md); there is no CloudWatch to publish it to"),
+    ("AlgorithmSpecification.ContainerEntrypoint", SUPPORTED, ""),
+    ("AlgorithmSpecification.ContainerArguments", SUPPORTED, ""),
+    ("AlgorithmSpecification.TrainingImageConfig", SUPPORTED, ""),
+    ("AlgorithmSpecification.TrainingImageConfig.TrainingRepositoryAccessMode",
+     NOOP,
+     "hosts pull images themselves, with the controller's registry "
+     "settings (docs/containers.md); there is no separate platform network"),
+    ("AlgorithmSpecification.TrainingImageConfig.TrainingRepositoryAuthConfig",
+     REFUSED,
+     "registry credentials come from the controller's registry settings "
+     "(docs/containers.md), not from a Lambda function"),
+    ("RoleArn", NOOP,
+     "format-checked and echoed; there is no IAM: programs get the "
+     "credentials their host gives them"),
+    ("InputDataConfig", SUPPORTED, "one folder per channel under "
+     "`/opt/ml/input/data`, `inputdataconfig.json`, `SM_CHANNELS`"),
+    ("InputDataConfig.ChannelName", SUPPORTED, ""),
+    ("InputDataConfig.DataSource", SUPPORTED, ""),
+    ("InputDataConfig.DataSource.S3DataSource", SUPPORTED, ""),
+    ("InputDataConfig.DataSource.S3DataSource.S3DataType", SUPPORTED,
+     "S3Prefix and ManifestFile"),
+    ("InputDataConfig.DataSource.S3DataSource.S3Uri", SUPPORTED,
+     "`s3://` (the embedded store or `--s3-endpoint`), `https://`, "
+     "`file://`"),
+    ("InputDataConfig.DataSource.S3DataSource.S3DataDistributionType",
+     SUPPORTED, "FullyReplicated; ShardedByS3Key splits the objects "
+     "between the hosts"),
+    ("InputDataConfig.DataSource.S3DataSource.AttributeNames", REFUSED,
+     "only for AugmentedManifestFile, which is not supported"),
+    ("InputDataConfig.DataSource.S3DataSource.InstanceGroupNames", SUPPORTED,
+     "the channel is staged, and listed in `inputdataconfig.json` and "
+     "`SM_CHANNELS`, only on hosts of these instance groups"),
+    ("InputDataConfig.DataSource.S3DataSource.ModelAccessConfig", NOOP,
+     "there are no gated models here: the channel's objects are staged "
+     "as they are"),
+    ("InputDataConfig.DataSource.S3DataSource.HubAccessConfig", REFUSED,
+     "there is no SageMaker Hub here"),
+    ("InputDataConfig.DataSource.FileSystemDataSource", REFUSED,
+     "EFS and FSx for Lustre are not mounted; use an S3 or file:// URI"),
+    ("InputDataConfig.DataSource.DatasetSource", REFUSED,
+     "there are no SageMaker Hub datasets here"),
+    ("InputDataConfig.ContentType", SUPPORTED, "`inputdataconfig.json`"),
+    ("InputDataConfig.CompressionType", SUPPORTED,
+     "None; objects are staged as they are stored"),
+    ("InputDataConfig.RecordWrapperType", SUPPORTED, "None"),
+    ("InputDataConfig.InputMode", SUPPORTED,
+     "the channel's own TrainingInputMode, as for the job"),
+    ("InputDataConfig.ShuffleConfig", REFUSED,
+     "objects are staged, and sharded, in key order"),
+    ("OutputDataConfig", SUPPORTED, ""),
+    ("OutputDataConfig.KmsKeyId", NOOP,
+     "artifacts are written to the embedded store (the controller's disk) "
+     "or to `--s3-endpoint` as that endpoint stores them; there is no KMS"),
+    ("OutputDataConfig.S3OutputPath", SUPPORTED,
+     "`<S3OutputPath>/<job>/output/model.tar.gz` and `output.tar.gz`"),
+    ("OutputDataConfig.CompressionType", SUPPORTED,
+     "GZIP (the default): `model.tar.gz`; NONE: the files of "
+     "`/opt/ml/model` under `<S3OutputPath>/<job>/output/model/`, which "
+     "`ModelArtifacts.S3ModelArtifacts` names"),
+    ("ResourceConfig", SUPPORTED, ""),
+    ("ResourceConfig.InstanceType", SUPPORTED,
+     "picks hosts of that type (`local` for the local cluster)"),
+    ("ResourceConfig.InstanceCount", SUPPORTED, ""),
+    ("ResourceConfig.VolumeSizeInGB", NOOP,
+     "jobs use their host's disk; no volume is made or limited to that "
+     "size"),
+    ("ResourceConfig.VolumeKmsKeyId", NOOP,
+     "jobs use their host's disk, encrypted or not as the host is; there "
+     "is no KMS"),
+    ("ResourceConfig.KeepAlivePeriodInSeconds", SUPPORTED, "warm pools"),
+    ("ResourceConfig.InstanceGroups", SUPPORTED,
+     "heterogeneous clusters (`resourceconfig.json` instance_groups)"),
+    ("ResourceConfig.InstanceGroups.InstanceType", SUPPORTED, ""),
+    ("ResourceConfig.InstanceGroups.InstanceCount", SUPPORTED, ""),
+    ("ResourceConfig.InstanceGroups.InstanceGroupName", SUPPORTED, ""),
+    ("ResourceConfig.TrainingPlanArn", REFUSED,
+     "there are no training plans (reserved capacity) here"),
+    ("ResourceConfig.InstancePlacementConfig", REFUSED,
+     "hosts are placed by the controller; there are no UltraServers"),
+    ("VpcConfig", NOOP,
+     "hosts are your own machines on your own network"),
+    ("StoppingCondition", SUPPORTED, ""),
+    ("StoppingCondition.MaxRuntimeInSeconds", SUPPORTED, ""),
+    ("StoppingCondition.MaxWaitTimeInSeconds", SUPPORTED,
+     "managed spot training"),
+    ("StoppingCondition.MaxPendingTimeInSeconds", REFUSED,
+     "a job waits for hosts without a deadline"),
+    ("Tags", SUPPORTED, ""),
+    ("Tags.Key", SUPPORTED, ""),
+    ("Tags.Value", SUPPORTED, ""),
+    ("EnableNetworkIsolation", SUPPORTED, "false: jobs have the network"),
+    ("EnableInterContainerTrafficEncryption", SUPPORTED,
+     "false: traffic between hosts is not encrypted by the controller"),
+    ("EnableManagedSpotTraining", SUPPORTED, "docs/checkpoints.md"),
+    ("CheckpointConfig", SUPPORTED, "docs/checkpoints.md"),
+    ("CheckpointConfig.S3Uri", SUPPORTED, ""),
+    ("CheckpointConfig.LocalPath", SUPPORTED, ""),
+    ("DebugHookConfig", SUPPORTED, "SageMaker Debugger hook"),
+    ("DebugRuleConfigurations", SUPPORTED, "SageMaker Debugger rules"),
+    ("TensorBoardOutputConfig", SUPPORTED, "TensorBoard output upload"),
+    ("ExperimentConfig", SUPPORTED, "experiment tracking"),
+    ("ProfilerConfig", SUPPORTED, "SageMaker Profiler"),
+    ("ProfilerRuleConfigurations", SUPPORTED, "SageMaker Profiler rules"),
+    ("Environment", SUPPORTED, "every process of the job"),
+    ("RetryStrategy", SUPPORTED, ""),
+    ("RetryStrategy.MaximumRetryAttempts", SUPPORTED, ""),
+    ("RemoteDebugConfig", SUPPORTED, ""),
+    ("RemoteDebugConfig.EnableRemoteDebug", SUPPORTED,
+     "false: there is no remote access to a job's container"),
+    ("InfraCheckConfig", SUPPORTED, ""),
+    ("InfraCheckConfig.EnableInfraCheck", SUPPORTED,
+     "false: no health checks run before training"),
+    ("SessionChainingConfig", NOOP,
+     "no IAM role is assumed, so there are no session tags to chain"),
+    ("ServerlessJobConfig", REFUSED,
+     "serverless fine-tuning of hosted base models is not available here"),
+    ("MlflowConfig", REFUSED, "there is no MLflow integration"),
+    ("ModelPackageConfig", REFUSED, "there is no model registry here"),
+]
+
+# (path, value, class, note): single values (JSON true/false as Python
+# booleans, enum values as strings) classed apart from their member.
+VALUES = [
+    ("AlgorithmSpecification.TrainingInputMode", "Pipe", SUPPORTED,
+     "Pipe mode"),
+    ("InputDataConfig.DataSource.S3DataSource.S3DataType",
+     "AugmentedManifestFile", REFUSED,
+     "augmented manifests are not read; use S3Prefix or ManifestFile"),
+    ("InputDataConfig.DataSource.S3DataSource.S3DataType", "Converse",
+     REFUSED, "Converse datasets are not read; use S3Prefix or ManifestFile"),
+    ("InputDataConfig.CompressionType", "Gzip", REFUSED,
+     "channels are not decompressed (SageMaker does so only in Pipe mode)"),
+    ("InputDataConfig.RecordWrapperType", "RecordIO", REFUSED,
+     "records are not wrapped (SageMaker does so only in Pipe mode)"),
+    ("InputDataConfig.InputMode", "Pipe", SUPPORTED, "Pipe mode"),
+    ("EnableNetworkIsolation", True, SUPPORTED, "network isolation"),
+    ("EnableInterContainerTrafficEncryption", True, REFUSED,
+     "traffic between a job's hosts is not encrypted by the controller"),
+    ("RemoteDebugConfig.EnableRemoteDebug", True, REFUSED,
+     "there is no remote access to a job's container"),
+    ("InfraCheckConfig.EnableInfraCheck", True, REFUSED,
+     "no infrastructure health checks are run before training"),
+]
+
+# A refused structure is accepted when it holds this member with this
+# value, because then it asks for nothing (ProfilerConfig with
+# DisableProfiler true is what the SageMaker Python SDK sends for
+# disable_profiler=True).
+UNLESS = {
+    "ProfilerConfig": ("DisableProfiler", True),
+}
+
+# Being implemented now: refused until the implementation lands, whatever
+# MEMBERS or VALUES say. Delete a line here to turn the member (or value)
+# on; MEMBERS / VALUES already hold the class and note it will have.
+PENDING = [
+    "AlgorithmSpecification.TrainingInputMode=Pipe",
+    "InputDataConfig.InputMode=Pipe",
+    "EnableNetworkIsolation=true",
+    "TensorBoardOutputConfig",
+    "DebugHookConfig",
+    "ProfilerConfig",
+    "DebugRuleConfigurations",
+    "ProfilerRuleConfigurations",
+    "ExperimentConfig",
+]
