@@ -101,6 +101,26 @@ static int mkdir_parent(const char *path)
 }
 
 /*
+ * Between how many hosts a ShardedByS3Key channel is split, and this host's
+ * share: the channel's own (InstanceGroupNames: the hosts of those groups),
+ * else every host of the job.
+ */
+static size_t shard_count(const struct api_assignment *s,
+			  const struct api_channel *c)
+{
+	if (c->shard_count > 0)
+		return (size_t)c->shard_count;
+	return s->n_hosts ? s->n_hosts : 1;
+}
+
+static size_t shard_index(const struct api_assignment *s,
+			  const struct api_channel *c)
+{
+	return c->shard_count > 0 ? (size_t)c->shard_index :
+				    (size_t)s->host_index;
+}
+
+/*
  * Downloads the objects of one S3Prefix channel; with ShardedByS3Key only
  * those whose index in the sorted listing is host_index modulo n_hosts.
  */
@@ -111,7 +131,8 @@ static int stage_prefix(struct stor *st, const struct api_assignment *s,
 	struct stor_list l = STOR_LIST_INIT;
 	struct stor_uri u;
 	struct buf uri = BUF_INIT, local = BUF_INIT, why = BUF_INIT;
-	size_t i, plen, n = 0, hosts = s->n_hosts ? s->n_hosts : 1;
+	size_t i, plen, n = 0, hosts = shard_count(s, c);
+	size_t me = shard_index(s, c);
 	int sharded = c->distribution &&
 		      !strcmp(c->distribution, "ShardedByS3Key");
 	int64_t bytes = 0;
@@ -132,7 +153,7 @@ static int stage_prefix(struct stor *st, const struct api_assignment *s,
 	}
 	plen = strlen(u.key);
 	for (i = 0; i < l.n; i++) {
-		if (sharded && i % hosts != (size_t)s->host_index)
+		if (sharded && i % hosts != me)
 			continue;
 		rel = l.v[i].key;
 		if (!strncmp(rel, u.key, plen))
@@ -194,7 +215,7 @@ static int stage_manifest(struct stor *st, const struct api_assignment *s,
 {
 	struct buf tmp = BUF_INIT, text = BUF_INIT_MAX(MANIFEST_MAX);
 	struct buf uri = BUF_INIT, local = BUF_INIT, why = BUF_INIT;
-	size_t hosts = s->n_hosts ? s->n_hosts : 1;
+	size_t hosts = shard_count(s, c), me = shard_index(s, c);
 	int sharded = c->distribution &&
 		      !strcmp(c->distribution, "ShardedByS3Key");
 	char *prefix = NULL;
@@ -234,7 +255,7 @@ static int stage_manifest(struct stor *st, const struct api_assignment *s,
 	for (i = 0; i < n; i++) {
 		size_t plen = strlen(prefix);
 
-		if (sharded && i % hosts != (size_t)s->host_index)
+		if (sharded && i % hosts != me)
 			continue;
 		buf_reset(&why);
 		if (stor_key_check(keys[i], 0, &why)) {

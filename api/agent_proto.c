@@ -618,8 +618,9 @@ static int parse_channels(const json_t *o, const char *where,
 {
 	const json_t *arr, *c;
 	char m[256];
+	long long v;
 	size_t i;
-	int ret;
+	int ret, is_null;
 
 	ret = get_array(o, where, "channels", 0, API_PROTO_MAX_LIST, &arr, err);
 	if (ret)
@@ -656,6 +657,16 @@ static int parse_channels(const json_t *o, const char *where,
 		ret = ret ? ret :
 			    get_str(c, m, "record_wrapper", OPT,
 				    &ch->record_wrapper, err);
+		/* Optional: an older controller sends no shares. */
+		ret = ret ? ret :
+			    get_int(c, m, "shard_count", 0, API_PROTO_MAX_HOSTS,
+				    &is_null, &v, err);
+		ch->shard_count = (int)v;
+		ret = ret ? ret :
+			    get_int(c, m, "shard_index", 0,
+				    ch->shard_count ? ch->shard_count - 1 : 0,
+				    &is_null, &v, err);
+		ch->shard_index = (int)v;
 	}
 	return ret;
 }
@@ -1166,6 +1177,10 @@ static json_t *assignment_json(struct jb *b, const struct api_assignment *a)
 		if (c->record_wrapper)
 			put(b, ch, "record_wrapper",
 			    jstr(b, c->record_wrapper));
+		if (c->shard_count) {
+			put(b, ch, "shard_count", jint(b, c->shard_count));
+			put(b, ch, "shard_index", jint(b, c->shard_index));
+		}
 		push(b, chans, ch);
 	}
 	put(b, o, "channels", chans);

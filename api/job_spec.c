@@ -342,8 +342,12 @@ static int check_channel_groups(const json_t *root, struct buf *err)
 	return 0;
 }
 
-/* Cross-member rules the model cannot express. */
-static int check_semantics(const json_t *root, struct buf *err)
+/*
+ * Cross-member rules the model cannot express. stored: the request was
+ * accepted before; what the controller refuses is not looked at again, so
+ * a job accepted by an older controller still runs.
+ */
+static int check_semantics(const json_t *root, int stored, struct buf *err)
 {
 	int ret;
 
@@ -361,7 +365,7 @@ static int check_semantics(const json_t *root, struct buf *err)
 				   err);
 	ret = ret ? ret : check_channel_groups(root, err);
 	ret = ret ? ret : check_container_paths(root, err);
-	return ret ? ret : api_members_check(root, err);
+	return ret || stored ? ret : api_members_check(root, err);
 }
 
 /* Builds the echo of the request with the service's defaults filled in. */
@@ -532,8 +536,8 @@ static void fill_spec(const json_t *root, struct api_job_spec *spec)
 		json_is_true(json_object_get(root, "EnableNetworkIsolation"));
 }
 
-int api_job_spec_parse(const char *json, size_t len, struct api_job_spec *spec,
-		       struct buf *err)
+static int parse(const char *json, size_t len, int stored,
+		 struct api_job_spec *spec, struct buf *err)
 {
 	json_t *root = NULL;
 	json_t *echo;
@@ -547,7 +551,7 @@ int api_job_spec_parse(const char *json, size_t len, struct api_job_spec *spec,
 	ret = api_validate("CreateTrainingJobRequest", root, err);
 	if (ret)
 		goto out;
-	ret = check_semantics(root, err);
+	ret = check_semantics(root, stored, err);
 	if (!ret)
 		ret = api__tags_from_json(json_object_get(root, "Tags"),
 					  &spec->tags, &spec->n_tags, err);
@@ -565,6 +569,18 @@ int api_job_spec_parse(const char *json, size_t len, struct api_job_spec *spec,
 out:
 	json_decref(root);
 	return ret;
+}
+
+int api_job_spec_parse(const char *json, size_t len, struct api_job_spec *spec,
+		       struct buf *err)
+{
+	return parse(json, len, 0, spec, err);
+}
+
+int api_job_spec_load(const char *json, size_t len, struct api_job_spec *spec,
+		      struct buf *err)
+{
+	return parse(json, len, 1, spec, err);
 }
 
 static void free_list(char **l)

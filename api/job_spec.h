@@ -23,6 +23,13 @@ struct api_channel {
 	char *record_wrapper; /* may be NULL */
 	/* InstanceGroupNames, NULL-terminated; NULL: every host gets it. */
 	char **instance_groups;
+	/*
+	 * Agent protocol only: with shard_count > 0, ShardedByS3Key splits
+	 * the objects between shard_count hosts (those that get the channel)
+	 * and this host takes share shard_index; 0: between all the hosts.
+	 */
+	int shard_index;
+	int shard_count;
 };
 
 struct api_metric_def {
@@ -95,6 +102,14 @@ struct api_job_spec {
  */
 int api_job_spec_parse(const char *json, size_t len, struct api_job_spec *spec,
 		       struct buf *err);
+
+/*
+ * The same for a request stored when it was created: members that the
+ * controller refuses (api/members.h) are not refused again, so that a job
+ * an older controller accepted still runs.
+ */
+int api_job_spec_load(const char *json, size_t len, struct api_job_spec *spec,
+		      struct buf *err);
 
 /* Frees everything the spec owns and zeroes it. */
 void api_job_spec_release(struct api_job_spec *spec);

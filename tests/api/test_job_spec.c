@@ -840,6 +840,35 @@ static void test_accepted_members(void **state)
 		      "TrainingRepositoryAccessMode");
 }
 
+/* A stored request is not refused again for what was refused later. */
+static void test_load_stored(void **state)
+{
+	struct api_job_spec spec;
+	struct buf err = BUF_INIT;
+	json_t *req = full_with("EnableNetworkIsolation", json_true());
+	char *text = json_dumps(req, JSON_COMPACT);
+
+	(void)state;
+	json_decref(req);
+	assert_non_null(text);
+	assert_int_equal(api_job_spec_parse(text, strlen(text), &spec, &err),
+			 ERR_INVALID);
+	buf_reset(&err);
+	if (api_job_spec_load(text, strlen(text), &spec, &err))
+		fail_msg("load: %s", err.data);
+	assert_string_equal(spec.name,
+			    "resnet50-imagenet-2024-06-01-08-30-00-001");
+	api_job_spec_release(&spec);
+	free(text);
+	/* The model's constraints still hold. */
+	text = strdup("{\"TrainingJobName\": \"a_b\"}");
+	assert_non_null(text);
+	assert_int_equal(api_job_spec_load(text, strlen(text), &spec, &err),
+			 ERR_INVALID);
+	free(text);
+	buf_release(&err);
+}
+
 /* Members neither model has are refused, naming their path. */
 static void test_unknown_members(void **state)
 {
@@ -1032,6 +1061,7 @@ int main(void)
 		cmocka_unit_test(test_refused_members),
 		cmocka_unit_test(test_accepted_members),
 		cmocka_unit_test(test_unknown_members),
+		cmocka_unit_test(test_load_stored),
 		cmocka_unit_test(test_channel_groups),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_nesting),
