@@ -575,8 +575,9 @@ def load_members():
 
 
 def effective(tm):
-    """[(path, value or None, class, note, pending)], MEMBERS then VALUES,
-    with PENDING entries refused."""
+    """[(path, value or None, class, note, pending, under)], MEMBERS then
+    VALUES, with PENDING entries (pending) and the members of PENDING
+    structures (under, too) refused."""
     pending = set(tm.PENDING)
     rows = []
     for path, cls, note in tm.MEMBERS:
@@ -589,8 +590,15 @@ def effective(tm):
         if p not in keys:
             raise SystemExit("gen_model.py: training_members.py: PENDING "
                              "names %s, which MEMBERS/VALUES lack" % p)
-    return [(p, v, "refused" if pend else c, n, pend)
-            for p, v, c, n, pend in rows]
+    out = []
+    for p, v, c, n, pend in rows:
+        # Members of a pending structure wait with it.
+        parts = p.split(".")
+        under = any(".".join(parts[:i]) in pending
+                    for i in range(1, len(parts)))
+        out.append((p, v, "refused" if pend or under else c, n,
+                    pend or under, under))
+    return out
 
 
 def check_members(tm, merged, complete):
@@ -598,7 +606,7 @@ def check_members(tm, merged, complete):
     model lacks (only when `complete`: both models were read)."""
     problems = []
     classes = {}
-    for path, v, cls, _, _ in effective(tm):
+    for path, v, cls, _, _, _ in effective(tm):
         if cls not in CLASS_TEXT:
             problems.append("%s: unknown class %r" % (path, cls))
         if v is None:
@@ -618,7 +626,7 @@ def check_members(tm, merged, complete):
                             "scripts/training_members.py" %
                             (MEMBERS_ROOT, path))
     known = set(paths)
-    for path, v, _, _, _ in effective(tm):
+    for path, v, _, _, _, _ in effective(tm):
         if path not in known:
             msg = "training_members.py: %s is not in the model" % path
             if complete:
@@ -626,8 +634,8 @@ def check_members(tm, merged, complete):
             else:
                 warn(msg)
     for path in tm.UNLESS:
-        if classes.get(path) != "refused":
-            problems.append("UNLESS names %s, which is not refused" % path)
+        if path not in classes:
+            problems.append("UNLESS names %s, which MEMBERS lacks" % path)
     return problems
 
 
@@ -652,8 +660,9 @@ def generate_members(tm):
     emit("/* clang-format off */")
     emit("const struct api__refusal api__refusals[] = {")
     n = 0
-    for path, v, cls, note, pending in effective(tm):
-        if cls != "refused":
+    for path, v, cls, note, pending, under in effective(tm):
+        # A pending structure's refusal covers what it holds.
+        if cls != "refused" or under:
             continue
         why = "not implemented yet (%s)" % note if pending else note
         unless = tm.UNLESS.get(path) if v is None else None
@@ -676,7 +685,7 @@ def md_cell(s):
 def generate_docs_table(tm):
     out = [DOCS_BEGIN, "", "| member | class | what it does, or why not |",
            "| --- | --- | --- |"]
-    for path, v, cls, note, pending in effective(tm):
+    for path, v, cls, note, pending, _ in effective(tm):
         name = "`%s`" % path if v is None else "`%s` = `%s`" % (path, v)
         text = CLASS_TEXT[cls]
         if pending:

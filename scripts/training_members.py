@@ -140,11 +140,41 @@ MEMBERS = [
     ("CheckpointConfig.S3Uri", SUPPORTED, ""),
     ("CheckpointConfig.LocalPath", SUPPORTED, ""),
     ("DebugHookConfig", SUPPORTED, "SageMaker Debugger hook"),
+    ("DebugHookConfig.LocalPath", SUPPORTED, ""),
+    ("DebugHookConfig.S3OutputPath", SUPPORTED, ""),
+    ("DebugHookConfig.HookParameters", SUPPORTED, ""),
+    ("DebugHookConfig.CollectionConfigurations", SUPPORTED, ""),
+    ("DebugHookConfig.CollectionConfigurations.CollectionName", SUPPORTED, ""),
+    ("DebugHookConfig.CollectionConfigurations.CollectionParameters", SUPPORTED, ""),
     ("DebugRuleConfigurations", SUPPORTED, "SageMaker Debugger rules"),
+    ("DebugRuleConfigurations.RuleConfigurationName", SUPPORTED, ""),
+    ("DebugRuleConfigurations.LocalPath", SUPPORTED, ""),
+    ("DebugRuleConfigurations.S3OutputPath", SUPPORTED, ""),
+    ("DebugRuleConfigurations.RuleEvaluatorImage", SUPPORTED, ""),
+    ("DebugRuleConfigurations.InstanceType", SUPPORTED, ""),
+    ("DebugRuleConfigurations.VolumeSizeInGB", SUPPORTED, ""),
+    ("DebugRuleConfigurations.RuleParameters", SUPPORTED, ""),
     ("TensorBoardOutputConfig", SUPPORTED, "TensorBoard output upload"),
+    ("TensorBoardOutputConfig.LocalPath", SUPPORTED, ""),
+    ("TensorBoardOutputConfig.S3OutputPath", SUPPORTED, ""),
     ("ExperimentConfig", SUPPORTED, "experiment tracking"),
+    ("ExperimentConfig.ExperimentName", SUPPORTED, ""),
+    ("ExperimentConfig.TrialName", SUPPORTED, ""),
+    ("ExperimentConfig.TrialComponentDisplayName", SUPPORTED, ""),
+    ("ExperimentConfig.RunName", SUPPORTED, ""),
     ("ProfilerConfig", SUPPORTED, "SageMaker Profiler"),
+    ("ProfilerConfig.S3OutputPath", SUPPORTED, ""),
+    ("ProfilerConfig.ProfilingIntervalInMilliseconds", SUPPORTED, ""),
+    ("ProfilerConfig.ProfilingParameters", SUPPORTED, ""),
+    ("ProfilerConfig.DisableProfiler", SUPPORTED, ""),
     ("ProfilerRuleConfigurations", SUPPORTED, "SageMaker Profiler rules"),
+    ("ProfilerRuleConfigurations.RuleConfigurationName", SUPPORTED, ""),
+    ("ProfilerRuleConfigurations.LocalPath", SUPPORTED, ""),
+    ("ProfilerRuleConfigurations.S3OutputPath", SUPPORTED, ""),
+    ("ProfilerRuleConfigurations.RuleEvaluatorImage", SUPPORTED, ""),
+    ("ProfilerRuleConfigurations.InstanceType", SUPPORTED, ""),
+    ("ProfilerRuleConfigurations.VolumeSizeInGB", SUPPORTED, ""),
+    ("ProfilerRuleConfigurations.RuleParameters", SUPPORTED, ""),
     ("Environment", SUPPORTED, "every process of the job"),
     ("RetryStrategy", SUPPORTED, ""),
     ("RetryStrategy.MaximumRetryAttempts", SUPPORTED, ""),
@@ -195,8 +225,9 @@ UNLESS = {
 }
 
 # Being implemented now: refused until the implementation lands, whatever
-# MEMBERS or VALUES say. Delete a line here to turn the member (or value)
-# on; MEMBERS / VALUES already hold the class and note it will have.
+# MEMBERS or VALUES say (a structure here with everything it holds). Delete
+# a line here to turn the member (or value) on; MEMBERS / VALUES already
+# hold the classes and notes it and its members will have.
 PENDING = [
     "AlgorithmSpecification.TrainingInputMode=Pipe",
     "InputDataConfig.InputMode=Pipe",

@@ -17,7 +17,7 @@ m26=$($PY -c 'import sys; sys.path.insert(0, "scripts"); import gen_model as g; 
 if [ -z "$m26" ]; then
 	t_skip_all "newer botocore (its SageMaker model) not installed"
 fi
-t_plan 4
+t_plan 5
 t_tmpdir trainctl-members
 
 # 1. The committed files are what the generator makes.
@@ -81,6 +81,22 @@ elif grep -q "docs/api-compatibility.md is not what" "$T_TMP/c4.err"; then
 else
 	t_fail "an edited members table fails the check"
 	t_diag_file "$T_TMP/c4.err"
+fi
+
+# 5. Turning a pending member on is one line: everything it holds is
+#    classified already, so the generator accepts the change.
+copy_tree
+for m in DebugHookConfig DebugRuleConfigurations TensorBoardOutputConfig \
+	ExperimentConfig ProfilerConfig ProfilerRuleConfigurations; do
+	sed -i "/^    \"$m\",\$/d" "$T_TMP/tree/scripts/training_members.py"
+done
+if ! grep -q '"DebugHookConfig",$' "$T_TMP/tree/scripts/training_members.py" &&
+	$PY "$T_TMP/tree/scripts/gen_model.py" >"$T_TMP/c5.err" 2>&1 &&
+	grep -q '^| `DebugHookConfig.S3OutputPath` | supported |' "$T_TMP/tree/docs/api-compatibility.md"; then
+	t_pass "a pending member turns on by deleting its PENDING line"
+else
+	t_fail "a pending member turns on by deleting its PENDING line"
+	t_diag_file "$T_TMP/c5.err"
 fi
 
 t_done
