@@ -21,6 +21,7 @@
 
 #include <jansson.h>
 
+#include "api/job_config.h"
 #include "api/job_spec.h"
 #include "common/buf.h"
 #include "common/err.h"
@@ -919,6 +920,22 @@ static void test_channel_groups(void **state)
 	assert_non_null(spec.channels[1].instance_groups);
 	assert_string_equal(spec.channels[1].instance_groups[0], "cpu");
 	assert_null(spec.channels[1].instance_groups[1]);
+	/* Hosts are numbered group after group: gpu 0-1, cpu 2. */
+	assert_string_equal(api_config_host_group(&spec, 0), "gpu");
+	assert_string_equal(api_config_host_group(&spec, 1), "gpu");
+	assert_string_equal(api_config_host_group(&spec, 2), "cpu");
+	assert_null(api_config_host_group(&spec, 3));
+	assert_true(api_config_channel_on(&spec.channels[0], "gpu"));
+	assert_false(api_config_channel_on(&spec.channels[1], "gpu"));
+	assert_true(api_config_channel_on(&spec.channels[1], "cpu"));
+	assert_true(api_config_channel_on(&spec.channels[1], NULL));
+	assert_int_equal(api_config_input_data(&spec, "gpu", &err), 0);
+	assert_null(strstr(err.data, "\"validation\""));
+	assert_non_null(strstr(err.data, "\"train\""));
+	buf_reset(&err);
+	assert_int_equal(api_config_input_data(&spec, "cpu", &err), 0);
+	assert_non_null(strstr(err.data, "\"validation\""));
+	buf_reset(&err);
 	api_job_spec_release(&spec);
 
 	json_object_set_new(
