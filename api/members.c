@@ -66,6 +66,9 @@ static int find_unknown(int shape, const json_t *v, struct buf *path)
 	case API__STRUCTURE:
 		json_object_foreach((json_t *)v, key, mv)
 		{
+			/* null reads as absent, as the model walk reads it. */
+			if (json_is_null(mv))
+				continue;
 			len = path->len;
 			path_add(path, key);
 			m = member_of(sh, key);

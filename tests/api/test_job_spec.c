@@ -884,6 +884,9 @@ static void test_unknown_members(void **state)
 				 "Extra",
 				 json_string("x")),
 		       "InputDataConfig.DataSource.S3DataSource.Extra");
+	/* null is an absent member, known or not. */
+	expect_parses(full_with("SomeFutureMember", json_null()),
+		      "a null unknown member");
 	/* Map keys are data, not members. */
 	expect_parses(full_with("HyperParameters.AnyKeyAtAll",
 				json_string("1")),
