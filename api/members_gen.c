@@ -23,11 +23,11 @@ const struct api__refusal api__refusals[] = {
 	{ "ResourceConfig.InstancePlacementConfig", NULL, NULL, NULL, "hosts are placed by the controller; there are no UltraServers" },
 	{ "StoppingCondition.MaxPendingTimeInSeconds", NULL, NULL, NULL, "a job waits for hosts without a deadline" },
 	{ "DebugHookConfig", NULL, NULL, NULL, "not implemented yet (SageMaker Debugger hook)" },
-	{ "DebugRuleConfigurations", NULL, NULL, NULL, "not implemented yet (SageMaker Debugger rules)" },
+	{ "DebugRuleConfigurations", NULL, NULL, NULL, "Debugger rules run as SageMaker-managed evaluation jobs with AWS's rule images, which do not exist here" },
 	{ "TensorBoardOutputConfig", NULL, NULL, NULL, "not implemented yet (TensorBoard output upload)" },
-	{ "ExperimentConfig", NULL, NULL, NULL, "not implemented yet (experiment tracking)" },
+	{ "ExperimentConfig", NULL, NULL, NULL, "SageMaker Experiments (CreateExperiment, trial components, BatchPutMetrics) are not served, so a script's load_run() would fail inside the job; see the Operations table" },
 	{ "ProfilerConfig", NULL, "DisableProfiler", "true", "not implemented yet (SageMaker Profiler)" },
-	{ "ProfilerRuleConfigurations", NULL, NULL, NULL, "not implemented yet (SageMaker Profiler rules)" },
+	{ "ProfilerRuleConfigurations", NULL, NULL, NULL, "Profiler rules run as SageMaker-managed evaluation jobs with AWS's rule images, which do not exist here" },
 	{ "ServerlessJobConfig", NULL, NULL, NULL, "serverless fine-tuning of hosted base models is not available here" },
 	{ "MlflowConfig", NULL, NULL, NULL, "there is no MLflow integration" },
 	{ "ModelPackageConfig", NULL, NULL, NULL, "there is no model registry here" },
@@ -37,10 +37,9 @@ const struct api__refusal api__refusals[] = {
 	{ "InputDataConfig.CompressionType", "Gzip", NULL, NULL, "channels are not decompressed (SageMaker does so only in Pipe mode)" },
 	{ "InputDataConfig.RecordWrapperType", "RecordIO", NULL, NULL, "records are not wrapped (SageMaker does so only in Pipe mode)" },
 	{ "InputDataConfig.InputMode", "Pipe", NULL, NULL, "not implemented yet (Pipe mode)" },
-	{ "EnableNetworkIsolation", "true", NULL, NULL, "not implemented yet (network isolation)" },
 	{ "EnableInterContainerTrafficEncryption", "true", NULL, NULL, "traffic between a job's hosts is not encrypted by the controller" },
 	{ "RemoteDebugConfig.EnableRemoteDebug", "true", NULL, NULL, "there is no remote access to a job's container" },
 	{ "InfraCheckConfig.EnableInfraCheck", "true", NULL, NULL, "no infrastructure health checks are run before training" },
 };
 /* clang-format on */
-const size_t api__nrefusals = 29;
+const size_t api__nrefusals = 28;

@@ -738,9 +738,11 @@ static void expect_parses(json_t *req, const char *what)
 static void test_refused_members(void **state)
 {
 	(void)state;
-	EXPECT_INVALID(full_with("EnableNetworkIsolation", json_true()),
-		       "EnableNetworkIsolation true is not supported",
-		       "not implemented yet");
+	EXPECT_INVALID(full_with("DebugRuleConfigurations",
+				 json_pack("[{s:s,s:s}]",
+					   "RuleConfigurationName", "r",
+					   "RuleEvaluatorImage", "img")),
+		       "DebugRuleConfigurations", "rule images");
 	EXPECT_INVALID(full_with("EnableInterContainerTrafficEncryption",
 				 json_true()),
 		       "EnableInterContainerTrafficEncryption", "encrypted");
@@ -846,7 +848,8 @@ static void test_load_stored(void **state)
 {
 	struct api_job_spec spec;
 	struct buf err = BUF_INIT;
-	json_t *req = full_with("EnableNetworkIsolation", json_true());
+	json_t *req = full_with("ExperimentConfig",
+				json_pack("{s:s}", "ExperimentName", "e"));
 	char *text = json_dumps(req, JSON_COMPACT);
 
 	(void)state;

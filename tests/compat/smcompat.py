@@ -895,8 +895,8 @@ class Core:
             c["DataSource"]["S3DataSource"].update(s3)
             c.update(extra)
             return [c]
-        add("EnableNetworkIsolation true", "ref-netiso", ["EnableNetworkIsolation", "not supported"],
-            lambda r: r.update(EnableNetworkIsolation=True))
+        add("ExperimentConfig", "ref-experiment", ["ExperimentConfig", "not supported"],
+            lambda r: r.update(ExperimentConfig={"ExperimentName": "e", "TrialName": "t"}))
         add("TrainingInputMode Pipe", "ref-pipe", ["TrainingInputMode 'Pipe'", "not supported"],
             lambda r: r["AlgorithmSpecification"].update(TrainingInputMode="Pipe"))
         add("channel InputMode Pipe", "ref-ch-pipe", ["InputDataConfig.InputMode 'Pipe'"],
