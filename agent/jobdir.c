@@ -178,6 +178,13 @@ int agent_jobdir_create(const char *dir, const struct api_assignment *spec,
 	if (!ret)
 		ret = write_in(dir, "input/config/resourceconfig.json",
 			       spec->resource_config_json, err);
+	/* What SageMaker Debugger's hook and profiler read. */
+	if (!ret && spec->debug_hook_config_json)
+		ret = write_in(dir, "input/config/debughookconfig.json",
+			       spec->debug_hook_config_json, err);
+	if (!ret && spec->profiler_config_json)
+		ret = write_in(dir, "input/config/profilerconfig.json",
+			       spec->profiler_config_json, err);
 	if (!ret && id->set)
 		ret = give_to_user(dir, spec, id, err);
 	buf_release(&path);

@@ -537,17 +537,18 @@ static int dump(const json_t *v, struct buf *out)
 	return ERR_INTERNAL;
 }
 
-/* An object member kept as its compact text. */
-static int get_json_text(const json_t *o, const char *where, const char *key,
-			 char **out, struct buf *err)
+/* An object member kept as its compact text (opt: NULL when absent). */
+static int get_json_text_opt(const json_t *o, const char *where,
+			     const char *key, int opt, char **out,
+			     struct buf *err)
 {
 	const json_t *obj;
 	struct buf b = BUF_INIT;
 	int ret;
 
 	*out = NULL;
-	ret = get_object(o, where, key, REQ, &obj, err);
-	if (ret)
+	ret = get_object(o, where, key, opt, &obj, err);
+	if (ret || !obj)
 		return ret;
 	if (dump(obj, &b)) {
 		buf_release(&b);
@@ -555,6 +556,12 @@ static int get_json_text(const json_t *o, const char *where, const char *key,
 	}
 	*out = buf_detach(&b, NULL);
 	return 0;
+}
+
+static int get_json_text(const json_t *o, const char *where, const char *key,
+			 char **out, struct buf *err)
+{
+	return get_json_text_opt(o, where, key, REQ, out, err);
 }
 
 /* ---- ASSIGNMENT ---- */
@@ -589,6 +596,8 @@ void api_assignment_release(struct api_assignment *a)
 	free(a->hyperparameters_json);
 	free(a->input_data_config_json);
 	free(a->resource_config_json);
+	free(a->debug_hook_config_json);
+	free(a->profiler_config_json);
 	for (i = 0; a->channels && i < a->n_channels; i++)
 		channel_release(&a->channels[i]);
 	free(a->channels);
@@ -865,6 +874,12 @@ static int parse_job(const json_t *o, const char *where,
 	ret = ret ? ret :
 		    get_json_text(o, where, "resource_config",
 				  &a->resource_config_json, err);
+	ret = ret ? ret :
+		    get_json_text_opt(o, where, "debug_hook_config", OPT,
+				      &a->debug_hook_config_json, err);
+	ret = ret ? ret :
+		    get_json_text_opt(o, where, "profiler_config", OPT,
+				      &a->profiler_config_json, err);
 	ret = ret ? ret : parse_channels(o, where, a, err);
 	ret = ret ? ret :
 		    get_str_map(o, where, "environment", &a->environment,
@@ -1160,6 +1175,11 @@ static json_t *assignment_json(struct jb *b, const struct api_assignment *a)
 	put(b, o, "hyperparameters", jtext(b, a->hyperparameters_json));
 	put(b, o, "input_data_config", jtext(b, a->input_data_config_json));
 	put(b, o, "resource_config", jtext(b, a->resource_config_json));
+	if (a->debug_hook_config_json)
+		put(b, o, "debug_hook_config",
+		    jtext(b, a->debug_hook_config_json));
+	if (a->profiler_config_json)
+		put(b, o, "profiler_config", jtext(b, a->profiler_config_json));
 	for (i = 0; a->channels && i < a->n_channels; i++) {
 		const struct api_channel *c = &a->channels[i];
 		json_t *ch = jobj(b);

@@ -54,6 +54,13 @@ struct api_assignment {
 	char *input_data_config_json;
 	char *resource_config_json;
 	/*
+	 * DebugHookConfig and ProfilerConfig as the program reads them in
+	 * input/config/debughookconfig.json and profilerconfig.json, defaults
+	 * filled in; NULL (absent on the wire) when the job has none.
+	 */
+	char *debug_hook_config_json;
+	char *profiler_config_json;
+	/*
 	 * Wire members: name, uri, data_type, distribution; content_type,
 	 * input_mode, compression, record_wrapper may be null or absent.
 	 */

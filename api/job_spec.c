@@ -14,6 +14,9 @@
 #define DEFAULT_MAX_RUNTIME_S 86400
 #define MAX_MAX_RUNTIME_S (28 * 86400)
 #define DEFAULT_CHECKPOINT_PATH "/opt/ml/checkpoints/"
+/* SageMaker Debugger's defaults. */
+#define DEFAULT_DEBUG_PATH "/opt/ml/output/tensors"
+#define DEFAULT_PROFILING_MS 500
 
 /*
  * Members of CreateTrainingJobRequest that DescribeTrainingJob echoes. Others
@@ -368,6 +371,27 @@ static int check_semantics(const json_t *root, int stored, struct buf *err)
 	return ret || stored ? ret : api_members_check(root, err);
 }
 
+/* The compact text of echo's member key, or NULL when absent. */
+static char *dump_member(const json_t *echo, const char *key)
+{
+	const json_t *v = json_object_get(echo, key);
+	struct buf b = BUF_INIT;
+
+	if (!v || api__json_dump_to(v, &b)) {
+		buf_release(&b);
+		return NULL;
+	}
+	return buf_detach(&b, NULL);
+}
+
+/* Whether the request turns the profiler on. */
+static int profiling(const json_t *root)
+{
+	const json_t *p = json_object_get(root, "ProfilerConfig");
+
+	return p && !json_is_true(json_object_get(p, "DisableProfiler"));
+}
+
 /* Builds the echo of the request with the service's defaults filled in. */
 static json_t *build_echo(const json_t *root)
 {
@@ -406,6 +430,18 @@ static json_t *build_echo(const json_t *root)
 			json_object_set_new(ch, "RecordWrapperType",
 					    json_string("None"));
 	}
+	v = json_object_get(echo, "DebugHookConfig");
+	if (v && !json_object_get(v, "LocalPath"))
+		json_object_set_new(v, "LocalPath",
+				    json_string(DEFAULT_DEBUG_PATH));
+	v = json_object_get(echo, "ProfilerConfig");
+	if (v && !json_is_true(json_object_get(v, "DisableProfiler")) &&
+	    !json_object_get(v, "ProfilingIntervalInMilliseconds"))
+		json_object_set_new(v, "ProfilingIntervalInMilliseconds",
+				    json_integer(DEFAULT_PROFILING_MS));
+	json_object_set_new(echo, "ProfilingStatus",
+			    json_string(profiling(root) ? "Enabled" :
+							  "Disabled"));
 	/* SageMaker answers an unset key as "" (the SDK's attach reads it). */
 	v = json_object_get(echo, "OutputDataConfig");
 	if (v && !json_object_get(v, "KmsKeyId"))
@@ -559,6 +595,9 @@ static int parse(const char *json, size_t len, int stored,
 		goto out;
 	fill_spec(root, spec);
 	echo = build_echo(root);
+	spec->debug_hook_config_json = dump_member(echo, "DebugHookConfig");
+	spec->profiler_config_json =
+		profiling(root) ? dump_member(echo, "ProfilerConfig") : NULL;
 	ret = api__json_dump_to(echo, &out);
 	json_decref(echo);
 	if (ret) {
@@ -624,6 +663,8 @@ void api_job_spec_release(struct api_job_spec *spec)
 	free_kvs(spec->hyperparameters, spec->n_hyperparameters);
 	free_kvs(spec->environment, spec->n_environment);
 	free_kvs(spec->tags, spec->n_tags);
+	free(spec->debug_hook_config_json);
+	free(spec->profiler_config_json);
 	for (i = 0; i < spec->n_channels; i++) {
 		struct api_channel *c = &spec->channels[i];
 

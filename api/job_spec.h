@@ -80,6 +80,13 @@ struct api_job_spec {
 	char *checkpoint_local_path; /* defaulted to /opt/ml/checkpoints/ */
 	int spot;		     /* EnableManagedSpotTraining */
 	int network_isolation;	     /* EnableNetworkIsolation */
+	/*
+	 * DebugHookConfig and (an enabled) ProfilerConfig with defaults
+	 * filled in, as compact JSON for the program's config files; NULL
+	 * when absent.
+	 */
+	char *debug_hook_config_json;
+	char *profiler_config_json;
 	struct api_kv *tags;	     /* Tags (not echoed by Describe) */
 	size_t n_tags;
 	/*

@@ -132,6 +132,11 @@ static void fill_config(const struct api_job_spec *spec,
 								     "lo",
 		&b);
 	a->resource_config_json = buf_detach(&b, NULL);
+	if (spec->debug_hook_config_json)
+		a->debug_hook_config_json =
+			xstrdup(spec->debug_hook_config_json);
+	if (spec->profiler_config_json)
+		a->profiler_config_json = xstrdup(spec->profiler_config_json);
 	if (spec->n_channels) {
 		a->channels = xcalloc(spec->n_channels, sizeof(*a->channels));
 		for (i = n = 0; i < spec->n_channels; i++) {
