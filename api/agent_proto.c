@@ -613,6 +613,10 @@ void api_assignment_release(struct api_assignment *a)
 	free(a->output_path);
 	free(a->checkpoint_s3_uri);
 	free(a->checkpoint_local_path);
+	free(a->debug_s3_uri);
+	free(a->debug_local_path);
+	free(a->profiler_s3_uri);
+	free(a->profiler_local_path);
 	free(a->blob_url);
 	free(a->local_root);
 	free(a->master_addr);
@@ -913,6 +917,24 @@ static int parse_checkpoint(const json_t *o, const char *where,
 	return ret;
 }
 
+/* A folder mirrored to S3 ("debug_output", "profiler_output"), optional. */
+static int parse_mirror(const json_t *o, const char *where, const char *key,
+			char **s3_uri, char **local_path, struct buf *err)
+{
+	const json_t *sub;
+	char m[256];
+	int ret;
+
+	ret = get_object(o, where, key, OPT, &sub, err);
+	member(m, sizeof(m), where, key);
+	if (!ret && sub) {
+		ret = get_str(sub, m, "s3_uri", REQ, s3_uri, err);
+		ret = ret ? ret :
+			    get_str(sub, m, "local_path", REQ, local_path, err);
+	}
+	return ret;
+}
+
 /* The "storage" object. */
 static int parse_storage(const json_t *o, const char *where,
 			 struct api_assignment *a, struct buf *err)
@@ -965,6 +987,13 @@ static int parse_assignment(const json_t *o, const char *where,
 		return ret;
 
 	ret = parse_checkpoint(o, where, a, err);
+	ret = ret ? ret :
+		    parse_mirror(o, where, "debug_output", &a->debug_s3_uri,
+				 &a->debug_local_path, err);
+	ret = ret ? ret :
+		    parse_mirror(o, where, "profiler_output",
+				 &a->profiler_s3_uri, &a->profiler_local_path,
+				 err);
 	ret = ret ? ret : parse_storage(o, where, a, err);
 	ret = ret ? ret : parse_rendezvous(o, where, a, err);
 	ret = ret ? ret :
@@ -1232,6 +1261,18 @@ static json_t *assignment_json(struct jb *b, const struct api_assignment *a)
 	put(b, o, "output_path", jstr(b, a->output_path));
 	if (a->run_as)
 		put(b, o, "run_as", jstr(b, a->run_as));
+	if (a->debug_s3_uri) {
+		sub = jobj(b);
+		put(b, sub, "s3_uri", jstr(b, a->debug_s3_uri));
+		put(b, sub, "local_path", jstr(b, a->debug_local_path));
+		put(b, o, "debug_output", sub);
+	}
+	if (a->profiler_s3_uri) {
+		sub = jobj(b);
+		put(b, sub, "s3_uri", jstr(b, a->profiler_s3_uri));
+		put(b, sub, "local_path", jstr(b, a->profiler_local_path));
+		put(b, o, "profiler_output", sub);
+	}
 	if (a->checkpoint_s3_uri || a->checkpoint_local_path) {
 		sub = jobj(b);
 		put(b, sub, "s3_uri", jstr(b, a->checkpoint_s3_uri));

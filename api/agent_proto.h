@@ -61,6 +61,15 @@ struct api_assignment {
 	char *debug_hook_config_json;
 	char *profiler_config_json;
 	/*
+	 * Where the Debugger hook's tensors (DebugHookConfig.LocalPath) and
+	 * the profiler's files go: <S3OutputPath>/<job>/debug-output and
+	 * /profiler-output; NULL when the job has no such config.
+	 */
+	char *debug_s3_uri;
+	char *debug_local_path;
+	char *profiler_s3_uri;
+	char *profiler_local_path;
+	/*
 	 * Wire members: name, uri, data_type, distribution; content_type,
 	 * input_mode, compression, record_wrapper may be null or absent.
 	 */

@@ -17,6 +17,7 @@
 /* SageMaker Debugger's defaults. */
 #define DEFAULT_DEBUG_PATH "/opt/ml/output/tensors"
 #define DEFAULT_PROFILING_MS 500
+#define DEFAULT_PROFILER_PATH "/opt/ml/output/profiler"
 
 /*
  * Members of CreateTrainingJobRequest that DescribeTrainingJob echoes. Others
@@ -384,6 +385,45 @@ static char *dump_member(const json_t *echo, const char *key)
 	return buf_detach(&b, NULL);
 }
 
+/* base (an S3 URI, any trailing '/' dropped), "/", name, "/", what. */
+static char *output_uri(const char *base, const char *name, const char *what)
+{
+	struct buf b = BUF_INIT;
+	size_t n = strlen(base);
+
+	while (n && base[n - 1] == '/')
+		n--;
+	(void)buf_addf(&b, "%.*s/%s/%s", (int)n, base, name, what);
+	return buf_detach(&b, NULL);
+}
+
+/*
+ * The folders SageMaker Debugger's hook and profiler write, and where
+ * they go: DebugHookConfig.LocalPath to <its S3OutputPath>/<job>/
+ * debug-output, the profiler's /opt/ml/output/profiler to <its
+ * S3OutputPath, else the job's>/<job>/profiler-output.
+ */
+static void debugger_outputs(const json_t *echo, struct api_job_spec *spec)
+{
+	const json_t *d = json_object_get(echo, "DebugHookConfig");
+	const json_t *p = json_object_get(echo, "ProfilerConfig");
+	const char *base;
+
+	if (d) {
+		spec->debug_s3_uri = output_uri(
+			json_string_value(json_object_get(d, "S3OutputPath")),
+			spec->name, "debug-output");
+		spec->debug_local_path = dup_str(d, "LocalPath");
+	}
+	if (p && !json_is_true(json_object_get(p, "DisableProfiler"))) {
+		base = json_string_value(json_object_get(p, "S3OutputPath"));
+		spec->profiler_s3_uri =
+			output_uri(base ? base : spec->output_path, spec->name,
+				   "profiler-output");
+		spec->profiler_local_path = xstrdup(DEFAULT_PROFILER_PATH);
+	}
+}
+
 /* Whether the request turns the profiler on. */
 static int profiling(const json_t *root)
 {
@@ -598,6 +638,7 @@ static int parse(const char *json, size_t len, int stored,
 	spec->debug_hook_config_json = dump_member(echo, "DebugHookConfig");
 	spec->profiler_config_json =
 		profiling(root) ? dump_member(echo, "ProfilerConfig") : NULL;
+	debugger_outputs(echo, spec);
 	ret = api__json_dump_to(echo, &out);
 	json_decref(echo);
 	if (ret) {
@@ -665,6 +706,10 @@ void api_job_spec_release(struct api_job_spec *spec)
 	free_kvs(spec->tags, spec->n_tags);
 	free(spec->debug_hook_config_json);
 	free(spec->profiler_config_json);
+	free(spec->debug_s3_uri);
+	free(spec->debug_local_path);
+	free(spec->profiler_s3_uri);
+	free(spec->profiler_local_path);
 	for (i = 0; i < spec->n_channels; i++) {
 		struct api_channel *c = &spec->channels[i];
 

@@ -87,6 +87,13 @@ struct api_job_spec {
 	 */
 	char *debug_hook_config_json;
 	char *profiler_config_json;
+	/* Where the hook's and the profiler's files go, and from which
+	 * folder (SageMaker's <S3OutputPath>/<job>/debug-output and
+	 * /profiler-output); NULL without the config. */
+	char *debug_s3_uri;
+	char *debug_local_path;
+	char *profiler_s3_uri;
+	char *profiler_local_path;
 	struct api_kv *tags;	     /* Tags (not echoed by Describe) */
 	size_t n_tags;
 	/*

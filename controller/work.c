@@ -137,6 +137,14 @@ static void fill_config(const struct api_job_spec *spec,
 			xstrdup(spec->debug_hook_config_json);
 	if (spec->profiler_config_json)
 		a->profiler_config_json = xstrdup(spec->profiler_config_json);
+	if (spec->debug_s3_uri) {
+		a->debug_s3_uri = xstrdup(spec->debug_s3_uri);
+		a->debug_local_path = xstrdup(spec->debug_local_path);
+	}
+	if (spec->profiler_s3_uri) {
+		a->profiler_s3_uri = xstrdup(spec->profiler_s3_uri);
+		a->profiler_local_path = xstrdup(spec->profiler_local_path);
+	}
 	if (spec->n_channels) {
 		a->channels = xcalloc(spec->n_channels, sizeof(*a->channels));
 		for (i = n = 0; i < spec->n_channels; i++) {

@@ -95,6 +95,14 @@ static void full_assignment(struct api_assignment *a, int script)
 		a->checkpoint_s3_uri = xs("s3://ckpt/mnist/");
 		a->checkpoint_local_path = xs("/opt/ml/checkpoints/");
 		a->local_root = xs("/var/lib/trainctl/s3");
+		a->debug_hook_config_json =
+			xs("{\"LocalPath\":\"/opt/ml/output/tensors\"}");
+		a->profiler_config_json =
+			xs("{\"ProfilingIntervalInMilliseconds\":500}");
+		a->debug_s3_uri = xs("s3://models/out/job/debug-output");
+		a->debug_local_path = xs("/opt/ml/output/tensors");
+		a->profiler_s3_uri = xs("s3://models/out/job/profiler-output");
+		a->profiler_local_path = xs("/opt/ml/output/profiler");
 	} else {
 		a->launch_mode = API_LAUNCH_EXEC;
 		a->argv = str_list(3, "/opt/bin/train", "train", "caf\xc3\xa9");
