@@ -26,7 +26,7 @@ endif
 endif
 
 PKGS := libmicrohttpd jansson sqlite3 libcurl libpcre2-8 libcrypto inih libssh2 zlib \
-	libarchive libxml-2.0
+	libarchive libxml-2.0 libcbor
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
