@@ -19,6 +19,7 @@
 #include "controller/hosts.h"
 #include "controller/iopool.h"
 #include "controller/cwlogs.h"
+#include "controller/cwmetrics.h"
 #include "controller/http.h"
 #include "controller/route.h"
 #include "controller/metrics.h"
@@ -137,6 +138,11 @@ static enum MHD_Result send_response(struct MHD_Connection *conn,
 	}
 	MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
 	MHD_add_response_header(mr, "x-amzn-RequestId", rid);
+	if (r->query_error)
+		MHD_add_response_header(mr, "x-amzn-query-error",
+					r->query_error);
+	if (!strcmp(content_type, "application/cbor"))
+		MHD_add_response_header(mr, "smithy-protocol", "rpc-v2-cbor");
 	ret = MHD_queue_response(conn, (unsigned)r->status, mr);
 	MHD_destroy_response(mr);
 	if (r->status >= 400)
@@ -171,15 +177,17 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind,
 	return MHD_YES;
 }
 
+/* service: the SigV4 service the request is signed for, NULL: the
+ * API's (sagemaker, or logs for CloudWatch Logs targets). */
 static int authenticate(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 			const char *method, struct request *req,
-			struct ctrl_response *resp)
+			const char *service, struct ctrl_response *resp)
 {
 	const struct api_credential *who = NULL;
 	struct header_list h;
 	struct api_sigv4_request sr;
 	struct buf err = BUF_INIT;
-	const char *target, *service;
+	const char *target;
 	const char *type = NULL;
 	int status = 403;
 	int ret;
@@ -203,7 +211,9 @@ static int authenticate(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	/* CloudWatch Logs clients sign for their own service. */
 	target = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 					     "X-Amz-Target");
-	service = target && !strncmp(target, "Logs_", 5) ? "logs" : "sagemaker";
+	if (!service)
+		service = target && !strncmp(target, "Logs_", 5) ? "logs" :
+								   "sagemaker";
 	ret = api_sigv4_verify_as(&sr, &ctx->creds, service, time_now_ms(),
 				  &type, &status, &err, &who);
 	if (!ret && who)
@@ -567,6 +577,7 @@ route(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
 	const char *target;
 	const char *ct;
 	ctrl_op_fn fn;
+	int cw;
 
 	*content_type = JSON11;
 	if (!strcmp(url, "/healthz")) {
@@ -589,13 +600,24 @@ route(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
 			       "cross-site requests may not change state");
 		return CTRL_ROUTE_DONE;
 	}
+	/* CloudWatch metrics requests, in any of its protocols. */
+	cw = ctrl_cwm_proto(
+		method, url,
+		MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					    "X-Amz-Target"),
+		MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					    MHD_HTTP_HEADER_CONTENT_TYPE));
 	/* Browsers sign in with HTTP Basic, programs with SigV4 (web.h). */
 	switch (ctrl_web_auth(ctx, conn, method, url, &req->caller)) {
 	case CTRL_WEB_AUTH_DENIED:
 		return CTRL_ROUTE_QUEUED;
 	case CTRL_WEB_AUTH_NONE:
-		if (authenticate(ctx, conn, method, req, resp))
+		if (authenticate(ctx, conn, method, req,
+				 cw >= 0 ? CTRL_CWM_SERVICE : NULL, resp)) {
+			if (cw >= 0)
+				ctrl_cwm_wrap_error(cw, resp, content_type);
 			return CTRL_ROUTE_DONE;
+		}
 		break;
 	case CTRL_WEB_AUTH_OK:
 		break;
@@ -603,6 +625,14 @@ route(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
 	if (ctrl_web_owns(conn, method, url))
 		return ctrl_web_route(ctx, conn, method, url, req, resp,
 				      content_type);
+	if (cw >= 0) {
+		ctrl_cwm_serve(ctx, &req->caller, cw, method, url,
+			       MHD_lookup_connection_value(
+				       conn, MHD_HEADER_KIND, "X-Amz-Target"),
+			       req->body.data, req->body.len, resp,
+			       content_type);
+		return CTRL_ROUTE_DONE;
+	}
 	if (!strncmp(url, "/v1/", 4)) {
 		*content_type = "application/json";
 		return route_rest(ctx, conn, method, url, req, resp);

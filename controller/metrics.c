@@ -36,6 +36,11 @@ static const char *const op_names[] = {
 	"logs:GetLogEvents",
 	"logs:FilterLogEvents",
 	"logs:unknown",
+	"cloudwatch:ListMetrics",
+	"cloudwatch:GetMetricStatistics",
+	"cloudwatch:GetMetricData",
+	"cloudwatch:query",
+	"cloudwatch:unknown",
 	"rest:ListTrainingJobs",
 	"rest:CreateTrainingJob",
 	"rest:DescribeTrainingJob",
@@ -142,10 +147,28 @@ static const char *agent_operation(const char *rest)
 	return "other";
 }
 
+/* CloudWatch metrics: the JSON target's or CBOR path's operation. */
+static const char *cloudwatch_operation(const char *op)
+{
+	static const char *const cw_ops[] = {
+		"cloudwatch:ListMetrics",
+		"cloudwatch:GetMetricStatistics",
+		"cloudwatch:GetMetricData",
+	};
+	size_t i;
+
+	for (i = 0; i < 3; i++)
+		if (!strcmp(cw_ops[i] + 11, op))
+			return cw_ops[i];
+	return "cloudwatch:unknown";
+}
+
 const char *ctrl_metrics_operation(const char *method, const char *url,
 				   const char *target)
 {
 	static const char jobs[] = "/v1/training-jobs";
+	static const char cbor_ops[] =
+		"/service/GraniteServiceVersion20100801/operation/";
 
 	if (!strcmp(url, "/") && target) {
 		if (!strncmp(target, "SageMaker.", 10)) {
@@ -168,8 +191,12 @@ const char *ctrl_metrics_operation(const char *method, const char *url,
 					return logs_ops[i];
 			return "logs:unknown";
 		}
+		if (!strncmp(target, "GraniteServiceVersion20100801.", 30))
+			return cloudwatch_operation(target + 30);
 		return "other";
 	}
+	if (!strncmp(url, cbor_ops, strlen(cbor_ops)))
+		return cloudwatch_operation(url + strlen(cbor_ops));
 	if (!strncmp(url, jobs, strlen(jobs)))
 		return rest_operation(method, url + strlen(jobs));
 	if (!strcmp(url, "/v1/hosts"))
@@ -200,8 +227,16 @@ void ctrl_metrics_request(struct MHD_Connection *conn, const char *method,
 {
 	const char *target = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 							 "X-Amz-Target");
-	struct op_stats *s =
-		&stats[op_index(ctrl_metrics_operation(method, url, target))];
+	const char *ct = MHD_lookup_connection_value(
+		conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	const char *op = ctrl_metrics_operation(method, url, target);
+	struct op_stats *s;
+
+	/* The query protocol names its operation in the body. */
+	if (!target && !strcmp(method, "POST") && !strcmp(url, "/") && ct &&
+	    !strncmp(ct, "application/x-www-form-urlencoded", 33))
+		op = "cloudwatch:query";
+	s = &stats[op_index(op)];
 	size_t si, bi;
 
 	for (si = 0; si < N_STATUS - 1; si++)

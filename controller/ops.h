@@ -13,6 +13,9 @@ struct ctrl_response {
 	int status;
 	struct buf body;
 	const char *error_type; /* set for errors, for the log and metrics */
+	/* x-amzn-query-error (AWS query-compatible errors), static text or
+	 * NULL. */
+	const char *query_error;
 };
 
 /*
