@@ -390,7 +390,7 @@ static int get_metric(struct parse *p, json_t *o, struct api_cwm_metric *m)
 }
 
 /*
- * The period: at least 1 second; the service takes 1, 5, 10, 30 (high
+ * The period: at least 1 second; the service takes 1, 5, 10, 20, 30 (high
  * resolution) or any multiple of 60.
  */
 static int get_period(struct parse *p, json_t *o, const char *what, int *out)
@@ -403,9 +403,9 @@ static int get_period(struct parse *p, json_t *o, const char *what, int *out)
 	if (x < 1)
 		return fail(p, E_VALUE,
 			    "The parameter %s must be greater than 0.", what);
-	if (x != 1 && x != 5 && x != 10 && x != 30 && x % 60)
+	if (x != 1 && x != 5 && x != 10 && x != 20 && x != 30 && x % 60)
 		return fail(p, E_VALUE,
-			    "The parameter %s must be 1, 5, 10, 30 or a "
+			    "The parameter %s must be 1, 5, 10, 20, 30 or a "
 			    "multiple of 60.",
 			    what);
 	if (x > 1LL << 31)

@@ -56,6 +56,14 @@ static int unescape(const char *s, size_t n, struct buf *out)
 	return 0;
 }
 
+static int utf8_ok(const char *s)
+{
+	json_t *t = json_string(s); /* NULL when not UTF-8 */
+
+	json_decref(t);
+	return t != NULL;
+}
+
 static int is_index(const char *s, long *out)
 {
 	char *end;
@@ -72,7 +80,8 @@ static int is_index(const char *s, long *out)
 
 /*
  * Sets path (its parts, n of them) to value under root. A part followed by
- * "member", N makes a list whose item N-1 is what follows.
+ * "member", N makes a list whose item N-1 is what follows. Names and value
+ * must be UTF-8 (jansson refuses anything else).
  */
 static int form_set(json_t *root, char **parts, size_t n, const char *value,
 		    struct buf *err)
@@ -92,7 +101,8 @@ static int form_set(json_t *root, char **parts, size_t n, const char *value,
 		if (last) {
 			if (child)
 				goto dup;
-			json_object_set_new(node, key, json_string(value));
+			if (json_object_set_new(node, key, json_string(value)))
+				goto bad;
 			return 0;
 		}
 		if (!strcmp(parts[i + 1], "member")) {
@@ -102,24 +112,28 @@ static int form_set(json_t *root, char **parts, size_t n, const char *value,
 				goto bad;
 			if (!child) {
 				child = json_array();
-				json_object_set_new(node, key, child);
+				if (json_object_set_new(node, key, child))
+					goto bad;
 			}
 			if (!json_is_array(child))
 				goto bad;
 			while (json_array_size(child) < (size_t)idx)
-				json_array_append_new(child, json_null());
+				if (json_array_append_new(child, json_null()))
+					goto bad;
 			item = json_array_get(child, (size_t)idx - 1);
 			if (i + 3 == n) {
 				if (!json_is_null(item))
 					goto dup;
-				json_array_set_new(child, (size_t)idx - 1,
-						   json_string(value));
+				if (json_array_set_new(child, (size_t)idx - 1,
+						       json_string(value)))
+					goto bad;
 				return 0;
 			}
 			if (json_is_null(item)) {
 				item = json_object();
-				json_array_set_new(child, (size_t)idx - 1,
-						   item);
+				if (json_array_set_new(child, (size_t)idx - 1,
+						       item))
+					goto bad;
 			}
 			node = item;
 			i += 3;
@@ -127,7 +141,8 @@ static int form_set(json_t *root, char **parts, size_t n, const char *value,
 		}
 		if (!child) {
 			child = json_object();
-			json_object_set_new(node, key, child);
+			if (json_object_set_new(node, key, child))
+				goto bad;
 		}
 		node = child;
 		i++;
@@ -196,6 +211,11 @@ int api__cwm_form_decode(const char *body, size_t len, json_t **out,
 		    unescape(eq ? eq + 1 : body + end, eq ? end - neq - 1 : 0,
 			     &value)) {
 			(void)buf_adds(err, "malformed form encoding");
+			ret = ERR_INVALID;
+			break;
+		}
+		if (!utf8_ok(name.data) || !utf8_ok(value.data)) {
+			(void)buf_adds(err, "a parameter is not UTF-8");
 			ret = ERR_INVALID;
 			break;
 		}
@@ -488,6 +508,53 @@ static json_t *from_cbor(const cbor_item_t *it, int depth)
 	return out;
 }
 
+/* What sizes_ok() learnt so far. */
+struct sizes {
+	size_t len; /* of the whole body */
+	int too_big;
+};
+
+static void check_array(void *arg, size_t n)
+{
+	struct sizes *z = arg;
+
+	if (n > z->len)
+		z->too_big = 1;
+}
+
+static void check_map(void *arg, size_t n)
+{
+	struct sizes *z = arg;
+
+	if (n > z->len / 2)
+		z->too_big = 1;
+}
+
+/*
+ * cbor_load() allocates a definite array or map at the size its header
+ * claims: a few bytes could ask for gigabytes. Every member takes at
+ * least one byte, so no honest header claims more members than the body
+ * has bytes; walk the headers with libcbor's streaming decoder first.
+ */
+static int sizes_ok(const char *body, size_t len)
+{
+	struct cbor_callbacks cb = cbor_empty_callbacks;
+	struct sizes z = { len, 0 };
+	size_t pos = 0;
+
+	cb.array_start = check_array;
+	cb.map_start = check_map;
+	while (pos < len && !z.too_big) {
+		struct cbor_decoder_result r = cbor_stream_decode(
+			(cbor_data)body + pos, len - pos, &cb, &z);
+
+		if (r.status != CBOR_DECODER_FINISHED || !r.read)
+			return 0;
+		pos += r.read;
+	}
+	return !z.too_big;
+}
+
 int api__cwm_cbor_decode(const char *body, size_t len, json_t **out,
 			 struct buf *err)
 {
@@ -498,6 +565,12 @@ int api__cwm_cbor_decode(const char *body, size_t len, json_t **out,
 	if (len == 0) {
 		*out = json_object();
 		return 0;
+	}
+	if (!sizes_ok(body, len)) {
+		(void)buf_adds(err, "request body is not valid CBOR (an item "
+				    "is cut short or claims more members than "
+				    "the body holds)");
+		return ERR_INVALID;
 	}
 	it = cbor_load((cbor_data)body, len, &res);
 	if (!it || res.error.code != CBOR_ERR_NONE) {

@@ -52,7 +52,7 @@ static void test_form_stats(void **state)
 	struct buf err = BUF_INIT;
 	const char *code = NULL;
 	enum api_cwm_op op;
-	const char *body = FORM_BASE "&Period=60&Statistics.member.1=Sum"
+	const char *body = FORM_BASE "&Period=20&Statistics.member.1=Sum"
 				     "&Statistics.member.2=Maximum";
 
 	(void)state;
@@ -69,7 +69,7 @@ static void test_form_stats(void **state)
 	assert_string_equal(r.m.dims[0].value, "job-1");
 	assert_int_equal(r.start_ms, 1767225600000LL);
 	assert_int_equal(r.end_ms, 1767225600000LL + 3600500);
-	assert_int_equal(r.period, 60);
+	assert_int_equal(r.period, 20);
 	assert_int_equal(r.stats,
 			 (1u << API_CWM_SUM) | (1u << API_CWM_MAXIMUM));
 	assert_int_equal(r.n_ext, 0);
@@ -239,6 +239,7 @@ static void test_cbor(void **state)
 	size_t size = 0, n;
 	struct cbor_pair p;
 	static const char garbage[] = "\xbf\x61";
+	static const char huge[] = "\xba\xff\xff\xff\xff\x61m";
 
 	(void)state;
 	p.key = cbor_move(cbor_build_string("Namespace"));
@@ -274,6 +275,13 @@ static void test_cbor(void **state)
 						&err),
 			 ERR_INVALID);
 	assert_non_null(strstr(err.data, "CBOR"));
+	/* A map claiming four billion members is refused, not allocated. */
+	buf_reset(&err);
+	assert_int_equal(api_cwm_list_req_parse(API_CWM_CBOR, huge,
+						sizeof(huge) - 1, &r, &code,
+						&err),
+			 ERR_INVALID);
+	assert_non_null(strstr(err.data, "claims more members"));
 	buf_release(&err);
 }
 
