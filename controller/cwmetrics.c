@@ -274,6 +274,23 @@ static void each_period(const struct pt *p, size_t n, int period_s,
 	free(v);
 }
 
+/*
+ * StartTime as CloudWatch uses it: rounded down to the minute when less
+ * than 15 days ago (to the period's division of a minute for periods
+ * under 60 seconds), to 5 minutes up to 63 days, to the hour beyond.
+ */
+static int64_t round_start(int64_t start_ms, int period, int64_t now_ms)
+{
+	int64_t age = now_ms - start_ms;
+	int64_t unit = period < 60 ? (int64_t)period * 1000 : 60000;
+
+	if (age > 63LL * 86400000)
+		unit = 3600000;
+	else if (age > 15LL * 86400000)
+		unit = 300000;
+	return start_ms - ((start_ms % unit) + unit) % unit;
+}
+
 /* Parses a pagination token: 0 and *off, or -1. */
 static int token_offset(const char *tok, size_t *off)
 {
@@ -494,8 +511,9 @@ static void op_stats(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		buf_release(&err);
 		return;
 	}
-	if (load_points(ctx, who, &r.m, r.unit, r.start_ms, r.end_ms, &pts, &n,
-			&err)) {
+	if (load_points(ctx, who, &r.m, r.unit,
+			round_start(r.start_ms, r.period, time_now_ms()),
+			r.end_ms, &pts, &n, &err)) {
 		reply_internal(resp, proto, "GetMetricStatistics", &err);
 		goto out;
 	}
@@ -546,8 +564,9 @@ static int query_series(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	size_t n = 0, i;
 	int ret;
 
-	ret = load_points(ctx, who, &q->m, q->unit, r->start_ms, r->end_ms,
-			  &pts, &n, err);
+	ret = load_points(ctx, who, &q->m, q->unit,
+			  round_start(r->start_ms, q->period, time_now_ms()),
+			  r->end_ms, &pts, &n, err);
 	s->ts = xcalloc(n + 1, sizeof(*s->ts));
 	s->v = xcalloc(n + 1, sizeof(*s->v));
 	s->n = 0;
