@@ -13,6 +13,7 @@
 #include <microhttpd.h>
 #include <openssl/rand.h>
 
+#include "api/cwmetrics.h"
 #include "api/sigv4.h"
 #include "controller/blob.h"
 #include "controller/ctrl.h"
@@ -918,6 +919,12 @@ static int start_s3(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	    (!strncmp(url, "/v1/", 4) || !strcmp(url, "/healthz") ||
 	     MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 					 "X-Amz-Target")))
+		return 0;
+	/* CloudWatch's RPC v2 CBOR face, even where a bucket is named
+	 * "service" (controller/cwmetrics.h). */
+	if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					"smithy-protocol") &&
+	    !strncmp(url, API_CWM_CBOR_PREFIX, strlen(API_CWM_CBOR_PREFIX)))
 		return 0;
 	h.n = 0;
 	h.overflow = 0;

@@ -73,6 +73,22 @@ def main():
         raise C.Fail("Period 7 was accepted")
     tap.case("json 1.0: errors carry x-amzn-query-error Code;Sender", t_query_error_header)
 
+    def t_bucket_service():
+        # The CBOR face's path starts /service/: a bucket of that name
+        # must not take it.
+        import boto3
+        import botocore.config
+        s3 = boto3.session.Session(
+            aws_access_key_id=W.ADMIN[0], aws_secret_access_key=W.ADMIN[1],
+            region_name=C.REGION).client(
+                "s3", endpoint_url=env.daemon.endpoint,
+                config=botocore.config.Config(s3={"addressing_style": "path"},
+                                              retries={"total_max_attempts": 1}))
+        s3.create_bucket(Bucket="service")
+        names = [b["Name"] for b in s3.list_buckets()["Buckets"]]
+        C.expect("service" in names, "buckets %r" % names)
+    tap.case("S3 bucket 'service' created (the CBOR cases run beside it)", t_bucket_service)
+
     for proto, d in sorted(model_dirs(env.daemon.tmp).items()):
         c = env.client("cloudwatch", data_path=d)
         got = getattr(c.meta.service_model, "resolved_protocol", None) or c.meta.service_model.protocol
