@@ -194,18 +194,17 @@ static int load_points(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	if (!job || (unit && strcmp(unit, "None")) ||
 	    !job_readable(ctx, who, job))
 		return 0;
-	ret = db_metric_series(ctx->db, job, m->name, &pts, &n_pts, err);
+	ret = db_metric_range(ctx->db, job, m->name, start_ms, end_ms, &pts,
+			      &n_pts, err);
 	if (ret)
 		return ret;
 	*out = xcalloc(n_pts + 1, sizeof(**out));
 	for (i = 0; i < n_pts; i++) {
-		if (pts[i].timestamp_ms >= start_ms &&
-		    pts[i].timestamp_ms < end_ms && isfinite(pts[i].value)) {
+		if (isfinite(pts[i].value)) {
 			(*out)[*n].ts_ms = pts[i].timestamp_ms;
 			(*out)[*n].v = pts[i].value;
 			(*n)++;
 		}
-		free(pts[i].name);
 	}
 	free(pts);
 	return 0;
@@ -344,13 +343,10 @@ static int add_job_metrics(struct ctrl_ctx *ctx, const char *job,
 {
 	struct db_metric *pts = NULL;
 	size_t n = 0, i;
-	int ret = db_metric_series(ctx->db, job, r->metric, &pts, &n, err);
+	int ret = db_metric_names(ctx->db, job, r->metric, &pts, &n, err);
 
-	/* Points come grouped by name, in time order: the last of a run is
-	 * the metric's newest point. */
+	/* One entry per series, with the time of its newest point. */
 	for (i = 0; !ret && i < n; i++) {
-		if (i + 1 < n && !strcmp(pts[i].name, pts[i + 1].name))
-			continue;
 		if (r->recently_active &&
 		    pts[i].timestamp_ms < now_ms - 3 * 3600 * 1000)
 			continue;

@@ -151,4 +151,21 @@ int db_metrics_add(struct db *db, const char *job, const struct db_metric *m,
 int db_metric_series(struct db *db, const char *job, const char *name,
 		     struct db_metric **out, size_t *n, struct buf *err);
 
+/*
+ * Points of series name of job with start_ms <= timestamp < end_ms, in
+ * time order (their name is NULL). The caller frees *out. Returns 0 or
+ * ERR_DB, with nothing to free.
+ */
+int db_metric_range(struct db *db, const char *job, const char *name,
+		    int64_t start_ms, int64_t end_ms, struct db_metric **out,
+		    size_t *n, struct buf *err);
+
+/*
+ * The series of job (name NULL: all; else that one if it has points) in
+ * name order, each with its newest point's time in timestamp_ms. The
+ * caller frees each name, then *out (also on ERR_DB).
+ */
+int db_metric_names(struct db *db, const char *job, const char *name,
+		    struct db_metric **out, size_t *n, struct buf *err);
+
 #endif

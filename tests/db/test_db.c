@@ -826,6 +826,52 @@ static void test_job_count(void **state)
 	assert_int_equal(db_job_count(f->db, NULL), 12);
 }
 
+/* A metric's points in a time window, and the series with their newest
+ * point (what CloudWatch ListMetrics and GetMetricStatistics read). */
+static void test_metric_range_and_names(void **state)
+{
+	struct fixture *f = *state;
+	struct db_metric in[] = {
+		{ (char *)"loss", 3.0, T0 + 1000 },
+		{ (char *)"acc", 0.5, T0 + 1500 },
+		{ (char *)"loss", 2.0, T0 + 2000 },
+		{ (char *)"loss", 1.0, T0 + 3000 },
+	};
+	struct db_metric *out = NULL;
+	struct buf err = BUF_INIT;
+	size_t n = 0, i;
+
+	insert(f->db, "metrics-1", "InProgress", "Training", T0);
+	assert_int_equal(db_metrics_add(f->db, "metrics-1", in, 4, &err), 0);
+	assert_int_equal(db_metric_range(f->db, "metrics-1", "loss", T0 + 1000,
+					 T0 + 3000, &out, &n, &err),
+			 0);
+	assert_int_equal(n, 2);
+	assert_true(out[0].value == 3.0 && out[1].value == 2.0);
+	assert_int_equal(out[1].timestamp_ms, T0 + 2000);
+	free(out);
+	assert_int_equal(db_metric_range(f->db, "no-such-job", "loss", 0,
+					 T0 + 9000, &out, &n, &err),
+			 0);
+	assert_int_equal(n, 0);
+	free(out);
+	assert_int_equal(
+		db_metric_names(f->db, "metrics-1", NULL, &out, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(out[0].name, "acc");
+	assert_int_equal(out[0].timestamp_ms, T0 + 1500);
+	assert_string_equal(out[1].name, "loss");
+	assert_int_equal(out[1].timestamp_ms, T0 + 3000);
+	for (i = 0; i < n; i++)
+		free(out[i].name);
+	free(out);
+	assert_int_equal(
+		db_metric_names(f->db, "metrics-1", "nope", &out, &n, &err), 0);
+	assert_int_equal(n, 0);
+	free(out);
+	buf_release(&err);
+}
+
 /*
  * The store is shared by the HTTP workers and the reconciler: concurrent
  * inserts, reads and state changes with a reader pool smaller than the
@@ -1116,6 +1162,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_job_count, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_metric_range_and_names,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_insert_waiting, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_queue_by_type, setup,
