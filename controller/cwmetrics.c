@@ -85,6 +85,10 @@ static void reply_error(struct ctrl_response *resp, int proto, const char *code,
 {
 	char rid[37];
 
+	if (!code) { /* a parser ran out of memory */
+		code = "InternalServiceError";
+		sender = 0;
+	}
 	request_id(rid);
 	resp->status = sender ? 400 : 500;
 	resp->error_type = code;
