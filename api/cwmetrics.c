@@ -479,6 +479,25 @@ void api_cwm_list_req_release(struct api_cwm_list_req *r)
 	memset(r, 0, sizeof(*r));
 }
 
+/* Cross-account observability is not served: refused, never ignored. */
+static int one_account(struct parse *p, const json_t *root)
+{
+	const json_t *v =
+		root ? json_object_get(root, "IncludeLinkedAccounts") : NULL;
+
+	if (v && (json_is_true(v) ||
+		  (json_is_string(v) && !strcmp(json_string_value(v), "true"))))
+		return fail(
+			p, E_VALUE,
+			"The parameter IncludeLinkedAccounts must be false: "
+			"this controller serves one account.");
+	if (root && json_object_get(root, "OwningAccount"))
+		return fail(p, E_VALUE,
+			    "The parameter OwningAccount is not supported: "
+			    "this controller serves one account.");
+	return 0;
+}
+
 int api_cwm_list_req_parse(enum api_cwm_proto proto, const char *body,
 			   size_t len, struct api_cwm_list_req *r,
 			   const char **code, struct buf *err)
@@ -512,6 +531,8 @@ int api_cwm_list_req_parse(enum api_cwm_proto proto, const char *body,
 				   "PT3H.");
 		r->recently_active = 1;
 	}
+	if (!ret)
+		ret = one_account(&p, root);
 	free(active);
 	json_decref(root);
 	if (ret)
@@ -808,6 +829,13 @@ int api_cwm_data_req_parse(enum api_cwm_proto proto, const char *body,
 	if (!ret && opts && !json_is_object(opts))
 		ret = fail(&p, E_VALUE,
 			   "The parameter LabelOptions must be a structure.");
+	if (!ret && opts && json_object_get(opts, "Timezone") &&
+	    (!json_is_string(json_object_get(opts, "Timezone")) ||
+	     strcmp(json_string_value(json_object_get(opts, "Timezone")),
+		    "+0000")))
+		ret = fail(&p, E_VALUE,
+			   "The parameter LabelOptions.Timezone must be +0000: "
+			   "labels carry no times here.");
 	if (!ret && r->start_ms >= r->end_ms)
 		ret = fail(&p, E_VALUE,
 			   "The parameter StartTime must be less than the "

@@ -368,6 +368,17 @@ def run(tap, env, cw, label, data_path=None):
             (lambda: bad.get_metric_data(MetricDataQueries=[], StartTime=start, EndTime=end),
              "MissingParameter", "MetricDataQueries"),
         ]
+        members = cw.meta.service_model.operation_model("ListMetrics").input_shape.members
+        if "IncludeLinkedAccounts" in members:
+            cases.append((lambda: cw.list_metrics(Namespace=NS, IncludeLinkedAccounts=True),
+                          "InvalidParameterValue", "IncludeLinkedAccounts"))
+            cases.append((lambda: cw.list_metrics(Namespace=NS, OwningAccount="111122223333"),
+                          "InvalidParameterValue", "OwningAccount"))
+        if "LabelOptions" in cw.meta.service_model.operation_model("GetMetricData").input_shape.members:
+            cases.append((lambda: cw.get_metric_data(MetricDataQueries=[query("a", "train:loss", "Sum")],
+                                                     StartTime=start, EndTime=end,
+                                                     LabelOptions={"Timezone": "+0130"}),
+                          "InvalidParameterValue", "Timezone"))
         for fn, code, word in cases:
             C.expect_error(fn, code, 400, contains=word)
     tap.case("%s: invalid requests answer CloudWatch's error codes" % label, t_errors)
