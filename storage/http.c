@@ -152,6 +152,16 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *ud)
 	long status = 0;
 
 	curl_easy_getinfo(x->c, CURLINFO_RESPONSE_CODE, &status);
+	if (x->req->out_fn && status >= 200 && status < 300) {
+		int r = n ? x->req->out_fn(x->req->out_arg, data, n) : 0;
+
+		if (r) {
+			x->req->out_ret = r;
+			return 0;
+		}
+		x->resp->received += (int64_t)n;
+		return n;
+	}
 	if (x->req->out_fd >= 0 && status >= 200 && status < 300) {
 		stor_digest_update(&x->out_d, data, n);
 		if (x->staged + n > STOR_IO_CHUNK && flush_stage(x))
@@ -315,6 +325,9 @@ static CURLcode attempt(struct stor *s, CURL *c, struct stor_http_req *req,
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
 	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
+	/* A streamed body waits for its reader, however slow. */
+	if (req->out_fn)
+		curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 0L);
 	set_method(c, req);
 	if (req->sign && s->cfg.access_key && s->cfg.secret_key) {
 		(void)buf_addf(&sigv4, "aws:amz:%s:s3", s->cfg.s3_region);
@@ -373,6 +386,9 @@ int stor_http_do(struct stor *s, CURL *c, struct stor_http_req *req,
 		again = rc == CURLE_OK ?
 				stor_http_retryable(resp->status, code) :
 				transient(rc);
+		/* What the stream's reader has seen cannot be taken back. */
+		if (req->out_fn && (resp->received > 0 || req->out_ret))
+			again = 0;
 		free(code);
 		free(msg);
 		if (!again || n >= s->cfg.max_attempts)
@@ -386,7 +402,10 @@ int stor_http_do(struct stor *s, CURL *c, struct stor_http_req *req,
 		backoff(s, n);
 	}
 	if (rc != CURLE_OK) {
-		if (x.write_failed)
+		if (req->out_ret)
+			(void)buf_addf(err, "stream stopped after %lld bytes",
+				       (long long)resp->received);
+		else if (x.write_failed)
 			(void)buf_addf(err, "cannot write the download: %s",
 				       strerror(x.write_errno));
 		else

@@ -99,6 +99,14 @@ struct stor_http_req {
 	 */
 	int out_fd;
 	int64_t out_off;
+	/*
+	 * Or, with out_fn set, the body of a 2xx answer goes to out_fn as it
+	 * arrives (storage.h's stor_get_stream()); no retry once a byte
+	 * went there, and no low-speed limit.
+	 */
+	stor_stream_fn *out_fn;
+	void *out_arg;
+	int out_ret; /* what out_fn returned when it stopped the transfer */
 
 	/* Digests of the bytes sent (upload) or received into out_fd. */
 	int want_md5;
@@ -147,6 +155,8 @@ int stor__fs_get(const char *root, const char *key, const char *path,
 		 struct stor_object *info, struct buf *err);
 int stor__fs_put(const char *root, const char *key, const char *path,
 		 struct stor_object *info, struct buf *err);
+int stor__fs_get_stream(const char *root, const char *key, stor_stream_fn *fn,
+			void *arg, int64_t *size, struct buf *err);
 
 /* s3.c */
 int stor__s3_list(struct stor *s, const char *bucket, const char *prefix,
@@ -159,6 +169,9 @@ int stor__s3_put(struct stor *s, const char *bucket, const char *key,
 		 const char *path, struct stor_object *info, struct buf *err);
 int stor__s3_delete(struct stor *s, const char *bucket, const char *key,
 		    struct buf *err);
+int stor__s3_get_stream(struct stor *s, const char *bucket, const char *key,
+			stor_stream_fn *fn, void *arg, int64_t *size,
+			struct buf *err);
 
 /* blob_client.c */
 int stor__blob_list(struct stor *s, const char *bucket, const char *prefix,
@@ -171,6 +184,9 @@ int stor__blob_put(struct stor *s, const char *bucket, const char *key,
 		   const char *path, struct stor_object *info, struct buf *err);
 int stor__blob_delete(struct stor *s, const char *bucket, const char *key,
 		      struct buf *err);
+int stor__blob_get_stream(struct stor *s, const char *bucket, const char *key,
+			  stor_stream_fn *fn, void *arg, int64_t *size,
+			  struct buf *err);
 
 /* s3_xml.c: S3's XML bodies, parsed with libxml2. */
 

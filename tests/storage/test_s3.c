@@ -223,6 +223,31 @@ static void test_multipart(void **state)
 				  tp(&a, "big.single"), NULL, &err),
 			 0);
 	assert_true(th_check_file(a.data, size, 11));
+	/* Streamed (Pipe mode): one GET, the bytes in order. */
+	{
+		struct th_stream t = { 11, 0, 0, 0, 0 };
+		int64_t got = 0;
+
+		assert_int_equal(stor_get_stream(s1, "s3://bkt/big/model.bin",
+						 th_stream_check, &t, &got,
+						 &err),
+				 0);
+		assert_int_equal(got, (int64_t)size);
+		assert_int_equal(t.off, size);
+		assert_false(t.bad);
+		memset(&t, 0, sizeof(t));
+		t.seed = 11;
+		t.stop_at = 1;
+		assert_int_equal(stor_get_stream(s1, "s3://bkt/big/model.bin",
+						 th_stream_check, &t, NULL,
+						 &err),
+				 42);
+		assert_int_equal(t.calls, 1);
+		assert_int_equal(stor_get_stream(s1, "s3://bkt/big/none",
+						 th_stream_check, &t, NULL,
+						 &err),
+				 ERR_NOTFOUND);
+	}
 	stor_close(s1);
 	stor_close(s);
 	buf_release(&a);
