@@ -604,6 +604,8 @@ void api_assignment_release(struct api_assignment *a)
 	free(a->output_path);
 	free(a->checkpoint_s3_uri);
 	free(a->checkpoint_local_path);
+	free(a->tensorboard_s3_uri);
+	free(a->tensorboard_local_path);
 	free(a->blob_url);
 	free(a->local_root);
 	free(a->master_addr);
@@ -887,6 +889,26 @@ static int parse_checkpoint(const json_t *o, const char *where,
 	return ret;
 }
 
+/* The optional "tensorboard" object. */
+static int parse_tensorboard(const json_t *o, const char *where,
+			     struct api_assignment *a, struct buf *err)
+{
+	const json_t *sub;
+	char m[256];
+	int ret;
+
+	ret = get_object(o, where, "tensorboard", OPT, &sub, err);
+	member(m, sizeof(m), where, "tensorboard");
+	if (!ret && sub) {
+		ret = get_str(sub, m, "s3_uri", REQ, &a->tensorboard_s3_uri,
+			      err);
+		ret = ret ? ret :
+			    get_str(sub, m, "local_path", REQ,
+				    &a->tensorboard_local_path, err);
+	}
+	return ret;
+}
+
 /* The "storage" object. */
 static int parse_storage(const json_t *o, const char *where,
 			 struct api_assignment *a, struct buf *err)
@@ -938,6 +960,7 @@ static int parse_assignment(const json_t *o, const char *where,
 		return ret;
 
 	ret = parse_checkpoint(o, where, a, err);
+	ret = ret ? ret : parse_tensorboard(o, where, a, err);
 	ret = ret ? ret : parse_storage(o, where, a, err);
 	ret = ret ? ret : parse_rendezvous(o, where, a, err);
 	ret = ret ? ret :
@@ -1198,6 +1221,12 @@ static json_t *assignment_json(struct jb *b, const struct api_assignment *a)
 		put(b, o, "checkpoint", sub);
 	} else {
 		put(b, o, "checkpoint", json_null());
+	}
+	if (a->tensorboard_s3_uri && a->tensorboard_local_path) {
+		sub = jobj(b);
+		put(b, sub, "s3_uri", jstr(b, a->tensorboard_s3_uri));
+		put(b, sub, "local_path", jstr(b, a->tensorboard_local_path));
+		put(b, o, "tensorboard", sub);
 	}
 	sub = jobj(b);
 	put(b, sub, "blob_url", jstr(b, a->blob_url));

@@ -66,7 +66,11 @@ struct api_job_spec {
 	int max_retry_attempts;	     /* 0 when no RetryStrategy */
 	char *checkpoint_s3_uri;     /* NULL when no CheckpointConfig */
 	char *checkpoint_local_path; /* defaulted to /opt/ml/checkpoints/ */
-	int spot;		     /* EnableManagedSpotTraining */
+	/* TensorBoardOutputConfig: NULL when absent; LocalPath defaulted
+	 * to /opt/ml/output/tensorboard. */
+	char *tensorboard_s3_uri;
+	char *tensorboard_local_path;
+	int spot; /* EnableManagedSpotTraining */
 	/*
 	 * The request as it will be echoed by DescribeTrainingJob: only members
 	 * of the model, defaults filled in, compact JSON. Never NULL after a

@@ -92,6 +92,8 @@ static void full_assignment(struct api_assignment *a, int script)
 		a->submit_directory = xs("s3://code/sourcedir.tar.gz");
 		a->checkpoint_s3_uri = xs("s3://ckpt/mnist/");
 		a->checkpoint_local_path = xs("/opt/ml/checkpoints/");
+		a->tensorboard_s3_uri = xs("s3://tb/mnist");
+		a->tensorboard_local_path = xs("/opt/ml/output/tensorboard");
 		a->local_root = xs("/var/lib/trainctl/s3");
 	} else {
 		a->launch_mode = API_LAUNCH_EXEC;
@@ -362,6 +364,9 @@ static void test_work_round_trip(void **state)
 	assert_string_equal(a->program, "train.py");
 	assert_null(a->argv);
 	assert_string_equal(a->checkpoint_local_path, "/opt/ml/checkpoints/");
+	assert_string_equal(a->tensorboard_s3_uri, "s3://tb/mnist");
+	assert_string_equal(a->tensorboard_local_path,
+			    "/opt/ml/output/tensorboard");
 	assert_string_equal(a->local_root, "/var/lib/trainctl/s3");
 	assert_int_equal(a->master_port, 29500);
 	assert_int_equal(a->processes_per_host, 8);
@@ -372,6 +377,7 @@ static void test_work_round_trip(void **state)
 	assert_null(a->argv[3]);
 	assert_null(a->runtime);
 	assert_null(a->checkpoint_s3_uri);
+	assert_null(a->tensorboard_s3_uri);
 	assert_null(a->local_root);
 	assert_int_equal(api_work_build(&w, &again), 0);
 	assert_string_equal(again.data, text);
@@ -474,6 +480,8 @@ static const char *const assignment_required[] = {
 	"channels.0.distribution",
 	"checkpoint.s3_uri",
 	"checkpoint.local_path",
+	"tensorboard.s3_uri",
+	"tensorboard.local_path",
 	"launch.runtime",
 	"launch.program",
 	"addresses.algo-1",
@@ -503,6 +511,9 @@ static void test_work_missing(void **state)
 			json_null());
 	expect_accepted(MSG_WORK, text, "assignments.0.storage.local_root",
 			NULL);
+	expect_accepted(MSG_WORK, text, "assignments.0.tensorboard", NULL);
+	expect_accepted(MSG_WORK, text, "assignments.0.tensorboard",
+			json_null());
 	expect_accepted(MSG_WORK, text, "assignments.0.launch.submit_directory",
 			json_null());
 	expect_accepted(MSG_WORK, text, "assignments.0.channels.0.compression",

@@ -355,6 +355,25 @@ static void test_explicit_values(void **state)
 	assert_null(spec.checkpoint_s3_uri);
 	assert_null(spec.checkpoint_local_path);
 	assert_null(strstr(spec.request_json, "CheckpointConfig"));
+	assert_null(spec.tensorboard_s3_uri);
+	assert_null(spec.tensorboard_local_path);
+	api_job_spec_release(&spec);
+
+	/* TensorBoardOutputConfig: LocalPath defaults as SageMaker's. */
+	req = load_full();
+	json_object_set_new(req, "TensorBoardOutputConfig",
+			    json_pack("{s:s}", "S3OutputPath", "s3://b/tb"));
+	if (parse_json(req, &spec, &err))
+		fail_msg("parse: %s", err.data);
+	assert_string_equal(spec.tensorboard_s3_uri, "s3://b/tb");
+	assert_string_equal(spec.tensorboard_local_path,
+			    "/opt/ml/output/tensorboard");
+	echo = json_loads(spec.request_json, 0, NULL);
+	assert_string_equal(
+		json_string_value(
+			obj(obj(echo, "TensorBoardOutputConfig"), "LocalPath")),
+		"/opt/ml/output/tensorboard");
+	json_decref(echo);
 	api_job_spec_release(&spec);
 	buf_release(&err);
 }
