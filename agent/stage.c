@@ -285,6 +285,9 @@ static int stage_channel(struct stor *st, const struct api_assignment *s,
 		(void)buf_addf(err, "channel '%s' has no URI", c->name);
 		return ERR_INVALID;
 	}
+	/* FastFile arrives as File: downloaded like it. */
+	if (agent_channel_is_pipe(c))
+		return agent_pipe_stage(st, s, c, dir, fd, err);
 	(void)buf_addf(&dest, "%s/input/data/%s", dir, c->name);
 	ret = fs_mkdir_p(dest.data, 0755, NULL);
 	if (ret)
