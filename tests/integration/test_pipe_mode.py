@@ -43,6 +43,7 @@ OUT = tlj.OUT
 PIPE_DATA = "s3://%s/pipe/data/" % BUCKET
 FILE_DATA = "s3://%s/pipe/files/" % BUCKET
 GZ_DATA = "s3://%s/pipe/gz/" % BUCKET
+MANIFEST = "s3://%s/pipe/manifest.json" % BUCKET
 T0 = time.time()
 
 
@@ -74,12 +75,16 @@ class Data:
         self.gz_plain = [b"hello\n" * 1000, raw2 + b"second member\n"]
         self.gz = {"p1.gz": gzip.compress(self.gz_plain[0]),
                    "p2.gz": gzip.compress(raw2) + gzip.compress(b"second member\n")}
+        # A manifest lists keys in its own order.
+        self.manifest_keys = ["f.txt", "a.bin", "b.txt"]
         for uri, objs in ((PIPE_DATA, self.pipe), (FILE_DATA, self.files), (GZ_DATA, self.gz)):
             root = cluster.s3_path(uri)
             for rel, data in objs.items():
                 os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
                 with open(os.path.join(root, rel), "wb") as f:
                     f.write(data)
+        with open(cluster.s3_path(MANIFEST), "wb") as f:
+            f.write(json.dumps([{"prefix": PIPE_DATA}] + self.manifest_keys).encode())
 
     def shard(self, host_index, n_hosts):
         keys = sorted(self.pipe)
@@ -241,9 +246,12 @@ def main():
         chan_pipe = Run("channel-level Pipe beside a File channel, 2 hosts", "pm-%s-chan" % rid, 2, request(
             "pm-%s-chan" % rid, 2, [channel("train", PIPE_DATA, "ShardedByS3Key", mode="Pipe"),
                                     channel("aux", FILE_DATA)]))
-        wrap = Run("RecordIO + Gzip, a reader that stops early", "pm-%s-wrap" % rid, 1, request(
+        man_channel = channel("man", MANIFEST)
+        man_channel["DataSource"]["S3DataSource"]["S3DataType"] = "ManifestFile"
+        wrap = Run("RecordIO, Gzip, ManifestFile; a reader that stops early", "pm-%s-wrap" % rid, 1, request(
             "pm-%s-wrap" % rid, 1, [channel("rec", PIPE_DATA, RecordWrapperType="RecordIO"),
-                                    channel("gz", GZ_DATA, CompressionType="Gzip")],
+                                    channel("gz", GZ_DATA, CompressionType="Gzip"),
+                                    man_channel],
             job_mode="Pipe", env={"PIPE_STOP_EARLY": "true"}))
         tb_name = "pm-%s-tb" % rid
         tb = Run("TensorBoardOutputConfig", tb_name, 1, request(
@@ -294,6 +302,8 @@ def main():
              check_pipe_epochs, wrap, "rec", {"algo-1": recordio(data.pipe[k] for k in sorted(data.pipe))})
         case(wrap, "Gzip objects stream decompressed", check_pipe_epochs, wrap, "gz",
              {"algo-1": b"".join(data.gz_plain)})
+        case(wrap, "a ManifestFile streams its keys in the manifest's order", check_pipe_epochs, wrap, "man",
+             {"algo-1": b"".join(data.pipe[k] for k in data.manifest_keys)})
 
         def tb_running():
             expect(tb.error is None, tb.error)
