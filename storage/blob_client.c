@@ -266,34 +266,28 @@ int stor__blob_get_stream(struct stor *s, const char *bucket, const char *key,
 			  stor_stream_fn *fn, void *arg, int64_t *size,
 			  struct buf *err)
 {
-	struct buf url = BUF_INIT;
-	struct stor_http_req req;
+	struct stor_http_stream g;
 	struct stor_http_resp resp;
+	struct buf url = BUF_INIT;
+	struct curl_slist *h = blob_headers(s);
 	int ret;
 
+	memset(&g, 0, sizeof(g));
 	stor_http_resp_init(&resp);
 	blob_url(s, &url, bucket, key);
-	stor_http_req_init(&req, "GET", url.data);
-	req.headers = blob_headers(s);
-	req.sign = blob_signs(s);
-	req.out_fn = fn;
-	req.out_arg = arg;
-	ret = stor_http_do(s, s->curl, &req, &resp, err);
-	curl_slist_free_all(req.headers);
-	if (ret && req.out_ret)
-		ret = req.out_ret;
-	if (!ret && resp.status != 200)
+	g.url = url.data;
+	g.headers = h;
+	g.sign = blob_signs(s);
+	g.fn = fn;
+	g.arg = arg;
+	g.total = -1;
+	ret = stor_http_get_stream(s, &g, &resp, err);
+	if (!ret && resp.status != 200 && resp.status != 206)
 		ret = blob_error(&resp, "get", err);
-	if (!ret && resp.content_length >= 0 &&
-	    resp.received != resp.content_length) {
-		(void)buf_addf(err, "short download: %lld of %lld bytes",
-			       (long long)resp.received,
-			       (long long)resp.content_length);
-		ret = ERR_IO;
-	}
 	if (size)
-		*size = resp.received;
+		*size = g.delivered;
 	stor_http_resp_release(&resp);
+	curl_slist_free_all(h);
 	buf_release(&url);
 	return ret;
 }
