@@ -642,6 +642,14 @@ int agent_stage_start(struct agent_ctx *ctx, struct agent_assign *a,
 /* 1 when the channel's input mode (as the controller resolved it) is Pipe. */
 int agent_channel_is_pipe(const struct api_channel *c);
 int agent_assign_has_pipes(const struct api_assignment *s);
+/*
+ * The order of a channel's n listed objects in an epoch: order[k] is the
+ * index of the object at position k; the listing's order unless the
+ * channel has a ShuffleConfig, then a shuffle its Seed and the epoch fix
+ * (sharding takes positions, so hosts share each epoch anew).
+ */
+void agent_channel_order(const struct api_channel *c, size_t n, int epoch,
+			 size_t *order);
 /* <dir>/input/data/<channel>_<epoch>, as a new string. */
 char *agent_pipe_path(const char *dir, const char *channel, int epoch);
 /*

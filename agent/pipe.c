@@ -67,6 +67,37 @@ static int is_recordio(const struct api_channel *c)
 	return c->record_wrapper && !strcmp(c->record_wrapper, "RecordIO");
 }
 
+/* splitmix64: a small generator whose stream a seed fixes. */
+static uint64_t next_rand(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+void agent_channel_order(const struct api_channel *c, size_t n, int epoch,
+			 size_t *order)
+{
+	uint64_t st;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		order[i] = i;
+	if (!c->shuffle || n < 2)
+		return;
+	st = (uint64_t)c->shuffle_seed ^
+	     ((uint64_t)(unsigned)epoch * 0xd1b54a32d192ed03ULL);
+	for (i = n - 1; i > 0; i--) {
+		size_t j = (size_t)(next_rand(&st) % (i + 1));
+		size_t t = order[i];
+
+		order[i] = order[j];
+		order[j] = t;
+	}
+}
+
 char *agent_pipe_path(const char *dir, const char *channel, int epoch)
 {
 	struct buf b = BUF_INIT;
@@ -108,27 +139,23 @@ static void object_uri(const struct stor_uri *u, const char *key,
 }
 
 /*
- * The channel's objects this host streams, in order: an S3Prefix's keys in
- * byte order, a ManifestFile's in its order; with ShardedByS3Key those at
- * positions host_index modulo n_hosts. sizes[i] is -1 when not listed.
+ * The channel's objects, in order: an S3Prefix's keys in byte order, a
+ * ManifestFile's in its order. sizes[i] is -1 when not listed.
  */
-static int pipe_objects(struct stor *st, const struct api_assignment *s,
-			const struct api_channel *c, struct agent_strv *uris,
-			int64_t **sizes, size_t *total, struct buf *err)
+static int pipe_objects(struct stor *st, const struct api_channel *c,
+			struct agent_strv *uris, int64_t **sizes,
+			struct buf *err)
 {
 	struct stor_list l = STOR_LIST_INIT;
 	struct stor_uri u;
 	struct buf uri = BUF_INIT, text = BUF_INIT_MAX(PIPE_MANIFEST_MAX);
 	struct buf why = BUF_INIT;
-	size_t i, n = 0, hosts = s->n_hosts ? s->n_hosts : 1;
-	int sharded = c->distribution &&
-		      !strcmp(c->distribution, "ShardedByS3Key");
+	size_t i, n = 0;
 	char *prefix = NULL;
 	char **keys = NULL;
 	int ret;
 
 	*sizes = NULL;
-	*total = 0;
 	if (c->s3_data_type && !strcmp(c->s3_data_type, "ManifestFile")) {
 		ret = stor_get_stream(st, c->s3_uri, collect_manifest, &text,
 				      NULL, err);
@@ -143,8 +170,6 @@ static int pipe_objects(struct stor *st, const struct api_assignment *s,
 		for (i = 0; i < n; i++) {
 			size_t plen = strlen(prefix);
 
-			if (sharded && i % hosts != (size_t)s->host_index)
-				continue;
 			buf_reset(&uri);
 			(void)buf_addf(&uri, "%s%s%s", prefix,
 				       plen && prefix[plen - 1] == '/' ? "" :
@@ -153,7 +178,6 @@ static int pipe_objects(struct stor *st, const struct api_assignment *s,
 			(*sizes)[uris->n] = -1;
 			agent_strv_push(uris, uri.data);
 		}
-		*total = n;
 		goto out;
 	}
 	ret = stor_uri_parse(c->s3_uri, &u, err);
@@ -162,17 +186,14 @@ static int pipe_objects(struct stor *st, const struct api_assignment *s,
 	ret = stor_list(st, c->s3_uri, &l, err);
 	*sizes = xcalloc(l.n ? l.n : 1, sizeof(**sizes));
 	for (i = 0; !ret && i < l.n; i++) {
-		if (sharded && i % hosts != (size_t)s->host_index)
-			continue;
 		buf_reset(&uri);
 		object_uri(&u, l.v[i].key, &uri);
 		(*sizes)[uris->n] = l.v[i].size;
 		agent_strv_push(uris, uri.data);
 	}
-	*total = l.n;
 	stor_uri_release(&u);
 out:
-	if (!ret && *total == 0) {
+	if (!ret && uris->n == 0) {
 		(void)buf_addf(err, "channel '%s': no objects under %s",
 			       c->name, c->s3_uri);
 		ret = ERR_NOTFOUND;
@@ -189,13 +210,33 @@ out:
 	return ret;
 }
 
+/*
+ * Which objects this host streams in an epoch, in order: positions of the
+ * (shuffled) list, with ShardedByS3Key those at host_index modulo n_hosts.
+ * Returns their count; pick holds indices into the list.
+ */
+static size_t epoch_pick(const struct api_assignment *s,
+			 const struct api_channel *c, size_t n, int epoch,
+			 size_t *pick)
+{
+	size_t hosts = s->n_hosts ? s->n_hosts : 1, k, m = 0;
+	int sharded = c->distribution &&
+		      !strcmp(c->distribution, "ShardedByS3Key");
+
+	agent_channel_order(c, n, epoch, pick);
+	for (k = 0; k < n; k++)
+		if (!sharded || k % hosts == (size_t)s->host_index)
+			pick[m++] = pick[k];
+	return m;
+}
+
 int agent_pipe_stage(struct stor *st, const struct api_assignment *s,
 		     const struct api_channel *c, const char *dir, int fd,
 		     struct buf *err)
 {
 	struct agent_strv uris = AGENT_STRV_INIT;
 	int64_t *sizes = NULL, bytes = 0;
-	size_t total = 0, i;
+	size_t *pick = NULL, i, m = 0;
 	int ret = 0;
 
 	if (is_gzip(c) && is_recordio(c)) {
@@ -213,7 +254,16 @@ int agent_pipe_stage(struct stor *st, const struct api_assignment *s,
 			       c->name, c->s3_data_type);
 		return ERR_INVALID;
 	}
-	ret = pipe_objects(st, s, c, &uris, &sizes, &total, err);
+	ret = pipe_objects(st, c, &uris, &sizes, err);
+	if (!ret) {
+		pick = xcalloc(uris.n, sizeof(*pick));
+		m = epoch_pick(s, c, uris.n, 0, pick);
+	}
+	if (!ret && m == 0) {
+		(void)buf_addf(err, "channel '%s': no objects for this host",
+			       c->name);
+		ret = ERR_NOTFOUND;
+	}
 	for (i = 0; !ret && i < uris.n; i++) {
 		if (is_recordio(c) && sizes[i] < 0) {
 			(void)buf_addf(err,
@@ -222,20 +272,19 @@ int agent_pipe_stage(struct stor *st, const struct api_assignment *s,
 				       c->name);
 			ret = ERR_INVALID;
 		}
-		bytes += sizes[i] > 0 ? sizes[i] : 0;
 	}
+	for (i = 0; !ret && i < m; i++)
+		bytes += sizes[pick[i]] > 0 ? sizes[pick[i]] : 0;
 	if (!ret)
 		ret = make_fifo(dir, c->name, 0, err);
 	if (!ret)
 		agent_task_say(fd,
 			       "log channel '%s': Pipe of %zu of %zu objects "
-			       "(%lld bytes) per epoch%s",
-			       c->name, uris.n, total, (long long)bytes,
-			       s->n_hosts > 1 && c->distribution &&
-					       !strcmp(c->distribution,
-						       "ShardedByS3Key") ?
-				       ", sharded by key" :
-				       "");
+			       "(%lld bytes in epoch 0)%s%s",
+			       c->name, m, uris.n, (long long)bytes,
+			       m < uris.n ? ", sharded by key" : "",
+			       c->shuffle ? ", shuffled" : "");
+	free(pick);
 	free(sizes);
 	agent_strv_release(&uris);
 	return ret;
@@ -418,15 +467,18 @@ static int channel_main(struct pipe_job *pj, const struct api_channel *c,
 	struct buf err = BUF_INIT;
 	struct pipe_writer w;
 	int64_t *sizes = NULL;
-	size_t total, i;
+	size_t *pick = NULL, i, m = 0;
 	char *path;
 	int epoch, ret;
 
 	agent_stor_config(pj->ctx, s, &cfg);
 	ret = stor_open(&cfg, &st, &err);
 	if (!ret)
-		ret = pipe_objects(st, s, c, &uris, &sizes, &total, &err);
+		ret = pipe_objects(st, c, &uris, &sizes, &err);
+	if (!ret)
+		pick = xcalloc(uris.n, sizeof(*pick));
 	for (epoch = 0; !ret; epoch++) {
+		m = epoch_pick(s, c, uris.n, epoch, pick);
 		memset(&w, 0, sizeof(w));
 		w.recordio = is_recordio(c);
 		w.gzip = is_gzip(c);
@@ -440,8 +492,9 @@ static int channel_main(struct pipe_job *pj, const struct api_channel *c,
 			ret = ERR_IO;
 		}
 		free(path);
-		for (i = 0; !ret && i < uris.n; i++)
-			ret = stream_object(st, &w, uris.v[i], sizes[i], &err);
+		for (i = 0; !ret && i < m; i++)
+			ret = stream_object(st, &w, uris.v[pick[i]],
+					    sizes[pick[i]], &err);
 		if (ret == PIPE_EPIPE) {
 			/* The reader closed it early: on to the next. */
 			buf_reset(&err);
@@ -454,6 +507,7 @@ static int channel_main(struct pipe_job *pj, const struct api_channel *c,
 	}
 	agent_task_say(fd, "note channel '%s': Pipe stopped at epoch %d: %s",
 		       c->name, epoch, err.len ? err.data : err_str(ret));
+	free(pick);
 	free(sizes);
 	agent_strv_release(&uris);
 	if (st)

@@ -4,6 +4,7 @@
  * make a jansson tree and dump it compact, reals in Python's shortest repr
  * so the embedded config objects keep their numbers exactly.
  */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -658,6 +659,15 @@ static int parse_channels(const json_t *o, const char *where,
 		ret = ret ? ret :
 			    get_str(c, m, "record_wrapper", OPT,
 				    &ch->record_wrapper, err);
+		if (!ret) {
+			long long seed = 0;
+			int none = 1;
+
+			ret = get_int(c, m, "shuffle_seed", LLONG_MIN,
+				      LLONG_MAX, &none, &seed, err);
+			ch->shuffle = !none;
+			ch->shuffle_seed = seed;
+		}
 	}
 	return ret;
 }
@@ -1183,6 +1193,9 @@ static json_t *assignment_json(struct jb *b, const struct api_assignment *a)
 		if (c->record_wrapper)
 			put(b, ch, "record_wrapper",
 			    jstr(b, c->record_wrapper));
+		if (c->shuffle)
+			put(b, ch, "shuffle_seed",
+			    jint(b, (long long)c->shuffle_seed));
 		push(b, chans, ch);
 	}
 	put(b, o, "channels", chans);

@@ -427,6 +427,14 @@ static void fill_spec(const json_t *root, struct api_job_spec *spec)
 			c->input_mode = dup_str(v, "InputMode");
 			c->compression = dup_str(v, "CompressionType");
 			c->record_wrapper = dup_str(v, "RecordWrapperType");
+			if (json_object_get(v, "ShuffleConfig")) {
+				c->shuffle = 1;
+				c->shuffle_seed =
+					json_integer_value(json_object_get(
+						json_object_get(
+							v, "ShuffleConfig"),
+						"Seed"));
+			}
 		}
 		spec->n_channels = json_array_size(arr);
 	}

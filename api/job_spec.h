@@ -21,6 +21,8 @@ struct api_channel {
 	char *input_mode;     /* may be NULL: job's TrainingInputMode */
 	char *compression;    /* may be NULL */
 	char *record_wrapper; /* may be NULL */
+	int shuffle;	      /* ShuffleConfig given */
+	int64_t shuffle_seed; /* its Seed */
 };
 
 struct api_metric_def {

@@ -105,6 +105,8 @@ static void fill_channel_mode(const struct api_job_spec *spec,
 	out->compression = dup_or_null(c->compression);
 	out->record_wrapper = dup_or_null(c->record_wrapper);
 	out->content_type = dup_or_null(c->content_type);
+	out->shuffle = c->shuffle;
+	out->shuffle_seed = c->shuffle_seed;
 }
 
 /* The SageMaker config files' texts, the channels and the environment. */

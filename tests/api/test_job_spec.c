@@ -359,13 +359,20 @@ static void test_explicit_values(void **state)
 	assert_null(spec.tensorboard_local_path);
 	api_job_spec_release(&spec);
 
-	/* TensorBoardOutputConfig: LocalPath defaults as SageMaker's. */
+	/* TensorBoardOutputConfig: LocalPath defaults as SageMaker's. A
+	 * channel's ShuffleConfig reaches the spec. */
 	req = load_full();
+	json_object_set_new(json_array_get(obj(req, "InputDataConfig"), 0),
+			    "ShuffleConfig",
+			    json_pack("{s:I}", "Seed", (json_int_t)-3));
 	json_object_set_new(req, "TensorBoardOutputConfig",
 			    json_pack("{s:s}", "S3OutputPath", "s3://b/tb"));
 	if (parse_json(req, &spec, &err))
 		fail_msg("parse: %s", err.data);
 	assert_string_equal(spec.tensorboard_s3_uri, "s3://b/tb");
+	assert_true(spec.n_channels >= 1);
+	assert_int_equal(spec.channels[0].shuffle, 1);
+	assert_int_equal(spec.channels[0].shuffle_seed, -3);
 	assert_string_equal(spec.tensorboard_local_path,
 			    "/opt/ml/output/tensorboard");
 	echo = json_loads(spec.request_json, 0, NULL);

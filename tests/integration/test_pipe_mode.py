@@ -19,6 +19,7 @@ TAP on stdout. Run from the top of the tree with Debian's interpreter:
 """
 import gzip
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -253,13 +254,16 @@ def main():
                                     channel("gz", GZ_DATA, CompressionType="Gzip"),
                                     man_channel],
             job_mode="Pipe", env={"PIPE_STOP_EARLY": "true"}))
+        shuf_ch = channel("train", PIPE_DATA, "ShardedByS3Key", ShuffleConfig={"Seed": 42})
+        shuffled = Run("ShuffleConfig with ShardedByS3Key, 2 hosts", "pm-%s-shuf" % rid, 2, request(
+            "pm-%s-shuf" % rid, 2, [shuf_ch], job_mode="Pipe", env={"PIPE_EPOCHS": "3"}))
         tb_name = "pm-%s-tb" % rid
         tb = Run("TensorBoardOutputConfig", tb_name, 1, request(
             tb_name, 1, [], env={"TB_RELEASE": release},
             extra={"TensorBoardOutputConfig": {"S3OutputPath": "s3://%s/tb/%s" % (BUCKET, tb_name)}}),
             drive=drive_tb)
         tb.extra["release"] = release
-        jobs = [job_pipe, chan_pipe, wrap, tb]
+        jobs = [job_pipe, chan_pipe, wrap, shuffled, tb]
         pool = tlj.Pool(2)
         threads = [threading.Thread(target=run, args=(cluster, pool, j)) for j in jobs]
         for th in threads:
@@ -304,6 +308,27 @@ def main():
              {"algo-1": b"".join(data.gz_plain)})
         case(wrap, "a ManifestFile streams its keys in the manifest's order", check_pipe_epochs, wrap, "man",
              {"algo-1": b"".join(data.pipe[k] for k in data.manifest_keys)})
+
+        def shuffle_epochs():
+            keys = sorted(data.pipe)
+            r1, r2 = shuffled.read("algo-1")["pipe"]["train"], shuffled.read("algo-2")["pipe"]["train"]
+            expect(len(r1) == 3 and len(r2) == 3, "epochs read: %s, %s" % (r1, r2))
+            orders = []
+            for e in range(3):
+                match = None
+                for p in itertools.permutations(keys):
+                    a = b"".join(data.pipe[k] for k in p[0::2])
+                    b = b"".join(data.pipe[k] for k in p[1::2])
+                    if [len(a), sha(a)] == r1[e] and [len(b), sha(b)] == r2[e]:
+                        match = p
+                        break
+                expect(match is not None, "epoch %d: the hosts' streams are no split of one order of the "
+                       "objects: %s, %s" % (e, r1[e], r2[e]))
+                orders.append(match)
+            expect(len(set((r1[e][1], r2[e][1]) for e in range(3))) > 1, "every epoch came in the same order: %s"
+                   % (orders,))
+        case(shuffled, "Completed", completed, shuffled)
+        case(shuffled, "each epoch is the objects in a new order, split between the hosts", shuffle_epochs)
 
         def tb_running():
             expect(tb.error is None, tb.error)
