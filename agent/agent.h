@@ -15,9 +15,9 @@
  * assign.c (desired vs actual: the per-assignment state machine),
  * supervise.c (output, exits, adoption after a restart),
  * jobdir.c (job directories and state.json), launch.c (argv and
- * environment of a rank), task.c + stage.c + upload.c (the forked workers
- * and artifact upload), proc.c (fork/exec of one process), lines.c (line
- * splitting).
+ * environment of a rank), pyenv.c (requirements.txt), task.c + stage.c +
+ * upload.c (the forked workers and artifact upload), proc.c (fork/exec of
+ * one process), lines.c (line splitting).
  */
 #include <poll.h>
 #include <stddef.h>
@@ -342,6 +342,7 @@ struct agent_assign {
 	char *failure;
 	char *error;
 	int bound;		  /* ranks see the job dir at /opt/ml */
+	char *netiso_procs;	  /* isolated: cgroup.procs the ranks join */
 	struct agent_ident ident; /* spec.run_as on this host */
 	/* Workers and upload. */
 	struct agent_task task;
@@ -473,6 +474,19 @@ void agent_lease_close(struct agent_ctx *ctx);
 int agent_watchdog_main(int argc, char **argv);
 /* /proc/<pid>/stat's starttime; 0 when there is no such process. */
 uint64_t agent_proc_start_ticks(pid_t pid);
+
+/* --- netiso.c: EnableNetworkIsolation ----------------------------------- */
+
+/*
+ * Puts the assignment's ranks behind the firewall: a cgroup they join
+ * (a->netiso_procs) whose traffic reaches only the job's hosts and
+ * loopback, never the controller. Returns 0, or an error code with err
+ * saying why (nothing is left set up then).
+ */
+int agent_netiso_setup(struct agent_ctx *ctx, struct agent_assign *a,
+		       struct buf *err);
+/* Removes the rules and the cgroup (also those of an earlier agent). */
+void agent_netiso_teardown(struct agent_ctx *ctx, struct agent_assign *a);
 
 /* --- images.c: the host's container images ------------------------------ */
 
@@ -618,6 +632,9 @@ void agent_jobdir_scan(struct agent_ctx *ctx, agent_state_fn *fn);
 char *agent_jobdir_checkpoint_path(const char *dir, const char *local_path);
 
 /* launch.c */
+/* The PATH a job's processes start from. */
+#define AGENT_BASE_PATH \
+	"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 int agent_launch(struct agent_ctx *ctx, struct agent_assign *a,
 		 struct buf *err);
 /*
@@ -666,6 +683,23 @@ int agent_pipe_start(struct agent_ctx *ctx, struct agent_assign *a,
 void agent_pipe_stop(struct agent_assign *a);
 /* The writer's report pipe is readable. */
 void agent_pipe_on_report(struct agent_ctx *ctx, struct agent_assign *a);
+/* pyenv.c: requirements.txt into a virtual environment of the job's own */
+/*
+ * 1 when script mode runs a Python program and dir/code has a
+ * requirements.txt (after staging unpacked the code).
+ */
+int agent_pyenv_wanted(const struct api_assignment *s, const char *dir);
+/* <base>/.trainagent/scratch/venv, as a new string (yours to free). */
+char *agent_pyenv_path(const char *base);
+/* 1 when the job folder dir holds an environment made by _install(). */
+int agent_pyenv_ready(const char *dir);
+/*
+ * In the staging worker: creates the environment and installs
+ * dir/code/requirements.txt into it with pip, reporting its output on fd.
+ * Returns 0, or ERR_IO with err saying what failed and pip's last line.
+ */
+int agent_pyenv_install(const struct api_assignment *s, const char *dir, int fd,
+			struct buf *err);
 
 /* upload.c */
 int agent_pack_start(struct agent_ctx *ctx, struct agent_assign *a,

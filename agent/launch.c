@@ -42,8 +42,6 @@
 #include "common/xalloc.h"
 #include "common/banned.h"
 
-#define BASE_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
 static int ends_with(const char *s, const char *suffix)
 {
 	size_t n = strlen(s), m = strlen(suffix);
@@ -65,7 +63,7 @@ static void base_env(struct agent_strv *env, int python, const char *code,
 	const char *lang = getenv("LANG");
 	const struct passwd *pw = getpwuid(id->set ? id->uid : geteuid());
 
-	agent_env_set(env, "PATH", BASE_PATH);
+	agent_env_set(env, "PATH", AGENT_BASE_PATH);
 	agent_env_set(env, "HOME",
 		      pw && pw->pw_dir && *pw->pw_dir ? pw->pw_dir : "/");
 	agent_env_set(env, "LANG", lang && *lang ? lang : "C.UTF-8");
@@ -76,9 +74,13 @@ static void base_env(struct agent_strv *env, int python, const char *code,
 	}
 }
 
-/* argv of one rank, before the user arguments. */
+/*
+ * argv of one rank, before the user arguments; venv: the job's Python
+ * environment as the rank sees it (NULL: none).
+ */
 static int program_argv(const struct agent_assign *a, const char *code_dir,
-			struct agent_strv *args, int *python, struct buf *err)
+			const char *venv, struct agent_strv *args, int *python,
+			struct buf *err)
 {
 	const struct api_assignment *s = &a->spec;
 	struct buf path = BUF_INIT;
@@ -101,7 +103,11 @@ static int program_argv(const struct agent_assign *a, const char *code_dir,
 			       s->program ? s->program : "");
 		return ERR_INVALID;
 	}
-	if (ends_with(s->program, ".py")) {
+	if (ends_with(s->program, ".py") && venv) {
+		agent_strv_pushf(args, "%s/bin/python3", venv);
+		agent_strv_push(args, s->program);
+		*python = 1;
+	} else if (ends_with(s->program, ".py")) {
 		agent_strv_push(args, s->runtime && *s->runtime ?
 					      s->runtime :
 					      "/usr/bin/python3");
@@ -434,6 +440,19 @@ static void job_env(const struct agent_ctx *ctx, const struct agent_assign *a,
 	}
 }
 
+/* The job's Python environment comes first, as if activated. */
+static void venv_env(const char *venv, struct agent_strv *env)
+{
+	const char *path = agent_env_get(env, "PATH");
+	struct buf b = BUF_INIT;
+
+	(void)buf_addf(&b, "%s/bin%s%s", venv, path && *path ? ":" : "",
+		       path ? path : "");
+	agent_env_set(env, "PATH", b.data);
+	agent_env_set(env, "VIRTUAL_ENV", venv);
+	buf_release(&b);
+}
+
 /* The torchrun variables every rank of a host shares; on algo-1, that
  * MASTER_PORT is free. */
 static int torch_env(const struct api_assignment *s, int nproc,
@@ -573,6 +592,8 @@ static void rank_proc(const struct agent_ctx *ctx, const struct agent_assign *a,
 	r->proc.ident = &a->ident;
 	if (bound)
 		r->proc.bind_dir = xstrdup(a->dir);
+	if (a->netiso_procs)
+		r->proc.cgroup_procs = xstrdup(a->netiso_procs);
 }
 
 /* Starts the nproc ranks; on an error, kills those already started. */
@@ -634,7 +655,7 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 	int python = 0, bound = container || ctx->can_bind, nproc, ret;
 	const char *base = bound ? "/opt/ml" : a->dir;
 	char ifname[64] = "", cidr[64] = "";
-	char *exe = self_exe();
+	char *exe = self_exe(), *venv = NULL;
 
 	nproc = mode_nproc(s);
 	(void)netif_of(ctx->cfg.address, ifname, sizeof(ifname), cidr,
@@ -645,8 +666,12 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 	ret = api_sm_env_build(&in, &smenv, &n_smenv, &user_args, err);
 	if (ret)
 		goto out;
+	/* Staging made one when requirements.txt asked for it. */
+	if (s->launch_mode == API_LAUNCH_SCRIPT && agent_pyenv_ready(a->dir))
+		venv = agent_pyenv_path(base);
 	ret = container ? 0 :
-			  program_argv(a, code_host.data, &prog, &python, err);
+			  program_argv(a, code_host.data, venv, &prog, &python,
+				       err);
 	if (ret)
 		goto out;
 	if (s->launch_mode == API_LAUNCH_SCRIPT)
@@ -657,6 +682,8 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 		goto out;
 	base_env(&env, python, code.data, &a->ident);
 	job_env(ctx, a, bound, smenv, n_smenv, ifname, &env);
+	if (venv)
+		venv_env(venv, &env);
 	if (s->dist_mode == API_DIST_TORCH) {
 		ret = torch_env(s, nproc, &env, err);
 		if (ret)
@@ -680,6 +707,7 @@ out:
 	api_sm_env_release(smenv, n_smenv, user_args);
 	agent_strv_release(&prog);
 	free(exe);
+	free(venv);
 	agent_strv_release(&args);
 	agent_strv_release(&env);
 	buf_release(&code);

@@ -51,6 +51,7 @@
 #define RSH_CONNECT_MS 120000  /* a worker's host may start later */
 #define RSH_MAX_CONNECTIONS 64 /* served by one worker */
 #define RSH_EXIT_LAUNCH 255    /* what ssh exits with when it fails */
+#define RSH_STOP_MS 5000       /* handlers' time to end once stopped */
 
 static int read_all(int fd, void *p, size_t n)
 {
@@ -379,9 +380,10 @@ static int relay_pipe(int *fd, const struct pollfd *p, int *rd, char type)
 /*
  * Relays the command's output (rd: its stdout and stderr pipes) to the
  * launcher at fd until both pipes close; stops the command when the
- * launcher goes. Returns fd, or -1 once the launcher is gone.
+ * launcher goes. With drop_out, its stdout is read and dropped. Returns
+ * fd, or -1 once the launcher is gone.
  */
-static int relay_output(int fd, pid_t pid, int rd[2])
+static int relay_output(int fd, pid_t pid, int rd[2], int drop_out)
 {
 	int open_pipes = 2;
 
@@ -407,21 +409,58 @@ static int relay_output(int fd, pid_t pid, int rd[2])
 				p[2].fd = -1;
 			}
 		}
-		for (k = 0; k < 2; k++)
+		for (k = 0; k < 2; k++) {
+			int dropped = -1;
+
 			open_pipes -=
-				relay_pipe(&fd, &p[k], &rd[k], k ? 'e' : 'o');
+				relay_pipe(k || !drop_out ? &fd : &dropped,
+					   &p[k], &rd[k], k ? 'e' : 'o');
+		}
 		/* With the launcher gone the pipes are still drained, so
 		 * the command never blocks on a full one. */
 	}
 	return fd;
 }
 
-/* Runs one connection's command; the handler process exits with it. */
+/*
+ * Whether cmd starts OpenMPI's daemon: a word whose base name is orted
+ * (mpirun may put variable assignments or a path before it).
+ */
+static int runs_orted(const char *cmd)
+{
+	const char *s = cmd;
+
+	while (*s) {
+		const char *e, *base;
+
+		while (*s == ' ' || *s == '\t' || *s == ';')
+			s++;
+		e = s;
+		while (*e && *e != ' ' && *e != '\t' && *e != ';')
+			e++;
+		for (base = e; base > s && base[-1] != '/';)
+			base--;
+		if (e - base == 5 && !strncmp(base, "orted", 5))
+			return 1;
+		s = e;
+	}
+	return 0;
+}
+
+/*
+ * Runs one connection's command; the handler process exits with it.
+ *
+ * An orted's own stdout carries nothing but its copy of --display-map's
+ * table, which mpirun prints already: over ssh the daemon detaches and
+ * that copy goes nowhere, so it is dropped here too. Its stderr (errors)
+ * is relayed; the ranks' output reaches mpirun through OpenMPI itself.
+ */
 static int serve(int fd, const char *token)
 {
 	int out[2], err[2], rd[2], status = 0;
 	unsigned char code[4];
 	char *cmd;
+	int orted;
 	pid_t pid;
 
 	cmd = read_request(fd, token);
@@ -431,6 +470,7 @@ static int serve(int fd, const char *token)
 		free(cmd);
 		return RSH_EXIT_LAUNCH;
 	}
+	orted = runs_orted(cmd);
 	pid = spawn_command(cmd, out, err);
 	free(cmd);
 	if (pid < 0)
@@ -439,7 +479,7 @@ static int serve(int fd, const char *token)
 	close(err[1]);
 	rd[0] = out[0];
 	rd[1] = err[0];
-	fd = relay_output(fd, pid, rd);
+	fd = relay_output(fd, pid, rd, orted);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	status = WIFSIGNALED(status) ? 128 + WTERMSIG(status) :
@@ -451,11 +491,55 @@ static int serve(int fd, const char *token)
 	return status;
 }
 
+static volatile sig_atomic_t worker_stopped;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	worker_stopped = 1;
+}
+
+/* Only there to interrupt poll(): a handler that ended is reaped now. */
+static void on_child(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * SIGTERM (the agent stopping the assignment) is caught: once mpirun has
+ * come, the handlers still running end with their commands, which the
+ * same signal reaches. A worker whose daemons all ended well exits 0 as it
+ * would have a moment later: the controller stops the other hosts as soon
+ * as mpirun ends, and this is that stop arriving first, not a failure.
+ * Otherwise (stopped before mpirun came, a daemon that did not end well,
+ * or one still running after RSH_STOP_MS) it ends by the signal.
+ */
+static void catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = on_term;
+	(void)sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = on_child;
+	sa.sa_flags = SA_NOCLDSTOP;
+	(void)sigaction(SIGCHLD, &sa, NULL);
+}
+
+static void die_by_sigterm(void)
+{
+	signal(SIGTERM, SIG_DFL);
+	(void)raise(SIGTERM);
+	_exit(128 + SIGTERM);
+}
+
 int agent_mpi_worker_main(int argc, char **argv)
 {
 	const char *token = getenv("TRAINCTL_RDZV_TOKEN");
 	struct sockaddr_in a;
 	int port = 0, lfd, one = 1, served = 0, running = 0, result = 0;
+	int64_t stop_by = 0;
 	int i;
 
 	for (i = 1; i + 1 < argc; i++)
@@ -483,13 +567,19 @@ int agent_mpi_worker_main(int argc, char **argv)
 	}
 	fprintf(stderr,
 		"trainagent mpi-worker: waiting for mpirun on port %d\n", port);
+	catch_signals();
 	/* Until mpirun has come and everything it started has ended. */
 	while (!served || running) {
 		struct pollfd p = { lfd, POLLIN, 0 };
 		int st;
 		pid_t w;
 
-		if (poll(&p, 1, 200) > 0 && (p.revents & POLLIN)) {
+		if (worker_stopped && !stop_by)
+			stop_by = time_mono_ms() + RSH_STOP_MS;
+		if (worker_stopped && (!running || time_mono_ms() >= stop_by))
+			break;
+		if (!worker_stopped && poll(&p, 1, 200) > 0 &&
+		    (p.revents & POLLIN)) {
 			int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 
 			if (cfd >= 0 &&
@@ -518,7 +608,14 @@ int agent_mpi_worker_main(int argc, char **argv)
 			if (code && !result)
 				result = code;
 		}
+		if (worker_stopped && running) {
+			struct timespec ts = { 0, 10 * 1000000L };
+
+			nanosleep(&ts, NULL);
+		}
 	}
 	close(lfd);
+	if (worker_stopped && (!served || running || result))
+		die_by_sigterm();
 	return result;
 }

@@ -212,20 +212,26 @@ out:
 
 /*
  * Which objects this host streams in an epoch, in order: positions of the
- * (shuffled) list, with ShardedByS3Key those at host_index modulo n_hosts.
+ * (shuffled) list, with ShardedByS3Key this host's share of them.
  * Returns their count; pick holds indices into the list.
  */
 static size_t epoch_pick(const struct api_assignment *s,
 			 const struct api_channel *c, size_t n, int epoch,
 			 size_t *pick)
 {
-	size_t hosts = s->n_hosts ? s->n_hosts : 1, k, m = 0;
+	/* A channel of some instance groups is split between their hosts. */
+	size_t hosts = c->shard_count > 0 ? (size_t)c->shard_count :
+		       s->n_hosts	  ? s->n_hosts :
+					    1;
+	size_t me = c->shard_count > 0 ? (size_t)c->shard_index :
+					 (size_t)s->host_index;
+	size_t k, m = 0;
 	int sharded = c->distribution &&
 		      !strcmp(c->distribution, "ShardedByS3Key");
 
 	agent_channel_order(c, n, epoch, pick);
 	for (k = 0; k < n; k++)
-		if (!sharded || k % hosts == (size_t)s->host_index)
+		if (!sharded || k % hosts == me)
 			pick[m++] = pick[k];
 	return m;
 }

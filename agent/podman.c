@@ -458,7 +458,8 @@ void agent_podman_run_argv(const struct agent_ctx *ctx,
 	agent_strv_push(argv, "--pull");
 	agent_strv_push(argv, "never");
 	agent_strv_push(argv, "--network");
-	agent_strv_push(argv, "host");
+	/* Isolated (one host): no network at all, not even the host's. */
+	agent_strv_push(argv, s->network_isolation ? "none" : "host");
 	agent_strv_push(argv, "--ipc");
 	agent_strv_push(argv, "host");
 	agent_strv_push(argv, "--init");

@@ -149,7 +149,8 @@ enum {
 	STEP_STDIO,
 	STEP_IDENT,
 	STEP_CHDIR,
-	STEP_EXEC
+	STEP_EXEC,
+	STEP_CGROUP
 };
 
 static const char *step_name(int step)
@@ -171,6 +172,8 @@ static const char *step_name(int step)
 		return "run as the job's user";
 	case STEP_CHDIR:
 		return "change directory";
+	case STEP_CGROUP:
+		return "join the network isolation cgroup";
 	default:
 		return "execute";
 	}
@@ -247,6 +250,19 @@ static void keep_reader(const char *path, int at)
 	}
 }
 
+/* Moves the calling process into the cgroup whose cgroup.procs is path. */
+static int join_cgroup(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int ok;
+
+	if (fd < 0)
+		return -1;
+	ok = write(fd, "0", 1) == 1;
+	close(fd);
+	return ok ? 0 : -1;
+}
+
 static _Noreturn void child_run(struct agent_proc *p, const char *file,
 				int status_fd, int out_w, int err_w)
 {
@@ -281,6 +297,8 @@ static _Noreturn void child_run(struct agent_proc *p, const char *file,
 		keep_reader(p->out_fifo, 3);
 	if (p->err_fifo)
 		keep_reader(p->err_fifo, 4);
+	if (p->cgroup_procs && join_cgroup(p->cgroup_procs))
+		child_fail(status_fd, STEP_CGROUP, errno, p->cgroup_procs);
 	if (agent_ident_become(p->ident))
 		child_fail(status_fd, STEP_IDENT, errno, p->args.v[0]);
 	if (p->cwd && chdir(p->cwd))
@@ -809,6 +827,7 @@ void agent_proc_release(struct agent_proc *p)
 	FREE_AND_NULL(p->err_fifo);
 	FREE_AND_NULL(p->exit_file);
 	FREE_AND_NULL(p->container_pidfile);
+	FREE_AND_NULL(p->cgroup_procs);
 	agent_strv_release(&p->cleanup);
 }
 

@@ -107,6 +107,9 @@ struct agent_proc {
 	 */
 	char *container_pidfile;
 	struct agent_strv cleanup;
+	/* A cgroup's cgroup.procs the program joins before exec (NULL:
+	 * none): network isolation (netiso.c). */
+	char *cgroup_procs;
 
 	/* Filled by agent_proc_start(). */
 	pid_t pid;	    /* also the process group and session id */

@@ -2,8 +2,9 @@
  * Staging an assignment, in a forked worker (task.c): restore the
  * checkpoint prefix into the checkpoint folder, download every channel
  * into input/data/<channel>/ (phase downloading), unpack the submit
- * directory into code/. The worker reports "phase downloading", "log ..."
- * lines, and "ok" or "error <why>".
+ * directory into code/ and install its requirements.txt (pyenv.c). The
+ * worker reports "phase downloading", "log ...", "note ...", "stdout ..."
+ * and "stderr ..." lines, and "ok" or "error <why>".
  */
 #define LOG_TAG "agent"
 
@@ -100,14 +101,35 @@ static int mkdir_parent(const char *path)
 }
 
 /*
+ * Between how many hosts a ShardedByS3Key channel is split, and this host's
+ * share: the channel's own (InstanceGroupNames: the hosts of those groups),
+ * else every host of the job.
+ */
+static size_t shard_count(const struct api_assignment *s,
+			  const struct api_channel *c)
+{
+	if (c->shard_count > 0)
+		return (size_t)c->shard_count;
+	return s->n_hosts ? s->n_hosts : 1;
+}
+
+static size_t shard_index(const struct api_assignment *s,
+			  const struct api_channel *c)
+{
+	return c->shard_count > 0 ? (size_t)c->shard_index :
+				    (size_t)s->host_index;
+}
+
+/*
  * Which of n listed objects this host takes: all, or with ShardedByS3Key
- * those at positions host_index modulo n_hosts of the listing (shuffled
- * first when the channel has a ShuffleConfig). A new array of n flags.
+ * those at positions shard_index modulo shard_count of the listing
+ * (shuffled first when the channel has a ShuffleConfig). A new array of n
+ * flags.
  */
 static char *my_share(const struct api_assignment *s,
 		      const struct api_channel *c, size_t n)
 {
-	size_t hosts = s->n_hosts ? s->n_hosts : 1, k;
+	size_t hosts = shard_count(s, c), me = shard_index(s, c), k;
 	size_t *order = xcalloc(n ? n : 1, sizeof(*order));
 	char *mine = xcalloc(n ? n : 1, 1);
 	int sharded = c->distribution &&
@@ -115,7 +137,7 @@ static char *my_share(const struct api_assignment *s,
 
 	agent_channel_order(c, n, 0, order);
 	for (k = 0; k < n; k++)
-		mine[order[k]] = !sharded || k % hosts == (size_t)s->host_index;
+		mine[order[k]] = !sharded || k % hosts == me;
 	free(order);
 	return mine;
 }
@@ -425,6 +447,9 @@ static int stage_main(void *arg, int fd)
 	if (!ret && s->launch_mode == API_LAUNCH_SCRIPT &&
 	    s->submit_directory && *s->submit_directory)
 		ret = stage_code(st, s, dir, fd, &err);
+	/* Once per host and attempt, before any rank starts. */
+	if (!ret && agent_pyenv_wanted(s, dir))
+		ret = agent_pyenv_install(s, dir, fd, &err);
 out:
 	if (ret)
 		agent_task_say(fd, "error %s",

@@ -204,7 +204,6 @@ static void on_task_line(void *arg, const char *line, size_t len)
 	struct task_line *tl = arg;
 	struct agent_assign *a = tl->a;
 
-	(void)len;
 	if (!strcmp(line, "phase downloading")) {
 		if (a->phase == API_PHASE_PREPARING)
 			agent_assign_set_phase(tl->ctx, a,
@@ -213,6 +212,11 @@ static void on_task_line(void *arg, const char *line, size_t len)
 		log_info("%s/%d/%s: %s", a->job, a->attempt, a->algo, line + 4);
 	} else if (!strncmp(line, "note ", 5)) {
 		agent_assign_note(tl->ctx, a, "%s", line + 5);
+	} else if (!strncmp(line, "stdout ", 7) && len >= 7) {
+		/* A command the worker ran (pip): the job's log. */
+		agent_assign_log(tl->ctx, a, 0, 0, line + 7, len - 7);
+	} else if (!strncmp(line, "stderr ", 7) && len >= 7) {
+		agent_assign_log(tl->ctx, a, 0, 1, line + 7, len - 7);
 	} else if (!strncmp(line, "error ", 6)) {
 		free(a->task_error);
 		a->task_error = xstrdup(line + 6);

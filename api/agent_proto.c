@@ -621,8 +621,9 @@ static int parse_channels(const json_t *o, const char *where,
 {
 	const json_t *arr, *c;
 	char m[256];
+	long long v;
 	size_t i;
-	int ret;
+	int ret, is_null;
 
 	ret = get_array(o, where, "channels", 0, API_PROTO_MAX_LIST, &arr, err);
 	if (ret)
@@ -668,6 +669,16 @@ static int parse_channels(const json_t *o, const char *where,
 			ch->shuffle = !none;
 			ch->shuffle_seed = seed;
 		}
+		/* Optional: an older controller sends no shares. */
+		ret = ret ? ret :
+			    get_int(c, m, "shard_count", 0, API_PROTO_MAX_HOSTS,
+				    &is_null, &v, err);
+		ch->shard_count = (int)v;
+		ret = ret ? ret :
+			    get_int(c, m, "shard_index", 0,
+				    ch->shard_count ? ch->shard_count - 1 : 0,
+				    &is_null, &v, err);
+		ch->shard_index = (int)v;
 	}
 	return ret;
 }
@@ -957,6 +968,7 @@ static int parse_rendezvous(const json_t *o, const char *where,
 static int parse_assignment(const json_t *o, const char *where,
 			    struct api_assignment *a, struct buf *err)
 {
+	const json_t *iso;
 	long long v = 0;
 	int ret;
 
@@ -981,6 +993,11 @@ static int parse_assignment(const json_t *o, const char *where,
 		    get_int(o, where, "grace_ms", 0, MAX_GRACE_MS, NULL, &v,
 			    err);
 	a->grace_ms = v;
+	iso = json_object_get(o, "network_isolation");
+	if (!ret && iso && !json_is_boolean(iso))
+		ret = bad(err, where, "network_isolation",
+			  "must be true or false");
+	a->network_isolation = json_is_true(iso);
 	return ret;
 }
 
@@ -1196,6 +1213,10 @@ static json_t *assignment_json(struct jb *b, const struct api_assignment *a)
 		if (c->shuffle)
 			put(b, ch, "shuffle_seed",
 			    jint(b, (long long)c->shuffle_seed));
+		if (c->shard_count) {
+			put(b, ch, "shard_count", jint(b, c->shard_count));
+			put(b, ch, "shard_index", jint(b, c->shard_index));
+		}
 		push(b, chans, ch);
 	}
 	put(b, o, "channels", chans);
@@ -1259,6 +1280,8 @@ static json_t *assignment_json(struct jb *b, const struct api_assignment *a)
 	put(b, sub, "ps_servers", jint(b, a->ps_servers));
 	put(b, o, "distribution", sub);
 	put(b, o, "grace_ms", jint(b, a->grace_ms));
+	if (a->network_isolation)
+		put(b, o, "network_isolation", json_true());
 	return o;
 }
 

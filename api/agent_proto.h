@@ -105,6 +105,11 @@ struct api_assignment {
 	char *mpi_options; /* may be NULL */
 	int ps_servers;	   /* 0: every host */
 	int64_t grace_ms;
+	/*
+	 * EnableNetworkIsolation: the ranks reach only the job's hosts
+	 * (docs/security.md); absent on the wire: false.
+	 */
+	int network_isolation;
 };
 
 /* The desired state of one host. */

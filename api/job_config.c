@@ -29,7 +29,33 @@ int api_config_hyperparameters(const struct api_job_spec *spec, struct buf *out)
 	return dump(root, out);
 }
 
-int api_config_input_data(const struct api_job_spec *spec, struct buf *out)
+const char *api_config_host_group(const struct api_job_spec *spec,
+				  size_t host_index)
+{
+	size_t i, at = 0;
+
+	for (i = 0; i < spec->n_groups; i++) {
+		at += (size_t)spec->groups[i].count;
+		if (host_index < at)
+			return spec->groups[i].name;
+	}
+	return NULL;
+}
+
+int api_config_channel_on(const struct api_channel *c, const char *group)
+{
+	size_t i;
+
+	if (!c->instance_groups || !group)
+		return 1;
+	for (i = 0; c->instance_groups[i]; i++)
+		if (!strcmp(c->instance_groups[i], group))
+			return 1;
+	return 0;
+}
+
+int api_config_input_data(const struct api_job_spec *spec, const char *group,
+			  struct buf *out)
 {
 	json_t *root = json_object();
 	size_t i;
@@ -38,7 +64,11 @@ int api_config_input_data(const struct api_job_spec *spec, struct buf *out)
 		const struct api_channel *c = &spec->channels[i];
 		const char *mode = c->input_mode ? c->input_mode :
 						   spec->input_mode;
-		json_t *o = json_object();
+		json_t *o;
+
+		if (!api_config_channel_on(c, group))
+			continue;
+		o = json_object();
 
 		if (c->content_type)
 			json_object_set_new(o, "ContentType",

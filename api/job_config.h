@@ -16,9 +16,22 @@ int api_config_hyperparameters(const struct api_job_spec *spec,
 
 /*
  * inputdataconfig.json: {"<channel>": {"ContentType"?, "TrainingInputMode",
- * "S3DistributionType", "RecordWrapperType"}} (FastFile shows as File).
+ * "S3DistributionType", "RecordWrapperType"}} (FastFile shows as File), of
+ * the channels a host of instance group `group` gets (NULL: every channel).
  */
-int api_config_input_data(const struct api_job_spec *spec, struct buf *out);
+int api_config_input_data(const struct api_job_spec *spec, const char *group,
+			  struct buf *out);
+
+/*
+ * The InstanceGroupName of the host_index-th host of a job (hosts are
+ * numbered group after group, as in resourceconfig.json); NULL without
+ * InstanceGroups, or past the last group.
+ */
+const char *api_config_host_group(const struct api_job_spec *spec,
+				  size_t host_index);
+
+/* Whether a host of group (NULL: any) gets channel c (InstanceGroupNames). */
+int api_config_channel_on(const struct api_channel *c, const char *group);
 
 /*
  * resourceconfig.json in the full modern format for host number

@@ -5,6 +5,7 @@
 
 #include "api/job_spec.h"
 #include "api/json_util.h"
+#include "api/members.h"
 #include "api/validate.h"
 #include "common/err.h"
 #include "common/xalloc.h"
@@ -286,8 +287,68 @@ static int check_channels(const json_t *chans, struct buf *err)
 	return 0;
 }
 
-/* Cross-member rules the model cannot express. */
-static int check_semantics(const json_t *root, struct buf *err)
+/*
+ * S3DataSource.InstanceGroupNames: only with ResourceConfig.InstanceGroups,
+ * and naming its groups.
+ */
+static int check_channel_groups(const json_t *root, struct buf *err)
+{
+	const json_t *groups = json_object_get(
+		json_object_get(root, "ResourceConfig"), "InstanceGroups");
+	const json_t *ch, *names, *g, *n;
+	size_t i, j, k;
+	int found;
+
+	json_array_foreach(json_object_get(root, "InputDataConfig"), i, ch)
+	{
+		const char *cname =
+			json_string_value(json_object_get(ch, "ChannelName"));
+
+		names = json_object_get(
+			json_object_get(json_object_get(ch, "DataSource"),
+					"S3DataSource"),
+			"InstanceGroupNames");
+		if (!json_is_array(names))
+			continue;
+		if (!groups) {
+			(void)buf_addf(err,
+				       "1 validation error detected: channel "
+				       "'%s' names InstanceGroupNames, but "
+				       "ResourceConfig has no InstanceGroups",
+				       cname);
+			return ERR_INVALID;
+		}
+		json_array_foreach(names, j, n)
+		{
+			found = 0;
+			json_array_foreach(groups, k, g)
+			{
+				found |= json_equal(
+					n, json_object_get(
+						   g, "InstanceGroupName"));
+			}
+			if (!found) {
+				(void)buf_addf(
+					err,
+					"1 validation error detected: "
+					"channel '%s': InstanceGroupNames "
+					"'%s' is not the InstanceGroupName "
+					"of any of ResourceConfig."
+					"InstanceGroups",
+					cname, json_string_value(n));
+				return ERR_INVALID;
+			}
+		}
+	}
+	return 0;
+}
+
+/*
+ * Cross-member rules the model cannot express. stored: the request was
+ * accepted before; what the controller refuses is not looked at again, so
+ * a job accepted by an older controller still runs.
+ */
+static int check_semantics(const json_t *root, int stored, struct buf *err)
 {
 	int ret;
 
@@ -303,7 +364,9 @@ static int check_semantics(const json_t *root, struct buf *err)
 	ret = ret ? ret :
 		    check_channels(json_object_get(root, "InputDataConfig"),
 				   err);
-	return ret ? ret : check_container_paths(root, err);
+	ret = ret ? ret : check_channel_groups(root, err);
+	ret = ret ? ret : check_container_paths(root, err);
+	return ret || stored ? ret : api_members_check(root, err);
 }
 
 /* Builds the echo of the request with the service's defaults filled in. */
@@ -435,11 +498,17 @@ static void fill_spec(const json_t *root, struct api_job_spec *spec)
 							v, "ShuffleConfig"),
 						"Seed"));
 			}
+			c->instance_groups = dup_str_list(
+				json_object_get(s3, "InstanceGroupNames"));
 		}
 		spec->n_channels = json_array_size(arr);
 	}
 	spec->output_path = dup_str(json_object_get(root, "OutputDataConfig"),
 				    "S3OutputPath");
+	v = json_object_get(json_object_get(root, "OutputDataConfig"),
+			    "CompressionType");
+	spec->model_uncompressed = json_is_string(v) &&
+				   !strcmp(json_string_value(v), "NONE");
 	spec->instance_type = dup_str(res, "InstanceType");
 	spec->instance_count =
 		(int)json_integer_value(json_object_get(res, "InstanceCount"));
@@ -484,10 +553,12 @@ static void fill_spec(const json_t *root, struct api_job_spec *spec)
 	}
 	spec->spot = json_is_true(
 		json_object_get(root, "EnableManagedSpotTraining"));
+	spec->network_isolation =
+		json_is_true(json_object_get(root, "EnableNetworkIsolation"));
 }
 
-int api_job_spec_parse(const char *json, size_t len, struct api_job_spec *spec,
-		       struct buf *err)
+static int parse(const char *json, size_t len, int stored,
+		 struct api_job_spec *spec, struct buf *err)
 {
 	json_t *root = NULL;
 	json_t *echo;
@@ -501,7 +572,10 @@ int api_job_spec_parse(const char *json, size_t len, struct api_job_spec *spec,
 	ret = api_validate("CreateTrainingJobRequest", root, err);
 	if (ret)
 		goto out;
-	ret = check_semantics(root, err);
+	ret = check_semantics(root, stored, err);
+	if (!ret)
+		ret = api__tags_from_json(json_object_get(root, "Tags"),
+					  &spec->tags, &spec->n_tags, err);
 	if (ret)
 		goto out;
 	fill_spec(root, spec);
@@ -516,6 +590,18 @@ int api_job_spec_parse(const char *json, size_t len, struct api_job_spec *spec,
 out:
 	json_decref(root);
 	return ret;
+}
+
+int api_job_spec_parse(const char *json, size_t len, struct api_job_spec *spec,
+		       struct buf *err)
+{
+	return parse(json, len, 0, spec, err);
+}
+
+int api_job_spec_load(const char *json, size_t len, struct api_job_spec *spec,
+		      struct buf *err)
+{
+	return parse(json, len, 1, spec, err);
 }
 
 static void free_list(char **l)
@@ -558,6 +644,7 @@ void api_job_spec_release(struct api_job_spec *spec)
 	free(spec->metrics);
 	free_kvs(spec->hyperparameters, spec->n_hyperparameters);
 	free_kvs(spec->environment, spec->n_environment);
+	free_kvs(spec->tags, spec->n_tags);
 	for (i = 0; i < spec->n_channels; i++) {
 		struct api_channel *c = &spec->channels[i];
 
@@ -569,6 +656,7 @@ void api_job_spec_release(struct api_job_spec *spec)
 		free(c->input_mode);
 		free(c->compression);
 		free(c->record_wrapper);
+		free_list(c->instance_groups);
 	}
 	free(spec->channels);
 	free(spec->output_path);

@@ -23,6 +23,15 @@ struct api_channel {
 	char *record_wrapper; /* may be NULL */
 	int shuffle;	      /* ShuffleConfig given */
 	int64_t shuffle_seed; /* its Seed */
+	/* InstanceGroupNames, NULL-terminated; NULL: every host gets it. */
+	char **instance_groups;
+	/*
+	 * Agent protocol only: with shard_count > 0, ShardedByS3Key splits
+	 * the objects between shard_count hosts (those that get the channel)
+	 * and this host takes share shard_index; 0: between all the hosts.
+	 */
+	int shard_index;
+	int shard_count;
 };
 
 struct api_metric_def {
@@ -58,6 +67,9 @@ struct api_job_spec {
 	struct api_channel *channels;
 	size_t n_channels;
 	char *output_path;   /* OutputDataConfig.S3OutputPath */
+	/* OutputDataConfig.CompressionType NONE: the model's files are
+	 * stored one by one under <output_path>/<job>/output/model/. */
+	int model_uncompressed;
 	char *instance_type; /* NULL when InstanceGroups is used */
 	int instance_count;  /* 0 when InstanceGroups is used */
 	struct api_instance_group *groups;
@@ -72,7 +84,10 @@ struct api_job_spec {
 	 * to /opt/ml/output/tensorboard. */
 	char *tensorboard_s3_uri;
 	char *tensorboard_local_path;
-	int spot; /* EnableManagedSpotTraining */
+	int spot;		     /* EnableManagedSpotTraining */
+	int network_isolation;	     /* EnableNetworkIsolation */
+	struct api_kv *tags;	     /* Tags (not echoed by Describe) */
+	size_t n_tags;
 	/*
 	 * The request as it will be echoed by DescribeTrainingJob: only members
 	 * of the model, defaults filled in, compact JSON. Never NULL after a
@@ -93,6 +108,14 @@ struct api_job_spec {
  */
 int api_job_spec_parse(const char *json, size_t len, struct api_job_spec *spec,
 		       struct buf *err);
+
+/*
+ * The same for a request stored when it was created: members that the
+ * controller refuses (api/members.h) are not refused again, so that a job
+ * an older controller accepted still runs.
+ */
+int api_job_spec_load(const char *json, size_t len, struct api_job_spec *spec,
+		      struct buf *err);
 
 /* Frees everything the spec owns and zeroes it. */
 void api_job_spec_release(struct api_job_spec *spec);

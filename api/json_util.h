@@ -32,4 +32,13 @@ int64_t api__json_time_ms(const json_t *v);
 /* Returns ms as a JSON real holding epoch seconds with ms precision. */
 json_t *api__json_time(int64_t ms);
 
+/*
+ * Copies a validated Tags list ([{"Key", "Value"}...]) into *out (NULL and
+ * 0 when arr is absent or empty), then checks it with api_tags_check().
+ * Returns 0 or ERR_INVALID (nothing allocated then).
+ */
+struct api_kv;
+int api__tags_from_json(const json_t *arr, struct api_kv **out, size_t *n,
+			struct buf *err);
+
 #endif

@@ -67,8 +67,8 @@ extern const struct api__shape api__shapes[];
 extern const size_t api__nshapes;
 extern const struct api__pattern api__patterns[];
 extern const size_t api__npatterns;
-/* Most shapes nested below any operation's input shape (the model has no
- * recursion), so validation needs at most this many path segments. */
+/* Most shapes nested below any operation's input shape, a recursive shape
+ * counted once (validation bounds the nesting below one). */
 extern const int api__max_depth;
 
 #endif

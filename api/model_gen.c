@@ -11,35 +11,49 @@
 
 /* clang-format off */
 
+static const struct api__member members_AddTagsInput[] = {
+	{ "ResourceArn", "resourceArn", 104, 1 }, /* ResourceArn */
+	{ "Tags", "tags", 138, 1 }, /* TagList */
+};
+
 static const struct api__member members_AlgorithmSpecification[] = {
-	{ "TrainingImage", "trainingImage", 1, 0 }, /* AlgorithmImage */
-	{ "AlgorithmName", "algorithmName", 3, 0 }, /* ArnOrName */
-	{ "TrainingInputMode", "trainingInputMode", 130, 1 }, /* TrainingInputMode */
-	{ "MetricDefinitions", "metricDefinitions", 63, 0 }, /* MetricDefinitionList */
-	{ "EnableSageMakerMetricsTimeSeries", "enableSageMakerMetricsTimeSeries", 6, 0 }, /* Boolean */
-	{ "ContainerEntrypoint", "containerEntrypoint", 124, 0 }, /* TrainingContainerEntrypoint */
-	{ "ContainerArguments", "containerArguments", 123, 0 }, /* TrainingContainerArguments */
-	{ "TrainingImageConfig", "trainingImageConfig", 129, 0 }, /* TrainingImageConfig */
+	{ "TrainingImage", "trainingImage", 2, 0 }, /* AlgorithmImage */
+	{ "AlgorithmName", "algorithmName", 4, 0 }, /* ArnOrName */
+	{ "TrainingInputMode", "trainingInputMode", 150, 1 }, /* TrainingInputMode */
+	{ "MetricDefinitions", "metricDefinitions", 72, 0 }, /* MetricDefinitionList */
+	{ "EnableSageMakerMetricsTimeSeries", "enableSageMakerMetricsTimeSeries", 7, 0 }, /* Boolean */
+	{ "ContainerEntrypoint", "containerEntrypoint", 144, 0 }, /* TrainingContainerEntrypoint */
+	{ "ContainerArguments", "containerArguments", 143, 0 }, /* TrainingContainerArguments */
+	{ "TrainingImageConfig", "trainingImageConfig", 149, 0 }, /* TrainingImageConfig */
+};
+
+static const char *const enum_BooleanOperator[] = {
+	"And",
+	"Or",
+	NULL
+};
+static const unsigned short enum_sorted_BooleanOperator[] = {
+	0, 1,
 };
 
 static const struct api__member members_Channel[] = {
-	{ "ChannelName", "channelName", 8, 1 }, /* ChannelName */
-	{ "DataSource", "dataSource", 20, 1 }, /* DataSource */
-	{ "ContentType", "contentType", 17, 0 }, /* ContentType */
-	{ "CompressionType", "compressionType", 14, 0 }, /* CompressionType */
-	{ "RecordWrapperType", "recordWrapperType", 89, 0 }, /* RecordWrapper */
-	{ "InputMode", "inputMode", 130, 0 }, /* TrainingInputMode */
-	{ "ShuffleConfig", "shuffleConfig", 108, 0 }, /* ShuffleConfig */
+	{ "ChannelName", "channelName", 10, 1 }, /* ChannelName */
+	{ "DataSource", "dataSource", 23, 1 }, /* DataSource */
+	{ "ContentType", "contentType", 19, 0 }, /* ContentType */
+	{ "CompressionType", "compressionType", 16, 0 }, /* CompressionType */
+	{ "RecordWrapperType", "recordWrapperType", 101, 0 }, /* RecordWrapper */
+	{ "InputMode", "inputMode", 150, 0 }, /* TrainingInputMode */
+	{ "ShuffleConfig", "shuffleConfig", 127, 0 }, /* ShuffleConfig */
 };
 
 static const struct api__member members_CheckpointConfig[] = {
-	{ "S3Uri", "s3Uri", 101, 1 }, /* S3Uri */
-	{ "LocalPath", "localPath", 27, 0 }, /* DirectoryPath */
+	{ "S3Uri", "s3Uri", 116, 1 }, /* S3Uri */
+	{ "LocalPath", "localPath", 31, 0 }, /* DirectoryPath */
 };
 
 static const struct api__member members_CollectionConfiguration[] = {
-	{ "CollectionName", "collectionName", 12, 0 }, /* CollectionName */
-	{ "CollectionParameters", "collectionParameters", 13, 0 }, /* CollectionParameters */
+	{ "CollectionName", "collectionName", 14, 0 }, /* CollectionName */
+	{ "CollectionParameters", "collectionParameters", 15, 0 }, /* CollectionParameters */
 };
 
 static const char *const enum_CompressionType[] = {
@@ -52,34 +66,43 @@ static const unsigned short enum_sorted_CompressionType[] = {
 };
 
 static const struct api__member members_CreateTrainingJobRequest[] = {
-	{ "TrainingJobName", "trainingJobName", 133, 1 }, /* TrainingJobName */
-	{ "HyperParameters", "hyperParameters", 46, 0 }, /* HyperParameters */
-	{ "AlgorithmSpecification", "algorithmSpecification", 2, 1 }, /* AlgorithmSpecification */
-	{ "RoleArn", "roleArn", 95, 1 }, /* RoleArn */
-	{ "InputDataConfig", "inputDataConfig", 48, 0 }, /* InputDataConfig */
-	{ "OutputDataConfig", "outputDataConfig", 78, 1 }, /* OutputDataConfig */
-	{ "ResourceConfig", "resourceConfig", 92, 1 }, /* ResourceConfig */
-	{ "VpcConfig", "vpcConfig", 141, 0 }, /* VpcConfig */
-	{ "StoppingCondition", "stoppingCondition", 112, 0 }, /* StoppingCondition */
-	{ "Tags", "tags", 118, 0 }, /* TagList */
-	{ "EnableNetworkIsolation", "enableNetworkIsolation", 6, 0 }, /* Boolean */
-	{ "EnableInterContainerTrafficEncryption", "enableInterContainerTrafficEncryption", 6, 0 }, /* Boolean */
-	{ "EnableManagedSpotTraining", "enableManagedSpotTraining", 6, 0 }, /* Boolean */
-	{ "CheckpointConfig", "checkpointConfig", 9, 0 }, /* CheckpointConfig */
-	{ "DebugHookConfig", "debugHookConfig", 22, 0 }, /* DebugHookConfig */
-	{ "DebugRuleConfigurations", "debugRuleConfigurations", 24, 0 }, /* DebugRuleConfigurations */
-	{ "TensorBoardOutputConfig", "tensorBoardOutputConfig", 120, 0 }, /* TensorBoardOutputConfig */
-	{ "ExperimentConfig", "experimentConfig", 34, 0 }, /* ExperimentConfig */
-	{ "ProfilerConfig", "profilerConfig", 83, 0 }, /* ProfilerConfig */
-	{ "ProfilerRuleConfigurations", "profilerRuleConfigurations", 86, 0 }, /* ProfilerRuleConfigurations */
-	{ "Environment", "environment", 127, 0 }, /* TrainingEnvironmentMap */
-	{ "RetryStrategy", "retryStrategy", 94, 0 }, /* RetryStrategy */
-	{ "RemoteDebugConfig", "remoteDebugConfig", 90, 0 }, /* RemoteDebugConfig */
-	{ "InfraCheckConfig", "infraCheckConfig", 47, 0 }, /* InfraCheckConfig */
-	{ "SessionChainingConfig", "sessionChainingConfig", 107, 0 }, /* SessionChainingConfig */
-	{ "ServerlessJobConfig", "serverlessJobConfig", 105, 0 }, /* ServerlessJobConfig */
-	{ "MlflowConfig", "mlflowConfig", 67, 0 }, /* MlflowConfig */
-	{ "ModelPackageConfig", "modelPackageConfig", 72, 0 }, /* ModelPackageConfig */
+	{ "TrainingJobName", "trainingJobName", 153, 1 }, /* TrainingJobName */
+	{ "HyperParameters", "hyperParameters", 53, 0 }, /* HyperParameters */
+	{ "AlgorithmSpecification", "algorithmSpecification", 3, 1 }, /* AlgorithmSpecification */
+	{ "RoleArn", "roleArn", 110, 1 }, /* RoleArn */
+	{ "InputDataConfig", "inputDataConfig", 55, 0 }, /* InputDataConfig */
+	{ "OutputDataConfig", "outputDataConfig", 90, 1 }, /* OutputDataConfig */
+	{ "ResourceConfig", "resourceConfig", 105, 1 }, /* ResourceConfig */
+	{ "VpcConfig", "vpcConfig", 165, 0 }, /* VpcConfig */
+	{ "StoppingCondition", "stoppingCondition", 131, 0 }, /* StoppingCondition */
+	{ "Tags", "tags", 138, 0 }, /* TagList */
+	{ "EnableNetworkIsolation", "enableNetworkIsolation", 7, 0 }, /* Boolean */
+	{ "EnableInterContainerTrafficEncryption", "enableInterContainerTrafficEncryption", 7, 0 }, /* Boolean */
+	{ "EnableManagedSpotTraining", "enableManagedSpotTraining", 7, 0 }, /* Boolean */
+	{ "CheckpointConfig", "checkpointConfig", 11, 0 }, /* CheckpointConfig */
+	{ "DebugHookConfig", "debugHookConfig", 25, 0 }, /* DebugHookConfig */
+	{ "DebugRuleConfigurations", "debugRuleConfigurations", 27, 0 }, /* DebugRuleConfigurations */
+	{ "TensorBoardOutputConfig", "tensorBoardOutputConfig", 140, 0 }, /* TensorBoardOutputConfig */
+	{ "ExperimentConfig", "experimentConfig", 38, 0 }, /* ExperimentConfig */
+	{ "ProfilerConfig", "profilerConfig", 95, 0 }, /* ProfilerConfig */
+	{ "ProfilerRuleConfigurations", "profilerRuleConfigurations", 98, 0 }, /* ProfilerRuleConfigurations */
+	{ "Environment", "environment", 147, 0 }, /* TrainingEnvironmentMap */
+	{ "RetryStrategy", "retryStrategy", 109, 0 }, /* RetryStrategy */
+	{ "RemoteDebugConfig", "remoteDebugConfig", 102, 0 }, /* RemoteDebugConfig */
+	{ "InfraCheckConfig", "infraCheckConfig", 54, 0 }, /* InfraCheckConfig */
+	{ "SessionChainingConfig", "sessionChainingConfig", 126, 0 }, /* SessionChainingConfig */
+	{ "ServerlessJobConfig", "serverlessJobConfig", 124, 0 }, /* ServerlessJobConfig */
+	{ "MlflowConfig", "mlflowConfig", 76, 0 }, /* MlflowConfig */
+	{ "ModelPackageConfig", "modelPackageConfig", 81, 0 }, /* ModelPackageConfig */
+};
+
+static const char *const enum_CrossAccountFilterOption[] = {
+	"SameAccount",
+	"CrossAccount",
+	NULL
+};
+static const unsigned short enum_sorted_CrossAccountFilterOption[] = {
+	1, 0,
 };
 
 static const char *const enum_CustomizationTechnique[] = {
@@ -94,38 +117,43 @@ static const unsigned short enum_sorted_CustomizationTechnique[] = {
 };
 
 static const struct api__member members_DataSource[] = {
-	{ "S3DataSource", "s3DataSource", 99, 0 }, /* S3DataSource */
-	{ "FileSystemDataSource", "fileSystemDataSource", 37, 0 }, /* FileSystemDataSource */
-	{ "DatasetSource", "datasetSource", 21, 0 }, /* DatasetSource */
+	{ "S3DataSource", "s3DataSource", 114, 0 }, /* S3DataSource */
+	{ "FileSystemDataSource", "fileSystemDataSource", 41, 0 }, /* FileSystemDataSource */
+	{ "DatasetSource", "datasetSource", 24, 0 }, /* DatasetSource */
 };
 
 static const struct api__member members_DatasetSource[] = {
-	{ "DatasetArn", "datasetArn", 43, 1 }, /* HubDataSetArn */
+	{ "DatasetArn", "datasetArn", 50, 1 }, /* HubDataSetArn */
 };
 
 static const struct api__member members_DebugHookConfig[] = {
-	{ "LocalPath", "localPath", 27, 0 }, /* DirectoryPath */
-	{ "S3OutputPath", "s3OutputPath", 101, 1 }, /* S3Uri */
-	{ "HookParameters", "hookParameters", 40, 0 }, /* HookParameters */
-	{ "CollectionConfigurations", "collectionConfigurations", 11, 0 }, /* CollectionConfigurations */
+	{ "LocalPath", "localPath", 31, 0 }, /* DirectoryPath */
+	{ "S3OutputPath", "s3OutputPath", 116, 1 }, /* S3Uri */
+	{ "HookParameters", "hookParameters", 47, 0 }, /* HookParameters */
+	{ "CollectionConfigurations", "collectionConfigurations", 13, 0 }, /* CollectionConfigurations */
 };
 
 static const struct api__member members_DebugRuleConfiguration[] = {
-	{ "RuleConfigurationName", "ruleConfigurationName", 96, 1 }, /* RuleConfigurationName */
-	{ "LocalPath", "localPath", 27, 0 }, /* DirectoryPath */
-	{ "S3OutputPath", "s3OutputPath", 101, 0 }, /* S3Uri */
-	{ "RuleEvaluatorImage", "ruleEvaluatorImage", 1, 1 }, /* AlgorithmImage */
-	{ "InstanceType", "instanceType", 82, 0 }, /* ProcessingInstanceType */
-	{ "VolumeSizeInGB", "volumeSizeInGB", 76, 0 }, /* OptionalVolumeSizeInGB */
-	{ "RuleParameters", "ruleParameters", 97, 0 }, /* RuleParameters */
+	{ "RuleConfigurationName", "ruleConfigurationName", 111, 1 }, /* RuleConfigurationName */
+	{ "LocalPath", "localPath", 31, 0 }, /* DirectoryPath */
+	{ "S3OutputPath", "s3OutputPath", 116, 0 }, /* S3Uri */
+	{ "RuleEvaluatorImage", "ruleEvaluatorImage", 2, 1 }, /* AlgorithmImage */
+	{ "InstanceType", "instanceType", 94, 0 }, /* ProcessingInstanceType */
+	{ "VolumeSizeInGB", "volumeSizeInGB", 88, 0 }, /* OptionalVolumeSizeInGB */
+	{ "RuleParameters", "ruleParameters", 112, 0 }, /* RuleParameters */
+};
+
+static const struct api__member members_DeleteTagsInput[] = {
+	{ "ResourceArn", "resourceArn", 104, 1 }, /* ResourceArn */
+	{ "TagKeys", "tagKeys", 137, 1 }, /* TagKeyList */
 };
 
 static const struct api__member members_DeleteTrainingJobRequest[] = {
-	{ "TrainingJobName", "trainingJobName", 133, 1 }, /* TrainingJobName */
+	{ "TrainingJobName", "trainingJobName", 153, 1 }, /* TrainingJobName */
 };
 
 static const struct api__member members_DescribeTrainingJobRequest[] = {
-	{ "TrainingJobName", "trainingJobName", 133, 1 }, /* TrainingJobName */
+	{ "TrainingJobName", "trainingJobName", 153, 1 }, /* TrainingJobName */
 };
 
 static const char *const enum_EvaluationType[] = {
@@ -139,10 +167,10 @@ static const unsigned short enum_sorted_EvaluationType[] = {
 };
 
 static const struct api__member members_ExperimentConfig[] = {
-	{ "ExperimentName", "experimentName", 35, 0 }, /* ExperimentEntityName */
-	{ "TrialName", "trialName", 35, 0 }, /* ExperimentEntityName */
-	{ "TrialComponentDisplayName", "trialComponentDisplayName", 35, 0 }, /* ExperimentEntityName */
-	{ "RunName", "runName", 35, 0 }, /* ExperimentEntityName */
+	{ "ExperimentName", "experimentName", 39, 0 }, /* ExperimentEntityName */
+	{ "TrialName", "trialName", 39, 0 }, /* ExperimentEntityName */
+	{ "TrialComponentDisplayName", "trialComponentDisplayName", 39, 0 }, /* ExperimentEntityName */
+	{ "RunName", "runName", 39, 0 }, /* ExperimentEntityName */
 };
 
 static const char *const enum_FileSystemAccessMode[] = {
@@ -155,10 +183,10 @@ static const unsigned short enum_sorted_FileSystemAccessMode[] = {
 };
 
 static const struct api__member members_FileSystemDataSource[] = {
-	{ "FileSystemId", "fileSystemId", 38, 1 }, /* FileSystemId */
-	{ "FileSystemAccessMode", "fileSystemAccessMode", 36, 1 }, /* FileSystemAccessMode */
-	{ "FileSystemType", "fileSystemType", 39, 1 }, /* FileSystemType */
-	{ "DirectoryPath", "directoryPath", 27, 1 }, /* DirectoryPath */
+	{ "FileSystemId", "fileSystemId", 42, 1 }, /* FileSystemId */
+	{ "FileSystemAccessMode", "fileSystemAccessMode", 40, 1 }, /* FileSystemAccessMode */
+	{ "FileSystemType", "fileSystemType", 43, 1 }, /* FileSystemType */
+	{ "DirectoryPath", "directoryPath", 31, 1 }, /* DirectoryPath */
 };
 
 static const char *const enum_FileSystemType[] = {
@@ -170,49 +198,61 @@ static const unsigned short enum_sorted_FileSystemType[] = {
 	0, 1,
 };
 
+static const struct api__member members_Filter[] = {
+	{ "Name", "name", 107, 1 }, /* ResourcePropertyName */
+	{ "Operator", "operator", 87, 0 }, /* Operator */
+	{ "Value", "value", 46, 0 }, /* FilterValue */
+};
+
 static const struct api__member members_HubAccessConfig[] = {
-	{ "HubContentArn", "hubContentArn", 42, 1 }, /* HubContentArn */
+	{ "HubContentArn", "hubContentArn", 49, 1 }, /* HubContentArn */
 };
 
 static const struct api__member members_InfraCheckConfig[] = {
-	{ "EnableInfraCheck", "enableInfraCheck", 29, 0 }, /* EnableInfraCheck */
+	{ "EnableInfraCheck", "enableInfraCheck", 33, 0 }, /* EnableInfraCheck */
 };
 
 static const struct api__member members_InstanceGroup[] = {
-	{ "InstanceType", "instanceType", 132, 1 }, /* TrainingInstanceType */
-	{ "InstanceCount", "instanceCount", 131, 1 }, /* TrainingInstanceCount */
-	{ "InstanceGroupName", "instanceGroupName", 50, 1 }, /* InstanceGroupName */
+	{ "InstanceType", "instanceType", 152, 1 }, /* TrainingInstanceType */
+	{ "InstanceCount", "instanceCount", 151, 1 }, /* TrainingInstanceCount */
+	{ "InstanceGroupName", "instanceGroupName", 57, 1 }, /* InstanceGroupName */
 };
 
 static const struct api__member members_InstancePlacementConfig[] = {
-	{ "EnableMultipleJobs", "enableMultipleJobs", 6, 0 }, /* Boolean */
-	{ "PlacementSpecifications", "placementSpecifications", 81, 0 }, /* PlacementSpecifications */
+	{ "EnableMultipleJobs", "enableMultipleJobs", 7, 0 }, /* Boolean */
+	{ "PlacementSpecifications", "placementSpecifications", 93, 0 }, /* PlacementSpecifications */
+};
+
+static const struct api__member members_ListTagsInput[] = {
+	{ "ResourceArn", "resourceArn", 104, 1 }, /* ResourceArn */
+	{ "NextToken", "nextToken", 86, 0 }, /* NextToken */
+	{ "MaxResults", "maxResults", 64, 0 }, /* ListTagsMaxResults */
 };
 
 static const struct api__member members_ListTrainingJobsRequest[] = {
-	{ "NextToken", "nextToken", 75, 0 }, /* NextToken */
-	{ "MaxResults", "maxResults", 58, 0 }, /* MaxResults */
-	{ "CreationTimeAfter", "creationTimeAfter", 121, 0 }, /* Timestamp */
-	{ "CreationTimeBefore", "creationTimeBefore", 121, 0 }, /* Timestamp */
-	{ "LastModifiedTimeAfter", "lastModifiedTimeAfter", 121, 0 }, /* Timestamp */
-	{ "LastModifiedTimeBefore", "lastModifiedTimeBefore", 121, 0 }, /* Timestamp */
-	{ "NameContains", "nameContains", 74, 0 }, /* NameContains */
-	{ "StatusEquals", "statusEquals", 134, 0 }, /* TrainingJobStatus */
-	{ "SortBy", "sortBy", 109, 0 }, /* SortBy */
-	{ "SortOrder", "sortOrder", 110, 0 }, /* SortOrder */
-	{ "WarmPoolStatusEquals", "warmPoolStatusEquals", 143, 0 }, /* WarmPoolResourceStatus */
-	{ "TrainingPlanArnEquals", "trainingPlanArnEquals", 135, 0 }, /* TrainingPlanArn */
+	{ "NextToken", "nextToken", 86, 0 }, /* NextToken */
+	{ "MaxResults", "maxResults", 67, 0 }, /* MaxResults */
+	{ "CreationTimeAfter", "creationTimeAfter", 141, 0 }, /* Timestamp */
+	{ "CreationTimeBefore", "creationTimeBefore", 141, 0 }, /* Timestamp */
+	{ "LastModifiedTimeAfter", "lastModifiedTimeAfter", 141, 0 }, /* Timestamp */
+	{ "LastModifiedTimeBefore", "lastModifiedTimeBefore", 141, 0 }, /* Timestamp */
+	{ "NameContains", "nameContains", 83, 0 }, /* NameContains */
+	{ "StatusEquals", "statusEquals", 154, 0 }, /* TrainingJobStatus */
+	{ "SortBy", "sortBy", 128, 0 }, /* SortBy */
+	{ "SortOrder", "sortOrder", 129, 0 }, /* SortOrder */
+	{ "WarmPoolStatusEquals", "warmPoolStatusEquals", 167, 0 }, /* WarmPoolResourceStatus */
+	{ "TrainingPlanArnEquals", "trainingPlanArnEquals", 155, 0 }, /* TrainingPlanArn */
 };
 
 static const struct api__member members_MetricDefinition[] = {
-	{ "Name", "name", 64, 1 }, /* MetricName */
-	{ "Regex", "regex", 65, 1 }, /* MetricRegex */
+	{ "Name", "name", 73, 1 }, /* MetricName */
+	{ "Regex", "regex", 74, 1 }, /* MetricRegex */
 };
 
 static const struct api__member members_MlflowConfig[] = {
-	{ "MlflowResourceArn", "mlflowResourceArn", 66, 1 }, /* MlFlowResourceArn */
-	{ "MlflowExperimentName", "mlflowExperimentName", 68, 0 }, /* MlflowExperimentName */
-	{ "MlflowRunName", "mlflowRunName", 69, 0 }, /* MlflowRunName */
+	{ "MlflowResourceArn", "mlflowResourceArn", 75, 1 }, /* MlFlowResourceArn */
+	{ "MlflowExperimentName", "mlflowExperimentName", 77, 0 }, /* MlflowExperimentName */
+	{ "MlflowRunName", "mlflowRunName", 78, 0 }, /* MlflowRunName */
 };
 
 static const struct api__member members_ModelAccessConfig[] = {
@@ -220,8 +260,30 @@ static const struct api__member members_ModelAccessConfig[] = {
 };
 
 static const struct api__member members_ModelPackageConfig[] = {
-	{ "ModelPackageGroupArn", "modelPackageGroupArn", 73, 1 }, /* ModelPackageGroupArn */
-	{ "SourceModelPackageArn", "sourceModelPackageArn", 71, 0 }, /* ModelPackageArn */
+	{ "ModelPackageGroupArn", "modelPackageGroupArn", 82, 1 }, /* ModelPackageGroupArn */
+	{ "SourceModelPackageArn", "sourceModelPackageArn", 80, 0 }, /* ModelPackageArn */
+};
+
+static const struct api__member members_NestedFilters[] = {
+	{ "NestedPropertyName", "nestedPropertyName", 107, 1 }, /* ResourcePropertyName */
+	{ "Filters", "filters", 45, 1 }, /* FilterList */
+};
+
+static const char *const enum_Operator[] = {
+	"Equals",
+	"NotEquals",
+	"GreaterThan",
+	"GreaterThanOrEqualTo",
+	"LessThan",
+	"LessThanOrEqualTo",
+	"Contains",
+	"Exists",
+	"NotExists",
+	"In",
+	NULL
+};
+static const unsigned short enum_sorted_Operator[] = {
+	6, 0, 7, 2, 3, 9, 4, 5, 1, 8,
 };
 
 static const char *const enum_OutputCompressionType[] = {
@@ -234,9 +296,9 @@ static const unsigned short enum_sorted_OutputCompressionType[] = {
 };
 
 static const struct api__member members_OutputDataConfig[] = {
-	{ "KmsKeyId", "kmsKeyId", 55, 0 }, /* KmsKeyId */
-	{ "S3OutputPath", "s3OutputPath", 101, 1 }, /* S3Uri */
-	{ "CompressionType", "compressionType", 77, 0 }, /* OutputCompressionType */
+	{ "KmsKeyId", "kmsKeyId", 62, 0 }, /* KmsKeyId */
+	{ "S3OutputPath", "s3OutputPath", 116, 1 }, /* S3Uri */
+	{ "CompressionType", "compressionType", 89, 0 }, /* OutputCompressionType */
 };
 
 static const char *const enum_Peft[] = {
@@ -248,8 +310,8 @@ static const unsigned short enum_sorted_Peft[] = {
 };
 
 static const struct api__member members_PlacementSpecification[] = {
-	{ "UltraServerId", "ultraServerId", 113, 0 }, /* String256 */
-	{ "InstanceCount", "instanceCount", 131, 1 }, /* TrainingInstanceCount */
+	{ "UltraServerId", "ultraServerId", 132, 0 }, /* String256 */
+	{ "InstanceCount", "instanceCount", 151, 1 }, /* TrainingInstanceCount */
 };
 
 static const char *const enum_ProcessingInstanceType[] = {
@@ -397,27 +459,27 @@ static const unsigned short enum_sorted_ProcessingInstanceType[] = {
 };
 
 static const struct api__member members_ProfilerConfig[] = {
-	{ "S3OutputPath", "s3OutputPath", 101, 0 }, /* S3Uri */
-	{ "ProfilingIntervalInMilliseconds", "profilingIntervalInMilliseconds", 87, 0 }, /* ProfilingIntervalInMilliseconds */
-	{ "ProfilingParameters", "profilingParameters", 88, 0 }, /* ProfilingParameters */
-	{ "DisableProfiler", "disableProfiler", 28, 0 }, /* DisableProfiler */
+	{ "S3OutputPath", "s3OutputPath", 116, 0 }, /* S3Uri */
+	{ "ProfilingIntervalInMilliseconds", "profilingIntervalInMilliseconds", 99, 0 }, /* ProfilingIntervalInMilliseconds */
+	{ "ProfilingParameters", "profilingParameters", 100, 0 }, /* ProfilingParameters */
+	{ "DisableProfiler", "disableProfiler", 32, 0 }, /* DisableProfiler */
 };
 
 static const struct api__member members_ProfilerConfigForUpdate[] = {
-	{ "S3OutputPath", "s3OutputPath", 101, 0 }, /* S3Uri */
-	{ "ProfilingIntervalInMilliseconds", "profilingIntervalInMilliseconds", 87, 0 }, /* ProfilingIntervalInMilliseconds */
-	{ "ProfilingParameters", "profilingParameters", 88, 0 }, /* ProfilingParameters */
-	{ "DisableProfiler", "disableProfiler", 28, 0 }, /* DisableProfiler */
+	{ "S3OutputPath", "s3OutputPath", 116, 0 }, /* S3Uri */
+	{ "ProfilingIntervalInMilliseconds", "profilingIntervalInMilliseconds", 99, 0 }, /* ProfilingIntervalInMilliseconds */
+	{ "ProfilingParameters", "profilingParameters", 100, 0 }, /* ProfilingParameters */
+	{ "DisableProfiler", "disableProfiler", 32, 0 }, /* DisableProfiler */
 };
 
 static const struct api__member members_ProfilerRuleConfiguration[] = {
-	{ "RuleConfigurationName", "ruleConfigurationName", 96, 1 }, /* RuleConfigurationName */
-	{ "LocalPath", "localPath", 27, 0 }, /* DirectoryPath */
-	{ "S3OutputPath", "s3OutputPath", 101, 0 }, /* S3Uri */
-	{ "RuleEvaluatorImage", "ruleEvaluatorImage", 1, 1 }, /* AlgorithmImage */
-	{ "InstanceType", "instanceType", 82, 0 }, /* ProcessingInstanceType */
-	{ "VolumeSizeInGB", "volumeSizeInGB", 76, 0 }, /* OptionalVolumeSizeInGB */
-	{ "RuleParameters", "ruleParameters", 97, 0 }, /* RuleParameters */
+	{ "RuleConfigurationName", "ruleConfigurationName", 111, 1 }, /* RuleConfigurationName */
+	{ "LocalPath", "localPath", 31, 0 }, /* DirectoryPath */
+	{ "S3OutputPath", "s3OutputPath", 116, 0 }, /* S3Uri */
+	{ "RuleEvaluatorImage", "ruleEvaluatorImage", 2, 1 }, /* AlgorithmImage */
+	{ "InstanceType", "instanceType", 94, 0 }, /* ProcessingInstanceType */
+	{ "VolumeSizeInGB", "volumeSizeInGB", 88, 0 }, /* OptionalVolumeSizeInGB */
+	{ "RuleParameters", "ruleParameters", 112, 0 }, /* RuleParameters */
 };
 
 static const char *const enum_RecordWrapper[] = {
@@ -430,30 +492,56 @@ static const unsigned short enum_sorted_RecordWrapper[] = {
 };
 
 static const struct api__member members_RemoteDebugConfig[] = {
-	{ "EnableRemoteDebug", "enableRemoteDebug", 30, 0 }, /* EnableRemoteDebug */
+	{ "EnableRemoteDebug", "enableRemoteDebug", 34, 0 }, /* EnableRemoteDebug */
 };
 
 static const struct api__member members_RemoteDebugConfigForUpdate[] = {
-	{ "EnableRemoteDebug", "enableRemoteDebug", 30, 0 }, /* EnableRemoteDebug */
+	{ "EnableRemoteDebug", "enableRemoteDebug", 34, 0 }, /* EnableRemoteDebug */
 };
 
 static const struct api__member members_ResourceConfig[] = {
-	{ "InstanceType", "instanceType", 132, 0 }, /* TrainingInstanceType */
-	{ "InstanceCount", "instanceCount", 131, 0 }, /* TrainingInstanceCount */
-	{ "VolumeSizeInGB", "volumeSizeInGB", 140, 0 }, /* VolumeSizeInGB */
-	{ "VolumeKmsKeyId", "volumeKmsKeyId", 55, 0 }, /* KmsKeyId */
-	{ "KeepAlivePeriodInSeconds", "keepAlivePeriodInSeconds", 54, 0 }, /* KeepAlivePeriodInSeconds */
-	{ "InstanceGroups", "instanceGroups", 52, 0 }, /* InstanceGroups */
-	{ "TrainingPlanArn", "trainingPlanArn", 135, 0 }, /* TrainingPlanArn */
-	{ "InstancePlacementConfig", "instancePlacementConfig", 53, 0 }, /* InstancePlacementConfig */
+	{ "InstanceType", "instanceType", 152, 0 }, /* TrainingInstanceType */
+	{ "InstanceCount", "instanceCount", 151, 0 }, /* TrainingInstanceCount */
+	{ "VolumeSizeInGB", "volumeSizeInGB", 164, 0 }, /* VolumeSizeInGB */
+	{ "VolumeKmsKeyId", "volumeKmsKeyId", 62, 0 }, /* KmsKeyId */
+	{ "KeepAlivePeriodInSeconds", "keepAlivePeriodInSeconds", 61, 0 }, /* KeepAlivePeriodInSeconds */
+	{ "InstanceGroups", "instanceGroups", 59, 0 }, /* InstanceGroups */
+	{ "TrainingPlanArn", "trainingPlanArn", 155, 0 }, /* TrainingPlanArn */
+	{ "InstancePlacementConfig", "instancePlacementConfig", 60, 0 }, /* InstancePlacementConfig */
 };
 
 static const struct api__member members_ResourceConfigForUpdate[] = {
-	{ "KeepAlivePeriodInSeconds", "keepAlivePeriodInSeconds", 54, 1 }, /* KeepAlivePeriodInSeconds */
+	{ "KeepAlivePeriodInSeconds", "keepAlivePeriodInSeconds", 61, 1 }, /* KeepAlivePeriodInSeconds */
+};
+
+static const char *const enum_ResourceType[] = {
+	"TrainingJob",
+	"Experiment",
+	"ExperimentTrial",
+	"ExperimentTrialComponent",
+	"Endpoint",
+	"Model",
+	"ModelPackage",
+	"ModelPackageGroup",
+	"Pipeline",
+	"PipelineExecution",
+	"FeatureGroup",
+	"FeatureMetadata",
+	"Image",
+	"ImageVersion",
+	"Project",
+	"HyperParameterTuningJob",
+	"ModelCard",
+	"PipelineVersion",
+	NULL
+};
+static const unsigned short enum_sorted_ResourceType[] = {
+	4, 1, 2, 3, 10, 11, 15, 12, 13, 5, 16, 6,
+	7, 8, 9, 17, 14, 0,
 };
 
 static const struct api__member members_RetryStrategy[] = {
-	{ "MaximumRetryAttempts", "maximumRetryAttempts", 61, 1 }, /* MaximumRetryAttempts */
+	{ "MaximumRetryAttempts", "maximumRetryAttempts", 70, 1 }, /* MaximumRetryAttempts */
 };
 
 static const char *const enum_S3DataDistribution[] = {
@@ -466,13 +554,13 @@ static const unsigned short enum_sorted_S3DataDistribution[] = {
 };
 
 static const struct api__member members_S3DataSource[] = {
-	{ "S3DataType", "s3DataType", 100, 1 }, /* S3DataType */
-	{ "S3Uri", "s3Uri", 101, 1 }, /* S3Uri */
-	{ "S3DataDistributionType", "s3DataDistributionType", 98, 0 }, /* S3DataDistribution */
-	{ "AttributeNames", "attributeNames", 5, 0 }, /* AttributeNames */
-	{ "InstanceGroupNames", "instanceGroupNames", 51, 0 }, /* InstanceGroupNames */
-	{ "ModelAccessConfig", "modelAccessConfig", 70, 0 }, /* ModelAccessConfig */
-	{ "HubAccessConfig", "hubAccessConfig", 41, 0 }, /* HubAccessConfig */
+	{ "S3DataType", "s3DataType", 115, 1 }, /* S3DataType */
+	{ "S3Uri", "s3Uri", 116, 1 }, /* S3Uri */
+	{ "S3DataDistributionType", "s3DataDistributionType", 113, 0 }, /* S3DataDistribution */
+	{ "AttributeNames", "attributeNames", 6, 0 }, /* AttributeNames */
+	{ "InstanceGroupNames", "instanceGroupNames", 58, 0 }, /* InstanceGroupNames */
+	{ "ModelAccessConfig", "modelAccessConfig", 79, 0 }, /* ModelAccessConfig */
+	{ "HubAccessConfig", "hubAccessConfig", 48, 0 }, /* HubAccessConfig */
 };
 
 static const char *const enum_S3DataType[] = {
@@ -486,14 +574,41 @@ static const unsigned short enum_sorted_S3DataType[] = {
 	2, 3, 0, 1,
 };
 
+static const struct api__member members_SearchExpression[] = {
+	{ "Filters", "filters", 45, 0 }, /* FilterList */
+	{ "NestedFilters", "nestedFilters", 85, 0 }, /* NestedFiltersList */
+	{ "SubExpressions", "subExpressions", 118, 0 }, /* SearchExpressionList */
+	{ "Operator", "operator", 8, 0 }, /* BooleanOperator */
+};
+
+static const struct api__member members_SearchRequest[] = {
+	{ "Resource", "resource", 108, 1 }, /* ResourceType */
+	{ "SearchExpression", "searchExpression", 117, 0 }, /* SearchExpression */
+	{ "SortBy", "sortBy", 107, 0 }, /* ResourcePropertyName */
+	{ "SortOrder", "sortOrder", 120, 0 }, /* SearchSortOrder */
+	{ "NextToken", "nextToken", 86, 0 }, /* NextToken */
+	{ "MaxResults", "maxResults", 67, 0 }, /* MaxResults */
+	{ "CrossAccountFilterOption", "crossAccountFilterOption", 21, 0 }, /* CrossAccountFilterOption */
+	{ "VisibilityConditions", "visibilityConditions", 162, 0 }, /* VisibilityConditionsList */
+};
+
+static const char *const enum_SearchSortOrder[] = {
+	"Ascending",
+	"Descending",
+	NULL
+};
+static const unsigned short enum_sorted_SearchSortOrder[] = {
+	0, 1,
+};
+
 static const struct api__member members_ServerlessJobConfig[] = {
-	{ "BaseModelArn", "baseModelArn", 104, 1 }, /* ServerlessJobBaseModelArn */
+	{ "BaseModelArn", "baseModelArn", 123, 1 }, /* ServerlessJobBaseModelArn */
 	{ "AcceptEula", "acceptEula", 0, 0 }, /* AcceptEula */
-	{ "JobType", "jobType", 106, 1 }, /* ServerlessJobType */
-	{ "CustomizationTechnique", "customizationTechnique", 19, 0 }, /* CustomizationTechnique */
-	{ "Peft", "peft", 79, 0 }, /* Peft */
-	{ "EvaluationType", "evaluationType", 32, 0 }, /* EvaluationType */
-	{ "EvaluatorArn", "evaluatorArn", 33, 0 }, /* EvaluatorArn */
+	{ "JobType", "jobType", 125, 1 }, /* ServerlessJobType */
+	{ "CustomizationTechnique", "customizationTechnique", 22, 0 }, /* CustomizationTechnique */
+	{ "Peft", "peft", 91, 0 }, /* Peft */
+	{ "EvaluationType", "evaluationType", 36, 0 }, /* EvaluationType */
+	{ "EvaluatorArn", "evaluatorArn", 37, 0 }, /* EvaluatorArn */
 };
 
 static const char *const enum_ServerlessJobType[] = {
@@ -506,11 +621,11 @@ static const unsigned short enum_sorted_ServerlessJobType[] = {
 };
 
 static const struct api__member members_SessionChainingConfig[] = {
-	{ "EnableSessionTagChaining", "enableSessionTagChaining", 31, 0 }, /* EnableSessionTagChaining */
+	{ "EnableSessionTagChaining", "enableSessionTagChaining", 35, 0 }, /* EnableSessionTagChaining */
 };
 
 static const struct api__member members_ShuffleConfig[] = {
-	{ "Seed", "seed", 103, 1 }, /* Seed */
+	{ "Seed", "seed", 122, 1 }, /* Seed */
 };
 
 static const char *const enum_SortBy[] = {
@@ -533,28 +648,28 @@ static const unsigned short enum_sorted_SortOrder[] = {
 };
 
 static const struct api__member members_StopTrainingJobRequest[] = {
-	{ "TrainingJobName", "trainingJobName", 133, 1 }, /* TrainingJobName */
+	{ "TrainingJobName", "trainingJobName", 153, 1 }, /* TrainingJobName */
 };
 
 static const struct api__member members_StoppingCondition[] = {
-	{ "MaxRuntimeInSeconds", "maxRuntimeInSeconds", 59, 0 }, /* MaxRuntimeInSeconds */
-	{ "MaxWaitTimeInSeconds", "maxWaitTimeInSeconds", 60, 0 }, /* MaxWaitTimeInSeconds */
-	{ "MaxPendingTimeInSeconds", "maxPendingTimeInSeconds", 57, 0 }, /* MaxPendingTimeInSeconds */
+	{ "MaxRuntimeInSeconds", "maxRuntimeInSeconds", 68, 0 }, /* MaxRuntimeInSeconds */
+	{ "MaxWaitTimeInSeconds", "maxWaitTimeInSeconds", 69, 0 }, /* MaxWaitTimeInSeconds */
+	{ "MaxPendingTimeInSeconds", "maxPendingTimeInSeconds", 66, 0 }, /* MaxPendingTimeInSeconds */
 };
 
 static const struct api__member members_Tag[] = {
-	{ "Key", "key", 117, 1 }, /* TagKey */
-	{ "Value", "value", 119, 1 }, /* TagValue */
+	{ "Key", "key", 136, 1 }, /* TagKey */
+	{ "Value", "value", 139, 1 }, /* TagValue */
 };
 
 static const struct api__member members_TensorBoardOutputConfig[] = {
-	{ "LocalPath", "localPath", 27, 0 }, /* DirectoryPath */
-	{ "S3OutputPath", "s3OutputPath", 101, 1 }, /* S3Uri */
+	{ "LocalPath", "localPath", 31, 0 }, /* DirectoryPath */
+	{ "S3OutputPath", "s3OutputPath", 116, 1 }, /* S3Uri */
 };
 
 static const struct api__member members_TrainingImageConfig[] = {
-	{ "TrainingRepositoryAccessMode", "trainingRepositoryAccessMode", 136, 1 }, /* TrainingRepositoryAccessMode */
-	{ "TrainingRepositoryAuthConfig", "trainingRepositoryAuthConfig", 137, 0 }, /* TrainingRepositoryAuthConfig */
+	{ "TrainingRepositoryAccessMode", "trainingRepositoryAccessMode", 156, 1 }, /* TrainingRepositoryAccessMode */
+	{ "TrainingRepositoryAuthConfig", "trainingRepositoryAuthConfig", 157, 0 }, /* TrainingRepositoryAuthConfig */
 };
 
 static const char *const enum_TrainingInputMode[] = {
@@ -756,20 +871,25 @@ static const unsigned short enum_sorted_TrainingRepositoryAccessMode[] = {
 };
 
 static const struct api__member members_TrainingRepositoryAuthConfig[] = {
-	{ "TrainingRepositoryCredentialsProviderArn", "trainingRepositoryCredentialsProviderArn", 138, 1 }, /* TrainingRepositoryCredentialsProviderArn */
+	{ "TrainingRepositoryCredentialsProviderArn", "trainingRepositoryCredentialsProviderArn", 158, 1 }, /* TrainingRepositoryCredentialsProviderArn */
 };
 
 static const struct api__member members_UpdateTrainingJobRequest[] = {
-	{ "TrainingJobName", "trainingJobName", 133, 1 }, /* TrainingJobName */
-	{ "ProfilerConfig", "profilerConfig", 84, 0 }, /* ProfilerConfigForUpdate */
-	{ "ProfilerRuleConfigurations", "profilerRuleConfigurations", 86, 0 }, /* ProfilerRuleConfigurations */
-	{ "ResourceConfig", "resourceConfig", 93, 0 }, /* ResourceConfigForUpdate */
-	{ "RemoteDebugConfig", "remoteDebugConfig", 91, 0 }, /* RemoteDebugConfigForUpdate */
+	{ "TrainingJobName", "trainingJobName", 153, 1 }, /* TrainingJobName */
+	{ "ProfilerConfig", "profilerConfig", 96, 0 }, /* ProfilerConfigForUpdate */
+	{ "ProfilerRuleConfigurations", "profilerRuleConfigurations", 98, 0 }, /* ProfilerRuleConfigurations */
+	{ "ResourceConfig", "resourceConfig", 106, 0 }, /* ResourceConfigForUpdate */
+	{ "RemoteDebugConfig", "remoteDebugConfig", 103, 0 }, /* RemoteDebugConfigForUpdate */
+};
+
+static const struct api__member members_VisibilityConditions[] = {
+	{ "Key", "key", 161, 0 }, /* VisibilityConditionsKey */
+	{ "Value", "value", 163, 0 }, /* VisibilityConditionsValue */
 };
 
 static const struct api__member members_VpcConfig[] = {
-	{ "SecurityGroupIds", "securityGroupIds", 142, 1 }, /* VpcSecurityGroupIds */
-	{ "Subnets", "subnets", 115, 1 }, /* Subnets */
+	{ "SecurityGroupIds", "securityGroupIds", 166, 1 }, /* VpcSecurityGroupIds */
+	{ "Subnets", "subnets", 134, 1 }, /* Subnets */
 };
 
 static const char *const enum_WarmPoolResourceStatus[] = {
@@ -796,18 +916,20 @@ const struct api__pattern api__patterns[] = {
 	/* 9 */ { "arn:aws[a-z\\-]*:sagemaker:[a-z0-9\\-]{9,16}:[0-9]{12}:model-package/[\\S]{1,2048}", NULL },
 	/* 10 */ { "arn:aws[a-z\\-]*:sagemaker:[a-z0-9\\-]{9,16}:[0-9]{12}:model-package-group/[\\S]{1,2048}", NULL },
 	/* 11 */ { "[a-zA-Z0-9\\-]+", NULL },
-	/* 12 */ { "^arn:aws[a-z\\-]*:iam::\\d{12}:role/?[a-zA-Z_0-9+=,.@\\-_/]+$", NULL },
-	/* 13 */ { "^(https|s3|file)://([^/]*)/?(.*)$", NULL },
-	/* 14 */ { "[-0-9a-zA-Z]+", NULL },
-	/* 15 */ { "(arn:[a-z0-9-\\.]{1,63}:sagemaker:\\w+(?:-\\w+)+:(\\d{12}|aws):hub-content\\/)[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}\\/Model\\/[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63}(\\/\\d{1,4}.\\d{1,4}.\\d{1,4})?", NULL },
-	/* 16 */ { "^([\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]*)$", NULL },
-	/* 17 */ { "[a-zA-Z_][a-zA-Z0-9_]*", NULL },
-	/* 18 */ { "[\\S\\s]*", NULL },
-	/* 19 */ { "^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", NULL },
-	/* 20 */ { "arn:aws[a-z\\-]*:sagemaker:[a-z0-9\\-]*:[0-9]{12}:training-plan/.*", NULL },
-	/* 21 */ { "arn:[\\p{Alnum}\\-]+:lambda:[\\p{Alnum}\\-]+:[0-9]{12}:function:.*", "arn:[a-zA-Z0-9\\-]+:lambda:[a-zA-Z0-9\\-]+:[0-9]{12}:function:.*" },
+	/* 12 */ { "arn:aws[a-z-]*:sagemaker:[a-z0-9-]*:[0-9]{12}:.+", NULL },
+	/* 13 */ { "^arn:aws[a-z\\-]*:iam::\\d{12}:role/?[a-zA-Z_0-9+=,.@\\-_/]+$", NULL },
+	/* 14 */ { "^(https|s3|file)://([^/]*)/?(.*)$", NULL },
+	/* 15 */ { "[-0-9a-zA-Z]+", NULL },
+	/* 16 */ { "(arn:[a-z0-9-\\.]{1,63}:sagemaker:\\w+(?:-\\w+)+:(\\d{12}|aws):hub-content\\/)[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}\\/Model\\/[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63}(\\/\\d{1,4}.\\d{1,4}.\\d{1,4})?", NULL },
+	/* 17 */ { "^([\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]*)$", NULL },
+	/* 18 */ { "[a-zA-Z_][a-zA-Z0-9_]*", NULL },
+	/* 19 */ { "[\\S\\s]*", NULL },
+	/* 20 */ { "^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", NULL },
+	/* 21 */ { "arn:aws[a-z\\-]*:sagemaker:[a-z0-9\\-]*:[0-9]{12}:training-plan/.*", NULL },
+	/* 22 */ { "arn:[\\p{Alnum}\\-]+:lambda:[\\p{Alnum}\\-]+:[0-9]{12}:function:.*", "arn:[a-zA-Z0-9\\-]+:lambda:[a-zA-Z0-9\\-]+:[0-9]{12}:function:.*" },
+	/* 23 */ { "([\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]*)", NULL },
 };
-const size_t api__npatterns = 22;
+const size_t api__npatterns = 24;
 
 const struct api__shape api__shapes[] = {
 	[0] = {
@@ -819,6 +941,16 @@ const struct api__shape api__shapes[] = {
 		.value = -1,
 	},
 	[1] = {
+		.name = "AddTagsInput",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 2,
+		.members = members_AddTagsInput,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[2] = {
 		.name = "AlgorithmImage",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -828,7 +960,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[2] = {
+	[3] = {
 		.name = "AlgorithmSpecification",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -838,7 +970,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[3] = {
+	[4] = {
 		.name = "ArnOrName",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -848,7 +980,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[4] = {
+	[5] = {
 		.name = "AttributeName",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -858,17 +990,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[5] = {
+	[6] = {
 		.name = "AttributeNames",
 		.kind = API__LIST,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 16LL,
 		.pattern = -1,
-		.member = 4 /* AttributeName */,
+		.member = 5 /* AttributeName */,
 		.key = -1,
 		.value = -1,
 	},
-	[6] = {
+	[7] = {
 		.name = "Boolean",
 		.kind = API__BOOLEAN,
 		.pattern = -1,
@@ -876,7 +1008,18 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[7] = {
+	[8] = {
+		.name = "BooleanOperator",
+		.kind = API__STRING,
+		.pattern = -1,
+		.nenums = 2,
+		.enums = enum_BooleanOperator,
+		.enum_sorted = enum_sorted_BooleanOperator,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[9] = {
 		.name = "Channel",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -886,7 +1029,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[8] = {
+	[10] = {
 		.name = "ChannelName",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -896,7 +1039,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[9] = {
+	[11] = {
 		.name = "CheckpointConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -906,7 +1049,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[10] = {
+	[12] = {
 		.name = "CollectionConfiguration",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -916,17 +1059,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[11] = {
+	[13] = {
 		.name = "CollectionConfigurations",
 		.kind = API__LIST,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 20LL,
 		.pattern = -1,
-		.member = 10 /* CollectionConfiguration */,
+		.member = 12 /* CollectionConfiguration */,
 		.key = -1,
 		.value = -1,
 	},
-	[12] = {
+	[14] = {
 		.name = "CollectionName",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -936,17 +1079,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[13] = {
+	[15] = {
 		.name = "CollectionParameters",
 		.kind = API__MAP,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 20LL,
 		.pattern = -1,
 		.member = -1,
-		.key = 15 /* ConfigKey */,
-		.value = 16 /* ConfigValue */,
+		.key = 17 /* ConfigKey */,
+		.value = 18 /* ConfigValue */,
 	},
-	[14] = {
+	[16] = {
 		.name = "CompressionType",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -957,7 +1100,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[15] = {
+	[17] = {
 		.name = "ConfigKey",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -967,7 +1110,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[16] = {
+	[18] = {
 		.name = "ConfigValue",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -977,7 +1120,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[17] = {
+	[19] = {
 		.name = "ContentType",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -987,7 +1130,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[18] = {
+	[20] = {
 		.name = "CreateTrainingJobRequest",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -997,7 +1140,18 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[19] = {
+	[21] = {
+		.name = "CrossAccountFilterOption",
+		.kind = API__STRING,
+		.pattern = -1,
+		.nenums = 2,
+		.enums = enum_CrossAccountFilterOption,
+		.enum_sorted = enum_sorted_CrossAccountFilterOption,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[22] = {
 		.name = "CustomizationTechnique",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -1008,7 +1162,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[20] = {
+	[23] = {
 		.name = "DataSource",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1018,7 +1172,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[21] = {
+	[24] = {
 		.name = "DatasetSource",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1028,7 +1182,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[22] = {
+	[25] = {
 		.name = "DebugHookConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1038,7 +1192,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[23] = {
+	[26] = {
 		.name = "DebugRuleConfiguration",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1048,17 +1202,27 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[24] = {
+	[27] = {
 		.name = "DebugRuleConfigurations",
 		.kind = API__LIST,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 20LL,
 		.pattern = -1,
-		.member = 23 /* DebugRuleConfiguration */,
+		.member = 26 /* DebugRuleConfiguration */,
 		.key = -1,
 		.value = -1,
 	},
-	[25] = {
+	[28] = {
+		.name = "DeleteTagsInput",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 2,
+		.members = members_DeleteTagsInput,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[29] = {
 		.name = "DeleteTrainingJobRequest",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1068,7 +1232,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[26] = {
+	[30] = {
 		.name = "DescribeTrainingJobRequest",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1078,7 +1242,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[27] = {
+	[31] = {
 		.name = "DirectoryPath",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -1088,7 +1252,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[28] = {
+	[32] = {
 		.name = "DisableProfiler",
 		.kind = API__BOOLEAN,
 		.pattern = -1,
@@ -1096,7 +1260,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[29] = {
+	[33] = {
 		.name = "EnableInfraCheck",
 		.kind = API__BOOLEAN,
 		.pattern = -1,
@@ -1104,7 +1268,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[30] = {
+	[34] = {
 		.name = "EnableRemoteDebug",
 		.kind = API__BOOLEAN,
 		.pattern = -1,
@@ -1112,7 +1276,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[31] = {
+	[35] = {
 		.name = "EnableSessionTagChaining",
 		.kind = API__BOOLEAN,
 		.pattern = -1,
@@ -1120,7 +1284,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[32] = {
+	[36] = {
 		.name = "EvaluationType",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -1131,7 +1295,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[33] = {
+	[37] = {
 		.name = "EvaluatorArn",
 		.kind = API__STRING,
 		.pattern = 0,
@@ -1139,7 +1303,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[34] = {
+	[38] = {
 		.name = "ExperimentConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1149,7 +1313,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[35] = {
+	[39] = {
 		.name = "ExperimentEntityName",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -1159,7 +1323,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[36] = {
+	[40] = {
 		.name = "FileSystemAccessMode",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -1170,7 +1334,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[37] = {
+	[41] = {
 		.name = "FileSystemDataSource",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1180,7 +1344,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[38] = {
+	[42] = {
 		.name = "FileSystemId",
 		.kind = API__STRING,
 		.has_min = 1, .min = 11LL,
@@ -1190,7 +1354,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[39] = {
+	[43] = {
 		.name = "FileSystemType",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -1201,17 +1365,47 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[40] = {
+	[44] = {
+		.name = "Filter",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 3,
+		.members = members_Filter,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[45] = {
+		.name = "FilterList",
+		.kind = API__LIST,
+		.has_min = 1, .min = 1LL,
+		.has_max = 1, .max = 20LL,
+		.pattern = -1,
+		.member = 44 /* Filter */,
+		.key = -1,
+		.value = -1,
+	},
+	[46] = {
+		.name = "FilterValue",
+		.kind = API__STRING,
+		.has_min = 1, .min = 1LL,
+		.has_max = 1, .max = 1024LL,
+		.pattern = 2,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[47] = {
 		.name = "HookParameters",
 		.kind = API__MAP,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 20LL,
 		.pattern = -1,
 		.member = -1,
-		.key = 15 /* ConfigKey */,
-		.value = 16 /* ConfigValue */,
+		.key = 17 /* ConfigKey */,
+		.value = 18 /* ConfigValue */,
 	},
-	[41] = {
+	[48] = {
 		.name = "HubAccessConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1221,7 +1415,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[42] = {
+	[49] = {
 		.name = "HubContentArn",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -1231,7 +1425,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[43] = {
+	[50] = {
 		.name = "HubDataSetArn",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -1241,7 +1435,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[44] = {
+	[51] = {
 		.name = "HyperParameterKey",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -1251,7 +1445,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[45] = {
+	[52] = {
 		.name = "HyperParameterValue",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -1261,17 +1455,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[46] = {
+	[53] = {
 		.name = "HyperParameters",
 		.kind = API__MAP,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 100LL,
 		.pattern = -1,
 		.member = -1,
-		.key = 44 /* HyperParameterKey */,
-		.value = 45 /* HyperParameterValue */,
+		.key = 51 /* HyperParameterKey */,
+		.value = 52 /* HyperParameterValue */,
 	},
-	[47] = {
+	[54] = {
 		.name = "InfraCheckConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1281,17 +1475,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[48] = {
+	[55] = {
 		.name = "InputDataConfig",
 		.kind = API__LIST,
 		.has_min = 1, .min = 1LL,
 		.has_max = 1, .max = 20LL,
 		.pattern = -1,
-		.member = 7 /* Channel */,
+		.member = 9 /* Channel */,
 		.key = -1,
 		.value = -1,
 	},
-	[49] = {
+	[56] = {
 		.name = "InstanceGroup",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1301,7 +1495,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[50] = {
+	[57] = {
 		.name = "InstanceGroupName",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -1311,27 +1505,27 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[51] = {
+	[58] = {
 		.name = "InstanceGroupNames",
 		.kind = API__LIST,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 5LL,
 		.pattern = -1,
-		.member = 50 /* InstanceGroupName */,
+		.member = 57 /* InstanceGroupName */,
 		.key = -1,
 		.value = -1,
 	},
-	[52] = {
+	[59] = {
 		.name = "InstanceGroups",
 		.kind = API__LIST,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 5LL,
 		.pattern = -1,
-		.member = 49 /* InstanceGroup */,
+		.member = 56 /* InstanceGroup */,
 		.key = -1,
 		.value = -1,
 	},
-	[53] = {
+	[60] = {
 		.name = "InstancePlacementConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1341,7 +1535,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[54] = {
+	[61] = {
 		.name = "KeepAlivePeriodInSeconds",
 		.kind = API__INTEGER,
 		.has_min = 1, .min = 0LL,
@@ -1351,7 +1545,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[55] = {
+	[62] = {
 		.name = "KmsKeyId",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -1361,7 +1555,26 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[56] = {
+	[63] = {
+		.name = "ListTagsInput",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 3,
+		.members = members_ListTagsInput,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[64] = {
+		.name = "ListTagsMaxResults",
+		.kind = API__INTEGER,
+		.has_min = 1, .min = 50LL,
+		.pattern = -1,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[65] = {
 		.name = "ListTrainingJobsRequest",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1371,7 +1584,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[57] = {
+	[66] = {
 		.name = "MaxPendingTimeInSeconds",
 		.kind = API__INTEGER,
 		.has_min = 1, .min = 7200LL,
@@ -1381,7 +1594,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[58] = {
+	[67] = {
 		.name = "MaxResults",
 		.kind = API__INTEGER,
 		.has_min = 1, .min = 1LL,
@@ -1391,7 +1604,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[59] = {
+	[68] = {
 		.name = "MaxRuntimeInSeconds",
 		.kind = API__INTEGER,
 		.has_min = 1, .min = 1LL,
@@ -1400,7 +1613,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[60] = {
+	[69] = {
 		.name = "MaxWaitTimeInSeconds",
 		.kind = API__INTEGER,
 		.has_min = 1, .min = 1LL,
@@ -1409,7 +1622,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[61] = {
+	[70] = {
 		.name = "MaximumRetryAttempts",
 		.kind = API__INTEGER,
 		.has_min = 1, .min = 1LL,
@@ -1419,7 +1632,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[62] = {
+	[71] = {
 		.name = "MetricDefinition",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1429,17 +1642,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[63] = {
+	[72] = {
 		.name = "MetricDefinitionList",
 		.kind = API__LIST,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 40LL,
 		.pattern = -1,
-		.member = 62 /* MetricDefinition */,
+		.member = 71 /* MetricDefinition */,
 		.key = -1,
 		.value = -1,
 	},
-	[64] = {
+	[73] = {
 		.name = "MetricName",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -1449,7 +1662,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[65] = {
+	[74] = {
 		.name = "MetricRegex",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -1459,7 +1672,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[66] = {
+	[75] = {
 		.name = "MlFlowResourceArn",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -1469,7 +1682,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[67] = {
+	[76] = {
 		.name = "MlflowConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1479,7 +1692,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[68] = {
+	[77] = {
 		.name = "MlflowExperimentName",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -1489,7 +1702,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[69] = {
+	[78] = {
 		.name = "MlflowRunName",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -1499,7 +1712,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[70] = {
+	[79] = {
 		.name = "ModelAccessConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1509,7 +1722,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[71] = {
+	[80] = {
 		.name = "ModelPackageArn",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -1519,7 +1732,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[72] = {
+	[81] = {
 		.name = "ModelPackageConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1529,7 +1742,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[73] = {
+	[82] = {
 		.name = "ModelPackageGroupArn",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -1539,7 +1752,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[74] = {
+	[83] = {
 		.name = "NameContains",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -1549,7 +1762,27 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[75] = {
+	[84] = {
+		.name = "NestedFilters",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 2,
+		.members = members_NestedFilters,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[85] = {
+		.name = "NestedFiltersList",
+		.kind = API__LIST,
+		.has_min = 1, .min = 1LL,
+		.has_max = 1, .max = 20LL,
+		.pattern = -1,
+		.member = 84 /* NestedFilters */,
+		.key = -1,
+		.value = -1,
+	},
+	[86] = {
 		.name = "NextToken",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -1559,7 +1792,18 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[76] = {
+	[87] = {
+		.name = "Operator",
+		.kind = API__STRING,
+		.pattern = -1,
+		.nenums = 10,
+		.enums = enum_Operator,
+		.enum_sorted = enum_sorted_Operator,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[88] = {
 		.name = "OptionalVolumeSizeInGB",
 		.kind = API__INTEGER,
 		.has_min = 1, .min = 0LL,
@@ -1568,7 +1812,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[77] = {
+	[89] = {
 		.name = "OutputCompressionType",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -1579,7 +1823,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[78] = {
+	[90] = {
 		.name = "OutputDataConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1589,7 +1833,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[79] = {
+	[91] = {
 		.name = "Peft",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -1600,7 +1844,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[80] = {
+	[92] = {
 		.name = "PlacementSpecification",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1610,17 +1854,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[81] = {
+	[93] = {
 		.name = "PlacementSpecifications",
 		.kind = API__LIST,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 10LL,
 		.pattern = -1,
-		.member = 80 /* PlacementSpecification */,
+		.member = 92 /* PlacementSpecification */,
 		.key = -1,
 		.value = -1,
 	},
-	[82] = {
+	[94] = {
 		.name = "ProcessingInstanceType",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -1631,7 +1875,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[83] = {
+	[95] = {
 		.name = "ProfilerConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1641,7 +1885,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[84] = {
+	[96] = {
 		.name = "ProfilerConfigForUpdate",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1651,7 +1895,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[85] = {
+	[97] = {
 		.name = "ProfilerRuleConfiguration",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1661,17 +1905,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[86] = {
+	[98] = {
 		.name = "ProfilerRuleConfigurations",
 		.kind = API__LIST,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 20LL,
 		.pattern = -1,
-		.member = 85 /* ProfilerRuleConfiguration */,
+		.member = 97 /* ProfilerRuleConfiguration */,
 		.key = -1,
 		.value = -1,
 	},
-	[87] = {
+	[99] = {
 		.name = "ProfilingIntervalInMilliseconds",
 		.kind = API__LONG,
 		.pattern = -1,
@@ -1679,17 +1923,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[88] = {
+	[100] = {
 		.name = "ProfilingParameters",
 		.kind = API__MAP,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 20LL,
 		.pattern = -1,
 		.member = -1,
-		.key = 15 /* ConfigKey */,
-		.value = 16 /* ConfigValue */,
+		.key = 17 /* ConfigKey */,
+		.value = 18 /* ConfigValue */,
 	},
-	[89] = {
+	[101] = {
 		.name = "RecordWrapper",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -1700,7 +1944,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[90] = {
+	[102] = {
 		.name = "RemoteDebugConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1710,7 +1954,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[91] = {
+	[103] = {
 		.name = "RemoteDebugConfigForUpdate",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1720,7 +1964,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[92] = {
+	[104] = {
+		.name = "ResourceArn",
+		.kind = API__STRING,
+		.has_min = 1, .min = 0LL,
+		.has_max = 1, .max = 256LL,
+		.pattern = 12,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[105] = {
 		.name = "ResourceConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1730,7 +1984,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[93] = {
+	[106] = {
 		.name = "ResourceConfigForUpdate",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1740,7 +1994,28 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[94] = {
+	[107] = {
+		.name = "ResourcePropertyName",
+		.kind = API__STRING,
+		.has_min = 1, .min = 1LL,
+		.has_max = 1, .max = 255LL,
+		.pattern = 2,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[108] = {
+		.name = "ResourceType",
+		.kind = API__STRING,
+		.pattern = -1,
+		.nenums = 18,
+		.enums = enum_ResourceType,
+		.enum_sorted = enum_sorted_ResourceType,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[109] = {
 		.name = "RetryStrategy",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1750,17 +2025,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[95] = {
+	[110] = {
 		.name = "RoleArn",
 		.kind = API__STRING,
 		.has_min = 1, .min = 20LL,
 		.has_max = 1, .max = 2048LL,
-		.pattern = 12,
+		.pattern = 13,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[96] = {
+	[111] = {
 		.name = "RuleConfigurationName",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -1770,17 +2045,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[97] = {
+	[112] = {
 		.name = "RuleParameters",
 		.kind = API__MAP,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 100LL,
 		.pattern = -1,
 		.member = -1,
-		.key = 15 /* ConfigKey */,
-		.value = 16 /* ConfigValue */,
+		.key = 17 /* ConfigKey */,
+		.value = 18 /* ConfigValue */,
 	},
-	[98] = {
+	[113] = {
 		.name = "S3DataDistribution",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -1791,7 +2066,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[99] = {
+	[114] = {
 		.name = "S3DataSource",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1801,7 +2076,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[100] = {
+	[115] = {
 		.name = "S3DataType",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -1812,27 +2087,68 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[101] = {
+	[116] = {
 		.name = "S3Uri",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 1024LL,
-		.pattern = 13,
-		.member = -1,
-		.key = -1,
-		.value = -1,
-	},
-	[102] = {
-		.name = "SecurityGroupId",
-		.kind = API__STRING,
-		.has_min = 1, .min = 0LL,
-		.has_max = 1, .max = 32LL,
 		.pattern = 14,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[103] = {
+	[117] = {
+		.name = "SearchExpression",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 4,
+		.members = members_SearchExpression,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[118] = {
+		.name = "SearchExpressionList",
+		.kind = API__LIST,
+		.has_min = 1, .min = 1LL,
+		.has_max = 1, .max = 20LL,
+		.pattern = -1,
+		.member = 117 /* SearchExpression */,
+		.key = -1,
+		.value = -1,
+	},
+	[119] = {
+		.name = "SearchRequest",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 8,
+		.members = members_SearchRequest,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[120] = {
+		.name = "SearchSortOrder",
+		.kind = API__STRING,
+		.pattern = -1,
+		.nenums = 2,
+		.enums = enum_SearchSortOrder,
+		.enum_sorted = enum_sorted_SearchSortOrder,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[121] = {
+		.name = "SecurityGroupId",
+		.kind = API__STRING,
+		.has_min = 1, .min = 0LL,
+		.has_max = 1, .max = 32LL,
+		.pattern = 15,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[122] = {
 		.name = "Seed",
 		.kind = API__LONG,
 		.pattern = -1,
@@ -1840,17 +2156,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[104] = {
+	[123] = {
 		.name = "ServerlessJobBaseModelArn",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
 		.has_max = 1, .max = 2048LL,
-		.pattern = 15,
+		.pattern = 16,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[105] = {
+	[124] = {
 		.name = "ServerlessJobConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1860,7 +2176,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[106] = {
+	[125] = {
 		.name = "ServerlessJobType",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -1871,7 +2187,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[107] = {
+	[126] = {
 		.name = "SessionChainingConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1881,7 +2197,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[108] = {
+	[127] = {
 		.name = "ShuffleConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1891,7 +2207,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[109] = {
+	[128] = {
 		.name = "SortBy",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -1902,7 +2218,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[110] = {
+	[129] = {
 		.name = "SortOrder",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -1913,7 +2229,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[111] = {
+	[130] = {
 		.name = "StopTrainingJobRequest",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1923,7 +2239,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[112] = {
+	[131] = {
 		.name = "StoppingCondition",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1933,7 +2249,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[113] = {
+	[132] = {
 		.name = "String256",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -1943,27 +2259,27 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[114] = {
+	[133] = {
 		.name = "SubnetId",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 32LL,
-		.pattern = 14,
+		.pattern = 15,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[115] = {
+	[134] = {
 		.name = "Subnets",
 		.kind = API__LIST,
 		.has_min = 1, .min = 1LL,
 		.has_max = 1, .max = 16LL,
 		.pattern = -1,
-		.member = 114 /* SubnetId */,
+		.member = 133 /* SubnetId */,
 		.key = -1,
 		.value = -1,
 	},
-	[116] = {
+	[135] = {
 		.name = "Tag",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1973,37 +2289,47 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[117] = {
+	[136] = {
 		.name = "TagKey",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
 		.has_max = 1, .max = 128LL,
-		.pattern = 16,
+		.pattern = 17,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[118] = {
+	[137] = {
+		.name = "TagKeyList",
+		.kind = API__LIST,
+		.has_min = 1, .min = 1LL,
+		.has_max = 1, .max = 50LL,
+		.pattern = -1,
+		.member = 136 /* TagKey */,
+		.key = -1,
+		.value = -1,
+	},
+	[138] = {
 		.name = "TagList",
 		.kind = API__LIST,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 50LL,
 		.pattern = -1,
-		.member = 116 /* Tag */,
+		.member = 135 /* Tag */,
 		.key = -1,
 		.value = -1,
 	},
-	[119] = {
+	[139] = {
 		.name = "TagValue",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 256LL,
-		.pattern = 16,
+		.pattern = 17,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[120] = {
+	[140] = {
 		.name = "TensorBoardOutputConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -2013,7 +2339,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[121] = {
+	[141] = {
 		.name = "Timestamp",
 		.kind = API__TIMESTAMP,
 		.pattern = -1,
@@ -2021,7 +2347,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[122] = {
+	[142] = {
 		.name = "TrainingContainerArgument",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -2031,27 +2357,27 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[123] = {
+	[143] = {
 		.name = "TrainingContainerArguments",
 		.kind = API__LIST,
 		.has_min = 1, .min = 1LL,
 		.has_max = 1, .max = 100LL,
 		.pattern = -1,
-		.member = 122 /* TrainingContainerArgument */,
+		.member = 142 /* TrainingContainerArgument */,
 		.key = -1,
 		.value = -1,
 	},
-	[124] = {
+	[144] = {
 		.name = "TrainingContainerEntrypoint",
 		.kind = API__LIST,
 		.has_min = 1, .min = 1LL,
 		.has_max = 1, .max = 100LL,
 		.pattern = -1,
-		.member = 125 /* TrainingContainerEntrypointString */,
+		.member = 145 /* TrainingContainerEntrypointString */,
 		.key = -1,
 		.value = -1,
 	},
-	[125] = {
+	[145] = {
 		.name = "TrainingContainerEntrypointString",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -2061,28 +2387,8 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[126] = {
+	[146] = {
 		.name = "TrainingEnvironmentKey",
-		.kind = API__STRING,
-		.has_min = 1, .min = 0LL,
-		.has_max = 1, .max = 512LL,
-		.pattern = 17,
-		.member = -1,
-		.key = -1,
-		.value = -1,
-	},
-	[127] = {
-		.name = "TrainingEnvironmentMap",
-		.kind = API__MAP,
-		.has_min = 1, .min = 0LL,
-		.has_max = 1, .max = 100LL,
-		.pattern = -1,
-		.member = -1,
-		.key = 126 /* TrainingEnvironmentKey */,
-		.value = 128 /* TrainingEnvironmentValue */,
-	},
-	[128] = {
-		.name = "TrainingEnvironmentValue",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 512LL,
@@ -2091,7 +2397,27 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[129] = {
+	[147] = {
+		.name = "TrainingEnvironmentMap",
+		.kind = API__MAP,
+		.has_min = 1, .min = 0LL,
+		.has_max = 1, .max = 100LL,
+		.pattern = -1,
+		.member = -1,
+		.key = 146 /* TrainingEnvironmentKey */,
+		.value = 148 /* TrainingEnvironmentValue */,
+	},
+	[148] = {
+		.name = "TrainingEnvironmentValue",
+		.kind = API__STRING,
+		.has_min = 1, .min = 0LL,
+		.has_max = 1, .max = 512LL,
+		.pattern = 19,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[149] = {
 		.name = "TrainingImageConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -2101,7 +2427,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[130] = {
+	[150] = {
 		.name = "TrainingInputMode",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -2112,7 +2438,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[131] = {
+	[151] = {
 		.name = "TrainingInstanceCount",
 		.kind = API__INTEGER,
 		.has_min = 1, .min = 0LL,
@@ -2121,7 +2447,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[132] = {
+	[152] = {
 		.name = "TrainingInstanceType",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -2132,17 +2458,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[133] = {
+	[153] = {
 		.name = "TrainingJobName",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
 		.has_max = 1, .max = 63LL,
-		.pattern = 19,
+		.pattern = 20,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[134] = {
+	[154] = {
 		.name = "TrainingJobStatus",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -2153,17 +2479,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[135] = {
+	[155] = {
 		.name = "TrainingPlanArn",
 		.kind = API__STRING,
 		.has_min = 1, .min = 50LL,
 		.has_max = 1, .max = 2048LL,
-		.pattern = 20,
+		.pattern = 21,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[136] = {
+	[156] = {
 		.name = "TrainingRepositoryAccessMode",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -2174,7 +2500,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[137] = {
+	[157] = {
 		.name = "TrainingRepositoryAuthConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -2184,17 +2510,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[138] = {
+	[158] = {
 		.name = "TrainingRepositoryCredentialsProviderArn",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
 		.has_max = 1, .max = 2048LL,
-		.pattern = 21,
+		.pattern = 22,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[139] = {
+	[159] = {
 		.name = "UpdateTrainingJobRequest",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -2204,7 +2530,47 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[140] = {
+	[160] = {
+		.name = "VisibilityConditions",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 2,
+		.members = members_VisibilityConditions,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[161] = {
+		.name = "VisibilityConditionsKey",
+		.kind = API__STRING,
+		.has_min = 1, .min = 1LL,
+		.has_max = 1, .max = 128LL,
+		.pattern = 23,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[162] = {
+		.name = "VisibilityConditionsList",
+		.kind = API__LIST,
+		.has_min = 1, .min = 1LL,
+		.has_max = 1, .max = 5LL,
+		.pattern = -1,
+		.member = 160 /* VisibilityConditions */,
+		.key = -1,
+		.value = -1,
+	},
+	[163] = {
+		.name = "VisibilityConditionsValue",
+		.kind = API__STRING,
+		.has_min = 1, .min = 0LL,
+		.has_max = 1, .max = 256LL,
+		.pattern = 23,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[164] = {
 		.name = "VolumeSizeInGB",
 		.kind = API__INTEGER,
 		.has_min = 1, .min = 1LL,
@@ -2213,7 +2579,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[141] = {
+	[165] = {
 		.name = "VpcConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -2223,17 +2589,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[142] = {
+	[166] = {
 		.name = "VpcSecurityGroupIds",
 		.kind = API__LIST,
 		.has_min = 1, .min = 1LL,
 		.has_max = 1, .max = 5LL,
 		.pattern = -1,
-		.member = 102 /* SecurityGroupId */,
+		.member = 121 /* SecurityGroupId */,
 		.key = -1,
 		.value = -1,
 	},
-	[143] = {
+	[167] = {
 		.name = "WarmPoolResourceStatus",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -2245,7 +2611,7 @@ const struct api__shape api__shapes[] = {
 		.value = -1,
 	},
 };
-const size_t api__nshapes = 144;
+const size_t api__nshapes = 168;
 
 /* clang-format on */
 

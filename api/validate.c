@@ -9,8 +9,10 @@
  *
  * The walk follows the model, not the document: unknown members are never
  * visited, so the recursion is as deep as the model (api__max_depth) however
- * deep the JSON is. Patterns are compiled once, on first use, and matched
- * against the whole string, as Java's String.matches() does on the service.
+ * deep the JSON is, except below a recursive shape (SearchExpression), where
+ * it stops at VALIDATE_MAX_DEPTH levels. Patterns are compiled once, on first
+ * use, and matched against the whole string, as Java's String.matches() does on
+ * the service.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 
@@ -847,7 +849,18 @@ static void check_number(struct vctx *c, const struct api__shape *sh,
 static void check_value(struct vctx *c, int shape, const json_t *v)
 {
 	const struct api__shape *sh = &api__shapes[shape];
+	struct buf *b;
 
+	/* Recursive shapes (SearchExpression) nest as deep as the JSON. */
+	if (c->depth >= VALIDATE_MAX_DEPTH &&
+	    (json_is_object(v) || json_is_array(v))) {
+		b = fail(c, NULL, NULL, 0);
+		if (b)
+			msg_addf(b,
+				 "Member must not nest deeper than %d levels",
+				 VALIDATE_MAX_DEPTH);
+		return;
+	}
 	switch (sh->kind) {
 	case API__STRUCTURE:
 		if (!json_is_object(v))

@@ -17,6 +17,7 @@
 #include "db/run.h"
 #include "storage/storage.h"
 #include "common/err.h"
+#include "common/fsutil.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
@@ -73,6 +74,86 @@ static int copy_entries(struct archive *w, const char *path, struct buf *err)
 	return ret;
 }
 
+/* A store as the controller's own uploads use it. */
+static int open_store(struct ctrl_ctx *ctx, struct stor **st, struct buf *err)
+{
+	struct stor_config cfg;
+	int ret;
+
+	stor_config_init(&cfg);
+	stor_config_set(&cfg.state_dir, ctx->cfg.state_dir);
+	/* --s3-endpoint first; the environment fills the rest. */
+	stor_config_set(&cfg.s3_endpoint, ctx->cfg.s3_endpoint);
+	ret = stor_config_from_env(&cfg, err);
+	stor_config_fill_defaults(&cfg);
+	if (!ret)
+		ret = stor_open(&cfg, st, err);
+	stor_config_release(&cfg);
+	return ret;
+}
+
+int ctrl_artifacts_store_files(struct ctrl_ctx *ctx, const char *job,
+			       int attempt, const struct db_assignment *as,
+			       size_t n, const char *output_path,
+			       char **uri_out, struct buf *err)
+{
+	struct buf dir = BUF_INIT, part = BUF_INIT, uri = BUF_INIT;
+	struct stor_sync_stats stats;
+	struct stor *st = NULL;
+	size_t i, len = strlen(output_path);
+	int ret;
+
+	if (uri_out)
+		*uri_out = NULL;
+	(void)buf_addf(&dir, "%s/artifacts/%s/%d", ctx->cfg.state_dir, job,
+		       attempt);
+	ret = fs_mkdir_p(dir.data, 0700, err);
+	if (ret)
+		goto out;
+	(void)buf_addf(&dir, "/model-files.XXXXXX");
+	if (!mkdtemp(dir.data)) {
+		(void)buf_addf(err, "cannot create '%s': %s", dir.data,
+			       strerror(errno));
+		ret = ERR_IO;
+		goto out;
+	}
+	/*
+	 * Every host's model/ in host order, as in the merged model.tar.gz:
+	 * a later host's file replaces an earlier one's of the same name.
+	 * The unpack refuses names that would leave the folder.
+	 */
+	for (i = 0; !ret && i < n; i++) {
+		if (!(as[i].artifacts & 1))
+			continue;
+		buf_reset(&part);
+		(void)ctrl_artifact_path(ctx, job, attempt, as[i].host_index,
+					 "model.tar.gz", &part);
+		ret = stor_archive_unpack(part.data, dir.data, NULL, err);
+	}
+	(void)buf_addf(&uri, "%s%s%s/output/model", output_path,
+		       len && output_path[len - 1] == '/' ? "" : "/", job);
+	if (!ret)
+		ret = open_store(ctx, &st, err);
+	memset(&stats, 0, sizeof(stats));
+	if (!ret)
+		ret = stor_put_dir(st, dir.data, uri.data, 0, &stats, err);
+	stor_close(st);
+	(void)fs_remove_tree(dir.data);
+	if (!ret) {
+		log_info("job '%s': %zu model files (%lld bytes) stored under "
+			 "%s/",
+			 job, stats.files, (long long)stats.bytes, uri.data);
+		(void)buf_addch(&uri, '/');
+		if (uri_out)
+			*uri_out = buf_detach(&uri, NULL);
+	}
+out:
+	buf_release(&dir);
+	buf_release(&part);
+	buf_release(&uri);
+	return ret;
+}
+
 int ctrl_artifacts_collect(struct ctrl_ctx *ctx, const char *job, int attempt,
 			   const struct db_assignment *as, size_t n,
 			   const char *output_path, const char *file,
@@ -81,7 +162,6 @@ int ctrl_artifacts_collect(struct ctrl_ctx *ctx, const char *job, int attempt,
 	struct buf tmp = BUF_INIT;
 	struct buf part = BUF_INIT;
 	struct buf uri = BUF_INIT;
-	struct stor_config cfg;
 	struct stor *st = NULL;
 	struct archive *w;
 	int bit = !strcmp(file, "model.tar.gz") ? 1 : 2;
@@ -142,18 +222,10 @@ int ctrl_artifacts_collect(struct ctrl_ctx *ctx, const char *job, int attempt,
 		(void)buf_addf(&uri, "%s%s%s/output/%s", output_path,
 			       len && output_path[len - 1] == '/' ? "" : "/",
 			       job, file);
-		stor_config_init(&cfg);
-		stor_config_set(&cfg.state_dir, ctx->cfg.state_dir);
-		/* --s3-endpoint first; the environment fills the rest. */
-		stor_config_set(&cfg.s3_endpoint, ctx->cfg.s3_endpoint);
-		ret = stor_config_from_env(&cfg, err);
-		stor_config_fill_defaults(&cfg);
-		if (!ret)
-			ret = stor_open(&cfg, &st, err);
+		ret = open_store(ctx, &st, err);
 		if (!ret)
 			ret = stor_put(st, tmp.data, uri.data, NULL, err);
 		stor_close(st);
-		stor_config_release(&cfg);
 	}
 	unlink(tmp.data);
 	if (!ret && uri_out)

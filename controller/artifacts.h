@@ -19,4 +19,16 @@ int ctrl_artifacts_collect(struct ctrl_ctx *ctx, const char *job, int attempt,
 			   const char *output_path, const char *file,
 			   char **uri_out, struct buf *err);
 
+/*
+ * OutputDataConfig.CompressionType NONE: the files of every host's
+ * model.tar.gz (merged in host order, as ctrl_artifacts_collect() merges
+ * them) are stored one by one under <output_path>/<job>/output/model/.
+ * On success *uri_out (may be NULL) receives that prefix, with its
+ * trailing '/' (caller frees). Returns 0 or an error with err set.
+ */
+int ctrl_artifacts_store_files(struct ctrl_ctx *ctx, const char *job,
+			       int attempt, const struct db_assignment *as,
+			       size_t n, const char *output_path,
+			       char **uri_out, struct buf *err);
+
 #endif

@@ -112,6 +112,17 @@ static int container(const struct api_job_spec *spec, const char *image,
 		ret = ERR_INVALID;
 	}
 	api_distribution_release(&dist);
+	if (!ret && spec->network_isolation &&
+	    (spec->n_groups || spec->instance_count > 1)) {
+		/* One host: --network none; more would need a network of
+		 * the job's own between the hosts' containers. */
+		(void)buf_addf(err,
+			       "image '%s' is a container image: "
+			       "EnableNetworkIsolation runs containers on one "
+			       "host only for now",
+			       image);
+		ret = ERR_INVALID;
+	}
 	if (ret)
 		return ret;
 	out->mode = API_LAUNCH_CONTAINER;

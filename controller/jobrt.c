@@ -66,8 +66,8 @@ struct ctrl_jobrt *ctrl_jobrt_get(struct ctrl_ctx *ctx, const char *name)
 	rt = xcalloc(1, sizeof(*rt));
 	rt->name = xstrdup(job.name);
 	if (!job.spec_json ||
-	    api_job_spec_parse(job.spec_json, strlen(job.spec_json), &rt->spec,
-			       &err)) {
+	    api_job_spec_load(job.spec_json, strlen(job.spec_json), &rt->spec,
+			      &err)) {
 		log_error("job '%s': stored request does not parse: %s", name,
 			  err.data);
 		free(rt->name);

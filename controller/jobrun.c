@@ -134,17 +134,29 @@ static void finish(struct ctrl_ctx *ctx, const struct db_job *job,
 	char *model = NULL;
 	struct ctrl_jobrt *rt;
 	char *output_path = NULL;
+	int uncompressed = 0;
+	int stored;
 
 	if (upload) {
 		pthread_mutex_lock(&ctx->jobs_lock);
 		rt = ctrl_jobrt_get(ctx, job->name);
-		if (rt)
+		if (rt) {
 			output_path = xstrdup(rt->spec.output_path);
+			uncompressed = rt->spec.model_uncompressed;
+		}
 		pthread_mutex_unlock(&ctx->jobs_lock);
-		if (output_path &&
-		    ctrl_artifacts_collect(ctx, job->name, job->attempt, as, n,
-					   output_path, "model.tar.gz", &model,
-					   &err)) {
+		if (!output_path)
+			stored = 0;
+		else if (uncompressed)
+			stored = ctrl_artifacts_store_files(ctx, job->name,
+							    job->attempt, as, n,
+							    output_path, &model,
+							    &err);
+		else
+			stored = ctrl_artifacts_collect(
+				ctx, job->name, job->attempt, as, n,
+				output_path, "model.tar.gz", &model, &err);
+		if (stored) {
 			log_error("job '%s': cannot store the model: %s",
 				  job->name, err.data);
 			if (to == CTRL_JOB_COMPLETED) {

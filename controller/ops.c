@@ -18,6 +18,9 @@
 #include "controller/job_state.h"
 #include "controller/jobrun.h"
 #include "controller/placement.h"
+#include "controller/search.h"
+#include "controller/tags.h"
+#include "controller/update.h"
 #include "controller/ops.h"
 #include "db/db.h"
 #include "db/run.h"
@@ -167,7 +170,7 @@ char *ctrl_job_arn(const struct ctrl_ctx *ctx, const char *name)
 	return buf_detach(&b, NULL);
 }
 
-static void reply_json(struct ctrl_response *resp, struct buf *json)
+void ctrl_reply_json(struct ctrl_response *resp, struct buf *json)
 {
 	resp->status = 200;
 	buf_release(&resp->body);
@@ -305,6 +308,7 @@ void ctrl_op_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	struct buf err = BUF_INIT;
 	struct buf out = BUF_INIT;
 	struct buf first = BUF_INIT;
+	struct db_tag *tags = NULL;
 	int ret;
 
 	memset(&job, 0, sizeof(job));
@@ -338,6 +342,17 @@ void ctrl_op_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	job.creation_ms = time_now_ms();
 	job.owner = (char *)who->owner;
 	job.run_as = (char *)who->run_as;
+	if (spec.n_tags) {
+		size_t i;
+
+		tags = xcalloc(spec.n_tags, sizeof(*tags));
+		for (i = 0; i < spec.n_tags; i++) {
+			tags[i].key = spec.tags[i].key;
+			tags[i].value = spec.tags[i].value;
+		}
+		job.tags = tags;
+		job.n_tags = spec.n_tags;
+	}
 	/*
 	 * With every host busy the job is queued as it is stored, with the
 	 * message the reconciler would give it, so that a burst of creates
@@ -374,9 +389,10 @@ void ctrl_op_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	ctrl_reconciler_wake_job(ctx, spec.name);
 	if (api_create_response(job.arn, &out))
 		BUG("create response too big");
-	reply_json(resp, &out);
+	ctrl_reply_json(resp, &out);
 out:
 	free(job.arn);
+	free(tags);
 	api_job_spec_release(&spec);
 	buf_release(&err);
 	buf_release(&out);
@@ -497,11 +513,9 @@ static void dcache_put(struct ctrl_dcache *dc, const char *name, uint64_t seq,
 	pthread_mutex_unlock(&dc->lock[i % CTRL_DCACHE_STRIPES]);
 }
 
-void ctrl_job_describe(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
-		       const char *name, struct ctrl_response *resp)
+int ctrl_describe_body(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		       const char *name, struct buf *out, struct buf *err)
 {
-	struct buf err = BUF_INIT;
-	struct buf out = BUF_INIT;
 	struct api_job_record rec;
 	struct db_job job;
 	char *owner = NULL;
@@ -512,34 +526,42 @@ void ctrl_job_describe(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	memset(&rec, 0, sizeof(rec));
 	/* Read before the job: see db_write_seq(). */
 	seq = db_write_seq(ctx->db);
-	hit = dcache_get(ctx->dcache, name, seq, who, &out);
-	if (hit > 0) {
-		reply_json(resp, &out);
-		goto out;
-	}
-	ret = hit < 0 ? denied(name, &err) :
-			db_job_get(ctx->db, name, &job, &err);
+	hit = dcache_get(ctx->dcache, name, seq, who, out);
+	if (hit > 0)
+		return 0;
+	ret = hit < 0 ? denied(name, err) :
+			db_job_get(ctx->db, name, &job, err);
 	if (!ret && !ctrl_caller_sees(who, job.owner)) {
-		ret = denied(name, &err);
+		ret = denied(name, err);
 		db_job_release(&job);
 	}
-	if (ret) {
-		ctrl_reply_err_code(resp, ret, err.data);
-		goto out;
-	}
+	if (ret)
+		return ret;
 	owner = job.owner ? xstrdup(job.owner) : NULL;
 	job_to_record(&job, &rec);
-	ret = api_describe_response(&rec, &out);
+	ret = api_describe_response(&rec, out);
 	if (ret) {
-		ctrl_reply_err_code(resp, ERR_INTERNAL,
-				    "stored request is corrupt");
-		goto out;
+		(void)buf_adds(err, "stored request is corrupt");
+		ret = ERR_INTERNAL;
+	} else {
+		dcache_put(ctx->dcache, name, seq, owner, out);
 	}
-	dcache_put(ctx->dcache, name, seq, owner, &out);
-	reply_json(resp, &out);
-out:
 	api_job_record_release(&rec);
 	free(owner);
+	return ret;
+}
+
+void ctrl_job_describe(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		       const char *name, struct ctrl_response *resp)
+{
+	struct buf err = BUF_INIT;
+	struct buf out = BUF_INIT;
+	int ret = ctrl_describe_body(ctx, who, name, &out, &err);
+
+	if (ret)
+		ctrl_reply_err_code(resp, ret, err.data);
+	else
+		ctrl_reply_json(resp, &out);
 	buf_release(&err);
 	buf_release(&out);
 }
@@ -581,7 +603,7 @@ static void list_run(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		job_to_record(&jobs[i], &recs[i]);
 	if (api_list_response(recs, n, next, &out))
 		BUG("list response too big");
-	reply_json(resp, &out);
+	ctrl_reply_json(resp, &out);
 out:
 	for (i = 0; recs && i < n; i++)
 		api_job_record_release(&recs[i]);
@@ -775,6 +797,11 @@ static const struct {
 	{ "SageMaker.ListTrainingJobs", ctrl_op_list },
 	{ "SageMaker.StopTrainingJob", ctrl_op_stop },
 	{ "SageMaker.DeleteTrainingJob", ctrl_op_delete },
+	{ "SageMaker.AddTags", ctrl_op_add_tags },
+	{ "SageMaker.ListTags", ctrl_op_list_tags },
+	{ "SageMaker.DeleteTags", ctrl_op_delete_tags },
+	{ "SageMaker.Search", ctrl_op_search },
+	{ "SageMaker.UpdateTrainingJob", ctrl_op_update },
 };
 
 ctrl_op_fn ctrl_op_lookup(const char *target)

@@ -89,6 +89,9 @@ void ctrl_reply_error(struct ctrl_response *resp, int status, const char *type,
 void ctrl_reply_err_code(struct ctrl_response *resp, int code,
 			 const char *message);
 
+/* Answers 200 with json as the body (taken: json is left empty). */
+void ctrl_reply_json(struct ctrl_response *resp, struct buf *json);
+
 /* The operations; body is the JSON 1.1 request. */
 void ctrl_op_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		    const char *body, size_t len, struct ctrl_response *resp);
@@ -114,6 +117,14 @@ void ctrl_job_stop(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		   const char *name, struct ctrl_response *resp);
 void ctrl_job_delete(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		     const char *name, struct ctrl_response *resp);
+
+/*
+ * Appends the DescribeTrainingJob answer of job name, as who may see it,
+ * to out. Returns 0, ERR_NOTFOUND, ERR_AUTH or ERR_INTERNAL (err says
+ * why).
+ */
+int ctrl_describe_body(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		       const char *name, struct buf *out, struct buf *err);
 
 /* Operations by name, for X-Amz-Target dispatch. NULL when unknown. */
 typedef void (*ctrl_op_fn)(struct ctrl_ctx *, const struct ctrl_caller *,

@@ -771,8 +771,6 @@ static const char *const kept[] = {
 /* x-amz-* request headers that would change what S3 does with the object
  * and that the embedded store cannot honour. */
 static const char *const refused[] = {
-	"x-amz-server-side-encryption",
-	"x-amz-server-side-encryption-aws-kms-key-id",
 	"x-amz-server-side-encryption-customer-algorithm",
 	"x-amz-acl",
 	"x-amz-grant-read",
@@ -822,6 +820,22 @@ int s3_kept_headers(struct ctrl_s3 *s, json_t **out)
 	for (i = 0; i < s->nh; i++) {
 		const char *n = s->h[i].name, *v = s->h[i].value;
 
+		/*
+		 * SSE-S3 and SSE-KMS ask the server to encrypt at rest: here
+		 * that is the controller's disk's job (docs/storage.md), and
+		 * answers carry no encryption header claiming otherwise.
+		 * Another algorithm is an error, as on S3.
+		 */
+		if (!strcmp(n, "x-amz-server-side-encryption") &&
+		    strcmp(v, "AES256") && strcmp(v, "aws:kms") &&
+		    strcmp(v, "aws:kms:dsse")) {
+			json_decref(h);
+			return s3_fail(s, "InvalidArgument", 400,
+				       "Server Side Encryption with %.40s is "
+				       "not valid: AES256, aws:kms or "
+				       "aws:kms:dsse",
+				       v);
+		}
 		for (j = 0; j < sizeof(refused) / sizeof(refused[0]); j++)
 			if (!strcmp(n, refused[j])) {
 				json_decref(h);

@@ -397,7 +397,7 @@ static size_t metric_names(const struct db_job *job, char ***names)
 	size_t i, n = 0;
 
 	*names = NULL;
-	if (spec && !api_job_spec_parse(spec, strlen(spec), &s, &err)) {
+	if (spec && !api_job_spec_load(spec, strlen(spec), &s, &err)) {
 		*names = xcalloc(s.n_metrics + 1, sizeof(**names));
 		for (i = 0; i < s.n_metrics; i++)
 			(*names)[n++] = xstrdup(s.metrics[i].name);

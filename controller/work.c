@@ -109,13 +109,36 @@ static void fill_channel_mode(const struct api_job_spec *spec,
 	out->shuffle_seed = c->shuffle_seed;
 }
 
+/*
+ * A channel for some instance groups only: ShardedByS3Key splits it
+ * between the hosts of those groups, in host order.
+ */
+static void channel_shares(const struct api_job_spec *spec,
+			   const struct api_channel *c, size_t me,
+			   struct api_channel *out)
+{
+	size_t g, k, at = 0;
+
+	for (g = 0; g < spec->n_groups; g++) {
+		for (k = 0; k < (size_t)spec->groups[g].count; k++, at++) {
+			if (!api_config_channel_on(c, spec->groups[g].name))
+				continue;
+			if (at == me)
+				out->shard_index = out->shard_count;
+			out->shard_count++;
+		}
+	}
+}
+
 /* The SageMaker config files' texts, the channels and the environment. */
 static void fill_config(const struct api_job_spec *spec,
 			const struct db_assignment *mine, size_t n_all,
 			struct api_assignment *a)
 {
+	const char *group =
+		api_config_host_group(spec, (size_t)mine->host_index);
 	struct buf b = BUF_INIT;
-	size_t i;
+	size_t i, n;
 
 	a->instance_type =
 		xstrdup(spec->instance_type ? spec->instance_type :
@@ -123,7 +146,8 @@ static void fill_config(const struct api_job_spec *spec,
 					      "local");
 	(void)api_config_hyperparameters(spec, &b);
 	a->hyperparameters_json = buf_detach(&b, NULL);
-	(void)api_config_input_data(spec, &b);
+	/* Channels with InstanceGroupNames go to those groups' hosts only. */
+	(void)api_config_input_data(spec, group, &b);
 	a->input_data_config_json = buf_detach(&b, NULL);
 	(void)api_config_resource(
 		spec, (const char *const *)a->hosts, n_all,
@@ -134,20 +158,27 @@ static void fill_config(const struct api_job_spec *spec,
 	a->resource_config_json = buf_detach(&b, NULL);
 	if (spec->n_channels) {
 		a->channels = xcalloc(spec->n_channels, sizeof(*a->channels));
-		for (i = 0; i < spec->n_channels; i++) {
-			a->channels[i].name = xstrdup(spec->channels[i].name);
-			a->channels[i].s3_uri =
+		for (i = n = 0; i < spec->n_channels; i++) {
+			if (!api_config_channel_on(&spec->channels[i], group))
+				continue;
+			a->channels[n].name = xstrdup(spec->channels[i].name);
+			a->channels[n].s3_uri =
 				xstrdup(spec->channels[i].s3_uri);
-			a->channels[i].s3_data_type =
+			a->channels[n].s3_data_type =
 				xstrdup(spec->channels[i].s3_data_type);
-			a->channels[i].distribution =
+			a->channels[n].distribution =
 				xstrdup(spec->channels[i].distribution);
 			/* The mode in effect: the channel's, else the
 			 * job's; what is needed to stream a Pipe. */
 			fill_channel_mode(spec, &spec->channels[i],
-					  &a->channels[i]);
+					  &a->channels[n]);
+			if (spec->channels[i].instance_groups)
+				channel_shares(spec, &spec->channels[i],
+					       (size_t)mine->host_index,
+					       &a->channels[n]);
+			n++;
 		}
-		a->n_channels = spec->n_channels;
+		a->n_channels = n;
 	}
 	if (spec->n_environment) {
 		a->environment =
@@ -297,6 +328,7 @@ static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 	ret = fill_distribution(ctx, spec, mine, a, err);
 	if (!ret)
 		a->grace_ms = ctx->cfg.grace_ms;
+	a->network_isolation = spec->network_isolation;
 	ctrl_launch_release(&launch);
 	return ret;
 }

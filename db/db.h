@@ -29,6 +29,12 @@ struct db_metric {
 };
 
 /* A job row with its transitions; strings owned, see db_job_release(). */
+/* A tag of a job. */
+struct db_tag {
+	char *key;
+	char *value;
+};
+
 struct db_job {
 	int64_t id;
 	char *name;
@@ -58,9 +64,57 @@ struct db_job {
 	size_t n_transitions;
 	struct db_metric *metrics;
 	size_t n_metrics;
+	/* insert only, not owned: the tags given at CreateTrainingJob */
+	const struct db_tag *tags;
+	size_t n_tags;
 };
 
 void db_job_release(struct db_job *job);
+
+/*
+ * Replaces the request Describe echoes (UpdateTrainingJob) and sets
+ * LastModifiedTime to now_ms. Returns 0, ERR_NOTFOUND or ERR_DB.
+ */
+int db_job_set_request(struct db *db, const char *name,
+		       const char *request_json, int64_t now_ms,
+		       struct buf *err);
+
+/*
+ * Tags of job (by name). db_tags_add() adds or overwrites tags and fails
+ * with ERR_LIMIT, changing nothing, when the job would have more than
+ * max_total; db_tags_delete() ignores keys the job lacks; db_tags_list()
+ * gives at most limit tags in key order after after_key (NULL: from the
+ * first), with *more set when there are others. Each returns 0,
+ * ERR_NOTFOUND (no such job) or ERR_DB.
+ */
+int db_tags_add(struct db *db, const char *job, const struct db_tag *tags,
+		size_t n, size_t max_total, struct buf *err);
+int db_tags_delete(struct db *db, const char *job, char *const *keys, size_t n,
+		   struct buf *err);
+int db_tags_list(struct db *db, const char *job, const char *after_key,
+		 size_t limit, struct db_tag **out, size_t *n, int *more,
+		 struct buf *err);
+void db_tags_free(struct db_tag *tags, size_t n);
+
+/* Search over jobs (api/search.h has the filter tree). */
+struct api_search_expr;
+struct db_search_query {
+	const struct api_search_expr *expr; /* NULL: every job */
+	const char *sort_by;		    /* a property name */
+	int descending;
+	const char *owner; /* only this owner's jobs; NULL: everyone's */
+	size_t offset;
+	size_t limit;
+};
+
+/*
+ * The names of the jobs that match q, in its order, from its offset: at
+ * most q->limit, with *more set when others follow. The filter values of
+ * an In filter are cut in place. Returns 0, ERR_INVALID (a value that
+ * cannot be compared as its property needs; err says which) or ERR_DB.
+ */
+int db_search_jobs(struct db *db, const struct db_search_query *q,
+		   char ***names, size_t *n, int *more, struct buf *err);
 
 /*
  * Opens (creating and migrating as needed) the database at path. readers is
@@ -80,7 +134,7 @@ void db_close(struct db *db);
 uint64_t db_write_seq(struct db *db);
 
 /* The schema version this build migrates to. */
-#define DB_SCHEMA_LATEST 8
+#define DB_SCHEMA_LATEST 9
 
 /* The schema version after migrations (PRAGMA user_version). */
 int db_schema_version(struct db *db);

@@ -1,11 +1,14 @@
 #ifndef DB_DB_INTERNAL_H
 #define DB_DB_INTERNAL_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include <sqlite3.h>
 
 #include "common/buf.h"
+
+struct db_tag;
 
 /* Applies pending migrations on conn. Returns 0 or ERR_DB. */
 int db__migrate(sqlite3 *conn, struct buf *err);
@@ -98,5 +101,9 @@ struct db__conn *db__writer_conn(struct db *db);
 int db__batch_write(struct db *db,
 		    int (*fn)(struct db__conn *c, void *arg, struct buf *err),
 		    void *arg, struct buf *err);
+
+/* Adds (or overwrites) tags of job id on conn, inside a write. 0 or ERR_DB. */
+int db__tags_insert(sqlite3 *conn, int64_t id, const struct db_tag *tags,
+		    size_t n, struct buf *err);
 
 #endif

@@ -131,7 +131,7 @@ static int insert_job(struct db__conn *c, void *arg, struct buf *err)
 	sqlite3_clear_bindings(st);
 	if (rc != SQLITE_DONE)
 		return db__error(c->db, "cannot insert transition", err);
-	return 0;
+	return db__tags_insert(c->db, job->id, job->tags, job->n_tags, err);
 }
 
 int db_job_insert(struct db *db, struct db_job *job, const char *first_message,
@@ -704,6 +704,36 @@ int db_jobs_set_waiting(struct db *db, const char *const *names,
 out:
 	sqlite3_finalize(job);
 	sqlite3_finalize(msg);
+	if (db__writer_end(db, ret == 0, err))
+		ret = ERR_DB;
+	return ret;
+}
+
+int db_job_set_request(struct db *db, const char *name,
+		       const char *request_json, int64_t now_ms,
+		       struct buf *err)
+{
+	sqlite3_stmt *st = NULL;
+	sqlite3 *conn = db__writer_begin(db, err);
+	int ret = 0;
+
+	if (!conn)
+		return ERR_DB;
+	if (sqlite3_prepare_v2(conn,
+			       "UPDATE jobs SET request_json = ?2, "
+			       "last_modified_ms = ?3 WHERE name = ?1",
+			       -1, &st, NULL) != SQLITE_OK) {
+		ret = db__error(conn, "cannot prepare request update", err);
+	} else {
+		db__bind_text(st, 1, name);
+		db__bind_text(st, 2, request_json);
+		sqlite3_bind_int64(st, 3, now_ms);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			ret = db__error(conn, "cannot update request", err);
+		else if (!sqlite3_changes(conn))
+			ret = ERR_NOTFOUND;
+	}
+	sqlite3_finalize(st);
 	if (db__writer_end(db, ret == 0, err))
 		ret = ERR_DB;
 	return ret;

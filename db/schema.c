@@ -109,6 +109,17 @@ static const char *const migrations[] = {
 	/* 8: the container image a job runs, pinned by digest when it
 	 * first started, so that every attempt runs the same one. */
 	"ALTER TABLE jobs ADD COLUMN image TEXT;",
+	/* 9: tags of jobs (AddTags, Tags at create), searchable by tag, and
+	 * Search's default order. */
+	"CREATE TABLE job_tags ("
+	" job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+	" key TEXT NOT NULL,"
+	" value TEXT NOT NULL,"
+	" PRIMARY KEY (job_id, key)) WITHOUT ROWID;"
+	"CREATE INDEX job_tags_by_tag ON job_tags(key, value);"
+	"CREATE INDEX jobs_by_modified ON jobs(last_modified_ms, id);"
+	"CREATE INDEX jobs_by_status_modified ON jobs(status, "
+	"last_modified_ms, id);",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -23,7 +23,15 @@ input shapes of the training-job operations. Merge rules:
     whole string anyway
   - OVERRIDES: member shapes pinned on purpose (see the comment there)
 
+It also reads scripts/training_members.py, what the controller does with
+each member of CreateTrainingJobRequest, fails when a member of the merged
+model has no class there, and writes api/members_gen.c (the refused members,
+for api/members.c) and the members table of docs/api-compatibility.md
+(between its markers). --check writes nothing and exits 1 when anything it
+would write differs from the files (tests/compat/test_members.sh).
+
 Usage: scripts/gen_model.py [--m22 FILE] [--m26 FILE] [-o api/model_gen.c]
+                            [--check]
 
 Without --m26 the script looks for botocore in this interpreter, in the
 `python3` on PATH and under ~/.pyenv; when no M26 model is found it generates
@@ -47,6 +55,10 @@ OPERATIONS = [
     "StopTrainingJob",
     "DeleteTrainingJob",  # M26 only
     "UpdateTrainingJob",
+    "AddTags",
+    "ListTags",
+    "DeleteTags",
+    "Search",
 ]
 
 # Required although M26 relaxed them (ServerlessJobConfig needs neither):
@@ -331,12 +343,13 @@ def reachable(merged, roots):
 
 
 def max_depth(merged, roots):
-    """Longest chain of shapes below a root; the model must not recurse."""
+    """Longest chain of shapes below a root, a recursive shape (Search's
+    SearchExpression) counted once: the validator bounds the rest."""
     memo = {}
 
     def depth(n, path):
         if n in path:
-            raise SystemExit("gen_model.py: recursive shape %s" % n)
+            return 0
         if n not in memo:
             memo[n] = 1 + max([depth(c, path | {n})
                                for c in children(merged[n])] or [0])
@@ -513,6 +526,187 @@ def generate(merged, roots, sources, depth):
     return "\n".join(lines) + "\n", len(names), len(patterns)
 
 
+# ---- what the controller does with each CreateTrainingJob member
+
+MEMBERS_ROOT = "CreateTrainingJobRequest"
+DOCS_BEGIN = "<!-- members:begin -->"
+DOCS_END = "<!-- members:end -->"
+CLASS_TEXT = {"supported": "supported", "refused": "refused",
+              "no-op": "no-op by design"}
+
+
+def member_paths(merged, root):
+    """Every member path below root, depth first in model order; lists and
+    maps are crossed without a path segment."""
+    out = []
+
+    def element(shape):
+        while merged[shape]["type"] in ("list", "map"):
+            s = merged[shape]
+            shape = s["member"] if s["type"] == "list" else s["value"]
+        return shape
+
+    def walk(shape, prefix, seen):
+        for m, sh, _ in merged[shape].get("members", []):
+            path = prefix + m
+            out.append(path)
+            el = element(sh)
+            if merged[el]["type"] == "structure" and el not in seen:
+                walk(el, path + ".", seen | {el})
+
+    walk(root, "", frozenset([root]))
+    return out
+
+
+def value_text(v):
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    return v
+
+
+def load_members():
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import training_members as tm
+    return tm
+
+
+def effective(tm):
+    """[(path, value or None, class, note, pending, under)], MEMBERS then
+    VALUES, with PENDING entries (pending) and the members of PENDING
+    structures (under, too) refused."""
+    pending = set(tm.PENDING)
+    rows = []
+    for path, cls, note in tm.MEMBERS:
+        rows.append((path, None, cls, note, path in pending))
+    for path, v, cls, note in tm.VALUES:
+        rows.append((path, value_text(v), cls, note,
+                     "%s=%s" % (path, value_text(v)) in pending))
+    keys = {p if v is None else "%s=%s" % (p, v) for p, v, _, _, _ in rows}
+    for p in pending:
+        if p not in keys:
+            raise SystemExit("gen_model.py: training_members.py: PENDING "
+                             "names %s, which MEMBERS/VALUES lack" % p)
+    out = []
+    for p, v, c, n, pend in rows:
+        # Members of a pending structure wait with it.
+        parts = p.split(".")
+        under = any(".".join(parts[:i]) in pending
+                    for i in range(1, len(parts)))
+        out.append((p, v, "refused" if pend or under else c, n,
+                    pend or under, under))
+    return out
+
+
+def check_members(tm, merged, complete):
+    """Problems: model members without a class, classes for members the
+    model lacks (only when `complete`: both models were read)."""
+    problems = []
+    classes = {}
+    for path, v, cls, _, _, _ in effective(tm):
+        if cls not in CLASS_TEXT:
+            problems.append("%s: unknown class %r" % (path, cls))
+        if v is None:
+            if path in classes:
+                problems.append("%s: classified twice" % path)
+            classes[path] = cls
+    paths = member_paths(merged, MEMBERS_ROOT)
+    for path in paths:
+        if path in classes:
+            continue
+        parts = path.split(".")
+        covered = any(classes.get(".".join(parts[:i])) in ("refused",
+                                                            "no-op")
+                      for i in range(1, len(parts)))
+        if not covered:
+            problems.append("%s.%s has no class in "
+                            "scripts/training_members.py" %
+                            (MEMBERS_ROOT, path))
+    known = set(paths)
+    for path, v, _, _, _, _ in effective(tm):
+        if path not in known:
+            msg = "training_members.py: %s is not in the model" % path
+            if complete:
+                problems.append(msg)
+            else:
+                warn(msg)
+    for path in tm.UNLESS:
+        if path not in classes:
+            problems.append("UNLESS names %s, which MEMBERS lacks" % path)
+    return problems
+
+
+def generate_members(tm):
+    """api/members_gen.c: the refusals api/members.c enforces."""
+    lines = []
+    emit = lines.append
+    emit("/*")
+    emit(" * generated by scripts/gen_model.py from "
+         "scripts/training_members.py;")
+    emit(" * do not edit.")
+    emit(" *")
+    emit(" * The CreateTrainingJob members (and single values of members) "
+         "that the")
+    emit(" * controller refuses with a ValidationException.")
+    emit(" * Regenerate: python3 scripts/gen_model.py")
+    emit(" */")
+    emit("#include <stddef.h>")
+    emit("")
+    emit('#include "api/members.h"')
+    emit("")
+    emit("/* clang-format off */")
+    emit("const struct api__refusal api__refusals[] = {")
+    n = 0
+    for path, v, cls, note, pending, under in effective(tm):
+        # A pending structure's refusal covers what it holds.
+        if cls != "refused" or under:
+            continue
+        why = "not implemented yet (%s)" % note if pending else note
+        unless = tm.UNLESS.get(path) if v is None else None
+        emit("	{ %s, %s, %s, %s, %s }," % (
+            c_string(path), c_string(v) if v is not None else "NULL",
+            c_string(unless[0]) if unless else "NULL",
+            c_string(value_text(unless[1])) if unless else "NULL",
+            c_string(why)))
+        n += 1
+    emit("};")
+    emit("/* clang-format on */")
+    emit("const size_t api__nrefusals = %d;" % n)
+    return "\n".join(lines) + "\n"
+
+
+def md_cell(s):
+    return s.replace("|", "\\|")
+
+
+def generate_docs_table(tm):
+    out = [DOCS_BEGIN, "", "| member | class | what it does, or why not |",
+           "| --- | --- | --- |"]
+    for path, v, cls, note, pending, _ in effective(tm):
+        name = "`%s`" % path if v is None else "`%s` = `%s`" % (path, v)
+        text = CLASS_TEXT[cls]
+        if pending:
+            text = "refused (not implemented yet)"
+        unless = tm.UNLESS.get(path) if v is None else None
+        if unless:
+            note += ("; accepted with %s %s, which asks for nothing"
+                     % (unless[0], value_text(unless[1])))
+        out.append("| %s | %s | %s |" % (name, text, md_cell(note)))
+    out += ["", DOCS_END]
+    return "\n".join(out)
+
+
+def splice_docs(text, table):
+    b, e = text.find(DOCS_BEGIN), text.find(DOCS_END)
+    if b < 0 or e < b:
+        raise SystemExit("gen_model.py: docs/api-compatibility.md has no "
+                         "members markers")
+    return text[:b] + table + text[e + len(DOCS_END):]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--m22", default=M22_DEFAULT,
@@ -520,6 +714,10 @@ def main():
     ap.add_argument("--m26", help="newer model (default: searched for)")
     ap.add_argument("-o", "--output", help="output file "
                     "(default: api/model_gen.c next to this script)")
+    ap.add_argument("--check", action="store_true",
+                    help="write nothing; exit 1 when a member of "
+                    "CreateTrainingJobRequest has no class or a generated "
+                    "file differs from what is committed")
     args = ap.parse_args()
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -558,13 +756,41 @@ def main():
     merged, roots = merge(m22, m26)
     depth = max_depth(merged, roots)
     text, nshapes, npatterns = generate(merged, roots, sources, depth)
-    tmp = output + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, output)
-    warn("wrote %s: %d shapes, %d patterns, from %s"
+    tm = load_members()
+    problems = check_members(tm, merged, bool(m22 and m26))
+    members_c = generate_members(tm)
+    docs_path = os.path.join(root, "docs", "api-compatibility.md")
+    with open(docs_path, encoding="utf-8") as f:
+        docs_old = f.read()
+    docs_new = splice_docs(docs_old, generate_docs_table(tm))
+    outputs = [(output, text),
+               (os.path.join(root, "api", "members_gen.c"), members_c),
+               (docs_path, docs_new)]
+    if args.check:
+        for path, want in outputs:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    have = f.read()
+            except OSError as e:
+                have = None
+                problems.append("%s: %s" % (path, e))
+            if have is not None and have != want:
+                problems.append("%s is not what scripts/gen_model.py "
+                                "generates (run it and commit the result)"
+                                % os.path.relpath(path, root))
+        for p in problems:
+            sys.stderr.write("gen_model.py: %s\n" % p)
+        sys.exit(1 if problems else 0)
+    if problems:
+        raise SystemExit("gen_model.py: " + "\ngen_model.py: ".join(problems))
+    for path, want in outputs:
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(want)
+        os.replace(tmp, path)
+    warn("wrote %s: %d shapes, %d patterns, from %s; api/members_gen.c; "
+         "the members table in docs/api-compatibility.md"
          % (os.path.relpath(output), nshapes, npatterns, sources))
-
 
 if __name__ == "__main__":
     main()

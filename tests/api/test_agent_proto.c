@@ -75,6 +75,8 @@ static void full_assignment(struct api_assignment *a, int script)
 	a->channels[0].input_mode = xs("File");
 	a->channels[0].compression = xs("Gzip");
 	a->channels[0].record_wrapper = xs("RecordIO");
+	a->channels[0].shard_count = 3;
+	a->channels[0].shard_index = 2;
 	a->channels[1].name = xs("test");
 	a->channels[1].s3_uri = xs("file:///data/test");
 	a->channels[1].shuffle = 1;
@@ -359,10 +361,13 @@ static void test_work_round_trip(void **state)
 		"\"topology\":null}");
 	assert_int_equal(a->n_channels, 2);
 	assert_string_equal(a->channels[0].record_wrapper, "RecordIO");
+	assert_int_equal(a->channels[0].shard_count, 3);
+	assert_int_equal(a->channels[0].shard_index, 2);
 	assert_null(a->channels[1].content_type);
 	assert_int_equal(a->channels[0].shuffle, 0);
 	assert_int_equal(a->channels[1].shuffle, 1);
 	assert_int_equal(a->channels[1].shuffle_seed, -7);
+	assert_int_equal(a->channels[1].shard_count, 0);
 	assert_int_equal(a->n_environment, 2);
 	assert_string_equal(a->environment[1].key, "EMPTY");
 	assert_int_equal(a->launch_mode, API_LAUNCH_SCRIPT);

@@ -21,6 +21,7 @@
 
 #include <jansson.h>
 
+#include "api/job_config.h"
 #include "api/job_spec.h"
 #include "common/buf.h"
 #include "common/err.h"
@@ -184,11 +185,13 @@ static void test_full_request(void **state)
 	assert_string_equal(c->s3_data_type, "ManifestFile");
 	assert_string_equal(c->distribution, "ShardedByS3Key");
 	assert_null(c->content_type);
-	assert_string_equal(c->input_mode, "Pipe");
-	assert_string_equal(c->compression, "Gzip");
-	assert_string_equal(c->record_wrapper, "RecordIO");
+	assert_string_equal(c->input_mode, "FastFile");
+	assert_string_equal(c->compression, "None");
+	assert_string_equal(c->record_wrapper, "None");
+	assert_null(c->instance_groups);
 
 	assert_string_equal(spec.output_path, "s3://models/resnet50/");
+	assert_int_equal(spec.model_uncompressed, 0);
 	assert_string_equal(spec.instance_type, "ml.p4d.24xlarge");
 	assert_int_equal(spec.instance_count, 2);
 	assert_null(spec.groups);
@@ -254,10 +257,8 @@ static void test_echo(void **state)
 			    "FullyReplicated");
 	/* What the client sent is kept as sent. */
 	ch = json_array_get(obj(echo, "InputDataConfig"), 1);
-	assert_string_equal(json_string_value(obj(ch, "CompressionType")),
-			    "Gzip");
-	assert_string_equal(json_string_value(obj(ch, "RecordWrapperType")),
-			    "RecordIO");
+	assert_string_equal(json_string_value(obj(ch, "InputMode")),
+			    "FastFile");
 	assert_string_equal(json_string_value(obj(obj(obj(ch, "DataSource"),
 						      "S3DataSource"),
 						  "S3DataDistributionType")),
@@ -278,13 +279,11 @@ static void test_echo(void **state)
 		json_string_value(obj(obj(echo, "Environment"), "NCCL_DEBUG")),
 		"INFO");
 
-	/* Not echoed: Tags, unknown members (and the name, which Describe
-	 * adds from the row). */
+	/* Not echoed: Tags (and the name, which Describe adds from the
+	 * row). */
 	assert_null(json_object_get(echo, "Tags"));
-	assert_null(json_object_get(echo, "SomeFutureMember"));
 	assert_null(strstr(spec.request_json, "Tags"));
 	assert_null(strstr(spec.request_json, "vision"));
-	assert_null(strstr(spec.request_json, "SomeFutureMember"));
 
 	json_decref(echo);
 	api_job_spec_release(&spec);
@@ -301,7 +300,9 @@ static void test_explicit_values(void **state)
 
 	(void)state;
 	json_object_set_new(req, "EnableManagedSpotTraining", json_true());
-	json_object_set_new(req, "EnableNetworkIsolation", json_true());
+	json_object_set_new(req, "EnableNetworkIsolation", json_false());
+	json_object_set_new(obj(req, "OutputDataConfig"), "CompressionType",
+			    json_string("NONE"));
 	json_object_set_new(req, "StoppingCondition",
 			    json_pack("{s:i,s:i}", "MaxRuntimeInSeconds", 3600,
 				      "MaxWaitTimeInSeconds", 7200));
@@ -319,6 +320,7 @@ static void test_explicit_values(void **state)
 	if (parse_json(req, &spec, &err))
 		fail_msg("parse: %s", err.data);
 	assert_int_equal(spec.spot, 1);
+	assert_int_equal(spec.model_uncompressed, 1);
 	assert_int_equal(spec.max_runtime_s, 3600);
 	assert_int_equal(spec.max_wait_s, 7200);
 	assert_string_equal(spec.checkpoint_local_path, "/opt/ml/ckpt");
@@ -333,7 +335,10 @@ static void test_explicit_values(void **state)
 
 	echo = json_loads(spec.request_json, 0, NULL);
 	assert_non_null(echo);
-	assert_true(json_is_true(obj(echo, "EnableNetworkIsolation")));
+	assert_true(json_is_false(obj(echo, "EnableNetworkIsolation")));
+	assert_string_equal(json_string_value(obj(obj(echo, "OutputDataConfig"),
+						  "CompressionType")),
+			    "NONE");
 	assert_true(json_is_true(obj(echo, "EnableManagedSpotTraining")));
 	assert_int_equal(json_integer_value(obj(obj(echo, "StoppingCondition"),
 						"MaxRuntimeInSeconds")),
@@ -716,6 +721,262 @@ static void expect_text_invalid(const char *text, size_t len, const char *word)
 	api_job_spec_release(&spec);
 }
 
+/* Sets path ("A.B.C"; objects made as needed) of the full request to v. */
+static json_t *full_with(const char *path, json_t *v)
+{
+	json_t *req = load_full();
+	json_t *at = req, *next;
+	char *copy = strdup(path), *seg = copy, *dot;
+
+	assert_non_null(copy);
+	while ((dot = strchr(seg, '.'))) {
+		*dot = '\0';
+		next = json_object_get(at, seg);
+		if (json_is_array(next))
+			next = json_array_get(next, 1);
+		if (!next) {
+			next = json_object();
+			json_object_set_new(at, seg, next);
+		}
+		at = next;
+		seg = dot + 1;
+	}
+	json_object_set_new(at, seg, v);
+	free(copy);
+	return req;
+}
+
+static void expect_parses(json_t *req, const char *what)
+{
+	struct api_job_spec spec;
+	struct buf err = BUF_INIT;
+
+	if (parse_json(req, &spec, &err))
+		fail_msg("%s: refused: %s", what, err.data);
+	api_job_spec_release(&spec);
+	buf_release(&err);
+}
+
+/*
+ * What the controller does not honour is refused, naming the member (and
+ * value) and saying why (scripts/training_members.py).
+ */
+static void test_refused_members(void **state)
+{
+	(void)state;
+	EXPECT_INVALID(full_with("EnableNetworkIsolation", json_true()),
+		       "EnableNetworkIsolation true is not supported",
+		       "not implemented yet");
+	EXPECT_INVALID(full_with("EnableInterContainerTrafficEncryption",
+				 json_true()),
+		       "EnableInterContainerTrafficEncryption", "encrypted");
+	EXPECT_INVALID(full_with("InputDataConfig.DataSource.S3DataSource."
+				 "S3DataType",
+				 json_string("AugmentedManifestFile")),
+		       "S3DataType 'AugmentedManifestFile'");
+	EXPECT_INVALID(
+		full_with("InputDataConfig.DataSource.S3DataSource."
+			  "AttributeNames",
+			  json_pack("[s]", "source-ref")),
+		"InputDataConfig.DataSource.S3DataSource.AttributeNames");
+	EXPECT_INVALID(
+		full_with("DebugHookConfig",
+			  json_pack("{s:s}", "S3OutputPath", "s3://b/debug")),
+		"DebugHookConfig");
+	EXPECT_INVALID(full_with("ExperimentConfig",
+				 json_pack("{s:s}", "ExperimentName", "e")),
+		       "ExperimentConfig");
+	EXPECT_INVALID(full_with("ProfilerConfig", json_object()),
+		       "ProfilerConfig");
+	EXPECT_INVALID(full_with("ProfilerConfig",
+				 json_pack("{s:b}", "DisableProfiler", 0)),
+		       "ProfilerConfig");
+	EXPECT_INVALID(full_with("StoppingCondition.MaxPendingTimeInSeconds",
+				 json_integer(7200)),
+		       "StoppingCondition.MaxPendingTimeInSeconds");
+	EXPECT_INVALID(full_with("ResourceConfig.TrainingPlanArn",
+				 json_string("arn:aws:sagemaker:us-east-1:"
+					     "123456789012:training-plan/p")),
+		       "ResourceConfig.TrainingPlanArn");
+	EXPECT_INVALID(full_with("RemoteDebugConfig.EnableRemoteDebug",
+				 json_true()),
+		       "RemoteDebugConfig.EnableRemoteDebug true");
+	EXPECT_INVALID(full_with("InfraCheckConfig.EnableInfraCheck",
+				 json_true()),
+		       "InfraCheckConfig.EnableInfraCheck");
+	EXPECT_INVALID(full_with("MlflowConfig",
+				 json_pack("{s:s}", "MlflowResourceArn",
+					   "arn:aws:sagemaker:us-east-1:"
+					   "123456789012:mlflow-tracking-"
+					   "server/x")),
+		       "MlflowConfig");
+}
+
+/* No-ops by design, and the values of refused members that ask for
+ * nothing, are accepted. */
+static void test_accepted_members(void **state)
+{
+	(void)state;
+	expect_parses(full_with("EnableNetworkIsolation", json_false()),
+		      "EnableNetworkIsolation false");
+	expect_parses(full_with("EnableInterContainerTrafficEncryption",
+				json_false()),
+		      "EnableInterContainerTrafficEncryption false");
+	expect_parses(full_with("ProfilerConfig",
+				json_pack("{s:b}", "DisableProfiler", 1)),
+		      "ProfilerConfig with DisableProfiler true");
+	expect_parses(full_with("RemoteDebugConfig",
+				json_pack("{s:b}", "EnableRemoteDebug", 0)),
+		      "RemoteDebugConfig false");
+	expect_parses(full_with("VpcConfig",
+				json_pack("{s:[s],s:[s]}", "SecurityGroupIds",
+					  "sg-0123456789", "Subnets",
+					  "subnet-0123456789")),
+		      "VpcConfig");
+	expect_parses(full_with("OutputDataConfig.KmsKeyId",
+				json_string("alias/mine")),
+		      "KmsKeyId");
+	expect_parses(full_with("AlgorithmSpecification.TrainingInputMode",
+				json_string("FastFile")),
+		      "FastFile");
+	/* Pipe mode and its options, TensorBoard (docs/pipe-mode.md). */
+	expect_parses(full_with("AlgorithmSpecification.TrainingInputMode",
+				json_string("Pipe")),
+		      "TrainingInputMode Pipe");
+	expect_parses(full_with("InputDataConfig.InputMode",
+				json_string("Pipe")),
+		      "InputMode Pipe");
+	expect_parses(full_with("InputDataConfig.CompressionType",
+				json_string("Gzip")),
+		      "CompressionType Gzip");
+	expect_parses(full_with("InputDataConfig.RecordWrapperType",
+				json_string("RecordIO")),
+		      "RecordWrapperType RecordIO");
+	expect_parses(full_with("InputDataConfig.ShuffleConfig",
+				json_pack("{s:i}", "Seed", 7)),
+		      "ShuffleConfig");
+	expect_parses(
+		full_with("TensorBoardOutputConfig",
+			  json_pack("{s:s}", "S3OutputPath", "s3://b/tb")),
+		"TensorBoardOutputConfig");
+	expect_parses(full_with("AlgorithmSpecification.TrainingImageConfig",
+				json_pack("{s:s}",
+					  "TrainingRepositoryAccessMode",
+					  "Platform")),
+		      "TrainingRepositoryAccessMode");
+}
+
+/* A stored request is not refused again for what was refused later. */
+static void test_load_stored(void **state)
+{
+	struct api_job_spec spec;
+	struct buf err = BUF_INIT;
+	json_t *req = full_with("EnableNetworkIsolation", json_true());
+	char *text = json_dumps(req, JSON_COMPACT);
+
+	(void)state;
+	json_decref(req);
+	assert_non_null(text);
+	assert_int_equal(api_job_spec_parse(text, strlen(text), &spec, &err),
+			 ERR_INVALID);
+	buf_reset(&err);
+	if (api_job_spec_load(text, strlen(text), &spec, &err))
+		fail_msg("load: %s", err.data);
+	assert_string_equal(spec.name,
+			    "resnet50-imagenet-2024-06-01-08-30-00-001");
+	api_job_spec_release(&spec);
+	free(text);
+	/* The model's constraints still hold. */
+	text = strdup("{\"TrainingJobName\": \"a_b\"}");
+	assert_non_null(text);
+	assert_int_equal(api_job_spec_load(text, strlen(text), &spec, &err),
+			 ERR_INVALID);
+	free(text);
+	buf_release(&err);
+}
+
+/* Members neither model has are refused, naming their path. */
+static void test_unknown_members(void **state)
+{
+	(void)state;
+	EXPECT_INVALID(full_with("SomeFutureMember",
+				 json_pack("{s:b}", "Enabled", 1)),
+		       "SomeFutureMember is not a member",
+		       "refused rather than ignored");
+	EXPECT_INVALID(full_with("ResourceConfig.FutureKnob", json_integer(1)),
+		       "ResourceConfig.FutureKnob");
+	EXPECT_INVALID(full_with("InputDataConfig.DataSource.S3DataSource."
+				 "Extra",
+				 json_string("x")),
+		       "InputDataConfig.DataSource.S3DataSource.Extra");
+	/* null is an absent member, known or not. */
+	expect_parses(full_with("SomeFutureMember", json_null()),
+		      "a null unknown member");
+	/* Map keys are data, not members. */
+	expect_parses(full_with("HyperParameters.AnyKeyAtAll",
+				json_string("1")),
+		      "a new hyperparameter");
+}
+
+/* S3DataSource.InstanceGroupNames names groups of InstanceGroups. */
+static void test_channel_groups(void **state)
+{
+	struct api_job_spec spec;
+	struct buf err = BUF_INIT;
+	json_t *req, *res;
+
+	(void)state;
+	EXPECT_INVALID(full_with("InputDataConfig.DataSource.S3DataSource."
+				 "InstanceGroupNames",
+				 json_pack("[s]", "gpu")),
+		       "InstanceGroupNames", "no InstanceGroups");
+	req = full_with("InputDataConfig.DataSource.S3DataSource."
+			"InstanceGroupNames",
+			json_pack("[s]", "cpu"));
+	res = obj(req, "ResourceConfig");
+	json_object_del(res, "InstanceType");
+	json_object_del(res, "InstanceCount");
+	json_object_set_new(
+		res, "InstanceGroups",
+		json_pack("[{s:s,s:s,s:i},{s:s,s:s,s:i}]", "InstanceGroupName",
+			  "gpu", "InstanceType", "ml.p4d.24xlarge",
+			  "InstanceCount", 2, "InstanceGroupName", "cpu",
+			  "InstanceType", "ml.c5.4xlarge", "InstanceCount", 1));
+	if (parse_json(json_deep_copy(req), &spec, &err))
+		fail_msg("parse: %s", err.data);
+	assert_null(spec.channels[0].instance_groups);
+	assert_non_null(spec.channels[1].instance_groups);
+	assert_string_equal(spec.channels[1].instance_groups[0], "cpu");
+	assert_null(spec.channels[1].instance_groups[1]);
+	/* Hosts are numbered group after group: gpu 0-1, cpu 2. */
+	assert_string_equal(api_config_host_group(&spec, 0), "gpu");
+	assert_string_equal(api_config_host_group(&spec, 1), "gpu");
+	assert_string_equal(api_config_host_group(&spec, 2), "cpu");
+	assert_null(api_config_host_group(&spec, 3));
+	assert_true(api_config_channel_on(&spec.channels[0], "gpu"));
+	assert_false(api_config_channel_on(&spec.channels[1], "gpu"));
+	assert_true(api_config_channel_on(&spec.channels[1], "cpu"));
+	assert_true(api_config_channel_on(&spec.channels[1], NULL));
+	assert_int_equal(api_config_input_data(&spec, "gpu", &err), 0);
+	assert_null(strstr(err.data, "\"validation\""));
+	assert_non_null(strstr(err.data, "\"train\""));
+	buf_reset(&err);
+	assert_int_equal(api_config_input_data(&spec, "cpu", &err), 0);
+	assert_non_null(strstr(err.data, "\"validation\""));
+	buf_reset(&err);
+	api_job_spec_release(&spec);
+
+	json_object_set_new(
+		json_object_get(
+			json_object_get(
+				json_array_get(obj(req, "InputDataConfig"), 1),
+				"DataSource"),
+			"S3DataSource"),
+		"InstanceGroupNames", json_pack("[s,s]", "cpu", "tpu"));
+	EXPECT_INVALID(req, "InstanceGroupNames 'tpu'", "validation");
+	buf_release(&err);
+}
+
 static void test_malformed(void **state)
 {
 	static const char *const bad[] = {
@@ -780,18 +1041,16 @@ static char *nested_request(int depth)
 
 static void test_nesting(void **state)
 {
-	struct api_job_spec spec;
 	struct buf err = BUF_INIT;
 	char *text;
 	char *deep;
 	size_t i, n = 100000;
 
 	(void)state;
-	/* Moderate nesting inside an unknown member is accepted. */
+	/* Moderate nesting inside an unknown member: the member is refused
+	 * by its name, without walking what it holds. */
 	text = nested_request(20);
-	if (api_job_spec_parse(text, strlen(text), &spec, &err))
-		fail_msg("parse: %s", err.data);
-	api_job_spec_release(&spec);
+	expect_text_invalid(text, strlen(text), "Deep is not a member");
 	free(text);
 
 	text = nested_request(40);
@@ -844,6 +1103,11 @@ int main(void)
 		cmocka_unit_test(test_channels),
 		cmocka_unit_test(test_channel_dots),
 		cmocka_unit_test(test_container_paths),
+		cmocka_unit_test(test_refused_members),
+		cmocka_unit_test(test_accepted_members),
+		cmocka_unit_test(test_unknown_members),
+		cmocka_unit_test(test_load_stored),
+		cmocka_unit_test(test_channel_groups),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_nesting),
 		cmocka_unit_test(test_release),

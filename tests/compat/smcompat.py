@@ -424,6 +424,10 @@ def small_request(name):
     }
 
 
+def list_tags_all(sm, arn):
+    return [t for p in sm.get_paginator("list_tags").paginate(ResourceArn=arn) for t in p["Tags"]]
+
+
 def is_dt(v):
     return isinstance(v, datetime.datetime) and v.tzinfo is not None
 
@@ -873,6 +877,48 @@ class Core:
         add("missing TrainingJobName", "inv-no-name", lambda r: r.pop("TrainingJobName"))
         return cases
 
+    def refused_creates(self):
+        """(label, request, words) for members the controller refuses
+        (docs/api-compatibility.md, CreateTrainingJob members): each must be
+        a ValidationException whose message holds every one of words."""
+        cases = []
+
+        def add(label, name, words, mutate):
+            r = copy.deepcopy(small_request(name))
+            mutate(r)
+            cases.append((label, r, words))
+
+        def channel(**extra):
+            c = {"ChannelName": "train", "DataSource": {"S3DataSource": {
+                "S3DataType": "S3Prefix", "S3Uri": "s3://b/p"}}}
+            s3 = extra.pop("s3", {})
+            c["DataSource"]["S3DataSource"].update(s3)
+            c.update(extra)
+            return [c]
+        add("EnableNetworkIsolation true", "ref-netiso", ["EnableNetworkIsolation", "not supported"],
+            lambda r: r.update(EnableNetworkIsolation=True))
+        add("AugmentedManifestFile", "ref-augmented", ["S3DataType 'AugmentedManifestFile'"],
+            lambda r: r.update(InputDataConfig=channel(s3={"S3DataType": "AugmentedManifestFile"})))
+        add("DebugHookConfig", "ref-debug", ["DebugHookConfig"],
+            lambda r: r.update(DebugHookConfig={"S3OutputPath": "s3://b/debug"}))
+        add("ExperimentConfig", "ref-exp", ["ExperimentConfig"],
+            lambda r: r.update(ExperimentConfig={"ExperimentName": "e1"}))
+        add("InstanceGroupNames without InstanceGroups", "ref-ign", ["InstanceGroupNames", "InstanceGroups"],
+            lambda r: r.update(InputDataConfig=channel(s3={"InstanceGroupNames": ["g1"]})))
+
+        def unknown_group(r):
+            r["ResourceConfig"] = {"InstanceGroups": [
+                {"InstanceType": "ml.m5.large", "InstanceCount": 1, "InstanceGroupName": "g1"}],
+                "VolumeSizeInGB": 10}
+            r["InputDataConfig"] = channel(s3={"InstanceGroupNames": ["g2"]})
+        add("InstanceGroupNames naming an unknown group", "ref-ign-2", ["InstanceGroupNames 'g2'"], unknown_group)
+        return cases
+
+    def check_refused_create(self, req, words):
+        msg = self.check_invalid_create(req)
+        for w in words:
+            expect(w in msg, "message %r does not contain %r" % (msg, w))
+
     def check_invalid_create(self, req):
         before = self.count()
         try:
@@ -937,6 +983,202 @@ class Core:
         expect(d.get("HyperParameters") == req["HyperParameters"], "100 x 2500-char hyperparameters not echoed")
         expect(d.get("Environment") == req["Environment"], "48 x 512-char environment not echoed")
 
+    # -- tags
+    def t_tags(self):
+        sm, arn = self.sm, self.arn1
+        tags = lambda: sorted((t["Key"], t["Value"]) for t in sm.list_tags(ResourceArn=arn)["Tags"])
+        want = sorted((t["Key"], t["Value"]) for t in job_request("x")["Tags"])
+        expect(tags() == want, "tags given at create: %r, expected %r" % (tags(), want))
+        r = sm.add_tags(ResourceArn=arn, Tags=[{"Key": "team", "Value": "ml"}, {"Key": "project", "Value": "p2"}])
+        expect(sorted((t["Key"], t["Value"]) for t in r["Tags"]) == [("project", "p2"), ("team", "ml")],
+               "AddTags answer %s" % short(r["Tags"]))
+        expect(dict(tags()) == {"project": "p2", "owner": "ci@example.com", "team": "ml"},
+               "after AddTags: %r" % tags())
+        sm.delete_tags(ResourceArn=arn, TagKeys=["team", "no-such-key"])
+        expect(dict(tags()) == {"project": "p2", "owner": "ci@example.com"}, "after DeleteTags: %r" % tags())
+        d = sm.describe_training_job(TrainingJobName="compat-create-1")
+        expect("Tags" not in d, "Describe carries Tags (the service's does not)")
+        # The ARN is case-insensitive in the name, as job names are.
+        head, name = arn.split("/", 1)
+        expect(sm.list_tags(ResourceArn=head + "/" + name.upper())["Tags"], "upper-case name in the ARN")
+
+    def t_tags_limits(self):
+        sm = self.sm
+        req = small_request("compat-tags-50")
+        req["Tags"] = [{"Key": "k%02d" % i, "Value": "v%d" % i} for i in range(50)]
+        arn = self.create(req)["TrainingJobArn"]
+        pages = list(sm.get_paginator("list_tags").paginate(ResourceArn=arn, PaginationConfig={"PageSize": 50}))
+        got = [t["Key"] for p in pages for t in p["Tags"]]
+        expect(sorted(got) == ["k%02d" % i for i in range(50)], "50 tags listed: %r" % got)
+        expect_error(lambda: sm.add_tags(ResourceArn=arn, Tags=[{"Key": "one-more", "Value": ""}]),
+                     "ValidationException", 400, contains="50")
+        sm.add_tags(ResourceArn=arn, Tags=[{"Key": "k00", "Value": "overwritten"}])
+        expect(len(list_tags_all(sm, arn)) == 50, "overwriting a key changed the count")
+        expect_error(lambda: sm.add_tags(ResourceArn=arn, Tags=[{"Key": "aws:reserved", "Value": "x"}]),
+                     "ValidationException", 400, contains="aws:")
+        expect_error(lambda: sm.add_tags(ResourceArn=arn.replace("compat-tags-50", "compat-no-such-job"),
+                                         Tags=[{"Key": "a", "Value": "b"}]),
+                     "ValidationException", 400, contains="does not exist")
+        expect_error(lambda: sm.list_tags(ResourceArn="not-an-arn"), "ValidationException", 400)
+        expect_error(lambda: sm.list_tags(ResourceArn=arn.replace(":training-job/", ":model/")),
+                     "ValidationException", 400, contains="training jobs")
+        expect_error(lambda: sm.list_tags(ResourceArn=arn.replace(":us-east-1:", ":eu-west-9:")),
+                     "ValidationException", 400, contains="region")
+        expect_error(lambda: sm.list_tags(ResourceArn=arn, NextToken="garbage"), "ValidationException", 400)
+        bad = small_request("compat-tags-dup")
+        bad["Tags"] = [{"Key": "a", "Value": "1"}, {"Key": "a", "Value": "2"}]
+        expect_error(lambda: sm.create_training_job(**bad), "ValidationException", 400, contains="Duplicate")
+        expect_error(lambda: sm.describe_training_job(TrainingJobName="compat-tags-dup"), "ValidationException")
+
+    # -- the SageMaker Python SDK's Estimator.attach (v2.210), call by call
+    def t_sdk_attach(self):
+        sm = self.sm
+        d = sm.describe_training_job(TrainingJobName="compat-create-1")
+        # _prepare_init_params_from_job_description reads these unconditionally.
+        for path in (("RoleArn",), ("ResourceConfig", "InstanceCount"), ("ResourceConfig", "InstanceType"),
+                     ("ResourceConfig", "VolumeSizeInGB"), ("StoppingCondition", "MaxRuntimeInSeconds"),
+                     ("AlgorithmSpecification", "TrainingInputMode"), ("TrainingJobName",),
+                     ("OutputDataConfig", "S3OutputPath"), ("OutputDataConfig", "KmsKeyId")):
+            v = d
+            for k in path:
+                expect(isinstance(v, dict) and k in v, "attach would fail: KeyError %r (at %s)" % (k, ".".join(path)))
+                v = v[k]
+        tags = sm.list_tags(ResourceArn=d["TrainingJobArn"])["Tags"]
+        expect(isinstance(tags, list), "list_tags answer %r" % (tags,))
+
+    # -- update
+    def t_update(self):
+        sm, smv = self.sm, self.smv
+        req = small_request("compat-update-1")
+        self.create(req)
+        members = sm.meta.service_model.operation_model("UpdateTrainingJob").input_shape.members
+        if "RemoteDebugConfig" in members:
+            r = sm.update_training_job(TrainingJobName="compat-update-1",
+                                       RemoteDebugConfig={"EnableRemoteDebug": False})
+            expect(r["TrainingJobArn"].endswith(":training-job/compat-update-1"), "update answer %s" % short(r))
+            d = sm.describe_training_job(TrainingJobName="compat-update-1")
+            expect(d.get("RemoteDebugConfig") == {"EnableRemoteDebug": False},
+                   "Describe after the update: RemoteDebugConfig %r" % (d.get("RemoteDebugConfig"),))
+            expect_error(lambda: sm.update_training_job(TrainingJobName="compat-update-1",
+                                                        RemoteDebugConfig={"EnableRemoteDebug": True}),
+                         "ValidationException", 400, contains="remote debugging")
+        expect_error(lambda: sm.update_training_job(TrainingJobName="compat-update-1",
+                                                    ProfilerConfig={"ProfilingIntervalInMilliseconds": 500}),
+                     "ValidationException", 400, contains="ProfilerConfig")
+        expect_error(lambda: sm.update_training_job(TrainingJobName="compat-update-1"),
+                     "ValidationException", 400, contains="at least one")
+        expect_error(lambda: sm.update_training_job(TrainingJobName="compat-no-such-job",
+                                                    ProfilerConfig={"DisableProfiler": True}),
+                     "ValidationException", 400, contains="not found")
+        expect_error(lambda: smv.update_training_job(TrainingJobName="compat-update-1",
+                                                     ResourceConfig={"KeepAlivePeriodInSeconds": 99999}),
+                     "ValidationException", 400, contains="keepAlivePeriodInSeconds")
+        d = sm.describe_training_job(TrainingJobName="compat-update-1")
+        expect("ProfilerConfig" not in d, "a refused update changed the job: %s" % short(d.get("ProfilerConfig")))
+
+    # -- search
+    def search_names(self, expr=None, **kw):
+        args = dict(Resource="TrainingJob", **kw)
+        if expr is not None:
+            args["SearchExpression"] = expr
+        pages = self.sm.get_paginator("search").paginate(**args)
+        return [r["TrainingJob"]["TrainingJobName"] for p in pages for r in p["Results"]]
+
+    def t_search(self):
+        sm = self.sm
+        names = ["compat-search-%d" % i for i in range(6)]
+        for i, name in enumerate(names):
+            req = small_request(name)
+            req["HyperParameters"]["lr"] = "0.00%d" % (i + 1)
+            req["HyperParameters"]["optimizer"] = "adam" if i % 2 else "sgd"
+            req["Tags"] = [{"Key": "team", "Value": "a" if i < 3 else "b"}]
+            if i == 5:
+                req["Tags"].append({"Key": "only-five", "Value": "yes"})
+            req["InputDataConfig"] = [{"ChannelName": "train" if i < 4 else "other",
+                                       "DataSource": {"S3DataSource": {
+                                           "S3DataType": "S3Prefix",
+                                           "S3Uri": "s3://compat-bucket/data/%d/" % i}}}]
+            req["ResourceConfig"]["InstanceType"] = "ml.m5.large" if i != 2 else "ml.c5.xlarge"
+            self.create(req)
+        t_mid = sm.describe_training_job(TrainingJobName=names[3])["CreationTime"]
+        F = lambda name, op, value=None: dict(Name=name, Operator=op, **({} if value is None else {"Value": value}))
+        asc = dict(SortBy="TrainingJobName", SortOrder="Ascending")
+        only = dict(Filters=[F("TrainingJobName", "Contains", "compat-search-")])
+
+        def check(expr, want, what):
+            if expr is None:
+                e = only
+            else:
+                e = dict(SubExpressions=[only, expr], Operator="And")
+            got = self.search_names(e, **asc)
+            expect(got == [names[i] for i in want], "%s: %r, expected %r" % (what, got, [names[i] for i in want]))
+
+        check(dict(Filters=[F("TrainingJobName", "Equals", names[4])]), [4], "Equals name")
+        check(dict(Filters=[F("Tags.team", "Equals", "a")]), [0, 1, 2], "Tags.team Equals a")
+        check(dict(Filters=[F("Tags.team", "NotEquals", "a")]), [3, 4, 5], "Tags.team NotEquals a")
+        check(dict(Filters=[F("Tags.only-five", "Exists")]), [5], "Tags.only-five Exists")
+        check(dict(Filters=[F("Tags.only-five", "NotExists")]), [0, 1, 2, 3, 4], "NotExists")
+        check(dict(Filters=[F("HyperParameters.lr", "LessThan", "0.003")]), [0, 1], "lr LessThan 0.003 (numeric)")
+        check(dict(Filters=[F("HyperParameters.lr", "GreaterThanOrEqualTo", "0.005")]), [4, 5], "lr >= 0.005")
+        check(dict(Filters=[F("HyperParameters.optimizer", "In", "adam,rmsprop")]), [1, 3, 5], "In")
+        check(dict(Filters=[F("ResourceConfig.InstanceType", "Equals", "ml.c5.xlarge")]), [2], "nested path")
+        check(dict(Filters=[F("CreationTime", "GreaterThanOrEqualTo", t_mid.isoformat())]), [3, 4, 5],
+              "CreationTime >= a job's (ISO 8601)")
+        check(dict(Filters=[F("CreationTime", "LessThan", "%.3f" % t_mid.timestamp())]), [0, 1, 2],
+              "CreationTime < epoch seconds")
+        check(dict(Filters=[F("Tags.team", "Equals", "b"), F("HyperParameters.optimizer", "Equals", "sgd")],
+                   Operator="Or"), [0, 2, 3, 4, 5], "Or of two filters")
+        check(dict(NestedFilters=[dict(NestedPropertyName="InputDataConfig", Filters=[
+            F("InputDataConfig.ChannelName", "Equals", "train"),
+            F("InputDataConfig.DataSource.S3DataSource.S3Uri", "Contains", "/data/3/")])]), [3],
+              "NestedFilters on one channel")
+        check(dict(NestedFilters=[dict(NestedPropertyName="Tags", Filters=[
+            F("Tags.Key", "Equals", "team"), F("Tags.Value", "Equals", "b")])]), [3, 4, 5], "NestedFilters on Tags")
+        check(dict(Filters=[F("TrainingJobStatus", "Equals", "InProgress")]), range(6), "status")
+        got = self.search_names(only, SortBy="TrainingJobName", SortOrder="Descending")
+        expect(got == names[::-1], "descending: %r" % got)
+        pages = list(sm.get_paginator("search").paginate(Resource="TrainingJob", SearchExpression=only,
+                                                          PaginationConfig={"PageSize": 4}, **asc))
+        expect([len(p["Results"]) for p in pages] == [4, 2], "pages of 4: %r" % [len(p["Results"]) for p in pages])
+        r = sm.search(Resource="TrainingJob", SearchExpression=dict(Filters=[F("TrainingJobName", "Equals", names[5])]))
+        tj = r["Results"][0]["TrainingJob"]
+        expect(sorted((t["Key"], t["Value"]) for t in tj.get("Tags", [])) == [("only-five", "yes"), ("team", "b")],
+               "record's Tags: %s" % short(tj.get("Tags")))
+        expect(tj.get("HyperParameters", {}).get("lr") == "0.006" and tj.get("TrainingJobArn", "").endswith(names[5]),
+               "record: %s" % short(tj))
+        expect(is_dt(tj.get("CreationTime")), "record CreationTime %r" % (tj.get("CreationTime"),))
+        # Default order: LastModifiedTime, newest first.
+        expect(self.search_names(only)[0] == names[5], "default order is not newest first")
+
+    def t_search_errors(self):
+        sm = self.sm
+        F = lambda name, op, value=None: dict(Name=name, Operator=op, **({} if value is None else {"Value": value}))
+        bad = [
+            ("Resource Experiment", dict(Resource="Experiment"), "TrainingJob"),
+            ("unknown property", dict(SearchExpression=dict(Filters=[F("NoSuchProperty", "Equals", "x")])),
+             "NoSuchProperty"),
+            ("Exists with a Value", dict(SearchExpression=dict(Filters=[F("Tags.a", "Exists", "x")])), "Exists"),
+            ("Equals without a Value", dict(SearchExpression=dict(Filters=[F("TrainingJobName", "Equals")])),
+             "Value"),
+            ("time that is not one", dict(SearchExpression=dict(Filters=[F("CreationTime", "GreaterThan", "soon")])),
+             "time"),
+            ("metric compared with text", dict(SearchExpression=dict(Filters=[F("Metrics.loss", "LessThan", "low")])),
+             "number"),
+            ("empty expression", dict(SearchExpression={}), "at least one"),
+            ("51 filters", dict(SearchExpression=dict(
+                SubExpressions=[dict(Filters=[F("TrainingJobName", "Equals", "x")] * 20)] * 3)), "50"),
+            ("nested filter outside its property", dict(SearchExpression=dict(NestedFilters=[dict(
+                NestedPropertyName="InputDataConfig", Filters=[F("TrainingJobName", "Equals", "x")])])),
+             "NestedPropertyName"),
+            ("garbage NextToken", dict(NextToken="garbage"), "NextToken"),
+            ("bad SortBy", dict(SortBy="Bogus"), "SortBy"),
+        ]
+        for what, kw, contains in bad:
+            args = dict(Resource="TrainingJob")
+            args.update(kw)
+            expect_error(lambda: self.smv.search(**args), "ValidationException", 400, contains=contains,
+                         what=what + ": ")
+
     def invalid_lists(self):
         return [("MaxResults 101", dict(MaxResults=101)),
                 ("MaxResults 0", dict(MaxResults=0)),
@@ -974,6 +1216,9 @@ class Core:
         for label, req in self.invalid_creates():
             tap.case("%s: invalid create (%s) -> ValidationException, nothing created" % (L, label),
                      self.check_invalid_create, req)
+        for label, req, words in self.refused_creates():
+            tap.case("%s: refused member (%s) -> ValidationException naming it, nothing created" % (L, label),
+                     self.check_refused_create, req, words)
         tap.case("%s: InstanceCount 0 -> accepted or ValidationException" % L, self.t_instance_count_zero)
         for label, kw in self.invalid_lists():
             tap.case("%s: invalid list (%s) -> ValidationException" % (L, label),
@@ -985,3 +1230,13 @@ class Core:
         tap.case("%s: quotes, backslashes, control and non-ASCII characters echo exactly" % L, self.t_escapes)
         tap.case("%s: a 250 KB request at the model's limits is accepted and echoed" % L, self.t_big_valid)
         tap.case("%s: unfiltered listing equals the creation log" % L, self.t_list_all_jobs)
+        tap.case("%s: the SDK's Estimator.attach calls: Describe has what it reads, ListTags" % L,
+                 self.t_sdk_attach)
+        tap.case("%s: tags from create listed; AddTags/DeleteTags; not in Describe" % L, self.t_tags)
+        tap.case("%s: 50 tags paged, 51st refused, reserved keys, bad ARNs and tokens" % L,
+                 self.t_tags_limits)
+        tap.case("%s: Search filters (tags, hyperparameters, times, In, Or, nested), sort, pages" % L,
+                 self.t_search)
+        tap.case("%s: Search refuses what it cannot answer, naming it" % L, self.t_search_errors)
+        tap.case("%s: UpdateTrainingJob: RemoteDebugConfig off recorded; refusals name the member" % L,
+                 self.t_update)

@@ -102,6 +102,34 @@ cli_cases() {
 	done
 	check "$L: four more creates (--cli-input-json + --training-job-name)" rc_is 0
 
+	aws_ sagemaker describe-training-job --training-job-name "$J" --query TrainingJobArn --output text
+	ARN=$(cat "$T_TMP/out")
+	aws_ sagemaker add-tags --resource-arn "$ARN" --tags Key=team,Value=ml Key=project,Value=cli
+	check "$L: add-tags answers the tags added" jcheck "sorted(t['Key'] for t in j['Tags']) == ['project', 'team']"
+	aws_ sagemaker delete-tags --resource-arn "$ARN" --tag-keys owner
+	check "$L: delete-tags" rc_is 0
+	aws_ sagemaker list-tags --resource-arn "$ARN"
+	check "$L: list-tags: create's tags, overwritten, added and deleted" \
+		jcheck "sorted((t['Key'], t['Value']) for t in j['Tags']) == [('project', 'cli'), ('team', 'ml')]"
+	aws_ sagemaker search --resource TrainingJob \
+		--search-expression '{"Filters": [{"Name": "Tags.team", "Operator": "Equals", "Value": "ml"}, {"Name": "TrainingJobName", "Operator": "Equals", "Value": "'"$J"'"}]}'
+	check "$L: search by tag and name finds the job, with its tags" \
+		jcheck "[r['TrainingJob']['TrainingJobName'] for r in j['Results']] == ['$J'] and {'Key': 'team', 'Value': 'ml'} in j['Results'][0]['TrainingJob']['Tags']"
+	aws_ sagemaker search --resource TrainingJob --max-items 2 --page-size 1 \
+		--search-expression '{"Filters": [{"Name": "TrainingJobName", "Operator": "Contains", "Value": "cli-'"$L"'-"}]}' \
+		--sort-by TrainingJobName --sort-order Ascending
+	check "$L: search pages (--page-size 1 --max-items 2) in name order" \
+		jcheck "[r['TrainingJob']['TrainingJobName'] for r in j['Results']] == ['cli-$L-1', 'cli-$L-2'] and j.get('NextToken')"
+	aws_ sagemaker search --resource Experiment
+	check "$L: search of another resource: exit $ERR, ValidationException" \
+		sh -c "[ $rc -eq $ERR ] && grep -q 'ValidationException' '$T_TMP/err'"
+	aws_ sagemaker update-training-job --training-job-name "$J" --profiler-config ProfilingIntervalInMilliseconds=500
+	check "$L: update-training-job --profiler-config: exit $ERR, ValidationException naming it" \
+		sh -c "[ $rc -eq $ERR ] && grep -q 'ProfilerConfig' '$T_TMP/err'"
+	aws_ sagemaker list-tags --resource-arn "${ARN}x"
+	check "$L: list-tags of an unknown job: exit $ERR, ValidationException" \
+		sh -c "[ $rc -eq $ERR ] && grep -q 'ValidationException' '$T_TMP/err'"
+
 	aws_ sagemaker list-training-jobs --name-contains "cli-$L-" --max-items 3 --page-size 2
 	check "$L: list --max-items 3 --page-size 2: 3 jobs in creation order and a NextToken" jcheck \
 		"[s['TrainingJobName'] for s in j['TrainingJobSummaries']] == ['cli-$L-1', 'cli-$L-2', 'cli-$L-3'] and j.get('NextToken')"

@@ -177,13 +177,19 @@ def raw_cases(tap, d, core):
         tap.case("raw: " + name, fn)
 
     def t_unknown_create_member():
-        req = C.small_request("raw-future-member")
-        req["SomeFutureMember"] = {"Enabled": True}
-        req["ResourceConfig"]["SomeFutureResourceMember"] = "x"
-        r = want(C.amz_json(port, "CreateTrainingJob", req), 200)
-        core.created.append("raw-future-member")
-        C.expect(r.json and r.json.get("TrainingJobArn"), "no TrainingJobArn: %r" % r)
-    tap.case("raw: CreateTrainingJob with unknown members is accepted", t_unknown_create_member)
+        # Neither model has them: refused by name, never silently ignored.
+        for where, mutate in (("SomeFutureMember", lambda r: r.update(SomeFutureMember={"Enabled": True})),
+                              ("ResourceConfig.SomeFutureResourceMember",
+                               lambda r: r["ResourceConfig"].update(SomeFutureResourceMember="x"))):
+            req = C.small_request("raw-future-member")
+            mutate(req)
+            r = want(C.amz_json(port, "CreateTrainingJob", req), 400, "ValidationException")
+            msg = (r.json or {}).get("message", "")
+            C.expect(where + " is not a member" in msg, "message %r does not name %s" % (msg, where))
+        r = want(C.amz_json(port, "DescribeTrainingJob", {"TrainingJobName": "raw-future-member"}), 400,
+                 "ValidationException")
+    tap.case("raw: CreateTrainingJob with unknown members -> ValidationException naming them, nothing created",
+             t_unknown_create_member)
 
     def t_big():
         st, text = big_body(port, 8 * 1024 * 1024)

@@ -144,6 +144,19 @@ class Cases:
         self.t("PutObject, GetObject, HeadObject: body, ETag = MD5, Content-Type, Cache-Control, "
                "Content-Disposition, metadata", put_get_head)
 
+        def sse():
+            # The SageMaker SDK's uploads ask for SSE-KMS by default.
+            for alg in ("aws:kms", "AES256"):
+                s3.put_object(Bucket=b, Key="obj/sse.bin", Body=body[:1000], ServerSideEncryption=alg,
+                              **({"SSEKMSKeyId": "alias/aws/s3"} if alg == "aws:kms" else {}))
+                g = s3.get_object(Bucket=b, Key="obj/sse.bin")
+                expect(g["Body"].read() == body[:1000], "%s: body changed" % alg)
+                expect("ServerSideEncryption" not in g, "%s: GetObject claims encryption %r" % (
+                    alg, g.get("ServerSideEncryption")))
+            error(lambda: s3.put_object(Bucket=b, Key="obj/ssec.bin", Body=b"x", SSECustomerAlgorithm="AES256",
+                                        SSECustomerKey="k" * 32), "NotImplemented", 501)
+        self.t("PutObject with SSE-KMS / SSE-S3 stored as is (the disk's encryption); SSE-C refused", sse)
+
         def conditional():
             etag = quoted_md5(body)
             error(lambda: s3.get_object(Bucket=b, Key="obj/one.bin", IfNoneMatch=etag), ("304", "NotModified"),

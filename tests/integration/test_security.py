@@ -264,6 +264,17 @@ def case_users(tap, d, state):
         expect(r.status == 200 and b"sec-u-bob" not in r.body, "alice's hosts list names bob's job: %r" % r)
         r = signed_as(d, "GET", "/v1/hosts", USER_KEYS["bob"])
         expect(r.status == 200 and b"sec-u-bob" in r.body, "bob's hosts list lacks his job: %r" % r)
+        found = [x["TrainingJob"]["TrainingJobName"]
+                 for x in alice.search(Resource="TrainingJob", MaxResults=100)["Results"]]
+        expect("sec-u-alice" in found and "sec-u-bob" not in found, "alice's Search: %r" % found)
+        found = [x["TrainingJob"]["TrainingJobName"]
+                 for x in admin.search(Resource="TrainingJob", MaxResults=100)["Results"]]
+        expect("sec-u-alice" in found and "sec-u-bob" in found, "admin's Search: %r" % found)
+        bob_arn = bob.describe_training_job(TrainingJobName="sec-u-bob")["TrainingJobArn"]
+        sc.expect_error(lambda: alice.list_tags(ResourceArn=bob_arn), "AccessDeniedException",
+                        what="alice lists the tags of bob's job: ")
+        sc.expect_error(lambda: alice.add_tags(ResourceArn=bob_arn, Tags=[{"Key": "k", "Value": "v"}]),
+                        "AccessDeniedException", what="alice tags bob's job: ")
         r = signed_as(d, "GET", "/v1/ui/jobs", USER_KEYS["alice"])
         names = [j.get("name") for j in (r.json or {}).get("jobs", [])]
         expect(r.status == 200 and "sec-u-bob" not in str(r.body), "alice's page list: %r" % r)

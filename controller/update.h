@@ -1,0 +1,12 @@
+#ifndef CTRL_UPDATE_H
+#define CTRL_UPDATE_H
+
+#include <stddef.h>
+
+#include "controller/ops.h"
+
+/* UpdateTrainingJob (JSON 1.1 body). */
+void ctrl_op_update(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		    const char *body, size_t len, struct ctrl_response *resp);
+
+#endif
