@@ -279,14 +279,15 @@ int agent_pipe_stage(struct stor *st, const struct api_assignment *s,
 			ret = ERR_INVALID;
 		}
 	}
-	for (i = 0; !ret && i < m; i++)
-		bytes += sizes[pick[i]] > 0 ? sizes[pick[i]] : 0;
+	/* A manifest's objects are not listed: their sizes are unknown. */
+	for (i = 0; !ret && i < m && bytes >= 0; i++)
+		bytes = sizes[pick[i]] < 0 ? -1 : bytes + sizes[pick[i]];
 	if (!ret)
 		ret = make_fifo(dir, c->name, 0, err);
 	if (!ret)
 		agent_task_say(fd,
 			       "log channel '%s': Pipe of %zu of %zu objects "
-			       "(%lld bytes in epoch 0)%s%s",
+			       "(%lld bytes in epoch 0; -1: not listed)%s%s",
 			       c->name, m, uris.n, (long long)bytes,
 			       m < uris.n ? ", sharded by key" : "",
 			       c->shuffle ? ", shuffled" : "");
