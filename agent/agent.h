@@ -346,6 +346,9 @@ struct agent_assign {
 	struct agent_ident ident; /* spec.run_as on this host */
 	/* Workers and upload. */
 	struct agent_task task;
+	/* Pipe mode's writer while the ranks run (pipe.c), apart from
+	 * the staging, sync and pack worker in task. */
+	struct agent_task pipe;
 	enum agent_task_kind task_kind;
 	char *task_error;
 	int task_ok; /* the worker said "ok" */
@@ -436,7 +439,8 @@ enum agent_poll_kind {
 	AGENT_POLL_PIDFD,
 	AGENT_POLL_TASK,
 	AGENT_POLL_WATCH,
-	AGENT_POLL_IMAGES
+	AGENT_POLL_IMAGES,
+	AGENT_POLL_PIPE
 };
 
 struct agent_pollref {
@@ -651,6 +655,34 @@ int agent_stage_needed(const struct agent_ctx *ctx,
 int agent_stage_start(struct agent_ctx *ctx, struct agent_assign *a,
 		      struct buf *err);
 
+/* pipe.c: channels in Pipe mode (docs/pipe-mode.md) */
+/* 1 when the channel's input mode (as the controller resolved it) is Pipe. */
+int agent_channel_is_pipe(const struct api_channel *c);
+int agent_assign_has_pipes(const struct api_assignment *s);
+/*
+ * The order of a channel's n listed objects in an epoch: order[k] is the
+ * index of the object at position k; the listing's order unless the
+ * channel has a ShuffleConfig, then a shuffle its Seed and the epoch fix
+ * (sharding takes positions, so hosts share each epoch anew).
+ */
+void agent_channel_order(const struct api_channel *c, size_t n, int epoch,
+			 size_t *order);
+/* <dir>/input/data/<channel>_<epoch>, as a new string. */
+char *agent_pipe_path(const char *dir, const char *channel, int epoch);
+/*
+ * In the staging worker: checks that the channel has objects for this
+ * host and options Pipe mode supports, and makes its pipe of epoch 0.
+ */
+int agent_pipe_stage(struct stor *st, const struct api_assignment *s,
+		     const struct api_channel *c, const char *dir, int fd,
+		     struct buf *err);
+/* Starts the writer of every Pipe channel (none: nothing to do). */
+int agent_pipe_start(struct agent_ctx *ctx, struct agent_assign *a,
+		     struct buf *err);
+/* Kills the writers (the ranks have ended); reaped as any child. */
+void agent_pipe_stop(struct agent_assign *a);
+/* The writer's report pipe is readable. */
+void agent_pipe_on_report(struct agent_ctx *ctx, struct agent_assign *a);
 /* pyenv.c: requirements.txt into a virtual environment of the job's own */
 /*
  * 1 when script mode runs a Python program and dir/code has a

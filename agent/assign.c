@@ -67,6 +67,7 @@ struct agent_assign *agent_assign_new(struct agent_ctx *ctx, const char *job,
 	a->phase = API_PHASE_PREPARING;
 	a->action = API_ACTION_RUN;
 	agent_task_init(&a->task);
+	agent_task_init(&a->pipe);
 	agent_ckpt_watch_init(&a->watch);
 	/* Keep arrival order: reports and logs read better that way. */
 	for (pp = &ctx->assigns; *pp; pp = &(*pp)->next)
@@ -124,6 +125,8 @@ void agent_assign_free(struct agent_ctx *ctx, struct agent_assign *a)
 	agent_upload_cancel(ctx, a);
 	agent_task_kill(&a->task);
 	agent_task_release(&a->task);
+	agent_pipe_stop(a);
+	agent_task_release(&a->pipe);
 	agent_ckpt_watch_stop(&a->watch);
 	for (i = 0; i < a->n_ranks; i++)
 		rank_release(&a->ranks[i]);
@@ -342,6 +345,11 @@ static void launch(struct agent_ctx *ctx, struct agent_assign *a)
 	} else {
 		a->started_ms = time_now_ms();
 		agent_assign_set_phase(ctx, a, API_PHASE_RUNNING);
+		/* The pipes of epoch 0 exist: the program may open them
+		 * before their writers run, and waits for them. */
+		if (agent_pipe_start(ctx, a, &err))
+			agent_assign_note(ctx, a, "Pipe channels: %s",
+					  err.data);
 	}
 	buf_release(&err);
 }
@@ -357,6 +365,14 @@ static int has_checkpoints(const struct agent_assign *a)
 {
 	return a->have_spec && a->dir && a->spec.checkpoint_s3_uri &&
 	       *a->spec.checkpoint_s3_uri;
+}
+
+/* Something is mirrored while the ranks run: checkpoints, TensorBoard. */
+static int has_mirror(const struct agent_assign *a)
+{
+	return has_checkpoints(a) ||
+	       (a->have_spec && a->dir && a->spec.tensorboard_s3_uri &&
+		*a->spec.tensorboard_s3_uri);
 }
 
 void agent_assign_watch_checkpoints(struct agent_assign *a)
@@ -414,8 +430,8 @@ static void start_sync(struct agent_ctx *ctx, struct agent_assign *a, int final)
 static int final_sync_wanted(struct agent_ctx *ctx,
 			     const struct agent_assign *a)
 {
-	return a->final_sync_due && has_checkpoints(a) && !a->fenced &&
-	       a->desired && !ctx->shutting_down && !ctx->sess.fenced;
+	return a->final_sync_due && has_mirror(a) && !a->fenced && a->desired &&
+	       !ctx->shutting_down && !ctx->sess.fenced;
 }
 
 static void exited(struct agent_ctx *ctx, struct agent_assign *a)
@@ -442,10 +458,11 @@ static void exited(struct agent_ctx *ctx, struct agent_assign *a)
 	free(a->failure);
 	a->failure = a->dir ? agent_jobdir_read_failure(a->dir) : NULL;
 	a->kill_at = 0;
+	agent_pipe_stop(a);
 	agent_assign_set_phase(ctx, a, API_PHASE_EXITED);
 	/* Every file is final now; what completed last goes in this sync. */
 	agent_ckpt_watch_stop(&a->watch);
-	a->final_sync_due = has_checkpoints(a) && !ranks_succeeded(a);
+	a->final_sync_due = has_mirror(a) && !ranks_succeeded(a);
 	/* A periodic sync still running is followed by the final one. */
 	if (final_sync_wanted(ctx, a) && !agent_task_busy(&a->task))
 		start_sync(ctx, a, 1);
@@ -514,7 +531,7 @@ static void step_running(struct agent_ctx *ctx, struct agent_assign *a,
 		exited(ctx, a);
 		return;
 	}
-	if (has_checkpoints(a) && !a->term_sent && !a->kill_sent &&
+	if (has_mirror(a) && !a->term_sent && !a->kill_sent &&
 	    !ctx->sess.fenced && !agent_task_busy(&a->task) &&
 	    now >= a->sync_at) {
 		a->sync_at = now + AGENT_CKPT_SYNC_MS;
@@ -581,7 +598,8 @@ static void step_uploading(struct agent_ctx *ctx, struct agent_assign *a,
 /* Nothing of a is running and nothing will run. */
 static int quiet(const struct agent_assign *a)
 {
-	return ranks_ended(a) && !agent_task_busy(&a->task) && !a->up_req &&
+	return ranks_ended(a) && !agent_task_busy(&a->task) &&
+	       !agent_task_busy(&a->pipe) && !a->up_req &&
 	       (a->phase == API_PHASE_DONE || a->phase == API_PHASE_ERROR ||
 		a->phase == API_PHASE_EXITED);
 }
@@ -734,7 +752,7 @@ int64_t agent_assign_next(struct agent_ctx *ctx)
 		if (a->term_sent && !a->kill_sent && a->kill_at &&
 		    a->kill_at < next)
 			next = a->kill_at;
-		if (a->phase == API_PHASE_RUNNING && has_checkpoints(a) &&
+		if (a->phase == API_PHASE_RUNNING && has_mirror(a) &&
 		    !a->term_sent && !a->kill_sent && !ctx->sess.fenced &&
 		    a->task_kind == AGENT_TASK_NONE && a->sync_at < next)
 			next = a->sync_at;

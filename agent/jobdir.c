@@ -160,6 +160,9 @@ int agent_jobdir_create(const char *dir, const struct api_assignment *spec,
 			ret = ERR_INVALID;
 			break;
 		}
+		/* A Pipe channel is a named pipe per epoch (pipe.c). */
+		if (agent_channel_is_pipe(&spec->channels[i]))
+			continue;
 		buf_reset(&path);
 		(void)buf_addf(&path, "%s/input/data/%s", dir,
 			       spec->channels[i].name);
@@ -168,6 +171,18 @@ int agent_jobdir_create(const char *dir, const struct api_assignment *spec,
 				       strerror(errno));
 			ret = ERR_IO;
 		}
+	}
+	/* TensorBoard's folder is there for the program to write into. */
+	if (!ret && spec->tensorboard_local_path) {
+		char *tb = agent_jobdir_checkpoint_path(
+			dir, spec->tensorboard_local_path);
+
+		if (fs_mkdir_p(tb, 0755, NULL)) {
+			(void)buf_addf(err, "cannot create %s: %s", tb,
+				       strerror(errno));
+			ret = ERR_IO;
+		}
+		free(tb);
 	}
 	if (!ret)
 		ret = write_in(dir, "input/config/hyperparameters.json",

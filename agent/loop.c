@@ -123,6 +123,9 @@ static void build_pollset(struct agent_ctx *ctx)
 		if (a->watch.fd >= 0)
 			agent_poll_add(ctx, a->watch.fd, POLLIN,
 				       AGENT_POLL_WATCH, a, 0);
+		if (a->pipe.fd >= 0)
+			agent_poll_add(ctx, a->pipe.fd, POLLIN, AGENT_POLL_PIPE,
+				       a, 0);
 	}
 	if (ctx->images.task.fd >= 0)
 		agent_poll_add(ctx, ctx->images.task.fd, POLLIN,
@@ -218,6 +221,9 @@ static void dispatch(struct agent_ctx *ctx, int64_t now)
 			break;
 		case AGENT_POLL_IMAGES:
 			agent_images_on_task(ctx);
+			break;
+		case AGENT_POLL_PIPE:
+			agent_pipe_on_report(ctx, ref->a);
 			break;
 		}
 	}

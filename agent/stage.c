@@ -121,8 +121,30 @@ static size_t shard_index(const struct api_assignment *s,
 }
 
 /*
+ * Which of n listed objects this host takes: all, or with ShardedByS3Key
+ * those at positions shard_index modulo shard_count of the listing
+ * (shuffled first when the channel has a ShuffleConfig). A new array of n
+ * flags.
+ */
+static char *my_share(const struct api_assignment *s,
+		      const struct api_channel *c, size_t n)
+{
+	size_t hosts = shard_count(s, c), me = shard_index(s, c), k;
+	size_t *order = xcalloc(n ? n : 1, sizeof(*order));
+	char *mine = xcalloc(n ? n : 1, 1);
+	int sharded = c->distribution &&
+		      !strcmp(c->distribution, "ShardedByS3Key");
+
+	agent_channel_order(c, n, 0, order);
+	for (k = 0; k < n; k++)
+		mine[order[k]] = !sharded || k % hosts == me;
+	free(order);
+	return mine;
+}
+
+/*
  * Downloads the objects of one S3Prefix channel; with ShardedByS3Key only
- * those whose index in the sorted listing is host_index modulo n_hosts.
+ * this host's share (my_share()).
  */
 static int stage_prefix(struct stor *st, const struct api_assignment *s,
 			const struct api_channel *c, const char *dest, int fd,
@@ -131,12 +153,12 @@ static int stage_prefix(struct stor *st, const struct api_assignment *s,
 	struct stor_list l = STOR_LIST_INIT;
 	struct stor_uri u;
 	struct buf uri = BUF_INIT, local = BUF_INIT, why = BUF_INIT;
-	size_t i, plen, n = 0, hosts = shard_count(s, c);
-	size_t me = shard_index(s, c);
+	size_t i, plen, n = 0;
 	int sharded = c->distribution &&
 		      !strcmp(c->distribution, "ShardedByS3Key");
 	int64_t bytes = 0;
 	const char *rel;
+	char *mine = NULL;
 	int ret;
 
 	ret = stor_uri_parse(c->s3_uri, &u, err);
@@ -152,8 +174,9 @@ static int stage_prefix(struct stor *st, const struct api_assignment *s,
 		goto out;
 	}
 	plen = strlen(u.key);
+	mine = my_share(s, c, l.n);
 	for (i = 0; i < l.n; i++) {
-		if (sharded && i % hosts != me)
+		if (!mine[i])
 			continue;
 		rel = l.v[i].key;
 		if (!strncmp(rel, u.key, plen))
@@ -194,6 +217,7 @@ static int stage_prefix(struct stor *st, const struct api_assignment *s,
 		       c->name, n, l.n, (long long)bytes,
 		       sharded ? ", sharded by key" : "");
 out:
+	free(mine);
 	stor_list_release(&l);
 	stor_uri_release(&u);
 	buf_release(&uri);
@@ -215,12 +239,12 @@ static int stage_manifest(struct stor *st, const struct api_assignment *s,
 {
 	struct buf tmp = BUF_INIT, text = BUF_INIT_MAX(MANIFEST_MAX);
 	struct buf uri = BUF_INIT, local = BUF_INIT, why = BUF_INIT;
-	size_t hosts = shard_count(s, c), me = shard_index(s, c);
 	int sharded = c->distribution &&
 		      !strcmp(c->distribution, "ShardedByS3Key");
 	char *prefix = NULL;
 	char **keys = NULL;
 	char chunk[65536];
+	char *mine = NULL;
 	size_t n = 0, i, got = 0;
 	ssize_t r;
 	int mfd;
@@ -252,10 +276,11 @@ static int stage_manifest(struct stor *st, const struct api_assignment *s,
 			       why.data);
 		goto out;
 	}
+	mine = my_share(s, c, n);
 	for (i = 0; i < n; i++) {
 		size_t plen = strlen(prefix);
 
-		if (sharded && i % hosts != me)
+		if (!mine[i])
 			continue;
 		buf_reset(&why);
 		if (stor_key_check(keys[i], 0, &why)) {
@@ -287,6 +312,7 @@ static int stage_manifest(struct stor *st, const struct api_assignment *s,
 	agent_task_say(fd, "log channel '%s': %zu of %zu manifest objects%s",
 		       c->name, got, n, sharded ? ", sharded by key" : "");
 out:
+	free(mine);
 	api_manifest_release(prefix, keys, n);
 	buf_release(&tmp);
 	buf_release(&text);
@@ -307,6 +333,9 @@ static int stage_channel(struct stor *st, const struct api_assignment *s,
 		(void)buf_addf(err, "channel '%s' has no URI", c->name);
 		return ERR_INVALID;
 	}
+	/* FastFile arrives as File: downloaded like it. */
+	if (agent_channel_is_pipe(c))
+		return agent_pipe_stage(st, s, c, dir, fd, err);
 	(void)buf_addf(&dest, "%s/input/data/%s", dir, c->name);
 	ret = fs_mkdir_p(dest.data, 0755, NULL);
 	if (ret)

@@ -280,6 +280,12 @@ void agent_assign_reap(struct agent_ctx *ctx)
 				agent_assign_on_task(ctx, a);
 				found = 1;
 			}
+			if (!found && a->pipe.pid == si.si_pid &&
+			    !a->pipe.reaped) {
+				(void)agent_task_reap(&a->pipe);
+				agent_pipe_on_report(ctx, a);
+				found = 1;
+			}
 		}
 		if (!found && !agent_images_reap(ctx, si.si_pid))
 			(void)waitpid(si.si_pid, NULL, 0);

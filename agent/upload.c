@@ -82,6 +82,56 @@ static int sync_checkpoints(struct pack_job *pj, int fd, struct buf *err)
 	return ret;
 }
 
+/*
+ * TensorBoardOutputConfig: the files under LocalPath go to S3OutputPath at
+ * their relative paths, those new or changed since the last copy. Event
+ * files grow while the program runs; each copy is what the file held then,
+ * and the one after the ranks ended has them whole.
+ */
+static int sync_tensorboard(struct pack_job *pj, int fd, struct buf *err)
+{
+	const struct api_assignment *s = &pj->a->spec;
+	struct stor_sync_stats stats;
+	struct stor_config cfg;
+	struct stor *st = NULL;
+	struct stat sb;
+	char *dir;
+	int ret;
+
+	if (!pj->a->have_spec || !s->tensorboard_s3_uri ||
+	    !*s->tensorboard_s3_uri)
+		return 0;
+	dir = agent_jobdir_checkpoint_path(pj->a->dir,
+					   s->tensorboard_local_path);
+	if (stat(dir, &sb) || !S_ISDIR(sb.st_mode)) {
+		free(dir);
+		return 0;
+	}
+	agent_stor_config(pj->ctx, s, &cfg);
+	if (cfg.blob_url && !cfg.state_dir && s->job_uid) {
+		struct buf f = BUF_INIT;
+
+		(void)buf_addf(&f, "%s/%s/%d", s->job, s->job_uid, s->attempt);
+		cfg.fence = buf_detach(&f, NULL);
+	}
+	memset(&stats, 0, sizeof(stats));
+	ret = stor_open(&cfg, &st, err);
+	if (!ret)
+		ret = stor_put_dir(st, dir, s->tensorboard_s3_uri,
+				   STOR_SYNC_CHANGED, &stats, err);
+	if (!ret && stats.files)
+		agent_task_say(fd,
+			       "log tensorboard: %zu files (%lld bytes) "
+			       "copied to %s",
+			       stats.files, (long long)stats.bytes,
+			       s->tensorboard_s3_uri);
+	if (st)
+		stor_close(st);
+	stor_config_release(&cfg);
+	free(dir);
+	return ret;
+}
+
 /* Runs in the worker. */
 static int pack_main(void *arg, int fd)
 {
@@ -92,6 +142,8 @@ static int pack_main(void *arg, int fd)
 	int ret;
 
 	ret = sync_checkpoints(pj, fd, &err);
+	if (!ret)
+		ret = sync_tensorboard(pj, fd, &err);
 	if (ret || !pj->pack)
 		goto out;
 	(void)buf_addf(&src, "%s/model", dir);

@@ -4,6 +4,7 @@
  * make a jansson tree and dump it compact, reals in Python's shortest repr
  * so the embedded config objects keep their numbers exactly.
  */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -617,6 +618,8 @@ void api_assignment_release(struct api_assignment *a)
 	free(a->debug_local_path);
 	free(a->profiler_s3_uri);
 	free(a->profiler_local_path);
+	free(a->tensorboard_s3_uri);
+	free(a->tensorboard_local_path);
 	free(a->blob_url);
 	free(a->local_root);
 	free(a->master_addr);
@@ -670,6 +673,15 @@ static int parse_channels(const json_t *o, const char *where,
 		ret = ret ? ret :
 			    get_str(c, m, "record_wrapper", OPT,
 				    &ch->record_wrapper, err);
+		if (!ret) {
+			long long seed = 0;
+			int none = 1;
+
+			ret = get_int(c, m, "shuffle_seed", LLONG_MIN,
+				      LLONG_MAX, &none, &seed, err);
+			ch->shuffle = !none;
+			ch->shuffle_seed = seed;
+		}
 		/* Optional: an older controller sends no shares. */
 		ret = ret ? ret :
 			    get_int(c, m, "shard_count", 0, API_PROTO_MAX_HOSTS,
@@ -994,6 +1006,10 @@ static int parse_assignment(const json_t *o, const char *where,
 		    parse_mirror(o, where, "profiler_output",
 				 &a->profiler_s3_uri, &a->profiler_local_path,
 				 err);
+	ret = ret ? ret :
+		    parse_mirror(o, where, "tensorboard",
+				 &a->tensorboard_s3_uri,
+				 &a->tensorboard_local_path, err);
 	ret = ret ? ret : parse_storage(o, where, a, err);
 	ret = ret ? ret : parse_rendezvous(o, where, a, err);
 	ret = ret ? ret :
@@ -1226,6 +1242,9 @@ static json_t *assignment_json(struct jb *b, const struct api_assignment *a)
 		if (c->record_wrapper)
 			put(b, ch, "record_wrapper",
 			    jstr(b, c->record_wrapper));
+		if (c->shuffle)
+			put(b, ch, "shuffle_seed",
+			    jint(b, (long long)c->shuffle_seed));
 		if (c->shard_count) {
 			put(b, ch, "shard_count", jint(b, c->shard_count));
 			put(b, ch, "shard_index", jint(b, c->shard_index));
@@ -1280,6 +1299,12 @@ static json_t *assignment_json(struct jb *b, const struct api_assignment *a)
 		put(b, o, "checkpoint", sub);
 	} else {
 		put(b, o, "checkpoint", json_null());
+	}
+	if (a->tensorboard_s3_uri && a->tensorboard_local_path) {
+		sub = jobj(b);
+		put(b, sub, "s3_uri", jstr(b, a->tensorboard_s3_uri));
+		put(b, sub, "local_path", jstr(b, a->tensorboard_local_path));
+		put(b, o, "tensorboard", sub);
 	}
 	sub = jobj(b);
 	put(b, sub, "blob_url", jstr(b, a->blob_url));

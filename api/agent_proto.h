@@ -98,6 +98,10 @@ struct api_assignment {
 	char *run_as; /* Unix user of the ranks, NULL: the agent's own */
 	char *checkpoint_s3_uri;     /* may be NULL */
 	char *checkpoint_local_path; /* may be NULL */
+	/* TensorBoardOutputConfig: LocalPath's files are mirrored to
+	 * S3OutputPath while the ranks run; both NULL when not set. */
+	char *tensorboard_s3_uri;
+	char *tensorboard_local_path;
 	char *blob_url;		     /* storage: controller blob endpoint */
 	char *local_root; /* storage: embedded store dir, may be NULL */
 	/*

@@ -18,6 +18,7 @@
 #define DEFAULT_DEBUG_PATH "/opt/ml/output/tensors"
 #define DEFAULT_PROFILING_MS 500
 #define DEFAULT_PROFILER_PATH "/opt/ml/output/profiler"
+#define DEFAULT_TENSORBOARD_PATH "/opt/ml/output/tensorboard"
 
 /*
  * Members of CreateTrainingJobRequest that DescribeTrainingJob echoes. Others
@@ -490,6 +491,10 @@ static json_t *build_echo(const json_t *root)
 	if (v && !json_object_get(v, "LocalPath"))
 		json_object_set_new(v, "LocalPath",
 				    json_string(DEFAULT_CHECKPOINT_PATH));
+	v = json_object_get(echo, "TensorBoardOutputConfig");
+	if (v && !json_object_get(v, "LocalPath"))
+		json_object_set_new(v, "LocalPath",
+				    json_string(DEFAULT_TENSORBOARD_PATH));
 	if (!json_object_get(echo, "EnableNetworkIsolation"))
 		json_object_set_new(echo, "EnableNetworkIsolation",
 				    json_false());
@@ -509,6 +514,7 @@ static void fill_spec(const json_t *root, struct api_job_spec *spec)
 	const json_t *res = json_object_get(root, "ResourceConfig");
 	const json_t *stop = json_object_get(root, "StoppingCondition");
 	const json_t *ckpt = json_object_get(root, "CheckpointConfig");
+	const json_t *tb = json_object_get(root, "TensorBoardOutputConfig");
 	const json_t *arr;
 	const json_t *v;
 	size_t i;
@@ -560,6 +566,14 @@ static void fill_spec(const json_t *root, struct api_job_spec *spec)
 			c->input_mode = dup_str(v, "InputMode");
 			c->compression = dup_str(v, "CompressionType");
 			c->record_wrapper = dup_str(v, "RecordWrapperType");
+			if (json_object_get(v, "ShuffleConfig")) {
+				c->shuffle = 1;
+				c->shuffle_seed =
+					json_integer_value(json_object_get(
+						json_object_get(
+							v, "ShuffleConfig"),
+						"Seed"));
+			}
 			c->instance_groups = dup_str_list(
 				json_object_get(s3, "InstanceGroupNames"));
 		}
@@ -605,6 +619,13 @@ static void fill_spec(const json_t *root, struct api_job_spec *spec)
 		if (!spec->checkpoint_local_path)
 			spec->checkpoint_local_path =
 				xstrdup(DEFAULT_CHECKPOINT_PATH);
+	}
+	if (tb) {
+		spec->tensorboard_s3_uri = dup_str(tb, "S3OutputPath");
+		spec->tensorboard_local_path = dup_str(tb, "LocalPath");
+		if (!spec->tensorboard_local_path)
+			spec->tensorboard_local_path =
+				xstrdup(DEFAULT_TENSORBOARD_PATH);
 	}
 	spec->spot = json_is_true(
 		json_object_get(root, "EnableManagedSpotTraining"));
@@ -733,6 +754,8 @@ void api_job_spec_release(struct api_job_spec *spec)
 	free(spec->groups);
 	free(spec->checkpoint_s3_uri);
 	free(spec->checkpoint_local_path);
+	free(spec->tensorboard_s3_uri);
+	free(spec->tensorboard_local_path);
 	free(spec->request_json);
 	memset(spec, 0, sizeof(*spec));
 }

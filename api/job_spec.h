@@ -21,6 +21,8 @@ struct api_channel {
 	char *input_mode;     /* may be NULL: job's TrainingInputMode */
 	char *compression;    /* may be NULL */
 	char *record_wrapper; /* may be NULL */
+	int shuffle;	      /* ShuffleConfig given */
+	int64_t shuffle_seed; /* its Seed */
 	/* InstanceGroupNames, NULL-terminated; NULL: every host gets it. */
 	char **instance_groups;
 	/*
@@ -78,6 +80,10 @@ struct api_job_spec {
 	int max_retry_attempts;	     /* 0 when no RetryStrategy */
 	char *checkpoint_s3_uri;     /* NULL when no CheckpointConfig */
 	char *checkpoint_local_path; /* defaulted to /opt/ml/checkpoints/ */
+	/* TensorBoardOutputConfig: NULL when absent; LocalPath defaulted
+	 * to /opt/ml/output/tensorboard. */
+	char *tensorboard_s3_uri;
+	char *tensorboard_local_path;
 	int spot;		     /* EnableManagedSpotTraining */
 	int network_isolation;	     /* EnableNetworkIsolation */
 	/*

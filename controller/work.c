@@ -85,6 +85,30 @@ static void fill_hosts(struct ctrl_ctx *ctx, const struct db_assignment *mine,
 	}
 }
 
+static char *dup_or_null(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+/*
+ * A channel's input mode as the agent acts on it: its own InputMode, else
+ * the job's TrainingInputMode. FastFile is staged as File.
+ */
+static void fill_channel_mode(const struct api_job_spec *spec,
+			      const struct api_channel *c,
+			      struct api_channel *out)
+{
+	const char *mode = c->input_mode ? c->input_mode : spec->input_mode;
+
+	out->input_mode =
+		xstrdup(mode && !strcmp(mode, "Pipe") ? "Pipe" : "File");
+	out->compression = dup_or_null(c->compression);
+	out->record_wrapper = dup_or_null(c->record_wrapper);
+	out->content_type = dup_or_null(c->content_type);
+	out->shuffle = c->shuffle;
+	out->shuffle_seed = c->shuffle_seed;
+}
+
 /*
  * A channel for some instance groups only: ShardedByS3Key splits it
  * between the hosts of those groups, in host order.
@@ -157,6 +181,10 @@ static void fill_config(const struct api_job_spec *spec,
 				xstrdup(spec->channels[i].s3_data_type);
 			a->channels[n].distribution =
 				xstrdup(spec->channels[i].distribution);
+			/* The mode in effect: the channel's, else the
+			 * job's; what is needed to stream a Pipe. */
+			fill_channel_mode(spec, &spec->channels[i],
+					  &a->channels[n]);
 			if (spec->channels[i].instance_groups)
 				channel_shares(spec, &spec->channels[i],
 					       (size_t)mine->host_index,
@@ -216,6 +244,11 @@ static void fill_launch(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 	if (spec->checkpoint_s3_uri) {
 		a->checkpoint_s3_uri = xstrdup(spec->checkpoint_s3_uri);
 		a->checkpoint_local_path = xstrdup(spec->checkpoint_local_path);
+	}
+	if (spec->tensorboard_s3_uri) {
+		a->tensorboard_s3_uri = xstrdup(spec->tensorboard_s3_uri);
+		a->tensorboard_local_path =
+			xstrdup(spec->tensorboard_local_path);
 	}
 	(void)buf_addf(&b, "%s/v1/blobs", ctx->cfg.advertise_url);
 	a->blob_url = buf_detach(&b, NULL);

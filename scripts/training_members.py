@@ -34,7 +34,8 @@ MEMBERS = [
      "TrainingImage"),
     ("AlgorithmSpecification.TrainingInputMode", SUPPORTED,
      "File; FastFile is staged as File (the channel's objects are "
-     "downloaded before the program starts)"),
+     "downloaded before the program starts); Pipe streams named pipes "
+     "(docs/pipe-mode.md)"),
     ("AlgorithmSpecification.MetricDefinitions", SUPPORTED,
      "`FinalMetricDataList`, the status page's plots"),
     ("AlgorithmSpecification.MetricDefinitions.Name", SUPPORTED, ""),
@@ -89,8 +90,10 @@ MEMBERS = [
     ("InputDataConfig.RecordWrapperType", SUPPORTED, "None"),
     ("InputDataConfig.InputMode", SUPPORTED,
      "the channel's own TrainingInputMode, as for the job"),
-    ("InputDataConfig.ShuffleConfig", REFUSED,
-     "objects are staged, and sharded, in key order"),
+    ("InputDataConfig.ShuffleConfig", SUPPORTED,
+     "shuffles the objects by Seed before ShardedByS3Key splits them; in "
+     "Pipe mode anew every epoch"),
+    ("InputDataConfig.ShuffleConfig.Seed", SUPPORTED, ""),
     ("OutputDataConfig", SUPPORTED, ""),
     ("OutputDataConfig.KmsKeyId", NOOP,
      "artifacts are written to the embedded store (the controller's disk) "
@@ -151,7 +154,9 @@ MEMBERS = [
     ("DebugRuleConfigurations", REFUSED,
      "Debugger rules run as SageMaker-managed evaluation jobs with AWS's "
      "rule images, which do not exist here"),
-    ("TensorBoardOutputConfig", SUPPORTED, "TensorBoard output upload"),
+    ("TensorBoardOutputConfig", SUPPORTED,
+     "LocalPath's files are copied to S3OutputPath while the job runs "
+     "(docs/pipe-mode.md)"),
     ("TensorBoardOutputConfig.LocalPath", SUPPORTED, ""),
     ("TensorBoardOutputConfig.S3OutputPath", SUPPORTED, ""),
     ("ExperimentConfig", REFUSED,
@@ -193,10 +198,12 @@ VALUES = [
      "augmented manifests are not read; use S3Prefix or ManifestFile"),
     ("InputDataConfig.DataSource.S3DataSource.S3DataType", "Converse",
      REFUSED, "Converse datasets are not read; use S3Prefix or ManifestFile"),
-    ("InputDataConfig.CompressionType", "Gzip", REFUSED,
-     "channels are not decompressed (SageMaker does so only in Pipe mode)"),
-    ("InputDataConfig.RecordWrapperType", "RecordIO", REFUSED,
-     "records are not wrapped (SageMaker does so only in Pipe mode)"),
+    ("InputDataConfig.CompressionType", "Gzip", SUPPORTED,
+     "Pipe mode gunzips each object as it streams; in File mode objects "
+     "are staged as stored"),
+    ("InputDataConfig.RecordWrapperType", "RecordIO", SUPPORTED,
+     "Pipe mode wraps each object in a RecordIO record; in File mode "
+     "objects are staged as stored"),
     ("InputDataConfig.InputMode", "Pipe", SUPPORTED, "Pipe mode"),
     ("EnableNetworkIsolation", True, SUPPORTED,
      "a cgroup and a firewall chain per assignment; a container image on "
@@ -222,9 +229,6 @@ UNLESS = {
 # a line here to turn the member (or value) on; MEMBERS / VALUES already
 # hold the classes and notes it and its members will have.
 PENDING = [
-    "AlgorithmSpecification.TrainingInputMode=Pipe",
-    "InputDataConfig.InputMode=Pipe",
-    "TensorBoardOutputConfig",
     "DebugHookConfig",
     "ProfilerConfig",
 ]

@@ -262,6 +262,36 @@ out:
 	return ret;
 }
 
+int stor__blob_get_stream(struct stor *s, const char *bucket, const char *key,
+			  stor_stream_fn *fn, void *arg, int64_t *size,
+			  struct buf *err)
+{
+	struct stor_http_stream g;
+	struct stor_http_resp resp;
+	struct buf url = BUF_INIT;
+	struct curl_slist *h = blob_headers(s);
+	int ret;
+
+	memset(&g, 0, sizeof(g));
+	stor_http_resp_init(&resp);
+	blob_url(s, &url, bucket, key);
+	g.url = url.data;
+	g.headers = h;
+	g.sign = blob_signs(s);
+	g.fn = fn;
+	g.arg = arg;
+	g.total = -1;
+	ret = stor_http_get_stream(s, &g, &resp, err);
+	if (!ret && resp.status != 200 && resp.status != 206)
+		ret = blob_error(&resp, "get", err);
+	if (size)
+		*size = g.delivered;
+	stor_http_resp_release(&resp);
+	curl_slist_free_all(h);
+	buf_release(&url);
+	return ret;
+}
+
 int stor__blob_put(struct stor *s, const char *bucket, const char *key,
 		   const char *path, struct stor_object *info, struct buf *err)
 {

@@ -499,6 +499,55 @@ int stor__fs_get(const char *root, const char *key, const char *path,
 	return ret;
 }
 
+int stor__fs_get_stream(const char *root, const char *key, stor_stream_fn *fn,
+			void *arg, int64_t *size, struct buf *err)
+{
+	struct buf src = BUF_INIT;
+	struct stat st;
+	char *b = NULL;
+	int64_t total = 0;
+	ssize_t n;
+	int fd, ret = 0;
+
+	stor_fs_path(&src, root, key);
+	fd = open(src.data, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		ret = fd < 0 && errno != ENOENT && errno != ENOTDIR ?
+			      io_error(err, "open", src.data) :
+			      ERR_NOTFOUND;
+		if (ret == ERR_NOTFOUND)
+			(void)buf_addf(err, "no such object");
+		goto out;
+	}
+	b = xmalloc(STOR_STREAM_CHUNK);
+	for (;;) {
+		n = read(fd, b, STOR_STREAM_CHUNK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = io_error(err, "read", src.data);
+			break;
+		}
+		if (n == 0)
+			break;
+		ret = fn(arg, b, (size_t)n);
+		if (ret) {
+			(void)buf_addf(err, "stream stopped after %lld bytes",
+				       (long long)total);
+			break;
+		}
+		total += n;
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	if (size)
+		*size = total;
+	free(b);
+	buf_release(&src);
+	return ret;
+}
+
 int stor__fs_put(const char *root, const char *key, const char *path,
 		 struct stor_object *info, struct buf *err)
 {

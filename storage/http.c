@@ -35,6 +35,7 @@ struct xfer {
 	size_t staged;
 	int write_failed;
 	int write_errno;
+	int64_t skip_left; /* of a 200 answer, before out_fn */
 };
 
 void stor_http_req_init(struct stor_http_req *req, const char *method,
@@ -152,6 +153,25 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *ud)
 	long status = 0;
 
 	curl_easy_getinfo(x->c, CURLINFO_RESPONSE_CODE, &status);
+	if (x->req->out_fn && status >= 200 && status < 300) {
+		size_t k = 0;
+		int r;
+
+		if (status == 200 && x->skip_left > 0) {
+			k = (int64_t)n < x->skip_left ? n :
+							(size_t)x->skip_left;
+			x->skip_left -= (int64_t)k;
+		}
+		r = n > k ? x->req->out_fn(x->req->out_arg, data + k, n - k) :
+			    0;
+
+		if (r) {
+			x->req->out_ret = r;
+			return 0;
+		}
+		x->resp->received += (int64_t)(n - k);
+		return n;
+	}
 	if (x->req->out_fd >= 0 && status >= 200 && status < 300) {
 		stor_digest_update(&x->out_d, data, n);
 		if (x->staged + n > STOR_IO_CHUNK && flush_stage(x))
@@ -315,6 +335,9 @@ static CURLcode attempt(struct stor *s, CURL *c, struct stor_http_req *req,
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
 	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
+	/* A streamed body waits for its reader, however slow. */
+	if (req->out_fn)
+		curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 0L);
 	set_method(c, req);
 	if (req->sign && s->cfg.access_key && s->cfg.secret_key) {
 		(void)buf_addf(&sigv4, "aws:amz:%s:s3", s->cfg.s3_region);
@@ -350,6 +373,7 @@ int stor_http_do(struct stor *s, CURL *c, struct stor_http_req *req,
 		int again;
 
 		x.in_pos = 0;
+		x.skip_left = req->out_skip;
 		x.staged = 0;
 		x.write_failed = 0;
 		stor_digest_init(&x.in_d, has_in && req->want_md5,
@@ -373,6 +397,9 @@ int stor_http_do(struct stor *s, CURL *c, struct stor_http_req *req,
 		again = rc == CURLE_OK ?
 				stor_http_retryable(resp->status, code) :
 				transient(rc);
+		/* What the stream's reader has seen cannot be taken back. */
+		if (req->out_fn && (resp->received > 0 || req->out_ret))
+			again = 0;
 		free(code);
 		free(msg);
 		if (!again || n >= s->cfg.max_attempts)
@@ -386,7 +413,10 @@ int stor_http_do(struct stor *s, CURL *c, struct stor_http_req *req,
 		backoff(s, n);
 	}
 	if (rc != CURLE_OK) {
-		if (x.write_failed)
+		if (req->out_ret)
+			(void)buf_addf(err, "stream stopped after %lld bytes",
+				       (long long)resp->received);
+		else if (x.write_failed)
 			(void)buf_addf(err, "cannot write the download: %s",
 				       strerror(x.write_errno));
 		else
@@ -403,4 +433,93 @@ int stor_http_do(struct stor *s, CURL *c, struct stor_http_req *req,
 	stor_digest_release(&x.out_d);
 	free(x.stage);
 	return ret;
+}
+
+static struct curl_slist *append_or_die(struct curl_slist *l, const char *h)
+{
+	struct curl_slist *n = curl_slist_append(l, h);
+
+	if (!n) {
+		log_error("out of memory building request headers");
+		exit(1);
+	}
+	return n;
+}
+
+int stor_http_get_stream(struct stor *s, struct stor_http_stream *g,
+			 struct stor_http_resp *resp, struct buf *err)
+{
+	size_t mark = err->len;
+	int tries = 0, ret;
+
+	for (;;) {
+		struct stor_http_req req;
+		struct curl_slist *h = NULL;
+		const struct curl_slist *p;
+		struct buf line = BUF_INIT;
+		int resumed = g->delivered > 0;
+
+		for (p = g->headers; p; p = p->next)
+			h = append_or_die(h, p->data);
+		if (resumed) {
+			(void)buf_addf(&line, "Range: bytes=%lld-",
+				       (long long)g->delivered);
+			h = append_or_die(h, line.data);
+			if (g->if_match && g->etag[0]) {
+				buf_reset(&line);
+				(void)buf_addf(&line, "If-Match: \"%s\"",
+					       g->etag);
+				h = append_or_die(h, line.data);
+			}
+		}
+		stor_http_req_init(&req, "GET", g->url);
+		req.headers = h;
+		req.sign = g->sign;
+		req.out_fn = g->fn;
+		req.out_arg = g->arg;
+		req.out_skip = g->delivered;
+		stor_http_resp_release(resp);
+		stor_http_resp_init(resp);
+		ret = stor_http_do(s, s->curl, &req, resp, err);
+		g->delivered += resp->received;
+		curl_slist_free_all(h);
+		buf_release(&line);
+		if (req.out_ret)
+			return req.out_ret;
+		if (!ret && resp->status == 200 && resumed &&
+		    resp->content_length != g->total) {
+			(void)buf_addf(err,
+				       "GET %s: the object changed while it "
+				       "was read",
+				       g->url);
+			return ERR_IO;
+		}
+		/* The first answer's headers came with its first bytes. */
+		if (!resumed &&
+		    ((!ret && resp->status == 200) || resp->received > 0)) {
+			g->total = resp->content_length;
+			memcpy(g->etag, resp->etag, sizeof(g->etag));
+		}
+		if (!ret && resp->status != 200 && resp->status != 206)
+			return 0;
+		if (!ret && (g->total < 0 || g->delivered >= g->total))
+			return 0;
+		/* It broke mid-way: ask for the rest. */
+		if (resp->received > 0)
+			tries = 0;
+		if (++tries >= s->cfg.max_attempts) {
+			if (!ret)
+				(void)buf_addf(err,
+					       "short download: %lld of %lld "
+					       "bytes",
+					       (long long)g->delivered,
+					       (long long)g->total);
+			return ERR_IO;
+		}
+		log_debug("GET %s: broke after %lld bytes, resuming", g->url,
+			  (long long)g->delivered);
+		err->len = mark;
+		if (err->data)
+			err->data[mark] = '\0';
+	}
 }

@@ -457,6 +457,37 @@ out:
 	return ret;
 }
 
+int stor__s3_get_stream(struct stor *s, const char *bucket, const char *key,
+			stor_stream_fn *fn, void *arg, int64_t *size,
+			struct buf *err)
+{
+	struct stor_http_stream g;
+	struct stor_http_resp resp;
+	struct buf url = BUF_INIT;
+	struct curl_slist *h = s3_headers(s, EMPTY_SHA256);
+	int ret;
+
+	memset(&g, 0, sizeof(g));
+	stor_http_resp_init(&resp);
+	s3_url(s, &url, bucket, key, NULL);
+	g.url = url.data;
+	g.headers = h;
+	g.sign = 1;
+	g.if_match = 1;
+	g.fn = fn;
+	g.arg = arg;
+	g.total = -1;
+	ret = stor_http_get_stream(s, &g, &resp, err);
+	if (!ret && resp.status != 200 && resp.status != 206)
+		ret = s3_error(&resp, "GetObject", err);
+	if (size)
+		*size = g.delivered;
+	stor_http_resp_release(&resp);
+	curl_slist_free_all(h);
+	buf_release(&url);
+	return ret;
+}
+
 /* --- put
  * ---------------------------------------------------------------------- */
 

@@ -99,6 +99,16 @@ struct stor_http_req {
 	 */
 	int out_fd;
 	int64_t out_off;
+	/*
+	 * Or, with out_fn set, the body of a 2xx answer goes to out_fn as it
+	 * arrives (storage.h's stor_get_stream()); no retry here once a byte
+	 * went there (stor_http_get_stream() resumes), no low-speed limit.
+	 */
+	stor_stream_fn *out_fn;
+	void *out_arg;
+	int out_ret; /* what out_fn returned when it stopped the transfer */
+	int64_t out_skip; /* a 200 answer's first bytes not for out_fn (a
+			   * resumed stream whose server ignored Range) */
 
 	/* Digests of the bytes sent (upload) or received into out_fd. */
 	int want_md5;
@@ -132,6 +142,34 @@ void stor_http_resp_release(struct stor_http_resp *resp);
 int stor_http_do(struct stor *s, CURL *c, struct stor_http_req *req,
 		 struct stor_http_resp *resp, struct buf *err);
 
+/*
+ * A GET streamed to fn (stor_get_stream()) that resumes where it broke:
+ * after a transfer failed mid-way it asks again for the rest, with a
+ * Range (and If-Match on the first answer's ETag when if_match), up to
+ * max_attempts times in a row without progress. A server that answers the
+ * Range with the whole object (200) has its first bytes skipped, provided
+ * the size did not change.
+ */
+struct stor_http_stream {
+	const char *url;
+	const struct curl_slist *headers; /* borrowed; Range is added */
+	int sign;
+	int if_match;
+	stor_stream_fn *fn;
+	void *arg;
+	int64_t delivered; /* bytes given to fn */
+	int64_t total;	   /* the object's size, -1 until known */
+	char etag[80];
+};
+
+/*
+ * Returns what fn returned when it stopped the stream, or 0 once an answer
+ * came (resp holds the last one: a non-2xx is the caller's to describe),
+ * or ERR_IO when the stream could not be completed.
+ */
+int stor_http_get_stream(struct stor *s, struct stor_http_stream *g,
+			 struct stor_http_resp *resp, struct buf *err);
+
 /* Sets the options every handle needs (buffers, timeouts). */
 void stor_http_setup(struct stor *s, CURL *c);
 
@@ -147,6 +185,8 @@ int stor__fs_get(const char *root, const char *key, const char *path,
 		 struct stor_object *info, struct buf *err);
 int stor__fs_put(const char *root, const char *key, const char *path,
 		 struct stor_object *info, struct buf *err);
+int stor__fs_get_stream(const char *root, const char *key, stor_stream_fn *fn,
+			void *arg, int64_t *size, struct buf *err);
 
 /* s3.c */
 int stor__s3_list(struct stor *s, const char *bucket, const char *prefix,
@@ -159,6 +199,9 @@ int stor__s3_put(struct stor *s, const char *bucket, const char *key,
 		 const char *path, struct stor_object *info, struct buf *err);
 int stor__s3_delete(struct stor *s, const char *bucket, const char *key,
 		    struct buf *err);
+int stor__s3_get_stream(struct stor *s, const char *bucket, const char *key,
+			stor_stream_fn *fn, void *arg, int64_t *size,
+			struct buf *err);
 
 /* blob_client.c */
 int stor__blob_list(struct stor *s, const char *bucket, const char *prefix,
@@ -171,6 +214,9 @@ int stor__blob_put(struct stor *s, const char *bucket, const char *key,
 		   const char *path, struct stor_object *info, struct buf *err);
 int stor__blob_delete(struct stor *s, const char *bucket, const char *key,
 		      struct buf *err);
+int stor__blob_get_stream(struct stor *s, const char *bucket, const char *key,
+			  stor_stream_fn *fn, void *arg, int64_t *size,
+			  struct buf *err);
 
 /* s3_xml.c: S3's XML bodies, parsed with libxml2. */
 

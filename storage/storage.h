@@ -184,6 +184,28 @@ int stor_get(struct stor *s, const char *uri, const char *path,
 int stor_put(struct stor *s, const char *path, const char *uri,
 	     struct stor_object *info, struct buf *err);
 
+/*
+ * Receives the next n bytes of a streamed object. Returns 0 to go on;
+ * anything else stops the transfer, and stor_get_stream() returns it.
+ */
+typedef int stor_stream_fn(void *arg, const char *data, size_t n);
+
+/*
+ * Streams the object uri to fn, in order, as it arrives: nothing is kept
+ * but one buffer of it (at most STOR_STREAM_CHUNK bytes from a file, what
+ * libcurl hands over from the network). Answers that say "try again" are
+ * retried as by stor_get(); a transfer that breaks after some bytes went
+ * to fn goes on from there (a Range request, If-Match on S3's ETag; a
+ * server that sends the whole object again has its start skipped), so fn
+ * sees every byte once. There is no low-speed limit: fn may block as long
+ * as its reader takes (a server that drops the idle connection meanwhile
+ * is asked for the rest). *size, when not NULL, gets the bytes delivered.
+ * ERR_NOTFOUND: no object.
+ */
+#define STOR_STREAM_CHUNK (1u << 20)
+int stor_get_stream(struct stor *s, const char *uri, stor_stream_fn *fn,
+		    void *arg, int64_t *size, struct buf *err);
+
 /* Deletes one object. A missing object is not an error (as in S3). */
 int stor_delete(struct stor *s, const char *uri, struct buf *err);
 

@@ -233,6 +233,41 @@ out:
 	return ret;
 }
 
+int stor_get_stream(struct stor *s, const char *uri, stor_stream_fn *fn,
+		    void *arg, int64_t *size, struct buf *err)
+{
+	struct stor_target t;
+	struct buf msg = BUF_INIT;
+	int ret = stor__resolve(s, uri, &t, err);
+
+	if (size)
+		*size = 0;
+	if (ret)
+		return ret;
+	ret = need_key(&t, uri, err);
+	if (ret)
+		goto out;
+	switch (t.be) {
+	case STOR_BE_FS:
+		ret = stor__fs_get_stream(t.root, t.uri.key, fn, arg, size,
+					  &msg);
+		break;
+	case STOR_BE_S3:
+		ret = stor__s3_get_stream(s, t.uri.bucket, t.uri.key, fn, arg,
+					  size, &msg);
+		break;
+	case STOR_BE_BLOB:
+		ret = stor__blob_get_stream(s, t.uri.bucket, t.uri.key, fn, arg,
+					    size, &msg);
+		break;
+	}
+	ret = with_uri(ret, uri, &msg, err);
+out:
+	buf_release(&msg);
+	stor__target_release(&t);
+	return ret;
+}
+
 int stor_put(struct stor *s, const char *path, const char *uri,
 	     struct stor_object *info, struct buf *err)
 {

@@ -79,6 +79,8 @@ static void full_assignment(struct api_assignment *a, int script)
 	a->channels[0].shard_index = 2;
 	a->channels[1].name = xs("test");
 	a->channels[1].s3_uri = xs("file:///data/test");
+	a->channels[1].shuffle = 1;
+	a->channels[1].shuffle_seed = -7;
 	a->channels[1].s3_data_type = xs("S3Prefix");
 	a->channels[1].distribution = xs("FullyReplicated");
 	a->environment = calloc(2, sizeof(*a->environment));
@@ -94,6 +96,8 @@ static void full_assignment(struct api_assignment *a, int script)
 		a->submit_directory = xs("s3://code/sourcedir.tar.gz");
 		a->checkpoint_s3_uri = xs("s3://ckpt/mnist/");
 		a->checkpoint_local_path = xs("/opt/ml/checkpoints/");
+		a->tensorboard_s3_uri = xs("s3://tb/mnist");
+		a->tensorboard_local_path = xs("/opt/ml/output/tensorboard");
 		a->local_root = xs("/var/lib/trainctl/s3");
 		a->debug_hook_config_json =
 			xs("{\"LocalPath\":\"/opt/ml/output/tensors\"}");
@@ -368,6 +372,9 @@ static void test_work_round_trip(void **state)
 	assert_int_equal(a->channels[0].shard_count, 3);
 	assert_int_equal(a->channels[0].shard_index, 2);
 	assert_null(a->channels[1].content_type);
+	assert_int_equal(a->channels[0].shuffle, 0);
+	assert_int_equal(a->channels[1].shuffle, 1);
+	assert_int_equal(a->channels[1].shuffle_seed, -7);
 	assert_int_equal(a->channels[1].shard_count, 0);
 	assert_int_equal(a->n_environment, 2);
 	assert_string_equal(a->environment[1].key, "EMPTY");
@@ -375,6 +382,9 @@ static void test_work_round_trip(void **state)
 	assert_string_equal(a->program, "train.py");
 	assert_null(a->argv);
 	assert_string_equal(a->checkpoint_local_path, "/opt/ml/checkpoints/");
+	assert_string_equal(a->tensorboard_s3_uri, "s3://tb/mnist");
+	assert_string_equal(a->tensorboard_local_path,
+			    "/opt/ml/output/tensorboard");
 	assert_string_equal(a->local_root, "/var/lib/trainctl/s3");
 	assert_int_equal(a->master_port, 29500);
 	assert_int_equal(a->processes_per_host, 8);
@@ -385,6 +395,7 @@ static void test_work_round_trip(void **state)
 	assert_null(a->argv[3]);
 	assert_null(a->runtime);
 	assert_null(a->checkpoint_s3_uri);
+	assert_null(a->tensorboard_s3_uri);
 	assert_null(a->local_root);
 	assert_int_equal(api_work_build(&w, &again), 0);
 	assert_string_equal(again.data, text);
@@ -487,6 +498,8 @@ static const char *const assignment_required[] = {
 	"channels.0.distribution",
 	"checkpoint.s3_uri",
 	"checkpoint.local_path",
+	"tensorboard.s3_uri",
+	"tensorboard.local_path",
 	"launch.runtime",
 	"launch.program",
 	"addresses.algo-1",
@@ -516,6 +529,9 @@ static void test_work_missing(void **state)
 			json_null());
 	expect_accepted(MSG_WORK, text, "assignments.0.storage.local_root",
 			NULL);
+	expect_accepted(MSG_WORK, text, "assignments.0.tensorboard", NULL);
+	expect_accepted(MSG_WORK, text, "assignments.0.tensorboard",
+			json_null());
 	expect_accepted(MSG_WORK, text, "assignments.0.launch.submit_directory",
 			json_null());
 	expect_accepted(MSG_WORK, text, "assignments.0.channels.0.compression",

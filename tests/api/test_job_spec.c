@@ -360,6 +360,32 @@ static void test_explicit_values(void **state)
 	assert_null(spec.checkpoint_s3_uri);
 	assert_null(spec.checkpoint_local_path);
 	assert_null(strstr(spec.request_json, "CheckpointConfig"));
+	assert_null(spec.tensorboard_s3_uri);
+	assert_null(spec.tensorboard_local_path);
+	api_job_spec_release(&spec);
+
+	/* TensorBoardOutputConfig: LocalPath defaults as SageMaker's. A
+	 * channel's ShuffleConfig reaches the spec. */
+	req = load_full();
+	json_object_set_new(json_array_get(obj(req, "InputDataConfig"), 0),
+			    "ShuffleConfig",
+			    json_pack("{s:I}", "Seed", (json_int_t)-3));
+	json_object_set_new(req, "TensorBoardOutputConfig",
+			    json_pack("{s:s}", "S3OutputPath", "s3://b/tb"));
+	if (parse_json(req, &spec, &err))
+		fail_msg("parse: %s", err.data);
+	assert_string_equal(spec.tensorboard_s3_uri, "s3://b/tb");
+	assert_true(spec.n_channels >= 1);
+	assert_int_equal(spec.channels[0].shuffle, 1);
+	assert_int_equal(spec.channels[0].shuffle_seed, -3);
+	assert_string_equal(spec.tensorboard_local_path,
+			    "/opt/ml/output/tensorboard");
+	echo = json_loads(spec.request_json, 0, NULL);
+	assert_string_equal(
+		json_string_value(
+			obj(obj(echo, "TensorBoardOutputConfig"), "LocalPath")),
+		"/opt/ml/output/tensorboard");
+	json_decref(echo);
 	api_job_spec_release(&spec);
 	buf_release(&err);
 }
@@ -746,19 +772,6 @@ static void test_refused_members(void **state)
 	EXPECT_INVALID(full_with("EnableInterContainerTrafficEncryption",
 				 json_true()),
 		       "EnableInterContainerTrafficEncryption", "encrypted");
-	EXPECT_INVALID(full_with("AlgorithmSpecification.TrainingInputMode",
-				 json_string("Pipe")),
-		       "AlgorithmSpecification.TrainingInputMode 'Pipe'",
-		       "not supported by this controller");
-	EXPECT_INVALID(full_with("InputDataConfig.InputMode",
-				 json_string("Pipe")),
-		       "InputDataConfig.InputMode 'Pipe'");
-	EXPECT_INVALID(full_with("InputDataConfig.CompressionType",
-				 json_string("Gzip")),
-		       "InputDataConfig.CompressionType 'Gzip'", "Pipe mode");
-	EXPECT_INVALID(full_with("InputDataConfig.RecordWrapperType",
-				 json_string("RecordIO")),
-		       "RecordWrapperType 'RecordIO'");
 	EXPECT_INVALID(full_with("InputDataConfig.DataSource.S3DataSource."
 				 "S3DataType",
 				 json_string("AugmentedManifestFile")),
@@ -768,14 +781,6 @@ static void test_refused_members(void **state)
 			  "AttributeNames",
 			  json_pack("[s]", "source-ref")),
 		"InputDataConfig.DataSource.S3DataSource.AttributeNames");
-	EXPECT_INVALID(full_with("InputDataConfig.ShuffleConfig",
-				 json_pack("{s:i}", "Seed", 7)),
-		       "InputDataConfig.ShuffleConfig");
-	EXPECT_INVALID(
-		full_with("TensorBoardOutputConfig",
-			  json_pack("{s:s}", "S3OutputPath", "s3://b/tb")),
-		"TensorBoardOutputConfig is not supported",
-		"not implemented yet");
 	EXPECT_INVALID(
 		full_with("DebugHookConfig",
 			  json_pack("{s:s}", "S3OutputPath", "s3://b/debug")),
@@ -836,6 +841,26 @@ static void test_accepted_members(void **state)
 	expect_parses(full_with("AlgorithmSpecification.TrainingInputMode",
 				json_string("FastFile")),
 		      "FastFile");
+	/* Pipe mode and its options, TensorBoard (docs/pipe-mode.md). */
+	expect_parses(full_with("AlgorithmSpecification.TrainingInputMode",
+				json_string("Pipe")),
+		      "TrainingInputMode Pipe");
+	expect_parses(full_with("InputDataConfig.InputMode",
+				json_string("Pipe")),
+		      "InputMode Pipe");
+	expect_parses(full_with("InputDataConfig.CompressionType",
+				json_string("Gzip")),
+		      "CompressionType Gzip");
+	expect_parses(full_with("InputDataConfig.RecordWrapperType",
+				json_string("RecordIO")),
+		      "RecordWrapperType RecordIO");
+	expect_parses(full_with("InputDataConfig.ShuffleConfig",
+				json_pack("{s:i}", "Seed", 7)),
+		      "ShuffleConfig");
+	expect_parses(
+		full_with("TensorBoardOutputConfig",
+			  json_pack("{s:s}", "S3OutputPath", "s3://b/tb")),
+		"TensorBoardOutputConfig");
 	expect_parses(full_with("AlgorithmSpecification.TrainingImageConfig",
 				json_pack("{s:s}",
 					  "TrainingRepositoryAccessMode",

@@ -895,18 +895,8 @@ class Core:
             c["DataSource"]["S3DataSource"].update(s3)
             c.update(extra)
             return [c]
-        add("ExperimentConfig", "ref-experiment", ["ExperimentConfig", "not supported"],
-            lambda r: r.update(ExperimentConfig={"ExperimentName": "e", "TrialName": "t"}))
-        add("TrainingInputMode Pipe", "ref-pipe", ["TrainingInputMode 'Pipe'", "not supported"],
-            lambda r: r["AlgorithmSpecification"].update(TrainingInputMode="Pipe"))
-        add("channel InputMode Pipe", "ref-ch-pipe", ["InputDataConfig.InputMode 'Pipe'"],
-            lambda r: r.update(InputDataConfig=channel(InputMode="Pipe")))
-        add("channel CompressionType Gzip", "ref-gzip", ["CompressionType 'Gzip'"],
-            lambda r: r.update(InputDataConfig=channel(CompressionType="Gzip")))
         add("AugmentedManifestFile", "ref-augmented", ["S3DataType 'AugmentedManifestFile'"],
             lambda r: r.update(InputDataConfig=channel(s3={"S3DataType": "AugmentedManifestFile"})))
-        add("TensorBoardOutputConfig", "ref-tb", ["TensorBoardOutputConfig", "not supported"],
-            lambda r: r.update(TensorBoardOutputConfig={"S3OutputPath": "s3://b/tb"}))
         add("DebugHookConfig", "ref-debug", ["DebugHookConfig"],
             lambda r: r.update(DebugHookConfig={"S3OutputPath": "s3://b/debug"}))
         add("ExperimentConfig", "ref-exp", ["ExperimentConfig"],

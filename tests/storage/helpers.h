@@ -192,4 +192,26 @@ static inline void th_s3rver_stop(const char *dir)
 	buf_release(&cmd);
 }
 
+/* A stor_get_stream() receiver that checks pattern seed as it goes. */
+struct th_stream {
+	unsigned seed;
+	uint64_t off;	  /* bytes received */
+	int bad;	  /* a byte differed */
+	uint64_t stop_at; /* not 0: answer 42 once this many arrived */
+	int calls;
+};
+
+static inline int th_stream_check(void *arg, const char *data, size_t n)
+{
+	struct th_stream *t = arg;
+	size_t i;
+
+	t->calls++;
+	for (i = 0; i < n; i++)
+		if ((unsigned char)data[i] != th_byte(t->off + i, t->seed))
+			t->bad = 1;
+	t->off += n;
+	return t->stop_at && t->off >= t->stop_at ? 42 : 0;
+}
+
 #endif

@@ -213,11 +213,32 @@ static void test_roundtrip(void **state)
 	stor_object_release(&info);
 	assert_int_equal(stor_get(s, uri, tp(&b, "got/x.bin"), NULL, &err), 0);
 	assert_true(th_check_file(b.data, (5 << 20) + 3, 4));
+	{
+		struct th_stream t = { 4, 0, 0, 0, 0 };
+		int64_t got = 0;
+
+		assert_int_equal(stor_get_stream(s, uri, th_stream_check, &t,
+						 &got, &err),
+				 0);
+		assert_int_equal(got, (5 << 20) + 3);
+		assert_int_equal(t.off, (5 << 20) + 3);
+		assert_false(t.bad);
+		memset(&t, 0, sizeof(t));
+		t.seed = 4;
+		t.stop_at = 1;
+		assert_int_equal(stor_get_stream(s, uri, th_stream_check, &t,
+						 NULL, &err),
+				 42);
+		assert_int_equal(t.calls, 1);
+	}
 	assert_int_equal(stor_delete(s, uri, &err), 0);
 	assert_int_equal(stor_stat(s, uri, &info, &err), ERR_NOTFOUND);
 	buf_reset(&err);
 	assert_int_equal(stor_get(s, uri, b.data, NULL, &err), ERR_NOTFOUND);
 	print_message("# %s\n", err.data);
+	assert_int_equal(stor_get_stream(s, uri, th_stream_check, &b, NULL,
+					 &err),
+			 ERR_NOTFOUND);
 	stor_close(s);
 	buf_release(&a);
 	buf_release(&b);

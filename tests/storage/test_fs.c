@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include <sys/stat.h>
+
 #include <curl/curl.h>
 #include <time.h>
 
@@ -95,6 +97,40 @@ static void roundtrip(struct fixture *f, const char *uri)
 	assert_int_equal(stor_delete(f->s, uri, &f->err), 0);
 	assert_int_equal(stor_get(f->s, uri, f->b.data, NULL, &f->err),
 			 ERR_NOTFOUND);
+}
+
+/* stor_get_stream: in order, in chunks, stoppable, ERR_NOTFOUND. */
+static void test_stream(void **state)
+{
+	struct fixture *f = *state;
+	struct buf uri = BUF_INIT;
+	struct th_stream t = { 9, 0, 0, 0, 0 };
+	int64_t got = -1;
+
+	assert_int_equal(mkdir(path(f, &f->a, "store"), 0755), 0);
+	th_write_file(path(f, &f->a, "store/s.bin"), 3 * 1024 * 1024 + 5, 9);
+	(void)buf_addf(&uri, "file://%s", f->a.data);
+	assert_int_equal(stor_get_stream(f->s, uri.data, th_stream_check, &t,
+					 &got, &f->err),
+			 0);
+	assert_int_equal(got, 3 * 1024 * 1024 + 5);
+	assert_int_equal(t.off, 3 * 1024 * 1024 + 5);
+	assert_false(t.bad);
+	assert_true(t.calls >= 4); /* never the whole object at once */
+	memset(&t, 0, sizeof(t));
+	t.seed = 9;
+	t.stop_at = 1;
+	assert_int_equal(stor_get_stream(f->s, uri.data, th_stream_check, &t,
+					 &got, &f->err),
+			 42);
+	assert_int_equal(t.calls, 1);
+	buf_reset(&f->err);
+	buf_addch(&uri, 'x');
+	assert_int_equal(stor_get_stream(f->s, uri.data, th_stream_check, &t,
+					 NULL, &f->err),
+			 ERR_NOTFOUND);
+	print_message("# %s\n", f->err.data);
+	buf_release(&uri);
 }
 
 static void test_file_roundtrip(void **state)
@@ -427,6 +463,7 @@ static void test_killed_put_file(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_stream, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_file_roundtrip, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_embedded_roundtrip, setup,

@@ -9,6 +9,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include <cmocka.h>
 
@@ -223,6 +226,31 @@ static void test_multipart(void **state)
 				  tp(&a, "big.single"), NULL, &err),
 			 0);
 	assert_true(th_check_file(a.data, size, 11));
+	/* Streamed (Pipe mode): one GET, the bytes in order. */
+	{
+		struct th_stream t = { 11, 0, 0, 0, 0 };
+		int64_t got = 0;
+
+		assert_int_equal(stor_get_stream(s1, "s3://bkt/big/model.bin",
+						 th_stream_check, &t, &got,
+						 &err),
+				 0);
+		assert_int_equal(got, (int64_t)size);
+		assert_int_equal(t.off, size);
+		assert_false(t.bad);
+		memset(&t, 0, sizeof(t));
+		t.seed = 11;
+		t.stop_at = 1;
+		assert_int_equal(stor_get_stream(s1, "s3://bkt/big/model.bin",
+						 th_stream_check, &t, NULL,
+						 &err),
+				 42);
+		assert_int_equal(t.calls, 1);
+		assert_int_equal(stor_get_stream(s1, "s3://bkt/big/none",
+						 th_stream_check, &t, NULL,
+						 &err),
+				 ERR_NOTFOUND);
+	}
 	stor_close(s1);
 	stor_close(s);
 	buf_release(&a);
@@ -329,6 +357,137 @@ static void fake_arm(int n, int status, const char *body)
 	pthread_mutex_unlock(&g_fake.lock);
 }
 
+/* --- a stream that breaks, against a fake server ----------------------- */
+
+#define BROKEN_SIZE 300000
+#define BROKEN_CUT 70000
+
+struct broken {
+	pthread_mutex_t lock;
+	int requests;
+	int cut;	  /* the next whole answer breaks at BROKEN_CUT */
+	int ignore_range; /* answer a Range with the whole object */
+	char if_match[64];
+	char range[64];
+};
+
+static struct broken g_broken = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, "", "" };
+
+struct broken_body {
+	int64_t from;
+	int64_t cut; /* absolute offset to fail at, or -1 */
+};
+
+static ssize_t broken_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct broken_body *b = cls;
+	uint64_t off = (uint64_t)b->from + pos;
+	size_t i;
+
+	if (b->cut >= 0 && off >= (uint64_t)b->cut)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	if (b->cut >= 0 && off + max > (uint64_t)b->cut)
+		max = (size_t)((uint64_t)b->cut - off);
+	if (off + max > BROKEN_SIZE)
+		max = BROKEN_SIZE - off;
+	for (i = 0; i < max; i++)
+		buf[i] = (char)th_byte(off + i, 13);
+	return (ssize_t)max;
+}
+
+static enum MHD_Result broken_handler(void *cls, struct MHD_Connection *c,
+				      const char *url, const char *method,
+				      const char *version, const char *up,
+				      size_t *up_size, void **con_cls)
+{
+	const char *range =
+		MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Range");
+	const char *im =
+		MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-Match");
+	struct broken_body *b = calloc(1, sizeof(*b));
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	unsigned status = 200;
+	char cr[96];
+
+	(void)cls;
+	(void)url;
+	(void)method;
+	(void)version;
+	(void)up;
+	(void)up_size;
+	(void)con_cls;
+	pthread_mutex_lock(&g_broken.lock);
+	g_broken.requests++;
+	(void)snprintf(g_broken.range, sizeof(g_broken.range), "%s",
+		       range ? range : "");
+	(void)snprintf(g_broken.if_match, sizeof(g_broken.if_match), "%s",
+		       im ? im : "");
+	b->cut = -1;
+	if (range && !g_broken.ignore_range &&
+	    sscanf(range, "bytes=%" SCNd64 "-", &b->from) == 1)
+		status = 206;
+	if (g_broken.cut) {
+		g_broken.cut--;
+		b->cut = BROKEN_CUT;
+	}
+	pthread_mutex_unlock(&g_broken.lock);
+	r = MHD_create_response_from_callback((uint64_t)(BROKEN_SIZE - b->from),
+					      4096, broken_read, b, free);
+	(void)MHD_add_response_header(r, "ETag", "\"e-1\"");
+	if (status == 206) {
+		(void)snprintf(cr, sizeof(cr), "bytes %" PRId64 "-%d/%d",
+			       b->from, BROKEN_SIZE - 1, BROKEN_SIZE);
+		(void)MHD_add_response_header(r, "Content-Range", cr);
+	}
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* A stream that breaks goes on from where it broke, with or without a
+ * server that honours Range. */
+static void test_stream_resume(void **state)
+{
+	struct MHD_Daemon *d;
+	struct stor *s;
+	struct buf err = BUF_INIT;
+	int pass;
+
+	(void)state;
+	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL,
+			     broken_handler, NULL, MHD_OPTION_END);
+	assert_non_null(d);
+	s = open_s3(MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port,
+		    "AKID", 1);
+	for (pass = 0; pass < 2; pass++) {
+		struct th_stream t = { 13, 0, 0, 0, 0 };
+		int64_t got = 0;
+		int ret;
+
+		pthread_mutex_lock(&g_broken.lock);
+		g_broken.requests = 0;
+		g_broken.cut = 1;
+		g_broken.ignore_range = pass;
+		pthread_mutex_unlock(&g_broken.lock);
+		buf_reset(&err);
+		ret = stor_get_stream(s, "s3://bkt/k", th_stream_check, &t,
+				      &got, &err);
+		if (ret)
+			print_message("# %s\n", err.data);
+		assert_int_equal(ret, 0);
+		assert_int_equal(got, BROKEN_SIZE);
+		assert_int_equal(t.off, BROKEN_SIZE);
+		assert_false(t.bad);
+		assert_int_equal(g_broken.requests, 2);
+		assert_string_equal(g_broken.if_match, "\"e-1\"");
+		assert_true(!strncmp(g_broken.range, "bytes=", 6));
+	}
+	stor_close(s);
+	MHD_stop_daemon(d);
+	buf_release(&err);
+}
+
 static void test_retries(void **state)
 {
 	struct MHD_Daemon *d;
@@ -390,6 +549,7 @@ int main(void)
 		cmocka_unit_test(test_list_pages),
 		cmocka_unit_test(test_multipart),
 		cmocka_unit_test(test_killed_multipart),
+		cmocka_unit_test(test_stream_resume),
 		cmocka_unit_test(test_retries),
 	};
 
