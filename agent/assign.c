@@ -367,12 +367,18 @@ static int has_checkpoints(const struct agent_assign *a)
 	       *a->spec.checkpoint_s3_uri;
 }
 
-/* Something is mirrored while the ranks run: checkpoints, TensorBoard. */
+/*
+ * Something is mirrored while the ranks run: checkpoints, TensorBoard,
+ * Debugger's hook and profiler folders.
+ */
 static int has_mirror(const struct agent_assign *a)
 {
+	const struct api_assignment *s = &a->spec;
+
 	return has_checkpoints(a) ||
-	       (a->have_spec && a->dir && a->spec.tensorboard_s3_uri &&
-		*a->spec.tensorboard_s3_uri);
+	       (a->have_spec && a->dir &&
+		((s->tensorboard_s3_uri && *s->tensorboard_s3_uri) ||
+		 s->debug_s3_uri || s->profiler_s3_uri));
 }
 
 void agent_assign_watch_checkpoints(struct agent_assign *a)

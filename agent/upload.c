@@ -83,12 +83,16 @@ static int sync_checkpoints(struct pack_job *pj, int fd, struct buf *err)
 }
 
 /*
- * TensorBoardOutputConfig: the files under LocalPath go to S3OutputPath at
- * their relative paths, those new or changed since the last copy. Event
- * files grow while the program runs; each copy is what the file held then,
- * and the one after the ranks ended has them whole.
+ * A folder of the job mirrored to S3: its files go to s3_uri at their
+ * relative paths, those new or changed since the last copy.
+ * TensorBoardOutputConfig's LocalPath, DebugHookConfig's LocalPath (to
+ * <S3OutputPath>/<job>/debug-output) and the profiler's folder. Files that
+ * grow while the program runs (event files) are copied as they are then;
+ * the copy after the ranks ended has them whole.
  */
-static int sync_tensorboard(struct pack_job *pj, int fd, struct buf *err)
+static int sync_mirror(struct pack_job *pj, int fd, const char *what,
+		       const char *s3_uri, const char *local_path,
+		       struct buf *err)
 {
 	const struct api_assignment *s = &pj->a->spec;
 	struct stor_sync_stats stats;
@@ -98,11 +102,9 @@ static int sync_tensorboard(struct pack_job *pj, int fd, struct buf *err)
 	char *dir;
 	int ret;
 
-	if (!pj->a->have_spec || !s->tensorboard_s3_uri ||
-	    !*s->tensorboard_s3_uri)
+	if (!pj->a->have_spec || !s3_uri || !*s3_uri || !local_path)
 		return 0;
-	dir = agent_jobdir_checkpoint_path(pj->a->dir,
-					   s->tensorboard_local_path);
+	dir = agent_jobdir_checkpoint_path(pj->a->dir, local_path);
 	if (stat(dir, &sb) || !S_ISDIR(sb.st_mode)) {
 		free(dir);
 		return 0;
@@ -117,18 +119,33 @@ static int sync_tensorboard(struct pack_job *pj, int fd, struct buf *err)
 	memset(&stats, 0, sizeof(stats));
 	ret = stor_open(&cfg, &st, err);
 	if (!ret)
-		ret = stor_put_dir(st, dir, s->tensorboard_s3_uri,
-				   STOR_SYNC_CHANGED, &stats, err);
+		ret = stor_put_dir(st, dir, s3_uri, STOR_SYNC_CHANGED, &stats,
+				   err);
 	if (!ret && stats.files)
 		agent_task_say(fd,
-			       "log tensorboard: %zu files (%lld bytes) "
-			       "copied to %s",
-			       stats.files, (long long)stats.bytes,
-			       s->tensorboard_s3_uri);
+			       "log %s: %zu files (%lld bytes) copied to %s",
+			       what, stats.files, (long long)stats.bytes,
+			       s3_uri);
 	if (st)
 		stor_close(st);
 	stor_config_release(&cfg);
 	free(dir);
+	return ret;
+}
+
+static int sync_mirrors(struct pack_job *pj, int fd, struct buf *err)
+{
+	const struct api_assignment *s = &pj->a->spec;
+	int ret;
+
+	ret = sync_mirror(pj, fd, "tensorboard", s->tensorboard_s3_uri,
+			  s->tensorboard_local_path, err);
+	if (!ret)
+		ret = sync_mirror(pj, fd, "debugger", s->debug_s3_uri,
+				  s->debug_local_path, err);
+	if (!ret)
+		ret = sync_mirror(pj, fd, "profiler", s->profiler_s3_uri,
+				  s->profiler_local_path, err);
 	return ret;
 }
 
@@ -143,7 +160,7 @@ static int pack_main(void *arg, int fd)
 
 	ret = sync_checkpoints(pj, fd, &err);
 	if (!ret)
-		ret = sync_tensorboard(pj, fd, &err);
+		ret = sync_mirrors(pj, fd, &err);
 	if (ret || !pj->pack)
 		goto out;
 	(void)buf_addf(&src, "%s/model", dir);

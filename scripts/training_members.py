@@ -144,8 +144,13 @@ MEMBERS = [
     ("CheckpointConfig", SUPPORTED, "docs/checkpoints.md"),
     ("CheckpointConfig.S3Uri", SUPPORTED, ""),
     ("CheckpointConfig.LocalPath", SUPPORTED, ""),
-    ("DebugHookConfig", SUPPORTED, "SageMaker Debugger hook"),
-    ("DebugHookConfig.LocalPath", SUPPORTED, ""),
+    ("DebugHookConfig", SUPPORTED,
+     "written to `input/config/debughookconfig.json` (defaults filled in) "
+     "for the smdebug hook in the program; the hook's folder is copied to "
+     "`<S3OutputPath>/<job>/debug-output/` while the job runs and at its "
+     "end"),
+    ("DebugHookConfig.LocalPath", SUPPORTED,
+     "default `/opt/ml/output/tensors`; under `/opt/ml` only"),
     ("DebugHookConfig.S3OutputPath", SUPPORTED, ""),
     ("DebugHookConfig.HookParameters", SUPPORTED, ""),
     ("DebugHookConfig.CollectionConfigurations", SUPPORTED, ""),
@@ -163,7 +168,12 @@ MEMBERS = [
      "SageMaker Experiments (CreateExperiment, trial components, "
      "BatchPutMetrics) are not served, so a script's load_run() would "
      "fail inside the job; see the Operations table"),
-    ("ProfilerConfig", SUPPORTED, "SageMaker Profiler"),
+    ("ProfilerConfig", SUPPORTED,
+     "enabled: `input/config/profilerconfig.json` for smdebug's profiler "
+     "in the program, `ProfilingStatus` Enabled, and "
+     "`/opt/ml/output/profiler` copied to `<S3OutputPath>/<job>/"
+     "profiler-output/`; the service's own system monitor and rules do "
+     "not run"),
     ("ProfilerConfig.S3OutputPath", SUPPORTED, ""),
     ("ProfilerConfig.ProfilingIntervalInMilliseconds", SUPPORTED, ""),
     ("ProfilerConfig.ProfilingParameters", SUPPORTED, ""),
@@ -229,6 +239,4 @@ UNLESS = {
 # a line here to turn the member (or value) on; MEMBERS / VALUES already
 # hold the classes and notes it and its members will have.
 PENDING = [
-    "DebugHookConfig",
-    "ProfilerConfig",
 ]

@@ -781,18 +781,9 @@ static void test_refused_members(void **state)
 			  "AttributeNames",
 			  json_pack("[s]", "source-ref")),
 		"InputDataConfig.DataSource.S3DataSource.AttributeNames");
-	EXPECT_INVALID(
-		full_with("DebugHookConfig",
-			  json_pack("{s:s}", "S3OutputPath", "s3://b/debug")),
-		"DebugHookConfig");
 	EXPECT_INVALID(full_with("ExperimentConfig",
 				 json_pack("{s:s}", "ExperimentName", "e")),
 		       "ExperimentConfig");
-	EXPECT_INVALID(full_with("ProfilerConfig", json_object()),
-		       "ProfilerConfig");
-	EXPECT_INVALID(full_with("ProfilerConfig",
-				 json_pack("{s:b}", "DisableProfiler", 0)),
-		       "ProfilerConfig");
 	EXPECT_INVALID(full_with("StoppingCondition.MaxPendingTimeInSeconds",
 				 json_integer(7200)),
 		       "StoppingCondition.MaxPendingTimeInSeconds");
@@ -821,6 +812,13 @@ static void test_accepted_members(void **state)
 	(void)state;
 	expect_parses(full_with("EnableNetworkIsolation", json_false()),
 		      "EnableNetworkIsolation false");
+	expect_parses(
+		full_with("DebugHookConfig",
+			  json_pack("{s:s}", "S3OutputPath", "s3://b/debug")),
+		"DebugHookConfig");
+	expect_parses(full_with("ProfilerConfig",
+				json_pack("{s:b}", "DisableProfiler", 0)),
+		      "ProfilerConfig");
 	expect_parses(full_with("EnableInterContainerTrafficEncryption",
 				json_false()),
 		      "EnableInterContainerTrafficEncryption false");

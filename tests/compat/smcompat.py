@@ -897,8 +897,6 @@ class Core:
             return [c]
         add("AugmentedManifestFile", "ref-augmented", ["S3DataType 'AugmentedManifestFile'"],
             lambda r: r.update(InputDataConfig=channel(s3={"S3DataType": "AugmentedManifestFile"})))
-        add("DebugHookConfig", "ref-debug", ["DebugHookConfig"],
-            lambda r: r.update(DebugHookConfig={"S3OutputPath": "s3://b/debug"}))
         add("ExperimentConfig", "ref-exp", ["ExperimentConfig"],
             lambda r: r.update(ExperimentConfig={"ExperimentName": "e1"}))
         add("InstanceGroupNames without InstanceGroups", "ref-ign", ["InstanceGroupNames", "InstanceGroups"],

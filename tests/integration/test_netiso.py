@@ -101,12 +101,13 @@ def can_isolate():
     return None
 
 
-def put_code(daemon, name):
+def put_code(daemon, name, train=None):
+    """A sourcedir.tar.gz holding train.py (TRAIN unless given)."""
     key = "code/%s/sourcedir.tar.gz" % name
     path = os.path.join(daemon.state_dir, "s3", BUCKET, key)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with tarfile.open(path, "w:gz") as tf:
-        data = TRAIN.encode()
+        data = (train or TRAIN).encode()
         ti = tarfile.TarInfo("train.py")
         ti.size = len(data)
         tf.addfile(ti, io.BytesIO(data))
