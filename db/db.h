@@ -64,6 +64,17 @@ struct db_job {
 	size_t n_transitions;
 	struct db_metric *metrics;
 	size_t n_metrics;
+	/*
+	 * Its managed warm pool (db/warmpool.h): status NULL when it asked
+	 * for none, else InUse, Available, Reused or Terminated; at insert,
+	 * keep_alive_s > 0 with wp_key gives it one (InUse).
+	 */
+	char *wp_status;
+	int keep_alive_s;
+	char *wp_key;
+	int64_t wp_since_ms; /* became Available, 0: never */
+	int64_t wp_end_ms;   /* stopped being Available, 0: not yet */
+	char *wp_reused_by;
 	/* insert only, not owned: the tags given at CreateTrainingJob */
 	const struct db_tag *tags;
 	size_t n_tags;
@@ -134,7 +145,7 @@ void db_close(struct db *db);
 uint64_t db_write_seq(struct db *db);
 
 /* The schema version this build migrates to. */
-#define DB_SCHEMA_LATEST 9
+#define DB_SCHEMA_LATEST 10
 
 /* The schema version after migrations (PRAGMA user_version). */
 int db_schema_version(struct db *db);
@@ -161,6 +172,7 @@ struct db_list_query {
 	const char *token;	   /* NULL for the first page */
 	const char *name_contains; /* NULL = any */
 	const char *status;	   /* NULL = any */
+	const char *warm_pool_status; /* WarmPoolStatusEquals, NULL = any */
 	const char *owner;	   /* NULL = any */
 	enum db_sort sort;
 	int descending;
@@ -235,6 +247,7 @@ struct db_active_job {
 	int64_t start_ms;
 	int64_t creation_ms;
 	int64_t id;
+	char *wp_key; /* set while it may reuse a warm pool (queued) */
 };
 
 /*

@@ -102,6 +102,14 @@ int db__batch_write(struct db *db,
 		    int (*fn)(struct db__conn *c, void *arg, struct buf *err),
 		    void *arg, struct buf *err);
 
+/*
+ * db_attempt_start()'s writes on conn, inside a write the caller holds.
+ * Returns 0, ERR_NOTFOUND, ERR_CONFLICT or ERR_DB.
+ */
+int db__attempt_insert(sqlite3 *conn, const char *job, int attempt,
+		       int master_port, const char *const *hosts, size_t n,
+		       int64_t now_ms, struct buf *err);
+
 /* Adds (or overwrites) tags of job id on conn, inside a write. 0 or ERR_DB. */
 int db__tags_insert(sqlite3 *conn, int64_t id, const struct db_tag *tags,
 		    size_t n, struct buf *err);

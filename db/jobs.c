@@ -27,7 +27,9 @@ const char *const db__stmt_sql[ST_COUNT] = {
 		"instance_type, instance_count, creation_ms, "
 		"last_modified_ms, start_ms, end_ms, training_s, "
 		"billable_s, spec_json, attempt, stop_reason, uid, owner, "
-		"run_as, image FROM jobs WHERE name = ?1",
+		"run_as, image, wp_status, wp_keep_alive_s, wp_key, "
+		"wp_since_ms, wp_end_ms, wp_reused_by FROM jobs "
+		"WHERE name = ?1",
 	[ST_GET_TRANSITIONS] =
 		"SELECT status, start_ms, end_ms, message "
 		"FROM transitions WHERE job_id = ?1 ORDER BY seq",
@@ -38,9 +40,11 @@ const char *const db__stmt_sql[ST_COUNT] = {
 		"INSERT INTO jobs (name, arn, status, "
 		"secondary_status, request_json, instance_type, "
 		"instance_count, creation_ms, last_modified_ms, "
-		"spec_json, waiting, uid, owner, run_as) "
+		"spec_json, waiting, uid, owner, run_as, wp_status, "
+		"wp_keep_alive_s, wp_key) "
 		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, "
-		"lower(hex(randomblob(8))), coalesce(?11, ''), ?12)",
+		"lower(hex(randomblob(8))), coalesce(?11, ''), ?12, "
+		"CASE WHEN ?13 > 0 THEN 'InUse' END, ?13, ?14)",
 	[ST_INSERT_TRANSITION] =
 		"INSERT INTO transitions (job_id, seq, status, "
 		"start_ms, message) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -72,6 +76,9 @@ void db_job_release(struct db_job *job)
 	free(job->spec_json);
 	free(job->stop_reason);
 	free(job->instance_type);
+	free(job->wp_status);
+	free(job->wp_key);
+	free(job->wp_reused_by);
 	for (i = 0; i < job->n_transitions; i++) {
 		free(job->transitions[i].status);
 		free(job->transitions[i].message);
@@ -111,6 +118,8 @@ static int insert_job(struct db__conn *c, void *arg, struct buf *err)
 	sqlite3_bind_int(st, 10, job->waiting != 0);
 	db__bind_text(st, 11, job->owner);
 	db__bind_text(st, 12, job->run_as);
+	sqlite3_bind_int(st, 13, job->wp_key ? job->keep_alive_s : 0);
+	db__bind_text(st, 14, job->wp_key);
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
@@ -167,6 +176,12 @@ static void row_to_job(sqlite3_stmt *st, struct db_job *j)
 	j->owner = db__col_dup(st, 20);
 	j->run_as = db__col_dup(st, 21);
 	j->image = db__col_dup(st, 22);
+	j->wp_status = db__col_dup(st, 23);
+	j->keep_alive_s = sqlite3_column_int(st, 24);
+	j->wp_key = db__col_dup(st, 25);
+	j->wp_since_ms = sqlite3_column_int64(st, 26);
+	j->wp_end_ms = sqlite3_column_int64(st, 27);
+	j->wp_reused_by = db__col_dup(st, 28);
 }
 
 static int load_children(struct db__conn *c, struct db_job *j, struct buf *err)
@@ -484,6 +499,7 @@ static void active_job_release(struct db_active_job *a)
 	free(a->stop_reason);
 	free(a->instance_type);
 	free(a->message);
+	free(a->wp_key);
 }
 
 void db_active_jobs_free(struct db_active_job *a, size_t n)
@@ -525,6 +541,7 @@ static int read_active(struct db__conn *c, const char *sql, sqlite3_int64 limit,
 		a->start_ms = sqlite3_column_int64(st, 8);
 		a->creation_ms = sqlite3_column_int64(st, 9);
 		a->id = sqlite3_column_int64(st, 10);
+		a->wp_key = db__col_dup(st, 11);
 	}
 	if (rc != SQLITE_DONE)
 		ret = db__error(c->db, "cannot read active jobs", err);
@@ -536,7 +553,8 @@ static int read_active(struct db__conn *c, const char *sql, sqlite3_int64 limit,
 	"SELECT name, status, secondary_status, stop_reason, instance_type, " \
 	"(SELECT message FROM transitions t WHERE t.job_id = jobs.id ORDER "  \
 	"BY seq DESC LIMIT 1), attempt, instance_count, start_ms, "           \
-	"creation_ms, id FROM jobs "
+	"creation_ms, id, CASE WHEN wp_status = 'InUse' AND attempt = 0 "     \
+	"THEN wp_key END FROM jobs "
 #define QUEUED "status = 'InProgress' AND attempt = 0 AND waiting = 1 "
 
 static int by_creation(const void *pa, const void *pb)

@@ -159,8 +159,10 @@ static void list_sql(struct buf *sql, const struct db_list_query *q,
 		     "SELECT id, name, arn, status, secondary_status, "
 		     "failure_reason, model_artifacts, NULL, instance_type, "
 		     "instance_count, creation_ms, last_modified_ms, start_ms, "
-		     "end_ms, training_s, billable_s, attempt, owner FROM jobs "
-		     "WHERE 1") ||
+		     "end_ms, training_s, billable_s, attempt, owner, "
+		     "wp_status, wp_since_ms, wp_end_ms, wp_reused_by "
+		     "FROM jobs WHERE 1") ||
+	    (q->warm_pool_status && buf_adds(sql, " AND wp_status = ?17")) ||
 	    (q->owner && buf_adds(sql, " AND owner = ?16")) ||
 	    (q->name_contains &&
 	     buf_adds(sql, " AND instr(lower(name), lower(?10)) > 0")) ||
@@ -186,6 +188,9 @@ static void list_bind(sqlite3_stmt *st, const struct db_list_query *q,
 		sqlite3_bind_text(st, 11, q->status, -1, SQLITE_TRANSIENT);
 	if (q->owner)
 		sqlite3_bind_text(st, 16, q->owner, -1, SQLITE_TRANSIENT);
+	if (q->warm_pool_status)
+		sqlite3_bind_text(st, 17, q->warm_pool_status, -1,
+				  SQLITE_TRANSIENT);
 	if (q->created_after_ms)
 		sqlite3_bind_int64(st, 12, q->created_after_ms);
 	if (q->created_before_ms)
@@ -222,6 +227,14 @@ static void list_row(sqlite3_stmt *st, struct db_job *j)
 	j->last_modified_ms = sqlite3_column_int64(st, 11);
 	j->start_ms = sqlite3_column_int64(st, 12);
 	j->end_ms = sqlite3_column_int64(st, 13);
+	if (sqlite3_column_text(st, 18))
+		j->wp_status =
+			xstrdup((const char *)sqlite3_column_text(st, 18));
+	j->wp_since_ms = sqlite3_column_int64(st, 19);
+	j->wp_end_ms = sqlite3_column_int64(st, 20);
+	if (sqlite3_column_text(st, 21))
+		j->wp_reused_by =
+			xstrdup((const char *)sqlite3_column_text(st, 21));
 }
 
 /* The token of the page after the one whose last row is last. */

@@ -92,13 +92,26 @@ int db_attempt_start(struct db *db, const char *job, int attempt,
 		     int64_t now_ms, struct buf *err)
 {
 	sqlite3 *conn = db__writer_begin(db, err);
+	int ret;
+
+	if (!conn)
+		return ERR_DB;
+	ret = db__attempt_insert(conn, job, attempt, master_port, hosts, n,
+				 now_ms, err);
+	if (db__writer_end(db, ret == 0, err))
+		ret = ERR_DB;
+	return ret;
+}
+
+int db__attempt_insert(sqlite3 *conn, const char *job, int attempt,
+		       int master_port, const char *const *hosts, size_t n,
+		       int64_t now_ms, struct buf *err)
+{
 	sqlite3_stmt *st = NULL;
 	int ret = 0;
 	size_t i;
 	int rc;
 
-	if (!conn)
-		return ERR_DB;
 	st = prep(conn,
 		  "INSERT INTO attempts (job_id, attempt, master_port, "
 		  "started_ms) VALUES (" JOB_ID ", ?2, ?3, ?4)",
@@ -154,8 +167,6 @@ int db_attempt_start(struct db *db, const char *job, int attempt,
 	sqlite3_bind_int(st, 2, attempt);
 	ret = run(conn, st, "cannot update job", err);
 out:
-	if (db__writer_end(db, ret == 0, err))
-		ret = ERR_DB;
 	return ret;
 }
 

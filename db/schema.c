@@ -120,6 +120,23 @@ static const char *const migrations[] = {
 	"CREATE INDEX jobs_by_modified ON jobs(last_modified_ms, id);"
 	"CREATE INDEX jobs_by_status_modified ON jobs(status, "
 	"last_modified_ms, id);",
+	/* 10: managed warm pools (ResourceConfig.KeepAlivePeriodInSeconds):
+	 * the pool's status (NULL: the job asked for none), its period, what
+	 * a job must match to reuse it, the hosts it holds while Available,
+	 * when it became Available and when it stopped being so, and the
+	 * job that reused it. */
+	"ALTER TABLE jobs ADD COLUMN wp_status TEXT;"
+	"ALTER TABLE jobs ADD COLUMN wp_keep_alive_s INTEGER NOT NULL "
+	"DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN wp_key TEXT;"
+	"ALTER TABLE jobs ADD COLUMN wp_hosts TEXT;"
+	"ALTER TABLE jobs ADD COLUMN wp_since_ms INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN wp_end_ms INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE jobs ADD COLUMN wp_reused_by TEXT;"
+	"CREATE INDEX jobs_warm_available ON jobs(wp_since_ms, id) "
+	"WHERE wp_status = 'Available';"
+	"CREATE INDEX jobs_by_warm ON jobs(wp_status, creation_ms, id) "
+	"WHERE wp_status IS NOT NULL;",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
