@@ -20,6 +20,8 @@ void api_job_record_release(struct api_job_record *rec)
 	free(rec->failure_reason);
 	free(rec->model_artifacts);
 	free(rec->request_json);
+	free(rec->wp_status);
+	free(rec->wp_reused_by);
 	for (i = 0; i < rec->n_transitions; i++) {
 		free(rec->transitions[i].status);
 		free(rec->transitions[i].message);
@@ -41,6 +43,22 @@ static void set_time(json_t *obj, const char *key, int64_t ms)
 {
 	if (ms)
 		json_object_set_new(obj, key, api__json_time(ms));
+}
+
+/* WarmPoolStatus, when the job has a warm pool. */
+static void set_warm_pool(json_t *obj, const struct api_job_record *rec)
+{
+	json_t *o;
+
+	if (!rec->wp_status)
+		return;
+	o = json_object();
+	set_str(o, "Status", rec->wp_status);
+	if (rec->wp_billable_s >= 0)
+		json_object_set_new(o, "ResourceRetainedBillableTimeInSeconds",
+				    json_integer(rec->wp_billable_s));
+	set_str(o, "ReusedByJob", rec->wp_reused_by);
+	json_object_set_new(obj, "WarmPoolStatus", o);
 }
 
 static int is_terminal(const char *status)
@@ -113,6 +131,7 @@ int api_describe_response(const struct api_job_record *rec, struct buf *out)
 		}
 		json_object_set_new(root, "FinalMetricDataList", arr);
 	}
+	set_warm_pool(root, rec);
 	ret = api__json_dump_to(root, out);
 	json_decref(root);
 	if (ret)
@@ -142,6 +161,7 @@ static json_t *summary(const struct api_job_record *rec)
 	set_time(o, "LastModifiedTime", rec->last_modified_ms);
 	set_str(o, "TrainingJobStatus", rec->status);
 	set_str(o, "SecondaryStatus", rec->secondary_status);
+	set_warm_pool(o, rec);
 	return o;
 }
 

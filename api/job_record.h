@@ -42,6 +42,11 @@ struct api_job_record {
 	size_t n_transitions;
 	struct api_metric_value *metrics; /* FinalMetricDataList */
 	size_t n_metrics;
+	/* WarmPoolStatus: status NULL when the job asked for no pool */
+	char *wp_status;
+	char *wp_reused_by;    /* ReusedByJob, may be NULL */
+	int64_t wp_billable_s; /* ResourceRetainedBillableTimeInSeconds,
+				  < 0: absent */
 };
 
 /* Frees everything the record owns and zeroes it. */

@@ -7,6 +7,7 @@
 #include "api/json_util.h"
 #include "api/members.h"
 #include "api/validate.h"
+#include "common/bug.h"
 #include "common/err.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
@@ -631,6 +632,54 @@ static void fill_spec(const json_t *root, struct api_job_spec *spec)
 		json_object_get(root, "EnableManagedSpotTraining"));
 	spec->network_isolation =
 		json_is_true(json_object_get(root, "EnableNetworkIsolation"));
+	spec->keep_alive_s = (int)json_integer_value(
+		json_object_get(res, "KeepAlivePeriodInSeconds"));
+}
+
+/*
+ * What SageMaker matches a warm pool on: the same ResourceConfig (instance
+ * type and count or groups, volume size and key; the period aside), the
+ * same RoleArn and the same VpcConfig. Taken from the echo, so that an
+ * absent member and its default compare equal.
+ */
+static char *warm_key(const json_t *echo)
+{
+	json_t *k = json_object();
+	json_t *res = json_deep_copy(json_object_get(echo, "ResourceConfig"));
+	const json_t *v;
+	char *s;
+
+	if (!res)
+		res = json_object();
+	json_object_del(res, "KeepAlivePeriodInSeconds");
+	json_object_set_new(k, "ResourceConfig", res);
+	v = json_object_get(echo, "RoleArn");
+	if (v)
+		json_object_set(k, "RoleArn", (json_t *)v);
+	v = json_object_get(echo, "VpcConfig");
+	if (v)
+		json_object_set(k, "VpcConfig", (json_t *)v);
+	s = json_dumps(k, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(k);
+	if (!s)
+		BUG("cannot encode a warm pool key");
+	return s;
+}
+
+int api_request_set_keep_alive(const char *request_json, int seconds,
+			       struct buf *out)
+{
+	json_t *root = json_loads(request_json, 0, NULL);
+	json_t *res = json_object_get(root, "ResourceConfig");
+	int ret = ERR_INVALID;
+
+	if (json_is_object(res)) {
+		json_object_set_new(res, "KeepAlivePeriodInSeconds",
+				    json_integer(seconds));
+		ret = api__json_dump_to(root, out);
+	}
+	json_decref(root);
+	return ret;
 }
 
 static int parse(const char *json, size_t len, int stored,
@@ -660,6 +709,10 @@ static int parse(const char *json, size_t len, int stored,
 	spec->profiler_config_json =
 		profiling(root) ? dump_member(echo, "ProfilerConfig") : NULL;
 	debugger_outputs(echo, spec);
+	if (spec->keep_alive_s > 0) {
+		/* jansson's default allocator: malloc, freed with free(). */
+		spec->warm_key = warm_key(echo);
+	}
 	ret = api__json_dump_to(echo, &out);
 	json_decref(echo);
 	if (ret) {
@@ -712,6 +765,7 @@ void api_job_spec_release(struct api_job_spec *spec)
 
 	free(spec->name);
 	free(spec->role_arn);
+	free(spec->warm_key);
 	free(spec->training_image);
 	free(spec->algorithm_name);
 	free(spec->input_mode);

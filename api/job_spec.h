@@ -103,6 +103,14 @@ struct api_job_spec {
 	struct api_kv *tags;	     /* Tags (not echoed by Describe) */
 	size_t n_tags;
 	/*
+	 * ResourceConfig.KeepAlivePeriodInSeconds (0: absent), and what a
+	 * warm pool must have been made with for this job to reuse it: its
+	 * ResourceConfig without the period, RoleArn and VpcConfig, as
+	 * compact JSON with sorted keys (api_job_spec_warm_key()).
+	 */
+	int keep_alive_s;
+	char *warm_key;
+	/*
 	 * The request as it will be echoed by DescribeTrainingJob: only members
 	 * of the model, defaults filled in, compact JSON. Never NULL after a
 	 * successful parse.
@@ -133,6 +141,14 @@ int api_job_spec_load(const char *json, size_t len, struct api_job_spec *spec,
 
 /* Frees everything the spec owns and zeroes it. */
 void api_job_spec_release(struct api_job_spec *spec);
+
+/*
+ * Rewrites ResourceConfig.KeepAlivePeriodInSeconds of an echoed request
+ * (api_job_spec.request_json, as stored) to seconds into out. Returns 0,
+ * ERR_INVALID (not a JSON object with a ResourceConfig) or ERR_TOOBIG.
+ */
+int api_request_set_keep_alive(const char *request_json, int seconds,
+			       struct buf *out);
 
 /* Returns the value of hyperparameter key, or NULL. */
 const char *api_job_spec_hp(const struct api_job_spec *spec, const char *key);

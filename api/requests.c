@@ -84,6 +84,7 @@ static int list_request_fill(json_t *root, struct api_list_request *req,
 	req->next_token = dup_member(root, "NextToken");
 	req->name_contains = dup_member(root, "NameContains");
 	req->status_equals = dup_member(root, "StatusEquals");
+	req->warm_pool_status_equals = dup_member(root, "WarmPoolStatusEquals");
 	if (parse_sort_by(json_string_value(json_object_get(root, "SortBy")),
 			  &req->sort_by)) {
 		/* The model's enum check has already rejected anything else. */
@@ -130,7 +131,8 @@ static const char *const query_numbers[] = {
 };
 
 static const char *const query_strings[] = {
-	"NextToken", "NameContains", "StatusEquals", "SortBy", "SortOrder",
+	"NextToken", "NameContains", "StatusEquals",
+	"SortBy",    "SortOrder",    "WarmPoolStatusEquals",
 };
 
 static int query_arg_to_json(json_t *root, const struct api_query_arg *a,
@@ -218,6 +220,7 @@ void api_list_request_release(struct api_list_request *req)
 	free(req->next_token);
 	free(req->name_contains);
 	free(req->status_equals);
+	free(req->warm_pool_status_equals);
 	memset(req, 0, sizeof(*req));
 }
 

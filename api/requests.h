@@ -26,6 +26,7 @@ struct api_list_request {
 	char *next_token;	   /* NULL = first page */
 	char *name_contains;	   /* NULL = any */
 	char *status_equals;	   /* NULL = any */
+	char *warm_pool_status_equals; /* WarmPoolStatusEquals, NULL = any */
 	enum api_sort_by sort_by;  /* default CreationTime */
 	int descending;		   /* SortOrder; default Ascending */
 	int64_t creation_after_ms; /* 0 = unset (exclusive bounds) */
