@@ -13,6 +13,7 @@
 #include "controller/rendezvous.h"
 #include "controller/ops.h"
 #include "db/run.h"
+#include "db/warmpool.h"
 #include "common/bug.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -535,15 +536,23 @@ void ctrl_hosts_list(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		     struct ctrl_response *resp)
 {
 	struct db_assignment *as = NULL;
+	struct db_warm_pool *pools = NULL;
 	struct api_host_info *info;
 	struct buf err = BUF_INIT;
 	char(*algo)[32];
 	int64_t now = time_mono_ms();
-	size_t n_as = 0;
-	size_t i, k;
-	int *seen;
+	size_t n_as = 0, n_pools = 0;
+	size_t i, k, p;
+	int *seen, *pool_seen;
 
 	(void)db_assignments_list(ctx->db, NULL, NULL, 0, &as, &n_as, &err);
+	(void)db_warm_pools_available(ctx->db, &pools, &n_pools, &err);
+	pool_seen = xcalloc(n_pools + 1, sizeof(*pool_seen));
+	for (p = 0; p < n_pools; p++) {
+		buf_reset(&err);
+		pool_seen[p] = !ctrl_caller_check_job(ctx, who, pools[p].job,
+						      &err);
+	}
 	/* A host busy with another user's job says so, not which job. */
 	seen = xcalloc(n_as + 1, sizeof(*seen));
 	for (k = 0; k < n_as; k++) {
@@ -574,6 +583,16 @@ void ctrl_hosts_list(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		info[i].drain_reason = h->drain_reason;
 		if (h->drained && !h->lost)
 			info[i].state = "drained";
+		/* Held by an Available warm pool: "warm", and whose. */
+		for (p = 0; p < n_pools; p++)
+			for (k = 0; k < pools[p].n_hosts; k++) {
+				if (strcmp(pools[p].hosts[k], h->name))
+					continue;
+				if (pool_seen[p])
+					info[i].job = pools[p].job;
+				if (!h->lost && !h->removed && !h->drained)
+					info[i].state = "warm";
+			}
 		for (k = 0; k < n_as; k++) {
 			if (strcmp(as[k].host, h->name))
 				continue;
@@ -595,6 +614,8 @@ void ctrl_hosts_list(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	free(info);
 	free(algo);
 	free(seen);
+	free(pool_seen);
+	db_warm_pools_free(pools, n_pools);
 	db_assignments_free(as, n_as);
 	buf_release(&err);
 }

@@ -54,6 +54,8 @@ struct ctrl_host {
 	/* Holds an assignment, as of the reconciler's last read of them
 	 * (controller/jobrun.c); only the reconciler uses it. */
 	int busy;
+	/* Held by an Available warm pool (busy too), as of the same read. */
+	int warm;
 	int64_t version; /* of the desired state */
 	/* Its container images as the agent last listed them (a JSON
 	 * array; NULL: never), when (wall ms), and the prune requests:

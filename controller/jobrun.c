@@ -14,6 +14,8 @@
 #include "controller/jobrun.h"
 #include "controller/placement.h"
 #include "controller/plan.h"
+#include "controller/warmpool.h"
+#include "db/warmpool.h"
 #include "db/db.h"
 #include "db/run.h"
 #include "common/err.h"
@@ -196,6 +198,7 @@ static void finish(struct ctrl_ctx *ctx, const struct db_job *job,
 	(void)db_attempt_end(ctx->db, job->name, job->attempt,
 			     reason ? reason : ctrl_job_state_secondary(to),
 			     time_now_ms(), &err);
+	ctrl_warm_pool_job_end(ctx, job, (int)to, reason, as, n);
 	cleanup(ctx, job->name, as, n);
 out:
 	free(model);
@@ -569,6 +572,18 @@ static int wanted(const struct db_active_job *j, char *const *names,
 	return named(j->name, names, n_names);
 }
 
+/* Whether an Available pool was made for jobs like key (NULL: none). */
+static int pool_matches(const struct db_warm_pool *pools, size_t n,
+			const char *key)
+{
+	size_t i;
+
+	for (i = 0; key && i < n; i++)
+		if (!strcmp(pools[i].key, key))
+			return 1;
+	return 0;
+}
+
 /*
  * Steps the jobs named since this pass began. A full pass over hundreds of
  * running jobs takes a good part of a second with thousands of hosts; a
@@ -595,10 +610,18 @@ void ctrl_jobs_reconcile(struct ctrl_ctx *ctx, char *const *names,
 	size_t n = 0;
 	size_t i;
 	struct db_queue_look look;
+	struct db_warm_pool *pools = NULL;
+	size_t n_pools = 0;
 	char **types = NULL;
 	int some_free;
 	int busy_valid = 0;
-	int queue = __atomic_exchange_n(&ctx->hosts_freed, 0, __ATOMIC_RELAXED);
+	int queue;
+
+	/* Warm pools whose period ran out or that lost a host end here;
+	 * their hosts are free for the look at the queue below. */
+	if (full)
+		(void)ctrl_warm_pool_tick(ctx);
+	queue = __atomic_exchange_n(&ctx->hosts_freed, 0, __ATOMIC_RELAXED);
 
 	/* Only reports or requests of a few jobs: nothing else is read. */
 	if (!full && !queue) {
@@ -612,6 +635,11 @@ void ctrl_jobs_reconcile(struct ctrl_ctx *ctx, char *const *names,
 	ctrl_place_busy_refresh(ctx, &busy_valid);
 	some_free = ctrl_place_free_kinds(ctx, &look, &types);
 	__atomic_store_n(&ctx->no_host_free, !some_free, __ATOMIC_RELAXED);
+	if (some_free &&
+	    db_warm_pools_available(ctx->db, &pools, &n_pools, &err)) {
+		log_error("reconciler: %s", err.data);
+		buf_reset(&err);
+	}
 	if (db_jobs_active(ctx->db, some_free ? &look : NULL, &jobs, &n,
 			   &err)) {
 		log_error("reconciler: %s", err.data);
@@ -631,7 +659,8 @@ void ctrl_jobs_reconcile(struct ctrl_ctx *ctx, char *const *names,
 		 * thousands of queued jobs cost nothing.
 		 */
 		if (j->attempt == 0 && !strcmp(j->status, "InProgress") &&
-		    j->instance_type) {
+		    j->instance_type &&
+		    !pool_matches(pools, n_pools, j->wp_key)) {
 			int free = ctrl_place_free_count(ctx, j->instance_type);
 
 			if (free < j->instance_count) {
@@ -659,6 +688,7 @@ out:
 	free(w_msgs);
 	free(w_names);
 	ctrl_place_free_types(types, look.n_types);
+	db_warm_pools_free(pools, n_pools);
 	db_active_jobs_free(jobs, n);
 	buf_release(&err);
 }

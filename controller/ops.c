@@ -21,6 +21,7 @@
 #include "controller/search.h"
 #include "controller/tags.h"
 #include "controller/update.h"
+#include "controller/warmpool.h"
 #include "controller/ops.h"
 #include "db/db.h"
 #include "db/run.h"
@@ -309,6 +310,7 @@ void ctrl_op_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	struct buf out = BUF_INIT;
 	struct buf first = BUF_INIT;
 	struct db_tag *tags = NULL;
+	struct buf wkey = BUF_INIT;
 	int ret;
 
 	memset(&job, 0, sizeof(job));
@@ -342,6 +344,13 @@ void ctrl_op_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	job.creation_ms = time_now_ms();
 	job.owner = (char *)who->owner;
 	job.run_as = (char *)who->run_as;
+	if (spec.keep_alive_s > 0 && spec.warm_key) {
+		/* Pools are matched within one owner only. */
+		(void)buf_addf(&wkey, "%s\n%s", who->owner ? who->owner : "",
+			       spec.warm_key);
+		job.keep_alive_s = spec.keep_alive_s;
+		job.wp_key = wkey.data;
+	}
 	if (spec.n_tags) {
 		size_t i;
 
@@ -359,7 +368,7 @@ void ctrl_op_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	 * into a full cluster costs the reconciler nothing. A host that
 	 * frees up wakes the reconciler, which reads the queue in order.
 	 */
-	if (spec.instance_type &&
+	if (spec.instance_type && !job.wp_key &&
 	    __atomic_load_n(&ctx->no_host_free, __ATOMIC_RELAXED)) {
 		job.waiting = 1;
 		ctrl_wait_message(&first, spec.instance_count,
@@ -393,6 +402,7 @@ void ctrl_op_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 out:
 	free(job.arn);
 	free(tags);
+	buf_release(&wkey);
 	api_job_spec_release(&spec);
 	buf_release(&err);
 	buf_release(&out);
@@ -418,6 +428,9 @@ static void job_to_record(struct db_job *j, struct api_job_record *r)
 	r->end_ms = j->end_ms;
 	r->training_s = j->training_s;
 	r->billable_s = j->billable_s;
+	r->wp_status = j->wp_status;
+	r->wp_reused_by = j->wp_reused_by;
+	r->wp_billable_s = ctrl_warm_pool_billable_s(j, time_now_ms());
 	if (j->n_transitions) {
 		r->transitions =
 			xcalloc(j->n_transitions, sizeof(*r->transitions));
@@ -446,6 +459,8 @@ static void job_to_record(struct db_job *j, struct api_job_record *r)
 	free(j->uid);
 	free(j->owner);
 	free(j->run_as);
+	free(j->image);
+	free(j->wp_key);
 	memset(j, 0, sizeof(*j));
 }
 
@@ -543,7 +558,8 @@ int ctrl_describe_body(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	if (ret) {
 		(void)buf_adds(err, "stored request is corrupt");
 		ret = ERR_INTERNAL;
-	} else {
+	} else if (!rec.wp_status || strcmp(rec.wp_status, "Available")) {
+		/* An Available pool's retained time grows without a write. */
 		dcache_put(ctx->dcache, name, seq, owner, out);
 	}
 	api_job_record_release(&rec);
@@ -584,6 +600,7 @@ static void list_run(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	q.token = req->next_token;
 	q.name_contains = req->name_contains;
 	q.status = req->status_equals;
+	q.warm_pool_status = req->warm_pool_status_equals;
 	q.owner = who->admin ? NULL : who->owner;
 	q.sort = req->sort_by == API_SORT_NAME	 ? DB_SORT_NAME :
 		 req->sort_by == API_SORT_STATUS ? DB_SORT_STATUS :

@@ -13,6 +13,8 @@
 #include "controller/placement.h"
 #include "db/db.h"
 #include "db/run.h"
+#include "db/warmpool.h"
+#include "controller/warmpool.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/netutil.h"
@@ -32,19 +34,34 @@
  * of busy hosts just read, once per read instead of a walk of every
  * assignment for every host looked at.
  */
-static void mark_busy(struct ctrl_ctx *ctx, char *const *busy, size_t n)
+static void mark_busy(struct ctrl_ctx *ctx, char *const *busy, size_t n,
+		      const struct db_warm_pool *pools, size_t n_pools)
 {
-	size_t i;
+	size_t i, k;
 
 	pthread_mutex_lock(&ctx->hosts_lock);
-	for (i = 0; i < ctx->n_hosts; i++)
+	for (i = 0; i < ctx->n_hosts; i++) {
 		ctx->hosts[i]->busy = 0;
+		ctx->hosts[i]->warm = 0;
+	}
 	for (i = 0; i < n; i++) {
 		struct ctrl_host *h = ctrl_hosts_find(ctx, busy[i]);
 
 		if (h)
 			h->busy = 1;
 	}
+	/* Hosts an Available warm pool holds are busy for everyone but a
+	 * job that matches it (ctrl_place_job()). */
+	for (i = 0; i < n_pools; i++)
+		for (k = 0; k < pools[i].n_hosts; k++) {
+			struct ctrl_host *h =
+				ctrl_hosts_find(ctx, pools[i].hosts[k]);
+
+			if (h && !h->busy) {
+				h->busy = 1;
+				h->warm = 1;
+			}
+		}
 	pthread_mutex_unlock(&ctx->hosts_lock);
 }
 
@@ -55,19 +72,22 @@ static void mark_busy(struct ctrl_ctx *ctx, char *const *busy, size_t n)
 void ctrl_place_busy_refresh(struct ctrl_ctx *ctx, int *valid)
 {
 	struct buf err = BUF_INIT;
+	struct db_warm_pool *pools = NULL;
 	char **busy = NULL;
-	size_t i, n = 0;
+	size_t i, n = 0, n_pools = 0;
 
 	if (*valid)
 		return;
-	if (db_assignment_hosts(ctx->db, &busy, &n, &err))
+	if (db_assignment_hosts(ctx->db, &busy, &n, &err) ||
+	    db_warm_pools_available(ctx->db, &pools, &n_pools, &err))
 		log_error("reconciler: %s", err.data);
 	else
 		*valid = 1;
-	mark_busy(ctx, busy, n);
+	mark_busy(ctx, busy, n, pools, n_pools);
 	for (i = 0; i < n; i++)
 		free(busy[i]);
 	free(busy);
+	db_warm_pools_free(pools, n_pools);
 	buf_release(&err);
 }
 
@@ -327,6 +347,9 @@ int ctrl_place_job(struct ctrl_ctx *ctx, const struct db_job *job,
 	size_t i, k = 0;
 	struct ctrl_launch launch;
 	int bad_image, pinning = 0;
+	struct db_warm_pool *pools = NULL;
+	size_t n_pools = 0;
+	char *reuse = NULL;
 	int failed = 0;
 	int need;
 	int ret;
@@ -339,10 +362,21 @@ int ctrl_place_job(struct ctrl_ctx *ctx, const struct db_job *job,
 		return 0;
 	chosen = xcalloc((size_t)need, sizeof(*chosen));
 	ctrl_place_busy_refresh(ctx, busy_valid);
+	/* A job that asks for a keep-alive period may take the hosts of an
+	 * Available warm pool made for its like, and starts at once. */
+	if (job->attempt == 0 && job->wp_key && job->wp_status &&
+	    !strcmp(job->wp_status, "InUse") &&
+	    db_warm_pools_available(ctx->db, &pools, &n_pools, &err))
+		log_error("job '%s': %s", job->name, err.data);
 	pthread_mutex_lock(&ctx->jobs_lock);
 	rt = ctrl_jobrt_get(ctx, job->name);
 	pthread_mutex_lock(&ctx->hosts_lock);
-	if (rt)
+	if (rt && n_pools)
+		reuse = ctrl_warm_pool_pick(ctx, pools, n_pools, job->wp_key,
+					    (size_t)need, chosen);
+	if (reuse)
+		k = (size_t)need;
+	else if (rt)
 		k = choose_hosts(ctx, &rt->spec, chosen, &msg);
 	pthread_mutex_unlock(&ctx->hosts_lock);
 	pthread_mutex_unlock(&ctx->jobs_lock);
@@ -375,21 +409,46 @@ int ctrl_place_job(struct ctrl_ctx *ctx, const struct db_job *job,
 		failed = 1;
 		goto out;
 	}
-	ret = db_attempt_start(ctx->db, job->name, job->attempt + 1,
-			       ctrl_place_ports(2 * need + 2), chosen,
-			       (size_t)need, time_now_ms(), &err);
+	if (reuse)
+		ret = db_attempt_start_warm(ctx->db, job->name,
+					    job->attempt + 1,
+					    ctrl_place_ports(2 * need + 2),
+					    chosen, (size_t)need, time_now_ms(),
+					    reuse, &err);
+	else
+		ret = db_attempt_start(ctx->db, job->name, job->attempt + 1,
+				       ctrl_place_ports(2 * need + 2), chosen,
+				       (size_t)need, time_now_ms(), &err);
+	if (ret == ERR_CONFLICT && reuse) {
+		/* The pool was taken or ended meanwhile: the next pass
+		 * looks again. */
+		log_info("job '%s': warm pool of '%s' is gone", job->name,
+			 reuse);
+		*busy_valid = 0;
+		goto out;
+	}
 	if (ret) {
 		log_error("job '%s': cannot start attempt: %s", job->name,
 			  err.data);
 		goto out;
 	}
-	log_info("job '%s': attempt %d on %d host%s", job->name,
-		 job->attempt + 1, need, need == 1 ? "" : "s");
+	if (reuse) {
+		log_info("job '%s': attempt %d on %d host%s of the warm pool "
+			 "of '%s'",
+			 job->name, job->attempt + 1, need,
+			 need == 1 ? "" : "s", reuse);
+		ctrl_jobs_changed(ctx);
+	} else {
+		log_info("job '%s': attempt %d on %d host%s", job->name,
+			 job->attempt + 1, need, need == 1 ? "" : "s");
+	}
 	set_busy(ctx, chosen, (size_t)need);
 	for (i = 0; i < (size_t)need; i++)
 		ctrl_hosts_bump(ctx, chosen[i]);
 out:
 	free(chosen);
+	free(reuse);
+	db_warm_pools_free(pools, n_pools);
 	buf_release(&err);
 	buf_release(&msg);
 	return failed;
@@ -505,7 +564,9 @@ int ctrl_place_free_kinds(struct ctrl_ctx *ctx, struct db_queue_look *look,
 		const struct ctrl_host *h = ctx->hosts[i];
 		int seen = 0;
 
-		if (!host_free(h, NULL))
+		/* A warm pool's hosts count: a queued job may match it. */
+		if (!host_free(h, NULL) &&
+		    !(h->warm && ctrl_place_host_usable(h)))
 			continue;
 		if (!h->instance_type) {
 			look->any_type = 1;
