@@ -550,8 +550,8 @@ void ctrl_hosts_list(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	pool_seen = xcalloc(n_pools + 1, sizeof(*pool_seen));
 	for (p = 0; p < n_pools; p++) {
 		buf_reset(&err);
-		pool_seen[p] = !ctrl_caller_check_job(ctx, who, pools[p].job,
-						      &err);
+		pool_seen[p] =
+			!ctrl_caller_check_job(ctx, who, pools[p].job, &err);
 	}
 	/* A host busy with another user's job says so, not which job. */
 	seen = xcalloc(n_as + 1, sizeof(*seen));

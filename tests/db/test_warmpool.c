@@ -122,9 +122,8 @@ static void test_lifecycle(void **state)
 	assert_int_equal(db_warm_pool_end_job(f->db, "plain", hosts, 2,
 					      T0 + 1000, &err),
 			 ERR_CONFLICT);
-	assert_int_equal(db_warm_pool_end_job(f->db, "a", hosts, 2, T0 + 1000,
-					      &err),
-			 0);
+	assert_int_equal(
+		db_warm_pool_end_job(f->db, "a", hosts, 2, T0 + 1000, &err), 0);
 	assert_int_equal(db_warm_pools_available(f->db, &p, &n, &err), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(p[0].job, "a");
@@ -156,9 +155,8 @@ static void test_lifecycle(void **state)
 	db_warm_pools_free(p, n);
 
 	/* b's own pool: Available, then its period runs out. */
-	assert_int_equal(db_warm_pool_end_job(f->db, "b", hosts, 2, T0 + 9000,
-					      &err),
-			 0);
+	assert_int_equal(
+		db_warm_pool_end_job(f->db, "b", hosts, 2, T0 + 9000, &err), 0);
 	assert_int_equal(db_warm_pool_terminate(f->db, "b", T0 + 14000, &err),
 			 0);
 	assert_int_equal(db_warm_pool_terminate(f->db, "b", T0 + 15000, &err),
@@ -201,8 +199,8 @@ static void test_keep_alive(void **state)
 	assert_int_equal(db_warm_pool_end_job(f->db, "d", hosts, 1, T0, &err),
 			 0);
 	/* 0 ends an Available pool at once. */
-	assert_int_equal(db_warm_pool_set_keep_alive(f->db, "d", "Available",
-						     0, "{}", T0 + 2000, &err),
+	assert_int_equal(db_warm_pool_set_keep_alive(f->db, "d", "Available", 0,
+						     "{}", T0 + 2000, &err),
 			 0);
 	expect_status(f->db, "d", "Terminated", NULL);
 	buf_release(&err);
