@@ -639,8 +639,8 @@ static void fill_spec(const json_t *root, struct api_job_spec *spec)
 /*
  * What SageMaker matches a warm pool on: the same ResourceConfig (instance
  * type and count or groups, volume size and key; the period aside), the
- * same RoleArn and the same VpcConfig. Taken from the echo, so that an
- * absent member and its default compare equal.
+ * same RoleArn and the same VpcConfig, as the echo has them (members as
+ * given: an absent VolumeSizeInGB is not its default).
  */
 static char *warm_key(const json_t *echo)
 {

@@ -106,7 +106,7 @@ struct api_job_spec {
 	 * ResourceConfig.KeepAlivePeriodInSeconds (0: absent), and what a
 	 * warm pool must have been made with for this job to reuse it: its
 	 * ResourceConfig without the period, RoleArn and VpcConfig, as
-	 * compact JSON with sorted keys (api_job_spec_warm_key()).
+	 * compact JSON with sorted keys; NULL without a period.
 	 */
 	int keep_alive_s;
 	char *warm_key;

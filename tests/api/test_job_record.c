@@ -854,6 +854,71 @@ static void test_error_parse(void **state)
 	}
 }
 
+/* WarmPoolStatus in Describe and summaries; WarmPoolStatusEquals. */
+static void test_warm_pool(void **state)
+{
+	static const struct api_query_arg args[] = {
+		{ "WarmPoolStatusEquals", "Available" },
+	};
+	struct api_job_record r = completed_record();
+	struct api_list_request req;
+	struct buf out = BUF_INIT, err = BUF_INIT;
+	json_t *root, *wp;
+
+	(void)state;
+	/* No pool: no member. */
+	assert_int_equal(api_describe_response(&r, &out), 0);
+	root = parse_out(&out);
+	assert_null(json_object_get(root, "WarmPoolStatus"));
+	json_decref(root);
+
+	r.wp_status = (char *)"Reused";
+	r.wp_reused_by = (char *)"next-job";
+	r.wp_billable_s = 42;
+	buf_reset(&out);
+	assert_int_equal(api_describe_response(&r, &out), 0);
+	root = parse_out(&out);
+	wp = member(root, "WarmPoolStatus");
+	assert_string_equal(json_string_value(member(wp, "Status")), "Reused");
+	assert_string_equal(json_string_value(member(wp, "ReusedByJob")),
+			    "next-job");
+	assert_int_equal(json_integer_value(member(
+				 wp, "ResourceRetainedBillableTimeInSeconds")),
+			 42);
+	json_decref(root);
+
+	/* InUse: nothing retained yet, so no time. */
+	r.wp_status = (char *)"InUse";
+	r.wp_reused_by = NULL;
+	r.wp_billable_s = -1;
+	buf_reset(&out);
+	assert_int_equal(api_summary_json(&r, &out), 0);
+	root = parse_out(&out);
+	wp = member(root, "WarmPoolStatus");
+	assert_string_equal(json_string_value(member(wp, "Status")), "InUse");
+	assert_null(
+		json_object_get(wp, "ResourceRetainedBillableTimeInSeconds"));
+	assert_null(json_object_get(wp, "ReusedByJob"));
+	json_decref(root);
+
+	assert_int_equal(api_list_request_parse(
+				 "{\"WarmPoolStatusEquals\":\"Terminated\"}",
+				 37, &req, &err),
+			 0);
+	assert_string_equal(req.warm_pool_status_equals, "Terminated");
+	api_list_request_release(&req);
+	assert_int_equal(
+		api_list_request_parse("{\"WarmPoolStatusEquals\":\"Warm\"}",
+				       31, &req, &err),
+		ERR_INVALID);
+	api_list_request_release(&req);
+	assert_int_equal(from_query(args, 1, &req, &err), 0);
+	assert_string_equal(req.warm_pool_status_equals, "Available");
+	api_list_request_release(&req);
+	buf_release(&out);
+	buf_release(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -871,6 +936,7 @@ int main(void)
 		cmocka_unit_test(test_name_request),
 		cmocka_unit_test(test_create_and_error_bodies),
 		cmocka_unit_test(test_error_parse),
+		cmocka_unit_test(test_warm_pool),
 		/* Last: under UBSan its overflow aborts the program. */
 		cmocka_unit_test(test_list_request_huge_timestamp),
 	};

@@ -1091,6 +1091,69 @@ static void test_release(void **state)
 	buf_release(&err);
 }
 
+/* A request's warm pool key, with ResourceConfig changed by f. */
+static char *warm_key_of(void (*f)(json_t *res), int keep)
+{
+	struct api_job_spec spec;
+	struct buf err = BUF_INIT;
+	json_t *req = load_full();
+	json_t *res = json_object_get(req, "ResourceConfig");
+	char *key;
+
+	json_object_del(res, "VolumeSizeInGB");
+	if (keep)
+		json_object_set_new(res, "KeepAlivePeriodInSeconds",
+				    json_integer(keep));
+	else
+		json_object_del(res, "KeepAlivePeriodInSeconds");
+	if (f)
+		f(res);
+	assert_int_equal(parse_json(req, &spec, &err), 0);
+	assert_int_equal(spec.keep_alive_s, keep);
+	key = spec.warm_key ? strdup(spec.warm_key) : NULL;
+	api_job_spec_release(&spec);
+	buf_release(&err);
+	return key;
+}
+
+static void volume_other(json_t *res)
+{
+	json_object_set_new(res, "VolumeSizeInGB", json_integer(31));
+}
+
+/*
+ * The warm pool key: the same for another period, different for another
+ * volume; none without a period.
+ * The echoed request's period can be rewritten.
+ */
+static void test_warm_key(void **state)
+{
+	char *a = warm_key_of(NULL, 60);
+	char *b = warm_key_of(NULL, 5);
+	char *d = warm_key_of(volume_other, 60);
+	struct buf out = BUF_INIT;
+
+	(void)state;
+	assert_non_null(a);
+	assert_string_equal(a, b);
+	assert_string_not_equal(a, d);
+	assert_null(strstr(a, "KeepAlive"));
+	assert_null(warm_key_of(NULL, 0));
+	assert_int_equal(api_request_set_keep_alive(
+				 "{\"ResourceConfig\":{\"InstanceCount\":1,"
+				 "\"KeepAlivePeriodInSeconds\":60}}",
+				 0, &out),
+			 0);
+	assert_non_null(strstr(out.data, "\"KeepAlivePeriodInSeconds\":0"));
+	buf_reset(&out);
+	assert_int_equal(api_request_set_keep_alive("{}", 5, &out),
+			 ERR_INVALID);
+	free(a);
+	free(b);
+	free(d);
+	buf_release(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1112,6 +1175,7 @@ int main(void)
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_nesting),
 		cmocka_unit_test(test_release),
+		cmocka_unit_test(test_warm_key),
 	};
 
 	return cmocka_run_group_tests_name("api/job_spec", tests, NULL, NULL);
