@@ -136,8 +136,7 @@ static void test_set_keep_alive(void **state)
 	buf_reset(&err);
 
 	/* InProgress: the period changes, and Describe's echo with it. */
-	assert_int_equal(ctrl_warm_pool_set_keep_alive(ctx, "a", 120, &err),
-			 0);
+	assert_int_equal(ctrl_warm_pool_set_keep_alive(ctx, "a", 120, &err), 0);
 	j = get(ctx->db, "a");
 	assert_int_equal(j.keep_alive_s, 120);
 	assert_string_equal(j.wp_status, "InUse");
@@ -177,9 +176,8 @@ static void test_tick(void **state)
 					      now - 2000, &err),
 			 0);
 	/* Within its period, on a host the controller does not know. */
-	assert_int_equal(db_warm_pool_end_job(ctx->db, "lost", hosts, 1, now,
-					      &err),
-			 0);
+	assert_int_equal(
+		db_warm_pool_end_job(ctx->db, "lost", hosts, 1, now, &err), 0);
 	assert_int_equal(ctrl_warm_pool_tick(ctx), 2);
 	j = get(ctx->db, "old");
 	assert_string_equal(j.wp_status, "Terminated");
