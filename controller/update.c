@@ -8,6 +8,7 @@
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
 #include "controller/update.h"
+#include "controller/warmpool.h"
 #include "db/db.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -43,12 +44,6 @@ static int check_update(const struct api_update_request *u,
 			       job->status);
 		return ERR_INVALID;
 	}
-	if (u->keep_alive >= 0) {
-		(void)buf_adds(err,
-			       "ResourceConfig.KeepAlivePeriodInSeconds cannot "
-			       "be updated: warm pools are not supported yet");
-		return ERR_INVALID;
-	}
 	return 0;
 }
 
@@ -72,6 +67,12 @@ void ctrl_op_update(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	}
 	if (!ret)
 		ret = check_update(&u, &job, &err);
+	/* The warm pool's rules (controller/warmpool.h); its period is in
+	 * the stored request after this, as the rest of the update puts it
+	 * there too. */
+	if (!ret && u.keep_alive >= 0)
+		ret = ctrl_warm_pool_set_keep_alive(ctx, u.name, u.keep_alive,
+						    &err);
 	if (!ret && api_request_apply_update(job.request_json, &u, &request))
 		ret = ERR_INTERNAL;
 	if (!ret)

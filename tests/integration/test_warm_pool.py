@@ -14,6 +14,9 @@ embedded local cluster (trainctld --local-hosts 3):
       reserved and a matching job reuses it afterwards
   (f) bad WarmPoolStatusEquals: ValidationException
   (g) draining a host of an Available pool terminates it
+  (h) UpdateTrainingJob's KeepAlivePeriodInSeconds: refused for a job
+      created without one and for an ended pool; a new period is echoed;
+      0 terminates an Available pool and frees its hosts
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter:
     /usr/bin/python3 tests/integration/test_warm_pool.py
@@ -197,6 +200,34 @@ def case_g(cl, sm, st):
     expect(r.status == 200, "undrain %s: %r" % (host, r))
 
 
+def case_h(cl, sm, st):
+    sm = cl.client()
+
+    def refused(name, seconds, words):
+        try:
+            sm.update_training_job(TrainingJobName=name, ResourceConfig={"KeepAlivePeriodInSeconds": seconds})
+        except sm.exceptions.ClientError as e:
+            err = e.response["Error"]
+            expect(err["Code"] == "ValidationException" and words in err["Message"],
+                   "update of %s: %s" % (name, err))
+            return
+        raise sc.Fail("update of %s to %d accepted" % (name, seconds))
+
+    refused("wp-cold", 60, "KeepAlivePeriodInSeconds")   # created without one
+    refused("wp-b", 60, "Terminated")                     # its pool ended
+    sm.create_training_job(**request("wp-h", 1, keep=600, seconds=0))
+    wait(sm, "wp-h", lambda d: pool(d) == "Available", 30, "Available")
+    sm.update_training_job(TrainingJobName="wp-h", ResourceConfig={"KeepAlivePeriodInSeconds": 900})
+    d = describe(sm, "wp-h")
+    expect(pool(d) == "Available" and d["ResourceConfig"]["KeepAlivePeriodInSeconds"] == 900,
+           "after an update to 900: %s %s" % (d.get("WarmPoolStatus"), d["ResourceConfig"]))
+    sm.update_training_job(TrainingJobName="wp-h", ResourceConfig={"KeepAlivePeriodInSeconds": 0})
+    d = describe(sm, "wp-h")
+    expect(pool(d) == "Terminated" and d["ResourceConfig"]["KeepAlivePeriodInSeconds"] == 0,
+           "after an update to 0: %s %s" % (d.get("WarmPoolStatus"), d["ResourceConfig"]))
+    cl.wait_hosts(lambda hs: not any(h.get("state") == "warm" for h in hs), 10, "no warm host")
+
+
 def case_f(cl, sm, st):
     try:
         sm.list_training_jobs(WarmPoolStatusEquals="Warm")
@@ -223,6 +254,8 @@ def main():
         tap.case("(f) an unknown WarmPoolStatusEquals is a ValidationException", case_f, cl, sm, st)
         tap.case("(e) a restart keeps an Available pool, and it is reused after it", case_e, cl, sm, st)
         tap.case("(g) draining a host of an Available pool terminates it", case_g, cl, sm, st)
+        tap.case("(h) UpdateTrainingJob KeepAlivePeriodInSeconds: rules, a new period, 0 ends the pool",
+                 case_h, cl, sm, st)
     rc, killed = cl.stop()
     time.sleep(0.3)
     left = cl.own_pids()
