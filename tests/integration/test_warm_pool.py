@@ -79,6 +79,7 @@ def run_capturing_hosts(cl, sm, name, timeout=60):
         seen.update(hosts_of(cl, name))
         d = describe(sm, name)
         if d["TrainingJobStatus"] != "InProgress":
+            expect(seen, "%s ended before its hosts were seen (make it run longer)" % name)
             return d, seen
         time.sleep(0.05)
     raise sc.Fail("%s did not end in %d s" % (name, timeout))
@@ -160,7 +161,7 @@ def case_d(cl, sm, st):
 
 
 def case_e(cl, sm, st):
-    sm.create_training_job(**request("wp-e", 1, keep=600, seconds=0))
+    sm.create_training_job(**request("wp-e", 1, keep=600, seconds=2))
     d, e_hosts = run_capturing_hosts(cl, sm, "wp-e")
     expect(d["TrainingJobStatus"] == "Completed", "wp-e: %s" % d["TrainingJobStatus"])
     wait(sm, "wp-e", lambda d: pool(d) == "Available", 10, "Available")
@@ -178,7 +179,7 @@ def case_e(cl, sm, st):
     time.sleep(3)
     d = describe(sm, "wp-wide")
     expect(d["SecondaryStatus"] == "Starting", "wp-wide: %s while wp-e holds a host" % d["SecondaryStatus"])
-    sm.create_training_job(**request("wp-f", 1, keep=1, seconds=0))
+    sm.create_training_job(**request("wp-f", 1, keep=1, seconds=2))
     d, f_hosts = run_capturing_hosts(cl, sm, "wp-f")
     expect(f_hosts == e_hosts, "wp-f ran on %s, wp-e on %s" % (f_hosts, e_hosts))
     wp = describe(sm, "wp-e")["WarmPoolStatus"]
@@ -189,7 +190,7 @@ def case_e(cl, sm, st):
 
 def case_g(cl, sm, st):
     sm = cl.client()
-    sm.create_training_job(**request("wp-g", 1, keep=600, seconds=0))
+    sm.create_training_job(**request("wp-g", 1, keep=600, seconds=2))
     d, g_hosts = run_capturing_hosts(cl, sm, "wp-g")
     wait(sm, "wp-g", lambda d: pool(d) == "Available", 10, "Available")
     host = g_hosts["algo-1"]
