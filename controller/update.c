@@ -26,8 +26,9 @@ static int check_update(const struct api_update_request *u,
 	if (u->profiler) {
 		(void)buf_adds(err,
 			       "ProfilerConfig and ProfilerRuleConfigurations "
-			       "cannot be updated: this controller runs no "
-			       "SageMaker Debugger profiler");
+			       "cannot be updated: the profiler's config is "
+			       "given to the program when the job starts, and "
+			       "profiler rules do not run here");
 		return ERR_INVALID;
 	}
 	if (u->remote_debug > 0) {
