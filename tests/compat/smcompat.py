@@ -1072,6 +1072,18 @@ class Core:
         d = sm.describe_training_job(TrainingJobName="compat-update-1")
         expect("ProfilerConfig" not in d, "a refused update changed the job: %s" % short(d.get("ProfilerConfig")))
 
+    # -- warm pools (the jobs here never get hosts: filters and rules only)
+    def t_warm_pool_api(self):
+        sm, smv = self.sm, self.smv
+        members = sm.meta.service_model.operation_model("ListTrainingJobs").input_shape.members
+        if "WarmPoolStatusEquals" in members:
+            r = sm.list_training_jobs(WarmPoolStatusEquals="Available", MaxResults=100)
+            expect(r["TrainingJobSummaries"] == [], "Available pools: %s" % short(r["TrainingJobSummaries"]))
+            expect_error(lambda: smv.list_training_jobs(WarmPoolStatusEquals="Warm"), "ValidationException", 400)
+        expect_error(lambda: sm.update_training_job(TrainingJobName="compat-update-1",
+                                                    ResourceConfig={"KeepAlivePeriodInSeconds": 60}),
+                     "ValidationException", 400, contains="KeepAlivePeriodInSeconds")
+
     # -- search
     def search_names(self, expr=None, **kw):
         args = dict(Resource="TrainingJob", **kw)
@@ -1236,3 +1248,5 @@ class Core:
         tap.case("%s: Search refuses what it cannot answer, naming it" % L, self.t_search_errors)
         tap.case("%s: UpdateTrainingJob: RemoteDebugConfig off recorded; refusals name the member" % L,
                  self.t_update)
+        tap.case("%s: WarmPoolStatusEquals filters; a keep-alive cannot be added by an update" % L,
+                 self.t_warm_pool_api)

@@ -126,6 +126,11 @@ cli_cases() {
 	aws_ sagemaker update-training-job --training-job-name "$J" --profiler-config ProfilingIntervalInMilliseconds=500
 	check "$L: update-training-job --profiler-config: exit $ERR, ValidationException naming it" \
 		sh -c "[ $rc -eq $ERR ] && grep -q 'ProfilerConfig' '$T_TMP/err'"
+	aws_ sagemaker list-training-jobs --warm-pool-status-equals Available --query 'TrainingJobSummaries[].TrainingJobName' --output text
+	check "$L: list-training-jobs --warm-pool-status-equals Available: none here" out_is ""
+	aws_ sagemaker update-training-job --training-job-name "$J" --resource-config KeepAlivePeriodInSeconds=60
+	check "$L: update-training-job --resource-config on a job without a warm pool: exit $ERR, ValidationException" \
+		sh -c "[ $rc -eq $ERR ] && grep -q 'ValidationException' '$T_TMP/err'"
 	aws_ sagemaker list-tags --resource-arn "${ARN}x"
 	check "$L: list-tags of an unknown job: exit $ERR, ValidationException" \
 		sh -c "[ $rc -eq $ERR ] && grep -q 'ValidationException' '$T_TMP/err'"
