@@ -118,7 +118,9 @@ def write_exit_case(tap, cl, sm, case, code, status):
     d, _ = wait_done(sm, name, 60)
     tap.ok(d["TrainingJobStatus"] == status, "(%s) writes ckpt.pt and exits %d at once: %s" % (case, code, status),
            "%s (%s)" % (d["TrainingJobStatus"], d.get("FailureReason")))
-    deadline = time.time() + 10
+    # The final sync runs after the status is final; generous, for a
+    # loaded machine.
+    deadline = time.time() + 60
     while "ckpt.pt" not in ckpt_files(cl, name) and time.time() < deadline:
         time.sleep(0.1)
     tap.ok(ckpt_files(cl, name) == ["ckpt.pt"], "(%s) ckpt.pt is under S3Uri" % case,
