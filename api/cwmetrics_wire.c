@@ -10,6 +10,7 @@
 #include "api/cwmetrics_wire.h"
 #include "api/json_util.h"
 #include "common/err.h"
+#include "common/xmltext.h"
 #include "common/banned.h"
 
 #define FORM_MAX_PARAMS 40000
@@ -260,31 +261,6 @@ int api__cwm_form_decode(const char *body, size_t len, json_t **out,
 
 /* ---------------------------------------------------------------- XML */
 
-static void xml_text(struct buf *b, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '<':
-			(void)buf_adds(b, "&lt;");
-			break;
-		case '>':
-			(void)buf_adds(b, "&gt;");
-			break;
-		case '&':
-			(void)buf_adds(b, "&amp;");
-			break;
-		case '"':
-			(void)buf_adds(b, "&quot;");
-			break;
-		case '\r':
-			(void)buf_adds(b, "&#13;");
-			break;
-		default:
-			(void)buf_addch(b, *s);
-		}
-	}
-}
-
 /* The shortest decimal that reads back as x. */
 static void add_double(struct buf *b, double x)
 {
@@ -316,7 +292,7 @@ static void xml_scalar(struct buf *b, const char *key, const json_t *v)
 	int time = !strcmp(key, "Timestamp") || !strcmp(key, "Timestamps");
 
 	if (json_is_string(v))
-		xml_text(b, json_string_value(v));
+		xml_add_text(b, json_string_value(v));
 	else if (time && json_is_number(v))
 		add_iso(b, json_number_value(v));
 	else if (json_is_integer(v))
@@ -361,7 +337,7 @@ static void xml_value(struct buf *b, const char *key, const json_t *v)
 		json_object_foreach((json_t *)v, k, child)
 		{
 			(void)buf_adds(b, "<entry><key>");
-			xml_text(b, k);
+			xml_add_text(b, k);
 			(void)buf_adds(b, "</key><value>");
 			xml_scalar(b, k, child);
 			(void)buf_adds(b, "</value></entry>");
@@ -382,7 +358,7 @@ int api__cwm_xml_emit(const char *op, const json_t *v, const char *rid,
 		       op, API_CWM_NAMESPACE_URI, op);
 	xml_members(out, v);
 	(void)buf_addf(out, "</%sResult><ResponseMetadata><RequestId>", op);
-	xml_text(out, rid);
+	xml_add_text(out, rid);
 	return buf_addf(out, "</RequestId></ResponseMetadata></%sResponse>\n",
 			op) ?
 		       ERR_TOOBIG :
@@ -397,11 +373,11 @@ int api__cwm_xml_error(const char *code, int sender, const char *message,
 		       "<ErrorResponse xmlns=\"%s\"><Error><Type>%s</Type>"
 		       "<Code>",
 		       API_CWM_NAMESPACE_URI, sender ? "Sender" : "Receiver");
-	xml_text(out, code);
+	xml_add_text(out, code);
 	(void)buf_adds(out, "</Code><Message>");
-	xml_text(out, message);
+	xml_add_text(out, message);
 	(void)buf_adds(out, "</Message></Error><RequestId>");
-	xml_text(out, rid);
+	xml_add_text(out, rid);
 	return buf_adds(out, "</RequestId></ErrorResponse>\n") ? ERR_TOOBIG : 0;
 }
 

@@ -8,33 +8,14 @@
 
 #include "controller/s3_xml.h"
 #include "common/xalloc.h"
+#include "common/xmltext.h"
 #include "common/banned.h"
 
 #define S3_NS "http://s3.amazonaws.com/doc/2006-03-01/"
 
 void s3x_text(struct buf *b, const char *s)
 {
-	for (; s && *s; s++) {
-		switch (*s) {
-		case '&':
-			(void)buf_adds(b, "&amp;");
-			break;
-		case '<':
-			(void)buf_adds(b, "&lt;");
-			break;
-		case '>':
-			(void)buf_adds(b, "&gt;");
-			break;
-		case '"':
-			(void)buf_adds(b, "&quot;");
-			break;
-		case '\r':
-			(void)buf_adds(b, "&#13;");
-			break;
-		default:
-			(void)buf_addch(b, *s);
-		}
-	}
+	xml_add_text(b, s);
 }
 
 void s3x_begin(struct buf *b, const char *root)
