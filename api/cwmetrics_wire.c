@@ -10,6 +10,7 @@
 #include "api/cwmetrics_wire.h"
 #include "api/json_util.h"
 #include "common/err.h"
+#include "common/hex.h"
 #include "common/xmltext.h"
 #include "common/banned.h"
 
@@ -19,17 +20,6 @@
 #define CBOR_MAX_DEPTH API_JSON_MAX_DEPTH
 
 /* --------------------------------------------------------------- form */
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* Percent-decodes s[0..n) ('+' is a space) into out. 0 or -1. */
 static int unescape(const char *s, size_t n, struct buf *out)
@@ -43,8 +33,8 @@ static int unescape(const char *s, size_t n, struct buf *out)
 		if (c == '+') {
 			c = ' ';
 		} else if (c == '%') {
-			int hi = i + 2 < n ? hexval(s[i + 1]) : -1;
-			int lo = i + 2 < n ? hexval(s[i + 2]) : -1;
+			int hi = i + 2 < n ? hex_digit(s[i + 1]) : -1;
+			int lo = i + 2 < n ? hex_digit(s[i + 2]) : -1;
 
 			if (hi < 0 || lo < 0)
 				return -1;

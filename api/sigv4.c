@@ -27,6 +27,7 @@
 #include "api/sigv4.h"
 #include "common/buf.h"
 #include "common/err.h"
+#include "common/hex.h"
 #include "common/banned.h"
 
 #define SV4_ALGORITHM "AWS4-HMAC-SHA256"
@@ -175,17 +176,6 @@ static int is_lower_tchar(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
 	       (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
-}
-
-static int hex_val(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 static char lower(char c)
@@ -603,9 +593,9 @@ static char decode_at(const char *s, size_t n, size_t *i)
 {
 	char c = s[*i];
 
-	if (c == '%' && *i + 2 < n && hex_val(s[*i + 1]) >= 0 &&
-	    hex_val(s[*i + 2]) >= 0) {
-		c = (char)(hex_val(s[*i + 1]) * 16 + hex_val(s[*i + 2]));
+	if (c == '%' && *i + 2 < n && hex_digit(s[*i + 1]) >= 0 &&
+	    hex_digit(s[*i + 2]) >= 0) {
+		c = (char)(hex_digit(s[*i + 1]) * 16 + hex_digit(s[*i + 2]));
 		*i += 2;
 	} else if (c == '+') {
 		c = ' ';
@@ -934,7 +924,7 @@ static int payload_hash(struct sv4_crypto *c,
 		return -1;
 	}
 	for (i = 0; i < 64; i++) {
-		if (hex_val(given[i]) < 0) {
+		if (hex_digit(given[i]) < 0) {
 			*why = "x-amz-content-sha256 must be UNSIGNED-PAYLOAD "
 			       "or the hex SHA-256 of the body";
 			return -1;
