@@ -680,17 +680,20 @@ out:
 	return ret;
 }
 
-int db_metric_series(struct db *db, const char *job, const char *name,
-		     struct db_metric **out, size_t *n, struct buf *err)
+/*
+ * Rows (name or NULL, value, ts_ms) of a metric query on a reader: ?1 the
+ * job, ?2 the metric name (or NULL), ?3 and ?4 a time window when the
+ * query has one.
+ */
+static int read_points(struct db *db, const char *sql, const char *what,
+		       const char *job, const char *name, int64_t start_ms,
+		       int64_t end_ms, struct db_metric **out, size_t *n,
+		       struct buf *err)
 {
 	void *h;
 	sqlite3 *conn = db__reader_acquire(db, &h);
-	sqlite3_stmt *st = prep(conn,
-				"SELECT name, value, ts_ms FROM metric_points "
-				"WHERE job_id = " JOB_ID " AND (?2 IS NULL OR "
-				"name = ?2) ORDER BY name, ts_ms, rowid",
-				err);
-	size_t cap = 0;
+	sqlite3_stmt *st = prep(conn, sql, err);
+	size_t cap = 0, i;
 	int ret = 0;
 	int rc;
 
@@ -702,6 +705,10 @@ int db_metric_series(struct db *db, const char *job, const char *name,
 	}
 	db__bind_text(st, 1, job);
 	db__bind_text(st, 2, name);
+	if (sqlite3_bind_parameter_count(st) >= 4) {
+		sqlite3_bind_int64(st, 3, start_ms);
+		sqlite3_bind_int64(st, 4, end_ms);
+	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		ALLOC_GROW(*out, *n + 1, cap);
 		(*out)[*n].name = db__col_dup(st, 0);
@@ -710,50 +717,12 @@ int db_metric_series(struct db *db, const char *job, const char *name,
 		(*n)++;
 	}
 	if (rc != SQLITE_DONE)
-		ret = db__error(conn, "cannot read metrics", err);
-	sqlite3_finalize(st);
-	db__reader_release(db, h);
-	return ret;
-}
-
-int db_metric_range(struct db *db, const char *job, const char *name,
-		    int64_t start_ms, int64_t end_ms, struct db_metric **out,
-		    size_t *n, struct buf *err)
-{
-	void *h;
-	sqlite3 *conn = db__reader_acquire(db, &h);
-	sqlite3_stmt *st = prep(conn,
-				"SELECT value, ts_ms FROM metric_points "
-				"WHERE job_id = " JOB_ID " AND name = ?2 AND "
-				"ts_ms >= ?3 AND ts_ms < ?4 "
-				"ORDER BY ts_ms, rowid",
-				err);
-	size_t cap = 0;
-	int ret = 0;
-	int rc;
-
-	*out = NULL;
-	*n = 0;
-	if (!st) {
-		db__reader_release(db, h);
-		return ERR_DB;
-	}
-	db__bind_text(st, 1, job);
-	db__bind_text(st, 2, name);
-	sqlite3_bind_int64(st, 3, start_ms);
-	sqlite3_bind_int64(st, 4, end_ms);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		ALLOC_GROW(*out, *n + 1, cap);
-		(*out)[*n].name = NULL;
-		(*out)[*n].value = sqlite3_column_double(st, 0);
-		(*out)[*n].timestamp_ms = sqlite3_column_int64(st, 1);
-		(*n)++;
-	}
-	if (rc != SQLITE_DONE)
-		ret = db__error(conn, "cannot read metrics", err);
+		ret = db__error(conn, what, err);
 	sqlite3_finalize(st);
 	db__reader_release(db, h);
 	if (ret) {
+		for (i = 0; i < *n; i++)
+			free((*out)[i].name);
 		free(*out);
 		*out = NULL;
 		*n = 0;
@@ -761,38 +730,35 @@ int db_metric_range(struct db *db, const char *job, const char *name,
 	return ret;
 }
 
+int db_metric_series(struct db *db, const char *job, const char *name,
+		     struct db_metric **out, size_t *n, struct buf *err)
+{
+	return read_points(db,
+			   "SELECT name, value, ts_ms FROM metric_points "
+			   "WHERE job_id = " JOB_ID " AND (?2 IS NULL OR "
+			   "name = ?2) ORDER BY name, ts_ms, rowid",
+			   "cannot read metrics", job, name, 0, 0, out, n, err);
+}
+
+int db_metric_range(struct db *db, const char *job, const char *name,
+		    int64_t start_ms, int64_t end_ms, struct db_metric **out,
+		    size_t *n, struct buf *err)
+{
+	return read_points(db,
+			   "SELECT NULL, value, ts_ms FROM metric_points "
+			   "WHERE job_id = " JOB_ID " AND name = ?2 AND "
+			   "ts_ms >= ?3 AND ts_ms < ?4 ORDER BY ts_ms, rowid",
+			   "cannot read metrics", job, name, start_ms, end_ms,
+			   out, n, err);
+}
+
 int db_metric_names(struct db *db, const char *job, const char *name,
 		    struct db_metric **out, size_t *n, struct buf *err)
 {
-	void *h;
-	sqlite3 *conn = db__reader_acquire(db, &h);
-	sqlite3_stmt *st = prep(conn,
-				"SELECT name, MAX(ts_ms) FROM metric_points "
-				"WHERE job_id = " JOB_ID " AND (?2 IS NULL OR "
-				"name = ?2) GROUP BY name ORDER BY name",
-				err);
-	size_t cap = 0;
-	int ret = 0;
-	int rc;
-
-	*out = NULL;
-	*n = 0;
-	if (!st) {
-		db__reader_release(db, h);
-		return ERR_DB;
-	}
-	db__bind_text(st, 1, job);
-	db__bind_text(st, 2, name);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		ALLOC_GROW(*out, *n + 1, cap);
-		(*out)[*n].name = db__col_dup(st, 0);
-		(*out)[*n].value = 0.0;
-		(*out)[*n].timestamp_ms = sqlite3_column_int64(st, 1);
-		(*n)++;
-	}
-	if (rc != SQLITE_DONE)
-		ret = db__error(conn, "cannot read metric names", err);
-	sqlite3_finalize(st);
-	db__reader_release(db, h);
-	return ret;
+	return read_points(db,
+			   "SELECT name, 0.0, MAX(ts_ms) FROM metric_points "
+			   "WHERE job_id = " JOB_ID " AND (?2 IS NULL OR "
+			   "name = ?2) GROUP BY name ORDER BY name",
+			   "cannot read metric names", job, name, 0, 0, out, n,
+			   err);
 }
