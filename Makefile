@@ -26,7 +26,7 @@ endif
 endif
 
 PKGS := libmicrohttpd jansson sqlite3 libcurl libpcre2-8 libcrypto inih libssh2 zlib \
-	libarchive libxml-2.0 libcbor
+	libarchive libxml-2.0 libcbor lapacke blas
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -38,7 +38,7 @@ SAN ?=
 ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) \
 	$(CFLAGS) $(SAN) -I. $(PKG_CFLAGS) -MMD -MP
 ALL_LDFLAGS := $(LDFLAGS) $(SAN)
-LIBS := $(PKG_LIBS) -lpthread -lm
+LIBS := $(PKG_LIBS) -llapack -lblas -lpthread -lm
 
 # One static library per module; the binaries link what they need, each
 # library before the ones it uses (storage/ uses api/ for the blob
@@ -51,6 +51,7 @@ stor_SRC := $(wildcard storage/*.c)
 agent_SRC := $(filter-out agent/main.c,$(wildcard agent/*.c))
 ctrl_SRC := $(filter-out controller/main.c,$(wildcard controller/*.c))
 cli_SRC := $(wildcard cli/*.c)
+tuner_SRC := $(wildcard tuner/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -60,6 +61,7 @@ LIB_db := $(BUILD)/lib/libtdb.a
 LIB_ctrl := $(BUILD)/lib/libtctrl.a
 LIB_stor := $(BUILD)/lib/libtstor.a
 LIB_agent := $(BUILD)/lib/libtagent.a
+LIB_tuner := $(BUILD)/lib/libttuner.a
 
 BIN_trainctld := $(BUILD)/bin/trainctld
 BIN_trainctl := $(BUILD)/bin/trainctl
@@ -86,6 +88,7 @@ $(LIB_db): $(call obj,$(db_SRC))
 $(LIB_ctrl): $(call obj,$(ctrl_SRC))
 $(LIB_stor): $(call obj,$(stor_SRC))
 $(LIB_agent): $(call obj,$(agent_SRC))
+$(LIB_tuner): $(call obj,$(tuner_SRC))
 $(BUILD)/lib/%.a:
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
@@ -103,7 +106,7 @@ $(BUILD)/obj/gen/web_assets.o: $(BUILD)/gen/web_assets.c
 WEB_OBJ := $(BUILD)/obj/gen/web_assets.o
 
 $(BIN_trainctld): $(call obj,controller/main.c) $(LIB_ctrl) $(WEB_OBJ) \
-		$(LIB_db) $(LIB_stor) $(LIB_api) $(LIB_common)
+		$(LIB_tuner) $(LIB_db) $(LIB_stor) $(LIB_api) $(LIB_common)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
@@ -208,7 +211,8 @@ $(BUILD)/tests/trainer/%: tests/trainer/%.c $(LIB_trainer)
 
 # Unit tests: tests/<module>/test_<file>.c links against every module
 # library (and cmocka).
-TEST_LIBS := $(LIB_ctrl) $(WEB_OBJ) $(LIB_agent) $(LIB_db) $(LIB_stor) \
+TEST_LIBS := $(LIB_ctrl) $(WEB_OBJ) $(LIB_agent) $(LIB_tuner) $(LIB_db) \
+	$(LIB_stor) \
 	$(LIB_api) $(LIB_common)
 $(BUILD)/tests/%: tests/%.c $(TEST_LIBS)
 	@mkdir -p $(dir $@)
@@ -257,6 +261,7 @@ fuzz-run: $(FUZZ_BIN)
 
 SRC_ALL = $(wildcard common/*.[ch] api/*.[ch] db/*.[ch] controller/*.[ch] \
 	cli/*.[ch] agent/*.[ch] trainer/*.[ch] storage/*.[ch] tests/*/*.[ch] \
+	tuner/*.[ch] \
 	examples/*/*.[ch] bench/*.[ch])
 
 format:

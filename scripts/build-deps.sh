@@ -11,7 +11,7 @@ MODULES="libmicrohttpd:libmicrohttpd-dev jansson:libjansson-dev
 sqlite3:libsqlite3-dev libcurl:libcurl4-openssl-dev libpcre2-8:libpcre2-dev
 libcrypto:libssl-dev inih:libinih-dev libssh2:libssh2-1-dev
 libarchive:libarchive-dev libxml-2.0:libxml2-dev zlib:zlib1g-dev
-libcbor:libcbor-dev
+libcbor:libcbor-dev lapacke:liblapacke-dev blas:libblas-dev
 ompi-c:libopenmpi-dev"
 
 missing=""

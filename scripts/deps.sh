@@ -8,6 +8,7 @@ PKGS="build-essential pkg-config
 libmicrohttpd-dev libjansson-dev libsqlite3-dev libcurl4-openssl-dev
 libssh2-1-dev libssl-dev libcmocka-dev libpcre2-dev libarchive-dev
 libinih-dev wrk libxml2-dev zlib1g-dev libcbor-dev nodejs
+liblapacke-dev libblas-dev liblapack-dev python3-optuna
 chromium python3-prometheus-client
 clang clang-format curl ca-certificates
 python3 python3-boto3 python3-botocore awscli python3-sklearn

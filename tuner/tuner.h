@@ -48,9 +48,9 @@ struct tune_obs {
 struct tune_request {
 	const struct tune_space *space;
 	enum tune_strategy strategy;
-	uint64_t seed;	/* RandomSeed */
-	size_t index;	/* 0-based number of this suggestion in the job */
-	size_t budget;	/* MaxNumberOfTrainingJobs */
+	uint64_t seed; /* RandomSeed */
+	size_t index;  /* 0-based number of this suggestion in the job */
+	size_t budget; /* MaxNumberOfTrainingJobs */
 	const struct tune_obs *obs; /* finished evaluations, in end order */
 	size_t n_obs;
 	const double *const *pending; /* points being evaluated now */
