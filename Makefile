@@ -66,6 +66,7 @@ LIB_tuner := $(BUILD)/lib/libttuner.a
 BIN_trainctld := $(BUILD)/bin/trainctld
 BIN_trainctl := $(BUILD)/bin/trainctl
 BIN_trainagent := $(BUILD)/bin/trainagent
+BIN_tuner_driver := $(BUILD)/bin/trainctl-tuner-driver
 
 TEST_SRC := $(wildcard tests/*/test_*.c)
 TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
@@ -73,7 +74,8 @@ TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 .PHONY: all deps test check fuzz format format-check install clean demo bench \
 	unit-tests
 
-all: $(BIN_trainctld) $(BIN_trainctl) $(BIN_trainagent) trainer
+all: $(BIN_trainctld) $(BIN_trainctl) $(BIN_trainagent) $(BIN_tuner_driver) \
+	trainer
 
 deps:
 	./scripts/deps.sh
@@ -111,6 +113,12 @@ $(BIN_trainctld): $(call obj,controller/main.c) $(LIB_ctrl) $(WEB_OBJ) \
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
 $(BIN_trainctl): $(call obj,$(cli_SRC)) $(LIB_stor) $(LIB_api) $(LIB_common)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+# The optimizer's ask/tell driver, which bench/tuning.py runs (JSON lines).
+$(BIN_tuner_driver): $(call obj,tuner/driver/main.c) $(LIB_tuner) \
+		$(LIB_common)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
@@ -261,7 +269,7 @@ fuzz-run: $(FUZZ_BIN)
 
 SRC_ALL = $(wildcard common/*.[ch] api/*.[ch] db/*.[ch] controller/*.[ch] \
 	cli/*.[ch] agent/*.[ch] trainer/*.[ch] storage/*.[ch] tests/*/*.[ch] \
-	tuner/*.[ch] \
+	tuner/*.[ch] tuner/driver/*.[ch] \
 	examples/*/*.[ch] bench/*.[ch])
 
 format:
