@@ -12,19 +12,40 @@
 /* clang-format off */
 
 static const struct api__member members_AddTagsInput[] = {
-	{ "ResourceArn", "resourceArn", 104, 1 }, /* ResourceArn */
-	{ "Tags", "tags", 138, 1 }, /* TagList */
+	{ "ResourceArn", "resourceArn", 158, 1 }, /* ResourceArn */
+	{ "Tags", "tags", 194, 1 }, /* TagList */
 };
 
 static const struct api__member members_AlgorithmSpecification[] = {
 	{ "TrainingImage", "trainingImage", 2, 0 }, /* AlgorithmImage */
 	{ "AlgorithmName", "algorithmName", 4, 0 }, /* ArnOrName */
-	{ "TrainingInputMode", "trainingInputMode", 150, 1 }, /* TrainingInputMode */
-	{ "MetricDefinitions", "metricDefinitions", 72, 0 }, /* MetricDefinitionList */
-	{ "EnableSageMakerMetricsTimeSeries", "enableSageMakerMetricsTimeSeries", 7, 0 }, /* Boolean */
-	{ "ContainerEntrypoint", "containerEntrypoint", 144, 0 }, /* TrainingContainerEntrypoint */
-	{ "ContainerArguments", "containerArguments", 143, 0 }, /* TrainingContainerArguments */
-	{ "TrainingImageConfig", "trainingImageConfig", 149, 0 }, /* TrainingImageConfig */
+	{ "TrainingInputMode", "trainingInputMode", 207, 1 }, /* TrainingInputMode */
+	{ "MetricDefinitions", "metricDefinitions", 119, 0 }, /* MetricDefinitionList */
+	{ "EnableSageMakerMetricsTimeSeries", "enableSageMakerMetricsTimeSeries", 12, 0 }, /* Boolean */
+	{ "ContainerEntrypoint", "containerEntrypoint", 201, 0 }, /* TrainingContainerEntrypoint */
+	{ "ContainerArguments", "containerArguments", 200, 0 }, /* TrainingContainerArguments */
+	{ "TrainingImageConfig", "trainingImageConfig", 206, 0 }, /* TrainingImageConfig */
+};
+
+static const struct api__member members_AutoParameter[] = {
+	{ "Name", "name", 138, 1 }, /* ParameterKey */
+	{ "ValueHint", "valueHint", 140, 1 }, /* ParameterValue */
+};
+
+static const struct api__member members_Autotune[] = {
+	{ "Mode", "mode", 10, 1 }, /* AutotuneMode */
+};
+
+static const char *const enum_AutotuneMode[] = {
+	"Enabled",
+	NULL
+};
+static const unsigned short enum_sorted_AutotuneMode[] = {
+	0,
+};
+
+static const struct api__member members_BestObjectiveNotImproving[] = {
+	{ "MaxNumberOfTrainingJobsNotImproving", "maxNumberOfTrainingJobsNotImproving", 111, 0 }, /* MaxNumberOfTrainingJobsNotImproving */
 };
 
 static const char *const enum_BooleanOperator[] = {
@@ -36,24 +57,38 @@ static const unsigned short enum_sorted_BooleanOperator[] = {
 	0, 1,
 };
 
+static const struct api__member members_CategoricalParameterRange[] = {
+	{ "Name", "name", 138, 1 }, /* ParameterKey */
+	{ "Values", "values", 141, 1 }, /* ParameterValues */
+};
+
 static const struct api__member members_Channel[] = {
-	{ "ChannelName", "channelName", 10, 1 }, /* ChannelName */
-	{ "DataSource", "dataSource", 23, 1 }, /* DataSource */
-	{ "ContentType", "contentType", 19, 0 }, /* ContentType */
-	{ "CompressionType", "compressionType", 16, 0 }, /* CompressionType */
-	{ "RecordWrapperType", "recordWrapperType", 101, 0 }, /* RecordWrapper */
-	{ "InputMode", "inputMode", 150, 0 }, /* TrainingInputMode */
-	{ "ShuffleConfig", "shuffleConfig", 127, 0 }, /* ShuffleConfig */
+	{ "ChannelName", "channelName", 17, 1 }, /* ChannelName */
+	{ "DataSource", "dataSource", 35, 1 }, /* DataSource */
+	{ "ContentType", "contentType", 27, 0 }, /* ContentType */
+	{ "CompressionType", "compressionType", 24, 0 }, /* CompressionType */
+	{ "RecordWrapperType", "recordWrapperType", 155, 0 }, /* RecordWrapper */
+	{ "InputMode", "inputMode", 207, 0 }, /* TrainingInputMode */
+	{ "ShuffleConfig", "shuffleConfig", 182, 0 }, /* ShuffleConfig */
 };
 
 static const struct api__member members_CheckpointConfig[] = {
-	{ "S3Uri", "s3Uri", 116, 1 }, /* S3Uri */
-	{ "LocalPath", "localPath", 31, 0 }, /* DirectoryPath */
+	{ "S3Uri", "s3Uri", 171, 1 }, /* S3Uri */
+	{ "LocalPath", "localPath", 45, 0 }, /* DirectoryPath */
 };
 
 static const struct api__member members_CollectionConfiguration[] = {
-	{ "CollectionName", "collectionName", 14, 0 }, /* CollectionName */
-	{ "CollectionParameters", "collectionParameters", 15, 0 }, /* CollectionParameters */
+	{ "CollectionName", "collectionName", 21, 0 }, /* CollectionName */
+	{ "CollectionParameters", "collectionParameters", 22, 0 }, /* CollectionParameters */
+};
+
+static const char *const enum_CompleteOnConvergence[] = {
+	"Disabled",
+	"Enabled",
+	NULL
+};
+static const unsigned short enum_sorted_CompleteOnConvergence[] = {
+	0, 1,
 };
 
 static const char *const enum_CompressionType[] = {
@@ -65,35 +100,56 @@ static const unsigned short enum_sorted_CompressionType[] = {
 	1, 0,
 };
 
+static const struct api__member members_ContinuousParameterRange[] = {
+	{ "Name", "name", 138, 1 }, /* ParameterKey */
+	{ "MinValue", "minValue", 140, 1 }, /* ParameterValue */
+	{ "MaxValue", "maxValue", 140, 1 }, /* ParameterValue */
+	{ "ScalingType", "scalingType", 67, 0 }, /* HyperParameterScalingType */
+};
+
+static const struct api__member members_ConvergenceDetected[] = {
+	{ "CompleteOnConvergence", "completeOnConvergence", 23, 0 }, /* CompleteOnConvergence */
+};
+
+static const struct api__member members_CreateHyperParameterTuningJobRequest[] = {
+	{ "HyperParameterTuningJobName", "hyperParameterTuningJobName", 78, 1 }, /* HyperParameterTuningJobName */
+	{ "HyperParameterTuningJobConfig", "hyperParameterTuningJobConfig", 77, 1 }, /* HyperParameterTuningJobConfig */
+	{ "TrainingJobDefinition", "trainingJobDefinition", 68, 0 }, /* HyperParameterTrainingJobDefinition */
+	{ "TrainingJobDefinitions", "trainingJobDefinitions", 70, 0 }, /* HyperParameterTrainingJobDefinitions */
+	{ "WarmStartConfig", "warmStartConfig", 85, 0 }, /* HyperParameterTuningJobWarmStartConfig */
+	{ "Tags", "tags", 194, 0 }, /* TagList */
+	{ "Autotune", "autotune", 9, 0 }, /* Autotune */
+};
+
 static const struct api__member members_CreateTrainingJobRequest[] = {
-	{ "TrainingJobName", "trainingJobName", 153, 1 }, /* TrainingJobName */
-	{ "HyperParameters", "hyperParameters", 53, 0 }, /* HyperParameters */
+	{ "TrainingJobName", "trainingJobName", 211, 1 }, /* TrainingJobName */
+	{ "HyperParameters", "hyperParameters", 90, 0 }, /* HyperParameters */
 	{ "AlgorithmSpecification", "algorithmSpecification", 3, 1 }, /* AlgorithmSpecification */
-	{ "RoleArn", "roleArn", 110, 1 }, /* RoleArn */
-	{ "InputDataConfig", "inputDataConfig", 55, 0 }, /* InputDataConfig */
-	{ "OutputDataConfig", "outputDataConfig", 90, 1 }, /* OutputDataConfig */
-	{ "ResourceConfig", "resourceConfig", 105, 1 }, /* ResourceConfig */
-	{ "VpcConfig", "vpcConfig", 165, 0 }, /* VpcConfig */
-	{ "StoppingCondition", "stoppingCondition", 131, 0 }, /* StoppingCondition */
-	{ "Tags", "tags", 138, 0 }, /* TagList */
-	{ "EnableNetworkIsolation", "enableNetworkIsolation", 7, 0 }, /* Boolean */
-	{ "EnableInterContainerTrafficEncryption", "enableInterContainerTrafficEncryption", 7, 0 }, /* Boolean */
-	{ "EnableManagedSpotTraining", "enableManagedSpotTraining", 7, 0 }, /* Boolean */
-	{ "CheckpointConfig", "checkpointConfig", 11, 0 }, /* CheckpointConfig */
-	{ "DebugHookConfig", "debugHookConfig", 25, 0 }, /* DebugHookConfig */
-	{ "DebugRuleConfigurations", "debugRuleConfigurations", 27, 0 }, /* DebugRuleConfigurations */
-	{ "TensorBoardOutputConfig", "tensorBoardOutputConfig", 140, 0 }, /* TensorBoardOutputConfig */
-	{ "ExperimentConfig", "experimentConfig", 38, 0 }, /* ExperimentConfig */
-	{ "ProfilerConfig", "profilerConfig", 95, 0 }, /* ProfilerConfig */
-	{ "ProfilerRuleConfigurations", "profilerRuleConfigurations", 98, 0 }, /* ProfilerRuleConfigurations */
-	{ "Environment", "environment", 147, 0 }, /* TrainingEnvironmentMap */
-	{ "RetryStrategy", "retryStrategy", 109, 0 }, /* RetryStrategy */
-	{ "RemoteDebugConfig", "remoteDebugConfig", 102, 0 }, /* RemoteDebugConfig */
-	{ "InfraCheckConfig", "infraCheckConfig", 54, 0 }, /* InfraCheckConfig */
-	{ "SessionChainingConfig", "sessionChainingConfig", 126, 0 }, /* SessionChainingConfig */
-	{ "ServerlessJobConfig", "serverlessJobConfig", 124, 0 }, /* ServerlessJobConfig */
-	{ "MlflowConfig", "mlflowConfig", 76, 0 }, /* MlflowConfig */
-	{ "ModelPackageConfig", "modelPackageConfig", 81, 0 }, /* ModelPackageConfig */
+	{ "RoleArn", "roleArn", 165, 1 }, /* RoleArn */
+	{ "InputDataConfig", "inputDataConfig", 95, 0 }, /* InputDataConfig */
+	{ "OutputDataConfig", "outputDataConfig", 137, 1 }, /* OutputDataConfig */
+	{ "ResourceConfig", "resourceConfig", 159, 1 }, /* ResourceConfig */
+	{ "VpcConfig", "vpcConfig", 225, 0 }, /* VpcConfig */
+	{ "StoppingCondition", "stoppingCondition", 187, 0 }, /* StoppingCondition */
+	{ "Tags", "tags", 194, 0 }, /* TagList */
+	{ "EnableNetworkIsolation", "enableNetworkIsolation", 12, 0 }, /* Boolean */
+	{ "EnableInterContainerTrafficEncryption", "enableInterContainerTrafficEncryption", 12, 0 }, /* Boolean */
+	{ "EnableManagedSpotTraining", "enableManagedSpotTraining", 12, 0 }, /* Boolean */
+	{ "CheckpointConfig", "checkpointConfig", 18, 0 }, /* CheckpointConfig */
+	{ "DebugHookConfig", "debugHookConfig", 37, 0 }, /* DebugHookConfig */
+	{ "DebugRuleConfigurations", "debugRuleConfigurations", 39, 0 }, /* DebugRuleConfigurations */
+	{ "TensorBoardOutputConfig", "tensorBoardOutputConfig", 197, 0 }, /* TensorBoardOutputConfig */
+	{ "ExperimentConfig", "experimentConfig", 52, 0 }, /* ExperimentConfig */
+	{ "ProfilerConfig", "profilerConfig", 148, 0 }, /* ProfilerConfig */
+	{ "ProfilerRuleConfigurations", "profilerRuleConfigurations", 151, 0 }, /* ProfilerRuleConfigurations */
+	{ "Environment", "environment", 204, 0 }, /* TrainingEnvironmentMap */
+	{ "RetryStrategy", "retryStrategy", 164, 0 }, /* RetryStrategy */
+	{ "RemoteDebugConfig", "remoteDebugConfig", 156, 0 }, /* RemoteDebugConfig */
+	{ "InfraCheckConfig", "infraCheckConfig", 94, 0 }, /* InfraCheckConfig */
+	{ "SessionChainingConfig", "sessionChainingConfig", 181, 0 }, /* SessionChainingConfig */
+	{ "ServerlessJobConfig", "serverlessJobConfig", 179, 0 }, /* ServerlessJobConfig */
+	{ "MlflowConfig", "mlflowConfig", 123, 0 }, /* MlflowConfig */
+	{ "ModelPackageConfig", "modelPackageConfig", 128, 0 }, /* ModelPackageConfig */
 };
 
 static const char *const enum_CrossAccountFilterOption[] = {
@@ -117,43 +173,51 @@ static const unsigned short enum_sorted_CustomizationTechnique[] = {
 };
 
 static const struct api__member members_DataSource[] = {
-	{ "S3DataSource", "s3DataSource", 114, 0 }, /* S3DataSource */
-	{ "FileSystemDataSource", "fileSystemDataSource", 41, 0 }, /* FileSystemDataSource */
-	{ "DatasetSource", "datasetSource", 24, 0 }, /* DatasetSource */
+	{ "S3DataSource", "s3DataSource", 169, 0 }, /* S3DataSource */
+	{ "FileSystemDataSource", "fileSystemDataSource", 55, 0 }, /* FileSystemDataSource */
+	{ "DatasetSource", "datasetSource", 36, 0 }, /* DatasetSource */
 };
 
 static const struct api__member members_DatasetSource[] = {
-	{ "DatasetArn", "datasetArn", 50, 1 }, /* HubDataSetArn */
+	{ "DatasetArn", "datasetArn", 64, 1 }, /* HubDataSetArn */
 };
 
 static const struct api__member members_DebugHookConfig[] = {
-	{ "LocalPath", "localPath", 31, 0 }, /* DirectoryPath */
-	{ "S3OutputPath", "s3OutputPath", 116, 1 }, /* S3Uri */
-	{ "HookParameters", "hookParameters", 47, 0 }, /* HookParameters */
-	{ "CollectionConfigurations", "collectionConfigurations", 13, 0 }, /* CollectionConfigurations */
+	{ "LocalPath", "localPath", 45, 0 }, /* DirectoryPath */
+	{ "S3OutputPath", "s3OutputPath", 171, 1 }, /* S3Uri */
+	{ "HookParameters", "hookParameters", 61, 0 }, /* HookParameters */
+	{ "CollectionConfigurations", "collectionConfigurations", 20, 0 }, /* CollectionConfigurations */
 };
 
 static const struct api__member members_DebugRuleConfiguration[] = {
-	{ "RuleConfigurationName", "ruleConfigurationName", 111, 1 }, /* RuleConfigurationName */
-	{ "LocalPath", "localPath", 31, 0 }, /* DirectoryPath */
-	{ "S3OutputPath", "s3OutputPath", 116, 0 }, /* S3Uri */
+	{ "RuleConfigurationName", "ruleConfigurationName", 166, 1 }, /* RuleConfigurationName */
+	{ "LocalPath", "localPath", 45, 0 }, /* DirectoryPath */
+	{ "S3OutputPath", "s3OutputPath", 171, 0 }, /* S3Uri */
 	{ "RuleEvaluatorImage", "ruleEvaluatorImage", 2, 1 }, /* AlgorithmImage */
-	{ "InstanceType", "instanceType", 94, 0 }, /* ProcessingInstanceType */
-	{ "VolumeSizeInGB", "volumeSizeInGB", 88, 0 }, /* OptionalVolumeSizeInGB */
-	{ "RuleParameters", "ruleParameters", 112, 0 }, /* RuleParameters */
+	{ "InstanceType", "instanceType", 147, 0 }, /* ProcessingInstanceType */
+	{ "VolumeSizeInGB", "volumeSizeInGB", 135, 0 }, /* OptionalVolumeSizeInGB */
+	{ "RuleParameters", "ruleParameters", 167, 0 }, /* RuleParameters */
+};
+
+static const struct api__member members_DeleteHyperParameterTuningJobRequest[] = {
+	{ "HyperParameterTuningJobName", "hyperParameterTuningJobName", 78, 1 }, /* HyperParameterTuningJobName */
 };
 
 static const struct api__member members_DeleteTagsInput[] = {
-	{ "ResourceArn", "resourceArn", 104, 1 }, /* ResourceArn */
-	{ "TagKeys", "tagKeys", 137, 1 }, /* TagKeyList */
+	{ "ResourceArn", "resourceArn", 158, 1 }, /* ResourceArn */
+	{ "TagKeys", "tagKeys", 193, 1 }, /* TagKeyList */
 };
 
 static const struct api__member members_DeleteTrainingJobRequest[] = {
-	{ "TrainingJobName", "trainingJobName", 153, 1 }, /* TrainingJobName */
+	{ "TrainingJobName", "trainingJobName", 211, 1 }, /* TrainingJobName */
+};
+
+static const struct api__member members_DescribeHyperParameterTuningJobRequest[] = {
+	{ "HyperParameterTuningJobName", "hyperParameterTuningJobName", 78, 1 }, /* HyperParameterTuningJobName */
 };
 
 static const struct api__member members_DescribeTrainingJobRequest[] = {
-	{ "TrainingJobName", "trainingJobName", 153, 1 }, /* TrainingJobName */
+	{ "TrainingJobName", "trainingJobName", 211, 1 }, /* TrainingJobName */
 };
 
 static const char *const enum_EvaluationType[] = {
@@ -167,10 +231,10 @@ static const unsigned short enum_sorted_EvaluationType[] = {
 };
 
 static const struct api__member members_ExperimentConfig[] = {
-	{ "ExperimentName", "experimentName", 39, 0 }, /* ExperimentEntityName */
-	{ "TrialName", "trialName", 39, 0 }, /* ExperimentEntityName */
-	{ "TrialComponentDisplayName", "trialComponentDisplayName", 39, 0 }, /* ExperimentEntityName */
-	{ "RunName", "runName", 39, 0 }, /* ExperimentEntityName */
+	{ "ExperimentName", "experimentName", 53, 0 }, /* ExperimentEntityName */
+	{ "TrialName", "trialName", 53, 0 }, /* ExperimentEntityName */
+	{ "TrialComponentDisplayName", "trialComponentDisplayName", 53, 0 }, /* ExperimentEntityName */
+	{ "RunName", "runName", 53, 0 }, /* ExperimentEntityName */
 };
 
 static const char *const enum_FileSystemAccessMode[] = {
@@ -183,10 +247,10 @@ static const unsigned short enum_sorted_FileSystemAccessMode[] = {
 };
 
 static const struct api__member members_FileSystemDataSource[] = {
-	{ "FileSystemId", "fileSystemId", 42, 1 }, /* FileSystemId */
-	{ "FileSystemAccessMode", "fileSystemAccessMode", 40, 1 }, /* FileSystemAccessMode */
-	{ "FileSystemType", "fileSystemType", 43, 1 }, /* FileSystemType */
-	{ "DirectoryPath", "directoryPath", 31, 1 }, /* DirectoryPath */
+	{ "FileSystemId", "fileSystemId", 56, 1 }, /* FileSystemId */
+	{ "FileSystemAccessMode", "fileSystemAccessMode", 54, 1 }, /* FileSystemAccessMode */
+	{ "FileSystemType", "fileSystemType", 57, 1 }, /* FileSystemType */
+	{ "DirectoryPath", "directoryPath", 45, 1 }, /* DirectoryPath */
 };
 
 static const char *const enum_FileSystemType[] = {
@@ -199,60 +263,234 @@ static const unsigned short enum_sorted_FileSystemType[] = {
 };
 
 static const struct api__member members_Filter[] = {
-	{ "Name", "name", 107, 1 }, /* ResourcePropertyName */
-	{ "Operator", "operator", 87, 0 }, /* Operator */
-	{ "Value", "value", 46, 0 }, /* FilterValue */
+	{ "Name", "name", 162, 1 }, /* ResourcePropertyName */
+	{ "Operator", "operator", 134, 0 }, /* Operator */
+	{ "Value", "value", 60, 0 }, /* FilterValue */
 };
 
 static const struct api__member members_HubAccessConfig[] = {
-	{ "HubContentArn", "hubContentArn", 49, 1 }, /* HubContentArn */
+	{ "HubContentArn", "hubContentArn", 63, 1 }, /* HubContentArn */
+};
+
+static const struct api__member members_HyperParameterAlgorithmSpecification[] = {
+	{ "TrainingImage", "trainingImage", 2, 0 }, /* AlgorithmImage */
+	{ "TrainingInputMode", "trainingInputMode", 207, 1 }, /* TrainingInputMode */
+	{ "AlgorithmName", "algorithmName", 4, 0 }, /* ArnOrName */
+	{ "MetricDefinitions", "metricDefinitions", 119, 0 }, /* MetricDefinitionList */
+};
+
+static const char *const enum_HyperParameterScalingType[] = {
+	"Auto",
+	"Linear",
+	"Logarithmic",
+	"ReverseLogarithmic",
+	NULL
+};
+static const unsigned short enum_sorted_HyperParameterScalingType[] = {
+	0, 1, 2, 3,
+};
+
+static const struct api__member members_HyperParameterTrainingJobDefinition[] = {
+	{ "DefinitionName", "definitionName", 69, 0 }, /* HyperParameterTrainingJobDefinitionName */
+	{ "TuningObjective", "tuningObjective", 79, 0 }, /* HyperParameterTuningJobObjective */
+	{ "HyperParameterRanges", "hyperParameterRanges", 139, 0 }, /* ParameterRanges */
+	{ "StaticHyperParameters", "staticHyperParameters", 90, 0 }, /* HyperParameters */
+	{ "AlgorithmSpecification", "algorithmSpecification", 65, 1 }, /* HyperParameterAlgorithmSpecification */
+	{ "RoleArn", "roleArn", 165, 1 }, /* RoleArn */
+	{ "InputDataConfig", "inputDataConfig", 95, 0 }, /* InputDataConfig */
+	{ "VpcConfig", "vpcConfig", 225, 0 }, /* VpcConfig */
+	{ "OutputDataConfig", "outputDataConfig", 137, 1 }, /* OutputDataConfig */
+	{ "ResourceConfig", "resourceConfig", 159, 0 }, /* ResourceConfig */
+	{ "HyperParameterTuningResourceConfig", "hyperParameterTuningResourceConfig", 88, 0 }, /* HyperParameterTuningResourceConfig */
+	{ "StoppingCondition", "stoppingCondition", 187, 1 }, /* StoppingCondition */
+	{ "EnableNetworkIsolation", "enableNetworkIsolation", 12, 0 }, /* Boolean */
+	{ "EnableInterContainerTrafficEncryption", "enableInterContainerTrafficEncryption", 12, 0 }, /* Boolean */
+	{ "EnableManagedSpotTraining", "enableManagedSpotTraining", 12, 0 }, /* Boolean */
+	{ "CheckpointConfig", "checkpointConfig", 18, 0 }, /* CheckpointConfig */
+	{ "RetryStrategy", "retryStrategy", 164, 0 }, /* RetryStrategy */
+	{ "Environment", "environment", 72, 0 }, /* HyperParameterTrainingJobEnvironmentMap */
+};
+
+static const char *const enum_HyperParameterTuningAllocationStrategy[] = {
+	"Prioritized",
+	NULL
+};
+static const unsigned short enum_sorted_HyperParameterTuningAllocationStrategy[] = {
+	0,
+};
+
+static const struct api__member members_HyperParameterTuningInstanceConfig[] = {
+	{ "InstanceType", "instanceType", 209, 1 }, /* TrainingInstanceType */
+	{ "InstanceCount", "instanceCount", 208, 1 }, /* TrainingInstanceCount */
+	{ "VolumeSizeInGB", "volumeSizeInGB", 224, 1 }, /* VolumeSizeInGB */
+};
+
+static const struct api__member members_HyperParameterTuningJobConfig[] = {
+	{ "Strategy", "strategy", 84, 1 }, /* HyperParameterTuningJobStrategyType */
+	{ "StrategyConfig", "strategyConfig", 83, 0 }, /* HyperParameterTuningJobStrategyConfig */
+	{ "HyperParameterTuningJobObjective", "hyperParameterTuningJobObjective", 79, 0 }, /* HyperParameterTuningJobObjective */
+	{ "ResourceLimits", "resourceLimits", 161, 1 }, /* ResourceLimits */
+	{ "ParameterRanges", "parameterRanges", 139, 0 }, /* ParameterRanges */
+	{ "TrainingJobEarlyStoppingType", "trainingJobEarlyStoppingType", 210, 0 }, /* TrainingJobEarlyStoppingType */
+	{ "TuningJobCompletionCriteria", "tuningJobCompletionCriteria", 218, 0 }, /* TuningJobCompletionCriteria */
+	{ "RandomSeed", "randomSeed", 154, 0 }, /* RandomSeed */
+};
+
+static const struct api__member members_HyperParameterTuningJobObjective[] = {
+	{ "Type", "type", 80, 1 }, /* HyperParameterTuningJobObjectiveType */
+	{ "MetricName", "metricName", 120, 1 }, /* MetricName */
+};
+
+static const char *const enum_HyperParameterTuningJobObjectiveType[] = {
+	"Maximize",
+	"Minimize",
+	NULL
+};
+static const unsigned short enum_sorted_HyperParameterTuningJobObjectiveType[] = {
+	0, 1,
+};
+
+static const char *const enum_HyperParameterTuningJobSortByOptions[] = {
+	"Name",
+	"Status",
+	"CreationTime",
+	NULL
+};
+static const unsigned short enum_sorted_HyperParameterTuningJobSortByOptions[] = {
+	2, 0, 1,
+};
+
+static const char *const enum_HyperParameterTuningJobStatus[] = {
+	"Completed",
+	"InProgress",
+	"Failed",
+	"Stopped",
+	"Stopping",
+	"Deleting",
+	"DeleteFailed",
+	NULL
+};
+static const unsigned short enum_sorted_HyperParameterTuningJobStatus[] = {
+	0, 6, 5, 2, 1, 3, 4,
+};
+
+static const struct api__member members_HyperParameterTuningJobStrategyConfig[] = {
+	{ "HyperbandStrategyConfig", "hyperbandStrategyConfig", 91, 0 }, /* HyperbandStrategyConfig */
+};
+
+static const char *const enum_HyperParameterTuningJobStrategyType[] = {
+	"Bayesian",
+	"Random",
+	"Hyperband",
+	"Grid",
+	NULL
+};
+static const unsigned short enum_sorted_HyperParameterTuningJobStrategyType[] = {
+	0, 3, 2, 1,
+};
+
+static const struct api__member members_HyperParameterTuningJobWarmStartConfig[] = {
+	{ "ParentHyperParameterTuningJobs", "parentHyperParameterTuningJobs", 143, 1 }, /* ParentHyperParameterTuningJobs */
+	{ "WarmStartType", "warmStartType", 86, 1 }, /* HyperParameterTuningJobWarmStartType */
+};
+
+static const char *const enum_HyperParameterTuningJobWarmStartType[] = {
+	"IdenticalDataAndAlgorithm",
+	"TransferLearning",
+	NULL
+};
+static const unsigned short enum_sorted_HyperParameterTuningJobWarmStartType[] = {
+	0, 1,
+};
+
+static const struct api__member members_HyperParameterTuningResourceConfig[] = {
+	{ "InstanceType", "instanceType", 209, 0 }, /* TrainingInstanceType */
+	{ "InstanceCount", "instanceCount", 208, 0 }, /* TrainingInstanceCount */
+	{ "VolumeSizeInGB", "volumeSizeInGB", 135, 0 }, /* OptionalVolumeSizeInGB */
+	{ "VolumeKmsKeyId", "volumeKmsKeyId", 104, 0 }, /* KmsKeyId */
+	{ "AllocationStrategy", "allocationStrategy", 74, 0 }, /* HyperParameterTuningAllocationStrategy */
+	{ "InstanceConfigs", "instanceConfigs", 76, 0 }, /* HyperParameterTuningInstanceConfigs */
+};
+
+static const struct api__member members_HyperbandStrategyConfig[] = {
+	{ "MinResource", "minResource", 93, 0 }, /* HyperbandStrategyMinResource */
+	{ "MaxResource", "maxResource", 92, 0 }, /* HyperbandStrategyMaxResource */
 };
 
 static const struct api__member members_InfraCheckConfig[] = {
-	{ "EnableInfraCheck", "enableInfraCheck", 33, 0 }, /* EnableInfraCheck */
+	{ "EnableInfraCheck", "enableInfraCheck", 47, 0 }, /* EnableInfraCheck */
 };
 
 static const struct api__member members_InstanceGroup[] = {
-	{ "InstanceType", "instanceType", 152, 1 }, /* TrainingInstanceType */
-	{ "InstanceCount", "instanceCount", 151, 1 }, /* TrainingInstanceCount */
-	{ "InstanceGroupName", "instanceGroupName", 57, 1 }, /* InstanceGroupName */
+	{ "InstanceType", "instanceType", 209, 1 }, /* TrainingInstanceType */
+	{ "InstanceCount", "instanceCount", 208, 1 }, /* TrainingInstanceCount */
+	{ "InstanceGroupName", "instanceGroupName", 97, 1 }, /* InstanceGroupName */
 };
 
 static const struct api__member members_InstancePlacementConfig[] = {
-	{ "EnableMultipleJobs", "enableMultipleJobs", 7, 0 }, /* Boolean */
-	{ "PlacementSpecifications", "placementSpecifications", 93, 0 }, /* PlacementSpecifications */
+	{ "EnableMultipleJobs", "enableMultipleJobs", 12, 0 }, /* Boolean */
+	{ "PlacementSpecifications", "placementSpecifications", 146, 0 }, /* PlacementSpecifications */
+};
+
+static const struct api__member members_IntegerParameterRange[] = {
+	{ "Name", "name", 138, 1 }, /* ParameterKey */
+	{ "MinValue", "minValue", 140, 1 }, /* ParameterValue */
+	{ "MaxValue", "maxValue", 140, 1 }, /* ParameterValue */
+	{ "ScalingType", "scalingType", 67, 0 }, /* HyperParameterScalingType */
+};
+
+static const struct api__member members_ListHyperParameterTuningJobsRequest[] = {
+	{ "NextToken", "nextToken", 133, 0 }, /* NextToken */
+	{ "MaxResults", "maxResults", 114, 0 }, /* MaxResults */
+	{ "SortBy", "sortBy", 81, 0 }, /* HyperParameterTuningJobSortByOptions */
+	{ "SortOrder", "sortOrder", 184, 0 }, /* SortOrder */
+	{ "NameContains", "nameContains", 130, 0 }, /* NameContains */
+	{ "CreationTimeAfter", "creationTimeAfter", 198, 0 }, /* Timestamp */
+	{ "CreationTimeBefore", "creationTimeBefore", 198, 0 }, /* Timestamp */
+	{ "LastModifiedTimeAfter", "lastModifiedTimeAfter", 198, 0 }, /* Timestamp */
+	{ "LastModifiedTimeBefore", "lastModifiedTimeBefore", 198, 0 }, /* Timestamp */
+	{ "StatusEquals", "statusEquals", 82, 0 }, /* HyperParameterTuningJobStatus */
 };
 
 static const struct api__member members_ListTagsInput[] = {
-	{ "ResourceArn", "resourceArn", 104, 1 }, /* ResourceArn */
-	{ "NextToken", "nextToken", 86, 0 }, /* NextToken */
-	{ "MaxResults", "maxResults", 64, 0 }, /* ListTagsMaxResults */
+	{ "ResourceArn", "resourceArn", 158, 1 }, /* ResourceArn */
+	{ "NextToken", "nextToken", 133, 0 }, /* NextToken */
+	{ "MaxResults", "maxResults", 107, 0 }, /* ListTagsMaxResults */
+};
+
+static const struct api__member members_ListTrainingJobsForHyperParameterTuningJobRequest[] = {
+	{ "HyperParameterTuningJobName", "hyperParameterTuningJobName", 78, 1 }, /* HyperParameterTuningJobName */
+	{ "NextToken", "nextToken", 133, 0 }, /* NextToken */
+	{ "MaxResults", "maxResults", 114, 0 }, /* MaxResults */
+	{ "StatusEquals", "statusEquals", 213, 0 }, /* TrainingJobStatus */
+	{ "SortBy", "sortBy", 212, 0 }, /* TrainingJobSortByOptions */
+	{ "SortOrder", "sortOrder", 184, 0 }, /* SortOrder */
 };
 
 static const struct api__member members_ListTrainingJobsRequest[] = {
-	{ "NextToken", "nextToken", 86, 0 }, /* NextToken */
-	{ "MaxResults", "maxResults", 67, 0 }, /* MaxResults */
-	{ "CreationTimeAfter", "creationTimeAfter", 141, 0 }, /* Timestamp */
-	{ "CreationTimeBefore", "creationTimeBefore", 141, 0 }, /* Timestamp */
-	{ "LastModifiedTimeAfter", "lastModifiedTimeAfter", 141, 0 }, /* Timestamp */
-	{ "LastModifiedTimeBefore", "lastModifiedTimeBefore", 141, 0 }, /* Timestamp */
-	{ "NameContains", "nameContains", 83, 0 }, /* NameContains */
-	{ "StatusEquals", "statusEquals", 154, 0 }, /* TrainingJobStatus */
-	{ "SortBy", "sortBy", 128, 0 }, /* SortBy */
-	{ "SortOrder", "sortOrder", 129, 0 }, /* SortOrder */
-	{ "WarmPoolStatusEquals", "warmPoolStatusEquals", 167, 0 }, /* WarmPoolResourceStatus */
-	{ "TrainingPlanArnEquals", "trainingPlanArnEquals", 155, 0 }, /* TrainingPlanArn */
+	{ "NextToken", "nextToken", 133, 0 }, /* NextToken */
+	{ "MaxResults", "maxResults", 114, 0 }, /* MaxResults */
+	{ "CreationTimeAfter", "creationTimeAfter", 198, 0 }, /* Timestamp */
+	{ "CreationTimeBefore", "creationTimeBefore", 198, 0 }, /* Timestamp */
+	{ "LastModifiedTimeAfter", "lastModifiedTimeAfter", 198, 0 }, /* Timestamp */
+	{ "LastModifiedTimeBefore", "lastModifiedTimeBefore", 198, 0 }, /* Timestamp */
+	{ "NameContains", "nameContains", 130, 0 }, /* NameContains */
+	{ "StatusEquals", "statusEquals", 213, 0 }, /* TrainingJobStatus */
+	{ "SortBy", "sortBy", 183, 0 }, /* SortBy */
+	{ "SortOrder", "sortOrder", 184, 0 }, /* SortOrder */
+	{ "WarmPoolStatusEquals", "warmPoolStatusEquals", 227, 0 }, /* WarmPoolResourceStatus */
+	{ "TrainingPlanArnEquals", "trainingPlanArnEquals", 214, 0 }, /* TrainingPlanArn */
 };
 
 static const struct api__member members_MetricDefinition[] = {
-	{ "Name", "name", 73, 1 }, /* MetricName */
-	{ "Regex", "regex", 74, 1 }, /* MetricRegex */
+	{ "Name", "name", 120, 1 }, /* MetricName */
+	{ "Regex", "regex", 121, 1 }, /* MetricRegex */
 };
 
 static const struct api__member members_MlflowConfig[] = {
-	{ "MlflowResourceArn", "mlflowResourceArn", 75, 1 }, /* MlFlowResourceArn */
-	{ "MlflowExperimentName", "mlflowExperimentName", 77, 0 }, /* MlflowExperimentName */
-	{ "MlflowRunName", "mlflowRunName", 78, 0 }, /* MlflowRunName */
+	{ "MlflowResourceArn", "mlflowResourceArn", 122, 1 }, /* MlFlowResourceArn */
+	{ "MlflowExperimentName", "mlflowExperimentName", 124, 0 }, /* MlflowExperimentName */
+	{ "MlflowRunName", "mlflowRunName", 125, 0 }, /* MlflowRunName */
 };
 
 static const struct api__member members_ModelAccessConfig[] = {
@@ -260,13 +498,13 @@ static const struct api__member members_ModelAccessConfig[] = {
 };
 
 static const struct api__member members_ModelPackageConfig[] = {
-	{ "ModelPackageGroupArn", "modelPackageGroupArn", 82, 1 }, /* ModelPackageGroupArn */
-	{ "SourceModelPackageArn", "sourceModelPackageArn", 80, 0 }, /* ModelPackageArn */
+	{ "ModelPackageGroupArn", "modelPackageGroupArn", 129, 1 }, /* ModelPackageGroupArn */
+	{ "SourceModelPackageArn", "sourceModelPackageArn", 127, 0 }, /* ModelPackageArn */
 };
 
 static const struct api__member members_NestedFilters[] = {
-	{ "NestedPropertyName", "nestedPropertyName", 107, 1 }, /* ResourcePropertyName */
-	{ "Filters", "filters", 45, 1 }, /* FilterList */
+	{ "NestedPropertyName", "nestedPropertyName", 162, 1 }, /* ResourcePropertyName */
+	{ "Filters", "filters", 59, 1 }, /* FilterList */
 };
 
 static const char *const enum_Operator[] = {
@@ -296,9 +534,20 @@ static const unsigned short enum_sorted_OutputCompressionType[] = {
 };
 
 static const struct api__member members_OutputDataConfig[] = {
-	{ "KmsKeyId", "kmsKeyId", 62, 0 }, /* KmsKeyId */
-	{ "S3OutputPath", "s3OutputPath", 116, 1 }, /* S3Uri */
-	{ "CompressionType", "compressionType", 89, 0 }, /* OutputCompressionType */
+	{ "KmsKeyId", "kmsKeyId", 104, 0 }, /* KmsKeyId */
+	{ "S3OutputPath", "s3OutputPath", 171, 1 }, /* S3Uri */
+	{ "CompressionType", "compressionType", 136, 0 }, /* OutputCompressionType */
+};
+
+static const struct api__member members_ParameterRanges[] = {
+	{ "IntegerParameterRanges", "integerParameterRanges", 102, 0 }, /* IntegerParameterRanges */
+	{ "ContinuousParameterRanges", "continuousParameterRanges", 29, 0 }, /* ContinuousParameterRanges */
+	{ "CategoricalParameterRanges", "categoricalParameterRanges", 15, 0 }, /* CategoricalParameterRanges */
+	{ "AutoParameters", "autoParameters", 8, 0 }, /* AutoParameters */
+};
+
+static const struct api__member members_ParentHyperParameterTuningJob[] = {
+	{ "HyperParameterTuningJobName", "hyperParameterTuningJobName", 78, 0 }, /* HyperParameterTuningJobName */
 };
 
 static const char *const enum_Peft[] = {
@@ -310,8 +559,8 @@ static const unsigned short enum_sorted_Peft[] = {
 };
 
 static const struct api__member members_PlacementSpecification[] = {
-	{ "UltraServerId", "ultraServerId", 132, 0 }, /* String256 */
-	{ "InstanceCount", "instanceCount", 151, 1 }, /* TrainingInstanceCount */
+	{ "UltraServerId", "ultraServerId", 188, 0 }, /* String256 */
+	{ "InstanceCount", "instanceCount", 208, 1 }, /* TrainingInstanceCount */
 };
 
 static const char *const enum_ProcessingInstanceType[] = {
@@ -459,27 +708,27 @@ static const unsigned short enum_sorted_ProcessingInstanceType[] = {
 };
 
 static const struct api__member members_ProfilerConfig[] = {
-	{ "S3OutputPath", "s3OutputPath", 116, 0 }, /* S3Uri */
-	{ "ProfilingIntervalInMilliseconds", "profilingIntervalInMilliseconds", 99, 0 }, /* ProfilingIntervalInMilliseconds */
-	{ "ProfilingParameters", "profilingParameters", 100, 0 }, /* ProfilingParameters */
-	{ "DisableProfiler", "disableProfiler", 32, 0 }, /* DisableProfiler */
+	{ "S3OutputPath", "s3OutputPath", 171, 0 }, /* S3Uri */
+	{ "ProfilingIntervalInMilliseconds", "profilingIntervalInMilliseconds", 152, 0 }, /* ProfilingIntervalInMilliseconds */
+	{ "ProfilingParameters", "profilingParameters", 153, 0 }, /* ProfilingParameters */
+	{ "DisableProfiler", "disableProfiler", 46, 0 }, /* DisableProfiler */
 };
 
 static const struct api__member members_ProfilerConfigForUpdate[] = {
-	{ "S3OutputPath", "s3OutputPath", 116, 0 }, /* S3Uri */
-	{ "ProfilingIntervalInMilliseconds", "profilingIntervalInMilliseconds", 99, 0 }, /* ProfilingIntervalInMilliseconds */
-	{ "ProfilingParameters", "profilingParameters", 100, 0 }, /* ProfilingParameters */
-	{ "DisableProfiler", "disableProfiler", 32, 0 }, /* DisableProfiler */
+	{ "S3OutputPath", "s3OutputPath", 171, 0 }, /* S3Uri */
+	{ "ProfilingIntervalInMilliseconds", "profilingIntervalInMilliseconds", 152, 0 }, /* ProfilingIntervalInMilliseconds */
+	{ "ProfilingParameters", "profilingParameters", 153, 0 }, /* ProfilingParameters */
+	{ "DisableProfiler", "disableProfiler", 46, 0 }, /* DisableProfiler */
 };
 
 static const struct api__member members_ProfilerRuleConfiguration[] = {
-	{ "RuleConfigurationName", "ruleConfigurationName", 111, 1 }, /* RuleConfigurationName */
-	{ "LocalPath", "localPath", 31, 0 }, /* DirectoryPath */
-	{ "S3OutputPath", "s3OutputPath", 116, 0 }, /* S3Uri */
+	{ "RuleConfigurationName", "ruleConfigurationName", 166, 1 }, /* RuleConfigurationName */
+	{ "LocalPath", "localPath", 45, 0 }, /* DirectoryPath */
+	{ "S3OutputPath", "s3OutputPath", 171, 0 }, /* S3Uri */
 	{ "RuleEvaluatorImage", "ruleEvaluatorImage", 2, 1 }, /* AlgorithmImage */
-	{ "InstanceType", "instanceType", 94, 0 }, /* ProcessingInstanceType */
-	{ "VolumeSizeInGB", "volumeSizeInGB", 88, 0 }, /* OptionalVolumeSizeInGB */
-	{ "RuleParameters", "ruleParameters", 112, 0 }, /* RuleParameters */
+	{ "InstanceType", "instanceType", 147, 0 }, /* ProcessingInstanceType */
+	{ "VolumeSizeInGB", "volumeSizeInGB", 135, 0 }, /* OptionalVolumeSizeInGB */
+	{ "RuleParameters", "ruleParameters", 167, 0 }, /* RuleParameters */
 };
 
 static const char *const enum_RecordWrapper[] = {
@@ -492,26 +741,32 @@ static const unsigned short enum_sorted_RecordWrapper[] = {
 };
 
 static const struct api__member members_RemoteDebugConfig[] = {
-	{ "EnableRemoteDebug", "enableRemoteDebug", 34, 0 }, /* EnableRemoteDebug */
+	{ "EnableRemoteDebug", "enableRemoteDebug", 48, 0 }, /* EnableRemoteDebug */
 };
 
 static const struct api__member members_RemoteDebugConfigForUpdate[] = {
-	{ "EnableRemoteDebug", "enableRemoteDebug", 34, 0 }, /* EnableRemoteDebug */
+	{ "EnableRemoteDebug", "enableRemoteDebug", 48, 0 }, /* EnableRemoteDebug */
 };
 
 static const struct api__member members_ResourceConfig[] = {
-	{ "InstanceType", "instanceType", 152, 0 }, /* TrainingInstanceType */
-	{ "InstanceCount", "instanceCount", 151, 0 }, /* TrainingInstanceCount */
-	{ "VolumeSizeInGB", "volumeSizeInGB", 164, 0 }, /* VolumeSizeInGB */
-	{ "VolumeKmsKeyId", "volumeKmsKeyId", 62, 0 }, /* KmsKeyId */
-	{ "KeepAlivePeriodInSeconds", "keepAlivePeriodInSeconds", 61, 0 }, /* KeepAlivePeriodInSeconds */
-	{ "InstanceGroups", "instanceGroups", 59, 0 }, /* InstanceGroups */
-	{ "TrainingPlanArn", "trainingPlanArn", 155, 0 }, /* TrainingPlanArn */
-	{ "InstancePlacementConfig", "instancePlacementConfig", 60, 0 }, /* InstancePlacementConfig */
+	{ "InstanceType", "instanceType", 209, 0 }, /* TrainingInstanceType */
+	{ "InstanceCount", "instanceCount", 208, 0 }, /* TrainingInstanceCount */
+	{ "VolumeSizeInGB", "volumeSizeInGB", 224, 0 }, /* VolumeSizeInGB */
+	{ "VolumeKmsKeyId", "volumeKmsKeyId", 104, 0 }, /* KmsKeyId */
+	{ "KeepAlivePeriodInSeconds", "keepAlivePeriodInSeconds", 103, 0 }, /* KeepAlivePeriodInSeconds */
+	{ "InstanceGroups", "instanceGroups", 99, 0 }, /* InstanceGroups */
+	{ "TrainingPlanArn", "trainingPlanArn", 214, 0 }, /* TrainingPlanArn */
+	{ "InstancePlacementConfig", "instancePlacementConfig", 100, 0 }, /* InstancePlacementConfig */
 };
 
 static const struct api__member members_ResourceConfigForUpdate[] = {
-	{ "KeepAlivePeriodInSeconds", "keepAlivePeriodInSeconds", 61, 1 }, /* KeepAlivePeriodInSeconds */
+	{ "KeepAlivePeriodInSeconds", "keepAlivePeriodInSeconds", 103, 1 }, /* KeepAlivePeriodInSeconds */
+};
+
+static const struct api__member members_ResourceLimits[] = {
+	{ "MaxNumberOfTrainingJobs", "maxNumberOfTrainingJobs", 110, 0 }, /* MaxNumberOfTrainingJobs */
+	{ "MaxParallelTrainingJobs", "maxParallelTrainingJobs", 112, 1 }, /* MaxParallelTrainingJobs */
+	{ "MaxRuntimeInSeconds", "maxRuntimeInSeconds", 87, 0 }, /* HyperParameterTuningMaxRuntimeInSeconds */
 };
 
 static const char *const enum_ResourceType[] = {
@@ -541,7 +796,7 @@ static const unsigned short enum_sorted_ResourceType[] = {
 };
 
 static const struct api__member members_RetryStrategy[] = {
-	{ "MaximumRetryAttempts", "maximumRetryAttempts", 70, 1 }, /* MaximumRetryAttempts */
+	{ "MaximumRetryAttempts", "maximumRetryAttempts", 117, 1 }, /* MaximumRetryAttempts */
 };
 
 static const char *const enum_S3DataDistribution[] = {
@@ -554,13 +809,13 @@ static const unsigned short enum_sorted_S3DataDistribution[] = {
 };
 
 static const struct api__member members_S3DataSource[] = {
-	{ "S3DataType", "s3DataType", 115, 1 }, /* S3DataType */
-	{ "S3Uri", "s3Uri", 116, 1 }, /* S3Uri */
-	{ "S3DataDistributionType", "s3DataDistributionType", 113, 0 }, /* S3DataDistribution */
+	{ "S3DataType", "s3DataType", 170, 1 }, /* S3DataType */
+	{ "S3Uri", "s3Uri", 171, 1 }, /* S3Uri */
+	{ "S3DataDistributionType", "s3DataDistributionType", 168, 0 }, /* S3DataDistribution */
 	{ "AttributeNames", "attributeNames", 6, 0 }, /* AttributeNames */
-	{ "InstanceGroupNames", "instanceGroupNames", 58, 0 }, /* InstanceGroupNames */
-	{ "ModelAccessConfig", "modelAccessConfig", 79, 0 }, /* ModelAccessConfig */
-	{ "HubAccessConfig", "hubAccessConfig", 48, 0 }, /* HubAccessConfig */
+	{ "InstanceGroupNames", "instanceGroupNames", 98, 0 }, /* InstanceGroupNames */
+	{ "ModelAccessConfig", "modelAccessConfig", 126, 0 }, /* ModelAccessConfig */
+	{ "HubAccessConfig", "hubAccessConfig", 62, 0 }, /* HubAccessConfig */
 };
 
 static const char *const enum_S3DataType[] = {
@@ -575,21 +830,21 @@ static const unsigned short enum_sorted_S3DataType[] = {
 };
 
 static const struct api__member members_SearchExpression[] = {
-	{ "Filters", "filters", 45, 0 }, /* FilterList */
-	{ "NestedFilters", "nestedFilters", 85, 0 }, /* NestedFiltersList */
-	{ "SubExpressions", "subExpressions", 118, 0 }, /* SearchExpressionList */
-	{ "Operator", "operator", 8, 0 }, /* BooleanOperator */
+	{ "Filters", "filters", 59, 0 }, /* FilterList */
+	{ "NestedFilters", "nestedFilters", 132, 0 }, /* NestedFiltersList */
+	{ "SubExpressions", "subExpressions", 173, 0 }, /* SearchExpressionList */
+	{ "Operator", "operator", 13, 0 }, /* BooleanOperator */
 };
 
 static const struct api__member members_SearchRequest[] = {
-	{ "Resource", "resource", 108, 1 }, /* ResourceType */
-	{ "SearchExpression", "searchExpression", 117, 0 }, /* SearchExpression */
-	{ "SortBy", "sortBy", 107, 0 }, /* ResourcePropertyName */
-	{ "SortOrder", "sortOrder", 120, 0 }, /* SearchSortOrder */
-	{ "NextToken", "nextToken", 86, 0 }, /* NextToken */
-	{ "MaxResults", "maxResults", 67, 0 }, /* MaxResults */
-	{ "CrossAccountFilterOption", "crossAccountFilterOption", 21, 0 }, /* CrossAccountFilterOption */
-	{ "VisibilityConditions", "visibilityConditions", 162, 0 }, /* VisibilityConditionsList */
+	{ "Resource", "resource", 163, 1 }, /* ResourceType */
+	{ "SearchExpression", "searchExpression", 172, 0 }, /* SearchExpression */
+	{ "SortBy", "sortBy", 162, 0 }, /* ResourcePropertyName */
+	{ "SortOrder", "sortOrder", 175, 0 }, /* SearchSortOrder */
+	{ "NextToken", "nextToken", 133, 0 }, /* NextToken */
+	{ "MaxResults", "maxResults", 114, 0 }, /* MaxResults */
+	{ "CrossAccountFilterOption", "crossAccountFilterOption", 33, 0 }, /* CrossAccountFilterOption */
+	{ "VisibilityConditions", "visibilityConditions", 222, 0 }, /* VisibilityConditionsList */
 };
 
 static const char *const enum_SearchSortOrder[] = {
@@ -602,13 +857,13 @@ static const unsigned short enum_sorted_SearchSortOrder[] = {
 };
 
 static const struct api__member members_ServerlessJobConfig[] = {
-	{ "BaseModelArn", "baseModelArn", 123, 1 }, /* ServerlessJobBaseModelArn */
+	{ "BaseModelArn", "baseModelArn", 178, 1 }, /* ServerlessJobBaseModelArn */
 	{ "AcceptEula", "acceptEula", 0, 0 }, /* AcceptEula */
-	{ "JobType", "jobType", 125, 1 }, /* ServerlessJobType */
-	{ "CustomizationTechnique", "customizationTechnique", 22, 0 }, /* CustomizationTechnique */
-	{ "Peft", "peft", 91, 0 }, /* Peft */
-	{ "EvaluationType", "evaluationType", 36, 0 }, /* EvaluationType */
-	{ "EvaluatorArn", "evaluatorArn", 37, 0 }, /* EvaluatorArn */
+	{ "JobType", "jobType", 180, 1 }, /* ServerlessJobType */
+	{ "CustomizationTechnique", "customizationTechnique", 34, 0 }, /* CustomizationTechnique */
+	{ "Peft", "peft", 144, 0 }, /* Peft */
+	{ "EvaluationType", "evaluationType", 50, 0 }, /* EvaluationType */
+	{ "EvaluatorArn", "evaluatorArn", 51, 0 }, /* EvaluatorArn */
 };
 
 static const char *const enum_ServerlessJobType[] = {
@@ -621,11 +876,11 @@ static const unsigned short enum_sorted_ServerlessJobType[] = {
 };
 
 static const struct api__member members_SessionChainingConfig[] = {
-	{ "EnableSessionTagChaining", "enableSessionTagChaining", 35, 0 }, /* EnableSessionTagChaining */
+	{ "EnableSessionTagChaining", "enableSessionTagChaining", 49, 0 }, /* EnableSessionTagChaining */
 };
 
 static const struct api__member members_ShuffleConfig[] = {
-	{ "Seed", "seed", 122, 1 }, /* Seed */
+	{ "Seed", "seed", 177, 1 }, /* Seed */
 };
 
 static const char *const enum_SortBy[] = {
@@ -647,29 +902,33 @@ static const unsigned short enum_sorted_SortOrder[] = {
 	0, 1,
 };
 
+static const struct api__member members_StopHyperParameterTuningJobRequest[] = {
+	{ "HyperParameterTuningJobName", "hyperParameterTuningJobName", 78, 1 }, /* HyperParameterTuningJobName */
+};
+
 static const struct api__member members_StopTrainingJobRequest[] = {
-	{ "TrainingJobName", "trainingJobName", 153, 1 }, /* TrainingJobName */
+	{ "TrainingJobName", "trainingJobName", 211, 1 }, /* TrainingJobName */
 };
 
 static const struct api__member members_StoppingCondition[] = {
-	{ "MaxRuntimeInSeconds", "maxRuntimeInSeconds", 68, 0 }, /* MaxRuntimeInSeconds */
-	{ "MaxWaitTimeInSeconds", "maxWaitTimeInSeconds", 69, 0 }, /* MaxWaitTimeInSeconds */
-	{ "MaxPendingTimeInSeconds", "maxPendingTimeInSeconds", 66, 0 }, /* MaxPendingTimeInSeconds */
+	{ "MaxRuntimeInSeconds", "maxRuntimeInSeconds", 115, 0 }, /* MaxRuntimeInSeconds */
+	{ "MaxWaitTimeInSeconds", "maxWaitTimeInSeconds", 116, 0 }, /* MaxWaitTimeInSeconds */
+	{ "MaxPendingTimeInSeconds", "maxPendingTimeInSeconds", 113, 0 }, /* MaxPendingTimeInSeconds */
 };
 
 static const struct api__member members_Tag[] = {
-	{ "Key", "key", 136, 1 }, /* TagKey */
-	{ "Value", "value", 139, 1 }, /* TagValue */
+	{ "Key", "key", 192, 1 }, /* TagKey */
+	{ "Value", "value", 195, 1 }, /* TagValue */
 };
 
 static const struct api__member members_TensorBoardOutputConfig[] = {
-	{ "LocalPath", "localPath", 31, 0 }, /* DirectoryPath */
-	{ "S3OutputPath", "s3OutputPath", 116, 1 }, /* S3Uri */
+	{ "LocalPath", "localPath", 45, 0 }, /* DirectoryPath */
+	{ "S3OutputPath", "s3OutputPath", 171, 1 }, /* S3Uri */
 };
 
 static const struct api__member members_TrainingImageConfig[] = {
-	{ "TrainingRepositoryAccessMode", "trainingRepositoryAccessMode", 156, 1 }, /* TrainingRepositoryAccessMode */
-	{ "TrainingRepositoryAuthConfig", "trainingRepositoryAuthConfig", 157, 0 }, /* TrainingRepositoryAuthConfig */
+	{ "TrainingRepositoryAccessMode", "trainingRepositoryAccessMode", 215, 1 }, /* TrainingRepositoryAccessMode */
+	{ "TrainingRepositoryAuthConfig", "trainingRepositoryAuthConfig", 216, 0 }, /* TrainingRepositoryAuthConfig */
 };
 
 static const char *const enum_TrainingInputMode[] = {
@@ -848,6 +1107,26 @@ static const unsigned short enum_sorted_TrainingInstanceType[] = {
 	68, 69, 70,
 };
 
+static const char *const enum_TrainingJobEarlyStoppingType[] = {
+	"Off",
+	"Auto",
+	NULL
+};
+static const unsigned short enum_sorted_TrainingJobEarlyStoppingType[] = {
+	1, 0,
+};
+
+static const char *const enum_TrainingJobSortByOptions[] = {
+	"Name",
+	"CreationTime",
+	"Status",
+	"FinalObjectiveMetricValue",
+	NULL
+};
+static const unsigned short enum_sorted_TrainingJobSortByOptions[] = {
+	1, 3, 0, 2,
+};
+
 static const char *const enum_TrainingJobStatus[] = {
 	"InProgress",
 	"Completed",
@@ -871,25 +1150,31 @@ static const unsigned short enum_sorted_TrainingRepositoryAccessMode[] = {
 };
 
 static const struct api__member members_TrainingRepositoryAuthConfig[] = {
-	{ "TrainingRepositoryCredentialsProviderArn", "trainingRepositoryCredentialsProviderArn", 158, 1 }, /* TrainingRepositoryCredentialsProviderArn */
+	{ "TrainingRepositoryCredentialsProviderArn", "trainingRepositoryCredentialsProviderArn", 217, 1 }, /* TrainingRepositoryCredentialsProviderArn */
+};
+
+static const struct api__member members_TuningJobCompletionCriteria[] = {
+	{ "TargetObjectiveMetricValue", "targetObjectiveMetricValue", 196, 0 }, /* TargetObjectiveMetricValue */
+	{ "BestObjectiveNotImproving", "bestObjectiveNotImproving", 11, 0 }, /* BestObjectiveNotImproving */
+	{ "ConvergenceDetected", "convergenceDetected", 30, 0 }, /* ConvergenceDetected */
 };
 
 static const struct api__member members_UpdateTrainingJobRequest[] = {
-	{ "TrainingJobName", "trainingJobName", 153, 1 }, /* TrainingJobName */
-	{ "ProfilerConfig", "profilerConfig", 96, 0 }, /* ProfilerConfigForUpdate */
-	{ "ProfilerRuleConfigurations", "profilerRuleConfigurations", 98, 0 }, /* ProfilerRuleConfigurations */
-	{ "ResourceConfig", "resourceConfig", 106, 0 }, /* ResourceConfigForUpdate */
-	{ "RemoteDebugConfig", "remoteDebugConfig", 103, 0 }, /* RemoteDebugConfigForUpdate */
+	{ "TrainingJobName", "trainingJobName", 211, 1 }, /* TrainingJobName */
+	{ "ProfilerConfig", "profilerConfig", 149, 0 }, /* ProfilerConfigForUpdate */
+	{ "ProfilerRuleConfigurations", "profilerRuleConfigurations", 151, 0 }, /* ProfilerRuleConfigurations */
+	{ "ResourceConfig", "resourceConfig", 160, 0 }, /* ResourceConfigForUpdate */
+	{ "RemoteDebugConfig", "remoteDebugConfig", 157, 0 }, /* RemoteDebugConfigForUpdate */
 };
 
 static const struct api__member members_VisibilityConditions[] = {
-	{ "Key", "key", 161, 0 }, /* VisibilityConditionsKey */
-	{ "Value", "value", 163, 0 }, /* VisibilityConditionsValue */
+	{ "Key", "key", 221, 0 }, /* VisibilityConditionsKey */
+	{ "Value", "value", 223, 0 }, /* VisibilityConditionsValue */
 };
 
 static const struct api__member members_VpcConfig[] = {
-	{ "SecurityGroupIds", "securityGroupIds", 166, 1 }, /* VpcSecurityGroupIds */
-	{ "Subnets", "subnets", 134, 1 }, /* Subnets */
+	{ "SecurityGroupIds", "securityGroupIds", 226, 1 }, /* VpcSecurityGroupIds */
+	{ "Subnets", "subnets", 190, 1 }, /* Subnets */
 };
 
 static const char *const enum_WarmPoolResourceStatus[] = {
@@ -911,25 +1196,27 @@ const struct api__pattern api__patterns[] = {
 	/* 4 */ { "^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,119}", NULL },
 	/* 5 */ { "(fs-[0-9a-f]{8,})", NULL },
 	/* 6 */ { "(arn:[a-z0-9-\\.]{1,63}:sagemaker:\\w+(?:-\\w+)+:(\\d{12}|aws):hub-content\\/)[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}\\/DataSet\\/[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63}(\\/\\d{1,4}.\\d{1,4}.\\d{1,4})?", NULL },
-	/* 7 */ { "[a-zA-Z0-9:/_-]*", NULL },
-	/* 8 */ { "arn:aws[a-z\\-]*:sagemaker:[a-z0-9\\-]*:[0-9]{12}:mlflow-[a-zA-Z-]*/.*", NULL },
-	/* 9 */ { "arn:aws[a-z\\-]*:sagemaker:[a-z0-9\\-]{9,16}:[0-9]{12}:model-package/[\\S]{1,2048}", NULL },
-	/* 10 */ { "arn:aws[a-z\\-]*:sagemaker:[a-z0-9\\-]{9,16}:[0-9]{12}:model-package-group/[\\S]{1,2048}", NULL },
-	/* 11 */ { "[a-zA-Z0-9\\-]+", NULL },
-	/* 12 */ { "arn:aws[a-z-]*:sagemaker:[a-z0-9-]*:[0-9]{12}:.+", NULL },
-	/* 13 */ { "^arn:aws[a-z\\-]*:iam::\\d{12}:role/?[a-zA-Z_0-9+=,.@\\-_/]+$", NULL },
-	/* 14 */ { "^(https|s3|file)://([^/]*)/?(.*)$", NULL },
-	/* 15 */ { "[-0-9a-zA-Z]+", NULL },
-	/* 16 */ { "(arn:[a-z0-9-\\.]{1,63}:sagemaker:\\w+(?:-\\w+)+:(\\d{12}|aws):hub-content\\/)[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}\\/Model\\/[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63}(\\/\\d{1,4}.\\d{1,4}.\\d{1,4})?", NULL },
-	/* 17 */ { "^([\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]*)$", NULL },
-	/* 18 */ { "[a-zA-Z_][a-zA-Z0-9_]*", NULL },
-	/* 19 */ { "[\\S\\s]*", NULL },
-	/* 20 */ { "^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", NULL },
-	/* 21 */ { "arn:aws[a-z\\-]*:sagemaker:[a-z0-9\\-]*:[0-9]{12}:training-plan/.*", NULL },
-	/* 22 */ { "arn:[\\p{Alnum}\\-]+:lambda:[\\p{Alnum}\\-]+:[0-9]{12}:function:.*", "arn:[a-zA-Z0-9\\-]+:lambda:[a-zA-Z0-9\\-]+:[0-9]{12}:function:.*" },
-	/* 23 */ { "([\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]*)", NULL },
+	/* 7 */ { "^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63}", NULL },
+	/* 8 */ { "[a-zA-Z_][a-zA-Z0-9_]*", NULL },
+	/* 9 */ { "[\\S\\s]*", NULL },
+	/* 10 */ { "^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,31}", NULL },
+	/* 11 */ { "[a-zA-Z0-9:/_-]*", NULL },
+	/* 12 */ { "arn:aws[a-z\\-]*:sagemaker:[a-z0-9\\-]*:[0-9]{12}:mlflow-[a-zA-Z-]*/.*", NULL },
+	/* 13 */ { "arn:aws[a-z\\-]*:sagemaker:[a-z0-9\\-]{9,16}:[0-9]{12}:model-package/[\\S]{1,2048}", NULL },
+	/* 14 */ { "arn:aws[a-z\\-]*:sagemaker:[a-z0-9\\-]{9,16}:[0-9]{12}:model-package-group/[\\S]{1,2048}", NULL },
+	/* 15 */ { "[a-zA-Z0-9\\-]+", NULL },
+	/* 16 */ { "arn:aws[a-z-]*:sagemaker:[a-z0-9-]*:[0-9]{12}:.+", NULL },
+	/* 17 */ { "^arn:aws[a-z\\-]*:iam::\\d{12}:role/?[a-zA-Z_0-9+=,.@\\-_/]+$", NULL },
+	/* 18 */ { "^(https|s3|file)://([^/]*)/?(.*)$", NULL },
+	/* 19 */ { "[-0-9a-zA-Z]+", NULL },
+	/* 20 */ { "(arn:[a-z0-9-\\.]{1,63}:sagemaker:\\w+(?:-\\w+)+:(\\d{12}|aws):hub-content\\/)[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}\\/Model\\/[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63}(\\/\\d{1,4}.\\d{1,4}.\\d{1,4})?", NULL },
+	/* 21 */ { "^([\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]*)$", NULL },
+	/* 22 */ { "^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", NULL },
+	/* 23 */ { "arn:aws[a-z\\-]*:sagemaker:[a-z0-9\\-]*:[0-9]{12}:training-plan/.*", NULL },
+	/* 24 */ { "arn:[\\p{Alnum}\\-]+:lambda:[\\p{Alnum}\\-]+:[0-9]{12}:function:.*", "arn:[a-zA-Z0-9\\-]+:lambda:[a-zA-Z0-9\\-]+:[0-9]{12}:function:.*" },
+	/* 25 */ { "([\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]*)", NULL },
 };
-const size_t api__npatterns = 24;
+const size_t api__npatterns = 26;
 
 const struct api__shape api__shapes[] = {
 	[0] = {
@@ -1001,6 +1288,57 @@ const struct api__shape api__shapes[] = {
 		.value = -1,
 	},
 	[7] = {
+		.name = "AutoParameter",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 2,
+		.members = members_AutoParameter,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[8] = {
+		.name = "AutoParameters",
+		.kind = API__LIST,
+		.has_min = 1, .min = 0LL,
+		.has_max = 1, .max = 100LL,
+		.pattern = -1,
+		.member = 7 /* AutoParameter */,
+		.key = -1,
+		.value = -1,
+	},
+	[9] = {
+		.name = "Autotune",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 1,
+		.members = members_Autotune,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[10] = {
+		.name = "AutotuneMode",
+		.kind = API__STRING,
+		.pattern = -1,
+		.nenums = 1,
+		.enums = enum_AutotuneMode,
+		.enum_sorted = enum_sorted_AutotuneMode,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[11] = {
+		.name = "BestObjectiveNotImproving",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 1,
+		.members = members_BestObjectiveNotImproving,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[12] = {
 		.name = "Boolean",
 		.kind = API__BOOLEAN,
 		.pattern = -1,
@@ -1008,7 +1346,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[8] = {
+	[13] = {
 		.name = "BooleanOperator",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -1019,7 +1357,27 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[9] = {
+	[14] = {
+		.name = "CategoricalParameterRange",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 2,
+		.members = members_CategoricalParameterRange,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[15] = {
+		.name = "CategoricalParameterRanges",
+		.kind = API__LIST,
+		.has_min = 1, .min = 0LL,
+		.has_max = 1, .max = 30LL,
+		.pattern = -1,
+		.member = 14 /* CategoricalParameterRange */,
+		.key = -1,
+		.value = -1,
+	},
+	[16] = {
 		.name = "Channel",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1029,7 +1387,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[10] = {
+	[17] = {
 		.name = "ChannelName",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -1039,7 +1397,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[11] = {
+	[18] = {
 		.name = "CheckpointConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1049,7 +1407,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[12] = {
+	[19] = {
 		.name = "CollectionConfiguration",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1059,17 +1417,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[13] = {
+	[20] = {
 		.name = "CollectionConfigurations",
 		.kind = API__LIST,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 20LL,
 		.pattern = -1,
-		.member = 12 /* CollectionConfiguration */,
+		.member = 19 /* CollectionConfiguration */,
 		.key = -1,
 		.value = -1,
 	},
-	[14] = {
+	[21] = {
 		.name = "CollectionName",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -1079,17 +1437,28 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[15] = {
+	[22] = {
 		.name = "CollectionParameters",
 		.kind = API__MAP,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 20LL,
 		.pattern = -1,
 		.member = -1,
-		.key = 17 /* ConfigKey */,
-		.value = 18 /* ConfigValue */,
+		.key = 25 /* ConfigKey */,
+		.value = 26 /* ConfigValue */,
 	},
-	[16] = {
+	[23] = {
+		.name = "CompleteOnConvergence",
+		.kind = API__STRING,
+		.pattern = -1,
+		.nenums = 2,
+		.enums = enum_CompleteOnConvergence,
+		.enum_sorted = enum_sorted_CompleteOnConvergence,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[24] = {
 		.name = "CompressionType",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -1100,7 +1469,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[17] = {
+	[25] = {
 		.name = "ConfigKey",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -1110,7 +1479,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[18] = {
+	[26] = {
 		.name = "ConfigValue",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -1120,7 +1489,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[19] = {
+	[27] = {
 		.name = "ContentType",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -1130,7 +1499,47 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[20] = {
+	[28] = {
+		.name = "ContinuousParameterRange",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 4,
+		.members = members_ContinuousParameterRange,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[29] = {
+		.name = "ContinuousParameterRanges",
+		.kind = API__LIST,
+		.has_min = 1, .min = 0LL,
+		.has_max = 1, .max = 30LL,
+		.pattern = -1,
+		.member = 28 /* ContinuousParameterRange */,
+		.key = -1,
+		.value = -1,
+	},
+	[30] = {
+		.name = "ConvergenceDetected",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 1,
+		.members = members_ConvergenceDetected,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[31] = {
+		.name = "CreateHyperParameterTuningJobRequest",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 7,
+		.members = members_CreateHyperParameterTuningJobRequest,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[32] = {
 		.name = "CreateTrainingJobRequest",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1140,7 +1549,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[21] = {
+	[33] = {
 		.name = "CrossAccountFilterOption",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -1151,7 +1560,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[22] = {
+	[34] = {
 		.name = "CustomizationTechnique",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -1162,7 +1571,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[23] = {
+	[35] = {
 		.name = "DataSource",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1172,7 +1581,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[24] = {
+	[36] = {
 		.name = "DatasetSource",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1182,7 +1591,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[25] = {
+	[37] = {
 		.name = "DebugHookConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1192,7 +1601,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[26] = {
+	[38] = {
 		.name = "DebugRuleConfiguration",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1202,17 +1611,27 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[27] = {
+	[39] = {
 		.name = "DebugRuleConfigurations",
 		.kind = API__LIST,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 20LL,
 		.pattern = -1,
-		.member = 26 /* DebugRuleConfiguration */,
+		.member = 38 /* DebugRuleConfiguration */,
 		.key = -1,
 		.value = -1,
 	},
-	[28] = {
+	[40] = {
+		.name = "DeleteHyperParameterTuningJobRequest",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 1,
+		.members = members_DeleteHyperParameterTuningJobRequest,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[41] = {
 		.name = "DeleteTagsInput",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1222,7 +1641,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[29] = {
+	[42] = {
 		.name = "DeleteTrainingJobRequest",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1232,7 +1651,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[30] = {
+	[43] = {
+		.name = "DescribeHyperParameterTuningJobRequest",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 1,
+		.members = members_DescribeHyperParameterTuningJobRequest,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[44] = {
 		.name = "DescribeTrainingJobRequest",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1242,7 +1671,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[31] = {
+	[45] = {
 		.name = "DirectoryPath",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -1252,7 +1681,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[32] = {
+	[46] = {
 		.name = "DisableProfiler",
 		.kind = API__BOOLEAN,
 		.pattern = -1,
@@ -1260,7 +1689,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[33] = {
+	[47] = {
 		.name = "EnableInfraCheck",
 		.kind = API__BOOLEAN,
 		.pattern = -1,
@@ -1268,7 +1697,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[34] = {
+	[48] = {
 		.name = "EnableRemoteDebug",
 		.kind = API__BOOLEAN,
 		.pattern = -1,
@@ -1276,7 +1705,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[35] = {
+	[49] = {
 		.name = "EnableSessionTagChaining",
 		.kind = API__BOOLEAN,
 		.pattern = -1,
@@ -1284,7 +1713,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[36] = {
+	[50] = {
 		.name = "EvaluationType",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -1295,7 +1724,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[37] = {
+	[51] = {
 		.name = "EvaluatorArn",
 		.kind = API__STRING,
 		.pattern = 0,
@@ -1303,7 +1732,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[38] = {
+	[52] = {
 		.name = "ExperimentConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1313,7 +1742,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[39] = {
+	[53] = {
 		.name = "ExperimentEntityName",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -1323,7 +1752,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[40] = {
+	[54] = {
 		.name = "FileSystemAccessMode",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -1334,7 +1763,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[41] = {
+	[55] = {
 		.name = "FileSystemDataSource",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1344,7 +1773,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[42] = {
+	[56] = {
 		.name = "FileSystemId",
 		.kind = API__STRING,
 		.has_min = 1, .min = 11LL,
@@ -1354,7 +1783,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[43] = {
+	[57] = {
 		.name = "FileSystemType",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -1365,7 +1794,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[44] = {
+	[58] = {
 		.name = "Filter",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1375,17 +1804,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[45] = {
+	[59] = {
 		.name = "FilterList",
 		.kind = API__LIST,
 		.has_min = 1, .min = 1LL,
 		.has_max = 1, .max = 20LL,
 		.pattern = -1,
-		.member = 44 /* Filter */,
+		.member = 58 /* Filter */,
 		.key = -1,
 		.value = -1,
 	},
-	[46] = {
+	[60] = {
 		.name = "FilterValue",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -1395,17 +1824,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[47] = {
+	[61] = {
 		.name = "HookParameters",
 		.kind = API__MAP,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 20LL,
 		.pattern = -1,
 		.member = -1,
-		.key = 17 /* ConfigKey */,
-		.value = 18 /* ConfigValue */,
+		.key = 25 /* ConfigKey */,
+		.value = 26 /* ConfigValue */,
 	},
-	[48] = {
+	[62] = {
 		.name = "HubAccessConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1415,7 +1844,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[49] = {
+	[63] = {
 		.name = "HubContentArn",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -1425,7 +1854,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[50] = {
+	[64] = {
 		.name = "HubDataSetArn",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -1435,7 +1864,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[51] = {
+	[65] = {
+		.name = "HyperParameterAlgorithmSpecification",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 4,
+		.members = members_HyperParameterAlgorithmSpecification,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[66] = {
 		.name = "HyperParameterKey",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -1445,7 +1884,234 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[52] = {
+	[67] = {
+		.name = "HyperParameterScalingType",
+		.kind = API__STRING,
+		.pattern = -1,
+		.nenums = 4,
+		.enums = enum_HyperParameterScalingType,
+		.enum_sorted = enum_sorted_HyperParameterScalingType,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[68] = {
+		.name = "HyperParameterTrainingJobDefinition",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 18,
+		.members = members_HyperParameterTrainingJobDefinition,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[69] = {
+		.name = "HyperParameterTrainingJobDefinitionName",
+		.kind = API__STRING,
+		.has_min = 1, .min = 1LL,
+		.has_max = 1, .max = 64LL,
+		.pattern = 7,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[70] = {
+		.name = "HyperParameterTrainingJobDefinitions",
+		.kind = API__LIST,
+		.has_min = 1, .min = 1LL,
+		.has_max = 1, .max = 10LL,
+		.pattern = -1,
+		.member = 68 /* HyperParameterTrainingJobDefinition */,
+		.key = -1,
+		.value = -1,
+	},
+	[71] = {
+		.name = "HyperParameterTrainingJobEnvironmentKey",
+		.kind = API__STRING,
+		.has_min = 1, .min = 0LL,
+		.has_max = 1, .max = 512LL,
+		.pattern = 8,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[72] = {
+		.name = "HyperParameterTrainingJobEnvironmentMap",
+		.kind = API__MAP,
+		.has_min = 1, .min = 0LL,
+		.has_max = 1, .max = 48LL,
+		.pattern = -1,
+		.member = -1,
+		.key = 71 /* HyperParameterTrainingJobEnvironmentKey */,
+		.value = 73 /* HyperParameterTrainingJobEnvironmentValue */,
+	},
+	[73] = {
+		.name = "HyperParameterTrainingJobEnvironmentValue",
+		.kind = API__STRING,
+		.has_min = 1, .min = 0LL,
+		.has_max = 1, .max = 512LL,
+		.pattern = 9,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[74] = {
+		.name = "HyperParameterTuningAllocationStrategy",
+		.kind = API__STRING,
+		.pattern = -1,
+		.nenums = 1,
+		.enums = enum_HyperParameterTuningAllocationStrategy,
+		.enum_sorted = enum_sorted_HyperParameterTuningAllocationStrategy,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[75] = {
+		.name = "HyperParameterTuningInstanceConfig",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 3,
+		.members = members_HyperParameterTuningInstanceConfig,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[76] = {
+		.name = "HyperParameterTuningInstanceConfigs",
+		.kind = API__LIST,
+		.has_min = 1, .min = 1LL,
+		.has_max = 1, .max = 6LL,
+		.pattern = -1,
+		.member = 75 /* HyperParameterTuningInstanceConfig */,
+		.key = -1,
+		.value = -1,
+	},
+	[77] = {
+		.name = "HyperParameterTuningJobConfig",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 8,
+		.members = members_HyperParameterTuningJobConfig,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[78] = {
+		.name = "HyperParameterTuningJobName",
+		.kind = API__STRING,
+		.has_min = 1, .min = 1LL,
+		.has_max = 1, .max = 32LL,
+		.pattern = 10,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[79] = {
+		.name = "HyperParameterTuningJobObjective",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 2,
+		.members = members_HyperParameterTuningJobObjective,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[80] = {
+		.name = "HyperParameterTuningJobObjectiveType",
+		.kind = API__STRING,
+		.pattern = -1,
+		.nenums = 2,
+		.enums = enum_HyperParameterTuningJobObjectiveType,
+		.enum_sorted = enum_sorted_HyperParameterTuningJobObjectiveType,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[81] = {
+		.name = "HyperParameterTuningJobSortByOptions",
+		.kind = API__STRING,
+		.pattern = -1,
+		.nenums = 3,
+		.enums = enum_HyperParameterTuningJobSortByOptions,
+		.enum_sorted = enum_sorted_HyperParameterTuningJobSortByOptions,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[82] = {
+		.name = "HyperParameterTuningJobStatus",
+		.kind = API__STRING,
+		.pattern = -1,
+		.nenums = 7,
+		.enums = enum_HyperParameterTuningJobStatus,
+		.enum_sorted = enum_sorted_HyperParameterTuningJobStatus,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[83] = {
+		.name = "HyperParameterTuningJobStrategyConfig",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 1,
+		.members = members_HyperParameterTuningJobStrategyConfig,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[84] = {
+		.name = "HyperParameterTuningJobStrategyType",
+		.kind = API__STRING,
+		.pattern = -1,
+		.nenums = 4,
+		.enums = enum_HyperParameterTuningJobStrategyType,
+		.enum_sorted = enum_sorted_HyperParameterTuningJobStrategyType,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[85] = {
+		.name = "HyperParameterTuningJobWarmStartConfig",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 2,
+		.members = members_HyperParameterTuningJobWarmStartConfig,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[86] = {
+		.name = "HyperParameterTuningJobWarmStartType",
+		.kind = API__STRING,
+		.pattern = -1,
+		.nenums = 2,
+		.enums = enum_HyperParameterTuningJobWarmStartType,
+		.enum_sorted = enum_sorted_HyperParameterTuningJobWarmStartType,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[87] = {
+		.name = "HyperParameterTuningMaxRuntimeInSeconds",
+		.kind = API__INTEGER,
+		.has_min = 1, .min = 120LL,
+		.has_max = 1, .max = 15768000LL,
+		.pattern = -1,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[88] = {
+		.name = "HyperParameterTuningResourceConfig",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 6,
+		.members = members_HyperParameterTuningResourceConfig,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[89] = {
 		.name = "HyperParameterValue",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -1455,17 +2121,45 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[53] = {
+	[90] = {
 		.name = "HyperParameters",
 		.kind = API__MAP,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 100LL,
 		.pattern = -1,
 		.member = -1,
-		.key = 51 /* HyperParameterKey */,
-		.value = 52 /* HyperParameterValue */,
+		.key = 66 /* HyperParameterKey */,
+		.value = 89 /* HyperParameterValue */,
 	},
-	[54] = {
+	[91] = {
+		.name = "HyperbandStrategyConfig",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 2,
+		.members = members_HyperbandStrategyConfig,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[92] = {
+		.name = "HyperbandStrategyMaxResource",
+		.kind = API__INTEGER,
+		.has_min = 1, .min = 1LL,
+		.pattern = -1,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[93] = {
+		.name = "HyperbandStrategyMinResource",
+		.kind = API__INTEGER,
+		.has_min = 1, .min = 1LL,
+		.pattern = -1,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[94] = {
 		.name = "InfraCheckConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1475,17 +2169,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[55] = {
+	[95] = {
 		.name = "InputDataConfig",
 		.kind = API__LIST,
 		.has_min = 1, .min = 1LL,
 		.has_max = 1, .max = 20LL,
 		.pattern = -1,
-		.member = 9 /* Channel */,
+		.member = 16 /* Channel */,
 		.key = -1,
 		.value = -1,
 	},
-	[56] = {
+	[96] = {
 		.name = "InstanceGroup",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1495,7 +2189,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[57] = {
+	[97] = {
 		.name = "InstanceGroupName",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -1505,27 +2199,27 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[58] = {
+	[98] = {
 		.name = "InstanceGroupNames",
 		.kind = API__LIST,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 5LL,
 		.pattern = -1,
-		.member = 57 /* InstanceGroupName */,
+		.member = 97 /* InstanceGroupName */,
 		.key = -1,
 		.value = -1,
 	},
-	[59] = {
+	[99] = {
 		.name = "InstanceGroups",
 		.kind = API__LIST,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 5LL,
 		.pattern = -1,
-		.member = 56 /* InstanceGroup */,
+		.member = 96 /* InstanceGroup */,
 		.key = -1,
 		.value = -1,
 	},
-	[60] = {
+	[100] = {
 		.name = "InstancePlacementConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1535,7 +2229,27 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[61] = {
+	[101] = {
+		.name = "IntegerParameterRange",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 4,
+		.members = members_IntegerParameterRange,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[102] = {
+		.name = "IntegerParameterRanges",
+		.kind = API__LIST,
+		.has_min = 1, .min = 0LL,
+		.has_max = 1, .max = 30LL,
+		.pattern = -1,
+		.member = 101 /* IntegerParameterRange */,
+		.key = -1,
+		.value = -1,
+	},
+	[103] = {
 		.name = "KeepAlivePeriodInSeconds",
 		.kind = API__INTEGER,
 		.has_min = 1, .min = 0LL,
@@ -1545,17 +2259,27 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[62] = {
+	[104] = {
 		.name = "KmsKeyId",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 2048LL,
-		.pattern = 7,
+		.pattern = 11,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[63] = {
+	[105] = {
+		.name = "ListHyperParameterTuningJobsRequest",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 10,
+		.members = members_ListHyperParameterTuningJobsRequest,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[106] = {
 		.name = "ListTagsInput",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1565,7 +2289,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[64] = {
+	[107] = {
 		.name = "ListTagsMaxResults",
 		.kind = API__INTEGER,
 		.has_min = 1, .min = 50LL,
@@ -1574,7 +2298,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[65] = {
+	[108] = {
+		.name = "ListTrainingJobsForHyperParameterTuningJobRequest",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 6,
+		.members = members_ListTrainingJobsForHyperParameterTuningJobRequest,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[109] = {
 		.name = "ListTrainingJobsRequest",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1584,7 +2318,34 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[66] = {
+	[110] = {
+		.name = "MaxNumberOfTrainingJobs",
+		.kind = API__INTEGER,
+		.has_min = 1, .min = 1LL,
+		.pattern = -1,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[111] = {
+		.name = "MaxNumberOfTrainingJobsNotImproving",
+		.kind = API__INTEGER,
+		.has_min = 1, .min = 3LL,
+		.pattern = -1,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[112] = {
+		.name = "MaxParallelTrainingJobs",
+		.kind = API__INTEGER,
+		.has_min = 1, .min = 1LL,
+		.pattern = -1,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[113] = {
 		.name = "MaxPendingTimeInSeconds",
 		.kind = API__INTEGER,
 		.has_min = 1, .min = 7200LL,
@@ -1594,7 +2355,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[67] = {
+	[114] = {
 		.name = "MaxResults",
 		.kind = API__INTEGER,
 		.has_min = 1, .min = 1LL,
@@ -1604,7 +2365,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[68] = {
+	[115] = {
 		.name = "MaxRuntimeInSeconds",
 		.kind = API__INTEGER,
 		.has_min = 1, .min = 1LL,
@@ -1613,7 +2374,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[69] = {
+	[116] = {
 		.name = "MaxWaitTimeInSeconds",
 		.kind = API__INTEGER,
 		.has_min = 1, .min = 1LL,
@@ -1622,7 +2383,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[70] = {
+	[117] = {
 		.name = "MaximumRetryAttempts",
 		.kind = API__INTEGER,
 		.has_min = 1, .min = 1LL,
@@ -1632,7 +2393,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[71] = {
+	[118] = {
 		.name = "MetricDefinition",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1642,17 +2403,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[72] = {
+	[119] = {
 		.name = "MetricDefinitionList",
 		.kind = API__LIST,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 40LL,
 		.pattern = -1,
-		.member = 71 /* MetricDefinition */,
+		.member = 118 /* MetricDefinition */,
 		.key = -1,
 		.value = -1,
 	},
-	[73] = {
+	[120] = {
 		.name = "MetricName",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -1662,7 +2423,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[74] = {
+	[121] = {
 		.name = "MetricRegex",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -1672,17 +2433,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[75] = {
+	[122] = {
 		.name = "MlFlowResourceArn",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 2048LL,
-		.pattern = 8,
+		.pattern = 12,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[76] = {
+	[123] = {
 		.name = "MlflowConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1692,7 +2453,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[77] = {
+	[124] = {
 		.name = "MlflowExperimentName",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -1702,7 +2463,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[78] = {
+	[125] = {
 		.name = "MlflowRunName",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -1712,7 +2473,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[79] = {
+	[126] = {
 		.name = "ModelAccessConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1722,17 +2483,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[80] = {
+	[127] = {
 		.name = "ModelPackageArn",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
 		.has_max = 1, .max = 2048LL,
-		.pattern = 9,
+		.pattern = 13,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[81] = {
+	[128] = {
 		.name = "ModelPackageConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1742,27 +2503,27 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[82] = {
+	[129] = {
 		.name = "ModelPackageGroupArn",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
 		.has_max = 1, .max = 2048LL,
-		.pattern = 10,
+		.pattern = 14,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[83] = {
+	[130] = {
 		.name = "NameContains",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 63LL,
-		.pattern = 11,
+		.pattern = 15,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[84] = {
+	[131] = {
 		.name = "NestedFilters",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1772,17 +2533,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[85] = {
+	[132] = {
 		.name = "NestedFiltersList",
 		.kind = API__LIST,
 		.has_min = 1, .min = 1LL,
 		.has_max = 1, .max = 20LL,
 		.pattern = -1,
-		.member = 84 /* NestedFilters */,
+		.member = 131 /* NestedFilters */,
 		.key = -1,
 		.value = -1,
 	},
-	[86] = {
+	[133] = {
 		.name = "NextToken",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -1792,7 +2553,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[87] = {
+	[134] = {
 		.name = "Operator",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -1803,7 +2564,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[88] = {
+	[135] = {
 		.name = "OptionalVolumeSizeInGB",
 		.kind = API__INTEGER,
 		.has_min = 1, .min = 0LL,
@@ -1812,7 +2573,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[89] = {
+	[136] = {
 		.name = "OutputCompressionType",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -1823,7 +2584,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[90] = {
+	[137] = {
 		.name = "OutputDataConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1833,7 +2594,67 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[91] = {
+	[138] = {
+		.name = "ParameterKey",
+		.kind = API__STRING,
+		.has_min = 1, .min = 0LL,
+		.has_max = 1, .max = 256LL,
+		.pattern = 0,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[139] = {
+		.name = "ParameterRanges",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 4,
+		.members = members_ParameterRanges,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[140] = {
+		.name = "ParameterValue",
+		.kind = API__STRING,
+		.has_min = 1, .min = 0LL,
+		.has_max = 1, .max = 256LL,
+		.pattern = 0,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[141] = {
+		.name = "ParameterValues",
+		.kind = API__LIST,
+		.has_min = 1, .min = 1LL,
+		.has_max = 1, .max = 30LL,
+		.pattern = -1,
+		.member = 140 /* ParameterValue */,
+		.key = -1,
+		.value = -1,
+	},
+	[142] = {
+		.name = "ParentHyperParameterTuningJob",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 1,
+		.members = members_ParentHyperParameterTuningJob,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[143] = {
+		.name = "ParentHyperParameterTuningJobs",
+		.kind = API__LIST,
+		.has_min = 1, .min = 1LL,
+		.has_max = 1, .max = 5LL,
+		.pattern = -1,
+		.member = 142 /* ParentHyperParameterTuningJob */,
+		.key = -1,
+		.value = -1,
+	},
+	[144] = {
 		.name = "Peft",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -1844,7 +2665,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[92] = {
+	[145] = {
 		.name = "PlacementSpecification",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1854,17 +2675,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[93] = {
+	[146] = {
 		.name = "PlacementSpecifications",
 		.kind = API__LIST,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 10LL,
 		.pattern = -1,
-		.member = 92 /* PlacementSpecification */,
+		.member = 145 /* PlacementSpecification */,
 		.key = -1,
 		.value = -1,
 	},
-	[94] = {
+	[147] = {
 		.name = "ProcessingInstanceType",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -1875,7 +2696,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[95] = {
+	[148] = {
 		.name = "ProfilerConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1885,7 +2706,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[96] = {
+	[149] = {
 		.name = "ProfilerConfigForUpdate",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1895,7 +2716,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[97] = {
+	[150] = {
 		.name = "ProfilerRuleConfiguration",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1905,17 +2726,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[98] = {
+	[151] = {
 		.name = "ProfilerRuleConfigurations",
 		.kind = API__LIST,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 20LL,
 		.pattern = -1,
-		.member = 97 /* ProfilerRuleConfiguration */,
+		.member = 150 /* ProfilerRuleConfiguration */,
 		.key = -1,
 		.value = -1,
 	},
-	[99] = {
+	[152] = {
 		.name = "ProfilingIntervalInMilliseconds",
 		.kind = API__LONG,
 		.pattern = -1,
@@ -1923,17 +2744,26 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[100] = {
+	[153] = {
 		.name = "ProfilingParameters",
 		.kind = API__MAP,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 20LL,
 		.pattern = -1,
 		.member = -1,
-		.key = 17 /* ConfigKey */,
-		.value = 18 /* ConfigValue */,
+		.key = 25 /* ConfigKey */,
+		.value = 26 /* ConfigValue */,
 	},
-	[101] = {
+	[154] = {
+		.name = "RandomSeed",
+		.kind = API__INTEGER,
+		.has_min = 1, .min = 0LL,
+		.pattern = -1,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[155] = {
 		.name = "RecordWrapper",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -1944,7 +2774,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[102] = {
+	[156] = {
 		.name = "RemoteDebugConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1954,7 +2784,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[103] = {
+	[157] = {
 		.name = "RemoteDebugConfigForUpdate",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1964,17 +2794,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[104] = {
+	[158] = {
 		.name = "ResourceArn",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 256LL,
-		.pattern = 12,
+		.pattern = 16,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[105] = {
+	[159] = {
 		.name = "ResourceConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1984,7 +2814,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[106] = {
+	[160] = {
 		.name = "ResourceConfigForUpdate",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -1994,7 +2824,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[107] = {
+	[161] = {
+		.name = "ResourceLimits",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 3,
+		.members = members_ResourceLimits,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[162] = {
 		.name = "ResourcePropertyName",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -2004,7 +2844,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[108] = {
+	[163] = {
 		.name = "ResourceType",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -2015,7 +2855,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[109] = {
+	[164] = {
 		.name = "RetryStrategy",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -2025,17 +2865,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[110] = {
+	[165] = {
 		.name = "RoleArn",
 		.kind = API__STRING,
 		.has_min = 1, .min = 20LL,
 		.has_max = 1, .max = 2048LL,
-		.pattern = 13,
+		.pattern = 17,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[111] = {
+	[166] = {
 		.name = "RuleConfigurationName",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
@@ -2045,17 +2885,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[112] = {
+	[167] = {
 		.name = "RuleParameters",
 		.kind = API__MAP,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 100LL,
 		.pattern = -1,
 		.member = -1,
-		.key = 17 /* ConfigKey */,
-		.value = 18 /* ConfigValue */,
+		.key = 25 /* ConfigKey */,
+		.value = 26 /* ConfigValue */,
 	},
-	[113] = {
+	[168] = {
 		.name = "S3DataDistribution",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -2066,7 +2906,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[114] = {
+	[169] = {
 		.name = "S3DataSource",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -2076,7 +2916,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[115] = {
+	[170] = {
 		.name = "S3DataType",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -2087,17 +2927,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[116] = {
+	[171] = {
 		.name = "S3Uri",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 1024LL,
-		.pattern = 14,
+		.pattern = 18,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[117] = {
+	[172] = {
 		.name = "SearchExpression",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -2107,17 +2947,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[118] = {
+	[173] = {
 		.name = "SearchExpressionList",
 		.kind = API__LIST,
 		.has_min = 1, .min = 1LL,
 		.has_max = 1, .max = 20LL,
 		.pattern = -1,
-		.member = 117 /* SearchExpression */,
+		.member = 172 /* SearchExpression */,
 		.key = -1,
 		.value = -1,
 	},
-	[119] = {
+	[174] = {
 		.name = "SearchRequest",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -2127,7 +2967,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[120] = {
+	[175] = {
 		.name = "SearchSortOrder",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -2138,17 +2978,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[121] = {
+	[176] = {
 		.name = "SecurityGroupId",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 32LL,
-		.pattern = 15,
+		.pattern = 19,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[122] = {
+	[177] = {
 		.name = "Seed",
 		.kind = API__LONG,
 		.pattern = -1,
@@ -2156,17 +2996,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[123] = {
+	[178] = {
 		.name = "ServerlessJobBaseModelArn",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
 		.has_max = 1, .max = 2048LL,
-		.pattern = 16,
+		.pattern = 20,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[124] = {
+	[179] = {
 		.name = "ServerlessJobConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -2176,7 +3016,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[125] = {
+	[180] = {
 		.name = "ServerlessJobType",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -2187,7 +3027,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[126] = {
+	[181] = {
 		.name = "SessionChainingConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -2197,7 +3037,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[127] = {
+	[182] = {
 		.name = "ShuffleConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -2207,7 +3047,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[128] = {
+	[183] = {
 		.name = "SortBy",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -2218,7 +3058,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[129] = {
+	[184] = {
 		.name = "SortOrder",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -2229,7 +3069,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[130] = {
+	[185] = {
+		.name = "StopHyperParameterTuningJobRequest",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 1,
+		.members = members_StopHyperParameterTuningJobRequest,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[186] = {
 		.name = "StopTrainingJobRequest",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -2239,7 +3089,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[131] = {
+	[187] = {
 		.name = "StoppingCondition",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -2249,7 +3099,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[132] = {
+	[188] = {
 		.name = "String256",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -2259,27 +3109,27 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[133] = {
+	[189] = {
 		.name = "SubnetId",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 32LL,
-		.pattern = 15,
+		.pattern = 19,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[134] = {
+	[190] = {
 		.name = "Subnets",
 		.kind = API__LIST,
 		.has_min = 1, .min = 1LL,
 		.has_max = 1, .max = 16LL,
 		.pattern = -1,
-		.member = 133 /* SubnetId */,
+		.member = 189 /* SubnetId */,
 		.key = -1,
 		.value = -1,
 	},
-	[135] = {
+	[191] = {
 		.name = "Tag",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -2289,47 +3139,55 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[136] = {
+	[192] = {
 		.name = "TagKey",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
 		.has_max = 1, .max = 128LL,
-		.pattern = 17,
+		.pattern = 21,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[137] = {
+	[193] = {
 		.name = "TagKeyList",
 		.kind = API__LIST,
 		.has_min = 1, .min = 1LL,
 		.has_max = 1, .max = 50LL,
 		.pattern = -1,
-		.member = 136 /* TagKey */,
+		.member = 192 /* TagKey */,
 		.key = -1,
 		.value = -1,
 	},
-	[138] = {
+	[194] = {
 		.name = "TagList",
 		.kind = API__LIST,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 50LL,
 		.pattern = -1,
-		.member = 135 /* Tag */,
+		.member = 191 /* Tag */,
 		.key = -1,
 		.value = -1,
 	},
-	[139] = {
+	[195] = {
 		.name = "TagValue",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 256LL,
-		.pattern = 17,
+		.pattern = 21,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[140] = {
+	[196] = {
+		.name = "TargetObjectiveMetricValue",
+		.kind = API__FLOAT,
+		.pattern = -1,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[197] = {
 		.name = "TensorBoardOutputConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -2339,7 +3197,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[141] = {
+	[198] = {
 		.name = "Timestamp",
 		.kind = API__TIMESTAMP,
 		.pattern = -1,
@@ -2347,7 +3205,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[142] = {
+	[199] = {
 		.name = "TrainingContainerArgument",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -2357,27 +3215,27 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[143] = {
+	[200] = {
 		.name = "TrainingContainerArguments",
 		.kind = API__LIST,
 		.has_min = 1, .min = 1LL,
 		.has_max = 1, .max = 100LL,
 		.pattern = -1,
-		.member = 142 /* TrainingContainerArgument */,
+		.member = 199 /* TrainingContainerArgument */,
 		.key = -1,
 		.value = -1,
 	},
-	[144] = {
+	[201] = {
 		.name = "TrainingContainerEntrypoint",
 		.kind = API__LIST,
 		.has_min = 1, .min = 1LL,
 		.has_max = 1, .max = 100LL,
 		.pattern = -1,
-		.member = 145 /* TrainingContainerEntrypointString */,
+		.member = 202 /* TrainingContainerEntrypointString */,
 		.key = -1,
 		.value = -1,
 	},
-	[145] = {
+	[202] = {
 		.name = "TrainingContainerEntrypointString",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
@@ -2387,37 +3245,37 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[146] = {
+	[203] = {
 		.name = "TrainingEnvironmentKey",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 512LL,
-		.pattern = 18,
+		.pattern = 8,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[147] = {
+	[204] = {
 		.name = "TrainingEnvironmentMap",
 		.kind = API__MAP,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 100LL,
 		.pattern = -1,
 		.member = -1,
-		.key = 146 /* TrainingEnvironmentKey */,
-		.value = 148 /* TrainingEnvironmentValue */,
+		.key = 203 /* TrainingEnvironmentKey */,
+		.value = 205 /* TrainingEnvironmentValue */,
 	},
-	[148] = {
+	[205] = {
 		.name = "TrainingEnvironmentValue",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 512LL,
-		.pattern = 19,
+		.pattern = 9,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[149] = {
+	[206] = {
 		.name = "TrainingImageConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -2427,7 +3285,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[150] = {
+	[207] = {
 		.name = "TrainingInputMode",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -2438,7 +3296,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[151] = {
+	[208] = {
 		.name = "TrainingInstanceCount",
 		.kind = API__INTEGER,
 		.has_min = 1, .min = 0LL,
@@ -2447,7 +3305,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[152] = {
+	[209] = {
 		.name = "TrainingInstanceType",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -2458,17 +3316,39 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[153] = {
-		.name = "TrainingJobName",
+	[210] = {
+		.name = "TrainingJobEarlyStoppingType",
 		.kind = API__STRING,
-		.has_min = 1, .min = 1LL,
-		.has_max = 1, .max = 63LL,
-		.pattern = 20,
+		.pattern = -1,
+		.nenums = 2,
+		.enums = enum_TrainingJobEarlyStoppingType,
+		.enum_sorted = enum_sorted_TrainingJobEarlyStoppingType,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[154] = {
+	[211] = {
+		.name = "TrainingJobName",
+		.kind = API__STRING,
+		.has_min = 1, .min = 1LL,
+		.has_max = 1, .max = 63LL,
+		.pattern = 22,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[212] = {
+		.name = "TrainingJobSortByOptions",
+		.kind = API__STRING,
+		.pattern = -1,
+		.nenums = 4,
+		.enums = enum_TrainingJobSortByOptions,
+		.enum_sorted = enum_sorted_TrainingJobSortByOptions,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[213] = {
 		.name = "TrainingJobStatus",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -2479,17 +3359,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[155] = {
+	[214] = {
 		.name = "TrainingPlanArn",
 		.kind = API__STRING,
 		.has_min = 1, .min = 50LL,
 		.has_max = 1, .max = 2048LL,
-		.pattern = 21,
+		.pattern = 23,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[156] = {
+	[215] = {
 		.name = "TrainingRepositoryAccessMode",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -2500,7 +3380,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[157] = {
+	[216] = {
 		.name = "TrainingRepositoryAuthConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -2510,17 +3390,27 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[158] = {
+	[217] = {
 		.name = "TrainingRepositoryCredentialsProviderArn",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
 		.has_max = 1, .max = 2048LL,
-		.pattern = 22,
+		.pattern = 24,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[159] = {
+	[218] = {
+		.name = "TuningJobCompletionCriteria",
+		.kind = API__STRUCTURE,
+		.pattern = -1,
+		.nmembers = 3,
+		.members = members_TuningJobCompletionCriteria,
+		.member = -1,
+		.key = -1,
+		.value = -1,
+	},
+	[219] = {
 		.name = "UpdateTrainingJobRequest",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -2530,7 +3420,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[160] = {
+	[220] = {
 		.name = "VisibilityConditions",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -2540,37 +3430,37 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[161] = {
+	[221] = {
 		.name = "VisibilityConditionsKey",
 		.kind = API__STRING,
 		.has_min = 1, .min = 1LL,
 		.has_max = 1, .max = 128LL,
-		.pattern = 23,
+		.pattern = 25,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[162] = {
+	[222] = {
 		.name = "VisibilityConditionsList",
 		.kind = API__LIST,
 		.has_min = 1, .min = 1LL,
 		.has_max = 1, .max = 5LL,
 		.pattern = -1,
-		.member = 160 /* VisibilityConditions */,
+		.member = 220 /* VisibilityConditions */,
 		.key = -1,
 		.value = -1,
 	},
-	[163] = {
+	[223] = {
 		.name = "VisibilityConditionsValue",
 		.kind = API__STRING,
 		.has_min = 1, .min = 0LL,
 		.has_max = 1, .max = 256LL,
-		.pattern = 23,
+		.pattern = 25,
 		.member = -1,
 		.key = -1,
 		.value = -1,
 	},
-	[164] = {
+	[224] = {
 		.name = "VolumeSizeInGB",
 		.kind = API__INTEGER,
 		.has_min = 1, .min = 1LL,
@@ -2579,7 +3469,7 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[165] = {
+	[225] = {
 		.name = "VpcConfig",
 		.kind = API__STRUCTURE,
 		.pattern = -1,
@@ -2589,17 +3479,17 @@ const struct api__shape api__shapes[] = {
 		.key = -1,
 		.value = -1,
 	},
-	[166] = {
+	[226] = {
 		.name = "VpcSecurityGroupIds",
 		.kind = API__LIST,
 		.has_min = 1, .min = 1LL,
 		.has_max = 1, .max = 5LL,
 		.pattern = -1,
-		.member = 121 /* SecurityGroupId */,
+		.member = 176 /* SecurityGroupId */,
 		.key = -1,
 		.value = -1,
 	},
-	[167] = {
+	[227] = {
 		.name = "WarmPoolResourceStatus",
 		.kind = API__STRING,
 		.pattern = -1,
@@ -2611,9 +3501,9 @@ const struct api__shape api__shapes[] = {
 		.value = -1,
 	},
 };
-const size_t api__nshapes = 168;
+const size_t api__nshapes = 228;
 
 /* clang-format on */
 
 /* Longest chain of nested shapes below an operation's input. */
-const int api__max_depth = 7;
+const int api__max_depth = 9;

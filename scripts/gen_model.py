@@ -59,6 +59,12 @@ OPERATIONS = [
     "ListTags",
     "DeleteTags",
     "Search",
+    "CreateHyperParameterTuningJob",
+    "DescribeHyperParameterTuningJob",
+    "ListHyperParameterTuningJobs",
+    "StopHyperParameterTuningJob",
+    "DeleteHyperParameterTuningJob",  # M26 only
+    "ListTrainingJobsForHyperParameterTuningJob",
 ]
 
 # Required although M26 relaxed them (ServerlessJobConfig needs neither):
