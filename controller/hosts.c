@@ -10,6 +10,7 @@
 #include "controller/ctrl.h"
 #include "api/hosts_json.h"
 #include "controller/hosts.h"
+#include "controller/tuning.h"
 #include "controller/rendezvous.h"
 #include "controller/ops.h"
 #include "db/run.h"
@@ -224,6 +225,7 @@ void ctrl_jobs_changed(struct ctrl_ctx *ctx)
 {
 	pthread_mutex_lock(&ctx->hosts_lock);
 	ctx->job_version++;
+	ctrl_tuning_note_change();
 	ctrl_waiters_resume(ctx, &ctx->job_waiters);
 	/* A follower of a job's log learns of its end at once too. */
 	ctrl_waiters_resume(ctx, &ctx->log_waiters);

@@ -12,6 +12,7 @@
 #include "api/job_spec.h"
 #include "api/requests.h"
 #include "api/sigv4.h"
+#include "api/tuning.h"
 #include "controller/ctrl.h"
 #include "controller/files.h"
 #include "controller/hosts.h"
@@ -20,6 +21,7 @@
 #include "controller/placement.h"
 #include "controller/search.h"
 #include "controller/tags.h"
+#include "controller/tuning.h"
 #include "controller/update.h"
 #include "controller/warmpool.h"
 #include "controller/ops.h"
@@ -301,37 +303,57 @@ static int check_capacity(struct ctrl_ctx *ctx, const struct api_job_spec *spec,
 	return ret;
 }
 
-void ctrl_op_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
-		    const char *body, size_t len, struct ctrl_response *resp)
+/* Parses and checks a CreateTrainingJob body as who may send it. */
+static int parse_checked(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+			 const char *body, size_t len,
+			 struct api_job_spec *spec, struct buf *err)
 {
-	struct api_job_spec spec;
-	struct db_job job;
-	struct buf err = BUF_INIT;
-	struct buf out = BUF_INIT;
-	struct buf first = BUF_INIT;
-	struct db_tag *tags = NULL;
-	struct buf wkey = BUF_INIT;
-	int ret;
+	int ret = api_job_spec_parse(body, len, spec, err);
 
-	memset(&job, 0, sizeof(job));
-	ret = api_job_spec_parse(body, len, &spec, &err);
-	if (ret) {
-		ctrl_reply_err_code(resp, ret, err.data);
-		goto out;
-	}
-	ret = check_uris(ctx, who, &spec, &err);
+	if (ret)
+		return ret;
+	ret = check_uris(ctx, who, spec, err);
 	if (!ret) {
 		struct api_distribution dist;
 
-		ret = api_distribution_parse(&spec, &dist, &err);
+		ret = api_distribution_parse(spec, &dist, err);
 		api_distribution_release(&dist);
 	}
 	if (!ret)
-		ret = check_capacity(ctx, &spec, &err);
-	if (ret) {
-		ctrl_reply_err_code(resp, ret, err.data);
-		goto out;
-	}
+		ret = check_capacity(ctx, spec, err);
+	if (ret)
+		api_job_spec_release(spec);
+	return ret;
+}
+
+int ctrl_job_check(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		   const char *body, size_t len, struct buf *err)
+{
+	struct api_job_spec spec;
+	int ret = parse_checked(ctx, who, body, len, &spec, err);
+
+	if (!ret)
+		api_job_spec_release(&spec);
+	return ret;
+}
+
+int ctrl_job_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		    const char *body, size_t len, const char *tuning_arn,
+		    char **arn_out, struct buf *err)
+{
+	struct api_job_spec spec;
+	struct db_job job;
+	struct buf first = BUF_INIT;
+	struct db_tag *tags = NULL;
+	struct buf wkey = BUF_INIT;
+	char *request = NULL;
+	int ret;
+
+	*arn_out = NULL;
+	memset(&job, 0, sizeof(job));
+	ret = parse_checked(ctx, who, body, len, &spec, err);
+	if (ret)
+		return ret;
 	job.name = spec.name;
 	job.spec_json = (char *)body;
 	job.arn = ctrl_job_arn(ctx, spec.name);
@@ -339,6 +361,15 @@ void ctrl_op_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	job.secondary_status =
 		(char *)ctrl_job_state_secondary(CTRL_JOB_STARTING);
 	job.request_json = spec.request_json;
+	if (tuning_arn) {
+		ret = api_request_add_string(spec.request_json, "TuningJobArn",
+					     tuning_arn, &request);
+		if (ret) {
+			(void)buf_adds(err, "cannot record the tuning job");
+			goto out;
+		}
+		job.request_json = request;
+	}
 	job.instance_type = spec.instance_type;
 	job.instance_count = spec.instance_count;
 	job.creation_ms = time_now_ms();
@@ -376,37 +407,62 @@ void ctrl_op_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	} else {
 		(void)buf_adds(&first, "Starting the training job");
 	}
-	ret = db_job_insert(ctx->db, &job, first.data, &err);
-	if (ret == ERR_CONFLICT) {
-		buf_reset(&err);
-		(void)buf_addf(&err,
-			       "Training job names must be unique within "
-			       "an AWS account and region, and a training job "
-			       "with this name already exists (%s)",
-			       job.arn);
-		ctrl_reply_err(resp, CTRL_E_IN_USE, err.data);
+	ret = db_job_insert(ctx->db, &job, first.data, err);
+	if (ret)
 		goto out;
-	}
-	if (ret) {
-		ctrl_reply_err_code(resp, ret, err.data);
-		goto out;
-	}
 	ctrl_jobs_changed(ctx);
 	log_info("job '%s' created (%s x%d)", spec.name,
 		 spec.instance_type ? spec.instance_type : "groups",
 		 spec.instance_count);
 	ctrl_reconciler_wake_job(ctx, spec.name);
-	if (api_create_response(job.arn, &out))
-		BUG("create response too big");
-	ctrl_reply_json(resp, &out);
+	*arn_out = job.arn;
+	job.arn = NULL;
 out:
 	free(job.arn);
 	free(tags);
+	free(request);
 	buf_release(&wkey);
 	api_job_spec_release(&spec);
+	buf_release(&first);
+	return ret;
+}
+
+void ctrl_op_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		    const char *body, size_t len, struct ctrl_response *resp)
+{
+	struct buf err = BUF_INIT;
+	struct buf out = BUF_INIT;
+	char *arn = NULL;
+	int ret = ctrl_job_create(ctx, who, body, len, NULL, &arn, &err);
+
+	if (ret == ERR_CONFLICT) {
+		char *name = NULL;
+		struct buf e2 = BUF_INIT;
+
+		(void)api_name_request_parse("CreateTrainingJobRequest", body,
+					     len, &name, &e2);
+		char *job_arn = name ? ctrl_job_arn(ctx, name) : NULL;
+
+		buf_reset(&err);
+		(void)buf_addf(&err,
+			       "Training job names must be unique within "
+			       "an AWS account and region, and a training job "
+			       "with this name already exists (%s)",
+			       job_arn ? job_arn : "");
+		free(job_arn);
+		free(name);
+		buf_release(&e2);
+		ctrl_reply_err(resp, CTRL_E_IN_USE, err.data);
+	} else if (ret) {
+		ctrl_reply_err_code(resp, ret, err.data);
+	} else {
+		if (api_create_response(arn, &out))
+			BUG("create response too big");
+		ctrl_reply_json(resp, &out);
+	}
+	free(arn);
 	buf_release(&err);
 	buf_release(&out);
-	buf_release(&first);
 }
 
 /* Moves the strings of a db_job into an api_job_record (no copies). */
@@ -688,49 +744,59 @@ static int current_state(struct ctrl_ctx *ctx, const char *name,
 	return ret ? ERR_INTERNAL : 0;
 }
 
-void ctrl_job_stop(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
-		   const char *name, struct ctrl_response *resp)
+int ctrl_job_stop_with(struct ctrl_ctx *ctx, const char *name,
+		       const char *message, struct buf *err)
 {
-	struct buf err = BUF_INIT;
 	enum ctrl_job_state state;
 	char *status = NULL;
-	int ret;
+	int ret = 0;
 	int tries;
 
-	ret = ctrl_caller_check_job(ctx, who, name, &err);
 	/* A state may change between reading it and writing; retry then. */
 	for (tries = 0; !ret && tries < 5; tries++) {
 		free(status);
 		status = NULL;
-		ret = current_state(ctx, name, &state, &status, &err);
+		ret = current_state(ctx, name, &state, &status, err);
 		if (ret)
 			break;
 		if (strcmp(status, "InProgress")) {
-			buf_reset(&err);
-			(void)buf_addf(&err,
+			buf_reset(err);
+			(void)buf_addf(err,
 				       "The request was rejected because "
 				       "the training job is in status %s.",
 				       status);
 			ret = ERR_INVALID;
 			break;
 		}
-		buf_reset(&err);
+		buf_reset(err);
 		ret = ctrl_job_transition(ctx, name, state, CTRL_JOB_STOPPING,
-					  "Stopping the training job", NULL,
-					  &err);
+					  message, NULL, err);
 		if (ret != ERR_CONFLICT)
 			break;
 		ret = 0;
 		if (tries == 4)
 			ret = ERR_CONFLICT;
 	}
-	if (ret) {
-		ctrl_reply_err_code(resp, ret, err.data);
-	} else {
+	if (!ret)
 		ctrl_reconciler_wake_job(ctx, name);
-		reply_empty(resp);
-	}
 	free(status);
+	return ret;
+}
+
+void ctrl_job_stop(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		   const char *name, struct ctrl_response *resp)
+{
+	struct buf err = BUF_INIT;
+	int ret;
+
+	ret = ctrl_caller_check_job(ctx, who, name, &err);
+	if (!ret)
+		ret = ctrl_job_stop_with(ctx, name, "Stopping the training job",
+					 &err);
+	if (ret)
+		ctrl_reply_err_code(resp, ret, err.data);
+	else
+		reply_empty(resp);
 	buf_release(&err);
 }
 
@@ -819,6 +885,14 @@ static const struct {
 	{ "SageMaker.DeleteTags", ctrl_op_delete_tags },
 	{ "SageMaker.Search", ctrl_op_search },
 	{ "SageMaker.UpdateTrainingJob", ctrl_op_update },
+	{ "SageMaker.CreateHyperParameterTuningJob", ctrl_op_tuning_create },
+	{ "SageMaker.DescribeHyperParameterTuningJob",
+	  ctrl_op_tuning_describe },
+	{ "SageMaker.ListHyperParameterTuningJobs", ctrl_op_tuning_list },
+	{ "SageMaker.StopHyperParameterTuningJob", ctrl_op_tuning_stop },
+	{ "SageMaker.DeleteHyperParameterTuningJob", ctrl_op_tuning_delete },
+	{ "SageMaker.ListTrainingJobsForHyperParameterTuningJob",
+	  ctrl_op_tuning_children },
 };
 
 ctrl_op_fn ctrl_op_lookup(const char *target)

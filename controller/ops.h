@@ -122,6 +122,25 @@ void ctrl_job_delete(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		     const char *name, struct ctrl_response *resp);
 
 /*
+ * Creates a training job from a CreateTrainingJob body as who; with
+ * tuning_arn it is a training job of that tuning job (TuningJobArn in its
+ * Describe). *arn_out is its ARN (caller frees). Returns 0 or an ERR_*
+ * code with err saying why (ERR_CONFLICT: the name is taken).
+ * ctrl_job_check() runs the same checks and creates nothing.
+ */
+int ctrl_job_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		    const char *body, size_t len, const char *tuning_arn,
+		    char **arn_out, struct buf *err);
+/*
+ * Stops an InProgress job, with message as the Stopping transition's.
+ * Returns 0, ERR_INVALID (not InProgress), ERR_NOTFOUND or ERR_DB.
+ */
+int ctrl_job_stop_with(struct ctrl_ctx *ctx, const char *name,
+		       const char *message, struct buf *err);
+int ctrl_job_check(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		   const char *body, size_t len, struct buf *err);
+
+/*
  * Appends the DescribeTrainingJob answer of job name, as who may see it,
  * to out. Returns 0, ERR_NOTFOUND, ERR_AUTH or ERR_INTERNAL (err says
  * why).

@@ -10,6 +10,7 @@
 #include "controller/jobrun.h"
 #include "controller/local_cluster.h"
 #include "controller/provision.h"
+#include "controller/tuning.h"
 #include "db/db.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -44,6 +45,7 @@ static void reconcile(struct ctrl_ctx *ctx, char **names, size_t n, int full)
 	ctrl_local_tick(ctx);
 	ctrl_provision_tick(ctx);
 	ctrl_jobs_reconcile(ctx, names, n, full);
+	ctrl_tuning_tick(ctx);
 }
 
 static void free_names(char **names, size_t n)

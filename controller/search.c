@@ -47,8 +47,8 @@ static int tags_json(struct ctrl_ctx *ctx, const char *name, struct buf *out,
 	int more;
 	int ret;
 
-	ret = db_tags_list(ctx->db, name, NULL, CTRL_MAX_TAGS, &tags, &n,
-			   &more, err);
+	ret = db_tags_list(ctx->db, DB_TAGS_JOB, name, NULL, CTRL_MAX_TAGS,
+			   &tags, &n, &more, err);
 	if (ret)
 		return ret;
 	kv = xcalloc(n ? n : 1, sizeof(*kv));

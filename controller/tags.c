@@ -6,19 +6,22 @@
 #include "api/tags.h"
 #include "controller/ctrl.h"
 #include "controller/tags.h"
+#include "controller/tuning.h"
 #include "db/db.h"
 #include "common/err.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
 /*
- * The training job an ARN names, checked to be this controller's and one
- * who may see. Returns 0 with *name pointing into arn, or an error code
- * with err set.
+ * The training job or tuning job an ARN names, checked to be this
+ * controller's and one who may see. Returns 0 with *name pointing into
+ * arn and *kind set, or an error code with err set.
  */
 static int job_of_arn(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
-		      const char *arn, const char **name, struct buf *err)
+		      const char *arn, const char **name,
+		      enum db_tag_kind *kind, struct buf *err)
 {
+	static const char tuning[] = "hyper-parameter-tuning-job";
 	const char *type;
 	size_t type_len;
 	int ret;
@@ -27,14 +30,21 @@ static int job_of_arn(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 			    &type_len, name, err);
 	if (ret)
 		return ret;
-	if (type_len != 12 || strncmp(type, "training-job", 12)) {
+	if (type_len == sizeof(tuning) - 1 &&
+	    !strncmp(type, tuning, type_len)) {
+		*kind = DB_TAGS_TUNING;
+		ret = ctrl_tuning_check(ctx, who, *name, err);
+	} else if (type_len == 12 && !strncmp(type, "training-job", 12)) {
+		*kind = DB_TAGS_JOB;
+		ret = ctrl_caller_check_job(ctx, who, *name, err);
+	} else {
 		(void)buf_addf(err,
 			       "ResourceArn '%.256s': tags are supported on "
-			       "training jobs (training-job/NAME) only",
+			       "training jobs (training-job/NAME) and tuning "
+			       "jobs (hyper-parameter-tuning-job/NAME) only",
 			       arn);
 		return ERR_INVALID;
 	}
-	ret = ctrl_caller_check_job(ctx, who, *name, err);
 	if (ret == ERR_NOTFOUND) {
 		buf_reset(err);
 		(void)buf_addf(err, "Resource '%.256s' does not exist.", arn);
@@ -47,7 +57,8 @@ static int job_of_arn(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 static void with_request(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 			 enum api_tags_op op, const char *body, size_t len,
 			 struct ctrl_response *resp,
-			 int (*fn)(struct ctrl_ctx *ctx, const char *name,
+			 int (*fn)(struct ctrl_ctx *ctx, enum db_tag_kind kind,
+				   const char *name,
 				   struct api_tags_request *req,
 				   struct buf *out, struct buf *err))
 {
@@ -55,13 +66,14 @@ static void with_request(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	struct buf err = BUF_INIT;
 	struct buf out = BUF_INIT;
 	const char *name = NULL;
+	enum db_tag_kind kind = DB_TAGS_JOB;
 	int ret;
 
 	ret = api_tags_request_parse(op, body, len, &req, &err);
 	if (!ret)
-		ret = job_of_arn(ctx, who, req.arn, &name, &err);
+		ret = job_of_arn(ctx, who, req.arn, &name, &kind, &err);
 	if (!ret)
-		ret = fn(ctx, name, &req, &out, &err);
+		ret = fn(ctx, kind, name, &req, &out, &err);
 	if (ret == ERR_NOTFOUND) {
 		/* Deleted between the check and the write. */
 		buf_reset(&err);
@@ -78,9 +90,9 @@ static void with_request(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	buf_release(&out);
 }
 
-static int add_tags(struct ctrl_ctx *ctx, const char *name,
-		    struct api_tags_request *req, struct buf *out,
-		    struct buf *err)
+static int add_tags(struct ctrl_ctx *ctx, enum db_tag_kind kind,
+		    const char *name, struct api_tags_request *req,
+		    struct buf *out, struct buf *err)
 {
 	struct db_tag *tags = xcalloc(req->n_tags ? req->n_tags : 1,
 				      sizeof(*tags));
@@ -91,7 +103,7 @@ static int add_tags(struct ctrl_ctx *ctx, const char *name,
 		tags[i].key = req->tags[i].key;
 		tags[i].value = req->tags[i].value;
 	}
-	ret = db_tags_add(ctx->db, name, tags, req->n_tags, CTRL_MAX_TAGS,
+	ret = db_tags_add(ctx->db, kind, name, tags, req->n_tags, CTRL_MAX_TAGS,
 			  err);
 	free(tags);
 	if (ret == ERR_LIMIT)
@@ -139,9 +151,9 @@ bad:
 	return ERR_INVALID;
 }
 
-static int list_tags(struct ctrl_ctx *ctx, const char *name,
-		     struct api_tags_request *req, struct buf *out,
-		     struct buf *err)
+static int list_tags(struct ctrl_ctx *ctx, enum db_tag_kind kind,
+		     const char *name, struct api_tags_request *req,
+		     struct buf *out, struct buf *err)
 {
 	struct db_tag *tags = NULL;
 	struct api_kv *kv = NULL;
@@ -154,8 +166,9 @@ static int list_tags(struct ctrl_ctx *ctx, const char *name,
 	if (req->next_token)
 		ret = token_key(req->next_token, &after, err);
 	if (!ret)
-		ret = db_tags_list(ctx->db, name, after, (size_t)req->max_results,
-				   &tags, &n, &more, err);
+		ret = db_tags_list(ctx->db, kind, name, after,
+				   (size_t)req->max_results, &tags, &n, &more,
+				   err);
 	if (ret)
 		goto out;
 	kv = xcalloc(n ? n : 1, sizeof(*kv));
@@ -175,11 +188,12 @@ out:
 	return ret;
 }
 
-static int delete_tags(struct ctrl_ctx *ctx, const char *name,
-		       struct api_tags_request *req, struct buf *out,
-		       struct buf *err)
+static int delete_tags(struct ctrl_ctx *ctx, enum db_tag_kind kind,
+		       const char *name, struct api_tags_request *req,
+		       struct buf *out, struct buf *err)
 {
-	int ret = db_tags_delete(ctx->db, name, req->keys, req->n_keys, err);
+	int ret = db_tags_delete(ctx->db, kind, name, req->keys, req->n_keys,
+				 err);
 
 	if (!ret && buf_adds(out, "{}"))
 		ret = ERR_TOOBIG;

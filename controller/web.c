@@ -13,6 +13,7 @@
 #include "api/job_spec.h"
 #include "api/requests.h"
 #include "api/web_json.h"
+#include "controller/tuning.h"
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
 #include "controller/http.h"
@@ -57,7 +58,9 @@ int ctrl_web_owns(struct MHD_Connection *conn, const char *method,
 {
 	return is_page(conn, method, url) || !strcmp(url, "/metrics") ||
 	       !strcmp(url, "/v1/changes") || !strcmp(url, "/v1/ui/jobs") ||
-	       !strncmp(url, "/v1/ui/jobs/", 12);
+	       !strncmp(url, "/v1/ui/jobs/", 12) ||
+	       !strcmp(url, "/v1/ui/tuning-jobs") ||
+	       !strncmp(url, "/v1/ui/tuning-jobs/", 19);
 }
 
 /* --------------------------------------------------------------- auth */
@@ -779,6 +782,33 @@ static enum ctrl_route_result changes(struct ctrl_ctx *ctx,
 	return CTRL_ROUTE_DONE;
 }
 
+/* GET /v1/ui/tuning-jobs[/NAME]: the tuning-job views of the page. */
+static void tuning_view(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+			const char *rest, struct ctrl_response *resp)
+{
+	struct buf err = BUF_INIT;
+	struct buf out = BUF_INIT;
+	int ret;
+
+	if (!*rest) {
+		ret = ctrl_tuning_page_list(ctx, who, &out, &err);
+	} else if (rest[0] != '/' || !rest[1] || strchr(rest + 1, '/') ||
+		   strlen(rest + 1) > 32) {
+		ctrl_reply_err(resp, CTRL_E_NO_SUCH_PATH, "no such resource");
+		return;
+	} else {
+		ret = ctrl_tuning_page_job(ctx, who, rest + 1, &out, &err);
+	}
+	if (ret == ERR_NOTFOUND)
+		ctrl_reply_err(resp, CTRL_E_NOT_FOUND, err.data);
+	else if (ret)
+		ctrl_reply_err_code(resp, ret, err.data);
+	else
+		ctrl_reply_json(resp, &out);
+	buf_release(&err);
+	buf_release(&out);
+}
+
 /* ------------------------------------------------------------- routes */
 
 enum ctrl_route_result
@@ -814,6 +844,10 @@ ctrl_web_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		return changes(ctx, conn, req, resp);
 	if (!strcmp(url, "/v1/ui/jobs")) {
 		jobs_list(ctx, &req->caller, conn, resp);
+		return CTRL_ROUTE_DONE;
+	}
+	if (!strncmp(url, "/v1/ui/tuning-jobs", 18)) {
+		tuning_view(ctx, &req->caller, url + 18, resp);
 		return CTRL_ROUTE_DONE;
 	}
 	rest = url + strlen("/v1/ui/jobs/");

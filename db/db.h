@@ -91,20 +91,23 @@ int db_job_set_request(struct db *db, const char *name,
 		       struct buf *err);
 
 /*
- * Tags of job (by name). db_tags_add() adds or overwrites tags and fails
- * with ERR_LIMIT, changing nothing, when the job would have more than
- * max_total; db_tags_delete() ignores keys the job lacks; db_tags_list()
- * gives at most limit tags in key order after after_key (NULL: from the
- * first), with *more set when there are others. Each returns 0,
- * ERR_NOTFOUND (no such job) or ERR_DB.
+ * Tags of a training job or a tuning job (by name). db_tags_add() adds or
+ * overwrites tags and fails with ERR_LIMIT, changing nothing, when the
+ * resource would have more than max_total; db_tags_delete() ignores keys
+ * it lacks; db_tags_list() gives at most limit tags in key order after
+ * after_key (NULL: from the first), with *more set when there are others.
+ * Each returns 0, ERR_NOTFOUND (no such resource) or ERR_DB.
  */
-int db_tags_add(struct db *db, const char *job, const struct db_tag *tags,
-		size_t n, size_t max_total, struct buf *err);
-int db_tags_delete(struct db *db, const char *job, char *const *keys, size_t n,
-		   struct buf *err);
-int db_tags_list(struct db *db, const char *job, const char *after_key,
-		 size_t limit, struct db_tag **out, size_t *n, int *more,
-		 struct buf *err);
+enum db_tag_kind { DB_TAGS_JOB, DB_TAGS_TUNING };
+
+int db_tags_add(struct db *db, enum db_tag_kind kind, const char *name,
+		const struct db_tag *tags, size_t n, size_t max_total,
+		struct buf *err);
+int db_tags_delete(struct db *db, enum db_tag_kind kind, const char *name,
+		   char *const *keys, size_t n, struct buf *err);
+int db_tags_list(struct db *db, enum db_tag_kind kind, const char *name,
+		 const char *after_key, size_t limit, struct db_tag **out,
+		 size_t *n, int *more, struct buf *err);
 void db_tags_free(struct db_tag *tags, size_t n);
 
 /* Search over jobs (api/search.h has the filter tree). */
@@ -145,7 +148,7 @@ void db_close(struct db *db);
 uint64_t db_write_seq(struct db *db);
 
 /* The schema version this build migrates to. */
-#define DB_SCHEMA_LATEST 10
+#define DB_SCHEMA_LATEST 11
 
 /* The schema version after migrations (PRAGMA user_version). */
 int db_schema_version(struct db *db);

@@ -137,6 +137,42 @@ static const char *const migrations[] = {
 	"WHERE wp_status = 'Available';"
 	"CREATE INDEX jobs_by_warm ON jobs(wp_status, creation_ms, id) "
 	"WHERE wp_status IS NOT NULL;",
+	/* 11: hyperparameter tuning jobs (db/tuning.h): the job, and each
+	 * training job it launched or is about to launch (created 0: the
+	 * row is written before the training job, so that a restart
+	 * creates it once) with its point and objective metric; and the
+	 * tuning jobs' tags. */
+	"CREATE TABLE tuning_jobs ("
+	" name TEXT PRIMARY KEY COLLATE NOCASE,"
+	" arn TEXT NOT NULL,"
+	" uid TEXT NOT NULL,"
+	" owner TEXT NOT NULL DEFAULT '',"
+	" run_as TEXT,"
+	" status TEXT NOT NULL,"
+	" request_json TEXT NOT NULL,"
+	" seed INTEGER NOT NULL,"
+	" failure_reason TEXT,"
+	" creation_ms INTEGER NOT NULL,"
+	" last_modified_ms INTEGER NOT NULL,"
+	" end_ms INTEGER NOT NULL DEFAULT 0,"
+	" convergence_ms INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
+	"CREATE INDEX tuning_by_status ON tuning_jobs(status);"
+	"CREATE TABLE tuning_children ("
+	" tuning TEXT NOT NULL COLLATE NOCASE,"
+	" idx INTEGER NOT NULL,"
+	" job TEXT NOT NULL UNIQUE COLLATE NOCASE,"
+	" def INTEGER NOT NULL,"
+	" point TEXT NOT NULL,"
+	" metric TEXT NOT NULL,"
+	" created INTEGER NOT NULL DEFAULT 0,"
+	" retry_of INTEGER NOT NULL DEFAULT -1,"
+	" early_stop TEXT,"
+	" PRIMARY KEY (tuning, idx)) WITHOUT ROWID;"
+	"CREATE TABLE tuning_tags ("
+	" tuning TEXT NOT NULL COLLATE NOCASE,"
+	" key TEXT NOT NULL,"
+	" value TEXT NOT NULL,"
+	" PRIMARY KEY (tuning, key)) WITHOUT ROWID;",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

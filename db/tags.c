@@ -1,7 +1,9 @@
 /*
- * Tags of training jobs (AddTags, ListTags, DeleteTags, and those given at
- * CreateTrainingJob). They live in job_tags, deleted with their job.
+ * Tags of training jobs and tuning jobs (AddTags, ListTags, DeleteTags,
+ * and those given at create). A training job's live in job_tags, deleted
+ * with their job; a tuning job's in tuning_tags.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,46 +26,87 @@ void db_tags_free(struct db_tag *tags, size_t n)
 	free(tags);
 }
 
-/* The id of job name on conn: 0, ERR_NOTFOUND or ERR_DB. */
-static int job_id(sqlite3 *conn, const char *name, int64_t *id,
-		  struct buf *err)
+/*
+ * Whose tags: a training job's live in job_tags under its id, a tuning
+ * job's in tuning_tags under its name. The SQL below is written once with
+ * the table and key column of each.
+ */
+struct owner {
+	const char *table;
+	const char *col;
+	int64_t id;	  /* job_tags */
+	const char *name; /* tuning_tags */
+};
+
+static void bind_owner(sqlite3_stmt *st, int i, const struct owner *o)
+{
+	if (o->name)
+		db__bind_text(st, i, o->name);
+	else
+		sqlite3_bind_int64(st, i, o->id);
+}
+
+/* Resolves name on conn: 0, ERR_NOTFOUND or ERR_DB. */
+static int owner_of(sqlite3 *conn, enum db_tag_kind kind, const char *name,
+		    struct owner *o, struct buf *err)
 {
 	sqlite3_stmt *st = NULL;
 	int ret = 0;
 	int rc;
 
-	if (sqlite3_prepare_v2(conn, "SELECT id FROM jobs WHERE name = ?1", -1,
-			       &st, NULL) != SQLITE_OK)
-		return db__error(conn, "cannot prepare job lookup", err);
+	memset(o, 0, sizeof(*o));
+	o->table = kind == DB_TAGS_TUNING ? "tuning_tags" : "job_tags";
+	o->col = kind == DB_TAGS_TUNING ? "tuning" : "job_id";
+	if (sqlite3_prepare_v2(
+		    conn,
+		    kind == DB_TAGS_TUNING ?
+			    "SELECT 0 FROM tuning_jobs WHERE name = ?1" :
+			    "SELECT id FROM jobs WHERE name = ?1",
+		    -1, &st, NULL) != SQLITE_OK)
+		return db__error(conn, "cannot prepare tag owner lookup", err);
 	db__bind_text(st, 1, name);
 	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		*id = sqlite3_column_int64(st, 0);
-	else if (rc == SQLITE_DONE)
+	if (rc == SQLITE_ROW) {
+		o->id = sqlite3_column_int64(st, 0);
+		if (kind == DB_TAGS_TUNING)
+			o->name = name;
+	} else if (rc == SQLITE_DONE) {
 		ret = ERR_NOTFOUND;
-	else
-		ret = db__error(conn, "cannot read job", err);
+	} else {
+		ret = db__error(conn, "cannot read tag owner", err);
+	}
 	sqlite3_finalize(st);
 	return ret;
 }
 
-int db__tags_insert(sqlite3 *conn, int64_t id, const struct db_tag *tags,
-		    size_t n, struct buf *err)
+/* Prepares fmt with the owner's table and key column filled in. */
+static int prepare(sqlite3 *conn, const struct owner *o, const char *fmt,
+		   sqlite3_stmt **st, struct buf *err)
+{
+	char sql[256];
+
+	snprintf(sql, sizeof(sql), fmt, o->table, o->col, o->col);
+	if (sqlite3_prepare_v2(conn, sql, -1, st, NULL) != SQLITE_OK)
+		return db__error(conn, "cannot prepare tag statement", err);
+	return 0;
+}
+
+static int insert_owned(sqlite3 *conn, const struct owner *o,
+			const struct db_tag *tags, size_t n, struct buf *err)
 {
 	sqlite3_stmt *st = NULL;
 	size_t i;
-	int ret = 0;
+	int ret;
 
 	if (!n)
 		return 0;
-	if (sqlite3_prepare_v2(conn,
-			       "INSERT INTO job_tags(job_id, key, value) "
-			       "VALUES (?1, ?2, ?3) ON CONFLICT(job_id, key) "
-			       "DO UPDATE SET value = excluded.value",
-			       -1, &st, NULL) != SQLITE_OK)
-		return db__error(conn, "cannot prepare tag insert", err);
+	ret = prepare(conn, o,
+		      "INSERT INTO %s(%s, key, value) VALUES (?1, ?2, ?3) "
+		      "ON CONFLICT(%s, key) DO UPDATE SET value = "
+		      "excluded.value",
+		      &st, err);
 	for (i = 0; i < n && !ret; i++) {
-		sqlite3_bind_int64(st, 1, id);
+		bind_owner(st, 1, o);
 		db__bind_text(st, 2, tags[i].key);
 		db__bind_text(st, 3, tags[i].value);
 		if (sqlite3_step(st) != SQLITE_DONE)
@@ -74,16 +117,24 @@ int db__tags_insert(sqlite3 *conn, int64_t id, const struct db_tag *tags,
 	return ret;
 }
 
-static int count_tags(sqlite3 *conn, int64_t id, size_t *n, struct buf *err)
+int db__tags_insert(sqlite3 *conn, int64_t id, const struct db_tag *tags,
+		    size_t n, struct buf *err)
+{
+	struct owner o = { "job_tags", "job_id", id, NULL };
+
+	return insert_owned(conn, &o, tags, n, err);
+}
+
+static int count_tags(sqlite3 *conn, const struct owner *o, size_t *n,
+		      struct buf *err)
 {
 	sqlite3_stmt *st = NULL;
-	int ret = 0;
+	int ret = prepare(conn, o, "SELECT count(*) FROM %s WHERE %s = ?1", &st,
+			  err);
 
-	if (sqlite3_prepare_v2(conn,
-			       "SELECT count(*) FROM job_tags WHERE job_id = ?1",
-			       -1, &st, NULL) != SQLITE_OK)
-		return db__error(conn, "cannot prepare tag count", err);
-	sqlite3_bind_int64(st, 1, id);
+	if (ret)
+		return ret;
+	bind_owner(st, 1, o);
 	if (sqlite3_step(st) == SQLITE_ROW)
 		*n = (size_t)sqlite3_column_int64(st, 0);
 	else
@@ -92,21 +143,22 @@ static int count_tags(sqlite3 *conn, int64_t id, size_t *n, struct buf *err)
 	return ret;
 }
 
-int db_tags_add(struct db *db, const char *job, const struct db_tag *tags,
-		size_t n, size_t max_total, struct buf *err)
+int db_tags_add(struct db *db, enum db_tag_kind kind, const char *name,
+		const struct db_tag *tags, size_t n, size_t max_total,
+		struct buf *err)
 {
 	sqlite3 *conn = db__writer_begin(db, err);
-	int64_t id = 0;
+	struct owner o;
 	size_t total = 0;
 	int ret;
 
 	if (!conn)
 		return ERR_DB;
-	ret = job_id(conn, job, &id, err);
+	ret = owner_of(conn, kind, name, &o, err);
 	if (!ret)
-		ret = db__tags_insert(conn, id, tags, n, err);
+		ret = insert_owned(conn, &o, tags, n, err);
 	if (!ret)
-		ret = count_tags(conn, id, &total, err);
+		ret = count_tags(conn, &o, &total, err);
 	if (!ret && total > max_total) {
 		(void)buf_addf(err,
 			       "a resource can have at most %zu tags; this "
@@ -119,25 +171,24 @@ int db_tags_add(struct db *db, const char *job, const struct db_tag *tags,
 	return ret;
 }
 
-int db_tags_delete(struct db *db, const char *job, char *const *keys,
-		   size_t n, struct buf *err)
+int db_tags_delete(struct db *db, enum db_tag_kind kind, const char *name,
+		   char *const *keys, size_t n, struct buf *err)
 {
 	sqlite3 *conn = db__writer_begin(db, err);
 	sqlite3_stmt *st = NULL;
-	int64_t id = 0;
+	struct owner o;
 	size_t i;
 	int ret;
 
 	if (!conn)
 		return ERR_DB;
-	ret = job_id(conn, job, &id, err);
-	if (!ret && sqlite3_prepare_v2(conn,
-				       "DELETE FROM job_tags "
-				       "WHERE job_id = ?1 AND key = ?2",
-				       -1, &st, NULL) != SQLITE_OK)
-		ret = db__error(conn, "cannot prepare tag delete", err);
+	ret = owner_of(conn, kind, name, &o, err);
+	if (!ret)
+		ret = prepare(conn, &o,
+			      "DELETE FROM %s WHERE %s = ?1 AND key = ?2", &st,
+			      err);
 	for (i = 0; !ret && i < n; i++) {
-		sqlite3_bind_int64(st, 1, id);
+		bind_owner(st, 1, &o);
 		db__bind_text(st, 2, keys[i]);
 		if (sqlite3_step(st) != SQLITE_DONE)
 			ret = db__error(conn, "cannot delete tag", err);
@@ -149,31 +200,30 @@ int db_tags_delete(struct db *db, const char *job, char *const *keys,
 	return ret;
 }
 
-int db_tags_list(struct db *db, const char *job, const char *after_key,
-		 size_t limit, struct db_tag **out, size_t *n, int *more,
-		 struct buf *err)
+int db_tags_list(struct db *db, enum db_tag_kind kind, const char *name,
+		 const char *after_key, size_t limit, struct db_tag **out,
+		 size_t *n, int *more, struct buf *err)
 {
 	void *handle;
 	sqlite3 *conn = db__reader_acquire(db, &handle);
 	sqlite3_stmt *st = NULL;
 	struct db_tag *tags = NULL;
 	size_t cap = 0, got = 0;
-	int64_t id = 0;
+	struct owner o;
 	int ret;
 	int rc = SQLITE_DONE;
 
 	*out = NULL;
 	*n = 0;
 	*more = 0;
-	ret = job_id(conn, job, &id, err);
-	if (!ret && sqlite3_prepare_v2(conn,
-				       "SELECT key, value FROM job_tags "
-				       "WHERE job_id = ?1 AND key > ?2 "
-				       "ORDER BY key LIMIT ?3",
-				       -1, &st, NULL) != SQLITE_OK)
-		ret = db__error(conn, "cannot prepare tag list", err);
+	ret = owner_of(conn, kind, name, &o, err);
+	if (!ret)
+		ret = prepare(conn, &o,
+			      "SELECT key, value FROM %s WHERE %s = ?1 AND "
+			      "key > ?2 ORDER BY key LIMIT ?3",
+			      &st, err);
 	if (!ret) {
-		sqlite3_bind_int64(st, 1, id);
+		bind_owner(st, 1, &o);
 		db__bind_text(st, 2, after_key ? after_key : "");
 		sqlite3_bind_int64(st, 3, (sqlite3_int64)limit + 1);
 		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
