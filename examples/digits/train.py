@@ -35,6 +35,8 @@ def parse_args():
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--hidden", type=int, default=64, help="hidden units; 0 = softmax regression")
     p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--activation", choices=sorted(ACTIVATIONS), default="relu",
+                   help="the hidden layer's activation")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--test-fraction", type=float, default=0.2)
     p.add_argument("--shard", type=str2bool, default=True)
@@ -74,9 +76,18 @@ def init(rng, n_in, hidden, n_out):
     return {"W2": np.zeros((n_in, n_out)), "b2": np.zeros(n_out)}
 
 
+# Each activation with its derivative, written in terms of its output h.
+ACTIVATIONS = {
+    "relu": (lambda a: np.maximum(0.0, a), lambda h: (h > 0).astype(h.dtype)),
+    "tanh": (np.tanh, lambda h: 1.0 - h * h),
+    "sigmoid": (lambda a: 1.0 / (1.0 + np.exp(-a)), lambda h: h * (1.0 - h)),
+}
+ACT = "relu"
+
+
 def forward(params, x):
     if "W1" in params:
-        h = np.maximum(0.0, x @ params["W1"] + params["b1"])
+        h = ACTIVATIONS[ACT][0](x @ params["W1"] + params["b1"])
     else:
         h = x
     z = h @ params["W2"] + params["b2"]
@@ -95,7 +106,7 @@ def loss_and_grads(params, x, y):
     d /= n
     g = {"W2": h.T @ d, "b2": d.sum(axis=0)}
     if "W1" in params:
-        dh = (d @ params["W2"].T) * (h > 0)
+        dh = (d @ params["W2"].T) * ACTIVATIONS[ACT][1](h)
         g["W1"] = x.T @ dh
         g["b1"] = dh.sum(axis=0)
     return loss, g
@@ -108,6 +119,8 @@ def accuracy(params, x, y):
 def main():
     t0 = time.time()
     args = parse_args()
+    global ACT
+    ACT = args.activation
     hosts = json.loads(args.hosts)
     host = args.current_host
     rank, world = hosts.index(host), len(hosts)
