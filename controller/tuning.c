@@ -16,6 +16,7 @@
  */
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1295,6 +1296,21 @@ static int budget(const struct tjob *j)
 	return j->spec.max_jobs;
 }
 
+/*
+ * A test hook for a crash between two writes: with
+ * TRAINCTLD_CRASH_POINT=tuning-row:N in the environment, the controller
+ * kills itself (SIGKILL) right after recording its Nth training job of a
+ * tuning job, before creating it (tests/integration/test_tuning.py).
+ */
+static void crash_point(void)
+{
+	static int passes;
+	const char *v = getenv("TRAINCTLD_CRASH_POINT");
+
+	if (v && !strncmp(v, "tuning-row:", 11) && ++passes == atoi(v + 11))
+		(void)raise(SIGKILL);
+}
+
 static int launch(struct ctrl_ctx *ctx, struct tjob *j, struct buf *err)
 {
 	struct db_tuning_child c;
@@ -1359,8 +1375,10 @@ static int launch(struct ctrl_ctx *ctx, struct tjob *j, struct buf *err)
 	c.def = def;
 	c.metric = d->metric;
 	ret = db_tuning_child_add(ctx->db, j->t.name, &c, err);
-	if (!ret)
+	if (!ret) {
+		crash_point();
 		ret = create_kid(ctx, j, &c, err);
+	}
 	if (!ret)
 		log_info("tuning job '%s': training job '%s' launched%s",
 			 j->t.name, c.job, retry >= 0 ? " (a retry)" : "");
@@ -1602,6 +1620,7 @@ static void step(struct ctrl_ctx *ctx, const char *name, int64_t now)
 	size_t i;
 	int stopping;
 	int launched = 0;
+	int failed = 0;
 
 	if (tjob_load(ctx, name, &j, &err)) {
 		log_error("tuning job '%s': %s", name, err.data);
@@ -1610,11 +1629,34 @@ static void step(struct ctrl_ctx *ctx, const char *name, int64_t now)
 	}
 	stopping = !strcmp(j.t.status, "Stopping");
 	/* 1. Rows written before a restart, training jobs never created. */
-	for (i = 0; !stopping && i < j.n; i++)
+	for (i = 0; !stopping && i < j.n && !failed; i++)
 		if (!j.rows[i].created) {
+			int r;
+
 			buf_reset(&err);
-			(void)create_kid(ctx, &j, &j.rows[i], &err);
+			r = create_kid(ctx, &j, &j.rows[i], &err);
 			launched = 1;
+			/* Refused for good (the cluster changed since the
+			 * create was checked): the tuning job fails. */
+			failed = r == ERR_INVALID || r == ERR_LIMIT ||
+				 r == ERR_AUTH;
+			if (failed) {
+				struct buf why_failed = BUF_INIT;
+				struct buf e2 = BUF_INIT;
+
+				(void)buf_addf(&why_failed,
+					       "Cannot create training job %s: "
+					       "%s",
+					       j.rows[i].job, err.data);
+				if (!db_tuning_set_status(
+					    ctx->db, j.t.name, "InProgress",
+					    "Failed", why_failed.data, now, now,
+					    &e2))
+					log_error("tuning job '%s' Failed: %s",
+						  j.t.name, why_failed.data);
+				buf_release(&why_failed);
+				buf_release(&e2);
+			}
 		}
 	if (launched) {
 		tjob_release(&j);

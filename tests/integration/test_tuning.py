@@ -24,6 +24,8 @@ y = -0.2, kind = good):
   (l) failures: NonRetryableError counted, the tuning job Failed with a
       reason; TargetObjectiveMetricValue ends it early
   (m) Delete: refused while InProgress, then gone
+  (o) trainctld killed between recording a training job and creating it:
+      the job is created once after the restart
   (n) the SageMaker SDK's HyperparameterTuner.fit request and calls,
       replayed (recorded from the unmodified SDK v2.210.0)
 
@@ -193,6 +195,10 @@ def case_a(cl, sm, st):
         expect(k["TuningJobName"] == "rnd" and k["ObjectiveStatus"] == "Succeeded", sc.short(k))
         expect(k["TunedHyperParameters"] == {p: jobs[k["TrainingJobName"]]["HyperParameters"][p]
                                              for p in ("x", "y", "kind")}, sc.short(k))
+    found = sm.search(Resource="TrainingJob", SearchExpression={"Filters": [
+        {"Name": "TuningJobArn", "Operator": "Equals", "Value": arn}]})["Results"]
+    expect(sorted(r["TrainingJob"]["TrainingJobName"] for r in found) == sorted(jobs),
+           "Search by TuningJobArn: %s" % [r["TrainingJob"]["TrainingJobName"] for r in found])
     tags = sm.list_tags(ResourceArn=arn)["Tags"]
     expect(tags == [{"Key": "team", "Value": "vision"}], "tuning job tags %s" % tags)
     sm.add_tags(ResourceArn=arn, Tags=[{"Key": "stage", "Value": "dev"}])
@@ -416,6 +422,33 @@ def case_j(cl, sm, st):
     return sm2
 
 
+def case_o(cl, sm, st):
+    """trainctld dies (SIGKILL) between recording a training job and
+    creating it; after a restart that job is created once."""
+    req = request("crash", jobs=5, parallel=2, RandomSeed=4)
+    os.environ["TRAINCTLD_CRASH_POINT"] = "tuning-row:3"
+    try:
+        cl.kill9()
+        err = cl.start()
+        expect(err is None, "restart with the crash point: %s" % err)
+        create_raw(cl, req)
+        deadline = time.time() + 60
+        while time.time() < deadline and cl.proc.poll() is None:
+            time.sleep(0.05)
+        expect(cl.proc.poll() is not None, "trainctld did not reach the crash point")
+        cl.proc = None
+    finally:
+        del os.environ["TRAINCTLD_CRASH_POINT"]
+    err = cl.start()
+    expect(err is None, "restart: %s" % err)
+    sm2 = cl.client()
+    d = wait_tuning(sm2, "crash", timeout=120)
+    expect(d["HyperParameterTuningJobStatus"] == "Completed", sc.short(d))
+    jobs, kids = check_consistent(sm2, "crash", d)
+    idx = sorted(int(n.split("-")[1]) for n in jobs)
+    expect(idx == [1, 2, 3, 4, 5], "jobs 001..005 once each: %s" % sorted(jobs))
+
+
 def case_k(cl, sm, st):
     req = request("ws", "Bayesian", jobs=4, parallel=2, RandomSeed=9)
     req["WarmStartConfig"] = {"ParentHyperParameterTuningJobs": [{"HyperParameterTuningJobName": "rnd"}],
@@ -544,6 +577,8 @@ def main():
         tap.case("(l) failures counted as NonRetryableError, Failed; the target ends early", case_l, cl, sm, st)
         tap.case("(m) delete: refused while InProgress, then gone; its training jobs stay", case_m, cl, sm, st)
         tap.case("(j) kill -9 of trainctld mid-tuning: no duplicate, none lost", case_j, cl, sm, st)
+        tap.case("(o) a crash between recording a training job and creating it: created once",
+                 case_o, cl, cl.client(), st)
     rc, killed = cl.stop()
     time.sleep(0.3)
     left = cl.own_pids()
