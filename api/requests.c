@@ -11,8 +11,9 @@
 #include "common/xalloc.h"
 #include "common/banned.h"
 
-int api_name_request_parse(const char *shape, const char *json, size_t len,
-			   char **name_out, struct buf *err)
+int api_member_request_parse(const char *shape, const char *member,
+			     const char *json, size_t len, char **name_out,
+			     struct buf *err)
 {
 	json_t *root;
 	int ret;
@@ -23,10 +24,17 @@ int api_name_request_parse(const char *shape, const char *json, size_t len,
 		return ret;
 	ret = api_validate(shape, root, err);
 	if (!ret)
-		*name_out = xstrdup(json_string_value(
-			json_object_get(root, "TrainingJobName")));
+		*name_out = xstrdup(
+			json_string_value(json_object_get(root, member)));
 	json_decref(root);
 	return ret;
+}
+
+int api_name_request_parse(const char *shape, const char *json, size_t len,
+			   char **name_out, struct buf *err)
+{
+	return api_member_request_parse(shape, "TrainingJobName", json, len,
+					name_out, err);
 }
 
 int api_job_name_check(const char *name, struct buf *err)

@@ -15,7 +15,12 @@
  * Parses a request whose only member that matters is TrainingJobName,
  * validated against the named input shape (e.g. "DescribeTrainingJobRequest").
  * On success *name_out is a copy the caller frees. Returns 0 or ERR_INVALID.
+ * api_member_request_parse() does the same for another member (e.g.
+ * HyperParameterTuningJobName).
  */
+int api_member_request_parse(const char *shape, const char *member,
+			     const char *json, size_t len, char **name_out,
+			     struct buf *err);
 int api_name_request_parse(const char *shape, const char *json, size_t len,
 			   char **name_out, struct buf *err);
 

@@ -1190,20 +1190,3 @@ void api_tuning_list_release(struct api_tuning_list_request *r)
 	free(r->status);
 	memset(r, 0, sizeof(*r));
 }
-
-int api_tuning_name_parse(const char *shape, const char *json, size_t len,
-			  char **name, struct buf *err)
-{
-	json_t *root;
-	int ret;
-
-	*name = NULL;
-	ret = api__json_load_object(json, len, &root, err);
-	if (ret)
-		return ret;
-	ret = api_validate(shape, root, err);
-	if (!ret)
-		*name = dup_member(root, "HyperParameterTuningJobName");
-	json_decref(root);
-	return ret;
-}

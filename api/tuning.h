@@ -173,8 +173,4 @@ int api_tuning_list_parse(const char *json, size_t len, int children,
 			  struct api_tuning_list_request *r, struct buf *err);
 void api_tuning_list_release(struct api_tuning_list_request *r);
 
-/* A request naming one tuning job (Describe, Stop, Delete). */
-int api_tuning_name_parse(const char *shape, const char *json, size_t len,
-			  char **name, struct buf *err);
-
 #endif

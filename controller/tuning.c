@@ -25,6 +25,7 @@
 
 #include <openssl/rand.h>
 
+#include "api/requests.h"
 #include "api/tuning.h"
 #include "controller/ctrl.h"
 #include "controller/tuning.h"
@@ -676,107 +677,121 @@ static int load_for(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	return ret;
 }
 
-void ctrl_op_tuning_describe(struct ctrl_ctx *ctx,
-			     const struct ctrl_caller *who, const char *body,
-			     size_t len, struct ctrl_response *resp)
+/*
+ * The JSON 1.1 form of an operation on one tuning job: its name, the job
+ * as who may see it, then fn, which answers.
+ */
+static void
+by_name(struct ctrl_ctx *ctx, const struct ctrl_caller *who, const char *shape,
+	const char *body, size_t len, struct ctrl_response *resp,
+	void (*fn)(struct ctrl_ctx *, struct tjob *, struct ctrl_response *))
 {
 	struct buf err = BUF_INIT;
-	struct buf out = BUF_INIT;
 	struct tjob j;
 	char *name = NULL;
-	int ret =
-		api_tuning_name_parse("DescribeHyperParameterTuningJobRequest",
-				      body, len, &name, &err);
+	int ret = api_member_request_parse(shape, "HyperParameterTuningJobName",
+					   body, len, &name, &err);
 
 	if (ret) {
 		ctrl_reply_err_code(resp, ret, err.data);
 	} else if (!load_for(ctx, who, name, &j, resp)) {
-		if (describe_body(ctx, &j, 0, &out))
-			ctrl_reply_err(resp, CTRL_E_INTERNAL,
-				       "answer too large");
-		else
-			ctrl_reply_json(resp, &out);
+		fn(ctx, &j, resp);
 		tjob_release(&j);
 	}
 	free(name);
 	buf_release(&err);
+}
+
+static void reply_empty(struct ctrl_response *resp)
+{
+	resp->status = 200;
+	buf_reset(&resp->body);
+	(void)buf_adds(&resp->body, "{}");
+}
+
+static void describe(struct ctrl_ctx *ctx, struct tjob *j,
+		     struct ctrl_response *resp)
+{
+	struct buf out = BUF_INIT;
+
+	if (describe_body(ctx, j, 0, &out))
+		ctrl_reply_err(resp, CTRL_E_INTERNAL, "answer too large");
+	else
+		ctrl_reply_json(resp, &out);
 	buf_release(&out);
+}
+
+static void stop(struct ctrl_ctx *ctx, struct tjob *j,
+		 struct ctrl_response *resp)
+{
+	struct buf err = BUF_INIT;
+	int ret = db_tuning_set_status(ctx->db, j->t.name, "InProgress",
+				       "Stopping", NULL, 0, time_now_ms(),
+				       &err);
+
+	if (ret == ERR_CONFLICT) {
+		buf_reset(&err);
+		(void)buf_addf(&err,
+			       "The request was rejected because the tuning "
+			       "job is in status %s.",
+			       j->t.status);
+		ctrl_reply_err(resp, CTRL_E_VALIDATION, err.data);
+	} else if (ret) {
+		ctrl_reply_err_code(resp, ret, err.data);
+	} else {
+		log_info("tuning job '%s' stopping", j->t.name);
+		ctrl_tuning_wake(ctx);
+		reply_empty(resp);
+	}
+	buf_release(&err);
+}
+
+static void delete (struct ctrl_ctx *ctx, struct tjob *j,
+		    struct ctrl_response *resp)
+{
+	struct buf err = BUF_INIT;
+	struct buf msg = BUF_INIT;
+	int ret = db_tuning_delete(ctx->db, j->t.name, &err);
+
+	if (ret == ERR_CONFLICT) {
+		(void)buf_addf(&msg,
+			       "Tuning job '%s' cannot be deleted: %s; only "
+			       "Completed, Failed or Stopped tuning jobs can "
+			       "be deleted.",
+			       j->t.name, err.data);
+		ctrl_reply_err(resp, CTRL_E_IN_USE, msg.data);
+	} else if (ret) {
+		ctrl_reply_err_code(resp, ret, err.data);
+	} else {
+		log_info("tuning job '%s' deleted", j->t.name);
+		reply_empty(resp);
+	}
+	buf_release(&err);
+	buf_release(&msg);
+}
+
+void ctrl_op_tuning_describe(struct ctrl_ctx *ctx,
+			     const struct ctrl_caller *who, const char *body,
+			     size_t len, struct ctrl_response *resp)
+{
+	by_name(ctx, who, "DescribeHyperParameterTuningJobRequest", body, len,
+		resp, describe);
 }
 
 void ctrl_op_tuning_stop(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 			 const char *body, size_t len,
 			 struct ctrl_response *resp)
 {
-	struct buf err = BUF_INIT;
-	struct tjob j;
-	char *name = NULL;
-	int ret = api_tuning_name_parse("StopHyperParameterTuningJobRequest",
-					body, len, &name, &err);
-
-	if (ret) {
-		ctrl_reply_err_code(resp, ret, err.data);
-	} else if (!load_for(ctx, who, name, &j, resp)) {
-		ret = db_tuning_set_status(ctx->db, j.t.name, "InProgress",
-					   "Stopping", NULL, 0, time_now_ms(),
-					   &err);
-		if (ret == ERR_CONFLICT) {
-			buf_reset(&err);
-			(void)buf_addf(&err,
-				       "The request was rejected because the "
-				       "tuning job is in status %s.",
-				       j.t.status);
-			ctrl_reply_err(resp, CTRL_E_VALIDATION, err.data);
-		} else if (ret) {
-			ctrl_reply_err_code(resp, ret, err.data);
-		} else {
-			log_info("tuning job '%s' stopping", j.t.name);
-			ctrl_tuning_wake(ctx);
-			resp->status = 200;
-			buf_reset(&resp->body);
-			(void)buf_adds(&resp->body, "{}");
-		}
-		tjob_release(&j);
-	}
-	free(name);
-	buf_release(&err);
+	by_name(ctx, who, "StopHyperParameterTuningJobRequest", body, len, resp,
+		stop);
 }
 
 void ctrl_op_tuning_delete(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 			   const char *body, size_t len,
 			   struct ctrl_response *resp)
 {
-	struct buf err = BUF_INIT;
-	struct tjob j;
-	char *name = NULL;
-	int ret = api_tuning_name_parse("DeleteHyperParameterTuningJobRequest",
-					body, len, &name, &err);
-
-	if (ret) {
-		ctrl_reply_err_code(resp, ret, err.data);
-	} else if (!load_for(ctx, who, name, &j, resp)) {
-		ret = db_tuning_delete(ctx->db, j.t.name, &err);
-		if (ret == ERR_CONFLICT) {
-			struct buf msg = BUF_INIT;
-
-			(void)buf_addf(&msg,
-				       "Tuning job '%s' cannot be deleted: %s; "
-				       "only Completed, Failed or Stopped "
-				       "tuning jobs can be deleted.",
-				       j.t.name, err.data);
-			ctrl_reply_err(resp, CTRL_E_IN_USE, msg.data);
-			buf_release(&msg);
-		} else if (ret) {
-			ctrl_reply_err_code(resp, ret, err.data);
-		} else {
-			log_info("tuning job '%s' deleted", j.t.name);
-			resp->status = 200;
-			buf_reset(&resp->body);
-			(void)buf_adds(&resp->body, "{}");
-		}
-		tjob_release(&j);
-	}
-	free(name);
-	buf_release(&err);
+	by_name(ctx, who, "DeleteHyperParameterTuningJobRequest", body, len,
+		resp, delete);
 }
 
 /* NextToken: the offset of the next page, as decimal text. */
