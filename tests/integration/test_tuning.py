@@ -24,6 +24,8 @@ y = -0.2, kind = good):
   (l) failures: NonRetryableError counted, the tuning job Failed with a
       reason; TargetObjectiveMetricValue ends it early
   (m) Delete: refused while InProgress, then gone
+  (q) BestObjectiveNotImproving and ConvergenceDetected end a flat search
+  (p) a lost host: RetryableError, the same hyperparameters run again
   (o) trainctld killed between recording a training job and creating it:
       the job is created once after the restart
   (n) the SageMaker SDK's HyperparameterTuner.fit request and calls,
@@ -36,6 +38,7 @@ BUILD names the build directory.
 import json
 import os
 import re
+import signal
 import statistics
 import sys
 import time
@@ -449,6 +452,43 @@ def case_o(cl, sm, st):
     expect(idx == [1, 2, 3, 4, 5], "jobs 001..005 once each: %s" % sorted(jobs))
 
 
+def case_p(cl, sm, st):
+    """A training job whose host dies fails with InternalServerError: a
+    RetryableError, run again with the same hyperparameters, outside the
+    budget."""
+    req = request("rty", jobs=2, parallel=1, RandomSeed=8)
+    req["TrainingJobDefinition"] = definition(epochs=30, sleep=0.1, marker="tune-rty")
+    create_raw(cl, req)
+    deadline = time.time() + 60
+    first = None
+    while time.time() < deadline and not first:
+        run = [k["TrainingJobName"] for k in children(sm, "rty") if k["TrainingJobStatus"] == "InProgress"]
+        if run and fl.procs_with("tune-rty"):
+            first = run[0]
+        time.sleep(0.1)
+    expect(first, "no training job running")
+    host = cl.host_of(first, "algo-1")
+    agents = cl.agent_pids()
+    expect(host in agents, "no agent for %s: %s" % (host, agents))
+    # Frozen past the host deadline: the host is lost, the job fails.
+    os.kill(agents[host], signal.SIGSTOP)
+    try:
+        fl.wait_job(sm, first, lambda j: j["TrainingJobStatus"] == "Failed", 30)
+    finally:
+        os.kill(agents[host], signal.SIGCONT)
+    d = wait_tuning(sm, "rty", timeout=180)
+    expect(d["HyperParameterTuningJobStatus"] == "Completed", sc.short(d))
+    jobs, kids = check_consistent(sm, "rty", d)
+    c = d["TrainingJobStatusCounters"]
+    expect(c["RetryableError"] == 1 and c["Completed"] == 2 and len(jobs) == 3, "counters %s" % c)
+    failed = [k for k in kids if k["TrainingJobStatus"] == "Failed"][0]
+    again = [k for k in kids if k["TrainingJobStatus"] == "Completed" and
+             k["TunedHyperParameters"] == failed["TunedHyperParameters"]]
+    expect(again, "the failed point ran again: %s" % sc.short(kids))
+    expect(jobs[failed["TrainingJobName"]]["FailureReason"].startswith("InternalServerError"),
+           jobs[failed["TrainingJobName"]]["FailureReason"])
+
+
 def case_k(cl, sm, st):
     req = request("ws", "Bayesian", jobs=4, parallel=2, RandomSeed=9)
     req["WarmStartConfig"] = {"ParentHyperParameterTuningJobs": [{"HyperParameterTuningJobName": "rnd"}],
@@ -487,6 +527,34 @@ def case_l(cl, sm, st):
     best = d["BestTrainingJob"]["FinalHyperParameterTuningJobObjectiveMetric"]["Value"]
     n = len(children(sm, "tgt"))
     expect(best <= 2.5 and n < 30, "target reached after %d jobs, best %s" % (n, best))
+
+
+def case_q(cl, sm, st):
+    """A flat objective (the tuned z does not matter): the best does not
+    improve, and the search converges."""
+    flat = {"ContinuousParameterRanges": [{"Name": "z", "MinValue": "0", "MaxValue": "1"}]}
+    req = request("flat", jobs=30, parallel=1, rng=flat, RandomSeed=6,
+                  TuningJobCompletionCriteria={"BestObjectiveNotImproving": {
+                      "MaxNumberOfTrainingJobsNotImproving": 3}})
+    req["TrainingJobDefinition"] = definition(epochs=2, sleep=0.01)
+    create_raw(cl, req)
+    d = wait_tuning(sm, "flat", timeout=120)
+    n = len(children(sm, "flat"))
+    raw = sc.amz_json(cl.port, "DescribeHyperParameterTuningJob", {"HyperParameterTuningJobName": "flat"}).json
+    expect(d["HyperParameterTuningJobStatus"] == "Completed" and n == 4,
+           "ends after 1 + 3 jobs without improvement, not %d: %s" % (n, sc.short(raw)))
+    expect(raw["TuningJobCompletionDetails"]["NumberOfTrainingJobsObjectiveNotImproving"] == 3,
+           sc.short(raw["TuningJobCompletionDetails"]))
+    req = request("conv", "Bayesian", jobs=40, parallel=3, rng=flat, RandomSeed=6,
+                  TuningJobCompletionCriteria={"ConvergenceDetected": {"CompleteOnConvergence": "Enabled"}})
+    req["TrainingJobDefinition"] = definition(epochs=2, sleep=0.01)
+    create_raw(cl, req)
+    d = wait_tuning(sm, "conv", timeout=180)
+    n = len(children(sm, "conv"))
+    raw = sc.amz_json(cl.port, "DescribeHyperParameterTuningJob", {"HyperParameterTuningJobName": "conv"}).json
+    expect(d["HyperParameterTuningJobStatus"] == "Completed" and n < 40 and
+           raw["TuningJobCompletionDetails"].get("ConvergenceDetectedTime"),
+           "converged after %d jobs: %s" % (n, sc.short(raw["TuningJobCompletionDetails"])))
 
 
 def case_m(cl, sm, st):
@@ -557,7 +625,8 @@ def case_n(cl, sm, st):
 
 def main():
     tap = sc.Tap()
-    cl = fl.LocalCluster(3, ["--max-retries", "0"], prefix="trainctl-tune-")
+    cl = fl.LocalCluster(3, ["--max-retries", "0", "--heartbeat-ms", "200", "--host-deadline-ms", "1000"],
+                         prefix="trainctl-tune-")
     err = cl.start()
     if tap.ok(err is None, "trainctld --local-hosts 3 starts", err):
         sm = cl.client()
@@ -575,6 +644,8 @@ def main():
         tap.case("(h) early stopping Auto: the median rule stops poor jobs", case_h, cl, sm, st)
         tap.case("(i) StopHyperParameterTuningJob stops every running training job", case_i, cl, sm, st)
         tap.case("(l) failures counted as NonRetryableError, Failed; the target ends early", case_l, cl, sm, st)
+        tap.case("(p) a host lost: RetryableError, run again with the same hyperparameters", case_p, cl, sm, st)
+        tap.case("(q) completion criteria: best not improving; convergence", case_q, cl, sm, st)
         tap.case("(m) delete: refused while InProgress, then gone; its training jobs stay", case_m, cl, sm, st)
         tap.case("(j) kill -9 of trainctld mid-tuning: no duplicate, none lost", case_j, cl, sm, st)
         tap.case("(o) a crash between recording a training job and creating it: created once",
