@@ -591,6 +591,41 @@ static int parse_config(const json_t *cfg, struct api_tuning_spec *s,
 	return 0;
 }
 
+/*
+ * As the service does, each definition's StaticHyperParameters carry
+ * "_tuning_objective_metric": the objective's metric name (the SDK's
+ * HyperparameterTuner.attach reads it back from Describe), unless given.
+ */
+static void inject_objective(json_t *root)
+{
+	json_t *cfg = json_object_get(root, "HyperParameterTuningJobConfig");
+	json_t *one = json_object_get(root, "TrainingJobDefinition");
+	json_t *many = json_object_get(root, "TrainingJobDefinitions");
+	size_t i, n = one ? 1 : json_array_size(many);
+
+	for (i = 0; i < n; i++) {
+		json_t *def = one ? one : json_array_get(many, i);
+		json_t *obj = json_object_get(def, "TuningObjective");
+		json_t *metric;
+		json_t *stat;
+
+		if (!obj)
+			obj = json_object_get(
+				cfg, "HyperParameterTuningJobObjective");
+		metric = json_object_get(obj, "MetricName");
+		if (!json_is_string(metric))
+			continue;
+		stat = json_object_get(def, "StaticHyperParameters");
+		if (!stat) {
+			stat = json_object();
+			json_object_set_new(def, "StaticHyperParameters", stat);
+		}
+		if (!json_object_get(stat, "_tuning_objective_metric"))
+			json_object_set(stat, "_tuning_objective_metric",
+					metric);
+	}
+}
+
 static int parse_root(json_t *root, int stored, struct api_tuning_spec *s,
 		      struct buf *err)
 {
@@ -630,6 +665,7 @@ static int parse_root(json_t *root, int stored, struct api_tuning_spec *s,
 					cfg, "HyperParameterTuningJobObjective"),
 				"Type")),
 			"Maximize");
+	inject_objective(root);
 	s->n_defs = one ? 1 : json_array_size(many);
 	s->defs = xcalloc(s->n_defs, sizeof(*s->defs));
 	for (i = 0; i < s->n_defs; i++) {
@@ -864,6 +900,36 @@ static const char *const child_members[] = {
 	"Environment",
 };
 
+/*
+ * The ResourceConfig a definition's HyperParameterTuningResourceConfig
+ * stands for (a new reference), or NULL when it has none.
+ */
+static json_t *resource_config_of(const json_t *def)
+{
+	static const char *const keep[] = { "InstanceType", "InstanceCount",
+					    "VolumeSizeInGB",
+					    "VolumeKmsKeyId" };
+	const json_t *v =
+		json_object_get(def, "HyperParameterTuningResourceConfig");
+	const json_t *one =
+		json_array_get(json_object_get(v, "InstanceConfigs"), 0);
+	json_t *rc;
+	size_t i;
+
+	if (!v)
+		return NULL;
+	rc = json_object();
+	for (i = 0; i < sizeof(keep) / sizeof(*keep); i++) {
+		json_t *m = json_object_get(one ? one : v, keep[i]);
+
+		if (!m)
+			m = json_object_get(v, keep[i]);
+		if (m)
+			json_object_set(rc, keep[i], m);
+	}
+	return rc;
+}
+
 int api_tuning_child_body(const struct api_tuning_spec *s,
 			  const struct api_tuning_def *d, const char *job_name,
 			  char *const *values, struct buf *out)
@@ -904,26 +970,9 @@ int api_tuning_child_body(const struct api_tuning_spec *s,
 		if (v)
 			json_object_set(root, child_members[i], v);
 	}
-	v = json_object_get(def, "HyperParameterTuningResourceConfig");
-	if (v) {
-		static const char *const keep[] = { "InstanceType",
-						    "InstanceCount",
-						    "VolumeSizeInGB",
-						    "VolumeKmsKeyId" };
-		const json_t *one = json_array_get(
-			json_object_get(v, "InstanceConfigs"), 0);
-		json_t *rc = json_object();
-
-		for (i = 0; i < sizeof(keep) / sizeof(*keep); i++) {
-			json_t *m = json_object_get(one ? one : v, keep[i]);
-
-			if (!m)
-				m = json_object_get(v, keep[i]);
-			if (m)
-				json_object_set(rc, keep[i], m);
-		}
-		json_object_set_new(root, "ResourceConfig", rc);
-	}
+	v = resource_config_of(def);
+	if (v)
+		json_object_set_new(root, "ResourceConfig", v);
 	if (s->n_tags) {
 		json_t *tags = json_array();
 
@@ -1048,6 +1097,24 @@ int api_tuning_describe_response(const struct api_tuning_record *r,
 		};
 		size_t i;
 
+		json_t *defs = json_object_get(req, "TrainingJobDefinitions");
+		json_t *rc;
+
+		/* The ResourceConfig a HyperParameterTuningResourceConfig
+		 * stands for, as the SDK's HyperparameterTuner.attach reads
+		 * it. */
+		rc = resource_config_of(
+			json_object_get(req, "TrainingJobDefinition"));
+		if (rc)
+			json_object_set_new(
+				json_object_get(req, "TrainingJobDefinition"),
+				"ResourceConfig", rc);
+		for (i = 0; i < json_array_size(defs); i++) {
+			rc = resource_config_of(json_array_get(defs, i));
+			if (rc)
+				json_object_set_new(json_array_get(defs, i),
+						    "ResourceConfig", rc);
+		}
 		for (i = 0; i < sizeof(echoed) / sizeof(*echoed); i++) {
 			json_t *v = json_object_get(req, echoed[i]);
 

@@ -609,6 +609,8 @@ def sdk_request(name):
 
 
 def case_n(cl, sm, st):
+    """Then tuner.wait(), tuner.best_training_job(), tuner.analytics()
+    .dataframe() and HyperparameterTuner.attach() read what they read."""
     name = "sdk-hpo-1"
     create_raw(cl, sdk_request(name))
     # tuner.wait(): Describe until the status is terminal; then
@@ -620,7 +622,21 @@ def case_n(cl, sm, st):
     expect(job["ResourceConfig"]["InstanceType"] == "ml.m5.large" and
            job["ResourceConfig"]["VolumeSizeInGB"] == 30, "ResourceConfig from the tuning one: %s" % job["ResourceConfig"])
     expect(job["HyperParameters"]["sagemaker_job_name"] == '"%s"' % name, "static passed through")
+    expect(job["HyperParameters"].get("_tuning_objective_metric") == "train:loss",
+           "the service adds _tuning_objective_metric: %s" % job["HyperParameters"])
     check_consistent(sm, name, d, "train:loss")
+    # HyperparameterTuner.attach(): Describe's definition as an estimator's
+    # job: StaticHyperParameters with _tuning_objective_metric (deleted by
+    # the SDK, KeyError without it) and ResourceConfig.
+    td = d["TrainingJobDefinition"]
+    expect(td["StaticHyperParameters"].get("_tuning_objective_metric") == "train:loss" and
+           td["ResourceConfig"] == {"InstanceCount": 1, "InstanceType": "ml.m5.large", "VolumeSizeInGB": 30},
+           "definition for attach: %s" % sc.short(td))
+    # tuner.analytics().dataframe(): the paginator over the training jobs.
+    rows = [r for page in sm.get_paginator("list_training_jobs_for_hyper_parameter_tuning_job").paginate(
+        HyperParameterTuningJobName=name) for r in page["TrainingJobSummaries"]]
+    expect(len(rows) == 2 and all("FinalHyperParameterTuningJobObjectiveMetric" in r for r in rows),
+           "analytics rows %s" % sc.short(rows))
 
 
 def main():
