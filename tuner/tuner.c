@@ -14,6 +14,11 @@
 /* Streams of the generator, so that no two uses share a sequence. */
 enum { STREAM_RANDOM = 1 };
 
+/* Far above SageMaker's limits (30 values, 30 parameters), low enough that
+ * the Gaussian process's one-hot inputs stay a few MB. */
+#define MAX_VALUES 1000
+#define MAX_PARAMS 1000
+
 static uint64_t splitmix64(uint64_t *x)
 {
 	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
@@ -223,9 +228,10 @@ static int check_param(const struct tune_param *p, size_t i, struct buf *err)
 
 	switch (p->kind) {
 	case TUNE_CATEGORICAL:
-		if (p->n_values == 0) {
-			buf_addf(err, "parameter %zu '%s' has no values", i,
-				 name);
+		if (p->n_values == 0 || p->n_values > MAX_VALUES) {
+			buf_addf(err,
+				 "parameter %zu '%s' must have 1 to %d values",
+				 i, name, MAX_VALUES);
 			return ERR_INVALID;
 		}
 		return 0;
@@ -315,6 +321,11 @@ static int check_request(const struct tune_request *rq, struct buf *err)
 
 	if (!space || !space->params || space->n == 0) {
 		buf_adds(err, "the search space has no parameters");
+		return ERR_INVALID;
+	}
+	if (space->n > MAX_PARAMS) {
+		buf_addf(err, "the search space has more than %d parameters",
+			 MAX_PARAMS);
 		return ERR_INVALID;
 	}
 	for (i = 0; i < space->n; i++) {

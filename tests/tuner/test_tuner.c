@@ -384,7 +384,9 @@ static void test_bad_input(void **state)
 	p.max = 1.5;
 	expect_invalid(&p, "whole");
 	p.kind = TUNE_CATEGORICAL;
-	expect_invalid(&p, "no values");
+	expect_invalid(&p, "1 to 1000 values");
+	p.n_values = 1001;
+	expect_invalid(&p, "1 to 1000 values");
 	p.min = NAN;
 	p.kind = TUNE_CONTINUOUS;
 	expect_invalid(&p, "MinValue");
