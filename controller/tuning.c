@@ -1477,9 +1477,10 @@ static void early_stop(struct ctrl_ctx *ctx, struct tjob *j)
 					&why,
 					"Stopped early by "
 					"hyperparameter tuning job %s "
-					"(Hyperband): %s %g after %zu "
-					"reports is not among the best "
-					"third at that resource",
+					"(Hyperband): at the last rung of "
+					"successive halving it reached, "
+					"its %s was not among the best "
+					"third (now %g after %zu reports)",
 					j->t.name, d->metric,
 					d->maximize ?
 						-curves[i].y[curves[i].n - 1] :
