@@ -10,7 +10,8 @@ Hyperparameters (SM_HPS or input/config/hyperparameters.json):
             objective=V;` falling to 0.2 + the value (the curve task: a
             floor, so that relative gaps mean something)
   sleep     seconds per epoch (default 0.02)
-  seed      the noise's seed (default: the job's name)
+  seed      the noise's seed (default: the point, so that a point gives
+            the same value and curve in every run, as a fixed dataset does)
 """
 import json
 import math
@@ -39,7 +40,7 @@ def main():
     for p in problem["space"]:
         raw = hps[p["name"]]
         v.append(float(raw) if p["type"] != "categorical" else float(raw))
-    rng = random.Random(hps.get("seed") or os.environ.get("TRAINING_JOB_NAME", ""))
+    rng = random.Random(hps.get("seed") or repr(v))
     final = problem["f"](v) + (rng.gauss(0, problem["noise"]) if problem["noise"] else 0.0)
     epochs = int(hps.get("epochs", "0"))
     sleep = float(hps.get("sleep", "0.02"))

@@ -197,6 +197,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=24, help="training jobs of the curve task")
     ap.add_argument("--epochs", type=int, default=27, help="reports per curve-task job")
     ap.add_argument("--problems", default=",".join(tuning.PROBLEMS))
+    ap.add_argument("--only", choices=("regret", "curve"), help="run one part")
     ap.add_argument("--quick", action="store_true", help="1 seed, budget 9, 2 problems, 9 curve jobs")
     ap.add_argument("--json", help="write the figures here")
     a = ap.parse_args()
@@ -211,7 +212,7 @@ def main():
     try:
         sm = cl.client()
         print("%-16s %14s %14s %14s" % ("median regret", "ours_bayesian", "ours_random", "optuna_tpe"))
-        for pname in a.problems.split(","):
+        for pname in a.problems.split(",") if a.only != "curve" else ():
             row = collections.defaultdict(list)
             wall = collections.defaultdict(list)
             for seed in range(a.seeds):
@@ -227,6 +228,8 @@ def main():
             print("%-16s %14.4g %14.4g %14.4g   (median wall per run: %s)" % (
                 pname, med["ours_bayesian"], med["ours_random"], med["optuna_tpe"],
                 ", ".join("%s %.1f s" % (m, statistics.median(v)) for m, v in wall.items())))
+        if a.only == "regret":
+            return 0
         print()
         print("curve task: %d jobs of %d reports, 3 in parallel, %d seed(s)" % (a.jobs, a.epochs, a.seeds))
         rules = (("off", {}), ("median", {"TrainingJobEarlyStoppingType": "Auto"}),
