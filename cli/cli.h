@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "api/client.h"
 #include "common/buf.h"
 
 #define CLI_VERSION "0.1.0"
@@ -206,6 +207,111 @@ int cli_call(struct cli_ctx *ctx, const char *op, const struct buf *body,
  */
 void cli_print_json(const struct cli_reply *reply);
 
+/* --- cmd_create.c: a training job's definition from flags ------------- */
+
+/*
+ * getopt_long values of the definition flags. Each command's table names
+ * the flags it takes with these values, so that one parser serves
+ * create-training-job and create-tuning-job (which calls --hyperparameter
+ * --static and --metric --metric-definition).
+ */
+enum cli_jobdef_opt {
+	CLI_OPT_IMAGE = 2000,
+	CLI_OPT_INSTANCE_TYPE,
+	CLI_OPT_INSTANCE_COUNT,
+	CLI_OPT_ROLE_ARN,
+	CLI_OPT_OUTPUT_PATH,
+	CLI_OPT_INPUT_MODE,
+	CLI_OPT_ENVIRONMENT,
+	CLI_OPT_CHANNEL,
+	CLI_OPT_MAX_RUNTIME,
+	CLI_OPT_VOLUME_SIZE,
+	CLI_OPT_HYPERPARAMETER,
+	CLI_OPT_METRIC,
+	CLI_OPT_ENTRYPOINT,
+	CLI_OPT_ARGUMENT
+};
+
+/* The definition flags both create commands take under the same names. */
+#define CLI_JOBDEF_OPTIONS                                                     \
+	{ "image", required_argument, NULL, CLI_OPT_IMAGE },                   \
+		{ "instance-type", required_argument, NULL,                    \
+		  CLI_OPT_INSTANCE_TYPE },                                     \
+		{ "instance-count", required_argument, NULL,                   \
+		  CLI_OPT_INSTANCE_COUNT },                                    \
+		{ "role-arn", required_argument, NULL, CLI_OPT_ROLE_ARN },     \
+		{ "output-path", required_argument, NULL,                      \
+		  CLI_OPT_OUTPUT_PATH },                                       \
+		{ "input-mode", required_argument, NULL, CLI_OPT_INPUT_MODE }, \
+		{ "environment", required_argument, NULL,                      \
+		  CLI_OPT_ENVIRONMENT },                                       \
+		{ "channel", required_argument, NULL, CLI_OPT_CHANNEL },       \
+		{ "max-runtime", required_argument, NULL,                      \
+		  CLI_OPT_MAX_RUNTIME },                                       \
+	{                                                                      \
+		"volume-size", required_argument, NULL, CLI_OPT_VOLUME_SIZE    \
+	}
+
+/* The definition flags as given; the strings are borrowed from argv. */
+struct cli_jobdef_args {
+	struct api_client_create flags;
+	struct cli_strv hp, env, channels, metrics, entrypoint, arguments;
+};
+
+/*
+ * Takes one getopt_long() result (optarg) when it is a definition flag.
+ * Returns 0 when taken, 1 when opt is not one, or CLI_EXIT_USAGE after
+ * printing the error and cmd's usage.
+ */
+int cli_jobdef_option(const struct cli_cmd *cmd, int opt,
+		      struct cli_jobdef_args *a);
+
+/* Points a->flags at the repeatable flags; call after the last option. */
+void cli_jobdef_finish(struct cli_jobdef_args *a);
+
+/* Whether any definition flag was given. */
+int cli_jobdef_given(const struct cli_jobdef_args *a);
+
+/* Frees the vectors (not the borrowed strings). */
+void cli_jobdef_release(struct cli_jobdef_args *a);
+
+/* --- tuning_req.c: the CreateHyperParameterTuningJob request ---------- */
+
+/* create-tuning-job's flags; borrowed strings, NULL / 0 = not given. */
+struct cli_tuning_flags {
+	const char *name;	    /* HyperParameterTuningJobName */
+	const char *strategy;	    /* Random, Grid, Bayesian, Hyperband */
+	const char *objective;	    /* "Maximize:METRIC" or "Minimize:..." */
+	const char *early_stopping; /* Off or Auto */
+	int max_jobs;		    /* MaxNumberOfTrainingJobs */
+	int max_parallel;	    /* MaxParallelTrainingJobs */
+	int has_seed;
+	int64_t seed; /* RandomSeed */
+	/* "NAME=continuous:MIN:MAX[:SCALE]", "NAME=integer:...",
+	 * "NAME=categorical:A,B,C" */
+	const char *const *params;
+	size_t n_params;
+	/* The training job definition's flags (name unused): --static is
+	 * hyperparameters, --metric-definition metrics. */
+	const struct api_client_create *def;
+	int def_given; /* any of them was given */
+};
+
+/*
+ * Builds a CreateHyperParameterTuningJob body into out (compact JSON).
+ * base_json, when not NULL, is the --cli-input-json document (len bytes)
+ * and the flags override its members: scalars are replaced, --param
+ * replaces the range of the same name (in the definition's
+ * HyperParameterRanges when it has them, else in ParameterRanges), and the
+ * definition flags apply to TrainingJobDefinition as create-training-job
+ * applies them to its request, with the same defaults. Strategy defaults
+ * to Bayesian and MaxParallelTrainingJobs to 1, as in the SageMaker SDK.
+ * Returns 0, or ERR_INVALID with err naming the flag or member at fault.
+ */
+int cli_tuning_request_build(const struct cli_tuning_flags *f,
+			     const char *base_json, size_t len, struct buf *out,
+			     struct buf *err);
+
 /* --- commands ---------------------------------------------------------- */
 
 int cli_cmd_create(struct cli_ctx *ctx, int argc, char **argv);
@@ -224,6 +330,24 @@ int cli_cmd_wait(struct cli_ctx *ctx, int argc, char **argv);
  */
 int cli_wait_job(struct cli_ctx *ctx, const char *name, int64_t timeout_ms,
 		 int64_t interval_ms);
+
+/* cmd_tuning.c: the hyperparameter tuning job commands */
+int cli_cmd_tuning_create(struct cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_tuning_describe(struct cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_tuning_list(struct cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_tuning_stop(struct cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_tuning_delete(struct cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_tuning_children(struct cli_ctx *ctx, int argc, char **argv);
+
+/*
+ * Follows tuning job name until it ends (Completed, Stopped or Failed),
+ * polling DescribeHyperParameterTuningJob every interval_ms (<= 0: 2 s): a
+ * line on stderr whenever its status or training job counters change, the
+ * final Describe on stdout for --output json. timeout_ms 0: no limit.
+ * Returns the exit code as cli_wait_job() does.
+ */
+int cli_wait_tuning_job(struct cli_ctx *ctx, const char *name,
+			int64_t timeout_ms, int64_t interval_ms);
 
 /* cmd_upload.c: upload-source DIR --to URI */
 int cli_cmd_upload_source(struct cli_ctx *ctx, int argc, char **argv);

@@ -11,152 +11,80 @@
 #include "common/err.h"
 #include "common/banned.h"
 
-enum create_opt {
-	OPT_NAME = 1,
-	OPT_IMAGE,
-	OPT_INSTANCE_TYPE,
-	OPT_INSTANCE_COUNT,
-	OPT_ROLE_ARN,
-	OPT_OUTPUT_PATH,
-	OPT_INPUT_MODE,
-	OPT_HYPERPARAMETER,
-	OPT_ENVIRONMENT,
-	OPT_CHANNEL,
-	OPT_METRIC,
-	OPT_ENTRYPOINT,
-	OPT_ARGUMENT,
-	OPT_MAX_RUNTIME,
-	OPT_VOLUME_SIZE,
-	OPT_INPUT_JSON,
-	OPT_WAIT
-};
-
-static const struct option create_opts[] = {
-	{ "name", required_argument, NULL, OPT_NAME },
-	{ "image", required_argument, NULL, OPT_IMAGE },
-	{ "instance-type", required_argument, NULL, OPT_INSTANCE_TYPE },
-	{ "instance-count", required_argument, NULL, OPT_INSTANCE_COUNT },
-	{ "role-arn", required_argument, NULL, OPT_ROLE_ARN },
-	{ "output-path", required_argument, NULL, OPT_OUTPUT_PATH },
-	{ "input-mode", required_argument, NULL, OPT_INPUT_MODE },
-	{ "hyperparameter", required_argument, NULL, OPT_HYPERPARAMETER },
-	{ "environment", required_argument, NULL, OPT_ENVIRONMENT },
-	{ "channel", required_argument, NULL, OPT_CHANNEL },
-	{ "metric", required_argument, NULL, OPT_METRIC },
-	{ "entrypoint", required_argument, NULL, OPT_ENTRYPOINT },
-	{ "argument", required_argument, NULL, OPT_ARGUMENT },
-	{ "max-runtime", required_argument, NULL, OPT_MAX_RUNTIME },
-	{ "volume-size", required_argument, NULL, OPT_VOLUME_SIZE },
-	{ "cli-input-json", required_argument, NULL, OPT_INPUT_JSON },
-	{ "wait", no_argument, NULL, OPT_WAIT },
-	CLI_COMMON_OPTIONS,
-	{ NULL, 0, NULL, 0 },
-};
-
-/* What the command line said, before it becomes a request. */
-struct create_args {
-	struct api_client_create flags;
-	struct cli_strv hp, env, channels, metrics, entrypoint, arguments;
-	const char *input_json; /* --cli-input-json argument */
-	int wait;		/* --wait: follow the job to its end */
-};
-
-static void create_args_release(struct create_args *a)
-{
-	cli_strv_release(&a->hp);
-	cli_strv_release(&a->env);
-	cli_strv_release(&a->channels);
-	cli_strv_release(&a->metrics);
-	cli_strv_release(&a->entrypoint);
-	cli_strv_release(&a->arguments);
-}
-
-static int parse_create_args(struct cli_ctx *ctx, const struct cli_cmd *cmd,
-			     int argc, char **argv, struct create_args *a)
+/*
+ * The flags of a training job's definition, which create-training-job and
+ * create-tuning-job share (each lists those it takes in its option table).
+ */
+int cli_jobdef_option(const struct cli_cmd *cmd, int opt,
+		      struct cli_jobdef_args *a)
 {
 	int64_t v;
-	int opt, rc;
 
-	while ((opt = getopt_long(argc, argv, ":h", create_opts, NULL)) != -1) {
-		switch (opt) {
-		case OPT_NAME:
-			a->flags.name = optarg;
-			break;
-		case OPT_IMAGE:
-			a->flags.image = optarg;
-			break;
-		case OPT_INSTANCE_TYPE:
-			a->flags.instance_type = optarg;
-			break;
-		case OPT_INSTANCE_COUNT:
-			if (cli_parse_int(optarg, 1, 1000000, &v))
-				return cli_usage_error(
-					cmd,
-					"invalid --instance-count '%s': "
-					"expected a positive integer",
-					optarg);
-			a->flags.instance_count = (int)v;
-			break;
-		case OPT_ROLE_ARN:
-			a->flags.role_arn = optarg;
-			break;
-		case OPT_OUTPUT_PATH:
-			a->flags.output_path = optarg;
-			break;
-		case OPT_INPUT_MODE:
-			a->flags.input_mode = optarg;
-			break;
-		case OPT_HYPERPARAMETER:
-			cli_strv_push(&a->hp, optarg);
-			break;
-		case OPT_ENVIRONMENT:
-			cli_strv_push(&a->env, optarg);
-			break;
-		case OPT_CHANNEL:
-			cli_strv_push(&a->channels, optarg);
-			break;
-		case OPT_METRIC:
-			cli_strv_push(&a->metrics, optarg);
-			break;
-		case OPT_ENTRYPOINT:
-			cli_strv_push(&a->entrypoint, optarg);
-			break;
-		case OPT_ARGUMENT:
-			cli_strv_push(&a->arguments, optarg);
-			break;
-		case OPT_MAX_RUNTIME:
-			if (cli_parse_int(optarg, 1, INT32_MAX, &v))
-				return cli_usage_error(
-					cmd,
-					"invalid --max-runtime '%s': "
-					"expected seconds >= 1",
-					optarg);
-			a->flags.max_runtime_s = v;
-			break;
-		case OPT_VOLUME_SIZE:
-			if (cli_parse_int(optarg, 1, 1000000, &v))
-				return cli_usage_error(
-					cmd,
-					"invalid --volume-size '%s': "
-					"expected gigabytes >= 1",
-					optarg);
-			a->flags.volume_gb = (int)v;
-			break;
-		case OPT_INPUT_JSON:
-			a->input_json = optarg;
-			break;
-		case OPT_WAIT:
-			a->wait = 1;
-			break;
-		default:
-			rc = cli_common_option(ctx, cmd, opt, argv);
-			if (rc)
-				return rc;
-		}
+	switch (opt) {
+	case CLI_OPT_IMAGE:
+		a->flags.image = optarg;
+		return 0;
+	case CLI_OPT_INSTANCE_TYPE:
+		a->flags.instance_type = optarg;
+		return 0;
+	case CLI_OPT_INSTANCE_COUNT:
+		if (cli_parse_int(optarg, 1, 1000000, &v))
+			return cli_usage_error(cmd,
+					       "invalid --instance-count '%s': "
+					       "expected a positive integer",
+					       optarg);
+		a->flags.instance_count = (int)v;
+		return 0;
+	case CLI_OPT_ROLE_ARN:
+		a->flags.role_arn = optarg;
+		return 0;
+	case CLI_OPT_OUTPUT_PATH:
+		a->flags.output_path = optarg;
+		return 0;
+	case CLI_OPT_INPUT_MODE:
+		a->flags.input_mode = optarg;
+		return 0;
+	case CLI_OPT_HYPERPARAMETER:
+		cli_strv_push(&a->hp, optarg);
+		return 0;
+	case CLI_OPT_ENVIRONMENT:
+		cli_strv_push(&a->env, optarg);
+		return 0;
+	case CLI_OPT_CHANNEL:
+		cli_strv_push(&a->channels, optarg);
+		return 0;
+	case CLI_OPT_METRIC:
+		cli_strv_push(&a->metrics, optarg);
+		return 0;
+	case CLI_OPT_ENTRYPOINT:
+		cli_strv_push(&a->entrypoint, optarg);
+		return 0;
+	case CLI_OPT_ARGUMENT:
+		cli_strv_push(&a->arguments, optarg);
+		return 0;
+	case CLI_OPT_MAX_RUNTIME:
+		if (cli_parse_int(optarg, 1, INT32_MAX, &v))
+			return cli_usage_error(cmd,
+					       "invalid --max-runtime '%s': "
+					       "expected seconds >= 1",
+					       optarg);
+		a->flags.max_runtime_s = v;
+		return 0;
+	case CLI_OPT_VOLUME_SIZE:
+		if (cli_parse_int(optarg, 1, 1000000, &v))
+			return cli_usage_error(cmd,
+					       "invalid --volume-size '%s': "
+					       "expected gigabytes >= 1",
+					       optarg);
+		a->flags.volume_gb = (int)v;
+		return 0;
+	default:
+		return 1;
 	}
-	if (optind < argc)
-		return cli_usage_error(cmd, "unexpected argument '%s'",
-				       argv[optind]);
+}
+
+void cli_jobdef_finish(struct cli_jobdef_args *a)
+{
 	a->flags.hyperparameters = a->hp.v;
 	a->flags.n_hyperparameters = a->hp.n;
 	a->flags.environment = a->env.v;
@@ -169,6 +97,79 @@ static int parse_create_args(struct cli_ctx *ctx, const struct cli_cmd *cmd,
 	a->flags.n_entrypoint = a->entrypoint.n;
 	a->flags.arguments = a->arguments.v;
 	a->flags.n_arguments = a->arguments.n;
+}
+
+int cli_jobdef_given(const struct cli_jobdef_args *a)
+{
+	const struct api_client_create *f = &a->flags;
+
+	return f->image || f->instance_type || f->instance_count ||
+	       f->role_arn || f->output_path || f->input_mode ||
+	       f->max_runtime_s || f->volume_gb || a->hp.n || a->env.n ||
+	       a->channels.n || a->metrics.n || a->entrypoint.n ||
+	       a->arguments.n;
+}
+
+void cli_jobdef_release(struct cli_jobdef_args *a)
+{
+	cli_strv_release(&a->hp);
+	cli_strv_release(&a->env);
+	cli_strv_release(&a->channels);
+	cli_strv_release(&a->metrics);
+	cli_strv_release(&a->entrypoint);
+	cli_strv_release(&a->arguments);
+}
+
+enum create_opt { OPT_NAME = 1, OPT_INPUT_JSON, OPT_WAIT };
+
+static const struct option create_opts[] = {
+	{ "name", required_argument, NULL, OPT_NAME },
+	{ "hyperparameter", required_argument, NULL, CLI_OPT_HYPERPARAMETER },
+	{ "metric", required_argument, NULL, CLI_OPT_METRIC },
+	{ "entrypoint", required_argument, NULL, CLI_OPT_ENTRYPOINT },
+	{ "argument", required_argument, NULL, CLI_OPT_ARGUMENT },
+	{ "cli-input-json", required_argument, NULL, OPT_INPUT_JSON },
+	{ "wait", no_argument, NULL, OPT_WAIT },
+	CLI_JOBDEF_OPTIONS,
+	CLI_COMMON_OPTIONS,
+	{ NULL, 0, NULL, 0 },
+};
+
+/* What the command line said, before it becomes a request. */
+struct create_args {
+	struct cli_jobdef_args def;
+	const char *input_json; /* --cli-input-json argument */
+	int wait;		/* --wait: follow the job to its end */
+};
+
+static int parse_create_args(struct cli_ctx *ctx, const struct cli_cmd *cmd,
+			     int argc, char **argv, struct create_args *a)
+{
+	int opt, rc;
+
+	while ((opt = getopt_long(argc, argv, ":h", create_opts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_NAME:
+			a->def.flags.name = optarg;
+			break;
+		case OPT_INPUT_JSON:
+			a->input_json = optarg;
+			break;
+		case OPT_WAIT:
+			a->wait = 1;
+			break;
+		default:
+			rc = cli_jobdef_option(cmd, opt, &a->def);
+			if (rc == 1)
+				rc = cli_common_option(ctx, cmd, opt, argv);
+			if (rc)
+				return rc;
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error(cmd, "unexpected argument '%s'",
+				       argv[optind]);
+	cli_jobdef_finish(&a->def);
 	return 0;
 }
 
@@ -192,7 +193,8 @@ int cli_cmd_create(struct cli_ctx *ctx, int argc, char **argv)
 		rc = cli_usage_error(cmd, "--cli-input-json: %s", err.data);
 		goto out;
 	}
-	if (api_create_request_build(&a.flags, a.input_json ? input.data : NULL,
+	if (api_create_request_build(&a.def.flags,
+				     a.input_json ? input.data : NULL,
 				     input.len, &body, &err)) {
 		rc = cli_usage_error(cmd, "%s", err.data);
 		goto out;
@@ -227,6 +229,6 @@ out:
 	buf_release(&err);
 	buf_release(&body);
 	buf_release(&input);
-	create_args_release(&a);
+	cli_jobdef_release(&a.def);
 	return rc;
 }

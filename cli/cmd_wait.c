@@ -32,17 +32,19 @@
 /* Seconds one long-poll may wait on the controller (it caps them at 60). */
 #define WAIT_POLL_S 30
 
-enum wait_opt { OPT_TIMEOUT = 1, OPT_INTERVAL };
+enum wait_opt { OPT_TIMEOUT = 1, OPT_INTERVAL, OPT_TUNING_JOB };
 
 static const struct option wait_opts[] = {
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "tuning-job", required_argument, NULL, OPT_TUNING_JOB },
 	CLI_COMMON_OPTIONS,
 	{ NULL, 0, NULL, 0 },
 };
 
 struct wait_args {
 	const char *name;
+	const char *tuning;  /* --tuning-job: a tuning job's name instead */
 	int64_t timeout_ms;  /* 0 = no limit */
 	int64_t interval_ms; /* > 0 */
 };
@@ -72,11 +74,23 @@ static int parse_wait_args(struct cli_ctx *ctx, const struct cli_cmd *cmd,
 					"seconds >= 0.01",
 					optarg);
 			break;
+		case OPT_TUNING_JOB:
+			if (!*optarg)
+				return cli_usage_error(cmd,
+						       "empty tuning job name");
+			a->tuning = optarg;
+			break;
 		default:
 			rc = cli_common_option(ctx, cmd, opt, argv);
 			if (rc)
 				return rc;
 		}
+	}
+	if (a->tuning) {
+		if (optind < argc)
+			return cli_usage_error(cmd, "unexpected argument '%s'",
+					       argv[optind]);
+		return 0;
 	}
 	if (optind >= argc)
 		return cli_usage_error(cmd, "missing job name");
@@ -290,6 +304,9 @@ int cli_cmd_wait(struct cli_ctx *ctx, int argc, char **argv)
 	rc = parse_wait_args(ctx, cmd, argc, argv, &a);
 	if (rc)
 		return rc < 0 ? CLI_EXIT_OK : rc;
+	if (a.tuning)
+		return cli_wait_tuning_job(ctx, a.tuning, a.timeout_ms,
+					   a.interval_ms);
 	if (api_name_request_build(a.name, &body)) {
 		buf_release(&body);
 		return cli_usage_error(cmd, "invalid job name '%s'", a.name);

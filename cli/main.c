@@ -44,9 +44,49 @@ static const struct cli_cmd commands[] = {
 	  "stop a running job" },
 	{ "delete-training-job", cli_cmd_delete, "delete-training-job NAME",
 	  "delete a finished job" },
-	{ "wait", cli_cmd_wait, "wait NAME [--timeout S] [--interval S]",
-	  "wait until a job ends (exit 0 Completed, 3 Failed, 4 Stopped, "
-	  "5 timeout)" },
+	{ "wait", cli_cmd_wait,
+	  "wait NAME | --tuning-job NAME [--timeout S] [--interval S]",
+	  "wait until a training (or tuning) job ends (exit 0 Completed, "
+	  "3 Failed, 4 Stopped, 5 timeout)" },
+	{ "create-tuning-job", cli_cmd_tuning_create,
+	  "create-tuning-job NAME [--strategy Random|Grid|Bayesian|Hyperband]\n"
+	  "           [--objective Maximize|Minimize:METRIC] "
+	  "[--metric-definition NAME=REGEX]...\n"
+	  "           [--max-jobs N] [--max-parallel N] "
+	  "[--early-stopping Off|Auto] [--random-seed N]\n"
+	  "           [--param NAME=continuous:MIN:MAX[:SCALE]]... "
+	  "[--param NAME=integer:MIN:MAX[:SCALE]]...\n"
+	  "           [--param NAME=categorical:A,B,C]... "
+	  "[--static NAME=VALUE]...\n"
+	  "           [--image IMG] [--instance-type T] [--instance-count N] "
+	  "[--role-arn ARN]\n"
+	  "           [--output-path URI] [--input-mode File|Pipe|FastFile] "
+	  "[--channel NAME=URI]...\n"
+	  "           [--environment K=V]... [--max-runtime S] "
+	  "[--volume-size GB]\n"
+	  "           [--cli-input-json file://tuning.json] [--wait]",
+	  "start a hyperparameter tuning job from flags or a JSON request "
+	  "(--wait: then wait for its end)" },
+	{ "describe-tuning-job", cli_cmd_tuning_describe,
+	  "describe-tuning-job NAME",
+	  "show one tuning job's status, counters and best training job" },
+	{ "list-tuning-jobs", cli_cmd_tuning_list,
+	  "list-tuning-jobs [--status S] [--name-contains X] "
+	  "[--sort-by Name|CreationTime|Status]\n"
+	  "           [--sort-order Ascending|Descending] [--max-results N] "
+	  "[--next-token T] [--all]",
+	  "list tuning jobs with their best objective, one page or --all" },
+	{ "list-tuning-job-training-jobs", cli_cmd_tuning_children,
+	  "list-tuning-job-training-jobs NAME [--status S]\n"
+	  "           [--sort-by FinalObjectiveMetricValue|CreationTime|"
+	  "Status|Name]\n"
+	  "           [--sort-order Ascending|Descending] [--max-results N] "
+	  "[--next-token T] [--all]",
+	  "a tuning job's training jobs: tuned values and objective" },
+	{ "stop-tuning-job", cli_cmd_tuning_stop, "stop-tuning-job NAME",
+	  "stop a tuning job and its running training jobs" },
+	{ "delete-tuning-job", cli_cmd_tuning_delete, "delete-tuning-job NAME",
+	  "delete an ended tuning job (its training jobs stay)" },
 	{ "upload-source", cli_cmd_upload_source, "upload-source DIR --to URI",
 	  "tar.gz a script folder to a URI and print the URI" },
 	{ "cp", cli_cmd_cp, "cp SRC DST [--recursive]",
@@ -106,7 +146,7 @@ static void print_help(FILE *f)
 	fputs(global_usage, f);
 	fputs("\ncommands:\n", f);
 	for (i = 0; i < N_COMMANDS; i++)
-		fprintf(f, "   %-22s %s\n", commands[i].name, commands[i].help);
+		fprintf(f, "   %-29s %s\n", commands[i].name, commands[i].help);
 	fputs("\noptions (before or after the command):\n"
 	      "   --endpoint URL   controller URL (env TRAINCTL_ENDPOINT, "
 	      "default " CLI_DEFAULT_ENDPOINT ")\n"
