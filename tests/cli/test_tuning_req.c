@@ -134,17 +134,20 @@ static void test_flags(void **state)
 
 	assert_at(x, "HyperParameterTuningJobName", "tj");
 	assert_at(x, "HyperParameterTuningJobConfig.Strategy", "Random");
-	assert_at(x, "HyperParameterTuningJobConfig.TrainingJobEarlyStoppingType",
+	assert_at(x,
+		  "HyperParameterTuningJobConfig.TrainingJobEarlyStoppingType",
 		  "Auto");
 	assert_at(x, "HyperParameterTuningJobConfig.RandomSeed", "42");
-	assert_at(x,
-		  "HyperParameterTuningJobConfig.HyperParameterTuningJobObjective"
-		  ".Type",
-		  "Minimize");
-	assert_at(x,
-		  "HyperParameterTuningJobConfig.HyperParameterTuningJobObjective"
-		  ".MetricName",
-		  "loss");
+	assert_at(
+		x,
+		"HyperParameterTuningJobConfig.HyperParameterTuningJobObjective"
+		".Type",
+		"Minimize");
+	assert_at(
+		x,
+		"HyperParameterTuningJobConfig.HyperParameterTuningJobObjective"
+		".MetricName",
+		"loss");
 	assert_at(x,
 		  "HyperParameterTuningJobConfig.ResourceLimits."
 		  "MaxNumberOfTrainingJobs",
@@ -177,7 +180,8 @@ static void test_flags(void **state)
 		  "gelu");
 
 	/* The definition as create-training-job builds it, with defaults. */
-	assert_at(x, "TrainingJobDefinition.AlgorithmSpecification.TrainingImage",
+	assert_at(x,
+		  "TrainingJobDefinition.AlgorithmSpecification.TrainingImage",
 		  "file:///opt/train.sh");
 	assert_at(x,
 		  "TrainingJobDefinition.AlgorithmSpecification."
@@ -295,12 +299,13 @@ static void test_input_json_with_overrides(void **state)
 static void test_definition_ranges(void **state)
 {
 	struct fixture *x = *state;
-	const char *doc = "{\"HyperParameterTuningJobConfig\": {"
-			  " \"ResourceLimits\": {\"MaxNumberOfTrainingJobs\": 2,"
-			  "  \"MaxParallelTrainingJobs\": 1}},"
-			  " \"TrainingJobDefinition\": {\"HyperParameterRanges\":"
-			  "  {\"ContinuousParameterRanges\": [{\"Name\": \"x\","
-			  "   \"MinValue\": \"0\", \"MaxValue\": \"1\"}]}}}";
+	const char *doc =
+		"{\"HyperParameterTuningJobConfig\": {"
+		" \"ResourceLimits\": {\"MaxNumberOfTrainingJobs\": 2,"
+		"  \"MaxParallelTrainingJobs\": 1}},"
+		" \"TrainingJobDefinition\": {\"HyperParameterRanges\":"
+		"  {\"ContinuousParameterRanges\": [{\"Name\": \"x\","
+		"   \"MinValue\": \"0\", \"MaxValue\": \"1\"}]}}}";
 
 	x->params[0] = "x=continuous:-1:1:Linear";
 	x->f.n_params = 1;
@@ -387,10 +392,11 @@ static void test_bad_flags(void **state)
 	refused(x, "invalid --objective");
 	x->f.objective = "maximize:acc";
 	assert_int_equal(build(x, NULL), 0);
-	assert_at(x,
-		  "HyperParameterTuningJobConfig.HyperParameterTuningJobObjective"
-		  ".Type",
-		  "Maximize");
+	assert_at(
+		x,
+		"HyperParameterTuningJobConfig.HyperParameterTuningJobObjective"
+		".Type",
+		"Maximize");
 
 	x->statics[0] = "noequals";
 	x->def.hyperparameters = x->statics;
@@ -446,7 +452,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_bad_params, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_bad_flags, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_flags, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_bad_documents, setup,
 						teardown),
 	};
