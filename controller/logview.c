@@ -353,6 +353,29 @@ static int scan_stream(const char *path, const struct api_log_stream_info *s,
 	return cut;
 }
 
+/* Scans the streams q selects (host, attempt) until q->limit matches. */
+static int scan_all(struct ctrl_ctx *ctx, const char *job,
+		    const struct streams *l, const struct query *q,
+		    struct found **found, size_t *n, size_t *cap,
+		    long long *budget)
+{
+	size_t i;
+	int cut = 0;
+
+	for (i = 0; i < l->n && !cut && (int)*n < q->limit; i++) {
+		struct buf path = BUF_INIT;
+
+		if ((q->host && *q->host && strcmp(q->host, l->s[i].host)) ||
+		    (q->attempt && q->attempt != l->s[i].attempt))
+			continue;
+		(void)ctrl_logs_path(ctx, job, l->s[i].stream, &path);
+		cut = scan_stream(path.data, &l->s[i], q, found, n, cap,
+				  budget);
+		buf_release(&path);
+	}
+	return cut;
+}
+
 static int int_arg(const char *s, int lo, int hi, int dflt, int *out)
 {
 	char *end;
@@ -443,7 +466,7 @@ void ctrl_logview_search(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		 * attempt; without one, its last lines. */
 		if (failing_rank(ctx, job, algo, sizeof(algo), &q.rank,
 				 &q.attempt)) {
-			ret = buf_adds(&out, "{\"matches\":[],\"truncated\":false}");
+			(void)api_log_matches_build(NULL, 0, 0, &out);
 			ctrl_reply_json(resp, &out);
 			goto out;
 		}
@@ -473,33 +496,12 @@ void ctrl_logview_search(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		ctrl_reply_err_code(resp, ret, err.data);
 		goto out;
 	}
-	for (i = 0; i < l.n && !cut && (int)n < q.limit; i++) {
-		struct buf path = BUF_INIT;
-
-		if ((q.host && *q.host && strcmp(q.host, l.s[i].host)) ||
-		    (q.attempt && q.attempt != l.s[i].attempt))
-			continue;
-		(void)ctrl_logs_path(ctx, job, l.s[i].stream, &path);
-		cut = scan_stream(path.data, &l.s[i], &q, &found, &n, &cap,
-				  &budget);
-		buf_release(&path);
-	}
+	cut = scan_all(ctx, job, &l, &q, &found, &n, &cap, &budget);
 	if (first_error && !strcmp(first_error, "1") && !n && algo[0]) {
-		/* No stderr line: the rank's last lines, from the first. */
+		/* No stderr line: the first of the rank's last 20 lines. */
 		q.stderr_only = 0;
 		q.limit = MATCH_MAX;
-		for (i = 0; i < l.n; i++) {
-			struct buf path = BUF_INIT;
-
-			if (strcmp(algo, l.s[i].host) ||
-			    q.attempt != l.s[i].attempt)
-				continue;
-			(void)ctrl_logs_path(ctx, job, l.s[i].stream, &path);
-			(void)scan_stream(path.data, &l.s[i], &q, &found, &n,
-					  &cap, &budget);
-			buf_release(&path);
-		}
-		/* The first of its last 20 lines. */
+		cut = scan_all(ctx, job, &l, &q, &found, &n, &cap, &budget);
 		n = found_keep(found, n, n > 20 ? n - 20 : 0);
 	}
 	m = xcalloc(n + 1, sizeof(*m));
