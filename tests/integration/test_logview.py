@@ -8,6 +8,8 @@
       labelled; one stream alone
   (d) first_error=1: the line to jump to, the failing rank's first line on
       stderr in its last attempt
+  (e) the page's job list: sort and order, status, instance type, tag and
+      creation-time filters, pages; bad parameters 400
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter:
     /usr/bin/python3 tests/integration/test_logview.py
@@ -126,13 +128,45 @@ def case_d(cl, sm):
     expect(r.json["matches"] == [], "a completed job has none: %s" % r.json)
 
 
+def names(cl, **q):
+    r = get(cl, "/v1/ui/jobs", **q)
+    expect(r.status == 200, "%s: %r" % (q, r))
+    return [j["name"] for j in r.json["jobs"]], r.json.get("next_token")
+
+
+def case_e(cl, sm):
+    expect(names(cl, sort="name")[0] == ["lv-fail", "lv-retry"], "by name: %s" % (names(cl, sort="name"),))
+    expect(names(cl, sort="name", order="desc")[0] == ["lv-retry", "lv-fail"], "by name, desc")
+    expect(names(cl)[0] == ["lv-fail", "lv-retry"], "newest first by default")
+    expect(names(cl, sort="status")[0] == ["lv-retry", "lv-fail"], "by status (Completed < Failed)")
+    expect(names(cl, status="Failed")[0] == ["lv-fail"], "status filter")
+    expect(names(cl, instance_type="ml.m5.large")[0] == ["lv-fail", "lv-retry"], "instance type")
+    expect(names(cl, instance_type="ml.c5.xlarge")[0] == [], "another instance type")
+    expect(names(cl, tag="team=logs")[0] == ["lv-retry"], "tag KEY=VALUE")
+    expect(names(cl, tag="team")[0] == ["lv-retry"], "tag KEY")
+    expect(names(cl, tag="team=other")[0] == [], "tag with another value")
+    now = int(time.time() * 1000)
+    expect(names(cl, created_after=str(now))[0] == [], "created after now")
+    expect(names(cl, created_before=str(now))[0] == ["lv-fail", "lv-retry"], "created before now")
+    first, token = names(cl, sort="name", limit="1")
+    expect(first == ["lv-fail"] and token, "page 1: %s %s" % (first, token))
+    second, token = names(cl, sort="name", limit="1", next_token=token)
+    expect(second == ["lv-retry"], "page 2: %s" % second)
+    for bad in ({"sort": "size"}, {"order": "up"}, {"created_after": "soon"}, {"tag": "=v"},
+                {"instance_type": "x" * 300}):
+        r = get(cl, "/v1/ui/jobs", **bad)
+        expect(r.status == 400, "%s: %r" % (bad, r))
+
+
 def main():
     tap = sc.Tap()
     cl = fl.LocalCluster(2, ["--max-retries", "0"], prefix="trainctl-logview-")
     err = cl.start()
     if tap.ok(err is None, "trainctld --local-hosts 2 starts", err):
         sm = cl.client()
-        sm.create_training_job(**request(cl, "lv-retry", SCRIPT, retries=2))
+        req = request(cl, "lv-retry", SCRIPT, retries=2)
+        req["Tags"] = [{"Key": "team", "Value": "logs"}]
+        sm.create_training_job(**req)
         d, _ = fl.wait_job(sm, "lv-retry", fl.terminal, 120)
         tap.ok(d["TrainingJobStatus"] == "Completed", "a job failing its first attempt completes its second",
                sc.short(d))
@@ -144,6 +178,7 @@ def main():
         tap.case("(b) search with context; regex, host, attempt and level filters; bad parameters", case_b, cl, sm)
         tap.case("(c) download: the whole log merged by time, labelled; one stream", case_c, cl, sm)
         tap.case("(d) first_error: the failing rank's first line on stderr", case_d, cl, sm)
+        tap.case("(e) the page's job list: sort, filters, pages", case_e, cl, sm)
     rc, killed = cl.stop()
     left = cl.own_pids()
     tap.ok(rc == 0 and not killed and not left, "trainctld exits 0 on SIGTERM; no agent left",
