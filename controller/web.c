@@ -450,6 +450,31 @@ out:
 
 /* ----------------------------------------------------------- one job */
 
+/*
+ * GET /v1/ui/jobs/NAME/request: the CreateTrainingJob body the job was
+ * created with, for the page's "clone" (a new job from the same request).
+ */
+static void job_request(struct ctrl_ctx *ctx, const char *name,
+			struct ctrl_response *resp)
+{
+	struct buf err = BUF_INIT;
+	struct db_job job;
+	int ret = db_job_get(ctx->db, name, &job, &err);
+
+	if (ret) {
+		ctrl_reply_err_code(resp, ret, err.data);
+	} else {
+		resp->status = 200;
+		buf_reset(&resp->body);
+		if (buf_adds(&resp->body,
+			     job.spec_json ? job.spec_json : job.request_json))
+			ctrl_reply_err(resp, CTRL_E_INTERNAL,
+				       "request too large");
+		db_job_release(&job);
+	}
+	buf_release(&err);
+}
+
 /* The state of a host as GET /v1/hosts names it. Caller holds hosts_lock. */
 static const char *host_state(struct ctrl_host *h, int busy)
 {
@@ -922,7 +947,8 @@ ctrl_web_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	rest = url + strlen("/v1/ui/jobs/");
 	n = strcspn(rest, "/");
 	if (n == 0 || n > NAME_MAX_LEN ||
-	    (rest[n] && strcmp(rest + n, "/metrics"))) {
+	    (rest[n] && strcmp(rest + n, "/metrics") &&
+	     strcmp(rest + n, "/request"))) {
 		ctrl_reply_err(resp, CTRL_E_NO_SUCH_PATH, "no such resource");
 		return CTRL_ROUTE_DONE;
 	}
@@ -931,6 +957,8 @@ ctrl_web_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	ret = ctrl_caller_check_job(ctx, &req->caller, name, &err);
 	if (ret)
 		ctrl_reply_err_code(resp, ret, err.data);
+	else if (!strcmp(rest + n, "/request"))
+		job_request(ctx, name, resp);
 	else if (rest[n])
 		job_metrics(ctx, conn, name, resp);
 	else

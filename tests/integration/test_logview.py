@@ -152,6 +152,21 @@ def case_e(cl, sm):
     expect(first == ["lv-fail"] and token, "page 1: %s %s" % (first, token))
     second, token = names(cl, sort="name", limit="1", next_token=token)
     expect(second == ["lv-retry"], "page 2: %s" % second)
+    r = get(cl, "/v1/ui/jobs/lv-retry/request")
+    req = r.json
+    expect(r.status == 200 and req["TrainingJobName"] == "lv-retry" and req["RetryStrategy"] ==
+           {"MaximumRetryAttempts": 2} and req["Tags"] == [{"Key": "team", "Value": "logs"}],
+           "the job's request: %r" % r)
+    req["TrainingJobName"] = "lv-clone"
+    r = sc.http_request(cl.port, "POST", "/v1/training-jobs", json.dumps(req).encode(),
+                        {"Content-Type": "application/json"})
+    expect(r.status == 200, "clone created: %r" % r)
+    req["ResourceConfig"]["InstanceCount"] = 0
+    req["TrainingJobName"] = "lv-clone2"
+    r = sc.http_request(cl.port, "POST", "/v1/training-jobs", json.dumps(req).encode(),
+                        {"Content-Type": "application/json"})
+    expect(r.status == 400 and b"instanceCount" in r.body, "a bad clone is refused as any create: %r" % r)
+    fl.wait_job(sm, "lv-clone", fl.terminal, 60)
     for bad in ({"sort": "size"}, {"order": "up"}, {"created_after": "soon"}, {"tag": "=v"},
                 {"instance_type": "x" * 300}):
         r = get(cl, "/v1/ui/jobs", **bad)
