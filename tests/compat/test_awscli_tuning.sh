@@ -51,7 +51,7 @@ pid=$T_PID
 EP=$T_URL
 
 # ---- request files: rnd (3 jobs, seed 5, a tag), one (1 job), long (jobs
-# of a minute, to stop), log0 (Logarithmic with MinValue 0).
+# of minutes, to stop), log0 (Logarithmic with MinValue 0).
 $PY - "$T_TMP" <<'EOF_PY'
 import json, sys
 sys.path.insert(0, "tests/compat")
@@ -62,7 +62,7 @@ for label in ("v2", "v1"):
     req["Tags"] = [{"Key": "team", "Value": "ml"}]
     json.dump(req, open("%s/rnd-%s.json" % (d, label), "w"), indent=1)
 json.dump(T.request("placeholder", jobs=1, parallel=1), open("%s/one.json" % d, "w"))
-json.dump(T.request("placeholder", jobs=4, parallel=2, epochs=600), open("%s/long.json" % d, "w"))
+json.dump(T.request("placeholder", jobs=4, parallel=2, epochs=T.LONG_EPOCHS), open("%s/long.json" % d, "w"))
 json.dump(T.log_zero_request("placeholder"), open("%s/log0.json" % d, "w"))
 EOF_PY
 

@@ -20,6 +20,9 @@ import smcompat as C  # noqa: E402
 TRAINER = os.path.join(C.REPO, "tests", "integration", "tune_trainer.py")
 OUT = "s3://tuncompat/out"
 TUNING_ARN_RE = r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:hyper-parameter-tuning-job/%s$"
+# Reports of a training job meant to be stopped: about 250 s at 0.1 s each,
+# within MaxRuntimeInSeconds, so it still runs when a slow run stops it.
+LONG_EPOCHS = 2500
 COUNTERS = ("Completed", "InProgress", "RetryableError", "NonRetryableError", "Stopped")
 
 
@@ -170,7 +173,7 @@ class Cases:
         # Two more, for the listings: a one-job search and a long one to stop.
         self.sm.create_hyper_parameter_tuning_job(**request(self.name("one"), jobs=1, parallel=1))
         self.sm.create_hyper_parameter_tuning_job(**request(self.name("long"), jobs=6, parallel=2,
-                                                            epochs=600, sleep=0.1))
+                                                            epochs=LONG_EPOCHS, sleep=0.1))
 
     def t_describe(self):
         n = self.name("rnd")

@@ -68,7 +68,7 @@ def m26_cases(tap, core):
 
     def t_delete():
         n = p + "-del"
-        sm.create_hyper_parameter_tuning_job(**T.request(n, jobs=1, parallel=1, epochs=600))
+        sm.create_hyper_parameter_tuning_job(**T.request(n, jobs=1, parallel=1, epochs=T.LONG_EPOCHS))
         C.expect_error(lambda: sm.delete_hyper_parameter_tuning_job(HyperParameterTuningJobName=n),
                        "ResourceInUse", 400, contains="InProgress")
         C.expect(T.describe(sm, n)["HyperParameterTuningJobStatus"] == "InProgress", "changed by the refused delete")
