@@ -1,3 +1,4 @@
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +10,17 @@
 #include "common/xalloc.h"
 #include "common/banned.h"
 
+static json_t *event_json(const struct api_log_event *e)
+{
+	json_t *msg = json_string(e->message);
+
+	if (!msg)
+		msg = json_string("(invalid UTF-8)");
+	return json_pack("{s:I,s:o,s:s,s:i}", "timestamp",
+			 (json_int_t)e->timestamp_ms, "message", msg, "stream",
+			 e->is_stderr ? "stderr" : "stdout", "rank", e->rank);
+}
+
 int api_log_events_build(const struct api_log_events *ev, struct buf *out)
 {
 	json_t *root = json_object();
@@ -19,25 +31,83 @@ int api_log_events_build(const struct api_log_events *ev, struct buf *out)
 
 	for (i = 0; i < ev->n_streams; i++)
 		json_array_append_new(streams, json_string(ev->streams[i]));
-	for (i = 0; i < ev->n; i++) {
-		const struct api_log_event *e = &ev->items[i];
-		/* Lines were made valid UTF-8 by the agent; stay safe anyway.
-		 */
-		json_t *msg = json_string(e->message);
-
-		if (!msg)
-			msg = json_string("(invalid UTF-8)");
-		json_array_append_new(
-			events,
-			json_pack("{s:I,s:o,s:s,s:i}", "timestamp",
-				  (json_int_t)e->timestamp_ms, "message", msg,
-				  "stream", e->is_stderr ? "stderr" : "stdout",
-				  "rank", e->rank));
-	}
+	/* Lines were made valid UTF-8 by the agent; event_json() stays
+	 * safe anyway. */
+	for (i = 0; i < ev->n; i++)
+		json_array_append_new(events, event_json(&ev->items[i]));
 	json_object_set_new(root, "streams", streams);
 	json_object_set_new(root, "events", events);
 	json_object_set_new(root, "next_offset",
 			    json_integer((json_int_t)ev->next_offset));
+	ret = api__json_dump_to(root, out);
+	json_decref(root);
+	return ret;
+}
+
+static void set_label(json_t *o, const struct api_log_stream_info *s)
+{
+	char label[96];
+
+	if (s->attempt)
+		snprintf(label, sizeof(label), "attempt %d \xc2\xb7 %s",
+			 s->attempt, s->host);
+	else
+		snprintf(label, sizeof(label), "%s", s->host);
+	json_object_set_new(o, "log_stream", json_string(s->stream));
+	json_object_set_new(o, "host", json_string(s->host));
+	json_object_set_new(o, "attempt", json_integer(s->attempt));
+	json_object_set_new(o, "label", json_string(label));
+}
+
+int api_log_streams_build(const struct api_log_stream_info *s, size_t n,
+			  struct buf *out)
+{
+	json_t *root = json_object();
+	json_t *arr = json_array();
+	size_t i;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		json_t *o = json_object();
+
+		set_label(o, &s[i]);
+		json_object_set_new(o, "start", json_integer(s[i].start_ms));
+		json_object_set_new(o, "bytes", json_integer(s[i].bytes));
+		json_array_append_new(arr, o);
+	}
+	json_object_set_new(root, "streams", arr);
+	ret = api__json_dump_to(root, out);
+	json_decref(root);
+	return ret;
+}
+
+int api_log_matches_build(const struct api_log_match *m, size_t n,
+			  int truncated, struct buf *out)
+{
+	json_t *root = json_object();
+	json_t *arr = json_array();
+	size_t i, k;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		json_t *o = event_json(&m[i].line);
+		json_t *before = json_array();
+		json_t *after = json_array();
+
+		set_label(o, m[i].stream);
+		json_object_set_new(o, "offset", json_integer(m[i].offset));
+		for (k = 0; k < m[i].n_before; k++)
+			json_array_append_new(before,
+					      event_json(&m[i].before[k]));
+		for (k = 0; k < m[i].n_after; k++)
+			json_array_append_new(after,
+					      event_json(&m[i].after[k]));
+		json_object_set_new(o, "before", before);
+		json_object_set_new(o, "after", after);
+		json_array_append_new(arr, o);
+	}
+	json_object_set_new(root, "matches", arr);
+	json_object_set_new(root, "truncated", json_boolean(truncated));
 	ret = api__json_dump_to(root, out);
 	json_decref(root);
 	return ret;

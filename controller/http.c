@@ -22,6 +22,7 @@
 #include "controller/cwlogs.h"
 #include "controller/cwmetrics.h"
 #include "controller/http.h"
+#include "controller/logview.h"
 #include "controller/route.h"
 #include "controller/metrics.h"
 #include "controller/ops.h"
@@ -137,7 +138,12 @@ static enum MHD_Result send_response(struct MHD_Connection *conn,
 		free(data);
 		return MHD_NO;
 	}
-	MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+	MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE,
+				r->content_type ? r->content_type :
+						  content_type);
+	if (r->disposition)
+		MHD_add_response_header(mr, "Content-Disposition",
+					r->disposition);
 	MHD_add_response_header(mr, "x-amzn-RequestId", rid);
 	if (r->query_error)
 		MHD_add_response_header(mr, "x-amzn-query-error",
@@ -432,6 +438,40 @@ static enum ctrl_route_result rest_logs(struct ctrl_ctx *ctx,
 	return ctrl_logs_route(ctx, conn, param, req, resp);
 }
 
+static enum ctrl_route_result rest_log_streams(struct ctrl_ctx *ctx,
+					       struct MHD_Connection *conn,
+					       struct request *req,
+					       const char *param,
+					       struct ctrl_response *resp)
+{
+	(void)conn;
+	if (job_visible(ctx, req, param, resp))
+		ctrl_logview_streams(ctx, param, resp);
+	return CTRL_ROUTE_DONE;
+}
+
+static enum ctrl_route_result rest_log_search(struct ctrl_ctx *ctx,
+					      struct MHD_Connection *conn,
+					      struct request *req,
+					      const char *param,
+					      struct ctrl_response *resp)
+{
+	if (job_visible(ctx, req, param, resp))
+		ctrl_logview_search(ctx, conn, param, resp);
+	return CTRL_ROUTE_DONE;
+}
+
+static enum ctrl_route_result rest_log_download(struct ctrl_ctx *ctx,
+						struct MHD_Connection *conn,
+						struct request *req,
+						const char *param,
+						struct ctrl_response *resp)
+{
+	if (job_visible(ctx, req, param, resp))
+		ctrl_logview_download(ctx, conn, param, resp);
+	return CTRL_ROUTE_DONE;
+}
+
 #define JOB_METHODS "method not allowed on this resource"
 
 /*
@@ -466,6 +506,12 @@ static const struct rest_route {
 	{ "DELETE", "/v1/training-jobs/{}", 0, 1, rest_delete, JOB_METHODS },
 	{ "POST", "/v1/training-jobs/{}/stop", 0, 1, rest_stop, JOB_METHODS },
 	{ "GET", "/v1/training-jobs/{}/logs", 0, 1, rest_logs,
+	  "use GET on logs" },
+	{ "GET", "/v1/training-jobs/{}/logs/streams", 0, 1, rest_log_streams,
+	  "use GET on logs" },
+	{ "GET", "/v1/training-jobs/{}/logs/search", 0, 1, rest_log_search,
+	  "use GET on logs" },
+	{ "GET", "/v1/training-jobs/{}/logs/download", 0, 1, rest_log_download,
 	  "use GET on logs" },
 };
 

@@ -153,33 +153,47 @@ static void metric_lines(struct ctrl_jobrt *rt, const struct api_log_line *l,
  * the one before it (a restart takes well under one) takes the next
  * second, so that each attempt has streams of its own.
  */
-static int stream_of(struct ctrl_ctx *ctx, struct ctrl_jobrt *rt,
-		     const struct api_log_line *l, struct buf *out)
+int64_t ctrl_logs_stream_epoch(struct ctrl_ctx *ctx, const char *job,
+			       int attempt, int64_t *started_ms)
 {
 	struct buf err = BUF_INIT;
 	int64_t started = 0, s = 0;
 	int port, a;
 
-	if (rt->attempt != l->attempt) {
-		if (db_attempt_info(ctx->db, rt->name, l->attempt, &port,
-				    &started, &err)) {
-			buf_release(&err);
-			return ERR_NOTFOUND;
-		}
-		for (a = 1; a <= l->attempt; a++) {
-			int64_t t = started;
+	if (db_attempt_info(ctx->db, job, attempt, &port, &started, &err)) {
+		buf_release(&err);
+		return -1;
+	}
+	/* Each attempt's streams are named by the second it started, one
+	 * more than the previous attempt's when they share a second. */
+	for (a = 1; a <= attempt; a++) {
+		int64_t t = started;
 
-			if (a < l->attempt &&
-			    db_attempt_info(ctx->db, rt->name, a, &port, &t,
-					    &err))
-				continue;
-			s = a == 1 || t / 1000 > s ? t / 1000 : s + 1;
-		}
+		if (a < attempt &&
+		    db_attempt_info(ctx->db, job, a, &port, &t, &err))
+			continue;
+		s = a == 1 || t / 1000 > s ? t / 1000 : s + 1;
+	}
+	buf_release(&err);
+	if (started_ms)
+		*started_ms = started;
+	return s;
+}
+
+static int stream_of(struct ctrl_ctx *ctx, struct ctrl_jobrt *rt,
+		     const struct api_log_line *l, struct buf *out)
+{
+	if (rt->attempt != l->attempt) {
+		int64_t started = 0;
+		int64_t s = ctrl_logs_stream_epoch(ctx, rt->name, l->attempt,
+						   &started);
+
+		if (s < 0)
+			return ERR_NOTFOUND;
 		rt->attempt = l->attempt;
 		rt->attempt_start_ms = started;
 		rt->attempt_stream_s = s;
 	}
-	buf_release(&err);
 	return buf_addf(out, "%s-%" PRId64, l->algo, rt->attempt_stream_s);
 }
 

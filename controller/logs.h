@@ -7,6 +7,8 @@
  * <state-dir>/logs/<job>/, indexed in the store; MetricDefinitions are
  * applied to every line on the way in.
  */
+#include <stdint.h>
+
 #include "api/agent_proto.h"
 #include "common/buf.h"
 
@@ -19,5 +21,13 @@ void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
 /* The file of stream (the part after "<job>/") of job. */
 int ctrl_logs_path(struct ctrl_ctx *ctx, const char *job, const char *stream,
 		   struct buf *out);
+
+/*
+ * The second that names the streams of attempt `attempt` of job
+ * (<algo>-<second>), and when the attempt started (*started_ms, may be
+ * NULL). Returns -1 when the attempt is unknown.
+ */
+int64_t ctrl_logs_stream_epoch(struct ctrl_ctx *ctx, const char *job,
+			       int attempt, int64_t *started_ms);
 
 #endif

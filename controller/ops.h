@@ -16,6 +16,10 @@ struct ctrl_response {
 	/* x-amzn-query-error (AWS query-compatible errors), static text or
 	 * NULL. */
 	const char *query_error;
+	/* Static text or NULL: the body's media type when it is not the
+	 * face's own, and a Content-Disposition (downloads). */
+	const char *content_type;
+	const char *disposition;
 };
 
 /*

@@ -29,6 +29,7 @@
 #include "api/tuning.h"
 #include "controller/ctrl.h"
 #include "controller/tuning.h"
+#include "db/db.h"
 #include "db/tuning.h"
 #include "db/run.h"
 #include "common/err.h"
@@ -189,7 +190,9 @@ static void summarize(struct tjob *j)
 
 		kd->exists = c->status != NULL;
 		kd->terminal = is_terminal(c->status);
-		kd->active = kd->exists ? !kd->terminal : in_progress;
+		/* Not there: about to be created, or deleted after it ran. */
+		kd->active = kd->exists ? !kd->terminal :
+					  in_progress && !c->created;
 		kd->retryable =
 			c->status && !strcmp(c->status, "Failed") &&
 			c->failure_reason &&
@@ -201,9 +204,10 @@ static void summarize(struct tjob *j)
 			retried |= j->rows[k].retry_of == c->idx;
 		if (c->retry_of < 0)
 			j->n_fresh++;
-		if (!(kd->retryable && retried) && (kd->exists || in_progress))
+		if (!(kd->retryable && retried) &&
+		    (kd->exists || c->created || in_progress))
 			j->n_budget_used++;
-		if (!kd->exists && !in_progress)
+		if (!kd->exists && !kd->active)
 			continue;
 		if (kd->active) {
 			j->counters[1]++;
@@ -1159,6 +1163,30 @@ static void owner_caller(const struct tjob *j, struct ctrl_caller *who)
 	who->admin = 0;
 }
 
+/* Whether training job name is one of tuning job j's: 0 or ERR_CONFLICT. */
+static int is_ours(struct ctrl_ctx *ctx, const struct tjob *j, const char *name,
+		   struct buf *err)
+{
+	struct db_job job;
+	struct buf want = BUF_INIT;
+	int ret = db_job_get(ctx->db, name, &job, err);
+
+	if (ret)
+		return ret == ERR_NOTFOUND ? ERR_CONFLICT : ret;
+	(void)buf_addf(&want, "\"TuningJobArn\":\"%s\"", j->t.arn);
+	if (!job.request_json || !strstr(job.request_json, want.data)) {
+		buf_reset(err);
+		(void)buf_addf(err,
+			       "a training job named %s exists and is not "
+			       "this tuning job's",
+			       name);
+		ret = ERR_CONFLICT;
+	}
+	db_job_release(&job);
+	buf_release(&want);
+	return ret;
+}
+
 static int create_kid(struct ctrl_ctx *ctx, struct tjob *j,
 		      const struct db_tuning_child *c, struct buf *err)
 {
@@ -1176,9 +1204,10 @@ static int create_kid(struct ctrl_ctx *ctx, struct tjob *j,
 	if (!ret)
 		ret = ctrl_job_create(ctx, &who, body.data, body.len, j->t.arn,
 				      &arn, err);
-	/* Created before a restart that came between the two writes. */
+	/* Created before a restart that came between the two writes: it is
+	 * ours when it names this tuning job. */
 	if (ret == ERR_CONFLICT)
-		ret = 0;
+		ret = is_ours(ctx, j, c->job, err);
 	if (!ret)
 		ret = db_tuning_child_created(ctx->db, j->t.name, c->idx, err);
 	else
@@ -1655,7 +1684,7 @@ static void step(struct ctrl_ctx *ctx, const char *name, int64_t now)
 			/* Refused for good (the cluster changed since the
 			 * create was checked): the tuning job fails. */
 			failed = r == ERR_INVALID || r == ERR_LIMIT ||
-				 r == ERR_AUTH;
+				 r == ERR_AUTH || r == ERR_CONFLICT;
 			if (failed) {
 				struct buf why_failed = BUF_INIT;
 				struct buf e2 = BUF_INIT;

@@ -303,9 +303,71 @@ static int status_known(const char *s)
 	return 0;
 }
 
+/* An epoch-milliseconds query argument; 0 when absent, -1 when bad. */
+static int64_t ms_arg(const char *s)
+{
+	char *end;
+	long long v;
+
+	if (!s || !*s)
+		return 0;
+	v = strtoll(s, &end, 10);
+	return *end || v <= 0 ? -1 : v;
+}
+
+/*
+ * The list's sort and filters beyond name and status: sort=name|created|
+ * status, order=asc|desc, created_after, created_before (epoch ms),
+ * instance_type, tag=KEY or KEY=VALUE (split into tag). Returns 0 or -1.
+ */
+static int list_filters(struct MHD_Connection *conn, struct db_list_query *q,
+			struct buf *tag)
+{
+	const char *sort = query(conn, "sort");
+	const char *order = query(conn, "order");
+	const char *itype = query(conn, "instance_type");
+	const char *t = query(conn, "tag");
+	char *eq;
+
+	if (sort && !strcmp(sort, "name"))
+		q->sort = DB_SORT_NAME;
+	else if (sort && !strcmp(sort, "status"))
+		q->sort = DB_SORT_STATUS;
+	else if (sort && *sort && strcmp(sort, "created"))
+		return -1;
+	if (order && *order && strcmp(order, "asc") && strcmp(order, "desc"))
+		return -1;
+	/* Newest first; names and statuses in alphabetical order. */
+	q->descending = q->sort == DB_SORT_CREATION;
+	if (order && *order)
+		q->descending = !strcmp(order, "desc");
+	q->created_after_ms = ms_arg(query(conn, "created_after"));
+	q->created_before_ms = ms_arg(query(conn, "created_before"));
+	if (q->created_after_ms < 0 || q->created_before_ms < 0)
+		return -1;
+	if (itype && *itype) {
+		if (strlen(itype) > 256)
+			return -1;
+		q->instance_type = itype;
+	}
+	if (t && *t) {
+		if (strlen(t) > 256 || buf_adds(tag, t))
+			return -1;
+		eq = strchr(tag->data, '=');
+		if (eq)
+			*eq = '\0';
+		if (!*tag->data)
+			return -1;
+		q->tag_key = tag->data;
+		q->tag_value = eq ? eq + 1 : NULL;
+	}
+	return 0;
+}
+
 static void jobs_list(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		      struct MHD_Connection *conn, struct ctrl_response *resp)
 {
+	struct buf tag = BUF_INIT;
 	const char *status = query(conn, "status");
 	const char *name = query(conn, "name");
 	const char *limit = query(conn, "limit");
@@ -327,11 +389,17 @@ static void jobs_list(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	q.owner = who->admin ? NULL : who->owner;
 	if (q.limit < 1 || q.limit > 1000 ||
 	    (q.status && !status_known(q.status)) ||
-	    (q.name_contains && strlen(q.name_contains) > NAME_MAX_LEN)) {
+	    (q.name_contains && strlen(q.name_contains) > NAME_MAX_LEN) ||
+	    list_filters(conn, &q, &tag)) {
 		ctrl_reply_err(resp, CTRL_E_VALIDATION,
 			       "limit must be 1..1000, status a "
-			       "TrainingJobStatus and name at most 63 "
-			       "characters");
+			       "TrainingJobStatus, name at most 63 "
+			       "characters, sort name, created or status, "
+			       "order asc or desc, created_after and "
+			       "created_before epoch milliseconds, "
+			       "instance_type and tag (KEY or KEY=VALUE) at "
+			       "most 256 characters");
+		buf_release(&tag);
 		return;
 	}
 	ret = db_job_list(ctx->db, &q, &jobs, &n, &next, &err);
@@ -377,9 +445,35 @@ out:
 	free(rows);
 	free(next);
 	buf_release(&err);
+	buf_release(&tag);
 }
 
 /* ----------------------------------------------------------- one job */
+
+/*
+ * GET /v1/ui/jobs/NAME/request: the CreateTrainingJob body the job was
+ * created with, for the page's "clone" (a new job from the same request).
+ */
+static void job_request(struct ctrl_ctx *ctx, const char *name,
+			struct ctrl_response *resp)
+{
+	struct buf err = BUF_INIT;
+	struct db_job job;
+	int ret = db_job_get(ctx->db, name, &job, &err);
+
+	if (ret) {
+		ctrl_reply_err_code(resp, ret, err.data);
+	} else {
+		resp->status = 200;
+		buf_reset(&resp->body);
+		if (buf_adds(&resp->body,
+			     job.spec_json ? job.spec_json : job.request_json))
+			ctrl_reply_err(resp, CTRL_E_INTERNAL,
+				       "request too large");
+		db_job_release(&job);
+	}
+	buf_release(&err);
+}
 
 /* The state of a host as GET /v1/hosts names it. Caller holds hosts_lock. */
 static const char *host_state(struct ctrl_host *h, int busy)
@@ -853,7 +947,8 @@ ctrl_web_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	rest = url + strlen("/v1/ui/jobs/");
 	n = strcspn(rest, "/");
 	if (n == 0 || n > NAME_MAX_LEN ||
-	    (rest[n] && strcmp(rest + n, "/metrics"))) {
+	    (rest[n] && strcmp(rest + n, "/metrics") &&
+	     strcmp(rest + n, "/request"))) {
 		ctrl_reply_err(resp, CTRL_E_NO_SUCH_PATH, "no such resource");
 		return CTRL_ROUTE_DONE;
 	}
@@ -862,6 +957,8 @@ ctrl_web_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	ret = ctrl_caller_check_job(ctx, &req->caller, name, &err);
 	if (ret)
 		ctrl_reply_err_code(resp, ret, err.data);
+	else if (!strcmp(rest + n, "/request"))
+		job_request(ctx, name, resp);
 	else if (rest[n])
 		job_metrics(ctx, conn, name, resp);
 	else

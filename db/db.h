@@ -181,6 +181,9 @@ struct db_list_query {
 	int descending;
 	int64_t created_after_ms, created_before_ms;   /* 0 = unbounded */
 	int64_t modified_after_ms, modified_before_ms; /* 0 = unbounded */
+	const char *instance_type;		       /* NULL = any */
+	const char *tag_key;   /* a tag the job has, NULL = any */
+	const char *tag_value; /* ... with this value, NULL = any */
 };
 
 /*

@@ -172,7 +172,12 @@ static void list_sql(struct buf *sql, const struct db_list_query *q,
 	    (q->modified_after_ms &&
 	     buf_adds(sql, " AND last_modified_ms > ?14")) ||
 	    (q->modified_before_ms &&
-	     buf_adds(sql, " AND last_modified_ms < ?15")))
+	     buf_adds(sql, " AND last_modified_ms < ?15")) ||
+	    (q->instance_type && buf_adds(sql, " AND instance_type = ?18")) ||
+	    (q->tag_key &&
+	     buf_adds(sql, " AND EXISTS (SELECT 1 FROM job_tags t WHERE "
+			   "t.job_id = jobs.id AND t.key = ?24 AND (?25 IS "
+			   "NULL OR t.value = ?25))")))
 		BUG("unbounded buffer reported too big");
 	add_order(sql, q->sort, q->descending, have_key);
 }
@@ -199,6 +204,15 @@ static void list_bind(sqlite3_stmt *st, const struct db_list_query *q,
 		sqlite3_bind_int64(st, 14, q->modified_after_ms);
 	if (q->modified_before_ms)
 		sqlite3_bind_int64(st, 15, q->modified_before_ms);
+	if (q->instance_type)
+		sqlite3_bind_text(st, 18, q->instance_type, -1,
+				  SQLITE_TRANSIENT);
+	if (q->tag_key) {
+		sqlite3_bind_text(st, 24, q->tag_key, -1, SQLITE_TRANSIENT);
+		if (q->tag_value)
+			sqlite3_bind_text(st, 25, q->tag_value, -1,
+					  SQLITE_TRANSIENT);
+	}
 	if (have_key) {
 		sqlite3_bind_text(st, 20, key->text, -1, SQLITE_TRANSIENT);
 		sqlite3_bind_int64(st, 21, key->id);

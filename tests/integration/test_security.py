@@ -55,6 +55,7 @@ TAP on stdout. Run from the top of the tree with Debian's interpreter:
 BUILD names the build directory (default build); TRAINCTL_TEST_KEEP=1
 keeps the temp dirs.
 """
+import json
 import os
 import subprocess
 import sys
@@ -280,6 +281,58 @@ def case_users(tap, d, state):
         expect(r.status == 200 and "sec-u-bob" not in str(r.body), "alice's page list: %r" % r)
         del names
     tap.case("(u3) a user sees and acts on only its own jobs; admin sees both", access)
+
+    def tuning():
+        """A user's tuning job, and the training jobs it launches, are its
+        user's only."""
+        trainer = os.path.join(fl.HERE, "tune_trainer.py")
+        req = {"HyperParameterTuningJobName": "sec-tune-alice",
+               "HyperParameterTuningJobConfig": {
+                   "Strategy": "Random",
+                   "HyperParameterTuningJobObjective": {"Type": "Minimize", "MetricName": "loss"},
+                   "ResourceLimits": {"MaxNumberOfTrainingJobs": 2, "MaxParallelTrainingJobs": 1},
+                   "ParameterRanges": {"ContinuousParameterRanges": [
+                       {"Name": "x", "MinValue": "-1", "MaxValue": "1"}]}},
+               "TrainingJobDefinition": {
+                   "StaticHyperParameters": {"epochs": "2"},
+                   "AlgorithmSpecification": {
+                       "TrainingImage": "file://" + trainer, "TrainingInputMode": "File",
+                       "MetricDefinitions": [{"Name": "loss", "Regex": "loss=(.*?);"}]},
+                   "RoleArn": fl.ROLE,
+                   "OutputDataConfig": {"S3OutputPath": out_of("alice")},
+                   "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 1,
+                                      "VolumeSizeInGB": 1},
+                   "StoppingCondition": {"MaxRuntimeInSeconds": 60}}}
+        bad = json.loads(json.dumps(req))
+        bad["HyperParameterTuningJobName"] = "sec-tune-out"
+        bad["TrainingJobDefinition"]["OutputDataConfig"]["S3OutputPath"] = out_of("bob")
+        sc.expect_error(lambda: alice.create_hyper_parameter_tuning_job(**bad), "ValidationException",
+                        contains="S3OutputPath", what="alice's tuning job writing to bob's prefix: ")
+        arn = alice.create_hyper_parameter_tuning_job(**req)["HyperParameterTuningJobArn"]
+        sc.expect_error(lambda: bob.describe_hyper_parameter_tuning_job(
+            HyperParameterTuningJobName="sec-tune-alice"), "ResourceNotFound", what="bob describes it: ")
+        sc.expect_error(lambda: bob.stop_hyper_parameter_tuning_job(
+            HyperParameterTuningJobName="sec-tune-alice"), "ResourceNotFound", what="bob stops it: ")
+        sc.expect_error(lambda: bob.list_tags(ResourceArn=arn), "ValidationException", what="bob's ListTags: ")
+        listed = [t["HyperParameterTuningJobName"] for t in
+                  bob.list_hyper_parameter_tuning_jobs()["HyperParameterTuningJobSummaries"]]
+        expect("sec-tune-alice" not in listed, "bob lists %s" % listed)
+        listed = [t["HyperParameterTuningJobName"] for t in
+                  admin.list_hyper_parameter_tuning_jobs()["HyperParameterTuningJobSummaries"]]
+        expect("sec-tune-alice" in listed, "admin lists %s" % listed)
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            d = alice.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName="sec-tune-alice")
+            if d["HyperParameterTuningJobStatus"] != "InProgress":
+                break
+            time.sleep(0.2)
+        expect(d["HyperParameterTuningJobStatus"] == "Completed", "ended %s: %s" % (
+            d["HyperParameterTuningJobStatus"], d.get("FailureReason")))
+        kid = d["BestTrainingJob"]["TrainingJobName"]
+        sc.expect_error(lambda: bob.describe_training_job(TrainingJobName=kid), "AccessDeniedException",
+                        what="bob describes alice's tuning job's training job: ")
+        alice.describe_training_job(TrainingJobName=kid)
+    tap.case("(u5) a user's tuning job and its training jobs are that user's only", tuning)
 
     def ran_as():
         for c, name, user in ((alice, "sec-u-alice", USERS[0]), (bob, "sec-u-bob", USERS[1])):

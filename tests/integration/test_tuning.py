@@ -26,6 +26,7 @@ y = -0.2, kind = good):
   (m) Delete: refused while InProgress, then gone
   (q) BestObjectiveNotImproving and ConvergenceDetected end a flat search
   (p) a lost host: RetryableError, the same hyperparameters run again
+  (r) a training job deleted after it ran still counts; the tuning job ends
   (o) trainctld killed between recording a training job and creating it:
       the job is created once after the restart
   (n) the SageMaker SDK's HyperparameterTuner.fit request and calls,
@@ -557,6 +558,28 @@ def case_q(cl, sm, st):
            "converged after %d jobs: %s" % (n, sc.short(raw["TuningJobCompletionDetails"])))
 
 
+def case_r(cl, sm, st):
+    """A training job deleted after it ran still counts against the
+    budget, and the tuning job still ends."""
+    req = request("dlk", jobs=3, parallel=1)
+    req["TrainingJobDefinition"] = definition(epochs=8, sleep=0.1)
+    sm.create_hyper_parameter_tuning_job(**req)
+    deadline = time.time() + 60
+    first = None
+    while time.time() < deadline and not first:
+        done = [k["TrainingJobName"] for k in children(sm, "dlk") if k["TrainingJobStatus"] == "Completed"]
+        first = done[0] if done else None
+        time.sleep(0.05)
+    expect(first, "no training job completed")
+    # DeleteTrainingJob is in the newer model only: sent raw.
+    r = sc.amz_json(cl.port, "DeleteTrainingJob", {"TrainingJobName": first})
+    expect(r.status == 200, "delete %s: %r" % (first, r))
+    d = wait_tuning(sm, "dlk", timeout=120)
+    expect(d["HyperParameterTuningJobStatus"] == "Completed", sc.short(d))
+    names = [k["TrainingJobName"] for k in children(sm, "dlk")]
+    expect(len(names) == 2 and first not in names, "3 launched, the deleted one not listed: %s" % names)
+
+
 def case_m(cl, sm, st):
     req = request("del", jobs=3, parallel=1)
     req["TrainingJobDefinition"] = definition(epochs=50, sleep=0.1)
@@ -662,6 +685,7 @@ def main():
         tap.case("(l) failures counted as NonRetryableError, Failed; the target ends early", case_l, cl, sm, st)
         tap.case("(p) a host lost: RetryableError, run again with the same hyperparameters", case_p, cl, sm, st)
         tap.case("(q) completion criteria: best not improving; convergence", case_q, cl, sm, st)
+        tap.case("(r) a training job deleted after it ran: counted, the tuning job ends", case_r, cl, sm, st)
         tap.case("(m) delete: refused while InProgress, then gone; its training jobs stay", case_m, cl, sm, st)
         tap.case("(j) kill -9 of trainctld mid-tuning: no duplicate, none lost", case_j, cl, sm, st)
         tap.case("(o) a crash between recording a training job and creating it: created once",
