@@ -150,6 +150,25 @@ int cli_read_input(const char *arg, struct buf *out, struct buf *err);
  */
 const char *cli_time(int64_t ms, char *out, size_t size);
 
+/*
+ * The flags of the list commands (--status, --name-contains, --sort-by,
+ * --sort-order, --max-results 1..100, --next-token, --all), parsed from
+ * argv with the common options. Returns 0 with optind at the first
+ * argument, -1 after --help, or CLI_EXIT_USAGE.
+ */
+struct cli_list_flags {
+	const char *status;
+	const char *name_contains;
+	const char *sort_by;
+	const char *sort_order;
+	const char *next_token;
+	int max_results; /* 0: the server's default */
+	int all;	 /* every page */
+};
+
+int cli_parse_list_flags(struct cli_ctx *ctx, const struct cli_cmd *cmd,
+			 int argc, char **argv, struct cli_list_flags *f);
+
 /* --- http.c: one SageMaker call -------------------------------------- */
 
 /* What the server answered. */

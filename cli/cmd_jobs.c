@@ -181,28 +181,6 @@ int cli_cmd_delete(struct cli_ctx *ctx, int argc, char **argv)
 
 /* --- list-training-jobs ------------------------------------------------- */
 
-enum list_opt {
-	OPT_STATUS = 1,
-	OPT_NAME_CONTAINS,
-	OPT_SORT_BY,
-	OPT_SORT_ORDER,
-	OPT_MAX_RESULTS,
-	OPT_NEXT_TOKEN,
-	OPT_ALL
-};
-
-static const struct option list_opts[] = {
-	{ "status", required_argument, NULL, OPT_STATUS },
-	{ "name-contains", required_argument, NULL, OPT_NAME_CONTAINS },
-	{ "sort-by", required_argument, NULL, OPT_SORT_BY },
-	{ "sort-order", required_argument, NULL, OPT_SORT_ORDER },
-	{ "max-results", required_argument, NULL, OPT_MAX_RESULTS },
-	{ "next-token", required_argument, NULL, OPT_NEXT_TOKEN },
-	{ "all", no_argument, NULL, OPT_ALL },
-	CLI_COMMON_OPTIONS,
-	{ NULL, 0, NULL, 0 },
-};
-
 /* Every page's records, for the table. */
 struct list_acc {
 	struct api_job_record *recs;
@@ -255,47 +233,21 @@ static int parse_list_args(struct cli_ctx *ctx, const struct cli_cmd *cmd,
 			   int argc, char **argv, struct api_client_list *q,
 			   int *all)
 {
-	int64_t v;
-	int opt, rc;
+	struct cli_list_flags f = { 0 };
+	int rc = cli_parse_list_flags(ctx, cmd, argc, argv, &f);
 
-	while ((opt = getopt_long(argc, argv, ":h", list_opts, NULL)) != -1) {
-		switch (opt) {
-		case OPT_STATUS:
-			q->status_equals = optarg;
-			break;
-		case OPT_NAME_CONTAINS:
-			q->name_contains = optarg;
-			break;
-		case OPT_SORT_BY:
-			q->sort_by = optarg;
-			break;
-		case OPT_SORT_ORDER:
-			q->sort_order = optarg;
-			break;
-		case OPT_MAX_RESULTS:
-			if (cli_parse_int(optarg, 1, 100, &v))
-				return cli_usage_error(
-					cmd,
-					"invalid --max-results '%s': "
-					"expected 1..100",
-					optarg);
-			q->max_results = (int)v;
-			break;
-		case OPT_NEXT_TOKEN:
-			q->next_token = optarg;
-			break;
-		case OPT_ALL:
-			*all = 1;
-			break;
-		default:
-			rc = cli_common_option(ctx, cmd, opt, argv);
-			if (rc)
-				return rc;
-		}
-	}
+	if (rc)
+		return rc;
 	if (optind < argc)
 		return cli_usage_error(cmd, "unexpected argument '%s'",
 				       argv[optind]);
+	q->status_equals = f.status;
+	q->name_contains = f.name_contains;
+	q->sort_by = f.sort_by;
+	q->sort_order = f.sort_order;
+	q->max_results = f.max_results;
+	q->next_token = f.next_token;
+	*all = f.all;
 	return 0;
 }
 

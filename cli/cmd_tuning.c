@@ -481,28 +481,6 @@ int cli_cmd_tuning_delete(struct cli_ctx *ctx, int argc, char **argv)
 /* --- the two lists ----------------------------------------------------------
  */
 
-enum list_opt {
-	OPT_STATUS = 1,
-	OPT_NAME_CONTAINS,
-	OPT_SORT_BY,
-	OPT_SORT_ORDER,
-	OPT_MAX_RESULTS,
-	OPT_NEXT_TOKEN,
-	OPT_ALL
-};
-
-static const struct option list_opts[] = {
-	{ "status", required_argument, NULL, OPT_STATUS },
-	{ "name-contains", required_argument, NULL, OPT_NAME_CONTAINS },
-	{ "sort-by", required_argument, NULL, OPT_SORT_BY },
-	{ "sort-order", required_argument, NULL, OPT_SORT_ORDER },
-	{ "max-results", required_argument, NULL, OPT_MAX_RESULTS },
-	{ "next-token", required_argument, NULL, OPT_NEXT_TOKEN },
-	{ "all", no_argument, NULL, OPT_ALL },
-	CLI_COMMON_OPTIONS,
-	{ NULL, 0, NULL, 0 },
-};
-
 /* Both lists' flags; children: list-tuning-job-training-jobs. */
 struct list_args {
 	const char *tuning; /* children: the tuning job */
@@ -537,62 +515,32 @@ static int parse_list(struct cli_ctx *ctx, const struct cli_cmd *cmd, int argc,
 						 "FinalObjectiveMetricValue",
 						 NULL };
 	static const char *const orders[] = { "Ascending", "Descending", NULL };
-	int64_t v;
-	int opt, rc;
+	struct cli_list_flags f = { 0 };
+	int rc = cli_parse_list_flags(ctx, cmd, argc, argv, &f);
 
-	while ((opt = getopt_long(argc, argv, ":h", list_opts, NULL)) != -1) {
-		switch (opt) {
-		case OPT_STATUS:
-			if (!one_of(optarg, a->children ? job_statuses :
-							  tuning_statuses))
-				return cli_usage_error(
-					cmd, "invalid --status '%s'", optarg);
-			a->status = optarg;
-			break;
-		case OPT_NAME_CONTAINS:
-			if (a->children)
-				return cli_usage_error(
-					cmd,
-					"unknown option '--name-contains'");
-			a->name_contains = optarg;
-			break;
-		case OPT_SORT_BY:
-			if (!one_of(optarg,
-				    a->children ? job_sorts : tuning_sorts))
-				return cli_usage_error(
-					cmd, "invalid --sort-by '%s'", optarg);
-			a->sort_by = optarg;
-			break;
-		case OPT_SORT_ORDER:
-			if (!one_of(optarg, orders))
-				return cli_usage_error(
-					cmd,
-					"invalid --sort-order '%s': expected "
-					"Ascending or Descending",
-					optarg);
-			a->sort_order = optarg;
-			break;
-		case OPT_MAX_RESULTS:
-			if (cli_parse_int(optarg, 1, 100, &v))
-				return cli_usage_error(
-					cmd,
-					"invalid --max-results '%s': "
-					"expected 1..100",
-					optarg);
-			a->max_results = (int)v;
-			break;
-		case OPT_NEXT_TOKEN:
-			a->token = optarg;
-			break;
-		case OPT_ALL:
-			a->all = 1;
-			break;
-		default:
-			rc = cli_common_option(ctx, cmd, opt, argv);
-			if (rc)
-				return rc;
-		}
-	}
+	if (rc)
+		return rc;
+	if (f.status &&
+	    !one_of(f.status, a->children ? job_statuses : tuning_statuses))
+		return cli_usage_error(cmd, "invalid --status '%s'", f.status);
+	if (f.name_contains && a->children)
+		return cli_usage_error(cmd, "unknown option '--name-contains'");
+	if (f.sort_by &&
+	    !one_of(f.sort_by, a->children ? job_sorts : tuning_sorts))
+		return cli_usage_error(cmd, "invalid --sort-by '%s'",
+				       f.sort_by);
+	if (f.sort_order && !one_of(f.sort_order, orders))
+		return cli_usage_error(cmd,
+				       "invalid --sort-order '%s': expected "
+				       "Ascending or Descending",
+				       f.sort_order);
+	a->status = f.status;
+	a->name_contains = f.name_contains;
+	a->sort_by = f.sort_by;
+	a->sort_order = f.sort_order;
+	a->max_results = f.max_results;
+	a->token = f.next_token;
+	a->all = f.all;
 	if (a->children) {
 		if (optind >= argc)
 			return cli_usage_error(cmd, "missing tuning job name");

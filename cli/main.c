@@ -124,6 +124,72 @@ static const char global_usage[] =
 	"COMMAND [ARGS]\n"
 	"       trainctl --version\n";
 
+enum list_opt {
+	OPT_LIST_STATUS = 1,
+	OPT_LIST_NAME_CONTAINS,
+	OPT_LIST_SORT_BY,
+	OPT_LIST_SORT_ORDER,
+	OPT_LIST_MAX_RESULTS,
+	OPT_LIST_NEXT_TOKEN,
+	OPT_LIST_ALL
+};
+
+static const struct option list_opts[] = {
+	{ "status", required_argument, NULL, OPT_LIST_STATUS },
+	{ "name-contains", required_argument, NULL, OPT_LIST_NAME_CONTAINS },
+	{ "sort-by", required_argument, NULL, OPT_LIST_SORT_BY },
+	{ "sort-order", required_argument, NULL, OPT_LIST_SORT_ORDER },
+	{ "max-results", required_argument, NULL, OPT_LIST_MAX_RESULTS },
+	{ "next-token", required_argument, NULL, OPT_LIST_NEXT_TOKEN },
+	{ "all", no_argument, NULL, OPT_LIST_ALL },
+	CLI_COMMON_OPTIONS,
+	{ NULL, 0, NULL, 0 },
+};
+
+int cli_parse_list_flags(struct cli_ctx *ctx, const struct cli_cmd *cmd,
+			 int argc, char **argv, struct cli_list_flags *f)
+{
+	int64_t v;
+	int opt, rc;
+
+	while ((opt = getopt_long(argc, argv, ":h", list_opts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_LIST_STATUS:
+			f->status = optarg;
+			break;
+		case OPT_LIST_NAME_CONTAINS:
+			f->name_contains = optarg;
+			break;
+		case OPT_LIST_SORT_BY:
+			f->sort_by = optarg;
+			break;
+		case OPT_LIST_SORT_ORDER:
+			f->sort_order = optarg;
+			break;
+		case OPT_LIST_MAX_RESULTS:
+			if (cli_parse_int(optarg, 1, 100, &v))
+				return cli_usage_error(
+					cmd,
+					"invalid --max-results '%s': "
+					"expected 1..100",
+					optarg);
+			f->max_results = (int)v;
+			break;
+		case OPT_LIST_NEXT_TOKEN:
+			f->next_token = optarg;
+			break;
+		case OPT_LIST_ALL:
+			f->all = 1;
+			break;
+		default:
+			rc = cli_common_option(ctx, cmd, opt, argv);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
 const struct cli_cmd *cli_cmd_find(const char *name)
 {
 	size_t i;
