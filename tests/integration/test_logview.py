@@ -28,11 +28,17 @@ import ftlib as fl  # noqa: E402
 sc = fl.sc
 expect = sc.expect
 
-# Attempt 1 fails on every host after its lines; attempt 2 completes.
+# Attempt 1 fails on algo-1 after its lines (algo-2 is stopped with it);
+# attempt 2 completes.
 SCRIPT = r"""
 h=$SM_CURRENT_HOST; a=$TRAINCTL_ATTEMPT
 for i in 1 2 3 4 5; do echo "$h attempt-$a line-$i"; sleep 0.02; done
-if [ "$a" = 1 ]; then echo "ERROR boom on $h" >&2; sleep 0.05; echo "after-boom $h"; exit 1; fi
+if [ "$a" = 1 ]; then
+  echo "ERROR boom on $h" >&2
+  # algo-1 fails the attempt; algo-2 is stopped with it
+  if [ "$h" = algo-1 ]; then sleep 0.05; echo "after-boom $h"; exit 1; fi
+  sleep 30
+fi
 echo "done $h"
 """
 
@@ -103,8 +109,8 @@ def case_c(cl, sm):
     expect(r.status == 200 and r.headers.get("content-type", "").startswith("text/plain") and
            "attachment" in r.headers.get("content-disposition", ""), repr(r))
     lines = r.body.decode().splitlines()
-    ours = [ln for ln in lines if ": algo-" in ln or "boom" in ln or ": done" in ln]
-    expect(len(ours) == 2 * (5 + 2) + 2 * (5 + 1), "%d lines:\n%s" % (len(ours), "\n".join(lines)))
+    ours = [ln for ln in lines if " line-" in ln or "ERROR boom" in ln or ": done" in ln]
+    expect(len(ours) == 2 * (5 + 1) + 2 * (5 + 1), "%d lines:\n%s" % (len(ours), "\n".join(lines)))
     stamps = [ln.split(" ", 1)[0] for ln in lines]
     expect(stamps == sorted(stamps), "merged by time")
     expect(any("attempt 2 algo-1 rank 0: done algo-1" in ln for ln in lines), "labelled:\n%s" % lines[:4])

@@ -57,6 +57,7 @@ keeps the temp dirs.
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -285,7 +286,10 @@ def case_users(tap, d, state):
     def tuning():
         """A user's tuning job, and the training jobs it launches, are its
         user's only."""
-        trainer = os.path.join(fl.HERE, "tune_trainer.py")
+        # A copy the users can reach (the tree may be under a 0700 folder).
+        trainer = os.path.join(d.tmp, "tune_trainer.py")
+        shutil.copy(os.path.join(fl.HERE, "tune_trainer.py"), trainer)
+        os.chmod(trainer, 0o755)
         req = {"HyperParameterTuningJobName": "sec-tune-alice",
                "HyperParameterTuningJobConfig": {
                    "Strategy": "Random",
@@ -322,13 +326,13 @@ def case_users(tap, d, state):
         expect("sec-tune-alice" in listed, "admin lists %s" % listed)
         deadline = time.time() + 90
         while time.time() < deadline:
-            d = alice.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName="sec-tune-alice")
-            if d["HyperParameterTuningJobStatus"] != "InProgress":
+            desc = alice.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName="sec-tune-alice")
+            if desc["HyperParameterTuningJobStatus"] != "InProgress":
                 break
             time.sleep(0.2)
-        expect(d["HyperParameterTuningJobStatus"] == "Completed", "ended %s: %s" % (
-            d["HyperParameterTuningJobStatus"], d.get("FailureReason")))
-        kid = d["BestTrainingJob"]["TrainingJobName"]
+        expect(desc["HyperParameterTuningJobStatus"] == "Completed", "ended %s: %s" % (
+            desc["HyperParameterTuningJobStatus"], desc.get("FailureReason")))
+        kid = desc["BestTrainingJob"]["TrainingJobName"]
         sc.expect_error(lambda: bob.describe_training_job(TrainingJobName=kid), "AccessDeniedException",
                         what="bob describes alice's tuning job's training job: ")
         alice.describe_training_job(TrainingJobName=kid)
