@@ -14,6 +14,7 @@
 
 #include "api/agent_proto.h"
 #include "api/json_util.h"
+#include "api/telemetry.h"
 #include "api/pyobj.h"
 #include "common/err.h"
 #include "common/xalloc.h"
@@ -1370,6 +1371,9 @@ void api_status_release(struct api_status *s)
 		api_report_release(&s->items[i]);
 	free(s->items);
 	free(s->images_json);
+	for (i = 0; s->samples && i < s->n_samples; i++)
+		api_host_sample_release(&s->samples[i]);
+	free(s->samples);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -1524,6 +1528,8 @@ int api_status_parse(const char *json, size_t len, struct api_status *s,
 				   err);
 	}
 	ret = ret ? ret : parse_images(root, s, err);
+	ret = ret ? ret :
+		    api__telemetry_parse(root, &s->samples, &s->n_samples, err);
 	json_decref(root);
 	if (ret)
 		api_status_release(s);
@@ -1591,6 +1597,9 @@ int api_status_build(const struct api_status *s, struct buf *out)
 		put(&b, img, "list", list ? list : json_array());
 		put(&b, root, "images", img);
 	}
+	if (s->n_samples)
+		put(&b, root, "telemetry",
+		    api__telemetry_json(s->samples, s->n_samples));
 	return finish(&b, root, out);
 }
 

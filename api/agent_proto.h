@@ -185,6 +185,10 @@ struct api_status {
 	 */
 	char *images_json;
 	int64_t images_pruned;
+	/* Telemetry samples, oldest first (api/telemetry.h); NULL and 0:
+	 * none in this status. */
+	struct api_host_sample *samples;
+	size_t n_samples;
 };
 
 struct api_register {

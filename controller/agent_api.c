@@ -255,7 +255,7 @@ static enum ctrl_route_result do_status(struct ctrl_ctx *ctx,
 	}
 	for (i = 0; i < st.n; i++) {
 		struct api_report *r = &st.items[i];
-		struct api_status single = { st.boot_id, r, 1, NULL, 0 };
+		struct api_status single = { st.boot_id, r, 1, NULL, 0, NULL, 0 };
 		int idx = algo_index(r->algo);
 		int ret;
 
