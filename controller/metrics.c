@@ -10,6 +10,7 @@
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
 #include "controller/metrics.h"
+#include "controller/telemetry.h"
 #include "controller/ops.h"
 #include "db/db.h"
 #include "db/run.h"
@@ -532,6 +533,7 @@ void ctrl_metrics_serve(struct ctrl_ctx *ctx, struct ctrl_response *resp)
 	(void)buf_addf(&out, "trainctl_job_restarts_total %lld\n",
 		       job_restarts(ctx));
 	render_hosts(ctx, &out);
+	ctrl_tm_render_metrics(ctx, &out);
 	ctrl_metrics_render_counters(&out);
 	resp->status = 200;
 	buf_release(&resp->body);
