@@ -464,7 +464,7 @@ int agent_telemetry_sample(struct agent_ctx *ctx, int64_t now,
 	t->have_prev = 1;
 	if (!slurpf(&text, &path, "%s/meminfo", t->proc) &&
 	    !agent_tm_parse_meminfo(text.data, &s->mem_total, &avail))
-		s->mem_used = s->mem_total - avail;
+		s->mem_used = avail < s->mem_total ? s->mem_total - avail : 0;
 	if (t->memory_max && !slurp(t->memory_max, &text))
 		(void)agent_tm_parse_cgroup_max(text.data, &s->mem_limit);
 	if (!slurpf(&text, &path, "%s/diskstats", t->proc))

@@ -1374,6 +1374,7 @@ void api_status_release(struct api_status *s)
 	for (i = 0; s->samples && i < s->n_samples; i++)
 		api_host_sample_release(&s->samples[i]);
 	free(s->samples);
+	free(s->telemetry_error);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -1528,8 +1529,14 @@ int api_status_parse(const char *json, size_t len, struct api_status *s,
 				   err);
 	}
 	ret = ret ? ret : parse_images(root, s, err);
-	ret = ret ? ret :
-		    api__telemetry_parse(root, &s->samples, &s->n_samples, err);
+	if (!ret) {
+		struct buf why = BUF_INIT;
+
+		if (api__telemetry_parse(root, &s->samples, &s->n_samples,
+					 &why))
+			s->telemetry_error = buf_detach(&why, NULL);
+		buf_release(&why);
+	}
 	json_decref(root);
 	if (ret)
 		api_status_release(s);

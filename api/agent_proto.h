@@ -189,6 +189,10 @@ struct api_status {
 	 * none in this status. */
 	struct api_host_sample *samples;
 	size_t n_samples;
+	/* Why the samples were refused (then none are kept), NULL: they
+	 * were not. Bad telemetry never fails the status: the heartbeat
+	 * and the reports it carries matter more. */
+	char *telemetry_error;
 };
 
 struct api_register {

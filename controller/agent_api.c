@@ -255,6 +255,9 @@ static enum ctrl_route_result do_status(struct ctrl_ctx *ctx,
 		buf_release(&err);
 		return CTRL_ROUTE_DONE;
 	}
+	if (st.telemetry_error)
+		log_warn("host '%s': telemetry refused: %s", host,
+			 st.telemetry_error);
 	if (st.n_samples) {
 		/*
 		 * Samples make every status that carries them differ from
@@ -279,9 +282,8 @@ static enum ctrl_route_result do_status(struct ctrl_ctx *ctx,
 	}
 	for (i = 0; !same && i < st.n; i++) {
 		struct api_report *r = &st.items[i];
-		struct api_status single = {
-			st.boot_id, r, 1, NULL, 0, NULL, 0
-		};
+		struct api_status single = { st.boot_id, r,    1, NULL,
+					     0,		 NULL, 0, NULL };
 		int idx = algo_index(r->algo);
 		int ret;
 

@@ -17,6 +17,7 @@
 #include "controller/hosts.h"
 #include "controller/ops.h"
 #include "controller/telemetry.h"
+#include "db/run.h"
 #include "db/telemetry.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -63,10 +64,61 @@ static void prune(struct ctrl_ctx *ctx, int64_t now)
 	buf_release(&err);
 }
 
+/* Whether host holds the assignment r names (as the store says). */
+static int assigned(const struct api_rank_sample *r,
+		    const struct db_assignment *as, size_t n)
+{
+	char algo[32];
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		(void)snprintf(algo, sizeof(algo), "algo-%d",
+			       as[i].host_index + 1);
+		if (!strcmp(r->job, as[i].job) && r->attempt == as[i].attempt &&
+		    !strcmp(r->algo, algo) &&
+		    (!r->job_uid || !as[i].job_uid ||
+		     !strcmp(r->job_uid, as[i].job_uid)))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Copies the structs of the samples kept (pointers inside still belong
+ * to the caller's samples) into rows, each with only the rank entries of
+ * assignments the host holds: an agent cannot put figures into another
+ * host's job.
+ */
+static void filter_ranks(struct ctrl_ctx *ctx, const char *host,
+			 struct api_host_sample *rows, size_t k)
+{
+	struct db_assignment *as = NULL;
+	struct buf err = BUF_INIT;
+	size_t n_as = 0, i, j, m;
+	int any = 0;
+
+	for (i = 0; i < k; i++)
+		any |= rows[i].n_ranks > 0;
+	if (any &&
+	    db_assignments_list(ctx->db, NULL, host, 0, &as, &n_as, &err))
+		log_warn("host '%s': %s", host, err.data);
+	for (i = 0; i < k; i++) {
+		struct api_rank_sample *r =
+			xcalloc(rows[i].n_ranks + 1, sizeof(*r));
+
+		for (j = 0, m = 0; j < rows[i].n_ranks; j++)
+			if (assigned(&rows[i].ranks[j], as, n_as))
+				r[m++] = rows[i].ranks[j];
+		rows[i].ranks = r;
+		rows[i].n_ranks = m;
+	}
+	db_assignments_free(as, n_as);
+	buf_release(&err);
+}
+
 void ctrl_tm_ingest(struct ctrl_ctx *ctx, const char *host,
 		    const struct api_host_sample *s, size_t n)
 {
-	const struct api_host_sample **keep;
 	struct api_host_sample *rows;
 	struct ctrl_host *h;
 	struct buf err = BUF_INIT;
@@ -76,7 +128,7 @@ void ctrl_tm_ingest(struct ctrl_ctx *ctx, const char *host,
 
 	if (!n || !ctx->tm_db)
 		return;
-	keep = xcalloc(n, sizeof(*keep));
+	rows = xcalloc(n + 1, sizeof(*rows));
 	pthread_mutex_lock(&ctx->hosts_lock);
 	h = ctrl_hosts_find(ctx, host);
 	for (i = 0; h && i < n; i++) {
@@ -86,27 +138,30 @@ void ctrl_tm_ingest(struct ctrl_ctx *ctx, const char *host,
 		    s[i].ts_ms < h->tm_last_ts + CTRL_TM_MIN_SPACING_MS)
 			continue;
 		h->tm_last_ts = s[i].ts_ms;
-		keep[k++] = &s[i];
-	}
-	if (k) {
-		api_host_sample_release(&h->tm_latest);
-		api_host_sample_copy(&h->tm_latest, keep[k - 1]);
-		h->have_tm = 1;
+		rows[k++] = s[i];
 	}
 	pthread_mutex_unlock(&ctx->hosts_lock);
 	if (k < n)
 		log_debug("host '%s': %zu of %zu telemetry samples dropped "
 			  "(too old, too new or too close together)",
 			  host, n - k, n);
-	/* db_tm_add() takes an array: copy the kept ones' structs (the
-	 * pointers inside still belong to s). */
-	rows = xcalloc(k + 1, sizeof(*rows));
-	for (i = 0; i < k; i++)
-		rows[i] = *keep[i];
-	if (k && db_tm_add(ctx->tm_db, host, rows, k, &err))
+	if (!k)
+		goto out;
+	filter_ranks(ctx, host, rows, k);
+	pthread_mutex_lock(&ctx->hosts_lock);
+	h = ctrl_hosts_find(ctx, host);
+	if (h && (!h->have_tm || h->tm_latest.ts_ms < rows[k - 1].ts_ms)) {
+		api_host_sample_release(&h->tm_latest);
+		api_host_sample_copy(&h->tm_latest, &rows[k - 1]);
+		h->have_tm = 1;
+	}
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	if (db_tm_add(ctx->tm_db, host, rows, k, &err))
 		log_warn("host '%s': %s", host, err.data);
+	for (i = 0; i < k; i++)
+		free(rows[i].ranks);
+out:
 	free(rows);
-	free(keep);
 	buf_release(&err);
 	prune(ctx, now);
 }

@@ -4,7 +4,8 @@
  * them (an older agent) parses as before and rebuilds byte for byte, which
  * the controller's "nothing new" check relies on; the limits on samples,
  * GPUs and assignments per sample and the range of every figure are
- * enforced with a message naming the member.
+ * enforced with a message naming the member, and refused samples leave the
+ * rest of the status (the heartbeat, the reports) accepted.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -117,6 +118,29 @@ static void test_roundtrip(void **state)
 	buf_release(&err);
 }
 
+/*
+ * Parses body: ERR_INVALID when the status is refused, or when its samples
+ * are (then with the reason in err, and the status kept without them).
+ */
+static int parse_status(const char *body, size_t len, struct buf *err)
+{
+	struct api_status st;
+	int ret;
+
+	buf_reset(err);
+	ret = api_status_parse(body, len, &st, err);
+	if (ret)
+		return ret;
+	if (st.telemetry_error) {
+		assert_int_equal(st.n_samples, 0);
+		assert_null(st.samples);
+		(void)buf_adds(err, st.telemetry_error);
+		ret = ERR_INVALID;
+	}
+	api_status_release(&st);
+	return ret;
+}
+
 /* A status of one sample whose member key is replaced by value. */
 static int parse_with(const char *key, const char *value, struct buf *err)
 {
@@ -155,9 +179,7 @@ static int parse_with(const char *key, const char *value, struct buf *err)
 	(void)buf_add(&out, body.data, (size_t)(at - body.data));
 	(void)buf_adds(&out, value);
 	(void)buf_adds(&out, end);
-	memset(&st, 0, sizeof(st));
-	ret = api_status_parse(out.data, out.len, &st, err);
-	api_status_release(&st);
+	ret = parse_status(out.data, out.len, err);
 	buf_release(&body);
 	buf_release(&out);
 	return ret;
@@ -191,6 +213,28 @@ static void test_refusals(void **state)
 	assert_int_equal(parse_with("procs", "-3", &err), ERR_INVALID);
 	/* Absent and null lists are empty. */
 	assert_int_equal(parse_with("gpus", "null", &err), 0);
+	buf_release(&err);
+}
+
+/* Refused samples never cost the heartbeat its reports. */
+static void test_bad_samples_keep_reports(void **state)
+{
+	static const char body[] =
+		"{\"boot_id\":\"b1\",\"assignments\":[{\"job\":\"j\","
+		"\"attempt\":1,\"algo\":\"algo-1\",\"phase\":\"running\","
+		"\"started_ms\":null,\"processes\":[],\"failure\":null,"
+		"\"error\":null}],\"telemetry\":{\"x\":1}}";
+	struct api_status st;
+	struct buf err = BUF_INIT;
+
+	(void)state;
+	assert_int_equal(api_status_parse(body, strlen(body), &st, &err), 0);
+	assert_int_equal(st.n, 1);
+	assert_string_equal(st.items[0].job, "j");
+	assert_int_equal(st.n_samples, 0);
+	assert_string_equal(st.telemetry_error,
+			    "member 'telemetry' must be an array or null");
+	api_status_release(&st);
 	buf_release(&err);
 }
 
@@ -229,9 +273,9 @@ static int parse_sized(size_t n, size_t g, size_t r, struct buf *err)
 		(void)buf_adds(&b, "]}");
 	}
 	(void)buf_adds(&b, "]}");
-	buf_reset(err);
-	ret = api_status_parse(b.data, b.len, &st, err);
+	ret = parse_status(b.data, b.len, err);
 	if (!ret) {
+		assert_int_equal(api_status_parse(b.data, b.len, &st, err), 0);
 		assert_int_equal(st.n_samples, n);
 		api_status_release(&st);
 	}
@@ -288,6 +332,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_bad_samples_keep_reports),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_series),
 	};
