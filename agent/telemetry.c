@@ -530,6 +530,16 @@ void agent_telemetry_tick(struct agent_ctx *ctx, int64_t now)
 	t->queue[t->n++] = s;
 }
 
+void agent_telemetry_set_interval(struct agent_ctx *ctx, int64_t ms)
+{
+	struct agent_telemetry *t = &ctx->tm;
+
+	log_info("telemetry: every %lld ms, as the controller asks%s",
+		 (long long)ms, ms ? "" : " (off)");
+	t->interval_ms = ms;
+	t->next_at = 0;
+}
+
 int64_t agent_telemetry_next(struct agent_ctx *ctx)
 {
 	const struct agent_telemetry *t = &ctx->tm;

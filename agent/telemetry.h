@@ -116,6 +116,8 @@ struct agent_ctx;
 void agent_telemetry_init(struct agent_ctx *ctx);
 /* Takes a sample when one is due (every turn). */
 void agent_telemetry_tick(struct agent_ctx *ctx, int64_t now);
+/* The controller asked for another interval (0: off). */
+void agent_telemetry_set_interval(struct agent_ctx *ctx, int64_t ms);
 /* When the next sample is due (INT64_MAX: off). */
 int64_t agent_telemetry_next(struct agent_ctx *ctx);
 /*

@@ -1662,12 +1662,38 @@ int api_register_build(const struct api_register *r, struct buf *out)
 int api_register_reply_build(int64_t heartbeat_ms, int64_t deadline_ms,
 			     struct buf *out)
 {
+	return api_register_reply_build_tm(heartbeat_ms, deadline_ms, -1, out);
+}
+
+int api_register_reply_build_tm(int64_t heartbeat_ms, int64_t deadline_ms,
+				int64_t telemetry_ms, struct buf *out)
+{
 	struct jb b = { 0 };
 	json_t *root = jobj(&b);
 
 	put(&b, root, "heartbeat_ms", jint(&b, heartbeat_ms));
 	put(&b, root, "deadline_ms", jint(&b, deadline_ms));
+	if (telemetry_ms >= 0)
+		put(&b, root, "telemetry_ms", jint(&b, telemetry_ms));
 	return finish(&b, root, out);
+}
+
+int api_register_reply_telemetry(const char *json, size_t len, int64_t *ms,
+				 struct buf *err)
+{
+	json_t *root;
+	long long v = 0;
+	int is_null = 1, ret;
+
+	*ms = -1;
+	ret = load(json, len, &root, err);
+	if (ret)
+		return ret;
+	ret = get_int(root, "", "telemetry_ms", 0, 3600000, &is_null, &v, err);
+	json_decref(root);
+	if (!ret && !is_null)
+		*ms = v;
+	return ret;
 }
 
 int api_register_reply_parse(const char *json, size_t len,

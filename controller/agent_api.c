@@ -104,8 +104,9 @@ static enum ctrl_route_result do_register(struct ctrl_ctx *ctx,
 			 "%s)%s",
 			 r.host, r.version, r.cpus, r.gpus, r.address,
 			 restarted ? ": agent restarted" : "");
-		if (api_register_reply_build(ctx->cfg.heartbeat_ms,
-					     ctx->cfg.host_deadline_ms, &out))
+		if (api_register_reply_build_tm(ctx->cfg.heartbeat_ms,
+						ctx->cfg.host_deadline_ms,
+						ctx->cfg.tm_interval_ms, &out))
 			BUG("register reply too big");
 		reply_body(resp, &out);
 		ctrl_reconciler_wake(ctx);

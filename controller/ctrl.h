@@ -89,6 +89,8 @@ struct ctrl_config {
 	size_t n_insecure;
 	size_t insecure_alloc; /* allocated count of insecure */
 	char *image_map;
+	/* --telemetry-ms: the agents' sampling interval, -1: their own. */
+	long tm_interval_ms;
 	/* Telemetry retention: host samples (hours), job rows (days). */
 	long tm_retention_h;
 	long tm_job_retention_d;

@@ -306,6 +306,40 @@ static void test_limits(void **state)
 	buf_release(&err);
 }
 
+static void test_register_reply(void **state)
+{
+	struct buf out = BUF_INIT, err = BUF_INIT;
+	int64_t h = 0, d = 0, ms = 0;
+
+	(void)state;
+	assert_int_equal(api_register_reply_build_tm(1000, 3000, 2500, &out),
+			 0);
+	assert_string_equal(out.data, "{\"heartbeat_ms\":1000,\"deadline_ms\":"
+				      "3000,\"telemetry_ms\":2500}");
+	/* An older agent reads the rest as before. */
+	assert_int_equal(
+		api_register_reply_parse(out.data, out.len, &h, &d, &err), 0);
+	assert_int_equal(h, 1000);
+	assert_int_equal(
+		api_register_reply_telemetry(out.data, out.len, &ms, &err), 0);
+	assert_int_equal(ms, 2500);
+	buf_reset(&out);
+	assert_int_equal(api_register_reply_build_tm(1000, 3000, -1, &out), 0);
+	assert_string_equal(out.data,
+			    "{\"heartbeat_ms\":1000,\"deadline_ms\":3000}");
+	assert_int_equal(
+		api_register_reply_telemetry(out.data, out.len, &ms, &err), 0);
+	assert_int_equal(ms, -1);
+	assert_int_equal(api_register_reply_telemetry(
+				 "{\"telemetry_ms\":-5}",
+				 strlen("{\"telemetry_ms\":-5}"), &ms, &err),
+			 ERR_INVALID);
+	assert_non_null(strstr(err.data, "'telemetry_ms' must be 0..3600000"));
+	assert_int_equal(ms, -1);
+	buf_release(&out);
+	buf_release(&err);
+}
+
 static void test_series(void **state)
 {
 	struct api_host_sample s[2];
@@ -334,6 +368,7 @@ int main(void)
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_bad_samples_keep_reports),
 		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_register_reply),
 		cmocka_unit_test(test_series),
 	};
 
