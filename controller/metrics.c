@@ -49,6 +49,7 @@ static const char *const op_names[] = {
 	"rest:StopTrainingJob",
 	"rest:GetLogs",
 	"rest:ListHosts",
+	"rest:HostTelemetry",
 	"agent:register",
 	"agent:work",
 	"agent:status",
@@ -202,6 +203,9 @@ const char *ctrl_metrics_operation(const char *method, const char *url,
 		return rest_operation(method, url + strlen(jobs));
 	if (!strcmp(url, "/v1/hosts"))
 		return "rest:ListHosts";
+	if (!strncmp(url, "/v1/hosts/", 10) && strlen(url) > 20 &&
+	    !strcmp(url + strlen(url) - 10, "/telemetry"))
+		return "rest:HostTelemetry";
 	if (!strncmp(url, "/v1/agents/", 11))
 		return agent_operation(url + 11);
 	if (!strcmp(url, "/v1/changes"))
