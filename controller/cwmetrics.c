@@ -499,22 +499,38 @@ static unsigned dims_wanted(const struct api_cwm_list_req *r, const char **job,
 	return want;
 }
 
-/* Adds the host metrics of job that pass the request's filters. */
+/*
+ * Adds the host metrics of job that pass the request's filters; uid NULL:
+ * the job's, looked up when it has rows.
+ */
 static int add_host_metrics(struct ctrl_ctx *ctx, const char *job,
-			    const struct api_cwm_list_req *r, int64_t now_ms,
-			    struct listed_list *l, struct buf *err)
+			    const char *uid, const struct api_cwm_list_req *r,
+			    int64_t now_ms, struct listed_list *l,
+			    struct buf *err)
 {
 	const char *want_job, *want_host;
 	int64_t *last = NULL;
-	char **algos = NULL, *uid;
+	char **algos = NULL;
 	struct buf value = BUF_INIT;
 	size_t n = 0, i;
 	int k, ret;
 
 	if (!ctx->tm_db || !(dims_wanted(r, &want_job, &want_host) & 2))
 		return 0;
-	uid = job_uid(ctx, job);
 	ret = db_tm_job_algos(ctx->tm_db, job, uid, &algos, &last, &n, err);
+	if (!ret && n && !uid) {
+		/* Rows of this name: only the current job's count, not
+		 * those of a deleted one of the same name. */
+		char *cur = job_uid(ctx, job);
+
+		for (i = 0; i < n; i++)
+			free(algos[i]);
+		free(algos);
+		free(last);
+		ret = db_tm_job_algos(ctx->tm_db, job, cur ? cur : "", &algos,
+				      &last, &n, err);
+		free(cur);
+	}
 	for (i = 0; !ret && i < n; i++) {
 		if (r->recently_active && last[i] < now_ms - 3 * 3600 * 1000)
 			continue;
@@ -536,15 +552,15 @@ static int add_host_metrics(struct ctrl_ctx *ctx, const char *job,
 		free(algos[i]);
 	free(algos);
 	free(last);
-	free(uid);
 	buf_release(&value);
 	return ret;
 }
 
-/* Adds the metrics of job that pass the request's filters. */
+/* Adds the metrics of job (of uid) that pass the request's filters. */
 static int add_job_metrics(struct ctrl_ctx *ctx, const char *job,
-			   const struct api_cwm_list_req *r, int64_t now_ms,
-			   struct listed_list *l, struct buf *err)
+			   const char *uid, const struct api_cwm_list_req *r,
+			   int64_t now_ms, struct listed_list *l,
+			   struct buf *err)
 {
 	const char *want_job, *want_host;
 	struct db_metric *pts = NULL;
@@ -552,7 +568,7 @@ static int add_job_metrics(struct ctrl_ctx *ctx, const char *job,
 	int ret;
 
 	if (!(dims_wanted(r, &want_job, &want_host) & 1))
-		return add_host_metrics(ctx, job, r, now_ms, l, err);
+		return add_host_metrics(ctx, job, uid, r, now_ms, l, err);
 	ret = db_metric_names(ctx->db, job, r->metric, &pts, &n, err);
 
 	/* One entry per series, with the time of its newest point. */
@@ -569,7 +585,7 @@ static int add_job_metrics(struct ctrl_ctx *ctx, const char *job,
 	for (i = 0; i < n; i++)
 		free(pts[i].name);
 	free(pts);
-	return ret ? ret : add_host_metrics(ctx, job, r, now_ms, l, err);
+	return ret ? ret : add_host_metrics(ctx, job, uid, r, now_ms, l, err);
 }
 
 /* Every metric the caller may read that passes the filters, sorted. */
@@ -596,8 +612,12 @@ static int collect_metrics(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		job = host_job.data;
 	}
 	if (job) {
-		if (job_readable(ctx, who, job))
-			ret = add_job_metrics(ctx, job, r, now, l, err);
+		if (job_readable(ctx, who, job)) {
+			char *uid = job_uid(ctx, job);
+
+			ret = add_job_metrics(ctx, job, uid, r, now, l, err);
+			free(uid);
+		}
 		goto out;
 	}
 	q.limit = 1000;
@@ -611,8 +631,9 @@ static int collect_metrics(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		ret = db_job_list(ctx->db, &q, &jobs, &n, &next, err);
 		for (i = 0; i < n; i++) {
 			if (!ret)
-				ret = add_job_metrics(ctx, jobs[i].name, r, now,
-						      l, err);
+				ret = add_job_metrics(ctx, jobs[i].name,
+						      jobs[i].uid, r, now, l,
+						      err);
 			db_job_release(&jobs[i]);
 		}
 		free(jobs);

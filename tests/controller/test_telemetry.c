@@ -292,11 +292,51 @@ static void test_cloudwatch(void **state)
 	buf_release(&out);
 }
 
+/* Rows a deleted job of the same name left behind are not the job's. */
+static void test_old_job_rows(void **state)
+{
+	struct fixture *f = *state;
+	int64_t now = time_now_ms();
+	struct api_rank_sample r = { (char *)"job-a",
+				     (char *)"dead",
+				     1,
+				     (char *)"algo-3",
+				     90.0,
+				     100,
+				     1 };
+	struct api_host_sample s;
+	struct buf body = BUF_INIT, out = BUF_INIT, err = BUF_INIT;
+
+	sample(&s, now - 5000, 25.0, &r, 1);
+	assert_int_equal(db_tm_add(f->ctx.tm_db, "h1", &s, 1, &err), 0);
+	assert_int_equal(call(f, &ctrl_caller_admin, "ListMetrics",
+			      "{\"Dimensions\":[{\"Name\":\"Host\"}]}", &out),
+			 200);
+	assert_null(strstr(out.data, "job-a/algo-3"));
+	(void)buf_addf(&body,
+		       "{\"Namespace\":\"/aws/sagemaker/TrainingJobs\","
+		       "\"MetricName\":\"CPUUtilization\",\"Dimensions\":[{"
+		       "\"Name\":\"Host\",\"Value\":\"job-a/algo-3\"}],"
+		       "\"StartTime\":%lld,\"EndTime\":%lld,\"Period\":60,"
+		       "\"Statistics\":[\"Maximum\"]}",
+		       (long long)(now / 1000 - 600),
+		       (long long)(now / 1000 + 60));
+	assert_int_equal(call(f, &ctrl_caller_admin, "GetMetricStatistics",
+			      body.data, &out),
+			 200);
+	assert_null(strstr(out.data, "Maximum\":"));
+	buf_release(&body);
+	buf_release(&out);
+	buf_release(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_ingest, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cloudwatch, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_old_job_rows, setup,
 						teardown),
 	};
 
