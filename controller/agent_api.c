@@ -279,6 +279,8 @@ static enum ctrl_route_result do_status(struct ctrl_ctx *ctx,
 			       h->last_status_len == bare.len &&
 			       !memcmp(h->last_status, bare.data, bare.len);
 			pthread_mutex_unlock(&ctx->hosts_lock);
+		} else {
+			buf_reset(&bare); /* remember nothing half built */
 		}
 	}
 	for (i = 0; !same && i < st.n; i++) {
