@@ -26,6 +26,7 @@
 
 #include "agent/lines.h"
 #include "agent/proc.h"
+#include "agent/telemetry.h"
 #include "api/agent_proto.h"
 #include "common/buf.h"
 #include "storage/storage.h"
@@ -51,6 +52,7 @@ struct agent_config {
 	int verbose;
 	char *ca_file; /* --ca-file: what the controller's TLS is checked
 			* against (pinned at provisioning), NULL: system CAs */
+	long telemetry_ms; /* --telemetry-ms: sampling interval, 0: off */
 };
 
 void agent_config_init(struct agent_config *cfg);
@@ -372,6 +374,7 @@ struct agent_assign {
 	int changed;	     /* state.json and a status report are due */
 	int final_in_flight; /* a status POST carrying the final state */
 	int final_acked;     /* ... has been accepted: we may forget it */
+	struct agent_tm_prev tm_prev; /* telemetry.c: its ranks' CPU ticks */
 };
 
 /* --- session.c: the conversation with the controller --------------------- */
@@ -523,6 +526,7 @@ struct agent_ctx {
 	struct agent_http http;
 	struct agent_session sess;
 	struct agent_logq logq;
+	struct agent_telemetry tm;
 	struct agent_assign *assigns;
 	/* The poll set, rebuilt every turn. */
 	struct pollfd *pfds;

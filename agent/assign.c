@@ -845,6 +845,7 @@ int agent_assign_status_build(struct agent_ctx *ctx, struct buf *out)
 	st.images_json = ctx->images.unsent ? ctx->images.list : NULL;
 	st.images_pruned = ctx->images.done;
 	ctx->images.in_flight = st.images_json != NULL;
+	agent_telemetry_take(ctx, &st.samples, &st.n_samples);
 	ret = api_status_build(&st, out);
 	for (i = 0; i < n; i++)
 		agent_report_clear(&st.items[i]);
@@ -864,4 +865,5 @@ void agent_assign_status_done(struct agent_ctx *ctx, int ok)
 	if (ctx->images.in_flight && ok)
 		ctx->images.unsent = 0;
 	ctx->images.in_flight = 0;
+	agent_telemetry_done(ctx, ok);
 }

@@ -26,6 +26,7 @@ void agent_config_init(struct agent_config *cfg)
 	cfg->gpus = -1;
 	cfg->token_stdin = -1;
 	cfg->keep_jobs = -1;
+	cfg->telemetry_ms = -1;
 }
 
 enum {
@@ -40,6 +41,7 @@ enum {
 	OPT_TOKEN_STDIN,
 	OPT_KEEP_JOBS,
 	OPT_CA_FILE,
+	OPT_TELEMETRY_MS,
 };
 
 static const struct option options[] = {
@@ -52,6 +54,7 @@ static const struct option options[] = {
 	{ "token-stdin", no_argument, NULL, OPT_TOKEN_STDIN },
 	{ "keep-jobs", no_argument, NULL, OPT_KEEP_JOBS },
 	{ "ca-file", required_argument, NULL, OPT_CA_FILE },
+	{ "telemetry-ms", required_argument, NULL, OPT_TELEMETRY_MS },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -61,7 +64,8 @@ void agent_usage(void)
 {
 	fputs("usage: trainagent --controller URL --host NAME [--work-dir DIR]\n"
 	      "                  [--cpus N] [--gpus N] [--address ADDR]\n"
-	      "                  [--token-stdin] [--keep-jobs] [-v]...\n"
+	      "                  [--token-stdin] [--keep-jobs]\n"
+	      "                  [--telemetry-ms MS] [-v]...\n"
 	      "\n"
 	      "  --controller   trainctld's URL (http://127.0.0.1:8080)\n"
 	      "  --host         this host's name in the controller's inventory\n"
@@ -76,6 +80,9 @@ void agent_usage(void)
 	      "                 (else $TRAINCTL_AGENT_TOKEN)\n"
 	      "  --keep-jobs    keep job directories after the controller\n"
 	      "                 forgets them\n"
+	      "  --telemetry-ms MS  sample CPU, memory, disk, network and\n"
+	      "                 GPUs every MS ms for the controller (5000;\n"
+	      "                 0: off)\n"
 	      "  -v             more logging (repeatable)\n",
 	      stderr);
 }
@@ -135,6 +142,11 @@ int agent_config_parse_args(struct agent_config *cfg, int argc, char **argv,
 			break;
 		case OPT_CA_FILE:
 			set_str(&cfg->ca_file, optarg);
+			break;
+		case OPT_TELEMETRY_MS:
+			if (opt_parse_long("telemetry-ms", optarg, 0, 3600000,
+					   &cfg->telemetry_ms, err))
+				return ERR_INVALID;
 			break;
 		case OPT_VERBOSE:
 			cfg->verbose++;
@@ -239,6 +251,8 @@ void agent_config_fill_defaults(struct agent_config *cfg)
 		cfg->token_stdin = 0;
 	if (cfg->keep_jobs < 0)
 		cfg->keep_jobs = 0;
+	if (cfg->telemetry_ms < 0)
+		cfg->telemetry_ms = AGENT_TELEMETRY_MS;
 }
 
 static int name_ok(const char *s)

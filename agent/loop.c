@@ -289,10 +289,14 @@ int agent_run(struct agent_ctx *ctx)
 			if (ctx->exit_now)
 				break;
 		}
+		agent_telemetry_tick(ctx, now);
 		agent_session_tick(ctx, now);
 		build_pollset(ctx);
 		next = agent_session_next(ctx);
 		t = agent_assign_next(ctx);
+		if (t < next)
+			next = t;
+		t = agent_telemetry_next(ctx);
 		if (t < next)
 			next = t;
 		if (ctx->http.timer_at >= 0 && ctx->http.timer_at < next)

@@ -230,6 +230,7 @@ int main(int argc, char **argv)
 	agent_logq_init(&ctx.logq, AGENT_LOGQ_MAX);
 	agent_session_init(&ctx);
 	agent_images_init(&ctx);
+	agent_telemetry_init(&ctx);
 	/* Without the watchdog the agent still fences itself when it runs. */
 	if (agent_lease_open(&ctx, &err)) {
 		log_warn("no watchdog: %s", err.data);
@@ -247,6 +248,7 @@ int main(int argc, char **argv)
 	agent_http_release(&ctx);
 	agent_session_release(&ctx);
 	agent_images_release(&ctx);
+	agent_telemetry_release(&ctx);
 	agent_logq_release(&ctx.logq);
 out_curl:
 	curl_global_cleanup();

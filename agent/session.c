@@ -212,7 +212,7 @@ static void on_register(struct agent_ctx *ctx, struct agent_req *req)
 {
 	struct agent_session *s = &ctx->sess;
 	struct buf err = BUF_INIT;
-	int64_t hb = 0, dl = 0;
+	int64_t hb = 0, dl = 0, tm = -1;
 
 	s->reg_req = NULL;
 	if (!ok2xx(req)) {
@@ -226,6 +226,12 @@ static void on_register(struct agent_ctx *ctx, struct agent_req *req)
 		s->heartbeat_ms = hb;
 	if (dl > 0)
 		s->deadline_ms = dl;
+	buf_reset(&err);
+	if (api_register_reply_telemetry(req->resp.data, req->resp.len, &tm,
+					 &err))
+		log_warn("register reply: %s", err.data);
+	else if (tm >= 0 && tm != ctx->tm.interval_ms)
+		agent_telemetry_set_interval(ctx, tm);
 	s->registered = 1;
 	s->warned = 0;
 	s->backoff_ms = BACKOFF_MIN_MS;

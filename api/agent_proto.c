@@ -14,6 +14,7 @@
 
 #include "api/agent_proto.h"
 #include "api/json_util.h"
+#include "api/telemetry.h"
 #include "api/pyobj.h"
 #include "common/err.h"
 #include "common/xalloc.h"
@@ -1370,6 +1371,10 @@ void api_status_release(struct api_status *s)
 		api_report_release(&s->items[i]);
 	free(s->items);
 	free(s->images_json);
+	for (i = 0; s->samples && i < s->n_samples; i++)
+		api_host_sample_release(&s->samples[i]);
+	free(s->samples);
+	free(s->telemetry_error);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -1524,6 +1529,14 @@ int api_status_parse(const char *json, size_t len, struct api_status *s,
 				   err);
 	}
 	ret = ret ? ret : parse_images(root, s, err);
+	if (!ret) {
+		struct buf why = BUF_INIT;
+
+		if (api__telemetry_parse(root, &s->samples, &s->n_samples,
+					 &why))
+			s->telemetry_error = buf_detach(&why, NULL);
+		buf_release(&why);
+	}
 	json_decref(root);
 	if (ret)
 		api_status_release(s);
@@ -1591,6 +1604,9 @@ int api_status_build(const struct api_status *s, struct buf *out)
 		put(&b, img, "list", list ? list : json_array());
 		put(&b, root, "images", img);
 	}
+	if (s->n_samples)
+		put(&b, root, "telemetry",
+		    api__telemetry_json(s->samples, s->n_samples));
 	return finish(&b, root, out);
 }
 
@@ -1646,12 +1662,38 @@ int api_register_build(const struct api_register *r, struct buf *out)
 int api_register_reply_build(int64_t heartbeat_ms, int64_t deadline_ms,
 			     struct buf *out)
 {
+	return api_register_reply_build_tm(heartbeat_ms, deadline_ms, -1, out);
+}
+
+int api_register_reply_build_tm(int64_t heartbeat_ms, int64_t deadline_ms,
+				int64_t telemetry_ms, struct buf *out)
+{
 	struct jb b = { 0 };
 	json_t *root = jobj(&b);
 
 	put(&b, root, "heartbeat_ms", jint(&b, heartbeat_ms));
 	put(&b, root, "deadline_ms", jint(&b, deadline_ms));
+	if (telemetry_ms >= 0)
+		put(&b, root, "telemetry_ms", jint(&b, telemetry_ms));
 	return finish(&b, root, out);
+}
+
+int api_register_reply_telemetry(const char *json, size_t len, int64_t *ms,
+				 struct buf *err)
+{
+	json_t *root;
+	long long v = 0;
+	int is_null = 1, ret;
+
+	*ms = -1;
+	ret = load(json, len, &root, err);
+	if (ret)
+		return ret;
+	ret = get_int(root, "", "telemetry_ms", 0, 3600000, &is_null, &v, err);
+	json_decref(root);
+	if (!ret && !is_null)
+		*ms = v;
+	return ret;
 }
 
 int api_register_reply_parse(const char *json, size_t len,

@@ -185,6 +185,14 @@ struct api_status {
 	 */
 	char *images_json;
 	int64_t images_pruned;
+	/* Telemetry samples, oldest first (api/telemetry.h); NULL and 0:
+	 * none in this status. */
+	struct api_host_sample *samples;
+	size_t n_samples;
+	/* Why the samples were refused (then none are kept), NULL: they
+	 * were not. Bad telemetry never fails the status: the heartbeat
+	 * and the reports it carries matter more. */
+	char *telemetry_error;
 };
 
 struct api_register {
@@ -282,6 +290,18 @@ void api_log_batch_release(struct api_log_batch *b);
 /* The register answer: {"heartbeat_ms", "deadline_ms"}. */
 int api_register_reply_build(int64_t heartbeat_ms, int64_t deadline_ms,
 			     struct buf *out);
+/*
+ * The same with "telemetry_ms", the sampling interval the controller asks
+ * for (0: none), when telemetry_ms >= 0.
+ */
+int api_register_reply_build_tm(int64_t heartbeat_ms, int64_t deadline_ms,
+				int64_t telemetry_ms, struct buf *out);
+/*
+ * The register answer's optional "telemetry_ms" (0..3600000) into *ms, -1
+ * when absent or null (an older controller). Returns 0 or ERR_INVALID.
+ */
+int api_register_reply_telemetry(const char *json, size_t len, int64_t *ms,
+				 struct buf *err);
 int api_register_reply_parse(const char *json, size_t len,
 			     int64_t *heartbeat_ms, int64_t *deadline_ms,
 			     struct buf *err);

@@ -922,7 +922,9 @@ int api_cwm_stats_build(enum api_cwm_proto proto,
 						    json_real(dp[i].ext[j]));
 			json_object_set_new(d, "ExtendedStatistics", ext);
 		}
-		json_object_set_new(d, "Unit", json_string("None"));
+		json_object_set_new(d, "Unit",
+				    json_string(dp[i].unit ? dp[i].unit :
+							     "None"));
 		json_array_append_new(list, d);
 	}
 	json_object_set_new(o, "Label", json_string(req->m.name));

@@ -142,6 +142,7 @@ struct api_cwm_listed {
 /* One period of GetMetricStatistics. */
 struct api_cwm_datapoint {
 	int64_t ts_ms;
+	const char *unit; /* static text; NULL: "None" */
 	double v[API_CWM_N_STATS];
 	double ext[API_CWM_MAX_EXT_STATS];
 };

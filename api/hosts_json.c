@@ -5,6 +5,7 @@
 
 #include "api/hosts_json.h"
 #include "api/json_util.h"
+#include "api/telemetry.h"
 #include "common/err.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
@@ -48,6 +49,10 @@ int api_hosts_build(const struct api_host_info *h, size_t n, struct buf *out)
 		json_object_set_new(o, "drain_reason",
 				    h[i].drain_reason ?
 					    json_string(h[i].drain_reason) :
+					    json_null());
+		json_object_set_new(o, "telemetry",
+				    h[i].sample ?
+					    api__host_sample_json(h[i].sample) :
 					    json_null());
 		json_array_append_new(arr, o);
 	}

@@ -4,14 +4,17 @@
 /*
  * GET /v1/hosts: {"hosts": [{"name", "state", "address", "cpus", "gpus",
  * "last_heartbeat_ms_ago", "job", "algo", "error", "instance_type",
- * "drained", "drain_reason"}]}. state is "provisioning" (no agent
- * registered yet), "ready", "busy", "lost", "removed", "draining" (drained,
- * a job still on it) or "drained".
+ * "drained", "drain_reason", "telemetry"}]}: telemetry is the host's
+ * latest sample (api/telemetry.h, without its ranks) or null. state is
+ * "provisioning" (no agent registered yet), "ready", "busy", "lost", "removed",
+ * "draining" (drained, a job still on it) or "drained".
  */
 #include <stddef.h>
 #include <stdint.h>
 
 #include "common/buf.h"
+
+struct api_host_sample;
 
 struct api_host_info {
 	const char *name;
@@ -26,6 +29,8 @@ struct api_host_info {
 	const char *instance_type; /* "any" for local hosts */
 	int drained;
 	const char *drain_reason; /* may be NULL */
+	/* The latest telemetry sample ("telemetry", null when NULL). */
+	const struct api_host_sample *sample;
 };
 
 /* Longest drain reason accepted. */

@@ -4,6 +4,7 @@
 #include <jansson.h>
 
 #include "api/json_util.h"
+#include "api/telemetry.h"
 #include "api/web_json.h"
 #include "common/err.h"
 #include "common/banned.h"
@@ -115,6 +116,31 @@ static json_t *hosts_json(const struct api_web_host *h, size_t n, int *bad)
 				    procs_json(h[i].procs, h[i].n_procs));
 		set_str(o, "failure", h[i].failure, bad);
 		set_str(o, "error", h[i].error, bad);
+		if (h[i].telemetry) {
+			json_t *t = api__host_sample_json(h[i].telemetry);
+			const struct api_rank_sample *r = h[i].job_procs;
+			json_t *j = json_null();
+
+			if (r) {
+				j = json_object();
+				json_object_set_new(
+					j, "cpu_percent",
+					json_real(round(r->cpu_percent * 10.0) /
+						  10.0));
+				json_object_set_new(j, "rss_bytes",
+						    json_integer(r->rss_bytes));
+				json_object_set_new(j, "procs",
+						    json_integer(r->procs));
+			}
+			if (t)
+				json_object_set_new(t, "job", j);
+			else
+				json_decref(j);
+			json_object_set_new(o, "telemetry",
+					    t ? t : json_null());
+		} else {
+			json_object_set_new(o, "telemetry", json_null());
+		}
 		json_array_append_new(arr, o);
 	}
 	return arr;

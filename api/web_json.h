@@ -23,6 +23,9 @@
 #include "api/agent_proto.h"
 #include "common/buf.h"
 
+struct api_host_sample;
+struct api_rank_sample;
+
 /* One row of the jobs list. */
 struct api_web_job {
 	const char *name;
@@ -54,6 +57,11 @@ struct api_web_host {
 	size_t n_procs;
 	const char *failure; /* output/failure text, may be NULL */
 	const char *error;   /* agent-side error, may be NULL */
+	/* The host's latest telemetry sample ("telemetry", null when
+	 * NULL), and the job's processes on it in that sample (its "job"
+	 * member: cpu_percent, rss_bytes, procs; null when NULL). */
+	const struct api_host_sample *telemetry;
+	const struct api_rank_sample *job_procs;
 };
 
 /* The rank that failed first (in time) in the current attempt. */

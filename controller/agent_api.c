@@ -16,6 +16,7 @@
 #include "controller/route.h"
 #include "controller/http.h"
 #include "controller/logs.h"
+#include "controller/telemetry.h"
 #include "controller/work.h"
 #include "db/run.h"
 #include "storage/fs.h"
@@ -103,8 +104,9 @@ static enum ctrl_route_result do_register(struct ctrl_ctx *ctx,
 			 "%s)%s",
 			 r.host, r.version, r.cpus, r.gpus, r.address,
 			 restarted ? ": agent restarted" : "");
-		if (api_register_reply_build(ctx->cfg.heartbeat_ms,
-					     ctx->cfg.host_deadline_ms, &out))
+		if (api_register_reply_build_tm(ctx->cfg.heartbeat_ms,
+						ctx->cfg.host_deadline_ms,
+						ctx->cfg.tm_interval_ms, &out))
 			BUG("register reply too big");
 		reply_body(resp, &out);
 		ctrl_reconciler_wake(ctx);
@@ -216,6 +218,7 @@ static enum ctrl_route_result do_status(struct ctrl_ctx *ctx,
 	struct ctrl_host *h;
 	struct buf err = BUF_INIT;
 	struct buf one = BUF_INIT;
+	struct buf bare = BUF_INIT;
 	int came_back = 0;
 	int same = 0;
 	int stored = 1;
@@ -253,9 +256,37 @@ static enum ctrl_route_result do_status(struct ctrl_ctx *ctx,
 		buf_release(&err);
 		return CTRL_ROUTE_DONE;
 	}
-	for (i = 0; i < st.n; i++) {
+	if (st.telemetry_error)
+		log_warn("host '%s': telemetry refused: %s", host,
+			 st.telemetry_error);
+	if (st.n_samples) {
+		/*
+		 * Samples make every status that carries them differ from
+		 * the last: take them, then compare the rest (rebuilt
+		 * without them, as an agent that has none to send builds
+		 * it) with what was stored, so that the reports are not
+		 * stored again for each sample.
+		 */
+		ctrl_tm_ingest(ctx, host, st.samples, st.n_samples);
+		for (i = 0; i < st.n_samples; i++)
+			api_host_sample_release(&st.samples[i]);
+		FREE_AND_NULL(st.samples);
+		st.n_samples = 0;
+		if (!api_status_build(&st, &bare)) {
+			pthread_mutex_lock(&ctx->hosts_lock);
+			h = ctrl_hosts_find(ctx, host);
+			same = h && h->last_status &&
+			       h->last_status_len == bare.len &&
+			       !memcmp(h->last_status, bare.data, bare.len);
+			pthread_mutex_unlock(&ctx->hosts_lock);
+		} else {
+			buf_reset(&bare); /* remember nothing half built */
+		}
+	}
+	for (i = 0; !same && i < st.n; i++) {
 		struct api_report *r = &st.items[i];
-		struct api_status single = { st.boot_id, r, 1, NULL, 0 };
+		struct api_status single = { st.boot_id, r,    1, NULL,
+					     0,		 NULL, 0, NULL };
 		int idx = algo_index(r->algo);
 		int ret;
 
@@ -279,18 +310,22 @@ static enum ctrl_route_result do_status(struct ctrl_ctx *ctx,
 			stored = 0;
 		}
 	}
-	if (st.images_json) {
+	if (st.images_json && !same) {
 		ctrl_hosts_set_images(ctx, host, st.images_json,
 				      st.images_pruned);
 		st.images_json = NULL;
 	}
 	api_status_release(&st);
-	remember_status(ctx, host, stored ? &req->body : NULL);
+	remember_status(ctx, host,
+			!stored	 ? NULL :
+			bare.len ? &bare :
+				   &req->body);
 	if (came_back)
 		ctrl_reconciler_wake(ctx);
 	reply_ok(resp);
 	buf_release(&err);
 	buf_release(&one);
+	buf_release(&bare);
 	return CTRL_ROUTE_DONE;
 }
 

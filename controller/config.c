@@ -30,6 +30,9 @@ void ctrl_config_init(struct ctrl_config *cfg)
 	cfg->grace_ms = -1;
 	cfg->max_retries = -1;
 	cfg->restart_wait_ms = -1;
+	cfg->tm_interval_ms = -2; /* unset; -1 is "the agents' own" */
+	cfg->tm_retention_h = -1;
+	cfg->tm_job_retention_d = -1;
 }
 
 enum {
@@ -62,6 +65,9 @@ enum {
 	OPT_REGISTRY_AUTH,
 	OPT_INSECURE_REGISTRY,
 	OPT_IMAGE_MAP,
+	OPT_TM_RETENTION,
+	OPT_TM_INTERVAL,
+	OPT_TM_JOB_RETENTION,
 };
 
 static const struct option options[] = {
@@ -85,6 +91,10 @@ static const struct option options[] = {
 	{ "max-retries", required_argument, NULL, OPT_MAX_RETRIES },
 	{ "retry-policy", required_argument, NULL, OPT_RETRY_POLICY },
 	{ "restart-wait", required_argument, NULL, OPT_RESTART_WAIT },
+	{ "telemetry-retention", required_argument, NULL, OPT_TM_RETENTION },
+	{ "telemetry-ms", required_argument, NULL, OPT_TM_INTERVAL },
+	{ "telemetry-job-retention", required_argument, NULL,
+	  OPT_TM_JOB_RETENTION },
 	{ "allow-file-root", required_argument, NULL, OPT_FILE_ROOT },
 	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
 	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
@@ -112,6 +122,8 @@ void ctrl_usage(void)
 	      "                 [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]\n"
 	      "                 [--registry-auth FILE] [--insecure-registry HOST]...\n"
 	      "                 [--image-map FILE]\n"
+	      "                 [--telemetry-ms MS] [--telemetry-retention HOURS]\n"
+	      "                 [--telemetry-job-retention DAYS]\n"
 	      "                 [--check-config] [-v]...\n"
 	      "\n"
 	      "  --listen        address to serve the API on (127.0.0.1:8080)\n"
@@ -139,6 +151,11 @@ void ctrl_usage(void)
 	      "                  (InternalServerError only, as SageMaker)\n"
 	      "  --restart-wait  seconds a restart waits for a lost host to come\n"
 	      "                  back or a spare to be free (60)\n"
+	      "  --telemetry-ms  the agents' sampling interval (their own,\n"
+	      "                  5000, unless given; 0: off)\n"
+	      "  --telemetry-retention  hours host samples are kept (24)\n"
+	      "  --telemetry-job-retention  days a job's host samples (the\n"
+	      "                  CloudWatch host metrics) are kept (15)\n"
 	      "  --advertise-url URL agents use to reach the controller\n"
 	      "  --s3-endpoint   S3-compatible endpoint for s3:// URIs (none: the\n"
 	      "                  embedded store in <state-dir>/s3, served\n"
@@ -238,6 +255,12 @@ static const struct {
 	{ OPT_MAX_RETRIES, "max-retries", 0, 30, 1, NUM_INT(max_retries) },
 	{ OPT_RESTART_WAIT, "restart-wait", 0, 86400, 1000,
 	  NUM_LONG(restart_wait_ms) },
+	{ OPT_TM_INTERVAL, "telemetry-ms", 0, 3600000, 1,
+	  NUM_LONG(tm_interval_ms) },
+	{ OPT_TM_RETENTION, "telemetry-retention", 1, 24 * 366, 1,
+	  NUM_LONG(tm_retention_h) },
+	{ OPT_TM_JOB_RETENTION, "telemetry-job-retention", 1, 3660, 1,
+	  NUM_LONG(tm_job_retention_d) },
 };
 
 /* Sets a string or number option from the tables; 0 when c is neither. */
@@ -418,6 +441,12 @@ void ctrl_config_fill_defaults(struct ctrl_config *cfg)
 		cfg->max_retries = 0;
 	if (cfg->restart_wait_ms < 0)
 		cfg->restart_wait_ms = 60000;
+	if (cfg->tm_interval_ms < -1)
+		cfg->tm_interval_ms = -1;
+	if (cfg->tm_retention_h < 0)
+		cfg->tm_retention_h = 24;
+	if (cfg->tm_job_retention_d < 0)
+		cfg->tm_job_retention_d = 15;
 	if (!cfg->agent_binary)
 		cfg->agent_binary = sibling_binary("trainagent");
 	if (!cfg->advertise_url) {
@@ -517,6 +546,12 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 	printf("max-retries %d\n", cfg->max_retries);
 	printf("retry-policy %s\n", cfg->retry_sagemaker ? "sagemaker" : "all");
 	printf("restart-wait %ld\n", cfg->restart_wait_ms / 1000);
+	if (cfg->tm_interval_ms >= 0)
+		printf("telemetry-ms %ld\n", cfg->tm_interval_ms);
+	else
+		printf("telemetry-ms agents\n");
+	printf("telemetry-retention %ld\n", cfg->tm_retention_h);
+	printf("telemetry-job-retention %ld\n", cfg->tm_job_retention_d);
 	printf("advertise-url %s\n", cfg->advertise_url);
 	printf("inventory %s\n", cfg->inventory ? cfg->inventory : "none");
 	printf("tls-cert %s\n", cfg->tls_cert ? cfg->tls_cert : "none");

@@ -43,6 +43,7 @@
 #include "common/buf.h"
 
 struct db;
+struct db_tm;
 struct MHD_Daemon;
 
 /* Effective configuration (controller/config.c). */
@@ -88,6 +89,11 @@ struct ctrl_config {
 	size_t n_insecure;
 	size_t insecure_alloc; /* allocated count of insecure */
 	char *image_map;
+	/* --telemetry-ms: the agents' sampling interval, -1: their own. */
+	long tm_interval_ms;
+	/* Telemetry retention: host samples (hours), job rows (days). */
+	long tm_retention_h;
+	long tm_job_retention_d;
 };
 
 struct ctrl_host;
@@ -118,6 +124,10 @@ struct ctrl_dcache {
 struct ctrl_ctx {
 	struct ctrl_config cfg;
 	struct db *db;
+	/* Telemetry samples (controller/telemetry.c), and when they were
+	 * last pruned (wall ms). */
+	struct db_tm *tm_db;
+	_Atomic int64_t tm_pruned_ms;
 	struct MHD_Daemon *httpd;
 	struct api_credentials creds;
 	int auth_enabled;

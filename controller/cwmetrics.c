@@ -14,6 +14,7 @@
 #include "controller/ops.h"
 #include "db/db.h"
 #include "db/run.h"
+#include "db/telemetry.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -170,12 +171,138 @@ static const char *metric_job(const struct api_cwm_metric *m)
 	return m->dims[0].value;
 }
 
+/*
+ * SageMaker's host metrics, each a figure of a job row (db/telemetry.h),
+ * as SageMaker publishes them: CPU and GPU figures summed over the cores
+ * and GPUs (0..100 times their number), the others 0..100.
+ */
+enum host_metric {
+	HM_CPU,
+	HM_MEMORY,
+	HM_DISK,
+	HM_GPU,
+	HM_GPU_MEMORY,
+	HM_COUNT
+};
+
+static const char *const host_metrics[HM_COUNT] = {
+	"CPUUtilization", "MemoryUtilization",	  "DiskUtilization",
+	"GPUUtilization", "GPUMemoryUtilization",
+};
+
+#define HOST_UNIT "Percent"
+
+static double host_value(const struct db_tm_point *p, int which)
+{
+	switch (which) {
+	case HM_CPU:
+		return p->cores_percent;
+	case HM_MEMORY:
+		return p->mem_percent;
+	case HM_DISK:
+		return p->disk_percent;
+	case HM_GPU:
+		return p->gpu_percent;
+	default:
+		return p->gpu_mem_percent;
+	}
+}
+
+/*
+ * Whether m is a host metric of ours: its index, with the job and algo of
+ * its Host dimension ("<job>/algo-N") copied into job and algo; else -1.
+ */
+static int host_metric(const struct api_cwm_metric *m, struct buf *job,
+		       struct buf *algo)
+{
+	const char *slash;
+	int i;
+
+	if (strcmp(m->ns, CTRL_CWM_NAMESPACE) || m->n_dims != 1 ||
+	    strcmp(m->dims[0].name, CTRL_CWM_HOST_DIMENSION))
+		return -1;
+	slash = strrchr(m->dims[0].value, '/');
+	if (!slash || slash == m->dims[0].value || strncmp(slash, "/algo-", 6))
+		return -1;
+	for (i = 0; i < HM_COUNT; i++)
+		if (!strcmp(m->name, host_metrics[i]))
+			break;
+	if (i == HM_COUNT)
+		return -1;
+	buf_reset(job);
+	buf_reset(algo);
+	if (buf_add(job, m->dims[0].value,
+		    (size_t)(slash - m->dims[0].value)) ||
+	    buf_adds(algo, slash + 1))
+		return -1;
+	return i;
+}
+
+/* The uid of the job named exactly name (NULL: none; caller frees). */
+static char *job_uid(struct ctrl_ctx *ctx, const char *name)
+{
+	struct buf err = BUF_INIT;
+	struct db_job job;
+	char *uid = NULL;
+
+	if (!db_job_get(ctx->db, name, &job, &err)) {
+		if (job.uid && !strcmp(job.name, name))
+			uid = xstrdup(job.uid);
+		db_job_release(&job);
+	}
+	buf_release(&err);
+	return uid;
+}
+
 /* ------------------------------------------------------------- points */
 
 struct pt {
 	int64_t ts_ms;
 	double v;
 };
+
+/* load_points() for a host metric (none when m is not one). */
+static int load_host_points(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+			    const struct api_cwm_metric *m, const char *unit,
+			    int64_t start_ms, int64_t end_ms, struct pt **out,
+			    size_t *n, struct buf *err)
+{
+	struct buf job = BUF_INIT, algo = BUF_INIT;
+	struct db_tm_point *pts = NULL;
+	size_t n_pts = 0, i;
+	char *uid = NULL;
+	int which = host_metric(m, &job, &algo), ret = 0;
+
+	if (which < 0 || !ctx->tm_db || (unit && strcmp(unit, HOST_UNIT)) ||
+	    !job_readable(ctx, who, job.data))
+		goto out;
+	uid = job_uid(ctx, job.data);
+	ret = db_tm_job_range(ctx->tm_db, job.data, uid, algo.data, start_ms,
+			      end_ms, &pts, &n_pts, err);
+	if (ret)
+		goto out;
+	*out = xcalloc(n_pts + 1, sizeof(**out));
+	for (i = 0; i < n_pts; i++) {
+		(*out)[i].ts_ms = pts[i].ts_ms;
+		(*out)[i].v = host_value(&pts[i], which);
+	}
+	*n = n_pts;
+out:
+	free(pts);
+	free(uid);
+	buf_release(&job);
+	buf_release(&algo);
+	return ret;
+}
+
+/* The unit of m's datapoints (static text). */
+static const char *unit_of(const struct api_cwm_metric *m)
+{
+	return strcmp(m->n_dims == 1 ? m->dims[0].name : "",
+		      CTRL_CWM_HOST_DIMENSION) ?
+		       "None" :
+		       HOST_UNIT;
+}
 
 /*
  * The points of metric m in [start, end) in time order into *out (caller
@@ -194,9 +321,11 @@ static int load_points(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 
 	*out = NULL;
 	*n = 0;
+	if (!job)
+		return load_host_points(ctx, who, m, unit, start_ms, end_ms,
+					out, n, err);
 	/* Training metrics carry no unit: they are Unit None. */
-	if (!job || (unit && strcmp(unit, "None")) ||
-	    !job_readable(ctx, who, job))
+	if ((unit && strcmp(unit, "None")) || !job_readable(ctx, who, job))
 		return 0;
 	ret = db_metric_range(ctx->db, job, m->name, start_ms, end_ms, &pts,
 			      &n_pts, err);
@@ -323,8 +452,9 @@ static char *token_make(size_t off)
 /* --------------------------------------------------------- ListMetrics */
 
 struct listed {
-	char *job;
+	char *job; /* the dimension's value */
 	char *name;
+	const char *dim; /* static text */
 };
 
 struct listed_list {
@@ -337,17 +467,109 @@ static int by_job_name(const void *a, const void *b)
 	const struct listed *x = a, *y = b;
 	int c = strcmp(x->job, y->job);
 
+	c = c ? c : strcmp(x->dim, y->dim);
 	return c ? c : strcmp(x->name, y->name);
 }
 
-/* Adds the metrics of job that pass the request's filters. */
-static int add_job_metrics(struct ctrl_ctx *ctx, const char *job,
-			   const struct api_cwm_list_req *r, int64_t now_ms,
-			   struct listed_list *l, struct buf *err)
+/*
+ * Which dimensions a ListMetrics filter admits: bit 0 TrainingJobName,
+ * bit 1 Host; *job and *host are the values asked for, if any.
+ */
+static unsigned dims_wanted(const struct api_cwm_list_req *r, const char **job,
+			    const char **host)
 {
+	unsigned want = 3;
+	size_t i;
+
+	*job = NULL;
+	*host = NULL;
+	for (i = 0; i < r->n_dims; i++) {
+		if (!strcmp(r->dims[i].name, CTRL_CWM_DIMENSION)) {
+			want &= 1;
+			if (r->dims[i].value)
+				*job = r->dims[i].value;
+		} else if (!strcmp(r->dims[i].name, CTRL_CWM_HOST_DIMENSION)) {
+			want &= 2;
+			if (r->dims[i].value)
+				*host = r->dims[i].value;
+		} else {
+			want = 0; /* no metric has that dimension */
+		}
+	}
+	return want;
+}
+
+/*
+ * Adds the host metrics of job that pass the request's filters; uid NULL:
+ * the job's, looked up when it has rows.
+ */
+static int add_host_metrics(struct ctrl_ctx *ctx, const char *job,
+			    const char *uid, const struct api_cwm_list_req *r,
+			    int64_t now_ms, struct listed_list *l,
+			    struct buf *err)
+{
+	const char *want_job, *want_host;
+	int64_t *last = NULL;
+	char **algos = NULL;
+	struct buf value = BUF_INIT;
+	size_t n = 0, i;
+	int k, ret;
+
+	if (!ctx->tm_db || !(dims_wanted(r, &want_job, &want_host) & 2))
+		return 0;
+	ret = db_tm_job_algos(ctx->tm_db, job, uid, &algos, &last, &n, err);
+	if (!ret && n && !uid) {
+		/* Rows of this name: only the current job's count, not
+		 * those of a deleted one of the same name. */
+		char *cur = job_uid(ctx, job);
+
+		for (i = 0; i < n; i++)
+			free(algos[i]);
+		free(algos);
+		free(last);
+		ret = db_tm_job_algos(ctx->tm_db, job, cur ? cur : "", &algos,
+				      &last, &n, err);
+		free(cur);
+	}
+	for (i = 0; !ret && i < n; i++) {
+		if (r->recently_active && last[i] < now_ms - 3 * 3600 * 1000)
+			continue;
+		buf_reset(&value);
+		(void)buf_addf(&value, "%s/%s", job, algos[i]);
+		if (want_host && strcmp(want_host, value.data))
+			continue;
+		for (k = 0; k < HM_COUNT; k++) {
+			if (r->metric && strcmp(r->metric, host_metrics[k]))
+				continue;
+			ALLOC_GROW(l->items, l->n + 1, l->cap);
+			l->items[l->n].job = xstrdup(value.data);
+			l->items[l->n].name = xstrdup(host_metrics[k]);
+			l->items[l->n].dim = CTRL_CWM_HOST_DIMENSION;
+			l->n++;
+		}
+	}
+	for (i = 0; i < n; i++)
+		free(algos[i]);
+	free(algos);
+	free(last);
+	buf_release(&value);
+	return ret;
+}
+
+/* Adds the metrics of job (of uid) that pass the request's filters. */
+static int add_job_metrics(struct ctrl_ctx *ctx, const char *job,
+			   const char *uid, const struct api_cwm_list_req *r,
+			   int64_t now_ms, struct listed_list *l,
+			   struct buf *err)
+{
+	const char *want_job, *want_host;
 	struct db_metric *pts = NULL;
 	size_t n = 0, i;
-	int ret = db_metric_names(ctx->db, job, r->metric, &pts, &n, err);
+	int ret;
+
+	if (!(dims_wanted(r, &want_job, &want_host) & 1))
+		return add_host_metrics(ctx, job, uid, r, now_ms, l, err);
+	ret = db_metric_names(ctx->db, job, r->metric, &pts, &n, err);
 
 	/* One entry per series, with the time of its newest point. */
 	for (i = 0; !ret && i < n; i++) {
@@ -357,12 +579,13 @@ static int add_job_metrics(struct ctrl_ctx *ctx, const char *job,
 		ALLOC_GROW(l->items, l->n + 1, l->cap);
 		l->items[l->n].job = xstrdup(job);
 		l->items[l->n].name = xstrdup(pts[i].name);
+		l->items[l->n].dim = CTRL_CWM_DIMENSION;
 		l->n++;
 	}
 	for (i = 0; i < n; i++)
 		free(pts[i].name);
 	free(pts);
-	return ret;
+	return ret ? ret : add_host_metrics(ctx, job, uid, r, now_ms, l, err);
 }
 
 /* Every metric the caller may read that passes the filters, sorted. */
@@ -371,7 +594,8 @@ static int collect_metrics(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 			   struct listed_list *l, struct buf *err)
 {
 	struct db_list_query q = { 0 };
-	const char *job = NULL;
+	const char *job = NULL, *host = NULL;
+	struct buf host_job = BUF_INIT;
 	int64_t now = time_now_ms();
 	char *token = NULL;
 	size_t i;
@@ -379,15 +603,21 @@ static int collect_metrics(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 
 	if (r->ns && strcmp(r->ns, CTRL_CWM_NAMESPACE))
 		return 0;
-	for (i = 0; i < r->n_dims; i++) {
-		if (strcmp(r->dims[i].name, CTRL_CWM_DIMENSION))
-			return 0; /* no metric has that dimension */
-		if (r->dims[i].value)
-			job = r->dims[i].value;
+	if (!dims_wanted(r, &job, &host))
+		return 0;
+	/* A Host value names its job: "<job>/algo-N". */
+	if (!job && host && strrchr(host, '/')) {
+		(void)buf_add(&host_job, host,
+			      (size_t)(strrchr(host, '/') - host));
+		job = host_job.data;
 	}
 	if (job) {
-		if (job_readable(ctx, who, job))
-			ret = add_job_metrics(ctx, job, r, now, l, err);
+		if (job_readable(ctx, who, job)) {
+			char *uid = job_uid(ctx, job);
+
+			ret = add_job_metrics(ctx, job, uid, r, now, l, err);
+			free(uid);
+		}
 		goto out;
 	}
 	q.limit = 1000;
@@ -401,8 +631,9 @@ static int collect_metrics(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		ret = db_job_list(ctx->db, &q, &jobs, &n, &next, err);
 		for (i = 0; i < n; i++) {
 			if (!ret)
-				ret = add_job_metrics(ctx, jobs[i].name, r, now,
-						      l, err);
+				ret = add_job_metrics(ctx, jobs[i].name,
+						      jobs[i].uid, r, now, l,
+						      err);
 			db_job_release(&jobs[i]);
 		}
 		free(jobs);
@@ -413,6 +644,7 @@ static int collect_metrics(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 out:
 	if (!ret && l->n > 1)
 		qsort(l->items, l->n, sizeof(*l->items), by_job_name);
+	buf_release(&host_job);
 	return ret;
 }
 
@@ -453,7 +685,7 @@ static void op_list(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	for (i = 0; i < n; i++) {
 		out[i].ns = CTRL_CWM_NAMESPACE;
 		out[i].name = l.items[off + i].name;
-		out[i].dim_name = CTRL_CWM_DIMENSION;
+		out[i].dim_name = l.items[off + i].dim;
 		out[i].dim_value = l.items[off + i].job;
 	}
 	if (off + n < l.n)
@@ -488,6 +720,7 @@ static void stats_period(void *arg, int64_t ts_ms, const double *v, size_t n)
 	size_t i;
 
 	d->ts_ms = ts_ms;
+	d->unit = unit_of(&a->r->m);
 	for (i = 0; i < API_CWM_N_STATS; i++)
 		d->v[i] = stat_of(v, n, (int)i, 0.0);
 	for (i = 0; i < a->r->n_ext; i++)

@@ -7,7 +7,11 @@
  * cloudwatch client read them: ListMetrics, GetMetricStatistics and
  * GetMetricData over the namespace /aws/sagemaker/TrainingJobs, one
  * dimension TrainingJobName, one metric per MetricDefinitions name (the
- * series the controller stores from the job's logs). Spoken in every
+ * series the controller stores from the job's logs), and SageMaker's host
+ * metrics (CPUUtilization, MemoryUtilization, DiskUtilization,
+ * GPUUtilization, GPUMemoryUtilization; Unit Percent) with one dimension
+ * Host = "<TrainingJobName>/algo-N", from the telemetry of the job's hosts
+ * while it ran (controller/telemetry.h). Spoken in every
  * protocol of the service model (api/cwmetrics.h); requests are signed
  * for service "monitoring".
  */
@@ -17,6 +21,8 @@
 
 #define CTRL_CWM_NAMESPACE "/aws/sagemaker/TrainingJobs"
 #define CTRL_CWM_DIMENSION "TrainingJobName"
+/* The host metrics' dimension: "<TrainingJobName>/algo-N". */
+#define CTRL_CWM_HOST_DIMENSION "Host"
 #define CTRL_CWM_SERVICE "monitoring"
 
 /*

@@ -13,6 +13,7 @@
 #include "controller/tuning.h"
 #include "controller/rendezvous.h"
 #include "controller/ops.h"
+#include "controller/telemetry.h"
 #include "db/run.h"
 #include "db/warmpool.h"
 #include "common/bug.h"
@@ -313,6 +314,7 @@ void ctrl_hosts_release(struct ctrl_ctx *ctx)
 		free(h->known_hosts);
 		free(h->agent_path);
 		free(h->prov_error);
+		api_host_sample_release(&h->tm_latest);
 		free(h);
 	}
 	free(ctx->hosts);
@@ -546,6 +548,8 @@ void ctrl_hosts_list(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	size_t n_as = 0, n_pools = 0;
 	size_t i, k, p;
 	int *seen, *pool_seen;
+	struct api_host_sample *tm;
+	size_t n_tm;
 
 	(void)db_assignments_list(ctx->db, NULL, NULL, 0, &as, &n_as, &err);
 	(void)db_warm_pools_available(ctx->db, &pools, &n_pools, &err);
@@ -564,6 +568,7 @@ void ctrl_hosts_list(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	pthread_mutex_lock(&ctx->hosts_lock);
 	info = xcalloc(ctx->n_hosts + 1, sizeof(*info));
 	algo = xcalloc(ctx->n_hosts + 1, sizeof(*algo));
+	tm = xcalloc(ctx->n_hosts + 1, sizeof(*tm));
 	for (i = 0; i < ctx->n_hosts; i++) {
 		struct ctrl_host *h = ctx->hosts[i];
 
@@ -583,6 +588,9 @@ void ctrl_hosts_list(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 			info[i].state = "removed";
 		info[i].drained = h->drained;
 		info[i].drain_reason = h->drain_reason;
+		/* The host's figures, not which jobs run there. */
+		if (ctrl_tm_latest(h, &tm[i]))
+			info[i].sample = &tm[i];
 		if (h->drained && !h->lost)
 			info[i].state = "drained";
 		/* Held by an Available warm pool: "warm", and whose. */
@@ -612,7 +620,11 @@ void ctrl_hosts_list(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	resp->status = 200;
 	buf_reset(&resp->body);
 	(void)api_hosts_build(info, ctx->n_hosts, &resp->body);
+	n_tm = ctx->n_hosts;
 	pthread_mutex_unlock(&ctx->hosts_lock);
+	for (i = 0; i < n_tm; i++)
+		api_host_sample_release(&tm[i]);
+	free(tm);
 	free(info);
 	free(algo);
 	free(seen);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "api/telemetry.h"
 #include "common/buf.h"
 
 struct ctrl_ctx;
@@ -65,6 +66,11 @@ struct ctrl_host {
 	int64_t prune_want;
 	int64_t prune_done;
 	struct ctrl_waiter *waiters;
+	/* Telemetry (controller/telemetry.c): the newest sample (valid
+	 * when have_tm) and the time of the last one taken. */
+	struct api_host_sample tm_latest;
+	int have_tm;
+	int64_t tm_last_ts;
 	/* Embedded local cluster only: the agent process we started. */
 	int local;
 	pid_t pid;

@@ -25,6 +25,7 @@
 #include "controller/logview.h"
 #include "controller/route.h"
 #include "controller/metrics.h"
+#include "controller/telemetry.h"
 #include "controller/ops.h"
 #include "controller/rendezvous.h"
 #include "controller/web.h"
@@ -350,8 +351,19 @@ static enum ctrl_route_result rest_host_images(struct ctrl_ctx *ctx,
 					       const char *param,
 					       struct ctrl_response *resp)
 {
-	(void)conn;
+	const char *slash = strchr(param, '/');
+
 	(void)req;
+	if (slash && !strcmp(slash, "/telemetry")) {
+		ctrl_tm_series_route(
+			ctx, param,
+			MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND,
+						    "start"),
+			MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND,
+						    "end"),
+			resp);
+		return CTRL_ROUTE_DONE;
+	}
 	ctrl_hosts_images_route(ctx, param, resp);
 	return CTRL_ROUTE_DONE;
 }
@@ -492,7 +504,7 @@ static const struct rest_route {
 	{ "GET", "/v1/hosts", 0, 0, rest_hosts, NULL },
 	{ "POST", "/v1/hosts/*", 1, 0, rest_drain,
 	  "use POST on /v1/hosts/<name>/drain, /undrain and /images/prune, "
-	  "GET on /v1/hosts/<name>/images" },
+	  "GET on /v1/hosts/<name>/images and /telemetry" },
 	{ "GET", "/v1/hosts/*", 0, 0, rest_host_images, NULL },
 	{ "GET", "/v1/training-jobs", 0, 0, rest_list,
 	  "use GET or POST on /v1/training-jobs" },

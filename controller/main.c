@@ -20,6 +20,7 @@
 #include "controller/jobrt.h"
 #include "controller/local_cluster.h"
 #include "controller/provision.h"
+#include "controller/telemetry.h"
 #include "db/db.h"
 #include "storage/fs.h"
 #include "common/bug.h"
@@ -174,7 +175,7 @@ static int open_state(struct ctrl_ctx *ctx, struct buf *err)
 	(void)buf_addf(&path, "%s/trainctl.db", ctx->cfg.state_dir);
 	ret = db_open(path.data, ctx->cfg.threads + 1, &ctx->db, err);
 	buf_release(&path);
-	return ret;
+	return ret ? ret : ctrl_tm_open(ctx, err);
 }
 
 /*
@@ -328,6 +329,7 @@ int main(int argc, char **argv)
 out_reconciler:
 	ctrl_reconciler_stop(&ctx);
 out_db:
+	ctrl_tm_close(&ctx);
 	db_close(ctx.db);
 	ctx.db = NULL;
 	libssh2_exit();

@@ -10,6 +10,7 @@
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
 #include "controller/metrics.h"
+#include "controller/telemetry.h"
 #include "controller/ops.h"
 #include "db/db.h"
 #include "db/run.h"
@@ -48,6 +49,7 @@ static const char *const op_names[] = {
 	"rest:StopTrainingJob",
 	"rest:GetLogs",
 	"rest:ListHosts",
+	"rest:HostTelemetry",
 	"agent:register",
 	"agent:work",
 	"agent:status",
@@ -201,6 +203,9 @@ const char *ctrl_metrics_operation(const char *method, const char *url,
 		return rest_operation(method, url + strlen(jobs));
 	if (!strcmp(url, "/v1/hosts"))
 		return "rest:ListHosts";
+	if (!strncmp(url, "/v1/hosts/", 10) && strlen(url) > 20 &&
+	    !strcmp(url + strlen(url) - 10, "/telemetry"))
+		return "rest:HostTelemetry";
 	if (!strncmp(url, "/v1/agents/", 11))
 		return agent_operation(url + 11);
 	if (!strcmp(url, "/v1/changes"))
@@ -532,6 +537,7 @@ void ctrl_metrics_serve(struct ctrl_ctx *ctx, struct ctrl_response *resp)
 	(void)buf_addf(&out, "trainctl_job_restarts_total %lld\n",
 		       job_restarts(ctx));
 	render_hosts(ctx, &out);
+	ctrl_tm_render_metrics(ctx, &out);
 	ctrl_metrics_render_counters(&out);
 	resp->status = 200;
 	buf_release(&resp->body);

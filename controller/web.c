@@ -19,6 +19,7 @@
 #include "controller/http.h"
 #include "controller/metrics.h"
 #include "controller/ops.h"
+#include "controller/telemetry.h"
 #include "controller/web.h"
 #include "db/db.h"
 #include "db/run.h"
@@ -548,6 +549,8 @@ static void job_runtime(struct ctrl_ctx *ctx, const char *name,
 	struct db_log_stream *ls = NULL;
 	struct api_status *reports = NULL;
 	struct api_web_host *hosts = NULL;
+	struct api_host_sample *tm = NULL;
+	struct api_rank_sample *procs = NULL;
 	struct api_web_stream *streams = NULL;
 	struct api_web_failure fail;
 	struct api_web_runtime rt;
@@ -574,9 +577,12 @@ static void job_runtime(struct ctrl_ctx *ctx, const char *name,
 	hosts = xcalloc(n_as + 1, sizeof(*hosts));
 	reports = xcalloc(n_as + 1, sizeof(*reports));
 	algos = xcalloc(n_as + 1, sizeof(*algos));
+	tm = xcalloc(n_as + 1, sizeof(*tm));
+	procs = xcalloc(n_as + 1, sizeof(*procs));
 	pthread_mutex_lock(&ctx->hosts_lock);
 	for (i = 0; i < n_as; i++) {
 		struct ctrl_host *h = ctrl_hosts_find(ctx, as[i].host);
+		size_t k;
 
 		snprintf(algos[i], sizeof(algos[i]), "algo-%d",
 			 as[i].host_index + 1);
@@ -588,6 +594,24 @@ static void job_runtime(struct ctrl_ctx *ctx, const char *name,
 		hosts[i].attempt = as[i].attempt;
 		hosts[i].action = as[i].action;
 		hosts[i].phase = as[i].phase;
+		if (!h || !ctrl_tm_latest(h, &tm[i]))
+			continue;
+		hosts[i].telemetry = &tm[i];
+		/* This job's processes there: its name, uid and algo. */
+		for (k = 0; k < h->tm_latest.n_ranks; k++) {
+			const struct api_rank_sample *r =
+				&h->tm_latest.ranks[k];
+
+			if (strcmp(r->job, job.name) ||
+			    strcmp(r->algo, algos[i]) ||
+			    (r->job_uid && job.uid &&
+			     strcmp(r->job_uid, job.uid)))
+				continue;
+			procs[i].cpu_percent = r->cpu_percent;
+			procs[i].rss_bytes = r->rss_bytes;
+			procs[i].procs = r->procs;
+			hosts[i].job_procs = &procs[i];
+		}
 	}
 	pthread_mutex_unlock(&ctx->hosts_lock);
 	for (i = 0; i < n_as; i++) {
@@ -629,8 +653,12 @@ static void job_runtime(struct ctrl_ctx *ctx, const char *name,
 	buf_reset(&resp->body);
 	if (api_web_runtime_build(&rt, &resp->body))
 		ctrl_reply_err_code(resp, ERR_INTERNAL, "cannot encode job");
-	for (i = 0; i < n_as; i++)
+	for (i = 0; i < n_as; i++) {
 		api_status_release(&reports[i]);
+		api_host_sample_release(&tm[i]);
+	}
+	free(tm);
+	free(procs);
 	free(reports);
 	free(hosts);
 	free(algos);

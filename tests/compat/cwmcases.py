@@ -36,6 +36,8 @@ PROGRAM = ("import sys,time;time.sleep(1);A=%r;"
            "flush=True),time.sleep(.35)) for i,v in enumerate(sys.argv[1:])]"
            % (ACC,))
 STATS = ["SampleCount", "Average", "Sum", "Minimum", "Maximum"]
+HOST_METRICS = ["CPUUtilization", "MemoryUtilization", "DiskUtilization",
+                "GPUUtilization", "GPUMemoryUtilization"]
 
 
 def utc(ts):
@@ -242,8 +244,14 @@ def run(tap, env, cw, label, data_path=None):
         r = cw.list_metrics()
         got = sorted((m["Namespace"], m["MetricName"], tuple(
             (d["Name"], d["Value"]) for d in m["Dimensions"])) for m in r["Metrics"])
+        # The host metrics of the job's host come too when its agent took
+        # a telemetry sample while the job ran (every 5 s: maybe not).
+        host = [m for m in got if m[2][0][0] == "Host"]
+        got = [m for m in got if m[2][0][0] != "Host"]
         want = sorted((NS, n, ((DIM, job),)) for n in ("train:loss", "valid:acc"))
         C.expect(got == want, "ListMetrics %r" % (got,))
+        C.expect(host in ([], sorted((NS, n, (("Host", job + "/algo-1"),)) for n in HOST_METRICS)),
+                 "host metrics %r" % (host,))
         C.expect("NextToken" not in r, "NextToken on the only page")
         r = cw.list_metrics(Namespace=NS, MetricName="valid:acc")
         C.expect([m["MetricName"] for m in r["Metrics"]] == ["valid:acc"], C.short(r))

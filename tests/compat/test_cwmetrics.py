@@ -120,7 +120,8 @@ def cli_cases(tap, env):
             j = json.loads(out)
             C.expect(sum(p["SampleCount"] for p in j["Datapoints"]) == len(W.LOSS), out)
             C.expect(W.close(sum(p["Sum"] for p in j["Datapoints"]), sum(W.LOSS)), out)
-            rc, out, err = aws("list-metrics", "--namespace", W.NS)
+            rc, out, err = aws("list-metrics", "--namespace", W.NS,
+                               "--dimensions", "Name=%s" % W.DIM)
             C.expect(rc == 0, "list-metrics rc %d: %s" % (rc, err))
             names = sorted(m["MetricName"] for m in json.loads(out)["Metrics"])
             C.expect(names == ["train:loss", "valid:acc"], out)

@@ -275,6 +275,8 @@ static void test_operations(void **state)
 		{ "GET", "/v1/training-jobs/a/logs", NULL, "rest:GetLogs" },
 		{ "GET", "/v1/training-jobsX", NULL, "other" },
 		{ "GET", "/v1/hosts", NULL, "rest:ListHosts" },
+		{ "GET", "/v1/hosts/h1/telemetry", NULL, "rest:HostTelemetry" },
+		{ "GET", "/v1/hosts/h1/images", NULL, "other" },
 		{ "POST", "/v1/agents/register", NULL, "agent:register" },
 		{ "GET", "/v1/agents/h1/work", NULL, "agent:work" },
 		{ "PUT", "/v1/agents/h1/artifacts/j/1/algo-1/model.tar.gz",

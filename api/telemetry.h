@@ -1,0 +1,125 @@
+#ifndef API_TELEMETRY_H
+#define API_TELEMETRY_H
+
+/*
+ * Host and rank telemetry on the wire (docs/agent-protocol.md, "Telemetry"):
+ * the samples an agent sends with its status heartbeat, and the JSON the
+ * controller serves them as (GET /v1/hosts, /v1/hosts/{name}/telemetry,
+ * the job runtime view). Plain C structs; parsed and built here only.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "common/buf.h"
+
+/*
+ * What the parser accepts in one status message: a bigger batch or list
+ * is refused with ERR_INVALID and a message naming the member and the
+ * limit. An agent that could not send for a while keeps only the newest
+ * API_TELEMETRY_MAX_SAMPLES samples.
+ */
+#define API_TELEMETRY_MAX_SAMPLES 64 /* samples in one status */
+#define API_TELEMETRY_MAX_GPUS 64    /* GPUs of one sample */
+#define API_TELEMETRY_MAX_RANKS 256  /* assignments of one sample */
+
+/* One GPU as NVML reports it. */
+struct api_gpu_sample {
+	int index;
+	double util_percent; /* 0..100: time a kernel ran */
+	int64_t mem_used;    /* bytes */
+	int64_t mem_total;   /* bytes */
+};
+
+/*
+ * One assignment's process trees (the ranks of a job on this host and
+ * their descendants) over the last interval.
+ */
+struct api_rank_sample {
+	char *job;
+	char *job_uid; /* may be NULL */
+	int attempt;
+	char *algo;
+	double cpu_percent; /* of one core: 250 = two and a half cores */
+	int64_t rss_bytes;
+	int procs; /* processes counted */
+};
+
+/* One sample of a host. Counters are cumulative since the host booted. */
+struct api_host_sample {
+	int64_t ts_ms;	    /* wall clock, epoch ms */
+	double cpu_percent; /* of all cores over the last interval, 0..100 */
+	int cpus;	    /* online CPUs */
+	int64_t mem_used;   /* bytes: MemTotal - MemAvailable */
+	int64_t mem_total;  /* bytes */
+	int64_t mem_limit;  /* the agent's cgroup v2 memory.max; -1: none */
+	int64_t disk_read;  /* bytes read from block devices */
+	int64_t disk_write; /* bytes written to block devices */
+	int64_t net_rx;	    /* bytes received, loopback excluded */
+	int64_t net_tx;	    /* bytes sent, loopback excluded */
+	int64_t fs_used;    /* bytes used on the work directory's disk */
+	int64_t fs_total;   /* bytes of that disk */
+	struct api_gpu_sample *gpus;
+	size_t n_gpus;
+	struct api_rank_sample *ranks;
+	size_t n_ranks;
+};
+
+/* Frees what s owns and zeroes it. */
+void api_host_sample_release(struct api_host_sample *s);
+
+/* A deep copy of src into dst. */
+void api_host_sample_copy(struct api_host_sample *dst,
+			  const struct api_host_sample *src);
+
+/*
+ * Derived figures, as SageMaker publishes its host metrics: memory used
+ * of the smaller of the limit and the total (0..100), disk space used
+ * (0..100), the sum of every GPU's utilisation and of every GPU's memory
+ * use (each 0..100 times the GPUs), and the sum of every core's use
+ * (0..100 times the CPUs).
+ */
+double api_host_sample_mem_percent(const struct api_host_sample *s);
+double api_host_sample_disk_percent(const struct api_host_sample *s);
+double api_host_sample_gpu_percent(const struct api_host_sample *s);
+double api_host_sample_gpu_mem_percent(const struct api_host_sample *s);
+double api_host_sample_cores_percent(const struct api_host_sample *s);
+
+/*
+ * The "telemetry" member of a status message: reads root's member into
+ * *out and *n (NULL and 0 when absent or null; caller releases each and
+ * frees the array). Returns 0, or ERR_INVALID with err naming the member
+ * ("telemetry[3].cpu_percent must be 0..100"); nothing to free then.
+ * Internal to api/: agent_proto.c calls it from api_status_parse().
+ */
+int api__telemetry_parse(const json_t *root, struct api_host_sample **out,
+			 size_t *n, struct buf *err);
+
+/* One sample as api_host_sample_build() writes it (a new reference). */
+json_t *api__host_sample_json(const struct api_host_sample *s);
+
+/* The JSON array of samples s[0..n) (a new reference), NULL: no memory. */
+json_t *api__telemetry_json(const struct api_host_sample *s, size_t n);
+
+/*
+ * One sample as the controller serves it: the members above plus the
+ * derived percentages ("mem_percent", "disk_percent", "gpu_percent",
+ * "gpu_mem_percent"). Appends compact JSON to out; 0, ERR_TOOBIG or
+ * ERR_NOMEM.
+ */
+int api_host_sample_build(const struct api_host_sample *s, struct buf *out);
+
+/*
+ * GET /v1/hosts/{name}/telemetry: {"host", "start_ms", "end_ms",
+ * "truncated", "samples": [SAMPLE...]} in time order, each SAMPLE as
+ * api_host_sample_build() writes it plus per-second rates of the counters
+ * since the sample before it ("disk_read_bps", "disk_write_bps",
+ * "net_rx_bps", "net_tx_bps"; absent for the first).
+ */
+int api_telemetry_series_build(const char *host, int64_t start_ms,
+			       int64_t end_ms, int truncated,
+			       const struct api_host_sample *s, size_t n,
+			       struct buf *out);
+
+#endif
