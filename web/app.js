@@ -59,11 +59,15 @@
 
   function api(path, opts) {
     opts = opts || {};
+    var headers = { 'Accept': 'application/json' };
+    if (opts.body != null) headers['Content-Type'] = 'application/json';
     return fetch(path, {
+      method: opts.method || 'GET',
       credentials: 'same-origin',
       cache: 'no-store',
       signal: opts.signal,
-      headers: { 'Accept': 'application/json' }
+      headers: headers,
+      body: opts.body
     }).then(function (r) {
       return r.text().then(function (t) {
         var js = null;
@@ -189,56 +193,150 @@
 
   /* ----------------------------------------------------------- jobs list */
 
+  /*
+   * The jobs list: one page of /v1/ui/jobs at a time (keyset pages: the
+   * tokens of the pages before this one are kept to go back), sorted by a
+   * column header, filtered; the filters, sort and page size live in the
+   * URL hash so a reload keeps them. Rows have Stop (InProgress), Clone,
+   * and a checkbox for Compare.
+   */
+  var JOB_FILTERS = ['status', 'name', 'created_after', 'created_before', 'instance_type', 'tag'];
+  var SORTABLE = { Name: 'name', Status: 'status', Created: 'created' };
+  var PAGE_SIZES = ['25', '50', '100', '200'];
+
+  /* "2026-12-04" (a date input) to epoch ms at local midnight, and back. */
+  function dateToMs(v) {
+    var t = v ? new Date(v + 'T00:00:00').getTime() : NaN;
+    return isNaN(t) ? '' : String(t);
+  }
+
+  function msToDate(v) {
+    if (!v) return '';
+    var d = new Date(+v);
+    var pad = function (n) { return (n < 10 ? '0' : '') + n; };
+    return d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate());
+  }
+
   function JobsView(root, params) {
     var self = this;
     this.root = root;
-    this.filter = { status: params.status || '', name: params.name || '' };
+    this.filter = {};
+    JOB_FILTERS.forEach(function (k) { self.filter[k] = params[k] || ''; });
+    this.sort = SORTABLE[params.sort] || params.sort || 'created';
+    this.order = params.order === 'asc' || params.order === 'desc' ? params.order : '';
+    this.limit = PAGE_SIZES.indexOf(params.limit) >= 0 ? params.limit : '50';
+    this.tokens = [];   /* the tokens of the pages before this one */
+    this.token = '';
+    this.next = null;
     this.rows = [];
+    this.selected = {};
     this.reload = serial(function () { return self.load(); });
 
+    function refilter() { self.tokens = []; self.token = ''; self.syncHash(); self.reload(); }
+    /* A text or date filter; typing settles for 250 ms before it loads. */
+    function input(key, attrs, toValue) {
+      var el = h('input', Object.assign({ id: 'filter-' + key.replace('_', '-'), 'aria-label': attrs.placeholder }, attrs));
+      var timer = null;
+      el.value = attrs.type === 'date' ? msToDate(self.filter[key]) : self.filter[key];
+      el.addEventListener(attrs.type === 'date' ? 'change' : 'input', function () {
+        clearTimeout(timer);
+        timer = setTimeout(function () { self.filter[key] = toValue ? toValue(el.value) : el.value.trim(); refilter(); }, 250);
+      });
+      return el;
+    }
     var statusSel = h('select', { id: 'filter-status', 'aria-label': 'status',
-      onchange: function () { self.filter.status = statusSel.value; self.syncHash(); self.reload(); } },
+      onchange: function () { self.filter.status = statusSel.value; refilter(); } },
       h('option', { value: '', text: 'any status' }),
       STATUSES.map(function (s) { return h('option', { value: s, text: s }); }));
     statusSel.value = this.filter.status;
-    var timer = null;
-    var nameIn = h('input', { id: 'filter-name', type: 'search', placeholder: 'name contains',
-      'aria-label': 'name contains', value: this.filter.name,
-      oninput: function () {
-        clearTimeout(timer);
-        timer = setTimeout(function () { self.filter.name = nameIn.value.trim(); self.syncHash(); self.reload(); }, 250);
-      } });
+    var sizeSel = h('select', { id: 'page-size', 'aria-label': 'page size',
+      onchange: function () { self.limit = sizeSel.value; refilter(); } },
+      PAGE_SIZES.map(function (n) { return h('option', { value: n, text: n + ' a page' }); }));
+    sizeSel.value = this.limit;
     this.count = h('span', { cls: 'muted', id: 'jobs-count' });
+    this.prevBtn = h('button', { type: 'button', id: 'page-prev', text: '\u2190 Previous', onclick: function () {
+      self.token = self.tokens.pop() || ''; self.reload(); } });
+    this.nextBtn = h('button', { type: 'button', id: 'page-next', text: 'Next \u2192', onclick: function () {
+      if (!self.next) return;
+      self.tokens.push(self.token); self.token = self.next; self.reload(); } });
+    this.compareBtn = h('button', { type: 'button', id: 'compare', text: 'Compare', disabled: 'disabled',
+      onclick: function () { location.hash = '#/compare?jobs=' + Object.keys(self.selected).map(enc).join(','); } });
     this.tbody = h('tbody');
     this.err = h('div');
-    root.appendChild(h('section', { cls: 'card' },
-      h('div', { cls: 'toolbar' }, h('h1', { text: 'Training jobs' }), statusSel, nameIn, this.count),
+    this.head = h('tr');
+    this.loadMs = h('span', { cls: 'muted', id: 'jobs-load-ms' });
+    this.el = h('section', { cls: 'card', id: 'jobs-view' },
+      h('div', { cls: 'toolbar' }, h('h1', { text: 'Training jobs' }), statusSel,
+        input('name', { type: 'search', placeholder: 'name contains' }),
+        input('instance_type', { type: 'search', placeholder: 'instance type', size: 12 }),
+        input('tag', { type: 'search', placeholder: 'tag key[=value]', size: 14 }),
+        h('label', { cls: 'muted' }, 'created after ', input('created_after', { type: 'date', placeholder: 'created after' }, dateToMs)),
+        h('label', { cls: 'muted' }, 'before ', input('created_before', { type: 'date', placeholder: 'created before' }, dateToMs)),
+        this.count),
       this.err,
-      h('table', { id: 'jobs-table', cls: 'grid' },
-        h('thead', null, h('tr', null,
-          ['Name', 'Status', 'Secondary status', 'Instances', 'Created', 'Duration', 'Attempt'].map(function (t) {
-            return h('th', { text: t });
-          }))),
-        this.tbody)));
+      scroller(h('table', { id: 'jobs-table', cls: 'grid' }, h('thead', null, this.head), this.tbody)),
+      h('div', { cls: 'toolbar pager' }, this.prevBtn, this.nextBtn, sizeSel, this.compareBtn, this.loadMs));
+    root.appendChild(this.el);
+    this.renderHead();
     this.reload();
   }
 
-  JobsView.prototype.syncHash = function () {
+  /* A box that scrolls its (wide) table sideways on a narrow screen. */
+  function scroller(table) {
+    return h('div', { cls: 'scroll' }, table);
+  }
+
+  /* The sort's default order: newest first by creation, else A to Z. */
+  JobsView.prototype.orderOf = function () {
+    return this.order || (this.sort === 'created' ? 'desc' : 'asc');
+  };
+
+  JobsView.prototype.renderHead = function () {
+    var self = this;
+    clear(this.head);
+    ['Name', 'Status', 'Secondary status', 'Instances', 'Created', 'Duration', 'Attempt', 'Actions', 'Compare'].forEach(function (t) {
+      var key = SORTABLE[t];
+      if (!key) { self.head.appendChild(h('th', { text: t })); return; }
+      var on = self.sort === key;
+      self.head.appendChild(h('th', { cls: 'sortable' + (on ? ' sorted' : ''), 'data-sort': key,
+        'aria-sort': on ? (self.orderOf() === 'asc' ? 'ascending' : 'descending') : null,
+        onclick: function () {
+          if (self.sort === key) self.order = self.orderOf() === 'asc' ? 'desc' : 'asc';
+          else { self.sort = key; self.order = ''; }
+          self.tokens = []; self.token = '';
+          self.renderHead(); self.syncHash(); self.reload();
+        } }, t + (on ? (self.orderOf() === 'asc' ? ' \u25b2' : ' \u25bc') : '')));
+    });
+  };
+
+  JobsView.prototype.query = function () {
+    var self = this;
     var q = [];
-    if (this.filter.status) q.push('status=' + enc(this.filter.status));
-    if (this.filter.name) q.push('name=' + enc(this.filter.name));
+    JOB_FILTERS.forEach(function (k) { if (self.filter[k]) q.push(k + '=' + enc(self.filter[k])); });
+    if (this.sort !== 'created') q.push('sort=' + this.sort);
+    if (this.order) q.push('order=' + this.order);
+    return q;
+  };
+
+  JobsView.prototype.syncHash = function () {
+    var q = this.query();
+    if (this.limit !== '50') q.push('limit=' + this.limit);
     history.replaceState(null, '', '#/jobs' + (q.length ? '?' + q.join('&') : ''));
   };
 
   JobsView.prototype.load = function () {
     var self = this;
-    var q = ['limit=200'];
-    if (this.filter.status) q.push('status=' + enc(this.filter.status));
-    if (this.filter.name) q.push('name=' + enc(this.filter.name));
+    var q = this.query().concat(['limit=' + this.limit]);
+    if (this.sort === 'created' && !this.order) q.push('order=desc');
+    if (this.token) q.push('next_token=' + enc(this.token));
+    var t0 = Date.now();
     return api('/v1/ui/jobs?' + q.join('&')).then(function (r) {
       clear(self.err);
       self.rows = r.jobs;
+      self.next = r.next_token || null;
       self.render();
+      self.loadMs.textContent = 'loaded in ' + (Date.now() - t0) + ' ms';
+      self.el.setAttribute('data-load-ms', String(Date.now() - t0));
     }, function (e) {
       clear(self.err).appendChild(errorBox(e));
     });
@@ -253,23 +351,53 @@
   JobsView.prototype.render = function () {
     var self = this;
     clear(this.tbody);
-    this.count.textContent = this.rows.length + (this.rows.length === 1 ? ' job' : ' jobs');
+    var first = this.tokens.length * +this.limit;
+    this.count.textContent = this.rows.length ? 'jobs ' + (first + 1) + '\u2013' + (first + this.rows.length) +
+      (this.next ? '' : ' of ' + (first + this.rows.length)) : '0 jobs';
+    this.prevBtn.disabled = !this.tokens.length;
+    this.nextBtn.disabled = !this.next;
+    this.el.setAttribute('data-page', String(this.tokens.length + 1));
     if (!this.rows.length) {
-      this.tbody.appendChild(h('tr', null, h('td', { colspan: 7, cls: 'muted', text: 'No training jobs match.' })));
+      this.tbody.appendChild(h('tr', null, h('td', { colspan: 9, cls: 'muted', text: 'No training jobs match.' })));
       return;
     }
     this.rows.forEach(function (j) {
       var inst = j.instance_count + ' \u00d7 ' + (j.instance_type || 'instance groups');
+      var box = h('input', { type: 'checkbox', cls: 'pick', 'aria-label': 'compare ' + j.name, onchange: function () {
+        if (box.checked) self.selected[j.name] = 1; else delete self.selected[j.name];
+        self.compareBtn.disabled = Object.keys(self.selected).length < 2;
+      } });
+      box.checked = !!self.selected[j.name];
       self.tbody.appendChild(h('tr', { 'data-job': j.name, 'data-status': j.status },
         h('td', null, h('a', { href: '#/jobs/' + enc(j.name), text: j.name })),
         h('td', { cls: 'status' }, badge(j.status)),
         h('td', { cls: 'secondary', text: j.secondary_status }),
         h('td', { text: inst }),
-        h('td', { text: fmtTime(j.creation_ms) }),
+        h('td', { cls: 'created', text: fmtTime(j.creation_ms) }),
         h('td', { cls: 'duration', text: fmtDuration(self.duration(j)) }),
-        h('td', { cls: 'attempt', text: j.attempt || '\u2014' })));
+        h('td', { cls: 'attempt', text: j.attempt || '\u2014' }),
+        h('td', { cls: 'actions' },
+          j.status === 'InProgress' ? h('button', { type: 'button', cls: 'stop', text: 'Stop', onclick: function (ev) {
+            stopJob(j.name, ev.target).then(function () { self.reload(); });
+          } }) : null,
+          h('a', { cls: 'clone', href: '#/clone/' + enc(j.name), text: 'Clone' })),
+        h('td', null, box)));
     });
+    this.compareBtn.disabled = Object.keys(this.selected).length < 2;
   };
+
+  /* StopTrainingJob, once the user confirms; the button shows the outcome. */
+  function stopJob(name, btn) {
+    if (!window.confirm('Stop training job ' + name + '?')) return Promise.resolve();
+    btn.disabled = true;
+    return api('/v1/training-jobs/' + enc(name) + '/stop', { method: 'POST', body: '{}' }).then(function () {
+      btn.textContent = 'Stopping';
+    }, function (e) {
+      btn.disabled = false;
+      btn.title = e.message;
+      btn.textContent = 'Stop failed';
+    });
+  }
 
   JobsView.prototype.changed = function (c) {
     if (c.jobs) this.reload();
@@ -280,6 +408,50 @@
     Array.prototype.forEach.call(this.tbody.querySelectorAll('tr[data-job]'), function (tr) {
       var j = self.rows.filter(function (r) { return r.name === tr.getAttribute('data-job'); })[0];
       if (j && !terminal(j.status)) tr.querySelector('.duration').textContent = fmtDuration(self.duration(j));
+    });
+  };
+
+  /*
+   * Clone: the job's CreateTrainingJob body as JSON in a textarea, named
+   * NAME-clone-N (the first N not taken), sent to POST /v1/training-jobs;
+   * the server's validation message shows when it refuses.
+   */
+  function CloneView(root, name) {
+    var self = this;
+    this.err = h('div', { id: 'clone-error' });
+    this.text = h('textarea', { id: 'clone-body', rows: 24, spellcheck: 'false', 'aria-label': 'CreateTrainingJob request' });
+    this.btn = h('button', { type: 'button', id: 'clone-create', text: 'Create training job', onclick: function () { self.create(); } });
+    root.appendChild(h('div', null,
+      h('p', { cls: 'crumbs' }, h('a', { href: '#/jobs', text: 'Training jobs' }), ' / ',
+        h('a', { href: '#/jobs/' + enc(name), text: name }), ' / clone'),
+      card('New training job from ' + name, [
+        h('p', { cls: 'muted', text: 'The CreateTrainingJob request of ' + name + '; edit it and create.' }),
+        this.text, this.err, h('div', { cls: 'toolbar' }, this.btn)])));
+    Promise.all([api('/v1/ui/jobs/' + enc(name) + '/request'),
+                 api('/v1/ui/jobs?limit=1000&sort=name&name=' + enc(name + '-clone-'))]).then(function (r) {
+      var taken = {};
+      r[1].jobs.forEach(function (j) { taken[j.name] = 1; });
+      var n = 1;
+      while (taken[name + '-clone-' + n]) n++;
+      r[0].TrainingJobName = name + '-clone-' + n;
+      self.text.value = JSON.stringify(r[0], null, 2);
+    }, function (e) { self.err.appendChild(errorBox(e)); });
+  }
+
+  CloneView.prototype.create = function () {
+    var self = this;
+    var body;
+    clear(this.err);
+    try { body = JSON.parse(this.text.value); } catch (e) {
+      this.err.appendChild(errorBox({ type: 'Invalid JSON', message: e.message }));
+      return;
+    }
+    this.btn.disabled = true;
+    api('/v1/training-jobs', { method: 'POST', body: JSON.stringify(body) }).then(function () {
+      location.hash = '#/jobs/' + enc(body.TrainingJobName);
+    }, function (e) {
+      self.btn.disabled = false;
+      self.err.appendChild(errorBox(e));
     });
   };
 
@@ -412,13 +584,18 @@
     var d = job.desc, rt = job.rt;
     var rc = d.ResourceConfig || {};
     var start = ms(d.TrainingStartTime), end = ms(d.TrainingEndTime), created = ms(d.CreationTime);
+    var took = (end || (terminal(d.TrainingJobStatus) ? ms(d.LastModifiedTime) : Date.now())) - created;
+    /* TrainingTimeInSeconds comes rounded from the server's clock: the
+     * job as a whole cannot have taken less, so the two always agree. */
+    var trained = d.TrainingTimeInSeconds != null ? d.TrainingTimeInSeconds * 1000 : null;
+    if (trained != null && took < trained) took = trained;
     var rows = [
       ['Status message', (d.SecondaryStatusTransitions || []).slice(-1).map(function (t) { return t.StatusMessage; })[0]],
       ['Created', fmtTime(created)],
       ['Training started', fmtTime(start)],
       ['Training ended', fmtTime(end)],
-      ['Duration', fmtDuration((end || (terminal(d.TrainingJobStatus) ? ms(d.LastModifiedTime) : Date.now())) - created)],
-      ['Training time', d.TrainingTimeInSeconds != null ? d.TrainingTimeInSeconds + ' s' : null],
+      ['Duration', fmtDuration(took)],
+      ['Training time', trained != null ? fmtDuration(trained) : null],
       ['Attempt', rt.attempt || '\u2014'],
       ['Instances', rc.InstanceCount != null ? rc.InstanceCount + ' \u00d7 ' + rc.InstanceType : null],
       ['Image', d.AlgorithmSpecification && (d.AlgorithmSpecification.TrainingImage || d.AlgorithmSpecification.AlgorithmName)],
@@ -513,11 +690,12 @@
       return;
     }
     var culprit = rt.first_failure || culpritFromReason(d.FailureReason);
-    el.appendChild(h('table', { cls: 'grid', id: 'hosts-of-job' },
+    var ended = terminal(d.TrainingJobStatus);
+    el.appendChild(scroller(h('table', { cls: 'grid', id: 'hosts-of-job' },
       h('thead', null, h('tr', null, ['Node', 'Host', 'Host state', 'Phase', 'Heartbeat', 'Ranks'].map(function (x) {
         return h('th', { text: x });
       }))),
-      h('tbody', null, rows.map(function (x) { return jobHostRow(x, culprit, rt.first_failure); }))));
+      h('tbody', null, rows.map(function (x) { return jobHostRow(x, culprit, rt.first_failure, ended); })))));
   };
 
   /* The nodes the job holds now. Assignments go when a job ends: then the
@@ -543,22 +721,23 @@
     return rows;
   };
 
-  function jobHostRow(x, culprit, firstFailure) {
+  function jobHostRow(x, culprit, firstFailure, ended) {
     var failed = culprit && culprit.algo === x.algo;
     return h('tr', { 'data-algo': x.algo, cls: failed ? 'failed' : null },
       h('td', { text: x.algo }),
       h('td', null, x.host ? h('a', { href: '#/hosts', text: x.host }) : h('span', { cls: 'muted', text: 'released' })),
       h('td', { text: x.released ? 'released' : x.host_state }),
-      h('td', { text: x.released ? (x.phase ? 'ended (last seen: ' + x.phase + ')' : 'ended') : x.phase + (x.action !== 'run' ? ' (' + x.action + ')' : '') }),
+      h('td', { cls: 'phase', text: x.released || ended ? (x.phase ? 'ended (last seen: ' + x.phase + ')' : 'ended') : x.phase + (x.action !== 'run' ? ' (' + x.action + ')' : '') }),
       h('td', { text: x.released ? '\u2014' : fmtAge(x.last_heartbeat_ms_ago) }),
-      h('td', { text: rankText(x, failed && !firstFailure ? culprit.rank : null) || '\u2014' }));
+      h('td', { cls: 'ranks', text: rankText(x, failed && !firstFailure ? culprit.rank : null, ended) || '\u2014' }));
   }
 
   /* A node's ranks: running or how they ended, and the agent's error;
    * failedRank, when FailureReason names the rank that failed. */
-  function rankText(x, failedRank) {
+  function rankText(x, failedRank, ended) {
     var ranks = (x.procs || []).map(function (p) {
-      if (!p.exited) return 'rank ' + p.rank + ': running (pid ' + p.pid + ')';
+      /* A job that ended has no running rank, whatever was seen last. */
+      if (!p.exited) return 'rank ' + p.rank + (ended ? ': ended' : ': running (pid ' + p.pid + ')');
       return 'rank ' + p.rank + ': ' + (p.signal ? 'signal ' + p.signal : 'exit ' + p.exit_code);
     }).join(', ');
     if (x.error) ranks = (ranks ? ranks + '; ' : '') + 'error: ' + x.error;
@@ -620,12 +799,24 @@
   }
 
   /* Metrics: one uPlot chart per MetricDefinition, from the page's
-   * /v1/ui/jobs/NAME/metrics; reload() fetches them again. */
+   * /v1/ui/jobs/NAME/metrics, over time or over the report number (step,
+   * the toggle above the plots), and a table of each metric's last, least
+   * and greatest value under them; reload() fetches them again. */
   function MetricsPanel(name) {
     var self = this;
     this.name = name;
     this.plots = {};
-    this.el = h('div', { id: 'metrics', cls: 'plots' });
+    this.series = [];
+    this.mode = localStorage.getItem('trainctl.plot-x') === 'step' ? 'step' : 'time';
+    this.box = h('div', { id: 'metrics', cls: 'plots' });
+    this.table = h('div', { id: 'final-metrics-box' });
+    var toggle = h('select', { id: 'plot-x', 'aria-label': 'x axis', onchange: function () {
+      self.mode = toggle.value;
+      try { localStorage.setItem('trainctl.plot-x', self.mode); } catch (e) { /* private mode */ }
+      self.rebuild();
+    } }, h('option', { value: 'time', text: 'time' }), h('option', { value: 'step', text: 'step' }));
+    toggle.value = this.mode;
+    this.el = h('div', null, h('label', { cls: 'plot-mode muted' }, 'x axis: ', toggle), this.box, this.table);
     this.reload = serial(function () { return self.load(); });
     this.onresize = function () { self.resize(); };
     window.addEventListener('resize', this.onresize);
@@ -639,55 +830,97 @@
   };
 
   MetricsPanel.prototype.width = function () {
-    var w = this.el.clientWidth || 800;
+    var w = this.box.clientWidth || 800;
     return Math.max(280, Math.min(w - 8, w > 900 ? (w - 24) / 2 : w - 8));
+  };
+
+  /* The points of series s as uPlot data: x in seconds or report numbers. */
+  function plotData(s, mode) {
+    var xs = s.points.map(function (p, i) { return mode === 'step' ? i + 1 : p[0] / 1000; });
+    return [xs, s.points.map(function (p) { return p[1]; })];
+  }
+
+  MetricsPanel.prototype.rebuild = function () {
+    Object.keys(this.plots).forEach(function (k) { this.plots[k].u.destroy(); }, this);
+    this.plots = {};
+    clear(this.box);
+    this.update(this.series);
   };
 
   MetricsPanel.prototype.update = function (series) {
     var self = this;
+    this.series = series;
     if (!series.length) {
-      clear(this.el).appendChild(h('p', { cls: 'muted', text: 'The job has no MetricDefinitions.' }));
+      clear(this.box).appendChild(h('p', { cls: 'muted', text: 'The job has no MetricDefinitions.' }));
       return;
     }
     series.forEach(function (s, i) {
-      var xs = s.points.map(function (p) { return p[0] / 1000; });
-      var ys = s.points.map(function (p) { return p[1]; });
+      var data = plotData(s, self.mode);
       var p = self.plots[s.name];
-      if (!p) p = self.plots[s.name] = self.plot(s.name, i, [xs, ys]);
-      else p.u.setData([xs, ys]);
-      p.box.setAttribute('data-points', String(xs.length));
-      p.box.classList.toggle('empty', !xs.length);
-      var last = ys.length ? ys[ys.length - 1] : null;
+      if (!p) p = self.plots[s.name] = self.plot(s.name, i, data);
+      else p.u.setData(data);
+      p.box.setAttribute('data-points', String(data[0].length));
+      p.box.setAttribute('data-mode', self.mode);
+      p.box.classList.toggle('empty', !data[0].length);
+      var last = data[1].length ? data[1][data[1].length - 1] : null;
       p.box.setAttribute('data-last', last == null ? '' : String(last));
     });
+    clear(this.table).appendChild(finalMetricsTable(series));
   };
+
+  function finalMetricsTable(series) {
+    return h('table', { cls: 'grid compact', id: 'final-metrics' },
+      h('thead', null, h('tr', null, ['Metric', 'Final', 'Min', 'Max', 'Reports'].map(function (x) { return h('th', { text: x }); }))),
+      h('tbody', null, series.map(function (s) {
+        var ys = s.points.map(function (p) { return p[1]; });
+        return h('tr', { 'data-metric': s.name }, h('th', { text: s.name }),
+          h('td', { cls: 'final', text: ys.length ? fmtValue(ys[ys.length - 1]) : '\u2014' }),
+          h('td', { text: ys.length ? fmtValue(Math.min.apply(null, ys)) : '\u2014' }),
+          h('td', { text: ys.length ? fmtValue(Math.max.apply(null, ys)) : '\u2014' }),
+          h('td', { text: ys.length }));
+      })));
+  }
+
+  /* uPlot options of a chart over time or step: the legend (and hover)
+   * names the x value of the point under the cursor. */
+  function plotOpts(title, mode, width, series) {
+    return {
+      title: title,
+      width: width,
+      height: 220,
+      scales: { x: mode === 'step' ? { time: false, range: stepRange } : { time: true, range: timeRange } },
+      series: [{ label: mode === 'step' ? 'Step' : 'Time', value: function (u, v) {
+        return v == null ? '\u2014' : mode === 'step' ? String(v) : fmtTime(v * 1000);
+      } }].concat(series),
+      axes: [{}, { size: 60 }]
+    };
+  }
 
   /* A new chart of `data` for metric `name`, the i-th of the job's. */
   MetricsPanel.prototype.plot = function (name, i, data) {
     var box = h('div', { cls: 'plot', 'data-metric': name });
-    var empty = this.el.querySelector('p.muted');
-    if (empty) this.el.removeChild(empty);
-    this.el.appendChild(box);
-    var colors = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2'];
-    var u = new uPlot({
-      title: name,
-      width: this.width(),
-      height: 220,
-      scales: { x: { time: true, range: timeRange } },
-      series: [{}, { label: name, stroke: colors[i % colors.length], width: 2,
-                     points: { show: true, size: 4 } }],
-      axes: [{}, { size: 60 }]
-    }, data, box);
+    var empty = this.box.querySelector('p.muted');
+    if (empty) this.box.removeChild(empty);
+    this.box.appendChild(box);
+    var u = new uPlot(plotOpts(name, this.mode, this.width(), [{ label: name, stroke: PLOT_COLORS[i % PLOT_COLORS.length], width: 2,
+      points: { show: true, size: 4 }, value: function (u, v) { return fmtValue(v); } }]), data, box);
     return { u: u, box: box };
   };
 
-  /* One point (or none) would stretch the time axis over years. */
+  /* Time scaled to the data: one point (or none) gets a few seconds
+   * either side, not a window much wider than the data. */
   function timeRange(u, min, max) {
     if (min == null || max == null) {
       var now = Date.now() / 1000;
       return [now - 60, now];
     }
-    return max - min < 1 ? [min - 30, max + 30] : [min, max];
+    var pad = Math.max((max - min) * 0.02, max - min < 1 ? 2 : 0);
+    return [min - pad, max + pad];
+  }
+
+  function stepRange(u, min, max) {
+    if (min == null || max == null) return [0, 1];
+    return [Math.min(min, 1) - (max - min < 1 ? 1 : 0), max + (max - min < 1 ? 1 : 0)];
   }
 
   MetricsPanel.prototype.resize = function () {
@@ -701,48 +934,252 @@
   };
 
   /*
-   * Logs: a card with a tab per stream and the lines of the open one,
-   * followed with the logs route's long-poll. update(job) adds the tabs
-   * of new streams and opens the first, or follows the open one again.
+   * Compare: the same metric of several jobs on one plot (by step, so
+   * runs that started at different times line up) and the hyperparameters
+   * that differ between them.
+   */
+  function CompareView(root, names, metric) {
+    var self = this;
+    this.names = names;
+    this.metric = metric || '';
+    this.u = null;
+    this.data = null;
+    this.err = h('div');
+    this.sel = h('select', { id: 'compare-metric', 'aria-label': 'metric', onchange: function () {
+      self.metric = self.sel.value;
+      history.replaceState(null, '', '#/compare?jobs=' + self.names.map(enc).join(',') + '&metric=' + enc(self.metric));
+      self.draw();
+    } });
+    this.plotBox = h('div', { id: 'compare-plot', cls: 'plot' });
+    this.diff = h('div', { id: 'hp-diff-box' });
+    root.appendChild(h('div', null,
+      h('p', { cls: 'crumbs' }, h('a', { href: '#/jobs', text: 'Training jobs' }), ' / compare'),
+      this.err,
+      card('Compare ' + names.length + ' jobs', [h('div', { cls: 'toolbar' }, h('label', { cls: 'muted' }, 'metric ', this.sel)), this.plotBox]),
+      card('Hyperparameters that differ', this.diff)));
+    if (names.length < 2) { this.err.appendChild(errorBox({ message: 'Pick at least two jobs to compare.' })); return; }
+    Promise.all(names.map(function (n) {
+      return Promise.all([api('/v1/training-jobs/' + enc(n)), api('/v1/ui/jobs/' + enc(n) + '/metrics')]);
+    })).then(function (r) {
+      self.data = r.map(function (x, i) { return { name: names[i], desc: x[0], metrics: x[1].metrics }; });
+      self.render();
+    }, function (e) { self.err.appendChild(errorBox(e)); });
+  }
+
+  CompareView.prototype.render = function () {
+    var self = this;
+    var seen = {};
+    this.data.forEach(function (j) { j.metrics.forEach(function (m) { seen[m.name] = 1; }); });
+    var metrics = Object.keys(seen);
+    clear(this.sel);
+    metrics.forEach(function (m) { self.sel.appendChild(h('option', { value: m, text: m })); });
+    if (metrics.indexOf(this.metric) < 0) this.metric = metrics[0] || '';
+    this.sel.value = this.metric;
+    this.draw();
+    clear(this.diff).appendChild(hyperparameterDiff(this.data));
+  };
+
+  CompareView.prototype.draw = function () {
+    var self = this;
+    if (this.u) { this.u.destroy(); this.u = null; }
+    clear(this.plotBox);
+    if (!this.metric) { this.plotBox.appendChild(h('p', { cls: 'muted', text: 'These jobs have no metrics.' })); return; }
+    var ys = this.data.map(function (j) {
+      var m = j.metrics.filter(function (x) { return x.name === self.metric; })[0];
+      return m ? m.points.map(function (p) { return p[1]; }) : [];
+    });
+    var n = Math.max.apply(null, ys.map(function (y) { return y.length; }));
+    var xs = [];
+    for (var i = 1; i <= n; i++) xs.push(i);
+    var data = [xs].concat(ys.map(function (y) { return xs.map(function (x) { return x <= y.length ? y[x - 1] : null; }); }));
+    var w = Math.max(280, (this.plotBox.clientWidth || 800) - 8);
+    this.u = new uPlot(plotOpts(this.metric, 'step', w, this.data.map(function (j, k) {
+      return { label: j.name, stroke: PLOT_COLORS[k % PLOT_COLORS.length], width: 2, points: { show: true, size: 4 },
+               value: function (u, v) { return fmtValue(v); } };
+    })), data, this.plotBox);
+    this.plotBox.setAttribute('data-metric', this.metric);
+    this.plotBox.setAttribute('data-series', String(ys.filter(function (y) { return y.length; }).length));
+  };
+
+  CompareView.prototype.destroy = function () {
+    if (this.u) this.u.destroy();
+  };
+
+  /* Rows of the hyperparameters whose values are not the same in every job. */
+  function hyperparameterDiff(jobs) {
+    var keys = {};
+    jobs.forEach(function (j) { Object.keys(j.desc.HyperParameters || {}).forEach(function (k) { keys[k] = 1; }); });
+    var differ = Object.keys(keys).sort().filter(function (k) {
+      var v = jobs.map(function (j) { return (j.desc.HyperParameters || {})[k]; });
+      return v.some(function (x) { return x !== v[0]; });
+    });
+    if (!differ.length) return h('p', { cls: 'muted', id: 'hp-diff', text: 'The jobs have the same hyperparameters.' });
+    return scroller(h('table', { cls: 'grid compact', id: 'hp-diff' },
+      h('thead', null, h('tr', null, h('th', { text: 'Hyperparameter' }), jobs.map(function (j) { return h('th', { text: j.name }); }))),
+      h('tbody', null, differ.map(function (k) {
+        return h('tr', { 'data-hp': k }, h('th', { text: k }), jobs.map(function (j) {
+          var v = (j.desc.HyperParameters || {})[k];
+          return h('td', { text: v == null ? '\u2014' : v });
+        }));
+      }))));
+  }
+
+  /*
+   * Logs: a card with a tab per stream (labelled "attempt K · algo-N" by
+   * logs/streams) and the lines of the open one, followed with the logs
+   * route's long-poll; filters by host and attempt (the tabs and the
+   * search) and level (the search); a search over every stream on the
+   * server, whose matches open their stream at their line; downloads; and
+   * for a failed job a button to the failing rank's first error.
+   * update(job) adds the tabs of new streams and opens the first, or
+   * follows the open one again.
    */
   function LogsPanel(name) {
     var self = this;
     this.name = name;
     this.status = null;
     this.stream = null;
+    this.streams = [];
+    this.nstreams = -1;
     this.offset = 0;
     this.follow = true;
+    this.target = null;   /* the line to show: { timestamp, message } */
     this.gen = 0;
     this.abort = null;
     this.running = false;   /* or the generation being read */
     this.tabs = h('div', { cls: 'tabs', id: 'log-tabs' });
     this.pre = h('pre', { id: 'log', cls: 'log' });
-    var followBox = h('input', { type: 'checkbox', id: 'log-follow', checked: 'checked',
-      onchange: function () { self.follow = followBox.checked; self.open(self.stream, true); } });
+    var base = '/v1/training-jobs/' + enc(name) + '/logs';
+    this.base = base;
+    var followBox = this.followBox = h('input', { type: 'checkbox', id: 'log-follow', checked: 'checked',
+      onchange: function () { self.follow = followBox.checked; self.target = null; self.open(self.stream, true); } });
+    var refilter = function () { self.renderTabs(); };
+    this.hostSel = h('select', { id: 'log-host', 'aria-label': 'host', onchange: refilter }, h('option', { value: '', text: 'all hosts' }));
+    this.attemptSel = h('select', { id: 'log-attempt', 'aria-label': 'attempt', onchange: refilter }, h('option', { value: '', text: 'all attempts' }));
+    this.levelSel = h('select', { id: 'log-level', 'aria-label': 'level' },
+      h('option', { value: '', text: 'all lines' }), h('option', { value: 'stderr', text: 'stderr' }),
+      h('option', { value: 'error', text: 'errors' }));
+    this.query = h('input', { type: 'search', id: 'log-search', placeholder: 'search all streams', 'aria-label': 'search logs',
+      onkeydown: function (ev) { if (ev.key === 'Enter') self.search(); } });
+    this.regex = h('input', { type: 'checkbox', id: 'log-regex' });
+    this.matches = h('div', { id: 'log-matches' });
+    this.jump = h('button', { type: 'button', id: 'log-jump-error', text: 'Jump to the error', hidden: 'hidden',
+      onclick: function () { self.jumpToError(); } });
+    this.dlStream = h('a', { id: 'log-download-stream', cls: 'button', download: '', text: 'Download stream' });
     this.el = h('section', { cls: 'card' },
       h('div', { cls: 'toolbar' }, h('h2', { text: 'Logs' }), this.tabs,
         h('label', { cls: 'follow' }, followBox, ' follow')),
+      h('div', { cls: 'log-tools' }, this.hostSel, this.attemptSel, this.levelSel, this.query,
+        h('label', { cls: 'muted' }, this.regex, ' regex'),
+        h('button', { type: 'button', id: 'log-search-go', text: 'Search', onclick: function () { self.search(); } }),
+        this.jump,
+        h('a', { id: 'log-download', cls: 'button', href: base + '/download', download: '', text: 'Download all' }),
+        this.dlStream),
+      this.matches,
       this.pre);
   }
 
   LogsPanel.prototype.update = function (job) {
     var self = this;
-    var streams = job.rt.streams || [];
-    var have = {};
+    var n = (job.rt.streams || []).length;
     this.status = job.desc.TrainingJobStatus;
-    Array.prototype.forEach.call(this.tabs.children, function (b) { have[b.getAttribute('data-stream')] = b; });
-    streams.forEach(function (s) {
-      if (have[s.name]) return;
-      var label = s.name.slice(s.name.indexOf('/') + 1);
-      self.tabs.appendChild(h('button', { type: 'button', cls: 'tab', 'data-stream': s.name, text: label,
-        onclick: function () { self.open(s.name, true); } }));
-    });
-    if (!streams.length && !this.stream) {
+    this.jump.hidden = this.status !== 'Failed';
+    if (n !== this.nstreams) {
+      this.nstreams = n;
+      api(this.base + '/streams').then(function (r) {
+        self.streams = r.streams || [];
+        self.renderTabs();
+        self.follow_();
+      }, function () { self.nstreams = -1; });
+      return;
+    }
+    this.follow_();
+  };
+
+  LogsPanel.prototype.follow_ = function () {
+    if (!this.streams.length && !this.stream) {
       this.pre.textContent = terminal(this.status) ? '(no log lines)' : '(no log lines yet)';
       return;
     }
-    if (!this.stream && streams.length) this.open(streams[0].name, true);
+    if (!this.stream && this.streams.length) this.open(this.streams[0].log_stream, true);
     else if (this.stream && !this.running && !terminal(this.status)) this.open(this.stream, false);
+  };
+
+  /* The host and attempt choices, and a tab per stream that passes them. */
+  LogsPanel.prototype.renderTabs = function () {
+    var self = this;
+    function options(sel, values, all) {
+      var v = sel.value;
+      clear(sel).appendChild(h('option', { value: '', text: all }));
+      values.forEach(function (x) { sel.appendChild(h('option', { value: x, text: x })); });
+      sel.value = values.indexOf(v) >= 0 ? v : '';
+    }
+    var hosts = {}, attempts = {};
+    this.streams.forEach(function (s) { hosts[s.host] = 1; attempts[s.attempt] = 1; });
+    options(this.hostSel, Object.keys(hosts).sort(), 'all hosts');
+    options(this.attemptSel, Object.keys(attempts).sort(function (a, b) { return a - b; }), 'all attempts');
+    clear(this.tabs);
+    this.streams.filter(function (s) { return self.passes(s); }).forEach(function (s) {
+      self.tabs.appendChild(h('button', { type: 'button', cls: 'tab' + (s.log_stream === self.stream ? ' active' : ''),
+        'data-stream': s.log_stream, 'data-host': s.host, 'data-attempt': s.attempt, text: s.label, title: s.log_stream,
+        onclick: function () { self.target = null; self.open(s.log_stream, true); } }));
+    });
+  };
+
+  LogsPanel.prototype.passes = function (s) {
+    return (!this.hostSel.value || s.host === this.hostSel.value) &&
+      (!this.attemptSel.value || String(s.attempt) === this.attemptSel.value);
+  };
+
+  LogsPanel.prototype.search = function () {
+    var self = this;
+    var q = this.query.value;
+    var args = ['q=' + enc(q), 'context=2', 'limit=100'];
+    if (this.regex.checked) args.push('regex=1');
+    if (this.hostSel.value) args.push('host=' + enc(this.hostSel.value));
+    if (this.attemptSel.value) args.push('attempt=' + enc(this.attemptSel.value));
+    if (this.levelSel.value) args.push('level=' + this.levelSel.value);
+    clear(this.matches).appendChild(h('p', { cls: 'muted', text: 'Searching\u2026' }));
+    return api(this.base + '/search?' + args.join('&')).then(function (r) {
+      self.showMatches(r.matches || [], r.truncated);
+    }, function (e) { clear(self.matches).appendChild(errorBox(e)); });
+  };
+
+  LogsPanel.prototype.showMatches = function (matches, truncated) {
+    var self = this;
+    var box = clear(this.matches);
+    box.setAttribute('data-matches', String(matches.length));
+    box.appendChild(h('p', { cls: 'muted', text: matches.length + (matches.length === 1 ? ' match' : ' matches') +
+      (truncated ? ' (the search stopped early: the log is large)' : '') }));
+    matches.forEach(function (m) {
+      var ctx = function (l) { return l.message + '\n'; };
+      box.appendChild(h('div', { cls: 'match', 'data-stream': m.log_stream, role: 'button', tabindex: '0',
+        onclick: function () { self.openAt(m); } },
+        h('div', { cls: 'where', text: m.label + ' \u00b7 ' + new Date(m.timestamp).toISOString().slice(11, 23) +
+          (m.rank != null ? ' \u00b7 rank ' + m.rank : '') }),
+        (m.before || []).map(ctx), h('span', { cls: 'hit', text: m.message }), '\n', (m.after || []).map(ctx)));
+    });
+  };
+
+  /* The failing rank's first error, opened in its stream. */
+  LogsPanel.prototype.jumpToError = function () {
+    var self = this;
+    return api(this.base + '/search?first_error=1').then(function (r) {
+      var m = (r.matches || [])[0];
+      self.showMatches(r.matches || [], false);
+      if (m) self.openAt(m);
+    }, function (e) { clear(self.matches).appendChild(errorBox(e)); });
+  };
+
+  /* Opens the match's stream from its start and scrolls to its line. */
+  LogsPanel.prototype.openAt = function (m) {
+    this.follow = false;
+    this.followBox.checked = false;
+    this.hostSel.value = '';
+    this.attemptSel.value = '';
+    this.target = { timestamp: m.timestamp, message: m.message };
+    this.open(m.log_stream, true);
+    this.renderTabs();
   };
 
   /* Shows `stream` (from its start when restart) and reads it until its
@@ -758,6 +1195,8 @@
       this.pre.textContent = '';
       this.pre.setAttribute('data-stream', stream);
       this.pre.setAttribute('data-lines', '0');
+      this.pre.removeAttribute('data-target');
+      this.dlStream.href = this.base + '/download?stream=' + enc(stream);
       Array.prototype.forEach.call(this.tabs.children, function (b) {
         b.classList.toggle('active', b.getAttribute('data-stream') === stream);
       });
@@ -770,7 +1209,7 @@
       var follow = self.follow && !terminal(self.status);
       var ctl = window.AbortController ? new AbortController() : null;
       self.abort = ctl;
-      api('/v1/training-jobs/' + enc(self.name) + '/logs?stream=' + enc(stream) + '&offset=' + self.offset +
+      api(self.base + '?stream=' + enc(stream) + '&offset=' + self.offset +
           '&limit=2000' + (follow ? '&follow=1' : ''), { signal: ctl && ctl.signal }).then(function (r) {
         if (gen !== self.gen) return;
         self.append(r.events || []);
@@ -786,20 +1225,30 @@
 
   LogsPanel.prototype.append = function (events) {
     var pre = this.pre;
+    var target = this.target, hit = null;
     if (!events.length) return;
     var atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
     var frag = document.createDocumentFragment();
     events.forEach(function (e) {
       var t = new Date(e.timestamp);
-      frag.appendChild(h('span', { cls: 'line' + (e.stream === 'stderr' ? ' err' : '') },
+      var line = h('span', { cls: 'line' + (e.stream === 'stderr' ? ' err' : '') },
         h('span', { cls: 'ts', text: t.toISOString().slice(11, 23) + ' ' }),
         e.rank ? h('span', { cls: 'rank', text: '[' + e.rank + '] ' }) : null,
-        e.message + '\n'));
+        e.message + '\n');
+      if (target && !hit && e.timestamp === target.timestamp && e.message === target.message) {
+        hit = line;
+        line.classList.add('target');
+      }
+      frag.appendChild(line);
     });
     pre.appendChild(frag);
     while (pre.childNodes.length > LOG_LINES_MAX) pre.removeChild(pre.firstChild);
     pre.setAttribute('data-lines', String(+(pre.getAttribute('data-lines') || 0) + events.length));
-    if (atBottom) pre.scrollTop = pre.scrollHeight;
+    if (hit) {
+      this.target = null;
+      pre.setAttribute('data-target', hit.textContent.replace(/\n$/, ''));
+      pre.scrollTop = Math.max(0, hit.offsetTop - pre.clientHeight / 3);
+    } else if (atBottom && !target) pre.scrollTop = pre.scrollHeight;
   };
 
   LogsPanel.prototype.destroy = function () {
@@ -1311,11 +1760,11 @@
     root.appendChild(h('section', { cls: 'card' },
       h('div', { cls: 'toolbar' }, h('h1', { text: 'Hosts' }), this.count),
       this.err,
-      h('table', { id: 'hosts-table', cls: 'grid' },
+      scroller(h('table', { id: 'hosts-table', cls: 'grid' },
         h('thead', null, h('tr', null, ['Host', 'State', 'Address', 'CPUs', 'GPUs', 'Last heartbeat', 'Current job'].map(function (t) {
           return h('th', { text: t });
         }))),
-        this.tbody)));
+        this.tbody))));
     this.reload();
   }
 
@@ -1397,6 +1846,12 @@
     } else if (tuning) {
       document.title = 'Tuning jobs \u00b7 trainctl';
       live.view = new TuningJobsView(root);
+    } else if (r.parts[0] === 'clone' && r.parts[1]) {
+      document.title = 'Clone ' + r.parts[1] + ' \u00b7 trainctl';
+      live.view = new CloneView(root, r.parts[1]);
+    } else if (r.parts[0] === 'compare') {
+      document.title = 'Compare \u00b7 trainctl';
+      live.view = new CompareView(root, (r.query.jobs || '').split(',').filter(Boolean), r.query.metric);
     } else if (r.parts[0] === 'jobs' && r.parts[1]) {
       document.title = r.parts[1] + ' \u00b7 trainctl';
       live.view = new JobView(root, r.parts[1]);
