@@ -881,18 +881,34 @@
       })));
   }
 
-  /* uPlot options of a chart over time or step: the legend (and hover)
-   * names the x value of the point under the cursor. */
+  /* A legend value: the hovered point's, else the series' last one. */
+  function legendValue(fmt) {
+    return function (u, v, si, idx) {
+      if (v == null && idx == null) {
+        var d = u.data[si] || [];
+        for (var i = d.length - 1; i >= 0 && v == null; i--) v = d[i];
+      }
+      return v == null ? '\u2014' : fmt(v);
+    };
+  }
+
+  /* uPlot options of a chart over time or step: the legend names the x
+   * value of the point under the cursor (or of the last point). */
   function plotOpts(title, mode, width, series) {
     return {
       title: title,
       width: width,
       height: 220,
       scales: { x: mode === 'step' ? { time: false, range: stepRange } : { time: true, range: timeRange } },
-      series: [{ label: mode === 'step' ? 'Step' : 'Time', value: function (u, v) {
-        return v == null ? '\u2014' : mode === 'step' ? String(v) : fmtTime(v * 1000);
-      } }].concat(series),
-      axes: [{}, { size: 60 }]
+      series: [{ label: mode === 'step' ? 'Step' : 'Time', value: legendValue(function (v) {
+        return mode === 'step' ? String(v) : fmtTime(v * 1000);
+      }) }].concat(series),
+      axes: [{}, { size: 60 }],
+      /* The x span shown, for a look from outside (the tests). */
+      hooks: { setScale: [function (u, key) {
+        if (key === 'x' && u.scales.x.max != null)
+          u.root.setAttribute('data-x-span', String(u.scales.x.max - u.scales.x.min));
+      }] }
     };
   }
 
@@ -903,7 +919,7 @@
     if (empty) this.box.removeChild(empty);
     this.box.appendChild(box);
     var u = new uPlot(plotOpts(name, this.mode, this.width(), [{ label: name, stroke: PLOT_COLORS[i % PLOT_COLORS.length], width: 2,
-      points: { show: true, size: 4 }, value: function (u, v) { return fmtValue(v); } }]), data, box);
+      points: { show: true, size: 4 }, value: legendValue(fmtValue) }]), data, box);
     return { u: u, box: box };
   };
 
@@ -914,7 +930,7 @@
       var now = Date.now() / 1000;
       return [now - 60, now];
     }
-    var pad = Math.max((max - min) * 0.02, max - min < 1 ? 2 : 0);
+    var pad = max - min < 0.001 ? 1 : (max - min) * 0.03;
     return [min - pad, max + pad];
   }
 
@@ -995,7 +1011,7 @@
     var w = Math.max(280, (this.plotBox.clientWidth || 800) - 8);
     this.u = new uPlot(plotOpts(this.metric, 'step', w, this.data.map(function (j, k) {
       return { label: j.name, stroke: PLOT_COLORS[k % PLOT_COLORS.length], width: 2, points: { show: true, size: 4 },
-               value: function (u, v) { return fmtValue(v); } };
+               value: legendValue(fmtValue) };
     })), data, this.plotBox);
     this.plotBox.setAttribute('data-metric', this.metric);
     this.plotBox.setAttribute('data-series', String(ys.filter(function (y) { return y.length; }).length));
