@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+"""The status page with many jobs, in a real headless Chromium (as
+tests/web/test_page.py; tests/web/page_ops.js does the browser part).
+
+Starts trainctld with a local cluster of 2 hosts and about 200 jobs in
+the store (tiny file:///bin/true and /bin/false jobs, mixed states), and
+checks the jobs list (load time, pages, sort, filters kept in the URL, Stop,
+Clone), the logs (search, filters, downloads, jump to the error), the plots
+(time / step, hover, final metrics, compare) and a 420 px wide screen.
+Screenshots go to build/test-artifacts/web/.
+
+TAP on stdout. Run with Debian's interpreter from the top of the tree:
+    /usr/bin/python3 tests/web/test_page_ops.py
+"""
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_page as tp  # noqa: E402
+import webtest as wt  # noqa: E402
+
+sc = wt.sc
+PAGE_JS = os.path.join(wt.HERE, "page_ops.js")
+LIMIT_S = 400
+BULK = 200
+
+# Runs until stopped.
+LONG = r"""#!/bin/sh
+echo "long job on $SM_CURRENT_HOST"
+sleep 120
+"""
+
+
+def main():
+    tap = sc.Tap()
+    why = tp.missing_tools()
+    if why:
+        tap.skip("status page with many jobs in headless chromium", why)
+        return tap.finish()
+    ctl = wt.Controller(hosts=2)
+    try:
+        err = ctl.start()
+        if not tap.ok(err is None, "trainctld with a local cluster of 2 hosts starts", err):
+            return tap.finish()
+        scripts = os.path.join(ctl.tmp, "scripts")
+        os.makedirs(scripts)
+        good = wt.write_script(scripts, "good.sh", wt.GOOD)
+        bad = wt.write_script(scripts, "bad.sh", wt.BAD)
+        long_ = wt.write_script(scripts, "long.sh", LONG)
+        env = {"EPOCHS": "4", "DELAY": "0.2"}
+        long_body = wt.job_body("ops-long", long_, count=1)
+        long_body["ResourceConfig"]["InstanceType"] = "ml.c5.xlarge"
+        bulk = []
+        for i in range(BULK):
+            b = wt.job_body("bulk-%03d" % i, "/bin/false" if i % 5 == 4 else "/bin/true", count=1, metrics=[])
+            if i % 10 == 0:
+                b["Tags"] = [{"Key": "team", "Value": "red"}]
+            bulk.append(b)
+        os.makedirs(wt.ARTIFACTS, exist_ok=True)
+        cfg = {
+            "url": ctl.url,
+            "artifacts": wt.ARTIFACTS,
+            "modules": tp.MODULES,
+            "chromium": tp.CHROMIUM,
+            "jobs": {
+                "a": wt.job_body("ops-good-a", good, env=env, hps={"learning_rate": "0.01", "epochs": "4"}),
+                "b": wt.job_body("ops-good-b", good, env=env, hps={"learning_rate": "0.1", "epochs": "4"}),
+                "bad": wt.job_body("ops-bad", bad),
+                "long": long_body,
+            },
+            "bulk": bulk,
+        }
+        path = os.path.join(ctl.tmp, "page.json")
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        env = dict(os.environ, PAGE_CONFIG=path, NO_PROXY="127.0.0.1,localhost")
+        proc = subprocess.Popen(["node", PAGE_JS], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        try:
+            out, errout = proc.communicate(timeout=LIMIT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, errout = proc.communicate()
+            tap.ok(False, "browser checks finish within %d s" % LIMIT_S, errout.decode("utf-8", "replace")[-2000:])
+        lines = [l for l in out.decode("utf-8", "replace").splitlines() if l.startswith("{")]
+        for line in lines:
+            r = json.loads(line)
+            diag = (r.get("diag") or "") + ("" if r["ok"] else "\n" + ctl.log_tail(15))
+            tap.ok(r["ok"], r["name"], diag)
+            if r["ok"] and r.get("diag"):
+                tap.note(r["diag"])
+        if proc.returncode != 0 and not any(not json.loads(l)["ok"] for l in lines):
+            tap.ok(False, "browser session ends cleanly", errout.decode("utf-8", "replace")[-2000:])
+        shots = sorted(f for f in os.listdir(wt.ARTIFACTS) if f.startswith("ops-") and f.endswith(".png"))
+        tap.ok(len(shots) >= 6, "screenshots saved under %s" % os.path.relpath(wt.ARTIFACTS, wt.REPO),
+               "found: %s" % shots)
+        tap.note("screenshots: " + ", ".join(shots))
+    finally:
+        ctl.cleanup()
+    return tap.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
