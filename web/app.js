@@ -903,7 +903,9 @@
       series: [{ label: mode === 'step' ? 'Step' : 'Time', value: legendValue(function (v) {
         return mode === 'step' ? String(v) : fmtTime(v * 1000);
       }) }].concat(series),
-      axes: [{}, { size: 60 }],
+      /* Report numbers are whole: no ticks between them. */
+      axes: [mode === 'step' ? { incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 1e4, 2e4, 5e4, 1e5] } : {},
+             { size: 60 }],
       /* The x span shown, for a look from outside (the tests). */
       hooks: { setScale: [function (u, key) {
         if (key === 'x' && u.scales.x.max != null)
