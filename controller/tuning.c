@@ -164,12 +164,6 @@ static const struct api_tuning_def *def_of(const struct tjob *j, int def)
 	return &j->spec.defs[def >= 0 && (size_t)def < j->spec.n_defs ? def : 0];
 }
 
-static int better(const struct tjob *j, double a, double b)
-{
-	(void)j;
-	return a < b;
-}
-
 /* Derives counters, the best job and the budget from the rows. */
 static void summarize(struct tjob *j)
 {
@@ -247,8 +241,7 @@ static void summarize(struct tjob *j)
 		if (next < 0)
 			break;
 		j->n_succeeded++;
-		if (j->best < 0 ||
-		    better(j, j->kids[next].y, j->kids[j->best].y)) {
+		if (j->best < 0 || j->kids[next].y < j->kids[j->best].y) {
 			j->best = next;
 			j->not_improving = 0;
 		} else {
@@ -321,7 +314,6 @@ static void child_view(const struct tjob *j, const struct kid *kd,
 		       struct api_tuning_child *out)
 {
 	const struct api_tuning_def *d = def_of(j, kd->c->def);
-	size_t i;
 
 	memset(out, 0, sizeof(*out));
 	out->def_name = d->name;
@@ -342,7 +334,6 @@ static void child_view(const struct tjob *j, const struct kid *kd,
 	out->objective_status = kd->succeeded ? "Succeeded" :
 				kd->terminal  ? "Failed" :
 						"Pending";
-	(void)i;
 }
 
 /* The names of d's ranges, as an array the child view points at. */
@@ -443,19 +434,13 @@ static int describe_body(struct ctrl_ctx *ctx, struct tjob *j, int with_kids,
 		for (i = 0; i < n_parents; i++)
 			for (k = 0; k < parents[i].n; k++) {
 				const struct kid *kd = &parents[i].kids[k];
-				const struct api_tuning_def *pd =
-					def_of(&parents[i], kd->c->def);
-				double y;
+				/* Compared in this job's direction. */
+				double sign = def_of(j, 0)->maximize ? -1 : 1;
 
 				if (!kd->succeeded)
 					continue;
-				/* In this job's direction. */
-				y = def_of(j, 0)->maximize ? -kd->c->objective :
-							     kd->c->objective;
-				(void)pd;
-				if (!ob || y < (def_of(j, 0)->maximize ?
-							-ob->c->objective :
-							ob->c->objective)) {
+				if (!ob || sign * kd->c->objective <
+						   sign * ob->c->objective) {
 					ob = kd;
 					ob_job = &parents[i];
 				}
