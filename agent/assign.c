@@ -694,6 +694,16 @@ static void apply_work(struct agent_ctx *ctx)
 			a->spec = *d;
 			memset(d, 0, sizeof(*d));
 			a->have_spec = 1;
+			/*
+			 * Adopted by a restarted agent, which learns only now
+			 * where its checkpoints go: watch and mirror them as
+			 * promptly as after a launch, not at the 2 s fallback
+			 * (what a lost host then loses must stay within K).
+			 */
+			if (a->phase == API_PHASE_RUNNING) {
+				agent_assign_watch_checkpoints(a);
+				a->sync_at = 0;
+			}
 		} else {
 			a->spec.grace_ms = d->grace_ms;
 			a->spec.action = d->action;
