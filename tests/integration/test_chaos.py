@@ -152,9 +152,21 @@ def redone(trace):
     return out
 
 
+def timeline(trace, t0):
+    """{attempt: (first step's time, last step's time, first step, last
+    step)} of algo-1, times in s since the faults began."""
+    out = {}
+    for a, pts in sorted(trace.items()):
+        mine = sorted((t, s) for t, h, s in pts if h == "algo-1")
+        if mine:
+            out[a] = (round(mine[0][0] - t0, 2), round(mine[-1][0] - t0, 2), mine[0][1], mine[-1][1])
+    return out
+
+
 class Chaos:
     def __init__(self, ns, sm, seed, tmp):
         self.ns, self.sm, self.seed, self.rng = ns, sm, seed, random.Random(seed)
+        self.t0 = time.time()
         self.tmp = tmp
         self.faults = []
         self.pending = []  # timers that heal a fault
@@ -212,7 +224,7 @@ class Chaos:
         self.faults.append((time.time() - t0, kind, node))
 
     def run(self):
-        t0 = time.time()
+        t0 = self.t0 = time.time()
         while time.time() - t0 < WINDOW:
             time.sleep(self.rng.uniform(1.0, 2.5))
             # One long fault at a time: the next waits for the last to heal.
@@ -308,7 +320,9 @@ def check_seed(tap, ns, sm, seed, tmp):
     rd = {n: redone(tr) for n, tr in traces.items()}
     worst = [(n, a, r, s) for n, v in rd.items() for a, r, s in v if r - s > limit]
     tap.ok(not worst, "%s steps redone at each restart <= K + a lease of steps (%d)" % (tag, limit),
-           short(rd, 2000))
+           "%s\nalgo-1 by attempt (first s, last s, first step, last step): %s\n%s" % (
+               short(rd, 2000), short({n: timeline(tr, ch.t0) for n, tr in traces.items()}, 3000),
+               ns.log_tail(80, grep=worst[0][0]) if worst else ""))
     log("redone (attempt, reached, resumed from): %s" % short(rd, 2000))
     bad = []
     ref = fl.reference(HPS)
