@@ -133,6 +133,118 @@
     return m ? { algo: m[1], host: m[2], rank: m[3] != null ? +m[3] : null } : null;
   }
 
+  /* ---------------------------------------------------------- telemetry */
+
+  /*
+   * Host telemetry (docs/web.md, SAMPLE): each host's samples are fetched
+   * a piece at a time from /v1/hosts/NAME/telemetry, only those newer than
+   * the last one held (start=), and drawn as small SVG sparklines.
+   */
+  var TM_POLL_MS = 2000;
+  var TM_WINDOW_MS = 10 * 60 * 1000;
+  var TM_KEEP = 1500;
+  var SVGNS = 'http://www.w3.org/2000/svg';
+
+  function HostSeries(host) {
+    this.host = host;
+    this.samples = [];
+  }
+
+  HostSeries.prototype.last = function () {
+    return this.samples.length ? this.samples[this.samples.length - 1].ts_ms : null;
+  };
+
+  /* Samples from start (epoch ms, the server's clock) up to end, or now. */
+  HostSeries.prototype.fetch = function (start, end) {
+    var self = this;
+    var q = 'start=' + Math.floor(start) + (end ? '&end=' + Math.ceil(end) : '');
+    return api('/v1/hosts/' + enc(this.host) + '/telemetry?' + q).then(function (r) {
+      var last = self.last();
+      (r.samples || []).forEach(function (x) {
+        if (last == null || x.ts_ms > last) self.samples.push(x);
+      });
+      if (self.samples.length > TM_KEEP) self.samples.splice(0, self.samples.length - TM_KEEP);
+    });
+  };
+
+  /* The samples newer than the last one held; the first time, those of
+   * the last TM_WINDOW_MS before `newest` (a sample's time, so that the
+   * browser's clock does not matter), or from `from`. */
+  HostSeries.prototype.more = function (newest, from) {
+    var last = this.last();
+    if (last != null && newest != null && newest <= last) return Promise.resolve();
+    var start = last != null ? last + 1 : from != null ? from : (newest != null ? newest : Date.now()) - TM_WINDOW_MS;
+    return this.fetch(start);
+  };
+
+  function fmtBytes(n) {
+    if (n == null || n < 0) return '\u2014';
+    var units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    var i = 0;
+    while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+    return (i ? n.toFixed(n < 10 ? 1 : 0) : String(n)) + ' ' + units[i];
+  }
+
+  function fmtPercent(v) {
+    return v == null ? '\u2014' : Math.round(v) + '%';
+  }
+
+  /* The memory a sample can use: the smaller of its limit and the total. */
+  function memCap(x) {
+    return x.mem_limit > 0 && x.mem_limit < x.mem_total ? x.mem_limit : x.mem_total;
+  }
+
+  function memText(x) {
+    return fmtBytes(x.mem_used) + ' / ' + fmtBytes(memCap(x));
+  }
+
+  /* GPU utilisation of a sample, 0..100 averaged over its GPUs, or null. */
+  function gpuUse(x) {
+    return x && x.gpus && x.gpus.length ? (x.gpu_percent || 0) / x.gpus.length : null;
+  }
+
+  /* A sparkline of values (null: a gap) between lo and hi, as SVG. */
+  function sparkline(values, lo, hi, cls) {
+    var w = 120, ht = 28;
+    var svg = document.createElementNS(SVGNS, 'svg');
+    svg.setAttribute('class', 'spark' + (cls ? ' ' + cls : ''));
+    svg.setAttribute('viewBox', '0 0 ' + w + ' ' + ht);
+    svg.setAttribute('width', String(w));
+    svg.setAttribute('height', String(ht));
+    svg.setAttribute('role', 'img');
+    var n = values.length;
+    var span = hi - lo || 1;
+    var pts = [], last = null;
+    values.forEach(function (v, i) {
+      if (v == null || !isFinite(v)) return;
+      last = v;
+      var x = n > 1 ? 1 + i * (w - 2) / (n - 1) : w / 2;
+      var y = ht - 1 - (Math.min(Math.max(v, lo), hi) - lo) / span * (ht - 2);
+      pts.push(x.toFixed(1) + ',' + y.toFixed(1));
+    });
+    var base = document.createElementNS(SVGNS, 'line');
+    base.setAttribute('x1', '0'); base.setAttribute('x2', String(w));
+    base.setAttribute('y1', String(ht - 0.5)); base.setAttribute('y2', String(ht - 0.5));
+    base.setAttribute('class', 'base');
+    svg.appendChild(base);
+    if (pts.length) {
+      var line = document.createElementNS(SVGNS, 'polyline');
+      line.setAttribute('points', pts.length === 1 ? pts[0] + ' ' + pts[0] : pts.join(' '));
+      svg.appendChild(line);
+    }
+    svg.setAttribute('data-points', String(pts.length));
+    svg.setAttribute('data-last', last == null ? '' : String(last));
+    svg.setAttribute('aria-label', pts.length + ' samples, last ' + (last == null ? 'none' : fmtValue(last)));
+    return svg;
+  }
+
+  /* A table cell: a sparkline and the current figure as text. */
+  function sparkCell(cls, values, lo, hi, text, title) {
+    return h('td', { cls: 'tm ' + cls, title: title || null },
+      values && values.length ? sparkline(values, lo, hi) : null,
+      h('span', { cls: 'figure', text: text }));
+  }
+
   /* --------------------------------------------------------------- live */
 
   /*
@@ -479,6 +591,7 @@
     this.timeline = new StatusTimeline();
     this.restarts = new RestartList();
     this.hosts = new JobHosts();
+    this.telemetry = new JobTelemetry(name);
     this.metrics = new MetricsPanel(name);
     this.logs = new LogsPanel(name);
     this.request = new RequestPanel();
@@ -487,7 +600,7 @@
       this.err,
       card(null, [this.head.el, this.failure.el, this.summary.el]),
       card('Status transitions', [this.timeline.el, this.restarts.el]),
-      card('Hosts', this.hosts.el),
+      card('Hosts', [this.hosts.el, this.telemetry.el]),
       card('Metrics', this.metrics.el),
       this.logs.el,
       card('Request', this.request.el)));
@@ -523,6 +636,7 @@
 
     [this.head, this.failure, this.summary, this.timeline, this.restarts, this.hosts,
      this.request, this.logs].forEach(function (part) { part.update(job); });
+    this.telemetry.update(job, this.hosts.shown);
     if (this.lastStatus && this.lastStatus !== status) this.metrics.reload();
     this.lastStatus = status;
   };
@@ -534,6 +648,7 @@
 
   JobView.prototype.tick = function () {
     if (this.job && !terminal(this.job.desc.TrainingJobStatus)) this.summary.update(this.job);
+    this.telemetry.tick();
   };
 
   /* The job's name and its status badge. */
@@ -678,6 +793,7 @@
   function JobHosts() {
     this.el = h('div', { id: 'job-hosts' });
     this.known = {};
+    this.shown = [];
   }
 
   JobHosts.prototype.update = function (job) {
@@ -691,6 +807,7 @@
     }
     var culprit = rt.first_failure || culpritFromReason(d.FailureReason);
     var ended = terminal(d.TrainingJobStatus);
+    this.shown = rows;
     el.appendChild(scroller(h('table', { cls: 'grid', id: 'hosts-of-job' },
       h('thead', null, h('tr', null, ['Node', 'Host', 'Host state', 'Phase', 'Heartbeat', 'Ranks'].map(function (x) {
         return h('th', { text: x });
@@ -745,6 +862,143 @@
     if (failedRank != null)
       ranks = 'rank ' + failedRank + ' failed' + (ranks ? '; ' + ranks : '');
     return ranks;
+  }
+
+  /*
+   * The job's hosts side by side: one row per node (algo-N · host) with
+   * the host's CPU and memory, this job's processes (the latest sample's
+   * `job`: CPU in % of one core, resident memory, as seen while the page
+   * is open) and GPUs, every
+   * row on the same y scales so that a host doing something else stands
+   * out; with three or more nodes, one whose job CPU (or host CPU, before
+   * the ranks are seen) is more than STRAGGLER_POINTS from the nodes'
+   * median is marked "straggler?". While the job runs the samples newer
+   * than those held are fetched every TM_POLL_MS; once it has ended, the
+   * run (start..end) once.
+   */
+  var STRAGGLER_POINTS = 25;
+
+  function JobTelemetry(name) {
+    this.name = name;
+    this.el = h('div', { id: 'job-telemetry' });
+    this.series = {};   /* host -> HostSeries */
+    this.procs = {};    /* algo-N -> this job's processes over time */
+    this.rows = [];
+    this.job = null;
+    this.ticks = 0;
+    this.done = false;   /* the ended job's run is loaded */
+    var self = this;
+    this.reload = serial(function () { return self.load(); });
+  }
+
+  JobTelemetry.prototype.update = function (job, rows) {
+    this.job = job;
+    this.rows = (rows || []).filter(function (x) { return x.host; });
+    this.reload();
+  };
+
+  JobTelemetry.prototype.tick = function () {
+    this.ticks++;
+    if (this.job && !this.done && this.ticks % (TM_POLL_MS / 1000) === 0) this.reload();
+  };
+
+  JobTelemetry.prototype.load = function () {
+    var self = this;
+    var d = this.job && this.job.desc;
+    if (!d || this.done || !this.rows.length) { this.render(); return null; }
+    var ended = terminal(d.TrainingJobStatus);
+    var start = ms(d.TrainingStartTime) || ms(d.CreationTime);
+    var end = ended ? (ms(d.TrainingEndTime) || ms(d.LastModifiedTime)) + 1000 : null;
+    /* While the job runs, its hosts' latest samples (with this job's
+     * processes in each) first: they say which hosts have new ones. */
+    var latest = ended ? Promise.resolve(null) : api('/v1/ui/jobs/' + enc(this.name)).catch(function () { return null; });
+    return latest.then(function (rt) {
+      var now = {};
+      ((rt && rt.hosts) || []).forEach(function (x) { if (x.telemetry) now[x.algo] = x.telemetry; });
+      return Promise.all(self.rows.map(function (x) {
+        var s = self.series[x.host] = self.series[x.host] || new HostSeries(x.host);
+        var t = now[x.algo] || x.telemetry;
+        if (t && t.job) self.noteProcs(x.algo, t);
+        var from = s.last() != null ? s.last() + 1 : start;
+        if (ended) return from < end ? s.fetch(from, end) : null;
+        var newest = t ? t.ts_ms : null;
+        return s.more(newest, Math.max(start, (newest || Date.now()) - TM_WINDOW_MS));
+      }));
+    }).then(function () {
+      if (ended) self.done = true;
+      self.render();
+    }, function () { self.render(); });
+  };
+
+  /* This job's processes on a node, { ts, cpu, rss, procs }, one per
+   * sample seen: the samples kept do not carry them, the latest does. */
+  JobTelemetry.prototype.noteProcs = function (algo, t) {
+    var list = this.procs[algo] = this.procs[algo] || [];
+    if (list.length && list[list.length - 1].ts >= t.ts_ms) return;
+    list.push({ ts: t.ts_ms, cpu: t.job.cpu_percent, rss: t.job.rss_bytes, procs: t.job.procs });
+    if (list.length > TM_KEEP) list.shift();
+  };
+
+  JobTelemetry.prototype.render = function () {
+    var self = this;
+    var el = clear(this.el);
+    if (!this.rows.length) return;
+    var ended = this.job && terminal(this.job.desc.TrainingJobStatus);
+    var data = this.rows.map(function (x) {
+      var xs = (self.series[x.host] || {}).samples || [];
+      var procs = self.procs[x.algo] || [];
+      var latest = xs.length ? xs[xs.length - 1] : null;
+      var lp = procs.length ? procs[procs.length - 1] : null;
+      /* The figure shown: the latest while the job runs; after, the
+       * average over the run. */
+      var avg = function (vs) {
+        vs = vs.filter(function (v) { return v != null; });
+        return vs.length ? vs.reduce(function (a, b) { return a + b; }, 0) / vs.length : null;
+      };
+      return { x: x, xs: xs, procs: procs, latest: latest, lp: lp,
+        cpu: ended ? avg(xs.map(function (v) { return v.cpu_percent; })) : latest && latest.cpu_percent,
+        jobCpu: ended ? avg(procs.map(function (p) { return p && p.cpu; })) : lp && lp.cpu };
+    });
+    /* One y scale for every row: job CPU up to the busiest node's. */
+    var jobMax = 100;
+    data.forEach(function (r) { r.procs.forEach(function (p) { if (p && p.cpu > jobMax) jobMax = p.cpu; }); });
+    var useJob = data.every(function (r) { return r.jobCpu != null; });
+    var basis = data.map(function (r) { return useJob ? r.jobCpu : r.cpu; });
+    var med = median(basis);
+    el.setAttribute('data-basis', useJob ? 'job' : 'host');
+    el.appendChild(h('h3', { text: 'Telemetry' + (ended ? ' over the run' : '') }));
+    el.appendChild(scroller(h('table', { cls: 'grid', id: 'job-telemetry-table' },
+      h('thead', null, h('tr', null, ['Node', 'Host CPU', 'Memory', 'Job processes', 'GPU use'].map(function (t) {
+        return h('th', { text: t });
+      }))),
+      h('tbody', null, data.map(function (r, i) {
+        var b = basis[i];
+        var straggler = data.length >= 3 && b != null && med != null && Math.abs(b - med) > STRAGGLER_POINTS;
+        var t = r.latest, lp = r.lp;
+        var gpu = gpuUse(t);
+        return h('tr', { 'data-algo': r.x.algo, 'data-host': r.x.host, 'data-samples': String(r.xs.length),
+                         'data-cpu': b == null ? '' : b.toFixed(1), cls: straggler ? 'straggler' : null },
+          h('td', null, r.x.algo + ' \u00b7 ' + r.x.host,
+            straggler ? h('span', { cls: 'badge straggler-badge', title: (useJob ? 'job CPU ' : 'CPU ') + fmtPercent(b) +
+              ', the nodes\' median ' + fmtPercent(med), text: 'straggler?' }) : null),
+          sparkCell('cpu', r.xs.map(function (v) { return v.cpu_percent; }), 0, 100,
+            r.cpu == null ? '\u2014' : fmtPercent(r.cpu), 'CPU use of all the host\'s cores'),
+          sparkCell('mem', r.xs.map(function (v) { return v.mem_percent; }), 0, 100,
+            t ? memText(t) : '\u2014', 'memory of the whole host'),
+          sparkCell('job', r.procs.map(function (p) { return p.cpu; }), 0, jobMax,
+            lp ? 'CPU ' + fmtPercent(r.jobCpu) + ' of a core \u00b7 RSS ' + fmtBytes(lp.rss) + ' \u00b7 ' + lp.procs +
+              (lp.procs === 1 ? ' process' : ' processes') : '\u2014',
+            'this job\'s processes on the host'),
+          gpu == null ? h('td', { cls: 'tm gpu muted', text: '\u2014' }) :
+            sparkCell('gpu', r.xs.map(gpuUse), 0, 100, fmtPercent(gpu) + ' of ' + t.gpus.length, 'GPU utilisation'));
+      })))));
+  };
+
+  function median(vs) {
+    vs = vs.filter(function (v) { return v != null; }).sort(function (a, b) { return a - b; });
+    if (!vs.length) return null;
+    var m = vs.length >> 1;
+    return vs.length % 2 ? vs[m] : (vs[m - 1] + vs[m]) / 2;
   }
 
   /* What was asked for: hyperparameters, channels, resources, and the
@@ -825,6 +1079,7 @@
   MetricsPanel.prototype.load = function () {
     var self = this;
     return api('/v1/ui/jobs/' + enc(this.name) + '/metrics').then(function (r) {
+      self.hostNames = r.hosts || [];
       self.update(r.metrics);
     }, function () {});
   };
@@ -834,10 +1089,38 @@
     return Math.max(280, Math.min(w - 8, w > 900 ? (w - 24) / 2 : w - 8));
   };
 
-  /* The points of series s as uPlot data: x in seconds or report numbers. */
-  function plotData(s, mode) {
-    var xs = s.points.map(function (p, i) { return mode === 'step' ? i + 1 : p[0] / 1000; });
-    return [xs, s.points.map(function (p) { return p[1]; })];
+  /*
+   * The hosts that reported points of series s: a point is [ms, value,
+   * host index into the answer's `hosts`]; old points have no index (an
+   * unknown host). [] when at most one host did: then one line, as ever.
+   */
+  function pointHosts(s) {
+    var seen = {}, keys = [];
+    s.points.forEach(function (p) {
+      var k = p.length > 2 && p[2] != null ? String(p[2]) : '?';
+      if (!seen[k]) { seen[k] = 1; keys.push(k); }
+    });
+    if (keys.length < 2) return [];
+    return keys.sort(function (a, b) { return a === '?' ? 1 : b === '?' ? -1 : a - b; });
+  }
+
+  function hostLabel(names, k) {
+    return k === '?' ? 'unknown host' : names[+k] || 'host ' + (+k + 1);
+  }
+
+  /* The points of series s as uPlot data: x in seconds or report numbers
+   * (each host's own when there are several), one y column per host. */
+  function plotData(s, mode, hosts) {
+    if (!hosts || !hosts.length) {
+      var xs = s.points.map(function (p, i) { return mode === 'step' ? i + 1 : p[0] / 1000; });
+      return [xs, s.points.map(function (p) { return p[1]; })];
+    }
+    var tables = hosts.map(function (k) {
+      var pts = s.points.filter(function (p) { return (p.length > 2 && p[2] != null ? String(p[2]) : '?') === k; });
+      return [pts.map(function (p, i) { return mode === 'step' ? i + 1 : p[0] / 1000; }),
+              pts.map(function (p) { return p[1]; })];
+    });
+    return uPlot.join(tables);
   }
 
   MetricsPanel.prototype.rebuild = function () {
@@ -849,20 +1132,37 @@
 
   MetricsPanel.prototype.update = function (series) {
     var self = this;
+    var names = this.hostNames || [];
     this.series = series;
     if (!series.length) {
       clear(this.box).appendChild(h('p', { cls: 'muted', text: 'The job has no MetricDefinitions.' }));
       return;
     }
     series.forEach(function (s, i) {
-      var data = plotData(s, self.mode);
+      var hosts = pointHosts(s);
+      var labels = hosts.map(function (k) { return hostLabel(names, k); });
+      var shape = labels.join(',');
+      var data = plotData(s, self.mode, hosts);
       var p = self.plots[s.name];
-      if (!p) p = self.plots[s.name] = self.plot(s.name, i, data);
-      else p.u.setData(data);
-      p.box.setAttribute('data-points', String(data[0].length));
+      if (p && p.shape !== shape) {
+        /* A new host reported: new series, so a new chart. */
+        p.u.destroy();
+        var old = p.box;
+        p = self.plots[s.name] = self.plot(s.name, i, data, labels);
+        self.box.replaceChild(p.box, old);
+      } else if (!p) {
+        p = self.plots[s.name] = self.plot(s.name, i, data, labels);
+        self.box.appendChild(p.box);
+      } else {
+        p.u.setData(data);
+      }
+      p.shape = shape;
+      p.box.setAttribute('data-points', String(s.points.length));
       p.box.setAttribute('data-mode', self.mode);
-      p.box.classList.toggle('empty', !data[0].length);
-      var last = data[1].length ? data[1][data[1].length - 1] : null;
+      p.box.setAttribute('data-series', String(Math.max(1, labels.length)));
+      p.box.setAttribute('data-hosts', shape);
+      p.box.classList.toggle('empty', !s.points.length);
+      var last = s.points.length ? s.points[s.points.length - 1][1] : null;
       p.box.setAttribute('data-last', last == null ? '' : String(last));
     });
     clear(this.table).appendChild(finalMetricsTable(series));
@@ -914,14 +1214,22 @@
     };
   }
 
-  /* A new chart of `data` for metric `name`, the i-th of the job's. */
-  MetricsPanel.prototype.plot = function (name, i, data) {
+  /* A new chart of `data` for metric `name`, the i-th of the job's: one
+   * line, or one per host (labels) with a colour each, named in the
+   * legend with the hovered value. The caller places p.box. */
+  MetricsPanel.prototype.plot = function (name, i, data, labels) {
     var box = h('div', { cls: 'plot', 'data-metric': name });
     var empty = this.box.querySelector('p.muted');
     if (empty) this.box.removeChild(empty);
+    var series = labels && labels.length ? labels.map(function (l, k) {
+      return { label: l, stroke: PLOT_COLORS[k % PLOT_COLORS.length], width: 2, spanGaps: true,
+               points: { show: true, size: 4 }, value: legendValue(fmtValue) };
+    }) : [{ label: name, stroke: PLOT_COLORS[i % PLOT_COLORS.length], width: 2,
+            points: { show: true, size: 4 }, value: legendValue(fmtValue) }];
+    /* uPlot measures its box: lay it out first, then draw. */
     this.box.appendChild(box);
-    var u = new uPlot(plotOpts(name, this.mode, this.width(), [{ label: name, stroke: PLOT_COLORS[i % PLOT_COLORS.length], width: 2,
-      points: { show: true, size: 4 }, value: legendValue(fmtValue) }]), data, box);
+    var u = new uPlot(plotOpts(name, this.mode, this.width(), series), data, box);
+    this.box.removeChild(box);
     return { u: u, box: box };
   };
 
@@ -1773,26 +2081,34 @@
     var self = this;
     this.tbody = h('tbody');
     this.err = h('div');
+    this.series = {};   /* host name -> HostSeries */
+    this.ticks = 0;
     this.count = h('span', { cls: 'muted', id: 'hosts-count' });
     this.reload = serial(function () { return self.load(); });
     root.appendChild(h('section', { cls: 'card' },
       h('div', { cls: 'toolbar' }, h('h1', { text: 'Hosts' }), this.count),
       this.err,
       scroller(h('table', { id: 'hosts-table', cls: 'grid' },
-        h('thead', null, h('tr', null, ['Host', 'State', 'Address', 'CPUs', 'GPUs', 'Last heartbeat', 'Current job'].map(function (t) {
+        h('thead', null, h('tr', null, ['Host', 'State', 'Address', 'CPUs', 'GPUs', 'CPU', 'Memory', 'GPU use',
+          'Last heartbeat', 'Current job'].map(function (t) {
           return h('th', { text: t });
         }))),
         this.tbody))));
     this.reload();
   }
 
+  /* The inventory, then the samples of each host newer than those held. */
   HostsView.prototype.load = function () {
     var self = this;
     return api('/v1/hosts').then(function (r) {
       clear(self.err);
       self.hosts = r.hosts;
       self.loadedAt = Date.now();
-      self.render();
+      return Promise.all(r.hosts.map(function (x) {
+        if (!x.telemetry) return null;
+        var s = self.series[x.name] = self.series[x.name] || new HostSeries(x.name);
+        return s.more(x.telemetry.ts_ms).catch(function () {});
+      })).then(function () { self.render(); });
     }, function (e) {
       clear(self.err).appendChild(errorBox(e));
     });
@@ -1808,17 +2124,28 @@
     }).join(', ') : '');
     clear(this.tbody);
     if (!hosts.length) {
-      this.tbody.appendChild(h('tr', null, h('td', { colspan: 7, cls: 'muted', text: 'No hosts in the inventory.' })));
+      this.tbody.appendChild(h('tr', null, h('td', { colspan: 10, cls: 'muted', text: 'No hosts in the inventory.' })));
       return;
     }
     var drift = Date.now() - (this.loadedAt || Date.now());
     hosts.forEach(function (x) {
-      self.tbody.appendChild(h('tr', { 'data-host': x.name, 'data-state': x.state },
+      var s = self.series[x.name];
+      var xs = s ? s.samples : [];
+      var t = xs.length ? xs[xs.length - 1] : x.telemetry;
+      var gpu = gpuUse(t);
+      self.tbody.appendChild(h('tr', { 'data-host': x.name, 'data-state': x.state, 'data-samples': String(xs.length) },
         h('td', { text: x.name }),
         h('td', null, h('span', { cls: 'badge', 'data-status': x.state, text: x.state })),
         h('td', { text: x.address || '\u2014' }),
         h('td', { text: x.cpus }),
         h('td', { text: x.gpus }),
+        sparkCell('cpu', xs.map(function (v) { return v.cpu_percent; }), 0, 100,
+          t ? fmtPercent(t.cpu_percent) : '\u2014', 'CPU use of all cores'),
+        sparkCell('mem', xs.map(function (v) { return v.mem_percent; }), 0, 100,
+          t ? memText(t) : '\u2014', t ? fmtPercent(t.mem_percent) + ' of ' + (t.mem_limit > 0 ? 'the limit' : 'the total') : null),
+        gpu == null ? h('td', { cls: 'tm gpu muted', text: '\u2014' }) :
+          sparkCell('gpu', xs.map(gpuUse), 0, 100, fmtPercent(gpu) + ' of ' + t.gpus.length,
+            'GPU utilisation, the average over the GPUs'),
         h('td', { cls: 'heartbeat', text: fmtAge(x.last_heartbeat_ms_ago == null ? null : x.last_heartbeat_ms_ago + drift) }),
         h('td', null, x.job ? [h('a', { href: '#/jobs/' + enc(x.job), text: x.job }), ' (' + x.algo + ')'] : '\u2014')));
     });
@@ -1828,8 +2155,12 @@
     if (c.hosts || c.jobs || c.periodic) this.reload();
   };
 
+  /* Samples do not wake the change feed: look for new ones every
+   * TM_POLL_MS (one small request, and one per host that has new ones). */
   HostsView.prototype.tick = function () {
-    this.render();
+    this.ticks++;
+    if (this.ticks % (TM_POLL_MS / 1000) === 0) this.reload();
+    else this.render();
   };
 
   /* ------------------------------------------------------------- router */

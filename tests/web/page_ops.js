@@ -2,8 +2,9 @@
  * The browser half of tests/web/test_page_ops.py: the status page with
  * about 200 jobs. Prints one JSON line per check ({"name", "ok", "diag"}).
  * Config (JSON in the file named by PAGE_CONFIG): {"url", "artifacts",
- * "modules", "chromium", "jobs": {"a", "b", "bad", "long"}, "bulk": [...]},
- * the jobs as CreateTrainingJob bodies.
+ * "modules", "chromium", "jobs": {"a", "b", "bad", "long", "tel"}, "bulk": [...]},
+ * the jobs as CreateTrainingJob bodies; "tel" trains on 3 hosts for the
+ * whole session, algo-3 with a core busy.
  */
 'use strict';
 
@@ -82,8 +83,18 @@ async function main() {
   page.on('pageerror', (e) => consoleErrors.push(String(e)));
   const J = cfg.jobs;
   const A = J.a.TrainingJobName, B = J.b.TrainingJobName, BAD = J.bad.TrainingJobName, LONG = J.long.TrainingJobName;
+  const TEL = J.tel.TrainingJobName;
+  let telHosts = [];   /* [{ algo, host }] of the 3-host job */
 
   await check('the jobs that train and fail finish, then ~200 more are created', async () => {
+    /* The 3-host job first: it holds its hosts for the whole session. */
+    await createJob(J.tel);
+    const deadline = Date.now() + 60000;
+    while ((telHosts = ((await call('GET', '/v1/ui/jobs/' + TEL)).hosts || []).filter((x) => x.host)).length < 3) {
+      if (Date.now() > deadline) throw new Error(TEL + ' has hosts ' + JSON.stringify(telHosts));
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    telHosts = telHosts.map((x) => ({ algo: x.algo, host: x.host }));
     await Promise.all([J.a, J.b, J.bad].map(createJob));
     await Promise.all([waitStatus(A, ['Completed']), waitStatus(B, ['Completed']), waitStatus(BAD, ['Failed'])]);
     await createJob(J.long);
@@ -91,6 +102,75 @@ async function main() {
     const t0 = Date.now();
     for (let i = 0; i < cfg.bulk.length; i += 20) await Promise.all(cfg.bulk.slice(i, i + 20).map(createJob));
     return cfg.bulk.length + ' jobs created in ' + (Date.now() - t0) + ' ms';
+  });
+
+  await check('the hosts page: CPU and memory sparklines of each host, live without a reload', async () => {
+    await page.goto(cfg.url + '/#/hosts', { waitUntil: 'load' });
+    await page.evaluate(() => { window.__sameDocument = 1; });
+    const hosts = telHosts.map((x) => x.host);
+    const sel = (hs) => hs.map((n) => `tr[data-host="${n}"] td.cpu svg.spark, tr[data-host="${n}"] td.mem svg.spark`).join(', ');
+    await page.waitForFunction((hs) => hs.every((n) => {
+      const r = document.querySelector(`#hosts-table tr[data-host="${n}"]`);
+      const c = r && r.querySelector('td.cpu svg.spark'), m = r && r.querySelector('td.mem svg.spark');
+      return c && m && +c.getAttribute('data-points') >= 2 && +m.getAttribute('data-points') >= 2;
+    }), hosts, { timeout: 30000 });
+    const read = () => page.evaluate((hs) => hs.map((n) => {
+      const r = document.querySelector(`#hosts-table tr[data-host="${n}"]`);
+      return { host: n, samples: +r.getAttribute('data-samples'),
+        cpu: r.querySelector('td.cpu .figure').textContent, mem: r.querySelector('td.mem .figure').textContent,
+        line: r.querySelector('td.cpu polyline').getAttribute('points') };
+    }), hosts);
+    const before = await read();
+    if (before.some((b) => !/^\d+%$/.test(b.cpu) || !/ \/ /.test(b.mem))) throw new Error('figures: ' + JSON.stringify(before));
+    if ((await page.$$(sel(hosts))).length !== 6) throw new Error('not a CPU and a memory sparkline per host');
+    /* New samples arrive every 500 ms; the page fetches them every 2 s. */
+    await page.waitForFunction((b) => b.every((x) => {
+      const r = document.querySelector(`#hosts-table tr[data-host="${x.host}"]`);
+      return +r.getAttribute('data-samples') > x.samples + 2 && r.querySelector('td.cpu polyline').getAttribute('points') !== x.line;
+    }), before, { timeout: 30000 });
+    const after = await read();
+    if (!(await page.evaluate(() => window.__sameDocument === 1))) throw new Error('the page was reloaded');
+    await shot(page, 'hosts-telemetry.png');
+    return before.map((b, i) => b.host + ': ' + b.samples + ' -> ' + after[i].samples + ' samples, CPU ' + b.cpu + ' -> ' +
+      after[i].cpu + ', memory ' + after[i].mem).join('; ');
+  });
+
+  await check('the job page: its 3 hosts side by side, the busy one marked', async () => {
+    await page.evaluate((n) => { location.hash = '#/jobs/' + n; }, TEL);
+    await page.waitForFunction(() => {
+      const rs = document.querySelectorAll('#job-telemetry-table tbody tr[data-algo]');
+      return rs.length === 3 && Array.prototype.every.call(rs, (r) =>
+        r.querySelector('td.cpu svg.spark') && r.querySelector('td.mem svg.spark') && r.querySelector('td.job svg.spark'));
+    }, null, { timeout: 30000 });
+    /* The busy loop's CPU shows once two samples saw it. */
+    await page.waitForFunction(() => {
+      const m = document.querySelectorAll('#job-telemetry-table tr.straggler');
+      return m.length === 1 && m[0].getAttribute('data-algo') === 'algo-3' && m[0].querySelector('.straggler-badge');
+    }, null, { timeout: 30000 });
+    const rows = await page.$$eval('#job-telemetry-table tbody tr', (rs) => rs.map((r) => ({
+      algo: r.getAttribute('data-algo'), host: r.getAttribute('data-host'), cpu: r.getAttribute('data-cpu'),
+      job: r.querySelector('td.job .figure').textContent, node: r.querySelector('td').textContent })));
+    const order = rows.map((r) => r.algo).join();
+    if (order !== 'algo-1,algo-2,algo-3') throw new Error('rows: ' + order);
+    rows.forEach((r) => {
+      const want = telHosts.filter((x) => x.algo === r.algo)[0];
+      if (!want || want.host !== r.host || r.node.indexOf(r.algo + ' \u00b7 ' + r.host) !== 0) throw new Error('row ' + JSON.stringify(r));
+      if (!/^CPU \d+% of a core \u00b7 RSS .+ \u00b7 \d+ process/.test(r.job)) throw new Error('job processes: ' + r.job);
+    });
+    await shot(page, 'job-telemetry.png');
+    return 'basis ' + await page.getAttribute('#job-telemetry', 'data-basis') + ': ' +
+      rows.map((r) => r.algo + ' ' + r.host + ' cpu ' + r.cpu + (r.algo === 'algo-3' ? ' (straggler?)' : '')).join(', ');
+  });
+
+  await check('a metric reported by several hosts has a line per host', async () => {
+    const m = await call('GET', '/v1/ui/jobs/' + TEL + '/metrics');
+    if (!Array.isArray(m.hosts)) return 'the metrics answer has no "hosts" yet: one line, as before (not checked)';
+    await page.waitForSelector('.plot[data-metric="loss"][data-series="3"] canvas', { timeout: 30000 });
+    const legend = await page.$$eval('.plot[data-metric="loss"] .u-legend .u-series th', (ts) => ts.map((t) => t.textContent.trim()));
+    const names = legend.slice(1).join();
+    if (names !== 'algo-1,algo-2,algo-3') throw new Error('legend: ' + legend.join(','));
+    await shot(page, 'plots-per-host.png');
+    return 'legend ' + names;
   });
 
   await check('the list of ~200 jobs loads in under a second and shows a page', async () => {
@@ -136,7 +216,7 @@ async function main() {
       document.querySelector('#jobs-table tr[data-job]').getAttribute('data-job') === 'bulk-000');
     await page.click('th[data-sort="name"]');
     await page.waitForFunction(() => /order=desc/.test(location.hash) &&
-      document.querySelector('#jobs-table tr[data-job]').getAttribute('data-job') === 'ops-long');
+      document.querySelector('#jobs-table tr[data-job]').getAttribute('data-job') === 'ops-tel');
     const desc = await rowNames(page);
     const sorted = desc.slice().sort().reverse();
     if (desc.join() !== sorted.join()) throw new Error('not descending: ' + desc.slice(0, 8).join(','));

@@ -2,11 +2,16 @@
 """The status page with many jobs, in a real headless Chromium (as
 tests/web/test_page.py; tests/web/page_ops.js does the browser part).
 
-Starts trainctld with a local cluster of 2 hosts and about 200 jobs in
-the store (tiny file:///bin/true and /bin/false jobs, mixed states), and
-checks the jobs list (load time, pages, sort, filters kept in the URL, Stop,
-Clone), the logs (search, filters, downloads, jump to the error), the plots
-(time / step, hover, final metrics, compare) and a 420 px wide screen.
+Starts trainctld with a local cluster of 5 hosts sampling telemetry every
+500 ms: a 3-host job trains on 3 of them for the whole test (algo-3 keeps a
+core busy, the others sleep; each host reports its own loss), the other 2
+run about 200 jobs (tiny file:///bin/true and /bin/false jobs, mixed
+states) and the jobs below. Checks the jobs list (load time, pages, sort,
+filters kept in the URL, Stop, Clone), the logs (search, filters,
+downloads, jump to the error), the plots (time / step, hover, final
+metrics, compare, a line per host), the hosts' telemetry on the hosts page
+and side by side on the job page (the busy host marked) and a 420 px wide
+screen.
 Screenshots go to build/test-artifacts/web/.
 
 TAP on stdout. Run with Debian's interpreter from the top of the tree:
@@ -32,6 +37,22 @@ echo "long job on $SM_CURRENT_HOST"
 sleep 120
 """
 
+# Trains until stopped: a loss of its own on every host twice a second;
+# algo-3 also keeps a core busy, the others sleep in between.
+TEL = r"""#!/bin/sh
+n=${SM_CURRENT_HOST#algo-}
+if [ "$SM_CURRENT_HOST" = algo-3 ]; then
+	( while :; do :; done ) &
+fi
+i=1
+while [ "$i" -le 3000 ]; do
+	echo "step $i loss=$(awk "BEGIN { printf \"%.4f\", $n + 1 / $i }");"
+	i=$((i + 1))
+	sleep 0.5
+done
+"""
+TEL_HOSTS = 3
+
 
 def main():
     tap = sc.Tap()
@@ -39,16 +60,19 @@ def main():
     if why:
         tap.skip("status page with many jobs in headless chromium", why)
         return tap.finish()
-    ctl = wt.Controller(hosts=2)
+    ctl = wt.Controller(hosts=2 + TEL_HOSTS, args=["--telemetry-ms", "500"])
     try:
         err = ctl.start()
-        if not tap.ok(err is None, "trainctld with a local cluster of 2 hosts starts", err):
+        if not tap.ok(err is None, "trainctld with a local cluster of %d hosts starts" % ctl.hosts, err):
             return tap.finish()
         scripts = os.path.join(ctl.tmp, "scripts")
         os.makedirs(scripts)
         good = wt.write_script(scripts, "good.sh", wt.GOOD)
         bad = wt.write_script(scripts, "bad.sh", wt.BAD)
         long_ = wt.write_script(scripts, "long.sh", LONG)
+        tel = wt.write_script(scripts, "tel.sh", TEL)
+        tel_body = wt.job_body("ops-tel", tel, count=TEL_HOSTS)
+        tel_body["StoppingCondition"]["MaxRuntimeInSeconds"] = 1800
         env = {"EPOCHS": "4", "DELAY": "0.2"}
         long_body = wt.job_body("ops-long", long_, count=1)
         long_body["ResourceConfig"]["InstanceType"] = "ml.c5.xlarge"
@@ -69,6 +93,7 @@ def main():
                 "b": wt.job_body("ops-good-b", good, env=env, hps={"learning_rate": "0.1", "epochs": "4"}),
                 "bad": wt.job_body("ops-bad", bad),
                 "long": long_body,
+                "tel": tel_body,
             },
             "bulk": bulk,
         }
@@ -93,7 +118,7 @@ def main():
         if proc.returncode != 0 and not any(not json.loads(l)["ok"] for l in lines):
             tap.ok(False, "browser session ends cleanly", errout.decode("utf-8", "replace")[-2000:])
         shots = sorted(f for f in os.listdir(wt.ARTIFACTS) if f.startswith("ops-") and f.endswith(".png"))
-        tap.ok(len(shots) >= 6, "screenshots saved under %s" % os.path.relpath(wt.ARTIFACTS, wt.REPO),
+        tap.ok(len(shots) >= 8, "screenshots saved under %s" % os.path.relpath(wt.ARTIFACTS, wt.REPO),
                "found: %s" % shots)
         tap.note("screenshots: " + ", ".join(shots))
     finally:

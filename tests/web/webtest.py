@@ -99,9 +99,10 @@ def basic(key, secret):
 class Controller:
     """One trainctld with an embedded local cluster of `hosts` hosts."""
 
-    def __init__(self, hosts=2, credentials=None):
+    def __init__(self, hosts=2, credentials=None, args=None):
         self.hosts = hosts
         self.credentials = credentials   # (key, secret) or None
+        self.args = list(args or [])     # more trainctld options
         self.tmp = tempfile.mkdtemp(prefix="trainctl-web-")
         self.state = os.path.join(self.tmp, "state")
         self.log_path = os.path.join(self.tmp, "trainctld.log")
@@ -122,7 +123,7 @@ class Controller:
         os.makedirs(self.state, exist_ok=True)
         self.port = sc.free_port()
         args = [TRAINCTLD, "--local-hosts", str(self.hosts), "--listen", "127.0.0.1:%d" % self.port,
-                "--state-dir", self.state, "-v"]
+                "--state-dir", self.state, "-v"] + self.args
         if self.credentials:
             path = os.path.join(self.tmp, "credentials")
             with open(path, "w") as f:
