@@ -203,7 +203,8 @@ int api_web_metrics_build(const struct api_web_series *s, size_t n,
 {
 	json_t *root = json_object();
 	json_t *arr = json_array();
-	int bad = 0;
+	json_t *hosts = json_array();
+	int bad = 0, max_host = 0, h;
 	size_t i, k;
 
 	for (i = 0; i < n; i++) {
@@ -212,20 +213,29 @@ int api_web_metrics_build(const struct api_web_series *s, size_t n,
 
 		set_str(o, "name", s[i].name, &bad);
 		for (k = 0; k < s[i].n; k++) {
-			double v = s[i].points[k].value;
-
+			const struct api_web_point *p = &s[i].points[k];
 			/* JSON has no NaN or infinities: a metric regex may
 			 * well capture "nan" or "inf". */
-			json_array_append_new(
-				pts, json_pack("[I,o]",
-					       (json_int_t)s[i].points[k].ts_ms,
-					       isfinite(v) ? json_real(v) :
-							     json_null()));
+			json_t *v = isfinite(p->value) ? json_real(p->value) :
+							 json_null();
+			json_t *pt =
+				json_pack("[I,o]", (json_int_t)p->ts_ms, v);
+
+			if (pt && p->host > 0) {
+				json_array_append_new(
+					pt, json_integer(p->host - 1));
+				if (p->host > max_host)
+					max_host = p->host;
+			}
+			json_array_append_new(pts, pt);
 		}
 		json_object_set_new(o, "points", pts);
 		json_array_append_new(arr, o);
 	}
+	for (h = 1; h <= max_host; h++)
+		json_array_append_new(hosts, json_sprintf("algo-%d", h));
 	json_object_set_new(root, "metrics", arr);
+	json_object_set_new(root, "hosts", hosts);
 	json_object_set_new(root, "last_ms", json_integer(last_ms));
 	return finish(root, bad, out);
 }

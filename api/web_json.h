@@ -98,6 +98,7 @@ int api_web_runtime_build(const struct api_web_runtime *rt, struct buf *out);
 struct api_web_point {
 	int64_t ts_ms;
 	double value;
+	int host; /* algo-N's N; 0: not known */
 };
 
 struct api_web_series {
@@ -106,7 +107,12 @@ struct api_web_series {
 	size_t n;
 };
 
-/* last_ms: the newest point's time over all series (0 = no points). */
+/*
+ * last_ms: the newest point's time over all series (0 = no points). The
+ * body's "hosts" lists algo-1 .. algo-M for the highest host M of any
+ * point; a point of host N is [ts_ms, value, N - 1], of no known host
+ * [ts_ms, value].
+ */
 int api_web_metrics_build(const struct api_web_series *s, size_t n,
 			  int64_t last_ms, struct buf *out);
 

@@ -55,13 +55,17 @@ struct pending {
 	struct buf text;
 };
 
+/* A point read from line l, of the host (algo-N) that printed it. */
 static void add_point(struct db_metric **pts, size_t *n, size_t *cap,
-		      char *name, double v, int64_t ts_ms)
+		      char *name, double v, const struct api_log_line *l)
 {
 	ALLOC_GROW(*pts, *n + 1, *cap);
 	(*pts)[*n].name = name;
 	(*pts)[*n].value = v;
-	(*pts)[*n].timestamp_ms = ts_ms;
+	(*pts)[*n].timestamp_ms = l->ts_ms;
+	(*pts)[*n].host = l->algo && !strncmp(l->algo, "algo-", 5) ?
+				  atoi(l->algo + 5) :
+				  0;
 	(*n)++;
 }
 
@@ -108,7 +112,7 @@ static void default_metric(struct ctrl_jobrt *rt, const struct api_log_line *l,
 		return;
 	ALLOC_GROW(*names, *n_names + 1, *alloc_names);
 	(*names)[*n_names] = xstrndup(name, len);
-	add_point(pts, n, cap, (*names)[*n_names], v, l->ts_ms);
+	add_point(pts, n, cap, (*names)[*n_names], v, l);
 	(*n_names)++;
 }
 
@@ -143,7 +147,7 @@ static void metric_lines(struct ctrl_jobrt *rt, const struct api_log_line *l,
 		v = strtod(num, &end);
 		if (end == num)
 			continue;
-		add_point(pts, n, cap, rt->spec.metrics[i].name, v, l->ts_ms);
+		add_point(pts, n, cap, rt->spec.metrics[i].name, v, l);
 	}
 }
 

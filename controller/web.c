@@ -720,6 +720,7 @@ static void job_metrics(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 				continue;
 			points[n_points].ts_ms = pts[i].timestamp_ms;
 			points[n_points].value = pts[i].value;
+			points[n_points].host = pts[i].host;
 			n_points++;
 			series[k].n++;
 			if (pts[i].timestamp_ms > last)

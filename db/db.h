@@ -26,6 +26,7 @@ struct db_metric {
 	char *name;
 	double value;
 	int64_t timestamp_ms;
+	int host; /* the algo-N that printed it; 0: not known */
 };
 
 /* A job row with its transitions; strings owned, see db_job_release(). */
@@ -148,7 +149,7 @@ void db_close(struct db *db);
 uint64_t db_write_seq(struct db *db);
 
 /* The schema version this build migrates to. */
-#define DB_SCHEMA_LATEST 11
+#define DB_SCHEMA_LATEST 12
 
 /* The schema version after migrations (PRAGMA user_version). */
 int db_schema_version(struct db *db);

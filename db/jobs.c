@@ -215,6 +215,7 @@ static int load_children(struct db__conn *c, struct db_job *j, struct buf *err)
 		m->name = db__col_dup(st, 0);
 		m->value = sqlite3_column_double(st, 1);
 		m->timestamp_ms = sqlite3_column_int64(st, 2);
+		m->host = 0;
 	}
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE)

@@ -645,8 +645,8 @@ int db_metrics_add(struct db *db, const char *job, const struct db_metric *m,
 	if (!conn)
 		return ERR_DB;
 	pt = prep(conn,
-		  "INSERT INTO metric_points (job_id, name, ts_ms, value) "
-		  "VALUES (" JOB_ID ", ?2, ?3, ?4)",
+		  "INSERT INTO metric_points (job_id, name, ts_ms, value, "
+		  "host) VALUES (" JOB_ID ", ?2, ?3, ?4, ?5)",
 		  err);
 	fin = prep(conn,
 		   "INSERT INTO final_metrics (job_id, name, value, "
@@ -667,6 +667,8 @@ int db_metrics_add(struct db *db, const char *job, const struct db_metric *m,
 			db__bind_text(sts[k], 2, m[i].name);
 			sqlite3_bind_int64(sts[k], 3, m[i].timestamp_ms);
 			sqlite3_bind_double(sts[k], 4, m[i].value);
+			if (!k)
+				sqlite3_bind_int(sts[k], 5, m[i].host);
 			if (sqlite3_step(sts[k]) != SQLITE_DONE)
 				ret = db__error(conn, "cannot add metric", err);
 			sqlite3_reset(sts[k]);
@@ -681,7 +683,7 @@ out:
 }
 
 /*
- * Rows (name or NULL, value, ts_ms) of a metric query on a reader: ?1 the
+ * Rows (name or NULL, value, ts_ms, host) of a metric query on a reader: ?1 the
  * job, ?2 the metric name (or NULL), ?3 and ?4 a time window when the
  * query has one.
  */
@@ -714,6 +716,7 @@ static int read_points(struct db *db, const char *sql, const char *what,
 		(*out)[*n].name = db__col_dup(st, 0);
 		(*out)[*n].value = sqlite3_column_double(st, 1);
 		(*out)[*n].timestamp_ms = sqlite3_column_int64(st, 2);
+		(*out)[*n].host = sqlite3_column_int(st, 3);
 		(*n)++;
 	}
 	if (rc != SQLITE_DONE)
@@ -734,7 +737,7 @@ int db_metric_series(struct db *db, const char *job, const char *name,
 		     struct db_metric **out, size_t *n, struct buf *err)
 {
 	return read_points(db,
-			   "SELECT name, value, ts_ms FROM metric_points "
+			   "SELECT name, value, ts_ms, host FROM metric_points "
 			   "WHERE job_id = " JOB_ID " AND (?2 IS NULL OR "
 			   "name = ?2) ORDER BY name, ts_ms, rowid",
 			   "cannot read metrics", job, name, 0, 0, out, n, err);
@@ -745,7 +748,7 @@ int db_metric_range(struct db *db, const char *job, const char *name,
 		    size_t *n, struct buf *err)
 {
 	return read_points(db,
-			   "SELECT NULL, value, ts_ms FROM metric_points "
+			   "SELECT NULL, value, ts_ms, host FROM metric_points "
 			   "WHERE job_id = " JOB_ID " AND name = ?2 AND "
 			   "ts_ms >= ?3 AND ts_ms < ?4 ORDER BY ts_ms, rowid",
 			   "cannot read metrics", job, name, start_ms, end_ms,
@@ -756,7 +759,7 @@ int db_metric_names(struct db *db, const char *job, const char *name,
 		    struct db_metric **out, size_t *n, struct buf *err)
 {
 	return read_points(db,
-			   "SELECT name, 0.0, MAX(ts_ms) FROM metric_points "
+			   "SELECT name, 0.0, MAX(ts_ms), 0 FROM metric_points "
 			   "WHERE job_id = " JOB_ID " AND (?2 IS NULL OR "
 			   "name = ?2) GROUP BY name ORDER BY name",
 			   "cannot read metric names", job, name, 0, 0, out, n,

@@ -147,7 +147,10 @@ void db_log_streams_free(struct db_log_stream *s, size_t n);
 int db_metrics_add(struct db *db, const char *job, const struct db_metric *m,
 		   size_t n, struct buf *err);
 
-/* Points of one metric series in time order (name NULL: all series). */
+/*
+ * Points of one metric series in time order (name NULL: all series, by
+ * name), each with the host it was read from.
+ */
 int db_metric_series(struct db *db, const char *job, const char *name,
 		     struct db_metric **out, size_t *n, struct buf *err);
 

@@ -173,6 +173,10 @@ static const char *const migrations[] = {
 	" key TEXT NOT NULL,"
 	" value TEXT NOT NULL,"
 	" PRIMARY KEY (tuning, key)) WITHOUT ROWID;",
+	/* 12: which host's output a metric point was read from (algo-N's
+	 * N; 0 for points stored before), for per-host series. */
+	"ALTER TABLE metric_points ADD COLUMN host INTEGER NOT NULL "
+	"DEFAULT 0;",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

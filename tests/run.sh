@@ -30,8 +30,10 @@ run_one() {
 	*) return ;;
 	esac
 	log=$LOGDIR/$name.log
+	t0=$(date +%s)
 	timeout -k 10 "$limit" "$@" >"$log" 2>&1
 	rc=$?
+	secs=$(($(date +%s) - t0))
 	p=$(grep -cE '^ok [0-9]+' "$log" | head -n1)
 	s=$(grep -ciE '^ok [0-9]+.*# *skip' "$log" | head -n1)
 	f=$(grep -cE '^not ok [0-9]+' "$log" | head -n1)
@@ -58,7 +60,7 @@ run_one() {
 		grep -E '^not ok' "$log" | sed "s|^|  $prog: |" >&2
 		tail -n 20 "$log" | sed 's|^|    |' >&2
 	fi
-	printf '%-45s %3d passed %3d failed %3d skipped\n' "$prog" "$p" "$f" "$s"
+	printf '%-45s %3d passed %3d failed %3d skipped %4d s\n' "$prog" "$p" "$f" "$s" "$secs"
 }
 
 for t in $(find "$BUILD/tests" -type f -name 'test_*' -perm -u+x 2>/dev/null | sort); do

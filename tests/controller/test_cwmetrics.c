@@ -111,7 +111,7 @@ static void insert_job(struct db *db, const char *name, const char *owner)
 static void add_point(struct db *db, const char *job, const char *name,
 		      double v, int64_t ts_ms)
 {
-	struct db_metric m = { (char *)name, v, ts_ms };
+	struct db_metric m = { (char *)name, v, ts_ms, 1 };
 	struct buf err = BUF_INIT;
 
 	assert_int_equal(db_metrics_add(db, job, &m, 1, &err), 0);

@@ -832,10 +832,10 @@ static void test_metric_range_and_names(void **state)
 {
 	struct fixture *f = *state;
 	struct db_metric in[] = {
-		{ (char *)"loss", 3.0, T0 + 1000 },
-		{ (char *)"acc", 0.5, T0 + 1500 },
-		{ (char *)"loss", 2.0, T0 + 2000 },
-		{ (char *)"loss", 1.0, T0 + 3000 },
+		{ (char *)"loss", 3.0, T0 + 1000, 1 },
+		{ (char *)"acc", 0.5, T0 + 1500, 1 },
+		{ (char *)"loss", 2.0, T0 + 2000, 2 },
+		{ (char *)"loss", 1.0, T0 + 3000, 0 },
 	};
 	struct db_metric *out = NULL;
 	struct buf err = BUF_INIT;
@@ -849,6 +849,17 @@ static void test_metric_range_and_names(void **state)
 	assert_int_equal(n, 2);
 	assert_true(out[0].value == 3.0 && out[1].value == 2.0);
 	assert_int_equal(out[1].timestamp_ms, T0 + 2000);
+	/* Each point keeps the host it was read from. */
+	assert_int_equal(out[0].host, 1);
+	assert_int_equal(out[1].host, 2);
+	free(out);
+	assert_int_equal(db_metric_series(f->db, "metrics-1", "loss", &out, &n,
+					  &err),
+			 0);
+	assert_int_equal(n, 3);
+	assert_true(out[0].host == 1 && out[1].host == 2 && out[2].host == 0);
+	for (i = 0; i < n; i++)
+		free(out[i].name);
 	free(out);
 	assert_int_equal(db_metric_range(f->db, "no-such-job", "loss", 0,
 					 T0 + 9000, &out, &n, &err),

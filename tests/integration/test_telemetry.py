@@ -8,7 +8,8 @@ CloudWatch's GetMetricStatistics / GetMetricData / ListMetrics of
 /aws/sagemaker/TrainingJobs answer SageMaker's host metrics for
 Host=<job>/algo-1 with Debian's boto3 1.26 (botocore 1.29, the query
 protocol) and both aws CLIs (/usr/bin/aws v2.9 and the first other `aws`
-on PATH, pyenv's v1). The bounds are generous: one busy core of a host
+on PATH, pyenv's v1), get-metric-data with the job's training metric
+and its host metrics in one call. The bounds are generous: one busy core of a host
 whose other processes may be busy too. TAP on stdout.
 """
 import datetime
@@ -29,9 +30,11 @@ NS = "/aws/sagemaker/TrainingJobs"
 ADMIN = ("AKIDTELEMETRY0000001", "telemetry/admin/secret+0123456789abcdef")
 JOB = "tm-burn-1"
 BURN_S = 18
-# Keeps one core busy for BURN_S seconds.
+# Keeps one core busy for BURN_S seconds, then prints its training metric.
+LOSS = 0.25
 PROGRAM = ("import time;e=time.time()+%d;"
-           "any(iter(lambda: time.time() >= e, True))" % BURN_S)
+           "any(iter(lambda: time.time() >= e, True));"
+           "print('loss=%s', flush=True)" % (BURN_S, LOSS))
 # A host with one core of ours busy: at least this much of one core, as
 # CloudWatch's CPUUtilization (summed over cores) and as the job's own use.
 CORE_BOUND = 40.0
@@ -71,7 +74,8 @@ class Env:
             "TrainingJobName": JOB,
             "AlgorithmSpecification": {
                 "TrainingImage": "trainctl/python", "TrainingInputMode": "File",
-                "ContainerEntrypoint": ["/usr/bin/python3", "-c", PROGRAM]},
+                "ContainerEntrypoint": ["/usr/bin/python3", "-c", PROGRAM],
+                "MetricDefinitions": [{"Name": "train:loss", "Regex": "loss=([0-9.]+)"}]},
             "RoleArn": C.ROLE,
             "OutputDataConfig": {"S3OutputPath": "s3://tm-test/out"},
             "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 1,
@@ -276,6 +280,32 @@ def main():
             dps = json.loads(out)["Datapoints"]
             C.expect(dps and max(x["Maximum"] for x in dps) >= CORE_BOUND, out)
         tap.case("%s: get-metric-statistics CPUUtilization Host=JOB/algo-1" % label, t_cli)
+
+        def t_cli_data(exe=exe):
+            def q(qid, name, dim_name, dim_value, stat):
+                return {"Id": qid, "MetricStat": {"Metric": {
+                    "Namespace": NS, "MetricName": name,
+                    "Dimensions": [{"Name": dim_name, "Value": dim_value}]},
+                    "Period": 60, "Stat": stat}}
+            qs = [q("loss", "train:loss", "TrainingJobName", JOB, "Minimum"),
+                  q("cpu", "CPUUtilization", "Host", dim, "Maximum"),
+                  q("mem", "MemoryUtilization", "Host", dim, "Average")]
+            p = subprocess.run([exe, "cloudwatch", "get-metric-data",
+                                "--metric-data-queries", json.dumps(qs),
+                                "--start-time", start.isoformat(), "--end-time", end.isoformat(),
+                                "--endpoint-url", env.d.endpoint, "--output", "json"],
+                               env=e, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+            out = p.stdout.decode()
+            C.expect(p.returncode == 0, "rc %d: %s" % (p.returncode, p.stderr.decode()))
+            res = {r["Id"]: r for r in json.loads(out)["MetricDataResults"]}
+            C.expect(sorted(res) == ["cpu", "loss", "mem"], out)
+            C.expect(all(r["StatusCode"] == "Complete" for r in res.values()), out)
+            C.expect(res["loss"]["Values"] == [LOSS], "train:loss: %s" % out)
+            C.expect(res["cpu"]["Values"] and max(res["cpu"]["Values"]) >= CORE_BOUND, out)
+            C.expect(res["mem"]["Values"] and all(0 < v <= 100 for v in res["mem"]["Values"]),
+                     out)
+        tap.case("%s: get-metric-data: the job's train:loss and its host's CPU and memory" % label,
+                 t_cli_data)
     if tap.failed:
         tap.note(env.d.log_tail(40))
     return tap.finish()

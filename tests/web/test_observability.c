@@ -223,8 +223,12 @@ static void test_web_answers(void **state)
 		"j", "Failed", "Failed", NULL, 2, 1, "AlgorithmError: x",
 		10,  0,	       0,	 12
 	};
-	struct api_web_point pts[2] = { { 5, 0.5 }, { 6, INFINITY } };
+	struct api_web_point pts[2] = { { 5, 0.5, 0 }, { 6, INFINITY, 0 } };
+	struct api_web_point by_host[3] = { { 5, 0.5, 1 },
+					    { 5, 0.25, 3 },
+					    { 7, 0.125, 0 } };
 	struct api_web_series s = { "loss", pts, 2 };
+	struct api_web_series hs = { "loss", by_host, 3 };
 	struct buf out = BUF_INIT;
 
 	(void)state;
@@ -237,7 +241,14 @@ static void test_web_answers(void **state)
 	assert_int_equal(api_web_metrics_build(&s, 1, 6, &out), 0);
 	assert_string_equal(out.data,
 			    "{\"metrics\":[{\"name\":\"loss\",\"points\":"
-			    "[[5,0.5],[6,null]]}],\"last_ms\":6}");
+			    "[[5,0.5],[6,null]]}],\"hosts\":[],\"last_ms\":6}");
+	buf_reset(&out);
+	/* Per-host series: a point names its host by index into "hosts". */
+	assert_int_equal(api_web_metrics_build(&hs, 1, 7, &out), 0);
+	assert_string_equal(
+		out.data, "{\"metrics\":[{\"name\":\"loss\",\"points\":"
+			  "[[5,0.5,0],[5,0.25,2],[7,0.125]]}],\"hosts\":"
+			  "[\"algo-1\",\"algo-2\",\"algo-3\"],\"last_ms\":7}");
 	buf_reset(&out);
 	assert_int_equal(api_web_changes_build("1.2.3.4", 1, 0, 1, &out), 0);
 	assert_string_equal(out.data, "{\"cursor\":\"1.2.3.4\",\"jobs\":true,"
