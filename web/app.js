@@ -1312,7 +1312,12 @@
     if (!this.metric) { this.plotBox.appendChild(h('p', { cls: 'muted', text: 'These jobs have no metrics.' })); return; }
     var ys = this.data.map(function (j) {
       var m = j.metrics.filter(function (x) { return x.name === self.metric; })[0];
-      return m ? m.points.map(function (p) { return p[1]; }) : [];
+      /* A metric several hosts reported: the first host's reports. */
+      var hosts = m ? pointHosts(m) : [];
+      var pts = m ? m.points.filter(function (p) {
+        return !hosts.length || (p.length > 2 && p[2] != null ? String(p[2]) : '?') === hosts[0];
+      }) : [];
+      return pts.map(function (p) { return p[1]; });
     });
     var n = Math.max.apply(null, ys.map(function (y) { return y.length; }));
     var xs = [];
@@ -1497,14 +1502,24 @@
     }, function (e) { clear(self.matches).appendChild(errorBox(e)); });
   };
 
-  /* Opens the match's stream from its start and scrolls to its line. */
+  /* Opens the match's stream at its line (after the lines of context the
+   * search found before it), however far into the stream it is, and
+   * scrolls to it; "from the start" reads the stream from its start. */
   LogsPanel.prototype.openAt = function (m) {
+    var self = this;
     this.follow = false;
     this.followBox.checked = false;
     this.hostSel.value = '';
     this.attemptSel.value = '';
     this.target = { timestamp: m.timestamp, message: m.message };
+    this.startAt = m.offset > 0 ? m.offset : 0;
     this.open(m.log_stream, true);
+    this.startAt = 0;
+    if (this.offset > 0) {
+      this.pre.appendChild(h('button', { type: 'button', cls: 'log-from-start', text: '\u2191 from the start of the stream',
+        onclick: function () { self.target = null; self.open(m.log_stream, true); } }));
+      this.append((m.before || []).map(function (l) { return Object.assign({ context: true }, l); }));
+    }
     this.renderTabs();
   };
 
@@ -1517,7 +1532,8 @@
       this.gen++;
       if (this.abort) this.abort.abort();
       this.stream = stream;
-      this.offset = 0;
+      this.offset = this.startAt || 0;
+      this.shownAt = false;   /* the line looked for is in view */
       this.pre.textContent = '';
       this.pre.setAttribute('data-stream', stream);
       this.pre.setAttribute('data-lines', '0');
@@ -1534,9 +1550,12 @@
       if (gen !== self.gen) return;
       var follow = self.follow && !terminal(self.status);
       var ctl = window.AbortController ? new AbortController() : null;
+      /* Once the line looked for is shown, only what fits beside it. */
+      var limit = !follow && self.shownAt ? Math.min(2000, LOG_LINES_MAX - +self.pre.getAttribute('data-lines')) : 2000;
+      if (limit <= 0) { self.running = false; return; }
       self.abort = ctl;
       api(self.base + '?stream=' + enc(stream) + '&offset=' + self.offset +
-          '&limit=2000' + (follow ? '&follow=1' : ''), { signal: ctl && ctl.signal }).then(function (r) {
+          '&limit=' + limit + (follow ? '&follow=1' : ''), { signal: ctl && ctl.signal }).then(function (r) {
         if (gen !== self.gen) return;
         self.append(r.events || []);
         self.offset = r.next_offset;
@@ -1557,11 +1576,11 @@
     var frag = document.createDocumentFragment();
     events.forEach(function (e) {
       var t = new Date(e.timestamp);
-      var line = h('span', { cls: 'line' + (e.stream === 'stderr' ? ' err' : '') },
+      var line = h('span', { cls: 'line' + (e.stream === 'stderr' ? ' err' : '') + (e.context ? ' context' : '') },
         h('span', { cls: 'ts', text: t.toISOString().slice(11, 23) + ' ' }),
         e.rank ? h('span', { cls: 'rank', text: '[' + e.rank + '] ' }) : null,
         e.message + '\n');
-      if (target && !hit && e.timestamp === target.timestamp && e.message === target.message) {
+      if (target && !hit && !e.context && e.timestamp === target.timestamp && e.message === target.message) {
         hit = line;
         line.classList.add('target');
       }
@@ -1572,6 +1591,7 @@
     pre.setAttribute('data-lines', String(+(pre.getAttribute('data-lines') || 0) + events.length));
     if (hit) {
       this.target = null;
+      this.shownAt = true;
       pre.setAttribute('data-target', hit.textContent.replace(/\n$/, ''));
       pre.scrollTop = Math.max(0, hit.offsetTop - pre.clientHeight / 3);
     } else if (atBottom && !target) pre.scrollTop = pre.scrollHeight;

@@ -97,6 +97,8 @@ async function main() {
     telHosts = telHosts.map((x) => ({ algo: x.algo, host: x.host }));
     await Promise.all([J.a, J.b, J.bad].map(createJob));
     await Promise.all([waitStatus(A, ['Completed']), waitStatus(B, ['Completed']), waitStatus(BAD, ['Failed'])]);
+    await createJob(J.big);
+    await waitStatus(J.big.TrainingJobName, ['Completed']);
     await createJob(J.long);
     await waitStatus(LONG, ['InProgress']);
     const t0 = Date.now();
@@ -204,7 +206,7 @@ async function main() {
       await page.click('#page-next');
       await page.waitForSelector(`#jobs-view[data-page="${++pages}"]`);
     }
-    const all = 4 + cfg.bulk.length;
+    const all = Object.keys(J).length + cfg.bulk.length;
     if (pages !== Math.ceil(all / 50)) throw new Error(pages + ' pages for ' + all + ' jobs');
     return pages + ' pages; last: ' + await page.textContent('#jobs-count');
   });
@@ -377,7 +379,8 @@ async function main() {
     await page.mouse.move(box.x + box.width * 0.02, box.y + box.height / 2);
     await page.mouse.move(box.x + box.width * 0.05, box.y + box.height / 2);
     const legend = await page.$$eval('.plot[data-metric="loss"] .u-legend .u-series', (ss) => ss.map((s) => s.textContent.trim()));
-    if (!/^Step\s*1$/.test(legend[0]) || !/loss\s*1$/.test(legend[1])) throw new Error('hover legend: ' + JSON.stringify(legend));
+    /* Both hosts report the loss: a line each, named by host. */
+    if (!/^Step\s*1$/.test(legend[0]) || !/^(loss|algo-1)\s*1$/.test(legend[1])) throw new Error('hover legend: ' + JSON.stringify(legend));
     const fin = await page.$$eval('#final-metrics tbody tr', (rs) => rs.map((r) => r.getAttribute('data-metric') + '=' + r.querySelector('.final').textContent));
     if (fin.join() !== 'loss=0.25,acc=0.875') throw new Error('final metrics: ' + fin.join(','));
     await shot(page, 'plots-step.png');
@@ -415,6 +418,26 @@ async function main() {
     const secs = (s) => { const m = /^(?:(\d+)m )?(\d+)s$/.exec(s || ''); return m ? (+m[1] || 0) * 60 + +m[2] : NaN; };
     if (!(secs(kv.Duration) >= secs(kv['Training time']))) throw new Error('Duration ' + kv.Duration + ', Training time ' + kv['Training time']);
     return 'Duration ' + kv.Duration + ', Training time ' + kv['Training time'];
+  });
+
+  await check('a search match deep in a long stream (past the 5,000 lines shown) opens at its line', async () => {
+    await page.evaluate((n) => { location.hash = '#/jobs/' + n; }, J.big.TrainingJobName);
+    await page.waitForSelector('#log-tabs .tab');
+    await page.fill('#log-search', 'needle in the');
+    await page.click('#log-search-go');
+    await page.waitForSelector('#log-matches[data-matches="1"] .match');
+    await page.click('#log-matches .match');
+    await page.waitForFunction(() => /the needle in the haystack/.test(document.querySelector('#log').getAttribute('data-target') || ''));
+    const r = await page.$eval('#log .line.target', (l) => {
+      const p = l.parentNode.getBoundingClientRect(), b = l.getBoundingClientRect();
+      const lines = l.parentNode.querySelectorAll('.line');
+      return { visible: b.top >= p.top && b.bottom <= p.bottom, lines: lines.length,
+               before: l.previousElementSibling && l.previousElementSibling.textContent };
+    });
+    if (!r.visible) throw new Error('the line is not scrolled into view: ' + JSON.stringify(r));
+    if (!/filler line 9000/.test(r.before || '')) throw new Error('no context before it: ' + JSON.stringify(r));
+    if (r.lines > 5003) throw new Error(r.lines + ' lines in the view');
+    return r.lines + ' lines in the view; before the line: ' + r.before.trim();
   });
 
   await check('at 420 px wide no table is cut off', async () => {

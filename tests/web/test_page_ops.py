@@ -53,6 +53,14 @@ done
 """
 TEL_HOSTS = 3
 
+# A log longer than the page's view of 5,000 lines, one line to find deep
+# in it.
+BIGLOG = r"""#!/bin/sh
+seq -f "filler line %g" 1 9000
+echo "the needle in the haystack"
+seq -f "after line %g" 1 6000
+"""
+
 
 def main():
     tap = sc.Tap()
@@ -71,6 +79,7 @@ def main():
         bad = wt.write_script(scripts, "bad.sh", wt.BAD)
         long_ = wt.write_script(scripts, "long.sh", LONG)
         tel = wt.write_script(scripts, "tel.sh", TEL)
+        biglog = wt.write_script(scripts, "biglog.sh", BIGLOG)
         tel_body = wt.job_body("ops-tel", tel, count=TEL_HOSTS)
         tel_body["StoppingCondition"]["MaxRuntimeInSeconds"] = 1800
         env = {"EPOCHS": "4", "DELAY": "0.2"}
@@ -94,6 +103,7 @@ def main():
                 "bad": wt.job_body("ops-bad", bad),
                 "long": long_body,
                 "tel": tel_body,
+                "big": wt.job_body("ops-biglog", biglog, count=1, metrics=[]),
             },
             "bulk": bulk,
         }
