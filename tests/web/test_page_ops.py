@@ -53,12 +53,12 @@ done
 """
 TEL_HOSTS = 3
 
-# A log longer than the page's view of 5,000 lines, one line to find deep
-# in it.
+# A log longer than the page's view of 5,000 lines, with a line to find
+# that more than 5,000 lines follow.
 BIGLOG = r"""#!/bin/sh
-seq -f "filler line %g" 1 9000
+seq -f "filler line %g" 1 2000
 echo "the needle in the haystack"
-seq -f "after line %g" 1 6000
+seq -f "after line %g" 1 5200
 """
 
 
