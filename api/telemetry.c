@@ -532,3 +532,62 @@ int api_telemetry_series_build(const char *host, int64_t start_ms,
 	}
 	return finish(root, out);
 }
+
+static json_t *job_point_json(const struct api_tm_job_point *p)
+{
+	json_t *o = json_object();
+	int b = 0;
+
+	set(&b, o, "ts_ms", json_integer(p->ts_ms));
+	set(&b, o, "attempt", json_integer(p->attempt));
+	set(&b, o, "host", json_string(p->host ? p->host : ""));
+	set(&b, o, "cpu_percent",
+	    p->cpu_percent < 0 ? json_null() : jpct(p->cpu_percent));
+	set(&b, o, "mem_percent", jpct(p->mem_percent));
+	set(&b, o, "disk_percent", jpct(p->disk_percent));
+	set(&b, o, "gpu_percent", jpct(p->gpu_percent));
+	set(&b, o, "gpu_mem_percent", jpct(p->gpu_mem_percent));
+	set(&b, o, "job_cpu_percent", jpct(p->job_cpu_percent));
+	set(&b, o, "job_rss_bytes", json_integer(p->job_rss_bytes));
+	if (b) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+int api_tm_job_build(const char *job, int64_t last_ms,
+		     const struct api_tm_job_node *nodes, size_t n,
+		     struct buf *out)
+{
+	json_t *root = json_object(), *arr = json_array();
+	int b = 0;
+	size_t i, k;
+
+	set(&b, root, "job", json_string(job));
+	set(&b, root, "last_ms", json_integer(last_ms));
+	for (i = 0; i < n; i++) {
+		const struct api_tm_job_node *x = &nodes[i];
+		const struct api_tm_job_point *newest =
+			x->n ? &x->points[x->n - 1] : NULL;
+		json_t *o = json_object(), *pts = json_array();
+
+		set(&b, o, "algo", json_string(x->algo));
+		set(&b, o, "host",
+		    newest && newest->host ? json_string(newest->host) :
+					     json_null());
+		set(&b, o, "attempt",
+		    newest ? json_integer(newest->attempt) : json_null());
+		set(&b, o, "total", json_integer((json_int_t)x->total));
+		for (k = 0; k < x->n; k++)
+			push(&b, pts, job_point_json(&x->points[k]));
+		set(&b, o, "samples", pts);
+		push(&b, arr, o);
+	}
+	set(&b, root, "nodes", arr);
+	if (b) {
+		json_decref(root);
+		return ERR_NOMEM;
+	}
+	return finish(root, out);
+}

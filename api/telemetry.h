@@ -122,4 +122,37 @@ int api_telemetry_series_build(const char *host, int64_t start_ms,
 			       const struct api_host_sample *s, size_t n,
 			       struct buf *out);
 
+/* One sample of the host a job's node ran on, while it ran the job. */
+struct api_tm_job_point {
+	int64_t ts_ms;
+	int attempt;
+	const char *host;
+	double cpu_percent; /* the host's, of all cores, 0..100; < 0: unknown */
+	double mem_percent;
+	double disk_percent;
+	double gpu_percent;	/* the sum over GPUs, 0..100 x GPUs */
+	double gpu_mem_percent; /* the same for their memory */
+	double job_cpu_percent; /* the job's processes, of one core */
+	int64_t job_rss_bytes;
+};
+
+/* A node (algo-N) of a job and its samples. */
+struct api_tm_job_node {
+	const char *algo;
+	const struct api_tm_job_point *points;
+	size_t n;
+	size_t total; /* samples in the range before thinning */
+};
+
+/*
+ * GET /v1/ui/jobs/NAME/telemetry: {"job", "last_ms", "nodes": [{"algo",
+ * "host", "attempt" (of its newest sample), "total", "samples":
+ * [{"ts_ms", "attempt", "host", "cpu_percent" (null: unknown),
+ * "mem_percent", "disk_percent", "gpu_percent", "gpu_mem_percent",
+ * "job_cpu_percent", "job_rss_bytes"}...]}]}.
+ */
+int api_tm_job_build(const char *job, int64_t last_ms,
+		     const struct api_tm_job_node *nodes, size_t n,
+		     struct buf *out);
+
 #endif

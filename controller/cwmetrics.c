@@ -288,7 +288,7 @@ static int load_host_points(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	}
 	*n = n_pts;
 out:
-	free(pts);
+	db_tm_points_free(pts, n_pts);
 	free(uid);
 	buf_release(&job);
 	buf_release(&algo);

@@ -247,6 +247,112 @@ out:
 	buf_release(&err);
 }
 
+/* One node's rows after since_ms, thinned to at most max, into x. */
+static int job_node(struct ctrl_ctx *ctx, const char *job, const char *uid,
+		    const char *algo, int64_t since, size_t max,
+		    struct api_tm_job_node *x, struct db_tm_point **rows,
+		    size_t *n_rows, struct buf *err)
+{
+	struct api_tm_job_point *out;
+	size_t i, n;
+
+	x->algo = algo;
+	if (db_tm_job_range(ctx->tm_db, job, uid, algo, since + 1, INT64_MAX,
+			    rows, n_rows, err))
+		return ERR_DB;
+	n = *n_rows;
+	x->total = n;
+	x->n = n < max ? n : max;
+	out = xcalloc(x->n + 1, sizeof(*out));
+	for (i = 0; i < x->n; i++) {
+		/* Evenly spread, the first and the newest always in. */
+		const struct db_tm_point *p =
+			&(*rows)[x->n > 1 ? i * (n - 1) / (x->n - 1) : n - 1];
+
+		out[i].ts_ms = p->ts_ms;
+		out[i].attempt = p->attempt;
+		out[i].host = p->host;
+		out[i].cpu_percent = p->cpus > 0 ? p->cores_percent / p->cpus :
+						   -1.0;
+		out[i].mem_percent = p->mem_percent;
+		out[i].disk_percent = p->disk_percent;
+		out[i].gpu_percent = p->gpu_percent;
+		out[i].gpu_mem_percent = p->gpu_mem_percent;
+		out[i].job_cpu_percent = p->cpu_percent;
+		out[i].job_rss_bytes = p->rss_bytes;
+	}
+	x->points = out;
+	return 0;
+}
+
+void ctrl_tm_job_route(struct ctrl_ctx *ctx, const char *job, const char *since,
+		       const char *max, struct ctrl_response *resp)
+{
+	struct db_job j;
+	struct api_tm_job_node *nodes = NULL;
+	struct db_tm_point **rows = NULL;
+	size_t *n_rows = NULL;
+	struct buf err = BUF_INIT;
+	char **algos = NULL;
+	int64_t *last = NULL, after = 0, lim = CTRL_TM_JOB_POINTS, newest = 0;
+	size_t n = 0, i;
+	int ret;
+
+	if (parse_ms(since, &after) || parse_ms(max, &lim) || lim < 1 ||
+	    lim > CTRL_TM_SERIES_MAX) {
+		ctrl_reply_err(resp, CTRL_E_VALIDATION,
+			       "since_ms must be epoch milliseconds and max "
+			       "1..5000");
+		return;
+	}
+	ret = db_job_get(ctx->db, job, &j, &err);
+	if (ret) {
+		ctrl_reply_err_code(resp, ret, err.data);
+		buf_release(&err);
+		return;
+	}
+	if (ctx->tm_db && db_tm_job_algos(ctx->tm_db, j.name, j.uid, &algos,
+					  &last, &n, &err)) {
+		log_error("%s", err.data);
+		ctrl_reply_err(resp, CTRL_E_INTERNAL,
+			       "cannot read the job's samples");
+		goto out;
+	}
+	nodes = xcalloc(n + 1, sizeof(*nodes));
+	rows = xcalloc(n + 1, sizeof(*rows));
+	n_rows = xcalloc(n + 1, sizeof(*n_rows));
+	for (i = 0; i < n; i++) {
+		if (last[i] > newest)
+			newest = last[i];
+		if (job_node(ctx, j.name, j.uid, algos[i], after, (size_t)lim,
+			     &nodes[i], &rows[i], &n_rows[i], &err)) {
+			log_error("%s", err.data);
+			ctrl_reply_err(resp, CTRL_E_INTERNAL,
+				       "cannot read the job's samples");
+			goto out;
+		}
+	}
+	resp->status = 200;
+	buf_reset(&resp->body);
+	if (api_tm_job_build(j.name, newest, nodes, n, &resp->body))
+		ctrl_reply_err(resp, CTRL_E_INTERNAL, "answer too large");
+out:
+	for (i = 0; i < n; i++) {
+		if (nodes)
+			free((void *)nodes[i].points);
+		if (rows)
+			db_tm_points_free(rows[i], n_rows[i]);
+		free(algos[i]);
+	}
+	free(nodes);
+	free(rows);
+	free(n_rows);
+	free(algos);
+	free(last);
+	db_job_release(&j);
+	buf_release(&err);
+}
+
 /* A label value with \, " and newline escaped as the format asks. */
 static void label(struct buf *out, const char *v)
 {

@@ -62,6 +62,17 @@ void ctrl_tm_series_route(struct ctrl_ctx *ctx, const char *path,
 			  const char *start, const char *end,
 			  struct ctrl_response *resp);
 
+/* Samples per node GET /v1/ui/jobs/NAME/telemetry answers by default. */
+#define CTRL_TM_JOB_POINTS 600
+
+/*
+ * GET /v1/ui/jobs/NAME/telemetry?since_ms=T&max=N (the caller may read
+ * the job): each node's samples newer than T, thinned evenly to at most N
+ * (1..CTRL_TM_SERIES_MAX) with the newest kept. Fills resp.
+ */
+void ctrl_tm_job_route(struct ctrl_ctx *ctx, const char *job, const char *since,
+		       const char *max, struct ctrl_response *resp);
+
 /* Appends the per-host gauges of /metrics to out. */
 void ctrl_tm_render_metrics(struct ctrl_ctx *ctx, struct buf *out);
 

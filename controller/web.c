@@ -977,7 +977,7 @@ ctrl_web_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	n = strcspn(rest, "/");
 	if (n == 0 || n > NAME_MAX_LEN ||
 	    (rest[n] && strcmp(rest + n, "/metrics") &&
-	     strcmp(rest + n, "/request"))) {
+	     strcmp(rest + n, "/request") && strcmp(rest + n, "/telemetry"))) {
 		ctrl_reply_err(resp, CTRL_E_NO_SUCH_PATH, "no such resource");
 		return CTRL_ROUTE_DONE;
 	}
@@ -988,6 +988,9 @@ ctrl_web_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		ctrl_reply_err_code(resp, ret, err.data);
 	else if (!strcmp(rest + n, "/request"))
 		job_request(ctx, name, resp);
+	else if (!strcmp(rest + n, "/telemetry"))
+		ctrl_tm_job_route(ctx, name, query(conn, "since_ms"),
+				  query(conn, "max"), resp);
 	else if (rest[n])
 		job_metrics(ctx, conn, name, resp);
 	else

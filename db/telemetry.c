@@ -62,6 +62,9 @@ static const char *const migrations[] = {
 	" rss_bytes INTEGER NOT NULL,"
 	" PRIMARY KEY (job, uid, algo, ts_ms)) WITHOUT ROWID;"
 	"CREATE INDEX job_samples_by_time ON job_samples(ts_ms);",
+	/* 2: the host's CPUs in a job row, for its CPU use of all cores
+	 * (0: a row stored before). */
+	"ALTER TABLE job_samples ADD COLUMN cpus INTEGER NOT NULL DEFAULT 0;",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -213,9 +216,9 @@ static int add_locked(struct db_tm *t, const char *host,
 		    t->conn,
 		    "INSERT OR IGNORE INTO job_samples (job, uid, algo, ts_ms, "
 		    "attempt, host, cores_percent, mem_percent, disk_percent, "
-		    "gpu_percent, gpu_mem_percent, cpu_percent, rss_bytes) "
-		    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-		    "?12, ?13)",
+		    "gpu_percent, gpu_mem_percent, cpu_percent, rss_bytes, "
+		    "cpus) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+		    "?11, ?12, ?13, ?14)",
 		    -1, &js, NULL) != SQLITE_OK) {
 		ret = fail(t->conn, "cannot prepare", err);
 		goto out;
@@ -264,6 +267,7 @@ static int add_locked(struct db_tm *t, const char *host,
 					    api_host_sample_gpu_mem_percent(x));
 			sqlite3_bind_double(js, 12, r->cpu_percent);
 			sqlite3_bind_int64(js, 13, r->rss_bytes);
+			sqlite3_bind_int(js, 14, x->cpus);
 			if (sqlite3_step(js) != SQLITE_DONE)
 				ret = fail(t->conn, "cannot add a job sample",
 					   err);
@@ -380,8 +384,8 @@ int db_tm_job_range(struct db_tm *t, const char *job, const char *uid,
 	if (sqlite3_prepare_v2(
 		    t->conn,
 		    "SELECT ts_ms, cores_percent, mem_percent, disk_percent, "
-		    "gpu_percent, gpu_mem_percent, cpu_percent, rss_bytes "
-		    "FROM job_samples WHERE job = ?1 AND (?2 IS NULL OR uid = "
+		    "gpu_percent, gpu_mem_percent, cpu_percent, rss_bytes, "
+		    "attempt, host, cpus FROM job_samples WHERE job = ?1 AND (?2 IS NULL OR uid = "
 		    "?2) AND algo = ?3 AND ts_ms >= ?4 AND ts_ms < ?5 ORDER BY "
 		    "ts_ms",
 		    -1, &st, NULL) != SQLITE_OK) {
@@ -407,6 +411,9 @@ int db_tm_job_range(struct db_tm *t, const char *job, const char *uid,
 		p->gpu_mem_percent = sqlite3_column_double(st, 5);
 		p->cpu_percent = sqlite3_column_double(st, 6);
 		p->rss_bytes = sqlite3_column_int64(st, 7);
+		p->attempt = sqlite3_column_int(st, 8);
+		p->host = xstrdup((const char *)sqlite3_column_text(st, 9));
+		p->cpus = sqlite3_column_int(st, 10);
 	}
 	if (rc != SQLITE_DONE)
 		ret = fail(t->conn, "cannot read job samples", err);
@@ -414,6 +421,15 @@ out:
 	sqlite3_finalize(st);
 	pthread_mutex_unlock(&t->lock);
 	return ret;
+}
+
+void db_tm_points_free(struct db_tm_point *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; p && i < n; i++)
+		free(p[i].host);
+	free(p);
 }
 
 int db_tm_job_algos(struct db_tm *t, const char *job, const char *uid,

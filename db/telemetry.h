@@ -25,7 +25,7 @@ int db_tm_open(const char *path, struct db_tm **out, struct buf *err);
 void db_tm_close(struct db_tm *t);
 
 /* The schema version this build migrates telemetry.db to. */
-#define DB_TM_SCHEMA_LATEST 1
+#define DB_TM_SCHEMA_LATEST 2
 
 /*
  * Stores host's samples s[0..n) and, for each assignment in a sample's
@@ -54,11 +54,18 @@ struct db_tm_point {
 	double gpu_mem_percent; /* 0..100 x GPUs */
 	double cpu_percent;	/* the job's processes, of one core */
 	int64_t rss_bytes;
+	int attempt;
+	int cpus; /* the host's; 0: not known (a row stored before) */
+	char *host;
 };
+
+/* Frees p[0..n)'s hosts and p. */
+void db_tm_points_free(struct db_tm_point *p, size_t n);
 
 /*
  * The rows of (job, uid, algo) with start_ms <= ts_ms < end_ms, oldest
- * first, into *out (caller frees, also after ERR_DB). uid NULL: any.
+ * first, into *out (db_tm_points_free(), also after ERR_DB). uid NULL:
+ * any.
  */
 int db_tm_job_range(struct db_tm *t, const char *job, const char *uid,
 		    const char *algo, int64_t start_ms, int64_t end_ms,

@@ -151,13 +151,17 @@ static void test_store_and_read(void **state)
 	assert_true(pts[1].gpu_mem_percent == 25.0);
 	assert_true(pts[1].cpu_percent == 180.0);
 	assert_int_equal(pts[1].rss_bytes, 4096);
-	free(pts);
+	/* The row names its attempt, host and the host's CPUs. */
+	assert_int_equal(pts[1].attempt, 1);
+	assert_string_equal(pts[1].host, "h1");
+	assert_int_equal(pts[1].cpus, 4);
+	db_tm_points_free(pts, n);
 	/* Another uid (a new job of the same name) sees nothing. */
 	assert_int_equal(db_tm_job_range(f->t, "job-a", "0abc", "algo-1", 0,
 					 10000, &pts, &n, &err),
 			 0);
 	assert_int_equal(n, 0);
-	free(pts);
+	db_tm_points_free(pts, n);
 	assert_int_equal(db_tm_job_algos(f->t, "job-a", "00ff", &algos, &last,
 					 &n, &err),
 			 0);
@@ -195,7 +199,7 @@ static void test_retention(void **state)
 			 0);
 	assert_int_equal(n, 3);
 	assert_int_equal(pts[0].ts_ms, 2000);
-	free(pts);
+	db_tm_points_free(pts, n);
 	assert_int_equal(db_tm_prune(f->t, 3000, 2000, &err), 0);
 
 	/* Reopened, the rows are there. */

@@ -200,6 +200,34 @@ def main():
         C.expect(bad.status == 400 and b"start and end" in bad.body, repr(bad))
     tap.case("GET /v1/hosts/NAME/telemetry: the series, oldest first", t_series)
 
+    def t_job_series():
+        r = get_json(env.d, "/v1/ui/jobs/%s/telemetry" % JOB)
+        C.expect(r["job"] == JOB and [x["algo"] for x in r["nodes"]] == ["algo-1"], C.short(r))
+        node = r["nodes"][0]
+        C.expect(node["host"] == env.host and node["attempt"] == 1, C.short(node))
+        xs = node["samples"]
+        C.expect(len(xs) >= BURN_S // 2 and len(xs) == node["total"], C.short(node))
+        C.expect([x["ts_ms"] for x in xs] == sorted(x["ts_ms"] for x in xs), "not in time order")
+        C.expect(max(x["job_cpu_percent"] for x in xs) >= CORE_BOUND, C.short(xs))
+        C.expect(all(x["cpu_percent"] is not None and 0 <= x["cpu_percent"] <= 100 and
+                     0 < x["mem_percent"] <= 100 and x["host"] == env.host for x in xs), C.short(xs))
+        C.expect(r["last_ms"] == xs[-1]["ts_ms"], C.short(r))
+        # Thinned: the first and the newest kept.
+        t = get_json(env.d, "/v1/ui/jobs/%s/telemetry?max=2" % JOB)["nodes"][0]
+        C.expect([x["ts_ms"] for x in t["samples"]] == [xs[0]["ts_ms"], xs[-1]["ts_ms"]] and
+                 t["total"] == len(xs), C.short(t))
+        # Nothing newer than the newest.
+        t = get_json(env.d, "/v1/ui/jobs/%s/telemetry?since_ms=%d" % (JOB, r["last_ms"]))
+        C.expect(t["nodes"][0]["samples"] == [] and t["nodes"][0]["host"] is None, C.short(t))
+        for q in ("since_ms=x", "max=0", "max=5001"):
+            path = "/v1/ui/jobs/%s/telemetry" % JOB
+            bad = C.http_request(env.d.port, "GET", path + "?" + q, b"",
+                                 C.sigv4_sign("GET", "127.0.0.1:%d" % env.d.port, path, q, b"",
+                                              ADMIN[0], ADMIN[1], {}))
+            C.expect(bad.status == 400 and b"since_ms" in bad.body, "%s: %r" % (q, bad))
+    tap.case("GET /v1/ui/jobs/NAME/telemetry: the finished job's node, thinned on request",
+             t_job_series)
+
     def t_metrics():
         text = signed_get(env.d, "/metrics").body.decode()
         for name in ("trainctl_host_cpu_percent", "trainctl_host_memory_used_bytes",
