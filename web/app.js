@@ -296,7 +296,13 @@
     return function run() {
       if (running) { again = true; return; }
       running = true;
-      Promise.resolve().then(fn).catch(function () {}).then(function () {
+      Promise.resolve().then(fn).catch(function (e) {
+        /* A failed request shows where it was made; a defect must not
+         * pass silently. */
+        var net = e instanceof TypeError && /fetch|network/i.test(e.message);
+        if (e && !(e instanceof ApiError) && !net && e.name !== 'AbortError')
+          console.error('reload failed:', e.stack || e);
+      }).then(function () {
         running = false;
         if (again) { again = false; run(); }
       });
@@ -865,35 +871,37 @@
   }
 
   /*
-   * The job's hosts side by side: one row per node (algo-N · host) with
-   * the host's CPU and memory, this job's processes (the latest sample's
-   * `job`: CPU in % of one core, resident memory, as seen while the page
-   * is open) and GPUs, every
-   * row on the same y scales so that a host doing something else stands
-   * out; with three or more nodes, one whose job CPU (or host CPU, before
-   * the ranks are seen) is more than STRAGGLER_POINTS from the nodes'
-   * median is marked "straggler?". While the job runs the samples newer
-   * than those held are fetched every TM_POLL_MS; once it has ended, the
-   * run (start..end) once.
+   * The job's hosts side by side: one row per node (algo-N \u00b7 host)
+   * with the host's CPU and memory, this job's processes (CPU in % of one
+   * core, resident memory) and GPUs, every row on the same y scales so
+   * that a host doing something else stands out; with three or more
+   * nodes, one whose job CPU (or host CPU, before the job's processes
+   * are seen) is more than STRAGGLER_POINTS from the nodes' median is
+   * marked "straggler?". The samples come from the job's own telemetry
+   * (GET /v1/ui/jobs/NAME/telemetry, kept after the job ended): the whole
+   * run first, then while the job runs those newer than the newest held,
+   * every TM_POLL_MS.
    */
   var STRAGGLER_POINTS = 25;
 
   function JobTelemetry(name) {
     this.name = name;
     this.el = h('div', { id: 'job-telemetry' });
-    this.series = {};   /* host -> HostSeries */
-    this.procs = {};    /* algo-N -> this job's processes over time */
-    this.rows = [];
+    this.nodes = {};    /* algo-N -> { algo, host, samples } */
+    this.since = null;  /* the newest sample's time held */
+    this.live = {};     /* algo-N -> the runtime view's host row */
     this.job = null;
     this.ticks = 0;
-    this.done = false;   /* the ended job's run is loaded */
+    this.done = false;  /* the ended job's run is loaded */
     var self = this;
     this.reload = serial(function () { return self.load(); });
   }
 
   JobTelemetry.prototype.update = function (job, rows) {
+    var self = this;
     this.job = job;
-    this.rows = (rows || []).filter(function (x) { return x.host; });
+    this.live = {};
+    (rows || []).forEach(function (x) { if (x.algo) self.live[x.algo] = x; });
     this.reload();
   };
 
@@ -905,64 +913,52 @@
   JobTelemetry.prototype.load = function () {
     var self = this;
     var d = this.job && this.job.desc;
-    if (!d || this.done || !this.rows.length) { this.render(); return null; }
+    if (!d || this.done) { this.render(); return null; }
     var ended = terminal(d.TrainingJobStatus);
-    var start = ms(d.TrainingStartTime) || ms(d.CreationTime);
-    var end = ended ? (ms(d.TrainingEndTime) || ms(d.LastModifiedTime)) + 1000 : null;
-    /* While the job runs, its hosts' latest samples (with this job's
-     * processes in each) first: they say which hosts have new ones. */
-    var latest = ended ? Promise.resolve(null) : api('/v1/ui/jobs/' + enc(this.name)).catch(function () { return null; });
-    return latest.then(function (rt) {
-      var now = {};
-      ((rt && rt.hosts) || []).forEach(function (x) { if (x.telemetry) now[x.algo] = x.telemetry; });
-      return Promise.all(self.rows.map(function (x) {
-        var s = self.series[x.host] = self.series[x.host] || new HostSeries(x.host);
-        var t = now[x.algo] || x.telemetry;
-        if (t && t.job) self.noteProcs(x.algo, t);
-        var from = s.last() != null ? s.last() + 1 : start;
-        if (ended) return from < end ? s.fetch(from, end) : null;
-        var newest = t ? t.ts_ms : null;
-        return s.more(newest, Math.max(start, (newest || Date.now()) - TM_WINDOW_MS));
-      }));
-    }).then(function () {
+    var q = this.since != null ? '?since_ms=' + this.since : '';
+    return api('/v1/ui/jobs/' + enc(this.name) + '/telemetry' + q).then(function (r) {
+      (r.nodes || []).forEach(function (x) {
+        var n = self.nodes[x.algo] = self.nodes[x.algo] || { algo: x.algo, host: null, samples: [] };
+        if (x.host) n.host = x.host;
+        var last = n.samples.length ? n.samples[n.samples.length - 1].ts_ms : null;
+        (x.samples || []).forEach(function (v) { if (last == null || v.ts_ms > last) n.samples.push(v); });
+        if (n.samples.length > TM_KEEP) n.samples.splice(0, n.samples.length - TM_KEEP);
+      });
+      if (r.last_ms && (self.since == null || r.last_ms > self.since)) self.since = r.last_ms;
       if (ended) self.done = true;
       self.render();
     }, function () { self.render(); });
   };
 
-  /* This job's processes on a node, { ts, cpu, rss, procs }, one per
-   * sample seen: the samples kept do not carry them, the latest does. */
-  JobTelemetry.prototype.noteProcs = function (algo, t) {
-    var list = this.procs[algo] = this.procs[algo] || [];
-    if (list.length && list[list.length - 1].ts >= t.ts_ms) return;
-    list.push({ ts: t.ts_ms, cpu: t.job.cpu_percent, rss: t.job.rss_bytes, procs: t.job.procs });
-    if (list.length > TM_KEEP) list.shift();
-  };
-
   JobTelemetry.prototype.render = function () {
     var self = this;
     var el = clear(this.el);
-    if (!this.rows.length) return;
+    var algos = Object.keys(this.nodes).sort(function (a, b) { return +a.slice(5) - +b.slice(5); });
+    if (!algos.length) return;
     var ended = this.job && terminal(this.job.desc.TrainingJobStatus);
-    var data = this.rows.map(function (x) {
-      var xs = (self.series[x.host] || {}).samples || [];
-      var procs = self.procs[x.algo] || [];
+    var avg = function (vs) {
+      vs = vs.filter(function (v) { return v != null; });
+      return vs.length ? vs.reduce(function (a, b) { return a + b; }, 0) / vs.length : null;
+    };
+    var data = algos.map(function (algo) {
+      var n = self.nodes[algo], xs = n.samples;
+      var row = self.live[algo] || {};
+      /* While the job runs, the host it runs on now and its latest
+       * sample (memory in bytes, GPUs, this job's process count). */
+      var t = !ended && row.host === n.host ? row.telemetry : null;
       var latest = xs.length ? xs[xs.length - 1] : null;
-      var lp = procs.length ? procs[procs.length - 1] : null;
+      var cpus = xs.map(function (v) { return v.cpu_percent; });
+      var jobs = xs.map(function (v) { return v.job_cpu_percent; });
       /* The figure shown: the latest while the job runs; after, the
        * average over the run. */
-      var avg = function (vs) {
-        vs = vs.filter(function (v) { return v != null; });
-        return vs.length ? vs.reduce(function (a, b) { return a + b; }, 0) / vs.length : null;
-      };
-      return { x: x, xs: xs, procs: procs, latest: latest, lp: lp,
-        cpu: ended ? avg(xs.map(function (v) { return v.cpu_percent; })) : latest && latest.cpu_percent,
-        jobCpu: ended ? avg(procs.map(function (p) { return p && p.cpu; })) : lp && lp.cpu };
+      return { algo: algo, host: n.host || row.host || '?', xs: xs, t: t, latest: latest,
+        cpu: ended ? avg(cpus) : latest && latest.cpu_percent,
+        jobCpu: ended ? avg(jobs) : latest && latest.job_cpu_percent };
     });
     /* One y scale for every row: job CPU up to the busiest node's. */
     var jobMax = 100;
-    data.forEach(function (r) { r.procs.forEach(function (p) { if (p && p.cpu > jobMax) jobMax = p.cpu; }); });
-    var useJob = data.every(function (r) { return r.jobCpu != null; });
+    data.forEach(function (r) { r.xs.forEach(function (v) { if (v.job_cpu_percent > jobMax) jobMax = v.job_cpu_percent; }); });
+    var useJob = data.every(function (r) { return r.xs.some(function (v) { return v.job_cpu_percent > 0; }); });
     var basis = data.map(function (r) { return useJob ? r.jobCpu : r.cpu; });
     var med = median(basis);
     el.setAttribute('data-basis', useJob ? 'job' : 'host');
@@ -974,23 +970,28 @@
       h('tbody', null, data.map(function (r, i) {
         var b = basis[i];
         var straggler = data.length >= 3 && b != null && med != null && Math.abs(b - med) > STRAGGLER_POINTS;
-        var t = r.latest, lp = r.lp;
-        var gpu = gpuUse(t);
-        return h('tr', { 'data-algo': r.x.algo, 'data-host': r.x.host, 'data-samples': String(r.xs.length),
+        var t = r.t, l = r.latest;
+        var ngpu = t && t.gpus ? t.gpus.length : 0;
+        var gpuSum = r.xs.some(function (v) { return v.gpu_percent > 0; });
+        var memFig = t ? memText(t) : l ? fmtPercent(l.mem_percent) : '\u2014';
+        var procs = t && t.job ? ' \u00b7 ' + t.job.procs + (t.job.procs === 1 ? ' process' : ' processes') : '';
+        return h('tr', { 'data-algo': r.algo, 'data-host': r.host, 'data-samples': String(r.xs.length),
                          'data-cpu': b == null ? '' : b.toFixed(1), cls: straggler ? 'straggler' : null },
-          h('td', null, r.x.algo + ' \u00b7 ' + r.x.host,
+          h('td', null, r.algo + ' \u00b7 ' + r.host,
             straggler ? h('span', { cls: 'badge straggler-badge', title: (useJob ? 'job CPU ' : 'CPU ') + fmtPercent(b) +
               ', the nodes\' median ' + fmtPercent(med), text: 'straggler?' }) : null),
           sparkCell('cpu', r.xs.map(function (v) { return v.cpu_percent; }), 0, 100,
             r.cpu == null ? '\u2014' : fmtPercent(r.cpu), 'CPU use of all the host\'s cores'),
-          sparkCell('mem', r.xs.map(function (v) { return v.mem_percent; }), 0, 100,
-            t ? memText(t) : '\u2014', 'memory of the whole host'),
-          sparkCell('job', r.procs.map(function (p) { return p.cpu; }), 0, jobMax,
-            lp ? 'CPU ' + fmtPercent(r.jobCpu) + ' of a core \u00b7 RSS ' + fmtBytes(lp.rss) + ' \u00b7 ' + lp.procs +
-              (lp.procs === 1 ? ' process' : ' processes') : '\u2014',
+          sparkCell('mem', r.xs.map(function (v) { return v.mem_percent; }), 0, 100, memFig,
+            'memory of the whole host'),
+          sparkCell('job', r.xs.map(function (v) { return v.job_cpu_percent; }), 0, jobMax,
+            l ? 'CPU ' + fmtPercent(r.jobCpu) + ' of a core \u00b7 RSS ' + fmtBytes(l.job_rss_bytes) + procs : '\u2014',
             'this job\'s processes on the host'),
-          gpu == null ? h('td', { cls: 'tm gpu muted', text: '\u2014' }) :
-            sparkCell('gpu', r.xs.map(gpuUse), 0, 100, fmtPercent(gpu) + ' of ' + t.gpus.length, 'GPU utilisation'));
+          !gpuSum && !ngpu ? h('td', { cls: 'tm gpu muted', text: '\u2014' }) :
+            sparkCell('gpu', r.xs.map(function (v) { return ngpu ? v.gpu_percent / ngpu : v.gpu_percent; }), 0,
+              ngpu ? 100 : Math.max.apply(null, r.xs.map(function (v) { return v.gpu_percent; }).concat([100])),
+              l ? fmtPercent(ngpu ? l.gpu_percent / ngpu : l.gpu_percent) + (ngpu ? ' of ' + ngpu : ' (sum over GPUs)') : '\u2014',
+              'GPU utilisation'));
       })))));
   };
 

@@ -410,11 +410,15 @@ async function main() {
     if (/running \(pid/.test(ranks)) throw new Error('ranks: ' + ranks);
     await page.evaluate((n) => { location.hash = '#/jobs/' + n; }, A);
     await page.waitForSelector('#job-status[data-status="Completed"]');
-    const kv = await page.$$eval('#summary dt', (ds) => {
+    /* The summary as rendered once it has both figures (it is rebuilt
+     * as the job's answer changes). */
+    const kv = await (await page.waitForFunction(() => {
       const o = {};
-      ds.forEach((d) => { o[d.textContent] = d.nextElementSibling.textContent; });
-      return o;
-    });
+      document.querySelectorAll('#summary dt').forEach((d) => {
+        if (d.nextElementSibling) o[d.textContent] = d.nextElementSibling.textContent;
+      });
+      return o.Duration && o['Training time'] ? o : null;
+    })).jsonValue();
     const secs = (s) => { const m = /^(?:(\d+)m )?(\d+)s$/.exec(s || ''); return m ? (+m[1] || 0) * 60 + +m[2] : NaN; };
     if (!(secs(kv.Duration) >= secs(kv['Training time']))) throw new Error('Duration ' + kv.Duration + ', Training time ' + kv['Training time']);
     return 'Duration ' + kv.Duration + ', Training time ' + kv['Training time'];
@@ -473,6 +477,30 @@ async function main() {
       out.push(hash + ' ok');
     }
     return out.join(', ');
+  });
+
+  await check('an ended job opened afresh shows its nodes\' telemetry over the run', async () => {
+    await call('POST', '/v1/training-jobs/' + encodeURIComponent(TEL) + '/stop', {});
+    await waitStatus(TEL, 'Stopped', 90000);
+    await page.evaluate((n) => { location.hash = '#/jobs/' + n; }, TEL);
+    await page.reload({ waitUntil: 'load' });
+    await page.waitForFunction(() => {
+      const head = document.querySelector('#job-telemetry h3');
+      const rs = document.querySelectorAll('#job-telemetry-table tbody tr[data-algo]');
+      return head && /over the run/.test(head.textContent) && rs.length === 3 &&
+        Array.prototype.every.call(rs, (r) => +r.getAttribute('data-samples') >= 2 &&
+          r.querySelector('td.cpu svg.spark') && r.querySelector('td.job svg.spark'));
+    }, null, { timeout: 30000 }).catch(async (e) => {
+      const got = await page.evaluate(() => (document.querySelector('#job-telemetry') || {}).outerHTML);
+      throw new Error(e.message + '\npage: ' + String(got).slice(0, 1500));
+    });
+    const rows = await page.$$eval('#job-telemetry-table tbody tr', (rs) => rs.map((r) => r.getAttribute('data-algo') +
+      ' ' + r.getAttribute('data-host') + ' ' + r.getAttribute('data-samples') + ' samples, job CPU ' +
+      r.getAttribute('data-cpu') + (r.classList.contains('straggler') ? ' (straggler?)' : '')));
+    const hosts = rows.map((r) => r.split(' ')[1]);
+    telHosts.forEach((x) => { if (hosts.indexOf(x.host) < 0) throw new Error('no row of ' + x.host + ': ' + rows); });
+    await shot(page, 'job-telemetry-ended.png');
+    return rows.join('; ');
   });
 
   await check('no script errors in the page', async () => {
