@@ -256,7 +256,12 @@ static int page_all(struct db *db, struct db_list_query q, int64_t *ids,
 	return (int)total;
 }
 
-static void check_order(struct fixture *f, int sort, int desc, int limit)
+/*
+ * Pages through the jobs of status (all when NULL) in the sort order and
+ * checks every row against the model's order.
+ */
+static void check_status_order(struct fixture *f, const char *status, int sort,
+			       int desc, int limit)
 {
 	struct model_job want[N_JOBS + N_EXTRA];
 	struct db_list_query q;
@@ -264,22 +269,25 @@ static void check_order(struct fixture *f, int sort, int desc, int limit)
 	char seen[N_JOBS + N_EXTRA];
 	int pages;
 	int n;
-	size_t i, k;
+	size_t i, k, nwant = 0;
 
-	memcpy(want, f->jobs, f->n * sizeof(want[0]));
+	for (i = 0; i < f->n; i++)
+		if (!status || !strcmp(f->jobs[i].status, status))
+			want[nwant++] = f->jobs[i];
 	sort_key = sort;
 	sort_desc = desc;
-	qsort(want, f->n, sizeof(want[0]), model_cmp);
+	qsort(want, nwant, sizeof(want[0]), model_cmp);
 
 	memset(&q, 0, sizeof(q));
 	q.limit = limit;
+	q.status = status;
 	q.sort = (enum db_sort)sort;
 	q.descending = desc;
 	n = page_all(f->db, q, ids, N_JOBS + N_EXTRA, &pages);
-	assert_int_equal(n, (int)f->n);
-	assert_int_equal(pages, ((int)f->n + limit - 1) / limit);
+	assert_int_equal(n, (int)nwant);
+	assert_int_equal(pages, nwant ? ((int)nwant + limit - 1) / limit : 1);
 	memset(seen, 0, sizeof(seen));
-	for (i = 0; i < f->n; i++) {
+	for (i = 0; i < nwant; i++) {
 		for (k = 0; k < f->n && f->jobs[k].id != ids[i]; k++)
 			;
 		assert_true(k < f->n);
@@ -292,6 +300,11 @@ static void check_order(struct fixture *f, int sort, int desc, int limit)
 				 f->jobs[k].name, (long long)want[i].id,
 				 want[i].name);
 	}
+}
+
+static void check_order(struct fixture *f, int sort, int desc, int limit)
+{
+	check_status_order(f, NULL, sort, desc, limit);
 }
 
 static void test_page_creation_asc(void **state)
@@ -666,6 +679,20 @@ static void test_filter_status(void **state)
 	}
 }
 
+/* The status page's status filter with each sort, walked page by page. */
+static void test_filter_status_sorted(void **state)
+{
+	size_t i;
+	int sort;
+
+	for (i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++)
+		for (sort = DB_SORT_CREATION; sort <= DB_SORT_STATUS; sort++) {
+			check_status_order(*state, statuses[i], sort, 0, 7);
+			check_status_order(*state, statuses[i], sort, 1, 6);
+		}
+	check_status_order(*state, "Deleting", DB_SORT_NAME, 0, 7);
+}
+
 static void test_filter_creation_time(void **state)
 {
 	struct fixture *f = *state;
@@ -784,6 +811,7 @@ int main(void)
 		cmocka_unit_test(test_token_survives_inserts),
 		cmocka_unit_test(test_filter_name),
 		cmocka_unit_test(test_filter_status),
+		cmocka_unit_test(test_filter_status_sorted),
 		cmocka_unit_test(test_filter_creation_time),
 		cmocka_unit_test(test_filter_modified_time),
 		cmocka_unit_test(test_list_empty),
