@@ -347,10 +347,17 @@ void ctrl_plan(const struct ctrl_plan_in *in, struct ctrl_plan_out *out)
 		out->act = CTRL_PLAN_MOVE;
 		return;
 	}
-	/* A failure while uploading fails the job: its training is over and
-	 * part of its model may be stored already. */
+	/*
+	 * While uploading, only the infrastructure's failure (a host lost
+	 * before its upload arrived) is worth another attempt: the next one
+	 * resumes from the last checkpoint and uploads again, and nothing of
+	 * this attempt's reaches the output (artifacts are kept by attempt
+	 * until the job completes). Any other failure there would recur.
+	 */
 	if (s->failed && in->retryable &&
 	    ctrl_job_transition_allowed(cur, CTRL_JOB_RESTARTING) &&
+	    (cur != CTRL_JOB_UPLOADING ||
+	     !strncmp(s->reason.data, "InternalServerError", 19)) &&
 	    in->retries_left > 0) {
 		out->act = CTRL_PLAN_RESTART;
 		out->actions = "abort";

@@ -56,6 +56,8 @@ static void test_normal_path(void **state)
 	expect_edge(CTRL_JOB_DOWNLOADING, CTRL_JOB_TRAINING, 1);
 	expect_edge(CTRL_JOB_TRAINING, CTRL_JOB_UPLOADING, 1);
 	expect_edge(CTRL_JOB_UPLOADING, CTRL_JOB_COMPLETED, 1);
+	/* A host lost before its upload arrived: another attempt. */
+	expect_edge(CTRL_JOB_UPLOADING, CTRL_JOB_RESTARTING, 1);
 	/* Downloading is optional (File mode only). */
 	expect_edge(CTRL_JOB_STARTING, CTRL_JOB_TRAINING, 1);
 	/* Waiting for capacity, then starting again. */

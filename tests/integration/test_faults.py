@@ -34,6 +34,9 @@ Embedded local cluster (trainctld --local-hosts 3 --heartbeat-ms 200
   (f) a job failing on every attempt (MaximumRetryAttempts 2): Failed with
       the last attempt's reason, 3 attempts
   (k) a ClientError failure is not retried
+  (u) SIGSTOP of an agent once training ended, before its host's model
+      arrived (Uploading): the host is lost, the job restarts from its
+      last checkpoint on the spare host and Completes
   (i) chaos: 4 jobs, random kill -9 of ranks, exit 1 of ranks (SIGUSR1),
       kill -9 of agents for ~40 s (seeded: FT_CHAOS_SEED; printed)
 Network-namespace cluster (root only; scripts/cluster.sh up --prefix tcft
@@ -419,6 +422,37 @@ def case_c3(tap, cl, sm):
         return fr
     tap.case(j.title("FailureReason names the rank's own exit code 3"), reason)
     tap.case(j.title("no process of the job is left"), check_no_procs, cl, j)
+
+
+def case_u(tap, cl, sm):
+    # algo-1 writes 64 MiB more model than the others, so that its host's
+    # upload is still packing when the job is Uploading.
+    job = FaultJob("u", "an agent frozen while Uploading", 2, {"model_pad_mb": 64, "model_pad_host": "algo-1"})
+
+    def drive(j):
+        deadline = time.time() + 60
+        while True:
+            d = sm.describe_training_job(TrainingJobName=j.name)
+            if d["SecondaryStatus"] == "Uploading":
+                break
+            expect(not fl.terminal(d) and time.time() < deadline, "never Uploading: %s" % d["SecondaryStatus"])
+            time.sleep(0.02)
+        host = cl.host_of(j.name, "algo-1")
+        agents = cl.agent_pids()
+        expect(host in agents, "no trainagent --host %s found in /proc: %s" % (host, agents))
+        os.kill(agents[host], signal.SIGSTOP)
+        j.info["frozen"] = host
+        t = threading.Timer(2.5, os.kill, (agents[host], signal.SIGCONT))
+        t.daemon = True
+        t.start()
+    run_job(cl, sm, job, drive)
+    emit_common(tap, cl, job, reason_re=r"host \S+ \(algo-1\) stopped responding")
+
+    def after_uploading():
+        sts = [s for s, _ in fl.transitions(job.desc or {})]
+        i = sts.index("Restarting") if "Restarting" in sts else -1
+        expect(i > 0 and sts[i - 1] == "Uploading", "Restarting does not follow Uploading: %s" % sts)
+    tap.case(job.title("Uploading -> Restarting, not Failed"), after_uploading)
 
 
 def small_req(i):
@@ -882,7 +916,7 @@ def main():
     except Exception as e:
         tap.ok(False, "ft_trainer.py runs here (reference run)", str(e))
         return tap.finish()
-    local = [c for c in ("a", "b", "c", "c3", "d", "d2", "e", "f", "k", "i") if wanted(c)]
+    local = [c for c in ("a", "b", "c", "c3", "d", "d2", "e", "f", "k", "u", "i") if wanted(c)]
     if local:
         cl = fl.LocalCluster(3, LOCAL_ARGS)
         err = cl.start()
