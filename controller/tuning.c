@@ -1416,7 +1416,11 @@ static int launch(struct ctrl_ctx *ctx, struct tjob *j, struct buf *err)
 	return ret;
 }
 
-/* The objective's reports of a training job, lower is better. */
+/*
+ * The objective's reports of a training job, lower is better: those of
+ * its first host that reported it (a job on several hosts reports once
+ * per host; interleaved they would not be one curve).
+ */
 static double *curve_of(struct ctrl_ctx *ctx, const struct tjob *j,
 			const struct kid *kd, size_t *n)
 {
@@ -1424,7 +1428,8 @@ static double *curve_of(struct ctrl_ctx *ctx, const struct tjob *j,
 	struct db_metric *pts = NULL;
 	struct buf err = BUF_INIT;
 	double *y = NULL;
-	size_t i, np = 0;
+	size_t i, np = 0, k = 0;
+	int first = 0;
 
 	*n = 0;
 	if (!kd->exists ||
@@ -1432,13 +1437,17 @@ static double *curve_of(struct ctrl_ctx *ctx, const struct tjob *j,
 		buf_release(&err);
 		return NULL;
 	}
+	for (i = 0; i < np; i++)
+		if (pts[i].host > 0 && (!first || pts[i].host < first))
+			first = pts[i].host;
 	y = xcalloc(np + 1, sizeof(*y));
 	for (i = 0; i < np; i++) {
-		y[i] = d->maximize ? -pts[i].value : pts[i].value;
+		if (!pts[i].host || pts[i].host == first)
+			y[k++] = d->maximize ? -pts[i].value : pts[i].value;
 		free(pts[i].name);
 	}
 	free(pts);
-	*n = np;
+	*n = k;
 	buf_release(&err);
 	return y;
 }
