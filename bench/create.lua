@@ -2,7 +2,14 @@
 --
 --   wrk -t2 -c64 -d10s -s bench/create.lua http://127.0.0.1:PORT/ -- PREFIX [QUOTA DONEDIR]
 --
--- Names are PREFIX-<thread>-<n>, n = 1, 2, ... per thread. With QUOTA > 0
+-- Names are PREFIX-<thread>-<n>, n = 1, 2, ... per thread, every job an
+-- ml.m5.xlarge tagged project=bench. PREFIX "mix" (bench/page_list.py)
+-- varies them instead: job n is named <family>-<thread>-<n>, family one of
+-- five model names in turn; its instance type is ml.p4d.24xlarge when
+-- n % 1000 == 7 (0.1 %), else by n % 20: ml.m5.xlarge (10 of 20),
+-- ml.c5.2xlarge (5), ml.g5.xlarge (3), ml.p3.2xlarge (2); its tags are
+-- team=<red|blue|green> when n % 4 == 0 (25 %), project=bench when n % 2
+-- == 1 (50 %) and audit=hold when n % 1000 == 500 (0.1 %). With QUOTA > 0
 -- each thread stops after QUOTA responses and writes DONEDIR/done.<thread>
 -- (holding how many requests it sent), so that the caller can end wrk
 -- early with SIGINT; wrk itself always waits out its -d duration.
@@ -28,9 +35,9 @@ local template = [[{"TrainingJobName":"@NAME@",
 "InputDataConfig":[{"ChannelName":"train","DataSource":{"S3DataSource":{"S3DataType":"S3Prefix","S3Uri":"s3://bench-bucket/data/train/","S3DataDistributionType":"FullyReplicated"}},"ContentType":"text/csv","CompressionType":"None"},{"ChannelName":"validation","DataSource":{"S3DataSource":{"S3DataType":"S3Prefix","S3Uri":"s3://bench-bucket/data/validation/","S3DataDistributionType":"ShardedByS3Key"}}}],
 "HyperParameters":{"epochs":"10","lr":"0.01","batch-size":"64","sagemaker_program":"\"train.py\"","sagemaker_submit_directory":"\"s3://bench-bucket/code/sourcedir.tar.gz\"","sagemaker_region":"\"us-east-1\""},
 "OutputDataConfig":{"S3OutputPath":"s3://bench-bucket/output"},
-"ResourceConfig":{"InstanceType":"ml.m5.xlarge","InstanceCount":2,"VolumeSizeInGB":30},
+"ResourceConfig":{"InstanceType":"@ITYPE@","InstanceCount":2,"VolumeSizeInGB":30},
 "StoppingCondition":{"MaxRuntimeInSeconds":86400},
-"Tags":[{"Key":"project","Value":"bench"}],
+"Tags":[@TAGS@],
 "CheckpointConfig":{"S3Uri":"s3://bench-bucket/checkpoints/","LocalPath":"/opt/ml/checkpoints"},
 "Environment":{"LOG_LEVEL":"info"},
 "EnableNetworkIsolation":false,"EnableManagedSpotTraining":false}]]
@@ -45,10 +52,43 @@ function init(args)
 	wrk.headers["X-Amz-Target"] = "SageMaker.CreateTrainingJob"
 end
 
+local families = { "resnet50-imagenet", "bert-base-finetune", "llama-7b-sft", "xgboost-churn", "mnist-cnn" }
+local teams = { "red", "blue", "green" }
+local types = { { 10, "ml.m5.xlarge" }, { 15, "ml.c5.2xlarge" }, { 18, "ml.g5.xlarge" }, { 20, "ml.p3.2xlarge" } }
+
+local function itype(n)
+	if n % 1000 == 7 then
+		return "ml.p4d.24xlarge"
+	end
+	for _, t in ipairs(types) do
+		if n % 20 < t[1] then
+			return t[2]
+		end
+	end
+end
+
+local function tags(n)
+	local t = {}
+	if n % 4 == 0 then
+		table.insert(t, '{"Key":"team","Value":"' .. teams[math.floor(n / 4) % 3 + 1] .. '"}')
+	end
+	if n % 2 == 1 then
+		table.insert(t, '{"Key":"project","Value":"bench"}')
+	end
+	if n % 1000 == 500 then
+		table.insert(t, '{"Key":"audit","Value":"hold"}')
+	end
+	return table.concat(t, ",")
+end
+
 function request()
 	sent = sent + 1
-	local name = prefix .. "-" .. tid .. "-" .. sent
-	return wrk.format(nil, "/", nil, (template:gsub("@NAME@", name)))
+	local name, ty, tg = prefix .. "-" .. tid .. "-" .. sent, "ml.m5.xlarge", '{"Key":"project","Value":"bench"}'
+	if prefix == "mix" then
+		name, ty, tg = families[sent % #families + 1] .. "-" .. tid .. "-" .. sent, itype(sent), tags(sent)
+	end
+	local body = template:gsub("@NAME@", name):gsub("@ITYPE@", ty):gsub("@TAGS@", tg)
+	return wrk.format(nil, "/", nil, body)
 end
 
 function response(status, headers, body)

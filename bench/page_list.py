@@ -8,7 +8,7 @@ From the top of the tree, after `make`; needs wrk (Debian package wrk).
 1. starts build/bin/trainctld --local-hosts 0 (no credentials, as
    bench/api.sh does) on a free loopback port with a temp state dir
 2. preloads --jobs (100,000) jobs with concurrent CreateTrainingJob
-   (wrk + bench/page_create.lua): five name families, four common
+   (wrk + bench/create.lua mix): five name families, four common
    instance types and a rare one (0.1 %), tags on some (team=... 25 %,
    project=bench 50 %, audit=hold 0.1 %), creation times spread over the
    preload; then stops every 10th job (StopTrainingJob), so that the store
@@ -145,8 +145,8 @@ def preload(port, n, threads, conns, tmp):
     out = open(os.path.join(tmp, "preload.log"), "w")
     t0 = time.time()
     w = subprocess.Popen(["wrk", "-t%d" % threads, "-c%d" % conns, "-d3600s", "-s",
-                          os.path.join(ROOT, "bench", "page_create.lua"), "http://127.0.0.1:%d/" % port, "--",
-                          str(per), done], stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+                          os.path.join(ROOT, "bench", "create.lua"), "http://127.0.0.1:%d/" % port, "--",
+                          "mix", str(per), done], stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
     deadline = time.time() + 1800
     while w.poll() is None and len(os.listdir(done)) < threads and time.time() < deadline:
         time.sleep(0.1)
