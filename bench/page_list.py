@@ -41,16 +41,11 @@ import time
 import urllib.parse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from list_latency import pct  # noqa: E402
+
 PAGE = 50   # the page's default page size (web/app.js)
 RARE_TYPE = "ml.p4d.24xlarge"
-
-
-def pct(xs, p):
-    if not xs:
-        return float("nan")
-    s = sorted(xs)
-    k = min(len(s) - 1, max(0, int(round(p / 100.0 * len(s) + 0.5)) - 1))
-    return s[k]
 
 
 class Client:
