@@ -774,6 +774,89 @@ static void test_filter_modified_time(void **state)
 	assert_int_equal(count_all(f, q), want);
 }
 
+/*
+ * The tag filter. A tag on few jobs is looked up through the tag's index
+ * and the matches sorted; one on many is tested job by job in the
+ * order's index. Either way every tagged job comes once, in order.
+ */
+static void test_filter_tag(void **state)
+{
+	enum { N = 1100 };
+	struct fixture *f = calloc(1, sizeof(*f));
+	int64_t *ids = calloc(N + 1, sizeof(*ids)),
+		*made = calloc(N + 1, sizeof(*made));
+	static const struct {
+		const char *key, *value;
+		int want;
+	} cases[] = { { "all", "yes", N },
+		      { "rare", "yes", N / 100 },
+		      { "rare", NULL, N / 100 },
+		      { "rare", "no", 0 },
+		      { "none", NULL, 0 } };
+	struct buf err = BUF_INIT;
+	struct db_list_query q;
+	struct db_tag tags[2] = { { (char *)"all", (char *)"yes" },
+				  { (char *)"rare", (char *)"yes" } };
+	int i, c, sort, desc, pages;
+
+	(void)state;
+	assert_true(f && ids && made);
+	assert_int_equal(open_fresh(f), 0);
+	for (i = 0; i < N; i++) {
+		struct db_job j;
+		char name[40];
+
+		memset(&j, 0, sizeof(j));
+		/* Creation order differs from name and row order. */
+		snprintf(name, sizeof(name), "tag-%04d", (i * 7) % N);
+		j.name = name;
+		j.arn = (char *)"arn:aws:sagemaker:us-east-1:123456789012:"
+				"training-job/x";
+		j.status = j.secondary_status = (char *)statuses[i % 5];
+		j.request_json = (char *)"{}";
+		j.instance_count = 1;
+		j.creation_ms = T0 + (int64_t)((i * 13) % N) * 1000;
+		assert_int_equal(db_job_insert(f->db, &j, NULL, &err), 0);
+		assert_int_equal(j.id, i + 1);
+		made[i] = j.creation_ms;
+		assert_int_equal(db_tags_add(f->db, DB_TAGS_JOB, name, tags,
+					     i % 100 ? 1 : 2, 50, &err),
+				 0);
+	}
+	for (c = 0; c < (int)(sizeof(cases) / sizeof(cases[0])); c++)
+		for (sort = DB_SORT_CREATION; sort <= DB_SORT_NAME; sort++)
+			for (desc = 0; desc < 2; desc++) {
+				int n, k;
+
+				memset(&q, 0, sizeof(q));
+				q.limit = cases[c].want > 100 ? 100 : 4;
+				q.tag_key = cases[c].key;
+				q.tag_value = cases[c].value;
+				q.sort = (enum db_sort)sort;
+				q.descending = desc;
+				n = page_all(f->db, q, ids, N, &pages);
+				if (n != cases[c].want)
+					fail_msg("tag %s=%s: %d jobs, want %d",
+						 cases[c].key,
+						 cases[c].value ?
+							 cases[c].value :
+							 "*",
+						 n, cases[c].want);
+				/* Row ids are 1..N in insert order. */
+				for (k = 1; sort == DB_SORT_CREATION && k < n;
+				     k++) {
+					int64_t a = made[ids[k - 1] - 1],
+						b = made[ids[k] - 1];
+
+					assert_true(desc ? a >= b : a <= b);
+				}
+			}
+	free(ids);
+	free(made);
+	buf_release(&err);
+	teardown_group((void **)&f);
+}
+
 static void test_list_empty(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -813,6 +896,7 @@ int main(void)
 		cmocka_unit_test(test_filter_status),
 		cmocka_unit_test(test_filter_status_sorted),
 		cmocka_unit_test(test_filter_creation_time),
+		cmocka_unit_test(test_filter_tag),
 		cmocka_unit_test(test_filter_modified_time),
 		cmocka_unit_test(test_list_empty),
 	};
