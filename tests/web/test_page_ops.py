@@ -17,9 +17,7 @@ Screenshots go to build/test-artifacts/web/.
 TAP on stdout. Run with Debian's interpreter from the top of the tree:
     /usr/bin/python3 tests/web/test_page_ops.py
 """
-import json
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -107,30 +105,7 @@ def main():
             },
             "bulk": bulk,
         }
-        path = os.path.join(ctl.tmp, "page.json")
-        with open(path, "w") as f:
-            json.dump(cfg, f)
-        env = dict(os.environ, PAGE_CONFIG=path, NO_PROXY="127.0.0.1,localhost")
-        proc = subprocess.Popen(["node", PAGE_JS], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-        try:
-            out, errout = proc.communicate(timeout=LIMIT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, errout = proc.communicate()
-            tap.ok(False, "browser checks finish within %d s" % LIMIT_S, errout.decode("utf-8", "replace")[-2000:])
-        lines = [l for l in out.decode("utf-8", "replace").splitlines() if l.startswith("{")]
-        for line in lines:
-            r = json.loads(line)
-            diag = (r.get("diag") or "") + ("" if r["ok"] else "\n" + ctl.log_tail(15))
-            tap.ok(r["ok"], r["name"], diag)
-            if r["ok"] and r.get("diag"):
-                tap.note(r["diag"])
-        if proc.returncode != 0 and not any(not json.loads(l)["ok"] for l in lines):
-            tap.ok(False, "browser session ends cleanly", errout.decode("utf-8", "replace")[-2000:])
-        shots = sorted(f for f in os.listdir(wt.ARTIFACTS) if f.startswith("ops-") and f.endswith(".png"))
-        tap.ok(len(shots) >= 8, "screenshots saved under %s" % os.path.relpath(wt.ARTIFACTS, wt.REPO),
-               "found: %s" % shots)
-        tap.note("screenshots: " + ", ".join(shots))
+        wt.run_browser(tap, ctl, PAGE_JS, cfg, LIMIT_S, "ops-", 8)
     finally:
         ctl.cleanup()
     return tap.finish()

@@ -4,6 +4,8 @@
                (--local-hosts N) on a free loopback port and a temp state
                dir; stopped by PID (SIGTERM, then SIGKILL) at the end.
   job_body     a CreateTrainingJob body that runs a file:// script.
+  run_browser  a node script of browser checks, one TAP line per check,
+               then its screenshots counted.
   scripts      the training programs the tests run (POSIX sh).
 
 Uses tests/compat/smcompat.py for TAP, the hermetic environment and raw
@@ -225,3 +227,41 @@ class Controller:
             return "--- trainctld log (last %d lines) ---\n%s" % (n, "\n".join(lines[-n:]))
         except OSError:
             return "(no log)"
+
+
+def run_browser(tap, ctl, script, cfg, limit_s, shots_prefix, min_shots, shots_label="screenshots"):
+    """Runs node on script with cfg (as the file PAGE_CONFIG names) against
+    ctl, makes a TAP line of each check it prints (a JSON line: name, ok,
+    diag; the first failure also gets where the controller's threads are),
+    then checks that at least min_shots screenshots whose names start with
+    shots_prefix are in ARTIFACTS."""
+    path = os.path.join(ctl.tmp, os.path.splitext(os.path.basename(script))[0] + ".json")
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    env = dict(os.environ, PAGE_CONFIG=path, NO_PROXY="127.0.0.1,localhost")
+    proc = subprocess.Popen(["node", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        out, errout = proc.communicate(timeout=limit_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, errout = proc.communicate()
+        tap.ok(False, "browser checks finish within %d s" % limit_s, errout.decode("utf-8", "replace")[-2000:])
+    lines = [l for l in out.decode("utf-8", "replace").splitlines() if l.startswith("{")]
+    stacks_shown = False
+    for line in lines:
+        r = json.loads(line)
+        diag = (r.get("diag") or "") + ("" if r["ok"] else "\n" + ctl.log_tail(15))
+        if not r["ok"] and not stacks_shown:
+            # Once: where every thread of the controller is (a page that
+            # waits in vain may be a controller that hangs).
+            diag += "\n" + ctl.stacks()
+            stacks_shown = True
+        tap.ok(r["ok"], r["name"], diag)
+        if r["ok"] and r.get("diag"):
+            tap.note(r["diag"])
+    if proc.returncode != 0 and not any(not json.loads(l)["ok"] for l in lines):
+        tap.ok(False, "browser session ends cleanly", errout.decode("utf-8", "replace")[-2000:])
+    shots = sorted(f for f in os.listdir(ARTIFACTS) if f.startswith(shots_prefix) and f.endswith(".png"))
+    tap.ok(len(shots) >= min_shots, "%s saved under %s" % (shots_label, os.path.relpath(ARTIFACTS, REPO)),
+           "found: %s" % shots)
+    tap.note("screenshots: " + ", ".join(shots))
