@@ -8,26 +8,7 @@
  */
 'use strict';
 
-const fs = require('fs');
-const path = require('path');
-
-const cfg = JSON.parse(fs.readFileSync(process.env.PAGE_CONFIG, 'utf8'));
-const { chromium } = require(path.join(cfg.modules, 'playwright-core'));
-
-function report(name, ok, diag) {
-  process.stdout.write(JSON.stringify({ name, ok: !!ok, diag: diag || '' }) + '\n');
-}
-
-async function check(name, fn) {
-  try {
-    const diag = await fn();
-    report(name, true, diag);
-    return true;
-  } catch (e) {
-    report(name, false, String(e && e.stack || e).slice(0, 2000));
-    return false;
-  }
-}
+const { cfg, chromium, report, check, shot } = require('./harness.js');
 
 async function createJob(body) {
   const r = await fetch(cfg.url + '/v1/training-jobs', {
@@ -36,10 +17,6 @@ async function createJob(body) {
     body: JSON.stringify(body)
   });
   if (r.status !== 200) throw new Error('create ' + body.TrainingJobName + ': ' + r.status + ' ' + await r.text());
-}
-
-function shot(page, name) {
-  return page.screenshot({ path: path.join(cfg.artifacts, name), fullPage: true });
 }
 
 async function main() {

@@ -9,24 +9,7 @@
 'use strict';
 
 const fs = require('fs');
-const path = require('path');
-
-const cfg = JSON.parse(fs.readFileSync(process.env.PAGE_CONFIG, 'utf8'));
-const { chromium } = require(path.join(cfg.modules, 'playwright-core'));
-
-function report(name, ok, diag) {
-  process.stdout.write(JSON.stringify({ name, ok: !!ok, diag: diag || '' }) + '\n');
-}
-
-async function check(name, fn) {
-  try {
-    report(name, true, await fn());
-    return true;
-  } catch (e) {
-    report(name, false, String(e && e.stack || e).slice(0, 2000));
-    return false;
-  }
-}
+const { cfg, chromium, report, check, shot: shotAs } = require('./harness.js');
 
 async function call(method, p, body) {
   const r = await fetch(cfg.url + p, {
@@ -54,7 +37,7 @@ async function waitStatus(name, want, ms) {
 }
 
 function shot(page, name) {
-  return page.screenshot({ path: path.join(cfg.artifacts, 'ops-' + name), fullPage: true });
+  return shotAs(page, 'ops-' + name);
 }
 
 /* A new jobs list with no filters, on its first page. */
