@@ -116,3 +116,17 @@ const char *cli_time(int64_t ms, char *out, size_t size)
 	}
 	return time_format_iso(ms, out, size);
 }
+
+void cli_print_field(const char *label, const char *value)
+{
+	if (value && *value)
+		printf("%-17s%s\n", label, value);
+}
+
+void cli_print_time_field(const char *label, int64_t ms)
+{
+	char t[40];
+
+	if (ms)
+		cli_print_field(label, cli_time(ms, t, sizeof(t)));
+}

@@ -151,6 +151,21 @@ int cli_read_input(const char *arg, struct buf *out, struct buf *err);
 const char *cli_time(int64_t ms, char *out, size_t size);
 
 /*
+ * Parses "COMMAND NAME [common options]", what naming the argument in
+ * errors ("job", "tuning job"). Returns 0 with *name_out set, -1 after
+ * --help, or CLI_EXIT_USAGE.
+ */
+int cli_parse_name(struct cli_ctx *ctx, const struct cli_cmd *cmd, int argc,
+		   char **argv, const char *what, const char **name_out);
+
+/*
+ * A "Label            value" line of a describe command; nothing for an
+ * empty value or a time of 0.
+ */
+void cli_print_field(const char *label, const char *value);
+void cli_print_time_field(const char *label, int64_t ms);
+
+/*
  * The flags of the list commands (--status, --name-contains, --sort-by,
  * --sort-order, --max-results 1..100, --next-token, --all), parsed from
  * argv with the common options. Returns 0 with optind at the first

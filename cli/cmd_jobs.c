@@ -19,36 +19,6 @@
  * delete-training-job: one request each (list: one per page).
  */
 
-static const struct option name_opts[] = {
-	CLI_COMMON_OPTIONS,
-	{ NULL, 0, NULL, 0 },
-};
-
-/*
- * Parses "COMMAND NAME [common options]". Returns 0 with *name_out set, -1
- * after --help, or CLI_EXIT_USAGE.
- */
-static int parse_name_args(struct cli_ctx *ctx, const struct cli_cmd *cmd,
-			   int argc, char **argv, const char **name_out)
-{
-	int opt, rc;
-
-	while ((opt = getopt_long(argc, argv, ":h", name_opts, NULL)) != -1) {
-		rc = cli_common_option(ctx, cmd, opt, argv);
-		if (rc)
-			return rc;
-	}
-	if (optind >= argc)
-		return cli_usage_error(cmd, "missing job name");
-	if (optind + 1 < argc)
-		return cli_usage_error(cmd, "unexpected argument '%s'",
-				       argv[optind + 1]);
-	if (!*argv[optind])
-		return cli_usage_error(cmd, "empty job name");
-	*name_out = argv[optind];
-	return 0;
-}
-
 /* Sends {"TrainingJobName": name} as op. Returns an exit code. */
 static int name_call(struct cli_ctx *ctx, const char *op, const char *name,
 		     struct cli_reply *reply)
@@ -65,39 +35,25 @@ static int name_call(struct cli_ctx *ctx, const char *op, const char *name,
 	return rc;
 }
 
-static void print_field(const char *label, const char *value)
-{
-	if (value && *value)
-		printf("%-17s%s\n", label, value);
-}
-
-static void print_time_field(const char *label, int64_t ms)
-{
-	char t[40];
-
-	if (ms)
-		print_field(label, cli_time(ms, t, sizeof(t)));
-}
-
 static void print_record(const struct api_job_record *r)
 {
 	char t1[40], t2[40];
 	size_t i;
 
-	print_field("Name:", r->name);
-	print_field("ARN:", r->arn);
+	cli_print_field("Name:", r->name);
+	cli_print_field("ARN:", r->arn);
 	printf("%-17s%s / %s\n", "Status:", r->status ? r->status : "-",
 	       r->secondary_status ? r->secondary_status : "-");
-	print_field("Failure reason:", r->failure_reason);
-	print_time_field("Created:", r->creation_ms);
-	print_time_field("Started:", r->start_ms);
-	print_time_field("Ended:", r->end_ms);
-	print_time_field("Last modified:", r->last_modified_ms);
+	cli_print_field("Failure reason:", r->failure_reason);
+	cli_print_time_field("Created:", r->creation_ms);
+	cli_print_time_field("Started:", r->start_ms);
+	cli_print_time_field("Ended:", r->end_ms);
+	cli_print_time_field("Last modified:", r->last_modified_ms);
 	if (r->training_s)
 		printf("%-17s%" PRId64 " s\n", "Training time:", r->training_s);
 	if (r->billable_s)
 		printf("%-17s%" PRId64 " s\n", "Billable time:", r->billable_s);
-	print_field("Model artifacts:", r->model_artifacts);
+	cli_print_field("Model artifacts:", r->model_artifacts);
 	if (r->n_metrics) {
 		printf("Final metrics:\n");
 		for (i = 0; i < r->n_metrics; i++)
@@ -128,7 +84,7 @@ int cli_cmd_describe(struct cli_ctx *ctx, int argc, char **argv)
 	const char *name = NULL;
 	int rc;
 
-	rc = parse_name_args(ctx, cmd, argc, argv, &name);
+	rc = cli_parse_name(ctx, cmd, argc, argv, "job", &name);
 	if (rc)
 		return rc < 0 ? CLI_EXIT_OK : rc;
 	rc = name_call(ctx, "DescribeTrainingJob", name, &reply);
@@ -159,7 +115,7 @@ static int simple_name_cmd(struct cli_ctx *ctx, int argc, char **argv,
 	const char *name = NULL;
 	int rc;
 
-	rc = parse_name_args(ctx, cmd, argc, argv, &name);
+	rc = cli_parse_name(ctx, cmd, argc, argv, "job", &name);
 	if (rc)
 		return rc < 0 ? CLI_EXIT_OK : rc;
 	rc = name_call(ctx, op, name, &reply);

@@ -309,47 +309,6 @@ out:
 
 /* --- describe, stop, delete ----------------------------------------------- */
 
-static const struct option name_opts[] = {
-	CLI_COMMON_OPTIONS,
-	{ NULL, 0, NULL, 0 },
-};
-
-/* "COMMAND NAME [common options]": 0, -1 after --help, or the usage exit. */
-static int parse_name(struct cli_ctx *ctx, const struct cli_cmd *cmd, int argc,
-		      char **argv, const char **name_out)
-{
-	int opt, rc;
-
-	while ((opt = getopt_long(argc, argv, ":h", name_opts, NULL)) != -1) {
-		rc = cli_common_option(ctx, cmd, opt, argv);
-		if (rc)
-			return rc;
-	}
-	if (optind >= argc)
-		return cli_usage_error(cmd, "missing tuning job name");
-	if (optind + 1 < argc)
-		return cli_usage_error(cmd, "unexpected argument '%s'",
-				       argv[optind + 1]);
-	if (!*argv[optind])
-		return cli_usage_error(cmd, "empty tuning job name");
-	*name_out = argv[optind];
-	return 0;
-}
-
-static void field(const char *label, const char *value)
-{
-	if (value && *value)
-		printf("%-17s%s\n", label, value);
-}
-
-static void time_field(const char *label, int64_t ms)
-{
-	char t[40];
-
-	if (ms)
-		field(label, cli_time(ms, t, sizeof(t)));
-}
-
 /* "2 completed, 1 in progress, ..." of TrainingJobStatusCounters. */
 static void counters_text(json_t *c, struct buf *out)
 {
@@ -377,28 +336,28 @@ static void print_tuning(json_t *d)
 	struct buf line = BUF_INIT;
 	char v[64];
 
-	field("Name:", str_of(d, "HyperParameterTuningJobName"));
-	field("ARN:", str_of(d, "HyperParameterTuningJobArn"));
-	field("Status:", str_of(d, "HyperParameterTuningJobStatus"));
-	field("Strategy:", str_of(cfg, "Strategy"));
+	cli_print_field("Name:", str_of(d, "HyperParameterTuningJobName"));
+	cli_print_field("ARN:", str_of(d, "HyperParameterTuningJobArn"));
+	cli_print_field("Status:", str_of(d, "HyperParameterTuningJobStatus"));
+	cli_print_field("Strategy:", str_of(cfg, "Strategy"));
 	if (obj) {
 		(void)buf_addf(&line, "%s %s", or_dash(str_of(obj, "Type")),
 			       or_dash(str_of(obj, "MetricName")));
-		field("Objective:", line.data);
+		cli_print_field("Objective:", line.data);
 	}
 	buf_reset(&line);
 	(void)buf_addf(&line, "max %d, %d in parallel",
 		       int_of(lim, "MaxNumberOfTrainingJobs"),
 		       int_of(lim, "MaxParallelTrainingJobs"));
-	field("Limits:", line.data);
+	cli_print_field("Limits:", line.data);
 	buf_reset(&line);
 	counters_text(json_object_get(d, "TrainingJobStatusCounters"), &line);
-	field("Training jobs:", line.data);
+	cli_print_field("Training jobs:", line.data);
 	buf_reset(&line);
 	(void)buf_addf(&line, "%d succeeded, %d pending, %d failed",
 		       int_of(oc, "Succeeded"), int_of(oc, "Pending"),
 		       int_of(oc, "Failed"));
-	field("Objectives:", line.data);
+	cli_print_field("Objectives:", line.data);
 	if (best) {
 		json_t *m = json_object_get(
 			best, "FinalHyperParameterTuningJobObjectiveMetric");
@@ -408,16 +367,16 @@ static void print_tuning(json_t *d)
 		(void)buf_addf(&line, "%s (%s %s)",
 			       or_dash(str_of(best, "TrainingJobName")),
 			       or_dash(str_of(m, "MetricName")), v);
-		field("Best job:", line.data);
+		cli_print_field("Best job:", line.data);
 		buf_reset(&line);
 		tuned_text(json_object_get(best, "TunedHyperParameters"),
 			   &line);
-		field("Best values:", line.data);
+		cli_print_field("Best values:", line.data);
 	}
-	field("Failure reason:", str_of(d, "FailureReason"));
-	time_field("Created:", ms_of(d, "CreationTime"));
-	time_field("Ended:", ms_of(d, "HyperParameterTuningEndTime"));
-	time_field("Last modified:", ms_of(d, "LastModifiedTime"));
+	cli_print_field("Failure reason:", str_of(d, "FailureReason"));
+	cli_print_time_field("Created:", ms_of(d, "CreationTime"));
+	cli_print_time_field("Ended:", ms_of(d, "HyperParameterTuningEndTime"));
+	cli_print_time_field("Last modified:", ms_of(d, "LastModifiedTime"));
 	buf_release(&line);
 }
 
@@ -429,7 +388,7 @@ int cli_cmd_tuning_describe(struct cli_ctx *ctx, int argc, char **argv)
 	json_t *d;
 	int rc;
 
-	rc = parse_name(ctx, cmd, argc, argv, &name);
+	rc = cli_parse_name(ctx, cmd, argc, argv, "tuning job", &name);
 	if (rc)
 		return rc < 0 ? CLI_EXIT_OK : rc;
 	rc = tuning_name_call(ctx, "DescribeHyperParameterTuningJob", name,
@@ -456,7 +415,7 @@ static int simple_tuning_cmd(struct cli_ctx *ctx, int argc, char **argv,
 	const char *name = NULL;
 	int rc;
 
-	rc = parse_name(ctx, cmd, argc, argv, &name);
+	rc = cli_parse_name(ctx, cmd, argc, argv, "tuning job", &name);
 	if (rc)
 		return rc < 0 ? CLI_EXIT_OK : rc;
 	rc = tuning_name_call(ctx, op, name, &reply);

@@ -319,6 +319,31 @@ int cli_common_option(struct cli_ctx *ctx, const struct cli_cmd *cmd, int opt,
 	}
 }
 
+int cli_parse_name(struct cli_ctx *ctx, const struct cli_cmd *cmd, int argc,
+		   char **argv, const char *what, const char **name_out)
+{
+	static const struct option opts[] = {
+		CLI_COMMON_OPTIONS,
+		{ NULL, 0, NULL, 0 },
+	};
+	int opt, rc;
+
+	while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		rc = cli_common_option(ctx, cmd, opt, argv);
+		if (rc)
+			return rc;
+	}
+	if (optind >= argc)
+		return cli_usage_error(cmd, "missing %s name", what);
+	if (optind + 1 < argc)
+		return cli_usage_error(cmd, "unexpected argument '%s'",
+				       argv[optind + 1]);
+	if (!*argv[optind])
+		return cli_usage_error(cmd, "empty %s name", what);
+	*name_out = argv[optind];
+	return 0;
+}
+
 static int cmd_help(struct cli_ctx *ctx, int argc, char **argv)
 {
 	const struct cli_cmd *cmd;

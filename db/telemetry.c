@@ -385,9 +385,9 @@ int db_tm_job_range(struct db_tm *t, const char *job, const char *uid,
 		    t->conn,
 		    "SELECT ts_ms, cores_percent, mem_percent, disk_percent, "
 		    "gpu_percent, gpu_mem_percent, cpu_percent, rss_bytes, "
-		    "attempt, host, cpus FROM job_samples WHERE job = ?1 AND (?2 IS NULL OR uid = "
-		    "?2) AND algo = ?3 AND ts_ms >= ?4 AND ts_ms < ?5 ORDER BY "
-		    "ts_ms",
+		    "attempt, host, cpus FROM job_samples WHERE job = ?1 AND "
+		    "(?2 IS NULL OR uid = ?2) AND algo = ?3 AND ts_ms >= ?4 "
+		    "AND ts_ms < ?5 ORDER BY ts_ms",
 		    -1, &st, NULL) != SQLITE_OK) {
 		ret = fail(t->conn, "cannot prepare", err);
 		goto out;
