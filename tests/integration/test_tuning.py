@@ -16,6 +16,8 @@ y = -0.2, kind = good):
   (f) Bayesian: completes, the best beats the median
   (g) Hyperband: poor jobs are stopped early with a reason, less training
       than running all to the end
+  (g2) Hyperband over training jobs on 2 hosts: each host prints every
+      report, the rules count one host's (none goes past MaxResource)
   (h) TrainingJobEarlyStoppingType Auto: the median rule stops poor jobs
   (i) StopHyperParameterTuningJob stops every running training job
   (j) kill -9 of trainctld mid-tuning: no duplicate, no lost training job
@@ -368,6 +370,30 @@ def case_g(cl, sm, st):
         expect("Hyperband" in msgs or "MaxResource" in msgs, "%s stopped without a reason: %s" % (n, msgs))
 
 
+def case_g2(cl, sm, st):
+    """Children on 2 hosts each print every report twice (once per host):
+    the rules count one host's, so none goes past MaxResource (6)."""
+    d0 = definition(epochs=6, sleep=0.1)
+    d0["ResourceConfig"]["InstanceCount"] = 2
+    req = {"HyperParameterTuningJobName": "hb2",
+           "HyperParameterTuningJobConfig": {
+               "Strategy": "Hyperband",
+               "StrategyConfig": {"HyperbandStrategyConfig": {"MinResource": 1, "MaxResource": 6}},
+               "HyperParameterTuningJobObjective": {"Type": "Minimize", "MetricName": "loss"},
+               "ResourceLimits": {"MaxNumberOfTrainingJobs": 3, "MaxParallelTrainingJobs": 1},
+               "ParameterRanges": ranges(), "RandomSeed": 5},
+           "TrainingJobDefinition": d0}
+    create_raw(cl, req)
+    d = wait_tuning(sm, "hb2", timeout=240)
+    expect(d["HyperParameterTuningJobStatus"] == "Completed", sc.short(d))
+    check_consistent(sm, "hb2", d)
+    for n, msgs in stopped_early(sm, "hb2"):
+        expect("MaxResource" not in msgs, "%s stopped as past MaxResource: %s" % (n, msgs))
+        for k in re.findall(r"after (\d+) reports", msgs):
+            expect(int(k) <= 6, "%s judged after %s reports of 6: %s" % (n, k, msgs))
+    expect(d["TrainingJobStatusCounters"]["Completed"] >= 1, "no 2-host job ran to the end: %s" % sc.short(d))
+
+
 def case_h(cl, sm, st):
     req = request("med", jobs=12, parallel=3, RandomSeed=11, TrainingJobEarlyStoppingType="Auto")
     req["TrainingJobDefinition"] = definition(epochs=10, sleep=0.15)
@@ -680,6 +706,7 @@ def main():
         tap.case("(e) Grid: every combination once", case_e, cl, sm, st)
         tap.case("(f) Bayesian: the best beats the median", case_f, cl, sm, st)
         tap.case("(g) Hyperband stops poor jobs early, with a reason", case_g, cl, sm, st)
+        tap.case("(g2) Hyperband on 2-host training jobs counts one host's reports", case_g2, cl, sm, st)
         tap.case("(h) early stopping Auto: the median rule stops poor jobs", case_h, cl, sm, st)
         tap.case("(i) StopHyperParameterTuningJob stops every running training job", case_i, cl, sm, st)
         tap.case("(l) failures counted as NonRetryableError, Failed; the target ends early", case_l, cl, sm, st)
