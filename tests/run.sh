@@ -19,6 +19,10 @@ pass=0
 fail=0
 skip=0
 failed_names=""
+# What failed, with the first lines of each diagnosis, printed again at the
+# end: a CI page that shows only the output's tail still says why.
+FAILURES=$LOGDIR/failures.txt
+: >"$FAILURES"
 
 run_one() {
 	prog=$1
@@ -45,12 +49,18 @@ run_one() {
 		# A crash, a timeout or a failing script without TAP output.
 		f=1
 		echo "  $prog: exit status $rc (see $log)" >&2
+		{
+			echo "$prog: exit status $rc; its last lines:"
+			tail -n 6 "$log" | cut -c 1-400 | sed "s|^|$prog: |"
+		} >>"$FAILURES"
 	elif [ -z "$plan" ]; then
 		f=$((f + 1))
 		echo "  $prog: no TAP plan (1..N) in its output (see $log)" >&2
+		echo "$prog: no TAP plan (1..N) in its output" >>"$FAILURES"
 	elif [ "$plan" -ne $((p + s + f)) ]; then
 		f=$((f + 1))
 		echo "  $prog: planned $plan tests, ran $((p + s + f - 1)) (see $log)" >&2
+		echo "$prog: planned $plan tests, ran $((p + s + f - 1))" >>"$FAILURES"
 	fi
 	pass=$((pass + p))
 	skip=$((skip + s))
@@ -59,6 +69,8 @@ run_one() {
 		failed_names="$failed_names $prog"
 		grep -E '^not ok' "$log" | sed "s|^|  $prog: |" >&2
 		tail -n 20 "$log" | sed 's|^|    |' >&2
+		grep -E -A 8 '^not ok' "$log" | grep -v -E '^(ok [0-9]|--$|1[.][.])' |
+			cut -c 1-400 | sed "s|^|$prog: |" >>"$FAILURES"
 	fi
 	printf '%-45s %3d passed %3d failed %3d skipped %4d s\n' "$prog" "$p" "$f" "$s" "$secs"
 }
@@ -74,6 +86,10 @@ for t in $(ls tests/cli/test_*.sh tests/storage/test_*.sh tests/agent/test_*.sh 
 	esac
 done
 
+if [ -s "$FAILURES" ]; then
+	echo "what failed (from $LOGDIR):" >&2
+	cat "$FAILURES" >&2
+fi
 [ -n "$failed_names" ] && echo "failed:$failed_names" >&2
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
