@@ -326,6 +326,8 @@ def kill_agent(cl, j, algo, step, hold):
     finally:
         if hold:
             os.kill(cl.proc.pid, signal.SIGCONT)
+            log("%s: trainctld held %s" % (j.name, "until the rank of %s ended, %.3f s" % (
+                algo, j.info["rank_ended_s"]) if "rank_ended_s" in j.info else "0.5 s; the rank still ran"))
     return host, agents[host]
 
 
