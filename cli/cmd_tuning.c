@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "api/client.h"
+#include "api/tuning_req.h"
 #include "cli/cli.h"
 #include "common/buf.h"
 #include "common/bug.h"
@@ -161,7 +162,7 @@ static const struct option tuning_create_opts[] = {
 };
 
 struct tuning_create_args {
-	struct cli_tuning_flags flags;
+	struct api_tuning_flags flags;
 	struct cli_jobdef_args def;
 	struct cli_strv params;
 	const char *input_json;
@@ -169,7 +170,7 @@ struct tuning_create_args {
 };
 
 static int parse_create(struct cli_ctx *ctx, const struct cli_cmd *cmd,
-			int argc, char **argv, struct cli_tuning_flags *f,
+			int argc, char **argv, struct api_tuning_flags *f,
 			struct cli_jobdef_args *def, struct cli_strv *params,
 			const char **input_json, int *wait)
 {
@@ -269,7 +270,7 @@ int cli_cmd_tuning_create(struct cli_ctx *ctx, int argc, char **argv)
 		rc = cli_usage_error(cmd, "--cli-input-json: %s", err.data);
 		goto out;
 	}
-	if (cli_tuning_request_build(&a.flags, a.input_json ? input.data : NULL,
+	if (api_tuning_request_build(&a.flags, a.input_json ? input.data : NULL,
 				     input.len, &body, &err)) {
 		rc = cli_usage_error(cmd, "%s", err.data);
 		goto out;
