@@ -480,6 +480,17 @@ static json_t *load_object(const char *json, size_t len, struct buf *err)
 	return root;
 }
 
+char *api_create_request_name(const char *json, size_t len)
+{
+	json_t *req = json_loadb(json, len, 0, NULL);
+	const char *name =
+		json_string_value(json_object_get(req, "TrainingJobName"));
+	char *copy = name ? xstrdup(name) : NULL;
+
+	json_decref(req);
+	return copy;
+}
+
 int api_create_response_parse(const char *json, size_t len, char **arn_out,
 			      struct buf *err)
 {

@@ -75,6 +75,12 @@ int api_create_request_build(const struct api_client_create *flags,
 			     struct buf *err);
 
 /*
+ * The TrainingJobName of a request body, such as api_create_request_build()
+ * makes. Returns a copy the caller frees, or NULL when the body has none.
+ */
+char *api_create_request_name(const char *json, size_t len);
+
+/*
  * Parses a CreateTrainingJob response. On success *arn_out is a copy the
  * caller frees. Returns 0 or ERR_INVALID with err set.
  */

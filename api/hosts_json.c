@@ -1,4 +1,5 @@
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -166,4 +167,60 @@ int api_hosts_table(const char *json, size_t len, struct buf *out,
 	}
 	json_decref(root);
 	return 0;
+}
+
+static char *str_dup(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s ? xstrdup(s) : NULL;
+}
+
+int api_host_images_parse(const char *json, size_t len,
+			  struct api_host_images *out)
+{
+	json_t *root = json_loadb(json, len, 0, NULL);
+	json_t *list = json_object_get(root, "images");
+	json_t *done = json_object_get(json_object_get(root, "prune"), "done");
+	json_t *e;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	if (!json_is_object(root)) {
+		json_decref(root);
+		return ERR_INVALID;
+	}
+	out->reported = json_is_array(list);
+	out->prune = json_integer_value(json_object_get(root, "prune"));
+	out->prune_done = json_is_integer(done) ? json_integer_value(done) : -1;
+	if (json_array_size(list))
+		out->images =
+			xcalloc(json_array_size(list), sizeof(*out->images));
+	json_array_foreach(list, i, e)
+	{
+		struct api_host_image *im = &out->images[i];
+		const char *name = json_string_value(
+			json_array_get(json_object_get(e, "names"), 0));
+
+		im->name = name ? xstrdup(name) : str_dup(e, "digest");
+		im->id = str_dup(e, "id");
+		im->created = str_dup(e, "created");
+		im->size = json_integer_value(json_object_get(e, "size"));
+	}
+	out->n = json_array_size(list);
+	json_decref(root);
+	return 0;
+}
+
+void api_host_images_release(struct api_host_images *im)
+{
+	size_t i;
+
+	for (i = 0; i < im->n; i++) {
+		free(im->images[i].name);
+		free(im->images[i].id);
+		free(im->images[i].created);
+	}
+	free(im->images);
+	memset(im, 0, sizeof(*im));
 }

@@ -57,4 +57,36 @@ int api_hosts_build(const struct api_host_info *h, size_t n, struct buf *out);
 int api_hosts_table(const char *json, size_t len, struct buf *out,
 		    struct buf *err);
 
+/* An image a host holds. */
+struct api_host_image {
+	char *name;    /* names[0], else digest; NULL when neither */
+	char *id;      /* NULL when absent */
+	char *created; /* NULL when absent */
+	int64_t size;  /* bytes, 0 when absent */
+};
+
+/*
+ * GET /v1/hosts/{name}/images: {"images": [{"names", "digest", "id",
+ * "size", "created"}] or null until the host reports them, "prune":
+ * {"done": N}}; POST /v1/hosts/{name}/images/prune answers {"prune": N}.
+ */
+struct api_host_images {
+	int reported; /* "images" is a list */
+	struct api_host_image *images;
+	size_t n;
+	int64_t prune;	    /* "prune" when an integer, else 0 */
+	int64_t prune_done; /* prune.done, -1 when absent */
+};
+
+/*
+ * Reads either answer into *out, which the caller releases with
+ * api_host_images_release(). Members of another type read as absent.
+ * Returns 0, or ERR_INVALID when json is not a JSON object (nothing to
+ * release then).
+ */
+int api_host_images_parse(const char *json, size_t len,
+			  struct api_host_images *out);
+
+void api_host_images_release(struct api_host_images *im);
+
 #endif

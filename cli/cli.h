@@ -309,43 +309,6 @@ int cli_jobdef_given(const struct cli_jobdef_args *a);
 /* Frees the vectors (not the borrowed strings). */
 void cli_jobdef_release(struct cli_jobdef_args *a);
 
-/* --- tuning_req.c: the CreateHyperParameterTuningJob request ---------- */
-
-/* create-tuning-job's flags; borrowed strings, NULL / 0 = not given. */
-struct cli_tuning_flags {
-	const char *name;	    /* HyperParameterTuningJobName */
-	const char *strategy;	    /* Random, Grid, Bayesian, Hyperband */
-	const char *objective;	    /* "Maximize:METRIC" or "Minimize:..." */
-	const char *early_stopping; /* Off or Auto */
-	int max_jobs;		    /* MaxNumberOfTrainingJobs */
-	int max_parallel;	    /* MaxParallelTrainingJobs */
-	int has_seed;
-	int64_t seed; /* RandomSeed */
-	/* "NAME=continuous:MIN:MAX[:SCALE]", "NAME=integer:...",
-	 * "NAME=categorical:A,B,C" */
-	const char *const *params;
-	size_t n_params;
-	/* The training job definition's flags (name unused): --static is
-	 * hyperparameters, --metric-definition metrics. */
-	const struct api_client_create *def;
-	int def_given; /* any of them was given */
-};
-
-/*
- * Builds a CreateHyperParameterTuningJob body into out (compact JSON).
- * base_json, when not NULL, is the --cli-input-json document (len bytes)
- * and the flags override its members: scalars are replaced, --param
- * replaces the range of the same name (in the definition's
- * HyperParameterRanges when it has them, else in ParameterRanges), and the
- * definition flags apply to TrainingJobDefinition as create-training-job
- * applies them to its request, with the same defaults. Strategy defaults
- * to Bayesian and MaxParallelTrainingJobs to 1, as in the SageMaker SDK.
- * Returns 0, or ERR_INVALID with err naming the flag or member at fault.
- */
-int cli_tuning_request_build(const struct cli_tuning_flags *f,
-			     const char *base_json, size_t len, struct buf *out,
-			     struct buf *err);
-
 /* --- commands ---------------------------------------------------------- */
 
 int cli_cmd_create(struct cli_ctx *ctx, int argc, char **argv);

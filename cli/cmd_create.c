@@ -3,8 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #include "api/client.h"
 #include "cli/cli.h"
 #include "common/buf.h"
@@ -215,13 +213,11 @@ int cli_cmd_create(struct cli_ctx *ctx, int argc, char **argv)
 		cli_print_json(&reply);
 	if (a.wait) {
 		/* The request's name: the ARN's is lower-cased. */
-		json_t *req = json_loadb(body.data, body.len, 0, NULL);
-		const char *name =
-			json_string_value(json_object_get(req, "TrainingJobName"));
+		char *name = api_create_request_name(body.data, body.len);
 
 		(void)fflush(stdout);
 		rc = name ? cli_wait_job(ctx, name, 0, 0) : CLI_EXIT_USAGE;
-		json_decref(req);
+		free(name);
 	}
 out:
 	free(arn);

@@ -1,9 +1,8 @@
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-
-#include <jansson.h>
 
 #include "api/hosts_json.h"
 #include "cli/cli.h"
@@ -154,7 +153,7 @@ int cli_cmd_list_hosts(struct cli_ctx *ctx, int argc, char **argv)
 
 /* --- list-images HOST / prune-images HOST ------------------------------ */
 
-static void human_size(json_int_t n, char *out, size_t size)
+static void human_size(int64_t n, char *out, size_t size)
 {
 	static const char *const units[] = { "B", "kB", "MB", "GB", "TB" };
 	double v = (double)n;
@@ -170,50 +169,36 @@ static void human_size(json_int_t n, char *out, size_t size)
 /* The table of a GET /v1/hosts/<name>/images answer. */
 static int images_table(const char *host, const struct buf *body)
 {
-	json_t *root = json_loadb(body->data, body->len, 0, NULL);
-	json_t *list = json_object_get(root, "images"), *e;
+	struct api_host_images im;
 	size_t i, width = 5;
 
-	if (!json_is_object(root)) {
-		json_decref(root);
+	if (api_host_images_parse(body->data, body->len, &im)) {
 		cli_error("bad images reply");
 		return CLI_EXIT_TRANSPORT;
 	}
-	if (!json_is_array(list)) {
+	if (!im.reported) {
 		printf("%s has not reported its images yet\n", host);
-		json_decref(root);
+		api_host_images_release(&im);
 		return 0;
 	}
-	json_array_foreach(list, i, e)
-	{
-		const char *name = json_string_value(
-			json_array_get(json_object_get(e, "names"), 0));
+	for (i = 0; i < im.n; i++) {
+		const char *name = im.images[i].name;
 
-		if (!name)
-			name = json_string_value(json_object_get(e, "digest"));
 		if (name && strlen(name) > width)
 			width = strlen(name);
 	}
 	printf("%-*s  %-12s  %9s  %s\n", (int)width, "IMAGE", "ID", "SIZE",
 	       "CREATED");
-	json_array_foreach(list, i, e)
-	{
-		json_t *names = json_object_get(e, "names");
-		const char *name = json_string_value(json_array_get(names, 0));
-		const char *id = json_string_value(json_object_get(e, "id"));
-		const char *created =
-			json_string_value(json_object_get(e, "created"));
+	for (i = 0; i < im.n; i++) {
+		const struct api_host_image *e = &im.images[i];
 		char size[32];
 
-		if (!name)
-			name = json_string_value(json_object_get(e, "digest"));
-		human_size(json_integer_value(json_object_get(e, "size")), size,
-			   sizeof(size));
+		human_size(e->size, size, sizeof(size));
 		printf("%-*s  %-12.12s  %9s  %s\n", (int)width,
-		       name ? name : "<none>", id ? id : "", size,
-		       created ? created : "");
+		       e->name ? e->name : "<none>", e->id ? e->id : "", size,
+		       e->created ? e->created : "");
 	}
-	json_decref(root);
+	api_host_images_release(&im);
 	return 0;
 }
 
@@ -254,13 +239,15 @@ static const struct option prune_opts[] = {
 };
 
 /* prune.done of an images answer, -1 when it has none. */
-static json_int_t prune_done(const struct buf *body)
+static int64_t prune_done(const struct buf *body)
 {
-	json_t *root = json_loadb(body->data, body->len, 0, NULL);
-	json_t *done = json_object_get(json_object_get(root, "prune"), "done");
-	json_int_t v = json_is_integer(done) ? json_integer_value(done) : -1;
+	struct api_host_images im;
+	int64_t v;
 
-	json_decref(root);
+	if (api_host_images_parse(body->data, body->len, &im))
+		return -1;
+	v = im.prune_done;
+	api_host_images_release(&im);
 	return v;
 }
 
@@ -271,8 +258,8 @@ int cli_cmd_prune_images(struct cli_ctx *ctx, int argc, char **argv)
 	struct buf err = BUF_INIT, path = BUF_INIT, body = BUF_INIT;
 	int64_t wait_ms = 120000, deadline;
 	struct timespec tick = { 0, 200 * 1000 * 1000 };
-	json_int_t want = 0;
-	json_t *root;
+	struct api_host_images im;
+	int64_t want = 0;
 	int opt, rc;
 
 	while ((opt = getopt_long(argc, argv, ":h", prune_opts, NULL)) != -1) {
@@ -294,10 +281,10 @@ int cli_cmd_prune_images(struct cli_ctx *ctx, int argc, char **argv)
 	(void)buf_adds(&body, "{}");
 	rc = reply_status(cli_http_post(ctx, path.data, &body, &reply, &err),
 			  &reply, &err);
-	if (!rc) {
-		root = json_loadb(reply.body.data, reply.body.len, 0, NULL);
-		want = json_integer_value(json_object_get(root, "prune"));
-		json_decref(root);
+	if (!rc &&
+	    !api_host_images_parse(reply.body.data, reply.body.len, &im)) {
+		want = im.prune;
+		api_host_images_release(&im);
 	}
 	buf_reset(&path);
 	(void)buf_addf(&path, "/v1/hosts/%s/images", argv[optind]);

@@ -1,14 +1,13 @@
 #include <getopt.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include <jansson.h>
-
 #include "api/client.h"
+#include "api/tuning_reply.h"
+#include "api/tuning_req.h"
 #include "cli/cli.h"
 #include "common/buf.h"
 #include "common/bug.h"
@@ -31,100 +30,49 @@
 /* Upper bound on pages followed, in case a server loops. */
 #define TUNING_MAX_PAGES 100000
 
-/* --- JSON helpers ---------------------------------------------------- */
-
-static const char *str_of(json_t *o, const char *key)
-{
-	return json_string_value(json_object_get(o, key));
-}
+/* --- helpers ------------------------------------------------------- */
 
 static const char *or_dash(const char *s)
 {
 	return s && *s ? s : "-";
 }
 
-/* A JSON 1.1 timestamp (epoch seconds) as epoch milliseconds; 0 if none. */
-static int64_t ms_of(json_t *o, const char *key)
-{
-	json_t *v = json_object_get(o, key);
-
-	if (!json_is_number(v))
-		return 0;
-	return (int64_t)llround(json_number_value(v) * 1000.0);
-}
-
-static int int_of(json_t *o, const char *key)
-{
-	return (int)json_integer_value(json_object_get(o, key));
-}
-
-/* Loads a reply's JSON object; NULL after printing the error. */
-static json_t *reply_json(const struct cli_reply *reply)
-{
-	json_error_t je;
-	json_t *root = json_loadb(reply->body.data, reply->body.len, 0, &je);
-
-	if (!json_is_object(root)) {
-		json_decref(root);
-		cli_error("malformed response: %s", je.text);
-		return NULL;
-	}
-	return root;
-}
-
-/* Appends the compact JSON of v to out. */
-static void dump_to(json_t *v, struct buf *out)
-{
-	char *s = json_dumps(v, JSON_COMPACT);
-
-	if (!s || buf_adds(out, s))
-		BUG("cannot serialise a parsed document");
-	free(s);
-}
-
 /* Sends {"HyperParameterTuningJobName": name} as op. */
 static int tuning_name_call(struct cli_ctx *ctx, const char *op,
 			    const char *name, struct cli_reply *reply)
 {
-	json_t *req = json_pack("{s:s}", "HyperParameterTuningJobName", name);
 	struct buf body = BUF_INIT;
 	int rc;
 
-	if (!req) {
+	if (api_tuning_name_request_build(name, &body)) {
 		cli_error("invalid tuning job name '%s'", name);
 		return CLI_EXIT_USAGE;
 	}
-	dump_to(req, &body);
-	json_decref(req);
 	rc = cli_call(ctx, op, &body, reply);
 	buf_release(&body);
 	return rc;
 }
 
-/* "loss 0.1234" of a FinalHyperParameterTuningJobObjectiveMetric. */
-static void objective_text(json_t *m, char *out, size_t size)
+/* "0.1234" of a final objective metric, "-" when it has no value. */
+static void objective_text(const struct api_tuning_child *c, char *out,
+			   size_t size)
 {
-	json_t *v = json_object_get(m, "Value");
-
-	if (!json_is_number(v)) {
+	if (!c || !c->has_value) {
 		snprintf(out, size, "-");
 		return;
 	}
-	snprintf(out, size, "%.6g", json_number_value(v));
+	snprintf(out, size, "%.6g", c->value);
 }
 
 /* "x=0.3, kind=good" of TunedHyperParameters, names sorted as given. */
-static void tuned_text(json_t *hp, struct buf *out)
+static void tuned_text(const struct api_tuning_child *c, struct buf *out)
 {
-	const char *k;
-	json_t *v;
+	size_t i;
 
-	json_object_foreach(hp, k, v)
-	{
-		if (buf_addf(out, "%s%s=%s", out->len ? ", " : "", k,
-			     or_dash(json_string_value(v))))
+	for (i = 0; i < c->n_tuned; i++)
+		if (buf_addf(out, "%s%s=%s", out->len ? ", " : "",
+			     c->tuned[i].name, or_dash(c->tuned[i].value)))
 			BUG("unbounded buffer refused a string");
-	}
 	if (!out->len && buf_adds(out, "-"))
 		BUG("unbounded buffer refused a string");
 }
@@ -161,7 +109,7 @@ static const struct option tuning_create_opts[] = {
 };
 
 struct tuning_create_args {
-	struct cli_tuning_flags flags;
+	struct api_tuning_flags flags;
 	struct cli_jobdef_args def;
 	struct cli_strv params;
 	const char *input_json;
@@ -169,7 +117,7 @@ struct tuning_create_args {
 };
 
 static int parse_create(struct cli_ctx *ctx, const struct cli_cmd *cmd,
-			int argc, char **argv, struct cli_tuning_flags *f,
+			int argc, char **argv, struct api_tuning_flags *f,
 			struct cli_jobdef_args *def, struct cli_strv *params,
 			const char **input_json, int *wait)
 {
@@ -256,7 +204,7 @@ int cli_cmd_tuning_create(struct cli_ctx *ctx, int argc, char **argv)
 	struct buf body = BUF_INIT;
 	struct buf err = BUF_INIT;
 	struct cli_reply reply = CLI_REPLY_INIT;
-	json_t *resp = NULL, *req = NULL;
+	char *arn = NULL, *name = NULL;
 	int rc;
 
 	rc = parse_create(ctx, cmd, argc, argv, &a.flags, &a.def, &a.params,
@@ -269,7 +217,7 @@ int cli_cmd_tuning_create(struct cli_ctx *ctx, int argc, char **argv)
 		rc = cli_usage_error(cmd, "--cli-input-json: %s", err.data);
 		goto out;
 	}
-	if (cli_tuning_request_build(&a.flags, a.input_json ? input.data : NULL,
+	if (api_tuning_request_build(&a.flags, a.input_json ? input.data : NULL,
 				     input.len, &body, &err)) {
 		rc = cli_usage_error(cmd, "%s", err.data);
 		goto out;
@@ -277,27 +225,24 @@ int cli_cmd_tuning_create(struct cli_ctx *ctx, int argc, char **argv)
 	rc = cli_call(ctx, "CreateHyperParameterTuningJob", &body, &reply);
 	if (rc)
 		goto out;
-	resp = reply_json(&reply);
-	if (!resp || !str_of(resp, "HyperParameterTuningJobArn")) {
-		if (resp)
-			cli_error("malformed response: no "
-				  "HyperParameterTuningJobArn");
+	if (api_tuning_create_response_parse(reply.body.data, reply.body.len,
+					     &arn, &err)) {
+		cli_error("malformed response: %s", err.data);
 		rc = CLI_EXIT_TRANSPORT;
 		goto out;
 	}
 	if (ctx->output != CLI_OUTPUT_JSON)
-		printf("%s\n", str_of(resp, "HyperParameterTuningJobArn"));
+		printf("%s\n", arn);
 	else if (!a.wait)
 		cli_print_json(&reply);
 	if (a.wait) {
-		req = json_loadb(body.data, body.len, 0, NULL);
+		name = api_tuning_request_name(body.data, body.len);
 		(void)fflush(stdout);
-		rc = cli_wait_tuning_job(
-			ctx, str_of(req, "HyperParameterTuningJobName"), 0, 0);
+		rc = cli_wait_tuning_job(ctx, name, 0, 0);
 	}
 out:
-	json_decref(req);
-	json_decref(resp);
+	free(name);
+	free(arn);
 	cli_reply_release(&reply);
 	buf_release(&err);
 	buf_release(&body);
@@ -310,73 +255,56 @@ out:
 /* --- describe, stop, delete ----------------------------------------------- */
 
 /* "2 completed, 1 in progress, ..." of TrainingJobStatusCounters. */
-static void counters_text(json_t *c, struct buf *out)
+static void counters_text(const struct api_tuning_counters *c, struct buf *out)
 {
-	static const char *const keys[] = { "Completed", "InProgress",
-					    "Stopped", "RetryableError",
-					    "NonRetryableError" };
-	static const char *const labels[] = { "completed", "in progress",
-					      "stopped", "retryable errors",
-					      "non-retryable errors" };
-	size_t i;
-
-	for (i = 0; i < 5; i++)
-		if (buf_addf(out, "%s%d %s", i ? ", " : "", int_of(c, keys[i]),
-			     labels[i]))
-			BUG("unbounded buffer refused a string");
+	if (buf_addf(out,
+		     "%d completed, %d in progress, %d stopped, "
+		     "%d retryable errors, %d non-retryable errors",
+		     c->completed, c->in_progress, c->stopped,
+		     c->retryable_error, c->non_retryable_error))
+		BUG("unbounded buffer refused a string");
 }
 
-static void print_tuning(json_t *d)
+static void print_tuning(const struct api_tuning_desc *d)
 {
-	json_t *cfg = json_object_get(d, "HyperParameterTuningJobConfig");
-	json_t *obj = json_object_get(cfg, "HyperParameterTuningJobObjective");
-	json_t *lim = json_object_get(cfg, "ResourceLimits");
-	json_t *oc = json_object_get(d, "ObjectiveStatusCounters");
-	json_t *best = json_object_get(d, "BestTrainingJob");
 	struct buf line = BUF_INIT;
 	char v[64];
 
-	cli_print_field("Name:", str_of(d, "HyperParameterTuningJobName"));
-	cli_print_field("ARN:", str_of(d, "HyperParameterTuningJobArn"));
-	cli_print_field("Status:", str_of(d, "HyperParameterTuningJobStatus"));
-	cli_print_field("Strategy:", str_of(cfg, "Strategy"));
-	if (obj) {
-		(void)buf_addf(&line, "%s %s", or_dash(str_of(obj, "Type")),
-			       or_dash(str_of(obj, "MetricName")));
+	cli_print_field("Name:", d->name);
+	cli_print_field("ARN:", d->arn);
+	cli_print_field("Status:", d->status);
+	cli_print_field("Strategy:", d->strategy);
+	if (d->has_objective) {
+		(void)buf_addf(&line, "%s %s", or_dash(d->objective_type),
+			       or_dash(d->objective_metric));
 		cli_print_field("Objective:", line.data);
 	}
 	buf_reset(&line);
-	(void)buf_addf(&line, "max %d, %d in parallel",
-		       int_of(lim, "MaxNumberOfTrainingJobs"),
-		       int_of(lim, "MaxParallelTrainingJobs"));
+	(void)buf_addf(&line, "max %d, %d in parallel", d->max_jobs,
+		       d->max_parallel);
 	cli_print_field("Limits:", line.data);
 	buf_reset(&line);
-	counters_text(json_object_get(d, "TrainingJobStatusCounters"), &line);
+	counters_text(&d->jobs, &line);
 	cli_print_field("Training jobs:", line.data);
 	buf_reset(&line);
 	(void)buf_addf(&line, "%d succeeded, %d pending, %d failed",
-		       int_of(oc, "Succeeded"), int_of(oc, "Pending"),
-		       int_of(oc, "Failed"));
+		       d->objectives_succeeded, d->objectives_pending,
+		       d->objectives_failed);
 	cli_print_field("Objectives:", line.data);
-	if (best) {
-		json_t *m = json_object_get(
-			best, "FinalHyperParameterTuningJobObjectiveMetric");
-
-		objective_text(m, v, sizeof(v));
+	if (d->best) {
+		objective_text(d->best, v, sizeof(v));
 		buf_reset(&line);
-		(void)buf_addf(&line, "%s (%s %s)",
-			       or_dash(str_of(best, "TrainingJobName")),
-			       or_dash(str_of(m, "MetricName")), v);
+		(void)buf_addf(&line, "%s (%s %s)", or_dash(d->best->name),
+			       or_dash(d->best->metric_name), v);
 		cli_print_field("Best job:", line.data);
 		buf_reset(&line);
-		tuned_text(json_object_get(best, "TunedHyperParameters"),
-			   &line);
+		tuned_text(d->best, &line);
 		cli_print_field("Best values:", line.data);
 	}
-	cli_print_field("Failure reason:", str_of(d, "FailureReason"));
-	cli_print_time_field("Created:", ms_of(d, "CreationTime"));
-	cli_print_time_field("Ended:", ms_of(d, "HyperParameterTuningEndTime"));
-	cli_print_time_field("Last modified:", ms_of(d, "LastModifiedTime"));
+	cli_print_field("Failure reason:", d->failure_reason);
+	cli_print_time_field("Created:", d->creation_ms);
+	cli_print_time_field("Ended:", d->end_ms);
+	cli_print_time_field("Last modified:", d->last_modified_ms);
 	buf_release(&line);
 }
 
@@ -384,8 +312,9 @@ int cli_cmd_tuning_describe(struct cli_ctx *ctx, int argc, char **argv)
 {
 	const struct cli_cmd *cmd = cli_cmd_find(argv[0]);
 	struct cli_reply reply = CLI_REPLY_INIT;
+	struct api_tuning_desc d;
+	struct buf err = BUF_INIT;
 	const char *name = NULL;
-	json_t *d;
 	int rc;
 
 	rc = cli_parse_name(ctx, cmd, argc, argv, "tuning job", &name);
@@ -396,13 +325,16 @@ int cli_cmd_tuning_describe(struct cli_ctx *ctx, int argc, char **argv)
 	if (!rc && ctx->output == CLI_OUTPUT_JSON) {
 		cli_print_json(&reply);
 	} else if (!rc) {
-		d = reply_json(&reply);
-		if (d)
-			print_tuning(d);
-		else
+		if (api_tuning_desc_parse(reply.body.data, reply.body.len, &d,
+					  &err)) {
+			cli_error("malformed response: %s", err.data);
 			rc = CLI_EXIT_TRANSPORT;
-		json_decref(d);
+		} else {
+			print_tuning(&d);
+			api_tuning_desc_release(&d);
+		}
 	}
+	buf_release(&err);
 	cli_reply_release(&reply);
 	return rc;
 }
@@ -515,95 +447,72 @@ static int parse_list(struct cli_ctx *ctx, const struct cli_cmd *cmd, int argc,
 static void list_body(const struct list_args *a, const char *token,
 		      struct buf *out)
 {
-	json_t *req = json_object();
+	struct api_tuning_list_query q = {
+		.tuning = a->tuning,
+		.status_equals = a->status,
+		.name_contains = a->name_contains,
+		.sort_by = a->sort_by,
+		.sort_order = a->sort_order,
+		.max_results = a->max_results,
+	};
 
-	if (a->tuning)
-		json_object_set_new(req, "HyperParameterTuningJobName",
-				    json_string(a->tuning));
-	if (a->status)
-		json_object_set_new(req, "StatusEquals",
-				    json_string(a->status));
-	if (a->name_contains)
-		json_object_set_new(req, "NameContains",
-				    json_string(a->name_contains));
-	if (a->sort_by)
-		json_object_set_new(req, "SortBy", json_string(a->sort_by));
-	if (a->sort_order)
-		json_object_set_new(req, "SortOrder",
-				    json_string(a->sort_order));
-	if (a->max_results)
-		json_object_set_new(req, "MaxResults",
-				    json_integer(a->max_results));
-	if (token)
-		json_object_set_new(req, "NextToken", json_string(token));
-	buf_reset(out);
-	dump_to(req, out);
-	json_decref(req);
+	api_tuning_list_request_build(&q, token, out);
 }
 
 /*
  * Calls op page by page (every page with --all, else one) and gathers the
- * member arrays into *items_out (a new array). Returns an exit code;
- * *token_out is the NextToken left (owned) when pages remain.
+ * member arrays into doc, as {"<member>": [...], "NextToken"}. Returns an
+ * exit code; *token_out is the NextToken left (owned) when pages remain.
  */
 static int list_pages(struct cli_ctx *ctx, const struct list_args *a,
-		      const char *op, const char *member, json_t **items_out,
+		      const char *op, const char *member, struct buf *doc,
 		      char **token_out)
 {
 	struct cli_reply reply = CLI_REPLY_INIT;
-	struct buf body = BUF_INIT;
-	json_t *items = json_array();
+	struct buf body = BUF_INIT, items = BUF_INIT, err = BUF_INIT;
 	char *token = a->token ? xstrdup(a->token) : NULL;
 	int pages = 0, rc = 0;
 
 	for (;;) {
-		json_t *page;
+		char *next = NULL;
 
 		list_body(a, token, &body);
 		rc = cli_call(ctx, op, &body, &reply);
 		if (rc)
 			break;
-		page = reply_json(&reply);
-		if (!page || !json_is_array(json_object_get(page, member))) {
-			if (page)
-				cli_error("malformed response: no %s", member);
-			json_decref(page);
+		if (api_tuning_page_read(reply.body.data, reply.body.len,
+					 member, &items, &next, &err)) {
+			cli_error("malformed response: %s", err.data);
 			rc = CLI_EXIT_TRANSPORT;
 			break;
 		}
-		json_array_extend(items, json_object_get(page, member));
 		free(token);
-		token = str_of(page, "NextToken") ?
-				xstrdup(str_of(page, "NextToken")) :
-				NULL;
-		json_decref(page);
+		token = next;
 		if (!a->all || !token || ++pages >= TUNING_MAX_PAGES)
 			break;
 	}
+	if (!rc && api_tuning_list_doc_build(member, items.data, token, doc))
+		BUG("cannot join the pages read");
 	cli_reply_release(&reply);
 	buf_release(&body);
+	buf_release(&items);
+	buf_release(&err);
 	if (rc) {
-		json_decref(items);
 		free(token);
 		return rc;
 	}
-	*items_out = items;
 	*token_out = token;
 	return 0;
 }
 
 /* --output json of a gathered list: {"<member>": [...], "NextToken"}. */
-static void print_items_json(const char *member, json_t *items,
-			     const char *token)
+static void print_doc_json(const struct buf *doc)
 {
 	struct cli_reply out = CLI_REPLY_INIT;
-	json_t *doc = json_pack("{s:O}", member, items);
 
-	if (token)
-		json_object_set_new(doc, "NextToken", json_string(token));
-	dump_to(doc, &out.body);
+	if (buf_add(&out.body, doc->data, doc->len))
+		BUG("cannot copy a gathered list");
 	cli_print_json(&out);
-	json_decref(doc);
 	cli_reply_release(&out);
 }
 
@@ -620,25 +529,18 @@ static void best_of(struct cli_ctx *ctx, const char *name, char *out,
 {
 	struct cli_reply reply = CLI_REPLY_INIT;
 	struct buf body = BUF_INIT, err = BUF_INIT;
-	json_t *req = json_pack("{s:s}", "HyperParameterTuningJobName", name);
-	json_t *d = NULL;
+	struct api_tuning_desc d;
 
 	snprintf(out, size, "-");
-	if (!req)
+	if (api_tuning_name_request_build(name, &body))
 		return;
-	dump_to(req, &body);
-	json_decref(req);
 	if (!cli_http_call(ctx, "DescribeHyperParameterTuningJob", &body,
 			   &reply, &err) &&
-	    reply.status == 200) {
-		d = json_loadb(reply.body.data, reply.body.len, 0, NULL);
-		objective_text(
-			json_object_get(
-				json_object_get(d, "BestTrainingJob"),
-				"FinalHyperParameterTuningJobObjectiveMetric"),
-			out, size);
+	    reply.status == 200 &&
+	    !api_tuning_desc_parse(reply.body.data, reply.body.len, &d, &err)) {
+		objective_text(d.best, out, size);
+		api_tuning_desc_release(&d);
 	}
-	json_decref(d);
 	cli_reply_release(&reply);
 	buf_release(&err);
 	buf_release(&body);
@@ -648,44 +550,38 @@ static void best_of(struct cli_ctx *ctx, const char *name, char *out,
  * The tuning jobs' table. The summaries lack the best objective, so each
  * row costs a Describe: one page is at most 100 rows.
  */
-static void print_tuning_table(struct cli_ctx *ctx, json_t *items)
+static void print_tuning_table(struct cli_ctx *ctx,
+			       const struct api_tuning_summary *items, size_t n)
 {
-	size_t wn = 4, ws = 6, wt = 8, i, n = json_array_size(items);
+	size_t wn = 4, ws = 6, wt = 8, i;
 	char(*best)[32] = xcalloc(n ? n : 1, sizeof(*best));
 	char(*jobs)[32] = xcalloc(n ? n : 1, sizeof(*jobs));
 	char t[40];
-	json_t *s;
 
-	json_array_foreach(items, i, s)
-	{
-		json_t *c = json_object_get(s, "TrainingJobStatusCounters");
-		json_t *lim = json_object_get(s, "ResourceLimits");
-		int total = int_of(lim, "MaxNumberOfTrainingJobs");
+	for (i = 0; i < n; i++) {
+		const struct api_tuning_summary *s = &items[i];
+		const struct api_tuning_counters *c = &s->jobs;
+		int total = s->max_jobs;
 
 		if (!total)
-			total = int_of(c, "Completed") +
-				int_of(c, "InProgress") + int_of(c, "Stopped") +
-				int_of(c, "RetryableError") +
-				int_of(c, "NonRetryableError");
-		snprintf(jobs[i], sizeof(jobs[i]), "%d/%d",
-			 int_of(c, "Completed"), total);
-		best_of(ctx, or_dash(str_of(s, "HyperParameterTuningJobName")),
-			best[i], sizeof(best[i]));
-		wn = wider(str_of(s, "HyperParameterTuningJobName"), wn);
-		ws = wider(str_of(s, "HyperParameterTuningJobStatus"), ws);
-		wt = wider(str_of(s, "Strategy"), wt);
+			total = c->completed + c->in_progress + c->stopped +
+				c->retryable_error + c->non_retryable_error;
+		snprintf(jobs[i], sizeof(jobs[i]), "%d/%d", c->completed,
+			 total);
+		best_of(ctx, or_dash(s->name), best[i], sizeof(best[i]));
+		wn = wider(s->name, wn);
+		ws = wider(s->status, ws);
+		wt = wider(s->strategy, wt);
 	}
 	printf("%-*s  %-*s  %-*s  %-9s  %-12s  %s\n", (int)wn, "NAME", (int)ws,
 	       "STATUS", (int)wt, "STRATEGY", "COMPLETED", "BEST", "CREATED");
-	json_array_foreach(items, i, s)
-	{
+	for (i = 0; i < n; i++) {
+		const struct api_tuning_summary *s = &items[i];
+
 		printf("%-*s  %-*s  %-*s  %-9s  %-12s  %s\n", (int)wn,
-		       or_dash(str_of(s, "HyperParameterTuningJobName")),
-		       (int)ws,
-		       or_dash(str_of(s, "HyperParameterTuningJobStatus")),
-		       (int)wt, or_dash(str_of(s, "Strategy")), jobs[i],
-		       best[i],
-		       cli_time(ms_of(s, "CreationTime"), t, sizeof(t)));
+		       or_dash(s->name), (int)ws, or_dash(s->status), (int)wt,
+		       or_dash(s->strategy), jobs[i], best[i],
+		       cli_time(s->creation_ms, t, sizeof(t)));
 	}
 	free(best);
 	free(jobs);
@@ -695,7 +591,9 @@ int cli_cmd_tuning_list(struct cli_ctx *ctx, int argc, char **argv)
 {
 	const struct cli_cmd *cmd = cli_cmd_find(argv[0]);
 	struct list_args a = { 0 };
-	json_t *items = NULL;
+	struct buf doc = BUF_INIT, err = BUF_INIT;
+	struct api_tuning_summary *items = NULL;
+	size_t n = 0;
 	char *token = NULL;
 	int rc;
 
@@ -703,52 +601,50 @@ int cli_cmd_tuning_list(struct cli_ctx *ctx, int argc, char **argv)
 	if (rc)
 		return rc < 0 ? CLI_EXIT_OK : rc;
 	rc = list_pages(ctx, &a, "ListHyperParameterTuningJobs",
-			"HyperParameterTuningJobSummaries", &items, &token);
+			"HyperParameterTuningJobSummaries", &doc, &token);
 	if (rc)
-		return rc;
+		goto out;
 	if (ctx->output == CLI_OUTPUT_JSON) {
-		print_items_json("HyperParameterTuningJobSummaries", items,
-				 token);
+		print_doc_json(&doc);
 	} else {
-		print_tuning_table(ctx, items);
+		if (api_tuning_summaries_parse(doc.data, doc.len, &items, &n,
+					       &err))
+			BUG("cannot read the pages joined");
+		print_tuning_table(ctx, items, n);
 		if (token)
 			fprintf(stderr,
 				"trainctl: more tuning jobs: --next-token %s "
 				"or --all\n",
 				token);
 	}
-	json_decref(items);
+out:
+	api_tuning_summaries_free(items, n);
+	buf_release(&doc);
+	buf_release(&err);
 	free(token);
-	return CLI_EXIT_OK;
+	return rc;
 }
 
-static void print_children_table(json_t *items)
+static void print_children_table(const struct api_tuning_child *items, size_t n)
 {
 	size_t wn = 4, ws = 6, wo = 9, i;
-	json_t *s;
 	char v[64];
 
-	json_array_foreach(items, i, s)
-	{
-		wn = wider(str_of(s, "TrainingJobName"), wn);
-		ws = wider(str_of(s, "TrainingJobStatus"), ws);
+	for (i = 0; i < n; i++) {
+		wn = wider(items[i].name, wn);
+		ws = wider(items[i].status, ws);
 	}
 	printf("%-*s  %-*s  %-12s  %-*s  %s\n", (int)wn, "NAME", (int)ws,
 	       "STATUS", "OBJECTIVE", (int)wo, "OBJ-STATUS", "HYPERPARAMETERS");
-	json_array_foreach(items, i, s)
-	{
+	for (i = 0; i < n; i++) {
+		const struct api_tuning_child *s = &items[i];
 		struct buf hp = BUF_INIT;
 
-		objective_text(
-			json_object_get(
-				s,
-				"FinalHyperParameterTuningJobObjectiveMetric"),
-			v, sizeof(v));
-		tuned_text(json_object_get(s, "TunedHyperParameters"), &hp);
+		objective_text(s, v, sizeof(v));
+		tuned_text(s, &hp);
 		printf("%-*s  %-*s  %-12s  %-*s  %s\n", (int)wn,
-		       or_dash(str_of(s, "TrainingJobName")), (int)ws,
-		       or_dash(str_of(s, "TrainingJobStatus")), v, (int)wo + 1,
-		       or_dash(str_of(s, "ObjectiveStatus")), hp.data);
+		       or_dash(s->name), (int)ws, or_dash(s->status), v,
+		       (int)wo + 1, or_dash(s->objective_status), hp.data);
 		buf_release(&hp);
 	}
 }
@@ -757,7 +653,9 @@ int cli_cmd_tuning_children(struct cli_ctx *ctx, int argc, char **argv)
 {
 	const struct cli_cmd *cmd = cli_cmd_find(argv[0]);
 	struct list_args a = { 0 };
-	json_t *items = NULL;
+	struct buf doc = BUF_INIT, err = BUF_INIT;
+	struct api_tuning_child *items = NULL;
+	size_t n = 0;
 	char *token = NULL;
 	int rc;
 
@@ -766,22 +664,28 @@ int cli_cmd_tuning_children(struct cli_ctx *ctx, int argc, char **argv)
 	if (rc)
 		return rc < 0 ? CLI_EXIT_OK : rc;
 	rc = list_pages(ctx, &a, "ListTrainingJobsForHyperParameterTuningJob",
-			"TrainingJobSummaries", &items, &token);
+			"TrainingJobSummaries", &doc, &token);
 	if (rc)
-		return rc;
+		goto out;
 	if (ctx->output == CLI_OUTPUT_JSON) {
-		print_items_json("TrainingJobSummaries", items, token);
+		print_doc_json(&doc);
 	} else {
-		print_children_table(items);
+		if (api_tuning_children_parse(doc.data, doc.len, &items, &n,
+					      &err))
+			BUG("cannot read the pages joined");
+		print_children_table(items, n);
 		if (token)
 			fprintf(stderr,
 				"trainctl: more training jobs: --next-token "
 				"%s or --all\n",
 				token);
 	}
-	json_decref(items);
+out:
+	api_tuning_children_free(items, n);
+	buf_release(&doc);
+	buf_release(&err);
 	free(token);
-	return CLI_EXIT_OK;
+	return rc;
 }
 
 /* --- wait --tuning-job ------------------------------------------------------
@@ -805,8 +709,8 @@ static int tuning_poll(struct cli_ctx *ctx, const struct buf *body,
 {
 	struct cli_reply reply = CLI_REPLY_INIT;
 	struct buf err = BUF_INIT, line = BUF_INIT;
+	struct api_tuning_desc d = { 0 };
 	const char *status;
-	json_t *d = NULL;
 	int rc = -1;
 
 	if (cli_http_call(ctx, "DescribeHyperParameterTuningJob", body, &reply,
@@ -826,16 +730,15 @@ static int tuning_poll(struct cli_ctx *ctx, const struct buf *body,
 		rc = CLI_EXIT_API;
 		goto out;
 	}
-	d = reply_json(&reply);
-	if (!d) {
+	if (api_tuning_desc_parse(reply.body.data, reply.body.len, &d, &err)) {
+		cli_error("malformed response: %s", err.data);
 		rc = CLI_EXIT_TRANSPORT;
 		goto out;
 	}
-	status = or_dash(str_of(d, "HyperParameterTuningJobStatus"));
-	(void)buf_addf(&line, "trainctl: tuning job '%s' %s: ",
-		       or_dash(str_of(d, "HyperParameterTuningJobName")),
+	status = or_dash(d.status);
+	(void)buf_addf(&line, "trainctl: tuning job '%s' %s: ", or_dash(d.name),
 		       status);
-	counters_text(json_object_get(d, "TrainingJobStatusCounters"), &line);
+	counters_text(&d.jobs, &line);
 	if (strcmp(line.data, last->data)) {
 		fprintf(stderr, "%s\n", line.data);
 		buf_reset(last);
@@ -847,14 +750,13 @@ static int tuning_poll(struct cli_ctx *ctx, const struct buf *body,
 		rc = CLI_EXIT_FAILED;
 	else if (!strcmp(status, "Stopped"))
 		rc = CLI_EXIT_STOPPED;
-	if (rc == CLI_EXIT_FAILED && str_of(d, "FailureReason"))
-		cli_error("tuning job '%s' failed: %s",
-			  or_dash(str_of(d, "HyperParameterTuningJobName")),
-			  str_of(d, "FailureReason"));
+	if (rc == CLI_EXIT_FAILED && d.failure_reason)
+		cli_error("tuning job '%s' failed: %s", or_dash(d.name),
+			  d.failure_reason);
 	if (rc >= 0 && ctx->output == CLI_OUTPUT_JSON)
 		cli_print_json(&reply);
 out:
-	json_decref(d);
+	api_tuning_desc_release(&d);
 	buf_release(&line);
 	buf_release(&err);
 	cli_reply_release(&reply);
@@ -864,19 +766,15 @@ out:
 int cli_wait_tuning_job(struct cli_ctx *ctx, const char *name,
 			int64_t timeout_ms, int64_t interval_ms)
 {
-	json_t *req =
-		name ? json_pack("{s:s}", "HyperParameterTuningJobName", name) :
-		       NULL;
 	struct buf body = BUF_INIT, last = BUF_INIT;
 	int64_t deadline, now;
 	int transport_errors = 0, rc;
 
-	if (!req) {
+	if (!name || api_tuning_name_request_build(name, &body)) {
 		cli_error("invalid tuning job name '%s'", or_dash(name));
+		buf_release(&body);
 		return CLI_EXIT_USAGE;
 	}
-	dump_to(req, &body);
-	json_decref(req);
 	if (interval_ms <= 0)
 		interval_ms = TUNING_WAIT_DEFAULT_INTERVAL_MS;
 	deadline = timeout_ms ? time_mono_ms() + timeout_ms : 0;

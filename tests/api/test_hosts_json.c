@@ -1,7 +1,8 @@
 /*
  * Tests api/hosts_json.c: the drain request body both ways (what the CLI
  * sends and the controller accepts or refuses), and the drained state in
- * GET /v1/hosts and its table.
+ * GET /v1/hosts and its table, and the images answers list-images and
+ * prune-images read.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -95,11 +96,51 @@ static void test_drained_listed(void **state)
 	buf_release(&err);
 }
 
+static void test_images(void **state)
+{
+	static const char list[] =
+		"{\"images\":[{\"names\":[\"r/a:1\"],\"digest\":\"sha256:1\","
+		"\"id\":\"abc\",\"size\":1500,\"created\":\"2024\"},"
+		"{\"digest\":\"sha256:2\",\"size\":\"big\"},{\"names\":[3]},7],"
+		"\"prune\":{\"done\":2}}";
+	struct api_host_images im;
+
+	(void)state;
+	assert_int_equal(api_host_images_parse(list, sizeof(list) - 1, &im), 0);
+	assert_true(im.reported);
+	assert_int_equal(im.n, 4);
+	assert_string_equal(im.images[0].name, "r/a:1");
+	assert_string_equal(im.images[0].id, "abc");
+	assert_string_equal(im.images[0].created, "2024");
+	assert_int_equal(im.images[0].size, 1500);
+	assert_string_equal(im.images[1].name, "sha256:2");
+	assert_null(im.images[1].id);
+	assert_int_equal(im.images[1].size, 0);
+	assert_null(im.images[2].name);
+	assert_null(im.images[3].name);
+	assert_int_equal(im.prune, 0);
+	assert_int_equal(im.prune_done, 2);
+	api_host_images_release(&im);
+
+	assert_int_equal(api_host_images_parse("{\"images\":null,\"prune\":3}",
+					       25, &im),
+			 0);
+	assert_false(im.reported);
+	assert_int_equal(im.n, 0);
+	assert_int_equal(im.prune, 3);
+	assert_int_equal(im.prune_done, -1);
+	api_host_images_release(&im);
+
+	assert_int_equal(api_host_images_parse("[1]", 3, &im), ERR_INVALID);
+	assert_int_equal(api_host_images_parse("nope", 4, &im), ERR_INVALID);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_drain_body),
 		cmocka_unit_test(test_drained_listed),
+		cmocka_unit_test(test_images),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -492,6 +492,19 @@ static void test_json_pretty(void **state)
 	buf_release(&out);
 }
 
+static void test_create_request_name(void **state)
+{
+	static const char body[] = "{\"TrainingJobName\":\"Job-1\"}";
+	char *name;
+
+	(void)state;
+	name = api_create_request_name(body, sizeof(body) - 1);
+	assert_string_equal(name, "Job-1");
+	free(name);
+	assert_null(api_create_request_name("{\"TrainingJobName\":1}", 21));
+	assert_null(api_create_request_name("not json", 8));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -504,6 +517,7 @@ int main(void)
 		cmocka_unit_test(test_create_bad_base),
 		cmocka_unit_test(test_create_bad_base_array_member),
 		cmocka_unit_test(test_create_response),
+		cmocka_unit_test(test_create_request_name),
 		cmocka_unit_test(test_list_request),
 		cmocka_unit_test(test_list_response),
 		cmocka_unit_test(test_list_response_bad),

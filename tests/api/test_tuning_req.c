@@ -1,8 +1,6 @@
 /*
- * Tests cli/tuning_req.c: create-tuning-job's flags, alone and over a
+ * Tests api/tuning_req.c: create-tuning-job's flags, alone and over a
  * --cli-input-json document, become a CreateHyperParameterTuningJob body.
- * The CLI is not a library, so the file under test is compiled into this
- * program (with cli/args.c for the string vectors).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,13 +12,16 @@
 
 #include <cmocka.h>
 
-#include "cli/args.c"
-#include "cli/tuning_req.c"
+#include <jansson.h>
+
+#include "api/tuning_req.h"
+#include "common/buf.h"
+#include "common/err.h"
 
 /* Flags with a complete training job definition. */
 struct fixture {
 	struct api_client_create def;
-	struct cli_tuning_flags f;
+	struct api_tuning_flags f;
 	const char *params[8];
 	const char *statics[4];
 	const char *metrics[4];
@@ -66,7 +67,7 @@ static int build(struct fixture *x, const char *base)
 
 	buf_reset(&x->out);
 	buf_reset(&x->err);
-	r = cli_tuning_request_build(&x->f, base, base ? strlen(base) : 0,
+	r = api_tuning_request_build(&x->f, base, base ? strlen(base) : 0,
 				     &x->out, &x->err);
 	json_decref(x->doc);
 	x->doc = r ? NULL : json_loads(x->out.data, 0, NULL);
@@ -429,7 +430,7 @@ static void test_bad_documents(void **state)
 
 	for (i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
 		buf_reset(&x->out);
-		assert_int_equal(cli_tuning_request_build(&x->f, docs[i][0],
+		assert_int_equal(api_tuning_request_build(&x->f, docs[i][0],
 							  strlen(docs[i][0]),
 							  &x->out, &x->err),
 				 ERR_INVALID);
@@ -458,5 +459,5 @@ int main(void)
 						teardown),
 	};
 
-	return cmocka_run_group_tests_name("cli/tuning_req", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("api/tuning_req", tests, NULL, NULL);
 }

@@ -20,7 +20,7 @@
 #include <jansson.h>
 
 #include "api/client.h"
-#include "cli/cli.h"
+#include "api/tuning_req.h"
 #include "common/buf.h"
 #include "common/err.h"
 #include "common/xalloc.h"
@@ -333,7 +333,7 @@ static int check_kv(const char *flag, const char *const *v, size_t n,
  * Applies the definition flags to root's TrainingJobDefinition through
  * create-training-job's builder (see the top of the file).
  */
-static int apply_definition(json_t *root, const struct cli_tuning_flags *f,
+static int apply_definition(json_t *root, const struct api_tuning_flags *f,
 			    struct buf *err)
 {
 	json_t *def = json_object_get(root, "TrainingJobDefinition");
@@ -395,7 +395,7 @@ out:
 
 /* The --param flags, into the definition's ranges when it has its own. */
 static int apply_params(json_t *root, json_t *cfg,
-			const struct cli_tuning_flags *f, struct buf *err)
+			const struct api_tuning_flags *f, struct buf *err)
 {
 	json_t *def = json_object_get(root, "TrainingJobDefinition");
 	json_t *ranges;
@@ -426,7 +426,7 @@ static int apply_params(json_t *root, json_t *cfg,
 }
 
 /* The scalar members of HyperParameterTuningJobConfig from the flags. */
-static int apply_config(json_t *cfg, const struct cli_tuning_flags *f,
+static int apply_config(json_t *cfg, const struct api_tuning_flags *f,
 			struct buf *err)
 {
 	const char *v;
@@ -493,7 +493,7 @@ static int apply_config(json_t *cfg, const struct cli_tuning_flags *f,
 	return 0;
 }
 
-int cli_tuning_request_build(const struct cli_tuning_flags *f,
+int api_tuning_request_build(const struct api_tuning_flags *f,
 			     const char *base_json, size_t len, struct buf *out,
 			     struct buf *err)
 {
