@@ -207,13 +207,32 @@ static int tag_count(sqlite3 *conn, const struct db_list_query *q,
 }
 
 /*
+ * A created window in status order: the planner reads the window's jobs
+ * through jobs_by_creation and sorts them all (18 ms for 10,000 of
+ * 100,000). Naming the statuses there are (found by one index seek each)
+ * lets it read jobs_by_status one status at a time, the window's range of
+ * each in order: no sort, and a page ends the read.
+ */
+static int status_by_window(const struct db_list_query *q)
+{
+	return q->sort == DB_SORT_STATUS && !q->status &&
+	       (q->created_after_ms || q->created_before_ms);
+}
+
+static const char statuses_cte[] =
+	"WITH RECURSIVE statuses(x) AS (SELECT min(status) FROM jobs "
+	"UNION ALL SELECT (SELECT min(status) FROM jobs WHERE status > x) "
+	"FROM statuses WHERE x IS NOT NULL) ";
+
+/*
  * The SELECT for q: its filters, then the order and the keyset; few_tags:
  * q's tag is on at most TAG_FEW jobs.
  */
 static void list_sql(struct buf *sql, const struct db_list_query *q,
 		     int have_key, int few_tags)
 {
-	if (buf_adds(sql,
+	if ((status_by_window(q) && buf_adds(sql, statuses_cte)) ||
+	    buf_adds(sql,
 		     "SELECT id, name, arn, status, secondary_status, "
 		     "failure_reason, model_artifacts, NULL, instance_type, "
 		     "instance_count, creation_ms, last_modified_ms, start_ms, "
@@ -225,6 +244,8 @@ static void list_sql(struct buf *sql, const struct db_list_query *q,
 	    (q->name_contains &&
 	     buf_adds(sql, " AND instr(lower(name), lower(?10)) > 0")) ||
 	    (q->status && buf_adds(sql, " AND status = ?11")) ||
+	    (status_by_window(q) &&
+	     buf_adds(sql, " AND status IN (SELECT x FROM statuses)")) ||
 	    (q->created_after_ms && buf_adds(sql, " AND creation_ms > ?12")) ||
 	    (q->created_before_ms && buf_adds(sql, " AND creation_ms < ?13")) ||
 	    (q->modified_after_ms &&
