@@ -898,6 +898,112 @@ static void test_filter_tag(void **state)
 	teardown_group((void **)&f);
 }
 
+struct owned_job {
+	char name[16];
+	const char *status, *owner;
+	int64_t creation_ms;
+};
+
+/* a before b in sort order (ascending) < 0, after > 0. */
+static int owned_cmp(const struct owned_job *a, const struct owned_job *b,
+		     int sort)
+{
+	int c = sort == DB_SORT_NAME   ? strcmp(a->name, b->name) :
+		sort == DB_SORT_STATUS ? strcmp(a->status, b->status) :
+					 0;
+
+	return c ? c : cmp_i64(a->creation_ms, b->creation_ms);
+}
+
+/*
+ * A user's own jobs: an owner of more than 2,000 jobs is tested along the
+ * order's index, one of fewer found through jobs_owner and sorted
+ * (db/list.c); both, and an owner of none, walked page by page in every
+ * order against what was inserted.
+ */
+static void test_filter_owner(void **state)
+{
+	enum { N = 2200 };
+	struct fixture *f = calloc(1, sizeof(*f));
+	int64_t *ids = calloc(N + 1, sizeof(*ids));
+	struct owned_job *made = calloc(N, sizeof(*made));
+	static const struct {
+		const char *owner;
+		int want;
+	} cases[] = { { "many", N - N / 100 },
+		      { "few", N / 100 },
+		      { "nobody", 0 } };
+	struct buf err = BUF_INIT;
+	struct db_list_query q;
+	int i, c, sort, desc, pages;
+
+	(void)state;
+	assert_true(f && ids && made);
+	assert_int_equal(open_fresh(f), 0);
+	for (i = 0; i < N; i++) {
+		struct db_job j;
+
+		memset(&j, 0, sizeof(j));
+		/* Creation order differs from name and row order; creation
+		 * times are distinct. */
+		snprintf(made[i].name, sizeof(made[i].name), "own-%04d",
+			 (i * 7) % N);
+		made[i].status = statuses[i % 5];
+		made[i].owner = i % 100 ? "many" : "few";
+		made[i].creation_ms = T0 + (int64_t)((i * 13) % N) * 1000;
+		j.name = made[i].name;
+		j.arn = (char *)"arn:aws:sagemaker:us-east-1:123456789012:"
+				"training-job/x";
+		j.status = j.secondary_status = (char *)made[i].status;
+		j.owner = (char *)made[i].owner;
+		j.request_json = (char *)"{}";
+		j.instance_count = 1;
+		j.creation_ms = made[i].creation_ms;
+		assert_int_equal(db_job_insert(f->db, &j, NULL, &err), 0);
+		assert_int_equal(j.id, i + 1);
+	}
+	for (c = 0; c < (int)(sizeof(cases) / sizeof(cases[0])); c++)
+		for (sort = DB_SORT_CREATION; sort <= DB_SORT_STATUS; sort++)
+			for (desc = 0; desc < 2; desc++) {
+				int n, k;
+
+				memset(&q, 0, sizeof(q));
+				q.limit = cases[c].want > 100 ? 97 : 4;
+				q.owner = cases[c].owner;
+				q.sort = (enum db_sort)sort;
+				q.descending = desc;
+				n = page_all(f->db, q, ids, N, &pages);
+				if (n != cases[c].want)
+					fail_msg("owner %s, sort %d: %d jobs, "
+						 "want %d",
+						 cases[c].owner, sort, n,
+						 cases[c].want);
+				/* Row ids are 1..N in insert order. */
+				for (k = 0; k < n; k++) {
+					const struct owned_job *b =
+						&made[ids[k] - 1];
+					int cmp =
+						k ? owned_cmp(&made[ids[k - 1] -
+								    1],
+							      b, sort) :
+						    0;
+
+					assert_string_equal(b->owner,
+							    cases[c].owner);
+					if (desc ? cmp < 0 : cmp > 0)
+						fail_msg("owner %s, sort %d "
+							 "desc %d: row %d "
+							 "out of order",
+							 cases[c].owner, sort,
+							 desc, k);
+				}
+			}
+	free(ids);
+	free(made);
+	buf_release(&err);
+	teardown_group((void **)&f);
+}
+
 static void test_list_empty(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -939,6 +1045,7 @@ int main(void)
 		cmocka_unit_test(test_filter_creation_time),
 		cmocka_unit_test(test_filter_creation_sorted),
 		cmocka_unit_test(test_filter_tag),
+		cmocka_unit_test(test_filter_owner),
 		cmocka_unit_test(test_filter_modified_time),
 		cmocka_unit_test(test_list_empty),
 	};
