@@ -414,7 +414,13 @@ int ctrl_job_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	log_info("job '%s' created (%s x%d)", spec.name,
 		 spec.instance_type ? spec.instance_type : "groups",
 		 spec.instance_count);
-	ctrl_reconciler_wake_job(ctx, spec.name);
+	/* A queued job is found by the look at the queue that a freed host
+	 * wakes (or the next full pass); naming it would only have it
+	 * marked queued again, a write per create. Named anyway when a
+	 * pass saw a free host while it was stored. */
+	if (!job.waiting ||
+	    !__atomic_load_n(&ctx->no_host_free, __ATOMIC_RELAXED))
+		ctrl_reconciler_wake_job(ctx, spec.name);
 	*arn_out = job.arn;
 	job.arn = NULL;
 out:
