@@ -31,6 +31,7 @@ enum db__stmt_id {
 	ST_LAST_TRANSITION,
 	ST_CLOSE_TRANSITION,
 	ST_UPDATE_MESSAGE,
+	ST_INSERT_JOB_TAG,
 	ST_BEGIN,
 	ST_COMMIT,
 	ST_COUNT
@@ -109,9 +110,5 @@ int db__batch_write(struct db *db,
 int db__attempt_insert(sqlite3 *conn, const char *job, int attempt,
 		       int master_port, const char *const *hosts, size_t n,
 		       int64_t now_ms, struct buf *err);
-
-/* Adds (or overwrites) tags of job id on conn, inside a write. 0 or ERR_DB. */
-int db__tags_insert(sqlite3 *conn, int64_t id, const struct db_tag *tags,
-		    size_t n, struct buf *err);
 
 #endif

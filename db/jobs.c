@@ -54,6 +54,9 @@ const char *const db__stmt_sql[ST_COUNT] = {
 				"job_id = ?1 AND seq = ?2",
 	[ST_UPDATE_MESSAGE] = "UPDATE transitions SET message = ?3 WHERE "
 			      "job_id = ?1 AND seq = ?2",
+	[ST_INSERT_JOB_TAG] = "INSERT INTO job_tags (job_id, key, value) "
+			      "VALUES (?1, ?2, ?3) ON CONFLICT(job_id, key) "
+			      "DO UPDATE SET value = excluded.value",
 	[ST_BEGIN] = "BEGIN",
 	[ST_COMMIT] = "COMMIT",
 };
@@ -103,6 +106,7 @@ static int insert_job(struct db__conn *c, void *arg, struct buf *err)
 	struct db_job *job = in->job;
 	const char *first_message = in->first_message;
 	sqlite3_stmt *st;
+	size_t i;
 	int rc;
 
 	st = c->st[ST_INSERT_JOB];
@@ -140,7 +144,18 @@ static int insert_job(struct db__conn *c, void *arg, struct buf *err)
 	sqlite3_clear_bindings(st);
 	if (rc != SQLITE_DONE)
 		return db__error(c->db, "cannot insert transition", err);
-	return db__tags_insert(c->db, job->id, job->tags, job->n_tags, err);
+	st = c->st[ST_INSERT_JOB_TAG];
+	for (i = 0; i < job->n_tags; i++) {
+		sqlite3_bind_int64(st, 1, job->id);
+		db__bind_text(st, 2, job->tags[i].key);
+		db__bind_text(st, 3, job->tags[i].value);
+		rc = sqlite3_step(st);
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+		if (rc != SQLITE_DONE)
+			return db__error(c->db, "cannot insert tag", err);
+	}
+	return 0;
 }
 
 int db_job_insert(struct db *db, struct db_job *job, const char *first_message,

@@ -117,14 +117,6 @@ static int insert_owned(sqlite3 *conn, const struct owner *o,
 	return ret;
 }
 
-int db__tags_insert(sqlite3 *conn, int64_t id, const struct db_tag *tags,
-		    size_t n, struct buf *err)
-{
-	struct owner o = { "job_tags", "job_id", id, NULL };
-
-	return insert_owned(conn, &o, tags, n, err);
-}
-
 static int count_tags(sqlite3 *conn, const struct owner *o, size_t *n,
 		      struct buf *err)
 {
