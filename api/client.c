@@ -5,31 +5,11 @@
 
 #include "api/client.h"
 #include "api/job_record.h"
+#include "api/json_util.h"
 #include "common/buf.h"
 #include "common/err.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
-
-/*
- * Writes a message into err, replacing what was there: the caller shows only
- * the last reason. Always returns ERR_INVALID so callers can return it.
- */
-static int fail(struct buf *err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static int fail(struct buf *err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err)
-		return ERR_INVALID;
-	buf_reset(err);
-	va_start(ap, fmt);
-	if (buf_vaddf(err, fmt, ap))
-		buf_reset(err);
-	va_end(ap);
-	return ERR_INVALID;
-}
 
 /*
  * Splits "KEY=VALUE" at the first '='. On success *key_out is a copy the
@@ -43,8 +23,8 @@ static int split_kv(const char *flag, const char *what, const char *s,
 	const char *eq = strchr(s, '=');
 
 	if (!eq || eq == s || (value_required && !eq[1]))
-		return fail(err, "invalid --%s '%s': expected %s", flag, s,
-			    what);
+		return api__invalid(err, "invalid --%s '%s': expected %s", flag,
+				    s, what);
 	*key_out = xstrndup(s, (size_t)(eq - s));
 	*value_out = eq + 1;
 	return 0;
@@ -61,7 +41,7 @@ static json_t *child_object(json_t *parent, const char *key, struct buf *err)
 
 	if (o) {
 		if (!json_is_object(o)) {
-			fail(err, "member '%s' must be an object", key);
+			api__invalid(err, "member '%s' must be an object", key);
 			return NULL;
 		}
 		return o;
@@ -79,7 +59,7 @@ static json_t *child_array(json_t *parent, const char *key, struct buf *err)
 
 	if (a) {
 		if (!json_is_array(a)) {
-			fail(err, "member '%s' must be an array", key);
+			api__invalid(err, "member '%s' must be an array", key);
 			return NULL;
 		}
 		return a;
@@ -133,8 +113,8 @@ static int merge_map(json_t *parent, const char *key, const char *flag,
 		r = set_str(map, k, v);
 		free(k);
 		if (r)
-			return fail(err, "invalid --%s '%s': not UTF-8", flag,
-				    items[i]);
+			return api__invalid(err, "invalid --%s '%s': not UTF-8",
+					    flag, items[i]);
 	}
 	return 0;
 }
@@ -211,7 +191,8 @@ static int merge_channels(json_t *root, const struct api_client_create *f,
 				r = set_str(s3, "S3Uri", uri);
 				free(name);
 				if (r)
-					return fail(err, "invalid --channel");
+					return api__invalid(
+						err, "invalid --channel");
 				continue;
 			}
 		}
@@ -222,8 +203,8 @@ static int merge_channels(json_t *root, const struct api_client_create *f,
 		r = put_keyed(a, "ChannelName", name, elem);
 		free(name);
 		if (r)
-			return fail(err, "invalid --channel '%s'",
-				    f->channels[i]);
+			return api__invalid(err, "invalid --channel '%s'",
+					    f->channels[i]);
 	}
 	return 0;
 }
@@ -252,8 +233,8 @@ static int merge_metrics(json_t *algo, const struct api_client_create *f,
 					regex));
 		free(name);
 		if (r)
-			return fail(err, "invalid --metric '%s'",
-				    f->metrics[i]);
+			return api__invalid(err, "invalid --metric '%s'",
+					    f->metrics[i]);
 	}
 	return 0;
 }
@@ -273,7 +254,8 @@ static int set_strings(json_t *parent, const char *key, const char *const *v,
 	for (i = 0; i < n; i++) {
 		if (json_array_append_new(a, json_string(v[i]))) {
 			json_decref(a);
-			return fail(err, "invalid %s value '%s'", key, v[i]);
+			return api__invalid(err, "invalid %s value '%s'", key,
+					    v[i]);
 		}
 	}
 	return json_object_set_new(parent, key, a) ? ERR_INVALID : 0;
@@ -290,10 +272,12 @@ static int apply_algorithm(json_t *root, const struct api_client_create *f,
 	if (f->image) {
 		json_object_del(algo, "AlgorithmName");
 		if (set_str(algo, "TrainingImage", f->image))
-			return fail(err, "invalid --image '%s'", f->image);
+			return api__invalid(err, "invalid --image '%s'",
+					    f->image);
 	}
 	if (f->input_mode && set_str(algo, "TrainingInputMode", f->input_mode))
-		return fail(err, "invalid --input-mode '%s'", f->input_mode);
+		return api__invalid(err, "invalid --input-mode '%s'",
+				    f->input_mode);
 	if (set_default_str(algo, "TrainingInputMode",
 			    API_CLIENT_DEFAULT_INPUT_MODE))
 		return ERR_INVALID;
@@ -317,8 +301,8 @@ static int apply_resources(json_t *root, const struct api_client_create *f,
 	if (f->instance_type || f->instance_count)
 		json_object_del(rc, "InstanceGroups");
 	if (f->instance_type && set_str(rc, "InstanceType", f->instance_type))
-		return fail(err, "invalid --instance-type '%s'",
-			    f->instance_type);
+		return api__invalid(err, "invalid --instance-type '%s'",
+				    f->instance_type);
 	if (f->instance_count &&
 	    json_object_set_new(rc, "InstanceCount",
 				json_integer(f->instance_count)))
@@ -342,19 +326,22 @@ static int check_required(json_t *root, struct buf *err)
 	json_t *rc = json_object_get(root, "ResourceConfig");
 
 	if (!json_is_string(json_object_get(root, "TrainingJobName")))
-		return fail(err, "missing --name (TrainingJobName)");
+		return api__invalid(err, "missing --name (TrainingJobName)");
 	if (!json_is_string(json_object_get(algo, "TrainingImage")) &&
 	    !json_is_string(json_object_get(algo, "AlgorithmName")))
-		return fail(err, "missing --image (AlgorithmSpecification."
-				 "TrainingImage)");
+		return api__invalid(err,
+				    "missing --image (AlgorithmSpecification."
+				    "TrainingImage)");
 	if (json_object_get(rc, "InstanceGroups"))
 		return 0;
 	if (!json_is_string(json_object_get(rc, "InstanceType")))
-		return fail(err, "missing --instance-type (ResourceConfig."
-				 "InstanceType)");
+		return api__invalid(err,
+				    "missing --instance-type (ResourceConfig."
+				    "InstanceType)");
 	if (!json_is_integer(json_object_get(rc, "InstanceCount")))
-		return fail(err, "missing --instance-count (ResourceConfig."
-				 "InstanceCount)");
+		return api__invalid(err,
+				    "missing --instance-count (ResourceConfig."
+				    "InstanceCount)");
 	return 0;
 }
 
@@ -365,9 +352,10 @@ static int apply_flags(json_t *root, const struct api_client_create *f,
 	int r;
 
 	if (f->name && set_str(root, "TrainingJobName", f->name))
-		return fail(err, "invalid --name '%s'", f->name);
+		return api__invalid(err, "invalid --name '%s'", f->name);
 	if (f->role_arn && set_str(root, "RoleArn", f->role_arn))
-		return fail(err, "invalid --role-arn '%s'", f->role_arn);
+		return api__invalid(err, "invalid --role-arn '%s'",
+				    f->role_arn);
 	if (set_default_str(root, "RoleArn", API_CLIENT_DEFAULT_ROLE_ARN))
 		return ERR_INVALID;
 
@@ -389,7 +377,8 @@ static int apply_flags(json_t *root, const struct api_client_create *f,
 	if (!o)
 		return ERR_INVALID;
 	if (f->output_path && set_str(o, "S3OutputPath", f->output_path))
-		return fail(err, "invalid --output-path '%s'", f->output_path);
+		return api__invalid(err, "invalid --output-path '%s'",
+				    f->output_path);
 	if (set_default_str(o, "S3OutputPath", API_CLIENT_DEFAULT_OUTPUT_PATH))
 		return ERR_INVALID;
 
@@ -430,19 +419,21 @@ int api_create_request_build(const struct api_client_create *flags,
 	if (base_json) {
 		root = json_loadb(base_json, len, JSON_REJECT_DUPLICATES, &je);
 		if (!root)
-			return fail(err,
-				    "invalid --cli-input-json: line %d column "
-				    "%d: %s",
-				    je.line, je.column, je.text);
+			return api__invalid(
+				err,
+				"invalid --cli-input-json: line %d column "
+				"%d: %s",
+				je.line, je.column, je.text);
 		if (!json_is_object(root)) {
 			json_decref(root);
-			return fail(err, "invalid --cli-input-json: not a JSON "
-					 "object");
+			return api__invalid(
+				err, "invalid --cli-input-json: not a JSON "
+				     "object");
 		}
 	} else {
 		root = json_object();
 		if (!root)
-			return fail(err, "out of memory");
+			return api__invalid(err, "out of memory");
 	}
 	ret = apply_flags(root, flags, err);
 	if (!ret) {
@@ -452,11 +443,11 @@ int api_create_request_build(const struct api_client_create *flags,
 		if (ret) {
 			out->len = before;
 			out->data[before] = '\0';
-			fail(err, "request too large");
+			api__invalid(err, "request too large");
 			ret = ERR_INVALID;
 		}
 	} else if (err && !err->len) {
-		fail(err, "cannot build the request");
+		api__invalid(err, "cannot build the request");
 	}
 	json_decref(root);
 	return ret;
@@ -469,12 +460,12 @@ static json_t *load_object(const char *json, size_t len, struct buf *err)
 	json_t *root = json_loadb(json, len, 0, &je);
 
 	if (!root) {
-		fail(err, "malformed response: %s", je.text);
+		api__invalid(err, "malformed response: %s", je.text);
 		return NULL;
 	}
 	if (!json_is_object(root)) {
 		json_decref(root);
-		fail(err, "malformed response: not a JSON object");
+		api__invalid(err, "malformed response: not a JSON object");
 		return NULL;
 	}
 	return root;
@@ -502,7 +493,8 @@ int api_create_response_parse(const char *json, size_t len, char **arn_out,
 	arn = json_string_value(json_object_get(root, "TrainingJobArn"));
 	if (!arn) {
 		json_decref(root);
-		return fail(err, "malformed response: no TrainingJobArn");
+		return api__invalid(err,
+				    "malformed response: no TrainingJobArn");
 	}
 	*arn_out = xstrdup(arn);
 	json_decref(root);
@@ -532,27 +524,30 @@ int api_list_request_build(const struct api_client_list *q, struct buf *out,
 	int r = 0;
 
 	if (q->status_equals && !one_of(q->status_equals, statuses))
-		return fail(err,
-			    "invalid --status '%s': expected InProgress, "
-			    "Completed, Failed, Stopping, Stopped or Deleting",
-			    q->status_equals);
+		return api__invalid(
+			err,
+			"invalid --status '%s': expected InProgress, "
+			"Completed, Failed, Stopping, Stopped or Deleting",
+			q->status_equals);
 	if (q->sort_by && !one_of(q->sort_by, sorts))
-		return fail(err,
-			    "invalid --sort-by '%s': expected Name, "
-			    "CreationTime or Status",
-			    q->sort_by);
+		return api__invalid(err,
+				    "invalid --sort-by '%s': expected Name, "
+				    "CreationTime or Status",
+				    q->sort_by);
 	if (q->sort_order && !one_of(q->sort_order, orders))
-		return fail(err,
-			    "invalid --sort-order '%s': expected Ascending or "
-			    "Descending",
-			    q->sort_order);
+		return api__invalid(
+			err,
+			"invalid --sort-order '%s': expected Ascending or "
+			"Descending",
+			q->sort_order);
 	if (q->max_results < 0 || q->max_results > 100)
-		return fail(err, "invalid --max-results %d: expected 1..100",
-			    q->max_results);
+		return api__invalid(err,
+				    "invalid --max-results %d: expected 1..100",
+				    q->max_results);
 
 	root = json_object();
 	if (!root)
-		return fail(err, "out of memory");
+		return api__invalid(err, "out of memory");
 	if (q->status_equals)
 		r |= set_str(root, "StatusEquals", q->status_equals);
 	if (q->name_contains)
@@ -570,7 +565,8 @@ int api_list_request_build(const struct api_client_list *q, struct buf *out,
 		r = dump_to(root, JSON_COMPACT, out);
 	json_decref(root);
 	if (r)
-		return fail(err, "invalid list-training-jobs arguments");
+		return api__invalid(err,
+				    "invalid list-training-jobs arguments");
 	return 0;
 }
 
@@ -589,7 +585,9 @@ static json_t *summaries_of(json_t *root, struct buf *err)
 	json_t *a = json_object_get(root, "TrainingJobSummaries");
 
 	if (!json_is_array(a)) {
-		fail(err, "malformed response: no TrainingJobSummaries array");
+		api__invalid(
+			err,
+			"malformed response: no TrainingJobSummaries array");
 		return NULL;
 	}
 	return a;
@@ -619,10 +617,11 @@ int api_list_response_parse(const char *json, size_t len,
 		int r;
 
 		if (!json_is_object(e)) {
-			fail(err,
-			     "malformed response: summary %zu is not an "
-			     "object",
-			     i);
+			api__invalid(
+				err,
+				"malformed response: summary %zu is not an "
+				"object",
+				i);
 			goto out;
 		}
 		/*
@@ -631,7 +630,7 @@ int api_list_response_parse(const char *json, size_t len,
 		 */
 		s = json_dumps(e, JSON_COMPACT);
 		if (!s) {
-			fail(err, "out of memory");
+			api__invalid(err, "out of memory");
 			goto out;
 		}
 		r = api_job_record_from_json(s, strlen(s), &recs[n], err);
@@ -683,7 +682,7 @@ int api_list_summaries_append(const char *json, size_t len, struct buf *out,
 	if (ret) {
 		out->len = before;
 		out->data[before] = '\0';
-		return fail(err, "response too large");
+		return api__invalid(err, "response too large");
 	}
 	return 0;
 }

@@ -1,4 +1,5 @@
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <time.h>
 #include <string.h>
@@ -6,6 +7,20 @@
 #include "api/json_util.h"
 #include "common/err.h"
 #include "common/banned.h"
+
+int api__invalid(struct buf *err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err)
+		return ERR_INVALID;
+	buf_reset(err);
+	va_start(ap, fmt);
+	if (buf_vaddf(err, fmt, ap))
+		buf_reset(err);
+	va_end(ap);
+	return ERR_INVALID;
+}
 
 static int depth_ok(const json_t *v, int depth)
 {

@@ -8,6 +8,13 @@
 
 #include "common/buf.h"
 
+/*
+ * Replaces the text of err (when not NULL) with the message; returns
+ * ERR_INVALID, for "return api__invalid(err, ...)".
+ */
+int api__invalid(struct buf *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 /* Upper bound on the nesting of accepted JSON documents. */
 #define API_JSON_MAX_DEPTH 32
 

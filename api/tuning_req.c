@@ -11,7 +11,6 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,7 @@
 #include <jansson.h>
 
 #include "api/client.h"
+#include "api/json_util.h"
 #include "api/tuning_req.h"
 #include "common/buf.h"
 #include "common/err.h"
@@ -28,22 +28,6 @@
 
 /* Stands in for TrainingJobName while the definition is built. */
 #define PLACEHOLDER_NAME "tuning-definition"
-
-static int set_err(struct buf *err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-/* Replaces err with the message; returns ERR_INVALID. */
-static int set_err(struct buf *err, const char *fmt, ...)
-{
-	va_list ap;
-
-	buf_reset(err);
-	va_start(ap, fmt);
-	if (buf_vaddf(err, fmt, ap))
-		buf_reset(err);
-	va_end(ap);
-	return ERR_INVALID;
-}
 
 /* The canonical spelling of s among names (case-insensitive), or NULL. */
 static const char *canonical(const char *s, const char *const *names)
@@ -105,7 +89,8 @@ static int numeric_range(const char *spec, const char *body, int integer,
 
 	p = strchr(min, ':');
 	if (!p) {
-		set_err(err,
+		api__invalid(
+			err,
 			"invalid --param '%s': expected NAME=%s:MIN:MAX[:SCALE]",
 			spec, integer ? "integer" : "continuous");
 		goto out;
@@ -118,14 +103,16 @@ static int numeric_range(const char *spec, const char *body, int integer,
 		scale = p + 1;
 	}
 	if (!is_number(min, integer) || !is_number(max, integer)) {
-		set_err(err, "invalid --param '%s': MIN and MAX must be %s",
-			spec, integer ? "integers" : "numbers");
+		api__invalid(err,
+			     "invalid --param '%s': MIN and MAX must be %s",
+			     spec, integer ? "integers" : "numbers");
 		goto out;
 	}
 	if (scale) {
 		sc = canonical(scale, scalings);
 		if (!sc) {
-			set_err(err,
+			api__invalid(
+				err,
 				"invalid --param '%s': SCALE must be Auto, "
 				"Linear, Logarithmic or ReverseLogarithmic",
 				spec);
@@ -135,7 +122,7 @@ static int numeric_range(const char *spec, const char *body, int integer,
 	if (json_object_set_new(r, "MinValue", json_string(min)) ||
 	    json_object_set_new(r, "MaxValue", json_string(max)) ||
 	    (sc && json_object_set_new(r, "ScalingType", json_string(sc)))) {
-		set_err(err, "invalid --param '%s'", spec);
+		api__invalid(err, "invalid --param '%s'", spec);
 		goto out;
 	}
 	ret = 0;
@@ -152,7 +139,7 @@ static int categorical_range(const char *spec, const char *body, json_t *r,
 	const char *p = body;
 
 	if (!values || json_object_set_new(r, "Values", values))
-		return set_err(err, "out of memory");
+		return api__invalid(err, "out of memory");
 	for (;;) {
 		const char *comma = strchr(p, ',');
 		size_t n = comma ? (size_t)(comma - p) : strlen(p);
@@ -160,7 +147,7 @@ static int categorical_range(const char *spec, const char *body, json_t *r,
 		int r2;
 
 		if (!n)
-			return set_err(
+			return api__invalid(
 				err,
 				"invalid --param '%s': empty categorical "
 				"value",
@@ -169,8 +156,8 @@ static int categorical_range(const char *spec, const char *body, json_t *r,
 		r2 = push_str(values, v);
 		free(v);
 		if (r2)
-			return set_err(err, "invalid --param '%s': not UTF-8",
-				       spec);
+			return api__invalid(
+				err, "invalid --param '%s': not UTF-8", spec);
 		if (!comma)
 			return 0;
 		p = comma + 1;
@@ -191,17 +178,18 @@ static int param_parse(const char *spec, int *kind_out, json_t **range_out,
 	int k, ret = ERR_INVALID;
 
 	if (!eq || eq == spec || !(colon = strchr(eq + 1, ':')))
-		return set_err(err,
-			       "invalid --param '%s': expected "
-			       "NAME=continuous:MIN:MAX[:SCALE], "
-			       "NAME=integer:MIN:MAX[:SCALE] or "
-			       "NAME=categorical:A,B,...",
-			       spec);
+		return api__invalid(err,
+				    "invalid --param '%s': expected "
+				    "NAME=continuous:MIN:MAX[:SCALE], "
+				    "NAME=integer:MIN:MAX[:SCALE] or "
+				    "NAME=categorical:A,B,...",
+				    spec);
 	name = xstrndup(spec, (size_t)(eq - spec));
 	kname = xstrndup(eq + 1, (size_t)(colon - eq - 1));
 	kind = canonical(kname, kinds);
 	if (!kind) {
-		set_err(err,
+		api__invalid(
+			err,
 			"invalid --param '%s': the kind '%s' is not continuous, "
 			"integer or categorical",
 			spec, kname);
@@ -212,7 +200,7 @@ static int param_parse(const char *spec, int *kind_out, json_t **range_out,
 	r = json_object();
 	if (!r || json_object_set_new(r, "Name", json_string(name)) ||
 	    !json_object_get(r, "Name")) {
-		set_err(err, "invalid --param '%s': bad name", spec);
+		api__invalid(err, "invalid --param '%s': bad name", spec);
 		goto out;
 	}
 	if (k == 2)
@@ -238,15 +226,15 @@ static json_t *object_member(json_t *parent, const char *key, struct buf *err)
 
 	if (o) {
 		if (!json_is_object(o))
-			set_err(err,
-				"--cli-input-json: member '%s' must be an "
-				"object",
-				key);
+			api__invalid(err,
+				     "--cli-input-json: member '%s' must be an "
+				     "object",
+				     key);
 		return json_is_object(o) ? o : NULL;
 	}
 	o = json_object();
 	if (!o || json_object_set_new(parent, key, o)) {
-		set_err(err, "out of memory");
+		api__invalid(err, "out of memory");
 		return NULL;
 	}
 	return o;
@@ -286,16 +274,16 @@ static int put_range(json_t *ranges, int k, json_t *range, struct buf *err)
 			goto nomem;
 	} else if (!json_is_array(list)) {
 		json_decref(range);
-		return set_err(err,
-			       "--cli-input-json: member '%s' must be a list",
-			       kind_members[k]);
+		return api__invalid(
+			err, "--cli-input-json: member '%s' must be a list",
+			kind_members[k]);
 	}
 	if (json_array_append_new(list, range))
-		return set_err(err, "out of memory");
+		return api__invalid(err, "out of memory");
 	return 0;
 nomem:
 	json_decref(range);
-	return set_err(err, "out of memory");
+	return api__invalid(err, "out of memory");
 }
 
 /* Moves member from to member to in o (nothing when from is absent). */
@@ -321,10 +309,10 @@ static int check_kv(const char *flag, const char *const *v, size_t n,
 		const char *eq = strchr(v[i], '=');
 
 		if (!eq || eq == v[i] || (value_required && !eq[1]))
-			return set_err(err, "invalid --%s '%s': expected %s",
-				       flag, v[i],
-				       value_required ? "NAME=REGEX" :
-							"NAME=VALUE");
+			return api__invalid(
+				err, "invalid --%s '%s': expected %s", flag,
+				v[i],
+				value_required ? "NAME=REGEX" : "NAME=VALUE");
 	}
 	return 0;
 }
@@ -350,28 +338,28 @@ static int apply_definition(json_t *root, const struct api_tuning_flags *f,
 		return ERR_INVALID;
 	if (json_object_get(root, "TrainingJobDefinitions")) {
 		if (f->def_given)
-			return set_err(err, "the training job flags need "
-					    "TrainingJobDefinition, not "
-					    "TrainingJobDefinitions, in "
-					    "--cli-input-json");
+			return api__invalid(err, "the training job flags need "
+						 "TrainingJobDefinition, not "
+						 "TrainingJobDefinitions, in "
+						 "--cli-input-json");
 		return 0;
 	}
 	if (def && !json_is_object(def))
-		return set_err(err,
-			       "--cli-input-json: member "
-			       "'TrainingJobDefinition' must be an object");
+		return api__invalid(
+			err, "--cli-input-json: member "
+			     "'TrainingJobDefinition' must be an object");
 	def = def ? json_deep_copy(def) : json_object();
 	if (!def ||
 	    rename_member(def, "StaticHyperParameters", "HyperParameters") ||
 	    json_object_set_new(def, "TrainingJobName",
 				json_string(PLACEHOLDER_NAME))) {
-		set_err(err, "out of memory");
+		api__invalid(err, "out of memory");
 		goto out;
 	}
 	flags.name = NULL;
 	s = json_dumps(def, JSON_COMPACT);
 	if (!s || buf_adds(&in, s)) {
-		set_err(err, "out of memory");
+		api__invalid(err, "out of memory");
 		goto out;
 	}
 	if (api_create_request_build(&flags, in.data, in.len, &out, err))
@@ -380,7 +368,7 @@ static int apply_definition(json_t *root, const struct api_tuning_flags *f,
 	if (!built || json_object_del(built, "TrainingJobName") ||
 	    rename_member(built, "HyperParameters", "StaticHyperParameters") ||
 	    json_object_set(root, "TrainingJobDefinition", built)) {
-		set_err(err, "cannot build the training job definition");
+		api__invalid(err, "cannot build the training job definition");
 		goto out;
 	}
 	ret = 0;
@@ -404,7 +392,8 @@ static int apply_params(json_t *root, json_t *cfg,
 	if (!f->n_params)
 		return 0;
 	if (json_object_get(root, "TrainingJobDefinitions"))
-		return set_err(err, "--param needs TrainingJobDefinition; with "
+		return api__invalid(err,
+				    "--param needs TrainingJobDefinition; with "
 				    "TrainingJobDefinitions each definition "
 				    "has its own HyperParameterRanges");
 	if (json_is_object(def) && json_object_get(def, "HyperParameterRanges"))
@@ -435,7 +424,7 @@ static int apply_config(json_t *cfg, const struct api_tuning_flags *f,
 	if (f->strategy) {
 		v = canonical(f->strategy, strategies);
 		if (!v)
-			return set_err(
+			return api__invalid(
 				err,
 				"invalid --strategy '%s': expected Random, "
 				"Grid, Bayesian or Hyperband",
@@ -448,7 +437,7 @@ static int apply_config(json_t *cfg, const struct api_tuning_flags *f,
 	if (f->early_stopping) {
 		v = canonical(f->early_stopping, early_types);
 		if (!v)
-			return set_err(
+			return api__invalid(
 				err,
 				"invalid --early-stopping '%s': expected "
 				"Off or Auto",
@@ -465,14 +454,15 @@ static int apply_config(json_t *cfg, const struct api_tuning_flags *f,
 		v = type ? canonical(type, objective_types) : NULL;
 		free(type);
 		if (!v || !colon[1])
-			return set_err(err,
-				       "invalid --objective '%s': expected "
-				       "Maximize:METRIC or Minimize:METRIC",
-				       f->objective);
+			return api__invalid(
+				err,
+				"invalid --objective '%s': expected "
+				"Maximize:METRIC or Minimize:METRIC",
+				f->objective);
 		o = json_pack("{s:s, s:s}", "Type", v, "MetricName", colon + 1);
 		if (!o)
-			return set_err(err, "invalid --objective '%s'",
-				       f->objective);
+			return api__invalid(err, "invalid --objective '%s'",
+					    f->objective);
 		json_object_set_new(cfg, "HyperParameterTuningJobObjective", o);
 	}
 	o = object_member(cfg, "ResourceLimits", err);
@@ -505,31 +495,31 @@ int api_tuning_request_build(const struct api_tuning_flags *f,
 	if (base_json) {
 		root = json_loadb(base_json, len, JSON_REJECT_DUPLICATES, &je);
 		if (!root)
-			return set_err(
+			return api__invalid(
 				err,
 				"invalid --cli-input-json: line %d column "
 				"%d: %s",
 				je.line, je.column, je.text);
 		if (!json_is_object(root)) {
 			json_decref(root);
-			return set_err(err,
-				       "invalid --cli-input-json: not a JSON "
-				       "object");
+			return api__invalid(
+				err, "invalid --cli-input-json: not a JSON "
+				     "object");
 		}
 	} else {
 		root = json_object();
 		if (!root)
-			return set_err(err, "out of memory");
+			return api__invalid(err, "out of memory");
 	}
 	if (f->name && json_object_set_new(root, "HyperParameterTuningJobName",
 					   json_string(f->name))) {
-		set_err(err, "invalid tuning job name '%s'", f->name);
+		api__invalid(err, "invalid tuning job name '%s'", f->name);
 		goto out;
 	}
 	if (!json_is_string(
 		    json_object_get(root, "HyperParameterTuningJobName"))) {
-		set_err(err, "missing the tuning job's NAME "
-			     "(HyperParameterTuningJobName)");
+		api__invalid(err, "missing the tuning job's NAME "
+				  "(HyperParameterTuningJobName)");
 		goto out;
 	}
 	cfg = object_member(root, "HyperParameterTuningJobConfig", err);
@@ -540,7 +530,7 @@ int api_tuning_request_build(const struct api_tuning_flags *f,
 		goto out;
 	s = json_dumps(root, JSON_COMPACT);
 	if (!s || buf_adds(out, s)) {
-		set_err(err, "request too large");
+		api__invalid(err, "request too large");
 		goto out;
 	}
 	ret = 0;
