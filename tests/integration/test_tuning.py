@@ -38,7 +38,6 @@ TAP on stdout. Run from the top of the tree with Debian's interpreter:
     /usr/bin/python3 tests/integration/test_tuning.py
 BUILD names the build directory.
 """
-import json
 import os
 import re
 import signal
@@ -350,20 +349,20 @@ def stopped_early(sm, name):
     return out
 
 
-def case_g(cl, sm, st):
-    d0 = definition(epochs=9, sleep=0.15)
-    req = {"HyperParameterTuningJobName": "hb",
-           "HyperParameterTuningJobConfig": {
-               "Strategy": "Hyperband",
-               "StrategyConfig": {"HyperbandStrategyConfig": {"MinResource": 1, "MaxResource": 9}},
-               "HyperParameterTuningJobObjective": {"Type": "Minimize", "MetricName": "loss"},
-               "ResourceLimits": {"MaxNumberOfTrainingJobs": 12, "MaxParallelTrainingJobs": 3},
-               "ParameterRanges": ranges(), "RandomSeed": 3},
-           "TrainingJobDefinition": d0}
+def run_hyperband(cl, sm, name, d0, jobs, parallel, max_r, seed):
+    """A Hyperband tuning job (MinResource 1) of d0, run to Completed."""
+    req = request(name, "Hyperband", jobs=jobs, parallel=parallel, RandomSeed=seed,
+                  StrategyConfig={"HyperbandStrategyConfig": {"MinResource": 1, "MaxResource": max_r}})
+    req["TrainingJobDefinition"] = d0
     create_raw(cl, req)
-    d = wait_tuning(sm, "hb", timeout=240)
+    d = wait_tuning(sm, name, timeout=240)
     expect(d["HyperParameterTuningJobStatus"] == "Completed", sc.short(d))
-    check_consistent(sm, "hb", d)
+    check_consistent(sm, name, d)
+    return d
+
+
+def case_g(cl, sm, st):
+    run_hyperband(cl, sm, "hb", definition(epochs=9, sleep=0.15), 12, 3, 9, 3)
     early = stopped_early(sm, "hb")
     expect(early, "Hyperband stopped no job early")
     for n, msgs in early:
@@ -375,18 +374,7 @@ def case_g2(cl, sm, st):
     the rules count one host's, so none goes past MaxResource (6)."""
     d0 = definition(epochs=6, sleep=0.1)
     d0["ResourceConfig"]["InstanceCount"] = 2
-    req = {"HyperParameterTuningJobName": "hb2",
-           "HyperParameterTuningJobConfig": {
-               "Strategy": "Hyperband",
-               "StrategyConfig": {"HyperbandStrategyConfig": {"MinResource": 1, "MaxResource": 6}},
-               "HyperParameterTuningJobObjective": {"Type": "Minimize", "MetricName": "loss"},
-               "ResourceLimits": {"MaxNumberOfTrainingJobs": 3, "MaxParallelTrainingJobs": 1},
-               "ParameterRanges": ranges(), "RandomSeed": 5},
-           "TrainingJobDefinition": d0}
-    create_raw(cl, req)
-    d = wait_tuning(sm, "hb2", timeout=240)
-    expect(d["HyperParameterTuningJobStatus"] == "Completed", sc.short(d))
-    check_consistent(sm, "hb2", d)
+    d = run_hyperband(cl, sm, "hb2", d0, 3, 1, 6, 5)
     for n, msgs in stopped_early(sm, "hb2"):
         expect("MaxResource" not in msgs, "%s stopped as past MaxResource: %s" % (n, msgs))
         for k in re.findall(r"after (\d+) reports", msgs):
