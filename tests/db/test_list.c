@@ -635,7 +635,8 @@ static void test_filter_name(void **state)
 	struct fixture *f = *state;
 	static const char *const needles[] = { "JOB-01", "odd",	 "-2",
 					       "Job-",	 "EVEN", "nothing",
-					       "%",	 "_",	 "job-100-" };
+					       "%",	 "_",	 "job-100-",
+					       "\\",	 "o%d",	 "o_d" };
 	struct db_list_query q;
 	size_t i, k;
 
