@@ -413,28 +413,10 @@ int api_create_request_build(const struct api_client_create *flags,
 			     struct buf *err)
 {
 	json_t *root;
-	json_error_t je;
 	int ret;
 
-	if (base_json) {
-		root = json_loadb(base_json, len, JSON_REJECT_DUPLICATES, &je);
-		if (!root)
-			return api__invalid(
-				err,
-				"invalid --cli-input-json: line %d column "
-				"%d: %s",
-				je.line, je.column, je.text);
-		if (!json_is_object(root)) {
-			json_decref(root);
-			return api__invalid(
-				err, "invalid --cli-input-json: not a JSON "
-				     "object");
-		}
-	} else {
-		root = json_object();
-		if (!root)
-			return api__invalid(err, "out of memory");
-	}
+	if (api__cli_input_load(base_json, len, &root, err))
+		return ERR_INVALID;
 	ret = apply_flags(root, flags, err);
 	if (!ret) {
 		size_t before = out->len;

@@ -22,6 +22,35 @@ int api__invalid(struct buf *err, const char *fmt, ...)
 	return ERR_INVALID;
 }
 
+int api__cli_input_load(const char *base_json, size_t len, json_t **out,
+			struct buf *err)
+{
+	json_error_t je;
+	json_t *root;
+
+	*out = NULL;
+	if (!base_json) {
+		root = json_object();
+		if (!root)
+			return api__invalid(err, "out of memory");
+		*out = root;
+		return 0;
+	}
+	root = json_loadb(base_json, len, JSON_REJECT_DUPLICATES, &je);
+	if (!root)
+		return api__invalid(err,
+				    "invalid --cli-input-json: line %d column "
+				    "%d: %s",
+				    je.line, je.column, je.text);
+	if (!json_is_object(root)) {
+		json_decref(root);
+		return api__invalid(err, "invalid --cli-input-json: not a "
+					 "JSON object");
+	}
+	*out = root;
+	return 0;
+}
+
 static int depth_ok(const json_t *v, int depth)
 {
 	const char *key;

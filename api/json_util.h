@@ -15,6 +15,14 @@
 int api__invalid(struct buf *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * The document a --cli-input-json flag gave (base_json, len), or a new
+ * empty object when base_json is NULL: *out holds a new reference to a
+ * JSON object. Returns 0, or ERR_INVALID with err saying what is wrong.
+ */
+int api__cli_input_load(const char *base_json, size_t len, json_t **out,
+			struct buf *err);
+
 /* Upper bound on the nesting of accepted JSON documents. */
 #define API_JSON_MAX_DEPTH 32
 

@@ -488,29 +488,11 @@ int api_tuning_request_build(const struct api_tuning_flags *f,
 			     struct buf *err)
 {
 	json_t *root, *cfg;
-	json_error_t je;
 	char *s = NULL;
 	int ret = ERR_INVALID;
 
-	if (base_json) {
-		root = json_loadb(base_json, len, JSON_REJECT_DUPLICATES, &je);
-		if (!root)
-			return api__invalid(
-				err,
-				"invalid --cli-input-json: line %d column "
-				"%d: %s",
-				je.line, je.column, je.text);
-		if (!json_is_object(root)) {
-			json_decref(root);
-			return api__invalid(
-				err, "invalid --cli-input-json: not a JSON "
-				     "object");
-		}
-	} else {
-		root = json_object();
-		if (!root)
-			return api__invalid(err, "out of memory");
-	}
+	if (api__cli_input_load(base_json, len, &root, err))
+		return ERR_INVALID;
 	if (f->name && json_object_set_new(root, "HyperParameterTuningJobName",
 					   json_string(f->name))) {
 		api__invalid(err, "invalid tuning job name '%s'", f->name);
