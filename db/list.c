@@ -179,31 +179,43 @@ static const char *const tag_term[2] = {
 	"NULL OR value = ?25))",
 };
 
-/* How many jobs have q's tag, counted up to TAG_FEW + 1; -1: error. */
-static int tag_count(sqlite3 *conn, const struct db_list_query *q,
-		     struct buf *err)
+/*
+ * The one number sql counts (COUNT(*) of a subquery with LIMIT ?3), with
+ * ?1 = a and ?2 = b (NULL: left unbound); -1 with err naming what was
+ * counted when it fails.
+ */
+static int count_capped(sqlite3 *conn, const char *sql, const char *a,
+			const char *b, int cap, const char *what,
+			struct buf *err)
 {
 	sqlite3_stmt *st = NULL;
 	int n = -1;
 
-	if (sqlite3_prepare_v2(conn,
-			       "SELECT COUNT(*) FROM (SELECT 1 FROM job_tags "
-			       "WHERE key = ?1 AND (?2 IS NULL OR value = ?2) "
-			       "LIMIT ?3)",
-			       -1, &st, NULL) == SQLITE_OK) {
-		sqlite3_bind_text(st, 1, q->tag_key, -1, SQLITE_TRANSIENT);
-		if (q->tag_value)
-			sqlite3_bind_text(st, 2, q->tag_value, -1,
-					  SQLITE_TRANSIENT);
-		sqlite3_bind_int(st, 3, TAG_FEW + 1);
+	if (sqlite3_prepare_v2(conn, sql, -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, a, -1, SQLITE_TRANSIENT);
+		if (b)
+			sqlite3_bind_text(st, 2, b, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int(st, 3, cap);
 		if (sqlite3_step(st) == SQLITE_ROW)
 			n = sqlite3_column_int(st, 0);
 	}
 	if (n < 0)
-		(void)buf_addf(err, "cannot count tagged jobs: %s",
+		(void)buf_addf(err, "cannot count %s: %s", what,
 			       sqlite3_errmsg(conn));
 	sqlite3_finalize(st);
 	return n;
+}
+
+/* How many jobs have q's tag, counted up to TAG_FEW + 1; -1: error. */
+static int tag_count(sqlite3 *conn, const struct db_list_query *q,
+		     struct buf *err)
+{
+	return count_capped(conn,
+			    "SELECT COUNT(*) FROM (SELECT 1 FROM job_tags "
+			    "WHERE key = ?1 AND (?2 IS NULL OR value = ?2) "
+			    "LIMIT ?3)",
+			    q->tag_key, q->tag_value, TAG_FEW + 1,
+			    "tagged jobs", err);
 }
 
 /*
@@ -220,23 +232,13 @@ static int tag_count(sqlite3 *conn, const struct db_list_query *q,
 static int owner_many(sqlite3 *conn, const struct db_list_query *q,
 		      struct buf *err)
 {
-	sqlite3_stmt *st = NULL;
-	int n = -1;
+	int n = count_capped(conn,
+			     "SELECT COUNT(*) FROM (SELECT 1 FROM jobs "
+			     "INDEXED BY jobs_owner WHERE owner = ?1 "
+			     "LIMIT ?3)",
+			     q->owner, NULL, OWNER_FEW + 1, "the owner's jobs",
+			     err);
 
-	if (sqlite3_prepare_v2(conn,
-			       "SELECT COUNT(*) FROM (SELECT 1 FROM jobs "
-			       "INDEXED BY jobs_owner WHERE owner = ?1 "
-			       "LIMIT ?2)",
-			       -1, &st, NULL) == SQLITE_OK) {
-		sqlite3_bind_text(st, 1, q->owner, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int(st, 2, OWNER_FEW + 1);
-		if (sqlite3_step(st) == SQLITE_ROW)
-			n = sqlite3_column_int(st, 0);
-	}
-	if (n < 0)
-		(void)buf_addf(err, "cannot count the owner's jobs: %s",
-			       sqlite3_errmsg(conn));
-	sqlite3_finalize(st);
 	return n < 0 ? -1 : n > OWNER_FEW;
 }
 
