@@ -1,5 +1,6 @@
 #!/bin/sh
-# Runs every test and prints one closing line "N passed, N failed, N skipped".
+# Runs every test and prints one closing line "N passed, N failed, N skipped,
+# N suites skipped".
 #
 # Every test program speaks TAP on stdout: cmocka unit tests (through
 # CMOCKA_MESSAGE_OUTPUT=TAP), and the scripts in tests/compat/ and
@@ -7,6 +8,13 @@
 # Each program runs under a time limit; one that dies or times out counts as
 # one more failure, and so does one whose plan ("1..N") is missing or does
 # not match the number of tests it ran. TESTS=pattern runs only matching programs.
+#
+# Skips are counted and named, never hidden: a check "ok N - x # SKIP why"
+# (or cmocka's "not ok N # SKIP x") is one skipped check, and a program
+# that prints "1..0 # SKIP why" (nothing can run here) is one skipped suite.
+# Each skip's reason is listed before the totals, and the closing line adds
+# the number of skipped suites: "N passed, N failed, N skipped, N suites
+# skipped". A run that ran no test at all fails.
 set -u
 
 BUILD=${BUILD:-build}
@@ -23,6 +31,11 @@ failed_names=""
 # end: a CI page that shows only the output's tail still says why.
 FAILURES=$LOGDIR/failures.txt
 : >"$FAILURES"
+# Every skip with its reason, listed at the end.
+SKIPS=$LOGDIR/skips.txt
+: >"$SKIPS"
+suites_skipped=0
+programs=0
 
 run_one() {
 	prog=$1
@@ -38,13 +51,25 @@ run_one() {
 	timeout -k 10 "$limit" "$@" >"$log" 2>&1
 	rc=$?
 	secs=$(($(date +%s) - t0))
+	programs=$((programs + 1))
 	p=$(grep -cE '^ok [0-9]+' "$log" | head -n1)
+	# cmocka writes a skipped test as "not ok N # SKIP name": a skip.
+	cs=$(grep -ciE '^not ok [0-9]+ *# *skip' "$log" | head -n1)
 	s=$(grep -ciE '^ok [0-9]+.*# *skip' "$log" | head -n1)
-	f=$(grep -cE '^not ok [0-9]+' "$log" | head -n1)
+	f=$(($(grep -cE '^not ok [0-9]+' "$log" | head -n1) - cs))
+	grep -iE '^(not )?ok [0-9]+.*# *skip' "$log" | cut -c 1-300 |
+		sed -E "s|^(not )?ok [0-9]+ *-? *|$prog: |" >>"$SKIPS"
+	p=$((p + cs))
+	s=$((s + cs))
 	# The plan ("1..N", first or last) must match what ran: a script
 	# that stops early, even with status 0, has not passed.
 	plan=$(grep -m1 -E '^1\.\.[0-9]+' "$log" | sed -E 's/^1\.\.([0-9]+).*/\1/')
 	p=$((p - s))
+	# "1..0 # SKIP why": the whole program had nothing it could run.
+	whole=$(grep -m1 -iE '^1\.\.0 *# *skip' "$log" | sed -E 's/^1\.\.0 *# *[Ss][Kk][Ii][Pp]:? *//')
+	if [ -z "$whole" ] && grep -qiE '^1\.\.0 *# *skip' "$log"; then
+		whole="no reason given"
+	fi
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		# A crash, a timeout or a failing script without TAP output.
 		f=1
@@ -57,6 +82,13 @@ run_one() {
 		f=$((f + 1))
 		echo "  $prog: no TAP plan (1..N) in its output (see $log)" >&2
 		echo "$prog: no TAP plan (1..N) in its output" >>"$FAILURES"
+	elif [ "$plan" -eq 0 ] && [ $((p + s + f)) -eq 0 ] && [ -z "$whole" ]; then
+		f=1
+		echo "  $prog: plan 1..0 without a SKIP reason (see $log)" >&2
+		echo "$prog: plan 1..0 without a SKIP reason" >>"$FAILURES"
+	elif [ "$plan" -eq 0 ] && [ $((p + s + f)) -eq 0 ]; then
+		suites_skipped=$((suites_skipped + 1))
+		echo "$prog: whole suite: $whole" >>"$SKIPS"
 	elif [ "$plan" -ne $((p + s + f)) ]; then
 		f=$((f + 1))
 		echo "  $prog: planned $plan tests, ran $((p + s + f - 1)) (see $log)" >&2
@@ -72,7 +104,11 @@ run_one() {
 		grep -E -A 8 '^not ok' "$log" | grep -v -E '^(ok [0-9]|--$|1[.][.])' |
 			cut -c 1-400 | sed "s|^|$prog: |" >>"$FAILURES"
 	fi
-	printf '%-45s %3d passed %3d failed %3d skipped %4d s\n' "$prog" "$p" "$f" "$s" "$secs"
+	if [ "$plan" = 0 ] && [ -n "$whole" ] && [ $((p + s + f)) -eq 0 ]; then
+		printf '%-45s SKIPPED (%s) %4d s\n' "$prog" "$whole" "$secs"
+	else
+		printf '%-45s %3d passed %3d failed %3d skipped %4d s\n' "$prog" "$p" "$f" "$s" "$secs"
+	fi
 }
 
 for t in $(find "$BUILD/tests" -type f -name 'test_*' -perm -u+x 2>/dev/null | sort); do
@@ -86,10 +122,18 @@ for t in $(ls tests/cli/test_*.sh tests/storage/test_*.sh tests/agent/test_*.sh 
 	esac
 done
 
+if [ "$programs" -eq 0 ]; then
+	fail=$((fail + 1))
+	echo "no test program ran (TESTS='${TESTS:-}')" | tee -a "$FAILURES" >&2
+fi
+if [ -s "$SKIPS" ]; then
+	echo "skipped, with reasons:"
+	sed 's|^|  |' "$SKIPS"
+fi
 if [ -s "$FAILURES" ]; then
 	echo "what failed (from $LOGDIR):" >&2
 	cat "$FAILURES" >&2
 fi
 [ -n "$failed_names" ] && echo "failed:$failed_names" >&2
-echo "$pass passed, $fail failed, $skip skipped"
+echo "$pass passed, $fail failed, $skip skipped, $suites_skipped suites skipped"
 [ "$fail" -eq 0 ]

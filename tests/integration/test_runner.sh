@@ -1,6 +1,8 @@
 #!/bin/sh
 # tests/run.sh itself: a script that stops early with status 0, or prints
-# no plan, is a failure; a plan that matches what ran, with skips, passes.
+# no plan, is a failure; a plan that matches what ran, with skips, passes;
+# skips are counted and named: a whole skipped suite, a cmocka skip, each
+# with its reason; a plan of 1..0 without a reason and a run of nothing fail.
 #
 # Run from the repository root: sh tests/integration/test_runner.sh. Prints
 # TAP. Runs tests/run.sh on a temporary tree of three small scripts.
@@ -14,7 +16,7 @@ check() {
 	t_ok "$1" "$2" || tail -n 8 "$T_TMP/out" | t_diag
 }
 
-t_plan 4
+t_plan 9
 mkdir -p "$T_TMP/tree/tests/integration"
 cd "$T_TMP/tree" || exit 1
 t=tests/integration
@@ -26,7 +28,7 @@ printf 'echo "ok 1 - a"\necho "ok 2 - b # SKIP no GPU"\necho 1..2\n' \
 # TESTS="": the whole temporary tree, whatever TESTS picked this script by.
 BUILD="$T_TMP/build" TESTS="" sh "$T_ROOT/tests/run.sh" >"$T_TMP/out" 2>&1
 rc=$?
-[ "$rc" -ne 0 ] && grep -q '^3 passed, 2 failed, 1 skipped$' "$T_TMP/out"
+[ "$rc" -ne 0 ] && grep -q '^3 passed, 2 failed, 1 skipped, 0 suites skipped$' "$T_TMP/out"
 check $? "(r1) two bad scripts fail the run; the counts add up"
 
 grep -q 'test_early.sh: planned 3 tests, ran 1' "$T_TMP/out"
@@ -38,6 +40,37 @@ check $? "(r3) a script without a plan fails"
 rm $t/test_early.sh $t/test_noplan.sh
 BUILD="$T_TMP/build" TESTS="" sh "$T_ROOT/tests/run.sh" >"$T_TMP/out" 2>&1
 rc=$?
-[ "$rc" -eq 0 ] && grep -q '^1 passed, 0 failed, 1 skipped$' "$T_TMP/out"
+[ "$rc" -eq 0 ] && grep -q '^1 passed, 0 failed, 1 skipped, 0 suites skipped$' "$T_TMP/out"
 check $? "(r4) a trailing plan with a skip passes"
+
+printf 'echo "1..0 # SKIP no GPU here"\n' >$t/test_gpu.sh
+printf 'echo 1..2\necho "ok 1 - a"\necho "not ok 2 # SKIP needs s3rver"\n' \
+	>$t/test_cmocka.sh
+BUILD="$T_TMP/build" TESTS="" sh "$T_ROOT/tests/run.sh" >"$T_TMP/out" 2>&1
+rc=$?
+[ "$rc" -eq 0 ] &&
+	grep -q '^2 passed, 0 failed, 2 skipped, 1 suites skipped$' "$T_TMP/out"
+check $? "(r5) a whole-suite skip and a cmocka skip are counted as skips"
+
+grep -q 'test_gpu.sh: whole suite: no GPU here' "$T_TMP/out" &&
+	grep -q 'test_cmocka.sh: .*SKIP needs s3rver' "$T_TMP/out" &&
+	grep -q 'test_fine.sh: b # SKIP no GPU' "$T_TMP/out"
+check $? "(r6) each skip is listed with its reason"
+
+grep -q 'test_gpu.sh *SKIPPED (no GPU here)' "$T_TMP/out"
+check $? "(r7) the suite's own line says it was skipped and why"
+
+rm $t/test_gpu.sh $t/test_cmocka.sh
+printf 'echo "1..0"\n' >$t/test_empty.sh
+BUILD="$T_TMP/build" TESTS="" sh "$T_ROOT/tests/run.sh" >"$T_TMP/out" 2>&1
+rc=$?
+[ "$rc" -ne 0 ] && grep -q 'test_empty.sh: plan 1..0 without a SKIP reason' \
+	"$T_TMP/out"
+check $? "(r8) a plan of 1..0 without a SKIP reason fails"
+
+BUILD="$T_TMP/build" TESTS="no-such-test" sh "$T_ROOT/tests/run.sh" \
+	>"$T_TMP/out" 2>&1
+rc=$?
+[ "$rc" -ne 0 ] && grep -q '^no test program ran' "$T_TMP/out"
+check $? "(r9) a run that ran no test program fails"
 t_done
