@@ -232,7 +232,7 @@ unit-tests: $(TEST_BIN)
 examples: trainer
 	$(MAKE) -C examples BUILD=$(abspath $(BUILD))
 
-test: all unit-tests examples
+test: all unit-tests examples fuzz
 	@BUILD=$(BUILD) ./tests/run.sh
 
 # Sanitized build in its own folder, then the format and banned-call checks.
@@ -245,26 +245,31 @@ check:
 
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
-FUZZ_LIB_SRC := $(common_SRC) $(api_SRC) $(stor_SRC) \
+FUZZ_LIB_SRC := $(common_SRC) $(api_SRC) $(stor_SRC) $(tuner_SRC) \
 	$(wildcard controller/s3*.c)
 
-build/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRC)
+FUZZ_OBJ := $(patsubst %.c,build/fuzz/obj/%.o,$(FUZZ_LIB_SRC))
+FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 -I. \
+	$(PKG_CFLAGS)
+
+# The libraries are instrumented once and shared by every harness.
+.SECONDARY: $(FUZZ_OBJ)
+build/fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	clang -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 -I. \
-		$(PKG_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ $(LIBS)
+	clang $(FUZZ_CFLAGS) -MMD -MP \
+		-fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
+
+build/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $^ $(LIBS)
 
 fuzz: $(FUZZ_BIN)
 
-# A short run of every fuzzer over its seed corpus.
+# A run of every fuzzer over its corpus and the seeds, FUZZ_SECONDS (20)
+# each; any crash fails it (scripts/fuzz-run.sh). `make test` runs a shorter
+# one (tests/integration/test_fuzz.sh).
 fuzz-run: $(FUZZ_BIN)
-	@for f in $(FUZZ_BIN); do \
-		n=$$(basename $$f); \
-		mkdir -p build/fuzz/corpus-$$n; \
-		echo "fuzz: $$n"; \
-		dict=; [ -f tests/fuzz/$$n.dict ] && dict=-dict=tests/fuzz/$$n.dict; \
-		$$f -max_total_time=$${FUZZ_SECONDS:-20} -max_len=65536 $$dict \
-			build/fuzz/corpus-$$n tests/fuzz/seeds 2>&1 | tail -n 2 || exit 1; \
-	done
+	./scripts/fuzz-run.sh $(FUZZ_BIN)
 
 SRC_ALL = $(wildcard common/*.[ch] api/*.[ch] db/*.[ch] controller/*.[ch] \
 	cli/*.[ch] agent/*.[ch] trainer/*.[ch] storage/*.[ch] tests/*/*.[ch] \
