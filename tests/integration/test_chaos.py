@@ -33,8 +33,15 @@ Before the seeds, (k): kill -9 of the agent of a host running a 2-host job
 agent re-attaches to the running ranks, and the job Completes in one
 attempt (no Restarting), with the reference weights.
 
-CHAOS_SEEDS=s1,s2 picks the seeds (default: two from the clock, printed);
-CHAOS_WINDOW the seconds of faults per seed (default 20). Root only (it
+Each seed must also have injected at least MIN_FAULTS faults (a fault
+whose target was missing counts as not injected) and seen at least one
+restart (a Restarting transition of some job): a run in which nothing was
+broken proves nothing. A failing check names the seed and the command
+that replays it.
+
+CHAOS_SEEDS=s1,s2 picks the seeds (default: the fixed list SEEDS, so
+every run plays the same scenarios); CHAOS_WINDOW the seconds of faults
+per seed (default 20). Root only (it
 skips otherwise). TAP on stdout; run from the top of the tree:
     /usr/bin/python3 tests/integration/test_chaos.py
 """
@@ -56,6 +63,8 @@ fl.sc.hermetic_env()
 
 K = 10
 STEP_S = 0.04
+SEEDS = (1, 2)
+MIN_FAULTS = 4
 DEADLINE_MS = 1000
 PREFIX, NET, PORT = "tcch", "10.213.79", 18579
 ARGS = ["--grace-period", "2", "--heartbeat-ms", "200", "--host-deadline-ms", str(DEADLINE_MS),
@@ -200,6 +209,7 @@ class Chaos:
         if kind == "rank-kill9":
             cands = sorted((p, n, h, a) for n, _, _ in self.jobs for p, h, a, _ in fl.procs_with(n))
             if not cands:
+                self.faults.append((time.time() - t0, "?", "not injected: %s found no rank" % kind))
                 return
             pid, name, host, a = self.rng.choice(cands)
             os.kill(pid, signal.SIGKILL)
@@ -207,6 +217,7 @@ class Chaos:
             return
         busy = self.busy_hosts()
         if not busy:
+            self.faults.append((time.time() - t0, "?", "not injected: %s found no busy host" % kind))
             return
         node = self.rng.choice(busy)
         if kind == "link-down":
@@ -215,6 +226,7 @@ class Chaos:
         else:
             pid = agent_pid(self.ns, node)
             if not pid:
+                self.faults.append((time.time() - t0, "?", "not injected: no agent on %s" % node))
                 return
             if kind == "agent-kill9":
                 os.kill(pid, signal.SIGKILL)
@@ -302,7 +314,14 @@ def check_seed(tap, ns, sm, seed, tmp):
                 sm.stop_training_job(TrainingJobName=name)
             except Exception:
                 pass
-    tag = "(seed %d, %d faults)" % (seed, len(ch.faults))
+    injected = [f for f in ch.faults if f[1] != "?"]
+    tag = "(seed %d, %d faults)" % (seed, len(injected))
+    replay = "replay: CHAOS_SEEDS=%d /usr/bin/python3 tests/integration/test_chaos.py" % seed
+    tap.ok(len(injected) >= MIN_FAULTS, "%s at least %d faults were injected" % (tag, MIN_FAULTS),
+           "%s\n%s" % (replay, "; ".join("%.1f %s %s" % f for f in ch.faults)))
+    restarts = sum(1 for d in descs.values() for st, _ in fl.transitions(d) if st == "Restarting")
+    tap.ok(restarts >= 1, "%s the faults caused restarts (%d)" % (tag, restarts),
+           "%s\nno job went through Restarting: %s" % (replay, short({n: fl.transitions(d) for n, d in descs.items()}, 2000)))
     bad = ["%s: %s %s\ntransitions %s" % (n, d["TrainingJobStatus"], d.get("FailureReason") or "",
                                          short(fl.transitions(d), 3000))
            for n, d in descs.items() if d["TrainingJobStatus"] != "Completed"]
@@ -349,8 +368,7 @@ def main():
         return tap.finish()
     seeds = [int(s) for s in (os.environ.get("CHAOS_SEEDS") or "").split(",") if s.strip()]
     if not seeds:
-        base = int(time.time()) % 1000000
-        seeds = [base, base + 1]
+        seeds = list(SEEDS)
     log("seeds %s (CHAOS_SEEDS=%s reproduces the choices)" % (seeds, ",".join(map(str, seeds))))
     try:
         fl.reference(HPS)
