@@ -2,9 +2,9 @@
 """Live answers: the REST long-poll of a job and `trainctl wait` on it.
 
 Embedded local cluster (trainctld --local-hosts 1):
-  (w1) `trainctl wait` of a job that sleeps 1 s returns less than 1 s
-       after the job's TrainingEndTime (it took 2 s of polling before);
-       five jobs, the worst counts
+  (w1) `trainctl wait` of a job that sleeps 1 s returns with the job's
+       end (woken by it, not at the end of a 20 s long-poll); five jobs,
+       the worst counts
   (w2) GET /v1/training-jobs/NAME?wait=2&etag=E of an ended job: with E
        the answer's own tag it comes back after the 2 s, unchanged; with
        another tag at once
@@ -13,14 +13,19 @@ Embedded local cluster (trainctld --local-hosts 1):
   (w4) 300 long-polls parked at once hold no thread: a plain Describe is
        answered meanwhile, and all 300 come back when the job changes
   (w6) `trainctl logs -f` of a job that prints its time, then is silent
-       for 3 s: the line shows < 1 s after it was printed, and the
-       follower exits < 1 s after the job's end (the end wakes it; it
-       waited for its 20 s poll before)
+       for 3 s: the line shows while the job is still silent, and the
+       follower exits with the job's end (the end wakes it; it waited for
+       its 20 s poll before)
   (w7) `trainctl create-training-job ... --wait` (one command, as srun):
-       prints the ARN, returns < 1 s after the job's end, exit 0; a job
+       prints the ARN, returns with the job's end, exit 0; a job
        that fails: exit 3 and its FailureReason on stderr
 A second controller with --credentials:
   (w5) `trainctl wait` with SigV4-signed long-polls works the same
+
+The bounds are generous (LATE s, far under the 20-30 s a missed wake-up
+costs): how fast these answers are is a benchmark's business
+(bench/launch.py, trainctl against srun); the milliseconds measured here
+are printed as comments.
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter:
     /usr/bin/python3 tests/integration/test_wait.py
@@ -61,6 +66,11 @@ def get(cl, path, timeout=30):
     return sc.http_request(cl.port, "GET", path, timeout=timeout)
 
 
+# What "at once" means here: well under the 20-30 s of a missed wake-up,
+# whatever else runs on the machine.
+LATE = 5.0
+
+
 def case_w1(cl, sm):
     env = dict(os.environ, TRAINCTL_ENDPOINT=cl.endpoint)
     worst = 0.0
@@ -72,7 +82,7 @@ def case_w1(cl, sm):
         expect(r.returncode == 0, "trainctl wait %s: exit %d %s" % (name, r.returncode, r.stderr.decode()))
         end = sm.describe_training_job(TrainingJobName=name)["TrainingEndTime"].timestamp()
         worst = max(worst, back - end)
-    expect(worst < 1.0, "trainctl wait returned %.3f s after a job's end" % worst)
+    expect(worst < LATE, "trainctl wait returned %.3f s after a job's end" % worst)
     return worst
 
 
@@ -90,7 +100,7 @@ def case_w2(cl, sm):
     t0 = time.time()
     other = get(cl, "/v1/training-jobs/%s?wait=2&etag=%s" % (name, "0" * 16))
     took = time.time() - t0
-    expect(other.status == 200 and other.body == first.body and took < 1,
+    expect(other.status == 200 and other.body == first.body and took < LATE,
            "long-poll with another tag: %r after %.2f s" % (other, took))
 
 
@@ -120,8 +130,8 @@ def case_w4(cl, sm):
         socks.append(s)
     time.sleep(0.5)
     t0 = time.time()
-    plain = get(cl, "/v1/training-jobs/%s" % name, timeout=5)
-    expect(plain.status == 200 and time.time() - t0 < 2, "a Describe beside 300 long-polls: %r" % plain)
+    plain = get(cl, "/v1/training-jobs/%s" % name, timeout=15)
+    expect(plain.status == 200 and time.time() - t0 < LATE, "a Describe beside 300 long-polls: %r" % plain)
     answered = 0
     deadline = time.time() + 30
     for s in socks:
@@ -158,9 +168,9 @@ def case_w6(cl, sm):
     back = time.time()
     expect(rc == 0 and len(shown) == 1, "trainctl logs -f: exit %d, times %s %s" % (
         rc, shown, p.stderr.read().decode()))
-    expect(shown[0] < 1.0, "the line showed %.3f s after it was printed" % shown[0])
+    expect(shown[0] < LATE, "the line showed %.3f s after it was printed" % shown[0])
     end = sm.describe_training_job(TrainingJobName=name)["TrainingEndTime"].timestamp()
-    expect(back - end < 1.0, "trainctl logs -f exited %.3f s after the job's end" % (back - end))
+    expect(back - end < LATE, "trainctl logs -f exited %.3f s after the job's end" % (back - end))
     return "line after %.0f ms, exit %.0f ms after the end" % (shown[0] * 1000, (back - end) * 1000)
 
 
@@ -176,7 +186,7 @@ def case_w7(cl, sm):
            "create --wait: exit %d, stdout %r, stderr %r" % (r.returncode, out, r.stderr.decode()))
     d = sm.describe_training_job(TrainingJobName="Wait-W7")
     expect(d["TrainingJobStatus"] == "Completed", "the job is %s" % d["TrainingJobStatus"])
-    expect(back - d["TrainingEndTime"].timestamp() < 1.0,
+    expect(back - d["TrainingEndTime"].timestamp() < LATE,
            "create --wait returned %.3f s after the end" % (back - d["TrainingEndTime"].timestamp()))
     r = subprocess.run(base + ["--name", "wait-w7-fail", "--argument", "-c", "--argument", "exit 7"],
                        capture_output=True, env=env, timeout=60)
@@ -191,7 +201,7 @@ def main():
     err = cl.start()
     if tap.ok(err is None, "trainctld --local-hosts 1 starts", err):
         sm = cl.client()
-        worst = tap.case("(w1) trainctl wait returns < 1 s after the job's end", case_w1, cl, sm)
+        worst = tap.case("(w1) trainctl wait returns with the job's end", case_w1, cl, sm)
         if isinstance(worst, float):
             print("# worst: %.0f ms after TrainingEndTime" % (worst * 1000))
         tap.case("(w2) a long-poll of an unchanged job waits its time; another tag answers at once",
@@ -228,7 +238,7 @@ def main():
             expect(r.returncode == 0 and time.time() - t0 < 20,
                    "signed trainctl wait: exit %d %s" % (r.returncode, r.stderr.decode()))
             end = sm.describe_training_job(TrainingJobName="wait-w5")["TrainingEndTime"].timestamp()
-            expect(time.time() - end < 1.0, "signed wait returned %.3f s after the end" % (time.time() - end))
+            expect(time.time() - end < LATE, "signed wait returned %.3f s after the end" % (time.time() - end))
         tap.case("(w5) trainctl wait with SigV4-signed long-polls", w5)
     creds.stop()
     creds.cleanup()
