@@ -69,6 +69,8 @@ void agent_stor_config(struct agent_ctx *ctx, const struct api_assignment *s,
 		stor_config_set(&cfg->blob_url, v);
 		free(v);
 		stor_config_set(&cfg->blob_token, ctx->token);
+		/* The controller allows what the job's owner may reach. */
+		stor_config_set(&cfg->job, s->job);
 	}
 	if (stor_config_from_env(cfg, &err))
 		log_warn("storage settings from the environment: %s", err.data);

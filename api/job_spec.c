@@ -1,8 +1,10 @@
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 
+#include "api/job_config.h"
 #include "api/job_spec.h"
 #include "api/json_util.h"
 #include "api/members.h"
@@ -822,4 +824,119 @@ const char *api_job_spec_hp(const struct api_job_spec *spec, const char *key)
 		if (!strcmp(spec->hyperparameters[i].key, key))
 			return spec->hyperparameters[i].value;
 	return NULL;
+}
+
+/* The members api_job_spec_uris() names itself, and those it never walks. */
+static const char *const typed_uris[] = {
+	"OutputDataConfig.S3OutputPath",
+	"InputDataConfig.DataSource.S3DataSource.S3Uri",
+	"CheckpointConfig.S3Uri",
+	"TensorBoardOutputConfig.S3OutputPath",
+	"DebugHookConfig.S3OutputPath",
+	"ProfilerConfig.S3OutputPath",
+};
+
+#define N_TYPED (sizeof(typed_uris) / sizeof(typed_uris[0]))
+
+/* Free-form or not a store location (TrainingImage: a program to run). */
+static const char *const not_walked[] = {
+	"AlgorithmSpecification",
+	"HyperParameters",
+	"Environment",
+	"Tags",
+};
+
+#define N_NOT_WALKED (sizeof(not_walked) / sizeof(not_walked[0]))
+
+static int in_list(const char *s, const char *const *list, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(s, list[i]))
+			return 1;
+	return 0;
+}
+
+static int looks_like_uri(const char *s)
+{
+	return !strncasecmp(s, "s3://", 5) || !strncasecmp(s, "file://", 7);
+}
+
+/* Every s3:// or file:// string under v, its member named by path. */
+static int walk_uris(const json_t *v, struct buf *path, api_job_spec_uri_fn *fn,
+		     void *arg)
+{
+	const char *key;
+	const json_t *m;
+	size_t len = path->len;
+	size_t i;
+	int ret = 0;
+
+	if (json_is_string(v)) {
+		if (looks_like_uri(json_string_value(v)) &&
+		    !in_list(path->data, typed_uris, N_TYPED))
+			ret = fn(arg, path->data, json_string_value(v));
+		return ret;
+	}
+	if (json_is_array(v)) {
+		json_array_foreach(v, i, m)
+		{
+			ret = walk_uris(m, path, fn, arg);
+			if (ret)
+				break;
+		}
+		return ret;
+	}
+	json_object_foreach((json_t *)v, key, m)
+	{
+		if (!len && in_list(key, not_walked, N_NOT_WALKED))
+			continue;
+		(void)buf_addf(path, "%s%s", len ? "." : "", key);
+		ret = walk_uris(m, path, fn, arg);
+		path->len = len;
+		path->data[len] = '\0';
+		if (ret)
+			break;
+	}
+	return ret;
+}
+
+int api_job_spec_uris(const struct api_job_spec *spec, api_job_spec_uri_fn *fn,
+		      void *arg)
+{
+	const char *code = api_job_spec_hp(spec, "sagemaker_submit_directory");
+	struct buf path = BUF_INIT;
+	json_t *root;
+	size_t i;
+	int ret = 0;
+
+	if (spec->output_path)
+		ret = fn(arg, typed_uris[0], spec->output_path);
+	for (i = 0; i < spec->n_channels && !ret; i++)
+		if (spec->channels[i].s3_uri)
+			ret = fn(arg, typed_uris[1], spec->channels[i].s3_uri);
+	if (!ret && spec->checkpoint_s3_uri)
+		ret = fn(arg, typed_uris[2], spec->checkpoint_s3_uri);
+	if (!ret && spec->tensorboard_s3_uri)
+		ret = fn(arg, typed_uris[3], spec->tensorboard_s3_uri);
+	if (!ret && spec->debug_s3_uri)
+		ret = fn(arg, typed_uris[4], spec->debug_s3_uri);
+	if (!ret && spec->profiler_s3_uri)
+		ret = fn(arg, typed_uris[5], spec->profiler_s3_uri);
+	if (!ret && code) {
+		char *uri = api_hp_string(code);
+
+		ret = fn(arg, "HyperParameters.sagemaker_submit_directory",
+			 uri);
+		free(uri);
+	}
+	if (ret || !spec->request_json)
+		return ret;
+	root = json_loads(spec->request_json, 0, NULL);
+	if (json_is_object(root))
+		ret = walk_uris(root, &path, fn, arg);
+	json_decref(root);
+	buf_release(&path);
+	return ret;
 }

@@ -153,4 +153,23 @@ int api_request_set_keep_alive(const char *request_json, int seconds,
 /* Returns the value of hyperparameter key, or NULL. */
 const char *api_job_spec_hp(const struct api_job_spec *spec, const char *key);
 
+/*
+ * Called by api_job_spec_uris() for each location the job names: member
+ * is the request's member as the API spells it, uri the value (for
+ * DebugHookConfig and ProfilerConfig the folder the files go to). A
+ * non-zero return stops the walk and is returned.
+ */
+typedef int api_job_spec_uri_fn(void *arg, const char *member, const char *uri);
+
+/*
+ * Every URI the job names: OutputDataConfig, each channel, CheckpointConfig,
+ * TensorBoardOutputConfig, DebugHookConfig, ProfilerConfig and the code
+ * (HyperParameters.sagemaker_submit_directory), then any other s3:// or
+ * file:// string of the request outside AlgorithmSpecification,
+ * HyperParameters, Environment and Tags, so that a member added later is
+ * walked too. The one list that checks of a request's locations use.
+ */
+int api_job_spec_uris(const struct api_job_spec *spec, api_job_spec_uri_fn *fn,
+		      void *arg);
+
 #endif

@@ -26,10 +26,12 @@
 #include "controller/route.h"
 #include "controller/metrics.h"
 #include "controller/telemetry.h"
+#include "controller/uris.h"
 #include "controller/ops.h"
 #include "controller/rendezvous.h"
 #include "controller/web.h"
 #include "db/db.h"
+#include "db/run.h"
 #include "common/bug.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -740,23 +742,93 @@ static const char *query(struct MHD_Connection *conn, const char *key)
  * sign a streamed body (trainctl cp / upload-source); without, the API
  * itself is open on loopback and so are they.
  */
-/* Whether a user key may reach the blob url names (its S3 prefixes). */
-static int blob_in_prefixes(const struct api_credential *who,
-			    struct MHD_Connection *conn, const char *url)
+/* "bucket/key" of the blob url names; a listing of bucket B under prefix P
+ * is a request for "B/P". */
+static void blob_key(struct MHD_Connection *conn, const char *url,
+		     struct buf *bk)
 {
 	const char *path = url + strlen(CTRL_BLOB_PREFIX);
 	const char *prefix = MHD_lookup_connection_value(
 		conn, MHD_GET_ARGUMENT_KIND, "prefix");
+
+	(void)buf_addf(bk, "%s%s%s", path, strchr(path, '/') ? "" : "/",
+		       strchr(path, '/') ? "" : (prefix ? prefix : ""));
+}
+
+/* Whether a user key may reach the blob url names (its S3 prefixes). */
+static int blob_in_prefixes(const struct api_credential *who,
+			    struct MHD_Connection *conn, const char *url)
+{
 	struct buf bk = BUF_INIT;
 	int ok;
 
 	if (who->admin)
 		return 1;
-	/* A listing of bucket B under prefix P is a request for "B/P". */
-	(void)buf_addf(&bk, "%s%s%s", path, strchr(path, '/') ? "" : "/",
-		       strchr(path, '/') ? "" : (prefix ? prefix : ""));
+	blob_key(conn, url, &bk);
 	ok = api_credential_s3_allowed(who, bk.data);
 	buf_release(&bk);
+	return ok;
+}
+
+/* Whether the credentials hold a key that is not admin. */
+static int has_user_keys(const struct ctrl_ctx *ctx)
+{
+	size_t i;
+
+	for (i = 0; i < ctx->creds.n; i++)
+		if (!ctx->creds.items[i].admin)
+			return 1;
+	return 0;
+}
+
+/*
+ * A host token reaches what the job its agent names (X-Trainctl-Job, or
+ * the job of X-Trainctl-Fence) may: the S3 prefixes of the job owner's
+ * keys, every object for an admin's job. With user keys configured, a
+ * request that names no job reaches nothing: the token alone is no
+ * licence to another user's objects.
+ */
+static int blob_for_job(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+			const char *url)
+{
+	const char *job = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						      "X-Trainctl-Job");
+	const char *fence = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+							"X-Trainctl-Fence");
+	struct buf name = BUF_INIT_MAX(256);
+	struct buf bk = BUF_INIT;
+	struct buf err = BUF_INIT;
+	char *owner = NULL;
+	int ok = 0;
+
+	if (!has_user_keys(ctx))
+		return 1;
+	if (job)
+		(void)buf_adds(&name, job);
+	else if (fence)
+		(void)buf_add(&name, fence, strcspn(fence, "/"));
+	if (!name.len) {
+		log_info("blob request refused: a host token names no job "
+			 "for '%.200s'",
+			 url);
+		goto out;
+	}
+	if (db_job_owner(ctx->db, name.data, &owner, &err)) {
+		log_info("blob request refused: job '%.128s': %s", name.data,
+			 err.data);
+		goto out;
+	}
+	blob_key(conn, url, &bk);
+	ok = ctrl_uris_owner_allows(ctx, owner, bk.data);
+	if (!ok)
+		log_info("blob request refused: '%.200s' is outside the S3 "
+			 "prefixes of the owner of job '%.128s'",
+			 url, name.data);
+out:
+	free(owner);
+	buf_release(&name);
+	buf_release(&bk);
+	buf_release(&err);
 	return ok;
 }
 
@@ -781,7 +853,9 @@ static int blob_allowed(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	for (i = 0; i < ctx->n_hosts && !ok; i++)
 		ok = ctrl_blob_auth_ok(auth, ctx->hosts[i]->token);
 	pthread_mutex_unlock(&ctx->hosts_lock);
-	if (ok || !auth || strncmp(auth, "AWS4-HMAC-SHA256 ", 17))
+	if (ok)
+		return blob_for_job(ctx, conn, url);
+	if (!auth || strncmp(auth, "AWS4-HMAC-SHA256 ", 17))
 		return ok;
 	h.n = 0;
 	h.overflow = 0;

@@ -23,6 +23,7 @@
 #include "controller/tags.h"
 #include "controller/tuning.h"
 #include "controller/update.h"
+#include "controller/uris.h"
 #include "controller/warmpool.h"
 #include "controller/ops.h"
 #include "db/db.h"
@@ -181,87 +182,6 @@ void ctrl_reply_json(struct ctrl_response *resp, struct buf *json)
 	buf_init(json, 0);
 }
 
-/* Every URI of the job must be one the storage layer can serve. */
-/* What a user key may name in S3, for its error message. */
-static void say_prefixes(const struct api_credential *c, struct buf *why)
-{
-	size_t i;
-
-	if (!c->n_s3_prefixes) {
-		(void)buf_adds(why, "this key may name no S3 URI (its "
-				    "credentials profile has no "
-				    "trainctl_s3_prefixes)");
-		return;
-	}
-	(void)buf_adds(why, "this key may name only");
-	for (i = 0; i < c->n_s3_prefixes; i++)
-		(void)buf_addf(why, "%s s3://%s", i ? "," : "",
-			       c->s3_prefixes[i]);
-	(void)buf_adds(why, " (trainctl_s3_prefixes)");
-}
-
-/*
- * One URI of a request: it parses, a file:// one lies under the allowed
- * roots, an s3:// one within the key's prefixes.
- */
-static int check_uri(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
-		     const char *what, const char *uri, struct buf *err)
-{
-	struct stor_uri u;
-	struct buf why = BUF_INIT;
-	struct buf path = BUF_INIT;
-	int ret = stor_uri_parse(uri, &u, &why);
-
-	if (!ret && u.scheme == STOR_SCHEME_FILE) {
-		(void)buf_addf(&path, "/%s", u.key);
-		ret = ctrl_file_path_allowed(ctx, path.data, &why);
-	} else if (!ret && who->cred) {
-		(void)buf_addf(&path, "%s/%s", u.bucket, u.key);
-		if (!api_credential_s3_allowed(who->cred, path.data)) {
-			say_prefixes(who->cred, &why);
-			ret = ERR_INVALID;
-		}
-	}
-	if (ret)
-		(void)buf_addf(err,
-			       "1 validation error detected: %s '%.300s' "
-			       "cannot be used: %s",
-			       what, uri, why.data);
-	stor_uri_release(&u);
-	buf_release(&why);
-	buf_release(&path);
-	return ret;
-}
-
-/* Every URI a job names: data, output, checkpoints and code. */
-static int check_uris(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
-		      const struct api_job_spec *spec, struct buf *err)
-{
-	const char *code = api_job_spec_hp(spec, "sagemaker_submit_directory");
-	size_t i;
-	int ret = 0;
-
-	if (spec->output_path)
-		ret = check_uri(ctx, who, "OutputDataConfig.S3OutputPath",
-				spec->output_path, err);
-	for (i = 0; i < spec->n_channels && !ret; i++)
-		ret = check_uri(ctx, who,
-				"InputDataConfig.DataSource.S3DataSource.S3Uri",
-				spec->channels[i].s3_uri, err);
-	if (!ret && spec->checkpoint_s3_uri)
-		ret = check_uri(ctx, who, "CheckpointConfig.S3Uri",
-				spec->checkpoint_s3_uri, err);
-	if (!ret && code) {
-		char *uri = api_hp_string(code);
-
-		ret = check_uri(ctx, who,
-				"HyperParameters.sagemaker_submit_directory",
-				uri, err);
-		free(uri);
-	}
-	return ret;
-}
-
 /*
  * A job that asks for more hosts than the controller has can never run:
  * ResourceLimitExceeded now rather than a job that waits forever. With no
@@ -312,7 +232,7 @@ static int parse_checked(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 
 	if (ret)
 		return ret;
-	ret = check_uris(ctx, who, spec, err);
+	ret = ctrl_uris_check(ctx, who, spec, err);
 	if (!ret) {
 		struct api_distribution dist;
 

@@ -523,6 +523,70 @@ static int check_parents(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	return 0;
 }
 
+/*
+ * The training job of definition d at point x, checked as who would
+ * create it; err names the definition.
+ */
+static int probe(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		 const struct api_tuning_spec *s,
+		 const struct api_tuning_def *d, const double *x,
+		 struct buf *err)
+{
+	char **vals = api_tuning_values(d, x);
+	struct buf body = BUF_INIT;
+	size_t k;
+	int ret = api_tuning_child_body(s, d, "probe", vals, &body);
+
+	if (!ret)
+		ret = ctrl_job_check(ctx, who, body.data, body.len, err);
+	if (ret) {
+		struct buf e2 = BUF_INIT;
+
+		(void)buf_addf(&e2, "%s: %s",
+			       d->name ? d->name : "TrainingJobDefinition",
+			       err->data);
+		buf_reset(err);
+		(void)buf_adds(err, e2.data);
+		buf_release(&e2);
+	}
+	for (k = 0; vals[k]; k++)
+		free(vals[k]);
+	free(vals);
+	buf_release(&body);
+	return ret;
+}
+
+/*
+ * Definition d makes training jobs create would accept: at the lower end
+ * of each range and with every value of each categorical range, so that
+ * no value (a code or data URI among them) goes unchecked.
+ */
+static int check_def(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		     const struct api_tuning_spec *s,
+		     const struct api_tuning_def *d, struct buf *err)
+{
+	double *x = xcalloc(d->n_ranges + 1, sizeof(*x));
+	size_t k, v;
+	int ret;
+
+	for (k = 0; k < d->n_ranges; k++)
+		x[k] = d->ranges[k].p.kind == TUNE_CATEGORICAL ?
+			       0 :
+			       d->ranges[k].p.min;
+	ret = probe(ctx, who, s, d, x, err);
+	for (k = 0; k < d->n_ranges && !ret; k++) {
+		if (d->ranges[k].p.kind != TUNE_CATEGORICAL)
+			continue;
+		for (v = 1; v < d->ranges[k].p.n_values && !ret; v++) {
+			x[k] = (double)v;
+			ret = probe(ctx, who, s, d, x, err);
+		}
+		x[k] = 0;
+	}
+	free(x);
+	return ret;
+}
+
 void ctrl_op_tuning_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 			   const char *body, size_t len,
 			   struct ctrl_response *resp)
@@ -531,7 +595,6 @@ void ctrl_op_tuning_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	struct db_tuning t;
 	struct db_tag *tags = NULL;
 	struct buf err = BUF_INIT;
-	struct buf probe = BUF_INIT;
 	struct buf out = BUF_INIT;
 	unsigned char rnd[16];
 	char uid[17];
@@ -545,39 +608,9 @@ void ctrl_op_tuning_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		buf_release(&err);
 		return;
 	}
-	/* Each definition must make a training job create would accept. */
-	for (i = 0; i < s.n_defs && !ret; i++) {
-		double *x = xcalloc(s.defs[i].n_ranges + 1, sizeof(*x));
-		char **vals;
-		size_t k;
-
-		for (k = 0; k < s.defs[i].n_ranges; k++)
-			x[k] = s.defs[i].ranges[k].p.kind == TUNE_CATEGORICAL ?
-				       0 :
-				       s.defs[i].ranges[k].p.min;
-		vals = api_tuning_values(&s.defs[i], x);
-		buf_reset(&probe);
-		ret = api_tuning_child_body(&s, &s.defs[i], "probe", vals,
-					    &probe);
-		if (!ret)
-			ret = ctrl_job_check(ctx, who, probe.data, probe.len,
-					     &err);
-		if (ret) {
-			struct buf e2 = BUF_INIT;
-
-			(void)buf_addf(&e2, "%s: %s",
-				       s.defs[i].name ? s.defs[i].name :
-							"TrainingJobDefinition",
-				       err.data);
-			buf_reset(&err);
-			(void)buf_adds(&err, e2.data);
-			buf_release(&e2);
-		}
-		for (k = 0; vals[k]; k++)
-			free(vals[k]);
-		free(vals);
-		free(x);
-	}
+	/* Each definition must make training jobs create would accept. */
+	for (i = 0; i < s.n_defs && !ret; i++)
+		ret = check_def(ctx, who, &s, &s.defs[i], &err);
 	if (!ret)
 		ret = check_parents(ctx, who, &s, &err);
 	if (ret) {
@@ -637,7 +670,6 @@ out:
 	free(tags);
 	api_tuning_release(&s);
 	buf_release(&err);
-	buf_release(&probe);
 	buf_release(&out);
 }
 
@@ -1139,7 +1171,11 @@ int ctrl_tuning_check(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 
 /* ---- the reconciler's step ---- */
 
-/* The caller a tuning job's training jobs are created as. */
+/*
+ * The caller a tuning job's training jobs are created as: its owner, with
+ * no key of its own, so that their URIs are checked against those of the
+ * owner's keys (controller/uris.c) as they are when it is created.
+ */
 static void owner_caller(const struct tjob *j, struct ctrl_caller *who)
 {
 	memset(who, 0, sizeof(*who));

@@ -53,6 +53,17 @@ static struct curl_slist *blob_headers(const struct stor *s)
 			       s->cfg.blob_token);
 		h = curl_slist_append(h, line.data);
 	}
+	if (s->cfg.job && h) {
+		buf_reset(&line);
+		(void)buf_addf(&line, "X-Trainctl-Job: %s", s->cfg.job);
+		n = curl_slist_append(h, line.data);
+		if (!n) {
+			curl_slist_free_all(h);
+			buf_release(&line);
+			return NULL;
+		}
+		h = n;
+	}
 	if (s->cfg.fence && h) {
 		buf_reset(&line);
 		(void)buf_addf(&line, "X-Trainctl-Fence: %s", s->cfg.fence);

@@ -127,6 +127,7 @@ void stor_config_release(struct stor_config *cfg)
 	free(cfg->session_token);
 	free(cfg->ca_file);
 	free(cfg->fence);
+	free(cfg->job);
 	free(cfg->amz_date);
 	stor_config_init(cfg);
 }

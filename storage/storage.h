@@ -44,6 +44,9 @@ struct stor_config {
 	char *session_token; /* AWS_SESSION_TOKEN, may stay NULL */
 	char *ca_file; /* TRAINCTL_CA_FILE / AWS_CA_BUNDLE: CAs for https */
 	char *fence;   /* blob PUTs: X-Trainctl-Fence "job/uid/attempt" */
+	/* Blob requests with a token: X-Trainctl-Job, the job they are for
+	 * (the controller allows what the job's owner may reach). */
+	char *job;
 
 	int64_t multipart_threshold; /* bytes: larger puts are multipart */
 	int64_t part_size;	     /* bytes per part (and per ranged get) */

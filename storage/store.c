@@ -41,6 +41,7 @@ int stor_open(const struct stor_config *cfg, struct stor **out, struct buf *err)
 	s->cfg.session_token = dup_or_null(cfg->session_token);
 	s->cfg.ca_file = dup_or_null(cfg->ca_file);
 	s->cfg.fence = dup_or_null(cfg->fence);
+	s->cfg.job = dup_or_null(cfg->job);
 	s->cfg.amz_date = dup_or_null(cfg->amz_date);
 	stor_config_fill_defaults(&s->cfg);
 	/* Trailing slashes would double in every URL. */

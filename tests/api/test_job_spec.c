@@ -1126,6 +1126,115 @@ static void volume_other(json_t *res)
  * volume; none without a period.
  * The echoed request's period can be rewritten.
  */
+/* What api_job_spec_uris() yields, as "member uri" lines. */
+static int collect_uri(void *arg, const char *member, const char *uri)
+{
+	(void)buf_addf(arg, "%s %s\n", member, uri);
+	return 0;
+}
+
+/* Every s3:// or file:// string of v (the code hyperparameter decoded). */
+static void request_uris(const json_t *v, const char *key, struct buf *out)
+{
+	const char *k;
+	json_t *m;
+	size_t i;
+
+	if (json_is_string(v)) {
+		char *s = !strcmp(key, "sagemaker_submit_directory") ?
+				  api_hp_string(json_string_value(v)) :
+				  strdup(json_string_value(v));
+
+		if (!strncmp(s, "s3://", 5) || !strncmp(s, "file://", 7))
+			(void)buf_addf(out, "%s\n", s);
+		free(s);
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, m)
+		{
+			request_uris(m, key, out);
+		}
+	} else {
+		json_object_foreach((json_t *)v, k, m)
+		{
+			request_uris(m, k, out);
+		}
+	}
+}
+
+/*
+ * Every URI-bearing member of the request is walked, so that a check
+ * built on the walk forgets none: each s3:// or file:// string of a
+ * request that names them all (but TrainingImage, a program) begins one
+ * the walk yields, under its member's name.
+ */
+static void test_uris_walk(void **state)
+{
+	static const char *const want[] = {
+		"OutputDataConfig.S3OutputPath s3://models/resnet50/\n",
+		"InputDataConfig.DataSource.S3DataSource.S3Uri "
+		"s3://datasets/imagenet/train/\n",
+		"InputDataConfig.DataSource.S3DataSource.S3Uri "
+		"s3://datasets/imagenet/val.manifest\n",
+		"CheckpointConfig.S3Uri s3://models/resnet50/checkpoints/\n",
+		"TensorBoardOutputConfig.S3OutputPath s3://tb/out/\n",
+		"DebugHookConfig.S3OutputPath s3://dbg/out/"
+		"resnet50-imagenet-2024-06-01-08-30-00-001/debug-output\n",
+		"ProfilerConfig.S3OutputPath file:///srv/prof/"
+		"resnet50-imagenet-2024-06-01-08-30-00-001/profiler-output\n",
+		"HyperParameters.sagemaker_submit_directory "
+		"s3://code/src.tar.gz\n",
+	};
+	json_t *req = load_full();
+	struct api_job_spec spec;
+	struct buf err = BUF_INIT;
+	struct buf got = BUF_INIT;
+	struct buf uris = BUF_INIT;
+	char *line, *save = NULL;
+	size_t i;
+
+	(void)state;
+	json_object_set_new(req, "TensorBoardOutputConfig",
+			    json_pack("{s:s}", "S3OutputPath", "s3://tb/out/"));
+	json_object_set_new(req, "DebugHookConfig",
+			    json_pack("{s:s}", "S3OutputPath",
+				      "s3://dbg/out/"));
+	json_object_set_new(req, "ProfilerConfig",
+			    json_pack("{s:s}", "S3OutputPath",
+				      "file:///srv/prof"));
+	json_object_set_new(json_object_get(req, "HyperParameters"),
+			    "sagemaker_submit_directory",
+			    json_string("\"s3://code/src.tar.gz\""));
+	json_object_del(req, "AlgorithmSpecification");
+	request_uris(req, "", &uris);
+	json_object_set_new(req, "AlgorithmSpecification",
+			    json_pack("{s:s,s:s}", "TrainingImage",
+				      "file:///bin/true", "TrainingInputMode",
+				      "File"));
+	json_incref(req);
+	assert_int_equal(parse_json(req, &spec, &err), 0);
+	json_decref(req);
+	assert_int_equal(api_job_spec_uris(&spec, collect_uri, &got), 0);
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (!strstr(got.data, want[i]))
+			fail_msg("the walk lacks %s(it gave:\n%s)", want[i],
+				 got.data);
+	for (line = strtok_r(uris.data, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		struct buf b = BUF_INIT;
+
+		(void)buf_addf(&b, " %s", line);
+		if (!strstr(got.data, b.data))
+			fail_msg("the request names %s, which the walk does "
+				 "not (it gave:\n%s)",
+				 line, got.data);
+		buf_release(&b);
+	}
+	api_job_spec_release(&spec);
+	buf_release(&err);
+	buf_release(&got);
+	buf_release(&uris);
+}
+
 static void test_warm_key(void **state)
 {
 	char *a = warm_key_of(NULL, 60);
@@ -1176,6 +1285,7 @@ int main(void)
 		cmocka_unit_test(test_nesting),
 		cmocka_unit_test(test_release),
 		cmocka_unit_test(test_warm_key),
+		cmocka_unit_test(test_uris_walk),
 	};
 
 	return cmocka_run_group_tests_name("api/job_spec", tests, NULL, NULL);

@@ -1,0 +1,352 @@
+#!/usr/bin/python3
+"""Locations a user key's jobs may not name, against a trainctld with an
+admin key and two user keys, alice and bob, each confined to
+s3://BUCKET/<user>/ (trainctl_s3_prefixes), and --allow-file-root ROOT.
+
+  (w1) bob's CreateTrainingJob with TensorBoardOutputConfig,
+      DebugHookConfig or ProfilerConfig S3OutputPath in alice's prefix or
+      an admin-only prefix, or file:// outside ROOT, is refused with a 400
+      ValidationException naming the member and the URI; no job is
+      created and no object is written
+  (w2) bob's tuning job whose second categorical value of
+      sagemaker_submit_directory (or a static one) names alice's source
+      tarball is refused at create; nothing is created
+  (w3) the host-token path: the blob endpoint, with a host's token and
+      X-Trainctl-Job naming bob's job, refuses to write alice's prefix or
+      an admin-only object and to read alice's tarball (403, nothing
+      written); naming no job it refuses too; within bob's prefix it works
+  (w4) bob's job with TensorBoard output in his own prefix is accepted
+      and (as root, with a Unix user to run it as) runs to Completed, its
+      model uploaded by the agent through the blob endpoint
+  (w5) the training jobs of bob's tuning job are checked as bob when they
+      are created: a tuning job accepted while bob's key reached
+      s3://BUCKET/shared/ creates no training job there once the key no
+      longer does (the controller is killed between the child's row and
+      its create, TRAINCTLD_CRASH_POINT, and restarted with the narrower
+      credentials); the tuning job fails naming the URI
+
+TAP on stdout. Run from the top of the tree with Debian's interpreter:
+    /usr/bin/python3 tests/integration/test_hostile_uris.py
+BUILD names the build directory (default build).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import ftlib as fl  # noqa: E402
+
+sc = fl.sc
+sc.hermetic_env()
+expect = sc.expect
+B = fl.BUCKET
+
+KEYS = {"admin": ("AKIDURISADMIN0000001", "admin/secret/uris/0123456789"),
+        "alice": ("AKIDURISALICE000001", "alice/secret/uris/0123456789"),
+        "bob": ("AKIDURISBOB00000001", "bob/secret/uris/0123456789")}
+USERS = {"alice": "tctl-uri-alice", "bob": "tctl-uri-bob"}
+
+
+def creds_text(bob_extra=""):
+    text = "[admin]\naws_access_key_id = %s\naws_secret_access_key = %s\n\n" % KEYS["admin"]
+    for who in ("alice", "bob"):
+        prefixes = "%s/%s/" % (B, who)
+        if who == "bob" and bob_extra:
+            prefixes += ", " + bob_extra
+        text += ("[%s]\naws_access_key_id = %s\naws_secret_access_key = %s\ntrainctl_user = %s\n"
+                 "trainctl_s3_prefixes = %s\n\n" % ((who,) + KEYS[who] + (USERS[who], prefixes)))
+    return text
+
+
+def client(d, who):
+    return sc.make_client(d.endpoint, key=KEYS[who][0], secret=KEYS[who][1])
+
+
+def make_users():
+    """None when both users exist (made here), else why not."""
+    if os.geteuid() != 0 or not shutil.which("useradd"):
+        return "not root or no useradd"
+    for u in USERS.values():
+        if subprocess.run(["id", u], capture_output=True).returncode == 0:
+            continue
+        r = subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
+                            "--shell", "/usr/sbin/nologin", u], capture_output=True)
+        if r.returncode:
+            return "useradd %s: %s" % (u, r.stderr.decode())
+    return None
+
+
+def drop_users():
+    for u in USERS.values():
+        subprocess.run(["userdel", u], capture_output=True)
+
+
+def request(name, **top):
+    req = fl.job_request(name, 1, checkpoint=False, max_runtime=60)
+    req["AlgorithmSpecification"]["TrainingImage"] = "file:///bin/true"
+    req["OutputDataConfig"] = {"S3OutputPath": "s3://%s/bob/out" % B}
+    req.update(top)
+    return req
+
+
+def obj(d, key):
+    return os.path.join(d.state_dir, "s3", B, key)
+
+
+def seed(d):
+    """Objects the attacks aim at: an admin-only one and alice's code."""
+    want = {"admin/secret.txt": b"admin only\n", "alice/code/src.tar.gz": b"alice's source\n"}
+    for key, data in want.items():
+        os.makedirs(os.path.dirname(obj(d, key)), exist_ok=True)
+        with open(obj(d, key), "wb") as f:
+            f.write(data)
+    return want
+
+
+def unchanged(d, want):
+    for key, data in want.items():
+        with open(obj(d, key), "rb") as f:
+            expect(f.read() == data, "%s was changed" % key)
+
+
+def files_under(d, prefix):
+    top = obj(d, prefix)
+    return [os.path.join(p, f) for p, _, fs in os.walk(top) for f in fs]
+
+
+def job_names(admin):
+    return [j["TrainingJobName"] for j in admin.list_training_jobs()["TrainingJobSummaries"]]
+
+
+def case_members(d, root, want):
+    bob, admin = client(d, "bob"), client(d, "admin")
+    outside = tempfile.mkdtemp(prefix="trainctl-uris-outside-")
+    cases = [
+        ("TensorBoardOutputConfig.S3OutputPath", "s3://%s/alice/tb" % B,
+         lambda u: {"TensorBoardOutputConfig": {"S3OutputPath": u}}),
+        ("TensorBoardOutputConfig.S3OutputPath", "s3://%s/admin/tb" % B,
+         lambda u: {"TensorBoardOutputConfig": {"S3OutputPath": u}}),
+        ("TensorBoardOutputConfig.S3OutputPath", "file://" + outside,
+         lambda u: {"TensorBoardOutputConfig": {"S3OutputPath": u}}),
+        ("DebugHookConfig.S3OutputPath", "s3://%s/alice/dbg" % B,
+         lambda u: {"DebugHookConfig": {"S3OutputPath": u}}),
+        ("DebugHookConfig.S3OutputPath", "s3://%s/admin" % B,
+         lambda u: {"DebugHookConfig": {"S3OutputPath": u}}),
+        ("ProfilerConfig.S3OutputPath", "s3://%s/alice/prof" % B,
+         lambda u: {"ProfilerConfig": {"S3OutputPath": u}}),
+        ("ProfilerConfig.S3OutputPath", "file:///etc",
+         lambda u: {"ProfilerConfig": {"S3OutputPath": u}}),
+    ]
+    for i, (member, uri, top) in enumerate(cases):
+        name = "uris-w1-%d" % i
+        what = "bob's %s %s" % (member, uri)
+        _, msg, _ = sc.expect_error(lambda: bob.create_training_job(**request(name, **top(uri))),
+                                    "ValidationException", status=400, contains=member,
+                                    what=what + ": ")
+        expect(uri.rstrip("/") in msg and "cannot be used" in msg, "%s: message %r" % (what, msg))
+        expect(name not in job_names(admin), "%s: the job was created anyway" % what)
+    time.sleep(1)
+    for prefix in ("alice/tb", "admin/tb", "alice/dbg", "alice/prof"):
+        expect(not files_under(d, prefix), "objects written under %s: %s" % (prefix, files_under(d, prefix)))
+    expect(not os.listdir(outside), "files written to %s" % outside)
+    unchanged(d, want)
+    os.rmdir(outside)
+
+
+def tuning_request(name, categorical=None, static=None):
+    req = {"HyperParameterTuningJobName": name,
+           "HyperParameterTuningJobConfig": {
+               "Strategy": "Random",
+               "HyperParameterTuningJobObjective": {"Type": "Minimize", "MetricName": "loss"},
+               "ResourceLimits": {"MaxNumberOfTrainingJobs": 1, "MaxParallelTrainingJobs": 1},
+               "ParameterRanges": {"ContinuousParameterRanges": [
+                   {"Name": "x", "MinValue": "-1", "MaxValue": "1"}]}},
+           "TrainingJobDefinition": {
+               "StaticHyperParameters": {"epochs": "1"},
+               "AlgorithmSpecification": {
+                   "TrainingImage": "file:///bin/true", "TrainingInputMode": "File",
+                   "MetricDefinitions": [{"Name": "loss", "Regex": "loss=(.*?);"}]},
+               "RoleArn": fl.ROLE,
+               "OutputDataConfig": {"S3OutputPath": "s3://%s/bob/out" % B},
+               "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 1,
+                                  "VolumeSizeInGB": 1},
+               "StoppingCondition": {"MaxRuntimeInSeconds": 60}}}
+    ranges = req["HyperParameterTuningJobConfig"]["ParameterRanges"]
+    if categorical:
+        ranges["CategoricalParameterRanges"] = [
+            {"Name": "sagemaker_submit_directory", "Values": categorical}]
+    if static:
+        req["TrainingJobDefinition"]["StaticHyperParameters"].update(static)
+    return req
+
+
+def tuning_names(admin):
+    return [t["HyperParameterTuningJobName"] for t in
+            admin.list_hyper_parameter_tuning_jobs()["HyperParameterTuningJobSummaries"]]
+
+
+def case_tuning(d, want):
+    bob, admin = client(d, "bob"), client(d, "admin")
+    mine = json.dumps("s3://%s/bob/code/src.tar.gz" % B)
+    theirs = "s3://%s/alice/code/src.tar.gz" % B
+    for name, req in (("uris-w2-cat", tuning_request("uris-w2-cat", categorical=[mine, json.dumps(theirs)])),
+                      ("uris-w2-cat3", tuning_request("uris-w2-cat3",
+                                                      categorical=[mine, mine + " ", json.dumps(theirs)])),
+                      ("uris-w2-static", tuning_request("uris-w2-static",
+                                                        static={"sagemaker_submit_directory": theirs}))):
+        _, msg, _ = sc.expect_error(lambda: bob.create_hyper_parameter_tuning_job(**req),
+                                    "ValidationException", status=400,
+                                    contains="sagemaker_submit_directory", what=name + ": ")
+        expect(theirs in msg, "%s: message names no URI: %r" % (name, msg))
+        expect(name not in tuning_names(admin), "%s: the tuning job was created anyway" % name)
+    time.sleep(1)
+    kids = [j for j in job_names(admin) if j.startswith("uris-w2")]
+    expect(not kids, "training jobs created: %s" % kids)
+    unchanged(d, want)
+
+
+def case_blob(d, want, job):
+    token = open(os.path.join(d.state_dir, "hosts", "local-1", "token")).read().strip()
+
+    def send(method, key, headers, body=b""):
+        h = {"Authorization": "Bearer " + token}
+        h.update(headers)
+        return sc.http_request(d.port, method, "/v1/blobs/%s/%s" % (B, key), body=body, headers=h)
+    as_bob = {"X-Trainctl-Job": job}
+    for key in ("alice/stolen.bin", "admin/secret.txt", "alice/code/src.tar.gz"):
+        r = send("PUT", key, as_bob, b"written by bob's job")
+        expect(r.status in (401, 403), "PUT %s for bob's job: %r" % (key, r))
+        r = send("DELETE", key, as_bob)
+        expect(r.status in (401, 403), "DELETE %s for bob's job: %r" % (key, r))
+    r = send("GET", "alice/code/src.tar.gz", as_bob)
+    expect(r.status in (401, 403) and b"alice's source" not in r.body, "GET alice's code for bob's job: %r" % r)
+    r = sc.http_request(d.port, "GET", "/v1/blobs/%s?prefix=alice/" % B,
+                        headers={"Authorization": "Bearer " + token, "X-Trainctl-Job": job})
+    expect(r.status in (401, 403) and b"src.tar.gz" not in r.body, "listing alice's prefix: %r" % r)
+    r = send("PUT", "alice/stolen2.bin", {"X-Trainctl-Fence": "%s/0000000000000000/1" % job}, b"x")
+    expect(r.status in (401, 403, 409), "PUT into alice's prefix with a fence of bob's job: %r" % r)
+    r = send("PUT", "alice/stolen3.bin", {}, b"x")
+    expect(r.status in (401, 403), "PUT naming no job: %r" % r)
+    r = send("PUT", "alice/stolen4.bin", {"X-Trainctl-Job": "no-such-job"}, b"x")
+    expect(r.status in (401, 403), "PUT naming a job that does not exist: %r" % r)
+    expect(not [f for f in files_under(d, "alice") if "stolen" in f], "objects written in alice's prefix")
+    unchanged(d, want)
+    r = send("PUT", "bob/mine.bin", as_bob, b"bob's bytes")
+    expect(r.status == 200 and open(obj(d, "bob/mine.bin"), "rb").read() == b"bob's bytes",
+           "PUT within bob's prefix for bob's job: %r" % r)
+    r = send("GET", "bob/mine.bin", as_bob)
+    expect(r.status == 200 and r.body == b"bob's bytes", "GET within bob's prefix: %r" % r)
+
+
+def case_allowed(d, can_run):
+    bob = client(d, "bob")
+    name = "uris-w4-bob"
+    bob.create_training_job(**request(name, TensorBoardOutputConfig={
+        "S3OutputPath": "s3://%s/bob/tb" % B}))
+    if not can_run:
+        return name
+    desc, _ = fl.wait_job(bob, name, fl.terminal, 90)
+    expect(desc["TrainingJobStatus"] == "Completed", "bob's job ended %s: %s" % (
+        desc["TrainingJobStatus"], desc.get("FailureReason")))
+    model = obj(d, "bob/out/%s/output/model.tar.gz" % name)
+    expect(os.path.exists(model), "bob's model was not uploaded to %s" % model)
+    return name
+
+
+def case_children(tap):
+    """A child of bob's tuning job is created as bob, not as a keyless
+    caller: a prefix taken from bob's key between the tuning job's create
+    and its child's refuses the child."""
+    d = sc.Daemon(credentials=None, name="trainctld-uris-kids")
+    os.makedirs(d.state_dir, exist_ok=True)
+    path = os.path.join(d.tmp, "credentials-wide")
+    with open(path, "w") as f:
+        f.write(creds_text(bob_extra="%s/shared/" % B))
+    d.extra = ["--credentials", path]
+    os.environ["TRAINCTLD_CRASH_POINT"] = "tuning-row:1"
+    try:
+        err = d.start()
+    finally:
+        del os.environ["TRAINCTLD_CRASH_POINT"]
+    if not tap.ok(err is None, "trainctld with bob's key reaching s3://%s/shared/ starts" % B, err):
+        return
+
+    def run():
+        bob = client(d, "bob")
+        req = tuning_request("uris-w5")
+        req["TrainingJobDefinition"]["OutputDataConfig"]["S3OutputPath"] = "s3://%s/shared/out" % B
+        bob.create_hyper_parameter_tuning_job(**req)
+        deadline = time.time() + 20
+        while time.time() < deadline and d.alive():
+            time.sleep(0.05)
+        expect(not d.alive(), "the controller did not stop at the child's row")
+        d.stop()
+        narrow = os.path.join(d.tmp, "credentials-narrow")
+        with open(narrow, "w") as f:
+            f.write(creds_text())
+        d.extra = ["--credentials", narrow]
+        err = d.start()
+        expect(err is None, "restart: %s" % err)
+        bob, admin = client(d, "bob"), client(d, "admin")
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            t = bob.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName="uris-w5")
+            if t["HyperParameterTuningJobStatus"] != "InProgress" or job_names(admin):
+                break
+            time.sleep(0.1)
+        expect(not job_names(admin), "a training job was created: %s" % job_names(admin))
+        expect(t["HyperParameterTuningJobStatus"] == "Failed" and
+               "s3://%s/shared/out" % B in t.get("FailureReason", ""),
+               "tuning job %s: %s" % (t["HyperParameterTuningJobStatus"], t.get("FailureReason")))
+    tap.case("(w5) a tuning job's training jobs are checked as its owner when created", run)
+    d.stop()
+
+
+def main():
+    tap = sc.Tap()
+    why = make_users()
+    root = tempfile.mkdtemp(prefix="trainctl-uris-root-")
+    d = sc.Daemon(credentials=None, name="trainctld-uris", extra=["--local-hosts", "1"])
+    try:
+        os.makedirs(d.state_dir, exist_ok=True)
+        os.chmod(d.tmp, 0o711)
+        path = os.path.join(d.tmp, "credentials")
+        with open(path, "w") as f:
+            f.write(creds_text())
+        d.extra += ["--credentials", path, "--allow-file-root", root]
+        err = d.start()
+        if tap.ok(err is None, "trainctld with an admin and two user keys starts", err):
+            deadline = time.time() + 30
+            while time.time() < deadline and not os.path.exists(
+                    os.path.join(d.state_dir, "hosts", "local-1", "token")):
+                time.sleep(0.1)
+            want = seed(d)
+            tap.case("(w1) TensorBoard, Debugger and Profiler output outside bob's prefixes is refused",
+                     case_members, d, root, want)
+            tap.case("(w2) every categorical and static code URI of a tuning job is checked at create",
+                     case_tuning, d, want)
+            if why:
+                tap.note("bob's job is not run: %s" % why)
+            job = tap.case("(w4) bob's job with TensorBoard output in his prefix is accepted%s" %
+                           ("" if why else " and runs"), case_allowed, d, why is None)
+            tap.case("(w3) a host token for bob's job reaches only bob's prefixes", case_blob, d, want,
+                     job if isinstance(job, str) else "uris-w4-bob")
+            rc, killed = d.stop()
+            tap.ok(rc == 0 and not killed, "trainctld exits 0 on SIGTERM", "exit %r\n%s" % (rc, d.log_tail()))
+        case_children(tap)
+    finally:
+        d.stop()
+        shutil.rmtree(root, ignore_errors=True)
+        if why is None:
+            drop_users()
+    return tap.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
