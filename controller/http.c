@@ -781,15 +781,31 @@ static int has_user_keys(const struct ctrl_ctx *ctx)
 	return 0;
 }
 
+/* Whether host holds an assignment of job (any attempt still stored). */
+static int host_runs_job(struct ctrl_ctx *ctx, const char *host,
+			 const char *job)
+{
+	struct db_assignment *as = NULL;
+	struct buf err = BUF_INIT;
+	size_t n = 0;
+
+	if (db_assignments_list(ctx->db, job, host, 0, &as, &n, &err))
+		log_warn("job '%.128s': %s", job, err.data);
+	db_assignments_free(as, n);
+	buf_release(&err);
+	return n > 0;
+}
+
 /*
  * A host token reaches what the job its agent names (X-Trainctl-Job, or
  * the job of X-Trainctl-Fence) may: the S3 prefixes of the job owner's
  * keys, every object for an admin's job. With user keys configured, a
- * request that names no job reaches nothing: the token alone is no
- * licence to another user's objects.
+ * request that names no job reaches nothing, and neither does one naming
+ * a job the token's host holds no work of: the token alone is no licence
+ * to another user's objects, nor to an admin's job run elsewhere.
  */
 static int blob_for_job(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
-			const char *url)
+			const char *host, const char *url)
 {
 	const char *job = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 						      "X-Trainctl-Job");
@@ -818,6 +834,12 @@ static int blob_for_job(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 			 err.data);
 		goto out;
 	}
+	if (!host_runs_job(ctx, host, name.data)) {
+		log_info("blob request refused: host '%s' holds no work of job "
+			 "'%.128s'",
+			 host, name.data);
+		goto out;
+	}
 	blob_key(conn, url, &bk);
 	ok = ctrl_uris_owner_allows(ctx, owner, bk.data);
 	if (!ok)
@@ -843,6 +865,7 @@ static int blob_allowed(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	struct buf err = BUF_INIT;
 	struct header_list h;
 	const char *type = NULL;
+	char *host = NULL;
 	int status = 403;
 	size_t i;
 	int ok = 0;
@@ -850,11 +873,15 @@ static int blob_allowed(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	if (!ctx->auth_enabled)
 		return 1;
 	pthread_mutex_lock(&ctx->hosts_lock);
-	for (i = 0; i < ctx->n_hosts && !ok; i++)
-		ok = ctrl_blob_auth_ok(auth, ctx->hosts[i]->token);
+	for (i = 0; i < ctx->n_hosts && !host; i++)
+		if (ctrl_blob_auth_ok(auth, ctx->hosts[i]->token))
+			host = xstrdup(ctx->hosts[i]->name);
 	pthread_mutex_unlock(&ctx->hosts_lock);
-	if (ok)
-		return blob_for_job(ctx, conn, url);
+	if (host) {
+		ok = blob_for_job(ctx, conn, host, url);
+		free(host);
+		return ok;
+	}
 	if (!auth || strncmp(auth, "AWS4-HMAC-SHA256 ", 17))
 		return ok;
 	h.n = 0;

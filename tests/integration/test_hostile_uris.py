@@ -15,6 +15,9 @@ s3://BUCKET/<user>/ (trainctl_s3_prefixes), and --allow-file-root ROOT.
       X-Trainctl-Job naming bob's job, refuses to write alice's prefix or
       an admin-only object and to read alice's tarball (403, nothing
       written); naming no job it refuses too; within bob's prefix it works
+      for the host that runs bob's job and for no other, and the token of
+      bob's host naming an admin's job (run on the other host) reaches
+      nothing
   (w4) bob's job with TensorBoard output in his own prefix is accepted
       and (as root, with a Unix user to run it as) runs to Completed, its
       model uploaded by the agent through the blob endpoint
@@ -211,8 +214,33 @@ def case_tuning(d, want):
     unchanged(d, want)
 
 
-def case_blob(d, want, job):
-    token = open(os.path.join(d.state_dir, "hosts", "local-1", "token")).read().strip()
+def token_of(d, host):
+    return open(os.path.join(d.state_dir, "hosts", host, "token")).read().strip()
+
+
+def sleeper(d, who, name):
+    """who's job that sleeps; the local host it runs on."""
+    sm = client(d, who)
+    req = request(name)
+    req["AlgorithmSpecification"]["TrainingImage"] = "file:///bin/sleep"
+    req["AlgorithmSpecification"]["ContainerArguments"] = ["60"]
+    req["OutputDataConfig"] = {"S3OutputPath": "s3://%s/%s/out" % (B, who)}
+    sm.create_training_job(**req)
+    fl.wait_job(sm, name, lambda x: x.get("SecondaryStatus") == "Training", 60)
+    for host in ("local-1", "local-2"):
+        jobs = os.path.join(d.state_dir, "hosts", host, "jobs")
+        if os.path.isdir(jobs) and any(x == name or x.startswith(name + ".") for x in os.listdir(jobs)):
+            return host
+    raise sc.Fail("no host's work folder holds job %s" % name)
+
+
+def case_blob(d, want, can_run):
+    job = "uris-w3-bob"
+    host = other = "local-1"
+    if can_run:
+        host = sleeper(d, "bob", job)
+        other = "local-2" if host == "local-1" else "local-1"
+    token = token_of(d, host)
 
     def send(method, key, headers, body=b""):
         h = {"Authorization": "Bearer " + token}
@@ -237,11 +265,27 @@ def case_blob(d, want, job):
     expect(r.status in (401, 403), "PUT naming a job that does not exist: %r" % r)
     expect(not [f for f in files_under(d, "alice") if "stolen" in f], "objects written in alice's prefix")
     unchanged(d, want)
+    if not can_run:
+        return
     r = send("PUT", "bob/mine.bin", as_bob, b"bob's bytes")
     expect(r.status == 200 and open(obj(d, "bob/mine.bin"), "rb").read() == b"bob's bytes",
            "PUT within bob's prefix for bob's job: %r" % r)
     r = send("GET", "bob/mine.bin", as_bob)
     expect(r.status == 200 and r.body == b"bob's bytes", "GET within bob's prefix: %r" % r)
+    r = sc.http_request(d.port, "PUT", "/v1/blobs/%s/bob/other.bin" % B, body=b"x",
+                        headers={"Authorization": "Bearer " + token_of(d, other), "X-Trainctl-Job": job})
+    expect(r.status in (401, 403) and not os.path.exists(obj(d, "bob/other.bin")),
+           "PUT for bob's job with the token of %s, which does not run it: %r" % (other, r))
+    admin_job = "uris-w3-admin"
+    admin_host = sleeper(d, "admin", admin_job)
+    expect(admin_host == other, "admin's job runs on %s, bob's on %s" % (admin_host, host))
+    for method, body in (("PUT", b"overwritten"), ("GET", b""), ("DELETE", b"")):
+        r = send(method, "admin/secret.txt", {"X-Trainctl-Job": admin_job}, body)
+        expect(r.status in (401, 403) and b"admin only" not in r.body,
+               "%s admin/secret.txt naming admin's job with the token of bob's host: %r" % (method, r))
+    unchanged(d, want)
+    for who, name in (("bob", job), ("admin", admin_job)):
+        client(d, who).stop_training_job(TrainingJobName=name)
 
 
 def case_allowed(d, can_run):
@@ -312,7 +356,7 @@ def main():
     tap = sc.Tap()
     why = make_users()
     root = tempfile.mkdtemp(prefix="trainctl-uris-root-")
-    d = sc.Daemon(credentials=None, name="trainctld-uris", extra=["--local-hosts", "1"])
+    d = sc.Daemon(credentials=None, name="trainctld-uris", extra=["--local-hosts", "2"])
     try:
         os.makedirs(d.state_dir, exist_ok=True)
         os.chmod(d.tmp, 0o711)
@@ -333,10 +377,10 @@ def main():
                      case_tuning, d, want)
             if why:
                 tap.note("bob's job is not run: %s" % why)
-            job = tap.case("(w4) bob's job with TensorBoard output in his prefix is accepted%s" %
+            tap.case("(w4) bob's job with TensorBoard output in his prefix is accepted%s" %
                            ("" if why else " and runs"), case_allowed, d, why is None)
-            tap.case("(w3) a host token for bob's job reaches only bob's prefixes", case_blob, d, want,
-                     job if isinstance(job, str) else "uris-w4-bob")
+            tap.case("(w3) a host token for bob's job reaches only bob's prefixes, from bob's host",
+                     case_blob, d, want, why is None)
             rc, killed = d.stop()
             tap.ok(rc == 0 and not killed, "trainctld exits 0 on SIGTERM", "exit %r\n%s" % (rc, d.log_tail()))
         case_children(tap)
