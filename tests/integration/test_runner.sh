@@ -2,7 +2,9 @@
 # tests/run.sh itself: a script that stops early with status 0, or prints
 # no plan, is a failure; a plan that matches what ran, with skips, passes;
 # skips are counted and named: a whole skipped suite, a cmocka skip, each
-# with its reason; a plan of 1..0 without a reason and a run of nothing fail.
+# with its reason; a plan of 1..0 without a reason and a run of nothing fail;
+# a skip for a reason TESTS_ALLOW_SKIP does not name (only GPU ones by
+# default) fails, and passes when the variable names it.
 #
 # Run from the repository root: sh tests/integration/test_runner.sh. Prints
 # TAP. Runs tests/run.sh on a temporary tree of three small scripts.
@@ -16,7 +18,7 @@ check() {
 	t_ok "$1" "$2" || tail -n 8 "$T_TMP/out" | t_diag
 }
 
-t_plan 9
+t_plan 11
 mkdir -p "$T_TMP/tree/tests/integration"
 cd "$T_TMP/tree" || exit 1
 t=tests/integration
@@ -44,7 +46,7 @@ rc=$?
 check $? "(r4) a trailing plan with a skip passes"
 
 printf 'echo "1..0 # SKIP no GPU here"\n' >$t/test_gpu.sh
-printf 'echo 1..2\necho "ok 1 - a"\necho "not ok 2 # SKIP needs s3rver"\n' \
+printf 'echo 1..2\necho "ok 1 - a"\necho "not ok 2 # SKIP no CUDA device"\n' \
 	>$t/test_cmocka.sh
 BUILD="$T_TMP/build" TESTS="" sh "$T_ROOT/tests/run.sh" >"$T_TMP/out" 2>&1
 rc=$?
@@ -52,8 +54,8 @@ rc=$?
 	grep -q '^2 passed, 0 failed, 2 skipped, 1 suites skipped$' "$T_TMP/out"
 check $? "(r5) a whole-suite skip and a cmocka skip are counted as skips"
 
-grep -q 'test_gpu.sh: whole suite: no GPU here' "$T_TMP/out" &&
-	grep -q 'test_cmocka.sh: .*SKIP needs s3rver' "$T_TMP/out" &&
+grep -q 'test_gpu.sh: whole suite: # SKIP no GPU here' "$T_TMP/out" &&
+	grep -q 'test_cmocka.sh: .*SKIP no CUDA device' "$T_TMP/out" &&
 	grep -q 'test_fine.sh: b # SKIP no GPU' "$T_TMP/out"
 check $? "(r6) each skip is listed with its reason"
 
@@ -67,6 +69,19 @@ rc=$?
 [ "$rc" -ne 0 ] && grep -q 'test_empty.sh: plan 1..0 without a SKIP reason' \
 	"$T_TMP/out"
 check $? "(r8) a plan of 1..0 without a SKIP reason fails"
+
+rm $t/test_empty.sh
+printf 'echo 1..1\necho "ok 1 - a # SKIP needs s3rver"\n' >$t/test_other.sh
+BUILD="$T_TMP/build" TESTS="" sh "$T_ROOT/tests/run.sh" >"$T_TMP/out" 2>&1
+rc=$?
+[ "$rc" -ne 0 ] && grep -q 'test_other.sh: skipped for a reason not allowed here (TESTS_ALLOW_SKIP): needs s3rver' "$T_TMP/out"
+check $? "(r10) a skip for a reason that is not a GPU one fails"
+
+BUILD="$T_TMP/build" TESTS="" TESTS_ALLOW_SKIP='s3rver|GPU' \
+	sh "$T_ROOT/tests/run.sh" >"$T_TMP/out" 2>&1
+rc=$?
+[ "$rc" -eq 0 ] && grep -q '^1 passed, 0 failed, 2 skipped, 0 suites skipped$' "$T_TMP/out"
+check $? "(r11) TESTS_ALLOW_SKIP allows the reasons it names"
 
 BUILD="$T_TMP/build" TESTS="no-such-test" sh "$T_ROOT/tests/run.sh" \
 	>"$T_TMP/out" 2>&1
