@@ -595,6 +595,14 @@ const char *ctrl_s3_op_name(const struct ctrl_s3 *s)
 	return s ? op_names[s->op] : "S3";
 }
 
+/* Whether op writes an object under s->key. */
+static int s3_creates(enum s3_op op)
+{
+	return op == S3_PUT_OBJECT || op == S3_COPY_OBJECT ||
+	       op == S3_CREATE_UPLOAD || op == S3_UPLOAD_PART ||
+	       op == S3_COMPLETE_UPLOAD;
+}
+
 /* Names checked, the caller's reach checked. */
 static int check_names(struct ctrl_s3 *s)
 {
@@ -604,6 +612,14 @@ static int check_names(struct ctrl_s3 *s)
 	if (s->bucket && stor_bucket_check(s->bucket, &err))
 		r = s3_fail(s, "InvalidBucketName", 400,
 			    "The specified bucket is not valid: %s", err.data);
+	else if (s->key && strlen(s->key) > S3_KEY_MAX)
+		r = s3_fail(s, "KeyTooLongError", 400,
+			    "Your key is too long: %zu bytes, at most %d",
+			    strlen(s->key), S3_KEY_MAX);
+	else if (s->key && s3_creates(s->op) && !s3x_text_ok(s->key))
+		r = s3_fail(s, "InvalidArgument", 400,
+			    "The object key is not valid UTF-8 or holds a "
+			    "control character that XML cannot carry");
 	else if (s->key && stor_key_check(s->key, 0, &err))
 		r = s3_fail(s, "InvalidArgument", 400,
 			    "The key cannot be kept by the embedded store: "
