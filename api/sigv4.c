@@ -55,6 +55,7 @@ static const char T_BADKEY[] = "InvalidClientTokenId";
 static const char T_MISMATCH[] = "SignatureDoesNotMatch";
 static const char T_EXPIRED[] = "InvalidSignatureException";
 static const char T_INTERNAL[] = "InternalFailure";
+static const char T_DENIED[] = "AccessDeniedException";
 
 static const char MSG_MISMATCH[] =
 	"The request signature we calculated does not match the signature "
@@ -1525,6 +1526,52 @@ static int check_signature(struct sv4_crypto *c,
 	return 0;
 }
 
+/*
+ * A signature covers only the headers it names. One that changes what a
+ * request does (an x-amz-* header such as x-amz-copy-source, X-Amz-Target,
+ * Content-MD5) must be among them, or anyone holding a signed request or a
+ * presigned URL could add it: S3 answers AccessDenied ("There were headers
+ * present in the request which were not signed"). x-amz-content-sha256 is
+ * the one exception, as on S3: its value is the payload line of the
+ * canonical request, so the signature covers it anyway.
+ */
+/* Whether header name n starts with "x-amz-" (not "x-amzn-"). */
+static int is_amz(const char *n)
+{
+	static const char p[] = "x-amz-";
+	size_t i;
+
+	for (i = 0; i < sizeof(p) - 1; i++)
+		if (lower(n[i]) != p[i])
+			return 0;
+	return 1;
+}
+
+static int check_unsigned(const struct api_sigv4_request *req,
+			  const struct sv4_signed *sl, int s3,
+			  struct sv4_result *res)
+{
+	size_t i;
+
+	for (i = 0; i < req->n_headers; i++) {
+		const char *hn = req->headers[i].name;
+
+		if (!hn)
+			continue;
+		if (!is_amz(hn) && !name_eq(hn, "content-md5", 11))
+			continue;
+		if (name_eq(hn, "x-amz-content-sha256", 20))
+			continue;
+		if (signed_has(sl, hn))
+			continue;
+		return fail(res, s3 ? "AccessDenied" : T_DENIED, 403,
+			    "There were headers present in the request which "
+			    "were not signed: %.64s",
+			    hn);
+	}
+	return 0;
+}
+
 static int verify(const struct api_sigv4_request *req,
 		  const struct api_credentials *creds, const char *service,
 		  int64_t now_ms, struct sv4_auth *a, struct sv4_result *res)
@@ -1609,6 +1656,8 @@ static int verify(const struct api_sigv4_request *req,
 			    "sigv4: OpenSSL has no HMAC-SHA256");
 	r = check_signature(&c, req, secret, amz_date, a, &sl, res);
 	crypto_close(&c);
+	if (!r)
+		r = check_unsigned(req, &sl, a->s3 != NULL, res);
 	return r;
 }
 

@@ -82,6 +82,11 @@ void api_credentials_release(struct api_credentials *creds);
  *   InvalidClientTokenId (403)        unknown access key
  *   SignatureDoesNotMatch (403)       wrong signature
  *   InvalidSignatureException (400)   date outside the skew window
+ *   AccessDeniedException (403)       a header that must be signed is
+ *                                     not: any x-amz-* (except
+ *                                     x-amz-content-sha256, X-Amz-Target
+ *                                     among them) and Content-MD5
+ *                                     (AccessDenied for service s3)
  * and *http_status to the status, and err to a message for the body. A
  * wrong scope (date, service, terminator) or an x-amz-content-sha256 that
  * does not match the body is SignatureDoesNotMatch. When OpenSSL itself

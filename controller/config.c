@@ -32,6 +32,8 @@ void ctrl_config_init(struct ctrl_config *cfg)
 	cfg->restart_wait_ms = -1;
 	cfg->tm_interval_ms = -2; /* unset; -1 is "the agents' own" */
 	cfg->tm_retention_h = -1;
+	cfg->s3_max_uploads = -1;
+	cfg->s3_upload_max_age_ms = -1;
 	cfg->tm_job_retention_d = -1;
 }
 
@@ -68,6 +70,8 @@ enum {
 	OPT_TM_RETENTION,
 	OPT_TM_INTERVAL,
 	OPT_TM_JOB_RETENTION,
+	OPT_S3_MAX_UPLOADS,
+	OPT_S3_UPLOAD_AGE,
 };
 
 static const struct option options[] = {
@@ -87,6 +91,8 @@ static const struct option options[] = {
 	{ "advertise-url", required_argument, NULL, OPT_ADVERTISE },
 	{ "s3-endpoint", required_argument, NULL, OPT_S3_ENDPOINT },
 	{ "s3-domain", required_argument, NULL, OPT_S3_DOMAIN },
+	{ "s3-max-uploads", required_argument, NULL, OPT_S3_MAX_UPLOADS },
+	{ "s3-upload-max-age", required_argument, NULL, OPT_S3_UPLOAD_AGE },
 	{ "inventory", required_argument, NULL, OPT_INVENTORY },
 	{ "max-retries", required_argument, NULL, OPT_MAX_RETRIES },
 	{ "retry-policy", required_argument, NULL, OPT_RETRY_POLICY },
@@ -124,6 +130,7 @@ void ctrl_usage(void)
 	      "                 [--image-map FILE]\n"
 	      "                 [--telemetry-ms MS] [--telemetry-retention HOURS]\n"
 	      "                 [--telemetry-job-retention DAYS]\n"
+	      "                 [--s3-max-uploads N] [--s3-upload-max-age SECONDS]\n"
 	      "                 [--check-config] [-v]...\n"
 	      "\n"
 	      "  --listen        address to serve the API on (127.0.0.1:8080)\n"
@@ -162,7 +169,12 @@ void ctrl_usage(void)
 	      "                  as S3 on --listen)\n"
 	      "  --s3-domain     also answer virtual-hosted S3 requests\n"
 	      "                  (Host: <bucket>.DOMAIN)\n"
-	      "  --tls-cert, --tls-key  PEM certificate and key: serve HTTPS\n"
+	      "  --s3-max-uploads  open multipart uploads of the embedded\n"
+	      "                  store one access key may hold (1000; 0: no cap)\n"
+	      "  --s3-upload-max-age  seconds after which an open multipart\n"
+	      "                  upload is aborted (86400; 0: never)\n",
+	      stderr);
+	fputs("  --tls-cert, --tls-key  PEM certificate and key: serve HTTPS\n"
 	      "  --tls-ca        PEM CA that agents and ranks verify the\n"
 	      "                  certificate with (the certificate itself)\n"
 	      "  --allow-file-root  a folder file:// URIs of jobs may name\n"
@@ -261,6 +273,10 @@ static const struct {
 	  NUM_LONG(tm_retention_h) },
 	{ OPT_TM_JOB_RETENTION, "telemetry-job-retention", 1, 3660, 1,
 	  NUM_LONG(tm_job_retention_d) },
+	{ OPT_S3_MAX_UPLOADS, "s3-max-uploads", 0, 1000000, 1,
+	  NUM_LONG(s3_max_uploads) },
+	{ OPT_S3_UPLOAD_AGE, "s3-upload-max-age", 0, 366L * 86400, 1000,
+	  NUM_LONG(s3_upload_max_age_ms) },
 };
 
 /* Sets a string or number option from the tables; 0 when c is neither. */
@@ -445,6 +461,10 @@ void ctrl_config_fill_defaults(struct ctrl_config *cfg)
 		cfg->tm_interval_ms = -1;
 	if (cfg->tm_retention_h < 0)
 		cfg->tm_retention_h = 24;
+	if (cfg->s3_max_uploads < 0)
+		cfg->s3_max_uploads = 1000;
+	if (cfg->s3_upload_max_age_ms < 0)
+		cfg->s3_upload_max_age_ms = 86400L * 1000;
 	if (cfg->tm_job_retention_d < 0)
 		cfg->tm_job_retention_d = 15;
 	if (!cfg->agent_binary)
@@ -551,6 +571,8 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 	else
 		printf("telemetry-ms agents\n");
 	printf("telemetry-retention %ld\n", cfg->tm_retention_h);
+	printf("s3-max-uploads %ld\n", cfg->s3_max_uploads);
+	printf("s3-upload-max-age %ld\n", cfg->s3_upload_max_age_ms / 1000);
 	printf("telemetry-job-retention %ld\n", cfg->tm_job_retention_d);
 	printf("advertise-url %s\n", cfg->advertise_url);
 	printf("inventory %s\n", cfg->inventory ? cfg->inventory : "none");

@@ -94,6 +94,9 @@ struct ctrl_config {
 	/* Telemetry retention: host samples (hours), job rows (days). */
 	long tm_retention_h;
 	long tm_job_retention_d;
+	/* --s3-max-uploads, --s3-upload-max-age (controller/s3.h) */
+	long s3_max_uploads;
+	long s3_upload_max_age_ms;
 };
 
 struct ctrl_host;

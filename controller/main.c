@@ -172,6 +172,8 @@ static int open_state(struct ctrl_ctx *ctx, struct buf *err)
 	ctx->s3.domain = ctx->cfg.s3_domain;
 	ctx->s3.creds = ctx->auth_enabled ? &ctx->creds : NULL;
 	ctx->s3.max_object = 5LL * 1024 * 1024 * 1024; /* S3's single PUT */
+	ctx->s3.max_uploads = ctx->cfg.s3_max_uploads;
+	ctx->s3.upload_max_age_ms = ctx->cfg.s3_upload_max_age_ms;
 	(void)buf_addf(&path, "%s/trainctl.db", ctx->cfg.state_dir);
 	ret = db_open(path.data, ctx->cfg.threads + 1, &ctx->db, err);
 	buf_release(&path);

@@ -595,6 +595,14 @@ const char *ctrl_s3_op_name(const struct ctrl_s3 *s)
 	return s ? op_names[s->op] : "S3";
 }
 
+/* Whether op writes an object under s->key. */
+static int s3_creates(enum s3_op op)
+{
+	return op == S3_PUT_OBJECT || op == S3_COPY_OBJECT ||
+	       op == S3_CREATE_UPLOAD || op == S3_UPLOAD_PART ||
+	       op == S3_COMPLETE_UPLOAD;
+}
+
 /* Names checked, the caller's reach checked. */
 static int check_names(struct ctrl_s3 *s)
 {
@@ -604,6 +612,14 @@ static int check_names(struct ctrl_s3 *s)
 	if (s->bucket && stor_bucket_check(s->bucket, &err))
 		r = s3_fail(s, "InvalidBucketName", 400,
 			    "The specified bucket is not valid: %s", err.data);
+	else if (s->key && strlen(s->key) > S3_KEY_MAX)
+		r = s3_fail(s, "KeyTooLongError", 400,
+			    "Your key is too long: %zu bytes, at most %d",
+			    strlen(s->key), S3_KEY_MAX);
+	else if (s->key && s3_creates(s->op) && !s3x_text_ok(s->key))
+		r = s3_fail(s, "InvalidArgument", 400,
+			    "The object key is not valid UTF-8 or holds a "
+			    "control character that XML cannot carry");
 	else if (s->key && stor_key_check(s->key, 0, &err))
 		r = s3_fail(s, "InvalidArgument", 400,
 			    "The key cannot be kept by the embedded store: "
@@ -1106,6 +1122,40 @@ static void object_headers(struct ctrl_s3 *s, struct ctrl_s3_reply *r,
 	}
 }
 
+/*
+ * Whether a browser is opening the object as a page: a navigation, or a
+ * read without a SigV4 signature (an open controller, a page's
+ * credentials that S3 never accepts). Such reads download it instead.
+ */
+static int browser_read(const struct ctrl_s3 *s)
+{
+	const char *mode = s3_header(s, "sec-fetch-mode");
+	const char *dest = s3_header(s, "sec-fetch-dest");
+
+	return !s->have_sig || (mode && !strcasecmp(mode, "navigate")) ||
+	       (dest && strcasecmp(dest, "empty"));
+}
+
+/* Replaces every header called name with one name: value. */
+static void set_header(struct ctrl_s3_reply *r, const char *name,
+		       const char *value)
+{
+	size_t i, j = 0;
+
+	for (i = 0; i < r->n_headers; i++) {
+		if (!strcasecmp(r->name[i], name)) {
+			free(r->name[i]);
+			free(r->value[i]);
+			continue;
+		}
+		r->name[j] = r->name[i];
+		r->value[j] = r->value[i];
+		j++;
+	}
+	r->n_headers = j;
+	s3_reply_header(r, name, value);
+}
+
 static void finish_get(struct ctrl_s3 *s, struct ctrl_s3_reply *r, int head)
 {
 	struct s3_obj o;
@@ -1130,6 +1180,8 @@ static void finish_get(struct ctrl_s3 *s, struct ctrl_s3_reply *r, int head)
 		goto out;
 	}
 	object_headers(s, r, &o);
+	if (browser_read(s))
+		set_header(r, "Content-Disposition", "attachment");
 	if (pre == 304) {
 		r->status = 304;
 		goto out;
@@ -1438,6 +1490,13 @@ void ctrl_s3_finish(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 	memset(r, 0, sizeof(*r));
 	buf_init(&r->body, 0);
 	r->fd = -1;
+	/*
+	 * Objects are served from the status page's origin with the
+	 * uploader's Content-Type: no answer may run script there or be
+	 * sniffed into HTML. First, so the header cap never drops them.
+	 */
+	s3_reply_header(r, "Content-Security-Policy", "sandbox");
+	s3_reply_header(r, "X-Content-Type-Options", "nosniff");
 	if (!s->code)
 		run_op(s, r);
 	if (!s->code && !r->status)

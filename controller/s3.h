@@ -33,6 +33,11 @@ struct ctrl_s3_env {
 	/* NULL: requests are not authenticated (an open controller) */
 	const struct api_credentials *creds;
 	int64_t max_object; /* largest single PUT */
+	/* --s3-max-uploads: open multipart uploads one access key may
+	 * hold (0: no cap); --s3-upload-max-age: an upload older than
+	 * this is aborted by ctrl_s3_reap_uploads() (0: never). */
+	long max_uploads;
+	int64_t upload_max_age_ms;
 };
 
 /* One request as received. Nothing is owned. */
@@ -82,6 +87,14 @@ int ctrl_s3_refused(const struct ctrl_s3 *s);
 void ctrl_s3_finish(struct ctrl_s3 *s, struct ctrl_s3_reply *reply);
 void ctrl_s3_reply_release(struct ctrl_s3_reply *reply);
 void ctrl_s3_free(struct ctrl_s3 *s);
+
+/*
+ * Aborts the multipart uploads older than env->upload_max_age_ms, freeing
+ * their parts. Called from the reconciler's passes; does the work at most
+ * every quarter of the age (between 250 ms and a minute). Returns how
+ * many uploads it aborted.
+ */
+size_t ctrl_s3_reap_uploads(const struct ctrl_s3_env *env, int64_t now_ms);
 
 /* For logs and metrics: the operation's S3 name ("PutObject"). */
 const char *ctrl_s3_op_name(const struct ctrl_s3 *s);

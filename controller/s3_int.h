@@ -10,6 +10,7 @@
 
 #define S3_MAX_QUERY 32
 #define S3_XML_BODY_MAX (4 * 1024 * 1024)
+#define S3_KEY_MAX 1024 /* bytes of a key, as S3 */
 
 enum s3_op {
 	S3_OP_NONE = 0, /* refused before dispatch */

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <pthread.h>
 #include <openssl/evp.h>
 
 #include "controller/s3_int.h"
@@ -615,21 +616,62 @@ int s3_begin_create_upload(struct ctrl_s3 *s)
 	return r ? -1 : 0;
 }
 
+/* CreateMultipartUpload's count and mkdir, and the reaper's pass. */
+static pthread_mutex_t uploads_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* How many uploads owner holds open: folders whose id carries its tag. */
+static long open_uploads(const struct ctrl_s3_env *env, const char *owner)
+{
+	char tag[S3_OWNER_TAG + 1];
+	struct dirent *de;
+	DIR *d = opendir(env->uploads);
+	long n = 0;
+
+	s3_upload_owner_tag(owner, tag);
+	while (d && (de = readdir(d)))
+		if (s3_upload_id_ok(de->d_name) &&
+		    !memcmp(de->d_name, tag, S3_OWNER_TAG))
+			n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
 void s3_op_create_upload(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 {
 	struct buf p = BUF_INIT, err = BUF_INIT;
 	json_t *h = NULL, *rec = NULL;
 	char id[33], *text = NULL;
+	const char *owner = s->who ? s->who->access_key_id : "";
+	long open_n = 0;
+	int made;
 
 	if (s3_kept_headers(s, &h))
 		goto out;
-	if (s3_upload_id(id) || fs_mkdir_p(s->env->uploads, 0700, &err)) {
+	if (s3_upload_id(owner, id) ||
+	    fs_mkdir_p(s->env->uploads, 0700, &err)) {
 		s3_fail(s, "InternalError", 500, "cannot start an upload: %s",
 			err.data ? err.data : "no randomness");
 		goto out;
 	}
 	upload_dir(s, id, &p);
-	if (mkdir(p.data, 0700)) {
+	/* Counted and made under one lock: two creates never both pass
+	 * the cap with its last place. */
+	pthread_mutex_lock(&uploads_lock);
+	open_n = s->env->max_uploads > 0 ? open_uploads(s->env, owner) : 0;
+	made = s->env->max_uploads > 0 && open_n >= s->env->max_uploads ?
+		       1 :
+		       mkdir(p.data, 0700);
+	pthread_mutex_unlock(&uploads_lock);
+	if (made > 0) {
+		s3_fail(s, "TooManyUploads", 400,
+			"Access key %s already has %ld open multipart uploads, "
+			"the most allowed (--s3-max-uploads): complete or "
+			"abort some first",
+			owner[0] ? owner : "(anonymous)", open_n);
+		goto out;
+	}
+	if (made) {
 		s3_fail(s, "InternalError", 500, "mkdir %s: %s", p.data,
 			strerror(errno));
 		goto out;
@@ -1169,4 +1211,62 @@ out:
 	free(pg.next_key);
 	buf_release(&pg.uploads);
 	buf_release(&pg.l.prefixes);
+}
+
+/* Removes one upload folder when its record says it began before
+ * cutoff_ms (or, with no readable record, the folder is that old). */
+static int reap_one(const struct ctrl_s3_env *env, const char *id,
+		    int64_t cutoff_ms)
+{
+	struct buf dir = BUF_INIT, p = BUF_INIT;
+	json_int_t init = -1;
+	struct stat st;
+	json_t *j;
+	int reaped = 0;
+
+	(void)buf_addf(&dir, "%s/%s", env->uploads, id);
+	(void)buf_addf(&p, "%s/upload.json", dir.data);
+	j = json_load_file(p.data, 0, NULL);
+	if (!j || json_unpack(j, "{s:I}", "initiated", &init))
+		init = !stat(dir.data, &st) ? (json_int_t)st.st_mtime * 1000 :
+					      -1;
+	json_decref(j);
+	if (init >= 0 && init < cutoff_ms && !fs_remove_tree(dir.data)) {
+		log_info("s3: aborted upload %s, older than %lld s", id,
+			 (long long)(env->upload_max_age_ms / 1000));
+		reaped = 1;
+	}
+	buf_release(&dir);
+	buf_release(&p);
+	return reaped;
+}
+
+size_t ctrl_s3_reap_uploads(const struct ctrl_s3_env *env, int64_t now_ms)
+{
+	static int64_t last_ms;
+	int64_t every;
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d;
+
+	if (!env->uploads || env->upload_max_age_ms <= 0)
+		return 0;
+	every = env->upload_max_age_ms / 4;
+	if (every < 250)
+		every = 250;
+	if (every > 60000)
+		every = 60000;
+	if (last_ms && now_ms - last_ms < every && now_ms >= last_ms)
+		return 0;
+	last_ms = now_ms;
+	pthread_mutex_lock(&uploads_lock);
+	d = opendir(env->uploads);
+	while (d && (de = readdir(d)))
+		if (s3_upload_id_ok(de->d_name))
+			n += (size_t)reap_one(env, de->d_name,
+					      now_ms - env->upload_max_age_ms);
+	if (d)
+		closedir(d);
+	pthread_mutex_unlock(&uploads_lock);
+	return n;
 }

@@ -16,6 +16,7 @@
 
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <openssl/sha.h>
 
 #include "controller/s3_store.h"
 #include "storage/storage.h"
@@ -159,13 +160,23 @@ int s3_meta_store(int fd, const struct s3_obj *o, struct buf *err)
 	return ret;
 }
 
-int s3_upload_id(char out[33])
+void s3_upload_owner_tag(const char *owner, char out[S3_OWNER_TAG + 1])
 {
-	unsigned char raw[16];
+	unsigned char d[SHA256_DIGEST_LENGTH];
+
+	SHA256((const unsigned char *)owner, strlen(owner), d);
+	stor_hex(d, S3_OWNER_TAG / 2, out);
+	out[S3_OWNER_TAG] = '\0';
+}
+
+int s3_upload_id(const char *owner, char out[33])
+{
+	unsigned char raw[(32 - S3_OWNER_TAG) / 2];
 
 	if (RAND_bytes(raw, sizeof(raw)) != 1)
 		return ERR_INTERNAL;
-	stor_hex(raw, sizeof(raw), out);
+	s3_upload_owner_tag(owner, out);
+	stor_hex(raw, sizeof(raw), out + S3_OWNER_TAG);
 	return 0;
 }
 

@@ -58,8 +58,18 @@ int s3_meta_load(int fd, const struct stat *st, struct s3_obj *o,
  */
 int s3_meta_store(int fd, const struct s3_obj *o, struct buf *err);
 
-/* A new upload id: 32 random hex characters. Returns 0 or ERR_INTERNAL. */
-int s3_upload_id(char out[33]);
+/*
+ * A new upload id: 32 hex characters, the first S3_OWNER_TAG of them
+ * the tag of the access key that opened it (s3_upload_owner_tag()), so
+ * that its open uploads are counted from the folder names alone, the
+ * rest random. Returns 0 or ERR_INTERNAL.
+ */
+#define S3_OWNER_TAG 8
+int s3_upload_id(const char *owner, char out[33]);
+
+/* The first hex characters of the SHA-256 of owner (an access key id,
+ * "" for anonymous requests). */
+void s3_upload_owner_tag(const char *owner, char out[S3_OWNER_TAG + 1]);
 
 /* Whether id has the form s3_upload_id() makes (nothing else may name a
  * folder under the uploads root). */

@@ -13,9 +13,82 @@
 
 #define S3_NS "http://s3.amazonaws.com/doc/2006-03-01/"
 
+/*
+ * The length of the character at s when it is well-formed UTF-8 (no
+ * overlong form, no surrogate, at most U+10FFFF) and one XML 1.0 can
+ * carry (tab, LF, CR, U+0020 and up, not U+FFFE or U+FFFF); 0 otherwise.
+ */
+static size_t xml_char(const unsigned char *s)
+{
+	unsigned int c;
+	size_t n, i;
+
+	if (s[0] < 0x80)
+		return s[0] >= 0x20 || s[0] == '\t' || s[0] == '\n' ||
+				       s[0] == '\r' ?
+			       1 :
+			       0;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2, c = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3, c = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4, c = s[0] & 0x07;
+	else
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = (c << 6) | (s[i] & 0x3f);
+	}
+	if ((n == 3 && c < 0x800) || (n == 4 && c < 0x10000) || c > 0x10ffff ||
+	    (c >= 0xd800 && c <= 0xdfff) || c == 0xfffe || c == 0xffff)
+		return 0;
+	return n;
+}
+
+int s3x_text_ok(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p) {
+		size_t n = xml_char(p);
+
+		if (!n)
+			return 0;
+		p += n;
+	}
+	return 1;
+}
+
+/* Escaped; a byte that is no character XML can carry (a key stored
+ * before keys were checked) becomes U+FFFD, so the reply still parses. */
 void s3x_text(struct buf *b, const char *s)
 {
-	xml_add_text(b, s);
+	const unsigned char *p = (const unsigned char *)s;
+	struct buf run = BUF_INIT;
+
+	if (!s)
+		return;
+	if (s3x_text_ok(s)) {
+		xml_add_text(b, s);
+		return;
+	}
+	while (*p) {
+		size_t n = xml_char(p);
+
+		if (n) {
+			(void)buf_add(&run, p, n);
+			p += n;
+			continue;
+		}
+		xml_add_text(b, run.data);
+		buf_reset(&run);
+		(void)buf_adds(b, "\xef\xbf\xbd");
+		p++;
+	}
+	xml_add_text(b, run.data);
+	buf_release(&run);
 }
 
 void s3x_begin(struct buf *b, const char *root)
@@ -55,13 +128,52 @@ void s3x_elf(struct buf *b, const char *name, const char *fmt, ...)
 	buf_release(&t);
 }
 
-static xmlDocPtr parse(const char *body, size_t len)
+/* The longest text kept from a request body's element: S3's 1024-byte
+ * keys; ETags, part numbers and version ids are far shorter. */
+#define S3X_TEXT_MAX 1024
+
+/* Whether the len bytes at p hold the string w. */
+static int has_bytes(const char *p, size_t len, const char *w)
 {
+	size_t wl = strlen(w), i;
+
+	for (i = 0; i + wl <= len; i++)
+		if (p[i] == w[0] && !memcmp(p + i, w, wl))
+			return 1;
+	return 0;
+}
+
+/*
+ * Parses a request body. S3's bodies never carry a document type: one
+ * with a DOCTYPE (an internal subset, entity declarations) is refused
+ * before libxml2 sees it, and again after parsing in case an encoding
+ * other than UTF-8 hid it from the scan, so no entity is ever expanded.
+ * Returns NULL with err saying why.
+ */
+static xmlDocPtr parse(const char *body, size_t len, struct buf *err)
+{
+	xmlDocPtr doc;
+
 	if (!len || len > (size_t)16 * 1024 * 1024)
 		return NULL;
-	return xmlReadMemory(body, (int)len, "body.xml", NULL,
-			     XML_PARSE_NONET | XML_PARSE_NOBLANKS |
-				     XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+	if (has_bytes(body, len, "<!DOCTYPE") ||
+	    has_bytes(body, len, "<!ENTITY")) {
+		(void)buf_adds(err, "The XML you provided has a DOCTYPE or an "
+				    "entity declaration; S3 request bodies "
+				    "must not declare a document type.");
+		return NULL;
+	}
+	doc = xmlReadMemory(body, (int)len, "body.xml", NULL,
+			    XML_PARSE_NONET | XML_PARSE_NOBLANKS |
+				    XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+	if (doc && (doc->intSubset || doc->extSubset)) {
+		xmlFreeDoc(doc);
+		(void)buf_adds(err, "The XML you provided has a DOCTYPE; S3 "
+				    "request bodies must not declare a "
+				    "document type.");
+		return NULL;
+	}
+	return doc;
 }
 
 static int named(xmlNodePtr n, const char *name)
@@ -70,13 +182,32 @@ static int named(xmlNodePtr n, const char *name)
 	       !strcmp((const char *)n->name, name);
 }
 
-static char *text_of(xmlNodePtr n)
+/*
+ * The text of element n: its text and CDATA children, at most max bytes.
+ * Returns NULL when it holds anything else (an entity reference, an
+ * element) or is longer.
+ */
+static char *text_of(xmlNodePtr n, size_t max)
 {
-	xmlChar *c = xmlNodeGetContent(n);
-	char *s = xstrdup(c ? (const char *)c : "");
+	struct buf t = BUF_INIT;
+	xmlNodePtr c;
 
-	xmlFree(c);
-	return s;
+	for (c = n->children; c; c = c->next) {
+		size_t cl;
+
+		if (c->type != XML_TEXT_NODE &&
+		    c->type != XML_CDATA_SECTION_NODE)
+			goto bad;
+		cl = c->content ? strlen((const char *)c->content) : 0;
+		if (cl > max - t.len)
+			goto bad;
+		if (cl && buf_add(&t, c->content, cl))
+			goto bad;
+	}
+	return buf_detach(&t, NULL);
+bad:
+	buf_release(&t);
+	return NULL;
 }
 
 void s3x_items_free(struct s3x_item *items, size_t n)
@@ -90,17 +221,46 @@ void s3x_items_free(struct s3x_item *items, size_t n)
 	free(items);
 }
 
-static void one_item(xmlNodePtr it, const char *fa, const char *fb,
-		     struct s3x_item *out)
+/* Returns -1 with err naming the element when a text is unusable. */
+static int one_item(xmlNodePtr it, const char *fa, const char *fb,
+		    struct s3x_item *out, struct buf *err)
 {
 	xmlNodePtr c;
 
 	out->a = out->b = NULL;
-	for (c = it->children; c; c = c->next)
+	for (c = it->children; c; c = c->next) {
+		const char *name = NULL;
+		char **dst = NULL;
+
 		if (named(c, fa) && !out->a)
-			out->a = text_of(c);
+			name = fa, dst = &out->a;
 		else if (fb && named(c, fb) && !out->b)
-			out->b = text_of(c);
+			name = fb, dst = &out->b;
+		if (!dst)
+			continue;
+		*dst = text_of(c, S3X_TEXT_MAX);
+		if (!*dst) {
+			(void)buf_addf(err,
+				       "<%s> must be plain text of at most %d "
+				       "bytes",
+				       name, S3X_TEXT_MAX);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Whether the root's flag child says "true"; -1 when unusable. */
+static int flag_of(xmlNodePtr n)
+{
+	char *t = text_of(n, 16);
+	int yes;
+
+	if (!t)
+		return -1;
+	yes = !strcmp(t, "true");
+	free(t);
+	return yes;
 }
 
 int s3x_parse_list(const char *body, size_t len, const char *root,
@@ -108,14 +268,21 @@ int s3x_parse_list(const char *body, size_t len, const char *root,
 		   const char *flag_name, int *flag, size_t max,
 		   struct s3x_item **items, size_t *n, struct buf *err)
 {
-	xmlDocPtr doc = parse(body, len);
+	xmlDocPtr doc;
 	xmlNodePtr r, c;
 	size_t alloc = 0;
+	struct buf why = BUF_INIT;
 
 	*items = NULL;
 	*n = 0;
 	if (flag)
 		*flag = 0;
+	doc = parse(body, len, &why);
+	if (why.len) {
+		(void)buf_adds(err, why.data);
+		buf_release(&why);
+		return -1;
+	}
 	r = doc ? xmlDocGetRootElement(doc) : NULL;
 	if (!r || !named(r, root)) {
 		(void)buf_addf(err,
@@ -128,47 +295,59 @@ int s3x_parse_list(const char *body, size_t len, const char *root,
 	}
 	for (c = r->children; c; c = c->next) {
 		if (flag && flag_name && named(c, flag_name)) {
-			char *t = text_of(c);
-
-			*flag = !strcmp(t, "true");
-			free(t);
+			*flag = flag_of(c);
+			if (*flag < 0) {
+				(void)buf_addf(err,
+					       "<%s> must be true or false",
+					       flag_name);
+				goto fail;
+			}
 		} else if (named(c, item)) {
 			if (*n == max) {
 				(void)buf_addf(err,
 					       "more than %zu <%s> elements",
 					       max, item);
-				s3x_items_free(*items, *n);
-				*items = NULL;
-				*n = 0;
-				xmlFreeDoc(doc);
-				return -1;
+				goto fail;
 			}
 			ALLOC_GROW(*items, *n + 1, alloc);
-			one_item(c, fa, fb, &(*items)[(*n)++]);
+			if (one_item(c, fa, fb, &(*items)[(*n)++], err))
+				goto fail;
 		}
 	}
 	xmlFreeDoc(doc);
 	return 0;
+fail:
+	s3x_items_free(*items, *n);
+	*items = NULL;
+	*n = 0;
+	xmlFreeDoc(doc);
+	return -1;
 }
 
 int s3x_parse_value(const char *body, size_t len, const char *root,
 		    const char *name, struct buf *out)
 {
-	xmlDocPtr doc = parse(body, len);
+	struct buf why = BUF_INIT;
+	xmlDocPtr doc = parse(body, len, &why);
 	xmlNodePtr r = doc ? xmlDocGetRootElement(doc) : NULL, c;
+	int ret = 0;
 
+	buf_release(&why);
 	if (!r || !named(r, root)) {
 		xmlFreeDoc(doc);
 		return -1;
 	}
 	for (c = r->children; c; c = c->next)
 		if (named(c, name)) {
-			char *t = text_of(c);
+			char *t = text_of(c, S3X_TEXT_MAX);
 
-			(void)buf_adds(out, t);
+			if (!t)
+				ret = -1;
+			else
+				(void)buf_adds(out, t);
 			free(t);
 			break;
 		}
 	xmlFreeDoc(doc);
-	return 0;
+	return ret;
 }

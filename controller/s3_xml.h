@@ -18,8 +18,12 @@ void s3x_close(struct buf *b, const char *name);
 void s3x_el(struct buf *b, const char *name, const char *text);
 void s3x_elf(struct buf *b, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-/* Appends s escaped for XML text. */
+/* Appends s escaped for XML text; bytes that are not a character XML 1.0
+ * can carry (invalid UTF-8, control characters) become U+FFFD. */
 void s3x_text(struct buf *b, const char *s);
+
+/* Whether s is valid UTF-8 made only of characters XML 1.0 can carry. */
+int s3x_text_ok(const char *s);
 
 /* One element of a request body's list: the texts of its children. */
 struct s3x_item {

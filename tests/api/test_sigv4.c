@@ -576,6 +576,33 @@ static void test_unsigned_header_changes_ok(void **state)
 	msg_free(&m);
 }
 
+/* A header that changes what the request does must be signed. */
+static void test_unsigned_amz_header_refused(void **state)
+{
+	static const char *const names[] = { "x-amz-copy-source",
+					     "X-Amz-Meta-Evil", "x-amz-acl",
+					     "Content-MD5" };
+	struct msg m;
+	struct outcome o;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		load_create(&m);
+		msg_add(&m, names[i], "1");
+		o = run_verify(&m, &boto_creds, "sagemaker", BOTO_NOW_MS);
+		expect_fail(&o, "AccessDeniedException", 403);
+		assert_non_null(strstr(o.msg, names[i]));
+		msg_free(&m);
+	}
+	/* x-amzn-* is no x-amz-* header. */
+	load_create(&m);
+	msg_add(&m, "X-Amzn-Trace-Id", "Root=1");
+	o = run_verify(&m, &boto_creds, "sagemaker", BOTO_NOW_MS);
+	expect_ok(&o);
+	msg_free(&m);
+}
+
 static void test_wrong_secret(void **state)
 {
 	struct api_credentials c;
@@ -1521,6 +1548,7 @@ int main(void)
 		cmocka_unit_test(test_signed_header_removed),
 		cmocka_unit_test(test_tampered_method_and_uri),
 		cmocka_unit_test(test_unsigned_header_changes_ok),
+		cmocka_unit_test(test_unsigned_amz_header_refused),
 		cmocka_unit_test(test_wrong_secret),
 		cmocka_unit_test(test_unknown_key),
 		cmocka_unit_test(test_skew_16min_past),
