@@ -38,7 +38,9 @@ Embedded local cluster (trainctld --local-hosts 3 --heartbeat-ms 200
       arrived (Uploading): the host is lost, the job restarts from its
       last checkpoint on the spare host and Completes
   (i) chaos: 4 jobs, random kill -9 of ranks, exit 1 of ranks (SIGUSR1),
-      kill -9 of agents for ~40 s (seeded: FT_CHAOS_SEED; printed)
+      kill -9 of agents for ~40 s (one fixed seed, CHAOS_SEED, unless
+      FT_CHAOS_SEED names another); at least CHAOS_MIN_FAULTS faults must
+      be injected and a restart seen, and a failure prints how to replay
 Network-namespace cluster (root only; scripts/cluster.sh up --prefix tcft
 --net 10.213.77 --port 18577, trainctld -- --heartbeat-ms 200
 --host-deadline-ms 1000 --restart-wait 30):
@@ -52,7 +54,7 @@ TAP on stdout. Run from the top of the tree with Debian's interpreter:
     /usr/bin/python3 tests/integration/test_faults.py
 BUILD names the build directory (default build); TRAINCTL_TEST_KEEP=1
 keeps the temp dir; FT_ONLY=a,b,... runs only those cases; FT_CHAOS_SEED
-fixes the chaos test's seed. Takes about 2.5 minutes on 2 cores (the
+picks another seed for the chaos case. Takes about 2.5 minutes on 2 cores (the
 namespace part about 30 s of it).
 """
 import os
@@ -74,6 +76,10 @@ fl.sc.hermetic_env()
 
 K = 10
 ACC_MIN = 0.9
+# The chaos case (i) plays one fixed scenario (FT_CHAOS_SEED picks
+# another) and must inject at least this many faults.
+CHAOS_SEED = 7
+CHAOS_MIN_FAULTS = 5
 BASE = {"steps": 120, "ckpt_every": K, "step_sleep": 0.03}
 LOCAL_ARGS = ["--heartbeat-ms", "200", "--host-deadline-ms", "1000", "--max-retries", "0",
               "--grace-period", "2", "-v"]
@@ -652,7 +658,7 @@ def case_k(tap, cl, sm):
 # ---------------------------------------------------------------- chaos
 
 def case_i(tap, cl, sm):
-    seed = int(os.environ.get("FT_CHAOS_SEED") or (int(time.time() * 1000) % 1000000))
+    seed = int(os.environ.get("FT_CHAOS_SEED") or CHAOS_SEED)
     rng = random.Random(seed)
     log("chaos seed %d (FT_CHAOS_SEED=%d reproduces the choices)" % (seed, seed))
     t_start = time.time()
@@ -671,10 +677,12 @@ def case_i(tap, cl, sm):
             if kind == "agent-kill9":
                 busy = sorted(h["name"] for h in cl.hosts() if h.get("job"))
                 if not busy:
+                    faults.append((time.time() - t_start, "?", "not injected: %s found no busy host" % kind))
                     continue
                 host = rng.choice(busy)
                 pid = cl.agent_pids().get(host)
                 if not pid:
+                    faults.append((time.time() - t_start, "?", "not injected: no agent on %s" % host))
                     continue
                 os.kill(pid, signal.SIGKILL)
                 faults.append((time.time() - t_start, kind, host))
@@ -683,12 +691,13 @@ def case_i(tap, cl, sm):
                 if not cands:
                     if all(fl.terminal(sm.describe_training_job(TrainingJobName=j.name)) for j in jobs):
                         break
+                    faults.append((time.time() - t_start, "?", "not injected: %s found no rank" % kind))
                     continue
                 pid, name, host, a = rng.choice(cands)
                 os.kill(pid, signal.SIGKILL if kind == "rank-kill9" else signal.SIGUSR1)
                 faults.append((time.time() - t_start, kind, "%s %s attempt %s" % (name[:6], host, a)))
         except (OSError, Fail) as e:
-            faults.append((time.time() - t_start, kind, "not injected: %s" % e))
+            faults.append((time.time() - t_start, "?", "not injected: %s: %s" % (kind, e)))
     log("chaos: %d faults in %.0f s: %s" % (len(faults), time.time() - t_start, "; ".join(
         "%.1f %s %s" % f for f in faults)))
     for j in jobs:
@@ -719,8 +728,20 @@ def case_i(tap, cl, sm):
         expect(not bad, "\n".join(bad) + "\n" + cl.log_tail(10))
         return ", ".join("%s %s after %d restarts" % (j.name, j.desc["TrainingJobStatus"], len(restarts_of(j)))
                          for j in jobs)
+    injected = [f for f in faults if f[1] != "?"]
+    replay = "replay: FT_CHAOS_SEED=%d FT_ONLY=i /usr/bin/python3 tests/integration/test_faults.py" % seed
+
+    def enough():
+        n_r = sum(len(restarts_of(j)) for j in jobs)
+        expect(len(injected) >= CHAOS_MIN_FAULTS and n_r >= 1,
+               "%d faults injected (at least %d wanted), %d restarts (at least 1)\n%s\n%s" % (
+                   len(injected), CHAOS_MIN_FAULTS, n_r, replay,
+                   "; ".join("%.1f %s %s" % f for f in faults)))
+        return "%d faults, %d restarts" % (len(injected), n_r)
+    tap.case("(i) chaos (seed %d): at least %d faults injected and a restart seen" % (
+        seed, CHAOS_MIN_FAULTS), enough)
     r = tap.case("(i) chaos (seed %d, %d faults): every job Completed (or Failed out of retries)" % (
-        seed, len(faults)), all_done)
+        seed, len(injected)), all_done)
     if r:
         log(r)
 

@@ -234,7 +234,9 @@ def run_browser(tap, ctl, script, cfg, limit_s, shots_prefix, min_shots, shots_l
     ctl, makes a TAP line of each check it prints (a JSON line: name, ok,
     diag; the first failure also gets where the controller's threads are),
     then checks that at least min_shots screenshots whose names start with
-    shots_prefix are in ARTIFACTS."""
+    shots_prefix are in ARTIFACTS, written by this session: those of an
+    earlier run do not count."""
+    t0 = time.time()
     path = os.path.join(ctl.tmp, os.path.splitext(os.path.basename(script))[0] + ".json")
     with open(path, "w") as f:
         json.dump(cfg, f)
@@ -261,7 +263,9 @@ def run_browser(tap, ctl, script, cfg, limit_s, shots_prefix, min_shots, shots_l
             tap.note(r["diag"])
     if proc.returncode != 0 and not any(not json.loads(l)["ok"] for l in lines):
         tap.ok(False, "browser session ends cleanly", errout.decode("utf-8", "replace")[-2000:])
-    shots = sorted(f for f in os.listdir(ARTIFACTS) if f.startswith(shots_prefix) and f.endswith(".png"))
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    shots = sorted(f for f in os.listdir(ARTIFACTS) if f.startswith(shots_prefix) and f.endswith(".png") and
+                   os.path.getmtime(os.path.join(ARTIFACTS, f)) >= t0 - 1)
     tap.ok(len(shots) >= min_shots, "%s saved under %s" % (shots_label, os.path.relpath(ARTIFACTS, REPO)),
            "found: %s" % shots)
     tap.note("screenshots: " + ", ".join(shots))
