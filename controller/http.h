@@ -36,6 +36,8 @@ struct ctrl_http_req {
 	struct ctrl_blob *blob;
 	/* An S3 request (controller/s3.h), NULL otherwise. */
 	struct ctrl_s3 *s3;
+	/* A log search handed to a worker (controller/logview.h). */
+	struct ctrl_logsearch *logsearch;
 	char s3_rid[37];
 	struct ctrl_s3_reply s3_reply; /* set by the finishing step */
 	int s3_done;		       /* s3_reply holds a reply to send */
