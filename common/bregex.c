@@ -55,7 +55,8 @@ int bregex_compile(const char *pattern, unsigned flags,
 		return ERR_INVALID;
 	}
 	/* Without JIT support the interpreter runs, under the same limits. */
-	(void)pcre2_jit_compile(re->code, PCRE2_JIT_COMPLETE);
+	if (!(flags & BREGEX_NO_JIT))
+		(void)pcre2_jit_compile(re->code, PCRE2_JIT_COMPLETE);
 	re->mctx = pcre2_match_context_create(NULL);
 	if (!re->mctx)
 		BUG("pcre2 match context");

@@ -32,16 +32,23 @@ struct bregex_limits {
 	size_t subject_max;	 /* bytes of a subject matched */
 };
 
-/* The defaults: 20,000 steps, depth 1,000, 256 KiB of heap, 4 KiB. */
+/*
+ * The defaults: 20,000 matcher steps, a backtracking depth of 5,000 and
+ * 4 MiB of heap (the interpreter), the first 4 KiB of a subject.
+ */
 #define BREGEX_MATCH_LIMIT 20000
+#define BREGEX_DEPTH_LIMIT 5000
+#define BREGEX_HEAP_LIMIT_KIB 4096
 #define BREGEX_SUBJECT_MAX 4096
-#define BREGEX_LIMITS_INIT                                        \
-	{                                                         \
-		BREGEX_MATCH_LIMIT, 1000, 256, BREGEX_SUBJECT_MAX \
+#define BREGEX_LIMITS_INIT                                                     \
+	{                                                                      \
+		BREGEX_MATCH_LIMIT, BREGEX_DEPTH_LIMIT, BREGEX_HEAP_LIMIT_KIB, \
+			BREGEX_SUBJECT_MAX                                     \
 	}
 
 enum {
 	BREGEX_CASELESS = 1,
+	BREGEX_NO_JIT = 2, /* the interpreter only (tests) */
 };
 
 /* Results of bregex_match() besides 1 (match) and 0 (no match). */
