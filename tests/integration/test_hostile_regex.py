@@ -3,8 +3,8 @@
 and two user keys (alice, bob) and two local hosts.
 
   (r1) bob's job has 20 MetricDefinitions `^(a|aa)+$` (catastrophic
-       backtracking, with a capture group) and prints 300 lines of 4,000
-       `a` and a `!`; meanwhile alice's job on the other host runs to
+       backtracking, with a capture group) and prints 30,000 lines of 40
+       `a` and a `!` (1.2 MB); meanwhile alice's job on the other host runs to
        Completed, /healthz and DescribeTrainingJob each answer within 5 s
        throughout, the controller uses at most half a core while it
        ingests them, and bob's job log says that its definitions were
@@ -42,9 +42,9 @@ sc.hermetic_env()
 expect = sc.expect
 
 BOB_SCRIPT = r"""
-line=$(head -c 4000 /dev/zero | tr '\0' a)
+line=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
 i=0
-while [ $i -lt 300 ]; do echo "$line!"; i=$((i+1)); done
+while [ $i -lt 30000 ]; do echo "$line!"; i=$((i+1)); done
 echo "bob printed everything"
 sleep 2
 """
