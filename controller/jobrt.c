@@ -45,16 +45,18 @@ void ctrl_metric_set_unref(struct ctrl_metric_set *ms)
 static void compile_metrics(struct ctrl_jobrt *rt)
 {
 	struct ctrl_metric_set *ms = xcalloc(1, sizeof(*ms));
+	struct bregex_limits lim = BREGEX_LIMITS_INIT;
 	struct buf err = BUF_INIT;
 	size_t i;
 
+	lim.subject_max = CTRL_METRIC_SUBJECT_MAX;
 	ms->refs = 1;
 	ms->n = rt->spec.n_metrics;
 	ms->defs = xcalloc(ms->n + 1, sizeof(*ms->defs));
 	for (i = 0; i < ms->n; i++) {
 		ms->defs[i].name = xstrdup(rt->spec.metrics[i].name);
 		buf_reset(&err);
-		if (bregex_compile(rt->spec.metrics[i].regex, 0, NULL,
+		if (bregex_compile(rt->spec.metrics[i].regex, 0, &lim,
 				   &ms->defs[i].re, &err))
 			log_warn("job '%s': metric '%s': %s", rt->name,
 				 rt->spec.metrics[i].name, err.data);

@@ -21,6 +21,9 @@ struct ctrl_ctx;
  * too much CPU per line is disabled for the rest of the job, once, with a
  * line in the job's log saying so (controller/logs.c).
  */
+/* Bytes of a line a MetricDefinition is matched against. */
+#define CTRL_METRIC_SUBJECT_MAX 1024
+
 struct ctrl_metric_def {
 	char *name;
 	struct bregex *re; /* NULL: it did not compile */

@@ -120,13 +120,17 @@ static void default_metric(const struct ctrl_metric_set *ms,
 
 /*
  * What a MetricDefinition may cost. Each match is bounded by
- * common/bregex.h (BREGEX_LIMITS_INIT: 20,000 matcher steps, the first
- * 4 KiB of a line); a definition whose matches hit those bounds on
- * METRIC_STRIKES lines, or that has used more than METRIC_CPU_GRACE_NS of
- * CPU at over METRIC_LINE_NS per line on average, is disabled for the
- * rest of the job instead of being tried on every line again.
+ * common/bregex.h: 20,000 matcher steps from each start position, the
+ * first CTRL_METRIC_SUBJECT_MAX bytes of a line (PCRE2 counts its match limit
+ * per start position, so a line costs at most about that many times the
+ * limit: some 30 ms with JIT). A definition is disabled for the rest of
+ * the job, instead of being tried on every line again, when its matches
+ * hit those bounds or took over METRIC_SLOW_NS of CPU on METRIC_STRIKES
+ * lines, or when it has used more than METRIC_CPU_GRACE_NS of CPU at over
+ * METRIC_LINE_NS per line on average.
  */
 #define METRIC_STRIKES 3
+#define METRIC_SLOW_NS 2000000LL
 #define METRIC_CPU_GRACE_NS 250000000LL
 #define METRIC_LINE_NS 100000LL
 
@@ -171,7 +175,7 @@ static void metric_lines(struct ctrl_metric_set *ms, const char *job,
 		used = thread_cpu_ns() - t0;
 		cpu = __atomic_add_fetch(&d->cpu_ns, used, __ATOMIC_RELAXED);
 		lines = __atomic_add_fetch(&d->lines, 1, __ATOMIC_RELAXED);
-		if (rc == BREGEX_LIMIT)
+		if (rc == BREGEX_LIMIT || used > METRIC_SLOW_NS)
 			hits = __atomic_add_fetch(&d->limit_hits, 1,
 						  __ATOMIC_RELAXED);
 		if (hits >= METRIC_STRIKES && metric_disable(d)) {
@@ -182,10 +186,11 @@ static void metric_lines(struct ctrl_metric_set *ms, const char *job,
 				       "trainctl: MetricDefinition '%s' is "
 				       "disabled for the rest of this job: "
 				       "its Regex hit the matcher's bounds "
-				       "(%d steps, the first %d bytes of a "
-				       "line) on %d lines\n",
+				       "(%d steps, %lld ms, the first %d "
+				       "bytes of a line) on %d lines\n",
 				       d->name, BREGEX_MATCH_LIMIT,
-				       BREGEX_SUBJECT_MAX, hits);
+				       METRIC_SLOW_NS / 1000000,
+				       CTRL_METRIC_SUBJECT_MAX, hits);
 		} else if (cpu > METRIC_CPU_GRACE_NS &&
 			   cpu / lines > METRIC_LINE_NS && metric_disable(d)) {
 			log_warn("job '%s': metric '%s' disabled: its regex "
@@ -407,6 +412,30 @@ void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
 	ctx->log_version++;
 	ctrl_waiters_resume(ctx, &ctx->log_waiters);
 	pthread_mutex_unlock(&ctx->hosts_lock);
+}
+
+int ctrl_logs_has_metric_defs(struct ctrl_ctx *ctx,
+			      const struct api_log_batch *b)
+{
+	const char *last = NULL;
+	size_t i, k;
+	int found = 0;
+
+	pthread_mutex_lock(&ctx->jobs_lock);
+	for (i = 0; i < b->n && !found; i++) {
+		struct ctrl_jobrt *rt;
+
+		if (last && !strcmp(last, b->lines[i].job))
+			continue;
+		last = b->lines[i].job;
+		rt = ctrl_jobrt_get(ctx, last);
+		for (k = 0; rt && k < rt->metrics->n && !found; k++)
+			found = rt->metrics->defs[k].re &&
+				!__atomic_load_n(&rt->metrics->defs[k].disabled,
+						 __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&ctx->jobs_lock);
+	return found;
 }
 
 /* Parses the lines of a stream file from offset into events. */
