@@ -15,6 +15,7 @@
 #include "controller/hosts.h"
 #include "controller/route.h"
 #include "controller/http.h"
+#include "controller/iopool.h"
 #include "controller/logs.h"
 #include "controller/telemetry.h"
 #include "controller/work.h"
@@ -352,16 +353,49 @@ static int log_batch_new(struct ctrl_host *h, const struct api_log_batch *b)
 	return 1;
 }
 
+/*
+ * A batch stored on an I/O worker: one whose lines belong to a job with
+ * MetricDefinitions, whose regexes (bounded, controller/logs.c) must not
+ * hold up the HTTP thread that also answers other agents' heartbeats.
+ */
+struct ctrl_log_step {
+	struct ctrl_ctx *ctx;
+	char *host;
+	struct api_log_batch b;
+};
+
+void ctrl_agent_log_step_free(struct ctrl_log_step *s)
+{
+	if (!s)
+		return;
+	api_log_batch_release(&s->b);
+	free(s->host);
+	free(s);
+}
+
+static void log_step_run(void *arg)
+{
+	struct ctrl_log_step *s = arg;
+
+	ctrl_logs_ingest(s->ctx, s->host, &s->b);
+}
+
 static enum ctrl_route_result
 do_logs(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *host,
 	const char *rest, struct ctrl_http_req *req, struct ctrl_response *resp)
 {
 	struct api_log_batch b;
+	struct ctrl_log_step *step;
 	struct ctrl_host *h;
 	struct buf err = BUF_INIT;
 	int ok, fresh = 0;
 
 	(void)rest;
+	if (req->log_step) {
+		/* Resumed: the worker has stored it. */
+		reply_ok(resp);
+		return CTRL_ROUTE_DONE;
+	}
 	pthread_mutex_lock(&ctx->hosts_lock);
 	ok = ctrl_hosts_auth(ctx, host, authorization(conn)) != NULL;
 	pthread_mutex_unlock(&ctx->hosts_lock);
@@ -382,6 +416,19 @@ do_logs(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *host,
 	if (!h) {
 		api_log_batch_release(&b);
 		unauthorized(resp);
+		return CTRL_ROUTE_DONE;
+	}
+	if (fresh && ctrl_logs_has_metric_defs(ctx, &b)) {
+		step = xcalloc(1, sizeof(*step));
+		step->ctx = ctx;
+		step->host = xstrdup(host);
+		step->b = b;
+		req->log_step = step;
+		if (!ctrl_iopool_run(ctx->iopool, conn, log_step_run, step))
+			return CTRL_ROUTE_SUSPENDED;
+		/* No pool (stopping): stored here. */
+		log_step_run(step);
+		reply_ok(resp);
 		return CTRL_ROUTE_DONE;
 	}
 	if (fresh)

@@ -78,6 +78,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		ctrl_s3_reply_release(&req->s3_reply);
 	ctrl_s3_free(req->s3);
 	ctrl_logsearch_free(req->logsearch);
+	ctrl_agent_log_step_free(req->log_step);
 	free(req->fence);
 	free(req->sink_tmp);
 	free(req->sink_final);
