@@ -12,10 +12,10 @@
  * at once (more are answered 429 at once): the threads that answer
  * agents' heartbeats are never the ones scanning. Each search stops at
  * SEARCH_MS, when the client has gone, when the controller stops, or
- * when its regex hit the matcher's bounds (common/bregex.h: 20,000 steps,
- * the first SEARCH_SUBJECT_MAX bytes of a line) on SEARCH_LIMIT_HITS
- * lines; what it found by then is answered with "truncated": true (a
- * regex that only hit the bounds is refused, 400).
+ * when its regex hit the matcher's bounds (common/bregex.h: 20,000 steps
+ * from each start position, the first SEARCH_SUBJECT_MAX bytes of a
+ * line) on SEARCH_LIMIT_HITS lines; what it found by then is answered with
+ * "truncated": true (a regex that only hit the bounds is refused, 400).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -53,9 +53,9 @@
 #define QUERY_MAX 256
 #define SEARCH_SLOTS 4
 #define SEARCH_MS 10000
-#define SEARCH_SUBJECT_MAX (16 << 10)
+#define SEARCH_SUBJECT_MAX (4 << 10)
 #define SEARCH_LIMIT_HITS 20
-#define SEARCH_CHECK_LINES 64
+#define SEARCH_CHECK_LINES 16
 
 /* Words that make a line an error line (level=error), any case. */
 static const char *const error_words[] = { "error",     "exception",
@@ -326,7 +326,11 @@ static int client_gone(int fd)
 			  errno != EINTR);
 }
 
-/* Whether the scan must stop now (checked every SEARCH_CHECK_LINES). */
+/*
+ * Whether the scan must stop now: checked before each line (one line may
+ * cost a regex up to some 30 ms), the client's socket every
+ * SEARCH_CHECK_LINES lines.
+ */
 static int search_stopped(struct search_ctl *c)
 {
 	if (!c)
@@ -335,13 +339,11 @@ static int search_stopped(struct search_ctl *c)
 		return 1;
 	if (c->limit_hits >= SEARCH_LIMIT_HITS)
 		c->stop = SEARCH_COSTLY;
-	if (c->stop || c->lines++ % SEARCH_CHECK_LINES)
-		return c->stop != SEARCH_RUNS;
-	if (__atomic_load_n(&c->ctx->stopping, __ATOMIC_RELAXED))
+	else if (__atomic_load_n(&c->ctx->stopping, __ATOMIC_RELAXED))
 		c->stop = SEARCH_STOPPING;
 	else if (time_mono_ms() > c->deadline_ms)
 		c->stop = SEARCH_DEADLINE;
-	else if (client_gone(c->fd))
+	else if (!(c->lines++ % SEARCH_CHECK_LINES) && client_gone(c->fd))
 		c->stop = SEARCH_GONE;
 	return c->stop != SEARCH_RUNS;
 }
