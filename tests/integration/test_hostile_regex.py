@@ -8,14 +8,17 @@ and two user keys (alice, bob) and two local hosts.
        Completed, /healthz and DescribeTrainingJob each answer within 5 s
        throughout, the controller uses at most half a core while it
        ingests them, and bob's job log says that its definitions were
-       disabled
+       disabled (4 more definitions with the slow regex of (r2) are
+       disabled for their CPU use)
   (r2) a log search of bob's job with a catastrophic regex over its 1.2 MB
-       log answers within 15 s (400 "too costly", or a truncated result)
+       log answers within 15 s (400 "too costly", or a truncated result);
+       one with a regex just under the match limit (about 1 ms a line)
+       answers truncated within 15 s
   (r3) 20 such searches at once (more than the 16 HTTP threads): /healthz,
        Describe and the agents' heartbeats (hosts stay ready) keep
        answering within 5 s, and every search answers within 30 s
-  (r4) a search whose client disconnects stops: the controller's CPU use
-       in the 3 s after is under 1.5 s
+  (r4) searches with that slow regex whose clients disconnect stop: the
+       controller's CPU use in the 3 s after is under 1.5 s
   (r5) a log batch an agent sends twice (same boot_id and seq, as after a
        timed-out POST) is stored once
   (r6) SIGTERM stops trainctld within 20 s
@@ -55,6 +58,9 @@ while [ $i -lt 14 ]; do echo "alice step $i"; i=$((i+1)); sleep 1; done
 """
 
 CATASTROPHIC = "^(a|aa)+$"
+# Under the match limit from each start position, yet about 1 ms a line:
+# stopped by CPU accounting, the search deadline or the client leaving.
+SLOW = "(a|a)" + "(?:a|a)" * 12 + "(?:b|c)"
 SEARCH = "^(a|aa)+$"
 
 
@@ -107,7 +113,8 @@ def search_path(job, q):
 def case_metrics(tap, d, alice, bob, admin):
     alice.create_training_job(**job_req(d, "rx-alice", "alice", ALICE_SCRIPT))
     fl.wait_job(alice, "rx-alice", fl.running, 60)
-    metrics = [{"Name": "m%d" % i, "Regex": CATASTROPHIC} for i in range(20)]
+    metrics = [{"Name": "m%d" % i, "Regex": CATASTROPHIC} for i in range(16)]
+    metrics += [{"Name": "s%d" % i, "Regex": SLOW} for i in range(4)]
     pid = d.proc.pid
     c0, t0 = cpu_s(pid), time.time()
     bob.create_training_job(**job_req(d, "rx-bob", "bob", BOB_SCRIPT, metrics))
@@ -137,6 +144,7 @@ def case_metrics(tap, d, alice, bob, admin):
         log = job_log(d, "rx-bob")
         expect(log.count(b"bob printed everything") == 1, "bob's last line is not in his log once")
         expect(b"MetricDefinition 'm0' is disabled" in log, "no note that m0 was disabled in bob's log")
+        expect(b"MetricDefinition 's0' is disabled" in log, "no note that s0 was disabled in bob's log")
     tap.case("(r1) 20 catastrophic MetricDefinitions: alice's job Completes, API answers < 5 s, "
              "CPU bounded, bob's definitions disabled with a note in his log", check)
 
@@ -155,6 +163,13 @@ def case_search(tap, d):
             expect(r.status == 200 and (r.json or {}).get("truncated") is True,
                    "search answered %s %r" % (r.status, r.body[:200]))
     tap.case("(r2) a catastrophic log search over 1.2 MB answers within 15 s", one)
+
+    def slow():
+        dt, r = timed(lambda: ts.signed_as(d, "GET", search_path("rx-bob", SLOW), bob_key))
+        expect(dt < 15, "the search took %.1f s" % dt)
+        expect(getattr(r, "status", None) == 200 and (r.json or {}).get("truncated") is True,
+               "search answered %r" % (getattr(r, "body", r)[:200],))
+    tap.case("(r2) a slow log search stops at its time budget, truncated", slow)
 
     def many():
         results = []
@@ -188,14 +203,15 @@ def case_search(tap, d):
     tap.case("(r3) 20 concurrent catastrophic searches: API and heartbeats answer, searches end", many)
 
     def gone():
+        path = search_path("rx-bob", SLOW)
         host = "127.0.0.1:%d" % d.port
         headers = sc.sigv4_sign("GET", host, path.partition("?")[0], path.partition("?")[2], b"",
                                 bob_key[0], bob_key[1])
         socks = []
         for _ in range(4):
             s = socket.create_connection(("127.0.0.1", d.port))
-            s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (
-                path, host, "".join("%s: %s\r\n" % kv for kv in headers.items()))).encode())
+            s.sendall(("GET %s HTTP/1.1\r\n%s\r\n" % (
+                path, "".join("%s: %s\r\n" % kv for kv in headers.items()))).encode())
             socks.append(s)
         time.sleep(0.5)
         for s in socks:
@@ -205,6 +221,9 @@ def case_search(tap, d):
         time.sleep(3)
         used = cpu_s(d.proc.pid) - c0
         expect(used < 1.5, "controller used %.1f s of CPU in the 3 s after the clients left" % used)
+        with open(d.log_path, "rb") as f:
+            left = f.read().count(b"stopped early (the client left)")
+        expect(left == 4, "%d of 4 searches say they stopped because the client left" % left)
     tap.case("(r4) searches whose clients left stop", gone)
 
 
