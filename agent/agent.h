@@ -224,6 +224,12 @@ struct agent_logq {
 	size_t max_bytes;
 	struct agent_logq_drop *drops;
 	uint64_t dropped_total;
+	/* The batch in flight as sent, its number, and whether it is to be
+	 * sent again as it is (nacked): a batch sent again is the same
+	 * bytes with the same seq, so the controller stores it once. */
+	struct buf inflight_body;
+	int64_t seq;
+	int resend;
 };
 
 #define AGENT_LOGQ_MAX (16u << 20)
@@ -245,12 +251,16 @@ int64_t agent_logq_oldest_unsent(const struct agent_logq *q);
 
 /*
  * Marks the oldest unsent lines (up to AGENT_LOGQ_BATCH_MAX of JSON, drop
- * markers first) as in flight and appends their JSON batch to out. Returns
- * the number of lines taken (0: nothing to send).
+ * markers first) as in flight and appends their JSON batch, named by
+ * boot_id and the next seq, to out. After a nack it appends the batch in
+ * flight again, unchanged. Returns the number of lines taken (0: nothing
+ * to send).
  */
-size_t agent_logq_take(struct agent_logq *q, int64_t now_ms, struct buf *out);
+size_t agent_logq_take(struct agent_logq *q, const char *boot_id,
+		       int64_t now_ms, struct buf *out);
 
-/* The batch in flight was delivered (ack) or not (nack: send again). */
+/* The batch in flight was delivered (ack) or not (nack: the next take
+ * sends the same batch again). */
 void agent_logq_ack(struct agent_logq *q);
 void agent_logq_nack(struct agent_logq *q);
 

@@ -21,6 +21,7 @@ void agent_logq_init(struct agent_logq *q, size_t max_bytes)
 {
 	memset(q, 0, sizeof(*q));
 	q->max_bytes = max_bytes ? max_bytes : AGENT_LOGQ_MAX;
+	buf_init(&q->inflight_body, 0);
 }
 
 /* Bytes text takes inside a JSON string (jansson's escaping). */
@@ -199,14 +200,20 @@ static void insert_markers(struct agent_logq *q, int64_t now_ms)
 	buf_release(&text);
 }
 
-size_t agent_logq_take(struct agent_logq *q, int64_t now_ms, struct buf *out)
+size_t agent_logq_take(struct agent_logq *q, const char *boot_id,
+		       int64_t now_ms, struct buf *out)
 {
 	struct agent_logq_entry *e;
 	struct api_log_batch b;
 	size_t n = 0, cap, bytes = 0;
 
-	if (q->inflight_n)
-		return 0;
+	if (q->inflight_n) {
+		if (!q->resend ||
+		    buf_add(out, q->inflight_body.data, q->inflight_body.len))
+			return 0;
+		q->resend = 0;
+		return q->inflight_n;
+	}
 	insert_markers(q, now_ms);
 	if (!q->head)
 		return 0;
@@ -222,14 +229,20 @@ size_t agent_logq_take(struct agent_logq *q, int64_t now_ms, struct buf *out)
 		bytes += e->cost;
 	}
 	b.n = n;
-	if (api_log_batch_build(&b, out)) {
+	b.boot_id = (char *)boot_id;
+	b.seq = q->seq + 1;
+	buf_reset(&q->inflight_body);
+	if (api_log_batch_build(&b, &q->inflight_body) ||
+	    buf_add(out, q->inflight_body.data, q->inflight_body.len)) {
 		free(b.lines);
 		q->inflight_last = NULL;
 		return 0;
 	}
 	free(b.lines);
+	q->seq = b.seq;
 	q->inflight_n = n;
 	q->inflight_bytes = bytes;
+	q->resend = 0;
 	return n;
 }
 
@@ -249,13 +262,14 @@ void agent_logq_ack(struct agent_logq *q)
 	q->inflight_n = 0;
 	q->inflight_last = NULL;
 	q->inflight_bytes = 0;
+	q->resend = 0;
+	buf_reset(&q->inflight_body);
 }
 
 void agent_logq_nack(struct agent_logq *q)
 {
-	q->inflight_n = 0;
-	q->inflight_last = NULL;
-	q->inflight_bytes = 0;
+	/* The lines stay in flight: the same batch goes again. */
+	q->resend = q->inflight_n != 0;
 	if (q->bytes > q->max_bytes)
 		drop_oldest(q);
 }
@@ -276,5 +290,6 @@ void agent_logq_release(struct agent_logq *q)
 		free(d->algo);
 		free(d);
 	}
+	buf_release(&q->inflight_body);
 	agent_logq_init(q, q->max_bytes);
 }

@@ -389,7 +389,7 @@ static int64_t logs_due(struct agent_ctx *ctx)
 	struct agent_logq *q = &ctx->logq;
 	int64_t oldest, due;
 
-	if (q->drops && !q->inflight_n)
+	if ((q->drops && !q->inflight_n) || q->resend)
 		return ctx->sess.log_at;
 	oldest = agent_logq_oldest_unsent(q);
 	if (oldest < 0)
@@ -415,7 +415,7 @@ static void send_logs(struct agent_ctx *ctx)
 	struct buf body = BUF_INIT;
 	struct buf path = BUF_INIT;
 
-	if (!agent_logq_take(&ctx->logq, time_now_ms(), &body))
+	if (!agent_logq_take(&ctx->logq, ctx->boot_id, time_now_ms(), &body))
 		goto out;
 	(void)buf_addf(&path, "/v1/agents/%s/logs", ctx->cfg.host);
 	s->log_sent_ms = time_mono_ms();

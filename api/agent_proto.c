@@ -1734,6 +1734,7 @@ void api_log_batch_release(struct api_log_batch *b)
 		free(b->lines[i].text);
 	}
 	free(b->lines);
+	free(b->boot_id);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -1776,14 +1777,23 @@ int api_log_batch_parse(const char *json, size_t len, struct api_log_batch *b,
 	json_t *root;
 	char m[64];
 	size_t i;
-	int ret;
+	int ret, seq_null = 0;
+	long long seq = 0;
 
 	memset(b, 0, sizeof(*b));
 	ret = load(json, len, &root, err);
 	if (ret)
 		return ret;
-	ret = get_array(root, "", "lines", 0, API_PROTO_MAX_LOG_LINES, &arr,
-			err);
+	ret = get_str(root, "", "boot_id", OPT, &b->boot_id, err);
+	if (!ret && b->boot_id &&
+	    (!*b->boot_id || strlen(b->boot_id) > API_PROTO_BOOT_ID_MAX))
+		ret = bad(err, "", "boot_id", "must be 1..64 bytes");
+	ret = ret ? ret :
+		    get_int(root, "", "seq", 1, MAX_MS, &seq_null, &seq, err);
+	b->seq = seq;
+	ret = ret ? ret :
+		    get_array(root, "", "lines", 0, API_PROTO_MAX_LOG_LINES,
+			      &arr, err);
 	if (!ret) {
 		b->n = json_array_size(arr);
 		b->lines = xcalloc(b->n + 1, sizeof(*b->lines));
@@ -1820,6 +1830,10 @@ int api_log_batch_build(const struct api_log_batch *lb, struct buf *out)
 		put(&b, o, "text", jstr(&b, l->text));
 		push(&b, arr, o);
 	}
+	if (lb->boot_id)
+		put(&b, root, "boot_id", jstr(&b, lb->boot_id));
+	if (lb->seq > 0)
+		put(&b, root, "seq", jint(&b, lb->seq));
 	put(&b, root, "lines", arr);
 	return finish(&b, root, out);
 }

@@ -215,9 +215,18 @@ struct api_log_line {
 	char *text;
 };
 
+/*
+ * A batch of log lines. boot_id and seq name it (docs/agent-protocol.md):
+ * the agent process's boot id and a number that grows by one per new
+ * batch; a batch sent again (its POST timed out or failed) carries the
+ * same pair and the same lines, so the controller stores it once. Both
+ * absent (NULL, 0) from older agents.
+ */
 struct api_log_batch {
 	struct api_log_line *lines;
 	size_t n;
+	char *boot_id;
+	int64_t seq;
 };
 
 /*
@@ -227,6 +236,7 @@ struct api_log_batch {
 #define API_PROTO_MAX_BODY (64 << 20)  /* bytes in one message */
 #define API_PROTO_MAX_STRING (1 << 20) /* bytes in any one string */
 #define API_PROTO_MAX_HOSTS 256	       /* hosts of an assignment */
+#define API_PROTO_BOOT_ID_MAX 64       /* bytes of a log batch's boot_id */
 #define API_PROTO_MAX_ASSIGNMENTS 1024 /* per work or status message */
 #define API_PROTO_MAX_LIST 4096	       /* argv, channels, environment */
 #define API_PROTO_MAX_PROCS 4096       /* processes of one report */

@@ -15,6 +15,7 @@
 #include "controller/hosts.h"
 #include "controller/route.h"
 #include "controller/http.h"
+#include "controller/iopool.h"
 #include "controller/logs.h"
 #include "controller/telemetry.h"
 #include "controller/work.h"
@@ -329,15 +330,72 @@ static enum ctrl_route_result do_status(struct ctrl_ctx *ctx,
 	return CTRL_ROUTE_DONE;
 }
 
+/*
+ * Whether batch b from host h is new, and if so records it as taken:
+ * batches of one agent process (boot_id) come numbered one after the
+ * other, one in flight at a time, so one whose seq is not above the last
+ * taken is a copy sent again (its POST timed out while the first was
+ * being stored) and is acknowledged without being stored twice. Caller
+ * holds hosts_lock.
+ */
+static int log_batch_new(struct ctrl_host *h, const struct api_log_batch *b)
+{
+	if (!b->boot_id || !b->seq)
+		return 1; /* an older agent: nothing to tell copies by */
+	if (h->log_boot_id && !strcmp(h->log_boot_id, b->boot_id) &&
+	    b->seq <= h->log_seq)
+		return 0;
+	if (!h->log_boot_id || strcmp(h->log_boot_id, b->boot_id)) {
+		free(h->log_boot_id);
+		h->log_boot_id = xstrdup(b->boot_id);
+	}
+	h->log_seq = b->seq;
+	return 1;
+}
+
+/*
+ * A batch stored on an I/O worker: one whose lines belong to a job with
+ * MetricDefinitions, whose regexes (bounded, controller/logs.c) must not
+ * hold up the HTTP thread that also answers other agents' heartbeats.
+ */
+struct ctrl_log_step {
+	struct ctrl_ctx *ctx;
+	char *host;
+	struct api_log_batch b;
+};
+
+void ctrl_agent_log_step_free(struct ctrl_log_step *s)
+{
+	if (!s)
+		return;
+	api_log_batch_release(&s->b);
+	free(s->host);
+	free(s);
+}
+
+static void log_step_run(void *arg)
+{
+	struct ctrl_log_step *s = arg;
+
+	ctrl_logs_ingest(s->ctx, s->host, &s->b);
+}
+
 static enum ctrl_route_result
 do_logs(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *host,
 	const char *rest, struct ctrl_http_req *req, struct ctrl_response *resp)
 {
 	struct api_log_batch b;
+	struct ctrl_log_step *step;
+	struct ctrl_host *h;
 	struct buf err = BUF_INIT;
-	int ok;
+	int ok, fresh = 0;
 
 	(void)rest;
+	if (req->log_step) {
+		/* Resumed: the worker has stored it. */
+		reply_ok(resp);
+		return CTRL_ROUTE_DONE;
+	}
 	pthread_mutex_lock(&ctx->hosts_lock);
 	ok = ctrl_hosts_auth(ctx, host, authorization(conn)) != NULL;
 	pthread_mutex_unlock(&ctx->hosts_lock);
@@ -350,7 +408,35 @@ do_logs(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *host,
 		buf_release(&err);
 		return CTRL_ROUTE_DONE;
 	}
-	ctrl_logs_ingest(ctx, host, &b);
+	pthread_mutex_lock(&ctx->hosts_lock);
+	h = ctrl_hosts_auth(ctx, host, authorization(conn));
+	if (h)
+		fresh = log_batch_new(h, &b);
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	if (!h) {
+		api_log_batch_release(&b);
+		unauthorized(resp);
+		return CTRL_ROUTE_DONE;
+	}
+	if (fresh && ctrl_logs_has_metric_defs(ctx, &b)) {
+		step = xcalloc(1, sizeof(*step));
+		step->ctx = ctx;
+		step->host = xstrdup(host);
+		step->b = b;
+		req->log_step = step;
+		if (!ctrl_iopool_run(ctx->iopool, conn, log_step_run, step))
+			return CTRL_ROUTE_SUSPENDED;
+		/* No pool (stopping): stored here. */
+		log_step_run(step);
+		reply_ok(resp);
+		return CTRL_ROUTE_DONE;
+	}
+	if (fresh)
+		ctrl_logs_ingest(ctx, host, &b);
+	else
+		log_debug("host '%s': log batch %lld sent again; already "
+			  "taken",
+			  host, (long long)b.seq);
 	api_log_batch_release(&b);
 	reply_ok(resp);
 	buf_release(&err);

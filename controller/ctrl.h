@@ -138,6 +138,7 @@ struct ctrl_ctx {
 	char *s3_uploads;      /* <state-dir>/s3-uploads */
 	struct ctrl_s3_env s3; /* the store's S3 face (controller/s3.h) */
 	struct ctrl_iopool *iopool; /* steps that wait on the disk */
+	int logsearch_running;	    /* log searches on it (atomic) */
 	struct ctrl_registry registry; /* container images (registry.h) */
 	char agent_sha256[65]; /* of cfg.agent_binary, for provisioning */
 	/* TLS: the PEM texts (NULL without --tls-cert), and where the CA

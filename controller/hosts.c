@@ -305,6 +305,7 @@ void ctrl_hosts_release(struct ctrl_ctx *ctx)
 		free(h->drain_reason);
 		free(h->images_json);
 		free(h->boot_id);
+		free(h->log_boot_id);
 		free(h->last_status);
 		free(h->work_dir);
 		free(h->instance_type);

@@ -35,6 +35,10 @@ struct ctrl_host {
 	char *token;
 	char *address; /* as the agent reported it */
 	char *boot_id;
+	/* The newest log batch taken from it (agent_api.c): its agent's
+	 * boot_id and seq; a batch sent again is not stored twice. */
+	char *log_boot_id;
+	int64_t log_seq;
 	/* The last status body, every report of it stored (agent_api.c). */
 	char *last_status;
 	size_t last_status_len;

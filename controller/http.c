@@ -79,6 +79,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (req->s3_done)
 		ctrl_s3_reply_release(&req->s3_reply);
 	ctrl_s3_free(req->s3);
+	ctrl_logsearch_free(req->logsearch);
+	ctrl_agent_log_step_free(req->log_step);
 	free(req->fence);
 	free(req->sink_tmp);
 	free(req->sink_final);
@@ -470,9 +472,9 @@ static enum ctrl_route_result rest_log_search(struct ctrl_ctx *ctx,
 					      const char *param,
 					      struct ctrl_response *resp)
 {
-	if (job_visible(ctx, req, param, resp))
-		ctrl_logview_search(ctx, conn, param, resp);
-	return CTRL_ROUTE_DONE;
+	if (!job_visible(ctx, req, param, resp))
+		return CTRL_ROUTE_DONE;
+	return ctrl_logview_search(ctx, conn, param, &req->logsearch, resp);
 }
 
 static enum ctrl_route_result rest_log_download(struct ctrl_ctx *ctx,

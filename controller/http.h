@@ -36,6 +36,10 @@ struct ctrl_http_req {
 	struct ctrl_blob *blob;
 	/* An S3 request (controller/s3.h), NULL otherwise. */
 	struct ctrl_s3 *s3;
+	/* A log search handed to a worker (controller/logview.h). */
+	struct ctrl_logsearch *logsearch;
+	/* A log batch being stored by a worker (controller/agent_api.c). */
+	struct ctrl_log_step *log_step;
 	char s3_rid[37];
 	struct ctrl_s3_reply s3_reply; /* set by the finishing step */
 	int s3_done;		       /* s3_reply holds a reply to send */
@@ -66,6 +70,8 @@ enum ctrl_route_result ctrl_agent_route(struct ctrl_ctx *ctx,
 					struct ctrl_response *resp);
 void ctrl_agent_upload_done(struct ctrl_ctx *ctx, struct ctrl_http_req *req,
 			    struct ctrl_response *resp);
+/* Frees req->log_step when the request ends; NULL is fine. */
+void ctrl_agent_log_step_free(struct ctrl_log_step *s);
 
 /* GET /v1/training-jobs/{name}/logs (controller/logs.c). */
 enum ctrl_route_result ctrl_logs_route(struct ctrl_ctx *ctx,

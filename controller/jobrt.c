@@ -12,11 +12,7 @@
 
 static void jobrt_free(struct ctrl_jobrt *rt)
 {
-	size_t i;
-
-	for (i = 0; i < rt->spec.n_metrics; i++)
-		pcre2_code_free(rt->regexes[i]);
-	free(rt->regexes);
+	ctrl_metric_set_unref(rt->metrics);
 	api_job_spec_release(&rt->spec);
 	free(rt->name);
 	free(rt->uid);
@@ -26,28 +22,47 @@ static void jobrt_free(struct ctrl_jobrt *rt)
 	free(rt);
 }
 
-static void compile_metrics(struct ctrl_jobrt *rt)
+struct ctrl_metric_set *ctrl_metric_set_ref(struct ctrl_metric_set *ms)
+{
+	__atomic_add_fetch(&ms->refs, 1, __ATOMIC_RELAXED);
+	return ms;
+}
+
+void ctrl_metric_set_unref(struct ctrl_metric_set *ms)
 {
 	size_t i;
 
-	rt->regexes = xcalloc(rt->spec.n_metrics ? rt->spec.n_metrics : 1,
-			      sizeof(*rt->regexes));
-	for (i = 0; i < rt->spec.n_metrics; i++) {
-		int code;
-		PCRE2_SIZE off;
-
-		rt->regexes[i] = pcre2_compile(
-			(PCRE2_SPTR)rt->spec.metrics[i].regex,
-			PCRE2_ZERO_TERMINATED, PCRE2_UTF, &code, &off, NULL);
-		if (!rt->regexes[i])
-			log_warn(
-				"job '%s': metric '%s': regex does not compile "
-				"at offset %zu",
-				rt->name, rt->spec.metrics[i].name,
-				(size_t)off);
-		else
-			pcre2_jit_compile(rt->regexes[i], PCRE2_JIT_COMPLETE);
+	if (!ms || __atomic_sub_fetch(&ms->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	for (i = 0; i < ms->n; i++) {
+		free(ms->defs[i].name);
+		bregex_free(ms->defs[i].re);
 	}
+	free(ms->defs);
+	free(ms);
+}
+
+static void compile_metrics(struct ctrl_jobrt *rt)
+{
+	struct ctrl_metric_set *ms = xcalloc(1, sizeof(*ms));
+	struct bregex_limits lim = BREGEX_LIMITS_INIT;
+	struct buf err = BUF_INIT;
+	size_t i;
+
+	lim.subject_max = CTRL_METRIC_SUBJECT_MAX;
+	ms->refs = 1;
+	ms->n = rt->spec.n_metrics;
+	ms->defs = xcalloc(ms->n + 1, sizeof(*ms->defs));
+	for (i = 0; i < ms->n; i++) {
+		ms->defs[i].name = xstrdup(rt->spec.metrics[i].name);
+		buf_reset(&err);
+		if (bregex_compile(rt->spec.metrics[i].regex, 0, &lim,
+				   &ms->defs[i].re, &err))
+			log_warn("job '%s': metric '%s': %s", rt->name,
+				 rt->spec.metrics[i].name, err.data);
+	}
+	buf_release(&err);
+	rt->metrics = ms;
 }
 
 struct ctrl_jobrt *ctrl_jobrt_get(struct ctrl_ctx *ctx, const char *name)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
@@ -69,14 +70,14 @@ static void add_point(struct db_metric **pts, size_t *n, size_t *cap,
 	(*n)++;
 }
 
-static int defined_metric(const struct ctrl_jobrt *rt, const char *name,
+static int defined_metric(const struct ctrl_metric_set *ms, const char *name,
 			  size_t len)
 {
 	size_t i;
 
-	for (i = 0; i < rt->spec.n_metrics; i++)
-		if (strlen(rt->spec.metrics[i].name) == len &&
-		    !strncmp(rt->spec.metrics[i].name, name, len))
+	for (i = 0; i < ms->n; i++)
+		if (strlen(ms->defs[i].name) == len &&
+		    !strncmp(ms->defs[i].name, name, len))
 			return 1;
 	return 0;
 }
@@ -88,9 +89,10 @@ static int defined_metric(const struct ctrl_jobrt *rt, const char *name,
  * "[1,0]<stdout>:"). The names are kept in *names for the caller to
  * free after the points are stored.
  */
-static void default_metric(struct ctrl_jobrt *rt, const struct api_log_line *l,
-			   struct db_metric **pts, size_t *n, size_t *cap,
-			   char ***names, size_t *n_names, size_t *alloc_names)
+static void default_metric(const struct ctrl_metric_set *ms,
+			   const struct api_log_line *l, struct db_metric **pts,
+			   size_t *n, size_t *cap, char ***names,
+			   size_t *n_names, size_t *alloc_names)
 {
 	const char *p = strstr(l->text, "#metric "), *name, *end;
 	char *stop;
@@ -105,7 +107,7 @@ static void default_metric(struct ctrl_jobrt *rt, const struct api_log_line *l,
 	     end++)
 		;
 	len = (size_t)(end - name);
-	if (!len || len > 255 || *end != '=' || defined_metric(rt, name, len))
+	if (!len || len > 255 || *end != '=' || defined_metric(ms, name, len))
 		return;
 	v = strtod(end + 1, &stop);
 	if (stop == end + 1)
@@ -116,38 +118,103 @@ static void default_metric(struct ctrl_jobrt *rt, const struct api_log_line *l,
 	(*n_names)++;
 }
 
-static void metric_lines(struct ctrl_jobrt *rt, const struct api_log_line *l,
-			 struct db_metric **pts, size_t *n, size_t *cap)
+/*
+ * What a MetricDefinition may cost. Each match is bounded by
+ * common/bregex.h: 20,000 matcher steps from each start position, the
+ * first CTRL_METRIC_SUBJECT_MAX bytes of a line (PCRE2 counts its match limit
+ * per start position, so a line costs at most about that many times the
+ * limit: some 30 ms with JIT). A definition is disabled for the rest of
+ * the job, instead of being tried on every line again, when its matches
+ * hit those bounds or took over METRIC_SLOW_NS of CPU on METRIC_STRIKES
+ * lines, or when it has used more than METRIC_CPU_GRACE_NS of CPU at over
+ * METRIC_LINE_NS per line on average.
+ */
+#define METRIC_STRIKES 3
+#define METRIC_SLOW_NS 2000000LL
+#define METRIC_CPU_GRACE_NS 250000000LL
+#define METRIC_LINE_NS 100000LL
+
+static int64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Disables d once; the first caller gets 1 and says so in the log. */
+static int metric_disable(struct ctrl_metric_def *d)
+{
+	return !__atomic_exchange_n(&d->disabled, 1, __ATOMIC_ACQ_REL);
+}
+
+/*
+ * Matches line l against the job's MetricDefinitions (without jobs_lock).
+ * A definition disabled by this line is named in *notes, a line for the
+ * job's own log.
+ */
+static void metric_lines(struct ctrl_metric_set *ms, const char *job,
+			 const struct api_log_line *l, struct db_metric **pts,
+			 size_t *n, size_t *cap, struct buf *notes)
 {
 	size_t i;
 
-	for (i = 0; i < rt->spec.n_metrics; i++) {
-		pcre2_match_data *md;
-		PCRE2_SIZE *ov;
+	for (i = 0; i < ms->n; i++) {
+		struct ctrl_metric_def *d = &ms->defs[i];
 		char num[64];
 		char *end;
 		double v;
-		size_t len;
+		size_t off = 0, len = 0;
+		int64_t t0, used, cpu, lines;
+		int rc, hits = 0;
 
-		if (!rt->regexes[i])
+		if (!d->re || __atomic_load_n(&d->disabled, __ATOMIC_ACQUIRE))
 			continue;
-		md = pcre2_match_data_create_from_pattern(rt->regexes[i], NULL);
-		if (pcre2_match(rt->regexes[i], (PCRE2_SPTR)l->text,
-				strlen(l->text), 0, 0, md, NULL) < 2) {
-			pcre2_match_data_free(md);
-			continue;
+		t0 = thread_cpu_ns();
+		rc = bregex_match(d->re, l->text, SIZE_MAX, &off, &len);
+		used = thread_cpu_ns() - t0;
+		cpu = __atomic_add_fetch(&d->cpu_ns, used, __ATOMIC_RELAXED);
+		lines = __atomic_add_fetch(&d->lines, 1, __ATOMIC_RELAXED);
+		if (rc == BREGEX_LIMIT || used > METRIC_SLOW_NS)
+			hits = __atomic_add_fetch(&d->limit_hits, 1,
+						  __ATOMIC_RELAXED);
+		if (hits >= METRIC_STRIKES && metric_disable(d)) {
+			log_warn("job '%s': metric '%s' disabled: its regex "
+				 "hit the matcher's bounds on %d lines",
+				 job, d->name, hits);
+			(void)buf_addf(notes,
+				       "trainctl: MetricDefinition '%s' is "
+				       "disabled for the rest of this job: "
+				       "its Regex hit the matcher's bounds "
+				       "(%d steps, %lld ms, the first %d "
+				       "bytes of a line) on %d lines\n",
+				       d->name, BREGEX_MATCH_LIMIT,
+				       METRIC_SLOW_NS / 1000000,
+				       CTRL_METRIC_SUBJECT_MAX, hits);
+		} else if (cpu > METRIC_CPU_GRACE_NS &&
+			   cpu / lines > METRIC_LINE_NS && metric_disable(d)) {
+			log_warn("job '%s': metric '%s' disabled: its regex "
+				 "took %lld ms of CPU over %lld lines",
+				 job, d->name, (long long)(cpu / 1000000),
+				 (long long)lines);
+			(void)buf_addf(notes,
+				       "trainctl: MetricDefinition '%s' is "
+				       "disabled for the rest of this job: "
+				       "its Regex took %lld ms of the "
+				       "controller's CPU over %lld lines\n",
+				       d->name, (long long)(cpu / 1000000),
+				       (long long)lines);
 		}
-		ov = pcre2_get_ovector_pointer(md);
-		len = ov[3] - ov[2];
+		if (rc != 1 || !len)
+			continue;
 		if (len >= sizeof(num))
 			len = sizeof(num) - 1;
-		memcpy(num, l->text + ov[2], len);
+		memcpy(num, l->text + off, len);
 		num[len] = '\0';
-		pcre2_match_data_free(md);
 		v = strtod(num, &end);
 		if (end == num)
 			continue;
-		add_point(pts, n, cap, rt->spec.metrics[i].name, v, l);
+		add_point(pts, n, cap, d->name, v, l);
 	}
 }
 
@@ -218,16 +285,31 @@ static void flush(struct ctrl_ctx *ctx, struct pending *p)
 	buf_release(&path);
 }
 
+/* A line whose metrics are read once jobs_lock is released. */
+struct metric_work {
+	const struct api_log_line *l;
+	struct ctrl_metric_set *ms; /* a reference */
+	size_t pend;		    /* its stream's index in the batch */
+};
+
+/*
+ * Stores the lines of batch b: their text under jobs_lock (cheap), then,
+ * without the lock, their metrics: MetricDefinitions are matched with
+ * the bounds of common/bregex.h, so a costly regex slows only its own
+ * job's batches and never the controller's other work.
+ */
 void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
 		      const struct api_log_batch *b)
 {
 	struct pending *pend = NULL;
 	size_t n_pend = 0, alloc_pend = 0;
+	struct metric_work *work = NULL;
+	size_t n_work = 0, alloc_work = 0;
 	struct db_metric *pts = NULL;
 	size_t n_pts = 0, cap_pts = 0;
 	struct buf stream = BUF_INIT;
+	struct buf notes = BUF_INIT;
 	struct buf err = BUF_INIT;
-	char *metrics_job = NULL;
 	char **names = NULL;
 	size_t n_names = 0, alloc_names = 0;
 	size_t stored = 0;
@@ -264,27 +346,49 @@ void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
 		(void)buf_addf(&p->text, "%" PRId64 "\t%c\t%d\t%s\n", l->ts_ms,
 			       l->is_stderr ? 'E' : 'O', l->rank, l->text);
 		stored++;
-		if (rt->spec.n_metrics || strstr(l->text, "#metric ")) {
-			/* Metrics of one job per batch, the usual case; lines
-			 * of other jobs in the same batch go to their own. */
-			if (metrics_job && strcmp(metrics_job, l->job)) {
-				(void)db_metrics_add(ctx->db, metrics_job, pts,
-						     n_pts, &err);
-				n_pts = 0;
-			}
-			if (!metrics_job || strcmp(metrics_job, l->job)) {
-				free(metrics_job);
-				metrics_job = xstrdup(l->job);
-			}
-			metric_lines(rt, l, &pts, &n_pts, &cap_pts);
-			default_metric(rt, l, &pts, &n_pts, &cap_pts, &names,
-				       &n_names, &alloc_names);
+		if (rt->metrics->n || strstr(l->text, "#metric ")) {
+			ALLOC_GROW(work, n_work + 1, alloc_work);
+			work[n_work].l = l;
+			work[n_work].ms = ctrl_metric_set_ref(rt->metrics);
+			work[n_work].pend = (size_t)(p - pend);
+			n_work++;
 		}
 	}
-	if (metrics_job && n_pts &&
-	    db_metrics_add(ctx->db, metrics_job, pts, n_pts, &err))
-		log_error("cannot store metrics: %s", err.data);
 	pthread_mutex_unlock(&ctx->jobs_lock);
+	for (i = 0; i < n_work; i++) {
+		const struct api_log_line *l = work[i].l;
+		struct pending *p = &pend[work[i].pend];
+
+		/* Metrics of one job per batch, the usual case; lines of
+		 * other jobs in the same batch go to their own. */
+		if (n_pts && i && strcmp(work[i - 1].l->job, l->job)) {
+			if (db_metrics_add(ctx->db, work[i - 1].l->job, pts,
+					   n_pts, &err))
+				log_error("cannot store metrics: %s", err.data);
+			n_pts = 0;
+		}
+		buf_reset(&notes);
+		metric_lines(work[i].ms, l->job, l, &pts, &n_pts, &cap_pts,
+			     &notes);
+		default_metric(work[i].ms, l, &pts, &n_pts, &cap_pts, &names,
+			       &n_names, &alloc_names);
+		if (notes.len) {
+			/* The job's owner reads why in the job's own log,
+			 * after the line that did it. */
+			char *line = notes.data, *nl;
+
+			while ((nl = strchr(line, '\n'))) {
+				(void)buf_addf(&p->text,
+					       "%" PRId64 "\tE\t%d\t%.*s\n",
+					       l->ts_ms, l->rank,
+					       (int)(nl - line), line);
+				line = nl + 1;
+			}
+		}
+	}
+	if (n_pts &&
+	    db_metrics_add(ctx->db, work[n_work - 1].l->job, pts, n_pts, &err))
+		log_error("cannot store metrics: %s", err.data);
 	for (k = 0; k < n_pend; k++) {
 		flush(ctx, &pend[k]);
 		free(pend[k].job);
@@ -292,18 +396,46 @@ void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
 		buf_release(&pend[k].text);
 	}
 	ctrl_metrics_log_lines(stored);
+	/* The points name their metric by the definitions' strings. */
+	for (i = 0; i < n_work; i++)
+		ctrl_metric_set_unref(work[i].ms);
+	free(work);
 	free(pend);
 	free(pts);
 	for (k = 0; k < n_names; k++)
 		free(names[k]);
 	free(names);
-	free(metrics_job);
 	buf_release(&stream);
+	buf_release(&notes);
 	buf_release(&err);
 	pthread_mutex_lock(&ctx->hosts_lock);
 	ctx->log_version++;
 	ctrl_waiters_resume(ctx, &ctx->log_waiters);
 	pthread_mutex_unlock(&ctx->hosts_lock);
+}
+
+int ctrl_logs_has_metric_defs(struct ctrl_ctx *ctx,
+			      const struct api_log_batch *b)
+{
+	const char *last = NULL;
+	size_t i, k;
+	int found = 0;
+
+	pthread_mutex_lock(&ctx->jobs_lock);
+	for (i = 0; i < b->n && !found; i++) {
+		struct ctrl_jobrt *rt;
+
+		if (last && !strcmp(last, b->lines[i].job))
+			continue;
+		last = b->lines[i].job;
+		rt = ctrl_jobrt_get(ctx, last);
+		for (k = 0; rt && k < rt->metrics->n && !found; k++)
+			found = rt->metrics->defs[k].re &&
+				!__atomic_load_n(&rt->metrics->defs[k].disabled,
+						 __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&ctx->jobs_lock);
+	return found;
 }
 
 /* Parses the lines of a stream file from offset into events. */

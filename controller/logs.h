@@ -18,6 +18,14 @@ struct ctrl_ctx;
 void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
 		      const struct api_log_batch *b);
 
+/*
+ * Whether a line of b belongs to a job with MetricDefinitions still
+ * enabled: storing b then matches user regexes, bounded but not free, so
+ * the caller stores it off the HTTP threads (controller/agent_api.c).
+ */
+int ctrl_logs_has_metric_defs(struct ctrl_ctx *ctx,
+			      const struct api_log_batch *b);
+
 /* The file of stream (the part after "<job>/") of job. */
 int ctrl_logs_path(struct ctrl_ctx *ctx, const char *job, const char *stream,
 		   struct buf *out);

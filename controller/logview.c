@@ -6,26 +6,40 @@
  * the line to jump to when a rank failed, and the whole log as text.
  * Every read is bounded: a search scans at most SCAN_MAX bytes and returns
  * at most MATCH_MAX matches, a download is at most DOWNLOAD_MAX bytes.
+ *
+ * A search runs on an I/O worker (controller/iopool.h) with its
+ * connection suspended, never on an HTTP thread, and at most SEARCH_SLOTS
+ * at once (more are answered 429 at once): the threads that answer
+ * agents' heartbeats are never the ones scanning. Each search stops at
+ * SEARCH_MS, when the client has gone, when the controller stops, or
+ * when its regex hit the matcher's bounds (common/bregex.h: 20,000 steps
+ * from each start position, the first SEARCH_SUBJECT_MAX bytes of a
+ * line) on SEARCH_LIMIT_HITS lines; what it found by then is answered with
+ * "truncated": true (a regex that only hit the bounds is refused, 400).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
-#define PCRE2_CODE_UNIT_WIDTH 8
 #include <microhttpd.h>
-#include <pcre2.h>
 
 #include "api/logs_json.h"
 #include "controller/ctrl.h"
+#include "controller/http.h"
+#include "controller/iopool.h"
 #include "controller/logs.h"
 #include "controller/logview.h"
 #include "controller/ops.h"
 #include "db/db.h"
 #include "db/run.h"
+#include "common/bregex.h"
 #include "common/err.h"
+#include "common/log.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
@@ -37,6 +51,11 @@
 #define DOWNLOAD_MAX (64LL << 20)
 #define LINE_MAX_BYTES (64 << 10)
 #define QUERY_MAX 256
+#define SEARCH_SLOTS 4
+#define SEARCH_MS 10000
+#define SEARCH_SUBJECT_MAX (4 << 10)
+#define SEARCH_LIMIT_HITS 20
+#define SEARCH_CHECK_LINES 16
 
 /* Words that make a line an error line (level=error), any case. */
 static const char *const error_words[] = { "error",     "exception",
@@ -187,16 +206,34 @@ static int contains_ci(const char *hay, const char *needle)
 	return !n;
 }
 
+/* Why a search stopped early. */
+enum search_stop {
+	SEARCH_RUNS = 0,
+	SEARCH_DEADLINE, /* SEARCH_MS ran out */
+	SEARCH_GONE,	 /* the client closed its connection */
+	SEARCH_STOPPING, /* the controller is stopping */
+	SEARCH_COSTLY,	 /* the regex kept hitting its bounds */
+};
+
+/* The state a scan checks between lines (written by the scan only). */
+struct search_ctl {
+	struct ctrl_ctx *ctx;
+	int fd;		     /* the client's socket, -1: none */
+	int64_t deadline_ms; /* monotonic */
+	int limit_hits;
+	unsigned lines;
+	enum search_stop stop;
+};
+
 struct query {
-	const char *text;   /* substring, any case (NULL: every line) */
-	pcre2_code *re;	    /* regex=1 */
-	pcre2_match_data *md;
-	pcre2_match_context *mctx;
-	const char *host;   /* algo-N or NULL */
-	int attempt;	    /* 0: any */
-	int stderr_only;    /* level=stderr */
-	int errors_only;    /* level=error */
-	int rank;	    /* -1: any */
+	const char *text;  /* substring, any case (NULL: every line) */
+	struct bregex *re; /* regex=1 */
+	struct search_ctl *ctl;
+	const char *host; /* algo-N or NULL */
+	int attempt;	  /* 0: any */
+	int stderr_only;  /* level=stderr */
+	int errors_only;  /* level=error */
+	int rank;	  /* -1: any */
 	int context;
 	int limit;
 };
@@ -216,10 +253,13 @@ static int query_match(const struct query *q, const struct api_log_event *e)
 		if (!hit)
 			return 0;
 	}
-	if (q->re)
-		return pcre2_match(q->re, (PCRE2_SPTR)e->message,
-				   PCRE2_ZERO_TERMINATED, 0, 0, q->md,
-				   q->mctx) >= 0;
+	if (q->re) {
+		int rc = bregex_match(q->re, e->message, SIZE_MAX, NULL, NULL);
+
+		if (rc == BREGEX_LIMIT && q->ctl)
+			q->ctl->limit_hits++;
+		return rc == 1;
+	}
 	return !q->text || contains_ci(e->message, q->text);
 }
 
@@ -273,6 +313,41 @@ static size_t found_keep(struct found *f, size_t n, size_t keep)
 	return n ? 1 : 0;
 }
 
+/* The client closed its side: a read would see the end, not data. */
+static int client_gone(int fd)
+{
+	char c;
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+			  errno != EINTR);
+}
+
+/*
+ * Whether the scan must stop now: checked before each line (one line may
+ * cost a regex up to some 30 ms), the client's socket every
+ * SEARCH_CHECK_LINES lines.
+ */
+static int search_stopped(struct search_ctl *c)
+{
+	if (!c)
+		return 0;
+	if (c->stop)
+		return 1;
+	if (c->limit_hits >= SEARCH_LIMIT_HITS)
+		c->stop = SEARCH_COSTLY;
+	else if (__atomic_load_n(&c->ctx->stopping, __ATOMIC_RELAXED))
+		c->stop = SEARCH_STOPPING;
+	else if (time_mono_ms() > c->deadline_ms)
+		c->stop = SEARCH_DEADLINE;
+	else if (!(c->lines++ % SEARCH_CHECK_LINES) && client_gone(c->fd))
+		c->stop = SEARCH_GONE;
+	return c->stop != SEARCH_RUNS;
+}
+
 /*
  * Scans one stream for q, appending matches to *out (at most q->limit in
  * all). *budget is the bytes left to scan; 1 is returned when it ran out.
@@ -301,7 +376,7 @@ static int scan_stream(const char *path, const struct api_log_stream_info *s,
 
 		off += (long long)len;
 		*budget -= (long long)len;
-		if (*budget < 0) {
+		if (*budget < 0 || search_stopped(q->ctl)) {
 			cut = 1;
 			break;
 		}
@@ -423,14 +498,45 @@ static int failing_rank(struct ctrl_ctx *ctx, const char *job, char *algo,
 	return ret;
 }
 
-void ctrl_logview_search(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
-			 const char *job, struct ctrl_response *resp)
-{
-	const char *text = arg(conn, "q");
-	const char *regex = arg(conn, "regex");
-	const char *level = arg(conn, "level");
-	const char *first_error = arg(conn, "first_error");
+/*
+ * A search handed to a worker: the checked query (strings owned), the
+ * answer the worker leaves, and whether it is there.
+ */
+struct ctrl_logsearch {
+	struct ctrl_ctx *ctx;
+	char *job;
+	char *text;
+	char *host;
+	int first_error;
 	struct query q;
+	struct search_ctl ctl;
+	struct ctrl_response resp;
+	int slot; /* holds one of SEARCH_SLOTS */
+	int done;
+};
+
+void ctrl_logsearch_free(struct ctrl_logsearch *s)
+{
+	if (!s)
+		return;
+	if (s->slot)
+		__atomic_sub_fetch(&s->ctx->logsearch_running, 1,
+				   __ATOMIC_RELAXED);
+	bregex_free(s->q.re);
+	buf_release(&s->resp.body);
+	free(s->job);
+	free(s->text);
+	free(s->host);
+	free(s);
+}
+
+/* The scan itself, on a worker; leaves its answer in s->resp. */
+static void search_run(void *arg)
+{
+	struct ctrl_logsearch *s = arg;
+	struct ctrl_ctx *ctx = s->ctx;
+	struct query *q = &s->q;
+	struct ctrl_response *resp = &s->resp;
 	struct streams l;
 	struct found *found = NULL;
 	struct api_log_match *m = NULL;
@@ -442,68 +548,48 @@ void ctrl_logview_search(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	int cut = 0;
 	int ret;
 
-	memset(&q, 0, sizeof(q));
 	memset(&l, 0, sizeof(l));
-	q.text = text && *text ? text : NULL;
-	q.host = arg(conn, "host");
-	q.rank = -1;
-	if ((q.text && strlen(q.text) > QUERY_MAX) ||
-	    int_arg(arg(conn, "attempt"), 0, 1000000, 0, &q.attempt) ||
-	    int_arg(arg(conn, "context"), 0, CONTEXT_MAX, 2, &q.context) ||
-	    int_arg(arg(conn, "limit"), 1, MATCH_MAX, MATCH_DEFAULT,
-		    &q.limit) ||
-	    (level && *level && strcmp(level, "stderr") &&
-	     strcmp(level, "error"))) {
-		ctrl_reply_err(resp, CTRL_E_VALIDATION,
-			       "q at most 256 bytes, attempt a number, context "
-			       "0..10, limit 1..500, level stderr or error");
-		goto out;
-	}
-	q.stderr_only = level && !strcmp(level, "stderr");
-	q.errors_only = level && !strcmp(level, "error");
-	if (first_error && !strcmp(first_error, "1")) {
+	if (s->first_error) {
 		/* The failing rank's first line on stderr in its last
 		 * attempt; without one, its last lines. */
-		if (failing_rank(ctx, job, algo, sizeof(algo), &q.rank,
-				 &q.attempt)) {
+		if (failing_rank(ctx, s->job, algo, sizeof(algo), &q->rank,
+				 &q->attempt)) {
 			(void)api_log_matches_build(NULL, 0, 0, &out);
 			ctrl_reply_json(resp, &out);
 			goto out;
 		}
-		q.host = algo;
-		q.stderr_only = 1;
-		q.limit = 1;
-		q.text = NULL;
+		q->host = algo;
+		q->stderr_only = 1;
+		q->limit = 1;
+		q->text = NULL;
+		bregex_free(q->re);
+		q->re = NULL;
 	}
-	if (regex && !strcmp(regex, "1") && q.text) {
-		int code;
-		PCRE2_SIZE at;
-
-		q.re = pcre2_compile((PCRE2_SPTR)q.text, PCRE2_ZERO_TERMINATED,
-				     PCRE2_CASELESS | PCRE2_UTF, &code, &at,
-				     NULL);
-		if (!q.re) {
-			ctrl_reply_err(resp, CTRL_E_VALIDATION,
-				       "q is not a valid regular expression");
-			goto out;
-		}
-		q.md = pcre2_match_data_create_from_pattern(q.re, NULL);
-		q.mctx = pcre2_match_context_create(NULL);
-		pcre2_set_match_limit(q.mctx, 100000);
-	}
-	ret = streams_load(ctx, job, &l, &err);
+	ret = streams_load(ctx, s->job, &l, &err);
 	if (ret) {
 		ctrl_reply_err_code(resp, ret, err.data);
 		goto out;
 	}
-	cut = scan_all(ctx, job, &l, &q, &found, &n, &cap, &budget);
-	if (first_error && !strcmp(first_error, "1") && !n && algo[0]) {
+	cut = scan_all(ctx, s->job, &l, q, &found, &n, &cap, &budget);
+	if (s->first_error && !n && algo[0] && !s->ctl.stop) {
 		/* No stderr line: the first of the rank's last 20 lines. */
-		q.stderr_only = 0;
-		q.limit = MATCH_MAX;
-		cut = scan_all(ctx, job, &l, &q, &found, &n, &cap, &budget);
+		q->stderr_only = 0;
+		q->limit = MATCH_MAX;
+		cut = scan_all(ctx, s->job, &l, q, &found, &n, &cap, &budget);
 		n = found_keep(found, n, n > 20 ? n - 20 : 0);
 	}
+	if (s->ctl.stop == SEARCH_COSTLY && !n) {
+		ctrl_reply_err(resp, CTRL_E_VALIDATION,
+			       "q: the regular expression is too costly: it "
+			       "hit the matcher's bounds on 20 lines; "
+			       "simplify it");
+		goto out;
+	}
+	if (s->ctl.stop && s->ctl.stop != SEARCH_COSTLY)
+		log_info("log search of job '%s' stopped early (%s)", s->job,
+			 s->ctl.stop == SEARCH_DEADLINE ? "time budget spent" :
+			 s->ctl.stop == SEARCH_GONE	? "the client left" :
+							  "shutting down");
 	m = xcalloc(n + 1, sizeof(*m));
 	for (i = 0; i < n; i++) {
 		m[i] = found[i].m;
@@ -518,11 +604,119 @@ out:
 	free(m);
 	found_release(found, n);
 	streams_release(&l);
-	pcre2_match_data_free(q.md);
-	pcre2_match_context_free(q.mctx);
-	pcre2_code_free(q.re);
 	buf_release(&err);
 	buf_release(&out);
+	/* The slot is free once the scan is: the answer is only sent. */
+	if (s->slot) {
+		__atomic_sub_fetch(&ctx->logsearch_running, 1,
+				   __ATOMIC_RELAXED);
+		s->slot = 0;
+	}
+	s->done = 1;
+}
+
+/* Moves the worker's answer into resp. */
+static void search_answer(struct ctrl_logsearch *s, struct ctrl_response *resp)
+{
+	buf_release(&resp->body);
+	*resp = s->resp;
+	buf_init(&s->resp.body, 0);
+}
+
+enum ctrl_route_result ctrl_logview_search(struct ctrl_ctx *ctx,
+					   struct MHD_Connection *conn,
+					   const char *job,
+					   struct ctrl_logsearch **state,
+					   struct ctrl_response *resp)
+{
+	const char *text = arg(conn, "q");
+	const char *regex = arg(conn, "regex");
+	const char *level = arg(conn, "level");
+	const char *first_error = arg(conn, "first_error");
+	const char *host = arg(conn, "host");
+	const union MHD_ConnectionInfo *ci;
+	struct ctrl_logsearch *s = *state;
+	struct query *q;
+	struct buf err = BUF_INIT;
+
+	if (s) {
+		/* Resumed: the worker is done with it. */
+		if (s->done)
+			search_answer(s, resp);
+		else
+			ctrl_reply_err(resp, CTRL_E_INTERNAL,
+				       "the log search did not finish");
+		return CTRL_ROUTE_DONE;
+	}
+	s = xcalloc(1, sizeof(*s));
+	s->ctx = ctx;
+	s->job = xstrdup(job);
+	s->text = text && *text ? xstrdup(text) : NULL;
+	s->host = host ? xstrdup(host) : NULL;
+	s->first_error = first_error && !strcmp(first_error, "1");
+	buf_init(&s->resp.body, 0);
+	q = &s->q;
+	q->text = s->text;
+	q->host = s->host;
+	q->rank = -1;
+	q->ctl = &s->ctl;
+	if ((q->text && strlen(q->text) > QUERY_MAX) ||
+	    int_arg(arg(conn, "attempt"), 0, 1000000, 0, &q->attempt) ||
+	    int_arg(arg(conn, "context"), 0, CONTEXT_MAX, 2, &q->context) ||
+	    int_arg(arg(conn, "limit"), 1, MATCH_MAX, MATCH_DEFAULT,
+		    &q->limit) ||
+	    (level && *level && strcmp(level, "stderr") &&
+	     strcmp(level, "error"))) {
+		ctrl_reply_err(resp, CTRL_E_VALIDATION,
+			       "q at most 256 bytes, attempt a number, context "
+			       "0..10, limit 1..500, level stderr or error");
+		goto done;
+	}
+	q->stderr_only = level && !strcmp(level, "stderr");
+	q->errors_only = level && !strcmp(level, "error");
+	if (!s->first_error && regex && !strcmp(regex, "1") && q->text) {
+		struct bregex_limits lim = BREGEX_LIMITS_INIT;
+
+		lim.subject_max = SEARCH_SUBJECT_MAX;
+		if (bregex_compile(q->text, BREGEX_CASELESS, &lim, &q->re,
+				   &err)) {
+			struct buf msg = BUF_INIT;
+
+			(void)buf_addf(&msg,
+				       "q is not a valid regular "
+				       "expression: %s",
+				       err.data);
+			ctrl_reply_err(resp, CTRL_E_VALIDATION, msg.data);
+			buf_release(&msg);
+			goto done;
+		}
+	}
+	if (__atomic_add_fetch(&ctx->logsearch_running, 1, __ATOMIC_RELAXED) >
+	    SEARCH_SLOTS) {
+		__atomic_sub_fetch(&ctx->logsearch_running, 1,
+				   __ATOMIC_RELAXED);
+		ctrl_reply_error(resp, 429, "ThrottlingException",
+				 "too many log searches are running; try "
+				 "again in a few seconds");
+		goto done;
+	}
+	s->slot = 1;
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	s->ctl.ctx = ctx;
+	s->ctl.fd = ci ? ci->connect_fd : -1;
+	s->ctl.deadline_ms = time_mono_ms() + SEARCH_MS;
+	*state = s;
+	if (!ctrl_iopool_run(ctx->iopool, conn, search_run, s)) {
+		buf_release(&err);
+		return CTRL_ROUTE_SUSPENDED; /* resumed when it is done */
+	}
+	/* No pool (stopping): nothing to search with. */
+	*state = NULL;
+	ctrl_reply_err(resp, CTRL_E_INTERNAL, "the controller is stopping");
+done:
+	ctrl_logsearch_free(s);
+	buf_release(&err);
+	return CTRL_ROUTE_DONE;
 }
 
 /* An open stream being merged into the download. */

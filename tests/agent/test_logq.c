@@ -31,7 +31,7 @@ static size_t take(struct agent_logq *q, struct api_log_batch *b)
 	struct buf err = BUF_INIT;
 	size_t n;
 
-	n = agent_logq_take(q, 2000, &json);
+	n = agent_logq_take(q, "boot-1", 2000, &json);
 	memset(b, 0, sizeof(*b));
 	if (n) {
 		if (api_log_batch_parse(json.data, json.len, b, &err))
@@ -65,8 +65,17 @@ static void test_order_ack_nack(void **state)
 	assert_int_equal(take(&q, &b), 0);
 	assert_int_equal(agent_logq_oldest_unsent(&q), 0);
 	agent_logq_nack(&q);
-	assert_int_equal(take(&q, &b), 3);
-	assert_string_equal(b.lines[2].text, "three");
+	/* A nacked batch goes again as it was: same lines, same seq. */
+	assert_int_equal(take(&q, &b), 2);
+	assert_string_equal(b.lines[1].text, "two \"quoted\"\ttab");
+	assert_string_equal(b.boot_id, "boot-1");
+	assert_int_equal(b.seq, 1);
+	api_log_batch_release(&b);
+	assert_int_equal(take(&q, &b), 0);
+	agent_logq_ack(&q);
+	assert_int_equal(take(&q, &b), 1);
+	assert_string_equal(b.lines[0].text, "three");
+	assert_int_equal(b.seq, 2);
 	api_log_batch_release(&b);
 	agent_logq_ack(&q);
 	assert_int_equal(q.n, 0);

@@ -196,6 +196,7 @@ static void make_lines(struct api_log_batch *b, size_t n)
 {
 	size_t i;
 
+	memset(b, 0, sizeof(*b));
 	b->n = n;
 	b->lines = calloc(n ? n : 1, sizeof(*b->lines));
 	for (i = 0; i < n; i++) {
@@ -937,6 +938,17 @@ static void test_logs_round_trip(void **state)
 		       NULL);
 	expect_refused(MSG_LOGS, out.data, "lines.0", json_string("hi"),
 		       "lines[0]");
+	/* A batch's name: boot_id and seq, kept across the round trip. */
+	b.boot_id = xs("0f2c9d1e-0000-4000-8000-000000000001");
+	b.seq = 42;
+	buf_reset(&out);
+	assert_int_equal(api_log_batch_build(&b, &out), 0);
+	assert_int_equal(api_log_batch_parse(out.data, out.len, &p, &err), 0);
+	assert_string_equal(p.boot_id, b.boot_id);
+	assert_int_equal(p.seq, 42);
+	api_log_batch_release(&p);
+	expect_refused(MSG_LOGS, out.data, "seq", json_integer(0), NULL);
+	expect_refused(MSG_LOGS, out.data, "boot_id", json_string(""), NULL);
 	api_log_batch_release(&b);
 	buf_release(&out);
 	buf_release(&again);
