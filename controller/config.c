@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "controller/ctrl.h"
+#include "controller/rendezvous.h"
 #include "common/err.h"
 #include "common/opt.h"
 #include "common/xalloc.h"
@@ -33,6 +34,9 @@ void ctrl_config_init(struct ctrl_config *cfg)
 	cfg->tm_interval_ms = -2; /* unset; -1 is "the agents' own" */
 	cfg->tm_retention_h = -1;
 	cfg->tm_job_retention_d = -1;
+	cfg->rdzv_attempt_bytes = -1;
+	cfg->rdzv_attempt_keys = -1;
+	cfg->rdzv_total_bytes = -1;
 }
 
 enum {
@@ -68,6 +72,9 @@ enum {
 	OPT_TM_RETENTION,
 	OPT_TM_INTERVAL,
 	OPT_TM_JOB_RETENTION,
+	OPT_RDZV_ATTEMPT_BYTES,
+	OPT_RDZV_ATTEMPT_KEYS,
+	OPT_RDZV_TOTAL_BYTES,
 };
 
 static const struct option options[] = {
@@ -96,6 +103,10 @@ static const struct option options[] = {
 	{ "telemetry-job-retention", required_argument, NULL,
 	  OPT_TM_JOB_RETENTION },
 	{ "allow-file-root", required_argument, NULL, OPT_FILE_ROOT },
+	{ "rdzv-attempt-bytes", required_argument, NULL,
+	  OPT_RDZV_ATTEMPT_BYTES },
+	{ "rdzv-attempt-keys", required_argument, NULL, OPT_RDZV_ATTEMPT_KEYS },
+	{ "rdzv-total-bytes", required_argument, NULL, OPT_RDZV_TOTAL_BYTES },
 	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
 	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
 	{ "tls-ca", required_argument, NULL, OPT_TLS_CA },
@@ -124,6 +135,8 @@ void ctrl_usage(void)
 	      "                 [--image-map FILE]\n"
 	      "                 [--telemetry-ms MS] [--telemetry-retention HOURS]\n"
 	      "                 [--telemetry-job-retention DAYS]\n"
+	      "                 [--rdzv-attempt-bytes BYTES]\n"
+	      "                 [--rdzv-attempt-keys N] [--rdzv-total-bytes BYTES]\n"
 	      "                 [--check-config] [-v]...\n"
 	      "\n"
 	      "  --listen        address to serve the API on (127.0.0.1:8080)\n"
@@ -175,7 +188,14 @@ void ctrl_usage(void)
 	      "  --insecure-registry HOST[:PORT] a registry whose TLS\n"
 	      "                  certificate is not verified (repeatable)\n"
 	      "  --image-map     lines 'PATTERN IMAGE': a TrainingImage that\n"
-	      "                  matches PATTERN (fnmatch) runs as IMAGE\n"
+	      "                  matches PATTERN (fnmatch) runs as IMAGE\n",
+	      stderr);
+	fputs("  --rdzv-attempt-bytes  bytes of rendezvous keys and values one\n"
+	      "                  attempt of a job may hold (8388608)\n"
+	      "  --rdzv-attempt-keys  rendezvous keys one attempt may hold\n"
+	      "                  (4096)\n"
+	      "  --rdzv-total-bytes  bytes of all attempts together, more\n"
+	      "                  than one attempt's (67108864)\n"
 	      "  --check-config  check the configuration, print it and exit\n"
 	      "  -v              more logging (repeatable)\n",
 	      stderr);
@@ -261,6 +281,12 @@ static const struct {
 	  NUM_LONG(tm_retention_h) },
 	{ OPT_TM_JOB_RETENTION, "telemetry-job-retention", 1, 3660, 1,
 	  NUM_LONG(tm_job_retention_d) },
+	{ OPT_RDZV_ATTEMPT_BYTES, "rdzv-attempt-bytes", 65536, 1L << 32, 1,
+	  NUM_LONG(rdzv_attempt_bytes) },
+	{ OPT_RDZV_ATTEMPT_KEYS, "rdzv-attempt-keys", 1, 1000000, 1,
+	  NUM_LONG(rdzv_attempt_keys) },
+	{ OPT_RDZV_TOTAL_BYTES, "rdzv-total-bytes", 131072, 1L << 36, 1,
+	  NUM_LONG(rdzv_total_bytes) },
 };
 
 /* Sets a string or number option from the tables; 0 when c is neither. */
@@ -447,6 +473,12 @@ void ctrl_config_fill_defaults(struct ctrl_config *cfg)
 		cfg->tm_retention_h = 24;
 	if (cfg->tm_job_retention_d < 0)
 		cfg->tm_job_retention_d = 15;
+	if (cfg->rdzv_attempt_bytes < 0)
+		cfg->rdzv_attempt_bytes = CTRL_RDZV_ATTEMPT_BYTES;
+	if (cfg->rdzv_attempt_keys < 0)
+		cfg->rdzv_attempt_keys = CTRL_RDZV_ATTEMPT_KEYS;
+	if (cfg->rdzv_total_bytes < 0)
+		cfg->rdzv_total_bytes = CTRL_RDZV_TOTAL_BYTES;
 	if (!cfg->agent_binary)
 		cfg->agent_binary = sibling_binary("trainagent");
 	if (!cfg->advertise_url) {
@@ -489,6 +521,14 @@ int ctrl_config_check(const struct ctrl_config *cfg, struct buf *err)
 			       "authenticated, so the API may only listen on "
 			       "loopback",
 			       cfg->listen);
+		return ERR_INVALID;
+	}
+	if (cfg->rdzv_attempt_bytes >= cfg->rdzv_total_bytes) {
+		(void)buf_addf(err,
+			       "--rdzv-attempt-bytes (%ld) must be less than "
+			       "--rdzv-total-bytes (%ld): one attempt may not "
+			       "take the whole rendezvous store",
+			       cfg->rdzv_attempt_bytes, cfg->rdzv_total_bytes);
 		return ERR_INVALID;
 	}
 	if (!cfg->tls_cert != !cfg->tls_key ||
@@ -553,6 +593,9 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 	printf("telemetry-retention %ld\n", cfg->tm_retention_h);
 	printf("telemetry-job-retention %ld\n", cfg->tm_job_retention_d);
 	printf("advertise-url %s\n", cfg->advertise_url);
+	printf("rdzv-attempt-bytes %ld\n", cfg->rdzv_attempt_bytes);
+	printf("rdzv-attempt-keys %ld\n", cfg->rdzv_attempt_keys);
+	printf("rdzv-total-bytes %ld\n", cfg->rdzv_total_bytes);
 	printf("inventory %s\n", cfg->inventory ? cfg->inventory : "none");
 	printf("tls-cert %s\n", cfg->tls_cert ? cfg->tls_cert : "none");
 	printf("s3-endpoint %s\n",

@@ -94,6 +94,10 @@ struct ctrl_config {
 	/* Telemetry retention: host samples (hours), job rows (days). */
 	long tm_retention_h;
 	long tm_job_retention_d;
+	/* The rendezvous store's budgets (controller/rendezvous.h). */
+	long rdzv_attempt_bytes;
+	long rdzv_attempt_keys;
+	long rdzv_total_bytes;
 };
 
 struct ctrl_host;
