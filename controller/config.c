@@ -37,6 +37,8 @@ void ctrl_config_init(struct ctrl_config *cfg)
 	cfg->rdzv_attempt_bytes = -1;
 	cfg->rdzv_attempt_keys = -1;
 	cfg->rdzv_total_bytes = -1;
+	cfg->per_client_conns = -1;
+	cfg->header_timeout_s = -1;
 }
 
 enum {
@@ -75,6 +77,8 @@ enum {
 	OPT_RDZV_ATTEMPT_BYTES,
 	OPT_RDZV_ATTEMPT_KEYS,
 	OPT_RDZV_TOTAL_BYTES,
+	OPT_PER_CLIENT,
+	OPT_HEADER_TIMEOUT,
 };
 
 static const struct option options[] = {
@@ -107,6 +111,8 @@ static const struct option options[] = {
 	  OPT_RDZV_ATTEMPT_BYTES },
 	{ "rdzv-attempt-keys", required_argument, NULL, OPT_RDZV_ATTEMPT_KEYS },
 	{ "rdzv-total-bytes", required_argument, NULL, OPT_RDZV_TOTAL_BYTES },
+	{ "per-client-connections", required_argument, NULL, OPT_PER_CLIENT },
+	{ "header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT },
 	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
 	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
 	{ "tls-ca", required_argument, NULL, OPT_TLS_CA },
@@ -135,6 +141,8 @@ void ctrl_usage(void)
 	      "                 [--image-map FILE]\n"
 	      "                 [--telemetry-ms MS] [--telemetry-retention HOURS]\n"
 	      "                 [--telemetry-job-retention DAYS]\n"
+	      "                 [--per-client-connections N]\n"
+	      "                 [--header-timeout SECONDS]\n"
 	      "                 [--rdzv-attempt-bytes BYTES]\n"
 	      "                 [--rdzv-attempt-keys N] [--rdzv-total-bytes BYTES]\n"
 	      "                 [--check-config] [-v]...\n"
@@ -190,7 +198,12 @@ void ctrl_usage(void)
 	      "  --image-map     lines 'PATTERN IMAGE': a TrainingImage that\n"
 	      "                  matches PATTERN (fnmatch) runs as IMAGE\n",
 	      stderr);
-	fputs("  --rdzv-attempt-bytes  bytes of rendezvous keys and values one\n"
+	fputs("  --per-client-connections  connections one client address may\n"
+	      "                  hold on --listen (64; 0: no limit, the default\n"
+	      "                  on a loopback --listen)\n"
+	      "  --header-timeout  seconds a connection may take to send its\n"
+	      "                  request's headers (10); then 120 idle\n"
+	      "  --rdzv-attempt-bytes  bytes of rendezvous keys and values one\n"
 	      "                  attempt of a job may hold (8388608)\n"
 	      "  --rdzv-attempt-keys  rendezvous keys one attempt may hold\n"
 	      "                  (4096)\n"
@@ -287,6 +300,10 @@ static const struct {
 	  NUM_LONG(rdzv_attempt_keys) },
 	{ OPT_RDZV_TOTAL_BYTES, "rdzv-total-bytes", 131072, 1L << 36, 1,
 	  NUM_LONG(rdzv_total_bytes) },
+	{ OPT_PER_CLIENT, "per-client-connections", 0, 1000000, 1,
+	  NUM_LONG(per_client_conns) },
+	{ OPT_HEADER_TIMEOUT, "header-timeout", 1, 120, 1,
+	  NUM_LONG(header_timeout_s) },
 };
 
 /* Sets a string or number option from the tables; 0 when c is neither. */
@@ -479,6 +496,14 @@ void ctrl_config_fill_defaults(struct ctrl_config *cfg)
 		cfg->rdzv_attempt_keys = CTRL_RDZV_ATTEMPT_KEYS;
 	if (cfg->rdzv_total_bytes < 0)
 		cfg->rdzv_total_bytes = CTRL_RDZV_TOTAL_BYTES;
+	/* On loopback every client shares one address (and may take any
+	 * other of 127/8): a limit per address would only hold back the
+	 * many connections of local agents and benchmarks. */
+	if (cfg->per_client_conns < 0)
+		cfg->per_client_conns =
+			ctrl_listen_is_loopback(cfg->listen) ? 0 : 64;
+	if (cfg->header_timeout_s < 0)
+		cfg->header_timeout_s = 10;
 	if (!cfg->agent_binary)
 		cfg->agent_binary = sibling_binary("trainagent");
 	if (!cfg->advertise_url) {
@@ -593,6 +618,8 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 	printf("telemetry-retention %ld\n", cfg->tm_retention_h);
 	printf("telemetry-job-retention %ld\n", cfg->tm_job_retention_d);
 	printf("advertise-url %s\n", cfg->advertise_url);
+	printf("per-client-connections %ld\n", cfg->per_client_conns);
+	printf("header-timeout %ld\n", cfg->header_timeout_s);
 	printf("rdzv-attempt-bytes %ld\n", cfg->rdzv_attempt_bytes);
 	printf("rdzv-attempt-keys %ld\n", cfg->rdzv_attempt_keys);
 	printf("rdzv-total-bytes %ld\n", cfg->rdzv_total_bytes);

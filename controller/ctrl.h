@@ -98,6 +98,10 @@ struct ctrl_config {
 	long rdzv_attempt_bytes;
 	long rdzv_attempt_keys;
 	long rdzv_total_bytes;
+	/* Connections one client address may hold at once, 0: no limit. */
+	long per_client_conns;
+	/* Seconds a connection may take to send its request's headers. */
+	long header_timeout_s;
 };
 
 struct ctrl_host;
