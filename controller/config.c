@@ -38,6 +38,7 @@ void ctrl_config_init(struct ctrl_config *cfg)
 	cfg->rdzv_attempt_keys = -1;
 	cfg->rdzv_total_bytes = -1;
 	cfg->per_client_conns = -1;
+	cfg->agent_per_client_conns = -1;
 	cfg->header_timeout_s = -1;
 }
 
@@ -77,7 +78,9 @@ enum {
 	OPT_RDZV_ATTEMPT_BYTES,
 	OPT_RDZV_ATTEMPT_KEYS,
 	OPT_RDZV_TOTAL_BYTES,
+	OPT_AGENT_LISTEN,
 	OPT_PER_CLIENT,
+	OPT_AGENT_PER_CLIENT,
 	OPT_HEADER_TIMEOUT,
 };
 
@@ -111,7 +114,10 @@ static const struct option options[] = {
 	  OPT_RDZV_ATTEMPT_BYTES },
 	{ "rdzv-attempt-keys", required_argument, NULL, OPT_RDZV_ATTEMPT_KEYS },
 	{ "rdzv-total-bytes", required_argument, NULL, OPT_RDZV_TOTAL_BYTES },
+	{ "agent-listen", required_argument, NULL, OPT_AGENT_LISTEN },
 	{ "per-client-connections", required_argument, NULL, OPT_PER_CLIENT },
+	{ "agent-per-client-connections", required_argument, NULL,
+	  OPT_AGENT_PER_CLIENT },
 	{ "header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT },
 	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
 	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
@@ -141,7 +147,9 @@ void ctrl_usage(void)
 	      "                 [--image-map FILE]\n"
 	      "                 [--telemetry-ms MS] [--telemetry-retention HOURS]\n"
 	      "                 [--telemetry-job-retention DAYS]\n"
+	      "                 [--agent-listen HOST:PORT]\n"
 	      "                 [--per-client-connections N]\n"
+	      "                 [--agent-per-client-connections N]\n"
 	      "                 [--header-timeout SECONDS]\n"
 	      "                 [--rdzv-attempt-bytes BYTES]\n"
 	      "                 [--rdzv-attempt-keys N] [--rdzv-total-bytes BYTES]\n"
@@ -178,6 +186,7 @@ void ctrl_usage(void)
 	      "  --telemetry-job-retention  days a job's host samples (the\n"
 	      "                  CloudWatch host metrics) are kept (15)\n"
 	      "  --advertise-url URL agents use to reach the controller\n"
+	      "                  (--agent-listen's, else --listen's)\n"
 	      "  --s3-endpoint   S3-compatible endpoint for s3:// URIs (none: the\n"
 	      "                  embedded store in <state-dir>/s3, served\n"
 	      "                  as S3 on --listen)\n"
@@ -198,9 +207,15 @@ void ctrl_usage(void)
 	      "  --image-map     lines 'PATTERN IMAGE': a TrainingImage that\n"
 	      "                  matches PATTERN (fnmatch) runs as IMAGE\n",
 	      stderr);
-	fputs("  --per-client-connections  connections one client address may\n"
+	fputs("  --agent-listen  a second address serving agents and ranks only\n"
+	      "                  (agent protocol, rendezvous, blobs): a flood of\n"
+	      "                  the API does not reach them (none)\n"
+	      "  --per-client-connections  connections one client address may\n"
 	      "                  hold on --listen (64; 0: no limit, the default\n"
 	      "                  on a loopback --listen)\n"
+	      "  --agent-per-client-connections  the same on --agent-listen,\n"
+	      "                  where one host's agent and ranks share an\n"
+	      "                  address (1024; 0: no limit)\n"
 	      "  --header-timeout  seconds a connection may take to send its\n"
 	      "                  request's headers (10); then 120 idle\n"
 	      "  --rdzv-attempt-bytes  bytes of rendezvous keys and values one\n"
@@ -266,6 +281,7 @@ static const struct {
 	{ OPT_INVENTORY, offsetof(struct ctrl_config, inventory) },
 	{ OPT_REGISTRY_AUTH, offsetof(struct ctrl_config, registry_auth) },
 	{ OPT_IMAGE_MAP, offsetof(struct ctrl_config, image_map) },
+	{ OPT_AGENT_LISTEN, offsetof(struct ctrl_config, agent_listen) },
 };
 
 /* Options whose value is a number from min to max, kept times scale. */
@@ -302,6 +318,8 @@ static const struct {
 	  NUM_LONG(rdzv_total_bytes) },
 	{ OPT_PER_CLIENT, "per-client-connections", 0, 1000000, 1,
 	  NUM_LONG(per_client_conns) },
+	{ OPT_AGENT_PER_CLIENT, "agent-per-client-connections", 0, 1000000, 1,
+	  NUM_LONG(agent_per_client_conns) },
 	{ OPT_HEADER_TIMEOUT, "header-timeout", 1, 120, 1,
 	  NUM_LONG(header_timeout_s) },
 };
@@ -502,6 +520,8 @@ void ctrl_config_fill_defaults(struct ctrl_config *cfg)
 	if (cfg->per_client_conns < 0)
 		cfg->per_client_conns =
 			ctrl_listen_is_loopback(cfg->listen) ? 0 : 64;
+	if (cfg->agent_per_client_conns < 0)
+		cfg->agent_per_client_conns = 1024;
 	if (cfg->header_timeout_s < 0)
 		cfg->header_timeout_s = 10;
 	if (!cfg->agent_binary)
@@ -510,7 +530,8 @@ void ctrl_config_fill_defaults(struct ctrl_config *cfg)
 		struct buf b = BUF_INIT;
 
 		(void)buf_addf(&b, "%s://%s", cfg->tls_cert ? "https" : "http",
-			       cfg->listen);
+			       cfg->agent_listen ? cfg->agent_listen :
+						   cfg->listen);
 		cfg->advertise_url = buf_detach(&b, NULL);
 	}
 }
@@ -521,31 +542,49 @@ int ctrl_listen_is_loopback(const char *listen)
 	       !strncmp(listen, "localhost:", 10);
 }
 
-int ctrl_config_check(const struct ctrl_config *cfg, struct buf *err)
+/* --listen or --agent-listen (opt): HOST:PORT, loopback without
+ * credentials. */
+static int check_listen(const struct ctrl_config *cfg, const char *opt,
+			const char *listen, struct buf *err)
 {
-	const char *colon = strrchr(cfg->listen, ':');
+	const char *colon = strrchr(listen, ':');
 	char *end;
 	long port;
-	size_t i;
 
-	if (!colon || colon == cfg->listen) {
-		(void)buf_addf(err, "--listen '%s' must be HOST:PORT",
-			       cfg->listen);
+	if (!colon || colon == listen) {
+		(void)buf_addf(err, "--%s '%s' must be HOST:PORT", opt, listen);
 		return ERR_INVALID;
 	}
 	port = strtol(colon + 1, &end, 10);
 	if (*end || colon[1] == '\0' || port < 0 || port > 65535) {
-		(void)buf_addf(err, "--listen '%s' has an invalid port",
-			       cfg->listen);
+		(void)buf_addf(err, "--%s '%s' has an invalid port", opt,
+			       listen);
 		return ERR_INVALID;
 	}
-	if (!cfg->credentials_file && !ctrl_listen_is_loopback(cfg->listen)) {
+	if (!cfg->credentials_file && !ctrl_listen_is_loopback(listen)) {
 		(void)buf_addf(err,
-			       "--listen '%s' is not a loopback address: "
+			       "--%s '%s' is not a loopback address: "
 			       "without --credentials requests are not "
 			       "authenticated, so the API may only listen on "
 			       "loopback",
-			       cfg->listen);
+			       opt, listen);
+		return ERR_INVALID;
+	}
+	return 0;
+}
+
+int ctrl_config_check(const struct ctrl_config *cfg, struct buf *err)
+{
+	size_t i;
+
+	if (check_listen(cfg, "listen", cfg->listen, err) ||
+	    (cfg->agent_listen &&
+	     check_listen(cfg, "agent-listen", cfg->agent_listen, err)))
+		return ERR_INVALID;
+	if (cfg->agent_listen && !strcmp(cfg->agent_listen, cfg->listen)) {
+		(void)buf_addf(err,
+			       "--agent-listen '%s' must differ from --listen",
+			       cfg->agent_listen);
 		return ERR_INVALID;
 	}
 	if (cfg->rdzv_attempt_bytes >= cfg->rdzv_total_bytes) {
@@ -618,7 +657,11 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 	printf("telemetry-retention %ld\n", cfg->tm_retention_h);
 	printf("telemetry-job-retention %ld\n", cfg->tm_job_retention_d);
 	printf("advertise-url %s\n", cfg->advertise_url);
+	printf("agent-listen %s\n",
+	       cfg->agent_listen ? cfg->agent_listen : "none");
 	printf("per-client-connections %ld\n", cfg->per_client_conns);
+	printf("agent-per-client-connections %ld\n",
+	       cfg->agent_per_client_conns);
 	printf("header-timeout %ld\n", cfg->header_timeout_s);
 	printf("rdzv-attempt-bytes %ld\n", cfg->rdzv_attempt_bytes);
 	printf("rdzv-attempt-keys %ld\n", cfg->rdzv_attempt_keys);
@@ -650,6 +693,7 @@ void ctrl_config_release(struct ctrl_config *cfg)
 	free(cfg->account_id);
 	free(cfg->agent_binary);
 	free(cfg->advertise_url);
+	free(cfg->agent_listen);
 	free(cfg->s3_endpoint);
 	free(cfg->s3_domain);
 	free(cfg->inventory);

@@ -98,8 +98,13 @@ struct ctrl_config {
 	long rdzv_attempt_bytes;
 	long rdzv_attempt_keys;
 	long rdzv_total_bytes;
-	/* Connections one client address may hold at once, 0: no limit. */
+	/* --agent-listen: a second listener serving agents and ranks only
+	 * (NULL: none, they use --listen). */
+	char *agent_listen;
+	/* Connections one client address may hold at once, 0: no limit; on
+	 * --listen and on --agent-listen. */
 	long per_client_conns;
+	long agent_per_client_conns;
 	/* Seconds a connection may take to send its request's headers. */
 	long header_timeout_s;
 };
@@ -137,6 +142,7 @@ struct ctrl_ctx {
 	struct db_tm *tm_db;
 	_Atomic int64_t tm_pruned_ms;
 	struct MHD_Daemon *httpd;
+	struct MHD_Daemon *agent_httpd; /* --agent-listen, or NULL */
 	struct api_credentials creds;
 	int auth_enabled;
 	char *blob_root;       /* <state-dir>/s3, the embedded store */
