@@ -37,6 +37,17 @@ struct rdzv_attempt {
 	struct rdzv_attempt *next;
 };
 
+/* Attempts up to attempt of a job (its uid) ended: their tokens are dead. */
+struct rdzv_ended {
+	char *job;
+	char *uid;
+	int attempt;
+	struct rdzv_ended *next;
+};
+
+/* Ended jobs remembered, newest first: a bound on memory. */
+#define RDZV_MAX_ENDED 4096
+
 struct rdzv_waiter {
 	struct MHD_Connection *conn;
 	int *resumed;
@@ -52,6 +63,7 @@ struct ctrl_rdzv {
 	unsigned char secret[32];
 	struct rdzv_attempt *attempts;
 	struct rdzv_waiter *waiters;
+	struct rdzv_ended *ended;
 	size_t bytes; /* of every key and value held */
 	/* Budgets (--rdzv-attempt-bytes, --rdzv-attempt-keys and
 	 * --rdzv-total-bytes): one attempt's keys and values, and all of
@@ -149,6 +161,14 @@ void ctrl_rdzv_release(struct ctrl_ctx *ctx)
 		r->attempts = a->next;
 		attempt_free(a);
 	}
+	while (r->ended) {
+		struct rdzv_ended *x = r->ended;
+
+		r->ended = x->next;
+		free(x->job);
+		free(x->uid);
+		free(x);
+	}
 	OPENSSL_cleanse(r->secret, sizeof(r->secret));
 	free(r);
 	ctx->rdzv = NULL;
@@ -192,12 +212,49 @@ static void drop_old(struct ctrl_rdzv *r, const char *job, int attempt)
 	}
 }
 
-void ctrl_rdzv_forget(struct ctrl_ctx *ctx, const char *job)
+/* The ended attempts of job (uid), or NULL. */
+static struct rdzv_ended *find_ended(struct ctrl_rdzv *r, const char *job,
+				     const char *uid)
 {
-	if (!ctx->rdzv)
+	struct rdzv_ended *x;
+
+	for (x = r->ended; x; x = x->next)
+		if (!strcmp(x->job, job) && !strcmp(x->uid, uid ? uid : ""))
+			return x;
+	return NULL;
+}
+
+void ctrl_rdzv_forget(struct ctrl_ctx *ctx, const char *job, const char *uid,
+		      int attempt)
+{
+	struct ctrl_rdzv *r = ctx->rdzv;
+	struct rdzv_ended *x, **pp;
+	size_t n = 0;
+
+	if (!r)
 		return;
 	pthread_mutex_lock(&ctx->hosts_lock);
-	drop_old(ctx->rdzv, job, 0);
+	drop_old(r, job, 0);
+	x = find_ended(r, job, uid);
+	if (!x) {
+		x = xcalloc(1, sizeof(*x));
+		x->job = xstrdup(job);
+		x->uid = xstrdup(uid ? uid : "");
+		x->next = r->ended;
+		r->ended = x;
+	}
+	if (attempt > x->attempt)
+		x->attempt = attempt;
+	/* The oldest go past the bound. */
+	for (pp = &r->ended; *pp && n < RDZV_MAX_ENDED; pp = &(*pp)->next)
+		n++;
+	while (*pp) {
+		x = *pp;
+		*pp = x->next;
+		free(x->job);
+		free(x->uid);
+		free(x);
+	}
 	pthread_mutex_unlock(&ctx->hosts_lock);
 }
 
@@ -319,8 +376,9 @@ static int key_ok(const char *k)
 	return 1;
 }
 
+/* Whether the request holds the attempt's token; the job's uid in uid. */
 static int authorized(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
-		      const char *job, int attempt)
+		      const char *job, int attempt, char uid[64])
 {
 	const char *h = MHD_lookup_connection_value(
 		conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
@@ -331,8 +389,10 @@ static int authorized(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		return 0;
 	pthread_mutex_lock(&ctx->jobs_lock);
 	rt = ctrl_jobrt_get(ctx, job);
-	if (rt)
+	if (rt) {
 		ctrl_rdzv_token(ctx, job, rt->uid, attempt, want);
+		(void)snprintf(uid, 64, "%s", rt->uid ? rt->uid : "");
+	}
 	pthread_mutex_unlock(&ctx->jobs_lock);
 	return rt && !CRYPTO_memcmp(h + 7, want, 64);
 }
@@ -496,6 +556,8 @@ ctrl_rdzv_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 {
 	enum ctrl_route_result res = CTRL_ROUTE_DONE;
 	struct rdzv_key k;
+	struct rdzv_ended *x;
+	char uid[64] = "";
 	size_t i;
 
 	*content_type = "application/json";
@@ -505,7 +567,7 @@ ctrl_rdzv_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 			       "<attempt>/<key>, key [A-Za-z0-9._-]{1,128}");
 		return CTRL_ROUTE_DONE;
 	}
-	if (!ctx->rdzv || !authorized(ctx, conn, k.job, k.attempt)) {
+	if (!ctx->rdzv || !authorized(ctx, conn, k.job, k.attempt, uid)) {
 		ctrl_reply_err(resp, CTRL_E_UNAUTHORIZED,
 			       "a rendezvous request needs the attempt's token "
 			       "(Authorization: Bearer $TRAINCTL_RDZV_TOKEN)");
@@ -520,7 +582,14 @@ ctrl_rdzv_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		return CTRL_ROUTE_DONE;
 	}
 	pthread_mutex_lock(&ctx->hosts_lock);
-	res = rdzv_methods[i].fn(ctx, conn, req, &k, resp, content_type);
+	x = find_ended(ctx->rdzv, k.job, uid);
+	if (x && x->attempt >= k.attempt)
+		/* Its values are gone; it may not store more. */
+		ctrl_reply_err(resp, CTRL_E_CONFLICT,
+			       "this attempt of the job has ended");
+	else
+		res = rdzv_methods[i].fn(ctx, conn, req, &k, resp,
+					 content_type);
 	pthread_mutex_unlock(&ctx->hosts_lock);
 	return res;
 }

@@ -44,8 +44,12 @@ void ctrl_rdzv_release(struct ctrl_ctx *ctx);
 void ctrl_rdzv_token(const struct ctrl_ctx *ctx, const char *job,
 		     const char *uid, int attempt, char out[65]);
 
-/* Drops every value of job (it ended). */
-void ctrl_rdzv_forget(struct ctrl_ctx *ctx, const char *job);
+/*
+ * Attempts up to attempt of job (uid, may be NULL) have ended: their
+ * values go, and their tokens neither read nor write any more.
+ */
+void ctrl_rdzv_forget(struct ctrl_ctx *ctx, const char *job, const char *uid,
+		      int attempt);
 
 /* Resumes the GETs whose wait passed (called under hosts_lock). */
 void ctrl_rdzv_tick(struct ctrl_ctx *ctx, int64_t now_ms);
