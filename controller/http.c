@@ -1075,7 +1075,8 @@ static enum start start_request(struct ctrl_ctx *ctx,
 	if (req->agent_port && !agent_route(url)) {
 		ctrl_reply_err(resp, CTRL_E_NO_SUCH_PATH,
 			       "the agent listener serves agents and ranks "
-			       "only (/v1/agents/, /v1/rendezvous/, /v1/blobs)");
+			       "only (/v1/agents/, /v1/rendezvous/, "
+			       "/v1/blobs)");
 		return START_SEND;
 	}
 	if (start_s3(ctx, conn, method, url, req))
@@ -1311,9 +1312,6 @@ static unsigned connection_limit(void)
 	return (unsigned)(rl.rlim_cur - FD_RESERVE);
 }
 
-/* Threads of --agent-listen: its requests are small and few. */
-#define AGENT_THREADS 4
-
 /*
  * One listener: --listen (the API and everything) or --agent-listen
  * (agents and ranks). A connection has --header-timeout seconds to send
@@ -1332,7 +1330,7 @@ static struct MHD_Daemon *start_daemon(struct ctrl_ctx *ctx, const char *opt,
 			 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
 	long per_ip = agents ? ctx->cfg.agent_per_client_conns :
 			       ctx->cfg.per_client_conns;
-	unsigned threads = agents ? AGENT_THREADS : (unsigned)ctx->cfg.threads;
+	unsigned threads = (unsigned)ctx->cfg.threads;
 	struct MHD_OptionItem tls[] = {
 		{ MHD_OPTION_HTTPS_MEM_CERT, 0, ctx->tls_cert_pem },
 		{ MHD_OPTION_HTTPS_MEM_KEY, 0, ctx->tls_key_pem },
@@ -1387,8 +1385,8 @@ int ctrl_http_start(struct ctrl_ctx *ctx, struct buf *err)
 		agent_conns = conns / 4;
 		conns -= agent_conns;
 	}
-	ctx->httpd = start_daemon(ctx, "listen", ctx->cfg.listen, 0, conns,
-				  err);
+	ctx->httpd =
+		start_daemon(ctx, "listen", ctx->cfg.listen, 0, conns, err);
 	if (ctx->httpd && ctx->cfg.agent_listen) {
 		ctx->agent_httpd = start_daemon(ctx, "agent-listen",
 						ctx->cfg.agent_listen, 1,
