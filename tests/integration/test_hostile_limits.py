@@ -24,11 +24,13 @@ and two user keys (alice, bob), two local hosts and --agent-listen.
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter:
     /usr/bin/python3 tests/integration/test_hostile_limits.py
-BUILD names the build directory (default build).
+BUILD names the build directory (default build); TRAINCTL_TEST_KEEP=1
+keeps the temp dirs.
 """
 import http.client
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -424,7 +426,6 @@ def case_existence(tap, d, alice, bob):
 def main():
     tap = sc.Tap()
     outdir = tempfile.mkdtemp(prefix="trainctl-limits-")
-    os.chmod(outdir, 0o777)
     script = os.path.join(outdir, "rank.sh")
     with open(script, "w") as f:
         f.write(RANK_SCRIPT)
@@ -471,6 +472,8 @@ def main():
     finally:
         rc, killed = d.stop(timeout=20)
         tap.ok(rc == 0 and not killed, "trainctld exits 0 on SIGTERM", "exit %r\n%s" % (rc, d.log_tail()))
+        if not os.environ.get("TRAINCTL_TEST_KEEP"):
+            shutil.rmtree(outdir, ignore_errors=True)
     sys.exit(tap.finish())
 
 
