@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "controller/ctrl.h"
+#include "controller/rendezvous.h"
 #include "common/err.h"
 #include "common/opt.h"
 #include "common/xalloc.h"
@@ -35,6 +36,12 @@ void ctrl_config_init(struct ctrl_config *cfg)
 	cfg->s3_max_uploads = -1;
 	cfg->s3_upload_max_age_ms = -1;
 	cfg->tm_job_retention_d = -1;
+	cfg->rdzv_attempt_bytes = -1;
+	cfg->rdzv_attempt_keys = -1;
+	cfg->rdzv_total_bytes = -1;
+	cfg->per_client_conns = -1;
+	cfg->agent_per_client_conns = -1;
+	cfg->header_timeout_s = -1;
 }
 
 enum {
@@ -72,6 +79,13 @@ enum {
 	OPT_TM_JOB_RETENTION,
 	OPT_S3_MAX_UPLOADS,
 	OPT_S3_UPLOAD_AGE,
+	OPT_RDZV_ATTEMPT_BYTES,
+	OPT_RDZV_ATTEMPT_KEYS,
+	OPT_RDZV_TOTAL_BYTES,
+	OPT_AGENT_LISTEN,
+	OPT_PER_CLIENT,
+	OPT_AGENT_PER_CLIENT,
+	OPT_HEADER_TIMEOUT,
 };
 
 static const struct option options[] = {
@@ -102,6 +116,15 @@ static const struct option options[] = {
 	{ "telemetry-job-retention", required_argument, NULL,
 	  OPT_TM_JOB_RETENTION },
 	{ "allow-file-root", required_argument, NULL, OPT_FILE_ROOT },
+	{ "rdzv-attempt-bytes", required_argument, NULL,
+	  OPT_RDZV_ATTEMPT_BYTES },
+	{ "rdzv-attempt-keys", required_argument, NULL, OPT_RDZV_ATTEMPT_KEYS },
+	{ "rdzv-total-bytes", required_argument, NULL, OPT_RDZV_TOTAL_BYTES },
+	{ "agent-listen", required_argument, NULL, OPT_AGENT_LISTEN },
+	{ "per-client-connections", required_argument, NULL, OPT_PER_CLIENT },
+	{ "agent-per-client-connections", required_argument, NULL,
+	  OPT_AGENT_PER_CLIENT },
+	{ "header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT },
 	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
 	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
 	{ "tls-ca", required_argument, NULL, OPT_TLS_CA },
@@ -131,6 +154,12 @@ void ctrl_usage(void)
 	      "                 [--telemetry-ms MS] [--telemetry-retention HOURS]\n"
 	      "                 [--telemetry-job-retention DAYS]\n"
 	      "                 [--s3-max-uploads N] [--s3-upload-max-age SECONDS]\n"
+	      "                 [--agent-listen HOST:PORT]\n"
+	      "                 [--per-client-connections N]\n"
+	      "                 [--agent-per-client-connections N]\n"
+	      "                 [--header-timeout SECONDS]\n"
+	      "                 [--rdzv-attempt-bytes BYTES]\n"
+	      "                 [--rdzv-attempt-keys N] [--rdzv-total-bytes BYTES]\n"
 	      "                 [--check-config] [-v]...\n"
 	      "\n"
 	      "  --listen        address to serve the API on (127.0.0.1:8080)\n"
@@ -164,6 +193,7 @@ void ctrl_usage(void)
 	      "  --telemetry-job-retention  days a job's host samples (the\n"
 	      "                  CloudWatch host metrics) are kept (15)\n"
 	      "  --advertise-url URL agents use to reach the controller\n"
+	      "                  (--agent-listen's, else --listen's)\n"
 	      "  --s3-endpoint   S3-compatible endpoint for s3:// URIs (none: the\n"
 	      "                  embedded store in <state-dir>/s3, served\n"
 	      "                  as S3 on --listen)\n"
@@ -187,7 +217,25 @@ void ctrl_usage(void)
 	      "  --insecure-registry HOST[:PORT] a registry whose TLS\n"
 	      "                  certificate is not verified (repeatable)\n"
 	      "  --image-map     lines 'PATTERN IMAGE': a TrainingImage that\n"
-	      "                  matches PATTERN (fnmatch) runs as IMAGE\n"
+	      "                  matches PATTERN (fnmatch) runs as IMAGE\n",
+	      stderr);
+	fputs("  --agent-listen  a second address serving agents and ranks only\n"
+	      "                  (agent protocol, rendezvous, blobs): a flood of\n"
+	      "                  the API does not reach them (none)\n"
+	      "  --per-client-connections  connections one client address may\n"
+	      "                  hold on --listen (64; 0: no limit, the default\n"
+	      "                  on a loopback --listen)\n"
+	      "  --agent-per-client-connections  the same on --agent-listen,\n"
+	      "                  where one host's agent and ranks share an\n"
+	      "                  address (1024; 0: no limit)\n"
+	      "  --header-timeout  seconds a connection may take to send its\n"
+	      "                  request's headers (10); then 120 idle\n"
+	      "  --rdzv-attempt-bytes  bytes of rendezvous keys and values one\n"
+	      "                  attempt of a job may hold (8388608)\n"
+	      "  --rdzv-attempt-keys  rendezvous keys one attempt may hold\n"
+	      "                  (4096)\n"
+	      "  --rdzv-total-bytes  bytes of all attempts together, more\n"
+	      "                  than one attempt's (67108864)\n"
 	      "  --check-config  check the configuration, print it and exit\n"
 	      "  -v              more logging (repeatable)\n",
 	      stderr);
@@ -245,6 +293,7 @@ static const struct {
 	{ OPT_INVENTORY, offsetof(struct ctrl_config, inventory) },
 	{ OPT_REGISTRY_AUTH, offsetof(struct ctrl_config, registry_auth) },
 	{ OPT_IMAGE_MAP, offsetof(struct ctrl_config, image_map) },
+	{ OPT_AGENT_LISTEN, offsetof(struct ctrl_config, agent_listen) },
 };
 
 /* Options whose value is a number from min to max, kept times scale. */
@@ -277,6 +326,18 @@ static const struct {
 	  NUM_LONG(s3_max_uploads) },
 	{ OPT_S3_UPLOAD_AGE, "s3-upload-max-age", 0, 366L * 86400, 1000,
 	  NUM_LONG(s3_upload_max_age_ms) },
+	{ OPT_RDZV_ATTEMPT_BYTES, "rdzv-attempt-bytes", 65536, 1L << 32, 1,
+	  NUM_LONG(rdzv_attempt_bytes) },
+	{ OPT_RDZV_ATTEMPT_KEYS, "rdzv-attempt-keys", 1, 1000000, 1,
+	  NUM_LONG(rdzv_attempt_keys) },
+	{ OPT_RDZV_TOTAL_BYTES, "rdzv-total-bytes", 131072, 1L << 36, 1,
+	  NUM_LONG(rdzv_total_bytes) },
+	{ OPT_PER_CLIENT, "per-client-connections", 0, 1000000, 1,
+	  NUM_LONG(per_client_conns) },
+	{ OPT_AGENT_PER_CLIENT, "agent-per-client-connections", 0, 1000000, 1,
+	  NUM_LONG(agent_per_client_conns) },
+	{ OPT_HEADER_TIMEOUT, "header-timeout", 1, 120, 1,
+	  NUM_LONG(header_timeout_s) },
 };
 
 /* Sets a string or number option from the tables; 0 when c is neither. */
@@ -467,13 +528,30 @@ void ctrl_config_fill_defaults(struct ctrl_config *cfg)
 		cfg->s3_upload_max_age_ms = 86400L * 1000;
 	if (cfg->tm_job_retention_d < 0)
 		cfg->tm_job_retention_d = 15;
+	if (cfg->rdzv_attempt_bytes < 0)
+		cfg->rdzv_attempt_bytes = CTRL_RDZV_ATTEMPT_BYTES;
+	if (cfg->rdzv_attempt_keys < 0)
+		cfg->rdzv_attempt_keys = CTRL_RDZV_ATTEMPT_KEYS;
+	if (cfg->rdzv_total_bytes < 0)
+		cfg->rdzv_total_bytes = CTRL_RDZV_TOTAL_BYTES;
+	/* On loopback every client shares one address (and may take any
+	 * other of 127/8): a limit per address would only hold back the
+	 * many connections of local agents and benchmarks. */
+	if (cfg->per_client_conns < 0)
+		cfg->per_client_conns =
+			ctrl_listen_is_loopback(cfg->listen) ? 0 : 64;
+	if (cfg->agent_per_client_conns < 0)
+		cfg->agent_per_client_conns = 1024;
+	if (cfg->header_timeout_s < 0)
+		cfg->header_timeout_s = 10;
 	if (!cfg->agent_binary)
 		cfg->agent_binary = sibling_binary("trainagent");
 	if (!cfg->advertise_url) {
 		struct buf b = BUF_INIT;
 
 		(void)buf_addf(&b, "%s://%s", cfg->tls_cert ? "https" : "http",
-			       cfg->listen);
+			       cfg->agent_listen ? cfg->agent_listen :
+						   cfg->listen);
 		cfg->advertise_url = buf_detach(&b, NULL);
 	}
 }
@@ -484,31 +562,57 @@ int ctrl_listen_is_loopback(const char *listen)
 	       !strncmp(listen, "localhost:", 10);
 }
 
-int ctrl_config_check(const struct ctrl_config *cfg, struct buf *err)
+/* --listen or --agent-listen (opt): HOST:PORT, loopback without
+ * credentials. */
+static int check_listen(const struct ctrl_config *cfg, const char *opt,
+			const char *listen, struct buf *err)
 {
-	const char *colon = strrchr(cfg->listen, ':');
+	const char *colon = strrchr(listen, ':');
 	char *end;
 	long port;
-	size_t i;
 
-	if (!colon || colon == cfg->listen) {
-		(void)buf_addf(err, "--listen '%s' must be HOST:PORT",
-			       cfg->listen);
+	if (!colon || colon == listen) {
+		(void)buf_addf(err, "--%s '%s' must be HOST:PORT", opt, listen);
 		return ERR_INVALID;
 	}
 	port = strtol(colon + 1, &end, 10);
 	if (*end || colon[1] == '\0' || port < 0 || port > 65535) {
-		(void)buf_addf(err, "--listen '%s' has an invalid port",
-			       cfg->listen);
+		(void)buf_addf(err, "--%s '%s' has an invalid port", opt,
+			       listen);
 		return ERR_INVALID;
 	}
-	if (!cfg->credentials_file && !ctrl_listen_is_loopback(cfg->listen)) {
+	if (!cfg->credentials_file && !ctrl_listen_is_loopback(listen)) {
 		(void)buf_addf(err,
-			       "--listen '%s' is not a loopback address: "
+			       "--%s '%s' is not a loopback address: "
 			       "without --credentials requests are not "
 			       "authenticated, so the API may only listen on "
 			       "loopback",
-			       cfg->listen);
+			       opt, listen);
+		return ERR_INVALID;
+	}
+	return 0;
+}
+
+int ctrl_config_check(const struct ctrl_config *cfg, struct buf *err)
+{
+	size_t i;
+
+	if (check_listen(cfg, "listen", cfg->listen, err) ||
+	    (cfg->agent_listen &&
+	     check_listen(cfg, "agent-listen", cfg->agent_listen, err)))
+		return ERR_INVALID;
+	if (cfg->agent_listen && !strcmp(cfg->agent_listen, cfg->listen)) {
+		(void)buf_addf(err,
+			       "--agent-listen '%s' must differ from --listen",
+			       cfg->agent_listen);
+		return ERR_INVALID;
+	}
+	if (cfg->rdzv_attempt_bytes >= cfg->rdzv_total_bytes) {
+		(void)buf_addf(err,
+			       "--rdzv-attempt-bytes (%ld) must be less than "
+			       "--rdzv-total-bytes (%ld): one attempt may not "
+			       "take the whole rendezvous store",
+			       cfg->rdzv_attempt_bytes, cfg->rdzv_total_bytes);
 		return ERR_INVALID;
 	}
 	if (!cfg->tls_cert != !cfg->tls_key ||
@@ -575,6 +679,15 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 	printf("s3-upload-max-age %ld\n", cfg->s3_upload_max_age_ms / 1000);
 	printf("telemetry-job-retention %ld\n", cfg->tm_job_retention_d);
 	printf("advertise-url %s\n", cfg->advertise_url);
+	printf("agent-listen %s\n",
+	       cfg->agent_listen ? cfg->agent_listen : "none");
+	printf("per-client-connections %ld\n", cfg->per_client_conns);
+	printf("agent-per-client-connections %ld\n",
+	       cfg->agent_per_client_conns);
+	printf("header-timeout %ld\n", cfg->header_timeout_s);
+	printf("rdzv-attempt-bytes %ld\n", cfg->rdzv_attempt_bytes);
+	printf("rdzv-attempt-keys %ld\n", cfg->rdzv_attempt_keys);
+	printf("rdzv-total-bytes %ld\n", cfg->rdzv_total_bytes);
 	printf("inventory %s\n", cfg->inventory ? cfg->inventory : "none");
 	printf("tls-cert %s\n", cfg->tls_cert ? cfg->tls_cert : "none");
 	printf("s3-endpoint %s\n",
@@ -602,6 +715,7 @@ void ctrl_config_release(struct ctrl_config *cfg)
 	free(cfg->account_id);
 	free(cfg->agent_binary);
 	free(cfg->advertise_url);
+	free(cfg->agent_listen);
 	free(cfg->s3_endpoint);
 	free(cfg->s3_domain);
 	free(cfg->inventory);

@@ -97,6 +97,19 @@ struct ctrl_config {
 	/* --s3-max-uploads, --s3-upload-max-age (controller/s3.h) */
 	long s3_max_uploads;
 	long s3_upload_max_age_ms;
+	/* The rendezvous store's budgets (controller/rendezvous.h). */
+	long rdzv_attempt_bytes;
+	long rdzv_attempt_keys;
+	long rdzv_total_bytes;
+	/* --agent-listen: a second listener serving agents and ranks only
+	 * (NULL: none, they use --listen). */
+	char *agent_listen;
+	/* Connections one client address may hold at once, 0: no limit; on
+	 * --listen and on --agent-listen. */
+	long per_client_conns;
+	long agent_per_client_conns;
+	/* Seconds a connection may take to send its request's headers. */
+	long header_timeout_s;
 };
 
 struct ctrl_host;
@@ -132,6 +145,7 @@ struct ctrl_ctx {
 	struct db_tm *tm_db;
 	_Atomic int64_t tm_pruned_ms;
 	struct MHD_Daemon *httpd;
+	struct MHD_Daemon *agent_httpd; /* --agent-listen, or NULL */
 	struct api_credentials creds;
 	int auth_enabled;
 	char *blob_root;       /* <state-dir>/s3, the embedded store */

@@ -46,17 +46,32 @@
 
 #define request ctrl_http_req
 
-static void *uri_logger(void *cls, const char *uri, struct MHD_Connection *c)
+static struct request *new_request(struct ctrl_ctx *ctx, const char *uri)
 {
-	struct ctrl_ctx *ctx = cls;
 	struct request *req = xcalloc(1, sizeof(*req));
 
-	(void)c;
 	req->raw_uri = xstrndup(uri, strnlen(uri, URI_MAX));
 	buf_init(&req->body, (size_t)ctx->cfg.body_max);
 	req->sink_fd = -1;
 	req->t0_us = time_mono_us();
 	req->caller = ctrl_caller_admin;
+	return req;
+}
+
+static void *uri_logger(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	(void)c;
+	return new_request(cls, uri);
+}
+
+/* The same for --agent-listen. */
+static void *agent_uri_logger(void *cls, const char *uri,
+			      struct MHD_Connection *c)
+{
+	struct request *req = new_request(cls, uri);
+
+	(void)c;
+	req->agent_port = 1;
 	return req;
 }
 
@@ -1129,6 +1144,16 @@ static void sink_write(struct request *req, const char *data, size_t n)
 /* What the first call of a request decided. */
 enum start { START_READ, START_SEND };
 
+/* Seconds a connection that sent a request's headers may stay idle. */
+#define IDLE_TIMEOUT_S 120
+
+/* What --agent-listen serves: the agent protocol, rendezvous and blobs. */
+static int agent_route(const char *url)
+{
+	return !strcmp(url, "/healthz") || !strncmp(url, "/v1/agents/", 11) ||
+	       !strncmp(url, "/v1/rendezvous/", 15) || ctrl_blob_is_route(url);
+}
+
 /*
  * The first call of a request, with its headers: a blob request and an
  * artifact upload are set up to stream; any other body over the limit is
@@ -1144,6 +1169,19 @@ static enum start start_request(struct ctrl_ctx *ctx,
 	const char *fence;
 
 	req->started = 1;
+	/*
+	 * Its headers are in: from now on the connection may idle as long
+	 * as any (the short --header-timeout holds only until here).
+	 */
+	(void)MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
+					(unsigned)IDLE_TIMEOUT_S);
+	if (req->agent_port && !agent_route(url)) {
+		ctrl_reply_err(resp, CTRL_E_NO_SUCH_PATH,
+			       "the agent listener serves agents and ranks "
+			       "only (/v1/agents/, /v1/rendezvous/, "
+			       "/v1/blobs)");
+		return START_SEND;
+	}
 	if (start_s3(ctx, conn, method, url, req))
 		return START_READ;
 	if (ctrl_blob_is_route(url)) {
@@ -1288,8 +1326,9 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	log_debug("microhttpd: %s", line);
 }
 
-static int parse_listen(const char *listen, struct sockaddr_storage *ss,
-			socklen_t *len, struct buf *err)
+static int parse_listen(const char *opt, const char *listen,
+			struct sockaddr_storage *ss, socklen_t *len,
+			struct buf *err)
 {
 	const char *colon = strrchr(listen, ':');
 	char host[256];
@@ -1300,7 +1339,7 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ss,
 
 	memset(ss, 0, sizeof(*ss));
 	if (hl >= sizeof(host)) {
-		(void)buf_addf(err, "--listen host too long");
+		(void)buf_addf(err, "--%s host too long", opt);
 		return ERR_INVALID;
 	}
 	memcpy(host, listen, hl);
@@ -1323,7 +1362,7 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ss,
 		*len = sizeof(*in6);
 		return 0;
 	}
-	(void)buf_addf(err, "--listen host '%s' is not an IP address", host);
+	(void)buf_addf(err, "--%s host '%s' is not an IP address", opt, host);
 	return ERR_INVALID;
 }
 
@@ -1376,51 +1415,93 @@ static unsigned connection_limit(void)
 	return (unsigned)(rl.rlim_cur - FD_RESERVE);
 }
 
-int ctrl_http_start(struct ctrl_ctx *ctx, struct buf *err)
+/*
+ * One listener: --listen (the API and everything) or --agent-listen
+ * (agents and ranks). A connection has --header-timeout seconds to send
+ * its request's headers, then IDLE_TIMEOUT_S (start_request()), and one
+ * client address holds at most per_ip connections at once: a client
+ * that opens connections and sends nothing neither keeps them long nor
+ * takes them all.
+ */
+static struct MHD_Daemon *start_daemon(struct ctrl_ctx *ctx, const char *opt,
+				       const char *listen, int agents,
+				       unsigned conns, struct buf *err)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = 0;
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
 			 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
-	int ret = parse_listen(ctx->cfg.listen, &ss, &sl, err);
+	long per_ip = agents ? ctx->cfg.agent_per_client_conns :
+			       ctx->cfg.per_client_conns;
+	unsigned threads = (unsigned)ctx->cfg.threads;
 	struct MHD_OptionItem tls[] = {
 		{ MHD_OPTION_HTTPS_MEM_CERT, 0, ctx->tls_cert_pem },
 		{ MHD_OPTION_HTTPS_MEM_KEY, 0, ctx->tls_key_pem },
 		{ MHD_OPTION_END, 0, NULL },
 	};
+	struct MHD_Daemon *d;
 
-	if (ret)
-		return ret;
-	ret = ctrl_iopool_start(&ctx->iopool, IO_WORKERS, err);
-	if (ret)
-		return ret;
+	if (parse_listen(opt, listen, &ss, &sl, err))
+		return NULL;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	if (ctx->tls_cert_pem)
 		flags |= MHD_USE_TLS;
 	else
 		tls[0].option = MHD_OPTION_END;
-	ctx->httpd = MHD_start_daemon(
+	d = MHD_start_daemon(
 		flags, 0, NULL, NULL, handler, ctx, MHD_OPTION_ARRAY, tls,
 		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
-		&ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)ctx->cfg.threads,
-		MHD_OPTION_URI_LOG_CALLBACK, uri_logger, ctx,
+		&ss, MHD_OPTION_THREAD_POOL_SIZE, threads,
+		MHD_OPTION_URI_LOG_CALLBACK,
+		agents ? agent_uri_logger : uri_logger, ctx,
 		MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
 		MHD_OPTION_NOTIFY_COMPLETED, completed, ctx,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-		MHD_OPTION_CONNECTION_LIMIT, connection_limit(),
+		MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned)ctx->cfg.header_timeout_s,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)per_ip,
+		MHD_OPTION_CONNECTION_LIMIT, conns,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024),
 		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
-	if (!ctx->httpd) {
-		ctrl_iopool_stop(ctx->iopool);
-		ctx->iopool = NULL;
+	if (!d)
 		(void)buf_addf(err,
 			       "cannot listen on %s (address in use or not "
 			       "available%s)",
-			       ctx->cfg.listen,
+			       listen,
 			       ctx->tls_cert_pem ? ", or the TLS certificate "
 						   "and key do not match" :
 						   "");
+	return d;
+}
+
+int ctrl_http_start(struct ctrl_ctx *ctx, struct buf *err)
+{
+	unsigned conns = connection_limit(), agent_conns = 0;
+	int ret;
+
+	ret = ctrl_iopool_start(&ctx->iopool, IO_WORKERS, err);
+	if (ret)
+		return ret;
+	/* Agents keep a quarter of the descriptors a flood of the API
+	 * cannot take. */
+	if (ctx->cfg.agent_listen) {
+		agent_conns = conns / 4;
+		conns -= agent_conns;
+	}
+	ctx->httpd =
+		start_daemon(ctx, "listen", ctx->cfg.listen, 0, conns, err);
+	if (ctx->httpd && ctx->cfg.agent_listen) {
+		ctx->agent_httpd = start_daemon(ctx, "agent-listen",
+						ctx->cfg.agent_listen, 1,
+						agent_conns, err);
+		if (!ctx->agent_httpd) {
+			MHD_stop_daemon(ctx->httpd);
+			ctx->httpd = NULL;
+		}
+	}
+	if (!ctx->httpd) {
+		ctrl_iopool_stop(ctx->iopool);
+		ctx->iopool = NULL;
 		return ERR_IO;
 	}
 	return 0;
@@ -1431,6 +1512,9 @@ void ctrl_http_stop(struct ctrl_ctx *ctx)
 	/* Every connection an I/O worker holds is resumed first. */
 	ctrl_iopool_stop(ctx->iopool);
 	ctx->iopool = NULL;
+	if (ctx->agent_httpd)
+		MHD_stop_daemon(ctx->agent_httpd);
+	ctx->agent_httpd = NULL;
 	if (ctx->httpd)
 		MHD_stop_daemon(ctx->httpd);
 	ctx->httpd = NULL;

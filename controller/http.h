@@ -17,6 +17,7 @@ struct ctrl_http_req {
 	struct buf body;
 	int started;
 	int too_big;
+	int agent_port; /* came to --agent-listen */
 	int64_t t0_us;
 	int suspended; /* waiting in a waiter list */
 	int resumed;   /* set by whoever resumed it */

@@ -111,9 +111,10 @@ static void advance(struct ctrl_ctx *ctx, const char *name,
 	buf_release(&err);
 }
 
-static void cleanup(struct ctrl_ctx *ctx, const char *name,
+static void cleanup(struct ctrl_ctx *ctx, const struct db_job *job,
 		    const struct db_assignment *as, size_t n)
 {
+	const char *name = job->name;
 	struct buf err = BUF_INIT;
 
 	if (db_assignments_delete(ctx->db, name, 0, &err))
@@ -123,7 +124,7 @@ static void cleanup(struct ctrl_ctx *ctx, const char *name,
 	__atomic_store_n(&ctx->hosts_freed, 1, __ATOMIC_RELAXED);
 	bump_hosts(ctx, as, n);
 	ctrl_jobrt_drop(ctx, name);
-	ctrl_rdzv_forget(ctx, name);
+	ctrl_rdzv_forget(ctx, name, job->uid, job->attempt);
 	buf_release(&err);
 }
 
@@ -199,7 +200,7 @@ static void finish(struct ctrl_ctx *ctx, const struct db_job *job,
 			     reason ? reason : ctrl_job_state_secondary(to),
 			     time_now_ms(), &err);
 	ctrl_warm_pool_job_end(ctx, job, (int)to, reason, as, n);
-	cleanup(ctx, job->name, as, n);
+	cleanup(ctx, job, as, n);
 out:
 	free(model);
 	free(output_path);
@@ -309,7 +310,7 @@ static void start_next_attempt(struct ctrl_ctx *ctx, const struct db_job *job,
 	bump_hosts(ctx, as, n);
 	for (i = 0; i < n; i++)
 		ctrl_hosts_bump(ctx, chosen[i]);
-	ctrl_rdzv_forget(ctx, job->name);
+	ctrl_rdzv_forget(ctx, job->name, job->uid, job->attempt);
 	(void)buf_addf(&msg, "Starting attempt %d of the training job",
 		       job->attempt + 1);
 	if (ctrl_job_transition(ctx, job->name, CTRL_JOB_RESTARTING,

@@ -324,6 +324,8 @@ int main(int argc, char **argv)
 			 "authenticated (listening on loopback only)");
 	log_info("listening on %s, state in %s", ctx.cfg.listen,
 		 ctx.cfg.state_dir);
+	if (ctx.cfg.agent_listen)
+		log_info("agents and ranks on %s", ctx.cfg.agent_listen);
 	sig = serve(&ctx, &set);
 	log_info("signal %d: shutting down", sig);
 	shut_down(&ctx);

@@ -132,13 +132,13 @@ int ctrl_caller_sees(const struct ctrl_caller *who, const char *owner)
 	return who->admin || (owner && !strcmp(owner, who->owner));
 }
 
-static int denied(const char *name, struct buf *err)
+/*
+ * Another user's job is answered as a job that does not exist: an answer
+ * of its own would tell which names other users took.
+ */
+static int denied(void)
 {
-	(void)buf_addf(err,
-		       "User is not authorized to access training job '%s', "
-		       "which another user created.",
-		       name);
-	return ERR_AUTH;
+	return ERR_NOTFOUND;
 }
 
 int ctrl_caller_check_job(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
@@ -151,7 +151,7 @@ int ctrl_caller_check_job(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		return 0;
 	ret = db_job_owner(ctx->db, name, &owner, err);
 	if (!ret && !ctrl_caller_sees(who, owner))
-		ret = denied(name, err);
+		ret = denied();
 	if (ret == ERR_NOTFOUND)
 		(void)buf_adds(err, NOT_FOUND_MSG);
 	free(owner);
@@ -526,10 +526,9 @@ int ctrl_describe_body(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	hit = dcache_get(ctx->dcache, name, seq, who, out);
 	if (hit > 0)
 		return 0;
-	ret = hit < 0 ? denied(name, err) :
-			db_job_get(ctx->db, name, &job, err);
+	ret = hit < 0 ? denied() : db_job_get(ctx->db, name, &job, err);
 	if (!ret && !ctrl_caller_sees(who, job.owner)) {
-		ret = denied(name, err);
+		ret = denied();
 		db_job_release(&job);
 	}
 	if (ret)

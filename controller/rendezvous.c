@@ -21,13 +21,32 @@
 #include "common/banned.h"
 
 struct rdzv_entry {
-	char *job;
-	int attempt;
 	char *key;
 	char *value;
 	size_t len;
 	struct rdzv_entry *next;
 };
+
+/* The values of one attempt of one job, and what they cost. */
+struct rdzv_attempt {
+	char *job;
+	int attempt;
+	size_t bytes; /* of its keys and values */
+	size_t keys;
+	struct rdzv_entry *entries;
+	struct rdzv_attempt *next;
+};
+
+/* Attempts up to attempt of a job (its uid) ended: their tokens are dead. */
+struct rdzv_ended {
+	char *job;
+	char *uid;
+	int attempt;
+	struct rdzv_ended *next;
+};
+
+/* Ended jobs remembered, newest first: a bound on memory. */
+#define RDZV_MAX_ENDED 4096
 
 struct rdzv_waiter {
 	struct MHD_Connection *conn;
@@ -42,13 +61,17 @@ struct rdzv_waiter {
 /* Everything below is guarded by ctx->hosts_lock. */
 struct ctrl_rdzv {
 	unsigned char secret[32];
-	struct rdzv_entry *entries;
+	struct rdzv_attempt *attempts;
 	struct rdzv_waiter *waiters;
-	size_t bytes; /* of every value held */
+	struct rdzv_ended *ended;
+	size_t bytes; /* of every key and value held */
+	/* Budgets (--rdzv-attempt-bytes, --rdzv-attempt-keys and
+	 * --rdzv-total-bytes): one attempt's keys and values, and all of
+	 * them, a bound on memory that one attempt cannot use up. */
+	size_t attempt_bytes;
+	size_t attempt_keys;
+	size_t total_bytes;
 };
-
-/* Values held in all, whatever the attempts: a bound on memory. */
-#define RDZV_MAX_BYTES (64 << 20)
 
 static int hexval(int c)
 {
@@ -98,6 +121,9 @@ int ctrl_rdzv_init(struct ctrl_ctx *ctx, struct buf *err)
 			return ERR_IO;
 		}
 	}
+	r->attempt_bytes = (size_t)ctx->cfg.rdzv_attempt_bytes;
+	r->attempt_keys = (size_t)ctx->cfg.rdzv_attempt_keys;
+	r->total_bytes = (size_t)ctx->cfg.rdzv_total_bytes;
 	ctx->rdzv = r;
 	buf_release(&path);
 	buf_release(&hex);
@@ -106,10 +132,21 @@ int ctrl_rdzv_init(struct ctrl_ctx *ctx, struct buf *err)
 
 static void entry_free(struct rdzv_entry *e)
 {
-	free(e->job);
 	free(e->key);
 	free(e->value);
 	free(e);
+}
+
+static void attempt_free(struct rdzv_attempt *a)
+{
+	while (a->entries) {
+		struct rdzv_entry *e = a->entries;
+
+		a->entries = e->next;
+		entry_free(e);
+	}
+	free(a->job);
+	free(a);
 }
 
 void ctrl_rdzv_release(struct ctrl_ctx *ctx)
@@ -118,11 +155,19 @@ void ctrl_rdzv_release(struct ctrl_ctx *ctx)
 
 	if (!r)
 		return;
-	while (r->entries) {
-		struct rdzv_entry *e = r->entries;
+	while (r->attempts) {
+		struct rdzv_attempt *a = r->attempts;
 
-		r->entries = e->next;
-		entry_free(e);
+		r->attempts = a->next;
+		attempt_free(a);
+	}
+	while (r->ended) {
+		struct rdzv_ended *x = r->ended;
+
+		r->ended = x->next;
+		free(x->job);
+		free(x->uid);
+		free(x);
 	}
 	OPENSSL_cleanse(r->secret, sizeof(r->secret));
 	free(r);
@@ -148,31 +193,68 @@ void ctrl_rdzv_token(const struct ctrl_ctx *ctx, const char *job,
 	buf_release(&msg);
 }
 
-/* Drops entries of job older than attempt (all of them for attempt 0). */
+/* Drops the attempts of job older than attempt (all of them for 0). */
 static void drop_old(struct ctrl_rdzv *r, const char *job, int attempt)
 {
-	struct rdzv_entry **pp = &r->entries;
+	struct rdzv_attempt **pp = &r->attempts;
 
 	while (*pp) {
-		struct rdzv_entry *e = *pp;
+		struct rdzv_attempt *a = *pp;
 
-		if (!strcmp(e->job, job) &&
-		    (!attempt || e->attempt < attempt)) {
-			*pp = e->next;
-			r->bytes -= e->len;
-			entry_free(e);
+		if (!strcmp(a->job, job) &&
+		    (!attempt || a->attempt < attempt)) {
+			*pp = a->next;
+			r->bytes -= a->bytes;
+			attempt_free(a);
 		} else {
-			pp = &e->next;
+			pp = &a->next;
 		}
 	}
 }
 
-void ctrl_rdzv_forget(struct ctrl_ctx *ctx, const char *job)
+/* The ended attempts of job (uid), or NULL. */
+static struct rdzv_ended *find_ended(struct ctrl_rdzv *r, const char *job,
+				     const char *uid)
 {
-	if (!ctx->rdzv)
+	struct rdzv_ended *x;
+
+	for (x = r->ended; x; x = x->next)
+		if (!strcmp(x->job, job) && !strcmp(x->uid, uid ? uid : ""))
+			return x;
+	return NULL;
+}
+
+void ctrl_rdzv_forget(struct ctrl_ctx *ctx, const char *job, const char *uid,
+		      int attempt)
+{
+	struct ctrl_rdzv *r = ctx->rdzv;
+	struct rdzv_ended *x, **pp;
+	size_t n = 0;
+
+	if (!r)
 		return;
 	pthread_mutex_lock(&ctx->hosts_lock);
-	drop_old(ctx->rdzv, job, 0);
+	drop_old(r, job, 0);
+	x = find_ended(r, job, uid);
+	if (!x) {
+		x = xcalloc(1, sizeof(*x));
+		x->job = xstrdup(job);
+		x->uid = xstrdup(uid ? uid : "");
+		x->next = r->ended;
+		r->ended = x;
+	}
+	if (attempt > x->attempt)
+		x->attempt = attempt;
+	/* The oldest go past the bound. */
+	for (pp = &r->ended; *pp && n < RDZV_MAX_ENDED; pp = &(*pp)->next)
+		n++;
+	while (*pp) {
+		x = *pp;
+		*pp = x->next;
+		free(x->job);
+		free(x->uid);
+		free(x);
+	}
 	pthread_mutex_unlock(&ctx->hosts_lock);
 }
 
@@ -212,19 +294,71 @@ void ctrl_rdzv_tick(struct ctrl_ctx *ctx, int64_t now_ms)
 		resume(ctx->rdzv, NULL, 0, NULL, now_ms);
 }
 
-static struct rdzv_entry *find(struct ctrl_rdzv *r, const char *job,
-			       int attempt, const char *key, size_t *count)
+/*
+ * The values of (job, attempt), or NULL; *newer: a later attempt of job
+ * holds values (this one has ended).
+ */
+static struct rdzv_attempt *find_attempt(struct ctrl_rdzv *r, const char *job,
+					 int attempt, int *newer)
 {
-	struct rdzv_entry *e, *hit = NULL;
+	struct rdzv_attempt *a, *hit = NULL;
 
-	*count = 0;
-	for (e = r->entries; e; e = e->next)
-		if (!strcmp(e->job, job) && e->attempt == attempt) {
-			(*count)++;
-			if (!strcmp(e->key, key))
-				hit = e;
+	*newer = 0;
+	for (a = r->attempts; a; a = a->next)
+		if (!strcmp(a->job, job)) {
+			if (a->attempt == attempt)
+				hit = a;
+			else if (a->attempt > attempt)
+				*newer = 1;
 		}
 	return hit;
+}
+
+static struct rdzv_entry *find(struct rdzv_attempt *a, const char *key)
+{
+	struct rdzv_entry *e;
+
+	for (e = a ? a->entries : NULL; e; e = e->next)
+		if (!strcmp(e->key, key))
+			return e;
+	return NULL;
+}
+
+/*
+ * Whether a value of len bytes fits in place of old (NULL: a new key) in
+ * attempt a (NULL: none yet); if not, the budget it would pass in why.
+ */
+static int fits(const struct ctrl_rdzv *r, const struct rdzv_attempt *a,
+		const struct rdzv_entry *old, const char *key, size_t len,
+		struct buf *why)
+{
+	size_t held = a ? a->bytes : 0, keys = a ? a->keys : 0;
+	size_t freed = old ? old->len : 0, added = len;
+
+	if (!old)
+		added += strlen(key);
+	if (!old && keys >= r->attempt_keys) {
+		(void)buf_addf(why,
+			       "this attempt holds its budget of %zu "
+			       "rendezvous keys",
+			       r->attempt_keys);
+		return 0;
+	}
+	if (held - freed + added > r->attempt_bytes) {
+		(void)buf_addf(why,
+			       "this attempt's rendezvous keys and values "
+			       "would pass its budget of %zu bytes (%zu held)",
+			       r->attempt_bytes, held);
+		return 0;
+	}
+	if (r->bytes - freed + added > r->total_bytes) {
+		(void)buf_addf(why,
+			       "the rendezvous store of all jobs is full "
+			       "(its budget is %zu bytes)",
+			       r->total_bytes);
+		return 0;
+	}
+	return 1;
 }
 
 static int key_ok(const char *k)
@@ -242,8 +376,9 @@ static int key_ok(const char *k)
 	return 1;
 }
 
+/* Whether the request holds the attempt's token; the job's uid in uid. */
 static int authorized(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
-		      const char *job, int attempt)
+		      const char *job, int attempt, char uid[64])
 {
 	const char *h = MHD_lookup_connection_value(
 		conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
@@ -254,8 +389,10 @@ static int authorized(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		return 0;
 	pthread_mutex_lock(&ctx->jobs_lock);
 	rt = ctrl_jobrt_get(ctx, job);
-	if (rt)
+	if (rt) {
 		ctrl_rdzv_token(ctx, job, rt->uid, attempt, want);
+		(void)snprintf(uid, 64, "%s", rt->uid ? rt->uid : "");
+	}
 	pthread_mutex_unlock(&ctx->jobs_lock);
 	return rt && !CRYPTO_memcmp(h + 7, want, 64);
 }
@@ -296,39 +433,59 @@ rdzv_put(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	 struct ctrl_response *resp, const char **content_type)
 {
 	struct ctrl_rdzv *r = ctx->rdzv;
+	struct rdzv_attempt *a;
 	struct rdzv_entry *e;
-	size_t count;
+	struct buf why = BUF_INIT;
+	size_t len = req->body.len;
+	int newer;
 
 	(void)conn;
 	(void)content_type;
-	if (req->body.len > CTRL_RDZV_MAX_VALUE || req->too_big) {
+	if (len > CTRL_RDZV_MAX_VALUE || req->too_big) {
 		ctrl_reply_err(resp, CTRL_E_VALUE_TOO_BIG,
 			       "a rendezvous value is at most 65536 bytes");
 		return CTRL_ROUTE_DONE;
 	}
-	if (!(e = find(r, k->job, k->attempt, k->key, &count)) &&
-	    (count >= CTRL_RDZV_MAX_KEYS ||
-	     r->bytes + req->body.len > RDZV_MAX_BYTES)) {
-		ctrl_reply_err(resp, CTRL_E_TOO_MANY,
-			       "too many rendezvous values for this attempt");
+	a = find_attempt(r, k->job, k->attempt, &newer);
+	if (newer) {
+		ctrl_reply_err(resp, CTRL_E_CONFLICT,
+			       "this attempt has ended: a later attempt of "
+			       "the job holds the rendezvous store");
 		return CTRL_ROUTE_DONE;
 	}
+	/* A value replaced gives its bytes back; one refused keeps the
+	 * old value. Older attempts of the job have ended. */
 	drop_old(r, k->job, k->attempt);
-	e = find(r, k->job, k->attempt, k->key, &count);
+	e = find(a, k->key);
+	if (!fits(r, a, e, k->key, len, &why)) {
+		ctrl_reply_err(resp, CTRL_E_TOO_MANY, why.data);
+		buf_release(&why);
+		return CTRL_ROUTE_DONE;
+	}
+	if (!a) {
+		a = xcalloc(1, sizeof(*a));
+		a->job = xstrdup(k->job);
+		a->attempt = k->attempt;
+		a->next = r->attempts;
+		r->attempts = a;
+	}
 	if (!e) {
 		e = xcalloc(1, sizeof(*e));
-		e->job = xstrdup(k->job);
-		e->attempt = k->attempt;
 		e->key = xstrdup(k->key);
-		e->next = r->entries;
-		r->entries = e;
+		e->next = a->entries;
+		a->entries = e;
+		a->keys++;
+		a->bytes += strlen(e->key);
+		r->bytes += strlen(e->key);
 	}
+	a->bytes -= e->len;
 	r->bytes -= e->len;
 	free(e->value);
-	e->value = xmalloc(req->body.len + 1);
-	memcpy(e->value, req->body.data, req->body.len);
-	e->len = req->body.len;
-	r->bytes += e->len;
+	e->value = xmalloc(len + 1);
+	memcpy(e->value, req->body.data, len);
+	e->len = len;
+	a->bytes += len;
+	r->bytes += len;
 	resume(r, k->job, k->attempt, k->key, 0);
 	resp->status = 200;
 	(void)buf_adds(&resp->body, "{}");
@@ -347,13 +504,13 @@ rdzv_get(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 						    "wait_ms");
 	long wait = w ? strtol(w, NULL, 10) : 0;
 	struct rdzv_entry *e;
-	size_t count;
+	int newer;
 
 	if (wait < 0)
 		wait = 0;
 	if (wait > CTRL_RDZV_MAX_WAIT_MS)
 		wait = CTRL_RDZV_MAX_WAIT_MS;
-	e = find(r, k->job, k->attempt, k->key, &count);
+	e = find(find_attempt(r, k->job, k->attempt, &newer), k->key);
 	if (e) {
 		resp->status = 200;
 		(void)buf_add(&resp->body, e->value, e->len);
@@ -399,6 +556,8 @@ ctrl_rdzv_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 {
 	enum ctrl_route_result res = CTRL_ROUTE_DONE;
 	struct rdzv_key k;
+	struct rdzv_ended *x;
+	char uid[64] = "";
 	size_t i;
 
 	*content_type = "application/json";
@@ -408,7 +567,7 @@ ctrl_rdzv_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 			       "<attempt>/<key>, key [A-Za-z0-9._-]{1,128}");
 		return CTRL_ROUTE_DONE;
 	}
-	if (!ctx->rdzv || !authorized(ctx, conn, k.job, k.attempt)) {
+	if (!ctx->rdzv || !authorized(ctx, conn, k.job, k.attempt, uid)) {
 		ctrl_reply_err(resp, CTRL_E_UNAUTHORIZED,
 			       "a rendezvous request needs the attempt's token "
 			       "(Authorization: Bearer $TRAINCTL_RDZV_TOKEN)");
@@ -423,7 +582,14 @@ ctrl_rdzv_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		return CTRL_ROUTE_DONE;
 	}
 	pthread_mutex_lock(&ctx->hosts_lock);
-	res = rdzv_methods[i].fn(ctx, conn, req, &k, resp, content_type);
+	x = find_ended(ctx->rdzv, k.job, uid);
+	if (x && x->attempt >= k.attempt)
+		/* Its values are gone; it may not store more. */
+		ctrl_reply_err(resp, CTRL_E_CONFLICT,
+			       "this attempt of the job has ended");
+	else
+		res = rdzv_methods[i].fn(ctx, conn, req, &k, resp,
+					 content_type);
 	pthread_mutex_unlock(&ctx->hosts_lock);
 	return res;
 }

@@ -13,7 +13,10 @@
  * directory, so it needs no storage and survives a controller restart;
  * a token of one attempt opens nothing of another. Values live in
  * memory: an attempt's values go when a later attempt of the job
- * writes or when the job ends.
+ * writes or when the job ends. Each attempt has a budget of keys and of
+ * bytes (keys and values), and all attempts one of bytes, larger than an
+ * attempt's: a PUT past one is refused (413, naming the budget) and an
+ * overwritten value gives its bytes back.
  */
 #include <stddef.h>
 
@@ -23,7 +26,10 @@ struct ctrl_ctx;
 struct MHD_Connection;
 
 #define CTRL_RDZV_MAX_VALUE 65536
-#define CTRL_RDZV_MAX_KEYS 4096 /* per attempt */
+/* Default budgets: per attempt, and of all attempts together. */
+#define CTRL_RDZV_ATTEMPT_BYTES (8L << 20)
+#define CTRL_RDZV_ATTEMPT_KEYS 4096L
+#define CTRL_RDZV_TOTAL_BYTES (64L << 20)
 #define CTRL_RDZV_MAX_WAIT_MS 60000
 
 /* Loads or makes the token key. */
@@ -38,8 +44,12 @@ void ctrl_rdzv_release(struct ctrl_ctx *ctx);
 void ctrl_rdzv_token(const struct ctrl_ctx *ctx, const char *job,
 		     const char *uid, int attempt, char out[65]);
 
-/* Drops every value of job (it ended). */
-void ctrl_rdzv_forget(struct ctrl_ctx *ctx, const char *job);
+/*
+ * Attempts up to attempt of job (uid, may be NULL) have ended: their
+ * values go, and their tokens neither read nor write any more.
+ */
+void ctrl_rdzv_forget(struct ctrl_ctx *ctx, const char *job, const char *uid,
+		      int attempt);
 
 /* Resumes the GETs whose wait passed (called under hosts_lock). */
 void ctrl_rdzv_tick(struct ctrl_ctx *ctx, int64_t now_ms);

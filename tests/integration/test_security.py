@@ -25,8 +25,8 @@ key per user, two local hosts:
       inside the job: `id` into the model)
   (u2) alice's job cannot read bob's job folder, the agent's environment
       (its token) or the controller's state
-  (u3) alice lists only her job; Describe, Stop and the logs of bob's job
-      answer AccessDeniedException / nothing; admin lists both
+  (u3) alice lists only her job; Describe, Stop, Delete, tags and the logs
+      of bob's job answer as for a job that does not exist; admin lists both
   (u4) each user key reaches only s3://BUCKET/<user>/ (trainctl_s3_prefixes):
       a job of alice naming bob's output is refused, `trainctl cp` of her
       model works and of bob's model or a listing of the bucket does not
@@ -258,10 +258,11 @@ def case_users(tap, d, state):
         isolated(alice, bob, admin, "sec-u-alice", "sec-u-bob")
         r = sc.amz_json(d.port, "DeleteTrainingJob", {"TrainingJobName": "sec-u-bob"},
                         auth=USER_KEYS["alice"])
-        expect(r.status == 400 and b"AccessDenied" in r.body, "alice deletes bob's job: %r" % r)
+        expect(r.status == 400 and b"ResourceNotFound" in r.body, "alice deletes bob's job: %r" % r)
         admin.describe_training_job(TrainingJobName="sec-u-alice")
         r = signed_as(d, "GET", "/v1/training-jobs/sec-u-bob/logs", USER_KEYS["alice"])
-        expect(r.status == 400 and b"AccessDenied" in r.body, "alice's REST logs of bob's job: %r" % r)
+        expect(r.status == 400 and b"Requested resource not found" in r.body,
+               "alice's REST logs of bob's job: %r" % r)
         r = signed_as(d, "GET", "/v1/hosts", USER_KEYS["alice"])
         expect(r.status == 200 and b"sec-u-bob" not in r.body, "alice's hosts list names bob's job: %r" % r)
         r = signed_as(d, "GET", "/v1/hosts", USER_KEYS["bob"])
@@ -273,10 +274,10 @@ def case_users(tap, d, state):
                  for x in admin.search(Resource="TrainingJob", MaxResults=100)["Results"]]
         expect("sec-u-alice" in found and "sec-u-bob" in found, "admin's Search: %r" % found)
         bob_arn = bob.describe_training_job(TrainingJobName="sec-u-bob")["TrainingJobArn"]
-        sc.expect_error(lambda: alice.list_tags(ResourceArn=bob_arn), "AccessDeniedException",
+        sc.expect_error(lambda: alice.list_tags(ResourceArn=bob_arn), "ValidationException",
                         what="alice lists the tags of bob's job: ")
         sc.expect_error(lambda: alice.add_tags(ResourceArn=bob_arn, Tags=[{"Key": "k", "Value": "v"}]),
-                        "AccessDeniedException", what="alice tags bob's job: ")
+                        "ValidationException", what="alice tags bob's job: ")
         r = signed_as(d, "GET", "/v1/ui/jobs", USER_KEYS["alice"])
         names = [j.get("name") for j in (r.json or {}).get("jobs", [])]
         expect(r.status == 200 and "sec-u-bob" not in str(r.body), "alice's page list: %r" % r)
@@ -333,7 +334,7 @@ def case_users(tap, d, state):
         expect(desc["HyperParameterTuningJobStatus"] == "Completed", "ended %s: %s" % (
             desc["HyperParameterTuningJobStatus"], desc.get("FailureReason")))
         kid = desc["BestTrainingJob"]["TrainingJobName"]
-        sc.expect_error(lambda: bob.describe_training_job(TrainingJobName=kid), "AccessDeniedException",
+        sc.expect_error(lambda: bob.describe_training_job(TrainingJobName=kid), "ValidationException",
                         what="bob describes alice's tuning job's training job: ")
         alice.describe_training_job(TrainingJobName=kid)
     tap.case("(u5) a user's tuning job and its training jobs are that user's only", tuning)
@@ -424,16 +425,16 @@ def no_secrets(d, creds_path):
 
 
 def isolated(alice, bob, admin, a_job, b_job):
-    """Each user lists only its job, admin both; the other's is denied."""
+    """Each user lists only its job, admin both; the other's is not there."""
     def listed(c):
         return sorted(j["TrainingJobName"] for j in c.list_training_jobs()["TrainingJobSummaries"])
     expect(listed(alice) == [a_job], "alice lists %s" % listed(alice))
     expect(listed(bob) == [b_job], "bob lists %s" % listed(bob))
     expect(listed(admin) == [a_job, b_job], "admin lists %s" % listed(admin))
     for who, c, job in (("alice", alice, b_job), ("bob", bob, a_job)):
-        sc.expect_error(lambda: c.describe_training_job(TrainingJobName=job), "AccessDeniedException",
+        sc.expect_error(lambda: c.describe_training_job(TrainingJobName=job), "ValidationException",
                         what="%s describes %s: " % (who, job))
-        sc.expect_error(lambda: c.stop_training_job(TrainingJobName=job), "AccessDeniedException",
+        sc.expect_error(lambda: c.stop_training_job(TrainingJobName=job), "ValidationException",
                         what="%s stops %s: " % (who, job))
 
 
