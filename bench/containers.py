@@ -43,9 +43,9 @@ sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 import ftlib as fl  # noqa: E402
 import imagelib  # noqa: E402
 
-PREFIX, NET, PORT = "tcbc", "10.213.97", 18597
+PREFIX, NET, PORT = fl.sc.run_names("bc")  # this run's own
 BRIDGE = NET + ".1"
-REG = "%s:%d" % (BRIDGE, 18598)
+REG = "%s:%d" % (BRIDGE, fl.sc.free_port())
 ITYPE = "ml.c5.xlarge"
 ROLE = "arn:aws:iam::123456789012:role/r"
 RUNS = int(os.environ.get("RUNS", "10"))

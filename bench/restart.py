@@ -153,7 +153,7 @@ def local_rows(fl, trials):
 def ns_rows(fl, trials, configs):
     out = []
     for label, extra in configs:
-        ns = fl.NsCluster("tcfb", "10.213.78", 18578, extra=["--grace-period", "1", "-v"] + extra)
+        ns = fl.NsCluster(*fl.sc.run_names("fb"), extra=["--grace-period", "1", "-v"] + extra)
         err = ns.up()
         if err:
             out.append((label, 0, [], [], [], [], "cluster.sh up failed: %s" % err[:300]))

@@ -6,7 +6,7 @@
 #       the N hosts (hosts-up) and a trainctld that provisions them over SSH;
 #       waits until GET /v1/hosts says every host is ready, then prints the
 #       exports a client needs (eval "$(cluster.sh up --hosts 3)").
-#   cluster.sh down [--prefix P] [--state-dir DIR] [--keep]
+#   cluster.sh down [--prefix P] [--state-dir DIR] [--keep] [--force]
 #       stops that trainctld (by PID) and tears the hosts down (and the
 #       registry, with its images unless --keep).
 #   cluster.sh hosts-up N [options]       only the hosts (tests/cluster/up.sh)
@@ -89,8 +89,18 @@
 #
 # Ownership: the bridge carries the alias "trainctl-cluster:<state dir>".
 # hosts-up refuses (exit 3) when the bridge, a namespace, /etc/netns/<ns> or
-# an address of NET is there and is not ours; a leftover cluster of ours
-# with the same prefix is torn down first. Down is idempotent.
+# an address of NET is there and is not ours. cluster.env records the owner:
+# the process named by TRAINCTL_CLUSTER_OWNER (a PID; a test run passes its
+# own) with its start time, or none. A cluster of the same prefix or state
+# dir that is still live (its owner runs; without an owner, one of its sshd,
+# trainctld or registry runs) is never torn down by up or hosts-up: they
+# refuse (exit 3), unless the caller is that owner. A leftover (its owner
+# is gone, or nothing of it runs) is reclaimed: torn down first. down and
+# hosts-down refuse (exit 3) a cluster whose owner runs and is not the
+# caller's TRAINCTL_CLUSTER_OWNER, unless --force. Creating and removing
+# clusters is serialized machine-wide by flock(1) on
+# /run/lock/trainctl-cluster.lock (TRAINCTL_CLUSTER_LOCK overrides), so two
+# runs never both pick the same names. Down is idempotent.
 #
 # Exit status: 0 ok, 1 failed, 2 usage, 3 conflict with something not ours,
 # 77 skipped: not root (network namespaces need CAP_NET_ADMIN).
@@ -126,11 +136,11 @@ usage: $PROG up --hosts N [--prefix P] [--state-dir DIR] [--net A.B.C]
                   [--agent-path PATH] [--trainctld PATH] [--timeout S]
                   [--tls] [--add-credentials FILE] [--registry [PORT]]
                   [-- TRAINCTLD-ARGS...]
-       $PROG down [--prefix P] [--state-dir DIR] [--keep]
+       $PROG down [--prefix P] [--state-dir DIR] [--keep] [--force]
        $PROG hosts-up N [--prefix P] [--state-dir DIR] [--net A.B.C]
                   [--instance-type T[,T...]] [--cpus N] [--gpus N] [--agent-path PATH]
                   [--registry [PORT]]
-       $PROG hosts-down [--prefix P] [--state-dir DIR] [--keep]
+       $PROG hosts-down [--prefix P] [--state-dir DIR] [--keep] [--force]
        $PROG status [--prefix P] [--state-dir DIR]
        $PROG env [--prefix P] [--state-dir DIR]
        $PROG exec HOST [--prefix P] [--state-dir DIR] [--] CMD [ARGS...]
@@ -167,6 +177,7 @@ AGENT_PATH=""
 TRAINCTLD=""
 TIMEOUT=60
 KEEP=0
+FORCE=0
 TLS=0
 ADD_CREDS=""
 REGISTRY_PORT=""
@@ -200,6 +211,7 @@ parse_opts() {
 		--timeout) TIMEOUT=${2?}; shift 2 ;;
 		--timeout=*) TIMEOUT=${1#*=}; shift ;;
 		--keep) KEEP=1; shift ;;
+		--force) FORCE=1; shift ;;
 		--tls) TLS=1; shift ;;
 		--add-credentials) ADD_CREDS=${2?}; shift 2 ;;
 		--add-credentials=*) ADD_CREDS=${1#*=}; shift ;;
@@ -262,6 +274,7 @@ load_state() {
 	N_CREATED=0
 	REGISTRY_ADDR=""
 	REGISTRY_PID=""
+	CLUSTER_OWNER=""
 	if [ -f "$STATE/cluster.env" ]; then
 		# shellcheck disable=SC1091
 		. "$STATE/cluster.env"
@@ -280,6 +293,105 @@ ns_exists() { [ -e "/run/netns/$1" ]; }
 
 # The namespaces named like ours (prefix-nodeK), whatever created them.
 our_named_ns() { ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$PREFIX-node[0-9]+\$" || true; }
+
+# Serializes creating and removing clusters on this machine (fd 9; every
+# daemon started below gets 9>&- so that none holds the lock).
+LOCK=${TRAINCTL_CLUSTER_LOCK:-/run/lock/trainctl-cluster.lock}
+LOCKED=0
+lock_names() {
+	[ $LOCKED = 0 ] || return 0
+	command -v flock >/dev/null 2>&1 || return 0
+	[ -d "$(dirname "$LOCK")" ] || LOCK=/tmp/.trainctl-cluster.lock
+	exec 9>>"$LOCK" || die "cannot open the lock file $LOCK"
+	flock -w 120 9 || die "$LOCK: held by another cluster.sh for 120 s"
+	LOCKED=1
+}
+unlock_names() {
+	[ $LOCKED = 1 ] || return 0
+	flock -u 9 2>/dev/null
+	exec 9>&-
+	LOCKED=0
+}
+
+# Field 22 of /proc/PID/stat: the start time, which tells a reused PID.
+proc_start() {
+	local s
+	s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	s=${s##*) }
+	# shellcheck disable=SC2086
+	set -- $s
+	echo "${20}"
+}
+
+# The caller's owner ("PID START"), from TRAINCTL_CLUSTER_OWNER; "" if none.
+my_owner() {
+	local p=${TRAINCTL_CLUSTER_OWNER:-} st
+	[[ $p =~ ^[1-9][0-9]*$ ]] || return 0
+	st=$(proc_start "$p") || return 0
+	echo "$p $st"
+}
+
+# Whether the owner recorded in cluster.env still runs.
+owner_alive() {
+	[ -n "${CLUSTER_OWNER:-}" ] || return 1
+	local p=${CLUSTER_OWNER%% *}
+	pid_alive "$p" && [ "$p $(proc_start "$p")" = "$CLUSTER_OWNER" ]
+}
+
+owner_desc() { # "pid N (command line)"
+	local p=${CLUSTER_OWNER%% *}
+	echo "pid $p ($(cmdline_of "$p" | cut -c1-80))"
+}
+
+# Prints why the cluster of STATE is live and returns 0, or returns 1: its
+# owner runs; without an owner, one of its daemons runs.
+cluster_live() {
+	if [ -n "${CLUSTER_OWNER:-}" ]; then
+		owner_alive || return 1
+		echo "its owner $(owner_desc) runs"
+		return 0
+	fi
+	local f p
+	if p=$(pid_from "$STATE/controller/trainctld.pid" trainctld); then
+		echo "its trainctld (pid $p) runs"
+		return 0
+	fi
+	if p=$(registry_pid); then
+		echo "its registry (pid $p) runs"
+		return 0
+	fi
+	for f in "$STATE"/hosts/*/sshd.pid; do
+		if p=$(pid_from "$f" "$STATE/hosts/"); then
+			echo "its sshd (pid $p) runs"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# up, hosts-up: exit 3 when the cluster of STATE is live and the caller is
+# not its owner.
+refuse_if_live() {
+	local why
+	why=$(cluster_live) || return 0
+	if [ -n "${CLUSTER_OWNER:-}" ] && [ "$(my_owner)" = "$CLUSTER_OWNER" ]; then
+		return 0
+	fi
+	say "error: cluster '$PREFIX' (state $STATE) is live: $why; not touching it." \
+		"Pick another --prefix/--state-dir, or take it down first ($PROG down --prefix $PREFIX)"
+	exit $EXIT_CONFLICT
+}
+
+# down, hosts-down: exit 3 when the cluster's owner runs and is not the
+# caller (unless --force).
+refuse_if_not_owner() {
+	[ "$FORCE" = 0 ] || return 0
+	owner_alive || return 0
+	[ "$(my_owner)" != "$CLUSTER_OWNER" ] || return 0
+	say "error: cluster '$PREFIX' (state $STATE) belongs to $(owner_desc), which still runs;" \
+		"not tearing it down (--force does)"
+	exit $EXIT_CONFLICT
+}
 
 # Refuses (exit 3) when something not ours holds the names or addresses.
 check_conflicts() {
@@ -385,12 +497,16 @@ hosts_up() {
 		usage_error "host count '$n': 1..$MAX_HOSTS"
 	local t0
 	t0=$(now_ms)
+	lock_names
 	load_state
 	check_conflicts
 	if bridge_is_ours || [ -f "$STATE/cluster.env" ] || [ -n "$(our_named_ns)" ]; then
-		say "tearing down the previous cluster '$PREFIX' first"
+		refuse_if_live
+		say "tearing down a leftover cluster '$PREFIX' first (nothing of it runs, or it is the caller's)"
 		hosts_down_quiet
 	fi
+	local owner
+	owner=$(my_owner)
 	[ -z "$REGISTRY_PORT" ] || check_registry_port
 	[ -n "$CPUS" ] || CPUS=$(nproc)
 	N_NEW=$n
@@ -459,6 +575,7 @@ hosts_up() {
 		echo "CLUSTER_BRIDGE=$BR"
 		echo "CLUSTER_GATEWAY=$NET.1"
 		echo "CLUSTER_CREATED_MS=$t0"
+		echo "CLUSTER_OWNER=\"$owner\""
 	} | write_file "$STATE/cluster.env" 644
 	mkdir -p /etc/netns
 	for k in $(seq 1 "$n"); do
@@ -576,7 +693,7 @@ start_registry() {
 		printf '  delete:\n    enabled: true\n'
 		printf 'http:\n  addr: %s\n  secret: %s\n' "$addr" "$(random_alnum 32 'A-Za-z0-9')"
 	} | write_file "$d/config.yml" 644
-	setsid "$REGISTRY_BIN" serve "$d/config.yml" </dev/null >>"$d/registry.log" 2>&1 &
+	setsid "$REGISTRY_BIN" serve "$d/config.yml" </dev/null >>"$d/registry.log" 2>&1 9>&- &
 	p=$!
 	echo "$p" >"$d/registry.pid"
 	deadline=$(($(now_ms) + 10000))
@@ -689,7 +806,7 @@ start_sshd() { # k
 		mount --bind "$2/home" /root &&
 		mount --bind "$2/work" /var/lib/trainagent &&
 		exec /usr/sbin/sshd -f "$2/sshd_config" -E "$2/sshd.log"' sh "$name" "$dir" "$(cgroup_mounts)" \
-		</dev/null >>"$dir/sshd.log" 2>&1
+		</dev/null >>"$dir/sshd.log" 2>&1 9>&-
 }
 
 json_str() { # a JSON string literal of $1
@@ -781,7 +898,9 @@ hosts_down_quiet() {
 
 hosts_down() {
 	need_root
+	lock_names
 	load_state
+	refuse_if_not_owner
 	local t0 left
 	t0=$(now_ms)
 	hosts_down_quiet
@@ -891,11 +1010,14 @@ cluster_up() {
 	if ! "$bin" --help 2>&1 | grep -q -- --inventory; then
 		die "$bin has no --inventory option (too old?)"
 	fi
+	lock_names
 	load_state
+	refuse_if_live
 	ctrl_paths
 	stop_controller
 	REST=("$NHOSTS")
 	hosts_up >/dev/null || exit $?
+	unlock_names
 	load_state
 	CTRL_TLS=$TLS
 	ctrl_paths
@@ -925,7 +1047,7 @@ cluster_up() {
 		"${reg_args[@]}" "${EXTRA[@]}")
 	printf '%q ' "${args[@]}" >"$CTRL/trainctld.cmd"
 	echo >>"$CTRL/trainctld.cmd"
-	setsid "${args[@]}" </dev/null >>"$CTRL/trainctld.log" 2>&1 &
+	setsid "${args[@]}" </dev/null >>"$CTRL/trainctld.log" 2>&1 9>&- &
 	echo $! >"$CTRL/trainctld.pid"
 	local pid=$!
 	local deadline=$(($(now_ms) + TIMEOUT * 1000)) body summary="" code
@@ -973,7 +1095,9 @@ stop_controller() {
 
 cluster_down() {
 	need_root
+	lock_names
 	load_state
+	refuse_if_not_owner
 	ctrl_paths
 	stop_controller
 	hosts_down

@@ -57,9 +57,12 @@
 #                       every process).
 #
 # Network and daemons
-#   t_free_port [K]     K (1) distinct free TCP ports on 127.0.0.1, chosen by
-#                       the kernel (bind to port 0), on one line. They stay
-#                       free only until someone binds them: use them at once.
+#   t_free_port [K]     K (1) distinct TCP ports free on every address, on
+#                       one line, picked at random from 20000 up to the
+#                       kernel's ephemeral range (where outgoing connections
+#                       take their ports), so that overlapping runs rarely
+#                       pick the same. They stay free only until someone
+#                       binds them: use them at once.
 #   t_start_trainctld [-n NAME] [-p PORT] [--] [ARGS...]
 #                       starts TRAINCTLD (default $BUILD/bin/trainctld,
 #                       BUILD default build) with --listen 127.0.0.1:PORT
@@ -281,12 +284,22 @@ _t_cleanup() {
 # ---- network, daemons, environment --------------------------------------------
 
 t_free_port() {
-	/usr/bin/python3 -c 'import socket, sys
+	/usr/bin/python3 -c 'import random, socket, sys
+try:
+    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except (OSError, ValueError, IndexError):
+    low = 32768
+rng = random.SystemRandom()
 socks = []
-for _ in range(int(sys.argv[1])):
+tries = 0
+while len(socks) < int(sys.argv[1]):
+    tries += 1
     s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
+    try:
+        s.bind(("0.0.0.0", rng.randint(20000, low - 1) if low > 21000 and tries < 500 else 0))
+        socks.append(s)
+    except OSError:
+        s.close()
 print(" ".join(str(s.getsockname()[1]) for s in socks))' "${1:-1}"
 }
 

@@ -14,11 +14,13 @@ Keeps to the standard library plus boto3/botocore.
 import atexit
 import copy
 import datetime
+import glob
 import hashlib
 import hmac
 import http.client
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -124,12 +126,146 @@ class Tap:
         return 1 if self.failed else 0
 
 
+_RNG = random.SystemRandom()  # not the global one: a test may seed that
+_given_ports = set()
+
+
+def _port_range():
+    """20000 up to the kernel's ephemeral range (outgoing connections take
+    their source ports there, so a port below it stays free until bound)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    return (20000, low - 1) if low > 21000 else (1024, 65535)
+
+
+def port_is_free(port, host="0.0.0.0"):
+    """Whether a TCP socket can bind host:port now (0.0.0.0 also fails when
+    any address holds the port)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind((host, port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
 def free_port():
+    """A TCP port free on every address, picked at random below the
+    ephemeral range and never twice in one process: overlapping runs rarely
+    pick the same one. It stays free only until someone binds it: use it at
+    once."""
+    lo, hi = _port_range()
+    for _ in range(500):
+        port = _RNG.randint(lo, hi)
+        if port not in _given_ports and port_is_free(port):
+            _given_ports.add(port)
+            return port
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+def free_ports(n):
+    """n distinct free_port()s."""
+    return [free_port() for _ in range(n)]
+
+
+# ---------------------------------------------------------------- per-run names
+
+def _ip(*args):
+    p = subprocess.run(["ip"] + list(args), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    return p.stdout.decode("utf-8", "replace")
+
+
+def net_is_free(net):
+    """Whether no address of net.0/24 is on any interface and no route
+    (other than the default) covers it."""
+    for line in _ip("-4", "-o", "addr", "show").splitlines():
+        f = line.split()
+        if len(f) > 3 and f[3].startswith(net + "."):
+            return False
+    for line in _ip("-4", "route", "show", "match", net + ".1").splitlines():
+        if line.strip() and not line.startswith("default"):
+            return False
+    return True
+
+
+def free_net(first=160, last=239):
+    """A private /24 "10.B.C" (B in first..last) that nothing on this
+    machine uses now."""
+    for _ in range(200):
+        net = "10.%d.%d" % (_RNG.randint(first, last), _RNG.randint(0, 255))
+        if net_is_free(net):
+            return net
+    raise Fail("no free 10.%d-%d.X.0/24 found" % (first, last))
+
+
+def _proc_start(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            s = f.read()
+    except (OSError, ValueError):
+        return None
+    return s.rsplit(") ", 1)[1].split()[19]
+
+
+def reap_dead_clusters():
+    """Takes down scripts/cluster.sh clusters under /tmp left by test runs
+    that are gone (cluster.env names an owner process that no longer runs).
+    Clusters without an owner (a person's) and those of live runs stay."""
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                          "scripts", "cluster.sh")
+    for env in glob.glob("/tmp/trainctl-cluster-*/cluster.env"):
+        vals = {}
+        try:
+            with open(env) as f:
+                for line in f:
+                    k, _, v = line.strip().partition("=")
+                    vals[k] = v.strip('"')
+        except OSError:
+            continue
+        owner, prefix = vals.get("CLUSTER_OWNER", "").split(), vals.get("CLUSTER_PREFIX", "")
+        if len(owner) != 2 or not owner[0].isdigit() or not prefix:
+            continue
+        if _proc_start(int(owner[0])) == owner[1]:
+            continue
+        subprocess.run(["/bin/bash", script, "down", "--prefix", prefix, "--state-dir", os.path.dirname(env)],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=120)
+
+
+def run_names(tag):
+    """(prefix, net, port) of a scripts/cluster.sh cluster of this run:
+    prefix tag (2 letters) + 6 random letters and digits (its bridge
+    "<prefix>-br" and veths "<prefix>-vK" stay within 15 characters), a
+    free private /24 and a free port. Names no namespace, link or state dir
+    in use. Sets TRAINCTL_CLUSTER_OWNER to this process, so that cluster.sh
+    records it as the owner: another run's up or down then refuses to touch
+    the cluster while this process runs. Leftovers of runs that are gone
+    are taken down first."""
+    assert len(tag) == 2 and tag.isalpha() and tag.islower(), tag
+    os.environ["TRAINCTL_CLUSTER_OWNER"] = str(os.getpid())
+    if os.geteuid() == 0:
+        try:
+            reap_dead_clusters()
+        except (OSError, subprocess.SubprocessError):
+            pass
+    alnum = "abcdefghijklmnopqrstuvwxyz0123456789"
+    links = _ip("-o", "link", "show")
+    for _ in range(100):
+        prefix = tag + "".join(_RNG.choice(alnum) for _ in range(6))
+        if (glob.glob("/run/netns/%s-*" % prefix) or glob.glob("/etc/netns/%s-*" % prefix)
+                or os.path.exists("/tmp/trainctl-cluster-" + prefix) or (" %s-" % prefix) in links):
+            continue
+        return prefix, free_net(), free_port()
+    raise Fail("no free cluster prefix found")
 
 
 _daemons = []

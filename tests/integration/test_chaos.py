@@ -66,7 +66,7 @@ STEP_S = 0.04
 SEEDS = (1, 2)
 MIN_FAULTS = 4
 DEADLINE_MS = 1000
-PREFIX, NET, PORT = "tcch", "10.213.79", 18579
+PREFIX, NET, PORT = fl.sc.run_names("ch")  # this run's own
 ARGS = ["--grace-period", "2", "--heartbeat-ms", "200", "--host-deadline-ms", str(DEADLINE_MS),
         "--restart-wait", "30", "--max-retries", "0", "-v"]
 HPS = {"steps": 260, "ckpt_every": K, "step_sleep": STEP_S}

@@ -62,9 +62,9 @@ TRAINCTL = os.path.join(BIN, "trainctl")
 TRAINAGENT = os.path.join(BIN, "trainagent")
 CLUSTER_SH = os.path.join(REPO, "scripts", "cluster.sh")
 PROBE = os.path.join(REPO, "examples", "probe", "probe.py")
-PREFIX = "tcit"
+# This run's own prefix, /24 and port: overlapping runs never share them.
+PREFIX, NET, PORT = sc.run_names("it")
 STATE = "/tmp/trainctl-cluster-%s" % PREFIX
-PORT = 18480
 # A fresh path per run (the state dir is new), so that bring-up copies the
 # agent to every host; all hosts share /tmp, as hosts with a shared file
 # system do.
@@ -160,7 +160,7 @@ class Cluster:
 
     def up(self):
         t = time.time()
-        rc, out, err = self.sh("up", "--hosts", str(N_HOSTS), "--prefix", PREFIX, "--port", str(PORT),
+        rc, out, err = self.sh("up", "--hosts", str(N_HOSTS), "--prefix", PREFIX, "--net", NET, "--port", str(PORT),
                                "--instance-type", ITYPE, "--timeout", "60", "--trainctld", TRAINCTLD,
                                "--agent-path", AGENT_PATH, "--",
                                "--grace-period", "2", "--heartbeat-ms", str(HEARTBEAT_MS),

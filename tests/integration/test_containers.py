@@ -67,11 +67,11 @@ import imagelib  # noqa: E402
 sc = fl.sc
 Fail, expect, short = sc.Fail, sc.expect, sc.short
 
-PREFIX, NET, PORT = "tcct", "10.213.93", 18593
+# This run's own prefix, /24 and ports: overlapping runs never share them.
+PREFIX, NET, PORT = sc.run_names("ct")
 BRIDGE = NET + ".1"
-REG_PORT, REG2_PORT, DOWN_PORT = 18594, 18595, 18596
-TLS_OK_PORT, TLS_BAD_PORT = 18586, 18587
-CLUSTER_REG_PORT = 18585  # cluster.sh up --registry: the cluster's own
+REG_PORT, REG2_PORT, DOWN_PORT, TLS_OK_PORT, TLS_BAD_PORT = sc.free_ports(5)
+CLUSTER_REG_PORT = sc.free_port()  # cluster.sh up --registry: the cluster's own
 DLC = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:1.13.1-cpu-py39"
 REG = "%s:%d" % (BRIDGE, REG_PORT)
 REG2 = "%s:%d" % (BRIDGE, REG2_PORT)
@@ -97,7 +97,7 @@ def wanted(c):
     return c in os.environ.get("CASES", "abcdefghij")
 
 
-UNIX_USER = "tcct-user"
+UNIX_USER = PREFIX + "-user"  # this run's own: another run never removes it
 USER_KEY, USER_SECRET = "AKIDTCCTUSER0000001", "tcct-user-secret-0001"
 
 

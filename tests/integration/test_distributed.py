@@ -84,8 +84,8 @@ SAGEMAKER-CONTRACT.md 6 and what trainctl adds.
             `cluster.sh down` leaves no process, namespace, link or
             /etc/netns entry behind.
 
-The cluster: prefix tcdi, net 10.212.41.0/24, controller port 18493 (not
-those of test_cluster_jobs.py). The agent goes to /root/trainagent, which
+The cluster: a prefix, a free /24 and a free controller port of this run
+(sc.run_names), so overlapping runs never share them. The agent goes to /root/trainagent, which
 is private to each host (its own home), as on separate machines. (With a
 path in the shared /tmp the hosts' parallel copies replace one another
 under agents already started, whose /proc/self/exe then ends in
@@ -135,10 +135,9 @@ CLUSTER_SH = os.path.join(REPO, "scripts", "cluster.sh")
 PROBE = os.path.join(HERE, "dist_probe.py")
 DDP_DIR = os.path.join(REPO, "examples", "pytorch_ddp")
 DIGITS = "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz"
-PREFIX = "tcdi"
-NET = "10.212.41"
+# This run's own prefix, /24 and port: overlapping runs never share them.
+PREFIX, NET, PORT = sc.run_names("di")
 STATE = "/tmp/trainctl-cluster-%s" % PREFIX
-PORT = 18493
 AGENT_PATH = "/root/trainagent"
 N_HOSTS = 3
 ITYPE = "ml.c5.xlarge"

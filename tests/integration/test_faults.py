@@ -41,8 +41,8 @@ Embedded local cluster (trainctld --local-hosts 3 --heartbeat-ms 200
       kill -9 of agents for ~40 s (one fixed seed, CHAOS_SEED, unless
       FT_CHAOS_SEED names another); at least CHAOS_MIN_FAULTS faults must
       be injected and a restart seen, and a failure prints how to replay
-Network-namespace cluster (root only; scripts/cluster.sh up --prefix tcft
---net 10.213.77 --port 18577, trainctld -- --heartbeat-ms 200
+Network-namespace cluster (root only; scripts/cluster.sh up with a prefix,
+/24 and port of this run, trainctld -- --heartbeat-ms 200
 --host-deadline-ms 1000 --restart-wait 30):
   (g) `cluster.sh link-down` of a host of a 2-host job, a spare third host:
       the job restarts on the spare and Completes; the partitioned host's
@@ -83,7 +83,7 @@ CHAOS_MIN_FAULTS = 5
 BASE = {"steps": 120, "ckpt_every": K, "step_sleep": 0.03}
 LOCAL_ARGS = ["--heartbeat-ms", "200", "--host-deadline-ms", "1000", "--max-retries", "0",
               "--grace-period", "2", "-v"]
-NS_PREFIX, NS_NET, NS_PORT = "tcft", "10.213.77", 18577
+NS_PREFIX, NS_NET, NS_PORT = fl.sc.run_names("ft")  # this run's own
 NS_ARGS = ["--grace-period", "2", "--heartbeat-ms", "200", "--host-deadline-ms", "1000",
            "--restart-wait", "30", "--max-retries", "0", "-v"]
 RESTART_RE = re.compile(r"^Attempt (\d+) failed: (.*)\. Restarting \((\d+) restarts? left\)$", re.S)

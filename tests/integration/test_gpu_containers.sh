@@ -17,7 +17,8 @@
 # points podman at it. TAP on stdout; skips without a GPU (this is the
 # check for a GPU machine; make test runs it everywhere).
 set -u
-cd "$(dirname "$0")/../.." || exit 1
+. "$(dirname "$0")/../lib.sh"
+cd "$T_ROOT" || exit 1
 BUILD=${BUILD:-build}
 BIN=$PWD/$BUILD/bin
 n=0
@@ -41,18 +42,20 @@ if [ "$(id -u)" != 0 ]; then
 	exit 0
 fi
 
-W=$(mktemp -d /tmp/trainctl-gpu-XXXXXX)
-PIDS=""
+# Under /tmp: podman's runroot ($W/run) must stay within 50 bytes.
+tmpdir_was=${TMPDIR-}
+TMPDIR=/tmp
+t_tmpdir trainctl-gpu
+TMPDIR=$tmpdir_was
+W=$T_TMP
 WROTE="" # system files this script wrote, removed at the end
-cleanup() {
-	# shellcheck disable=SC2086
-	[ -n "$WROTE" ] && rm -f $WROTE
-	for p in $PIDS; do kill "$p" 2>/dev/null; done
-	sleep 1
-	for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
-	[ "${TRAINCTL_TEST_KEEP:-}" = 1 ] || rm -rf "$W"
-}
-trap cleanup EXIT
+MADE=""  # system folders it made, removed at the end when empty
+# The daemons (t_track_pid) are stopped first, then these.
+# shellcheck disable=SC2016
+t_on_exit '[ -n "$WROTE" ] && rm -f $WROTE; [ -n "$MADE" ] && rmdir $MADE 2>/dev/null'
+mkdir_sys() { [ -d "$1" ] || { mkdir -p "$1" && MADE="$1 $MADE"; }; }
+# shellcheck disable=SC2016
+[ "${TRAINCTL_TEST_KEEP:-}" != 1 ] || t_on_exit 'echo "# kept $T_TMP"; T_TMP='
 
 # --- podman ---------------------------------------------------------------
 TCENV=""
@@ -74,9 +77,11 @@ if ! command -v podman >/dev/null 2>&1 ||
 	done
 	export PATH=$W/pm/wrap:$PATH TRAINAGENT_PODMAN=$W/pm/wrap/podman
 	TCENV="env LD_LIBRARY_PATH=$W/pm/lib"
-	mkdir -p /etc/containers
-	cp -n "$W/pm/etc/containers/policy.json" "$W/pm/etc/containers/registries.conf" \
-		/etc/containers/ 2>/dev/null
+	mkdir_sys /etc/containers
+	for f in policy.json registries.conf; do
+		[ ! -e "/etc/containers/$f" ] || continue
+		cp "$W/pm/etc/containers/$f" "/etc/containers/$f" && WROTE="$WROTE /etc/containers/$f"
+	done
 	[ -e /etc/containers/containers.conf ] || WROTE="$WROTE /etc/containers/containers.conf"
 	cat >/etc/containers/containers.conf <<EOF
 [containers]
@@ -94,7 +99,7 @@ P="podman --root $W/storage --runroot $W/run --tmpdir $W/tmp --cgroup-manager cg
 # overlay over an overlay root does not mount: then the vfs driver, for
 # this check and for the agent's store alike.
 if ! $P info >/dev/null 2>"$W/info.err" && grep -qi overlay "$W/info.err"; then
-	mkdir -p /etc/containers
+	mkdir_sys /etc/containers
 	[ -e /etc/containers/storage.conf ] || WROTE="$WROTE /etc/containers/storage.conf"
 	printf '[storage]\ndriver = "vfs"\n' >/etc/containers/storage.conf
 	rm -rf "$W/storage" "$W/run"
@@ -108,6 +113,7 @@ fi
 echo "# podman: $(podman --version); store, cgroups, runtime: $out"
 
 # --- the CDI spec ---------------------------------------------------------
+mkdir_sys /etc/cdi
 if grep -qs 'nvidia.com/gpu' /etc/cdi/* /var/run/cdi/*; then
 	echo "# CDI: the host's spec"
 elif command -v nvidia-ctk >/dev/null 2>&1 &&
@@ -118,7 +124,6 @@ else
 	cuda=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 / {print $NF; exit}')
 	[ -n "$cuda" ] || cuda=$(ls /usr/local/nvidia/lib64/libcuda.so.1 /usr/lib/x86_64-linux-gnu/libcuda.so.1 2>/dev/null | head -1)
 	drv=$(dirname "$cuda")
-	mkdir -p /etc/cdi
 	WROTE="$WROTE /etc/cdi/trainctl-nvidia.json"
 	{
 		printf '{"cdiVersion":"0.5.0","kind":"nvidia.com/gpu","devices":[{"name":"all","containerEdits":{"deviceNodes":['
@@ -170,8 +175,9 @@ else
 fi
 
 # --- registry, controller, job -------------------------------------------------
-RPORT=$((20000 + RANDOM % 10000))
-CPORT=$((RPORT + 1))
+ports=$(t_free_port 2)
+RPORT=${ports% *}
+CPORT=${ports#* }
 mkdir -p "$W/reg"
 cat >"$W/reg/config.yml" <<EOF
 version: 0.1
@@ -184,7 +190,7 @@ http:
   addr: 127.0.0.1:$RPORT
 EOF
 setsid docker-registry serve "$W/reg/config.yml" >"$W/reg/log" 2>&1 &
-PIDS="$PIDS $!"
+t_track_pid $!
 for _ in $(seq 50); do curl -fs "http://127.0.0.1:$RPORT/v2/" >/dev/null && break; sleep 0.1; done
 IMAGE=127.0.0.1:$RPORT/gpu/check:1
 if out=$($P push -q --tls-verify=false localhost/gpucheck:1 "docker://$IMAGE" 2>&1); then
@@ -195,7 +201,7 @@ fi
 # shellcheck disable=SC2086
 setsid $TCENV "$BIN/trainctld" --listen "127.0.0.1:$CPORT" --state-dir "$W/state" --local-hosts 1 \
 	--insecure-registry "127.0.0.1:$RPORT" >"$W/trainctld.log" 2>&1 &
-PIDS="$PIDS $!"
+t_track_pid $!
 export TRAINCTL_ENDPOINT=http://127.0.0.1:$CPORT
 gpus=""
 for _ in $(seq 100); do

@@ -18,7 +18,7 @@ A second controller with --allow-file-root ROOT and one local host:
       its model runs to Completed with its model under ROOT
   (10) file:///etc, ROOT/../.., a symlink in ROOT to /etc and a code
       folder (sagemaker_submit_directory) outside ROOT are refused
-Users (root only: two Unix users tctl-alice and tctl-bob are created for
+Users (root only: two Unix users tctl-alice-X and tctl-bob-X are created for
 the test and removed after it), a controller with an admin key and one
 key per user, two local hosts:
   (u1) each user's job runs with that user's uid and groups (checked from
@@ -183,7 +183,10 @@ def case_roots(tap, sm, root):
              "sagemaker_submit_directory", "code")
 
 
-USERS = ("tctl-alice", "tctl-bob")
+# This run's own users (a random suffix): another run never shares them,
+# and drop_users removes only those make_users made.
+USERS = tuple("tctl-%s-%s" % (n, os.urandom(3).hex()) for n in ("alice", "bob"))
+MADE_USERS = []
 
 
 def make_users():
@@ -202,12 +205,13 @@ def make_users():
         if r.returncode:
             return "useradd %s: %s" % (u, r.stderr.decode())
         made.append(u)
+        MADE_USERS.append(u)
     return None
 
 
 def drop_users():
-    for u in USERS:
-        subprocess.run(["userdel", u], capture_output=True)
+    while MADE_USERS:
+        subprocess.run(["userdel", MADE_USERS.pop()], capture_output=True)
 
 
 USER_SCRIPT = r"""
@@ -598,7 +602,7 @@ def tls(tap):
 
 # An address of the test's own on lo, outside 127/8: a peer that is not
 # loopback as far as the controller can tell.
-DUMMY_ADDR = "10.251.77.1"
+DUMMY_ADDR = sc.free_net(250, 254) + ".1"  # this run's own (nothing uses its /24)
 
 
 def basic_over_http(tap):
@@ -642,7 +646,7 @@ def basic_over_http(tap):
         subprocess.run(["ip", "addr", "del", DUMMY_ADDR + "/32", "dev", "lo"], capture_output=True)
 
 
-NS_PREFIX, NS_NET, NS_PORT = "tcsec", "10.213.91", 18591
+NS_PREFIX, NS_NET, NS_PORT = sc.run_names("se")  # this run's own
 
 NS_SCRIPT = r"""
 set -u
