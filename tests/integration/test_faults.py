@@ -51,7 +51,9 @@ Network-namespace cluster (root only; scripts/cluster.sh up --prefix tcft
       a fraction of a second after trainctld declared the host lost (and
       decided to start an agent there over SSH, whose connection then
       gets through), 3 rounds: the agent that came back is never replaced
-      (same PID and start time, no stop in its log, never a second one)
+      (same PID and start time, no stop in its log, never a second one);
+      a 4th round freezes the agent (SIGSTOP) until a provisioning ran:
+      the start script itself leaves it running
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter:
     /usr/bin/python3 tests/integration/test_faults.py
@@ -910,7 +912,9 @@ def file_size(path):
         return 0
 
 
-HEAL_AFTER = (0.2, 0.5, 0.8)
+# Seconds from "host lost" to link-up; None: the agent is frozen
+# (SIGSTOP) instead, and continued (SIGCONT) once the provisioning ran.
+HEAL_AFTER = (0.2, 0.5, 0.8, None)
 
 
 def ns_heal_race_case(tap, ns):
@@ -928,21 +932,35 @@ def ns_heal_race_case(tap, ns):
         rd["before"] = agent_of(ns, node)
         c_off, a_off = file_size(ctl_log), file_size(agent_log)
         lost_re = re.compile(r"host '%s' lost: no heartbeat" % node)
-        ns.link(node, up=False)
+        done_re = re.compile(r"host '%s': (agent started over SSH|provisioning failed|its agent is back|its agent runs)"
+                             % node)
+        decided_re = re.compile(r"host '%s': provisioning: " % node)
+        if delay is None:
+            expect(rd["before"], "no agent on %s" % node)
+            os.kill(rd["before"][0], signal.SIGSTOP)
+        else:
+            ns.link(node, up=False)
         try:
             t = time.time()
             while time.time() - t < 15 and not lost_re.search(file_from(ctl_log, c_off)):
                 time.sleep(0.02)
             rd["lost_s"] = time.time() - t
-            time.sleep(delay)
+            if delay is None:
+                # The start script ran while the agent was not heard
+                # from: only the script's own check can keep it.
+                while time.time() - t < 20 and not done_re.search(file_from(ctl_log, c_off)):
+                    time.sleep(0.05)
+            else:
+                time.sleep(delay)
         finally:
-            ns.link(node, up=True)
+            if delay is None:
+                os.kill(rd["before"][0], signal.SIGCONT)
+            else:
+                ns.link(node, up=True)
         healed = time.time()
         # Every provisioning of the host decided since link-down has
         # ended (trainctld logs the decision and the outcome), the host
         # is ready again.
-        done_re = re.compile(r"host '%s': (agent started over SSH|provisioning failed|its agent is back|its agent runs)" % node)
-        decided_re = re.compile(r"host '%s': provisioning: " % node)
         while time.time() - healed < 20:
             text = file_from(ctl_log, c_off)
             n_dec, n_done = len(decided_re.findall(text)), len(done_re.findall(text))
@@ -967,8 +985,9 @@ def ns_heal_race_case(tap, ns):
         rd["agents"] = [p for p, argv in fl.proc_argvs()
                         if argv[:1] == [exe] and "watchdog" not in argv and "--host" in argv
                         and argv[argv.index("--host") + 1:argv.index("--host") + 2] == [node]]
-        log("(r) round %d: %s lost after %.2f s, healed %.1f s later; provisionings: %s; agent %s -> %s" % (
-            i + 1, node, rd["lost_s"], delay, rd["outcomes"], rd["before"], rd["after"]))
+        log("(r) round %d: %s lost after %.2f s, %s; provisionings: %s; agent %s -> %s" % (
+            i + 1, node, rd["lost_s"], "agent continued after them" if delay is None else
+            "healed %.1f s later" % delay, rd["outcomes"], rd["before"], rd["after"]))
 
     def kept():
         bad = []
@@ -990,11 +1009,21 @@ def ns_heal_race_case(tap, ns):
         log(r)
 
     def raced():
-        ran = [rd for rd in rounds if any(o != "provisioning failed" for o in rd["outcomes"])]
+        ran = [rd for rd in rounds if rd["delay"] is not None
+               and any(o != "provisioning failed" for o in rd["outcomes"])]
         expect(ran, "in no round did a provisioning decided while the host was lost get through after the "
                "link healed: %s" % [(rd["node"], rd["outcomes"]) for rd in rounds])
-        return "%d of %d rounds" % (len(ran), len(rounds))
+        return "%d of %d link-down rounds" % (len(ran), sum(rd["delay"] is not None for rd in rounds))
     r = tap.case("(r) a provisioning decided while the host was lost got through after the heal", raced)
+    if r:
+        log(r)
+
+    def frozen():
+        rd = rounds[-1]
+        expect(rd["delay"] is None and rd["outcomes"][:1] == ["its agent runs"],
+               "provisionings of %s while its agent was stopped: %s" % (rd["node"], rd["outcomes"]))
+        return "%s: %s" % (rd["node"], rd["outcomes"])
+    r = tap.case("(r) an agent not heard from but running (SIGSTOP): the start script leaves it running", frozen)
     if r:
         log(r)
 
