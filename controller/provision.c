@@ -48,6 +48,8 @@ struct prov_job {
 	char *agent_path;
 	char *work_dir;
 	char *token;
+	/* The host's last_seen_ms when provisioning was decided. */
+	int64_t seen_ms;
 };
 
 /* The SHA-256 of the agent binary, computed once. */
@@ -456,7 +458,7 @@ static void start_script(const struct prov_job *j, const char *tmp_path,
 		       "cut -c1-64)\" = '%s' ] && "
 		       "tr '\\000' ' ' < /proc/$p/cmdline | "
 		       "grep -qF -- '--controller %s '; then "
-		       "rm -f '%s/token.new'; exit 0; fi; "
+		       "rm -f '%s/token.new'; echo kept; exit 0; fi; "
 		       "kill \"$p\"; sleep 0.2; fi; ",
 		       w, w, w, j->ctx->agent_sha256, j->ctx->cfg.advertise_url,
 		       w);
@@ -519,7 +521,40 @@ static void agent_remember(const struct prov_job *j)
 	buf_release(&p);
 }
 
-static int provision(const struct prov_job *j, struct buf *err)
+/*
+ * Whether the decision to start an agent on j's host still holds: the
+ * host is still without a live agent and its agent was not heard from
+ * since the decision. Checked again just before each run of the start
+ * script, as late as the controller can: connecting may take seconds, and
+ * a partition that heals meanwhile brings the old agent back, which must
+ * keep what it runs. What is left (the script's round trip) is covered by
+ * the script itself: it leaves an agent of this build, token and
+ * controller alone.
+ */
+static int still_wanted(const struct prov_job *j)
+{
+	struct ctrl_ctx *ctx = j->ctx;
+	struct ctrl_host *h;
+	int want;
+
+	pthread_mutex_lock(&ctx->hosts_lock);
+	h = ctrl_hosts_find(ctx, j->name);
+	want = h && !h->removed && (!h->registered || h->lost) &&
+	       h->last_seen_ms == j->seen_ms;
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	return want;
+}
+
+/* What provision() found instead of starting an agent. */
+#define PROV_HEARD 1 /* the agent was heard from since the decision */
+#define PROV_KEPT 2  /* the host runs an agent of this build and token */
+
+/*
+ * Starts the agent on j's host. Returns 0 or an error with err; *back is
+ * PROV_HEARD or PROV_KEPT when nothing was started because the host's
+ * agent is back, else 0.
+ */
+static int provision(const struct prov_job *j, int *back, struct buf *err)
 {
 	LIBSSH2_SESSION *s = NULL;
 	struct buf pub = BUF_INIT;
@@ -530,6 +565,7 @@ static int provision(const struct prov_job *j, struct buf *err)
 	int ret;
 	int fd = tcp_connect(j->address, j->port, err);
 
+	*back = 0;
 	if (fd < 0)
 		return ERR_IO;
 	s = libssh2_session_init();
@@ -563,6 +599,15 @@ static int provision(const struct prov_job *j, struct buf *err)
 		ret = ERR_AUTH;
 		goto out;
 	}
+	/*
+	 * The token's line on the script's stdin, the same in every path:
+	 * the script compares it byte for byte with the running agent's.
+	 */
+	(void)buf_addf(&tok, "%s\n", j->token);
+	if (!still_wanted(j)) {
+		*back = PROV_HEARD;
+		goto out;
+	}
 	known = agent_known(j);
 	if (!known) {
 		/*
@@ -585,13 +630,12 @@ static int provision(const struct prov_job *j, struct buf *err)
 		(void)buf_addf(&tmp, "%s.tmp.%s.%ld", j->agent_path, j->name,
 			       (long)time_mono_us());
 		start_script(j, tmp.data, 1, &cmd);
-		(void)buf_addf(&tok, "%s\n", j->token);
 		ret = run_cmd(s, cmd.data, tok.data, bfd, &out, &status, err);
 		close(bfd);
 		buf_release(&tmp);
 	} else {
 		start_script(j, NULL, 0, &cmd);
-		ret = run_cmd(s, cmd.data, j->token, -1, &out, &status, err);
+		ret = run_cmd(s, cmd.data, tok.data, -1, &out, &status, err);
 	}
 	if (!ret && (status == AGENT_MISSING || status == AGENT_OTHER)) {
 		/* Hosts may share a filesystem: each copies to its own temp
@@ -604,9 +648,19 @@ static int provision(const struct prov_job *j, struct buf *err)
 		(void)buf_addf(&tmp, "%s.tmp.%s.%ld", j->agent_path, j->name,
 			       (long)time_mono_us());
 		ret = copy_agent(s, j, tmp.data, err);
+		if (!ret && !still_wanted(j)) {
+			buf_reset(&cmd);
+			(void)buf_addf(&cmd, "rm -f '%s'", tmp.data);
+			(void)run_cmd(s, cmd.data, NULL, -1, NULL, &status,
+				      err);
+			buf_reset(err);
+			*back = PROV_HEARD;
+			buf_release(&tmp);
+			goto out;
+		}
 		if (!ret) {
 			start_script(j, tmp.data, 0, &cmd);
-			ret = run_cmd(s, cmd.data, j->token, -1, &out, &status,
+			ret = run_cmd(s, cmd.data, tok.data, -1, &out, &status,
 				      err);
 		}
 		buf_release(&tmp);
@@ -623,6 +677,8 @@ static int provision(const struct prov_job *j, struct buf *err)
 		ret = ERR_IO;
 	} else if (!ret) {
 		agent_remember(j);
+		if (out.len >= 4 && !memcmp(out.data, "kept", 4))
+			*back = PROV_KEPT;
 	}
 out:
 	buf_release(&tok);
@@ -654,7 +710,8 @@ static void *worker(void *arg)
 	struct ctrl_ctx *ctx = j->ctx;
 	struct buf err = BUF_INIT;
 	int64_t t0 = time_mono_ms();
-	int ret = provision(j, &err);
+	int back = 0;
+	int ret = provision(j, &back, &err);
 	struct ctrl_host *h;
 
 	pthread_mutex_lock(&ctx->hosts_lock);
@@ -674,8 +731,12 @@ static void *worker(void *arg)
 			 * again. */
 			h->prov_backoff_ms = 0;
 		}
+		/* An agent that is back and lost again is provisioned at
+		 * once. */
 		h->next_provision_ms =
 			time_mono_ms() + (ret ? h->prov_backoff_ms :
+					  back == PROV_HEARD ?
+						0 :
 						2 * ctx->cfg.host_deadline_ms);
 	}
 	ctx->prov_running--;
@@ -684,6 +745,14 @@ static void *worker(void *arg)
 	if (ret)
 		log_warn("host '%s': provisioning failed: %s", j->name,
 			 err.data);
+	else if (back == PROV_HEARD)
+		log_info("host '%s': its agent is back (heard from after "
+			 "provisioning was decided): nothing started",
+			 j->name);
+	else if (back == PROV_KEPT)
+		log_info("host '%s': its agent runs (this build, token and "
+			 "controller): left running",
+			 j->name);
 	else
 		log_info("host '%s': agent started over SSH (%lld ms)", j->name,
 			 (long long)(time_mono_ms() - t0));
@@ -704,8 +773,9 @@ void ctrl_provision_tick(struct ctrl_ctx *ctx)
 		pthread_t t;
 		pthread_attr_t attr;
 
-		if (!h->inventory || h->external || h->removed || h->prov_busy ||
-		    (h->registered && !h->lost) || now < h->next_provision_ms)
+		if (!h->inventory || h->external || h->removed ||
+		    h->prov_busy || (h->registered && !h->lost) ||
+		    now < h->next_provision_ms)
 			continue;
 		j = xcalloc(1, sizeof(*j));
 		j->ctx = ctx;
@@ -719,6 +789,10 @@ void ctrl_provision_tick(struct ctrl_ctx *ctx)
 		j->agent_path = xstrdup(h->agent_path);
 		j->work_dir = xstrdup(h->work_dir);
 		j->token = xstrdup(h->token);
+		j->seen_ms = h->last_seen_ms;
+		log_info("host '%s': provisioning: %s", h->name,
+			 h->registered ? "its agent is lost" :
+					 "no agent registered yet");
 		pthread_attr_init(&attr);
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 		if (pthread_create(&t, &attr, worker, j)) {

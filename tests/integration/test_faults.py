@@ -49,6 +49,13 @@ Network-namespace cluster (root only; scripts/cluster.sh up with a prefix,
       ranks are gone (self-fenced) while it is still partitioned
   (h) no spare (3-host job on 3 hosts): the job waits in Restarting, and
       Completes after `link-up`; the partitioned host's old ranks are gone
+  (r) the link heals while trainctld reprovisions the lost host: `link-up`
+      a fraction of a second after trainctld declared the host lost (and
+      decided to start an agent there over SSH, whose connection then
+      gets through), 3 rounds: the agent that came back is never replaced
+      (same PID and start time, no stop in its log, never a second one);
+      a 4th round freezes the agent (SIGSTOP) until a provisioning ran:
+      the start script itself leaves it running
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter:
     /usr/bin/python3 tests/integration/test_faults.py
@@ -889,20 +896,164 @@ def ns_partition_case(tap, ns, sm, case, label, count, spare):
         r = tap.case(job.title("waits in Restarting while partitioned, attempt 2 after link-up"), waited)
         if r:
             log(r)
-    # trainctld may restart the healed host's agent over SSH a moment after
-    # the old agent came back, killing what it runs (see the report): wait
-    # that out before the next case.
     ready = lambda hs: sum(h.get("state") == "ready" for h in hs) == ns.n_hosts
     ns.wait_hosts(ready, 30, "all hosts ready")
-    if spare:
-        time.sleep(5)
-        ns.wait_hosts(ready, 30, "all hosts ready")
+
+
+def agent_of(ns, node):
+    """(pid, start time in clock ticks) of node's agent, from its
+    agent.pid, or None when that process does not run."""
+    try:
+        with open(os.path.join(ns.state, "hosts", node, "work", "agent.pid")) as f:
+            pid = int(f.read().strip())
+        with open("/proc/%d/stat" % pid) as f:
+            st = f.read().rsplit(")", 1)[1].split()
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            argv = f.read().split(b"\0")
+    except (OSError, ValueError, IndexError):
+        return None
+    if st[0] == "Z" or not any(a.endswith(b"trainagent") for a in argv[:1]):
+        return None
+    return pid, int(st[19])
+
+
+def file_from(path, offset):
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def file_size(path):
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+# Seconds from "host lost" to link-up; None: the agent is frozen
+# (SIGSTOP) instead, and continued (SIGCONT) once the provisioning ran.
+HEAL_AFTER = (0.2, 0.5, 0.8, None)
+
+
+def ns_heal_race_case(tap, ns):
+    """(r): heal the link just after trainctld declared the host lost and
+    decided to provision it; the agent that comes back must keep running."""
+    ctl_log = os.path.join(ns.state, "controller", "trainctld.log")
+    ready = lambda hs: sum(h.get("state") == "ready" for h in hs) == ns.n_hosts
+    rounds = []
+    for i, delay in enumerate(HEAL_AFTER):
+        node = "node%d" % (i % ns.n_hosts + 1)
+        rd = {"node": node, "delay": delay}
+        rounds.append(rd)
+        ns.wait_hosts(ready, 30, "all hosts ready before round %d" % (i + 1))
+        agent_log = os.path.join(ns.state, "hosts", node, "work", "agent.log")
+        rd["before"] = agent_of(ns, node)
+        c_off, a_off = file_size(ctl_log), file_size(agent_log)
+        lost_re = re.compile(r"host '%s' lost: no heartbeat" % node)
+        done_re = re.compile(r"host '%s': (agent started over SSH|provisioning failed|its agent is back|its agent runs)"
+                             % node)
+        decided_re = re.compile(r"host '%s': provisioning: " % node)
+        if delay is None:
+            expect(rd["before"], "no agent on %s" % node)
+            os.kill(rd["before"][0], signal.SIGSTOP)
+        else:
+            ns.link(node, up=False)
+        try:
+            t = time.time()
+            while time.time() - t < 15 and not lost_re.search(file_from(ctl_log, c_off)):
+                time.sleep(0.02)
+            rd["lost_s"] = time.time() - t
+            if delay is None:
+                # The start script ran while the agent was not heard
+                # from: only the script's own check can keep it.
+                while time.time() - t < 20 and not done_re.search(file_from(ctl_log, c_off)):
+                    time.sleep(0.05)
+            else:
+                time.sleep(delay)
+        finally:
+            if delay is None:
+                os.kill(rd["before"][0], signal.SIGCONT)
+            else:
+                ns.link(node, up=True)
+        healed = time.time()
+        # Every provisioning of the host decided since link-down has
+        # ended (trainctld logs the decision and the outcome), the host
+        # is ready again.
+        while time.time() - healed < 20:
+            text = file_from(ctl_log, c_off)
+            n_dec, n_done = len(decided_re.findall(text)), len(done_re.findall(text))
+            try:
+                is_ready = ready(ns.hosts())
+            except Fail:
+                is_ready = False
+            if is_ready and n_dec and n_done >= n_dec:
+                break
+            if is_ready and not n_dec and time.time() - healed > 8:
+                break  # a trainctld that does not log its decisions
+            time.sleep(0.1)
+        # A kill would have come with the start script: give an agent
+        # restarted by it time to write its PID.
+        time.sleep(0.5)
+        text = file_from(ctl_log, c_off)
+        rd["outcomes"] = [m.group(1) for m in done_re.finditer(text)]
+        rd["after"] = agent_of(ns, node)
+        rd["stopped"] = [x for x in file_from(agent_log, a_off).splitlines()
+                         if "signal 15" in x or " exiting" in x or "trainagent 0" in x]
+        exe = os.path.join(ns.state, "trainagent")
+        rd["agents"] = [p for p, argv in fl.proc_argvs()
+                        if argv[:1] == [exe] and "watchdog" not in argv and "--host" in argv
+                        and argv[argv.index("--host") + 1:argv.index("--host") + 2] == [node]]
+        log("(r) round %d: %s lost after %.2f s, %s; provisionings: %s; agent %s -> %s" % (
+            i + 1, node, rd["lost_s"], "agent continued after them" if delay is None else
+            "healed %.1f s later" % delay, rd["outcomes"], rd["before"], rd["after"]))
+
+    def kept():
+        bad = []
+        for i, rd in enumerate(rounds):
+            if not rd["before"]:
+                bad.append("round %d: no agent on %s before link-down" % (i + 1, rd["node"]))
+            elif rd["after"] != rd["before"]:
+                bad.append("round %d: %s's agent (pid, start) %s replaced by %s after the link healed "
+                           "(provisionings: %s)" % (i + 1, rd["node"], rd["before"], rd["after"], rd["outcomes"]))
+            if rd["stopped"]:
+                bad.append("round %d: %s's agent log: %s" % (i + 1, rd["node"], rd["stopped"]))
+            if len(rd["agents"]) > 1:
+                bad.append("round %d: %d agents on %s: %s" % (i + 1, len(rd["agents"]), rd["node"], rd["agents"]))
+        expect(not bad, "\n".join(bad) + "\n" + ns.log_tail(10, grep="prov"))
+        return "%d rounds, each agent kept" % len(rounds)
+    r = tap.case("(r) the link heals while trainctld reprovisions the lost host: the agent that came back "
+                 "keeps running (same PID, not stopped, one agent)", kept)
+    if r:
+        log(r)
+
+    def raced():
+        ran = [rd for rd in rounds if rd["delay"] is not None
+               and any(o != "provisioning failed" for o in rd["outcomes"])]
+        expect(ran, "in no round did a provisioning decided while the host was lost get through after the "
+               "link healed: %s" % [(rd["node"], rd["outcomes"]) for rd in rounds])
+        return "%d of %d link-down rounds" % (len(ran), sum(rd["delay"] is not None for rd in rounds))
+    r = tap.case("(r) a provisioning decided while the host was lost got through after the heal", raced)
+    if r:
+        log(r)
+
+    def frozen():
+        rd = rounds[-1]
+        expect(rd["delay"] is None and rd["outcomes"][:1] == ["its agent runs"],
+               "provisionings of %s while its agent was stopped: %s" % (rd["node"], rd["outcomes"]))
+        return "%s: %s" % (rd["node"], rd["outcomes"])
+    r = tap.case("(r) an agent not heard from but running (SIGSTOP): the start script leaves it running", frozen)
+    if r:
+        log(r)
 
 
 def ns_cases(tap):
     reason = fl.ns_skip_reason()
-    names = ["(g) link-down of a host of a 2-host job with a spare", "(h) link-down without a spare"]
-    if not (wanted("g") or wanted("h")):
+    names = ["(g) link-down of a host of a 2-host job with a spare", "(h) link-down without a spare",
+             "(r) the link heals while trainctld reprovisions the lost host"]
+    if not (wanted("g") or wanted("h") or wanted("r")):
         return
     if reason:
         for n in names:
@@ -920,6 +1071,8 @@ def ns_cases(tap):
             ns_partition_case(tap, ns, sm, "g", "link-down of algo-2's host, 2-host job, spare host", 2, True)
         if wanted("h"):
             ns_partition_case(tap, ns, sm, "h", "link-down of algo-2's host, 3-host job, no spare", 3, False)
+        if wanted("r"):
+            ns_heal_race_case(tap, ns)
     except Exception as e:
         tap.ok(False, "the namespace-cluster cases ran to their end", "%s: %s\n%s\n%s" % (
             type(e).__name__, e, traceback.format_exc(), ns.log_tail(15)))

@@ -31,9 +31,17 @@ not_ok() {
 	[ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/# /'
 }
 
-# TRAINCTL_GPU_TEST_FORCE=1 runs it without a GPU (its plumbing only).
+# TRAINCTL_GPU_TEST_FORCE=1 runs it without a GPU (its plumbing only). A
+# host with /dev/nvidia0 has a GPU: there a driver that nvidia-smi cannot
+# reach is a failure, not a skip.
 if [ "${TRAINCTL_GPU_TEST_FORCE:-}" != 1 ] && { ! command -v nvidia-smi >/dev/null 2>&1 ||
 	! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; }; then
+	if [ -e /dev/nvidia0 ]; then
+		echo "1..1"
+		echo "not ok 1 - nvidia-smi -L lists the GPU of /dev/nvidia0"
+		nvidia-smi -L 2>&1 | sed 's/^/# /'
+		exit 1
+	fi
 	echo "1..0 # SKIP no NVIDIA GPU on this machine"
 	exit 0
 fi
