@@ -9,4 +9,12 @@
  */
 void xml_add_text(struct buf *b, const char *s);
 
+/*
+ * Whether the len bytes at p declare a document type or an entity
+ * ("<!DOCTYPE", "<!ENTITY"): S3's bodies never do, and one that does could
+ * expand its entities without bound, so it is refused before any parser
+ * sees it.
+ */
+int xml_declares_dtd(const char *p, size_t len);
+
 #endif

@@ -132,17 +132,6 @@ void s3x_elf(struct buf *b, const char *name, const char *fmt, ...)
  * keys; ETags, part numbers and version ids are far shorter. */
 #define S3X_TEXT_MAX 1024
 
-/* Whether the len bytes at p hold the string w. */
-static int has_bytes(const char *p, size_t len, const char *w)
-{
-	size_t wl = strlen(w), i;
-
-	for (i = 0; i + wl <= len; i++)
-		if (p[i] == w[0] && !memcmp(p + i, w, wl))
-			return 1;
-	return 0;
-}
-
 /*
  * Parses a request body. S3's bodies never carry a document type: one
  * with a DOCTYPE (an internal subset, entity declarations) is refused
@@ -156,8 +145,7 @@ static xmlDocPtr parse(const char *body, size_t len, struct buf *err)
 
 	if (!len || len > (size_t)16 * 1024 * 1024)
 		return NULL;
-	if (has_bytes(body, len, "<!DOCTYPE") ||
-	    has_bytes(body, len, "<!ENTITY")) {
+	if (xml_declares_dtd(body, len)) {
 		(void)buf_adds(err, "The XML you provided has a DOCTYPE or an "
 				    "entity declaration; S3 request bodies "
 				    "must not declare a document type.");

@@ -16,18 +16,8 @@
 #include "storage/stor_internal.h"
 #include "common/err.h"
 #include "common/xalloc.h"
+#include "common/xmltext.h"
 #include "common/banned.h"
-
-/* Whether the len bytes at p hold the string w. */
-static int has_bytes(const char *p, size_t len, const char *w)
-{
-	size_t wl = strlen(w), i;
-
-	for (i = 0; i + wl <= len; i++)
-		if (p[i] == w[0] && !memcmp(p + i, w, wl))
-			return 1;
-	return 0;
-}
 
 /*
  * S3's answers never declare a document type: one that does (an internal
@@ -38,8 +28,7 @@ static xmlDocPtr parse(const char *xml, size_t len)
 {
 	xmlDocPtr doc;
 
-	if (len > 64u * 1024 * 1024 || has_bytes(xml, len, "<!DOCTYPE") ||
-	    has_bytes(xml, len, "<!ENTITY"))
+	if (len > 64u * 1024 * 1024 || xml_declares_dtd(xml, len))
 		return NULL;
 	doc = xmlReadMemory(xml, (int)len, "s3.xml", NULL,
 			    XML_PARSE_NONET | XML_PARSE_NOERROR |
