@@ -43,59 +43,54 @@ static int blob_signs(const struct stor *s)
 	return !s->cfg.blob_token && s->cfg.access_key && s->cfg.secret_key;
 }
 
-static struct curl_slist *blob_headers(const struct stor *s)
+/*
+ * Appends "name: value" to *h. Returns 0, or -1 when out of memory: then
+ * the whole list is freed and *h is NULL.
+ */
+static int add_header(struct curl_slist **h, const char *name,
+		      const char *value)
 {
-	struct curl_slist *h = NULL, *n;
 	struct buf line = BUF_INIT;
+	struct curl_slist *n;
 
-	if (s->cfg.blob_token) {
-		(void)buf_addf(&line, "Authorization: Bearer %s",
-			       s->cfg.blob_token);
-		h = curl_slist_append(h, line.data);
-	}
-	if (s->cfg.job && h) {
-		buf_reset(&line);
-		(void)buf_addf(&line, "X-Trainctl-Job: %s", s->cfg.job);
-		n = curl_slist_append(h, line.data);
-		if (!n) {
-			curl_slist_free_all(h);
-			buf_release(&line);
-			return NULL;
-		}
-		h = n;
-	}
-	if (s->cfg.fence && h) {
-		buf_reset(&line);
-		(void)buf_addf(&line, "X-Trainctl-Fence: %s", s->cfg.fence);
-		n = curl_slist_append(h, line.data);
-		if (!n) {
-			curl_slist_free_all(h);
-			buf_release(&line);
-			return NULL;
-		}
-		h = n;
-	}
-	if (blob_signs(s)) {
-		n = curl_slist_append(h,
-				      "x-amz-content-sha256: UNSIGNED-PAYLOAD");
-		if (n && s->cfg.session_token) {
-			h = n;
-			(void)buf_addf(&line, "x-amz-security-token: %s",
-				       s->cfg.session_token);
-			n = curl_slist_append(h, line.data);
-		}
-		buf_release(&line);
-		if (!n)
-			curl_slist_free_all(h);
-		return n;
-	}
-	n = curl_slist_append(h, "Expect:");
+	(void)buf_addf(&line, "%s%s%s", name, value ? " " : "",
+		       value ? value : "");
+	n = curl_slist_append(*h, line.data);
 	buf_release(&line);
 	if (!n) {
-		curl_slist_free_all(h);
-		return NULL;
+		curl_slist_free_all(*h);
+		*h = NULL;
+		return -1;
 	}
-	return n;
+	*h = n;
+	return 0;
+}
+
+static struct curl_slist *blob_headers(const struct stor *s)
+{
+	struct curl_slist *h = NULL;
+
+	if (s->cfg.blob_token) {
+		struct buf bearer = BUF_INIT;
+		int ret;
+
+		(void)buf_addf(&bearer, "Bearer %s", s->cfg.blob_token);
+		ret = add_header(&h, "Authorization:", bearer.data);
+		buf_release(&bearer);
+		if (ret ||
+		    (s->cfg.job &&
+		     add_header(&h, "X-Trainctl-Job:", s->cfg.job)) ||
+		    (s->cfg.fence &&
+		     add_header(&h, "X-Trainctl-Fence:", s->cfg.fence)))
+			return NULL;
+	}
+	if (!blob_signs(s))
+		return add_header(&h, "Expect:", NULL) ? NULL : h;
+	if (add_header(&h, "x-amz-content-sha256:", "UNSIGNED-PAYLOAD") ||
+	    (s->cfg.session_token &&
+	     add_header(&h, "x-amz-security-token:", s->cfg.session_token)))
+		return NULL;
+	return h;
 }
 
 static int blob_error(const struct stor_http_resp *resp, const char *what,
