@@ -13,6 +13,7 @@
 #include "controller/jobrt.h"
 #include "controller/rendezvous.h"
 #include "controller/route.h"
+#include "db/db.h"
 #include "common/bug.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -234,7 +235,8 @@ void ctrl_rdzv_forget(struct ctrl_ctx *ctx, const char *job, const char *uid,
 	if (!r)
 		return;
 	pthread_mutex_lock(&ctx->hosts_lock);
-	drop_old(r, job, 0);
+	/* Up to attempt: the next one may already have stored values. */
+	drop_old(r, job, attempt + 1);
 	x = find_ended(r, job, uid);
 	if (!x) {
 		x = xcalloc(1, sizeof(*x));
@@ -397,7 +399,30 @@ static int authorized(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	return rt && !CRYPTO_memcmp(h + 7, want, 64);
 }
 
-/* Splits "/v1/rendezvous/<job>/<attempt>/<key>". */
+/*
+ * Whether attempt is the job's current one and the job still runs, as
+ * the store says: the memory of ended attempts is bounded and gone after
+ * a restart, the store is not, so an old attempt's token never stores
+ * values nothing would free.
+ */
+static int attempt_current(struct ctrl_ctx *ctx, const char *job,
+			   const char *uid, int attempt)
+{
+	struct db_job j;
+	struct buf err = BUF_INIT;
+	int ok;
+
+	if (db_job_get(ctx->db, job, &j, &err)) {
+		buf_release(&err);
+		return 0;
+	}
+	ok = j.attempt == attempt && !strcmp(j.status, "InProgress") &&
+	     (!j.uid || !strcmp(j.uid, uid));
+	db_job_release(&j);
+	buf_release(&err);
+	return ok;
+}
+
 /* A rendezvous key named by the path /v1/rendezvous/<job>/<attempt>/<key>. */
 struct rdzv_key {
 	char job[64];
@@ -579,6 +604,11 @@ ctrl_rdzv_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	if (i == sizeof(rdzv_methods) / sizeof(rdzv_methods[0])) {
 		ctrl_reply_err(resp, CTRL_E_RDZV_METHOD,
 			       "use GET or PUT on rendezvous keys");
+		return CTRL_ROUTE_DONE;
+	}
+	if (!attempt_current(ctx, k.job, uid, k.attempt)) {
+		ctrl_reply_err(resp, CTRL_E_CONFLICT,
+			       "this attempt of the job has ended");
 		return CTRL_ROUTE_DONE;
 	}
 	pthread_mutex_lock(&ctx->hosts_lock);

@@ -249,6 +249,7 @@ def case_rendezvous(tap, d, admin, outdir, script):
                "rdzv-total-bytes 2097152\n" in r.stdout, "budgets given: exit %d %r %r" % (
                    r.returncode, r.stdout[-600:], r.stderr[-300:]))
     tap.case("(7) the budgets are set by flags; an attempt's must be below the store's", config)
+    return a
 
 
 def source_ok():
@@ -453,6 +454,17 @@ def main():
         sc.DAEMON = real
     if not tap.ok(err is None, "trainctld with an admin and two user keys and --agent-listen starts", err):
         sys.exit(tap.finish())
+    d.want_port = d.port
+
+    def restart():
+        rc, killed = d.stop(timeout=20)
+        expect(rc == 0 and not killed, "exit %r on SIGTERM\n%s" % (rc, d.log_tail()))
+        sc.DAEMON = wrapper
+        try:
+            err = d.start()
+        finally:
+            sc.DAEMON = real
+        expect(err is None, "trainctld does not start again: %s" % err)
     try:
         deadline = time.time() + 30
         while time.time() < deadline:
@@ -462,9 +474,16 @@ def main():
             time.sleep(0.1)
         admin = sc.make_client(d.endpoint, key=KEYS["admin"][0], secret=KEYS["admin"][1])
         tap.log_hint = d.log_tail
-        case_rendezvous(tap, d, admin, outdir, script)
+        ended = case_rendezvous(tap, d, admin, outdir, script)
         case_flood(tap, d, KEYS["admin"])
         case_existence(tap, d, KEYS["alice"], KEYS["bob"])
+
+        def after_restart():
+            expect(ended is not None, "no rank of the stopped job to ask with")
+            restart()
+            st, body = ended.put("after-restart", b"z" * BIG)
+            expect(st == 409, "PUT with an ended attempt's token after a restart: %s %r" % (st, body[:300]))
+        tap.case("(7) after a restart too, an ended attempt's token stores nothing", after_restart)
         try:
             admin.stop_training_job(TrainingJobName="lim-rdzv-b")
         except Exception:
