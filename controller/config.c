@@ -536,10 +536,13 @@ void ctrl_config_fill_defaults(struct ctrl_config *cfg)
 		cfg->rdzv_total_bytes = CTRL_RDZV_TOTAL_BYTES;
 	/* On loopback every client shares one address (and may take any
 	 * other of 127/8): a limit per address would only hold back the
-	 * many connections of local agents and benchmarks. */
-	if (cfg->per_client_conns < 0)
-		cfg->per_client_conns =
-			ctrl_listen_is_loopback(cfg->listen) ? 0 : 64;
+	 * many connections of local agents and benchmarks. Without an
+	 * agent listener, a host's agent and ranks (long-polls, parallel
+	 * part transfers) share the API's, so its limit leaves them room. */
+	if (cfg->per_client_conns < 0 && ctrl_listen_is_loopback(cfg->listen))
+		cfg->per_client_conns = 0;
+	else if (cfg->per_client_conns < 0)
+		cfg->per_client_conns = cfg->agent_listen ? 64 : 256;
 	if (cfg->agent_per_client_conns < 0)
 		cfg->agent_per_client_conns = 1024;
 	if (cfg->header_timeout_s < 0)

@@ -78,11 +78,14 @@ static void *agent_uri_logger(void *cls, const char *uri,
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		      enum MHD_RequestTerminationCode toe)
 {
+	struct ctrl_ctx *ctx = cls;
 	struct request *req = *con_cls;
 
-	(void)cls;
-	(void)c;
 	(void)toe;
+	/* The next request on a kept-alive connection has the short
+	 * header timeout again, or one slow client could hold it. */
+	(void)MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
+					(unsigned)ctx->cfg.header_timeout_s);
 	if (!req)
 		return;
 	if (req->sink_fd >= 0) {
@@ -1170,8 +1173,9 @@ static enum start start_request(struct ctrl_ctx *ctx,
 
 	req->started = 1;
 	/*
-	 * Its headers are in: from now on the connection may idle as long
-	 * as any (the short --header-timeout holds only until here).
+	 * Its headers are in: until it is answered the connection may idle
+	 * as long as any (a long-poll, a slow upload); the short
+	 * --header-timeout holds until here and again after the answer.
 	 */
 	(void)MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
 					(unsigned)IDLE_TIMEOUT_S);
