@@ -135,8 +135,10 @@ void s3x_elf(struct buf *b, const char *name, const char *fmt, ...)
 /*
  * Parses a request body. S3's bodies never carry a document type: one
  * with a DOCTYPE (an internal subset, entity declarations) is refused
- * before libxml2 sees it, and again after parsing in case an encoding
- * other than UTF-8 hid it from the scan, so no entity is ever expanded.
+ * before libxml2 sees it. The body is read as UTF-8 whatever it declares
+ * (S3's bodies are), so no other encoding can hide a DOCTYPE from that
+ * scan; the check after parsing stays as a second guard. So no entity is
+ * ever expanded.
  * Returns NULL with err saying why.
  */
 static xmlDocPtr parse(const char *body, size_t len, struct buf *err)
@@ -151,9 +153,10 @@ static xmlDocPtr parse(const char *body, size_t len, struct buf *err)
 				    "must not declare a document type.");
 		return NULL;
 	}
-	doc = xmlReadMemory(body, (int)len, "body.xml", NULL,
+	doc = xmlReadMemory(body, (int)len, "body.xml", "UTF-8",
 			    XML_PARSE_NONET | XML_PARSE_NOBLANKS |
-				    XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+				    XML_PARSE_NOERROR | XML_PARSE_NOWARNING |
+				    XML_PARSE_IGNORE_ENC);
 	if (doc && (doc->intSubset || doc->extSubset)) {
 		xmlFreeDoc(doc);
 		(void)buf_adds(err, "The XML you provided has a DOCTYPE; S3 "

@@ -21,8 +21,9 @@
 
 /*
  * S3's answers never declare a document type: one that does (an internal
- * subset whose entities could expand without bound) is not parsed, and a
- * DOCTYPE hidden from the scan by another encoding is dropped after.
+ * subset whose entities could expand without bound) is not parsed; the
+ * answer is read as UTF-8 whatever it declares, so no other encoding can
+ * hide one from the scan, and the check after parsing stays as a guard.
  */
 static xmlDocPtr parse(const char *xml, size_t len)
 {
@@ -30,9 +31,9 @@ static xmlDocPtr parse(const char *xml, size_t len)
 
 	if (len > 64u * 1024 * 1024 || xml_declares_dtd(xml, len))
 		return NULL;
-	doc = xmlReadMemory(xml, (int)len, "s3.xml", NULL,
+	doc = xmlReadMemory(xml, (int)len, "s3.xml", "UTF-8",
 			    XML_PARSE_NONET | XML_PARSE_NOERROR |
-				    XML_PARSE_NOWARNING);
+				    XML_PARSE_NOWARNING | XML_PARSE_IGNORE_ENC);
 	if (doc && (doc->intSubset || doc->extSubset)) {
 		xmlFreeDoc(doc);
 		return NULL;

@@ -270,6 +270,14 @@ def case_entities(d):
     refused(r, 400, "MalformedXML", "DOCTYPE")
     expect(content(alice, "alice/ent") is None, "the upload was completed")
     expect(grew < 50 * 1024, "trainctld grew by %d KB" % grew)
+    # The same DOCTYPE in UTF-7 ("+ADw-" is "<"), which a byte scan alone
+    # does not see: the body is read as UTF-8 whatever it declares.
+    utf7 = ('<?xml version="1.0" encoding="UTF-7"?>+ADw-!DOCTYPE Delete +AFs-+ADw-!ENTITY e '
+            '+ACI-%s+ACI-+AD4-+AF0-+AD4-+ADw-Delete+AD4-+ADw-Object+AD4-+ADw-Key+AD4-alice/keep%s'
+            '+ADw-/Key+AD4-+ADw-/Object+AD4-+ADw-/Delete+AD4-' % ("A" * 50000, "&e;" * 2000)).encode()
+    r = signed(d, "POST", "/%s?delete" % BUCKET, "alice", utf7, headers={"Content-MD5": md5_header(utf7)})
+    refused(r, 400, "MalformedXML", "")
+    expect(content(alice, "alice/keep") == b"keep me", "a UTF-7 DeleteObjects deleted alice/keep")
     # An over-long key in the body.
     body = ('<Delete><Object><Key>alice/%s</Key></Object></Delete>' % ("k" * 2000)).encode()
     r = signed(d, "POST", "/%s?delete" % BUCKET, "alice", body, headers={"Content-MD5": md5_header(body)})
