@@ -1136,7 +1136,11 @@ static int browser_read(const struct ctrl_s3 *s)
 	       (dest && strcasecmp(dest, "empty"));
 }
 
-/* Replaces every header called name with one name: value. */
+/*
+ * Replaces every header called name with one name: value. It always goes
+ * out: when the answer already holds CTRL_S3_MAX_HEADERS headers (many
+ * stored x-amz-meta-*), the last of them makes room.
+ */
 static void set_header(struct ctrl_s3_reply *r, const char *name,
 		       const char *value)
 {
@@ -1153,6 +1157,11 @@ static void set_header(struct ctrl_s3_reply *r, const char *name,
 		j++;
 	}
 	r->n_headers = j;
+	if (r->n_headers == CTRL_S3_MAX_HEADERS) {
+		r->n_headers--;
+		free(r->name[r->n_headers]);
+		free(r->value[r->n_headers]);
+	}
 	s3_reply_header(r, name, value);
 }
 

@@ -685,6 +685,10 @@ void s3_op_create_upload(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 				     FS_WRITE_SYNC, &err)) {
 		s3_fail(s, "InternalError", 500, "cannot start an upload: %s",
 			err.data ? err.data : "no memory");
+		/* No half-made upload counts against the key's cap. */
+		p.len -= strlen("/upload.json");
+		p.data[p.len] = '\0';
+		(void)rmdir(p.data);
 		goto out;
 	}
 	r->status = 200;
