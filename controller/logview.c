@@ -9,12 +9,13 @@
  *
  * A search runs on an I/O worker (controller/iopool.h) with its
  * connection suspended, never on an HTTP thread, and at most SEARCH_SLOTS
- * at once (more are answered 429 at once): the threads that answer
- * agents' heartbeats are never the ones scanning. Each search stops at
- * SEARCH_MS, when the client has gone, when the controller stops, or
- * when its regex hit the matcher's bounds (common/bregex.h: 20,000 steps
- * from each start position, the first SEARCH_SUBJECT_MAX bytes of a
- * line) on SEARCH_LIMIT_HITS lines; what it found by then is answered with
+ * at once, SEARCH_SLOTS_OWNER of them on the jobs of one owner (more are
+ * answered 429 at once): the threads that answer agents' heartbeats are
+ * never the ones scanning, and one user cannot keep every other out. Each
+ * search stops at SEARCH_MS, when the client has gone, when the controller
+ * stops, or when its regex hit the matcher's bounds (common/bregex.h: 20,000
+ * steps from each start position, the first SEARCH_SUBJECT_MAX bytes of a line)
+ * on SEARCH_LIMIT_HITS lines; what it found by then is answered with
  * "truncated": true (a regex that only hit the bounds is refused, 400).
  */
 #include <errno.h>
@@ -52,6 +53,7 @@
 #define LINE_MAX_BYTES (64 << 10)
 #define QUERY_MAX 256
 #define SEARCH_SLOTS 4
+#define SEARCH_SLOTS_OWNER 2
 #define SEARCH_MS 10000
 #define SEARCH_SUBJECT_MAX (4 << 10)
 #define SEARCH_LIMIT_HITS 20
@@ -505,6 +507,7 @@ static int failing_rank(struct ctrl_ctx *ctx, const char *job, char *algo,
 struct ctrl_logsearch {
 	struct ctrl_ctx *ctx;
 	char *job;
+	char *owner; /* of the job, holding one of its SEARCH_SLOTS_OWNER */
 	char *text;
 	char *host;
 	int first_error;
@@ -515,13 +518,68 @@ struct ctrl_logsearch {
 	int done;
 };
 
+/* The searches running on each owner's jobs (at most SEARCH_SLOTS). */
+static pthread_mutex_t owners_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	char *owner;
+	int n;
+} owners[SEARCH_SLOTS];
+
+/* Takes one of owner's places; 0, or -1 when it holds them all. */
+static int owner_take(const char *owner)
+{
+	int i, free_at = -1, ret = -1;
+
+	pthread_mutex_lock(&owners_lock);
+	for (i = 0; i < SEARCH_SLOTS; i++) {
+		if (owners[i].owner && !strcmp(owners[i].owner, owner))
+			break;
+		if (!owners[i].owner && free_at < 0)
+			free_at = i;
+	}
+	if (i == SEARCH_SLOTS && free_at >= 0) {
+		i = free_at;
+		owners[i].owner = xstrdup(owner);
+	}
+	if (i < SEARCH_SLOTS && owners[i].n < SEARCH_SLOTS_OWNER) {
+		owners[i].n++;
+		ret = 0;
+	}
+	pthread_mutex_unlock(&owners_lock);
+	return ret;
+}
+
+static void owner_put(const char *owner)
+{
+	int i;
+
+	pthread_mutex_lock(&owners_lock);
+	for (i = 0; i < SEARCH_SLOTS; i++)
+		if (owners[i].owner && !strcmp(owners[i].owner, owner) &&
+		    !--owners[i].n) {
+			free(owners[i].owner);
+			owners[i].owner = NULL;
+		}
+	pthread_mutex_unlock(&owners_lock);
+}
+
+/* Gives back the search's places, once. */
+static void slot_put(struct ctrl_logsearch *s)
+{
+	if (!s->slot)
+		return;
+	__atomic_sub_fetch(&s->ctx->logsearch_running, 1, __ATOMIC_RELAXED);
+	if (s->owner)
+		owner_put(s->owner);
+	s->slot = 0;
+}
+
 void ctrl_logsearch_free(struct ctrl_logsearch *s)
 {
 	if (!s)
 		return;
-	if (s->slot)
-		__atomic_sub_fetch(&s->ctx->logsearch_running, 1,
-				   __ATOMIC_RELAXED);
+	slot_put(s);
+	free(s->owner);
 	bregex_free(s->q.re);
 	buf_release(&s->resp.body);
 	free(s->job);
@@ -607,11 +665,7 @@ out:
 	buf_release(&err);
 	buf_release(&out);
 	/* The slot is free once the scan is: the answer is only sent. */
-	if (s->slot) {
-		__atomic_sub_fetch(&ctx->logsearch_running, 1,
-				   __ATOMIC_RELAXED);
-		s->slot = 0;
-	}
+	slot_put(s);
 	s->done = 1;
 }
 
@@ -701,6 +755,18 @@ enum ctrl_route_result ctrl_logview_search(struct ctrl_ctx *ctx,
 		goto done;
 	}
 	s->slot = 1;
+	(void)db_job_owner(ctx->db, job, &s->owner, &err);
+	if (!s->owner)
+		s->owner = xstrdup("");
+	if (owner_take(s->owner)) {
+		free(s->owner);
+		s->owner = NULL;
+		ctrl_reply_error(resp, 429, "ThrottlingException",
+				 "this user's jobs already have their share "
+				 "of log searches running; try again in a "
+				 "few seconds");
+		goto done;
+	}
 	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	s->ctl.ctx = ctx;
 	s->ctl.fd = ci ? ci->connect_fd : -1;
