@@ -97,7 +97,8 @@ static const struct cli_cmd commands[] = {
 	  "cluster up --hosts N [--prefix P] [--port PORT] [--instance-type T] "
 	  "[--registry [PORT]] "
 	  "[-- TRAINCTLD-ARGS]\n"
-	  "           | cluster down [--prefix P] | cluster status | cluster env "
+	  "           | cluster down [--prefix P] [--force] | cluster status "
+	  "| cluster env "
 	  "| cluster exec HOST CMD...",
 	  "a test cluster of N hosts on this machine (root) and a controller "
 	  "for it" },
