@@ -142,9 +142,9 @@ static void object_uri(const struct stor_uri *u, const char *key,
  * The channel's objects, in order: an S3Prefix's keys in byte order, a
  * ManifestFile's in its order. sizes[i] is -1 when not listed.
  */
-static int pipe_objects(struct stor *st, const struct api_channel *c,
-			struct agent_strv *uris, int64_t **sizes,
-			struct buf *err)
+static int pipe_objects(struct stor *st, const struct api_assignment *s,
+			const struct api_channel *c, struct agent_strv *uris,
+			int64_t **sizes, struct buf *err)
 {
 	struct stor_list l = STOR_LIST_INIT;
 	struct stor_uri u;
@@ -156,6 +156,9 @@ static int pipe_objects(struct stor *st, const struct api_channel *c,
 	int ret;
 
 	*sizes = NULL;
+	ret = agent_channel_uri_check(s, c, c->s3_uri, err);
+	if (ret)
+		return ret;
 	if (c->s3_data_type && !strcmp(c->s3_data_type, "ManifestFile")) {
 		ret = stor_get_stream(st, c->s3_uri, collect_manifest, &text,
 				      NULL, err);
@@ -175,6 +178,9 @@ static int pipe_objects(struct stor *st, const struct api_channel *c,
 				       plen && prefix[plen - 1] == '/' ? "" :
 									 "/",
 				       keys[i]);
+			ret = agent_manifest_uri_check(s, c, uri.data, err);
+			if (ret)
+				goto out;
 			(*sizes)[uris->n] = -1;
 			agent_strv_push(uris, uri.data);
 		}
@@ -260,7 +266,7 @@ int agent_pipe_stage(struct stor *st, const struct api_assignment *s,
 			       c->name, c->s3_data_type);
 		return ERR_INVALID;
 	}
-	ret = pipe_objects(st, c, &uris, &sizes, err);
+	ret = pipe_objects(st, s, c, &uris, &sizes, err);
 	if (!ret) {
 		pick = xcalloc(uris.n, sizeof(*pick));
 		m = epoch_pick(s, c, uris.n, 0, pick);
@@ -481,7 +487,7 @@ static int channel_main(struct pipe_job *pj, const struct api_channel *c,
 	agent_stor_config(pj->ctx, s, &cfg);
 	ret = stor_open(&cfg, &st, &err);
 	if (!ret)
-		ret = pipe_objects(st, c, &uris, &sizes, &err);
+		ret = pipe_objects(st, s, c, &uris, &sizes, &err);
 	if (!ret)
 		pick = xcalloc(uris.n, sizeof(*pick));
 	for (epoch = 0; !ret; epoch++) {

@@ -298,6 +298,9 @@ static int stage_manifest(struct stor *st, const struct api_assignment *s,
 		(void)buf_addf(&uri, "%s%s%s", prefix,
 			       plen && prefix[plen - 1] == '/' ? "" : "/",
 			       keys[i]);
+		ret = agent_manifest_uri_check(s, c, uri.data, err);
+		if (ret)
+			goto out;
 		(void)buf_addf(&local, "%s/%s", dest, keys[i]);
 		if (mkdir_parent(local.data)) {
 			(void)buf_addf(err,
@@ -335,6 +338,9 @@ static int stage_channel(struct stor *st, const struct api_assignment *s,
 		(void)buf_addf(err, "channel '%s' has no URI", c->name);
 		return ERR_INVALID;
 	}
+	ret = agent_channel_uri_check(s, c, c->s3_uri, err);
+	if (ret)
+		return ret;
 	/* FastFile arrives as File: downloaded like it. */
 	if (agent_channel_is_pipe(c))
 		return agent_pipe_stage(st, s, c, dir, fd, err);
@@ -351,6 +357,20 @@ static int stage_channel(struct stor *st, const struct api_assignment *s,
 	return ret;
 }
 
+/* A URI of the assignment that is not a channel's, before it is fetched. */
+static int check_uri(const struct api_assignment *s, const char *what,
+		     const char *uri, struct buf *err)
+{
+	struct buf why = BUF_INIT;
+	int ret = agent_uri_allowed(s, uri, &why);
+
+	if (ret)
+		(void)buf_addf(err, "%s: refusing %.300s: %s", what, uri,
+			       why.data);
+	buf_release(&why);
+	return ret ? ERR_INVALID : 0;
+}
+
 static int stage_code(struct stor *st, const struct api_assignment *s,
 		      const char *dir, int fd, struct buf *err)
 {
@@ -359,7 +379,9 @@ static int stage_code(struct stor *st, const struct api_assignment *s,
 
 	(void)buf_addf(&tmp, "%s/.trainagent/scratch/sourcedir.tar.gz", dir);
 	(void)buf_addf(&code, "%s/code", dir);
-	ret = stor_get(st, s->submit_directory, tmp.data, NULL, err);
+	ret = check_uri(s, "code", s->submit_directory, err);
+	if (!ret)
+		ret = stor_get(st, s->submit_directory, tmp.data, NULL, err);
 	if (!ret)
 		ret = stor_archive_unpack(tmp.data, code.data, NULL, err);
 	if (!ret)
@@ -431,7 +453,12 @@ static int stage_main(void *arg, int fd)
 		ckpt = agent_jobdir_checkpoint_path(dir,
 						    s->checkpoint_local_path);
 		memset(&stats, 0, sizeof(stats));
-		ret = fs_mkdir_p(ckpt, 0755, NULL);
+		ret = check_uri(s, "checkpoint", s->checkpoint_s3_uri, &err);
+		if (!ret && fs_mkdir_p(ckpt, 0755, NULL)) {
+			(void)buf_addf(&err, "cannot create %s: %s", ckpt,
+				       strerror(errno));
+			ret = ERR_IO;
+		}
 		if (!ret)
 			ret = stor_get_prefix(st, s->checkpoint_s3_uri, ckpt,
 					      &stats, &err);

@@ -627,6 +627,8 @@ void api_assignment_release(struct api_assignment *a)
 	free(a->rdzv_url);
 	free(a->rdzv_token);
 	free(a->mpi_options);
+	free_list(a->loc_s3_prefixes);
+	free_list(a->loc_file_roots);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -964,6 +966,47 @@ static int parse_storage(const json_t *o, const char *where,
 	return ret;
 }
 
+/* One list of "locations": null (any) or an array of strings. */
+static int parse_location_list(const json_t *sub, const char *m,
+			       const char *key, int *any, char ***out,
+			       size_t *n, struct buf *err)
+{
+	const json_t *v = json_object_get(sub, key);
+
+	*any = v && json_is_null(v);
+	if (*any)
+		return 0;
+	return get_str_list(sub, m, key, 0, API_PROTO_MAX_LIST, out, n, err);
+}
+
+/* The optional "locations" object: absent from an older controller. */
+static int parse_locations(const json_t *o, const char *where,
+			   struct api_assignment *a, struct buf *err)
+{
+	const json_t *sub;
+	char m[256];
+	size_t i;
+	int ret;
+
+	ret = get_object(o, where, "locations", OPT, &sub, err);
+	if (ret || !sub)
+		return ret;
+	a->has_locations = 1;
+	member(m, sizeof(m), where, "locations");
+	ret = parse_location_list(sub, m, "s3_prefixes", &a->loc_s3_any,
+				  &a->loc_s3_prefixes, &a->n_loc_s3_prefixes,
+				  err);
+	ret = ret ? ret :
+		    parse_location_list(sub, m, "file_roots", &a->loc_file_any,
+					&a->loc_file_roots,
+					&a->n_loc_file_roots, err);
+	for (i = 0; !ret && i < a->n_loc_file_roots; i++)
+		if (a->loc_file_roots[i][0] != '/')
+			ret = bad(err, m, "file_roots",
+				  "must hold absolute folders");
+	return ret;
+}
+
 /* The "rendezvous" object. */
 static int parse_rendezvous(const json_t *o, const char *where,
 			    struct api_assignment *a, struct buf *err)
@@ -1012,6 +1055,7 @@ static int parse_assignment(const json_t *o, const char *where,
 				 &a->tensorboard_s3_uri,
 				 &a->tensorboard_local_path, err);
 	ret = ret ? ret : parse_storage(o, where, a, err);
+	ret = ret ? ret : parse_locations(o, where, a, err);
 	ret = ret ? ret : parse_rendezvous(o, where, a, err);
 	ret = ret ? ret :
 		    get_intv(o, where, "processes_per_host", 1,
@@ -1311,6 +1355,18 @@ static json_t *assignment_json(struct jb *b, const struct api_assignment *a)
 	put(b, sub, "blob_url", jstr(b, a->blob_url));
 	put(b, sub, "local_root", jstr(b, a->local_root));
 	put(b, o, "storage", sub);
+	if (a->has_locations) {
+		sub = jobj(b);
+		put(b, sub, "s3_prefixes",
+		    a->loc_s3_any ?
+			    json_null() :
+			    jlist(b, a->loc_s3_prefixes, a->n_loc_s3_prefixes));
+		put(b, sub, "file_roots",
+		    a->loc_file_any ?
+			    json_null() :
+			    jlist(b, a->loc_file_roots, a->n_loc_file_roots));
+		put(b, o, "locations", sub);
+	}
 	sub = jobj(b);
 	put(b, sub, "master_addr", jstr(b, a->master_addr));
 	put(b, sub, "master_port", jint(b, a->master_port));

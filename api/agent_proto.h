@@ -126,6 +126,21 @@ struct api_assignment {
 	 * (docs/security.md); absent on the wire: false.
 	 */
 	int network_isolation;
+	/*
+	 * "locations": what the job's owner may name (docs/security.md);
+	 * the agent checks every URI it stages against them, a manifest's
+	 * objects included. has_locations 0 (absent on the wire: an older
+	 * controller): every location. Else loc_s3_any (null on the wire)
+	 * or only "bucket/key" starting with one of loc_s3_prefixes;
+	 * loc_file_any (null) or only paths under one of loc_file_roots.
+	 */
+	int has_locations;
+	int loc_s3_any;
+	char **loc_s3_prefixes; /* NULL-terminated */
+	size_t n_loc_s3_prefixes;
+	int loc_file_any;
+	char **loc_file_roots; /* NULL-terminated, absolute folders */
+	size_t n_loc_file_roots;
 };
 
 /* The desired state of one host. */

@@ -268,18 +268,22 @@ static int cred_prefixes(struct cred_parse *p, struct api_credential *cur,
 	return 1;
 }
 
-int api_credential_s3_allowed(const struct api_credential *c,
-			      const char *bucket_key)
+int api_s3_prefixes_allow(char *const *prefixes, size_t n,
+			  const char *bucket_key)
 {
 	size_t i;
 
-	if (c->admin)
-		return 1;
-	for (i = 0; i < c->n_s3_prefixes; i++)
-		if (!strncmp(bucket_key, c->s3_prefixes[i],
-			     strlen(c->s3_prefixes[i])))
+	for (i = 0; i < n; i++)
+		if (!strncmp(bucket_key, prefixes[i], strlen(prefixes[i])))
 			return 1;
 	return 0;
+}
+
+int api_credential_s3_allowed(const struct api_credential *c,
+			      const char *bucket_key)
+{
+	return c->admin || api_s3_prefixes_allow(c->s3_prefixes,
+						 c->n_s3_prefixes, bucket_key);
 }
 
 /* trainctl_user / trainctl_role of the profile being read. */

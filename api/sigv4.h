@@ -50,6 +50,15 @@ struct api_credential {
 	size_t n_s3_prefixes;
 };
 
+/*
+ * Whether "bucket/key" (a listing: "bucket/prefix") starts with one of the
+ * n trainctl_s3_prefixes entries prefixes (each "bucket/" or
+ * "bucket/prefix", compared as bytes). Shared by the controller's checks
+ * and the agent's check of the locations an assignment allows.
+ */
+int api_s3_prefixes_allow(char *const *prefixes, size_t n,
+			  const char *bucket_key);
+
 /* Whether c may name "bucket/key" (a listing: "bucket/prefix"). */
 int api_credential_s3_allowed(const struct api_credential *c,
 			      const char *bucket_key);

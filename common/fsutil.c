@@ -3,12 +3,14 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/err.h"
 #include "common/fsutil.h"
+#include "common/xalloc.h"
 #include "common/banned.h"
 
 static int io_error(struct buf *err, const char *what, const char *path)
@@ -127,4 +129,53 @@ int fs_remove_tree(const char *dir)
 	    errno != ENOENT)
 		return ERR_IO;
 	return 0;
+}
+
+char *fs_resolve_existing(const char *path)
+{
+	struct buf head = BUF_INIT;
+	struct buf out = BUF_INIT;
+	char *real;
+	char *slash;
+	size_t kept;
+
+	(void)buf_adds(&head, path);
+	for (;;) {
+		real = realpath(head.data, NULL);
+		if (real || (errno != ENOENT && errno != ENOTDIR))
+			break;
+		slash = strrchr(head.data, '/');
+		if (!slash || slash == head.data) {
+			head.len = 0;
+			real = xstrdup("/");
+			break;
+		}
+		*slash = '\0';
+		head.len = (size_t)(slash - head.data);
+	}
+	kept = head.len;
+	buf_release(&head);
+	if (!real)
+		return NULL;
+	(void)buf_addf(&out, "%s%s", strcmp(real, "/") ? real : "",
+		       path + kept);
+	free(real);
+	return buf_detach(&out, NULL);
+}
+
+int fs_path_under(const char *path, char *const *roots, size_t n)
+{
+	char *real = path[0] == '/' ? fs_resolve_existing(path) : NULL;
+	size_t i, len;
+	int ok = 0;
+
+	for (i = 0; real && i < n && !ok; i++) {
+		len = strlen(roots[i]);
+		if (len == 1 && roots[i][0] == '/')
+			len = 0;
+		ok = !strncmp(real, roots[i], len) &&
+		     (real[len] == '/' || real[len] == '\0');
+	}
+	free(real);
+	return ok;
 }

@@ -41,4 +41,19 @@ int fs_write_atomic(const char *path, const void *data, size_t len,
  */
 int fs_remove_tree(const char *dir);
 
+/*
+ * path (absolute) with its longest existing prefix resolved by realpath()
+ * and the rest appended as written. NULL when a prefix cannot be resolved
+ * for another reason than its absence. The caller frees it.
+ */
+char *fs_resolve_existing(const char *path);
+
+/*
+ * Whether path (absolute) lies at or under one of the n folders roots
+ * (absolute, resolved; "" or "/" stands for every path) once its existing
+ * part is resolved (fs_resolve_existing()): a symbolic link that leads
+ * out of every root is out.
+ */
+int fs_path_under(const char *path, char *const *roots, size_t n);
+
 #endif

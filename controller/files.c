@@ -108,50 +108,10 @@ char *ctrl_host_token(struct ctrl_ctx *ctx, const char *name, int *existed)
 	return tok;
 }
 
-/*
- * Resolves the longest existing prefix of path (absolute) with realpath()
- * and appends the rest as written. NULL when a prefix cannot be resolved
- * for another reason than its absence.
- */
-static char *resolve_existing(const char *path)
-{
-	struct buf head = BUF_INIT;
-	struct buf out = BUF_INIT;
-	char *real;
-	char *slash;
-	size_t kept;
-
-	(void)buf_adds(&head, path);
-	for (;;) {
-		real = realpath(head.data, NULL);
-		if (real || (errno != ENOENT && errno != ENOTDIR))
-			break;
-		slash = strrchr(head.data, '/');
-		if (!slash || slash == head.data) {
-			head.len = 0;
-			real = xstrdup("/");
-			break;
-		}
-		*slash = '\0';
-		head.len = (size_t)(slash - head.data);
-	}
-	kept = head.len;
-	buf_release(&head);
-	if (!real)
-		return NULL;
-	(void)buf_addf(&out, "%s%s", strcmp(real, "/") ? real : "",
-		       path + kept);
-	free(real);
-	return buf_detach(&out, NULL);
-}
-
 int ctrl_file_path_allowed(const struct ctrl_ctx *ctx, const char *path,
 			   struct buf *err)
 {
 	const struct ctrl_config *cfg = &ctx->cfg;
-	char *real;
-	size_t i;
-	int ok = 0;
 
 	if (!cfg->n_file_roots && !cfg->credentials_file)
 		return 0;
@@ -162,15 +122,7 @@ int ctrl_file_path_allowed(const struct ctrl_ctx *ctx, const char *path,
 				    "--allow-file-root DIR)");
 		return ERR_INVALID;
 	}
-	real = resolve_existing(path);
-	for (i = 0; real && i < cfg->n_file_roots && !ok; i++) {
-		size_t n = strlen(cfg->file_roots[i]);
-
-		ok = !strncmp(real, cfg->file_roots[i], n) &&
-		     (real[n] == '/' || real[n] == '\0');
-	}
-	free(real);
-	if (ok)
+	if (fs_path_under(path, cfg->file_roots, cfg->n_file_roots))
 		return 0;
 	(void)buf_addf(err,
 		       "'%.200s' is outside the folders this controller "

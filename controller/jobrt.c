@@ -17,6 +17,7 @@ static void jobrt_free(struct ctrl_jobrt *rt)
 	free(rt->name);
 	free(rt->uid);
 	free(rt->run_as);
+	free(rt->owner);
 	free(rt->image);
 	free(rt->pin_error);
 	free(rt);
@@ -93,6 +94,7 @@ struct ctrl_jobrt *ctrl_jobrt_get(struct ctrl_ctx *ctx, const char *name)
 	}
 	rt->uid = job.uid ? xstrdup(job.uid) : NULL;
 	rt->run_as = job.run_as ? xstrdup(job.run_as) : NULL;
+	rt->owner = job.owner ? xstrdup(job.owner) : NULL;
 	rt->image = job.image ? xstrdup(job.image) : NULL;
 	compile_metrics(rt);
 	rt->next = ctx->jobs;

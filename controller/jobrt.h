@@ -52,6 +52,7 @@ struct ctrl_jobrt {
 	char *name;
 	char *uid;    /* db_job.uid; may be NULL */
 	char *run_as; /* db_job.run_as; NULL: the agent's own user */
+	char *owner;  /* db_job.owner; "" or NULL: none */
 	struct api_job_spec spec;
 	struct ctrl_metric_set *metrics; /* one def per spec.metrics */
 	/* Its container image pinned by digest (db_job.image), NULL until

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/agent_proto.h"
 #include "api/job_spec.h"
 #include "api/sigv4.h"
 #include "controller/ctrl.h"
@@ -11,6 +12,7 @@
 #include "controller/uris.h"
 #include "storage/storage.h"
 #include "common/err.h"
+#include "common/xalloc.h"
 #include "common/banned.h"
 
 static const char *owner_of(const struct api_credential *c)
@@ -34,6 +36,45 @@ int ctrl_uris_owner_allows(const struct ctrl_ctx *ctx, const char *owner,
 			return 1;
 	}
 	return 0;
+}
+
+void ctrl_uris_owner_locations(const struct ctrl_ctx *ctx, const char *owner,
+			       struct api_assignment *a)
+{
+	const struct ctrl_config *cfg = &ctx->cfg;
+	size_t i, j, n = 0;
+
+	a->has_locations = 1;
+	a->loc_s3_any = !ctx->auth_enabled || !owner || !*owner;
+	for (i = 0; !a->loc_s3_any && i < ctx->creds.n; i++) {
+		const struct api_credential *c = &ctx->creds.items[i];
+
+		if (strcmp(owner_of(c), owner))
+			continue;
+		if (c->admin)
+			a->loc_s3_any = 1;
+		n += c->n_s3_prefixes;
+	}
+	if (!a->loc_s3_any) {
+		a->loc_s3_prefixes = xcalloc(n + 1, sizeof(char *));
+		for (i = 0; i < ctx->creds.n; i++) {
+			const struct api_credential *c = &ctx->creds.items[i];
+
+			if (strcmp(owner_of(c), owner))
+				continue;
+			for (j = 0; j < c->n_s3_prefixes; j++)
+				a->loc_s3_prefixes[a->n_loc_s3_prefixes++] =
+					xstrdup(c->s3_prefixes[j]);
+		}
+	}
+	a->loc_file_any = !cfg->n_file_roots && !cfg->credentials_file;
+	if (a->loc_file_any)
+		return;
+	a->loc_file_roots = xcalloc(cfg->n_file_roots + 1, sizeof(char *));
+	for (i = 0; i < cfg->n_file_roots; i++)
+		a->loc_file_roots[i] =
+			xstrdup(*cfg->file_roots[i] ? cfg->file_roots[i] : "/");
+	a->n_loc_file_roots = cfg->n_file_roots;
 }
 
 /* What a user key may name in S3, for its error message. */

@@ -13,6 +13,7 @@
 struct ctrl_ctx;
 struct ctrl_caller;
 struct api_job_spec;
+struct api_assignment;
 
 /*
  * Whether who may name every URI of spec: a file:// one lies under the
@@ -31,5 +32,16 @@ int ctrl_uris_check(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
  */
 int ctrl_uris_owner_allows(const struct ctrl_ctx *ctx, const char *owner,
 			   const char *bucket_key);
+
+/*
+ * The locations a job of owner may name, for its assignments (the agent
+ * checks the URIs it stages against them, a manifest's objects included):
+ * every s3:// URI when the controller has no credentials, the job no owner
+ * or the owner an admin key, else the S3 prefixes of the owner's keys;
+ * every file:// path when the controller has neither credentials nor
+ * --allow-file-root, else those folders.
+ */
+void ctrl_uris_owner_locations(const struct ctrl_ctx *ctx, const char *owner,
+			       struct api_assignment *a);
 
 #endif

@@ -11,6 +11,7 @@
 #include "controller/images.h"
 #include "controller/jobrt.h"
 #include "controller/rendezvous.h"
+#include "controller/uris.h"
 #include "controller/work.h"
 #include "db/run.h"
 #include "common/err.h"
@@ -342,6 +343,7 @@ static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 	if (!ret)
 		a->grace_ms = ctx->cfg.grace_ms;
 	a->network_isolation = spec->network_isolation;
+	ctrl_uris_owner_locations(ctx, rt->owner, a);
 	ctrl_launch_release(&launch);
 	return ret;
 }

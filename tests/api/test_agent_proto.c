@@ -107,9 +107,17 @@ static void full_assignment(struct api_assignment *a, int script)
 		a->debug_local_path = xs("/opt/ml/output/tensors");
 		a->profiler_s3_uri = xs("s3://models/out/job/profiler-output");
 		a->profiler_local_path = xs("/opt/ml/output/profiler");
+		a->has_locations = 1;
+		a->loc_s3_prefixes = str_list(2, "data/mnist/", "models/");
+		a->n_loc_s3_prefixes = 2;
+		a->loc_file_roots = str_list(1, "/srv/data");
+		a->n_loc_file_roots = 1;
 	} else {
 		a->launch_mode = API_LAUNCH_EXEC;
 		a->argv = str_list(3, "/opt/bin/train", "train", "caf\xc3\xa9");
+		a->has_locations = 1;
+		a->loc_s3_any = 1;
+		a->loc_file_roots = str_list(0);
 	}
 	a->output_path = xs("s3://models/out");
 	a->blob_url = xs("http://127.0.0.1:8080/v1/blobs");
@@ -390,7 +398,18 @@ static void test_work_round_trip(void **state)
 	assert_int_equal(a->master_port, 29500);
 	assert_int_equal(a->processes_per_host, 8);
 	assert_int_equal(a->grace_ms, 120000);
+	assert_true(a->has_locations);
+	assert_false(a->loc_s3_any);
+	assert_int_equal(a->n_loc_s3_prefixes, 2);
+	assert_string_equal(a->loc_s3_prefixes[1], "models/");
+	assert_false(a->loc_file_any);
+	assert_int_equal(a->n_loc_file_roots, 1);
+	assert_string_equal(a->loc_file_roots[0], "/srv/data");
 	a = &w.items[1];
+	assert_true(a->has_locations);
+	assert_true(a->loc_s3_any);
+	assert_false(a->loc_file_any);
+	assert_int_equal(a->n_loc_file_roots, 0);
 	assert_int_equal(a->launch_mode, API_LAUNCH_EXEC);
 	assert_string_equal(a->argv[2], "caf\xc3\xa9");
 	assert_null(a->argv[3]);
@@ -438,6 +457,8 @@ static const char doc_assignment[] =
 	"\"/opt/ml/checkpoints/\"},"
 	"\"storage\": {\"blob_url\": \"http://127.0.0.1:8080/v1/blobs\", "
 	"\"local_root\": \"/var/lib/trainctl/s3\"},"
+	"\"locations\": {\"s3_prefixes\": [\"data/mnist/\", \"models/\"], "
+	"\"file_roots\": [\"/srv/datasets\"]},"
 	"\"rendezvous\": {\"master_addr\": \"127.0.0.1\", \"master_port\": "
 	"29500},"
 	"\"processes_per_host\": 1,"
@@ -463,6 +484,9 @@ static void test_work_doc_example(void **state)
 	assert_string_equal(w.items[0].addresses[1], "127.0.0.1");
 	assert_string_equal(w.items[0].argv[0], "/opt/bin/train");
 	assert_string_equal(w.items[0].checkpoint_s3_uri, "s3://ckpt/mnist/");
+	assert_true(w.items[0].has_locations);
+	assert_string_equal(w.items[0].loc_s3_prefixes[1], "models/");
+	assert_string_equal(w.items[0].loc_file_roots[0], "/srv/datasets");
 	api_work_release(&w);
 	buf_release(&body);
 	buf_release(&err);
@@ -620,6 +644,18 @@ static void test_work_types(void **state)
 		       json_integer(0), NULL);
 	expect_refused(MSG_WORK, text, "assignments.0.grace_ms",
 		       json_integer(-5), NULL);
+	expect_refused(MSG_WORK, text, "assignments.0.locations", json_true(),
+		       NULL);
+	expect_refused(MSG_WORK, text, "assignments.0.locations.s3_prefixes",
+		       json_string("data/"), NULL);
+	expect_refused(MSG_WORK, text, "assignments.0.locations.s3_prefixes",
+		       NULL, NULL);
+	expect_refused(MSG_WORK, text, "assignments.0.locations.s3_prefixes.0",
+		       json_integer(1), "s3_prefixes[0]");
+	expect_refused(MSG_WORK, text, "assignments.0.locations.file_roots.0",
+		       json_string("srv/data"), "file_roots");
+	/* An older controller sends none: every location, as before. */
+	expect_accepted(MSG_WORK, text, "assignments.0.locations", NULL);
 	free(text);
 }
 

@@ -28,6 +28,23 @@ s3://BUCKET/<user>/ (trainctl_s3_prefixes), and --allow-file-root ROOT.
       its create, TRAINCTLD_CRASH_POINT, and restarted with the narrower
       credentials); the tuning job fails naming the URI
 
+  (w6) a ManifestFile channel names only its manifest; the manifest's
+      "prefix" is checked by the agent against the locations of the job's
+      owner, sent with each assignment: bob's manifest (in his prefix or
+      under ROOT) whose prefix is alice's prefix (File and Pipe mode), a
+      file:// folder outside ROOT, a symbolic link under ROOT to such a
+      folder, or of another scheme than the manifest's, fails the job
+      with a ClientError naming the channel, the manifest and the URI,
+      and nothing of alice's (or of the host's files) reaches bob's model;
+      manifests whose prefix is in bob's prefix, or under ROOT, stage and
+      the jobs Complete with those objects
+  (w7) the same against a trainctld with --s3-endpoint (another
+      trainctld's store), where the agents reach S3 with the operator's
+      key and no blob endpoint checks them: only the agent's check keeps
+      alice's objects out
+  (w6) and (w7) run bob's jobs, so they need root (a Unix user to run
+  them as), as (w3) and (w4) do.
+
 TAP on stdout. Run from the top of the tree with Debian's interpreter:
     /usr/bin/python3 tests/integration/test_hostile_uris.py
 BUILD names the build directory (default build).
@@ -37,6 +54,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 
@@ -303,6 +321,174 @@ def case_allowed(d, can_run):
     return name
 
 
+def copier(name, manifest, mode="File"):
+    """bob's job whose program copies its channel into its model."""
+    req = request(name)
+    req["AlgorithmSpecification"]["TrainingImage"] = "file:///bin/sh"
+    req["AlgorithmSpecification"]["TrainingInputMode"] = mode
+    copy = 'cat "$SM_CHANNEL_TRAIN"_0 > "$SM_MODEL_DIR"/piped' if mode == "Pipe" else \
+        'cp -r "$SM_CHANNEL_TRAIN"/. "$SM_MODEL_DIR"/'
+    req["AlgorithmSpecification"]["ContainerArguments"] = ["-c", copy]
+    req["InputDataConfig"] = [{"ChannelName": "train", "DataSource": {"S3DataSource": {
+        "S3DataType": "ManifestFile", "S3Uri": manifest, "S3DataDistributionType": "FullyReplicated"}}}]
+    return req
+
+
+def model_bytes(d, name):
+    """Every file of bob's model of job name, concatenated (b"" if none)."""
+    path = obj(d, "bob/out/%s/output/model.tar.gz" % name)
+    if not os.path.exists(path):
+        return b""
+    with tarfile.open(path) as t:
+        return b"".join(t.extractfile(m).read() for m in t.getmembers() if m.isfile())
+
+
+SECRET = b"alice's rows 0451\n"
+MINE = b"bob's rows 1234\n"
+
+
+def start_manifests(d, root):
+    """bob's ManifestFile jobs, all created at once: (refused, good, outside),
+    refused: (tag, job, manifest URI, URI refused), good: bob's own."""
+    bob = client(d, "bob")
+    for key in ("alice/data/a1.csv", "alice/data/sub/a2.csv"):
+        os.makedirs(os.path.dirname(obj(d, key)), exist_ok=True)
+        with open(obj(d, key), "wb") as f:
+            f.write(SECRET)
+    outside = tempfile.mkdtemp(prefix="trainctl-uris-host-")
+    os.chmod(outside, 0o755)
+    with open(os.path.join(outside, "host.csv"), "wb") as f:
+        f.write(SECRET)
+    os.chmod(os.path.join(outside, "host.csv"), 0o644)
+    inside = os.path.join(root, "in")
+    os.makedirs(inside, exist_ok=True)
+    os.chmod(root, 0o755)
+    os.chmod(inside, 0o755)
+    os.symlink(outside, os.path.join(inside, "escape"))
+    os.makedirs(os.path.dirname(obj(d, "bob/data/b1.csv")), exist_ok=True)
+    with open(obj(d, "bob/data/b1.csv"), "wb") as f:
+        f.write(MINE)
+    with open(os.path.join(inside, "b2.csv"), "wb") as f:
+        f.write(MINE)
+    os.chmod(os.path.join(inside, "b2.csv"), 0o644)
+
+    def manifest(key, prefix, keys):
+        """Writes a manifest: key in bob's prefix, or a path under ROOT."""
+        path = key if key.startswith("/") else obj(d, key)
+        with open(path, "wb") as f:
+            f.write(json.dumps([{"prefix": prefix}] + keys).encode())
+        os.chmod(path, 0o644)
+        return "file://" + key if key.startswith("/") else "s3://%s/%s" % (B, key)
+    bad = [
+        ("alice", manifest("bob/m-alice.json", "s3://%s/alice/data/" % B, ["a1.csv", "sub/a2.csv"]),
+         "s3://%s/alice/data/a1.csv" % B, "File"),
+        ("alice-pipe", manifest("bob/m-alice-p.json", "s3://%s/alice/data" % B, ["a1.csv"]),
+         "s3://%s/alice/data/a1.csv" % B, "Pipe"),
+        ("host", manifest(os.path.join(root, "m-host.json"), "file://" + outside + "/", ["host.csv"]),
+         "file://%s/host.csv" % outside, "File"),
+        ("link", manifest(os.path.join(root, "m-link.json"), "file://%s/escape" % inside, ["host.csv"]),
+         "file://%s/escape/host.csv" % inside, "File"),
+        ("scheme", manifest("bob/m-scheme.json", "file://" + inside + "/", ["b2.csv"]),
+         "file://%s/b2.csv" % inside, "File"),
+    ]
+    refused = []
+    for tag, uri, what, mode in bad:
+        name = "uris-w6-%s" % tag
+        bob.create_training_job(**copier(name, uri, mode))
+        refused.append((tag, name, uri, what))
+    good = ["uris-w6-bob", "uris-w6-bob-file"]
+    bob.create_training_job(**copier(good[0], manifest("bob/m-bob.json", "s3://%s/bob/data/" % B, ["b1.csv"])))
+    bob.create_training_job(**copier(good[1], manifest(os.path.join(root, "m-ok.json"), "file://" + inside,
+                                                       ["b2.csv"])))
+    return refused, good, outside
+
+
+def case_manifest_refused(d, name, uri, refused):
+    bob = client(d, "bob")
+    desc, _ = fl.wait_job(bob, name, fl.terminal, 90)
+    why = desc.get("FailureReason", "")
+    what = "bob's job %s (manifest %s)" % (name, uri)
+    expect(desc["TrainingJobStatus"] == "Failed", "%s ended %s: %s" % (what, desc["TrainingJobStatus"], why))
+    expect(why.startswith("ClientError") and "channel 'train'" in why and uri in why and
+           "refusing " + refused in why, "%s: FailureReason %r" % (what, why))
+    expect(SECRET not in model_bytes(d, name), "%s: the other owner's bytes reached bob's model" % what)
+
+
+def case_manifest_good(d, good):
+    bob = client(d, "bob")
+    for name in good:
+        desc, _ = fl.wait_job(bob, name, fl.terminal, 90)
+        expect(desc["TrainingJobStatus"] == "Completed", "%s, bob's own manifest: %s: %s" % (
+            name, desc["TrainingJobStatus"], desc.get("FailureReason")))
+        expect(MINE in model_bytes(d, name), "%s: bob's rows are not in his model" % name)
+
+
+def case_endpoint(tap):
+    """The same attack where the agent talks to S3 itself: a trainctld
+    with --s3-endpoint naming another trainctld's store, whose operator
+    key the local agents hold. No blob endpoint stands in the way, so only
+    the agent's own check keeps alice's objects out of bob's job."""
+    op = ("AKIDURISOPERATOR0001", "operator/secret/uris/0123456789")
+    store = sc.Daemon(credentials={"operator": op}, name="trainctld-uris-store")
+    err = store.start()
+    if not tap.ok(err is None, "a trainctld serving S3 starts", err):
+        return
+    front = sc.Daemon(credentials=None, name="trainctld-uris-front", extra=["--local-hosts", "1"])
+    os.makedirs(front.state_dir, exist_ok=True)
+    os.chmod(front.tmp, 0o711)
+    path = os.path.join(front.tmp, "credentials")
+    with open(path, "w") as f:
+        f.write(creds_text())
+    front.extra += ["--credentials", path, "--s3-endpoint", store.endpoint]
+    os.environ.update({"AWS_ACCESS_KEY_ID": op[0], "AWS_SECRET_ACCESS_KEY": op[1], "AWS_REGION": "us-east-1"})
+    try:
+        err = front.start()
+    finally:
+        for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"):
+            del os.environ[k]
+    if not tap.ok(err is None, "a trainctld with --s3-endpoint and the users' keys starts", err):
+        store.stop()
+        return
+
+    def put(key, data):
+        path = os.path.join(store.state_dir, "s3", B, key)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)
+
+    def model(name):
+        path = os.path.join(store.state_dir, "s3", B, "bob/out/%s/output/model.tar.gz" % name)
+        if not os.path.exists(path):
+            return b""
+        with tarfile.open(path) as t:
+            return b"".join(t.extractfile(m).read() for m in t.getmembers() if m.isfile())
+    put("alice/data/a1.csv", SECRET)
+    put("bob/data/b1.csv", MINE)
+    put("bob/m-alice.json", json.dumps([{"prefix": "s3://%s/alice/data/" % B}, "a1.csv"]).encode())
+    put("bob/m-bob.json", json.dumps([{"prefix": "s3://%s/bob/data/" % B}, "b1.csv"]).encode())
+    bob = client(front, "bob")
+    bob.create_training_job(**copier("uris-w7-alice", "s3://%s/bob/m-alice.json" % B))
+    bob.create_training_job(**copier("uris-w7-bob", "s3://%s/bob/m-bob.json" % B))
+
+    def refused():
+        desc, _ = fl.wait_job(bob, "uris-w7-alice", fl.terminal, 90)
+        why = desc.get("FailureReason", "")
+        expect(desc["TrainingJobStatus"] == "Failed" and why.startswith("ClientError") and
+               "refusing s3://%s/alice/data/a1.csv" % B in why,
+               "bob's job ended %s: %r" % (desc["TrainingJobStatus"], why))
+        expect(SECRET not in model("uris-w7-alice"), "alice's rows reached bob's model")
+
+    def allowed():
+        desc, _ = fl.wait_job(bob, "uris-w7-bob", fl.terminal, 90)
+        expect(desc["TrainingJobStatus"] == "Completed" and MINE in model("uris-w7-bob"),
+               "bob's own manifest: %s: %s" % (desc["TrainingJobStatus"], desc.get("FailureReason")))
+    tap.case("(w7) with --s3-endpoint, bob's manifest whose prefix is alice's fails his job, naming the URI",
+             refused)
+    tap.case("(w7) with --s3-endpoint, bob's manifest in his own prefix stages and Completes", allowed)
+    front.stop()
+    store.stop()
+
+
 def case_children(tap):
     """A child of bob's tuning job is created as bob, not as a keyless
     caller: a prefix taken from bob's key between the tuning job's create
@@ -381,9 +567,23 @@ def main():
                            ("" if why else " and runs"), case_allowed, d, why is None)
             tap.case("(w3) a host token for bob's job reaches only bob's prefixes, from bob's host",
                      case_blob, d, want, why is None)
+            if why is None:
+                refused, good, outside = start_manifests(d, root)
+                says = {"alice": "alice's S3 prefix", "alice-pipe": "alice's S3 prefix, Pipe mode",
+                        "host": "a file:// folder outside ROOT",
+                        "link": "a symbolic link under ROOT to a folder outside it",
+                        "scheme": "file:// in an s3:// manifest"}
+                for tag, name, uri, what in refused:
+                    tap.case("(w6) bob's manifest whose prefix is %s fails his job, naming the URI" % says[tag],
+                             case_manifest_refused, d, name, uri, what)
+                tap.case("(w6) bob's manifests within his own locations stage and Complete",
+                         case_manifest_good, d, good)
+                shutil.rmtree(outside, ignore_errors=True)
             rc, killed = d.stop()
             tap.ok(rc == 0 and not killed, "trainctld exits 0 on SIGTERM", "exit %r\n%s" % (rc, d.log_tail()))
         case_children(tap)
+        if why is None:
+            case_endpoint(tap)
     finally:
         d.stop()
         shutil.rmtree(root, ignore_errors=True)
