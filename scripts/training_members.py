@@ -39,7 +39,10 @@ MEMBERS = [
     ("AlgorithmSpecification.MetricDefinitions", SUPPORTED,
      "`FinalMetricDataList`, the status page's plots"),
     ("AlgorithmSpecification.MetricDefinitions.Name", SUPPORTED, ""),
-    ("AlgorithmSpecification.MetricDefinitions.Regex", SUPPORTED, ""),
+    ("AlgorithmSpecification.MetricDefinitions.Regex", SUPPORTED,
+     "matched against the first 1 KiB of a line under PCRE2's limits (20,000 steps from each start "
+     "position); one that hits them or takes over 2 ms on 3 lines, or averages over 100 µs a line "
+     "after 250 ms of CPU, is disabled for the rest of the job, with a line in the job's log saying so"),
     ("AlgorithmSpecification.EnableSageMakerMetricsTimeSeries", NOOP,
      "the time series of every MetricDefinition is always kept and "
      "plotted (docs/web.md); there is no CloudWatch to publish it to"),
