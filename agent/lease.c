@@ -349,9 +349,16 @@ void agent_lease_sync(struct agent_ctx *ctx, int64_t now)
 	}
 }
 
+static void sleep_ms(int64_t ms);
+
+/* How long a clean exit waits for the watchdog to leave too. */
+#define WATCHDOG_QUIT_MS 1000
+
 void agent_lease_close(struct agent_ctx *ctx)
 {
 	struct agent_lease *l = &ctx->lease;
+	int64_t deadline = time_mono_ms() + WATCHDOG_QUIT_MS;
+	int wd;
 
 	if (!l->page)
 		return;
@@ -360,6 +367,19 @@ void agent_lease_close(struct agent_ctx *ctx)
 	l->page->n = 0;
 	__atomic_add_fetch(&l->page->seq, 1, __ATOMIC_ACQ_REL);
 	__atomic_store_n(&l->page->quit, 1, __ATOMIC_RELEASE);
+	/*
+	 * The watchdog sees quit within a tick. Wait for it (reaping it when
+	 * it is our child): whoever waits for the agent to exit, trainctld
+	 * stopping its local hosts or a service manager, then finds nothing
+	 * of it left.
+	 */
+	wd = __atomic_load_n(&l->page->watchdog_pid, __ATOMIC_ACQUIRE);
+	while (wd > 0 && time_mono_ms() < deadline) {
+		if (waitpid(wd, NULL, WNOHANG) == wd ||
+		    !watchdog_alive(l->page))
+			break;
+		sleep_ms(5);
+	}
 	(void)munmap(l->page, sizeof(*l->page));
 	l->page = NULL;
 	if (l->fd >= 0)
