@@ -409,12 +409,25 @@ def case_d(tap, ns, sm, images, reg):
            "containers %s\nprocesses %s" % (left, procs))
 
 
+def wait_mirrored(ns, name, timeout=30):
+    """Until the agent's checkpoint mirror has put a file of the job's
+    checkpoints in the store (it copies every 2 s, later under load)."""
+    root = ns.s3_path("s3://%s/ckpt/%s" % (BUCKET, name))
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for _, _, files in os.walk(root):
+            if any(not f.startswith(".") for f in files):
+                return
+        time.sleep(0.1)
+    raise Fail("no checkpoint of %s in the store after %d s" % (name, timeout))
+
+
 def case_e(tap, ns, sm, images, reg):
     name = "ct-rank"
     sm.create_training_job(**request(name, images["bb"], env={"STEPS": "8", "SLEEP": "1"}, retries=2, ckpt=True))
     fl.wait_job(sm, name, lambda d: d.get("SecondaryStatus") == "Training", 120)
     expect(wait_log(ns, name, "step=3 ", 60), "never reached step 3:\n" + job_log(ns, name)[-800:])
-    time.sleep(2.5)  # the agent mirrors the checkpoint every 2 s
+    wait_mirrored(ns, name)
     node = hosts_with(ns, name)[0]
     init = cpid_of(ns, name, node, 1)
     kids = children(init) if init else []
@@ -472,7 +485,7 @@ def case_f(tap, ns, sm, images, reg):
                                      ckpt=True))
     fl.wait_job(sm, name, lambda d: d.get("SecondaryStatus") == "Training", 120)
     expect(wait_log(ns, name, "step=3 ", 60), "never reached step 3:\n" + job_log(ns, name)[-800:])
-    time.sleep(2.5)  # the agent mirrors the checkpoint every 2 s
+    wait_mirrored(ns, name)
     node = hosts_with(ns, name)[0]
     init, agent = cpid_of(ns, name, node, 1), agent_of(ns, node)
     expect(init and agent, "no agent (%s) or container init (%s) found on %s" % (agent, init, node))
