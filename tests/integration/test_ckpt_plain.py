@@ -22,6 +22,10 @@ A second controller with --retry-policy sagemaker:
       ends Failed after its first attempt (SageMaker retries only
       InternalServerError), while the same job on the default policy
       (x2) is tried 3 times
+  (y2) a lost host is retried there: the agent of the host running a
+      job with MaximumRetryAttempts 2 is frozen (SIGSTOP) past the host
+      deadline; the job restarts on the other host (an
+      InternalServerError) and Completes in attempt 2
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter:
     /usr/bin/python3 tests/integration/test_ckpt_plain.py
@@ -31,6 +35,7 @@ runs only those cases; TRAINCTL_TEST_KEEP=1 keeps the temp dir.
 import json
 import os
 import re
+import signal
 import sys
 import time
 import traceback
@@ -201,14 +206,41 @@ def retry_case(tap, cl, sm, case, expect_attempts, what):
                                                     short(fl.transitions(d), 800)))
 
 
+def lost_host_case(tap, cl, sm):
+    name = "plain-y2-%s" % RUN
+    sm.create_training_job(**request(name, 1, {"steps": 150, "step_sleep": 0.05}, retries=2))
+    wait_training(sm, name)
+    host = cl.host_of(name, "algo-1")
+    pid = cl.agent_pids().get(host)
+    expect(pid, "no agent for %s (%s)" % (host, cl.agent_pids()))
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        fl.wait_job(sm, name, lambda d: any(st == "Restarting" for st, _ in fl.transitions(d)) or
+                    fl.terminal(d), 30)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    d, _ = wait_done(sm, name, 120)
+    trans = fl.transitions(d)
+    restarts = [m for st, m in trans if st == "Restarting"]
+    started = sorted({int(m.group(1)) for m in (START_RE.match(t) for _, t in log_lines(cl, name)) if m})
+    tap.ok(d["TrainingJobStatus"] == "Completed" and len(restarts) == 1 and
+           "InternalServerError" in restarts[0] and started == [1, 2],
+           "(y2) a lost host, --retry-policy sagemaker: retried (InternalServerError), Completed in attempt 2",
+           "%s (%s); attempts started %s; transitions %s\n%s" % (
+               d["TrainingJobStatus"], d.get("FailureReason"), started, short(trans, 1200), cl.log_tail(15)))
+
+
 def sagemaker_policy(tap):
-    cl = fl.LocalCluster(1, ARGS + ["--retry-policy", "sagemaker"], prefix="trainctl-plain-sm-")
+    cl = fl.LocalCluster(2, ARGS + ["--retry-policy", "sagemaker"], prefix="trainctl-plain-sm-")
     err = cl.start()
     if tap.ok(err is None, "trainctld --retry-policy sagemaker starts", err):
-        try:
-            retry_case(tap, cl, cl.client(), "y", 1, "--retry-policy sagemaker")
-        except Exception as e:
-            tap.ok(False, "(y) ran to its end", "%s: %s\n%s" % (type(e).__name__, e, traceback.format_exc()))
+        for case, fn in (("y", lambda: retry_case(tap, cl, cl.client(), "y", 1, "--retry-policy sagemaker")),
+                         ("y2", lambda: lost_host_case(tap, cl, cl.client()))):
+            try:
+                fn()
+            except Exception as e:
+                tap.ok(False, "(%s) ran to its end" % case, "%s: %s\n%s\n%s" % (
+                    type(e).__name__, e, traceback.format_exc(), cl.log_tail(20)))
     cl.stop()
     fl.kill_pids(cl.own_pids())
     cl.cleanup()
