@@ -600,6 +600,11 @@ def case_m(cl, sm, st):
     sm.create_hyper_parameter_tuning_job(**req)
     r = sc.amz_json(cl.port, "DeleteHyperParameterTuningJob", {"HyperParameterTuningJobName": "del"})
     expect(r.status == 400 and "InProgress" in (r.json or {}).get("message", ""), "delete refused: %r" % r)
+    # Stopped once it has a training job of its own, the one that must stay.
+    deadline = time.time() + 60
+    while time.time() < deadline and not training_jobs_named(sm, "del"):
+        time.sleep(0.05)
+    expect(training_jobs_named(sm, "del"), "no training job was created in 60 s")
     sm.stop_hyper_parameter_tuning_job(HyperParameterTuningJobName="del")
     wait_tuning(sm, "del", timeout=60)
     r = sc.amz_json(cl.port, "DeleteHyperParameterTuningJob", {"HyperParameterTuningJobName": "del"})
