@@ -196,6 +196,16 @@ class LocalCluster:
         """Processes whose command line names this state dir."""
         return [pid for pid, argv in proc_argvs() if any(self.state in a for a in argv)]
 
+    def check_stopped(self, tap, rc, killed):
+        """A suite's last check, after stop() gave rc and killed: trainctld
+        exited 0 on SIGTERM alone and no process of this state dir (agent,
+        watchdog, rank) is left. Kills what is left and cleans up."""
+        left = self.own_pids()
+        tap.ok(rc == 0 and not killed and not left, "trainctld exits 0 on SIGTERM; no agent left",
+               "exit %r, SIGKILL needed %s, left %s" % (rc, killed, left))
+        kill_pids(left)
+        self.cleanup()
+
     def log_tail(self, n=25, grep=None):
         out = []
         for path in [self.log_path] + sorted(glob.glob(os.path.join(self.state, "hosts", "*", "agent.log"))):

@@ -292,11 +292,7 @@ def main():
                     type(e).__name__, e, traceback.format_exc(), cl.log_tail(15)))
     rc, killed = cl.stop()
     time.sleep(0.5)
-    left = cl.own_pids()
-    tap.ok(rc == 0 and not killed and not left, "trainctld exits 0 on SIGTERM; no agent or watchdog left",
-           "exit %r, SIGKILL needed %s, left %s" % (rc, killed, left))
-    fl.kill_pids(left)
-    cl.cleanup()
+    cl.check_stopped(tap, rc, killed)
     return tap.finish()
 
 

@@ -201,11 +201,7 @@ def main():
         tap.case("(d) first_error: the failing rank's first line on stderr", case_d, cl, sm)
         tap.case("(e) the page's job list: sort, filters, pages", case_e, cl, sm)
     rc, killed = cl.stop()
-    left = cl.own_pids()
-    tap.ok(rc == 0 and not killed and not left, "trainctld exits 0 on SIGTERM; no agent left",
-           "exit %r, SIGKILL needed %s, left %s" % (rc, killed, left))
-    fl.kill_pids(left)
-    cl.cleanup()
+    cl.check_stopped(tap, rc, killed)
     return tap.finish()
 
 

@@ -712,11 +712,7 @@ def main():
                  case_o, cl, cl.client(), st)
     rc, killed = cl.stop()
     time.sleep(0.3)
-    left = cl.own_pids()
-    tap.ok(rc == 0 and not killed and not left, "trainctld exits 0 on SIGTERM; no agent left",
-           "exit %r, SIGKILL needed %s, left %s" % (rc, killed, left))
-    fl.kill_pids(left)
-    cl.cleanup()
+    cl.check_stopped(tap, rc, killed)
     return tap.finish()
 
 

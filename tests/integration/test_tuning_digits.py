@@ -102,11 +102,7 @@ def main():
             if isinstance(r, str):
                 tap.note(r)
     rc, killed = cl.stop()
-    left = cl.own_pids()
-    tap.ok(rc == 0 and not killed and not left, "trainctld exits 0 on SIGTERM; no agent left",
-           "exit %r, SIGKILL needed %s, left %s" % (rc, killed, left))
-    fl.kill_pids(left)
-    cl.cleanup()
+    cl.check_stopped(tap, rc, killed)
     return tap.finish()
 
 
