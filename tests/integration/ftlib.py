@@ -165,8 +165,8 @@ class LocalCluster:
             except (OSError, Fail) as e:
                 last = str(e)
             if time.time() > deadline:
-                raise Fail("%s: not after %.0f s; GET /v1/hosts: %s\n%s" % (what, timeout, short(last, 1200),
-                                                                            self.log_tail(10)))
+                raise Fail("%s: not after %.0f s; hosts %s; GET /v1/hosts: %s\n%s" % (
+                    what, timeout, host_states(last), short(last, 1200), self.log_tail(10)))
             time.sleep(0.05)
 
     def host_of(self, job, algo):
@@ -339,8 +339,8 @@ class NsCluster:
             except (OSError, Fail) as e:
                 last = str(e)
             if time.time() > deadline:
-                raise Fail("%s: not after %.0f s; GET /v1/hosts: %s\n%s" % (what, timeout, short(last, 1200),
-                                                                            self.log_tail(10)))
+                raise Fail("%s: not after %.0f s; hosts %s; GET /v1/hosts: %s\n%s" % (
+                    what, timeout, host_states(last), short(last, 1200), self.log_tail(10)))
             time.sleep(0.05)
 
     def host_of(self, job, algo):
@@ -374,6 +374,16 @@ class NsCluster:
             out.append("--- %s (last %d of %d lines) ---" % (p, min(n, len(lines)), len(lines)))
             out.extend(lines[-n:])
         return "\n".join(out)
+
+
+def host_states(hosts):
+    """name:state[:job][:error] of each host of a GET /v1/hosts answer."""
+    if isinstance(hosts, dict):
+        hosts = list(hosts.values())
+    if not isinstance(hosts, list):
+        return str(hosts)[:200]
+    return " ".join(":".join(str(x) for x in (h.get("name"), h.get("state"), h.get("job"), h.get("error")) if x)
+                    for h in hosts if isinstance(h, dict))
 
 
 def ns_skip_reason():
