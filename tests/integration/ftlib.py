@@ -386,6 +386,29 @@ def host_states(hosts):
                     for h in hosts if isinstance(h, dict))
 
 
+def tuning_request(name, image, output, jobs=1, epochs="1"):
+    """CreateHyperParameterTuningJob: Random search of x in [-1, 1] over
+    `jobs` training jobs of image (a file:// program printing loss=V;)
+    writing to output, minimizing loss."""
+    return {"HyperParameterTuningJobName": name,
+            "HyperParameterTuningJobConfig": {
+                "Strategy": "Random",
+                "HyperParameterTuningJobObjective": {"Type": "Minimize", "MetricName": "loss"},
+                "ResourceLimits": {"MaxNumberOfTrainingJobs": jobs, "MaxParallelTrainingJobs": 1},
+                "ParameterRanges": {"ContinuousParameterRanges": [
+                    {"Name": "x", "MinValue": "-1", "MaxValue": "1"}]}},
+            "TrainingJobDefinition": {
+                "StaticHyperParameters": {"epochs": epochs},
+                "AlgorithmSpecification": {
+                    "TrainingImage": image, "TrainingInputMode": "File",
+                    "MetricDefinitions": [{"Name": "loss", "Regex": "loss=(.*?);"}]},
+                "RoleArn": ROLE,
+                "OutputDataConfig": {"S3OutputPath": output},
+                "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 1,
+                                   "VolumeSizeInGB": 1},
+                "StoppingCondition": {"MaxRuntimeInSeconds": 60}}}
+
+
 def ns_skip_reason():
     if os.geteuid() != 0:
         return "needs root (CAP_NET_ADMIN) for network namespaces"

@@ -181,23 +181,7 @@ def case_members(d, root, want):
 
 
 def tuning_request(name, categorical=None, static=None):
-    req = {"HyperParameterTuningJobName": name,
-           "HyperParameterTuningJobConfig": {
-               "Strategy": "Random",
-               "HyperParameterTuningJobObjective": {"Type": "Minimize", "MetricName": "loss"},
-               "ResourceLimits": {"MaxNumberOfTrainingJobs": 1, "MaxParallelTrainingJobs": 1},
-               "ParameterRanges": {"ContinuousParameterRanges": [
-                   {"Name": "x", "MinValue": "-1", "MaxValue": "1"}]}},
-           "TrainingJobDefinition": {
-               "StaticHyperParameters": {"epochs": "1"},
-               "AlgorithmSpecification": {
-                   "TrainingImage": "file:///bin/true", "TrainingInputMode": "File",
-                   "MetricDefinitions": [{"Name": "loss", "Regex": "loss=(.*?);"}]},
-               "RoleArn": fl.ROLE,
-               "OutputDataConfig": {"S3OutputPath": "s3://%s/bob/out" % B},
-               "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 1,
-                                  "VolumeSizeInGB": 1},
-               "StoppingCondition": {"MaxRuntimeInSeconds": 60}}}
+    req = fl.tuning_request(name, "file:///bin/true", "s3://%s/bob/out" % B)
     ranges = req["HyperParameterTuningJobConfig"]["ParameterRanges"]
     if categorical:
         ranges["CategoricalParameterRanges"] = [

@@ -295,23 +295,8 @@ def case_users(tap, d, state):
         trainer = os.path.join(d.tmp, "tune_trainer.py")
         shutil.copy(os.path.join(fl.HERE, "tune_trainer.py"), trainer)
         os.chmod(trainer, 0o755)
-        req = {"HyperParameterTuningJobName": "sec-tune-alice",
-               "HyperParameterTuningJobConfig": {
-                   "Strategy": "Random",
-                   "HyperParameterTuningJobObjective": {"Type": "Minimize", "MetricName": "loss"},
-                   "ResourceLimits": {"MaxNumberOfTrainingJobs": 2, "MaxParallelTrainingJobs": 1},
-                   "ParameterRanges": {"ContinuousParameterRanges": [
-                       {"Name": "x", "MinValue": "-1", "MaxValue": "1"}]}},
-               "TrainingJobDefinition": {
-                   "StaticHyperParameters": {"epochs": "2"},
-                   "AlgorithmSpecification": {
-                       "TrainingImage": "file://" + trainer, "TrainingInputMode": "File",
-                       "MetricDefinitions": [{"Name": "loss", "Regex": "loss=(.*?);"}]},
-                   "RoleArn": fl.ROLE,
-                   "OutputDataConfig": {"S3OutputPath": out_of("alice")},
-                   "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 1,
-                                      "VolumeSizeInGB": 1},
-                   "StoppingCondition": {"MaxRuntimeInSeconds": 60}}}
+        req = fl.tuning_request("sec-tune-alice", "file://" + trainer, out_of("alice"), jobs=2,
+                                epochs="2")
         bad = json.loads(json.dumps(req))
         bad["HyperParameterTuningJobName"] = "sec-tune-out"
         bad["TrainingJobDefinition"]["OutputDataConfig"]["S3OutputPath"] = out_of("bob")
