@@ -17,6 +17,9 @@ char *xstrndup(const char *s, size_t n);
 /* Multiplies, exiting like the wrappers above on overflow. */
 size_t xmul(size_t a, size_t b);
 
+/* Elements of an array (not of a pointer to one). */
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
 /*
  * Makes room for at least nr elements in the array p whose allocated count
  * is alloc (as git's ALLOC_GROW): grows it by half again, never to fewer

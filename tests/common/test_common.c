@@ -26,7 +26,9 @@
 #include "common/fsutil.h"
 #include "common/netutil.h"
 #include "common/opt.h"
+#include "common/strvec.h"
 #include "common/timeutil.h"
+#include "common/utf8.h"
 #include "common/xalloc.h"
 
 static char dir[] = "/tmp/test-common-XXXXXX";
@@ -217,6 +219,68 @@ static int teardown(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+static void test_strvec(void **state)
+{
+	struct strvec s = STRVEC_INIT;
+	char **copy;
+
+	(void)state;
+	strvec_push(&s, "a");
+	strvec_pushf(&s, "%s=%d", "b", 2);
+	assert_int_equal(s.n, 2);
+	assert_string_equal(s.v[1], "b=2");
+	assert_null(s.v[2]);
+	copy = strv_dup(s.v);
+	assert_int_equal(strv_len(copy), 2);
+	assert_true(copy[0] != s.v[0]);
+	assert_string_equal(copy[0], "a");
+	strvec_release(&s);
+	assert_null(s.v);
+	assert_int_equal(s.n, 0);
+	strv_free(copy);
+	copy = strv_dup(NULL);
+	assert_int_equal(strv_len(copy), 0);
+	strv_free(copy);
+	strv_free(NULL);
+}
+
+/* Code point (or -1) and length of the first sequence of s. */
+static void utf8_case(const char *s, size_t n, unsigned flags, long cp,
+		      size_t len)
+{
+	size_t got;
+
+	assert_int_equal(utf8_decode((const unsigned char *)s, n, flags, &got),
+			 cp);
+	assert_int_equal(got, len);
+}
+
+static void test_utf8(void **state)
+{
+	(void)state;
+	utf8_case("A", 1, 0, 'A', 1);
+	utf8_case("", 1, 0, 0, 1);
+	utf8_case("\xc3\xa9", 2, 0, 0xe9, 2);
+	utf8_case("\xe2\x82\xac", 3, 0, 0x20ac, 3);
+	utf8_case("\xf0\x9f\x98\x80", 4, 0, 0x1f600, 4);
+	utf8_case("\xf4\x8f\xbf\xbf", 4, 0, 0x10ffff, 4);
+	/* Not a lead byte, overlong forms, above U+10FFFF. */
+	utf8_case("\x80", 1, 0, -1, 1);
+	utf8_case("\xc0\x80", 2, 0, -1, 1);
+	utf8_case("\xe0\x80\x80", 3, 0, -1, 1);
+	utf8_case("\xf0\x80\x80\x80", 4, 0, -1, 1);
+	utf8_case("\xf4\x90\x80\x80", 4, 0, -1, 1);
+	utf8_case("\xf5\x80\x80\x80", 4, 0, -1, 1);
+	/* A truncated sequence is one ill-formed subpart. */
+	utf8_case("\xe2\x82", 2, 0, -1, 2);
+	utf8_case("\xe2\x82" "A", 3, 0, -1, 2);
+	utf8_case("\xf0\x9f\x98", 3, 0, -1, 3);
+	/* Surrogates only where asked for. */
+	utf8_case("\xed\xa0\x80", 3, 0, -1, 1);
+	utf8_case("\xed\xa0\x80", 3, UTF8_SURROGATES, 0xd800, 3);
+	utf8_case("\xed\x9f\xbf", 3, 0, 0xd7ff, 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -226,6 +290,8 @@ int main(void)
 		cmocka_unit_test(test_port_bindable),
 		cmocka_unit_test(test_alloc_grow),
 		cmocka_unit_test(test_cond_mono),
+		cmocka_unit_test(test_strvec),
+		cmocka_unit_test(test_utf8),
 	};
 
 	return cmocka_run_group_tests_name("common", tests, setup, teardown);
