@@ -10,7 +10,7 @@ libssh2-1-dev libssl-dev libcmocka-dev libpcre2-dev libarchive-dev
 libinih-dev wrk libxml2-dev zlib1g-dev libcbor-dev nodejs
 liblapacke-dev libblas-dev liblapack-dev python3-optuna
 chromium python3-prometheus-client
-clang clang-format curl ca-certificates
+clang clang-format pmccabe curl ca-certificates
 python3 python3-boto3 python3-botocore awscli python3-sklearn
 openssh-server openssh-client iproute2 util-linux pdsh slurm-wlm openmpi-bin
 libopenmpi-dev python3-torch dataset-fashion-mnist python3-uvloop
