@@ -33,7 +33,7 @@ import traceback
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import test_local_jobs as tlj  # noqa: E402  (Cluster, Pool, read_tar, ...)
+import localjobs as tlj  # noqa: E402  (Cluster, Pool, read_tar, ...)
 
 sc = tlj.sc
 Fail, expect, short = sc.Fail, sc.expect, sc.short
