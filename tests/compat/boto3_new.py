@@ -3,7 +3,7 @@ against trainctld. Run through tests/compat/test_boto3_new.sh, which picks
 the interpreter; not named test_* so that tests/run.sh does not run it with
 /usr/bin/python3.
 
-The common cases (smcompat.Core), then what only M26 has or does:
+The common cases (smcore.Core), then what only M26 has or does:
 DeleteTrainingJob, members that M26 made optional, AWS_ENDPOINT_URL_SAGEMAKER,
 and SigV4 as botocore 1.43 signs it.
 """
@@ -14,6 +14,7 @@ import time
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import smcompat as C  # noqa: E402
+import smcore  # noqa: E402
 
 C.hermetic_env()
 import botocore  # noqa: E402
@@ -181,7 +182,7 @@ def main():
     why = d.start()
     if not tap.ok(why is None, "trainctld starts and listens on a loopback port", why):
         return tap.finish()
-    core = C.Core(tap, d, "m26")
+    core = smcore.Core(tap, d, "m26")
     try:
         core.run()
         delete_cases(tap, core)

@@ -5,7 +5,7 @@ Run from the repository root: /usr/bin/python3 tests/compat/test_boto3.py
 Prints TAP; exits non-zero when a case failed. Starts its own trainctld
 (free loopback port, temp state dir) and stops it by PID.
 
-Sections: the common cases (smcompat.Core), raw HTTP robustness, the REST
+Sections: the common cases (smcore.Core), raw HTTP robustness, the REST
 face, SigV4 authentication (a second daemon with --credentials), restart on
 the same state dir, clean exit on SIGTERM.
 """
@@ -24,6 +24,7 @@ import urllib.parse
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import smcompat as C  # noqa: E402
+import smcore  # noqa: E402
 
 C.hermetic_env()
 import botocore  # noqa: E402
@@ -645,7 +646,7 @@ def main():
     why = d.start()
     if not tap.ok(why is None, "trainctld starts and listens on a loopback port", why):
         return tap.finish()
-    core = C.Core(tap, d, "m22")
+    core = smcore.Core(tap, d, "m22")
     try:
         core.run()
         raw_cases(tap, d, core)
