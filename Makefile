@@ -301,6 +301,8 @@ install: all
 	install -m 644 $(LIB_common) $(DESTDIR)$(PREFIX)/lib/libtrainctl-common.a
 	install -d $(DESTDIR)$(PREFIX)/libexec/trainctl
 	install -m 755 scripts/cluster.sh $(DESTDIR)$(PREFIX)/libexec/trainctl/cluster.sh
+	install -m 644 scripts/cluster-registry.sh \
+		$(DESTDIR)$(PREFIX)/libexec/trainctl/cluster-registry.sh
 	sed -e 's|@PREFIX@|$(PREFIX)|g' scripts/trainctl.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/trainctl.pc
 	install -d $(DESTDIR)$(PREFIX)/include/trainer
