@@ -7,8 +7,9 @@ of 1-16 instances queued and running, probe jobs created every 250 ms.
   (s1) the tool ran and trainctld stayed up, no answer was an error
   (s2) every probe job reached every one of its hosts
   (s3) heartbeats were answered (hundreds of them in the window)
-  (s4) hosts that stop heartbeating are seen lost, after the deadline
-       (3 s) and within a generous bound
+  (s4) hosts that stop heartbeating are seen lost, never before the
+       deadline (3 s); how soon after it is the benchmark's figure
+       (bench/scale.py waits 10 s past the deadline, then says "never")
 The figures themselves (CPU, RSS, latencies at 500, 2,000 and 5,000 hosts)
 are the benchmark's: docs/benchmarks.md.
 
@@ -64,8 +65,8 @@ def main():
               (res["probes_placed"], res["probes"]), log)
         check(res["hb_n"] > 500, "(s3) heartbeats answered: %d" % res["hb_n"], log)
         lost = res["lost_noticed_ms"]
-        check(lost is not None and 2900 <= lost < 8000,
-              "(s4) a silent host is seen lost after the deadline: %s ms" % lost, log)
+        check(lost is not None and lost >= 2900,
+              "(s4) a silent host is seen lost, not before the deadline: %s ms" % lost, log)
 
 
 if __name__ == "__main__":
