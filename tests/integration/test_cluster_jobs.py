@@ -774,7 +774,7 @@ def fault_sshd(cluster, sm, run_id):
     expect(rc == 0, "sshd-stop: %s %s" % (out, err))
     try:
         cluster.kill_agent(node)
-        hs = cluster.wait_hosts(lambda hs: hs[node]["state"] != "ready" and hs[node].get("error"), 30,
+        hs = cluster.wait_hosts(lambda hs: hs[node]["state"] != "ready" and hs[node].get("error"), 90,
                                 "%s reported with an error" % node)
         e = hs[node]["error"]
         expect(re.search(r"connect|refused|unreachable", e, re.I),
@@ -805,7 +805,7 @@ def fault_hostkey(cluster, sm, run_id):
     os.rename(kh + ".tmp", kh)
     try:
         cluster.kill_agent(node)
-        hs = cluster.wait_hosts(lambda hs: hs[node]["state"] != "ready" and hs[node].get("error"), 30,
+        hs = cluster.wait_hosts(lambda hs: hs[node]["state"] != "ready" and hs[node].get("error"), 90,
                                 "%s refused with an error" % node)
         e = hs[node]["error"]
         expect(re.search(r"host key mismatch", e, re.I), "%s's error does not name the host key mismatch: %r"
