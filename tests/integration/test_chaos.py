@@ -358,7 +358,7 @@ def check_seed(tap, ns, sm, seed, tmp):
     tap.ok(not bad, "%s the weights of every completed job equal a fault-free run" % tag, "\n".join(bad))
     left = {n: fl.wait_no_procs(n, 10.0) for n, _, _ in ch.jobs}
     tap.ok(not any(left.values()), "%s no process of any job left" % tag, short(left))
-    ns.wait_hosts(lambda hs: sum(h.get("state") == "ready" for h in hs) == ns.n_hosts, 45, "every host ready")
+    ns.wait_hosts(lambda hs: sum(h.get("state") == "ready" for h in hs) == ns.n_hosts, 90, "every host ready")
 
 
 def main():
