@@ -20,7 +20,7 @@
 
 #include "api/cwmetrics.h"
 #include "controller/ctrl.h"
-#include "controller/cwmetrics.h"
+#include "controller/obs/cwmetrics.h"
 #include "db/db.h"
 #include "db/run.h"
 #include "common/buf.h"

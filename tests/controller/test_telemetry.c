@@ -23,9 +23,9 @@
 
 #include "api/cwmetrics.h"
 #include "controller/ctrl.h"
-#include "controller/cwmetrics.h"
+#include "controller/obs/cwmetrics.h"
 #include "controller/hosts.h"
-#include "controller/telemetry.h"
+#include "controller/obs/telemetry.h"
 #include "db/db.h"
 #include "db/run.h"
 #include "db/telemetry.h"

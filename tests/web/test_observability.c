@@ -18,7 +18,7 @@
 
 #include "api/cwlogs_json.h"
 #include "api/web_json.h"
-#include "controller/metrics.h"
+#include "controller/obs/metrics.h"
 #include "common/buf.h"
 #include "common/err.h"
 

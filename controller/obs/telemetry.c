@@ -16,7 +16,7 @@
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
 #include "controller/ops.h"
-#include "controller/telemetry.h"
+#include "controller/obs/telemetry.h"
 #include "db/run.h"
 #include "db/telemetry.h"
 #include "common/err.h"

@@ -9,8 +9,8 @@
 
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
-#include "controller/metrics.h"
-#include "controller/telemetry.h"
+#include "controller/obs/metrics.h"
+#include "controller/obs/telemetry.h"
 #include "controller/ops.h"
 #include "db/db.h"
 #include "db/run.h"
