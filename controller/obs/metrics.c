@@ -166,6 +166,33 @@ static const char *cloudwatch_operation(const char *op)
 	return "cloudwatch:unknown";
 }
 
+/* POST / with an X-Amz-Target: SageMaker, Logs or CloudWatch JSON. */
+static const char *target_operation(const char *target)
+{
+	if (!strncmp(target, "SageMaker.", 10)) {
+		size_t i = op_index(target + 10);
+
+		/* Entries 1..5 are the SageMaker operations. */
+		return i >= 1 && i <= 5 ? op_names[i] : "sagemaker:unknown";
+	}
+	if (!strncmp(target, "Logs_20140328.", 14)) {
+		static const char *const logs_ops[] = {
+			"logs:DescribeLogStreams",
+			"logs:GetLogEvents",
+			"logs:FilterLogEvents",
+		};
+		size_t i;
+
+		for (i = 0; i < 3; i++)
+			if (!strcmp(logs_ops[i] + 5, target + 14))
+				return logs_ops[i];
+		return "logs:unknown";
+	}
+	if (!strncmp(target, "GraniteServiceVersion20100801.", 30))
+		return cloudwatch_operation(target + 30);
+	return "other";
+}
+
 const char *ctrl_metrics_operation(const char *method, const char *url,
 				   const char *target)
 {
@@ -173,31 +200,8 @@ const char *ctrl_metrics_operation(const char *method, const char *url,
 	static const char cbor_ops[] =
 		"/service/GraniteServiceVersion20100801/operation/";
 
-	if (!strcmp(url, "/") && target) {
-		if (!strncmp(target, "SageMaker.", 10)) {
-			size_t i = op_index(target + 10);
-
-			/* Entries 1..5 are the SageMaker operations. */
-			return i >= 1 && i <= 5 ? op_names[i] :
-						  "sagemaker:unknown";
-		}
-		if (!strncmp(target, "Logs_20140328.", 14)) {
-			static const char *const logs_ops[] = {
-				"logs:DescribeLogStreams",
-				"logs:GetLogEvents",
-				"logs:FilterLogEvents",
-			};
-			size_t i;
-
-			for (i = 0; i < 3; i++)
-				if (!strcmp(logs_ops[i] + 5, target + 14))
-					return logs_ops[i];
-			return "logs:unknown";
-		}
-		if (!strncmp(target, "GraniteServiceVersion20100801.", 30))
-			return cloudwatch_operation(target + 30);
-		return "other";
-	}
+	if (!strcmp(url, "/") && target)
+		return target_operation(target);
 	if (!strncmp(url, cbor_ops, strlen(cbor_ops)))
 		return cloudwatch_operation(url + strlen(cbor_ops));
 	if (!strncmp(url, jobs, strlen(jobs)))
