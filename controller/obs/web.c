@@ -316,19 +316,11 @@ static int64_t ms_arg(const char *s)
 	return *end || v <= 0 ? -1 : v;
 }
 
-/*
- * The list's sort and filters beyond name and status: sort=name|created|
- * status, order=asc|desc, created_after, created_before (epoch ms),
- * instance_type, tag=KEY or KEY=VALUE (split into tag). Returns 0 or -1.
- */
-static int list_filters(struct MHD_Connection *conn, struct db_list_query *q,
-			struct buf *tag)
+/* sort=name|created|status and order=asc|desc. Returns 0 or -1. */
+static int list_sort(struct MHD_Connection *conn, struct db_list_query *q)
 {
 	const char *sort = query(conn, "sort");
 	const char *order = query(conn, "order");
-	const char *itype = query(conn, "instance_type");
-	const char *t = query(conn, "tag");
-	char *eq;
 
 	if (sort && !strcmp(sort, "name"))
 		q->sort = DB_SORT_NAME;
@@ -342,6 +334,40 @@ static int list_filters(struct MHD_Connection *conn, struct db_list_query *q,
 	q->descending = q->sort == DB_SORT_CREATION;
 	if (order && *order)
 		q->descending = !strcmp(order, "desc");
+	return 0;
+}
+
+/* tag=KEY or KEY=VALUE, split into tag. Returns 0 or -1. */
+static int tag_filter(const char *t, struct db_list_query *q, struct buf *tag)
+{
+	char *eq;
+
+	if (!t || !*t)
+		return 0;
+	if (strlen(t) > 256 || buf_adds(tag, t))
+		return -1;
+	eq = strchr(tag->data, '=');
+	if (eq)
+		*eq = '\0';
+	if (!*tag->data)
+		return -1;
+	q->tag_key = tag->data;
+	q->tag_value = eq ? eq + 1 : NULL;
+	return 0;
+}
+
+/*
+ * The list's sort and filters beyond name and status: sort=name|created|
+ * status, order=asc|desc, created_after, created_before (epoch ms),
+ * instance_type, tag=KEY or KEY=VALUE (split into tag). Returns 0 or -1.
+ */
+static int list_filters(struct MHD_Connection *conn, struct db_list_query *q,
+			struct buf *tag)
+{
+	const char *itype = query(conn, "instance_type");
+
+	if (list_sort(conn, q))
+		return -1;
 	q->created_after_ms = ms_arg(query(conn, "created_after"));
 	q->created_before_ms = ms_arg(query(conn, "created_before"));
 	if (q->created_after_ms < 0 || q->created_before_ms < 0)
@@ -351,18 +377,7 @@ static int list_filters(struct MHD_Connection *conn, struct db_list_query *q,
 			return -1;
 		q->instance_type = itype;
 	}
-	if (t && *t) {
-		if (strlen(t) > 256 || buf_adds(tag, t))
-			return -1;
-		eq = strchr(tag->data, '=');
-		if (eq)
-			*eq = '\0';
-		if (!*tag->data)
-			return -1;
-		q->tag_key = tag->data;
-		q->tag_value = eq ? eq + 1 : NULL;
-	}
-	return 0;
+	return tag_filter(query(conn, "tag"), q, tag);
 }
 
 static void jobs_list(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
