@@ -1,5 +1,5 @@
 /*
- * Hosts' telemetry (controller/telemetry.h). An agent's samples arrive
+ * Hosts' telemetry (controller/obs/telemetry.h). An agent's samples arrive
  * parsed and range-checked (api/telemetry.c); here they are checked
  * against the clock and the host's previous sample, so that an agent
  * cannot fill the store faster than one sample per CTRL_TM_MIN_SPACING_MS

@@ -1,6 +1,6 @@
 /*
- * Tests controller/telemetry.c and the host metrics of controller/
- * cwmetrics.c on a real store: samples are kept only within the
+ * Tests controller/obs/telemetry.c and the host metrics of
+ * controller/obs/cwmetrics.c on a real store: samples are kept only within the
  * retention, not in the future and 500 ms apart; a host's figures go only
  * to the jobs it holds an assignment of; the latest sample feeds /metrics;
  * CloudWatch answers CPUUtilization of Host=<job>/algo-1 in Percent, summed
