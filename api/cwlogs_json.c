@@ -377,14 +377,6 @@ static json_t *str(const char *s)
 	return json_string(s);
 }
 
-static int finish(json_t *root, int bad, struct buf *out)
-{
-	int ret = bad ? ERR_INVALID : api__json_dump_to(root, out);
-
-	json_decref(root);
-	return ret;
-}
-
 int api_cwl_streams_build(const struct api_cwl_stream *s, size_t n,
 			  const char *next_token, struct buf *out)
 {
@@ -418,7 +410,7 @@ int api_cwl_streams_build(const struct api_cwl_stream *s, size_t n,
 	json_object_set_new(root, "logStreams", arr);
 	if (next_token)
 		json_object_set_new(root, "nextToken", json_string(next_token));
-	return finish(root, bad, out);
+	return api__json_finish(root, bad, out);
 }
 
 static json_t *event_json(const struct api_cwl_event *e, int *bad)
@@ -457,7 +449,7 @@ int api_cwl_events_build(const struct api_cwl_event *e, size_t n,
 	json_object_set_new(root, "events", arr);
 	json_object_set_new(root, "nextForwardToken", json_string(forward));
 	json_object_set_new(root, "nextBackwardToken", json_string(backward));
-	return finish(root, bad, out);
+	return api__json_finish(root, bad, out);
 }
 
 int api_cwl_filtered_build(const struct api_cwl_event *e, size_t n,
@@ -486,5 +478,5 @@ int api_cwl_filtered_build(const struct api_cwl_event *e, size_t n,
 	json_object_set_new(root, "searchedLogStreams", searched);
 	if (next_token)
 		json_object_set_new(root, "nextToken", json_string(next_token));
-	return finish(root, bad, out);
+	return api__json_finish(root, bad, out);
 }

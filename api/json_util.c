@@ -119,6 +119,14 @@ int api__json_dump_to(const json_t *v, struct buf *out)
 	return 0;
 }
 
+int api__json_finish(json_t *root, int bad, struct buf *out)
+{
+	int ret = bad ? ERR_INVALID : api__json_dump_to(root, out);
+
+	json_decref(root);
+	return ret;
+}
+
 /* "2026-12-02T11:00:00[.123][Z|+hh:mm]" -> epoch ms; 0 when malformed. */
 static int64_t iso_ms(const char *s)
 {

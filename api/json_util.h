@@ -38,6 +38,14 @@ int api__json_load_object(const char *json, size_t len, json_t **out,
 int api__json_dump_to(const json_t *v, struct buf *out);
 
 /*
+ * The last step of a builder: appends root's compact serialization to out
+ * unless bad is set (a value the builder could not encode, such as text
+ * that is not UTF-8), and drops root either way. Returns 0, ERR_INVALID
+ * when bad, or ERR_TOOBIG.
+ */
+int api__json_finish(json_t *root, int bad, struct buf *out);
+
+/*
  * Reads a timestamp member as botocore sends it (epoch seconds as integer
  * or real) or as an ISO-8601 string, and returns epoch milliseconds; 0 when
  * v is NULL or neither.

@@ -30,14 +30,6 @@ static void set_time(json_t *o, const char *key, int64_t ms)
 	json_object_set_new(o, key, ms ? json_integer(ms) : json_null());
 }
 
-static int finish(json_t *root, int bad, struct buf *out)
-{
-	int ret = bad ? ERR_INVALID : api__json_dump_to(root, out);
-
-	json_decref(root);
-	return ret;
-}
-
 int api_web_jobs_build(const struct api_web_job *j, size_t n,
 		       const char *next_token, struct buf *out)
 {
@@ -65,7 +57,7 @@ int api_web_jobs_build(const struct api_web_job *j, size_t n,
 	}
 	json_object_set_new(root, "jobs", arr);
 	set_str(root, "next_token", next_token, &bad);
-	return finish(root, bad, out);
+	return api__json_finish(root, bad, out);
 }
 
 static json_t *procs_json(const struct api_proc_report *p, size_t n)
@@ -195,7 +187,7 @@ int api_web_runtime_build(const struct api_web_runtime *rt, struct buf *out)
 			json_array_append_new(names, s);
 	}
 	json_object_set_new(root, "metric_names", names);
-	return finish(root, bad, out);
+	return api__json_finish(root, bad, out);
 }
 
 int api_web_metrics_build(const struct api_web_series *s, size_t n,
@@ -237,7 +229,7 @@ int api_web_metrics_build(const struct api_web_series *s, size_t n,
 	json_object_set_new(root, "metrics", arr);
 	json_object_set_new(root, "hosts", hosts);
 	json_object_set_new(root, "last_ms", json_integer(last_ms));
-	return finish(root, bad, out);
+	return api__json_finish(root, bad, out);
 }
 
 int api_web_changes_build(const char *cursor, int jobs, int logs, int hosts,
@@ -248,5 +240,5 @@ int api_web_changes_build(const char *cursor, int jobs, int logs, int hosts,
 
 	if (!root)
 		return ERR_INVALID;
-	return finish(root, 0, out);
+	return api__json_finish(root, 0, out);
 }

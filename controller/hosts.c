@@ -13,7 +13,7 @@
 #include "controller/tuning.h"
 #include "controller/rendezvous.h"
 #include "controller/ops.h"
-#include "controller/telemetry.h"
+#include "controller/obs/telemetry.h"
 #include "db/run.h"
 #include "db/warmpool.h"
 #include "common/bug.h"

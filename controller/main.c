@@ -20,7 +20,7 @@
 #include "controller/jobrt.h"
 #include "controller/local_cluster.h"
 #include "controller/provision.h"
-#include "controller/telemetry.h"
+#include "controller/obs/telemetry.h"
 #include "db/db.h"
 #include "storage/fs.h"
 #include "common/bug.h"

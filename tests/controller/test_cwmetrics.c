@@ -1,5 +1,5 @@
 /*
- * Tests controller/cwmetrics.c against a real store in a temporary
+ * Tests controller/obs/cwmetrics.c against a real store in a temporary
  * directory, with points at known times: the periods and statistics of
  * GetMetricStatistics, GetMetricData's pages, ListMetrics' pages over more
  * than 500 metrics, and what a user key sees.
@@ -20,7 +20,7 @@
 
 #include "api/cwmetrics.h"
 #include "controller/ctrl.h"
-#include "controller/cwmetrics.h"
+#include "controller/obs/cwmetrics.h"
 #include "db/db.h"
 #include "db/run.h"
 #include "common/buf.h"

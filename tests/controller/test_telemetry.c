@@ -1,6 +1,6 @@
 /*
- * Tests controller/telemetry.c and the host metrics of controller/
- * cwmetrics.c on a real store: samples are kept only within the
+ * Tests controller/obs/telemetry.c and the host metrics of
+ * controller/obs/cwmetrics.c on a real store: samples are kept only within the
  * retention, not in the future and 500 ms apart; a host's figures go only
  * to the jobs it holds an assignment of; the latest sample feeds /metrics;
  * CloudWatch answers CPUUtilization of Host=<job>/algo-1 in Percent, summed
@@ -23,9 +23,9 @@
 
 #include "api/cwmetrics.h"
 #include "controller/ctrl.h"
-#include "controller/cwmetrics.h"
+#include "controller/obs/cwmetrics.h"
 #include "controller/hosts.h"
-#include "controller/telemetry.h"
+#include "controller/obs/telemetry.h"
 #include "db/db.h"
 #include "db/run.h"
 #include "db/telemetry.h"

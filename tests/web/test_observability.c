@@ -1,7 +1,7 @@
 /*
  * Tests the pure parts of the observability code: api/cwlogs_json.c
  * (request validation of the three Logs_20140328 operations, answers),
- * api/web_json.c (the page's answers) and controller/metrics.c (operation
+ * api/web_json.c (the page's answers) and controller/obs/metrics.c (operation
  * labels, counter text). The HTTP paths are covered by the Python tests
  * next to this file.
  */
@@ -18,7 +18,7 @@
 
 #include "api/cwlogs_json.h"
 #include "api/web_json.h"
-#include "controller/metrics.h"
+#include "controller/obs/metrics.h"
 #include "common/buf.h"
 #include "common/err.h"
 

@@ -9,8 +9,9 @@
 
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
-#include "controller/metrics.h"
-#include "controller/telemetry.h"
+#include "controller/obs/metrics.h"
+#include "controller/obs/prom.h"
+#include "controller/obs/telemetry.h"
 #include "controller/ops.h"
 #include "db/db.h"
 #include "db/run.h"
@@ -165,6 +166,33 @@ static const char *cloudwatch_operation(const char *op)
 	return "cloudwatch:unknown";
 }
 
+/* POST / with an X-Amz-Target: SageMaker, Logs or CloudWatch JSON. */
+static const char *target_operation(const char *target)
+{
+	if (!strncmp(target, "SageMaker.", 10)) {
+		size_t i = op_index(target + 10);
+
+		/* Entries 1..5 are the SageMaker operations. */
+		return i >= 1 && i <= 5 ? op_names[i] : "sagemaker:unknown";
+	}
+	if (!strncmp(target, "Logs_20140328.", 14)) {
+		static const char *const logs_ops[] = {
+			"logs:DescribeLogStreams",
+			"logs:GetLogEvents",
+			"logs:FilterLogEvents",
+		};
+		size_t i;
+
+		for (i = 0; i < 3; i++)
+			if (!strcmp(logs_ops[i] + 5, target + 14))
+				return logs_ops[i];
+		return "logs:unknown";
+	}
+	if (!strncmp(target, "GraniteServiceVersion20100801.", 30))
+		return cloudwatch_operation(target + 30);
+	return "other";
+}
+
 const char *ctrl_metrics_operation(const char *method, const char *url,
 				   const char *target)
 {
@@ -172,31 +200,8 @@ const char *ctrl_metrics_operation(const char *method, const char *url,
 	static const char cbor_ops[] =
 		"/service/GraniteServiceVersion20100801/operation/";
 
-	if (!strcmp(url, "/") && target) {
-		if (!strncmp(target, "SageMaker.", 10)) {
-			size_t i = op_index(target + 10);
-
-			/* Entries 1..5 are the SageMaker operations. */
-			return i >= 1 && i <= 5 ? op_names[i] :
-						  "sagemaker:unknown";
-		}
-		if (!strncmp(target, "Logs_20140328.", 14)) {
-			static const char *const logs_ops[] = {
-				"logs:DescribeLogStreams",
-				"logs:GetLogEvents",
-				"logs:FilterLogEvents",
-			};
-			size_t i;
-
-			for (i = 0; i < 3; i++)
-				if (!strcmp(logs_ops[i] + 5, target + 14))
-					return logs_ops[i];
-			return "logs:unknown";
-		}
-		if (!strncmp(target, "GraniteServiceVersion20100801.", 30))
-			return cloudwatch_operation(target + 30);
-		return "other";
-	}
+	if (!strcmp(url, "/") && target)
+		return target_operation(target);
 	if (!strncmp(url, cbor_ops, strlen(cbor_ops)))
 		return cloudwatch_operation(url + strlen(cbor_ops));
 	if (!strncmp(url, jobs, strlen(jobs)))
@@ -268,54 +273,37 @@ static unsigned long long load(atomic_ullong *v)
 	return atomic_load_explicit(v, memory_order_relaxed);
 }
 
-static void header(struct buf *out, const char *name, const char *type,
-		   const char *help)
-{
-	(void)buf_addf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name,
-		       type);
-}
-
-/* A label value with \, " and newline escaped as the format asks. */
-static void label_value(struct buf *out, const char *v)
-{
-	for (; *v; v++) {
-		if (*v == '\\' || *v == '"')
-			(void)buf_addch(out, '\\');
-		if (*v == '\n') {
-			(void)buf_adds(out, "\\n");
-			continue;
-		}
-		(void)buf_addch(out, *v);
-	}
-}
+#define HIST "trainctl_api_request_duration_seconds"
 
 void ctrl_metrics_render_counters(struct buf *out)
 {
+	struct ctrl_prom_sample s;
 	size_t o, k;
 
-	header(out, "trainctl_api_requests_total", "counter",
-	       "API requests answered, by operation and HTTP status.");
+	ctrl_prom_family(
+		out, "trainctl_api_requests_total", "counter",
+		"API requests answered, by operation and HTTP status.");
 	for (o = 0; o < N_OPS; o++) {
 		for (k = 0; k < N_STATUS; k++) {
 			unsigned long long v = load(&stats[o].by_status[k]);
-			char code[16];
+			struct ctrl_prom_sample s;
 
 			if (!v)
 				continue;
+			ctrl_prom_sample_start(&s, out,
+					       "trainctl_api_requests_total");
+			ctrl_prom_label(&s, "operation", op_names[o]);
 			if (status_codes[k])
-				snprintf(code, sizeof(code), "%d",
-					 status_codes[k]);
+				ctrl_prom_label_int(&s, "status",
+						    status_codes[k]);
 			else
-				snprintf(code, sizeof(code), "other");
-			(void)buf_addf(out,
-				       "trainctl_api_requests_total{operation="
-				       "\"%s\",status=\"%s\"} %llu\n",
-				       op_names[o], code, v);
+				ctrl_prom_label(&s, "status", "other");
+			ctrl_prom_value(&s, "%llu", v);
 		}
 	}
-	header(out, "trainctl_api_request_duration_seconds", "histogram",
-	       "Time from a request's arrival to its answer (long-polls "
-	       "include their wait).");
+	ctrl_prom_family(out, HIST, "histogram",
+			 "Time from a request's arrival to its answer "
+			 "(long-polls include their wait).");
 	for (o = 0; o < N_OPS; o++) {
 		unsigned long long cum = 0;
 		unsigned long long counts[N_BUCKETS + 1];
@@ -329,28 +317,24 @@ void ctrl_metrics_render_counters(struct buf *out)
 		cum = 0;
 		for (k = 0; k <= N_BUCKETS; k++) {
 			cum += counts[k];
-			(void)buf_addf(out,
-				       "trainctl_api_request_duration_seconds_"
-				       "bucket{operation=\"%s\",le=\"%s\"} "
-				       "%llu\n",
-				       op_names[o],
-				       k < N_BUCKETS ? bucket_le[k] : "+Inf",
-				       cum);
+			ctrl_prom_sample_start(&s, out, HIST "_bucket");
+			ctrl_prom_label(&s, "operation", op_names[o]);
+			ctrl_prom_label(&s, "le",
+					k < N_BUCKETS ? bucket_le[k] : "+Inf");
+			ctrl_prom_value(&s, "%llu", cum);
 		}
-		(void)buf_addf(out,
-			       "trainctl_api_request_duration_seconds_sum{"
-			       "operation=\"%s\"} %.6f\n",
-			       op_names[o],
-			       (double)load(&stats[o].sum_us) / 1e6);
-		(void)buf_addf(out,
-			       "trainctl_api_request_duration_seconds_count{"
-			       "operation=\"%s\"} %llu\n",
-			       op_names[o], cum);
+		ctrl_prom_sample_start(&s, out, HIST "_sum");
+		ctrl_prom_label(&s, "operation", op_names[o]);
+		ctrl_prom_value(&s, "%.6f",
+				(double)load(&stats[o].sum_us) / 1e6);
+		ctrl_prom_sample_start(&s, out, HIST "_count");
+		ctrl_prom_label(&s, "operation", op_names[o]);
+		ctrl_prom_value(&s, "%llu", cum);
 	}
-	header(out, "trainctl_log_lines_ingested_total", "counter",
-	       "Log lines received from agents and stored.");
-	(void)buf_addf(out, "trainctl_log_lines_ingested_total %llu\n",
-		       load(&log_lines));
+	ctrl_prom_family(out, "trainctl_log_lines_ingested_total", "counter",
+			 "Log lines received from agents and stored.");
+	ctrl_prom_sample_start(&s, out, "trainctl_log_lines_ingested_total");
+	ctrl_prom_value(&s, "%llu", load(&log_lines));
 }
 
 /* Jobs by TrainingJobStatus, and the active ones by SecondaryStatus. */
@@ -360,21 +344,23 @@ static void render_jobs(struct ctrl_ctx *ctx, struct buf *out)
 						"Failed", "Stopping",
 						"Stopped" };
 	static const char *const active[] = { "InProgress", "Stopping" };
+	struct ctrl_prom_sample s;
 	struct buf err = BUF_INIT;
 	size_t i, k;
 
-	header(out, "trainctl_jobs", "gauge",
-	       "Training jobs in the store, by TrainingJobStatus.");
+	ctrl_prom_family(out, "trainctl_jobs", "gauge",
+			 "Training jobs in the store, by TrainingJobStatus.");
 	for (i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++) {
 		int64_t n = db_job_count(ctx->db, statuses[i]);
 
-		if (n >= 0)
-			(void)buf_addf(out,
-				       "trainctl_jobs{status=\"%s\"} %lld\n",
-				       statuses[i], (long long)n);
+		if (n < 0)
+			continue;
+		ctrl_prom_sample_start(&s, out, "trainctl_jobs");
+		ctrl_prom_label(&s, "status", statuses[i]);
+		ctrl_prom_value(&s, "%lld", (long long)n);
 	}
-	header(out, "trainctl_active_jobs", "gauge",
-	       "InProgress and Stopping jobs, by SecondaryStatus.");
+	ctrl_prom_family(out, "trainctl_active_jobs", "gauge",
+			 "InProgress and Stopping jobs, by SecondaryStatus.");
 	for (i = 0; i < 2; i++) {
 		struct db_list_query q = { 0 };
 		struct db_job *jobs = NULL;
@@ -413,11 +399,12 @@ static void render_jobs(struct ctrl_ctx *ctx, struct buf *out)
 		}
 		free(jobs);
 		free(next);
-		for (k = 0; k < n_seen; k++)
-			(void)buf_addf(out,
-				       "trainctl_active_jobs{status=\"%s\","
-				       "secondary_status=\"%s\"} %lld\n",
-				       active[i], seen[k].name, seen[k].n);
+		for (k = 0; k < n_seen; k++) {
+			ctrl_prom_sample_start(&s, out, "trainctl_active_jobs");
+			ctrl_prom_label(&s, "status", active[i]);
+			ctrl_prom_label(&s, "secondary_status", seen[k].name);
+			ctrl_prom_value(&s, "%lld", seen[k].n);
+		}
 	}
 	buf_release(&err);
 }
@@ -470,6 +457,7 @@ static void render_hosts(struct ctrl_ctx *ctx, struct buf *out)
 	static const char *const states[] = { "provisioning", "ready", "busy",
 					      "lost" };
 	struct db_assignment *as = NULL;
+	struct ctrl_prom_sample s;
 	struct buf err = BUF_INIT;
 	struct buf ages = BUF_INIT;
 	long long count[4] = { 0, 0, 0, 0 };
@@ -495,32 +483,38 @@ static void render_hosts(struct ctrl_ctx *ctx, struct buf *out)
 			continue;
 		if (now - h->last_seen_ms > max_age)
 			max_age = now - h->last_seen_ms;
-		(void)buf_adds(&ages,
-			       "trainctl_host_heartbeat_age_seconds{host=\"");
-		label_value(&ages, h->name);
-		(void)buf_addf(&ages, "\"} %.3f\n",
-			       (double)(now - h->last_seen_ms) / 1000.0);
+		ctrl_prom_sample_start(&s, &ages,
+				       "trainctl_host_heartbeat_age_seconds");
+		ctrl_prom_label(&s, "host", h->name);
+		ctrl_prom_value(&s, "%.3f",
+				(double)(now - h->last_seen_ms) / 1000.0);
 	}
 	pthread_mutex_unlock(&ctx->hosts_lock);
-	header(out, "trainctl_hosts", "gauge",
-	       "Hosts by state: provisioning (no agent yet), ready, busy "
-	       "(running an assignment), lost (missed its heartbeat "
-	       "deadline).");
-	for (i = 0; i < 4; i++)
-		(void)buf_addf(out, "trainctl_hosts{state=\"%s\"} %lld\n",
-			       states[i], count[i]);
-	header(out, "trainctl_host_heartbeat_age_seconds", "gauge",
-	       "Seconds since each host's agent was last heard from.");
+	ctrl_prom_family(out, "trainctl_hosts", "gauge",
+			 "Hosts by state: provisioning (no agent yet), ready, "
+			 "busy (running an assignment), lost (missed its "
+			 "heartbeat deadline).");
+	for (i = 0; i < 4; i++) {
+		ctrl_prom_sample_start(&s, out, "trainctl_hosts");
+		ctrl_prom_label(&s, "state", states[i]);
+		ctrl_prom_value(&s, "%lld", count[i]);
+	}
+	ctrl_prom_family(out, "trainctl_host_heartbeat_age_seconds", "gauge",
+			 "Seconds since each host's agent was last heard "
+			 "from.");
 	(void)buf_add(out, ages.data, ages.len);
-	header(out, "trainctl_host_heartbeat_max_age_seconds", "gauge",
-	       "The largest heartbeat age over all hosts (0 without hosts).");
-	(void)buf_addf(out, "trainctl_host_heartbeat_max_age_seconds %.3f\n",
-		       (double)max_age / 1000.0);
-	header(out, "trainctl_agent_restarts_total", "counter",
-	       "Agents of the embedded local cluster restarted after they "
-	       "died.");
-	(void)buf_addf(out, "trainctl_agent_restarts_total %lld\n",
-		       agent_restarts);
+	ctrl_prom_family(out, "trainctl_host_heartbeat_max_age_seconds",
+			 "gauge",
+			 "The largest heartbeat age over all hosts (0 without "
+			 "hosts).");
+	ctrl_prom_sample_start(&s, out,
+			       "trainctl_host_heartbeat_max_age_seconds");
+	ctrl_prom_value(&s, "%.3f", (double)max_age / 1000.0);
+	ctrl_prom_family(out, "trainctl_agent_restarts_total", "counter",
+			 "Agents of the embedded local cluster restarted after "
+			 "they died.");
+	ctrl_prom_sample_start(&s, out, "trainctl_agent_restarts_total");
+	ctrl_prom_value(&s, "%lld", agent_restarts);
 	db_assignments_free(as, n_as);
 	buf_release(&ages);
 	buf_release(&err);
@@ -528,14 +522,15 @@ static void render_hosts(struct ctrl_ctx *ctx, struct buf *out)
 
 void ctrl_metrics_serve(struct ctrl_ctx *ctx, struct ctrl_response *resp)
 {
+	struct ctrl_prom_sample s;
 	struct buf out = BUF_INIT;
 
 	render_jobs(ctx, &out);
-	header(&out, "trainctl_job_restarts_total", "counter",
-	       "Attempts of training jobs after their first (RetryStrategy "
-	       "and host-loss restarts).");
-	(void)buf_addf(&out, "trainctl_job_restarts_total %lld\n",
-		       job_restarts(ctx));
+	ctrl_prom_family(&out, "trainctl_job_restarts_total", "counter",
+			 "Attempts of training jobs after their first "
+			 "(RetryStrategy and host-loss restarts).");
+	ctrl_prom_sample_start(&s, &out, "trainctl_job_restarts_total");
+	ctrl_prom_value(&s, "%lld", job_restarts(ctx));
 	render_hosts(ctx, &out);
 	ctrl_tm_render_metrics(ctx, &out);
 	ctrl_metrics_render_counters(&out);

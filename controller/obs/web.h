@@ -14,7 +14,7 @@
  *   GET /v1/changes?since=C    long-poll: answers as soon as jobs, hosts
  *                              or logs changed after cursor C (or after
  *                              timeout=S seconds, default 25)
- *   GET /metrics               Prometheus text (controller/metrics.h)
+ *   GET /metrics               Prometheus text (controller/obs/metrics.h)
  *
  * With credentials configured, a browser signs in with HTTP Basic: the
  * user is an access key id of the credentials file, the password its

@@ -10,7 +10,7 @@
 
 #include "api/cwmetrics.h"
 #include "controller/ctrl.h"
-#include "controller/cwmetrics.h"
+#include "controller/obs/cwmetrics.h"
 #include "controller/ops.h"
 #include "db/db.h"
 #include "db/run.h"

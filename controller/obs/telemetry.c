@@ -1,5 +1,5 @@
 /*
- * Hosts' telemetry (controller/telemetry.h). An agent's samples arrive
+ * Hosts' telemetry (controller/obs/telemetry.h). An agent's samples arrive
  * parsed and range-checked (api/telemetry.c); here they are checked
  * against the clock and the host's previous sample, so that an agent
  * cannot fill the store faster than one sample per CTRL_TM_MIN_SPACING_MS
@@ -16,7 +16,8 @@
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
 #include "controller/ops.h"
-#include "controller/telemetry.h"
+#include "controller/obs/prom.h"
+#include "controller/obs/telemetry.h"
 #include "db/run.h"
 #include "db/telemetry.h"
 #include "common/err.h"
@@ -353,20 +354,6 @@ out:
 	buf_release(&err);
 }
 
-/* A label value with \, " and newline escaped as the format asks. */
-static void label(struct buf *out, const char *v)
-{
-	for (; *v; v++) {
-		if (*v == '\\' || *v == '"')
-			(void)buf_addch(out, '\\');
-		if (*v == '\n') {
-			(void)buf_adds(out, "\\n");
-			continue;
-		}
-		(void)buf_addch(out, *v);
-	}
-}
-
 enum gauge {
 	G_CPU,
 	G_CPUS,
@@ -424,11 +411,13 @@ static const struct {
 static void line(struct buf *out, enum gauge g, const char *host, int gpu,
 		 double v)
 {
-	(void)buf_addf(out, "%s{host=\"", gauges[g].name);
-	label(out, host);
+	struct ctrl_prom_sample s;
+
+	ctrl_prom_sample_start(&s, out, gauges[g].name);
+	ctrl_prom_label(&s, "host", host);
 	if (gpu >= 0)
-		(void)buf_addf(out, "\",gpu=\"%d", gpu);
-	(void)buf_addf(out, "\"} %.17g\n", v);
+		ctrl_prom_label_int(&s, "gpu", gpu);
+	ctrl_prom_value(&s, "%.17g", v);
 }
 
 void ctrl_tm_render_metrics(struct ctrl_ctx *ctx, struct buf *out)
@@ -483,9 +472,8 @@ void ctrl_tm_render_metrics(struct ctrl_ctx *ctx, struct buf *out)
 	}
 	pthread_mutex_unlock(&ctx->hosts_lock);
 	for (g = 0; g < G_COUNT; g++) {
-		(void)buf_addf(out, "# HELP %s %s\n# TYPE %s %s\n",
-			       gauges[g].name, gauges[g].help, gauges[g].name,
-			       gauges[g].type);
+		ctrl_prom_family(out, gauges[g].name, gauges[g].type,
+				 gauges[g].help);
 		(void)buf_add(out, lines[g].data, lines[g].len);
 		buf_release(&lines[g]);
 	}

@@ -17,10 +17,10 @@
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
 #include "controller/http.h"
-#include "controller/metrics.h"
+#include "controller/obs/metrics.h"
 #include "controller/ops.h"
-#include "controller/telemetry.h"
-#include "controller/web.h"
+#include "controller/obs/telemetry.h"
+#include "controller/obs/web.h"
 #include "db/db.h"
 #include "db/run.h"
 #include "common/err.h"
@@ -316,19 +316,11 @@ static int64_t ms_arg(const char *s)
 	return *end || v <= 0 ? -1 : v;
 }
 
-/*
- * The list's sort and filters beyond name and status: sort=name|created|
- * status, order=asc|desc, created_after, created_before (epoch ms),
- * instance_type, tag=KEY or KEY=VALUE (split into tag). Returns 0 or -1.
- */
-static int list_filters(struct MHD_Connection *conn, struct db_list_query *q,
-			struct buf *tag)
+/* sort=name|created|status and order=asc|desc. Returns 0 or -1. */
+static int list_sort(struct MHD_Connection *conn, struct db_list_query *q)
 {
 	const char *sort = query(conn, "sort");
 	const char *order = query(conn, "order");
-	const char *itype = query(conn, "instance_type");
-	const char *t = query(conn, "tag");
-	char *eq;
 
 	if (sort && !strcmp(sort, "name"))
 		q->sort = DB_SORT_NAME;
@@ -342,6 +334,40 @@ static int list_filters(struct MHD_Connection *conn, struct db_list_query *q,
 	q->descending = q->sort == DB_SORT_CREATION;
 	if (order && *order)
 		q->descending = !strcmp(order, "desc");
+	return 0;
+}
+
+/* tag=KEY or KEY=VALUE, split into tag. Returns 0 or -1. */
+static int tag_filter(const char *t, struct db_list_query *q, struct buf *tag)
+{
+	char *eq;
+
+	if (!t || !*t)
+		return 0;
+	if (strlen(t) > 256 || buf_adds(tag, t))
+		return -1;
+	eq = strchr(tag->data, '=');
+	if (eq)
+		*eq = '\0';
+	if (!*tag->data)
+		return -1;
+	q->tag_key = tag->data;
+	q->tag_value = eq ? eq + 1 : NULL;
+	return 0;
+}
+
+/*
+ * The list's sort and filters beyond name and status: sort=name|created|
+ * status, order=asc|desc, created_after, created_before (epoch ms),
+ * instance_type, tag=KEY or KEY=VALUE (split into tag). Returns 0 or -1.
+ */
+static int list_filters(struct MHD_Connection *conn, struct db_list_query *q,
+			struct buf *tag)
+{
+	const char *itype = query(conn, "instance_type");
+
+	if (list_sort(conn, q))
+		return -1;
 	q->created_after_ms = ms_arg(query(conn, "created_after"));
 	q->created_before_ms = ms_arg(query(conn, "created_before"));
 	if (q->created_after_ms < 0 || q->created_before_ms < 0)
@@ -351,18 +377,7 @@ static int list_filters(struct MHD_Connection *conn, struct db_list_query *q,
 			return -1;
 		q->instance_type = itype;
 	}
-	if (t && *t) {
-		if (strlen(t) > 256 || buf_adds(tag, t))
-			return -1;
-		eq = strchr(tag->data, '=');
-		if (eq)
-			*eq = '\0';
-		if (!*tag->data)
-			return -1;
-		q->tag_key = tag->data;
-		q->tag_value = eq ? eq + 1 : NULL;
-	}
-	return 0;
+	return tag_filter(query(conn, "tag"), q, tag);
 }
 
 static void jobs_list(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
@@ -541,25 +556,152 @@ static int first_failure(const struct api_web_host *h, size_t n,
 	return found;
 }
 
+/* The hosts of a job's current attempt, as the runtime view shows them. */
+struct runtime_hosts {
+	struct db_assignment *as;
+	size_t n; /* assignments; every array below has n entries */
+	struct api_web_host *hosts;
+	struct api_status *reports; /* parsed from as[i].report_json */
+	char (*algos)[32];
+	struct api_host_sample *tm;    /* latest telemetry */
+	struct api_rank_sample *procs; /* the job's processes there */
+};
+
+static void runtime_hosts_init(struct runtime_hosts *rh, size_t n)
+{
+	rh->n = n;
+	rh->hosts = xcalloc(n + 1, sizeof(*rh->hosts));
+	rh->reports = xcalloc(n + 1, sizeof(*rh->reports));
+	rh->algos = xcalloc(n + 1, sizeof(*rh->algos));
+	rh->tm = xcalloc(n + 1, sizeof(*rh->tm));
+	rh->procs = xcalloc(n + 1, sizeof(*rh->procs));
+}
+
+static void runtime_hosts_release(struct runtime_hosts *rh)
+{
+	size_t i;
+
+	for (i = 0; i < rh->n; i++) {
+		api_status_release(&rh->reports[i]);
+		api_host_sample_release(&rh->tm[i]);
+	}
+	free(rh->tm);
+	free(rh->procs);
+	free(rh->reports);
+	free(rh->hosts);
+	free(rh->algos);
+	db_assignments_free(rh->as, rh->n);
+}
+
+/* Sets *out to the latest sample's figures of job's processes on algo. */
+static int job_procs(const struct ctrl_host *h, const struct db_job *job,
+		     const char *algo, struct api_rank_sample *out)
+{
+	int found = 0;
+	size_t k;
+
+	/* This job's processes there: its name, uid and algo. */
+	for (k = 0; k < h->tm_latest.n_ranks; k++) {
+		const struct api_rank_sample *r = &h->tm_latest.ranks[k];
+
+		if (strcmp(r->job, job->name) || strcmp(r->algo, algo) ||
+		    (r->job_uid && job->uid && strcmp(r->job_uid, job->uid)))
+			continue;
+		out->cpu_percent = r->cpu_percent;
+		out->rss_bytes = r->rss_bytes;
+		out->procs = r->procs;
+		found = 1;
+	}
+	return found;
+}
+
+/* Under hosts_lock: each host's state, heartbeat and telemetry. */
+static void runtime_hosts_live(struct ctrl_ctx *ctx, const struct db_job *job,
+			       struct runtime_hosts *rh)
+{
+	int64_t now = time_mono_ms();
+	size_t i;
+
+	pthread_mutex_lock(&ctx->hosts_lock);
+	for (i = 0; i < rh->n; i++) {
+		const struct db_assignment *as = &rh->as[i];
+		struct api_web_host *wh = &rh->hosts[i];
+		struct ctrl_host *h = ctrl_hosts_find(ctx, as->host);
+
+		snprintf(rh->algos[i], sizeof(rh->algos[i]), "algo-%d",
+			 as->host_index + 1);
+		wh->algo = rh->algos[i];
+		wh->host = as->host;
+		wh->host_state = host_state(h, 1);
+		wh->heartbeat_age_ms =
+			h && h->last_seen_ms ? now - h->last_seen_ms : -1;
+		wh->attempt = as->attempt;
+		wh->action = as->action;
+		wh->phase = as->phase;
+		if (!h || !ctrl_tm_latest(h, &rh->tm[i]))
+			continue;
+		wh->telemetry = &rh->tm[i];
+		if (job_procs(h, job, rh->algos[i], &rh->procs[i]))
+			wh->job_procs = &rh->procs[i];
+	}
+	pthread_mutex_unlock(&ctx->hosts_lock);
+}
+
+/* Each host's processes and failure from its agent's last report. */
+static void runtime_hosts_reports(struct runtime_hosts *rh, struct buf *err)
+{
+	size_t i;
+
+	for (i = 0; i < rh->n; i++) {
+		const char *json = rh->as[i].report_json;
+		struct api_status *r = &rh->reports[i];
+
+		buf_reset(err);
+		if (!json || api_status_parse(json, strlen(json), r, err))
+			continue;
+		if (r->n == 1) {
+			rh->hosts[i].procs = r->items[0].procs;
+			rh->hosts[i].n_procs = r->items[0].n_procs;
+			rh->hosts[i].failure = r->items[0].failure;
+			rh->hosts[i].error = r->items[0].error;
+		}
+	}
+}
+
+/* The job's log streams, named job/stream (the names in *full). */
+static struct api_web_stream *runtime_streams(const struct db_job *job,
+					      const struct db_log_stream *ls,
+					      size_t n, char ***full)
+{
+	struct api_web_stream *streams = xcalloc(n + 1, sizeof(*streams));
+	size_t i;
+
+	*full = xcalloc(n + 1, sizeof(**full));
+	for (i = 0; i < n; i++) {
+		struct buf b = BUF_INIT;
+
+		(void)buf_addf(&b, "%s/%s", job->name, ls[i].name);
+		(*full)[i] = buf_detach(&b, NULL);
+		streams[i].name = (*full)[i];
+		streams[i].host_index = ls[i].host_index;
+		streams[i].created_ms = ls[i].created_ms;
+	}
+	return streams;
+}
+
 static void job_runtime(struct ctrl_ctx *ctx, const char *name,
 			struct ctrl_response *resp)
 {
 	struct db_job job;
-	struct db_assignment *as = NULL;
 	struct db_log_stream *ls = NULL;
-	struct api_status *reports = NULL;
-	struct api_web_host *hosts = NULL;
-	struct api_host_sample *tm = NULL;
-	struct api_rank_sample *procs = NULL;
 	struct api_web_stream *streams = NULL;
+	struct runtime_hosts rh = { 0 };
 	struct api_web_failure fail;
 	struct api_web_runtime rt;
 	struct buf err = BUF_INIT;
-	char(*algos)[32] = NULL;
 	char **full = NULL;
 	char **names = NULL;
-	int64_t now = time_mono_ms();
-	size_t n_as = 0, n_ls = 0, n_names = 0, i;
+	size_t n_as = 0, n_ls = 0, n_names = 0;
 	int ret;
 
 	memset(&rt, 0, sizeof(rt));
@@ -571,80 +713,19 @@ static void job_runtime(struct ctrl_ctx *ctx, const char *name,
 	}
 	if (job.attempt > 0)
 		(void)db_assignments_list(ctx->db, job.name, NULL, job.attempt,
-					  &as, &n_as, &err);
+					  &rh.as, &n_as, &err);
 	(void)db_log_streams(ctx->db, job.name, &ls, &n_ls, &err);
 	n_names = metric_names(&job, &names);
-	hosts = xcalloc(n_as + 1, sizeof(*hosts));
-	reports = xcalloc(n_as + 1, sizeof(*reports));
-	algos = xcalloc(n_as + 1, sizeof(*algos));
-	tm = xcalloc(n_as + 1, sizeof(*tm));
-	procs = xcalloc(n_as + 1, sizeof(*procs));
-	pthread_mutex_lock(&ctx->hosts_lock);
-	for (i = 0; i < n_as; i++) {
-		struct ctrl_host *h = ctrl_hosts_find(ctx, as[i].host);
-		size_t k;
-
-		snprintf(algos[i], sizeof(algos[i]), "algo-%d",
-			 as[i].host_index + 1);
-		hosts[i].algo = algos[i];
-		hosts[i].host = as[i].host;
-		hosts[i].host_state = host_state(h, 1);
-		hosts[i].heartbeat_age_ms =
-			h && h->last_seen_ms ? now - h->last_seen_ms : -1;
-		hosts[i].attempt = as[i].attempt;
-		hosts[i].action = as[i].action;
-		hosts[i].phase = as[i].phase;
-		if (!h || !ctrl_tm_latest(h, &tm[i]))
-			continue;
-		hosts[i].telemetry = &tm[i];
-		/* This job's processes there: its name, uid and algo. */
-		for (k = 0; k < h->tm_latest.n_ranks; k++) {
-			const struct api_rank_sample *r =
-				&h->tm_latest.ranks[k];
-
-			if (strcmp(r->job, job.name) ||
-			    strcmp(r->algo, algos[i]) ||
-			    (r->job_uid && job.uid &&
-			     strcmp(r->job_uid, job.uid)))
-				continue;
-			procs[i].cpu_percent = r->cpu_percent;
-			procs[i].rss_bytes = r->rss_bytes;
-			procs[i].procs = r->procs;
-			hosts[i].job_procs = &procs[i];
-		}
-	}
-	pthread_mutex_unlock(&ctx->hosts_lock);
-	for (i = 0; i < n_as; i++) {
-		buf_reset(&err);
-		if (!as[i].report_json ||
-		    api_status_parse(as[i].report_json,
-				     strlen(as[i].report_json), &reports[i],
-				     &err))
-			continue;
-		if (reports[i].n == 1) {
-			hosts[i].procs = reports[i].items[0].procs;
-			hosts[i].n_procs = reports[i].items[0].n_procs;
-			hosts[i].failure = reports[i].items[0].failure;
-			hosts[i].error = reports[i].items[0].error;
-		}
-	}
-	streams = xcalloc(n_ls + 1, sizeof(*streams));
-	full = xcalloc(n_ls + 1, sizeof(*full));
-	for (i = 0; i < n_ls; i++) {
-		struct buf b = BUF_INIT;
-
-		(void)buf_addf(&b, "%s/%s", job.name, ls[i].name);
-		full[i] = buf_detach(&b, NULL);
-		streams[i].name = full[i];
-		streams[i].host_index = ls[i].host_index;
-		streams[i].created_ms = ls[i].created_ms;
-	}
+	runtime_hosts_init(&rh, n_as);
+	runtime_hosts_live(ctx, &job, &rh);
+	runtime_hosts_reports(&rh, &err);
+	streams = runtime_streams(&job, ls, n_ls, &full);
 	rt.name = job.name;
 	rt.attempt = job.attempt;
 	rt.stop_reason = job.stop_reason;
-	rt.hosts = hosts;
+	rt.hosts = rh.hosts;
 	rt.n_hosts = n_as;
-	rt.first_failure = first_failure(hosts, n_as, &fail) ? &fail : NULL;
+	rt.first_failure = first_failure(rh.hosts, n_as, &fail) ? &fail : NULL;
 	rt.streams = streams;
 	rt.n_streams = n_ls;
 	rt.metric_names = (const char *const *)names;
@@ -653,19 +734,10 @@ static void job_runtime(struct ctrl_ctx *ctx, const char *name,
 	buf_reset(&resp->body);
 	if (api_web_runtime_build(&rt, &resp->body))
 		ctrl_reply_err_code(resp, ERR_INTERNAL, "cannot encode job");
-	for (i = 0; i < n_as; i++) {
-		api_status_release(&reports[i]);
-		api_host_sample_release(&tm[i]);
-	}
-	free(tm);
-	free(procs);
-	free(reports);
-	free(hosts);
-	free(algos);
+	runtime_hosts_release(&rh);
 	free(streams);
 	free_strings(full, n_ls);
 	free_strings(names, n_names);
-	db_assignments_free(as, n_as);
 	db_log_streams_free(ls, n_ls);
 	db_job_release(&job);
 	buf_release(&err);

@@ -11,8 +11,8 @@
 
 #include "api/cwlogs_json.h"
 #include "controller/ctrl.h"
-#include "controller/cwlogs.h"
-#include "controller/logs.h"
+#include "controller/obs/cwlogs.h"
+#include "controller/obs/logs.h"
 #include "controller/ops.h"
 #include "db/db.h"
 #include "db/run.h"

@@ -19,8 +19,8 @@
 #include "controller/http.h"
 #include "controller/jobrt.h"
 #include "controller/job_state.h"
-#include "controller/logs.h"
-#include "controller/metrics.h"
+#include "controller/obs/logs.h"
+#include "controller/obs/metrics.h"
 #include "db/run.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -292,6 +292,158 @@ struct metric_work {
 	size_t pend;		    /* its stream's index in the batch */
 };
 
+/* A batch on its way to the store. */
+struct ingest {
+	struct pending *pend; /* text by job and stream */
+	size_t n_pend, alloc_pend;
+	struct metric_work *work; /* lines whose metrics are to be read */
+	size_t n_work, alloc_work;
+	struct db_metric *pts; /* points read, of one job at a time */
+	size_t n_pts, cap_pts;
+	char **names; /* the default metrics' names the points use */
+	size_t n_names, alloc_names;
+	size_t stored; /* lines stored */
+	struct buf err;
+};
+
+/* The pending text of line l's job and stream, added on first use. */
+static struct pending *pending_of(struct ctrl_ctx *ctx, struct ingest *in,
+				  const struct ctrl_jobrt *rt,
+				  const struct api_log_line *l,
+				  const char *stream)
+{
+	struct pending *p;
+	size_t k;
+
+	for (k = 0; k < in->n_pend; k++)
+		if (!strcmp(in->pend[k].job, l->job) &&
+		    !strcmp(in->pend[k].stream, stream))
+			return &in->pend[k];
+	ALLOC_GROW(in->pend, in->n_pend + 1, in->alloc_pend);
+	p = &in->pend[in->n_pend++];
+	p->job = xstrdup(l->job);
+	p->stream = xstrdup(stream);
+	buf_init(&p->text, 0);
+	(void)db_log_stream_add(ctx->db, l->job, p->stream,
+				atoi(l->algo + 5) - 1, rt->attempt_start_ms,
+				&in->err);
+	return p;
+}
+
+/*
+ * Under jobs_lock: the text of b's lines by stream, and the lines whose
+ * metrics are read once the lock is released.
+ */
+static void queue_lines(struct ctrl_ctx *ctx, struct ingest *in,
+			const struct api_log_batch *b)
+{
+	struct buf stream = BUF_INIT;
+	size_t i;
+
+	pthread_mutex_lock(&ctx->jobs_lock);
+	for (i = 0; i < b->n; i++) {
+		const struct api_log_line *l = &b->lines[i];
+		struct ctrl_jobrt *rt = ctrl_jobrt_get(ctx, l->job);
+		struct pending *p;
+
+		/* Lines of an earlier job of the same name are dropped. */
+		if (!rt ||
+		    (l->job_uid && rt->uid && strcmp(l->job_uid, rt->uid)))
+			continue;
+		buf_reset(&stream);
+		if (stream_of(ctx, rt, l, &stream))
+			continue;
+		p = pending_of(ctx, in, rt, l, stream.data);
+		(void)buf_addf(&p->text, "%" PRId64 "\t%c\t%d\t%s\n", l->ts_ms,
+			       l->is_stderr ? 'E' : 'O', l->rank, l->text);
+		in->stored++;
+		if (rt->metrics->n || strstr(l->text, "#metric ")) {
+			struct metric_work *w;
+
+			ALLOC_GROW(in->work, in->n_work + 1, in->alloc_work);
+			w = &in->work[in->n_work++];
+			w->l = l;
+			w->ms = ctrl_metric_set_ref(rt->metrics);
+			w->pend = (size_t)(p - in->pend);
+		}
+	}
+	pthread_mutex_unlock(&ctx->jobs_lock);
+	buf_release(&stream);
+}
+
+/*
+ * The notes metric_lines() wrote on line l: the job's owner reads why in
+ * the job's own log, after the line that did it.
+ */
+static void add_notes(struct pending *p, const struct api_log_line *l,
+		      const char *notes)
+{
+	const char *line = notes, *nl;
+
+	while ((nl = strchr(line, '\n'))) {
+		(void)buf_addf(&p->text, "%" PRId64 "\tE\t%d\t%.*s\n", l->ts_ms,
+			       l->rank, (int)(nl - line), line);
+		line = nl + 1;
+	}
+}
+
+static void store_points(struct ctrl_ctx *ctx, struct ingest *in,
+			 const char *job)
+{
+	if (db_metrics_add(ctx->db, job, in->pts, in->n_pts, &in->err))
+		log_error("cannot store metrics: %s", in->err.data);
+	in->n_pts = 0;
+}
+
+/* Without the lock: the metrics of the queued lines, stored by job. */
+static void read_metrics(struct ctrl_ctx *ctx, struct ingest *in)
+{
+	struct buf notes = BUF_INIT;
+	size_t i;
+
+	for (i = 0; i < in->n_work; i++) {
+		const struct metric_work *w = &in->work[i];
+
+		/* Metrics of one job per batch, the usual case; lines of
+		 * other jobs in the same batch go to their own. */
+		if (in->n_pts && i && strcmp(w[-1].l->job, w->l->job))
+			store_points(ctx, in, w[-1].l->job);
+		buf_reset(&notes);
+		metric_lines(w->ms, w->l->job, w->l, &in->pts, &in->n_pts,
+			     &in->cap_pts, &notes);
+		default_metric(w->ms, w->l, &in->pts, &in->n_pts, &in->cap_pts,
+			       &in->names, &in->n_names, &in->alloc_names);
+		add_notes(&in->pend[w->pend], w->l, notes.data);
+	}
+	if (in->n_pts)
+		store_points(ctx, in, in->work[in->n_work - 1].l->job);
+	buf_release(&notes);
+}
+
+/* Writes the streams' text to their files and frees the batch. */
+static void flush_release(struct ctrl_ctx *ctx, struct ingest *in)
+{
+	size_t k;
+
+	for (k = 0; k < in->n_pend; k++) {
+		flush(ctx, &in->pend[k]);
+		free(in->pend[k].job);
+		free(in->pend[k].stream);
+		buf_release(&in->pend[k].text);
+	}
+	ctrl_metrics_log_lines(in->stored);
+	/* The points name their metric by the definitions' strings. */
+	for (k = 0; k < in->n_work; k++)
+		ctrl_metric_set_unref(in->work[k].ms);
+	free(in->work);
+	free(in->pend);
+	free(in->pts);
+	for (k = 0; k < in->n_names; k++)
+		free(in->names[k]);
+	free(in->names);
+	buf_release(&in->err);
+}
+
 /*
  * Stores the lines of batch b: their text under jobs_lock (cheap), then,
  * without the lock, their metrics: MetricDefinitions are matched with
@@ -301,113 +453,13 @@ struct metric_work {
 void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
 		      const struct api_log_batch *b)
 {
-	struct pending *pend = NULL;
-	size_t n_pend = 0, alloc_pend = 0;
-	struct metric_work *work = NULL;
-	size_t n_work = 0, alloc_work = 0;
-	struct db_metric *pts = NULL;
-	size_t n_pts = 0, cap_pts = 0;
-	struct buf stream = BUF_INIT;
-	struct buf notes = BUF_INIT;
-	struct buf err = BUF_INIT;
-	char **names = NULL;
-	size_t n_names = 0, alloc_names = 0;
-	size_t stored = 0;
-	size_t i, k;
+	struct ingest in = { 0 };
 
 	(void)host;
-	pthread_mutex_lock(&ctx->jobs_lock);
-	for (i = 0; i < b->n; i++) {
-		const struct api_log_line *l = &b->lines[i];
-		struct ctrl_jobrt *rt = ctrl_jobrt_get(ctx, l->job);
-		struct pending *p = NULL;
-
-		/* Lines of an earlier job of the same name are dropped. */
-		if (!rt ||
-		    (l->job_uid && rt->uid && strcmp(l->job_uid, rt->uid)))
-			continue;
-		buf_reset(&stream);
-		if (stream_of(ctx, rt, l, &stream))
-			continue;
-		for (k = 0; k < n_pend; k++)
-			if (!strcmp(pend[k].job, l->job) &&
-			    !strcmp(pend[k].stream, stream.data))
-				p = &pend[k];
-		if (!p) {
-			ALLOC_GROW(pend, n_pend + 1, alloc_pend);
-			p = &pend[n_pend++];
-			p->job = xstrdup(l->job);
-			p->stream = xstrdup(stream.data);
-			buf_init(&p->text, 0);
-			(void)db_log_stream_add(ctx->db, l->job, p->stream,
-						atoi(l->algo + 5) - 1,
-						rt->attempt_start_ms, &err);
-		}
-		(void)buf_addf(&p->text, "%" PRId64 "\t%c\t%d\t%s\n", l->ts_ms,
-			       l->is_stderr ? 'E' : 'O', l->rank, l->text);
-		stored++;
-		if (rt->metrics->n || strstr(l->text, "#metric ")) {
-			ALLOC_GROW(work, n_work + 1, alloc_work);
-			work[n_work].l = l;
-			work[n_work].ms = ctrl_metric_set_ref(rt->metrics);
-			work[n_work].pend = (size_t)(p - pend);
-			n_work++;
-		}
-	}
-	pthread_mutex_unlock(&ctx->jobs_lock);
-	for (i = 0; i < n_work; i++) {
-		const struct api_log_line *l = work[i].l;
-		struct pending *p = &pend[work[i].pend];
-
-		/* Metrics of one job per batch, the usual case; lines of
-		 * other jobs in the same batch go to their own. */
-		if (n_pts && i && strcmp(work[i - 1].l->job, l->job)) {
-			if (db_metrics_add(ctx->db, work[i - 1].l->job, pts,
-					   n_pts, &err))
-				log_error("cannot store metrics: %s", err.data);
-			n_pts = 0;
-		}
-		buf_reset(&notes);
-		metric_lines(work[i].ms, l->job, l, &pts, &n_pts, &cap_pts,
-			     &notes);
-		default_metric(work[i].ms, l, &pts, &n_pts, &cap_pts, &names,
-			       &n_names, &alloc_names);
-		if (notes.len) {
-			/* The job's owner reads why in the job's own log,
-			 * after the line that did it. */
-			char *line = notes.data, *nl;
-
-			while ((nl = strchr(line, '\n'))) {
-				(void)buf_addf(&p->text,
-					       "%" PRId64 "\tE\t%d\t%.*s\n",
-					       l->ts_ms, l->rank,
-					       (int)(nl - line), line);
-				line = nl + 1;
-			}
-		}
-	}
-	if (n_pts &&
-	    db_metrics_add(ctx->db, work[n_work - 1].l->job, pts, n_pts, &err))
-		log_error("cannot store metrics: %s", err.data);
-	for (k = 0; k < n_pend; k++) {
-		flush(ctx, &pend[k]);
-		free(pend[k].job);
-		free(pend[k].stream);
-		buf_release(&pend[k].text);
-	}
-	ctrl_metrics_log_lines(stored);
-	/* The points name their metric by the definitions' strings. */
-	for (i = 0; i < n_work; i++)
-		ctrl_metric_set_unref(work[i].ms);
-	free(work);
-	free(pend);
-	free(pts);
-	for (k = 0; k < n_names; k++)
-		free(names[k]);
-	free(names);
-	buf_release(&stream);
-	buf_release(&notes);
-	buf_release(&err);
+	buf_init(&in.err, 0);
+	queue_lines(ctx, &in, b);
+	read_metrics(ctx, &in);
+	flush_release(ctx, &in);
 	pthread_mutex_lock(&ctx->hosts_lock);
 	ctx->log_version++;
 	ctrl_waiters_resume(ctx, &ctx->log_waiters);

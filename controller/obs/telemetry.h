@@ -7,7 +7,7 @@
  * host's latest sample (GET /v1/hosts, /metrics, the job runtime view)
  * and stored (db/telemetry.h) for the series of
  * GET /v1/hosts/{name}/telemetry and the CloudWatch host metrics of
- * /aws/sagemaker/TrainingJobs (controller/cwmetrics.c).
+ * /aws/sagemaker/TrainingJobs (controller/obs/cwmetrics.c).
  */
 #include <stddef.h>
 #include <stdint.h>

@@ -33,8 +33,8 @@
 #include "controller/ctrl.h"
 #include "controller/http.h"
 #include "controller/iopool.h"
-#include "controller/logs.h"
-#include "controller/logview.h"
+#include "controller/obs/logs.h"
+#include "controller/obs/logview.h"
 #include "controller/ops.h"
 #include "db/db.h"
 #include "db/run.h"
@@ -677,39 +677,31 @@ static void search_answer(struct ctrl_logsearch *s, struct ctrl_response *resp)
 	buf_init(&s->resp.body, 0);
 }
 
-enum ctrl_route_result ctrl_logview_search(struct ctrl_ctx *ctx,
-					   struct MHD_Connection *conn,
-					   const char *job,
-					   struct ctrl_logsearch **state,
-					   struct ctrl_response *resp)
+/*
+ * A new search of job from the request's arguments (q, regex, level,
+ * first_error, host, attempt, context, limit), or NULL with resp filled
+ * when they are not valid.
+ */
+static struct ctrl_logsearch *search_new(struct ctrl_ctx *ctx,
+					 struct MHD_Connection *conn,
+					 const char *job,
+					 struct ctrl_response *resp)
 {
 	const char *text = arg(conn, "q");
 	const char *regex = arg(conn, "regex");
 	const char *level = arg(conn, "level");
 	const char *first_error = arg(conn, "first_error");
 	const char *host = arg(conn, "host");
-	const union MHD_ConnectionInfo *ci;
-	struct ctrl_logsearch *s = *state;
-	struct query *q;
+	struct ctrl_logsearch *s = xcalloc(1, sizeof(*s));
+	struct query *q = &s->q;
 	struct buf err = BUF_INIT;
 
-	if (s) {
-		/* Resumed: the worker is done with it. */
-		if (s->done)
-			search_answer(s, resp);
-		else
-			ctrl_reply_err(resp, CTRL_E_INTERNAL,
-				       "the log search did not finish");
-		return CTRL_ROUTE_DONE;
-	}
-	s = xcalloc(1, sizeof(*s));
 	s->ctx = ctx;
 	s->job = xstrdup(job);
 	s->text = text && *text ? xstrdup(text) : NULL;
 	s->host = host ? xstrdup(host) : NULL;
 	s->first_error = first_error && !strcmp(first_error, "1");
 	buf_init(&s->resp.body, 0);
-	q = &s->q;
 	q->text = s->text;
 	q->host = s->host;
 	q->rank = -1;
@@ -724,7 +716,7 @@ enum ctrl_route_result ctrl_logview_search(struct ctrl_ctx *ctx,
 		ctrl_reply_err(resp, CTRL_E_VALIDATION,
 			       "q at most 256 bytes, attempt a number, context "
 			       "0..10, limit 1..500, level stderr or error");
-		goto done;
+		goto fail;
 	}
 	q->stderr_only = level && !strcmp(level, "stderr");
 	q->errors_only = level && !strcmp(level, "error");
@@ -742,9 +734,24 @@ enum ctrl_route_result ctrl_logview_search(struct ctrl_ctx *ctx,
 				       err.data);
 			ctrl_reply_err(resp, CTRL_E_VALIDATION, msg.data);
 			buf_release(&msg);
-			goto done;
+			goto fail;
 		}
 	}
+	buf_release(&err);
+	return s;
+fail:
+	ctrl_logsearch_free(s);
+	buf_release(&err);
+	return NULL;
+}
+
+/*
+ * Takes a search slot and one of the job owner's for s: 0, or -1 with
+ * resp filled (429) when either is taken.
+ */
+static int search_admit(struct ctrl_ctx *ctx, struct ctrl_logsearch *s,
+			struct ctrl_response *resp, struct buf *err)
+{
 	if (__atomic_add_fetch(&ctx->logsearch_running, 1, __ATOMIC_RELAXED) >
 	    SEARCH_SLOTS) {
 		__atomic_sub_fetch(&ctx->logsearch_running, 1,
@@ -752,10 +759,10 @@ enum ctrl_route_result ctrl_logview_search(struct ctrl_ctx *ctx,
 		ctrl_reply_error(resp, 429, "ThrottlingException",
 				 "too many log searches are running; try "
 				 "again in a few seconds");
-		goto done;
+		return -1;
 	}
 	s->slot = 1;
-	(void)db_job_owner(ctx->db, job, &s->owner, &err);
+	(void)db_job_owner(ctx->db, s->job, &s->owner, err);
 	if (!s->owner)
 		s->owner = xstrdup("");
 	if (owner_take(s->owner)) {
@@ -765,8 +772,35 @@ enum ctrl_route_result ctrl_logview_search(struct ctrl_ctx *ctx,
 				 "this user's jobs already have their share "
 				 "of log searches running; try again in a "
 				 "few seconds");
-		goto done;
+		return -1;
 	}
+	return 0;
+}
+
+enum ctrl_route_result ctrl_logview_search(struct ctrl_ctx *ctx,
+					   struct MHD_Connection *conn,
+					   const char *job,
+					   struct ctrl_logsearch **state,
+					   struct ctrl_response *resp)
+{
+	const union MHD_ConnectionInfo *ci;
+	struct ctrl_logsearch *s = *state;
+	struct buf err = BUF_INIT;
+
+	if (s) {
+		/* Resumed: the worker is done with it. */
+		if (s->done)
+			search_answer(s, resp);
+		else
+			ctrl_reply_err(resp, CTRL_E_INTERNAL,
+				       "the log search did not finish");
+		return CTRL_ROUTE_DONE;
+	}
+	s = search_new(ctx, conn, job, resp);
+	if (!s)
+		return CTRL_ROUTE_DONE;
+	if (search_admit(ctx, s, resp, &err))
+		goto done;
 	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	s->ctl.ctx = ctx;
 	s->ctl.fd = ci ? ci->connect_fd : -1;

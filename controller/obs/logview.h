@@ -2,7 +2,7 @@
 #define CTRL_LOGVIEW_H
 
 /*
- * The log views of a job (controller/logview.c, docs/web.md), for a name
+ * The log views of a job (controller/obs/logview.c, docs/web.md), for a name
  * the caller may see:
  *   GET /v1/training-jobs/NAME/logs/streams    the streams, labelled
  *       "attempt K · algo-N", with their start and size;

@@ -11,7 +11,7 @@
  * metrics (CPUUtilization, MemoryUtilization, DiskUtilization,
  * GPUUtilization, GPUMemoryUtilization; Unit Percent) with one dimension
  * Host = "<TrainingJobName>/algo-N", from the telemetry of the job's hosts
- * while it ran (controller/telemetry.h). Spoken in every
+ * while it ran (controller/obs/telemetry.h). Spoken in every
  * protocol of the service model (api/cwmetrics.h); requests are signed
  * for service "monitoring".
  */

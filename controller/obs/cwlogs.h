@@ -7,7 +7,7 @@
  * training job logs: Logs_20140328.DescribeLogStreams, GetLogEvents and
  * FilterLogEvents over the log group /aws/sagemaker/TrainingJobs, whose
  * streams are the job's <job>/algo-<n>-<epoch> files (contract section 8,
- * controller/logs.h). Requests are signed for service "logs".
+ * controller/obs/logs.h). Requests are signed for service "logs".
  */
 #include "controller/ops.h"
 
