@@ -15,7 +15,7 @@
 
 #include "api/cwmetrics.h"
 #include "api/sigv4.h"
-#include "controller/blob.h"
+#include "storage/s3d/blob.h"
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
 #include "controller/iopool.h"
@@ -1031,7 +1031,7 @@ static enum MHD_Result send_blob(struct ctrl_ctx *ctx,
 	return ret;
 }
 
-/* Queues the reply of an S3 request (controller/s3.h). */
+/* Queues the reply of an S3 request (storage/s3d/s3d.h). */
 /* The S3 step that may wait on the disk: on an I/O worker when it can. */
 static void s3_finish_job(void *arg)
 {

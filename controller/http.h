@@ -4,7 +4,7 @@
 #include <stdint.h>
 
 #include "controller/ops.h"
-#include "controller/s3.h"
+#include "storage/s3d/s3d.h"
 #include "common/buf.h"
 
 struct ctrl_ctx;
@@ -33,9 +33,9 @@ struct ctrl_http_req {
 	int sink_attempt;
 	int sink_host_index;
 	int sink_bit;
-	/* A blob request (controller/blob.h), NULL otherwise. */
+	/* A blob request (storage/s3d/blob.h), NULL otherwise. */
 	struct ctrl_blob *blob;
-	/* An S3 request (controller/s3.h), NULL otherwise. */
+	/* An S3 request (storage/s3d/s3d.h), NULL otherwise. */
 	struct ctrl_s3 *s3;
 	/* A log search handed to a worker (controller/logview.h). */
 	struct ctrl_logsearch *logsearch;

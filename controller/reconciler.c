@@ -10,7 +10,7 @@
 #include "controller/jobrun.h"
 #include "controller/local_cluster.h"
 #include "controller/provision.h"
-#include "controller/s3.h"
+#include "storage/s3d/s3d.h"
 #include "controller/tuning.h"
 #include "db/db.h"
 #include "common/err.h"

@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for the embedded store's S3 face (controller/s3.c):
+ * libFuzzer harness for the embedded store's S3 face (storage/s3d/s3d.c):
  * the input is read as an HTTP request ("METHOD URI", header lines, a
  * blank line, the body) and driven through begin, data (in pieces of 7
  * bytes, as a slow client sends them) and finish against a store in a
@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "controller/s3.h"
+#include "storage/s3d/s3d.h"
 #include "common/buf.h"
 #include "common/fsutil.h"
 #include "tests/fuzz/fuzz_req.h"

@@ -1,5 +1,5 @@
 /*
- * Tests controller/blob.c and storage/blob_client.c together: the blob
+ * Tests storage/s3d/blob.c and storage/blob_client.c together: the blob
  * handler runs inside a small libmicrohttpd daemon wired the way
  * controller/http.c wires it (begin / data / finish / free), and the
  * storage client talks to it. Covers put/get/stat/list (more than one page)
@@ -19,7 +19,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "controller/blob.h"
+#include "storage/s3d/blob.h"
 #include "storage/storage.h"
 #include "tests/storage/helpers.h"
 #include "common/err.h"

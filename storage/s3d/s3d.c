@@ -1,7 +1,7 @@
 /*
- * The S3 REST face of the embedded store (controller/s3.h): parsing,
+ * The S3 REST face of the embedded store (storage/s3d/s3d.h): parsing,
  * authentication, dispatch, errors, and the operations on one object.
- * Buckets, listings and multipart uploads are in controller/s3_ops.c.
+ * Buckets, listings and multipart uploads are in storage/s3d/bucket.c.
  */
 #define LOG_TAG "s3"
 
@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "controller/s3_int.h"
-#include "controller/s3_xml.h"
+#include "storage/s3d/request.h"
+#include "storage/s3d/xml.h"
 #include "storage/fs.h"
 #include "storage/storage.h"
 #include "common/err.h"

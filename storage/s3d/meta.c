@@ -1,6 +1,6 @@
 /*
  * Object metadata in an extended attribute, and the parts of multipart
- * uploads (controller/s3_store.h).
+ * uploads (storage/s3d/meta.h).
  */
 #define LOG_TAG "s3"
 
@@ -18,7 +18,7 @@
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
-#include "controller/s3_store.h"
+#include "storage/s3d/meta.h"
 #include "storage/storage.h"
 #include "common/err.h"
 #include "common/xalloc.h"

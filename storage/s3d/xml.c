@@ -1,4 +1,4 @@
-/* S3's XML replies and request bodies (controller/s3_xml.h). */
+/* S3's XML replies and request bodies (storage/s3d/xml.h). */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,7 +6,7 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
-#include "controller/s3_xml.h"
+#include "storage/s3d/xml.h"
 #include "common/xalloc.h"
 #include "common/xmltext.h"
 #include "common/banned.h"

@@ -1,6 +1,6 @@
 /*
  * Tests for S3's SigV4 rules (api_sigv4_verify_s3, api_sigv4_chunk_sign)
- * and the aws-chunked body decoder (controller/s3_body.c), against the
+ * and the aws-chunked body decoder (storage/s3d/body.c), against the
  * example AWS publishes for signed streaming uploads ("Signature
  * Calculations for the Authorization Header: Transferring Payload in
  * Multiple Chunks"): a PUT of 66,560 bytes of 'a' sent as a chunk of
@@ -21,7 +21,7 @@
 #include <openssl/evp.h>
 
 #include "api/sigv4.h"
-#include "controller/s3_body.h"
+#include "storage/s3d/body.h"
 #include "storage/storage.h"
 #include "common/buf.h"
 #include "common/xalloc.h"

@@ -1,5 +1,5 @@
 /*
- * The blob endpoint's handler, written against controller/blob.h's three
+ * The blob endpoint's handler, written against storage/s3d/blob.h's three
  * calls so that the HTTP loop (controller/http.c) only moves bytes. It
  * writes the embedded store with the same primitives as the local
  * backend (storage/fs.h): temp file, fsync, rename.
@@ -19,8 +19,8 @@
 
 #include "api/blob_wire.h"
 #include "api/requests.h"
-#include "controller/blob.h"
-#include "controller/s3_store.h"
+#include "storage/s3d/blob.h"
+#include "storage/s3d/meta.h"
 #include "storage/fs.h"
 #include "storage/storage.h"
 #include "common/err.h"
@@ -59,7 +59,7 @@ struct ctrl_blob {
 	struct buf tmp;
 	struct buf pending; /* written in BLOB_WRITE_CHUNK blocks */
 	EVP_MD_CTX *sha;
-	EVP_MD_CTX *md5; /* the ETag S3 requests see (controller/s3.h) */
+	EVP_MD_CTX *md5; /* the ETag S3 requests see (storage/s3d/s3d.h) */
 	int64_t received;
 	int failed; /* an error code once the upload broke */
 };

@@ -1,6 +1,6 @@
 /*
  * S3 operations on buckets, listings and multipart uploads
- * (controller/s3_int.h). One object's operations are in controller/s3.c.
+ * (storage/s3d/request.h). One object's operations are in storage/s3d/s3d.c.
  */
 #define LOG_TAG "s3"
 
@@ -16,8 +16,8 @@
 #include <pthread.h>
 #include <openssl/evp.h>
 
-#include "controller/s3_int.h"
-#include "controller/s3_xml.h"
+#include "storage/s3d/request.h"
+#include "storage/s3d/xml.h"
 #include "storage/fs.h"
 #include "storage/storage.h"
 #include "common/err.h"

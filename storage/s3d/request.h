@@ -1,10 +1,10 @@
 #ifndef CTRL_S3_INT_H
 #define CTRL_S3_INT_H
 
-/* What controller/s3.c and controller/s3_ops.c share; nothing else. */
-#include "controller/s3.h"
-#include "controller/s3_body.h"
-#include "controller/s3_store.h"
+/* What storage/s3d/s3d.c and storage/s3d/bucket.c share; nothing else. */
+#include "storage/s3d/s3d.h"
+#include "storage/s3d/body.h"
+#include "storage/s3d/meta.h"
 #include "api/sigv4.h"
 #include "common/buf.h"
 

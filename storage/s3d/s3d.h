@@ -6,7 +6,7 @@
  * requests on the controller's own address (virtual-hosted style under
  * --s3-domain), SigV4 for service s3 with the controller's credentials,
  * S3's XML bodies and error codes. Objects are the files of
- * controller/s3_store.h.
+ * storage/s3d/meta.h.
  *
  * Driven like the blob endpoint, without libmicrohttpd, so it is tested
  * without a server:

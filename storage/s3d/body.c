@@ -1,6 +1,6 @@
 /*
  * aws-chunked decoding and body checks of S3 requests
- * (controller/s3_body.h). A chunk is
+ * (storage/s3d/body.h). A chunk is
  *
  *   <hex size>[;chunk-signature=<64 hex>]\r\n<size bytes>\r\n
  *
@@ -19,8 +19,8 @@
 #include <openssl/evp.h>
 #include <zlib.h>
 
-#include "controller/s3_body.h"
-#include "controller/s3_store.h"
+#include "storage/s3d/body.h"
+#include "storage/s3d/meta.h"
 #include "storage/storage.h"
 #include "common/err.h"
 #include "common/banned.h"
