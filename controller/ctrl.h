@@ -150,7 +150,7 @@ struct ctrl_ctx {
 	int auth_enabled;
 	char *blob_root;       /* <state-dir>/s3, the embedded store */
 	char *s3_uploads;      /* <state-dir>/s3-uploads */
-	struct ctrl_s3_env s3; /* the store's S3 face (storage/s3d/s3d.h) */
+	struct s3d_env s3;     /* the store's S3 face (storage/s3d/s3d.h) */
 	struct ctrl_iopool *iopool; /* steps that wait on the disk */
 	int logsearch_running;	    /* log searches on it (atomic) */
 	struct ctrl_registry registry; /* container images (registry.h) */

@@ -47,7 +47,7 @@ static void reconcile(struct ctrl_ctx *ctx, char **names, size_t n, int full)
 	ctrl_provision_tick(ctx);
 	ctrl_jobs_reconcile(ctx, names, n, full);
 	ctrl_tuning_tick(ctx);
-	(void)ctrl_s3_reap_uploads(&ctx->s3, time_now_ms());
+	(void)s3d_reap_uploads(&ctx->s3, time_now_ms());
 }
 
 static void free_names(char **names, size_t n)

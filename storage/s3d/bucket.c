@@ -33,17 +33,17 @@ static const char OWNER_ID[] = "trainctl";
 
 static void owner(struct buf *b)
 {
-	s3x_open(b, "Owner");
-	s3x_el(b, "ID", OWNER_ID);
-	s3x_el(b, "DisplayName", OWNER_ID);
-	s3x_close(b, "Owner");
+	s3d__xml_open(b, "Owner");
+	s3d__xml_el(b, "ID", OWNER_ID);
+	s3d__xml_el(b, "DisplayName", OWNER_ID);
+	s3d__xml_close(b, "Owner");
 }
 
 /* A non-negative integer argument, default def, at most cap. */
-static int int_arg(struct ctrl_s3 *s, const char *name, long def, long cap,
+static int int_arg(struct s3d *s, const char *name, long def, long cap,
 		   long *out)
 {
-	const char *v = s3_query(s, name);
+	const char *v = s3d__query(s, name);
 	char *end;
 
 	*out = def;
@@ -51,8 +51,8 @@ static int int_arg(struct ctrl_s3 *s, const char *name, long def, long cap,
 		return 0;
 	*out = strtol(v, &end, 10);
 	if (!*v || *end || *out < 0)
-		return s3_fail(s, "InvalidArgument", 400,
-			       "%s must be a non-negative integer", name);
+		return s3d__fail(s, "InvalidArgument", 400,
+				 "%s must be a non-negative integer", name);
 	if (*out > cap)
 		*out = cap;
 	return 0;
@@ -66,7 +66,7 @@ static int64_t dir_time_ms(const struct stat *st)
 	       st->st_ctim.tv_nsec / 1000000;
 }
 
-static int user_reaches_bucket(const struct ctrl_s3 *s, const char *bucket)
+static int user_reaches_bucket(const struct s3d *s, const char *bucket)
 {
 	size_t i, bl = strlen(bucket);
 
@@ -84,7 +84,7 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-void s3_op_list_buckets(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+void s3d__op_list_buckets(struct s3d *s, struct s3d_reply *r)
 {
 	DIR *d = opendir(s->env->root);
 	struct buf err = BUF_INIT;
@@ -105,96 +105,96 @@ void s3_op_list_buckets(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 		closedir(d);
 	if (n)
 		qsort(names, n, sizeof(*names), name_cmp);
-	s3x_begin(&r->body, "ListAllMyBucketsResult");
+	s3d__xml_begin(&r->body, "ListAllMyBucketsResult");
 	owner(&r->body);
-	s3x_open(&r->body, "Buckets");
+	s3d__xml_open(&r->body, "Buckets");
 	for (i = 0; i < n; i++) {
 		struct buf p = BUF_INIT;
 		struct stat st;
 		char t[32];
 
-		s3_bucket_path(s, names[i], &p);
+		s3d__bucket_path(s, names[i], &p);
 		if (!lstat(p.data, &st) && S_ISDIR(st.st_mode)) {
-			s3x_open(&r->body, "Bucket");
-			s3x_el(&r->body, "Name", names[i]);
-			s3_iso_time(dir_time_ms(&st), t);
-			s3x_el(&r->body, "CreationDate", t);
-			s3x_close(&r->body, "Bucket");
+			s3d__xml_open(&r->body, "Bucket");
+			s3d__xml_el(&r->body, "Name", names[i]);
+			s3d__iso_time(dir_time_ms(&st), t);
+			s3d__xml_el(&r->body, "CreationDate", t);
+			s3d__xml_close(&r->body, "Bucket");
 		}
 		buf_release(&p);
 		free(names[i]);
 	}
 	free(names);
-	s3x_close(&r->body, "Buckets");
-	s3x_close(&r->body, "ListAllMyBucketsResult");
+	s3d__xml_close(&r->body, "Buckets");
+	s3d__xml_close(&r->body, "ListAllMyBucketsResult");
 	buf_release(&err);
 	r->status = 200;
 }
 
-void s3_op_create_bucket(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+void s3d__op_create_bucket(struct s3d *s, struct s3d_reply *r)
 {
 	struct buf p = BUF_INIT, loc = BUF_INIT;
 
-	if (s3_intake_end(s))
+	if (s3d__intake_end(s))
 		goto out;
-	if (s->xml.len && s3x_parse_value(s->xml.data, s->xml.len,
-					  "CreateBucketConfiguration",
-					  "LocationConstraint", &loc)) {
-		s3_fail(s, "MalformedXML", 400,
-			"The XML you provided was not well-formed");
+	if (s->xml.len && s3d__xml_parse_value(s->xml.data, s->xml.len,
+					       "CreateBucketConfiguration",
+					       "LocationConstraint", &loc)) {
+		s3d__fail(s, "MalformedXML", 400,
+			  "The XML you provided was not well-formed");
 		goto out;
 	}
 	if (loc.len && strcmp(loc.data, s->env->region)) {
-		s3_fail(s, "IllegalLocationConstraintException", 400,
-			"The %s location constraint is incompatible for the "
-			"region specific endpoint this request was sent to "
-			"(%s).",
-			loc.data, s->env->region);
+		s3d__fail(s, "IllegalLocationConstraintException", 400,
+			  "The %s location constraint is incompatible for the "
+			  "region specific endpoint this request was sent to "
+			  "(%s).",
+			  loc.data, s->env->region);
 		goto out;
 	}
-	s3_bucket_path(s, s->bucket, &p);
+	s3d__bucket_path(s, s->bucket, &p);
 	if (mkdir(p.data, 0755)) {
 		if (errno == EEXIST)
-			s3_fail(s, "BucketAlreadyOwnedByYou", 409,
-				"Your previous request to create the named "
-				"bucket succeeded and you already own it.");
+			s3d__fail(s, "BucketAlreadyOwnedByYou", 409,
+				  "Your previous request to create the named "
+				  "bucket succeeded and you already own it.");
 		else
-			s3_fail(s, "InternalError", 500, "mkdir %s: %s", p.data,
-				strerror(errno));
+			s3d__fail(s, "InternalError", 500, "mkdir %s: %s",
+				  p.data, strerror(errno));
 		goto out;
 	}
 	r->status = 200;
 	buf_reset(&p);
 	(void)buf_addf(&p, "/%s", s->bucket);
-	s3_reply_header(r, "Location", p.data);
+	s3d__reply_header(r, "Location", p.data);
 out:
 	buf_release(&p);
 	buf_release(&loc);
 }
 
-void s3_op_head_bucket(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+void s3d__op_head_bucket(struct s3d *s, struct s3d_reply *r)
 {
-	if (s3_need_bucket(s, s->bucket))
+	if (s3d__need_bucket(s, s->bucket))
 		return;
 	r->status = 200;
-	s3_reply_header(r, "x-amz-bucket-region", s->env->region);
+	s3d__reply_header(r, "x-amz-bucket-region", s->env->region);
 }
 
-void s3_op_delete_bucket(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+void s3d__op_delete_bucket(struct s3d *s, struct s3d_reply *r)
 {
 	struct stor_list l = STOR_LIST_INIT;
 	struct buf p = BUF_INIT, err = BUF_INIT;
 
-	if (s3_need_bucket(s, s->bucket))
+	if (s3d__need_bucket(s, s->bucket))
 		goto out;
-	s3_bucket_path(s, s->bucket, &p);
+	s3d__bucket_path(s, s->bucket, &p);
 	if (stor_fs_list(p.data, "", 0, &l, &err)) {
-		s3_fail(s, "InternalError", 500, "%s", err.data);
+		s3d__fail(s, "InternalError", 500, "%s", err.data);
 		goto out;
 	}
 	if (l.n) {
-		s3_fail(s, "BucketNotEmpty", 409,
-			"The bucket you tried to delete is not empty");
+		s3d__fail(s, "BucketNotEmpty", 409,
+			  "The bucket you tried to delete is not empty");
 		goto out;
 	}
 	/* Only empty folders and stale temp files are left. */
@@ -206,9 +206,9 @@ out:
 	buf_release(&err);
 }
 
-void s3_op_bucket_location(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+void s3d__op_bucket_location(struct s3d *s, struct s3d_reply *r)
 {
-	if (s3_need_bucket(s, s->bucket))
+	if (s3d__need_bucket(s, s->bucket))
 		return;
 	r->status = 200;
 	(void)buf_adds(&r->body, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -216,18 +216,18 @@ void s3_op_bucket_location(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 				 "s3.amazonaws.com/doc/2006-03-01/\">");
 	/* us-east-1 is the empty constraint, as S3 says it. */
 	if (strcmp(s->env->region, "us-east-1"))
-		s3x_text(&r->body, s->env->region);
+		s3d__xml_text(&r->body, s->env->region);
 	(void)buf_adds(&r->body, "</LocationConstraint>");
 }
 
-void s3_op_bucket_versioning(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+void s3d__op_bucket_versioning(struct s3d *s, struct s3d_reply *r)
 {
-	if (s3_need_bucket(s, s->bucket))
+	if (s3d__need_bucket(s, s->bucket))
 		return;
 	r->status = 200;
 	/* Never enabled: S3 answers an empty configuration. */
-	s3x_begin(&r->body, "VersioningConfiguration");
-	s3x_close(&r->body, "VersioningConfiguration");
+	s3d__xml_begin(&r->body, "VersioningConfiguration");
+	s3d__xml_close(&r->body, "VersioningConfiguration");
 }
 
 /* ------------------------------------------------------------- listings */
@@ -242,7 +242,7 @@ struct listing {
 	struct buf contents, prefixes;
 };
 
-static void enc(struct ctrl_s3 *s, const struct listing *l, struct buf *b,
+static void enc(struct s3d *s, const struct listing *l, struct buf *b,
 		const char *name, const char *v)
 {
 	struct buf e = BUF_INIT;
@@ -250,51 +250,51 @@ static void enc(struct ctrl_s3 *s, const struct listing *l, struct buf *b,
 	(void)s;
 	if (l->url) {
 		stor_uri_encode(&e, v, 1);
-		s3x_el(b, name, e.data ? e.data : "");
+		s3d__xml_el(b, name, e.data ? e.data : "");
 	} else {
-		s3x_el(b, name, v);
+		s3d__xml_el(b, name, v);
 	}
 	buf_release(&e);
 }
 
-static void add_content(struct ctrl_s3 *s, struct listing *l,
-			const char *bucket, const char *key, int v2)
+static void add_content(struct s3d *s, struct listing *l, const char *bucket,
+			const char *key, int v2)
 {
 	struct buf p = BUF_INIT, err = BUF_INIT;
-	struct s3_obj o;
+	struct s3d_obj o;
 	struct stat st;
 	char t[32];
 	int fd;
 
-	s3_object_path(s, bucket, key, &p);
+	s3d__object_path(s, bucket, key, &p);
 	fd = open(p.data, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	memset(&o, 0, sizeof(o));
-	if (fd < 0 || fstat(fd, &st) || s3_meta_load(fd, &st, &o, &err)) {
+	if (fd < 0 || fstat(fd, &st) || s3d__meta_load(fd, &st, &o, &err)) {
 		/* deleted since the walk */
 		if (fd >= 0)
 			close(fd);
 		goto out;
 	}
 	close(fd);
-	s3x_open(&l->contents, "Contents");
+	s3d__xml_open(&l->contents, "Contents");
 	enc(s, l, &l->contents, "Key", key);
-	s3_iso_time(o.mtime_ms, t);
-	s3x_el(&l->contents, "LastModified", t);
-	s3x_elf(&l->contents, "ETag", "\"%s\"", o.etag);
-	s3x_elf(&l->contents, "Size", "%lld", (long long)o.size);
-	s3x_el(&l->contents, "StorageClass", "STANDARD");
-	if (!v2 || (s3_query(s, "fetch-owner") &&
-		    !strcmp(s3_query(s, "fetch-owner"), "true")))
+	s3d__iso_time(o.mtime_ms, t);
+	s3d__xml_el(&l->contents, "LastModified", t);
+	s3d__xml_elf(&l->contents, "ETag", "\"%s\"", o.etag);
+	s3d__xml_elf(&l->contents, "Size", "%lld", (long long)o.size);
+	s3d__xml_el(&l->contents, "StorageClass", "STANDARD");
+	if (!v2 || (s3d__query(s, "fetch-owner") &&
+		    !strcmp(s3d__query(s, "fetch-owner"), "true")))
 		owner(&l->contents);
-	s3x_close(&l->contents, "Contents");
-	s3_obj_release(&o);
+	s3d__xml_close(&l->contents, "Contents");
+	s3d__obj_release(&o);
 out:
 	buf_release(&p);
 	buf_release(&err);
 }
 
 /* Walks the sorted keys, rolling up common prefixes, up to max. */
-static void collect(struct ctrl_s3 *s, struct listing *l,
+static void collect(struct s3d *s, struct listing *l,
 		    const struct stor_list *keys, int v2)
 {
 	size_t i, plen = strlen(l->prefix);
@@ -324,9 +324,9 @@ static void collect(struct ctrl_s3 *s, struct listing *l,
 			}
 			free(last_cp);
 			last_cp = cp;
-			s3x_open(&l->prefixes, "CommonPrefixes");
+			s3d__xml_open(&l->prefixes, "CommonPrefixes");
 			enc(s, l, &l->prefixes, "Prefix", cp);
-			s3x_close(&l->prefixes, "CommonPrefixes");
+			s3d__xml_close(&l->prefixes, "CommonPrefixes");
 			free(l->last);
 			l->last = xstrdup(cp);
 			l->count++;
@@ -348,19 +348,18 @@ static void collect(struct ctrl_s3 *s, struct listing *l,
 
 /* The keys under prefix, sorted. A prefix that no stored key can start
  * with a path of lists the bucket and filters (collect() does). */
-static int keys_under(struct ctrl_s3 *s, const char *prefix,
-		      struct stor_list *keys)
+static int keys_under(struct s3d *s, const char *prefix, struct stor_list *keys)
 {
 	struct buf root = BUF_INIT, err = BUF_INIT;
 	int r;
 
-	s3_bucket_path(s, s->bucket, &root);
+	s3d__bucket_path(s, s->bucket, &root);
 	if (stor_key_check(prefix, 1, &err))
 		prefix = "";
 	buf_reset(&err);
 	r = stor_fs_list(root.data, prefix, 0, keys, &err);
 	if (r)
-		s3_fail(s, "InternalError", 500, "%s", err.data);
+		s3d__fail(s, "InternalError", 500, "%s", err.data);
 	buf_release(&root);
 	buf_release(&err);
 	return r;
@@ -397,88 +396,88 @@ static char *token_decode(const char *t)
 	return k;
 }
 
-static int listing_args(struct ctrl_s3 *s, struct listing *l, int v2,
+static int listing_args(struct s3d *s, struct listing *l, int v2,
 			char **after_owned)
 {
-	const char *et = s3_query(s, "encoding-type");
-	const char *tok = s3_query(s, "continuation-token");
+	const char *et = s3d__query(s, "encoding-type");
+	const char *tok = s3d__query(s, "continuation-token");
 
 	*after_owned = NULL;
-	l->prefix = s3_query(s, "prefix") ? s3_query(s, "prefix") : "";
-	l->delim = s3_query(s, "delimiter");
+	l->prefix = s3d__query(s, "prefix") ? s3d__query(s, "prefix") : "";
+	l->delim = s3d__query(s, "delimiter");
 	if (et && strcmp(et, "url"))
-		return s3_fail(s, "InvalidArgument", 400,
-			       "Invalid Encoding Method specified in "
-			       "Request");
+		return s3d__fail(s, "InvalidArgument", 400,
+				 "Invalid Encoding Method specified in "
+				 "Request");
 	l->url = et != NULL;
 	if (int_arg(s, "max-keys", LIST_MAX, LIST_MAX, &l->max))
 		return -1;
 	if (!v2) {
-		l->after = s3_query(s, "marker");
+		l->after = s3d__query(s, "marker");
 		return 0;
 	}
-	l->after = s3_query(s, "start-after");
+	l->after = s3d__query(s, "start-after");
 	if (tok) {
 		*after_owned = token_decode(tok);
 		if (!*after_owned)
-			return s3_fail(s, "InvalidArgument", 400,
-				       "The continuation token provided is "
-				       "incorrect");
+			return s3d__fail(s, "InvalidArgument", 400,
+					 "The continuation token provided is "
+					 "incorrect");
 		l->after = *after_owned;
 	}
 	return 0;
 }
 
-static void listing_xml(struct ctrl_s3 *s, struct listing *l, int v2,
-			struct buf *b)
+static void listing_xml(struct s3d *s, struct listing *l, int v2, struct buf *b)
 {
-	s3x_begin(b, "ListBucketResult");
-	s3x_el(b, "Name", s->bucket);
+	s3d__xml_begin(b, "ListBucketResult");
+	s3d__xml_el(b, "Name", s->bucket);
 	enc(s, l, b, "Prefix", l->prefix);
 	if (!v2) {
 		enc(s, l, b, "Marker",
-		    s3_query(s, "marker") ? s3_query(s, "marker") : "");
+		    s3d__query(s, "marker") ? s3d__query(s, "marker") : "");
 		if (l->truncated && l->delim && l->last)
 			enc(s, l, b, "NextMarker", l->last);
 	} else {
-		s3x_elf(b, "KeyCount", "%zu", l->count);
-		if (s3_query(s, "continuation-token"))
-			s3x_el(b, "ContinuationToken",
-			       s3_query(s, "continuation-token"));
+		s3d__xml_elf(b, "KeyCount", "%zu", l->count);
+		if (s3d__query(s, "continuation-token"))
+			s3d__xml_el(b, "ContinuationToken",
+				    s3d__query(s, "continuation-token"));
 		if (l->truncated && l->last) {
 			char *t = token_encode(l->last);
 
-			s3x_el(b, "NextContinuationToken", t);
+			s3d__xml_el(b, "NextContinuationToken", t);
 			free(t);
 		}
-		if (s3_query(s, "start-after"))
-			enc(s, l, b, "StartAfter", s3_query(s, "start-after"));
+		if (s3d__query(s, "start-after"))
+			enc(s, l, b, "StartAfter",
+			    s3d__query(s, "start-after"));
 	}
-	s3x_elf(b, "MaxKeys", "%ld", l->max);
+	s3d__xml_elf(b, "MaxKeys", "%ld", l->max);
 	if (l->delim)
 		enc(s, l, b, "Delimiter", l->delim);
 	if (l->url)
-		s3x_el(b, "EncodingType", "url");
-	s3x_el(b, "IsTruncated", l->truncated ? "true" : "false");
+		s3d__xml_el(b, "EncodingType", "url");
+	s3d__xml_el(b, "IsTruncated", l->truncated ? "true" : "false");
 	(void)buf_add(b, l->contents.data, l->contents.len);
 	(void)buf_add(b, l->prefixes.data, l->prefixes.len);
-	s3x_close(b, "ListBucketResult");
+	s3d__xml_close(b, "ListBucketResult");
 }
 
-void s3_op_list_objects(struct ctrl_s3 *s, struct ctrl_s3_reply *r, int v2)
+void s3d__op_list_objects(struct s3d *s, struct s3d_reply *r, int v2)
 {
 	struct stor_list keys = STOR_LIST_INIT;
 	struct listing l;
 	char *after = NULL;
 
 	memset(&l, 0, sizeof(l));
-	if (s3_need_bucket(s, s->bucket) || listing_args(s, &l, v2, &after))
+	if (s3d__need_bucket(s, s->bucket) || listing_args(s, &l, v2, &after))
 		goto out;
-	if (!s3_allowed(s, s->bucket, l.prefix)) {
-		s3_fail(s, "AccessDenied", 403,
-			"Access Denied: listing '%s/%s' is outside the S3 "
-			"prefixes of key %s",
-			s->bucket, l.prefix, s->who->access_key_id);
+	if (!s3d__allowed(s, s->bucket, l.prefix)) {
+		s3d__fail(s, "AccessDenied", 403,
+			  "Access Denied: listing '%s/%s' is outside the S3 "
+			  "prefixes of key %s",
+			  s->bucket, l.prefix, s->who->access_key_id);
 		goto out;
 	}
 	if (l.max && keys_under(s, l.prefix, &keys))
@@ -496,99 +495,99 @@ out:
 
 /* ------------------------------------------------------- DeleteObjects */
 
-static void delete_one(struct ctrl_s3 *s, const char *key, int quiet,
-		       struct buf *b)
+static void delete_one(struct s3d *s, const char *key, int quiet, struct buf *b)
 {
 	struct buf err = BUF_INIT, root = BUF_INIT;
 	const char *code = NULL;
 
 	if (stor_key_check(key, 0, &err))
 		code = "InvalidArgument";
-	else if (!s3_allowed(s, s->bucket, key))
+	else if (!s3d__allowed(s, s->bucket, key))
 		code = "AccessDenied";
 	else {
-		s3_bucket_path(s, s->bucket, &root);
+		s3d__bucket_path(s, s->bucket, &root);
 		if (stor_fs_delete(root.data, key, 1, &err))
 			code = "InternalError";
 	}
 	if (code) {
-		s3x_open(b, "Error");
-		s3x_el(b, "Key", key);
-		s3x_el(b, "Code", code);
-		s3x_el(b, "Message", err.len ? err.data : "Access Denied");
-		s3x_close(b, "Error");
+		s3d__xml_open(b, "Error");
+		s3d__xml_el(b, "Key", key);
+		s3d__xml_el(b, "Code", code);
+		s3d__xml_el(b, "Message", err.len ? err.data : "Access Denied");
+		s3d__xml_close(b, "Error");
 	} else if (!quiet) {
-		s3x_open(b, "Deleted");
-		s3x_el(b, "Key", key);
-		s3x_close(b, "Deleted");
+		s3d__xml_open(b, "Deleted");
+		s3d__xml_el(b, "Key", key);
+		s3d__xml_close(b, "Deleted");
 	}
 	buf_release(&err);
 	buf_release(&root);
 }
 
-void s3_op_delete_objects(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+void s3d__op_delete_objects(struct s3d *s, struct s3d_reply *r)
 {
-	struct s3x_item *items = NULL;
+	struct s3d_xml_item *items = NULL;
 	struct buf err = BUF_INIT;
 	size_t n = 0, i;
 	int quiet = 0;
 
-	if (s3_intake_end(s) || s3_need_bucket(s, s->bucket))
+	if (s3d__intake_end(s) || s3d__need_bucket(s, s->bucket))
 		goto out;
-	if (!s3_header(s, "content-md5") && !s->body.ck) {
-		s3_fail(s, "InvalidRequest", 400,
-			"Missing required header for this request: "
-			"Content-MD5");
-		goto out;
-	}
-	if (s3x_parse_list(s->xml.data, s->xml.len, "Delete", "Object", "Key",
-			   "VersionId", "Quiet", &quiet, DELETE_MAX, &items, &n,
-			   &err)) {
-		s3_fail(s, "MalformedXML", 400, "%s", err.data);
+	if (!s3d__header(s, "content-md5") && !s->body.ck) {
+		s3d__fail(s, "InvalidRequest", 400,
+			  "Missing required header for this request: "
+			  "Content-MD5");
 		goto out;
 	}
-	s3x_begin(&r->body, "DeleteResult");
+	if (s3d__xml_parse_list(s->xml.data, s->xml.len, "Delete", "Object",
+				"Key", "VersionId", "Quiet", &quiet, DELETE_MAX,
+				&items, &n, &err)) {
+		s3d__fail(s, "MalformedXML", 400, "%s", err.data);
+		goto out;
+	}
+	s3d__xml_begin(&r->body, "DeleteResult");
 	for (i = 0; i < n; i++) {
 		if (items[i].b) {
-			s3x_open(&r->body, "Error");
-			s3x_el(&r->body, "Key", items[i].a ? items[i].a : "");
-			s3x_el(&r->body, "Code", "NotImplemented");
-			s3x_el(&r->body, "Message",
-			       "versions are not supported");
-			s3x_close(&r->body, "Error");
+			s3d__xml_open(&r->body, "Error");
+			s3d__xml_el(&r->body, "Key",
+				    items[i].a ? items[i].a : "");
+			s3d__xml_el(&r->body, "Code", "NotImplemented");
+			s3d__xml_el(&r->body, "Message",
+				    "versions are not supported");
+			s3d__xml_close(&r->body, "Error");
 			continue;
 		}
 		delete_one(s, items[i].a ? items[i].a : "", quiet, &r->body);
 	}
-	s3x_close(&r->body, "DeleteResult");
+	s3d__xml_close(&r->body, "DeleteResult");
 	r->status = 200;
 out:
-	s3x_items_free(items, n);
+	s3d__xml_items_free(items, n);
 	buf_release(&err);
 }
 
 /* ------------------------------------------------------------ multipart */
 
-static void upload_dir(const struct ctrl_s3 *s, const char *id, struct buf *out)
+static void upload_dir(const struct s3d *s, const char *id, struct buf *out)
 {
 	buf_reset(out);
 	(void)buf_addf(out, "%s/%s", s->env->uploads, id);
 }
 
 /* The upload named by ?uploadId, for this bucket and key: its record. */
-static json_t *load_upload(struct ctrl_s3 *s)
+static json_t *load_upload(struct s3d *s)
 {
-	const char *id = s3_query(s, "uploadId");
+	const char *id = s3d__query(s, "uploadId");
 	struct buf p = BUF_INIT;
 	const char *b = NULL, *k = NULL;
 	json_t *j;
 
 	snprintf(s->upload_id, sizeof(s->upload_id), "%.32s", id ? id : "");
-	if (!s3_upload_id_ok(id)) {
-		s3_fail(s, "NoSuchUpload", 404,
-			"The specified upload does not exist. The upload ID "
-			"may be invalid, or the upload may have been aborted "
-			"or completed.");
+	if (!s3d__upload_id_ok(id)) {
+		s3d__fail(s, "NoSuchUpload", 404,
+			  "The specified upload does not exist. The upload ID "
+			  "may be invalid, or the upload may have been aborted "
+			  "or completed.");
 		return NULL;
 	}
 	upload_dir(s, id, &p);
@@ -598,19 +597,19 @@ static json_t *load_upload(struct ctrl_s3 *s)
 	if (!j || json_unpack(j, "{s:s, s:s}", "bucket", &b, "key", &k) ||
 	    strcmp(b, s->bucket) || strcmp(k, s->key)) {
 		json_decref(j);
-		s3_fail(s, "NoSuchUpload", 404,
-			"The specified upload does not exist. The upload ID "
-			"may be invalid, or the upload may have been aborted "
-			"or completed.");
+		s3d__fail(s, "NoSuchUpload", 404,
+			  "The specified upload does not exist. The upload ID "
+			  "may be invalid, or the upload may have been aborted "
+			  "or completed.");
 		return NULL;
 	}
 	return j;
 }
 
-int s3_begin_create_upload(struct ctrl_s3 *s)
+int s3d__begin_create_upload(struct s3d *s)
 {
 	json_t *h = NULL;
-	int r = s3_need_bucket(s, s->bucket) || s3_kept_headers(s, &h);
+	int r = s3d__need_bucket(s, s->bucket) || s3d__kept_headers(s, &h);
 
 	json_decref(h);
 	return r ? -1 : 0;
@@ -620,24 +619,24 @@ int s3_begin_create_upload(struct ctrl_s3 *s)
 static pthread_mutex_t uploads_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* How many uploads owner holds open: folders whose id carries its tag. */
-static long open_uploads(const struct ctrl_s3_env *env, const char *owner)
+static long open_uploads(const struct s3d_env *env, const char *owner)
 {
-	char tag[S3_OWNER_TAG + 1];
+	char tag[S3D_OWNER_TAG + 1];
 	struct dirent *de;
 	DIR *d = opendir(env->uploads);
 	long n = 0;
 
-	s3_upload_owner_tag(owner, tag);
+	s3d__upload_owner_tag(owner, tag);
 	while (d && (de = readdir(d)))
-		if (s3_upload_id_ok(de->d_name) &&
-		    !memcmp(de->d_name, tag, S3_OWNER_TAG))
+		if (s3d__upload_id_ok(de->d_name) &&
+		    !memcmp(de->d_name, tag, S3D_OWNER_TAG))
 			n++;
 	if (d)
 		closedir(d);
 	return n;
 }
 
-void s3_op_create_upload(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+void s3d__op_create_upload(struct s3d *s, struct s3d_reply *r)
 {
 	struct buf p = BUF_INIT, err = BUF_INIT;
 	json_t *h = NULL, *rec = NULL;
@@ -646,12 +645,12 @@ void s3_op_create_upload(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 	long open_n = 0;
 	int made;
 
-	if (s3_kept_headers(s, &h))
+	if (s3d__kept_headers(s, &h))
 		goto out;
-	if (s3_upload_id(owner, id) ||
+	if (s3d__upload_id(owner, id) ||
 	    fs_mkdir_p(s->env->uploads, 0700, &err)) {
-		s3_fail(s, "InternalError", 500, "cannot start an upload: %s",
-			err.data ? err.data : "no randomness");
+		s3d__fail(s, "InternalError", 500, "cannot start an upload: %s",
+			  err.data ? err.data : "no randomness");
 		goto out;
 	}
 	upload_dir(s, id, &p);
@@ -664,7 +663,8 @@ void s3_op_create_upload(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 		       mkdir(p.data, 0700);
 	pthread_mutex_unlock(&uploads_lock);
 	if (made > 0) {
-		s3_fail(s, "TooManyUploads", 400,
+		s3d__fail(
+			s, "TooManyUploads", 400,
 			"Access key %s already has %ld open multipart uploads, "
 			"the most allowed (--s3-max-uploads): complete or "
 			"abort some first",
@@ -672,8 +672,8 @@ void s3_op_create_upload(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 		goto out;
 	}
 	if (made) {
-		s3_fail(s, "InternalError", 500, "mkdir %s: %s", p.data,
-			strerror(errno));
+		s3d__fail(s, "InternalError", 500, "mkdir %s: %s", p.data,
+			  strerror(errno));
 		goto out;
 	}
 	rec = json_pack("{s:s, s:s, s:O, s:I}", "bucket", s->bucket, "key",
@@ -683,8 +683,8 @@ void s3_op_create_upload(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 	(void)buf_adds(&p, "/upload.json");
 	if (!text || fs_write_atomic(p.data, text, strlen(text), 0600,
 				     FS_WRITE_SYNC, &err)) {
-		s3_fail(s, "InternalError", 500, "cannot start an upload: %s",
-			err.data ? err.data : "no memory");
+		s3d__fail(s, "InternalError", 500, "cannot start an upload: %s",
+			  err.data ? err.data : "no memory");
 		/* No half-made upload counts against the key's cap. */
 		p.len -= strlen("/upload.json");
 		p.data[p.len] = '\0';
@@ -692,11 +692,11 @@ void s3_op_create_upload(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 		goto out;
 	}
 	r->status = 200;
-	s3x_begin(&r->body, "InitiateMultipartUploadResult");
-	s3x_el(&r->body, "Bucket", s->bucket);
-	s3x_el(&r->body, "Key", s->key);
-	s3x_el(&r->body, "UploadId", id);
-	s3x_close(&r->body, "InitiateMultipartUploadResult");
+	s3d__xml_begin(&r->body, "InitiateMultipartUploadResult");
+	s3d__xml_el(&r->body, "Bucket", s->bucket);
+	s3d__xml_el(&r->body, "Key", s->key);
+	s3d__xml_el(&r->body, "UploadId", id);
+	s3d__xml_close(&r->body, "InitiateMultipartUploadResult");
 out:
 	free(text);
 	json_decref(rec);
@@ -705,20 +705,20 @@ out:
 	buf_release(&err);
 }
 
-int s3_begin_upload_part(struct ctrl_s3 *s)
+int s3d__begin_upload_part(struct s3d *s)
 {
-	const char *pn = s3_query(s, "partNumber");
+	const char *pn = s3d__query(s, "partNumber");
 	struct buf p = BUF_INIT;
 	json_t *up;
 	char *end;
 	long n = strtol(pn, &end, 10);
 	int r;
 
-	if (!*pn || *end || n < 1 || n > S3_MAX_PARTS)
-		return s3_fail(s, "InvalidArgument", 400,
-			       "Part number must be an integer between 1 "
-			       "and %d, inclusive",
-			       S3_MAX_PARTS);
+	if (!*pn || *end || n < 1 || n > S3D_MAX_PARTS)
+		return s3d__fail(s, "InvalidArgument", 400,
+				 "Part number must be an integer between 1 "
+				 "and %d, inclusive",
+				 S3D_MAX_PARTS);
 	s->part = (int)n;
 	up = load_upload(s);
 	if (!up)
@@ -726,18 +726,18 @@ int s3_begin_upload_part(struct ctrl_s3 *s)
 	json_decref(up);
 	upload_dir(s, s->upload_id, &p);
 	(void)buf_addf(&p, "/%05d", s->part);
-	r = s3_intake_file(s, p.data, S3_MAX_PART);
+	r = s3d__intake_file(s, p.data, S3D_MAX_PART);
 	buf_release(&p);
 	return r;
 }
 
-void s3_op_upload_part(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+void s3d__op_upload_part(struct s3d *s, struct s3d_reply *r)
 {
-	struct s3_obj o;
+	struct s3d_obj o;
 	char q[40];
 
 	memset(&o, 0, sizeof(o));
-	if (s3_intake_end(s))
+	if (s3d__intake_end(s))
 		return;
 	snprintf(o.etag, sizeof(o.etag), "%s", s->body.md5_hex);
 	/*
@@ -747,13 +747,13 @@ void s3_op_upload_part(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 	 * again) and Complete refuses it as InvalidPart. Flushing every part
 	 * as well wrote each byte to disk twice.
 	 */
-	if (s3_commit(s, &o, 0))
+	if (s3d__commit(s, &o, 0))
 		return;
 	r->status = 200;
 	snprintf(q, sizeof(q), "\"%.32s\"", o.etag);
-	s3_reply_header(r, "ETag", q);
+	s3d__reply_header(r, "ETag", q);
 	if (s->body.ck)
-		s3_reply_header(r, s->body.ck_name, s->body.ck_b64);
+		s3d__reply_header(r, s->body.ck_name, s->body.ck_b64);
 }
 
 /* The ETag of a part as the client quotes it, compared unquoted. */
@@ -766,8 +766,8 @@ static int etag_is(const char *given, const char *md5)
 	return n == 32 && !strcmp(given, md5);
 }
 
-static const struct s3_part *find_part(const struct s3_part *parts, size_t n,
-				       int number)
+static const struct s3d_part *find_part(const struct s3d_part *parts, size_t n,
+					int number)
 {
 	size_t i;
 
@@ -778,67 +778,67 @@ static const struct s3_part *find_part(const struct s3_part *parts, size_t n,
 }
 
 /* Checks the client's list against the parts held. */
-static int check_complete(struct ctrl_s3 *s, const struct s3x_item *items,
-			  size_t n, const struct s3_part *parts, size_t np)
+static int check_complete(struct s3d *s, const struct s3d_xml_item *items,
+			  size_t n, const struct s3d_part *parts, size_t np)
 {
 	int prev = 0;
 	size_t i;
 
 	if (!n)
-		return s3_fail(s, "MalformedXML", 400,
-			       "You must specify at least one part");
+		return s3d__fail(s, "MalformedXML", 400,
+				 "You must specify at least one part");
 	/* The order first, as S3 does: then sizes and ETags. */
 	for (i = 0; i < n; i++) {
 		long num = strtol(items[i].a ? items[i].a : "", NULL, 10);
 
 		if (i && num <= prev)
-			return s3_fail(s, "InvalidPartOrder", 400,
-				       "The list of parts was not in "
-				       "ascending order. The parts list must "
-				       "be specified in order by part "
-				       "number.");
+			return s3d__fail(s, "InvalidPartOrder", 400,
+					 "The list of parts was not in "
+					 "ascending order. The parts list must "
+					 "be specified in order by part "
+					 "number.");
 		prev = (int)num;
 	}
 	prev = 0;
 	for (i = 0; i < n; i++) {
 		char *end;
 		long num = strtol(items[i].a ? items[i].a : "", &end, 10);
-		const struct s3_part *p;
+		const struct s3d_part *p;
 
-		if (!items[i].a || *end || num < 1 || num > S3_MAX_PARTS)
-			return s3_fail(s, "InvalidPart", 400,
-				       "One or more of the specified parts "
-				       "could not be found (bad PartNumber)");
+		if (!items[i].a || *end || num < 1 || num > S3D_MAX_PARTS)
+			return s3d__fail(s, "InvalidPart", 400,
+					 "One or more of the specified parts "
+					 "could not be found (bad PartNumber)");
 		if (num <= prev)
-			return s3_fail(s, "InvalidPartOrder", 400,
-				       "The list of parts was not in "
-				       "ascending order. The parts list must "
-				       "be specified in order by part "
-				       "number.");
+			return s3d__fail(s, "InvalidPartOrder", 400,
+					 "The list of parts was not in "
+					 "ascending order. The parts list must "
+					 "be specified in order by part "
+					 "number.");
 		prev = (int)num;
 		p = find_part(parts, np, (int)num);
 		if (!p || !items[i].b || !etag_is(items[i].b, p->md5))
-			return s3_fail(s, "InvalidPart", 400,
-				       "One or more of the specified parts "
-				       "could not be found. The part may not "
-				       "have been uploaded, or the specified "
-				       "entity tag may not match the part's "
-				       "entity tag (part %ld).",
-				       num);
-		if (i + 1 < n && p->size < S3_MIN_PART)
-			return s3_fail(s, "EntityTooSmall", 400,
-				       "Your proposed upload is smaller than "
-				       "the minimum allowed size (part %ld "
-				       "has %lld bytes; all but the last "
-				       "need %lld)",
-				       num, (long long)p->size,
-				       (long long)S3_MIN_PART);
+			return s3d__fail(s, "InvalidPart", 400,
+					 "One or more of the specified parts "
+					 "could not be found. The part may not "
+					 "have been uploaded, or the specified "
+					 "entity tag may not match the part's "
+					 "entity tag (part %ld).",
+					 num);
+		if (i + 1 < n && p->size < S3D_MIN_PART)
+			return s3d__fail(s, "EntityTooSmall", 400,
+					 "Your proposed upload is smaller than "
+					 "the minimum allowed size (part %ld "
+					 "has %lld bytes; all but the last "
+					 "need %lld)",
+					 num, (long long)p->size,
+					 (long long)S3D_MIN_PART);
 	}
 	return 0;
 }
 
 /* Concatenates the parts into the object's temp file; fills etag. */
-static int assemble(struct ctrl_s3 *s, const struct s3x_item *items, size_t n,
+static int assemble(struct s3d *s, const struct s3d_xml_item *items, size_t n,
 		    char etag[48])
 {
 	EVP_MD_CTX *md = EVP_MD_CTX_new();
@@ -867,9 +867,9 @@ static int assemble(struct ctrl_s3 *s, const struct s3x_item *items, size_t n,
 			       strtol(items[i].a, NULL, 10));
 		fd = open(p.data, O_RDONLY | O_CLOEXEC);
 		if (fd < 0 || stor_fs_copy_fd(fd, s->fd, &copied, &err))
-			r = s3_fail(s, "InternalError", 500,
-				    "cannot assemble part %s: %s", items[i].a,
-				    err.len ? err.data : strerror(errno));
+			r = s3d__fail(s, "InternalError", 500,
+				      "cannot assemble part %s: %s", items[i].a,
+				      err.len ? err.data : strerror(errno));
 		if (fd >= 0)
 			close(fd);
 	}
@@ -877,7 +877,7 @@ static int assemble(struct ctrl_s3 *s, const struct s3x_item *items, size_t n,
 		stor_hex(d, 16, etag);
 		snprintf(etag + 32, 16, "-%zu", n);
 	} else if (!r) {
-		r = s3_fail(s, "InternalError", 500, "md5 failed");
+		r = s3d__fail(s, "InternalError", 500, "md5 failed");
 	}
 	EVP_MD_CTX_free(md);
 	buf_release(&dir);
@@ -886,7 +886,7 @@ static int assemble(struct ctrl_s3 *s, const struct s3x_item *items, size_t n,
 	return r;
 }
 
-static void remove_upload(struct ctrl_s3 *s)
+static void remove_upload(struct s3d *s)
 {
 	struct buf dir = BUF_INIT;
 
@@ -895,66 +895,66 @@ static void remove_upload(struct ctrl_s3 *s)
 	buf_release(&dir);
 }
 
-static void complete_reply(struct ctrl_s3 *s, struct ctrl_s3_reply *r,
-			   const char *etag)
+static void complete_reply(struct s3d *s, struct s3d_reply *r, const char *etag)
 {
 	r->status = 200;
-	s3x_begin(&r->body, "CompleteMultipartUploadResult");
-	s3x_elf(&r->body, "Location", "/%s/%s", s->bucket, s->key);
-	s3x_el(&r->body, "Bucket", s->bucket);
-	s3x_el(&r->body, "Key", s->key);
-	s3x_elf(&r->body, "ETag", "\"%s\"", etag);
-	s3x_close(&r->body, "CompleteMultipartUploadResult");
+	s3d__xml_begin(&r->body, "CompleteMultipartUploadResult");
+	s3d__xml_elf(&r->body, "Location", "/%s/%s", s->bucket, s->key);
+	s3d__xml_el(&r->body, "Bucket", s->bucket);
+	s3d__xml_el(&r->body, "Key", s->key);
+	s3d__xml_elf(&r->body, "ETag", "\"%s\"", etag);
+	s3d__xml_close(&r->body, "CompleteMultipartUploadResult");
 }
 
-void s3_op_complete_upload(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+void s3d__op_complete_upload(struct s3d *s, struct s3d_reply *r)
 {
-	struct s3x_item *items = NULL;
-	struct s3_part *parts = NULL;
+	struct s3d_xml_item *items = NULL;
+	struct s3d_part *parts = NULL;
 	struct buf err = BUF_INIT, dir = BUF_INIT;
-	struct s3_obj o;
+	struct s3d_obj o;
 	size_t n = 0, np = 0;
 	json_t *up = NULL;
 
 	memset(&o, 0, sizeof(o));
-	if (s3_intake_end(s) || s3_need_bucket(s, s->bucket) ||
+	if (s3d__intake_end(s) || s3d__need_bucket(s, s->bucket) ||
 	    !(up = load_upload(s)))
 		goto out;
-	if (s3x_parse_list(s->xml.data, s->xml.len, "CompleteMultipartUpload",
-			   "Part", "PartNumber", "ETag", NULL, NULL,
-			   S3_MAX_PARTS, &items, &n, &err)) {
-		s3_fail(s, "MalformedXML", 400, "%s", err.data);
+	if (s3d__xml_parse_list(s->xml.data, s->xml.len,
+				"CompleteMultipartUpload", "Part", "PartNumber",
+				"ETag", NULL, NULL, S3D_MAX_PARTS, &items, &n,
+				&err)) {
+		s3d__fail(s, "MalformedXML", 400, "%s", err.data);
 		goto out;
 	}
 	upload_dir(s, s->upload_id, &dir);
-	if (s3_parts_list(dir.data, &parts, &np, &err)) {
-		s3_fail(s, "NoSuchUpload", 404, "%s", err.data);
+	if (s3d__parts_list(dir.data, &parts, &np, &err)) {
+		s3d__fail(s, "NoSuchUpload", 404, "%s", err.data);
 		goto out;
 	}
 	if (check_complete(s, items, n, parts, np))
 		goto out;
-	s3_object_path(s, s->bucket, s->key, &s->path);
+	s3d__object_path(s, s->bucket, s->key, &s->path);
 	if (stor_fs_tmp_open(s->path.data, &s->fd, &s->tmp, &err)) {
-		s3_fail(s, "InternalError", 500, "%s", err.data);
+		s3d__fail(s, "InternalError", 500, "%s", err.data);
 		goto out;
 	}
 	if (assemble(s, items, n, o.etag))
 		goto out;
 	o.headers = json_incref(json_object_get(up, "headers"));
-	if (s3_commit(s, &o, 1))
+	if (s3d__commit(s, &o, 1))
 		goto out;
 	remove_upload(s);
 	complete_reply(s, r, o.etag);
 out:
-	s3x_items_free(items, n);
+	s3d__xml_items_free(items, n);
 	free(parts);
 	json_decref(up);
-	s3_obj_release(&o);
+	s3d__obj_release(&o);
 	buf_release(&err);
 	buf_release(&dir);
 }
 
-void s3_op_abort_upload(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+void s3d__op_abort_upload(struct s3d *s, struct s3d_reply *r)
 {
 	json_t *up = load_upload(s);
 
@@ -965,9 +965,9 @@ void s3_op_abort_upload(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 	r->status = 204;
 }
 
-void s3_op_list_parts(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+void s3d__op_list_parts(struct s3d *s, struct s3d_reply *r)
 {
-	struct s3_part *parts = NULL;
+	struct s3d_part *parts = NULL;
 	struct buf dir = BUF_INIT, err = BUF_INIT;
 	long max, marker;
 	size_t np = 0, i, shown = 0;
@@ -975,18 +975,18 @@ void s3_op_list_parts(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 	int truncated = 0, last = 0;
 
 	if (!up || int_arg(s, "max-parts", LIST_MAX, LIST_MAX, &max) ||
-	    int_arg(s, "part-number-marker", 0, S3_MAX_PARTS, &marker))
+	    int_arg(s, "part-number-marker", 0, S3D_MAX_PARTS, &marker))
 		goto out;
 	upload_dir(s, s->upload_id, &dir);
-	if (s3_parts_list(dir.data, &parts, &np, &err)) {
-		s3_fail(s, "NoSuchUpload", 404, "%s", err.data);
+	if (s3d__parts_list(dir.data, &parts, &np, &err)) {
+		s3d__fail(s, "NoSuchUpload", 404, "%s", err.data);
 		goto out;
 	}
-	s3x_begin(&r->body, "ListPartsResult");
-	s3x_el(&r->body, "Bucket", s->bucket);
-	s3x_el(&r->body, "Key", s->key);
-	s3x_el(&r->body, "UploadId", s->upload_id);
-	s3x_elf(&r->body, "PartNumberMarker", "%ld", marker);
+	s3d__xml_begin(&r->body, "ListPartsResult");
+	s3d__xml_el(&r->body, "Bucket", s->bucket);
+	s3d__xml_el(&r->body, "Key", s->key);
+	s3d__xml_el(&r->body, "UploadId", s->upload_id);
+	s3d__xml_elf(&r->body, "PartNumberMarker", "%ld", marker);
 	for (i = 0; i < np; i++) {
 		char t[32];
 
@@ -996,22 +996,23 @@ void s3_op_list_parts(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 			truncated = 1;
 			break;
 		}
-		s3x_open(&r->body, "Part");
-		s3x_elf(&r->body, "PartNumber", "%d", parts[i].number);
-		s3_iso_time(parts[i].mtime_ms, t);
-		s3x_el(&r->body, "LastModified", t);
-		s3x_elf(&r->body, "ETag", "\"%s\"", parts[i].md5);
-		s3x_elf(&r->body, "Size", "%lld", (long long)parts[i].size);
-		s3x_close(&r->body, "Part");
+		s3d__xml_open(&r->body, "Part");
+		s3d__xml_elf(&r->body, "PartNumber", "%d", parts[i].number);
+		s3d__iso_time(parts[i].mtime_ms, t);
+		s3d__xml_el(&r->body, "LastModified", t);
+		s3d__xml_elf(&r->body, "ETag", "\"%s\"", parts[i].md5);
+		s3d__xml_elf(&r->body, "Size", "%lld",
+			     (long long)parts[i].size);
+		s3d__xml_close(&r->body, "Part");
 		last = parts[i].number;
 		shown++;
 	}
-	s3x_elf(&r->body, "NextPartNumberMarker", "%d", last);
-	s3x_elf(&r->body, "MaxParts", "%ld", max);
-	s3x_el(&r->body, "IsTruncated", truncated ? "true" : "false");
-	s3x_el(&r->body, "StorageClass", "STANDARD");
+	s3d__xml_elf(&r->body, "NextPartNumberMarker", "%d", last);
+	s3d__xml_elf(&r->body, "MaxParts", "%ld", max);
+	s3d__xml_el(&r->body, "IsTruncated", truncated ? "true" : "false");
+	s3d__xml_el(&r->body, "StorageClass", "STANDARD");
 	owner(&r->body);
-	s3x_close(&r->body, "ListPartsResult");
+	s3d__xml_close(&r->body, "ListPartsResult");
 	r->status = 200;
 out:
 	free(parts);
@@ -1037,7 +1038,7 @@ static int upl_cmp(const void *a, const void *b)
 
 /* The uploads of this bucket under prefix that the caller may see,
  * sorted by key, then upload id. */
-static struct upl *uploads_of(struct ctrl_s3 *s, const char *prefix, size_t *n)
+static struct upl *uploads_of(struct s3d *s, const char *prefix, size_t *n)
 {
 	struct upl *v = NULL;
 	size_t alloc = 0;
@@ -1051,7 +1052,7 @@ static struct upl *uploads_of(struct ctrl_s3 *s, const char *prefix, size_t *n)
 		json_int_t init = 0;
 		json_t *j;
 
-		if (!s3_upload_id_ok(de->d_name))
+		if (!s3d__upload_id_ok(de->d_name))
 			continue;
 		upload_dir(s, de->d_name, &p);
 		(void)buf_adds(&p, "/upload.json");
@@ -1061,7 +1062,7 @@ static struct upl *uploads_of(struct ctrl_s3 *s, const char *prefix, size_t *n)
 				 "initiated", &init) &&
 		    !strcmp(bk, s->bucket) &&
 		    !strncmp(k, prefix, strlen(prefix)) &&
-		    s3_allowed(s, bk, k)) {
+		    s3d__allowed(s, bk, k)) {
 			ALLOC_GROW(v, *n + 1, alloc);
 			v[*n].key = xstrdup(k);
 			memcpy(v[*n].id, de->d_name, sizeof(v[*n].id));
@@ -1099,27 +1100,27 @@ struct upl_page {
 	struct buf uploads;
 };
 
-static void upl_one(struct ctrl_s3 *s, struct upl_page *pg, const struct upl *u)
+static void upl_one(struct s3d *s, struct upl_page *pg, const struct upl *u)
 {
 	char t[32];
 
-	s3x_open(&pg->uploads, "Upload");
+	s3d__xml_open(&pg->uploads, "Upload");
 	enc(s, &pg->l, &pg->uploads, "Key", u->key);
-	s3x_el(&pg->uploads, "UploadId", u->id);
-	s3x_open(&pg->uploads, "Initiator");
-	s3x_el(&pg->uploads, "ID", OWNER_ID);
-	s3x_el(&pg->uploads, "DisplayName", OWNER_ID);
-	s3x_close(&pg->uploads, "Initiator");
+	s3d__xml_el(&pg->uploads, "UploadId", u->id);
+	s3d__xml_open(&pg->uploads, "Initiator");
+	s3d__xml_el(&pg->uploads, "ID", OWNER_ID);
+	s3d__xml_el(&pg->uploads, "DisplayName", OWNER_ID);
+	s3d__xml_close(&pg->uploads, "Initiator");
 	owner(&pg->uploads);
-	s3_iso_time(u->initiated, t);
-	s3x_el(&pg->uploads, "StorageClass", "STANDARD");
-	s3x_el(&pg->uploads, "Initiated", t);
-	s3x_close(&pg->uploads, "Upload");
+	s3d__iso_time(u->initiated, t);
+	s3d__xml_el(&pg->uploads, "StorageClass", "STANDARD");
+	s3d__xml_el(&pg->uploads, "Initiated", t);
+	s3d__xml_close(&pg->uploads, "Upload");
 }
 
 /* Pages v as S3 does: markers, delimiter roll-up, max-uploads. */
-static void upl_collect(struct ctrl_s3 *s, struct upl_page *pg,
-			const struct upl *v, size_t n)
+static void upl_collect(struct s3d *s, struct upl_page *pg, const struct upl *v,
+			size_t n)
 {
 	size_t i, plen = strlen(pg->l.prefix);
 	char *last_cp = NULL;
@@ -1149,9 +1150,9 @@ static void upl_collect(struct ctrl_s3 *s, struct upl_page *pg,
 		pg->l.count++;
 		free(pg->next_key);
 		if (cp) {
-			s3x_open(&pg->l.prefixes, "CommonPrefixes");
+			s3d__xml_open(&pg->l.prefixes, "CommonPrefixes");
 			enc(s, &pg->l, &pg->l.prefixes, "Prefix", cp);
-			s3x_close(&pg->l.prefixes, "CommonPrefixes");
+			s3d__xml_close(&pg->l.prefixes, "CommonPrefixes");
 			free(last_cp);
 			last_cp = cp;
 			pg->next_key = xstrdup(cp);
@@ -1165,48 +1166,48 @@ static void upl_collect(struct ctrl_s3 *s, struct upl_page *pg,
 	free(last_cp);
 }
 
-void s3_op_list_uploads(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+void s3d__op_list_uploads(struct s3d *s, struct s3d_reply *r)
 {
-	const char *et = s3_query(s, "encoding-type");
+	const char *et = s3d__query(s, "encoding-type");
 	struct upl_page pg;
 	struct upl *v = NULL;
 	size_t n = 0, i;
 	struct buf *b = &r->body;
 
 	memset(&pg, 0, sizeof(pg));
-	pg.l.prefix = s3_query(s, "prefix") ? s3_query(s, "prefix") : "";
-	pg.l.delim = s3_query(s, "delimiter");
+	pg.l.prefix = s3d__query(s, "prefix") ? s3d__query(s, "prefix") : "";
+	pg.l.delim = s3d__query(s, "delimiter");
 	pg.l.url = et != NULL;
-	pg.km = s3_query(s, "key-marker");
-	pg.im = s3_query(s, "upload-id-marker");
-	if (s3_need_bucket(s, s->bucket) ||
+	pg.km = s3d__query(s, "key-marker");
+	pg.im = s3d__query(s, "upload-id-marker");
+	if (s3d__need_bucket(s, s->bucket) ||
 	    int_arg(s, "max-uploads", LIST_MAX, LIST_MAX, &pg.l.max))
 		goto out;
 	if (et && strcmp(et, "url")) {
-		s3_fail(s, "InvalidArgument", 400,
-			"Invalid Encoding Method specified in Request");
+		s3d__fail(s, "InvalidArgument", 400,
+			  "Invalid Encoding Method specified in Request");
 		goto out;
 	}
 	v = uploads_of(s, pg.l.prefix, &n);
 	upl_collect(s, &pg, v, n);
-	s3x_begin(b, "ListMultipartUploadsResult");
-	s3x_el(b, "Bucket", s->bucket);
+	s3d__xml_begin(b, "ListMultipartUploadsResult");
+	s3d__xml_el(b, "Bucket", s->bucket);
 	enc(s, &pg.l, b, "KeyMarker", pg.km ? pg.km : "");
-	s3x_el(b, "UploadIdMarker", pg.im ? pg.im : "");
+	s3d__xml_el(b, "UploadIdMarker", pg.im ? pg.im : "");
 	if (pg.l.truncated && pg.next_key) {
 		enc(s, &pg.l, b, "NextKeyMarker", pg.next_key);
-		s3x_el(b, "NextUploadIdMarker", pg.next_id);
+		s3d__xml_el(b, "NextUploadIdMarker", pg.next_id);
 	}
 	enc(s, &pg.l, b, "Prefix", pg.l.prefix);
 	if (pg.l.delim)
 		enc(s, &pg.l, b, "Delimiter", pg.l.delim);
-	s3x_elf(b, "MaxUploads", "%ld", pg.l.max);
+	s3d__xml_elf(b, "MaxUploads", "%ld", pg.l.max);
 	if (pg.l.url)
-		s3x_el(b, "EncodingType", "url");
-	s3x_el(b, "IsTruncated", pg.l.truncated ? "true" : "false");
+		s3d__xml_el(b, "EncodingType", "url");
+	s3d__xml_el(b, "IsTruncated", pg.l.truncated ? "true" : "false");
 	(void)buf_add(b, pg.uploads.data, pg.uploads.len);
 	(void)buf_add(b, pg.l.prefixes.data, pg.l.prefixes.len);
-	s3x_close(b, "ListMultipartUploadsResult");
+	s3d__xml_close(b, "ListMultipartUploadsResult");
 	r->status = 200;
 out:
 	for (i = 0; i < n; i++)
@@ -1219,7 +1220,7 @@ out:
 
 /* Removes one upload folder when its record says it began before
  * cutoff_ms (or, with no readable record, the folder is that old). */
-static int reap_one(const struct ctrl_s3_env *env, const char *id,
+static int reap_one(const struct s3d_env *env, const char *id,
 		    int64_t cutoff_ms)
 {
 	struct buf dir = BUF_INIT, p = BUF_INIT;
@@ -1245,7 +1246,7 @@ static int reap_one(const struct ctrl_s3_env *env, const char *id,
 	return reaped;
 }
 
-size_t ctrl_s3_reap_uploads(const struct ctrl_s3_env *env, int64_t now_ms)
+size_t s3d_reap_uploads(const struct s3d_env *env, int64_t now_ms)
 {
 	static int64_t last_ms;
 	int64_t every;
@@ -1266,7 +1267,7 @@ size_t ctrl_s3_reap_uploads(const struct ctrl_s3_env *env, int64_t now_ms)
 	pthread_mutex_lock(&uploads_lock);
 	d = opendir(env->uploads);
 	while (d && (de = readdir(d)))
-		if (s3_upload_id_ok(de->d_name))
+		if (s3d__upload_id_ok(de->d_name))
 			n += (size_t)reap_one(env, de->d_name,
 					      now_ms - env->upload_max_age_ms);
 	if (d)

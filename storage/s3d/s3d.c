@@ -29,8 +29,7 @@
 
 /* ------------------------------------------------------------ helpers */
 
-int s3_fail(struct ctrl_s3 *s, const char *code, int status, const char *fmt,
-	    ...)
+int s3d__fail(struct s3d *s, const char *code, int status, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -44,7 +43,7 @@ int s3_fail(struct ctrl_s3 *s, const char *code, int status, const char *fmt,
 	return -1;
 }
 
-const char *s3_header(const struct ctrl_s3 *s, const char *name)
+const char *s3d__header(const struct s3d *s, const char *name)
 {
 	size_t i;
 
@@ -54,7 +53,7 @@ const char *s3_header(const struct ctrl_s3 *s, const char *name)
 	return NULL;
 }
 
-const char *s3_query(const struct ctrl_s3 *s, const char *name)
+const char *s3d__query(const struct s3d *s, const char *name)
 {
 	size_t i;
 
@@ -64,7 +63,7 @@ const char *s3_query(const struct ctrl_s3 *s, const char *name)
 	return NULL;
 }
 
-int s3_allowed(const struct ctrl_s3 *s, const char *bucket, const char *key)
+int s3d__allowed(const struct s3d *s, const char *bucket, const char *key)
 {
 	struct buf bk = BUF_INIT;
 	int ok;
@@ -77,36 +76,35 @@ int s3_allowed(const struct ctrl_s3 *s, const char *bucket, const char *key)
 	return ok;
 }
 
-void s3_bucket_path(const struct ctrl_s3 *s, const char *bucket,
-		    struct buf *out)
+void s3d__bucket_path(const struct s3d *s, const char *bucket, struct buf *out)
 {
 	buf_reset(out);
 	(void)buf_addf(out, "%s/%s", s->env->root, bucket);
 }
 
-void s3_object_path(const struct ctrl_s3 *s, const char *bucket,
-		    const char *key, struct buf *out)
+void s3d__object_path(const struct s3d *s, const char *bucket, const char *key,
+		      struct buf *out)
 {
 	buf_reset(out);
 	(void)buf_addf(out, "%s/%s/%s", s->env->root, bucket, key);
 }
 
-int s3_need_bucket(struct ctrl_s3 *s, const char *bucket)
+int s3d__need_bucket(struct s3d *s, const char *bucket)
 {
 	struct buf p = BUF_INIT;
 	struct stat st;
 	int ok;
 
-	s3_bucket_path(s, bucket, &p);
+	s3d__bucket_path(s, bucket, &p);
 	ok = !lstat(p.data, &st) && S_ISDIR(st.st_mode);
 	buf_release(&p);
 	if (ok)
 		return 0;
-	return s3_fail(s, "NoSuchBucket", 404,
-		       "The specified bucket does not exist");
+	return s3d__fail(s, "NoSuchBucket", 404,
+			 "The specified bucket does not exist");
 }
 
-void s3_iso_time(int64_t ms, char out[32])
+void s3d__iso_time(int64_t ms, char out[32])
 {
 	time_t t = (time_t)(ms / 1000);
 	struct tm tm;
@@ -116,7 +114,7 @@ void s3_iso_time(int64_t ms, char out[32])
 	snprintf(out + strlen(out), 8, ".%03dZ", (int)(ms % 1000) % 1000);
 }
 
-void s3_http_time(int64_t ms, char out[40])
+void s3d__http_time(int64_t ms, char out[40])
 {
 	time_t t = (time_t)(ms / 1000);
 	struct tm tm;
@@ -125,10 +123,9 @@ void s3_http_time(int64_t ms, char out[40])
 	strftime(out, 40, "%a, %d %b %Y %H:%M:%S GMT", &tm);
 }
 
-void s3_reply_header(struct ctrl_s3_reply *r, const char *name,
-		     const char *value)
+void s3d__reply_header(struct s3d_reply *r, const char *name, const char *value)
 {
-	if (r->n_headers == CTRL_S3_MAX_HEADERS)
+	if (r->n_headers == S3D_MAX_HEADERS)
 		return;
 	r->name[r->n_headers] = xstrdup(name);
 	r->value[r->n_headers] = xstrdup(value);
@@ -175,7 +172,7 @@ static char *decode(const char *p, size_t n, int plus)
 
 /* ------------------------------------------------------------ parsing */
 
-static int parse_query(struct ctrl_s3 *s, const char *q)
+static int parse_query(struct s3d *s, const char *q)
 {
 	while (q && *q) {
 		const char *amp = strchr(q, '&');
@@ -184,17 +181,17 @@ static int parse_query(struct ctrl_s3 *s, const char *q)
 		size_t kn = eq ? (size_t)(eq - q) : n;
 
 		if (n) {
-			if (s->nq == S3_MAX_QUERY)
-				return s3_fail(s, "InvalidArgument", 400,
-					       "too many query parameters");
+			if (s->nq == S3D_MAX_QUERY)
+				return s3d__fail(s, "InvalidArgument", 400,
+						 "too many query parameters");
 			s->q[s->nq].k = decode(q, kn, 1);
 			s->q[s->nq].v = eq ? decode(eq + 1, n - kn - 1, 1) :
 					     xstrdup("");
 			if (!s->q[s->nq].k || !s->q[s->nq].v) {
 				free(s->q[s->nq].k);
 				free(s->q[s->nq].v);
-				return s3_fail(s, "InvalidArgument", 400,
-					       "malformed query string");
+				return s3d__fail(s, "InvalidArgument", 400,
+						 "malformed query string");
 			}
 			s->nq++;
 		}
@@ -204,7 +201,7 @@ static int parse_query(struct ctrl_s3 *s, const char *q)
 }
 
 /* The bucket a Host header names under the configured domain, or NULL. */
-static char *host_bucket(const struct ctrl_s3_env *env, const char *host)
+static char *host_bucket(const struct s3d_env *env, const char *host)
 {
 	size_t dl, hl;
 	const char *colon;
@@ -221,7 +218,7 @@ static char *host_bucket(const struct ctrl_s3_env *env, const char *host)
 	return xstrndup(host, hl - dl - 1);
 }
 
-static const char *req_header(const struct ctrl_s3_req *r, const char *name)
+static const char *req_header(const struct s3d_req *r, const char *name)
 {
 	size_t i;
 
@@ -233,16 +230,16 @@ static const char *req_header(const struct ctrl_s3_req *r, const char *name)
 
 /* Splits the path into bucket and key (path style, or key only when the
  * Host names the bucket). */
-static int parse_path(struct ctrl_s3 *s, const struct ctrl_s3_req *r,
-		      const char *path, size_t n)
+static int parse_path(struct s3d *s, const struct s3d_req *r, const char *path,
+		      size_t n)
 {
 	const char *slash;
 	size_t bn;
 	char *vb;
 
 	if (!n || path[0] != '/')
-		return s3_fail(s, "InvalidURI", 400,
-			       "the path must start with '/'");
+		return s3d__fail(s, "InvalidURI", 400,
+				 "the path must start with '/'");
 	vb = host_bucket(s->env, req_header(r, "host"));
 	path++;
 	n--;
@@ -250,9 +247,9 @@ static int parse_path(struct ctrl_s3 *s, const struct ctrl_s3_req *r,
 		s->bucket = vb;
 		if (n)
 			s->key = decode(path, n, 0);
-		return n && !s->key ?
-			       s3_fail(s, "InvalidURI", 400, "malformed path") :
-			       0;
+		return n && !s->key ? s3d__fail(s, "InvalidURI", 400,
+						"malformed path") :
+				      0;
 	}
 	if (!n)
 		return 0;
@@ -262,11 +259,11 @@ static int parse_path(struct ctrl_s3 *s, const struct ctrl_s3_req *r,
 	if (slash && n - bn > 1)
 		s->key = decode(slash + 1, n - bn - 1, 0);
 	if (!s->bucket || (slash && n - bn > 1 && !s->key))
-		return s3_fail(s, "InvalidURI", 400, "malformed path");
+		return s3d__fail(s, "InvalidURI", 400, "malformed path");
 	return 0;
 }
 
-static int copy_headers(struct ctrl_s3 *s, const struct ctrl_s3_req *r)
+static int copy_headers(struct s3d *s, const struct s3d_req *r)
 {
 	size_t i;
 
@@ -275,8 +272,8 @@ static int copy_headers(struct ctrl_s3 *s, const struct ctrl_s3_req *r)
 		size_t j;
 
 		if (s->nh == sizeof(s->h) / sizeof(s->h[0]))
-			return s3_fail(s, "InvalidRequest", 400,
-				       "too many request headers");
+			return s3d__fail(s, "InvalidRequest", 400,
+					 "too many request headers");
 		name = xstrdup(r->headers[i].name);
 		for (j = 0; name[j]; j++)
 			if (name[j] >= 'A' && name[j] <= 'Z')
@@ -291,7 +288,7 @@ static int copy_headers(struct ctrl_s3 *s, const struct ctrl_s3_req *r)
 
 /* ------------------------------------------------------------- claims */
 
-static int signed_for_s3(const struct ctrl_s3_req *r, const char *query)
+static int signed_for_s3(const struct s3d_req *r, const char *query)
 {
 	const char *a = req_header(r, "authorization");
 
@@ -303,8 +300,7 @@ static int signed_for_s3(const struct ctrl_s3_req *r, const char *query)
 		strstr(query, "/s3/aws4_request"));
 }
 
-int ctrl_s3_claims_signed(const struct ctrl_s3_env *env,
-			  const struct ctrl_s3_req *r)
+int s3d_claims_signed(const struct s3d_env *env, const struct s3d_req *r)
 {
 	const char *uri = r->raw_uri ? r->raw_uri : "/";
 	char *vb = host_bucket(env, req_header(r, "host"));
@@ -316,7 +312,7 @@ int ctrl_s3_claims_signed(const struct ctrl_s3_env *env,
 	return signed_for_s3(r, strchr(uri, '?'));
 }
 
-int ctrl_s3_claims(const struct ctrl_s3_env *env, const struct ctrl_s3_req *r)
+int s3d_claims(const struct s3d_env *env, const struct s3d_req *r)
 {
 	const char *uri = r->raw_uri ? r->raw_uri : "/";
 	const char *query = strchr(uri, '?');
@@ -358,7 +354,7 @@ int ctrl_s3_claims(const struct ctrl_s3_env *env, const struct ctrl_s3_req *r)
 /* ------------------------------------------------------- authentication */
 
 /* SigV4's failures in S3's words. */
-static void auth_failed(struct ctrl_s3 *s, const char *type, int status,
+static void auth_failed(struct s3d *s, const char *type, int status,
 			const char *msg)
 {
 	if (!type)
@@ -376,11 +372,11 @@ static void auth_failed(struct ctrl_s3 *s, const char *type, int status,
 		else
 			type = "RequestTimeTooSkewed", status = 403;
 	}
-	(void)s3_fail(s, type, status, "%s", msg);
+	(void)s3d__fail(s, type, status, "%s", msg);
 }
 
 /* A request signed the old way: "AWS AKID:sig", or a query signed so. */
-static int sigv2(const struct ctrl_s3_req *r)
+static int sigv2(const struct s3d_req *r)
 {
 	const char *a = req_header(r, "authorization");
 	const char *q = r->raw_uri ? strchr(r->raw_uri, '?') : NULL;
@@ -391,7 +387,7 @@ static int sigv2(const struct ctrl_s3_req *r)
 	       strstr(q, "Signature=");
 }
 
-static int authenticate(struct ctrl_s3 *s, const struct ctrl_s3_req *r)
+static int authenticate(struct s3d *s, const struct s3d_req *r)
 {
 	struct api_sigv4_request sr;
 	struct buf err = BUF_INIT;
@@ -401,10 +397,11 @@ static int authenticate(struct ctrl_s3 *s, const struct ctrl_s3_req *r)
 	if (!s->env->creds)
 		return 0;
 	if (sigv2(r)) {
-		(void)s3_fail(s, "AccessDenied", 403,
-			      "Signature Version 2 is not accepted here: sign "
-			      "with SigV4 (AWS4-HMAC-SHA256; boto3: "
-			      "Config(signature_version='s3v4'))");
+		(void)s3d__fail(
+			s, "AccessDenied", 403,
+			"Signature Version 2 is not accepted here: sign "
+			"with SigV4 (AWS4-HMAC-SHA256; boto3: "
+			"Config(signature_version='s3v4'))");
 		return -1;
 	}
 	memset(&sr, 0, sizeof(sr));
@@ -466,7 +463,7 @@ static const char *const plain_args[] = {
 	"X-Amz-Security-Token",
 };
 
-static int unsupported_query(struct ctrl_s3 *s)
+static int unsupported_query(struct s3d *s)
 {
 	size_t i, j;
 
@@ -475,166 +472,167 @@ static int unsupported_query(struct ctrl_s3 *s)
 			if (!strcmp(s->q[i].k, plain_args[j]))
 				break;
 		if (j == sizeof(plain_args) / sizeof(plain_args[0]))
-			return s3_fail(s, "NotImplemented", 501,
-				       "'%.60s' is not supported by the "
-				       "embedded store (no ACLs, policies, "
-				       "tagging, versioning or lifecycle "
-				       "rules)",
-				       s->q[i].k);
+			return s3d__fail(s, "NotImplemented", 501,
+					 "'%.60s' is not supported by the "
+					 "embedded store (no ACLs, policies, "
+					 "tagging, versioning or lifecycle "
+					 "rules)",
+					 s->q[i].k);
 	}
 	return 0;
 }
 
-static enum s3_op service_op(struct ctrl_s3 *s)
+static enum s3d_op service_op(struct s3d *s)
 {
 	if (!strcmp(s->method, "GET"))
-		return S3_LIST_BUCKETS;
-	s3_fail(s, "MethodNotAllowed", 405,
-		"The specified method is not allowed against this resource.");
-	return S3_OP_NONE;
+		return S3D_LIST_BUCKETS;
+	s3d__fail(s, "MethodNotAllowed", 405,
+		  "The specified method is not allowed against this resource.");
+	return S3D_OP_NONE;
 }
 
-static enum s3_op bucket_op(struct ctrl_s3 *s)
+static enum s3d_op bucket_op(struct s3d *s)
 {
 	const char *m = s->method;
 
 	if (!strcmp(m, "PUT") && !s->nq)
-		return S3_CREATE_BUCKET;
+		return S3D_CREATE_BUCKET;
 	if (!strcmp(m, "HEAD"))
-		return S3_HEAD_BUCKET;
+		return S3D_HEAD_BUCKET;
 	if (!strcmp(m, "DELETE") && !s->nq)
-		return S3_DELETE_BUCKET;
-	if (!strcmp(m, "POST") && s3_query(s, "delete"))
-		return S3_DELETE_OBJECTS;
+		return S3D_DELETE_BUCKET;
+	if (!strcmp(m, "POST") && s3d__query(s, "delete"))
+		return S3D_DELETE_OBJECTS;
 	if (!strcmp(m, "GET")) {
-		const char *lt = s3_query(s, "list-type");
+		const char *lt = s3d__query(s, "list-type");
 
-		if (s3_query(s, "location"))
-			return S3_GET_BUCKET_LOCATION;
-		if (s3_query(s, "versioning"))
-			return S3_GET_BUCKET_VERSIONING;
-		if (s3_query(s, "uploads"))
-			return S3_LIST_UPLOADS;
+		if (s3d__query(s, "location"))
+			return S3D_GET_BUCKET_LOCATION;
+		if (s3d__query(s, "versioning"))
+			return S3D_GET_BUCKET_VERSIONING;
+		if (s3d__query(s, "uploads"))
+			return S3D_LIST_UPLOADS;
 		if (lt && strcmp(lt, "2")) {
-			s3_fail(s, "InvalidArgument", 400,
-				"list-type must be 2");
-			return S3_OP_NONE;
+			s3d__fail(s, "InvalidArgument", 400,
+				  "list-type must be 2");
+			return S3D_OP_NONE;
 		}
-		return lt ? S3_LIST_OBJECTS_V2 : S3_LIST_OBJECTS;
+		return lt ? S3D_LIST_OBJECTS_V2 : S3D_LIST_OBJECTS;
 	}
-	s3_fail(s, "MethodNotAllowed", 405,
-		"The specified method is not allowed against this resource.");
-	return S3_OP_NONE;
+	s3d__fail(s, "MethodNotAllowed", 405,
+		  "The specified method is not allowed against this resource.");
+	return S3D_OP_NONE;
 }
 
-static enum s3_op object_op(struct ctrl_s3 *s)
+static enum s3d_op object_op(struct s3d *s)
 {
 	const char *m = s->method;
-	int upload = s3_query(s, "uploadId") != NULL;
+	int upload = s3d__query(s, "uploadId") != NULL;
 
-	if (!strcmp(m, "PUT") && upload && s3_query(s, "partNumber")) {
-		if (s3_header(s, "x-amz-copy-source")) {
-			s3_fail(s, "NotImplemented", 501,
-				"UploadPartCopy is not supported by the "
-				"embedded store: upload the part's bytes");
-			return S3_OP_NONE;
+	if (!strcmp(m, "PUT") && upload && s3d__query(s, "partNumber")) {
+		if (s3d__header(s, "x-amz-copy-source")) {
+			s3d__fail(s, "NotImplemented", 501,
+				  "UploadPartCopy is not supported by the "
+				  "embedded store: upload the part's bytes");
+			return S3D_OP_NONE;
 		}
-		return S3_UPLOAD_PART;
+		return S3D_UPLOAD_PART;
 	}
 	if (!strcmp(m, "PUT"))
-		return s3_header(s, "x-amz-copy-source") ? S3_COPY_OBJECT :
-							   S3_PUT_OBJECT;
-	if (s3_query(s, "partNumber")) {
-		s3_fail(s, "NotImplemented", 501,
-			"partNumber on %s is not supported by the embedded "
-			"store: use a Range",
-			m);
-		return S3_OP_NONE;
+		return s3d__header(s, "x-amz-copy-source") ? S3D_COPY_OBJECT :
+							     S3D_PUT_OBJECT;
+	if (s3d__query(s, "partNumber")) {
+		s3d__fail(s, "NotImplemented", 501,
+			  "partNumber on %s is not supported by the embedded "
+			  "store: use a Range",
+			  m);
+		return S3D_OP_NONE;
 	}
 	if (!strcmp(m, "GET"))
-		return upload ? S3_LIST_PARTS : S3_GET_OBJECT;
+		return upload ? S3D_LIST_PARTS : S3D_GET_OBJECT;
 	if (!strcmp(m, "HEAD"))
-		return S3_HEAD_OBJECT;
+		return S3D_HEAD_OBJECT;
 	if (!strcmp(m, "DELETE"))
-		return upload ? S3_ABORT_UPLOAD : S3_DELETE_OBJECT;
-	if (!strcmp(m, "POST") && s3_query(s, "uploads"))
-		return S3_CREATE_UPLOAD;
+		return upload ? S3D_ABORT_UPLOAD : S3D_DELETE_OBJECT;
+	if (!strcmp(m, "POST") && s3d__query(s, "uploads"))
+		return S3D_CREATE_UPLOAD;
 	if (!strcmp(m, "POST") && upload)
-		return S3_COMPLETE_UPLOAD;
-	s3_fail(s, "MethodNotAllowed", 405,
-		"The specified method is not allowed against this resource.");
-	return S3_OP_NONE;
+		return S3D_COMPLETE_UPLOAD;
+	s3d__fail(s, "MethodNotAllowed", 405,
+		  "The specified method is not allowed against this resource.");
+	return S3D_OP_NONE;
 }
 
 static const char *const op_names[] = {
-	[S3_OP_NONE] = "S3",
-	[S3_LIST_BUCKETS] = "ListBuckets",
-	[S3_CREATE_BUCKET] = "CreateBucket",
-	[S3_HEAD_BUCKET] = "HeadBucket",
-	[S3_DELETE_BUCKET] = "DeleteBucket",
-	[S3_GET_BUCKET_LOCATION] = "GetBucketLocation",
-	[S3_GET_BUCKET_VERSIONING] = "GetBucketVersioning",
-	[S3_LIST_OBJECTS] = "ListObjects",
-	[S3_LIST_OBJECTS_V2] = "ListObjectsV2",
-	[S3_LIST_UPLOADS] = "ListMultipartUploads",
-	[S3_DELETE_OBJECTS] = "DeleteObjects",
-	[S3_PUT_OBJECT] = "PutObject",
-	[S3_COPY_OBJECT] = "CopyObject",
-	[S3_GET_OBJECT] = "GetObject",
-	[S3_HEAD_OBJECT] = "HeadObject",
-	[S3_DELETE_OBJECT] = "DeleteObject",
-	[S3_CREATE_UPLOAD] = "CreateMultipartUpload",
-	[S3_UPLOAD_PART] = "UploadPart",
-	[S3_COMPLETE_UPLOAD] = "CompleteMultipartUpload",
-	[S3_ABORT_UPLOAD] = "AbortMultipartUpload",
-	[S3_LIST_PARTS] = "ListParts",
+	[S3D_OP_NONE] = "S3",
+	[S3D_LIST_BUCKETS] = "ListBuckets",
+	[S3D_CREATE_BUCKET] = "CreateBucket",
+	[S3D_HEAD_BUCKET] = "HeadBucket",
+	[S3D_DELETE_BUCKET] = "DeleteBucket",
+	[S3D_GET_BUCKET_LOCATION] = "GetBucketLocation",
+	[S3D_GET_BUCKET_VERSIONING] = "GetBucketVersioning",
+	[S3D_LIST_OBJECTS] = "ListObjects",
+	[S3D_LIST_OBJECTS_V2] = "ListObjectsV2",
+	[S3D_LIST_UPLOADS] = "ListMultipartUploads",
+	[S3D_DELETE_OBJECTS] = "DeleteObjects",
+	[S3D_PUT_OBJECT] = "PutObject",
+	[S3D_COPY_OBJECT] = "CopyObject",
+	[S3D_GET_OBJECT] = "GetObject",
+	[S3D_HEAD_OBJECT] = "HeadObject",
+	[S3D_DELETE_OBJECT] = "DeleteObject",
+	[S3D_CREATE_UPLOAD] = "CreateMultipartUpload",
+	[S3D_UPLOAD_PART] = "UploadPart",
+	[S3D_COMPLETE_UPLOAD] = "CompleteMultipartUpload",
+	[S3D_ABORT_UPLOAD] = "AbortMultipartUpload",
+	[S3D_LIST_PARTS] = "ListParts",
 };
 
-const char *ctrl_s3_op_name(const struct ctrl_s3 *s)
+const char *s3d_op_name(const struct s3d *s)
 {
 	return s ? op_names[s->op] : "S3";
 }
 
 /* Whether op writes an object under s->key. */
-static int s3_creates(enum s3_op op)
+static int s3_creates(enum s3d_op op)
 {
-	return op == S3_PUT_OBJECT || op == S3_COPY_OBJECT ||
-	       op == S3_CREATE_UPLOAD || op == S3_UPLOAD_PART ||
-	       op == S3_COMPLETE_UPLOAD;
+	return op == S3D_PUT_OBJECT || op == S3D_COPY_OBJECT ||
+	       op == S3D_CREATE_UPLOAD || op == S3D_UPLOAD_PART ||
+	       op == S3D_COMPLETE_UPLOAD;
 }
 
 /* Names checked, the caller's reach checked. */
-static int check_names(struct ctrl_s3 *s)
+static int check_names(struct s3d *s)
 {
 	struct buf err = BUF_INIT;
 	int r = 0;
 
 	if (s->bucket && stor_bucket_check(s->bucket, &err))
-		r = s3_fail(s, "InvalidBucketName", 400,
-			    "The specified bucket is not valid: %s", err.data);
-	else if (s->key && strlen(s->key) > S3_KEY_MAX)
-		r = s3_fail(s, "KeyTooLongError", 400,
-			    "Your key is too long: %zu bytes, at most %d",
-			    strlen(s->key), S3_KEY_MAX);
-	else if (s->key && s3_creates(s->op) && !s3x_text_ok(s->key))
-		r = s3_fail(s, "InvalidArgument", 400,
-			    "The object key is not valid UTF-8 or holds a "
-			    "control character that XML cannot carry");
+		r = s3d__fail(s, "InvalidBucketName", 400,
+			      "The specified bucket is not valid: %s",
+			      err.data);
+	else if (s->key && strlen(s->key) > S3D_KEY_MAX)
+		r = s3d__fail(s, "KeyTooLongError", 400,
+			      "Your key is too long: %zu bytes, at most %d",
+			      strlen(s->key), S3D_KEY_MAX);
+	else if (s->key && s3_creates(s->op) && !s3d__xml_text_ok(s->key))
+		r = s3d__fail(s, "InvalidArgument", 400,
+			      "The object key is not valid UTF-8 or holds a "
+			      "control character that XML cannot carry");
 	else if (s->key && stor_key_check(s->key, 0, &err))
-		r = s3_fail(s, "InvalidArgument", 400,
-			    "The key cannot be kept by the embedded store: "
-			    "%s",
-			    err.data);
+		r = s3d__fail(s, "InvalidArgument", 400,
+			      "The key cannot be kept by the embedded store: "
+			      "%s",
+			      err.data);
 	buf_release(&err);
-	if (r || !s->bucket || s->op == S3_DELETE_OBJECTS ||
-	    s->op == S3_LIST_OBJECTS || s->op == S3_LIST_OBJECTS_V2 ||
-	    s->op == S3_LIST_UPLOADS)
+	if (r || !s->bucket || s->op == S3D_DELETE_OBJECTS ||
+	    s->op == S3D_LIST_OBJECTS || s->op == S3D_LIST_OBJECTS_V2 ||
+	    s->op == S3D_LIST_UPLOADS)
 		return r; /* listings check their prefix */
 	if (!s->key && s->who && !s->who->admin &&
-	    (s->op == S3_CREATE_BUCKET || s->op == S3_DELETE_BUCKET))
-		return s3_fail(s, "AccessDenied", 403,
-			       "Only an admin key may create or delete "
-			       "buckets");
+	    (s->op == S3D_CREATE_BUCKET || s->op == S3D_DELETE_BUCKET))
+		return s3d__fail(s, "AccessDenied", 403,
+				 "Only an admin key may create or delete "
+				 "buckets");
 	if (!s->key) {
 		/* A user key reaches a bucket it has a prefix in. */
 		size_t i, bl = strlen(s->bucket);
@@ -645,13 +643,13 @@ static int check_names(struct ctrl_s3 *s)
 			if (!strncmp(s->who->s3_prefixes[i], s->bucket, bl) &&
 			    s->who->s3_prefixes[i][bl] == '/')
 				return 0;
-		return s3_fail(s, "AccessDenied", 403, "Access Denied");
+		return s3d__fail(s, "AccessDenied", 403, "Access Denied");
 	}
-	if (!s3_allowed(s, s->bucket, s->key))
-		return s3_fail(s, "AccessDenied", 403,
-			       "Access Denied: '%s/%s' is outside the S3 "
-			       "prefixes of key %s",
-			       s->bucket, s->key, s->who->access_key_id);
+	if (!s3d__allowed(s, s->bucket, s->key))
+		return s3d__fail(s, "AccessDenied", 403,
+				 "Access Denied: '%s/%s' is outside the S3 "
+				 "prefixes of key %s",
+				 s->bucket, s->key, s->who->access_key_id);
 	return 0;
 }
 
@@ -659,10 +657,10 @@ static int check_names(struct ctrl_s3 *s)
 
 static const char *get_header(void *ctx, const char *name)
 {
-	return s3_header(ctx, name);
+	return s3d__header(ctx, name);
 }
 
-static int flush_pending(struct ctrl_s3 *s)
+static int flush_pending(struct s3d *s)
 {
 	size_t off = 0;
 
@@ -684,7 +682,7 @@ static int flush_pending(struct ctrl_s3 *s)
 
 static int sink_file(void *ctx, const char *data, size_t n)
 {
-	struct ctrl_s3 *s = ctx;
+	struct s3d *s = ctx;
 
 	if (s->write_failed)
 		return -1;
@@ -699,25 +697,25 @@ static int sink_file(void *ctx, const char *data, size_t n)
 
 static int sink_xml(void *ctx, const char *data, size_t n)
 {
-	struct ctrl_s3 *s = ctx;
+	struct s3d *s = ctx;
 
 	return buf_add(&s->xml, data, n) ? -1 : 0;
 }
 
-static int intake_init(struct ctrl_s3 *s, int64_t limit)
+static int intake_init(struct s3d *s, int64_t limit)
 {
-	if (s3_body_init(&s->body, s->have_sig ? &s->sig : NULL, get_header, s,
-			 limit)) {
-		s3_fail(s, s->body.code, s->body.status, "%s",
-			s->body.msg.data);
-		s3_body_release(&s->body);
+	if (s3d__body_init(&s->body, s->have_sig ? &s->sig : NULL, get_header,
+			   s, limit)) {
+		s3d__fail(s, s->body.code, s->body.status, "%s",
+			  s->body.msg.data);
+		s3d__body_release(&s->body);
 		return -1;
 	}
 	s->body_ready = 1;
 	return 0;
 }
 
-int s3_intake_file(struct ctrl_s3 *s, const char *path, int64_t limit)
+int s3d__intake_file(struct s3d *s, const char *path, int64_t limit)
 {
 	struct buf err = BUF_INIT;
 
@@ -727,53 +725,53 @@ int s3_intake_file(struct ctrl_s3 *s, const char *path, int64_t limit)
 	(void)buf_adds(&s->path, path);
 	if (stor_fs_tmp_open(path, &s->fd, &s->tmp, &err)) {
 		log_error("S3 %s: %s", s->path.data, err.data);
-		s3_fail(s, "InternalError", 500,
-			"the object cannot be written: %s", err.data);
+		s3d__fail(s, "InternalError", 500,
+			  "the object cannot be written: %s", err.data);
 		buf_release(&err);
 		return -1;
 	}
 	buf_release(&err);
-	s->intake = S3_IN_FILE;
+	s->intake = S3D_IN_FILE;
 	return 0;
 }
 
-int s3_intake_xml(struct ctrl_s3 *s)
+int s3d__intake_xml(struct s3d *s)
 {
-	if (intake_init(s, S3_XML_BODY_MAX))
+	if (intake_init(s, S3D_XML_BODY_MAX))
 		return -1;
-	s->intake = S3_IN_XML;
+	s->intake = S3D_IN_XML;
 	return 0;
 }
 
-int s3_intake_end(struct ctrl_s3 *s)
+int s3d__intake_end(struct s3d *s)
 {
 	if (s->code)
 		return -1;
 	if (!s->body_ready)
 		return 0;
-	if (s->intake == S3_IN_FILE && flush_pending(s))
-		return s3_fail(s, "InternalError", 500,
-			       "the object could not be written: %s",
-			       strerror(s->write_failed));
-	if (s3_body_end(&s->body))
-		return s3_fail(s, s->body.code, s->body.status, "%s",
-			       s->body.msg.data);
+	if (s->intake == S3D_IN_FILE && flush_pending(s))
+		return s3d__fail(s, "InternalError", 500,
+				 "the object could not be written: %s",
+				 strerror(s->write_failed));
+	if (s3d__body_end(&s->body))
+		return s3d__fail(s, s->body.code, s->body.status, "%s",
+				 s->body.msg.data);
 	return 0;
 }
 
-int ctrl_s3_refused(const struct ctrl_s3 *s)
+int s3d_refused(const struct s3d *s)
 {
 	return s->code != NULL;
 }
 
-void ctrl_s3_data(struct ctrl_s3 *s, const char *data, size_t n)
+void s3d_data(struct s3d *s, const char *data, size_t n)
 {
 	if (s->code || !s->body_ready)
 		return;
-	if (s3_body_feed(&s->body, data, n,
-			 s->intake == S3_IN_XML ? sink_xml : sink_file, s))
-		s3_fail(s, s->body.code, s->body.status, "%s",
-			s->body.msg.data);
+	if (s3d__body_feed(&s->body, data, n,
+			   s->intake == S3D_IN_XML ? sink_xml : sink_file, s))
+		s3d__fail(s, s->body.code, s->body.status, "%s",
+			  s->body.msg.data);
 }
 
 /* --------------------------------------------------------- object PUT */
@@ -820,18 +818,18 @@ static void add_encoding(json_t *h, const char *v)
 	buf_release(&out);
 }
 
-int s3_kept_headers(struct ctrl_s3 *s, json_t **out)
+int s3d__kept_headers(struct s3d *s, json_t **out)
 {
 	json_t *h = json_object();
 	size_t i, j, meta = 0;
-	const char *sc = s3_header(s, "x-amz-storage-class");
+	const char *sc = s3d__header(s, "x-amz-storage-class");
 
 	*out = NULL;
 	if (sc && strcmp(sc, "STANDARD")) {
 		json_decref(h);
-		return s3_fail(s, "InvalidStorageClass", 400,
-			       "The storage class you specified is not valid "
-			       "here: only STANDARD is kept");
+		return s3d__fail(s, "InvalidStorageClass", 400,
+				 "The storage class you specified is not valid "
+				 "here: only STANDARD is kept");
 	}
 	for (i = 0; i < s->nh; i++) {
 		const char *n = s->h[i].name, *v = s->h[i].value;
@@ -846,19 +844,19 @@ int s3_kept_headers(struct ctrl_s3 *s, json_t **out)
 		    strcmp(v, "AES256") && strcmp(v, "aws:kms") &&
 		    strcmp(v, "aws:kms:dsse")) {
 			json_decref(h);
-			return s3_fail(s, "InvalidArgument", 400,
-				       "Server Side Encryption with %.40s is "
-				       "not valid: AES256, aws:kms or "
-				       "aws:kms:dsse",
-				       v);
+			return s3d__fail(s, "InvalidArgument", 400,
+					 "Server Side Encryption with %.40s is "
+					 "not valid: AES256, aws:kms or "
+					 "aws:kms:dsse",
+					 v);
 		}
 		for (j = 0; j < sizeof(refused) / sizeof(refused[0]); j++)
 			if (!strcmp(n, refused[j])) {
 				json_decref(h);
-				return s3_fail(s, "NotImplemented", 501,
-					       "%s is not supported by the "
-					       "embedded store",
-					       n);
+				return s3d__fail(s, "NotImplemented", 501,
+						 "%s is not supported by the "
+						 "embedded store",
+						 n);
 			}
 		if (!strncmp(n, "x-amz-meta-", 11)) {
 			meta += strlen(n) - 11 + strlen(v);
@@ -873,43 +871,43 @@ int s3_kept_headers(struct ctrl_s3 *s, json_t **out)
 			if (!strcmp(n, kept[j]))
 				json_object_set_new(h, n, json_string(v));
 	}
-	if (meta > S3_META_MAX) {
+	if (meta > S3D_META_MAX) {
 		json_decref(h);
-		return s3_fail(s, "MetadataTooLarge", 400,
-			       "Your metadata headers exceed the maximum "
-			       "allowed metadata size (%d bytes)",
-			       S3_META_MAX);
+		return s3d__fail(s, "MetadataTooLarge", 400,
+				 "Your metadata headers exceed the maximum "
+				 "allowed metadata size (%d bytes)",
+				 S3D_META_MAX);
 	}
 	*out = h;
 	return 0;
 }
 
-static int begin_put(struct ctrl_s3 *s)
+static int begin_put(struct s3d *s)
 {
-	const char *cl = s3_header(s, "content-length");
+	const char *cl = s3d__header(s, "content-length");
 	json_t *h = NULL;
 
-	if (s3_need_bucket(s, s->bucket) || s3_kept_headers(s, &h))
+	if (s3d__need_bucket(s, s->bucket) || s3d__kept_headers(s, &h))
 		return -1;
 	json_decref(h);
-	if (!cl && !s3_header(s, "x-amz-decoded-content-length"))
-		return s3_fail(s, "MissingContentLength", 411,
-			       "You must provide the Content-Length HTTP "
-			       "header.");
+	if (!cl && !s3d__header(s, "x-amz-decoded-content-length"))
+		return s3d__fail(s, "MissingContentLength", 411,
+				 "You must provide the Content-Length HTTP "
+				 "header.");
 	if (cl && strtoll(cl, NULL, 10) >
-			  (s3_header(s, "x-amz-decoded-content-length") ?
+			  (s3d__header(s, "x-amz-decoded-content-length") ?
 				   s->env->max_object * 2 :
 				   s->env->max_object))
-		return s3_fail(s, "EntityTooLarge", 400,
-			       "Your proposed upload exceeds the maximum "
-			       "allowed size (%lld bytes)",
-			       (long long)s->env->max_object);
+		return s3d__fail(s, "EntityTooLarge", 400,
+				 "Your proposed upload exceeds the maximum "
+				 "allowed size (%lld bytes)",
+				 (long long)s->env->max_object);
 	{
 		struct buf p = BUF_INIT;
 		int r;
 
-		s3_object_path(s, s->bucket, s->key, &p);
-		r = s3_intake_file(s, p.data, s->env->max_object);
+		s3d__object_path(s, s->bucket, s->key, &p);
+		r = s3d__intake_file(s, p.data, s->env->max_object);
 		buf_release(&p);
 		return r;
 	}
@@ -917,23 +915,23 @@ static int begin_put(struct ctrl_s3 *s)
 
 /* The full-object checksum a PUT carried, kept to answer
  * x-amz-checksum-mode: ENABLED. */
-static json_t *checksums_of(const struct s3_body *b)
+static json_t *checksums_of(const struct s3d_body *b)
 {
 	json_t *c;
 
-	if (b->ck == S3_CK_NONE)
+	if (b->ck == S3D_CK_NONE)
 		return NULL;
 	c = json_object();
 	json_object_set_new(c, b->ck_name, json_string(b->ck_b64));
 	return c;
 }
 
-int s3_commit(struct ctrl_s3 *s, const struct s3_obj *o, int flush)
+int s3d__commit(struct s3d *s, const struct s3d_obj *o, int flush)
 {
 	struct buf err = BUF_INIT;
 	int r;
 
-	r = s3_meta_store(s->fd, o, &err);
+	r = s3d__meta_store(s->fd, o, &err);
 	if (!r)
 		r = stor_fs_tmp_commit(s->fd, s->tmp.data, s->path.data, flush,
 				       &err);
@@ -942,79 +940,79 @@ int s3_commit(struct ctrl_s3 *s, const struct s3_obj *o, int flush)
 	s->fd = -1;
 	buf_reset(&s->tmp);
 	if (r == ERR_TOOBIG)
-		s3_fail(s, "MetadataTooLarge", 400,
-			"Your metadata headers exceed the maximum allowed "
-			"metadata size: %s",
-			err.data);
+		s3d__fail(s, "MetadataTooLarge", 400,
+			  "Your metadata headers exceed the maximum allowed "
+			  "metadata size: %s",
+			  err.data);
 	else if (r == ERR_CONFLICT ||
 		 (r && strstr(err.data, "Not a directory")))
-		s3_fail(s, "InvalidArgument", 400,
-			"The key cannot be kept by the embedded store: %s "
-			"(a key cannot be both an object and a folder of "
-			"others)",
-			err.data);
+		s3d__fail(s, "InvalidArgument", 400,
+			  "The key cannot be kept by the embedded store: %s "
+			  "(a key cannot be both an object and a folder of "
+			  "others)",
+			  err.data);
 	else if (r)
-		s3_fail(s, "InternalError", 500, "%s", err.data);
+		s3d__fail(s, "InternalError", 500, "%s", err.data);
 	buf_release(&err);
 	return r ? -1 : 0;
 }
 
-static void etag_header(struct ctrl_s3_reply *r, const char *etag)
+static void etag_header(struct s3d_reply *r, const char *etag)
 {
 	char q[64];
 
 	snprintf(q, sizeof(q), "\"%s\"", etag);
-	s3_reply_header(r, "ETag", q);
+	s3d__reply_header(r, "ETag", q);
 }
 
-static void finish_put(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+static void finish_put(struct s3d *s, struct s3d_reply *r)
 {
-	struct s3_obj o;
-	const char *inm = s3_header(s, "if-none-match");
+	struct s3d_obj o;
+	const char *inm = s3d__header(s, "if-none-match");
 	struct stat st;
 
 	memset(&o, 0, sizeof(o));
-	if (s3_intake_end(s))
+	if (s3d__intake_end(s))
 		return;
 	if (inm && !strcmp(inm, "*") && !stat(s->path.data, &st)) {
-		s3_fail(s, "PreconditionFailed", 412,
-			"At least one of the pre-conditions you specified "
-			"did not hold");
+		s3d__fail(s, "PreconditionFailed", 412,
+			  "At least one of the pre-conditions you specified "
+			  "did not hold");
 		return;
 	}
-	if (s3_kept_headers(s, &o.headers))
+	if (s3d__kept_headers(s, &o.headers))
 		return;
 	snprintf(o.etag, sizeof(o.etag), "%s", s->body.md5_hex);
 	o.checksums = checksums_of(&s->body);
-	if (!s3_commit(s, &o, 1)) {
+	if (!s3d__commit(s, &o, 1)) {
 		r->status = 200;
 		etag_header(r, o.etag);
 		if (o.checksums)
-			s3_reply_header(r, s->body.ck_name, s->body.ck_b64);
+			s3d__reply_header(r, s->body.ck_name, s->body.ck_b64);
 	}
-	s3_obj_release(&o);
+	s3d__obj_release(&o);
 }
 
 /* ---------------------------------------------------------- GET, HEAD */
 
 /* Opens the object; 0, or -1 with NoSuchKey remembered. */
-static int open_object(struct ctrl_s3 *s, const char *bucket, const char *key,
-		       int *fd, struct s3_obj *o)
+static int open_object(struct s3d *s, const char *bucket, const char *key,
+		       int *fd, struct s3d_obj *o)
 {
 	struct buf p = BUF_INIT, err = BUF_INIT;
 	struct stat st;
 	int r = 0;
 
 	*fd = -1;
-	if (s3_need_bucket(s, bucket))
+	if (s3d__need_bucket(s, bucket))
 		return -1;
-	s3_object_path(s, bucket, key, &p);
+	s3d__object_path(s, bucket, key, &p);
 	*fd = open(p.data, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (*fd < 0 || fstat(*fd, &st) || !S_ISREG(st.st_mode)) {
-		r = s3_fail(s, "NoSuchKey", 404,
-			    "The specified key does not exist.");
-	} else if (s3_meta_load(*fd, &st, o, &err)) {
-		r = s3_fail(s, "InternalError", 500, "%s", err.data);
+		r = s3d__fail(s, "NoSuchKey", 404,
+			      "The specified key does not exist.");
+	} else if (s3d__meta_load(*fd, &st, o, &err)) {
+		r = s3d__fail(s, "InternalError", 500, "%s", err.data);
 	}
 	if (r && *fd >= 0) {
 		close(*fd);
@@ -1065,10 +1063,10 @@ static int parse_range(const char *v, int64_t size, int64_t *from, int64_t *to)
 }
 
 /* If-Match and friends: 0 to go on, else the status (304 or 412). */
-static int preconditions(const struct ctrl_s3 *s, const struct s3_obj *o)
+static int preconditions(const struct s3d *s, const struct s3d_obj *o)
 {
-	const char *im = s3_header(s, "if-match");
-	const char *inm = s3_header(s, "if-none-match");
+	const char *im = s3d__header(s, "if-match");
+	const char *inm = s3d__header(s, "if-none-match");
 	char q[64];
 
 	snprintf(q, sizeof(q), "\"%s\"", o->etag);
@@ -1080,8 +1078,8 @@ static int preconditions(const struct ctrl_s3 *s, const struct s3_obj *o)
 	return 0;
 }
 
-static void object_headers(struct ctrl_s3 *s, struct ctrl_s3_reply *r,
-			   const struct s3_obj *o)
+static void object_headers(struct s3d *s, struct s3d_reply *r,
+			   const struct s3d_obj *o)
 {
 	static const char *const overrides[][2] = {
 		{ "response-content-type", "Content-Type" },
@@ -1097,28 +1095,28 @@ static void object_headers(struct ctrl_s3 *s, struct ctrl_s3_reply *r,
 	size_t i;
 
 	etag_header(r, o->etag);
-	s3_http_time(o->mtime_ms, lm);
-	s3_reply_header(r, "Last-Modified", lm);
-	s3_reply_header(r, "Accept-Ranges", "bytes");
+	s3d__http_time(o->mtime_ms, lm);
+	s3d__reply_header(r, "Last-Modified", lm);
+	s3d__reply_header(r, "Accept-Ranges", "bytes");
 	for (i = 0; i < sizeof(overrides) / sizeof(overrides[0]); i++) {
-		const char *ov = s3_query(s, overrides[i][0]);
+		const char *ov = s3d__query(s, overrides[i][0]);
 
 		if (ov)
-			s3_reply_header(r, overrides[i][1], ov);
+			s3d__reply_header(r, overrides[i][1], ov);
 	}
 	if (!json_object_get(o->headers, "content-type") &&
-	    !s3_query(s, "response-content-type"))
-		s3_reply_header(r, "Content-Type", "binary/octet-stream");
+	    !s3d__query(s, "response-content-type"))
+		s3d__reply_header(r, "Content-Type", "binary/octet-stream");
 	json_object_foreach(o->headers, k, v)
 	{
 		int overridden = 0;
 
 		for (i = 0; i < sizeof(overrides) / sizeof(overrides[0]); i++)
 			if (!strcasecmp(k, overrides[i][1]) &&
-			    s3_query(s, overrides[i][0]))
+			    s3d__query(s, overrides[i][0]))
 				overridden = 1;
 		if (!overridden && json_is_string(v))
-			s3_reply_header(r, k, json_string_value(v));
+			s3d__reply_header(r, k, json_string_value(v));
 	}
 }
 
@@ -1127,10 +1125,10 @@ static void object_headers(struct ctrl_s3 *s, struct ctrl_s3_reply *r,
  * read without a SigV4 signature (an open controller, a page's
  * credentials that S3 never accepts). Such reads download it instead.
  */
-static int browser_read(const struct ctrl_s3 *s)
+static int browser_read(const struct s3d *s)
 {
-	const char *mode = s3_header(s, "sec-fetch-mode");
-	const char *dest = s3_header(s, "sec-fetch-dest");
+	const char *mode = s3d__header(s, "sec-fetch-mode");
+	const char *dest = s3d__header(s, "sec-fetch-dest");
 
 	return !s->have_sig || (mode && !strcasecmp(mode, "navigate")) ||
 	       (dest && strcasecmp(dest, "empty"));
@@ -1138,11 +1136,10 @@ static int browser_read(const struct ctrl_s3 *s)
 
 /*
  * Replaces every header called name with one name: value. It always goes
- * out: when the answer already holds CTRL_S3_MAX_HEADERS headers (many
+ * out: when the answer already holds S3D_MAX_HEADERS headers (many
  * stored x-amz-meta-*), the last of them makes room.
  */
-static void set_header(struct ctrl_s3_reply *r, const char *name,
-		       const char *value)
+static void set_header(struct s3d_reply *r, const char *name, const char *value)
 {
 	size_t i, j = 0;
 
@@ -1157,17 +1154,17 @@ static void set_header(struct ctrl_s3_reply *r, const char *name,
 		j++;
 	}
 	r->n_headers = j;
-	if (r->n_headers == CTRL_S3_MAX_HEADERS) {
+	if (r->n_headers == S3D_MAX_HEADERS) {
 		r->n_headers--;
 		free(r->name[r->n_headers]);
 		free(r->value[r->n_headers]);
 	}
-	s3_reply_header(r, name, value);
+	s3d__reply_header(r, name, value);
 }
 
-static void finish_get(struct ctrl_s3 *s, struct ctrl_s3_reply *r, int head)
+static void finish_get(struct s3d *s, struct s3d_reply *r, int head)
 {
-	struct s3_obj o;
+	struct s3d_obj o;
 	int64_t from = 0, to = 0;
 	int fd, pre, whole;
 
@@ -1176,15 +1173,15 @@ static void finish_get(struct ctrl_s3 *s, struct ctrl_s3_reply *r, int head)
 		return;
 	pre = preconditions(s, &o);
 	if (pre == 412) {
-		s3_fail(s, "PreconditionFailed", 412,
-			"At least one of the pre-conditions you specified "
-			"did not hold");
+		s3d__fail(s, "PreconditionFailed", 412,
+			  "At least one of the pre-conditions you specified "
+			  "did not hold");
 		goto out;
 	}
-	whole = parse_range(s3_header(s, "range"), o.size, &from, &to);
+	whole = parse_range(s3d__header(s, "range"), o.size, &from, &to);
 	if (whole < 0) {
-		s3_fail(s, "InvalidRange", 416,
-			"The requested range is not satisfiable");
+		s3d__fail(s, "InvalidRange", 416,
+			  "The requested range is not satisfiable");
 		s->actual_size = o.size;
 		goto out;
 	}
@@ -1205,33 +1202,33 @@ static void finish_get(struct ctrl_s3 *s, struct ctrl_s3_reply *r, int head)
 
 		snprintf(cr, sizeof(cr), "bytes %lld-%lld/%lld",
 			 (long long)from, (long long)to, (long long)o.size);
-		s3_reply_header(r, "Content-Range", cr);
+		s3d__reply_header(r, "Content-Range", cr);
 	}
-	if (whole && o.checksums && s3_header(s, "x-amz-checksum-mode")) {
+	if (whole && o.checksums && s3d__header(s, "x-amz-checksum-mode")) {
 		const char *k;
 		json_t *v;
 
 		json_object_foreach(o.checksums, k, v)
-			s3_reply_header(r, k, json_string_value(v));
+			s3d__reply_header(r, k, json_string_value(v));
 	}
 	(void)head;
 out:
 	if (fd >= 0)
 		close(fd);
-	s3_obj_release(&o);
+	s3d__obj_release(&o);
 }
 
 /* ------------------------------------------------------- DELETE, COPY */
 
-static void finish_delete(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+static void finish_delete(struct s3d *s, struct s3d_reply *r)
 {
 	struct buf err = BUF_INIT, root = BUF_INIT;
 
-	if (s3_need_bucket(s, s->bucket))
+	if (s3d__need_bucket(s, s->bucket))
 		return;
-	s3_bucket_path(s, s->bucket, &root);
+	s3d__bucket_path(s, s->bucket, &root);
 	if (stor_fs_delete(root.data, s->key, 1, &err))
-		s3_fail(s, "InternalError", 500, "%s", err.data);
+		s3d__fail(s, "InternalError", 500, "%s", err.data);
 	else
 		r->status = 204;
 	buf_release(&err);
@@ -1239,9 +1236,9 @@ static void finish_delete(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 }
 
 /* "/bucket/key" or "bucket/key", URL-encoded. */
-static int copy_source(struct ctrl_s3 *s, char **bucket, char **key)
+static int copy_source(struct s3d *s, char **bucket, char **key)
 {
-	const char *v = s3_header(s, "x-amz-copy-source");
+	const char *v = s3d__header(s, "x-amz-copy-source");
 	struct buf err = BUF_INIT;
 	char *all, *slash;
 
@@ -1249,30 +1246,31 @@ static int copy_source(struct ctrl_s3 *s, char **bucket, char **key)
 	if (*v == '/')
 		v++;
 	if (strchr(v, '?'))
-		return s3_fail(s, "NotImplemented", 501,
-			       "versioned copy sources are not supported");
+		return s3d__fail(s, "NotImplemented", 501,
+				 "versioned copy sources are not supported");
 	all = decode(v, strlen(v), 0);
 	slash = all ? strchr(all, '/') : NULL;
 	if (!slash || !slash[1]) {
 		free(all);
-		return s3_fail(s, "InvalidArgument", 400,
-			       "Copy Source must mention the source bucket "
-			       "and key: sourcebucket/sourcekey");
+		return s3d__fail(s, "InvalidArgument", 400,
+				 "Copy Source must mention the source bucket "
+				 "and key: sourcebucket/sourcekey");
 	}
 	*slash = '\0';
 	*bucket = xstrdup(all);
 	*key = xstrdup(slash + 1);
 	free(all);
 	if (stor_bucket_check(*bucket, &err) || stor_key_check(*key, 0, &err))
-		s3_fail(s, "InvalidArgument", 400, "Copy Source: %s", err.data);
-	else if (!s3_allowed(s, *bucket, *key))
-		s3_fail(s, "AccessDenied", 403,
-			"Access Denied to the copy source");
+		s3d__fail(s, "InvalidArgument", 400, "Copy Source: %s",
+			  err.data);
+	else if (!s3d__allowed(s, *bucket, *key))
+		s3d__fail(s, "AccessDenied", 403,
+			  "Access Denied to the copy source");
 	buf_release(&err);
 	return s->code ? -1 : 0;
 }
 
-static int copy_bytes(struct ctrl_s3 *s, int in)
+static int copy_bytes(struct s3d *s, int in)
 {
 	struct buf err = BUF_INIT;
 	int64_t copied = 0;
@@ -1280,91 +1278,90 @@ static int copy_bytes(struct ctrl_s3 *s, int in)
 
 	r = stor_fs_copy_fd(in, s->fd, &copied, &err);
 	if (r)
-		s3_fail(s, "InternalError", 500, "copy failed: %s", err.data);
+		s3d__fail(s, "InternalError", 500, "copy failed: %s", err.data);
 	buf_release(&err);
 	return r;
 }
 
-static void finish_copy(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+static void finish_copy(struct s3d *s, struct s3d_reply *r)
 {
-	const char *dir = s3_header(s, "x-amz-metadata-directive");
+	const char *dir = s3d__header(s, "x-amz-metadata-directive");
 	int replace = dir && !strcmp(dir, "REPLACE");
 	char *sb = NULL, *sk = NULL, t[32];
-	struct s3_obj src, dst;
+	struct s3d_obj src, dst;
 	struct buf err = BUF_INIT;
 	int in = -1;
 
 	memset(&src, 0, sizeof(src));
 	memset(&dst, 0, sizeof(dst));
 	if (dir && !replace && strcmp(dir, "COPY")) {
-		s3_fail(s, "InvalidArgument", 400,
-			"Unknown metadata directive.");
+		s3d__fail(s, "InvalidArgument", 400,
+			  "Unknown metadata directive.");
 		return;
 	}
 	if (copy_source(s, &sb, &sk) || open_object(s, sb, sk, &in, &src) ||
-	    s3_need_bucket(s, s->bucket))
+	    s3d__need_bucket(s, s->bucket))
 		goto out;
 	if (!strcmp(sb, s->bucket) && !strcmp(sk, s->key) && !replace) {
-		s3_fail(s, "InvalidRequest", 400,
-			"This copy request is illegal because it is trying "
-			"to copy an object to itself without changing the "
-			"object's metadata.");
+		s3d__fail(s, "InvalidRequest", 400,
+			  "This copy request is illegal because it is trying "
+			  "to copy an object to itself without changing the "
+			  "object's metadata.");
 		goto out;
 	}
 	dst.checksums = json_incref(src.checksums);
 	snprintf(dst.etag, sizeof(dst.etag), "%s", src.etag);
 	if (!replace)
 		dst.headers = json_incref(src.headers);
-	else if (s3_kept_headers(s, &dst.headers))
+	else if (s3d__kept_headers(s, &dst.headers))
 		goto out;
-	s3_object_path(s, s->bucket, s->key, &s->path);
+	s3d__object_path(s, s->bucket, s->key, &s->path);
 	if (stor_fs_tmp_open(s->path.data, &s->fd, &s->tmp, &err)) {
-		s3_fail(s, "InternalError", 500, "%s", err.data);
+		s3d__fail(s, "InternalError", 500, "%s", err.data);
 		goto out;
 	}
-	if (copy_bytes(s, in) || s3_commit(s, &dst, 1))
+	if (copy_bytes(s, in) || s3d__commit(s, &dst, 1))
 		goto out;
 	r->status = 200;
-	s3x_begin(&r->body, "CopyObjectResult");
-	s3_iso_time(s->now_ms, t);
-	s3x_el(&r->body, "LastModified", t);
-	s3x_elf(&r->body, "ETag", "\"%s\"", dst.etag);
-	s3x_close(&r->body, "CopyObjectResult");
+	s3d__xml_begin(&r->body, "CopyObjectResult");
+	s3d__iso_time(s->now_ms, t);
+	s3d__xml_el(&r->body, "LastModified", t);
+	s3d__xml_elf(&r->body, "ETag", "\"%s\"", dst.etag);
+	s3d__xml_close(&r->body, "CopyObjectResult");
 out:
 	if (in >= 0)
 		close(in);
 	free(sb);
 	free(sk);
-	s3_obj_release(&src);
-	s3_obj_release(&dst);
+	s3d__obj_release(&src);
+	s3d__obj_release(&dst);
 	buf_release(&err);
 }
 
 /* -------------------------------------------------------------- begin */
 
 /* What the headers decide: the body's intake for operations with one. */
-static int begin_op(struct ctrl_s3 *s)
+static int begin_op(struct s3d *s)
 {
 	switch (s->op) {
-	case S3_PUT_OBJECT:
+	case S3D_PUT_OBJECT:
 		return begin_put(s);
-	case S3_UPLOAD_PART:
-		return s3_begin_upload_part(s);
-	case S3_CREATE_BUCKET:
-	case S3_DELETE_OBJECTS:
-	case S3_COMPLETE_UPLOAD:
-		return s3_intake_xml(s);
-	case S3_CREATE_UPLOAD:
-		return s3_begin_create_upload(s);
+	case S3D_UPLOAD_PART:
+		return s3d__begin_upload_part(s);
+	case S3D_CREATE_BUCKET:
+	case S3D_DELETE_OBJECTS:
+	case S3D_COMPLETE_UPLOAD:
+		return s3d__intake_xml(s);
+	case S3D_CREATE_UPLOAD:
+		return s3d__begin_create_upload(s);
 	default:
 		return 0;
 	}
 }
 
-struct ctrl_s3 *ctrl_s3_begin(const struct ctrl_s3_env *env,
-			      const struct ctrl_s3_req *r)
+struct s3d *s3d_begin(const struct s3d_env *env, const struct s3d_req *r)
 {
-	struct ctrl_s3 *s = xcalloc(1, sizeof(*s));
+	struct s3d *s = xcalloc(1, sizeof(*s));
 	const char *uri = r->raw_uri ? r->raw_uri : "/";
 	const char *q = strchr(uri, '?');
 
@@ -1375,7 +1372,7 @@ struct ctrl_s3 *ctrl_s3_begin(const struct ctrl_s3_env *env,
 	s->request_id = r->request_id;
 	s->now_ms = r->now_ms;
 	buf_init(&s->msg, 2048);
-	buf_init(&s->xml, S3_XML_BODY_MAX);
+	buf_init(&s->xml, S3D_XML_BODY_MAX);
 	if (copy_headers(s, r) ||
 	    parse_path(s, r, uri, q ? (size_t)(q - uri) : strlen(uri)) ||
 	    authenticate(s, r) || parse_query(s, q ? q + 1 : NULL) ||
@@ -1387,7 +1384,7 @@ struct ctrl_s3 *ctrl_s3_begin(const struct ctrl_s3_env *env,
 		s->op = bucket_op(s);
 	else
 		s->op = object_op(s);
-	if (s->op == S3_OP_NONE || check_names(s))
+	if (s->op == S3D_OP_NONE || check_names(s))
 		return s;
 	(void)begin_op(s);
 	return s;
@@ -1395,7 +1392,7 @@ struct ctrl_s3 *ctrl_s3_begin(const struct ctrl_s3_env *env,
 
 /* ------------------------------------------------------------- finish */
 
-static void error_reply(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+static void error_reply(struct s3d *s, struct s3d_reply *r)
 {
 	char res[600];
 
@@ -1410,91 +1407,92 @@ static void error_reply(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 		 s->key ? "/" : "", s->key ? s->key : "");
 	(void)buf_adds(&r->body,
 		       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error>");
-	s3x_el(&r->body, "Code", s->code);
-	s3x_el(&r->body, "Message", s->msg.data ? s->msg.data : "");
+	s3d__xml_el(&r->body, "Code", s->code);
+	s3d__xml_el(&r->body, "Message", s->msg.data ? s->msg.data : "");
 	if (!strcmp(s->code, "NoSuchBucket") && s->bucket)
-		s3x_el(&r->body, "BucketName", s->bucket);
+		s3d__xml_el(&r->body, "BucketName", s->bucket);
 	if (!strcmp(s->code, "NoSuchKey") && s->key)
-		s3x_el(&r->body, "Key", s->key);
+		s3d__xml_el(&r->body, "Key", s->key);
 	if (!strcmp(s->code, "NoSuchUpload") && s->upload_id[0])
-		s3x_el(&r->body, "UploadId", s->upload_id);
+		s3d__xml_el(&r->body, "UploadId", s->upload_id);
 	if (s->actual_size >= 0) {
 		/* The CRT client knows an empty object by this size. */
-		s3x_el(&r->body, "RangeRequested", s3_header(s, "range"));
-		s3x_elf(&r->body, "ActualObjectSize", "%lld",
-			(long long)s->actual_size);
+		s3d__xml_el(&r->body, "RangeRequested",
+			    s3d__header(s, "range"));
+		s3d__xml_elf(&r->body, "ActualObjectSize", "%lld",
+			     (long long)s->actual_size);
 	}
-	s3x_el(&r->body, "Resource", res);
-	s3x_el(&r->body, "RequestId", s->request_id ? s->request_id : "");
+	s3d__xml_el(&r->body, "Resource", res);
+	s3d__xml_el(&r->body, "RequestId", s->request_id ? s->request_id : "");
 	(void)buf_adds(&r->body, "</Error>");
-	s3_reply_header(r, "Content-Type", "application/xml");
+	s3d__reply_header(r, "Content-Type", "application/xml");
 }
 
-static void run_op(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+static void run_op(struct s3d *s, struct s3d_reply *r)
 {
 	switch (s->op) {
-	case S3_LIST_BUCKETS:
-		s3_op_list_buckets(s, r);
+	case S3D_LIST_BUCKETS:
+		s3d__op_list_buckets(s, r);
 		break;
-	case S3_CREATE_BUCKET:
-		s3_op_create_bucket(s, r);
+	case S3D_CREATE_BUCKET:
+		s3d__op_create_bucket(s, r);
 		break;
-	case S3_HEAD_BUCKET:
-		s3_op_head_bucket(s, r);
+	case S3D_HEAD_BUCKET:
+		s3d__op_head_bucket(s, r);
 		break;
-	case S3_DELETE_BUCKET:
-		s3_op_delete_bucket(s, r);
+	case S3D_DELETE_BUCKET:
+		s3d__op_delete_bucket(s, r);
 		break;
-	case S3_GET_BUCKET_LOCATION:
-		s3_op_bucket_location(s, r);
+	case S3D_GET_BUCKET_LOCATION:
+		s3d__op_bucket_location(s, r);
 		break;
-	case S3_GET_BUCKET_VERSIONING:
-		s3_op_bucket_versioning(s, r);
+	case S3D_GET_BUCKET_VERSIONING:
+		s3d__op_bucket_versioning(s, r);
 		break;
-	case S3_LIST_OBJECTS:
-	case S3_LIST_OBJECTS_V2:
-		s3_op_list_objects(s, r, s->op == S3_LIST_OBJECTS_V2);
+	case S3D_LIST_OBJECTS:
+	case S3D_LIST_OBJECTS_V2:
+		s3d__op_list_objects(s, r, s->op == S3D_LIST_OBJECTS_V2);
 		break;
-	case S3_LIST_UPLOADS:
-		s3_op_list_uploads(s, r);
+	case S3D_LIST_UPLOADS:
+		s3d__op_list_uploads(s, r);
 		break;
-	case S3_DELETE_OBJECTS:
-		s3_op_delete_objects(s, r);
+	case S3D_DELETE_OBJECTS:
+		s3d__op_delete_objects(s, r);
 		break;
-	case S3_PUT_OBJECT:
+	case S3D_PUT_OBJECT:
 		finish_put(s, r);
 		break;
-	case S3_COPY_OBJECT:
+	case S3D_COPY_OBJECT:
 		finish_copy(s, r);
 		break;
-	case S3_GET_OBJECT:
-	case S3_HEAD_OBJECT:
-		finish_get(s, r, s->op == S3_HEAD_OBJECT);
+	case S3D_GET_OBJECT:
+	case S3D_HEAD_OBJECT:
+		finish_get(s, r, s->op == S3D_HEAD_OBJECT);
 		break;
-	case S3_DELETE_OBJECT:
+	case S3D_DELETE_OBJECT:
 		finish_delete(s, r);
 		break;
-	case S3_CREATE_UPLOAD:
-		s3_op_create_upload(s, r);
+	case S3D_CREATE_UPLOAD:
+		s3d__op_create_upload(s, r);
 		break;
-	case S3_UPLOAD_PART:
-		s3_op_upload_part(s, r);
+	case S3D_UPLOAD_PART:
+		s3d__op_upload_part(s, r);
 		break;
-	case S3_COMPLETE_UPLOAD:
-		s3_op_complete_upload(s, r);
+	case S3D_COMPLETE_UPLOAD:
+		s3d__op_complete_upload(s, r);
 		break;
-	case S3_ABORT_UPLOAD:
-		s3_op_abort_upload(s, r);
+	case S3D_ABORT_UPLOAD:
+		s3d__op_abort_upload(s, r);
 		break;
-	case S3_LIST_PARTS:
-		s3_op_list_parts(s, r);
+	case S3D_LIST_PARTS:
+		s3d__op_list_parts(s, r);
 		break;
-	case S3_OP_NONE:
+	case S3D_OP_NONE:
 		break;
 	}
 }
 
-void ctrl_s3_finish(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
+void s3d_finish(struct s3d *s, struct s3d_reply *r)
 {
 	memset(r, 0, sizeof(*r));
 	buf_init(&r->body, 0);
@@ -1504,21 +1502,21 @@ void ctrl_s3_finish(struct ctrl_s3 *s, struct ctrl_s3_reply *r)
 	 * uploader's Content-Type: no answer may run script there or be
 	 * sniffed into HTML. First, so the header cap never drops them.
 	 */
-	s3_reply_header(r, "Content-Security-Policy", "sandbox");
-	s3_reply_header(r, "X-Content-Type-Options", "nosniff");
+	s3d__reply_header(r, "Content-Security-Policy", "sandbox");
+	s3d__reply_header(r, "X-Content-Type-Options", "nosniff");
 	if (!s->code)
 		run_op(s, r);
 	if (!s->code && !r->status)
-		s3_fail(s, "InternalError", 500, "no reply");
+		s3d__fail(s, "InternalError", 500, "no reply");
 	if (s->code)
 		error_reply(s, r);
 	else if (r->body.len)
-		s3_reply_header(r, "Content-Type", "application/xml");
+		s3d__reply_header(r, "Content-Type", "application/xml");
 	if (s->request_id)
-		s3_reply_header(r, "x-amz-request-id", s->request_id);
+		s3d__reply_header(r, "x-amz-request-id", s->request_id);
 }
 
-void ctrl_s3_reply_release(struct ctrl_s3_reply *r)
+void s3d_reply_release(struct s3d_reply *r)
 {
 	size_t i;
 
@@ -1533,7 +1531,7 @@ void ctrl_s3_reply_release(struct ctrl_s3_reply *r)
 	r->n_headers = 0;
 }
 
-void ctrl_s3_free(struct ctrl_s3 *s)
+void s3d_free(struct s3d *s)
 {
 	size_t i;
 
@@ -1550,7 +1548,7 @@ void ctrl_s3_free(struct ctrl_s3 *s)
 		free((char *)s->h[i].value);
 	}
 	if (s->body_ready)
-		s3_body_release(&s->body);
+		s3d__body_release(&s->body);
 	free(s->bucket);
 	free(s->key);
 	buf_release(&s->msg);
