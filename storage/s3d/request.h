@@ -1,16 +1,20 @@
-#ifndef S3D_INT_H
-#define S3D_INT_H
+#ifndef S3D_REQUEST_H
+#define S3D_REQUEST_H
 
-/* What storage/s3d/s3d.c and storage/s3d/bucket.c share; nothing else. */
+/*
+ * One S3 request inside storage/s3d/ (internal to the folder): what was
+ * parsed from it, who signed it, its first refusal and its body's state;
+ * and the accessors every operation uses. request.c fills it.
+ */
 #include "storage/s3d/s3d.h"
 #include "storage/s3d/body.h"
-#include "storage/s3d/meta.h"
 #include "api/sigv4.h"
 #include "common/buf.h"
 
 #define S3D_MAX_QUERY 32
 #define S3D_XML_BODY_MAX (4 * 1024 * 1024)
-#define S3D_KEY_MAX 1024 /* bytes of a key, as S3 */
+#define S3D_KEY_MAX 1024  /* bytes of a key, as S3 */
+#define S3D_LIST_MAX 1000 /* keys, parts or uploads in one listing */
 
 enum s3d_op {
 	S3D_OP_NONE = 0, /* refused before dispatch */
@@ -105,41 +109,24 @@ void s3d__http_time(int64_t ms, char out[40]);
 void s3d__reply_header(struct s3d_reply *r, const char *name,
 		       const char *value);
 
-/* The kept headers of a PUT or a multipart start (JSON object, may be
- * NULL); remembers a refusal for headers that cannot be honoured. */
-int s3d__kept_headers(struct s3d *s, json_t **out);
-
-/* Sets up the request's body: the temp file beside path or the XML
- * buffer. Returns 0 or -1 (refusal remembered). */
-int s3d__intake_file(struct s3d *s, const char *path, int64_t limit);
-int s3d__intake_xml(struct s3d *s);
 /*
- * Makes the temp file s->tmp the file s->path: o's metadata on the
- * inode, then (flushed when flush) renamed into place. Returns 0, or -1
- * with the refusal remembered (a key that is also a folder of others,
- * a write that failed). The temp file is gone either way.
+ * Reads the request into s: headers copied, path split into bucket and
+ * key, the signature checked (when the controller has credentials), the
+ * query decoded. Returns 0, or -1 with the refusal remembered.
  */
-int s3d__commit(struct s3d *s, const struct s3d_obj *o, int flush);
+int s3d__request_read(struct s3d *s, const struct s3d_req *r);
 
-/* Flushes and checks the body; 0 when it may be committed. */
-int s3d__intake_end(struct s3d *s);
+/* Percent-decodes n bytes of p ('+' too when plus, as in a query).
+ * NULL for a malformed escape or a NUL. */
+char *s3d__decode(const char *p, size_t n, int plus);
 
-/* bucket.c: operations on buckets, listings, multipart uploads. */
-void s3d__op_list_buckets(struct s3d *s, struct s3d_reply *r);
-void s3d__op_create_bucket(struct s3d *s, struct s3d_reply *r);
-void s3d__op_head_bucket(struct s3d *s, struct s3d_reply *r);
-void s3d__op_delete_bucket(struct s3d *s, struct s3d_reply *r);
-void s3d__op_bucket_location(struct s3d *s, struct s3d_reply *r);
-void s3d__op_bucket_versioning(struct s3d *s, struct s3d_reply *r);
-void s3d__op_list_objects(struct s3d *s, struct s3d_reply *r, int v2);
-void s3d__op_delete_objects(struct s3d *s, struct s3d_reply *r);
-int s3d__begin_create_upload(struct s3d *s);
-void s3d__op_create_upload(struct s3d *s, struct s3d_reply *r);
-int s3d__begin_upload_part(struct s3d *s);
-void s3d__op_upload_part(struct s3d *s, struct s3d_reply *r);
-void s3d__op_complete_upload(struct s3d *s, struct s3d_reply *r);
-void s3d__op_abort_upload(struct s3d *s, struct s3d_reply *r);
-void s3d__op_list_parts(struct s3d *s, struct s3d_reply *r);
-void s3d__op_list_uploads(struct s3d *s, struct s3d_reply *r);
+/* A non-negative integer query argument, default def, at most cap.
+ * Returns 0, or -1 with InvalidArgument remembered. */
+int s3d__int_arg(struct s3d *s, const char *name, long def, long cap,
+		 long *out);
+
+/* Whether the caller may reach bucket at all: an admin or open
+ * controller always, a user key when one of its prefixes is in it. */
+int s3d__reaches_bucket(const struct s3d *s, const char *bucket);
 
 #endif

@@ -342,3 +342,11 @@ int s3d__xml_parse_value(const char *body, size_t len, const char *root,
 	xmlFreeDoc(doc);
 	return ret;
 }
+
+void s3d__xml_owner(struct buf *b)
+{
+	s3d__xml_open(b, "Owner");
+	s3d__xml_el(b, "ID", S3D_OWNER_ID);
+	s3d__xml_el(b, "DisplayName", S3D_OWNER_ID);
+	s3d__xml_close(b, "Owner");
+}

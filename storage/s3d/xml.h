@@ -18,6 +18,11 @@ void s3d__xml_close(struct buf *b, const char *name);
 void s3d__xml_el(struct buf *b, const char *name, const char *text);
 void s3d__xml_elf(struct buf *b, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* The owner S3 names in listings: every object and bucket has one. */
+#define S3D_OWNER_ID "trainctl"
+/* <Owner><ID>..</ID><DisplayName>..</DisplayName></Owner> */
+void s3d__xml_owner(struct buf *b);
+
 /* Appends s escaped for XML text; bytes that are not a character XML 1.0
  * can carry (invalid UTF-8, control characters) become U+FFFD. */
 void s3d__xml_text(struct buf *b, const char *s);
