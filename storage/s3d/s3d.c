@@ -193,14 +193,22 @@ const char *s3d_op_name(const struct s3d *s)
 }
 
 /* Whether op writes an object under s->key. */
-static int s3_creates(enum s3d_op op)
+static int creates_object(enum s3d_op op)
 {
 	return op == S3D_PUT_OBJECT || op == S3D_COPY_OBJECT ||
 	       op == S3D_CREATE_UPLOAD || op == S3D_UPLOAD_PART ||
 	       op == S3D_COMPLETE_UPLOAD;
 }
 
-/* Names checked, the caller's reach checked. */
+/* Whether op checks the caller's reach itself, key by key or for the
+ * prefix it lists. */
+static int checks_own_reach(enum s3d_op op)
+{
+	return op == S3D_DELETE_OBJECTS || op == S3D_LIST_OBJECTS ||
+	       op == S3D_LIST_OBJECTS_V2 || op == S3D_LIST_UPLOADS;
+}
+
+/* The bucket's and the key's names: ones S3 and the store accept. */
 static int check_names(struct s3d *s)
 {
 	struct buf err = BUF_INIT;
@@ -214,7 +222,7 @@ static int check_names(struct s3d *s)
 		r = s3d__fail(s, "KeyTooLongError", 400,
 			      "Your key is too long: %zu bytes, at most %d",
 			      strlen(s->key), S3D_KEY_MAX);
-	else if (s->key && s3_creates(s->op) && !s3d__xml_text_ok(s->key))
+	else if (s->key && creates_object(s->op) && !s3d__xml_text_ok(s->key))
 		r = s3d__fail(s, "InvalidArgument", 400,
 			      "The object key is not valid UTF-8 or holds a "
 			      "control character that XML cannot carry");
@@ -224,33 +232,39 @@ static int check_names(struct s3d *s)
 			      "%s",
 			      err.data);
 	buf_release(&err);
-	if (r || !s->bucket || s->op == S3D_DELETE_OBJECTS ||
-	    s->op == S3D_LIST_OBJECTS || s->op == S3D_LIST_OBJECTS_V2 ||
-	    s->op == S3D_LIST_UPLOADS)
-		return r; /* listings check their prefix */
+	return r;
+}
+
+/* The caller's reach: buckets made and removed by an admin key only, a
+ * bucket reached through a prefix in it, an object under a prefix. */
+static int check_reach(struct s3d *s)
+{
 	if (!s->key && s->who && !s->who->admin &&
 	    (s->op == S3D_CREATE_BUCKET || s->op == S3D_DELETE_BUCKET))
 		return s3d__fail(s, "AccessDenied", 403,
 				 "Only an admin key may create or delete "
 				 "buckets");
-	if (!s->key) {
-		/* A user key reaches a bucket it has a prefix in. */
-		size_t i, bl = strlen(s->bucket);
-
-		if (!s->who || s->who->admin)
-			return 0;
-		for (i = 0; i < s->who->n_s3_prefixes; i++)
-			if (!strncmp(s->who->s3_prefixes[i], s->bucket, bl) &&
-			    s->who->s3_prefixes[i][bl] == '/')
-				return 0;
-		return s3d__fail(s, "AccessDenied", 403, "Access Denied");
-	}
+	if (!s->key)
+		return s3d__reaches_bucket(s, s->bucket) ?
+			       0 :
+			       s3d__fail(s, "AccessDenied", 403,
+					 "Access Denied");
 	if (!s3d__allowed(s, s->bucket, s->key))
 		return s3d__fail(s, "AccessDenied", 403,
 				 "Access Denied: '%s/%s' is outside the S3 "
 				 "prefixes of key %s",
 				 s->bucket, s->key, s->who->access_key_id);
 	return 0;
+}
+
+/* Names checked, the caller's reach checked. */
+static int check_request(struct s3d *s)
+{
+	if (check_names(s))
+		return -1;
+	if (!s->bucket || checks_own_reach(s->op))
+		return 0; /* listings check their prefix */
+	return check_reach(s);
 }
 
 /* -------------------------------------------------------------- begin */
@@ -294,7 +308,7 @@ struct s3d *s3d_begin(const struct s3d_env *env, const struct s3d_req *r)
 		s->op = bucket_op(s);
 	else
 		s->op = object_op(s);
-	if (s->op == S3D_OP_NONE || check_names(s))
+	if (s->op == S3D_OP_NONE || check_request(s))
 		return s;
 	(void)begin_op(s);
 	return s;
