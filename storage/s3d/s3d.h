@@ -18,6 +18,13 @@
  *   4. s3d_finish(s, &reply): commits and fills the reply;
  *   5. s3d_reply_release(&reply), s3d_free(s) (an unfinished
  *      upload's temp file is removed).
+ *
+ * This header and blob.h are storage/s3d/'s face; its other headers are
+ * its own. A request is read in request.c, matched to its operation and
+ * answered in dispatch.c, and run by the file of its noun: object.c,
+ * bucket.c, listing.c, multipart.c; intake.c takes the body (decoded by
+ * body.c), meta.c keeps what S3 stores beside an object's bytes, xml.c
+ * writes and reads S3's XML. Nothing here includes controller/.
  */
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for the embedded store's S3 face (storage/s3d/s3d.c):
+ * libFuzzer harness for the embedded store's S3 face (storage/s3d/):
  * the input is read as an HTTP request ("METHOD URI", header lines, a
  * blank line, the body) and driven through begin, data (in pieces of 7
  * bytes, as a slow client sends them) and finish against a store in a
