@@ -42,12 +42,15 @@ LIBS := $(PKG_LIBS) -llapack -lblas -lpthread -lm
 
 # One static library per module; the binaries link what they need, each
 # library before the ones it uses (storage/ uses api/ for the blob
-# endpoint's JSON, everything uses common/).
+# endpoint's JSON, everything uses common/). storage/s3d/, the embedded
+# store's S3 and blob faces, is a library of its own that only trainctld
+# links: the agent and the CLI get storage/ without it.
 MODULES := common api db
 common_SRC := $(wildcard common/*.c)
 api_SRC := $(wildcard api/*.c)
 db_SRC := $(wildcard db/*.c)
 stor_SRC := $(wildcard storage/*.c)
+s3d_SRC := $(wildcard storage/s3d/*.c)
 agent_SRC := $(filter-out agent/main.c,$(wildcard agent/*.c))
 ctrl_SRC := $(filter-out controller/main.c,$(wildcard controller/*.c)) \
 	$(wildcard controller/obs/*.c)
@@ -61,6 +64,7 @@ LIB_api := $(BUILD)/lib/libtapi.a
 LIB_db := $(BUILD)/lib/libtdb.a
 LIB_ctrl := $(BUILD)/lib/libtctrl.a
 LIB_stor := $(BUILD)/lib/libtstor.a
+LIB_s3d := $(BUILD)/lib/libts3d.a
 LIB_agent := $(BUILD)/lib/libtagent.a
 LIB_tuner := $(BUILD)/lib/libttuner.a
 
@@ -90,6 +94,7 @@ $(LIB_api): $(call obj,$(api_SRC))
 $(LIB_db): $(call obj,$(db_SRC))
 $(LIB_ctrl): $(call obj,$(ctrl_SRC))
 $(LIB_stor): $(call obj,$(stor_SRC))
+$(LIB_s3d): $(call obj,$(s3d_SRC))
 $(LIB_agent): $(call obj,$(agent_SRC))
 $(LIB_tuner): $(call obj,$(tuner_SRC))
 $(BUILD)/lib/%.a:
@@ -109,7 +114,8 @@ $(BUILD)/obj/gen/web_assets.o: $(BUILD)/gen/web_assets.c
 WEB_OBJ := $(BUILD)/obj/gen/web_assets.o
 
 $(BIN_trainctld): $(call obj,controller/main.c) $(LIB_ctrl) $(WEB_OBJ) \
-		$(LIB_db) $(LIB_stor) $(LIB_api) $(LIB_tuner) $(LIB_common)
+		$(LIB_db) $(LIB_s3d) $(LIB_stor) $(LIB_api) $(LIB_tuner) \
+		$(LIB_common)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
@@ -220,8 +226,8 @@ $(BUILD)/tests/trainer/%: tests/trainer/%.c $(LIB_trainer)
 
 # Unit tests: tests/<module>/test_<file>.c links against every module
 # library (and cmocka).
-TEST_LIBS := $(LIB_ctrl) $(WEB_OBJ) $(LIB_agent) $(LIB_db) $(LIB_stor) \
-	$(LIB_api) $(LIB_tuner) $(LIB_common)
+TEST_LIBS := $(LIB_ctrl) $(WEB_OBJ) $(LIB_agent) $(LIB_db) $(LIB_s3d) \
+	$(LIB_stor) $(LIB_api) $(LIB_tuner) $(LIB_common)
 $(BUILD)/tests/%: tests/%.c $(TEST_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(TEST_LIBS) $(ALL_LDFLAGS) $(LIBS) -lcmocka
@@ -247,7 +253,7 @@ check:
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
 FUZZ_LIB_SRC := $(common_SRC) $(api_SRC) $(stor_SRC) $(tuner_SRC) \
-	$(wildcard controller/s3*.c)
+	$(s3d_SRC)
 
 FUZZ_OBJ := $(patsubst %.c,build/fuzz/obj/%.o,$(FUZZ_LIB_SRC))
 FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 -I. \
@@ -274,7 +280,8 @@ fuzz-run: $(FUZZ_BIN)
 
 SRC_ALL = $(wildcard common/*.[ch] api/*.[ch] db/*.[ch] controller/*.[ch] \
 	controller/obs/*.[ch] \
-	cli/*.[ch] agent/*.[ch] trainer/*.[ch] storage/*.[ch] tests/*/*.[ch] \
+	cli/*.[ch] agent/*.[ch] trainer/*.[ch] storage/*.[ch] storage/s3d/*.[ch] \
+	tests/*/*.[ch] \
 	tuner/*.[ch] tuner/driver/*.[ch] \
 	examples/*/*.[ch] bench/*.[ch])
 

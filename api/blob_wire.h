@@ -3,7 +3,7 @@
 
 /*
  * The JSON bodies of the controller's blob endpoint (docs/storage.md),
- * shared by its handler (controller/blob.c) and its client
+ * shared by its handler (storage/s3d/blob.c) and its client
  * (storage/blob_client.c), which convert to and from their storage
  * structs. Field names follow S3's ListObjectsV2. Errors are
  * {"__type":"NoSuchKey","message":".."}, as every controller error:

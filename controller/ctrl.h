@@ -39,7 +39,7 @@
 
 #include "api/sigv4.h"
 #include "controller/registry.h"
-#include "controller/s3.h"
+#include "storage/s3d/s3d.h"
 #include "common/buf.h"
 
 struct db;
@@ -94,7 +94,7 @@ struct ctrl_config {
 	/* Telemetry retention: host samples (hours), job rows (days). */
 	long tm_retention_h;
 	long tm_job_retention_d;
-	/* --s3-max-uploads, --s3-upload-max-age (controller/s3.h) */
+	/* --s3-max-uploads, --s3-upload-max-age (storage/s3d/s3d.h) */
 	long s3_max_uploads;
 	long s3_upload_max_age_ms;
 	/* The rendezvous store's budgets (controller/rendezvous.h). */
@@ -150,7 +150,7 @@ struct ctrl_ctx {
 	int auth_enabled;
 	char *blob_root;       /* <state-dir>/s3, the embedded store */
 	char *s3_uploads;      /* <state-dir>/s3-uploads */
-	struct ctrl_s3_env s3; /* the store's S3 face (controller/s3.h) */
+	struct s3d_env s3;     /* the store's S3 face (storage/s3d/s3d.h) */
 	struct ctrl_iopool *iopool; /* steps that wait on the disk */
 	int logsearch_running;	    /* log searches on it (atomic) */
 	struct ctrl_registry registry; /* container images (registry.h) */

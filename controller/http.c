@@ -15,7 +15,7 @@
 
 #include "api/cwmetrics.h"
 #include "api/sigv4.h"
-#include "controller/blob.h"
+#include "storage/s3d/blob.h"
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
 #include "controller/iopool.h"
@@ -93,10 +93,10 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		close(req->sink_fd);
 		unlink(req->sink_tmp);
 	}
-	ctrl_blob_free(req->blob);
+	s3d_blob_free(req->blob);
 	if (req->s3_done)
-		ctrl_s3_reply_release(&req->s3_reply);
-	ctrl_s3_free(req->s3);
+		s3d_reply_release(&req->s3_reply);
+	s3d_free(req->s3);
 	ctrl_logsearch_free(req->logsearch);
 	ctrl_agent_log_step_free(req->log_step);
 	free(req->fence);
@@ -767,7 +767,7 @@ static const char *query(struct MHD_Connection *conn, const char *key)
 static void blob_key(struct MHD_Connection *conn, const char *url,
 		     struct buf *bk)
 {
-	const char *path = url + strlen(CTRL_BLOB_PREFIX);
+	const char *path = url + strlen(S3D_BLOB_PREFIX);
 	const char *prefix = MHD_lookup_connection_value(
 		conn, MHD_GET_ARGUMENT_KIND, "prefix");
 
@@ -894,7 +894,7 @@ static int blob_allowed(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		return 1;
 	pthread_mutex_lock(&ctx->hosts_lock);
 	for (i = 0; i < ctx->n_hosts && !host; i++)
-		if (ctrl_blob_auth_ok(auth, ctx->hosts[i]->token))
+		if (s3d_blob_auth_ok(auth, ctx->hosts[i]->token))
 			host = xstrdup(ctx->hosts[i]->name);
 	pthread_mutex_unlock(&ctx->hosts_lock);
 	if (host) {
@@ -975,7 +975,7 @@ static void fence_check(struct ctrl_ctx *ctx, struct request *req)
 
 	if (req->fence && fence_stale(ctx, req->fence, &why)) {
 		log_info("checkpoint upload refused: %s", why.data);
-		ctrl_blob_fence(req->blob, why.data);
+		s3d_blob_fence(req->blob, why.data);
 	}
 	buf_release(&why);
 }
@@ -1003,16 +1003,16 @@ static enum MHD_Result send_blob(struct ctrl_ctx *ctx,
 				 struct request *req, const char *method,
 				 const char *url)
 {
-	struct ctrl_blob_reply reply;
+	struct s3d_blob_reply reply;
 	struct MHD_Response *mr;
 	enum MHD_Result ret;
 	char rid[37];
 
 	fence_check(ctx, req);
-	ctrl_blob_finish(req->blob, &reply);
+	s3d_blob_finish(req->blob, &reply);
 	mr = file_or_buffer(&reply.fd, 0, reply.size, &reply.body);
 	if (!mr) {
-		ctrl_blob_reply_release(&reply);
+		s3d_blob_reply_release(&reply);
 		return MHD_NO;
 	}
 	request_id(rid);
@@ -1027,17 +1027,17 @@ static enum MHD_Result send_blob(struct ctrl_ctx *ctx,
 	MHD_destroy_response(mr);
 	log_debug("%s %s -> %d (%lld us)", method, url, reply.status,
 		  (long long)(time_mono_us() - req->t0_us));
-	ctrl_blob_reply_release(&reply);
+	s3d_blob_reply_release(&reply);
 	return ret;
 }
 
-/* Queues the reply of an S3 request (controller/s3.h). */
+/* Queues the reply of an S3 request (storage/s3d/s3d.h). */
 /* The S3 step that may wait on the disk: on an I/O worker when it can. */
 static void s3_finish_job(void *arg)
 {
 	struct request *req = arg;
 
-	ctrl_s3_finish(req->s3, &req->s3_reply);
+	s3d_finish(req->s3, &req->s3_reply);
 	req->s3_done = 1;
 }
 
@@ -1045,7 +1045,7 @@ static void s3_finish_job(void *arg)
 static enum MHD_Result send_s3(struct MHD_Connection *conn, struct request *req,
 			       const char *method)
 {
-	struct ctrl_s3_reply reply = req->s3_reply;
+	struct s3d_reply reply = req->s3_reply;
 	struct MHD_Response *mr;
 	enum MHD_Result ret;
 	size_t i;
@@ -1053,7 +1053,7 @@ static enum MHD_Result send_s3(struct MHD_Connection *conn, struct request *req,
 	req->s3_done = 0; /* the reply is ours now */
 	mr = file_or_buffer(&reply.fd, reply.offset, reply.size, &reply.body);
 	if (!mr) {
-		ctrl_s3_reply_release(&reply);
+		s3d_reply_release(&reply);
 		return MHD_NO;
 	}
 	for (i = 0; i < reply.n_headers; i++)
@@ -1063,14 +1063,14 @@ static enum MHD_Result send_s3(struct MHD_Connection *conn, struct request *req,
 	ctrl_metrics_request(conn, method, "/s3", reply.status,
 			     time_mono_us() - req->t0_us);
 	if (reply.status >= 400)
-		log_info("S3 %s %s -> %d (%lld us)", ctrl_s3_op_name(req->s3),
+		log_info("S3 %s %s -> %d (%lld us)", s3d_op_name(req->s3),
 			 req->raw_uri, reply.status,
 			 (long long)(time_mono_us() - req->t0_us));
 	else
-		log_debug("S3 %s %s -> %d (%lld us)", ctrl_s3_op_name(req->s3),
+		log_debug("S3 %s %s -> %d (%lld us)", s3d_op_name(req->s3),
 			  req->raw_uri, reply.status,
 			  (long long)(time_mono_us() - req->t0_us));
-	ctrl_s3_reply_release(&reply);
+	s3d_reply_release(&reply);
 	return ret;
 }
 
@@ -1089,11 +1089,11 @@ static int has_body(struct MHD_Connection *conn)
 static int start_s3(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		    const char *method, const char *url, struct request *req)
 {
-	struct ctrl_s3_req sr;
+	struct s3d_req sr;
 	struct header_list h;
 
 	/* The API's and the agents' requests, without collecting headers:
-	 * never S3 unless a Host names a bucket (ctrl_s3_claims()). */
+	 * never S3 unless a Host names a bucket (s3d_claims()). */
 	if (!ctx->s3.domain &&
 	    (!strncmp(url, "/v1/", 4) || !strcmp(url, "/healthz") ||
 	     MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
@@ -1115,12 +1115,12 @@ static int start_s3(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	sr.n_headers = h.n;
 	sr.now_ms = time_now_ms();
 	if (ctrl_web_owns(conn, method, url) ?
-		    !ctrl_s3_claims_signed(&ctx->s3, &sr) :
-		    !ctrl_s3_claims(&ctx->s3, &sr))
+		    !s3d_claims_signed(&ctx->s3, &sr) :
+		    !s3d_claims(&ctx->s3, &sr))
 		return 0;
 	request_id(req->s3_rid);
 	sr.request_id = req->s3_rid;
-	req->s3 = ctrl_s3_begin(&ctx->s3, &sr);
+	req->s3 = s3d_begin(&ctx->s3, &sr);
 	return 1;
 }
 
@@ -1154,7 +1154,7 @@ enum start { START_READ, START_SEND };
 static int agent_route(const char *url)
 {
 	return !strcmp(url, "/healthz") || !strncmp(url, "/v1/agents/", 11) ||
-	       !strncmp(url, "/v1/rendezvous/", 15) || ctrl_blob_is_route(url);
+	       !strncmp(url, "/v1/rendezvous/", 15) || s3d_blob_is_route(url);
 }
 
 /*
@@ -1188,7 +1188,7 @@ static enum start start_request(struct ctrl_ctx *ctx,
 	}
 	if (start_s3(ctx, conn, method, url, req))
 		return START_READ;
-	if (ctrl_blob_is_route(url)) {
+	if (s3d_blob_is_route(url)) {
 		if (!blob_allowed(ctx, conn, method, url, req)) {
 			ctrl_reply_err(resp, CTRL_E_UNAUTHORIZED,
 				       "blob requests need a host's agent "
@@ -1198,11 +1198,11 @@ static enum start start_request(struct ctrl_ctx *ctx,
 				       "key's S3 prefixes");
 			return START_SEND;
 		}
-		req->blob = ctrl_blob_begin(ctx->blob_root, method, url,
-					    query(conn, "prefix"),
-					    query(conn, "continuation"),
-					    query(conn, "max-keys"),
-					    cl ? strtoll(cl, NULL, 10) : -1);
+		req->blob = s3d_blob_begin(ctx->blob_root, method, url,
+					   query(conn, "prefix"),
+					   query(conn, "continuation"),
+					   query(conn, "max-keys"),
+					   cl ? strtoll(cl, NULL, 10) : -1);
 		fence = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 						    "X-Trainctl-Fence");
 		if (fence &&
@@ -1259,7 +1259,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 		    START_READ) {
 			/* A refused S3 upload is answered before its body
 			 * is read (and not read at all after 100-continue). */
-			if (req->s3 && ctrl_s3_refused(req->s3) &&
+			if (req->s3 && s3d_refused(req->s3) &&
 			    *upload_data_size == 0 && has_body(conn)) {
 				s3_finish_job(req);
 				return send_s3(conn, req, method);
@@ -1271,7 +1271,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 	}
 	if (req->s3) {
 		if (*upload_data_size) {
-			ctrl_s3_data(req->s3, upload_data, *upload_data_size);
+			s3d_data(req->s3, upload_data, *upload_data_size);
 			*upload_data_size = 0;
 			return MHD_YES;
 		}
@@ -1284,8 +1284,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 	}
 	if (req->blob) {
 		if (*upload_data_size) {
-			(void)ctrl_blob_data(req->blob, upload_data,
-					     *upload_data_size);
+			(void)s3d_blob_data(req->blob, upload_data,
+					    *upload_data_size);
 			*upload_data_size = 0;
 			return MHD_YES;
 		}

@@ -4,11 +4,11 @@
 #include <stdint.h>
 
 #include "controller/ops.h"
-#include "controller/s3.h"
+#include "storage/s3d/s3d.h"
 #include "common/buf.h"
 
 struct ctrl_ctx;
-struct ctrl_blob;
+struct s3d_blob;
 struct MHD_Connection;
 
 /* Per-request state, from the URI log callback to the completion one. */
@@ -33,17 +33,17 @@ struct ctrl_http_req {
 	int sink_attempt;
 	int sink_host_index;
 	int sink_bit;
-	/* A blob request (controller/blob.h), NULL otherwise. */
-	struct ctrl_blob *blob;
-	/* An S3 request (controller/s3.h), NULL otherwise. */
-	struct ctrl_s3 *s3;
+	/* A blob request (storage/s3d/blob.h), NULL otherwise. */
+	struct s3d_blob *blob;
+	/* An S3 request (storage/s3d/s3d.h), NULL otherwise. */
+	struct s3d *s3;
 	/* A log search handed to a worker (controller/logview.h). */
 	struct ctrl_logsearch *logsearch;
 	/* A log batch being stored by a worker (controller/agent_api.c). */
 	struct ctrl_log_step *log_step;
 	char s3_rid[37];
-	struct ctrl_s3_reply s3_reply; /* set by the finishing step */
-	int s3_done;		       /* s3_reply holds a reply to send */
+	struct s3d_reply s3_reply; /* set by the finishing step */
+	int s3_done;		   /* s3_reply holds a reply to send */
 	char *fence; /* its X-Trainctl-Fence: "job/uid/attempt", or NULL */
 	/* Who signed it (set once authenticated; admin without
 	 * credentials). */

@@ -10,7 +10,7 @@
 #include "controller/jobrun.h"
 #include "controller/local_cluster.h"
 #include "controller/provision.h"
-#include "controller/s3.h"
+#include "storage/s3d/s3d.h"
 #include "controller/tuning.h"
 #include "db/db.h"
 #include "common/err.h"
@@ -47,7 +47,7 @@ static void reconcile(struct ctrl_ctx *ctx, char **names, size_t n, int full)
 	ctrl_provision_tick(ctx);
 	ctrl_jobs_reconcile(ctx, names, n, full);
 	ctrl_tuning_tick(ctx);
-	(void)ctrl_s3_reap_uploads(&ctx->s3, time_now_ms());
+	(void)s3d_reap_uploads(&ctx->s3, time_now_ms());
 }
 
 static void free_names(char **names, size_t n)

@@ -3,7 +3,7 @@
 
 /*
  * Folder primitives behind the file:// backend and the embedded store,
- * public so that the controller's blob endpoint (controller/blob.c)
+ * public so that the controller's blob endpoint (storage/s3d/blob.c)
  * writes the store exactly as the local backend does.
  */
 #include <stdint.h>

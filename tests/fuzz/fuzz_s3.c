@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for the embedded store's S3 face (controller/s3.c):
+ * libFuzzer harness for the embedded store's S3 face (storage/s3d/):
  * the input is read as an HTTP request ("METHOD URI", header lines, a
  * blank line, the body) and driven through begin, data (in pieces of 7
  * bytes, as a slow client sends them) and finish against a store in a
@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "controller/s3.h"
+#include "storage/s3d/s3d.h"
 #include "common/buf.h"
 #include "common/fsutil.h"
 #include "tests/fuzz/fuzz_req.h"
@@ -52,11 +52,11 @@ static void setup(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct ctrl_s3_env env = { 0 };
-	struct ctrl_s3_req req = { 0 };
+	struct s3d_env env = { 0 };
+	struct s3d_req req = { 0 };
 	struct fuzz_req fr;
-	struct ctrl_s3_reply reply;
-	struct ctrl_s3 *s;
+	struct s3d_reply reply;
+	struct s3d *s;
 	char *text = malloc(size + 1);
 	size_t off, len;
 
@@ -78,16 +78,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	req.n_headers = fr.n_headers;
 	req.now_ms = 1440938160000LL;
 	req.request_id = "fuzz";
-	(void)ctrl_s3_claims(&env, &req);
-	s = ctrl_s3_begin(&env, &req);
+	(void)s3d_claims(&env, &req);
+	s = s3d_begin(&env, &req);
 	len = strlen(fr.body);
 	for (off = 0; off < len; off += 7)
-		ctrl_s3_data(s, fr.body + off, len - off < 7 ? len - off : 7);
-	ctrl_s3_finish(s, &reply);
+		s3d_data(s, fr.body + off, len - off < 7 ? len - off : 7);
+	s3d_finish(s, &reply);
 	if (reply.status < 200 || reply.status > 599)
 		abort();
-	ctrl_s3_reply_release(&reply);
-	ctrl_s3_free(s);
+	s3d_reply_release(&reply);
+	s3d_free(s);
 	free(text);
 	return 0;
 }

@@ -1,5 +1,5 @@
 /*
- * Tests controller/blob.c and storage/blob_client.c together: the blob
+ * Tests storage/s3d/blob.c and storage/blob_client.c together: the blob
  * handler runs inside a small libmicrohttpd daemon wired the way
  * controller/http.c wires it (begin / data / finish / free), and the
  * storage client talks to it. Covers put/get/stat/list (more than one page)
@@ -19,7 +19,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "controller/blob.h"
+#include "storage/s3d/blob.h"
 #include "storage/storage.h"
 #include "tests/storage/helpers.h"
 #include "common/err.h"
@@ -37,7 +37,7 @@ static struct server g;
 
 /* Per-connection state of the wiring. */
 struct conn {
-	struct ctrl_blob *b;
+	struct s3d_blob *b;
 	int denied;
 };
 
@@ -60,7 +60,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
 			       size_t *upload_data_size, void **con_cls)
 {
 	struct conn *k = *con_cls;
-	struct ctrl_blob_reply reply;
+	struct s3d_blob_reply reply;
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 
@@ -72,14 +72,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
 
 		k = calloc(1, sizeof(*k));
 		*con_cls = k;
-		if (!ctrl_blob_auth_ok(MHD_lookup_connection_value(
-					       c, MHD_HEADER_KIND,
-					       MHD_HTTP_HEADER_AUTHORIZATION),
-				       TOKEN)) {
+		if (!s3d_blob_auth_ok(MHD_lookup_connection_value(
+					      c, MHD_HEADER_KIND,
+					      MHD_HTTP_HEADER_AUTHORIZATION),
+				      TOKEN)) {
 			k->denied = 1;
 			return MHD_YES;
 		}
-		k->b = ctrl_blob_begin(
+		k->b = s3d_blob_begin(
 			g.root, method, url,
 			MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
 						    "prefix"),
@@ -97,11 +97,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
 				  "\"bad token\"}");
 	}
 	if (*upload_data_size) {
-		ctrl_blob_data(k->b, upload_data, *upload_data_size);
+		s3d_blob_data(k->b, upload_data, *upload_data_size);
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
-	ctrl_blob_finish(k->b, &reply);
+	s3d_blob_finish(k->b, &reply);
 	if (reply.fd >= 0) {
 		r = MHD_create_response_from_fd64(reply.size, reply.fd);
 		reply.fd = -1; /* MHD closes it */
@@ -115,7 +115,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
 					reply.last_modified);
 	ret = MHD_queue_response(c, (unsigned)reply.status, r);
 	MHD_destroy_response(r);
-	ctrl_blob_reply_release(&reply);
+	s3d_blob_reply_release(&reply);
 	return ret;
 }
 
@@ -128,7 +128,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	(void)c;
 	(void)toe;
 	if (k) {
-		ctrl_blob_free(k->b);
+		s3d_blob_free(k->b);
 		free(k);
 	}
 	*con_cls = NULL;
@@ -292,10 +292,10 @@ static void test_bad_token(void **state)
 	print_message("# %s\n", err.data);
 	stor_list_release(&l);
 	stor_close(s);
-	assert_false(ctrl_blob_auth_ok(NULL, TOKEN));
-	assert_false(ctrl_blob_auth_ok("Bearer " TOKEN, ""));
-	assert_false(ctrl_blob_auth_ok("Basic " TOKEN, TOKEN));
-	assert_true(ctrl_blob_auth_ok("Bearer " TOKEN, TOKEN));
+	assert_false(s3d_blob_auth_ok(NULL, TOKEN));
+	assert_false(s3d_blob_auth_ok("Bearer " TOKEN, ""));
+	assert_false(s3d_blob_auth_ok("Basic " TOKEN, TOKEN));
+	assert_true(s3d_blob_auth_ok("Bearer " TOKEN, TOKEN));
 	buf_release(&err);
 }
 
@@ -376,7 +376,7 @@ static void test_cut_upload(void **state)
 			 ERR_NOTFOUND);
 	/*
 	 * libmicrohttpd may only notice the dead client at its connection
-	 * timeout (3 s here); ctrl_blob_free() then removes the temp file.
+	 * timeout (3 s here); s3d_blob_free() then removes the temp file.
 	 */
 	for (i = 0; i < 200; i++) {
 		if (th_count_names(tp(&b, "state/s3/bkt"), ".trainctl-tmp.") ==

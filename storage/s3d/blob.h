@@ -1,5 +1,5 @@
-#ifndef CTRL_BLOB_H
-#define CTRL_BLOB_H
+#ifndef S3D_BLOB_H
+#define S3D_BLOB_H
 
 /*
  * The blob endpoint: the embedded S3 store (<state-dir>/s3/<bucket>/<key>)
@@ -15,18 +15,18 @@
  *   GET    /v1/blobs/<bucket>?prefix=P&continuation=T&max-keys=N
  *                                     JSON listing, keys in byte order
  *
- * The caller authenticates (ctrl_blob_auth_ok()) and drives a request in
+ * The caller authenticates (s3d_blob_auth_ok()) and drives a request in
  * three steps from its libmicrohttpd handler:
  *
- *   1. first call for a connection: b = ctrl_blob_begin(root, method, url,
+ *   1. first call for a connection: b = s3d_blob_begin(root, method, url,
  *      query values, Content-Length); keep b in the connection's state;
- *   2. every call with *upload_data_size > 0: ctrl_blob_data(b, data, n),
+ *   2. every call with *upload_data_size > 0: s3d_blob_data(b, data, n),
  *      then set *upload_data_size = 0;
  *   3. the call with *upload_data_size == 0 after the first:
- *      ctrl_blob_finish(b, &reply), then queue the reply: reply.fd >= 0
+ *      s3d_blob_finish(b, &reply), then queue the reply: reply.fd >= 0
  *      -> MHD_create_response_from_fd(reply.size, reply.fd) (MHD then
  *      owns and closes the fd), else the JSON reply.body;
- *   and from MHD_OPTION_NOTIFY_COMPLETED: ctrl_blob_free(b), which throws
+ *   and from MHD_OPTION_NOTIFY_COMPLETED: s3d_blob_free(b), which throws
  *   away a PUT that never finished (client killed, connection lost).
  *
  * None of these call libmicrohttpd, so they are tested without a server.
@@ -36,9 +36,9 @@
 
 #include "common/buf.h"
 
-struct ctrl_blob;
+struct s3d_blob;
 
-struct ctrl_blob_reply {
+struct s3d_blob_reply {
 	int status;		  /* HTTP status */
 	const char *content_type; /* static string */
 	struct buf body;	  /* JSON, unless fd >= 0 */
@@ -52,32 +52,32 @@ struct ctrl_blob_reply {
  * http.c): a body is read and dropped, nothing changes, the reply is 409
  * AttemptFenced with why. Other requests are left alone.
  */
-void ctrl_blob_fence(struct ctrl_blob *b, const char *why);
+void s3d_blob_fence(struct s3d_blob *b, const char *why);
 
 /* Prefix of every blob route. */
-#define CTRL_BLOB_PREFIX "/v1/blobs/"
+#define S3D_BLOB_PREFIX "/v1/blobs/"
 
 /* 1 when url (the decoded request path) is a blob route. */
-int ctrl_blob_is_route(const char *url);
+int s3d_blob_is_route(const char *url);
 
 /*
  * 1 when authorization (the Authorization header, may be NULL) is
  * "Bearer <token>", compared in constant time. token NULL or "" accepts
  * nothing.
  */
-int ctrl_blob_auth_ok(const char *authorization, const char *token);
+int s3d_blob_auth_ok(const char *authorization, const char *token);
 
 /*
  * Starts a request. root is <state-dir>/s3 (borrowed, must outlive b);
  * url the decoded path; prefix, continuation and max_keys the query
  * values of a listing (NULL when absent); content_length -1 when not
  * given. Bad routes, keys and methods are remembered and answered by
- * ctrl_blob_finish(). Never returns NULL; free with ctrl_blob_free().
+ * s3d_blob_finish(). Never returns NULL; free with s3d_blob_free().
  */
-struct ctrl_blob *ctrl_blob_begin(const char *root, const char *method,
-				  const char *url, const char *prefix,
-				  const char *continuation,
-				  const char *max_keys, int64_t content_length);
+struct s3d_blob *s3d_blob_begin(const char *root, const char *method,
+				const char *url, const char *prefix,
+				const char *continuation, const char *max_keys,
+				int64_t content_length);
 
 /*
  * Appends a chunk of the request body (PUT: to the temp file; other
@@ -85,18 +85,18 @@ struct ctrl_blob *ctrl_blob_begin(const char *root, const char *method,
  * failed (too big, disk full): the caller may keep calling; finish
  * reports the error.
  */
-int ctrl_blob_data(struct ctrl_blob *b, const char *data, size_t len);
+int s3d_blob_data(struct s3d_blob *b, const char *data, size_t len);
 
 /*
  * Completes the request and fills reply (initialised here; release it
- * with ctrl_blob_reply_release()). Call once.
+ * with s3d_blob_reply_release()). Call once.
  */
-void ctrl_blob_finish(struct ctrl_blob *b, struct ctrl_blob_reply *reply);
+void s3d_blob_finish(struct s3d_blob *b, struct s3d_blob_reply *reply);
 
 /* Frees the body and closes reply->fd if still open (set -1 if given away). */
-void ctrl_blob_reply_release(struct ctrl_blob_reply *reply);
+void s3d_blob_reply_release(struct s3d_blob_reply *reply);
 
 /* Frees b; an unfinished PUT's temp file is removed. NULL is fine. */
-void ctrl_blob_free(struct ctrl_blob *b);
+void s3d_blob_free(struct s3d_blob *b);
 
 #endif

@@ -1,23 +1,30 @@
-#ifndef CTRL_S3_H
-#define CTRL_S3_H
+#ifndef S3D_H
+#define S3D_H
 
 /*
  * The S3 REST API of the embedded store (docs/storage.md): path-style
  * requests on the controller's own address (virtual-hosted style under
  * --s3-domain), SigV4 for service s3 with the controller's credentials,
  * S3's XML bodies and error codes. Objects are the files of
- * controller/s3_store.h.
+ * storage/s3d/meta.h.
  *
  * Driven like the blob endpoint, without libmicrohttpd, so it is tested
  * without a server:
  *
- *   1. ctrl_s3_claims(): whether a request is for S3 at all;
- *   2. s = ctrl_s3_begin(env, &req): authenticates, parses and checks
+ *   1. s3d_claims(): whether a request is for S3 at all;
+ *   2. s = s3d_begin(env, &req): authenticates, parses and checks
  *      everything the headers tell; a PUT opens its temp file;
- *   3. ctrl_s3_data(s, bytes, n) for every piece of the body;
- *   4. ctrl_s3_finish(s, &reply): commits and fills the reply;
- *   5. ctrl_s3_reply_release(&reply), ctrl_s3_free(s) (an unfinished
+ *   3. s3d_data(s, bytes, n) for every piece of the body;
+ *   4. s3d_finish(s, &reply): commits and fills the reply;
+ *   5. s3d_reply_release(&reply), s3d_free(s) (an unfinished
  *      upload's temp file is removed).
+ *
+ * This header and blob.h are storage/s3d/'s face; its other headers are
+ * its own. A request is read in request.c, matched to its operation and
+ * answered in dispatch.c, and run by the file of its noun: object.c,
+ * bucket.c, listing.c, multipart.c; intake.c takes the body (decoded by
+ * body.c), meta.c keeps what S3 stores beside an object's bytes, xml.c
+ * writes and reads S3's XML. Nothing here includes controller/.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -25,7 +32,7 @@
 #include "api/sigv4.h"
 #include "common/buf.h"
 
-struct ctrl_s3_env {
+struct s3d_env {
 	const char *root;    /* <state-dir>/s3: a folder per bucket */
 	const char *uploads; /* <state-dir>/s3-uploads */
 	const char *region;
@@ -35,13 +42,13 @@ struct ctrl_s3_env {
 	int64_t max_object; /* largest single PUT */
 	/* --s3-max-uploads: open multipart uploads one access key may
 	 * hold (0: no cap); --s3-upload-max-age: an upload older than
-	 * this is aborted by ctrl_s3_reap_uploads() (0: never). */
+	 * this is aborted by s3d_reap_uploads() (0: never). */
 	long max_uploads;
 	int64_t upload_max_age_ms;
 };
 
 /* One request as received. Nothing is owned. */
-struct ctrl_s3_req {
+struct s3d_req {
 	const char *method;
 	const char *raw_uri; /* path and query exactly as sent */
 	const struct api_header *headers;
@@ -50,16 +57,16 @@ struct ctrl_s3_req {
 	const char *request_id;
 };
 
-#define CTRL_S3_MAX_HEADERS 48
+#define S3D_MAX_HEADERS 48
 
-struct ctrl_s3_reply {
+struct s3d_reply {
 	int status;
 	struct buf body; /* XML, unless fd >= 0 */
 	int fd;		 /* the object, sent from offset for size bytes */
 	uint64_t offset, size;
 	size_t n_headers;
-	char *name[CTRL_S3_MAX_HEADERS];
-	char *value[CTRL_S3_MAX_HEADERS];
+	char *name[S3D_MAX_HEADERS];
+	char *value[S3D_MAX_HEADERS];
 };
 
 /*
@@ -68,25 +75,23 @@ struct ctrl_s3_reply {
  * query), or a path whose first segment names an existing bucket. Paths
  * under /v1/ and /healthz never are.
  */
-int ctrl_s3_claims(const struct ctrl_s3_env *env, const struct ctrl_s3_req *r);
+int s3d_claims(const struct s3d_env *env, const struct s3d_req *r);
 
-/* ctrl_s3_claims() for a path another face serves (the status page):
+/* s3d_claims() for a path another face serves (the status page):
  * only a request signed for s3 or addressed to a bucket's host is S3. */
-int ctrl_s3_claims_signed(const struct ctrl_s3_env *env,
-			  const struct ctrl_s3_req *r);
+int s3d_claims_signed(const struct s3d_env *env, const struct s3d_req *r);
 
-struct ctrl_s3;
+struct s3d;
 
-/* Never returns NULL; problems are answered by ctrl_s3_finish(). */
-struct ctrl_s3 *ctrl_s3_begin(const struct ctrl_s3_env *env,
-			      const struct ctrl_s3_req *r);
-void ctrl_s3_data(struct ctrl_s3 *s, const char *data, size_t n);
+/* Never returns NULL; problems are answered by s3d_finish(). */
+struct s3d *s3d_begin(const struct s3d_env *env, const struct s3d_req *r);
+void s3d_data(struct s3d *s, const char *data, size_t n);
 
 /* Whether s is already refused (its body need not be read). */
-int ctrl_s3_refused(const struct ctrl_s3 *s);
-void ctrl_s3_finish(struct ctrl_s3 *s, struct ctrl_s3_reply *reply);
-void ctrl_s3_reply_release(struct ctrl_s3_reply *reply);
-void ctrl_s3_free(struct ctrl_s3 *s);
+int s3d_refused(const struct s3d *s);
+void s3d_finish(struct s3d *s, struct s3d_reply *reply);
+void s3d_reply_release(struct s3d_reply *reply);
+void s3d_free(struct s3d *s);
 
 /*
  * Aborts the multipart uploads older than env->upload_max_age_ms, freeing
@@ -94,9 +99,9 @@ void ctrl_s3_free(struct ctrl_s3 *s);
  * every quarter of the age (between 250 ms and a minute). Returns how
  * many uploads it aborted.
  */
-size_t ctrl_s3_reap_uploads(const struct ctrl_s3_env *env, int64_t now_ms);
+size_t s3d_reap_uploads(const struct s3d_env *env, int64_t now_ms);
 
 /* For logs and metrics: the operation's S3 name ("PutObject"). */
-const char *ctrl_s3_op_name(const struct ctrl_s3 *s);
+const char *s3d_op_name(const struct s3d *s);
 
 #endif

@@ -1,4 +1,4 @@
-/* S3's XML replies and request bodies (controller/s3_xml.h). */
+/* S3's XML replies and request bodies (storage/s3d/xml.h). */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,12 +6,12 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
-#include "controller/s3_xml.h"
+#include "storage/s3d/xml.h"
 #include "common/xalloc.h"
 #include "common/xmltext.h"
 #include "common/banned.h"
 
-#define S3_NS "http://s3.amazonaws.com/doc/2006-03-01/"
+#define S3D_NS "http://s3.amazonaws.com/doc/2006-03-01/"
 
 /*
  * The length of the character at s when it is well-formed UTF-8 (no
@@ -47,7 +47,7 @@ static size_t xml_char(const unsigned char *s)
 	return n;
 }
 
-int s3x_text_ok(const char *s)
+int s3d__xml_text_ok(const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 
@@ -63,14 +63,14 @@ int s3x_text_ok(const char *s)
 
 /* Escaped; a byte that is no character XML can carry (a key stored
  * before keys were checked) becomes U+FFFD, so the reply still parses. */
-void s3x_text(struct buf *b, const char *s)
+void s3d__xml_text(struct buf *b, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	struct buf run = BUF_INIT;
 
 	if (!s)
 		return;
-	if (s3x_text_ok(s)) {
+	if (s3d__xml_text_ok(s)) {
 		xml_add_text(b, s);
 		return;
 	}
@@ -91,32 +91,32 @@ void s3x_text(struct buf *b, const char *s)
 	buf_release(&run);
 }
 
-void s3x_begin(struct buf *b, const char *root)
+void s3d__xml_begin(struct buf *b, const char *root)
 {
 	(void)buf_addf(b,
 		       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		       "<%s xmlns=\"" S3_NS "\">",
+		       "<%s xmlns=\"" S3D_NS "\">",
 		       root);
 }
 
-void s3x_open(struct buf *b, const char *name)
+void s3d__xml_open(struct buf *b, const char *name)
 {
 	(void)buf_addf(b, "<%s>", name);
 }
 
-void s3x_close(struct buf *b, const char *name)
+void s3d__xml_close(struct buf *b, const char *name)
 {
 	(void)buf_addf(b, "</%s>", name);
 }
 
-void s3x_el(struct buf *b, const char *name, const char *text)
+void s3d__xml_el(struct buf *b, const char *name, const char *text)
 {
-	s3x_open(b, name);
-	s3x_text(b, text);
-	s3x_close(b, name);
+	s3d__xml_open(b, name);
+	s3d__xml_text(b, text);
+	s3d__xml_close(b, name);
 }
 
-void s3x_elf(struct buf *b, const char *name, const char *fmt, ...)
+void s3d__xml_elf(struct buf *b, const char *name, const char *fmt, ...)
 {
 	struct buf t = BUF_INIT;
 	va_list ap;
@@ -124,7 +124,7 @@ void s3x_elf(struct buf *b, const char *name, const char *fmt, ...)
 	va_start(ap, fmt);
 	(void)buf_vaddf(&t, fmt, ap);
 	va_end(ap);
-	s3x_el(b, name, t.data ? t.data : "");
+	s3d__xml_el(b, name, t.data ? t.data : "");
 	buf_release(&t);
 }
 
@@ -201,7 +201,7 @@ bad:
 	return NULL;
 }
 
-void s3x_items_free(struct s3x_item *items, size_t n)
+void s3d__xml_items_free(struct s3d_xml_item *items, size_t n)
 {
 	size_t i;
 
@@ -214,7 +214,7 @@ void s3x_items_free(struct s3x_item *items, size_t n)
 
 /* Returns -1 with err naming the element when a text is unusable. */
 static int one_item(xmlNodePtr it, const char *fa, const char *fb,
-		    struct s3x_item *out, struct buf *err)
+		    struct s3d_xml_item *out, struct buf *err)
 {
 	xmlNodePtr c;
 
@@ -254,10 +254,10 @@ static int flag_of(xmlNodePtr n)
 	return yes;
 }
 
-int s3x_parse_list(const char *body, size_t len, const char *root,
-		   const char *item, const char *fa, const char *fb,
-		   const char *flag_name, int *flag, size_t max,
-		   struct s3x_item **items, size_t *n, struct buf *err)
+int s3d__xml_parse_list(const char *body, size_t len, const char *root,
+			const char *item, const char *fa, const char *fb,
+			const char *flag_name, int *flag, size_t max,
+			struct s3d_xml_item **items, size_t *n, struct buf *err)
 {
 	xmlDocPtr doc;
 	xmlNodePtr r, c;
@@ -308,15 +308,15 @@ int s3x_parse_list(const char *body, size_t len, const char *root,
 	xmlFreeDoc(doc);
 	return 0;
 fail:
-	s3x_items_free(*items, *n);
+	s3d__xml_items_free(*items, *n);
 	*items = NULL;
 	*n = 0;
 	xmlFreeDoc(doc);
 	return -1;
 }
 
-int s3x_parse_value(const char *body, size_t len, const char *root,
-		    const char *name, struct buf *out)
+int s3d__xml_parse_value(const char *body, size_t len, const char *root,
+			 const char *name, struct buf *out)
 {
 	struct buf why = BUF_INIT;
 	xmlDocPtr doc = parse(body, len, &why);
@@ -341,4 +341,12 @@ int s3x_parse_value(const char *body, size_t len, const char *root,
 		}
 	xmlFreeDoc(doc);
 	return ret;
+}
+
+void s3d__xml_owner(struct buf *b)
+{
+	s3d__xml_open(b, "Owner");
+	s3d__xml_el(b, "ID", S3D_OWNER_ID);
+	s3d__xml_el(b, "DisplayName", S3D_OWNER_ID);
+	s3d__xml_close(b, "Owner");
 }

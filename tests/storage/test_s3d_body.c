@@ -1,6 +1,6 @@
 /*
  * Tests for S3's SigV4 rules (api_sigv4_verify_s3, api_sigv4_chunk_sign)
- * and the aws-chunked body decoder (controller/s3_body.c), against the
+ * and the aws-chunked body decoder (storage/s3d/body.c), against the
  * example AWS publishes for signed streaming uploads ("Signature
  * Calculations for the Authorization Header: Transferring Payload in
  * Multiple Chunks"): a PUT of 66,560 bytes of 'a' sent as a chunk of
@@ -21,7 +21,7 @@
 #include <openssl/evp.h>
 
 #include "api/sigv4.h"
-#include "controller/s3_body.h"
+#include "storage/s3d/body.h"
 #include "storage/storage.h"
 #include "common/buf.h"
 #include "common/xalloc.h"
@@ -190,24 +190,24 @@ static int decode(const struct buf *body, size_t step, struct sink *out,
 {
 	struct hdrs h = { ex_headers, N_EX };
 	struct api_sigv4_s3 s3;
-	struct s3_body b;
+	struct s3d_body b;
 	size_t off = 0;
 	int r;
 
 	assert_int_equal(verify_example(&s3, ex_headers, N_EX), 0);
-	assert_int_equal(s3_body_init(&b, &s3, lookup, &h, 1 << 20), 0);
+	assert_int_equal(s3d__body_init(&b, &s3, lookup, &h, 1 << 20), 0);
 	out->n = 0;
 	out->all_a = 1;
 	while (off < body->len) {
 		size_t n = body->len - off < step ? body->len - off : step;
 
-		if (s3_body_feed(&b, body->data + off, n, count_sink, out))
+		if (s3d__body_feed(&b, body->data + off, n, count_sink, out))
 			break;
 		off += n;
 	}
-	r = s3_body_end(&b);
+	r = s3d__body_end(&b);
 	*code = b.code;
-	s3_body_release(&b);
+	s3d__body_release(&b);
 	return r;
 }
 
@@ -269,19 +269,19 @@ static int unsigned_trailer(const char *data, const char *crc_b64,
 	struct hdrs h = { hs, 4 };
 	struct buf body = BUF_INIT;
 	struct sink out = { 0, 1 };
-	struct s3_body b;
+	struct s3d_body b;
 	int r;
 
 	snprintf(dl, sizeof(dl), "%zu", strlen(data));
 	(void)buf_addf(&body,
 		       "%zx\r\n%s\r\n0\r\nx-amz-checksum-crc32:%s\r\n\r\n",
 		       strlen(data), data, crc_b64);
-	assert_int_equal(s3_body_init(&b, NULL, lookup, &h, 1 << 20), 0);
-	r = s3_body_feed(&b, body.data, body.len, count_sink, &out);
+	assert_int_equal(s3d__body_init(&b, NULL, lookup, &h, 1 << 20), 0);
+	r = s3d__body_feed(&b, body.data, body.len, count_sink, &out);
 	if (!r)
-		r = s3_body_end(&b);
+		r = s3d__body_end(&b);
 	*code = b.code;
-	s3_body_release(&b);
+	s3d__body_release(&b);
 	buf_release(&body);
 	return r;
 }

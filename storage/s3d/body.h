@@ -1,5 +1,5 @@
-#ifndef CTRL_S3_BODY_H
-#define CTRL_S3_BODY_H
+#ifndef S3D_BODY_H
+#define S3D_BODY_H
 
 /*
  * The body of an S3 request as it streams in: aws-chunked framing taken
@@ -9,7 +9,7 @@
  * decoded bytes hashed for what the request promised: its signed SHA-256,
  * Content-MD5, an x-amz-checksum-* (CRC32, SHA1, SHA256), the decoded
  * length. The bytes go on to a sink; nothing is judged final until
- * s3_body_end(), so a caller commits only after it says yes.
+ * s3d__body_end(), so a caller commits only after it says yes.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -20,12 +20,12 @@
 #include "common/buf.h"
 
 /* Where decoded bytes go; returns 0, or nonzero to stop (disk full). */
-typedef int s3_sink_fn(void *ctx, const char *data, size_t len);
+typedef int s3d_sink_fn(void *ctx, const char *data, size_t len);
 
-enum s3_ck { S3_CK_NONE, S3_CK_CRC32, S3_CK_SHA1, S3_CK_SHA256 };
+enum s3d_ck { S3D_CK_NONE, S3D_CK_CRC32, S3D_CK_SHA1, S3D_CK_SHA256 };
 
-struct s3_body {
-	/* set by s3_body_init() */
+struct s3d_body {
+	/* set by s3d__body_init() */
 	int chunked;	   /* aws-chunked framing */
 	int signed_chunks; /* chunk (and trailer) signatures checked */
 	int trailer;	   /* trailing headers follow the last chunk */
@@ -33,7 +33,7 @@ struct s3_body {
 	char want_sha256[65]; /* signed hex payload hash, or "" */
 	unsigned char want_md5[16];
 	int have_md5;
-	enum s3_ck ck;
+	enum s3d_ck ck;
 	char ck_name[32];     /* "x-amz-checksum-crc32" */
 	char want_ck[96];     /* base64 from the header, or "" (trailer) */
 	int64_t decoded_want; /* x-amz-decoded-content-length, or -1 */
@@ -70,17 +70,17 @@ struct s3_body {
  * (a header lookup by lower-case name, NULL when absent). limit bounds
  * the decoded size. Returns 0, or -1 with b->code/status/msg set.
  */
-typedef const char *s3_header_fn(void *ctx, const char *name);
-int s3_body_init(struct s3_body *b, const struct api_sigv4_s3 *sig,
-		 s3_header_fn *get, void *ctx, int64_t limit);
+typedef const char *s3d_header_fn(void *ctx, const char *name);
+int s3d__body_init(struct s3d_body *b, const struct api_sigv4_s3 *sig,
+		   s3d_header_fn *get, void *ctx, int64_t limit);
 
 /* Takes n bytes as received. Returns 0, or -1 once b has failed. */
-int s3_body_feed(struct s3_body *b, const char *data, size_t n,
-		 s3_sink_fn *sink, void *sink_ctx);
+int s3d__body_feed(struct s3d_body *b, const char *data, size_t n,
+		   s3d_sink_fn *sink, void *sink_ctx);
 
 /* The body is complete: checks everything promised. 0 or -1. */
-int s3_body_end(struct s3_body *b);
+int s3d__body_end(struct s3d_body *b);
 
-void s3_body_release(struct s3_body *b);
+void s3d__body_release(struct s3d_body *b);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * The blob endpoint's handler, written against controller/blob.h's three
+ * The blob endpoint's handler, written against storage/s3d/blob.h's three
  * calls so that the HTTP loop (controller/http.c) only moves bytes. It
  * writes the embedded store with the same primitives as the local
  * backend (storage/fs.h): temp file, fsync, rename.
@@ -19,8 +19,8 @@
 
 #include "api/blob_wire.h"
 #include "api/requests.h"
-#include "controller/blob.h"
-#include "controller/s3_store.h"
+#include "storage/s3d/blob.h"
+#include "storage/s3d/meta.h"
 #include "storage/fs.h"
 #include "storage/storage.h"
 #include "common/err.h"
@@ -42,7 +42,7 @@ enum blob_op {
 	BLOB_LIST
 };
 
-struct ctrl_blob {
+struct s3d_blob {
 	enum blob_op op;
 	int status; /* BLOB_BAD: the answer */
 	const char *err_type;
@@ -59,17 +59,17 @@ struct ctrl_blob {
 	struct buf tmp;
 	struct buf pending; /* written in BLOB_WRITE_CHUNK blocks */
 	EVP_MD_CTX *sha;
-	EVP_MD_CTX *md5; /* the ETag S3 requests see (controller/s3.h) */
+	EVP_MD_CTX *md5; /* the ETag S3 requests see (storage/s3d/s3d.h) */
 	int64_t received;
 	int failed; /* an error code once the upload broke */
 };
 
-int ctrl_blob_is_route(const char *url)
+int s3d_blob_is_route(const char *url)
 {
-	return !strncmp(url, CTRL_BLOB_PREFIX, strlen(CTRL_BLOB_PREFIX));
+	return !strncmp(url, S3D_BLOB_PREFIX, strlen(S3D_BLOB_PREFIX));
 }
 
-int ctrl_blob_auth_ok(const char *authorization, const char *token)
+int s3d_blob_auth_ok(const char *authorization, const char *token)
 {
 	size_t n, i;
 	unsigned char diff = 0;
@@ -86,7 +86,7 @@ int ctrl_blob_auth_ok(const char *authorization, const char *token)
 	return diff == 0;
 }
 
-static void bad(struct ctrl_blob *b, int status, const char *type,
+static void bad(struct s3d_blob *b, int status, const char *type,
 		const char *fmt, const char *arg)
 {
 	b->op = BLOB_BAD;
@@ -96,10 +96,10 @@ static void bad(struct ctrl_blob *b, int status, const char *type,
 	(void)buf_addf(&b->msg, fmt, arg);
 }
 
-static void parse_route(struct ctrl_blob *b, const char *root,
+static void parse_route(struct s3d_blob *b, const char *root,
 			const char *method, const char *url)
 {
-	const char *rest = url + strlen(CTRL_BLOB_PREFIX);
+	const char *rest = url + strlen(S3D_BLOB_PREFIX);
 	const char *slash = strchr(rest, '/');
 	struct buf why = BUF_INIT, r = BUF_INIT;
 
@@ -141,7 +141,7 @@ out:
 	buf_release(&r);
 }
 
-static void put_start(struct ctrl_blob *b)
+static void put_start(struct s3d_blob *b)
 {
 	struct buf path = BUF_INIT;
 	int ret;
@@ -172,12 +172,12 @@ static void put_start(struct ctrl_blob *b)
 	buf_release(&path);
 }
 
-struct ctrl_blob *ctrl_blob_begin(const char *root, const char *method,
-				  const char *url, const char *prefix,
-				  const char *continuation,
-				  const char *max_keys, int64_t content_length)
+struct s3d_blob *s3d_blob_begin(const char *root, const char *method,
+				const char *url, const char *prefix,
+				const char *continuation, const char *max_keys,
+				int64_t content_length)
 {
-	struct ctrl_blob *b = xcalloc(1, sizeof(*b));
+	struct s3d_blob *b = xcalloc(1, sizeof(*b));
 	struct buf why = BUF_INIT;
 
 	b->fd = -1;
@@ -186,7 +186,7 @@ struct ctrl_blob *ctrl_blob_begin(const char *root, const char *method,
 	buf_init(&b->pending, 0);
 	b->content_length = content_length;
 	b->max_keys = BLOB_LIST_MAX;
-	if (!ctrl_blob_is_route(url)) {
+	if (!s3d_blob_is_route(url)) {
 		bad(b, 404, "NotFound", "no route '%.200s'", url);
 		return b;
 	}
@@ -215,7 +215,7 @@ struct ctrl_blob *ctrl_blob_begin(const char *root, const char *method,
 	return b;
 }
 
-static int flush_pending(struct ctrl_blob *b)
+static int flush_pending(struct s3d_blob *b)
 {
 	size_t off = 0;
 
@@ -238,7 +238,7 @@ static int flush_pending(struct ctrl_blob *b)
 	return 0;
 }
 
-int ctrl_blob_data(struct ctrl_blob *b, const char *data, size_t len)
+int s3d_blob_data(struct s3d_blob *b, const char *data, size_t len)
 {
 	if (b->op != BLOB_PUT)
 		return 0;
@@ -261,7 +261,7 @@ int ctrl_blob_data(struct ctrl_blob *b, const char *data, size_t len)
 	return 0;
 }
 
-static void reply_error(struct ctrl_blob_reply *r, int status, const char *type,
+static void reply_error(struct s3d_blob_reply *r, int status, const char *type,
 			const char *msg)
 {
 	r->status = status;
@@ -278,7 +278,7 @@ static void rfc1123(int64_t ms, char *out, size_t size)
 	strftime(out, size, "%a, %d %b %Y %H:%M:%S GMT", &tm);
 }
 
-static void finish_get(struct ctrl_blob *b, struct ctrl_blob_reply *r)
+static void finish_get(struct s3d_blob *b, struct s3d_blob_reply *r)
 {
 	struct buf path = BUF_INIT;
 	struct stat st;
@@ -303,22 +303,22 @@ out:
 }
 
 /* The object's ETag for S3 requests, kept on the temp file's inode. */
-static void keep_etag(struct ctrl_blob *b)
+static void keep_etag(struct s3d_blob *b)
 {
-	struct s3_obj o;
+	struct s3d_obj o;
 	struct buf err = BUF_INIT;
 	unsigned char d[16];
 
 	memset(&o, 0, sizeof(o));
 	if (EVP_DigestFinal_ex(b->md5, d, NULL)) {
 		stor_hex(d, 16, o.etag);
-		if (s3_meta_store(b->fd, &o, &err))
+		if (s3d__meta_store(b->fd, &o, &err))
 			log_warn("PUT %s/%s: %s", b->bucket, b->key, err.data);
 	}
 	buf_release(&err);
 }
 
-static void finish_put(struct ctrl_blob *b, struct ctrl_blob_reply *r)
+static void finish_put(struct s3d_blob *b, struct s3d_blob_reply *r)
 {
 	struct buf path = BUF_INIT;
 	unsigned char md[EVP_MAX_MD_SIZE];
@@ -370,7 +370,7 @@ out:
 	buf_release(&path);
 }
 
-static void finish_list(struct ctrl_blob *b, struct ctrl_blob_reply *r)
+static void finish_list(struct s3d_blob *b, struct s3d_blob_reply *r)
 {
 	struct stor_list l = STOR_LIST_INIT;
 	struct api_blob_list page = API_BLOB_LIST_INIT;
@@ -405,7 +405,7 @@ out:
 	stor_list_release(&l);
 }
 
-void ctrl_blob_finish(struct ctrl_blob *b, struct ctrl_blob_reply *r)
+void s3d_blob_finish(struct s3d_blob *b, struct s3d_blob_reply *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->fd = -1;
@@ -437,7 +437,7 @@ void ctrl_blob_finish(struct ctrl_blob *b, struct ctrl_blob_reply *r)
 			 b->key ? b->key : "", r->status, r->body.data);
 }
 
-void ctrl_blob_fence(struct ctrl_blob *b, const char *why)
+void s3d_blob_fence(struct s3d_blob *b, const char *why)
 {
 	if (b->op == BLOB_DELETE) {
 		b->op = BLOB_BAD;
@@ -451,7 +451,7 @@ void ctrl_blob_fence(struct ctrl_blob *b, const char *why)
 	b->failed = b->op == BLOB_PUT ? ERR_CONFLICT : 0;
 }
 
-void ctrl_blob_reply_release(struct ctrl_blob_reply *r)
+void s3d_blob_reply_release(struct s3d_blob_reply *r)
 {
 	buf_release(&r->body);
 	if (r->fd >= 0)
@@ -459,7 +459,7 @@ void ctrl_blob_reply_release(struct ctrl_blob_reply *r)
 	r->fd = -1;
 }
 
-void ctrl_blob_free(struct ctrl_blob *b)
+void s3d_blob_free(struct s3d_blob *b)
 {
 	if (!b)
 		return;

@@ -1,6 +1,6 @@
 /*
  * aws-chunked decoding and body checks of S3 requests
- * (controller/s3_body.h). A chunk is
+ * (storage/s3d/body.h). A chunk is
  *
  *   <hex size>[;chunk-signature=<64 hex>]\r\n<size bytes>\r\n
  *
@@ -19,8 +19,8 @@
 #include <openssl/evp.h>
 #include <zlib.h>
 
-#include "controller/s3_body.h"
-#include "controller/s3_store.h"
+#include "storage/s3d/body.h"
+#include "storage/s3d/meta.h"
 #include "storage/storage.h"
 #include "common/err.h"
 #include "common/banned.h"
@@ -29,9 +29,9 @@
 
 enum { ST_LINE, ST_DATA, ST_DATA_LF, ST_TRAILER, ST_DONE };
 
-static int failf(struct s3_body *b, const char *code, int status,
+static int failf(struct s3d_body *b, const char *code, int status,
 		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int failf(struct s3_body *b, const char *code, int status,
+static int failf(struct s3d_body *b, const char *code, int status,
 		 const char *fmt, ...)
 {
 	va_list ap;
@@ -48,15 +48,15 @@ static int failf(struct s3_body *b, const char *code, int status,
 
 static const struct {
 	const char *name; /* algorithm as x-amz-sdk-checksum-algorithm says */
-	enum s3_ck ck;
+	enum s3d_ck ck;
 } ck_algos[] = {
-	{ "CRC32", S3_CK_CRC32 },
-	{ "SHA1", S3_CK_SHA1 },
-	{ "SHA256", S3_CK_SHA256 },
+	{ "CRC32", S3D_CK_CRC32 },
+	{ "SHA1", S3D_CK_SHA1 },
+	{ "SHA256", S3D_CK_SHA256 },
 };
 
-/* "x-amz-checksum-crc32" -> S3_CK_CRC32; unsupported ones fail b. */
-static int ck_from_header(struct s3_body *b, const char *hdr)
+/* "x-amz-checksum-crc32" -> S3D_CK_CRC32; unsupported ones fail b. */
+static int ck_from_header(struct s3d_body *b, const char *hdr)
 {
 	const char *alg = hdr + strlen("x-amz-checksum-");
 	size_t i;
@@ -92,7 +92,7 @@ static int b64_decode16(const char *s, unsigned char out[16])
 
 /* The checksum headers: x-amz-trailer names one that trails the body,
  * x-amz-checksum-<alg> gives one now. */
-static int init_checksum(struct s3_body *b, s3_header_fn *get, void *ctx)
+static int init_checksum(struct s3d_body *b, s3d_header_fn *get, void *ctx)
 {
 	static const char *const names[] = {
 		"x-amz-checksum-crc32",	    "x-amz-checksum-crc32c",
@@ -134,7 +134,7 @@ static int init_checksum(struct s3_body *b, s3_header_fn *get, void *ctx)
 	return 0;
 }
 
-static int init_digests(struct s3_body *b)
+static int init_digests(struct s3d_body *b)
 {
 	b->md5 = EVP_MD_CTX_new();
 	if (!b->md5 || !EVP_DigestInit_ex(b->md5, EVP_md5(), NULL))
@@ -151,12 +151,12 @@ static int init_digests(struct s3_body *b)
 		    !EVP_DigestInit_ex(b->chunk_md, EVP_sha256(), NULL))
 			return failf(b, "InternalError", 500, "no SHA-256");
 	}
-	if (b->ck == S3_CK_SHA1 || b->ck == S3_CK_SHA256) {
+	if (b->ck == S3D_CK_SHA1 || b->ck == S3D_CK_SHA256) {
 		b->ck_md = EVP_MD_CTX_new();
 		if (!b->ck_md ||
 		    !EVP_DigestInit_ex(b->ck_md,
-				       b->ck == S3_CK_SHA1 ? EVP_sha1() :
-							     EVP_sha256(),
+				       b->ck == S3D_CK_SHA1 ? EVP_sha1() :
+							      EVP_sha256(),
 				       NULL))
 			return failf(b, "InternalError", 500, "no digest");
 	}
@@ -165,8 +165,8 @@ static int init_digests(struct s3_body *b)
 }
 
 /* x-amz-content-sha256 and Content-Encoding decide the framing. */
-static int init_mode(struct s3_body *b, const struct api_sigv4_s3 *sig,
-		     s3_header_fn *get, void *ctx)
+static int init_mode(struct s3d_body *b, const struct api_sigv4_s3 *sig,
+		     s3d_header_fn *get, void *ctx)
 {
 	const char *payload = sig ? sig->payload :
 				    get(ctx, "x-amz-content-sha256");
@@ -189,8 +189,8 @@ static int init_mode(struct s3_body *b, const struct api_sigv4_s3 *sig,
 	return 0;
 }
 
-int s3_body_init(struct s3_body *b, const struct api_sigv4_s3 *sig,
-		 s3_header_fn *get, void *ctx, int64_t limit)
+int s3d__body_init(struct s3d_body *b, const struct api_sigv4_s3 *sig,
+		   s3d_header_fn *get, void *ctx, int64_t limit)
 {
 	const char *md5 = get(ctx, "content-md5");
 	const char *dcl = get(ctx, "x-amz-decoded-content-length");
@@ -235,7 +235,7 @@ int s3_body_init(struct s3_body *b, const struct api_sigv4_s3 *sig,
 }
 
 /* Decoded bytes: hashed, counted, passed on. */
-static int take(struct s3_body *b, const char *p, size_t n, s3_sink_fn *sink,
+static int take(struct s3d_body *b, const char *p, size_t n, s3d_sink_fn *sink,
 		void *sink_ctx)
 {
 	if (!n)
@@ -251,7 +251,7 @@ static int take(struct s3_body *b, const char *p, size_t n, s3_sink_fn *sink,
 	    (b->ck_md && !EVP_DigestUpdate(b->ck_md, p, n)) ||
 	    (b->chunk_md && !EVP_DigestUpdate(b->chunk_md, p, n)))
 		return failf(b, "InternalError", 500, "digest failed");
-	if (b->ck == S3_CK_CRC32) {
+	if (b->ck == S3D_CK_CRC32) {
 		const char *q = p;
 		size_t left = n;
 
@@ -269,7 +269,7 @@ static int take(struct s3_body *b, const char *p, size_t n, s3_sink_fn *sink,
 	return 0;
 }
 
-static int check_chunk_sig(struct s3_body *b)
+static int check_chunk_sig(struct s3d_body *b)
 {
 	unsigned char d[32];
 	char hex[65], want[65];
@@ -293,7 +293,7 @@ static int check_chunk_sig(struct s3_body *b)
 }
 
 /* "<hex>[;chunk-signature=<sig>]" */
-static int chunk_line(struct s3_body *b)
+static int chunk_line(struct s3d_body *b)
 {
 	char *semi = strchr(b->line, ';');
 	char *end;
@@ -333,7 +333,7 @@ static int chunk_line(struct s3_body *b)
 	return 0;
 }
 
-static int trailer_line(struct s3_body *b)
+static int trailer_line(struct s3d_body *b)
 {
 	static const char sigk[] = "x-amz-trailer-signature:";
 	char *colon;
@@ -366,7 +366,7 @@ static int trailer_line(struct s3_body *b)
 }
 
 /* A CRLF-terminated line is complete in b->line. */
-static int line_done(struct s3_body *b)
+static int line_done(struct s3d_body *b)
 {
 	if (b->state == ST_TRAILER)
 		return trailer_line(b);
@@ -382,7 +382,7 @@ static int line_done(struct s3_body *b)
 }
 
 /* Collects a line up to CRLF; returns bytes used, *done when complete. */
-static size_t collect_line(struct s3_body *b, const char *p, size_t n,
+static size_t collect_line(struct s3d_body *b, const char *p, size_t n,
 			   int *done)
 {
 	size_t i;
@@ -407,8 +407,8 @@ static size_t collect_line(struct s3_body *b, const char *p, size_t n,
 	return n;
 }
 
-static int feed_chunked(struct s3_body *b, const char *p, size_t n,
-			s3_sink_fn *sink, void *sink_ctx)
+static int feed_chunked(struct s3d_body *b, const char *p, size_t n,
+			s3d_sink_fn *sink, void *sink_ctx)
 {
 	while (n && !b->code) {
 		size_t used;
@@ -441,8 +441,8 @@ static int feed_chunked(struct s3_body *b, const char *p, size_t n,
 	return b->code ? -1 : 0;
 }
 
-int s3_body_feed(struct s3_body *b, const char *data, size_t n,
-		 s3_sink_fn *sink, void *sink_ctx)
+int s3d__body_feed(struct s3d_body *b, const char *data, size_t n,
+		   s3d_sink_fn *sink, void *sink_ctx)
 {
 	if (b->code)
 		return -1;
@@ -451,7 +451,7 @@ int s3_body_feed(struct s3_body *b, const char *data, size_t n,
 	return feed_chunked(b, data, n, sink, sink_ctx);
 }
 
-static int check_trailer_sig(struct s3_body *b)
+static int check_trailer_sig(struct s3d_body *b)
 {
 	unsigned char d[32];
 	char hex[65], want[65];
@@ -473,14 +473,14 @@ static int check_trailer_sig(struct s3_body *b)
 }
 
 /* The computed checksum in base64, against what was promised. */
-static int check_checksum(struct s3_body *b)
+static int check_checksum(struct s3d_body *b)
 {
 	unsigned char d[64];
 	unsigned int len = 0;
 
-	if (b->ck == S3_CK_NONE)
+	if (b->ck == S3D_CK_NONE)
 		return 0;
-	if (b->ck == S3_CK_CRC32) {
+	if (b->ck == S3D_CK_CRC32) {
 		d[0] = (unsigned char)(b->crc >> 24);
 		d[1] = (unsigned char)(b->crc >> 16);
 		d[2] = (unsigned char)(b->crc >> 8);
@@ -501,7 +501,7 @@ static int check_checksum(struct s3_body *b)
 	return 0;
 }
 
-int s3_body_end(struct s3_body *b)
+int s3d__body_end(struct s3d_body *b)
 {
 	unsigned char d[32];
 	char hex[65];
@@ -542,7 +542,7 @@ int s3_body_end(struct s3_body *b)
 	return check_checksum(b);
 }
 
-void s3_body_release(struct s3_body *b)
+void s3d__body_release(struct s3d_body *b)
 {
 	EVP_MD_CTX_free(b->md5);
 	EVP_MD_CTX_free(b->sha256);

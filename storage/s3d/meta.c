@@ -1,6 +1,6 @@
 /*
  * Object metadata in an extended attribute, and the parts of multipart
- * uploads (controller/s3_store.h).
+ * uploads (storage/s3d/meta.h).
  */
 #define LOG_TAG "s3"
 
@@ -18,7 +18,7 @@
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
-#include "controller/s3_store.h"
+#include "storage/s3d/meta.h"
 #include "storage/storage.h"
 #include "common/err.h"
 #include "common/xalloc.h"
@@ -26,7 +26,7 @@
 
 #define META_BUF 8192
 
-void s3_obj_release(struct s3_obj *o)
+void s3d__obj_release(struct s3d_obj *o)
 {
 	if (!o)
 		return;
@@ -75,7 +75,7 @@ static int md5_of_fd(int fd, char out[33], struct buf *err)
 
 /* Fills o from the attribute's JSON when it describes st; 0 when it does. */
 static int meta_parse(const char *text, size_t len, const struct stat *st,
-		      struct s3_obj *o)
+		      struct s3d_obj *o)
 {
 	json_t *root = json_loadb(text, len, 0, NULL);
 	json_int_t size = -1, mtime = -1;
@@ -101,8 +101,8 @@ static int meta_parse(const char *text, size_t len, const struct stat *st,
 	return ok ? 0 : -1;
 }
 
-int s3_meta_load(int fd, const struct stat *st, struct s3_obj *o,
-		 struct buf *err)
+int s3d__meta_load(int fd, const struct stat *st, struct s3d_obj *o,
+		   struct buf *err)
 {
 	char *text = xmalloc(META_BUF);
 	ssize_t n;
@@ -111,19 +111,19 @@ int s3_meta_load(int fd, const struct stat *st, struct s3_obj *o,
 	memset(o, 0, sizeof(*o));
 	o->size = (int64_t)st->st_size;
 	o->mtime_ms = st_mtime_ns(st) / 1000000;
-	n = fgetxattr(fd, S3_META_XATTR, text, META_BUF);
+	n = fgetxattr(fd, S3D_META_XATTR, text, META_BUF);
 	if (n > 0 && !meta_parse(text, (size_t)n, st, o))
 		goto out;
 	/* Written by a path that keeps no metadata: work the ETag out once. */
 	ret = md5_of_fd(fd, o->etag, err);
 	if (!ret)
-		(void)s3_meta_store(fd, o, err), buf_reset(err);
+		(void)s3d__meta_store(fd, o, err), buf_reset(err);
 out:
 	free(text);
 	return ret;
 }
 
-int s3_meta_store(int fd, const struct s3_obj *o, struct buf *err)
+int s3d__meta_store(int fd, const struct s3d_obj *o, struct buf *err)
 {
 	struct stat st;
 	json_t *root;
@@ -149,38 +149,38 @@ int s3_meta_store(int fd, const struct s3_obj *o, struct buf *err)
 		(void)buf_addf(err, "object metadata is larger than %d bytes",
 			       META_BUF);
 		ret = ERR_TOOBIG;
-	} else if (fsetxattr(fd, S3_META_XATTR, text, strlen(text), 0)) {
+	} else if (fsetxattr(fd, S3D_META_XATTR, text, strlen(text), 0)) {
 		(void)buf_addf(err,
 			       "cannot keep object metadata (extended "
 			       "attribute %s): %s",
-			       S3_META_XATTR, strerror(errno));
+			       S3D_META_XATTR, strerror(errno));
 		ret = ERR_IO;
 	}
 	free(text);
 	return ret;
 }
 
-void s3_upload_owner_tag(const char *owner, char out[S3_OWNER_TAG + 1])
+void s3d__upload_owner_tag(const char *owner, char out[S3D_OWNER_TAG + 1])
 {
 	unsigned char d[SHA256_DIGEST_LENGTH];
 
 	SHA256((const unsigned char *)owner, strlen(owner), d);
-	stor_hex(d, S3_OWNER_TAG / 2, out);
-	out[S3_OWNER_TAG] = '\0';
+	stor_hex(d, S3D_OWNER_TAG / 2, out);
+	out[S3D_OWNER_TAG] = '\0';
 }
 
-int s3_upload_id(const char *owner, char out[33])
+int s3d__upload_id(const char *owner, char out[33])
 {
-	unsigned char raw[(32 - S3_OWNER_TAG) / 2];
+	unsigned char raw[(32 - S3D_OWNER_TAG) / 2];
 
 	if (RAND_bytes(raw, sizeof(raw)) != 1)
 		return ERR_INTERNAL;
-	s3_upload_owner_tag(owner, out);
-	stor_hex(raw, sizeof(raw), out + S3_OWNER_TAG);
+	s3d__upload_owner_tag(owner, out);
+	stor_hex(raw, sizeof(raw), out + S3D_OWNER_TAG);
 	return 0;
 }
 
-int s3_upload_id_ok(const char *id)
+int s3d__upload_id_ok(const char *id)
 {
 	size_t i;
 
@@ -195,7 +195,7 @@ int s3_upload_id_ok(const char *id)
 
 static int part_cmp(const void *a, const void *b)
 {
-	const struct s3_part *x = a, *y = b;
+	const struct s3d_part *x = a, *y = b;
 
 	return (x->number > y->number) - (x->number < y->number);
 }
@@ -209,11 +209,11 @@ static int part_number(const char *name)
 	if (strlen(name) != 5 || name[0] < '0' || name[0] > '9')
 		return 0;
 	n = strtol(name, &end, 10);
-	return *end || n < 1 || n > S3_MAX_PARTS ? 0 : (int)n;
+	return *end || n < 1 || n > S3D_MAX_PARTS ? 0 : (int)n;
 }
 
-int s3_parts_list(const char *dir, struct s3_part **parts, size_t *n,
-		  struct buf *err)
+int s3d__parts_list(const char *dir, struct s3d_part **parts, size_t *n,
+		    struct buf *err)
 {
 	size_t alloc = 0;
 	struct dirent *de;
@@ -228,8 +228,8 @@ int s3_parts_list(const char *dir, struct s3_part **parts, size_t *n,
 	}
 	while ((de = readdir(d))) {
 		int num = part_number(de->d_name), fd;
-		struct s3_part *p;
-		struct s3_obj o;
+		struct s3d_part *p;
+		struct s3d_obj o;
 		struct stat st;
 
 		if (!num)
@@ -237,7 +237,7 @@ int s3_parts_list(const char *dir, struct s3_part **parts, size_t *n,
 		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue;
-		if (fstat(fd, &st) || s3_meta_load(fd, &st, &o, err)) {
+		if (fstat(fd, &st) || s3d__meta_load(fd, &st, &o, err)) {
 			close(fd);
 			continue;
 		}
@@ -248,7 +248,7 @@ int s3_parts_list(const char *dir, struct s3_part **parts, size_t *n,
 		p->size = o.size;
 		p->mtime_ms = o.mtime_ms;
 		snprintf(p->md5, sizeof(p->md5), "%.32s", o.etag);
-		s3_obj_release(&o);
+		s3d__obj_release(&o);
 	}
 	closedir(d);
 	buf_reset(err);
