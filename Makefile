@@ -49,7 +49,8 @@ api_SRC := $(wildcard api/*.c)
 db_SRC := $(wildcard db/*.c)
 stor_SRC := $(wildcard storage/*.c)
 agent_SRC := $(filter-out agent/main.c,$(wildcard agent/*.c))
-ctrl_SRC := $(filter-out controller/main.c,$(wildcard controller/*.c))
+ctrl_SRC := $(filter-out controller/main.c,$(wildcard controller/*.c)) \
+	$(wildcard controller/tuning/*.c)
 cli_SRC := $(wildcard cli/*.c)
 tuner_SRC := $(wildcard tuner/*.c)
 
@@ -272,6 +273,7 @@ fuzz-run: $(FUZZ_BIN)
 	./scripts/fuzz-run.sh $(FUZZ_BIN)
 
 SRC_ALL = $(wildcard common/*.[ch] api/*.[ch] db/*.[ch] controller/*.[ch] \
+	controller/tuning/*.[ch] \
 	cli/*.[ch] agent/*.[ch] trainer/*.[ch] storage/*.[ch] tests/*/*.[ch] \
 	tuner/*.[ch] tuner/driver/*.[ch] \
 	examples/*/*.[ch] bench/*.[ch])
