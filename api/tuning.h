@@ -12,7 +12,7 @@
 
 #include "api/job_spec.h"
 #include "common/buf.h"
-#include "tuner/tuner.h"
+#include "common/tune_space.h"
 
 /* One tuned hyperparameter: the optimizer's view plus the wire's. */
 struct api_tuning_range {

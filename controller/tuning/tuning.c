@@ -32,6 +32,7 @@
 #include "db/db.h"
 #include "db/tuning.h"
 #include "db/run.h"
+#include "tuner/tuner.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/timeutil.h"
