@@ -25,6 +25,7 @@
 
 #include <openssl/rand.h>
 
+#include "api/reason.h"
 #include "api/requests.h"
 #include "api/tuning.h"
 #include "controller/ctrl.h"
@@ -188,10 +189,8 @@ static void summarize(struct tjob *j)
 		/* Not there: about to be created, or deleted after it ran. */
 		kd->active = kd->exists ? !kd->terminal :
 					  in_progress && !c->created;
-		kd->retryable =
-			c->status && !strcmp(c->status, "Failed") &&
-			c->failure_reason &&
-			!strncmp(c->failure_reason, "InternalServerError", 19);
+		kd->retryable = c->status && !strcmp(c->status, "Failed") &&
+				api_reason_is_internal(c->failure_reason);
 		kd->succeeded = kd->terminal && strcmp(c->status, "Failed") &&
 				c->has_objective;
 		kd->y = d->maximize ? -c->objective : c->objective;
