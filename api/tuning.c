@@ -416,6 +416,46 @@ static int has_metric(const json_t *def, const char *metric)
 	return 0;
 }
 
+/*
+ * Hyperband's MaxResource for definition d: HyperbandStrategyConfig's, or
+ * an epochs value among the definition's StaticHyperParameters.
+ */
+static int parse_hb_max(const json_t *cfg, const json_t *stat,
+			const char *where, const struct api_tuning_spec *s,
+			struct api_tuning_def *d, struct buf *err)
+{
+	const json_t *hb =
+		json_object_get(json_object_get(cfg, "StrategyConfig"),
+				"HyperbandStrategyConfig");
+	const json_t *mx = json_object_get(hb, "MaxResource");
+	char num[32];
+	size_t i;
+
+	d->hb_max = mx ? (double)json_integer_value(mx) : 0;
+	for (i = 0; !mx && i < sizeof(epoch_keys) / sizeof(*epoch_keys); i++) {
+		const char *v =
+			json_string_value(json_object_get(stat, epoch_keys[i]));
+		double e;
+
+		if (v && !parse_integer(v, &e) && e >= 1)
+			d->hb_max = e;
+	}
+	if (d->hb_max < 1)
+		return fail(err,
+			    "Strategy Hyperband needs "
+			    "HyperbandStrategyConfig.MaxResource, or "
+			    "an epochs value in %s.StaticHyperParameters",
+			    where);
+	if (s->hb_min > d->hb_max) {
+		snprintf(num, sizeof(num), "%g", d->hb_max);
+		return fail(err,
+			    "HyperbandStrategyConfig.MinResource "
+			    "must not exceed MaxResource (%s)",
+			    num);
+	}
+	return 0;
+}
+
 static int parse_def(const json_t *def, const json_t *cfg, const char *where,
 		     struct api_tuning_spec *s, struct api_tuning_def *d,
 		     struct buf *err)
@@ -478,63 +518,40 @@ static int parse_def(const json_t *def, const json_t *cfg, const char *where,
 					    "CategoricalParameterRanges; "
 					    "'%s' is not categorical",
 					    d->ranges[i].name);
-	if (s->strategy == TUNE_HYPERBAND) {
-		const json_t *hb =
-			json_object_get(json_object_get(cfg, "StrategyConfig"),
-					"HyperbandStrategyConfig");
-		const json_t *mx = json_object_get(hb, "MaxResource");
-		char num[32];
-
-		d->hb_max = mx ? (double)json_integer_value(mx) : 0;
-		for (i = 0; !mx && i < sizeof(epoch_keys) / sizeof(*epoch_keys);
-		     i++) {
-			const char *v = json_string_value(
-				json_object_get(stat, epoch_keys[i]));
-			double e;
-
-			if (v && !parse_integer(v, &e) && e >= 1)
-				d->hb_max = e;
-		}
-		if (d->hb_max < 1)
-			return fail(
-				err,
-				"Strategy Hyperband needs "
-				"HyperbandStrategyConfig.MaxResource, or "
-				"an epochs value in %s.StaticHyperParameters",
-				where);
-		if (s->hb_min > d->hb_max) {
-			snprintf(num, sizeof(num), "%g", d->hb_max);
-			return fail(err,
-				    "HyperbandStrategyConfig.MinResource "
-				    "must not exceed MaxResource (%s)",
-				    num);
-		}
-	}
+	if (s->strategy == TUNE_HYPERBAND)
+		return parse_hb_max(cfg, stat, where, s, d, err);
 	return 0;
 }
 
-static int parse_config(const json_t *cfg, struct api_tuning_spec *s,
-			struct buf *err)
+/* Strategy: the enum and the name Describe and List give back. */
+static void parse_strategy(const char *strat, struct api_tuning_spec *s)
 {
-	const char *strat = json_string_value(json_object_get(cfg, "Strategy"));
-	const json_t *lim = json_object_get(cfg, "ResourceLimits");
-	const json_t *es = json_object_get(cfg, "TrainingJobEarlyStoppingType");
-	const json_t *crit =
-		json_object_get(cfg, "TuningJobCompletionCriteria");
-	const json_t *hb =
-		json_object_get(json_object_get(cfg, "StrategyConfig"),
-				"HyperbandStrategyConfig");
-	const json_t *v;
+	static const struct {
+		const char *name;
+		enum tune_strategy strategy;
+	} strategies[] = {
+		{ "Random", TUNE_RANDOM },
+		{ "Grid", TUNE_GRID },
+		{ "Bayesian", TUNE_BAYESIAN },
+	};
+	size_t i;
 
-	s->strategy_name = !strcmp(strat, "Random")   ? "Random" :
-			   !strcmp(strat, "Grid")     ? "Grid" :
-			   !strcmp(strat, "Bayesian") ? "Bayesian" :
-							"Hyperband";
-	s->strategy = !strcmp(strat, "Random")	 ? TUNE_RANDOM :
-		      !strcmp(strat, "Grid")	 ? TUNE_GRID :
-		      !strcmp(strat, "Bayesian") ? TUNE_BAYESIAN :
-						   TUNE_HYPERBAND;
-	v = json_object_get(lim, "MaxNumberOfTrainingJobs");
+	/* The model allows these four; anything else reads as Hyperband. */
+	s->strategy_name = "Hyperband";
+	s->strategy = TUNE_HYPERBAND;
+	for (i = 0; i < sizeof(strategies) / sizeof(*strategies); i++)
+		if (!strcmp(strat, strategies[i].name)) {
+			s->strategy_name = strategies[i].name;
+			s->strategy = strategies[i].strategy;
+		}
+}
+
+/* ResourceLimits. */
+static int parse_limits(const json_t *lim, const char *strat,
+			struct api_tuning_spec *s, struct buf *err)
+{
+	const json_t *v = json_object_get(lim, "MaxNumberOfTrainingJobs");
+
 	s->max_jobs = v ? (int)json_integer_value(v) : 0;
 	if (!v && s->strategy != TUNE_GRID)
 		return fail(err,
@@ -553,6 +570,19 @@ static int parse_config(const json_t *cfg, struct api_tuning_spec *s,
 			    "at most 100");
 	v = json_object_get(lim, "MaxRuntimeInSeconds");
 	s->max_runtime_s = v ? json_integer_value(v) : 0;
+	return 0;
+}
+
+/* TrainingJobEarlyStoppingType and HyperbandStrategyConfig. */
+static int parse_stopping(const json_t *cfg, const char *strat,
+			  struct api_tuning_spec *s, struct buf *err)
+{
+	const json_t *es = json_object_get(cfg, "TrainingJobEarlyStoppingType");
+	const json_t *hb =
+		json_object_get(json_object_get(cfg, "StrategyConfig"),
+				"HyperbandStrategyConfig");
+	const json_t *v;
+
 	s->early_stopping = es && !strcmp(json_string_value(es), "Auto");
 	if (hb && s->strategy != TUNE_HYPERBAND)
 		return fail(err,
@@ -567,7 +597,15 @@ static int parse_config(const json_t *cfg, struct api_tuning_spec *s,
 				 "supported with Strategy Grid");
 	v = json_object_get(hb, "MinResource");
 	s->hb_min = v ? (double)json_integer_value(v) : 1;
-	v = json_object_get(crit, "TargetObjectiveMetricValue");
+	return 0;
+}
+
+/* TuningJobCompletionCriteria. */
+static int parse_criteria(const json_t *crit, struct api_tuning_spec *s,
+			  struct buf *err)
+{
+	const json_t *v = json_object_get(crit, "TargetObjectiveMetricValue");
+
 	if (v) {
 		s->has_target = 1;
 		s->target = json_number_value(v);
@@ -583,6 +621,27 @@ static int parse_config(const json_t *cfg, struct api_tuning_spec *s,
 		return fail(err, "TuningJobCompletionCriteria is not supported "
 				 "with Strategy Grid, which runs every "
 				 "combination");
+	return 0;
+}
+
+static int parse_config(const json_t *cfg, struct api_tuning_spec *s,
+			struct buf *err)
+{
+	const char *strat = json_string_value(json_object_get(cfg, "Strategy"));
+	const json_t *v;
+	int ret;
+
+	parse_strategy(strat, s);
+	ret = parse_limits(json_object_get(cfg, "ResourceLimits"), strat, s,
+			   err);
+	if (!ret)
+		ret = parse_stopping(cfg, strat, s, err);
+	if (!ret)
+		ret = parse_criteria(
+			json_object_get(cfg, "TuningJobCompletionCriteria"), s,
+			err);
+	if (ret)
+		return ret;
 	v = json_object_get(cfg, "RandomSeed");
 	if (v) {
 		s->has_seed = 1;
@@ -626,6 +685,110 @@ static void inject_objective(json_t *root)
 	}
 }
 
+/* The config's HyperParameterTuningJobObjective, when it has one. */
+static void parse_objective(const json_t *cfg, struct api_tuning_spec *s)
+{
+	const json_t *obj =
+		json_object_get(cfg, "HyperParameterTuningJobObjective");
+
+	s->metric = obj ? xstrdup(json_string_value(
+				  json_object_get(obj, "MetricName"))) :
+			  NULL;
+	if (s->metric)
+		s->maximize =
+			!strcmp(json_string_value(json_object_get(obj, "Type")),
+				"Maximize");
+}
+
+/* Definition i of TrainingJobDefinition (one) or ...Definitions (many). */
+static int parse_def_at(const json_t *root, size_t i, struct api_tuning_spec *s,
+			struct buf *err)
+{
+	const json_t *cfg =
+		json_object_get(root, "HyperParameterTuningJobConfig");
+	const json_t *one = json_object_get(root, "TrainingJobDefinition");
+	const json_t *many = json_object_get(root, "TrainingJobDefinitions");
+	const json_t *def = one ? one : json_array_get(many, i);
+	char where[64];
+	size_t k;
+	int ret;
+
+	if (one)
+		snprintf(where, sizeof(where), "TrainingJobDefinition");
+	else
+		snprintf(where, sizeof(where), "TrainingJobDefinitions[%zu]",
+			 i);
+	if (many && !json_object_get(def, "DefinitionName"))
+		return fail(err, "%s: DefinitionName is required", where);
+	if (many && json_object_get(cfg, "ParameterRanges"))
+		return fail(err, "With TrainingJobDefinitions, give "
+				 "each definition's HyperParameterRanges, "
+				 "not HyperParameterTuningJobConfig."
+				 "ParameterRanges");
+	ret = parse_def(def, cfg, where, s, &s->defs[i], err);
+	if (ret)
+		return ret;
+	for (k = 0; k < i; k++)
+		if (s->defs[k].name &&
+		    !strcmp(s->defs[k].name, s->defs[i].name))
+			return fail(err, "DefinitionName '%s' is given twice",
+				    s->defs[i].name);
+	if (s->metric && strcmp(s->defs[i].metric, s->metric) &&
+	    !json_object_get(def, "TuningObjective"))
+		return fail(err, "internal: objective mismatch");
+	return 0;
+}
+
+/* WarmStartConfig, when given: its type and its parents' names. */
+static int parse_warm(const json_t *warm, struct api_tuning_spec *s,
+		      struct buf *err)
+{
+	const json_t *ps =
+		json_object_get(warm, "ParentHyperParameterTuningJobs");
+	size_t i;
+
+	if (!warm)
+		return 0;
+	s->warm = !strcmp(json_string_value(
+				  json_object_get(warm, "WarmStartType")),
+			  "TransferLearning") ?
+			  API_WARM_TRANSFER :
+			  API_WARM_IDENTICAL;
+	s->n_parents = json_array_size(ps);
+	s->parents = xcalloc(s->n_parents + 1, sizeof(*s->parents));
+	for (i = 0; i < s->n_parents; i++) {
+		const char *p = json_string_value(json_object_get(
+			json_array_get(ps, i), "HyperParameterTuningJobName"));
+
+		if (!p)
+			return fail(err, "WarmStartConfig."
+					 "ParentHyperParameterTuningJobs[]"
+					 ": HyperParameterTuningJobName is "
+					 "required");
+		if (!strcmp(p, s->name))
+			return fail(err,
+				    "WarmStartConfig: a tuning job "
+				    "cannot be its own parent (%s)",
+				    p);
+		s->parents[i] = xstrdup(p);
+	}
+	return 0;
+}
+
+/* What Describe echoes: the request without its Tags (compact). */
+static int echo_request(const json_t *root, struct api_tuning_spec *s)
+{
+	json_t *echo = json_deep_copy(root);
+	struct buf out = BUF_INIT;
+	int ret;
+
+	json_object_del(echo, "Tags");
+	ret = api__json_dump_to(echo, &out);
+	s->request_json = buf_detach(&out, NULL);
+	json_decref(echo);
+	return ret;
+}
+
 static int parse_root(json_t *root, int stored, struct api_tuning_spec *s,
 		      struct buf *err)
 {
@@ -633,9 +796,7 @@ static int parse_root(json_t *root, int stored, struct api_tuning_spec *s,
 		json_object_get(root, "HyperParameterTuningJobConfig");
 	const json_t *one = json_object_get(root, "TrainingJobDefinition");
 	const json_t *many = json_object_get(root, "TrainingJobDefinitions");
-	const json_t *warm = json_object_get(root, "WarmStartConfig");
-	json_t *echo;
-	size_t i, k;
+	size_t i;
 	int ret;
 
 	s->name = xstrdup(json_string_value(
@@ -651,104 +812,24 @@ static int parse_root(json_t *root, int stored, struct api_tuning_spec *s,
 		return fail(err,
 			    "Give exactly one of TrainingJobDefinition and "
 			    "TrainingJobDefinitions");
-	s->metric = json_object_get(cfg, "HyperParameterTuningJobObjective") ?
-			    xstrdup(json_string_value(json_object_get(
-				    json_object_get(
-					    cfg,
-					    "HyperParameterTuningJobObjective"),
-				    "MetricName"))) :
-			    NULL;
-	if (s->metric)
-		s->maximize = !strcmp(
-			json_string_value(json_object_get(
-				json_object_get(
-					cfg, "HyperParameterTuningJobObjective"),
-				"Type")),
-			"Maximize");
+	parse_objective(cfg, s);
 	inject_objective(root);
 	s->n_defs = one ? 1 : json_array_size(many);
 	s->defs = xcalloc(s->n_defs, sizeof(*s->defs));
-	for (i = 0; i < s->n_defs; i++) {
-		char where[64];
-		const json_t *def = one ? one : json_array_get(many, i);
-
-		if (one)
-			snprintf(where, sizeof(where), "TrainingJobDefinition");
-		else
-			snprintf(where, sizeof(where),
-				 "TrainingJobDefinitions[%zu]", i);
-		if (many && !json_object_get(def, "DefinitionName"))
-			return fail(err, "%s: DefinitionName is required",
-				    where);
-		if (many && json_object_get(cfg, "ParameterRanges"))
-			return fail(err,
-				    "With TrainingJobDefinitions, give "
-				    "each definition's HyperParameterRanges, "
-				    "not HyperParameterTuningJobConfig."
-				    "ParameterRanges");
-		ret = parse_def(def, cfg, where, s, &s->defs[i], err);
-		if (ret)
-			return ret;
-		for (k = 0; k < i; k++)
-			if (s->defs[k].name &&
-			    !strcmp(s->defs[k].name, s->defs[i].name))
-				return fail(err,
-					    "DefinitionName '%s' is given "
-					    "twice",
-					    s->defs[i].name);
-		if (s->metric && strcmp(s->defs[i].metric, s->metric) &&
-		    !json_object_get(def, "TuningObjective"))
-			return fail(err, "internal: objective mismatch");
-	}
+	for (i = 0; i < s->n_defs && !ret; i++)
+		ret = parse_def_at(root, i, s, err);
+	if (ret)
+		return ret;
 	if (s->strategy == TUNE_GRID && s->n_defs > 1)
 		return fail(err,
 			    "Strategy Grid takes one TrainingJobDefinition");
-	if (warm) {
-		const json_t *ps =
-			json_object_get(warm, "ParentHyperParameterTuningJobs");
-
-		s->warm = !strcmp(json_string_value(json_object_get(
-					  warm, "WarmStartType")),
-				  "TransferLearning") ?
-				  API_WARM_TRANSFER :
-				  API_WARM_IDENTICAL;
-		s->n_parents = json_array_size(ps);
-		s->parents = xcalloc(s->n_parents + 1, sizeof(*s->parents));
-		for (i = 0; i < s->n_parents; i++) {
-			const char *p = json_string_value(
-				json_object_get(json_array_get(ps, i),
-						"HyperParameterTuningJobName"));
-
-			if (!p)
-				return fail(err,
-					    "WarmStartConfig."
-					    "ParentHyperParameterTuningJobs[]"
-					    ": HyperParameterTuningJobName is "
-					    "required");
-			if (!strcmp(p, s->name))
-				return fail(err,
-					    "WarmStartConfig: a tuning job "
-					    "cannot be its own parent (%s)",
-					    p);
-			s->parents[i] = xstrdup(p);
-		}
-	}
-	if (!stored) {
+	ret = parse_warm(json_object_get(root, "WarmStartConfig"), s, err);
+	if (!ret && !stored)
 		ret = api__tags_from_json(json_object_get(root, "Tags"),
 					  &s->tags, &s->n_tags, err);
-		if (ret)
-			return ret;
-	}
-	echo = json_deep_copy(root);
-	json_object_del(echo, "Tags");
-	{
-		struct buf out = BUF_INIT;
-
-		ret = api__json_dump_to(echo, &out);
-		s->request_json = buf_detach(&out, NULL);
-	}
-	json_decref(echo);
-	return ret;
+	if (ret)
+		return ret;
+	return echo_request(root, s);
 }
 
 static int parse(const char *json, size_t len, int stored,
