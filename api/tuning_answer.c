@@ -197,17 +197,20 @@ int api_tuning_child_json(const struct api_tuning_child *c, struct buf *out)
 
 static json_t *counters(const struct api_tuning_record *r)
 {
-	return json_pack("{s:i,s:i,s:i,s:i,s:i}", "Completed", r->counters[0],
-			 "InProgress", r->counters[1], "RetryableError",
-			 r->counters[2], "NonRetryableError", r->counters[3],
-			 "Stopped", r->counters[4]);
+	const struct api_tuning_job_counts *c = &r->jobs;
+
+	return json_pack("{s:i,s:i,s:i,s:i,s:i}", "Completed", c->completed,
+			 "InProgress", c->in_progress, "RetryableError",
+			 c->retryable_error, "NonRetryableError",
+			 c->non_retryable_error, "Stopped", c->stopped);
 }
 
 static json_t *objectives(const struct api_tuning_record *r)
 {
-	return json_pack("{s:i,s:i,s:i}", "Succeeded", r->objectives[0],
-			 "Pending", r->objectives[1], "Failed",
-			 r->objectives[2]);
+	const struct api_tuning_objective_counts *c = &r->objectives;
+
+	return json_pack("{s:i,s:i,s:i}", "Succeeded", c->succeeded, "Pending",
+			 c->pending, "Failed", c->failed);
 }
 
 int api_tuning_describe_response(const struct api_tuning_record *r,

@@ -101,8 +101,8 @@ struct tjob {
 	size_t n;
 	struct kid *kids;
 	/* what describe and the step derive */
-	int counters[5];
-	int objectives[3];
+	struct api_tuning_job_counts jobs;
+	struct api_tuning_objective_counts objectives;
 	int best;	   /* index into kids, -1: none */
 	int not_improving; /* succeeded jobs since the best improved */
 	int n_active;
@@ -172,8 +172,8 @@ static void summarize(struct tjob *j)
 	int in_progress = !strcmp(j->t.status, "InProgress");
 	size_t i, k;
 
-	memset(j->counters, 0, sizeof(j->counters));
-	memset(j->objectives, 0, sizeof(j->objectives));
+	memset(&j->jobs, 0, sizeof(j->jobs));
+	memset(&j->objectives, 0, sizeof(j->objectives));
 	j->best = -1;
 	j->not_improving = 0;
 	j->n_active = j->n_budget_used = j->n_fresh = 0;
@@ -204,24 +204,24 @@ static void summarize(struct tjob *j)
 		if (!kd->exists && !kd->active)
 			continue;
 		if (kd->active) {
-			j->counters[1]++;
+			j->jobs.in_progress++;
 			j->n_active++;
 		} else if (!strcmp(c->status, "Completed")) {
-			j->counters[0]++;
+			j->jobs.completed++;
 		} else if (!strcmp(c->status, "Stopped")) {
-			j->counters[4]++;
+			j->jobs.stopped++;
 		} else if (kd->retryable) {
-			j->counters[2]++;
+			j->jobs.retryable_error++;
 		} else {
-			j->counters[3]++;
+			j->jobs.non_retryable_error++;
 			j->n_nonretryable++;
 		}
 		if (kd->succeeded)
-			j->objectives[0]++;
+			j->objectives.succeeded++;
 		else if (kd->terminal)
-			j->objectives[2]++;
+			j->objectives.failed++;
 		else
-			j->objectives[1]++;
+			j->objectives.pending++;
 	}
 	/* Best and "not improving" in the order the jobs ended. */
 	for (;;) {
@@ -415,8 +415,8 @@ static int describe_body(struct ctrl_ctx *ctx, struct tjob *j, int with_kids,
 	r.creation_ms = j->t.creation_ms;
 	r.last_modified_ms = j->t.last_modified_ms;
 	r.end_ms = j->t.end_ms;
-	memcpy(r.counters, j->counters, sizeof(r.counters));
-	memcpy(r.objectives, j->objectives, sizeof(r.objectives));
+	r.jobs = j->jobs;
+	r.objectives = j->objectives;
 	r.not_improving = j->not_improving;
 	r.convergence_ms = j->t.convergence_ms;
 	r.consumed_s =
@@ -940,8 +940,8 @@ static int tuning_summary(struct ctrl_ctx *ctx, const char *name,
 	r.creation_ms = j.t.creation_ms;
 	r.last_modified_ms = j.t.last_modified_ms;
 	r.end_ms = j.t.end_ms;
-	memcpy(r.counters, j.counters, sizeof(r.counters));
-	memcpy(r.objectives, j.objectives, sizeof(r.objectives));
+	r.jobs = j.jobs;
+	r.objectives = j.objectives;
 	ret = api_tuning_summary_json(&r, out);
 	tjob_release(&j);
 	return ret;
