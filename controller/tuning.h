@@ -59,4 +59,7 @@ void ctrl_tuning_wake(struct ctrl_ctx *ctx);
 /* A training job changed: the next pass runs the step (no wake-up). */
 void ctrl_tuning_note_change(void);
 
+/* Frees what the step keeps in ctx->tuning (ctrl_ctx_release()). */
+void ctrl_tuning_release(struct ctrl_ctx *ctx);
+
 #endif

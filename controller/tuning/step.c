@@ -31,8 +31,13 @@
 /* The step runs at least this often while a tuning job is active. */
 #define TICK_MS 250
 
+/*
+ * Set when the step should run at the next pass rather than by
+ * ctx->tuning.next_tick_ms. Not in ctx: ctrl_tuning_note_change() is
+ * called without one (controller/hosts.c); like a signal flag, it is an
+ * atomic that only says "look again".
+ */
 static atomic_int tuning_wake = 1;
-static int64_t next_tick_ms;
 
 void ctrl_tuning_wake(struct ctrl_ctx *ctx)
 {
@@ -231,12 +236,12 @@ static void gather(struct ctrl_ctx *ctx, const struct ctrl_tuning_job *j,
  * kills itself (SIGKILL) right after recording its Nth training job of a
  * tuning job, before creating it (tests/integration/test_tuning.py).
  */
-static void crash_point(void)
+static void crash_point(struct ctrl_ctx *ctx)
 {
-	static int passes;
 	const char *v = getenv("TRAINCTLD_CRASH_POINT");
 
-	if (v && !strncmp(v, "tuning-row:", 11) && ++passes == atoi(v + 11))
+	if (v && !strncmp(v, "tuning-row:", 11) &&
+	    ++ctx->tuning.crash_rows == atoi(v + 11))
 		(void)raise(SIGKILL);
 }
 
@@ -298,7 +303,7 @@ static int launch(struct ctrl_ctx *ctx, struct ctrl_tuning_job *j,
 	c.metric = ctrl_tuning_def_of(j, next.def)->metric;
 	ret = db_tuning_child_add(ctx->db, j->t.name, &c, err);
 	if (!ret) {
-		crash_point();
+		crash_point(ctx);
 		ret = create_kid(ctx, j, &c, err);
 	}
 	if (!ret)
@@ -349,24 +354,22 @@ static double *read_curve(struct ctrl_ctx *ctx, const struct ctrl_tuning_job *j,
  * The curves of training jobs that ended, by tuning job and child index:
  * they no longer change, so each step reads only the running jobs' ones
  * (at 500 children, 3 queries a step instead of 500). Used by the
- * reconciler thread only; a tuning job's curves go when it is no longer
- * active (curve_memo_prune).
+ * reconciler thread only, a list from ctx->tuning.curves; a tuning job's
+ * curves go when it is no longer active (curve_memo_prune).
  */
-struct curve_memo {
+struct ctrl_tuning_curves {
 	char *tuning;
 	char *uid; /* a tuning job of the same name made again is another */
 	struct tune_curve *by_idx; /* y NULL: not kept */
 	size_t n;
-	struct curve_memo *next;
+	struct ctrl_tuning_curves *next;
 };
-
-static struct curve_memo *curve_memos;
 
 /* Reports still on their way when a job ends: a curve is kept this long
  * after its job's end, and read afresh until then. */
 #define CURVE_SETTLE_MS 5000
 
-static void curve_memo_clear(struct curve_memo *m)
+static void curve_memo_clear(struct ctrl_tuning_curves *m)
 {
 	size_t i;
 
@@ -379,26 +382,27 @@ static void curve_memo_clear(struct curve_memo *m)
 	m->uid = NULL;
 }
 
-static void curve_memo_free(struct curve_memo *m)
+static void curve_memo_free(struct ctrl_tuning_curves *m)
 {
 	curve_memo_clear(m);
 	free(m->tuning);
 	free(m);
 }
 
-static struct curve_memo *curve_memo_of(const struct db_tuning *t)
+static struct ctrl_tuning_curves *curve_memo_of(struct ctrl_ctx *ctx,
+						const struct db_tuning *t)
 {
 	const char *uid = t->uid ? t->uid : "";
-	struct curve_memo *m;
+	struct ctrl_tuning_curves *m;
 
-	for (m = curve_memos; m; m = m->next)
+	for (m = ctx->tuning.curves; m; m = m->next)
 		if (!strcmp(m->tuning, t->name))
 			break;
 	if (!m) {
 		m = xcalloc(1, sizeof(*m));
 		m->tuning = xstrdup(t->name);
-		m->next = curve_memos;
-		curve_memos = m;
+		m->next = ctx->tuning.curves;
+		ctx->tuning.curves = m;
 	}
 	if (!m->uid || strcmp(m->uid, uid)) {
 		curve_memo_clear(m);
@@ -408,12 +412,13 @@ static struct curve_memo *curve_memo_of(const struct db_tuning *t)
 }
 
 /* Drops the curves of tuning jobs not among the n active ones. */
-static void curve_memo_prune(char *const *active, size_t n)
+static void curve_memo_prune(struct ctrl_ctx *ctx, char *const *active,
+			     size_t n)
 {
-	struct curve_memo **p = &curve_memos;
+	struct ctrl_tuning_curves **p = &ctx->tuning.curves;
 
 	while (*p) {
-		struct curve_memo *m = *p;
+		struct ctrl_tuning_curves *m = *p;
 		size_t i;
 
 		for (i = 0; i < n && strcmp(active[i], m->tuning); i++)
@@ -437,7 +442,7 @@ static const double *curve_of(struct ctrl_ctx *ctx,
 			      const struct ctrl_tuning_kid *kd, int64_t now,
 			      size_t *n, int *owned)
 {
-	struct curve_memo *m = curve_memo_of(&j->t);
+	struct ctrl_tuning_curves *m = curve_memo_of(ctx, &j->t);
 	size_t at = kd->c->idx >= 0 ? (size_t)kd->c->idx : 0;
 	double *y;
 
@@ -678,7 +683,7 @@ void ctrl_tuning_tick(struct ctrl_ctx *ctx)
 	char **names = NULL;
 	size_t n = 0, i;
 
-	if (!atomic_exchange(&tuning_wake, 0) && now < next_tick_ms)
+	if (!atomic_exchange(&tuning_wake, 0) && now < ctx->tuning.next_tick_ms)
 		return;
 	if (db_tuning_active(ctx->db, &names, &n, &err)) {
 		log_error("cannot read tuning jobs: %s", err.data);
@@ -686,10 +691,15 @@ void ctrl_tuning_tick(struct ctrl_ctx *ctx)
 	}
 	for (i = 0; i < n; i++)
 		step(ctx, names[i], now);
-	curve_memo_prune(names, n);
+	curve_memo_prune(ctx, names, n);
 	for (i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
-	next_tick_ms = now + (n ? TICK_MS : 1000);
+	ctx->tuning.next_tick_ms = now + (n ? TICK_MS : 1000);
 	buf_release(&err);
+}
+
+void ctrl_tuning_release(struct ctrl_ctx *ctx)
+{
+	curve_memo_prune(ctx, NULL, 0);
 }
