@@ -532,12 +532,14 @@ static int page_start(const char *token, size_t n, size_t *start,
 	return 0;
 }
 
-/* qsort with a context: the sort key and direction of a list. */
+/*
+ * The sort key and direction of a list. qsort has no context argument, so
+ * each item points at it.
+ */
 struct sort_ctx {
 	const char *by;
 	int ascending;
 };
-static _Thread_local const struct sort_ctx *sort_by;
 
 static int cmp_i64(int64_t a, int64_t b)
 {
@@ -557,13 +559,14 @@ static int contains_nocase(const char *s, const char *part)
 
 struct tuning_item {
 	struct db_tuning *t;
-	char *json;
+	const struct sort_ctx *sc;
 };
 
 static int cmp_tuning(const void *pa, const void *pb)
 {
 	const struct db_tuning *a = ((const struct tuning_item *)pa)->t;
 	const struct db_tuning *b = ((const struct tuning_item *)pb)->t;
+	const struct sort_ctx *sort_by = ((const struct tuning_item *)pa)->sc;
 	int c;
 
 	if (!strcmp(sort_by->by, "Status"))
@@ -610,13 +613,12 @@ static int tuning_list_items(struct ctrl_ctx *ctx,
 		    (r->modified_before &&
 		     t->last_modified_ms >= r->modified_before))
 			continue;
-		(*items)[(*n)++].t = t;
+		(*items)[*n].t = t;
+		(*items)[(*n)++].sc = &sc;
 	}
 	sc.by = r->sort_by ? r->sort_by : "Name";
 	sc.ascending = r->ascending;
-	sort_by = &sc;
 	qsort(*items, *n, sizeof(**items), cmp_tuning);
-	sort_by = NULL;
 	return 0;
 }
 
@@ -755,12 +757,16 @@ int ctrl_tuning_page_job(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	return ret;
 }
 
+struct kid_item {
+	const struct ctrl_tuning_kid *kd;
+	const struct sort_ctx *sc;
+};
+
 static int cmp_kid(const void *pa, const void *pb)
 {
-	const struct ctrl_tuning_kid *a =
-		*(const struct ctrl_tuning_kid *const *)pa;
-	const struct ctrl_tuning_kid *b =
-		*(const struct ctrl_tuning_kid *const *)pb;
+	const struct ctrl_tuning_kid *a = ((const struct kid_item *)pa)->kd;
+	const struct ctrl_tuning_kid *b = ((const struct kid_item *)pb)->kd;
+	const struct sort_ctx *sort_by = ((const struct kid_item *)pa)->sc;
 	int c;
 
 	if (!strcmp(sort_by->by, "Status"))
@@ -786,7 +792,7 @@ void ctrl_op_tuning_children(struct ctrl_ctx *ctx,
 	struct buf err = BUF_INIT;
 	struct buf out = BUF_INIT;
 	struct ctrl_tuning_job j;
-	const struct ctrl_tuning_kid **pick = NULL;
+	struct kid_item *pick = NULL;
 	char **jsons = NULL;
 	size_t n = 0, start = 0, end = 0, i;
 	struct sort_ctx sc;
@@ -812,13 +818,12 @@ void ctrl_op_tuning_children(struct ctrl_ctx *ctx,
 		    !strcmp(r.sort_by, "FinalObjectiveMetricValue") &&
 		    !kd->succeeded)
 			continue;
-		pick[n++] = kd;
+		pick[n].kd = kd;
+		pick[n++].sc = &sc;
 	}
 	sc.by = r.sort_by ? r.sort_by : "Name";
 	sc.ascending = r.ascending;
-	sort_by = &sc;
 	qsort(pick, n, sizeof(*pick), cmp_kid);
-	sort_by = NULL;
 	ret = page_start(r.next_token, n, &start, &err);
 	if (!ret) {
 		end = start + (size_t)r.max_results;
@@ -828,7 +833,7 @@ void ctrl_op_tuning_children(struct ctrl_ctx *ctx,
 		for (i = start; i < end && !ret; i++) {
 			struct buf one = BUF_INIT;
 
-			ret = child_json(&j, pick[i], &one);
+			ret = child_json(&j, pick[i].kd, &one);
 			jsons[i - start] = buf_detach(&one, NULL);
 		}
 		snprintf(next, sizeof(next), "%zu", end);
