@@ -7,6 +7,12 @@
  * A tuning job keeps no state outside the store: each step reads the
  * job, its training jobs and their metrics, and asks the optimizer
  * (tuner/tuner.h) again, so that a restart simply looks again.
+ *
+ * This header is the face of controller/tuning/: ops.c answers the
+ * operations and the status page, step.c runs the reconciler's step,
+ * plan.c makes its decisions as pure functions (tests/controller/
+ * test_tuning_plan.c), and job.c loads a tuning job with its training
+ * jobs for both.
  */
 #include <stddef.h>
 
