@@ -53,7 +53,7 @@ stor_SRC := $(wildcard storage/*.c)
 s3d_SRC := $(wildcard storage/s3d/*.c)
 agent_SRC := $(filter-out agent/main.c,$(wildcard agent/*.c))
 ctrl_SRC := $(filter-out controller/main.c,$(wildcard controller/*.c)) \
-	$(wildcard controller/obs/*.c)
+	$(wildcard controller/*/*.c)
 cli_SRC := $(wildcard cli/*.c)
 tuner_SRC := $(wildcard tuner/*.c)
 
@@ -279,7 +279,7 @@ fuzz-run: $(FUZZ_BIN)
 	./scripts/fuzz-run.sh $(FUZZ_BIN)
 
 SRC_ALL = $(wildcard common/*.[ch] api/*.[ch] db/*.[ch] controller/*.[ch] \
-	controller/obs/*.[ch] \
+	controller/*/*.[ch] \
 	cli/*.[ch] agent/*.[ch] trainer/*.[ch] storage/*.[ch] storage/s3d/*.[ch] \
 	tests/*/*.[ch] \
 	tuner/*.[ch] tuner/driver/*.[ch] \

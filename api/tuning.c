@@ -1,8 +1,8 @@
 /*
  * Hyperparameter tuning jobs on the wire (api/tuning.h). The model checks
  * types and bounds; this file adds SageMaker's rules for ranges,
- * strategies and definitions, refuses what the controller cannot honour,
- * and builds the answers.
+ * strategies and definitions, and refuses what the controller cannot
+ * honour. The answers are built in api/tuning_answer.c.
  */
 #include <errno.h>
 #include <math.h>
@@ -416,6 +416,46 @@ static int has_metric(const json_t *def, const char *metric)
 	return 0;
 }
 
+/*
+ * Hyperband's MaxResource for definition d: HyperbandStrategyConfig's, or
+ * an epochs value among the definition's StaticHyperParameters.
+ */
+static int parse_hb_max(const json_t *cfg, const json_t *stat,
+			const char *where, const struct api_tuning_spec *s,
+			struct api_tuning_def *d, struct buf *err)
+{
+	const json_t *hb =
+		json_object_get(json_object_get(cfg, "StrategyConfig"),
+				"HyperbandStrategyConfig");
+	const json_t *mx = json_object_get(hb, "MaxResource");
+	char num[32];
+	size_t i;
+
+	d->hb_max = mx ? (double)json_integer_value(mx) : 0;
+	for (i = 0; !mx && i < sizeof(epoch_keys) / sizeof(*epoch_keys); i++) {
+		const char *v =
+			json_string_value(json_object_get(stat, epoch_keys[i]));
+		double e;
+
+		if (v && !parse_integer(v, &e) && e >= 1)
+			d->hb_max = e;
+	}
+	if (d->hb_max < 1)
+		return fail(err,
+			    "Strategy Hyperband needs "
+			    "HyperbandStrategyConfig.MaxResource, or "
+			    "an epochs value in %s.StaticHyperParameters",
+			    where);
+	if (s->hb_min > d->hb_max) {
+		snprintf(num, sizeof(num), "%g", d->hb_max);
+		return fail(err,
+			    "HyperbandStrategyConfig.MinResource "
+			    "must not exceed MaxResource (%s)",
+			    num);
+	}
+	return 0;
+}
+
 static int parse_def(const json_t *def, const json_t *cfg, const char *where,
 		     struct api_tuning_spec *s, struct api_tuning_def *d,
 		     struct buf *err)
@@ -478,63 +518,40 @@ static int parse_def(const json_t *def, const json_t *cfg, const char *where,
 					    "CategoricalParameterRanges; "
 					    "'%s' is not categorical",
 					    d->ranges[i].name);
-	if (s->strategy == TUNE_HYPERBAND) {
-		const json_t *hb =
-			json_object_get(json_object_get(cfg, "StrategyConfig"),
-					"HyperbandStrategyConfig");
-		const json_t *mx = json_object_get(hb, "MaxResource");
-		char num[32];
-
-		d->hb_max = mx ? (double)json_integer_value(mx) : 0;
-		for (i = 0; !mx && i < sizeof(epoch_keys) / sizeof(*epoch_keys);
-		     i++) {
-			const char *v = json_string_value(
-				json_object_get(stat, epoch_keys[i]));
-			double e;
-
-			if (v && !parse_integer(v, &e) && e >= 1)
-				d->hb_max = e;
-		}
-		if (d->hb_max < 1)
-			return fail(
-				err,
-				"Strategy Hyperband needs "
-				"HyperbandStrategyConfig.MaxResource, or "
-				"an epochs value in %s.StaticHyperParameters",
-				where);
-		if (s->hb_min > d->hb_max) {
-			snprintf(num, sizeof(num), "%g", d->hb_max);
-			return fail(err,
-				    "HyperbandStrategyConfig.MinResource "
-				    "must not exceed MaxResource (%s)",
-				    num);
-		}
-	}
+	if (s->strategy == TUNE_HYPERBAND)
+		return parse_hb_max(cfg, stat, where, s, d, err);
 	return 0;
 }
 
-static int parse_config(const json_t *cfg, struct api_tuning_spec *s,
-			struct buf *err)
+/* Strategy: the enum and the name Describe and List give back. */
+static void parse_strategy(const char *strat, struct api_tuning_spec *s)
 {
-	const char *strat = json_string_value(json_object_get(cfg, "Strategy"));
-	const json_t *lim = json_object_get(cfg, "ResourceLimits");
-	const json_t *es = json_object_get(cfg, "TrainingJobEarlyStoppingType");
-	const json_t *crit =
-		json_object_get(cfg, "TuningJobCompletionCriteria");
-	const json_t *hb =
-		json_object_get(json_object_get(cfg, "StrategyConfig"),
-				"HyperbandStrategyConfig");
-	const json_t *v;
+	static const struct {
+		const char *name;
+		enum tune_strategy strategy;
+	} strategies[] = {
+		{ "Random", TUNE_RANDOM },
+		{ "Grid", TUNE_GRID },
+		{ "Bayesian", TUNE_BAYESIAN },
+	};
+	size_t i;
 
-	s->strategy_name = !strcmp(strat, "Random")   ? "Random" :
-			   !strcmp(strat, "Grid")     ? "Grid" :
-			   !strcmp(strat, "Bayesian") ? "Bayesian" :
-							"Hyperband";
-	s->strategy = !strcmp(strat, "Random")	 ? TUNE_RANDOM :
-		      !strcmp(strat, "Grid")	 ? TUNE_GRID :
-		      !strcmp(strat, "Bayesian") ? TUNE_BAYESIAN :
-						   TUNE_HYPERBAND;
-	v = json_object_get(lim, "MaxNumberOfTrainingJobs");
+	/* The model allows these four; anything else reads as Hyperband. */
+	s->strategy_name = "Hyperband";
+	s->strategy = TUNE_HYPERBAND;
+	for (i = 0; i < sizeof(strategies) / sizeof(*strategies); i++)
+		if (!strcmp(strat, strategies[i].name)) {
+			s->strategy_name = strategies[i].name;
+			s->strategy = strategies[i].strategy;
+		}
+}
+
+/* ResourceLimits. */
+static int parse_limits(const json_t *lim, const char *strat,
+			struct api_tuning_spec *s, struct buf *err)
+{
+	const json_t *v = json_object_get(lim, "MaxNumberOfTrainingJobs");
+
 	s->max_jobs = v ? (int)json_integer_value(v) : 0;
 	if (!v && s->strategy != TUNE_GRID)
 		return fail(err,
@@ -553,6 +570,19 @@ static int parse_config(const json_t *cfg, struct api_tuning_spec *s,
 			    "at most 100");
 	v = json_object_get(lim, "MaxRuntimeInSeconds");
 	s->max_runtime_s = v ? json_integer_value(v) : 0;
+	return 0;
+}
+
+/* TrainingJobEarlyStoppingType and HyperbandStrategyConfig. */
+static int parse_stopping(const json_t *cfg, const char *strat,
+			  struct api_tuning_spec *s, struct buf *err)
+{
+	const json_t *es = json_object_get(cfg, "TrainingJobEarlyStoppingType");
+	const json_t *hb =
+		json_object_get(json_object_get(cfg, "StrategyConfig"),
+				"HyperbandStrategyConfig");
+	const json_t *v;
+
 	s->early_stopping = es && !strcmp(json_string_value(es), "Auto");
 	if (hb && s->strategy != TUNE_HYPERBAND)
 		return fail(err,
@@ -567,7 +597,15 @@ static int parse_config(const json_t *cfg, struct api_tuning_spec *s,
 				 "supported with Strategy Grid");
 	v = json_object_get(hb, "MinResource");
 	s->hb_min = v ? (double)json_integer_value(v) : 1;
-	v = json_object_get(crit, "TargetObjectiveMetricValue");
+	return 0;
+}
+
+/* TuningJobCompletionCriteria. */
+static int parse_criteria(const json_t *crit, struct api_tuning_spec *s,
+			  struct buf *err)
+{
+	const json_t *v = json_object_get(crit, "TargetObjectiveMetricValue");
+
 	if (v) {
 		s->has_target = 1;
 		s->target = json_number_value(v);
@@ -583,6 +621,27 @@ static int parse_config(const json_t *cfg, struct api_tuning_spec *s,
 		return fail(err, "TuningJobCompletionCriteria is not supported "
 				 "with Strategy Grid, which runs every "
 				 "combination");
+	return 0;
+}
+
+static int parse_config(const json_t *cfg, struct api_tuning_spec *s,
+			struct buf *err)
+{
+	const char *strat = json_string_value(json_object_get(cfg, "Strategy"));
+	const json_t *v;
+	int ret;
+
+	parse_strategy(strat, s);
+	ret = parse_limits(json_object_get(cfg, "ResourceLimits"), strat, s,
+			   err);
+	if (!ret)
+		ret = parse_stopping(cfg, strat, s, err);
+	if (!ret)
+		ret = parse_criteria(
+			json_object_get(cfg, "TuningJobCompletionCriteria"), s,
+			err);
+	if (ret)
+		return ret;
 	v = json_object_get(cfg, "RandomSeed");
 	if (v) {
 		s->has_seed = 1;
@@ -626,6 +685,110 @@ static void inject_objective(json_t *root)
 	}
 }
 
+/* The config's HyperParameterTuningJobObjective, when it has one. */
+static void parse_objective(const json_t *cfg, struct api_tuning_spec *s)
+{
+	const json_t *obj =
+		json_object_get(cfg, "HyperParameterTuningJobObjective");
+
+	s->metric = obj ? xstrdup(json_string_value(
+				  json_object_get(obj, "MetricName"))) :
+			  NULL;
+	if (s->metric)
+		s->maximize =
+			!strcmp(json_string_value(json_object_get(obj, "Type")),
+				"Maximize");
+}
+
+/* Definition i of TrainingJobDefinition (one) or ...Definitions (many). */
+static int parse_def_at(const json_t *root, size_t i, struct api_tuning_spec *s,
+			struct buf *err)
+{
+	const json_t *cfg =
+		json_object_get(root, "HyperParameterTuningJobConfig");
+	const json_t *one = json_object_get(root, "TrainingJobDefinition");
+	const json_t *many = json_object_get(root, "TrainingJobDefinitions");
+	const json_t *def = one ? one : json_array_get(many, i);
+	char where[64];
+	size_t k;
+	int ret;
+
+	if (one)
+		snprintf(where, sizeof(where), "TrainingJobDefinition");
+	else
+		snprintf(where, sizeof(where), "TrainingJobDefinitions[%zu]",
+			 i);
+	if (many && !json_object_get(def, "DefinitionName"))
+		return fail(err, "%s: DefinitionName is required", where);
+	if (many && json_object_get(cfg, "ParameterRanges"))
+		return fail(err, "With TrainingJobDefinitions, give "
+				 "each definition's HyperParameterRanges, "
+				 "not HyperParameterTuningJobConfig."
+				 "ParameterRanges");
+	ret = parse_def(def, cfg, where, s, &s->defs[i], err);
+	if (ret)
+		return ret;
+	for (k = 0; k < i; k++)
+		if (s->defs[k].name &&
+		    !strcmp(s->defs[k].name, s->defs[i].name))
+			return fail(err, "DefinitionName '%s' is given twice",
+				    s->defs[i].name);
+	if (s->metric && strcmp(s->defs[i].metric, s->metric) &&
+	    !json_object_get(def, "TuningObjective"))
+		return fail(err, "internal: objective mismatch");
+	return 0;
+}
+
+/* WarmStartConfig, when given: its type and its parents' names. */
+static int parse_warm(const json_t *warm, struct api_tuning_spec *s,
+		      struct buf *err)
+{
+	const json_t *ps =
+		json_object_get(warm, "ParentHyperParameterTuningJobs");
+	size_t i;
+
+	if (!warm)
+		return 0;
+	s->warm = !strcmp(json_string_value(
+				  json_object_get(warm, "WarmStartType")),
+			  "TransferLearning") ?
+			  API_WARM_TRANSFER :
+			  API_WARM_IDENTICAL;
+	s->n_parents = json_array_size(ps);
+	s->parents = xcalloc(s->n_parents + 1, sizeof(*s->parents));
+	for (i = 0; i < s->n_parents; i++) {
+		const char *p = json_string_value(json_object_get(
+			json_array_get(ps, i), "HyperParameterTuningJobName"));
+
+		if (!p)
+			return fail(err, "WarmStartConfig."
+					 "ParentHyperParameterTuningJobs[]"
+					 ": HyperParameterTuningJobName is "
+					 "required");
+		if (!strcmp(p, s->name))
+			return fail(err,
+				    "WarmStartConfig: a tuning job "
+				    "cannot be its own parent (%s)",
+				    p);
+		s->parents[i] = xstrdup(p);
+	}
+	return 0;
+}
+
+/* What Describe echoes: the request without its Tags (compact). */
+static int echo_request(const json_t *root, struct api_tuning_spec *s)
+{
+	json_t *echo = json_deep_copy(root);
+	struct buf out = BUF_INIT;
+	int ret;
+
+	json_object_del(echo, "Tags");
+	ret = api__json_dump_to(echo, &out);
+	s->request_json = buf_detach(&out, NULL);
+	json_decref(echo);
+	return ret;
+}
+
 static int parse_root(json_t *root, int stored, struct api_tuning_spec *s,
 		      struct buf *err)
 {
@@ -633,9 +796,7 @@ static int parse_root(json_t *root, int stored, struct api_tuning_spec *s,
 		json_object_get(root, "HyperParameterTuningJobConfig");
 	const json_t *one = json_object_get(root, "TrainingJobDefinition");
 	const json_t *many = json_object_get(root, "TrainingJobDefinitions");
-	const json_t *warm = json_object_get(root, "WarmStartConfig");
-	json_t *echo;
-	size_t i, k;
+	size_t i;
 	int ret;
 
 	s->name = xstrdup(json_string_value(
@@ -651,104 +812,24 @@ static int parse_root(json_t *root, int stored, struct api_tuning_spec *s,
 		return fail(err,
 			    "Give exactly one of TrainingJobDefinition and "
 			    "TrainingJobDefinitions");
-	s->metric = json_object_get(cfg, "HyperParameterTuningJobObjective") ?
-			    xstrdup(json_string_value(json_object_get(
-				    json_object_get(
-					    cfg,
-					    "HyperParameterTuningJobObjective"),
-				    "MetricName"))) :
-			    NULL;
-	if (s->metric)
-		s->maximize = !strcmp(
-			json_string_value(json_object_get(
-				json_object_get(
-					cfg, "HyperParameterTuningJobObjective"),
-				"Type")),
-			"Maximize");
+	parse_objective(cfg, s);
 	inject_objective(root);
 	s->n_defs = one ? 1 : json_array_size(many);
 	s->defs = xcalloc(s->n_defs, sizeof(*s->defs));
-	for (i = 0; i < s->n_defs; i++) {
-		char where[64];
-		const json_t *def = one ? one : json_array_get(many, i);
-
-		if (one)
-			snprintf(where, sizeof(where), "TrainingJobDefinition");
-		else
-			snprintf(where, sizeof(where),
-				 "TrainingJobDefinitions[%zu]", i);
-		if (many && !json_object_get(def, "DefinitionName"))
-			return fail(err, "%s: DefinitionName is required",
-				    where);
-		if (many && json_object_get(cfg, "ParameterRanges"))
-			return fail(err,
-				    "With TrainingJobDefinitions, give "
-				    "each definition's HyperParameterRanges, "
-				    "not HyperParameterTuningJobConfig."
-				    "ParameterRanges");
-		ret = parse_def(def, cfg, where, s, &s->defs[i], err);
-		if (ret)
-			return ret;
-		for (k = 0; k < i; k++)
-			if (s->defs[k].name &&
-			    !strcmp(s->defs[k].name, s->defs[i].name))
-				return fail(err,
-					    "DefinitionName '%s' is given "
-					    "twice",
-					    s->defs[i].name);
-		if (s->metric && strcmp(s->defs[i].metric, s->metric) &&
-		    !json_object_get(def, "TuningObjective"))
-			return fail(err, "internal: objective mismatch");
-	}
+	for (i = 0; i < s->n_defs && !ret; i++)
+		ret = parse_def_at(root, i, s, err);
+	if (ret)
+		return ret;
 	if (s->strategy == TUNE_GRID && s->n_defs > 1)
 		return fail(err,
 			    "Strategy Grid takes one TrainingJobDefinition");
-	if (warm) {
-		const json_t *ps =
-			json_object_get(warm, "ParentHyperParameterTuningJobs");
-
-		s->warm = !strcmp(json_string_value(json_object_get(
-					  warm, "WarmStartType")),
-				  "TransferLearning") ?
-				  API_WARM_TRANSFER :
-				  API_WARM_IDENTICAL;
-		s->n_parents = json_array_size(ps);
-		s->parents = xcalloc(s->n_parents + 1, sizeof(*s->parents));
-		for (i = 0; i < s->n_parents; i++) {
-			const char *p = json_string_value(
-				json_object_get(json_array_get(ps, i),
-						"HyperParameterTuningJobName"));
-
-			if (!p)
-				return fail(err,
-					    "WarmStartConfig."
-					    "ParentHyperParameterTuningJobs[]"
-					    ": HyperParameterTuningJobName is "
-					    "required");
-			if (!strcmp(p, s->name))
-				return fail(err,
-					    "WarmStartConfig: a tuning job "
-					    "cannot be its own parent (%s)",
-					    p);
-			s->parents[i] = xstrdup(p);
-		}
-	}
-	if (!stored) {
+	ret = parse_warm(json_object_get(root, "WarmStartConfig"), s, err);
+	if (!ret && !stored)
 		ret = api__tags_from_json(json_object_get(root, "Tags"),
 					  &s->tags, &s->n_tags, err);
-		if (ret)
-			return ret;
-	}
-	echo = json_deep_copy(root);
-	json_object_del(echo, "Tags");
-	{
-		struct buf out = BUF_INIT;
-
-		ret = api__json_dump_to(echo, &out);
-		s->request_json = buf_detach(&out, NULL);
-	}
-	json_decref(echo);
-	return ret;
+	if (ret)
+		return ret;
+	return echo_request(root, s);
 }
 
 static int parse(const char *json, size_t len, int stored,
@@ -882,378 +963,4 @@ int api_tuning_point(const struct api_tuning_def *d, char *const *names,
 			return ERR_INVALID;
 	}
 	return 0;
-}
-
-/* Members of a definition that CreateTrainingJob takes as they are. */
-static const char *const child_members[] = {
-	"RoleArn",
-	"InputDataConfig",
-	"VpcConfig",
-	"OutputDataConfig",
-	"ResourceConfig",
-	"StoppingCondition",
-	"EnableNetworkIsolation",
-	"EnableInterContainerTrafficEncryption",
-	"EnableManagedSpotTraining",
-	"CheckpointConfig",
-	"RetryStrategy",
-	"Environment",
-};
-
-/*
- * The ResourceConfig a definition's HyperParameterTuningResourceConfig
- * stands for (a new reference), or NULL when it has none.
- */
-static json_t *resource_config_of(const json_t *def)
-{
-	static const char *const keep[] = { "InstanceType", "InstanceCount",
-					    "VolumeSizeInGB",
-					    "VolumeKmsKeyId" };
-	const json_t *v =
-		json_object_get(def, "HyperParameterTuningResourceConfig");
-	const json_t *one =
-		json_array_get(json_object_get(v, "InstanceConfigs"), 0);
-	json_t *rc;
-	size_t i;
-
-	if (!v)
-		return NULL;
-	rc = json_object();
-	for (i = 0; i < sizeof(keep) / sizeof(*keep); i++) {
-		json_t *m = json_object_get(one ? one : v, keep[i]);
-
-		if (!m)
-			m = json_object_get(v, keep[i]);
-		if (m)
-			json_object_set(rc, keep[i], m);
-	}
-	return rc;
-}
-
-int api_tuning_child_body(const struct api_tuning_spec *s,
-			  const struct api_tuning_def *d, const char *job_name,
-			  char *const *values, struct buf *out)
-{
-	json_t *def = json_loads(d->json, 0, NULL);
-	json_t *root = json_object();
-	json_t *alg = json_object();
-	json_t *hp = json_object();
-	const json_t *dalg = json_object_get(def, "AlgorithmSpecification");
-	const char *key;
-	json_t *v;
-	size_t i;
-	int ret;
-
-	if (!def) {
-		json_decref(root);
-		json_decref(alg);
-		json_decref(hp);
-		return ERR_INVALID;
-	}
-	json_object_set_new(root, "TrainingJobName", json_string(job_name));
-	json_object_foreach((json_t *)dalg, key, v)
-	{
-		json_object_set(alg, key, v);
-	}
-	json_object_set_new(root, "AlgorithmSpecification", alg);
-	json_object_foreach(json_object_get(def, "StaticHyperParameters"), key,
-			    v)
-	{
-		json_object_set(hp, key, v);
-	}
-	for (i = 0; i < d->n_ranges; i++)
-		json_object_set_new(hp, d->ranges[i].name,
-				    json_string(values[i]));
-	json_object_set_new(root, "HyperParameters", hp);
-	for (i = 0; i < sizeof(child_members) / sizeof(*child_members); i++) {
-		v = json_object_get(def, child_members[i]);
-		if (v)
-			json_object_set(root, child_members[i], v);
-	}
-	v = resource_config_of(def);
-	if (v)
-		json_object_set_new(root, "ResourceConfig", v);
-	if (s->n_tags) {
-		json_t *tags = json_array();
-
-		for (i = 0; i < s->n_tags; i++)
-			json_array_append_new(tags,
-					      json_pack("{s:s,s:s}", "Key",
-							s->tags[i].key, "Value",
-							s->tags[i].value));
-		json_object_set_new(root, "Tags", tags);
-	}
-	ret = api__json_dump_to(root, out);
-	json_decref(root);
-	json_decref(def);
-	return ret;
-}
-
-int api_request_add_string(const char *request_json, const char *key,
-			   const char *value, char **out)
-{
-	json_t *root = json_loads(request_json, 0, NULL);
-	struct buf b = BUF_INIT;
-	int ret;
-
-	*out = NULL;
-	if (!json_is_object(root)) {
-		json_decref(root);
-		return ERR_INVALID;
-	}
-	json_object_set_new(root, key, json_string(value));
-	ret = api__json_dump_to(root, &b);
-	json_decref(root);
-	if (ret) {
-		buf_release(&b);
-		return ret;
-	}
-	*out = buf_detach(&b, NULL);
-	return 0;
-}
-
-static void set_str(json_t *o, const char *k, const char *v)
-{
-	if (v)
-		json_object_set_new(o, k, json_string(v));
-}
-
-static void set_time(json_t *o, const char *k, int64_t ms)
-{
-	if (ms)
-		json_object_set_new(o, k, api__json_time(ms));
-}
-
-static json_t *child_json(const struct api_tuning_child *c)
-{
-	json_t *o = json_object();
-	json_t *hp = json_object();
-	size_t i;
-
-	set_str(o, "TrainingJobDefinitionName", c->def_name);
-	set_str(o, "TrainingJobName", c->name);
-	set_str(o, "TrainingJobArn", c->arn);
-	set_str(o, "TuningJobName", c->tuning_name);
-	set_time(o, "CreationTime", c->creation_ms);
-	set_time(o, "TrainingStartTime", c->start_ms);
-	set_time(o, "TrainingEndTime", c->end_ms);
-	set_str(o, "TrainingJobStatus", c->status);
-	for (i = 0; i < c->n_hp; i++)
-		json_object_set_new(hp, c->hp_names[i],
-				    json_string(c->hp_values[i]));
-	json_object_set_new(o, "TunedHyperParameters", hp);
-	set_str(o, "FailureReason", c->failure_reason);
-	if (c->has_objective)
-		json_object_set_new(
-			o, "FinalHyperParameterTuningJobObjectiveMetric",
-			json_pack("{s:s,s:s,s:f}", "Type",
-				  c->maximize ? "Maximize" : "Minimize",
-				  "MetricName", c->metric, "Value",
-				  c->objective));
-	set_str(o, "ObjectiveStatus", c->objective_status);
-	return o;
-}
-
-int api_tuning_child_json(const struct api_tuning_child *c, struct buf *out)
-{
-	json_t *o = child_json(c);
-	int ret = api__json_dump_to(o, out);
-
-	json_decref(o);
-	return ret;
-}
-
-static json_t *counters(const struct api_tuning_record *r)
-{
-	return json_pack("{s:i,s:i,s:i,s:i,s:i}", "Completed", r->counters[0],
-			 "InProgress", r->counters[1], "RetryableError",
-			 r->counters[2], "NonRetryableError", r->counters[3],
-			 "Stopped", r->counters[4]);
-}
-
-static json_t *objectives(const struct api_tuning_record *r)
-{
-	return json_pack("{s:i,s:i,s:i}", "Succeeded", r->objectives[0],
-			 "Pending", r->objectives[1], "Failed",
-			 r->objectives[2]);
-}
-
-int api_tuning_describe_response(const struct api_tuning_record *r,
-				 struct buf *out)
-{
-	json_t *req = json_loads(r->request_json, 0, NULL);
-	json_t *o = json_object();
-	json_t *details;
-	int ret;
-
-	set_str(o, "HyperParameterTuningJobName", r->name);
-	set_str(o, "HyperParameterTuningJobArn", r->arn);
-	if (req) {
-		static const char *const echoed[] = {
-			"HyperParameterTuningJobConfig",
-			"TrainingJobDefinition",
-			"TrainingJobDefinitions",
-			"WarmStartConfig",
-		};
-		size_t i;
-
-		json_t *defs = json_object_get(req, "TrainingJobDefinitions");
-		json_t *rc;
-
-		/* The ResourceConfig a HyperParameterTuningResourceConfig
-		 * stands for, as the SDK's HyperparameterTuner.attach reads
-		 * it. */
-		rc = resource_config_of(
-			json_object_get(req, "TrainingJobDefinition"));
-		if (rc)
-			json_object_set_new(
-				json_object_get(req, "TrainingJobDefinition"),
-				"ResourceConfig", rc);
-		for (i = 0; i < json_array_size(defs); i++) {
-			rc = resource_config_of(json_array_get(defs, i));
-			if (rc)
-				json_object_set_new(json_array_get(defs, i),
-						    "ResourceConfig", rc);
-		}
-		for (i = 0; i < sizeof(echoed) / sizeof(*echoed); i++) {
-			json_t *v = json_object_get(req, echoed[i]);
-
-			if (v)
-				json_object_set(o, echoed[i], v);
-		}
-	}
-	set_str(o, "HyperParameterTuningJobStatus", r->status);
-	set_time(o, "CreationTime", r->creation_ms);
-	set_time(o, "HyperParameterTuningEndTime", r->end_ms);
-	set_time(o, "LastModifiedTime", r->last_modified_ms);
-	json_object_set_new(o, "TrainingJobStatusCounters", counters(r));
-	json_object_set_new(o, "ObjectiveStatusCounters", objectives(r));
-	if (r->best)
-		json_object_set_new(o, "BestTrainingJob", child_json(r->best));
-	if (r->overall_best)
-		json_object_set_new(o, "OverallBestTrainingJob",
-				    child_json(r->overall_best));
-	set_str(o, "FailureReason", r->failure_reason);
-	details = json_object();
-	json_object_set_new(details,
-			    "NumberOfTrainingJobsObjectiveNotImproving",
-			    json_integer(r->not_improving));
-	set_time(details, "ConvergenceDetectedTime", r->convergence_ms);
-	json_object_set_new(o, "TuningJobCompletionDetails", details);
-	json_object_set_new(o, "ConsumedResources",
-			    json_pack("{s:I}", "RuntimeInSeconds",
-				      (json_int_t)r->consumed_s));
-	ret = api__json_dump_to(o, out);
-	json_decref(o);
-	json_decref(req);
-	return ret;
-}
-
-int api_tuning_summary_json(const struct api_tuning_record *r, struct buf *out)
-{
-	json_t *o = json_object();
-	json_t *req = json_loads(r->request_json, 0, NULL);
-	json_t *lim = json_object_get(
-		json_object_get(req, "HyperParameterTuningJobConfig"),
-		"ResourceLimits");
-	int ret;
-
-	set_str(o, "HyperParameterTuningJobName", r->name);
-	set_str(o, "HyperParameterTuningJobArn", r->arn);
-	set_str(o, "HyperParameterTuningJobStatus", r->status);
-	set_str(o, "Strategy", r->spec ? r->spec->strategy_name : NULL);
-	set_time(o, "CreationTime", r->creation_ms);
-	set_time(o, "HyperParameterTuningEndTime", r->end_ms);
-	set_time(o, "LastModifiedTime", r->last_modified_ms);
-	json_object_set_new(o, "TrainingJobStatusCounters", counters(r));
-	json_object_set_new(o, "ObjectiveStatusCounters", objectives(r));
-	if (lim)
-		json_object_set(o, "ResourceLimits", lim);
-	ret = api__json_dump_to(o, out);
-	json_decref(o);
-	json_decref(req);
-	return ret;
-}
-
-int api_tuning_list_json(const char *member, char *const *items, size_t n,
-			 const char *next_token, struct buf *out)
-{
-	size_t i;
-	int ret;
-
-	ret = buf_addf(out, "{\"%s\":[", member);
-	for (i = 0; i < n && !ret; i++) {
-		if (i)
-			ret = buf_addch(out, ',');
-		if (!ret)
-			ret = buf_adds(out, items[i]);
-	}
-	if (!ret)
-		ret = buf_addch(out, ']');
-	/* Tokens are decimal offsets: nothing to escape. */
-	if (!ret && next_token)
-		ret = buf_addf(out, ",\"NextToken\":\"%s\"", next_token);
-	if (!ret)
-		ret = buf_addch(out, '}');
-	return ret;
-}
-
-static char *dup_member(const json_t *o, const char *k)
-{
-	const char *s = json_string_value(json_object_get(o, k));
-
-	return s ? xstrdup(s) : NULL;
-}
-
-int api_tuning_list_parse(const char *json, size_t len, int children,
-			  struct api_tuning_list_request *r, struct buf *err)
-{
-	json_t *root;
-	const char *order;
-	int ret;
-
-	memset(r, 0, sizeof(*r));
-	ret = api__json_load_object(json, len, &root, err);
-	if (ret)
-		return ret;
-	ret = api_validate(
-		children ? "ListTrainingJobsForHyperParameterTuningJobRequest" :
-			   "ListHyperParameterTuningJobsRequest",
-		root, err);
-	if (ret)
-		goto out;
-	r->name = dup_member(root, "HyperParameterTuningJobName");
-	r->max_results = json_object_get(root, "MaxResults") ?
-				 (int)json_integer_value(
-					 json_object_get(root, "MaxResults")) :
-				 (children ? 10 : 10);
-	r->next_token = dup_member(root, "NextToken");
-	r->sort_by = dup_member(root, "SortBy");
-	order = json_string_value(json_object_get(root, "SortOrder"));
-	r->ascending = !order || strcmp(order, "Descending");
-	r->name_contains = dup_member(root, "NameContains");
-	r->status = dup_member(root, "StatusEquals");
-	r->created_after =
-		api__json_time_ms(json_object_get(root, "CreationTimeAfter"));
-	r->created_before =
-		api__json_time_ms(json_object_get(root, "CreationTimeBefore"));
-	r->modified_after = api__json_time_ms(
-		json_object_get(root, "LastModifiedTimeAfter"));
-	r->modified_before = api__json_time_ms(
-		json_object_get(root, "LastModifiedTimeBefore"));
-out:
-	json_decref(root);
-	if (ret)
-		api_tuning_list_release(r);
-	return ret;
-}
-
-void api_tuning_list_release(struct api_tuning_list_request *r)
-{
-	free(r->name);
-	free(r->next_token);
-	free(r->sort_by);
-	free(r->name_contains);
-	free(r->status);
-	memset(r, 0, sizeof(*r));
 }

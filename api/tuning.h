@@ -12,7 +12,7 @@
 
 #include "api/job_spec.h"
 #include "common/buf.h"
-#include "tuner/tuner.h"
+#include "common/tune_space.h"
 
 /* One tuned hyperparameter: the optimizer's view plus the wire's. */
 struct api_tuning_range {
@@ -125,6 +125,22 @@ struct api_tuning_child {
 	const char *objective_status; /* Succeeded, Pending or Failed */
 };
 
+/* TrainingJobStatusCounters: a tuning job's training jobs by status. */
+struct api_tuning_job_counts {
+	int completed;
+	int in_progress;
+	int retryable_error;
+	int non_retryable_error;
+	int stopped;
+};
+
+/* ObjectiveStatusCounters: its training jobs by objective status. */
+struct api_tuning_objective_counts {
+	int succeeded;
+	int pending;
+	int failed;
+};
+
 /* A tuning job as the controller knows it. */
 struct api_tuning_record {
 	const char *name;
@@ -136,9 +152,8 @@ struct api_tuning_record {
 	int64_t creation_ms;
 	int64_t last_modified_ms;
 	int64_t end_ms;
-	/* Completed, InProgress, RetryableError, NonRetryableError, Stopped */
-	int counters[5];
-	int objectives[3]; /* Succeeded, Pending, Failed */
+	struct api_tuning_job_counts jobs; /* TrainingJobStatusCounters */
+	struct api_tuning_objective_counts objectives;
 	const struct api_tuning_child *best;
 	const struct api_tuning_child *overall_best;
 	int not_improving; /* jobs since the best improved */

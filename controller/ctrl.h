@@ -116,6 +116,18 @@ struct ctrl_host;
 struct ctrl_waiter;
 struct ctrl_jobrt;
 struct ctrl_rdzv;
+struct ctrl_tuning_curves;
+
+/*
+ * The tuning step's state (controller/tuning/step.c), the reconciler
+ * thread's only; freed by ctrl_tuning_release().
+ */
+struct ctrl_tuning {
+	int64_t next_tick_ms; /* the step runs again by then at the latest */
+	/* The objective curves of ended training jobs, by tuning job. */
+	struct ctrl_tuning_curves *curves;
+	int crash_rows; /* rows recorded, for TRAINCTLD_CRASH_POINT */
+};
 
 /* Everything the controller owns; passed first to every function. */
 /*
@@ -207,6 +219,8 @@ struct ctrl_ctx {
 	/* Per-job runtime caches (controller/jobrt.c), under jobs_lock. */
 	pthread_mutex_t jobs_lock;
 	struct ctrl_jobrt *jobs;
+
+	struct ctrl_tuning tuning; /* controller/tuning.h */
 };
 
 /*

@@ -6,6 +6,7 @@
 #include "controller/hosts.h"
 #include "controller/jobrt.h"
 #include "controller/rendezvous.h"
+#include "controller/tuning.h"
 #include "common/bug.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
@@ -50,6 +51,7 @@ void ctrl_ctx_release(struct ctrl_ctx *ctx)
 	ctrl_jobrt_release_all(ctx);
 	ctrl_hosts_release(ctx);
 	ctrl_rdzv_release(ctx);
+	ctrl_tuning_release(ctx);
 	dcache_free(ctx->dcache);
 	ctx->dcache = NULL;
 	api_credentials_release(&ctx->creds);

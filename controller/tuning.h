@@ -7,6 +7,12 @@
  * A tuning job keeps no state outside the store: each step reads the
  * job, its training jobs and their metrics, and asks the optimizer
  * (tuner/tuner.h) again, so that a restart simply looks again.
+ *
+ * This header is the face of controller/tuning/: ops.c answers the
+ * operations and the status page, step.c runs the reconciler's step,
+ * plan.c makes its decisions as pure functions (tests/controller/
+ * test_tuning_plan.c), and job.c loads a tuning job with its training
+ * jobs for both.
  */
 #include <stddef.h>
 
@@ -58,5 +64,8 @@ void ctrl_tuning_wake(struct ctrl_ctx *ctx);
 
 /* A training job changed: the next pass runs the step (no wake-up). */
 void ctrl_tuning_note_change(void);
+
+/* Frees what the step keeps in ctx->tuning (ctrl_ctx_release()). */
+void ctrl_tuning_release(struct ctrl_ctx *ctx);
 
 #endif

@@ -215,13 +215,6 @@ size_t tune_grid_size(const struct tune_space *space)
 	return n;
 }
 
-enum tune_scale tune_scale_auto(const struct tune_param *p)
-{
-	if (p->kind != TUNE_CATEGORICAL && p->min > 0 && p->max >= 100 * p->min)
-		return TUNE_SCALE_LOG;
-	return TUNE_SCALE_LINEAR;
-}
-
 static int check_param(const struct tune_param *p, size_t i, struct buf *err)
 {
 	const char *name = p->name ? p->name : "";

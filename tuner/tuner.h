@@ -7,37 +7,15 @@
  * the controller keeps no optimizer state of its own and rebuilds every
  * decision from the store after a restart.
  *
- * Points are one double per parameter: the value for continuous and
- * integer parameters (integers are whole), the index of the value for
- * categorical ones. Objectives are oriented "lower is better": the caller
- * negates a Maximize objective.
+ * Points and spaces are those of common/tune_space.h. Objectives are
+ * oriented "lower is better": the caller negates a Maximize objective.
  */
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "common/buf.h"
-
-enum tune_kind { TUNE_CONTINUOUS, TUNE_INTEGER, TUNE_CATEGORICAL };
-
-/* ScalingType; Auto is resolved by the caller (tune_scale_auto()). */
-enum tune_scale { TUNE_SCALE_LINEAR, TUNE_SCALE_LOG, TUNE_SCALE_REVLOG };
-
-struct tune_param {
-	const char *name;
-	enum tune_kind kind;
-	enum tune_scale scale;
-	double min; /* continuous and integer: inclusive bounds */
-	double max;
-	size_t n_values; /* categorical: indexes 0 .. n_values - 1 */
-};
-
-struct tune_space {
-	const struct tune_param *params;
-	size_t n;
-};
-
-enum tune_strategy { TUNE_RANDOM, TUNE_GRID, TUNE_BAYESIAN, TUNE_HYPERBAND };
+#include "common/tune_space.h"
 
 /* A finished evaluation. */
 struct tune_obs {
@@ -68,10 +46,6 @@ int tune_suggest(const struct tune_request *rq, double *x, struct buf *err);
 
 /* How many points Grid has (the product of the categorical counts). */
 size_t tune_grid_size(const struct tune_space *space);
-
-/* Auto: Logarithmic for a positive range spanning 100x or more, else
- * Linear (categorical: Linear). */
-enum tune_scale tune_scale_auto(const struct tune_param *p);
 
 /* The objective reports of one training job so far, in report order:
  * y[i] is the value after report i + 1 (lower is better). */
