@@ -143,7 +143,7 @@ static void object_uri(const struct stor_uri *u, const char *key,
  * ManifestFile's in its order. sizes[i] is -1 when not listed.
  */
 static int pipe_objects(struct stor *st, const struct api_assignment *s,
-			const struct api_channel *c, struct agent_strv *uris,
+			const struct api_channel *c, struct strvec *uris,
 			int64_t **sizes, struct buf *err)
 {
 	struct stor_list l = STOR_LIST_INIT;
@@ -182,7 +182,7 @@ static int pipe_objects(struct stor *st, const struct api_assignment *s,
 			if (ret)
 				goto out;
 			(*sizes)[uris->n] = -1;
-			agent_strv_push(uris, uri.data);
+			strvec_push(uris, uri.data);
 		}
 		goto out;
 	}
@@ -195,7 +195,7 @@ static int pipe_objects(struct stor *st, const struct api_assignment *s,
 		buf_reset(&uri);
 		object_uri(&u, l.v[i].key, &uri);
 		(*sizes)[uris->n] = l.v[i].size;
-		agent_strv_push(uris, uri.data);
+		strvec_push(uris, uri.data);
 	}
 	stor_uri_release(&u);
 out:
@@ -246,7 +246,7 @@ int agent_pipe_stage(struct stor *st, const struct api_assignment *s,
 		     const struct api_channel *c, const char *dir, int fd,
 		     struct buf *err)
 {
-	struct agent_strv uris = AGENT_STRV_INIT;
+	struct strvec uris = STRVEC_INIT;
 	int64_t *sizes = NULL, bytes = 0;
 	size_t *pick = NULL, i, m = 0;
 	int ret = 0;
@@ -299,7 +299,7 @@ int agent_pipe_stage(struct stor *st, const struct api_assignment *s,
 			       c->shuffle ? ", shuffled" : "");
 	free(pick);
 	free(sizes);
-	agent_strv_release(&uris);
+	strvec_release(&uris);
 	return ret;
 }
 
@@ -476,7 +476,7 @@ static int channel_main(struct pipe_job *pj, const struct api_channel *c,
 	const struct api_assignment *s = &pj->a->spec;
 	struct stor_config cfg;
 	struct stor *st = NULL;
-	struct agent_strv uris = AGENT_STRV_INIT;
+	struct strvec uris = STRVEC_INIT;
 	struct buf err = BUF_INIT;
 	struct pipe_writer w;
 	int64_t *sizes = NULL;
@@ -522,7 +522,7 @@ static int channel_main(struct pipe_job *pj, const struct api_channel *c,
 		       c->name, epoch, err.len ? err.data : err_str(ret));
 	free(pick);
 	free(sizes);
-	agent_strv_release(&uris);
+	strvec_release(&uris);
 	if (st)
 		stor_close(st);
 	stor_config_release(&cfg);

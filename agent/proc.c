@@ -35,26 +35,7 @@
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
-void agent_strv_push(struct agent_strv *s, const char *str)
-{
-	ALLOC_GROW(s->v, s->n + 2, s->alloc);
-	s->v[s->n++] = xstrdup(str);
-	s->v[s->n] = NULL;
-}
-
-void agent_strv_pushf(struct agent_strv *s, const char *fmt, ...)
-{
-	struct buf b = BUF_INIT;
-	va_list ap;
-
-	va_start(ap, fmt);
-	(void)buf_vaddf(&b, fmt, ap);
-	va_end(ap);
-	agent_strv_push(s, b.data);
-	buf_release(&b);
-}
-
-static char **env_find(const struct agent_strv *env, const char *name)
+static char **env_find(const struct strvec *env, const char *name)
 {
 	size_t len = strlen(name);
 	size_t i;
@@ -65,13 +46,13 @@ static char **env_find(const struct agent_strv *env, const char *name)
 	return NULL;
 }
 
-void agent_env_set(struct agent_strv *env, const char *name, const char *value)
+void agent_env_set(struct strvec *env, const char *name, const char *value)
 {
 	char **slot = env_find(env, name);
 	struct buf b = BUF_INIT;
 
 	if (!slot) {
-		agent_strv_pushf(env, "%s=%s", name, value);
+		strvec_pushf(env, "%s=%s", name, value);
 		return;
 	}
 	(void)buf_addf(&b, "%s=%s", name, value);
@@ -79,23 +60,11 @@ void agent_env_set(struct agent_strv *env, const char *name, const char *value)
 	*slot = buf_detach(&b, NULL);
 }
 
-const char *agent_env_get(const struct agent_strv *env, const char *name)
+const char *agent_env_get(const struct strvec *env, const char *name)
 {
 	char **slot = env_find(env, name);
 
 	return slot ? *slot + strlen(name) + 1 : NULL;
-}
-
-void agent_strv_release(struct agent_strv *s)
-{
-	size_t i;
-
-	for (i = 0; i < s->n; i++)
-		free(s->v[i]);
-	free(s->v);
-	s->v = NULL;
-	s->n = 0;
-	s->alloc = 0;
 }
 
 void agent_proc_init(struct agent_proc *p)
@@ -106,7 +75,7 @@ void agent_proc_init(struct agent_proc *p)
 	p->err_fd = -1;
 }
 
-char *agent_proc_which(const char *name, const struct agent_strv *env)
+char *agent_proc_which(const char *name, const struct strvec *env)
 {
 	const char *path = agent_env_get(env, "PATH");
 	struct buf b = BUF_INIT;
@@ -405,7 +374,7 @@ static void kill_container(const char *pidfile)
 }
 
 /* Runs argv (absolute argv[0]) with a bare PATH; a minute at most. */
-static void run_cleanup(const struct agent_strv *argv)
+static void run_cleanup(const struct strvec *argv)
 {
 	char *env[] = { (char *)"PATH=/usr/local/sbin:/usr/local/bin:"
 				"/usr/sbin:/usr/bin:/sbin:/bin",
@@ -586,7 +555,7 @@ int agent_proc_start(struct agent_proc *p, struct buf *err)
 		return ERR_INVALID;
 	}
 	if (!p->env.v)
-		agent_strv_push(&p->env, "PATH=/usr/bin:/bin");
+		strvec_push(&p->env, "PATH=/usr/bin:/bin");
 	file = agent_proc_which(p->args.v[0], &p->env);
 	if (!file)
 		file = xstrdup(p->args.v[0]); /* exec reports ENOENT */
@@ -819,8 +788,8 @@ void agent_proc_release(struct agent_proc *p)
 {
 	close_fd(&p->out_fd);
 	close_fd(&p->err_fd);
-	agent_strv_release(&p->args);
-	agent_strv_release(&p->env);
+	strvec_release(&p->args);
+	strvec_release(&p->env);
 	FREE_AND_NULL(p->cwd);
 	FREE_AND_NULL(p->bind_dir);
 	FREE_AND_NULL(p->out_fifo);
@@ -828,7 +797,7 @@ void agent_proc_release(struct agent_proc *p)
 	FREE_AND_NULL(p->exit_file);
 	FREE_AND_NULL(p->container_pidfile);
 	FREE_AND_NULL(p->cgroup_procs);
-	agent_strv_release(&p->cleanup);
+	strvec_release(&p->cleanup);
 }
 
 int agent_proc_can_bind(struct buf *why)
@@ -847,8 +816,8 @@ int agent_proc_can_bind(struct buf *why)
 		return 0;
 	}
 	agent_proc_init(&p);
-	agent_strv_push(&p.args, "/bin/true");
-	agent_strv_push(&p.env, "PATH=/usr/bin:/bin");
+	strvec_push(&p.args, "/bin/true");
+	strvec_push(&p.env, "PATH=/usr/bin:/bin");
 	p.bind_dir = xstrdup(tmpl);
 	if (agent_proc_start(&p, &err)) {
 		(void)buf_addf(why, "%s", err.data);
