@@ -99,7 +99,7 @@ static int give_to_user(const char *dir, const struct api_assignment *spec,
 	size_t i, n = strlen(dir);
 	int ret = 0;
 
-	for (i = 0; i < sizeof(mine) / sizeof(mine[0]) && !ret; i++) {
+	for (i = 0; i < ARRAY_SIZE(mine) && !ret; i++) {
 		buf_reset(&path);
 		(void)buf_addf(&path, "%s/%s", dir, mine[i]);
 		ret = agent_ident_chown_tree(path.data, id, 0700, err);
@@ -144,7 +144,7 @@ int agent_jobdir_create(const char *dir, const struct api_assignment *spec,
 	size_t i;
 	int ret = 0;
 
-	for (i = 0; i < sizeof(tree) / sizeof(tree[0]) && !ret; i++) {
+	for (i = 0; i < ARRAY_SIZE(tree) && !ret; i++) {
 		buf_reset(&path);
 		(void)buf_addf(&path, "%s/%s", dir, tree[i]);
 		if (fs_mkdir_p(path.data, 0755, NULL)) {

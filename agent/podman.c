@@ -433,7 +433,7 @@ static int host_only(const char *entry)
 					     "LANG=" };
 	size_t i;
 
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(names); i++)
 		if (!strncmp(entry, names[i], strlen(names[i])))
 			return 1;
 	return 0;

@@ -292,7 +292,7 @@ static void keeper_signals(void)
 	size_t i;
 
 	child_reset_signals();
-	for (i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(ignored); i++)
 		(void)signal(ignored[i], SIG_IGN);
 }
 
