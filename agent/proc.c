@@ -168,7 +168,7 @@ static _Noreturn void child_fail(int status_fd, int step, int err,
 	_exit(127);
 }
 
-static void child_reset_signals(void)
+void agent_proc_reset_signals(int ignore_sigpipe)
 {
 	struct sigaction sa;
 	sigset_t none;
@@ -178,6 +178,10 @@ static void child_reset_signals(void)
 	sa.sa_handler = SIG_DFL;
 	for (sig = 1; sig < NSIG; sig++)
 		(void)sigaction(sig, &sa, NULL);
+	if (ignore_sigpipe) {
+		sa.sa_handler = SIG_IGN;
+		(void)sigaction(SIGPIPE, &sa, NULL);
+	}
 	sigemptyset(&none);
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 }
@@ -237,7 +241,7 @@ static _Noreturn void child_run(struct agent_proc *p, const char *file,
 {
 	int devnull, fd;
 
-	child_reset_signals();
+	agent_proc_reset_signals(0);
 	/* Fds 3 and 4 are for the named pipes' read ends (keep_reader). */
 	if (status_fd < 5) {
 		fd = fcntl(status_fd, F_DUPFD_CLOEXEC, 5);
@@ -291,7 +295,7 @@ static void keeper_signals(void)
 				       SIGTTOU, SIGTSTP };
 	size_t i;
 
-	child_reset_signals();
+	agent_proc_reset_signals(0);
 	for (i = 0; i < ARRAY_SIZE(ignored); i++)
 		(void)signal(ignored[i], SIG_IGN);
 }

@@ -163,6 +163,13 @@ void agent_proc_release(struct agent_proc *p);
 int agent_proc_can_bind(struct buf *why);
 
 /*
+ * In a new child: every signal back to its default disposition and none
+ * blocked; with ignore_sigpipe, SIGPIPE ignored (writes to a closed pipe
+ * or socket fail instead).
+ */
+void agent_proc_reset_signals(int ignore_sigpipe);
+
+/*
  * Searches name in the PATH of env (or /usr/bin:/bin) when it holds no
  * slash. Returns a new string (yours to free) with the path of an
  * executable file, or NULL.

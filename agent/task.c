@@ -43,23 +43,6 @@ void agent_task_init(struct agent_task *t)
 	agent_lines_init(&t->lines, 0);
 }
 
-static void reset_signals(void)
-{
-	struct sigaction sa;
-	sigset_t none;
-	int sig;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	for (sig = 1; sig < NSIG; sig++)
-		(void)sigaction(sig, &sa, NULL);
-	/* Writes to a closed socket must fail, not kill the worker. */
-	sa.sa_handler = SIG_IGN;
-	(void)sigaction(SIGPIPE, &sa, NULL);
-	sigemptyset(&none);
-	(void)sigprocmask(SIG_SETMASK, &none, NULL);
-}
-
 int agent_task_start(struct agent_task *t, agent_task_fn *fn, void *arg,
 		     const struct agent_ident *id, struct buf *err)
 {
@@ -86,7 +69,8 @@ int agent_task_start(struct agent_task *t, agent_task_fn *fn, void *arg,
 		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(1);
-		reset_signals();
+		/* Writes to a closed socket must fail, not kill the worker. */
+		agent_proc_reset_signals(1);
 		if (p[1] != REPORT_FD) {
 			if (dup2(p[1], REPORT_FD) < 0)
 				_exit(1);
