@@ -606,19 +606,19 @@ void agent_assign_log(struct agent_ctx *ctx, const struct agent_assign *a,
 		      int rank, int is_stderr, const char *text, size_t len);
 
 /* supervise.c: output, exits, workers' reports, adoption */
-void agent_assign_on_output(struct agent_ctx *ctx, struct agent_assign *a,
-			    size_t rank, int is_stderr);
-void agent_assign_on_pidfd(struct agent_ctx *ctx, struct agent_assign *a,
-			   size_t rank);
-void agent_assign_on_task(struct agent_ctx *ctx, struct agent_assign *a);
+void agent_sup_on_output(struct agent_ctx *ctx, struct agent_assign *a,
+			 size_t rank, int is_stderr);
+void agent_sup_on_pidfd(struct agent_ctx *ctx, struct agent_assign *a,
+			size_t rank);
+void agent_sup_on_task(struct agent_ctx *ctx, struct agent_assign *a);
 /* Files of the checkpoint folder completed: mirror them soon. */
 void agent_assign_on_watch(struct agent_ctx *ctx, struct agent_assign *a);
 /* Watches the checkpoint folder of a running assignment (launch, adoption). */
 void agent_assign_watch_checkpoints(struct agent_assign *a);
 /* Reaps every ended child (SIGCHLD arrived). */
-void agent_assign_reap(struct agent_ctx *ctx);
+void agent_sup_reap(struct agent_ctx *ctx);
 /* Finds the assignments of a previous agent in the work directory. */
-void agent_assign_adopt_all(struct agent_ctx *ctx);
+void agent_sup_adopt_all(struct agent_ctx *ctx);
 
 /* assign.c: resolves a->ident from spec.run_as once. 0 or ERR_INVALID. */
 int agent_assign_ident(struct agent_assign *a, struct buf *err);

@@ -205,16 +205,16 @@ static void dispatch(struct agent_ctx *ctx, int64_t now)
 					 ctx->pfds[i].revents);
 			break;
 		case AGENT_POLL_OUT:
-			agent_assign_on_output(ctx, ref->a, ref->rank, 0);
+			agent_sup_on_output(ctx, ref->a, ref->rank, 0);
 			break;
 		case AGENT_POLL_ERR:
-			agent_assign_on_output(ctx, ref->a, ref->rank, 1);
+			agent_sup_on_output(ctx, ref->a, ref->rank, 1);
 			break;
 		case AGENT_POLL_PIDFD:
-			agent_assign_on_pidfd(ctx, ref->a, ref->rank);
+			agent_sup_on_pidfd(ctx, ref->a, ref->rank);
 			break;
 		case AGENT_POLL_TASK:
-			agent_assign_on_task(ctx, ref->a);
+			agent_sup_on_task(ctx, ref->a);
 			break;
 		case AGENT_POLL_WATCH:
 			agent_assign_on_watch(ctx, ref->a);
@@ -230,7 +230,7 @@ static void dispatch(struct agent_ctx *ctx, int64_t now)
 	agent_http_timeout(ctx);
 	if (ctx->got_sigchld) {
 		ctx->got_sigchld = 0;
-		agent_assign_reap(ctx);
+		agent_sup_reap(ctx);
 	}
 }
 
@@ -271,7 +271,7 @@ int agent_run(struct agent_ctx *ctx)
 		buf_release(&err);
 		return ERR_IO;
 	}
-	agent_assign_adopt_all(ctx);
+	agent_sup_adopt_all(ctx);
 	while (!ctx->exit_now) {
 		now = time_mono_ms();
 		/*

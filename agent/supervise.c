@@ -93,8 +93,8 @@ static void read_pipe(struct agent_ctx *ctx, struct agent_assign *a,
 	*fd = -1;
 }
 
-void agent_assign_on_output(struct agent_ctx *ctx, struct agent_assign *a,
-			    size_t rank, int is_stderr)
+void agent_sup_on_output(struct agent_ctx *ctx, struct agent_assign *a,
+			 size_t rank, int is_stderr)
 {
 	if (rank < a->n_ranks)
 		read_pipe(ctx, a, &a->ranks[rank], is_stderr, 0);
@@ -187,8 +187,8 @@ static void adopted_ended(struct agent_ctx *ctx, struct agent_assign *a,
 	agent_assign_mark(ctx, a);
 }
 
-void agent_assign_on_pidfd(struct agent_ctx *ctx, struct agent_assign *a,
-			   size_t rank)
+void agent_sup_on_pidfd(struct agent_ctx *ctx, struct agent_assign *a,
+			size_t rank)
 {
 	if (rank < a->n_ranks && !a->ranks[rank].proc.exited)
 		adopted_ended(ctx, a, &a->ranks[rank], 1);
@@ -228,7 +228,7 @@ static void on_task_line(void *arg, const char *line, size_t len)
 	}
 }
 
-void agent_assign_on_task(struct agent_ctx *ctx, struct agent_assign *a)
+void agent_sup_on_task(struct agent_ctx *ctx, struct agent_assign *a)
 {
 	struct task_line tl = { ctx, a };
 	int ret;
@@ -242,7 +242,7 @@ void agent_assign_on_task(struct agent_ctx *ctx, struct agent_assign *a)
 	}
 }
 
-void agent_assign_reap(struct agent_ctx *ctx)
+void agent_sup_reap(struct agent_ctx *ctx)
 {
 	struct agent_assign *a;
 	siginfo_t si;
@@ -277,7 +277,7 @@ void agent_assign_reap(struct agent_ctx *ctx)
 			if (!found && a->task.pid == si.si_pid &&
 			    !a->task.reaped) {
 				(void)agent_task_reap(&a->task);
-				agent_assign_on_task(ctx, a);
+				agent_sup_on_task(ctx, a);
 				found = 1;
 			}
 			if (!found && a->pipe.pid == si.si_pid &&
@@ -505,7 +505,7 @@ static void adopt_one(struct agent_ctx *ctx, const char *dir,
 	agent_assign_mark(ctx, a);
 }
 
-void agent_assign_adopt_all(struct agent_ctx *ctx)
+void agent_sup_adopt_all(struct agent_ctx *ctx)
 {
 	agent_jobdir_scan(ctx, adopt_one);
 }
