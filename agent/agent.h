@@ -95,6 +95,9 @@ struct agent_ident {
 /* Looks up user on this host (NULL: *id unset). 0 or ERR_INVALID. */
 int agent_ident_lookup(const char *user, struct agent_ident *id,
 		       struct buf *err);
+/* Looks user up once: nothing to do when *id is set or user is NULL. */
+int agent_ident_resolve(struct agent_ident *id, const char *user,
+			struct buf *err);
 /* In a child: becomes id for good. 0, or -1 with errno. */
 int agent_ident_become(const struct agent_ident *id);
 /* Gives path and everything under it (symlinks not followed) to id;
@@ -619,9 +622,6 @@ void agent_assign_watch_checkpoints(struct agent_assign *a);
 void agent_sup_reap(struct agent_ctx *ctx);
 /* Finds the assignments of a previous agent in the work directory. */
 void agent_sup_adopt_all(struct agent_ctx *ctx);
-
-/* assign.c: resolves a->ident from spec.run_as once. 0 or ERR_INVALID. */
-int agent_assign_ident(struct agent_assign *a, struct buf *err);
 
 /* jobdir.c */
 /* <work>/jobs/<job>[.<uid>]/<attempt>/<algo> */

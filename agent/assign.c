@@ -256,13 +256,6 @@ static void signal_ranks(struct agent_assign *a, int sig)
 			(void)agent_proc_signal(&a->ranks[i].proc, sig);
 }
 
-int agent_assign_ident(struct agent_assign *a, struct buf *err)
-{
-	if (a->ident.set || !a->spec.run_as)
-		return 0;
-	return agent_ident_lookup(a->spec.run_as, &a->ident, err);
-}
-
 static void prepare(struct agent_ctx *ctx, struct agent_assign *a)
 {
 	struct buf dir = BUF_INIT;
@@ -273,7 +266,7 @@ static void prepare(struct agent_ctx *ctx, struct agent_assign *a)
 				      a->algo, &dir, &err))
 			goto fail;
 		a->dir = buf_detach(&dir, NULL);
-		if (agent_assign_ident(a, &err) ||
+		if (agent_ident_resolve(&a->ident, a->spec.run_as, &err) ||
 		    agent_jobdir_create(a->dir, &a->spec, &a->ident, &err))
 			goto fail;
 		agent_assign_mark(ctx, a);

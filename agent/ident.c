@@ -105,3 +105,11 @@ int agent_ident_chown_tree(const char *path, const struct agent_ident *id,
 	}
 	return 0;
 }
+
+int agent_ident_resolve(struct agent_ident *id, const char *user,
+			struct buf *err)
+{
+	if (id->set || !user)
+		return 0;
+	return agent_ident_lookup(user, id, err);
+}

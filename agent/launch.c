@@ -672,7 +672,7 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 	if (s->launch_mode == API_LAUNCH_SCRIPT)
 		for (i = 0; user_args && user_args[i]; i++)
 			strvec_push(&prog, user_args[i]);
-	ret = agent_assign_ident(a, err);
+	ret = agent_ident_resolve(&a->ident, a->spec.run_as, err);
 	if (ret)
 		goto out;
 	base_env(&env, python, code.data, &a->ident);

@@ -568,7 +568,7 @@ int agent_pipe_start(struct agent_ctx *ctx, struct agent_assign *a,
 
 	if (!a->have_spec || !agent_assign_has_pipes(&a->spec))
 		return 0;
-	ret = agent_assign_ident(a, err);
+	ret = agent_ident_resolve(&a->ident, a->spec.run_as, err);
 	if (!ret)
 		ret = agent_task_start(&a->pipe, pipe_main, &pj, &a->ident,
 				       err);

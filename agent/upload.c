@@ -195,7 +195,7 @@ static int start_worker(struct agent_ctx *ctx, struct agent_assign *a, int pack,
 
 	a->task_ok = 0;
 	FREE_AND_NULL(a->task_error);
-	ret = agent_assign_ident(a, err);
+	ret = agent_ident_resolve(&a->ident, a->spec.run_as, err);
 	if (!ret)
 		ret = agent_task_start(&a->task, pack_main, &pj, &a->ident,
 				       err);
