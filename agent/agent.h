@@ -625,7 +625,7 @@ void agent_sup_adopt_all(struct agent_ctx *ctx);
 
 /* jobdir.c */
 /* <work>/jobs/<job>[.<uid>]/<attempt>/<algo> */
-int agent_jobdir_path(struct agent_ctx *ctx, const char *job, const char *uid,
+int agent_jobdir_path(const char *work_dir, const char *job, const char *uid,
 		      int attempt, const char *algo, struct buf *out,
 		      struct buf *err);
 /* Makes the /opt/ml tree; with id set, gives the job's part of it to id. */
@@ -633,15 +633,17 @@ int agent_jobdir_create(const char *dir, const struct api_assignment *spec,
 			const struct agent_ident *id, struct buf *err);
 /* <dir>/.trainagent/scratch/<name>: archives the job's workers make. */
 char *agent_jobdir_scratch(const char *dir, const char *name);
-int agent_jobdir_save_state(struct agent_ctx *ctx, const struct agent_assign *a,
+/* Writes st (one assignment's report) to <dir>/state.json. */
+int agent_jobdir_save_state(const char *dir, const struct api_status *st,
 			    struct buf *err);
 char *agent_jobdir_read_failure(const char *dir);
-int agent_jobdir_remove(struct agent_ctx *ctx, const char *dir);
+int agent_jobdir_remove(const char *work_dir, const char *dir);
 /* --keep-jobs: renames state.json so the next agent does not adopt it. */
 void agent_jobdir_retire(const char *dir);
-typedef void agent_state_fn(struct agent_ctx *ctx, const char *dir,
+/* Calls fn(data, ...) with the state.json of every job folder. */
+typedef void agent_state_fn(void *data, const char *dir,
 			    const struct api_report *r);
-void agent_jobdir_scan(struct agent_ctx *ctx, agent_state_fn *fn);
+void agent_jobdir_scan(const char *work_dir, agent_state_fn *fn, void *data);
 /* The host path of the checkpoint folder (mapped from /opt/ml/...). */
 char *agent_jobdir_checkpoint_path(const char *dir, const char *local_path);
 

@@ -262,8 +262,8 @@ static void prepare(struct agent_ctx *ctx, struct agent_assign *a)
 	struct buf err = BUF_INIT;
 
 	if (!a->dir) {
-		if (agent_jobdir_path(ctx, a->job, a->job_uid, a->attempt,
-				      a->algo, &dir, &err))
+		if (agent_jobdir_path(ctx->cfg.work_dir, a->job, a->job_uid,
+				      a->attempt, a->algo, &dir, &err))
 			goto fail;
 		a->dir = buf_detach(&dir, NULL);
 		if (agent_ident_resolve(&a->ident, a->spec.run_as, &err) ||
@@ -713,6 +713,26 @@ static void apply_work(struct agent_ctx *ctx)
 	free(w);
 }
 
+/* Writes a's state.json (nothing before it has a folder). */
+static int save_state(struct agent_ctx *ctx, const struct agent_assign *a,
+		      struct buf *err)
+{
+	struct api_status st;
+	struct api_report r;
+	int ret;
+
+	if (!a->dir)
+		return 0;
+	agent_assign_report(a, &r);
+	memset(&st, 0, sizeof(st));
+	st.boot_id = ctx->boot_id;
+	st.items = &r;
+	st.n = 1;
+	ret = agent_jobdir_save_state(a->dir, &st, err);
+	agent_report_clear(&r);
+	return ret;
+}
+
 void agent_reconcile(struct agent_ctx *ctx)
 {
 	struct agent_assign *a, *next;
@@ -726,7 +746,7 @@ void agent_reconcile(struct agent_ctx *ctx)
 		if (a->changed) {
 			a->changed = 0;
 			buf_reset(&err);
-			if (agent_jobdir_save_state(ctx, a, &err))
+			if (save_state(ctx, a, &err))
 				log_warn("%s/%d/%s: cannot save state: %s",
 					 a->job, a->attempt, a->algo, err.data);
 		}
@@ -739,7 +759,8 @@ void agent_reconcile(struct agent_ctx *ctx)
 			log_info("%s/%d/%s: forgotten", a->job, a->attempt,
 				 a->algo);
 			if (a->dir && !ctx->cfg.keep_jobs)
-				(void)agent_jobdir_remove(ctx, a->dir);
+				(void)agent_jobdir_remove(ctx->cfg.work_dir,
+							  a->dir);
 			else if (a->dir)
 				agent_jobdir_retire(a->dir);
 			agent_assign_free(ctx, a);

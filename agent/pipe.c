@@ -42,11 +42,6 @@
 /* A stream's reader went away: this epoch ends early. */
 #define PIPE_EPIPE 1
 
-int agent_channel_is_pipe(const struct api_channel *c)
-{
-	return c->input_mode && !strcmp(c->input_mode, "Pipe");
-}
-
 int agent_assign_has_pipes(const struct api_assignment *s)
 {
 	size_t i;

@@ -417,9 +417,9 @@ static void reopen_output(struct agent_rank *k, const char *dir)
 	free(path);
 }
 
-static void adopt_one(struct agent_ctx *ctx, const char *dir,
-		      const struct api_report *r)
+static void adopt_one(void *data, const char *dir, const struct api_report *r)
 {
+	struct agent_ctx *ctx = data;
 	struct agent_assign *a;
 	struct agent_rank *k;
 	pid_t keeper;
@@ -507,5 +507,5 @@ static void adopt_one(struct agent_ctx *ctx, const char *dir,
 
 void agent_sup_adopt_all(struct agent_ctx *ctx)
 {
-	agent_jobdir_scan(ctx, adopt_one);
+	agent_jobdir_scan(ctx->cfg.work_dir, adopt_one, ctx);
 }
