@@ -557,6 +557,50 @@ static void step_running(struct agent_ctx *ctx, struct agent_assign *a,
 	}
 }
 
+/* An artifact PUT ended (http.c calls this). */
+static void on_put_done(struct agent_ctx *ctx, struct agent_req *req)
+{
+	struct agent_assign *a = req->data;
+	struct buf msg = BUF_INIT;
+	enum agent_put_result r;
+	int lost;
+
+	r = agent_upload_put_done(a, req, &lost, &msg);
+	if (lost)
+		agent_session_lost(ctx, "artifact upload", req);
+	switch (r) {
+	case AGENT_PUT_UPLOADED:
+		agent_assign_mark(ctx, a);
+		break;
+	case AGENT_PUT_FAILED:
+		agent_assign_set_error(ctx, a, msg.data);
+		break;
+	case AGENT_PUT_RETRY:
+		log_warn("%s/%d/%s: %s", a->job, a->attempt, a->algo, msg.data);
+		break;
+	}
+	buf_release(&msg);
+}
+
+/* Packing and uploading, one step further. */
+static void upload_step(struct agent_ctx *ctx, struct agent_assign *a,
+			int64_t now)
+{
+	struct buf err = BUF_INIT;
+
+	switch (agent_upload_step(ctx, a, now, on_put_done, &err)) {
+	case AGENT_UPLOAD_WAIT:
+		break;
+	case AGENT_UPLOAD_FAILED:
+		agent_assign_set_error(ctx, a, err.data);
+		break;
+	case AGENT_UPLOAD_DONE:
+		agent_assign_set_phase(ctx, a, API_PHASE_DONE);
+		break;
+	}
+	buf_release(&err);
+}
+
 static void step_exited(struct agent_ctx *ctx, struct agent_assign *a,
 			int64_t now)
 {
@@ -573,7 +617,7 @@ static void step_exited(struct agent_ctx *ctx, struct agent_assign *a,
 	    (a->action == API_ACTION_RUN && ranks_succeeded(a))) {
 		agent_assign_set_phase(ctx, a, API_PHASE_UPLOADING);
 		a->up_step = AGENT_UP_NONE;
-		agent_upload_step(ctx, a, now);
+		upload_step(ctx, a, now);
 	}
 }
 
@@ -591,7 +635,7 @@ static void step_uploading(struct agent_ctx *ctx, struct agent_assign *a,
 		agent_assign_set_phase(ctx, a, API_PHASE_DONE);
 		return;
 	}
-	agent_upload_step(ctx, a, now);
+	upload_step(ctx, a, now);
 }
 
 /* Nothing of a is running and nothing will run. */
