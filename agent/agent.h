@@ -614,6 +614,8 @@ void agent_sup_on_output(struct agent_ctx *ctx, struct agent_assign *a,
 void agent_sup_on_pidfd(struct agent_ctx *ctx, struct agent_assign *a,
 			size_t rank);
 void agent_sup_on_task(struct agent_ctx *ctx, struct agent_assign *a);
+/* The Pipe mode writer's report pipe is readable (or it ended). */
+void agent_sup_on_pipe(struct agent_ctx *ctx, struct agent_assign *a);
 /* Files of the checkpoint folder completed: mirror them soon. */
 void agent_assign_on_watch(struct agent_ctx *ctx, struct agent_assign *a);
 /* Watches the checkpoint folder of a running assignment (launch, adoption). */
@@ -719,8 +721,11 @@ int agent_pipe_start(struct agent_ctx *ctx, struct agent_assign *a,
 		     struct buf *err);
 /* Kills the writers (the ranks have ended); reaped as any child. */
 void agent_pipe_stop(struct agent_assign *a);
-/* The writer's report pipe is readable. */
-void agent_pipe_on_report(struct agent_ctx *ctx, struct agent_assign *a);
+/*
+ * The writer's report pipe is readable: reads what it said, adding the
+ * notes meant for the job's log to notes.
+ */
+void agent_pipe_on_report(struct agent_assign *a, struct strvec *notes);
 /* pyenv.c: requirements.txt into a virtual environment of the job's own */
 /*
  * 1 when script mode runs a Python program and dir/code has a

@@ -223,7 +223,7 @@ static void dispatch(struct agent_ctx *ctx, int64_t now)
 			agent_images_on_task(ctx);
 			break;
 		case AGENT_POLL_PIPE:
-			agent_pipe_on_report(ctx, ref->a);
+			agent_sup_on_pipe(ctx, ref->a);
 			break;
 		}
 	}

@@ -576,8 +576,8 @@ void agent_pipe_stop(struct agent_assign *a)
 }
 
 struct pipe_line {
-	struct agent_ctx *ctx;
 	struct agent_assign *a;
+	struct strvec *notes;
 };
 
 static void on_pipe_line(void *arg, const char *line, size_t len)
@@ -586,15 +586,15 @@ static void on_pipe_line(void *arg, const char *line, size_t len)
 
 	(void)len;
 	if (!strncmp(line, "note ", 5))
-		agent_assign_note(tl->ctx, tl->a, "%s", line + 5);
+		strvec_push(tl->notes, line + 5);
 	else if (!strncmp(line, "log ", 4))
 		log_info("%s/%d/%s: %s", tl->a->job, tl->a->attempt,
 			 tl->a->algo, line + 4);
 }
 
-void agent_pipe_on_report(struct agent_ctx *ctx, struct agent_assign *a)
+void agent_pipe_on_report(struct agent_assign *a, struct strvec *notes)
 {
-	struct pipe_line tl = { ctx, a };
+	struct pipe_line tl = { a, notes };
 
 	if (a->pipe.fd < 0)
 		return;

@@ -194,6 +194,17 @@ void agent_sup_on_pidfd(struct agent_ctx *ctx, struct agent_assign *a,
 		adopted_ended(ctx, a, &a->ranks[rank], 1);
 }
 
+void agent_sup_on_pipe(struct agent_ctx *ctx, struct agent_assign *a)
+{
+	struct strvec notes = STRVEC_INIT;
+	size_t i;
+
+	agent_pipe_on_report(a, &notes);
+	for (i = 0; i < notes.n; i++)
+		agent_assign_note(ctx, a, "%s", notes.v[i]);
+	strvec_release(&notes);
+}
+
 struct task_line {
 	struct agent_ctx *ctx;
 	struct agent_assign *a;
@@ -283,7 +294,7 @@ void agent_sup_reap(struct agent_ctx *ctx)
 			if (!found && a->pipe.pid == si.si_pid &&
 			    !a->pipe.reaped) {
 				(void)agent_task_reap(&a->pipe);
-				agent_pipe_on_report(ctx, a);
+				agent_sup_on_pipe(ctx, a);
 				found = 1;
 			}
 		}
