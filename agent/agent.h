@@ -192,8 +192,9 @@ struct agent_req *agent_http_put_file(struct agent_ctx *ctx, const char *path,
 /* Drops a request without calling done. */
 void agent_http_cancel(struct agent_ctx *ctx, struct agent_req *req);
 
-/* The loop's side: fds to watch, events, the timer. */
-void agent_http_pollfds(struct agent_ctx *ctx);
+/* The loop's side: the poll events a socket waits for, events, the
+ * timer. */
+short agent_http_sock_events(const struct agent_http_sock *sock);
 void agent_http_event(struct agent_ctx *ctx, int fd, short revents);
 void agent_http_timeout(struct agent_ctx *ctx);
 
@@ -562,11 +563,6 @@ struct agent_ctx {
 /* mpi.c: `trainagent rsh ...` and `trainagent mpi-worker ...`. */
 int agent_rsh_main(int argc, char **argv);
 int agent_mpi_worker_main(int argc, char **argv);
-
-/* Adds fd to this turn's poll set (loop.c). */
-void agent_poll_add(struct agent_ctx *ctx, int fd, short events,
-		    enum agent_poll_kind kind, struct agent_assign *a,
-		    size_t rank);
 
 /* Runs the loop until SIGTERM/SIGINT and the children are gone. */
 int agent_run(struct agent_ctx *ctx);

@@ -79,9 +79,10 @@ static int setup_signals(struct agent_ctx *ctx, struct buf *err)
 	return 0;
 }
 
-void agent_poll_add(struct agent_ctx *ctx, int fd, short events,
-		    enum agent_poll_kind kind, struct agent_assign *a,
-		    size_t rank)
+/* Adds fd to this turn's poll set. */
+static void poll_add(struct agent_ctx *ctx, int fd, short events,
+		     enum agent_poll_kind kind, struct agent_assign *a,
+		     size_t rank)
 {
 	ALLOC_GROW(ctx->pfds, ctx->n_pfds + 1, ctx->alloc_pfds);
 	ALLOC_GROW(ctx->prefs, ctx->n_pfds + 1, ctx->alloc_prefs);
@@ -100,36 +101,38 @@ static void build_pollset(struct agent_ctx *ctx)
 	size_t i;
 
 	ctx->n_pfds = 0;
-	agent_poll_add(ctx, ctx->sig_pipe[0], POLLIN, AGENT_POLL_SIGNAL, NULL,
-		       0);
-	agent_http_pollfds(ctx);
+	poll_add(ctx, ctx->sig_pipe[0], POLLIN, AGENT_POLL_SIGNAL, NULL, 0);
+	for (i = 0; i < ctx->http.n_socks; i++)
+		poll_add(ctx, ctx->http.socks[i].fd,
+			 agent_http_sock_events(&ctx->http.socks[i]),
+			 AGENT_POLL_CURL, NULL, 0);
 	for (a = ctx->assigns; a; a = a->next) {
 		for (i = 0; i < a->n_ranks; i++) {
 			struct agent_rank *r = &a->ranks[i];
 
 			if (r->proc.out_fd >= 0)
-				agent_poll_add(ctx, r->proc.out_fd, POLLIN,
-					       AGENT_POLL_OUT, a, i);
+				poll_add(ctx, r->proc.out_fd, POLLIN,
+					 AGENT_POLL_OUT, a, i);
 			if (r->proc.err_fd >= 0)
-				agent_poll_add(ctx, r->proc.err_fd, POLLIN,
-					       AGENT_POLL_ERR, a, i);
+				poll_add(ctx, r->proc.err_fd, POLLIN,
+					 AGENT_POLL_ERR, a, i);
 			if (r->pidfd >= 0)
-				agent_poll_add(ctx, r->pidfd, POLLIN,
-					       AGENT_POLL_PIDFD, a, i);
+				poll_add(ctx, r->pidfd, POLLIN,
+					 AGENT_POLL_PIDFD, a, i);
 		}
 		if (a->task.fd >= 0)
-			agent_poll_add(ctx, a->task.fd, POLLIN, AGENT_POLL_TASK,
-				       a, 0);
+			poll_add(ctx, a->task.fd, POLLIN, AGENT_POLL_TASK, a,
+				 0);
 		if (a->watch.fd >= 0)
-			agent_poll_add(ctx, a->watch.fd, POLLIN,
-				       AGENT_POLL_WATCH, a, 0);
+			poll_add(ctx, a->watch.fd, POLLIN, AGENT_POLL_WATCH, a,
+				 0);
 		if (a->pipe.fd >= 0)
-			agent_poll_add(ctx, a->pipe.fd, POLLIN, AGENT_POLL_PIPE,
-				       a, 0);
+			poll_add(ctx, a->pipe.fd, POLLIN, AGENT_POLL_PIPE, a,
+				 0);
 	}
 	if (ctx->images.task.fd >= 0)
-		agent_poll_add(ctx, ctx->images.task.fd, POLLIN,
-			       AGENT_POLL_IMAGES, NULL, 0);
+		poll_add(ctx, ctx->images.task.fd, POLLIN, AGENT_POLL_IMAGES,
+			 NULL, 0);
 }
 
 /* Stops the children and exits, as on SIGTERM. */
