@@ -483,8 +483,11 @@ struct agent_lease {
 int64_t agent_lease_margin_ms(int64_t deadline_ms);
 /* Maps the lease file and starts the watchdog unless one runs. */
 int agent_lease_open(struct agent_ctx *ctx, struct buf *err);
-/* Publishes the lease's end and the processes it guards (every turn). */
-void agent_lease_sync(struct agent_ctx *ctx, int64_t now);
+/*
+ * Publishes the lease's end (until: monotonic ms, the session's) and the
+ * processes it guards (every turn).
+ */
+void agent_lease_sync(struct agent_ctx *ctx, int64_t now, int64_t until);
 /* A clean exit: nothing to guard, and the watchdog leaves. */
 void agent_lease_close(struct agent_ctx *ctx);
 /* `trainagent watchdog WORK_DIR` */

@@ -285,7 +285,7 @@ int agent_run(struct agent_ctx *ctx)
 		agent_session_check_lease(ctx, now);
 		agent_reconcile(ctx);
 		agent_images_tick(ctx);
-		agent_lease_sync(ctx, now);
+		agent_lease_sync(ctx, now, agent_session_lease_end(ctx));
 		check_work_dir(ctx, now);
 		if (ctx->shutting_down) {
 			shutdown_step(ctx, now, &report_until);
