@@ -645,6 +645,11 @@ void agent_jobdir_retire(const char *dir);
 typedef void agent_state_fn(void *data, const char *dir,
 			    const struct api_report *r);
 void agent_jobdir_scan(const char *work_dir, agent_state_fn *fn, void *data);
+/*
+ * <dir>/.trainagent/rank<N>.<stream>: a rank's named pipe ("stdout",
+ * "stderr") or its keeper's exit file ("exit"), as a new string.
+ */
+char *agent_fifo_path(const char *dir, int rank, const char *stream);
 /* The host path of the checkpoint folder (mapped from /opt/ml/...). */
 char *agent_jobdir_checkpoint_path(const char *dir, const char *local_path);
 
@@ -654,11 +659,6 @@ char *agent_jobdir_checkpoint_path(const char *dir, const char *local_path);
 	"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 int agent_launch(struct agent_ctx *ctx, struct agent_assign *a,
 		 struct buf *err);
-/*
- * <dir>/.trainagent/rank<N>.<stream>: a rank's named pipe ("stdout",
- * "stderr") or its keeper's exit file ("exit"), as a new string.
- */
-char *agent_fifo_path(const char *dir, int rank, const char *stream);
 
 /* stage.c */
 struct stor_config;

@@ -327,6 +327,14 @@ char *agent_jobdir_scratch(const char *dir, const char *name)
 	return buf_detach(&b, NULL);
 }
 
+char *agent_fifo_path(const char *dir, int rank, const char *stream)
+{
+	struct buf b = BUF_INIT;
+
+	(void)buf_addf(&b, "%s/.trainagent/rank%d.%s", dir, rank, stream);
+	return buf_detach(&b, NULL);
+}
+
 char *agent_jobdir_checkpoint_path(const char *dir, const char *local_path)
 {
 	struct buf b = BUF_INIT;

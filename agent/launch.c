@@ -141,14 +141,6 @@ static int has_entries(const char *dir)
 	return r;
 }
 
-char *agent_fifo_path(const char *dir, int rank, const char *stream)
-{
-	struct buf b = BUF_INIT;
-
-	(void)buf_addf(&b, "%s/.trainagent/rank%d.%s", dir, rank, stream);
-	return buf_detach(&b, NULL);
-}
-
 static void rank_init(struct agent_rank *r, int rank)
 {
 	memset(r, 0, sizeof(*r));
