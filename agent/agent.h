@@ -500,13 +500,13 @@ uint64_t agent_proc_start_ticks(pid_t pid);
 /*
  * Puts the assignment's ranks behind the firewall: a cgroup they join
  * (a->netiso_procs) whose traffic reaches only the job's hosts and
- * loopback, never the controller. Returns 0, or an error code with err
- * saying why (nothing is left set up then).
+ * loopback, never the controller (whose URL is controller). Returns 0,
+ * or an error code with err saying why (nothing is left set up then).
  */
-int agent_netiso_setup(struct agent_ctx *ctx, struct agent_assign *a,
+int agent_netiso_setup(const char *controller, struct agent_assign *a,
 		       struct buf *err);
 /* Removes the rules and the cgroup (also those of an earlier agent). */
-void agent_netiso_teardown(struct agent_ctx *ctx, struct agent_assign *a);
+void agent_netiso_teardown(struct agent_assign *a);
 
 /* --- images.c: the host's container images ------------------------------ */
 

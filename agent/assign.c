@@ -130,7 +130,7 @@ void agent_assign_free(struct agent_ctx *ctx, struct agent_assign *a)
 	agent_ckpt_watch_stop(&a->watch);
 	for (i = 0; i < a->n_ranks; i++)
 		rank_release(&a->ranks[i]);
-	agent_netiso_teardown(ctx, a);
+	agent_netiso_teardown(a);
 	free(a->ranks);
 	if (a->have_spec)
 		api_assignment_release(&a->spec);
@@ -331,7 +331,7 @@ static void launch(struct agent_ctx *ctx, struct agent_assign *a)
 	agent_assign_watch_checkpoints(a);
 	if (a->spec.network_isolation &&
 	    a->spec.launch_mode != API_LAUNCH_CONTAINER && !a->netiso_procs &&
-	    agent_netiso_setup(ctx, a, &err)) {
+	    agent_netiso_setup(ctx->cfg.controller, a, &err)) {
 		agent_assign_set_error(ctx, a, err.data);
 	} else if (agent_launch(ctx, a, &err)) {
 		agent_assign_set_error(ctx, a, err.data);

@@ -562,12 +562,13 @@ static void rank_proc(const struct agent_ctx *ctx, const struct agent_assign *a,
 		/* podman runs as root; the image as the job's user. */
 		char *podman;
 
-		agent_podman_run_argv(ctx, a, (int)i, &r->proc.env,
+		agent_podman_run_argv(&ctx->cfg, a, (int)i, &r->proc.env,
 				      ctx->cfg.ca_file, &r->proc.args);
 		r->proc.cwd = xstrdup(a->dir);
 		r->proc.container_pidfile =
 			agent_fifo_path(a->dir, (int)i, "cpid");
-		agent_podman_cleanup_argv(ctx, a, (int)i, &r->proc.cleanup);
+		agent_podman_cleanup_argv(&ctx->cfg, a, (int)i,
+					  &r->proc.cleanup);
 		podman = agent_proc_which(r->proc.cleanup.v[0], env);
 		if (podman) {
 			free(r->proc.cleanup.v[0]);

@@ -439,7 +439,7 @@ static int host_only(const char *entry)
 	return 0;
 }
 
-void agent_podman_run_argv(const struct agent_ctx *ctx,
+void agent_podman_run_argv(const struct agent_config *cfg,
 			   const struct agent_assign *a, int rank,
 			   const struct strvec *env, const char *ca_file,
 			   struct strvec *argv)
@@ -450,7 +450,7 @@ void agent_podman_run_argv(const struct agent_ctx *ctx,
 	size_t i;
 	int g;
 
-	agent_podman_base(ctx->cfg.work_dir, argv);
+	agent_podman_base(cfg->work_dir, argv);
 	strvec_push(argv, "run");
 	strvec_push(argv, "--rm");
 	strvec_push(argv, "--name");
@@ -477,7 +477,7 @@ void agent_podman_run_argv(const struct agent_ctx *ctx,
 			     ca_file);
 	}
 	ulimits(argv);
-	if (ctx->cfg.gpus > 0)
+	if (cfg->gpus > 0)
 		gpus(argv);
 	if (a->ident.set) {
 		strvec_push(argv, "--user");
@@ -530,13 +530,13 @@ void agent_podman_run_argv(const struct agent_ctx *ctx,
 	free(pidfile);
 }
 
-void agent_podman_cleanup_argv(const struct agent_ctx *ctx,
+void agent_podman_cleanup_argv(const struct agent_config *cfg,
 			       const struct agent_assign *a, int rank,
 			       struct strvec *argv)
 {
 	char *name = agent_podman_name(a, rank);
 
-	agent_podman_base(ctx->cfg.work_dir, argv);
+	agent_podman_base(cfg->work_dir, argv);
 	strvec_push(argv, "rm");
 	strvec_push(argv, "--force");
 	strvec_push(argv, "--ignore");
