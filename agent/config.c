@@ -7,13 +7,16 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/proc.h"
+#include "agent/telemetry.h"
 #include "common/err.h"
 #include "common/opt.h"
 #include "common/xalloc.h"

@@ -14,6 +14,7 @@
 #include <curl/curl.h>
 
 #include "agent/agent.h"
+#include "agent/http.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/timeutil.h"

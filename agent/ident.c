@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/ident.h"
 #include "common/err.h"
 #include "common/xalloc.h"
 #include "common/banned.h"

@@ -16,7 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/ident.h"
+#include "agent/jobdir.h"
+#include "agent/lines.h"
 #include "common/err.h"
 #include "common/fsutil.h"
 #include "common/log.h"

@@ -33,7 +33,14 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/assignment.h"
+#include "agent/ident.h"
+#include "agent/jobdir.h"
+#include "agent/launch.h"
+#include "agent/lines.h"
 #include "agent/podman.h"
+#include "agent/proc.h"
+#include "agent/pyenv.h"
 #include "api/distribution.h"
 #include "api/sm_env.h"
 #include "common/err.h"

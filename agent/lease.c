@@ -47,6 +47,10 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/assignment.h"
+#include "agent/lease.h"
+#include "agent/proc.h"
+#include "agent/task.h"
 #include "common/err.h"
 #include "common/fsutil.h"
 #include "common/log.h"

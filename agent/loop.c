@@ -18,6 +18,15 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/assign.h"
+#include "agent/assignment.h"
+#include "agent/http.h"
+#include "agent/images.h"
+#include "agent/lease.h"
+#include "agent/loop.h"
+#include "agent/session.h"
+#include "agent/supervise.h"
+#include "agent/telemetry.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/timeutil.h"

@@ -37,7 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/mpi.h"
 #include "common/buf.h"
 #include "common/fsutil.h"
 #include "common/timeutil.h"

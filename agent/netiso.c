@@ -20,7 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/assignment.h"
+#include "agent/netiso.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/spawn.h"

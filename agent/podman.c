@@ -34,7 +34,9 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
-#include "agent/agent.h"
+#include "agent/assignment.h"
+#include "agent/config.h"
+#include "agent/jobdir.h"
 #include "agent/podman.h"
 #include "common/err.h"
 #include "common/fsutil.h"

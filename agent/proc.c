@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/ident.h"
 #include "agent/proc.h"
 #include "common/err.h"
 #include "common/fsutil.h"

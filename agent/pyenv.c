@@ -35,7 +35,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/launch.h"
+#include "agent/lines.h"
+#include "agent/proc.h"
+#include "agent/pyenv.h"
+#include "agent/task.h"
 #include "common/err.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"

@@ -20,6 +20,16 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/assign.h"
+#include "agent/assignment.h"
+#include "agent/images.h"
+#include "agent/jobdir.h"
+#include "agent/lines.h"
+#include "agent/logq.h"
+#include "agent/pipe.h"
+#include "agent/proc.h"
+#include "agent/supervise.h"
+#include "agent/task.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/timeutil.h"

@@ -26,7 +26,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/ident.h"
+#include "agent/lines.h"
+#include "agent/proc.h"
+#include "agent/task.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/banned.h"

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/assignment.h"
 #include "agent/telemetry.h"
 #include "common/err.h"
 #include "common/log.h"

@@ -15,6 +15,13 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/assignment.h"
+#include "agent/http.h"
+#include "agent/ident.h"
+#include "agent/jobdir.h"
+#include "agent/stage.h"
+#include "agent/task.h"
+#include "agent/upload.h"
 #include "storage/storage.h"
 #include "common/err.h"
 #include "common/log.h"
