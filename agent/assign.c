@@ -109,8 +109,8 @@ void agent_assign_set_phase(struct agent_ctx *ctx, struct agent_assign *a,
 	agent_assign_mark(ctx, a);
 }
 
-void agent_assign_set_error(struct agent_ctx *ctx, struct agent_assign *a,
-			    const char *msg)
+static void agent_assign_set_error(struct agent_ctx *ctx,
+				   struct agent_assign *a, const char *msg)
 {
 	log_error("%s/%d/%s: %s", a->job, a->attempt, a->algo, msg);
 	free(a->error);
@@ -175,7 +175,9 @@ static char *rank_tail(const struct agent_rank *k)
 	return buf_detach(&out, NULL);
 }
 
-void agent_assign_report(const struct agent_assign *a, struct api_report *r)
+/* Fills r with a's report; r borrows a's strings, procs is allocated. */
+static void agent_assign_report(const struct agent_assign *a,
+				struct api_report *r)
 {
 	const struct agent_rank *k;
 	size_t i;
@@ -208,7 +210,7 @@ void agent_assign_report(const struct agent_assign *a, struct api_report *r)
 	}
 }
 
-void agent_report_clear(struct api_report *r)
+static void agent_report_clear(struct api_report *r)
 {
 	size_t i;
 

@@ -33,8 +33,6 @@ int agent_assign_all_quiet(struct agent_ctx *ctx);
 void agent_assign_mark(struct agent_ctx *ctx, struct agent_assign *a);
 void agent_assign_set_phase(struct agent_ctx *ctx, struct agent_assign *a,
 			    enum api_phase phase);
-void agent_assign_set_error(struct agent_ctx *ctx, struct agent_assign *a,
-			    const char *msg);
 /*
  * Appends the status body (every assignment's REPORT) to out; the reports
  * of forgotten-to-be assignments are marked as in flight, and
@@ -44,9 +42,6 @@ int agent_assign_status_build(struct agent_ctx *ctx, struct buf *out);
 void agent_assign_status_done(struct agent_ctx *ctx, int ok);
 int64_t agent_assign_next(struct agent_ctx *ctx);
 void agent_assign_free(struct agent_ctx *ctx, struct agent_assign *a);
-/* Fills r with a's report; r borrows a's strings, procs is allocated. */
-void agent_assign_report(const struct agent_assign *a, struct api_report *r);
-void agent_report_clear(struct api_report *r);
 /* Logs one line of a job's output (text need not be NUL-terminated). */
 void agent_assign_log(struct agent_ctx *ctx, const struct agent_assign *a,
 		      int rank, int is_stderr, const char *text, size_t len);

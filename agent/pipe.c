@@ -49,7 +49,7 @@
 /* A stream's reader went away: this epoch ends early. */
 #define PIPE_EPIPE 1
 
-int agent_assign_has_pipes(const struct api_assignment *s)
+static int has_pipes(const struct api_assignment *s)
 {
 	size_t i;
 
@@ -568,7 +568,7 @@ int agent_pipe_start(struct agent_ctx *ctx, struct agent_assign *a,
 	struct pipe_job pj = { ctx, a };
 	int ret;
 
-	if (!a->have_spec || !agent_assign_has_pipes(&a->spec))
+	if (!a->have_spec || !has_pipes(&a->spec))
 		return 0;
 	ret = agent_ident_resolve(&a->ident, a->spec.run_as, err);
 	if (!ret)

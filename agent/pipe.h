@@ -12,7 +12,6 @@ struct agent_ctx;
 struct agent_assign;
 struct stor;
 
-int agent_assign_has_pipes(const struct api_assignment *s);
 /*
  * The order of a channel's n listed objects in an epoch: order[k] is the
  * index of the object at position k; the listing's order unless the

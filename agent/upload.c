@@ -211,8 +211,8 @@ static int start_worker(struct agent_ctx *ctx, struct agent_assign *a, int pack,
 	return ret;
 }
 
-int agent_pack_start(struct agent_ctx *ctx, struct agent_assign *a,
-		     struct buf *err)
+static int pack_start(struct agent_ctx *ctx, struct agent_assign *a,
+		      struct buf *err)
 {
 	return start_worker(ctx, a, 1, 1, err);
 }
@@ -370,7 +370,7 @@ enum agent_upload_result agent_upload_step(struct agent_ctx *ctx,
 			agent_ckpt_sync_done(ctx, a);
 		else if (a->task_kind != AGENT_TASK_NONE)
 			(void)worker_result(a, &why);
-		if (agent_pack_start(ctx, a, err)) {
+		if (pack_start(ctx, a, err)) {
 			ret = AGENT_UPLOAD_FAILED;
 			break;
 		}

@@ -10,8 +10,6 @@
 struct agent_ctx;
 struct agent_assign;
 
-int agent_pack_start(struct agent_ctx *ctx, struct agent_assign *a,
-		     struct buf *err);
 enum agent_upload_result {
 	AGENT_UPLOAD_WAIT,  /* nothing more to do this turn */
 	AGENT_UPLOAD_DONE,  /* both artifacts are with the controller */
