@@ -29,7 +29,23 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
-#include "agent/podman.h"
+#include "agent/assign.h"
+#include "agent/assignment.h"
+#include "agent/ckptwatch.h"
+#include "agent/http.h"
+#include "agent/ident.h"
+#include "agent/jobdir.h"
+#include "agent/launch.h"
+#include "agent/lines.h"
+#include "agent/logq.h"
+#include "agent/netiso.h"
+#include "agent/pipe.h"
+#include "agent/proc.h"
+#include "agent/session.h"
+#include "agent/stage.h"
+#include "agent/task.h"
+#include "agent/telemetry.h"
+#include "agent/upload.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -93,8 +109,8 @@ void agent_assign_set_phase(struct agent_ctx *ctx, struct agent_assign *a,
 	agent_assign_mark(ctx, a);
 }
 
-void agent_assign_set_error(struct agent_ctx *ctx, struct agent_assign *a,
-			    const char *msg)
+static void agent_assign_set_error(struct agent_ctx *ctx,
+				   struct agent_assign *a, const char *msg)
 {
 	log_error("%s/%d/%s: %s", a->job, a->attempt, a->algo, msg);
 	free(a->error);
@@ -130,7 +146,7 @@ void agent_assign_free(struct agent_ctx *ctx, struct agent_assign *a)
 	agent_ckpt_watch_stop(&a->watch);
 	for (i = 0; i < a->n_ranks; i++)
 		rank_release(&a->ranks[i]);
-	agent_netiso_teardown(ctx, a);
+	agent_netiso_teardown(a);
 	free(a->ranks);
 	if (a->have_spec)
 		api_assignment_release(&a->spec);
@@ -159,7 +175,9 @@ static char *rank_tail(const struct agent_rank *k)
 	return buf_detach(&out, NULL);
 }
 
-void agent_assign_report(const struct agent_assign *a, struct api_report *r)
+/* Fills r with a's report; r borrows a's strings, procs is allocated. */
+static void agent_assign_report(const struct agent_assign *a,
+				struct api_report *r)
 {
 	const struct agent_rank *k;
 	size_t i;
@@ -192,7 +210,7 @@ void agent_assign_report(const struct agent_assign *a, struct api_report *r)
 	}
 }
 
-void agent_report_clear(struct api_report *r)
+static void agent_report_clear(struct api_report *r)
 {
 	size_t i;
 
@@ -256,24 +274,17 @@ static void signal_ranks(struct agent_assign *a, int sig)
 			(void)agent_proc_signal(&a->ranks[i].proc, sig);
 }
 
-int agent_assign_ident(struct agent_assign *a, struct buf *err)
-{
-	if (a->ident.set || !a->spec.run_as)
-		return 0;
-	return agent_ident_lookup(a->spec.run_as, &a->ident, err);
-}
-
 static void prepare(struct agent_ctx *ctx, struct agent_assign *a)
 {
 	struct buf dir = BUF_INIT;
 	struct buf err = BUF_INIT;
 
 	if (!a->dir) {
-		if (agent_jobdir_path(ctx, a->job, a->job_uid, a->attempt,
-				      a->algo, &dir, &err))
+		if (agent_jobdir_path(ctx->cfg.work_dir, a->job, a->job_uid,
+				      a->attempt, a->algo, &dir, &err))
 			goto fail;
 		a->dir = buf_detach(&dir, NULL);
-		if (agent_assign_ident(a, &err) ||
+		if (agent_ident_resolve(&a->ident, a->spec.run_as, &err) ||
 		    agent_jobdir_create(a->dir, &a->spec, &a->ident, &err))
 			goto fail;
 		agent_assign_mark(ctx, a);
@@ -338,7 +349,7 @@ static void launch(struct agent_ctx *ctx, struct agent_assign *a)
 	agent_assign_watch_checkpoints(a);
 	if (a->spec.network_isolation &&
 	    a->spec.launch_mode != API_LAUNCH_CONTAINER && !a->netiso_procs &&
-	    agent_netiso_setup(ctx, a, &err)) {
+	    agent_netiso_setup(ctx->cfg.controller, a, &err)) {
 		agent_assign_set_error(ctx, a, err.data);
 	} else if (agent_launch(ctx, a, &err)) {
 		agent_assign_set_error(ctx, a, err.data);
@@ -564,6 +575,50 @@ static void step_running(struct agent_ctx *ctx, struct agent_assign *a,
 	}
 }
 
+/* An artifact PUT ended (http.c calls this). */
+static void on_put_done(struct agent_ctx *ctx, struct agent_req *req)
+{
+	struct agent_assign *a = req->data;
+	struct buf msg = BUF_INIT;
+	enum agent_put_result r;
+	int lost;
+
+	r = agent_upload_put_done(a, req, &lost, &msg);
+	if (lost)
+		agent_session_lost(ctx, "artifact upload", req);
+	switch (r) {
+	case AGENT_PUT_UPLOADED:
+		agent_assign_mark(ctx, a);
+		break;
+	case AGENT_PUT_FAILED:
+		agent_assign_set_error(ctx, a, msg.data);
+		break;
+	case AGENT_PUT_RETRY:
+		log_warn("%s/%d/%s: %s", a->job, a->attempt, a->algo, msg.data);
+		break;
+	}
+	buf_release(&msg);
+}
+
+/* Packing and uploading, one step further. */
+static void upload_step(struct agent_ctx *ctx, struct agent_assign *a,
+			int64_t now)
+{
+	struct buf err = BUF_INIT;
+
+	switch (agent_upload_step(ctx, a, now, on_put_done, &err)) {
+	case AGENT_UPLOAD_WAIT:
+		break;
+	case AGENT_UPLOAD_FAILED:
+		agent_assign_set_error(ctx, a, err.data);
+		break;
+	case AGENT_UPLOAD_DONE:
+		agent_assign_set_phase(ctx, a, API_PHASE_DONE);
+		break;
+	}
+	buf_release(&err);
+}
+
 static void step_exited(struct agent_ctx *ctx, struct agent_assign *a,
 			int64_t now)
 {
@@ -580,7 +635,7 @@ static void step_exited(struct agent_ctx *ctx, struct agent_assign *a,
 	    (a->action == API_ACTION_RUN && ranks_succeeded(a))) {
 		agent_assign_set_phase(ctx, a, API_PHASE_UPLOADING);
 		a->up_step = AGENT_UP_NONE;
-		agent_upload_step(ctx, a, now);
+		upload_step(ctx, a, now);
 	}
 }
 
@@ -598,7 +653,7 @@ static void step_uploading(struct agent_ctx *ctx, struct agent_assign *a,
 		agent_assign_set_phase(ctx, a, API_PHASE_DONE);
 		return;
 	}
-	agent_upload_step(ctx, a, now);
+	upload_step(ctx, a, now);
 }
 
 /* Nothing of a is running and nothing will run. */
@@ -720,6 +775,26 @@ static void apply_work(struct agent_ctx *ctx)
 	free(w);
 }
 
+/* Writes a's state.json (nothing before it has a folder). */
+static int save_state(struct agent_ctx *ctx, const struct agent_assign *a,
+		      struct buf *err)
+{
+	struct api_status st;
+	struct api_report r;
+	int ret;
+
+	if (!a->dir)
+		return 0;
+	agent_assign_report(a, &r);
+	memset(&st, 0, sizeof(st));
+	st.boot_id = ctx->boot_id;
+	st.items = &r;
+	st.n = 1;
+	ret = agent_jobdir_save_state(a->dir, &st, err);
+	agent_report_clear(&r);
+	return ret;
+}
+
 void agent_reconcile(struct agent_ctx *ctx)
 {
 	struct agent_assign *a, *next;
@@ -733,7 +808,7 @@ void agent_reconcile(struct agent_ctx *ctx)
 		if (a->changed) {
 			a->changed = 0;
 			buf_reset(&err);
-			if (agent_jobdir_save_state(ctx, a, &err))
+			if (save_state(ctx, a, &err))
 				log_warn("%s/%d/%s: cannot save state: %s",
 					 a->job, a->attempt, a->algo, err.data);
 		}
@@ -746,7 +821,8 @@ void agent_reconcile(struct agent_ctx *ctx)
 			log_info("%s/%d/%s: forgotten", a->job, a->attempt,
 				 a->algo);
 			if (a->dir && !ctx->cfg.keep_jobs)
-				(void)agent_jobdir_remove(ctx, a->dir);
+				(void)agent_jobdir_remove(ctx->cfg.work_dir,
+							  a->dir);
 			else if (a->dir)
 				agent_jobdir_retire(a->dir);
 			agent_assign_free(ctx, a);

@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/ckptwatch.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "common/banned.h"

@@ -7,13 +7,16 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/proc.h"
+#include "agent/telemetry.h"
 #include "common/err.h"
 #include "common/opt.h"
 #include "common/xalloc.h"
@@ -186,14 +189,14 @@ static int count_gpus(void)
 	ssize_t r;
 
 	agent_proc_init(&p);
-	agent_strv_push(&p.env, "PATH=/usr/bin:/bin:/usr/local/bin");
+	strvec_push(&p.env, "PATH=/usr/bin:/bin:/usr/local/bin");
 	tool = agent_proc_which("nvidia-smi", &p.env);
 	if (!tool) {
 		agent_proc_release(&p);
 		return 0;
 	}
-	agent_strv_push(&p.args, tool);
-	agent_strv_push(&p.args, "-L");
+	strvec_push(&p.args, tool);
+	strvec_push(&p.args, "-L");
 	free(tool);
 	if (agent_proc_start(&p, &err) || p.start_errno)
 		goto out;

@@ -14,6 +14,7 @@
 #include <curl/curl.h>
 
 #include "agent/agent.h"
+#include "agent/http.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -252,21 +253,15 @@ void agent_http_cancel(struct agent_ctx *ctx, struct agent_req *req)
 	req_free(req);
 }
 
-void agent_http_pollfds(struct agent_ctx *ctx)
+short agent_http_sock_events(const struct agent_http_sock *sock)
 {
-	struct agent_http *h = &ctx->http;
-	short ev;
-	size_t i;
+	short ev = 0;
 
-	for (i = 0; i < h->n_socks; i++) {
-		ev = 0;
-		if (h->socks[i].what & CURL_POLL_IN)
-			ev |= POLLIN;
-		if (h->socks[i].what & CURL_POLL_OUT)
-			ev |= POLLOUT;
-		agent_poll_add(ctx, h->socks[i].fd, ev, AGENT_POLL_CURL, NULL,
-			       0);
-	}
+	if (sock->what & CURL_POLL_IN)
+		ev |= POLLIN;
+	if (sock->what & CURL_POLL_OUT)
+		ev |= POLLOUT;
+	return ev;
 }
 
 /* Hands every finished transfer to its callback. */

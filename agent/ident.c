@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/ident.h"
 #include "common/err.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
@@ -104,4 +104,12 @@ int agent_ident_chown_tree(const char *path, const struct agent_ident *id,
 		return ERR_IO;
 	}
 	return 0;
+}
+
+int agent_ident_resolve(struct agent_ident *id, const char *user,
+			struct buf *err)
+{
+	if (id->set || !user)
+		return 0;
+	return agent_ident_lookup(user, id, err);
 }

@@ -15,7 +15,10 @@
 #include <jansson.h>
 
 #include "agent/agent.h"
+#include "agent/images.h"
+#include "agent/lines.h"
 #include "agent/podman.h"
+#include "agent/task.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/spawn.h"

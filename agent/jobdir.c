@@ -16,7 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/ident.h"
+#include "agent/jobdir.h"
+#include "agent/lines.h"
 #include "common/err.h"
 #include "common/fsutil.h"
 #include "common/log.h"
@@ -40,7 +42,7 @@ static int component_ok(const char *s)
 	return 1;
 }
 
-int agent_jobdir_path(struct agent_ctx *ctx, const char *job, const char *uid,
+int agent_jobdir_path(const char *work_dir, const char *job, const char *uid,
 		      int attempt, const char *algo, struct buf *out,
 		      struct buf *err)
 {
@@ -50,7 +52,7 @@ int agent_jobdir_path(struct agent_ctx *ctx, const char *job, const char *uid,
 			       job ? job : "", attempt, algo ? algo : "");
 		return ERR_INVALID;
 	}
-	return buf_addf(out, "%s/jobs/%s%s%s/%d/%s", ctx->cfg.work_dir, job,
+	return buf_addf(out, "%s/jobs/%s%s%s/%d/%s", work_dir, job,
 			uid ? "." : "", uid ? uid : "", attempt, algo);
 }
 
@@ -99,7 +101,7 @@ static int give_to_user(const char *dir, const struct api_assignment *spec,
 	size_t i, n = strlen(dir);
 	int ret = 0;
 
-	for (i = 0; i < sizeof(mine) / sizeof(mine[0]) && !ret; i++) {
+	for (i = 0; i < ARRAY_SIZE(mine) && !ret; i++) {
 		buf_reset(&path);
 		(void)buf_addf(&path, "%s/%s", dir, mine[i]);
 		ret = agent_ident_chown_tree(path.data, id, 0700, err);
@@ -132,6 +134,11 @@ static int give_to_user(const char *dir, const struct api_assignment *spec,
 	return ret;
 }
 
+int agent_channel_is_pipe(const struct api_channel *c)
+{
+	return c->input_mode && !strcmp(c->input_mode, "Pipe");
+}
+
 int agent_jobdir_create(const char *dir, const struct api_assignment *spec,
 			const struct agent_ident *id, struct buf *err)
 {
@@ -144,7 +151,7 @@ int agent_jobdir_create(const char *dir, const struct api_assignment *spec,
 	size_t i;
 	int ret = 0;
 
-	for (i = 0; i < sizeof(tree) / sizeof(tree[0]) && !ret; i++) {
+	for (i = 0; i < ARRAY_SIZE(tree) && !ret; i++) {
 		buf_reset(&path);
 		(void)buf_addf(&path, "%s/%s", dir, tree[i]);
 		if (fs_mkdir_p(path.data, 0755, NULL)) {
@@ -206,28 +213,18 @@ int agent_jobdir_create(const char *dir, const struct api_assignment *spec,
 	return ret;
 }
 
-int agent_jobdir_save_state(struct agent_ctx *ctx, const struct agent_assign *a,
+int agent_jobdir_save_state(const char *dir, const struct api_status *st,
 			    struct buf *err)
 {
-	struct api_status st;
-	struct api_report r;
 	struct buf json = BUF_INIT;
 	struct buf path = BUF_INIT;
 	int ret;
 
-	if (!a->dir)
-		return 0;
-	agent_assign_report(a, &r);
-	memset(&st, 0, sizeof(st));
-	st.boot_id = ctx->boot_id;
-	st.items = &r;
-	st.n = 1;
-	ret = api_status_build(&st, &json);
+	ret = api_status_build(st, &json);
 	if (!ret) {
-		(void)buf_addf(&path, "%s/%s", a->dir, STATE_FILE);
+		(void)buf_addf(&path, "%s/%s", dir, STATE_FILE);
 		ret = write_atomic(path.data, json.data, json.len, err);
 	}
-	agent_report_clear(&r);
 	buf_release(&json);
 	buf_release(&path);
 	return ret;
@@ -290,7 +287,7 @@ char *agent_jobdir_read_failure(const char *dir)
 	return buf_detach(&fixed, NULL);
 }
 
-int agent_jobdir_remove(struct agent_ctx *ctx, const char *dir)
+int agent_jobdir_remove(const char *work_dir, const char *dir)
 {
 	struct buf parent = BUF_INIT;
 	char *slash;
@@ -306,8 +303,7 @@ int agent_jobdir_remove(struct agent_ctx *ctx, const char *dir)
 			break;
 		*slash = '\0';
 		parent.len = (size_t)(slash - parent.data);
-		if (parent.len <= strlen(ctx->cfg.work_dir) + 5 ||
-		    rmdir(parent.data))
+		if (parent.len <= strlen(work_dir) + 5 || rmdir(parent.data))
 			break;
 	}
 	buf_release(&parent);
@@ -330,6 +326,14 @@ char *agent_jobdir_scratch(const char *dir, const char *name)
 	struct buf b = BUF_INIT;
 
 	(void)buf_addf(&b, "%s/.trainagent/scratch/%s", dir, name);
+	return buf_detach(&b, NULL);
+}
+
+char *agent_fifo_path(const char *dir, int rank, const char *stream)
+{
+	struct buf b = BUF_INIT;
+
+	(void)buf_addf(&b, "%s/.trainagent/rank%d.%s", dir, rank, stream);
 	return buf_detach(&b, NULL);
 }
 
@@ -359,7 +363,7 @@ static int is_number(const char *s)
 	return 1;
 }
 
-static void scan_one(struct agent_ctx *ctx, const char *dir, agent_state_fn *fn)
+static void scan_one(const char *dir, agent_state_fn *fn, void *data)
 {
 	struct api_status st;
 	struct buf path = BUF_INIT;
@@ -375,7 +379,7 @@ static void scan_one(struct agent_ctx *ctx, const char *dir, agent_state_fn *fn)
 		log_warn("ignoring %s: %s", path.data, err.data);
 	} else {
 		if (st.n == 1)
-			fn(ctx, dir, &st.items[0]);
+			fn(data, dir, &st.items[0]);
 		api_status_release(&st);
 	}
 	free(json);
@@ -384,14 +388,14 @@ out:
 	buf_release(&err);
 }
 
-void agent_jobdir_scan(struct agent_ctx *ctx, agent_state_fn *fn)
+void agent_jobdir_scan(const char *work_dir, agent_state_fn *fn, void *data)
 {
 	struct buf p = BUF_INIT;
 	struct dirent *j, *t, *h;
 	DIR *dj, *dt, *dh;
 	size_t l1, l2;
 
-	(void)buf_addf(&p, "%s/jobs", ctx->cfg.work_dir);
+	(void)buf_addf(&p, "%s/jobs", work_dir);
 	dj = opendir(p.data);
 	if (!dj)
 		goto out;
@@ -413,7 +417,7 @@ void agent_jobdir_scan(struct agent_ctx *ctx, agent_state_fn *fn)
 				if (!component_ok(h->d_name))
 					continue;
 				(void)buf_addf(&p, "/%s", h->d_name);
-				scan_one(ctx, p.data, fn);
+				scan_one(p.data, fn, data);
 				p.len = l3;
 				p.data[l3] = '\0';
 			}

@@ -33,7 +33,14 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/assignment.h"
+#include "agent/ident.h"
+#include "agent/jobdir.h"
+#include "agent/launch.h"
+#include "agent/lines.h"
 #include "agent/podman.h"
+#include "agent/proc.h"
+#include "agent/pyenv.h"
 #include "api/distribution.h"
 #include "api/sm_env.h"
 #include "common/err.h"
@@ -57,7 +64,7 @@ static int is_python(const char *path)
 	return !strncmp(base, "python", 6);
 }
 
-static void base_env(struct agent_strv *env, int python, const char *code,
+static void base_env(struct strvec *env, int python, const char *code,
 		     const struct agent_ident *id)
 {
 	const char *lang = getenv("LANG");
@@ -79,7 +86,7 @@ static void base_env(struct agent_strv *env, int python, const char *code,
  * environment as the rank sees it (NULL: none).
  */
 static int program_argv(const struct agent_assign *a, const char *code_dir,
-			const char *venv, struct agent_strv *args, int *python,
+			const char *venv, struct strvec *args, int *python,
 			struct buf *err)
 {
 	const struct api_assignment *s = &a->spec;
@@ -93,7 +100,7 @@ static int program_argv(const struct agent_assign *a, const char *code_dir,
 			return ERR_INVALID;
 		}
 		for (i = 0; s->argv[i]; i++)
-			agent_strv_push(args, s->argv[i]);
+			strvec_push(args, s->argv[i]);
 		*python = is_python(s->argv[0]);
 		return 0;
 	}
@@ -104,25 +111,25 @@ static int program_argv(const struct agent_assign *a, const char *code_dir,
 		return ERR_INVALID;
 	}
 	if (ends_with(s->program, ".py") && venv) {
-		agent_strv_pushf(args, "%s/bin/python3", venv);
-		agent_strv_push(args, s->program);
+		strvec_pushf(args, "%s/bin/python3", venv);
+		strvec_push(args, s->program);
 		*python = 1;
 	} else if (ends_with(s->program, ".py")) {
-		agent_strv_push(args, s->runtime && *s->runtime ?
-					      s->runtime :
-					      "/usr/bin/python3");
-		agent_strv_push(args, s->program);
+		strvec_push(args, s->runtime && *s->runtime ?
+					  s->runtime :
+					  "/usr/bin/python3");
+		strvec_push(args, s->program);
 		*python = 1;
 	} else if (ends_with(s->program, ".sh")) {
-		agent_strv_push(args, "/bin/sh");
-		agent_strv_push(args, s->program);
+		strvec_push(args, "/bin/sh");
+		strvec_push(args, s->program);
 	} else {
 		/* The toolkit makes it executable (chmod 0777) first. */
 		(void)buf_addf(&path, "%s/%s", code_dir, s->program);
 		if (chmod(path.data, 0755) && errno != ENOENT)
 			log_warn("chmod %s: %s", path.data, strerror(errno));
 		buf_release(&path);
-		agent_strv_pushf(args, "./%s", s->program);
+		strvec_pushf(args, "./%s", s->program);
 	}
 	return 0;
 }
@@ -139,14 +146,6 @@ static int has_entries(const char *dir)
 	if (d)
 		closedir(d);
 	return r;
-}
-
-char *agent_fifo_path(const char *dir, int rank, const char *stream)
-{
-	struct buf b = BUF_INIT;
-
-	(void)buf_addf(&b, "%s/.trainagent/rank%d.%s", dir, rank, stream);
-	return buf_detach(&b, NULL);
 }
 
 static void rank_init(struct agent_rank *r, int rank)
@@ -216,7 +215,7 @@ static char *self_exe(void)
 }
 
 /* Splits custom mpirun options on white space (as the toolkit does). */
-static void push_words(struct agent_strv *v, const char *s)
+static void push_words(struct strvec *v, const char *s)
 {
 	while (s && *s) {
 		const char *e;
@@ -229,7 +228,7 @@ static void push_words(struct agent_strv *v, const char *s)
 		if (e > s) {
 			char *w = xstrndup(s, (size_t)(e - s));
 
-			agent_strv_push(v, w);
+			strvec_push(v, w);
 			free(w);
 		}
 		s = e;
@@ -245,10 +244,9 @@ static void push_words(struct agent_strv *v, const char *s)
  * maps to their workers through TRAINCTL_MPI_PEERS.
  */
 static int mpi_leader_argv(const struct api_assignment *s, const char *exe,
-			   const char *cidr, const struct agent_strv *prog,
-			   const struct agent_strv *env,
-			   struct agent_strv *args, struct buf *peers,
-			   struct buf *err)
+			   const char *cidr, const struct strvec *prog,
+			   const struct strvec *env, struct strvec *args,
+			   struct buf *peers, struct buf *err)
 {
 	int ppn = s->processes_per_host > 0 ? s->processes_per_host : 1;
 	int np = s->mpi_processes > 0 ? s->mpi_processes :
@@ -271,53 +269,53 @@ static int mpi_leader_argv(const struct api_assignment *s, const char *exe,
 				       s->addresses[i],
 				       s->master_port + 2 * (int)i);
 	}
-	agent_strv_push(args, mpirun);
+	strvec_push(args, mpirun);
 	free(mpirun);
-	agent_strv_push(args, "--host");
-	agent_strv_push(args, hosts.data);
-	agent_strv_push(args, "-np");
-	agent_strv_pushf(args, "%d", np);
-	agent_strv_push(args, "--allow-run-as-root");
-	agent_strv_push(args, "--display-map");
-	agent_strv_push(args, "--tag-output");
-	agent_strv_push(args, "-mca");
-	agent_strv_push(args, "plm_rsh_agent");
-	agent_strv_pushf(args, "%s rsh", exe);
-	agent_strv_push(args, "-mca");
-	agent_strv_push(args, "plm_rsh_no_tree_spawn");
-	agent_strv_push(args, "1");
-	agent_strv_push(args, "-mca");
-	agent_strv_push(args, "orte_leave_session_attached");
-	agent_strv_push(args, "1");
+	strvec_push(args, "--host");
+	strvec_push(args, hosts.data);
+	strvec_push(args, "-np");
+	strvec_pushf(args, "%d", np);
+	strvec_push(args, "--allow-run-as-root");
+	strvec_push(args, "--display-map");
+	strvec_push(args, "--tag-output");
+	strvec_push(args, "-mca");
+	strvec_push(args, "plm_rsh_agent");
+	strvec_pushf(args, "%s rsh", exe);
+	strvec_push(args, "-mca");
+	strvec_push(args, "plm_rsh_no_tree_spawn");
+	strvec_push(args, "1");
+	strvec_push(args, "-mca");
+	strvec_push(args, "orte_leave_session_attached");
+	strvec_push(args, "1");
 	if (cidr && *cidr) {
-		agent_strv_push(args, "-mca");
-		agent_strv_push(args, "btl_tcp_if_include");
-		agent_strv_push(args, cidr);
-		agent_strv_push(args, "-mca");
-		agent_strv_push(args, "oob_tcp_if_include");
-		agent_strv_push(args, cidr);
+		strvec_push(args, "-mca");
+		strvec_push(args, "btl_tcp_if_include");
+		strvec_push(args, cidr);
+		strvec_push(args, "-mca");
+		strvec_push(args, "oob_tcp_if_include");
+		strvec_push(args, cidr);
 	}
-	agent_strv_push(args, "-bind-to");
-	agent_strv_push(args, "none");
-	agent_strv_push(args, "-map-by");
-	agent_strv_push(args, "slot");
-	agent_strv_push(args, "-mca");
-	agent_strv_push(args, "pml");
-	agent_strv_push(args, "ob1");
-	agent_strv_push(args, "-mca");
-	agent_strv_push(args, "btl");
-	agent_strv_push(args, "^openib");
-	agent_strv_push(args, "-mca");
-	agent_strv_push(args, "orte_abort_on_non_zero_status");
-	agent_strv_push(args, "1");
-	agent_strv_push(args, "-mca");
-	agent_strv_push(args, "btl_vader_single_copy_mechanism");
-	agent_strv_push(args, "none");
-	agent_strv_push(args, "-x");
-	agent_strv_push(args, "NCCL_MIN_NRINGS=4");
+	strvec_push(args, "-bind-to");
+	strvec_push(args, "none");
+	strvec_push(args, "-map-by");
+	strvec_push(args, "slot");
+	strvec_push(args, "-mca");
+	strvec_push(args, "pml");
+	strvec_push(args, "ob1");
+	strvec_push(args, "-mca");
+	strvec_push(args, "btl");
+	strvec_push(args, "^openib");
+	strvec_push(args, "-mca");
+	strvec_push(args, "orte_abort_on_non_zero_status");
+	strvec_push(args, "1");
+	strvec_push(args, "-mca");
+	strvec_push(args, "btl_vader_single_copy_mechanism");
+	strvec_push(args, "none");
+	strvec_push(args, "-x");
+	strvec_push(args, "NCCL_MIN_NRINGS=4");
 	push_words(args, s->mpi_options);
 	for (i = 0; i < prog->n; i++)
-		agent_strv_push(args, prog->v[i]);
+		strvec_push(args, prog->v[i]);
 	buf_release(&hosts);
 	return 0;
 }
@@ -398,7 +396,7 @@ static void sm_env_input(const struct agent_ctx *ctx,
 /* Layers 2 and 3 of the environment, those every rank shares. */
 static void job_env(const struct agent_ctx *ctx, const struct agent_assign *a,
 		    int bound, const struct api_kv *smenv, size_t n_smenv,
-		    const char *ifname, struct agent_strv *env)
+		    const char *ifname, struct strvec *env)
 {
 	const struct api_assignment *s = &a->spec;
 	char *ckpt;
@@ -407,11 +405,11 @@ static void job_env(const struct agent_ctx *ctx, const struct agent_assign *a,
 	for (i = 0; i < n_smenv; i++)
 		agent_env_set(env, smenv[i].key, smenv[i].value);
 	agent_env_set(env, "TRAINCTL_JOB", s->job);
-	agent_strv_pushf(env, "TRAINCTL_ATTEMPT=%d", s->attempt);
+	strvec_pushf(env, "TRAINCTL_ATTEMPT=%d", s->attempt);
 	if (s->master_addr && *s->master_addr)
 		agent_env_set(env, "MASTER_ADDR", s->master_addr);
 	if (s->master_port > 0)
-		agent_strv_pushf(env, "MASTER_PORT=%d", s->master_port);
+		strvec_pushf(env, "MASTER_PORT=%d", s->master_port);
 	if (s->rdzv_url && s->rdzv_token) {
 		agent_env_set(env, "TRAINCTL_RDZV_URL", s->rdzv_url);
 		if (ctx->cfg.ca_file)
@@ -441,7 +439,7 @@ static void job_env(const struct agent_ctx *ctx, const struct agent_assign *a,
 }
 
 /* The job's Python environment comes first, as if activated. */
-static void venv_env(const char *venv, struct agent_strv *env)
+static void venv_env(const char *venv, struct strvec *env)
 {
 	const char *path = agent_env_get(env, "PATH");
 	struct buf b = BUF_INIT;
@@ -456,15 +454,14 @@ static void venv_env(const char *venv, struct agent_strv *env)
 /* The torchrun variables every rank of a host shares; on algo-1, that
  * MASTER_PORT is free. */
 static int torch_env(const struct api_assignment *s, int nproc,
-		     struct agent_strv *env, struct buf *err)
+		     struct strvec *env, struct buf *err)
 {
-	agent_strv_pushf(env, "TORCHELASTIC_RESTART_COUNT=%d",
-			 s->attempt > 0 ? s->attempt - 1 : 0);
+	strvec_pushf(env, "TORCHELASTIC_RESTART_COUNT=%d",
+		     s->attempt > 0 ? s->attempt - 1 : 0);
 	agent_env_set(env, "TORCHELASTIC_RUN_ID", s->job);
 	agent_env_set(env, "TORCHELASTIC_USE_AGENT_STORE", "False");
 	agent_env_set(env, "ROLE_NAME", "default");
-	agent_strv_pushf(env, "GROUP_WORLD_SIZE=%zu",
-			 s->n_hosts ? s->n_hosts : 1);
+	strvec_pushf(env, "GROUP_WORLD_SIZE=%zu", s->n_hosts ? s->n_hosts : 1);
 	if (nproc > 1 && !agent_env_get(env, "OMP_NUM_THREADS"))
 		agent_env_set(env, "OMP_NUM_THREADS", "1");
 	if (s->host_index == 0 && s->master_port > 0 &&
@@ -479,9 +476,8 @@ static int torch_env(const struct api_assignment *s, int nproc,
 /* argv of every rank: the program, or in MPI mode mpirun on algo-1 and
  * the MPI worker elsewhere. */
 static int mode_argv(const struct api_assignment *s, const char *exe,
-		     const char *cidr, const struct agent_strv *prog,
-		     struct agent_strv *env, struct agent_strv *args,
-		     struct buf *err)
+		     const char *cidr, const struct strvec *prog,
+		     struct strvec *env, struct strvec *args, struct buf *err)
 {
 	struct buf peers = BUF_INIT;
 	size_t i;
@@ -493,14 +489,13 @@ static int mode_argv(const struct api_assignment *s, const char *exe,
 		if (!ret && peers.len)
 			agent_env_set(env, "TRAINCTL_MPI_PEERS", peers.data);
 	} else if (s->dist_mode == API_DIST_MPI) {
-		agent_strv_push(args, exe);
-		agent_strv_push(args, "mpi-worker");
-		agent_strv_push(args, "--port");
-		agent_strv_pushf(args, "%d",
-				 s->master_port + 2 * s->host_index);
+		strvec_push(args, exe);
+		strvec_push(args, "mpi-worker");
+		strvec_push(args, "--port");
+		strvec_pushf(args, "%d", s->master_port + 2 * s->host_index);
 	} else {
 		for (i = 0; i < prog->n; i++)
-			agent_strv_push(args, prog->v[i]);
+			strvec_push(args, prog->v[i]);
 	}
 	buf_release(&peers);
 	return ret;
@@ -508,24 +503,24 @@ static int mode_argv(const struct api_assignment *s, const char *exe,
 
 /* What torchrun gives each rank. */
 static void torchrun_rank_env(const struct api_assignment *s, int nproc,
-			      size_t i, struct agent_strv *env)
+			      size_t i, struct strvec *env)
 {
 	int world = nproc * (int)(s->n_hosts ? s->n_hosts : 1);
 	int rank = s->host_index * nproc + (int)i;
 
-	agent_strv_pushf(env, "RANK=%d", rank);
-	agent_strv_pushf(env, "LOCAL_RANK=%zu", i);
-	agent_strv_pushf(env, "WORLD_SIZE=%d", world);
-	agent_strv_pushf(env, "LOCAL_WORLD_SIZE=%d", nproc);
-	agent_strv_pushf(env, "NODE_RANK=%d", s->host_index);
-	agent_strv_pushf(env, "GROUP_RANK=%d", s->host_index);
-	agent_strv_pushf(env, "ROLE_RANK=%d", rank);
-	agent_strv_pushf(env, "ROLE_WORLD_SIZE=%d", world);
+	strvec_pushf(env, "RANK=%d", rank);
+	strvec_pushf(env, "LOCAL_RANK=%zu", i);
+	strvec_pushf(env, "WORLD_SIZE=%d", world);
+	strvec_pushf(env, "LOCAL_WORLD_SIZE=%d", nproc);
+	strvec_pushf(env, "NODE_RANK=%d", s->host_index);
+	strvec_pushf(env, "GROUP_RANK=%d", s->host_index);
+	strvec_pushf(env, "ROLE_RANK=%d", rank);
+	strvec_pushf(env, "ROLE_WORLD_SIZE=%d", world);
 }
 
 /* TF_CONFIG and TRAINCTL_ROLE of rank i in the TensorFlow modes. */
 static void role_env(const struct api_assignment *s, size_t i,
-		     struct agent_strv *env)
+		     struct strvec *env)
 {
 	struct rank_role role;
 
@@ -543,16 +538,15 @@ static void role_env(const struct api_assignment *s, size_t i,
 	}
 	if (role.role) {
 		agent_env_set(env, "TRAINCTL_ROLE", role.role);
-		agent_strv_pushf(env, "TRAINCTL_ROLE_INDEX=%d",
-				 role.role_index);
+		strvec_pushf(env, "TRAINCTL_ROLE_INDEX=%d", role.role_index);
 	}
 }
 
 /* Rank i's process: the shared argv and environment, its own
  * variables, its FIFOs. */
 static void rank_proc(const struct agent_ctx *ctx, const struct agent_assign *a,
-		      size_t i, int nproc, const struct agent_strv *args,
-		      const struct agent_strv *env, const char *cwd, int bound,
+		      size_t i, int nproc, const struct strvec *args,
+		      const struct strvec *env, const char *cwd, int bound,
 		      struct agent_rank *r)
 {
 	const struct api_assignment *s = &a->spec;
@@ -560,9 +554,9 @@ static void rank_proc(const struct agent_ctx *ctx, const struct agent_assign *a,
 
 	rank_init(r, (int)i);
 	for (j = 0; j < args->n; j++)
-		agent_strv_push(&r->proc.args, args->v[j]);
+		strvec_push(&r->proc.args, args->v[j]);
 	for (j = 0; j < env->n; j++)
-		agent_strv_push(&r->proc.env, env->v[j]);
+		strvec_push(&r->proc.env, env->v[j]);
 	if (s->dist_mode == API_DIST_TORCH ||
 	    (s->dist_mode == API_DIST_NONE && nproc > 1))
 		torchrun_rank_env(s, nproc, i, &r->proc.env);
@@ -575,12 +569,13 @@ static void rank_proc(const struct agent_ctx *ctx, const struct agent_assign *a,
 		/* podman runs as root; the image as the job's user. */
 		char *podman;
 
-		agent_podman_run_argv(ctx, a, (int)i, &r->proc.env,
+		agent_podman_run_argv(&ctx->cfg, a, (int)i, &r->proc.env,
 				      ctx->cfg.ca_file, &r->proc.args);
 		r->proc.cwd = xstrdup(a->dir);
 		r->proc.container_pidfile =
 			agent_fifo_path(a->dir, (int)i, "cpid");
-		agent_podman_cleanup_argv(ctx, a, (int)i, &r->proc.cleanup);
+		agent_podman_cleanup_argv(&ctx->cfg, a, (int)i,
+					  &r->proc.cleanup);
 		podman = agent_proc_which(r->proc.cleanup.v[0], env);
 		if (podman) {
 			free(r->proc.cleanup.v[0]);
@@ -598,8 +593,8 @@ static void rank_proc(const struct agent_ctx *ctx, const struct agent_assign *a,
 
 /* Starts the nproc ranks; on an error, kills those already started. */
 static int start_ranks(const struct agent_ctx *ctx, struct agent_assign *a,
-		       int nproc, const struct agent_strv *args,
-		       const struct agent_strv *env, const char *cwd, int bound,
+		       int nproc, const struct strvec *args,
+		       const struct strvec *env, const char *cwd, int bound,
 		       struct buf *err)
 {
 	size_t i, j;
@@ -647,10 +642,10 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 	struct api_kv *smenv = NULL;
 	char **user_args = NULL;
 	size_t n_smenv = 0, i;
-	struct agent_strv args = AGENT_STRV_INIT;
-	struct agent_strv env = AGENT_STRV_INIT;
+	struct strvec args = STRVEC_INIT;
+	struct strvec env = STRVEC_INIT;
 	struct buf code = BUF_INIT, code_host = BUF_INIT, cwd = BUF_INIT;
-	struct agent_strv prog = AGENT_STRV_INIT;
+	struct strvec prog = STRVEC_INIT;
 	int container = s->launch_mode == API_LAUNCH_CONTAINER;
 	int python = 0, bound = container || ctx->can_bind, nproc, ret;
 	const char *base = bound ? "/opt/ml" : a->dir;
@@ -676,8 +671,8 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 		goto out;
 	if (s->launch_mode == API_LAUNCH_SCRIPT)
 		for (i = 0; user_args && user_args[i]; i++)
-			agent_strv_push(&prog, user_args[i]);
-	ret = agent_assign_ident(a, err);
+			strvec_push(&prog, user_args[i]);
+	ret = agent_ident_resolve(&a->ident, a->spec.run_as, err);
 	if (ret)
 		goto out;
 	base_env(&env, python, code.data, &a->ident);
@@ -705,11 +700,11 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 	a->bound = bound;
 out:
 	api_sm_env_release(smenv, n_smenv, user_args);
-	agent_strv_release(&prog);
+	strvec_release(&prog);
 	free(exe);
 	free(venv);
-	agent_strv_release(&args);
-	agent_strv_release(&env);
+	strvec_release(&args);
+	strvec_release(&env);
 	buf_release(&code);
 	buf_release(&code_host);
 	buf_release(&cwd);

@@ -47,6 +47,10 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/assignment.h"
+#include "agent/lease.h"
+#include "agent/proc.h"
+#include "agent/task.h"
 #include "common/err.h"
 #include "common/fsutil.h"
 #include "common/log.h"
@@ -302,7 +306,7 @@ static void add_proc(struct lease_proc *v, uint32_t *n, pid_t pid, int kind,
 	(*n)++;
 }
 
-void agent_lease_sync(struct agent_ctx *ctx, int64_t now)
+void agent_lease_sync(struct agent_ctx *ctx, int64_t now, int64_t until)
 {
 	struct agent_lease *l = &ctx->lease;
 	struct agent_lease_page *pg = l->page;
@@ -310,7 +314,6 @@ void agent_lease_sync(struct agent_ctx *ctx, int64_t now)
 	struct agent_assign *a;
 	uint32_t n = 0;
 	uint64_t fired;
-	int64_t until;
 	size_t i;
 
 	if (!pg)
@@ -333,7 +336,6 @@ void agent_lease_sync(struct agent_ctx *ctx, int64_t now)
 		pg->n = n;
 		__atomic_add_fetch(&pg->seq, 1, __ATOMIC_ACQ_REL);
 	}
-	until = agent_session_lease_end(ctx);
 	if (__atomic_load_n(&pg->until_ms, __ATOMIC_ACQUIRE) != until)
 		__atomic_store_n(&pg->until_ms, until, __ATOMIC_RELEASE);
 	fired = __atomic_load_n(&pg->fired, __ATOMIC_ACQUIRE);

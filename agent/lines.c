@@ -8,6 +8,7 @@
 
 #include "agent/lines.h"
 #include "common/err.h"
+#include "common/utf8.h"
 #include "common/banned.h"
 
 #define READ_CHUNK 65536
@@ -17,39 +18,14 @@ static const char replacement[] = "\xef\xbf\xbd";
 
 /*
  * Length of the valid UTF-8 sequence at s (at most n bytes), or 0 when it
- * is invalid: overlong forms, surrogates and code points above U+10FFFF are
- * rejected as RFC 3629 says, and so is NUL.
+ * is invalid (RFC 3629) or NUL: the lines go into JSON strings.
  */
 static size_t utf8_seq(const unsigned char *s, size_t n)
 {
-	unsigned char c = s[0];
-	size_t len, i;
+	size_t len;
 
-	if (c == 0)
+	if (utf8_decode(s, n, 0, &len) <= 0)
 		return 0;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	for (i = 1; i < len; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	if (c == 0xe0 && s[1] < 0xa0)
-		return 0; /* overlong */
-	if (c == 0xed && s[1] > 0x9f)
-		return 0; /* surrogate */
-	if (c == 0xf0 && s[1] < 0x90)
-		return 0; /* overlong */
-	if (c == 0xf4 && s[1] > 0x8f)
-		return 0; /* above U+10FFFF */
 	return len;
 }
 

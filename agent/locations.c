@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "agent/agent.h"
+#include "agent/locations.h"
 #include "api/agent_proto.h"
 #include "api/sigv4.h"
 #include "storage/storage.h"

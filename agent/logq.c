@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/agent.h"
+#include "agent/logq.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 

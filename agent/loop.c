@@ -18,6 +18,15 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/assign.h"
+#include "agent/assignment.h"
+#include "agent/http.h"
+#include "agent/images.h"
+#include "agent/lease.h"
+#include "agent/loop.h"
+#include "agent/session.h"
+#include "agent/supervise.h"
+#include "agent/telemetry.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -79,9 +88,10 @@ static int setup_signals(struct agent_ctx *ctx, struct buf *err)
 	return 0;
 }
 
-void agent_poll_add(struct agent_ctx *ctx, int fd, short events,
-		    enum agent_poll_kind kind, struct agent_assign *a,
-		    size_t rank)
+/* Adds fd to this turn's poll set. */
+static void poll_add(struct agent_ctx *ctx, int fd, short events,
+		     enum agent_poll_kind kind, struct agent_assign *a,
+		     size_t rank)
 {
 	ALLOC_GROW(ctx->pfds, ctx->n_pfds + 1, ctx->alloc_pfds);
 	ALLOC_GROW(ctx->prefs, ctx->n_pfds + 1, ctx->alloc_prefs);
@@ -100,36 +110,38 @@ static void build_pollset(struct agent_ctx *ctx)
 	size_t i;
 
 	ctx->n_pfds = 0;
-	agent_poll_add(ctx, ctx->sig_pipe[0], POLLIN, AGENT_POLL_SIGNAL, NULL,
-		       0);
-	agent_http_pollfds(ctx);
+	poll_add(ctx, ctx->sig_pipe[0], POLLIN, AGENT_POLL_SIGNAL, NULL, 0);
+	for (i = 0; i < ctx->http.n_socks; i++)
+		poll_add(ctx, ctx->http.socks[i].fd,
+			 agent_http_sock_events(&ctx->http.socks[i]),
+			 AGENT_POLL_CURL, NULL, 0);
 	for (a = ctx->assigns; a; a = a->next) {
 		for (i = 0; i < a->n_ranks; i++) {
 			struct agent_rank *r = &a->ranks[i];
 
 			if (r->proc.out_fd >= 0)
-				agent_poll_add(ctx, r->proc.out_fd, POLLIN,
-					       AGENT_POLL_OUT, a, i);
+				poll_add(ctx, r->proc.out_fd, POLLIN,
+					 AGENT_POLL_OUT, a, i);
 			if (r->proc.err_fd >= 0)
-				agent_poll_add(ctx, r->proc.err_fd, POLLIN,
-					       AGENT_POLL_ERR, a, i);
+				poll_add(ctx, r->proc.err_fd, POLLIN,
+					 AGENT_POLL_ERR, a, i);
 			if (r->pidfd >= 0)
-				agent_poll_add(ctx, r->pidfd, POLLIN,
-					       AGENT_POLL_PIDFD, a, i);
+				poll_add(ctx, r->pidfd, POLLIN,
+					 AGENT_POLL_PIDFD, a, i);
 		}
 		if (a->task.fd >= 0)
-			agent_poll_add(ctx, a->task.fd, POLLIN, AGENT_POLL_TASK,
-				       a, 0);
+			poll_add(ctx, a->task.fd, POLLIN, AGENT_POLL_TASK, a,
+				 0);
 		if (a->watch.fd >= 0)
-			agent_poll_add(ctx, a->watch.fd, POLLIN,
-				       AGENT_POLL_WATCH, a, 0);
+			poll_add(ctx, a->watch.fd, POLLIN, AGENT_POLL_WATCH, a,
+				 0);
 		if (a->pipe.fd >= 0)
-			agent_poll_add(ctx, a->pipe.fd, POLLIN, AGENT_POLL_PIPE,
-				       a, 0);
+			poll_add(ctx, a->pipe.fd, POLLIN, AGENT_POLL_PIPE, a,
+				 0);
 	}
 	if (ctx->images.task.fd >= 0)
-		agent_poll_add(ctx, ctx->images.task.fd, POLLIN,
-			       AGENT_POLL_IMAGES, NULL, 0);
+		poll_add(ctx, ctx->images.task.fd, POLLIN, AGENT_POLL_IMAGES,
+			 NULL, 0);
 }
 
 /* Stops the children and exits, as on SIGTERM. */
@@ -205,16 +217,16 @@ static void dispatch(struct agent_ctx *ctx, int64_t now)
 					 ctx->pfds[i].revents);
 			break;
 		case AGENT_POLL_OUT:
-			agent_assign_on_output(ctx, ref->a, ref->rank, 0);
+			agent_sup_on_output(ctx, ref->a, ref->rank, 0);
 			break;
 		case AGENT_POLL_ERR:
-			agent_assign_on_output(ctx, ref->a, ref->rank, 1);
+			agent_sup_on_output(ctx, ref->a, ref->rank, 1);
 			break;
 		case AGENT_POLL_PIDFD:
-			agent_assign_on_pidfd(ctx, ref->a, ref->rank);
+			agent_sup_on_pidfd(ctx, ref->a, ref->rank);
 			break;
 		case AGENT_POLL_TASK:
-			agent_assign_on_task(ctx, ref->a);
+			agent_sup_on_task(ctx, ref->a);
 			break;
 		case AGENT_POLL_WATCH:
 			agent_assign_on_watch(ctx, ref->a);
@@ -223,14 +235,14 @@ static void dispatch(struct agent_ctx *ctx, int64_t now)
 			agent_images_on_task(ctx);
 			break;
 		case AGENT_POLL_PIPE:
-			agent_pipe_on_report(ctx, ref->a);
+			agent_sup_on_pipe(ctx, ref->a);
 			break;
 		}
 	}
 	agent_http_timeout(ctx);
 	if (ctx->got_sigchld) {
 		ctx->got_sigchld = 0;
-		agent_assign_reap(ctx);
+		agent_sup_reap(ctx);
 	}
 }
 
@@ -271,7 +283,7 @@ int agent_run(struct agent_ctx *ctx)
 		buf_release(&err);
 		return ERR_IO;
 	}
-	agent_assign_adopt_all(ctx);
+	agent_sup_adopt_all(ctx);
 	while (!ctx->exit_now) {
 		now = time_mono_ms();
 		/*
@@ -282,7 +294,7 @@ int agent_run(struct agent_ctx *ctx)
 		agent_session_check_lease(ctx, now);
 		agent_reconcile(ctx);
 		agent_images_tick(ctx);
-		agent_lease_sync(ctx, now);
+		agent_lease_sync(ctx, now, agent_session_lease_end(ctx));
 		check_work_dir(ctx, now);
 		if (ctx->shutting_down) {
 			shutdown_step(ctx, now, &report_until);

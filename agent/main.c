@@ -20,6 +20,17 @@
 #include <curl/curl.h>
 
 #include "agent/agent.h"
+#include "agent/assign.h"
+#include "agent/config.h"
+#include "agent/http.h"
+#include "agent/images.h"
+#include "agent/lease.h"
+#include "agent/logq.h"
+#include "agent/loop.h"
+#include "agent/mpi.h"
+#include "agent/proc.h"
+#include "agent/session.h"
+#include "agent/telemetry.h"
 #include "common/err.h"
 #include "common/fsutil.h"
 #include "common/log.h"

@@ -37,7 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/mpi.h"
 #include "common/buf.h"
 #include "common/fsutil.h"
 #include "common/timeutil.h"
@@ -534,23 +534,21 @@ static void die_by_sigterm(void)
 	_exit(128 + SIGTERM);
 }
 
-int agent_mpi_worker_main(int argc, char **argv)
-{
-	const char *token = getenv("TRAINCTL_RDZV_TOKEN");
-	struct sockaddr_in a;
-	int port = 0, lfd, one = 1, served = 0, running = 0, result = 0;
-	int64_t stop_by = 0;
-	int i;
+/* The handlers a worker started, and what they ended with. */
+struct worker {
+	int lfd;
+	const char *token;
+	int served;  /* handlers that ended having served a command */
+	int running; /* handlers not yet reaped */
+	int result;  /* the first non-zero exit of a served command */
+};
 
-	for (i = 1; i + 1 < argc; i++)
-		if (!strcmp(argv[i], "--port"))
-			port = atoi(argv[i + 1]);
-	if (port <= 0 || port > 65535 || !token || !*token) {
-		fprintf(stderr, "trainagent mpi-worker: needs --port PORT and "
-				"TRAINCTL_RDZV_TOKEN\n");
-		return 2;
-	}
-	signal(SIGPIPE, SIG_IGN);
+/* The listening socket on port, or -1 (said on stderr). */
+static int worker_listen(int port)
+{
+	struct sockaddr_in a;
+	int lfd, one = 1;
+
 	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	memset(&a, 0, sizeof(a));
 	a.sin_family = AF_INET;
@@ -563,59 +561,93 @@ int agent_mpi_worker_main(int argc, char **argv)
 			"trainagent mpi-worker: cannot listen on port %d: "
 			"%s\n",
 			port, strerror(errno));
-		return 1;
+		return -1;
 	}
+	return lfd;
+}
+
+/* Accepts one connection when there is one, served by a new handler. */
+static void worker_accept(struct worker *w)
+{
+	struct pollfd p = { w->lfd, POLLIN, 0 };
+	int cfd;
+	pid_t h;
+
+	if (poll(&p, 1, 200) <= 0 || !(p.revents & POLLIN))
+		return;
+	cfd = accept4(w->lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (cfd < 0)
+		return;
+	if (w->served + w->running < RSH_MAX_CONNECTIONS) {
+		h = fork();
+		if (h == 0) {
+			close(w->lfd);
+			_exit(serve(cfd, w->token));
+		}
+		if (h > 0)
+			w->running++;
+	}
+	close(cfd);
+}
+
+/* Reaps the handlers that ended. */
+static void worker_reap(struct worker *w)
+{
+	pid_t pid;
+	int st;
+
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		int code = WIFSIGNALED(st) ? 128 + WTERMSIG(st) :
+					     WEXITSTATUS(st);
+
+		w->running--;
+		/* A refused connection (bad token) serves nothing. */
+		if (code == RSH_EXIT_LAUNCH)
+			continue;
+		w->served++;
+		if (code && !w->result)
+			w->result = code;
+	}
+}
+
+int agent_mpi_worker_main(int argc, char **argv)
+{
+	struct worker w = { -1, getenv("TRAINCTL_RDZV_TOKEN"), 0, 0, 0 };
+	int64_t stop_by = 0;
+	int port = 0, i;
+
+	for (i = 1; i + 1 < argc; i++)
+		if (!strcmp(argv[i], "--port"))
+			port = atoi(argv[i + 1]);
+	if (port <= 0 || port > 65535 || !w.token || !*w.token) {
+		fprintf(stderr, "trainagent mpi-worker: needs --port PORT and "
+				"TRAINCTL_RDZV_TOKEN\n");
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	w.lfd = worker_listen(port);
+	if (w.lfd < 0)
+		return 1;
 	fprintf(stderr,
 		"trainagent mpi-worker: waiting for mpirun on port %d\n", port);
 	catch_signals();
 	/* Until mpirun has come and everything it started has ended. */
-	while (!served || running) {
-		struct pollfd p = { lfd, POLLIN, 0 };
-		int st;
-		pid_t w;
-
+	while (!w.served || w.running) {
 		if (worker_stopped && !stop_by)
 			stop_by = time_mono_ms() + RSH_STOP_MS;
-		if (worker_stopped && (!running || time_mono_ms() >= stop_by))
+		if (worker_stopped && (!w.running || time_mono_ms() >= stop_by))
 			break;
-		if (!worker_stopped && poll(&p, 1, 200) > 0 &&
-		    (p.revents & POLLIN)) {
-			int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-
-			if (cfd >= 0 &&
-			    served + running < RSH_MAX_CONNECTIONS) {
-				pid_t h = fork();
-
-				if (h == 0) {
-					close(lfd);
-					_exit(serve(cfd, token));
-				}
-				if (h > 0)
-					running++;
-			}
-			if (cfd >= 0)
-				close(cfd);
-		}
-		while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
-			int code = WIFSIGNALED(st) ? 128 + WTERMSIG(st) :
-						     WEXITSTATUS(st);
-
-			running--;
-			/* A refused connection (bad token) serves nothing. */
-			if (code == RSH_EXIT_LAUNCH)
-				continue;
-			served++;
-			if (code && !result)
-				result = code;
-		}
-		if (worker_stopped && running) {
+		if (!worker_stopped)
+			worker_accept(&w);
+		worker_reap(&w);
+		if (worker_stopped && w.running) {
 			struct timespec ts = { 0, 10 * 1000000L };
 
 			nanosleep(&ts, NULL);
 		}
 	}
-	close(lfd);
-	if (worker_stopped && (!served || running || result))
+	close(w.lfd);
+	if (worker_stopped && (!w.served || w.running || w.result))
 		die_by_sigterm();
-	return result;
+	return w.result;
 }

@@ -20,7 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/assignment.h"
+#include "agent/netiso.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/spawn.h"
@@ -241,14 +242,13 @@ static int setup_family(int v6, const char *chain, const char *path,
 	return ret;
 }
 
-void agent_netiso_teardown(struct agent_ctx *ctx, struct agent_assign *a)
+void agent_netiso_teardown(struct agent_assign *a)
 {
 	char chain[20];
 	char path[64];
 	char *mnt;
 	struct buf dir = BUF_INIT;
 
-	(void)ctx;
 	/* An agent that adopted the assignment has no path, yet rules. */
 	if (!a->netiso_procs && !(a->have_spec && a->spec.network_isolation))
 		return;
@@ -268,7 +268,7 @@ void agent_netiso_teardown(struct agent_ctx *ctx, struct agent_assign *a)
 	FREE_AND_NULL(a->netiso_procs);
 }
 
-int agent_netiso_setup(struct agent_ctx *ctx, struct agent_assign *a,
+int agent_netiso_setup(const char *controller, struct agent_assign *a,
 		       struct buf *err)
 {
 	char chain[20], path[64], host[256], port[16];
@@ -296,8 +296,7 @@ int agent_netiso_setup(struct agent_ctx *ctx, struct agent_assign *a,
 	}
 	(void)buf_adds(&dir, "/cgroup.procs");
 	a->netiso_procs = xstrdup(dir.data);
-	if (controller_of(ctx->cfg.controller, host, sizeof(host), port,
-			  sizeof(port))) {
+	if (controller_of(controller, host, sizeof(host), port, sizeof(port))) {
 		(void)buf_addf(err, "EnableNetworkIsolation: cannot read the "
 				    "controller's address from its URL");
 		ret = ERR_INVALID;
@@ -318,7 +317,7 @@ int agent_netiso_setup(struct agent_ctx *ctx, struct agent_assign *a,
 		buf_reset(err);
 		(void)buf_adds(err, why.data);
 		buf_release(&why);
-		agent_netiso_teardown(ctx, a);
+		agent_netiso_teardown(a);
 		goto out;
 	}
 	log_info("%s/%s: network isolation on (%s)", a->job, a->algo, chain);

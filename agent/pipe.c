@@ -25,7 +25,14 @@
 
 #include <zlib.h>
 
-#include "agent/agent.h"
+#include "agent/assignment.h"
+#include "agent/ident.h"
+#include "agent/jobdir.h"
+#include "agent/lines.h"
+#include "agent/locations.h"
+#include "agent/pipe.h"
+#include "agent/stage.h"
+#include "agent/task.h"
 #include "api/manifest.h"
 #include "storage/storage.h"
 #include "common/err.h"
@@ -42,12 +49,7 @@
 /* A stream's reader went away: this epoch ends early. */
 #define PIPE_EPIPE 1
 
-int agent_channel_is_pipe(const struct api_channel *c)
-{
-	return c->input_mode && !strcmp(c->input_mode, "Pipe");
-}
-
-int agent_assign_has_pipes(const struct api_assignment *s)
+static int has_pipes(const struct api_assignment *s)
 {
 	size_t i;
 
@@ -143,7 +145,7 @@ static void object_uri(const struct stor_uri *u, const char *key,
  * ManifestFile's in its order. sizes[i] is -1 when not listed.
  */
 static int pipe_objects(struct stor *st, const struct api_assignment *s,
-			const struct api_channel *c, struct agent_strv *uris,
+			const struct api_channel *c, struct strvec *uris,
 			int64_t **sizes, struct buf *err)
 {
 	struct stor_list l = STOR_LIST_INIT;
@@ -182,7 +184,7 @@ static int pipe_objects(struct stor *st, const struct api_assignment *s,
 			if (ret)
 				goto out;
 			(*sizes)[uris->n] = -1;
-			agent_strv_push(uris, uri.data);
+			strvec_push(uris, uri.data);
 		}
 		goto out;
 	}
@@ -195,7 +197,7 @@ static int pipe_objects(struct stor *st, const struct api_assignment *s,
 		buf_reset(&uri);
 		object_uri(&u, l.v[i].key, &uri);
 		(*sizes)[uris->n] = l.v[i].size;
-		agent_strv_push(uris, uri.data);
+		strvec_push(uris, uri.data);
 	}
 	stor_uri_release(&u);
 out:
@@ -246,7 +248,7 @@ int agent_pipe_stage(struct stor *st, const struct api_assignment *s,
 		     const struct api_channel *c, const char *dir, int fd,
 		     struct buf *err)
 {
-	struct agent_strv uris = AGENT_STRV_INIT;
+	struct strvec uris = STRVEC_INIT;
 	int64_t *sizes = NULL, bytes = 0;
 	size_t *pick = NULL, i, m = 0;
 	int ret = 0;
@@ -299,7 +301,7 @@ int agent_pipe_stage(struct stor *st, const struct api_assignment *s,
 			       c->shuffle ? ", shuffled" : "");
 	free(pick);
 	free(sizes);
-	agent_strv_release(&uris);
+	strvec_release(&uris);
 	return ret;
 }
 
@@ -476,7 +478,7 @@ static int channel_main(struct pipe_job *pj, const struct api_channel *c,
 	const struct api_assignment *s = &pj->a->spec;
 	struct stor_config cfg;
 	struct stor *st = NULL;
-	struct agent_strv uris = AGENT_STRV_INIT;
+	struct strvec uris = STRVEC_INIT;
 	struct buf err = BUF_INIT;
 	struct pipe_writer w;
 	int64_t *sizes = NULL;
@@ -522,7 +524,7 @@ static int channel_main(struct pipe_job *pj, const struct api_channel *c,
 		       c->name, epoch, err.len ? err.data : err_str(ret));
 	free(pick);
 	free(sizes);
-	agent_strv_release(&uris);
+	strvec_release(&uris);
 	if (st)
 		stor_close(st);
 	stor_config_release(&cfg);
@@ -566,9 +568,9 @@ int agent_pipe_start(struct agent_ctx *ctx, struct agent_assign *a,
 	struct pipe_job pj = { ctx, a };
 	int ret;
 
-	if (!a->have_spec || !agent_assign_has_pipes(&a->spec))
+	if (!a->have_spec || !has_pipes(&a->spec))
 		return 0;
-	ret = agent_assign_ident(a, err);
+	ret = agent_ident_resolve(&a->ident, a->spec.run_as, err);
 	if (!ret)
 		ret = agent_task_start(&a->pipe, pipe_main, &pj, &a->ident,
 				       err);
@@ -581,8 +583,8 @@ void agent_pipe_stop(struct agent_assign *a)
 }
 
 struct pipe_line {
-	struct agent_ctx *ctx;
 	struct agent_assign *a;
+	struct strvec *notes;
 };
 
 static void on_pipe_line(void *arg, const char *line, size_t len)
@@ -591,15 +593,15 @@ static void on_pipe_line(void *arg, const char *line, size_t len)
 
 	(void)len;
 	if (!strncmp(line, "note ", 5))
-		agent_assign_note(tl->ctx, tl->a, "%s", line + 5);
+		strvec_push(tl->notes, line + 5);
 	else if (!strncmp(line, "log ", 4))
 		log_info("%s/%d/%s: %s", tl->a->job, tl->a->attempt,
 			 tl->a->algo, line + 4);
 }
 
-void agent_pipe_on_report(struct agent_ctx *ctx, struct agent_assign *a)
+void agent_pipe_on_report(struct agent_assign *a, struct strvec *notes)
 {
-	struct pipe_line tl = { ctx, a };
+	struct pipe_line tl = { a, notes };
 
 	if (a->pipe.fd < 0)
 		return;

@@ -34,7 +34,9 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
-#include "agent/agent.h"
+#include "agent/assignment.h"
+#include "agent/config.h"
+#include "agent/jobdir.h"
 #include "agent/podman.h"
 #include "common/err.h"
 #include "common/fsutil.h"
@@ -118,27 +120,27 @@ static void runroot(const char *work_dir, struct buf *out)
 	buf_release(&key);
 }
 
-void agent_podman_base(const char *work_dir, struct agent_strv *argv)
+void agent_podman_base(const char *work_dir, struct strvec *argv)
 {
 	const char *rt = oci_runtime();
 	struct buf run = BUF_INIT;
 
 	runroot(work_dir, &run);
-	agent_strv_push(argv, podman_bin());
-	agent_strv_push(argv, "--root");
-	agent_strv_pushf(argv, "%s/containers/storage", work_dir);
-	agent_strv_push(argv, "--runroot");
-	agent_strv_push(argv, run.data);
+	strvec_push(argv, podman_bin());
+	strvec_push(argv, "--root");
+	strvec_pushf(argv, "%s/containers/storage", work_dir);
+	strvec_push(argv, "--runroot");
+	strvec_push(argv, run.data);
 	buf_release(&run);
-	agent_strv_push(argv, "--tmpdir");
-	agent_strv_pushf(argv, "%s/containers/tmp", work_dir);
-	agent_strv_push(argv, "--cgroup-manager");
-	agent_strv_push(argv, "cgroupfs");
-	agent_strv_push(argv, "--events-backend");
-	agent_strv_push(argv, "file");
+	strvec_push(argv, "--tmpdir");
+	strvec_pushf(argv, "%s/containers/tmp", work_dir);
+	strvec_push(argv, "--cgroup-manager");
+	strvec_push(argv, "cgroupfs");
+	strvec_push(argv, "--events-backend");
+	strvec_push(argv, "file");
 	if (rt) {
-		agent_strv_push(argv, "--runtime");
-		agent_strv_push(argv, rt);
+		strvec_push(argv, "--runtime");
+		strvec_push(argv, rt);
 	}
 }
 
@@ -158,14 +160,14 @@ int agent_podman_run(const char *work_dir, const char *const *args,
 		     int64_t timeout_ms, size_t max_out,
 		     struct spawn_result *res)
 {
-	struct agent_strv argv = AGENT_STRV_INIT;
+	struct strvec argv = STRVEC_INIT;
 	int ret;
 
 	agent_podman_base(work_dir, &argv);
 	for (; *args; args++)
-		agent_strv_push(&argv, *args);
+		strvec_push(&argv, *args);
 	ret = spawn_capture(argv.v, NULL, timeout_ms, max_out, res);
-	agent_strv_release(&argv);
+	strvec_release(&argv);
 	return ret;
 }
 
@@ -355,7 +357,7 @@ static int can_raise_limits(void)
  * own RLIMIT_NPROC to 32768, and the runtime cannot give more than it
  * holds).
  */
-static void ulimits(struct agent_strv *argv)
+static void ulimits(struct strvec *argv)
 {
 	struct rlimit nofile, nproc;
 
@@ -366,14 +368,14 @@ static void ulimits(struct agent_strv *argv)
 		nproc.rlim_max = 32768;
 	if (nproc.rlim_cur > nproc.rlim_max)
 		nproc.rlim_cur = nproc.rlim_max;
-	agent_strv_push(argv, "--ulimit");
-	agent_strv_pushf(argv, "nofile=%llu:%llu",
-			 (unsigned long long)nofile.rlim_cur,
-			 (unsigned long long)nofile.rlim_max);
-	agent_strv_push(argv, "--ulimit");
-	agent_strv_pushf(argv, "nproc=%llu:%llu",
-			 (unsigned long long)nproc.rlim_cur,
-			 (unsigned long long)nproc.rlim_max);
+	strvec_push(argv, "--ulimit");
+	strvec_pushf(argv, "nofile=%llu:%llu",
+		     (unsigned long long)nofile.rlim_cur,
+		     (unsigned long long)nofile.rlim_max);
+	strvec_push(argv, "--ulimit");
+	strvec_pushf(argv, "nproc=%llu:%llu",
+		     (unsigned long long)nproc.rlim_cur,
+		     (unsigned long long)nproc.rlim_max);
 }
 
 /* A CDI spec naming nvidia.com/gpu, in the two places podman reads. */
@@ -403,14 +405,14 @@ static int have_cdi_gpus(void)
 }
 
 /* The host's GPUs: the CDI device when a spec names it, else the nodes. */
-static void gpus(struct agent_strv *argv)
+static void gpus(struct strvec *argv)
 {
 	glob_t g;
 	size_t i;
 
 	if (have_cdi_gpus()) {
-		agent_strv_push(argv, "--device");
-		agent_strv_push(argv, "nvidia.com/gpu=all");
+		strvec_push(argv, "--device");
+		strvec_push(argv, "nvidia.com/gpu=all");
 		return;
 	}
 	if (glob("/dev/nvidia*", 0, NULL, &g))
@@ -420,8 +422,8 @@ static void gpus(struct agent_strv *argv)
 
 		if (stat(g.gl_pathv[i], &st) || !S_ISCHR(st.st_mode))
 			continue;
-		agent_strv_push(argv, "--device");
-		agent_strv_push(argv, g.gl_pathv[i]);
+		strvec_push(argv, "--device");
+		strvec_push(argv, g.gl_pathv[i]);
 	}
 	globfree(&g);
 }
@@ -433,16 +435,16 @@ static int host_only(const char *entry)
 					     "LANG=" };
 	size_t i;
 
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(names); i++)
 		if (!strncmp(entry, names[i], strlen(names[i])))
 			return 1;
 	return 0;
 }
 
-void agent_podman_run_argv(const struct agent_ctx *ctx,
+void agent_podman_run_argv(const struct agent_config *cfg,
 			   const struct agent_assign *a, int rank,
-			   const struct agent_strv *env, const char *ca_file,
-			   struct agent_strv *argv)
+			   const struct strvec *env, const char *ca_file,
+			   struct strvec *argv)
 {
 	const struct api_assignment *s = &a->spec;
 	char *name = agent_podman_name(a, rank);
@@ -450,43 +452,42 @@ void agent_podman_run_argv(const struct agent_ctx *ctx,
 	size_t i;
 	int g;
 
-	agent_podman_base(ctx->cfg.work_dir, argv);
-	agent_strv_push(argv, "run");
-	agent_strv_push(argv, "--rm");
-	agent_strv_push(argv, "--name");
-	agent_strv_push(argv, name);
-	agent_strv_push(argv, "--pull");
-	agent_strv_push(argv, "never");
-	agent_strv_push(argv, "--network");
+	agent_podman_base(cfg->work_dir, argv);
+	strvec_push(argv, "run");
+	strvec_push(argv, "--rm");
+	strvec_push(argv, "--name");
+	strvec_push(argv, name);
+	strvec_push(argv, "--pull");
+	strvec_push(argv, "never");
+	strvec_push(argv, "--network");
 	/* Isolated (one host): no network at all, not even the host's. */
-	agent_strv_push(argv, s->network_isolation ? "none" : "host");
-	agent_strv_push(argv, "--ipc");
-	agent_strv_push(argv, "host");
-	agent_strv_push(argv, "--init");
-	agent_strv_push(argv, "--log-driver");
-	agent_strv_push(argv, "passthrough");
-	agent_strv_push(argv, "--pids-limit");
-	agent_strv_push(argv, "-1");
-	agent_strv_push(argv, "--pidfile");
-	agent_strv_push(argv, pidfile);
-	agent_strv_push(argv, "--mount");
-	agent_strv_pushf(argv, "type=bind,src=%s,dst=/opt/ml", a->dir);
+	strvec_push(argv, s->network_isolation ? "none" : "host");
+	strvec_push(argv, "--ipc");
+	strvec_push(argv, "host");
+	strvec_push(argv, "--init");
+	strvec_push(argv, "--log-driver");
+	strvec_push(argv, "passthrough");
+	strvec_push(argv, "--pids-limit");
+	strvec_push(argv, "-1");
+	strvec_push(argv, "--pidfile");
+	strvec_push(argv, pidfile);
+	strvec_push(argv, "--mount");
+	strvec_pushf(argv, "type=bind,src=%s,dst=/opt/ml", a->dir);
 	if (ca_file) {
-		agent_strv_push(argv, "--mount");
-		agent_strv_pushf(argv, "type=bind,src=%s,dst=%s,ro", ca_file,
-				 ca_file);
+		strvec_push(argv, "--mount");
+		strvec_pushf(argv, "type=bind,src=%s,dst=%s,ro", ca_file,
+			     ca_file);
 	}
 	ulimits(argv);
-	if (ctx->cfg.gpus > 0)
+	if (cfg->gpus > 0)
 		gpus(argv);
 	if (a->ident.set) {
-		agent_strv_push(argv, "--user");
-		agent_strv_pushf(argv, "%u:%u", (unsigned)a->ident.uid,
-				 (unsigned)a->ident.gid);
+		strvec_push(argv, "--user");
+		strvec_pushf(argv, "%u:%u", (unsigned)a->ident.uid,
+			     (unsigned)a->ident.gid);
 		for (g = 0; g < a->ident.n_groups; g++) {
-			agent_strv_push(argv, "--group-add");
-			agent_strv_pushf(argv, "%u",
-					 (unsigned)a->ident.groups[g]);
+			strvec_push(argv, "--group-add");
+			strvec_pushf(argv, "%u", (unsigned)a->ident.groups[g]);
 		}
 	}
 	/* By name: podman takes the value from its own environment, so no
@@ -496,9 +497,8 @@ void agent_podman_run_argv(const struct agent_ctx *ctx,
 
 		if (!eq || host_only(env->v[i]))
 			continue;
-		agent_strv_push(argv, "--env");
-		agent_strv_pushf(argv, "%.*s", (int)(eq - env->v[i]),
-				 env->v[i]);
+		strvec_push(argv, "--env");
+		strvec_pushf(argv, "%.*s", (int)(eq - env->v[i]), env->v[i]);
 	}
 	if (s->entrypoint) {
 		struct buf j = BUF_INIT;
@@ -521,29 +521,29 @@ void agent_podman_run_argv(const struct agent_ctx *ctx,
 			(void)buf_adds(&j, "\"");
 		}
 		(void)buf_adds(&j, "]");
-		agent_strv_push(argv, "--entrypoint");
-		agent_strv_push(argv, j.data);
+		strvec_push(argv, "--entrypoint");
+		strvec_push(argv, j.data);
 		buf_release(&j);
 	}
-	agent_strv_push(argv, s->image);
+	strvec_push(argv, s->image);
 	for (i = 0; s->argv && s->argv[i]; i++)
-		agent_strv_push(argv, s->argv[i]);
+		strvec_push(argv, s->argv[i]);
 	free(name);
 	free(pidfile);
 }
 
-void agent_podman_cleanup_argv(const struct agent_ctx *ctx,
+void agent_podman_cleanup_argv(const struct agent_config *cfg,
 			       const struct agent_assign *a, int rank,
-			       struct agent_strv *argv)
+			       struct strvec *argv)
 {
 	char *name = agent_podman_name(a, rank);
 
-	agent_podman_base(ctx->cfg.work_dir, argv);
-	agent_strv_push(argv, "rm");
-	agent_strv_push(argv, "--force");
-	agent_strv_push(argv, "--ignore");
-	agent_strv_push(argv, "--time");
-	agent_strv_push(argv, "0");
-	agent_strv_push(argv, name);
+	agent_podman_base(cfg->work_dir, argv);
+	strvec_push(argv, "rm");
+	strvec_push(argv, "--force");
+	strvec_push(argv, "--ignore");
+	strvec_push(argv, "--time");
+	strvec_push(argv, "0");
+	strvec_push(argv, name);
 	free(name);
 }

@@ -9,11 +9,11 @@
 #include "api/agent_proto.h"
 #include "common/buf.h"
 
-struct agent_ctx;
+struct agent_config;
 struct agent_assign;
 
 /* podman and its global options: this host's store under work_dir. */
-void agent_podman_base(const char *work_dir, struct agent_strv *argv);
+void agent_podman_base(const char *work_dir, struct strvec *argv);
 
 struct spawn_result;
 
@@ -43,14 +43,14 @@ int agent_podman_pull(const char *work_dir, const char *dir,
 		      struct buf *err);
 
 /* `podman run ...` of rank with env (the variables are passed by name). */
-void agent_podman_run_argv(const struct agent_ctx *ctx,
+void agent_podman_run_argv(const struct agent_config *cfg,
 			   const struct agent_assign *a, int rank,
-			   const struct agent_strv *env, const char *ca_file,
-			   struct agent_strv *argv);
+			   const struct strvec *env, const char *ca_file,
+			   struct strvec *argv);
 
 /* `podman rm --force` of rank's container, for its keeper. */
-void agent_podman_cleanup_argv(const struct agent_ctx *ctx,
+void agent_podman_cleanup_argv(const struct agent_config *cfg,
 			       const struct agent_assign *a, int rank,
-			       struct agent_strv *argv);
+			       struct strvec *argv);
 
 #endif

@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/ident.h"
 #include "agent/proc.h"
 #include "common/err.h"
 #include "common/fsutil.h"
@@ -35,26 +35,7 @@
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
-void agent_strv_push(struct agent_strv *s, const char *str)
-{
-	ALLOC_GROW(s->v, s->n + 2, s->alloc);
-	s->v[s->n++] = xstrdup(str);
-	s->v[s->n] = NULL;
-}
-
-void agent_strv_pushf(struct agent_strv *s, const char *fmt, ...)
-{
-	struct buf b = BUF_INIT;
-	va_list ap;
-
-	va_start(ap, fmt);
-	(void)buf_vaddf(&b, fmt, ap);
-	va_end(ap);
-	agent_strv_push(s, b.data);
-	buf_release(&b);
-}
-
-static char **env_find(const struct agent_strv *env, const char *name)
+static char **env_find(const struct strvec *env, const char *name)
 {
 	size_t len = strlen(name);
 	size_t i;
@@ -65,13 +46,13 @@ static char **env_find(const struct agent_strv *env, const char *name)
 	return NULL;
 }
 
-void agent_env_set(struct agent_strv *env, const char *name, const char *value)
+void agent_env_set(struct strvec *env, const char *name, const char *value)
 {
 	char **slot = env_find(env, name);
 	struct buf b = BUF_INIT;
 
 	if (!slot) {
-		agent_strv_pushf(env, "%s=%s", name, value);
+		strvec_pushf(env, "%s=%s", name, value);
 		return;
 	}
 	(void)buf_addf(&b, "%s=%s", name, value);
@@ -79,23 +60,11 @@ void agent_env_set(struct agent_strv *env, const char *name, const char *value)
 	*slot = buf_detach(&b, NULL);
 }
 
-const char *agent_env_get(const struct agent_strv *env, const char *name)
+const char *agent_env_get(const struct strvec *env, const char *name)
 {
 	char **slot = env_find(env, name);
 
 	return slot ? *slot + strlen(name) + 1 : NULL;
-}
-
-void agent_strv_release(struct agent_strv *s)
-{
-	size_t i;
-
-	for (i = 0; i < s->n; i++)
-		free(s->v[i]);
-	free(s->v);
-	s->v = NULL;
-	s->n = 0;
-	s->alloc = 0;
 }
 
 void agent_proc_init(struct agent_proc *p)
@@ -106,7 +75,7 @@ void agent_proc_init(struct agent_proc *p)
 	p->err_fd = -1;
 }
 
-char *agent_proc_which(const char *name, const struct agent_strv *env)
+char *agent_proc_which(const char *name, const struct strvec *env)
 {
 	const char *path = agent_env_get(env, "PATH");
 	struct buf b = BUF_INIT;
@@ -199,7 +168,7 @@ static _Noreturn void child_fail(int status_fd, int step, int err,
 	_exit(127);
 }
 
-static void child_reset_signals(void)
+void agent_proc_reset_signals(int ignore_sigpipe)
 {
 	struct sigaction sa;
 	sigset_t none;
@@ -209,6 +178,10 @@ static void child_reset_signals(void)
 	sa.sa_handler = SIG_DFL;
 	for (sig = 1; sig < NSIG; sig++)
 		(void)sigaction(sig, &sa, NULL);
+	if (ignore_sigpipe) {
+		sa.sa_handler = SIG_IGN;
+		(void)sigaction(SIGPIPE, &sa, NULL);
+	}
 	sigemptyset(&none);
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 }
@@ -268,7 +241,7 @@ static _Noreturn void child_run(struct agent_proc *p, const char *file,
 {
 	int devnull, fd;
 
-	child_reset_signals();
+	agent_proc_reset_signals(0);
 	/* Fds 3 and 4 are for the named pipes' read ends (keep_reader). */
 	if (status_fd < 5) {
 		fd = fcntl(status_fd, F_DUPFD_CLOEXEC, 5);
@@ -322,8 +295,8 @@ static void keeper_signals(void)
 				       SIGTTOU, SIGTSTP };
 	size_t i;
 
-	child_reset_signals();
-	for (i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+	agent_proc_reset_signals(0);
+	for (i = 0; i < ARRAY_SIZE(ignored); i++)
 		(void)signal(ignored[i], SIG_IGN);
 }
 
@@ -405,7 +378,7 @@ static void kill_container(const char *pidfile)
 }
 
 /* Runs argv (absolute argv[0]) with a bare PATH; a minute at most. */
-static void run_cleanup(const struct agent_strv *argv)
+static void run_cleanup(const struct strvec *argv)
 {
 	char *env[] = { (char *)"PATH=/usr/local/sbin:/usr/local/bin:"
 				"/usr/sbin:/usr/bin:/sbin:/bin",
@@ -586,7 +559,7 @@ int agent_proc_start(struct agent_proc *p, struct buf *err)
 		return ERR_INVALID;
 	}
 	if (!p->env.v)
-		agent_strv_push(&p->env, "PATH=/usr/bin:/bin");
+		strvec_push(&p->env, "PATH=/usr/bin:/bin");
 	file = agent_proc_which(p->args.v[0], &p->env);
 	if (!file)
 		file = xstrdup(p->args.v[0]); /* exec reports ENOENT */
@@ -819,8 +792,8 @@ void agent_proc_release(struct agent_proc *p)
 {
 	close_fd(&p->out_fd);
 	close_fd(&p->err_fd);
-	agent_strv_release(&p->args);
-	agent_strv_release(&p->env);
+	strvec_release(&p->args);
+	strvec_release(&p->env);
 	FREE_AND_NULL(p->cwd);
 	FREE_AND_NULL(p->bind_dir);
 	FREE_AND_NULL(p->out_fifo);
@@ -828,7 +801,7 @@ void agent_proc_release(struct agent_proc *p)
 	FREE_AND_NULL(p->exit_file);
 	FREE_AND_NULL(p->container_pidfile);
 	FREE_AND_NULL(p->cgroup_procs);
-	agent_strv_release(&p->cleanup);
+	strvec_release(&p->cleanup);
 }
 
 int agent_proc_can_bind(struct buf *why)
@@ -847,8 +820,8 @@ int agent_proc_can_bind(struct buf *why)
 		return 0;
 	}
 	agent_proc_init(&p);
-	agent_strv_push(&p.args, "/bin/true");
-	agent_strv_push(&p.env, "PATH=/usr/bin:/bin");
+	strvec_push(&p.args, "/bin/true");
+	strvec_push(&p.env, "PATH=/usr/bin:/bin");
 	p.bind_dir = xstrdup(tmpl);
 	if (agent_proc_start(&p, &err)) {
 		(void)buf_addf(why, "%s", err.data);

@@ -32,49 +32,25 @@
 #include <sys/types.h>
 
 #include "common/buf.h"
+#include "common/strvec.h"
 
-/*
- * A NULL-terminated vector of strings, each owned by the vector. `v` is
- * NULL until the first push.
- */
 struct agent_ident;
-
-struct agent_strv {
-	char **v;
-	size_t n;
-	size_t alloc;
-};
-
-#define AGENT_STRV_INIT    \
-	{                  \
-		NULL, 0, 0 \
-	}
-
-/* Appends a copy of s. */
-void agent_strv_push(struct agent_strv *s, const char *str);
-
-/* Appends a formatted string. */
-void agent_strv_pushf(struct agent_strv *s, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
 
 /*
  * Sets NAME=value in an environment vector: replaces the entry for name
  * when there is one (keeping its position), else appends.
  */
-void agent_env_set(struct agent_strv *env, const char *name, const char *value);
+void agent_env_set(struct strvec *env, const char *name, const char *value);
 
 /* Returns the value of name in env, or NULL. The string belongs to env. */
-const char *agent_env_get(const struct agent_strv *env, const char *name);
-
-/* Frees every string and the vector; leaves it empty. */
-void agent_strv_release(struct agent_strv *s);
+const char *agent_env_get(const struct strvec *env, const char *name);
 
 struct agent_proc {
 	/* Filled by the caller; owned by the proc, freed by _release(). */
-	struct agent_strv args; /* args.v[0] is the program */
-	struct agent_strv env;	/* the complete environment */
-	char *cwd;		/* NULL: the agent's own */
-	char *bind_dir;		/* NULL: no private /opt/ml */
+	struct strvec args; /* args.v[0] is the program */
+	struct strvec env;  /* the complete environment */
+	char *cwd;	    /* NULL: the agent's own */
+	char *bind_dir;	    /* NULL: no private /opt/ml */
 	/*
 	 * Absolute paths for named pipes to use as stdout and stderr
 	 * instead of anonymous ones (NULL: anonymous). The child keeps a
@@ -106,7 +82,7 @@ struct agent_proc {
 	 * exit_file: a rank that ended leaves no container behind.
 	 */
 	char *container_pidfile;
-	struct agent_strv cleanup;
+	struct strvec cleanup;
 	/* A cgroup's cgroup.procs the program joins before exec (NULL:
 	 * none): network isolation (netiso.c). */
 	char *cgroup_procs;
@@ -187,10 +163,17 @@ void agent_proc_release(struct agent_proc *p);
 int agent_proc_can_bind(struct buf *why);
 
 /*
+ * In a new child: every signal back to its default disposition and none
+ * blocked; with ignore_sigpipe, SIGPIPE ignored (writes to a closed pipe
+ * or socket fail instead).
+ */
+void agent_proc_reset_signals(int ignore_sigpipe);
+
+/*
  * Searches name in the PATH of env (or /usr/bin:/bin) when it holds no
  * slash. Returns a new string (yours to free) with the path of an
  * executable file, or NULL.
  */
-char *agent_proc_which(const char *name, const struct agent_strv *env);
+char *agent_proc_which(const char *name, const struct strvec *env);
 
 #endif

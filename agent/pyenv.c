@@ -35,7 +35,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/launch.h"
+#include "agent/lines.h"
+#include "agent/proc.h"
+#include "agent/pyenv.h"
+#include "agent/task.h"
 #include "common/err.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
@@ -234,7 +238,7 @@ static void describe_status(int status, struct buf *out)
  * user's home would be the host's, shared between jobs.
  */
 static void pip_env(const struct api_assignment *s, const char *venv,
-		    struct agent_strv *env)
+		    struct strvec *env)
 {
 	const struct passwd *pw = getpwuid(geteuid());
 	const char *lang = getenv("LANG");
@@ -268,7 +272,7 @@ static void pip_env(const struct api_assignment *s, const char *venv,
 int agent_pyenv_install(const struct api_assignment *s, const char *dir, int fd,
 			struct buf *err)
 {
-	struct agent_strv env = AGENT_STRV_INIT, args = AGENT_STRV_INIT;
+	struct strvec env = STRVEC_INIT, args = STRVEC_INIT;
 	struct pyenv_out o = { fd, BUF_INIT, BUF_INIT, 0 };
 	struct buf code = BUF_INIT, why = BUF_INIT;
 	char *venv = agent_pyenv_path(dir);
@@ -280,13 +284,13 @@ int agent_pyenv_install(const struct api_assignment *s, const char *dir, int fd,
 	agent_task_say(fd,
 		       "note requirements.txt: installing with pip into the "
 		       "job's Python environment");
-	agent_strv_push(&args,
-			s->runtime && *s->runtime ? s->runtime : PYENV_PYTHON);
-	agent_strv_push(&args, "-m");
-	agent_strv_push(&args, "venv");
-	agent_strv_push(&args, "--system-site-packages");
-	agent_strv_push(&args, "--without-pip");
-	agent_strv_push(&args, venv);
+	strvec_push(&args,
+		    s->runtime && *s->runtime ? s->runtime : PYENV_PYTHON);
+	strvec_push(&args, "-m");
+	strvec_push(&args, "venv");
+	strvec_push(&args, "--system-site-packages");
+	strvec_push(&args, "--without-pip");
+	strvec_push(&args, venv);
 	ret = run(args.v, env.v, code.data, &o, &status, &why);
 	if (!ret && (!WIFEXITED(status) || WEXITSTATUS(status))) {
 		(void)buf_adds(err, "requirements.txt: cannot create a Python "
@@ -303,13 +307,13 @@ int agent_pyenv_install(const struct api_assignment *s, const char *dir, int fd,
 		(void)buf_addf(err, "requirements.txt: %s", why.data);
 		goto out;
 	}
-	agent_strv_release(&args);
-	agent_strv_pushf(&args, "%s/bin/python3", venv);
-	agent_strv_push(&args, "-m");
-	agent_strv_push(&args, "pip");
-	agent_strv_push(&args, "install");
-	agent_strv_push(&args, "-r");
-	agent_strv_push(&args, "requirements.txt");
+	strvec_release(&args);
+	strvec_pushf(&args, "%s/bin/python3", venv);
+	strvec_push(&args, "-m");
+	strvec_push(&args, "pip");
+	strvec_push(&args, "install");
+	strvec_push(&args, "-r");
+	strvec_push(&args, "requirements.txt");
 	buf_reset(&o.last_err);
 	buf_reset(&o.last_out);
 	ret = run(args.v, env.v, code.data, &o, &status, &why);
@@ -330,8 +334,8 @@ int agent_pyenv_install(const struct api_assignment *s, const char *dir, int fd,
 	agent_task_say(fd, "note requirements.txt: installed in %.1f s",
 		       (double)(time_mono_ms() - t0) / 1000.0);
 out:
-	agent_strv_release(&args);
-	agent_strv_release(&env);
+	strvec_release(&args);
+	strvec_release(&env);
 	buf_release(&o.last_err);
 	buf_release(&o.last_out);
 	buf_release(&code);

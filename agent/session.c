@@ -29,6 +29,13 @@
 #include <curl/curl.h>
 
 #include "agent/agent.h"
+#include "agent/assign.h"
+#include "agent/config.h"
+#include "agent/http.h"
+#include "agent/lease.h"
+#include "agent/logq.h"
+#include "agent/session.h"
+#include "agent/telemetry.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/timeutil.h"

@@ -16,7 +16,15 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/assignment.h"
+#include "agent/ident.h"
+#include "agent/jobdir.h"
+#include "agent/locations.h"
+#include "agent/pipe.h"
 #include "agent/podman.h"
+#include "agent/pyenv.h"
+#include "agent/stage.h"
+#include "agent/task.h"
 #include "api/manifest.h"
 #include "storage/storage.h"
 #include "common/err.h"

@@ -20,6 +20,16 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/assign.h"
+#include "agent/assignment.h"
+#include "agent/images.h"
+#include "agent/jobdir.h"
+#include "agent/lines.h"
+#include "agent/logq.h"
+#include "agent/pipe.h"
+#include "agent/proc.h"
+#include "agent/supervise.h"
+#include "agent/task.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -93,8 +103,8 @@ static void read_pipe(struct agent_ctx *ctx, struct agent_assign *a,
 	*fd = -1;
 }
 
-void agent_assign_on_output(struct agent_ctx *ctx, struct agent_assign *a,
-			    size_t rank, int is_stderr)
+void agent_sup_on_output(struct agent_ctx *ctx, struct agent_assign *a,
+			 size_t rank, int is_stderr)
 {
 	if (rank < a->n_ranks)
 		read_pipe(ctx, a, &a->ranks[rank], is_stderr, 0);
@@ -187,11 +197,22 @@ static void adopted_ended(struct agent_ctx *ctx, struct agent_assign *a,
 	agent_assign_mark(ctx, a);
 }
 
-void agent_assign_on_pidfd(struct agent_ctx *ctx, struct agent_assign *a,
-			   size_t rank)
+void agent_sup_on_pidfd(struct agent_ctx *ctx, struct agent_assign *a,
+			size_t rank)
 {
 	if (rank < a->n_ranks && !a->ranks[rank].proc.exited)
 		adopted_ended(ctx, a, &a->ranks[rank], 1);
+}
+
+void agent_sup_on_pipe(struct agent_ctx *ctx, struct agent_assign *a)
+{
+	struct strvec notes = STRVEC_INIT;
+	size_t i;
+
+	agent_pipe_on_report(a, &notes);
+	for (i = 0; i < notes.n; i++)
+		agent_assign_note(ctx, a, "%s", notes.v[i]);
+	strvec_release(&notes);
 }
 
 struct task_line {
@@ -228,7 +249,7 @@ static void on_task_line(void *arg, const char *line, size_t len)
 	}
 }
 
-void agent_assign_on_task(struct agent_ctx *ctx, struct agent_assign *a)
+void agent_sup_on_task(struct agent_ctx *ctx, struct agent_assign *a)
 {
 	struct task_line tl = { ctx, a };
 	int ret;
@@ -242,7 +263,7 @@ void agent_assign_on_task(struct agent_ctx *ctx, struct agent_assign *a)
 	}
 }
 
-void agent_assign_reap(struct agent_ctx *ctx)
+void agent_sup_reap(struct agent_ctx *ctx)
 {
 	struct agent_assign *a;
 	siginfo_t si;
@@ -277,13 +298,13 @@ void agent_assign_reap(struct agent_ctx *ctx)
 			if (!found && a->task.pid == si.si_pid &&
 			    !a->task.reaped) {
 				(void)agent_task_reap(&a->task);
-				agent_assign_on_task(ctx, a);
+				agent_sup_on_task(ctx, a);
 				found = 1;
 			}
 			if (!found && a->pipe.pid == si.si_pid &&
 			    !a->pipe.reaped) {
 				(void)agent_task_reap(&a->pipe);
-				agent_pipe_on_report(ctx, a);
+				agent_sup_on_pipe(ctx, a);
 				found = 1;
 			}
 		}
@@ -417,9 +438,9 @@ static void reopen_output(struct agent_rank *k, const char *dir)
 	free(path);
 }
 
-static void adopt_one(struct agent_ctx *ctx, const char *dir,
-		      const struct api_report *r)
+static void adopt_one(void *data, const char *dir, const struct api_report *r)
 {
+	struct agent_ctx *ctx = data;
 	struct agent_assign *a;
 	struct agent_rank *k;
 	pid_t keeper;
@@ -505,7 +526,7 @@ static void adopt_one(struct agent_ctx *ctx, const char *dir,
 	agent_assign_mark(ctx, a);
 }
 
-void agent_assign_adopt_all(struct agent_ctx *ctx)
+void agent_sup_adopt_all(struct agent_ctx *ctx)
 {
-	agent_jobdir_scan(ctx, adopt_one);
+	agent_jobdir_scan(ctx->cfg.work_dir, adopt_one, ctx);
 }

@@ -26,7 +26,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/ident.h"
+#include "agent/lines.h"
+#include "agent/proc.h"
+#include "agent/task.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/banned.h"
@@ -41,23 +44,6 @@ void agent_task_init(struct agent_task *t)
 	t->reaped = 0;
 	t->status = 0;
 	agent_lines_init(&t->lines, 0);
-}
-
-static void reset_signals(void)
-{
-	struct sigaction sa;
-	sigset_t none;
-	int sig;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	for (sig = 1; sig < NSIG; sig++)
-		(void)sigaction(sig, &sa, NULL);
-	/* Writes to a closed socket must fail, not kill the worker. */
-	sa.sa_handler = SIG_IGN;
-	(void)sigaction(SIGPIPE, &sa, NULL);
-	sigemptyset(&none);
-	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
 int agent_task_start(struct agent_task *t, agent_task_fn *fn, void *arg,
@@ -86,7 +72,8 @@ int agent_task_start(struct agent_task *t, agent_task_fn *fn, void *arg,
 		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(1);
-		reset_signals();
+		/* Writes to a closed socket must fail, not kill the worker. */
+		agent_proc_reset_signals(1);
 		if (p[1] != REPORT_FD) {
 			if (dup2(p[1], REPORT_FD) < 0)
 				_exit(1);

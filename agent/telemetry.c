@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/assignment.h"
 #include "agent/telemetry.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -273,7 +274,7 @@ static int is_disk(const char *name, void *arg)
 	char path[512];
 	size_t i;
 
-	for (i = 0; i < sizeof(skip) / sizeof(skip[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(skip); i++)
 		if (!strncmp(name, skip[i], strlen(skip[i])))
 			return 0;
 	(void)snprintf(path, sizeof(path), "%s/block/%s", t->sys, name);

@@ -15,6 +15,13 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/assignment.h"
+#include "agent/http.h"
+#include "agent/ident.h"
+#include "agent/jobdir.h"
+#include "agent/stage.h"
+#include "agent/task.h"
+#include "agent/upload.h"
 #include "storage/storage.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -195,7 +202,7 @@ static int start_worker(struct agent_ctx *ctx, struct agent_assign *a, int pack,
 
 	a->task_ok = 0;
 	FREE_AND_NULL(a->task_error);
-	ret = agent_assign_ident(a, err);
+	ret = agent_ident_resolve(&a->ident, a->spec.run_as, err);
 	if (!ret)
 		ret = agent_task_start(&a->task, pack_main, &pj, &a->ident,
 				       err);
@@ -204,8 +211,8 @@ static int start_worker(struct agent_ctx *ctx, struct agent_assign *a, int pack,
 	return ret;
 }
 
-int agent_pack_start(struct agent_ctx *ctx, struct agent_assign *a,
-		     struct buf *err)
+static int pack_start(struct agent_ctx *ctx, struct agent_assign *a,
+		      struct buf *err)
 {
 	return start_worker(ctx, a, 1, 1, err);
 }
@@ -244,13 +251,15 @@ void agent_ckpt_sync_done(struct agent_ctx *ctx, struct agent_assign *a)
 	buf_release(&why);
 }
 
-static void on_put_done(struct agent_ctx *ctx, struct agent_req *req)
+enum agent_put_result agent_upload_put_done(struct agent_assign *a,
+					    const struct agent_req *req,
+					    int *lost, struct buf *msg)
 {
-	struct agent_assign *a = req->data;
 	int64_t delay;
 	size_t n;
 
 	a->up_req = NULL;
+	*lost = 0;
 	if (req->status >= 200 && req->status < 300) {
 		log_info("%s/%d/%s: %s uploaded", a->job, a->attempt, a->algo,
 			 artifact[a->up_step == AGENT_UP_MODEL ? 0 : 1]);
@@ -258,46 +267,38 @@ static void on_put_done(struct agent_ctx *ctx, struct agent_req *req)
 							    AGENT_UP_FINISHED;
 		a->up_tries = 0;
 		a->up_retry_at = 0;
-		agent_assign_mark(ctx, a);
-		return;
+		return AGENT_PUT_UPLOADED;
 	}
 	if (req->status == 409) {
-		struct buf msg = BUF_INIT;
-
 		n = req->resp.len < 300 ? req->resp.len : 300;
-		(void)buf_addf(&msg, "the controller refused %s: %.*s",
+		(void)buf_addf(msg, "the controller refused %s: %.*s",
 			       artifact[a->up_step == AGENT_UP_MODEL ? 0 : 1],
 			       (int)n, req->resp.data);
-		agent_assign_set_error(ctx, a, msg.data);
-		buf_release(&msg);
-		return;
+		return AGENT_PUT_FAILED;
 	}
 	if (req->status == 401 || req->status == 404)
-		agent_session_lost(ctx, "artifact upload", req);
+		*lost = 1;
 	a->up_tries++;
 	if (a->up_tries >= UPLOAD_TRIES) {
-		struct buf msg = BUF_INIT;
-
-		(void)buf_addf(&msg, "upload of %s failed %d times: %s",
+		(void)buf_addf(msg, "upload of %s failed %d times: %s",
 			       artifact[a->up_step == AGENT_UP_MODEL ? 0 : 1],
 			       a->up_tries,
 			       req->status ? "HTTP error" : req->errbuf);
 		if (req->status)
-			(void)buf_addf(&msg, " %ld", req->status);
-		agent_assign_set_error(ctx, a, msg.data);
-		buf_release(&msg);
-		return;
+			(void)buf_addf(msg, " %ld", req->status);
+		return AGENT_PUT_FAILED;
 	}
 	delay = 200LL << (a->up_tries < 5 ? a->up_tries : 5);
 	a->up_retry_at = time_mono_ms() + delay;
-	log_warn("%s/%d/%s: upload failed (%s%ld), retrying in %lld ms", a->job,
-		 a->attempt, a->algo, req->status ? "HTTP " : "",
-		 req->status ? req->status : (long)req->curl_code,
-		 (long long)delay);
+	(void)buf_addf(msg, "upload failed (%s%ld), retrying in %lld ms",
+		       req->status ? "HTTP " : "",
+		       req->status ? req->status : (long)req->curl_code,
+		       (long long)delay);
+	return AGENT_PUT_RETRY;
 }
 
 static int put_one(struct agent_ctx *ctx, struct agent_assign *a,
-		   const char *file, struct buf *err)
+		   const char *file, agent_req_fn *put_done, struct buf *err)
 {
 	struct buf path = BUF_INIT, url = BUF_INIT;
 	struct stat st;
@@ -328,7 +329,7 @@ static int put_one(struct agent_ctx *ctx, struct agent_assign *a,
 	if (a->job_uid)
 		(void)buf_addf(&url, "?job_uid=%s", a->job_uid);
 	a->up_req = agent_http_put_file(ctx, url.data, fd, (int64_t)st.st_size,
-					on_put_done, a);
+					put_done, a);
 	buf_release(&path);
 	buf_release(&url);
 	if (!a->up_req) {
@@ -352,10 +353,13 @@ static void remove_archives(const struct agent_assign *a)
 	buf_release(&path);
 }
 
-void agent_upload_step(struct agent_ctx *ctx, struct agent_assign *a,
-		       int64_t now)
+enum agent_upload_result agent_upload_step(struct agent_ctx *ctx,
+					   struct agent_assign *a, int64_t now,
+					   agent_req_fn *put_done,
+					   struct buf *err)
 {
-	struct buf err = BUF_INIT;
+	struct buf why = BUF_INIT;
+	enum agent_upload_result ret = AGENT_UPLOAD_WAIT;
 
 	switch (a->up_step) {
 	case AGENT_UP_NONE:
@@ -365,10 +369,9 @@ void agent_upload_step(struct agent_ctx *ctx, struct agent_assign *a,
 		if (a->task_kind == AGENT_TASK_SYNC)
 			agent_ckpt_sync_done(ctx, a);
 		else if (a->task_kind != AGENT_TASK_NONE)
-			(void)worker_result(a, &err);
-		buf_reset(&err);
-		if (agent_pack_start(ctx, a, &err)) {
-			agent_assign_set_error(ctx, a, err.data);
+			(void)worker_result(a, &why);
+		if (pack_start(ctx, a, err)) {
+			ret = AGENT_UPLOAD_FAILED;
 			break;
 		}
 		a->up_step = AGENT_UP_PACKING;
@@ -376,12 +379,9 @@ void agent_upload_step(struct agent_ctx *ctx, struct agent_assign *a,
 	case AGENT_UP_PACKING:
 		if (agent_task_busy(&a->task))
 			break;
-		if (!worker_result(a, &err)) {
-			struct buf msg = BUF_INIT;
-
-			(void)buf_addf(&msg, "packing artifacts: %s", err.data);
-			agent_assign_set_error(ctx, a, msg.data);
-			buf_release(&msg);
+		if (!worker_result(a, &why)) {
+			(void)buf_addf(err, "packing artifacts: %s", why.data);
+			ret = AGENT_UPLOAD_FAILED;
 			break;
 		}
 		a->up_step = AGENT_UP_MODEL;
@@ -392,15 +392,16 @@ void agent_upload_step(struct agent_ctx *ctx, struct agent_assign *a,
 			break;
 		if (put_one(ctx, a,
 			    artifact[a->up_step == AGENT_UP_MODEL ? 0 : 1],
-			    &err))
-			agent_assign_set_error(ctx, a, err.data);
+			    put_done, err))
+			ret = AGENT_UPLOAD_FAILED;
 		break;
 	case AGENT_UP_FINISHED:
 		remove_archives(a);
-		agent_assign_set_phase(ctx, a, API_PHASE_DONE);
+		ret = AGENT_UPLOAD_DONE;
 		break;
 	}
-	buf_release(&err);
+	buf_release(&why);
+	return ret;
 }
 
 void agent_upload_cancel(struct agent_ctx *ctx, struct agent_assign *a)

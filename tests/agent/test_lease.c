@@ -18,6 +18,9 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "agent/http.h"
+#include "agent/lease.h"
+#include "agent/session.h"
 
 static void test_margin(void **state)
 {

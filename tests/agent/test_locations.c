@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/locations.h"
 #include "api/agent_proto.h"
 #include "api/sigv4.h"
 #include "common/buf.h"

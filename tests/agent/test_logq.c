@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/agent.h"
+#include "agent/logq.h"
 #include "api/agent_proto.h"
 #include "common/buf.h"
 

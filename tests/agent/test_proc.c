@@ -33,8 +33,8 @@
 #include "common/timeutil.h"
 
 struct capture {
-	struct agent_strv out;
-	struct agent_strv err;
+	struct strvec out;
+	struct strvec err;
 	struct agent_lines out_lines;
 	struct agent_lines err_lines;
 };
@@ -48,18 +48,18 @@ static void capture_init(struct capture *c)
 
 static void capture_release(struct capture *c)
 {
-	agent_strv_release(&c->out);
-	agent_strv_release(&c->err);
+	strvec_release(&c->out);
+	strvec_release(&c->err);
 	agent_lines_release(&c->out_lines);
 	agent_lines_release(&c->err_lines);
 }
 
 static void on_line(void *arg, const char *line, size_t len)
 {
-	struct agent_strv *v = arg;
+	struct strvec *v = arg;
 
 	assert_int_equal(strlen(line), len);
-	agent_strv_push(v, line);
+	strvec_push(v, line);
 }
 
 /*
@@ -114,10 +114,10 @@ static int pump(struct agent_proc *p, struct capture *c, size_t stop_after,
 static void setup_sh(struct agent_proc *p, const char *script)
 {
 	agent_proc_init(p);
-	agent_strv_push(&p->args, "/bin/sh");
-	agent_strv_push(&p->args, "-c");
-	agent_strv_push(&p->args, script);
-	agent_strv_push(&p->env, "PATH=/usr/bin:/bin");
+	strvec_push(&p->args, "/bin/sh");
+	strvec_push(&p->args, "-c");
+	strvec_push(&p->args, script);
+	strvec_push(&p->env, "PATH=/usr/bin:/bin");
 }
 
 static void start_ok(struct agent_proc *p)
@@ -348,8 +348,8 @@ static void test_exec_missing(void **state)
 	(void)state;
 	capture_init(&c);
 	agent_proc_init(&p);
-	agent_strv_push(&p.args, "/nonexistent/train");
-	agent_strv_push(&p.env, "PATH=/usr/bin:/bin");
+	strvec_push(&p.args, "/nonexistent/train");
+	strvec_push(&p.env, "PATH=/usr/bin:/bin");
 	assert_int_equal(agent_proc_start(&p, &err), 0);
 	assert_int_equal(p.start_errno, ENOENT);
 	assert_int_equal(pump(&p, &c, 0, 5000), 1);
@@ -395,10 +395,10 @@ static void test_env_exact(void **state)
 	capture_init(&c);
 	setenv("TRAINCTL_AGENT_TOKEN", "secret", 1);
 	agent_proc_init(&p);
-	agent_strv_push(&p.args, "env");
-	agent_strv_push(&p.env, "PATH=/usr/bin:/bin");
-	agent_strv_push(&p.env, "A=1");
-	agent_strv_push(&p.env, "B=two words");
+	strvec_push(&p.args, "env");
+	strvec_push(&p.env, "PATH=/usr/bin:/bin");
+	strvec_push(&p.env, "A=1");
+	strvec_push(&p.env, "B=two words");
 	agent_env_set(&p.env, "A", "one");
 	p.cwd = strdup("/");
 	start_ok(&p);
@@ -524,11 +524,11 @@ static void test_fifo_survives_reader(void **state)
 
 static void test_which(void **state)
 {
-	struct agent_strv env = AGENT_STRV_INIT;
+	struct strvec env = STRVEC_INIT;
 	char *s;
 
 	(void)state;
-	agent_strv_push(&env, "PATH=/nonexistent:/bin:/usr/bin");
+	strvec_push(&env, "PATH=/nonexistent:/bin:/usr/bin");
 	s = agent_proc_which("sh", &env);
 	assert_non_null(s);
 	assert_true(s[0] == '/');
@@ -537,7 +537,7 @@ static void test_which(void **state)
 	s = agent_proc_which("./x", &env);
 	assert_string_equal(s, "./x");
 	free(s);
-	agent_strv_release(&env);
+	strvec_release(&env);
 }
 
 static void test_utf8_repair(void **state)
@@ -564,7 +564,7 @@ static void test_utf8_repair(void **state)
 
 static void test_cut_at_char_boundary(void **state)
 {
-	struct agent_strv v = AGENT_STRV_INIT;
+	struct strvec v = STRVEC_INIT;
 	struct agent_lines l;
 	/* 6 ASCII bytes and a 3-byte euro sign straddling max = 8. */
 	const char in[] = "abcdef\xe2\x82\xac"
@@ -581,7 +581,7 @@ static void test_cut_at_char_boundary(void **state)
 				    "gh");
 	assert_string_equal(v.v[2], "xyz");
 	agent_lines_release(&l);
-	agent_strv_release(&v);
+	strvec_release(&v);
 }
 
 static int setup_group(void **state)
