@@ -613,12 +613,11 @@ int api_work_parse(const char *json, size_t len, struct api_work *w,
 	return ret;
 }
 
-static json_t *assignment_json(struct api__jb *b,
-			       const struct api_assignment *a)
+/* Which job, attempt and hosts the assignment is for, and what to do. */
+static void identity_json(struct api__jb *b, json_t *o,
+			  const struct api_assignment *a)
 {
-	json_t *o = api__ap_jobj(b), *addrs = api__ap_jobj(b),
-	       *chans = api__ap_jarr(b), *env = api__ap_jobj(b);
-	json_t *launch = api__ap_jobj(b), *sub;
+	json_t *addrs = api__ap_jobj(b);
 	size_t i;
 
 	api__ap_put(b, o, "job", api__ap_jstr(b, a->job));
@@ -636,6 +635,12 @@ static json_t *assignment_json(struct api__jb *b,
 			api__ap_put(b, addrs, a->hosts[i],
 				    api__ap_jstr(b, a->addresses[i]));
 	api__ap_put(b, o, "addresses", addrs);
+}
+
+/* The job's configuration objects, kept as their texts. */
+static void config_json(struct api__jb *b, json_t *o,
+			const struct api_assignment *a)
+{
 	api__ap_put(b, o, "instance_type", api__ap_jstr(b, a->instance_type));
 	api__ap_put(b, o, "hyperparameters",
 		    api__ap_jtext(b, a->hyperparameters_json));
@@ -649,46 +654,61 @@ static json_t *assignment_json(struct api__jb *b,
 	if (a->profiler_config_json)
 		api__ap_put(b, o, "profiler_config",
 			    api__ap_jtext(b, a->profiler_config_json));
-	for (i = 0; a->channels && i < a->n_channels; i++) {
-		const struct api_channel *c = &a->channels[i];
-		json_t *ch = api__ap_jobj(b);
+}
 
-		api__ap_put(b, ch, "name", api__ap_jstr(b, c->name));
-		api__ap_put(b, ch, "uri", api__ap_jstr(b, c->s3_uri));
-		api__ap_put(b, ch, "data_type",
-			    api__ap_jstr(b, c->s3_data_type));
-		api__ap_put(b, ch, "distribution",
-			    api__ap_jstr(b, c->distribution));
-		if (c->content_type)
-			api__ap_put(b, ch, "content_type",
-				    api__ap_jstr(b, c->content_type));
-		if (c->input_mode)
-			api__ap_put(b, ch, "input_mode",
-				    api__ap_jstr(b, c->input_mode));
-		if (c->compression)
-			api__ap_put(b, ch, "compression",
-				    api__ap_jstr(b, c->compression));
-		if (c->record_wrapper)
-			api__ap_put(b, ch, "record_wrapper",
-				    api__ap_jstr(b, c->record_wrapper));
-		if (c->shuffle)
-			api__ap_put(b, ch, "shuffle_seed",
-				    api__ap_jint(b,
-						 (long long)c->shuffle_seed));
-		if (c->shard_count) {
-			api__ap_put(b, ch, "shard_count",
-				    api__ap_jint(b, c->shard_count));
-			api__ap_put(b, ch, "shard_index",
-				    api__ap_jint(b, c->shard_index));
-		}
-		api__ap_push(b, chans, ch);
+static json_t *channel_json(struct api__jb *b, const struct api_channel *c)
+{
+	json_t *ch = api__ap_jobj(b);
+
+	api__ap_put(b, ch, "name", api__ap_jstr(b, c->name));
+	api__ap_put(b, ch, "uri", api__ap_jstr(b, c->s3_uri));
+	api__ap_put(b, ch, "data_type", api__ap_jstr(b, c->s3_data_type));
+	api__ap_put(b, ch, "distribution", api__ap_jstr(b, c->distribution));
+	if (c->content_type)
+		api__ap_put(b, ch, "content_type",
+			    api__ap_jstr(b, c->content_type));
+	if (c->input_mode)
+		api__ap_put(b, ch, "input_mode",
+			    api__ap_jstr(b, c->input_mode));
+	if (c->compression)
+		api__ap_put(b, ch, "compression",
+			    api__ap_jstr(b, c->compression));
+	if (c->record_wrapper)
+		api__ap_put(b, ch, "record_wrapper",
+			    api__ap_jstr(b, c->record_wrapper));
+	if (c->shuffle)
+		api__ap_put(b, ch, "shuffle_seed",
+			    api__ap_jint(b, (long long)c->shuffle_seed));
+	if (c->shard_count) {
+		api__ap_put(b, ch, "shard_count",
+			    api__ap_jint(b, c->shard_count));
+		api__ap_put(b, ch, "shard_index",
+			    api__ap_jint(b, c->shard_index));
 	}
+	return ch;
+}
+
+/* The channels and the environment. */
+static void inputs_json(struct api__jb *b, json_t *o,
+			const struct api_assignment *a)
+{
+	json_t *chans = api__ap_jarr(b), *env = api__ap_jobj(b);
+	size_t i;
+
+	for (i = 0; a->channels && i < a->n_channels; i++)
+		api__ap_push(b, chans, channel_json(b, &a->channels[i]));
 	api__ap_put(b, o, "channels", chans);
 	for (i = 0; a->environment && i < a->n_environment; i++)
 		api__ap_put(b, env,
 			    a->environment[i].key ? a->environment[i].key : "",
 			    api__ap_jstr(b, a->environment[i].value));
 	api__ap_put(b, o, "environment", env);
+}
+
+static json_t *launch_json(struct api__jb *b, const struct api_assignment *a)
+{
+	json_t *launch = api__ap_jobj(b);
+
 	if (a->launch_mode == API_LAUNCH_SCRIPT) {
 		api__ap_put(b, launch, "mode", api__ap_jstr(b, "script"));
 		api__ap_put(b, launch, "runtime", api__ap_jstr(b, a->runtime));
@@ -717,62 +737,76 @@ static json_t *assignment_json(struct api__jb *b,
 			    api__ap_jlist(b, a->argv,
 					  api__ap_list_len(a->argv)));
 	}
-	api__ap_put(b, o, "launch", launch);
+	return launch;
+}
+
+/* {"s3_uri": ..., "local_path": ...}: a folder mirrored to S3. */
+static json_t *mirror_json(struct api__jb *b, const char *s3_uri,
+			   const char *local_path)
+{
+	json_t *sub = api__ap_jobj(b);
+
+	api__ap_put(b, sub, "s3_uri", api__ap_jstr(b, s3_uri));
+	api__ap_put(b, sub, "local_path", api__ap_jstr(b, local_path));
+	return sub;
+}
+
+/* Where the job's output goes: model, debug, profiler, checkpoints. */
+static void outputs_json(struct api__jb *b, json_t *o,
+			 const struct api_assignment *a)
+{
 	api__ap_put(b, o, "output_path", api__ap_jstr(b, a->output_path));
 	if (a->run_as)
 		api__ap_put(b, o, "run_as", api__ap_jstr(b, a->run_as));
-	if (a->debug_s3_uri) {
-		sub = api__ap_jobj(b);
-		api__ap_put(b, sub, "s3_uri", api__ap_jstr(b, a->debug_s3_uri));
-		api__ap_put(b, sub, "local_path",
-			    api__ap_jstr(b, a->debug_local_path));
-		api__ap_put(b, o, "debug_output", sub);
-	}
-	if (a->profiler_s3_uri) {
-		sub = api__ap_jobj(b);
-		api__ap_put(b, sub, "s3_uri",
-			    api__ap_jstr(b, a->profiler_s3_uri));
-		api__ap_put(b, sub, "local_path",
-			    api__ap_jstr(b, a->profiler_local_path));
-		api__ap_put(b, o, "profiler_output", sub);
-	}
-	if (a->checkpoint_s3_uri || a->checkpoint_local_path) {
-		sub = api__ap_jobj(b);
-		api__ap_put(b, sub, "s3_uri",
-			    api__ap_jstr(b, a->checkpoint_s3_uri));
-		api__ap_put(b, sub, "local_path",
-			    api__ap_jstr(b, a->checkpoint_local_path));
-		api__ap_put(b, o, "checkpoint", sub);
-	} else {
+	if (a->debug_s3_uri)
+		api__ap_put(b, o, "debug_output",
+			    mirror_json(b, a->debug_s3_uri,
+					a->debug_local_path));
+	if (a->profiler_s3_uri)
+		api__ap_put(b, o, "profiler_output",
+			    mirror_json(b, a->profiler_s3_uri,
+					a->profiler_local_path));
+	if (a->checkpoint_s3_uri || a->checkpoint_local_path)
+		api__ap_put(b, o, "checkpoint",
+			    mirror_json(b, a->checkpoint_s3_uri,
+					a->checkpoint_local_path));
+	else
 		api__ap_put(b, o, "checkpoint", json_null());
-	}
-	if (a->tensorboard_s3_uri && a->tensorboard_local_path) {
-		sub = api__ap_jobj(b);
-		api__ap_put(b, sub, "s3_uri",
-			    api__ap_jstr(b, a->tensorboard_s3_uri));
-		api__ap_put(b, sub, "local_path",
-			    api__ap_jstr(b, a->tensorboard_local_path));
-		api__ap_put(b, o, "tensorboard", sub);
-	}
-	sub = api__ap_jobj(b);
+	if (a->tensorboard_s3_uri && a->tensorboard_local_path)
+		api__ap_put(b, o, "tensorboard",
+			    mirror_json(b, a->tensorboard_s3_uri,
+					a->tensorboard_local_path));
+}
+
+/* The blob store and the optional locations the job may read. */
+static void storage_json(struct api__jb *b, json_t *o,
+			 const struct api_assignment *a)
+{
+	json_t *sub = api__ap_jobj(b);
+
 	api__ap_put(b, sub, "blob_url", api__ap_jstr(b, a->blob_url));
 	api__ap_put(b, sub, "local_root", api__ap_jstr(b, a->local_root));
 	api__ap_put(b, o, "storage", sub);
-	if (a->has_locations) {
-		sub = api__ap_jobj(b);
-		api__ap_put(b, sub, "s3_prefixes",
-			    a->loc_s3_any ?
-				    json_null() :
+	if (!a->has_locations)
+		return;
+	sub = api__ap_jobj(b);
+	api__ap_put(b, sub, "s3_prefixes",
+		    a->loc_s3_any ? json_null() :
 				    api__ap_jlist(b, a->loc_s3_prefixes,
 						  a->n_loc_s3_prefixes));
-		api__ap_put(b, sub, "file_roots",
-			    a->loc_file_any ?
-				    json_null() :
-				    api__ap_jlist(b, a->loc_file_roots,
-						  a->n_loc_file_roots));
-		api__ap_put(b, o, "locations", sub);
-	}
-	sub = api__ap_jobj(b);
+	api__ap_put(b, sub, "file_roots",
+		    a->loc_file_any ? json_null() :
+				      api__ap_jlist(b, a->loc_file_roots,
+						    a->n_loc_file_roots));
+	api__ap_put(b, o, "locations", sub);
+}
+
+/* How the hosts find each other and split the work. */
+static void cluster_json(struct api__jb *b, json_t *o,
+			 const struct api_assignment *a)
+{
+	json_t *sub = api__ap_jobj(b);
+
 	api__ap_put(b, sub, "master_addr", api__ap_jstr(b, a->master_addr));
 	api__ap_put(b, sub, "master_port", api__ap_jint(b, a->master_port));
 	api__ap_put(b, sub, "url", api__ap_jstr(b, a->rdzv_url));
@@ -787,6 +821,21 @@ static json_t *assignment_json(struct api__jb *b,
 	api__ap_put(b, sub, "mpi_options", api__ap_jstr(b, a->mpi_options));
 	api__ap_put(b, sub, "ps_servers", api__ap_jint(b, a->ps_servers));
 	api__ap_put(b, o, "distribution", sub);
+}
+
+/* Members in the order docs/agent-protocol.md lists them. */
+static json_t *assignment_json(struct api__jb *b,
+			       const struct api_assignment *a)
+{
+	json_t *o = api__ap_jobj(b);
+
+	identity_json(b, o, a);
+	config_json(b, o, a);
+	inputs_json(b, o, a);
+	api__ap_put(b, o, "launch", launch_json(b, a));
+	outputs_json(b, o, a);
+	storage_json(b, o, a);
+	cluster_json(b, o, a);
 	api__ap_put(b, o, "grace_ms", api__ap_jint(b, a->grace_ms));
 	if (a->network_isolation)
 		api__ap_put(b, o, "network_isolation", json_true());
