@@ -15,6 +15,7 @@
 #include "api/agent_proto.h"
 #include "api/agent_wire.h"
 #include "api/json_util.h"
+#include "api/names.h"
 #include "api/telemetry.h"
 #include "api/pyobj.h"
 #include "common/err.h"
@@ -30,40 +31,33 @@ static const char *const action_names[] = { "run", "stop", "abort" };
 
 const char *api_phase_name(enum api_phase p)
 {
-	if ((unsigned)p >= sizeof(phase_names) / sizeof(phase_names[0]))
-		return "unknown";
-	return phase_names[p];
+	return api__name_of(phase_names, ARRAY_SIZE(phase_names), p, "unknown");
 }
 
 int api_phase_parse(const char *s, enum api_phase *out)
 {
-	size_t i;
+	long v = api__name_find(phase_names, ARRAY_SIZE(phase_names), s);
 
-	for (i = 0; i < sizeof(phase_names) / sizeof(phase_names[0]); i++)
-		if (!strcmp(s, phase_names[i])) {
-			*out = (enum api_phase)i;
-			return 0;
-		}
-	return ERR_INVALID;
+	if (v < 0)
+		return ERR_INVALID;
+	*out = (enum api_phase)v;
+	return 0;
 }
 
 const char *api_action_name(enum api_action a)
 {
-	if ((unsigned)a >= sizeof(action_names) / sizeof(action_names[0]))
-		return "unknown";
-	return action_names[a];
+	return api__name_of(action_names, ARRAY_SIZE(action_names), a,
+			    "unknown");
 }
 
 int api_action_parse(const char *s, enum api_action *out)
 {
-	size_t i;
+	long v = api__name_find(action_names, ARRAY_SIZE(action_names), s);
 
-	for (i = 0; i < sizeof(action_names) / sizeof(action_names[0]); i++)
-		if (!strcmp(s, action_names[i])) {
-			*out = (enum api_action)i;
-			return 0;
-		}
-	return ERR_INVALID;
+	if (v < 0)
+		return ERR_INVALID;
+	*out = (enum api_action)v;
+	return 0;
 }
 
 /* ---- UTF-8 ---- */

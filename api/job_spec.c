@@ -150,7 +150,7 @@ static int check_container_paths(const json_t *root, struct buf *err)
 	size_t i;
 	int ret = 0;
 
-	for (i = 0; i < sizeof(holders) / sizeof(holders[0]) && !ret; i++) {
+	for (i = 0; i < ARRAY_SIZE(holders) && !ret; i++) {
 		const char *lp = json_string_value(json_object_get(
 			json_object_get(root, holders[i]), "LocalPath"));
 
@@ -444,8 +444,7 @@ static json_t *build_echo(const json_t *root)
 	json_t *ch;
 	size_t i;
 
-	for (i = 0; i < sizeof(echoed_members) / sizeof(echoed_members[0]);
-	     i++) {
+	for (i = 0; i < ARRAY_SIZE(echoed_members); i++) {
 		v = json_object_get(root, echoed_members[i]);
 		if (v)
 			json_object_set_new(echo, echoed_members[i],
@@ -836,7 +835,7 @@ static const char *const typed_uris[] = {
 	"ProfilerConfig.S3OutputPath",
 };
 
-#define N_TYPED (sizeof(typed_uris) / sizeof(typed_uris[0]))
+#define N_TYPED (ARRAY_SIZE(typed_uris))
 
 /* Free-form or not a store location (TrainingImage: a program to run). */
 static const char *const not_walked[] = {
@@ -846,7 +845,7 @@ static const char *const not_walked[] = {
 	"Tags",
 };
 
-#define N_NOT_WALKED (sizeof(not_walked) / sizeof(not_walked[0]))
+#define N_NOT_WALKED (ARRAY_SIZE(not_walked))
 
 static int in_list(const char *s, const char *const *list, size_t n)
 {

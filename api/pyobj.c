@@ -109,7 +109,7 @@ static int printable(long cp)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(nonprintable) / sizeof(nonprintable[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(nonprintable); i++)
 		if (cp >= nonprintable[i][0] && cp <= nonprintable[i][1])
 			return 0;
 	return 1;

@@ -28,6 +28,7 @@
 #include "common/buf.h"
 #include "common/err.h"
 #include "common/hex.h"
+#include "common/xalloc.h"
 #include "common/banned.h"
 
 #define SV4_ALGORITHM "AWS4-HMAC-SHA256"
@@ -428,7 +429,7 @@ static int is_utc_zone(const char *zone)
 	static const char *const zones[] = { "GMT", "UTC", "+0000", "-0000" };
 	size_t i;
 
-	for (i = 0; i < sizeof(zones) / sizeof(zones[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(zones); i++)
 		if (!strcmp(zone, zones[i]))
 			return 1;
 	return 0;
@@ -1108,7 +1109,7 @@ static const struct auth_param {
 	  "Authorization header requires 'Signature' parameter." },
 };
 
-#define N_AUTH_PARAMS (sizeof(auth_params) / sizeof(auth_params[0]))
+#define N_AUTH_PARAMS ARRAY_SIZE(auth_params)
 
 /* The kept parameter named by the n bytes at k, or -1. */
 static int auth_param(const char *k, size_t n)
@@ -1257,7 +1258,7 @@ static int parse_presigned(struct span q, struct sv4_auth *a,
 	size_t i;
 	int found;
 
-	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(want); i++) {
 		char *dst = (char *)a + want[i].off;
 
 		if (query_param(q, want[i].name, dst, want[i].cap, &found))
@@ -1457,7 +1458,7 @@ static int s3_payload(const struct api_sigv4_request *req,
 	if (count > 1 || copy_trimmed(out, 71, header_value(h)))
 		return fail(res, "InvalidArgument", 400,
 			    "x-amz-content-sha256 is repeated or too long");
-	for (i = 0; i < sizeof(s3_payloads) / sizeof(s3_payloads[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(s3_payloads); i++)
 		if (strcmp(out, s3_payloads[i]) == 0)
 			return 0;
 	if (strlen(out) == 64 && is_lower_hex(out, 64))

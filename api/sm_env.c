@@ -64,7 +64,7 @@ static int is_reserved(const char *key, size_t len)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(reserved_hps) / sizeof(reserved_hps[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(reserved_hps); i++)
 		if (strlen(reserved_hps[i]) == len &&
 		    !memcmp(reserved_hps[i], key, len))
 			return 1;
@@ -425,9 +425,7 @@ static struct api__py *dist_groups_of(const struct tk *t,
 	if (dig)
 		return api__py_copy(dig);
 	groups = api__py_list();
-	for (j = 0;
-	     j < sizeof(distribution_flags) / sizeof(distribution_flags[0]);
-	     j++) {
+	for (j = 0; j < ARRAY_SIZE(distribution_flags); j++) {
 		const struct api__py *f =
 			api__py_get(t->afp, distribution_flags[j]);
 
