@@ -19,6 +19,7 @@
 #include "api/telemetry.h"
 #include "api/pyobj.h"
 #include "common/err.h"
+#include "common/utf8.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
@@ -63,61 +64,25 @@ int api_action_parse(const char *s, enum api_action *out)
 /* ---- UTF-8 ---- */
 
 /*
- * The length of the valid UTF-8 sequence at s[0..len) (no surrogates, no
- * overlong forms, nothing above U+10FFFF), or 0. When 0, *bad is the length
- * of the maximal invalid subpart to replace with one U+FFFD.
+ * Copies s to out with each ill-formed subpart and each NUL replaced by
+ * one U+FFFD (common/utf8.h: no surrogates, no overlong forms, nothing
+ * above U+10FFFF).
  */
-static size_t utf8_seq(const unsigned char *s, size_t len, size_t *bad)
-{
-	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
-	size_t n, k;
-
-	*bad = 1;
-	if (c < 0x80)
-		return c ? 1 : 0;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	if (c == 0xe0)
-		lo = 0xa0;
-	else if (c == 0xed)
-		hi = 0x9f;
-	else if (c == 0xf0)
-		lo = 0x90;
-	else if (c == 0xf4)
-		hi = 0x8f;
-	for (k = 1; k < n; k++) {
-		if (k >= len || s[k] < lo || s[k] > hi) {
-			*bad = k;
-			return 0;
-		}
-		lo = 0x80;
-		hi = 0xbf;
-	}
-	return n;
-}
-
 int api_utf8_sanitize(const char *s, size_t len, struct buf *out)
 {
 	const unsigned char *u = (const unsigned char *)s;
-	size_t i = 0, run = 0, n, bad;
+	size_t i = 0, run = 0, n;
 	int ret = 0;
 
 	while (!ret && i < len) {
-		n = utf8_seq(u + i, len - i, &bad);
-		if (n) {
+		if (utf8_decode(u + i, len - i, 0, &n) > 0) {
 			i += n;
 			run += n;
 			continue;
 		}
 		ret = buf_add(out, s + i - run, run);
 		ret = ret ? ret : buf_adds(out, "\xef\xbf\xbd");
-		i += bad;
+		i += n;
 		run = 0;
 	}
 	return ret ? ret : buf_add(out, s + i - run, run);
