@@ -343,28 +343,6 @@ int api__ap_get_str_list(const json_t *o, const char *where, const char *key,
 	return 0;
 }
 
-void api__ap_free_list(char **l)
-{
-	size_t i;
-
-	if (!l)
-		return;
-	for (i = 0; l[i]; i++)
-		free(l[i]);
-	free(l);
-}
-
-void api__ap_free_kvs(struct api_kv *kv, size_t n)
-{
-	size_t i;
-
-	for (i = 0; kv && i < n; i++) {
-		free(kv[i].key);
-		free(kv[i].value);
-	}
-	free(kv);
-}
-
 /* An object of strings, in document order. */
 int api__ap_get_str_map(const json_t *o, const char *where, const char *key,
 			struct api_kv **out, size_t *n, struct buf *err)
@@ -588,15 +566,6 @@ json_t *api__ap_jlist(struct api__jb *b, char *const *l, size_t n)
 	for (i = 0; l && i < n && l[i]; i++)
 		api__ap_push(b, arr, api__ap_jstr(b, l[i]));
 	return arr;
-}
-
-size_t api__ap_list_len(char *const *l)
-{
-	size_t n = 0;
-
-	while (l && l[n])
-		n++;
-	return n;
 }
 
 /* A config text as an embedded object; NULL is {}. */

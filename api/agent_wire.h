@@ -17,9 +17,10 @@
 
 #define API__AP_MAX_ATTEMPT 1000000
 #define API__AP_MAX_GRACE_MS (28LL * 86400 * 1000)
-#define API__AP_MAX_COUNT 1000000  /* cpus, gpus, ranks */
-#define API__AP_MAX_MS (1LL << 53) /* epoch milliseconds: what a double holds \
-				    */
+#define API__AP_MAX_COUNT 1000000 /* cpus, gpus, ranks */
+#define API__AP_MAX_MS                                         \
+	(1LL << 53) /* epoch milliseconds: what a double holds \
+		     */
 
 /* API__AP_OPT: absent or null reads as NULL / unset. */
 enum { API__AP_REQ = 0, API__AP_OPT = 1 };
@@ -71,9 +72,6 @@ int api__ap_get_str_list(const json_t *o, const char *where, const char *key,
 			 size_t min, size_t max, char ***out, size_t *n,
 			 struct buf *err);
 
-void api__ap_free_list(char **l);
-void api__ap_free_kvs(struct api_kv *kv, size_t n);
-
 /* An object of strings, in document order. */
 int api__ap_get_str_map(const json_t *o, const char *where, const char *key,
 			struct api_kv **out, size_t *n, struct buf *err);
@@ -102,7 +100,6 @@ void api__ap_push(struct api__jb *b, json_t *arr, json_t *v);
 json_t *api__ap_jobj(struct api__jb *b);
 json_t *api__ap_jarr(struct api__jb *b);
 json_t *api__ap_jlist(struct api__jb *b, char *const *l, size_t n);
-size_t api__ap_list_len(char *const *l);
 
 /* A config text as an embedded object; NULL is {}. */
 json_t *api__ap_jtext(struct api__jb *b, const char *text);

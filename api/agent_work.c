@@ -12,6 +12,7 @@
 #include "api/agent_proto.h"
 #include "api/agent_wire.h"
 #include "common/err.h"
+#include "common/strvec.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
@@ -35,7 +36,7 @@ void api_assignment_release(struct api_assignment *a)
 	free(a->job_uid);
 	free(a->job_arn);
 	free(a->algo);
-	api__ap_free_list(a->hosts);
+	strv_free(a->hosts);
 	if (a->addresses) {
 		for (i = 0; i < a->n_hosts; i++)
 			free(a->addresses[i]);
@@ -50,13 +51,13 @@ void api_assignment_release(struct api_assignment *a)
 	for (i = 0; a->channels && i < a->n_channels; i++)
 		channel_release(&a->channels[i]);
 	free(a->channels);
-	api__ap_free_kvs(a->environment, a->n_environment);
-	api__ap_free_list(a->argv);
+	api_kvs_free(a->environment, a->n_environment);
+	strv_free(a->argv);
 	free(a->runtime);
 	free(a->program);
 	free(a->submit_directory);
 	free(a->image);
-	api__ap_free_list(a->entrypoint);
+	strv_free(a->entrypoint);
 	free(a->registry_auth);
 	free(a->run_as);
 	free(a->output_path);
@@ -74,8 +75,8 @@ void api_assignment_release(struct api_assignment *a)
 	free(a->rdzv_url);
 	free(a->rdzv_token);
 	free(a->mpi_options);
-	api__ap_free_list(a->loc_s3_prefixes);
-	api__ap_free_list(a->loc_file_roots);
+	strv_free(a->loc_s3_prefixes);
+	strv_free(a->loc_file_roots);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -719,14 +720,12 @@ static json_t *launch_json(struct api__jb *b, const struct api_assignment *a)
 		api__ap_put(b, launch, "mode", api__ap_jstr(b, "container"));
 		api__ap_put(b, launch, "image", api__ap_jstr(b, a->image));
 		api__ap_put(b, launch, "argv",
-			    api__ap_jlist(b, a->argv,
-					  api__ap_list_len(a->argv)));
-		api__ap_put(
-			b, launch, "entrypoint",
-			a->entrypoint ?
-				api__ap_jlist(b, a->entrypoint,
-					      api__ap_list_len(a->entrypoint)) :
-				json_null());
+			    api__ap_jlist(b, a->argv, strv_len(a->argv)));
+		api__ap_put(b, launch, "entrypoint",
+			    a->entrypoint ?
+				    api__ap_jlist(b, a->entrypoint,
+						  strv_len(a->entrypoint)) :
+				    json_null());
 		api__ap_put(b, launch, "auth",
 			    api__ap_jstr(b, a->registry_auth));
 		api__ap_put(b, launch, "tls_verify",
@@ -734,8 +733,7 @@ static json_t *launch_json(struct api__jb *b, const struct api_assignment *a)
 	} else {
 		api__ap_put(b, launch, "mode", api__ap_jstr(b, "exec"));
 		api__ap_put(b, launch, "argv",
-			    api__ap_jlist(b, a->argv,
-					  api__ap_list_len(a->argv)));
+			    api__ap_jlist(b, a->argv, strv_len(a->argv)));
 	}
 	return launch;
 }

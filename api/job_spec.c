@@ -11,6 +11,7 @@
 #include "api/validate.h"
 #include "common/bug.h"
 #include "common/err.h"
+#include "common/strvec.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
@@ -738,22 +739,11 @@ int api_job_spec_load(const char *json, size_t len, struct api_job_spec *spec,
 	return parse(json, len, 1, spec, err);
 }
 
-static void free_list(char **l)
+void api_kvs_free(struct api_kv *kv, size_t n)
 {
 	size_t i;
 
-	if (!l)
-		return;
-	for (i = 0; l[i]; i++)
-		free(l[i]);
-	free(l);
-}
-
-static void free_kvs(struct api_kv *kv, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
+	for (i = 0; kv && i < n; i++) {
 		free(kv[i].key);
 		free(kv[i].value);
 	}
@@ -770,16 +760,16 @@ void api_job_spec_release(struct api_job_spec *spec)
 	free(spec->training_image);
 	free(spec->algorithm_name);
 	free(spec->input_mode);
-	free_list(spec->entrypoint);
-	free_list(spec->arguments);
+	strv_free(spec->entrypoint);
+	strv_free(spec->arguments);
 	for (i = 0; i < spec->n_metrics; i++) {
 		free(spec->metrics[i].name);
 		free(spec->metrics[i].regex);
 	}
 	free(spec->metrics);
-	free_kvs(spec->hyperparameters, spec->n_hyperparameters);
-	free_kvs(spec->environment, spec->n_environment);
-	free_kvs(spec->tags, spec->n_tags);
+	api_kvs_free(spec->hyperparameters, spec->n_hyperparameters);
+	api_kvs_free(spec->environment, spec->n_environment);
+	api_kvs_free(spec->tags, spec->n_tags);
 	free(spec->debug_hook_config_json);
 	free(spec->profiler_config_json);
 	free(spec->debug_s3_uri);
@@ -797,7 +787,7 @@ void api_job_spec_release(struct api_job_spec *spec)
 		free(c->input_mode);
 		free(c->compression);
 		free(c->record_wrapper);
-		free_list(c->instance_groups);
+		strv_free(c->instance_groups);
 	}
 	free(spec->channels);
 	free(spec->output_path);
