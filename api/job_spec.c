@@ -511,6 +511,68 @@ static json_t *build_echo(const json_t *root)
 	return echo;
 }
 
+/* InputDataConfig, checked by now. */
+static void fill_channels(const json_t *arr, struct api_job_spec *spec)
+{
+	const json_t *v;
+	size_t i;
+
+	if (json_array_size(arr)) {
+		spec->channels =
+			xcalloc(json_array_size(arr), sizeof(*spec->channels));
+		json_array_foreach(arr, i, v)
+		{
+			struct api_channel *c = &spec->channels[i];
+			const json_t *s3 = json_object_get(
+				json_object_get(v, "DataSource"),
+				"S3DataSource");
+
+			c->name = dup_str(v, "ChannelName");
+			c->s3_uri = dup_str(s3, "S3Uri");
+			c->s3_data_type = dup_str(s3, "S3DataType");
+			c->distribution = dup_str(s3, "S3DataDistributionType");
+			if (!c->distribution)
+				c->distribution = xstrdup("FullyReplicated");
+			c->content_type = dup_str(v, "ContentType");
+			c->input_mode = dup_str(v, "InputMode");
+			c->compression = dup_str(v, "CompressionType");
+			c->record_wrapper = dup_str(v, "RecordWrapperType");
+			if (json_object_get(v, "ShuffleConfig")) {
+				c->shuffle = 1;
+				c->shuffle_seed =
+					json_integer_value(json_object_get(
+						json_object_get(
+							v, "ShuffleConfig"),
+						"Seed"));
+			}
+			c->instance_groups = dup_str_list(
+				json_object_get(s3, "InstanceGroupNames"));
+		}
+		spec->n_channels = json_array_size(arr);
+	}
+}
+
+/* ResourceConfig.InstanceGroups, checked by now. */
+static void fill_groups(const json_t *arr, struct api_job_spec *spec)
+{
+	const json_t *v;
+	size_t i;
+
+	if (json_array_size(arr)) {
+		spec->groups =
+			xcalloc(json_array_size(arr), sizeof(*spec->groups));
+		json_array_foreach(arr, i, v)
+		{
+			spec->groups[i].name = dup_str(v, "InstanceGroupName");
+			spec->groups[i].instance_type =
+				dup_str(v, "InstanceType");
+			spec->groups[i].count = (int)json_integer_value(
+				json_object_get(v, "InstanceCount"));
+		}
+		spec->n_groups = json_array_size(arr);
+	}
+}
+
 static void fill_spec(const json_t *root, struct api_job_spec *spec)
 {
 	const json_t *alg = json_object_get(root, "AlgorithmSpecification");
@@ -548,40 +610,7 @@ static void fill_spec(const json_t *root, struct api_job_spec *spec)
 	dup_map(json_object_get(root, "Environment"), &spec->environment,
 		&spec->n_environment);
 
-	arr = json_object_get(root, "InputDataConfig");
-	if (json_array_size(arr)) {
-		spec->channels =
-			xcalloc(json_array_size(arr), sizeof(*spec->channels));
-		json_array_foreach(arr, i, v)
-		{
-			struct api_channel *c = &spec->channels[i];
-			const json_t *s3 = json_object_get(
-				json_object_get(v, "DataSource"),
-				"S3DataSource");
-
-			c->name = dup_str(v, "ChannelName");
-			c->s3_uri = dup_str(s3, "S3Uri");
-			c->s3_data_type = dup_str(s3, "S3DataType");
-			c->distribution = dup_str(s3, "S3DataDistributionType");
-			if (!c->distribution)
-				c->distribution = xstrdup("FullyReplicated");
-			c->content_type = dup_str(v, "ContentType");
-			c->input_mode = dup_str(v, "InputMode");
-			c->compression = dup_str(v, "CompressionType");
-			c->record_wrapper = dup_str(v, "RecordWrapperType");
-			if (json_object_get(v, "ShuffleConfig")) {
-				c->shuffle = 1;
-				c->shuffle_seed =
-					json_integer_value(json_object_get(
-						json_object_get(
-							v, "ShuffleConfig"),
-						"Seed"));
-			}
-			c->instance_groups = dup_str_list(
-				json_object_get(s3, "InstanceGroupNames"));
-		}
-		spec->n_channels = json_array_size(arr);
-	}
+	fill_channels(json_object_get(root, "InputDataConfig"), spec);
 	spec->output_path = dup_str(json_object_get(root, "OutputDataConfig"),
 				    "S3OutputPath");
 	v = json_object_get(json_object_get(root, "OutputDataConfig"),
@@ -591,20 +620,7 @@ static void fill_spec(const json_t *root, struct api_job_spec *spec)
 	spec->instance_type = dup_str(res, "InstanceType");
 	spec->instance_count =
 		(int)json_integer_value(json_object_get(res, "InstanceCount"));
-	arr = json_object_get(res, "InstanceGroups");
-	if (json_array_size(arr)) {
-		spec->groups =
-			xcalloc(json_array_size(arr), sizeof(*spec->groups));
-		json_array_foreach(arr, i, v)
-		{
-			spec->groups[i].name = dup_str(v, "InstanceGroupName");
-			spec->groups[i].instance_type =
-				dup_str(v, "InstanceType");
-			spec->groups[i].count = (int)json_integer_value(
-				json_object_get(v, "InstanceCount"));
-		}
-		spec->n_groups = json_array_size(arr);
-	}
+	fill_groups(json_object_get(res, "InstanceGroups"), spec);
 	spec->volume_gb =
 		(int)json_integer_value(json_object_get(res, "VolumeSizeInGB"));
 	spec->max_runtime_s = DEFAULT_MAX_RUNTIME_S;
