@@ -8,6 +8,7 @@
 #include "api/job_spec.h"
 #include "api/json_util.h"
 #include "api/members.h"
+#include "api/names.h"
 #include "api/validate.h"
 #include "common/bug.h"
 #include "common/err.h"
@@ -853,16 +854,6 @@ static const char *const not_walked[] = {
 
 #define N_NOT_WALKED (ARRAY_SIZE(not_walked))
 
-static int in_list(const char *s, const char *const *list, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (!strcmp(s, list[i]))
-			return 1;
-	return 0;
-}
-
 static int looks_like_uri(const char *s)
 {
 	return !strncasecmp(s, "s3://", 5) || !strncasecmp(s, "file://", 7);
@@ -880,7 +871,7 @@ static int walk_uris(const json_t *v, struct buf *path, api_job_spec_uri_fn *fn,
 
 	if (json_is_string(v)) {
 		if (looks_like_uri(json_string_value(v)) &&
-		    !in_list(path->data, typed_uris, N_TYPED))
+		    api__name_find(typed_uris, N_TYPED, path->data) < 0)
 			ret = fn(arg, path->data, json_string_value(v));
 		return ret;
 	}
@@ -895,7 +886,7 @@ static int walk_uris(const json_t *v, struct buf *path, api_job_spec_uri_fn *fn,
 	}
 	json_object_foreach((json_t *)v, key, m)
 	{
-		if (!len && in_list(key, not_walked, N_NOT_WALKED))
+		if (!len && api__name_find(not_walked, N_NOT_WALKED, key) >= 0)
 			continue;
 		(void)buf_addf(path, "%s%s", len ? "." : "", key);
 		ret = walk_uris(m, path, fn, arg);

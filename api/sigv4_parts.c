@@ -14,6 +14,7 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
+#include "api/names.h"
 #include "api/sigv4.h"
 #include "api/sigv4_int.h"
 #include "common/buf.h"
@@ -287,12 +288,8 @@ static int hms_at(const char *s, int *h, int *mi, int *sec)
 static int is_utc_zone(const char *zone)
 {
 	static const char *const zones[] = { "GMT", "UTC", "+0000", "-0000" };
-	size_t i;
 
-	for (i = 0; i < ARRAY_SIZE(zones); i++)
-		if (!strcmp(zone, zones[i]))
-			return 1;
-	return 0;
+	return api__name_find(zones, ARRAY_SIZE(zones), zone) >= 0;
 }
 
 /*
