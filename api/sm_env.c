@@ -13,6 +13,7 @@
 #include "api/pyobj.h"
 #include "api/sm_env.h"
 #include "common/err.h"
+#include "common/strvec.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
@@ -955,25 +956,13 @@ int api_sm_user_args(const char *hyperparameters_json, char ***argv,
 
 void api_sm_argv_free(char **argv)
 {
-	size_t i;
-
-	if (!argv)
-		return;
-	for (i = 0; argv[i]; i++)
-		free(argv[i]);
-	free(argv);
+	strv_free(argv);
 }
 
 void api_sm_env_release(struct api_kv *env, size_t n_env, char **user_args)
 {
-	size_t i;
-
-	for (i = 0; env && i < n_env; i++) {
-		free(env[i].key);
-		free(env[i].value);
-	}
-	free(env);
-	api_sm_argv_free(user_args);
+	api_kvs_free(env, n_env);
+	strv_free(user_args);
 }
 
 const char *api_sm_env_get(const struct api_kv *env, size_t n_env,
