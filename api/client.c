@@ -6,6 +6,7 @@
 #include "api/client.h"
 #include "api/job_record.h"
 #include "api/json_util.h"
+#include "api/names.h"
 #include "common/buf.h"
 #include "common/err.h"
 #include "common/xalloc.h"
@@ -483,40 +484,32 @@ int api_create_response_parse(const char *json, size_t len, char **arn_out,
 	return 0;
 }
 
-/* Returns 1 when value is one of the NULL-terminated names, else 0. */
-static int one_of(const char *value, const char *const *names)
-{
-	for (; *names; names++)
-		if (!strcmp(value, *names))
-			return 1;
-	return 0;
-}
-
 int api_list_request_build(const struct api_client_list *q, struct buf *out,
 			   struct buf *err)
 {
 	static const char *const statuses[] = { "InProgress", "Completed",
 						"Failed",     "Stopping",
-						"Stopped",    "Deleting",
-						NULL };
-	static const char *const sorts[] = { "Name", "CreationTime", "Status",
-					     NULL };
-	static const char *const orders[] = { "Ascending", "Descending", NULL };
+						"Stopped",    "Deleting" };
+	static const char *const sorts[] = { "Name", "CreationTime", "Status" };
+	static const char *const orders[] = { "Ascending", "Descending" };
 	json_t *root;
 	int r = 0;
 
-	if (q->status_equals && !one_of(q->status_equals, statuses))
+	if (q->status_equals && api__name_find(statuses, ARRAY_SIZE(statuses),
+					       q->status_equals) < 0)
 		return api__invalid(
 			err,
 			"invalid --status '%s': expected InProgress, "
 			"Completed, Failed, Stopping, Stopped or Deleting",
 			q->status_equals);
-	if (q->sort_by && !one_of(q->sort_by, sorts))
+	if (q->sort_by &&
+	    api__name_find(sorts, ARRAY_SIZE(sorts), q->sort_by) < 0)
 		return api__invalid(err,
 				    "invalid --sort-by '%s': expected Name, "
 				    "CreationTime or Status",
 				    q->sort_by);
-	if (q->sort_order && !one_of(q->sort_order, orders))
+	if (q->sort_order &&
+	    api__name_find(orders, ARRAY_SIZE(orders), q->sort_order) < 0)
 		return api__invalid(
 			err,
 			"invalid --sort-order '%s': expected Ascending or "

@@ -7,9 +7,11 @@
 #include <jansson.h>
 
 #include "api/cwmetrics.h"
+#include "api/names.h"
 #include "api/cwmetrics_wire.h"
 #include "api/json_util.h"
 #include "common/err.h"
+#include "common/xalloc.h"
 #include "common/banned.h"
 
 #define NAME_MAX_LEN 255
@@ -246,12 +248,7 @@ static int get_list(struct parse *p, json_t *o, const char *key,
 
 static int is_unit(const char *s)
 {
-	size_t i;
-
-	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (!strcmp(units[i], s))
-			return 1;
-	return 0;
+	return api__name_find(units, ARRAY_SIZE(units), s) >= 0;
 }
 
 static int get_unit(struct parse *p, json_t *o, const char *what, char **out)
@@ -271,12 +268,7 @@ static int get_unit(struct parse *p, json_t *o, const char *what, char **out)
 
 static int stat_of(const char *s)
 {
-	int i;
-
-	for (i = 0; i < API_CWM_N_STATS; i++)
-		if (!strcmp(stat_names[i], s))
-			return i;
-	return -1;
+	return (int)api__name_find(stat_names, API_CWM_N_STATS, s);
 }
 
 /*
@@ -978,7 +970,7 @@ static const char *error_shape(const char *code)
 	};
 	size_t i;
 
-	for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(shapes); i++)
 		if (!strcmp(shapes[i].code, code))
 			return shapes[i].shape;
 	return code;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api/distribution.h"
+#include "api/names.h"
 #include "common/err.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
@@ -23,21 +24,17 @@ static const char *const mode_names[] = {
 
 const char *api_dist_mode_name(enum api_dist_mode m)
 {
-	if ((size_t)m < sizeof(mode_names) / sizeof(mode_names[0]))
-		return mode_names[m];
-	return "none";
+	return api__name_of(mode_names, ARRAY_SIZE(mode_names), m, "none");
 }
 
 int api_dist_mode_parse(const char *s, enum api_dist_mode *m)
 {
-	size_t i;
+	long v = api__name_find(mode_names, ARRAY_SIZE(mode_names), s);
 
-	for (i = 0; s && i < sizeof(mode_names) / sizeof(mode_names[0]); i++)
-		if (!strcmp(s, mode_names[i])) {
-			*m = (enum api_dist_mode)i;
-			return 0;
-		}
-	return ERR_INVALID;
+	if (v < 0)
+		return ERR_INVALID;
+	*m = (enum api_dist_mode)v;
+	return 0;
 }
 
 /* The decoded text of a value: "x" for "\"x\"", else the value itself. */
@@ -119,7 +116,7 @@ int api_distribution_parse(const struct api_job_spec *spec,
 	int ret = 0;
 
 	memset(d, 0, sizeof(*d));
-	for (i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(unsupported); i++)
 		if (api_hp_true(api_job_spec_hp(spec, unsupported[i]))) {
 			(void)buf_addf(err,
 				       "Hyperparameter '%s': this distribution "
@@ -129,7 +126,7 @@ int api_distribution_parse(const struct api_job_spec *spec,
 				       unsupported[i]);
 			return ERR_INVALID;
 		}
-	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(modes); i++) {
 		if (!api_hp_true(api_job_spec_hp(spec, modes[i].key)))
 			continue;
 		if (first) {

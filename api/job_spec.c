@@ -8,9 +8,11 @@
 #include "api/job_spec.h"
 #include "api/json_util.h"
 #include "api/members.h"
+#include "api/names.h"
 #include "api/validate.h"
 #include "common/bug.h"
 #include "common/err.h"
+#include "common/strvec.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
@@ -150,7 +152,7 @@ static int check_container_paths(const json_t *root, struct buf *err)
 	size_t i;
 	int ret = 0;
 
-	for (i = 0; i < sizeof(holders) / sizeof(holders[0]) && !ret; i++) {
+	for (i = 0; i < ARRAY_SIZE(holders) && !ret; i++) {
 		const char *lp = json_string_value(json_object_get(
 			json_object_get(root, holders[i]), "LocalPath"));
 
@@ -444,8 +446,7 @@ static json_t *build_echo(const json_t *root)
 	json_t *ch;
 	size_t i;
 
-	for (i = 0; i < sizeof(echoed_members) / sizeof(echoed_members[0]);
-	     i++) {
+	for (i = 0; i < ARRAY_SIZE(echoed_members); i++) {
 		v = json_object_get(root, echoed_members[i]);
 		if (v)
 			json_object_set_new(echo, echoed_members[i],
@@ -511,6 +512,68 @@ static json_t *build_echo(const json_t *root)
 	return echo;
 }
 
+/* InputDataConfig, checked by now. */
+static void fill_channels(const json_t *arr, struct api_job_spec *spec)
+{
+	const json_t *v;
+	size_t i;
+
+	if (json_array_size(arr)) {
+		spec->channels =
+			xcalloc(json_array_size(arr), sizeof(*spec->channels));
+		json_array_foreach(arr, i, v)
+		{
+			struct api_channel *c = &spec->channels[i];
+			const json_t *s3 = json_object_get(
+				json_object_get(v, "DataSource"),
+				"S3DataSource");
+
+			c->name = dup_str(v, "ChannelName");
+			c->s3_uri = dup_str(s3, "S3Uri");
+			c->s3_data_type = dup_str(s3, "S3DataType");
+			c->distribution = dup_str(s3, "S3DataDistributionType");
+			if (!c->distribution)
+				c->distribution = xstrdup("FullyReplicated");
+			c->content_type = dup_str(v, "ContentType");
+			c->input_mode = dup_str(v, "InputMode");
+			c->compression = dup_str(v, "CompressionType");
+			c->record_wrapper = dup_str(v, "RecordWrapperType");
+			if (json_object_get(v, "ShuffleConfig")) {
+				c->shuffle = 1;
+				c->shuffle_seed =
+					json_integer_value(json_object_get(
+						json_object_get(
+							v, "ShuffleConfig"),
+						"Seed"));
+			}
+			c->instance_groups = dup_str_list(
+				json_object_get(s3, "InstanceGroupNames"));
+		}
+		spec->n_channels = json_array_size(arr);
+	}
+}
+
+/* ResourceConfig.InstanceGroups, checked by now. */
+static void fill_groups(const json_t *arr, struct api_job_spec *spec)
+{
+	const json_t *v;
+	size_t i;
+
+	if (json_array_size(arr)) {
+		spec->groups =
+			xcalloc(json_array_size(arr), sizeof(*spec->groups));
+		json_array_foreach(arr, i, v)
+		{
+			spec->groups[i].name = dup_str(v, "InstanceGroupName");
+			spec->groups[i].instance_type =
+				dup_str(v, "InstanceType");
+			spec->groups[i].count = (int)json_integer_value(
+				json_object_get(v, "InstanceCount"));
+		}
+		spec->n_groups = json_array_size(arr);
+	}
+}
+
 static void fill_spec(const json_t *root, struct api_job_spec *spec)
 {
 	const json_t *alg = json_object_get(root, "AlgorithmSpecification");
@@ -548,40 +611,7 @@ static void fill_spec(const json_t *root, struct api_job_spec *spec)
 	dup_map(json_object_get(root, "Environment"), &spec->environment,
 		&spec->n_environment);
 
-	arr = json_object_get(root, "InputDataConfig");
-	if (json_array_size(arr)) {
-		spec->channels =
-			xcalloc(json_array_size(arr), sizeof(*spec->channels));
-		json_array_foreach(arr, i, v)
-		{
-			struct api_channel *c = &spec->channels[i];
-			const json_t *s3 = json_object_get(
-				json_object_get(v, "DataSource"),
-				"S3DataSource");
-
-			c->name = dup_str(v, "ChannelName");
-			c->s3_uri = dup_str(s3, "S3Uri");
-			c->s3_data_type = dup_str(s3, "S3DataType");
-			c->distribution = dup_str(s3, "S3DataDistributionType");
-			if (!c->distribution)
-				c->distribution = xstrdup("FullyReplicated");
-			c->content_type = dup_str(v, "ContentType");
-			c->input_mode = dup_str(v, "InputMode");
-			c->compression = dup_str(v, "CompressionType");
-			c->record_wrapper = dup_str(v, "RecordWrapperType");
-			if (json_object_get(v, "ShuffleConfig")) {
-				c->shuffle = 1;
-				c->shuffle_seed =
-					json_integer_value(json_object_get(
-						json_object_get(
-							v, "ShuffleConfig"),
-						"Seed"));
-			}
-			c->instance_groups = dup_str_list(
-				json_object_get(s3, "InstanceGroupNames"));
-		}
-		spec->n_channels = json_array_size(arr);
-	}
+	fill_channels(json_object_get(root, "InputDataConfig"), spec);
 	spec->output_path = dup_str(json_object_get(root, "OutputDataConfig"),
 				    "S3OutputPath");
 	v = json_object_get(json_object_get(root, "OutputDataConfig"),
@@ -591,20 +621,7 @@ static void fill_spec(const json_t *root, struct api_job_spec *spec)
 	spec->instance_type = dup_str(res, "InstanceType");
 	spec->instance_count =
 		(int)json_integer_value(json_object_get(res, "InstanceCount"));
-	arr = json_object_get(res, "InstanceGroups");
-	if (json_array_size(arr)) {
-		spec->groups =
-			xcalloc(json_array_size(arr), sizeof(*spec->groups));
-		json_array_foreach(arr, i, v)
-		{
-			spec->groups[i].name = dup_str(v, "InstanceGroupName");
-			spec->groups[i].instance_type =
-				dup_str(v, "InstanceType");
-			spec->groups[i].count = (int)json_integer_value(
-				json_object_get(v, "InstanceCount"));
-		}
-		spec->n_groups = json_array_size(arr);
-	}
+	fill_groups(json_object_get(res, "InstanceGroups"), spec);
 	spec->volume_gb =
 		(int)json_integer_value(json_object_get(res, "VolumeSizeInGB"));
 	spec->max_runtime_s = DEFAULT_MAX_RUNTIME_S;
@@ -739,22 +756,11 @@ int api_job_spec_load(const char *json, size_t len, struct api_job_spec *spec,
 	return parse(json, len, 1, spec, err);
 }
 
-static void free_list(char **l)
+void api_kvs_free(struct api_kv *kv, size_t n)
 {
 	size_t i;
 
-	if (!l)
-		return;
-	for (i = 0; l[i]; i++)
-		free(l[i]);
-	free(l);
-}
-
-static void free_kvs(struct api_kv *kv, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
+	for (i = 0; kv && i < n; i++) {
 		free(kv[i].key);
 		free(kv[i].value);
 	}
@@ -771,16 +777,16 @@ void api_job_spec_release(struct api_job_spec *spec)
 	free(spec->training_image);
 	free(spec->algorithm_name);
 	free(spec->input_mode);
-	free_list(spec->entrypoint);
-	free_list(spec->arguments);
+	strv_free(spec->entrypoint);
+	strv_free(spec->arguments);
 	for (i = 0; i < spec->n_metrics; i++) {
 		free(spec->metrics[i].name);
 		free(spec->metrics[i].regex);
 	}
 	free(spec->metrics);
-	free_kvs(spec->hyperparameters, spec->n_hyperparameters);
-	free_kvs(spec->environment, spec->n_environment);
-	free_kvs(spec->tags, spec->n_tags);
+	api_kvs_free(spec->hyperparameters, spec->n_hyperparameters);
+	api_kvs_free(spec->environment, spec->n_environment);
+	api_kvs_free(spec->tags, spec->n_tags);
 	free(spec->debug_hook_config_json);
 	free(spec->profiler_config_json);
 	free(spec->debug_s3_uri);
@@ -798,7 +804,7 @@ void api_job_spec_release(struct api_job_spec *spec)
 		free(c->input_mode);
 		free(c->compression);
 		free(c->record_wrapper);
-		free_list(c->instance_groups);
+		strv_free(c->instance_groups);
 	}
 	free(spec->channels);
 	free(spec->output_path);
@@ -836,7 +842,7 @@ static const char *const typed_uris[] = {
 	"ProfilerConfig.S3OutputPath",
 };
 
-#define N_TYPED (sizeof(typed_uris) / sizeof(typed_uris[0]))
+#define N_TYPED (ARRAY_SIZE(typed_uris))
 
 /* Free-form or not a store location (TrainingImage: a program to run). */
 static const char *const not_walked[] = {
@@ -846,17 +852,7 @@ static const char *const not_walked[] = {
 	"Tags",
 };
 
-#define N_NOT_WALKED (sizeof(not_walked) / sizeof(not_walked[0]))
-
-static int in_list(const char *s, const char *const *list, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (!strcmp(s, list[i]))
-			return 1;
-	return 0;
-}
+#define N_NOT_WALKED (ARRAY_SIZE(not_walked))
 
 static int looks_like_uri(const char *s)
 {
@@ -875,7 +871,7 @@ static int walk_uris(const json_t *v, struct buf *path, api_job_spec_uri_fn *fn,
 
 	if (json_is_string(v)) {
 		if (looks_like_uri(json_string_value(v)) &&
-		    !in_list(path->data, typed_uris, N_TYPED))
+		    api__name_find(typed_uris, N_TYPED, path->data) < 0)
 			ret = fn(arg, path->data, json_string_value(v));
 		return ret;
 	}
@@ -890,7 +886,7 @@ static int walk_uris(const json_t *v, struct buf *path, api_job_spec_uri_fn *fn,
 	}
 	json_object_foreach((json_t *)v, key, m)
 	{
-		if (!len && in_list(key, not_walked, N_NOT_WALKED))
+		if (!len && api__name_find(not_walked, N_NOT_WALKED, key) >= 0)
 			continue;
 		(void)buf_addf(path, "%s%s", len ? "." : "", key);
 		ret = walk_uris(m, path, fn, arg);

@@ -12,6 +12,9 @@ struct api_kv {
 	char *value;
 };
 
+/* Frees n pairs and the array (kv may be NULL). */
+void api_kvs_free(struct api_kv *kv, size_t n);
+
 struct api_channel {
 	char *name;
 	char *s3_uri;

@@ -7,6 +7,7 @@
 
 #include "api/pyobj.h"
 #include "common/err.h"
+#include "common/utf8.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
@@ -19,42 +20,12 @@
  */
 static long cp_next(const char *str, size_t len, size_t *i, int strict)
 {
-	const unsigned char *s = (const unsigned char *)str;
-	unsigned char c = s[*i];
-	long cp, min;
-	size_t n, k;
+	size_t n;
+	long cp = utf8_decode((const unsigned char *)str + *i, len - *i,
+			      strict ? 0 : UTF8_SURROGATES, &n);
 
-	if (c < 0x80) {
-		(*i)++;
-		return c;
-	}
-	if (c >= 0xc2 && c <= 0xdf) {
-		n = 1;
-		cp = c & 0x1f;
-		min = 0x80;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		n = 2;
-		cp = c & 0x0f;
-		min = 0x800;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 3;
-		cp = c & 0x07;
-		min = 0x10000;
-	} else {
-		return -1;
-	}
-	if (len - *i <= n)
-		return -1;
-	for (k = 1; k <= n; k++) {
-		if ((s[*i + k] & 0xc0) != 0x80)
-			return -1;
-		cp = (cp << 6) | (s[*i + k] & 0x3f);
-	}
-	if (cp < min || cp > 0x10ffff)
-		return -1;
-	if (strict && cp >= 0xd800 && cp <= 0xdfff)
-		return -1;
-	*i += n + 1;
+	if (cp >= 0)
+		*i += n;
 	return cp;
 }
 
@@ -109,7 +80,7 @@ static int printable(long cp)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(nonprintable) / sizeof(nonprintable[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(nonprintable); i++)
 		if (cp >= nonprintable[i][0] && cp <= nonprintable[i][1])
 			return 0;
 	return 1;

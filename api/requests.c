@@ -150,7 +150,7 @@ static int query_arg_to_json(json_t *root, const struct api_query_arg *a,
 	char *end;
 	double d;
 
-	for (i = 0; i < sizeof(query_strings) / sizeof(query_strings[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(query_strings); i++) {
 		if (!strcmp(a->name, query_strings[i])) {
 			json_t *s = json_string(a->value);
 
@@ -167,7 +167,7 @@ static int query_arg_to_json(json_t *root, const struct api_query_arg *a,
 			return 0;
 		}
 	}
-	for (i = 0; i < sizeof(query_numbers) / sizeof(query_numbers[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(query_numbers); i++) {
 		if (strcmp(a->name, query_numbers[i]))
 			continue;
 		d = strtod(a->value, &end);

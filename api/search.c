@@ -82,13 +82,11 @@ static const struct {
 	{ "In", API_SEARCH_IN },
 };
 
-#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
-
 static int known_top(const char *name, size_t len)
 {
 	size_t i;
 
-	for (i = 0; i < N_OF(job_properties); i++)
+	for (i = 0; i < ARRAY_SIZE(job_properties); i++)
 		if (strlen(job_properties[i]) == len &&
 		    !strncmp(job_properties[i], name, len))
 			return 1;
@@ -99,7 +97,7 @@ static int keyed(const char *name, size_t len)
 {
 	size_t i;
 
-	for (i = 0; i < N_OF(keyed_properties); i++)
+	for (i = 0; i < ARRAY_SIZE(keyed_properties); i++)
 		if (strlen(keyed_properties[i]) == len &&
 		    !strncmp(keyed_properties[i], name, len))
 			return 1;
@@ -214,10 +212,10 @@ static int parse_filter(struct parse *ps, const json_t *f, const char *under,
 	out->name = xstrdup(name);
 	out->op = API_SEARCH_EQ;
 	if (op) {
-		for (i = 0; i < N_OF(operators); i++)
+		for (i = 0; i < ARRAY_SIZE(operators); i++)
 			if (!strcmp(op, operators[i].name))
 				break;
-		if (i == N_OF(operators))
+		if (i == ARRAY_SIZE(operators))
 			return bad(ps, "Unsupported search operator", op);
 		out->op = operators[i].op;
 	}

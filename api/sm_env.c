@@ -13,6 +13,7 @@
 #include "api/pyobj.h"
 #include "api/sm_env.h"
 #include "common/err.h"
+#include "common/strvec.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
@@ -64,7 +65,7 @@ static int is_reserved(const char *key, size_t len)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(reserved_hps) / sizeof(reserved_hps[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(reserved_hps); i++)
 		if (strlen(reserved_hps[i]) == len &&
 		    !memcmp(reserved_hps[i], key, len))
 			return 1;
@@ -425,9 +426,7 @@ static struct api__py *dist_groups_of(const struct tk *t,
 	if (dig)
 		return api__py_copy(dig);
 	groups = api__py_list();
-	for (j = 0;
-	     j < sizeof(distribution_flags) / sizeof(distribution_flags[0]);
-	     j++) {
+	for (j = 0; j < ARRAY_SIZE(distribution_flags); j++) {
 		const struct api__py *f =
 			api__py_get(t->afp, distribution_flags[j]);
 
@@ -957,25 +956,13 @@ int api_sm_user_args(const char *hyperparameters_json, char ***argv,
 
 void api_sm_argv_free(char **argv)
 {
-	size_t i;
-
-	if (!argv)
-		return;
-	for (i = 0; argv[i]; i++)
-		free(argv[i]);
-	free(argv);
+	strv_free(argv);
 }
 
 void api_sm_env_release(struct api_kv *env, size_t n_env, char **user_args)
 {
-	size_t i;
-
-	for (i = 0; env && i < n_env; i++) {
-		free(env[i].key);
-		free(env[i].value);
-	}
-	free(env);
-	api_sm_argv_free(user_args);
+	api_kvs_free(env, n_env);
+	strv_free(user_args);
 }
 
 const char *api_sm_env_get(const struct api_kv *env, size_t n_env,

@@ -18,17 +18,6 @@ static const char *const shapes[] = {
 	[API_TAGS_DELETE] = "DeleteTagsInput",
 };
 
-static void kv_free(struct api_kv *kv, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		free(kv[i].key);
-		free(kv[i].value);
-	}
-	free(kv);
-}
-
 int api_tags_check(const struct api_kv *tags, size_t n, struct buf *err)
 {
 	size_t i, j;
@@ -78,7 +67,7 @@ int api__tags_from_json(const json_t *arr, struct api_kv **out, size_t *n,
 	}
 	ret = api_tags_check(kv, json_array_size(arr), err);
 	if (ret) {
-		kv_free(kv, json_array_size(arr));
+		api_kvs_free(kv, json_array_size(arr));
 		return ret;
 	}
 	*out = kv;
@@ -136,7 +125,7 @@ void api_tags_request_release(struct api_tags_request *req)
 	size_t i;
 
 	free(req->arn);
-	kv_free(req->tags, req->n_tags);
+	api_kvs_free(req->tags, req->n_tags);
 	for (i = 0; i < req->n_keys; i++)
 		free(req->keys[i]);
 	free(req->keys);

@@ -371,7 +371,7 @@ int api__telemetry_parse(const json_t *root, struct api_host_sample **out,
 
 /*
  * A sticky failure flag: the first failed step is remembered and the
- * builder checks once at the end, as agent_proto.c's builders do.
+ * builder checks once at the end, as the agent messages' builders do.
  */
 static void set(int *bad_, json_t *o, const char *key, json_t *v)
 {

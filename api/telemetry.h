@@ -91,7 +91,7 @@ double api_host_sample_cores_percent(const struct api_host_sample *s);
  * *out and *n (NULL and 0 when absent or null; caller releases each and
  * frees the array). Returns 0, or ERR_INVALID with err naming the member
  * ("telemetry[3].cpu_percent must be 0..100"); nothing to free then.
- * Internal to api/: agent_proto.c calls it from api_status_parse().
+ * Internal to api/: agent_status.c calls it from api_status_parse().
  */
 int api__telemetry_parse(const json_t *root, struct api_host_sample **out,
 			 size_t *n, struct buf *err);

@@ -44,7 +44,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 from list_latency import pct  # noqa: E402
 
-PAGE = 50   # the page's default page size (web/app.js)
+PAGE = 50   # the page's default page size (web/js/jobs.js)
 RARE_TYPE = "ml.p4d.24xlarge"
 
 
