@@ -3,13 +3,16 @@
 
   scripts/health.py          a report, one section per rule
   scripts/health.py --tap    the same rules as TAP checks (tests/run.sh)
+  scripts/health.py graph [--calls build/obj] FOLDER...
+                             one folder's circles (of includes, or of the
+                             symbols its objects use) and its headers' fan-in
 
 Rules (docs/architecture.md, "Rules of the tree"):
   1. no function outside tests/ and generated code above cyclomatic
      complexity 25 or 120 lines (pmccabe's traditional count);
   2. no source file outside generated code above 1,200 lines;
-  3. controller/'s own files (not its wings) form no include circle of
-     more than two files, and no wing has one of more than two either;
+  3. controller/'s own modules (x.c with x.h; not its wings) form no
+     include circle of more than two, and no wing has one either;
   4. no agent/ header is included by more than half of agent/'s files;
   5. folders import down only: api/ and db/ nothing of ours but common/,
      storage/ nothing but api/ (wire formats) and common/.
@@ -90,46 +93,60 @@ def module_graph(files, folder, deep):
 
 
 def circles(edges):
-    """Strongly connected components with more than one module."""
-    index, low, stack, on, out = {}, {}, [], set(), []
-    counter = [0]
-
-    def visit(v):
-        work = [(v, iter(sorted(edges[v])))]
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        while work:
-            node, it = work[-1]
-            nxt = next(it, None)
-            if nxt is not None:
-                if nxt not in index:
-                    index[nxt] = low[nxt] = counter[0]
-                    counter[0] += 1
-                    stack.append(nxt)
-                    on.add(nxt)
-                    work.append((nxt, iter(sorted(edges[nxt]))))
-                elif nxt in on:
-                    low[node] = min(low[node], index[nxt])
+    """Circles of more than two modules, one per set of modules: for each
+    edge u -> v, the shortest way back from v to u that does not take the
+    edge v -> u. A star of two-module circles around one shared header
+    (a context every module includes and that names their types) holds
+    no longer circle and is not reported."""
+    out, seen = [], set()
+    for u in sorted(edges):
+        for v in sorted(edges[u]):
+            prev, queue = {v: None}, [v]
+            while queue and u not in prev:
+                nxt = []
+                for x in queue:
+                    for y in sorted(edges.get(x, ())):
+                        if (x, y) == (v, u) or y in prev:
+                            continue
+                        prev[y] = x
+                        nxt.append(y)
+                queue = nxt
+            if u not in prev:
                 continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on.discard(w)
-                    comp.append(w)
-                    if w == node:
-                        break
-                if len(comp) > 1:
-                    out.append(sorted(comp))
-    for v in sorted(edges):
-        if v not in index:
-            visit(v)
-    return out
+            path, x = [], u
+            while x is not None:
+                path.append(x)
+                x = prev[x]
+            path.reverse()  # v ... u
+            cycle = [u] + path[:-1]
+            key = frozenset(cycle)
+            if len(cycle) > 2 and key not in seen:
+                seen.add(key)
+                out.append(cycle)
+    return sorted(out, key=len, reverse=True)
+
+
+def call_graph(folder, objdir):
+    """Edges a -> b when a.o uses a symbol b.o defines (nm)."""
+    defs, uses = {}, {}
+    for c in sorted(f[:-2] for f in os.listdir(os.path.join(ROOT, folder))
+                    if f.endswith(".c")):
+        obj = os.path.join(objdir, folder, c + ".o")
+        if not os.path.exists(obj):
+            continue
+        out = subprocess.run(["nm", obj], capture_output=True, text=True,
+                             check=True).stdout
+        d, u = set(), set()
+        for line in out.splitlines():
+            f = line.split()
+            if len(f) == 3 and f[1] in "TDBR":
+                d.add(f[2])
+            elif len(f) == 2 and f[0] == "U":
+                u.add(f[1])
+        defs[folder + "/" + c], uses[folder + "/" + c] = d, u
+    owner = {sym: c for c, ds in defs.items() for sym in ds}
+    return {c: {owner[x] for x in us if x in owner and owner[x] != c}
+            for c, us in uses.items()}
 
 
 def folders_with_code(files, top):
@@ -195,7 +212,33 @@ def checks():
     return out
 
 
+def graph(argv):
+    """health.py graph [--calls OBJDIR] FOLDER...: each folder's circles of
+    more than two modules (includes, or with --calls the symbols its
+    objects use), and how many .c files include each of its headers."""
+    files = set(tracked())
+    objdir = None
+    if argv[:1] == ["--calls"]:
+        objdir, argv = argv[1], argv[2:]
+    found = 0
+    for folder in (a.rstrip("/") for a in argv):
+        edges = call_graph(folder, objdir) if objdir else \
+            module_graph(files, folder, False)
+        big = circles(edges)
+        found += len(big)
+        print("%s: %d modules, %d edges, %d circle(s) of more than 2" % (
+            folder, len(edges), sum(map(len, edges.values())), len(big)))
+        for c in big:
+            print("  " + " -> ".join(m.split("/")[-1] for m in c))
+        n, counts = header_fan_in(sorted(files), folder)
+        for h, k in sorted(counts.items(), key=lambda x: -x[1]):
+            print("  %3d of %d files include %s" % (k, n, h))
+    return 1 if found else 0
+
+
 def main():
+    if sys.argv[1:2] == ["graph"]:
+        return graph(sys.argv[2:])
     tap = "--tap" in sys.argv[1:]
     results = checks()
     if tap:
