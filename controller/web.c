@@ -54,16 +54,6 @@ static int is_page(struct MHD_Connection *conn, const char *method,
 	return !strcmp(url, "/ui") || !strncmp(url, "/ui/", 4);
 }
 
-int ctrl_web_owns(struct MHD_Connection *conn, const char *method,
-		  const char *url)
-{
-	return is_page(conn, method, url) || !strcmp(url, "/metrics") ||
-	       !strcmp(url, "/v1/changes") || !strcmp(url, "/v1/ui/jobs") ||
-	       !strncmp(url, "/v1/ui/jobs/", 12) ||
-	       !strcmp(url, "/v1/ui/tuning-jobs") ||
-	       !strncmp(url, "/v1/ui/tuning-jobs/", 19);
-}
-
 /* --------------------------------------------------------------- auth */
 
 static const struct api_credential *basic_ok(struct ctrl_ctx *ctx,
@@ -952,12 +942,6 @@ ctrl_web_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		ctrl_reply_err(resp, CTRL_E_METHOD, "use GET on this resource");
 		return CTRL_ROUTE_DONE;
 	}
-	if (!strcmp(url, "/metrics") && !req->caller.admin) {
-		ctrl_reply_err(resp, CTRL_E_ACCESS_DENIED,
-			       "/metrics covers every job: it needs an admin "
-			       "key");
-		return CTRL_ROUTE_DONE;
-	}
 	if (!strcmp(url, "/metrics")) {
 		*content_type = CTRL_METRICS_CONTENT_TYPE;
 		ctrl_metrics_serve(ctx, resp);
@@ -998,3 +982,40 @@ ctrl_web_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	buf_release(&err);
 	return CTRL_ROUTE_DONE;
 }
+
+/* The page itself: "/" for a GET or HEAD without X-Amz-Target. */
+static int no_target(const struct ctrl_route_head *h)
+{
+	return h->target ? -1 : 0;
+}
+
+#define WEB_ROW(method_, pattern_)                                    \
+	CTRL_ROW(CTRL_LISTEN_API, method_, CTRL_MATCH_PATH, pattern_, \
+		 CTRL_AUTH_API, CTRL_BODY_BUFFERED, ctrl_web_route)
+#define METRICS_ROW(method_)                                            \
+	CTRL_ROW(CTRL_LISTEN_API, method_, CTRL_MATCH_PATH, "/metrics", \
+		 CTRL_AUTH_ADMIN, CTRL_BODY_BUFFERED, ctrl_web_route)
+#define METRICS_ADMIN "/metrics covers every job: it needs an admin key"
+
+/*
+ * The page, its files and the JSON it reads (docs/web.md), and /metrics.
+ * Methods other than GET and HEAD are answered 405 by ctrl_web_route().
+ */
+static const struct ctrl_route rows[] = {
+	{ WEB_ROW("GET", "/"), .sniff = no_target,
+	  .sniff_doc = "no X-Amz-Target" },
+	{ WEB_ROW("HEAD", "/"), .sniff = no_target,
+	  .sniff_doc = "no X-Amz-Target" },
+	{ WEB_ROW("*", "/ui") },
+	{ WEB_ROW("*", "/ui/*") },
+	{ METRICS_ROW("GET"), .deny = METRICS_ADMIN },
+	{ METRICS_ROW("HEAD"), .deny = METRICS_ADMIN },
+	{ WEB_ROW("*", "/metrics") },
+	{ WEB_ROW("*", "/v1/changes") },
+	{ WEB_ROW("*", "/v1/ui/jobs") },
+	{ WEB_ROW("*", "/v1/ui/jobs/*") },
+	{ WEB_ROW("*", "/v1/ui/tuning-jobs") },
+	{ WEB_ROW("*", "/v1/ui/tuning-jobs/*") },
+};
+
+const struct ctrl_route_block ctrl_web_routes = CTRL_ROUTE_BLOCK(rows);

@@ -61,12 +61,11 @@ enum ctrl_web_auth ctrl_web_auth(struct ctrl_ctx *ctx,
 				 const char *method, const char *url,
 				 struct ctrl_caller *caller);
 
-/* Whether the request is for one of the paths above. */
-int ctrl_web_owns(struct MHD_Connection *conn, const char *method,
-		  const char *url);
+/* The rows of the paths above (controller/route.h). */
+extern const struct ctrl_route_block ctrl_web_routes;
 
 /*
- * Serves a path of ctrl_web_owns(). Fills resp and *content_type
+ * Serves a path of ctrl_web_routes. Fills resp and *content_type
  * (CTRL_ROUTE_DONE), queues a file itself (CTRL_ROUTE_QUEUED) or parks a
  * long-poll (CTRL_ROUTE_SUSPENDED; it is resumed on news or its deadline
  * and then called again).
