@@ -402,11 +402,27 @@ static int target_matches(const char *pattern, const char *target)
 	return !strcmp(pattern, target);
 }
 
+/* Whether a row's method ("*", one, or a list "GET,HEAD") takes method. */
+static int method_ok(const char *methods, const char *method)
+{
+	size_t n = strlen(method);
+	const char *m;
+
+	if (!strcmp(methods, "*"))
+		return 1;
+	for (m = methods; *m; m += strcspn(m, ",")) {
+		m += *m == ',';
+		if (!strncmp(m, method, n) && (m[n] == ',' || !m[n]))
+			return 1;
+	}
+	return 0;
+}
+
 /* Whether row r takes the request; *val: what its sniffer said. */
 static int row_matches(const struct ctrl_route *r,
 		       const struct ctrl_route_head *h, int *val)
 {
-	if (strcmp(r->method, "*") && strcmp(r->method, h->method))
+	if (!method_ok(r->method, h->method))
 		return 0;
 	if (r->match == CTRL_MATCH_PATH ?
 		    !ctrl_route_match(r->pattern, h->url, NULL) :

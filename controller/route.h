@@ -109,7 +109,7 @@ typedef void ctrl_route_done_fn(struct ctrl_ctx *ctx, struct ctrl_http_req *req,
 
 struct ctrl_route {
 	unsigned listen;    /* CTRL_LISTEN_* bits */
-	const char *method; /* "*": any */
+	const char *method; /* "GET", a list "GET,HEAD", or "*": any */
 	enum ctrl_route_kind match;
 	const char *pattern; /* a path pattern or an X-Amz-Target */
 	ctrl_route_sniff *sniff;
