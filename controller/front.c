@@ -637,12 +637,6 @@ static const struct ctrl_route first_rows[] = {
 		   CTRL_BODY_BLOB, blob_begin) },
 };
 
-/* The ranks' rendezvous store (controller/rendezvous.h). */
-static const struct ctrl_route rdzv_rows[] = {
-	{ CTRL_ROW(BOTH, "*", PATH, "/v1/rendezvous/*", CTRL_AUTH_RDZV,
-		   BUFFERED, ctrl_rdzv_route) },
-};
-
 /* CloudWatch metrics (controller/cwmetrics.h), in its three protocols. */
 static const struct ctrl_route cwm_rows[] = {
 	{ CTRL_ROW(API, "*", CTRL_MATCH_TARGET, API_CWM_TARGET_PREFIX "*",
@@ -667,7 +661,6 @@ static const struct ctrl_route last_rows[] = {
 };
 
 static const struct ctrl_route_block first = CTRL_ROUTE_BLOCK(first_rows),
-				     rdzv = CTRL_ROUTE_BLOCK(rdzv_rows),
 				     cwm = CTRL_ROUTE_BLOCK(cwm_rows),
 				     last = CTRL_ROUTE_BLOCK(last_rows);
 
@@ -678,7 +671,7 @@ static const struct ctrl_route_block first = CTRL_ROUTE_BLOCK(first_rows),
 static const struct ctrl_route_block *const blocks[] = {
 	&first,		     /* S3, /healthz, /v1/blobs/ */
 	&ctrl_agent_routes,  /* /v1/agents/ (agent_api.c) */
-	&rdzv,		     /* /v1/rendezvous/ */
+	&ctrl_rdzv_routes,   /* /v1/rendezvous/ (rendezvous.c) */
 	&ctrl_web_routes,    /* the page, its JSON, /metrics (web.c) */
 	&cwm,		     /* CloudWatch metrics */
 	&ctrl_rest_routes,   /* the REST face, /v1/ (rest.c) */
