@@ -1,5 +1,12 @@
 #define LOG_TAG "http"
 
+/*
+ * The HTTP server's plumbing (libmicrohttpd): the daemons of --listen and
+ * --agent-listen, each request's state, reading its body (buffered, into
+ * a file, or streamed to the S3 server or the blob store) and sending
+ * the answer. Where a request goes is controller/front.c's to say.
+ */
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdlib.h>
