@@ -564,47 +564,86 @@ typedef enum ctrl_route_result agent_fn(struct ctrl_ctx *ctx,
 					struct ctrl_http_req *req,
 					struct ctrl_response *resp);
 
-/*
- * The agents' endpoints (docs/agent-protocol.md). Every handler checks the
- * host's agent token itself (ctrl_hosts_auth()): register names its host
- * in the body, the others in the path.
- */
-static const struct {
-	const char *method;
-	const char *pattern;
+/* An agent endpoint's handler, the arg of its row. */
+struct agent_ep {
 	agent_fn *fn;
-} agent_routes[] = {
-	{ "POST", "/v1/agents/register", do_register },
-	{ "GET", "/v1/agents/{}/work", do_work },
-	{ "POST", "/v1/agents/{}/status", do_status },
-	{ "POST", "/v1/agents/{}/logs", do_logs },
-	{ "PUT", "/v1/agents/{}/artifacts/*", upload_begin },
 };
 
-enum ctrl_route_result ctrl_agent_route(struct ctrl_ctx *ctx,
-					struct MHD_Connection *conn,
-					const char *method, const char *url,
-					struct ctrl_http_req *req,
-					struct ctrl_response *resp)
-{
-	struct ctrl_route_params p;
-	char host[128];
-	size_t i;
+static const struct agent_ep ep_register = { do_register },
+			     ep_work = { do_work }, ep_status = { do_status },
+			     ep_logs = { do_logs },
+			     ep_upload = { upload_begin };
 
-	for (i = 0; i < sizeof(agent_routes) / sizeof(agent_routes[0]); i++) {
-		if (strcmp(agent_routes[i].method, method) ||
-		    !ctrl_route_match(agent_routes[i].pattern, url, &p))
-			continue;
-		host[0] = '\0';
-		if (p.n && p.len[0] >= sizeof(host))
-			break;
-		if (p.n) {
-			memcpy(host, p.s[0], p.len[0]);
-			host[p.len[0]] = '\0';
-		}
-		return agent_routes[i].fn(ctx, conn, host,
-					  p.n > 1 ? p.s[1] : "", req, resp);
+/* Calls the row's agent_fn with the path's host and "*". */
+static enum ctrl_route_result
+agent_call(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+	   const char *method, const char *url, struct ctrl_http_req *req,
+	   struct ctrl_response *resp, const char **content_type)
+{
+	const struct agent_ep *ep = req->route->arg;
+	struct ctrl_route_params p;
+	char host[128] = "";
+
+	(void)method;
+	*content_type = "application/json";
+	if (!ctrl_route_match(req->route->pattern, url, &p) ||
+	    (p.n && p.len[0] >= sizeof(host))) {
+		ctrl_reply_err(resp, CTRL_E_NOT_FOUND, "no such path");
+		return CTRL_ROUTE_DONE;
 	}
+	if (p.n) {
+		memcpy(host, p.s[0], p.len[0]);
+		host[p.len[0]] = '\0';
+	}
+	return ep->fn(ctx, conn, host, p.n > 1 ? p.s[1] : "", req, resp);
+}
+
+static enum ctrl_route_result
+no_such_path(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+	     const char *method, const char *url, struct ctrl_http_req *req,
+	     struct ctrl_response *resp, const char **content_type)
+{
+	(void)ctx;
+	(void)conn;
+	(void)method;
+	(void)url;
+	(void)req;
+	*content_type = "application/json";
 	ctrl_reply_err(resp, CTRL_E_NOT_FOUND, "no such path");
 	return CTRL_ROUTE_DONE;
 }
+
+#define AGENT_ROW(method_, pattern_, body_, fn_)                       \
+	CTRL_ROW(CTRL_LISTEN_BOTH, method_, CTRL_MATCH_PATH, pattern_, \
+		 CTRL_AUTH_AGENT, body_, fn_)
+
+/*
+ * The agents' endpoints (docs/agent-protocol.md). Every handler checks the
+ * host's agent token itself (ctrl_hosts_auth()): register names its host
+ * in the body, the others in the path. An artifact upload is set up at
+ * the headers and streams to a file; any other PUT under /v1/agents/ is
+ * refused before its body is read.
+ */
+static const struct ctrl_route rows[] = {
+	{ AGENT_ROW("POST", "/v1/agents/register", CTRL_BODY_BUFFERED,
+		    agent_call),
+	  .arg = &ep_register },
+	{ AGENT_ROW("GET", "/v1/agents/{}/work", CTRL_BODY_BUFFERED,
+		    agent_call),
+	  .arg = &ep_work },
+	{ AGENT_ROW("POST", "/v1/agents/{}/status", CTRL_BODY_BUFFERED,
+		    agent_call),
+	  .arg = &ep_status },
+	{ AGENT_ROW("POST", "/v1/agents/{}/logs", CTRL_BODY_BUFFERED,
+		    agent_call),
+	  .arg = &ep_logs },
+	{ AGENT_ROW("PUT", "/v1/agents/{}/artifacts/*", CTRL_BODY_FILE,
+		    agent_call),
+	  .arg = &ep_upload, .done = ctrl_agent_upload_done },
+	{ AGENT_ROW("PUT", "/v1/agents/*", CTRL_BODY_NONE, no_such_path),
+	  .refusal = 1 },
+	{ AGENT_ROW("*", "/v1/agents/*", CTRL_BODY_BUFFERED, no_such_path),
+	  .refusal = 1 },
+};
+
+const struct ctrl_route_block ctrl_agent_routes = CTRL_ROUTE_BLOCK(rows);

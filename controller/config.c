@@ -55,6 +55,7 @@ enum {
 	OPT_THREADS,
 	OPT_BODY_MAX,
 	OPT_CHECK,
+	OPT_ROUTES,
 	OPT_LOCAL_HOSTS,
 	OPT_AGENT_BINARY,
 	OPT_HEARTBEAT,
@@ -97,6 +98,7 @@ static const struct option options[] = {
 	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ "max-body", required_argument, NULL, OPT_BODY_MAX },
 	{ "check-config", no_argument, NULL, OPT_CHECK },
+	{ "routes", no_argument, NULL, OPT_ROUTES },
 	{ "local-hosts", required_argument, NULL, OPT_LOCAL_HOSTS },
 	{ "agent-binary", required_argument, NULL, OPT_AGENT_BINARY },
 	{ "heartbeat-ms", required_argument, NULL, OPT_HEARTBEAT },
@@ -160,7 +162,7 @@ void ctrl_usage(void)
 	      "                 [--header-timeout SECONDS]\n"
 	      "                 [--rdzv-attempt-bytes BYTES]\n"
 	      "                 [--rdzv-attempt-keys N] [--rdzv-total-bytes BYTES]\n"
-	      "                 [--check-config] [-v]...\n"
+	      "                 [--check-config] [--routes] [-v]...\n"
 	      "\n"
 	      "  --listen        address to serve the API on (127.0.0.1:8080)\n"
 	      "  --state-dir     where the database lives\n"
@@ -237,6 +239,8 @@ void ctrl_usage(void)
 	      "  --rdzv-total-bytes  bytes of all attempts together, more\n"
 	      "                  than one attempt's (67108864)\n"
 	      "  --check-config  check the configuration, print it and exit\n"
+	      "  --routes        list the route table, one row a line, and "
+	      "exit\n"
 	      "  -v              more logging (repeatable)\n",
 	      stderr);
 }
@@ -406,6 +410,9 @@ int ctrl_config_parse_args(struct ctrl_config *cfg, int argc, char **argv,
 		switch (c) {
 		case OPT_CHECK:
 			cfg->check_only = 1;
+			break;
+		case OPT_ROUTES:
+			cfg->print_routes = 1;
 			break;
 		case OPT_RETRY_POLICY:
 			if (retry_policy(cfg, optarg, err))

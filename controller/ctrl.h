@@ -57,6 +57,8 @@ struct ctrl_config {
 	long body_max; /* bytes */
 	int verbose;
 	int check_only;
+	/* --routes: list the route table and exit. */
+	int print_routes;
 	int local_hosts;    /* embedded local cluster size */
 	char *agent_binary; /* trainagent for the local cluster */
 	long heartbeat_ms;

@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "controller/ops.h"
+#include "controller/route.h"
 #include "storage/s3d/s3d.h"
 #include "common/buf.h"
 
@@ -43,32 +44,27 @@ struct ctrl_http_req {
 	struct ctrl_log_step *log_step;
 	char s3_rid[37];
 	struct s3d_reply s3_reply; /* set by the finishing step */
-	int s3_done;		   /* s3_reply holds a reply to send */
+	int s3_done;		       /* s3_reply holds a reply to send */
 	char *fence; /* its X-Trainctl-Fence: "job/uid/attempt", or NULL */
 	/* Who signed it (set once authenticated; admin without
 	 * credentials). */
 	struct ctrl_caller caller;
+	/* Its row of the route table (controller/front.h), once picked, and
+	 * what the row's sniffer said. */
+	const struct ctrl_route *route;
+	int route_val;
 };
 
-/* What a route did with a request. */
-enum ctrl_route_result {
-	CTRL_ROUTE_DONE = 0,  /* resp is filled: send it */
-	CTRL_ROUTE_SUSPENDED, /* the connection was suspended: send nothing */
-	CTRL_ROUTE_CONTINUE,  /* a streaming upload started: keep reading */
-	CTRL_ROUTE_QUEUED     /* the route queued its own answer (web.c) */
-};
+/* A fresh request id in UUID v4 form. */
+void ctrl_http_request_id(char out[37]);
+
+/* The agent protocol's rows (controller/agent_api.c). */
+extern const struct ctrl_route_block ctrl_agent_routes;
 
 /*
- * The agent protocol (controller/agent_api.c): routes under /v1/agents/.
- * Called with the whole body read, except for PUT artifacts, which is
- * called once at the start (and may answer CTRL_ROUTE_CONTINUE after
- * opening req->sink_fd) and finished by ctrl_agent_upload_done().
+ * The agent protocol's PUT artifacts (controller/agent_api.c) streams to
+ * req->sink_fd; this stores the file once it is read.
  */
-enum ctrl_route_result ctrl_agent_route(struct ctrl_ctx *ctx,
-					struct MHD_Connection *conn,
-					const char *method, const char *url,
-					struct ctrl_http_req *req,
-					struct ctrl_response *resp);
 void ctrl_agent_upload_done(struct ctrl_ctx *ctx, struct ctrl_http_req *req,
 			    struct ctrl_response *resp);
 /* Frees req->log_step when the request ends; NULL is fine. */

@@ -13,6 +13,7 @@
 #include <openssl/crypto.h>
 
 #include "controller/ctrl.h"
+#include "controller/front.h"
 #include "controller/registry.h"
 #include "controller/files.h"
 #include "controller/rendezvous.h"
@@ -266,6 +267,12 @@ int main(int argc, char **argv)
 		ctrl_ctx_release(&ctx);
 		buf_release(&err);
 		return 2;
+	}
+	if (ctx.cfg.print_routes) {
+		ctrl_front_print(stdout);
+		ctrl_ctx_release(&ctx);
+		buf_release(&err);
+		return 0;
 	}
 	ctrl_config_fill_defaults(&ctx.cfg);
 	log_set_level(LOG_INFO + ctx.cfg.verbose);

@@ -26,6 +26,7 @@
 #include "controller/uris.h"
 #include "controller/warmpool.h"
 #include "controller/ops.h"
+#include "controller/route.h"
 #include "db/db.h"
 #include "db/run.h"
 #include "storage/storage.h"
@@ -796,36 +797,30 @@ void ctrl_op_delete(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		ctrl_job_delete);
 }
 
-static const struct {
-	const char *target;
-	ctrl_op_fn fn;
-} ops[] = {
-	{ "SageMaker.CreateTrainingJob", ctrl_op_create },
-	{ "SageMaker.DescribeTrainingJob", ctrl_op_describe },
-	{ "SageMaker.ListTrainingJobs", ctrl_op_list },
-	{ "SageMaker.StopTrainingJob", ctrl_op_stop },
-	{ "SageMaker.DeleteTrainingJob", ctrl_op_delete },
-	{ "SageMaker.AddTags", ctrl_op_add_tags },
-	{ "SageMaker.ListTags", ctrl_op_list_tags },
-	{ "SageMaker.DeleteTags", ctrl_op_delete_tags },
-	{ "SageMaker.Search", ctrl_op_search },
-	{ "SageMaker.UpdateTrainingJob", ctrl_op_update },
-	{ "SageMaker.CreateHyperParameterTuningJob", ctrl_op_tuning_create },
-	{ "SageMaker.DescribeHyperParameterTuningJob",
-	  ctrl_op_tuning_describe },
-	{ "SageMaker.ListHyperParameterTuningJobs", ctrl_op_tuning_list },
-	{ "SageMaker.StopHyperParameterTuningJob", ctrl_op_tuning_stop },
-	{ "SageMaker.DeleteHyperParameterTuningJob", ctrl_op_tuning_delete },
-	{ "SageMaker.ListTrainingJobsForHyperParameterTuningJob",
-	  ctrl_op_tuning_children },
+/* The SageMaker JSON 1.1 operations, by X-Amz-Target. */
+static const struct ctrl_route rows[] = {
+	CTRL_ROUTE_OP("SageMaker.CreateTrainingJob", ctrl_op_create),
+	CTRL_ROUTE_OP("SageMaker.DescribeTrainingJob", ctrl_op_describe),
+	CTRL_ROUTE_OP("SageMaker.ListTrainingJobs", ctrl_op_list),
+	CTRL_ROUTE_OP("SageMaker.StopTrainingJob", ctrl_op_stop),
+	CTRL_ROUTE_OP("SageMaker.DeleteTrainingJob", ctrl_op_delete),
+	CTRL_ROUTE_OP("SageMaker.AddTags", ctrl_op_add_tags),
+	CTRL_ROUTE_OP("SageMaker.ListTags", ctrl_op_list_tags),
+	CTRL_ROUTE_OP("SageMaker.DeleteTags", ctrl_op_delete_tags),
+	CTRL_ROUTE_OP("SageMaker.Search", ctrl_op_search),
+	CTRL_ROUTE_OP("SageMaker.UpdateTrainingJob", ctrl_op_update),
+	CTRL_ROUTE_OP("SageMaker.CreateHyperParameterTuningJob",
+		      ctrl_op_tuning_create),
+	CTRL_ROUTE_OP("SageMaker.DescribeHyperParameterTuningJob",
+		      ctrl_op_tuning_describe),
+	CTRL_ROUTE_OP("SageMaker.ListHyperParameterTuningJobs",
+		      ctrl_op_tuning_list),
+	CTRL_ROUTE_OP("SageMaker.StopHyperParameterTuningJob",
+		      ctrl_op_tuning_stop),
+	CTRL_ROUTE_OP("SageMaker.DeleteHyperParameterTuningJob",
+		      ctrl_op_tuning_delete),
+	CTRL_ROUTE_OP("SageMaker.ListTrainingJobsForHyperParameterTuningJob",
+		      ctrl_op_tuning_children),
 };
 
-ctrl_op_fn ctrl_op_lookup(const char *target)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-		if (!strcmp(ops[i].target, target))
-			return ops[i].fn;
-	return NULL;
-}
+const struct ctrl_route_block ctrl_op_routes = CTRL_ROUTE_BLOCK(rows);

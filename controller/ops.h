@@ -7,6 +7,7 @@
 #include "common/buf.h"
 
 struct ctrl_ctx;
+struct ctrl_route_block;
 
 /* What a handler answers: status, body and its media type. */
 struct ctrl_response {
@@ -152,9 +153,11 @@ int ctrl_job_check(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 int ctrl_describe_body(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		       const char *name, struct buf *out, struct buf *err);
 
-/* Operations by name, for X-Amz-Target dispatch. NULL when unknown. */
+/* A JSON 1.1 operation: the request body in, resp out. */
 typedef void (*ctrl_op_fn)(struct ctrl_ctx *, const struct ctrl_caller *,
 			   const char *, size_t, struct ctrl_response *);
-ctrl_op_fn ctrl_op_lookup(const char *target);
+
+/* The SageMaker operations' rows, by X-Amz-Target (controller/route.h). */
+extern const struct ctrl_route_block ctrl_op_routes;
 
 #endif

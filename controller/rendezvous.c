@@ -562,29 +562,32 @@ rdzv_get(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	return res;
 }
 
-/* The methods on a key; each runs under hosts_lock. */
-static const struct {
-	const char *method;
+/* A method on a key, the arg of its row; each runs under hosts_lock. */
+struct rdzv_op {
 	enum ctrl_route_result (*fn)(struct ctrl_ctx *, struct MHD_Connection *,
 				     struct ctrl_http_req *,
 				     const struct rdzv_key *,
 				     struct ctrl_response *, const char **);
-} rdzv_methods[] = {
-	{ "PUT", rdzv_put },
-	{ "GET", rdzv_get },
 };
 
-enum ctrl_route_result
-ctrl_rdzv_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
-		const char *method, const char *url, struct ctrl_http_req *req,
-		struct ctrl_response *resp, const char **content_type)
+static const struct rdzv_op op_put = { rdzv_put }, op_get = { rdzv_get };
+
+/*
+ * A rendezvous request: the path and the attempt's token are checked
+ * first, then the method (a row without an op: 405).
+ */
+static enum ctrl_route_result
+rdzv_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+	   const char *method, const char *url, struct ctrl_http_req *req,
+	   struct ctrl_response *resp, const char **content_type)
 {
+	const struct rdzv_op *op = req->route->arg;
 	enum ctrl_route_result res = CTRL_ROUTE_DONE;
 	struct rdzv_key k;
 	struct rdzv_ended *x;
 	char uid[64] = "";
-	size_t i;
 
+	(void)method;
 	*content_type = "application/json";
 	if (split(url, &k) || !key_ok(k.key)) {
 		ctrl_reply_err(resp, CTRL_E_VALIDATION,
@@ -598,10 +601,7 @@ ctrl_rdzv_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 			       "(Authorization: Bearer $TRAINCTL_RDZV_TOKEN)");
 		return CTRL_ROUTE_DONE;
 	}
-	for (i = 0; i < sizeof(rdzv_methods) / sizeof(rdzv_methods[0]); i++)
-		if (!strcmp(rdzv_methods[i].method, method))
-			break;
-	if (i == sizeof(rdzv_methods) / sizeof(rdzv_methods[0])) {
+	if (!op) {
 		ctrl_reply_err(resp, CTRL_E_RDZV_METHOD,
 			       "use GET or PUT on rendezvous keys");
 		return CTRL_ROUTE_DONE;
@@ -618,11 +618,23 @@ ctrl_rdzv_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		ctrl_reply_err(resp, CTRL_E_CONFLICT,
 			       "this attempt of the job has ended");
 	else
-		res = rdzv_methods[i].fn(ctx, conn, req, &k, resp,
-					 content_type);
+		res = op->fn(ctx, conn, req, &k, resp, content_type);
 	pthread_mutex_unlock(&ctx->hosts_lock);
 	return res;
 }
+
+#define RDZV_ROW(method_, pattern_)                                    \
+	CTRL_ROW(CTRL_LISTEN_BOTH, method_, CTRL_MATCH_PATH, pattern_, \
+		 CTRL_AUTH_RDZV, CTRL_BODY_BUFFERED, rdzv_route)
+
+/* The store's keys: /v1/rendezvous/<job>/<attempt>/<key>. */
+static const struct ctrl_route rows[] = {
+	{ RDZV_ROW("PUT", "/v1/rendezvous/{}/{}/*"), .arg = &op_put },
+	{ RDZV_ROW("GET", "/v1/rendezvous/{}/{}/*"), .arg = &op_get },
+	{ RDZV_ROW("*", "/v1/rendezvous/*") },
+};
+
+const struct ctrl_route_block ctrl_rdzv_routes = CTRL_ROUTE_BLOCK(rows);
 
 void ctrl_rdzv_resume_all(struct ctrl_ctx *ctx)
 {

@@ -57,10 +57,7 @@ void ctrl_rdzv_tick(struct ctrl_ctx *ctx, int64_t now_ms);
 /* Shutdown: every waiting GET answers now (under hosts_lock). */
 void ctrl_rdzv_resume_all(struct ctrl_ctx *ctx);
 
-/* /v1/rendezvous/... */
-enum ctrl_route_result
-ctrl_rdzv_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
-		const char *method, const char *url, struct ctrl_http_req *req,
-		struct ctrl_response *resp, const char **content_type);
+/* The rows of /v1/rendezvous/... (controller/route.h). */
+extern const struct ctrl_route_block ctrl_rdzv_routes;
 
 #endif

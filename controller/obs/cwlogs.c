@@ -14,6 +14,7 @@
 #include "controller/obs/cwlogs.h"
 #include "controller/obs/logs.h"
 #include "controller/ops.h"
+#include "controller/route.h"
 #include "db/db.h"
 #include "db/run.h"
 #include "common/err.h"
@@ -931,21 +932,11 @@ out:
 	buf_release(&next);
 }
 
-static const struct {
-	const char *target;
-	ctrl_op_fn fn;
-} cwl_ops[] = {
-	{ "Logs_20140328.DescribeLogStreams", op_describe },
-	{ "Logs_20140328.GetLogEvents", op_get },
-	{ "Logs_20140328.FilterLogEvents", op_filter },
+/* The CloudWatch Logs operations, by X-Amz-Target. */
+static const struct ctrl_route rows[] = {
+	CTRL_ROUTE_OP("Logs_20140328.DescribeLogStreams", op_describe),
+	CTRL_ROUTE_OP("Logs_20140328.GetLogEvents", op_get),
+	CTRL_ROUTE_OP("Logs_20140328.FilterLogEvents", op_filter),
 };
 
-ctrl_op_fn ctrl_cwlogs_lookup(const char *target)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(cwl_ops) / sizeof(cwl_ops[0]); i++)
-		if (!strcmp(cwl_ops[i].target, target))
-			return cwl_ops[i].fn;
-	return NULL;
-}
+const struct ctrl_route_block ctrl_cwlogs_routes = CTRL_ROUTE_BLOCK(rows);

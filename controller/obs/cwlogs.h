@@ -13,7 +13,7 @@
 
 #define CTRL_CWLOGS_GROUP "/aws/sagemaker/TrainingJobs"
 
-/* The handler of a Logs_20140328.* X-Amz-Target, or NULL when unknown. */
-ctrl_op_fn ctrl_cwlogs_lookup(const char *target);
+/* Its operations' rows, by Logs_20140328.* X-Amz-Target (route.h). */
+extern const struct ctrl_route_block ctrl_cwlogs_routes;
 
 #endif

@@ -54,16 +54,6 @@ static int is_page(struct MHD_Connection *conn, const char *method,
 	return !strcmp(url, "/ui") || !strncmp(url, "/ui/", 4);
 }
 
-int ctrl_web_owns(struct MHD_Connection *conn, const char *method,
-		  const char *url)
-{
-	return is_page(conn, method, url) || !strcmp(url, "/metrics") ||
-	       !strcmp(url, "/v1/changes") || !strcmp(url, "/v1/ui/jobs") ||
-	       !strncmp(url, "/v1/ui/jobs/", 12) ||
-	       !strcmp(url, "/v1/ui/tuning-jobs") ||
-	       !strncmp(url, "/v1/ui/tuning-jobs/", 19);
-}
-
 /* --------------------------------------------------------------- auth */
 
 static const struct api_credential *basic_ok(struct ctrl_ctx *ctx,
@@ -1006,50 +996,101 @@ static void tuning_view(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 
 /* ------------------------------------------------------------- routes */
 
-enum ctrl_route_result
-ctrl_web_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
-	       const char *method, const char *url, struct ctrl_http_req *req,
-	       struct ctrl_response *resp, const char **content_type)
+/* The page and its files: "/", /ui, /ui/... */
+static enum ctrl_route_result
+web_page(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
+	 const char *url, struct ctrl_http_req *req, struct ctrl_response *resp,
+	 const char **content_type)
 {
+	(void)ctx;
+	return serve_asset(conn, method, url, req, resp, content_type);
+}
+
+static enum ctrl_route_result
+web_metrics(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+	    const char *method, const char *url, struct ctrl_http_req *req,
+	    struct ctrl_response *resp, const char **content_type)
+{
+	(void)conn;
+	(void)method;
+	(void)url;
+	(void)req;
+	*content_type = CTRL_METRICS_CONTENT_TYPE;
+	ctrl_metrics_serve(ctx, resp);
+	return CTRL_ROUTE_DONE;
+}
+
+static enum ctrl_route_result
+web_changes(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+	    const char *method, const char *url, struct ctrl_http_req *req,
+	    struct ctrl_response *resp, const char **content_type)
+{
+	(void)method;
+	(void)url;
+	*content_type = "application/json";
+	return changes(ctx, conn, req, resp);
+}
+
+static enum ctrl_route_result
+web_jobs(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
+	 const char *url, struct ctrl_http_req *req, struct ctrl_response *resp,
+	 const char **content_type)
+{
+	(void)method;
+	(void)url;
+	*content_type = "application/json";
+	jobs_list(ctx, &req->caller, conn, resp);
+	return CTRL_ROUTE_DONE;
+}
+
+/* The views of one job, the arg of its row. */
+struct job_view {
+	void (*fn)(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+		   const char *name, struct ctrl_response *resp);
+};
+
+static void view_runtime(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+			 const char *name, struct ctrl_response *resp)
+{
+	(void)conn;
+	job_runtime(ctx, name, resp);
+}
+
+static void view_request(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+			 const char *name, struct ctrl_response *resp)
+{
+	(void)conn;
+	job_request(ctx, name, resp);
+}
+
+static void view_telemetry(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+			   const char *name, struct ctrl_response *resp)
+{
+	ctrl_tm_job_route(ctx, name, query(conn, "since_ms"),
+			  query(conn, "max"), resp);
+}
+
+static const struct job_view runtime_view = { view_runtime },
+			     metrics_view = { job_metrics },
+			     request_view = { view_request },
+			     telemetry_view = { view_telemetry };
+
+/* GET /v1/ui/jobs/NAME[/metrics|/request|/telemetry]. */
+static enum ctrl_route_result
+web_job(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
+	const char *url, struct ctrl_http_req *req, struct ctrl_response *resp,
+	const char **content_type)
+{
+	const struct job_view *view = req->route->arg;
+	const char *rest = url + strlen("/v1/ui/jobs/");
+	size_t n = strcspn(rest, "/");
 	char name[NAME_MAX_LEN + 1];
 	struct buf err = BUF_INIT;
-	const char *rest;
-	size_t n;
 	int ret;
 
-	if (is_page(conn, method, url))
-		return serve_asset(conn, method, url, req, resp, content_type);
+	(void)method;
 	*content_type = "application/json";
-	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
-		ctrl_reply_err(resp, CTRL_E_METHOD, "use GET on this resource");
-		return CTRL_ROUTE_DONE;
-	}
-	if (!strcmp(url, "/metrics") && !req->caller.admin) {
-		ctrl_reply_err(resp, CTRL_E_ACCESS_DENIED,
-			       "/metrics covers every job: it needs an admin "
-			       "key");
-		return CTRL_ROUTE_DONE;
-	}
-	if (!strcmp(url, "/metrics")) {
-		*content_type = CTRL_METRICS_CONTENT_TYPE;
-		ctrl_metrics_serve(ctx, resp);
-		return CTRL_ROUTE_DONE;
-	}
-	if (!strcmp(url, "/v1/changes"))
-		return changes(ctx, conn, req, resp);
-	if (!strcmp(url, "/v1/ui/jobs")) {
-		jobs_list(ctx, &req->caller, conn, resp);
-		return CTRL_ROUTE_DONE;
-	}
-	if (!strncmp(url, "/v1/ui/tuning-jobs", 18)) {
-		tuning_view(ctx, &req->caller, url + 18, resp);
-		return CTRL_ROUTE_DONE;
-	}
-	rest = url + strlen("/v1/ui/jobs/");
-	n = strcspn(rest, "/");
-	if (n == 0 || n > NAME_MAX_LEN ||
-	    (rest[n] && strcmp(rest + n, "/metrics") &&
-	     strcmp(rest + n, "/request") && strcmp(rest + n, "/telemetry"))) {
+	if (n > NAME_MAX_LEN) {
 		ctrl_reply_err(resp, CTRL_E_NO_SUCH_PATH, "no such resource");
 		return CTRL_ROUTE_DONE;
 	}
@@ -1058,15 +1099,101 @@ ctrl_web_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	ret = ctrl_caller_check_job(ctx, &req->caller, name, &err);
 	if (ret)
 		ctrl_reply_err_code(resp, ret, err.data);
-	else if (!strcmp(rest + n, "/request"))
-		job_request(ctx, name, resp);
-	else if (!strcmp(rest + n, "/telemetry"))
-		ctrl_tm_job_route(ctx, name, query(conn, "since_ms"),
-				  query(conn, "max"), resp);
-	else if (rest[n])
-		job_metrics(ctx, conn, name, resp);
 	else
-		job_runtime(ctx, name, resp);
+		view->fn(ctx, conn, name, resp);
 	buf_release(&err);
 	return CTRL_ROUTE_DONE;
 }
+
+static enum ctrl_route_result
+web_tuning(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+	   const char *method, const char *url, struct ctrl_http_req *req,
+	   struct ctrl_response *resp, const char **content_type)
+{
+	(void)conn;
+	(void)method;
+	*content_type = "application/json";
+	tuning_view(ctx, &req->caller, url + strlen("/v1/ui/tuning-jobs"),
+		    resp);
+	return CTRL_ROUTE_DONE;
+}
+
+/* A path under the page's JSON that names nothing. */
+static enum ctrl_route_result
+web_none(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
+	 const char *url, struct ctrl_http_req *req, struct ctrl_response *resp,
+	 const char **content_type)
+{
+	(void)ctx;
+	(void)conn;
+	(void)method;
+	(void)url;
+	(void)req;
+	*content_type = "application/json";
+	ctrl_reply_err(resp, CTRL_E_NO_SUCH_PATH, "no such resource");
+	return CTRL_ROUTE_DONE;
+}
+
+/* The page's JSON and /metrics are read with GET (or HEAD) only. */
+static enum ctrl_route_result
+web_method(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+	   const char *method, const char *url, struct ctrl_http_req *req,
+	   struct ctrl_response *resp, const char **content_type)
+{
+	(void)ctx;
+	(void)conn;
+	(void)method;
+	(void)url;
+	(void)req;
+	*content_type = "application/json";
+	ctrl_reply_err(resp, CTRL_E_METHOD, "use GET on this resource");
+	return CTRL_ROUTE_DONE;
+}
+
+/* The page itself: "/" for a GET or HEAD without X-Amz-Target. */
+static int no_target(const struct ctrl_route_head *h)
+{
+	return h->target ? -1 : 0;
+}
+
+#define READ "GET,HEAD"
+#define WEB_ROW(method_, pattern_, fn_)                               \
+	CTRL_ROW(CTRL_LISTEN_API, method_, CTRL_MATCH_PATH, pattern_, \
+		 CTRL_AUTH_API, CTRL_BODY_BUFFERED, fn_)
+#define METRICS_ADMIN "/metrics covers every job: it needs an admin key"
+
+/*
+ * The page, its files and the JSON it reads (docs/web.md), and /metrics.
+ * A path of no row under /v1/ui/ is "no such resource"; a method other
+ * than GET or HEAD on the JSON 405.
+ */
+static const struct ctrl_route rows[] = {
+	{ WEB_ROW(READ, "/", web_page), .sniff = no_target,
+	  .sniff_doc = "no X-Amz-Target" },
+	{ WEB_ROW("*", "/ui", web_page) },
+	{ WEB_ROW("*", "/ui/*", web_page) },
+	{ CTRL_ROW(CTRL_LISTEN_API, READ, CTRL_MATCH_PATH, "/metrics",
+		   CTRL_AUTH_ADMIN, CTRL_BODY_BUFFERED, web_metrics),
+	  .deny = METRICS_ADMIN },
+	{ WEB_ROW(READ, "/v1/changes", web_changes) },
+	{ WEB_ROW(READ, "/v1/ui/jobs", web_jobs) },
+	{ WEB_ROW(READ, "/v1/ui/jobs/{}", web_job), .arg = &runtime_view },
+	{ WEB_ROW(READ, "/v1/ui/jobs/{}/metrics", web_job),
+	  .arg = &metrics_view },
+	{ WEB_ROW(READ, "/v1/ui/jobs/{}/request", web_job),
+	  .arg = &request_view },
+	{ WEB_ROW(READ, "/v1/ui/jobs/{}/telemetry", web_job),
+	  .arg = &telemetry_view },
+	{ WEB_ROW(READ, "/v1/ui/tuning-jobs", web_tuning) },
+	{ WEB_ROW(READ, "/v1/ui/tuning-jobs/{}", web_tuning) },
+	{ WEB_ROW(READ, "/v1/ui/jobs/*", web_none), .refusal = 1 },
+	{ WEB_ROW(READ, "/v1/ui/tuning-jobs/*", web_none), .refusal = 1 },
+	{ WEB_ROW("*", "/metrics", web_method) },
+	{ WEB_ROW("*", "/v1/changes", web_method) },
+	{ WEB_ROW("*", "/v1/ui/jobs", web_method) },
+	{ WEB_ROW("*", "/v1/ui/jobs/*", web_method) },
+	{ WEB_ROW("*", "/v1/ui/tuning-jobs", web_method) },
+	{ WEB_ROW("*", "/v1/ui/tuning-jobs/*", web_method) },
+};
+
+const struct ctrl_route_block ctrl_web_routes = CTRL_ROUTE_BLOCK(rows);

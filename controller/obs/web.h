@@ -61,19 +61,7 @@ enum ctrl_web_auth ctrl_web_auth(struct ctrl_ctx *ctx,
 				 const char *method, const char *url,
 				 struct ctrl_caller *caller);
 
-/* Whether the request is for one of the paths above. */
-int ctrl_web_owns(struct MHD_Connection *conn, const char *method,
-		  const char *url);
-
-/*
- * Serves a path of ctrl_web_owns(). Fills resp and *content_type
- * (CTRL_ROUTE_DONE), queues a file itself (CTRL_ROUTE_QUEUED) or parks a
- * long-poll (CTRL_ROUTE_SUSPENDED; it is resumed on news or its deadline
- * and then called again).
- */
-enum ctrl_route_result
-ctrl_web_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
-	       const char *method, const char *url, struct ctrl_http_req *req,
-	       struct ctrl_response *resp, const char **content_type);
+/* The rows of the paths above (controller/route.h). */
+extern const struct ctrl_route_block ctrl_web_routes;
 
 #endif
