@@ -145,9 +145,10 @@ static int list_page(const char *json, size_t len, struct stor_list *out,
 	return ret;
 }
 
-int stor__blob_list(struct stor *s, const char *bucket, const char *prefix,
-		    struct stor_list *out, struct buf *err)
+static int blob_list(struct stor *s, const struct stor_target *t,
+		     struct stor_list *out, struct buf *err)
 {
+	const char *bucket = t->uri.bucket, *prefix = t->uri.key;
 	struct buf url = BUF_INIT;
 	struct stor_http_resp resp;
 	char *token = NULL;
@@ -181,9 +182,10 @@ int stor__blob_list(struct stor *s, const char *bucket, const char *prefix,
 	return ret;
 }
 
-int stor__blob_stat(struct stor *s, const char *bucket, const char *key,
-		    struct stor_object *out, struct buf *err)
+static int blob_stat(struct stor *s, const struct stor_target *t,
+		     struct stor_object *out, struct buf *err)
 {
+	const char *bucket = t->uri.bucket, *key = t->uri.key;
 	struct buf url = BUF_INIT;
 	struct stor_http_resp resp;
 	int ret;
@@ -204,9 +206,10 @@ int stor__blob_stat(struct stor *s, const char *bucket, const char *key,
 	return ret;
 }
 
-int stor__blob_delete(struct stor *s, const char *bucket, const char *key,
-		      struct buf *err)
+static int blob_delete(struct stor *s, const struct stor_target *t,
+		       struct buf *err)
 {
+	const char *bucket = t->uri.bucket, *key = t->uri.key;
 	struct buf url = BUF_INIT;
 	struct stor_http_resp resp;
 	int ret;
@@ -222,9 +225,10 @@ int stor__blob_delete(struct stor *s, const char *bucket, const char *key,
 	return ret;
 }
 
-int stor__blob_get(struct stor *s, const char *bucket, const char *key,
-		   const char *path, struct stor_object *info, struct buf *err)
+static int blob_get(struct stor *s, const struct stor_target *t,
+		    const char *path, struct stor_object *info, struct buf *err)
 {
+	const char *bucket = t->uri.bucket, *key = t->uri.key;
 	struct buf url = BUF_INIT, tmp = BUF_INIT;
 	struct stor_http_req req;
 	struct stor_http_resp resp;
@@ -268,10 +272,11 @@ out:
 	return ret;
 }
 
-int stor__blob_get_stream(struct stor *s, const char *bucket, const char *key,
-			  stor_stream_fn *fn, void *arg, int64_t *size,
-			  struct buf *err)
+static int blob_get_stream(struct stor *s, const struct stor_target *t,
+			   stor_stream_fn *fn, void *arg, int64_t *size,
+			   struct buf *err)
 {
+	const char *bucket = t->uri.bucket, *key = t->uri.key;
 	struct stor_http_stream g;
 	struct stor_http_resp resp;
 	struct buf url = BUF_INIT;
@@ -298,9 +303,10 @@ int stor__blob_get_stream(struct stor *s, const char *bucket, const char *key,
 	return ret;
 }
 
-int stor__blob_put(struct stor *s, const char *bucket, const char *key,
-		   const char *path, struct stor_object *info, struct buf *err)
+static int blob_put(struct stor *s, const struct stor_target *t,
+		    const char *path, struct stor_object *info, struct buf *err)
 {
+	const char *bucket = t->uri.bucket, *key = t->uri.key;
 	struct buf url = BUF_INIT;
 	struct stor_http_req req;
 	struct stor_http_resp resp;
@@ -347,7 +353,7 @@ int stor__blob_put(struct stor *s, const char *bucket, const char *key,
 			       "stored %lld bytes SHA-256 %s",
 			       (long long)st.st_size, resp.sha256,
 			       (long long)size, sha);
-		stor__blob_delete(s, bucket, key, &ignore);
+		blob_delete(s, t, &ignore);
 		buf_release(&ignore);
 		ret = ERR_IO;
 	}
@@ -362,3 +368,13 @@ int stor__blob_put(struct stor *s, const char *bucket, const char *key,
 	buf_release(&url);
 	return ret;
 }
+
+const struct stor_backend stor__blob_backend = {
+	.name = "blob",
+	.list = blob_list,
+	.stat = blob_stat,
+	.get = blob_get,
+	.get_stream = blob_get_stream,
+	.put = blob_put,
+	.delete_object = blob_delete,
+};

@@ -146,9 +146,10 @@ static int s3_simple(struct stor *s, CURL *c, const char *method,
 /* --- list, stat, delete ------------------------------------------------------
  */
 
-int stor__s3_list(struct stor *s, const char *bucket, const char *prefix,
-		  struct stor_list *out, struct buf *err)
+static int s3_list(struct stor *s, const struct stor_target *t,
+		   struct stor_list *out, struct buf *err)
 {
+	const char *bucket = t->uri.bucket, *prefix = t->uri.key;
 	struct buf url = BUF_INIT, q = BUF_INIT;
 	struct stor_http_resp resp;
 	char *token = NULL;
@@ -187,9 +188,10 @@ int stor__s3_list(struct stor *s, const char *bucket, const char *prefix,
 	return ret;
 }
 
-int stor__s3_stat(struct stor *s, const char *bucket, const char *key,
-		  struct stor_object *out, struct buf *err)
+static int s3_stat(struct stor *s, const struct stor_target *t,
+		   struct stor_object *out, struct buf *err)
 {
+	const char *bucket = t->uri.bucket, *key = t->uri.key;
 	struct buf url = BUF_INIT;
 	struct stor_http_resp resp;
 	int ret;
@@ -212,9 +214,10 @@ int stor__s3_stat(struct stor *s, const char *bucket, const char *key,
 	return ret;
 }
 
-int stor__s3_delete(struct stor *s, const char *bucket, const char *key,
-		    struct buf *err)
+static int s3_delete(struct stor *s, const struct stor_target *t,
+		     struct buf *err)
 {
+	const char *bucket = t->uri.bucket, *key = t->uri.key;
 	struct buf url = BUF_INIT;
 	struct stor_http_resp resp;
 	int ret;
@@ -374,9 +377,10 @@ static int get_range(struct pool *p, CURL *c, size_t i, struct buf *err)
 	return ret;
 }
 
-int stor__s3_get(struct stor *s, const char *bucket, const char *key,
-		 const char *path, struct stor_object *info, struct buf *err)
+static int s3_get(struct stor *s, const struct stor_target *t, const char *path,
+		  struct stor_object *info, struct buf *err)
 {
+	const char *bucket = t->uri.bucket, *key = t->uri.key;
 	struct stor_object st;
 	struct stor_http_req req;
 	struct stor_http_resp resp;
@@ -384,7 +388,7 @@ int stor__s3_get(struct stor *s, const char *bucket, const char *key,
 	struct curl_slist *h = NULL;
 	int fd = -1, ret;
 
-	ret = stor__s3_stat(s, bucket, key, &st, err);
+	ret = s3_stat(s, t, &st, err);
 	if (ret)
 		return ret;
 	stor_http_resp_init(&resp);
@@ -457,10 +461,11 @@ out:
 	return ret;
 }
 
-int stor__s3_get_stream(struct stor *s, const char *bucket, const char *key,
-			stor_stream_fn *fn, void *arg, int64_t *size,
-			struct buf *err)
+static int s3_get_stream(struct stor *s, const struct stor_target *t,
+			 stor_stream_fn *fn, void *arg, int64_t *size,
+			 struct buf *err)
 {
+	const char *bucket = t->uri.bucket, *key = t->uri.key;
 	struct stor_http_stream g;
 	struct stor_http_resp resp;
 	struct buf url = BUF_INIT;
@@ -672,9 +677,10 @@ out:
 	return ret;
 }
 
-int stor__s3_put(struct stor *s, const char *bucket, const char *key,
-		 const char *path, struct stor_object *info, struct buf *err)
+static int s3_put(struct stor *s, const struct stor_target *t, const char *path,
+		  struct stor_object *info, struct buf *err)
 {
+	const char *bucket = t->uri.bucket, *key = t->uri.key;
 	struct buf url = BUF_INIT;
 	struct stat st;
 	int fd, ret;
@@ -707,3 +713,13 @@ int stor__s3_put(struct stor *s, const char *bucket, const char *key,
 	buf_release(&url);
 	return ret;
 }
+
+const struct stor_backend stor__s3_backend = {
+	.name = "s3",
+	.list = s3_list,
+	.stat = s3_stat,
+	.get = s3_get,
+	.get_stream = s3_get_stream,
+	.put = s3_put,
+	.delete_object = s3_delete,
+};

@@ -90,23 +90,23 @@ int stor__resolve(struct stor *s, const char *uri, struct stor_target *t,
 	if (ret)
 		return ret;
 	if (t->uri.scheme == STOR_SCHEME_FILE) {
-		t->be = STOR_BE_FS;
+		t->be = &stor__fs_backend;
 		t->root = xstrdup("/");
 		return 0;
 	}
 	if (s->cfg.s3_endpoint) {
-		t->be = STOR_BE_S3;
+		t->be = &stor__s3_backend;
 		return 0;
 	}
 	if (s->cfg.state_dir) {
 		stor_fs_path(&root, s->cfg.state_dir, "s3/");
 		(void)buf_adds(&root, t->uri.bucket);
-		t->be = STOR_BE_FS;
+		t->be = &stor__fs_backend;
 		t->root = buf_detach(&root, NULL);
 		return 0;
 	}
 	if (s->cfg.blob_url) {
-		t->be = STOR_BE_BLOB;
+		t->be = &stor__blob_backend;
 		return 0;
 	}
 	(void)buf_addf(
@@ -124,26 +124,39 @@ void stor__target_release(struct stor_target *t)
 	FREE_AND_NULL(t->root);
 }
 
-/* Object calls need a key, not a prefix. */
-static int need_key(const struct stor_target *t, const char *uri,
-		    struct buf *err)
+/*
+ * Resolves an object call's URI, which must name a key, not a prefix.
+ * The caller releases t on success.
+ */
+static int resolve_key(struct stor *s, const char *uri, struct stor_target *t,
+		       struct buf *err)
 {
 	struct buf why = BUF_INIT;
-	int ret = stor_key_check(t->uri.key, 0, &why);
+	int ret = stor__resolve(s, uri, t, err);
 
 	if (ret)
+		return ret;
+	ret = stor_key_check(t->uri.key, 0, &why);
+	if (ret) {
 		(void)buf_addf(err, "'%s' does not name an object: %s", uri,
 			       why.data);
+		stor__target_release(t);
+	}
 	buf_release(&why);
 	return ret;
 }
 
-/* Prefixes the message a backend wrote with the URI it was about. */
-static int with_uri(int ret, const char *uri, struct buf *msg, struct buf *err)
+/*
+ * Ends a call: prefixes the message the backend wrote with the URI it
+ * was about, and releases the target.
+ */
+static int done(int ret, const char *uri, struct stor_target *t,
+		struct buf *msg, struct buf *err)
 {
 	if (ret)
 		(void)buf_addf(err, "%s: %s", uri, msg->data);
 	buf_release(msg);
+	stor__target_release(t);
 	return ret;
 }
 
@@ -156,20 +169,7 @@ int stor_list(struct stor *s, const char *uri, struct stor_list *out,
 
 	if (ret)
 		return ret;
-	switch (t.be) {
-	case STOR_BE_FS:
-		ret = stor_fs_list(t.root, t.uri.key,
-				   t.uri.scheme == STOR_SCHEME_FILE, out, &msg);
-		break;
-	case STOR_BE_S3:
-		ret = stor__s3_list(s, t.uri.bucket, t.uri.key, out, &msg);
-		break;
-	case STOR_BE_BLOB:
-		ret = stor__blob_list(s, t.uri.bucket, t.uri.key, out, &msg);
-		break;
-	}
-	stor__target_release(&t);
-	return with_uri(ret, uri, &msg, err);
+	return done(t.be->list(s, &t, out, &msg), uri, &t, &msg, err);
 }
 
 int stor_stat(struct stor *s, const char *uri, struct stor_object *out,
@@ -177,29 +177,11 @@ int stor_stat(struct stor *s, const char *uri, struct stor_object *out,
 {
 	struct stor_target t;
 	struct buf msg = BUF_INIT;
-	int ret = stor__resolve(s, uri, &t, err);
+	int ret = resolve_key(s, uri, &t, err);
 
 	if (ret)
 		return ret;
-	ret = need_key(&t, uri, err);
-	if (ret)
-		goto out;
-	switch (t.be) {
-	case STOR_BE_FS:
-		ret = stor__fs_stat(t.root, t.uri.key, out, &msg);
-		break;
-	case STOR_BE_S3:
-		ret = stor__s3_stat(s, t.uri.bucket, t.uri.key, out, &msg);
-		break;
-	case STOR_BE_BLOB:
-		ret = stor__blob_stat(s, t.uri.bucket, t.uri.key, out, &msg);
-		break;
-	}
-	ret = with_uri(ret, uri, &msg, err);
-out:
-	buf_release(&msg);
-	stor__target_release(&t);
-	return ret;
+	return done(t.be->stat(s, &t, out, &msg), uri, &t, &msg, err);
 }
 
 int stor_get(struct stor *s, const char *uri, const char *path,
@@ -207,31 +189,11 @@ int stor_get(struct stor *s, const char *uri, const char *path,
 {
 	struct stor_target t;
 	struct buf msg = BUF_INIT;
-	int ret = stor__resolve(s, uri, &t, err);
+	int ret = resolve_key(s, uri, &t, err);
 
 	if (ret)
 		return ret;
-	ret = need_key(&t, uri, err);
-	if (ret)
-		goto out;
-	switch (t.be) {
-	case STOR_BE_FS:
-		ret = stor__fs_get(t.root, t.uri.key, path, info, &msg);
-		break;
-	case STOR_BE_S3:
-		ret = stor__s3_get(s, t.uri.bucket, t.uri.key, path, info,
-				   &msg);
-		break;
-	case STOR_BE_BLOB:
-		ret = stor__blob_get(s, t.uri.bucket, t.uri.key, path, info,
-				     &msg);
-		break;
-	}
-	ret = with_uri(ret, uri, &msg, err);
-out:
-	buf_release(&msg);
-	stor__target_release(&t);
-	return ret;
+	return done(t.be->get(s, &t, path, info, &msg), uri, &t, &msg, err);
 }
 
 int stor_get_stream(struct stor *s, const char *uri, stor_stream_fn *fn,
@@ -239,34 +201,14 @@ int stor_get_stream(struct stor *s, const char *uri, stor_stream_fn *fn,
 {
 	struct stor_target t;
 	struct buf msg = BUF_INIT;
-	int ret = stor__resolve(s, uri, &t, err);
+	int ret = resolve_key(s, uri, &t, err);
 
 	if (size)
 		*size = 0;
 	if (ret)
 		return ret;
-	ret = need_key(&t, uri, err);
-	if (ret)
-		goto out;
-	switch (t.be) {
-	case STOR_BE_FS:
-		ret = stor__fs_get_stream(t.root, t.uri.key, fn, arg, size,
-					  &msg);
-		break;
-	case STOR_BE_S3:
-		ret = stor__s3_get_stream(s, t.uri.bucket, t.uri.key, fn, arg,
-					  size, &msg);
-		break;
-	case STOR_BE_BLOB:
-		ret = stor__blob_get_stream(s, t.uri.bucket, t.uri.key, fn, arg,
-					    size, &msg);
-		break;
-	}
-	ret = with_uri(ret, uri, &msg, err);
-out:
-	buf_release(&msg);
-	stor__target_release(&t);
-	return ret;
+	return done(t.be->get_stream(s, &t, fn, arg, size, &msg), uri, &t, &msg,
+		    err);
 }
 
 int stor_put(struct stor *s, const char *path, const char *uri,
@@ -274,61 +216,22 @@ int stor_put(struct stor *s, const char *path, const char *uri,
 {
 	struct stor_target t;
 	struct buf msg = BUF_INIT;
-	int ret = stor__resolve(s, uri, &t, err);
+	int ret = resolve_key(s, uri, &t, err);
 
 	if (ret)
 		return ret;
-	ret = need_key(&t, uri, err);
-	if (ret)
-		goto out;
-	switch (t.be) {
-	case STOR_BE_FS:
-		ret = stor__fs_put(t.root, t.uri.key, path, info, &msg);
-		break;
-	case STOR_BE_S3:
-		ret = stor__s3_put(s, t.uri.bucket, t.uri.key, path, info,
-				   &msg);
-		break;
-	case STOR_BE_BLOB:
-		ret = stor__blob_put(s, t.uri.bucket, t.uri.key, path, info,
-				     &msg);
-		break;
-	}
-	ret = with_uri(ret, uri, &msg, err);
-out:
-	buf_release(&msg);
-	stor__target_release(&t);
-	return ret;
+	return done(t.be->put(s, &t, path, info, &msg), uri, &t, &msg, err);
 }
 
 int stor_delete(struct stor *s, const char *uri, struct buf *err)
 {
 	struct stor_target t;
 	struct buf msg = BUF_INIT;
-	int ret = stor__resolve(s, uri, &t, err);
+	int ret = resolve_key(s, uri, &t, err);
 
 	if (ret)
 		return ret;
-	ret = need_key(&t, uri, err);
-	if (ret)
-		goto out;
-	switch (t.be) {
-	case STOR_BE_FS:
-		ret = stor_fs_delete(t.root, t.uri.key,
-				     t.uri.scheme == STOR_SCHEME_S3, &msg);
-		break;
-	case STOR_BE_S3:
-		ret = stor__s3_delete(s, t.uri.bucket, t.uri.key, &msg);
-		break;
-	case STOR_BE_BLOB:
-		ret = stor__blob_delete(s, t.uri.bucket, t.uri.key, &msg);
-		break;
-	}
-	ret = with_uri(ret, uri, &msg, err);
-out:
-	buf_release(&msg);
-	stor__target_release(&t);
-	return ret;
+	return done(t.be->delete_object(s, &t, &msg), uri, &t, &msg, err);
 }
 
 /* --- objects and lists -----------------------------------------------------
