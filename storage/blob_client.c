@@ -145,84 +145,49 @@ static int list_page(const char *json, size_t len, struct stor_list *out,
 	return ret;
 }
 
+static void blob_list_url(const struct stor *s, struct buf *url,
+			  const char *bucket, const char *prefix,
+			  const char *token)
+{
+	blob_url(s, url, bucket, NULL);
+	(void)buf_adds(url, "?prefix=");
+	stor_uri_encode(url, prefix, 0);
+	if (token) {
+		(void)buf_adds(url, "&continuation=");
+		stor_uri_encode(url, token, 0);
+	}
+}
+
+static const struct stor_http_service blob_service = {
+	.list_op = "list",
+	.stat_op = "stat",
+	.delete_op = "delete",
+	.object_url = blob_url,
+	.list_url = blob_list_url,
+	.simple = blob_simple,
+	.error = blob_error,
+	.list_page = list_page,
+};
+
 static int blob_list(struct stor *s, const struct stor_target *t,
 		     struct stor_list *out, struct buf *err)
 {
-	const char *bucket = t->uri.bucket, *prefix = t->uri.key;
-	struct buf url = BUF_INIT;
-	struct stor_http_resp resp;
-	char *token = NULL;
-	int ret = 0;
-
-	stor_http_resp_init(&resp);
-	do {
-		buf_reset(&url);
-		blob_url(s, &url, bucket, NULL);
-		(void)buf_adds(&url, "?prefix=");
-		stor_uri_encode(&url, prefix, 0);
-		if (token) {
-			(void)buf_adds(&url, "&continuation=");
-			stor_uri_encode(&url, token, 0);
-		}
-		ret = blob_simple(s, "GET", url.data, &resp, err);
-		if (ret)
-			break;
-		if (resp.status != 200) {
-			ret = blob_error(&resp, "list", err);
-			break;
-		}
-		FREE_AND_NULL(token);
-		ret = list_page(resp.body.data, resp.body.len, out, &token,
-				err);
-	} while (!ret && token);
-	free(token);
-	stor_list_sort(out);
-	stor_http_resp_release(&resp);
-	buf_release(&url);
-	return ret;
+	return stor__http_list(s, &blob_service, t->uri.bucket, t->uri.key, out,
+			       err);
 }
 
 static int blob_stat(struct stor *s, const struct stor_target *t,
 		     struct stor_object *out, struct buf *err)
 {
-	const char *bucket = t->uri.bucket, *key = t->uri.key;
-	struct buf url = BUF_INIT;
-	struct stor_http_resp resp;
-	int ret;
-
-	memset(out, 0, sizeof(*out));
-	stor_http_resp_init(&resp);
-	blob_url(s, &url, bucket, key);
-	ret = blob_simple(s, "HEAD", url.data, &resp, err);
-	if (!ret && resp.status != 200)
-		ret = blob_error(&resp, "stat", err);
-	if (!ret) {
-		out->key = xstrdup(key);
-		out->size = resp.content_length;
-		out->mtime_ms = resp.last_modified_ms;
-	}
-	stor_http_resp_release(&resp);
-	buf_release(&url);
-	return ret;
+	return stor__http_stat(s, &blob_service, t->uri.bucket, t->uri.key, out,
+			       err);
 }
 
 static int blob_delete(struct stor *s, const struct stor_target *t,
 		       struct buf *err)
 {
-	const char *bucket = t->uri.bucket, *key = t->uri.key;
-	struct buf url = BUF_INIT;
-	struct stor_http_resp resp;
-	int ret;
-
-	stor_http_resp_init(&resp);
-	blob_url(s, &url, bucket, key);
-	ret = blob_simple(s, "DELETE", url.data, &resp, err);
-	if (!ret && resp.status != 204 && resp.status != 200 &&
-	    resp.status != 404)
-		ret = blob_error(&resp, "delete", err);
-	stor_http_resp_release(&resp);
-	buf_release(&url);
-	return ret;
+	return stor__http_delete(s, &blob_service, t->uri.bucket, t->uri.key,
+				 err);
 }
 
 static int blob_get(struct stor *s, const struct stor_target *t,

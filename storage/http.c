@@ -544,3 +544,80 @@ int stor_http_get_stream(struct stor *s, struct stor_http_stream *g,
 			err->data[mark] = '\0';
 	}
 }
+
+/* --- list, stat and delete on an object service ---------------------- */
+
+int stor__http_list(struct stor *s, const struct stor_http_service *svc,
+		    const char *bucket, const char *prefix,
+		    struct stor_list *out, struct buf *err)
+{
+	struct buf url = BUF_INIT;
+	struct stor_http_resp resp;
+	char *token = NULL;
+	int ret = 0;
+
+	stor_http_resp_init(&resp);
+	do {
+		buf_reset(&url);
+		svc->list_url(s, &url, bucket, prefix, token);
+		ret = svc->simple(s, "GET", url.data, &resp, err);
+		if (ret)
+			break;
+		if (resp.status != 200) {
+			ret = svc->error(&resp, svc->list_op, err);
+			break;
+		}
+		FREE_AND_NULL(token);
+		ret = svc->list_page(resp.body.data, resp.body.len, out, &token,
+				     err);
+	} while (!ret && token);
+	free(token);
+	stor_list_sort(out);
+	stor_http_resp_release(&resp);
+	buf_release(&url);
+	return ret;
+}
+
+int stor__http_stat(struct stor *s, const struct stor_http_service *svc,
+		    const char *bucket, const char *key,
+		    struct stor_object *out, struct buf *err)
+{
+	struct buf url = BUF_INIT;
+	struct stor_http_resp resp;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	stor_http_resp_init(&resp);
+	svc->object_url(s, &url, bucket, key);
+	ret = svc->simple(s, "HEAD", url.data, &resp, err);
+	if (!ret && resp.status != 200)
+		ret = svc->error(&resp, svc->stat_op, err);
+	if (!ret) {
+		out->key = xstrdup(key);
+		out->size = resp.content_length;
+		out->mtime_ms = resp.last_modified_ms;
+		if (svc->stat_etag)
+			memcpy(out->etag, resp.etag, sizeof(out->etag));
+	}
+	stor_http_resp_release(&resp);
+	buf_release(&url);
+	return ret;
+}
+
+int stor__http_delete(struct stor *s, const struct stor_http_service *svc,
+		      const char *bucket, const char *key, struct buf *err)
+{
+	struct buf url = BUF_INIT;
+	struct stor_http_resp resp;
+	int ret;
+
+	stor_http_resp_init(&resp);
+	svc->object_url(s, &url, bucket, key);
+	ret = svc->simple(s, "DELETE", url.data, &resp, err);
+	if (!ret && resp.status != 204 && resp.status != 200 &&
+	    resp.status != 404)
+		ret = svc->error(&resp, svc->delete_op, err);
+	stor_http_resp_release(&resp);
+	buf_release(&url);
+	return ret;
+}

@@ -146,92 +146,68 @@ static int s3_simple(struct stor *s, CURL *c, const char *method,
 /* --- list, stat, delete ------------------------------------------------------
  */
 
+static void s3_object_url(const struct stor *s, struct buf *url,
+			  const char *bucket, const char *key)
+{
+	s3_url(s, url, bucket, key, NULL);
+}
+
+static void s3_list_url(const struct stor *s, struct buf *url,
+			const char *bucket, const char *prefix,
+			const char *token)
+{
+	struct buf q = BUF_INIT;
+
+	/* Names in SigV4's sorted order. */
+	if (token) {
+		(void)buf_adds(&q, "continuation-token=");
+		stor_uri_encode(&q, token, 0);
+		(void)buf_addch(&q, '&');
+	}
+	(void)buf_adds(&q, "list-type=2&prefix=");
+	stor_uri_encode(&q, prefix, 0);
+	s3_url(s, url, bucket, NULL, q.data);
+	buf_release(&q);
+}
+
+/* A bodyless request on the session's handle. */
+static int s3_bodyless(struct stor *s, const char *method, const char *url,
+		       struct stor_http_resp *resp, struct buf *err)
+{
+	return s3_simple(s, s->curl, method, url, NULL, 0, NULL, resp, err);
+}
+
+static const struct stor_http_service s3_service = {
+	.list_op = "ListObjectsV2",
+	.stat_op = "HeadObject",
+	.delete_op = "DeleteObject",
+	.stat_etag = 1,
+	.object_url = s3_object_url,
+	.list_url = s3_list_url,
+	.simple = s3_bodyless,
+	.error = s3_error,
+	.list_page = stor__s3_xml_list,
+};
+
 static int s3_list(struct stor *s, const struct stor_target *t,
 		   struct stor_list *out, struct buf *err)
 {
-	const char *bucket = t->uri.bucket, *prefix = t->uri.key;
-	struct buf url = BUF_INIT, q = BUF_INIT;
-	struct stor_http_resp resp;
-	char *token = NULL;
-	int ret = 0;
-
-	stor_http_resp_init(&resp);
-	do {
-		/* Names in SigV4's sorted order. */
-		buf_reset(&q);
-		if (token) {
-			(void)buf_adds(&q, "continuation-token=");
-			stor_uri_encode(&q, token, 0);
-			(void)buf_addch(&q, '&');
-		}
-		(void)buf_adds(&q, "list-type=2&prefix=");
-		stor_uri_encode(&q, prefix, 0);
-		buf_reset(&url);
-		s3_url(s, &url, bucket, NULL, q.data);
-		ret = s3_simple(s, s->curl, "GET", url.data, NULL, 0, NULL,
-				&resp, err);
-		if (ret)
-			break;
-		if (resp.status != 200) {
-			ret = s3_error(&resp, "ListObjectsV2", err);
-			break;
-		}
-		FREE_AND_NULL(token);
-		ret = stor__s3_xml_list(resp.body.data, resp.body.len, out,
-					&token, err);
-	} while (!ret && token);
-	free(token);
-	stor_list_sort(out);
-	stor_http_resp_release(&resp);
-	buf_release(&url);
-	buf_release(&q);
-	return ret;
+	return stor__http_list(s, &s3_service, t->uri.bucket, t->uri.key, out,
+			       err);
 }
 
 static int s3_stat(struct stor *s, const struct stor_target *t,
 		   struct stor_object *out, struct buf *err)
 {
-	const char *bucket = t->uri.bucket, *key = t->uri.key;
-	struct buf url = BUF_INIT;
-	struct stor_http_resp resp;
-	int ret;
-
-	memset(out, 0, sizeof(*out));
-	stor_http_resp_init(&resp);
-	s3_url(s, &url, bucket, key, NULL);
-	ret = s3_simple(s, s->curl, "HEAD", url.data, NULL, 0, NULL, &resp,
-			err);
-	if (!ret && resp.status != 200)
-		ret = s3_error(&resp, "HeadObject", err);
-	if (!ret) {
-		out->key = xstrdup(key);
-		out->size = resp.content_length;
-		out->mtime_ms = resp.last_modified_ms;
-		memcpy(out->etag, resp.etag, sizeof(out->etag));
-	}
-	stor_http_resp_release(&resp);
-	buf_release(&url);
-	return ret;
+	return stor__http_stat(s, &s3_service, t->uri.bucket, t->uri.key, out,
+			       err);
 }
 
 static int s3_delete(struct stor *s, const struct stor_target *t,
 		     struct buf *err)
 {
-	const char *bucket = t->uri.bucket, *key = t->uri.key;
-	struct buf url = BUF_INIT;
-	struct stor_http_resp resp;
-	int ret;
-
-	stor_http_resp_init(&resp);
-	s3_url(s, &url, bucket, key, NULL);
-	ret = s3_simple(s, s->curl, "DELETE", url.data, NULL, 0, NULL, &resp,
-			err);
-	if (!ret && resp.status != 204 && resp.status != 200 &&
-	    resp.status != 404)
-		ret = s3_error(&resp, "DeleteObject", err);
-	stor_http_resp_release(&resp);
-	buf_release(&url);
-	return ret;
+	return stor__http_delete(s, &s3_service, t->uri.bucket, t->uri.key,
+				 err);
 }
 
 /* An ETag that is the object's MD5 (single-part, not SSE-KMS). */

@@ -199,6 +199,41 @@ struct stor_http_stream {
 int stor_http_get_stream(struct stor *s, struct stor_http_stream *g,
 			 struct stor_http_resp *resp, struct buf *err);
 
+/*
+ * An object service over HTTP (S3, the controller's blob endpoint) as the
+ * listing, stat and delete calls below see it: how to name an object and
+ * a listing page, send a bodyless request and describe a non-2xx answer.
+ */
+struct stor_http_service {
+	const char *list_op, *stat_op, *delete_op; /* for messages */
+	int stat_etag; /* a HEAD answer's ETag is the object's */
+	void (*object_url)(const struct stor *s, struct buf *url,
+			   const char *bucket, const char *key);
+	/* A listing page of prefix, after token (NULL for the first). */
+	void (*list_url)(const struct stor *s, struct buf *url,
+			 const char *bucket, const char *prefix,
+			 const char *token);
+	int (*simple)(struct stor *s, const char *method, const char *url,
+		      struct stor_http_resp *resp, struct buf *err);
+	int (*error)(const struct stor_http_resp *resp, const char *what,
+		     struct buf *err);
+	/* Appends one page's objects to out; *next: the token or NULL. */
+	int (*list_page)(const char *body, size_t len, struct stor_list *out,
+			 char **next, struct buf *err);
+};
+
+/* Lists prefix page by page into out, sorted. */
+int stor__http_list(struct stor *s, const struct stor_http_service *svc,
+		    const char *bucket, const char *prefix,
+		    struct stor_list *out, struct buf *err);
+/* HEAD of one object; 200 fills out (key, size, mtime, ETag). */
+int stor__http_stat(struct stor *s, const struct stor_http_service *svc,
+		    const char *bucket, const char *key,
+		    struct stor_object *out, struct buf *err);
+/* DELETE of one object; a missing one is not an error. */
+int stor__http_delete(struct stor *s, const struct stor_http_service *svc,
+		      const char *bucket, const char *key, struct buf *err);
+
 /* Sets the options every handle needs (buffers, timeouts). */
 void stor_http_setup(struct stor *s, CURL *c);
 
