@@ -196,8 +196,8 @@ static int number_of(const char *v, double *out)
 }
 
 static const char *const cmp_ops[] = {
-	[API_SEARCH_EQ] = "=",	[API_SEARCH_NE] = "<>", [API_SEARCH_GT] = ">",
-	[API_SEARCH_GE] = ">=", [API_SEARCH_LT] = "<",	[API_SEARCH_LE] = "<=",
+	[SEARCH_EQ] = "=",	[SEARCH_NE] = "<>", [SEARCH_GT] = ">",
+	[SEARCH_GE] = ">=", [SEARCH_LT] = "<",	[SEARCH_LE] = "<=",
 };
 
 /*
@@ -217,13 +217,13 @@ static const struct {
 	  "FinalMetricDataList.Value" },
 };
 
-static void filter_sql(struct sql *s, const struct api_search_filter *f,
+static void filter_sql(struct sql *s, const struct search_filter *f,
 		       const char *under);
 
 /* 1 when f is on a keyed row property and was written. */
-static int keyed_filter_sql(struct sql *s, const struct api_search_filter *f)
+static int keyed_filter_sql(struct sql *s, const struct search_filter *f)
 {
-	struct api_search_filter g;
+	struct search_filter g;
 	size_t i, n;
 
 	for (i = 0; i < N_OF(keyed_rows); i++) {
@@ -235,10 +235,10 @@ static int keyed_filter_sql(struct sql *s, const struct api_search_filter *f)
 		return 0;
 	(void)buf_addf(&s->q,
 		       "(j.id %sIN (SELECT n.job_id FROM %s n WHERE n.%s = ",
-		       f->op == API_SEARCH_NOT_EXISTS ? "NOT " : "",
+		       f->op == SEARCH_NOT_EXISTS ? "NOT " : "",
 		       keyed_rows[i].table, keyed_rows[i].key);
 	bind_text(s, f->name + n);
-	if (f->op != API_SEARCH_EXISTS && f->op != API_SEARCH_NOT_EXISTS) {
+	if (f->op != SEARCH_EXISTS && f->op != SEARCH_NOT_EXISTS) {
 		g = *f;
 		g.name = (char *)keyed_rows[i].member;
 		(void)buf_adds(&s->q, " AND ");
@@ -248,7 +248,7 @@ static int keyed_filter_sql(struct sql *s, const struct api_search_filter *f)
 	return 1;
 }
 
-static void filter_sql(struct sql *s, const struct api_search_filter *f,
+static void filter_sql(struct sql *s, const struct search_filter *f,
 		       const char *under)
 {
 	enum kind kind;
@@ -261,21 +261,21 @@ static void filter_sql(struct sql *s, const struct api_search_filter *f,
 		return;
 	(void)buf_addch(&s->q, '(');
 	switch (f->op) {
-	case API_SEARCH_EXISTS:
-	case API_SEARCH_NOT_EXISTS:
+	case SEARCH_EXISTS:
+	case SEARCH_NOT_EXISTS:
 		property_sql(s, f->name, under, &kind);
-		(void)buf_adds(&s->q, f->op == API_SEARCH_EXISTS ?
+		(void)buf_adds(&s->q, f->op == SEARCH_EXISTS ?
 					      " IS NOT NULL)" :
 					      " IS NULL)");
 		return;
-	case API_SEARCH_CONTAINS:
+	case SEARCH_CONTAINS:
 		(void)buf_adds(&s->q, "instr(lower(");
 		property_sql(s, f->name, under, &kind);
 		(void)buf_adds(&s->q, "), lower(");
 		bind_text(s, f->value);
 		(void)buf_adds(&s->q, ")) > 0)");
 		return;
-	case API_SEARCH_IN:
+	case SEARCH_IN:
 		property_sql(s, f->name, under, &kind);
 		(void)buf_adds(&s->q, " IN (");
 		first = 1;
@@ -302,7 +302,7 @@ static void filter_sql(struct sql *s, const struct api_search_filter *f,
 	property_sql(s, f->name, under, &kind);
 	if (number_of(f->value, &num) &&
 	    (kind != K_TEXT ||
-	     (f->op != API_SEARCH_EQ && f->op != API_SEARCH_NE) ||
+	     (f->op != SEARCH_EQ && f->op != SEARCH_NE) ||
 	     !strncmp(f->name, "HyperParameters.", 16))) {
 		/* Rewritten from the mark: parameters bound again. */
 		s->q.len = mark;
@@ -332,7 +332,7 @@ static void filter_sql(struct sql *s, const struct api_search_filter *f,
 	(void)buf_addch(&s->q, ')');
 }
 
-static void expr_sql(struct sql *s, const struct api_search_expr *e)
+static void expr_sql(struct sql *s, const struct search_expr *e)
 {
 	const char *join = e->any ? " OR " : " AND ";
 	int first = 1;
@@ -345,7 +345,7 @@ static void expr_sql(struct sql *s, const struct api_search_expr *e)
 		filter_sql(s, &e->filters[i], NULL);
 	}
 	for (i = 0; i < e->n_nested; i++) {
-		const struct api_search_nested *n = &e->nested[i];
+		const struct search_nested *n = &e->nested[i];
 		const char *from = nested_from(n->property);
 
 		(void)buf_adds(&s->q, first ? "" : join);
