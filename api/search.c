@@ -242,15 +242,13 @@ static int parse_filter(struct parse *ps, const json_t *f, const char *under,
 	if (!value)
 		return bad(ps, "A Value is required for the filter on", name);
 	out->value = xstrdup(json_string_value(value));
-	if (is_time(name) && out->op != SEARCH_IN &&
-	    out->op != SEARCH_CONTAINS)
+	if (is_time(name) && out->op != SEARCH_IN && out->op != SEARCH_CONTAINS)
 		return time_value(ps, out);
 	return 0;
 }
 
-static int parse_filters(struct parse *ps, const json_t *arr,
-			 const char *under, struct search_filter **out,
-			 size_t *n)
+static int parse_filters(struct parse *ps, const json_t *arr, const char *under,
+			 struct search_filter **out, size_t *n)
 {
 	size_t i;
 	int ret = 0;

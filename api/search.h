@@ -4,49 +4,10 @@
 #include <stddef.h>
 
 #include "common/buf.h"
-
-/*
- * Search (Resource TrainingJob): the request as a tree of filters. The
- * types are plain data so that db/ can turn a tree into SQL.
- */
-enum search_op {
-	SEARCH_EQ,
-	SEARCH_NE,
-	SEARCH_GT,
-	SEARCH_GE,
-	SEARCH_LT,
-	SEARCH_LE,
-	SEARCH_CONTAINS,
-	SEARCH_EXISTS,
-	SEARCH_NOT_EXISTS,
-	SEARCH_IN
-};
-
-struct search_filter {
-	char *name; /* property path, e.g. "Tags.team", "HyperParameters.lr" */
-	enum search_op op;
-	char *value; /* NULL for Exists / NotExists */
-};
-
-/* Filters that one element of a list property must meet together. */
-struct search_nested {
-	char *property; /* e.g. "InputDataConfig" */
-	struct search_filter *filters;
-	size_t n_filters;
-};
-
-struct search_expr {
-	struct search_filter *filters;
-	size_t n_filters;
-	struct search_nested *nested;
-	size_t n_nested;
-	struct search_expr *subs;
-	size_t n_subs;
-	int any; /* Operator Or; And (every member) by default */
-};
+#include "common/search_expr.h"
 
 struct api_search_request {
-	struct search_expr *expr; /* NULL: every job */
+	struct search_expr *expr;     /* NULL: every job */
 	char *sort_by;		      /* defaulted to LastModifiedTime */
 	int descending;		      /* SortOrder; default Descending */
 	int max_results;	      /* 1..100, default 10 */

@@ -1,6 +1,6 @@
 /*
- * Search over training jobs: a tree of filters (api/search.h) turned into
- * one SQL query over jobs, their tags, final metrics and transitions, and
+ * Search over training jobs: a tree of filters (common/search_expr.h) turned
+ * into one SQL query over jobs, their tags, final metrics and transitions, and
  * the stored request for every other property. Values are always bound,
  * never spliced into the text; property paths spliced into json_extract()
  * are checked by the parser to be [A-Za-z0-9_] segments.
@@ -11,9 +11,9 @@
 
 #include <sqlite3.h>
 
-#include "api/search.h"
 #include "db/db.h"
 #include "db/db_internal.h"
+#include "common/search_expr.h"
 #include "common/err.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
@@ -196,7 +196,7 @@ static int number_of(const char *v, double *out)
 }
 
 static const char *const cmp_ops[] = {
-	[SEARCH_EQ] = "=",	[SEARCH_NE] = "<>", [SEARCH_GT] = ">",
+	[SEARCH_EQ] = "=",  [SEARCH_NE] = "<>", [SEARCH_GT] = ">",
 	[SEARCH_GE] = ">=", [SEARCH_LT] = "<",	[SEARCH_LE] = "<=",
 };
 
@@ -264,9 +264,8 @@ static void filter_sql(struct sql *s, const struct search_filter *f,
 	case SEARCH_EXISTS:
 	case SEARCH_NOT_EXISTS:
 		property_sql(s, f->name, under, &kind);
-		(void)buf_adds(&s->q, f->op == SEARCH_EXISTS ?
-					      " IS NOT NULL)" :
-					      " IS NULL)");
+		(void)buf_adds(&s->q, f->op == SEARCH_EXISTS ? " IS NOT NULL)" :
+							       " IS NULL)");
 		return;
 	case SEARCH_CONTAINS:
 		(void)buf_adds(&s->q, "instr(lower(");
@@ -301,8 +300,7 @@ static void filter_sql(struct sql *s, const struct search_filter *f,
 	n_mark = s->n;
 	property_sql(s, f->name, under, &kind);
 	if (number_of(f->value, &num) &&
-	    (kind != K_TEXT ||
-	     (f->op != SEARCH_EQ && f->op != SEARCH_NE) ||
+	    (kind != K_TEXT || (f->op != SEARCH_EQ && f->op != SEARCH_NE) ||
 	     !strncmp(f->name, "HyperParameters.", 16))) {
 		/* Rewritten from the mark: parameters bound again. */
 		s->q.len = mark;
