@@ -25,7 +25,7 @@
 #define MAX_ATTEMPT 1000000
 #define MAX_NAME 256
 
-void api_host_sample_release(struct api_host_sample *s)
+void tm_host_sample_release(struct tm_host_sample *s)
 {
 	size_t i;
 
@@ -44,8 +44,8 @@ static char *dup_or_null(const char *s)
 	return s ? xstrdup(s) : NULL;
 }
 
-void api_host_sample_copy(struct api_host_sample *dst,
-			  const struct api_host_sample *src)
+void tm_host_sample_copy(struct tm_host_sample *dst,
+			  const struct tm_host_sample *src)
 {
 	size_t i;
 
@@ -69,7 +69,7 @@ static double pct(int64_t part, int64_t whole)
 	return part >= whole ? 100.0 : 100.0 * (double)part / (double)whole;
 }
 
-double api_host_sample_mem_percent(const struct api_host_sample *s)
+double tm_host_sample_mem_percent(const struct tm_host_sample *s)
 {
 	int64_t total = s->mem_total;
 
@@ -78,12 +78,12 @@ double api_host_sample_mem_percent(const struct api_host_sample *s)
 	return pct(s->mem_used, total);
 }
 
-double api_host_sample_disk_percent(const struct api_host_sample *s)
+double tm_host_sample_disk_percent(const struct tm_host_sample *s)
 {
 	return pct(s->fs_used, s->fs_total);
 }
 
-double api_host_sample_gpu_percent(const struct api_host_sample *s)
+double tm_host_sample_gpu_percent(const struct tm_host_sample *s)
 {
 	double sum = 0.0;
 	size_t i;
@@ -93,7 +93,7 @@ double api_host_sample_gpu_percent(const struct api_host_sample *s)
 	return sum;
 }
 
-double api_host_sample_gpu_mem_percent(const struct api_host_sample *s)
+double tm_host_sample_gpu_mem_percent(const struct tm_host_sample *s)
 {
 	double sum = 0.0;
 	size_t i;
@@ -103,7 +103,7 @@ double api_host_sample_gpu_mem_percent(const struct api_host_sample *s)
 	return sum;
 }
 
-double api_host_sample_cores_percent(const struct api_host_sample *s)
+double tm_host_sample_cores_percent(const struct tm_host_sample *s)
 {
 	return s->cpu_percent * (s->cpus > 0 ? s->cpus : 1);
 }
@@ -206,7 +206,7 @@ static int get_list(const json_t *o, const char *where, const char *key,
 }
 
 static int parse_gpu(const json_t *o, const char *where,
-		     struct api_gpu_sample *g, struct buf *err)
+		     struct tm_gpu_sample *g, struct buf *err)
 {
 	int ret;
 
@@ -229,7 +229,7 @@ static int parse_gpu(const json_t *o, const char *where,
 }
 
 static int parse_rank(const json_t *o, const char *where,
-		      struct api_rank_sample *r, struct buf *err)
+		      struct tm_rank_sample *r, struct buf *err)
 {
 	int ret;
 
@@ -260,7 +260,7 @@ static int parse_rank(const json_t *o, const char *where,
 }
 
 static int parse_sample(const json_t *o, const char *where,
-			struct api_host_sample *s, struct buf *err)
+			struct tm_host_sample *s, struct buf *err)
 {
 	const json_t *gpus = NULL, *ranks = NULL;
 	char m[96];
@@ -325,11 +325,11 @@ static int parse_sample(const json_t *o, const char *where,
 	return ret;
 }
 
-int api__telemetry_parse(const json_t *root, struct api_host_sample **out,
+int api__telemetry_parse(const json_t *root, struct tm_host_sample **out,
 			 size_t *n, struct buf *err)
 {
 	const json_t *arr = json_object_get(root, "telemetry");
-	struct api_host_sample *s;
+	struct tm_host_sample *s;
 	char m[64];
 	size_t i, k;
 	int ret = 0;
@@ -358,7 +358,7 @@ int api__telemetry_parse(const json_t *root, struct api_host_sample **out,
 	}
 	if (ret) {
 		for (i = 0; i < k; i++)
-			api_host_sample_release(&s[i]);
+			tm_host_sample_release(&s[i]);
 		free(s);
 		return ret;
 	}
@@ -391,7 +391,7 @@ static json_t *jpct(double v)
 	return json_real(round(v * 10.0) / 10.0);
 }
 
-static json_t *sample_json(const struct api_host_sample *s, int derived)
+static json_t *sample_json(const struct tm_host_sample *s, int derived)
 {
 	json_t *o = json_object(), *gpus = json_array(), *ranks = json_array();
 	int b = 0;
@@ -410,7 +410,7 @@ static json_t *sample_json(const struct api_host_sample *s, int derived)
 	set(&b, o, "fs_used", json_integer(s->fs_used));
 	set(&b, o, "fs_total", json_integer(s->fs_total));
 	for (i = 0; i < s->n_gpus; i++) {
-		const struct api_gpu_sample *g = &s->gpus[i];
+		const struct tm_gpu_sample *g = &s->gpus[i];
 		json_t *j = json_object();
 
 		set(&b, j, "index", json_integer(g->index));
@@ -421,7 +421,7 @@ static json_t *sample_json(const struct api_host_sample *s, int derived)
 	}
 	set(&b, o, "gpus", gpus);
 	for (i = 0; i < s->n_ranks; i++) {
-		const struct api_rank_sample *r = &s->ranks[i];
+		const struct tm_rank_sample *r = &s->ranks[i];
 		json_t *j = json_object();
 
 		set(&b, j, "job", json_string(r->job));
@@ -436,12 +436,12 @@ static json_t *sample_json(const struct api_host_sample *s, int derived)
 	}
 	set(&b, o, "ranks", ranks);
 	if (derived) {
-		set(&b, o, "mem_percent", jpct(api_host_sample_mem_percent(s)));
+		set(&b, o, "mem_percent", jpct(tm_host_sample_mem_percent(s)));
 		set(&b, o, "disk_percent",
-		    jpct(api_host_sample_disk_percent(s)));
-		set(&b, o, "gpu_percent", jpct(api_host_sample_gpu_percent(s)));
+		    jpct(tm_host_sample_disk_percent(s)));
+		set(&b, o, "gpu_percent", jpct(tm_host_sample_gpu_percent(s)));
 		set(&b, o, "gpu_mem_percent",
-		    jpct(api_host_sample_gpu_mem_percent(s)));
+		    jpct(tm_host_sample_gpu_mem_percent(s)));
 	}
 	if (b) {
 		json_decref(o);
@@ -450,7 +450,7 @@ static json_t *sample_json(const struct api_host_sample *s, int derived)
 	return o;
 }
 
-json_t *api__telemetry_json(const struct api_host_sample *s, size_t n)
+json_t *api__telemetry_json(const struct tm_host_sample *s, size_t n)
 {
 	json_t *arr = json_array();
 	int b = 0;
@@ -476,12 +476,12 @@ static int finish(json_t *v, struct buf *out)
 	return ret;
 }
 
-json_t *api__host_sample_json(const struct api_host_sample *s)
+json_t *api__host_sample_json(const struct tm_host_sample *s)
 {
 	return sample_json(s, 1);
 }
 
-int api_host_sample_build(const struct api_host_sample *s, struct buf *out)
+int api_host_sample_build(const struct tm_host_sample *s, struct buf *out)
 {
 	return finish(sample_json(s, 1), out);
 }
@@ -497,7 +497,7 @@ static json_t *rate(int64_t now, int64_t before, int64_t dt_ms)
 
 int api_telemetry_series_build(const char *host, int64_t start_ms,
 			       int64_t end_ms, int truncated,
-			       const struct api_host_sample *s, size_t n,
+			       const struct tm_host_sample *s, size_t n,
 			       struct buf *out)
 {
 	json_t *root = json_object(), *arr = json_array();

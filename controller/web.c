@@ -549,8 +549,8 @@ static void job_runtime(struct ctrl_ctx *ctx, const char *name,
 	struct db_log_stream *ls = NULL;
 	struct api_status *reports = NULL;
 	struct api_web_host *hosts = NULL;
-	struct api_host_sample *tm = NULL;
-	struct api_rank_sample *procs = NULL;
+	struct tm_host_sample *tm = NULL;
+	struct tm_rank_sample *procs = NULL;
 	struct api_web_stream *streams = NULL;
 	struct api_web_failure fail;
 	struct api_web_runtime rt;
@@ -599,7 +599,7 @@ static void job_runtime(struct ctrl_ctx *ctx, const char *name,
 		hosts[i].telemetry = &tm[i];
 		/* This job's processes there: its name, uid and algo. */
 		for (k = 0; k < h->tm_latest.n_ranks; k++) {
-			const struct api_rank_sample *r =
+			const struct tm_rank_sample *r =
 				&h->tm_latest.ranks[k];
 
 			if (strcmp(r->job, job.name) ||
@@ -655,7 +655,7 @@ static void job_runtime(struct ctrl_ctx *ctx, const char *name,
 		ctrl_reply_err_code(resp, ERR_INTERNAL, "cannot encode job");
 	for (i = 0; i < n_as; i++) {
 		api_status_release(&reports[i]);
-		api_host_sample_release(&tm[i]);
+		tm_host_sample_release(&tm[i]);
 	}
 	free(tm);
 	free(procs);
