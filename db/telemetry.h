@@ -15,8 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/telemetry.h"
 #include "common/buf.h"
+#include "common/tm_sample.h"
 
 struct db_tm;
 
