@@ -196,8 +196,7 @@ static void gpus_parse(const char *text, struct tm_host_sample *s)
 }
 
 static int add_locked(struct db_tm *t, const char *host,
-		      const struct tm_host_sample *s, size_t n,
-		      struct buf *err)
+		      const struct tm_host_sample *s, size_t n, struct buf *err)
 {
 	sqlite3_stmt *hs = NULL, *js = NULL;
 	struct buf gpus = BUF_INIT;
@@ -281,8 +280,8 @@ out:
 	return ret;
 }
 
-int db_tm_add(struct db_tm *t, const char *host,
-	      const struct tm_host_sample *s, size_t n, struct buf *err)
+int db_tm_add(struct db_tm *t, const char *host, const struct tm_host_sample *s,
+	      size_t n, struct buf *err)
 {
 	int ret;
 

@@ -32,8 +32,8 @@ void db_tm_close(struct db_tm *t);
  * ranks, a job row with the host's figures (a sample already stored for
  * that time is kept). Returns 0 or ERR_DB.
  */
-int db_tm_add(struct db_tm *t, const char *host,
-	      const struct tm_host_sample *s, size_t n, struct buf *err);
+int db_tm_add(struct db_tm *t, const char *host, const struct tm_host_sample *s,
+	      size_t n, struct buf *err);
 
 /*
  * host's samples with start_ms <= ts_ms < end_ms, oldest first, without
