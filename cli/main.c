@@ -11,6 +11,7 @@
 #include <curl/curl.h>
 
 #include "cli/cli.h"
+#include "common/xalloc.h"
 #include "common/banned.h"
 
 static int cmd_help(struct cli_ctx *ctx, int argc, char **argv);
@@ -118,7 +119,7 @@ static const struct cli_cmd commands[] = {
 	{ "help", cmd_help, "help [COMMAND]", "show this help" },
 };
 
-#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+#define N_COMMANDS ARRAY_SIZE(commands)
 
 static const char global_usage[] =
 	"usage: trainctl [--endpoint URL] [--output table|json] [--region R] "

@@ -102,14 +102,12 @@ static const struct {
 	  K_TEXT },
 };
 
-#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
-
 /* The table a nested filter on property reads, or NULL (a JSON list). */
 static const char *nested_from(const char *property)
 {
 	size_t i;
 
-	for (i = 0; i < N_OF(nested_columns); i++)
+	for (i = 0; i < ARRAY_SIZE(nested_columns); i++)
 		if (nested_columns[i].from &&
 		    !strcmp(nested_columns[i].property, property))
 			return nested_columns[i].from;
@@ -136,7 +134,7 @@ static void property_sql(struct sql *s, const char *name, const char *under,
 	if (under) {
 		const char *rest = name + strlen(under) + 1;
 
-		for (i = 0; i < N_OF(nested_columns); i++) {
+		for (i = 0; i < ARRAY_SIZE(nested_columns); i++) {
 			if (!strcmp(nested_columns[i].property, under) &&
 			    !strcmp(nested_columns[i].member, rest)) {
 				*kind = nested_columns[i].kind;
@@ -151,7 +149,7 @@ static void property_sql(struct sql *s, const char *name, const char *under,
 		json_path(s, "n.value", rest);
 		return;
 	}
-	for (i = 0; i < N_OF(columns); i++) {
+	for (i = 0; i < ARRAY_SIZE(columns); i++) {
 		if (!strcmp(columns[i].name, name)) {
 			*kind = columns[i].kind;
 			(void)buf_adds(&s->q, columns[i].sql);
@@ -226,12 +224,12 @@ static int keyed_filter_sql(struct sql *s, const struct search_filter *f)
 	struct search_filter g;
 	size_t i, n;
 
-	for (i = 0; i < N_OF(keyed_rows); i++) {
+	for (i = 0; i < ARRAY_SIZE(keyed_rows); i++) {
 		n = strlen(keyed_rows[i].prefix);
 		if (!strncmp(f->name, keyed_rows[i].prefix, n))
 			break;
 	}
-	if (i == N_OF(keyed_rows))
+	if (i == ARRAY_SIZE(keyed_rows))
 		return 0;
 	(void)buf_addf(&s->q,
 		       "(j.id %sIN (SELECT n.job_id FROM %s n WHERE n.%s = ",
@@ -395,10 +393,10 @@ int db_search_jobs(struct db *db, const struct db_search_query *q,
 		expr_sql(&s, q->expr);
 	}
 	(void)buf_adds(&s.q, " ORDER BY ");
-	for (i = 0; i < N_OF(not_null); i++)
+	for (i = 0; i < ARRAY_SIZE(not_null); i++)
 		if (!strcmp(not_null[i], q->sort_by))
 			break;
-	if (i == N_OF(not_null)) {
+	if (i == ARRAY_SIZE(not_null)) {
 		property_sql(&s, q->sort_by, NULL, &kind);
 		(void)buf_adds(&s.q, " IS NULL, ");
 	}

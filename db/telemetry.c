@@ -67,7 +67,7 @@ static const char *const migrations[] = {
 	"ALTER TABLE job_samples ADD COLUMN cpus INTEGER NOT NULL DEFAULT 0;",
 };
 
-#define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
+#define N_MIGRATIONS ((int)ARRAY_SIZE(migrations))
 
 _Static_assert(N_MIGRATIONS == DB_TM_SCHEMA_LATEST,
 	       "DB_TM_SCHEMA_LATEST must name the last migration");
