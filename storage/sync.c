@@ -19,6 +19,7 @@
 #include "common/err.h"
 #include "common/timeutil.h"
 #include "common/log.h"
+#include "common/strvec.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
@@ -234,13 +235,8 @@ static int trainer_folder(const char *folder, size_t len, size_t *parent_len,
 	return 1;
 }
 
-struct strset {
-	char **v;
-	size_t n;
-	size_t alloc; /* allocated count of v */
-};
-
-static int strset_has(const struct strset *s, const char *k, size_t len)
+/* A strvec used as a small set of strings given by (k, len). */
+static int strset_has(const struct strvec *s, const char *k, size_t len)
 {
 	size_t i;
 
@@ -250,22 +246,10 @@ static int strset_has(const struct strset *s, const char *k, size_t len)
 	return 0;
 }
 
-static void strset_add(struct strset *s, const char *k, size_t len)
+static void strset_add(struct strvec *s, const char *k, size_t len)
 {
-	if (strset_has(s, k, len))
-		return;
-	ALLOC_GROW(s->v, s->n + 1, s->alloc);
-	s->v[s->n++] = xstrndup(k, len);
-}
-
-static void strset_release(struct strset *s)
-{
-	size_t i;
-
-	for (i = 0; i < s->n; i++)
-		free(s->v[i]);
-	free(s->v);
-	memset(s, 0, sizeof(*s));
+	if (!strset_has(s, k, len))
+		strvec_pushf(s, "%.*s", (int)len, k);
 }
 
 /* Whether local has a complete checkpoint of the same parent and rank,
@@ -329,10 +313,10 @@ static int put_ckpt_files(struct stor *s, const char *dir, const char *uri,
 			  const struct stor_target *t, size_t base,
 			  const struct stor_list *files,
 			  const struct stor_list *remote,
-			  const struct stor_ckpt_sync *opt, struct strset *gone,
+			  const struct stor_ckpt_sync *opt, struct strvec *gone,
 			  struct stor_sync_stats *st, struct buf *err)
 {
-	struct strset failed = { 0 };
+	struct strvec failed = STRVEC_INIT;
 	struct buf src = BUF_INIT, dst = BUF_INIT, k = BUF_INIT;
 	struct settle_rule rule = { files, opt->complete, opt->final,
 				    time_now_ms() };
@@ -380,7 +364,7 @@ static int put_ckpt_files(struct stor *s, const char *dir, const char *uri,
 				st->bytes += f->size;
 			}
 		}
-	strset_release(&failed);
+	strvec_release(&failed);
 	buf_release(&src);
 	buf_release(&dst);
 	buf_release(&k);
@@ -392,7 +376,7 @@ static void delete_pruned(struct stor *s, const char *uri, size_t base,
 			  const struct stor_list *files,
 			  const struct stor_list *remote, int64_t since_ms)
 {
-	struct strset seen = { 0 };
+	struct strvec seen = STRVEC_INIT;
 	struct buf k = BUF_INIT;
 	size_t i;
 
@@ -418,7 +402,7 @@ static void delete_pruned(struct stor *s, const char *uri, size_t base,
 			continue;
 		delete_folder(s, uri, remote, base, rk, fl);
 	}
-	strset_release(&seen);
+	strvec_release(&seen);
 	buf_release(&k);
 }
 
@@ -441,7 +425,7 @@ static int put_checkpoints(struct stor *s, const char *dir, const char *uri,
 			   const struct stor_ckpt_sync *opt,
 			   struct stor_sync_stats *st, struct buf *err)
 {
-	struct strset gone = { 0 };
+	struct strvec gone = STRVEC_INIT;
 	size_t base = strlen(t->uri.key), i;
 	int ret;
 
@@ -453,7 +437,7 @@ static int put_checkpoints(struct stor *s, const char *dir, const char *uri,
 		delete_folder(s, uri, remote, base, gone.v[i],
 			      strlen(gone.v[i]));
 	delete_pruned(s, uri, base, files, remote, opt->since_ms);
-	strset_release(&gone);
+	strvec_release(&gone);
 	return ret;
 }
 
