@@ -367,18 +367,54 @@ static void expr_sql(struct sql *s, const struct search_expr *e)
 	(void)buf_addch(&s->q, ')');
 }
 
+static void bind_params(sqlite3_stmt *st, const void *arg)
+{
+	const struct sql *s = arg;
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		if (s->p[i].is_num)
+			sqlite3_bind_double(st, (int)i + 1, s->p[i].num);
+		else
+			db__bind_text(st, (int)i + 1, s->p[i].text);
+}
+
+/* One page of names: limit of them, *more once a row lies beyond. */
+struct page {
+	struct db__vec names;
+	size_t limit;
+	int *more;
+};
+
+static int page_row(sqlite3_stmt *st, void *arg)
+{
+	struct page *pg = arg;
+	char **name;
+
+	if (pg->names.n == pg->limit) {
+		*pg->more = 1;
+		return 1;
+	}
+	name = db__vec_push(&pg->names);
+	*name = db__col_dup(st, 0);
+	return 0;
+}
+
 int db_search_jobs(struct db *db, const struct db_search_query *q,
 		   char ***names, size_t *n, int *more, struct buf *err)
 {
 	struct sql s = { BUF_INIT, NULL, 0, 0, err, 0 };
+	struct page pg = { DB__VEC_INIT(sizeof(char *)), q->limit, more };
+	struct db__query dq = {
+		.prepare_what = "cannot prepare search",
+		.step_what = "cannot search jobs",
+		.bind = bind_params,
+		.bind_arg = &s,
+	};
 	enum kind kind;
-	void *handle;
-	sqlite3 *conn;
-	sqlite3_stmt *st = NULL;
-	char **out = NULL;
-	size_t cap = 0, got = 0, i;
+	char **out;
+	size_t i;
 	int ret = 0;
-	int rc;
 
 	*names = NULL;
 	*n = 0;
@@ -409,40 +445,19 @@ int db_search_jobs(struct db *db, const struct db_search_query *q,
 		ret = ERR_INVALID;
 		goto out_free;
 	}
-	conn = db__reader_acquire(db, &handle);
-	if (sqlite3_prepare_v2(conn, s.q.data, -1, &st, NULL) != SQLITE_OK) {
-		ret = db__error(conn, "cannot prepare search", err);
-		goto out;
-	}
-	for (i = 0; i < s.n; i++) {
-		if (s.p[i].is_num)
-			sqlite3_bind_double(st, (int)i + 1, s.p[i].num);
-		else
-			db__bind_text(st, (int)i + 1, s.p[i].text);
-	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (got == q->limit) {
-			*more = 1;
-			break;
-		}
-		ALLOC_GROW(out, got + 1, cap);
-		out[got++] = db__col_dup(st, 0);
-	}
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		ret = db__error(conn, "cannot search jobs", err);
-out:
-	sqlite3_finalize(st);
-	db__reader_release(db, handle);
+	dq.sql = s.q.data;
+	ret = db__rows(db, &dq, page_row, &pg, err);
 out_free:
 	free(s.p);
 	buf_release(&s.q);
+	out = pg.names.v;
 	if (ret) {
-		for (i = 0; i < got; i++)
+		for (i = 0; i < pg.names.n; i++)
 			free(out[i]);
 		free(out);
 		return ret;
 	}
 	*names = out;
-	*n = got;
+	*n = pg.names.n;
 	return 0;
 }
