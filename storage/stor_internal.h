@@ -78,7 +78,7 @@ int stor__resolve(struct stor *s, const char *uri, struct stor_target *t,
 		  struct buf *err);
 void stor__target_release(struct stor_target *t);
 
-/* The object of a sorted list (stor_list_sort()) with this key, or NULL. */
+/* list.c: the object of a sorted list (stor_list_sort()) with key, or NULL. */
 const struct stor_object *stor__list_find(const struct stor_list *l,
 					  const char *key);
 

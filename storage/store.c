@@ -1,7 +1,7 @@
 /*
  * The storage session and the dispatch of each call to the backend that
- * serves its URI (the backend tables: stor_internal.h); tree transfers
- * built on these calls are in sync.c.
+ * serves its URI (the backend tables: stor_internal.h). Objects and lists
+ * are in list.c, the tree transfers built on these calls in sync.c.
  */
 #define LOG_TAG "storage"
 
@@ -225,62 +225,4 @@ int stor_delete(struct stor *s, const char *uri, struct buf *err)
 	if (ret)
 		return ret;
 	return done(t.be->delete_object(s, &t, &msg), uri, &t, &msg, err);
-}
-
-/* --- objects and lists -----------------------------------------------------
- */
-
-void stor_object_release(struct stor_object *obj)
-{
-	FREE_AND_NULL(obj->key);
-}
-
-struct stor_object *stor_list_push(struct stor_list *l, const char *key,
-				   int64_t size, int64_t mtime_ms)
-{
-	struct stor_object *o;
-
-	ALLOC_GROW(l->v, l->n + 1, l->alloc);
-	o = &l->v[l->n++];
-	memset(o, 0, sizeof(*o));
-	o->key = xstrdup(key);
-	o->size = size;
-	o->mtime_ms = mtime_ms;
-	return o;
-}
-
-static int cmp_object(const void *a, const void *b)
-{
-	const struct stor_object *x = a, *y = b;
-
-	return strcmp(x->key, y->key);
-}
-
-const struct stor_object *stor__list_find(const struct stor_list *l,
-					  const char *key)
-{
-	struct stor_object k = { 0 };
-
-	k.key = (char *)key;
-	if (!l->n)
-		return NULL;
-	return bsearch(&k, l->v, l->n, sizeof(*l->v), cmp_object);
-}
-
-void stor_list_sort(struct stor_list *l)
-{
-	if (l->n > 1)
-		qsort(l->v, l->n, sizeof(*l->v), cmp_object);
-}
-
-void stor_list_release(struct stor_list *l)
-{
-	size_t i;
-
-	for (i = 0; i < l->n; i++)
-		stor_object_release(&l->v[i]);
-	free(l->v);
-	l->v = NULL;
-	l->n = 0;
-	l->alloc = 0;
 }
