@@ -98,13 +98,13 @@ void cli_getopt_reset(void);
 int cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* Prints "trainctl: error: <msg>" to stderr. */
-void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
 /* Looks a command up by name; NULL when unknown. */
 const struct cli_cmd *cli_cmd_find(const char *name);
 
-/* --- args.c: argument helpers (no I/O except cli_read_input) ------- */
+/* --- args.c: argument helpers and the error line ---------------- */
+
+/* Prints "trainctl: error: <msg>" to stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* A growable vector of borrowed strings, for repeatable flags. */
 struct cli_strv {
@@ -272,7 +272,7 @@ int cli_call(struct cli_ctx *ctx, const char *op, const struct buf *body,
  */
 void cli_print_json(const struct cli_reply *reply);
 
-/* --- cmd_create.c: a training job's definition from flags ------------- */
+/* --- jobdef.c: a training job's definition from flags ----------------- */
 
 /*
  * getopt_long values of the definition flags. Each command's table names

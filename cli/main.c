@@ -232,17 +232,6 @@ static void print_help(FILE *f)
 	      f);
 }
 
-void cli_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("trainctl: error: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
 int cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
 {
 	va_list ap;
