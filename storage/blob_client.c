@@ -280,17 +280,9 @@ static int blob_put(struct stor *s, const struct stor_target *t,
 	int64_t size = 0;
 	int fd, ret;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		(void)buf_addf(err, "cannot open '%s': %s", path,
-			       strerror(errno));
-		return errno == ENOENT ? ERR_NOTFOUND : ERR_IO;
-	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		(void)buf_addf(err, "'%s' is not a regular file", path);
-		close(fd);
-		return ERR_INVALID;
-	}
+	ret = stor__http_open_upload(path, &fd, &st, err);
+	if (ret)
+		return ret;
 	stor_http_resp_init(&resp);
 	blob_url(s, &url, bucket, key);
 	stor_http_req_init(&req, "PUT", url.data);

@@ -7,9 +7,11 @@
 #define LOG_TAG "storage"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -620,4 +622,22 @@ int stor__http_delete(struct stor *s, const struct stor_http_service *svc,
 	stor_http_resp_release(&resp);
 	buf_release(&url);
 	return ret;
+}
+
+int stor__http_open_upload(const char *path, int *fd, struct stat *st,
+			   struct buf *err)
+{
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0) {
+		(void)buf_addf(err, "cannot open '%s': %s", path,
+			       strerror(errno));
+		return errno == ENOENT ? ERR_NOTFOUND : ERR_IO;
+	}
+	if (fstat(*fd, st) || !S_ISREG(st->st_mode)) {
+		(void)buf_addf(err, "'%s' is not a regular file", path);
+		close(*fd);
+		*fd = -1;
+		return ERR_INVALID;
+	}
+	return 0;
 }

@@ -661,17 +661,9 @@ static int s3_put(struct stor *s, const struct stor_target *t, const char *path,
 	struct stat st;
 	int fd, ret;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		(void)buf_addf(err, "cannot open '%s': %s", path,
-			       strerror(errno));
-		return errno == ENOENT ? ERR_NOTFOUND : ERR_IO;
-	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		(void)buf_addf(err, "'%s' is not a regular file", path);
-		close(fd);
-		return ERR_INVALID;
-	}
+	ret = stor__http_open_upload(path, &fd, &st, err);
+	if (ret)
+		return ret;
 	if (info)
 		memset(info, 0, sizeof(*info));
 	s3_url(s, &url, bucket, key, NULL);

@@ -6,6 +6,7 @@
  * its tests) includes this header.
  */
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include <curl/curl.h>
 #include <openssl/evp.h>
@@ -233,6 +234,14 @@ int stor__http_stat(struct stor *s, const struct stor_http_service *svc,
 /* DELETE of one object; a missing one is not an error. */
 int stor__http_delete(struct stor *s, const struct stor_http_service *svc,
 		      const char *bucket, const char *key, struct buf *err);
+
+/*
+ * Opens the file an upload sends: *fd (read-only) and *st. Returns 0, or
+ * ERR_NOTFOUND / ERR_IO (cannot open) or ERR_INVALID (not a regular
+ * file) with err saying so and nothing left open.
+ */
+int stor__http_open_upload(const char *path, int *fd, struct stat *st,
+			   struct buf *err);
 
 /* Sets the options every handle needs (buffers, timeouts). */
 void stor_http_setup(struct stor *s, CURL *c);
