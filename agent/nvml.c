@@ -95,7 +95,7 @@ fail:
 	return NULL;
 }
 
-size_t agent_nvml_sample(struct agent_nvml *n, struct api_gpu_sample *gpus,
+size_t agent_nvml_sample(struct agent_nvml *n, struct tm_gpu_sample *gpus,
 			 size_t max)
 {
 	struct nvml_utilization u;

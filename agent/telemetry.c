@@ -322,7 +322,7 @@ void agent_telemetry_release(struct agent_ctx *ctx)
 	size_t i;
 
 	for (i = 0; i < t->n; i++)
-		api_host_sample_release(&t->queue[i]);
+		tm_host_sample_release(&t->queue[i]);
 	if (t->nvml)
 		agent_nvml_close(t->nvml);
 	free(t->proc);
@@ -366,7 +366,7 @@ static int running(const struct agent_assign *a)
 }
 
 static void sample_ranks(struct agent_ctx *ctx, int64_t now,
-			 struct api_host_sample *s)
+			 struct tm_host_sample *s)
 {
 	struct agent_telemetry *t = &ctx->tm;
 	struct buf text = BUF_INIT, path = BUF_INIT;
@@ -406,7 +406,7 @@ static void sample_ranks(struct agent_ctx *ctx, int64_t now,
 		closedir(d);
 	s->ranks = xcalloc(n + 1, sizeof(*s->ranks));
 	for (i = 0; i < n && s->n_ranks < API_TELEMETRY_MAX_RANKS; i++) {
-		struct api_rank_sample *r = &s->ranks[s->n_ranks++];
+		struct tm_rank_sample *r = &s->ranks[s->n_ranks++];
 		struct agent_tm_prev *p = &trees[i].a->tm_prev;
 
 		a = trees[i].a;
@@ -431,12 +431,12 @@ static void sample_ranks(struct agent_ctx *ctx, int64_t now,
 }
 
 int agent_telemetry_sample(struct agent_ctx *ctx, int64_t now,
-			   struct api_host_sample *s)
+			   struct tm_host_sample *s)
 {
 	struct agent_telemetry *t = &ctx->tm;
 	struct buf text = BUF_INIT, path = BUF_INIT, err = BUF_INIT;
 	struct agent_cpu_times cpu;
-	struct api_gpu_sample gpus[API_TELEMETRY_MAX_GPUS];
+	struct tm_gpu_sample gpus[API_TELEMETRY_MAX_GPUS];
 	struct statvfs vfs;
 	int64_t avail = 0;
 	size_t i;
@@ -502,7 +502,7 @@ out:
 void agent_telemetry_tick(struct agent_ctx *ctx, int64_t now)
 {
 	struct agent_telemetry *t = &ctx->tm;
-	struct api_host_sample s;
+	struct tm_host_sample s;
 
 	int first = !t->have_prev;
 
@@ -516,12 +516,12 @@ void agent_telemetry_tick(struct agent_ctx *ctx, int64_t now)
 			t->next_at =
 				now +
 				(t->interval_ms < 1000 ? t->interval_ms : 1000);
-		api_host_sample_release(&s);
+		tm_host_sample_release(&s);
 		return;
 	}
 	if (t->n == API_TELEMETRY_MAX_SAMPLES) {
 		/* The controller has been away: keep the newest. */
-		api_host_sample_release(&t->queue[0]);
+		tm_host_sample_release(&t->queue[0]);
 		memmove(&t->queue[0], &t->queue[1],
 			(t->n - 1) * sizeof(t->queue[0]));
 		t->n--;
@@ -549,7 +549,7 @@ int64_t agent_telemetry_next(struct agent_ctx *ctx)
 }
 
 void agent_telemetry_take(struct agent_ctx *ctx,
-			  struct api_host_sample **samples, size_t *n)
+			  struct tm_host_sample **samples, size_t *n)
 {
 	struct agent_telemetry *t = &ctx->tm;
 
@@ -565,7 +565,7 @@ void agent_telemetry_done(struct agent_ctx *ctx, int ok)
 
 	if (ok && t->inflight) {
 		for (i = 0; i < t->inflight; i++)
-			api_host_sample_release(&t->queue[i]);
+			tm_host_sample_release(&t->queue[i]);
 		memmove(&t->queue[0], &t->queue[t->inflight],
 			(t->n - t->inflight) * sizeof(t->queue[0]));
 		t->n -= t->inflight;

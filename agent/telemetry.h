@@ -79,7 +79,7 @@ struct agent_nvml *agent_nvml_open(struct buf *err);
  * Fills gpus[0..max) with every GPU's utilisation and memory; returns how
  * many (a GPU NVML cannot read is left out).
  */
-size_t agent_nvml_sample(struct agent_nvml *n, struct api_gpu_sample *gpus,
+size_t agent_nvml_sample(struct agent_nvml *n, struct tm_gpu_sample *gpus,
 			 size_t max);
 void agent_nvml_close(struct agent_nvml *n);
 
@@ -106,7 +106,7 @@ struct agent_telemetry {
 	int nvml_tried;
 	/* Samples not yet delivered, oldest first; the first inflight of
 	 * them ride on the status POST in flight. */
-	struct api_host_sample queue[API_TELEMETRY_MAX_SAMPLES];
+	struct tm_host_sample queue[API_TELEMETRY_MAX_SAMPLES];
 	size_t n;
 	size_t inflight;
 };
@@ -125,10 +125,10 @@ int64_t agent_telemetry_next(struct agent_ctx *ctx);
  * ERR_IO when /proc could not be read.
  */
 int agent_telemetry_sample(struct agent_ctx *ctx, int64_t now,
-			   struct api_host_sample *s);
+			   struct tm_host_sample *s);
 /* The queued samples for a status body (borrowed), marked in flight. */
 void agent_telemetry_take(struct agent_ctx *ctx,
-			  struct api_host_sample **samples, size_t *n);
+			  struct tm_host_sample **samples, size_t *n);
 /* The status in flight was taken (drop its samples) or not (keep them). */
 void agent_telemetry_done(struct agent_ctx *ctx, int ok);
 void agent_telemetry_release(struct agent_ctx *ctx);

@@ -202,7 +202,7 @@ struct api_status {
 	int64_t images_pruned;
 	/* Telemetry samples, oldest first (api/telemetry.h); NULL and 0:
 	 * none in this status. */
-	struct api_host_sample *samples;
+	struct tm_host_sample *samples;
 	size_t n_samples;
 	/* Why the samples were refused (then none are kept), NULL: they
 	 * were not. Bad telemetry never fails the status: the heartbeat

@@ -42,7 +42,7 @@ void api_status_release(struct api_status *s)
 	free(s->items);
 	free(s->images_json);
 	for (i = 0; s->samples && i < s->n_samples; i++)
-		api_host_sample_release(&s->samples[i]);
+		tm_host_sample_release(&s->samples[i]);
 	free(s->samples);
 	free(s->telemetry_error);
 	memset(s, 0, sizeof(*s));

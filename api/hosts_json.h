@@ -14,7 +14,7 @@
 
 #include "common/buf.h"
 
-struct api_host_sample;
+struct tm_host_sample;
 
 struct api_host_info {
 	const char *name;
@@ -30,7 +30,7 @@ struct api_host_info {
 	int drained;
 	const char *drain_reason; /* may be NULL */
 	/* The latest telemetry sample ("telemetry", null when NULL). */
-	const struct api_host_sample *sample;
+	const struct tm_host_sample *sample;
 };
 
 /* Longest drain reason accepted. */

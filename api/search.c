@@ -68,18 +68,18 @@ static const char *const keyed_properties[] = {
 
 static const struct {
 	const char *name;
-	enum api_search_op op;
+	enum search_op op;
 } operators[] = {
-	{ "Equals", API_SEARCH_EQ },
-	{ "NotEquals", API_SEARCH_NE },
-	{ "GreaterThan", API_SEARCH_GT },
-	{ "GreaterThanOrEqualTo", API_SEARCH_GE },
-	{ "LessThan", API_SEARCH_LT },
-	{ "LessThanOrEqualTo", API_SEARCH_LE },
-	{ "Contains", API_SEARCH_CONTAINS },
-	{ "Exists", API_SEARCH_EXISTS },
-	{ "NotExists", API_SEARCH_NOT_EXISTS },
-	{ "In", API_SEARCH_IN },
+	{ "Equals", SEARCH_EQ },
+	{ "NotEquals", SEARCH_NE },
+	{ "GreaterThan", SEARCH_GT },
+	{ "GreaterThanOrEqualTo", SEARCH_GE },
+	{ "LessThan", SEARCH_LT },
+	{ "LessThanOrEqualTo", SEARCH_LE },
+	{ "Contains", SEARCH_CONTAINS },
+	{ "Exists", SEARCH_EXISTS },
+	{ "NotExists", SEARCH_NOT_EXISTS },
+	{ "In", SEARCH_IN },
 };
 
 static int known_top(const char *name, size_t len)
@@ -176,7 +176,7 @@ static int is_time(const char *name)
  * Rewrites a time filter's value, ISO 8601 or epoch seconds, as epoch
  * milliseconds in decimal, the form db/ compares.
  */
-static int time_value(struct parse *ps, struct api_search_filter *f)
+static int time_value(struct parse *ps, struct search_filter *f)
 {
 	json_t *v;
 	char *end;
@@ -202,7 +202,7 @@ static int time_value(struct parse *ps, struct api_search_filter *f)
 }
 
 static int parse_filter(struct parse *ps, const json_t *f, const char *under,
-			struct api_search_filter *out)
+			struct search_filter *out)
 {
 	const char *name = json_string_value(json_object_get(f, "Name"));
 	const char *op = json_string_value(json_object_get(f, "Operator"));
@@ -210,7 +210,7 @@ static int parse_filter(struct parse *ps, const json_t *f, const char *under,
 	size_t i;
 
 	out->name = xstrdup(name);
-	out->op = API_SEARCH_EQ;
+	out->op = SEARCH_EQ;
 	if (op) {
 		for (i = 0; i < ARRAY_SIZE(operators); i++)
 			if (!strcmp(op, operators[i].name))
@@ -229,7 +229,7 @@ static int parse_filter(struct parse *ps, const json_t *f, const char *under,
 			   "A nested filter's property must be below its "
 			   "NestedPropertyName:",
 			   name);
-	if (out->op == API_SEARCH_EXISTS || out->op == API_SEARCH_NOT_EXISTS) {
+	if (out->op == SEARCH_EXISTS || out->op == SEARCH_NOT_EXISTS) {
 		if (value)
 			return bad(ps,
 				   "Operator Exists / NotExists takes no Value; "
@@ -240,15 +240,13 @@ static int parse_filter(struct parse *ps, const json_t *f, const char *under,
 	if (!value)
 		return bad(ps, "A Value is required for the filter on", name);
 	out->value = xstrdup(json_string_value(value));
-	if (is_time(name) && out->op != API_SEARCH_IN &&
-	    out->op != API_SEARCH_CONTAINS)
+	if (is_time(name) && out->op != SEARCH_IN && out->op != SEARCH_CONTAINS)
 		return time_value(ps, out);
 	return 0;
 }
 
-static int parse_filters(struct parse *ps, const json_t *arr,
-			 const char *under, struct api_search_filter **out,
-			 size_t *n)
+static int parse_filters(struct parse *ps, const json_t *arr, const char *under,
+			 struct search_filter **out, size_t *n)
 {
 	size_t i;
 	int ret = 0;
@@ -266,7 +264,7 @@ static int parse_filters(struct parse *ps, const json_t *arr,
 }
 
 static int parse_expr(struct parse *ps, const json_t *e,
-		      struct api_search_expr *out)
+		      struct search_expr *out)
 {
 	const json_t *arr;
 	const char *op = json_string_value(json_object_get(e, "Operator"));
@@ -282,7 +280,7 @@ static int parse_expr(struct parse *ps, const json_t *e,
 				      sizeof(*out->nested));
 		for (i = 0; i < json_array_size(arr) && !ret; i++) {
 			const json_t *nf = json_array_get(arr, i);
-			struct api_search_nested *n = &out->nested[i];
+			struct search_nested *n = &out->nested[i];
 			const char *prop = json_string_value(
 				json_object_get(nf, "NestedPropertyName"));
 
@@ -394,7 +392,7 @@ out:
 	return ret;
 }
 
-static void filters_free(struct api_search_filter *f, size_t n)
+static void filters_free(struct search_filter *f, size_t n)
 {
 	size_t i;
 
@@ -405,7 +403,7 @@ static void filters_free(struct api_search_filter *f, size_t n)
 	free(f);
 }
 
-static void expr_release(struct api_search_expr *e)
+static void expr_release(struct search_expr *e)
 {
 	size_t i;
 

@@ -4,49 +4,10 @@
 #include <stddef.h>
 
 #include "common/buf.h"
-
-/*
- * Search (Resource TrainingJob): the request as a tree of filters. The
- * types are plain data so that db/ can turn a tree into SQL.
- */
-enum api_search_op {
-	API_SEARCH_EQ,
-	API_SEARCH_NE,
-	API_SEARCH_GT,
-	API_SEARCH_GE,
-	API_SEARCH_LT,
-	API_SEARCH_LE,
-	API_SEARCH_CONTAINS,
-	API_SEARCH_EXISTS,
-	API_SEARCH_NOT_EXISTS,
-	API_SEARCH_IN
-};
-
-struct api_search_filter {
-	char *name; /* property path, e.g. "Tags.team", "HyperParameters.lr" */
-	enum api_search_op op;
-	char *value; /* NULL for Exists / NotExists */
-};
-
-/* Filters that one element of a list property must meet together. */
-struct api_search_nested {
-	char *property; /* e.g. "InputDataConfig" */
-	struct api_search_filter *filters;
-	size_t n_filters;
-};
-
-struct api_search_expr {
-	struct api_search_filter *filters;
-	size_t n_filters;
-	struct api_search_nested *nested;
-	size_t n_nested;
-	struct api_search_expr *subs;
-	size_t n_subs;
-	int any; /* Operator Or; And (every member) by default */
-};
+#include "common/search_expr.h"
 
 struct api_search_request {
-	struct api_search_expr *expr; /* NULL: every job */
+	struct search_expr *expr;     /* NULL: every job */
 	char *sort_by;		      /* defaulted to LastModifiedTime */
 	int descending;		      /* SortOrder; default Descending */
 	int max_results;	      /* 1..100, default 10 */

@@ -25,89 +25,6 @@
 #define MAX_ATTEMPT 1000000
 #define MAX_NAME 256
 
-void api_host_sample_release(struct api_host_sample *s)
-{
-	size_t i;
-
-	for (i = 0; s->ranks && i < s->n_ranks; i++) {
-		free(s->ranks[i].job);
-		free(s->ranks[i].job_uid);
-		free(s->ranks[i].algo);
-	}
-	free(s->ranks);
-	free(s->gpus);
-	memset(s, 0, sizeof(*s));
-}
-
-static char *dup_or_null(const char *s)
-{
-	return s ? xstrdup(s) : NULL;
-}
-
-void api_host_sample_copy(struct api_host_sample *dst,
-			  const struct api_host_sample *src)
-{
-	size_t i;
-
-	*dst = *src;
-	dst->gpus = xcalloc(src->n_gpus + 1, sizeof(*dst->gpus));
-	if (src->n_gpus)
-		memcpy(dst->gpus, src->gpus, src->n_gpus * sizeof(*src->gpus));
-	dst->ranks = xcalloc(src->n_ranks + 1, sizeof(*dst->ranks));
-	for (i = 0; i < src->n_ranks; i++) {
-		dst->ranks[i] = src->ranks[i];
-		dst->ranks[i].job = dup_or_null(src->ranks[i].job);
-		dst->ranks[i].job_uid = dup_or_null(src->ranks[i].job_uid);
-		dst->ranks[i].algo = dup_or_null(src->ranks[i].algo);
-	}
-}
-
-static double pct(int64_t part, int64_t whole)
-{
-	if (whole <= 0 || part <= 0)
-		return 0.0;
-	return part >= whole ? 100.0 : 100.0 * (double)part / (double)whole;
-}
-
-double api_host_sample_mem_percent(const struct api_host_sample *s)
-{
-	int64_t total = s->mem_total;
-
-	if (s->mem_limit > 0 && (total <= 0 || s->mem_limit < total))
-		total = s->mem_limit;
-	return pct(s->mem_used, total);
-}
-
-double api_host_sample_disk_percent(const struct api_host_sample *s)
-{
-	return pct(s->fs_used, s->fs_total);
-}
-
-double api_host_sample_gpu_percent(const struct api_host_sample *s)
-{
-	double sum = 0.0;
-	size_t i;
-
-	for (i = 0; i < s->n_gpus; i++)
-		sum += s->gpus[i].util_percent;
-	return sum;
-}
-
-double api_host_sample_gpu_mem_percent(const struct api_host_sample *s)
-{
-	double sum = 0.0;
-	size_t i;
-
-	for (i = 0; i < s->n_gpus; i++)
-		sum += pct(s->gpus[i].mem_used, s->gpus[i].mem_total);
-	return sum;
-}
-
-double api_host_sample_cores_percent(const struct api_host_sample *s)
-{
-	return s->cpu_percent * (s->cpus > 0 ? s->cpus : 1);
-}
-
 /* ---- parsing ---- */
 
 static int bad(struct buf *err, const char *where, const char *key,
@@ -206,7 +123,7 @@ static int get_list(const json_t *o, const char *where, const char *key,
 }
 
 static int parse_gpu(const json_t *o, const char *where,
-		     struct api_gpu_sample *g, struct buf *err)
+		     struct tm_gpu_sample *g, struct buf *err)
 {
 	int ret;
 
@@ -229,7 +146,7 @@ static int parse_gpu(const json_t *o, const char *where,
 }
 
 static int parse_rank(const json_t *o, const char *where,
-		      struct api_rank_sample *r, struct buf *err)
+		      struct tm_rank_sample *r, struct buf *err)
 {
 	int ret;
 
@@ -260,7 +177,7 @@ static int parse_rank(const json_t *o, const char *where,
 }
 
 static int parse_sample(const json_t *o, const char *where,
-			struct api_host_sample *s, struct buf *err)
+			struct tm_host_sample *s, struct buf *err)
 {
 	const json_t *gpus = NULL, *ranks = NULL;
 	char m[96];
@@ -325,11 +242,11 @@ static int parse_sample(const json_t *o, const char *where,
 	return ret;
 }
 
-int api__telemetry_parse(const json_t *root, struct api_host_sample **out,
+int api__telemetry_parse(const json_t *root, struct tm_host_sample **out,
 			 size_t *n, struct buf *err)
 {
 	const json_t *arr = json_object_get(root, "telemetry");
-	struct api_host_sample *s;
+	struct tm_host_sample *s;
 	char m[64];
 	size_t i, k;
 	int ret = 0;
@@ -358,7 +275,7 @@ int api__telemetry_parse(const json_t *root, struct api_host_sample **out,
 	}
 	if (ret) {
 		for (i = 0; i < k; i++)
-			api_host_sample_release(&s[i]);
+			tm_host_sample_release(&s[i]);
 		free(s);
 		return ret;
 	}
@@ -391,7 +308,7 @@ static json_t *jpct(double v)
 	return json_real(round(v * 10.0) / 10.0);
 }
 
-static json_t *sample_json(const struct api_host_sample *s, int derived)
+static json_t *sample_json(const struct tm_host_sample *s, int derived)
 {
 	json_t *o = json_object(), *gpus = json_array(), *ranks = json_array();
 	int b = 0;
@@ -410,7 +327,7 @@ static json_t *sample_json(const struct api_host_sample *s, int derived)
 	set(&b, o, "fs_used", json_integer(s->fs_used));
 	set(&b, o, "fs_total", json_integer(s->fs_total));
 	for (i = 0; i < s->n_gpus; i++) {
-		const struct api_gpu_sample *g = &s->gpus[i];
+		const struct tm_gpu_sample *g = &s->gpus[i];
 		json_t *j = json_object();
 
 		set(&b, j, "index", json_integer(g->index));
@@ -421,7 +338,7 @@ static json_t *sample_json(const struct api_host_sample *s, int derived)
 	}
 	set(&b, o, "gpus", gpus);
 	for (i = 0; i < s->n_ranks; i++) {
-		const struct api_rank_sample *r = &s->ranks[i];
+		const struct tm_rank_sample *r = &s->ranks[i];
 		json_t *j = json_object();
 
 		set(&b, j, "job", json_string(r->job));
@@ -436,12 +353,12 @@ static json_t *sample_json(const struct api_host_sample *s, int derived)
 	}
 	set(&b, o, "ranks", ranks);
 	if (derived) {
-		set(&b, o, "mem_percent", jpct(api_host_sample_mem_percent(s)));
+		set(&b, o, "mem_percent", jpct(tm_host_sample_mem_percent(s)));
 		set(&b, o, "disk_percent",
-		    jpct(api_host_sample_disk_percent(s)));
-		set(&b, o, "gpu_percent", jpct(api_host_sample_gpu_percent(s)));
+		    jpct(tm_host_sample_disk_percent(s)));
+		set(&b, o, "gpu_percent", jpct(tm_host_sample_gpu_percent(s)));
 		set(&b, o, "gpu_mem_percent",
-		    jpct(api_host_sample_gpu_mem_percent(s)));
+		    jpct(tm_host_sample_gpu_mem_percent(s)));
 	}
 	if (b) {
 		json_decref(o);
@@ -450,7 +367,7 @@ static json_t *sample_json(const struct api_host_sample *s, int derived)
 	return o;
 }
 
-json_t *api__telemetry_json(const struct api_host_sample *s, size_t n)
+json_t *api__telemetry_json(const struct tm_host_sample *s, size_t n)
 {
 	json_t *arr = json_array();
 	int b = 0;
@@ -476,12 +393,12 @@ static int finish(json_t *v, struct buf *out)
 	return ret;
 }
 
-json_t *api__host_sample_json(const struct api_host_sample *s)
+json_t *api__host_sample_json(const struct tm_host_sample *s)
 {
 	return sample_json(s, 1);
 }
 
-int api_host_sample_build(const struct api_host_sample *s, struct buf *out)
+int api_host_sample_build(const struct tm_host_sample *s, struct buf *out)
 {
 	return finish(sample_json(s, 1), out);
 }
@@ -497,7 +414,7 @@ static json_t *rate(int64_t now, int64_t before, int64_t dt_ms)
 
 int api_telemetry_series_build(const char *host, int64_t start_ms,
 			       int64_t end_ms, int truncated,
-			       const struct api_host_sample *s, size_t n,
+			       const struct tm_host_sample *s, size_t n,
 			       struct buf *out)
 {
 	json_t *root = json_object(), *arr = json_array();

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "common/buf.h"
+#include "common/tm_sample.h"
 
 /*
  * What the parser accepts in one status message: a bigger batch or list
@@ -24,68 +25,6 @@
 #define API_TELEMETRY_MAX_GPUS 64    /* GPUs of one sample */
 #define API_TELEMETRY_MAX_RANKS 256  /* assignments of one sample */
 
-/* One GPU as NVML reports it. */
-struct api_gpu_sample {
-	int index;
-	double util_percent; /* 0..100: time a kernel ran */
-	int64_t mem_used;    /* bytes */
-	int64_t mem_total;   /* bytes */
-};
-
-/*
- * One assignment's process trees (the ranks of a job on this host and
- * their descendants) over the last interval.
- */
-struct api_rank_sample {
-	char *job;
-	char *job_uid; /* may be NULL */
-	int attempt;
-	char *algo;
-	double cpu_percent; /* of one core: 250 = two and a half cores */
-	int64_t rss_bytes;
-	int procs; /* processes counted */
-};
-
-/* One sample of a host. Counters are cumulative since the host booted. */
-struct api_host_sample {
-	int64_t ts_ms;	    /* wall clock, epoch ms */
-	double cpu_percent; /* of all cores over the last interval, 0..100 */
-	int cpus;	    /* online CPUs */
-	int64_t mem_used;   /* bytes: MemTotal - MemAvailable */
-	int64_t mem_total;  /* bytes */
-	int64_t mem_limit;  /* the agent's cgroup v2 memory.max; -1: none */
-	int64_t disk_read;  /* bytes read from block devices */
-	int64_t disk_write; /* bytes written to block devices */
-	int64_t net_rx;	    /* bytes received, loopback excluded */
-	int64_t net_tx;	    /* bytes sent, loopback excluded */
-	int64_t fs_used;    /* bytes used on the work directory's disk */
-	int64_t fs_total;   /* bytes of that disk */
-	struct api_gpu_sample *gpus;
-	size_t n_gpus;
-	struct api_rank_sample *ranks;
-	size_t n_ranks;
-};
-
-/* Frees what s owns and zeroes it. */
-void api_host_sample_release(struct api_host_sample *s);
-
-/* A deep copy of src into dst. */
-void api_host_sample_copy(struct api_host_sample *dst,
-			  const struct api_host_sample *src);
-
-/*
- * Derived figures, as SageMaker publishes its host metrics: memory used
- * of the smaller of the limit and the total (0..100), disk space used
- * (0..100), the sum of every GPU's utilisation and of every GPU's memory
- * use (each 0..100 times the GPUs), and the sum of every core's use
- * (0..100 times the CPUs).
- */
-double api_host_sample_mem_percent(const struct api_host_sample *s);
-double api_host_sample_disk_percent(const struct api_host_sample *s);
-double api_host_sample_gpu_percent(const struct api_host_sample *s);
-double api_host_sample_gpu_mem_percent(const struct api_host_sample *s);
-double api_host_sample_cores_percent(const struct api_host_sample *s);
-
 /*
  * The "telemetry" member of a status message: reads root's member into
  * *out and *n (NULL and 0 when absent or null; caller releases each and
@@ -93,14 +32,14 @@ double api_host_sample_cores_percent(const struct api_host_sample *s);
  * ("telemetry[3].cpu_percent must be 0..100"); nothing to free then.
  * Internal to api/: agent_status.c calls it from api_status_parse().
  */
-int api__telemetry_parse(const json_t *root, struct api_host_sample **out,
+int api__telemetry_parse(const json_t *root, struct tm_host_sample **out,
 			 size_t *n, struct buf *err);
 
 /* One sample as api_host_sample_build() writes it (a new reference). */
-json_t *api__host_sample_json(const struct api_host_sample *s);
+json_t *api__host_sample_json(const struct tm_host_sample *s);
 
 /* The JSON array of samples s[0..n) (a new reference), NULL: no memory. */
-json_t *api__telemetry_json(const struct api_host_sample *s, size_t n);
+json_t *api__telemetry_json(const struct tm_host_sample *s, size_t n);
 
 /*
  * One sample as the controller serves it: the members above plus the
@@ -108,7 +47,7 @@ json_t *api__telemetry_json(const struct api_host_sample *s, size_t n);
  * "gpu_mem_percent"). Appends compact JSON to out; 0, ERR_TOOBIG or
  * ERR_NOMEM.
  */
-int api_host_sample_build(const struct api_host_sample *s, struct buf *out);
+int api_host_sample_build(const struct tm_host_sample *s, struct buf *out);
 
 /*
  * GET /v1/hosts/{name}/telemetry: {"host", "start_ms", "end_ms",
@@ -119,7 +58,7 @@ int api_host_sample_build(const struct api_host_sample *s, struct buf *out);
  */
 int api_telemetry_series_build(const char *host, int64_t start_ms,
 			       int64_t end_ms, int truncated,
-			       const struct api_host_sample *s, size_t n,
+			       const struct tm_host_sample *s, size_t n,
 			       struct buf *out);
 
 /* One sample of the host a job's node ran on, while it ran the job. */

@@ -110,7 +110,7 @@ static json_t *hosts_json(const struct api_web_host *h, size_t n, int *bad)
 		set_str(o, "error", h[i].error, bad);
 		if (h[i].telemetry) {
 			json_t *t = api__host_sample_json(h[i].telemetry);
-			const struct api_rank_sample *r = h[i].job_procs;
+			const struct tm_rank_sample *r = h[i].job_procs;
 			json_t *j = json_null();
 
 			if (r) {

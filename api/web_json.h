@@ -23,8 +23,8 @@
 #include "api/agent_proto.h"
 #include "common/buf.h"
 
-struct api_host_sample;
-struct api_rank_sample;
+struct tm_host_sample;
+struct tm_rank_sample;
 
 /* One row of the jobs list. */
 struct api_web_job {
@@ -60,8 +60,8 @@ struct api_web_host {
 	/* The host's latest telemetry sample ("telemetry", null when
 	 * NULL), and the job's processes on it in that sample (its "job"
 	 * member: cpu_percent, rss_bytes, procs; null when NULL). */
-	const struct api_host_sample *telemetry;
-	const struct api_rank_sample *job_procs;
+	const struct tm_host_sample *telemetry;
+	const struct tm_rank_sample *job_procs;
 };
 
 /* The rank that failed first (in time) in the current attempt. */

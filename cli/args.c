@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,17 @@
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("trainctl: error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
 
 void cli_strv_push(struct cli_strv *sv, const char *s)
 {

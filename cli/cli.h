@@ -98,13 +98,13 @@ void cli_getopt_reset(void);
 int cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* Prints "trainctl: error: <msg>" to stderr. */
-void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
 /* Looks a command up by name; NULL when unknown. */
 const struct cli_cmd *cli_cmd_find(const char *name);
 
-/* --- args.c: argument helpers (no I/O except cli_read_input) ------- */
+/* --- args.c: argument helpers and the error line ---------------- */
+
+/* Prints "trainctl: error: <msg>" to stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* A growable vector of borrowed strings, for repeatable flags. */
 struct cli_strv {
@@ -157,6 +157,37 @@ const char *cli_time(int64_t ms, char *out, size_t size);
  */
 int cli_parse_name(struct cli_ctx *ctx, const struct cli_cmd *cmd, int argc,
 		   char **argv, const char *what, const char **name_out);
+
+struct cli_reply;
+
+/*
+ * A kind of object the API names in a request body ({"TrainingJobName":
+ * NAME}, {"HyperParameterTuningJobName": NAME}); named.c.
+ */
+struct cli_named {
+	const char *what; /* "job", "tuning job": the argument in messages */
+	/* Writes the request body naming name; nonzero: an invalid name. */
+	int (*build)(const char *name, struct buf *body);
+	int usage_on_bad_name; /* an invalid name prints the global usage */
+};
+
+/*
+ * Calls op with the body naming name. Returns cli_call()'s code, or
+ * CLI_EXIT_USAGE (message printed) when the name is invalid.
+ */
+int cli_named_call(struct cli_ctx *ctx, const struct cli_named *kind,
+		   const char *op, const char *name, struct cli_reply *reply);
+
+/* Prints a reply in text form; nonzero (err says why) when malformed. */
+typedef int cli_named_show_fn(const struct cli_reply *reply, struct buf *err);
+
+/*
+ * The whole of "COMMAND NAME [common options]" calling op: the JSON reply
+ * with --output json, else show()'s text (nothing when show is NULL).
+ */
+int cli_named_cmd(struct cli_ctx *ctx, const struct cli_named *kind,
+		  const char *op, cli_named_show_fn *show, int argc,
+		  char **argv);
 
 /*
  * A "Label            value" line of a describe command; nothing for an
@@ -241,7 +272,7 @@ int cli_call(struct cli_ctx *ctx, const char *op, const struct buf *body,
  */
 void cli_print_json(const struct cli_reply *reply);
 
-/* --- cmd_create.c: a training job's definition from flags ------------- */
+/* --- jobdef.c: a training job's definition from flags ----------------- */
 
 /*
  * getopt_long values of the definition flags. Each command's table names

@@ -69,7 +69,7 @@ static int find_script(const struct buf *bindir, struct buf *out)
 			  strerror(errno));
 		return -1;
 	}
-	for (i = 0; i < sizeof(script_names) / sizeof(script_names[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(script_names); i++) {
 		buf_reset(out);
 		(void)buf_addf(out, "%s/%s", bindir->data, script_names[i]);
 		if (!access(out->data, R_OK)) {

@@ -20,20 +20,11 @@
  */
 
 /* Sends {"TrainingJobName": name} as op. Returns an exit code. */
-static int name_call(struct cli_ctx *ctx, const char *op, const char *name,
-		     struct cli_reply *reply)
-{
-	struct buf body = BUF_INIT;
-	int rc;
-
-	if (api_name_request_build(name, &body)) {
-		buf_release(&body);
-		return cli_usage_error(NULL, "invalid job name '%s'", name);
-	}
-	rc = cli_call(ctx, op, &body, reply);
-	buf_release(&body);
-	return rc;
-}
+static const struct cli_named training_job = {
+	.what = "job",
+	.build = api_name_request_build,
+	.usage_on_bad_name = 1,
+};
 
 static void print_record(const struct api_job_record *r)
 {
@@ -75,64 +66,34 @@ static void print_record(const struct api_job_record *r)
 	}
 }
 
-int cli_cmd_describe(struct cli_ctx *ctx, int argc, char **argv)
+static int show_record(const struct cli_reply *reply, struct buf *err)
 {
-	const struct cli_cmd *cmd = cli_cmd_find(argv[0]);
-	struct cli_reply reply = CLI_REPLY_INIT;
 	struct api_job_record rec;
-	struct buf err = BUF_INIT;
-	const char *name = NULL;
-	int rc;
 
-	rc = cli_parse_name(ctx, cmd, argc, argv, "job", &name);
-	if (rc)
-		return rc < 0 ? CLI_EXIT_OK : rc;
-	rc = name_call(ctx, "DescribeTrainingJob", name, &reply);
-	if (rc)
-		goto out;
-	if (ctx->output == CLI_OUTPUT_JSON) {
-		cli_print_json(&reply);
-	} else if (api_job_record_from_json(reply.body.data, reply.body.len,
-					    &rec, &err)) {
-		cli_error("malformed response: %s", err.data);
-		rc = CLI_EXIT_TRANSPORT;
-	} else {
-		print_record(&rec);
-		api_job_record_release(&rec);
-	}
-out:
-	buf_release(&err);
-	cli_reply_release(&reply);
-	return rc;
+	if (api_job_record_from_json(reply->body.data, reply->body.len, &rec,
+				     err))
+		return -1;
+	print_record(&rec);
+	api_job_record_release(&rec);
+	return 0;
 }
 
-/* Shared body of stop and delete: no output but the JSON one. */
-static int simple_name_cmd(struct cli_ctx *ctx, int argc, char **argv,
-			   const char *op)
+int cli_cmd_describe(struct cli_ctx *ctx, int argc, char **argv)
 {
-	const struct cli_cmd *cmd = cli_cmd_find(argv[0]);
-	struct cli_reply reply = CLI_REPLY_INIT;
-	const char *name = NULL;
-	int rc;
-
-	rc = cli_parse_name(ctx, cmd, argc, argv, "job", &name);
-	if (rc)
-		return rc < 0 ? CLI_EXIT_OK : rc;
-	rc = name_call(ctx, op, name, &reply);
-	if (!rc && ctx->output == CLI_OUTPUT_JSON)
-		cli_print_json(&reply);
-	cli_reply_release(&reply);
-	return rc;
+	return cli_named_cmd(ctx, &training_job, "DescribeTrainingJob",
+			     show_record, argc, argv);
 }
 
 int cli_cmd_stop(struct cli_ctx *ctx, int argc, char **argv)
 {
-	return simple_name_cmd(ctx, argc, argv, "StopTrainingJob");
+	return cli_named_cmd(ctx, &training_job, "StopTrainingJob", NULL, argc,
+			     argv);
 }
 
 int cli_cmd_delete(struct cli_ctx *ctx, int argc, char **argv)
 {
-	return simple_name_cmd(ctx, argc, argv, "DeleteTrainingJob");
+	return cli_named_cmd(ctx, &training_job, "DeleteTrainingJob", NULL,
+			     argc, argv);
 }
 
 /* --- list-training-jobs ------------------------------------------------- */

@@ -38,20 +38,10 @@ static const char *or_dash(const char *s)
 }
 
 /* Sends {"HyperParameterTuningJobName": name} as op. */
-static int tuning_name_call(struct cli_ctx *ctx, const char *op,
-			    const char *name, struct cli_reply *reply)
-{
-	struct buf body = BUF_INIT;
-	int rc;
-
-	if (api_tuning_name_request_build(name, &body)) {
-		cli_error("invalid tuning job name '%s'", name);
-		return CLI_EXIT_USAGE;
-	}
-	rc = cli_call(ctx, op, &body, reply);
-	buf_release(&body);
-	return rc;
-}
+static const struct cli_named tuning_job = {
+	.what = "tuning job",
+	.build = api_tuning_name_request_build,
+};
 
 /* "0.1234" of a final objective metric, "-" when it has no value. */
 static void objective_text(const struct api_tuning_child *c, char *out,
@@ -308,65 +298,34 @@ static void print_tuning(const struct api_tuning_desc *d)
 	buf_release(&line);
 }
 
-int cli_cmd_tuning_describe(struct cli_ctx *ctx, int argc, char **argv)
+static int show_tuning(const struct cli_reply *reply, struct buf *err)
 {
-	const struct cli_cmd *cmd = cli_cmd_find(argv[0]);
-	struct cli_reply reply = CLI_REPLY_INIT;
 	struct api_tuning_desc d;
-	struct buf err = BUF_INIT;
-	const char *name = NULL;
-	int rc;
 
-	rc = cli_parse_name(ctx, cmd, argc, argv, "tuning job", &name);
-	if (rc)
-		return rc < 0 ? CLI_EXIT_OK : rc;
-	rc = tuning_name_call(ctx, "DescribeHyperParameterTuningJob", name,
-			      &reply);
-	if (!rc && ctx->output == CLI_OUTPUT_JSON) {
-		cli_print_json(&reply);
-	} else if (!rc) {
-		if (api_tuning_desc_parse(reply.body.data, reply.body.len, &d,
-					  &err)) {
-			cli_error("malformed response: %s", err.data);
-			rc = CLI_EXIT_TRANSPORT;
-		} else {
-			print_tuning(&d);
-			api_tuning_desc_release(&d);
-		}
-	}
-	buf_release(&err);
-	cli_reply_release(&reply);
-	return rc;
+	if (api_tuning_desc_parse(reply->body.data, reply->body.len, &d, err))
+		return -1;
+	print_tuning(&d);
+	api_tuning_desc_release(&d);
+	return 0;
 }
 
-static int simple_tuning_cmd(struct cli_ctx *ctx, int argc, char **argv,
-			     const char *op)
+int cli_cmd_tuning_describe(struct cli_ctx *ctx, int argc, char **argv)
 {
-	const struct cli_cmd *cmd = cli_cmd_find(argv[0]);
-	struct cli_reply reply = CLI_REPLY_INIT;
-	const char *name = NULL;
-	int rc;
-
-	rc = cli_parse_name(ctx, cmd, argc, argv, "tuning job", &name);
-	if (rc)
-		return rc < 0 ? CLI_EXIT_OK : rc;
-	rc = tuning_name_call(ctx, op, name, &reply);
-	if (!rc && ctx->output == CLI_OUTPUT_JSON)
-		cli_print_json(&reply);
-	cli_reply_release(&reply);
-	return rc;
+	return cli_named_cmd(ctx, &tuning_job,
+			     "DescribeHyperParameterTuningJob", show_tuning,
+			     argc, argv);
 }
 
 int cli_cmd_tuning_stop(struct cli_ctx *ctx, int argc, char **argv)
 {
-	return simple_tuning_cmd(ctx, argc, argv,
-				 "StopHyperParameterTuningJob");
+	return cli_named_cmd(ctx, &tuning_job, "StopHyperParameterTuningJob",
+			     NULL, argc, argv);
 }
 
 int cli_cmd_tuning_delete(struct cli_ctx *ctx, int argc, char **argv)
 {
-	return simple_tuning_cmd(ctx, argc, argv,
-				 "DeleteHyperParameterTuningJob");
+	return cli_named_cmd(ctx, &tuning_job, "DeleteHyperParameterTuningJob",
+			     NULL, argc, argv);
 }
 
 /* --- the two lists ----------------------------------------------------------

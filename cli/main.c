@@ -11,6 +11,7 @@
 #include <curl/curl.h>
 
 #include "cli/cli.h"
+#include "common/xalloc.h"
 #include "common/banned.h"
 
 static int cmd_help(struct cli_ctx *ctx, int argc, char **argv);
@@ -118,7 +119,7 @@ static const struct cli_cmd commands[] = {
 	{ "help", cmd_help, "help [COMMAND]", "show this help" },
 };
 
-#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+#define N_COMMANDS ARRAY_SIZE(commands)
 
 static const char global_usage[] =
 	"usage: trainctl [--endpoint URL] [--output table|json] [--region R] "
@@ -229,17 +230,6 @@ static void print_help(FILE *f)
 	      "server could not be reached,\n3/4/5 wait: Failed/Stopped/"
 	      "timeout, 129 usage error\n",
 	      f);
-}
-
-void cli_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("trainctl: error: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
 }
 
 int cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)

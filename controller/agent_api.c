@@ -270,7 +270,7 @@ static enum ctrl_route_result do_status(struct ctrl_ctx *ctx,
 		 */
 		ctrl_tm_ingest(ctx, host, st.samples, st.n_samples);
 		for (i = 0; i < st.n_samples; i++)
-			api_host_sample_release(&st.samples[i]);
+			tm_host_sample_release(&st.samples[i]);
 		FREE_AND_NULL(st.samples);
 		st.n_samples = 0;
 		if (!api_status_build(&st, &bare)) {

@@ -315,7 +315,7 @@ void ctrl_hosts_release(struct ctrl_ctx *ctx)
 		free(h->known_hosts);
 		free(h->agent_path);
 		free(h->prov_error);
-		api_host_sample_release(&h->tm_latest);
+		tm_host_sample_release(&h->tm_latest);
 		free(h);
 	}
 	free(ctx->hosts);
@@ -549,7 +549,7 @@ void ctrl_hosts_list(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	size_t n_as = 0, n_pools = 0;
 	size_t i, k, p;
 	int *seen, *pool_seen;
-	struct api_host_sample *tm;
+	struct tm_host_sample *tm;
 	size_t n_tm;
 
 	(void)db_assignments_list(ctx->db, NULL, NULL, 0, &as, &n_as, &err);
@@ -624,7 +624,7 @@ void ctrl_hosts_list(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	n_tm = ctx->n_hosts;
 	pthread_mutex_unlock(&ctx->hosts_lock);
 	for (i = 0; i < n_tm; i++)
-		api_host_sample_release(&tm[i]);
+		tm_host_sample_release(&tm[i]);
 	free(tm);
 	free(info);
 	free(algo);

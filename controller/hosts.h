@@ -72,7 +72,7 @@ struct ctrl_host {
 	struct ctrl_waiter *waiters;
 	/* Telemetry (controller/telemetry.c): the newest sample (valid
 	 * when have_tm) and the time of the last one taken. */
-	struct api_host_sample tm_latest;
+	struct tm_host_sample tm_latest;
 	int have_tm;
 	int64_t tm_last_ts;
 	/* Embedded local cluster only: the agent process we started. */

@@ -111,10 +111,10 @@ int db_tags_list(struct db *db, enum db_tag_kind kind, const char *name,
 		 size_t *n, int *more, struct buf *err);
 void db_tags_free(struct db_tag *tags, size_t n);
 
-/* Search over jobs (api/search.h has the filter tree). */
-struct api_search_expr;
+/* Search over jobs (common/search_expr.h has the filter tree). */
+struct search_expr;
 struct db_search_query {
-	const struct api_search_expr *expr; /* NULL: every job */
+	const struct search_expr *expr;	    /* NULL: every job */
 	const char *sort_by;		    /* a property name */
 	int descending;
 	const char *owner; /* only this owner's jobs; NULL: everyone's */

@@ -60,6 +60,53 @@ void db__reader_put(struct db *db, struct db__conn *c);
 sqlite3 *db__reader_acquire(struct db *db, void **handle);
 void db__reader_release(struct db *db, void *handle);
 
+/*
+ * One read query (rows.c). bind, when set, binds the parameters
+ * (db__bind_text1: bind_arg is the text of ?1). The two texts name what
+ * failed in db__error()'s message.
+ */
+struct db__query {
+	const char *sql;
+	const char *prepare_what; /* "cannot prepare tuning list" */
+	const char *step_what;	  /* "cannot list tuning jobs" */
+	void (*bind)(sqlite3_stmt *st, const void *bind_arg);
+	const void *bind_arg;
+};
+
+/*
+ * Called on each row: returns 0 for the next one, a positive number to stop
+ * (a lookup that found its row), or a negative code to fail with.
+ */
+typedef int db__row_fn(sqlite3_stmt *st, void *arg);
+
+/*
+ * Runs q on a pooled reader: prepare, bind, row() on each row, finalize,
+ * release. Returns 0, row's negative code, or ERR_DB (err says why).
+ */
+int db__rows(struct db *db, const struct db__query *q, db__row_fn *row,
+	     void *arg, struct buf *err);
+
+/* A db__query bind: ?1 is the text bind_arg (NULL binds NULL). */
+void db__bind_text1(sqlite3_stmt *st, const void *text);
+
+/* The first column of each row of q, copied; on failure *names is NULL. */
+int db__names(struct db *db, const struct db__query *q, char ***names,
+	      size_t *n, struct buf *err);
+
+/*
+ * A growing array of rows for a db__row_fn: db__vec_push() appends a
+ * zeroed element of size bytes and returns it. v is the caller's to free.
+ */
+struct db__vec {
+	void *v;
+	size_t n, alloc, size;
+};
+#define DB__VEC_INIT(size)         \
+	{                          \
+		NULL, 0, 0, (size) \
+	}
+void *db__vec_push(struct db__vec *a);
+
 /* A copy of column i's text, or NULL. */
 char *db__col_dup(sqlite3_stmt *st, int i);
 

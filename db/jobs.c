@@ -459,31 +459,35 @@ out:
 	return ret;
 }
 
+/* db_jobs_with_status()'s callback and its argument. */
+struct name_visit {
+	void (*fn)(const char *name, void *arg);
+	void *arg;
+};
+
+static int visit_row(sqlite3_stmt *st, void *arg)
+{
+	struct name_visit *v = arg;
+
+	v->fn((const char *)sqlite3_column_text(st, 0), v->arg);
+	return 0;
+}
+
 int db_jobs_with_status(struct db *db, const char *status,
 			void (*fn)(const char *name, void *arg), void *arg,
 			struct buf *err)
 {
-	struct db__conn *c = db__reader_get(db);
-	sqlite3_stmt *st = NULL;
-	int ret = 0;
-	int rc;
+	struct db__query q = {
+		.sql = "SELECT name FROM jobs WHERE status = ?1 ORDER BY "
+		       "creation_ms, id",
+		.prepare_what = "cannot prepare scan",
+		.step_what = "cannot scan jobs",
+		.bind = db__bind_text1,
+		.bind_arg = status,
+	};
+	struct name_visit v = { fn, arg };
 
-	if (sqlite3_prepare_v2(c->db,
-			       "SELECT name FROM jobs WHERE status = ?1 "
-			       "ORDER BY creation_ms, id",
-			       -1, &st, NULL) != SQLITE_OK) {
-		ret = db__error(c->db, "cannot prepare scan", err);
-		goto out;
-	}
-	db__bind_text(st, 1, status);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		fn((const char *)sqlite3_column_text(st, 0), arg);
-	if (rc != SQLITE_DONE)
-		ret = db__error(c->db, "cannot scan jobs", err);
-out:
-	sqlite3_finalize(st);
-	db__reader_put(db, c);
-	return ret;
+	return db__rows(db, &q, visit_row, &v, err);
 }
 
 int64_t db_job_count(struct db *db, const char *status)

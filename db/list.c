@@ -260,6 +260,45 @@ static const char statuses_cte[] =
 	"UNION ALL SELECT (SELECT min(status) FROM jobs WHERE status > x) "
 	"FROM statuses WHERE x IS NOT NULL) ";
 
+/* The SELECT's head and q's warm-pool and owner terms. */
+static int list_head(struct buf *sql, const struct db_list_query *q,
+		     int many_owned)
+{
+	return (status_by_window(q) && buf_adds(sql, statuses_cte)) ||
+	       buf_adds(
+		       sql,
+		       "SELECT id, name, arn, status, secondary_status, "
+		       "failure_reason, model_artifacts, NULL, instance_type, "
+		       "instance_count, creation_ms, last_modified_ms, start_ms, "
+		       "end_ms, training_s, billable_s, attempt, owner, "
+		       "wp_status, wp_since_ms, wp_end_ms, wp_reused_by "
+		       "FROM jobs WHERE 1") ||
+	       (q->warm_pool_status && buf_adds(sql, " AND wp_status = ?17")) ||
+	       (q->owner && buf_adds(sql, many_owned ? " AND +owner = ?16" :
+						       " AND owner = ?16"));
+}
+
+/* q's name, status, time, type and tag terms. */
+static int list_filters(struct buf *sql, const struct db_list_query *q,
+			int few_tags)
+{
+	return (q->name_contains &&
+		buf_adds(sql, " AND name LIKE ?10 ESCAPE '\\'")) ||
+	       (q->status && buf_adds(sql, " AND status = ?11")) ||
+	       (status_by_window(q) &&
+		buf_adds(sql, " AND status IN (SELECT x FROM statuses)")) ||
+	       (q->created_after_ms &&
+		buf_adds(sql, " AND creation_ms > ?12")) ||
+	       (q->created_before_ms &&
+		buf_adds(sql, " AND creation_ms < ?13")) ||
+	       (q->modified_after_ms &&
+		buf_adds(sql, " AND last_modified_ms > ?14")) ||
+	       (q->modified_before_ms &&
+		buf_adds(sql, " AND last_modified_ms < ?15")) ||
+	       (q->instance_type && buf_adds(sql, list_type_term(q))) ||
+	       (q->tag_key && buf_adds(sql, tag_term[!!few_tags]));
+}
+
 /*
  * The SELECT for q: its filters, then the order and the keyset; few_tags:
  * q's tag is on at most TAG_FEW jobs; many_owned: q's owner has more than
@@ -268,30 +307,7 @@ static const char statuses_cte[] =
 static void list_sql(struct buf *sql, const struct db_list_query *q,
 		     int have_key, int few_tags, int many_owned)
 {
-	if ((status_by_window(q) && buf_adds(sql, statuses_cte)) ||
-	    buf_adds(sql,
-		     "SELECT id, name, arn, status, secondary_status, "
-		     "failure_reason, model_artifacts, NULL, instance_type, "
-		     "instance_count, creation_ms, last_modified_ms, start_ms, "
-		     "end_ms, training_s, billable_s, attempt, owner, "
-		     "wp_status, wp_since_ms, wp_end_ms, wp_reused_by "
-		     "FROM jobs WHERE 1") ||
-	    (q->warm_pool_status && buf_adds(sql, " AND wp_status = ?17")) ||
-	    (q->owner && buf_adds(sql, many_owned ? " AND +owner = ?16" :
-						    " AND owner = ?16")) ||
-	    (q->name_contains &&
-	     buf_adds(sql, " AND name LIKE ?10 ESCAPE '\\'")) ||
-	    (q->status && buf_adds(sql, " AND status = ?11")) ||
-	    (status_by_window(q) &&
-	     buf_adds(sql, " AND status IN (SELECT x FROM statuses)")) ||
-	    (q->created_after_ms && buf_adds(sql, " AND creation_ms > ?12")) ||
-	    (q->created_before_ms && buf_adds(sql, " AND creation_ms < ?13")) ||
-	    (q->modified_after_ms &&
-	     buf_adds(sql, " AND last_modified_ms > ?14")) ||
-	    (q->modified_before_ms &&
-	     buf_adds(sql, " AND last_modified_ms < ?15")) ||
-	    (q->instance_type && buf_adds(sql, list_type_term(q))) ||
-	    (q->tag_key && buf_adds(sql, tag_term[!!few_tags])))
+	if (list_head(sql, q, many_owned) || list_filters(sql, q, few_tags))
 		BUG("unbounded buffer reported too big");
 	add_order(sql, q->sort, q->descending, have_key);
 }

@@ -219,30 +219,37 @@ int db_attempt_planned(struct db *db, const char *job, int attempt,
 	return ret;
 }
 
+/* A lookup's one row: its first column, found set. */
+struct text_hit {
+	char **text;
+	int found;
+};
+
+static int text_row(sqlite3_stmt *st, void *arg)
+{
+	struct text_hit *hit = arg;
+
+	*hit->text = db__col_dup(st, 0);
+	hit->found = 1;
+	return 1;
+}
+
 int db_job_owner(struct db *db, const char *job, char **owner, struct buf *err)
 {
-	void *h;
-	sqlite3 *conn = db__reader_acquire(db, &h);
-	sqlite3_stmt *st =
-		prep(conn, "SELECT owner FROM jobs WHERE name = ?1", err);
-	int ret = ERR_DB;
-	int rc;
+	struct db__query q = {
+		.sql = "SELECT owner FROM jobs WHERE name = ?1",
+		.prepare_what = "cannot prepare",
+		.step_what = "cannot read job",
+		.bind = db__bind_text1,
+		.bind_arg = job,
+	};
+	struct text_hit hit = { owner, 0 };
+	int ret;
 
 	*owner = NULL;
-	if (st) {
-		db__bind_text(st, 1, job);
-		rc = sqlite3_step(st);
-		if (rc == SQLITE_ROW) {
-			*owner = db__col_dup(st, 0);
-			ret = 0;
-		} else if (rc == SQLITE_DONE) {
-			ret = ERR_NOTFOUND;
-		} else {
-			ret = db__error(conn, "cannot read job", err);
-		}
-		sqlite3_finalize(st);
-	}
-	db__reader_release(db, h);
+	ret = db__rows(db, &q, text_row, &hit, err);
+	if (!ret && !hit.found)
+		ret = ERR_NOTFOUND;
 	return ret;
 }
 
@@ -303,39 +310,35 @@ void db_host_drains_free(struct db_host_drain *v, size_t n)
 	free(v);
 }
 
+static int drain_row(sqlite3_stmt *st, void *arg)
+{
+	struct db_host_drain *d = db__vec_push(arg);
+
+	d->host = db__col_dup(st, 0);
+	d->reason = db__col_dup(st, 1);
+	d->since_ms = sqlite3_column_int64(st, 2);
+	return 0;
+}
+
 int db_host_drains_list(struct db *db, struct db_host_drain **out, size_t *n,
 			struct buf *err)
 {
-	void *h;
-	sqlite3 *conn = db__reader_acquire(db, &h);
-	sqlite3_stmt *st = prep(conn,
-				"SELECT host, reason, since_ms FROM "
-				"host_drains ORDER BY host",
-				err);
-	size_t cap = 0;
-	int rc, ret = 0;
+	static const struct db__query q = {
+		.sql = "SELECT host, reason, since_ms FROM host_drains ORDER "
+		       "BY host",
+		.prepare_what = "cannot prepare",
+		.step_what = "cannot list drained hosts",
+	};
+	struct db__vec a = DB__VEC_INIT(sizeof(**out));
+	int ret = db__rows(db, &q, drain_row, &a, err);
 
-	*out = NULL;
-	*n = 0;
-	if (!st) {
-		db__reader_release(db, h);
-		return ERR_DB;
+	if (ret) {
+		db_host_drains_free(a.v, a.n);
+		a.v = NULL;
+		a.n = 0;
 	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		ALLOC_GROW(*out, *n + 1, cap);
-		(*out)[*n].host = db__col_dup(st, 0);
-		(*out)[*n].reason = db__col_dup(st, 1);
-		(*out)[*n].since_ms = sqlite3_column_int64(st, 2);
-		(*n)++;
-	}
-	if (rc != SQLITE_DONE) {
-		ret = db__error(conn, "cannot list drained hosts", err);
-		db_host_drains_free(*out, *n);
-		*out = NULL;
-		*n = 0;
-	}
-	sqlite3_finalize(st);
-	db__reader_release(db, h);
+	*out = a.v;
+	*n = a.n;
 	return ret;
 }
 
@@ -370,104 +373,100 @@ int db_attempt_info(struct db *db, const char *job, int attempt, int *port,
 int db_assignment_hosts(struct db *db, char ***hosts, size_t *n,
 			struct buf *err)
 {
-	void *h;
-	sqlite3 *conn = db__reader_acquire(db, &h);
-	sqlite3_stmt *st = prep(conn,
-				"SELECT DISTINCT host FROM assignments "
-				"INDEXED BY assignments_by_host",
-				err);
-	size_t cap = 0;
-	int ret = 0;
-	int rc;
+	static const struct db__query q = {
+		.sql = "SELECT DISTINCT host FROM assignments INDEXED BY "
+		       "assignments_by_host",
+		.prepare_what = "cannot prepare",
+		.step_what = "cannot list busy hosts",
+	};
 
-	*hosts = NULL;
-	*n = 0;
-	if (!st) {
-		db__reader_release(db, h);
-		return ERR_DB;
-	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		ALLOC_GROW(*hosts, *n + 1, cap);
-		(*hosts)[(*n)++] = db__col_dup(st, 0);
-	}
-	if (rc != SQLITE_DONE)
-		ret = db__error(conn, "cannot list busy hosts", err);
-	sqlite3_finalize(st);
-	db__reader_release(db, h);
-	return ret;
+	return db__names(db, &q, hosts, n, err);
+}
+
+/* db_assignments_list()'s parameters. */
+struct assignments_query {
+	const char *job, *host;
+	int attempt;
+};
+
+static void bind_assignments(sqlite3_stmt *st, const void *arg)
+{
+	const struct assignments_query *p = arg;
+
+	db__bind_text(st, 1, p->job);
+	db__bind_text(st, 2, p->host);
+	sqlite3_bind_int(st, 3, p->attempt);
+}
+
+static int assignment_row(sqlite3_stmt *st, void *arg)
+{
+	struct db_assignment *a = db__vec_push(arg);
+
+	a->job = db__col_dup(st, 0);
+	a->attempt = sqlite3_column_int(st, 1);
+	a->host_index = sqlite3_column_int(st, 2);
+	a->host = db__col_dup(st, 3);
+	a->action = db__col_dup(st, 4);
+	a->phase = db__col_dup(st, 5);
+	a->report_json = db__col_dup(st, 6);
+	a->artifacts = sqlite3_column_int(st, 7);
+	a->job_uid = db__col_dup(st, 8);
+	return 0;
+}
+
+/*
+ * Without a job the scan starts from the assignments, which only running
+ * jobs have (CROSS JOIN keeps that order): the planner would otherwise walk
+ * every job in the store on every pass.
+ */
+static const char *assignments_sql(const char *job, const char *host)
+{
+	/* One host's: through its index (an agent's work long-poll asks for
+	 * these on every change of its desired state). */
+	if (!job && host)
+		return "SELECT j.name, a.attempt, a.host_index, a.host, "
+		       "a.action, a.phase, a.report_json, a.artifacts, j.uid "
+		       "FROM assignments a INDEXED BY assignments_by_host "
+		       "CROSS JOIN jobs j ON j.id = a.job_id WHERE ?1 IS NULL AND "
+		       "a.host = ?2 AND (?3 = 0 OR a.attempt = ?3) ORDER BY "
+		       "j.creation_ms, j.id, a.attempt, a.host_index";
+	if (job)
+		return "SELECT j.name, a.attempt, a.host_index, a.host, "
+		       "a.action, a.phase, a.report_json, a.artifacts, j.uid "
+		       "FROM jobs "
+		       "j JOIN assignments a ON a.job_id = j.id WHERE j.name = "
+		       "?1 AND (?2 IS NULL OR a.host = ?2) AND (?3 = 0 OR "
+		       "a.attempt = ?3) ORDER BY a.attempt, a.host_index";
+	return "SELECT j.name, a.attempt, a.host_index, a.host, "
+	       "a.action, a.phase, a.report_json, a.artifacts, j.uid "
+	       "FROM assignments a CROSS JOIN jobs j ON j.id = a.job_id WHERE "
+	       "?1 IS NULL AND (?2 IS NULL OR a.host = ?2) AND (?3 = 0 "
+	       "OR a.attempt = ?3) ORDER BY j.creation_ms, j.id, "
+	       "a.attempt, a.host_index";
 }
 
 int db_assignments_list(struct db *db, const char *job, const char *host,
 			int attempt, struct db_assignment **out, size_t *n,
 			struct buf *err)
 {
-	void *h;
-	sqlite3 *conn = db__reader_acquire(db, &h);
-	/*
-	 * Without a job the scan starts from the assignments, which only
-	 * running jobs have (CROSS JOIN keeps that order): the planner would
-	 * otherwise walk every job in the store on every pass.
-	 */
-	sqlite3_stmt *st = prep(
-		conn,
-		/* One host's: through its index (an agent's work long-poll
-		 * asks for these on every change of its desired state). */
-		!job && host ?
-		"SELECT j.name, a.attempt, a.host_index, a.host, "
-		"a.action, a.phase, a.report_json, a.artifacts, j.uid "
-		"FROM assignments a INDEXED BY assignments_by_host "
-		"CROSS JOIN jobs j ON j.id = a.job_id WHERE ?1 IS NULL AND "
-		"a.host = ?2 AND (?3 = 0 OR a.attempt = ?3) ORDER BY "
-		"j.creation_ms, j.id, a.attempt, a.host_index" :
-		job ? "SELECT j.name, a.attempt, a.host_index, a.host, "
-		      "a.action, a.phase, a.report_json, a.artifacts, j.uid "
-		      "FROM jobs "
-		      "j JOIN assignments a ON a.job_id = j.id WHERE j.name = "
-		      "?1 AND (?2 IS NULL OR a.host = ?2) AND (?3 = 0 OR "
-		      "a.attempt = ?3) ORDER BY a.attempt, a.host_index" :
-		      "SELECT j.name, a.attempt, a.host_index, a.host, "
-		      "a.action, a.phase, a.report_json, a.artifacts, j.uid "
-		      "FROM assignments a CROSS JOIN jobs j ON j.id = a.job_id WHERE "
-		      "?1 IS NULL AND (?2 IS NULL OR a.host = ?2) AND (?3 = 0 "
-		      "OR a.attempt = ?3) ORDER BY j.creation_ms, j.id, "
-		      "a.attempt, a.host_index",
-		err);
-	size_t cap = 0;
-	int ret = 0;
-	int rc;
+	struct assignments_query p = { job, host, attempt };
+	struct db__query q = {
+		.sql = assignments_sql(job, host),
+		.prepare_what = "cannot prepare",
+		.step_what = "cannot list assignments",
+		.bind = bind_assignments,
+		.bind_arg = &p,
+	};
+	struct db__vec a = DB__VEC_INIT(sizeof(**out));
+	int ret = db__rows(db, &q, assignment_row, &a, err);
 
-	*out = NULL;
-	*n = 0;
-	if (!st) {
-		db__reader_release(db, h);
-		return ERR_DB;
+	if (ret) {
+		db_assignments_free(a.v, a.n);
+		a.v = NULL;
+		a.n = 0;
 	}
-	db__bind_text(st, 1, job);
-	db__bind_text(st, 2, host);
-	sqlite3_bind_int(st, 3, attempt);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct db_assignment *a;
-
-		ALLOC_GROW(*out, *n + 1, cap);
-		a = &(*out)[(*n)++];
-		a->job = db__col_dup(st, 0);
-		a->attempt = sqlite3_column_int(st, 1);
-		a->host_index = sqlite3_column_int(st, 2);
-		a->host = db__col_dup(st, 3);
-		a->action = db__col_dup(st, 4);
-		a->phase = db__col_dup(st, 5);
-		a->report_json = db__col_dup(st, 6);
-		a->artifacts = sqlite3_column_int(st, 7);
-		a->job_uid = db__col_dup(st, 8);
-	}
-	if (rc != SQLITE_DONE) {
-		ret = db__error(conn, "cannot list assignments", err);
-		db_assignments_free(*out, *n);
-		*out = NULL;
-		*n = 0;
-	}
-	sqlite3_finalize(st);
-	db__reader_release(db, h);
+	*out = a.v;
+	*n = a.n;
 	return ret;
 }
 
@@ -591,42 +590,37 @@ void db_log_streams_free(struct db_log_stream *s, size_t n)
 	free(s);
 }
 
+static int log_stream_row(sqlite3_stmt *st, void *arg)
+{
+	struct db_log_stream *l = db__vec_push(arg);
+
+	l->name = db__col_dup(st, 0);
+	l->host_index = sqlite3_column_int(st, 1);
+	l->created_ms = sqlite3_column_int64(st, 2);
+	return 0;
+}
+
 int db_log_streams(struct db *db, const char *job, struct db_log_stream **out,
 		   size_t *n, struct buf *err)
 {
-	void *h;
-	sqlite3 *conn = db__reader_acquire(db, &h);
-	sqlite3_stmt *st = prep(conn,
-				"SELECT name, host_index, created_ms FROM "
-				"log_streams WHERE job_id = " JOB_ID
-				" ORDER BY name",
-				err);
-	size_t cap = 0;
-	int ret = 0;
-	int rc;
+	struct db__query q = {
+		.sql = "SELECT name, host_index, created_ms FROM log_streams "
+		       "WHERE job_id = " JOB_ID " ORDER BY name",
+		.prepare_what = "cannot prepare",
+		.step_what = "cannot list log streams",
+		.bind = db__bind_text1,
+		.bind_arg = job,
+	};
+	struct db__vec a = DB__VEC_INIT(sizeof(**out));
+	int ret = db__rows(db, &q, log_stream_row, &a, err);
 
-	*out = NULL;
-	*n = 0;
-	if (!st) {
-		db__reader_release(db, h);
-		return ERR_DB;
+	if (ret) {
+		db_log_streams_free(a.v, a.n);
+		a.v = NULL;
+		a.n = 0;
 	}
-	db__bind_text(st, 1, job);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		ALLOC_GROW(*out, *n + 1, cap);
-		(*out)[*n].name = db__col_dup(st, 0);
-		(*out)[*n].host_index = sqlite3_column_int(st, 1);
-		(*out)[*n].created_ms = sqlite3_column_int64(st, 2);
-		(*n)++;
-	}
-	if (rc != SQLITE_DONE) {
-		ret = db__error(conn, "cannot list log streams", err);
-		db_log_streams_free(*out, *n);
-		*out = NULL;
-		*n = 0;
-	}
-	sqlite3_finalize(st);
-	db__reader_release(db, h);
+	*out = a.v;
+	*n = a.n;
 	return ret;
 }
 
@@ -687,49 +681,63 @@ out:
  * job, ?2 the metric name (or NULL), ?3 and ?4 a time window when the
  * query has one.
  */
+/* read_points()'s parameters. */
+struct points_query {
+	const char *job, *name;
+	int64_t start_ms, end_ms;
+};
+
+static void bind_points(sqlite3_stmt *st, const void *arg)
+{
+	const struct points_query *p = arg;
+
+	db__bind_text(st, 1, p->job);
+	db__bind_text(st, 2, p->name);
+	if (sqlite3_bind_parameter_count(st) >= 4) {
+		sqlite3_bind_int64(st, 3, p->start_ms);
+		sqlite3_bind_int64(st, 4, p->end_ms);
+	}
+}
+
+static int point_row(sqlite3_stmt *st, void *arg)
+{
+	struct db_metric *m = db__vec_push(arg);
+
+	m->name = db__col_dup(st, 0);
+	m->value = sqlite3_column_double(st, 1);
+	m->timestamp_ms = sqlite3_column_int64(st, 2);
+	m->host = sqlite3_column_int(st, 3);
+	return 0;
+}
+
 static int read_points(struct db *db, const char *sql, const char *what,
 		       const char *job, const char *name, int64_t start_ms,
 		       int64_t end_ms, struct db_metric **out, size_t *n,
 		       struct buf *err)
 {
-	void *h;
-	sqlite3 *conn = db__reader_acquire(db, &h);
-	sqlite3_stmt *st = prep(conn, sql, err);
-	size_t cap = 0, i;
-	int ret = 0;
-	int rc;
+	struct points_query p = { job, name, start_ms, end_ms };
+	struct db__query q = {
+		.sql = sql,
+		.prepare_what = "cannot prepare",
+		.step_what = what,
+		.bind = bind_points,
+		.bind_arg = &p,
+	};
+	struct db__vec a = DB__VEC_INIT(sizeof(**out));
+	struct db_metric *v;
+	int ret = db__rows(db, &q, point_row, &a, err);
+	size_t i;
 
-	*out = NULL;
-	*n = 0;
-	if (!st) {
-		db__reader_release(db, h);
-		return ERR_DB;
-	}
-	db__bind_text(st, 1, job);
-	db__bind_text(st, 2, name);
-	if (sqlite3_bind_parameter_count(st) >= 4) {
-		sqlite3_bind_int64(st, 3, start_ms);
-		sqlite3_bind_int64(st, 4, end_ms);
-	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		ALLOC_GROW(*out, *n + 1, cap);
-		(*out)[*n].name = db__col_dup(st, 0);
-		(*out)[*n].value = sqlite3_column_double(st, 1);
-		(*out)[*n].timestamp_ms = sqlite3_column_int64(st, 2);
-		(*out)[*n].host = sqlite3_column_int(st, 3);
-		(*n)++;
-	}
-	if (rc != SQLITE_DONE)
-		ret = db__error(conn, what, err);
-	sqlite3_finalize(st);
-	db__reader_release(db, h);
+	v = a.v;
 	if (ret) {
-		for (i = 0; i < *n; i++)
-			free((*out)[i].name);
-		free(*out);
-		*out = NULL;
-		*n = 0;
+		for (i = 0; i < a.n; i++)
+			free(v[i].name);
+		free(v);
+		v = NULL;
+		a.n = 0;
 	}
+	*out = v;
+	*n = a.n;
 	return ret;
 }
 

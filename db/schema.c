@@ -3,6 +3,7 @@
 #include "db/db.h"
 #include "db/db_internal.h"
 #include "common/err.h"
+#include "common/xalloc.h"
 #include "common/banned.h"
 
 /*
@@ -190,7 +191,7 @@ static const char *const migrations[] = {
 	"CREATE INDEX jobs_by_type ON jobs(instance_type, creation_ms, id);",
 };
 
-#define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
+#define N_MIGRATIONS ((int)ARRAY_SIZE(migrations))
 
 _Static_assert(N_MIGRATIONS == DB_SCHEMA_LATEST,
 	       "DB_SCHEMA_LATEST in db.h must name the last migration");

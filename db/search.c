@@ -1,6 +1,6 @@
 /*
- * Search over training jobs: a tree of filters (api/search.h) turned into
- * one SQL query over jobs, their tags, final metrics and transitions, and
+ * Search over training jobs: a tree of filters (common/search_expr.h) turned
+ * into one SQL query over jobs, their tags, final metrics and transitions, and
  * the stored request for every other property. Values are always bound,
  * never spliced into the text; property paths spliced into json_extract()
  * are checked by the parser to be [A-Za-z0-9_] segments.
@@ -11,9 +11,9 @@
 
 #include <sqlite3.h>
 
-#include "api/search.h"
 #include "db/db.h"
 #include "db/db_internal.h"
+#include "common/search_expr.h"
 #include "common/err.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
@@ -102,14 +102,12 @@ static const struct {
 	  K_TEXT },
 };
 
-#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
-
 /* The table a nested filter on property reads, or NULL (a JSON list). */
 static const char *nested_from(const char *property)
 {
 	size_t i;
 
-	for (i = 0; i < N_OF(nested_columns); i++)
+	for (i = 0; i < ARRAY_SIZE(nested_columns); i++)
 		if (nested_columns[i].from &&
 		    !strcmp(nested_columns[i].property, property))
 			return nested_columns[i].from;
@@ -136,7 +134,7 @@ static void property_sql(struct sql *s, const char *name, const char *under,
 	if (under) {
 		const char *rest = name + strlen(under) + 1;
 
-		for (i = 0; i < N_OF(nested_columns); i++) {
+		for (i = 0; i < ARRAY_SIZE(nested_columns); i++) {
 			if (!strcmp(nested_columns[i].property, under) &&
 			    !strcmp(nested_columns[i].member, rest)) {
 				*kind = nested_columns[i].kind;
@@ -151,7 +149,7 @@ static void property_sql(struct sql *s, const char *name, const char *under,
 		json_path(s, "n.value", rest);
 		return;
 	}
-	for (i = 0; i < N_OF(columns); i++) {
+	for (i = 0; i < ARRAY_SIZE(columns); i++) {
 		if (!strcmp(columns[i].name, name)) {
 			*kind = columns[i].kind;
 			(void)buf_adds(&s->q, columns[i].sql);
@@ -196,8 +194,8 @@ static int number_of(const char *v, double *out)
 }
 
 static const char *const cmp_ops[] = {
-	[API_SEARCH_EQ] = "=",	[API_SEARCH_NE] = "<>", [API_SEARCH_GT] = ">",
-	[API_SEARCH_GE] = ">=", [API_SEARCH_LT] = "<",	[API_SEARCH_LE] = "<=",
+	[SEARCH_EQ] = "=",  [SEARCH_NE] = "<>", [SEARCH_GT] = ">",
+	[SEARCH_GE] = ">=", [SEARCH_LT] = "<",	[SEARCH_LE] = "<=",
 };
 
 /*
@@ -217,28 +215,28 @@ static const struct {
 	  "FinalMetricDataList.Value" },
 };
 
-static void filter_sql(struct sql *s, const struct api_search_filter *f,
+static void filter_sql(struct sql *s, const struct search_filter *f,
 		       const char *under);
 
 /* 1 when f is on a keyed row property and was written. */
-static int keyed_filter_sql(struct sql *s, const struct api_search_filter *f)
+static int keyed_filter_sql(struct sql *s, const struct search_filter *f)
 {
-	struct api_search_filter g;
+	struct search_filter g;
 	size_t i, n;
 
-	for (i = 0; i < N_OF(keyed_rows); i++) {
+	for (i = 0; i < ARRAY_SIZE(keyed_rows); i++) {
 		n = strlen(keyed_rows[i].prefix);
 		if (!strncmp(f->name, keyed_rows[i].prefix, n))
 			break;
 	}
-	if (i == N_OF(keyed_rows))
+	if (i == ARRAY_SIZE(keyed_rows))
 		return 0;
 	(void)buf_addf(&s->q,
 		       "(j.id %sIN (SELECT n.job_id FROM %s n WHERE n.%s = ",
-		       f->op == API_SEARCH_NOT_EXISTS ? "NOT " : "",
+		       f->op == SEARCH_NOT_EXISTS ? "NOT " : "",
 		       keyed_rows[i].table, keyed_rows[i].key);
 	bind_text(s, f->name + n);
-	if (f->op != API_SEARCH_EXISTS && f->op != API_SEARCH_NOT_EXISTS) {
+	if (f->op != SEARCH_EXISTS && f->op != SEARCH_NOT_EXISTS) {
 		g = *f;
 		g.name = (char *)keyed_rows[i].member;
 		(void)buf_adds(&s->q, " AND ");
@@ -248,7 +246,7 @@ static int keyed_filter_sql(struct sql *s, const struct api_search_filter *f)
 	return 1;
 }
 
-static void filter_sql(struct sql *s, const struct api_search_filter *f,
+static void filter_sql(struct sql *s, const struct search_filter *f,
 		       const char *under)
 {
 	enum kind kind;
@@ -261,21 +259,20 @@ static void filter_sql(struct sql *s, const struct api_search_filter *f,
 		return;
 	(void)buf_addch(&s->q, '(');
 	switch (f->op) {
-	case API_SEARCH_EXISTS:
-	case API_SEARCH_NOT_EXISTS:
+	case SEARCH_EXISTS:
+	case SEARCH_NOT_EXISTS:
 		property_sql(s, f->name, under, &kind);
-		(void)buf_adds(&s->q, f->op == API_SEARCH_EXISTS ?
-					      " IS NOT NULL)" :
-					      " IS NULL)");
+		(void)buf_adds(&s->q, f->op == SEARCH_EXISTS ? " IS NOT NULL)" :
+							       " IS NULL)");
 		return;
-	case API_SEARCH_CONTAINS:
+	case SEARCH_CONTAINS:
 		(void)buf_adds(&s->q, "instr(lower(");
 		property_sql(s, f->name, under, &kind);
 		(void)buf_adds(&s->q, "), lower(");
 		bind_text(s, f->value);
 		(void)buf_adds(&s->q, ")) > 0)");
 		return;
-	case API_SEARCH_IN:
+	case SEARCH_IN:
 		property_sql(s, f->name, under, &kind);
 		(void)buf_adds(&s->q, " IN (");
 		first = 1;
@@ -301,8 +298,7 @@ static void filter_sql(struct sql *s, const struct api_search_filter *f,
 	n_mark = s->n;
 	property_sql(s, f->name, under, &kind);
 	if (number_of(f->value, &num) &&
-	    (kind != K_TEXT ||
-	     (f->op != API_SEARCH_EQ && f->op != API_SEARCH_NE) ||
+	    (kind != K_TEXT || (f->op != SEARCH_EQ && f->op != SEARCH_NE) ||
 	     !strncmp(f->name, "HyperParameters.", 16))) {
 		/* Rewritten from the mark: parameters bound again. */
 		s->q.len = mark;
@@ -332,7 +328,7 @@ static void filter_sql(struct sql *s, const struct api_search_filter *f,
 	(void)buf_addch(&s->q, ')');
 }
 
-static void expr_sql(struct sql *s, const struct api_search_expr *e)
+static void expr_sql(struct sql *s, const struct search_expr *e)
 {
 	const char *join = e->any ? " OR " : " AND ";
 	int first = 1;
@@ -345,7 +341,7 @@ static void expr_sql(struct sql *s, const struct api_search_expr *e)
 		filter_sql(s, &e->filters[i], NULL);
 	}
 	for (i = 0; i < e->n_nested; i++) {
-		const struct api_search_nested *n = &e->nested[i];
+		const struct search_nested *n = &e->nested[i];
 		const char *from = nested_from(n->property);
 
 		(void)buf_adds(&s->q, first ? "" : join);
@@ -371,18 +367,54 @@ static void expr_sql(struct sql *s, const struct api_search_expr *e)
 	(void)buf_addch(&s->q, ')');
 }
 
+static void bind_params(sqlite3_stmt *st, const void *arg)
+{
+	const struct sql *s = arg;
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		if (s->p[i].is_num)
+			sqlite3_bind_double(st, (int)i + 1, s->p[i].num);
+		else
+			db__bind_text(st, (int)i + 1, s->p[i].text);
+}
+
+/* One page of names: limit of them, *more once a row lies beyond. */
+struct page {
+	struct db__vec names;
+	size_t limit;
+	int *more;
+};
+
+static int page_row(sqlite3_stmt *st, void *arg)
+{
+	struct page *pg = arg;
+	char **name;
+
+	if (pg->names.n == pg->limit) {
+		*pg->more = 1;
+		return 1;
+	}
+	name = db__vec_push(&pg->names);
+	*name = db__col_dup(st, 0);
+	return 0;
+}
+
 int db_search_jobs(struct db *db, const struct db_search_query *q,
 		   char ***names, size_t *n, int *more, struct buf *err)
 {
 	struct sql s = { BUF_INIT, NULL, 0, 0, err, 0 };
+	struct page pg = { DB__VEC_INIT(sizeof(char *)), q->limit, more };
+	struct db__query dq = {
+		.prepare_what = "cannot prepare search",
+		.step_what = "cannot search jobs",
+		.bind = bind_params,
+		.bind_arg = &s,
+	};
 	enum kind kind;
-	void *handle;
-	sqlite3 *conn;
-	sqlite3_stmt *st = NULL;
-	char **out = NULL;
-	size_t cap = 0, got = 0, i;
+	char **out;
+	size_t i;
 	int ret = 0;
-	int rc;
 
 	*names = NULL;
 	*n = 0;
@@ -397,10 +429,10 @@ int db_search_jobs(struct db *db, const struct db_search_query *q,
 		expr_sql(&s, q->expr);
 	}
 	(void)buf_adds(&s.q, " ORDER BY ");
-	for (i = 0; i < N_OF(not_null); i++)
+	for (i = 0; i < ARRAY_SIZE(not_null); i++)
 		if (!strcmp(not_null[i], q->sort_by))
 			break;
-	if (i == N_OF(not_null)) {
+	if (i == ARRAY_SIZE(not_null)) {
 		property_sql(&s, q->sort_by, NULL, &kind);
 		(void)buf_adds(&s.q, " IS NULL, ");
 	}
@@ -413,40 +445,19 @@ int db_search_jobs(struct db *db, const struct db_search_query *q,
 		ret = ERR_INVALID;
 		goto out_free;
 	}
-	conn = db__reader_acquire(db, &handle);
-	if (sqlite3_prepare_v2(conn, s.q.data, -1, &st, NULL) != SQLITE_OK) {
-		ret = db__error(conn, "cannot prepare search", err);
-		goto out;
-	}
-	for (i = 0; i < s.n; i++) {
-		if (s.p[i].is_num)
-			sqlite3_bind_double(st, (int)i + 1, s.p[i].num);
-		else
-			db__bind_text(st, (int)i + 1, s.p[i].text);
-	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (got == q->limit) {
-			*more = 1;
-			break;
-		}
-		ALLOC_GROW(out, got + 1, cap);
-		out[got++] = db__col_dup(st, 0);
-	}
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		ret = db__error(conn, "cannot search jobs", err);
-out:
-	sqlite3_finalize(st);
-	db__reader_release(db, handle);
+	dq.sql = s.q.data;
+	ret = db__rows(db, &dq, page_row, &pg, err);
 out_free:
 	free(s.p);
 	buf_release(&s.q);
+	out = pg.names.v;
 	if (ret) {
-		for (i = 0; i < got; i++)
+		for (i = 0; i < pg.names.n; i++)
 			free(out[i]);
 		free(out);
 		return ret;
 	}
 	*names = out;
-	*n = got;
+	*n = pg.names.n;
 	return 0;
 }

@@ -67,7 +67,7 @@ static const char *const migrations[] = {
 	"ALTER TABLE job_samples ADD COLUMN cpus INTEGER NOT NULL DEFAULT 0;",
 };
 
-#define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
+#define N_MIGRATIONS ((int)ARRAY_SIZE(migrations))
 
 _Static_assert(N_MIGRATIONS == DB_TM_SCHEMA_LATEST,
 	       "DB_TM_SCHEMA_LATEST must name the last migration");
@@ -155,7 +155,7 @@ void db_tm_close(struct db_tm *t)
 	free(t);
 }
 
-static void gpus_text(const struct api_host_sample *s, struct buf *out)
+static void gpus_text(const struct tm_host_sample *s, struct buf *out)
 {
 	size_t i;
 
@@ -167,7 +167,7 @@ static void gpus_text(const struct api_host_sample *s, struct buf *out)
 			       (long long)s->gpus[i].mem_total);
 }
 
-static void gpus_parse(const char *text, struct api_host_sample *s)
+static void gpus_parse(const char *text, struct tm_host_sample *s)
 {
 	const char *p;
 	size_t n = 1;
@@ -180,7 +180,7 @@ static void gpus_parse(const char *text, struct api_host_sample *s)
 		n += *p == ',';
 	s->gpus = xcalloc(n + 1, sizeof(*s->gpus));
 	for (p = text; p && *p && s->n_gpus < n;) {
-		struct api_gpu_sample *g = &s->gpus[s->n_gpus];
+		struct tm_gpu_sample *g = &s->gpus[s->n_gpus];
 		long long used, total;
 
 		if (sscanf(p, "%d:%lf:%lld:%lld", &g->index, &g->util_percent,
@@ -196,8 +196,7 @@ static void gpus_parse(const char *text, struct api_host_sample *s)
 }
 
 static int add_locked(struct db_tm *t, const char *host,
-		      const struct api_host_sample *s, size_t n,
-		      struct buf *err)
+		      const struct tm_host_sample *s, size_t n, struct buf *err)
 {
 	sqlite3_stmt *hs = NULL, *js = NULL;
 	struct buf gpus = BUF_INIT;
@@ -224,7 +223,7 @@ static int add_locked(struct db_tm *t, const char *host,
 		goto out;
 	}
 	for (i = 0; i < n && !ret; i++) {
-		const struct api_host_sample *x = &s[i];
+		const struct tm_host_sample *x = &s[i];
 
 		gpus_text(x, &gpus);
 		sqlite3_bind_text(hs, 1, host, -1, SQLITE_TRANSIENT);
@@ -246,7 +245,7 @@ static int add_locked(struct db_tm *t, const char *host,
 			ret = fail(t->conn, "cannot add a host sample", err);
 		sqlite3_reset(hs);
 		for (k = 0; k < x->n_ranks && !ret; k++) {
-			const struct api_rank_sample *r = &x->ranks[k];
+			const struct tm_rank_sample *r = &x->ranks[k];
 
 			sqlite3_bind_text(js, 1, r->job, -1, SQLITE_TRANSIENT);
 			sqlite3_bind_text(js, 2, r->job_uid ? r->job_uid : "",
@@ -256,15 +255,15 @@ static int add_locked(struct db_tm *t, const char *host,
 			sqlite3_bind_int(js, 5, r->attempt);
 			sqlite3_bind_text(js, 6, host, -1, SQLITE_TRANSIENT);
 			sqlite3_bind_double(js, 7,
-					    api_host_sample_cores_percent(x));
+					    tm_host_sample_cores_percent(x));
 			sqlite3_bind_double(js, 8,
-					    api_host_sample_mem_percent(x));
+					    tm_host_sample_mem_percent(x));
 			sqlite3_bind_double(js, 9,
-					    api_host_sample_disk_percent(x));
+					    tm_host_sample_disk_percent(x));
 			sqlite3_bind_double(js, 10,
-					    api_host_sample_gpu_percent(x));
+					    tm_host_sample_gpu_percent(x));
 			sqlite3_bind_double(js, 11,
-					    api_host_sample_gpu_mem_percent(x));
+					    tm_host_sample_gpu_mem_percent(x));
 			sqlite3_bind_double(js, 12, r->cpu_percent);
 			sqlite3_bind_int64(js, 13, r->rss_bytes);
 			sqlite3_bind_int(js, 14, x->cpus);
@@ -281,8 +280,8 @@ out:
 	return ret;
 }
 
-int db_tm_add(struct db_tm *t, const char *host,
-	      const struct api_host_sample *s, size_t n, struct buf *err)
+int db_tm_add(struct db_tm *t, const char *host, const struct tm_host_sample *s,
+	      size_t n, struct buf *err)
 {
 	int ret;
 
@@ -304,7 +303,7 @@ int db_tm_add(struct db_tm *t, const char *host,
 }
 
 int db_tm_host_range(struct db_tm *t, const char *host, int64_t start_ms,
-		     int64_t end_ms, size_t limit, struct api_host_sample **out,
+		     int64_t end_ms, size_t limit, struct tm_host_sample **out,
 		     size_t *n, int *truncated, struct buf *err)
 {
 	sqlite3_stmt *st = NULL;
@@ -332,7 +331,7 @@ int db_tm_host_range(struct db_tm *t, const char *host, int64_t start_ms,
 	sqlite3_bind_int64(st, 3, end_ms);
 	sqlite3_bind_int64(st, 4, (int64_t)limit + 1);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct api_host_sample *s;
+		struct tm_host_sample *s;
 
 		if (*n == limit) {
 			*truncated = 1;
@@ -359,7 +358,7 @@ int db_tm_host_range(struct db_tm *t, const char *host, int64_t start_ms,
 	if (rc != SQLITE_DONE)
 		ret = fail(t->conn, "cannot read host samples", err);
 	for (i = 0; i < *n / 2; i++) {
-		struct api_host_sample x = (*out)[i];
+		struct tm_host_sample x = (*out)[i];
 
 		(*out)[i] = (*out)[*n - 1 - i];
 		(*out)[*n - 1 - i] = x;

@@ -15,8 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/telemetry.h"
 #include "common/buf.h"
+#include "common/tm_sample.h"
 
 struct db_tm;
 
@@ -32,8 +32,8 @@ void db_tm_close(struct db_tm *t);
  * ranks, a job row with the host's figures (a sample already stored for
  * that time is kept). Returns 0 or ERR_DB.
  */
-int db_tm_add(struct db_tm *t, const char *host,
-	      const struct api_host_sample *s, size_t n, struct buf *err);
+int db_tm_add(struct db_tm *t, const char *host, const struct tm_host_sample *s,
+	      size_t n, struct buf *err);
 
 /*
  * host's samples with start_ms <= ts_ms < end_ms, oldest first, without
@@ -41,7 +41,7 @@ int db_tm_add(struct db_tm *t, const char *host,
  * set. The caller releases each and frees *out (also after ERR_DB).
  */
 int db_tm_host_range(struct db_tm *t, const char *host, int64_t start_ms,
-		     int64_t end_ms, size_t limit, struct api_host_sample **out,
+		     int64_t end_ms, size_t limit, struct tm_host_sample **out,
 		     size_t *n, int *truncated, struct buf *err);
 
 /* A job row: the host's figures and the job's processes on it. */

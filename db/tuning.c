@@ -125,103 +125,83 @@ out:
 	return ret;
 }
 
+/* A lookup's one row: read into t, found set. */
+struct tuning_hit {
+	struct db_tuning *t;
+	int found;
+};
+
+static int tuning_row(sqlite3_stmt *st, void *arg)
+{
+	struct tuning_hit *hit = arg;
+
+	read_tuning(st, hit->t);
+	hit->found = 1;
+	return 1;
+}
+
 int db_tuning_get(struct db *db, const char *name, struct db_tuning *out,
 		  struct buf *err)
 {
-	void *h;
-	sqlite3 *conn = db__reader_acquire(db, &h);
-	sqlite3_stmt *st = NULL;
-	int ret = 0;
-	int rc;
+	struct db__query q = {
+		.sql = "SELECT " TUNING_COLS
+		       " FROM tuning_jobs WHERE name = ?1",
+		.prepare_what = "cannot prepare tuning read",
+		.step_what = "cannot read tuning job",
+		.bind = db__bind_text1,
+		.bind_arg = name,
+	};
+	struct tuning_hit hit = { out, 0 };
+	int ret;
 
 	memset(out, 0, sizeof(*out));
-	if (sqlite3_prepare_v2(conn,
-			       "SELECT " TUNING_COLS
-			       " FROM tuning_jobs WHERE name = ?1",
-			       -1, &st, NULL) != SQLITE_OK) {
-		ret = db__error(conn, "cannot prepare tuning read", err);
-		goto out;
-	}
-	db__bind_text(st, 1, name);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		read_tuning(st, out);
-	else if (rc == SQLITE_DONE)
+	ret = db__rows(db, &q, tuning_row, &hit, err);
+	if (!ret && !hit.found)
 		ret = ERR_NOTFOUND;
-	else
-		ret = db__error(conn, "cannot read tuning job", err);
-out:
-	sqlite3_finalize(st);
-	db__reader_release(db, h);
 	return ret;
+}
+
+static int tuning_list_row(sqlite3_stmt *st, void *arg)
+{
+	read_tuning(st, db__vec_push(arg));
+	return 0;
 }
 
 int db_tuning_list(struct db *db, const char *status, struct db_tuning **out,
 		   size_t *n, struct buf *err)
 {
-	void *h;
-	sqlite3 *conn = db__reader_acquire(db, &h);
-	sqlite3_stmt *st = NULL;
-	size_t cap = 0;
-	int ret = 0;
-	int rc;
+	struct db__query q = {
+		.sql = "SELECT " TUNING_COLS " FROM tuning_jobs WHERE ?1 IS "
+		       "NULL OR status = ?1 ORDER BY creation_ms DESC, name",
+		.prepare_what = "cannot prepare tuning list",
+		.step_what = "cannot list tuning jobs",
+		.bind = db__bind_text1,
+		.bind_arg = status,
+	};
+	struct db__vec a = DB__VEC_INIT(sizeof(**out));
+	int ret = db__rows(db, &q, tuning_list_row, &a, err);
 
-	*out = NULL;
-	*n = 0;
-	if (sqlite3_prepare_v2(conn,
-			       "SELECT " TUNING_COLS
-			       " FROM tuning_jobs WHERE ?1 IS NULL OR "
-			       "status = ?1 ORDER BY creation_ms DESC, name",
-			       -1, &st, NULL) != SQLITE_OK) {
-		ret = db__error(conn, "cannot prepare tuning list", err);
-		goto out;
+	if (ret) {
+		db_tunings_free(a.v, a.n);
+		a.v = NULL;
+		a.n = 0;
 	}
-	db__bind_text(st, 1, status);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		ALLOC_GROW(*out, *n + 1, cap);
-		read_tuning(st, &(*out)[(*n)++]);
-	}
-	if (rc != SQLITE_DONE) {
-		ret = db__error(conn, "cannot list tuning jobs", err);
-		db_tunings_free(*out, *n);
-		*out = NULL;
-		*n = 0;
-	}
-out:
-	sqlite3_finalize(st);
-	db__reader_release(db, h);
+	*out = a.v;
+	*n = a.n;
 	return ret;
 }
 
 int db_tuning_active(struct db *db, char ***names, size_t *n, struct buf *err)
 {
-	void *h;
-	sqlite3 *conn = db__reader_acquire(db, &h);
-	sqlite3_stmt *st = NULL;
-	size_t cap = 0;
-	int ret = 0;
-	int rc;
+	static const struct db__query q = {
+		.sql = "SELECT name FROM tuning_jobs INDEXED BY "
+		       "tuning_by_status WHERE status IN "
+		       "('InProgress', 'Stopping') ORDER BY name",
+		.prepare_what = "cannot prepare tuning scan",
+		.step_what = "cannot scan tuning jobs",
+	};
 
-	*names = NULL;
-	*n = 0;
-	if (sqlite3_prepare_v2(conn,
-			       "SELECT name FROM tuning_jobs INDEXED BY "
-			       "tuning_by_status WHERE status IN "
-			       "('InProgress', 'Stopping') ORDER BY name",
-			       -1, &st, NULL) != SQLITE_OK) {
-		ret = db__error(conn, "cannot prepare tuning scan", err);
-		goto out;
-	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		ALLOC_GROW(*names, *n + 1, cap);
-		(*names)[(*n)++] = db__col_dup(st, 0);
-	}
-	if (rc != SQLITE_DONE)
-		ret = db__error(conn, "cannot scan tuning jobs", err);
-out:
-	sqlite3_finalize(st);
-	db__reader_release(db, h);
-	return ret;
+	return db__names(db, &q, names, n, err);
 }
 
 /* Runs one write statement: n_texts text binds, then n_ints integers. */
@@ -334,65 +314,56 @@ void db_tuning_children_free(struct db_tuning_child *c, size_t n)
 	free(c);
 }
 
+static int child_row(sqlite3_stmt *st, void *arg)
+{
+	struct db_tuning_child *c = db__vec_push(arg);
+
+	c->idx = sqlite3_column_int(st, 0);
+	c->job = db__col_dup(st, 1);
+	c->def = sqlite3_column_int(st, 2);
+	c->point = db__col_dup(st, 3);
+	c->metric = db__col_dup(st, 4);
+	c->created = sqlite3_column_int(st, 5);
+	c->retry_of = sqlite3_column_int(st, 6);
+	c->early_stop = db__col_dup(st, 7);
+	c->arn = db__col_dup(st, 8);
+	c->status = db__col_dup(st, 9);
+	c->secondary_status = db__col_dup(st, 10);
+	c->failure_reason = db__col_dup(st, 11);
+	c->creation_ms = sqlite3_column_int64(st, 12);
+	c->start_ms = sqlite3_column_int64(st, 13);
+	c->end_ms = sqlite3_column_int64(st, 14);
+	c->has_objective = sqlite3_column_type(st, 15) != SQLITE_NULL;
+	c->objective = sqlite3_column_double(st, 15);
+	return 0;
+}
+
 int db_tuning_children(struct db *db, const char *tuning,
 		       struct db_tuning_child **out, size_t *n, struct buf *err)
 {
-	void *h;
-	sqlite3 *conn = db__reader_acquire(db, &h);
-	sqlite3_stmt *st = NULL;
-	size_t cap = 0;
-	int ret = 0;
-	int rc;
+	struct db__query q = {
+		.sql = "SELECT c.idx, c.job, c.def, c.point, c.metric, "
+		       "c.created, c.retry_of, c.early_stop, j.arn, j.status, "
+		       "j.secondary_status, j.failure_reason, j.creation_ms, "
+		       "j.start_ms, j.end_ms, fm.value FROM tuning_children c "
+		       "LEFT JOIN jobs j ON j.name = c.job LEFT JOIN "
+		       "final_metrics fm ON fm.job_id = j.id AND fm.name = "
+		       "c.metric WHERE c.tuning = ?1 ORDER BY c.idx",
+		.prepare_what = "cannot prepare tuning children",
+		.step_what = "cannot read tuning children",
+		.bind = db__bind_text1,
+		.bind_arg = tuning,
+	};
+	struct db__vec a = DB__VEC_INIT(sizeof(**out));
+	int ret = db__rows(db, &q, child_row, &a, err);
 
-	*out = NULL;
-	*n = 0;
-	if (sqlite3_prepare_v2(
-		    conn,
-		    "SELECT c.idx, c.job, c.def, c.point, c.metric, "
-		    "c.created, c.retry_of, c.early_stop, j.arn, j.status, "
-		    "j.secondary_status, j.failure_reason, j.creation_ms, "
-		    "j.start_ms, j.end_ms, fm.value FROM tuning_children c "
-		    "LEFT JOIN jobs j ON j.name = c.job LEFT JOIN "
-		    "final_metrics fm ON fm.job_id = j.id AND fm.name = "
-		    "c.metric WHERE c.tuning = ?1 ORDER BY c.idx",
-		    -1, &st, NULL) != SQLITE_OK) {
-		ret = db__error(conn, "cannot prepare tuning children", err);
-		goto out;
+	if (ret) {
+		db_tuning_children_free(a.v, a.n);
+		a.v = NULL;
+		a.n = 0;
 	}
-	db__bind_text(st, 1, tuning);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct db_tuning_child *c;
-
-		ALLOC_GROW(*out, *n + 1, cap);
-		c = &(*out)[(*n)++];
-		memset(c, 0, sizeof(*c));
-		c->idx = sqlite3_column_int(st, 0);
-		c->job = db__col_dup(st, 1);
-		c->def = sqlite3_column_int(st, 2);
-		c->point = db__col_dup(st, 3);
-		c->metric = db__col_dup(st, 4);
-		c->created = sqlite3_column_int(st, 5);
-		c->retry_of = sqlite3_column_int(st, 6);
-		c->early_stop = db__col_dup(st, 7);
-		c->arn = db__col_dup(st, 8);
-		c->status = db__col_dup(st, 9);
-		c->secondary_status = db__col_dup(st, 10);
-		c->failure_reason = db__col_dup(st, 11);
-		c->creation_ms = sqlite3_column_int64(st, 12);
-		c->start_ms = sqlite3_column_int64(st, 13);
-		c->end_ms = sqlite3_column_int64(st, 14);
-		c->has_objective = sqlite3_column_type(st, 15) != SQLITE_NULL;
-		c->objective = sqlite3_column_double(st, 15);
-	}
-	if (rc != SQLITE_DONE) {
-		ret = db__error(conn, "cannot read tuning children", err);
-		db_tuning_children_free(*out, *n);
-		*out = NULL;
-		*n = 0;
-	}
-out:
-	sqlite3_finalize(st);
-	db__reader_release(db, h);
+	*out = a.v;
+	*n = a.n;
 	return ret;
 }
 
@@ -457,68 +428,56 @@ int db_tuning_child_early_stop(struct db *db, const char *tuning, int idx,
 		      "cannot update child", texts, 2, ints, 1, NULL, err);
 }
 
+static int first_text_row(sqlite3_stmt *st, void *arg)
+{
+	*(char **)arg = db__col_dup(st, 0);
+	return 1;
+}
+
 int db_tuning_of_job(struct db *db, const char *job, char **tuning,
 		     struct buf *err)
 {
-	void *h;
-	sqlite3 *conn = db__reader_acquire(db, &h);
-	sqlite3_stmt *st = NULL;
-	int ret = 0;
-	int rc;
+	struct db__query q = {
+		.sql = "SELECT tuning FROM tuning_children WHERE job = ?1",
+		.prepare_what = "cannot prepare child lookup",
+		.step_what = "cannot look up child",
+		.bind = db__bind_text1,
+		.bind_arg = job,
+	};
 
 	*tuning = NULL;
-	if (sqlite3_prepare_v2(conn,
-			       "SELECT tuning FROM tuning_children WHERE job "
-			       "= ?1",
-			       -1, &st, NULL) != SQLITE_OK) {
-		ret = db__error(conn, "cannot prepare child lookup", err);
-		goto out;
-	}
-	db__bind_text(st, 1, job);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		*tuning = db__col_dup(st, 0);
-	else if (rc != SQLITE_DONE)
-		ret = db__error(conn, "cannot look up child", err);
-out:
-	sqlite3_finalize(st);
-	db__reader_release(db, h);
-	return ret;
+	return db__rows(db, &q, first_text_row, tuning, err);
+}
+
+static int tag_row(sqlite3_stmt *st, void *arg)
+{
+	struct db_tag *t = db__vec_push(arg);
+
+	t->key = db__col_dup(st, 0);
+	t->value = db__col_dup(st, 1);
+	return 0;
 }
 
 int db_tuning_tags(struct db *db, const char *tuning, struct db_tag **out,
 		   size_t *n, struct buf *err)
 {
-	void *h;
-	sqlite3 *conn = db__reader_acquire(db, &h);
-	sqlite3_stmt *st = NULL;
-	size_t cap = 0;
-	int ret = 0;
-	int rc;
+	struct db__query q = {
+		.sql = "SELECT key, value FROM tuning_tags WHERE tuning = ?1 "
+		       "ORDER BY key",
+		.prepare_what = "cannot prepare tuning tags",
+		.step_what = "cannot read tuning tags",
+		.bind = db__bind_text1,
+		.bind_arg = tuning,
+	};
+	struct db__vec a = DB__VEC_INIT(sizeof(**out));
+	int ret = db__rows(db, &q, tag_row, &a, err);
 
-	*out = NULL;
-	*n = 0;
-	if (sqlite3_prepare_v2(conn,
-			       "SELECT key, value FROM tuning_tags WHERE "
-			       "tuning = ?1 ORDER BY key",
-			       -1, &st, NULL) != SQLITE_OK) {
-		ret = db__error(conn, "cannot prepare tuning tags", err);
-		goto out;
+	if (ret) {
+		db_tags_free(a.v, a.n);
+		a.v = NULL;
+		a.n = 0;
 	}
-	db__bind_text(st, 1, tuning);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		ALLOC_GROW(*out, *n + 1, cap);
-		(*out)[*n].key = db__col_dup(st, 0);
-		(*out)[(*n)++].value = db__col_dup(st, 1);
-	}
-	if (rc != SQLITE_DONE) {
-		ret = db__error(conn, "cannot read tuning tags", err);
-		db_tags_free(*out, *n);
-		*out = NULL;
-		*n = 0;
-	}
-out:
-	sqlite3_finalize(st);
-	db__reader_release(db, h);
+	*out = a.v;
+	*n = a.n;
 	return ret;
 }

@@ -47,51 +47,40 @@ static void split_hosts(const char *s, struct db_warm_pool *p)
 	}
 }
 
+static int warm_pool_row(sqlite3_stmt *st, void *arg)
+{
+	struct db_warm_pool *p = db__vec_push(arg);
+
+	p->job = db__col_dup(st, 0);
+	p->key = db__col_dup(st, 1);
+	split_hosts((const char *)sqlite3_column_text(st, 2), p);
+	p->keep_alive_s = sqlite3_column_int(st, 3);
+	p->since_ms = sqlite3_column_int64(st, 4);
+	if (!p->key)
+		p->key = xstrdup("");
+	return 0;
+}
+
 int db_warm_pools_available(struct db *db, struct db_warm_pool **out, size_t *n,
 			    struct buf *err)
 {
-	void *h;
-	sqlite3 *conn = db__reader_acquire(db, &h);
-	sqlite3_stmt *st = NULL;
-	size_t cap = 0;
-	int ret = 0;
-	int rc;
+	static const struct db__query q = {
+		.sql = "SELECT name, wp_key, wp_hosts, wp_keep_alive_s, "
+		       "wp_since_ms FROM jobs INDEXED BY jobs_warm_available "
+		       "WHERE wp_status = 'Available' ORDER BY wp_since_ms, id",
+		.prepare_what = "cannot prepare warm pools",
+		.step_what = "cannot read warm pools",
+	};
+	struct db__vec a = DB__VEC_INIT(sizeof(**out));
+	int ret = db__rows(db, &q, warm_pool_row, &a, err);
 
-	*out = NULL;
-	*n = 0;
-	if (sqlite3_prepare_v2(conn,
-			       "SELECT name, wp_key, wp_hosts, wp_keep_alive_s, "
-			       "wp_since_ms FROM jobs INDEXED BY "
-			       "jobs_warm_available WHERE wp_status = "
-			       "'Available' ORDER BY wp_since_ms, id",
-			       -1, &st, NULL) != SQLITE_OK) {
-		ret = db__error(conn, "cannot prepare warm pools", err);
-		goto out;
-	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct db_warm_pool *p;
-
-		ALLOC_GROW(*out, *n + 1, cap);
-		p = &(*out)[(*n)++];
-		memset(p, 0, sizeof(*p));
-		p->job = db__col_dup(st, 0);
-		p->key = db__col_dup(st, 1);
-		split_hosts((const char *)sqlite3_column_text(st, 2), p);
-		p->keep_alive_s = sqlite3_column_int(st, 3);
-		p->since_ms = sqlite3_column_int64(st, 4);
-		if (!p->key)
-			p->key = xstrdup("");
-	}
-	if (rc != SQLITE_DONE)
-		ret = db__error(conn, "cannot read warm pools", err);
-out:
-	sqlite3_finalize(st);
-	db__reader_release(db, h);
 	if (ret) {
-		db_warm_pools_free(*out, *n);
-		*out = NULL;
-		*n = 0;
+		db_warm_pools_free(a.v, a.n);
+		a.v = NULL;
+		a.n = 0;
 	}
+	*out = a.v;
+	*n = a.n;
 	return ret;
 }
 

@@ -28,6 +28,7 @@
 #include "storage/stor_internal.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/strvec.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
@@ -41,15 +42,11 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* The names in path, sorted so that archives are reproducible. */
-static int read_names(const char *path, char ***names, size_t *n,
-		      struct buf *err)
+static int read_names(const char *path, struct strvec *names, struct buf *err)
 {
 	DIR *d = opendir(path);
 	struct dirent *de;
-	size_t alloc = 0;
 
-	*names = NULL;
-	*n = 0;
 	if (!d) {
 		(void)buf_addf(err, "cannot read folder '%s': %s", path,
 			       strerror(errno));
@@ -60,12 +57,11 @@ static int read_names(const char *path, char ***names, size_t *n,
 		    !strncmp(de->d_name, STOR_TMP_PREFIX,
 			     strlen(STOR_TMP_PREFIX)))
 			continue;
-		ALLOC_GROW(*names, *n + 1, alloc);
-		(*names)[(*n)++] = xstrdup(de->d_name);
+		strvec_push(names, de->d_name);
 	}
 	closedir(d);
-	if (*n > 1)
-		qsort(*names, *n, sizeof(**names), cmp_str);
+	if (names->n > 1)
+		qsort(names->v, names->n, sizeof(*names->v), cmp_str);
 	return 0;
 }
 
@@ -104,18 +100,18 @@ static int pack_tree(struct archive *a, const char *dir, struct buf *rel,
 {
 	struct buf path = BUF_INIT, target = BUF_INIT;
 	struct archive_entry *e = archive_entry_new();
-	char **names;
-	size_t n, i, base = rel->len;
+	struct strvec names = STRVEC_INIT;
+	size_t i, base = rel->len;
 	int ret;
 
 	stor_fs_path(&path, dir, rel->data);
-	ret = read_names(path.data, &names, &n, err);
-	for (i = 0; !ret && i < n; i++) {
+	ret = read_names(path.data, &names, err);
+	for (i = 0; !ret && i < names.n; i++) {
 		struct stat st;
 
 		rel->len = base;
 		rel->data[base] = '\0';
-		(void)buf_adds(rel, names[i]);
+		(void)buf_adds(rel, names.v[i]);
 		buf_reset(&path);
 		stor_fs_path(&path, dir, rel->data);
 		if (lstat(path.data, &st))
@@ -152,9 +148,7 @@ static int pack_tree(struct archive *a, const char *dir, struct buf *rel,
 			ret = pack_tree(a, dir, rel, blk, err);
 		}
 	}
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	strvec_release(&names);
 	rel->len = base;
 	rel->data[base] = '\0';
 	archive_entry_free(e);

@@ -145,86 +145,55 @@ static int list_page(const char *json, size_t len, struct stor_list *out,
 	return ret;
 }
 
-int stor__blob_list(struct stor *s, const char *bucket, const char *prefix,
-		    struct stor_list *out, struct buf *err)
+static void blob_list_url(const struct stor *s, struct buf *url,
+			  const char *bucket, const char *prefix,
+			  const char *token)
 {
-	struct buf url = BUF_INIT;
-	struct stor_http_resp resp;
-	char *token = NULL;
-	int ret = 0;
-
-	stor_http_resp_init(&resp);
-	do {
-		buf_reset(&url);
-		blob_url(s, &url, bucket, NULL);
-		(void)buf_adds(&url, "?prefix=");
-		stor_uri_encode(&url, prefix, 0);
-		if (token) {
-			(void)buf_adds(&url, "&continuation=");
-			stor_uri_encode(&url, token, 0);
-		}
-		ret = blob_simple(s, "GET", url.data, &resp, err);
-		if (ret)
-			break;
-		if (resp.status != 200) {
-			ret = blob_error(&resp, "list", err);
-			break;
-		}
-		FREE_AND_NULL(token);
-		ret = list_page(resp.body.data, resp.body.len, out, &token,
-				err);
-	} while (!ret && token);
-	free(token);
-	stor_list_sort(out);
-	stor_http_resp_release(&resp);
-	buf_release(&url);
-	return ret;
-}
-
-int stor__blob_stat(struct stor *s, const char *bucket, const char *key,
-		    struct stor_object *out, struct buf *err)
-{
-	struct buf url = BUF_INIT;
-	struct stor_http_resp resp;
-	int ret;
-
-	memset(out, 0, sizeof(*out));
-	stor_http_resp_init(&resp);
-	blob_url(s, &url, bucket, key);
-	ret = blob_simple(s, "HEAD", url.data, &resp, err);
-	if (!ret && resp.status != 200)
-		ret = blob_error(&resp, "stat", err);
-	if (!ret) {
-		out->key = xstrdup(key);
-		out->size = resp.content_length;
-		out->mtime_ms = resp.last_modified_ms;
+	blob_url(s, url, bucket, NULL);
+	(void)buf_adds(url, "?prefix=");
+	stor_uri_encode(url, prefix, 0);
+	if (token) {
+		(void)buf_adds(url, "&continuation=");
+		stor_uri_encode(url, token, 0);
 	}
-	stor_http_resp_release(&resp);
-	buf_release(&url);
-	return ret;
 }
 
-int stor__blob_delete(struct stor *s, const char *bucket, const char *key,
-		      struct buf *err)
-{
-	struct buf url = BUF_INIT;
-	struct stor_http_resp resp;
-	int ret;
+static const struct stor_http_service blob_service = {
+	.list_op = "list",
+	.stat_op = "stat",
+	.delete_op = "delete",
+	.object_url = blob_url,
+	.list_url = blob_list_url,
+	.simple = blob_simple,
+	.error = blob_error,
+	.list_page = list_page,
+};
 
-	stor_http_resp_init(&resp);
-	blob_url(s, &url, bucket, key);
-	ret = blob_simple(s, "DELETE", url.data, &resp, err);
-	if (!ret && resp.status != 204 && resp.status != 200 &&
-	    resp.status != 404)
-		ret = blob_error(&resp, "delete", err);
-	stor_http_resp_release(&resp);
-	buf_release(&url);
-	return ret;
+static int blob_list(struct stor *s, const struct stor_target *t,
+		     struct stor_list *out, struct buf *err)
+{
+	return stor__http_list(s, &blob_service, t->uri.bucket, t->uri.key, out,
+			       err);
 }
 
-int stor__blob_get(struct stor *s, const char *bucket, const char *key,
-		   const char *path, struct stor_object *info, struct buf *err)
+static int blob_stat(struct stor *s, const struct stor_target *t,
+		     struct stor_object *out, struct buf *err)
 {
+	return stor__http_stat(s, &blob_service, t->uri.bucket, t->uri.key, out,
+			       err);
+}
+
+static int blob_delete(struct stor *s, const struct stor_target *t,
+		       struct buf *err)
+{
+	return stor__http_delete(s, &blob_service, t->uri.bucket, t->uri.key,
+				 err);
+}
+
+static int blob_get(struct stor *s, const struct stor_target *t,
+		    const char *path, struct stor_object *info, struct buf *err)
+{
+	const char *bucket = t->uri.bucket, *key = t->uri.key;
 	struct buf url = BUF_INIT, tmp = BUF_INIT;
 	struct stor_http_req req;
 	struct stor_http_resp resp;
@@ -268,10 +237,11 @@ out:
 	return ret;
 }
 
-int stor__blob_get_stream(struct stor *s, const char *bucket, const char *key,
-			  stor_stream_fn *fn, void *arg, int64_t *size,
-			  struct buf *err)
+static int blob_get_stream(struct stor *s, const struct stor_target *t,
+			   stor_stream_fn *fn, void *arg, int64_t *size,
+			   struct buf *err)
 {
+	const char *bucket = t->uri.bucket, *key = t->uri.key;
 	struct stor_http_stream g;
 	struct stor_http_resp resp;
 	struct buf url = BUF_INIT;
@@ -298,9 +268,10 @@ int stor__blob_get_stream(struct stor *s, const char *bucket, const char *key,
 	return ret;
 }
 
-int stor__blob_put(struct stor *s, const char *bucket, const char *key,
-		   const char *path, struct stor_object *info, struct buf *err)
+static int blob_put(struct stor *s, const struct stor_target *t,
+		    const char *path, struct stor_object *info, struct buf *err)
 {
+	const char *bucket = t->uri.bucket, *key = t->uri.key;
 	struct buf url = BUF_INIT;
 	struct stor_http_req req;
 	struct stor_http_resp resp;
@@ -309,17 +280,9 @@ int stor__blob_put(struct stor *s, const char *bucket, const char *key,
 	int64_t size = 0;
 	int fd, ret;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		(void)buf_addf(err, "cannot open '%s': %s", path,
-			       strerror(errno));
-		return errno == ENOENT ? ERR_NOTFOUND : ERR_IO;
-	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		(void)buf_addf(err, "'%s' is not a regular file", path);
-		close(fd);
-		return ERR_INVALID;
-	}
+	ret = stor__http_open_upload(path, &fd, &st, err);
+	if (ret)
+		return ret;
 	stor_http_resp_init(&resp);
 	blob_url(s, &url, bucket, key);
 	stor_http_req_init(&req, "PUT", url.data);
@@ -347,7 +310,7 @@ int stor__blob_put(struct stor *s, const char *bucket, const char *key,
 			       "stored %lld bytes SHA-256 %s",
 			       (long long)st.st_size, resp.sha256,
 			       (long long)size, sha);
-		stor__blob_delete(s, bucket, key, &ignore);
+		blob_delete(s, t, &ignore);
 		buf_release(&ignore);
 		ret = ERR_IO;
 	}
@@ -362,3 +325,13 @@ int stor__blob_put(struct stor *s, const char *bucket, const char *key,
 	buf_release(&url);
 	return ret;
 }
+
+const struct stor_backend stor__blob_backend = {
+	.name = "blob",
+	.list = blob_list,
+	.stat = blob_stat,
+	.get = blob_get,
+	.get_stream = blob_get_stream,
+	.put = blob_put,
+	.delete_object = blob_delete,
+};

@@ -366,13 +366,15 @@ out:
 
 /* --- objects ------------------------------------------------------------ */
 
-int stor__fs_stat(const char *root, const char *key, struct stor_object *out,
-		  struct buf *err)
+static int fs_stat(struct stor *s, const struct stor_target *t,
+		   struct stor_object *out, struct buf *err)
 {
+	const char *root = t->root, *key = t->uri.key;
 	struct buf path = BUF_INIT;
 	struct stat st;
 	int ret = 0;
 
+	(void)s;
 	stor_fs_path(&path, root, key);
 	memset(out, 0, sizeof(*out));
 	if (stat(path.data, &st) || !S_ISREG(st.st_mode)) {
@@ -481,12 +483,14 @@ out:
 	return ret;
 }
 
-int stor__fs_get(const char *root, const char *key, const char *path,
-		 struct stor_object *info, struct buf *err)
+static int fs_get(struct stor *s, const struct stor_target *t, const char *path,
+		  struct stor_object *info, struct buf *err)
 {
+	const char *root = t->root, *key = t->uri.key;
 	struct buf src = BUF_INIT;
 	int ret;
 
+	(void)s;
 	stor_fs_path(&src, root, key);
 	/*
 	 * Downloads land in a job's local folder, which is restaged after a
@@ -499,9 +503,11 @@ int stor__fs_get(const char *root, const char *key, const char *path,
 	return ret;
 }
 
-int stor__fs_get_stream(const char *root, const char *key, stor_stream_fn *fn,
-			void *arg, int64_t *size, struct buf *err)
+static int fs_get_stream(struct stor *s, const struct stor_target *t,
+			 stor_stream_fn *fn, void *arg, int64_t *size,
+			 struct buf *err)
 {
+	const char *root = t->root, *key = t->uri.key;
 	struct buf src = BUF_INIT;
 	struct stat st;
 	char *b = NULL;
@@ -509,6 +515,7 @@ int stor__fs_get_stream(const char *root, const char *key, stor_stream_fn *fn,
 	ssize_t n;
 	int fd, ret = 0;
 
+	(void)s;
 	stor_fs_path(&src, root, key);
 	fd = open(src.data, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
@@ -548,12 +555,14 @@ out:
 	return ret;
 }
 
-int stor__fs_put(const char *root, const char *key, const char *path,
-		 struct stor_object *info, struct buf *err)
+static int fs_put(struct stor *s, const struct stor_target *t, const char *path,
+		  struct stor_object *info, struct buf *err)
 {
+	const char *root = t->root, *key = t->uri.key;
 	struct buf dst = BUF_INIT;
 	int ret;
 
+	(void)s;
 	stor_fs_path(&dst, root, key);
 	ret = copy_atomic(path, dst.data, 1, info, err);
 	if (!ret && info)
@@ -596,6 +605,34 @@ out:
 	buf_release(&path);
 	return ret;
 }
+
+/* file:// lists a named file or folder; the embedded store lists by prefix. */
+static int fs_list(struct stor *s, const struct stor_target *t,
+		   struct stor_list *out, struct buf *err)
+{
+	(void)s;
+	return stor_fs_list(t->root, t->uri.key,
+			    t->uri.scheme == STOR_SCHEME_FILE, out, err);
+}
+
+/* The embedded store has no folders of its own; a file:// tree does. */
+static int fs_delete(struct stor *s, const struct stor_target *t,
+		     struct buf *err)
+{
+	(void)s;
+	return stor_fs_delete(t->root, t->uri.key,
+			      t->uri.scheme == STOR_SCHEME_S3, err);
+}
+
+const struct stor_backend stor__fs_backend = {
+	.name = "fs",
+	.list = fs_list,
+	.stat = fs_stat,
+	.get = fs_get,
+	.get_stream = fs_get_stream,
+	.put = fs_put,
+	.delete_object = fs_delete,
+};
 
 /* nftw() passes no user data: one sweep at a time (the lock below). */
 static struct {

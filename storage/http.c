@@ -7,9 +7,11 @@
 #define LOG_TAG "storage"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -353,6 +355,66 @@ static CURLcode attempt(struct stor *s, CURL *c, struct stor_http_req *req,
 	return rc;
 }
 
+/* Clears what one attempt fills in, before the attempt. */
+static void attempt_reset(struct xfer *x, struct stor_http_req *req,
+			  struct stor_http_resp *resp, int has_in, int n)
+{
+	x->in_pos = 0;
+	x->skip_left = req->out_skip;
+	x->staged = 0;
+	x->write_failed = 0;
+	stor_digest_init(&x->in_d, has_in && req->want_md5,
+			 has_in && req->want_sha256);
+	stor_digest_init(&x->out_d, req->out_fd >= 0 && req->want_md5,
+			 req->out_fd >= 0 && req->want_sha256);
+	buf_reset(&resp->body);
+	resp->status = 0;
+	resp->received = 0;
+	resp->etag[0] = '\0';
+	resp->content_length = -1;
+	resp->attempts = n;
+}
+
+/* Whether the attempt that ended with rc is worth another. */
+static int attempt_again(CURL *c, struct stor_http_req *req,
+			 struct stor_http_resp *resp, CURLcode rc)
+{
+	char *code = NULL, *msg = NULL;
+	int again;
+
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
+	if (rc == CURLE_OK && resp->status >= 400 && resp->body.len &&
+	    resp->body.data[0] == '<')
+		stor__s3_xml_error(resp->body.data, resp->body.len, &code,
+				   &msg);
+	again = rc == CURLE_OK ? stor_http_retryable(resp->status, code) :
+				 transient(rc);
+	/* What the stream's reader has seen cannot be taken back. */
+	if (req->out_fn && (resp->received > 0 || req->out_ret))
+		again = 0;
+	free(code);
+	free(msg);
+	return again;
+}
+
+/* Explains why no answer came (rc is not CURLE_OK). */
+static void describe_failure(const struct stor_http_req *req,
+			     const struct stor_http_resp *resp,
+			     const struct xfer *x, CURLcode rc,
+			     const char *errbuf, struct buf *err)
+{
+	if (req->out_ret)
+		(void)buf_addf(err, "stream stopped after %lld bytes",
+			       (long long)resp->received);
+	else if (x->write_failed)
+		(void)buf_addf(err, "cannot write the download: %s",
+			       strerror(x->write_errno));
+	else
+		(void)buf_addf(err, "%s %s failed: %s", req->method, req->url,
+			       errbuf[0] ? errbuf : curl_easy_strerror(rc));
+}
+
 int stor_http_do(struct stor *s, CURL *c, struct stor_http_req *req,
 		 struct stor_http_resp *resp, struct buf *err)
 {
@@ -369,40 +431,10 @@ int stor_http_do(struct stor *s, CURL *c, struct stor_http_req *req,
 	if (req->out_fd >= 0)
 		x.stage = xmalloc(STOR_IO_CHUNK);
 	for (n = 1;; n++) {
-		char *code = NULL, *msg = NULL;
-		int again;
-
-		x.in_pos = 0;
-		x.skip_left = req->out_skip;
-		x.staged = 0;
-		x.write_failed = 0;
-		stor_digest_init(&x.in_d, has_in && req->want_md5,
-				 has_in && req->want_sha256);
-		stor_digest_init(&x.out_d, req->out_fd >= 0 && req->want_md5,
-				 req->out_fd >= 0 && req->want_sha256);
-		buf_reset(&resp->body);
-		resp->status = 0;
-		resp->received = 0;
-		resp->etag[0] = '\0';
-		resp->content_length = -1;
-		resp->attempts = n;
+		attempt_reset(&x, req, resp, has_in, n);
 		rc = attempt(s, c, req, &x, errbuf);
-		if (rc == CURLE_OK)
-			curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE,
-					  &resp->status);
-		if (rc == CURLE_OK && resp->status >= 400 && resp->body.len &&
-		    resp->body.data[0] == '<')
-			stor__s3_xml_error(resp->body.data, resp->body.len,
-					   &code, &msg);
-		again = rc == CURLE_OK ?
-				stor_http_retryable(resp->status, code) :
-				transient(rc);
-		/* What the stream's reader has seen cannot be taken back. */
-		if (req->out_fn && (resp->received > 0 || req->out_ret))
-			again = 0;
-		free(code);
-		free(msg);
-		if (!again || n >= s->cfg.max_attempts)
+		if (!attempt_again(c, req, resp, rc) ||
+		    n >= s->cfg.max_attempts)
 			break;
 		log_debug("%s %s: %s, attempt %d of %d", req->method, req->url,
 			  rc == CURLE_OK ? "retryable answer" :
@@ -413,16 +445,7 @@ int stor_http_do(struct stor *s, CURL *c, struct stor_http_req *req,
 		backoff(s, n);
 	}
 	if (rc != CURLE_OK) {
-		if (req->out_ret)
-			(void)buf_addf(err, "stream stopped after %lld bytes",
-				       (long long)resp->received);
-		else if (x.write_failed)
-			(void)buf_addf(err, "cannot write the download: %s",
-				       strerror(x.write_errno));
-		else
-			(void)buf_addf(
-				err, "%s %s failed: %s", req->method, req->url,
-				errbuf[0] ? errbuf : curl_easy_strerror(rc));
+		describe_failure(req, resp, &x, rc, errbuf, err);
 		ret = ERR_IO;
 	}
 	if (req->out_fd >= 0 && resp->status >= 200 && resp->status < 300)
@@ -522,4 +545,99 @@ int stor_http_get_stream(struct stor *s, struct stor_http_stream *g,
 		if (err->data)
 			err->data[mark] = '\0';
 	}
+}
+
+/* --- list, stat and delete on an object service ---------------------- */
+
+int stor__http_list(struct stor *s, const struct stor_http_service *svc,
+		    const char *bucket, const char *prefix,
+		    struct stor_list *out, struct buf *err)
+{
+	struct buf url = BUF_INIT;
+	struct stor_http_resp resp;
+	char *token = NULL;
+	int ret = 0;
+
+	stor_http_resp_init(&resp);
+	do {
+		buf_reset(&url);
+		svc->list_url(s, &url, bucket, prefix, token);
+		ret = svc->simple(s, "GET", url.data, &resp, err);
+		if (ret)
+			break;
+		if (resp.status != 200) {
+			ret = svc->error(&resp, svc->list_op, err);
+			break;
+		}
+		FREE_AND_NULL(token);
+		ret = svc->list_page(resp.body.data, resp.body.len, out, &token,
+				     err);
+	} while (!ret && token);
+	free(token);
+	stor_list_sort(out);
+	stor_http_resp_release(&resp);
+	buf_release(&url);
+	return ret;
+}
+
+int stor__http_stat(struct stor *s, const struct stor_http_service *svc,
+		    const char *bucket, const char *key,
+		    struct stor_object *out, struct buf *err)
+{
+	struct buf url = BUF_INIT;
+	struct stor_http_resp resp;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	stor_http_resp_init(&resp);
+	svc->object_url(s, &url, bucket, key);
+	ret = svc->simple(s, "HEAD", url.data, &resp, err);
+	if (!ret && resp.status != 200)
+		ret = svc->error(&resp, svc->stat_op, err);
+	if (!ret) {
+		out->key = xstrdup(key);
+		out->size = resp.content_length;
+		out->mtime_ms = resp.last_modified_ms;
+		if (svc->stat_etag)
+			memcpy(out->etag, resp.etag, sizeof(out->etag));
+	}
+	stor_http_resp_release(&resp);
+	buf_release(&url);
+	return ret;
+}
+
+int stor__http_delete(struct stor *s, const struct stor_http_service *svc,
+		      const char *bucket, const char *key, struct buf *err)
+{
+	struct buf url = BUF_INIT;
+	struct stor_http_resp resp;
+	int ret;
+
+	stor_http_resp_init(&resp);
+	svc->object_url(s, &url, bucket, key);
+	ret = svc->simple(s, "DELETE", url.data, &resp, err);
+	if (!ret && resp.status != 204 && resp.status != 200 &&
+	    resp.status != 404)
+		ret = svc->error(&resp, svc->delete_op, err);
+	stor_http_resp_release(&resp);
+	buf_release(&url);
+	return ret;
+}
+
+int stor__http_open_upload(const char *path, int *fd, struct stat *st,
+			   struct buf *err)
+{
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0) {
+		(void)buf_addf(err, "cannot open '%s': %s", path,
+			       strerror(errno));
+		return errno == ENOENT ? ERR_NOTFOUND : ERR_IO;
+	}
+	if (fstat(*fd, st) || !S_ISREG(st->st_mode)) {
+		(void)buf_addf(err, "'%s' is not a regular file", path);
+		close(*fd);
+		*fd = -1;
+		return ERR_INVALID;
+	}
+	return 0;
 }

@@ -146,89 +146,68 @@ static int s3_simple(struct stor *s, CURL *c, const char *method,
 /* --- list, stat, delete ------------------------------------------------------
  */
 
-int stor__s3_list(struct stor *s, const char *bucket, const char *prefix,
-		  struct stor_list *out, struct buf *err)
+static void s3_object_url(const struct stor *s, struct buf *url,
+			  const char *bucket, const char *key)
 {
-	struct buf url = BUF_INIT, q = BUF_INIT;
-	struct stor_http_resp resp;
-	char *token = NULL;
-	int ret = 0;
-
-	stor_http_resp_init(&resp);
-	do {
-		/* Names in SigV4's sorted order. */
-		buf_reset(&q);
-		if (token) {
-			(void)buf_adds(&q, "continuation-token=");
-			stor_uri_encode(&q, token, 0);
-			(void)buf_addch(&q, '&');
-		}
-		(void)buf_adds(&q, "list-type=2&prefix=");
-		stor_uri_encode(&q, prefix, 0);
-		buf_reset(&url);
-		s3_url(s, &url, bucket, NULL, q.data);
-		ret = s3_simple(s, s->curl, "GET", url.data, NULL, 0, NULL,
-				&resp, err);
-		if (ret)
-			break;
-		if (resp.status != 200) {
-			ret = s3_error(&resp, "ListObjectsV2", err);
-			break;
-		}
-		FREE_AND_NULL(token);
-		ret = stor__s3_xml_list(resp.body.data, resp.body.len, out,
-					&token, err);
-	} while (!ret && token);
-	free(token);
-	stor_list_sort(out);
-	stor_http_resp_release(&resp);
-	buf_release(&url);
-	buf_release(&q);
-	return ret;
+	s3_url(s, url, bucket, key, NULL);
 }
 
-int stor__s3_stat(struct stor *s, const char *bucket, const char *key,
-		  struct stor_object *out, struct buf *err)
+static void s3_list_url(const struct stor *s, struct buf *url,
+			const char *bucket, const char *prefix,
+			const char *token)
 {
-	struct buf url = BUF_INIT;
-	struct stor_http_resp resp;
-	int ret;
+	struct buf q = BUF_INIT;
 
-	memset(out, 0, sizeof(*out));
-	stor_http_resp_init(&resp);
-	s3_url(s, &url, bucket, key, NULL);
-	ret = s3_simple(s, s->curl, "HEAD", url.data, NULL, 0, NULL, &resp,
-			err);
-	if (!ret && resp.status != 200)
-		ret = s3_error(&resp, "HeadObject", err);
-	if (!ret) {
-		out->key = xstrdup(key);
-		out->size = resp.content_length;
-		out->mtime_ms = resp.last_modified_ms;
-		memcpy(out->etag, resp.etag, sizeof(out->etag));
+	/* Names in SigV4's sorted order. */
+	if (token) {
+		(void)buf_adds(&q, "continuation-token=");
+		stor_uri_encode(&q, token, 0);
+		(void)buf_addch(&q, '&');
 	}
-	stor_http_resp_release(&resp);
-	buf_release(&url);
-	return ret;
+	(void)buf_adds(&q, "list-type=2&prefix=");
+	stor_uri_encode(&q, prefix, 0);
+	s3_url(s, url, bucket, NULL, q.data);
+	buf_release(&q);
 }
 
-int stor__s3_delete(struct stor *s, const char *bucket, const char *key,
-		    struct buf *err)
+/* A bodyless request on the session's handle. */
+static int s3_bodyless(struct stor *s, const char *method, const char *url,
+		       struct stor_http_resp *resp, struct buf *err)
 {
-	struct buf url = BUF_INIT;
-	struct stor_http_resp resp;
-	int ret;
+	return s3_simple(s, s->curl, method, url, NULL, 0, NULL, resp, err);
+}
 
-	stor_http_resp_init(&resp);
-	s3_url(s, &url, bucket, key, NULL);
-	ret = s3_simple(s, s->curl, "DELETE", url.data, NULL, 0, NULL, &resp,
-			err);
-	if (!ret && resp.status != 204 && resp.status != 200 &&
-	    resp.status != 404)
-		ret = s3_error(&resp, "DeleteObject", err);
-	stor_http_resp_release(&resp);
-	buf_release(&url);
-	return ret;
+static const struct stor_http_service s3_service = {
+	.list_op = "ListObjectsV2",
+	.stat_op = "HeadObject",
+	.delete_op = "DeleteObject",
+	.stat_etag = 1,
+	.object_url = s3_object_url,
+	.list_url = s3_list_url,
+	.simple = s3_bodyless,
+	.error = s3_error,
+	.list_page = stor__s3_xml_list,
+};
+
+static int s3_list(struct stor *s, const struct stor_target *t,
+		   struct stor_list *out, struct buf *err)
+{
+	return stor__http_list(s, &s3_service, t->uri.bucket, t->uri.key, out,
+			       err);
+}
+
+static int s3_stat(struct stor *s, const struct stor_target *t,
+		   struct stor_object *out, struct buf *err)
+{
+	return stor__http_stat(s, &s3_service, t->uri.bucket, t->uri.key, out,
+			       err);
+}
+
+static int s3_delete(struct stor *s, const struct stor_target *t,
+		     struct buf *err)
+{
+	return stor__http_delete(s, &s3_service, t->uri.bucket, t->uri.key,
+				 err);
 }
 
 /* An ETag that is the object's MD5 (single-part, not SSE-KMS). */
@@ -374,9 +353,10 @@ static int get_range(struct pool *p, CURL *c, size_t i, struct buf *err)
 	return ret;
 }
 
-int stor__s3_get(struct stor *s, const char *bucket, const char *key,
-		 const char *path, struct stor_object *info, struct buf *err)
+static int s3_get(struct stor *s, const struct stor_target *t, const char *path,
+		  struct stor_object *info, struct buf *err)
 {
+	const char *bucket = t->uri.bucket, *key = t->uri.key;
 	struct stor_object st;
 	struct stor_http_req req;
 	struct stor_http_resp resp;
@@ -384,7 +364,7 @@ int stor__s3_get(struct stor *s, const char *bucket, const char *key,
 	struct curl_slist *h = NULL;
 	int fd = -1, ret;
 
-	ret = stor__s3_stat(s, bucket, key, &st, err);
+	ret = s3_stat(s, t, &st, err);
 	if (ret)
 		return ret;
 	stor_http_resp_init(&resp);
@@ -457,10 +437,11 @@ out:
 	return ret;
 }
 
-int stor__s3_get_stream(struct stor *s, const char *bucket, const char *key,
-			stor_stream_fn *fn, void *arg, int64_t *size,
-			struct buf *err)
+static int s3_get_stream(struct stor *s, const struct stor_target *t,
+			 stor_stream_fn *fn, void *arg, int64_t *size,
+			 struct buf *err)
 {
+	const char *bucket = t->uri.bucket, *key = t->uri.key;
 	struct stor_http_stream g;
 	struct stor_http_resp resp;
 	struct buf url = BUF_INIT;
@@ -672,24 +653,17 @@ out:
 	return ret;
 }
 
-int stor__s3_put(struct stor *s, const char *bucket, const char *key,
-		 const char *path, struct stor_object *info, struct buf *err)
+static int s3_put(struct stor *s, const struct stor_target *t, const char *path,
+		  struct stor_object *info, struct buf *err)
 {
+	const char *bucket = t->uri.bucket, *key = t->uri.key;
 	struct buf url = BUF_INIT;
 	struct stat st;
 	int fd, ret;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		(void)buf_addf(err, "cannot open '%s': %s", path,
-			       strerror(errno));
-		return errno == ENOENT ? ERR_NOTFOUND : ERR_IO;
-	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		(void)buf_addf(err, "'%s' is not a regular file", path);
-		close(fd);
-		return ERR_INVALID;
-	}
+	ret = stor__http_open_upload(path, &fd, &st, err);
+	if (ret)
+		return ret;
 	if (info)
 		memset(info, 0, sizeof(*info));
 	s3_url(s, &url, bucket, key, NULL);
@@ -707,3 +681,13 @@ int stor__s3_put(struct stor *s, const char *bucket, const char *key,
 	buf_release(&url);
 	return ret;
 }
+
+const struct stor_backend stor__s3_backend = {
+	.name = "s3",
+	.list = s3_list,
+	.stat = s3_stat,
+	.get = s3_get,
+	.get_stream = s3_get_stream,
+	.put = s3_put,
+	.delete_object = s3_delete,
+};

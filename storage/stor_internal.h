@@ -6,6 +6,7 @@
  * its tests) includes this header.
  */
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include <curl/curl.h>
 #include <openssl/evp.h>
@@ -31,17 +32,42 @@ struct stor {
 	CURL *curl; /* reused for every sequential request */
 };
 
-/* Which code serves a URI. */
-enum stor_backend {
-	STOR_BE_FS = 1, /* file:// and the local embedded store */
-	STOR_BE_S3,	/* a real S3-compatible endpoint */
-	STOR_BE_BLOB	/* the embedded store through the controller */
+struct stor_target;
+
+/*
+ * One backend: the object calls of storage.h for a resolved URI. Each
+ * explains a failure in err without the URI (store.c prefixes it).
+ * stor__resolve() picks the backend; adding one is a new table in its own
+ * file and a line there.
+ */
+struct stor_backend {
+	const char *name;
+	int (*list)(struct stor *s, const struct stor_target *t,
+		    struct stor_list *out, struct buf *err);
+	int (*stat)(struct stor *s, const struct stor_target *t,
+		    struct stor_object *out, struct buf *err);
+	int (*get)(struct stor *s, const struct stor_target *t,
+		   const char *path, struct stor_object *info, struct buf *err);
+	int (*get_stream)(struct stor *s, const struct stor_target *t,
+			  stor_stream_fn *fn, void *arg, int64_t *size,
+			  struct buf *err);
+	int (*put)(struct stor *s, const struct stor_target *t,
+		   const char *path, struct stor_object *info, struct buf *err);
+	int (*delete_object)(struct stor *s, const struct stor_target *t,
+			     struct buf *err);
 };
 
+/* file:// and the local embedded store (fs.c) */
+extern const struct stor_backend stor__fs_backend;
+/* a real S3-compatible endpoint (s3.c) */
+extern const struct stor_backend stor__s3_backend;
+/* the embedded store through the controller (blob_client.c) */
+extern const struct stor_backend stor__blob_backend;
+
 struct stor_target {
-	enum stor_backend be;
+	const struct stor_backend *be;
 	struct stor_uri uri;
-	char *root; /* STOR_BE_FS: the folder keys are relative to */
+	char *root; /* stor__fs_backend: the folder keys are relative to */
 };
 
 /*
@@ -52,6 +78,10 @@ struct stor_target {
 int stor__resolve(struct stor *s, const char *uri, struct stor_target *t,
 		  struct buf *err);
 void stor__target_release(struct stor_target *t);
+
+/* list.c: the object of a sorted list (stor_list_sort()) with key, or NULL. */
+const struct stor_object *stor__list_find(const struct stor_list *l,
+					  const char *key);
 
 /* --- digest.c --------------------------------------------------------- */
 
@@ -170,53 +200,54 @@ struct stor_http_stream {
 int stor_http_get_stream(struct stor *s, struct stor_http_stream *g,
 			 struct stor_http_resp *resp, struct buf *err);
 
+/*
+ * An object service over HTTP (S3, the controller's blob endpoint) as the
+ * listing, stat and delete calls below see it: how to name an object and
+ * a listing page, send a bodyless request and describe a non-2xx answer.
+ */
+struct stor_http_service {
+	const char *list_op, *stat_op, *delete_op; /* for messages */
+	int stat_etag; /* a HEAD answer's ETag is the object's */
+	void (*object_url)(const struct stor *s, struct buf *url,
+			   const char *bucket, const char *key);
+	/* A listing page of prefix, after token (NULL for the first). */
+	void (*list_url)(const struct stor *s, struct buf *url,
+			 const char *bucket, const char *prefix,
+			 const char *token);
+	int (*simple)(struct stor *s, const char *method, const char *url,
+		      struct stor_http_resp *resp, struct buf *err);
+	int (*error)(const struct stor_http_resp *resp, const char *what,
+		     struct buf *err);
+	/* Appends one page's objects to out; *next: the token or NULL. */
+	int (*list_page)(const char *body, size_t len, struct stor_list *out,
+			 char **next, struct buf *err);
+};
+
+/* Lists prefix page by page into out, sorted. */
+int stor__http_list(struct stor *s, const struct stor_http_service *svc,
+		    const char *bucket, const char *prefix,
+		    struct stor_list *out, struct buf *err);
+/* HEAD of one object; 200 fills out (key, size, mtime, ETag). */
+int stor__http_stat(struct stor *s, const struct stor_http_service *svc,
+		    const char *bucket, const char *key,
+		    struct stor_object *out, struct buf *err);
+/* DELETE of one object; a missing one is not an error. */
+int stor__http_delete(struct stor *s, const struct stor_http_service *svc,
+		      const char *bucket, const char *key, struct buf *err);
+
+/*
+ * Opens the file an upload sends: *fd (read-only) and *st. Returns 0, or
+ * ERR_NOTFOUND / ERR_IO (cannot open) or ERR_INVALID (not a regular
+ * file) with err saying so and nothing left open.
+ */
+int stor__http_open_upload(const char *path, int *fd, struct stat *st,
+			   struct buf *err);
+
 /* Sets the options every handle needs (buffers, timeouts). */
 void stor_http_setup(struct stor *s, CURL *c);
 
 /* Is this status (and S3 error code, may be NULL) worth retrying? */
 int stor_http_retryable(long status, const char *code);
-
-/* --- backends ------------------------------------------------------------ */
-
-/* fs.c: keys relative to a root folder (listing and delete: fs.h). */
-int stor__fs_stat(const char *root, const char *key, struct stor_object *out,
-		  struct buf *err);
-int stor__fs_get(const char *root, const char *key, const char *path,
-		 struct stor_object *info, struct buf *err);
-int stor__fs_put(const char *root, const char *key, const char *path,
-		 struct stor_object *info, struct buf *err);
-int stor__fs_get_stream(const char *root, const char *key, stor_stream_fn *fn,
-			void *arg, int64_t *size, struct buf *err);
-
-/* s3.c */
-int stor__s3_list(struct stor *s, const char *bucket, const char *prefix,
-		  struct stor_list *out, struct buf *err);
-int stor__s3_stat(struct stor *s, const char *bucket, const char *key,
-		  struct stor_object *out, struct buf *err);
-int stor__s3_get(struct stor *s, const char *bucket, const char *key,
-		 const char *path, struct stor_object *info, struct buf *err);
-int stor__s3_put(struct stor *s, const char *bucket, const char *key,
-		 const char *path, struct stor_object *info, struct buf *err);
-int stor__s3_delete(struct stor *s, const char *bucket, const char *key,
-		    struct buf *err);
-int stor__s3_get_stream(struct stor *s, const char *bucket, const char *key,
-			stor_stream_fn *fn, void *arg, int64_t *size,
-			struct buf *err);
-
-/* blob_client.c */
-int stor__blob_list(struct stor *s, const char *bucket, const char *prefix,
-		    struct stor_list *out, struct buf *err);
-int stor__blob_stat(struct stor *s, const char *bucket, const char *key,
-		    struct stor_object *out, struct buf *err);
-int stor__blob_get(struct stor *s, const char *bucket, const char *key,
-		   const char *path, struct stor_object *info, struct buf *err);
-int stor__blob_put(struct stor *s, const char *bucket, const char *key,
-		   const char *path, struct stor_object *info, struct buf *err);
-int stor__blob_delete(struct stor *s, const char *bucket, const char *key,
-		      struct buf *err);
-int stor__blob_get_stream(struct stor *s, const char *bucket, const char *key,
-			  stor_stream_fn *fn, void *arg, int64_t *size,
-			  struct buf *err);
 
 /* s3_xml.c: S3's XML bodies, parsed with libxml2. */
 

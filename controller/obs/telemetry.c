@@ -66,7 +66,7 @@ static void prune(struct ctrl_ctx *ctx, int64_t now)
 }
 
 /* Whether host holds the assignment r names (as the store says). */
-static int assigned(const struct api_rank_sample *r,
+static int assigned(const struct tm_rank_sample *r,
 		    const struct db_assignment *as, size_t n)
 {
 	char algo[32];
@@ -91,7 +91,7 @@ static int assigned(const struct api_rank_sample *r,
  * host's job.
  */
 static void filter_ranks(struct ctrl_ctx *ctx, const char *host,
-			 struct api_host_sample *rows, size_t k)
+			 struct tm_host_sample *rows, size_t k)
 {
 	struct db_assignment *as = NULL;
 	struct buf err = BUF_INIT;
@@ -104,7 +104,7 @@ static void filter_ranks(struct ctrl_ctx *ctx, const char *host,
 	    db_assignments_list(ctx->db, NULL, host, 0, &as, &n_as, &err))
 		log_warn("host '%s': %s", host, err.data);
 	for (i = 0; i < k; i++) {
-		struct api_rank_sample *r =
+		struct tm_rank_sample *r =
 			xcalloc(rows[i].n_ranks + 1, sizeof(*r));
 
 		for (j = 0, m = 0; j < rows[i].n_ranks; j++)
@@ -118,9 +118,9 @@ static void filter_ranks(struct ctrl_ctx *ctx, const char *host,
 }
 
 void ctrl_tm_ingest(struct ctrl_ctx *ctx, const char *host,
-		    const struct api_host_sample *s, size_t n)
+		    const struct tm_host_sample *s, size_t n)
 {
-	struct api_host_sample *rows;
+	struct tm_host_sample *rows;
 	struct ctrl_host *h;
 	struct buf err = BUF_INIT;
 	int64_t now = time_now_ms();
@@ -152,8 +152,8 @@ void ctrl_tm_ingest(struct ctrl_ctx *ctx, const char *host,
 	pthread_mutex_lock(&ctx->hosts_lock);
 	h = ctrl_hosts_find(ctx, host);
 	if (h && (!h->have_tm || h->tm_latest.ts_ms < rows[k - 1].ts_ms)) {
-		api_host_sample_release(&h->tm_latest);
-		api_host_sample_copy(&h->tm_latest, &rows[k - 1]);
+		tm_host_sample_release(&h->tm_latest);
+		tm_host_sample_copy(&h->tm_latest, &rows[k - 1]);
 		h->have_tm = 1;
 	}
 	pthread_mutex_unlock(&ctx->hosts_lock);
@@ -167,9 +167,9 @@ out:
 	prune(ctx, now);
 }
 
-int ctrl_tm_latest(const struct ctrl_host *h, struct api_host_sample *out)
+int ctrl_tm_latest(const struct ctrl_host *h, struct tm_host_sample *out)
 {
-	struct api_host_sample s;
+	struct tm_host_sample s;
 
 	memset(out, 0, sizeof(*out));
 	if (!h->have_tm)
@@ -177,7 +177,7 @@ int ctrl_tm_latest(const struct ctrl_host *h, struct api_host_sample *out)
 	s = h->tm_latest;
 	s.ranks = NULL;
 	s.n_ranks = 0;
-	api_host_sample_copy(out, &s);
+	tm_host_sample_copy(out, &s);
 	return 1;
 }
 
@@ -200,7 +200,7 @@ void ctrl_tm_series_route(struct ctrl_ctx *ctx, const char *path,
 			  struct ctrl_response *resp)
 {
 	const char *slash = strchr(path, '/');
-	struct api_host_sample *s = NULL;
+	struct tm_host_sample *s = NULL;
 	struct buf name = BUF_INIT_MAX(256);
 	struct buf err = BUF_INIT;
 	int64_t now = time_now_ms(), from = now - HOUR_MS, to = now + 1;
@@ -242,7 +242,7 @@ void ctrl_tm_series_route(struct ctrl_ctx *ctx, const char *path,
 		ctrl_reply_err(resp, CTRL_E_INTERNAL, "answer too large");
 out:
 	for (i = 0; i < n; i++)
-		api_host_sample_release(&s[i]);
+		tm_host_sample_release(&s[i]);
 	free(s);
 	buf_release(&name);
 	buf_release(&err);
@@ -432,7 +432,7 @@ void ctrl_tm_render_metrics(struct ctrl_ctx *ctx, struct buf *out)
 	pthread_mutex_lock(&ctx->hosts_lock);
 	for (i = 0; i < ctx->n_hosts; i++) {
 		const struct ctrl_host *h = ctx->hosts[i];
-		const struct api_host_sample *s = &h->tm_latest;
+		const struct tm_host_sample *s = &h->tm_latest;
 
 		if (!h->have_tm)
 			continue;
@@ -458,7 +458,7 @@ void ctrl_tm_render_metrics(struct ctrl_ctx *ctx, struct buf *out)
 		line(&lines[G_FS_TOTAL], G_FS_TOTAL, h->name, -1,
 		     (double)s->fs_total);
 		for (k = 0; k < s->n_gpus; k++) {
-			const struct api_gpu_sample *gs = &s->gpus[k];
+			const struct tm_gpu_sample *gs = &s->gpus[k];
 
 			line(&lines[G_GPU_UTIL], G_GPU_UTIL, h->name, gs->index,
 			     gs->util_percent);

@@ -44,14 +44,14 @@ void ctrl_tm_close(struct ctrl_ctx *ctx);
  * a minute. Failures are logged: telemetry never fails a heartbeat.
  */
 void ctrl_tm_ingest(struct ctrl_ctx *ctx, const char *host,
-		    const struct api_host_sample *s, size_t n);
+		    const struct tm_host_sample *s, size_t n);
 
 /*
  * host's latest sample, without its ranks (a deep copy into out, to
  * release). Caller holds hosts_lock. Returns 1, or 0 when there is none.
  */
 struct ctrl_host;
-int ctrl_tm_latest(const struct ctrl_host *h, struct api_host_sample *out);
+int ctrl_tm_latest(const struct ctrl_host *h, struct tm_host_sample *out);
 
 /*
  * GET /v1/hosts/{name}/telemetry?start=MS&end=MS (path is what follows

@@ -553,8 +553,8 @@ struct runtime_hosts {
 	struct api_web_host *hosts;
 	struct api_status *reports; /* parsed from as[i].report_json */
 	char (*algos)[32];
-	struct api_host_sample *tm;    /* latest telemetry */
-	struct api_rank_sample *procs; /* the job's processes there */
+	struct tm_host_sample *tm;    /* latest telemetry */
+	struct tm_rank_sample *procs; /* the job's processes there */
 };
 
 static void runtime_hosts_init(struct runtime_hosts *rh, size_t n)
@@ -573,7 +573,7 @@ static void runtime_hosts_release(struct runtime_hosts *rh)
 
 	for (i = 0; i < rh->n; i++) {
 		api_status_release(&rh->reports[i]);
-		api_host_sample_release(&rh->tm[i]);
+		tm_host_sample_release(&rh->tm[i]);
 	}
 	free(rh->tm);
 	free(rh->procs);
@@ -585,14 +585,14 @@ static void runtime_hosts_release(struct runtime_hosts *rh)
 
 /* Sets *out to the latest sample's figures of job's processes on algo. */
 static int job_procs(const struct ctrl_host *h, const struct db_job *job,
-		     const char *algo, struct api_rank_sample *out)
+		     const char *algo, struct tm_rank_sample *out)
 {
 	int found = 0;
 	size_t k;
 
 	/* This job's processes there: its name, uid and algo. */
 	for (k = 0; k < h->tm_latest.n_ranks; k++) {
-		const struct api_rank_sample *r = &h->tm_latest.ranks[k];
+		const struct tm_rank_sample *r = &h->tm_latest.ranks[k];
 
 		if (strcmp(r->job, job->name) || strcmp(r->algo, algo) ||
 		    (r->job_uid && job->uid && strcmp(r->job_uid, job->uid)))

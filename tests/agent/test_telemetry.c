@@ -160,7 +160,7 @@ static void test_cgroup(void **state)
 
 static void test_nvml(void **state)
 {
-	struct api_gpu_sample gpus[API_TELEMETRY_MAX_GPUS];
+	struct tm_gpu_sample gpus[API_TELEMETRY_MAX_GPUS];
 	struct buf err = BUF_INIT;
 	struct agent_nvml *n = agent_nvml_open(&err);
 	size_t k, i;

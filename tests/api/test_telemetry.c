@@ -23,7 +23,7 @@
 #include "common/buf.h"
 #include "common/err.h"
 
-static void fill(struct api_host_sample *s, int64_t ts)
+static void fill(struct tm_host_sample *s, int64_t ts)
 {
 	memset(s, 0, sizeof(*s));
 	s->ts_ms = ts;
@@ -40,8 +40,8 @@ static void fill(struct api_host_sample *s, int64_t ts)
 	s->fs_total = 100;
 	s->n_gpus = 2;
 	s->gpus = calloc(2, sizeof(*s->gpus));
-	s->gpus[0] = (struct api_gpu_sample){ 0, 90.0, 40LL << 30, 80LL << 30 };
-	s->gpus[1] = (struct api_gpu_sample){ 1, 10.0, 20LL << 30, 80LL << 30 };
+	s->gpus[0] = (struct tm_gpu_sample){ 0, 90.0, 40LL << 30, 80LL << 30 };
+	s->gpus[1] = (struct tm_gpu_sample){ 1, 10.0, 20LL << 30, 80LL << 30 };
 	s->n_ranks = 1;
 	s->ranks = calloc(1, sizeof(*s->ranks));
 	s->ranks[0].job = strdup("mnist-1");
@@ -65,7 +65,7 @@ static void test_roundtrip(void **state)
 {
 	struct api_status st, back;
 	struct buf one = BUF_INIT, two = BUF_INIT, err = BUF_INIT;
-	struct api_host_sample s[2];
+	struct tm_host_sample s[2];
 
 	(void)state;
 	assert_int_equal(api_status_parse(BARE, strlen(BARE), &st, &err), 0);
@@ -78,8 +78,8 @@ static void test_roundtrip(void **state)
 	st.samples = NULL;
 	st.n_samples = 0;
 	api_status_release(&st);
-	api_host_sample_release(&s[0]);
-	api_host_sample_release(&s[1]);
+	tm_host_sample_release(&s[0]);
+	tm_host_sample_release(&s[1]);
 
 	assert_int_equal(api_status_parse(one.data, one.len, &back, &err), 0);
 	assert_int_equal(back.n_samples, 2);
@@ -93,11 +93,11 @@ static void test_roundtrip(void **state)
 	assert_int_equal(back.samples[0].ranks[0].procs, 3);
 	/* SageMaker's figures: memory of the smaller of limit and total,
 	 * CPU and GPU summed over cores and GPUs. */
-	assert_true(api_host_sample_mem_percent(&back.samples[0]) == 37.5);
-	assert_true(api_host_sample_disk_percent(&back.samples[0]) == 25.0);
-	assert_true(api_host_sample_gpu_percent(&back.samples[0]) == 100.0);
-	assert_true(api_host_sample_gpu_mem_percent(&back.samples[0]) == 75.0);
-	assert_true(api_host_sample_cores_percent(&back.samples[0]) == 340.0);
+	assert_true(tm_host_sample_mem_percent(&back.samples[0]) == 37.5);
+	assert_true(tm_host_sample_disk_percent(&back.samples[0]) == 25.0);
+	assert_true(tm_host_sample_gpu_percent(&back.samples[0]) == 100.0);
+	assert_true(tm_host_sample_gpu_mem_percent(&back.samples[0]) == 75.0);
+	assert_true(tm_host_sample_cores_percent(&back.samples[0]) == 340.0);
 	assert_int_equal(api_status_build(&back, &two), 0);
 	assert_int_equal(one.len, two.len);
 	assert_memory_equal(one.data, two.data, one.len);
@@ -105,8 +105,8 @@ static void test_roundtrip(void **state)
 	/* Without its samples the status rebuilds exactly as an agent that
 	 * has none sends it. */
 	buf_reset(&two);
-	api_host_sample_release(&back.samples[0]);
-	api_host_sample_release(&back.samples[1]);
+	tm_host_sample_release(&back.samples[0]);
+	tm_host_sample_release(&back.samples[1]);
 	free(back.samples);
 	back.samples = NULL;
 	back.n_samples = 0;
@@ -144,7 +144,7 @@ static int parse_status(const char *body, size_t len, struct buf *err)
 /* A status of one sample whose member key is replaced by value. */
 static int parse_with(const char *key, const char *value, struct buf *err)
 {
-	struct api_host_sample s;
+	struct tm_host_sample s;
 	struct api_status st;
 	struct buf body = BUF_INIT, out = BUF_INIT;
 	char *at, *end;
@@ -156,7 +156,7 @@ static int parse_with(const char *key, const char *value, struct buf *err)
 	st.samples = &s;
 	st.n_samples = 1;
 	assert_int_equal(api_status_build(&st, &body), 0);
-	api_host_sample_release(&s);
+	tm_host_sample_release(&s);
 	buf_reset(err);
 	(void)buf_addf(&out, "\"%s\":", key);
 	at = strstr(body.data, out.data);
@@ -342,7 +342,7 @@ static void test_register_reply(void **state)
 
 static void test_series(void **state)
 {
-	struct api_host_sample s[2];
+	struct tm_host_sample s[2];
 	struct buf out = BUF_INIT;
 
 	(void)state;
@@ -356,8 +356,8 @@ static void test_series(void **state)
 	assert_non_null(strstr(out.data, "\"net_tx_bps\":0"));
 	assert_non_null(strstr(out.data, "\"mem_percent\":37.5"));
 	assert_non_null(strstr(out.data, "\"truncated\":false"));
-	api_host_sample_release(&s[0]);
-	api_host_sample_release(&s[1]);
+	tm_host_sample_release(&s[0]);
+	tm_host_sample_release(&s[1]);
 	buf_release(&out);
 }
 

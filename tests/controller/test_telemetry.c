@@ -123,8 +123,8 @@ static int teardown(void **state)
 }
 
 /* A sample at ts of 4 CPUs at cpu %, with rank entries r[0..n). */
-static void sample(struct api_host_sample *s, int64_t ts, double cpu,
-		   struct api_rank_sample *r, size_t n)
+static void sample(struct tm_host_sample *s, int64_t ts, double cpu,
+		   struct tm_rank_sample *r, size_t n)
 {
 	memset(s, 0, sizeof(*s));
 	s->ts_ms = ts;
@@ -141,7 +141,7 @@ static void sample(struct api_host_sample *s, int64_t ts, double cpu,
 
 static size_t host_rows(struct fixture *f, const char *host)
 {
-	struct api_host_sample *s = NULL;
+	struct tm_host_sample *s = NULL;
 	struct buf err = BUF_INIT;
 	size_t n = 0, i;
 	int truncated;
@@ -150,7 +150,7 @@ static size_t host_rows(struct fixture *f, const char *host)
 					  &s, &n, &truncated, &err),
 			 0);
 	for (i = 0; i < n; i++)
-		api_host_sample_release(&s[i]);
+		tm_host_sample_release(&s[i]);
 	free(s);
 	buf_release(&err);
 	return n;
@@ -160,13 +160,13 @@ static void test_ingest(void **state)
 {
 	struct fixture *f = *state;
 	int64_t now = time_now_ms();
-	struct api_rank_sample r[3] = {
+	struct tm_rank_sample r[3] = {
 		{ (char *)"job-a", f->uid, 1, (char *)"algo-1", 90.0, 100, 1 },
 		/* Not this host's: another job, another algo. */
 		{ (char *)"job-b", NULL, 1, (char *)"algo-1", 90.0, 100, 1 },
 		{ (char *)"job-a", f->uid, 1, (char *)"algo-2", 90.0, 100, 1 },
 	};
-	struct api_host_sample s[6];
+	struct tm_host_sample s[6];
 	struct buf err = BUF_INIT, out = BUF_INIT;
 	char **algos = NULL;
 	int64_t *last = NULL;
@@ -246,11 +246,11 @@ static void test_cloudwatch(void **state)
 {
 	struct fixture *f = *state;
 	int64_t now = time_now_ms(), t = (now / 60000 - 2) * 60000;
-	struct api_rank_sample r = {
+	struct tm_rank_sample r = {
 		(char *)"job-a", f->uid, 1, (char *)"algo-1", 90.0, 100, 1
 	};
 	struct ctrl_caller bob = { NULL, "bob", NULL, 0 };
-	struct api_host_sample s[2];
+	struct tm_host_sample s[2];
 	struct buf body = BUF_INIT, out = BUF_INIT;
 
 	sample(&s[0], t + 1000, 25.0, &r, 1);
@@ -297,14 +297,14 @@ static void test_old_job_rows(void **state)
 {
 	struct fixture *f = *state;
 	int64_t now = time_now_ms();
-	struct api_rank_sample r = { (char *)"job-a",
+	struct tm_rank_sample r = { (char *)"job-a",
 				     (char *)"dead",
 				     1,
 				     (char *)"algo-3",
 				     90.0,
 				     100,
 				     1 };
-	struct api_host_sample s;
+	struct tm_host_sample s;
 	struct buf body = BUF_INIT, out = BUF_INIT, err = BUF_INIT;
 
 	sample(&s, now - 5000, 25.0, &r, 1);

@@ -54,12 +54,12 @@ static int teardown(void **state)
 	return 0;
 }
 
-static struct api_gpu_sample gpu = { 3, 55.5, 10, 40 };
-static struct api_rank_sample rank = {
+static struct tm_gpu_sample gpu = { 3, 55.5, 10, 40 };
+static struct tm_rank_sample rank = {
 	(char *)"job-a", (char *)"00ff", 1, (char *)"algo-1", 180.0, 4096, 2
 };
 
-static void sample(struct api_host_sample *s, int64_t ts, double cpu,
+static void sample(struct tm_host_sample *s, int64_t ts, double cpu,
 		   int with_rank)
 {
 	memset(s, 0, sizeof(*s));
@@ -78,19 +78,19 @@ static void sample(struct api_host_sample *s, int64_t ts, double cpu,
 	s->n_ranks = with_rank ? 1 : 0;
 }
 
-static void release_all(struct api_host_sample *s, size_t n)
+static void release_all(struct tm_host_sample *s, size_t n)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		api_host_sample_release(&s[i]);
+		tm_host_sample_release(&s[i]);
 	free(s);
 }
 
 static void test_store_and_read(void **state)
 {
 	struct fx *f = *state;
-	struct api_host_sample in[3], *out = NULL;
+	struct tm_host_sample in[3], *out = NULL;
 	struct db_tm_point *pts = NULL;
 	struct buf err = BUF_INIT;
 	char **algos = NULL;
@@ -177,7 +177,7 @@ static void test_store_and_read(void **state)
 static void test_retention(void **state)
 {
 	struct fx *f = *state;
-	struct api_host_sample in[4], *out = NULL;
+	struct tm_host_sample in[4], *out = NULL;
 	struct db_tm_point *pts = NULL;
 	struct buf err = BUF_INIT;
 	size_t n = 0, i;
