@@ -3,7 +3,8 @@
 
 #include <stdint.h>
 
-#include "controller/ops.h"
+#include "controller/caller.h"
+#include "controller/reply.h"
 #include "controller/s3.h"
 #include "common/buf.h"
 

@@ -11,7 +11,7 @@
 #include "controller/hosts.h"
 #include "controller/metrics.h"
 #include "controller/telemetry.h"
-#include "controller/ops.h"
+#include "controller/reply.h"
 #include "db/db.h"
 #include "db/run.h"
 #include "common/err.h"

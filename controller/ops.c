@@ -11,7 +11,6 @@
 #include "api/job_config.h"
 #include "api/job_spec.h"
 #include "api/requests.h"
-#include "api/sigv4.h"
 #include "api/tuning.h"
 #include "controller/ctrl.h"
 #include "controller/files.h"
@@ -36,101 +35,7 @@
 #include "common/xalloc.h"
 #include "common/banned.h"
 
-#define NOT_FOUND_MSG "Requested resource not found."
-
-void ctrl_reply_error(struct ctrl_response *resp, int status, const char *type,
-		      const char *message)
-{
-	resp->status = status;
-	resp->error_type = type;
-	buf_reset(&resp->body);
-	if (api_error_body(type, message, &resp->body))
-		BUG("error body too big");
-}
-
-static const struct {
-	int status;
-	const char *type;
-} errors[CTRL_E_COUNT] = {
-	[CTRL_E_VALIDATION] = { 400, "ValidationException" },
-	[CTRL_E_VALUE_TOO_BIG] = { 413, "ValidationException" },
-	[CTRL_E_RDZV_METHOD] = { 405, "ValidationException" },
-	[CTRL_E_METHOD] = { 405, "MethodNotAllowed" },
-	[CTRL_E_NOT_FOUND] = { 404, "ResourceNotFound" },
-	[CTRL_E_JOB_NOT_FOUND] = { 400, "ResourceNotFound" },
-	[CTRL_E_LOGS_NOT_FOUND] = { 400, "ResourceNotFoundException" },
-	[CTRL_E_NO_SUCH_PATH] = { 404, "UnknownOperationException" },
-	[CTRL_E_UNKNOWN_OPERATION] = { 400, "UnknownOperationException" },
-	[CTRL_E_INVALID_PARAMETER] = { 400, "InvalidParameterException" },
-	[CTRL_E_IN_USE] = { 400, "ResourceInUse" },
-	[CTRL_E_CONFLICT] = { 409, "ResourceInUse" },
-	[CTRL_E_ACCESS_DENIED] = { 400, "AccessDeniedException" },
-	[CTRL_E_UNAUTHORIZED] = { 401, "AccessDeniedException" },
-	[CTRL_E_FORBIDDEN] = { 403, "AccessDeniedException" },
-	[CTRL_E_MEDIA_TYPE] = { 415, "UnsupportedMediaTypeException" },
-	[CTRL_E_TOO_LARGE] = { 413, "RequestEntityTooLarge" },
-	[CTRL_E_TOO_MANY] = { 413, "ResourceLimitExceeded" },
-	[CTRL_E_LIMIT] = { 400, "ResourceLimitExceeded" },
-	[CTRL_E_SIGNATURE] = { 400, "IncompleteSignature" },
-	[CTRL_E_INTERNAL] = { 500, "InternalFailure" },
-};
-
-void ctrl_reply_err(struct ctrl_response *resp, enum ctrl_error e,
-		    const char *message)
-{
-	if ((unsigned)e >= CTRL_E_COUNT || !errors[e].type)
-		BUG("unknown error %d", (int)e);
-	ctrl_reply_error(resp, errors[e].status, errors[e].type, message);
-}
-
-void ctrl_reply_err_code(struct ctrl_response *resp, int code,
-			 const char *message)
-{
-	switch (code) {
-	case ERR_INVALID:
-		ctrl_reply_err(resp, CTRL_E_VALIDATION, message);
-		break;
-	case ERR_NOTFOUND:
-		ctrl_reply_err(resp, CTRL_E_VALIDATION,
-			       message && *message ? message : NOT_FOUND_MSG);
-		break;
-	case ERR_CONFLICT:
-		ctrl_reply_err(resp, CTRL_E_IN_USE, message);
-		break;
-	case ERR_LIMIT:
-		ctrl_reply_err(resp, CTRL_E_LIMIT, message);
-		break;
-	case ERR_TOOBIG:
-		ctrl_reply_err(resp, CTRL_E_TOO_LARGE, message);
-		break;
-	case ERR_AUTH:
-		ctrl_reply_err(resp, CTRL_E_ACCESS_DENIED, message);
-		break;
-	default:
-		/* Only genuine server faults are 5xx: clients retry those. */
-		log_error("internal error (%s): %s", err_str(code),
-			  message ? message : "");
-		ctrl_reply_err(resp, CTRL_E_INTERNAL,
-			       "We encountered an internal error. Please "
-			       "try again.");
-		break;
-	}
-}
-
-const struct ctrl_caller ctrl_caller_admin = { NULL, "", NULL, 1 };
-
-void ctrl_caller_of(const struct api_credential *c, struct ctrl_caller *out)
-{
-	out->cred = c;
-	out->owner = c->user ? c->user : c->profile;
-	out->run_as = c->user;
-	out->admin = c->admin;
-}
-
-int ctrl_caller_sees(const struct ctrl_caller *who, const char *owner)
-{
-	return who->admin || (owner && !strcmp(owner, who->owner));
-}
+#define NOT_FOUND_MSG CTRL_NOT_FOUND_MSG
 
 /*
  * Another user's job is answered as a job that does not exist: an answer
@@ -139,47 +44,6 @@ int ctrl_caller_sees(const struct ctrl_caller *who, const char *owner)
 static int denied(void)
 {
 	return ERR_NOTFOUND;
-}
-
-int ctrl_caller_check_job(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
-			  const char *name, struct buf *err)
-{
-	char *owner = NULL;
-	int ret;
-
-	if (who->admin)
-		return 0;
-	ret = db_job_owner(ctx->db, name, &owner, err);
-	if (!ret && !ctrl_caller_sees(who, owner))
-		ret = denied();
-	if (ret == ERR_NOTFOUND)
-		(void)buf_adds(err, NOT_FOUND_MSG);
-	free(owner);
-	return ret;
-}
-
-char *ctrl_job_arn(const struct ctrl_ctx *ctx, const char *name)
-{
-	struct buf b = BUF_INIT;
-	size_t i;
-
-	(void)buf_addf(&b, "arn:aws:sagemaker:%s:%s:training-job/",
-		       ctx->cfg.region, ctx->cfg.account_id);
-	/* The service lower-cases the name in ARNs. */
-	for (i = 0; name[i]; i++) {
-		char c = name[i];
-
-		(void)buf_addch(&b, c >= 'A' && c <= 'Z' ? (char)(c + 32) : c);
-	}
-	return buf_detach(&b, NULL);
-}
-
-void ctrl_reply_json(struct ctrl_response *resp, struct buf *json)
-{
-	resp->status = 200;
-	buf_release(&resp->body);
-	resp->body = *json;
-	buf_init(json, 0);
 }
 
 /*

@@ -15,7 +15,7 @@
 #include "api/telemetry.h"
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
-#include "controller/ops.h"
+#include "controller/reply.h"
 #include "controller/telemetry.h"
 #include "db/run.h"
 #include "db/telemetry.h"
