@@ -40,6 +40,7 @@
 #include "api/sigv4.h"
 #include "controller/registry.h"
 #include "controller/s3.h"
+#include "controller/wake.h"
 #include "common/buf.h"
 
 struct db;
@@ -238,21 +239,7 @@ void ctrl_http_stop(struct ctrl_ctx *ctx);
 /* reconciler.c */
 int ctrl_reconciler_start(struct ctrl_ctx *ctx);
 void ctrl_reconciler_stop(struct ctrl_ctx *ctx);
-/* Records that something changed; the reconciler looks again soon, at
- * every job. */
-void ctrl_reconciler_wake(struct ctrl_ctx *ctx);
-/* Records that job name changed (a report, a create, a stop): the next
- * pass looks at it without reading every other job. */
-void ctrl_reconciler_wake_job(struct ctrl_ctx *ctx, const char *name);
-/*
- * Takes the names recorded since the pass began (NULL, *n = 0 when none),
- * so that a long pass steps a new job at once instead of after the pass;
- * free them with ctrl_reconciler_free_named().
- */
-char **ctrl_reconciler_take_named(struct ctrl_ctx *ctx, size_t *n);
-void ctrl_reconciler_free_named(char **names, size_t n);
-
-/* The ARN of a training job (owned by the caller). */
+/* The ARN of a training job (owned by the caller; reply.c). */
 char *ctrl_job_arn(const struct ctrl_ctx *ctx, const char *name);
 
 #endif
