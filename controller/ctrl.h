@@ -149,9 +149,9 @@ struct ctrl_ctx {
 	struct MHD_Daemon *agent_httpd; /* --agent-listen, or NULL */
 	struct api_credentials creds;
 	int auth_enabled;
-	char *blob_root;       /* <state-dir>/s3, the embedded store */
-	char *s3_uploads;      /* <state-dir>/s3-uploads */
-	struct ctrl_s3_env s3; /* the store's S3 face (controller/s3.h) */
+	char *blob_root;	    /* <state-dir>/s3, the embedded store */
+	char *s3_uploads;	    /* <state-dir>/s3-uploads */
+	struct ctrl_s3_env s3;	    /* the store's S3 face (controller/s3.h) */
 	struct ctrl_iopool *iopool; /* steps that wait on the disk */
 	int logsearch_running;	    /* log searches on it (atomic) */
 	struct ctrl_registry registry; /* container images (registry.h) */
@@ -185,7 +185,7 @@ struct ctrl_ctx {
 
 	/* Hosts and their waiters (controller/hosts.h). */
 	pthread_mutex_t hosts_lock;
-	struct ctrl_host **hosts;	   /* in inventory order */
+	struct ctrl_host **hosts;	  /* in inventory order */
 	struct ctrl_host **hosts_by_name; /* the same, sorted by name */
 	size_t n_hosts;
 	struct ctrl_waiter *log_waiters; /* logs -f, resumed on new lines */
@@ -205,9 +205,15 @@ struct ctrl_ctx {
 
 	struct ctrl_dcache *dcache;
 
-	/* Per-job runtime caches (controller/jobrt.c), under jobs_lock. */
+	/* Per-job runtime caches (controller/jobrt.c), under jobs_lock: a
+	 * hash table by name (jobs_cap buckets, a power of two, chained),
+	 * and how many drops and replacements it has seen (a loader that
+	 * raced one loads again). */
 	pthread_mutex_t jobs_lock;
-	struct ctrl_jobrt *jobs;
+	struct ctrl_jobrt **jobs;
+	size_t jobs_cap;
+	size_t n_jobs;
+	uint64_t jobs_gen;
 };
 
 /*

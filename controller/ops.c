@@ -16,6 +16,7 @@
 #include "controller/files.h"
 #include "controller/hosts.h"
 #include "controller/job_state.h"
+#include "controller/jobrt.h"
 #include "controller/jobrun.h"
 #include "controller/placement.h"
 #include "controller/search.h"
@@ -87,26 +88,29 @@ static int check_capacity(struct ctrl_ctx *ctx, const struct api_job_spec *spec,
 	return ret;
 }
 
-/* Parses and checks a CreateTrainingJob body as who may send it. */
+/*
+ * Parses and checks a CreateTrainingJob body as who may send it: the spec
+ * and its distribution (both empty on failure).
+ */
 static int parse_checked(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 			 const char *body, size_t len,
-			 struct api_job_spec *spec, struct buf *err)
+			 struct api_job_spec *spec,
+			 struct api_distribution *dist, struct buf *err)
 {
 	int ret = api_job_spec_parse(body, len, spec, err);
 
+	memset(dist, 0, sizeof(*dist));
 	if (ret)
 		return ret;
 	ret = ctrl_uris_check(ctx, who, spec, err);
-	if (!ret) {
-		struct api_distribution dist;
-
-		ret = api_distribution_parse(spec, &dist, err);
-		api_distribution_release(&dist);
-	}
+	if (!ret)
+		ret = api_distribution_parse(spec, dist, err);
 	if (!ret)
 		ret = check_capacity(ctx, spec, err);
-	if (ret)
+	if (ret) {
+		api_distribution_release(dist);
 		api_job_spec_release(spec);
+	}
 	return ret;
 }
 
@@ -114,28 +118,37 @@ int ctrl_job_check(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		   const char *body, size_t len, struct buf *err)
 {
 	struct api_job_spec spec;
-	int ret = parse_checked(ctx, who, body, len, &spec, err);
+	struct api_distribution dist;
+	int ret = parse_checked(ctx, who, body, len, &spec, &dist, err);
 
-	if (!ret)
+	if (!ret) {
+		api_distribution_release(&dist);
 		api_job_spec_release(&spec);
+	}
 	return ret;
 }
 
-int ctrl_job_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
-		    const char *body, size_t len, const char *tuning_arn,
-		    char **arn_out, struct buf *err)
+/*
+ * ctrl_job_create(), but on ERR_CONFLICT *arn_out is the ARN of the name
+ * taken (caller frees it either way).
+ */
+static int create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		  const char *body, size_t len, const char *tuning_arn,
+		  char **arn_out, struct buf *err)
 {
 	struct api_job_spec spec;
+	struct api_distribution dist;
 	struct db_job job;
 	struct buf first = BUF_INIT;
 	struct db_tag *tags = NULL;
 	struct buf wkey = BUF_INIT;
 	char *request = NULL;
+	char *name = NULL;
 	int ret;
 
 	*arn_out = NULL;
 	memset(&job, 0, sizeof(job));
-	ret = parse_checked(ctx, who, body, len, &spec, err);
+	ret = parse_checked(ctx, who, body, len, &spec, &dist, err);
 	if (ret)
 		return ret;
 	job.name = spec.name;
@@ -191,29 +204,48 @@ int ctrl_job_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	} else {
 		(void)buf_adds(&first, "Starting the training job");
 	}
-	ret = db_job_insert(ctx->db, &job, first.data, err);
+	ret = db_job_insert_uid(ctx->db, &job, first.data, &job.uid, err);
 	if (ret)
 		goto out;
 	ctrl_jobs_changed(ctx);
 	log_info("job '%s' created (%s x%d)", spec.name,
 		 spec.instance_type ? spec.instance_type : "groups",
 		 spec.instance_count);
+	/* Placement, images and work builds use what was parsed here. */
+	name = xstrdup(spec.name);
+	job.name = name;
+	job.owner = (char *)(who->owner ? who->owner : "");
+	ctrl_jobrt_put(ctx, &job, &spec, &dist, job.waiting);
 	/* A queued job is found by the look at the queue that a freed host
 	 * wakes (or the next full pass); naming it would only have it
 	 * marked queued again, a write per create. Named anyway when a
 	 * pass saw a free host while it was stored. */
 	if (!job.waiting ||
 	    !__atomic_load_n(&ctx->no_host_free, __ATOMIC_RELAXED))
-		ctrl_reconciler_wake_job(ctx, spec.name);
-	*arn_out = job.arn;
-	job.arn = NULL;
+		ctrl_reconciler_wake_job(ctx, name);
 out:
-	free(job.arn);
+	*arn_out = job.arn;
+	free(name);
+	free(job.uid);
 	free(tags);
 	free(request);
 	buf_release(&wkey);
+	api_distribution_release(&dist);
 	api_job_spec_release(&spec);
 	buf_release(&first);
+	return ret;
+}
+
+int ctrl_job_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		    const char *body, size_t len, const char *tuning_arn,
+		    char **arn_out, struct buf *err)
+{
+	int ret = create(ctx, who, body, len, tuning_arn, arn_out, err);
+
+	if (ret) {
+		free(*arn_out);
+		*arn_out = NULL;
+	}
 	return ret;
 }
 
@@ -223,25 +255,15 @@ void ctrl_op_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	struct buf err = BUF_INIT;
 	struct buf out = BUF_INIT;
 	char *arn = NULL;
-	int ret = ctrl_job_create(ctx, who, body, len, NULL, &arn, &err);
+	int ret = create(ctx, who, body, len, NULL, &arn, &err);
 
 	if (ret == ERR_CONFLICT) {
-		char *name = NULL;
-		struct buf e2 = BUF_INIT;
-
-		(void)api_name_request_parse("CreateTrainingJobRequest", body,
-					     len, &name, &e2);
-		char *job_arn = name ? ctrl_job_arn(ctx, name) : NULL;
-
 		buf_reset(&err);
 		(void)buf_addf(&err,
 			       "Training job names must be unique within "
 			       "an AWS account and region, and a training job "
 			       "with this name already exists (%s)",
-			       job_arn ? job_arn : "");
-		free(job_arn);
-		free(name);
-		buf_release(&e2);
+			       arn ? arn : "");
 		ctrl_reply_err(resp, CTRL_E_IN_USE, err.data);
 	} else if (ret) {
 		ctrl_reply_err_code(resp, ret, err.data);
