@@ -50,8 +50,7 @@ static int keeps_pool(const char *primary, const char *reason)
 {
 	if (!strcmp(primary, "Completed") || !strcmp(primary, "Stopped"))
 		return 1;
-	return !strcmp(primary, "Failed") &&
-	       !(reason && !strncmp(reason, "InternalServerError", 19));
+	return !strcmp(primary, "Failed") && !ctrl_failure_internal(reason);
 }
 
 void ctrl_warm_pool_job_end(struct ctrl_ctx *ctx, const struct db_job *job,
