@@ -598,10 +598,10 @@ ctrl_rdzv_route(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 			       "(Authorization: Bearer $TRAINCTL_RDZV_TOKEN)");
 		return CTRL_ROUTE_DONE;
 	}
-	for (i = 0; i < sizeof(rdzv_methods) / sizeof(rdzv_methods[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(rdzv_methods); i++)
 		if (!strcmp(rdzv_methods[i].method, method))
 			break;
-	if (i == sizeof(rdzv_methods) / sizeof(rdzv_methods[0])) {
+	if (i == ARRAY_SIZE(rdzv_methods)) {
 		ctrl_reply_err(resp, CTRL_E_RDZV_METHOD,
 			       "use GET or PUT on rendezvous keys");
 		return CTRL_ROUTE_DONE;
