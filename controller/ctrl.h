@@ -19,12 +19,14 @@
  * --restart-wait).
  *
  * Locks, and what each guards:
- *   lock        the reconciler's wake-up: dirty, full_pass, dirty_jobs,
- *               n_dirty, stopping (written under it; read freely).
+ *   lock        the reconciler's wake-up (controller/wake.c): dirty,
+ *               full_pass, dirty_jobs, n_dirty, stopping (written under
+ *               it; read freely).
  *   hosts_lock  hosts and everything in struct ctrl_host, the waiter
  *               lists and the timer heap, the liveness list, job_version,
  *               log_version, prov_running, the rendezvous store.
- *   jobs_lock   the runtime caches of active jobs (jobs, controller/jobrt.c).
+ *   jobs_lock   the runtime caches of active jobs (jobs, controller/jobrt.c);
+ *               never held while the store is read or a request parsed.
  *   dcache->lock[i]  the Describe cache's slots, in stripes.
  * Order: jobs_lock before hosts_lock when both are held (placement,
  * restarts); lock and the dcache stripes are leaves: nothing else is
