@@ -14,7 +14,6 @@
 #include "db/db.h"
 #include "db/run.h"
 #include "db/warmpool.h"
-#include "controller/warmpool.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/netutil.h"
@@ -336,6 +335,38 @@ static int pin_image(struct ctrl_ctx *ctx, struct ctrl_jobrt *rt,
 	return 1;
 }
 
+/*
+ * The Available pool job (with job's key, wp_key) may reuse now: the
+ * oldest whose hosts number need and are all usable. Fills chosen[0..need)
+ * with its hosts (names valid while the controller runs) and returns its
+ * job's name (caller frees), or NULL. pools[0..n): the Available pools
+ * (db_warm_pools_available()). Caller holds hosts_lock.
+ */
+static char *warm_pool_pick(struct ctrl_ctx *ctx,
+			    const struct db_warm_pool *pools, size_t n,
+			    const char *key, size_t need, const char **chosen)
+{
+	size_t i, k;
+
+	for (i = 0; i < n; i++) {
+		const struct db_warm_pool *p = &pools[i];
+
+		if (strcmp(p->key, key) || p->n_hosts != need)
+			continue;
+		for (k = 0; k < need; k++) {
+			const struct ctrl_host *h =
+				ctrl_hosts_find(ctx, p->hosts[k]);
+
+			if (!h || !ctrl_place_host_usable(h))
+				break;
+			chosen[k] = h->name;
+		}
+		if (k == need)
+			return xstrdup(p->job);
+	}
+	return NULL;
+}
+
 /* What a placement found, in one hold of jobs_lock. */
 struct pick {
 	const char **chosen; /* need entries */
@@ -360,8 +391,8 @@ static void pick(struct ctrl_ctx *ctx, struct ctrl_jobrt *rt,
 
 	pthread_mutex_lock(&ctx->hosts_lock);
 	if (n_pools)
-		p->reuse = ctrl_warm_pool_pick(ctx, pools, n_pools, job->wp_key,
-					       need, p->chosen);
+		p->reuse = warm_pool_pick(ctx, pools, n_pools, job->wp_key,
+					  need, p->chosen);
 	if (p->reuse)
 		p->k = need;
 	else
