@@ -250,8 +250,7 @@ struct ctrl_jobrt *ctrl_jobrt_get(struct ctrl_ctx *ctx, const char *name)
 }
 
 void ctrl_jobrt_put(struct ctrl_ctx *ctx, const struct db_job *job,
-		    struct api_job_spec *spec, struct api_distribution *dist,
-		    int queued)
+		    struct api_job_spec *spec, struct api_distribution *dist)
 {
 	struct ctrl_jobrt *rt = jobrt_new(job, spec, dist);
 	struct ctrl_jobrt *old = NULL;
@@ -262,9 +261,6 @@ void ctrl_jobrt_put(struct ctrl_ctx *ctx, const struct db_job *job,
 	if (pp && *pp && (*pp)->uid && rt->uid &&
 	    !strcmp((*pp)->uid, rt->uid)) {
 		/* Loaded from the store meanwhile: the same job. */
-		old = rt;
-	} else if (queued && ctx->n_jobs >= CTRL_JOBRT_QUEUED_MAX) {
-		/* A long queue: loaded again when it can run. */
 		old = rt;
 	} else {
 		if (pp && *pp)

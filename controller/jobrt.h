@@ -76,9 +76,10 @@ struct ctrl_jobrt {
 };
 
 /*
- * A queued job keeps its runtime while no more than this many jobs have
- * one; beyond it a job that finds no hosts gives its runtime up and has it
- * loaded again when it can run, so a long queue costs no memory.
+ * A job that finds no hosts keeps its runtime while no more than this many
+ * jobs have one; beyond it the runtime is given up and loaded again when
+ * the job can run, so a long queue costs little memory. (A job queued as
+ * it is created gets none until a pass looks at it.)
  */
 #define CTRL_JOBRT_QUEUED_MAX 4096
 
@@ -99,13 +100,11 @@ size_t ctrl_jobrt_count(const struct ctrl_ctx *ctx);
 /*
  * A job just stored (job: its name, uid, owner, run_as and image) with
  * the spec and distribution its create parsed: both are taken (left
- * empty). A runtime of an earlier job of the same name is replaced. A
- * queued job is not kept when CTRL_JOBRT_QUEUED_MAX jobs have one.
+ * empty). A runtime of an earlier job of the same name is replaced.
  * Takes jobs_lock.
  */
 void ctrl_jobrt_put(struct ctrl_ctx *ctx, const struct db_job *job,
-		    struct api_job_spec *spec, struct api_distribution *dist,
-		    int queued);
+		    struct api_job_spec *spec, struct api_distribution *dist);
 
 /* rt's distribution: 0 and *d, or ERR_INVALID with err saying why. */
 int ctrl_jobrt_dist(const struct ctrl_jobrt *rt,

@@ -211,11 +211,15 @@ static int create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	log_info("job '%s' created (%s x%d)", spec.name,
 		 spec.instance_type ? spec.instance_type : "groups",
 		 spec.instance_count);
-	/* Placement, images and work builds use what was parsed here. */
 	name = xstrdup(spec.name);
-	job.name = name;
-	job.owner = (char *)(who->owner ? who->owner : "");
-	ctrl_jobrt_put(ctx, &job, &spec, &dist, job.waiting);
+	/* Placement, images and work builds use what was parsed here. A
+	 * job queued as it is stored holds no memory until a pass looks at
+	 * it: a long queue of creates costs nothing more. */
+	if (!job.waiting) {
+		job.name = name;
+		job.owner = (char *)(who->owner ? who->owner : "");
+		ctrl_jobrt_put(ctx, &job, &spec, &dist);
+	}
 	/* A queued job is found by the look at the queue that a freed host
 	 * wakes (or the next full pass); naming it would only have it
 	 * marked queued again, a write per create. Named anyway when a

@@ -3,8 +3,7 @@
  * store once and then found (through a table that grows past its first
  * buckets), carries the parsed distribution, is dropped and loaded again;
  * a create's put keeps its spec, is not replaced by a load of the same
- * job, replaces a runtime of an earlier job of the same name, and keeps a
- * queued job only below CTRL_JOBRT_QUEUED_MAX.
+ * job, and replaces a runtime of an earlier job of the same name.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -211,7 +210,7 @@ static void test_put(void **state)
 	j.uid = uid;
 	j.owner = (char *)"alice";
 	parsed("job-p", 1, &spec, &dist);
-	ctrl_jobrt_put(&f->ctx, &j, &spec, &dist, 0);
+	ctrl_jobrt_put(&f->ctx, &j, &spec, &dist);
 	/* Taken: the caller is left nothing to free. */
 	assert_null(spec.name);
 	assert_null(spec.metrics);
@@ -225,50 +224,19 @@ static void test_put(void **state)
 
 	/* The same job again (a load that won the race): the first stays. */
 	parsed("job-p", 1, &spec, &dist);
-	ctrl_jobrt_put(&f->ctx, &j, &spec, &dist, 0);
+	ctrl_jobrt_put(&f->ctx, &j, &spec, &dist);
 	assert_ptr_equal(find(f, "job-p"), rt);
 	assert_int_equal(ctrl_jobrt_count(&f->ctx), 1);
 
 	/* An earlier job of the same name (another uid) is replaced. */
 	j.uid = (char *)"another";
 	parsed("job-p", 0, &spec, &dist);
-	ctrl_jobrt_put(&f->ctx, &j, &spec, &dist, 0);
+	ctrl_jobrt_put(&f->ctx, &j, &spec, &dist);
 	rt = find(f, "job-p");
 	assert_string_equal(rt->uid, "another");
 	assert_int_not_equal(rt->dist.mode, API_DIST_MPI);
 	assert_int_equal(ctrl_jobrt_count(&f->ctx), 1);
 	free(uid);
-}
-
-static void test_queued_bound(void **state)
-{
-	struct fixture *f = *state;
-	struct api_job_spec spec;
-	struct api_distribution dist;
-	struct db_job j;
-	char name[32];
-	int i;
-
-	memset(&j, 0, sizeof(j));
-	for (i = 0; i < CTRL_JOBRT_QUEUED_MAX + 2; i++) {
-		snprintf(name, sizeof(name), "q-%d", i);
-		j.name = name;
-		j.uid = name;
-		parsed(name, 0, &spec, &dist);
-		ctrl_jobrt_put(&f->ctx, &j, &spec, &dist, 1);
-		api_job_spec_release(&spec);
-		api_distribution_release(&dist);
-	}
-	assert_int_equal(ctrl_jobrt_count(&f->ctx), CTRL_JOBRT_QUEUED_MAX);
-	assert_non_null(find(f, "q-0"));
-	snprintf(name, sizeof(name), "q-%d", CTRL_JOBRT_QUEUED_MAX + 1);
-	assert_null(find(f, name));
-	/* A job that runs is kept whatever the count. */
-	j.name = (char *)"running";
-	j.uid = (char *)"running";
-	parsed("running", 0, &spec, &dist);
-	ctrl_jobrt_put(&f->ctx, &j, &spec, &dist, 0);
-	assert_non_null(find(f, "running"));
 }
 
 int main(void)
@@ -277,8 +245,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_load_find_drop, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_put, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_queued_bound, setup,
-						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
