@@ -229,10 +229,10 @@ struct ctrl_jobrt *ctrl_jobrt_get(struct ctrl_ctx *ctx, const char *name)
 		pthread_mutex_unlock(&ctx->jobs_lock);
 		mine = jobrt_load(ctx, name);
 		pthread_mutex_lock(&ctx->jobs_lock);
-		if (!mine)
-			return NULL;
 		/* Another thread loaded it meanwhile: theirs is kept. */
 		rt = ctrl_jobrt_find(ctx, name);
+		if (!mine)
+			break;
 		if (rt) {
 			jobrt_free(mine);
 			break;
