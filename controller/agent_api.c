@@ -209,85 +209,81 @@ static void remember_status(struct ctrl_ctx *ctx, const char *host,
 	pthread_mutex_unlock(&ctx->hosts_lock);
 }
 
-static enum ctrl_route_result do_status(struct ctrl_ctx *ctx,
-					struct MHD_Connection *conn,
-					const char *host, const char *rest,
-					struct ctrl_http_req *req,
-					struct ctrl_response *resp)
+/*
+ * A status from host, authorized: notes that it lives (*came_back: it was
+ * lost) and whether body repeats the status last stored (*same). NULL
+ * when the host or its token is unknown.
+ */
+static struct ctrl_host *status_seen(struct ctrl_ctx *ctx,
+				     struct MHD_Connection *conn,
+				     const char *host, const struct buf *body,
+				     int *came_back, int *same)
 {
-	struct api_status st;
 	struct ctrl_host *h;
-	struct buf err = BUF_INIT;
-	struct buf one = BUF_INIT;
-	struct buf bare = BUF_INIT;
-	int came_back = 0;
-	int same = 0;
-	int stored = 1;
-	size_t i;
 
-	(void)rest;
 	pthread_mutex_lock(&ctx->hosts_lock);
 	h = ctrl_hosts_auth(ctx, host, authorization(conn));
 	if (h) {
-		came_back = h->lost;
+		*came_back = h->lost;
 		h->lost = 0;
 		h->registered = 1;
 		h->last_seen_ms = time_mono_ms();
 		ctrl_host_seen(ctx, h);
-		same = h->last_status && h->last_status_len == req->body.len &&
-		       !memcmp(h->last_status, req->body.data, req->body.len);
+		*same = h->last_status && h->last_status_len == body->len &&
+			!memcmp(h->last_status, body->data, body->len);
 	}
 	pthread_mutex_unlock(&ctx->hosts_lock);
-	if (!h) {
-		unauthorized(resp);
-		return CTRL_ROUTE_DONE;
+	return h;
+}
+
+/*
+ * Samples make every status that carries them differ from the last: takes
+ * them out of st, then compares the rest (rebuilt into bare without them,
+ * as an agent that has none to send builds it) with what was stored, so
+ * that the reports are not stored again for each sample. Returns whether
+ * the rest is the same.
+ */
+static int take_samples(struct ctrl_ctx *ctx, const char *host,
+			struct api_status *st, struct buf *bare)
+{
+	struct ctrl_host *h;
+	size_t i;
+	int same = 0;
+
+	ctrl_tm_ingest(ctx, host, st->samples, st->n_samples);
+	for (i = 0; i < st->n_samples; i++)
+		tm_host_sample_release(&st->samples[i]);
+	FREE_AND_NULL(st->samples);
+	st->n_samples = 0;
+	if (api_status_build(st, bare)) {
+		buf_reset(bare); /* remember nothing half built */
+		return 0;
 	}
-	if (came_back)
-		log_info("host '%s' is back", host);
-	if (same) {
-		/* A heartbeat that repeats what was stored: nothing to do
-		 * but note that the host lives (above). */
-		if (came_back)
-			ctrl_reconciler_wake(ctx);
-		reply_ok(resp);
-		return CTRL_ROUTE_DONE;
-	}
-	if (api_status_parse(req->body.data, req->body.len, &st, &err)) {
-		ctrl_reply_err(resp, CTRL_E_VALIDATION, err.data);
-		buf_release(&err);
-		return CTRL_ROUTE_DONE;
-	}
-	if (st.telemetry_error)
-		log_warn("host '%s': telemetry refused: %s", host,
-			 st.telemetry_error);
-	if (st.n_samples) {
-		/*
-		 * Samples make every status that carries them differ from
-		 * the last: take them, then compare the rest (rebuilt
-		 * without them, as an agent that has none to send builds
-		 * it) with what was stored, so that the reports are not
-		 * stored again for each sample.
-		 */
-		ctrl_tm_ingest(ctx, host, st.samples, st.n_samples);
-		for (i = 0; i < st.n_samples; i++)
-			tm_host_sample_release(&st.samples[i]);
-		FREE_AND_NULL(st.samples);
-		st.n_samples = 0;
-		if (!api_status_build(&st, &bare)) {
-			pthread_mutex_lock(&ctx->hosts_lock);
-			h = ctrl_hosts_find(ctx, host);
-			same = h && h->last_status &&
-			       h->last_status_len == bare.len &&
-			       !memcmp(h->last_status, bare.data, bare.len);
-			pthread_mutex_unlock(&ctx->hosts_lock);
-		} else {
-			buf_reset(&bare); /* remember nothing half built */
-		}
-	}
-	for (i = 0; !same && i < st.n; i++) {
-		struct api_report *r = &st.items[i];
-		struct api_status single = { st.boot_id, r,    1, NULL,
-					     0,		 NULL, 0, NULL };
+	pthread_mutex_lock(&ctx->hosts_lock);
+	h = ctrl_hosts_find(ctx, host);
+	same = h && h->last_status && h->last_status_len == bare->len &&
+	       !memcmp(h->last_status, bare->data, bare->len);
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	return same;
+}
+
+/*
+ * Stores each report of st (one per assignment) and wakes the reconciler
+ * for the jobs whose report changed. Returns 0 when one could not be
+ * stored, else 1.
+ */
+static int store_reports(struct ctrl_ctx *ctx, const char *host,
+			 const struct api_status *st)
+{
+	struct buf one = BUF_INIT;
+	struct buf err = BUF_INIT;
+	int stored = 1;
+	size_t i;
+
+	for (i = 0; i < st->n; i++) {
+		struct api_report *r = &st->items[i];
+		struct api_status single = { st->boot_id, r,	1, NULL,
+					     0,		  NULL, 0, NULL };
 		int idx = algo_index(r->algo);
 		int ret;
 
@@ -311,6 +307,51 @@ static enum ctrl_route_result do_status(struct ctrl_ctx *ctx,
 			stored = 0;
 		}
 	}
+	buf_release(&one);
+	buf_release(&err);
+	return stored;
+}
+
+static enum ctrl_route_result do_status(struct ctrl_ctx *ctx,
+					struct MHD_Connection *conn,
+					const char *host, const char *rest,
+					struct ctrl_http_req *req,
+					struct ctrl_response *resp)
+{
+	struct api_status st;
+	struct buf err = BUF_INIT;
+	struct buf bare = BUF_INIT;
+	int came_back = 0;
+	int same = 0;
+	int stored = 1;
+
+	(void)rest;
+	if (!status_seen(ctx, conn, host, &req->body, &came_back, &same)) {
+		unauthorized(resp);
+		return CTRL_ROUTE_DONE;
+	}
+	if (came_back)
+		log_info("host '%s' is back", host);
+	if (same) {
+		/* A heartbeat that repeats what was stored: nothing to do
+		 * but note that the host lives (above). */
+		if (came_back)
+			ctrl_reconciler_wake(ctx);
+		reply_ok(resp);
+		return CTRL_ROUTE_DONE;
+	}
+	if (api_status_parse(req->body.data, req->body.len, &st, &err)) {
+		ctrl_reply_err(resp, CTRL_E_VALIDATION, err.data);
+		buf_release(&err);
+		return CTRL_ROUTE_DONE;
+	}
+	if (st.telemetry_error)
+		log_warn("host '%s': telemetry refused: %s", host,
+			 st.telemetry_error);
+	if (st.n_samples)
+		same = take_samples(ctx, host, &st, &bare);
+	if (!same)
+		stored = store_reports(ctx, host, &st);
 	if (st.images_json && !same) {
 		ctrl_hosts_set_images(ctx, host, st.images_json,
 				      st.images_pruned);
@@ -325,7 +366,6 @@ static enum ctrl_route_result do_status(struct ctrl_ctx *ctx,
 		ctrl_reconciler_wake(ctx);
 	reply_ok(resp);
 	buf_release(&err);
-	buf_release(&one);
 	buf_release(&bare);
 	return CTRL_ROUTE_DONE;
 }

@@ -353,13 +353,13 @@ static int table_option(struct ctrl_config *cfg, int c, const char *value,
 	long v;
 
 	*ret = 0;
-	for (i = 0; i < sizeof(str_opts) / sizeof(str_opts[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(str_opts); i++)
 		if (str_opts[i].opt == c) {
 			set_str((char **)(void *)(base + str_opts[i].off),
 				value);
 			return 1;
 		}
-	for (i = 0; i < sizeof(num_opts) / sizeof(num_opts[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(num_opts); i++) {
 		if (num_opts[i].opt != c)
 			continue;
 		if (opt_parse_long(num_opts[i].name, value, num_opts[i].min,
@@ -490,18 +490,65 @@ static char *sibling_binary(const char *name)
 	return buf_detach(&b, NULL);
 }
 
+/* Defaults of the options that depend on no other: unset is NULL. */
+static const struct {
+	size_t off;
+	const char *value;
+} string_defaults[] = {
+	{ offsetof(struct ctrl_config, listen), "127.0.0.1:8080" },
+	{ offsetof(struct ctrl_config, region), "us-east-1" },
+	{ offsetof(struct ctrl_config, account_id), "000000000000" },
+};
+
+/* The same for numbers: unset is below 0. */
+static const struct {
+	size_t off;
+	long value;
+} long_defaults[] = {
+	{ offsetof(struct ctrl_config, body_max), 1L << 20 },
+	{ offsetof(struct ctrl_config, heartbeat_ms), 1000 },
+	{ offsetof(struct ctrl_config, host_deadline_ms), 3000 },
+	{ offsetof(struct ctrl_config, grace_ms), 120000 },
+	{ offsetof(struct ctrl_config, restart_wait_ms), 60000 },
+	{ offsetof(struct ctrl_config, tm_retention_h), 24 },
+	{ offsetof(struct ctrl_config, s3_max_uploads), 1000 },
+	{ offsetof(struct ctrl_config, s3_upload_max_age_ms), 86400L * 1000 },
+	{ offsetof(struct ctrl_config, tm_job_retention_d), 15 },
+	{ offsetof(struct ctrl_config, rdzv_attempt_bytes),
+	  CTRL_RDZV_ATTEMPT_BYTES },
+	{ offsetof(struct ctrl_config, rdzv_attempt_keys),
+	  CTRL_RDZV_ATTEMPT_KEYS },
+	{ offsetof(struct ctrl_config, rdzv_total_bytes),
+	  CTRL_RDZV_TOTAL_BYTES },
+	{ offsetof(struct ctrl_config, agent_per_client_conns), 1024 },
+	{ offsetof(struct ctrl_config, header_timeout_s), 10 },
+};
+
+static void fill_table_defaults(struct ctrl_config *cfg)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(string_defaults); i++) {
+		char **v = (char **)((char *)cfg + string_defaults[i].off);
+
+		if (!*v)
+			*v = xstrdup(string_defaults[i].value);
+	}
+	for (i = 0; i < ARRAY_SIZE(long_defaults); i++) {
+		long *v = (long *)((char *)cfg + long_defaults[i].off);
+
+		if (*v < 0)
+			*v = long_defaults[i].value;
+	}
+}
+
 void ctrl_config_fill_defaults(struct ctrl_config *cfg)
 {
 	long n;
 
-	if (!cfg->listen)
-		cfg->listen = xstrdup("127.0.0.1:8080");
+	fill_table_defaults(cfg);
 	if (!cfg->state_dir)
 		cfg->state_dir = default_state_dir();
-	if (!cfg->region)
-		cfg->region = xstrdup("us-east-1");
-	if (!cfg->account_id)
-		cfg->account_id = xstrdup("000000000000");
 	if (cfg->threads < 0) {
 		/* Several per CPU: requests that wait on the disk (a create
 		 * waits for its group commit) leave the CPU to others, and
@@ -509,38 +556,14 @@ void ctrl_config_fill_defaults(struct ctrl_config *cfg)
 		n = 8 * sysconf(_SC_NPROCESSORS_ONLN);
 		cfg->threads = n < 16 ? 16 : n > 64 ? 64 : (int)n;
 	}
-	if (cfg->body_max < 0)
-		cfg->body_max = 1L << 20;
 	/* The embedded local cluster is the default only without an
 	 * inventory. */
 	if (cfg->local_hosts < 0)
 		cfg->local_hosts = cfg->inventory ? 0 : 2;
-	if (cfg->heartbeat_ms < 0)
-		cfg->heartbeat_ms = 1000;
-	if (cfg->host_deadline_ms < 0)
-		cfg->host_deadline_ms = 3000;
-	if (cfg->grace_ms < 0)
-		cfg->grace_ms = 120000;
 	if (cfg->max_retries < 0)
 		cfg->max_retries = 0;
-	if (cfg->restart_wait_ms < 0)
-		cfg->restart_wait_ms = 60000;
 	if (cfg->tm_interval_ms < -1)
 		cfg->tm_interval_ms = -1;
-	if (cfg->tm_retention_h < 0)
-		cfg->tm_retention_h = 24;
-	if (cfg->s3_max_uploads < 0)
-		cfg->s3_max_uploads = 1000;
-	if (cfg->s3_upload_max_age_ms < 0)
-		cfg->s3_upload_max_age_ms = 86400L * 1000;
-	if (cfg->tm_job_retention_d < 0)
-		cfg->tm_job_retention_d = 15;
-	if (cfg->rdzv_attempt_bytes < 0)
-		cfg->rdzv_attempt_bytes = CTRL_RDZV_ATTEMPT_BYTES;
-	if (cfg->rdzv_attempt_keys < 0)
-		cfg->rdzv_attempt_keys = CTRL_RDZV_ATTEMPT_KEYS;
-	if (cfg->rdzv_total_bytes < 0)
-		cfg->rdzv_total_bytes = CTRL_RDZV_TOTAL_BYTES;
 	/* On loopback every client shares one address (and may take any
 	 * other of 127/8): a limit per address would only hold back the
 	 * many connections of local agents and benchmarks. Without an
@@ -550,10 +573,6 @@ void ctrl_config_fill_defaults(struct ctrl_config *cfg)
 		cfg->per_client_conns = 0;
 	else if (cfg->per_client_conns < 0)
 		cfg->per_client_conns = cfg->agent_listen ? 64 : 256;
-	if (cfg->agent_per_client_conns < 0)
-		cfg->agent_per_client_conns = 1024;
-	if (cfg->header_timeout_s < 0)
-		cfg->header_timeout_s = 10;
 	if (!cfg->agent_binary)
 		cfg->agent_binary = sibling_binary("trainagent");
 	if (!cfg->advertise_url) {

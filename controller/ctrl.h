@@ -19,12 +19,14 @@
  * --restart-wait).
  *
  * Locks, and what each guards:
- *   lock        the reconciler's wake-up: dirty, full_pass, dirty_jobs,
- *               n_dirty, stopping (written under it; read freely).
+ *   lock        the reconciler's wake-up (controller/wake.c): dirty,
+ *               full_pass, dirty_jobs, n_dirty, stopping (written under
+ *               it; read freely).
  *   hosts_lock  hosts and everything in struct ctrl_host, the waiter
  *               lists and the timer heap, the liveness list, job_version,
  *               log_version, prov_running, the rendezvous store.
- *   jobs_lock   the runtime caches of active jobs (jobs, controller/jobrt.c).
+ *   jobs_lock   the runtime caches of active jobs (jobs, controller/jobrt.c);
+ *               never held while the store is read or a request parsed.
  *   dcache->lock[i]  the Describe cache's slots, in stripes.
  * Order: jobs_lock before hosts_lock when both are held (placement,
  * restarts); lock and the dcache stripes are leaves: nothing else is
@@ -40,6 +42,7 @@
 #include "api/sigv4.h"
 #include "controller/registry.h"
 #include "storage/s3d/s3d.h"
+#include "controller/wake.h"
 #include "common/buf.h"
 
 struct db;
@@ -198,7 +201,7 @@ struct ctrl_ctx {
 
 	/* Hosts and their waiters (controller/hosts.h). */
 	pthread_mutex_t hosts_lock;
-	struct ctrl_host **hosts;	   /* in inventory order */
+	struct ctrl_host **hosts;	  /* in inventory order */
 	struct ctrl_host **hosts_by_name; /* the same, sorted by name */
 	size_t n_hosts;
 	struct ctrl_waiter *log_waiters; /* logs -f, resumed on new lines */
@@ -218,9 +221,15 @@ struct ctrl_ctx {
 
 	struct ctrl_dcache *dcache;
 
-	/* Per-job runtime caches (controller/jobrt.c), under jobs_lock. */
+	/* Per-job runtime caches (controller/jobrt.c), under jobs_lock: a
+	 * hash table by name (jobs_cap buckets, a power of two, chained),
+	 * and how many drops and replacements it has seen (a loader that
+	 * raced one loads again). */
 	pthread_mutex_t jobs_lock;
-	struct ctrl_jobrt *jobs;
+	struct ctrl_jobrt **jobs;
+	size_t jobs_cap;
+	size_t n_jobs;
+	uint64_t jobs_gen;
 
 	struct ctrl_tuning tuning; /* controller/tuning.h */
 };
@@ -254,21 +263,7 @@ void ctrl_http_stop(struct ctrl_ctx *ctx);
 /* reconciler.c */
 int ctrl_reconciler_start(struct ctrl_ctx *ctx);
 void ctrl_reconciler_stop(struct ctrl_ctx *ctx);
-/* Records that something changed; the reconciler looks again soon, at
- * every job. */
-void ctrl_reconciler_wake(struct ctrl_ctx *ctx);
-/* Records that job name changed (a report, a create, a stop): the next
- * pass looks at it without reading every other job. */
-void ctrl_reconciler_wake_job(struct ctrl_ctx *ctx, const char *name);
-/*
- * Takes the names recorded since the pass began (NULL, *n = 0 when none),
- * so that a long pass steps a new job at once instead of after the pass;
- * free them with ctrl_reconciler_free_named().
- */
-char **ctrl_reconciler_take_named(struct ctrl_ctx *ctx, size_t *n);
-void ctrl_reconciler_free_named(char **names, size_t n);
-
-/* The ARN of a training job (owned by the caller). */
+/* The ARN of a training job (owned by the caller; reply.c). */
 char *ctrl_job_arn(const struct ctrl_ctx *ctx, const char *name);
 
 #endif

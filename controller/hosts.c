@@ -10,10 +10,10 @@
 #include "controller/ctrl.h"
 #include "api/hosts_json.h"
 #include "controller/hosts.h"
-#include "controller/tuning.h"
 #include "controller/rendezvous.h"
-#include "controller/ops.h"
 #include "controller/obs/telemetry.h"
+#include "controller/caller.h"
+#include "controller/reply.h"
 #include "db/run.h"
 #include "db/warmpool.h"
 #include "common/bug.h"
@@ -102,94 +102,6 @@ struct ctrl_host *ctrl_hosts_auth(struct ctrl_ctx *ctx, const char *name,
 	return h;
 }
 
-static int timer_before(const struct ctrl_ctx *ctx, size_t a, size_t b)
-{
-	return ctx->timers[a]->deadline_ms < ctx->timers[b]->deadline_ms;
-}
-
-static void timer_swap(struct ctrl_ctx *ctx, size_t a, size_t b)
-{
-	struct ctrl_waiter *t = ctx->timers[a];
-
-	ctx->timers[a] = ctx->timers[b];
-	ctx->timers[b] = t;
-	ctx->timers[a]->heap_at = a;
-	ctx->timers[b]->heap_at = b;
-}
-
-static void timer_up(struct ctrl_ctx *ctx, size_t i)
-{
-	while (i && timer_before(ctx, i, (i - 1) / 2)) {
-		timer_swap(ctx, i, (i - 1) / 2);
-		i = (i - 1) / 2;
-	}
-}
-
-static void timer_down(struct ctrl_ctx *ctx, size_t i)
-{
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, m = i;
-
-		if (l < ctx->n_timers && timer_before(ctx, l, m))
-			m = l;
-		if (r < ctx->n_timers && timer_before(ctx, r, m))
-			m = r;
-		if (m == i)
-			return;
-		timer_swap(ctx, i, m);
-		i = m;
-	}
-}
-
-static void timer_remove(struct ctrl_ctx *ctx, struct ctrl_waiter *w)
-{
-	size_t i = w->heap_at;
-
-	if (i != --ctx->n_timers) {
-		timer_swap(ctx, i, ctx->n_timers);
-		timer_down(ctx, i);
-		timer_up(ctx, i);
-	}
-}
-
-void ctrl_waiter_add(struct ctrl_ctx *ctx, struct ctrl_waiter **list,
-		     struct MHD_Connection *conn, int *resumed,
-		     int64_t deadline_ms)
-{
-	struct ctrl_waiter *w = xcalloc(1, sizeof(*w));
-
-	w->conn = conn;
-	w->resumed = resumed;
-	w->deadline_ms = deadline_ms;
-	w->next = *list;
-	if (w->next)
-		w->next->pprev = &w->next;
-	w->pprev = list;
-	*list = w;
-	ALLOC_GROW(ctx->timers, ctx->n_timers + 1, ctx->timers_alloc);
-	w->heap_at = ctx->n_timers;
-	ctx->timers[ctx->n_timers++] = w;
-	timer_up(ctx, w->heap_at);
-}
-
-/* Takes w off its list and the heap, resumes its request, frees it. */
-static void waiter_resume(struct ctrl_ctx *ctx, struct ctrl_waiter *w)
-{
-	*w->pprev = w->next;
-	if (w->next)
-		w->next->pprev = w->pprev;
-	timer_remove(ctx, w);
-	*w->resumed = 1;
-	MHD_resume_connection(w->conn);
-	free(w);
-}
-
-void ctrl_waiters_resume(struct ctrl_ctx *ctx, struct ctrl_waiter **list)
-{
-	while (*list)
-		waiter_resume(ctx, *list);
-}
-
 static void live_unlink(struct ctrl_ctx *ctx, struct ctrl_host *h)
 {
 	if (!h->on_live)
@@ -220,17 +132,6 @@ void ctrl_host_seen(struct ctrl_ctx *ctx, struct ctrl_host *h)
 		ctx->live_head = h;
 	ctx->live_tail = h;
 	h->on_live = 1;
-}
-
-void ctrl_jobs_changed(struct ctrl_ctx *ctx)
-{
-	pthread_mutex_lock(&ctx->hosts_lock);
-	ctx->job_version++;
-	ctrl_tuning_note_change();
-	ctrl_waiters_resume(ctx, &ctx->job_waiters);
-	/* A follower of a job's log learns of its end at once too. */
-	ctrl_waiters_resume(ctx, &ctx->log_waiters);
-	pthread_mutex_unlock(&ctx->hosts_lock);
 }
 
 void ctrl_hosts_bump(struct ctrl_ctx *ctx, const char *name)
@@ -264,8 +165,7 @@ int ctrl_hosts_tick(struct ctrl_ctx *ctx, int64_t now)
 	struct ctrl_host *h;
 
 	pthread_mutex_lock(&ctx->hosts_lock);
-	while (ctx->n_timers && ctx->timers[0]->deadline_ms <= now)
-		waiter_resume(ctx, ctx->timers[0]);
+	ctrl_waiters_expire(ctx, now);
 	while ((h = ctx->live_head) &&
 	       now - h->last_seen_ms > ctx->cfg.host_deadline_ms) {
 		h->lost = 1;

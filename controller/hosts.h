@@ -11,24 +11,11 @@
 #include <sys/types.h>
 
 #include "api/telemetry.h"
+#include "controller/wake.h"
 #include "common/buf.h"
 
 struct ctrl_ctx;
 struct MHD_Connection;
-
-/*
- * A suspended request waiting for news: on the list of what it waits for
- * (a host's version, the jobs, the logs) and in ctx->timers, a min-heap by
- * deadline, so that a tick looks only at the waiters whose time is up.
- */
-struct ctrl_waiter {
-	struct MHD_Connection *conn;
-	int *resumed;	     /* set to 1 when resumed, owned by the request */
-	int64_t deadline_ms; /* monotonic */
-	struct ctrl_waiter *next;
-	struct ctrl_waiter **pprev; /* what points at this one */
-	size_t heap_at;		    /* its index in ctx->timers */
-};
 
 struct ctrl_host {
 	char *name;
@@ -140,18 +127,6 @@ int ctrl_hosts_tick(struct ctrl_ctx *ctx, int64_t now_mono_ms);
 
 /* Resumes every waiter (shutdown). Takes hosts_lock. */
 void ctrl_hosts_resume_all(struct ctrl_ctx *ctx);
-
-/* Adds a waiter to a list; caller holds hosts_lock. */
-void ctrl_waiter_add(struct ctrl_ctx *ctx, struct ctrl_waiter **list,
-		     struct MHD_Connection *conn, int *resumed,
-		     int64_t deadline_ms);
-
-/* Resumes and frees every waiter of a list; caller holds hosts_lock. */
-void ctrl_waiters_resume(struct ctrl_ctx *ctx, struct ctrl_waiter **list);
-
-/* A job was created, changed state or was deleted: wakes the Describe
- * long-polls (they look again). */
-void ctrl_jobs_changed(struct ctrl_ctx *ctx);
 
 struct ctrl_response;
 

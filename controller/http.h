@@ -3,9 +3,10 @@
 
 #include <stdint.h>
 
-#include "controller/ops.h"
 #include "controller/route.h"
 #include "storage/s3d/s3d.h"
+#include "controller/caller.h"
+#include "controller/reply.h"
 #include "common/buf.h"
 
 struct ctrl_ctx;

@@ -4,8 +4,10 @@
 #include "api/job_config.h"
 #include "api/distribution.h"
 #include "controller/images.h"
+#include "controller/jobrt.h"
 #include "controller/registry.h"
 #include "common/err.h"
+#include "common/strvec.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
@@ -48,11 +50,11 @@ static const char *lookup(const char *image)
 	char repo[256];
 	size_t i;
 
-	for (i = 0; i < sizeof(image_table) / sizeof(image_table[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(image_table); i++)
 		if (!strcmp(image, image_table[i].repo))
 			return image_table[i].runtime;
 	repo_name(image, repo, sizeof(repo));
-	for (i = 0; i < sizeof(image_table) / sizeof(image_table[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(image_table); i++)
 		if (!strcmp(repo, image_table[i].repo))
 			return image_table[i].runtime;
 	return NULL;
@@ -81,18 +83,13 @@ static char **argv_join(const char *first, char **a, char **b)
 	return argv;
 }
 
-static char **strv_copy(char **l)
-{
-	return l ? argv_join(NULL, l, NULL) : NULL;
-}
-
 /* A container image: `train` or the arguments, the entry point if any. */
-static int container(const struct api_job_spec *spec, const char *image,
-		     const char *pinned, struct ctrl_launch *out,
-		     struct buf *err)
+static int container(const struct ctrl_jobrt *rt, const char *image,
+		     struct ctrl_launch *out, struct buf *err)
 {
+	const struct api_job_spec *spec = &rt->spec;
 	char *train_args[] = { (char *)"train", NULL };
-	struct api_distribution dist;
+	const struct api_distribution *dist;
 	struct ctrl_image_ref ref;
 	int ret;
 
@@ -100,10 +97,10 @@ static int container(const struct api_job_spec *spec, const char *image,
 	if (ret)
 		return ret;
 	ctrl_image_ref_release(&ref);
-	ret = api_distribution_parse(spec, &dist, err);
+	ret = ctrl_jobrt_dist(rt, &dist, err);
 	if (ret)
 		return ret;
-	if (dist.mode == API_DIST_MPI) {
+	if (dist->mode == API_DIST_MPI) {
 		(void)buf_addf(err,
 			       "image '%s' is a container image: the MPI "
 			       "distribution runs only with file:// or "
@@ -111,7 +108,6 @@ static int container(const struct api_job_spec *spec, const char *image,
 			       image);
 		ret = ERR_INVALID;
 	}
-	api_distribution_release(&dist);
 	if (!ret && spec->network_isolation &&
 	    (spec->n_groups || spec->instance_count > 1)) {
 		/* One host: --network none; more would need a network of
@@ -128,16 +124,17 @@ static int container(const struct api_job_spec *spec, const char *image,
 	out->mode = API_LAUNCH_CONTAINER;
 	out->argv = argv_join(
 		NULL, spec->arguments ? spec->arguments : train_args, NULL);
-	out->entrypoint = strv_copy(spec->entrypoint);
+	out->entrypoint = spec->entrypoint ? strv_dup(spec->entrypoint) : NULL;
 	out->want = xstrdup(image);
-	out->image = pinned ? xstrdup(pinned) : NULL;
+	out->image = rt->image ? xstrdup(rt->image) : NULL;
 	return 0;
 }
 
 int ctrl_image_resolve(const struct ctrl_registry *reg,
-		       const struct api_job_spec *spec, const char *pinned,
-		       struct ctrl_launch *out, struct buf *err)
+		       const struct ctrl_jobrt *rt, struct ctrl_launch *out,
+		       struct buf *err)
 {
+	const struct api_job_spec *spec = &rt->spec;
 	const char *image = spec->training_image;
 	const char *runtime;
 	const char *prog;
@@ -149,9 +146,9 @@ int ctrl_image_resolve(const struct ctrl_registry *reg,
 	if (strncmp(image, "file://", 7)) {
 		mapped = ctrl_registry_mapped(reg, image);
 		if (mapped)
-			return container(spec, mapped, pinned, out, err);
+			return container(rt, mapped, out, err);
 		if (!lookup(image))
-			return container(spec, image, pinned, out, err);
+			return container(rt, image, out, err);
 	}
 	if (spec->entrypoint) {
 		/* ContainerEntrypoint replaces the image's entry point. */
@@ -194,18 +191,12 @@ int ctrl_image_resolve(const struct ctrl_registry *reg,
 
 void ctrl_launch_release(struct ctrl_launch *l)
 {
-	size_t i;
-
-	for (i = 0; l->argv && l->argv[i]; i++)
-		free(l->argv[i]);
-	free(l->argv);
+	strv_free(l->argv);
 	free(l->runtime);
 	free(l->program);
 	free(l->submit_directory);
 	free(l->image);
 	free(l->want);
-	for (i = 0; l->entrypoint && l->entrypoint[i]; i++)
-		free(l->entrypoint[i]);
-	free(l->entrypoint);
+	strv_free(l->entrypoint);
 	memset(l, 0, sizeof(*l));
 }

@@ -29,17 +29,18 @@ struct ctrl_launch {
 	char **entrypoint;
 };
 
+struct ctrl_jobrt;
 struct ctrl_registry;
 
 /*
- * Resolves how spec runs; pinned is the job's image pinned by digest, when
- * it has been. Returns 0, or ERR_INVALID with err saying what is wrong
- * (not an image reference, script mode without sagemaker_program, a
- * distribution containers cannot run).
+ * Resolves how the job of rt runs (its spec and distribution; rt->image is
+ * its image pinned by digest, when it has been). Returns 0, or ERR_INVALID with
+ * err saying what is wrong (not an image reference, script mode without
+ * sagemaker_program, a distribution containers cannot run).
  */
 int ctrl_image_resolve(const struct ctrl_registry *reg,
-		       const struct api_job_spec *spec, const char *pinned,
-		       struct ctrl_launch *out, struct buf *err);
+		       const struct ctrl_jobrt *rt, struct ctrl_launch *out,
+		       struct buf *err);
 
 void ctrl_launch_release(struct ctrl_launch *l);
 

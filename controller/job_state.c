@@ -162,3 +162,10 @@ int ctrl_job_end(struct ctrl_ctx *ctx, const char *name,
 	return transition(ctx, name, from, to, message, failure_reason, model,
 			  err);
 }
+
+int ctrl_failure_internal(const char *reason)
+{
+	static const char prefix[] = "InternalServerError";
+
+	return reason && !strncmp(reason, prefix, sizeof(prefix) - 1);
+}

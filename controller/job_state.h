@@ -48,6 +48,13 @@ int ctrl_job_state_terminal(enum ctrl_job_state s);
 int ctrl_job_status_terminal(const char *status);
 
 /*
+ * Whether a failure reason names a fault of the service (it starts with
+ * "InternalServerError"): the one failure SageMaker retries, and that
+ * may recur in no attempt. NULL: no.
+ */
+int ctrl_failure_internal(const char *reason);
+
+/*
  * Moves job name from state from to state to, recording a transition with
  * message and, when not NULL, the failure reason. Fails with ERR_CONFLICT
  * when the table forbids it or the job is no longer in from (another

@@ -1,19 +1,31 @@
 #define LOG_TAG "ctrl"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "controller/ctrl.h"
 #include "controller/jobrt.h"
 #include "db/db.h"
+#include "common/err.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
+/* Buckets of a new table; it doubles when it holds more jobs than that. */
+#define JOBRT_BUCKETS_MIN 64
+
+/* Loads of a job that drops kept racing before one is kept anyway. */
+#define JOBRT_LOAD_TRIES 3
+
 static void jobrt_free(struct ctrl_jobrt *rt)
 {
+	if (!rt)
+		return;
 	ctrl_metric_set_unref(rt->metrics);
 	api_job_spec_release(&rt->spec);
+	api_distribution_release(&rt->dist);
+	free(rt->dist_err);
 	free(rt->name);
 	free(rt->uid);
 	free(rt->run_as);
@@ -66,67 +78,236 @@ static void compile_metrics(struct ctrl_jobrt *rt)
 	rt->metrics = ms;
 }
 
-struct ctrl_jobrt *ctrl_jobrt_get(struct ctrl_ctx *ctx, const char *name)
+static char *dup_or_null(const char *s)
 {
-	struct ctrl_jobrt *rt;
+	return s ? xstrdup(s) : NULL;
+}
+
+/*
+ * A runtime of job with spec (taken), its distribution parsed unless dist
+ * is given (taken) and its MetricDefinitions compiled. No lock held.
+ */
+static struct ctrl_jobrt *jobrt_new(const struct db_job *job,
+				    struct api_job_spec *spec,
+				    struct api_distribution *dist)
+{
+	struct ctrl_jobrt *rt = xcalloc(1, sizeof(*rt));
+	struct buf err = BUF_INIT;
+
+	rt->name = xstrdup(job->name);
+	rt->uid = dup_or_null(job->uid);
+	rt->run_as = dup_or_null(job->run_as);
+	rt->owner = dup_or_null(job->owner);
+	rt->image = dup_or_null(job->image);
+	rt->spec = *spec;
+	memset(spec, 0, sizeof(*spec));
+	if (dist) {
+		rt->dist = *dist;
+		memset(dist, 0, sizeof(*dist));
+	} else if (api_distribution_parse(&rt->spec, &rt->dist, &err)) {
+		rt->dist_err = buf_detach(&err, NULL);
+	}
+	compile_metrics(rt);
+	buf_release(&err);
+	return rt;
+}
+
+/* Reads job name from the store and parses it. No lock held. */
+static struct ctrl_jobrt *jobrt_load(struct ctrl_ctx *ctx, const char *name)
+{
+	struct ctrl_jobrt *rt = NULL;
+	struct api_job_spec spec;
 	struct db_job job;
 	struct buf err = BUF_INIT;
 
-	for (rt = ctx->jobs; rt; rt = rt->next)
-		if (!strcmp(rt->name, name))
-			return rt;
 	if (db_job_get(ctx->db, name, &job, &err)) {
 		buf_release(&err);
 		return NULL;
 	}
-	rt = xcalloc(1, sizeof(*rt));
-	rt->name = xstrdup(job.name);
 	if (!job.spec_json ||
-	    api_job_spec_load(job.spec_json, strlen(job.spec_json), &rt->spec,
-			      &err)) {
+	    api_job_spec_load(job.spec_json, strlen(job.spec_json), &spec,
+			      &err))
 		log_error("job '%s': stored request does not parse: %s", name,
 			  err.data);
-		free(rt->name);
-		free(rt);
-		db_job_release(&job);
-		buf_release(&err);
-		return NULL;
-	}
-	rt->uid = job.uid ? xstrdup(job.uid) : NULL;
-	rt->run_as = job.run_as ? xstrdup(job.run_as) : NULL;
-	rt->owner = job.owner ? xstrdup(job.owner) : NULL;
-	rt->image = job.image ? xstrdup(job.image) : NULL;
-	compile_metrics(rt);
-	rt->next = ctx->jobs;
-	ctx->jobs = rt;
+	else
+		rt = jobrt_new(&job, &spec, NULL);
 	db_job_release(&job);
 	buf_release(&err);
 	return rt;
 }
 
-void ctrl_jobrt_drop(struct ctrl_ctx *ctx, const char *name)
+/* FNV-1a of name. */
+static size_t name_hash(const char *name)
 {
+	uint32_t h = 2166136261u;
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 16777619u;
+	return h;
+}
+
+static struct ctrl_jobrt **bucket_of(const struct ctrl_ctx *ctx,
+				     const char *name)
+{
+	return &ctx->jobs[name_hash(name) & (ctx->jobs_cap - 1)];
+}
+
+/* Where the link to job name is, or the empty end of its bucket. */
+static struct ctrl_jobrt **link_of(const struct ctrl_ctx *ctx, const char *name)
+{
+	struct ctrl_jobrt **pp = bucket_of(ctx, name);
+
+	while (*pp && strcmp((*pp)->name, name))
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static void grow(struct ctrl_ctx *ctx)
+{
+	struct ctrl_jobrt **old = ctx->jobs;
+	size_t old_cap = ctx->jobs_cap, i;
+
+	ctx->jobs_cap = old_cap ? 2 * old_cap : JOBRT_BUCKETS_MIN;
+	ctx->jobs = xcalloc(ctx->jobs_cap, sizeof(*ctx->jobs));
+	for (i = 0; i < old_cap; i++) {
+		while (old[i]) {
+			struct ctrl_jobrt *rt = old[i];
+			struct ctrl_jobrt **b = bucket_of(ctx, rt->name);
+
+			old[i] = rt->next;
+			rt->next = *b;
+			*b = rt;
+		}
+	}
+	free(old);
+}
+
+/* Adds rt, whose name is not in the table. Caller holds jobs_lock. */
+static void insert(struct ctrl_ctx *ctx, struct ctrl_jobrt *rt)
+{
+	struct ctrl_jobrt **b;
+
+	if (ctx->n_jobs >= ctx->jobs_cap)
+		grow(ctx);
+	b = bucket_of(ctx, rt->name);
+	rt->next = *b;
+	*b = rt;
+	ctx->n_jobs++;
+}
+
+/* Takes the runtime at *pp out of the table. Caller holds jobs_lock. */
+static struct ctrl_jobrt *unlink_at(struct ctrl_ctx *ctx,
+				    struct ctrl_jobrt **pp)
+{
+	struct ctrl_jobrt *rt = *pp;
+
+	*pp = rt->next;
+	ctx->n_jobs--;
+	ctx->jobs_gen++;
+	return rt;
+}
+
+struct ctrl_jobrt *ctrl_jobrt_find(struct ctrl_ctx *ctx, const char *name)
+{
+	return ctx->jobs_cap ? *link_of(ctx, name) : NULL;
+}
+
+size_t ctrl_jobrt_count(const struct ctrl_ctx *ctx)
+{
+	return ctx->n_jobs;
+}
+
+struct ctrl_jobrt *ctrl_jobrt_get(struct ctrl_ctx *ctx, const char *name)
+{
+	struct ctrl_jobrt *rt = ctrl_jobrt_find(ctx, name);
+	int tries;
+
+	for (tries = 0; !rt && tries < JOBRT_LOAD_TRIES; tries++) {
+		uint64_t gen = ctx->jobs_gen;
+		struct ctrl_jobrt *mine;
+
+		pthread_mutex_unlock(&ctx->jobs_lock);
+		mine = jobrt_load(ctx, name);
+		pthread_mutex_lock(&ctx->jobs_lock);
+		/* Another thread loaded it meanwhile: theirs is kept. */
+		rt = ctrl_jobrt_find(ctx, name);
+		if (!mine)
+			break;
+		if (rt) {
+			jobrt_free(mine);
+			break;
+		}
+		/* A drop meanwhile may have been this job's end: what was
+		 * read may be older than it, so it is read again. */
+		if (gen != ctx->jobs_gen && tries + 1 < JOBRT_LOAD_TRIES) {
+			jobrt_free(mine);
+			continue;
+		}
+		insert(ctx, mine);
+		rt = mine;
+	}
+	return rt;
+}
+
+void ctrl_jobrt_put(struct ctrl_ctx *ctx, const struct db_job *job,
+		    struct api_job_spec *spec, struct api_distribution *dist)
+{
+	struct ctrl_jobrt *rt = jobrt_new(job, spec, dist);
+	struct ctrl_jobrt *old = NULL;
 	struct ctrl_jobrt **pp;
 
 	pthread_mutex_lock(&ctx->jobs_lock);
-	for (pp = &ctx->jobs; *pp; pp = &(*pp)->next) {
-		if (!strcmp((*pp)->name, name)) {
-			struct ctrl_jobrt *rt = *pp;
-
-			*pp = rt->next;
-			jobrt_free(rt);
-			break;
-		}
+	pp = ctx->jobs_cap ? link_of(ctx, rt->name) : NULL;
+	if (pp && *pp && (*pp)->uid && rt->uid &&
+	    !strcmp((*pp)->uid, rt->uid)) {
+		/* Loaded from the store meanwhile: the same job. */
+		old = rt;
+	} else {
+		if (pp && *pp)
+			old = unlink_at(ctx, pp);
+		insert(ctx, rt);
 	}
 	pthread_mutex_unlock(&ctx->jobs_lock);
+	jobrt_free(old);
+}
+
+int ctrl_jobrt_dist(const struct ctrl_jobrt *rt,
+		    const struct api_distribution **d, struct buf *err)
+{
+	*d = &rt->dist;
+	if (!rt->dist_err)
+		return 0;
+	(void)buf_adds(err, rt->dist_err);
+	return ERR_INVALID;
+}
+
+void ctrl_jobrt_drop(struct ctrl_ctx *ctx, const char *name)
+{
+	struct ctrl_jobrt *rt = NULL;
+	struct ctrl_jobrt **pp;
+
+	pthread_mutex_lock(&ctx->jobs_lock);
+	pp = ctx->jobs_cap ? link_of(ctx, name) : NULL;
+	if (pp && *pp)
+		rt = unlink_at(ctx, pp);
+	pthread_mutex_unlock(&ctx->jobs_lock);
+	jobrt_free(rt);
 }
 
 void ctrl_jobrt_release_all(struct ctrl_ctx *ctx)
 {
-	while (ctx->jobs) {
-		struct ctrl_jobrt *rt = ctx->jobs;
+	size_t i;
 
-		ctx->jobs = rt->next;
-		jobrt_free(rt);
+	for (i = 0; i < ctx->jobs_cap; i++) {
+		while (ctx->jobs[i]) {
+			struct ctrl_jobrt *rt = ctx->jobs[i];
+
+			ctx->jobs[i] = rt->next;
+			jobrt_free(rt);
+		}
 	}
+	free(ctx->jobs);
+	ctx->jobs = NULL;
+	ctx->jobs_cap = 0;
+	ctx->n_jobs = 0;
 }

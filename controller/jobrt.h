@@ -2,17 +2,22 @@
 #define CTRL_JOBRT_H
 
 /*
- * What the controller keeps in memory per active job so that hot paths (log
- * ingestion, assignments) do not reparse the request: the parsed spec and the
- * compiled MetricDefinitions. Rebuilt from the store on demand, so losing it
- * (a restart) loses nothing. Guarded by ctx->jobs_lock.
+ * What the controller keeps in memory per active job so that hot paths
+ * (placement, log ingestion, assignments) do not parse the request again:
+ * the parsed spec and distribution and the compiled MetricDefinitions.
+ * A create puts the request it parsed (ctrl_jobrt_put); anything else is
+ * rebuilt from the store on demand, so losing it (a restart) loses
+ * nothing. A hash table by job name, guarded by ctx->jobs_lock; nothing
+ * reads the store, parses JSON or compiles a regex while holding it.
  */
 #include <stdint.h>
 
+#include "api/distribution.h"
 #include "api/job_spec.h"
 #include "common/bregex.h"
 
 struct ctrl_ctx;
+struct db_job;
 
 /*
  * One MetricDefinition, compiled with the bounds of common/bregex.h, and
@@ -54,6 +59,10 @@ struct ctrl_jobrt {
 	char *run_as; /* db_job.run_as; NULL: the agent's own user */
 	char *owner;  /* db_job.owner; "" or NULL: none */
 	struct api_job_spec spec;
+	/* The distribution of spec; when it does not parse, dist_err says
+	 * why (read both with ctrl_jobrt_dist()). */
+	struct api_distribution dist;
+	char *dist_err;
 	struct ctrl_metric_set *metrics; /* one def per spec.metrics */
 	/* Its container image pinned by digest (db_job.image), NULL until
 	 * pinned; while a pin runs, pinning; a pin that failed, why. */
@@ -63,14 +72,43 @@ struct ctrl_jobrt {
 	int attempt; /* attempt whose start time is cached */
 	int64_t attempt_start_ms;
 	int64_t attempt_stream_s; /* the epoch second in its stream names */
-	struct ctrl_jobrt *next;
+	struct ctrl_jobrt *next;  /* in its hash bucket */
 };
 
 /*
- * The runtime of job name, loaded from the store when not cached. Caller
- * holds jobs_lock. NULL when the job does not exist.
+ * A job that finds no hosts keeps its runtime while no more than this many
+ * jobs have one; beyond it the runtime is given up and loaded again when
+ * the job can run, so a long queue costs little memory. (A job queued as
+ * it is created gets none until a pass looks at it.)
+ */
+#define CTRL_JOBRT_QUEUED_MAX 4096
+
+/*
+ * The runtime of job name, loaded from the store when not cached; NULL
+ * when the job does not exist. Caller holds jobs_lock. On a miss the lock
+ * is released while the store is read and the request parsed, and taken
+ * again: a runtime the caller found before the call may be gone after it.
  */
 struct ctrl_jobrt *ctrl_jobrt_get(struct ctrl_ctx *ctx, const char *name);
+
+/* The cached runtime of job name, or NULL. Caller holds jobs_lock. */
+struct ctrl_jobrt *ctrl_jobrt_find(struct ctrl_ctx *ctx, const char *name);
+
+/* How many jobs have a runtime cached. Caller holds jobs_lock. */
+size_t ctrl_jobrt_count(const struct ctrl_ctx *ctx);
+
+/*
+ * A job just stored (job: its name, uid, owner, run_as and image) with
+ * the spec and distribution its create parsed: both are taken (left
+ * empty). A runtime of an earlier job of the same name is replaced.
+ * Takes jobs_lock.
+ */
+void ctrl_jobrt_put(struct ctrl_ctx *ctx, const struct db_job *job,
+		    struct api_job_spec *spec, struct api_distribution *dist);
+
+/* rt's distribution: 0 and *d, or ERR_INVALID with err saying why. */
+int ctrl_jobrt_dist(const struct ctrl_jobrt *rt,
+		    const struct api_distribution **d, struct buf *err);
 
 /* Forgets job name (it ended or was deleted). Takes jobs_lock. */
 void ctrl_jobrt_drop(struct ctrl_ctx *ctx, const char *name);

@@ -266,7 +266,7 @@ static int retries_left(struct ctrl_ctx *ctx, const struct db_job *job)
 static int retryable(const struct ctrl_ctx *ctx, const char *reason)
 {
 	if (ctx->cfg.retry_sagemaker)
-		return reason && !strncmp(reason, "InternalServerError", 19);
+		return ctrl_failure_internal(reason);
 	return !reason || strncmp(reason, "ClientError", 11);
 }
 

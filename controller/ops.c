@@ -11,12 +11,12 @@
 #include "api/job_config.h"
 #include "api/job_spec.h"
 #include "api/requests.h"
-#include "api/sigv4.h"
 #include "api/tuning.h"
 #include "controller/ctrl.h"
 #include "controller/files.h"
 #include "controller/hosts.h"
 #include "controller/job_state.h"
+#include "controller/jobrt.h"
 #include "controller/jobrun.h"
 #include "controller/placement.h"
 #include "controller/search.h"
@@ -37,101 +37,7 @@
 #include "common/xalloc.h"
 #include "common/banned.h"
 
-#define NOT_FOUND_MSG "Requested resource not found."
-
-void ctrl_reply_error(struct ctrl_response *resp, int status, const char *type,
-		      const char *message)
-{
-	resp->status = status;
-	resp->error_type = type;
-	buf_reset(&resp->body);
-	if (api_error_body(type, message, &resp->body))
-		BUG("error body too big");
-}
-
-static const struct {
-	int status;
-	const char *type;
-} errors[CTRL_E_COUNT] = {
-	[CTRL_E_VALIDATION] = { 400, "ValidationException" },
-	[CTRL_E_VALUE_TOO_BIG] = { 413, "ValidationException" },
-	[CTRL_E_RDZV_METHOD] = { 405, "ValidationException" },
-	[CTRL_E_METHOD] = { 405, "MethodNotAllowed" },
-	[CTRL_E_NOT_FOUND] = { 404, "ResourceNotFound" },
-	[CTRL_E_JOB_NOT_FOUND] = { 400, "ResourceNotFound" },
-	[CTRL_E_LOGS_NOT_FOUND] = { 400, "ResourceNotFoundException" },
-	[CTRL_E_NO_SUCH_PATH] = { 404, "UnknownOperationException" },
-	[CTRL_E_UNKNOWN_OPERATION] = { 400, "UnknownOperationException" },
-	[CTRL_E_INVALID_PARAMETER] = { 400, "InvalidParameterException" },
-	[CTRL_E_IN_USE] = { 400, "ResourceInUse" },
-	[CTRL_E_CONFLICT] = { 409, "ResourceInUse" },
-	[CTRL_E_ACCESS_DENIED] = { 400, "AccessDeniedException" },
-	[CTRL_E_UNAUTHORIZED] = { 401, "AccessDeniedException" },
-	[CTRL_E_FORBIDDEN] = { 403, "AccessDeniedException" },
-	[CTRL_E_MEDIA_TYPE] = { 415, "UnsupportedMediaTypeException" },
-	[CTRL_E_TOO_LARGE] = { 413, "RequestEntityTooLarge" },
-	[CTRL_E_TOO_MANY] = { 413, "ResourceLimitExceeded" },
-	[CTRL_E_LIMIT] = { 400, "ResourceLimitExceeded" },
-	[CTRL_E_SIGNATURE] = { 400, "IncompleteSignature" },
-	[CTRL_E_INTERNAL] = { 500, "InternalFailure" },
-};
-
-void ctrl_reply_err(struct ctrl_response *resp, enum ctrl_error e,
-		    const char *message)
-{
-	if ((unsigned)e >= CTRL_E_COUNT || !errors[e].type)
-		BUG("unknown error %d", (int)e);
-	ctrl_reply_error(resp, errors[e].status, errors[e].type, message);
-}
-
-void ctrl_reply_err_code(struct ctrl_response *resp, int code,
-			 const char *message)
-{
-	switch (code) {
-	case ERR_INVALID:
-		ctrl_reply_err(resp, CTRL_E_VALIDATION, message);
-		break;
-	case ERR_NOTFOUND:
-		ctrl_reply_err(resp, CTRL_E_VALIDATION,
-			       message && *message ? message : NOT_FOUND_MSG);
-		break;
-	case ERR_CONFLICT:
-		ctrl_reply_err(resp, CTRL_E_IN_USE, message);
-		break;
-	case ERR_LIMIT:
-		ctrl_reply_err(resp, CTRL_E_LIMIT, message);
-		break;
-	case ERR_TOOBIG:
-		ctrl_reply_err(resp, CTRL_E_TOO_LARGE, message);
-		break;
-	case ERR_AUTH:
-		ctrl_reply_err(resp, CTRL_E_ACCESS_DENIED, message);
-		break;
-	default:
-		/* Only genuine server faults are 5xx: clients retry those. */
-		log_error("internal error (%s): %s", err_str(code),
-			  message ? message : "");
-		ctrl_reply_err(resp, CTRL_E_INTERNAL,
-			       "We encountered an internal error. Please "
-			       "try again.");
-		break;
-	}
-}
-
-const struct ctrl_caller ctrl_caller_admin = { NULL, "", NULL, 1 };
-
-void ctrl_caller_of(const struct api_credential *c, struct ctrl_caller *out)
-{
-	out->cred = c;
-	out->owner = c->user ? c->user : c->profile;
-	out->run_as = c->user;
-	out->admin = c->admin;
-}
-
-int ctrl_caller_sees(const struct ctrl_caller *who, const char *owner)
-{
-	return who->admin || (owner && !strcmp(owner, who->owner));
-}
+#define NOT_FOUND_MSG CTRL_NOT_FOUND_MSG
 
 /*
  * Another user's job is answered as a job that does not exist: an answer
@@ -140,47 +46,6 @@ int ctrl_caller_sees(const struct ctrl_caller *who, const char *owner)
 static int denied(void)
 {
 	return ERR_NOTFOUND;
-}
-
-int ctrl_caller_check_job(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
-			  const char *name, struct buf *err)
-{
-	char *owner = NULL;
-	int ret;
-
-	if (who->admin)
-		return 0;
-	ret = db_job_owner(ctx->db, name, &owner, err);
-	if (!ret && !ctrl_caller_sees(who, owner))
-		ret = denied();
-	if (ret == ERR_NOTFOUND)
-		(void)buf_adds(err, NOT_FOUND_MSG);
-	free(owner);
-	return ret;
-}
-
-char *ctrl_job_arn(const struct ctrl_ctx *ctx, const char *name)
-{
-	struct buf b = BUF_INIT;
-	size_t i;
-
-	(void)buf_addf(&b, "arn:aws:sagemaker:%s:%s:training-job/",
-		       ctx->cfg.region, ctx->cfg.account_id);
-	/* The service lower-cases the name in ARNs. */
-	for (i = 0; name[i]; i++) {
-		char c = name[i];
-
-		(void)buf_addch(&b, c >= 'A' && c <= 'Z' ? (char)(c + 32) : c);
-	}
-	return buf_detach(&b, NULL);
-}
-
-void ctrl_reply_json(struct ctrl_response *resp, struct buf *json)
-{
-	resp->status = 200;
-	buf_release(&resp->body);
-	resp->body = *json;
-	buf_init(json, 0);
 }
 
 /*
@@ -224,26 +89,29 @@ static int check_capacity(struct ctrl_ctx *ctx, const struct api_job_spec *spec,
 	return ret;
 }
 
-/* Parses and checks a CreateTrainingJob body as who may send it. */
+/*
+ * Parses and checks a CreateTrainingJob body as who may send it: the spec
+ * and its distribution (both empty on failure).
+ */
 static int parse_checked(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 			 const char *body, size_t len,
-			 struct api_job_spec *spec, struct buf *err)
+			 struct api_job_spec *spec,
+			 struct api_distribution *dist, struct buf *err)
 {
 	int ret = api_job_spec_parse(body, len, spec, err);
 
+	memset(dist, 0, sizeof(*dist));
 	if (ret)
 		return ret;
 	ret = ctrl_uris_check(ctx, who, spec, err);
-	if (!ret) {
-		struct api_distribution dist;
-
-		ret = api_distribution_parse(spec, &dist, err);
-		api_distribution_release(&dist);
-	}
+	if (!ret)
+		ret = api_distribution_parse(spec, dist, err);
 	if (!ret)
 		ret = check_capacity(ctx, spec, err);
-	if (ret)
+	if (ret) {
+		api_distribution_release(dist);
 		api_job_spec_release(spec);
+	}
 	return ret;
 }
 
@@ -251,28 +119,37 @@ int ctrl_job_check(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		   const char *body, size_t len, struct buf *err)
 {
 	struct api_job_spec spec;
-	int ret = parse_checked(ctx, who, body, len, &spec, err);
+	struct api_distribution dist;
+	int ret = parse_checked(ctx, who, body, len, &spec, &dist, err);
 
-	if (!ret)
+	if (!ret) {
+		api_distribution_release(&dist);
 		api_job_spec_release(&spec);
+	}
 	return ret;
 }
 
-int ctrl_job_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
-		    const char *body, size_t len, const char *tuning_arn,
-		    char **arn_out, struct buf *err)
+/*
+ * ctrl_job_create(), but on ERR_CONFLICT *arn_out is the ARN of the name
+ * taken (caller frees it either way).
+ */
+static int create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		  const char *body, size_t len, const char *tuning_arn,
+		  char **arn_out, struct buf *err)
 {
 	struct api_job_spec spec;
+	struct api_distribution dist;
 	struct db_job job;
 	struct buf first = BUF_INIT;
 	struct db_tag *tags = NULL;
 	struct buf wkey = BUF_INIT;
 	char *request = NULL;
+	char *name = NULL;
 	int ret;
 
 	*arn_out = NULL;
 	memset(&job, 0, sizeof(job));
-	ret = parse_checked(ctx, who, body, len, &spec, err);
+	ret = parse_checked(ctx, who, body, len, &spec, &dist, err);
 	if (ret)
 		return ret;
 	job.name = spec.name;
@@ -328,29 +205,52 @@ int ctrl_job_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	} else {
 		(void)buf_adds(&first, "Starting the training job");
 	}
-	ret = db_job_insert(ctx->db, &job, first.data, err);
+	ret = db_job_insert_uid(ctx->db, &job, first.data, &job.uid, err);
 	if (ret)
 		goto out;
 	ctrl_jobs_changed(ctx);
 	log_info("job '%s' created (%s x%d)", spec.name,
 		 spec.instance_type ? spec.instance_type : "groups",
 		 spec.instance_count);
+	name = xstrdup(spec.name);
+	/* Placement, images and work builds use what was parsed here. A
+	 * job queued as it is stored holds no memory until a pass looks at
+	 * it: a long queue of creates costs nothing more. */
+	if (!job.waiting) {
+		job.name = name;
+		job.owner = (char *)(who->owner ? who->owner : "");
+		ctrl_jobrt_put(ctx, &job, &spec, &dist);
+	}
 	/* A queued job is found by the look at the queue that a freed host
 	 * wakes (or the next full pass); naming it would only have it
 	 * marked queued again, a write per create. Named anyway when a
 	 * pass saw a free host while it was stored. */
 	if (!job.waiting ||
 	    !__atomic_load_n(&ctx->no_host_free, __ATOMIC_RELAXED))
-		ctrl_reconciler_wake_job(ctx, spec.name);
-	*arn_out = job.arn;
-	job.arn = NULL;
+		ctrl_reconciler_wake_job(ctx, name);
 out:
-	free(job.arn);
+	*arn_out = job.arn;
+	free(name);
+	free(job.uid);
 	free(tags);
 	free(request);
 	buf_release(&wkey);
+	api_distribution_release(&dist);
 	api_job_spec_release(&spec);
 	buf_release(&first);
+	return ret;
+}
+
+int ctrl_job_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		    const char *body, size_t len, const char *tuning_arn,
+		    char **arn_out, struct buf *err)
+{
+	int ret = create(ctx, who, body, len, tuning_arn, arn_out, err);
+
+	if (ret) {
+		free(*arn_out);
+		*arn_out = NULL;
+	}
 	return ret;
 }
 
@@ -360,25 +260,15 @@ void ctrl_op_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	struct buf err = BUF_INIT;
 	struct buf out = BUF_INIT;
 	char *arn = NULL;
-	int ret = ctrl_job_create(ctx, who, body, len, NULL, &arn, &err);
+	int ret = create(ctx, who, body, len, NULL, &arn, &err);
 
 	if (ret == ERR_CONFLICT) {
-		char *name = NULL;
-		struct buf e2 = BUF_INIT;
-
-		(void)api_name_request_parse("CreateTrainingJobRequest", body,
-					     len, &name, &e2);
-		char *job_arn = name ? ctrl_job_arn(ctx, name) : NULL;
-
 		buf_reset(&err);
 		(void)buf_addf(&err,
 			       "Training job names must be unique within "
 			       "an AWS account and region, and a training job "
 			       "with this name already exists (%s)",
-			       job_arn ? job_arn : "");
-		free(job_arn);
-		free(name);
-		buf_release(&e2);
+			       arn ? arn : "");
 		ctrl_reply_err(resp, CTRL_E_IN_USE, err.data);
 	} else if (ret) {
 		ctrl_reply_err_code(resp, ret, err.data);

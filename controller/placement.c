@@ -14,7 +14,6 @@
 #include "db/db.h"
 #include "db/run.h"
 #include "db/warmpool.h"
-#include "controller/warmpool.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/netutil.h"
@@ -284,8 +283,7 @@ static void pin_run(void *arg)
 	else
 		log_info("job '%s': image %s is %s", p->job, p->image, pinned);
 	pthread_mutex_lock(&ctx->jobs_lock);
-	for (rt = ctx->jobs; rt && strcmp(rt->name, p->job); rt = rt->next)
-		;
+	rt = ctrl_jobrt_find(ctx, p->job);
 	if (rt) {
 		rt->pinning = 0;
 		if (ret) {
@@ -337,100 +335,109 @@ static int pin_image(struct ctrl_ctx *ctx, struct ctrl_jobrt *rt,
 	return 1;
 }
 
-int ctrl_place_job(struct ctrl_ctx *ctx, const struct db_job *job,
-		   int *busy_valid, struct buf *fail)
+/*
+ * The Available pool job (with job's key, wp_key) may reuse now: the
+ * oldest whose hosts number need and are all usable. Fills chosen[0..need)
+ * with its hosts (names valid while the controller runs) and returns its
+ * job's name (caller frees), or NULL. pools[0..n): the Available pools
+ * (db_warm_pools_available()). Caller holds hosts_lock.
+ */
+static char *warm_pool_pick(struct ctrl_ctx *ctx,
+			    const struct db_warm_pool *pools, size_t n,
+			    const char *key, size_t need, const char **chosen)
 {
-	const char **chosen = NULL;
-	struct ctrl_jobrt *rt;
-	struct buf err = BUF_INIT;
-	struct buf msg = BUF_INIT;
-	size_t i, k = 0;
-	struct ctrl_launch launch;
-	int bad_image, pinning = 0;
-	struct db_warm_pool *pools = NULL;
-	size_t n_pools = 0;
-	char *reuse = NULL;
-	int failed = 0;
-	int need;
-	int ret;
+	size_t i, k;
 
-	pthread_mutex_lock(&ctx->jobs_lock);
-	rt = ctrl_jobrt_get(ctx, job->name);
-	need = rt ? job_instance_count(&rt->spec) : 0;
-	pthread_mutex_unlock(&ctx->jobs_lock);
-	if (need < 1)
-		return 0;
-	chosen = xcalloc((size_t)need, sizeof(*chosen));
-	ctrl_place_busy_refresh(ctx, busy_valid);
-	/* A job that asks for a keep-alive period may take the hosts of an
-	 * Available warm pool made for its like, and starts at once. */
-	if (job->attempt == 0 && job->wp_key && job->wp_status &&
-	    !strcmp(job->wp_status, "InUse") &&
-	    db_warm_pools_available(ctx->db, &pools, &n_pools, &err))
-		log_error("job '%s': %s", job->name, err.data);
-	pthread_mutex_lock(&ctx->jobs_lock);
-	rt = ctrl_jobrt_get(ctx, job->name);
-	pthread_mutex_lock(&ctx->hosts_lock);
-	if (rt && n_pools)
-		reuse = ctrl_warm_pool_pick(ctx, pools, n_pools, job->wp_key,
-					    (size_t)need, chosen);
-	if (reuse)
-		k = (size_t)need;
-	else if (rt)
-		k = choose_hosts(ctx, &rt->spec, chosen, &msg);
-	pthread_mutex_unlock(&ctx->hosts_lock);
-	pthread_mutex_unlock(&ctx->jobs_lock);
-	if (k < (size_t)need) {
-		const char *nm = job->name;
-		const char *mm = msg.data;
+	for (i = 0; i < n; i++) {
+		const struct db_warm_pool *p = &pools[i];
 
-		(void)db_jobs_set_waiting(ctx->db, &nm, &mm, 1, &err);
-		/* Parsed again when it can run; queued jobs hold no memory. */
-		ctrl_jobrt_drop(ctx, job->name);
-		goto out;
+		if (strcmp(p->key, key) || p->n_hosts != need)
+			continue;
+		for (k = 0; k < need; k++) {
+			const struct ctrl_host *h =
+				ctrl_hosts_find(ctx, p->hosts[k]);
+
+			if (!h || !ctrl_place_host_usable(h))
+				break;
+			chosen[k] = h->name;
+		}
+		if (k == need)
+			return xstrdup(p->job);
 	}
-	pthread_mutex_lock(&ctx->jobs_lock);
-	rt = ctrl_jobrt_get(ctx, job->name);
-	bad_image = rt && ctrl_image_resolve(&ctx->registry, &rt->spec,
-					     rt->image, &launch, &err);
-	if (rt && !bad_image) {
+	return NULL;
+}
+
+/* What a placement found, in one hold of jobs_lock. */
+struct pick {
+	const char **chosen; /* need entries */
+	size_t k;	     /* how many were found */
+	char *reuse;	     /* the warm pool taken (its job's name), or NULL */
+	int pinning;	     /* > 0: it waits for its image's pin */
+	int bad_image;	     /* its image cannot run: err says why */
+};
+
+/*
+ * Hosts for job (a warm pool's when one of pools matches, else free
+ * ones) and, when all were found, its image: resolved, or a pin started.
+ * When not all were found msg says what the job waits for. Caller holds
+ * jobs_lock.
+ */
+static void pick(struct ctrl_ctx *ctx, struct ctrl_jobrt *rt,
+		 const struct db_job *job, struct db_warm_pool *pools,
+		 size_t n_pools, size_t need, struct pick *p, struct buf *msg,
+		 struct buf *err)
+{
+	struct ctrl_launch launch;
+
+	pthread_mutex_lock(&ctx->hosts_lock);
+	if (n_pools)
+		p->reuse = warm_pool_pick(ctx, pools, n_pools, job->wp_key,
+					  need, p->chosen);
+	if (p->reuse)
+		p->k = need;
+	else
+		p->k = choose_hosts(ctx, &rt->spec, p->chosen, msg);
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	if (p->k < need)
+		return;
+	p->bad_image = ctrl_image_resolve(&ctx->registry, rt, &launch, err);
+	if (!p->bad_image) {
 		if (launch.mode == API_LAUNCH_CONTAINER && !launch.image)
-			pinning = pin_image(ctx, rt, launch.want, &err);
-		bad_image = pinning < 0;
+			p->pinning = pin_image(ctx, rt, launch.want, err);
+		p->bad_image = p->pinning < 0;
 		ctrl_launch_release(&launch);
 	}
-	pthread_mutex_unlock(&ctx->jobs_lock);
-	if (pinning > 0)
-		goto out; /* placed once its image is pinned */
-	if (bad_image) {
-		/* As SageMaker does with an image it cannot pull: the job
-		 * was accepted and fails as it starts. */
-		(void)buf_addf(fail, "ClientError: %s", err.data);
-		failed = 1;
-		goto out;
-	}
+}
+
+/* Starts job's next attempt on the hosts chosen (reuse: a warm pool's). */
+static void start_attempt(struct ctrl_ctx *ctx, const struct db_job *job,
+			  const char **chosen, int need, const char *reuse,
+			  int *busy_valid, struct buf *err)
+{
+	int ports = ctrl_place_ports(2 * need + 2);
+	int i, ret;
+
 	if (reuse)
 		ret = db_attempt_start_warm(ctx->db, job->name,
-					    job->attempt + 1,
-					    ctrl_place_ports(2 * need + 2),
-					    chosen, (size_t)need, time_now_ms(),
-					    reuse, &err);
+					    job->attempt + 1, ports, chosen,
+					    (size_t)need, time_now_ms(), reuse,
+					    err);
 	else
 		ret = db_attempt_start(ctx->db, job->name, job->attempt + 1,
-				       ctrl_place_ports(2 * need + 2), chosen,
-				       (size_t)need, time_now_ms(), &err);
+				       ports, chosen, (size_t)need,
+				       time_now_ms(), err);
 	if (ret == ERR_CONFLICT && reuse) {
 		/* The pool was taken or ended meanwhile: the next pass
 		 * looks again. */
 		log_info("job '%s': warm pool of '%s' is gone", job->name,
 			 reuse);
 		*busy_valid = 0;
-		goto out;
+		return;
 	}
 	if (ret) {
 		log_error("job '%s': cannot start attempt: %s", job->name,
-			  err.data);
-		goto out;
+			  err->data);
+		return;
 	}
 	if (reuse) {
 		log_info("job '%s': attempt %d on %d host%s of the warm pool "
@@ -443,11 +450,65 @@ int ctrl_place_job(struct ctrl_ctx *ctx, const struct db_job *job,
 			 job->attempt + 1, need, need == 1 ? "" : "s");
 	}
 	set_busy(ctx, chosen, (size_t)need);
-	for (i = 0; i < (size_t)need; i++)
+	for (i = 0; i < need; i++)
 		ctrl_hosts_bump(ctx, chosen[i]);
-out:
-	free(chosen);
-	free(reuse);
+}
+
+int ctrl_place_job(struct ctrl_ctx *ctx, const struct db_job *job,
+		   int *busy_valid, struct buf *fail)
+{
+	struct ctrl_jobrt *rt;
+	struct pick p;
+	struct buf err = BUF_INIT;
+	struct buf msg = BUF_INIT;
+	struct db_warm_pool *pools = NULL;
+	size_t n_pools = 0;
+	int keep_queued;
+	int failed = 0;
+	int need;
+
+	pthread_mutex_lock(&ctx->jobs_lock);
+	rt = ctrl_jobrt_get(ctx, job->name);
+	need = rt ? job_instance_count(&rt->spec) : 0;
+	pthread_mutex_unlock(&ctx->jobs_lock);
+	if (need < 1)
+		return 0;
+	memset(&p, 0, sizeof(p));
+	p.chosen = xcalloc((size_t)need, sizeof(*p.chosen));
+	ctrl_place_busy_refresh(ctx, busy_valid);
+	/* A job that asks for a keep-alive period may take the hosts of an
+	 * Available warm pool made for its like, and starts at once. */
+	if (job->attempt == 0 && job->wp_key && job->wp_status &&
+	    !strcmp(job->wp_status, "InUse") &&
+	    db_warm_pools_available(ctx->db, &pools, &n_pools, &err))
+		log_error("job '%s': %s", job->name, err.data);
+	pthread_mutex_lock(&ctx->jobs_lock);
+	rt = ctrl_jobrt_get(ctx, job->name);
+	if (rt)
+		pick(ctx, rt, job, pools, n_pools, (size_t)need, &p, &msg,
+		     &err);
+	keep_queued = ctrl_jobrt_count(ctx) <= CTRL_JOBRT_QUEUED_MAX;
+	pthread_mutex_unlock(&ctx->jobs_lock);
+	if (p.k < (size_t)need) {
+		const char *nm = job->name;
+		const char *mm = msg.data;
+
+		(void)db_jobs_set_waiting(ctx->db, &nm, &mm, 1, &err);
+		if (!keep_queued)
+			ctrl_jobrt_drop(ctx, job->name);
+	} else if (p.pinning > 0) {
+		/* Placed once its image is pinned. */
+	} else if (p.bad_image) {
+		/* As SageMaker does with an image it cannot pull: the job
+		 * was accepted and fails as it starts. */
+		(void)buf_addf(fail, "ClientError: %s", err.data);
+		failed = 1;
+	} else {
+		start_attempt(ctx, job, p.chosen, need, p.reuse, busy_valid,
+			      &err);
+	}
+	free(p.chosen);
+	free(p.reuse);
 	db_warm_pools_free(pools, n_pools);
 	buf_release(&err);
 	buf_release(&msg);

@@ -357,7 +357,7 @@ void ctrl_plan(const struct ctrl_plan_in *in, struct ctrl_plan_out *out)
 	if (s->failed && in->retryable &&
 	    ctrl_job_transition_allowed(cur, CTRL_JOB_RESTARTING) &&
 	    (cur != CTRL_JOB_UPLOADING ||
-	     !strncmp(s->reason.data, "InternalServerError", 19)) &&
+	     ctrl_failure_internal(s->reason.data)) &&
 	    in->retries_left > 0) {
 		out->act = CTRL_PLAN_RESTART;
 		out->actions = "abort";

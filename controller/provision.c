@@ -550,25 +550,18 @@ static int still_wanted(const struct prov_job *j)
 #define PROV_KEPT 2  /* the host runs an agent of this build and token */
 
 /*
- * Starts the agent on j's host. Returns 0 or an error with err; *back is
- * PROV_HEARD or PROV_KEPT when nothing was started because the host's
- * agent is back, else 0.
+ * An SSH session with j's host on the connected socket fd: handshake,
+ * host key checked, logged in with j's key. Returns 0 or an error with
+ * err; *out is the session either way (the caller frees it).
  */
-static int provision(const struct prov_job *j, int *back, struct buf *err)
+static int ssh_open(const struct prov_job *j, int fd, LIBSSH2_SESSION **out,
+		    struct buf *err)
 {
-	LIBSSH2_SESSION *s = NULL;
+	LIBSSH2_SESSION *s = libssh2_session_init();
 	struct buf pub = BUF_INIT;
-	struct buf cmd = BUF_INIT;
-	struct buf out = BUF_INIT_MAX(4096);
-	struct buf tok = BUF_INIT;
-	int status, known;
 	int ret;
-	int fd = tcp_connect(j->address, j->port, err);
 
-	*back = 0;
-	if (fd < 0)
-		return ERR_IO;
-	s = libssh2_session_init();
+	*out = s;
 	libssh2_session_set_timeout(s, SSH_TIMEOUT_MS);
 	/* The fastest key exchange both sides know: curve25519 costs about a
 	 * third less than the default. */
@@ -580,12 +573,11 @@ static int provision(const struct prov_job *j, int *back, struct buf *err)
 	if (libssh2_session_handshake(s, fd)) {
 		(void)buf_addf(err, "SSH handshake with %s:%d failed",
 			       j->address, j->port);
-		ret = ERR_IO;
-		goto out;
+		return ERR_IO;
 	}
 	ret = check_host_key(s, j, err);
 	if (ret)
-		goto out;
+		return ret;
 	(void)buf_addf(&pub, "%s.pub", j->key);
 	if (libssh2_userauth_publickey_fromfile(s, j->user, pub.data, j->key,
 						NULL)) {
@@ -597,8 +589,97 @@ static int provision(const struct prov_job *j, int *back, struct buf *err)
 			       "%s",
 			       j->user, j->key, msg ? msg : "");
 		ret = ERR_AUTH;
-		goto out;
 	}
+	buf_release(&pub);
+	return ret;
+}
+
+/*
+ * Runs the start script on s with tok on its stdin, copying the agent
+ * first or along when the host does not hold this build. Returns 0 (the
+ * script's exit status in *status, its output in out) or an error with
+ * err; *back is PROV_HEARD when the agent was heard from meanwhile and
+ * nothing was started.
+ */
+static int start_agent(LIBSSH2_SESSION *s, const struct prov_job *j,
+		       const char *tok, struct buf *out, int *status, int *back,
+		       struct buf *err)
+{
+	struct buf cmd = BUF_INIT;
+	struct buf tmp = BUF_INIT;
+	int ret;
+
+	if (!agent_known(j)) {
+		/*
+		 * A host not known to hold this build (first contact, or the
+		 * controller changed): the binary travels with the start
+		 * script, one round trip instead of three.
+		 */
+		int bfd = open(j->ctx->cfg.agent_binary, O_RDONLY | O_CLOEXEC);
+
+		if (bfd < 0) {
+			(void)buf_addf(err, "cannot read '%s'",
+				       j->ctx->cfg.agent_binary);
+			return ERR_IO;
+		}
+		log_info("host '%s': copying the agent (with the start "
+			 "script: not known to hold this build)",
+			 j->name);
+		(void)buf_addf(&tmp, "%s.tmp.%s.%ld", j->agent_path, j->name,
+			       (long)time_mono_us());
+		start_script(j, tmp.data, 1, &cmd);
+		ret = run_cmd(s, cmd.data, tok, bfd, out, status, err);
+		close(bfd);
+	} else {
+		start_script(j, NULL, 0, &cmd);
+		ret = run_cmd(s, cmd.data, tok, -1, out, status, err);
+	}
+	if (!ret && (*status == AGENT_MISSING || *status == AGENT_OTHER)) {
+		/* Hosts may share a filesystem: each copies to its own temp
+		 * name, so parallel copies never meet half-written. */
+		log_info("host '%s': copying the agent (%s)", j->name,
+			 *status == AGENT_MISSING ? "missing" :
+						    "a different build");
+		buf_reset(&tmp);
+		(void)buf_addf(&tmp, "%s.tmp.%s.%ld", j->agent_path, j->name,
+			       (long)time_mono_us());
+		ret = copy_agent(s, j, tmp.data, err);
+		if (!ret && !still_wanted(j)) {
+			buf_reset(&cmd);
+			(void)buf_addf(&cmd, "rm -f '%s'", tmp.data);
+			(void)run_cmd(s, cmd.data, NULL, -1, NULL, status, err);
+			buf_reset(err);
+			*back = PROV_HEARD;
+		} else if (!ret) {
+			start_script(j, tmp.data, 0, &cmd);
+			ret = run_cmd(s, cmd.data, tok, -1, out, status, err);
+		}
+	}
+	buf_release(&tmp);
+	buf_release(&cmd);
+	return ret;
+}
+
+/*
+ * Starts the agent on j's host. Returns 0 or an error with err; *back is
+ * PROV_HEARD or PROV_KEPT when nothing was started because the host's
+ * agent is back, else 0.
+ */
+static int provision(const struct prov_job *j, int *back, struct buf *err)
+{
+	LIBSSH2_SESSION *s = NULL;
+	struct buf out = BUF_INIT_MAX(4096);
+	struct buf tok = BUF_INIT;
+	int status = 0;
+	int ret;
+	int fd = tcp_connect(j->address, j->port, err);
+
+	*back = 0;
+	if (fd < 0)
+		return ERR_IO;
+	ret = ssh_open(j, fd, &s, err);
+	if (ret)
+		goto out;
 	/*
 	 * The token's line on the script's stdin, the same in every path:
 	 * the script compares it byte for byte with the running agent's.
@@ -608,74 +689,20 @@ static int provision(const struct prov_job *j, int *back, struct buf *err)
 		*back = PROV_HEARD;
 		goto out;
 	}
-	known = agent_known(j);
-	if (!known) {
-		/*
-		 * A host not known to hold this build (first contact, or the
-		 * controller changed): the binary travels with the start
-		 * script, one round trip instead of three.
-		 */
-		struct buf tmp = BUF_INIT;
-		int bfd = open(j->ctx->cfg.agent_binary, O_RDONLY | O_CLOEXEC);
-
-		if (bfd < 0) {
-			(void)buf_addf(err, "cannot read '%s'",
-				       j->ctx->cfg.agent_binary);
-			ret = ERR_IO;
-			goto out;
-		}
-		log_info("host '%s': copying the agent (with the start "
-			 "script: not known to hold this build)",
-			 j->name);
-		(void)buf_addf(&tmp, "%s.tmp.%s.%ld", j->agent_path, j->name,
-			       (long)time_mono_us());
-		start_script(j, tmp.data, 1, &cmd);
-		ret = run_cmd(s, cmd.data, tok.data, bfd, &out, &status, err);
-		close(bfd);
-		buf_release(&tmp);
-	} else {
-		start_script(j, NULL, 0, &cmd);
-		ret = run_cmd(s, cmd.data, tok.data, -1, &out, &status, err);
-	}
-	if (!ret && (status == AGENT_MISSING || status == AGENT_OTHER)) {
-		/* Hosts may share a filesystem: each copies to its own temp
-		 * name, so parallel copies never meet half-written. */
-		struct buf tmp = BUF_INIT;
-
-		log_info("host '%s': copying the agent (%s)", j->name,
-			 status == AGENT_MISSING ? "missing" :
-						   "a different build");
-		(void)buf_addf(&tmp, "%s.tmp.%s.%ld", j->agent_path, j->name,
-			       (long)time_mono_us());
-		ret = copy_agent(s, j, tmp.data, err);
-		if (!ret && !still_wanted(j)) {
-			buf_reset(&cmd);
-			(void)buf_addf(&cmd, "rm -f '%s'", tmp.data);
-			(void)run_cmd(s, cmd.data, NULL, -1, NULL, &status,
-				      err);
-			buf_reset(err);
-			*back = PROV_HEARD;
-			buf_release(&tmp);
-			goto out;
-		}
-		if (!ret) {
-			start_script(j, tmp.data, 0, &cmd);
-			ret = run_cmd(s, cmd.data, tok.data, -1, &out, &status,
-				      err);
-		}
-		buf_release(&tmp);
-	}
-	if (!ret && (status == AGENT_MISSING || status == AGENT_OTHER)) {
+	ret = start_agent(s, j, tok.data, &out, &status, back, err);
+	if (ret || *back)
+		goto out;
+	if (status == AGENT_MISSING || status == AGENT_OTHER) {
 		(void)buf_addf(err,
 			       "the agent copied to '%s' does not match "
 			       "this build",
 			       j->agent_path);
 		ret = ERR_IO;
-	} else if (!ret && status) {
+	} else if (status) {
 		(void)buf_addf(err, "starting the agent failed (exit %d)",
 			       status);
 		ret = ERR_IO;
-	} else if (!ret) {
+	} else {
 		agent_remember(j);
 		if (out.len >= 4 && !memcmp(out.data, "kept", 4))
 			*back = PROV_KEPT;
@@ -685,8 +712,6 @@ out:
 	libssh2_session_disconnect(s, "bye");
 	libssh2_session_free(s);
 	close(fd);
-	buf_release(&pub);
-	buf_release(&cmd);
 	buf_release(&out);
 	return ret;
 }

@@ -34,9 +34,6 @@
 /* The shortest time between the starts of two passes. */
 #define RECONCILE_GAP_US 4000
 
-/* Jobs named between two passes; more make the next pass a full one. */
-#define DIRTY_MAX 4096
-
 static void reconcile(struct ctrl_ctx *ctx, char **names, size_t n, int full)
 {
 	if (ctrl_hosts_tick(ctx, time_mono_ms())) {
@@ -48,15 +45,6 @@ static void reconcile(struct ctrl_ctx *ctx, char **names, size_t n, int full)
 	ctrl_jobs_reconcile(ctx, names, n, full);
 	ctrl_tuning_tick(ctx);
 	(void)s3d_reap_uploads(&ctx->s3, time_now_ms());
-}
-
-static void free_names(char **names, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
 }
 
 static void *reconciler_main(void *arg)
@@ -103,7 +91,7 @@ static void *reconciler_main(void *arg)
 		if (full)
 			last_full = last;
 		reconcile(ctx, names, n, full);
-		free_names(names, n);
+		ctrl_reconciler_free_named(names, n);
 		pthread_mutex_lock(&ctx->lock);
 		if (ctx->dirty || ctx->stopping)
 			continue;
@@ -131,61 +119,8 @@ void ctrl_reconciler_stop(struct ctrl_ctx *ctx)
 	pthread_cond_signal(&ctx->wake);
 	pthread_mutex_unlock(&ctx->lock);
 	pthread_join(ctx->reconciler, NULL);
-	free_names(ctx->dirty_jobs, ctx->n_dirty);
+	ctrl_reconciler_free_named(ctx->dirty_jobs, ctx->n_dirty);
 	ctx->dirty_jobs = NULL;
 	ctx->n_dirty = 0;
 	ctx->dirty_alloc = 0;
-}
-
-void ctrl_reconciler_wake(struct ctrl_ctx *ctx)
-{
-	pthread_mutex_lock(&ctx->lock);
-	ctx->dirty = 1;
-	ctx->full_pass = 1;
-	pthread_cond_signal(&ctx->wake);
-	pthread_mutex_unlock(&ctx->lock);
-}
-
-char **ctrl_reconciler_take_named(struct ctrl_ctx *ctx, size_t *n)
-{
-	char **names;
-
-	pthread_mutex_lock(&ctx->lock);
-	names = ctx->dirty_jobs;
-	*n = ctx->n_dirty;
-	ctx->dirty_jobs = NULL;
-	ctx->n_dirty = 0;
-	ctx->dirty_alloc = 0;
-	/* Names alone made it dirty; a full pass asked for stays asked. */
-	if (!ctx->full_pass)
-		ctx->dirty = 0;
-	pthread_mutex_unlock(&ctx->lock);
-	return names;
-}
-
-void ctrl_reconciler_free_named(char **names, size_t n)
-{
-	free_names(names, n);
-}
-
-void ctrl_reconciler_wake_job(struct ctrl_ctx *ctx, const char *name)
-{
-	size_t i;
-	int seen = 0;
-
-	pthread_mutex_lock(&ctx->lock);
-	ctx->dirty = 1;
-	for (i = 0; i < ctx->n_dirty && !seen; i++)
-		seen = !strcmp(ctx->dirty_jobs[i], name);
-	if (!seen && !ctx->full_pass) {
-		if (ctx->n_dirty >= DIRTY_MAX) {
-			ctx->full_pass = 1;
-		} else {
-			ALLOC_GROW(ctx->dirty_jobs, ctx->n_dirty + 1,
-				   ctx->dirty_alloc);
-			ctx->dirty_jobs[ctx->n_dirty++] = xstrdup(name);
-		}
-	}
-	pthread_cond_signal(&ctx->wake);
-	pthread_mutex_unlock(&ctx->lock);
 }

@@ -6,6 +6,7 @@
 #include "api/search.h"
 #include "api/tags.h"
 #include "controller/ctrl.h"
+#include "controller/ops.h"
 #include "controller/search.h"
 #include "controller/tags.h"
 #include "db/db.h"

@@ -3,7 +3,8 @@
 
 #include <stddef.h>
 
-#include "controller/ops.h"
+#include "controller/caller.h"
+#include "controller/reply.h"
 
 /* Search with Resource TrainingJob (JSON 1.1 body). */
 void ctrl_op_search(struct ctrl_ctx *ctx, const struct ctrl_caller *who,

@@ -3,7 +3,8 @@
 
 #include <stddef.h>
 
-#include "controller/ops.h"
+#include "controller/caller.h"
+#include "controller/reply.h"
 
 /* The most tags a resource may carry, as on the service. */
 #define CTRL_MAX_TAGS 50

@@ -8,7 +8,7 @@
 #include "api/sigv4.h"
 #include "controller/ctrl.h"
 #include "controller/files.h"
-#include "controller/ops.h"
+#include "controller/caller.h"
 #include "controller/uris.h"
 #include "storage/storage.h"
 #include "common/err.h"

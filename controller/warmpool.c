@@ -50,8 +50,7 @@ static int keeps_pool(const char *primary, const char *reason)
 {
 	if (!strcmp(primary, "Completed") || !strcmp(primary, "Stopped"))
 		return 1;
-	return !strcmp(primary, "Failed") &&
-	       !(reason && !strncmp(reason, "InternalServerError", 19));
+	return !strcmp(primary, "Failed") && !ctrl_failure_internal(reason);
 }
 
 void ctrl_warm_pool_job_end(struct ctrl_ctx *ctx, const struct db_job *job,
@@ -152,31 +151,6 @@ out:
 	db_warm_pools_free(pools, n);
 	buf_release(&err);
 	return ended;
-}
-
-char *ctrl_warm_pool_pick(struct ctrl_ctx *ctx,
-			  const struct db_warm_pool *pools, size_t n,
-			  const char *key, size_t need, const char **chosen)
-{
-	size_t i, k;
-
-	for (i = 0; i < n; i++) {
-		const struct db_warm_pool *p = &pools[i];
-
-		if (strcmp(p->key, key) || p->n_hosts != need)
-			continue;
-		for (k = 0; k < need; k++) {
-			const struct ctrl_host *h =
-				ctrl_hosts_find(ctx, p->hosts[k]);
-
-			if (!h || !ctrl_place_host_usable(h))
-				break;
-			chosen[k] = h->name;
-		}
-		if (k == need)
-			return xstrdup(p->job);
-	}
-	return NULL;
 }
 
 int ctrl_warm_pool_set_keep_alive(struct ctrl_ctx *ctx, const char *name,

@@ -51,17 +51,6 @@ void ctrl_warm_pool_job_end(struct ctrl_ctx *ctx, const struct db_job *job,
 int ctrl_warm_pool_tick(struct ctrl_ctx *ctx);
 
 /*
- * The Available pool job (with job's key, wp_key) may reuse now: the
- * oldest whose hosts number need and are all usable. Fills chosen[0..need)
- * with its hosts (names valid while the controller runs) and returns its
- * job's name (caller frees), or NULL. pools[0..n): the Available pools
- * (db_warm_pools_available()). Caller holds hosts_lock.
- */
-char *ctrl_warm_pool_pick(struct ctrl_ctx *ctx,
-			  const struct db_warm_pool *pools, size_t n,
-			  const char *key, size_t need, const char **chosen);
-
-/*
  * Changes job's keep-alive period to seconds (0..21600), for the
  * UpdateTrainingJob operation, with SageMaker's rules: the job must have
  * been created with a keep-alive period, and be InProgress (its pool

@@ -16,21 +16,9 @@
 #include "db/run.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/strvec.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
-
-static char **strv_dup(char **v)
-{
-	size_t n = 0, i;
-	char **out;
-
-	while (v && v[n])
-		n++;
-	out = xcalloc(n + 1, sizeof(*out));
-	for (i = 0; i < n; i++)
-		out[i] = xstrdup(v[i]);
-	return out;
-}
 
 static enum api_action action_of(const char *s)
 {
@@ -277,45 +265,53 @@ static void fill_rendezvous(struct ctrl_ctx *ctx,
 }
 
 /* The distribution mode and how many processes each host runs. */
-static int fill_distribution(struct ctrl_ctx *ctx,
-			     const struct api_job_spec *spec,
+static int fill_distribution(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 			     const struct db_assignment *mine,
 			     struct api_assignment *a, struct buf *err)
 {
-	struct api_distribution dist;
-	int ret = api_distribution_parse(spec, &dist, err);
+	const struct api_distribution *d;
+	int ret = ctrl_jobrt_dist(rt, &d, err);
 
 	if (ret)
 		return ret;
-	a->dist_mode = dist.mode;
-	a->mpi_processes = dist.mpi_processes;
-	a->mpi_options = dist.mpi_options ? xstrdup(dist.mpi_options) : NULL;
-	a->ps_servers = dist.ps_servers;
+	a->dist_mode = d->mode;
+	a->mpi_processes = d->mpi_processes;
+	a->mpi_options = d->mpi_options ? xstrdup(d->mpi_options) : NULL;
+	a->ps_servers = d->ps_servers;
 	/* As the toolkit: the host's GPUs, else one process per host. */
-	a->processes_per_host = dist.processes_per_host ?
-					dist.processes_per_host :
+	a->processes_per_host = d->processes_per_host ?
+					d->processes_per_host :
 					host_gpus(ctx, mine->host);
 	if (a->processes_per_host < 1 ||
-	    (dist.mode != API_DIST_TORCH && dist.mode != API_DIST_MPI))
+	    (d->mode != API_DIST_TORCH && d->mode != API_DIST_MPI))
 		a->processes_per_host = 1;
-	api_distribution_release(&dist);
 	return 0;
 }
 
-/* Fills a from the job's spec and the attempt's assignments. */
+/* The attempt's facts from the store, read before jobs_lock is taken. */
+struct attempt_info {
+	int ret; /* of db_attempt_info(); err says why */
+	int port;
+	int64_t started;
+	struct buf err;
+};
+
+/*
+ * Fills a from the job's runtime, the attempt's facts and its
+ * assignments. Caller holds jobs_lock.
+ */
 static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
+		const struct attempt_info *info,
 		const struct db_assignment *mine,
 		const struct db_assignment *all, size_t n_all,
 		struct api_assignment *a, struct buf *err)
 {
 	const struct api_job_spec *spec = &rt->spec;
 	struct ctrl_launch launch;
-	int64_t started = 0;
-	int port = 0;
 	int ret;
 
 	memset(a, 0, sizeof(*a));
-	ret = ctrl_image_resolve(&ctx->registry, spec, rt->image, &launch, err);
+	ret = ctrl_image_resolve(&ctx->registry, rt, &launch, err);
 	if (!ret && launch.mode == API_LAUNCH_CONTAINER && !launch.image) {
 		(void)buf_addf(err, "job '%s': its image is not pinned",
 			       mine->job);
@@ -324,11 +320,10 @@ static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 	}
 	if (ret)
 		return ret;
-	ret = db_attempt_info(ctx->db, mine->job, mine->attempt, &port,
-			      &started, err);
-	if (ret) {
+	if (info->ret) {
+		(void)buf_adds(err, info->err.data);
 		ctrl_launch_release(&launch);
-		return ret;
+		return info->ret;
 	}
 	a->job = xstrdup(mine->job);
 	a->job_uid = mine->job_uid ? xstrdup(mine->job_uid) : NULL;
@@ -338,8 +333,8 @@ static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 	fill_hosts(ctx, mine, all, n_all, a);
 	fill_config(spec, mine, n_all, a);
 	fill_launch(ctx, rt, &launch, a);
-	fill_rendezvous(ctx, mine, port, a);
-	ret = fill_distribution(ctx, spec, mine, a, err);
+	fill_rendezvous(ctx, mine, info->port, a);
+	ret = fill_distribution(ctx, rt, mine, a, err);
 	if (!ret)
 		a->grace_ms = ctx->cfg.grace_ms;
 	a->network_isolation = spec->network_isolation;
@@ -352,6 +347,7 @@ int ctrl_work_build(struct ctrl_ctx *ctx, const char *host, int64_t version,
 		    struct buf *out, struct buf *err)
 {
 	struct db_assignment *mine = NULL;
+	struct attempt_info info = { 0, 0, 0, BUF_INIT };
 	struct api_work w;
 	size_t n = 0;
 	size_t i;
@@ -380,10 +376,15 @@ int ctrl_work_build(struct ctrl_ctx *ctx, const char *host, int64_t version,
 			db_assignments_free(all, n_all);
 			continue;
 		}
+		info.port = 0;
+		buf_reset(&info.err);
+		info.ret = db_attempt_info(ctx->db, mine[i].job,
+					   mine[i].attempt, &info.port,
+					   &info.started, &info.err);
 		pthread_mutex_lock(&ctx->jobs_lock);
 		rt = ctrl_jobrt_get(ctx, mine[i].job);
-		if (rt &&
-		    !fill(ctx, rt, &mine[i], all, n_all, &w.items[w.n], err))
+		if (rt && !fill(ctx, rt, &info, &mine[i], all, n_all,
+				&w.items[w.n], err))
 			w.n++;
 		else
 			log_warn("host '%s': cannot build assignment of job "
@@ -393,6 +394,7 @@ int ctrl_work_build(struct ctrl_ctx *ctx, const char *host, int64_t version,
 		db_assignments_free(all, n_all);
 	}
 	db_assignments_free(mine, n);
+	buf_release(&info.err);
 	ret = api_work_build(&w, out);
 	api_work_release(&w);
 	return ret;

@@ -161,6 +161,10 @@ int db_schema_version(struct db *db);
  */
 int db_job_insert(struct db *db, struct db_job *job, const char *first_message,
 		  struct buf *err);
+/* The same, with *uid set to the uid the job got (caller frees; NULL on
+ * failure). */
+int db_job_insert_uid(struct db *db, struct db_job *job,
+		      const char *first_message, char **uid, struct buf *err);
 
 /*
  * Loads the job named name (case-insensitive) with its transitions and final

@@ -44,7 +44,7 @@ const char *const db__stmt_sql[ST_COUNT] = {
 		"wp_keep_alive_s, wp_key) "
 		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, "
 		"lower(hex(randomblob(8))), coalesce(?11, ''), ?12, "
-		"CASE WHEN ?13 > 0 THEN 'InUse' END, ?13, ?14)",
+		"CASE WHEN ?13 > 0 THEN 'InUse' END, ?13, ?14) RETURNING uid",
 	[ST_INSERT_TRANSITION] =
 		"INSERT INTO transitions (job_id, seq, status, "
 		"start_ms, message) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -97,6 +97,7 @@ void db_job_release(struct db_job *job)
 struct job_insert {
 	struct db_job *job;
 	const char *first_message;
+	char **uid; /* NULL: not wanted */
 };
 
 /* The job row and its first transition, in the batch's savepoint. */
@@ -125,6 +126,13 @@ static int insert_job(struct db__conn *c, void *arg, struct buf *err)
 	sqlite3_bind_int(st, 13, job->wp_key ? job->keep_alive_s : 0);
 	db__bind_text(st, 14, job->wp_key);
 	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		if (in->uid) {
+			free(*in->uid);
+			*in->uid = db__col_dup(st, 0);
+		}
+		rc = sqlite3_step(st);
+	}
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	if (rc == SQLITE_CONSTRAINT)
@@ -161,9 +169,23 @@ static int insert_job(struct db__conn *c, void *arg, struct buf *err)
 int db_job_insert(struct db *db, struct db_job *job, const char *first_message,
 		  struct buf *err)
 {
-	struct job_insert in = { job, first_message };
+	return db_job_insert_uid(db, job, first_message, NULL, err);
+}
 
-	return db__batch_write(db, insert_job, &in, err);
+int db_job_insert_uid(struct db *db, struct db_job *job,
+		      const char *first_message, char **uid, struct buf *err)
+{
+	struct job_insert in = { job, first_message, uid };
+	int ret;
+
+	if (uid)
+		*uid = NULL;
+	ret = db__batch_write(db, insert_job, &in, err);
+	if (ret && uid) {
+		free(*uid);
+		*uid = NULL;
+	}
+	return ret;
 }
 
 static void row_to_job(sqlite3_stmt *st, struct db_job *j)

@@ -9,7 +9,7 @@
  * streams are the job's <job>/algo-<n>-<epoch> files (contract section 8,
  * controller/obs/logs.h). Requests are signed for service "logs".
  */
-#include "controller/ops.h"
+#include "controller/reply.h"
 
 #define CTRL_CWLOGS_GROUP "/aws/sagemaker/TrainingJobs"
 

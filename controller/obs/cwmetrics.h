@@ -17,7 +17,8 @@
  */
 #include <stddef.h>
 
-#include "controller/ops.h"
+#include "controller/caller.h"
+#include "controller/reply.h"
 
 #define CTRL_CWM_NAMESPACE "/aws/sagemaker/TrainingJobs"
 #define CTRL_CWM_DIMENSION "TrainingJobName"

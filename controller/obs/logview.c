@@ -35,7 +35,7 @@
 #include "controller/iopool.h"
 #include "controller/obs/logs.h"
 #include "controller/obs/logview.h"
-#include "controller/ops.h"
+#include "controller/reply.h"
 #include "db/db.h"
 #include "db/run.h"
 #include "common/bregex.h"

@@ -12,7 +12,7 @@
 #include "controller/obs/metrics.h"
 #include "controller/obs/prom.h"
 #include "controller/obs/telemetry.h"
-#include "controller/ops.h"
+#include "controller/reply.h"
 #include "db/db.h"
 #include "db/run.h"
 #include "common/err.h"

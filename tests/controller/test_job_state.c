@@ -518,6 +518,18 @@ static void test_transition_stop_and_fail(void **state)
 	assert_int_equal(db_job_count(f->ctx.db, "InProgress"), 1);
 }
 
+static void test_failure_internal(void **state)
+{
+	(void)state;
+	assert_true(ctrl_failure_internal("InternalServerError"));
+	assert_true(ctrl_failure_internal("InternalServerError: host lost"));
+	assert_false(ctrl_failure_internal("InternalServerErro"));
+	assert_false(ctrl_failure_internal("ClientError: bad image"));
+	assert_false(ctrl_failure_internal("AlgorithmError: exit 1"));
+	assert_false(ctrl_failure_internal(""));
+	assert_false(ctrl_failure_internal(NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -529,6 +541,7 @@ int main(void)
 		cmocka_unit_test(test_table_invariants),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_failure_internal),
 		cmocka_unit_test_setup_teardown(test_transition_forbidden,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_transition_normal, setup,
