@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <curl/curl.h>
@@ -410,6 +411,20 @@ static void killed_put(struct fixture *f, const char *uri, const char *obj_dir)
 }
 
 /*
+ * Makes path s seconds old. A file written this second may carry a
+ * modification time a tick ahead of time(), so the sweep's age test is
+ * given files whose age is not in doubt.
+ */
+static void backdate(const char *path, time_t s)
+{
+	struct timespec t[2];
+
+	t[0].tv_sec = t[1].tv_sec = time(NULL) - s;
+	t[0].tv_nsec = t[1].tv_nsec = 0;
+	assert_int_equal(utimensat(AT_FDCWD, path, t, 0), 0);
+}
+
+/*
  * What a killed put leaves is swept: the temp file, and folders that held
  * only it; objects, buckets and the root stay.
  */
@@ -430,12 +445,14 @@ static void test_sweep_tmp(void **state)
 	(void)buf_addf(&p, "%s/bkt/gone/deeper/.trainctl-tmp.AbCdEf",
 		       root.data);
 	th_write_file(p.data, 10, 3);
+	backdate(p.data, 60);
 	buf_reset(&p);
 	(void)buf_addf(&p, "%s/bkt/keep/.trainctl-tmp.XyZ123", root.data);
 	th_write_file(p.data, 10, 3);
+	backdate(p.data, 60);
 	/* Too young for a sweep that wants an hour. */
 	assert_int_equal(stor_fs_sweep_tmp(root.data, 3600), 0);
-	assert_int_equal(stor_fs_sweep_tmp(root.data, 0), 2);
+	assert_int_equal(stor_fs_sweep_tmp(root.data, 30), 2);
 	buf_reset(&p);
 	(void)buf_addf(&p, "%s/bkt/gone", root.data);
 	assert_int_not_equal(access(p.data, F_OK), 0);
