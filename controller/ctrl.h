@@ -129,6 +129,10 @@ struct ctrl_tuning_curves;
  */
 struct ctrl_tuning {
 	int64_t next_tick_ms; /* the step runs again by then at the latest */
+	/* Set when the step should run at the next pass rather than by
+	 * next_tick_ms: a job changed (ctrl_jobs_changed, wake.c) or a
+	 * tuning job was created or stopped. Only says "look again". */
+	_Atomic int dirty;
 	/* The objective curves of ended training jobs, by tuning job. */
 	struct ctrl_tuning_curves *curves;
 	int crash_rows; /* rows recorded, for TRAINCTLD_CRASH_POINT */

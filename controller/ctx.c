@@ -33,6 +33,7 @@ void ctrl_ctx_init(struct ctrl_ctx *ctx)
 	size_t i;
 
 	memset(ctx, 0, sizeof(*ctx));
+	ctx->tuning.dirty = 1;
 	ctrl_config_init(&ctx->cfg);
 	pthread_mutex_init(&ctx->lock, NULL);
 	/* The reconciler's sleeps are timed on the monotonic clock. */

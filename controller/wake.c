@@ -4,7 +4,6 @@
 #include <microhttpd.h>
 
 #include "controller/ctrl.h"
-#include "controller/tuning.h"
 #include "controller/wake.h"
 #include "common/strvec.h"
 #include "common/xalloc.h"
@@ -177,7 +176,7 @@ void ctrl_jobs_changed(struct ctrl_ctx *ctx)
 {
 	pthread_mutex_lock(&ctx->hosts_lock);
 	ctx->job_version++;
-	ctrl_tuning_note_change();
+	ctx->tuning.dirty = 1;
 	ctrl_waiters_resume(ctx, &ctx->job_waiters);
 	/* A follower of a job's log learns of its end at once too. */
 	ctrl_waiters_resume(ctx, &ctx->log_waiters);

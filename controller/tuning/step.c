@@ -16,6 +16,7 @@
 
 #include "api/tuning.h"
 #include "controller/ctrl.h"
+#include "controller/ops.h"
 #include "controller/tuning.h"
 #include "controller/tuning/job.h"
 #include "db/db.h"
@@ -31,23 +32,10 @@
 /* The step runs at least this often while a tuning job is active. */
 #define TICK_MS 250
 
-/*
- * Set when the step should run at the next pass rather than by
- * ctx->tuning.next_tick_ms. Not in ctx: ctrl_tuning_note_change() is
- * called without one (controller/hosts.c); like a signal flag, it is an
- * atomic that only says "look again".
- */
-static atomic_int tuning_wake = 1;
-
 void ctrl_tuning_wake(struct ctrl_ctx *ctx)
 {
-	atomic_store(&tuning_wake, 1);
+	atomic_store(&ctx->tuning.dirty, 1);
 	ctrl_reconciler_wake(ctx);
-}
-
-void ctrl_tuning_note_change(void)
-{
-	atomic_store(&tuning_wake, 1);
 }
 
 /*
@@ -651,7 +639,7 @@ static void step(struct ctrl_ctx *ctx, const char *name, int64_t now)
 	switch (out.act) {
 	case CTRL_TUNING_CREATE:
 		create_recorded(ctx, &j, now);
-		atomic_store(&tuning_wake, 1);
+		atomic_store(&ctx->tuning.dirty, 1);
 		break;
 	case CTRL_TUNING_WIND_DOWN:
 		halt_running(ctx, &j, &out);
@@ -683,7 +671,7 @@ void ctrl_tuning_tick(struct ctrl_ctx *ctx)
 	char **names = NULL;
 	size_t n = 0, i;
 
-	if (!atomic_exchange(&tuning_wake, 0) && now < ctx->tuning.next_tick_ms)
+	if (!atomic_exchange(&ctx->tuning.dirty, 0) && now < ctx->tuning.next_tick_ms)
 		return;
 	if (db_tuning_active(ctx->db, &names, &n, &err)) {
 		log_error("cannot read tuning jobs: %s", err.data);
