@@ -15,7 +15,7 @@
  */
 #include <stddef.h>
 
-#include "controller/ops.h"
+#include "controller/reply.h"
 
 struct ctrl_ctx;
 struct ctrl_http_req;

@@ -17,7 +17,8 @@
 #include <stddef.h>
 
 #include "common/buf.h"
-#include "controller/ops.h"
+#include "controller/caller.h"
+#include "controller/reply.h"
 
 void ctrl_op_tuning_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 			   const char *body, size_t len,
@@ -61,9 +62,6 @@ void ctrl_tuning_tick(struct ctrl_ctx *ctx);
 /* Something a tuning job may react to changed (a create, a stop): the
  * reconciler runs the step at once. */
 void ctrl_tuning_wake(struct ctrl_ctx *ctx);
-
-/* A training job changed: the next pass runs the step (no wake-up). */
-void ctrl_tuning_note_change(void);
 
 /* Frees what the step keeps in ctx->tuning (ctrl_ctx_release()). */
 void ctrl_tuning_release(struct ctrl_ctx *ctx);

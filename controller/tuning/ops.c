@@ -17,6 +17,7 @@
 #include "api/requests.h"
 #include "api/tuning.h"
 #include "controller/ctrl.h"
+#include "controller/ops.h"
 #include "controller/tuning.h"
 #include "controller/tuning/job.h"
 #include "db/tuning.h"
