@@ -23,6 +23,7 @@
 #include "storage/s3d/blob.h"
 #include "controller/ctrl.h"
 #include "controller/iopool.h"
+#include "controller/agent_api.h"
 #include "controller/front.h"
 #include "controller/http.h"
 #include "controller/obs/logview.h"

@@ -20,7 +20,7 @@
  */
 #include <stddef.h>
 
-#include "controller/http.h"
+#include "controller/request.h"
 
 struct ctrl_ctx;
 struct MHD_Connection;

@@ -16,7 +16,7 @@
 #include "api/logs_json.h"
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
-#include "controller/http.h"
+#include "controller/request.h"
 #include "controller/jobrt.h"
 #include "controller/job_state.h"
 #include "controller/obs/logs.h"

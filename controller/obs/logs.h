@@ -10,9 +10,11 @@
 #include <stdint.h>
 
 #include "api/agent_proto.h"
+#include "controller/request.h"
 #include "common/buf.h"
 
 struct ctrl_ctx;
+struct MHD_Connection;
 
 /* Stores a batch of lines from host and wakes log followers. */
 void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
@@ -37,5 +39,13 @@ int ctrl_logs_path(struct ctrl_ctx *ctx, const char *job, const char *stream,
  */
 int64_t ctrl_logs_stream_epoch(struct ctrl_ctx *ctx, const char *job,
 			       int attempt, int64_t *started_ms);
+
+/* GET /v1/training-jobs/{name}/logs (controller/rest.c): a job's log
+ * lines, or a follower's long-poll. */
+enum ctrl_route_result ctrl_logs_route(struct ctrl_ctx *ctx,
+				       struct MHD_Connection *conn,
+				       const char *name,
+				       struct ctrl_http_req *req,
+				       struct ctrl_response *resp);
 
 #endif

@@ -31,7 +31,7 @@
 
 #include "api/logs_json.h"
 #include "controller/ctrl.h"
-#include "controller/http.h"
+#include "controller/request.h"
 #include "controller/iopool.h"
 #include "controller/obs/logs.h"
 #include "controller/obs/logview.h"

@@ -12,7 +12,7 @@
  *   GET /v1/training-jobs/NAME/logs/download   the log as text, every
  *       stream merged by time (or ?stream=S), as an attachment.
  */
-#include "controller/http.h"
+#include "controller/request.h"
 
 struct ctrl_ctx;
 struct ctrl_response;

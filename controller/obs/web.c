@@ -16,7 +16,7 @@
 #include "controller/tuning.h"
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
-#include "controller/http.h"
+#include "controller/request.h"
 #include "controller/obs/metrics.h"
 #include "controller/obs/telemetry.h"
 #include "controller/obs/web.h"

@@ -24,7 +24,7 @@
  */
 #include <stddef.h>
 
-#include "controller/http.h"
+#include "controller/request.h"
 
 struct ctrl_ctx;
 struct MHD_Connection;
