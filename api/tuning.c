@@ -63,7 +63,7 @@ static int refuse_members(const json_t *root, struct buf *err)
 	const json_t *defs = json_object_get(root, "TrainingJobDefinitions");
 	size_t i, k;
 
-	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(refused); i++) {
 		const char *m = refused[i].member;
 		int hit = 0;
 

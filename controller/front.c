@@ -682,7 +682,7 @@ static const struct ctrl_route_block *const blocks[] = {
 	&last,		     /* what no row above served */
 };
 
-#define N_BLOCKS (sizeof(blocks) / sizeof(blocks[0]))
+#define N_BLOCKS (ARRAY_SIZE(blocks))
 
 /* ------------------------------------------------------------- router */
 

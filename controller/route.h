@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "controller/reply.h"
+#include "common/xalloc.h"
 
 struct ctrl_ctx;
 struct ctrl_http_req;
@@ -136,7 +137,7 @@ struct ctrl_route_block {
 
 #define CTRL_ROUTE_BLOCK(rows)                       \
 	{                                            \
-		rows, sizeof(rows) / sizeof(rows[0]) \
+		rows, ARRAY_SIZE(rows) \
 	}
 
 /*

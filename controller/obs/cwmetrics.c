@@ -75,7 +75,7 @@ static const char *query_error(const char *code, int sender)
 	};
 	size_t i, n = strlen(code);
 
-	for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(known); i++)
 		if (!strncmp(known[i], code, n) && known[i][n] == ';' &&
 		    !strcmp(known[i] + n + 1, sender ? "Sender" : "Receiver"))
 			return known[i];

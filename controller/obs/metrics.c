@@ -65,13 +65,13 @@ static const char *const op_names[] = {
 	"healthz",
 };
 
-#define N_OPS (sizeof(op_names) / sizeof(op_names[0]))
+#define N_OPS (ARRAY_SIZE(op_names))
 
 /* Statuses with their own series; anything else counts as "other". */
 static const int status_codes[] = { 200, 201, 204, 304, 400, 401, 403, 404,
 				    405, 409, 413, 415, 429, 500, 503, 0 };
 
-#define N_STATUS (sizeof(status_codes) / sizeof(status_codes[0]))
+#define N_STATUS (ARRAY_SIZE(status_codes))
 
 /* Latency bucket upper bounds in microseconds, and as printed. */
 static const int64_t bucket_us[] = { 500,     1000,	2500,	 5000,
@@ -83,9 +83,9 @@ static const char *const bucket_le[] = { "0.0005", "0.001", "0.0025", "0.005",
 					 "0.25",   "0.5",   "1",      "2.5",
 					 "5",	   "10",    "30" };
 
-#define N_BUCKETS (sizeof(bucket_us) / sizeof(bucket_us[0]))
+#define N_BUCKETS (ARRAY_SIZE(bucket_us))
 
-_Static_assert(sizeof(bucket_le) / sizeof(bucket_le[0]) == N_BUCKETS,
+_Static_assert(ARRAY_SIZE(bucket_le) == N_BUCKETS,
 	       "every latency bucket needs its label");
 
 struct op_stats {
@@ -350,7 +350,7 @@ static void render_jobs(struct ctrl_ctx *ctx, struct buf *out)
 
 	ctrl_prom_family(out, "trainctl_jobs", "gauge",
 			 "Training jobs in the store, by TrainingJobStatus.");
-	for (i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(statuses); i++) {
 		int64_t n = db_job_count(ctx->db, statuses[i]);
 
 		if (n < 0)

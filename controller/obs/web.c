@@ -289,7 +289,7 @@ static int status_known(const char *s)
 						"Stopped",    "Deleting" };
 	size_t i;
 
-	for (i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(statuses); i++)
 		if (!strcmp(statuses[i], s))
 			return 1;
 	return 0;

@@ -23,6 +23,7 @@
 #include "storage/s3d/meta.h"
 #include "storage/storage.h"
 #include "common/err.h"
+#include "common/xalloc.h"
 #include "common/banned.h"
 
 #define TRAILERS_MAX 4096
@@ -61,7 +62,7 @@ static int ck_from_header(struct s3d_body *b, const char *hdr)
 	const char *alg = hdr + strlen("x-amz-checksum-");
 	size_t i;
 
-	for (i = 0; i < sizeof(ck_algos) / sizeof(ck_algos[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(ck_algos); i++)
 		if (!strcasecmp(alg, ck_algos[i].name)) {
 			b->ck = ck_algos[i].ck;
 			snprintf(b->ck_name, sizeof(b->ck_name),
@@ -118,7 +119,7 @@ static int init_checksum(struct s3d_body *b, s3d_header_fn *get, void *ctx)
 		return failf(b, "InvalidRequest", 400,
 			     "a STREAMING-*-TRAILER payload needs an "
 			     "x-amz-trailer header");
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
 		const char *v = get(ctx, names[i]);
 
 		if (!v)

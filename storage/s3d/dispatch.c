@@ -68,10 +68,10 @@ static int unsupported_query(struct s3d *s)
 	size_t i, j;
 
 	for (i = 0; i < s->nq; i++) {
-		for (j = 0; j < sizeof(plain_args) / sizeof(plain_args[0]); j++)
+		for (j = 0; j < ARRAY_SIZE(plain_args); j++)
 			if (!strcmp(s->q[i].k, plain_args[j]))
 				break;
-		if (j == sizeof(plain_args) / sizeof(plain_args[0]))
+		if (j == ARRAY_SIZE(plain_args))
 			return s3d__fail(s, "NotImplemented", 501,
 					 "'%.60s' is not supported by the "
 					 "embedded store (no ACLs, policies, "

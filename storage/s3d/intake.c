@@ -219,7 +219,7 @@ int s3d__kept_headers(struct s3d *s, json_t **out)
 					 "aws:kms:dsse",
 					 v);
 		}
-		for (j = 0; j < sizeof(refused) / sizeof(refused[0]); j++)
+		for (j = 0; j < ARRAY_SIZE(refused); j++)
 			if (!strcmp(n, refused[j])) {
 				json_decref(h);
 				return s3d__fail(s, "NotImplemented", 501,
@@ -236,7 +236,7 @@ int s3d__kept_headers(struct s3d *s, json_t **out)
 			add_encoding(h, v);
 			continue;
 		}
-		for (j = 0; j < sizeof(kept) / sizeof(kept[0]); j++)
+		for (j = 0; j < ARRAY_SIZE(kept); j++)
 			if (!strcmp(n, kept[j]))
 				json_object_set_new(h, n, json_string(v));
 	}

@@ -209,7 +209,7 @@ static void object_headers(struct s3d *s, struct s3d_reply *r,
 	s3d__http_time(o->mtime_ms, lm);
 	s3d__reply_header(r, "Last-Modified", lm);
 	s3d__reply_header(r, "Accept-Ranges", "bytes");
-	for (i = 0; i < sizeof(overrides) / sizeof(overrides[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(overrides); i++) {
 		const char *ov = s3d__query(s, overrides[i][0]);
 
 		if (ov)
@@ -222,7 +222,7 @@ static void object_headers(struct s3d *s, struct s3d_reply *r,
 	{
 		int overridden = 0;
 
-		for (i = 0; i < sizeof(overrides) / sizeof(overrides[0]); i++)
+		for (i = 0; i < ARRAY_SIZE(overrides); i++)
 			if (!strcasecmp(k, overrides[i][1]) &&
 			    s3d__query(s, overrides[i][0]))
 				overridden = 1;

@@ -278,7 +278,7 @@ static int copy_headers(struct s3d *s, const struct s3d_req *r)
 		char *name;
 		size_t j;
 
-		if (s->nh == sizeof(s->h) / sizeof(s->h[0]))
+		if (s->nh == ARRAY_SIZE(s->h))
 			return s3d__fail(s, "InvalidRequest", 400,
 					 "too many request headers");
 		name = xstrdup(r->headers[i].name);
