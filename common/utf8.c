@@ -3,8 +3,8 @@
 
 /* The sequence length a lead byte announces, its payload bits and the
  * bounds of the byte after it (the rest are 0x80..0xbf). 0: not a lead. */
-static size_t lead(unsigned char c, unsigned flags, long *cp,
-		   unsigned char *lo, unsigned char *hi)
+static size_t lead(unsigned char c, unsigned flags, long *cp, unsigned char *lo,
+		   unsigned char *hi)
 {
 	*lo = 0x80;
 	*hi = 0xbf;
@@ -31,8 +31,7 @@ static size_t lead(unsigned char c, unsigned flags, long *cp,
 	return 0;
 }
 
-long utf8_decode(const unsigned char *s, size_t n, unsigned flags,
-		 size_t *len)
+long utf8_decode(const unsigned char *s, size_t n, unsigned flags, size_t *len)
 {
 	unsigned char lo, hi;
 	long cp;

@@ -18,7 +18,6 @@
  * one U+FFFD stands for when the bytes are repaired (Unicode 3.9, U+FFFD
  * substitution).
  */
-long utf8_decode(const unsigned char *s, size_t n, unsigned flags,
-		 size_t *len);
+long utf8_decode(const unsigned char *s, size_t n, unsigned flags, size_t *len);
 
 #endif

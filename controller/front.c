@@ -483,9 +483,8 @@ static int s3_sniff(const struct ctrl_route_head *h)
 	    !strncmp(h->url, API_CWM_CBOR_PREFIX, strlen(API_CWM_CBOR_PREFIX)))
 		return -1;
 	s3_request(h, &hl, &sr);
-	if (block_matches(&ctrl_web_routes, h) ?
-		    !s3d_claims_signed(env, &sr) :
-		    !s3d_claims(env, &sr))
+	if (block_matches(&ctrl_web_routes, h) ? !s3d_claims_signed(env, &sr) :
+						 !s3d_claims(env, &sr))
 		return -1;
 	return 0;
 }
@@ -552,10 +551,10 @@ blob_begin(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 
 	UNUSED_ARGS;
 	req->blob = s3d_blob_begin(ctx->blob_root, method, url,
-				    query(conn, "prefix"),
-				    query(conn, "continuation"),
-				    query(conn, "max-keys"),
-				    cl ? strtoll(cl, NULL, 10) : -1);
+				   query(conn, "prefix"),
+				   query(conn, "continuation"),
+				   query(conn, "max-keys"),
+				   cl ? strtoll(cl, NULL, 10) : -1);
 	fence = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 					    "X-Trainctl-Fence");
 	if (fence && (!strcmp(method, "PUT") || !strcmp(method, "DELETE"))) {

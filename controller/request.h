@@ -50,7 +50,7 @@ struct ctrl_http_req {
 	struct ctrl_log_step *log_step;
 	char s3_rid[37];
 	struct s3d_reply s3_reply; /* set by the finishing step */
-	int s3_done;		       /* s3_reply holds a reply to send */
+	int s3_done;		   /* s3_reply holds a reply to send */
 	char *fence; /* its X-Trainctl-Fence: "job/uid/attempt", or NULL */
 	/* Who signed it (set once authenticated; admin without
 	 * credentials). */

@@ -671,7 +671,8 @@ void ctrl_tuning_tick(struct ctrl_ctx *ctx)
 	char **names = NULL;
 	size_t n = 0, i;
 
-	if (!atomic_exchange(&ctx->tuning.dirty, 0) && now < ctx->tuning.next_tick_ms)
+	if (!atomic_exchange(&ctx->tuning.dirty, 0) &&
+	    now < ctx->tuning.next_tick_ms)
 		return;
 	if (db_tuning_active(ctx->db, &names, &n, &err)) {
 		log_error("cannot read tuning jobs: %s", err.data);
