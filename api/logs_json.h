@@ -35,7 +35,7 @@ int api_log_events_parse(const char *json, size_t len,
 void api_log_events_release(struct api_log_events *ev);
 
 /*
- * The log views (controller/logview.c): a job's streams labelled by
+ * The log views (controller/obs/logview.c): a job's streams labelled by
  * attempt and host, and search matches with their context.
  */
 struct api_log_stream_info {

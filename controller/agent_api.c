@@ -396,7 +396,7 @@ static int log_batch_new(struct ctrl_host *h, const struct api_log_batch *b)
 
 /*
  * A batch stored on an I/O worker: one whose lines belong to a job with
- * MetricDefinitions, whose regexes (bounded, controller/logs.c) must not
+ * MetricDefinitions, whose regexes (bounded, controller/obs/logs.c) must not
  * hold up the HTTP thread that also answers other agents' heartbeats.
  */
 struct ctrl_log_step {

@@ -18,6 +18,6 @@ void ctrl_agent_upload_done(struct ctrl_ctx *ctx, struct ctrl_http_req *req,
 /* Frees req->log_step when the request ends; NULL is fine. */
 void ctrl_agent_log_step_free(struct ctrl_log_step *s);
 
-/* GET /v1/training-jobs/{name}/logs (controller/logs.c). */
+/* GET /v1/training-jobs/{name}/logs (controller/obs/logs.c). */
 
 #endif

@@ -161,7 +161,7 @@ struct ctrl_dcache {
 struct ctrl_ctx {
 	struct ctrl_config cfg;
 	struct db *db;
-	/* Telemetry samples (controller/telemetry.c), and when they were
+	/* Telemetry samples (controller/obs/telemetry.c), and when they were
 	 * last pruned (wall ms). */
 	struct db_tm *tm_db;
 	_Atomic int64_t tm_pruned_ms;

@@ -638,7 +638,7 @@ static const struct ctrl_route first_rows[] = {
 		   CTRL_BODY_BLOB, blob_begin) },
 };
 
-/* CloudWatch metrics (controller/cwmetrics.h), in its three protocols. */
+/* CloudWatch metrics (controller/obs/cwmetrics.h), in its three protocols. */
 static const struct ctrl_route cwm_rows[] = {
 	{ CTRL_ROW(API, "*", CTRL_MATCH_TARGET, API_CWM_TARGET_PREFIX "*",
 		   CTRL_AUTH_API, BUFFERED, cwm_serve),

@@ -57,7 +57,7 @@ struct ctrl_host {
 	int64_t prune_want;
 	int64_t prune_done;
 	struct ctrl_waiter *waiters;
-	/* Telemetry (controller/telemetry.c): the newest sample (valid
+	/* Telemetry (controller/obs/telemetry.c): the newest sample (valid
 	 * when have_tm) and the time of the last one taken. */
 	struct tm_host_sample tm_latest;
 	int have_tm;

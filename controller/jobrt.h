@@ -24,7 +24,7 @@ struct db_job;
  * what matching it has cost so far (atomics: batches of several hosts
  * match it at once). A definition that keeps hitting the bounds or costs
  * too much CPU per line is disabled for the rest of the job, once, with a
- * line in the job's log saying so (controller/logs.c).
+ * line in the job's log saying so (controller/obs/logs.c).
  */
 /* Bytes of a line a MetricDefinition is matched against. */
 #define CTRL_METRIC_SUBJECT_MAX 1024

@@ -44,7 +44,7 @@ struct ctrl_http_req {
 	struct s3d_blob *blob;
 	/* An S3 request (storage/s3d/s3d.h), NULL otherwise. */
 	struct s3d *s3;
-	/* A log search handed to a worker (controller/logview.h). */
+	/* A log search handed to a worker (controller/obs/logview.h). */
 	struct ctrl_logsearch *logsearch;
 	/* A log batch being stored by a worker (controller/agent_api.c). */
 	struct ctrl_log_step *log_step;

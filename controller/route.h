@@ -4,7 +4,7 @@
 /*
  * The controller's routes: one row per endpoint, walked in one order by
  * the front door (controller/front.c). A module serving endpoints exports
- * a block of rows (e.g. ctrl_web_routes[] in controller/web.c); front.c
+ * a block of rows (e.g. ctrl_web_routes[] in controller/obs/web.c); front.c
  * lists the blocks in the order they are tried. The first row that
  * matches a request serves it.
  *

@@ -49,8 +49,8 @@ struct s3d_blob_reply {
 
 /*
  * Refuses a PUT in progress or a DELETE (its attempt was fenced, see
- * http.c): a body is read and dropped, nothing changes, the reply is 409
- * AttemptFenced with why. Other requests are left alone.
+ * controller/front.c): a body is read and dropped, nothing changes, the
+ * reply is 409 AttemptFenced with why. Other requests are left alone.
  */
 void s3d_blob_fence(struct s3d_blob *b, const char *why);
 
