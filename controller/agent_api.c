@@ -639,24 +639,13 @@ agent_call(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	return ep->fn(ctx, conn, host, p.n > 1 ? p.s[1] : "", req, resp);
 }
 
-static enum ctrl_route_result
-no_such_path(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
-	     const char *method, const char *url, struct ctrl_http_req *req,
-	     struct ctrl_response *resp, const char **content_type)
-{
-	(void)ctx;
-	(void)conn;
-	(void)method;
-	(void)url;
-	(void)req;
-	*content_type = "application/json";
-	ctrl_reply_err(resp, CTRL_E_NOT_FOUND, "no such path");
-	return CTRL_ROUTE_DONE;
-}
-
 #define AGENT_ROW(method_, pattern_, body_, fn_)                       \
 	CTRL_ROW(CTRL_LISTEN_BOTH, method_, CTRL_MATCH_PATH, pattern_, \
 		 CTRL_AUTH_AGENT, body_, fn_)
+
+static const struct ctrl_refusal no_such_path = { CTRL_E_NOT_FOUND,
+						  "no such path",
+						  "application/json" };
 
 /*
  * The agents' endpoints (docs/agent-protocol.md). Every handler checks the
@@ -681,10 +670,10 @@ static const struct ctrl_route rows[] = {
 	{ AGENT_ROW("PUT", "/v1/agents/{}/artifacts/*", CTRL_BODY_FILE,
 		    agent_call),
 	  .arg = &ep_upload, .done = ctrl_agent_upload_done },
-	{ AGENT_ROW("PUT", "/v1/agents/*", CTRL_BODY_NONE, no_such_path),
-	  .refusal = 1 },
-	{ AGENT_ROW("*", "/v1/agents/*", CTRL_BODY_BUFFERED, no_such_path),
-	  .refusal = 1 },
+	{ AGENT_ROW("PUT", "/v1/agents/*", CTRL_BODY_NONE, ctrl_route_refuse),
+	  .arg = &no_such_path, .refusal = 1 },
+	{ AGENT_ROW("*", "/v1/agents/*", CTRL_BODY_BUFFERED, ctrl_route_refuse),
+	  .arg = &no_such_path, .refusal = 1 },
 };
 
 const struct ctrl_route_block ctrl_agent_routes = CTRL_ROUTE_BLOCK(rows);

@@ -606,19 +606,6 @@ unknown_target(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	return CTRL_ROUTE_DONE;
 }
 
-/* Anything else. */
-static enum ctrl_route_result
-no_operation(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
-	     const char *method, const char *url, struct ctrl_http_req *req,
-	     struct ctrl_response *resp, const char **content_type)
-{
-	UNUSED_ARGS;
-	ctrl_reply_err(resp, CTRL_E_UNKNOWN_OPERATION,
-		       "requests must be POST with an X-Amz-Target header (or "
-		       "use the /v1/ REST paths)");
-	return CTRL_ROUTE_DONE;
-}
-
 /* --------------------------------------------------------------- rows */
 
 #define BOTH CTRL_LISTEN_BOTH
@@ -652,13 +639,22 @@ static const struct ctrl_route cwm_rows[] = {
 	  .sniff_doc = "awsQuery: a form, no X-Amz-Target" },
 };
 
+/* Anything else. */
+static const struct ctrl_refusal no_operation = {
+	CTRL_E_UNKNOWN_OPERATION,
+	"requests must be POST with an X-Amz-Target header (or use the /v1/ "
+	"REST paths)",
+	NULL
+};
+
 /* After every face: what no row served. */
 static const struct ctrl_route last_rows[] = {
 	{ CTRL_ROW(API, "POST", CTRL_MATCH_TARGET, "*", CTRL_AUTH_API, BUFFERED,
 		   unknown_target),
 	  .refusal = 1 },
-	{ CTRL_ROW(API, "*", PATH, "*", CTRL_AUTH_API, BUFFERED, no_operation),
-	  .refusal = 1 },
+	{ CTRL_ROW(API, "*", PATH, "*", CTRL_AUTH_API, BUFFERED,
+		   ctrl_route_refuse),
+	  .arg = &no_operation, .refusal = 1 },
 };
 
 static const struct ctrl_route_block first = CTRL_ROUTE_BLOCK(first_rows),

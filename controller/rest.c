@@ -344,21 +344,6 @@ out:
 	return res;
 }
 
-static enum ctrl_route_result
-no_such_resource(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
-		 const char *method, const char *url, struct ctrl_http_req *req,
-		 struct ctrl_response *resp, const char **content_type)
-{
-	(void)ctx;
-	(void)conn;
-	(void)method;
-	(void)url;
-	(void)req;
-	*content_type = "application/json";
-	ctrl_reply_err(resp, CTRL_E_NO_SUCH_PATH, "no such resource");
-	return CTRL_ROUTE_DONE;
-}
-
 #define HOSTS_ALLOW                                                        \
 	"use POST on /v1/hosts/<name>/drain, /undrain and /images/prune, " \
 	"GET on /v1/hosts/<name>/images and /telemetry"
@@ -396,6 +381,10 @@ static const struct rest_ep ep_hosts = { rest_hosts, 0, NULL },
 		REST_ROW_(method_, pattern_, CTRL_AUTH_ADMIN), \
 			.arg = ep_, .deny = HOSTS_ADMIN        \
 	}
+
+static const struct ctrl_refusal no_such_resource = { CTRL_E_NO_SUCH_PATH,
+						      "no such resource",
+						      "application/json" };
 
 /*
  * The path decides first: a path of no row is 404 (the last row); then an
@@ -435,8 +424,8 @@ static const struct ctrl_route rows[] = {
 	REST_ROW("GET", "/v1/training-jobs/{}/logs/download", &ep_log_download),
 	REST_ROW("*", "/v1/training-jobs/{}/logs/download", &ep_logs_405),
 	{ CTRL_ROW(CTRL_LISTEN_API, "*", CTRL_MATCH_PATH, "/v1/*",
-		   CTRL_AUTH_API, CTRL_BODY_BUFFERED, no_such_resource),
-	  .refusal = 1 },
+		   CTRL_AUTH_API, CTRL_BODY_BUFFERED, ctrl_route_refuse),
+	  .arg = &no_such_resource, .refusal = 1 },
 };
 
 const struct ctrl_route_block ctrl_rest_routes = CTRL_ROUTE_BLOCK(rows);

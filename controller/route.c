@@ -1,5 +1,6 @@
 #include <string.h>
 
+#include "controller/request.h"
 #include "controller/route.h"
 #include "common/banned.h"
 
@@ -37,4 +38,23 @@ int ctrl_route_match(const char *pattern, const char *path,
 		path++;
 	}
 	return *path == '\0';
+}
+
+enum ctrl_route_result ctrl_route_refuse(struct ctrl_ctx *ctx,
+					 struct MHD_Connection *conn,
+					 const char *method, const char *url,
+					 struct ctrl_http_req *req,
+					 struct ctrl_response *resp,
+					 const char **content_type)
+{
+	const struct ctrl_refusal *r = req->route->arg;
+
+	(void)ctx;
+	(void)conn;
+	(void)method;
+	(void)url;
+	if (r->content_type)
+		*content_type = r->content_type;
+	ctrl_reply_err(resp, r->code, r->msg);
+	return CTRL_ROUTE_DONE;
 }

@@ -74,7 +74,7 @@ enum ctrl_route_body {
 	CTRL_BODY_NONE,	    /* answered at the headers, the body unread */
 	CTRL_BODY_FILE,	    /* streamed to req->sink_fd (handler at headers) */
 	CTRL_BODY_S3,	    /* streamed to the S3 server (storage/s3d/s3d.h) */
-	CTRL_BODY_BLOB	    /* streamed to the blob store (storage/s3d/blob.h) */
+	CTRL_BODY_BLOB /* streamed to the blob store (storage/s3d/blob.h) */
 };
 
 /* What a sniffer sees of a request: its headers. */
@@ -135,8 +135,8 @@ struct ctrl_route_block {
 	size_t n;
 };
 
-#define CTRL_ROUTE_BLOCK(rows)                       \
-	{                                            \
+#define CTRL_ROUTE_BLOCK(rows)         \
+	{                              \
 		rows, ARRAY_SIZE(rows) \
 	}
 
@@ -155,5 +155,18 @@ struct ctrl_route_block {
 			 CTRL_AUTH_API, CTRL_BODY_BUFFERED, NULL),            \
 			.op = op_                                             \
 	}
+
+/*
+ * What a row that only refuses answers (its arg): an error and its
+ * message, as JSON of content_type (NULL: the answer's default type).
+ */
+struct ctrl_refusal {
+	enum ctrl_error code;
+	const char *msg;
+	const char *content_type;
+};
+
+/* The handler of such rows: answers the row's struct ctrl_refusal. */
+ctrl_route_fn ctrl_route_refuse;
 
 #endif

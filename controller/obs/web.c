@@ -1119,38 +1119,6 @@ web_tuning(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	return CTRL_ROUTE_DONE;
 }
 
-/* A path under the page's JSON that names nothing. */
-static enum ctrl_route_result
-web_none(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
-	 const char *url, struct ctrl_http_req *req, struct ctrl_response *resp,
-	 const char **content_type)
-{
-	(void)ctx;
-	(void)conn;
-	(void)method;
-	(void)url;
-	(void)req;
-	*content_type = "application/json";
-	ctrl_reply_err(resp, CTRL_E_NO_SUCH_PATH, "no such resource");
-	return CTRL_ROUTE_DONE;
-}
-
-/* The page's JSON and /metrics are read with GET (or HEAD) only. */
-static enum ctrl_route_result
-web_method(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
-	   const char *method, const char *url, struct ctrl_http_req *req,
-	   struct ctrl_response *resp, const char **content_type)
-{
-	(void)ctx;
-	(void)conn;
-	(void)method;
-	(void)url;
-	(void)req;
-	*content_type = "application/json";
-	ctrl_reply_err(resp, CTRL_E_METHOD, "use GET on this resource");
-	return CTRL_ROUTE_DONE;
-}
-
 /* The page itself: "/" for a GET or HEAD without X-Amz-Target. */
 static int no_target(const struct ctrl_route_head *h)
 {
@@ -1162,6 +1130,15 @@ static int no_target(const struct ctrl_route_head *h)
 	CTRL_ROW(CTRL_LISTEN_API, method_, CTRL_MATCH_PATH, pattern_, \
 		 CTRL_AUTH_API, CTRL_BODY_BUFFERED, fn_)
 #define METRICS_ADMIN "/metrics covers every job: it needs an admin key"
+
+static const struct ctrl_refusal no_such_resource = { CTRL_E_NO_SUCH_PATH,
+						      "no such resource",
+						      "application/json" };
+
+/* The page's JSON and /metrics are read with GET (or HEAD) only. */
+static const struct ctrl_refusal use_get = { CTRL_E_METHOD,
+					     "use GET on this resource",
+					     "application/json" };
 
 /*
  * The page, its files and the JSON it reads (docs/web.md), and /metrics.
@@ -1187,14 +1164,18 @@ static const struct ctrl_route rows[] = {
 	  .arg = &telemetry_view },
 	{ WEB_ROW(READ, "/v1/ui/tuning-jobs", web_tuning) },
 	{ WEB_ROW(READ, "/v1/ui/tuning-jobs/{}", web_tuning) },
-	{ WEB_ROW(READ, "/v1/ui/jobs/*", web_none), .refusal = 1 },
-	{ WEB_ROW(READ, "/v1/ui/tuning-jobs/*", web_none), .refusal = 1 },
-	{ WEB_ROW("*", "/metrics", web_method) },
-	{ WEB_ROW("*", "/v1/changes", web_method) },
-	{ WEB_ROW("*", "/v1/ui/jobs", web_method) },
-	{ WEB_ROW("*", "/v1/ui/jobs/*", web_method) },
-	{ WEB_ROW("*", "/v1/ui/tuning-jobs", web_method) },
-	{ WEB_ROW("*", "/v1/ui/tuning-jobs/*", web_method) },
+	{ WEB_ROW(READ, "/v1/ui/jobs/*", ctrl_route_refuse),
+	  .arg = &no_such_resource, .refusal = 1 },
+	{ WEB_ROW(READ, "/v1/ui/tuning-jobs/*", ctrl_route_refuse),
+	  .arg = &no_such_resource, .refusal = 1 },
+	{ WEB_ROW("*", "/metrics", ctrl_route_refuse), .arg = &use_get },
+	{ WEB_ROW("*", "/v1/changes", ctrl_route_refuse), .arg = &use_get },
+	{ WEB_ROW("*", "/v1/ui/jobs", ctrl_route_refuse), .arg = &use_get },
+	{ WEB_ROW("*", "/v1/ui/jobs/*", ctrl_route_refuse), .arg = &use_get },
+	{ WEB_ROW("*", "/v1/ui/tuning-jobs", ctrl_route_refuse),
+	  .arg = &use_get },
+	{ WEB_ROW("*", "/v1/ui/tuning-jobs/*", ctrl_route_refuse),
+	  .arg = &use_get },
 };
 
 const struct ctrl_route_block ctrl_web_routes = CTRL_ROUTE_BLOCK(rows);
