@@ -28,6 +28,7 @@
 #include "controller/http.h"
 #include "controller/obs/logview.h"
 #include "controller/obs/metrics.h"
+#include "common/hex.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -110,10 +111,9 @@ void ctrl_http_request_id(char out[37])
 {
 	static _Thread_local unsigned char seed[16];
 	static _Thread_local uint64_t count;
-	static const char hex[] = "0123456789abcdef";
 	unsigned char b[16];
 	uint64_t c;
-	int i, j = 0;
+	int i;
 
 	if (!count && RAND_bytes(seed, sizeof(seed)) != 1)
 		memset(seed, 0, sizeof(seed));
@@ -123,15 +123,7 @@ void ctrl_http_request_id(char out[37])
 		b[i] ^= (unsigned char)c;
 		c >>= 8;
 	}
-	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-	for (i = 0; i < 16; i++) {
-		if (i == 4 || i == 6 || i == 8 || i == 10)
-			out[j++] = '-';
-		out[j++] = hex[b[i] >> 4];
-		out[j++] = hex[b[i] & 15];
-	}
-	out[j] = '\0';
+	hex_uuid(b, out);
 }
 
 static enum MHD_Result send_response(struct MHD_Connection *conn,

@@ -16,6 +16,7 @@
 #include "db/db.h"
 #include "db/run.h"
 #include "db/telemetry.h"
+#include "common/hex.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -47,19 +48,11 @@ int ctrl_cwm_proto(const char *method, const char *url, const char *target,
 /* A request id in UUID form for the XML's ResponseMetadata. */
 static void request_id(char out[37])
 {
-	static const char hex[] = "0123456789abcdef";
 	unsigned char b[16];
-	int i, j = 0;
 
 	if (RAND_bytes(b, sizeof(b)) != 1)
 		memset(b, 0, sizeof(b));
-	for (i = 0; i < 16; i++) {
-		if (i == 4 || i == 6 || i == 8 || i == 10)
-			out[j++] = '-';
-		out[j++] = hex[b[i] >> 4];
-		out[j++] = hex[b[i] & 15];
-	}
-	out[j] = '\0';
+	hex_uuid(b, out);
 }
 
 /* x-amzn-query-error for the codes this service answers (static text). */

@@ -16,6 +16,7 @@
 
 #include "storage/s3d/request.h"
 #include "storage/storage.h"
+#include "common/hex.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
@@ -136,17 +137,6 @@ void s3d__reply_header(struct s3d_reply *r, const char *name, const char *value)
 	r->name[r->n_headers] = xstrdup(name);
 	r->value[r->n_headers] = xstrdup(value);
 	r->n_headers++;
-}
-
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 /* Percent-decodes n bytes of p ('+' too when plus, as in a query).

@@ -24,6 +24,7 @@
 #include "common/buf.h"
 #include "common/err.h"
 #include "common/fsutil.h"
+#include "common/hex.h"
 #include "common/netutil.h"
 #include "common/opt.h"
 #include "common/strvec.h"
@@ -281,6 +282,22 @@ static void test_utf8(void **state)
 	utf8_case("\xed\x9f\xbf", 3, 0, 0xd7ff, 3);
 }
 
+static void test_hex_uuid(void **state)
+{
+	unsigned char b[16];
+	char out[37];
+
+	(void)state;
+	memset(b, 0xff, sizeof(b));
+	hex_uuid(b, out);
+	assert_string_equal(out, "ffffffff-ffff-4fff-bfff-ffffffffffff");
+	memset(b, 0, sizeof(b));
+	hex_uuid(b, out);
+	assert_string_equal(out, "00000000-0000-4000-8000-000000000000");
+	assert_int_equal(hex_digit('B'), 11);
+	assert_int_equal(hex_digit('g'), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -292,6 +309,7 @@ int main(void)
 		cmocka_unit_test(test_cond_mono),
 		cmocka_unit_test(test_strvec),
 		cmocka_unit_test(test_utf8),
+		cmocka_unit_test(test_hex_uuid),
 	};
 
 	return cmocka_run_group_tests_name("common", tests, setup, teardown);
