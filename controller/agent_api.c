@@ -643,6 +643,13 @@ agent_call(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	CTRL_ROW(CTRL_LISTEN_BOTH, method_, CTRL_MATCH_PATH, pattern_, \
 		 CTRL_AUTH_AGENT, body_, fn_)
 
+/* A row whose handler is ep's, with the path's host (agent_call). */
+#define AGENT_EP(method_, pattern_, ep_)                                      \
+	{                                                                     \
+		AGENT_ROW(method_, pattern_, CTRL_BODY_BUFFERED, agent_call), \
+			.arg = &(ep_)                                         \
+	}
+
 static const struct ctrl_refusal no_such_path = { CTRL_E_NOT_FOUND,
 						  "no such path",
 						  "application/json" };
@@ -655,18 +662,10 @@ static const struct ctrl_refusal no_such_path = { CTRL_E_NOT_FOUND,
  * refused before its body is read.
  */
 static const struct ctrl_route rows[] = {
-	{ AGENT_ROW("POST", "/v1/agents/register", CTRL_BODY_BUFFERED,
-		    agent_call),
-	  .arg = &ep_register },
-	{ AGENT_ROW("GET", "/v1/agents/{}/work", CTRL_BODY_BUFFERED,
-		    agent_call),
-	  .arg = &ep_work },
-	{ AGENT_ROW("POST", "/v1/agents/{}/status", CTRL_BODY_BUFFERED,
-		    agent_call),
-	  .arg = &ep_status },
-	{ AGENT_ROW("POST", "/v1/agents/{}/logs", CTRL_BODY_BUFFERED,
-		    agent_call),
-	  .arg = &ep_logs },
+	AGENT_EP("POST", "/v1/agents/register", ep_register),
+	AGENT_EP("GET", "/v1/agents/{}/work", ep_work),
+	AGENT_EP("POST", "/v1/agents/{}/status", ep_status),
+	AGENT_EP("POST", "/v1/agents/{}/logs", ep_logs),
 	{ AGENT_ROW("PUT", "/v1/agents/{}/artifacts/*", CTRL_BODY_FILE,
 		    agent_call),
 	  .arg = &ep_upload, .done = ctrl_agent_upload_done },

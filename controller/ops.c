@@ -503,6 +503,19 @@ out:
 	buf_release(&out);
 }
 
+/* Runs req, or answers why it was refused (ret, err); releases both. */
+static void list_parsed(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+			int ret, struct api_list_request *req, struct buf *err,
+			struct ctrl_response *resp)
+{
+	if (ret)
+		ctrl_reply_err_code(resp, ret, err->data);
+	else
+		list_run(ctx, who, req, resp);
+	api_list_request_release(req);
+	buf_release(err);
+}
+
 void ctrl_op_list(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		  const char *body, size_t len, struct ctrl_response *resp)
 {
@@ -510,12 +523,7 @@ void ctrl_op_list(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	struct buf err = BUF_INIT;
 	int ret = api_list_request_parse(body, len, &req, &err);
 
-	if (ret)
-		ctrl_reply_err_code(resp, ret, err.data);
-	else
-		list_run(ctx, who, &req, resp);
-	api_list_request_release(&req);
-	buf_release(&err);
+	list_parsed(ctx, who, ret, &req, &err, resp);
 }
 
 void ctrl_op_list_query(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
@@ -526,12 +534,7 @@ void ctrl_op_list_query(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	struct buf err = BUF_INIT;
 	int ret = api_list_request_from_query(args, n, &req, &err);
 
-	if (ret)
-		ctrl_reply_err_code(resp, ret, err.data);
-	else
-		list_run(ctx, who, &req, resp);
-	api_list_request_release(&req);
-	buf_release(&err);
+	list_parsed(ctx, who, ret, &req, &err, resp);
 }
 
 static void reply_empty(struct ctrl_response *resp)
