@@ -13,7 +13,7 @@ members):
     between those hosts alone.
 
 Starts its own `trainctld --local-hosts 3` (tests/integration/
-test_local_jobs.py's Cluster: free loopback port, temp state dir, stopped
+localjobs.py's Cluster: free loopback port, temp state dir, stopped
 by PID) and runs examples/probe/probe.py, which records what each host
 saw. TAP on stdout. Run from the top of the tree:
     /usr/bin/python3 tests/integration/test_members.py
@@ -27,7 +27,8 @@ import time
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import test_local_jobs as L  # noqa: E402  (Cluster, Job, probe helpers)
+import localjobs as L  # noqa: E402  (Cluster, Job, probe helpers)
+from test_local_jobs import place_data  # noqa: E402
 
 sc, expect, short = L.sc, L.expect, L.short
 
@@ -144,7 +145,7 @@ def check_groups(cluster, job):
 
 
 def run_raw(cluster, pool, job):
-    """test_local_jobs.run_job, but CreateTrainingJob goes out as raw JSON:
+    """localjobs.run_job, but CreateTrainingJob goes out as raw JSON:
     Debian's botocore does not know every member (OutputDataConfig.
     CompressionType is newer), and this interpreter has no other."""
     orig = L.create_with_retry
@@ -180,7 +181,7 @@ def main():
     try:
         ok, text = cluster.wait_hosts()
         tap.ok(ok, "the %d local hosts register" % L.N_HOSTS, text)
-        L.place_data(cluster)
+        place_data(cluster)
         run_id = "%x" % (int(time.time() * 1000) % 0xfffffff)
         jobs = [uncompressed_job(run_id), groups_job(run_id)]
         pool = L.Pool(L.N_HOSTS)
