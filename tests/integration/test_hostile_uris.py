@@ -71,7 +71,9 @@ B = fl.BUCKET
 KEYS = {"admin": ("AKIDURISADMIN0000001", "admin/secret/uris/0123456789"),
         "alice": ("AKIDURISALICE000001", "alice/secret/uris/0123456789"),
         "bob": ("AKIDURISBOB00000001", "bob/secret/uris/0123456789")}
-USERS = {"alice": "tctl-uri-alice", "bob": "tctl-uri-bob"}
+# This run's own users: a run beside it never removes them.
+RUN_TAG = os.urandom(3).hex()
+USERS = {"alice": "tctl-uri-alice-" + RUN_TAG, "bob": "tctl-uri-bob-" + RUN_TAG}
 
 
 def creds_text(bob_extra=""):
