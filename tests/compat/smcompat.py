@@ -330,12 +330,18 @@ class Daemon:
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         log.close()
         _daemons.append(self)
+        # The agent listener opens right after the API's: wait for both.
+        ports = [self.port]
+        if "--agent-listen" in self.extra:
+            ports.append(int(self.extra[self.extra.index("--agent-listen") + 1].rpartition(":")[2]))
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 return "exited with status %s before listening\n%s" % (self.proc.returncode, self.log_tail())
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                while ports:
+                    socket.create_connection(("127.0.0.1", ports[0]), timeout=0.5).close()
+                    ports.pop(0)
                 return None
             except OSError:
                 time.sleep(0.05)
