@@ -305,8 +305,32 @@ static void delete_folder(struct stor *s, const char *uri,
 }
 
 /*
+ * What of a folder removed while it was copied went up in this pass (its
+ * manifest never did: manifests go last, and not for a removed folder).
+ */
+static void delete_stored(struct stor *s, const char *uri,
+			  const struct strvec *stored, const char *folder)
+{
+	struct buf dst = BUF_INIT, e = BUF_INIT;
+	size_t i, len = strlen(folder);
+
+	for (i = 0; i < stored->n; i++) {
+		if (strncmp(stored->v[i], folder, len) ||
+		    folder_len(stored->v[i]) != len)
+			continue;
+		buf_reset(&dst);
+		join_uri(&dst, uri, stored->v[i]);
+		(void)stor_delete(s, dst.data, &e);
+		buf_reset(&e);
+	}
+	buf_release(&dst);
+	buf_release(&e);
+}
+
+/*
  * The files of the checkpoint mirror (put_checkpoints() below), manifests
- * last; the folders of files removed while they were copied go to gone.
+ * last; the folders of files removed while they were copied go to gone,
+ * the keys stored (relative to dir) to stored.
  * base: the length of the target's key with its '/'.
  */
 static int put_ckpt_files(struct stor *s, const char *dir, const char *uri,
@@ -314,7 +338,8 @@ static int put_ckpt_files(struct stor *s, const char *dir, const char *uri,
 			  const struct stor_list *files,
 			  const struct stor_list *remote,
 			  const struct stor_ckpt_sync *opt, struct strvec *gone,
-			  struct stor_sync_stats *st, struct buf *err)
+			  struct strvec *stored, struct stor_sync_stats *st,
+			  struct buf *err)
 {
 	struct strvec failed = STRVEC_INIT;
 	struct buf src = BUF_INIT, dst = BUF_INIT, k = BUF_INIT;
@@ -362,6 +387,7 @@ static int put_ckpt_files(struct stor *s, const char *dir, const char *uri,
 			if (!ret) {
 				st->files++;
 				st->bytes += f->size;
+				strvec_push(stored, f->key);
 			}
 		}
 	strvec_release(&failed);
@@ -425,19 +451,22 @@ static int put_checkpoints(struct stor *s, const char *dir, const char *uri,
 			   const struct stor_ckpt_sync *opt,
 			   struct stor_sync_stats *st, struct buf *err)
 {
-	struct strvec gone = STRVEC_INIT;
+	struct strvec gone = STRVEC_INIT, stored = STRVEC_INIT;
 	size_t base = strlen(t->uri.key), i;
 	int ret;
 
 	if (base && t->uri.key[base - 1] != '/')
 		base++;
 	ret = put_ckpt_files(s, dir, uri, t, base, files, remote, opt, &gone,
-			     st, err);
-	for (i = 0; i < gone.n; i++)
+			     &stored, st, err);
+	for (i = 0; i < gone.n; i++) {
 		delete_folder(s, uri, remote, base, gone.v[i],
 			      strlen(gone.v[i]));
+		delete_stored(s, uri, &stored, gone.v[i]);
+	}
 	delete_pruned(s, uri, base, files, remote, opt->since_ms);
 	strvec_release(&gone);
+	strvec_release(&stored);
 	return ret;
 }
 

@@ -18,6 +18,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "storage/s3d/blob.h"
 #include "storage/storage.h"
@@ -31,6 +32,11 @@ struct server {
 	char *dir;
 	char *root; /* <dir>/state/s3 */
 	int port;
+	/* A PUT of a URL ending in rm_key removes the local folder rm_dir
+	 * and fails, as when a program removes a checkpoint folder while
+	 * it is copied. */
+	const char *rm_key;
+	const char *rm_dir;
 };
 
 static struct server g;
@@ -72,6 +78,13 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
 
 		k = calloc(1, sizeof(*k));
 		*con_cls = k;
+		if (g.rm_key && !strcmp(method, "PUT") &&
+		    strlen(url) >= strlen(g.rm_key) &&
+		    !strcmp(url + strlen(url) - strlen(g.rm_key), g.rm_key)) {
+			th_rm_rf(g.rm_dir);
+			k->denied = 1;
+			return MHD_YES;
+		}
 		if (!s3d_blob_auth_ok(MHD_lookup_connection_value(
 					      c, MHD_HEADER_KIND,
 					      MHD_HTTP_HEADER_AUTHORIZATION),
@@ -395,6 +408,49 @@ static void test_cut_upload(void **state)
 	buf_release(&err);
 }
 
+/*
+ * The checkpoint mirror, a folder removed while it is copied: what of it
+ * went up in the same pass is deleted again, so the store never keeps a
+ * checkpoint folder without its manifest; a complete one beside it stays.
+ */
+static void test_ckpt_folder_removed(void **state)
+{
+	struct stor *s = open_client(TOKEN);
+	struct stor_ckpt_sync opt = { 0, NULL, 0 };
+	struct stor_sync_stats st;
+	struct stor_list l = STOR_LIST_INIT;
+	struct buf a = BUF_INIT, b = BUF_INIT, err = BUF_INIT;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(mkdir(tp(&a, "ck"), 0755), 0);
+	assert_int_equal(mkdir(tp(&a, "ck/step-1.rank-0"), 0755), 0);
+	assert_int_equal(mkdir(tp(&a, "ck/step-2.rank-0"), 0755), 0);
+	th_write_text(tp(&a, "ck/step-1.rank-0/a.bin"), "one a");
+	th_write_text(tp(&a, "ck/step-1.rank-0/MANIFEST.json"), "{}");
+	th_write_text(tp(&a, "ck/step-2.rank-0/a.bin"), "two a");
+	th_write_text(tp(&a, "ck/step-2.rank-0/b.bin"), "two b");
+	th_write_text(tp(&a, "ck/step-2.rank-0/MANIFEST.json"), "{}");
+	g.rm_key = "/ck/step-2.rank-0/b.bin";
+	g.rm_dir = tp(&b, "ck/step-2.rank-0");
+	assert_int_equal(stor_sync_checkpoints(s, tp(&a, "ck"), "s3://bkt/ck/",
+					       &opt, &st, &err),
+			 0);
+	g.rm_key = NULL;
+	assert_false(th_exists(g.rm_dir));
+	assert_int_equal(stor_list(s, "s3://bkt/ck/", &l, &err), 0);
+	for (i = 0; i < l.n; i++)
+		print_message("# stored: %s\n", l.v[i].key);
+	assert_int_equal(l.n, 2);
+	assert_string_equal(l.v[0].key, "ck/step-1.rank-0/MANIFEST.json");
+	assert_string_equal(l.v[1].key, "ck/step-1.rank-0/a.bin");
+	stor_list_release(&l);
+	stor_close(s);
+	buf_release(&a);
+	buf_release(&b);
+	buf_release(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -403,6 +459,7 @@ int main(void)
 		cmocka_unit_test(test_bad_token),
 		cmocka_unit_test(test_hostile_keys),
 		cmocka_unit_test(test_cut_upload),
+		cmocka_unit_test(test_ckpt_folder_removed),
 	};
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
