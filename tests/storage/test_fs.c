@@ -301,6 +301,38 @@ static void test_sync_complete(void **state)
 }
 
 /*
+ * A plain file completed while no agent watched (no close or rename was
+ * seen): it goes once nothing wrote it for 2 s, and not before.
+ */
+static void test_sync_quiet(void **state)
+{
+	struct fixture *f = *state;
+	struct stor_list l = STOR_LIST_INIT;
+	struct stor_ckpt_sync opt = { 0, NULL, 0 };
+	struct stor_sync_stats st;
+	struct timespec ts[2];
+
+	assert_int_equal(mkdir(path(f, &f->a, "cq"), 0755), 0);
+	th_write_text(path(f, &f->a, "cq/old.pt"), "written before");
+	th_write_text(path(f, &f->a, "cq/new.pt"), "still written");
+	assert_int_equal(clock_gettime(CLOCK_REALTIME, &ts[0]), 0);
+	ts[0].tv_sec -= 3;
+	ts[1] = ts[0];
+	assert_int_equal(utimensat(AT_FDCWD, path(f, &f->a, "cq/old.pt"), ts,
+				   0),
+			 0);
+	assert_int_equal(stor_sync_checkpoints(f->s, path(f, &f->a, "cq"),
+					       "s3://bkt/cq/", &opt, &st,
+					       &f->err),
+			 0);
+	assert_int_equal(st.files, 1);
+	assert_int_equal(stor_list(f->s, "s3://bkt/cq/", &l, &f->err), 0);
+	assert_int_equal(l.n, 1);
+	assert_string_equal(l.v[0].key, "cq/old.pt");
+	stor_list_release(&l);
+}
+
+/*
  * A put into folders that do not exist yet makes them only when it
  * commits: one killed midway leaves no (empty) folder behind.
  */
@@ -501,6 +533,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_trees, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sync_complete, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_sync_quiet, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(
 			test_put_makes_folders_at_commit, setup, teardown),
