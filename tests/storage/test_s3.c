@@ -262,14 +262,19 @@ static void test_killed_multipart(void **state)
 	struct stor *s;
 	struct stor_object info;
 	struct stor_list l = STOR_LIST_INIT;
-	struct buf a = BUF_INIT, err = BUF_INIT;
-	int status;
+	struct buf a = BUF_INIT, u = BUF_INIT, err = BUF_INIT;
+	const char *uploads;
+	int status, parts, i;
 	pid_t pid;
 
 	(void)state;
 	NEED_S3RVER();
 	s = open_s3(g_port, "S3RVER", 1);
 	th_write_file(tp(&a, "huge.bin"), 300ull * MIB, 12);
+	/* s3rver keeps the parts of an open upload as <id>/<n> and
+	 * <id>/<n>.md5 under this folder until the upload completes. */
+	uploads = tp(&u, "s3rver/data/bkt/._S3rver_uploads");
+	parts = th_count_names(uploads, ".md5");
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
@@ -279,10 +284,15 @@ static void test_killed_multipart(void **state)
 			      1 :
 			      0);
 	}
-	usleep(400000);
+	/* The kill lands once a part is stored: mid-upload. */
+	for (i = 0; i < 1200 && th_count_names(uploads, ".md5") <= parts; i++)
+		usleep(25000);
 	kill(pid, SIGKILL);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFSIGNALED(status));
+	assert_true(th_count_names(uploads, ".md5") > parts);
+	print_message("# killed %d ms into the upload, %d part(s) stored\n",
+		      i * 25, th_count_names(uploads, ".md5") - parts);
 	assert_int_equal(stor_stat(s, "s3://bkt/killed/obj", &info, &err),
 			 ERR_NOTFOUND);
 	assert_int_equal(stor_list(s, "s3://bkt/killed", &l, &err), 0);
@@ -291,6 +301,7 @@ static void test_killed_multipart(void **state)
 	unlink(a.data);
 	stor_close(s);
 	buf_release(&a);
+	buf_release(&u);
 	buf_release(&err);
 }
 
