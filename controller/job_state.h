@@ -19,7 +19,7 @@ enum ctrl_job_state {
 	CTRL_JOB_TRAINING,     /* InProgress: processes running */
 	CTRL_JOB_UPLOADING,    /* InProgress: packing and uploading the model */
 	CTRL_JOB_RESTARTING,   /* InProgress: an attempt failed, retrying */
-	CTRL_JOB_INTERRUPTED,  /* InProgress: hosts lost (spot) */
+	CTRL_JOB_INTERRUPTED,  /* InProgress: preempted, ranks stopping */
 	CTRL_JOB_STOPPING,     /* Stopping: stop or MaxRuntime, killing ranks */
 	CTRL_JOB_STOPPED,      /* Stopped: by StopTrainingJob */
 	CTRL_JOB_MAX_RUNTIME,  /* Stopped/MaxRuntimeExceeded */

@@ -14,6 +14,7 @@
 #include "controller/jobrun.h"
 #include "controller/placement.h"
 #include "controller/plan.h"
+#include "controller/wake.h"
 #include "controller/warmpool.h"
 #include "db/warmpool.h"
 #include "db/db.h"
@@ -373,7 +374,8 @@ static int move_off_drained(struct ctrl_ctx *ctx, const struct db_job *job,
 		       names.data, job->attempt, job->attempt + 1);
 	if (db_attempt_end(ctx->db, job->name, job->attempt, msg.data,
 			   time_now_ms(), &err) ||
-	    db_attempt_set_planned(ctx->db, job->name, job->attempt, &err)) {
+	    db_attempt_set_planned(ctx->db, job->name, job->attempt,
+				   DB_ATTEMPT_MOVED, &err)) {
 		log_error("job '%s': %s", job->name, err.data);
 		goto out;
 	}
@@ -442,6 +444,90 @@ static void gather(struct ctrl_ctx *ctx, const struct db_job *job,
 	buf_release(&err);
 }
 
+/*
+ * A preempted attempt has settled (its ranks stopped after the grace
+ * period, its last checkpoint mirrored): its hosts are free and the job
+ * waits in the queue again; placed, it starts attempt N+1, which restores
+ * that checkpoint. The attempt spent no retry (db_attempt_set_planned()).
+ */
+static void requeue(struct ctrl_ctx *ctx, const struct db_job *job,
+		    const struct db_assignment *as, size_t n)
+{
+	struct buf err = BUF_INIT, msg = BUF_INIT;
+
+	if (db_assignments_delete(ctx->db, job->name, job->attempt, &err)) {
+		log_error("job '%s': %s", job->name, err.data);
+		goto out;
+	}
+	__atomic_store_n(&ctx->hosts_freed, 1, __ATOMIC_RELAXED);
+	bump_hosts(ctx, as, n);
+	ctrl_rdzv_forget(ctx, job->name, job->uid, job->attempt);
+	(void)buf_addf(&msg,
+		       "Preempted attempt %d ended with its last checkpoint "
+		       "saved; waiting in the queue for hosts again",
+		       job->attempt);
+	if (ctrl_job_transition(ctx, job->name, CTRL_JOB_INTERRUPTED,
+				CTRL_JOB_STARTING, msg.data, NULL, &err))
+		log_error("job '%s': %s", job->name, err.data);
+	log_info("job '%s': %s", job->name, msg.data);
+out:
+	buf_release(&err);
+	buf_release(&msg);
+}
+
+int ctrl_job_preempt(struct ctrl_ctx *ctx, const char *name, const char *why,
+		     struct buf *err)
+{
+	struct db_assignment *as = NULL;
+	struct buf msg = BUF_INIT;
+	enum ctrl_job_state cur;
+	struct db_job job;
+	size_t n = 0;
+	int ret;
+
+	ret = db_job_get(ctx->db, name, &job, err);
+	if (ret)
+		return ret;
+	ret = ctrl_job_state_parse(job.secondary_status, &cur);
+	if (!ret && job.attempt > 0)
+		ret = db_assignments_list(ctx->db, name, NULL, job.attempt, &as,
+					  &n, err);
+	if (ret)
+		goto out;
+	if (!n || !ctrl_job_transition_allowed(cur, CTRL_JOB_INTERRUPTED)) {
+		(void)buf_addf(err,
+			       "The training job is not running (%s): only a "
+			       "job that holds hosts and is not uploading can "
+			       "be preempted.",
+			       job.secondary_status);
+		ret = ERR_INVALID;
+		goto out;
+	}
+	(void)buf_addf(&msg,
+		       "Preempted: %s. Stopping attempt %d (SIGTERM, the grace "
+		       "period, then its last checkpoint); the job waits in "
+		       "the queue again and spends no retry",
+		       why, job.attempt);
+	ret = db_attempt_end(ctx->db, name, job.attempt, msg.data,
+			     time_now_ms(), err);
+	if (!ret)
+		ret = db_attempt_set_planned(ctx->db, name, job.attempt,
+					     DB_ATTEMPT_PREEMPTED, err);
+	if (!ret)
+		ret = ctrl_job_transition(ctx, name, cur, CTRL_JOB_INTERRUPTED,
+					  msg.data, NULL, err);
+	if (ret)
+		goto out;
+	/* The reconciler tells the ranks to stop (plan_interrupted()). */
+	ctrl_reconciler_wake_job(ctx, name);
+	log_info("job '%s': %s", name, msg.data);
+out:
+	db_assignments_free(as, n);
+	db_job_release(&job);
+	buf_release(&msg);
+	return ret;
+}
+
 /* Carries out what ctrl_plan() decided for job. */
 static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 		      enum ctrl_job_state cur, const struct ctrl_plan_out *o,
@@ -479,6 +565,9 @@ static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 		break;
 	case CTRL_PLAN_NEXT_ATTEMPT:
 		start_next_attempt(ctx, job, as, n, chosen, busy_valid);
+		break;
+	case CTRL_PLAN_REQUEUE:
+		requeue(ctx, job, as, n);
 		break;
 	case CTRL_PLAN_ADVANCE:
 		advance(ctx, job->name, &cur, o->to);
@@ -524,6 +613,9 @@ static void step(struct ctrl_ctx *ctx, const char *name, int *busy_valid)
 					  &n, &err);
 		chosen = xcalloc(n + 1, sizeof(*chosen));
 		gather(ctx, &job, as, n, &s, chosen, busy_valid, &in);
+		/* A preempted job's hosts went back with its attempt. */
+		in.queued_again = !n && (cur == CTRL_JOB_STARTING ||
+					 cur == CTRL_JOB_STOPPING);
 	}
 	ctrl_plan(&in, &out);
 	if (out.act == CTRL_PLAN_MOVE) {

@@ -22,5 +22,18 @@ void ctrl_jobs_reconcile(struct ctrl_ctx *ctx, char *const *names,
 
 #define CTRL_FULL_PASS_MS 1000
 
+/*
+ * Preempts job name's running attempt to free its hosts for another job:
+ * Interrupted, its ranks stopped as a Stop does (SIGTERM, the grace
+ * period, a last checkpoint sync); once they settled the job waits in
+ * the queue again and, placed, resumes from that checkpoint. A preempted
+ * attempt spends no retry. why goes into the transition's message.
+ * Returns 0, ERR_INVALID (not running: queued, uploading, ending; err
+ * says so), ERR_CONFLICT (its state changed meanwhile), ERR_NOTFOUND or
+ * ERR_DB.
+ */
+int ctrl_job_preempt(struct ctrl_ctx *ctx, const char *name, const char *why,
+		     struct buf *err);
+
 
 #endif

@@ -250,7 +250,7 @@ static void plan_stopping(const struct ctrl_plan_in *in,
 	enum ctrl_job_state to = in->stop_max_runtime ? CTRL_JOB_MAX_RUNTIME :
 							CTRL_JOB_STOPPED;
 
-	if (in->attempt == 0) {
+	if (in->attempt == 0 || in->queued_again) {
 		finish_to(out, to, "Training job stopped", NULL, 0);
 		return;
 	}
@@ -292,6 +292,20 @@ static void plan_restarting(const struct ctrl_plan_in *in,
 	out->has_reason = 1;
 }
 
+/*
+ * Interrupted (preempted for a job that is owed the hosts): the attempt's
+ * ranks stop (SIGTERM, the grace period, a last checkpoint sync); once
+ * every host has settled the job goes back to the queue. What the ranks
+ * do meanwhile, a failure included, is no verdict on the job.
+ */
+static void plan_interrupted(const struct ctrl_plan_in *in,
+			     struct ctrl_plan_out *out)
+{
+	out->actions = "stop";
+	if (in->settled)
+		out->act = CTRL_PLAN_REQUEUE;
+}
+
 /* No failure: walk forward as the reports say. */
 static void plan_progress(const struct ctrl_plan_in *in,
 			  struct ctrl_plan_out *out)
@@ -329,12 +343,16 @@ void ctrl_plan(const struct ctrl_plan_in *in, struct ctrl_plan_out *out)
 		plan_stopping(in, out);
 		return;
 	}
-	if (in->attempt == 0) {
+	if (in->attempt == 0 || in->queued_again) {
 		out->act = CTRL_PLAN_PLACE;
 		return;
 	}
 	if (in->runtime_exceeded) {
 		out->act = CTRL_PLAN_TIME_OUT;
+		return;
+	}
+	if (cur == CTRL_JOB_INTERRUPTED) {
+		plan_interrupted(in, out);
 		return;
 	}
 	if (cur == CTRL_JOB_RESTARTING) {

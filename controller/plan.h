@@ -58,6 +58,8 @@ struct ctrl_plan_in {
 	int retryable;	       /* the failure is worth another attempt */
 	int retries_left;      /* restarts the job may still make */
 	int planned_move;      /* the attempt ends by a planned move */
+	/* attempt > 0 and no hosts: preempted, back in the queue */
+	int queued_again;
 	size_t restart_missing;	  /* restarting: hosts with no replacement */
 	int restart_wait_over;	  /* restarting: waited past --restart-wait */
 	long restart_wait_s;	  /* --restart-wait, for the message */
@@ -66,13 +68,14 @@ struct ctrl_plan_in {
 
 enum ctrl_plan_act {
 	CTRL_PLAN_NOTHING,
-	CTRL_PLAN_PLACE,	/* attempt 0: find hosts, start attempt 1 */
+	CTRL_PLAN_PLACE,	/* no hosts: find some, start attempt N+1 */
 	CTRL_PLAN_FINISH,	/* move to the terminal state `to` */
 	CTRL_PLAN_TIME_OUT,	/* record MaxRuntimeExceeded, -> Stopping */
 	CTRL_PLAN_MOVE,		/* try a planned move off drained hosts */
 	CTRL_PLAN_RESTART,	/* -> Restarting (attempt failed, retries) */
 	CTRL_PLAN_NEXT_ATTEMPT, /* restarting and settled: attempt N+1 */
 	CTRL_PLAN_ADVANCE,	/* walk forward to `to` */
+	CTRL_PLAN_REQUEUE,	/* preempted and settled: back to the queue */
 };
 
 struct ctrl_plan_out {

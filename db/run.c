@@ -183,13 +183,13 @@ int db_attempt_end(struct db *db, const char *job, int attempt,
 }
 
 int db_attempt_set_planned(struct db *db, const char *job, int attempt,
-			   struct buf *err)
+			   enum db_attempt_planned how, struct buf *err)
 {
 	int r = write_one(
 		db,
-		"UPDATE attempts SET planned = 1 WHERE job_id = " JOB_ID
+		"UPDATE attempts SET planned = ?3 WHERE job_id = " JOB_ID
 		" AND attempt = ?2",
-		job, attempt, 0, NULL, 0, err);
+		job, attempt, (int64_t)how, NULL, 0, err);
 
 	return r < 0 ? r : 0;
 }
@@ -261,7 +261,7 @@ int db_job_planned_moves(struct db *db, const char *job, int *n,
 	sqlite3_stmt *st =
 		prep(conn,
 		     "SELECT count(*) FROM attempts WHERE job_id = " JOB_ID
-		     " AND planned = 1",
+		     " AND planned != 0",
 		     err);
 	int ret = ERR_DB;
 

@@ -37,18 +37,25 @@ int db_attempt_start(struct db *db, const char *job, int attempt,
 		     int master_port, const char *const *hosts, size_t n,
 		     int64_t now_ms, struct buf *err);
 
+/* How an attempt ended without spending a retry (attempts.planned). */
+enum db_attempt_planned {
+	DB_ATTEMPT_UNPLANNED = 0,
+	DB_ATTEMPT_MOVED = 1,	  /* a planned move off a drained host */
+	DB_ATTEMPT_PREEMPTED = 2, /* preempted for another job */
+};
+
 /*
- * Marks an attempt as ended by a planned move (a drained host): it does
- * not count against the job's retries. Returns 0 or ERR_DB.
+ * Marks an attempt as ended by a planned move or a preemption (how): it
+ * does not count against the job's retries. Returns 0 or ERR_DB.
  */
 int db_attempt_set_planned(struct db *db, const char *job, int attempt,
-			   struct buf *err);
+			   enum db_attempt_planned how, struct buf *err);
 
-/* Whether an attempt ended as a planned move. Returns 0 or ERR_DB. */
+/* How an attempt ended (enum db_attempt_planned). Returns 0 or ERR_DB. */
 int db_attempt_planned(struct db *db, const char *job, int attempt,
 		       int *planned, struct buf *err);
 
-/* How many of job's attempts were planned moves. Returns 0 or ERR_DB. */
+/* How many of job's attempts spent no retry. Returns 0 or ERR_DB. */
 /* The owner of job (its creator, "" for old jobs). Returns 0,
  * ERR_NOTFOUND or ERR_DB. Caller frees *owner. */
 int db_job_owner(struct db *db, const char *job, char **owner, struct buf *err);

@@ -63,9 +63,14 @@ static void test_normal_path(void **state)
 	/* Waiting for capacity, then starting again. */
 	expect_edge(CTRL_JOB_STARTING, CTRL_JOB_PENDING, 1);
 	expect_edge(CTRL_JOB_PENDING, CTRL_JOB_STARTING, 1);
-	/* Spot interruption goes back to Starting. */
+	/* Preemption, from any running state, goes back to Starting (the
+	 * queue); an upload under way is never interrupted. */
+	expect_edge(CTRL_JOB_STARTING, CTRL_JOB_INTERRUPTED, 1);
+	expect_edge(CTRL_JOB_DOWNLOADING, CTRL_JOB_INTERRUPTED, 1);
 	expect_edge(CTRL_JOB_TRAINING, CTRL_JOB_INTERRUPTED, 1);
+	expect_edge(CTRL_JOB_UPLOADING, CTRL_JOB_INTERRUPTED, 0);
 	expect_edge(CTRL_JOB_INTERRUPTED, CTRL_JOB_STARTING, 1);
+	expect_edge(CTRL_JOB_INTERRUPTED, CTRL_JOB_TRAINING, 0);
 }
 
 static void test_stop_path(void **state)

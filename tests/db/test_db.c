@@ -692,15 +692,18 @@ static void test_delete(void **state)
 	buf_release(&err);
 }
 
-/* Drained hosts are kept; planned moves are counted apart from failures. */
+/* Drained hosts are kept; moves and preemptions spend no retry. */
 static void test_drains_and_planned(void **state)
 {
 	static const char *const hosts[] = { "h1", "h2" };
+	static const enum db_attempt_planned how[] = { DB_ATTEMPT_MOVED,
+						       DB_ATTEMPT_PREEMPTED,
+						       DB_ATTEMPT_UNPLANNED };
 	struct fixture *f = *state;
 	struct db_host_drain *d = NULL;
 	struct buf err = BUF_INIT;
 	size_t n = 0;
-	int planned = -1, moves = -1;
+	int planned = -1, moves = -1, i;
 
 	assert_int_equal(db_host_drain_set(f->db, "h2", "disk", T0, &err), 0);
 	assert_int_equal(db_host_drain_set(f->db, "h1", NULL, T0, &err), 0);
@@ -721,21 +724,24 @@ static void test_drains_and_planned(void **state)
 	db_host_drains_free(d, n);
 
 	insert(f->db, "mover", "InProgress", "Training", T0);
-	assert_int_equal(db_attempt_start(f->db, "mover", 1, 20000, hosts, 2,
-					  T0, &err),
-			 0);
-	assert_int_equal(db_attempt_start(f->db, "mover", 2, 20002, hosts, 2,
-					  T0, &err),
-			 0);
-	assert_int_equal(db_attempt_set_planned(f->db, "mover", 1, &err), 0);
-	assert_int_equal(db_attempt_planned(f->db, "mover", 1, &planned, &err),
-			 0);
-	assert_int_equal(planned, 1);
-	assert_int_equal(db_attempt_planned(f->db, "mover", 2, &planned, &err),
-			 0);
-	assert_int_equal(planned, 0);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(db_attempt_start(f->db, "mover", i + 1,
+						  20000 + 2 * i, hosts, 2, T0,
+						  &err),
+				 0);
+		if (how[i])
+			assert_int_equal(db_attempt_set_planned(f->db, "mover",
+								i + 1, how[i],
+								&err),
+					 0);
+		assert_int_equal(db_attempt_planned(f->db, "mover", i + 1,
+						    &planned, &err),
+				 0);
+		assert_int_equal(planned, how[i]);
+	}
+	/* Neither a move nor a preemption spends a retry. */
 	assert_int_equal(db_job_planned_moves(f->db, "mover", &moves, &err), 0);
-	assert_int_equal(moves, 1);
+	assert_int_equal(moves, 2);
 	buf_release(&err);
 }
 
