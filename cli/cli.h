@@ -256,6 +256,14 @@ int cli_http_get(struct cli_ctx *ctx, const char *path, struct cli_reply *reply,
 int cli_http_post(struct cli_ctx *ctx, const char *path, const struct buf *body,
 		  struct cli_reply *reply, struct buf *err);
 
+/*
+ * The exit status of a REST request that returned rc: 0 for a 2xx
+ * answer, else the error is printed and CLI_EXIT_TRANSPORT or
+ * CLI_EXIT_API returned.
+ */
+int cli_reply_status(int rc, const struct cli_reply *reply,
+		     const struct buf *err);
+
 /* Frees the connection kept in ctx. */
 void cli_http_close(struct cli_ctx *ctx);
 

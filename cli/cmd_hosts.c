@@ -18,25 +18,6 @@ static const struct option hosts_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/*
- * The exit status of a REST request: 0 for a 2xx answer, else the error
- * is printed and CLI_EXIT_TRANSPORT or CLI_EXIT_API returned.
- */
-static int reply_status(int rc, const struct cli_reply *reply,
-			const struct buf *err)
-{
-	if (rc) {
-		cli_error("%s", err->data);
-		return CLI_EXIT_TRANSPORT;
-	}
-	if (reply->status < 200 || reply->status > 299) {
-		cli_error("%s: %s", reply->err_type,
-			  reply->err_message ? reply->err_message : "");
-		return CLI_EXIT_API;
-	}
-	return 0;
-}
-
 /* The one host name a command takes, checked; 0 or the usage error. */
 static int host_arg(const struct cli_cmd *cmd, int argc, char **argv)
 {
@@ -89,10 +70,10 @@ static int drain_cmd(struct cli_ctx *ctx, int argc, char **argv, int drain)
 		       drain ? "drain" : "undrain");
 	if (api_host_drain_build(reason, &body))
 		BUG("cannot build a drain request");
-	rc = reply_status(cli_http_post(ctx, path.data, &body, &reply, &err),
+	rc = cli_reply_status(cli_http_post(ctx, path.data, &body, &reply, &err),
 			  &reply, &err);
 	if (rc) {
-		/* reply_status() said why */
+		/* cli_reply_status() said why */
 	} else if (ctx->output == CLI_OUTPUT_JSON) {
 		cli_print_json(&reply);
 	} else {
@@ -132,10 +113,10 @@ int cli_cmd_list_hosts(struct cli_ctx *ctx, int argc, char **argv)
 	if (optind < argc)
 		return cli_usage_error(cmd, "unexpected argument '%s'",
 				       argv[optind]);
-	rc = reply_status(cli_http_get(ctx, "/v1/hosts", &reply, &err), &reply,
+	rc = cli_reply_status(cli_http_get(ctx, "/v1/hosts", &reply, &err), &reply,
 			  &err);
 	if (rc) {
-		/* reply_status() said why */
+		/* cli_reply_status() said why */
 	} else if (ctx->output == CLI_OUTPUT_JSON) {
 		cli_print_json(&reply);
 	} else if (api_hosts_table(reply.body.data, reply.body.len, &out,
@@ -218,7 +199,7 @@ int cli_cmd_list_images(struct cli_ctx *ctx, int argc, char **argv)
 	if (rc)
 		return rc;
 	(void)buf_addf(&path, "/v1/hosts/%s/images", argv[optind]);
-	rc = reply_status(cli_http_get(ctx, path.data, &reply, &err), &reply,
+	rc = cli_reply_status(cli_http_get(ctx, path.data, &reply, &err), &reply,
 			  &err);
 	if (!rc && ctx->output == CLI_OUTPUT_JSON)
 		cli_print_json(&reply);
@@ -279,7 +260,7 @@ int cli_cmd_prune_images(struct cli_ctx *ctx, int argc, char **argv)
 		return rc;
 	(void)buf_addf(&path, "/v1/hosts/%s/images/prune", argv[optind]);
 	(void)buf_adds(&body, "{}");
-	rc = reply_status(cli_http_post(ctx, path.data, &body, &reply, &err),
+	rc = cli_reply_status(cli_http_post(ctx, path.data, &body, &reply, &err),
 			  &reply, &err);
 	if (!rc &&
 	    !api_host_images_parse(reply.body.data, reply.body.len, &im)) {
@@ -292,7 +273,7 @@ int cli_cmd_prune_images(struct cli_ctx *ctx, int argc, char **argv)
 	while (!rc && wait_ms) {
 		cli_reply_release(&reply);
 		reply = (struct cli_reply)CLI_REPLY_INIT;
-		rc = reply_status(cli_http_get(ctx, path.data, &reply, &err),
+		rc = cli_reply_status(cli_http_get(ctx, path.data, &reply, &err),
 				  &reply, &err);
 		if (rc || prune_done(&reply.body) >= want)
 			break;

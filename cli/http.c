@@ -345,3 +345,18 @@ void cli_print_json(const struct cli_reply *reply)
 		printf("%s\n", reply->body.data);
 	buf_release(&out);
 }
+
+int cli_reply_status(int rc, const struct cli_reply *reply,
+		     const struct buf *err)
+{
+	if (rc) {
+		cli_error("%s", err->data);
+		return CLI_EXIT_TRANSPORT;
+	}
+	if (reply->status < 200 || reply->status > 299) {
+		cli_error("%s: %s", reply->err_type,
+			  reply->err_message ? reply->err_message : "");
+		return CLI_EXIT_API;
+	}
+	return 0;
+}
