@@ -354,6 +354,7 @@ int cli_cmd_create(struct cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_describe(struct cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_list(struct cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_stop(struct cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_requeue(struct cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_delete(struct cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_wait(struct cli_ctx *ctx, int argc, char **argv);
 

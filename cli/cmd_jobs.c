@@ -90,6 +90,42 @@ int cli_cmd_stop(struct cli_ctx *ctx, int argc, char **argv)
 			     argv);
 }
 
+/*
+ * requeue-training-job NAME (admin): the running job is preempted (its
+ * last checkpoint saved) and waits in the queue again.
+ */
+int cli_cmd_requeue(struct cli_ctx *ctx, int argc, char **argv)
+{
+	const struct cli_cmd *cmd = cli_cmd_find(argv[0]);
+	struct cli_reply reply = CLI_REPLY_INIT;
+	struct buf err = BUF_INIT, body = BUF_INIT, path = BUF_INIT;
+	const char *name = NULL;
+	int rc;
+
+	rc = cli_parse_name(ctx, cmd, argc, argv, "training job", &name);
+	if (rc)
+		return rc < 0 ? CLI_EXIT_OK : rc;
+	/* The name goes into a path: TrainingJobName's characters only. */
+	if (strlen(name) > 63 ||
+	    strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			 "0123456789-") != strlen(name))
+		return cli_usage_error(cmd, "invalid training job name '%s'",
+				       name);
+	(void)buf_addf(&path, "/v1/training-jobs/%s/requeue", name);
+	rc = cli_reply_status(cli_http_post(ctx, path.data, &body, &reply,
+					    &err),
+			      &reply, &err);
+	if (!rc && ctx->output == CLI_OUTPUT_JSON)
+		cli_print_json(&reply);
+	else if (!rc)
+		printf("%s requeued\n", name);
+	cli_reply_release(&reply);
+	buf_release(&err);
+	buf_release(&body);
+	buf_release(&path);
+	return rc;
+}
+
 int cli_cmd_delete(struct cli_ctx *ctx, int argc, char **argv)
 {
 	return cli_named_cmd(ctx, &training_job, "DeleteTrainingJob", NULL,

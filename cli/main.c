@@ -43,6 +43,9 @@ static const struct cli_cmd commands[] = {
 	  "list jobs, one page or --all" },
 	{ "stop-training-job", cli_cmd_stop, "stop-training-job NAME",
 	  "stop a running job" },
+	{ "requeue-training-job", cli_cmd_requeue, "requeue-training-job NAME",
+	  "preempt a running job (admin): it stops with its last checkpoint, "
+	  "waits in the queue and resumes, no retry spent" },
 	{ "delete-training-job", cli_cmd_delete, "delete-training-job NAME",
 	  "delete a finished job" },
 	{ "wait", cli_cmd_wait,

@@ -13,6 +13,7 @@
 #include "api/requests.h"
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
+#include "controller/jobrun.h"
 #include "controller/request.h"
 #include "controller/obs/logs.h"
 #include "controller/obs/logview.h"
@@ -235,6 +236,34 @@ static enum ctrl_route_result rest_stop(struct ctrl_ctx *ctx,
 	return CTRL_ROUTE_DONE;
 }
 
+/* An admin's requeue: the job is preempted and waits in the queue. */
+static enum ctrl_route_result rest_requeue(struct ctrl_ctx *ctx,
+					   struct MHD_Connection *conn,
+					   struct ctrl_http_req *req,
+					   const char *param,
+					   struct ctrl_response *resp)
+{
+	struct buf err = BUF_INIT, why = BUF_INIT, ok = BUF_INIT;
+	int ret;
+
+	(void)conn;
+	if (!job_visible(ctx, req, param, resp))
+		return CTRL_ROUTE_DONE;
+	(void)buf_addf(&why, "requeued by %s",
+		       req->caller.owner ? req->caller.owner : "an admin");
+	ret = ctrl_job_preempt(ctx, param, why.data, &err);
+	if (ret) {
+		ctrl_reply_err_code(resp, ret, err.data);
+	} else {
+		(void)buf_adds(&ok, "{}");
+		ctrl_reply_json(resp, &ok);
+	}
+	buf_release(&err);
+	buf_release(&why);
+	buf_release(&ok);
+	return CTRL_ROUTE_DONE;
+}
+
 static enum ctrl_route_result rest_logs(struct ctrl_ctx *ctx,
 					struct MHD_Connection *conn,
 					struct ctrl_http_req *req,
@@ -348,6 +377,7 @@ out:
 	"use POST on /v1/hosts/<name>/drain, /undrain and /images/prune, " \
 	"GET on /v1/hosts/<name>/images and /telemetry"
 #define HOSTS_ADMIN "changing hosts (drain, undrain, prune) needs an admin key"
+#define REQUEUE_ADMIN "requeueing a training job needs an admin key"
 #define JOBS_ALLOW "use GET or POST on /v1/training-jobs"
 #define JOB_METHODS "method not allowed on this resource"
 #define LOGS_ALLOW "use GET on logs"
@@ -362,6 +392,7 @@ static const struct rest_ep ep_hosts = { rest_hosts, 0, NULL },
 			    ep_describe = { rest_describe, 1, NULL },
 			    ep_delete = { rest_delete, 1, NULL },
 			    ep_stop = { rest_stop, 1, NULL },
+			    ep_requeue = { rest_requeue, 1, NULL },
 			    ep_job_405 = { NULL, 1, JOB_METHODS },
 			    ep_logs = { rest_logs, 1, NULL },
 			    ep_log_streams = { rest_log_streams, 1, NULL },
@@ -415,6 +446,9 @@ static const struct ctrl_route rows[] = {
 	REST_ROW("*", "/v1/training-jobs/{}", &ep_job_405),
 	REST_ROW("POST", "/v1/training-jobs/{}/stop", &ep_stop),
 	REST_ROW("*", "/v1/training-jobs/{}/stop", &ep_job_405),
+	{ REST_ROW_("POST", "/v1/training-jobs/{}/requeue", CTRL_AUTH_ADMIN),
+	  .arg = &ep_requeue, .deny = REQUEUE_ADMIN },
+	REST_ROW("*", "/v1/training-jobs/{}/requeue", &ep_job_405),
 	REST_ROW("GET", "/v1/training-jobs/{}/logs", &ep_logs),
 	REST_ROW("*", "/v1/training-jobs/{}/logs", &ep_logs_405),
 	REST_ROW("GET", "/v1/training-jobs/{}/logs/streams", &ep_log_streams),
