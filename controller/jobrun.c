@@ -649,8 +649,8 @@ static int named(const char *name, char *const *names, size_t n)
 
 /*
  * Whether an active job gets a look in a pass that is not full: it is
- * named, or hosts were freed and it waits for some (queued, or restarting
- * and short of a spare).
+ * named, or hosts were freed and it may wait for some (queued, queued
+ * again after a preemption, or restarting and short of a spare).
  */
 static int wanted(const struct db_active_job *j, char *const *names,
 		  size_t n_names, int queue)
@@ -660,7 +660,8 @@ static int wanted(const struct db_active_job *j, char *const *names,
 	if (queue && (j->attempt == 0 ||
 		      (j->secondary_status &&
 		       !ctrl_job_state_parse(j->secondary_status, &cur) &&
-		       cur == CTRL_JOB_RESTARTING)))
+		       (cur == CTRL_JOB_RESTARTING ||
+			cur == CTRL_JOB_STARTING))))
 		return 1;
 	return named(j->name, names, n_names);
 }
