@@ -473,6 +473,33 @@ def transitions(d):
     return [(t.get("Status"), t.get("StatusMessage") or "") for t in d.get("SecondaryStatusTransitions") or []]
 
 
+def read_trace(path):
+    """{attempt: [(t, host, step)]} from an FT_TRACE file (ft_trainer.py)."""
+    out = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                p = line.split()
+                if len(p) == 4:
+                    out.setdefault(int(p[1]), []).append((float(p[0]), p[2], int(p[3])))
+    except OSError:
+        pass
+    return out
+
+
+def overlaps(trace):
+    """What shows two attempts of a trace running at the same time."""
+    bad = []
+    atts = sorted(trace)
+    for a, b in zip(atts, atts[1:]):
+        last_a = max(t for t, _, _ in trace[a])
+        first_b = min(t for t, _, _ in trace[b])
+        if last_a >= first_b:
+            bad.append("attempt %d traced a step %.0f ms after attempt %d began" % (a, (last_a - first_b) * 1000,
+                                                                                   b))
+    return bad
+
+
 # ---------------------------------------------------------------- processes
 
 def proc_argvs():

@@ -123,32 +123,6 @@ def restart_controller(ns):
     raise Fail("trainctld did not answer /healthz within 20 s of its restart")
 
 
-def read_trace(path):
-    """{attempt: [(t, host, step)]}."""
-    out = {}
-    try:
-        with open(path) as f:
-            for line in f:
-                p = line.split()
-                if len(p) == 4:
-                    out.setdefault(int(p[1]), []).append((float(p[0]), p[2], int(p[3])))
-    except OSError:
-        pass
-    return out
-
-
-def overlaps(trace):
-    bad = []
-    atts = sorted(trace)
-    for a, b in zip(atts, atts[1:]):
-        last_a = max(t for t, _, _ in trace[a])
-        first_b = min(t for t, _, _ in trace[b])
-        if last_a >= first_b:
-            bad.append("attempt %d traced a step %.0f ms after attempt %d began" % (a, (last_a - first_b) * 1000,
-                                                                                   b))
-    return bad
-
-
 def redone(trace):
     """[(attempt, step reached by algo-1 (rank 0), the next attempt that ran
     a step resumed from)]; attempts killed before their first step are
@@ -266,7 +240,7 @@ def case_k(tap, ns, sm, tmp):
     req["Environment"]["FT_TRACE"] = os.path.join(tmp, name + ".trace")
     sm.create_training_job(**req)
     deadline = time.time() + 60
-    while time.time() < deadline and max([s for _, h, s in read_trace(req["Environment"]["FT_TRACE"]).get(1, [])
+    while time.time() < deadline and max([s for _, h, s in fl.read_trace(req["Environment"]["FT_TRACE"]).get(1, [])
                                           if h == "algo-2"] or [0]) < 40:
         time.sleep(0.05)
     node = ns.host_of(name, "algo-2")
@@ -327,8 +301,8 @@ def check_seed(tap, ns, sm, seed, tmp):
                                          short(fl.transitions(d), 3000))
            for n, d in descs.items() if d["TrainingJobStatus"] != "Completed"]
     tap.ok(not bad, "%s every job Completed" % tag, "\n".join(bad) + "\n" + ns.log_tail(40))
-    traces = {name: read_trace(path) for name, _, path in ch.jobs}
-    bad = ["%s: %s" % (n, b) for n, tr in traces.items() for b in overlaps(tr)]
+    traces = {name: fl.read_trace(path) for name, _, path in ch.jobs}
+    bad = ["%s: %s" % (n, b) for n, tr in traces.items() for b in fl.overlaps(tr)]
     tap.ok(not bad and all(traces.values()), "%s no two attempts of a job ever ran at the same time" % tag,
            "\n".join(bad) or "a trace is empty: %s" % {n: len(t) for n, t in traces.items()})
     probs = []
