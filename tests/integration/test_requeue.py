@@ -15,6 +15,9 @@ ft_trainer.py (a checkpointing MLP, tests/integration/ft_trainer.py).
        attempt spends no retry: with MaximumRetryAttempts 1, a rank failure
        in the attempt after the requeue still restarts the job, which
        Completes
+  (q4) trainctld killed (kill -9) right after a requeue and started again:
+       the preemption goes on from the store, the job Completes, and its
+       attempts never ran at the same time (FT_TRACE of every step)
   (q3) a user key is refused (AccessDeniedException), even for its own
        job; a job that does not run (completed) is refused with a
        ValidationException naming its status; neither changes the job
@@ -168,6 +171,34 @@ def case_budget(tap, cl, sm):
              "attempt", budget)
 
 
+def case_crash(tap, cl, sm):
+    name = "rq-crash-%d" % os.getpid()
+    hps = {"steps": 60, "ckpt_every": CKPT_EVERY, "step_sleep": 0.1}
+    trace = os.path.join(cl.tmp, name + ".trace")
+
+    def crash():
+        req = fl.job_request(name, 1, hps)
+        req["Environment"]["FT_TRACE"] = trace
+        sm.create_training_job(**req)
+        wait_step(cl, name, 25)
+        r = requeue(cl, name)
+        expect(r.status == 200, "requeue of %s: %r" % (name, r))
+        cl.kill9()
+        err = cl.start(wait_hosts=False) or wait_hosts(cl)
+        expect(err is None, "trainctld does not start again: %s" % err)
+        d, _ = fl.wait_job(cl.client(), name, fl.terminal, 240)
+        expect(d["TrainingJobStatus"] == "Completed", "%s: %s %r" % (name, d["TrainingJobStatus"],
+                                                                    d.get("FailureReason")))
+        st = states(d)
+        expect("Interrupted" in st and "Starting" in st[st.index("Interrupted"):], "transitions: %s" % st)
+        tr = fl.read_trace(trace)
+        expect(sorted(tr) == [1, 2], "attempts that ran steps: %s" % sorted(tr))
+        bad = fl.overlaps(tr)
+        expect(not bad, "; ".join(bad))
+    tap.case("(q4) kill -9 of trainctld right after a requeue: the job Completes, attempts never overlap",
+             crash)
+
+
 def case_refusals(tap, cl, sm):
     name = "rq-main-%d" % os.getpid()
 
@@ -212,6 +243,7 @@ def main():
         case_requeue(tap, cl, sm)
         case_budget(tap, cl, sm)
         case_refusals(tap, cl, sm)
+        case_crash(tap, cl, sm)
     finally:
         rc, killed = cl.stop()
         cl.check_stopped(tap, rc, killed)
