@@ -32,6 +32,7 @@
 #include "agent/assign.h"
 #include "agent/assignment.h"
 #include "agent/ckptwatch.h"
+#include "agent/hangwatch.h"
 #include "agent/http.h"
 #include "agent/ident.h"
 #include "agent/jobdir.h"
@@ -157,6 +158,7 @@ void agent_assign_free(struct agent_ctx *ctx, struct agent_assign *a)
 	free(a->failure);
 	free(a->error);
 	free(a->task_error);
+	agent_hangwatch_release(&a->hw);
 	free(a);
 }
 
@@ -416,6 +418,7 @@ void agent_assign_on_watch(struct agent_ctx *ctx, struct agent_assign *a)
 	(void)ctx;
 	if (!agent_ckpt_watch_read(&a->watch))
 		return;
+	agent_hangwatch_checkpoint(a, now);
 	at = a->sync_started + AGENT_CKPT_SYNC_MIN_MS;
 	if (at < now)
 		at = now;
@@ -473,7 +476,11 @@ static void exited(struct agent_ctx *ctx, struct agent_assign *a)
 					  p->exit_code);
 	}
 	free(a->failure);
-	a->failure = a->dir ? agent_jobdir_read_failure(a->dir) : NULL;
+	/* A hang is the cause, whatever the killed program wrote. */
+	if (a->hw.reason)
+		a->failure = xstrdup(a->hw.reason);
+	else
+		a->failure = a->dir ? agent_jobdir_read_failure(a->dir) : NULL;
 	a->kill_at = 0;
 	agent_pipe_stop(a);
 	agent_assign_set_phase(ctx, a, API_PHASE_EXITED);
@@ -529,9 +536,32 @@ static int rank_failed(const struct agent_assign *a)
 	return 0;
 }
 
+/*
+ * Hang detection runs while nothing else is ending the ranks; after it
+ * fired, until the culprit's capture is done.
+ */
+static int hang_watched(struct agent_ctx *ctx, const struct agent_assign *a)
+{
+	return a->hw.fired ||
+	       (a->action == API_ACTION_RUN && !must_abort(ctx, a) &&
+		!a->term_sent && !a->kill_sent && !a->fenced &&
+		!ctx->sess.fenced);
+}
+
+/* When hang detection has something to do for a (INT64_MAX: never). */
+static int64_t hang_next(struct agent_ctx *ctx, const struct agent_assign *a)
+{
+	if (a->phase != API_PHASE_RUNNING || !hang_watched(ctx, a))
+		return INT64_MAX;
+	return agent_hangwatch_next(a);
+}
+
 static void step_running(struct agent_ctx *ctx, struct agent_assign *a,
 			 int64_t now)
 {
+	/* After a hang, what is left of its capture comes first. */
+	if (hang_watched(ctx, a))
+		agent_hangwatch_step(ctx, a, now);
 	/*
 	 * One rank failed: the others of this host go at once, as torchrun
 	 * stops its workers, instead of hanging in a collective until its
@@ -844,6 +874,8 @@ int64_t agent_assign_next(struct agent_ctx *ctx)
 		if (a->term_sent && !a->kill_sent && a->kill_at &&
 		    a->kill_at < next)
 			next = a->kill_at;
+		if (hang_next(ctx, a) < next)
+			next = hang_next(ctx, a);
 		if (a->phase == API_PHASE_RUNNING && has_mirror(a) &&
 		    !a->term_sent && !a->kill_sent && !ctx->sess.fenced &&
 		    a->task_kind == AGENT_TASK_NONE && a->sync_at < next)

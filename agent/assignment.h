@@ -9,6 +9,8 @@
 #include <stdint.h>
 
 #include "agent/ckptwatch.h"
+#include "agent/hang.h"
+#include "agent/hangwatch.h"
 #include "agent/ident.h"
 #include "agent/lines.h"
 #include "agent/proc.h"
@@ -56,6 +58,7 @@ struct agent_rank {
 	int rank;
 	int pidfd;   /* adopted processes: watched through a pidfd */
 	int adopted; /* not our child: no pipes, exit status unknown */
+	struct agent_hang hang; /* its progress (hangwatch.c) */
 };
 
 struct agent_assign {
@@ -111,6 +114,7 @@ struct agent_assign {
 	int final_in_flight; /* a status POST carrying the final state */
 	int final_acked;     /* ... has been accepted: we may forget it */
 	struct agent_tm_prev tm_prev; /* telemetry.c: its ranks' CPU ticks */
+	struct agent_hangwatch hw;    /* hang detection (hangwatch.c) */
 };
 
 #endif

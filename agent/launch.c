@@ -3,8 +3,11 @@
  * and starting them.
  *
  * The environment is complete and explicit, in layers (later wins):
- *   1. a minimal base: PATH, HOME, LANG, USER (PYTHONUNBUFFERED=1 and
- *      PYTHONPATH=<code> for Python);
+ *   1. a minimal base: PATH, HOME, LANG, USER, PYTHONFAULTHANDLER=1 (a
+ *      hung Python rank's stacks on SIGABRT, agent/hangwatch.c; in every
+ *      rank, since a shell may start Python; the request's Environment
+ *      may turn it off) and, for Python, PYTHONUNBUFFERED=1 and
+ *      PYTHONPATH=<code>;
  *   2. api_sm_env_build(): the request's Environment, TRAINING_JOB_NAME
  *      and _ARN, then what sagemaker-training-toolkit sets (SM_*,
  *      CURRENT_HOST, ...) — the toolkit's order, so SM_* beat a request
@@ -75,6 +78,7 @@ static void base_env(struct strvec *env, int python, const char *code,
 		      pw && pw->pw_dir && *pw->pw_dir ? pw->pw_dir : "/");
 	agent_env_set(env, "LANG", lang && *lang ? lang : "C.UTF-8");
 	agent_env_set(env, "USER", pw && pw->pw_name ? pw->pw_name : "root");
+	agent_env_set(env, "PYTHONFAULTHANDLER", "1");
 	if (python) {
 		agent_env_set(env, "PYTHONUNBUFFERED", "1");
 		agent_env_set(env, "PYTHONPATH", code);

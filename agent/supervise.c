@@ -22,6 +22,7 @@
 #include "agent/agent.h"
 #include "agent/assign.h"
 #include "agent/assignment.h"
+#include "agent/hang.h"
 #include "agent/images.h"
 #include "agent/jobdir.h"
 #include "agent/lines.h"
@@ -106,8 +107,12 @@ static void read_pipe(struct agent_ctx *ctx, struct agent_assign *a,
 void agent_sup_on_output(struct agent_ctx *ctx, struct agent_assign *a,
 			 size_t rank, int is_stderr)
 {
-	if (rank < a->n_ranks)
-		read_pipe(ctx, a, &a->ranks[rank], is_stderr, 0);
+	if (rank >= a->n_ranks)
+		return;
+	/* Any output is progress, a progress bar's partial line too. */
+	agent_hang_progress(&a->ranks[rank].hang, AGENT_HANG_OUTPUT,
+			    time_mono_ms());
+	read_pipe(ctx, a, &a->ranks[rank], is_stderr, 0);
 }
 
 static void rank_ended(struct agent_ctx *ctx, struct agent_assign *a,

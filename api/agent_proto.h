@@ -122,6 +122,11 @@ struct api_assignment {
 	int ps_servers;	   /* 0: every host */
 	int64_t grace_ms;
 	/*
+	 * Hang detection's timeout (docs/distributed.md, "Hangs"): a rank
+	 * silent this long is hung; 0 (absent on the wire): no detection.
+	 */
+	int64_t hang_ms;
+	/*
 	 * EnableNetworkIsolation: the ranks reach only the job's hosts
 	 * (docs/security.md); absent on the wire: false.
 	 */

@@ -523,7 +523,7 @@ static int parse_assignment(const json_t *o, const char *where,
 {
 	const json_t *iso;
 	long long v = 0;
-	int ret;
+	int ret, hang_null = 0;
 
 	if (!json_is_object(o)) {
 		(void)buf_addf(err, "member '%s' must be an object", where);
@@ -558,6 +558,12 @@ static int parse_assignment(const json_t *o, const char *where,
 		    api__ap_get_int(o, where, "grace_ms", 0,
 				    API__AP_MAX_GRACE_MS, NULL, &v, err);
 	a->grace_ms = v;
+	/* Absent (an older controller) or null: no hang detection. */
+	v = 0;
+	ret = ret ? ret :
+		    api__ap_get_int(o, where, "hang_ms", 0,
+				    API__AP_MAX_GRACE_MS, &hang_null, &v, err);
+	a->hang_ms = v;
 	iso = json_object_get(o, "network_isolation");
 	if (!ret && iso && !json_is_boolean(iso))
 		ret = api__ap_bad(err, where, "network_isolation",
@@ -835,6 +841,8 @@ static json_t *assignment_json(struct api__jb *b,
 	storage_json(b, o, a);
 	cluster_json(b, o, a);
 	api__ap_put(b, o, "grace_ms", api__ap_jint(b, a->grace_ms));
+	if (a->hang_ms > 0)
+		api__ap_put(b, o, "hang_ms", api__ap_jint(b, a->hang_ms));
 	if (a->network_isolation)
 		api__ap_put(b, o, "network_isolation", json_true());
 	return o;

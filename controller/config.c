@@ -30,6 +30,7 @@ void ctrl_config_init(struct ctrl_config *cfg)
 	cfg->host_deadline_ms = -1;
 	cfg->grace_ms = -1;
 	cfg->max_retries = -1;
+	cfg->hang_timeout_ms = -1;
 	cfg->restart_wait_ms = -1;
 	cfg->tm_interval_ms = -2; /* unset; -1 is "the agents' own" */
 	cfg->tm_retention_h = -1;
@@ -65,6 +66,7 @@ enum {
 	OPT_S3_ENDPOINT,
 	OPT_INVENTORY,
 	OPT_MAX_RETRIES,
+	OPT_HANG_TIMEOUT,
 	OPT_RETRY_POLICY,
 	OPT_RESTART_WAIT,
 	OPT_FILE_ROOT,
@@ -111,6 +113,7 @@ static const struct option options[] = {
 	{ "s3-upload-max-age", required_argument, NULL, OPT_S3_UPLOAD_AGE },
 	{ "inventory", required_argument, NULL, OPT_INVENTORY },
 	{ "max-retries", required_argument, NULL, OPT_MAX_RETRIES },
+	{ "hang-timeout", required_argument, NULL, OPT_HANG_TIMEOUT },
 	{ "retry-policy", required_argument, NULL, OPT_RETRY_POLICY },
 	{ "restart-wait", required_argument, NULL, OPT_RESTART_WAIT },
 	{ "telemetry-retention", required_argument, NULL, OPT_TM_RETENTION },
@@ -149,7 +152,8 @@ void ctrl_usage(void)
 	      "                 [--s3-endpoint URL] [--s3-domain DOMAIN]\n"
 	      "                 [--inventory FILE]\n"
 	      "                 [--max-retries N] [--retry-policy all|sagemaker]\n"
-	      "                 [--restart-wait SECONDS] [--allow-file-root DIR]...\n"
+	      "                 [--restart-wait SECONDS] [--hang-timeout SECONDS]\n"
+	      "                 [--allow-file-root DIR]...\n"
 	      "                 [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]\n"
 	      "                 [--registry-auth FILE] [--insecure-registry HOST]...\n"
 	      "                 [--image-map FILE]\n"
@@ -184,6 +188,8 @@ void ctrl_usage(void)
 	      "  --grace-period  seconds from SIGTERM to SIGKILL on Stop (120)\n"
 	      "  --max-retries   restarts of a failed attempt for jobs without\n"
 	      "                  RetryStrategy (0)\n"
+	      "  --hang-timeout  seconds without progress after which a rank\n"
+	      "                  is hung and its attempt fails (1800; 0: off)\n"
 	      "  --retry-policy  which failures are retried: all (every one but\n"
 	      "                  a ClientError; the default) or sagemaker\n"
 	      "                  (InternalServerError only, as SageMaker)\n"
@@ -318,6 +324,8 @@ static const struct {
 	  NUM_LONG(host_deadline_ms) },
 	{ OPT_GRACE, "grace-period", 0, 86400, 1000, NUM_LONG(grace_ms) },
 	{ OPT_MAX_RETRIES, "max-retries", 0, 30, 1, NUM_INT(max_retries) },
+	{ OPT_HANG_TIMEOUT, "hang-timeout", 0, 28L * 86400, 1000,
+	  NUM_LONG(hang_timeout_ms) },
 	{ OPT_RESTART_WAIT, "restart-wait", 0, 86400, 1000,
 	  NUM_LONG(restart_wait_ms) },
 	{ OPT_TM_INTERVAL, "telemetry-ms", 0, 3600000, 1,
@@ -509,6 +517,7 @@ static const struct {
 	{ offsetof(struct ctrl_config, heartbeat_ms), 1000 },
 	{ offsetof(struct ctrl_config, host_deadline_ms), 3000 },
 	{ offsetof(struct ctrl_config, grace_ms), 120000 },
+	{ offsetof(struct ctrl_config, hang_timeout_ms), 1800000 },
 	{ offsetof(struct ctrl_config, restart_wait_ms), 60000 },
 	{ offsetof(struct ctrl_config, tm_retention_h), 24 },
 	{ offsetof(struct ctrl_config, s3_max_uploads), 1000 },
@@ -697,6 +706,7 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 	printf("host-deadline-ms %ld\n", cfg->host_deadline_ms);
 	printf("grace-period %ld\n", cfg->grace_ms / 1000);
 	printf("max-retries %d\n", cfg->max_retries);
+	printf("hang-timeout %ld\n", cfg->hang_timeout_ms / 1000);
 	printf("retry-policy %s\n", cfg->retry_sagemaker ? "sagemaker" : "all");
 	printf("restart-wait %ld\n", cfg->restart_wait_ms / 1000);
 	if (cfg->tm_interval_ms >= 0)

@@ -68,6 +68,7 @@ struct ctrl_config {
 	long host_deadline_ms;
 	long grace_ms;	 /* SIGTERM -> SIGKILL on Stop/MaxRuntime */
 	int max_retries; /* restarts for jobs without RetryStrategy */
+	long hang_timeout_ms; /* a rank silent this long is hung; 0: off */
 	/* --retry-policy: 0 "all" (every failure but a ClientError), 1
 	 * "sagemaker" (InternalServerError only, as SageMaker does) */
 	int retry_sagemaker;

@@ -335,8 +335,10 @@ static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 	fill_launch(ctx, rt, &launch, a);
 	fill_rendezvous(ctx, mine, info->port, a);
 	ret = fill_distribution(ctx, rt, mine, a, err);
-	if (!ret)
+	if (!ret) {
 		a->grace_ms = ctx->cfg.grace_ms;
+		a->hang_ms = ctx->cfg.hang_timeout_ms;
+	}
 	a->network_isolation = spec->network_isolation;
 	ctrl_uris_owner_locations(ctx, rt->owner, a);
 	ctrl_launch_release(&launch);

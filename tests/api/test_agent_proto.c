@@ -125,6 +125,7 @@ static void full_assignment(struct api_assignment *a, int script)
 	a->master_port = 29500;
 	a->processes_per_host = 8;
 	a->grace_ms = 120000;
+	a->hang_ms = 1800000;
 }
 
 static void full_work(struct api_work *w)
@@ -398,6 +399,7 @@ static void test_work_round_trip(void **state)
 	assert_int_equal(a->master_port, 29500);
 	assert_int_equal(a->processes_per_host, 8);
 	assert_int_equal(a->grace_ms, 120000);
+	assert_int_equal(a->hang_ms, 1800000);
 	assert_true(a->has_locations);
 	assert_false(a->loc_s3_any);
 	assert_int_equal(a->n_loc_s3_prefixes, 2);

@@ -27,6 +27,19 @@ input/config/hyperparameters.json (each value JSON-decoded), else
   steps N                     steps in all (default 60)
   ckpt_every K                checkpoint every K steps (default 10; 0: none)
   step_sleep S                seconds to sleep per step (default 0)
+  sleep_pattern "S1,S2,..."   sleep S(n mod len) seconds after step n
+                              instead of step_sleep (irregular logging)
+  sync_dir D                  after each step wait (silently, no CPU to
+                              speak of) until every host of SM_HOSTS has
+                              reached it, like a collective; files in D
+                              (a folder every host sees); a host that has
+                              to wait prints `ft-sync step=<n> waiting`
+  hang_at_step N              at step N sleep forever without output, as a
+                              rank stuck inside a step (fail_host and
+                              fail_attempt say where, as for fail_at_step)
+  busy_at_step N              at step N compute silently for busy_s seconds
+  busy_s S                    ... (default 10; fail_host and fail_attempt
+                              say where)
   lr F, batch N, hidden N, seed N
   ckpt_pad_kb N               an extra pad.bin of N KiB in each checkpoint
   model_pad_mb N              an extra N MiB of random bytes in SM_MODEL_DIR
@@ -412,10 +425,47 @@ def planned(kind_step, step):
     return fh in ("all", "*") or fh == HOST
 
 
+def sync_hosts(sync, hosts, step):
+    """Waits until every host has written step (or more) into sync."""
+    os.makedirs(sync, exist_ok=True)
+    mine = os.path.join(sync, "a%d-%s" % (ATTEMPT, HOST))
+    with open(mine + ".tmp", "w") as f:
+        f.write("%d" % step)
+    os.rename(mine + ".tmp", mine)
+    said = False
+    while True:
+        behind = []
+        for h in hosts:
+            try:
+                with open(os.path.join(sync, "a%d-%s" % (ATTEMPT, h))) as f:
+                    if int(f.read() or "0") >= step:
+                        continue
+            except (OSError, ValueError):
+                pass
+            behind.append(h)
+        if not behind:
+            return
+        if not said:
+            print("ft-sync step=%d waiting for %s" % (step, ",".join(behind)), flush=True)
+            said = True
+        time.sleep(0.05)
+
+
+def busy(seconds):
+    """Computes silently (CPU time, no output) for seconds."""
+    end, x = time.time() + seconds, 0
+    while time.time() < end:
+        for i in range(20000):
+            x = (x * 31 + i) % 1000003
+    return x
+
+
 def main():
     steps = hp("steps", 60, int)
     every = hp("ckpt_every", 10, int)
     sleep = hp("step_sleep", 0.0, float)
+    pattern = [float(x) for x in str(HP.get("sleep_pattern") or "").split(",") if x.strip()]
+    sync = HP.get("sync_dir")
     lr = hp("lr", 0.5, float)
     batch = hp("batch", 64, int)
     hidden = hp("hidden", 32, int)
@@ -449,20 +499,28 @@ def main():
         CURRENT[0] = step
         if orphaned and orphaned():
             print("ft-orphaned step=%d: the agent is gone, finishing at once" % step, flush=True)
-            orphaned, sleep = None, 0
+            orphaned, sleep, pattern = None, 0, []
             ORPHANED[0] = True
         if planned(HP.get("fail_at_step"), step):
             die(step, "fail_at_step")
         if planned(HP.get("fail_after_steps"), run):
             die(step, "fail_after_steps")
+        if planned(HP.get("hang_at_step"), step):
+            while True:
+                time.sleep(3600)
+        if planned(HP.get("busy_at_step"), step):
+            busy(hp("busy_s", 10.0, float))
         idx = np.random.RandomState(seed * 1000003 + step).randint(0, len(yt), batch)
         loss = sgd_step(params, xt[idx], yt[idx], lr)
         run += 1
         print("step=%d loss=%.6f" % (step, loss), flush=True)
         if trace_fd >= 0:
             os.write(trace_fd, ("%.6f %d %s %d\n" % (time.time(), ATTEMPT, HOST, step)).encode())
-        if sleep > 0:
-            time.sleep(sleep)
+        nap = pattern[step % len(pattern)] if pattern else sleep
+        if nap > 0:
+            time.sleep(nap)
+        if sync and len(hosts) > 1:
+            sync_hosts(sync, hosts, step)
         if rank == 0 and every > 0 and step % every == 0:
             crash = planned(HP.get("crash_in_checkpoint_at_step"), step) and rank == 0
             files = [("params.bin", params_bytes(params)),
