@@ -293,8 +293,8 @@ void api_batch_jobs_list_release(struct api_batch_jobs_list *r)
 
 const char *api_batch_job_status(const char *status, const char *secondary)
 {
-	if (!status)
-		return "SUBMITTED";
+	if (!status) /* its training job was deleted */
+		return "FAILED";
 	if (!strcmp(status, "Completed"))
 		return "SUCCEEDED";
 	if (!strcmp(status, "Failed") || !strcmp(status, "Stopped"))
@@ -380,7 +380,8 @@ int api_batch_job_write(const struct api_batch_job *j, int summary,
 		json_object_set_new(o, "stoppedAt", json_integer(j->tj_end_ms));
 	if (terminal)
 		set_str(o, "statusReason",
-			j->tj_reason		 ? j->tj_reason :
+			j->tj_reason  ? j->tj_reason :
+			!j->tj_status ? "Its training job was deleted" :
 			!strcmp(st, "SUCCEEDED") ? "Training job completed" :
 						   NULL);
 	json_object_set_new(o, "latestAttempt", attempt_json(j, 0));

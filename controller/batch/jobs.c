@@ -143,6 +143,12 @@ static int make_job(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	j->timeout_s = s->timeout_s;
 	j->preemption_retries = s->preemption_retries;
 	ret = db_service_job_insert(ctx->db, j, err);
+	if (ret == ERR_CONFLICT) {
+		/* Another submission with this clientToken won the race. */
+		buf_reset(err);
+		(void)buf_adds(err, "clientToken was used for another "
+				    "submission at the same time");
+	}
 	if (ret) {
 		/* The training job must not run without its service job. */
 		struct buf e2 = BUF_INIT;

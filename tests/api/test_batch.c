@@ -246,6 +246,7 @@ static void test_status(void **state)
 	assert_string_equal(api_batch_job_status("Failed", "Failed"), "FAILED");
 	assert_string_equal(api_batch_job_status("Stopped", "Stopped"),
 			    "FAILED");
+	assert_string_equal(api_batch_job_status(NULL, NULL), "FAILED");
 }
 
 int main(void)

@@ -477,6 +477,11 @@ def case_list_update_delete(cl, b, ok_id):
     refused(lambda: b.delete_job_queue(jobQueue="q-busy"), "unfinished")
     b.terminate_service_job(jobId=busy["jobId"], reason="done")
     wait_job(b, busy["jobId"], ("FAILED",), timeout=60)
+    # Its training job deleted, the service job stays FAILED and says why.
+    sm = sc.make_client(cl.endpoint, key=ADMIN[0], secret=ADMIN[1])
+    sm.delete_training_job(TrainingJobName="busy-tj")
+    d = b.describe_service_job(jobId=busy["jobId"])
+    expect(d["status"] == "FAILED" and "deleted" in d.get("statusReason", ""), strip(d))
     b.delete_job_queue(jobQueue="q-busy")
     expect("q-busy" not in [q["jobQueueName"] for q in b.describe_job_queues()["jobQueues"]],
            "deleted")
