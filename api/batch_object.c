@@ -315,12 +315,13 @@ static json_t *limits_json(const struct api_batch_object *o)
 
 static json_t *policy_json(const struct api_batch_object *o)
 {
-	json_t *d = json_array();
+	json_t *d;
 	size_t i;
 
 	if (o->policy_kind == API_BATCH_POLICY_QUOTA)
 		return json_pack("{s:s}", "idleResourceAssignmentStrategy",
 				 "FIFO");
+	d = json_array();
 	for (i = 0; i < o->n_weights; i++)
 		json_array_append_new(
 			d, json_pack("{s:s,s:f}", "shareIdentifier",
