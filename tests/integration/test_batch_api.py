@@ -12,7 +12,8 @@ pyenv python3 that has it.
   b4 TerminateServiceJob -> FAILED with the reason
   b5 refusals: ClientException naming the member, nothing created
   b6 roles: a user key creates no queue, sees and terminates only its jobs
-  b7 clientToken: the same request gives the same jobId
+  b7 clientToken: the same request gives the same jobId; the store's
+     batch_sched view holds what a scheduler reads
   b8 ListServiceJobs filters and pages; UpdateServiceJob; deletes refused
      while in use
   b9 a restart of trainctld keeps every object and job
@@ -427,6 +428,24 @@ def case_roles(cl, b):
 
 # ------------------------------------------------------------------ b7
 
+def case_sched_view(cl, b):
+    """What a scheduler reads of an unfinished service job, in one query."""
+    import sqlite3
+    r = b.submit_service_job(jobName="view-job", jobQueue="q-fair", shareIdentifier="vision",
+                             schedulingPriority=5, serviceJobType="SAGEMAKER_TRAINING",
+                             serviceRequestPayload=payload(cl, "view-tj", "sleep 60"))
+    db = sqlite3.connect("file:%s?mode=ro" % os.path.join(cl.state, "trainctl.db"), uri=True)
+    try:
+        row = db.execute("SELECT queue_priority, policy_kind, share_decay_s, share_identifier, "
+                         "weight, scheduling_priority, training_job, owner FROM batch_sched "
+                         "WHERE job_id = ?", (r["jobId"],)).fetchone()
+    finally:
+        db.close()
+    b.terminate_service_job(jobId=r["jobId"], reason="seen")
+    expect(row == (20, "FAIRSHARE", 60, "vision", 1.0, 5, "view-tj", "ops"), row)
+    wait_job(b, r["jobId"], ("FAILED",), timeout=60)
+
+
 def case_token(cl, b):
     args = dict(jobName="tok-job", jobQueue="q-plain", serviceJobType="SAGEMAKER_TRAINING",
                 serviceRequestPayload=payload(cl, "tok-tj"), clientToken="token-1")
@@ -542,6 +561,8 @@ def main():
                  case_refusals, cl, b)
         ids.append(tap.case("b6 a user key: no queue created, only its own jobs", case_roles, cl, b))
         ids.append(tap.case("b7 clientToken: same request, same jobId", case_token, cl, b))
+        tap.case("b7 the store's batch_sched view: an unfinished job's scheduling members",
+                 case_sched_view, cl, b)
         if ok_id:
             tap.case("b8 list filters and pages, UpdateServiceJob, deletes refused while in use",
                      case_list_update_delete, cl, b, ok_id)
