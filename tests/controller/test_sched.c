@@ -554,7 +554,9 @@ static void check_sane(const struct ctrl_sched_in *in,
 	assert_non_null(taken);
 	assert_non_null(started);
 	for (i = 0; i < in->n_running; i++)
-		for (k = 0; k < (size_t)in->running[i].count; k++)
+		for (k = 0; in->running[i].count > 0 &&
+			    k < (size_t)in->running[i].count;
+		     k++)
 			if (in->running[i].hosts[k] < in->n_hosts)
 				taken[in->running[i].hosts[k]] = 1;
 	for (i = 0; i < out->n_starts; i++) {
@@ -573,6 +575,16 @@ static void check_sane(const struct ctrl_sched_in *in,
 			assert_true(h->usable && !h->held);
 			assert_string_equal(h->type, q->type);
 		}
+	}
+	for (i = 0; i < out->n_preempts; i++) {
+		const struct ctrl_sched_preempt *p = &out->preempts[i];
+
+		assert_true(p->job < in->n_running);
+		assert_false(in->running[p->job].releasing);
+		assert_true(p->for_job < in->n_queued);
+		assert_false(started[p->for_job]);
+		for (k = 0; k < i; k++)
+			assert_int_not_equal(out->preempts[k].job, p->job);
 	}
 	for (i = 0; i < in->n_queued; i++) {
 		if (started[i]) {
@@ -726,6 +738,155 @@ static void test_empty(void **state)
 	ctrl_sched_out_release(&out, 0);
 }
 
+/* The same input decides the same again. */
+static void check_same(const struct ctrl_sched_in *in,
+		       const struct ctrl_sched_out *out)
+{
+	struct ctrl_sched_out again;
+	size_t i;
+
+	ctrl_sched_decide(in, &again);
+	assert_int_equal(again.n_starts, out->n_starts);
+	assert_int_equal(again.n_preempts, out->n_preempts);
+	for (i = 0; i < out->n_starts; i++) {
+		assert_int_equal(again.starts[i].job, out->starts[i].job);
+		assert_memory_equal(
+			again.starts[i].hosts, out->starts[i].hosts,
+			(size_t)in->queued[out->starts[i].job].count *
+				sizeof(size_t));
+	}
+	for (i = 0; i < out->n_preempts; i++) {
+		assert_int_equal(again.preempts[i].job, out->preempts[i].job);
+		assert_int_equal(again.preempts[i].for_job,
+				 out->preempts[i].for_job);
+	}
+	for (i = 0; i < in->n_queued; i++) {
+		assert_int_equal(again.position[i], out->position[i]);
+		if (out->why[i])
+			assert_string_equal(again.why[i], out->why[i]);
+	}
+	ctrl_sched_out_release(&again, in->n_queued);
+}
+
+/* A random pick among n. */
+static uint32_t rnd(uint32_t *s)
+{
+	*s = *s * 1103515245u + 12345u;
+	return *s >> 8;
+}
+
+static int pick(uint32_t *seed, int lo, int hi)
+{
+	return lo + (int)(rnd(seed) % (uint32_t)(hi - lo + 1));
+}
+
+static const char *pick_str(uint32_t *seed, const char *const *v, size_t n)
+{
+	return v[rnd(seed) % n];
+}
+
+static const char *const types[] = { GPU, GPU, "cpu", NULL };
+static const char *const racks[] = { NULL, "A", "B" };
+
+static void random_shares(struct built *b, uint32_t *seed)
+{
+	size_t i;
+
+	b->in.n_shares = (size_t)pick(seed, 0, MAX_SHARES);
+	for (i = 0; i < b->in.n_shares; i++) {
+		struct ctrl_sched_share *s = &b->shares[i];
+
+		s->name = "s";
+		s->queue = pick(seed, 0, 3) ? "q" : NULL;
+		s->queue_priority = pick(seed, 0, 2);
+		s->quota = pick(seed, 0, 1);
+		b->caps[i].type = pick_str(seed, types, 4);
+		b->caps[i].count = pick(seed, -1, 4);
+		s->caps = pick(seed, 0, 3) ? &b->caps[i] : NULL;
+		s->n_caps = (size_t)pick(seed, 0, 1);
+		s->sharing = (enum ctrl_sched_sharing)pick(seed, 0, 2);
+		s->borrow_limit_pct = pick(seed, -1, 150);
+		s->in_share_preemption = pick(seed, 0, 1);
+		s->fair_group = pick(seed, -1, 1);
+		s->weight = pick(seed, -1, 3) / 2.0;
+		s->usage = pick(seed, 0, 100);
+		s->compute_reservation = pick(seed, -5, 120);
+	}
+}
+
+static void random_jobs(struct built *b, uint32_t *seed, size_t held[][4])
+{
+	size_t i, k;
+
+	b->in.n_running = (size_t)pick(seed, 0, MAX_RUN);
+	for (i = 0; i < b->in.n_running; i++) {
+		struct ctrl_sched_running *r = &b->running[i];
+
+		r->share = (size_t)pick(seed, 0, MAX_SHARES + 1);
+		r->type = pick_str(seed, types, 4);
+		r->count = pick(seed, -1, 3);
+		for (k = 0; k < 4; k++)
+			held[i][k] = (size_t)pick(seed, 0, MAX_HOSTS);
+		r->hosts = held[i];
+		r->priority = pick(seed, 0, 3);
+		r->started_ms = pick(seed, 0, 2000);
+		r->ends_ms = pick(seed, 0, 1) ? pick(seed, 0, 4000) : 0;
+		r->releasing = pick(seed, 0, 4) == 0;
+	}
+	b->in.n_queued = (size_t)pick(seed, 0, MAX_Q);
+	for (i = 0; i < b->in.n_queued; i++) {
+		struct ctrl_sched_queued *q = &b->queued[i];
+
+		q->share = (size_t)pick(seed, 0, MAX_SHARES + 1);
+		q->type = pick_str(seed, types, 4);
+		q->count = pick(seed, -1, 5);
+		q->priority = pick(seed, 0, 3);
+		q->seq = pick(seed, 0, 5);
+		q->max_runtime_s = pick(seed, -1, 3);
+	}
+}
+
+/*
+ * Random small pools, bad input included (indices out of range, counts
+ * <= 0, missing types and caps, odd weights and percentages): the
+ * decision never crashes and what holds for every decision holds.
+ */
+static void test_random(void **state)
+{
+	uint32_t seed = 35;
+	int round;
+
+	(void)state;
+	for (round = 0; round < 3000; round++) {
+		struct built b;
+		struct ctrl_sched_out out;
+		size_t held[MAX_RUN][4], i;
+
+		memset(&b, 0, sizeof(b));
+		b.in.n_hosts = (size_t)pick(&seed, 0, MAX_HOSTS);
+		for (i = 0; i < b.in.n_hosts; i++) {
+			b.hosts[i].name = "h";
+			b.hosts[i].type = pick_str(&seed, types, 4);
+			b.hosts[i].domain = pick_str(&seed, racks, 3);
+			b.hosts[i].usable = pick(&seed, 0, 5) != 0;
+			b.hosts[i].held = pick(&seed, 0, 5) == 0;
+		}
+		random_shares(&b, &seed);
+		random_jobs(&b, &seed, held);
+		b.in.hosts = b.hosts;
+		b.in.shares = b.shares;
+		b.in.running = b.running;
+		b.in.queued = b.queued;
+		b.in.now_ms = 2000;
+		b.in.min_run_ms = pick(&seed, 0, 1) ? 500 : 0;
+		b.in.start_charge_s = pick(&seed, 0, 2);
+		ctrl_sched_decide(&b.in, &out);
+		check_sane(&b.in, &out);
+		check_same(&b.in, &out);
+		ctrl_sched_out_release(&out, b.in.n_queued);
+	}
+}
+
 /*
  * One decision at the benchmark's scale: 5,000 hosts of two types in 50
  * racks, 3,000 of them busy, 20,000 queued jobs of 1-4 hosts in 50 shares
@@ -747,12 +908,6 @@ struct scale {
 	char racks[50][8], queues[10][8], names[BS][8];
 	struct ctrl_sched_in in;
 };
-
-static uint32_t rnd(uint32_t *s)
-{
-	*s = *s * 1103515245u + 12345u;
-	return *s >> 8;
-}
 
 static void scale_shares(struct scale *x, uint32_t *seed)
 {
@@ -910,9 +1065,8 @@ static void test_scale(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_table),
-		cmocka_unit_test(test_ordinals),
-		cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_table), cmocka_unit_test(test_ordinals),
+		cmocka_unit_test(test_empty), cmocka_unit_test(test_random),
 		cmocka_unit_test(test_scale),
 	};
 
