@@ -599,10 +599,7 @@ static void share_clause(struct ctrl_sched_state *st, struct buf *b, size_t s,
 			       u, cap, st->types.strs[t],
 			       u > cap ? u - cap : 0);
 	else if (st->grp[s] != CTRL_SCHED_NONE)
-		(void)buf_addf(&c->text,
-			       "; share %s usage %.0f instance-seconds, "
-			       "weight %g",
-			       name, st->usage[s],
+		(void)buf_addf(&c->text, "; fair share %s, weight %g", name,
 			       sh->weight > 0 ? sh->weight : 1.0);
 	c->t = t;
 	c->used = u;
@@ -664,7 +661,13 @@ static void explain(struct ctrl_sched_state *st, size_t j,
 
 	(void)buf_grow(&b, 200); /* one vsnprintf per part */
 	st->out->position[j] = pos;
-	(void)buf_addf(&b, "%zu%s in queue %s", pos, ordinal(pos),
+	if (pos > CTRL_SCHED_POSITIONS_MAX)
+		(void)buf_addf(&b, "past %d%s in queue %s",
+			       CTRL_SCHED_POSITIONS_MAX,
+			       ordinal(CTRL_SCHED_POSITIONS_MAX),
+			       sh->queue ? sh->queue : "");
+	else
+		(void)buf_addf(&b, "%zu%s in queue %s", pos, ordinal(pos),
 		       sh->queue ? sh->queue : "");
 	share_clause(st, &b, q->share, st->qt[j]);
 	(void)buf_adds(&b, "; ");
@@ -693,7 +696,8 @@ static void consider(struct ctrl_sched_state *st, size_t j)
 		if (v.w == W_HOSTS)
 			preempt(st, j, q->count - avail, 0, within, &v);
 		if (v.w != W_BACKFILL && !st->head[t] &&
-		    st->nfree[t] < q->count)
+		    st->nfree[t] < q->count &&
+		    !st->in->shares[q->share].best_effort)
 			set_head(st, j);
 	}
 	explain(st, j, &v);

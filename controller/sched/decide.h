@@ -61,9 +61,11 @@ struct ctrl_sched_host {
 	const char *type;   /* the instance type it serves */
 	const char *domain; /* topology domain (a rack label), NULL: none */
 	int usable;	    /* live and not drained: it may take work */
-	int held;	    /* busy with work not in running[] (a warm pool) */
+	/* busy with work not in running[]: a warm pool's, a job that
+	 * restarts or uploads */
+	int held;
 	/* The pool of a type (computeReservation, "the pool has n") is its
-	 * usable hosts that are not held. */
+	 * usable hosts, held ones included: they are capacity, not free. */
 };
 
 /* n hosts of an instance type. */
@@ -93,6 +95,12 @@ struct ctrl_sched_share {
 	double weight;		 /* weightFactor, > 0 (else 1) */
 	double usage;		 /* decayed instance-seconds so far */
 	int compute_reservation; /* percent, 0..99, the policy's */
+	/*
+	 * Best effort (Kueue's BestEffortFIFO, the default queue's rule): a
+	 * job of the share that cannot start holds nothing back, it never
+	 * becomes its type's head, so later jobs start as soon as they fit.
+	 */
+	int best_effort;
 };
 
 /* A job that holds hosts. */
@@ -153,6 +161,13 @@ struct ctrl_sched_preempt {
 	size_t for_job;
 };
 
+/*
+ * Places are named up to this one ("100th in queue q"); a job further
+ * back says "past 100th in queue q", so that a start does not rewrite the
+ * message of every job in a long queue.
+ */
+#define CTRL_SCHED_POSITIONS_MAX 100
+
 struct ctrl_sched_out {
 	struct ctrl_sched_start *starts;
 	size_t n_starts;
@@ -163,8 +178,9 @@ struct ctrl_sched_out {
 	 * (1-based, in the order of this decision) and why it waits, e.g.
 	 * "3rd in queue ml-team; share vision at 8 of 8 ml.c5.xlarge,
 	 * borrowing 0; waiting for 4 hosts (0 free)"; NULL for a job that
-	 * starts. The share clause is "share x usage u instance-seconds,
-	 * weight w" for a fair share and absent for FIFO; the tail is one of
+	 * starts. The share clause is "fair share x, weight w" for a fair
+	 * share (no usage figure: it changes on every pass, the message only
+	 * when the job's standing does) and absent for FIFO; the tail is one of
 	 * "waiting for n hosts (m free[, k kept for guarantees])", "waiting
 	 * for [k ]preempted jobs to release n hosts", "at its quota limit",
 	 * "no capacity for type t in its share", "kept for the head job of

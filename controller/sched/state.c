@@ -13,7 +13,7 @@
 #include "common/xalloc.h"
 #include "common/banned.h"
 
-static void intern_init(struct ctrl_sched_intern *in, size_t expect)
+void ctrl_sched_intern_init(struct ctrl_sched_intern *in, size_t expect)
 {
 	size_t n = 16;
 
@@ -26,14 +26,14 @@ static void intern_init(struct ctrl_sched_intern *in, size_t expect)
 	in->null_id = CTRL_SCHED_NONE;
 }
 
-static void intern_release(struct ctrl_sched_intern *in)
+void ctrl_sched_intern_release(struct ctrl_sched_intern *in)
 {
 	free(in->strs);
 	free(in->slots);
 }
 
 /* The id of s, a new one when s is new (at most `expect` strings). */
-static size_t intern_id(struct ctrl_sched_intern *in, const char *s)
+size_t ctrl_sched_intern_id(struct ctrl_sched_intern *in, const char *s)
 {
 	uint64_t h = 1469598103934665603ULL;
 	const unsigned char *p;
@@ -89,26 +89,26 @@ static void setup_types(struct ctrl_sched_state *st)
 
 	for (i = 0; i < in->n_shares; i++)
 		n += in->shares[i].caps ? in->shares[i].n_caps : 0;
-	intern_init(&st->types, n);
+	ctrl_sched_intern_init(&st->types, n);
 	st->ht = xmalloc(xmul(in->n_hosts + 1, sizeof(size_t)));
 	st->rt = xmalloc(xmul(in->n_running + 1, sizeof(size_t)));
 	st->qt = xmalloc(xmul(in->n_queued + 1, sizeof(size_t)));
 	for (i = 0; i < in->n_hosts; i++)
 		st->ht[i] = in->hosts[i].type ?
-				    intern_id(&st->types, in->hosts[i].type) :
+				    ctrl_sched_intern_id(&st->types, in->hosts[i].type) :
 				    CTRL_SCHED_NONE;
 	for (i = 0; i < in->n_shares; i++)
 		for (k = 0; in->shares[i].caps && k < in->shares[i].n_caps; k++)
 			if (in->shares[i].caps[k].type)
-				intern_id(&st->types,
+				ctrl_sched_intern_id(&st->types,
 					  in->shares[i].caps[k].type);
 	for (i = 0; i < in->n_running; i++)
 		st->rt[i] = in->running[i].type ?
-				    intern_id(&st->types, in->running[i].type) :
+				    ctrl_sched_intern_id(&st->types, in->running[i].type) :
 				    CTRL_SCHED_NONE;
 	for (i = 0; i < in->n_queued; i++)
 		st->qt[i] = in->queued[i].type ?
-				    intern_id(&st->types, in->queued[i].type) :
+				    ctrl_sched_intern_id(&st->types, in->queued[i].type) :
 				    CTRL_SCHED_NONE;
 	st->nt = st->types.n;
 }
@@ -130,7 +130,7 @@ static void setup_shares(struct ctrl_sched_state *st)
 	st->usage = xmalloc(xmul(ns + 1, sizeof(double)));
 	st->queue = xmalloc(xmul(ns + 1, sizeof(size_t)));
 	st->qpos = xcalloc(ns + 1, sizeof(size_t));
-	intern_init(&queues, ns);
+	ctrl_sched_intern_init(&queues, ns);
 	for (i = 0; i < xmul(ns, nt); i++)
 		st->cap[i] = -1;
 	for (i = 0; i < ns; i++) {
@@ -143,13 +143,13 @@ static void setup_shares(struct ctrl_sched_state *st)
 		if (sh->fair_group >= 0)
 			st->grp[i] = k < i ? st->grp[k] : st->ng++;
 		st->usage[i] = isfinite(sh->usage) ? sh->usage : 0;
-		st->queue[i] = intern_id(&queues, sh->queue ? sh->queue : "");
+		st->queue[i] = ctrl_sched_intern_id(&queues, sh->queue ? sh->queue : "");
 		for (k = 0; sh->quota && sh->caps && k < sh->n_caps; k++) {
 			size_t t;
 
 			if (!sh->caps[k].type)
 				continue;
-			t = intern_id(&st->types, sh->caps[k].type);
+			t = ctrl_sched_intern_id(&st->types, sh->caps[k].type);
 			if (st->cap[ctrl_sched_at(st, i, t)] < 0)
 				st->cap[ctrl_sched_at(st, i, t)] =
 					sh->caps[k].count > 0 ?
@@ -157,7 +157,7 @@ static void setup_shares(struct ctrl_sched_state *st)
 						0;
 		}
 	}
-	intern_release(&queues);
+	ctrl_sched_intern_release(&queues);
 }
 
 /* What the running jobs hold: busy hosts, use per share, releasing hosts. */
@@ -222,21 +222,22 @@ static void setup_hosts(struct ctrl_sched_state *st, const unsigned char *busy)
 	struct ctrl_sched_intern domains;
 	size_t i, n = 0, t;
 
-	intern_init(&domains, in->n_hosts);
+	ctrl_sched_intern_init(&domains, in->n_hosts);
 	for (i = 0; i < in->n_hosts; i++) {
 		const struct ctrl_sched_host *h = &in->hosts[i];
 
-		if (st->ht[i] == CTRL_SCHED_NONE || !h->usable || h->held)
+		if (st->ht[i] == CTRL_SCHED_NONE || !h->usable)
 			continue;
+		/* A held host is capacity that is not free now. */
 		st->pool[st->ht[i]]++;
-		if (busy[i])
+		if (busy[i] || h->held)
 			continue;
 		st->nfree[st->ht[i]]++;
 		key[n].t = st->ht[i];
-		key[n].rank = intern_id(&domains, h->domain);
+		key[n].rank = ctrl_sched_intern_id(&domains, h->domain);
 		key[n++].idx = i;
 	}
-	intern_release(&domains);
+	ctrl_sched_intern_release(&domains);
 	qsort(key, n, sizeof(*key), fh_cmp);
 	st->fh = xmalloc(xmul(n + 1, sizeof(size_t)));
 	st->doms = xmalloc(xmul(n + 1, sizeof(struct ctrl_sched_dom)));
@@ -396,7 +397,7 @@ void ctrl_sched_state_release(struct ctrl_sched_state *st)
 	for (i = 0; st->clauses && i < st->ns; i++)
 		buf_release(&st->clauses[i].text);
 	free(st->clauses);
-	intern_release(&st->types);
+	ctrl_sched_intern_release(&st->types);
 }
 
 void ctrl_sched_state_init(struct ctrl_sched_state *st,

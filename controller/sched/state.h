@@ -25,6 +25,12 @@ struct ctrl_sched_intern {
 	size_t null_id;
 };
 
+/* Room for expect strings; release with ctrl_sched_intern_release(). */
+void ctrl_sched_intern_init(struct ctrl_sched_intern *in, size_t expect);
+void ctrl_sched_intern_release(struct ctrl_sched_intern *in);
+/* The id of s (not copied), a new one when s is new (at most expect). */
+size_t ctrl_sched_intern_id(struct ctrl_sched_intern *in, const char *s);
+
 /* The free hosts of one type in one domain: st->fh[cur..end). */
 struct ctrl_sched_dom {
 	size_t cur, end;

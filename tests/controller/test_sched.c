@@ -39,6 +39,7 @@ struct share_row {
 	int group; /* fair group + 1; 0: not fair-shared */
 	double weight, usage;
 	int resv;
+	int best_effort;
 };
 
 struct run_row {
@@ -265,8 +266,8 @@ static const struct row rows[] = {
 	  .shares = { FAIR("x", 1, 0.125, 800), FAIR("y", 1, 1, 200) },
 	  .queued = { Q(1, 1, 0), Q(0, 1, 1) },
 	  .starts = "q1=h1",
-	  .why = { "1st in queue shared; share y usage 200 instance-seconds, "
-		   "weight 1; waiting for 1 host (0 free)" } },
+	  .why = { "1st in queue shared; fair share y, weight 1; "
+		   "waiting for 1 host (0 free)" } },
 	{ .name = "fair share: equal weights, the least used first",
 	  .hosts = { H("h1") },
 	  .shares = { FAIR("x", 1, 1, 300), FAIR("y", 1, 1, 200) },
@@ -337,6 +338,13 @@ static const struct row rows[] = {
 	  .running = { RUN(0, 2, 0, SEC(100), 0, 1), RUN(0, 1, 0, 0, 2) },
 	  .queued = { Q(0, 2, 0), QT(0, 1, 1, 200) },
 	  .starts = "q1=h4" },
+	{ .name = "best effort: a job that cannot start holds nothing back",
+	  .hosts = { H4 },
+	  .shares = { { .name = "d", .queue = "default", .best_effort = 1 } },
+	  .running = { RUN(0, 2, 0, 0, 0, 1), RUN(0, 1, 0, 0, 2) },
+	  .queued = { Q(0, 3, 0), QT(0, 1, 1, 200) },
+	  .starts = "q1=h4",
+	  .why = { "1st in queue default; waiting for 3 hosts (1 free)" } },
 	{ .name = "backfill: no shadow time, nothing passes the head",
 	  .hosts = { H4 }, .shares = { FIFO("f", "f", 0) },
 	  .running = { RUN(0, 2, 0, 0, 0, 1), RUN(0, 1, 0, 0, 2) },
@@ -396,16 +404,16 @@ static const struct row rows[] = {
 	  .running = { RUN(0, 2, 0, SEC(10), 0, 1) },
 	  .queued = { Q(0, 2, 1), Q(0, 2, 2), Q(0, 2, 3), Q(1, 1, 4) },
 	  .why = { NULL, NULL, NULL,
-		   "1st in queue shared; share bob usage 0 instance-seconds, "
-		   "weight 1; waiting for 1 host (0 free)" } },
+		   "1st in queue shared; fair share bob, weight 1; "
+		   "waiting for 1 host (0 free)" } },
 	{ .name = "two teams, fair share: bob starts when a host frees",
 	  .hosts = { H("h1"), H("h2") },
 	  .shares = { FAIR("alice", 1, 1, 20), FAIR("bob", 1, 1, 0) },
 	  .queued = { QT(0, 2, 1, 10), QT(0, 2, 2, 10), QT(0, 2, 3, 10),
 		      QT(1, 1, 4, 60) },
 	  .starts = "q3=h1",
-	  .why = { "1st in queue shared; share alice usage 20 "
-		   "instance-seconds, weight 1; waiting for 2 hosts (1 free)",
+	  .why = { "1st in queue shared; fair share alice, weight 1; "
+		   "waiting for 2 hosts (1 free)",
 		   "~waiting for 2 hosts (1 free)" },
 	  .positions = "1 2 3 0" },
 	{ .name = "two teams, quota: bob's submit preempts alice at once",
@@ -487,6 +495,7 @@ static void build_shares(const struct row *r, struct built *b)
 		o->weight = s->weight;
 		o->usage = s->usage;
 		o->compute_reservation = s->resv;
+		o->best_effort = s->best_effort;
 	}
 	b->in.shares = b->shares;
 	b->in.n_shares = i;
