@@ -27,38 +27,11 @@ import sys
 import time
 
 
-def _has_batch(py):
-    code = ("import botocore.session,sys;m=botocore.session.get_session()"
-            ".get_service_model('batch');sys.exit(0 if 'SubmitServiceJob' "
-            "in m.operation_names else 1)")
-    try:
-        return subprocess.run([py, "-c", code], capture_output=True, timeout=60).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import batchlib  # noqa: E402
 
-def _reexec():
-    """Runs this script with an interpreter whose botocore has service jobs."""
-    if os.environ.get("TRAINCTL_BATCH_PY") == sys.executable:
-        return
-    if _has_batch(sys.executable):
-        return
-    cands = []
-    for d in os.environ.get("PATH", "").split(os.pathsep):
-        cands.append(os.path.join(d, "python3"))
-    cands.append(os.path.join(os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv")),
-                              "shims", "python3"))
-    for c in cands:
-        if not os.access(c, os.X_OK) or os.path.realpath(c).startswith("/usr/bin/python3"):
-            continue
-        if _has_batch(c):
-            os.environ["TRAINCTL_BATCH_PY"] = c
-            os.execv(c, [c] + sys.argv)
-    print("1..0 # SKIP newer botocore (with AWS Batch service jobs) not installed")
-    sys.exit(0)
-
-
-_reexec()
+batchlib.reexec()
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -89,13 +62,7 @@ def write_credentials(tmp):
 
 
 def client(cl, key, validate=False):
-    import boto3
-    import botocore.config
-    cfg = botocore.config.Config(retries={"total_max_attempts": 1, "mode": "standard"},
-                                 parameter_validation=validate, connect_timeout=5, read_timeout=60)
-    s = boto3.session.Session(aws_access_key_id=key[0], aws_secret_access_key=key[1],
-                              region_name=REGION)
-    return s.client("batch", endpoint_url=cl.endpoint, config=cfg)
+    return batchlib.client(cl.endpoint, key, REGION, validate)
 
 
 def payload(cl, name, script="echo batch-ok; exit 0", itype="ml.m5.large", **top):
