@@ -360,25 +360,16 @@ static void wait_because(struct pass *p, const struct db_sched_job *j,
 	p->w_msgs[p->n_wait++] = buf_detach(&m, NULL);
 }
 
-/* A queued job the decision may start, or one whose queue or share is off. */
+/*
+ * A queued job the decision may start. A DISABLED queue or quota share
+ * takes no new jobs (SubmitServiceJob refuses them); those it holds still
+ * run, as on AWS Batch.
+ */
 static void add_queued(struct pass *p, size_t k)
 {
 	struct db_sched_job *j = &p->jobs[k];
 	struct ctrl_sched_queued *q;
-	size_t n;
-	const struct db_sched_cap *c;
 
-	if (j->queue_state && strcmp(j->queue_state, "ENABLED")) {
-		wait_because(p, j, "Waiting: job queue %s is DISABLED",
-			     queue_name(j->queue));
-		return;
-	}
-	c = j->quota_share ? cap_of(p, j->quota_share, &n) : NULL;
-	if (c && c->state && strcmp(c->state, "ENABLED")) {
-		wait_because(p, j, "Waiting: quota share %s is DISABLED",
-			     c->name);
-		return;
-	}
 	q = &p->queued[p->n_queued];
 	p->q_job[p->n_queued++] = k;
 	q->id = j->id;
