@@ -21,6 +21,9 @@ again with the pyenv python3 that has the batch client).
        preemption spent no retry
   (s3) schedulingPriority orders a share's waiting jobs; UpdateServiceJob
        changes it
+  (s4) a service environment's capacity limit keeps a job waiting while a
+       host is free, saying so; a DISABLED queue takes no new job, and the
+       one it holds still runs
 
 TAP on stdout.
 """
@@ -224,6 +227,63 @@ def case_priority(tap, cl, sm, b_a):
     tap.case("(s3) schedulingPriority, changed by UpdateServiceJob, orders the waiting jobs", priority)
 
 
+def message(sm, name):
+    d = sm.describe_training_job(TrainingJobName=name)
+    return d.get("SecondaryStatus"), (d.get("SecondaryStatusTransitions") or [{}])[-1].get("StatusMessage") or ""
+
+
+def wait_message(sm, name, words, timeout=30):
+    deadline = time.time() + timeout
+    while True:
+        st, msg = message(sm, name)
+        if words in msg:
+            return st, msg
+        if time.time() > deadline:
+            raise sc.Fail("%s: %s %r, not %r, after %d s" % (name, st, msg, words, timeout))
+        time.sleep(0.2)
+
+
+def case_limits(tap, cl, sm, b_a):
+    run, capped = "cap-run-%d" % os.getpid(), "cap-wait-%d" % os.getpid()
+    off = "off-%d" % os.getpid()
+    blocker = "off-block-%d" % os.getpid()
+
+    def env_limit():
+        b_a.create_service_environment(serviceEnvironmentName="small",
+                                       serviceEnvironmentType="SAGEMAKER_TRAINING",
+                                       capacityLimits=[{"maxCapacity": 1, "capacityUnit": "NUM_INSTANCES"}])
+        b_a.create_job_queue(jobQueueName="capped", priority=1, jobQueueType="SAGEMAKER_TRAINING",
+                             serviceEnvironmentOrder=[{"order": 1, "serviceEnvironment": "small"}])
+        for n, secs in ((run, 6), (capped, 1)):
+            b_a.submit_service_job(jobName=n, jobQueue="capped", serviceJobType="SAGEMAKER_TRAINING",
+                                   serviceRequestPayload=json.dumps(sleeper(cl, n, 1, secs)))
+        fl.wait_job(sm, run, lambda d: d.get("SecondaryStatus") == "Training", 60)
+        st, msg = wait_message(sm, capped, "service environment small is at its capacity of 1")
+        expect(st == "Starting", "%s: %s while the environment is full" % (capped, st))
+        ended = wait_ended(sm, [run, capped])
+        expect(all(x["TrainingJobStatus"] == "Completed" for x in ended.values()), "not all Completed")
+        expect(start_of(ended[capped]) >= ended[run]["TrainingEndTime"].timestamp() - 1,
+               "the capped job ran beside the first")
+        return msg
+    tap.case("(s4) a service environment's limit keeps a job waiting while a host is free", env_limit)
+
+    def disabled():
+        b_a.create_job_queue(jobQueueName="paused", priority=1, jobQueueType="SAGEMAKER_TRAINING",
+                             serviceEnvironmentOrder=[{"order": 1, "serviceEnvironment": "qenv"}])
+        sm.create_training_job(**sleeper(cl, blocker, 2, 4))
+        fl.wait_job(sm, blocker, lambda d: d.get("SecondaryStatus") == "Training", 60)
+        b_a.submit_service_job(jobName=off, jobQueue="paused", serviceJobType="SAGEMAKER_TRAINING",
+                               serviceRequestPayload=json.dumps(sleeper(cl, off, 1, 1)))
+        b_a.update_job_queue(jobQueue="paused", state="DISABLED")
+        sc.expect_error(lambda: b_a.submit_service_job(
+            jobName=off + "-new", jobQueue="paused", serviceJobType="SAGEMAKER_TRAINING",
+            serviceRequestPayload=json.dumps(sleeper(cl, off + "-new", 1, 1))), "ClientException",
+            contains=["DISABLED"])
+        d = wait_ended(sm, [blocker, off])[off]
+        expect(d["TrainingJobStatus"] == "Completed", "%s: %s" % (off, d["TrainingJobStatus"]))
+    tap.case("(s4) a DISABLED queue takes no new job; the one it holds still runs", disabled)
+
+
 def main():
     tap = sc.Tap()
     cl = fl.LocalCluster(n_hosts=2, prefix="trainctl-queues-")
@@ -242,6 +302,7 @@ def main():
         case_fair(tap, cl, sm_a, sm_b)
         case_quota(tap, cl, sm_a, b_a, b_b)
         case_priority(tap, cl, sm_a, b_a)
+        case_limits(tap, cl, sm_a, b_a)
     finally:
         rc, killed = cl.stop()
         cl.check_stopped(tap, rc, killed)
