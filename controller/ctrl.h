@@ -237,6 +237,12 @@ struct ctrl_ctx {
 	uint64_t jobs_gen;
 
 	struct ctrl_tuning tuning; /* controller/tuning.h */
+
+	/* The scheduler (controller/sched/pass.h), reconciler's thread:
+	 * fair-share usage between passes; a pass is wanted (a queued job
+	 * was stepped, or one was put off). */
+	struct ctrl_sched_mem *sched;
+	int sched_wanted;
 };
 
 /*

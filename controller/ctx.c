@@ -6,6 +6,7 @@
 #include "controller/hosts.h"
 #include "controller/jobrt.h"
 #include "controller/rendezvous.h"
+#include "controller/sched/pass.h"
 #include "controller/tuning.h"
 #include "common/bug.h"
 #include "common/timeutil.h"
@@ -53,6 +54,8 @@ void ctrl_ctx_release(struct ctrl_ctx *ctx)
 	ctrl_hosts_release(ctx);
 	ctrl_rdzv_release(ctx);
 	ctrl_tuning_release(ctx);
+	ctrl_sched_mem_free(ctx->sched);
+	ctx->sched = NULL;
 	dcache_free(ctx->dcache);
 	ctx->dcache = NULL;
 	api_credentials_release(&ctx->creds);

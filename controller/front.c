@@ -20,6 +20,7 @@
 #include "controller/obs/cwlogs.h"
 #include "controller/obs/cwmetrics.h"
 #include "controller/agent_api.h"
+#include "controller/batch.h"
 #include "controller/front.h"
 #include "controller/ops.h"
 #include "controller/hosts.h"
@@ -671,6 +672,7 @@ static const struct ctrl_route_block *const blocks[] = {
 	&ctrl_rdzv_routes,   /* /v1/rendezvous/ (rendezvous.c) */
 	&ctrl_web_routes,    /* the page, its JSON, /metrics (web.c) */
 	&cwm,		     /* CloudWatch metrics */
+	&ctrl_batch_routes,  /* AWS Batch, POST /v1/<op> (batch/) */
 	&ctrl_rest_routes,   /* the REST face, /v1/ (rest.c) */
 	&ctrl_op_routes,     /* SageMaker.* (ops.c) */
 	&ctrl_cwlogs_routes, /* Logs_20140328.* (cwlogs.c) */
@@ -784,7 +786,9 @@ static int api_auth(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		return 0;
 	case CTRL_WEB_AUTH_NONE:
 		if (authenticate(ctx, conn, method, req,
-				 cw >= 0 ? CTRL_CWM_SERVICE : NULL, resp)) {
+				 cw >= 0 ? CTRL_CWM_SERVICE :
+					   req->route->service,
+				 resp)) {
 			if (cw >= 0)
 				ctrl_cwm_wrap_error(cw, resp, content_type);
 			return 0;

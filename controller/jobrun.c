@@ -14,6 +14,7 @@
 #include "controller/jobrun.h"
 #include "controller/placement.h"
 #include "controller/plan.h"
+#include "controller/sched/pass.h"
 #include "controller/wake.h"
 #include "controller/warmpool.h"
 #include "db/warmpool.h"
@@ -528,6 +529,55 @@ out:
 	return ret;
 }
 
+static int pool_matches(const struct db_warm_pool *pools, size_t n,
+			const char *key);
+
+/*
+ * Whether the scheduler places job: one instance type, and no Available
+ * warm pool made for it (placement.c gives it that pool's hosts).
+ */
+static int sched_owns(struct ctrl_ctx *ctx, const struct db_job *job)
+{
+	struct db_warm_pool *pools = NULL;
+	struct buf err = BUF_INIT;
+	struct ctrl_jobrt *rt;
+	size_t n = 0;
+	int owns;
+
+	if (job->attempt == 0 && job->wp_key && job->wp_status &&
+	    !strcmp(job->wp_status, "InUse") &&
+	    !db_warm_pools_available(ctx->db, &pools, &n, &err)) {
+		owns = !pool_matches(pools, n, job->wp_key);
+		db_warm_pools_free(pools, n);
+		if (!owns)
+			return 0;
+	}
+	buf_release(&err);
+	pthread_mutex_lock(&ctx->jobs_lock);
+	rt = ctrl_jobrt_get(ctx, job->name);
+	owns = rt && ctrl_sched_owns(&rt->spec);
+	pthread_mutex_unlock(&ctx->jobs_lock);
+	return owns;
+}
+
+void ctrl_job_place(struct ctrl_ctx *ctx, const char *name,
+		    const char *const *hosts, size_t n, int *busy_valid)
+{
+	struct buf err = BUF_INIT;
+	enum ctrl_job_state cur;
+	struct db_job job;
+
+	if (db_job_get(ctx->db, name, &job, &err))
+		goto out;
+	if (!ctrl_job_state_parse(job.secondary_status, &cur) &&
+	    ctrl_place_job_on(ctx, &job, hosts, n, busy_valid, &err))
+		finish(ctx, &job, cur, CTRL_JOB_FAILED, "Training job failed",
+		       err.data, NULL, 0, 0);
+	db_job_release(&job);
+out:
+	buf_release(&err);
+}
+
 /* Carries out what ctrl_plan() decided for job. */
 static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 		      enum ctrl_job_state cur, const struct ctrl_plan_out *o,
@@ -543,6 +593,11 @@ static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 		set_actions(ctx, job, as, n, "stop");
 	switch (o->act) {
 	case CTRL_PLAN_PLACE:
+		/* The scheduler's pass places it (sched/pass.h). */
+		if (sched_owns(ctx, job)) {
+			ctx->sched_wanted = 1;
+			break;
+		}
 		if (ctrl_place_job(ctx, job, busy_valid, &err))
 			finish(ctx, job, cur, CTRL_JOB_FAILED,
 			       "Training job failed", err.data, NULL, 0, 0);
@@ -698,9 +753,6 @@ void ctrl_jobs_reconcile(struct ctrl_ctx *ctx, char *const *names,
 {
 	struct db_active_job *jobs = NULL;
 	struct buf err = BUF_INIT;
-	const char **w_names = NULL;
-	char **w_msgs = NULL;
-	size_t n_wait = 0;
 	size_t n = 0;
 	size_t i;
 	struct db_queue_look look;
@@ -717,12 +769,16 @@ void ctrl_jobs_reconcile(struct ctrl_ctx *ctx, char *const *names,
 		(void)ctrl_warm_pool_tick(ctx);
 	queue = __atomic_exchange_n(&ctx->hosts_freed, 0, __ATOMIC_RELAXED);
 
-	/* Only reports or requests of a few jobs: nothing else is read. */
+	/* Only reports or requests of a few jobs: nothing else is read,
+	 * unless one of them waits for the scheduler. */
 	if (!full && !queue) {
 		for (i = 0; i < n_names; i++) {
 			step(ctx, names[i], &busy_valid);
 			step_named_since(ctx, &busy_valid);
 		}
+		if (ctx->sched_wanted &&
+		    ctrl_sched_pass(ctx, &busy_valid, 0))
+			ctx->sched_wanted = 0;
 		return;
 	}
 	memset(&look, 0, sizeof(look));
@@ -739,48 +795,24 @@ void ctrl_jobs_reconcile(struct ctrl_ctx *ctx, char *const *names,
 		log_error("reconciler: %s", err.data);
 		goto out;
 	}
-	w_names = xcalloc(n + 1, sizeof(*w_names));
-	w_msgs = xcalloc(n + 1, sizeof(*w_msgs));
 	for (i = 0; i < n; i++) {
 		const struct db_active_job *j = &jobs[i];
 
 		if (!full && !wanted(j, names, n_names, queue))
 			continue;
-		/*
-		 * A job that cannot be placed now is marked queued with a
-		 * message saying what it waits for, in one write per pass;
-		 * marked jobs are not read again until a host is free, so
-		 * thousands of queued jobs cost nothing.
-		 */
+		/* A queued job of one instance type is the scheduler's
+		 * (below), unless a warm pool made for it is there. */
 		if (j->attempt == 0 && !strcmp(j->status, "InProgress") &&
 		    j->instance_type &&
-		    !pool_matches(pools, n_pools, j->wp_key)) {
-			int free = ctrl_place_free_count(ctx, j->instance_type);
-
-			if (free < j->instance_count) {
-				struct buf m = BUF_INIT;
-
-				ctrl_wait_message(&m, j->instance_count,
-						  j->instance_type, free);
-				if (!j->message || strcmp(j->message, m.data)) {
-					w_names[n_wait] = j->name;
-					w_msgs[n_wait++] = buf_detach(&m, NULL);
-				}
-				buf_release(&m);
-				continue;
-			}
-		}
+		    !pool_matches(pools, n_pools, j->wp_key))
+			continue;
 		step(ctx, j->name, &busy_valid);
 		step_named_since(ctx, &busy_valid);
 	}
-	if (db_jobs_set_waiting(ctx->db, w_names, (const char *const *)w_msgs,
-				n_wait, &err))
-		log_error("reconciler: %s", err.data);
+	/* Every queued job of one instance type, in one decision. */
+	if (ctrl_sched_pass(ctx, &busy_valid, 1))
+		ctx->sched_wanted = 0;
 out:
-	for (i = 0; i < n_wait; i++)
-		free(w_msgs[i]);
-	free(w_msgs);
-	free(w_names);
 	ctrl_place_free_types(types, look.n_types);
 	db_warm_pools_free(pools, n_pools);
 	db_active_jobs_free(jobs, n);

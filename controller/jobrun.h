@@ -35,5 +35,13 @@ void ctrl_jobs_reconcile(struct ctrl_ctx *ctx, char *const *names,
 int ctrl_job_preempt(struct ctrl_ctx *ctx, const char *name, const char *why,
 		     struct buf *err);
 
+/*
+ * Starts queued job name on hosts[0..n), the scheduler's choice, when
+ * they are all still free (else it stays queued, saying which host was
+ * taken); a job whose image cannot run fails as it starts.
+ */
+void ctrl_job_place(struct ctrl_ctx *ctx, const char *name,
+		    const char *const *hosts, size_t n, int *busy_valid);
+
 
 #endif

@@ -367,8 +367,36 @@ static char *warm_pool_pick(struct ctrl_ctx *ctx,
 	return NULL;
 }
 
+/*
+ * The hosts the scheduler chose, want[0..need), when each is still free
+ * and serves the job's type: copied to chosen (names valid while the
+ * controller runs). Returns how many were taken (need or 0). Caller holds
+ * hosts_lock.
+ */
+static size_t take_wanted(struct ctrl_ctx *ctx, const char *type,
+			  const char *const *want, size_t need,
+			  const char **chosen, struct buf *msg)
+{
+	size_t i;
+
+	for (i = 0; i < need; i++) {
+		const struct ctrl_host *h = ctrl_hosts_find(ctx, want[i]);
+
+		if (!h || !host_free(h, type)) {
+			(void)buf_addf(msg,
+				       "Waiting for hosts: %s was taken "
+				       "before the job could start",
+				       want[i]);
+			return 0;
+		}
+		chosen[i] = h->name;
+	}
+	return need;
+}
+
 /* What a placement found, in one hold of jobs_lock. */
 struct pick {
+	const char *const *want; /* the scheduler's choice, or NULL */
 	const char **chosen; /* need entries */
 	size_t k;	     /* how many were found */
 	char *reuse;	     /* the warm pool taken (its job's name), or NULL */
@@ -395,6 +423,9 @@ static void pick(struct ctrl_ctx *ctx, struct ctrl_jobrt *rt,
 					  need, p->chosen);
 	if (p->reuse)
 		p->k = need;
+	else if (p->want)
+		p->k = take_wanted(ctx, rt->spec.instance_type, p->want, need,
+				   p->chosen, msg);
 	else
 		p->k = choose_hosts(ctx, &rt->spec, p->chosen, msg);
 	pthread_mutex_unlock(&ctx->hosts_lock);
@@ -457,6 +488,13 @@ static void start_attempt(struct ctrl_ctx *ctx, const struct db_job *job,
 int ctrl_place_job(struct ctrl_ctx *ctx, const struct db_job *job,
 		   int *busy_valid, struct buf *fail)
 {
+	return ctrl_place_job_on(ctx, job, NULL, 0, busy_valid, fail);
+}
+
+int ctrl_place_job_on(struct ctrl_ctx *ctx, const struct db_job *job,
+		      const char *const *hosts, size_t n_hosts,
+		      int *busy_valid, struct buf *fail)
+{
 	struct ctrl_jobrt *rt;
 	struct pick p;
 	struct buf err = BUF_INIT;
@@ -471,14 +509,15 @@ int ctrl_place_job(struct ctrl_ctx *ctx, const struct db_job *job,
 	rt = ctrl_jobrt_get(ctx, job->name);
 	need = rt ? job_instance_count(&rt->spec) : 0;
 	pthread_mutex_unlock(&ctx->jobs_lock);
-	if (need < 1)
+	if (need < 1 || (hosts && n_hosts != (size_t)need))
 		return 0;
 	memset(&p, 0, sizeof(p));
+	p.want = hosts;
 	p.chosen = xcalloc((size_t)need, sizeof(*p.chosen));
 	ctrl_place_busy_refresh(ctx, busy_valid);
 	/* A job that asks for a keep-alive period may take the hosts of an
 	 * Available warm pool made for its like, and starts at once. */
-	if (job->attempt == 0 && job->wp_key && job->wp_status &&
+	if (!hosts && job->attempt == 0 && job->wp_key && job->wp_status &&
 	    !strcmp(job->wp_status, "InUse") &&
 	    db_warm_pools_available(ctx->db, &pools, &n_pools, &err))
 		log_error("job '%s': %s", job->name, err.data);

@@ -69,6 +69,15 @@ int ctrl_place_job(struct ctrl_ctx *ctx, const struct db_job *job,
 		   int *busy_valid, struct buf *fail);
 
 /*
+ * The same on hosts[0..n_hosts), the scheduler's choice for a job of one
+ * instance type: the job starts there when every one of them is still
+ * free, else it stays queued with a message saying which was taken.
+ */
+int ctrl_place_job_on(struct ctrl_ctx *ctx, const struct db_job *job,
+		      const char *const *hosts, size_t n_hosts,
+		      int *busy_valid, struct buf *fail);
+
+/*
  * The hosts of a restarting job's next attempt: each host of the failed
  * one while it is usable, a lost or drained one replaced by a free live
  * host of its instance type (or kept, when drained and no spare is free).

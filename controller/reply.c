@@ -45,6 +45,8 @@ static const struct {
 	[CTRL_E_LIMIT] = { 400, "ResourceLimitExceeded" },
 	[CTRL_E_SIGNATURE] = { 400, "IncompleteSignature" },
 	[CTRL_E_INTERNAL] = { 500, "InternalFailure" },
+	[CTRL_E_CLIENT] = { 400, "ClientException" },
+	[CTRL_E_SERVER] = { 500, "ServerException" },
 };
 
 void ctrl_reply_err(struct ctrl_response *resp, enum ctrl_error e,

@@ -58,6 +58,8 @@ enum ctrl_error {
 	CTRL_E_LIMIT,		  /* 400 ResourceLimitExceeded */
 	CTRL_E_SIGNATURE,	  /* 400 IncompleteSignature */
 	CTRL_E_INTERNAL,	  /* 500 InternalFailure */
+	CTRL_E_CLIENT,		  /* 400 ClientException (AWS Batch) */
+	CTRL_E_SERVER,		  /* 500 ServerException (AWS Batch) */
 	CTRL_E_COUNT
 };
 

@@ -126,6 +126,9 @@ struct ctrl_route {
 	ctrl_route_done_fn *done; /* CTRL_BODY_FILE */
 	const void *arg;	  /* the handler's own datum */
 	const char *deny;	  /* CTRL_AUTH_ADMIN: why others are refused */
+	/* CTRL_AUTH_API/ADMIN: the SigV4 service signed for; NULL: sagemaker
+	 * (logs for Logs_ targets, monitoring for CloudWatch metrics) */
+	const char *service;
 	int refusal; /* a catch-all: answers "no such resource" or the like */
 };
 

@@ -114,8 +114,8 @@ void db_tags_free(struct db_tag *tags, size_t n);
 /* Search over jobs (common/search_expr.h has the filter tree). */
 struct search_expr;
 struct db_search_query {
-	const struct search_expr *expr;	    /* NULL: every job */
-	const char *sort_by;		    /* a property name */
+	const struct search_expr *expr; /* NULL: every job */
+	const char *sort_by;		/* a property name */
 	int descending;
 	const char *owner; /* only this owner's jobs; NULL: everyone's */
 	size_t offset;
@@ -149,7 +149,7 @@ void db_close(struct db *db);
 uint64_t db_write_seq(struct db *db);
 
 /* The schema version this build migrates to. */
-#define DB_SCHEMA_LATEST 13
+#define DB_SCHEMA_LATEST 14
 
 /* The schema version after migrations (PRAGMA user_version). */
 int db_schema_version(struct db *db);
@@ -176,12 +176,12 @@ int db_job_get(struct db *db, const char *name, struct db_job *out,
 enum db_sort { DB_SORT_CREATION = 0, DB_SORT_NAME, DB_SORT_STATUS };
 
 struct db_list_query {
-	int limit;		   /* page size, 1..1000 */
-	const char *token;	   /* NULL for the first page */
-	const char *name_contains; /* NULL = any */
-	const char *status;	   /* NULL = any */
+	int limit;		      /* page size, 1..1000 */
+	const char *token;	      /* NULL for the first page */
+	const char *name_contains;    /* NULL = any */
+	const char *status;	      /* NULL = any */
 	const char *warm_pool_status; /* WarmPoolStatusEquals, NULL = any */
-	const char *owner;	   /* NULL = any */
+	const char *owner;	      /* NULL = any */
 	enum db_sort sort;
 	int descending;
 	int64_t created_after_ms, created_before_ms;   /* 0 = unbounded */

@@ -116,7 +116,7 @@ def case_a(cl, sm, st):
         d = describe(sm, n)
         expect(d["TrainingJobStatus"] == "InProgress" and d["SecondaryStatus"] == "Starting",
                "%s: %s/%s while the pool holds the hosts" % (n, d["TrainingJobStatus"], d["SecondaryStatus"]))
-        expect("Waiting for 2 free hosts" in d["SecondaryStatusTransitions"][-1].get("StatusMessage", ""),
+        expect("waiting for 2 hosts" in d["SecondaryStatusTransitions"][-1].get("StatusMessage", ""),
                "%s waits: %s" % (n, d["SecondaryStatusTransitions"][-1]))
     expect(pool(describe(sm, "wp-a")) == "Available", "wp-a's pool taken by a job that does not match")
 

@@ -1,0 +1,666 @@
+#define LOG_TAG "sched"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/job_spec.h"
+#include "controller/ctrl.h"
+#include "controller/hosts.h"
+#include "controller/jobrt.h"
+#include "controller/jobrun.h"
+#include "controller/ops.h"
+#include "controller/placement.h"
+#include "controller/sched/decide.h"
+#include "controller/sched/pass.h"
+#include "controller/sched/state.h"
+#include "db/db.h"
+#include "db/sched.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+/*
+ * One scheduling pass (pass.h): the store's facts in, the decision out.
+ * Local hosts serve every instance type, so where the inventory has any,
+ * every type counts as one pool ("hosts of any type"), quota limits
+ * summed over units.
+ */
+
+#define ANY_TYPE "hosts of any type"
+/* Usage a start charges per host, so that equal shares alternate. */
+#define START_CHARGE_S 1.0
+/* AWS Batch: a shareDecaySeconds of 0 is the minimum window, 600 s. */
+#define MIN_DECAY_S 600
+
+/* A share's decayed usage between passes. */
+struct mem_entry {
+	char *key;
+	double usage;
+	int64_t decay_s;
+	int seen; /* in this pass */
+};
+
+struct ctrl_sched_mem {
+	struct mem_entry *v;
+	size_t n, alloc;
+	int64_t last_ms; /* usage accounted up to */
+	int64_t pass_ms; /* the last pass */
+};
+
+void ctrl_sched_mem_free(struct ctrl_sched_mem *m)
+{
+	size_t i;
+
+	if (!m)
+		return;
+	for (i = 0; i < m->n; i++)
+		free(m->v[i].key);
+	free(m->v);
+	free(m);
+}
+
+static struct mem_entry *mem_get(struct ctrl_sched_mem *m, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < m->n; i++)
+		if (!strcmp(m->v[i].key, key))
+			return &m->v[i];
+	ALLOC_GROW(m->v, m->n + 1, m->alloc);
+	memset(&m->v[m->n], 0, sizeof(m->v[m->n]));
+	m->v[m->n].key = xstrdup(key);
+	return &m->v[m->n++];
+}
+
+/* Everything one pass builds; released by pass_release(). */
+struct pass {
+	struct ctrl_ctx *ctx;
+	int64_t now;
+	int any_type;
+	struct db_sched_job *jobs;
+	size_t n_jobs;
+	struct db_sched_cap *caps;
+	size_t n_caps;
+	/* hosts[i] is ctx->hosts[i]; names interned in that order */
+	struct ctrl_sched_host *hosts;
+	size_t n_hosts;
+	struct ctrl_sched_intern host_ids;
+	struct ctrl_sched_share *shares;
+	size_t n_shares, a_shares;
+	char **share_keys;
+	struct mem_entry **share_mem;
+	struct ctrl_sched_intern share_ids;
+	struct ctrl_sched_intern queue_ids; /* fair-share groups */
+	struct ctrl_sched_running *running;
+	size_t *run_job;
+	size_t n_running;
+	struct ctrl_sched_queued *queued;
+	size_t *q_job;
+	size_t n_queued;
+	/* the why of jobs that the decision does not see */
+	const char **w_names;
+	char **w_msgs;
+	size_t n_wait;
+};
+
+static const char *queue_name(const char *arn)
+{
+	const char *s = arn ? strrchr(arn, '/') : NULL;
+
+	return s ? s + 1 : arn ? arn : "default";
+}
+
+static const struct db_sched_cap *cap_of(const struct pass *p,
+					 const char *arn, size_t *n)
+{
+	size_t i, k;
+
+	*n = 0;
+	for (i = 0; arn && i < p->n_caps; i++) {
+		if (strcmp(p->caps[i].arn, arn))
+			continue;
+		for (k = i; k < p->n_caps && !strcmp(p->caps[k].arn, arn); k++)
+			;
+		*n = k - i;
+		return &p->caps[i];
+	}
+	return NULL;
+}
+
+/* A quota share's limits as the decision's caps (one pool: summed). */
+static void quota_caps(struct pass *p, struct ctrl_sched_share *sh,
+		       const struct db_sched_cap *c, size_t n)
+{
+	struct ctrl_sched_cap *v = xcalloc(n + 1, sizeof(*v));
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (p->any_type) {
+			v[0].type = ANY_TYPE;
+			v[0].count += (int)c[i].max;
+			sh->n_caps = 1;
+		} else {
+			v[i].type = c[i].unit;
+			v[i].count = (int)c[i].max;
+			sh->n_caps = i + 1;
+		}
+	}
+	sh->caps = v;
+	sh->quota = 1;
+	sh->sharing = !c->strategy || !strcmp(c->strategy, "RESERVE") ?
+			      CTRL_SCHED_RESERVE :
+		      !strcmp(c->strategy, "LEND") ? CTRL_SCHED_LEND :
+						     CTRL_SCHED_LEND_AND_BORROW;
+	sh->borrow_limit_pct = (int)c->borrow_limit;
+	sh->in_share_preemption = c->in_share_preemption &&
+				  !strcmp(c->in_share_preemption, "ENABLED");
+	sh->fair_group = -1;
+	sh->name = c->name;
+}
+
+/* The share key of job j and its decay; fills buf. */
+static void share_key(const struct db_sched_job *j, struct buf *key,
+		      int64_t *decay_s)
+{
+	*decay_s = 0;
+	if (!j->queue) {
+		(void)buf_addf(key, "d\n%s", j->owner ? j->owner : "");
+		*decay_s = CTRL_SCHED_DEFAULT_DECAY_S;
+	} else if (j->policy_kind && !strcmp(j->policy_kind, "QUOTA_SHARE")) {
+		(void)buf_addf(key, "q\n%s", j->quota_share ? j->quota_share :
+							      "");
+	} else if (j->policy_kind && !strcmp(j->policy_kind, "FAIRSHARE")) {
+		(void)buf_addf(key, "f\n%s\n%s", j->queue,
+			       j->share_id ? j->share_id : "");
+		*decay_s = j->decay_s > 0 ? j->decay_s : MIN_DECAY_S;
+	} else {
+		(void)buf_addf(key, "o\n%s", j->queue);
+	}
+}
+
+/* The index of job j's share, made on first sight. */
+static size_t share_of(struct pass *p, const struct db_sched_job *j)
+{
+	struct buf key = BUF_INIT;
+	struct ctrl_sched_share *sh;
+	const struct db_sched_cap *c;
+	int64_t decay_s;
+	size_t id, n;
+
+	share_key(j, &key, &decay_s);
+	id = ctrl_sched_intern_id(&p->share_ids, key.data);
+	if (id < p->n_shares) {
+		buf_release(&key);
+		return id;
+	}
+	ALLOC_GROW(p->shares, p->n_shares + 1, p->a_shares);
+	p->share_keys = xrealloc(p->share_keys,
+				 xmul(p->a_shares, sizeof(*p->share_keys)));
+	p->share_mem = xrealloc(p->share_mem,
+				xmul(p->a_shares, sizeof(*p->share_mem)));
+	/* The interned key (key's buffer) lives as long as the pass. */
+	p->share_keys[id] = buf_detach(&key, NULL);
+	sh = &p->shares[id];
+	memset(sh, 0, sizeof(*sh));
+	sh->queue = queue_name(j->queue);
+	sh->queue_priority = j->queue_priority;
+	sh->weight = 1.0;
+	sh->fair_group = -1;
+	if (!j->queue) {
+		sh->name = j->owner && *j->owner ? j->owner : "default";
+		sh->fair_group = 0;
+		sh->best_effort = 1;
+	} else if (j->policy_kind && !strcmp(j->policy_kind, "QUOTA_SHARE")) {
+		c = cap_of(p, j->quota_share, &n);
+		if (c)
+			quota_caps(p, sh, c, n);
+		else
+			sh->quota = 1; /* no caps: nothing it may run */
+	} else if (j->policy_kind && !strcmp(j->policy_kind, "FAIRSHARE")) {
+		sh->name = j->share_id ? j->share_id : "";
+		/* One group per queue, after the default queue's 0. */
+		sh->fair_group =
+			1 + (int)ctrl_sched_intern_id(&p->queue_ids, j->queue);
+		sh->weight = j->weight > 0 ? j->weight : 1.0;
+		sh->compute_reservation = j->reservation;
+	} else {
+		sh->name = sh->queue;
+	}
+	if (!sh->name)
+		sh->name = "";
+	p->share_mem[id] = mem_get(p->ctx->sched, p->share_keys[id]);
+	p->share_mem[id]->decay_s = decay_s;
+	p->share_mem[id]->seen = 1;
+	return p->n_shares++;
+}
+
+/*
+ * The hosts, as ctx->hosts orders them: usable (live, not drained), held
+ * (a warm pool's, or busy with work the decision does not see: marked
+ * from the running jobs below). Caller holds hosts_lock.
+ */
+static void read_hosts(struct pass *p)
+{
+	struct ctrl_ctx *ctx = p->ctx;
+	size_t i;
+
+	p->n_hosts = ctx->n_hosts;
+	p->hosts = xcalloc(p->n_hosts + 1, sizeof(*p->hosts));
+	for (i = 0; i < ctx->n_hosts; i++)
+		p->any_type |= !ctx->hosts[i]->instance_type;
+	for (i = 0; i < ctx->n_hosts; i++) {
+		const struct ctrl_host *h = ctx->hosts[i];
+		struct ctrl_sched_host *sh = &p->hosts[i];
+
+		sh->name = h->name;
+		sh->type = p->any_type ? ANY_TYPE : h->instance_type;
+		sh->domain = NULL; /* the inventory has no topology labels yet */
+		sh->usable = ctrl_place_host_usable(h);
+		/* busy now, a running job's below clears it */
+		sh->held = h->busy;
+		(void)ctrl_sched_intern_id(&p->host_ids, h->name);
+	}
+}
+
+static const char *job_type(const struct pass *p, const struct db_sched_job *j)
+{
+	return p->any_type ? ANY_TYPE : j->type;
+}
+
+/* MaxRuntimeInSeconds of a job whose runtime record is cached, else 0. */
+static int64_t max_runtime_s(struct ctrl_ctx *ctx, const char *name)
+{
+	struct ctrl_jobrt *rt;
+	int64_t s = 0;
+
+	pthread_mutex_lock(&ctx->jobs_lock);
+	rt = ctrl_jobrt_find(ctx, name);
+	if (rt)
+		s = rt->spec.max_runtime_s;
+	pthread_mutex_unlock(&ctx->jobs_lock);
+	return s;
+}
+
+/* Splits j's hosts ('\n'-separated, in place) into host indices. */
+static size_t host_indices(struct pass *p, char *hosts, size_t *out,
+			   size_t max)
+{
+	size_t n = 0, id;
+	char *s = hosts, *e;
+
+	while (s && *s && n < max) {
+		e = strchr(s, '\n');
+		if (e)
+			*e = '\0';
+		id = ctrl_sched_intern_id(&p->host_ids, s);
+		if (id < p->n_hosts)
+			out[n++] = id;
+		s = e ? e + 1 : NULL;
+	}
+	return n;
+}
+
+static int is_state(const struct db_sched_job *j, const char *s)
+{
+	return j->secondary && !strcmp(j->secondary, s);
+}
+
+/*
+ * A job holding hosts: a running job of the decision (releasing when
+ * stopping or preempted), or, when it cannot be preempted or moved
+ * (restarting, uploading, InstanceGroups), hosts it holds.
+ */
+static void add_holder(struct pass *p, size_t k)
+{
+	struct db_sched_job *j = &p->jobs[k];
+	size_t *idx = xcalloc((size_t)j->count + 64, sizeof(*idx));
+	size_t n = host_indices(p, j->hosts, idx, (size_t)j->count + 64), i;
+	int releasing = !strcmp(j->status, "Stopping") ||
+			is_state(j, "Interrupted");
+	int movable = j->type && (releasing || is_state(j, "Starting") ||
+				  is_state(j, "Downloading") ||
+				  is_state(j, "Training"));
+	struct ctrl_sched_running *r;
+	int64_t rt;
+
+	for (i = 0; i < n; i++)
+		p->hosts[idx[i]].held = !movable;
+	if (!movable || !n) {
+		free(idx);
+		return;
+	}
+	r = &p->running[p->n_running];
+	p->run_job[p->n_running++] = k;
+	r->id = j->id;
+	r->share = share_of(p, j);
+	r->type = job_type(p, j);
+	r->count = (int)n;
+	r->hosts = idx;
+	r->priority = j->priority;
+	r->started_ms = j->started_ms;
+	rt = max_runtime_s(p->ctx, j->name);
+	r->ends_ms = rt > 0 && j->started_ms ? j->started_ms + rt * 1000 : 0;
+	r->releasing = releasing;
+}
+
+static void wait_because(struct pass *p, const struct db_sched_job *j,
+			 const char *fmt, const char *what)
+{
+	struct buf m = BUF_INIT;
+
+	(void)buf_addf(&m, fmt, what);
+	if ((j->message && !strcmp(j->message, m.data)) &&
+	    (j->waiting || j->attempt)) {
+		buf_release(&m);
+		return;
+	}
+	p->w_names[p->n_wait] = j->name;
+	p->w_msgs[p->n_wait++] = buf_detach(&m, NULL);
+}
+
+/*
+ * A queued job the decision may start. A DISABLED queue or quota share
+ * takes no new jobs (SubmitServiceJob refuses them); those it holds still
+ * run, as on AWS Batch.
+ */
+static void add_queued(struct pass *p, size_t k)
+{
+	struct db_sched_job *j = &p->jobs[k];
+	struct ctrl_sched_queued *q;
+
+	q = &p->queued[p->n_queued];
+	p->q_job[p->n_queued++] = k;
+	q->id = j->id;
+	q->share = share_of(p, j);
+	q->type = job_type(p, j);
+	q->count = j->count;
+	q->priority = j->priority;
+	q->seq = j->id;
+	q->max_runtime_s = max_runtime_s(p->ctx, j->name);
+}
+
+/* Whether job j waits for hosts: queued, or queued again (preempted). */
+static int is_queued(const struct db_sched_job *j)
+{
+	return !strcmp(j->status, "InProgress") && !j->hosts && j->type &&
+	       (j->attempt == 0 || is_state(j, "Starting"));
+}
+
+/* Decays every share's usage to now and adds the running jobs' use. */
+static void account(struct pass *p)
+{
+	struct ctrl_sched_mem *m = p->ctx->sched;
+	double dt = m->last_ms ? (double)(p->now - m->last_ms) / 1000.0 : 0;
+	size_t i;
+
+	if (dt < 0)
+		dt = 0;
+	for (i = 0; i < m->n; i++)
+		if (m->v[i].decay_s > 0)
+			m->v[i].usage *=
+				pow(0.5, dt / (double)m->v[i].decay_s);
+	for (i = 0; i < p->n_running; i++)
+		if (!p->running[i].releasing)
+			p->share_mem[p->running[i].share]->usage +=
+				dt * p->running[i].count;
+	for (i = 0; i < p->n_shares; i++)
+		p->shares[i].usage = p->share_mem[i]->usage;
+	m->last_ms = p->now;
+}
+
+static void pass_release(struct pass *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->n_running; i++)
+		free((void *)p->running[i].hosts);
+	for (i = 0; i < p->n_shares; i++) {
+		free((void *)p->shares[i].caps);
+		free(p->share_keys[i]);
+	}
+	for (i = 0; i < p->n_wait; i++)
+		free(p->w_msgs[i]);
+	free(p->w_names);
+	free(p->w_msgs);
+	free(p->shares);
+	free(p->share_keys);
+	free(p->share_mem);
+	free(p->running);
+	free(p->run_job);
+	free(p->queued);
+	free(p->q_job);
+	free(p->hosts);
+	ctrl_sched_intern_release(&p->host_ids);
+	ctrl_sched_intern_release(&p->share_ids);
+	ctrl_sched_intern_release(&p->queue_ids);
+	db_sched_jobs_free(p->jobs, p->n_jobs);
+	db_sched_caps_free(p->caps, p->n_caps);
+}
+
+/* Reads the store and the hosts into p. Returns 0 or ERR_DB. */
+static int gather(struct pass *p)
+{
+	struct ctrl_ctx *ctx = p->ctx;
+	struct buf err = BUF_INIT;
+	size_t i, hosts_seen = 0;
+
+	if (db_sched_jobs(ctx->db, &p->jobs, &p->n_jobs, &err) ||
+	    db_sched_caps(ctx->db, &p->caps, &p->n_caps, &err)) {
+		log_error("scheduler: %s", err.data);
+		buf_release(&err);
+		return -1;
+	}
+	for (i = 0; i < p->n_jobs; i++)
+		hosts_seen += (size_t)p->jobs[i].count;
+	ctrl_sched_intern_init(&p->host_ids, ctx->n_hosts + hosts_seen + 1);
+	ctrl_sched_intern_init(&p->share_ids, p->n_jobs + 1);
+	ctrl_sched_intern_init(&p->queue_ids, p->n_jobs + 1);
+	p->running = xcalloc(p->n_jobs + 1, sizeof(*p->running));
+	p->run_job = xcalloc(p->n_jobs + 1, sizeof(*p->run_job));
+	p->queued = xcalloc(p->n_jobs + 1, sizeof(*p->queued));
+	p->q_job = xcalloc(p->n_jobs + 1, sizeof(*p->q_job));
+	p->w_names = xcalloc(p->n_jobs + 1, sizeof(*p->w_names));
+	p->w_msgs = xcalloc(p->n_jobs + 1, sizeof(*p->w_msgs));
+	pthread_mutex_lock(&ctx->hosts_lock);
+	read_hosts(p);
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	for (i = 0; i < p->n_jobs; i++) {
+		if (p->jobs[i].hosts)
+			add_holder(p, i);
+		else if (is_queued(&p->jobs[i]))
+			add_queued(p, i);
+	}
+	account(p);
+	buf_release(&err);
+	return 0;
+}
+
+/* Hosts of type (or any, NUM_INSTANCES) in use by environment env. */
+static int env_used(const struct pass *p, const char *env, const char *unit)
+{
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < p->n_running; i++) {
+		const struct db_sched_job *j = &p->jobs[p->run_job[i]];
+
+		if (j->env && !strcmp(j->env, env) && !p->running[i].releasing &&
+		    (!strcmp(unit, "NUM_INSTANCES") ||
+		     (j->type && !strcmp(j->type, unit))))
+			n += p->running[i].count;
+	}
+	return n;
+}
+
+/*
+ * Whether starting job j (count hosts) keeps its queue's service
+ * environment within its capacity limits; started[]: hosts this pass
+ * already started in that environment, by unit. Else *why says which.
+ */
+static int env_fits(struct pass *p, const struct db_sched_job *j,
+		    struct buf *why)
+{
+	const struct db_sched_cap *c;
+	size_t n, i, k;
+	int extra;
+
+	c = j->env ? cap_of(p, j->env, &n) : NULL;
+	for (i = 0; c && i < n; i++) {
+		if (strcmp(c[i].unit, "NUM_INSTANCES") &&
+		    (!j->type || strcmp(c[i].unit, j->type)))
+			continue;
+		extra = 0;
+		for (k = 0; k < p->n_queued; k++)
+			if (p->queued[k].id < 0 &&
+			    p->jobs[p->q_job[k]].env &&
+			    !strcmp(p->jobs[p->q_job[k]].env, j->env) &&
+			    (!strcmp(c[i].unit, "NUM_INSTANCES") ||
+			     !strcmp(p->jobs[p->q_job[k]].type, c[i].unit)))
+				extra += p->jobs[p->q_job[k]].count;
+		if (env_used(p, j->env, c[i].unit) + extra + j->count >
+		    c[i].max) {
+			(void)buf_addf(why,
+				       "Waiting: service environment %s is at "
+				       "its capacity of %lld %s",
+				       c[i].name, (long long)c[i].max,
+				       c[i].unit);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+static void apply_preempt(struct pass *p, const struct ctrl_sched_preempt *pr)
+{
+	const struct db_sched_job *v = &p->jobs[p->run_job[pr->job]];
+	const struct db_sched_job *for_job = &p->jobs[p->q_job[pr->for_job]];
+	const struct ctrl_sched_share *sh =
+		&p->shares[p->queued[pr->for_job].share];
+	struct buf why = BUF_INIT, err = BUF_INIT;
+	int ret;
+
+	if (p->running[pr->job].releasing)
+		return;
+	(void)buf_addf(&why, "queue %s, share %s is owed its hosts for job %s",
+		       sh->queue, sh->name, for_job->name);
+	if (v->preempt_limit >= 0 && v->preempted >= v->preempt_limit) {
+		buf_reset(&why);
+		(void)buf_addf(&why,
+			       "Stopping: preempted for job %s more than "
+			       "preemptionRetriesBeforeTermination (%d) "
+			       "times",
+			       for_job->name, v->preempt_limit);
+		ret = ctrl_job_stop_with(p->ctx, v->name, why.data, &err);
+	} else {
+		ret = ctrl_job_preempt(p->ctx, v->name, why.data, &err);
+	}
+	if (ret)
+		log_warn("scheduler: cannot preempt job '%s': %s", v->name,
+			 err.data);
+	buf_release(&why);
+	buf_release(&err);
+}
+
+/* Carries the decision out: preemptions, starts, waiting messages. */
+static void apply(struct pass *p, const struct ctrl_sched_out *o,
+		  int *busy_valid)
+{
+	const char **names = NULL;
+	struct buf why = BUF_INIT;
+	size_t i, k;
+
+	for (i = 0; i < o->n_preempts; i++)
+		apply_preempt(p, &o->preempts[i]);
+	for (i = 0; i < o->n_starts; i++) {
+		const struct ctrl_sched_start *s = &o->starts[i];
+		struct db_sched_job *j = &p->jobs[p->q_job[s->job]];
+
+		buf_reset(&why);
+		if (!env_fits(p, j, &why)) {
+			wait_because(p, j, "%s", why.data);
+			continue;
+		}
+		names = xrealloc(names, xmul((size_t)j->count, sizeof(*names)));
+		for (k = 0; k < (size_t)j->count; k++)
+			names[k] = p->hosts[s->hosts[k]].name;
+		ctrl_job_place(p->ctx, j->name, names, (size_t)j->count,
+			       busy_valid);
+		/* counted against its environment for the starts after it */
+		p->queued[s->job].id = -1;
+	}
+	for (i = 0; i < p->n_queued; i++) {
+		const struct db_sched_job *j = &p->jobs[p->q_job[i]];
+
+		if (o->why[i])
+			wait_because(p, j, "%s", o->why[i]);
+	}
+	free(names);
+	buf_release(&why);
+}
+
+/* Whether a host could take work now. */
+static int any_free(struct ctrl_ctx *ctx)
+{
+	size_t i;
+	int yes = 0;
+
+	pthread_mutex_lock(&ctx->hosts_lock);
+	for (i = 0; i < ctx->n_hosts && !yes; i++)
+		yes = ctrl_place_host_usable(ctx->hosts[i]) &&
+		      !ctx->hosts[i]->busy;
+	pthread_mutex_unlock(&ctx->hosts_lock);
+	return yes;
+}
+
+int ctrl_sched_pass(struct ctrl_ctx *ctx, int *busy_valid, int urgent)
+{
+	struct ctrl_sched_out out;
+	struct ctrl_sched_in in;
+	struct buf err = BUF_INIT;
+	struct pass p;
+
+	memset(&p, 0, sizeof(p));
+	p.ctx = ctx;
+	p.now = time_now_ms();
+	if (!ctx->sched)
+		ctx->sched = xcalloc(1, sizeof(*ctx->sched));
+	ctrl_place_busy_refresh(ctx, busy_valid);
+	if (!urgent && !any_free(ctx) &&
+	    p.now - ctx->sched->pass_ms < CTRL_SCHED_PASS_GAP_MS &&
+	    p.now >= ctx->sched->pass_ms)
+		return 0;
+	ctx->sched->pass_ms = p.now;
+	if (gather(&p)) {
+		pass_release(&p);
+		return 1;
+	}
+	memset(&in, 0, sizeof(in));
+	in.hosts = p.hosts;
+	in.n_hosts = p.n_hosts;
+	in.shares = p.shares;
+	in.n_shares = p.n_shares;
+	in.running = p.running;
+	in.n_running = p.n_running;
+	in.queued = p.queued;
+	in.n_queued = p.n_queued;
+	in.now_ms = p.now;
+	in.min_run_ms = CTRL_SCHED_MIN_RUN_MS;
+	in.start_charge_s = START_CHARGE_S;
+	ctrl_sched_decide(&in, &out);
+	apply(&p, &out, busy_valid);
+	if (p.n_wait &&
+	    db_jobs_set_waiting(ctx->db, p.w_names,
+				(const char *const *)p.w_msgs, p.n_wait, &err))
+		log_error("scheduler: %s", err.data);
+	ctrl_sched_out_release(&out, in.n_queued);
+	pass_release(&p);
+	buf_release(&err);
+	return 1;
+}
+
+int ctrl_sched_owns(const struct api_job_spec *spec)
+{
+	return spec && !spec->n_groups && spec->instance_type;
+}
