@@ -679,7 +679,8 @@ static void test_table(void **state)
 	}
 }
 
-/* English ordinals in the place a waiting job is given. */
+/* English ordinals in the place a waiting job is given, up to the
+ * 100th; further back, "past 100th". */
 static void test_ordinals(void **state)
 {
 	static const struct {
@@ -688,8 +689,9 @@ static void test_ordinals(void **state)
 	} want[] = { { 1, "1st " },    { 2, "2nd " },	  { 3, "3rd " },
 		     { 4, "4th " },    { 11, "11th " },	  { 12, "12th " },
 		     { 13, "13th " },  { 21, "21st " },	  { 22, "22nd " },
-		     { 23, "23rd " },  { 111, "111th " }, { 112, "112th " },
-		     { 101, "101st " } };
+		     { 23, "23rd " },  { 100, "100th " },
+		     { 101, "past 100th in queue f;" },
+		     { 112, "past 100th in queue f;" } };
 	struct ctrl_sched_host host = { .name = "h1",
 					.type = GPU,
 					.usable = 1 };
