@@ -376,6 +376,20 @@ class NsCluster:
         return "\n".join(out)
 
 
+def wait_hosts_signed(cl, key, n=2, timeout=60):
+    """None once n hosts of cl are ready, asked with key (id, secret) where
+    the API needs a signature; else why not."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        h = sc.sigv4_sign("GET", "127.0.0.1:%d" % cl.port, "/v1/hosts", "", b"", key[0], key[1], {})
+        r = sc.http_request(cl.port, "GET", "/v1/hosts", b"", h)
+        hosts = (r.json or {}).get("hosts", []) if r.status == 200 else []
+        if sum(x.get("state") == "ready" for x in hosts) >= n:
+            return None
+        time.sleep(0.1)
+    return "%d hosts not ready after %d s\n%s" % (n, timeout, cl.log_tail(10))
+
+
 def host_states(hosts):
     """name:state[:job][:error] of each host of a GET /v1/hosts answer."""
     if isinstance(hosts, dict):

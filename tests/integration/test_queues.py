@@ -291,7 +291,7 @@ def main():
     cred = os.path.join(cl.tmp, "credentials")
     write_credentials(cred)
     cl.extra += ["--credentials", cred, "--heartbeat-ms", "200"]
-    err = cl.start(wait_hosts=False) or wait_hosts(cl)
+    err = cl.start(wait_hosts=False) or fl.wait_hosts_signed(cl, ALICE)
     if not tap.ok(err is None, "trainctld --local-hosts 2 starts", err):
         sys.exit(tap.finish())
     try:
@@ -307,19 +307,6 @@ def main():
         rc, killed = cl.stop()
         cl.check_stopped(tap, rc, killed)
     sys.exit(tap.finish())
-
-
-def wait_hosts(cl, timeout=60):
-    """None once both hosts are ready, else why not (the API is signed)."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        h = sc.sigv4_sign("GET", "127.0.0.1:%d" % cl.port, "/v1/hosts", "", b"", ALICE[0], ALICE[1], {})
-        r = sc.http_request(cl.port, "GET", "/v1/hosts", b"", h)
-        hosts = (r.json or {}).get("hosts", []) if r.status == 200 else []
-        if sum(x.get("state") == "ready" for x in hosts) >= 2:
-            return None
-        time.sleep(0.1)
-    return "2 hosts not ready after %d s\n%s" % (timeout, cl.log_tail(10))
 
 
 if __name__ == "__main__":

@@ -56,19 +56,6 @@ def requeue(cl, name, key=None):
     return sc.http_request(cl.port, "POST", path, b"", h)
 
 
-def wait_hosts(cl, timeout=60):
-    """None once both hosts are ready, else why not (the API is signed)."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        h = sc.sigv4_sign("GET", "127.0.0.1:%d" % cl.port, "/v1/hosts", "", b"", sc.KEY, sc.SECRET, {})
-        r = sc.http_request(cl.port, "GET", "/v1/hosts", b"", h)
-        hosts = (r.json or {}).get("hosts", []) if r.status == 200 else []
-        if sum(x.get("state") == "ready" for x in hosts) >= 2:
-            return None
-        time.sleep(0.1)
-    return "2 hosts not ready after %d s\n%s" % (timeout, cl.log_tail(10))
-
-
 def wait_step(cl, name, step, timeout=120):
     """Waits until algo-1 of the job's current attempt logged step >= step."""
     deadline = time.time() + timeout
@@ -184,7 +171,7 @@ def case_crash(tap, cl, sm):
         r = requeue(cl, name)
         expect(r.status == 200, "requeue of %s: %r" % (name, r))
         cl.kill9()
-        err = cl.start(wait_hosts=False) or wait_hosts(cl)
+        err = cl.start(wait_hosts=False) or fl.wait_hosts_signed(cl, (sc.KEY, sc.SECRET))
         expect(err is None, "trainctld does not start again: %s" % err)
         d, _ = fl.wait_job(cl.client(), name, fl.terminal, 240)
         expect(d["TrainingJobStatus"] == "Completed", "%s: %s %r" % (name, d["TrainingJobStatus"],
@@ -235,7 +222,7 @@ def main():
     cred = os.path.join(cl.tmp, "credentials")
     credentials(cred)
     cl.extra += ["--credentials", cred, "--heartbeat-ms", "200"]
-    err = cl.start(wait_hosts=False) or wait_hosts(cl)
+    err = cl.start(wait_hosts=False) or fl.wait_hosts_signed(cl, (sc.KEY, sc.SECRET))
     if not tap.ok(err is None, "trainctld --local-hosts 2 starts", err):
         sys.exit(tap.finish())
     try:
