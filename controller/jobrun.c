@@ -578,6 +578,41 @@ out:
 	buf_release(&err);
 }
 
+/*
+ * A job that arrived while no host of its kind is free says so at once;
+ * the scheduler's next pass gives it its place in the queue (a message
+ * of the scheduler's is left alone).
+ */
+static void note_wait(struct ctrl_ctx *ctx, const struct db_job *job)
+{
+	const struct db_transition *t =
+		job->n_transitions ? &job->transitions[job->n_transitions - 1] :
+				     NULL;
+	struct ctrl_jobrt *rt;
+	struct buf m = BUF_INIT;
+	char *type = NULL;
+	int need = 0, free_now;
+
+	if (t && t->message && strstr(t->message, " in queue "))
+		return;
+	pthread_mutex_lock(&ctx->jobs_lock);
+	rt = ctrl_jobrt_get(ctx, job->name);
+	if (rt && rt->spec.instance_type) {
+		type = xstrdup(rt->spec.instance_type);
+		need = rt->spec.instance_count;
+	}
+	pthread_mutex_unlock(&ctx->jobs_lock);
+	free_now = type ? ctrl_place_free_count(ctx, type) : 0;
+	if (type && free_now < need) {
+		(void)buf_addf(&m, "Queued; waiting for %d host%s (%d free)",
+			       need, need == 1 ? "" : "s", free_now);
+		if (!t || !t->message || strcmp(t->message, m.data))
+			ctrl_sched_note_wait(ctx, job->name, m.data);
+	}
+	free(type);
+	buf_release(&m);
+}
+
 /* Carries out what ctrl_plan() decided for job. */
 static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 		      enum ctrl_job_state cur, const struct ctrl_plan_out *o,
@@ -596,6 +631,7 @@ static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 		/* The scheduler's pass places it (sched/pass.h). */
 		if (sched_owns(ctx, job)) {
 			ctx->sched_wanted = 1;
+			note_wait(ctx, job);
 			break;
 		}
 		if (ctrl_place_job(ctx, job, busy_valid, &err))
@@ -810,7 +846,7 @@ void ctrl_jobs_reconcile(struct ctrl_ctx *ctx, char *const *names,
 		step_named_since(ctx, &busy_valid);
 	}
 	/* Every queued job of one instance type, in one decision. */
-	if (ctrl_sched_pass(ctx, &busy_valid, 1))
+	if (ctrl_sched_pass(ctx, &busy_valid, queue))
 		ctx->sched_wanted = 0;
 out:
 	ctrl_place_free_types(types, look.n_types);

@@ -17,6 +17,7 @@
 #include "db/db.h"
 #include "db/sched.h"
 #include "common/log.h"
+#include "common/strvec.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
@@ -47,6 +48,10 @@ struct ctrl_sched_mem {
 	size_t n, alloc;
 	int64_t last_ms; /* usage accounted up to */
 	int64_t pass_ms; /* the last pass */
+	size_t last_jobs; /* unfinished jobs the last pass read */
+	int quota;	  /* the last pass saw quota shares (preemption) */
+	/* Waiting messages of jobs that arrived while no pass ran. */
+	struct strvec note_names, note_msgs;
 };
 
 void ctrl_sched_mem_free(struct ctrl_sched_mem *m)
@@ -58,6 +63,8 @@ void ctrl_sched_mem_free(struct ctrl_sched_mem *m)
 	for (i = 0; i < m->n; i++)
 		free(m->v[i].key);
 	free(m->v);
+	strvec_release(&m->note_names);
+	strvec_release(&m->note_msgs);
 	free(m);
 }
 
@@ -614,23 +621,77 @@ static int any_free(struct ctrl_ctx *ctx)
 	return yes;
 }
 
-int ctrl_sched_pass(struct ctrl_ctx *ctx, int *busy_valid, int urgent)
+static struct ctrl_sched_mem *mem_of(struct ctrl_ctx *ctx)
+{
+	if (!ctx->sched) {
+		ctx->sched = xcalloc(1, sizeof(*ctx->sched));
+		ctx->sched->quota = 1; /* not known yet */
+	}
+	return ctx->sched;
+}
+
+/*
+ * Whether a pass is worth its read of every unfinished job now: hosts
+ * were freed; or a host is free; or quota shares may preempt; or the
+ * messages are due a refresh. A long queue's passes are spaced by
+ * CTRL_SCHED_PASS_GAP_MS unless hosts were freed.
+ */
+static int worth_it(struct ctrl_ctx *ctx, int64_t now, int freed)
+{
+	struct ctrl_sched_mem *m = mem_of(ctx);
+	int64_t since = now - m->pass_ms;
+
+	if (freed || now < m->pass_ms)
+		return 1;
+	if (m->last_jobs > CTRL_SCHED_LONG_QUEUE &&
+	    since < CTRL_SCHED_PASS_GAP_MS)
+		return 0;
+	return any_free(ctx) || (m->quota && since >= CTRL_SCHED_PASS_GAP_MS) ||
+	       since >= CTRL_SCHED_REFRESH_MS;
+}
+
+void ctrl_sched_note_wait(struct ctrl_ctx *ctx, const char *name,
+			  const char *message)
+{
+	struct ctrl_sched_mem *m = mem_of(ctx);
+
+	strvec_push(&m->note_names, name);
+	strvec_push(&m->note_msgs, message);
+}
+
+/* Writes the notes of jobs that arrived while no pass ran. */
+static void flush_notes(struct ctrl_ctx *ctx)
+{
+	struct ctrl_sched_mem *m = mem_of(ctx);
+	struct buf err = BUF_INIT;
+
+	if (m->note_names.n &&
+	    db_jobs_set_waiting(ctx->db, (const char *const *)m->note_names.v,
+				(const char *const *)m->note_msgs.v,
+				m->note_names.n, &err))
+		log_error("scheduler: %s", err.data);
+	strvec_release(&m->note_names);
+	strvec_release(&m->note_msgs);
+	buf_release(&err);
+}
+
+int ctrl_sched_pass(struct ctrl_ctx *ctx, int *busy_valid, int freed)
 {
 	struct ctrl_sched_out out;
 	struct ctrl_sched_in in;
 	struct buf err = BUF_INIT;
 	struct pass p;
+	size_t i;
 
 	memset(&p, 0, sizeof(p));
 	p.ctx = ctx;
 	p.now = time_now_ms();
-	if (!ctx->sched)
-		ctx->sched = xcalloc(1, sizeof(*ctx->sched));
 	ctrl_place_busy_refresh(ctx, busy_valid);
-	if (!urgent && !any_free(ctx) &&
-	    p.now - ctx->sched->pass_ms < CTRL_SCHED_PASS_GAP_MS &&
-	    p.now >= ctx->sched->pass_ms)
+	if (!worth_it(ctx, p.now, freed)) {
+		flush_notes(ctx);
 		return 0;
+	}
+	flush_notes(ctx);
 	ctx->sched->pass_ms = p.now;
 	if (gather(&p)) {
 		pass_release(&p);
@@ -648,6 +709,10 @@ int ctrl_sched_pass(struct ctrl_ctx *ctx, int *busy_valid, int urgent)
 	in.now_ms = p.now;
 	in.min_run_ms = CTRL_SCHED_MIN_RUN_MS;
 	in.start_charge_s = START_CHARGE_S;
+	ctx->sched->last_jobs = p.n_jobs;
+	ctx->sched->quota = 0;
+	for (i = 0; i < p.n_caps; i++)
+		ctx->sched->quota |= !strcmp(p.caps[i].kind, "quota-share");
 	ctrl_sched_decide(&in, &out);
 	apply(&p, &out, busy_valid);
 	if (p.n_wait &&

@@ -23,13 +23,23 @@ struct api_job_spec;
 struct ctrl_sched_mem;
 
 /*
- * One pass. busy_valid: the hosts' busy marks are current (see
- * ctrl_place_busy_refresh()). Unless urgent (hosts were freed, or the
- * periodic full pass) or a host is free, a pass within
- * CTRL_SCHED_PASS_GAP_MS of the last one is put off: returns 0, and the
- * caller asks again later; else 1.
+ * One pass, when it is worth reading every unfinished job: hosts were
+ * freed (freed), a host is free, quota shares may preempt, or the
+ * waiting messages are CTRL_SCHED_REFRESH_MS old; with more than
+ * CTRL_SCHED_LONG_QUEUE unfinished jobs, at most one a
+ * CTRL_SCHED_PASS_GAP_MS unless hosts were freed. Returns 1 when it ran,
+ * 0 when it was put off (the caller asks again later). busy_valid: the
+ * hosts' busy marks are current (ctrl_place_busy_refresh()).
  */
-int ctrl_sched_pass(struct ctrl_ctx *ctx, int *busy_valid, int urgent);
+int ctrl_sched_pass(struct ctrl_ctx *ctx, int *busy_valid, int freed);
+
+/*
+ * A job that arrived while no host of its kind is free: message is its
+ * waiting message until a pass gives it its place (written with the
+ * next pass, run or put off).
+ */
+void ctrl_sched_note_wait(struct ctrl_ctx *ctx, const char *name,
+			  const char *message);
 
 /* Whether a job of spec waits for the scheduler rather than placement. */
 int ctrl_sched_owns(const struct api_job_spec *spec);
@@ -38,8 +48,11 @@ void ctrl_sched_mem_free(struct ctrl_sched_mem *m);
 
 /* The default queue's fair-share half-life: a day. */
 #define CTRL_SCHED_DEFAULT_DECAY_S 86400
-/* Passes for new jobs alone are at most this often. */
+/* A long queue's passes are at most this often (unless hosts freed). */
 #define CTRL_SCHED_PASS_GAP_MS 100
+#define CTRL_SCHED_LONG_QUEUE 1000
+/* With nothing to start or preempt, messages are refreshed this often. */
+#define CTRL_SCHED_REFRESH_MS 5000
 /* No job is preempted before its attempt ran this long. */
 #define CTRL_SCHED_MIN_RUN_MS 10000
 
