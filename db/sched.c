@@ -33,6 +33,19 @@ static const char jobs_sql[] =
 	" WHERE j.status IN ('InProgress', 'Stopping')"
 	" ORDER BY j.creation_ms, j.id";
 
+static const char ended_sql[] =
+	"SELECT j.name, j.owner, j.instance_count, s.queue_arn,"
+	" p.policy_kind, p.share_decay_s, s.share_identifier, qs.arn,"
+	" a.started_ms, a.ended_ms"
+	" FROM attempts a INDEXED BY attempts_by_end"
+	" JOIN jobs j ON j.id = a.job_id"
+	" LEFT JOIN service_jobs s ON s.training_job = j.name"
+	" LEFT JOIN batch_objects q ON q.arn = s.queue_arn"
+	" LEFT JOIN batch_objects p ON p.arn = q.policy_arn"
+	" LEFT JOIN batch_objects qs ON qs.kind = 'quota-share'"
+	"  AND qs.queue_arn = s.queue_arn AND qs.name = s.quota_share"
+	" WHERE a.ended_ms > 0 AND a.ended_ms > ?1";
+
 static int64_t col_i64(sqlite3_stmt *st, int i, int64_t dflt)
 {
 	return sqlite3_column_type(st, i) == SQLITE_NULL ?
@@ -72,6 +85,51 @@ static int job_row(sqlite3_stmt *st, void *arg)
 	j->preempt_limit = (int)col_i64(st, 23, -1);
 	j->env = db__col_dup(st, 24);
 	return 0;
+}
+
+static int ended_row(sqlite3_stmt *st, void *arg)
+{
+	struct db_sched_job *j = db__vec_push(arg);
+
+	j->name = db__col_dup(st, 0);
+	j->owner = db__col_dup(st, 1);
+	j->count = sqlite3_column_int(st, 2);
+	j->queue = db__col_dup(st, 3);
+	j->policy_kind = db__col_dup(st, 4);
+	j->decay_s = col_i64(st, 5, 0);
+	j->share_id = db__col_dup(st, 6);
+	j->quota_share = db__col_dup(st, 7);
+	j->started_ms = col_i64(st, 8, 0);
+	j->ended_ms = col_i64(st, 9, 0);
+	return 0;
+}
+
+static void bind_since(sqlite3_stmt *st, const void *arg)
+{
+	sqlite3_bind_int64(st, 1, *(const int64_t *)arg);
+}
+
+int db_sched_ended(struct db *db, int64_t since_ms,
+		   struct db_sched_job **out, size_t *n, struct buf *err)
+{
+	struct db__query q = {
+		.sql = ended_sql,
+		.prepare_what = "cannot prepare the ended attempts' read",
+		.step_what = "cannot read the ended attempts",
+		.bind = bind_since,
+		.bind_arg = &since_ms,
+	};
+	struct db__vec v = DB__VEC_INIT(sizeof(struct db_sched_job));
+	int ret = db__rows(db, &q, ended_row, &v, err);
+
+	*out = v.v;
+	*n = v.n;
+	if (ret) {
+		db_sched_jobs_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return ret;
 }
 
 int db_sched_jobs(struct db *db, struct db_sched_job **out, size_t *n,

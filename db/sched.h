@@ -41,12 +41,21 @@ struct db_sched_job {
 	int priority;	   /* schedulingPriority */
 	int preempt_limit; /* preemptionRetriesBeforeTermination, -1: none */
 	char *env;	   /* the queue's first service environment */
+	int64_t ended_ms;  /* db_sched_ended(): the attempt's end */
 };
 
 /* Every job InProgress or Stopping, in creation order. */
 int db_sched_jobs(struct db *db, struct db_sched_job **out, size_t *n,
 		  struct buf *err);
 void db_sched_jobs_free(struct db_sched_job *v, size_t n);
+
+/*
+ * The attempts that ended after since_ms: each as a job with the members
+ * that name its share (owner, count, queue, policy_kind, share_id,
+ * quota_share, decay_s), started_ms and ended_ms; for fair-share usage.
+ */
+int db_sched_ended(struct db *db, int64_t since_ms,
+		   struct db_sched_job **out, size_t *n, struct buf *err);
 
 /* One capacity limit of a quota share or a service environment. */
 struct db_sched_cap {

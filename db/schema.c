@@ -268,6 +268,9 @@ static const char *const migrations[] = {
 	"  AND qs.queue_arn = s.queue_arn AND qs.name = s.quota_share"
 	" JOIN jobs j ON j.name = s.training_job"
 	" WHERE j.status IN ('InProgress', 'Stopping');",
+	/* 15: attempts by their end, for the scheduler's fair-share usage
+	 * of the attempts that ended since its last pass (db/sched.h). */
+	"CREATE INDEX attempts_by_end ON attempts(ended_ms) WHERE ended_ms > 0;",
 };
 
 #define N_MIGRATIONS ((int)ARRAY_SIZE(migrations))
