@@ -40,7 +40,6 @@ struct mem_entry {
 	char *key;
 	double usage;
 	int64_t decay_s;
-	int seen; /* in this pass */
 };
 
 struct ctrl_sched_mem {
@@ -97,7 +96,7 @@ struct pass {
 	struct ctrl_sched_share *shares;
 	size_t n_shares, a_shares;
 	char **share_keys;
-	struct mem_entry **share_mem;
+	size_t *share_mem; /* index in ctx->sched->v (which may grow) */
 	struct ctrl_sched_intern share_ids;
 	struct ctrl_sched_intern queue_ids; /* fair-share groups */
 	struct ctrl_sched_running *running;
@@ -190,6 +189,7 @@ static void share_key(const struct db_sched_job *j, struct buf *key,
 /* The index of job j's share, made on first sight. */
 static size_t share_of(struct pass *p, const struct db_sched_job *j)
 {
+	struct mem_entry *e;
 	struct buf key = BUF_INIT;
 	struct ctrl_sched_share *sh;
 	const struct db_sched_cap *c;
@@ -237,9 +237,9 @@ static size_t share_of(struct pass *p, const struct db_sched_job *j)
 	}
 	if (!sh->name)
 		sh->name = "";
-	p->share_mem[id] = mem_get(p->ctx->sched, p->share_keys[id]);
-	p->share_mem[id]->decay_s = decay_s;
-	p->share_mem[id]->seen = 1;
+	e = mem_get(p->ctx->sched, p->share_keys[id]);
+	e->decay_s = decay_s;
+	p->share_mem[id] = (size_t)(e - p->ctx->sched->v);
 	return p->n_shares++;
 }
 
@@ -395,7 +395,44 @@ static int is_queued(const struct db_sched_job *j)
 	       (j->attempt == 0 || is_state(j, "Starting"));
 }
 
-/* Decays every share's usage to now and adds the running jobs' use. */
+/* Instance-seconds of count hosts from max(from, since) to to. */
+static double used_s(int count, int64_t from, int64_t since, int64_t to)
+{
+	int64_t a = from > since ? from : since;
+
+	return to > a ? (double)(to - a) / 1000.0 * count : 0;
+}
+
+/* Charges the attempts that ended since the last pass to their shares. */
+static void account_ended(struct pass *p, int64_t since)
+{
+	struct db_sched_job *v = NULL;
+	struct buf err = BUF_INIT, key = BUF_INIT;
+	size_t n = 0, i;
+	int64_t decay_s;
+
+	if (db_sched_ended(p->ctx->db, since, &v, &n, &err))
+		log_error("scheduler: %s", err.data);
+	for (i = 0; i < n; i++) {
+		struct mem_entry *e;
+
+		buf_reset(&key);
+		share_key(&v[i], &key, &decay_s);
+		e = mem_get(p->ctx->sched, key.data);
+		e->decay_s = decay_s;
+		e->usage += used_s(v[i].count, v[i].started_ms, since,
+				   v[i].ended_ms);
+	}
+	db_sched_jobs_free(v, n);
+	buf_release(&key);
+	buf_release(&err);
+}
+
+/*
+ * Decays every share's usage to now and adds what was used since the
+ * last pass: the running jobs' hosts since they started, and the
+ * attempts that ended meanwhile.
+ */
 static void account(struct pass *p)
 {
 	struct ctrl_sched_mem *m = p->ctx->sched;
@@ -408,12 +445,17 @@ static void account(struct pass *p)
 		if (m->v[i].decay_s > 0)
 			m->v[i].usage *=
 				pow(0.5, dt / (double)m->v[i].decay_s);
-	for (i = 0; i < p->n_running; i++)
-		if (!p->running[i].releasing)
-			p->share_mem[p->running[i].share]->usage +=
-				dt * p->running[i].count;
+	if (m->last_ms) {
+		account_ended(p, m->last_ms);
+		for (i = 0; i < p->n_running; i++)
+			if (!p->running[i].releasing)
+				m->v[p->share_mem[p->running[i].share]].usage +=
+					used_s(p->running[i].count,
+					       p->running[i].started_ms,
+					       m->last_ms, p->now);
+	}
 	for (i = 0; i < p->n_shares; i++)
-		p->shares[i].usage = p->share_mem[i]->usage;
+		p->shares[i].usage = m->v[p->share_mem[i]].usage;
 	m->last_ms = p->now;
 }
 
@@ -632,22 +674,21 @@ static struct ctrl_sched_mem *mem_of(struct ctrl_ctx *ctx)
 
 /*
  * Whether a pass is worth its read of every unfinished job now: hosts
- * were freed; or a host is free; or quota shares may preempt; or the
- * messages are due a refresh. A long queue's passes are spaced by
- * CTRL_SCHED_PASS_GAP_MS unless hosts were freed.
+ * were freed, or the read is short. Else, at most every
+ * CTRL_SCHED_PASS_GAP_MS: a host is free, quota shares may preempt, or
+ * the messages are due a refresh.
  */
 static int worth_it(struct ctrl_ctx *ctx, int64_t now, int freed)
 {
 	struct ctrl_sched_mem *m = mem_of(ctx);
 	int64_t since = now - m->pass_ms;
 
-	if (freed || now < m->pass_ms)
+	if (freed || now < m->pass_ms ||
+	    m->last_jobs <= CTRL_SCHED_LONG_QUEUE)
 		return 1;
-	if (m->last_jobs > CTRL_SCHED_LONG_QUEUE &&
-	    since < CTRL_SCHED_PASS_GAP_MS)
+	if (since < CTRL_SCHED_PASS_GAP_MS)
 		return 0;
-	return any_free(ctx) || (m->quota && since >= CTRL_SCHED_PASS_GAP_MS) ||
-	       since >= CTRL_SCHED_REFRESH_MS;
+	return any_free(ctx) || m->quota || since >= CTRL_SCHED_REFRESH_MS;
 }
 
 void ctrl_sched_note_wait(struct ctrl_ctx *ctx, const char *name,

@@ -24,12 +24,12 @@ struct ctrl_sched_mem;
 
 /*
  * One pass, when it is worth reading every unfinished job: hosts were
- * freed (freed), a host is free, quota shares may preempt, or the
- * waiting messages are CTRL_SCHED_REFRESH_MS old; with more than
- * CTRL_SCHED_LONG_QUEUE unfinished jobs, at most one a
- * CTRL_SCHED_PASS_GAP_MS unless hosts were freed. Returns 1 when it ran,
- * 0 when it was put off (the caller asks again later). busy_valid: the
- * hosts' busy marks are current (ctrl_place_busy_refresh()).
+ * freed (freed), or there are at most CTRL_SCHED_LONG_QUEUE of them; with
+ * more, at most one a CTRL_SCHED_PASS_GAP_MS, and only when a host is
+ * free, quota shares may preempt, or the waiting messages are
+ * CTRL_SCHED_REFRESH_MS old. Returns 1 when it ran, 0 when it was put off
+ * (the caller asks again later). busy_valid: the hosts' busy marks are
+ * current (ctrl_place_busy_refresh()).
  */
 int ctrl_sched_pass(struct ctrl_ctx *ctx, int *busy_valid, int freed);
 
