@@ -309,6 +309,15 @@ static size_t host_indices(struct pass *p, char *hosts, size_t *out,
 	return n;
 }
 
+static size_t count_char(const char *s, char c)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += *s == c;
+	return n;
+}
+
 static int is_state(const struct db_sched_job *j, const char *s)
 {
 	return j->secondary && !strcmp(j->secondary, s);
@@ -322,8 +331,9 @@ static int is_state(const struct db_sched_job *j, const char *s)
 static void add_holder(struct pass *p, size_t k)
 {
 	struct db_sched_job *j = &p->jobs[k];
-	size_t *idx = xcalloc((size_t)j->count + 64, sizeof(*idx));
-	size_t n = host_indices(p, j->hosts, idx, (size_t)j->count + 64), i;
+	size_t max = 1 + count_char(j->hosts, '\n');
+	size_t *idx = xcalloc(max, sizeof(*idx));
+	size_t n = host_indices(p, j->hosts, idx, max), i;
 	int releasing = !strcmp(j->status, "Stopping") ||
 			is_state(j, "Interrupted");
 	int movable = j->type && (releasing || is_state(j, "Starting") ||
