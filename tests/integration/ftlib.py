@@ -376,6 +376,16 @@ class NsCluster:
         return "\n".join(out)
 
 
+def start_signed(cl, write_credentials, key, extra=()):
+    """Starts cl with --credentials (written by write_credentials(path))
+    and waits for its hosts through the signed API; None or why not."""
+    os.makedirs(cl.tmp, exist_ok=True)
+    path = os.path.join(cl.tmp, "credentials")
+    write_credentials(path)
+    cl.extra += ["--credentials", path] + list(extra)
+    return cl.start(wait_hosts=False) or wait_hosts_signed(cl, key, cl.n_hosts)
+
+
 def wait_hosts_signed(cl, key, n=2, timeout=60):
     """None once n hosts of cl are ready, asked with key (id, secret) where
     the API needs a signature; else why not."""

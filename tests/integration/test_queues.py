@@ -287,11 +287,7 @@ def case_limits(tap, cl, sm, b_a):
 def main():
     tap = sc.Tap()
     cl = fl.LocalCluster(n_hosts=2, prefix="trainctl-queues-")
-    os.makedirs(cl.tmp, exist_ok=True)
-    cred = os.path.join(cl.tmp, "credentials")
-    write_credentials(cred)
-    cl.extra += ["--credentials", cred, "--heartbeat-ms", "200"]
-    err = cl.start(wait_hosts=False) or fl.wait_hosts_signed(cl, ALICE)
+    err = fl.start_signed(cl, write_credentials, ALICE, ["--heartbeat-ms", "200"])
     if not tap.ok(err is None, "trainctld --local-hosts 2 starts", err):
         sys.exit(tap.finish())
     try:

@@ -218,11 +218,7 @@ def case_refusals(tap, cl, sm):
 def main():
     tap = sc.Tap()
     cl = fl.LocalCluster(n_hosts=2, prefix="trainctl-requeue-")
-    os.makedirs(cl.tmp, exist_ok=True)
-    cred = os.path.join(cl.tmp, "credentials")
-    credentials(cred)
-    cl.extra += ["--credentials", cred, "--heartbeat-ms", "200"]
-    err = cl.start(wait_hosts=False) or fl.wait_hosts_signed(cl, (sc.KEY, sc.SECRET))
+    err = fl.start_signed(cl, credentials, (sc.KEY, sc.SECRET), ["--heartbeat-ms", "200"])
     if not tap.ok(err is None, "trainctld --local-hosts 2 starts", err):
         sys.exit(tap.finish())
     try:
