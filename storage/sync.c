@@ -327,6 +327,20 @@ static void delete_stored(struct stor *s, const char *uri,
 	buf_release(&e);
 }
 
+/* Whether the local folder of key (fl bytes, with its '/') is gone. */
+static int folder_gone(const char *dir, const char *key, size_t fl)
+{
+	struct buf k = BUF_INIT, path = BUF_INIT;
+	int gone;
+
+	(void)buf_add(&k, key, fl - 1);
+	stor_fs_path(&path, dir, k.data ? k.data : "");
+	gone = access(path.data, F_OK) != 0;
+	buf_release(&k);
+	buf_release(&path);
+	return gone;
+}
+
 /*
  * The files of the checkpoint mirror (put_checkpoints() below), manifests
  * last; the folders of files removed while they were copied go to gone,
@@ -376,8 +390,11 @@ static int put_ckpt_files(struct stor *s, const char *dir, const char *uri,
 			join_uri(&dst, uri, f->key);
 			ret = stor_put(s, src.data, dst.data, NULL, err);
 			if (ret && access(src.data, F_OK)) {
-				/* Removed while we copied: not an error. */
-				strset_add(gone, f->key, fl);
+				/* Removed while we copied: not an error. Only
+				 * a removed folder takes the rest of it along;
+				 * a file renamed into place goes alone. */
+				if (fl && folder_gone(dir, f->key, fl))
+					strset_add(gone, f->key, fl);
 				buf_reset(err);
 				ret = 0;
 				continue;

@@ -32,11 +32,11 @@ struct server {
 	char *dir;
 	char *root; /* <dir>/state/s3 */
 	int port;
-	/* A PUT of a URL ending in rm_key removes the local folder rm_dir
-	 * and fails, as when a program removes a checkpoint folder while
-	 * it is copied. */
-	const char *rm_key;
-	const char *rm_dir;
+	/* A PUT of a URL ending in rm_key (rm_key2) removes the local
+	 * path rm_dir (rm_dir2) and fails, as when a program removes a
+	 * checkpoint folder, or renames a file, while it is copied. */
+	const char *rm_key, *rm_key2;
+	const char *rm_dir, *rm_dir2;
 };
 
 static struct server g;
@@ -60,6 +60,12 @@ static enum MHD_Result queue_json(struct MHD_Connection *c, int status,
 	return ret;
 }
 
+static int ends_with(const char *s, const char *end)
+{
+	return end && strlen(s) >= strlen(end) &&
+	       !strcmp(s + strlen(s) - strlen(end), end);
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
 			       const char *url, const char *method,
 			       const char *version, const char *upload_data,
@@ -78,10 +84,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
 
 		k = calloc(1, sizeof(*k));
 		*con_cls = k;
-		if (g.rm_key && !strcmp(method, "PUT") &&
-		    strlen(url) >= strlen(g.rm_key) &&
-		    !strcmp(url + strlen(url) - strlen(g.rm_key), g.rm_key)) {
-			th_rm_rf(g.rm_dir);
+		if (!strcmp(method, "PUT") && (ends_with(url, g.rm_key) ||
+					       ends_with(url, g.rm_key2))) {
+			th_rm_rf(ends_with(url, g.rm_key) ? g.rm_dir
+							  : g.rm_dir2);
 			k->denied = 1;
 			return MHD_YES;
 		}
@@ -451,6 +457,57 @@ static void test_ckpt_folder_removed(void **state)
 	buf_release(&err);
 }
 
+/*
+ * A file removed while it is copied (a program writes
+ * x.tmp and renames it) is skipped alone: the files beside it, stored
+ * before it in the pass or after it, stay (final: the program ended),
+ * at the top and in a folder that is still there.
+ */
+static void test_ckpt_file_removed(void **state)
+{
+	struct stor *s = open_client(TOKEN);
+	struct stor_ckpt_sync opt = { 0, NULL, 1 };
+	struct stor_sync_stats st;
+	struct stor_list l = STOR_LIST_INIT;
+	struct buf a = BUF_INIT, b = BUF_INIT, c = BUF_INIT, err = BUF_INIT;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(mkdir(tp(&a, "top"), 0755), 0);
+	assert_int_equal(mkdir(tp(&a, "top/in"), 0755), 0);
+	th_write_text(tp(&a, "top/a.txt"), "a");
+	th_write_text(tp(&a, "top/b.tmp"), "b");
+	th_write_text(tp(&a, "top/c.txt"), "c");
+	th_write_text(tp(&a, "top/in/a.txt"), "in a");
+	th_write_text(tp(&a, "top/in/b.tmp"), "in b");
+	th_write_text(tp(&a, "top/in/c.txt"), "in c");
+	g.rm_key = "/top/b.tmp";
+	g.rm_dir = tp(&b, "top/b.tmp");
+	g.rm_key2 = "/top/in/b.tmp";
+	g.rm_dir2 = tp(&c, "top/in/b.tmp");
+	assert_int_equal(stor_sync_checkpoints(s, tp(&a, "top"),
+					       "s3://bkt/top/", &opt, &st,
+					       &err),
+			 0);
+	g.rm_key = g.rm_key2 = NULL;
+	assert_false(th_exists(g.rm_dir));
+	assert_false(th_exists(g.rm_dir2));
+	assert_int_equal(stor_list(s, "s3://bkt/top/", &l, &err), 0);
+	for (i = 0; i < l.n; i++)
+		print_message("# stored: %s\n", l.v[i].key);
+	assert_int_equal(l.n, 4);
+	assert_string_equal(l.v[0].key, "top/a.txt");
+	assert_string_equal(l.v[1].key, "top/c.txt");
+	assert_string_equal(l.v[2].key, "top/in/a.txt");
+	assert_string_equal(l.v[3].key, "top/in/c.txt");
+	stor_list_release(&l);
+	stor_close(s);
+	buf_release(&a);
+	buf_release(&b);
+	buf_release(&c);
+	buf_release(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -460,6 +517,7 @@ int main(void)
 		cmocka_unit_test(test_hostile_keys),
 		cmocka_unit_test(test_cut_upload),
 		cmocka_unit_test(test_ckpt_folder_removed),
+		cmocka_unit_test(test_ckpt_file_removed),
 	};
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
