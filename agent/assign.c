@@ -347,6 +347,9 @@ static int has_checkpoints(const struct agent_assign *a);
 static void launch(struct agent_ctx *ctx, struct agent_assign *a)
 {
 	struct buf err = BUF_INIT;
+	/* Before the ranks run: what they write is newer (the mirror's
+	 * since_ms), however soon they write it. */
+	int64_t start = time_file_ms();
 
 	agent_assign_watch_checkpoints(a);
 	if (a->spec.network_isolation &&
@@ -356,7 +359,7 @@ static void launch(struct agent_ctx *ctx, struct agent_assign *a)
 	} else if (agent_launch(ctx, a, &err)) {
 		agent_assign_set_error(ctx, a, err.data);
 	} else {
-		a->started_ms = time_now_ms();
+		a->started_ms = start;
 		agent_assign_set_phase(ctx, a, API_PHASE_RUNNING);
 		/* The pipes of epoch 0 exist: the program may open them
 		 * before their writers run, and waits for them. */

@@ -9,6 +9,13 @@
 /* Wall-clock time in milliseconds since the epoch. */
 int64_t time_now_ms(void);
 
+/*
+ * Wall-clock milliseconds as the kernel stamps files: never later than the
+ * mtime of a file written after the call (time_now_ms() can be a few ms
+ * ahead of it).
+ */
+int64_t time_file_ms(void);
+
 /* Monotonic time in milliseconds (for deadlines and durations). */
 int64_t time_mono_ms(void);
 
