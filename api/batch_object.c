@@ -137,6 +137,13 @@ static int parse_queue(const json_t *root, struct api_batch_object *o,
 	if (!json_array_size(envs))
 		return api__invalid(err, "serviceEnvironmentOrder must name "
 					 "at least one service environment");
+	/* One pool of hosts serves a queue: a second environment's limits
+	 * would not be applied, so it is refused (docs/queues.md). */
+	if (json_array_size(envs) > 1)
+		return api__invalid(err, "serviceEnvironmentOrder names %zu "
+					 "service environments: a queue takes "
+					 "one here",
+				    json_array_size(envs));
 	o->priority =
 		(int)json_integer_value(json_object_get(root, "priority"));
 	o->policy_arn = dup_member(root, "schedulingPolicyArn");

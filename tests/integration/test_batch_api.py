@@ -343,6 +343,11 @@ def case_refusals(cl, b):
                                        serviceEnvironmentOrder=[{"order": 1,
                                                                  "serviceEnvironment": "nope"}]),
             "serviceEnvironmentOrder", "nope")
+    refused(lambda: b.create_job_queue(jobQueueName="q-bad", priority=1,
+                                       jobQueueType="SAGEMAKER_TRAINING",
+                                       serviceEnvironmentOrder=envs + [{"order": 2,
+                                                                        "serviceEnvironment": "env-a"}]),
+            "serviceEnvironmentOrder", "one here")
     refused(lambda: b.create_service_environment(
         serviceEnvironmentName="env-bad", serviceEnvironmentType="SAGEMAKER_TRAINING",
         capacityLimits=[{"maxCapacity": 1, "capacityUnit": "gpus"}]), "capacityUnit")
