@@ -13,6 +13,7 @@
 #include "controller/obs/prom.h"
 #include "controller/obs/telemetry.h"
 #include "controller/reply.h"
+#include "controller/sched/stats.h"
 #include "db/db.h"
 #include "db/run.h"
 #include "common/err.h"
@@ -73,25 +74,9 @@ static const int status_codes[] = { 200, 201, 204, 304, 400, 401, 403, 404,
 
 #define N_STATUS (ARRAY_SIZE(status_codes))
 
-/* Latency bucket upper bounds in microseconds, and as printed. */
-static const int64_t bucket_us[] = { 500,     1000,	2500,	 5000,
-				     10000,   25000,	50000,	 100000,
-				     250000,  500000,	1000000, 2500000,
-				     5000000, 10000000, 30000000 };
-static const char *const bucket_le[] = { "0.0005", "0.001", "0.0025", "0.005",
-					 "0.01",   "0.025", "0.05",   "0.1",
-					 "0.25",   "0.5",   "1",      "2.5",
-					 "5",	   "10",    "30" };
-
-#define N_BUCKETS (ARRAY_SIZE(bucket_us))
-
-_Static_assert(ARRAY_SIZE(bucket_le) == N_BUCKETS,
-	       "every latency bucket needs its label");
-
 struct op_stats {
 	atomic_ullong by_status[N_STATUS];
-	atomic_ullong buckets[N_BUCKETS + 1]; /* last: above every bound */
-	atomic_ullong sum_us;
+	struct ctrl_prom_hist latency;
 };
 
 static struct op_stats stats[N_OPS];
@@ -247,20 +232,13 @@ void ctrl_metrics_request(struct MHD_Connection *conn, const char *method,
 	    !strncmp(ct, "application/x-www-form-urlencoded", 33))
 		op = "cloudwatch:query";
 	s = &stats[op_index(op)];
-	size_t si, bi;
+	size_t si;
 
 	for (si = 0; si < N_STATUS - 1; si++)
 		if (status_codes[si] == status)
 			break;
-	for (bi = 0; bi < N_BUCKETS; bi++)
-		if (us <= bucket_us[bi])
-			break;
-	if (us < 0)
-		us = 0;
 	atomic_fetch_add_explicit(&s->by_status[si], 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&s->buckets[bi], 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&s->sum_us, (unsigned long long)us,
-				  memory_order_relaxed);
+	ctrl_prom_hist_observe(&s->latency, us);
 }
 
 void ctrl_metrics_log_lines(size_t n)
@@ -304,33 +282,9 @@ void ctrl_metrics_render_counters(struct buf *out)
 	ctrl_prom_family(out, HIST, "histogram",
 			 "Time from a request's arrival to its answer "
 			 "(long-polls include their wait).");
-	for (o = 0; o < N_OPS; o++) {
-		unsigned long long cum = 0;
-		unsigned long long counts[N_BUCKETS + 1];
-
-		for (k = 0; k <= N_BUCKETS; k++) {
-			counts[k] = load(&stats[o].buckets[k]);
-			cum += counts[k];
-		}
-		if (!cum)
-			continue;
-		cum = 0;
-		for (k = 0; k <= N_BUCKETS; k++) {
-			cum += counts[k];
-			ctrl_prom_sample_start(&s, out, HIST "_bucket");
-			ctrl_prom_label(&s, "operation", op_names[o]);
-			ctrl_prom_label(&s, "le",
-					k < N_BUCKETS ? bucket_le[k] : "+Inf");
-			ctrl_prom_value(&s, "%llu", cum);
-		}
-		ctrl_prom_sample_start(&s, out, HIST "_sum");
-		ctrl_prom_label(&s, "operation", op_names[o]);
-		ctrl_prom_value(&s, "%.6f",
-				(double)load(&stats[o].sum_us) / 1e6);
-		ctrl_prom_sample_start(&s, out, HIST "_count");
-		ctrl_prom_label(&s, "operation", op_names[o]);
-		ctrl_prom_value(&s, "%llu", cum);
-	}
+	for (o = 0; o < N_OPS; o++)
+		ctrl_prom_hist_render(&stats[o].latency, out, HIST, "operation",
+				      op_names[o]);
 	ctrl_prom_family(out, "trainctl_log_lines_ingested_total", "counter",
 			 "Log lines received from agents and stored.");
 	ctrl_prom_sample_start(&s, out, "trainctl_log_lines_ingested_total");
@@ -533,6 +487,7 @@ void ctrl_metrics_serve(struct ctrl_ctx *ctx, struct ctrl_response *resp)
 	ctrl_prom_value(&s, "%lld", job_restarts(ctx));
 	render_hosts(ctx, &out);
 	ctrl_tm_render_metrics(ctx, &out);
+	ctrl_sched_render_metrics(&out);
 	ctrl_metrics_render_counters(&out);
 	resp->status = 200;
 	buf_release(&resp->body);

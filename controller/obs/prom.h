@@ -17,6 +17,9 @@
  * gives trainctl_hosts{state="ready"} 3. Appends to an out without a
  * max never fail; with one, a line may be cut short.
  */
+#include <stdatomic.h>
+#include <stdint.h>
+
 #include "common/buf.h"
 
 struct ctrl_prom_sample {
@@ -45,5 +48,26 @@ void ctrl_prom_value(struct ctrl_prom_sample *s, const char *fmt, ...)
 
 /* Appends v with \, " and newline escaped as a label value asks. */
 void ctrl_prom_escape(struct buf *out, const char *v);
+
+/*
+ * A latency histogram, in seconds on the wire, fed in microseconds from
+ * any thread (relaxed atomics): bounds from 0.5 ms to 30 s.
+ */
+#define CTRL_PROM_BUCKETS 15
+
+struct ctrl_prom_hist {
+	atomic_ullong buckets[CTRL_PROM_BUCKETS + 1]; /* last: above all */
+	atomic_ullong sum_us;
+};
+
+void ctrl_prom_hist_observe(struct ctrl_prom_hist *h, int64_t us);
+
+/*
+ * Writes name_bucket, name_sum and name_count, each with the label
+ * key="value" first when key is not NULL; nothing for an empty h.
+ */
+void ctrl_prom_hist_render(struct ctrl_prom_hist *h, struct buf *out,
+			   const char *name, const char *key,
+			   const char *value);
 
 #endif
