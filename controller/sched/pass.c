@@ -14,6 +14,7 @@
 #include "controller/sched/decide.h"
 #include "controller/sched/pass.h"
 #include "controller/sched/state.h"
+#include "controller/sched/stats.h"
 #include "db/db.h"
 #include "db/sched.h"
 #include "common/log.h"
@@ -732,6 +733,7 @@ int ctrl_sched_pass(struct ctrl_ctx *ctx, int *busy_valid, int freed)
 	struct ctrl_sched_in in;
 	struct buf err = BUF_INIT;
 	struct pass p;
+	int64_t t0, t1;
 	size_t i;
 
 	memset(&p, 0, sizeof(p));
@@ -744,6 +746,7 @@ int ctrl_sched_pass(struct ctrl_ctx *ctx, int *busy_valid, int freed)
 	}
 	flush_notes(ctx);
 	ctx->sched->pass_ms = p.now;
+	t0 = time_mono_us();
 	if (gather(&p)) {
 		pass_release(&p);
 		return 1;
@@ -764,7 +767,10 @@ int ctrl_sched_pass(struct ctrl_ctx *ctx, int *busy_valid, int freed)
 	ctx->sched->quota = 0;
 	for (i = 0; i < p.n_caps; i++)
 		ctx->sched->quota |= !strcmp(p.caps[i].kind, "quota-share");
+	t1 = time_mono_us();
 	ctrl_sched_decide(&in, &out);
+	t1 = time_mono_us() - t1;
+	ctrl_sched_stats_shares(&in, &out);
 	apply(&p, &out, busy_valid);
 	if (p.n_wait &&
 	    db_jobs_set_waiting(ctx->db, p.w_names,
@@ -773,6 +779,7 @@ int ctrl_sched_pass(struct ctrl_ctx *ctx, int *busy_valid, int freed)
 	ctrl_sched_out_release(&out, in.n_queued);
 	pass_release(&p);
 	buf_release(&err);
+	ctrl_sched_stats_pass(time_mono_us() - t0, t1);
 	return 1;
 }
 

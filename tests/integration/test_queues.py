@@ -81,6 +81,14 @@ def start_of(d):
     return None
 
 
+def metrics(cl):
+    """GET /metrics, signed with alice's admin key."""
+    h = sc.sigv4_sign("GET", "127.0.0.1:%d" % cl.port, "/metrics", "", b"", ALICE[0], ALICE[1], {})
+    r = sc.http_request(cl.port, "GET", "/metrics", b"", h)
+    expect(r.status == 200, "GET /metrics: %r" % (r,))
+    return r.body.decode()
+
+
 def wait_ended(sm, names, timeout=180):
     return {n: fl.wait_job(sm, n, fl.terminal, timeout)[0] for n in names}
 
@@ -98,6 +106,13 @@ def case_fair(tap, cl, sm_a, sm_b):
             (d.get("SecondaryStatusTransitions") or [{}])[-1].get("StatusMessage") or ""), 30)
         msg = d["SecondaryStatusTransitions"][-1]["StatusMessage"]
         expect("share bob" in msg and "waiting for 1 host" in msg, "bob's message: %r" % msg)
+        text = metrics(cl)
+        for want in ('trainctl_sched_jobs{queue="default",share="bob",state="queued"} 1\n',
+                     'trainctl_sched_hosts{queue="default",share="alice"} 2\n',
+                     'trainctl_sched_share_usage{queue="default",share="alice"} ',
+                     "trainctl_sched_decision_duration_seconds_count "):
+            expect(want in text, "/metrics lacks %r:\n%s" % (
+                want, "\n".join(ln for ln in text.splitlines() if "sched" in ln)))
         ended = wait_ended(sm_a, sweep + [bob])
         bad = [n for n, x in ended.items() if x["TrainingJobStatus"] != "Completed"]
         expect(not bad, "not Completed: %s" % bad)
