@@ -90,8 +90,9 @@ static void fail_lost(struct tally *t, const struct db_assignment *a)
 static void count_follower(struct ctrl_plan_summary *s,
 			   const struct api_report *r)
 {
-	if (r->phase == API_PHASE_RUNNING)
-		s->followers_running++;
+	/* An exited one whose daemon mpirun's end killed waits to be told. */
+	if (r->phase == API_PHASE_RUNNING || r->phase == API_PHASE_EXITED)
+		s->followers_waiting++;
 	if (r->phase >= API_PHASE_RUNNING)
 		s->running++;
 	if (r->phase == API_PHASE_DOWNLOADING)
@@ -314,7 +315,7 @@ static void plan_progress(const struct ctrl_plan_in *in,
 	size_t n = s->n;
 
 	/* mpirun is done: whatever still waits for it stops. */
-	out->stop_followers = s->leader_exited && s->followers_running;
+	out->stop_followers = s->leader_exited && s->followers_waiting;
 	out->act = CTRL_PLAN_ADVANCE;
 	if (s->exited_ok >= n && s->done >= n) {
 		out->to = CTRL_JOB_UPLOADING;

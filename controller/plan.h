@@ -31,9 +31,11 @@ struct ctrl_plan_summary {
 	size_t done;
 	size_t finished; /* done or error or exited (nothing more comes) */
 	int failed;
-	/* MPI mode: algo-1's mpirun ended; followers still running. */
+	/* MPI mode: algo-1's mpirun ended; followers not done yet, running
+	 * or exited (a daemon killed as mpirun ended) and waiting for the
+	 * controller's word. */
 	int leader_exited;
-	size_t followers_running;
+	size_t followers_waiting;
 	struct buf reason; /* why it failed, at most CTRL_REASON_MAX */
 };
 

@@ -25,7 +25,7 @@ struct sum {
 	int failed;
 	const char *reason;
 	int leader_exited;
-	size_t followers_running;
+	size_t followers_waiting;
 };
 
 struct row {
@@ -226,7 +226,7 @@ static void test_table(void **state)
 		if (r->sum.reason)
 			(void)buf_adds(&s.reason, r->sum.reason);
 		s.leader_exited = r->sum.leader_exited;
-		s.followers_running = r->sum.followers_running;
+		s.followers_waiting = r->sum.followers_waiting;
 		in.cur = r->cur;
 		in.attempt = r->attempt;
 		in.s = r->attempt ? &s : NULL;
@@ -395,7 +395,21 @@ static void test_summarize(void **state)
 	set(&as[2], 2, "h3", report(2, "running", "-", 0, NULL));
 	ctrl_plan_summarize(as, lost, 3, 1, &s);
 	assert_true(s.leader_exited);
-	assert_int_equal(s.followers_running, 2);
+	assert_int_equal(s.followers_waiting, 2);
+	assert_false(s.failed);
+	buf_release(&s.reason);
+	for (i = 0; i < 3; i++)
+		free(as[i].report_json);
+
+	/* ... one follower's daemon was killed as mpirun ended (143): it
+	 * waits in exited for the word to stop, no verdict. */
+	set(&as[0], 0, "h1", report(0, "done", "0", 90, NULL));
+	set(&as[1], 1, "h2", report(1, "exited", "143", 95, NULL));
+	set(&as[2], 2, "h3", report(2, "done", "0", 95, NULL));
+	ctrl_plan_summarize(as, lost, 3, 1, &s);
+	assert_true(s.leader_exited);
+	assert_int_equal(s.followers_waiting, 1);
+	assert_int_equal(s.done, 2);
 	assert_false(s.failed);
 	buf_release(&s.reason);
 	for (i = 0; i < 3; i++)
