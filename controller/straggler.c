@@ -112,28 +112,29 @@ static double ratio_over(const struct ctrl_strag_series *s, size_t n,
 	return r;
 }
 
-/* Whether host i's ratio reaches threshold in every part of the window. */
+/* Whether host i's ratio reaches threshold in enough parts of the
+ * window. */
 static int persistent(const struct ctrl_strag_series *s, size_t n, size_t i,
 		      const int64_t *end, int64_t window_ms, double threshold)
 {
 	int64_t *t0 = xcalloc(n + 1, sizeof(*t0));
 	int64_t *t1 = xcalloc(n + 1, sizeof(*t1));
 	struct ctrl_strag_fig fig, med;
-	int k, ok = 1;
+	int k, slow = 0;
 	size_t j;
 
-	for (k = 0; ok && k < CTRL_STRAG_PARTS; k++) {
+	for (k = 0; k < CTRL_STRAG_PARTS; k++) {
 		for (j = 0; j < n; j++) {
 			t0[j] = end[j] - window_ms +
 				window_ms * k / CTRL_STRAG_PARTS;
 			t1[j] = end[j] - window_ms +
 				window_ms * (k + 1) / CTRL_STRAG_PARTS;
 		}
-		ok = ratio_over(s, n, i, t0, t1, &fig, &med) >= threshold;
+		slow += ratio_over(s, n, i, t0, t1, &fig, &med) >= threshold;
 	}
 	free(t0);
 	free(t1);
-	return ok;
+	return slow >= CTRL_STRAG_PARTS_SLOW;
 }
 
 void ctrl_strag_judge(const struct ctrl_strag_series *s, size_t n,

@@ -24,9 +24,11 @@
  * median of the other hosts' (busy counts only from CTRL_STRAG_BUSY_FLOOR
  * of a core, stretch only from CTRL_STRAG_WAIT_FLOOR of a core waiting).
  * The window is split into CTRL_STRAG_PARTS parts; a host is a straggler
- * when its ratio is at least the threshold in every part, so that one
- * slow step, or one noisy part, never names it. Of several, the one with
- * the largest ratio over the whole window is named.
+ * when its ratio over the whole window is at least the threshold and so
+ * is its ratio in at least CTRL_STRAG_PARTS_SLOW of the parts, so that
+ * one slow step (it falls into one part, or two) never names it, while
+ * one noisy part on a shared CPU does not hide a straggler. Of several,
+ * the one with the largest ratio over the whole window is named.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -35,7 +37,8 @@
 
 #define CTRL_STRAG_RATIO 1.5
 #define CTRL_STRAG_WINDOW_MS 30000
-#define CTRL_STRAG_PARTS 3
+#define CTRL_STRAG_PARTS 4
+#define CTRL_STRAG_PARTS_SLOW 3
 #define CTRL_STRAG_BUSY_FLOOR 0.25 /* cores */
 #define CTRL_STRAG_WAIT_FLOOR 0.05 /* cores */
 /* The others' median busy is never taken below this (no division by

@@ -28,17 +28,19 @@ struct host {
 
 /*
  * A host whose threads ran (busy - wait) and waited wait cores in every
- * second; from second `from` on (when from >= 0), busy2 and wait2.
+ * second; in seconds from+1..to (when from >= 0), busy2 and wait2.
  */
-static void shape(struct host *h, int64_t t0, double busy, double wait,
-		  int from, double busy2, double wait2)
+static void shape_between(struct host *h, int64_t t0, double busy,
+			  double wait, int from, int to, double busy2,
+			  double wait2)
 {
 	int64_t run = 0, waited = 0;
 	int i;
 
 	for (i = 0; i < N_PTS; i++) {
-		double b = from >= 0 && i > from ? busy2 : busy;
-		double w = from >= 0 && i > from ? wait2 : wait;
+		int in = from >= 0 && i > from && i <= to;
+		double b = in ? busy2 : busy;
+		double w = in ? wait2 : wait;
 
 		if (i) {
 			run += (int64_t)((b - w) * 1e9);
@@ -48,6 +50,13 @@ static void shape(struct host *h, int64_t t0, double busy, double wait,
 		h->p[i].run_ns = run;
 		h->p[i].wait_ns = waited;
 	}
+}
+
+/* The same from second from+1 to the end. */
+static void shape(struct host *h, int64_t t0, double busy, double wait,
+		  int from, double busy2, double wait2)
+{
+	shape_between(h, t0, busy, wait, from, N_PTS, busy2, wait2);
 }
 
 static void judge(struct host *h, size_t n, double *ratios,
@@ -156,7 +165,7 @@ static void test_slow_without_wait(void **state)
 
 /*
  * Slow for the last 12 s only: the window's whole-span ratio reaches the
- * threshold, but not every part does, so nobody is named yet.
+ * threshold, but only two of its four parts do, so nobody is named yet.
  */
 static void test_not_persistent(void **state)
 {
@@ -170,6 +179,24 @@ static void test_not_persistent(void **state)
 	judge(h, 2, r, &v);
 	assert_int_equal(v.culprit, -1);
 	assert_true(r[1] >= CTRL_STRAG_RATIO);
+}
+
+/*
+ * A straggler whose figures dip in one part of the window (a shared CPU
+ * gave its peer a bad few seconds) is still named.
+ */
+static void test_one_noisy_part(void **state)
+{
+	struct host h[2];
+	struct ctrl_strag_verdict v;
+
+	(void)state;
+	/* Seconds 18..24: algo-1 as busy and waiting as algo-2. */
+	shape_between(&h[0], 0, 0.30, 0.0, 17, 24, 1.0, 0.7);
+	shape(&h[1], 0, 1.0, 0.70, -1, 0, 0);
+	judge(h, 2, NULL, &v);
+	assert_int_equal(v.culprit, 1);
+	assert_true(v.ratio >= CTRL_STRAG_RATIO);
 }
 
 /* One slow step (a second at 100 % busy) never names a host. */
@@ -281,6 +308,7 @@ int main(void)
 		cmocka_unit_test(test_quota_spinning_peers),
 		cmocka_unit_test(test_slow_without_wait),
 		cmocka_unit_test(test_not_persistent),
+		cmocka_unit_test(test_one_noisy_part),
 		cmocka_unit_test(test_one_slow_step),
 		cmocka_unit_test(test_noisy),
 		cmocka_unit_test(test_idle),
