@@ -13,6 +13,7 @@
 #include "controller/obs/prom.h"
 #include "controller/obs/telemetry.h"
 #include "controller/reply.h"
+#include "controller/stragwatch.h"
 #include "db/db.h"
 #include "db/run.h"
 #include "common/err.h"
@@ -533,6 +534,7 @@ void ctrl_metrics_serve(struct ctrl_ctx *ctx, struct ctrl_response *resp)
 	ctrl_prom_value(&s, "%lld", job_restarts(ctx));
 	render_hosts(ctx, &out);
 	ctrl_tm_render_metrics(ctx, &out);
+	ctrl_stragwatch_render_metrics(ctx, &out);
 	ctrl_metrics_render_counters(&out);
 	resp->status = 200;
 	buf_release(&resp->body);
