@@ -151,6 +151,21 @@ static const struct option options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* ctrl_usage()'s lines on stragglers. */
+static void usage_stragglers(void)
+{
+	fputs("  --straggler-action  what a host found persistently slower\n"
+	      "                  than the other hosts of its job gets: none\n"
+	      "                  (not watched), name (in the job's status\n"
+	      "                  message and /metrics; the default) or move\n"
+	      "                  (named, drained, and the job restarted from\n"
+	      "                  its checkpoint on a spare, when one is free)\n"
+	      "  --straggler-window  seconds a host must stay slower (30)\n"
+	      "  --straggler-ratio  how much slower than the other hosts'\n"
+	      "                  median is a straggler (1.5; 1.1..100)\n",
+	      stderr);
+}
+
 void ctrl_usage(void)
 {
 	fputs("usage: trainctld [--listen HOST:PORT] [--state-dir DIR]\n"
@@ -224,16 +239,7 @@ void ctrl_usage(void)
 	      "  --s3-upload-max-age  seconds after which an open multipart\n"
 	      "                  upload is aborted (86400; 0: never)\n",
 	      stderr);
-	fputs("  --straggler-action  what a host found persistently slower\n"
-	      "                  than the other hosts of its job gets: none\n"
-	      "                  (not watched), name (in the job's status\n"
-	      "                  message and /metrics; the default) or move\n"
-	      "                  (named, drained, and the job restarted from\n"
-	      "                  its checkpoint on a spare, when one is free)\n"
-	      "  --straggler-window  seconds a host must stay slower (30)\n"
-	      "  --straggler-ratio  how much slower than the other hosts'\n"
-	      "                  median is a straggler (1.5; 1.1..100)\n",
-	      stderr);
+	usage_stragglers();
 	fputs("  --tls-cert, --tls-key  PEM certificate and key: serve HTTPS\n"
 	      "  --tls-ca        PEM CA that agents and ranks verify the\n"
 	      "                  certificate with (the certificate itself)\n"
