@@ -56,7 +56,8 @@ static int teardown(void **state)
 
 static struct tm_gpu_sample gpu = { 3, 55.5, 10, 40 };
 static struct tm_rank_sample rank = {
-	(char *)"job-a", (char *)"00ff", 1, (char *)"algo-1", 180.0, 4096, 2
+	(char *)"job-a", (char *)"00ff", 1, (char *)"algo-1", 180.0, 4096, 2,
+	-1, -1, -1
 };
 
 static void sample(struct tm_host_sample *s, int64_t ts, double cpu,
