@@ -193,8 +193,8 @@ int agent_tm_parse_schedstat(const char *text, int64_t *run_ns,
 	*run_ns = 0;
 	*wait_ns = 0;
 	if (!isdigit((unsigned char)*text) ||
-	    sscanf(text, "%llu %llu", &run, &wait) != 2 ||
-	    run > (1ULL << 62) || wait > (1ULL << 62))
+	    sscanf(text, "%llu %llu", &run, &wait) != 2 || run > (1ULL << 62) ||
+	    wait > (1ULL << 62))
 		return ERR_INVALID;
 	*run_ns = (int64_t)run;
 	*wait_ns = (int64_t)wait;

@@ -165,8 +165,7 @@ static int parse_sched(const json_t *o, const char *where,
 
 	r->run_ns = -1;
 	r->wait_ns = -1;
-	ret = get_opt_i64(o, where, "run_ns", 0, MAX_SCHED_NS, &r->run_ns,
-			  err);
+	ret = get_opt_i64(o, where, "run_ns", 0, MAX_SCHED_NS, &r->run_ns, err);
 	ret = ret ? ret :
 		    get_opt_i64(o, where, "wait_ns", 0, MAX_SCHED_NS,
 				&r->wait_ns, err);

@@ -95,8 +95,8 @@ out:
 
 /* Host i's ratio over [t0, t1] of every host's clock, its figures and
  * the others' medians. */
-static double ratio_over(const struct ctrl_strag_series *s, size_t n,
-			 size_t i, const int64_t *t0, const int64_t *t1,
+static double ratio_over(const struct ctrl_strag_series *s, size_t n, size_t i,
+			 const int64_t *t0, const int64_t *t1,
 			 struct ctrl_strag_fig *fig, struct ctrl_strag_fig *med)
 {
 	struct ctrl_strag_fig *of = xcalloc(n + 1, sizeof(*of));

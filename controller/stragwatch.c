@@ -167,8 +167,7 @@ static void host_add(struct sw_host *h, const struct ctrl_strag_point *pt,
 		return;
 	if (h->n == MAX_POINTS)
 		drop = 1;
-	while (drop + 1 < h->n &&
-	       h->p[drop + 1].ts_ms <= pt->ts_ms - window_ms)
+	while (drop + 1 < h->n && h->p[drop + 1].ts_ms <= pt->ts_ms - window_ms)
 		drop++;
 	if (drop) {
 		memmove(h->p, h->p + drop, (h->n - drop) * sizeof(*h->p));
@@ -258,8 +257,7 @@ static void prune(struct ctrl_ctx *ctx, int64_t now)
 }
 
 /* A free host for the job's place algo-N, copied; NULL when none. */
-static char *spare_for(struct ctrl_ctx *ctx, const char *job,
-		       const char *algo)
+static char *spare_for(struct ctrl_ctx *ctx, const char *job, const char *algo)
 {
 	struct ctrl_jobrt *rt;
 	const char *spare = NULL;
@@ -281,8 +279,7 @@ static char *spare_for(struct ctrl_ctx *ctx, const char *job,
 }
 
 /* The finding as the StatusMessage of the job's Training transition. */
-static void set_message(struct ctrl_ctx *ctx, const char *job,
-			const char *msg)
+static void set_message(struct ctrl_ctx *ctx, const char *job, const char *msg)
 {
 	struct db_state_change ch = { 0 };
 	struct buf err = BUF_INIT;
@@ -332,8 +329,7 @@ static void act(struct ctrl_ctx *ctx, const struct finding *f)
 				  err.data);
 		} else {
 			ctrl_hosts_load_drains(ctx);
-			log_info("host '%s' drained: %s", f->host,
-				 reason.data);
+			log_info("host '%s' drained: %s", f->host, reason.data);
 			ctrl_reconciler_wake(ctx);
 		}
 	}

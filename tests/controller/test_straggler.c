@@ -30,9 +30,8 @@ struct host {
  * A host whose threads ran (busy - wait) and waited wait cores in every
  * second; in seconds from+1..to (when from >= 0), busy2 and wait2.
  */
-static void shape_between(struct host *h, int64_t t0, double busy,
-			  double wait, int from, int to, double busy2,
-			  double wait2)
+static void shape_between(struct host *h, int64_t t0, double busy, double wait,
+			  int from, int to, double busy2, double wait2)
 {
 	int64_t run = 0, waited = 0;
 	int i;
