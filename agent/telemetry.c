@@ -1,8 +1,9 @@
 /*
  * Host and rank telemetry (agent/telemetry.h). A sample costs a handful
  * of reads of small /proc files, plus one /proc/<pid>/stat per process
- * while a job runs here (its ranks are found by their session: each rank
- * leads its own, and its children stay in it), and an NVML query per GPU.
+ * and one schedstat per thread while a job runs here (its ranks are found
+ * by their session: each rank leads its own, and its children stay in
+ * it), and an NVML query per GPU.
  */
 #define _GNU_SOURCE
 #define LOG_TAG "agent"
@@ -184,6 +185,22 @@ int agent_tm_parse_pid_stat(const char *text, struct agent_pid_stat *st)
 	return 0;
 }
 
+int agent_tm_parse_schedstat(const char *text, int64_t *run_ns,
+			     int64_t *wait_ns)
+{
+	unsigned long long run, wait;
+
+	*run_ns = 0;
+	*wait_ns = 0;
+	if (!isdigit((unsigned char)*text) ||
+	    sscanf(text, "%llu %llu", &run, &wait) != 2 || run > (1ULL << 62) ||
+	    wait > (1ULL << 62))
+		return ERR_INVALID;
+	*run_ns = (int64_t)run;
+	*wait_ns = (int64_t)wait;
+	return 0;
+}
+
 int agent_tm_parse_cgroup_max(const char *text, int64_t *out)
 {
 	unsigned long long v;
@@ -338,8 +355,11 @@ struct tree {
 	uint64_t ticks;
 	int64_t rss_pages;
 	int procs;
+	int64_t run_ns, wait_ns;
+	int64_t *rank_ns; /* run + wait per rank */
 };
 
+/* The index of the rank of a whose tree holds s, or -1. */
 static int in_tree(const struct agent_assign *a, const struct agent_pid_stat *s)
 {
 	size_t i;
@@ -348,9 +368,52 @@ static int in_tree(const struct agent_assign *a, const struct agent_pid_stat *s)
 		pid_t p = a->ranks[i].proc.pid;
 
 		if (p > 0 && (s->session == p || s->pgrp == p || s->pid == p))
-			return 1;
+			return (int)i;
 	}
-	return 0;
+	return -1;
+}
+
+/*
+ * Adds the scheduler's figures of every thread of pid (its
+ * task/<tid>/schedstat) to tree's, and to its rank's.
+ */
+static void add_sched(struct agent_telemetry *t, const char *pid,
+		      struct tree *tree, int rank)
+{
+	struct buf text = BUF_INIT, path = BUF_INIT;
+	int64_t run, wait;
+	struct dirent *de;
+	DIR *d;
+
+	(void)buf_addf(&path, "%s/%s/task", t->proc, pid);
+	d = opendir(path.data);
+	while (d && (de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]) ||
+		    slurpf(&text, &path, "%s/%s/task/%s/schedstat", t->proc,
+			   pid, de->d_name) ||
+		    agent_tm_parse_schedstat(text.data, &run, &wait))
+			continue; /* it ended meanwhile */
+		tree->run_ns += run;
+		tree->wait_ns += wait;
+		tree->rank_ns[rank] += run + wait;
+	}
+	if (d)
+		closedir(d);
+	buf_release(&text);
+	buf_release(&path);
+}
+
+/* The rank of tree that ran and waited the most (-1: none). */
+static int top_rank(const struct tree *tree)
+{
+	size_t i;
+	int top = -1;
+
+	for (i = 0; i < tree->a->n_ranks; i++)
+		if (tree->rank_ns[i] > 0 &&
+		    (top < 0 || tree->rank_ns[i] > tree->rank_ns[top]))
+			top = (int)i;
+	return top;
 }
 
 static int running(const struct agent_assign *a)
@@ -384,8 +447,11 @@ static void sample_ranks(struct agent_ctx *ctx, int64_t now,
 	trees = xcalloc(n, sizeof(*trees));
 	n = 0;
 	for (a = ctx->assigns; a; a = a->next)
-		if (running(a))
+		if (running(a)) {
+			trees[n].rank_ns =
+				xcalloc(a->n_ranks + 1, sizeof(int64_t));
 			trees[n++].a = a;
+		}
 	d = opendir(t->proc);
 	while (d && (de = readdir(d))) {
 		if (!isdigit((unsigned char)de->d_name[0]))
@@ -394,11 +460,14 @@ static void sample_ranks(struct agent_ctx *ctx, int64_t now,
 		    agent_tm_parse_pid_stat(text.data, &st))
 			continue; /* it ended meanwhile */
 		for (i = 0; i < n; i++) {
-			if (!in_tree(trees[i].a, &st))
+			int rank = in_tree(trees[i].a, &st);
+
+			if (rank < 0)
 				continue;
 			trees[i].ticks += st.ticks;
 			trees[i].rss_pages += st.rss_pages;
 			trees[i].procs++;
+			add_sched(t, de->d_name, &trees[i], rank);
 			break;
 		}
 	}
@@ -416,6 +485,9 @@ static void sample_ranks(struct agent_ctx *ctx, int64_t now,
 		r->algo = xstrdup(a->algo);
 		r->rss_bytes = trees[i].rss_pages * t->page_size;
 		r->procs = trees[i].procs;
+		r->run_ns = trees[i].run_ns;
+		r->wait_ns = trees[i].wait_ns;
+		r->top_rank = top_rank(&trees[i]);
 		/* A process that ended took its ticks along: never below
 		 * zero. */
 		if (p->mono_ms && now > p->mono_ms && trees[i].ticks > p->ticks)
@@ -425,6 +497,8 @@ static void sample_ranks(struct agent_ctx *ctx, int64_t now,
 		p->ticks = trees[i].ticks;
 		p->mono_ms = now;
 	}
+	for (i = 0; i < n; i++)
+		free(trees[i].rank_ns);
 	free(trees);
 	buf_release(&text);
 	buf_release(&path);

@@ -57,6 +57,13 @@ struct agent_pid_stat {
 /* /proc/<pid>/stat (the command may hold spaces and ')'). 0/ERR_INVALID. */
 int agent_tm_parse_pid_stat(const char *text, struct agent_pid_stat *st);
 
+/*
+ * /proc/<pid>/task/<tid>/schedstat: nanoseconds the thread ran on a CPU
+ * and waited on a run queue for one. 0 or ERR_INVALID.
+ */
+int agent_tm_parse_schedstat(const char *text, int64_t *run_ns,
+			     int64_t *wait_ns);
+
 /* A cgroup v2 memory.max: bytes, or -1 for "max". 0 or ERR_INVALID. */
 int agent_tm_parse_cgroup_max(const char *text, int64_t *out);
 

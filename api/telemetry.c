@@ -23,6 +23,7 @@
 #define MAX_CPUS 65536
 #define MAX_CORES_PERCENT (100.0 * MAX_CPUS)
 #define MAX_ATTEMPT 1000000
+#define MAX_SCHED_NS (1LL << 62) /* nanoseconds of CPU or wait */
 #define MAX_NAME 256
 
 /* ---- parsing ---- */
@@ -145,6 +146,35 @@ static int parse_gpu(const json_t *o, const char *where,
 	return ret;
 }
 
+/* An optional integer member: *out is left as it is when absent. */
+static int get_opt_i64(const json_t *o, const char *where, const char *key,
+		       long long min, long long max, int64_t *out,
+		       struct buf *err)
+{
+	if (!json_object_get(o, key))
+		return 0;
+	return get_i64(o, where, key, min, max, out, err);
+}
+
+/* The scheduler's figures of a rank entry: optional (older agents). */
+static int parse_sched(const json_t *o, const char *where,
+		       struct tm_rank_sample *r, struct buf *err)
+{
+	int64_t top = -1;
+	int ret;
+
+	r->run_ns = -1;
+	r->wait_ns = -1;
+	ret = get_opt_i64(o, where, "run_ns", 0, MAX_SCHED_NS, &r->run_ns, err);
+	ret = ret ? ret :
+		    get_opt_i64(o, where, "wait_ns", 0, MAX_SCHED_NS,
+				&r->wait_ns, err);
+	ret = ret ? ret :
+		    get_opt_i64(o, where, "top_rank", 0, 1 << 20, &top, err);
+	r->top_rank = (int)top;
+	return ret;
+}
+
 static int parse_rank(const json_t *o, const char *where,
 		      struct tm_rank_sample *r, struct buf *err)
 {
@@ -173,6 +203,7 @@ static int parse_rank(const json_t *o, const char *where,
 			    err);
 	ret = ret ? ret :
 		    get_int(o, where, "procs", 0, 1 << 22, &r->procs, err);
+	ret = ret ? ret : parse_sched(o, where, r, err);
 	return ret;
 }
 
@@ -349,6 +380,12 @@ static json_t *sample_json(const struct tm_host_sample *s, int derived)
 		set(&b, j, "cpu_percent", jpct(r->cpu_percent));
 		set(&b, j, "rss_bytes", json_integer(r->rss_bytes));
 		set(&b, j, "procs", json_integer(r->procs));
+		if (r->run_ns >= 0 && r->wait_ns >= 0) {
+			set(&b, j, "run_ns", json_integer(r->run_ns));
+			set(&b, j, "wait_ns", json_integer(r->wait_ns));
+		}
+		if (r->top_rank >= 0)
+			set(&b, j, "top_rank", json_integer(r->top_rank));
 		push(&b, ranks, j);
 	}
 	set(&b, o, "ranks", ranks);

@@ -29,6 +29,18 @@ struct tm_rank_sample {
 	double cpu_percent; /* of one core: 250 = two and a half cores */
 	int64_t rss_bytes;
 	int procs; /* processes counted */
+	/*
+	 * The scheduler's view of the same threads (/proc/<pid>/task/<tid>/
+	 * schedstat), cumulative since they started: nanoseconds on a CPU
+	 * and waiting on a run queue for one (a CPU quota, a noisy
+	 * neighbour). -1: unknown (an older agent). A thread that ended
+	 * takes its figures along, so both may go down.
+	 */
+	int64_t run_ns;
+	int64_t wait_ns;
+	/* The index among the assignment's ranks of the one whose threads
+	 * ran and waited the most; -1: unknown. */
+	int top_rank;
 };
 
 /* One sample of a host. Counters are cumulative since the host booted. */

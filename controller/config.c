@@ -11,6 +11,8 @@
 
 #include "controller/ctrl.h"
 #include "controller/rendezvous.h"
+#include "controller/straggler.h"
+#include "controller/stragwatch.h"
 #include "common/err.h"
 #include "common/opt.h"
 #include "common/xalloc.h"
@@ -31,6 +33,8 @@ void ctrl_config_init(struct ctrl_config *cfg)
 	cfg->grace_ms = -1;
 	cfg->max_retries = -1;
 	cfg->hang_timeout_ms = -1;
+	cfg->strag_action = -1;
+	cfg->strag_window_ms = -1;
 	cfg->restart_wait_ms = -1;
 	cfg->tm_interval_ms = -2; /* unset; -1 is "the agents' own" */
 	cfg->tm_retention_h = -1;
@@ -89,6 +93,9 @@ enum {
 	OPT_PER_CLIENT,
 	OPT_AGENT_PER_CLIENT,
 	OPT_HEADER_TIMEOUT,
+	OPT_STRAG_ACTION,
+	OPT_STRAG_WINDOW,
+	OPT_STRAG_RATIO,
 };
 
 static const struct option options[] = {
@@ -114,6 +121,9 @@ static const struct option options[] = {
 	{ "inventory", required_argument, NULL, OPT_INVENTORY },
 	{ "max-retries", required_argument, NULL, OPT_MAX_RETRIES },
 	{ "hang-timeout", required_argument, NULL, OPT_HANG_TIMEOUT },
+	{ "straggler-action", required_argument, NULL, OPT_STRAG_ACTION },
+	{ "straggler-window", required_argument, NULL, OPT_STRAG_WINDOW },
+	{ "straggler-ratio", required_argument, NULL, OPT_STRAG_RATIO },
 	{ "retry-policy", required_argument, NULL, OPT_RETRY_POLICY },
 	{ "restart-wait", required_argument, NULL, OPT_RESTART_WAIT },
 	{ "telemetry-retention", required_argument, NULL, OPT_TM_RETENTION },
@@ -141,6 +151,21 @@ static const struct option options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* ctrl_usage()'s lines on stragglers. */
+static void usage_stragglers(void)
+{
+	fputs("  --straggler-action  what a host found persistently slower\n"
+	      "                  than the other hosts of its job gets: none\n"
+	      "                  (not watched), name (in the job's status\n"
+	      "                  message and /metrics; the default) or move\n"
+	      "                  (named, drained, and the job restarted from\n"
+	      "                  its checkpoint on a spare, when one is free)\n"
+	      "  --straggler-window  seconds a host must stay slower (30)\n"
+	      "  --straggler-ratio  how much slower than the other hosts'\n"
+	      "                  median is a straggler (1.5; 1.1..100)\n",
+	      stderr);
+}
+
 void ctrl_usage(void)
 {
 	fputs("usage: trainctld [--listen HOST:PORT] [--state-dir DIR]\n"
@@ -153,6 +178,8 @@ void ctrl_usage(void)
 	      "                 [--inventory FILE]\n"
 	      "                 [--max-retries N] [--retry-policy all|sagemaker]\n"
 	      "                 [--restart-wait SECONDS] [--hang-timeout SECONDS]\n"
+	      "                 [--straggler-action none|name|move]\n"
+	      "                 [--straggler-window SECONDS] [--straggler-ratio X]\n"
 	      "                 [--allow-file-root DIR]...\n"
 	      "                 [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]\n"
 	      "                 [--registry-auth FILE] [--insecure-registry HOST]...\n"
@@ -212,6 +239,7 @@ void ctrl_usage(void)
 	      "  --s3-upload-max-age  seconds after which an open multipart\n"
 	      "                  upload is aborted (86400; 0: never)\n",
 	      stderr);
+	usage_stragglers();
 	fputs("  --tls-cert, --tls-key  PEM certificate and key: serve HTTPS\n"
 	      "  --tls-ca        PEM CA that agents and ranks verify the\n"
 	      "                  certificate with (the certificate itself)\n"
@@ -328,6 +356,8 @@ static const struct {
 	  NUM_LONG(hang_timeout_ms) },
 	{ OPT_RESTART_WAIT, "restart-wait", 0, 86400, 1000,
 	  NUM_LONG(restart_wait_ms) },
+	{ OPT_STRAG_WINDOW, "straggler-window", 1, 86400, 1000,
+	  NUM_LONG(strag_window_ms) },
 	{ OPT_TM_INTERVAL, "telemetry-ms", 0, 3600000, 1,
 	  NUM_LONG(tm_interval_ms) },
 	{ OPT_TM_RETENTION, "telemetry-retention", 1, 24 * 366, 1,
@@ -385,6 +415,42 @@ static int table_option(struct ctrl_config *cfg, int c, const char *value,
 	return 0;
 }
 
+static int straggler_action(struct ctrl_config *cfg, const char *value,
+			    struct buf *err)
+{
+	static const char *const names[] = { "none", "name", "move" };
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		if (!strcmp(value, names[i])) {
+			cfg->strag_action = (int)i;
+			return 0;
+		}
+	}
+	(void)buf_addf(err,
+		       "--straggler-action must be 'none', 'name' or 'move', "
+		       "not '%s'",
+		       value);
+	return ERR_INVALID;
+}
+
+static int straggler_ratio(struct ctrl_config *cfg, const char *value,
+			   struct buf *err)
+{
+	char *end;
+	double v = strtod(value, &end);
+
+	if (end == value || *end || !(v >= 1.1 && v <= 100)) {
+		(void)buf_addf(err,
+			       "--straggler-ratio must be a number from 1.1 "
+			       "to 100, not '%s'",
+			       value);
+		return ERR_INVALID;
+	}
+	cfg->strag_ratio = v;
+	return 0;
+}
+
 static int retry_policy(struct ctrl_config *cfg, const char *value,
 			struct buf *err)
 {
@@ -424,6 +490,14 @@ int ctrl_config_parse_args(struct ctrl_config *cfg, int argc, char **argv,
 			break;
 		case OPT_RETRY_POLICY:
 			if (retry_policy(cfg, optarg, err))
+				return ERR_INVALID;
+			break;
+		case OPT_STRAG_ACTION:
+			if (straggler_action(cfg, optarg, err))
+				return ERR_INVALID;
+			break;
+		case OPT_STRAG_RATIO:
+			if (straggler_ratio(cfg, optarg, err))
 				return ERR_INVALID;
 			break;
 		case OPT_FILE_ROOT:
@@ -519,6 +593,7 @@ static const struct {
 	{ offsetof(struct ctrl_config, grace_ms), 120000 },
 	{ offsetof(struct ctrl_config, hang_timeout_ms), 1800000 },
 	{ offsetof(struct ctrl_config, restart_wait_ms), 60000 },
+	{ offsetof(struct ctrl_config, strag_window_ms), CTRL_STRAG_WINDOW_MS },
 	{ offsetof(struct ctrl_config, tm_retention_h), 24 },
 	{ offsetof(struct ctrl_config, s3_max_uploads), 1000 },
 	{ offsetof(struct ctrl_config, s3_upload_max_age_ms), 86400L * 1000 },
@@ -571,6 +646,10 @@ void ctrl_config_fill_defaults(struct ctrl_config *cfg)
 		cfg->local_hosts = cfg->inventory ? 0 : 2;
 	if (cfg->max_retries < 0)
 		cfg->max_retries = 0;
+	if (cfg->strag_action < 0)
+		cfg->strag_action = CTRL_STRAG_NAME;
+	if (cfg->strag_ratio <= 0)
+		cfg->strag_ratio = CTRL_STRAG_RATIO;
 	if (cfg->tm_interval_ms < -1)
 		cfg->tm_interval_ms = -1;
 	/* On loopback every client shares one address (and may take any
@@ -709,6 +788,12 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 	printf("hang-timeout %ld\n", cfg->hang_timeout_ms / 1000);
 	printf("retry-policy %s\n", cfg->retry_sagemaker ? "sagemaker" : "all");
 	printf("restart-wait %ld\n", cfg->restart_wait_ms / 1000);
+	printf("straggler-action %s\n",
+	       cfg->strag_action == CTRL_STRAG_NONE ? "none" :
+	       cfg->strag_action == CTRL_STRAG_MOVE ? "move" :
+						      "name");
+	printf("straggler-window %ld\n", cfg->strag_window_ms / 1000);
+	printf("straggler-ratio %g\n", cfg->strag_ratio);
 	if (cfg->tm_interval_ms >= 0)
 		printf("telemetry-ms %ld\n", cfg->tm_interval_ms);
 	else

@@ -95,6 +95,11 @@ struct ctrl_config {
 	size_t n_insecure;
 	size_t insecure_alloc; /* allocated count of insecure */
 	char *image_map;
+	/* Stragglers (controller/stragwatch.h): --straggler-action (enum
+	 * ctrl_strag_action), --straggler-window, --straggler-ratio. */
+	int strag_action;
+	long strag_window_ms;
+	double strag_ratio;
 	/* --telemetry-ms: the agents' sampling interval, -1: their own. */
 	long tm_interval_ms;
 	/* Telemetry retention: host samples (hours), job rows (days). */
@@ -123,6 +128,7 @@ struct ctrl_waiter;
 struct ctrl_jobrt;
 struct ctrl_rdzv;
 struct ctrl_tuning_curves;
+struct ctrl_stragwatch;
 
 /*
  * The tuning step's state (controller/tuning/step.c), the reconciler
@@ -166,6 +172,8 @@ struct ctrl_ctx {
 	 * last pruned (wall ms). */
 	struct db_tm *tm_db;
 	_Atomic int64_t tm_pruned_ms;
+	/* Stragglers of running jobs (controller/stragwatch.h). */
+	struct ctrl_stragwatch *strag;
 	struct MHD_Daemon *httpd;
 	struct MHD_Daemon *agent_httpd; /* --agent-listen, or NULL */
 	struct api_credentials creds;

@@ -7,6 +7,7 @@
 #include "controller/jobrt.h"
 #include "controller/rendezvous.h"
 #include "controller/sched/pass.h"
+#include "controller/stragwatch.h"
 #include "controller/tuning.h"
 #include "common/bug.h"
 #include "common/timeutil.h"
@@ -46,6 +47,7 @@ void ctrl_ctx_init(struct ctrl_ctx *ctx)
 	ctx->dcache = xcalloc(1, sizeof(*ctx->dcache));
 	for (i = 0; i < CTRL_DCACHE_STRIPES; i++)
 		pthread_mutex_init(&ctx->dcache->lock[i], NULL);
+	ctx->strag = ctrl_stragwatch_new();
 }
 
 void ctrl_ctx_release(struct ctrl_ctx *ctx)
@@ -58,6 +60,8 @@ void ctrl_ctx_release(struct ctrl_ctx *ctx)
 	ctx->sched = NULL;
 	dcache_free(ctx->dcache);
 	ctx->dcache = NULL;
+	ctrl_stragwatch_free(ctx->strag);
+	ctx->strag = NULL;
 	api_credentials_release(&ctx->creds);
 	ctrl_registry_release(&ctx->registry);
 	if (ctx->tls_key_pem) {

@@ -14,6 +14,7 @@
 #include "controller/obs/telemetry.h"
 #include "controller/reply.h"
 #include "controller/sched/stats.h"
+#include "controller/stragwatch.h"
 #include "db/db.h"
 #include "db/run.h"
 #include "common/err.h"
@@ -488,6 +489,7 @@ void ctrl_metrics_serve(struct ctrl_ctx *ctx, struct ctrl_response *resp)
 	render_hosts(ctx, &out);
 	ctrl_tm_render_metrics(ctx, &out);
 	ctrl_sched_render_metrics(&out);
+	ctrl_stragwatch_render_metrics(ctx, &out);
 	ctrl_metrics_render_counters(&out);
 	resp->status = 200;
 	buf_release(&resp->body);

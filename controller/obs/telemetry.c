@@ -18,6 +18,7 @@
 #include "controller/obs/prom.h"
 #include "controller/obs/telemetry.h"
 #include "controller/reply.h"
+#include "controller/stragwatch.h"
 #include "db/run.h"
 #include "db/telemetry.h"
 #include "common/err.h"
@@ -159,6 +160,7 @@ void ctrl_tm_ingest(struct ctrl_ctx *ctx, const char *host,
 	pthread_mutex_unlock(&ctx->hosts_lock);
 	if (db_tm_add(ctx->tm_db, host, rows, k, &err))
 		log_warn("host '%s': %s", host, err.data);
+	ctrl_stragwatch_ingest(ctx, host, rows, k);
 	for (i = 0; i < k; i++)
 		free(rows[i].ranks);
 out:

@@ -134,6 +134,27 @@ static void test_pid_stat(void **state)
 	free(text);
 }
 
+static void test_schedstat(void **state)
+{
+	int64_t run, wait;
+
+	(void)state;
+	assert_int_equal(agent_tm_parse_schedstat("8123456789 2500000000 "
+						  "4711\n",
+						  &run, &wait),
+			 0);
+	assert_int_equal(run, 8123456789LL);
+	assert_int_equal(wait, 2500000000LL);
+	assert_int_equal(agent_tm_parse_schedstat("0 0 0\n", &run, &wait), 0);
+	assert_int_equal(run, 0);
+	assert_int_equal(agent_tm_parse_schedstat("12\n", &run, &wait),
+			 ERR_INVALID);
+	assert_int_equal(agent_tm_parse_schedstat("", &run, &wait),
+			 ERR_INVALID);
+	assert_int_equal(agent_tm_parse_schedstat("-1 5 1\n", &run, &wait),
+			 ERR_INVALID);
+}
+
 static void test_cgroup(void **state)
 {
 	struct buf path = BUF_INIT;
@@ -200,6 +221,7 @@ int main(void)
 		cmocka_unit_test(test_diskstats),
 		cmocka_unit_test(test_net_dev),
 		cmocka_unit_test(test_pid_stat),
+		cmocka_unit_test(test_schedstat),
 		cmocka_unit_test(test_cgroup),
 		cmocka_unit_test(test_nvml),
 	};

@@ -51,6 +51,9 @@ static void fill(struct tm_host_sample *s, int64_t ts)
 	s->ranks[0].cpu_percent = 250.0;
 	s->ranks[0].rss_bytes = 1LL << 30;
 	s->ranks[0].procs = 3;
+	s->ranks[0].run_ns = 8123456789LL;
+	s->ranks[0].wait_ns = 2500000000LL;
+	s->ranks[0].top_rank = 0;
 }
 
 static const char *const BARE =
@@ -72,6 +75,8 @@ static void test_roundtrip(void **state)
 	assert_int_equal(st.n_samples, 0);
 	fill(&s[0], 1796211300000);
 	fill(&s[1], 1796211305000);
+	s[1].ranks[0].run_ns = -1; /* not written */
+	s[1].ranks[0].top_rank = -1;
 	st.samples = s;
 	st.n_samples = 2;
 	assert_int_equal(api_status_build(&st, &one), 0);
@@ -91,6 +96,12 @@ static void test_roundtrip(void **state)
 	assert_string_equal(back.samples[0].ranks[0].algo, "algo-2");
 	assert_true(back.samples[0].ranks[0].cpu_percent == 250.0);
 	assert_int_equal(back.samples[0].ranks[0].procs, 3);
+	assert_int_equal(back.samples[0].ranks[0].run_ns, 8123456789LL);
+	assert_int_equal(back.samples[0].ranks[0].wait_ns, 2500000000LL);
+	assert_int_equal(back.samples[0].ranks[0].top_rank, 0);
+	/* An older agent's entry without them: unknown. */
+	assert_int_equal(back.samples[1].ranks[0].run_ns, -1);
+	assert_int_equal(back.samples[1].ranks[0].top_rank, -1);
 	/* SageMaker's figures: memory of the smaller of limit and total,
 	 * CPU and GPU summed over cores and GPUs. */
 	assert_true(tm_host_sample_mem_percent(&back.samples[0]) == 37.5);
@@ -211,6 +222,8 @@ static void test_refusals(void **state)
 	assert_int_equal(parse_with("job_uid", "\"XYZ\"", &err), ERR_INVALID);
 	assert_int_equal(parse_with("algo", "\"\"", &err), ERR_INVALID);
 	assert_int_equal(parse_with("procs", "-3", &err), ERR_INVALID);
+	assert_int_equal(parse_with("wait_ns", "-1", &err), ERR_INVALID);
+	assert_non_null(strstr(err.data, "'telemetry[0].ranks[0].wait_ns'"));
 	/* Absent and null lists are empty. */
 	assert_int_equal(parse_with("gpus", "null", &err), 0);
 	buf_release(&err);

@@ -161,10 +161,10 @@ static void test_ingest(void **state)
 	struct fixture *f = *state;
 	int64_t now = time_now_ms();
 	struct tm_rank_sample r[3] = {
-		{ (char *)"job-a", f->uid, 1, (char *)"algo-1", 90.0, 100, 1 },
+		{ (char *)"job-a", f->uid, 1, (char *)"algo-1", 90.0, 100, 1, -1, -1, -1 },
 		/* Not this host's: another job, another algo. */
-		{ (char *)"job-b", NULL, 1, (char *)"algo-1", 90.0, 100, 1 },
-		{ (char *)"job-a", f->uid, 1, (char *)"algo-2", 90.0, 100, 1 },
+		{ (char *)"job-b", NULL, 1, (char *)"algo-1", 90.0, 100, 1, -1, -1, -1 },
+		{ (char *)"job-a", f->uid, 1, (char *)"algo-2", 90.0, 100, 1, -1, -1, -1 },
 	};
 	struct tm_host_sample s[6];
 	struct buf err = BUF_INIT, out = BUF_INIT;
@@ -247,7 +247,8 @@ static void test_cloudwatch(void **state)
 	struct fixture *f = *state;
 	int64_t now = time_now_ms(), t = (now / 60000 - 2) * 60000;
 	struct tm_rank_sample r = {
-		(char *)"job-a", f->uid, 1, (char *)"algo-1", 90.0, 100, 1
+		(char *)"job-a", f->uid, 1, (char *)"algo-1", 90.0, 100, 1,
+		-1, -1, -1
 	};
 	struct ctrl_caller bob = { NULL, "bob", NULL, 0 };
 	struct tm_host_sample s[2];
@@ -303,7 +304,10 @@ static void test_old_job_rows(void **state)
 				     (char *)"algo-3",
 				     90.0,
 				     100,
-				     1 };
+				     1,
+				     -1,
+				     -1,
+				     -1 };
 	struct tm_host_sample s;
 	struct buf body = BUF_INIT, out = BUF_INIT, err = BUF_INIT;
 

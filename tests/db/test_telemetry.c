@@ -56,7 +56,16 @@ static int teardown(void **state)
 
 static struct tm_gpu_sample gpu = { 3, 55.5, 10, 40 };
 static struct tm_rank_sample rank = {
-	(char *)"job-a", (char *)"00ff", 1, (char *)"algo-1", 180.0, 4096, 2
+	.job = (char *)"job-a",
+	.job_uid = (char *)"00ff",
+	.attempt = 1,
+	.algo = (char *)"algo-1",
+	.cpu_percent = 180.0,
+	.rss_bytes = 4096,
+	.procs = 2,
+	.run_ns = -1,
+	.wait_ns = -1,
+	.top_rank = -1,
 };
 
 static void sample(struct tm_host_sample *s, int64_t ts, double cpu,

@@ -27,6 +27,9 @@ input/config/hyperparameters.json (each value JSON-decoded), else
   steps N                     steps in all (default 60)
   ckpt_every K                checkpoint every K steps (default 10; 0: none)
   step_sleep S                seconds to sleep per step (default 0)
+  step_cpu S                  seconds of CPU time to compute per step, as a
+                              step's forward and backward pass would (default
+                              0): a host with less CPU takes longer for it
   sleep_pattern "S1,S2,..."   sleep S(n mod len) seconds after step n
                               instead of step_sleep (irregular logging)
   sync_dir D                  after each step wait (silently, no CPU to
@@ -460,10 +463,20 @@ def busy(seconds):
     return x
 
 
+def compute(cpu_s):
+    """Computes silently until cpu_s seconds of CPU time were spent."""
+    end, x = time.process_time() + cpu_s, 0
+    while time.process_time() < end:
+        for i in range(2000):
+            x = (x * 31 + i) % 1000003
+    return x
+
+
 def main():
     steps = hp("steps", 60, int)
     every = hp("ckpt_every", 10, int)
     sleep = hp("step_sleep", 0.0, float)
+    step_cpu = hp("step_cpu", 0.0, float)
     pattern = [float(x) for x in str(HP.get("sleep_pattern") or "").split(",") if x.strip()]
     sync = HP.get("sync_dir")
     lr = hp("lr", 0.5, float)
@@ -512,6 +525,8 @@ def main():
             busy(hp("busy_s", 10.0, float))
         idx = np.random.RandomState(seed * 1000003 + step).randint(0, len(yt), batch)
         loss = sgd_step(params, xt[idx], yt[idx], lr)
+        if step_cpu > 0:
+            compute(step_cpu)
         run += 1
         print("step=%d loss=%.6f" % (step, loss), flush=True)
         if trace_fd >= 0:
