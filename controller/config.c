@@ -32,6 +32,8 @@ void ctrl_config_init(struct ctrl_config *cfg)
 	cfg->max_retries = -1;
 	cfg->hang_timeout_ms = -1;
 	cfg->restart_wait_ms = -1;
+	cfg->quarantine_failures = -1;
+	cfg->quarantine_window_ms = -1;
 	cfg->tm_interval_ms = -2; /* unset; -1 is "the agents' own" */
 	cfg->tm_retention_h = -1;
 	cfg->s3_max_uploads = -1;
@@ -89,6 +91,8 @@ enum {
 	OPT_PER_CLIENT,
 	OPT_AGENT_PER_CLIENT,
 	OPT_HEADER_TIMEOUT,
+	OPT_QUARANTINE_FAILURES,
+	OPT_QUARANTINE_WINDOW,
 };
 
 static const struct option options[] = {
@@ -116,6 +120,9 @@ static const struct option options[] = {
 	{ "hang-timeout", required_argument, NULL, OPT_HANG_TIMEOUT },
 	{ "retry-policy", required_argument, NULL, OPT_RETRY_POLICY },
 	{ "restart-wait", required_argument, NULL, OPT_RESTART_WAIT },
+	{ "quarantine-failures", required_argument, NULL,
+	  OPT_QUARANTINE_FAILURES },
+	{ "quarantine-window", required_argument, NULL, OPT_QUARANTINE_WINDOW },
 	{ "telemetry-retention", required_argument, NULL, OPT_TM_RETENTION },
 	{ "telemetry-ms", required_argument, NULL, OPT_TM_INTERVAL },
 	{ "telemetry-job-retention", required_argument, NULL,
@@ -153,6 +160,8 @@ void ctrl_usage(void)
 	      "                 [--inventory FILE]\n"
 	      "                 [--max-retries N] [--retry-policy all|sagemaker]\n"
 	      "                 [--restart-wait SECONDS] [--hang-timeout SECONDS]\n"
+	      "                 [--quarantine-failures N]\n"
+	      "                 [--quarantine-window SECONDS]\n"
 	      "                 [--allow-file-root DIR]...\n"
 	      "                 [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]\n"
 	      "                 [--registry-auth FILE] [--insecure-registry HOST]...\n"
@@ -194,7 +203,13 @@ void ctrl_usage(void)
 	      "                  a ClientError; the default) or sagemaker\n"
 	      "                  (InternalServerError only, as SageMaker)\n"
 	      "  --restart-wait  seconds a restart waits for a lost host to come\n"
-	      "                  back or a spare to be free (60)\n"
+	      "                  back or a spare to be free (60)\n",
+	      stderr);
+	fputs("  --quarantine-failures  drain a host whose failures ended\n"
+	      "                  this many different jobs' attempts within\n"
+	      "                  --quarantine-window (3; 0: off)\n"
+	      "  --quarantine-window  seconds those failures are counted\n"
+	      "                  over (3600)\n"
 	      "  --telemetry-ms  the agents' sampling interval (their own,\n"
 	      "                  5000, unless given; 0: off)\n"
 	      "  --telemetry-retention  hours host samples are kept (24)\n"
@@ -328,6 +343,10 @@ static const struct {
 	  NUM_LONG(hang_timeout_ms) },
 	{ OPT_RESTART_WAIT, "restart-wait", 0, 86400, 1000,
 	  NUM_LONG(restart_wait_ms) },
+	{ OPT_QUARANTINE_FAILURES, "quarantine-failures", 0, 1000, 1,
+	  NUM_INT(quarantine_failures) },
+	{ OPT_QUARANTINE_WINDOW, "quarantine-window", 1, 30L * 86400, 1000,
+	  NUM_LONG(quarantine_window_ms) },
 	{ OPT_TM_INTERVAL, "telemetry-ms", 0, 3600000, 1,
 	  NUM_LONG(tm_interval_ms) },
 	{ OPT_TM_RETENTION, "telemetry-retention", 1, 24 * 366, 1,
@@ -519,6 +538,7 @@ static const struct {
 	{ offsetof(struct ctrl_config, grace_ms), 120000 },
 	{ offsetof(struct ctrl_config, hang_timeout_ms), 1800000 },
 	{ offsetof(struct ctrl_config, restart_wait_ms), 60000 },
+	{ offsetof(struct ctrl_config, quarantine_window_ms), 3600000 },
 	{ offsetof(struct ctrl_config, tm_retention_h), 24 },
 	{ offsetof(struct ctrl_config, s3_max_uploads), 1000 },
 	{ offsetof(struct ctrl_config, s3_upload_max_age_ms), 86400L * 1000 },
@@ -571,6 +591,8 @@ void ctrl_config_fill_defaults(struct ctrl_config *cfg)
 		cfg->local_hosts = cfg->inventory ? 0 : 2;
 	if (cfg->max_retries < 0)
 		cfg->max_retries = 0;
+	if (cfg->quarantine_failures < 0)
+		cfg->quarantine_failures = 3;
 	if (cfg->tm_interval_ms < -1)
 		cfg->tm_interval_ms = -1;
 	/* On loopback every client shares one address (and may take any
@@ -709,6 +731,8 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 	printf("hang-timeout %ld\n", cfg->hang_timeout_ms / 1000);
 	printf("retry-policy %s\n", cfg->retry_sagemaker ? "sagemaker" : "all");
 	printf("restart-wait %ld\n", cfg->restart_wait_ms / 1000);
+	printf("quarantine-failures %d\n", cfg->quarantine_failures);
+	printf("quarantine-window %ld\n", cfg->quarantine_window_ms / 1000);
 	if (cfg->tm_interval_ms >= 0)
 		printf("telemetry-ms %ld\n", cfg->tm_interval_ms);
 	else

@@ -14,6 +14,7 @@
 #include "controller/jobrun.h"
 #include "controller/placement.h"
 #include "controller/plan.h"
+#include "controller/quarantine.h"
 #include "controller/sched/pass.h"
 #include "controller/wake.h"
 #include "controller/warmpool.h"
@@ -641,6 +642,11 @@ static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 	case CTRL_PLAN_FINISH:
 		finish(ctx, job, cur, o->to, o->message,
 		       o->has_reason ? o->text.data : NULL, as, n, o->upload);
+		/* A restart that found no host noted its failure already. */
+		if (o->to == CTRL_JOB_FAILED && s->failed && s->culprit &&
+		    cur != CTRL_JOB_RESTARTING)
+			ctrl_quarantine_note(ctx, job->name, job->attempt,
+					     s->culprit);
 		break;
 	case CTRL_PLAN_TIME_OUT:
 		(void)db_job_set_stop_reason(ctx->db, job->name,
@@ -653,6 +659,9 @@ static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 		break;
 	case CTRL_PLAN_RESTART:
 		begin_restart(ctx, job, cur, s, o->text.data);
+		if (s->culprit)
+			ctrl_quarantine_note(ctx, job->name, job->attempt,
+					     s->culprit);
 		break;
 	case CTRL_PLAN_NEXT_ATTEMPT:
 		start_next_attempt(ctx, job, as, n, chosen, busy_valid);
