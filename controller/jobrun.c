@@ -435,9 +435,17 @@ static void gather(struct ctrl_ctx *ctx, const struct db_job *job,
 		(void)db_attempt_planned(ctx->db, job->name, job->attempt,
 					 &in->planned_move, &err);
 		if (in->settled) {
+			char *suspect = NULL;
+
+			/* The next attempt avoids the host this one failed
+			 * on, when another is free. */
+			(void)db_attempt_failed_host(ctx->db, job->name,
+						     job->attempt, &suspect,
+						     &err);
 			ctrl_place_busy_refresh(ctx, busy_valid);
 			in->restart_missing = ctrl_place_replacements(
-				ctx, job, as, n, chosen);
+				ctx, job, as, n, suspect, chosen);
+			free(suspect);
 		}
 		in->restart_wait_over = time_now_ms() - job->last_modified_ms >
 					ctx->cfg.restart_wait_ms;
