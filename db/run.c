@@ -353,6 +353,37 @@ int db_attempt_set_failed_host(struct db *db, const char *job, int attempt,
 	return r < 0 ? r : 0;
 }
 
+int db_attempt_set_failed_host_left(struct db *db, const char *job,
+				    int attempt, struct buf *err)
+{
+	int r = write_one(db,
+			  "UPDATE attempts SET failed_host_left = 1 WHERE "
+			  "job_id = " JOB_ID " AND attempt = ?2",
+			  job, attempt, 0, NULL, 0, err);
+
+	return r < 0 ? r : 0;
+}
+
+static void bind_since(sqlite3_stmt *st, const void *arg)
+{
+	sqlite3_bind_int64(st, 1, *(const int64_t *)arg);
+}
+
+int db_failed_hosts(struct db *db, int64_t since_ms, char ***hosts, size_t *n,
+		    struct buf *err)
+{
+	const struct db__query q = {
+		.sql = "SELECT DISTINCT failed_host FROM attempts WHERE "
+		       "failed_host IS NOT NULL AND ended_ms >= ?1",
+		.prepare_what = "cannot prepare",
+		.step_what = "cannot list the hosts failures were laid at",
+		.bind = bind_since,
+		.bind_arg = &since_ms,
+	};
+
+	return db__names(db, &q, hosts, n, err);
+}
+
 int db_attempt_failed_host(struct db *db, const char *job, int attempt,
 			   char **host, struct buf *err)
 {
@@ -411,6 +442,10 @@ static int failure_row(sqlite3_stmt *st, void *arg)
 	f->ended_ms = sqlite3_column_int64(st, 2);
 	f->reason = db__col_dup(st, 3);
 	f->elsewhere = sqlite3_column_int(st, 4);
+	f->started_ms = sqlite3_column_int64(st, 5);
+	f->left = sqlite3_column_int(st, 6);
+	f->later_ended_well = sqlite3_column_int(st, 7);
+	f->later_running_ms = sqlite3_column_int64(st, 8);
 	return 0;
 }
 
@@ -422,9 +457,17 @@ int db_host_failures(struct db *db, const char *host, int64_t since_ms,
 		.sql = "SELECT j.name, a.attempt, a.ended_ms, a.reason, "
 		       "EXISTS (SELECT 1 FROM attempts o WHERE o.job_id = "
 		       "a.job_id AND o.failed_host IS NOT NULL AND "
-		       "o.failed_host != ?1) FROM attempts a JOIN jobs j ON "
-		       "j.id = a.job_id WHERE a.failed_host = ?1 AND "
-		       "a.ended_ms >= ?2 ORDER BY a.ended_ms, j.name",
+		       "o.failed_host != ?1), a.started_ms, "
+		       "a.failed_host_left, "
+		       "EXISTS (SELECT 1 FROM attempts o WHERE o.job_id = "
+		       "a.job_id AND o.attempt > a.attempt AND o.ended_ms > 0 "
+		       "AND o.failed_host IS NULL), "
+		       "COALESCE((SELECT MIN(o.started_ms) FROM attempts o "
+		       "WHERE o.job_id = a.job_id AND o.attempt > a.attempt "
+		       "AND o.ended_ms = 0), 0) "
+		       "FROM attempts a JOIN jobs j ON j.id = a.job_id "
+		       "WHERE a.failed_host = ?1 AND a.ended_ms >= ?2 "
+		       "ORDER BY a.ended_ms, j.name",
 		.prepare_what = "cannot prepare",
 		.step_what = "cannot list the failures of a host",
 		.bind = failures_bind,

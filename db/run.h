@@ -90,6 +90,20 @@ int db_attempt_set_failed_host(struct db *db, const char *job, int attempt,
 			       const char *host, struct buf *err);
 
 /*
+ * The attempt after a failed one started without the host the failure
+ * was laid at. Returns 0 or ERR_DB.
+ */
+int db_attempt_set_failed_host_left(struct db *db, const char *job,
+				    int attempt, struct buf *err);
+
+/*
+ * The hosts that failures ending at since_ms or later were laid at, each
+ * once, into *hosts (free each and the array). Returns 0 or ERR_DB.
+ */
+int db_failed_hosts(struct db *db, int64_t since_ms, char ***hosts, size_t *n,
+		    struct buf *err);
+
+/*
  * The host an attempt's failure was laid at into *host (NULL: none), for
  * the caller to free. Returns 0 or ERR_DB.
  */
@@ -100,10 +114,17 @@ int db_attempt_failed_host(struct db *db, const char *job, int attempt,
 struct db_host_failure {
 	char *job;
 	int attempt;
+	int64_t started_ms;
 	int64_t ended_ms;
 	char *reason; /* the attempt's FailureReason, may be NULL */
 	/* Another attempt of the same job failed on another host. */
 	int elsewhere;
+	/* The next attempt left the host (db_attempt_set_failed_host_left()). */
+	int left;
+	/* A later attempt ended without a failure laid at any host. */
+	int later_ended_well;
+	/* When the running later attempt started (wall ms), 0: none runs. */
+	int64_t later_running_ms;
 };
 
 /*
