@@ -248,6 +248,9 @@ struct ctrl_ctx {
 	 * was stepped, or one was put off). */
 	struct ctrl_sched_mem *sched;
 	int sched_wanted;
+	/* The quarantine's next look at the hosts failures were laid at
+	 * (controller/quarantine.c; monotonic ms), reconciler's thread. */
+	int64_t quarantine_next_ms;
 };
 
 /*

@@ -294,6 +294,33 @@ static void begin_restart(struct ctrl_ctx *ctx, const struct db_job *job,
 	buf_release(&err);
 }
 
+/*
+ * Attempt N+1 started on chosen[0..n): when none is the host attempt N's
+ * failure was laid at, the job left that host, and how it fares from now
+ * on tells whether the host was to blame (controller/quarantine.c).
+ */
+static void note_left(struct ctrl_ctx *ctx, const struct db_job *job,
+		      const char **chosen, size_t n)
+{
+	struct buf err = BUF_INIT;
+	char *suspect = NULL;
+	size_t i;
+
+	if (db_attempt_failed_host(ctx->db, job->name, job->attempt, &suspect,
+				   &err) ||
+	    !suspect)
+		goto out;
+	for (i = 0; i < n; i++)
+		if (chosen[i] && !strcmp(chosen[i], suspect))
+			goto out;
+	if (db_attempt_set_failed_host_left(ctx->db, job->name, job->attempt,
+					    &err))
+		log_error("job '%s': %s", job->name, err.data);
+out:
+	free(suspect);
+	buf_release(&err);
+}
+
 /* Restarting, settled, a host for every place: attempt N+1 starts. */
 static void start_next_attempt(struct ctrl_ctx *ctx, const struct db_job *job,
 			       const struct db_assignment *as, size_t n,
@@ -310,6 +337,7 @@ static void start_next_attempt(struct ctrl_ctx *ctx, const struct db_job *job,
 			  job->attempt + 1, err.data);
 		goto out;
 	}
+	note_left(ctx, job, chosen, n);
 	bump_hosts(ctx, as, n);
 	for (i = 0; i < n; i++)
 		ctrl_hosts_bump(ctx, chosen[i]);
@@ -656,6 +684,17 @@ static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 			ctrl_quarantine_note(ctx, job->name, job->attempt,
 					     s->culprit);
 		break;
+	case CTRL_PLAN_ADVANCE:
+		advance(ctx, job->name, &cur, o->to);
+		if (o->then_complete && cur == CTRL_JOB_UPLOADING) {
+			finish(ctx, job, cur, CTRL_JOB_COMPLETED,
+			       "Training job completed", NULL, as, n, 1);
+			/* A job that failed on a host before and completed
+			 * elsewhere: the host may be to blame, at once. */
+			if (job->attempt > 1)
+				ctrl_quarantine_tick(ctx, 1);
+		}
+		break;
 	case CTRL_PLAN_TIME_OUT:
 		(void)db_job_set_stop_reason(ctx->db, job->name,
 					     "MaxRuntimeExceeded", &err);
@@ -676,12 +715,6 @@ static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 		break;
 	case CTRL_PLAN_REQUEUE:
 		requeue(ctx, job, as, n);
-		break;
-	case CTRL_PLAN_ADVANCE:
-		advance(ctx, job->name, &cur, o->to);
-		if (o->then_complete && cur == CTRL_JOB_UPLOADING)
-			finish(ctx, job, cur, CTRL_JOB_COMPLETED,
-			       "Training job completed", NULL, as, n, 1);
 		break;
 	case CTRL_PLAN_MOVE:
 	case CTRL_PLAN_NOTHING:
@@ -865,6 +898,9 @@ void ctrl_jobs_reconcile(struct ctrl_ctx *ctx, char *const *names,
 	/* Every queued job of one instance type, in one decision. */
 	if (ctrl_sched_pass(ctx, &busy_valid, queue))
 		ctx->sched_wanted = 0;
+	/* Failures confirmed meanwhile (a later attempt ran long enough). */
+	if (full)
+		ctrl_quarantine_tick(ctx, 0);
 out:
 	ctrl_place_free_types(types, look.n_types);
 	db_warm_pools_free(pools, n_pools);

@@ -19,19 +19,35 @@ int ctrl_quarantine_is(const char *drain_reason)
 					strlen(CTRL_QUARANTINE_PREFIX));
 }
 
-/* Whether f[i] counts: recent enough, and its job failed only here. */
-static int counts(const struct db_host_failure *f, size_t i, int64_t since)
+int ctrl_quarantine_confirmed(const struct db_host_failure *f, int64_t now_ms)
 {
-	return f[i].ended_ms >= since && !f[i].elsewhere && f[i].job;
+	int64_t ran = f->ended_ms - f->started_ms;
+	int64_t need = 2 * ran > CTRL_QUARANTINE_CONFIRM_MS ?
+			       2 * ran :
+			       CTRL_QUARANTINE_CONFIRM_MS;
+
+	if (f->elsewhere || !f->left)
+		return 0;
+	return f->later_ended_well ||
+	       (f->later_running_ms && now_ms - f->later_running_ms >= need);
+}
+
+/* Whether f[i] counts: recent enough, and confirmed. */
+static int counts(const struct db_host_failure *f, size_t i, int64_t since,
+		  int64_t now)
+{
+	return f[i].job && f[i].ended_ms >= since &&
+	       ctrl_quarantine_confirmed(&f[i], now);
 }
 
 /* Whether f[i]'s job already counted in f[0..i). */
-static int seen_before(const struct db_host_failure *f, size_t i, int64_t since)
+static int seen_before(const struct db_host_failure *f, size_t i, int64_t since,
+		       int64_t now)
 {
 	size_t k;
 
 	for (k = 0; k < i; k++)
-		if (counts(f, k, since) && !strcmp(f[k].job, f[i].job))
+		if (counts(f, k, since, now) && !strcmp(f[k].job, f[i].job))
 			return 1;
 	return 0;
 }
@@ -64,7 +80,8 @@ int ctrl_quarantine_decide(const struct db_host_failure *f, size_t n,
 	if (min_jobs <= 0)
 		return 0;
 	for (i = 0; i < n; i++) {
-		if (!counts(f, i, since) || seen_before(f, i, since))
+		if (!counts(f, i, since, now_ms) ||
+		    seen_before(f, i, since, now_ms))
 			continue;
 		jobs++;
 		if (list.len >= CTRL_QUARANTINE_REASON_MAX)
@@ -98,30 +115,23 @@ static int host_drained(struct ctrl_ctx *ctx, const char *host)
 	return drained;
 }
 
-void ctrl_quarantine_note(struct ctrl_ctx *ctx, const char *job, int attempt,
-			  const char *host)
+/* Drains host when its failures say so. */
+static void look_at(struct ctrl_ctx *ctx, const char *host, int64_t now)
 {
 	struct db_host_failure *f = NULL;
 	struct buf err = BUF_INIT, reason = BUF_INIT;
-	int64_t now = time_now_ms();
 	size_t n = 0;
-	int jobs;
 
-	if (db_attempt_set_failed_host(ctx->db, job, attempt, host, &err)) {
-		log_error("job '%s': %s", job, err.data);
-		goto out;
-	}
-	if (ctx->cfg.quarantine_failures <= 0 || host_drained(ctx, host))
+	if (host_drained(ctx, host))
 		goto out;
 	if (db_host_failures(ctx->db, host, now - ctx->cfg.quarantine_window_ms,
 			     &f, &n, &err)) {
 		log_error("host '%s': %s", host, err.data);
 		goto out;
 	}
-	jobs = ctrl_quarantine_decide(f, n, ctx->cfg.quarantine_failures,
-				      ctx->cfg.quarantine_window_ms, now,
-				      &reason);
-	if (!jobs)
+	if (!ctrl_quarantine_decide(f, n, ctx->cfg.quarantine_failures,
+				    ctx->cfg.quarantine_window_ms, now,
+				    &reason))
 		goto out;
 	if (db_host_drain_set(ctx->db, host, reason.data, now, &err)) {
 		log_error("host '%s': cannot drain: %s", host, err.data);
@@ -135,6 +145,40 @@ void ctrl_quarantine_note(struct ctrl_ctx *ctx, const char *job, int attempt,
 out:
 	db_host_failures_free(f, n);
 	buf_release(&reason);
+	buf_release(&err);
+}
+
+void ctrl_quarantine_note(struct ctrl_ctx *ctx, const char *job, int attempt,
+			  const char *host)
+{
+	struct buf err = BUF_INIT;
+
+	if (db_attempt_set_failed_host(ctx->db, job, attempt, host, &err))
+		log_error("job '%s': %s", job, err.data);
+	else if (ctx->cfg.quarantine_failures > 0)
+		look_at(ctx, host, time_now_ms());
+	buf_release(&err);
+}
+
+void ctrl_quarantine_tick(struct ctrl_ctx *ctx, int now)
+{
+	struct buf err = BUF_INIT;
+	int64_t mono = time_mono_ms(), wall = time_now_ms();
+	char **hosts = NULL;
+	size_t n = 0, i;
+
+	if (ctx->cfg.quarantine_failures <= 0 ||
+	    (!now && mono < ctx->quarantine_next_ms))
+		return;
+	ctx->quarantine_next_ms = mono + CTRL_QUARANTINE_TICK_MS;
+	if (db_failed_hosts(ctx->db, wall - ctx->cfg.quarantine_window_ms,
+			    &hosts, &n, &err))
+		log_error("quarantine: %s", err.data);
+	for (i = 0; i < n; i++) {
+		look_at(ctx, hosts[i], wall);
+		free(hosts[i]);
+	}
+	free(hosts);
 	buf_release(&err);
 }
 

@@ -1,9 +1,9 @@
 /*
  * Tests controller/quarantine.c: the pure decision over a host's failures
  * (the count of different jobs, the window, jobs that failed elsewhere
- * too, the reason's text and its cap), then the whole path against a real
- * store: failures laid at hosts, the drain it leads to, and the undrain
- * that forgets them.
+ * too, when a failure is confirmed, the reason's text and its cap), then
+ * the whole path against a real store: failures laid at hosts, the drain
+ * it leads to, and the undrain that forgets them.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -39,9 +39,13 @@ static struct db_host_failure failure(const char *job, int64_t ended_ms,
 	memset(&f, 0, sizeof(f));
 	f.job = (char *)job;
 	f.attempt = 1;
+	f.started_ms = ended_ms - 100;
 	f.ended_ms = ended_ms;
 	f.reason = (char *)reason;
 	f.elsewhere = elsewhere;
+	/* The job left the host and completed elsewhere. */
+	f.left = 1;
+	f.later_ended_well = 1;
 	return f;
 }
 
@@ -120,6 +124,38 @@ static void test_failed_elsewhere(void **state)
 	buf_release(&reason);
 }
 
+/*
+ * A failure is held against the host only once the job got further
+ * elsewhere: ended well there, or ran long enough (10 s, and twice as
+ * long as the failed attempt did).
+ */
+static void test_confirmation(void **state)
+{
+	struct db_host_failure f = failure("j", NOW - 60000, NULL, 0);
+
+	(void)state;
+	assert_true(ctrl_quarantine_confirmed(&f, NOW));
+	/* A job that never ran again (no retry, a ClientError): no. */
+	f.later_ended_well = 0;
+	assert_false(ctrl_quarantine_confirmed(&f, NOW));
+	/* Running elsewhere: once for 10 s. */
+	f.later_running_ms = NOW - CTRL_QUARANTINE_CONFIRM_MS + 1;
+	assert_false(ctrl_quarantine_confirmed(&f, NOW));
+	f.later_running_ms = NOW - CTRL_QUARANTINE_CONFIRM_MS;
+	assert_true(ctrl_quarantine_confirmed(&f, NOW));
+	/* A failed attempt that ran 30 s: the next must run 60 s. */
+	f.started_ms = f.ended_ms - 30000;
+	assert_false(ctrl_quarantine_confirmed(&f, NOW));
+	f.later_running_ms = NOW - 60000;
+	assert_true(ctrl_quarantine_confirmed(&f, NOW));
+	/* It went back to the same host (no spare): no evidence. */
+	f.left = 0;
+	assert_false(ctrl_quarantine_confirmed(&f, NOW));
+	f.left = 1;
+	f.elsewhere = 1;
+	assert_false(ctrl_quarantine_confirmed(&f, NOW));
+}
+
 /* Long reasons are cut per job and in all, at character boundaries. */
 static void test_reason_caps(void **state)
 {
@@ -186,6 +222,7 @@ static int setup(void **state)
 	buf_release(&err);
 	ctrl_hosts_add(&f->ctx, "h1", "t1");
 	ctrl_hosts_add(&f->ctx, "h2", "t2");
+	ctrl_hosts_add(&f->ctx, "h3", "t3");
 	*state = f;
 	return ret ? -1 : 0;
 }
@@ -214,9 +251,13 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Job name with attempts 1..n, each on host[i], ended with a reason. */
-static void failed_job(struct ctrl_ctx *ctx, const char *name,
-		       const char *const *hosts, int n)
+/*
+ * Job name runs its attempts on hosts[0..n), one each: every one but the
+ * last fails (laid at its host), each next attempt leaves the host, and
+ * the last ends as last says (NULL: it still runs; "fail": it fails too).
+ */
+static void run_job(struct ctrl_ctx *ctx, const char *name,
+		    const char *const *hosts, int n, const char *last)
 {
 	struct db_job j;
 	struct buf err = BUF_INIT, why = BUF_INIT;
@@ -233,18 +274,29 @@ static void failed_job(struct ctrl_ctx *ctx, const char *name,
 	j.creation_ms = time_now_ms();
 	assert_int_equal(db_job_insert(ctx->db, &j, "Starting", &err), 0);
 	for (i = 0; i < n; i++) {
-		buf_reset(&why);
-		(void)buf_addf(&why, "AlgorithmError: %s failed on %s", name,
-			       hosts[i]);
+		int fails = i < n - 1 || (last && !strcmp(last, "fail"));
+
 		assert_int_equal(db_attempt_start(ctx->db, name, i + 1, 20000,
 						  &hosts[i], 1, time_now_ms(),
 						  &err),
 				 0);
-		assert_int_equal(db_attempt_end(ctx->db, name, i + 1, why.data,
+		if (i > 0)
+			assert_int_equal(db_attempt_set_failed_host_left(
+						 ctx->db, name, i, &err),
+					 0);
+		if (!fails && !last)
+			break;
+		buf_reset(&why);
+		(void)buf_addf(&why, "AlgorithmError: %s failed on %s", name,
+			       hosts[i]);
+		assert_int_equal(db_attempt_end(ctx->db, name, i + 1,
+						fails ? why.data : last,
 						time_now_ms(), &err),
 				 0);
-		ctrl_quarantine_note(ctx, name, i + 1, hosts[i]);
+		if (fails)
+			ctrl_quarantine_note(ctx, name, i + 1, hosts[i]);
 	}
+	ctrl_quarantine_tick(ctx, 1);
 	buf_release(&why);
 	buf_release(&err);
 }
@@ -262,6 +314,8 @@ static void test_store_path(void **state)
 {
 	static const char *const h1[] = { "h1" };
 	static const char *const h1h2[] = { "h1", "h2" };
+	static const char *const h1h3[] = { "h1", "h3" };
+	static const char *const h2h3[] = { "h2", "h3" };
 	struct fixture *f = *state;
 	struct ctrl_ctx *ctx = &f->ctx;
 	struct db_host_failure *v = NULL;
@@ -269,29 +323,39 @@ static void test_store_path(void **state)
 	char *reason = NULL, *host = NULL;
 	size_t n = 0;
 
-	/* A job that fails on h1 and then on h2 as well: its own fault. */
-	failed_job(ctx, "buggy", h1h2, 2);
+	/* Jobs that fail wherever they run, or never run again, or are
+	 * still young elsewhere: nothing is held against h1. */
+	run_job(ctx, "buggy", h1h2, 2, "fail");
+	run_job(ctx, "no-retry", h1, 1, "fail");
+	run_job(ctx, "young", h1h3, 2, NULL);
+	assert_false(drained(ctx, "h1", NULL));
 	assert_int_equal(
 		db_attempt_failed_host(ctx->db, "buggy", 2, &host, &err), 0);
 	assert_string_equal(host, "h2");
 	free(host);
 	assert_int_equal(db_host_failures(ctx->db, "h1", 0, &v, &n, &err), 0);
-	assert_int_equal(n, 1);
+	assert_int_equal(n, 3);
 	assert_string_equal(v[0].job, "buggy");
 	assert_true(v[0].elsewhere);
 	assert_string_equal(v[0].reason, "AlgorithmError: buggy failed on h1");
+	assert_false(v[1].left);
+	assert_false(v[1].later_ended_well);
+	assert_true(v[2].left);
+	assert_false(v[2].later_ended_well);
+	assert_true(v[2].later_running_ms > 0);
 	db_host_failures_free(v, n);
-	failed_job(ctx, "jobA", h1, 1);
+
+	/* Failed on h1, completed on h2: held against h1. */
+	run_job(ctx, "jobA", h1h2, 2, "Completed");
 	assert_false(drained(ctx, "h1", NULL));
-	/* The second different job that failed only on h1: drained. */
-	failed_job(ctx, "jobB", h1, 1);
+	/* The second such job: h1 is drained, both named. */
+	run_job(ctx, "jobB", h1h3, 2, "Completed");
 	assert_true(drained(ctx, "h1", &reason));
 	assert_non_null(reason);
-	assert_non_null(strstr(reason, "quarantined: 2 jobs failed on this "
-				       "host within 600 s: jobA "
-				       "(AlgorithmError: jobA failed on h1), "
-				       "jobB (AlgorithmError: jobB failed on "
-				       "h1)"));
+	assert_string_equal(reason,
+			    "quarantined: 2 jobs failed on this host within "
+			    "600 s: jobA (AlgorithmError: jobA failed on h1), "
+			    "jobB (AlgorithmError: jobB failed on h1)");
 	free(reason);
 	assert_false(drained(ctx, "h2", NULL));
 	/* The drain is kept in the store (a restart reads it back). */
@@ -305,15 +369,15 @@ static void test_store_path(void **state)
 	assert_int_equal(db_host_failures(ctx->db, "h1", 0, &v, &n, &err), 0);
 	assert_int_equal(n, 0);
 	db_host_failures_free(v, n);
-	failed_job(ctx, "jobC", h1, 1);
+	run_job(ctx, "jobC", h1h2, 2, "Completed");
 	assert_false(drained(ctx, "h1", NULL));
-	failed_job(ctx, "jobD", h1, 1);
+	run_job(ctx, "jobD", h1h3, 2, "Completed");
 	assert_true(drained(ctx, "h1", NULL));
 
 	/* Off: failures are recorded, nothing is drained. */
 	ctx->cfg.quarantine_failures = 0;
-	failed_job(ctx, "jobE", h1h2 + 1, 1);
-	failed_job(ctx, "jobF", h1h2 + 1, 1);
+	run_job(ctx, "jobE", h2h3, 2, "Completed");
+	run_job(ctx, "jobF", h2h3, 2, "Completed");
 	assert_false(drained(ctx, "h2", NULL));
 	assert_int_equal(db_host_failures(ctx->db, "h2", 0, &v, &n, &err), 0);
 	assert_int_equal(n, 3); /* buggy's second attempt, jobE, jobF */
@@ -327,6 +391,7 @@ int main(void)
 		cmocka_unit_test(test_three_jobs),
 		cmocka_unit_test(test_distinct_and_window),
 		cmocka_unit_test(test_failed_elsewhere),
+		cmocka_unit_test(test_confirmation),
 		cmocka_unit_test(test_reason_caps),
 		cmocka_unit_test_setup_teardown(test_store_path, setup,
 						teardown),
