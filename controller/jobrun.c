@@ -650,6 +650,28 @@ static void note_wait(struct ctrl_ctx *ctx, const struct db_job *job)
 	buf_release(&m);
 }
 
+/*
+ * What the quarantine of bad hosts learns from what was decided: a failed
+ * attempt is laid at its culprit's host (a restart that found no host
+ * noted its failure already), and a job that failed before and now
+ * completes may confirm that host's fault at once.
+ */
+static void tell_quarantine(struct ctrl_ctx *ctx, const struct db_job *job,
+			    enum ctrl_job_state cur,
+			    const struct ctrl_plan_out *o,
+			    const struct ctrl_plan_summary *s)
+{
+	int failed = o->act == CTRL_PLAN_RESTART ||
+		     (o->act == CTRL_PLAN_FINISH && o->to == CTRL_JOB_FAILED &&
+		      cur != CTRL_JOB_RESTARTING);
+
+	if (failed && s->failed && s->culprit)
+		ctrl_quarantine_note(ctx, job->name, job->attempt, s->culprit);
+	else if (o->act == CTRL_PLAN_ADVANCE && o->then_complete &&
+		 job->attempt > 1)
+		ctrl_quarantine_tick(ctx, 1);
+}
+
 /* Carries out what ctrl_plan() decided for job. */
 static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 		      enum ctrl_job_state cur, const struct ctrl_plan_out *o,
@@ -657,6 +679,7 @@ static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 		      const struct db_assignment *as, size_t n,
 		      const char **chosen, int *busy_valid)
 {
+	enum ctrl_job_state in_cur = cur;
 	struct buf err = BUF_INIT;
 
 	if (o->actions)
@@ -678,22 +701,6 @@ static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 	case CTRL_PLAN_FINISH:
 		finish(ctx, job, cur, o->to, o->message,
 		       o->has_reason ? o->text.data : NULL, as, n, o->upload);
-		/* A restart that found no host noted its failure already. */
-		if (o->to == CTRL_JOB_FAILED && s->failed && s->culprit &&
-		    cur != CTRL_JOB_RESTARTING)
-			ctrl_quarantine_note(ctx, job->name, job->attempt,
-					     s->culprit);
-		break;
-	case CTRL_PLAN_ADVANCE:
-		advance(ctx, job->name, &cur, o->to);
-		if (o->then_complete && cur == CTRL_JOB_UPLOADING) {
-			finish(ctx, job, cur, CTRL_JOB_COMPLETED,
-			       "Training job completed", NULL, as, n, 1);
-			/* A job that failed on a host before and completed
-			 * elsewhere: the host may be to blame, at once. */
-			if (job->attempt > 1)
-				ctrl_quarantine_tick(ctx, 1);
-		}
 		break;
 	case CTRL_PLAN_TIME_OUT:
 		(void)db_job_set_stop_reason(ctx->db, job->name,
@@ -706,9 +713,6 @@ static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 		break;
 	case CTRL_PLAN_RESTART:
 		begin_restart(ctx, job, cur, s, o->text.data);
-		if (s->culprit)
-			ctrl_quarantine_note(ctx, job->name, job->attempt,
-					     s->culprit);
 		break;
 	case CTRL_PLAN_NEXT_ATTEMPT:
 		start_next_attempt(ctx, job, as, n, chosen, busy_valid);
@@ -716,10 +720,17 @@ static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 	case CTRL_PLAN_REQUEUE:
 		requeue(ctx, job, as, n);
 		break;
+	case CTRL_PLAN_ADVANCE:
+		advance(ctx, job->name, &cur, o->to);
+		if (o->then_complete && cur == CTRL_JOB_UPLOADING)
+			finish(ctx, job, cur, CTRL_JOB_COMPLETED,
+			       "Training job completed", NULL, as, n, 1);
+		break;
 	case CTRL_PLAN_MOVE:
 	case CTRL_PLAN_NOTHING:
 		break;
 	}
+	tell_quarantine(ctx, job, in_cur, o, s);
 	buf_release(&err);
 }
 
