@@ -36,6 +36,8 @@ void ctrl_config_init(struct ctrl_config *cfg)
 	cfg->strag_action = -1;
 	cfg->strag_window_ms = -1;
 	cfg->restart_wait_ms = -1;
+	cfg->quarantine_failures = -1;
+	cfg->quarantine_window_ms = -1;
 	cfg->tm_interval_ms = -2; /* unset; -1 is "the agents' own" */
 	cfg->tm_retention_h = -1;
 	cfg->s3_max_uploads = -1;
@@ -96,6 +98,8 @@ enum {
 	OPT_STRAG_ACTION,
 	OPT_STRAG_WINDOW,
 	OPT_STRAG_RATIO,
+	OPT_QUARANTINE_FAILURES,
+	OPT_QUARANTINE_WINDOW,
 };
 
 static const struct option options[] = {
@@ -126,6 +130,9 @@ static const struct option options[] = {
 	{ "straggler-ratio", required_argument, NULL, OPT_STRAG_RATIO },
 	{ "retry-policy", required_argument, NULL, OPT_RETRY_POLICY },
 	{ "restart-wait", required_argument, NULL, OPT_RESTART_WAIT },
+	{ "quarantine-failures", required_argument, NULL,
+	  OPT_QUARANTINE_FAILURES },
+	{ "quarantine-window", required_argument, NULL, OPT_QUARANTINE_WINDOW },
 	{ "telemetry-retention", required_argument, NULL, OPT_TM_RETENTION },
 	{ "telemetry-ms", required_argument, NULL, OPT_TM_INTERVAL },
 	{ "telemetry-job-retention", required_argument, NULL,
@@ -180,6 +187,8 @@ void ctrl_usage(void)
 	      "                 [--restart-wait SECONDS] [--hang-timeout SECONDS]\n"
 	      "                 [--straggler-action none|name|move]\n"
 	      "                 [--straggler-window SECONDS] [--straggler-ratio X]\n"
+	      "                 [--quarantine-failures N]\n"
+	      "                 [--quarantine-window SECONDS]\n"
 	      "                 [--allow-file-root DIR]...\n"
 	      "                 [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]\n"
 	      "                 [--registry-auth FILE] [--insecure-registry HOST]...\n"
@@ -221,7 +230,13 @@ void ctrl_usage(void)
 	      "                  a ClientError; the default) or sagemaker\n"
 	      "                  (InternalServerError only, as SageMaker)\n"
 	      "  --restart-wait  seconds a restart waits for a lost host to come\n"
-	      "                  back or a spare to be free (60)\n"
+	      "                  back or a spare to be free (60)\n",
+	      stderr);
+	fputs("  --quarantine-failures  drain a host whose failures ended\n"
+	      "                  this many different jobs' attempts within\n"
+	      "                  --quarantine-window (3; 0: off)\n"
+	      "  --quarantine-window  seconds those failures are counted\n"
+	      "                  over (3600)\n"
 	      "  --telemetry-ms  the agents' sampling interval (their own,\n"
 	      "                  5000, unless given; 0: off)\n"
 	      "  --telemetry-retention  hours host samples are kept (24)\n"
@@ -358,6 +373,10 @@ static const struct {
 	  NUM_LONG(restart_wait_ms) },
 	{ OPT_STRAG_WINDOW, "straggler-window", 1, 86400, 1000,
 	  NUM_LONG(strag_window_ms) },
+	{ OPT_QUARANTINE_FAILURES, "quarantine-failures", 0, 1000, 1,
+	  NUM_INT(quarantine_failures) },
+	{ OPT_QUARANTINE_WINDOW, "quarantine-window", 1, 30L * 86400, 1000,
+	  NUM_LONG(quarantine_window_ms) },
 	{ OPT_TM_INTERVAL, "telemetry-ms", 0, 3600000, 1,
 	  NUM_LONG(tm_interval_ms) },
 	{ OPT_TM_RETENTION, "telemetry-retention", 1, 24 * 366, 1,
@@ -594,6 +613,7 @@ static const struct {
 	{ offsetof(struct ctrl_config, hang_timeout_ms), 1800000 },
 	{ offsetof(struct ctrl_config, restart_wait_ms), 60000 },
 	{ offsetof(struct ctrl_config, strag_window_ms), CTRL_STRAG_WINDOW_MS },
+	{ offsetof(struct ctrl_config, quarantine_window_ms), 3600000 },
 	{ offsetof(struct ctrl_config, tm_retention_h), 24 },
 	{ offsetof(struct ctrl_config, s3_max_uploads), 1000 },
 	{ offsetof(struct ctrl_config, s3_upload_max_age_ms), 86400L * 1000 },
@@ -650,6 +670,8 @@ void ctrl_config_fill_defaults(struct ctrl_config *cfg)
 		cfg->strag_action = CTRL_STRAG_NAME;
 	if (cfg->strag_ratio <= 0)
 		cfg->strag_ratio = CTRL_STRAG_RATIO;
+	if (cfg->quarantine_failures < 0)
+		cfg->quarantine_failures = 3;
 	if (cfg->tm_interval_ms < -1)
 		cfg->tm_interval_ms = -1;
 	/* On loopback every client shares one address (and may take any
@@ -794,6 +816,8 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 						      "name");
 	printf("straggler-window %ld\n", cfg->strag_window_ms / 1000);
 	printf("straggler-ratio %g\n", cfg->strag_ratio);
+	printf("quarantine-failures %d\n", cfg->quarantine_failures);
+	printf("quarantine-window %ld\n", cfg->quarantine_window_ms / 1000);
 	if (cfg->tm_interval_ms >= 0)
 		printf("telemetry-ms %ld\n", cfg->tm_interval_ms);
 	else

@@ -73,6 +73,11 @@ struct ctrl_config {
 	 * "sagemaker" (InternalServerError only, as SageMaker does) */
 	int retry_sagemaker;
 	long restart_wait_ms; /* a restart waits this long for hosts */
+	/* A host laid the failures of this many different jobs within
+	 * quarantine_window_ms is drained (controller/quarantine.c); 0:
+	 * never. */
+	int quarantine_failures;
+	long quarantine_window_ms;
 	char *advertise_url;  /* how agents reach the controller */
 	char *s3_endpoint;    /* NULL: s3:// is the embedded store */
 	char *s3_domain;      /* virtual-hosted S3 under it, or NULL */
@@ -251,6 +256,9 @@ struct ctrl_ctx {
 	 * was stepped, or one was put off). */
 	struct ctrl_sched_mem *sched;
 	int sched_wanted;
+	/* The quarantine's next look at the hosts failures were laid at
+	 * (controller/quarantine.c; monotonic ms), reconciler's thread. */
+	int64_t quarantine_next_ms;
 };
 
 /*

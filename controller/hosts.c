@@ -10,6 +10,7 @@
 #include "controller/ctrl.h"
 #include "api/hosts_json.h"
 #include "controller/hosts.h"
+#include "controller/quarantine.h"
 #include "controller/rendezvous.h"
 #include "controller/obs/telemetry.h"
 #include "controller/caller.h"
@@ -423,6 +424,10 @@ void ctrl_hosts_drain_route(struct ctrl_ctx *ctx, const char *path,
 		ctrl_reply_err_code(resp, ret, err.data);
 		goto out;
 	}
+	/* Returned to service: the failures that quarantined it are
+	 * forgiven, so that they cannot quarantine it again. */
+	if (!drain)
+		ctrl_quarantine_forget(ctx, name.data);
 	ctrl_hosts_load_drains(ctx);
 	log_info("host '%s' %s%s%s", name.data, drain ? "drained" : "undrained",
 		 reason ? ": " : "", reason ? reason : "");

@@ -14,6 +14,7 @@
 #include "controller/jobrun.h"
 #include "controller/placement.h"
 #include "controller/plan.h"
+#include "controller/quarantine.h"
 #include "controller/sched/pass.h"
 #include "controller/wake.h"
 #include "controller/warmpool.h"
@@ -293,6 +294,33 @@ static void begin_restart(struct ctrl_ctx *ctx, const struct db_job *job,
 	buf_release(&err);
 }
 
+/*
+ * Attempt N+1 started on chosen[0..n): when none is the host attempt N's
+ * failure was laid at, the job left that host, and how it fares from now
+ * on tells whether the host was to blame (controller/quarantine.c).
+ */
+static void note_left(struct ctrl_ctx *ctx, const struct db_job *job,
+		      const char **chosen, size_t n)
+{
+	struct buf err = BUF_INIT;
+	char *suspect = NULL;
+	size_t i;
+
+	if (db_attempt_failed_host(ctx->db, job->name, job->attempt, &suspect,
+				   &err) ||
+	    !suspect)
+		goto out;
+	for (i = 0; i < n; i++)
+		if (chosen[i] && !strcmp(chosen[i], suspect))
+			goto out;
+	if (db_attempt_set_failed_host_left(ctx->db, job->name, job->attempt,
+					    &err))
+		log_error("job '%s': %s", job->name, err.data);
+out:
+	free(suspect);
+	buf_release(&err);
+}
+
 /* Restarting, settled, a host for every place: attempt N+1 starts. */
 static void start_next_attempt(struct ctrl_ctx *ctx, const struct db_job *job,
 			       const struct db_assignment *as, size_t n,
@@ -309,6 +337,7 @@ static void start_next_attempt(struct ctrl_ctx *ctx, const struct db_job *job,
 			  job->attempt + 1, err.data);
 		goto out;
 	}
+	note_left(ctx, job, chosen, n);
 	bump_hosts(ctx, as, n);
 	for (i = 0; i < n; i++)
 		ctrl_hosts_bump(ctx, chosen[i]);
@@ -434,9 +463,17 @@ static void gather(struct ctrl_ctx *ctx, const struct db_job *job,
 		(void)db_attempt_planned(ctx->db, job->name, job->attempt,
 					 &in->planned_move, &err);
 		if (in->settled) {
+			char *suspect = NULL;
+
+			/* The next attempt avoids the host this one failed
+			 * on, when another is free. */
+			(void)db_attempt_failed_host(ctx->db, job->name,
+						     job->attempt, &suspect,
+						     &err);
 			ctrl_place_busy_refresh(ctx, busy_valid);
 			in->restart_missing = ctrl_place_replacements(
-				ctx, job, as, n, chosen);
+				ctx, job, as, n, suspect, chosen);
+			free(suspect);
 		}
 		in->restart_wait_over = time_now_ms() - job->last_modified_ms >
 					ctx->cfg.restart_wait_ms;
@@ -613,6 +650,28 @@ static void note_wait(struct ctrl_ctx *ctx, const struct db_job *job)
 	buf_release(&m);
 }
 
+/*
+ * What the quarantine of bad hosts learns from what was decided: a failed
+ * attempt is laid at its culprit's host (a restart that found no host
+ * noted its failure already), and a job that failed before and now
+ * completes may confirm that host's fault at once.
+ */
+static void tell_quarantine(struct ctrl_ctx *ctx, const struct db_job *job,
+			    enum ctrl_job_state cur,
+			    const struct ctrl_plan_out *o,
+			    const struct ctrl_plan_summary *s)
+{
+	int failed = o->act == CTRL_PLAN_RESTART ||
+		     (o->act == CTRL_PLAN_FINISH && o->to == CTRL_JOB_FAILED &&
+		      cur != CTRL_JOB_RESTARTING);
+
+	if (failed && s->failed && s->culprit)
+		ctrl_quarantine_note(ctx, job->name, job->attempt, s->culprit);
+	else if (o->act == CTRL_PLAN_ADVANCE && o->then_complete &&
+		 job->attempt > 1)
+		ctrl_quarantine_tick(ctx, 1);
+}
+
 /* Carries out what ctrl_plan() decided for job. */
 static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 		      enum ctrl_job_state cur, const struct ctrl_plan_out *o,
@@ -620,6 +679,7 @@ static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 		      const struct db_assignment *as, size_t n,
 		      const char **chosen, int *busy_valid)
 {
+	enum ctrl_job_state in_cur = cur;
 	struct buf err = BUF_INIT;
 
 	if (o->actions)
@@ -670,6 +730,7 @@ static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 	case CTRL_PLAN_NOTHING:
 		break;
 	}
+	tell_quarantine(ctx, job, in_cur, o, s);
 	buf_release(&err);
 }
 
@@ -848,6 +909,9 @@ void ctrl_jobs_reconcile(struct ctrl_ctx *ctx, char *const *names,
 	/* Every queued job of one instance type, in one decision. */
 	if (ctrl_sched_pass(ctx, &busy_valid, queue))
 		ctx->sched_wanted = 0;
+	/* Failures confirmed meanwhile (a later attempt ran long enough). */
+	if (full)
+		ctrl_quarantine_tick(ctx, 0);
 out:
 	ctrl_place_free_types(types, look.n_types);
 	db_warm_pools_free(pools, n_pools);

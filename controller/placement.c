@@ -11,6 +11,7 @@
 #include "controller/iopool.h"
 #include "controller/jobrt.h"
 #include "controller/placement.h"
+#include "controller/quarantine.h"
 #include "db/db.h"
 #include "db/run.h"
 #include "db/warmpool.h"
@@ -586,9 +587,17 @@ const char *ctrl_place_spare(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
  * instance type (or kept, when drained and no spare is free). Fills
  * chosen[host_index] and returns how many places found no host.
  */
+/* Why algo-N leaves host h, for the log. */
+static const char *why_moved(const struct ctrl_host *h, int suspect)
+{
+	if (h && h->drained)
+		return "drained";
+	return suspect ? "suspected" : "lost";
+}
+
 size_t ctrl_place_replacements(struct ctrl_ctx *ctx, const struct db_job *job,
 			       const struct db_assignment *as, size_t n,
-			       const char **chosen)
+			       const char *suspect, const char **chosen)
 {
 	struct ctrl_jobrt *rt;
 	size_t i, missing = 0;
@@ -598,26 +607,27 @@ size_t ctrl_place_replacements(struct ctrl_ctx *ctx, const struct db_job *job,
 	pthread_mutex_lock(&ctx->hosts_lock);
 	for (i = 0; i < n; i++) {
 		struct ctrl_host *h = ctrl_hosts_find(ctx, as[i].host);
+		int suspected = suspect && !strcmp(as[i].host, suspect);
+		int index = as[i].host_index;
 
-		if ((size_t)as[i].host_index >= n)
+		if ((size_t)index >= n)
 			continue;
-		if (h && ctrl_place_host_usable(h)) {
-			chosen[as[i].host_index] = h->name;
+		if (h && ctrl_place_host_usable(h) && !suspected) {
+			chosen[index] = h->name;
 			continue;
 		}
-		chosen[as[i].host_index] =
-			ctrl_place_spare(ctx, rt, as[i].host_index, chosen, n);
-		if (chosen[as[i].host_index])
+		chosen[index] = ctrl_place_spare(ctx, rt, index, chosen, n);
+		if (chosen[index])
 			log_info("job '%s': algo-%d moves from %s host '%s' "
 				 "to '%s'",
-				 job->name, as[i].host_index + 1,
-				 h && h->drained ? "drained" : "lost",
-				 as[i].host, chosen[as[i].host_index]);
-		else if (h && ctrl_place_host_live(h))
-			/* Drained, and the spare was taken meanwhile: back on
-			 * it rather than failing a job that did nothing
-			 * wrong. */
-			chosen[as[i].host_index] = h->name;
+				 job->name, index + 1, why_moved(h, suspected),
+				 as[i].host, chosen[index]);
+		else if (h && ctrl_place_host_live(h) &&
+			 !ctrl_quarantine_is(h->drain_reason))
+			/* Drained or suspected, and no spare is free: back
+			 * on it rather than failing a job that did nothing
+			 * wrong. A quarantined host is not taken back. */
+			chosen[index] = h->name;
 	}
 	/* The chosen names stay valid: hosts are never freed while the
 	 * controller runs. */

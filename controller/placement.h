@@ -79,13 +79,15 @@ int ctrl_place_job_on(struct ctrl_ctx *ctx, const struct db_job *job,
 
 /*
  * The hosts of a restarting job's next attempt: each host of the failed
- * one while it is usable, a lost or drained one replaced by a free live
- * host of its instance type (or kept, when drained and no spare is free).
- * Fills chosen[host_index]; returns how many places found no host.
+ * one while it is usable, a lost or drained one, and suspect (the host
+ * the failure was laid at, NULL: none), replaced by a free live host of
+ * its instance type (or kept, when drained or suspected and no spare is
+ * free, unless quarantined). Fills chosen[host_index]; returns how many
+ * places found no host.
  */
 size_t ctrl_place_replacements(struct ctrl_ctx *ctx, const struct db_job *job,
 			       const struct db_assignment *as, size_t n,
-			       const char **chosen);
+			       const char *suspect, const char **chosen);
 
 /* Free live hosts that can serve type, given the current assignments. */
 int ctrl_place_free_count(struct ctrl_ctx *ctx, const char *type);

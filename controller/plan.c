@@ -79,6 +79,9 @@ static void fail_lost(struct tally *t, const struct db_assignment *a)
 		       "InternalServerError: host %s (algo-%d) stopped "
 		       "responding",
 		       a->host, a->host_index + 1);
+	/* A lost host is the heartbeat's business, not a failure of
+	 * the jobs it ran. */
+	s->culprit = NULL;
 	t->first_fail_ms = 1;
 }
 
@@ -132,6 +135,7 @@ static int judge_exits(struct tally *t, const struct db_assignment *a,
 			continue;
 		s->failed = 1;
 		t->first_fail_ms = p->exited_ms ? p->exited_ms : 2;
+		s->culprit = a->host;
 		buf_reset(&s->reason);
 		if (r->failure && *r->failure)
 			(void)buf_addf(&s->reason, "AlgorithmError: %s",
@@ -165,6 +169,7 @@ static void add_report(struct tally *t, const struct db_assignment *a,
 	if (r->phase == API_PHASE_ERROR) {
 		if (!s->failed) {
 			s->failed = 1;
+			s->culprit = a->host;
 			buf_reset(&s->reason);
 			(void)buf_addf(&s->reason,
 				       "ClientError: algo-%d (host %s): %s",

@@ -37,6 +37,10 @@ struct ctrl_plan_summary {
 	int leader_exited;
 	size_t followers_waiting;
 	struct buf reason; /* why it failed, at most CTRL_REASON_MAX */
+	/* The host the failure is laid at: the first failing rank's, or the
+	 * host that reported an error; NULL when none is (a lost host, no
+	 * failure). Points into the assignments summarized. */
+	const char *culprit;
 };
 
 /*

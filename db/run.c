@@ -342,6 +342,160 @@ int db_host_drains_list(struct db *db, struct db_host_drain **out, size_t *n,
 	return ret;
 }
 
+int db_attempt_set_failed_host(struct db *db, const char *job, int attempt,
+			       const char *host, struct buf *err)
+{
+	int r = write_one(db,
+			  "UPDATE attempts SET failed_host = ?4 WHERE "
+			  "job_id = " JOB_ID " AND attempt = ?2",
+			  job, attempt, 0, host, 0, err);
+
+	return r < 0 ? r : 0;
+}
+
+int db_attempt_set_failed_host_left(struct db *db, const char *job,
+				    int attempt, struct buf *err)
+{
+	int r = write_one(db,
+			  "UPDATE attempts SET failed_host_left = 1 WHERE "
+			  "job_id = " JOB_ID " AND attempt = ?2",
+			  job, attempt, 0, NULL, 0, err);
+
+	return r < 0 ? r : 0;
+}
+
+static void bind_since(sqlite3_stmt *st, const void *arg)
+{
+	sqlite3_bind_int64(st, 1, *(const int64_t *)arg);
+}
+
+int db_failed_hosts(struct db *db, int64_t since_ms, char ***hosts, size_t *n,
+		    struct buf *err)
+{
+	const struct db__query q = {
+		.sql = "SELECT DISTINCT failed_host FROM attempts WHERE "
+		       "failed_host IS NOT NULL AND ended_ms >= ?1",
+		.prepare_what = "cannot prepare",
+		.step_what = "cannot list the hosts failures were laid at",
+		.bind = bind_since,
+		.bind_arg = &since_ms,
+	};
+
+	return db__names(db, &q, hosts, n, err);
+}
+
+int db_attempt_failed_host(struct db *db, const char *job, int attempt,
+			   char **host, struct buf *err)
+{
+	void *h;
+	sqlite3 *conn = db__reader_acquire(db, &h);
+	sqlite3_stmt *st =
+		prep(conn,
+		     "SELECT failed_host FROM attempts WHERE job_id = " JOB_ID
+		     " AND attempt = ?2",
+		     err);
+	int ret = ERR_DB;
+
+	*host = NULL;
+	if (st) {
+		db__bind_text(st, 1, job);
+		sqlite3_bind_int(st, 2, attempt);
+		ret = 0;
+		if (sqlite3_step(st) == SQLITE_ROW)
+			*host = db__col_dup(st, 0);
+		sqlite3_finalize(st);
+	}
+	db__reader_release(db, h);
+	return ret;
+}
+
+void db_host_failures_free(struct db_host_failure *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(v[i].job);
+		free(v[i].reason);
+	}
+	free(v);
+}
+
+struct failures_args {
+	const char *host;
+	int64_t since_ms;
+};
+
+static void failures_bind(sqlite3_stmt *st, const void *arg)
+{
+	const struct failures_args *a = arg;
+
+	db__bind_text(st, 1, a->host);
+	sqlite3_bind_int64(st, 2, a->since_ms);
+}
+
+static int failure_row(sqlite3_stmt *st, void *arg)
+{
+	struct db_host_failure *f = db__vec_push(arg);
+
+	f->job = db__col_dup(st, 0);
+	f->attempt = sqlite3_column_int(st, 1);
+	f->ended_ms = sqlite3_column_int64(st, 2);
+	f->reason = db__col_dup(st, 3);
+	f->elsewhere = sqlite3_column_int(st, 4);
+	f->started_ms = sqlite3_column_int64(st, 5);
+	f->left = sqlite3_column_int(st, 6);
+	f->later_ended_well = sqlite3_column_int(st, 7);
+	f->later_running_ms = sqlite3_column_int64(st, 8);
+	return 0;
+}
+
+int db_host_failures(struct db *db, const char *host, int64_t since_ms,
+		     struct db_host_failure **out, size_t *n, struct buf *err)
+{
+	struct failures_args args = { host, since_ms };
+	const struct db__query q = {
+		.sql = "SELECT j.name, a.attempt, a.ended_ms, a.reason, "
+		       "EXISTS (SELECT 1 FROM attempts o WHERE o.job_id = "
+		       "a.job_id AND o.failed_host IS NOT NULL AND "
+		       "o.failed_host != ?1), a.started_ms, "
+		       "a.failed_host_left, "
+		       "EXISTS (SELECT 1 FROM attempts o WHERE o.job_id = "
+		       "a.job_id AND o.attempt > a.attempt AND o.ended_ms > 0 "
+		       "AND o.failed_host IS NULL), "
+		       "COALESCE((SELECT MIN(o.started_ms) FROM attempts o "
+		       "WHERE o.job_id = a.job_id AND o.attempt > a.attempt "
+		       "AND o.ended_ms = 0), 0) "
+		       "FROM attempts a JOIN jobs j ON j.id = a.job_id "
+		       "WHERE a.failed_host = ?1 AND a.ended_ms >= ?2 "
+		       "ORDER BY a.ended_ms, j.name",
+		.prepare_what = "cannot prepare",
+		.step_what = "cannot list the failures of a host",
+		.bind = failures_bind,
+		.bind_arg = &args,
+	};
+	struct db__vec a = DB__VEC_INIT(sizeof(**out));
+	int ret = db__rows(db, &q, failure_row, &a, err);
+
+	if (ret) {
+		db_host_failures_free(a.v, a.n);
+		a.v = NULL;
+		a.n = 0;
+	}
+	*out = a.v;
+	*n = a.n;
+	return ret;
+}
+
+int db_host_failures_forget(struct db *db, const char *host, struct buf *err)
+{
+	int r = write_one(db,
+			  "UPDATE attempts SET failed_host = NULL WHERE "
+			  "failed_host = ?1",
+			  host, 0, 0, NULL, 0, err);
+
+	return r < 0 ? r : 0;
+}
+
 int db_attempt_info(struct db *db, const char *job, int attempt, int *port,
 		    int64_t *started_ms, struct buf *err)
 {

@@ -82,6 +82,63 @@ int db_host_drains_list(struct db *db, struct db_host_drain **out, size_t *n,
 			struct buf *err);
 void db_host_drains_free(struct db_host_drain *v, size_t n);
 
+/*
+ * Lays the failure of a job's attempt at host (its first failing rank's).
+ * Returns 0 or ERR_DB.
+ */
+int db_attempt_set_failed_host(struct db *db, const char *job, int attempt,
+			       const char *host, struct buf *err);
+
+/*
+ * The attempt after a failed one started without the host the failure
+ * was laid at. Returns 0 or ERR_DB.
+ */
+int db_attempt_set_failed_host_left(struct db *db, const char *job,
+				    int attempt, struct buf *err);
+
+/*
+ * The hosts that failures ending at since_ms or later were laid at, each
+ * once, into *hosts (free each and the array). Returns 0 or ERR_DB.
+ */
+int db_failed_hosts(struct db *db, int64_t since_ms, char ***hosts, size_t *n,
+		    struct buf *err);
+
+/*
+ * The host an attempt's failure was laid at into *host (NULL: none), for
+ * the caller to free. Returns 0 or ERR_DB.
+ */
+int db_attempt_failed_host(struct db *db, const char *job, int attempt,
+			   char **host, struct buf *err);
+
+/* A failed attempt laid at a host (db_host_failures()). */
+struct db_host_failure {
+	char *job;
+	int attempt;
+	int64_t started_ms;
+	int64_t ended_ms;
+	char *reason; /* the attempt's FailureReason, may be NULL */
+	/* Another attempt of the same job failed on another host. */
+	int elsewhere;
+	/* The next attempt left the host (db_attempt_set_failed_host_left()). */
+	int left;
+	/* A later attempt ended without a failure laid at any host. */
+	int later_ended_well;
+	/* When the running later attempt started (wall ms), 0: none runs. */
+	int64_t later_running_ms;
+};
+
+/*
+ * The failed attempts laid at host that ended at since_ms or later, oldest
+ * first, into *out (free with db_host_failures_free()). Returns 0 or
+ * ERR_DB, with nothing to free.
+ */
+int db_host_failures(struct db *db, const char *host, int64_t since_ms,
+		     struct db_host_failure **out, size_t *n, struct buf *err);
+void db_host_failures_free(struct db_host_failure *v, size_t n);
+
+/* Forgets every failure laid at host (an admin returned it). */
+int db_host_failures_forget(struct db *db, const char *host, struct buf *err);
+
 /* Records the end of an attempt and why. Returns 0 or ERR_DB. */
 int db_attempt_end(struct db *db, const char *job, int attempt,
 		   const char *reason, int64_t now_ms, struct buf *err);

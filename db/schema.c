@@ -271,6 +271,15 @@ static const char *const migrations[] = {
 	/* 15: attempts by their end, for the scheduler's fair-share usage
 	 * of the attempts that ended since its last pass (db/sched.h). */
 	"CREATE INDEX attempts_by_end ON attempts(ended_ms) WHERE ended_ms > 0;",
+	/* 16: the host a failed attempt's failure is laid at (its first
+	 * failing rank's) and whether the next attempt left that host, for
+	 * the quarantine of hosts that fail the jobs of many
+	 * (controller/quarantine.c). */
+	"ALTER TABLE attempts ADD COLUMN failed_host TEXT;"
+	"ALTER TABLE attempts ADD COLUMN failed_host_left INTEGER NOT NULL "
+	"DEFAULT 0;"
+	"CREATE INDEX attempts_by_failed_host ON attempts(failed_host, "
+	"ended_ms) WHERE failed_host IS NOT NULL;",
 };
 
 #define N_MIGRATIONS ((int)ARRAY_SIZE(migrations))

@@ -82,6 +82,7 @@ struct op_stats {
 
 static struct op_stats stats[N_OPS];
 static atomic_ullong log_lines;
+static atomic_ullong hosts_quarantined;
 
 static size_t op_index(const char *name)
 {
@@ -247,6 +248,11 @@ void ctrl_metrics_log_lines(size_t n)
 	atomic_fetch_add_explicit(&log_lines, n, memory_order_relaxed);
 }
 
+void ctrl_metrics_host_quarantined(void)
+{
+	atomic_fetch_add_explicit(&hosts_quarantined, 1, memory_order_relaxed);
+}
+
 static unsigned long long load(atomic_ullong *v)
 {
 	return atomic_load_explicit(v, memory_order_relaxed);
@@ -290,6 +296,12 @@ void ctrl_metrics_render_counters(struct buf *out)
 			 "Log lines received from agents and stored.");
 	ctrl_prom_sample_start(&s, out, "trainctl_log_lines_ingested_total");
 	ctrl_prom_value(&s, "%llu", load(&log_lines));
+	ctrl_prom_family(out, "trainctl_hosts_quarantined_total", "counter",
+			 "Hosts drained by the quarantine: the failures of "
+			 "--quarantine-failures different jobs were laid at "
+			 "them within --quarantine-window.");
+	ctrl_prom_sample_start(&s, out, "trainctl_hosts_quarantined_total");
+	ctrl_prom_value(&s, "%llu", load(&hosts_quarantined));
 }
 
 /* Jobs by TrainingJobStatus, and the active ones by SecondaryStatus. */

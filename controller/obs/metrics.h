@@ -35,6 +35,9 @@ void ctrl_metrics_request(struct MHD_Connection *conn, const char *method,
 /* Counts n log lines stored by ctrl_logs_ingest(). Lock-free. */
 void ctrl_metrics_log_lines(size_t n);
 
+/* Counts a host drained by the quarantine. Lock-free. */
+void ctrl_metrics_host_quarantined(void);
+
 /*
  * The operation label ctrl_metrics_request() uses for a request (static
  * text, never NULL): "CreateTrainingJob", "logs:GetLogEvents",

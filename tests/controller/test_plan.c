@@ -352,6 +352,7 @@ static void test_summarize(void **state)
 	assert_int_equal(s.done, 2);
 	assert_int_equal(s.exited_ok, 2);
 	assert_false(s.failed);
+	assert_null(s.culprit);
 	buf_release(&s.reason);
 	for (i = 0; i < 3; i++)
 		free(as[i].report_json);
@@ -364,6 +365,9 @@ static void test_summarize(void **state)
 	assert_true(s.failed);
 	assert_non_null(strstr(s.reason.data, "algo-2 (host h2) rank 0 "
 					      "exited with code 3"));
+	/* ...and the host the failure is laid at: not h1, whose rank
+	 * was merely killed after it. */
+	assert_string_equal(s.culprit, "h2");
 	assert_int_equal(s.running, 3);
 	buf_release(&s.reason);
 	for (i = 0; i < 3; i++)
@@ -373,6 +377,7 @@ static void test_summarize(void **state)
 	set(&as[0], 0, "h1", report(0, "exited", "1", 80, "out of memory"));
 	ctrl_plan_summarize(as, lost, 1, 0, &s);
 	assert_string_equal(s.reason.data, "AlgorithmError: out of memory");
+	assert_string_equal(s.culprit, "h1");
 	buf_release(&s.reason);
 	free(as[0].report_json);
 
@@ -384,6 +389,8 @@ static void test_summarize(void **state)
 	assert_true(s.failed);
 	assert_string_equal(s.reason.data, "InternalServerError: host h2 "
 					   "(algo-2) stopped responding");
+	/* A lost host is not laid a failure at (no quarantine for it). */
+	assert_null(s.culprit);
 	buf_release(&s.reason);
 	lost[1] = 0;
 	for (i = 0; i < 2; i++)

@@ -65,7 +65,9 @@ HostsView.prototype.render = function () {
     var gpu = gpuUse(t);
     self.tbody.appendChild(h('tr', { 'data-host': x.name, 'data-state': x.state, 'data-samples': String(xs.length) },
       h('td', { text: x.name }),
-      h('td', null, h('span', { cls: 'badge', 'data-status': x.state, text: x.state })),
+      h('td', null, h('span', { cls: 'badge', 'data-status': x.state, text: x.state }),
+        /* Why it is drained: an admin's words, or the quarantine's. */
+        x.drain_reason ? h('div', { cls: 'muted drain-reason', title: x.drain_reason, text: x.drain_reason }) : null),
       h('td', { text: x.address || '\u2014' }),
       h('td', { text: x.cpus }),
       h('td', { text: x.gpus }),
