@@ -9,6 +9,12 @@
 # one more failure, and so does one whose plan ("1..N") is missing or does
 # not match the number of tests it ran. TESTS=pattern runs only matching programs.
 #
+# Programs run TEST_JOBS at a time (default 2 where there are 2 or more
+# CPUs, else 1): most of a suite's time is waiting on daemons, so two lanes
+# halve the wall time on a 2-core machine. Scripts go first, the longest
+# kinds (integration) before the short ones, so the lanes end together.
+# Each program's line is printed as it ends; the totals come at the end.
+#
 # Skips are counted and named, never hidden: a check "ok N - x # SKIP why"
 # (or cmocka's "not ok N # SKIP x") is one skipped check, and a program
 # that prints "1..0 # SKIP why" (nothing can run here) is one skipped suite.
@@ -31,19 +37,11 @@ mkdir -p "$LOGDIR"
 export BUILD
 export CMOCKA_MESSAGE_OUTPUT=TAP
 
-pass=0
-fail=0
-skip=0
-failed_names=""
 # What failed, with the first lines of each diagnosis, printed again at the
 # end: a CI page that shows only the output's tail still says why.
 FAILURES=$LOGDIR/failures.txt
-: >"$FAILURES"
 # Every skip with its reason, listed at the end.
 SKIPS=$LOGDIR/skips.txt
-: >"$SKIPS"
-suites_skipped=0
-programs=0
 # The documented reasons a check may be skipped on a machine meant to run
 # everything: GPU hardware and drivers that are not there.
 ALLOW_SKIP=${TESTS_ALLOW_SKIP:-'GPU|CUDA|NVML|NVIDIA'}
@@ -58,18 +56,21 @@ run_one() {
 	*) return ;;
 	esac
 	log=$LOGDIR/$name.log
+	res=$LOGDIR/$name.res
+	rm -f "$res" "$LOGDIR/$name.fail" "$LOGDIR/$name.skip"
 	t0=$(date +%s)
 	timeout -k 10 "$limit" "$@" >"$log" 2>&1
 	rc=$?
 	secs=$(($(date +%s) - t0))
-	programs=$((programs + 1))
+	FAILURES=$LOGDIR/$name.fail
+	suites_skipped=0
 	p=$(grep -cE '^ok [0-9]+' "$log" | head -n1)
 	# cmocka writes a skipped test as "not ok N # SKIP name": a skip.
 	cs=$(grep -ciE '^not ok [0-9]+ *# *skip' "$log" | head -n1)
 	s=$(grep -ciE '^ok [0-9]+.*# *skip' "$log" | head -n1)
 	f=$(($(grep -cE '^not ok [0-9]+' "$log" | head -n1) - cs))
 	grep -iE '^(not )?ok [0-9]+.*# *skip' "$log" | cut -c 1-300 |
-		sed -E "s|^(not )?ok [0-9]+ *-? *|$prog: |" >"$LOGDIR/skips.one"
+		sed -E "s|^(not )?ok [0-9]+ *-? *|$prog: |" >"$LOGDIR/$name.skip"
 	p=$((p + cs))
 	s=$((s + cs))
 	# The plan ("1..N", first or last) must match what ran: a script
@@ -99,7 +100,7 @@ run_one() {
 		echo "$prog: plan 1..0 without a SKIP reason" >>"$FAILURES"
 	elif [ "$plan" -eq 0 ] && [ $((p + s + f)) -eq 0 ]; then
 		suites_skipped=$((suites_skipped + 1))
-		echo "$prog: whole suite: # SKIP $whole" >"$LOGDIR/skips.one"
+		echo "$prog: whole suite: # SKIP $whole" >"$LOGDIR/$name.skip"
 	elif [ "$plan" -ne $((p + s + f)) ]; then
 		f=$((f + 1))
 		echo "  $prog: planned $plan tests, ran $((p + s + f - 1)) (see $log)" >&2
@@ -115,15 +116,12 @@ run_one() {
 			echo "$prog: skipped for a reason not allowed here" \
 				"(TESTS_ALLOW_SKIP): $why" >>"$FAILURES"
 		fi
-	done <"$LOGDIR/skips.one"
-	cat "$LOGDIR/skips.one" >>"$SKIPS"
-	pass=$((pass + p))
-	skip=$((skip + s))
-	fail=$((fail + f))
+	done <"$LOGDIR/$name.skip"
 	if [ "$f" -gt 0 ]; then
-		failed_names="$failed_names $prog"
-		grep -E '^not ok' "$log" | sed "s|^|  $prog: |" >&2
-		tail -n 20 "$log" | sed 's|^|    |' >&2
+		{
+			grep -E '^not ok' "$log" | sed "s|^|  $prog: |"
+			tail -n 20 "$log" | sed 's|^|    |'
+		} >&2
 		grep -E -A 8 '^not ok' "$log" | grep -v -E '^(ok [0-9]|--$|1[.][.])' |
 			cut -c 1-400 | sed "s|^|$prog: |" >>"$FAILURES"
 	fi
@@ -132,18 +130,76 @@ run_one() {
 	else
 		printf '%-45s %3d passed %3d failed %3d skipped %4d s\n' "$prog" "$p" "$f" "$s" "$secs"
 	fi
+	# Last: the totals read only complete result files.
+	echo "$p $f $s $suites_skipped" >"$res.new" && mv "$res.new" "$res"
 }
 
-for t in $(find "$BUILD/tests" -type f -name 'test_*' -perm -u+x 2>/dev/null | sort); do
-	run_one "$t" 300 "$t"
-done
+# One program: tests/run.sh --one LIMIT PROG COMMAND... (a lane's job).
+if [ "${1:-}" = --one ]; then
+	shift
+	prog=$2
+	limit=$1
+	shift 2
+	run_one "$prog" "$limit" "$@"
+	exit 0
+fi
 
-for t in $(ls tests/cli/test_*.sh tests/storage/test_*.sh tests/agent/test_*.sh tests/trainer/test_*.sh tests/examples/test_*.sh tests/compat/test_* tests/integration/test_* tests/web/test_*.py tests/web/test_*.sh 2>/dev/null | sort); do
-	case "$t" in
-	*.py) run_one "$t" 900 /usr/bin/python3 "$t" ;;
-	*.sh) run_one "$t" 900 sh "$t" ;;
+# Every program as "LIMIT PROG COMMAND...", one per line, in the order
+# the lanes take them.
+list() {
+	for g in 'tests/integration/test_*' 'tests/compat/test_*' \
+		'tests/web/test_*.py' 'tests/web/test_*.sh' \
+		'tests/examples/test_*.sh' 'tests/cli/test_*.sh' \
+		'tests/storage/test_*.sh' 'tests/agent/test_*.sh' \
+		'tests/trainer/test_*.sh'; do
+		for t in $(ls $g 2>/dev/null | sort); do
+			case "$t" in
+			*.py) echo "900 $t /usr/bin/python3 $t" ;;
+			*.sh) echo "900 $t sh $t" ;;
+			esac
+		done
+	done
+	for t in $(find "$BUILD/tests" -type f -name 'test_*' -perm -u+x 2>/dev/null | sort); do
+		echo "300 $t $t"
+	done
+}
+
+if [ -z "${TEST_JOBS:-}" ]; then
+	TEST_JOBS=1
+	[ "$(nproc 2>/dev/null || echo 1)" -ge 2 ] && TEST_JOBS=2
+fi
+LIST=$LOGDIR/programs.txt
+list | while read -r limit prog cmd; do
+	case "$prog" in
+	*${TESTS:-}*) echo "$limit $prog $cmd" ;;
 	esac
-done
+done >"$LIST"
+find "$LOGDIR" -name '*.res' -delete
+xargs -r -P "$TEST_JOBS" -L 1 sh "$0" --one <"$LIST"
+
+pass=0
+fail=0
+skip=0
+suites_skipped=0
+programs=0
+failed_names=""
+: >"$FAILURES"
+: >"$SKIPS"
+while read -r limit prog cmd; do
+	name=$(echo "$prog" | sed 's|/|_|g')
+	programs=$((programs + 1))
+	if ! read -r p f s ss <"$LOGDIR/$name.res" 2>/dev/null; then
+		p=0 f=1 s=0 ss=0
+		echo "$prog: its lane ended without a result" >>"$FAILURES"
+	fi
+	pass=$((pass + p))
+	fail=$((fail + f))
+	skip=$((skip + s))
+	suites_skipped=$((suites_skipped + ss))
+	[ "$f" -gt 0 ] && failed_names="$failed_names $prog"
+	cat "$LOGDIR/$name.skip" >>"$SKIPS" 2>/dev/null
+	cat "$LOGDIR/$name.fail" >>"$FAILURES" 2>/dev/null
+done <"$LIST"
 
 if [ "$programs" -eq 0 ]; then
 	fail=$((fail + 1))
