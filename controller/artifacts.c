@@ -154,6 +154,15 @@ out:
 	return ret;
 }
 
+/* The mkstemp() template of the merged file beside the parts. */
+static void merged_template(const struct ctrl_ctx *ctx, const char *job,
+			    int attempt, const char *file, struct buf *tmp)
+{
+	buf_reset(tmp);
+	(void)buf_addf(tmp, "%s/artifacts/%s/%d/merged-%s.XXXXXX",
+		       ctx->cfg.state_dir, job, attempt, file);
+}
+
 int ctrl_artifacts_collect(struct ctrl_ctx *ctx, const char *job, int attempt,
 			   const struct db_assignment *as, size_t n,
 			   const char *output_path, const char *file,
@@ -171,8 +180,7 @@ int ctrl_artifacts_collect(struct ctrl_ctx *ctx, const char *job, int attempt,
 
 	if (uri_out)
 		*uri_out = NULL;
-	(void)buf_addf(&tmp, "%s/artifacts/%s/%d/merged-%s.XXXXXX",
-		       ctx->cfg.state_dir, job, attempt, file);
+	merged_template(ctx, job, attempt, file, &tmp);
 	fd = mkstemp(tmp.data);
 	if (fd < 0) {
 		/* The directory exists only once a part arrived. */
@@ -185,6 +193,8 @@ int ctrl_artifacts_collect(struct ctrl_ctx *ctx, const char *job, int attempt,
 		(void)buf_addf(&dir, "/%d", attempt);
 		mkdir(dir.data, 0700);
 		buf_release(&dir);
+		/* A failed mkstemp() leaves its last name in the template. */
+		merged_template(ctx, job, attempt, file, &tmp);
 		fd = mkstemp(tmp.data);
 	}
 	if (fd < 0) {
