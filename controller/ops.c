@@ -18,6 +18,7 @@
 #include "controller/job_state.h"
 #include "controller/jobrt.h"
 #include "controller/jobrun.h"
+#include "controller/obs/rules.h"
 #include "controller/placement.h"
 #include "controller/search.h"
 #include "controller/tags.h"
@@ -89,6 +90,17 @@ static int check_capacity(struct ctrl_ctx *ctx, const struct api_job_spec *spec,
 	return ret;
 }
 
+/* The Debugger and Profiler rules are ones the controller evaluates. */
+static int check_rules(const struct api_job_spec *spec, struct buf *err)
+{
+	struct ctrl_rule *r;
+	size_t n;
+	int ret = ctrl_rules_parse(spec, &r, &n, err);
+
+	ctrl_rules_free(r, n);
+	return ret;
+}
+
 /*
  * Parses and checks a CreateTrainingJob body as who may send it: the spec
  * and its distribution (both empty on failure).
@@ -104,6 +116,8 @@ static int parse_checked(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	if (ret)
 		return ret;
 	ret = ctrl_uris_check(ctx, who, spec, err);
+	if (!ret)
+		ret = check_rules(spec, err);
 	if (!ret)
 		ret = api_distribution_parse(spec, dist, err);
 	if (!ret)
