@@ -271,6 +271,9 @@ static const char *const migrations[] = {
 	/* 15: attempts by their end, for the scheduler's fair-share usage
 	 * of the attempts that ended since its last pass (db/sched.h). */
 	"CREATE INDEX attempts_by_end ON attempts(ended_ms) WHERE ended_ms > 0;",
+	/* 16: the statuses of a job's Debugger and Profiler rules, as
+	 * Describe shows them (JSON; NULL: no rules). */
+	"ALTER TABLE jobs ADD COLUMN rule_statuses TEXT;",
 };
 
 #define N_MIGRATIONS ((int)ARRAY_SIZE(migrations))
