@@ -132,6 +132,7 @@ static int judge_exits(struct tally *t, const struct db_assignment *a,
 		s->failed = 1;
 		t->first_fail_ms = p->exited_ms ? p->exited_ms : 2;
 		buf_reset(&s->reason);
+		s->hung = r->hung;
 		if (r->failure && *r->failure)
 			(void)buf_addf(&s->reason, "AlgorithmError: %s",
 				       r->failure);
@@ -372,6 +373,18 @@ void ctrl_plan(const struct ctrl_plan_in *in, struct ctrl_plan_out *out)
 	 * this attempt's reaches the output (artifacts are kept by attempt
 	 * until the job completes). Any other failure there would recur.
 	 */
+	/* StalledTrainingRule with stop_training_on_fire: the service
+	 * stops the job (StopTrainingJob); it neither fails nor retries. */
+	if (s->failed && s->hung && in->stop_on_stall &&
+	    ctrl_job_transition_allowed(cur, CTRL_JOB_STOPPING)) {
+		out->act = CTRL_PLAN_STALL_STOP;
+		out->actions = "abort";
+		(void)buf_addf(&out->text,
+			       "StalledTrainingRule found an issue (%s): "
+			       "stopping the training job",
+			       s->reason.data);
+		return;
+	}
 	if (s->failed && in->retryable &&
 	    ctrl_job_transition_allowed(cur, CTRL_JOB_RESTARTING) &&
 	    (cur != CTRL_JOB_UPLOADING ||
