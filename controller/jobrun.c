@@ -203,8 +203,10 @@ static void finish(struct ctrl_ctx *ctx, const struct db_job *job,
 			     reason ? reason : ctrl_job_state_secondary(to),
 			     time_now_ms(), &err);
 	ctrl_warm_pool_job_end(ctx, job, (int)to, reason, as, n);
-	ctrl_rules_job_end(ctx, job->name,
-			   to != CTRL_JOB_COMPLETED && to != CTRL_JOB_FAILED);
+	if (job->rule_statuses)
+		ctrl_rules_job_end(ctx, job->name,
+				   to != CTRL_JOB_COMPLETED &&
+					   to != CTRL_JOB_FAILED);
 	cleanup(ctx, job, as, n);
 out:
 	free(model);
@@ -646,7 +648,7 @@ static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 			       "Training job failed", err.data, NULL, 0, 0);
 		break;
 	case CTRL_PLAN_FINISH:
-		if (s->hung)
+		if (s->hung && job->rule_statuses)
 			ctrl_rules_stalled(ctx, job->name, s->reason.data);
 		finish(ctx, job, cur, o->to, o->message,
 		       o->has_reason ? o->text.data : NULL, as, n, o->upload);
@@ -661,7 +663,7 @@ static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 			set_actions(ctx, job, as, n, "stop");
 		break;
 	case CTRL_PLAN_RESTART:
-		if (s->hung)
+		if (s->hung && job->rule_statuses)
 			ctrl_rules_stalled(ctx, job->name, s->reason.data);
 		begin_restart(ctx, job, cur, s, o->text.data);
 		break;
