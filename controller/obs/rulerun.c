@@ -255,6 +255,7 @@ static void gather_host(struct ctrl_ctx *ctx, const struct db_job *job,
 	struct buf err = BUF_INIT;
 	struct db_tm_point *p = NULL;
 	size_t n = 0, i;
+	int gpus = 0;
 
 	h->algo = fa->algos[k];
 	if (db_tm_job_range(ctx->tm_db, job->name, job->uid, fa->algos[k], 0,
@@ -265,8 +266,11 @@ static void gather_host(struct ctrl_ctx *ctx, const struct db_job *job,
 	fa->samples[k] = xcalloc(n + 1, sizeof(**fa->samples));
 	for (i = 0; i < n; i++) {
 		struct ctrl_rule_sample *s = &fa->samples[k][i];
-		int gpus = host_gpus(ctx, p[i].host);
 
+		/* The host changes only between attempts. */
+		if (!i || !p[i].host || !p[i - 1].host ||
+		    strcmp(p[i].host, p[i - 1].host))
+			gpus = host_gpus(ctx, p[i].host);
 		if (gpus > h->gpus)
 			h->gpus = gpus;
 		s->cpu = p[i].cpus > 0 ? p[i].cores_percent / p[i].cpus :
