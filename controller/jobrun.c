@@ -741,6 +741,9 @@ static void step(struct ctrl_ctx *ctx, const char *name, int *busy_valid)
 		in.drain_move_failed = 1;
 		ctrl_plan(&in, &out);
 	}
+	if (cur == CTRL_JOB_TRAINING && job.rule_statuses &&
+	    strstr(job.rule_statuses, "\"InProgress\""))
+		ctrl_rules_tick(ctx, name);
 	carry_out(ctx, &job, cur, &out, &s, as, n, chosen, busy_valid);
 out:
 	free(chosen);

@@ -325,6 +325,87 @@ static void facts_release(struct facts *fa)
 	free(fa->hosts);
 }
 
+/*
+ * When each running job's rules are evaluated next (monotonic ms), by a
+ * hash of its name; a job that takes another's slot costs that one an
+ * early evaluation, nothing more. Under rules_lock.
+ */
+#define TICK_SLOTS 128
+
+static struct {
+	char *job;
+	int64_t next_ms;
+} ticks[TICK_SLOTS];
+
+static size_t tick_slot(const char *job)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	for (; *job; job++)
+		h = (h ^ (unsigned char)*job) * 16777619u;
+	return h % TICK_SLOTS;
+}
+
+/* Whether job's rules are due at now (monotonic ms). */
+static int tick_due(const char *job, int64_t now)
+{
+	size_t i = tick_slot(job);
+
+	return !ticks[i].job || strcmp(ticks[i].job, job) ||
+	       now >= ticks[i].next_ms;
+}
+
+static void tick_set(const char *job, int64_t next_ms)
+{
+	size_t i = tick_slot(job);
+
+	if (!ticks[i].job || strcmp(ticks[i].job, job)) {
+		free(ticks[i].job);
+		ticks[i].job = xstrdup(job);
+	}
+	ticks[i].next_ms = next_ms;
+}
+
+void ctrl_rules_tick(struct ctrl_ctx *ctx, const char *job)
+{
+	struct facts fa;
+	struct job_rules j;
+	struct buf details = BUF_INIT;
+	int64_t now = time_mono_ms();
+	size_t i;
+	int changed = 0;
+
+	pthread_mutex_lock(&rules_lock);
+	if (!tick_due(job, now) || !job_rules_load(ctx, job, &j)) {
+		pthread_mutex_unlock(&rules_lock);
+		return;
+	}
+	tick_set(job, now + ctrl_rules_scan_ms(j.rules, j.n_rules));
+	memset(&fa, 0, sizeof(fa));
+	gather_metrics(ctx, job, &fa);
+	gather_telemetry(ctx, &j.job, &fa);
+	for (i = 0; i < j.n_rules; i++) {
+		struct api_rule_status *s = status_of(&j, &j.rules[i]);
+
+		if (j.rules[i].kind == CTRL_RULE_STALLED || !in_progress(s))
+			continue;
+		buf_reset(&details);
+		if (ctrl_rule_eval(&j.rules[i], &fa.f, &details) !=
+		    CTRL_RULE_ISSUES)
+			continue;
+		set_status(s, CTRL_RULE_ISSUES, details.data, time_now_ms());
+		log_info("job '%s': rule %s found an issue: %s", job, s->name,
+			 details.data);
+		changed = 1;
+	}
+	if (changed)
+		job_rules_store(ctx, &j);
+	facts_release(&fa);
+	buf_release(&details);
+	job_rules_release(&j);
+	pthread_mutex_unlock(&rules_lock);
+}
+
 void ctrl_rules_job_end(struct ctrl_ctx *ctx, const char *job, int stopped)
 {
 	struct facts fa;

@@ -6,8 +6,10 @@
  * "Rules"): their statuses start InProgress with the job, kept with it in
  * the store (db_job.rule_statuses) and shown by Describe;
  * StalledTrainingRule becomes IssuesFound when the hang watch ends an
- * attempt; every other rule gets its verdict (controller/obs/rules.h)
- * when the job ends, from its metric series and its hosts' telemetry.
+ * attempt; every other rule is evaluated (controller/obs/rules.h) from
+ * the job's metric series and its hosts' telemetry while it trains, at
+ * the rules' scan interval, where it may find an issue, and gets its
+ * verdict when the job ends.
  */
 #include <stdint.h>
 
@@ -33,6 +35,14 @@ int64_t ctrl_rules_hang_ms(const struct api_job_spec *spec, int64_t dflt,
  * one, found an issue, which reason names. */
 void ctrl_rules_stalled(struct ctrl_ctx *ctx, const char *job,
 			const char *reason);
+
+/*
+ * job is training: when its rules are due (every ctrl_rules_scan_ms()),
+ * each one still InProgress but StalledTrainingRule is evaluated on what
+ * was collected so far, and one that fires becomes IssuesFound; the
+ * others stay InProgress until the job ends.
+ */
+void ctrl_rules_tick(struct ctrl_ctx *ctx, const char *job);
 
 /*
  * job has ended (stopped: Stopped, by StopTrainingJob, MaxRuntime or

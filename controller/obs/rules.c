@@ -45,6 +45,8 @@ static eval_fn eval_stalled, eval_loss, eval_overfit, eval_low_gpu,
 	eval_cpu_bottleneck, eval_overall, eval_report;
 
 #define BIG 1e12
+/* SageMaker's default scan interval of a profiler rule: a minute. */
+#define SCAN_US 60e6
 
 /* Parameter indexes into ctrl_rule.p, by rule. */
 enum { STALL_THRESHOLD, STALL_STOP };
@@ -87,7 +89,7 @@ static const struct rule_def rules[] = {
 	    { "threshold_p5", P_NUM, 10, 0, 100 },
 	    { "window", P_NUM, 500, 1, 1e6 },
 	    { "patience", P_NUM, 1000, 0, 1e9 },
-	    { "scan_interval_us", P_ANY, 0, 0, 0 } },
+	    { "scan_interval_us", P_NUM, SCAN_US, 1e6, 864e8 } },
 	  eval_low_gpu },
 	{ "CPUBottleneck",
 	  CTRL_RULE_CPU_BOTTLENECK,
@@ -97,13 +99,13 @@ static const struct rule_def rules[] = {
 	    { "gpu_threshold", P_NUM, 10, 0, 100 },
 	    { "cpu_threshold", P_NUM, 90, 0, 100 },
 	    { "patience", P_NUM, 1000, 0, 1e9 },
-	    { "scan_interval_us", P_ANY, 0, 0, 0 } },
+	    { "scan_interval_us", P_NUM, SCAN_US, 1e6, 864e8 } },
 	  eval_cpu_bottleneck },
 	{ "OverallSystemUsage",
 	  CTRL_RULE_OVERALL,
 	  1,
 	  0,
-	  { { "scan_interval_us", P_ANY, 0, 0, 0 } },
+	  { { "scan_interval_us", P_NUM, SCAN_US, 1e6, 864e8 } },
 	  eval_overall },
 	{ "ProfilerReport",
 	  CTRL_RULE_REPORT,
@@ -456,6 +458,22 @@ int64_t ctrl_rules_stall_ms(const struct ctrl_rule *r, size_t n,
 		return (int64_t)(r[i].p[STALL_THRESHOLD] * 1000);
 	}
 	return 0;
+}
+
+int64_t ctrl_rules_scan_ms(const struct ctrl_rule *r, size_t n)
+{
+	double us = SCAN_US;
+	size_t i, k;
+
+	for (i = 0; i < n; i++) {
+		const struct rule_def *d = def_of(r[i].kind);
+
+		for (k = 0; k < CTRL_RULE_MAX_PARAMS && d->params[k].name; k++)
+			if (!strcmp(d->params[k].name, "scan_interval_us") &&
+			    r[i].p[k] < us)
+				us = r[i].p[k];
+	}
+	return (int64_t)(us / 1000);
 }
 
 /* --------------------------------------------------------- evaluation */

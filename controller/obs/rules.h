@@ -78,6 +78,13 @@ void ctrl_rules_free(struct ctrl_rule *r, size_t n);
 int64_t ctrl_rules_stall_ms(const struct ctrl_rule *r, size_t n,
 			    const char *job, int *stop);
 
+/*
+ * How often a running job's rules are evaluated, in ms: the smallest
+ * scan_interval_us of its profiler rules, else SageMaker's default of a
+ * minute.
+ */
+int64_t ctrl_rules_scan_ms(const struct ctrl_rule *r, size_t n);
+
 /* A point of a metric series (MetricDefinitions). */
 struct ctrl_rule_point {
 	int64_t ts_ms;
@@ -114,8 +121,9 @@ struct ctrl_rule_facts {
 };
 
 /*
- * r's verdict on the whole of f once the job has ended (a rule that fired
- * earlier keeps its IssuesFound: the caller does not ask again), with
+ * r's verdict on f (while the job runs, only an IssuesFound is kept: the
+ * rest may still come; once it has ended, the verdict; a rule that fired
+ * keeps its IssuesFound and is not asked again), with
  * what it found or why it could not judge in details (at most about 900
  * bytes). StalledTrainingRule, asked here, did not fire: NoIssuesFound.
  */

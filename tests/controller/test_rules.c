@@ -129,6 +129,8 @@ static void test_sdk_profiler_accepted(void **state)
 			&r, &n, &err),
 		0);
 	assert_int_equal(n, 4);
+	/* The SDK's default scan interval: a minute. */
+	assert_int_equal(ctrl_rules_scan_ms(r, n), 60000);
 	assert_int_equal(r[0].kind, CTRL_RULE_REPORT);
 	assert_int_equal(r[1].kind, CTRL_RULE_LOW_GPU);
 	assert_int_equal(r[2].kind, CTRL_RULE_CPU_BOTTLENECK);
@@ -173,6 +175,8 @@ static void test_refusals(void **state)
 	refused("", STALLED(",\"action_json\":\"{}\""), "action_json");
 	refused("", PROF("LowGPUUtilization", ",\"threshold_p99\":\"5\""),
 		"threshold_p99");
+	refused("", PROF("OverallSystemUsage", ",\"scan_interval_us\":\"10\""),
+		"scan_interval_us '10'");
 	refused("",
 		PROF("ProfilerReport",
 		     ",\"custom_rule_parameters\":"
@@ -398,9 +402,12 @@ static void test_overall_and_report(void **state)
 	struct ctrl_rule_host h[2] = { { "algo-1", 0, s, 10 },
 				       { "algo-2", 0, s, 0 } };
 	struct ctrl_rule_facts f = { NULL, 0, h, 2, 0 };
-	struct ctrl_rule *r = one_rule("", PROF("OverallSystemUsage", ""));
+	struct ctrl_rule *r =
+		one_rule("", PROF("OverallSystemUsage",
+				  ",\"scan_interval_us\":\"2000000\""));
 
 	(void)state;
+	assert_int_equal(ctrl_rules_scan_ms(r, 1), 2000);
 	fill(s, 10, 30, 0);
 	s[9].cpu = 100;
 	assert_int_equal(eval(r, &f,

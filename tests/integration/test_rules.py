@@ -16,7 +16,8 @@ tests/integration/ft_trainer.py:
         SIGSTOP: the rule is IssuesFound, its StatusDetails name algo-2's
         rank and host, the job ends Stopped (not Failed, no restart), its
         profiler rule is Stopped, no process is left
-  (ii)  a healthy job with StalledTrainingRule: InProgress while it runs,
+  (ii)  a healthy job with StalledTrainingRule (queued behind (i): the
+        two hosts serve one job at a time): InProgress from the create on,
         NoIssuesFound once it Completed
   (iii) the same job's OverallSystemUsage and ProfilerReport reach
         NoIssuesFound from the hosts' telemetry (CPU hosts: the report
@@ -24,6 +25,9 @@ tests/integration/ft_trainer.py:
   (iv)  IOBottleneck, an unknown rule and an unknown parameter are refused
         with a ValidationException naming them
   (v)   the statuses survive a restart of the controller
+  (vi)  the healthy job's LossNotDecreasing (asking a 90 % drop every 2
+        steps) becomes IssuesFound while the job still trains, its rules
+        scanned every second (OverallSystemUsage's scan_interval_us)
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter:
     /usr/bin/python3 tests/integration/test_rules.py
@@ -111,7 +115,7 @@ def wait_step(cl, name, algo, step, timeout=30):
     raise fl.Fail("%s never logged step=%d within %d s" % (algo, step, timeout))
 
 
-OVERALL = profiler_rule("OverallSystemUsage", scan_interval_us=60000000)
+OVERALL = profiler_rule("OverallSystemUsage", scan_interval_us=1000000)
 REPORT = profiler_rule("ProfilerReport", opt_out_telemetry=False, custom_rule_parameters={})
 REPORT["RuleParameters"]["custom_rule_parameters"] = "{}"
 
@@ -128,11 +132,29 @@ def stalled_job(cl):
 
 def healthy_job():
     name = "rules-ok-" + RUN
-    req = fl.job_request(name, 1, {"steps": 12, "ckpt_every": 0, "step_sleep": 0.25},
+    req = fl.job_request(name, 1, {"steps": 24, "ckpt_every": 0, "step_sleep": 0.25},
                          checkpoint=False, max_runtime=90)
     req["AlgorithmSpecification"]["MetricDefinitions"] = [{"Name": "train:loss", "Regex": r"loss=([0-9.]+)"}]
-    return name, with_rules(req, debug=[debug_rule("StalledTrainingRule", threshold="20")],
+    return name, with_rules(req, debug=[debug_rule("StalledTrainingRule", threshold="20"),
+                                        debug_rule("LossNotDecreasing", num_steps="2", diff_percent="90")],
                             profiler=[OVERALL, REPORT])
+
+
+def loss_fires_while_training(sm, name, timeout=40):
+    """LossNotDecreasing (a 90 % drop every 2 steps: no loss does that)
+    is IssuesFound while the job still trains (scanned every second)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        d = sm.describe_training_job(TrainingJobName=name)
+        st, details = statuses(d).get("LossNotDecreasing", (None, ""))
+        if st != "InProgress":
+            expect(st == "IssuesFound" and d["TrainingJobStatus"] == "InProgress",
+                   "LossNotDecreasing %s (%r) with the job %s" % (st, details, d["TrainingJobStatus"]))
+            expect(re.match(r"^train:loss did not decrease by 90 % over 2 steps: ", details),
+                   "StatusDetails %r" % details)
+            return details
+        time.sleep(0.1)
+    raise fl.Fail("LossNotDecreasing still InProgress after %d s" % timeout)
 
 
 def check_in_progress(sm, name):
@@ -213,7 +235,7 @@ def main():
     try:
         sm.create_training_job(**stall_req)
         sm.create_training_job(**ok_req)
-        r = tap.case("(ii) rules are InProgress while the job runs", check_in_progress, sm, ok_name)
+        r = tap.case("(ii) rules are InProgress from the create on", check_in_progress, sm, ok_name)
         if r:
             log("%s: %s" % (ok_name, r))
         wait_step(cl, stall_name, "algo-2", 3)
@@ -221,6 +243,10 @@ def main():
         expect(victims, "no process of algo-2 found by its marker")
         fl.kill_pids(victims, signal.SIGSTOP)
         log("%s: SIGSTOP to %s" % (stall_name, victims))
+        r = tap.case("(vi) LossNotDecreasing finds an issue while the job trains",
+                     loss_fires_while_training, sm, ok_name)
+        if r:
+            log("(vi) %s" % r)
         for name in (ok_name, stall_name):
             fl.wait_job(sm, name, fl.terminal, 60)
             done[name] = wait_rules_final(sm, name)
