@@ -732,7 +732,7 @@ int db_job_set_rule_statuses(struct db *db, const char *name,
 			     const char *statuses_json, struct buf *err)
 {
 	sqlite3_stmt *st = NULL;
-	sqlite3 *conn = db__writer_begin_derived(db, err);
+	sqlite3 *conn = db__writer_begin(db, err);
 	int ret = 0;
 
 	if (!conn)
