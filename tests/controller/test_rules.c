@@ -215,6 +215,50 @@ static void test_refusals(void **state)
 		"'x' is used more than once");
 }
 
+/* n OverallSystemUsage rules o0..o(n-1) into b. */
+static void overall_list(struct buf *b, int n)
+{
+	int i;
+
+	buf_reset(b);
+	(void)buf_adds(b, "\"ProfilerRuleConfigurations\":[");
+	for (i = 0; i < n; i++)
+		(void)buf_addf(b,
+			       "%s{\"RuleConfigurationName\":\"o%d\","
+			       "\"RuleEvaluatorImage\":\"img\","
+			       "\"RuleParameters\":{\"rule_to_invoke\":"
+			       "\"OverallSystemUsage\"}}",
+			       i ? "," : "", i);
+	(void)buf_adds(b, "]");
+}
+
+/* The service model's limits: at most 20 rules a list, values of at most
+ * 256 characters (api/validate.c). */
+static void test_limits(void **state)
+{
+	struct buf rules = BUF_INIT, err = BUF_INIT, big = BUF_INIT;
+	struct ctrl_rule *r;
+	size_t n;
+	int i;
+
+	(void)state;
+	overall_list(&rules, 21);
+	refused("", rules.data, "profilerRuleConfigurations");
+	overall_list(&rules, 20);
+	if (parse_rules("", rules.data, &r, &n, &err))
+		fail_msg("twenty rules refused: %s", err.data);
+	assert_int_equal(n, 20);
+	ctrl_rules_free(r, n);
+	for (i = 0; i < 257; i++)
+		(void)buf_addch(&big, '7');
+	buf_reset(&rules);
+	(void)buf_addf(&rules, STALLED(",\"threshold\":\"%s\""), big.data);
+	refused("", rules.data, "256");
+	buf_release(&rules);
+	buf_release(&big);
+	buf_release(&err);
+}
+
 /* One rule of kind with its defaults, parameters set by index. */
 static struct ctrl_rule *one_rule(const char *metrics, const char *rules)
 {
@@ -450,6 +494,7 @@ int main(void)
 		cmocka_unit_test(test_sdk_stalled_accepted),
 		cmocka_unit_test(test_sdk_profiler_accepted),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_stalled_not_fired),
 		cmocka_unit_test(test_loss_not_decreasing),
 		cmocka_unit_test(test_overfit),
