@@ -309,6 +309,17 @@ static int parse_params(const struct api_rule_config *c,
 		for (k = 0; k < CTRL_RULE_MAX_PARAMS && d->params[k].name; k++)
 			if (!strcmp(d->params[k].name, c->params[i].key))
 				break;
+		if ((k == CTRL_RULE_MAX_PARAMS || !d->params[k].name) &&
+		    !strcmp(c->params[i].key, "action_json")) {
+			(void)buf_adds(
+				&why, "RuleParameters action_json (the SDK's "
+				      "rule actions: StopTraining, Email, SMS) "
+				      "is not supported by this controller; "
+				      "StalledTrainingRule stops the job with "
+				      "stop_training_on_fire");
+			ret = bad_rule(err, c, why.data);
+			break;
+		}
 		if (k == CTRL_RULE_MAX_PARAMS || !d->params[k].name) {
 			(void)buf_addf(&why,
 				       "RuleParameters %.256s is not a "

@@ -172,7 +172,8 @@ static void test_refusals(void **state)
 	refused("", STALLED(",\"threshold\":\"0\""), "threshold '0'");
 	refused("", STALLED(",\"stop_training_on_fire\":\"maybe\""),
 		"stop_training_on_fire");
-	refused("", STALLED(",\"action_json\":\"{}\""), "action_json");
+	refused("", STALLED(",\"action_json\":\"{}\""),
+		"action_json (the SDK's rule actions");
 	refused("", PROF("LowGPUUtilization", ",\"threshold_p99\":\"5\""),
 		"threshold_p99");
 	refused("", PROF("OverallSystemUsage", ",\"scan_interval_us\":\"10\""),
