@@ -193,6 +193,7 @@ static void agent_assign_report(const struct agent_assign *a,
 	r->started_ms = a->started_ms;
 	r->failure = a->failure;
 	r->error = a->error;
+	r->hung = a->hw.reason != NULL;
 	if (!a->n_ranks)
 		return;
 	r->procs = xcalloc(a->n_ranks, sizeof(*r->procs));

@@ -66,7 +66,7 @@ int64_t agent_hang_threshold(const struct agent_hang *h, int64_t timeout_ms)
 {
 	int64_t t;
 
-	if (h->gaps < AGENT_HANG_LEARN_GAPS)
+	if (h->fixed || h->gaps < AGENT_HANG_LEARN_GAPS)
 		return timeout_ms;
 	t = AGENT_HANG_K * h->max_gap_ms;
 	if (t < AGENT_HANG_FLOOR_MS)

@@ -13,7 +13,7 @@
  * life) are learned; once AGENT_HANG_LEARN_GAPS of them were seen the
  * threshold is AGENT_HANG_K times the longest, never below
  * AGENT_HANG_FLOOR_MS and never above the configured timeout. Until then
- * it is the timeout itself.
+ * it is the timeout itself, and always for a record marked fixed.
  *
  * A rank frozen by a signal (state T) is hung once it was silent for the
  * threshold; any other rank only a margin later (a tenth of the
@@ -42,6 +42,9 @@ struct agent_hang {
 	int64_t out_ms;
 	int64_t cpu_ms;
 	int64_t ckpt_ms;
+	/* The threshold is the timeout itself, never learned (a job's
+	 * StalledTrainingRule threshold). */
+	int fixed;
 };
 
 enum agent_hang_kind {

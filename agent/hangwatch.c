@@ -486,6 +486,7 @@ static void sample_and_judge(struct agent_ctx *ctx, struct agent_assign *a,
 
 		if (!r->hang.started)
 			agent_hang_start(&r->hang, now);
+		r->hang.fixed = a->spec.hang_fixed;
 		obs[i].h = &r->hang;
 		obs[i].watched = rank_watched(r);
 		obs[i].frozen = s.frozen[i];

@@ -126,6 +126,9 @@ struct api_assignment {
 	 * silent this long is hung; 0 (absent on the wire): no detection.
 	 */
 	int64_t hang_ms;
+	/* hang_ms is the job's own (StalledTrainingRule's threshold):
+	 * used as it is, never learned from the ranks' progress. */
+	int hang_fixed;
 	/*
 	 * EnableNetworkIsolation: the ranks reach only the job's hosts
 	 * (docs/security.md); absent on the wire: false.
@@ -192,6 +195,9 @@ struct api_report {
 	size_t n_procs;
 	char *failure; /* output/failure text, may be NULL */
 	char *error;   /* agent-side error, may be NULL */
+	/* failure is a hang the agent's watch found (absent on the wire:
+	 * false). */
+	int hung;
 };
 
 struct api_status {

@@ -103,7 +103,7 @@ static int parse_proc(const json_t *o, const char *where,
 static int parse_report(const json_t *o, const char *where,
 			struct api_report *r, struct buf *err)
 {
-	const json_t *arr;
+	const json_t *arr, *hung;
 	char m[128], *phase = NULL;
 	long long v = 0;
 	int is_null, ret;
@@ -146,6 +146,10 @@ static int parse_report(const json_t *o, const char *where,
 	ret = ret ? ret :
 		    api__ap_get_str(o, where, "error", API__AP_OPT, &r->error,
 				    err);
+	hung = json_object_get(o, "hung");
+	if (!ret && hung && !json_is_boolean(hung))
+		ret = api__ap_bad(err, where, "hung", "is not a boolean");
+	r->hung = json_is_true(hung);
 	return ret;
 }
 
@@ -269,6 +273,8 @@ static json_t *report_json(struct api__jb *b, const struct api_report *r)
 	api__ap_put(b, o, "processes", procs);
 	api__ap_put(b, o, "failure", api__ap_jstr(b, r->failure));
 	api__ap_put(b, o, "error", api__ap_jstr(b, r->error));
+	if (r->hung)
+		api__ap_put(b, o, "hung", json_true());
 	return o;
 }
 

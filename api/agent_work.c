@@ -569,6 +569,11 @@ static int parse_assignment(const json_t *o, const char *where,
 		ret = api__ap_bad(err, where, "network_isolation",
 				  "must be true or false");
 	a->network_isolation = json_is_true(iso);
+	iso = json_object_get(o, "hang_fixed");
+	if (!ret && iso && !json_is_boolean(iso))
+		ret = api__ap_bad(err, where, "hang_fixed",
+				  "must be true or false");
+	a->hang_fixed = json_is_true(iso);
 	return ret;
 }
 
@@ -843,6 +848,8 @@ static json_t *assignment_json(struct api__jb *b,
 	api__ap_put(b, o, "grace_ms", api__ap_jint(b, a->grace_ms));
 	if (a->hang_ms > 0)
 		api__ap_put(b, o, "hang_ms", api__ap_jint(b, a->hang_ms));
+	if (a->hang_ms > 0 && a->hang_fixed)
+		api__ap_put(b, o, "hang_fixed", json_true());
 	if (a->network_isolation)
 		api__ap_put(b, o, "network_isolation", json_true());
 	return o;

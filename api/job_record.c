@@ -22,6 +22,7 @@ void api_job_record_release(struct api_job_record *rec)
 	free(rec->request_json);
 	free(rec->wp_status);
 	free(rec->wp_reused_by);
+	free(rec->rule_statuses_json);
 	for (i = 0; i < rec->n_transitions; i++) {
 		free(rec->transitions[i].status);
 		free(rec->transitions[i].message);
@@ -59,6 +60,19 @@ static void set_warm_pool(json_t *obj, const struct api_job_record *rec)
 				    json_integer(rec->wp_billable_s));
 	set_str(o, "ReusedByJob", rec->wp_reused_by);
 	json_object_set_new(obj, "WarmPoolStatus", o);
+}
+
+/* The rules' statuses, as kept (a corrupt text is left out). */
+static void set_rule_statuses(json_t *obj, const struct api_job_record *rec)
+{
+	json_t *st;
+
+	if (!rec->rule_statuses_json)
+		return;
+	st = json_loads(rec->rule_statuses_json, 0, NULL);
+	if (json_is_object(st))
+		json_object_update(obj, st);
+	json_decref(st);
 }
 
 static int is_terminal(const char *status)
@@ -132,6 +146,7 @@ int api_describe_response(const struct api_job_record *rec, struct buf *out)
 		json_object_set_new(root, "FinalMetricDataList", arr);
 	}
 	set_warm_pool(root, rec);
+	set_rule_statuses(root, rec);
 	ret = api__json_dump_to(root, out);
 	json_decref(root);
 	if (ret)

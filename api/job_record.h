@@ -47,6 +47,9 @@ struct api_job_record {
 	char *wp_reused_by;    /* ReusedByJob, may be NULL */
 	int64_t wp_billable_s; /* ResourceRetainedBillableTimeInSeconds,
 				  < 0: absent */
+	/* DebugRuleEvaluationStatuses and ProfilerRuleEvaluationStatuses
+	 * (api/rule_status.h), merged into Describe; NULL: none. */
+	char *rule_statuses_json;
 };
 
 /* Frees everything the record owns and zeroes it. */

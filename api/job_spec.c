@@ -352,6 +352,48 @@ static int check_channel_groups(const json_t *root, struct buf *err)
 	return 0;
 }
 
+/* The rule lists, Debugger's then Profiler's. */
+static const char *const rule_lists[] = {
+	"DebugRuleConfigurations",
+	"ProfilerRuleConfigurations",
+};
+
+/*
+ * RuleConfigurationName is unique across both rule lists, as the service
+ * requires: it names the rule's status in Describe.
+ */
+static int check_rule_names(const json_t *root, struct buf *err)
+{
+	const char *names[2 * 20];
+	const json_t *r;
+	size_t n = 0, l, i, j;
+
+	for (l = 0; l < ARRAY_SIZE(rule_lists); l++) {
+		json_array_foreach(json_object_get(root, rule_lists[l]), i, r)
+		{
+			if (n < ARRAY_SIZE(names))
+				names[n++] = json_string_value(json_object_get(
+					r, "RuleConfigurationName"));
+		}
+	}
+	for (i = 0; i < n; i++) {
+		for (j = i + 1; j < n; j++) {
+			if (!names[i] || !names[j] ||
+			    strcmp(names[i], names[j]))
+				continue;
+			(void)buf_addf(err,
+				       "1 validation error detected: "
+				       "RuleConfigurationName '%s' is used "
+				       "more than once; it must be unique "
+				       "across DebugRuleConfigurations and "
+				       "ProfilerRuleConfigurations",
+				       names[i]);
+			return ERR_INVALID;
+		}
+	}
+	return 0;
+}
+
 /*
  * Cross-member rules the model cannot express. stored: the request was
  * accepted before; what the controller refuses is not looked at again, so
@@ -375,6 +417,7 @@ static int check_semantics(const json_t *root, int stored, struct buf *err)
 				   err);
 	ret = ret ? ret : check_channel_groups(root, err);
 	ret = ret ? ret : check_container_paths(root, err);
+	ret = ret ? ret : check_rule_names(root, err);
 	return ret || stored ? ret : api_members_check(root, err);
 }
 
@@ -574,6 +617,50 @@ static void fill_groups(const json_t *arr, struct api_job_spec *spec)
 	}
 }
 
+/* One rule configuration, checked by now. */
+static void fill_rule(const json_t *v, int profiler, struct api_rule_config *r)
+{
+	const json_t *params = json_object_get(v, "RuleParameters");
+	const char *key;
+	json_t *pv;
+	size_t k = 0;
+
+	r->profiler = profiler;
+	r->name = dup_str(v, "RuleConfigurationName");
+	r->invoke = dup_str(params, "rule_to_invoke");
+	if (!json_object_size(params))
+		return;
+	r->params = xcalloc(json_object_size(params), sizeof(*r->params));
+	json_object_foreach((json_t *)params, key, pv)
+	{
+		if (!strcmp(key, "rule_to_invoke"))
+			continue;
+		r->params[k].key = xstrdup(key);
+		r->params[k].value = xstrdup(json_string_value(pv));
+		k++;
+	}
+	r->n_params = k;
+}
+
+/* DebugRuleConfigurations, then ProfilerRuleConfigurations. */
+static void fill_rules(const json_t *root, struct api_job_spec *spec)
+{
+	size_t n = 0, l, i;
+	const json_t *v;
+
+	for (l = 0; l < ARRAY_SIZE(rule_lists); l++)
+		n += json_array_size(json_object_get(root, rule_lists[l]));
+	if (!n)
+		return;
+	spec->rules = xcalloc(n, sizeof(*spec->rules));
+	for (l = 0; l < ARRAY_SIZE(rule_lists); l++) {
+		json_array_foreach(json_object_get(root, rule_lists[l]), i, v)
+		{
+			fill_rule(v, (int)l, &spec->rules[spec->n_rules++]);
+		}
+	}
+}
+
 static void fill_spec(const json_t *root, struct api_job_spec *spec)
 {
 	const json_t *alg = json_object_get(root, "AlgorithmSpecification");
@@ -653,6 +740,7 @@ static void fill_spec(const json_t *root, struct api_job_spec *spec)
 		json_is_true(json_object_get(root, "EnableNetworkIsolation"));
 	spec->keep_alive_s = (int)json_integer_value(
 		json_object_get(res, "KeepAlivePeriodInSeconds"));
+	fill_rules(root, spec);
 }
 
 /*
@@ -787,6 +875,12 @@ void api_job_spec_release(struct api_job_spec *spec)
 	api_kvs_free(spec->hyperparameters, spec->n_hyperparameters);
 	api_kvs_free(spec->environment, spec->n_environment);
 	api_kvs_free(spec->tags, spec->n_tags);
+	for (i = 0; i < spec->n_rules; i++) {
+		free(spec->rules[i].name);
+		free(spec->rules[i].invoke);
+		api_kvs_free(spec->rules[i].params, spec->rules[i].n_params);
+	}
+	free(spec->rules);
 	free(spec->debug_hook_config_json);
 	free(spec->profiler_config_json);
 	free(spec->debug_s3_uri);

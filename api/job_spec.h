@@ -42,6 +42,21 @@ struct api_metric_def {
 	char *regex;
 };
 
+/*
+ * One of DebugRuleConfigurations or ProfilerRuleConfigurations: its
+ * RuleConfigurationName, the built-in rule its RuleParameters invoke
+ * (rule_to_invoke; NULL when absent) and its other RuleParameters in the
+ * request's order. Which rules and parameters the controller evaluates is
+ * its own table's to say (controller/obs/rules.h).
+ */
+struct api_rule_config {
+	int profiler; /* from ProfilerRuleConfigurations */
+	char *name;
+	char *invoke;
+	struct api_kv *params;
+	size_t n_params;
+};
+
 struct api_instance_group {
 	char *name;
 	char *instance_type;
@@ -69,7 +84,7 @@ struct api_job_spec {
 	size_t n_environment;
 	struct api_channel *channels;
 	size_t n_channels;
-	char *output_path;   /* OutputDataConfig.S3OutputPath */
+	char *output_path; /* OutputDataConfig.S3OutputPath */
 	/* OutputDataConfig.CompressionType NONE: the model's files are
 	 * stored one by one under <output_path>/<job>/output/model/. */
 	int model_uncompressed;
@@ -87,8 +102,8 @@ struct api_job_spec {
 	 * to /opt/ml/output/tensorboard. */
 	char *tensorboard_s3_uri;
 	char *tensorboard_local_path;
-	int spot;		     /* EnableManagedSpotTraining */
-	int network_isolation;	     /* EnableNetworkIsolation */
+	int spot;	       /* EnableManagedSpotTraining */
+	int network_isolation; /* EnableNetworkIsolation */
 	/*
 	 * DebugHookConfig and (an enabled) ProfilerConfig with defaults
 	 * filled in, as compact JSON for the program's config files; NULL
@@ -103,7 +118,10 @@ struct api_job_spec {
 	char *debug_local_path;
 	char *profiler_s3_uri;
 	char *profiler_local_path;
-	struct api_kv *tags;	     /* Tags (not echoed by Describe) */
+	/* DebugRuleConfigurations, then ProfilerRuleConfigurations. */
+	struct api_rule_config *rules;
+	size_t n_rules;
+	struct api_kv *tags; /* Tags (not echoed by Describe) */
 	size_t n_tags;
 	/*
 	 * ResourceConfig.KeepAlivePeriodInSeconds (0: absent), and what a

@@ -21,9 +21,7 @@ const struct api__refusal api__refusals[] = {
 	{ "ResourceConfig.TrainingPlanArn", NULL, NULL, NULL, "there are no training plans (reserved capacity) here" },
 	{ "ResourceConfig.InstancePlacementConfig", NULL, NULL, NULL, "hosts are placed by the controller; there are no UltraServers" },
 	{ "StoppingCondition.MaxPendingTimeInSeconds", NULL, NULL, NULL, "a job waits for hosts without a deadline" },
-	{ "DebugRuleConfigurations", NULL, NULL, NULL, "Debugger rules run as SageMaker-managed evaluation jobs with AWS's rule images, which do not exist here" },
 	{ "ExperimentConfig", NULL, NULL, NULL, "SageMaker Experiments (CreateExperiment, trial components, BatchPutMetrics) are not served, so a script's load_run() would fail inside the job; see the Operations table" },
-	{ "ProfilerRuleConfigurations", NULL, NULL, NULL, "Profiler rules run as SageMaker-managed evaluation jobs with AWS's rule images, which do not exist here" },
 	{ "ServerlessJobConfig", NULL, NULL, NULL, "serverless fine-tuning of hosted base models is not available here" },
 	{ "MlflowConfig", NULL, NULL, NULL, "there is no MLflow integration" },
 	{ "ModelPackageConfig", NULL, NULL, NULL, "there is no model registry here" },
@@ -34,4 +32,4 @@ const struct api__refusal api__refusals[] = {
 	{ "InfraCheckConfig.EnableInfraCheck", "true", NULL, NULL, "no infrastructure health checks are run before training" },
 };
 /* clang-format on */
-const size_t api__nrefusals = 20;
+const size_t api__nrefusals = 18;

@@ -12,6 +12,7 @@
 #include "controller/jobrt.h"
 #include "controller/job_state.h"
 #include "controller/jobrun.h"
+#include "controller/obs/rulerun.h"
 #include "controller/placement.h"
 #include "controller/plan.h"
 #include "controller/quarantine.h"
@@ -203,6 +204,10 @@ static void finish(struct ctrl_ctx *ctx, const struct db_job *job,
 			     reason ? reason : ctrl_job_state_secondary(to),
 			     time_now_ms(), &err);
 	ctrl_warm_pool_job_end(ctx, job, (int)to, reason, as, n);
+	if (job->rule_statuses)
+		ctrl_rules_job_end(ctx, job->name,
+				   to != CTRL_JOB_COMPLETED &&
+					   to != CTRL_JOB_FAILED);
 	cleanup(ctx, job, as, n);
 out:
 	free(model);
@@ -437,6 +442,7 @@ static void gather(struct ctrl_ctx *ctx, const struct db_job *job,
 	struct ctrl_jobrt *rt;
 	int64_t max_ms = 0;
 	int *lost = xcalloc(n + 1, sizeof(*lost));
+	int stop_on_stall = 0, fixed;
 	int mpi;
 	size_t i;
 
@@ -445,6 +451,8 @@ static void gather(struct ctrl_ctx *ctx, const struct db_job *job,
 	mpi = rt && job_is_mpi(&rt->spec);
 	if (rt)
 		max_ms = rt->spec.max_runtime_s * 1000;
+	if (rt)
+		(void)ctrl_rules_hang_ms(&rt->spec, 0, &stop_on_stall, &fixed);
 	pthread_mutex_unlock(&ctx->jobs_lock);
 	for (i = 0; i < n; i++)
 		lost[i] = host_lost(ctx, as[i].host);
@@ -455,6 +463,7 @@ static void gather(struct ctrl_ctx *ctx, const struct db_job *job,
 	in->runtime_exceeded = job->start_ms && max_ms &&
 			       time_now_ms() - job->start_ms > max_ms;
 	in->any_drained = ctrl_place_any_drained(ctx, as, n);
+	in->stop_on_stall = stop_on_stall;
 	if (s->failed) {
 		in->retryable = retryable(ctx, s->reason.data);
 		in->retries_left = retries_left(ctx, job);
@@ -699,6 +708,8 @@ static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 			       "Training job failed", err.data, NULL, 0, 0);
 		break;
 	case CTRL_PLAN_FINISH:
+		if (s->hung && job->rule_statuses)
+			ctrl_rules_stalled(ctx, job->name, s->reason.data);
 		finish(ctx, job, cur, o->to, o->message,
 		       o->has_reason ? o->text.data : NULL, as, n, o->upload);
 		break;
@@ -712,7 +723,19 @@ static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 			set_actions(ctx, job, as, n, "stop");
 		break;
 	case CTRL_PLAN_RESTART:
+		if (s->hung && job->rule_statuses)
+			ctrl_rules_stalled(ctx, job->name, s->reason.data);
 		begin_restart(ctx, job, cur, s, o->text.data);
+		break;
+	case CTRL_PLAN_STALL_STOP:
+		ctrl_rules_stalled(ctx, job->name, s->reason.data);
+		(void)db_job_set_stop_reason(ctx->db, job->name,
+					     "StalledTrainingRule", &err);
+		(void)db_attempt_end(ctx->db, job->name, job->attempt,
+				     s->reason.data, time_now_ms(), &err);
+		if (ctrl_job_transition(ctx, job->name, cur, CTRL_JOB_STOPPING,
+					o->text.data, NULL, &err))
+			log_error("job '%s': %s", job->name, err.data);
 		break;
 	case CTRL_PLAN_NEXT_ATTEMPT:
 		start_next_attempt(ctx, job, as, n, chosen, busy_valid);
@@ -779,6 +802,9 @@ static void step(struct ctrl_ctx *ctx, const char *name, int *busy_valid)
 		in.drain_move_failed = 1;
 		ctrl_plan(&in, &out);
 	}
+	if (cur == CTRL_JOB_TRAINING && job.rule_statuses &&
+	    strstr(job.rule_statuses, "\"InProgress\""))
+		ctrl_rules_tick(ctx, name);
 	carry_out(ctx, &job, cur, &out, &s, as, n, chosen, busy_valid);
 out:
 	free(chosen);

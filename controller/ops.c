@@ -18,6 +18,8 @@
 #include "controller/job_state.h"
 #include "controller/jobrt.h"
 #include "controller/jobrun.h"
+#include "controller/obs/rulerun.h"
+#include "controller/obs/rules.h"
 #include "controller/placement.h"
 #include "controller/search.h"
 #include "controller/tags.h"
@@ -89,6 +91,17 @@ static int check_capacity(struct ctrl_ctx *ctx, const struct api_job_spec *spec,
 	return ret;
 }
 
+/* The Debugger and Profiler rules are ones the controller evaluates. */
+static int check_rules(const struct api_job_spec *spec, struct buf *err)
+{
+	struct ctrl_rule *r;
+	size_t n;
+	int ret = ctrl_rules_parse(spec, &r, &n, err);
+
+	ctrl_rules_free(r, n);
+	return ret;
+}
+
 /*
  * Parses and checks a CreateTrainingJob body as who may send it: the spec
  * and its distribution (both empty on failure).
@@ -104,6 +117,8 @@ static int parse_checked(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	if (ret)
 		return ret;
 	ret = ctrl_uris_check(ctx, who, spec, err);
+	if (!ret)
+		ret = check_rules(spec, err);
 	if (!ret)
 		ret = api_distribution_parse(spec, dist, err);
 	if (!ret)
@@ -171,6 +186,7 @@ static int create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	job.instance_type = spec.instance_type;
 	job.instance_count = spec.instance_count;
 	job.creation_ms = time_now_ms();
+	job.rule_statuses = ctrl_rules_initial(&spec, job.creation_ms);
 	job.owner = (char *)who->owner;
 	job.run_as = (char *)who->run_as;
 	if (spec.keep_alive_s > 0 && spec.warm_key) {
@@ -230,6 +246,7 @@ static int create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		ctrl_reconciler_wake_job(ctx, name);
 out:
 	*arn_out = job.arn;
+	free(job.rule_statuses);
 	free(name);
 	free(job.uid);
 	free(tags);
@@ -304,6 +321,7 @@ static void job_to_record(struct db_job *j, struct api_job_record *r)
 	r->wp_status = j->wp_status;
 	r->wp_reused_by = j->wp_reused_by;
 	r->wp_billable_s = ctrl_warm_pool_billable_s(j, time_now_ms());
+	r->rule_statuses_json = j->rule_statuses;
 	if (j->n_transitions) {
 		r->transitions =
 			xcalloc(j->n_transitions, sizeof(*r->transitions));

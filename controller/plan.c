@@ -137,6 +137,7 @@ static int judge_exits(struct tally *t, const struct db_assignment *a,
 		t->first_fail_ms = p->exited_ms ? p->exited_ms : 2;
 		s->culprit = a->host;
 		buf_reset(&s->reason);
+		s->hung = r->hung;
 		if (r->failure && *r->failure)
 			(void)buf_addf(&s->reason, "AlgorithmError: %s",
 				       r->failure);
@@ -312,6 +313,28 @@ static void plan_interrupted(const struct ctrl_plan_in *in,
 		out->act = CTRL_PLAN_REQUEUE;
 }
 
+/*
+ * StalledTrainingRule with stop_training_on_fire: a hang stops the job, as
+ * the service's rule action does (StopTrainingJob); it neither fails nor
+ * retries. Returns 1 when it decided.
+ */
+static int plan_stall_stop(const struct ctrl_plan_in *in,
+			   struct ctrl_plan_out *out)
+{
+	const struct ctrl_plan_summary *s = in->s;
+
+	if (!s->failed || !s->hung || !in->stop_on_stall ||
+	    !ctrl_job_transition_allowed(in->cur, CTRL_JOB_STOPPING))
+		return 0;
+	out->act = CTRL_PLAN_STALL_STOP;
+	out->actions = "abort";
+	(void)buf_addf(&out->text,
+		       "StalledTrainingRule found an issue (%s): stopping the "
+		       "training job",
+		       s->reason.data);
+	return 1;
+}
+
 /* No failure: walk forward as the reports say. */
 static void plan_progress(const struct ctrl_plan_in *in,
 			  struct ctrl_plan_out *out)
@@ -378,6 +401,8 @@ void ctrl_plan(const struct ctrl_plan_in *in, struct ctrl_plan_out *out)
 	 * this attempt's reaches the output (artifacts are kept by attempt
 	 * until the job completes). Any other failure there would recur.
 	 */
+	if (plan_stall_stop(in, out))
+		return;
 	if (s->failed && in->retryable &&
 	    ctrl_job_transition_allowed(cur, CTRL_JOB_RESTARTING) &&
 	    (cur != CTRL_JOB_UPLOADING ||

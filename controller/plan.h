@@ -31,6 +31,7 @@ struct ctrl_plan_summary {
 	size_t done;
 	size_t finished; /* done or error or exited (nothing more comes) */
 	int failed;
+	int hung; /* the failure named is a hang the agent found */
 	/* MPI mode: algo-1's mpirun ended; followers not done yet, running
 	 * or exited (a daemon killed as mpirun ended) and waiting for the
 	 * controller's word. */
@@ -69,6 +70,8 @@ struct ctrl_plan_in {
 	size_t restart_missing;	  /* restarting: hosts with no replacement */
 	int restart_wait_over;	  /* restarting: waited past --restart-wait */
 	long restart_wait_s;	  /* --restart-wait, for the message */
+	/* a hang stops the job: StalledTrainingRule's stop_training_on_fire */
+	int stop_on_stall;
 	const struct ctrl_plan_summary *s; /* attempt > 0 */
 };
 
@@ -82,6 +85,7 @@ enum ctrl_plan_act {
 	CTRL_PLAN_NEXT_ATTEMPT, /* restarting and settled: attempt N+1 */
 	CTRL_PLAN_ADVANCE,	/* walk forward to `to` */
 	CTRL_PLAN_REQUEUE,	/* preempted and settled: back to the queue */
+	CTRL_PLAN_STALL_STOP,	/* a hang and stop_training_on_fire: stop */
 };
 
 struct ctrl_plan_out {
@@ -94,7 +98,8 @@ struct ctrl_plan_out {
 	int upload;		/* FINISH: collect the model and output */
 	int then_complete;	/* ADVANCE: and Completed once Uploading */
 	int stop_followers;	/* MPI: mpirun ended, stop the others */
-	struct buf text;	/* RESTART's message, FINISH's reason */
+	/* RESTART's and STALL_STOP's message, FINISH's reason */
+	struct buf text;
 };
 
 /* Decides; out->text is (re)set, release it with buf_release(). */

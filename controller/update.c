@@ -28,7 +28,8 @@ static int check_update(const struct api_update_request *u,
 			       "ProfilerConfig and ProfilerRuleConfigurations "
 			       "cannot be updated: the profiler's config is "
 			       "given to the program when the job starts, and "
-			       "profiler rules do not run here");
+			       "a job's rules are the ones it was created "
+			       "with");
 		return ERR_INVALID;
 	}
 	if (u->remote_debug > 0) {

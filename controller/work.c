@@ -12,6 +12,7 @@
 #include "controller/jobrt.h"
 #include "controller/rendezvous.h"
 #include "controller/uris.h"
+#include "controller/obs/rulerun.h"
 #include "controller/work.h"
 #include "db/run.h"
 #include "common/err.h"
@@ -308,7 +309,7 @@ static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 {
 	const struct api_job_spec *spec = &rt->spec;
 	struct ctrl_launch launch;
-	int ret;
+	int ret, stop;
 
 	memset(a, 0, sizeof(*a));
 	ret = ctrl_image_resolve(&ctx->registry, rt, &launch, err);
@@ -337,7 +338,8 @@ static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 	ret = fill_distribution(ctx, rt, mine, a, err);
 	if (!ret) {
 		a->grace_ms = ctx->cfg.grace_ms;
-		a->hang_ms = ctx->cfg.hang_timeout_ms;
+		a->hang_ms = ctrl_rules_hang_ms(spec, ctx->cfg.hang_timeout_ms,
+						&stop, &a->hang_fixed);
 	}
 	a->network_isolation = spec->network_isolation;
 	ctrl_uris_owner_locations(ctx, rt->owner, a);

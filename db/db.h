@@ -76,6 +76,11 @@ struct db_job {
 	int64_t wp_since_ms; /* became Available, 0: never */
 	int64_t wp_end_ms;   /* stopped being Available, 0: not yet */
 	char *wp_reused_by;
+	/*
+	 * The Debugger and Profiler rules' statuses, as Describe shows them
+	 * (api/rule_status.h); NULL: the job has no rules. Set at insert.
+	 */
+	char *rule_statuses;
 	/* insert only, not owned: the tags given at CreateTrainingJob */
 	const struct db_tag *tags;
 	size_t n_tags;
@@ -149,7 +154,7 @@ void db_close(struct db *db);
 uint64_t db_write_seq(struct db *db);
 
 /* The schema version this build migrates to. */
-#define DB_SCHEMA_LATEST 16
+#define DB_SCHEMA_LATEST 17
 
 /* The schema version after migrations (PRAGMA user_version). */
 int db_schema_version(struct db *db);
@@ -297,6 +302,13 @@ int db_jobs_active(struct db *db, const struct db_queue_look *look,
  */
 int db_job_set_image(struct db *db, const char *name, const char *image,
 		     struct buf *err);
+
+/*
+ * Replaces job name's rule statuses (db_job.rule_statuses). Returns 0,
+ * ERR_NOTFOUND or ERR_DB.
+ */
+int db_job_set_rule_statuses(struct db *db, const char *name,
+			     const char *statuses_json, struct buf *err);
 
 int db_jobs_set_waiting(struct db *db, const char *const *names,
 			const char *const *messages, size_t n, struct buf *err);

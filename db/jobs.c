@@ -28,8 +28,8 @@ const char *const db__stmt_sql[ST_COUNT] = {
 		"last_modified_ms, start_ms, end_ms, training_s, "
 		"billable_s, spec_json, attempt, stop_reason, uid, owner, "
 		"run_as, image, wp_status, wp_keep_alive_s, wp_key, "
-		"wp_since_ms, wp_end_ms, wp_reused_by FROM jobs "
-		"WHERE name = ?1",
+		"wp_since_ms, wp_end_ms, wp_reused_by, rule_statuses "
+		"FROM jobs WHERE name = ?1",
 	[ST_GET_TRANSITIONS] =
 		"SELECT status, start_ms, end_ms, message "
 		"FROM transitions WHERE job_id = ?1 ORDER BY seq",
@@ -41,10 +41,11 @@ const char *const db__stmt_sql[ST_COUNT] = {
 		"secondary_status, request_json, instance_type, "
 		"instance_count, creation_ms, last_modified_ms, "
 		"spec_json, waiting, uid, owner, run_as, wp_status, "
-		"wp_keep_alive_s, wp_key) "
+		"wp_keep_alive_s, wp_key, rule_statuses) "
 		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, "
 		"lower(hex(randomblob(8))), coalesce(?11, ''), ?12, "
-		"CASE WHEN ?13 > 0 THEN 'InUse' END, ?13, ?14) RETURNING uid",
+		"CASE WHEN ?13 > 0 THEN 'InUse' END, ?13, ?14, ?15) "
+		"RETURNING uid",
 	[ST_INSERT_TRANSITION] =
 		"INSERT INTO transitions (job_id, seq, status, "
 		"start_ms, message) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -82,6 +83,7 @@ void db_job_release(struct db_job *job)
 	free(job->wp_status);
 	free(job->wp_key);
 	free(job->wp_reused_by);
+	free(job->rule_statuses);
 	for (i = 0; i < job->n_transitions; i++) {
 		free(job->transitions[i].status);
 		free(job->transitions[i].message);
@@ -125,6 +127,7 @@ static int insert_job(struct db__conn *c, void *arg, struct buf *err)
 	db__bind_text(st, 12, job->run_as);
 	sqlite3_bind_int(st, 13, job->wp_key ? job->keep_alive_s : 0);
 	db__bind_text(st, 14, job->wp_key);
+	db__bind_text(st, 15, job->rule_statuses);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		if (in->uid) {
@@ -219,6 +222,7 @@ static void row_to_job(sqlite3_stmt *st, struct db_job *j)
 	j->wp_since_ms = sqlite3_column_int64(st, 26);
 	j->wp_end_ms = sqlite3_column_int64(st, 27);
 	j->wp_reused_by = db__col_dup(st, 28);
+	j->rule_statuses = db__col_dup(st, 29);
 }
 
 static int load_children(struct db__conn *c, struct db_job *j, struct buf *err)
@@ -715,6 +719,35 @@ int db_job_set_image(struct db *db, const char *name, const char *image,
 		db__bind_text(st, 2, image);
 		if (sqlite3_step(st) != SQLITE_DONE)
 			ret = db__error(conn, "cannot record image", err);
+		else if (!sqlite3_changes(conn))
+			ret = ERR_NOTFOUND;
+	}
+	sqlite3_finalize(st);
+	if (db__writer_end(db, ret == 0, err))
+		ret = ERR_DB;
+	return ret;
+}
+
+int db_job_set_rule_statuses(struct db *db, const char *name,
+			     const char *statuses_json, struct buf *err)
+{
+	sqlite3_stmt *st = NULL;
+	sqlite3 *conn = db__writer_begin(db, err);
+	int ret = 0;
+
+	if (!conn)
+		return ERR_DB;
+	if (sqlite3_prepare_v2(conn,
+			       "UPDATE jobs SET rule_statuses = ?2 "
+			       "WHERE name = ?1",
+			       -1, &st, NULL) != SQLITE_OK) {
+		ret = db__error(conn, "cannot prepare rule statuses", err);
+	} else {
+		db__bind_text(st, 1, name);
+		db__bind_text(st, 2, statuses_json);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			ret = db__error(conn, "cannot record rule statuses",
+					err);
 		else if (!sqlite3_changes(conn))
 			ret = ERR_NOTFOUND;
 	}

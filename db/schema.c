@@ -280,6 +280,9 @@ static const char *const migrations[] = {
 	"DEFAULT 0;"
 	"CREATE INDEX attempts_by_failed_host ON attempts(failed_host, "
 	"ended_ms) WHERE failed_host IS NOT NULL;",
+	/* 17: the statuses of a job's Debugger and Profiler rules, as
+	 * Describe shows them (JSON; NULL: no rules). */
+	"ALTER TABLE jobs ADD COLUMN rule_statuses TEXT;",
 };
 
 #define N_MIGRATIONS ((int)ARRAY_SIZE(migrations))

@@ -159,9 +159,26 @@ MEMBERS = [
     ("DebugHookConfig.CollectionConfigurations", SUPPORTED, ""),
     ("DebugHookConfig.CollectionConfigurations.CollectionName", SUPPORTED, ""),
     ("DebugHookConfig.CollectionConfigurations.CollectionParameters", SUPPORTED, ""),
-    ("DebugRuleConfigurations", REFUSED,
-     "Debugger rules run as SageMaker-managed evaluation jobs with AWS's "
-     "rule images, which do not exist here"),
+    ("DebugRuleConfigurations", SUPPORTED,
+     "Debugger rules the controller evaluates itself from what it collects "
+     "(docs/distributed.md, \"Rules\"); a rule_to_invoke it cannot "
+     "evaluate, or a parameter it does not honour, is refused by name"),
+    ("DebugRuleConfigurations.RuleConfigurationName", SUPPORTED,
+     "names the rule's status in `DebugRuleEvaluationStatuses`"),
+    ("DebugRuleConfigurations.LocalPath", NOOP,
+     "no rule container runs: the controller evaluates the rule"),
+    ("DebugRuleConfigurations.S3OutputPath", NOOP,
+     "no rule container runs, so it writes no output; the verdict is the "
+     "rule's status"),
+    ("DebugRuleConfigurations.RuleEvaluatorImage", NOOP,
+     "no rule container runs: the controller evaluates the rule"),
+    ("DebugRuleConfigurations.InstanceType", NOOP,
+     "no rule container runs: the controller evaluates the rule"),
+    ("DebugRuleConfigurations.VolumeSizeInGB", NOOP,
+     "no rule container runs: the controller evaluates the rule"),
+    ("DebugRuleConfigurations.RuleParameters", SUPPORTED,
+     "`rule_to_invoke` names the built-in rule; the rule's parameters "
+     "(docs/distributed.md, \"Rules\")"),
     ("TensorBoardOutputConfig", SUPPORTED,
      "LocalPath's files are copied to S3OutputPath while the job runs "
      "(docs/pipe-mode.md)"),
@@ -175,15 +192,32 @@ MEMBERS = [
      "enabled: `input/config/profilerconfig.json` for smdebug's profiler "
      "in the program, `ProfilingStatus` Enabled, and "
      "`/opt/ml/output/profiler` copied to `<S3OutputPath>/<job>/"
-     "profiler-output/`; the service's own system monitor and rules do "
-     "not run"),
+     "profiler-output/`; the service's own system monitor does not run "
+     "(the hosts' telemetry feeds ProfilerRuleConfigurations)"),
     ("ProfilerConfig.S3OutputPath", SUPPORTED, ""),
     ("ProfilerConfig.ProfilingIntervalInMilliseconds", SUPPORTED, ""),
     ("ProfilerConfig.ProfilingParameters", SUPPORTED, ""),
     ("ProfilerConfig.DisableProfiler", SUPPORTED, ""),
-    ("ProfilerRuleConfigurations", REFUSED,
-     "Profiler rules run as SageMaker-managed evaluation jobs with AWS's "
-     "rule images, which do not exist here"),
+    ("ProfilerRuleConfigurations", SUPPORTED,
+     "Profiler rules the controller evaluates itself from what it collects "
+     "(docs/distributed.md, \"Rules\"); a rule_to_invoke it cannot "
+     "evaluate, or a parameter it does not honour, is refused by name"),
+    ("ProfilerRuleConfigurations.RuleConfigurationName", SUPPORTED,
+     "names the rule's status in `ProfilerRuleEvaluationStatuses`"),
+    ("ProfilerRuleConfigurations.LocalPath", NOOP,
+     "no rule container runs: the controller evaluates the rule"),
+    ("ProfilerRuleConfigurations.S3OutputPath", NOOP,
+     "no rule container runs, so it writes no output; the verdict is the "
+     "rule's status"),
+    ("ProfilerRuleConfigurations.RuleEvaluatorImage", NOOP,
+     "no rule container runs: the controller evaluates the rule"),
+    ("ProfilerRuleConfigurations.InstanceType", NOOP,
+     "no rule container runs: the controller evaluates the rule"),
+    ("ProfilerRuleConfigurations.VolumeSizeInGB", NOOP,
+     "no rule container runs: the controller evaluates the rule"),
+    ("ProfilerRuleConfigurations.RuleParameters", SUPPORTED,
+     "`rule_to_invoke` names the built-in rule; the rule's parameters "
+     "(docs/distributed.md, \"Rules\")"),
     ("Environment", SUPPORTED, "every process of the job"),
     ("RetryStrategy", SUPPORTED, ""),
     ("RetryStrategy.MaximumRetryAttempts", SUPPORTED, ""),

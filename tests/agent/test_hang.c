@@ -42,6 +42,9 @@ static void test_timeout_until_learned(void **state)
 	assert_int_equal(agent_hang_threshold(&h, 1800000), 3 * 20000);
 	/* Never above the timeout. */
 	assert_int_equal(agent_hang_threshold(&h, 5000), 5000);
+	/* A job's own threshold (StalledTrainingRule) is never learned. */
+	h.fixed = 1;
+	assert_int_equal(agent_hang_threshold(&h, 1800000), 1800000);
 }
 
 static void test_floor(void **state)

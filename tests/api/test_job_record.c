@@ -21,6 +21,7 @@
 
 #include "api/job_record.h"
 #include "api/requests.h"
+#include "api/rule_status.h"
 #include "common/buf.h"
 #include "common/err.h"
 
@@ -854,6 +855,68 @@ static void test_error_parse(void **state)
 	}
 }
 
+/*
+ * Rule statuses: kept as text, read back, and merged into Describe as
+ * DebugRuleEvaluationStatuses and ProfilerRuleEvaluationStatuses.
+ */
+static void test_rule_statuses(void **state)
+{
+	struct api_rule_status in[3] = {
+		{ 0, (char *)"StalledTrainingRule", (char *)"IssuesFound",
+		  (char *)"algo-2 (host h2) rank 0 made no progress for 4 s",
+		  1796211299642 },
+		{ 1, (char *)"OverallSystemUsage", (char *)"InProgress", NULL,
+		  1796211299000 },
+		{ 0, (char *)"Overfit", (char *)"NoIssuesFound", NULL,
+		  1796211299000 },
+	};
+	struct api_job_record r = completed_record();
+	struct api_rule_status *back;
+	struct buf text = BUF_INIT, out = BUF_INIT, err = BUF_INIT;
+	json_t *root, *list, *e;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(api_rule_statuses_build(in, 3, &text), 0);
+	assert_int_equal(api_rule_statuses_parse(text.data, &back, &n, &err),
+			 0);
+	assert_int_equal(n, 3);
+	/* Debugger's first, in order, then Profiler's. */
+	assert_string_equal(back[0].name, "StalledTrainingRule");
+	assert_string_equal(back[1].name, "Overfit");
+	assert_true(back[2].profiler);
+	assert_string_equal(back[0].status, "IssuesFound");
+	assert_string_equal(back[0].details, in[0].details);
+	assert_null(back[1].details);
+	assert_int_equal(back[0].modified_ms, 1796211299642);
+	api_rule_statuses_free(back, n);
+	assert_int_equal(api_rule_statuses_parse("[]", &back, &n, &err),
+			 ERR_INVALID);
+
+	r.rule_statuses_json = text.data;
+	assert_int_equal(api_describe_response(&r, &out), 0);
+	root = parse_out(&out);
+	list = member(root, "DebugRuleEvaluationStatuses");
+	assert_int_equal(json_array_size(list), 2);
+	e = json_array_get(list, 0);
+	assert_string_equal(
+		json_string_value(member(e, "RuleConfigurationName")),
+		"StalledTrainingRule");
+	assert_string_equal(
+		json_string_value(member(e, "RuleEvaluationStatus")),
+		"IssuesFound");
+	assert_non_null(strstr(json_string_value(member(e, "StatusDetails")),
+			       "algo-2"));
+	assert_true(json_is_real(member(e, "LastModifiedTime")));
+	list = member(root, "ProfilerRuleEvaluationStatuses");
+	assert_int_equal(json_array_size(list), 1);
+	assert_null(json_object_get(json_array_get(list, 0), "StatusDetails"));
+	json_decref(root);
+	buf_release(&text);
+	buf_release(&out);
+	buf_release(&err);
+}
+
 /* WarmPoolStatus in Describe and summaries; WarmPoolStatusEquals. */
 static void test_warm_pool(void **state)
 {
@@ -925,6 +988,7 @@ int main(void)
 		cmocka_unit_test(test_describe_completed),
 		cmocka_unit_test(test_describe_starting),
 		cmocka_unit_test(test_describe_corrupt_request),
+		cmocka_unit_test(test_rule_statuses),
 		cmocka_unit_test(test_record_round_trip),
 		cmocka_unit_test(test_record_from_json),
 		cmocka_unit_test(test_summary_and_list),

@@ -85,11 +85,9 @@ static void expect_parses(json_t *req, const char *what)
 static void test_refused_members(void **state)
 {
 	(void)state;
-	EXPECT_INVALID(full_with("DebugRuleConfigurations",
-				 json_pack("[{s:s,s:s}]",
-					   "RuleConfigurationName", "r",
-					   "RuleEvaluatorImage", "img")),
-		       "DebugRuleConfigurations", "rule images");
+	EXPECT_INVALID(full_with("RemoteDebugConfig.EnableRemoteDebug",
+				 json_true()),
+		       "RemoteDebugConfig.EnableRemoteDebug", "remote access");
 	EXPECT_INVALID(full_with("EnableInterContainerTrafficEncryption",
 				 json_true()),
 		       "EnableInterContainerTrafficEncryption", "encrypted");
@@ -143,6 +141,15 @@ static void test_accepted_members(void **state)
 	expect_parses(full_with("EnableInterContainerTrafficEncryption",
 				json_false()),
 		      "EnableInterContainerTrafficEncryption false");
+	/* Which rules the controller evaluates is controller/obs/rules.c's
+	 * to say; the members themselves are accepted. */
+	expect_parses(full_with("DebugRuleConfigurations",
+				json_pack("[{s:s,s:s,s:{s:s}}]",
+					  "RuleConfigurationName", "r",
+					  "RuleEvaluatorImage", "img",
+					  "RuleParameters", "rule_to_invoke",
+					  "StalledTrainingRule")),
+		      "DebugRuleConfigurations");
 	expect_parses(full_with("ProfilerConfig",
 				json_pack("{s:b}", "DisableProfiler", 1)),
 		      "ProfilerConfig with DisableProfiler true");

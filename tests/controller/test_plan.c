@@ -280,6 +280,64 @@ static void test_table(void **state)
 	buf_release(&out.text);
 }
 
+/*
+ * A hang the agent found, with StalledTrainingRule's stop_training_on_fire:
+ * the job stops (abort, then Stopping) instead of restarting or failing;
+ * without the setting, or for a failure that is not a hang, it restarts.
+ */
+static void test_stall_stop(void **state)
+{
+	struct ctrl_plan_summary s;
+	struct ctrl_plan_in in;
+	struct ctrl_plan_out out;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	memset(&in, 0, sizeof(in));
+	memset(&out, 0, sizeof(out));
+	buf_init(&s.reason, 0);
+	(void)buf_adds(&s.reason, "AlgorithmError: algo-2 (host h2) rank 0 "
+				  "made no progress for 5 s");
+	s.n = s.running = 2;
+	s.failed = s.hung = 1;
+	in.cur = CTRL_JOB_TRAINING;
+	in.attempt = 1;
+	in.s = &s;
+	in.retryable = 1;
+	in.retries_left = 2;
+	in.stop_on_stall = 1;
+	ctrl_plan(&in, &out);
+	assert_int_equal(out.act, CTRL_PLAN_STALL_STOP);
+	assert_string_equal(out.actions, "abort");
+	assert_string_equal(out.text.data,
+			    "StalledTrainingRule found an issue ("
+			    "AlgorithmError: algo-2 (host h2) rank 0 made no "
+			    "progress for 5 s): stopping the training job");
+	/* No retries left: stopped all the same, not Failed. */
+	in.retries_left = 0;
+	ctrl_plan(&in, &out);
+	assert_int_equal(out.act, CTRL_PLAN_STALL_STOP);
+	/* Without stop_training_on_fire: restarted like any failure. */
+	in.retries_left = 2;
+	in.stop_on_stall = 0;
+	ctrl_plan(&in, &out);
+	assert_int_equal(out.act, CTRL_PLAN_RESTART);
+	/* A crash is not a hang: restarted too. */
+	in.stop_on_stall = 1;
+	s.hung = 0;
+	ctrl_plan(&in, &out);
+	assert_int_equal(out.act, CTRL_PLAN_RESTART);
+	/* Stopping once settled ends Stopped, as after StopTrainingJob. */
+	in.cur = CTRL_JOB_STOPPING;
+	in.settled = 1;
+	s.hung = 1;
+	ctrl_plan(&in, &out);
+	assert_int_equal(out.act, CTRL_PLAN_FINISH);
+	assert_int_equal(out.to, CTRL_JOB_STOPPED);
+	buf_release(&out.text);
+	buf_release(&s.reason);
+}
+
 /* One host's stored report: phase, then each process as "code" or "sN"
  * (killed by signal N) or "-" (running), exited at exited_ms. */
 static char *report(int host_index, const char *phase, const char *procs,
@@ -378,6 +436,23 @@ static void test_summarize(void **state)
 	ctrl_plan_summarize(as, lost, 1, 0, &s);
 	assert_string_equal(s.reason.data, "AlgorithmError: out of memory");
 	assert_string_equal(s.culprit, "h1");
+	assert_false(s.hung);
+	buf_release(&s.reason);
+	free(as[0].report_json);
+
+	/* A hang the agent found is marked as one (StalledTrainingRule). */
+	as[0].report_json = report(0, "exited", "s9", 80, "algo-1 hung");
+	as[0].report_json[strlen(as[0].report_json) - 3] = '\0';
+	{
+		struct buf b = BUF_INIT;
+
+		(void)buf_addf(&b, "%s,\"hung\":true}]}", as[0].report_json);
+		free(as[0].report_json);
+		as[0].report_json = buf_detach(&b, NULL);
+	}
+	ctrl_plan_summarize(as, lost, 1, 0, &s);
+	assert_string_equal(s.reason.data, "AlgorithmError: algo-1 hung");
+	assert_true(s.hung);
 	buf_release(&s.reason);
 	free(as[0].report_json);
 
@@ -448,6 +523,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_summarize),
+		cmocka_unit_test(test_stall_stop),
 	};
 
 	return cmocka_run_group_tests_name("controller/plan", tests, NULL,
