@@ -108,13 +108,18 @@ static void test_canonical_and_merge(void **state)
 	static const char req[] =
 		"{\"jobQueueName\":\"q\",\"priority\":4,\"jobQueueType\":"
 		"\"SAGEMAKER_TRAINING\",\"serviceEnvironmentOrder\":["
-		"{\"order\":9,\"serviceEnvironment\":\"b\"},"
 		"{\"order\":2,\"serviceEnvironment\":\"a\"}],\"tags\":{\"t\":"
 		"\"v\"}}";
+	/* Every queue draws on the one pool: one environment. */
+	static const char two[] =
+		"{\"jobQueueName\":\"q\",\"priority\":4,\"jobQueueType\":"
+		"\"SAGEMAKER_TRAINING\",\"serviceEnvironmentOrder\":["
+		"{\"order\":9,\"serviceEnvironment\":\"b\"},"
+		"{\"order\":2,\"serviceEnvironment\":\"a\"}]}";
 	static const char upd[] = "{\"jobQueue\":\"q\",\"priority\":7}";
 	static const char bad_upd[] =
 		"{\"jobQueue\":\"q\",\"jobQueueName\":\"z\"}";
-	struct api_batch_object o, o2;
+	struct api_batch_object o, o2, o3;
 	struct buf err = BUF_INIT, canon = BUF_INIT;
 	char *ident = NULL, *merged = NULL;
 
@@ -122,8 +127,8 @@ static void test_canonical_and_merge(void **state)
 	assert_int_equal(api_batch_object_parse(API_BATCH_QUEUE, req,
 						strlen(req), &o, &err),
 			 0);
-	assert_int_equal(o.n_envs, 2);
-	assert_string_equal(o.envs[0], "a"); /* sorted by order */
+	assert_int_equal(o.n_envs, 1);
+	assert_string_equal(o.envs[0], "a");
 	assert_string_equal(o.state, "ENABLED");
 	assert_int_equal(api_batch_object_request(&o, &canon), 0);
 	assert_int_equal(api_batch_update_merge(API_BATCH_QUEUE, upd,
@@ -135,7 +140,7 @@ static void test_canonical_and_merge(void **state)
 						strlen(merged), &o2, &err),
 			 0);
 	assert_int_equal(o2.priority, 7);
-	assert_int_equal(o2.n_envs, 2);
+	assert_int_equal(o2.n_envs, 1);
 	assert_string_equal(o2.tags_json, "{\"t\":\"v\"}");
 	free(ident);
 	free(merged);
@@ -145,6 +150,12 @@ static void test_canonical_and_merge(void **state)
 						&ident, &merged, &err),
 			 ERR_INVALID);
 	assert_non_null(strstr(err.data, "jobQueueName"));
+	buf_reset(&err);
+	assert_int_equal(api_batch_object_parse(API_BATCH_QUEUE, two,
+						strlen(two), &o3, &err),
+			 ERR_INVALID);
+	assert_non_null(strstr(err.data, "one here"));
+	api_batch_object_release(&o3);
 	api_batch_object_release(&o);
 	api_batch_object_release(&o2);
 	buf_release(&err);
