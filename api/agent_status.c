@@ -146,6 +146,11 @@ static int parse_report(const json_t *o, const char *where,
 	ret = ret ? ret :
 		    api__ap_get_str(o, where, "error", API__AP_OPT, &r->error,
 				    err);
+	v = 0;
+	ret = ret ? ret :
+		    api__ap_get_int(o, where, "check_ms", 0, API__AP_MAX_MS,
+				    &is_null, &v, err);
+	r->check_ms = v;
 	return ret;
 }
 
@@ -269,6 +274,8 @@ static json_t *report_json(struct api__jb *b, const struct api_report *r)
 	api__ap_put(b, o, "processes", procs);
 	api__ap_put(b, o, "failure", api__ap_jstr(b, r->failure));
 	api__ap_put(b, o, "error", api__ap_jstr(b, r->error));
+	if (r->check_ms > 0)
+		api__ap_put(b, o, "check_ms", api__ap_jint(b, r->check_ms));
 	return o;
 }
 

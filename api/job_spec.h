@@ -89,6 +89,8 @@ struct api_job_spec {
 	char *tensorboard_local_path;
 	int spot;		     /* EnableManagedSpotTraining */
 	int network_isolation;	     /* EnableNetworkIsolation */
+	/* InfraCheckConfig.EnableInfraCheck */
+	int infra_check;
 	/*
 	 * DebugHookConfig and (an enabled) ProfilerConfig with defaults
 	 * filled in, as compact JSON for the program's config files; NULL
