@@ -31,6 +31,9 @@ void ctrl_config_init(struct ctrl_config *cfg)
 	cfg->grace_ms = -1;
 	cfg->max_retries = -1;
 	cfg->hang_timeout_ms = -1;
+	cfg->infra_min_disk_mb = -1;
+	cfg->infra_min_shm_mb = -1;
+	cfg->infra_max_skew_ms = -1;
 	cfg->restart_wait_ms = -1;
 	cfg->tm_interval_ms = -2; /* unset; -1 is "the agents' own" */
 	cfg->tm_retention_h = -1;
@@ -89,6 +92,10 @@ enum {
 	OPT_PER_CLIENT,
 	OPT_AGENT_PER_CLIENT,
 	OPT_HEADER_TIMEOUT,
+	OPT_INFRA_CHECK,
+	OPT_INFRA_DISK,
+	OPT_INFRA_SHM,
+	OPT_INFRA_SKEW,
 };
 
 static const struct option options[] = {
@@ -130,6 +137,10 @@ static const struct option options[] = {
 	{ "agent-per-client-connections", required_argument, NULL,
 	  OPT_AGENT_PER_CLIENT },
 	{ "header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT },
+	{ "infra-check", required_argument, NULL, OPT_INFRA_CHECK },
+	{ "infra-check-min-disk", required_argument, NULL, OPT_INFRA_DISK },
+	{ "infra-check-min-shm", required_argument, NULL, OPT_INFRA_SHM },
+	{ "infra-check-max-skew-ms", required_argument, NULL, OPT_INFRA_SKEW },
 	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
 	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
 	{ "tls-ca", required_argument, NULL, OPT_TLS_CA },
@@ -153,6 +164,9 @@ void ctrl_usage(void)
 	      "                 [--inventory FILE]\n"
 	      "                 [--max-retries N] [--retry-policy all|sagemaker]\n"
 	      "                 [--restart-wait SECONDS] [--hang-timeout SECONDS]\n"
+	      "                 [--infra-check on|off] [--infra-check-min-disk MIB]\n"
+	      "                 [--infra-check-min-shm MIB]\n"
+	      "                 [--infra-check-max-skew-ms MS]\n"
 	      "                 [--allow-file-root DIR]...\n"
 	      "                 [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]\n"
 	      "                 [--registry-auth FILE] [--insecure-registry HOST]...\n"
@@ -212,7 +226,14 @@ void ctrl_usage(void)
 	      "  --s3-upload-max-age  seconds after which an open multipart\n"
 	      "                  upload is aborted (86400; 0: never)\n",
 	      stderr);
-	fputs("  --tls-cert, --tls-key  PEM certificate and key: serve HTTPS\n"
+	fputs("  --infra-check   check every job's hosts before its attempts,\n"
+	      "                  not only those asking (off)\n"
+	      "  --infra-check-min-disk  MiB free the work and checkpoint\n"
+	      "                  folders need (1024)\n"
+	      "  --infra-check-min-shm  MiB free /dev/shm needs (64)\n"
+	      "  --infra-check-max-skew-ms  largest clock offset from the\n"
+	      "                  controller (2000)\n"
+	      "  --tls-cert, --tls-key  PEM certificate and key: serve HTTPS\n"
 	      "  --tls-ca        PEM CA that agents and ranks verify the\n"
 	      "                  certificate with (the certificate itself)\n"
 	      "  --allow-file-root  a folder file:// URIs of jobs may name\n"
@@ -350,6 +371,12 @@ static const struct {
 	  NUM_LONG(agent_per_client_conns) },
 	{ OPT_HEADER_TIMEOUT, "header-timeout", 1, 120, 1,
 	  NUM_LONG(header_timeout_s) },
+	{ OPT_INFRA_DISK, "infra-check-min-disk", 0, 1L << 30, 1,
+	  NUM_LONG(infra_min_disk_mb) },
+	{ OPT_INFRA_SHM, "infra-check-min-shm", 0, 1L << 30, 1,
+	  NUM_LONG(infra_min_shm_mb) },
+	{ OPT_INFRA_SKEW, "infra-check-max-skew-ms", 1, 86400000, 1,
+	  NUM_LONG(infra_max_skew_ms) },
 };
 
 /* Sets a string or number option from the tables; 0 when c is neither. */
@@ -402,6 +429,18 @@ static int retry_policy(struct ctrl_config *cfg, const char *value,
 	return 0;
 }
 
+static int on_off(const char *name, const char *value, int *out,
+		  struct buf *err)
+{
+	if (strcmp(value, "on") && strcmp(value, "off")) {
+		(void)buf_addf(err, "%s must be 'on' or 'off', not '%s'", name,
+			       value);
+		return ERR_INVALID;
+	}
+	*out = !strcmp(value, "on");
+	return 0;
+}
+
 int ctrl_config_parse_args(struct ctrl_config *cfg, int argc, char **argv,
 			   struct buf *err)
 {
@@ -424,6 +463,11 @@ int ctrl_config_parse_args(struct ctrl_config *cfg, int argc, char **argv,
 			break;
 		case OPT_RETRY_POLICY:
 			if (retry_policy(cfg, optarg, err))
+				return ERR_INVALID;
+			break;
+		case OPT_INFRA_CHECK:
+			if (on_off("--infra-check", optarg, &cfg->infra_check,
+				   err))
 				return ERR_INVALID;
 			break;
 		case OPT_FILE_ROOT:
@@ -531,6 +575,9 @@ static const struct {
 	  CTRL_RDZV_TOTAL_BYTES },
 	{ offsetof(struct ctrl_config, agent_per_client_conns), 1024 },
 	{ offsetof(struct ctrl_config, header_timeout_s), 10 },
+	{ offsetof(struct ctrl_config, infra_min_disk_mb), 1024 },
+	{ offsetof(struct ctrl_config, infra_min_shm_mb), 64 },
+	{ offsetof(struct ctrl_config, infra_max_skew_ms), 2000 },
 };
 
 static void fill_table_defaults(struct ctrl_config *cfg)
@@ -709,6 +756,10 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 	printf("hang-timeout %ld\n", cfg->hang_timeout_ms / 1000);
 	printf("retry-policy %s\n", cfg->retry_sagemaker ? "sagemaker" : "all");
 	printf("restart-wait %ld\n", cfg->restart_wait_ms / 1000);
+	printf("infra-check %s\n", cfg->infra_check ? "on" : "off");
+	printf("infra-check-min-disk %ld\n", cfg->infra_min_disk_mb);
+	printf("infra-check-min-shm %ld\n", cfg->infra_min_shm_mb);
+	printf("infra-check-max-skew-ms %ld\n", cfg->infra_max_skew_ms);
 	if (cfg->tm_interval_ms >= 0)
 		printf("telemetry-ms %ld\n", cfg->tm_interval_ms);
 	else

@@ -35,6 +35,12 @@ struct ctrl_plan_summary {
 	int leader_exited;
 	size_t followers_running;
 	struct buf reason; /* why it failed, at most CTRL_REASON_MAX */
+	/* Infrastructure checks (docs/distributed.md): how many hosts
+	 * passed them, the slowest's time, and the host_index + 1 of the
+	 * one whose failure is the reason (0: none). */
+	size_t checked;
+	int64_t check_ms;
+	int check_failed;
 };
 
 /*
@@ -58,6 +64,9 @@ struct ctrl_plan_in {
 	int retryable;	       /* the failure is worth another attempt */
 	int retries_left;      /* restarts the job may still make */
 	int planned_move;      /* the attempt ends by a planned move */
+	/* a host failed its infrastructure checks and no spare replaces
+	 * it now: an ordinary failure */
+	int check_replace_failed;
 	/* attempt > 0 and no hosts: preempted, back in the queue */
 	int queued_again;
 	size_t restart_missing;	  /* restarting: hosts with no replacement */
@@ -76,6 +85,7 @@ enum ctrl_plan_act {
 	CTRL_PLAN_NEXT_ATTEMPT, /* restarting and settled: attempt N+1 */
 	CTRL_PLAN_ADVANCE,	/* walk forward to `to` */
 	CTRL_PLAN_REQUEUE,	/* preempted and settled: back to the queue */
+	CTRL_PLAN_REPLACE,	/* replace a host that failed its checks */
 };
 
 struct ctrl_plan_out {

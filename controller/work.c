@@ -17,6 +17,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/strvec.h"
+#include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
@@ -288,6 +289,27 @@ static int fill_distribution(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 	return 0;
 }
 
+/* Whether every host of the attempt passed its infrastructure checks. */
+static int all_checked(const struct db_assignment *all, size_t n)
+{
+	struct buf err = BUF_INIT;
+	size_t i;
+	int ok = 1;
+
+	for (i = 0; i < n && ok; i++) {
+		struct api_status st;
+
+		if (!all[i].report_json)
+			return 0;
+		ok = !api_status_parse(all[i].report_json,
+				       strlen(all[i].report_json), &st, &err) &&
+		     st.n == 1 && st.items[0].check_ms > 0;
+		api_status_release(&st);
+	}
+	buf_release(&err);
+	return ok;
+}
+
 /* The attempt's facts from the store, read before jobs_lock is taken. */
 struct attempt_info {
 	int ret; /* of db_attempt_info(); err says why */
@@ -340,6 +362,14 @@ static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 		a->hang_ms = ctx->cfg.hang_timeout_ms;
 	}
 	a->network_isolation = spec->network_isolation;
+	if (spec->infra_check || ctx->cfg.infra_check) {
+		a->infra.enabled = 1;
+		a->infra.min_disk_mb = ctx->cfg.infra_min_disk_mb;
+		a->infra.min_shm_mb = ctx->cfg.infra_min_shm_mb;
+		a->infra.max_skew_ms = ctx->cfg.infra_max_skew_ms;
+		a->infra.controller_ms = time_now_ms();
+		a->infra.hold = !all_checked(all, n_all);
+	}
 	ctrl_uris_owner_locations(ctx, rt->owner, a);
 	ctrl_launch_release(&launch);
 	return ret;
