@@ -17,6 +17,8 @@ space is below the threshold, as on a host whose disk filled up:
       no check: no such transition
   (c) local-2 undrained, a 3-host job with the flag: no host is free to
       replace local-2, so the job Fails (no retries) with the reason
+  (d) trainctld restarted with --infra-check on: a job without the flag
+      is checked too, and local-3 replaces local-2
 
 Needs root (it mounts a tmpfs); TAP on stdout. Run from the top of the
 tree with Debian's interpreter:
@@ -132,6 +134,21 @@ def case_no_spare(cl, sm, prog):
         "%s: %s (%r)" % (name, d["TrainingJobStatus"], why))
 
 
+def case_operator_on(cl, prog):
+    rc, killed = cl.stop()
+    expect(rc == 0 and not killed, "trainctld stop: exit %r, SIGKILL %s" % (rc, killed))
+    cl.extra = cl.extra + ["--infra-check", "on"]
+    err = cl.start()
+    expect(err is None, "trainctld --infra-check on: %s" % err)
+    name = "infra-d-" + RUN
+    d = run_job(cl, cl.client(), name, prog, False)
+    msgs = messages(d)
+    expect(d["TrainingJobStatus"] == "Completed", "%s: %s (%r)" % (name, d["TrainingJobStatus"],
+                                                                 d.get("FailureReason")))
+    expect([m for m in msgs if FAILED_RE.match(m)] and [m for m in msgs if PASSED_RE.match(m)],
+           "no check failed on local-2 and passed on 2 hosts: %s" % short(msgs, 1500))
+
+
 def main():
     tap = fl.sc.Tap()
     if os.geteuid() != 0:
@@ -163,6 +180,8 @@ def main():
                 tap.case("(b) a job without the flag runs no check", case_no_flag, cl, sm, prog)
                 tap.case("(c) no spare host: the job Fails with the check's reason", case_no_spare, cl, sm,
                          prog)
+                tap.case("(d) --infra-check on: a job without the flag is checked, local-2 replaced",
+                         case_operator_on, cl, prog)
     finally:
         rc, killed = cl.stop()
         if mounted:
