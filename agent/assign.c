@@ -306,6 +306,7 @@ static int infra_check(struct agent_ctx *ctx, struct agent_assign *a,
 		(void)buf_addf(err, "%s%s", API_INFRA_CHECK_FAILED, why.data);
 	} else {
 		a->check_ms = time_mono_ms() - t0 + 1;
+		agent_assign_mark(ctx, a); /* reported, and in state.json */
 		agent_assign_note(ctx, a,
 				  "Infrastructure checks passed in %lld ms "
 				  "(clock offset %lld ms, %s)",
@@ -328,11 +329,13 @@ static void prepare(struct agent_ctx *ctx, struct agent_assign *a)
 			goto fail;
 		a->dir = buf_detach(&dir, NULL);
 		if (agent_ident_resolve(&a->ident, a->spec.run_as, &err) ||
-		    agent_jobdir_create(a->dir, &a->spec, &a->ident, &err) ||
-		    infra_check(ctx, a, &err))
+		    agent_jobdir_create(a->dir, &a->spec, &a->ident, &err))
 			goto fail;
 		agent_assign_mark(ctx, a);
 	}
+	/* Once: a restarted agent restores a pass from state.json. */
+	if (infra_check(ctx, a, &err))
+		goto fail;
 	a->restage = 0;
 	a->task_ok = 0;
 	FREE_AND_NULL(a->task_error);
