@@ -175,6 +175,12 @@ static void add_report(struct tally *t, const struct db_assignment *a,
 	struct ctrl_plan_summary *s = t->s;
 	int ok = 1;
 
+	/* Every host's, an MPI follower's too: they release the program. */
+	if (r->check_ms > 0) {
+		s->checked++;
+		if (r->check_ms - 1 > s->check_ms)
+			s->check_ms = r->check_ms - 1;
+	}
 	if (mpi && a->host_index > 0 && r->phase != API_PHASE_ERROR &&
 	    (s->leader_exited || r->phase < API_PHASE_EXITED)) {
 		count_follower(s, r);
@@ -188,11 +194,6 @@ static void add_report(struct tally *t, const struct db_assignment *a,
 		s->done++;
 	if (r->phase >= API_PHASE_EXITED)
 		s->finished++;
-	if (r->check_ms > 0) {
-		s->checked++;
-		if (r->check_ms - 1 > s->check_ms)
-			s->check_ms = r->check_ms - 1;
-	}
 	if (r->phase == API_PHASE_ERROR) {
 		if (!s->failed)
 			fail_error(s, a, r);

@@ -467,6 +467,10 @@ static void test_infra_check(void **state)
 	assert_int_equal(s.check_ms, 40);
 	assert_false(s.failed);
 	buf_release(&s.reason);
+	/* MPI: the followers' passes count too. */
+	ctrl_plan_summarize(as, lost, 3, 1, &s);
+	assert_int_equal(s.checked, 2);
+	buf_release(&s.reason);
 	free(as[2].report_json);
 	set(&as[2], 2, "h3",
 	    checked_report(2, "error",
