@@ -299,8 +299,10 @@ static int all_checked(const struct db_assignment *all, size_t n)
 	for (i = 0; i < n && ok; i++) {
 		struct api_status st;
 
-		if (!all[i].report_json)
-			return 0;
+		if (!all[i].report_json) {
+			ok = 0;
+			break;
+		}
 		ok = !api_status_parse(all[i].report_json,
 				       strlen(all[i].report_json), &st, &err) &&
 		     st.n == 1 && st.items[0].check_ms > 0;
