@@ -35,6 +35,7 @@
 #include "agent/hangwatch.h"
 #include "agent/http.h"
 #include "agent/ident.h"
+#include "agent/infracheck.h"
 #include "agent/jobdir.h"
 #include "agent/launch.h"
 #include "agent/lines.h"
@@ -194,6 +195,7 @@ static void agent_assign_report(const struct agent_assign *a,
 	r->failure = a->failure;
 	r->error = a->error;
 	r->hung = a->hw.reason != NULL;
+	r->check_ms = a->check_ms;
 	if (!a->n_ranks)
 		return;
 	r->procs = xcalloc(a->n_ranks, sizeof(*r->procs));
@@ -277,6 +279,46 @@ static void signal_ranks(struct agent_assign *a, int sig)
 			(void)agent_proc_signal(&a->ranks[i].proc, sig);
 }
 
+/*
+ * The infrastructure checks, when the job or the controller asks for
+ * them: before anything is staged, so that a bad host is replaced before
+ * the program starts anywhere. Fails with API_INFRA_CHECK_FAILED.
+ */
+static int infra_check(struct agent_ctx *ctx, struct agent_assign *a,
+		       struct buf *err)
+{
+	const struct api_assignment *d = &a->spec;
+	struct agent_infra_facts f;
+	struct buf why = BUF_INIT;
+	char *ckpt = NULL;
+	int64_t t0 = time_mono_ms();
+	int bad;
+
+	if (!d->infra.enabled || a->check_ms)
+		return 0;
+	if (d->checkpoint_s3_uri)
+		ckpt = agent_jobdir_checkpoint_path(a->dir,
+						    d->checkpoint_local_path);
+	agent_infra_measure(&f, &d->infra, a->dir, ckpt, a->spec_at_ms,
+			    ctx->cfg.gpus);
+	free(ckpt);
+	bad = agent_infra_judge(&f, &d->infra, &why);
+	if (bad) {
+		(void)buf_addf(err, "%s%s", API_INFRA_CHECK_FAILED, why.data);
+	} else {
+		a->check_ms = time_mono_ms() - t0 + 1;
+		agent_assign_mark(ctx, a); /* reported, and in state.json */
+		agent_assign_note(ctx, a,
+				  "Infrastructure checks passed in %lld ms "
+				  "(clock offset %lld ms, %s)",
+				  (long long)(a->check_ms - 1),
+				  (long long)f.skew_ms,
+				  f.gpus_seen < 0 ? "no GPU" : "GPUs healthy");
+	}
+	buf_release(&why);
+	return bad ? ERR_INVALID : 0;
+}
+
 static void prepare(struct agent_ctx *ctx, struct agent_assign *a)
 {
 	struct buf dir = BUF_INIT;
@@ -292,6 +334,9 @@ static void prepare(struct agent_ctx *ctx, struct agent_assign *a)
 			goto fail;
 		agent_assign_mark(ctx, a);
 	}
+	/* Once: a restarted agent restores a pass from state.json. */
+	if (infra_check(ctx, a, &err))
+		goto fail;
 	a->restage = 0;
 	a->task_ok = 0;
 	FREE_AND_NULL(a->task_error);
@@ -522,8 +567,9 @@ static void step_staging(struct agent_ctx *ctx, struct agent_assign *a)
 		if (!a->staged || a->phase == API_PHASE_ERROR)
 			return;
 	}
-	/* Self-fenced hosts start nothing until the controller is back. */
-	if (a->staged && !ctx->sess.fenced)
+	/* Self-fenced hosts start nothing until the controller is back; a
+	 * job's program starts once every host passed its checks. */
+	if (a->staged && !ctx->sess.fenced && !a->spec.infra.hold)
 		launch(ctx, a);
 }
 
@@ -751,10 +797,13 @@ static void apply_work(struct agent_ctx *ctx)
 	struct api_work *w = ctx->sess.pending;
 	struct api_assignment *d;
 	struct agent_assign *a;
+	int64_t now_ms;
 	size_t i;
 
 	if (!w)
 		return;
+	/* When the answer arrived, on the clock the checks compare. */
+	now_ms = ctx->sess.pending_at_ms;
 	ctx->sess.pending = NULL;
 	if (w->prune_images > ctx->images.want)
 		ctx->images.want = w->prune_images;
@@ -783,6 +832,7 @@ static void apply_work(struct agent_ctx *ctx)
 			a->spec = *d;
 			memset(d, 0, sizeof(*d));
 			a->have_spec = 1;
+			a->spec_at_ms = now_ms;
 			/*
 			 * Adopted by a restarted agent, which learns only now
 			 * where its checkpoints go: watch and mirror them as
@@ -796,6 +846,7 @@ static void apply_work(struct agent_ctx *ctx)
 		} else {
 			a->spec.grace_ms = d->grace_ms;
 			a->spec.action = d->action;
+			a->spec.infra.hold = d->infra.hold;
 		}
 		/* Actions only escalate: run < stop < abort. */
 		if (a->spec.action > a->action) {

@@ -92,9 +92,12 @@ struct agent_assign {
 	struct agent_task pipe;
 	enum agent_task_kind task_kind;
 	char *task_error;
-	int task_ok; /* the worker said "ok" */
-	int staged;  /* staging succeeded: ready to launch */
-	int restage; /* adopted while staging: stage again */
+	int task_ok;	    /* the worker said "ok" */
+	int staged;	    /* staging succeeded: ready to launch */
+	int64_t spec_at_ms; /* wall clock when the spec arrived */
+	int64_t check_ms;   /* infrastructure checks passed in this - 1
+			     * ms; 0: none ran (infracheck.h) */
+	int restage;	    /* adopted while staging: stage again */
 	enum agent_upload_step up_step;
 	struct agent_req *up_req;
 	int up_tries;

@@ -39,6 +39,9 @@ struct agent_nvml {
 	nvml_ret (*util)(nvml_device, struct nvml_utilization *);
 	nvml_ret (*memory)(nvml_device, struct nvml_memory *);
 	const char *(*error_string)(nvml_ret);
+	/* Optional (NULL: that check is left out). */
+	nvml_ret (*ecc)(nvml_device, int, int, unsigned long long *);
+	nvml_ret (*pending)(nvml_device, int *);
 };
 
 /* dlsym() returns an object pointer; POSIX guarantees the conversion. */
@@ -75,6 +78,8 @@ struct agent_nvml *agent_nvml_open(struct buf *err)
 		goto fail;
 	}
 	(void)sym(lib, "nvmlErrorString", &n->error_string);
+	(void)sym(lib, "nvmlDeviceGetTotalEccErrors", &n->ecc);
+	(void)sym(lib, "nvmlDeviceGetRetiredPagesPendingStatus", &n->pending);
 	r = init();
 	if (r) {
 		(void)buf_addf(err, "nvmlInit: %s",
@@ -116,6 +121,35 @@ size_t agent_nvml_sample(struct agent_nvml *n, struct tm_gpu_sample *gpus,
 		k++;
 	}
 	return k;
+}
+
+/* NVML's nvmlMemoryErrorType_t, nvmlEccCounterType_t, nvmlEnableState_t. */
+#define NVML_UNCORRECTED 1
+#define NVML_VOLATILE 0
+#define NVML_ENABLED 1
+
+void agent_nvml_health(struct agent_nvml *n, int *count,
+		       unsigned long long *ecc, int *pending)
+{
+	unsigned long long e;
+	unsigned int c = 0, i;
+	nvml_device d;
+	int p;
+
+	*ecc = 0;
+	*pending = 0;
+	*count = n->count(&c) ? 0 : (int)c;
+	for (i = 0; i < c; i++) {
+		if (n->handle(i, &d))
+			continue;
+		/* A GPU without ECC answers "not supported": nothing. */
+		e = 0;
+		if (n->ecc && !n->ecc(d, NVML_UNCORRECTED, NVML_VOLATILE, &e))
+			*ecc += e;
+		p = 0;
+		if (n->pending && !n->pending(d, &p) && p == NVML_ENABLED)
+			*pending = 1;
+	}
 }
 
 void agent_nvml_close(struct agent_nvml *n)

@@ -316,6 +316,7 @@ static void on_work(struct agent_ctx *ctx, struct agent_req *req)
 		free(s->pending);
 	}
 	s->pending = w;
+	s->pending_at_ms = time_now_ms();
 	s->work_at = 0;
 	buf_release(&err);
 }

@@ -37,6 +37,7 @@ struct agent_session {
 	int64_t work_version;
 	int have_work;		  /* a work answer arrived since start */
 	struct api_work *pending; /* not yet applied */
+	int64_t pending_at_ms;	  /* wall clock when it arrived */
 	int fenced;
 };
 

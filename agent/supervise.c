@@ -461,6 +461,7 @@ static void adopt_one(void *data, const char *dir, const struct api_report *r)
 	a->started_ms = r->started_ms;
 	a->failure = r->failure ? xstrdup(r->failure) : NULL;
 	a->error = r->error ? xstrdup(r->error) : NULL;
+	a->check_ms = r->check_ms; /* passed before the restart */
 	if (r->n_procs) {
 		a->ranks = xcalloc(r->n_procs, sizeof(*a->ranks));
 		a->n_ranks = r->n_procs;

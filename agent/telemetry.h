@@ -88,6 +88,13 @@ struct agent_nvml *agent_nvml_open(struct buf *err);
  */
 size_t agent_nvml_sample(struct agent_nvml *n, struct tm_gpu_sample *gpus,
 			 size_t max);
+/*
+ * For the infrastructure checks (infracheck.c): how many GPUs NVML sees,
+ * their uncorrected ECC errors since the driver loaded, and whether any
+ * has memory pages pending retirement.
+ */
+void agent_nvml_health(struct agent_nvml *n, int *count,
+		       unsigned long long *ecc, int *pending);
 void agent_nvml_close(struct agent_nvml *n);
 
 /* --- the sampler ------------------------------------------------------- */

@@ -33,6 +33,10 @@ enum api_launch_mode {
  */
 #define API_PROTO_UID_MAX 32
 
+/* How an agent's error for failed infrastructure checks starts (the
+ * controller replaces such a host: docs/distributed.md). */
+#define API_INFRA_CHECK_FAILED "Infrastructure check failed: "
+
 struct api_assignment {
 	char *job;
 	char *job_uid; /* may be NULL */
@@ -135,6 +139,24 @@ struct api_assignment {
 	 */
 	int network_isolation;
 	/*
+	 * Infrastructure checks before the program starts (InfraCheckConfig
+	 * or the controller's --infra-check; docs/distributed.md): "
+	 * infra_check" on the wire, absent: none. Free space the work and
+	 * checkpoint folders and /dev/shm must have, the largest offset of
+	 * the host's clock from the controller's, and the controller's
+	 * clock when it answered (the agent compares its own with it).
+	 */
+	struct api_infra_check {
+		int enabled;
+		int64_t min_disk_mb;
+		int64_t min_shm_mb;
+		int64_t max_skew_ms;
+		int64_t controller_ms;
+		/* Some host of the attempt has not passed them yet: the
+		 * program waits (absent on the wire: false). */
+		int hold;
+	} infra;
+	/*
 	 * "locations": what the job's owner may name (docs/security.md);
 	 * the agent checks every URI it stages against them, a manifest's
 	 * objects included. has_locations 0 (absent on the wire: an older
@@ -198,6 +220,9 @@ struct api_report {
 	/* failure is a hang the agent's watch found (absent on the wire:
 	 * false). */
 	int hung;
+	/* The infrastructure checks passed in check_ms - 1 ms; 0 (absent
+	 * on the wire): none ran or they have not passed. */
+	int64_t check_ms;
 };
 
 struct api_status {

@@ -150,6 +150,11 @@ static int parse_report(const json_t *o, const char *where,
 	if (!ret && hung && !json_is_boolean(hung))
 		ret = api__ap_bad(err, where, "hung", "is not a boolean");
 	r->hung = json_is_true(hung);
+	v = 0;
+	ret = ret ? ret :
+		    api__ap_get_int(o, where, "check_ms", 0, API__AP_MAX_MS,
+				    &is_null, &v, err);
+	r->check_ms = v;
 	return ret;
 }
 
@@ -275,6 +280,8 @@ static json_t *report_json(struct api__jb *b, const struct api_report *r)
 	api__ap_put(b, o, "error", api__ap_jstr(b, r->error));
 	if (r->hung)
 		api__ap_put(b, o, "hung", json_true());
+	if (r->check_ms > 0)
+		api__ap_put(b, o, "check_ms", api__ap_jint(b, r->check_ms));
 	return o;
 }
 

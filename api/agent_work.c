@@ -518,6 +518,46 @@ static int parse_rendezvous(const json_t *o, const char *where,
 	return ret;
 }
 
+/* "infra_check": absent, or the thresholds and the controller's clock. */
+static int parse_infra(const json_t *o, const char *where,
+		       struct api_infra_check *c, struct buf *err)
+{
+	const json_t *sub = NULL, *hold;
+	long long v[4] = { 0, 0, 0, 0 };
+	char m[64];
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	ret = api__ap_get_object(o, where, "infra_check", API__AP_OPT, &sub,
+				 err);
+	if (ret || !sub)
+		return ret;
+	api__ap_member(m, sizeof(m), where, "infra_check");
+	ret = api__ap_get_int(sub, m, "min_disk_mb", 0, INT32_MAX, NULL, &v[0],
+			      err);
+	ret = ret ? ret :
+		    api__ap_get_int(sub, m, "min_shm_mb", 0, INT32_MAX, NULL,
+				    &v[1], err);
+	ret = ret ? ret :
+		    api__ap_get_int(sub, m, "max_clock_skew_ms", 1,
+				    API__AP_MAX_GRACE_MS, NULL, &v[2], err);
+	ret = ret ? ret :
+		    api__ap_get_int(sub, m, "controller_ms", 0, API__AP_MAX_MS,
+				    NULL, &v[3], err);
+	if (ret)
+		return ret;
+	c->enabled = 1;
+	c->min_disk_mb = v[0];
+	c->min_shm_mb = v[1];
+	c->max_skew_ms = v[2];
+	c->controller_ms = v[3];
+	hold = json_object_get(sub, "hold");
+	if (hold && !json_is_boolean(hold))
+		return api__ap_bad(err, m, "hold", "must be true or false");
+	c->hold = json_is_true(hold);
+	return 0;
+}
+
 static int parse_assignment(const json_t *o, const char *where,
 			    struct api_assignment *a, struct buf *err)
 {
@@ -574,7 +614,7 @@ static int parse_assignment(const json_t *o, const char *where,
 		ret = api__ap_bad(err, where, "hang_fixed",
 				  "must be true or false");
 	a->hang_fixed = json_is_true(iso);
-	return ret;
+	return ret ? ret : parse_infra(o, where, &a->infra, err);
 }
 
 void api_work_release(struct api_work *w)
@@ -832,6 +872,20 @@ static void cluster_json(struct api__jb *b, json_t *o,
 	api__ap_put(b, o, "distribution", sub);
 }
 
+static json_t *infra_json(struct api__jb *b, const struct api_infra_check *c)
+{
+	json_t *sub = api__ap_jobj(b);
+
+	api__ap_put(b, sub, "min_disk_mb", api__ap_jint(b, c->min_disk_mb));
+	api__ap_put(b, sub, "min_shm_mb", api__ap_jint(b, c->min_shm_mb));
+	api__ap_put(b, sub, "max_clock_skew_ms",
+		    api__ap_jint(b, c->max_skew_ms));
+	api__ap_put(b, sub, "controller_ms", api__ap_jint(b, c->controller_ms));
+	if (c->hold)
+		api__ap_put(b, sub, "hold", json_true());
+	return sub;
+}
+
 /* Members in the order docs/agent-protocol.md lists them. */
 static json_t *assignment_json(struct api__jb *b,
 			       const struct api_assignment *a)
@@ -852,6 +906,8 @@ static json_t *assignment_json(struct api__jb *b,
 		api__ap_put(b, o, "hang_fixed", json_true());
 	if (a->network_isolation)
 		api__ap_put(b, o, "network_isolation", json_true());
+	if (a->infra.enabled)
+		api__ap_put(b, o, "infra_check", infra_json(b, &a->infra));
 	return o;
 }
 

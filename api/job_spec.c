@@ -738,6 +738,8 @@ static void fill_spec(const json_t *root, struct api_job_spec *spec)
 		json_object_get(root, "EnableManagedSpotTraining"));
 	spec->network_isolation =
 		json_is_true(json_object_get(root, "EnableNetworkIsolation"));
+	spec->infra_check = json_is_true(json_object_get(
+		json_object_get(root, "InfraCheckConfig"), "EnableInfraCheck"));
 	spec->keep_alive_s = (int)json_integer_value(
 		json_object_get(res, "KeepAlivePeriodInSeconds"));
 	fill_rules(root, spec);

@@ -102,8 +102,10 @@ struct api_job_spec {
 	 * to /opt/ml/output/tensorboard. */
 	char *tensorboard_s3_uri;
 	char *tensorboard_local_path;
-	int spot;	       /* EnableManagedSpotTraining */
-	int network_isolation; /* EnableNetworkIsolation */
+	int spot;		     /* EnableManagedSpotTraining */
+	int network_isolation;	     /* EnableNetworkIsolation */
+	/* InfraCheckConfig.EnableInfraCheck */
+	int infra_check;
 	/*
 	 * DebugHookConfig and (an enabled) ProfilerConfig with defaults
 	 * filled in, as compact JSON for the program's config files; NULL

@@ -29,7 +29,6 @@ const struct api__refusal api__refusals[] = {
 	{ "InputDataConfig.DataSource.S3DataSource.S3DataType", "Converse", NULL, NULL, "Converse datasets are not read; use S3Prefix or ManifestFile" },
 	{ "EnableInterContainerTrafficEncryption", "true", NULL, NULL, "traffic between a job's hosts is not encrypted by the controller" },
 	{ "RemoteDebugConfig.EnableRemoteDebug", "true", NULL, NULL, "there is no remote access to a job's container" },
-	{ "InfraCheckConfig.EnableInfraCheck", "true", NULL, NULL, "no infrastructure health checks are run before training" },
 };
 /* clang-format on */
-const size_t api__nrefusals = 18;
+const size_t api__nrefusals = 17;

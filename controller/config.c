@@ -35,6 +35,9 @@ void ctrl_config_init(struct ctrl_config *cfg)
 	cfg->hang_timeout_ms = -1;
 	cfg->strag_action = -1;
 	cfg->strag_window_ms = -1;
+	cfg->infra_min_disk_mb = -1;
+	cfg->infra_min_shm_mb = -1;
+	cfg->infra_max_skew_ms = -1;
 	cfg->restart_wait_ms = -1;
 	cfg->quarantine_failures = -1;
 	cfg->quarantine_window_ms = -1;
@@ -100,6 +103,10 @@ enum {
 	OPT_STRAG_RATIO,
 	OPT_QUARANTINE_FAILURES,
 	OPT_QUARANTINE_WINDOW,
+	OPT_INFRA_CHECK,
+	OPT_INFRA_DISK,
+	OPT_INFRA_SHM,
+	OPT_INFRA_SKEW,
 };
 
 static const struct option options[] = {
@@ -147,6 +154,10 @@ static const struct option options[] = {
 	{ "agent-per-client-connections", required_argument, NULL,
 	  OPT_AGENT_PER_CLIENT },
 	{ "header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT },
+	{ "infra-check", required_argument, NULL, OPT_INFRA_CHECK },
+	{ "infra-check-min-disk", required_argument, NULL, OPT_INFRA_DISK },
+	{ "infra-check-min-shm", required_argument, NULL, OPT_INFRA_SHM },
+	{ "infra-check-max-skew-ms", required_argument, NULL, OPT_INFRA_SKEW },
 	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
 	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
 	{ "tls-ca", required_argument, NULL, OPT_TLS_CA },
@@ -159,8 +170,22 @@ static const struct option options[] = {
 };
 
 /* ctrl_usage()'s lines on stragglers. */
-static void usage_stragglers(void)
+/* The options of gray failures: stragglers, bad hosts, checks. */
+static void usage_gray_failures(void)
 {
+	fputs("  --quarantine-failures  drain a host whose failures ended\n"
+	      "                  this many different jobs' attempts within\n"
+	      "                  --quarantine-window (3; 0: off)\n"
+	      "  --quarantine-window  seconds those failures are counted\n"
+	      "                  over (3600)\n"
+	      "  --infra-check   check every job's hosts before its attempts,\n"
+	      "                  not only those asking (off)\n"
+	      "  --infra-check-min-disk  MiB free the work and checkpoint\n"
+	      "                  folders need (1024)\n"
+	      "  --infra-check-min-shm  MiB free /dev/shm needs (64)\n"
+	      "  --infra-check-max-skew-ms  largest clock offset from the\n"
+	      "                  controller (2000)\n",
+	      stderr);
 	fputs("  --straggler-action  what a host found persistently slower\n"
 	      "                  than the other hosts of its job gets: none\n"
 	      "                  (not watched), name (in the job's status\n"
@@ -189,6 +214,9 @@ void ctrl_usage(void)
 	      "                 [--straggler-window SECONDS] [--straggler-ratio X]\n"
 	      "                 [--quarantine-failures N]\n"
 	      "                 [--quarantine-window SECONDS]\n"
+	      "                 [--infra-check on|off] [--infra-check-min-disk MIB]\n"
+	      "                 [--infra-check-min-shm MIB]\n"
+	      "                 [--infra-check-max-skew-ms MS]\n"
 	      "                 [--allow-file-root DIR]...\n"
 	      "                 [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]\n"
 	      "                 [--registry-auth FILE] [--insecure-registry HOST]...\n"
@@ -232,12 +260,7 @@ void ctrl_usage(void)
 	      "  --restart-wait  seconds a restart waits for a lost host to come\n"
 	      "                  back or a spare to be free (60)\n",
 	      stderr);
-	fputs("  --quarantine-failures  drain a host whose failures ended\n"
-	      "                  this many different jobs' attempts within\n"
-	      "                  --quarantine-window (3; 0: off)\n"
-	      "  --quarantine-window  seconds those failures are counted\n"
-	      "                  over (3600)\n"
-	      "  --telemetry-ms  the agents' sampling interval (their own,\n"
+	fputs("  --telemetry-ms  the agents' sampling interval (their own,\n"
 	      "                  5000, unless given; 0: off)\n"
 	      "  --telemetry-retention  hours host samples are kept (24)\n"
 	      "  --telemetry-job-retention  days a job's host samples (the\n"
@@ -254,7 +277,7 @@ void ctrl_usage(void)
 	      "  --s3-upload-max-age  seconds after which an open multipart\n"
 	      "                  upload is aborted (86400; 0: never)\n",
 	      stderr);
-	usage_stragglers();
+	usage_gray_failures();
 	fputs("  --tls-cert, --tls-key  PEM certificate and key: serve HTTPS\n"
 	      "  --tls-ca        PEM CA that agents and ranks verify the\n"
 	      "                  certificate with (the certificate itself)\n"
@@ -399,6 +422,12 @@ static const struct {
 	  NUM_LONG(agent_per_client_conns) },
 	{ OPT_HEADER_TIMEOUT, "header-timeout", 1, 120, 1,
 	  NUM_LONG(header_timeout_s) },
+	{ OPT_INFRA_DISK, "infra-check-min-disk", 0, 1L << 30, 1,
+	  NUM_LONG(infra_min_disk_mb) },
+	{ OPT_INFRA_SHM, "infra-check-min-shm", 0, 1L << 30, 1,
+	  NUM_LONG(infra_min_shm_mb) },
+	{ OPT_INFRA_SKEW, "infra-check-max-skew-ms", 1, 86400000, 1,
+	  NUM_LONG(infra_max_skew_ms) },
 };
 
 /* Sets a string or number option from the tables; 0 when c is neither. */
@@ -487,6 +516,18 @@ static int retry_policy(struct ctrl_config *cfg, const char *value,
 	return 0;
 }
 
+static int on_off(const char *name, const char *value, int *out,
+		  struct buf *err)
+{
+	if (strcmp(value, "on") && strcmp(value, "off")) {
+		(void)buf_addf(err, "%s must be 'on' or 'off', not '%s'", name,
+			       value);
+		return ERR_INVALID;
+	}
+	*out = !strcmp(value, "on");
+	return 0;
+}
+
 int ctrl_config_parse_args(struct ctrl_config *cfg, int argc, char **argv,
 			   struct buf *err)
 {
@@ -517,6 +558,11 @@ int ctrl_config_parse_args(struct ctrl_config *cfg, int argc, char **argv,
 			break;
 		case OPT_STRAG_RATIO:
 			if (straggler_ratio(cfg, optarg, err))
+				return ERR_INVALID;
+			break;
+		case OPT_INFRA_CHECK:
+			if (on_off("--infra-check", optarg, &cfg->infra_check,
+				   err))
 				return ERR_INVALID;
 			break;
 		case OPT_FILE_ROOT:
@@ -626,6 +672,9 @@ static const struct {
 	  CTRL_RDZV_TOTAL_BYTES },
 	{ offsetof(struct ctrl_config, agent_per_client_conns), 1024 },
 	{ offsetof(struct ctrl_config, header_timeout_s), 10 },
+	{ offsetof(struct ctrl_config, infra_min_disk_mb), 1024 },
+	{ offsetof(struct ctrl_config, infra_min_shm_mb), 64 },
+	{ offsetof(struct ctrl_config, infra_max_skew_ms), 2000 },
 };
 
 static void fill_table_defaults(struct ctrl_config *cfg)
@@ -818,6 +867,10 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 	printf("straggler-ratio %g\n", cfg->strag_ratio);
 	printf("quarantine-failures %d\n", cfg->quarantine_failures);
 	printf("quarantine-window %ld\n", cfg->quarantine_window_ms / 1000);
+	printf("infra-check %s\n", cfg->infra_check ? "on" : "off");
+	printf("infra-check-min-disk %ld\n", cfg->infra_min_disk_mb);
+	printf("infra-check-min-shm %ld\n", cfg->infra_min_shm_mb);
+	printf("infra-check-max-skew-ms %ld\n", cfg->infra_max_skew_ms);
 	if (cfg->tm_interval_ms >= 0)
 		printf("telemetry-ms %ld\n", cfg->tm_interval_ms);
 	else

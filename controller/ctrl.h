@@ -69,6 +69,12 @@ struct ctrl_config {
 	long grace_ms;	 /* SIGTERM -> SIGKILL on Stop/MaxRuntime */
 	int max_retries; /* restarts for jobs without RetryStrategy */
 	long hang_timeout_ms; /* a rank silent this long is hung; 0: off */
+	/* --infra-check: checks before every job's attempts, not only
+	 * those asking (docs/distributed.md); their thresholds */
+	int infra_check;
+	long infra_min_disk_mb;
+	long infra_min_shm_mb;
+	long infra_max_skew_ms;
 	/* --retry-policy: 0 "all" (every failure but a ClientError), 1
 	 * "sagemaker" (InternalServerError only, as SageMaker does) */
 	int retry_sagemaker;

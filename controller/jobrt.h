@@ -69,7 +69,9 @@ struct ctrl_jobrt {
 	char *image;
 	int pinning;
 	char *pin_error;
-	int attempt; /* attempt whose start time is cached */
+	int checks_released; /* attempt whose hosts all passed their checks,
+			      * told to them (controller/jobrun.c) */
+	int attempt;	     /* attempt whose start time is cached */
 	int64_t attempt_start_ms;
 	int64_t attempt_stream_s; /* the epoch second in its stream names */
 	struct ctrl_jobrt *next;  /* in its hash bucket */

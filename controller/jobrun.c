@@ -81,9 +81,10 @@ static const char *default_message(enum ctrl_job_state s, int container)
  * between two looks).
  */
 static void advance(struct ctrl_ctx *ctx, const char *name,
-		    enum ctrl_job_state *cur, enum ctrl_job_state to)
+		    enum ctrl_job_state *cur, enum ctrl_job_state to,
+		    const struct ctrl_plan_summary *s)
 {
-	struct buf err = BUF_INIT;
+	struct buf err = BUF_INIT, msg = BUF_INIT;
 	struct ctrl_jobrt *rt;
 	int container;
 
@@ -106,13 +107,22 @@ static void advance(struct ctrl_ctx *ctx, const char *name,
 			break;
 		if (next > to)
 			break;
-		if (ctrl_job_transition(ctx, name, *cur, next,
-					default_message(next, container), NULL,
+		buf_reset(&msg);
+		/* Every host runs: every host passed its checks, if any. */
+		if (next == CTRL_JOB_TRAINING && s->n && s->checked == s->n)
+			(void)buf_addf(&msg,
+				       "Infrastructure checks passed on %zu "
+				       "host%s in %.1f s. ",
+				       s->n, s->n == 1 ? "" : "s",
+				       (double)s->check_ms / 1000.0);
+		(void)buf_adds(&msg, default_message(next, container));
+		if (ctrl_job_transition(ctx, name, *cur, next, msg.data, NULL,
 					&err))
 			break;
 		*cur = next;
 	}
 	buf_release(&err);
+	buf_release(&msg);
 }
 
 static void cleanup(struct ctrl_ctx *ctx, const struct db_job *job,
@@ -426,6 +436,90 @@ out:
 	buf_release(&err);
 	buf_release(&names);
 	return ret;
+}
+
+/*
+ * A host failed its infrastructure checks (s->check_failed) before the
+ * program started: it is drained with the reason, and the attempt ends
+ * as a planned move that spends no retry, the next one on a spare in
+ * its place. Returns 0 when no spare is free: then it is an ordinary
+ * failure (retried on the same hosts while retries last).
+ */
+static int replace_failed_check(struct ctrl_ctx *ctx, const struct db_job *job,
+				enum ctrl_job_state cur,
+				const struct ctrl_plan_summary *s,
+				const struct db_assignment *as, size_t n)
+{
+	const char **chosen = xcalloc(n + 1, sizeof(*chosen));
+	const struct db_assignment *bad = NULL;
+	struct buf msg = BUF_INIT, err = BUF_INIT;
+	const char *spare = NULL, *why;
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; i < n; i++) {
+		if ((size_t)as[i].host_index < n)
+			chosen[as[i].host_index] = as[i].host;
+		if (as[i].host_index + 1 == s->check_failed)
+			bad = &as[i];
+	}
+	if (bad) {
+		pthread_mutex_lock(&ctx->jobs_lock);
+		pthread_mutex_lock(&ctx->hosts_lock);
+		spare = ctrl_place_spare(ctx, ctrl_jobrt_get(ctx, job->name),
+					 bad->host_index, chosen, n);
+		pthread_mutex_unlock(&ctx->hosts_lock);
+		pthread_mutex_unlock(&ctx->jobs_lock);
+	}
+	if (!spare)
+		goto out;
+	/* "InternalServerError: Infrastructure check failed on ..." */
+	why = strstr(s->reason.data, "Infrastructure");
+	(void)buf_addf(&msg, "%s; replaced by %s", why ? why : s->reason.data,
+		       spare);
+	if (db_host_drain_set(ctx->db, bad->host, why, time_now_ms(), &err) ||
+	    db_attempt_end(ctx->db, job->name, job->attempt, msg.data,
+			   time_now_ms(), &err) ||
+	    db_attempt_set_planned(ctx->db, job->name, job->attempt,
+				   DB_ATTEMPT_MOVED, &err)) {
+		log_error("job '%s': %s", job->name, err.data);
+		goto out;
+	}
+	ctrl_hosts_load_drains(ctx);
+	if (ctrl_job_transition(ctx, job->name, cur, CTRL_JOB_RESTARTING,
+				msg.data, NULL, &err))
+		log_error("job '%s': %s", job->name, err.data);
+	log_info("job '%s': %s", job->name, msg.data);
+	ret = 1;
+out:
+	free(chosen);
+	buf_release(&msg);
+	buf_release(&err);
+	return ret;
+}
+
+/*
+ * Every host of the attempt passed its infrastructure checks: their agents
+ * hold the program until they hear it (controller/work.c), once.
+ */
+static void release_checked(struct ctrl_ctx *ctx, const struct db_job *job,
+			    const struct ctrl_plan_summary *s,
+			    const struct db_assignment *as, size_t n)
+{
+	struct ctrl_jobrt *rt;
+	int tell = 0;
+
+	if (!s->n || s->checked < s->n)
+		return;
+	pthread_mutex_lock(&ctx->jobs_lock);
+	rt = ctrl_jobrt_get(ctx, job->name);
+	if (rt && rt->checks_released != job->attempt) {
+		rt->checks_released = job->attempt;
+		tell = 1;
+	}
+	pthread_mutex_unlock(&ctx->jobs_lock);
+	if (tell)
+		bump_hosts(ctx, as, n);
 }
 
 /*
@@ -744,12 +838,13 @@ static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 		requeue(ctx, job, as, n);
 		break;
 	case CTRL_PLAN_ADVANCE:
-		advance(ctx, job->name, &cur, o->to);
+		advance(ctx, job->name, &cur, o->to, s);
 		if (o->then_complete && cur == CTRL_JOB_UPLOADING)
 			finish(ctx, job, cur, CTRL_JOB_COMPLETED,
 			       "Training job completed", NULL, as, n, 1);
 		break;
 	case CTRL_PLAN_MOVE:
+	case CTRL_PLAN_REPLACE:
 	case CTRL_PLAN_NOTHING:
 		break;
 	}
@@ -788,11 +883,21 @@ static void step(struct ctrl_ctx *ctx, const char *name, int *busy_valid)
 					  &n, &err);
 		chosen = xcalloc(n + 1, sizeof(*chosen));
 		gather(ctx, &job, as, n, &s, chosen, busy_valid, &in);
+		release_checked(ctx, &job, &s, as, n);
 		/* A preempted job's hosts went back with its attempt. */
 		in.queued_again = !n && (cur == CTRL_JOB_STARTING ||
 					 cur == CTRL_JOB_STOPPING);
 	}
 	ctrl_plan(&in, &out);
+	if (out.act == CTRL_PLAN_REPLACE) {
+		ctrl_place_busy_refresh(ctx, busy_valid);
+		if (replace_failed_check(ctx, &job, cur, &s, as, n)) {
+			set_actions(ctx, &job, as, n, out.actions);
+			goto out;
+		}
+		in.check_replace_failed = 1;
+		ctrl_plan(&in, &out);
+	}
 	if (out.act == CTRL_PLAN_MOVE) {
 		ctrl_place_busy_refresh(ctx, busy_valid);
 		if (move_off_drained(ctx, &job, cur, as, n))

@@ -147,6 +147,34 @@ static int judge_exits(struct tally *t, const struct db_assignment *a,
 	return ok;
 }
 
+/*
+ * A host in error: the agent could not prepare, or (its error starts
+ * with API_INFRA_CHECK_FAILED)
+ * the host failed its infrastructure checks, the infrastructure's
+ * failure and not the job's.
+ */
+static void fail_error(struct ctrl_plan_summary *s,
+		       const struct db_assignment *a,
+		       const struct api_report *r)
+{
+	const char *e = r->error ? r->error : "error";
+	size_t k = strlen(API_INFRA_CHECK_FAILED);
+
+	s->failed = 1;
+	s->culprit = a->host;
+	buf_reset(&s->reason);
+	if (!strncmp(e, API_INFRA_CHECK_FAILED, k)) {
+		s->check_failed = a->host_index + 1;
+		(void)buf_addf(&s->reason,
+			       "InternalServerError: Infrastructure check "
+			       "failed on algo-%d (host %s): %s",
+			       a->host_index + 1, a->host, e + k);
+		return;
+	}
+	(void)buf_addf(&s->reason, "ClientError: algo-%d (host %s): %s",
+		       a->host_index + 1, a->host, e);
+}
+
 /* Adds one host's report to the tally. */
 static void add_report(struct tally *t, const struct db_assignment *a,
 		       const struct api_report *r, int mpi)
@@ -154,6 +182,12 @@ static void add_report(struct tally *t, const struct db_assignment *a,
 	struct ctrl_plan_summary *s = t->s;
 	int ok = 1;
 
+	/* Every host's, an MPI follower's too: they release the program. */
+	if (r->check_ms > 0) {
+		s->checked++;
+		if (r->check_ms - 1 > s->check_ms)
+			s->check_ms = r->check_ms - 1;
+	}
 	if (mpi && a->host_index > 0 && r->phase != API_PHASE_ERROR &&
 	    (s->leader_exited || r->phase < API_PHASE_EXITED)) {
 		count_follower(s, r);
@@ -168,15 +202,8 @@ static void add_report(struct tally *t, const struct db_assignment *a,
 	if (r->phase >= API_PHASE_EXITED)
 		s->finished++;
 	if (r->phase == API_PHASE_ERROR) {
-		if (!s->failed) {
-			s->failed = 1;
-			s->culprit = a->host;
-			buf_reset(&s->reason);
-			(void)buf_addf(&s->reason,
-				       "ClientError: algo-%d (host %s): %s",
-				       a->host_index + 1, a->host,
-				       r->error ? r->error : "error");
-		}
+		if (!s->failed)
+			fail_error(s, a, r);
 		ok = 0;
 	}
 	if (!judge_exits(t, a, r))
@@ -359,6 +386,22 @@ static void plan_progress(const struct ctrl_plan_in *in,
 	}
 }
 
+/*
+ * A host failed its infrastructure checks before the program started:
+ * replaced by a spare, spending no retry, unless none was free.
+ */
+static int plan_replace(const struct ctrl_plan_in *in,
+			struct ctrl_plan_out *out)
+{
+	if (!in->s->failed || !in->s->check_failed ||
+	    in->check_replace_failed ||
+	    !ctrl_job_transition_allowed(in->cur, CTRL_JOB_RESTARTING))
+		return 0;
+	out->act = CTRL_PLAN_REPLACE;
+	out->actions = "abort";
+	return 1;
+}
+
 void ctrl_plan(const struct ctrl_plan_in *in, struct ctrl_plan_out *out)
 {
 	struct buf text = out->text;
@@ -394,6 +437,8 @@ void ctrl_plan(const struct ctrl_plan_in *in, struct ctrl_plan_out *out)
 		out->act = CTRL_PLAN_MOVE;
 		return;
 	}
+	if (plan_replace(in, out))
+		return;
 	/*
 	 * While uploading, only the infrastructure's failure (a host lost
 	 * before its upload arrived) is worth another attempt: the next one

@@ -42,6 +42,12 @@ struct ctrl_plan_summary {
 	 * host that reported an error; NULL when none is (a lost host, no
 	 * failure). Points into the assignments summarized. */
 	const char *culprit;
+	/* Infrastructure checks (docs/distributed.md): how many hosts
+	 * passed them, the slowest's time, and the host_index + 1 of the
+	 * one whose failure is the reason (0: none). */
+	size_t checked;
+	int64_t check_ms;
+	int check_failed;
 };
 
 /*
@@ -65,6 +71,9 @@ struct ctrl_plan_in {
 	int retryable;	       /* the failure is worth another attempt */
 	int retries_left;      /* restarts the job may still make */
 	int planned_move;      /* the attempt ends by a planned move */
+	/* a host failed its infrastructure checks and no spare replaces
+	 * it now: an ordinary failure */
+	int check_replace_failed;
 	/* attempt > 0 and no hosts: preempted, back in the queue */
 	int queued_again;
 	size_t restart_missing;	  /* restarting: hosts with no replacement */
@@ -86,6 +95,7 @@ enum ctrl_plan_act {
 	CTRL_PLAN_ADVANCE,	/* walk forward to `to` */
 	CTRL_PLAN_REQUEUE,	/* preempted and settled: back to the queue */
 	CTRL_PLAN_STALL_STOP,	/* a hang and stop_training_on_fire: stop */
+	CTRL_PLAN_REPLACE,	/* replace a host that failed its checks */
 };
 
 struct ctrl_plan_out {

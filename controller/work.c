@@ -18,6 +18,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/strvec.h"
+#include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
@@ -289,6 +290,29 @@ static int fill_distribution(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 	return 0;
 }
 
+/* Whether every host of the attempt passed its infrastructure checks. */
+static int all_checked(const struct db_assignment *all, size_t n)
+{
+	struct buf err = BUF_INIT;
+	size_t i;
+	int ok = 1;
+
+	for (i = 0; i < n && ok; i++) {
+		struct api_status st;
+
+		if (!all[i].report_json) {
+			ok = 0;
+			break;
+		}
+		ok = !api_status_parse(all[i].report_json,
+				       strlen(all[i].report_json), &st, &err) &&
+		     st.n == 1 && st.items[0].check_ms > 0;
+		api_status_release(&st);
+	}
+	buf_release(&err);
+	return ok;
+}
+
 /* The attempt's facts from the store, read before jobs_lock is taken. */
 struct attempt_info {
 	int ret; /* of db_attempt_info(); err says why */
@@ -342,6 +366,14 @@ static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 						&stop, &a->hang_fixed);
 	}
 	a->network_isolation = spec->network_isolation;
+	if (spec->infra_check || ctx->cfg.infra_check) {
+		a->infra.enabled = 1;
+		a->infra.min_disk_mb = ctx->cfg.infra_min_disk_mb;
+		a->infra.min_shm_mb = ctx->cfg.infra_min_shm_mb;
+		a->infra.max_skew_ms = ctx->cfg.infra_max_skew_ms;
+		a->infra.controller_ms = time_now_ms();
+		a->infra.hold = !all_checked(all, n_all);
+	}
 	ctrl_uris_owner_locations(ctx, rt->owner, a);
 	ctrl_launch_release(&launch);
 	return ret;

@@ -226,7 +226,9 @@ MEMBERS = [
      "false: there is no remote access to a job's container"),
     ("InfraCheckConfig", SUPPORTED, ""),
     ("InfraCheckConfig.EnableInfraCheck", SUPPORTED,
-     "false: no health checks run before training"),
+     "true: each host checks its free disk and /dev/shm, its clock and "
+     "its GPUs before the program starts; a host that fails is replaced "
+     "(docs/distributed.md); no network test between hosts"),
     ("SessionChainingConfig", NOOP,
      "no IAM role is assumed, so there are no session tags to chain"),
     ("ServerlessJobConfig", REFUSED,
@@ -259,8 +261,6 @@ VALUES = [
      "traffic between a job's hosts is not encrypted by the controller"),
     ("RemoteDebugConfig.EnableRemoteDebug", True, REFUSED,
      "there is no remote access to a job's container"),
-    ("InfraCheckConfig.EnableInfraCheck", True, REFUSED,
-     "no infrastructure health checks are run before training"),
 ]
 
 # A refused structure is accepted when it holds this member with this

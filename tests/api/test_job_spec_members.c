@@ -113,9 +113,6 @@ static void test_refused_members(void **state)
 	EXPECT_INVALID(full_with("RemoteDebugConfig.EnableRemoteDebug",
 				 json_true()),
 		       "RemoteDebugConfig.EnableRemoteDebug true");
-	EXPECT_INVALID(full_with("InfraCheckConfig.EnableInfraCheck",
-				 json_true()),
-		       "InfraCheckConfig.EnableInfraCheck");
 	EXPECT_INVALID(full_with("MlflowConfig",
 				 json_pack("{s:s}", "MlflowResourceArn",
 					   "arn:aws:sagemaker:us-east-1:"
@@ -156,6 +153,10 @@ static void test_accepted_members(void **state)
 	expect_parses(full_with("RemoteDebugConfig",
 				json_pack("{s:b}", "EnableRemoteDebug", 0)),
 		      "RemoteDebugConfig false");
+	/* Infrastructure checks run (docs/distributed.md). */
+	expect_parses(full_with("InfraCheckConfig",
+				json_pack("{s:b}", "EnableInfraCheck", 1)),
+		      "InfraCheckConfig true");
 	expect_parses(full_with("VpcConfig",
 				json_pack("{s:[s],s:[s]}", "SecurityGroupIds",
 					  "sg-0123456789", "Subnets",

@@ -518,12 +518,109 @@ static void test_summarize(void **state)
 	}
 }
 
+static char *checked_report(int idx, const char *phase, const char *error,
+			    int check_ms)
+{
+	struct buf b = BUF_INIT;
+
+	(void)buf_addf(&b,
+		       "{\"boot_id\":\"b\",\"assignments\":[{\"job\":\"j\","
+		       "\"attempt\":1,\"algo\":\"algo-%d\",\"phase\":\"%s\","
+		       "\"started_ms\":null,\"processes\":[],"
+		       "\"failure\":null,\"error\":",
+		       idx + 1, phase);
+	if (error)
+		(void)buf_addf(&b, "\"%s\"", error);
+	else
+		(void)buf_adds(&b, "null");
+	if (check_ms)
+		(void)buf_addf(&b, ",\"check_ms\":%d", check_ms);
+	(void)buf_adds(&b, "}]}");
+	return buf_detach(&b, NULL);
+}
+
+/*
+ * Infrastructure checks: hosts that passed are counted with the slowest
+ * time; a host that failed them is an InternalServerError naming it,
+ * which ctrl_plan() answers with a replacement, or (no spare) as any
+ * failure.
+ */
+static void test_infra_check(void **state)
+{
+	struct db_assignment as[3];
+	struct ctrl_plan_summary s;
+	struct ctrl_plan_in in;
+	struct ctrl_plan_out out;
+	int lost[3] = { 0, 0, 0 };
+	int i;
+
+	(void)state;
+	set(&as[0], 0, "h1", checked_report(0, "preparing", NULL, 5));
+	set(&as[1], 1, "h2", checked_report(1, "downloading", NULL, 41));
+	set(&as[2], 2, "h3", checked_report(2, "preparing", NULL, 0));
+	ctrl_plan_summarize(as, lost, 3, 0, &s);
+	assert_int_equal(s.checked, 2);
+	assert_int_equal(s.check_ms, 40);
+	assert_false(s.failed);
+	buf_release(&s.reason);
+	/* MPI: the followers' passes count too. */
+	ctrl_plan_summarize(as, lost, 3, 1, &s);
+	assert_int_equal(s.checked, 2);
+	buf_release(&s.reason);
+	free(as[2].report_json);
+	set(&as[2], 2, "h3",
+	    checked_report(2, "error",
+			   "Infrastructure check failed: /dev/shm has 3 MiB "
+			   "free, needs 64 MiB",
+			   0));
+	ctrl_plan_summarize(as, lost, 3, 0, &s);
+	assert_true(s.failed);
+	assert_int_equal(s.check_failed, 3);
+	assert_string_equal(s.reason.data,
+			    "InternalServerError: Infrastructure check failed "
+			    "on algo-3 (host h3): /dev/shm has 3 MiB free, "
+			    "needs 64 MiB");
+
+	memset(&in, 0, sizeof(in));
+	memset(&out, 0, sizeof(out));
+	in.cur = CTRL_JOB_STARTING;
+	in.attempt = 1;
+	in.s = &s;
+	in.retryable = 1;
+	ctrl_plan(&in, &out);
+	assert_int_equal(out.act, CTRL_PLAN_REPLACE);
+	assert_string_equal(out.actions, "abort");
+	/* No spare, no retries: Failed with the check's reason. */
+	in.check_replace_failed = 1;
+	ctrl_plan(&in, &out);
+	assert_int_equal(out.act, CTRL_PLAN_FINISH);
+	assert_int_equal(out.to, CTRL_JOB_FAILED);
+	assert_string_equal(out.text.data, s.reason.data);
+	/* ... with retries left: another attempt on the same hosts. */
+	in.retries_left = 1;
+	ctrl_plan(&in, &out);
+	assert_int_equal(out.act, CTRL_PLAN_RESTART);
+	buf_release(&out.text);
+	buf_release(&s.reason);
+	/* Any other agent error stays a ClientError. */
+	free(as[2].report_json);
+	set(&as[2], 2, "h3", checked_report(2, "error", "no such channel", 0));
+	ctrl_plan_summarize(as, lost, 3, 0, &s);
+	assert_int_equal(s.check_failed, 0);
+	assert_string_equal(s.reason.data,
+			    "ClientError: algo-3 (host h3): no such channel");
+	buf_release(&s.reason);
+	for (i = 0; i < 3; i++)
+		free(as[i].report_json);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_summarize),
 		cmocka_unit_test(test_stall_stop),
+		cmocka_unit_test(test_infra_check),
 	};
 
 	return cmocka_run_group_tests_name("controller/plan", tests, NULL,
