@@ -327,6 +327,17 @@ static void delete_stored(struct stor *s, const char *uri,
 	buf_release(&e);
 }
 
+/* Whether key's folder (fl bytes, with its '/') is a libtrainer
+ * checkpoint's (step-N.rank-R). */
+static int trainer_ckpt_folder(const char *key, size_t fl)
+{
+	size_t pl;
+	long long step;
+	long rank;
+
+	return trainer_folder(key, fl, &pl, &step, &rank);
+}
+
 /* Whether the local folder of key (fl bytes, with its '/') is gone. */
 static int folder_gone(const char *dir, const char *key, size_t fl)
 {
@@ -390,10 +401,13 @@ static int put_ckpt_files(struct stor *s, const char *dir, const char *uri,
 			join_uri(&dst, uri, f->key);
 			ret = stor_put(s, src.data, dst.data, NULL, err);
 			if (ret && access(src.data, F_OK)) {
-				/* Removed while we copied: not an error. Only
-				 * a removed folder takes the rest of it along;
-				 * a file renamed into place goes alone. */
-				if (fl && folder_gone(dir, f->key, fl))
+				/* Removed while we copied: not an error. A
+				 * checkpoint folder is being pruned (rm -rf
+				 * takes its files first), another folder only
+				 * when it is gone; else the file, renamed into
+				 * place, say, goes alone. */
+				if (fl && (trainer_ckpt_folder(f->key, fl) ||
+					   folder_gone(dir, f->key, fl)))
 					strset_add(gone, f->key, fl);
 				buf_reset(err);
 				ret = 0;

@@ -32,11 +32,11 @@ struct server {
 	char *dir;
 	char *root; /* <dir>/state/s3 */
 	int port;
-	/* A PUT of a URL ending in rm_key (rm_key2) removes the local
-	 * path rm_dir (rm_dir2) and fails, as when a program removes a
+	/* A PUT of a URL ending in rm_key (rm_key2, rm_key3) removes the
+	 * local path rm_dir (rm_dir2, rm_dir3) and fails, as when a program removes a
 	 * checkpoint folder, or renames a file, while it is copied. */
-	const char *rm_key, *rm_key2;
-	const char *rm_dir, *rm_dir2;
+	const char *rm_key, *rm_key2, *rm_key3;
+	const char *rm_dir, *rm_dir2, *rm_dir3;
 };
 
 static struct server g;
@@ -85,9 +85,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
 		k = calloc(1, sizeof(*k));
 		*con_cls = k;
 		if (!strcmp(method, "PUT") && (ends_with(url, g.rm_key) ||
-					       ends_with(url, g.rm_key2))) {
-			th_rm_rf(ends_with(url, g.rm_key) ? g.rm_dir
-							  : g.rm_dir2);
+					       ends_with(url, g.rm_key2) ||
+					       ends_with(url, g.rm_key3))) {
+			th_rm_rf(ends_with(url, g.rm_key)  ? g.rm_dir :
+				 ends_with(url, g.rm_key2) ? g.rm_dir2 :
+							     g.rm_dir3);
 			k->denied = 1;
 			return MHD_YES;
 		}
@@ -461,7 +463,8 @@ static void test_ckpt_folder_removed(void **state)
  * A file removed while it is copied (a program writes
  * x.tmp and renames it) is skipped alone: the files beside it, stored
  * before it in the pass or after it, stay (final: the program ended),
- * at the top and in a folder that is still there.
+ * at the top and in a folder that is still there; a libtrainer
+ * checkpoint folder that loses a file is being pruned: none of it stays.
  */
 static void test_ckpt_file_removed(void **state)
 {
@@ -469,12 +472,17 @@ static void test_ckpt_file_removed(void **state)
 	struct stor_ckpt_sync opt = { 0, NULL, 1 };
 	struct stor_sync_stats st;
 	struct stor_list l = STOR_LIST_INIT;
-	struct buf a = BUF_INIT, b = BUF_INIT, c = BUF_INIT, err = BUF_INIT;
+	struct buf a = BUF_INIT, b = BUF_INIT, c = BUF_INIT, d = BUF_INIT;
+	struct buf err = BUF_INIT;
 	size_t i;
 
 	(void)state;
 	assert_int_equal(mkdir(tp(&a, "top"), 0755), 0);
 	assert_int_equal(mkdir(tp(&a, "top/in"), 0755), 0);
+	assert_int_equal(mkdir(tp(&a, "top/step-3.rank-0"), 0755), 0);
+	th_write_text(tp(&a, "top/step-3.rank-0/a.bin"), "3 a");
+	th_write_text(tp(&a, "top/step-3.rank-0/b.bin"), "3 b");
+	th_write_text(tp(&a, "top/step-3.rank-0/MANIFEST.json"), "{}");
 	th_write_text(tp(&a, "top/a.txt"), "a");
 	th_write_text(tp(&a, "top/b.tmp"), "b");
 	th_write_text(tp(&a, "top/c.txt"), "c");
@@ -485,13 +493,16 @@ static void test_ckpt_file_removed(void **state)
 	g.rm_dir = tp(&b, "top/b.tmp");
 	g.rm_key2 = "/top/in/b.tmp";
 	g.rm_dir2 = tp(&c, "top/in/b.tmp");
+	g.rm_key3 = "/top/step-3.rank-0/b.bin";
+	g.rm_dir3 = tp(&d, "top/step-3.rank-0/b.bin");
 	assert_int_equal(stor_sync_checkpoints(s, tp(&a, "top"),
 					       "s3://bkt/top/", &opt, &st,
 					       &err),
 			 0);
-	g.rm_key = g.rm_key2 = NULL;
+	g.rm_key = g.rm_key2 = g.rm_key3 = NULL;
 	assert_false(th_exists(g.rm_dir));
 	assert_false(th_exists(g.rm_dir2));
+	assert_false(th_exists(g.rm_dir3));
 	assert_int_equal(stor_list(s, "s3://bkt/top/", &l, &err), 0);
 	for (i = 0; i < l.n; i++)
 		print_message("# stored: %s\n", l.v[i].key);
@@ -500,11 +511,14 @@ static void test_ckpt_file_removed(void **state)
 	assert_string_equal(l.v[1].key, "top/c.txt");
 	assert_string_equal(l.v[2].key, "top/in/a.txt");
 	assert_string_equal(l.v[3].key, "top/in/c.txt");
+	/* step-3.rank-0 lost a file: a checkpoint being pruned, none of it
+	 * stays (a.bin went up before b.bin was found gone). */
 	stor_list_release(&l);
 	stor_close(s);
 	buf_release(&a);
 	buf_release(&b);
 	buf_release(&c);
+	buf_release(&d);
 	buf_release(&err);
 }
 
