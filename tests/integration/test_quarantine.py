@@ -201,7 +201,8 @@ def case_undrain(tap, cl, sm, jobs_dir):
         h = host(cl, BAD)
         expect(not h.get("drained") and h.get("state") == "ready", "%s: %s" % (BAD, h))
         names = ["quar-back-%d-%d" % (RUN, i) for i in range(3)]
-        done, seen = run_jobs(cl, sm, names, seconds=0.5)
+        # Long enough that the three run at once, one on each host.
+        done, seen = run_jobs(cl, sm, names, seconds=3)
         on_bad = [n for n in names if BAD in attempt_dirs(cl, n)]
         for n in names:
             d = done[n]
