@@ -13,7 +13,10 @@
 # CPUs, else 1): most of a suite's time is waiting on daemons, so two lanes
 # halve the wall time on a 2-core machine. Scripts go first, the longest
 # kinds (integration) before the short ones, so the lanes end together.
-# Each program's line is printed as it ends; the totals come at the end.
+# A script whose text holds the line "# trainctl-test: solo" measures the
+# machine's CPU (stragglers, CPU shares, tight host deadlines): it runs
+# after the others, alone. Each program's line is printed as it ends; the
+# totals come at the end.
 #
 # Skips are counted and named, never hidden: a check "ok N - x # SKIP why"
 # (or cmocka's "not ok N # SKIP x") is one skipped check, and a program
@@ -153,12 +156,18 @@ list() {
 		'tests/storage/test_*.sh' 'tests/agent/test_*.sh' \
 		'tests/trainer/test_*.sh'; do
 		for t in $(ls $g 2>/dev/null | sort); do
+			if [ "${1:-}" = solo ]; then
+				grep -qx '# trainctl-test: solo' "$t" || continue
+			elif grep -qx '# trainctl-test: solo' "$t"; then
+				continue
+			fi
 			case "$t" in
 			*.py) echo "900 $t /usr/bin/python3 $t" ;;
 			*.sh) echo "900 $t sh $t" ;;
 			esac
 		done
 	done
+	[ "${1:-}" = solo ] && return
 	for t in $(find "$BUILD/tests" -type f -name 'test_*' -perm -u+x 2>/dev/null | sort); do
 		echo "300 $t $t"
 	done
@@ -169,13 +178,19 @@ if [ -z "${TEST_JOBS:-}" ]; then
 	[ "$(nproc 2>/dev/null || echo 1)" -ge 2 ] && TEST_JOBS=2
 fi
 LIST=$LOGDIR/programs.txt
-list | while read -r limit prog cmd; do
-	case "$prog" in
-	*${TESTS:-}*) echo "$limit $prog $cmd" ;;
-	esac
-done >"$LIST"
+SOLO=$LOGDIR/programs-solo.txt
+matching() {
+	while read -r limit prog cmd; do
+		case "$prog" in
+		*${TESTS:-}*) echo "$limit $prog $cmd" ;;
+		esac
+	done
+}
+list | matching >"$LIST"
+list solo | matching >"$SOLO"
 find "$LOGDIR" -name '*.res' -delete
 xargs -r -P "$TEST_JOBS" -L 1 sh "$0" --one <"$LIST"
+xargs -r -P 1 -L 1 sh "$0" --one <"$SOLO"
 
 pass=0
 fail=0
@@ -186,6 +201,7 @@ failed_names=""
 : >"$FAILURES"
 : >"$SKIPS"
 while read -r limit prog cmd; do
+	[ -n "$prog" ] || continue
 	name=$(echo "$prog" | sed 's|/|_|g')
 	programs=$((programs + 1))
 	if ! read -r p f s ss <"$LOGDIR/$name.res" 2>/dev/null; then
@@ -199,7 +215,9 @@ while read -r limit prog cmd; do
 	[ "$f" -gt 0 ] && failed_names="$failed_names $prog"
 	cat "$LOGDIR/$name.skip" >>"$SKIPS" 2>/dev/null
 	cat "$LOGDIR/$name.fail" >>"$FAILURES" 2>/dev/null
-done <"$LIST"
+done <<EOF
+$(cat "$LIST" "$SOLO")
+EOF
 
 if [ "$programs" -eq 0 ]; then
 	fail=$((fail + 1))

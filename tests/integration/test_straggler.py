@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# trainctl-test: solo
 """Stragglers end to end (docs/distributed.md, "Stragglers"): one host of
 a 2-host job throttled to 30 % of a CPU by a cgroup is named, with how
 much slower it is, in the job's status message and in /metrics within

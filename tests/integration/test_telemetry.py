@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# trainctl-test: solo
 """Host telemetry end to end: trainctld --local-hosts 2 (its own, on a free
 loopback port, with credentials) runs a job whose program keeps one core
 busy for a while. While it runs, its host shows the CPU use in GET /v1/hosts,

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# trainctl-test: solo
 """Hyperparameter tuning jobs on the embedded local cluster (trainctld
 --local-hosts 3), with tune_trainer.py (a known objective, best at x = 0.3,
 y = -0.2, kind = good):
