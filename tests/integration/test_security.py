@@ -58,6 +58,7 @@ keeps the temp dirs.
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tarfile
@@ -402,7 +403,9 @@ def no_secrets(d, creds_path):
     for top, _, files in os.walk(d.tmp):
         for f in files:
             path = os.path.join(top, f)
-            if path == creds_path or f == "token" or os.path.islink(path):
+            # Regular files only: a rank's output FIFO left in a job
+            # folder would block the open until a writer came.
+            if path == creds_path or f == "token" or not stat.S_ISREG(os.lstat(path).st_mode):
                 continue
             try:
                 data = open(path, "rb").read()
