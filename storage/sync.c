@@ -34,6 +34,23 @@ static void join_uri(struct buf *out, const char *uri, const char *rel)
 	(void)buf_adds(out, rel);
 }
 
+/*
+ * A fetched file takes its object's time, as `aws s3 sync` does: a
+ * restored checkpoint is then older than anything the program writes
+ * (the checkpoint mirror stores only files newer than the run's start,
+ * whose clock ticks coarsely).
+ */
+static void set_mtime(const char *path, int64_t ms)
+{
+	struct timespec ts[2];
+
+	if (ms <= 0)
+		return;
+	ts[0].tv_sec = ts[1].tv_sec = (time_t)(ms / 1000);
+	ts[0].tv_nsec = ts[1].tv_nsec = (long)(ms % 1000) * 1000000L;
+	(void)utimensat(AT_FDCWD, path, ts, 0);
+}
+
 int stor_get_prefix(struct stor *s, const char *uri, const char *dir,
 		    struct stor_sync_stats *stats, struct buf *err)
 {
@@ -86,6 +103,7 @@ int stor_get_prefix(struct stor *s, const char *uri, const char *dir,
 		ret = stor_get(s, src.data, dst.data, NULL, err);
 		if (ret)
 			goto out;
+		set_mtime(dst.data, l.v[i].mtime_ms);
 		local.files++;
 		local.bytes += l.v[i].size;
 	}

@@ -229,6 +229,7 @@ static void test_trees(void **state)
 			 0);
 	assert_int_equal(st.files, 0);
 	assert_int_equal(st.skipped, 2);
+	usleep(20 * 1000); /* the fetch is later than the objects */
 	assert_int_equal(stor_get_prefix(f->s, "s3://bkt/ckpt",
 					 path(f, &f->a, "restored"), &st,
 					 &f->err),
@@ -237,6 +238,25 @@ static void test_trees(void **state)
 	assert_true(th_check_file(path(f, &f->a, "restored/sub/big.bin"),
 				  1 << 20, 3));
 	assert_true(th_exists(path(f, &f->a, "restored/top.txt")));
+	/* A fetched file has its object's time, not the time of the fetch:
+	 * a restored checkpoint is older than what the program writes. */
+	{
+		struct stor_list l = STOR_LIST_INIT;
+		struct stat sb;
+		size_t i;
+
+		assert_int_equal(stor_list(f->s, "s3://bkt/ckpt/", &l, &f->err),
+				 0);
+		for (i = 0; i < l.n && strcmp(l.v[i].key, "ckpt/top.txt"); i++)
+			;
+		assert_true(i < l.n && l.v[i].mtime_ms > 0);
+		assert_int_equal(stat(path(f, &f->a, "restored/top.txt"), &sb),
+				 0);
+		assert_int_equal((int64_t)sb.st_mtim.tv_sec * 1000 +
+					 sb.st_mtim.tv_nsec / 1000000,
+				 l.v[i].mtime_ms);
+		stor_list_release(&l);
+	}
 	/* The same through file://. */
 	(void)buf_addf(&uri, "file://%s/tree", f->dir);
 	assert_int_equal(stor_get_prefix(f->s, uri.data, path(f, &f->a, "copy"),
