@@ -372,6 +372,35 @@ out:
 	buf_release(&msg);
 }
 
+/* Ends job's attempt as a planned move (no retry spent); 0 on error. */
+static int end_as_move(struct ctrl_ctx *ctx, const struct db_job *job,
+		       const char *msg)
+{
+	struct buf err = BUF_INIT;
+	int ok = !db_attempt_end(ctx->db, job->name, job->attempt, msg,
+				 time_now_ms(), &err) &&
+		 !db_attempt_set_planned(ctx->db, job->name, job->attempt,
+					 DB_ATTEMPT_MOVED, &err);
+
+	if (!ok)
+		log_error("job '%s': %s", job->name, err.data);
+	buf_release(&err);
+	return ok;
+}
+
+/* The job goes Restarting for its move, message saying why. */
+static void restarting_for_move(struct ctrl_ctx *ctx, const struct db_job *job,
+				enum ctrl_job_state cur, const char *msg)
+{
+	struct buf err = BUF_INIT;
+
+	if (ctrl_job_transition(ctx, job->name, cur, CTRL_JOB_RESTARTING, msg,
+				NULL, &err))
+		log_error("job '%s': %s", job->name, err.data);
+	log_info("job '%s': %s", job->name, msg);
+	buf_release(&err);
+}
+
 /*
  * A job with a host that was drained moves, when a free host can take
  * each of its drained places: its attempt stops (SIGTERM, the grace
@@ -417,19 +446,11 @@ static int move_off_drained(struct ctrl_ctx *ctx, const struct db_job *job,
 		       "(SIGTERM, then its last checkpoint) to start attempt "
 		       "%d on another host; no retry spent",
 		       names.data, job->attempt, job->attempt + 1);
-	if (db_attempt_end(ctx->db, job->name, job->attempt, msg.data,
-			   time_now_ms(), &err) ||
-	    db_attempt_set_planned(ctx->db, job->name, job->attempt,
-				   DB_ATTEMPT_MOVED, &err)) {
-		log_error("job '%s': %s", job->name, err.data);
-		goto out;
+	if (end_as_move(ctx, job, msg.data)) {
+		set_actions(ctx, job, as, n, "stop");
+		restarting_for_move(ctx, job, cur, msg.data);
+		ret = 1;
 	}
-	set_actions(ctx, job, as, n, "stop");
-	if (ctrl_job_transition(ctx, job->name, cur, CTRL_JOB_RESTARTING,
-				msg.data, NULL, &err))
-		log_error("job '%s': %s", job->name, err.data);
-	log_info("job '%s': %s", job->name, msg.data);
-	ret = 1;
 out:
 	free(chosen);
 	buf_release(&msg);
@@ -477,20 +498,15 @@ static int replace_failed_check(struct ctrl_ctx *ctx, const struct db_job *job,
 	why = strstr(s->reason.data, "Infrastructure");
 	(void)buf_addf(&msg, "%s; replaced by %s", why ? why : s->reason.data,
 		       spare);
-	if (db_host_drain_set(ctx->db, bad->host, why, time_now_ms(), &err) ||
-	    db_attempt_end(ctx->db, job->name, job->attempt, msg.data,
-			   time_now_ms(), &err) ||
-	    db_attempt_set_planned(ctx->db, job->name, job->attempt,
-				   DB_ATTEMPT_MOVED, &err)) {
+	if (db_host_drain_set(ctx->db, bad->host, why, time_now_ms(), &err)) {
 		log_error("job '%s': %s", job->name, err.data);
 		goto out;
 	}
-	ctrl_hosts_load_drains(ctx);
-	if (ctrl_job_transition(ctx, job->name, cur, CTRL_JOB_RESTARTING,
-				msg.data, NULL, &err))
-		log_error("job '%s': %s", job->name, err.data);
-	log_info("job '%s': %s", job->name, msg.data);
-	ret = 1;
+	if (end_as_move(ctx, job, msg.data)) {
+		ctrl_hosts_load_drains(ctx);
+		restarting_for_move(ctx, job, cur, msg.data);
+		ret = 1;
+	}
 out:
 	free(chosen);
 	buf_release(&msg);
