@@ -539,6 +539,30 @@ def collect(res, shared, workers, sent, lost_at, errors):
         res["lost_noticed_ms"] = None
 
 
+def shut_down(shared, workers, loop, proc, log, tmp, keep):
+    """Stops the simulated hosts and trainctld (by PID); removes tmp."""
+    shared.freeze.set()
+    shared.stop.set()
+    for w in workers:
+        w.join(30)
+        if w.is_alive():
+            w.kill()
+            w.join()
+    loop.close()
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    log.close()
+    if keep:
+        print("kept %s" % tmp, file=sys.stderr)
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def run_n(args, n, daemon):
     tmp = tempfile.mkdtemp(prefix="trainctl-scale.")
     state = os.path.join(tmp, "state")
@@ -585,26 +609,7 @@ def run_n(args, n, daemon):
         shared.stop.set()
         collect(res, shared, workers, sent, lost_at, errors)
     finally:
-        shared.freeze.set()
-        shared.stop.set()
-        for w in workers:
-            w.join(30)
-            if w.is_alive():
-                w.kill()
-                w.join()
-        loop.close()
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        log.close()
-        if args.keep:
-            print("kept %s" % tmp, file=sys.stderr)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
+        shut_down(shared, workers, loop, proc, log, tmp, args.keep)
     return res
 
 

@@ -204,26 +204,7 @@ def run(args):
         res["sim_errors"] = sum(g["n_errors"] for g in got)
         errors += [e for g in got for e in g["errors"]]
     finally:
-        shared.freeze.set()
-        shared.stop.set()
-        for w in workers:
-            w.join(30)
-            if w.is_alive():
-                w.kill()
-                w.join()
-        loop.close()
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        log.close()
-        if args.keep:
-            print("kept %s" % tmp, file=sys.stderr)
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
+        scale.shut_down(shared, workers, loop, proc, log, tmp, args.keep)
     res["errors"] = errors[:5]
     return res
 
