@@ -361,6 +361,21 @@ out:
 }
 
 /* The staging worker finished: launch or fail. */
+/* A failure to prepare on a full or read-only disk is the host's. */
+static void host_fault(const struct agent_assign *a, struct buf *err)
+{
+	struct buf why = BUF_INIT, all = BUF_INIT;
+
+	if (agent_infra_disk_fault(a->dir, &why)) {
+		(void)buf_addf(&all, "%s%s (%s)", API_HOST_FAULT, why.data,
+			       err->data);
+		buf_reset(err);
+		(void)buf_adds(err, all.data);
+	}
+	buf_release(&why);
+	buf_release(&all);
+}
+
 static void staged(struct agent_ctx *ctx, struct agent_assign *a)
 {
 	struct buf err = BUF_INIT;
@@ -379,6 +394,7 @@ static void staged(struct agent_ctx *ctx, struct agent_assign *a)
 		else
 			(void)buf_addf(&err, "staging worker exited with %d",
 				       WEXITSTATUS(status));
+		host_fault(a, &err);
 		agent_task_release(&a->task);
 		agent_assign_set_error(ctx, a, err.data);
 		buf_release(&err);

@@ -123,3 +123,29 @@ void agent_infra_measure(struct agent_infra_facts *f,
 	}
 	buf_release(&err);
 }
+
+int agent_infra_disk_judge(unsigned long long avail_bytes, int rdonly,
+			   struct buf *why)
+{
+	if (rdonly) {
+		(void)buf_adds(why, "the disk of the work folder is read-only");
+		return 1;
+	}
+	if (avail_bytes >= AGENT_DISK_FULL_BYTES)
+		return 0;
+	(void)buf_addf(why, "the disk of the work folder is full: %llu KiB "
+			    "free",
+		       avail_bytes >> 10);
+	return 1;
+}
+
+int agent_infra_disk_fault(const char *dir, struct buf *why)
+{
+	struct statvfs st;
+
+	if (!dir || statvfs(dir, &st))
+		return 0;
+	return agent_infra_disk_judge((unsigned long long)st.f_bavail *
+					      st.f_frsize,
+				      (st.f_flag & ST_RDONLY) != 0, why);
+}

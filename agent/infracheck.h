@@ -47,4 +47,18 @@ void agent_infra_measure(struct agent_infra_facts *f,
 			 const char *ckpt_dir, int64_t received_ms,
 			 int gpus_expected);
 
+/*
+ * Whether a failure to prepare on this host is the host's: the
+ * filesystem of dir is read-only or has less than AGENT_DISK_FULL_BYTES
+ * free (avail_bytes, rdonly: what statvfs says). Then why says so ("the
+ * disk of the work folder is full: 12 KiB free"). Pure.
+ */
+#define AGENT_DISK_FULL_BYTES (1ULL << 20)
+
+int agent_infra_disk_judge(unsigned long long avail_bytes, int rdonly,
+			   struct buf *why);
+
+/* agent_infra_disk_judge() on what statvfs says of dir (0: unreadable). */
+int agent_infra_disk_fault(const char *dir, struct buf *why);
+
 #endif

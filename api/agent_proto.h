@@ -36,6 +36,9 @@ enum api_launch_mode {
 /* How an agent's error for failed infrastructure checks starts (the
  * controller replaces such a host: docs/distributed.md). */
 #define API_INFRA_CHECK_FAILED "Infrastructure check failed: "
+/* ... and for a failure to prepare that is the host's (a full or
+ * read-only disk): retried elsewhere, held against the host. */
+#define API_HOST_FAULT "Host fault: "
 
 struct api_assignment {
 	char *job;

@@ -148,10 +148,11 @@ static int judge_exits(struct tally *t, const struct db_assignment *a,
 }
 
 /*
- * A host in error: the agent could not prepare, or (its error starts
- * with API_INFRA_CHECK_FAILED)
- * the host failed its infrastructure checks, the infrastructure's
- * failure and not the job's.
+ * A host in error: the agent could not prepare (the job's ClientError,
+ * unless the error starts with API_HOST_FAULT: a full or read-only disk,
+ * the host's InternalServerError), or (its error starts with
+ * API_INFRA_CHECK_FAILED) the host failed its infrastructure checks, the
+ * infrastructure's failure and not the job's.
  */
 static void fail_error(struct ctrl_plan_summary *s,
 		       const struct db_assignment *a,
@@ -171,7 +172,10 @@ static void fail_error(struct ctrl_plan_summary *s,
 			       a->host_index + 1, a->host, e + k);
 		return;
 	}
-	(void)buf_addf(&s->reason, "ClientError: algo-%d (host %s): %s",
+	(void)buf_addf(&s->reason, "%s: algo-%d (host %s): %s",
+		       strncmp(e, API_HOST_FAULT, strlen(API_HOST_FAULT)) ?
+			       "ClientError" :
+			       "InternalServerError",
 		       a->host_index + 1, a->host, e);
 }
 

@@ -64,6 +64,28 @@ static void test_healthy_passes(void **state)
 	assert_int_equal(judge(&f, why, sizeof(why)), 0);
 }
 
+/* A failure to prepare is the host's on a full or read-only disk. */
+static void test_disk_fault(void **state)
+{
+	struct buf why = BUF_INIT;
+
+	(void)state;
+	assert_int_equal(agent_infra_disk_judge(AGENT_DISK_FULL_BYTES, 0, &why),
+			 0);
+	assert_int_equal(why.len, 0);
+	assert_int_equal(agent_infra_disk_judge(12 << 10, 0, &why), 1);
+	assert_string_equal(why.data,
+			    "the disk of the work folder is full: 12 KiB free");
+	buf_reset(&why);
+	assert_int_equal(agent_infra_disk_judge(1ULL << 40, 1, &why), 1);
+	assert_string_equal(why.data,
+			    "the disk of the work folder is read-only");
+	buf_reset(&why);
+	/* A folder that cannot be read says nothing. */
+	assert_int_equal(agent_infra_disk_fault("/nonexistent/x", &why), 0);
+	buf_release(&why);
+}
+
 static void test_space(void **state)
 {
 	struct agent_infra_facts f;
@@ -172,6 +194,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_healthy_passes),
 		cmocka_unit_test(test_space),
+		cmocka_unit_test(test_disk_fault),
 		cmocka_unit_test(test_clock),
 		cmocka_unit_test(test_gpus),
 		cmocka_unit_test(test_first_named),

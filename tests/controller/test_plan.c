@@ -610,6 +610,21 @@ static void test_infra_check(void **state)
 	assert_string_equal(s.reason.data,
 			    "ClientError: algo-3 (host h3): no such channel");
 	buf_release(&s.reason);
+	/* ... but a full disk is the host's: retried, laid at the host. */
+	free(as[2].report_json);
+	set(&as[2], 2, "h3",
+	    checked_report(2, "error",
+			   "Host fault: the disk of the work folder is full: "
+			   "12 KiB free (channel 'train': cannot write)",
+			   0));
+	ctrl_plan_summarize(as, lost, 3, 0, &s);
+	assert_int_equal(s.check_failed, 0);
+	assert_string_equal(s.culprit, "h3");
+	assert_string_equal(s.reason.data,
+			    "InternalServerError: algo-3 (host h3): Host fault: "
+			    "the disk of the work folder is full: 12 KiB free "
+			    "(channel 'train': cannot write)");
+	buf_release(&s.reason);
 	for (i = 0; i < 3; i++)
 		free(as[i].report_json);
 }
