@@ -144,6 +144,15 @@ static int parse_host(const json_t *o, size_t i, struct api_inventory_host *h,
 	if (!ret)
 		ret = get_str(o, "work_dir", "/var/lib/trainagent", 0,
 			      &h->work_dir, i, err);
+	if (!ret)
+		ret = get_str(o, "rack", NULL, 0, &h->rack, i, err);
+	if (!ret && h->rack && !name_ok(h->rack)) {
+		(void)buf_addf(err,
+			       "inventory host %zu: rack '%s' may hold only "
+			       "letters, digits, '-', '.' and '_' (1..63)",
+			       i + 1, h->rack);
+		ret = ERR_INVALID;
+	}
 	if (!ret && acc && !json_is_boolean(acc)) {
 		(void)buf_addf(err,
 			       "inventory host %zu: "
@@ -165,6 +174,7 @@ static void host_release(struct api_inventory_host *h)
 	free(h->instance_type);
 	free(h->agent_path);
 	free(h->work_dir);
+	free(h->rack);
 	memset(h, 0, sizeof(*h));
 }
 

@@ -7,11 +7,14 @@
  *     "user": "root", "identity_file": "/path/key",
  *     "known_hosts": "/path/known_hosts", "instance_type": "ml.c5.xlarge",
  *     "cpus": 2, "gpus": 0, "accept_new_host_key": false,
- *     "agent_path": "/tmp/trainagent", "work_dir": "/var/lib/trainagent"}]}
+ *     "agent_path": "/tmp/trainagent", "work_dir": "/var/lib/trainagent",
+ *     "rack": "rack-a"}]}
  * "agent": "external" names a host whose agent someone else starts
  * (systemd, an image's boot script) with the token the controller keeps in
  * <state-dir>/hosts/<name>/token: it needs no address or SSH members and is
- * never provisioned. The default is "ssh".
+ * never provisioned. The default is "ssh". "rack" names the host's
+ * topology domain (a rack, a switch): the scheduler keeps a job in one
+ * when it can (docs/queues.md).
  * More members may come; unknown ones are ignored.
  */
 #include <stddef.h>
@@ -32,6 +35,7 @@ struct api_inventory_host {
 	char *agent_path; /* where the agent binary goes on the host */
 	char *work_dir;	  /* the agent's work directory on the host */
 	int external;	  /* "agent": "external": not provisioned over SSH */
+	char *rack;	  /* topology domain; NULL: none */
 };
 
 struct api_inventory {

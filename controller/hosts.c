@@ -210,6 +210,7 @@ void ctrl_hosts_release(struct ctrl_ctx *ctx)
 		free(h->last_status);
 		free(h->work_dir);
 		free(h->instance_type);
+		free(h->rack);
 		free(h->inv_address);
 		free(h->ssh_user);
 		free(h->ssh_key);

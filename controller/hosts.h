@@ -74,6 +74,7 @@ struct ctrl_host {
 	int external;	     /* its agent is started by someone else */
 	int removed;	     /* no longer in the inventory: no new jobs */
 	char *instance_type; /* NULL for local hosts: they serve any type */
+	char *rack;	     /* the inventory's topology domain; NULL: none */
 	char *inv_address;
 	int ssh_port;
 	char *ssh_user;

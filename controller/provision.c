@@ -138,6 +138,8 @@ int ctrl_inventory_load(struct ctrl_ctx *ctx, struct buf *err)
 		h->removed = 0;
 		free(h->instance_type);
 		h->instance_type = xstrdup(ih->instance_type);
+		free(h->rack);
+		h->rack = dup_or_null(ih->rack);
 		free(h->inv_address);
 		h->inv_address = dup_or_null(ih->address);
 		h->ssh_port = ih->port;

@@ -264,7 +264,7 @@ static void read_hosts(struct pass *p)
 
 		sh->name = h->name;
 		sh->type = p->any_type ? ANY_TYPE : h->instance_type;
-		sh->domain = NULL; /* the inventory has no topology labels yet */
+		sh->domain = h->rack; /* the inventory's "rack", or none */
 		sh->usable = ctrl_place_host_usable(h);
 		/* busy now, a running job's below clears it */
 		sh->held = h->busy;

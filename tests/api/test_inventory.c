@@ -35,7 +35,8 @@ static void test_ssh_and_external(void **state)
 		"{\"hosts\": [{\"name\": \"n1\", \"address\": \"10.0.0.1\", "
 		"\"identity_file\": \"/k\", \"known_hosts\": \"/kh\"}, "
 		"{\"name\": \"n2\", \"agent\": \"external\", "
-		"\"instance_type\": \"ml.c5.xlarge\", \"cpus\": 4}, "
+		"\"instance_type\": \"ml.c5.xlarge\", \"cpus\": 4, "
+		"\"rack\": \"rack-b.2\"}, "
 		"{\"name\": \"n3\", \"agent\": \"ssh\", \"address\": \"h3\", "
 		"\"identity_file\": \"/k\", \"known_hosts\": \"/kh\"}]}";
 	struct api_inventory inv;
@@ -53,6 +54,8 @@ static void test_ssh_and_external(void **state)
 	assert_null(inv.hosts[1].identity_file);
 	assert_string_equal(inv.hosts[1].instance_type, "ml.c5.xlarge");
 	assert_int_equal(inv.hosts[1].cpus, 4);
+	assert_string_equal(inv.hosts[1].rack, "rack-b.2");
+	assert_null(inv.hosts[0].rack);
 	assert_false(inv.hosts[2].external);
 	api_inventory_release(&inv);
 	buf_release(&err);
@@ -68,6 +71,9 @@ static void test_refused(void **state)
 	expect_refused("{\"hosts\": [{\"name\": \"n1\", \"address\": \"a\", "
 		       "\"known_hosts\": \"/kh\"}]}",
 		       "identity_file");
+	expect_refused("{\"hosts\": [{\"name\": \"n1\", \"agent\": \"external\", "
+		       "\"rack\": \"a/b\"}]}",
+		       "rack 'a/b'");
 	expect_refused("{\"hosts\": [{\"name\": \"n1\", \"agent\": \"pxe\"}]}",
 		       "inventory host 1: 'agent' must be");
 	expect_refused("{\"hosts\": [{\"name\": \"n1\", \"agent\": 1}]}",
