@@ -440,6 +440,66 @@ static void account_ended(struct pass *p, int64_t since)
 }
 
 /*
+ * Instance-seconds of count hosts from `from` to `to`, each second
+ * decayed to now with a half-life of decay_s (0: none), as the passes
+ * between would have charged them.
+ */
+static double decayed_s(int count, int64_t from, int64_t to, int64_t now,
+			int64_t decay_s)
+{
+	double t = (double)decay_s;
+
+	if (to <= from)
+		return 0;
+	if (decay_s <= 0)
+		return (double)(to - from) / 1000.0 * count;
+	return count * t / M_LN2 *
+	       (pow(0.5, (double)(now - to) / 1000.0 / t) -
+		pow(0.5, (double)(now - from) / 1000.0 / t));
+}
+
+/*
+ * The first pass of a controller (a restart): usage is rebuilt from the
+ * store, the attempts that ended in the last HISTORY_MS and the running
+ * ones, decayed to now, so that a restart does not make every share
+ * even again.
+ */
+#define HISTORY_MS (7LL * CTRL_SCHED_DEFAULT_DECAY_S * 1000)
+
+static void account_history(struct pass *p)
+{
+	struct ctrl_sched_mem *m = p->ctx->sched;
+	struct db_sched_job *v = NULL;
+	struct buf err = BUF_INIT, key = BUF_INIT;
+	size_t n = 0, i;
+	int64_t decay_s;
+
+	if (db_sched_ended(p->ctx->db, p->now - HISTORY_MS, &v, &n, &err))
+		log_error("scheduler: %s", err.data);
+	for (i = 0; i < n; i++) {
+		struct mem_entry *e;
+
+		buf_reset(&key);
+		share_key(&v[i], &key, &decay_s);
+		e = mem_get(m, key.data);
+		e->decay_s = decay_s;
+		e->usage += decayed_s(v[i].count, v[i].started_ms,
+				      v[i].ended_ms, p->now, decay_s);
+	}
+	for (i = 0; i < p->n_running; i++) {
+		struct mem_entry *e = &m->v[p->share_mem[p->running[i].share]];
+
+		if (!p->running[i].releasing)
+			e->usage += decayed_s(p->running[i].count,
+					      p->running[i].started_ms, p->now,
+					      p->now, e->decay_s);
+	}
+	db_sched_jobs_free(v, n);
+	buf_release(&key);
+	buf_release(&err);
+}
+
+/*
  * Decays every share's usage to now and adds what was used since the
  * last pass: the running jobs' hosts since they started, and the
  * attempts that ended meanwhile.
@@ -456,6 +516,8 @@ static void account(struct pass *p)
 		if (m->v[i].decay_s > 0)
 			m->v[i].usage *=
 				pow(0.5, dt / (double)m->v[i].decay_s);
+	if (!m->last_ms)
+		account_history(p);
 	if (m->last_ms) {
 		account_ended(p, m->last_ms);
 		for (i = 0; i < p->n_running; i++)

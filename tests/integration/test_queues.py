@@ -29,6 +29,7 @@ TAP on stdout.
 """
 import json
 import os
+import re
 import sys
 import time
 
@@ -156,6 +157,28 @@ def wait_service(b, job_id, pred, timeout):
             raise sc.Fail("service job %s: %s %r after %d s" % (job_id, d["status"], d.get("statusReason"),
                                                                 timeout))
         time.sleep(0.2)
+
+
+def case_restart(tap, cl, sm_a):
+    """After a restart alice's share still carries her sweep's usage."""
+    def usage_kept():
+        rc, killed = cl.stop()
+        expect(rc == 0 and not killed, "trainctld exit %r (killed %s)" % (rc, killed))
+        err = cl.start(wait_hosts=False) or fl.wait_hosts_signed(cl, ALICE, cl.n_hosts)
+        expect(err is None, "restart: %s" % err)
+        sm_a.create_training_job(**sleeper(cl, "fs-alice-after", 1, 1))
+        deadline, got = time.time() + 30, None
+        while time.time() < deadline and got is None:
+            m = re.search(r'^trainctl_sched_share_usage\{queue="default",share="alice"\} ([0-9.]+)$',
+                          metrics(cl), re.M)
+            got = float(m.group(1)) if m else None
+            time.sleep(0.2)
+        # Her sweep: 4 jobs of 2 hosts for about 4 s each.
+        expect(got is not None and got > 16, "alice's usage after the restart: %r" % got)
+        wait_ended(sm_a, ["fs-alice-after"])
+        return "alice's usage after the restart: %.1f instance-seconds" % got
+    tap.case("(s1) a restart keeps fair-share usage: rebuilt from the attempts in the store",
+             usage_kept)
 
 
 def case_quota(tap, cl, sm, b_a, b_b):
@@ -311,6 +334,7 @@ def main():
         b_a = batchlib.client(cl.endpoint, ALICE, REGION)
         b_b = batchlib.client(cl.endpoint, BOB, REGION)
         case_fair(tap, cl, sm_a, sm_b)
+        case_restart(tap, cl, sm_a)
         case_quota(tap, cl, sm_a, b_a, b_b)
         case_priority(tap, cl, sm_a, b_a)
         case_limits(tap, cl, sm_a, b_a)
