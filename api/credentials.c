@@ -9,6 +9,8 @@
  *
  *   trainctl_user = alice     ranks run as this Unix user on the hosts
  *   trainctl_role = user      admin (every job) or user (its own jobs)
+ *   trainctl_s3_prefixes = b/p, ...       what a user key may name in S3
+ *   trainctl_batch_queues = q1, q2        the job queues it may submit to
  *
  * Other keys (aws_session_token, region, ...) are allowed and ignored, as
  * the AWS CLI ignores keys it does not use (and ignores ours).
@@ -177,6 +179,8 @@ static struct api_credential *cred_profile(struct cred_parse *p,
 	cur->role_set = 0;
 	cur->s3_prefixes = NULL;
 	cur->n_s3_prefixes = 0;
+	cur->batch_queues = NULL;
+	cur->n_batch_queues = 0;
 	p->first_line[c->n] = p->rd.line;
 	c->n++;
 	return cur;
@@ -268,6 +272,62 @@ static int cred_prefixes(struct cred_parse *p, struct api_credential *cur,
 	return 1;
 }
 
+/* Job queue names separated by commas or spaces (AWS Batch's rule). */
+static int cred_queues(struct cred_parse *p, struct api_credential *cur,
+		       const char *section, const char *value)
+{
+	const char *s = value;
+
+	if (cur->batch_queues) {
+		cred_fail(p, p->rd.line,
+			  "'trainctl_batch_queues' given twice in profile "
+			  "'%s'",
+			  section);
+		return 0;
+	}
+	cur->batch_queues = xcalloc(CRED_MAX_PREFIXES + 1, sizeof(char *));
+	while (*s) {
+		size_t n, i;
+
+		s += strspn(s, ", \t");
+		n = strcspn(s, ", \t");
+		if (!n)
+			break;
+		for (i = 0; i < n; i++)
+			if (!((s[i] >= 'a' && s[i] <= 'z') ||
+			      (s[i] >= 'A' && s[i] <= 'Z') ||
+			      (s[i] >= '0' && s[i] <= '9') || s[i] == '-' ||
+			      s[i] == '_'))
+				break;
+		if (n > 128 || i < n ||
+		    cur->n_batch_queues == CRED_MAX_PREFIXES) {
+			cred_fail(p, p->rd.line,
+				  "trainctl_batch_queues in profile '%s': "
+				  "'%.*s' is not a job queue name (letters, "
+				  "digits, '-', '_'; at most %d names)",
+				  section, (int)(n > 80 ? 80 : n), s,
+				  CRED_MAX_PREFIXES);
+			return 0;
+		}
+		cur->batch_queues[cur->n_batch_queues++] = xstrndup(s, n);
+		s += n;
+	}
+	return 1;
+}
+
+int api_credential_queue_allowed(const struct api_credential *c,
+				 const char *queue)
+{
+	size_t i;
+
+	if (c->admin || !c->batch_queues)
+		return 1;
+	for (i = 0; i < c->n_batch_queues; i++)
+		if (queue && !strcmp(c->batch_queues[i], queue))
+			return 1;
+	return 0;
+}
+
 int api_s3_prefixes_allow(char *const *prefixes, size_t n,
 			  const char *bucket_key)
 {
@@ -298,6 +358,8 @@ static int cred_trainctl_key(struct cred_parse *p, const char *section,
 		return 0;
 	if (key_is(name, "trainctl_s3_prefixes"))
 		return cred_prefixes(p, cur, section, value);
+	if (key_is(name, "trainctl_batch_queues"))
+		return cred_queues(p, cur, section, value);
 	if (is_user ? cur->user != NULL : cur->role_set) {
 		cred_fail(p, p->rd.line, "'%s' given twice in profile '%s'",
 			  name, section);
@@ -337,7 +399,8 @@ static int cred_handler(void *user, const char *section, const char *name,
 	if (p->failed)
 		return 1; /* keep libinih quiet: the first error is reported */
 	if (key_is(name, "trainctl_user") || key_is(name, "trainctl_role") ||
-	    key_is(name, "trainctl_s3_prefixes"))
+	    key_is(name, "trainctl_s3_prefixes") ||
+	    key_is(name, "trainctl_batch_queues"))
 		return cred_trainctl_key(p, section, name, value);
 	is_id = key_is(name, "aws_access_key_id");
 	if (!is_id && !key_is(name, "aws_secret_access_key"))
@@ -497,6 +560,9 @@ void api_credentials_release(struct api_credentials *creds)
 		while (c->n_s3_prefixes)
 			free(c->s3_prefixes[--c->n_s3_prefixes]);
 		free(c->s3_prefixes);
+		while (c->n_batch_queues)
+			free(c->batch_queues[--c->n_batch_queues]);
+		free(c->batch_queues);
 		if (c->secret_access_key) {
 			/* Secrets do not linger in freed memory. */
 			OPENSSL_cleanse(c->secret_access_key,

@@ -48,6 +48,12 @@ struct api_credential {
 	 */
 	char **s3_prefixes;
 	size_t n_s3_prefixes;
+	/*
+	 * trainctl_batch_queues: the AWS Batch job queues (names) a user
+	 * key may submit service jobs to; NULL: every queue.
+	 */
+	char **batch_queues;
+	size_t n_batch_queues;
 };
 
 /*
@@ -58,6 +64,10 @@ struct api_credential {
  */
 int api_s3_prefixes_allow(char *const *prefixes, size_t n,
 			  const char *bucket_key);
+
+/* Whether c may submit service jobs to the job queue named queue. */
+int api_credential_queue_allowed(const struct api_credential *c,
+				 const char *queue);
 
 /* Whether c may name "bucket/key" (a listing: "bucket/prefix"). */
 int api_credential_s3_allowed(const struct api_credential *c,

@@ -227,6 +227,16 @@ static void submit(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 				       s.queue);
 		}
 	}
+	if (!ret && who->cred &&
+	    !api_credential_queue_allowed(who->cred, q.name)) {
+		(void)buf_addf(&err,
+			       "this key may not submit to job queue '%s': "
+			       "its profile's trainctl_batch_queues does not "
+			       "name it",
+			       q.name);
+		ctrl_reply_err(resp, CTRL_E_ACCESS_DENIED, err.data);
+		goto out;
+	}
 	if (!ret)
 		ret = check_queue(ctx, &s, &q, &err);
 	if (!ret)

@@ -90,6 +90,12 @@ static void test_credentials_users(void **state)
 		  "trainctl_s3_prefixes = AB/x\n",
 		  "is not bucket[/prefix]" },
 		{ "[a]\naws_access_key_id = A\naws_secret_access_key = s\n"
+		  "trainctl_batch_queues = q1, q/2\n",
+		  "'q/2' is not a job queue name" },
+		{ "[a]\naws_access_key_id = A\naws_secret_access_key = s\n"
+		  "trainctl_batch_queues = q1\ntrainctl_batch_queues = q2\n",
+		  "'trainctl_batch_queues' given twice" },
+		{ "[a]\naws_access_key_id = A\naws_secret_access_key = s\n"
 		  "trainctl_user = x\n[b]\naws_access_key_id = A\n"
 		  "aws_secret_access_key = s\ntrainctl_user = y\n",
 		  "different users or roles" },
@@ -138,6 +144,24 @@ static void test_credentials_users(void **state)
 	assert_true(api_credential_s3_allowed(&c.items[0], "team-b/u/k"));
 	assert_false(api_credential_s3_allowed(&c.items[0], "team-b/v/k"));
 	assert_true(api_credential_s3_allowed(&c.items[0], "team-c/xy"));
+	/* Without trainctl_batch_queues: every queue. */
+	assert_true(api_credential_queue_allowed(&c.items[0], "any-q"));
+	api_credentials_release(&c);
+	assert_int_equal(
+		api_credentials_parse(
+			"[u]\naws_access_key_id = A\naws_secret_access_key = s\n"
+			"trainctl_user = u\ntrainctl_batch_queues = ml_a, ml-b\n"
+			"[o]\naws_access_key_id = B\naws_secret_access_key = s\n"
+			"trainctl_batch_queues = ml_a\n",
+			&c, &err),
+		0);
+	assert_int_equal(c.items[0].n_batch_queues, 2);
+	assert_true(api_credential_queue_allowed(&c.items[0], "ml_a"));
+	assert_true(api_credential_queue_allowed(&c.items[0], "ml-b"));
+	assert_false(api_credential_queue_allowed(&c.items[0], "ml"));
+	assert_false(api_credential_queue_allowed(&c.items[0], NULL));
+	/* An admin key submits anywhere. */
+	assert_true(api_credential_queue_allowed(&c.items[1], "other"));
 	api_credentials_release(&c);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		buf_reset(&err);

@@ -11,7 +11,8 @@ pyenv python3 that has it.
   b3 a service job runs to SUCCEEDED (a file:///bin/sh training job)
   b4 TerminateServiceJob -> FAILED with the reason
   b5 refusals: ClientException naming the member, nothing created
-  b6 roles: a user key creates no queue, sees and terminates only its jobs
+  b6 roles: a user key creates no queue, sees and terminates only its jobs,
+     submits only to the queues its profile's trainctl_batch_queues names
   b7 clientToken: the same request gives the same jobId; the store's
      batch_sched view holds what a scheduler reads
   b8 ListServiceJobs filters and pages; UpdateServiceJob; deletes refused
@@ -57,7 +58,9 @@ def write_credentials(tmp):
         for name, (k, s) in (("alice", ALICE), ("bob", BOB)):
             f.write("[%s]\naws_access_key_id = %s\naws_secret_access_key = %s\n"
                     "trainctl_user = %s\ntrainctl_role = user\n"
-                    "trainctl_s3_prefixes = %s/\n\n" % (name, k, s, name, fl.BUCKET))
+                    "trainctl_s3_prefixes = %s/\n" % (name, k, s, name, fl.BUCKET))
+            # bob may submit to q-fair and q-quota only.
+            f.write("trainctl_batch_queues = q-fair, q-quota\n\n" if name == "bob" else "\n")
     return path
 
 
@@ -393,6 +396,10 @@ def case_roles(cl, b):
     expect(r["jobId"] not in mine, mine)
     expect(r["jobId"] in [j["jobId"] for j in b.list_service_jobs()["jobSummaryList"]],
            "the admin sees alice's job")
+    refused(lambda: o.submit_service_job(jobName="bob-job", jobQueue="q-plain",
+                                         serviceJobType="SAGEMAKER_TRAINING",
+                                         serviceRequestPayload=payload(cl, "bob-tj", "true")),
+            "q-plain", "trainctl_batch_queues", code="AccessDeniedException")
     a.terminate_service_job(jobId=r["jobId"], reason="alice stops her own")
     d, _ = wait_job(a, r["jobId"], ("FAILED",), timeout=60)
     return r["jobId"]
