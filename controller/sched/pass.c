@@ -48,6 +48,7 @@ struct ctrl_sched_mem {
 	size_t n, alloc;
 	int64_t last_ms; /* usage accounted up to */
 	int64_t pass_ms; /* the last pass */
+	int64_t took_ms; /* how long it took */
 	size_t last_jobs; /* unfinished jobs the last pass read */
 	int quota;	  /* the last pass saw quota shares (preemption) */
 	/* Waiting messages of jobs that arrived while no pass ran. */
@@ -747,21 +748,26 @@ static struct ctrl_sched_mem *mem_of(struct ctrl_ctx *ctx)
 
 /*
  * Whether a pass is worth its read of every unfinished job now: hosts
- * were freed, or the read is short. Else, at most every
- * CTRL_SCHED_PASS_GAP_MS: a host is free, quota shares may preempt, or
- * the messages are due a refresh.
+ * were freed, or the read is short. With more than CTRL_SCHED_LONG_QUEUE
+ * unfinished jobs, passes are at least CTRL_SCHED_PASS_GAP_MS apart, and
+ * twice as long apart as the last one took (hosts freed or not), so that
+ * they take at most a third of a core from the API; then a pass runs when
+ * hosts were freed, a host is free, quota shares may preempt, or the
+ * messages are due a refresh.
  */
 static int worth_it(struct ctrl_ctx *ctx, int64_t now, int freed)
 {
 	struct ctrl_sched_mem *m = mem_of(ctx);
-	int64_t since = now - m->pass_ms;
+	int64_t since = now - m->pass_ms, gap = CTRL_SCHED_PASS_GAP_MS;
 
-	if (freed || now < m->pass_ms ||
-	    m->last_jobs <= CTRL_SCHED_LONG_QUEUE)
+	if (now < m->pass_ms || m->last_jobs <= CTRL_SCHED_LONG_QUEUE)
 		return 1;
-	if (since < CTRL_SCHED_PASS_GAP_MS)
+	if (gap < 2 * m->took_ms)
+		gap = 2 * m->took_ms;
+	if (since < gap)
 		return 0;
-	return any_free(ctx) || m->quota || since >= CTRL_SCHED_REFRESH_MS;
+	return freed || any_free(ctx) || m->quota ||
+	       since >= CTRL_SCHED_REFRESH_MS;
 }
 
 void ctrl_sched_note_wait(struct ctrl_ctx *ctx, const char *name,
@@ -841,7 +847,9 @@ int ctrl_sched_pass(struct ctrl_ctx *ctx, int *busy_valid, int freed)
 	ctrl_sched_out_release(&out, in.n_queued);
 	pass_release(&p);
 	buf_release(&err);
-	ctrl_sched_stats_pass(time_mono_us() - t0, t1);
+	t0 = time_mono_us() - t0;
+	ctx->sched->took_ms = t0 / 1000;
+	ctrl_sched_stats_pass(t0, t1);
 	return 1;
 }
 

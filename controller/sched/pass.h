@@ -23,11 +23,11 @@ struct api_job_spec;
 struct ctrl_sched_mem;
 
 /*
- * One pass, when it is worth reading every unfinished job: hosts were
- * freed (freed), or there are at most CTRL_SCHED_LONG_QUEUE of them; with
- * more, at most one a CTRL_SCHED_PASS_GAP_MS, and only when a host is
- * free, quota shares may preempt, or the waiting messages are
- * CTRL_SCHED_REFRESH_MS old. Returns 1 when it ran, 0 when it was put off
+ * One pass, when it is worth reading every unfinished job: there are at
+ * most CTRL_SCHED_LONG_QUEUE of them; with more, passes are at least
+ * CTRL_SCHED_PASS_GAP_MS and twice the last one's time apart, and run
+ * only when hosts were freed (freed), a host is free, quota shares may
+ * preempt, or the waiting messages are CTRL_SCHED_REFRESH_MS old. Returns 1 when it ran, 0 when it was put off
  * (the caller asks again later). busy_valid: the hosts' busy marks are
  * current (ctrl_place_busy_refresh()).
  */
