@@ -46,6 +46,9 @@ int api_hosts_build(const struct api_host_info *h, size_t n, struct buf *out)
 				    json_string(h[i].instance_type ?
 							h[i].instance_type :
 							"any"));
+		json_object_set_new(o, "rack",
+				    h[i].rack ? json_string(h[i].rack) :
+						json_null());
 		json_object_set_new(o, "drained", json_boolean(h[i].drained));
 		json_object_set_new(o, "drain_reason",
 				    h[i].drain_reason ?
@@ -161,6 +164,9 @@ int api_hosts_table(const char *json, size_t len, struct buf *out,
 		if (json_is_string(json_object_get(h, "error")))
 			(void)buf_addf(out, "  error: %s\n",
 				       str_or(h, "error", ""));
+		if (json_is_string(json_object_get(h, "rack")))
+			(void)buf_addf(out, "  rack: %s\n",
+				       str_or(h, "rack", ""));
 		if (json_is_string(json_object_get(h, "drain_reason")))
 			(void)buf_addf(out, "  drained: %s\n",
 				       str_or(h, "drain_reason", ""));

@@ -3,8 +3,9 @@
 
 /*
  * GET /v1/hosts: {"hosts": [{"name", "state", "address", "cpus", "gpus",
- * "last_heartbeat_ms_ago", "job", "algo", "error", "instance_type",
- * "drained", "drain_reason", "telemetry"}]}: telemetry is the host's
+ * "last_heartbeat_ms_ago", "job", "algo", "error", "instance_type", "rack",
+ * "drained", "drain_reason", "telemetry"}]}: rack is the inventory's (null:
+ * none); telemetry is the host's
  * latest sample (api/telemetry.h, without its ranks) or null. state is
  * "provisioning" (no agent registered yet), "ready", "busy", "lost", "removed",
  * "draining" (drained, a job still on it) or "drained".
@@ -27,6 +28,7 @@ struct api_host_info {
 	const char *algo;	   /* may be NULL */
 	const char *error;	   /* last provisioning error, may be NULL */
 	const char *instance_type; /* "any" for local hosts */
+	const char *rack;	   /* may be NULL */
 	int drained;
 	const char *drain_reason; /* may be NULL */
 	/* The latest telemetry sample ("telemetry", null when NULL). */

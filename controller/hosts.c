@@ -491,6 +491,7 @@ void ctrl_hosts_list(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		info[i].error = h->prov_error;
 		info[i].instance_type = h->instance_type ? h->instance_type :
 							   "any";
+		info[i].rack = h->rack;
 		if (h->removed)
 			info[i].state = "removed";
 		info[i].drained = h->drained;

@@ -9,6 +9,7 @@ different racks: n1 (r1), n2 (r2), n3 (r2), n4 (r1).
        order alone would give them n1 and n2, one in each rack)
   (k2) a 2-host job then takes the other rack whole (input order alone
        would give it n3 and n4, one in each)
+  (k3) GET /v1/hosts (and so `trainctl list-hosts`) shows each rack
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter:
     /usr/bin/python3 tests/integration/test_racks.py
@@ -106,6 +107,11 @@ def main():
               "(k1) two 1-host jobs share a rack", "on %s and %s" % (a, b))
         check(len(c) == 2 and len({RACKS[h] for h in c}) == 1 and not set(c) & set(a + b),
               "(k2) a 2-host job takes the other rack whole", "on %s (the others on %s, %s)" % (c, a, b))
+        c = scale.Conn(port)
+        st, ans = loop.run_until_complete(c.request("GET", "/v1/hosts"))
+        c.close()
+        racks = {h["name"]: h.get("rack") for h in json.loads(ans)["hosts"]} if st == 200 else {}
+        check(racks == RACKS, "(k3) GET /v1/hosts shows each host's rack", racks)
         check(proc.poll() is None, "trainctld still up")
     finally:
         scale.shut_down(shared, workers, loop, proc, log, tmp, os.environ.get("TRAINCTL_TEST_KEEP") == "1")
