@@ -384,29 +384,36 @@ int db_failed_hosts(struct db *db, int64_t since_ms, char ***hosts, size_t *n,
 	return db__names(db, &q, hosts, n, err);
 }
 
+/* A db__query bind: ?1 the job's name, ?2 the attempt. */
+struct job_attempt {
+	const char *job;
+	int attempt;
+};
+
+static void bind_job_attempt(sqlite3_stmt *st, const void *arg)
+{
+	const struct job_attempt *k = arg;
+
+	db__bind_text(st, 1, k->job);
+	sqlite3_bind_int(st, 2, k->attempt);
+}
+
 int db_attempt_failed_host(struct db *db, const char *job, int attempt,
 			   char **host, struct buf *err)
 {
-	void *h;
-	sqlite3 *conn = db__reader_acquire(db, &h);
-	sqlite3_stmt *st =
-		prep(conn,
-		     "SELECT failed_host FROM attempts WHERE job_id = " JOB_ID
-		     " AND attempt = ?2",
-		     err);
-	int ret = ERR_DB;
+	struct job_attempt k = { job, attempt };
+	struct db__query q = {
+		.sql = "SELECT failed_host FROM attempts WHERE job_id = " JOB_ID
+		       " AND attempt = ?2",
+		.prepare_what = "cannot prepare",
+		.step_what = "cannot read the attempt",
+		.bind = bind_job_attempt,
+		.bind_arg = &k,
+	};
+	struct text_hit hit = { host, 0 };
 
 	*host = NULL;
-	if (st) {
-		db__bind_text(st, 1, job);
-		sqlite3_bind_int(st, 2, attempt);
-		ret = 0;
-		if (sqlite3_step(st) == SQLITE_ROW)
-			*host = db__col_dup(st, 0);
-		sqlite3_finalize(st);
-	}
-	db__reader_release(db, h);
-	return ret;
+	return db__rows(db, &q, text_row, &hit, err);
 }
 
 void db_host_failures_free(struct db_host_failure *v, size_t n)
