@@ -105,6 +105,10 @@ struct agent_assign {
 	/* Stopping. */
 	int term_sent;
 	int64_t kill_at; /* monotonic; 0 none */
+	/* A checkpoint-now request is out (agent/ckptnow.h): SIGTERM when
+	 * the program answers it or at term_at (monotonic). */
+	int ckpt_now;
+	int64_t term_at;
 	int kill_sent;
 	int fenced;
 	int64_t sync_at;      /* monotonic: next checkpoint mirror */
