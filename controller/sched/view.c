@@ -408,8 +408,22 @@ static void series_next(struct view_share *vs, const struct view_share *old,
 	p->lent = vs->s.total.lent;
 }
 
-/* A share of prev with no job now, kept idle while it had one within
- * the series' window. */
+/* Whether a share ever held hosts in its series. */
+static int ever_used(const struct api_queue_share *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n_series; i++)
+		if (s->series[i].in_use > 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * A share of prev with no job now, kept idle while it had one within the
+ * series' window: a quota share, or one that held hosts (a share whose
+ * jobs only ever waited, then left, is gone with them).
+ */
 static void carry_idle(struct ctrl_sched_view *v, const struct view_queue *pq,
 		       const struct view_share *old)
 {
@@ -417,7 +431,8 @@ static void carry_idle(struct ctrl_sched_view *v, const struct view_queue *pq,
 	struct view_share *vs;
 	size_t c;
 
-	if (find_share(v, pq->name, old->s.name) ||
+	if ((strcmp(old->s.kind, "quota") && !ever_used(&old->s)) ||
+	    find_share(v, pq->name, old->s.name) ||
 	    v->now_ms - old->active_ms >
 		    (int64_t)CTRL_SCHED_VIEW_SAMPLES * v->interval_ms)
 		return;
