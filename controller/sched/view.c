@@ -127,8 +127,7 @@ static struct api_queue_user *user_get(struct ctrl_sched_view *v,
 	return &s->users[s->n_users++];
 }
 
-static struct api_queue_job *job_add(struct ctrl_sched_view *v,
-				     struct view_share *vs,
+static struct api_queue_job *job_add(struct view_share *vs,
 				     const struct ctrl_sched_view_job *j,
 				     const char *type, int count, int prio)
 {
@@ -138,9 +137,10 @@ static struct api_queue_job *job_add(struct ctrl_sched_view *v,
 	ALLOC_GROW(s->jobs, s->n_jobs + 1, vs->a_jobs);
 	x = &s->jobs[s->n_jobs++];
 	memset(x, 0, sizeof(*x));
-	x->name = keep(v, j && j->name ? j->name : "");
-	x->user = keep(v, j ? j->owner : NULL);
-	x->type = keep(v, type);
+	/* The input's strings until keep_jobs() copies those listed. */
+	x->name = j && j->name ? j->name : "";
+	x->user = j ? j->owner : NULL;
+	x->type = type;
 	x->count = count;
 	x->priority = prio;
 	return x;
@@ -202,7 +202,7 @@ static void count_holder(struct ctrl_sched_view *v, struct view_share *vs,
 			 const struct ctrl_sched_view_job *j, const char *type,
 			 int count, int prio, const char *state)
 {
-	struct api_queue_job *x = job_add(v, vs, j, type, count, prio);
+	struct api_queue_job *x = job_add(vs, j, type, count, prio);
 	struct api_queue_user *u = user_get(v, vs, j ? j->owner : NULL);
 
 	x->state = state;
@@ -260,12 +260,10 @@ static void count_queued(struct ctrl_sched_view *v,
 		}
 		vs->s.waiting++;
 		user_get(v, vs, j ? j->owner : NULL)->waiting++;
-		if (vs->s.waiting > CTRL_SCHED_VIEW_JOBS_MAX)
-			continue;
-		x = job_add(v, vs, j, q->type, q->count, q->priority);
+		x = job_add(vs, j, q->type, q->count, q->priority);
 		x->state = "waiting";
 		x->position = out->position ? out->position[i] : 0;
-		x->reason = keep(v, why ? why : ENV_FULL);
+		x->reason = why ? why : ENV_FULL;
 	}
 }
 
@@ -369,8 +367,32 @@ static int job_cmp(const void *a, const void *b)
 	if (rx != ry)
 		return rx < ry ? -1 : 1;
 	if (x->position != y->position)
-		return x->position < y->position ? -1 : 1;
+		return x->position - 1 < y->position - 1 ? -1 : 1; /* 0 last */
 	return strcmp(x->name, y->name);
+}
+
+/*
+ * Once sorted: the jobs holding hosts and the first
+ * CTRL_SCHED_VIEW_JOBS_MAX waiting ones stay, their strings copied into
+ * the view (until then they are the input's).
+ */
+static void keep_jobs(struct ctrl_sched_view *v, struct api_queue_share *s)
+{
+	size_t i, waiting = 0, n = 0;
+
+	for (i = 0; i < s->n_jobs; i++) {
+		struct api_queue_job *x = &s->jobs[i];
+
+		if (!strcmp(x->state, "waiting") &&
+		    ++waiting > CTRL_SCHED_VIEW_JOBS_MAX)
+			break;
+		x->name = keep(v, x->name);
+		x->user = keep(v, x->user);
+		x->type = keep(v, x->type);
+		x->reason = keep(v, x->reason);
+		n++;
+	}
+	s->n_jobs = n;
 }
 
 static int queue_cmp(const void *a, const void *b)
@@ -472,6 +494,7 @@ static void finish(struct ctrl_sched_view *v,
 			if (vs->s.n_jobs)
 				qsort(vs->s.jobs, vs->s.n_jobs,
 				      sizeof(*vs->s.jobs), job_cmp);
+			keep_jobs(v, &vs->s);
 		}
 	if (v->n)
 		qsort(v->q, v->n, sizeof(*v->q), queue_cmp);

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -315,13 +316,59 @@ static void test_table(void **state)
 	ctrl_sched_view_free(v);
 }
 
+/* A long queue: all counted, the first CTRL_SCHED_VIEW_JOBS_MAX listed
+ * by their place, whatever the input's order. */
+static void test_many(void **state)
+{
+	enum { N = CTRL_SCHED_VIEW_JOBS_MAX + 50 };
+	static struct ctrl_sched_queued many[N];
+	static struct ctrl_sched_view_job names[N];
+	static char *reasons[N];
+	static size_t places[N];
+	static char text[N][32];
+	struct ctrl_sched_in in;
+	struct ctrl_sched_out out;
+	struct ctrl_sched_view *v;
+	struct api_queues a;
+	const struct api_queue_share *s;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < N; i++) {
+		many[i] = queued[0];
+		many[i].seq = (int64_t)i;
+		snprintf(text[i], sizeof(text[i]), "job-%zu", i);
+		names[i].name = text[i];
+		names[i].owner = "alice";
+		places[i] = N - i; /* the last submitted goes first */
+		reasons[i] = why_a;
+	}
+	make_in(&in, &out, 1000);
+	in.queued = many;
+	in.n_queued = N;
+	out.why = reasons;
+	out.position = places;
+	v = ctrl_sched_view_build(&in, &out, names, run_jobs, NULL, 1000);
+	assert_int_equal(
+		ctrl_sched_view_answer(v, &ctrl_caller_admin, "teams", &a), 0);
+	s = share(&a, "teams", "nlp");
+	assert_int_equal(s->waiting, N);
+	assert_int_equal(s->n_jobs, CTRL_SCHED_VIEW_JOBS_MAX);
+	assert_int_equal(s->jobs[0].position, 1);
+	assert_string_equal(s->jobs[0].name, text[N - 1]);
+	assert_int_equal(s->jobs[CTRL_SCHED_VIEW_JOBS_MAX - 1].position,
+			 CTRL_SCHED_VIEW_JOBS_MAX);
+	assert_int_equal(s->users[0].waiting, N);
+	ctrl_sched_view_answer_release(&a);
+	ctrl_sched_view_free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_counts),
-		cmocka_unit_test(test_viewer),
-		cmocka_unit_test(test_series),
-		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_counts), cmocka_unit_test(test_viewer),
+		cmocka_unit_test(test_series), cmocka_unit_test(test_table),
+		cmocka_unit_test(test_many),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
