@@ -4,7 +4,8 @@
 /*
  * What AlgorithmSpecification.TrainingImage means (docs/containers.md), in
  * this order: a file:// executable run on the host with the argument
- * `train`; a name --image-map maps to a container image; a name in the
+ * `train`; a name --image-map maps to a container image (or to a Python
+ * of the operator's, for script mode); a name in the
  * image table, which runs script mode with the host's runtime
  * (trainctl/python, and SageMaker's framework images matched by repository
  * name); any other image reference: a container image, pulled from its
