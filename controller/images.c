@@ -189,6 +189,7 @@ int ctrl_image_resolve(const struct ctrl_registry *reg,
 	dir = api_job_spec_hp(spec, "sagemaker_submit_directory");
 	if (dir)
 		out->submit_directory = api_hp_string(dir);
+	(void)api_framework_from_image(image, &out->framework);
 	return 0;
 }
 
@@ -201,5 +202,6 @@ void ctrl_launch_release(struct ctrl_launch *l)
 	free(l->image);
 	free(l->want);
 	strv_free(l->entrypoint);
+	api_framework_release(&l->framework);
 	memset(l, 0, sizeof(*l));
 }

@@ -13,6 +13,7 @@
  * SageMaker runs it.
  */
 #include "api/agent_proto.h"
+#include "api/framework.h"
 #include "api/job_spec.h"
 #include "common/buf.h"
 
@@ -22,6 +23,9 @@ struct ctrl_launch {
 	char *runtime;		/* script */
 	char *program;		/* script: sagemaker_program */
 	char *submit_directory; /* script: may be NULL */
+	/* script: the framework and Python versions the image's tag asks
+	 * for (api/framework.h; zeroed: none) */
+	struct api_framework framework;
 	/* container: the image pinned by digest (NULL: not pinned yet, pin
 	 * `want` first), ContainerEntrypoint (NULL: the image's); argv holds
 	 * the arguments */
