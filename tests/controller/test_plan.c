@@ -276,6 +276,7 @@ static void test_table(void **state)
 				 ctrl_job_state_secondary(r->cur),
 				 ctrl_job_state_secondary(out.to));
 		buf_release(&s.reason);
+		buf_release(&s.runtime);
 	}
 	buf_release(&out.text);
 }
