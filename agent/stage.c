@@ -3,8 +3,9 @@
  * checkpoint prefix into the checkpoint folder, download every channel
  * into input/data/<channel>/ (phase downloading), unpack the submit
  * directory into code/ and install its requirements.txt (pyenv.c). The
- * worker reports "phase downloading", "log ...", "note ...", "stdout ..."
- * and "stderr ..." lines, and "ok" or "error <why>".
+ * worker reports "phase downloading", "log ...", "note ...", "stdout ...",
+ * "stderr ..." and "runtime ..." (the versions a script runs, fwcheck.c)
+ * lines, and "ok" or "error <why>".
  */
 #define LOG_TAG "agent"
 
@@ -22,6 +23,7 @@
 #include "agent/locations.h"
 #include "agent/pipe.h"
 #include "agent/podman.h"
+#include "agent/fwcheck.h"
 #include "agent/pyenv.h"
 #include "agent/stage.h"
 #include "agent/task.h"
@@ -478,7 +480,10 @@ static int stage_main(void *arg, int fd)
 			       stats.files, (long long)stats.bytes,
 			       s->checkpoint_s3_uri);
 	}
-	agent_task_say(fd, "phase downloading");
+	if (s->n_channels || ckpt ||
+	    (s->launch_mode == API_LAUNCH_SCRIPT && s->submit_directory &&
+	     *s->submit_directory))
+		agent_task_say(fd, "phase downloading");
 	for (i = 0; i < s->n_channels && !ret; i++)
 		ret = stage_channel(st, s, &s->channels[i], dir, fd, &err);
 	if (!ret && s->launch_mode == API_LAUNCH_SCRIPT &&
@@ -487,6 +492,8 @@ static int stage_main(void *arg, int fd)
 	/* Once per host and attempt, before any rank starts. */
 	if (!ret && agent_pyenv_wanted(s, dir))
 		ret = agent_pyenv_install(s, dir, fd, &err);
+	if (!ret && agent_fwcheck_wanted(s))
+		ret = agent_fwcheck_run(s, dir, fd, &err);
 out:
 	if (ret)
 		agent_task_say(fd, "error %s",
@@ -509,7 +516,8 @@ int agent_stage_needed(const struct agent_ctx *ctx,
 	       (s->checkpoint_s3_uri && *s->checkpoint_s3_uri) ||
 	       s->n_channels ||
 	       (s->launch_mode == API_LAUNCH_SCRIPT && s->submit_directory &&
-		*s->submit_directory);
+		*s->submit_directory) ||
+	       agent_fwcheck_wanted(s);
 }
 
 int agent_stage_start(struct agent_ctx *ctx, struct agent_assign *a,
