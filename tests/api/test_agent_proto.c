@@ -94,11 +94,6 @@ static void full_assignment(struct api_assignment *a, int script)
 		a->runtime = xs("/usr/bin/python3");
 		a->program = xs("train.py");
 		a->submit_directory = xs("s3://code/sourcedir.tar.gz");
-		a->framework.name = xs("PyTorch");
-		a->framework.dist = xs("torch");
-		a->framework.version = xs("1.5.0");
-		a->framework.python = xs("py3");
-		a->framework.strict = 1;
 		a->checkpoint_s3_uri = xs("s3://ckpt/mnist/");
 		a->checkpoint_local_path = xs("/opt/ml/checkpoints/");
 		a->tensorboard_s3_uri = xs("s3://tb/mnist");
@@ -187,7 +182,6 @@ static void full_status(struct api_status *s)
 	r->procs[2].signal = 9;
 	r->procs[2].exited_ms = 1796211399652;
 	r->failure = xs("ExecuteUserScriptError:\nExitCode 3");
-	r->runtime = xs("Python 3.11.2, PyTorch 1.13.1");
 	r = &s->items[1];
 	r->job = xs("mnist-0");
 	r->attempt = 7;
@@ -396,11 +390,6 @@ static void test_work_round_trip(void **state)
 	assert_string_equal(a->environment[1].key, "EMPTY");
 	assert_int_equal(a->launch_mode, API_LAUNCH_SCRIPT);
 	assert_string_equal(a->program, "train.py");
-	assert_string_equal(a->framework.name, "PyTorch");
-	assert_string_equal(a->framework.dist, "torch");
-	assert_string_equal(a->framework.version, "1.5.0");
-	assert_string_equal(a->framework.python, "py3");
-	assert_true(a->framework.strict);
 	assert_null(a->argv);
 	assert_string_equal(a->checkpoint_local_path, "/opt/ml/checkpoints/");
 	assert_string_equal(a->tensorboard_s3_uri, "s3://tb/mnist");
@@ -818,9 +807,7 @@ static void test_status_round_trip(void **state)
 	assert_int_equal(r->procs[2].signal, 9);
 	assert_int_equal(r->procs[2].exited_ms, 1796211399652);
 	assert_string_equal(r->failure, "ExecuteUserScriptError:\nExitCode 3");
-	assert_string_equal(r->runtime, "Python 3.11.2, PyTorch 1.13.1");
 	assert_null(r->error);
-	assert_null(s.items[1].runtime);
 	r = &s.items[1];
 	assert_int_equal(r->phase, API_PHASE_ERROR);
 	assert_int_equal(r->started_ms, 0);

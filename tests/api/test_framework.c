@@ -10,7 +10,10 @@
 
 #include <cmocka.h>
 
+#include "api/agent_proto.h"
 #include "api/framework.h"
+#include "common/buf.h"
+#include "common/err.h"
 
 #define ECR "763104351884.dkr.ecr.us-east-1.amazonaws.com/"
 
@@ -42,9 +45,10 @@ static void test_from_image(void **state)
 {
 	(void)state;
 	/* The SDK's image_uris.retrieve() names. */
-	check(ECR "pytorch-training:1.5.0-cpu-py3", "PyTorch", "torch",
-	      "1.5.0", "py3");
-	check(ECR "pytorch-training:1.13.1-gpu-py39-cu117-ubuntu20.04-sagemaker",
+	check(ECR "pytorch-training:1.5.0-cpu-py3", "PyTorch", "torch", "1.5.0",
+	      "py3");
+	check(ECR
+	      "pytorch-training:1.13.1-gpu-py39-cu117-ubuntu20.04-sagemaker",
 	      "PyTorch", "torch", "1.13.1", "py39");
 	check(ECR "tensorflow-training:2.11.0-cpu-py39", "TensorFlow",
 	      "tensorflow", "2.11.0", "py39");
@@ -101,12 +105,117 @@ static void test_python_ok(void **state)
 	assert_false(api_framework_python_ok("py3", NULL));
 }
 
+/* A script-mode assignment on the wire, with and without "framework". */
+static const char work_fmt[] =
+	"{\"version\": 1, \"assignments\": [{\"job\": \"j\", \"attempt\": 1, "
+	"\"action\": \"run\", \"job_arn\": \"arn:aws:sagemaker:us-east-1:"
+	"000000000000:training-job/j\", \"algo\": \"algo-1\", "
+	"\"host_index\": 0, \"hosts\": [\"algo-1\"], \"addresses\": "
+	"{\"algo-1\": \"127.0.0.1\"}, \"instance_type\": \"ml.m5.large\", "
+	"\"hyperparameters\": {}, \"input_data_config\": {}, "
+	"\"resource_config\": {\"current_host\": \"algo-1\", \"hosts\": "
+	"[\"algo-1\"]}, \"channels\": [], \"environment\": {}, "
+	"\"launch\": {\"mode\": \"script\", \"runtime\": "
+	"\"/usr/bin/python3\", \"program\": \"train.py\"%s}, "
+	"\"output_path\": \"s3://b/out\", \"storage\": {\"blob_url\": "
+	"\"http://127.0.0.1:8080/v1/blobs\"}, \"rendezvous\": "
+	"{\"master_addr\": \"127.0.0.1\", \"master_port\": 29500}, "
+	"\"processes_per_host\": 1, \"grace_ms\": 1000}]}";
+
+static void parse_work(const char *framework, struct api_work *w, int want)
+{
+	struct buf text = BUF_INIT, err = BUF_INIT;
+
+	(void)buf_addf(&text, work_fmt, framework);
+	assert_int_equal(api_work_parse(text.data, text.len, w, &err), want);
+	buf_release(&text);
+	buf_release(&err);
+}
+
+static void test_work_wire(void **state)
+{
+	struct api_work w, again;
+	struct buf out = BUF_INIT;
+	const struct api_framework *f;
+
+	(void)state;
+	parse_work(", \"framework\": {\"name\": \"PyTorch\", \"dist\": "
+		   "\"torch\", \"version\": \"1.5.0\", \"python\": \"py3\", "
+		   "\"strict\": true}",
+		   &w, 0);
+	f = &w.items[0].framework;
+	assert_string_equal(f->name, "PyTorch");
+	assert_string_equal(f->dist, "torch");
+	assert_string_equal(f->version, "1.5.0");
+	assert_string_equal(f->python, "py3");
+	assert_true(f->strict);
+	assert_int_equal(api_work_build(&w, &out), 0);
+	assert_int_equal(api_work_parse(out.data, out.len, &again, NULL), 0);
+	assert_string_equal(again.items[0].framework.version, "1.5.0");
+	assert_true(again.items[0].framework.strict);
+	api_work_release(&again);
+	api_work_release(&w);
+	buf_reset(&out);
+
+	/* Absent (an older controller): nothing asked; null version. */
+	parse_work("", &w, 0);
+	assert_null(w.items[0].framework.name);
+	assert_false(w.items[0].framework.strict);
+	assert_int_equal(api_work_build(&w, &out), 0);
+	assert_null(strstr(out.data, "framework"));
+	api_work_release(&w);
+	parse_work(", \"framework\": {\"name\": \"PyTorch\", \"dist\": "
+		   "\"torch\", \"version\": null, \"python\": null}",
+		   &w, 0);
+	assert_null(w.items[0].framework.version);
+	assert_false(w.items[0].framework.strict);
+	api_work_release(&w);
+	parse_work(", \"framework\": {\"strict\": 1}", &w, ERR_INVALID);
+	parse_work(", \"framework\": \"torch\"", &w, ERR_INVALID);
+	buf_release(&out);
+}
+
+static const char status_fmt[] =
+	"{\"boot_id\": \"b\", \"assignments\": [{\"job\": \"j\", "
+	"\"attempt\": 1, \"algo\": \"algo-1\", \"phase\": \"running\", "
+	"\"started_ms\": 1, \"processes\": [], \"failure\": null, "
+	"\"error\": null%s}]}";
+
+static void test_status_wire(void **state)
+{
+	struct api_status st;
+	struct buf text = BUF_INIT, out = BUF_INIT;
+
+	(void)state;
+	(void)buf_addf(&text, status_fmt,
+		       ", \"runtime\": \"Script mode runs Python 3.11.2.\"");
+	assert_int_equal(api_status_parse(text.data, text.len, &st, NULL), 0);
+	assert_string_equal(st.items[0].runtime,
+			    "Script mode runs Python 3.11.2.");
+	assert_int_equal(api_status_build(&st, &out), 0);
+	assert_non_null(strstr(out.data, "\"runtime\":\"Script mode runs "
+					 "Python 3.11.2.\""));
+	api_status_release(&st);
+	buf_reset(&text);
+	buf_reset(&out);
+	(void)buf_addf(&text, status_fmt, "");
+	assert_int_equal(api_status_parse(text.data, text.len, &st, NULL), 0);
+	assert_null(st.items[0].runtime);
+	assert_int_equal(api_status_build(&st, &out), 0);
+	assert_null(strstr(out.data, "runtime"));
+	api_status_release(&st);
+	buf_release(&text);
+	buf_release(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_from_image),
 		cmocka_unit_test(test_version_ok),
 		cmocka_unit_test(test_python_ok),
+		cmocka_unit_test(test_work_wire),
+		cmocka_unit_test(test_status_wire),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
