@@ -69,8 +69,8 @@ static void asked(const struct api_framework *f, struct buf *out)
 }
 
 int agent_fwcheck_say(const struct api_assignment *s, const char *path,
-		      const char *python_version,
-		      const char *framework_version, struct buf *out)
+		      const char *python_version, const char *framework_version,
+		      struct buf *out)
 {
 	const struct api_framework *f = &s->framework;
 	int fw_ok = api_framework_version_ok(f->version, framework_version);

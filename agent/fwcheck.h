@@ -26,8 +26,8 @@ int agent_fwcheck_wanted(const struct api_assignment *s);
  * out. Returns 1 when a version asked for is not there, else 0.
  */
 int agent_fwcheck_say(const struct api_assignment *s, const char *path,
-		      const char *python_version,
-		      const char *framework_version, struct buf *out);
+		      const char *python_version, const char *framework_version,
+		      struct buf *out);
 
 /*
  * In the staging worker (fd: its report pipe; dir: the job folder): asks

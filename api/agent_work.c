@@ -263,18 +263,16 @@ static int parse_framework(const json_t *l, const char *where,
 	char m[256];
 	int ret;
 
-	ret = api__ap_get_object(l, where, "framework", API__AP_OPT, &sub,
-				 err);
+	ret = api__ap_get_object(l, where, "framework", API__AP_OPT, &sub, err);
 	if (ret || !sub)
 		return ret;
 	api__ap_member(m, sizeof(m), where, "framework");
 	ret = api__ap_get_str(sub, m, "name", API__AP_OPT, &f->name, err);
 	ret = ret ? ret :
-		    api__ap_get_str(sub, m, "dist", API__AP_OPT, &f->dist,
-				    err);
+		    api__ap_get_str(sub, m, "dist", API__AP_OPT, &f->dist, err);
 	ret = ret ? ret :
-		    api__ap_get_str(sub, m, "version", API__AP_OPT,
-				    &f->version, err);
+		    api__ap_get_str(sub, m, "version", API__AP_OPT, &f->version,
+				    err);
 	ret = ret ? ret :
 		    api__ap_get_str(sub, m, "python", API__AP_OPT, &f->python,
 				    err);
@@ -789,8 +787,7 @@ static void inputs_json(struct api__jb *b, json_t *o,
 	api__ap_put(b, o, "environment", env);
 }
 
-static json_t *framework_json(struct api__jb *b,
-			      const struct api_framework *f)
+static json_t *framework_json(struct api__jb *b, const struct api_framework *f)
 {
 	json_t *sub = api__ap_jobj(b);
 
@@ -813,7 +810,8 @@ static json_t *launch_json(struct api__jb *b, const struct api_assignment *a)
 		api__ap_put(b, launch, "program", api__ap_jstr(b, a->program));
 		api__ap_put(b, launch, "submit_directory",
 			    api__ap_jstr(b, a->submit_directory));
-		if (a->framework.name || a->framework.python)
+		if (a->framework.name || a->framework.version ||
+		    a->framework.python)
 			api__ap_put(b, launch, "framework",
 				    framework_json(b, &a->framework));
 	} else if (a->launch_mode == API_LAUNCH_CONTAINER) {

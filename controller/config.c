@@ -201,6 +201,24 @@ static void usage_gray_failures(void)
 	      stderr);
 }
 
+static void usage_images(void)
+{
+	fputs("  --registry-auth credentials for pulling container images\n"
+	      "                  (containers auth.json); hosts get only the\n"
+	      "                  entry of the registry a job pulls from\n"
+	      "  --insecure-registry HOST[:PORT] a registry whose TLS\n"
+	      "                  certificate is not verified (repeatable)\n"
+	      "  --image-map     lines 'PATTERN IMAGE': a TrainingImage that\n"
+	      "                  matches PATTERN (fnmatch) runs as IMAGE, or\n"
+	      "                  script mode with the Python IMAGE names when\n"
+	      "                  it is an absolute path\n"
+	      "  --framework-versions warn|strict  a script-mode job whose\n"
+	      "                  image asks for a framework or Python version\n"
+	      "                  its hosts do not run: a warning (warn) or a\n"
+	      "                  ClientError failure (strict)\n",
+	      stderr);
+}
+
 void ctrl_usage(void)
 {
 	fputs("usage: trainctld [--listen HOST:PORT] [--state-dir DIR]\n"
@@ -287,21 +305,9 @@ void ctrl_usage(void)
 	      "  --allow-file-root  a folder file:// URIs of jobs may name\n"
 	      "                  (repeatable; with --credentials and none, jobs\n"
 	      "                  may use no file:// URI; without credentials and\n"
-	      "                  none, any folder)\n"
-	      "  --registry-auth credentials for pulling container images\n"
-	      "                  (containers auth.json); hosts get only the\n"
-	      "                  entry of the registry a job pulls from\n"
-	      "  --insecure-registry HOST[:PORT] a registry whose TLS\n"
-	      "                  certificate is not verified (repeatable)\n"
-	      "  --image-map     lines 'PATTERN IMAGE': a TrainingImage that\n"
-	      "                  matches PATTERN (fnmatch) runs as IMAGE, or\n"
-	      "                  script mode with the Python IMAGE names when\n"
-	      "                  it is an absolute path\n"
-	      "  --framework-versions warn|strict  a script-mode job whose\n"
-	      "                  image asks for a framework or Python version\n"
-	      "                  its hosts do not run: a warning (warn) or a\n"
-	      "                  ClientError failure (strict)\n",
+	      "                  none, any folder)\n",
 	      stderr);
+	usage_images();
 	fputs("  --agent-listen  a second address serving agents and ranks only\n"
 	      "                  (agent protocol, rendezvous, blobs): a flood of\n"
 	      "                  the API does not reach them (none)\n"
@@ -579,7 +585,8 @@ int ctrl_config_parse_args(struct ctrl_config *cfg, int argc, char **argv,
 				return ERR_INVALID;
 			break;
 		case OPT_FRAMEWORK_VERSIONS:
-			if (strcmp(optarg, "warn") && strcmp(optarg, "strict")) {
+			if (strcmp(optarg, "warn") &&
+			    strcmp(optarg, "strict")) {
 				(void)buf_addf(err,
 					       "--framework-versions must be "
 					       "'warn' or 'strict', not '%s'",
