@@ -27,7 +27,6 @@ TAP on stdout. Run from the top of the tree with Debian's interpreter:
     /usr/bin/python3 tests/integration/test_toolkit_scripts.py
 """
 import io
-import json
 import os
 import subprocess
 import sys
