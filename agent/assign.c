@@ -163,6 +163,7 @@ void agent_assign_free(struct agent_ctx *ctx, struct agent_assign *a)
 	free(a->failure);
 	free(a->error);
 	free(a->task_error);
+	free(a->runtime_note);
 	agent_hangwatch_release(&a->hw);
 	free(a);
 }
@@ -200,6 +201,7 @@ static void agent_assign_report(const struct agent_assign *a,
 	r->error = a->error;
 	r->hung = a->hw.reason != NULL;
 	r->check_ms = a->check_ms;
+	r->runtime = a->runtime_note;
 	if (!a->n_ranks)
 		return;
 	r->procs = xcalloc(a->n_ranks, sizeof(*r->procs));

@@ -92,6 +92,9 @@ struct agent_assign {
 	struct agent_task pipe;
 	enum agent_task_kind task_kind;
 	char *task_error;
+	/* Script mode: the Python and framework versions the ranks run
+	 * (agent/fwcheck.h), for the report; NULL: not known. */
+	char *runtime_note;
 	int task_ok;	    /* the worker said "ok" */
 	int staged;	    /* staging succeeded: ready to launch */
 	int64_t spec_at_ms; /* wall clock when the spec arrived */
