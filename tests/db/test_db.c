@@ -19,90 +19,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "db/batch.h"
 #include "db/db.h"
 #include "db/run.h"
 #include "common/buf.h"
 #include "common/err.h"
 
-#define T0 1700000000000LL /* an epoch-ms base for creation times */
-
-struct fixture {
-	char dir[256];
-	char path[PATH_MAX];
-	struct db *db;
-};
-
-static void remove_tree(const char *dir)
-{
-	char p[PATH_MAX];
-	struct dirent *de;
-	DIR *d = opendir(dir);
-
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-		unlink(p);
-	}
-	closedir(d);
-	rmdir(dir);
-}
-
-static int setup(void **state)
-{
-	struct fixture *f = calloc(1, sizeof(*f));
-	struct buf err = BUF_INIT;
-	const char *tmp = getenv("TMPDIR");
-	int ret;
-
-	if (!f)
-		return -1;
-	snprintf(f->dir, sizeof(f->dir), "%s/tctl-db-XXXXXX",
-		 tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(f->dir)) {
-		free(f);
-		return -1;
-	}
-	snprintf(f->path, sizeof(f->path), "%s/trainctl.db", f->dir);
-	ret = db_open(f->path, 2, &f->db, &err);
-	if (ret)
-		fprintf(stderr, "db_open: %s\n", err.data);
-	buf_release(&err);
-	*state = f;
-	return ret ? -1 : 0;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *f = *state;
-
-	db_close(f->db);
-	remove_tree(f->dir);
-	free(f);
-	return 0;
-}
-
-/* A job as ops.c would insert it; strings point into static storage. */
-static struct db_job make_job(const char *name, const char *status,
-			      const char *secondary, int64_t creation_ms)
-{
-	struct db_job j;
-
-	memset(&j, 0, sizeof(j));
-	j.name = (char *)name;
-	j.arn = (char *)"arn:aws:sagemaker:us-east-1:123456789012:"
-			"training-job/x";
-	j.status = (char *)status;
-	j.secondary_status = (char *)secondary;
-	j.request_json = (char *)"{\"RoleArn\":\"r\"}";
-	j.instance_type = (char *)"ml.m5.xlarge";
-	j.instance_count = 2;
-	j.creation_ms = creation_ms;
-	return j;
-}
+#include "tests/db/fixture.h"
 
 static void insert(struct db *db, const char *name, const char *status,
 		   const char *secondary, int64_t creation_ms)
@@ -140,16 +62,6 @@ static int change(struct db *db, const char *name, const char *from,
 	return ret;
 }
 
-static void get(struct db *db, const char *name, struct db_job *out)
-{
-	struct buf err = BUF_INIT;
-	int ret = db_job_get(db, name, out, &err);
-
-	if (ret)
-		fprintf(stderr, "get %s: %s\n", name, err.data);
-	assert_int_equal(ret, 0);
-	buf_release(&err);
-}
 
 static void test_open_creates_schema(void **state)
 {
@@ -305,55 +217,6 @@ static void test_insert_duplicate(void **state)
 	/* The writer is usable after the rolled-back insert. */
 	insert(f->db, "dup-job-2", "InProgress", "Starting", T0 + 1);
 	assert_int_equal(db_job_count(f->db, NULL), 2);
-	buf_release(&err);
-}
-
-/*
- * A training job inserted with its service job: both rows, in one
- * transaction; a service job whose clientToken is taken undoes the
- * training job too (no reader ever sees one without the other).
- */
-static void test_insert_with_service(void **state)
-{
-	struct fixture *f = *state;
-	struct db_job a = make_job("svc-a", "InProgress", "Starting", T0);
-	struct db_job b = make_job("svc-b", "InProgress", "Starting", T0);
-	struct db_service_job sa, sb, got;
-	struct buf err = BUF_INIT;
-	struct db_job j;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.job_id = (char *)"00000000-0000-0000-0000-00000000000a";
-	sa.arn = (char *)"arn:aws:batch:us-east-1:1:service-job/a";
-	sa.name = (char *)"a";
-	sa.queue_arn = (char *)"arn:aws:batch:us-east-1:1:job-queue/q";
-	sa.training_job = (char *)"svc-a";
-	sa.owner = (char *)"alice";
-	sa.client_token = (char *)"tok";
-	sa.request_json = (char *)"{}";
-	sa.created_ms = T0;
-	sb = sa;
-	sb.job_id = (char *)"00000000-0000-0000-0000-00000000000b";
-	sb.training_job = (char *)"svc-b";
-	a.service = &sa;
-	b.service = &sb;
-	assert_int_equal(db_job_insert(f->db, &a, "Starting", &err), 0);
-	get(f->db, "svc-a", &j);
-	db_job_release(&j);
-	assert_int_equal(db_service_job_get(f->db, sa.job_id, NULL, NULL, &got,
-					    &err),
-			 0);
-	assert_string_equal(got.training_job, "svc-a");
-	db_service_job_release(&got);
-	buf_reset(&err);
-	/* The same owner's clientToken: neither row. */
-	assert_int_equal(db_job_insert(f->db, &b, "Starting", &err),
-			 ERR_CONFLICT);
-	assert_non_null(strstr(err.data, "clientToken"));
-	assert_int_equal(db_job_get(f->db, "svc-b", &j, &err), ERR_NOTFOUND);
-	assert_int_equal(db_service_job_get(f->db, sb.job_id, NULL, NULL, &got,
-					    &err),
-			 ERR_NOTFOUND);
 	buf_release(&err);
 }
 
@@ -1209,8 +1072,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_insert_get_roundtrip,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_insert_duplicate, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_insert_with_service, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_get_unknown, setup,
 						teardown),
