@@ -62,6 +62,26 @@ static void set_warm_pool(json_t *obj, const struct api_job_record *rec)
 	json_object_set_new(obj, "WarmPoolStatus", o);
 }
 
+/*
+ * TrainctlElastic, a member of trainctl's (boto3 and the SDK ignore
+ * members their model lacks): an elastic job's MinInstanceCount and the
+ * hosts its current attempt trains on.
+ */
+static void set_elastic(json_t *obj, const struct api_job_record *rec)
+{
+	json_t *o;
+
+	if (!rec->elastic_min)
+		return;
+	o = json_object();
+	json_object_set_new(o, "MinInstanceCount",
+			    json_integer(rec->elastic_min));
+	if (rec->elastic_hosts)
+		json_object_set_new(o, "CurrentInstanceCount",
+				    json_integer((json_int_t)rec->elastic_hosts));
+	json_object_set_new(obj, "TrainctlElastic", o);
+}
+
 /* The rules' statuses, as kept (a corrupt text is left out). */
 static void set_rule_statuses(json_t *obj, const struct api_job_record *rec)
 {
@@ -147,6 +167,7 @@ int api_describe_response(const struct api_job_record *rec, struct buf *out)
 	}
 	set_warm_pool(root, rec);
 	set_rule_statuses(root, rec);
+	set_elastic(root, rec);
 	ret = api__json_dump_to(root, out);
 	json_decref(root);
 	if (ret)

@@ -50,6 +50,10 @@ struct api_job_record {
 	/* DebugRuleEvaluationStatuses and ProfilerRuleEvaluationStatuses
 	 * (api/rule_status.h), merged into Describe; NULL: none. */
 	char *rule_statuses_json;
+	/* An elastic job (api/elastic.h): its fewest hosts (0: not
+	 * elastic) and the hosts of its current attempt (0: none). */
+	int elastic_min;
+	size_t elastic_hosts;
 };
 
 /* Frees everything the record owns and zeroes it. */

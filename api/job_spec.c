@@ -5,6 +5,7 @@
 #include <jansson.h>
 
 #include "api/job_config.h"
+#include "api/elastic.h"
 #include "api/job_spec.h"
 #include "api/json_util.h"
 #include "api/members.h"
@@ -813,6 +814,11 @@ static int parse(const char *json, size_t len, int stored,
 	if (ret)
 		goto out;
 	fill_spec(root, spec);
+	ret = api_elastic_parse(spec, err);
+	if (ret) {
+		api_job_spec_release(spec);
+		goto out;
+	}
 	echo = build_echo(root);
 	spec->debug_hook_config_json = dump_member(echo, "DebugHookConfig");
 	spec->profiler_config_json =

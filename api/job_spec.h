@@ -134,6 +134,11 @@ struct api_job_spec {
 	int keep_alive_s;
 	char *warm_key;
 	/*
+	 * The tag API_ELASTIC_TAG (api/elastic.h): the fewest hosts an
+	 * elastic job trains on; 0 when the job is not elastic.
+	 */
+	int min_instances;
+	/*
 	 * The request as it will be echoed by DescribeTrainingJob: only members
 	 * of the model, defaults filled in, compact JSON. Never NULL after a
 	 * successful parse.

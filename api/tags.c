@@ -3,6 +3,7 @@
 
 #include <jansson.h>
 
+#include "api/elastic.h"
 #include "api/json_util.h"
 #include "api/tags.h"
 #include "api/validate.h"
@@ -75,6 +76,29 @@ int api__tags_from_json(const json_t *arr, struct api_kv **out, size_t *n,
 	return 0;
 }
 
+/* trainctl's reserved keys are read at CreateTrainingJob only: adding or
+ * removing one later would change nothing, so it is refused. */
+static int reserved_later(const struct api_tags_request *req, struct buf *err)
+{
+	const char *key = NULL;
+	size_t i;
+
+	for (i = 0; i < req->n_tags && !key; i++)
+		if (api_elastic_reserved_key(req->tags[i].key))
+			key = req->tags[i].key;
+	for (i = 0; i < req->n_keys && !key; i++)
+		if (api_elastic_reserved_key(req->keys[i]))
+			key = req->keys[i];
+	if (!key)
+		return 0;
+	(void)buf_addf(err,
+		       "Tag key '%.128s' is reserved: trainctl reads it at "
+		       "CreateTrainingJob only, so it cannot be added or "
+		       "removed later",
+		       key);
+	return ERR_INVALID;
+}
+
 int api_tags_request_parse(enum api_tags_op op, const char *json, size_t len,
 			   struct api_tags_request *req, struct buf *err)
 {
@@ -113,6 +137,8 @@ int api_tags_request_parse(enum api_tags_op op, const char *json, size_t len,
 			req->next_token = xstrdup(json_string_value(v));
 		break;
 	}
+	if (!ret)
+		ret = reserved_later(req, err);
 out:
 	json_decref(root);
 	if (ret)

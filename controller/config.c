@@ -39,6 +39,7 @@ void ctrl_config_init(struct ctrl_config *cfg)
 	cfg->infra_min_shm_mb = -1;
 	cfg->infra_max_skew_ms = -1;
 	cfg->restart_wait_ms = -1;
+	cfg->elastic_wait_ms = -1;
 	cfg->quarantine_failures = -1;
 	cfg->quarantine_window_ms = -1;
 	cfg->tm_interval_ms = -2; /* unset; -1 is "the agents' own" */
@@ -78,6 +79,7 @@ enum {
 	OPT_HANG_TIMEOUT,
 	OPT_RETRY_POLICY,
 	OPT_RESTART_WAIT,
+	OPT_ELASTIC_WAIT,
 	OPT_FILE_ROOT,
 	OPT_TLS_CERT,
 	OPT_TLS_KEY,
@@ -138,6 +140,7 @@ static const struct option options[] = {
 	{ "straggler-ratio", required_argument, NULL, OPT_STRAG_RATIO },
 	{ "retry-policy", required_argument, NULL, OPT_RETRY_POLICY },
 	{ "restart-wait", required_argument, NULL, OPT_RESTART_WAIT },
+	{ "elastic-wait", required_argument, NULL, OPT_ELASTIC_WAIT },
 	{ "quarantine-failures", required_argument, NULL,
 	  OPT_QUARANTINE_FAILURES },
 	{ "quarantine-window", required_argument, NULL, OPT_QUARANTINE_WINDOW },
@@ -230,7 +233,8 @@ void ctrl_usage(void)
 	      "                 [--s3-endpoint URL] [--s3-domain DOMAIN]\n"
 	      "                 [--inventory FILE]\n"
 	      "                 [--max-retries N] [--retry-policy all|sagemaker]\n"
-	      "                 [--restart-wait SECONDS] [--hang-timeout SECONDS]\n"
+	      "                 [--restart-wait SECONDS] [--elastic-wait SECONDS]\n"
+	      "                 [--hang-timeout SECONDS]\n"
 	      "                 [--straggler-action none|name|move]\n"
 	      "                 [--straggler-window SECONDS] [--straggler-ratio X]\n"
 	      "                 [--quarantine-failures N]\n"
@@ -279,7 +283,9 @@ void ctrl_usage(void)
 	      "                  a ClientError; the default) or sagemaker\n"
 	      "                  (InternalServerError only, as SageMaker)\n"
 	      "  --restart-wait  seconds a restart waits for a lost host to come\n"
-	      "                  back or a spare to be free (60)\n",
+	      "                  back or a spare to be free (60)\n"
+	      "  --elastic-wait  seconds an elastic job's restart waits for a\n"
+	      "                  spare before it goes on with fewer hosts (2)\n",
 	      stderr);
 	fputs("  --telemetry-ms  the agents' sampling interval (their own,\n"
 	      "                  5000, unless given; 0: off)\n"
@@ -409,6 +415,8 @@ static const struct {
 	  NUM_LONG(hang_timeout_ms) },
 	{ OPT_RESTART_WAIT, "restart-wait", 0, 86400, 1000,
 	  NUM_LONG(restart_wait_ms) },
+	{ OPT_ELASTIC_WAIT, "elastic-wait", 0, 86400, 1000,
+	  NUM_LONG(elastic_wait_ms) },
 	{ OPT_STRAG_WINDOW, "straggler-window", 1, 86400, 1000,
 	  NUM_LONG(strag_window_ms) },
 	{ OPT_QUARANTINE_FAILURES, "quarantine-failures", 0, 1000, 1,
@@ -684,6 +692,7 @@ static const struct {
 	{ offsetof(struct ctrl_config, grace_ms), 120000 },
 	{ offsetof(struct ctrl_config, hang_timeout_ms), 1800000 },
 	{ offsetof(struct ctrl_config, restart_wait_ms), 60000 },
+	{ offsetof(struct ctrl_config, elastic_wait_ms), 2000 },
 	{ offsetof(struct ctrl_config, strag_window_ms), CTRL_STRAG_WINDOW_MS },
 	{ offsetof(struct ctrl_config, quarantine_window_ms), 3600000 },
 	{ offsetof(struct ctrl_config, tm_retention_h), 24 },
@@ -885,6 +894,7 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 	printf("hang-timeout %ld\n", cfg->hang_timeout_ms / 1000);
 	printf("retry-policy %s\n", cfg->retry_sagemaker ? "sagemaker" : "all");
 	printf("restart-wait %ld\n", cfg->restart_wait_ms / 1000);
+	printf("elastic-wait %ld\n", cfg->elastic_wait_ms / 1000);
 	printf("straggler-action %s\n",
 	       cfg->strag_action == CTRL_STRAG_NONE ? "none" :
 	       cfg->strag_action == CTRL_STRAG_MOVE ? "move" :

@@ -79,6 +79,7 @@ struct ctrl_config {
 	 * "sagemaker" (InternalServerError only, as SageMaker does) */
 	int retry_sagemaker;
 	long restart_wait_ms; /* a restart waits this long for hosts */
+	long elastic_wait_ms; /* an elastic job's, before it shrinks */
 	/* A host laid the failures of this many different jobs within
 	 * quarantine_window_ms is drained (controller/quarantine.c); 0:
 	 * never. */

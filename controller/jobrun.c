@@ -8,6 +8,7 @@
 #include "controller/rendezvous.h"
 #include "controller/artifacts.h"
 #include "controller/ctrl.h"
+#include "controller/elastic.h"
 #include "controller/hosts.h"
 #include "controller/jobrt.h"
 #include "controller/job_state.h"
@@ -300,12 +301,16 @@ static int retryable(const struct ctrl_ctx *ctx, const char *reason)
 static void begin_restart(struct ctrl_ctx *ctx, const struct db_job *job,
 			  enum ctrl_job_state cur,
 			  const struct ctrl_plan_summary *s,
-			  const char *message)
+			  const char *message, int elastic)
 {
 	struct buf err = BUF_INIT;
 
 	(void)db_attempt_end(ctx->db, job->name, job->attempt, s->reason.data,
 			     time_now_ms(), &err);
+	/* An elastic job's lost host spends no retry. */
+	if (elastic && db_attempt_set_planned(ctx->db, job->name, job->attempt,
+					      DB_ATTEMPT_ELASTIC, &err))
+		log_error("job '%s': %s", job->name, err.data);
 	if (ctrl_job_transition(ctx, job->name, cur, CTRL_JOB_RESTARTING,
 				message, NULL, &err))
 		log_error("job '%s': %s", job->name, err.data);
@@ -339,34 +344,43 @@ out:
 	buf_release(&err);
 }
 
-/* Restarting, settled, a host for every place: attempt N+1 starts. */
+/*
+ * Restarting, settled, a host for every place (or, for an elastic job,
+ * for at least its minimum of them): attempt N+1 starts.
+ */
 static void start_next_attempt(struct ctrl_ctx *ctx, const struct db_job *job,
 			       const struct db_assignment *as, size_t n,
 			       const char **chosen, int *busy_valid)
 {
 	struct buf err = BUF_INIT, msg = BUF_INIT;
-	size_t i;
+	size_t slots = ctrl_elastic_slots(ctx, job, n);
+	size_t m = ctrl_elastic_compact(chosen, slots), i;
 
 	if (db_assignments_delete(ctx->db, job->name, job->attempt, &err) ||
 	    db_attempt_start(ctx->db, job->name, job->attempt + 1,
-			     ctrl_place_ports(2 * (int)n + 2), chosen, n,
+			     ctrl_place_ports(2 * (int)m + 2), chosen, m,
 			     time_now_ms(), &err)) {
 		log_error("job '%s': cannot start attempt %d: %s", job->name,
 			  job->attempt + 1, err.data);
 		goto out;
 	}
-	note_left(ctx, job, chosen, n);
+	note_left(ctx, job, chosen, m);
 	bump_hosts(ctx, as, n);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < m; i++)
 		ctrl_hosts_bump(ctx, chosen[i]);
 	ctrl_rdzv_forget(ctx, job->name, job->uid, job->attempt);
 	(void)buf_addf(&msg, "Starting attempt %d of the training job",
 		       job->attempt + 1);
+	if (m < (size_t)job->instance_count)
+		(void)buf_addf(&msg,
+			       " on %zu of its %d hosts (elastic: no spare "
+			       "was free)",
+			       m, job->instance_count);
 	if (ctrl_job_transition(ctx, job->name, CTRL_JOB_RESTARTING,
 				CTRL_JOB_STARTING, msg.data, NULL, &err))
 		log_error("job '%s': %s", job->name, err.data);
 	log_info("job '%s': attempt %d on %zu host%s", job->name,
-		 job->attempt + 1, n, n == 1 ? "" : "s");
+		 job->attempt + 1, m, m == 1 ? "" : "s");
 	/* Hosts left behind are free, the new ones busy. */
 	*busy_valid = 0;
 	__atomic_store_n(&ctx->hosts_freed, 1, __ATOMIC_RELAXED);
@@ -459,6 +473,35 @@ out:
 	buf_release(&msg);
 	buf_release(&err);
 	buf_release(&names);
+	return ret;
+}
+
+/*
+ * An elastic job training on fewer hosts than it asked for, now that
+ * enough are free: a planned move whose next attempt fills every place
+ * (controller/elastic.c). Returns 1 when it began.
+ */
+static int grow_back(struct ctrl_ctx *ctx, const struct db_job *job,
+		     enum ctrl_job_state cur, const struct db_assignment *as,
+		     size_t n)
+{
+	struct buf msg = BUF_INIT;
+	int want, ret = 0;
+
+	if (!ctrl_elastic_can_grow(ctx, job, n, &want) ||
+	    !ctrl_job_transition_allowed(cur, CTRL_JOB_RESTARTING))
+		return 0;
+	(void)buf_addf(&msg,
+		       "Elastic: %d hosts are free again. Stopping attempt %d "
+		       "on %zu hosts (a checkpoint now, then SIGTERM) to "
+		       "start attempt %d on all %d; no retry spent",
+		       want - (int)n, job->attempt, n, job->attempt + 1, want);
+	if (end_as_move(ctx, job, msg.data)) {
+		set_actions(ctx, job, as, n, "stop");
+		restarting_for_move(ctx, job, cur, msg.data);
+		ret = 1;
+	}
+	buf_release(&msg);
 	return ret;
 }
 
@@ -562,6 +605,7 @@ static void gather(struct ctrl_ctx *ctx, const struct db_job *job,
 	pthread_mutex_lock(&ctx->jobs_lock);
 	rt = ctrl_jobrt_get(ctx, job->name);
 	mpi = rt && job_is_mpi(&rt->spec);
+	in->elastic_min = rt ? rt->spec.min_instances : 0;
 	if (rt)
 		max_ms = rt->spec.max_runtime_s * 1000;
 	if (rt)
@@ -593,13 +637,16 @@ static void gather(struct ctrl_ctx *ctx, const struct db_job *job,
 						     job->attempt, &suspect,
 						     &err);
 			ctrl_place_busy_refresh(ctx, busy_valid);
+			in->slots = ctrl_elastic_slots(ctx, job, n);
 			in->restart_missing = ctrl_place_replacements(
-				ctx, job, as, n, suspect, chosen);
+				ctx, job, as, n, in->slots, suspect, chosen);
 			free(suspect);
 		}
 		in->restart_wait_over = time_now_ms() - job->last_modified_ms >
 					ctx->cfg.restart_wait_ms;
 		in->restart_wait_s = ctx->cfg.restart_wait_ms / 1000;
+		in->elastic_wait_over = time_now_ms() - job->last_modified_ms >
+					ctx->cfg.elastic_wait_ms;
 	}
 	buf_release(&err);
 }
@@ -838,7 +885,7 @@ static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 	case CTRL_PLAN_RESTART:
 		if (s->hung && job->rule_statuses)
 			ctrl_rules_stalled(ctx, job->name, s->reason.data);
-		begin_restart(ctx, job, cur, s, o->text.data);
+		begin_restart(ctx, job, cur, s, o->text.data, o->elastic);
 		break;
 	case CTRL_PLAN_STALL_STOP:
 		ctrl_rules_stalled(ctx, job->name, s->reason.data);
@@ -900,7 +947,8 @@ static void step(struct ctrl_ctx *ctx, const char *name, int *busy_valid)
 	if (job.attempt > 0) {
 		(void)db_assignments_list(ctx->db, name, NULL, job.attempt, &as,
 					  &n, &err);
-		chosen = xcalloc(n + 1, sizeof(*chosen));
+		chosen = xcalloc(ctrl_elastic_slots(ctx, &job, n) + 1,
+				 sizeof(*chosen));
 		gather(ctx, &job, as, n, &s, chosen, busy_valid, &in);
 		release_checked(ctx, &job, &s, as, n);
 		/* A preempted job's hosts went back with its attempt. */
@@ -917,6 +965,10 @@ static void step(struct ctrl_ctx *ctx, const char *name, int *busy_valid)
 		in.check_replace_failed = 1;
 		ctrl_plan(&in, &out);
 	}
+	/* Training on, every rank running: an elastic job may grow. */
+	if (cur == CTRL_JOB_TRAINING && out.act == CTRL_PLAN_ADVANCE &&
+	    out.to == CTRL_JOB_TRAINING && grow_back(ctx, &job, cur, as, n))
+		goto out;
 	if (out.act == CTRL_PLAN_MOVE) {
 		ctrl_place_busy_refresh(ctx, busy_valid);
 		if (move_off_drained(ctx, &job, cur, as, n))

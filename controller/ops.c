@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api/distribution.h"
+#include "api/elastic.h"
 #include "api/job_record.h"
 #include "api/job_config.h"
 #include "api/job_spec.h"
@@ -437,13 +438,33 @@ static void dcache_put(struct ctrl_dcache *dc, const char *name, uint64_t seq,
 	pthread_mutex_unlock(&dc->lock[i % CTRL_DCACHE_STRIPES]);
 }
 
+/* An elastic job's minimum and, while it runs, its attempt's hosts. */
+static void elastic_of(struct ctrl_ctx *ctx, const struct db_job *job,
+		       int *min, size_t *hosts)
+{
+	struct db_assignment *as = NULL;
+	struct buf err = BUF_INIT;
+	size_t n = 0;
+
+	*min = api_elastic_min_of_request(job->spec_json);
+	*hosts = 0;
+	if (*min && job->attempt > 0 && !strcmp(job->status, "InProgress") &&
+	    !db_assignments_list(ctx->db, job->name, NULL, job->attempt, &as,
+				 &n, &err))
+		*hosts = n;
+	db_assignments_free(as, n);
+	buf_release(&err);
+}
+
 int ctrl_describe_body(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		       const char *name, struct buf *out, struct buf *err)
 {
 	struct api_job_record rec;
 	struct db_job job;
 	char *owner = NULL;
+	size_t hosts;
 	uint64_t seq;
+	int min;
 	int hit;
 	int ret;
 
@@ -461,7 +482,10 @@ int ctrl_describe_body(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	if (ret)
 		return ret;
 	owner = job.owner ? xstrdup(job.owner) : NULL;
+	elastic_of(ctx, &job, &min, &hosts);
 	job_to_record(&job, &rec);
+	rec.elastic_min = min;
+	rec.elastic_hosts = hosts;
 	ret = api_describe_response(&rec, out);
 	if (ret) {
 		(void)buf_adds(err, "stored request is corrupt");

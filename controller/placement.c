@@ -581,12 +581,6 @@ const char *ctrl_place_spare(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 	return type ? ctrl_place_pick_free(ctx, type, &from, chosen, n) : NULL;
 }
 
-/*
- * The hosts of the next attempt: each host of the failed one while it is
- * usable, a lost or drained one replaced by a free live host of its
- * instance type (or kept, when drained and no spare is free). Fills
- * chosen[host_index] and returns how many places found no host.
- */
 /* Why algo-N leaves host h, for the log. */
 static const char *why_moved(const struct ctrl_host *h, int suspect)
 {
@@ -597,7 +591,8 @@ static const char *why_moved(const struct ctrl_host *h, int suspect)
 
 size_t ctrl_place_replacements(struct ctrl_ctx *ctx, const struct db_job *job,
 			       const struct db_assignment *as, size_t n,
-			       const char *suspect, const char **chosen)
+			       size_t slots, const char *suspect,
+			       const char **chosen)
 {
 	struct ctrl_jobrt *rt;
 	size_t i, missing = 0;
@@ -610,13 +605,13 @@ size_t ctrl_place_replacements(struct ctrl_ctx *ctx, const struct db_job *job,
 		int suspected = suspect && !strcmp(as[i].host, suspect);
 		int index = as[i].host_index;
 
-		if ((size_t)index >= n)
+		if ((size_t)index >= slots)
 			continue;
 		if (h && ctrl_place_host_usable(h) && !suspected) {
 			chosen[index] = h->name;
 			continue;
 		}
-		chosen[index] = ctrl_place_spare(ctx, rt, index, chosen, n);
+		chosen[index] = ctrl_place_spare(ctx, rt, index, chosen, slots);
 		if (chosen[index])
 			log_info("job '%s': algo-%d moves from %s host '%s' "
 				 "to '%s'",
@@ -629,11 +624,16 @@ size_t ctrl_place_replacements(struct ctrl_ctx *ctx, const struct db_job *job,
 			 * wrong. A quarantined host is not taken back. */
 			chosen[index] = h->name;
 	}
+	/* The places an elastic job's smaller attempt left empty. */
+	for (i = n; i < slots; i++)
+		if (!chosen[i])
+			chosen[i] = ctrl_place_spare(ctx, rt, (int)i, chosen,
+						     slots);
 	/* The chosen names stay valid: hosts are never freed while the
 	 * controller runs. */
 	pthread_mutex_unlock(&ctx->hosts_lock);
 	pthread_mutex_unlock(&ctx->jobs_lock);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < slots; i++)
 		missing += !chosen[i];
 	return missing;
 }

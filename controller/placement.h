@@ -82,12 +82,15 @@ int ctrl_place_job_on(struct ctrl_ctx *ctx, const struct db_job *job,
  * one while it is usable, a lost or drained one, and suspect (the host
  * the failure was laid at, NULL: none), replaced by a free live host of
  * its instance type (or kept, when drained or suspected and no spare is
- * free, unless quarantined). Fills chosen[host_index]; returns how many
- * places found no host.
+ * free, unless quarantined), and a spare for each place from n to slots
+ * (an elastic job growing back: controller/elastic.h; else slots is n).
+ * Fills chosen[host_index] (slots entries); returns how many places found
+ * no host.
  */
 size_t ctrl_place_replacements(struct ctrl_ctx *ctx, const struct db_job *job,
 			       const struct db_assignment *as, size_t n,
-			       const char *suspect, const char **chosen);
+			       size_t slots, const char *suspect,
+			       const char **chosen);
 
 /* Free live hosts that can serve type, given the current assignments. */
 int ctrl_place_free_count(struct ctrl_ctx *ctx, const char *type);

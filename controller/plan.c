@@ -253,8 +253,10 @@ void ctrl_plan_summarize(const struct db_assignment *as, const int *lost,
 		struct api_status st;
 		struct buf err = BUF_INIT;
 
-		if (lost[i])
+		if (lost[i]) {
 			fail_lost(&t, &as[i]);
+			s->lost++;
+		}
 		if (!as[i].report_json ||
 		    api_status_parse(as[i].report_json,
 				     strlen(as[i].report_json), &st, &err) ||
@@ -309,16 +311,26 @@ static void plan_stopping(const struct ctrl_plan_in *in,
  * and acknowledged, or lost), attempt N+1 starts on the same hosts, a
  * lost one replaced by a free live host of its instance type. With no
  * replacement the job waits for the host to return or a spare to free
- * up, at most --restart-wait, then fails. A planned move stops its attempt
+ * up, at most --restart-wait, then fails; an elastic job with at least
+ * its minimum of hosts goes on with them after --elastic-wait instead
+ * (controller/elastic.h). A planned move stops its attempt
  * (SIGTERM, the grace period, a last checkpoint); a failed one is killed.
  */
 static void plan_restarting(const struct ctrl_plan_in *in,
 			    struct ctrl_plan_out *out)
 {
-	out->actions = in->planned_move ? "stop" : "abort";
+	/* An elastic job's lost host (DB_ATTEMPT_ELASTIC) is no move: its
+	 * ranks are killed, as after any failure. */
+	out->actions = in->planned_move == DB_ATTEMPT_MOVED ? "stop" : "abort";
 	if (!in->settled)
 		return;
 	if (!in->restart_missing) {
+		out->act = CTRL_PLAN_NEXT_ATTEMPT;
+		return;
+	}
+	/* An elastic job goes on with the hosts it has (elastic.h). */
+	if (in->elastic_min > 0 && in->elastic_wait_over &&
+	    in->slots >= in->restart_missing + (size_t)in->elastic_min) {
 		out->act = CTRL_PLAN_NEXT_ATTEMPT;
 		return;
 	}
@@ -345,6 +357,31 @@ static void plan_interrupted(const struct ctrl_plan_in *in,
 	out->actions = "stop";
 	if (in->settled)
 		out->act = CTRL_PLAN_REQUEUE;
+}
+
+/*
+ * An elastic job that lost hosts but keeps at least its minimum restarts
+ * without spending a retry (controller/elastic.c): on a spare when one is
+ * free, else on the hosts it has. Returns 1 when it decided.
+ */
+static int plan_elastic_loss(const struct ctrl_plan_in *in,
+			     struct ctrl_plan_out *out)
+{
+	const struct ctrl_plan_summary *s = in->s;
+
+	if (!s->failed || !s->lost || in->elastic_min <= 0 ||
+	    s->n < s->lost + (size_t)in->elastic_min ||
+	    in->cur == CTRL_JOB_UPLOADING ||
+	    !ctrl_job_transition_allowed(in->cur, CTRL_JOB_RESTARTING))
+		return 0;
+	out->act = CTRL_PLAN_RESTART;
+	out->actions = "abort";
+	out->elastic = 1;
+	(void)buf_addf(&out->text,
+		       "Attempt %d failed: %s. Elastic: restarting on a spare, "
+		       "or on the %zu hosts left (no retry spent)",
+		       in->attempt, s->reason.data, s->n - s->lost);
+	return 1;
 }
 
 /*
@@ -454,6 +491,8 @@ void ctrl_plan(const struct ctrl_plan_in *in, struct ctrl_plan_out *out)
 	 * until the job completes). Any other failure there would recur.
 	 */
 	if (plan_stall_stop(in, out))
+		return;
+	if (plan_elastic_loss(in, out))
 		return;
 	if (s->failed && in->retryable &&
 	    ctrl_job_transition_allowed(cur, CTRL_JOB_RESTARTING) &&

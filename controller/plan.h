@@ -32,6 +32,7 @@ struct ctrl_plan_summary {
 	size_t finished; /* done or error or exited (nothing more comes) */
 	int failed;
 	int hung; /* the failure named is a hang the agent found */
+	size_t lost; /* hosts that stopped answering */
 	/* MPI mode: algo-1's mpirun ended; followers not done yet, running
 	 * or exited (a daemon killed as mpirun ended) and waiting for the
 	 * controller's word. */
@@ -82,6 +83,11 @@ struct ctrl_plan_in {
 	size_t restart_missing;	  /* restarting: hosts with no replacement */
 	int restart_wait_over;	  /* restarting: waited past --restart-wait */
 	long restart_wait_s;	  /* --restart-wait, for the message */
+	/* an elastic job's fewest hosts (0: not elastic), the places its
+	 * next attempt fills, and whether --elastic-wait has passed */
+	int elastic_min;
+	size_t slots;
+	int elastic_wait_over;
 	/* a hang stops the job: StalledTrainingRule's stop_training_on_fire */
 	int stop_on_stall;
 	const struct ctrl_plan_summary *s; /* attempt > 0 */
@@ -110,6 +116,7 @@ struct ctrl_plan_out {
 	int has_reason;		/* FINISH: text is the failure reason */
 	int upload;		/* FINISH: collect the model and output */
 	int then_complete;	/* ADVANCE: and Completed once Uploading */
+	int elastic;		/* RESTART: an elastic job's, no retry spent */
 	int stop_followers;	/* MPI: mpirun ended, stop the others */
 	/* RESTART's and STALL_STOP's message, FINISH's reason */
 	struct buf text;

@@ -42,6 +42,7 @@ enum db_attempt_planned {
 	DB_ATTEMPT_UNPLANNED = 0,
 	DB_ATTEMPT_MOVED = 1,	  /* a planned move off a drained host */
 	DB_ATTEMPT_PREEMPTED = 2, /* preempted for another job */
+	DB_ATTEMPT_ELASTIC = 3,	  /* an elastic job lost a host */
 };
 
 /*
