@@ -48,6 +48,11 @@ struct ctrl_plan_summary {
 	size_t checked;
 	int64_t check_ms;
 	int check_failed;
+	/* The network part's medians (net_hosts 0: it did not run),
+	 * filled by the caller (controller/netcheck.h). */
+	size_t net_hosts;
+	int64_t net_rtt_us;
+	int64_t net_mbps;
 };
 
 /*
