@@ -319,6 +319,13 @@ static void net_step(struct agent_ctx *ctx, struct agent_assign *a)
 		checks_passed(ctx, a);
 }
 
+/* The network check ends in its own thread: looked at every 50 ms while
+ * it runs (INT64_MAX: none runs). */
+static int64_t net_next(const struct agent_assign *a)
+{
+	return a->net && !a->check_ms ? time_mono_ms() + 50 : INT64_MAX;
+}
+
 /*
  * The infrastructure checks, when the job or the controller asks for
  * them: before anything is staged, so that a bad host is replaced before
@@ -986,9 +993,8 @@ int64_t agent_assign_next(struct agent_ctx *ctx)
 
 	/* Only deadlines that will lead to an action, or we would spin. */
 	for (a = ctx->assigns; a; a = a->next) {
-		/* The network check ends in its own thread: looked at. */
-		if (a->net && !a->check_ms && time_mono_ms() + 50 < next)
-			next = time_mono_ms() + 50;
+		if (net_next(a) < next)
+			next = net_next(a);
 		if (a->phase != API_PHASE_RUNNING &&
 		    a->phase != API_PHASE_UPLOADING)
 			continue;
