@@ -224,46 +224,59 @@ static void *serve(void *arg)
 	return NULL;
 }
 
-/* A listening socket on port (every address), or -1 with err set. */
+/* A socket of family bound to every address's port, listening; -1 with
+ * errno set when it cannot be. IPv6 takes IPv4 too (not V6ONLY). */
+static int bind_any(int family, int port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1, zero = 0, e;
+
+	if (fd < 0)
+		return -1;
+	memset(&ss, 0, sizeof(ss));
+	if (family == AF_INET6) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons((uint16_t)port);
+		a->sin6_addr = in6addr_any;
+		len = sizeof(*a);
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero,
+				 sizeof(zero));
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+
+		a->sin_family = AF_INET;
+		a->sin_port = htons((uint16_t)port);
+		len = sizeof(*a);
+	}
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (!bind(fd, (struct sockaddr *)&ss, len) && !listen(fd, MAX_CONNS))
+		return fd;
+	e = errno;
+	close(fd);
+	errno = e;
+	return -1;
+}
+
+/* A listening socket on port (every address, IPv6 and IPv4, else IPv4
+ * alone where IPv6 is off), or -1 with err set. */
 static int listen_on(int port, struct buf *err)
 {
-	struct sockaddr_in6 a;
-	int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	int one = 1, zero = 0;
+	int fd = bind_any(AF_INET6, port);
 
+	if (fd < 0 && errno != EADDRINUSE)
+		fd = bind_any(AF_INET, port);
 	if (fd < 0) {
-		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd >= 0) {
-			struct sockaddr_in a4;
-
-			memset(&a4, 0, sizeof(a4));
-			a4.sin_family = AF_INET;
-			a4.sin_port = htons((uint16_t)port);
-			(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
-					 sizeof(one));
-			if (!bind(fd, (struct sockaddr *)&a4, sizeof(a4)) &&
-			    !listen(fd, MAX_CONNS))
-				goto ok;
-		}
-		goto fail;
+		(void)buf_addf(err,
+			       "network check: cannot listen on port %d: %s",
+			       port, strerror(errno));
+		return -1;
 	}
-	memset(&a, 0, sizeof(a));
-	a.sin6_family = AF_INET6;
-	a.sin6_port = htons((uint16_t)port);
-	a.sin6_addr = in6addr_any;
-	(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, MAX_CONNS))
-		goto fail;
-ok:
 	set_nonblock(fd);
 	return fd;
-fail:
-	(void)buf_addf(err, "network check: cannot listen on port %d: %s", port,
-		       strerror(errno));
-	if (fd >= 0)
-		close(fd);
-	return -1;
 }
 
 /* ---------------------------------------------------------------- client */
