@@ -282,15 +282,17 @@ static void signal_ranks(struct agent_assign *a, int sig)
 			(void)agent_proc_signal(&a->ranks[i].proc, sig);
 }
 
-/* Every check passed: reported (and kept in state.json) with a note. */
+/*
+ * Every check passed: reported (and kept in state.json) with a note. The
+ * network check's listener stays until the program starts: the other
+ * hosts may still measure this one.
+ */
 static void checks_passed(struct agent_ctx *ctx, struct agent_assign *a)
 {
 	struct buf net = BUF_INIT;
 	const struct api_net_figures *n = &a->net_figs;
 
 	a->check_ms = time_mono_ms() - a->check_t0 + 1;
-	agent_netcheck_free(a->net);
-	a->net = NULL;
 	if (n->peers > 0 && n->reached > 0)
 		(void)buf_addf(&net,
 			       "; network: %d of %d peers answered, "
