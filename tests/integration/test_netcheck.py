@@ -18,7 +18,8 @@ test_netcheck.c judges slow round trips):
       Completes, its transitions say the checks passed on 3 hosts within
       the 10 s budget, with the hosts' median round trip and bandwidth
   (b) the slowed host is drained with the reason and ran no rank
-  (c) a 3-host job on healthy hosts passes its network check at once
+  (c) a 3-host job on healthy hosts passes its network check at once,
+      every host having reached both of its peers (its note in the log)
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter, as
 root (namespaces, tc):
@@ -47,6 +48,8 @@ TBF = ["tbf", "rate", "4mbit", "burst", "16kbit", "latency", "400ms"]
 FAILED_RE = re.compile(r"^Infrastructure check failed on (algo-\d) \(host ([^)]+)\): network: its best "
                        r"bandwidth to its peers is (\d+) Mbit/s, 1/(\d+) of the job's median of (\d+) "
                        r"Mbit/s; replaced by (\S+)$")
+NOTE_RE = re.compile(r"Infrastructure checks passed in \d+ ms \(clock offset -?\d+ ms, no GPU; network: (\d+) of "
+                     r"(\d+) peers answered, best round trip [\d.]+ ms, \d+ Mbit/s\)")
 PASSED_RE = re.compile(r"^Infrastructure checks passed on 3 hosts in (\d+\.\d) s\. Network: round trip "
                        r"(\d+\.\d\d) ms, (\d+) Mbit/s \(the hosts' median\)\. ")
 
@@ -156,6 +159,15 @@ def case_healthy(cluster, sm):
         name, d["TrainingJobStatus"], d.get("FailureReason"), seen))
     expect(not [m for m in msgs if "check failed" in m], "a healthy host failed: %s" % short(msgs, 1500))
     expect([m for m in msgs if PASSED_RE.match(m)], "no passed checks with figures: %s" % short(msgs, 1500))
+    # Each host reached both peers: a host done first keeps listening for
+    # the others until the program starts.
+    notes = []
+    for root, _, files in os.walk(os.path.join(dl.STATE, "controller", "state", "logs", name)):
+        for fn in files:
+            with open(os.path.join(root, fn), errors="replace") as f:
+                notes += NOTE_RE.findall(f.read())
+    expect(len(notes) == 3 and all(n == ("2", "2") for n in notes),
+           "the hosts' notes (answered, tried): %s" % notes)
 
 
 def skip_reason():
