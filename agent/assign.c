@@ -37,6 +37,7 @@
 #include "agent/http.h"
 #include "agent/ident.h"
 #include "agent/infracheck.h"
+#include "agent/netcheck.h"
 #include "agent/jobdir.h"
 #include "agent/launch.h"
 #include "agent/lines.h"
@@ -153,6 +154,7 @@ void agent_assign_free(struct agent_ctx *ctx, struct agent_assign *a)
 	for (i = 0; i < a->n_ranks; i++)
 		rank_release(&a->ranks[i]);
 	agent_netiso_teardown(a);
+	agent_netcheck_free(a->net);
 	free(a->ranks);
 	if (a->have_spec)
 		api_assignment_release(&a->spec);
@@ -202,6 +204,7 @@ static void agent_assign_report(const struct agent_assign *a,
 	r->hung = a->hw.reason != NULL;
 	r->check_ms = a->check_ms;
 	r->runtime = a->runtime_note;
+	r->net = a->net_figs;
 	if (!a->n_ranks)
 		return;
 	r->procs = xcalloc(a->n_ranks, sizeof(*r->procs));
@@ -286,9 +289,57 @@ static void signal_ranks(struct agent_assign *a, int sig)
 }
 
 /*
+ * Every check passed: reported (and kept in state.json) with a note. The
+ * network check's listener stays until the program starts: the other
+ * hosts may still measure this one.
+ */
+static void checks_passed(struct agent_ctx *ctx, struct agent_assign *a)
+{
+	struct buf net = BUF_INIT;
+	const struct api_net_figures *n = &a->net_figs;
+
+	a->check_ms = time_mono_ms() - a->check_t0 + 1;
+	if (n->peers > 0 && n->reached > 0)
+		(void)buf_addf(&net,
+			       "; network: %d of %d peers answered, "
+			       "best round trip %.2f ms, %lld Mbit/s",
+			       n->reached, n->peers, (double)n->rtt_us / 1000.0,
+			       (long long)n->mbps);
+	else if (n->peers > 0)
+		(void)buf_addf(&net, "; network: none of %d peers answered",
+			       n->peers);
+	agent_assign_mark(ctx, a);
+	agent_assign_note(ctx, a,
+			  "Infrastructure checks passed in %lld ms "
+			  "(clock offset %lld ms, %s%s)",
+			  (long long)(a->check_ms - 1),
+			  (long long)a->check_skew_ms,
+			  a->check_gpus < 0 ? "no GPU" : "GPUs healthy",
+			  net.len ? net.data : "");
+	buf_release(&net);
+}
+
+/* The network part's turn: once it is over, the checks passed here (the
+ * controller compares the figures with the other hosts'). */
+static void net_step(struct agent_ctx *ctx, struct agent_assign *a)
+{
+	if (a->net && !a->check_ms && agent_netcheck_done(a->net, &a->net_figs))
+		checks_passed(ctx, a);
+}
+
+/* The network check ends in its own thread: looked at every 50 ms while
+ * it runs (INT64_MAX: none runs). */
+static int64_t net_next(const struct agent_assign *a)
+{
+	return a->net && !a->check_ms ? time_mono_ms() + 50 : INT64_MAX;
+}
+
+/*
  * The infrastructure checks, when the job or the controller asks for
  * them: before anything is staged, so that a bad host is replaced before
- * the program starts anywhere. Fails with API_INFRA_CHECK_FAILED.
+ * the program starts anywhere. Fails with API_INFRA_CHECK_FAILED. The
+ * network part runs beside the staging (net_step()) when the attempt
+ * has other hosts.
  */
 static int infra_check(struct agent_ctx *ctx, struct agent_assign *a,
 		       struct buf *err)
@@ -297,11 +348,11 @@ static int infra_check(struct agent_ctx *ctx, struct agent_assign *a,
 	struct agent_infra_facts f;
 	struct buf why = BUF_INIT;
 	char *ckpt = NULL;
-	int64_t t0 = time_mono_ms();
 	int bad;
 
-	if (!d->infra.enabled || a->check_ms)
+	if (!d->infra.enabled || a->check_ms || a->net)
 		return 0;
+	a->check_t0 = time_mono_ms();
 	if (d->checkpoint_s3_uri)
 		ckpt = agent_jobdir_checkpoint_path(a->dir,
 						    d->checkpoint_local_path);
@@ -309,18 +360,19 @@ static int infra_check(struct agent_ctx *ctx, struct agent_assign *a,
 			    ctx->cfg.gpus);
 	free(ckpt);
 	bad = agent_infra_judge(&f, &d->infra, &why);
-	if (bad) {
-		(void)buf_addf(err, "%s%s", API_INFRA_CHECK_FAILED, why.data);
-	} else {
-		a->check_ms = time_mono_ms() - t0 + 1;
-		agent_assign_mark(ctx, a); /* reported, and in state.json */
-		agent_assign_note(ctx, a,
-				  "Infrastructure checks passed in %lld ms "
-				  "(clock offset %lld ms, %s)",
-				  (long long)(a->check_ms - 1),
-				  (long long)f.skew_ms,
-				  f.gpus_seen < 0 ? "no GPU" : "GPUs healthy");
+	a->check_skew_ms = f.skew_ms;
+	a->check_gpus = f.gpus_seen;
+	if (!bad && d->infra.network && d->n_hosts > 1 && d->master_port > 0) {
+		a->net = agent_netcheck_start((const char *const *)d->addresses,
+					      d->n_hosts, (size_t)d->host_index,
+					      d->master_port,
+					      AGENT_NET_BUDGET_MS, &why);
+		bad = !a->net;
+	} else if (!bad) {
+		checks_passed(ctx, a);
 	}
+	if (bad)
+		(void)buf_addf(err, "%s%s", API_INFRA_CHECK_FAILED, why.data);
 	buf_release(&why);
 	return bad ? ERR_INVALID : 0;
 }
@@ -419,6 +471,9 @@ static void launch(struct agent_ctx *ctx, struct agent_assign *a)
 	 * since_ms), however soon they write it. */
 	int64_t start = time_file_ms();
 
+	/* Its port is the program's now. */
+	agent_netcheck_free(a->net);
+	a->net = NULL;
 	agent_assign_watch_checkpoints(a);
 	if (a->spec.network_isolation &&
 	    a->spec.launch_mode != API_LAUNCH_CONTAINER && !a->netiso_procs &&
@@ -569,6 +624,7 @@ static void step_staging(struct agent_ctx *ctx, struct agent_assign *a)
 		staged(ctx, a);
 	if (a->phase == API_PHASE_ERROR)
 		return;
+	net_step(ctx, a);
 	if (must_abort(ctx, a) || a->action == API_ACTION_STOP) {
 		/* Stopped before it ran: there is nothing to upload. */
 		if (agent_task_busy(&a->task)) {
@@ -1007,6 +1063,8 @@ int64_t agent_assign_next(struct agent_ctx *ctx)
 
 	/* Only deadlines that will lead to an action, or we would spin. */
 	for (a = ctx->assigns; a; a = a->next) {
+		if (net_next(a) < next)
+			next = net_next(a);
 		if (a->phase != API_PHASE_RUNNING &&
 		    a->phase != API_PHASE_UPLOADING)
 			continue;

@@ -100,7 +100,14 @@ struct agent_assign {
 	int64_t spec_at_ms; /* wall clock when the spec arrived */
 	int64_t check_ms;   /* infrastructure checks passed in this - 1
 			     * ms; 0: none ran (infracheck.h) */
-	int restage;	    /* adopted while staging: stage again */
+	/* The network part of the checks while it runs (netcheck.h), and
+	 * what the host part found, for the note once it is over. */
+	struct agent_netcheck *net;
+	struct api_net_figures net_figs;
+	int64_t check_t0; /* monotonic: the checks began */
+	int64_t check_skew_ms;
+	int check_gpus; /* GPUs seen, -1: no NVML */
+	int restage;	/* adopted while staging: stage again */
 	enum agent_upload_step up_step;
 	struct agent_req *up_req;
 	int up_tries;

@@ -162,6 +162,9 @@ struct api_assignment {
 		/* Some host of the attempt has not passed them yet: the
 		 * program waits (absent on the wire: false). */
 		int hold;
+		/* Measure the network against the attempt's other hosts
+		 * too (agent/netcheck.h; absent on the wire: false). */
+		int network;
 	} infra;
 	/*
 	 * "locations": what the job's owner may name (docs/security.md);
@@ -234,6 +237,18 @@ struct api_report {
 	 * and how they meet the image's ("Python 3.11.2, PyTorch 1.13.1
 	 * ..."); NULL: not known (yet). */
 	char *runtime;
+	/*
+	 * The network part of the checks ("net" on the wire, absent: none
+	 * ran, peers 0): how many of the attempt's other hosts were tried
+	 * and answered, and the best of them: the median round trip in
+	 * microseconds and the bandwidth in Mbit/s (-1: none answered).
+	 */
+	struct api_net_figures {
+		int peers;
+		int reached;
+		int64_t rtt_us;
+		int64_t mbps;
+	} net;
 };
 
 struct api_status {

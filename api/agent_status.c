@@ -101,6 +101,36 @@ static int parse_proc(const json_t *o, const char *where,
 	return 0;
 }
 
+/* "net": absent, or {"peers", "reached", "rtt_us", "mbps"} (-1: none). */
+static int parse_net(const json_t *o, const char *where,
+		     struct api_net_figures *n, struct buf *err)
+{
+	const json_t *sub = NULL;
+	long long v[2] = { 0, 0 };
+	char m[160];
+	int ret;
+
+	memset(n, 0, sizeof(*n));
+	ret = api__ap_get_object(o, where, "net", API__AP_OPT, &sub, err);
+	if (ret || !sub)
+		return ret;
+	api__ap_member(m, sizeof(m), where, "net");
+	ret = api__ap_get_intv(sub, m, "peers", 1, API__AP_MAX_COUNT, &n->peers,
+			       err);
+	ret = ret ? ret :
+		    api__ap_get_intv(sub, m, "reached", 0, n->peers,
+				     &n->reached, err);
+	ret = ret ? ret :
+		    api__ap_get_int(sub, m, "rtt_us", -1, API__AP_MAX_MS, NULL,
+				    &v[0], err);
+	ret = ret ? ret :
+		    api__ap_get_int(sub, m, "mbps", -1, API__AP_MAX_MS, NULL,
+				    &v[1], err);
+	n->rtt_us = v[0];
+	n->mbps = v[1];
+	return ret;
+}
+
 static int parse_report(const json_t *o, const char *where,
 			struct api_report *r, struct buf *err)
 {
@@ -159,7 +189,7 @@ static int parse_report(const json_t *o, const char *where,
 	ret = ret ? ret :
 		    api__ap_get_str(o, where, "runtime", API__AP_OPT,
 				    &r->runtime, err);
-	return ret;
+	return ret ? ret : parse_net(o, where, &r->net, err);
 }
 
 /* "images": {"pruned": N, "list": [{"id", "names", "size", ...}]} */
@@ -288,6 +318,15 @@ static json_t *report_json(struct api__jb *b, const struct api_report *r)
 		api__ap_put(b, o, "check_ms", api__ap_jint(b, r->check_ms));
 	if (r->runtime)
 		api__ap_put(b, o, "runtime", api__ap_jstr(b, r->runtime));
+	if (r->net.peers > 0) {
+		json_t *n = api__ap_jobj(b);
+
+		api__ap_put(b, n, "peers", api__ap_jint(b, r->net.peers));
+		api__ap_put(b, n, "reached", api__ap_jint(b, r->net.reached));
+		api__ap_put(b, n, "rtt_us", api__ap_jint(b, r->net.rtt_us));
+		api__ap_put(b, n, "mbps", api__ap_jint(b, r->net.mbps));
+		api__ap_put(b, o, "net", n);
+	}
 	return o;
 }
 

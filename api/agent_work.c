@@ -585,6 +585,10 @@ static int parse_infra(const json_t *o, const char *where,
 	if (hold && !json_is_boolean(hold))
 		return api__ap_bad(err, m, "hold", "must be true or false");
 	c->hold = json_is_true(hold);
+	hold = json_object_get(sub, "network");
+	if (hold && !json_is_boolean(hold))
+		return api__ap_bad(err, m, "network", "must be true or false");
+	c->network = json_is_true(hold);
 	return 0;
 }
 
@@ -930,6 +934,8 @@ static json_t *infra_json(struct api__jb *b, const struct api_infra_check *c)
 	api__ap_put(b, sub, "controller_ms", api__ap_jint(b, c->controller_ms));
 	if (c->hold)
 		api__ap_put(b, sub, "hold", json_true());
+	if (c->network)
+		api__ap_put(b, sub, "network", json_true());
 	return sub;
 }
 

@@ -38,6 +38,10 @@ void ctrl_config_init(struct ctrl_config *cfg)
 	cfg->infra_min_disk_mb = -1;
 	cfg->infra_min_shm_mb = -1;
 	cfg->infra_max_skew_ms = -1;
+	cfg->infra_net = 1;
+	cfg->infra_net_rtt_factor = -1;
+	cfg->infra_net_rtt_floor_us = -1;
+	cfg->infra_net_bw_factor = -1;
 	cfg->restart_wait_ms = -1;
 	cfg->elastic_wait_ms = -1;
 	cfg->quarantine_failures = -1;
@@ -110,6 +114,10 @@ enum {
 	OPT_INFRA_DISK,
 	OPT_INFRA_SHM,
 	OPT_INFRA_SKEW,
+	OPT_INFRA_NET,
+	OPT_INFRA_NET_RTT,
+	OPT_INFRA_NET_FLOOR,
+	OPT_INFRA_NET_BW,
 };
 
 static const struct option options[] = {
@@ -162,6 +170,13 @@ static const struct option options[] = {
 	{ "infra-check-min-disk", required_argument, NULL, OPT_INFRA_DISK },
 	{ "infra-check-min-shm", required_argument, NULL, OPT_INFRA_SHM },
 	{ "infra-check-max-skew-ms", required_argument, NULL, OPT_INFRA_SKEW },
+	{ "infra-check-network", required_argument, NULL, OPT_INFRA_NET },
+	{ "infra-check-net-rtt-factor", required_argument, NULL,
+	  OPT_INFRA_NET_RTT },
+	{ "infra-check-net-rtt-floor-us", required_argument, NULL,
+	  OPT_INFRA_NET_FLOOR },
+	{ "infra-check-net-bw-factor", required_argument, NULL,
+	  OPT_INFRA_NET_BW },
 	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
 	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
 	{ "tls-ca", required_argument, NULL, OPT_TLS_CA },
@@ -175,7 +190,6 @@ static const struct option options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* ctrl_usage()'s lines on stragglers. */
 /* The options of gray failures: stragglers, bad hosts, checks. */
 static void usage_gray_failures(void)
 {
@@ -190,7 +204,17 @@ static void usage_gray_failures(void)
 	      "                  folders need (1024)\n"
 	      "  --infra-check-min-shm  MiB free /dev/shm needs (64)\n"
 	      "  --infra-check-max-skew-ms  largest clock offset from the\n"
-	      "                  controller (2000)\n",
+	      "                  controller (2000)\n"
+	      "  --infra-check-network  measure the network between a\n"
+	      "                  job's hosts too (on)\n"
+	      "  --infra-check-net-rtt-factor  a host whose round trip is\n"
+	      "                  over this many times the job's median\n"
+	      "                  fails (5) ...\n"
+	      "  --infra-check-net-rtt-floor-us  ... when it is also this\n"
+	      "                  many microseconds above it (5000)\n"
+	      "  --infra-check-net-bw-factor  a host whose bandwidth is\n"
+	      "                  under the job's median divided by this\n"
+	      "                  fails (10)\n",
 	      stderr);
 	fputs("  --straggler-action  what a host found persistently slower\n"
 	      "                  than the other hosts of its job gets: none\n"
@@ -237,11 +261,13 @@ void ctrl_usage(void)
 	      "                 [--hang-timeout SECONDS]\n"
 	      "                 [--straggler-action none|name|move]\n"
 	      "                 [--straggler-window SECONDS] [--straggler-ratio X]\n"
-	      "                 [--quarantine-failures N]\n"
-	      "                 [--quarantine-window SECONDS]\n"
+	      "                 [--quarantine-failures N] [--quarantine-window SECONDS]\n"
 	      "                 [--infra-check on|off] [--infra-check-min-disk MIB]\n"
 	      "                 [--infra-check-min-shm MIB]\n"
-	      "                 [--infra-check-max-skew-ms MS]\n"
+	      "                 [--infra-check-max-skew-ms MS] [--infra-check-network on|off]\n"
+	      "                 [--infra-check-net-rtt-factor X]\n"
+	      "                 [--infra-check-net-rtt-floor-us US]\n"
+	      "                 [--infra-check-net-bw-factor X]\n"
 	      "                 [--allow-file-root DIR]...\n"
 	      "                 [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]\n"
 	      "                 [--registry-auth FILE] [--insecure-registry HOST]...\n"
@@ -451,6 +477,12 @@ static const struct {
 	  NUM_LONG(infra_min_shm_mb) },
 	{ OPT_INFRA_SKEW, "infra-check-max-skew-ms", 1, 86400000, 1,
 	  NUM_LONG(infra_max_skew_ms) },
+	{ OPT_INFRA_NET_RTT, "infra-check-net-rtt-factor", 1, 1000000, 1,
+	  NUM_LONG(infra_net_rtt_factor) },
+	{ OPT_INFRA_NET_FLOOR, "infra-check-net-rtt-floor-us", 0, 60000000, 1,
+	  NUM_LONG(infra_net_rtt_floor_us) },
+	{ OPT_INFRA_NET_BW, "infra-check-net-bw-factor", 1, 1000000, 1,
+	  NUM_LONG(infra_net_bw_factor) },
 };
 
 /* Sets a string or number option from the tables; 0 when c is neither. */
@@ -588,6 +620,11 @@ int ctrl_config_parse_args(struct ctrl_config *cfg, int argc, char **argv,
 				   err))
 				return ERR_INVALID;
 			break;
+		case OPT_INFRA_NET:
+			if (on_off("--infra-check-network", optarg,
+				   &cfg->infra_net, err))
+				return ERR_INVALID;
+			break;
 		case OPT_FILE_ROOT:
 			if (add_file_root(cfg, optarg, err))
 				return ERR_INVALID;
@@ -710,6 +747,9 @@ static const struct {
 	{ offsetof(struct ctrl_config, infra_min_disk_mb), 1024 },
 	{ offsetof(struct ctrl_config, infra_min_shm_mb), 64 },
 	{ offsetof(struct ctrl_config, infra_max_skew_ms), 2000 },
+	{ offsetof(struct ctrl_config, infra_net_rtt_factor), 5 },
+	{ offsetof(struct ctrl_config, infra_net_rtt_floor_us), 5000 },
+	{ offsetof(struct ctrl_config, infra_net_bw_factor), 10 },
 };
 
 static void fill_table_defaults(struct ctrl_config *cfg)
@@ -907,6 +947,11 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 	printf("infra-check-min-disk %ld\n", cfg->infra_min_disk_mb);
 	printf("infra-check-min-shm %ld\n", cfg->infra_min_shm_mb);
 	printf("infra-check-max-skew-ms %ld\n", cfg->infra_max_skew_ms);
+	printf("infra-check-network %s\n", cfg->infra_net ? "on" : "off");
+	printf("infra-check-net-rtt-factor %ld\n", cfg->infra_net_rtt_factor);
+	printf("infra-check-net-rtt-floor-us %ld\n",
+	       cfg->infra_net_rtt_floor_us);
+	printf("infra-check-net-bw-factor %ld\n", cfg->infra_net_bw_factor);
 	if (cfg->tm_interval_ms >= 0)
 		printf("telemetry-ms %ld\n", cfg->tm_interval_ms);
 	else

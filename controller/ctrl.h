@@ -75,6 +75,14 @@ struct ctrl_config {
 	long infra_min_disk_mb;
 	long infra_min_shm_mb;
 	long infra_max_skew_ms;
+	/* The network part (controller/netcheck.h): on by default; a host
+	 * fails when its round trip is over rtt_factor times the
+	 * attempt's median and rtt_floor_us above it, or its bandwidth
+	 * under the median divided by bw_factor. */
+	int infra_net;
+	long infra_net_rtt_factor;
+	long infra_net_rtt_floor_us;
+	long infra_net_bw_factor;
 	/* --retry-policy: 0 "all" (every failure but a ClientError), 1
 	 * "sagemaker" (InternalServerError only, as SageMaker does) */
 	int retry_sagemaker;

@@ -13,6 +13,7 @@
 #include "controller/jobrt.h"
 #include "controller/job_state.h"
 #include "controller/jobrun.h"
+#include "controller/netcheck.h"
 #include "controller/obs/rulerun.h"
 #include "controller/placement.h"
 #include "controller/plan.h"
@@ -116,6 +117,13 @@ static void advance(struct ctrl_ctx *ctx, const char *name,
 				       "host%s in %.1f s. ",
 				       s->n, s->n == 1 ? "" : "s",
 				       (double)s->check_ms / 1000.0);
+		if (next == CTRL_JOB_TRAINING && s->n && s->checked == s->n &&
+		    s->net_hosts)
+			(void)buf_addf(&msg,
+				       "Network: round trip %.2f ms, %lld "
+				       "Mbit/s (the hosts' median). ",
+				       (double)s->net_rtt_us / 1000.0,
+				       (long long)s->net_mbps);
 		(void)buf_adds(&msg, default_message(next, container));
 		/* Script mode: which Python and framework really run. */
 		if (next == CTRL_JOB_TRAINING && s->runtime.len)
@@ -571,7 +579,7 @@ static void release_checked(struct ctrl_ctx *ctx, const struct db_job *job,
 	struct ctrl_jobrt *rt;
 	int tell = 0;
 
-	if (!s->n || s->checked < s->n)
+	if (!s->n || s->checked < s->n || s->check_failed)
 		return;
 	pthread_mutex_lock(&ctx->jobs_lock);
 	rt = ctrl_jobrt_get(ctx, job->name);
@@ -582,6 +590,42 @@ static void release_checked(struct ctrl_ctx *ctx, const struct db_job *job,
 	pthread_mutex_unlock(&ctx->jobs_lock);
 	if (tell)
 		bump_hosts(ctx, as, n);
+}
+
+/*
+ * Every host passed its own checks: the network part is judged across
+ * them (controller/netcheck.h), and a host far from the others fails
+ * the attempt's checks as if its own had failed.
+ */
+static void judge_network(struct ctrl_ctx *ctx, const struct db_assignment *as,
+			  size_t n, struct ctrl_plan_summary *s)
+{
+	struct ctrl_net_limits lim;
+	struct ctrl_net_median med;
+	struct buf why = BUF_INIT;
+	int k;
+	size_t i;
+
+	if (s->failed || s->n < 2 || s->checked < s->n || !ctx->cfg.infra_net)
+		return;
+	ctrl_netcheck_limits(&ctx->cfg, &lim);
+	k = ctrl_netcheck_verdict(as, n, &lim, &med, &why);
+	s->net_hosts = med.hosts;
+	s->net_rtt_us = med.rtt_us;
+	s->net_mbps = med.mbps;
+	for (i = 0; k && i < n; i++) {
+		if (as[i].host_index + 1 != k)
+			continue;
+		s->failed = 1;
+		s->check_failed = k;
+		s->culprit = as[i].host;
+		buf_reset(&s->reason);
+		(void)buf_addf(&s->reason,
+			       "InternalServerError: Infrastructure check "
+			       "failed on algo-%d (host %s): network: %s",
+			       k, as[i].host, why.data);
+	}
+	buf_release(&why);
 }
 
 /*
@@ -614,6 +658,7 @@ static void gather(struct ctrl_ctx *ctx, const struct db_job *job,
 	for (i = 0; i < n; i++)
 		lost[i] = host_lost(ctx, as[i].host);
 	ctrl_plan_summarize(as, lost, n, mpi, s);
+	judge_network(ctx, as, n, s);
 	in->s = s;
 	in->settled = all_settled(as, lost, n);
 	free(lost);

@@ -52,6 +52,11 @@ struct ctrl_plan_summary {
 	/* Script mode: the versions the ranks run, as the first host that
 	 * said so reported them (api_report.runtime); empty: none yet. */
 	struct buf runtime;
+	/* The network part's medians (net_hosts 0: it did not run),
+	 * filled by the caller (controller/netcheck.h). */
+	size_t net_hosts;
+	int64_t net_rtt_us;
+	int64_t net_mbps;
 };
 
 /*

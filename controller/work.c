@@ -10,6 +10,7 @@
 #include "controller/hosts.h"
 #include "controller/images.h"
 #include "controller/jobrt.h"
+#include "controller/netcheck.h"
 #include "controller/rendezvous.h"
 #include "controller/uris.h"
 #include "controller/obs/rulerun.h"
@@ -292,10 +293,16 @@ static int fill_distribution(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 	return 0;
 }
 
-/* Whether every host of the attempt passed its infrastructure checks. */
-static int all_checked(const struct db_assignment *all, size_t n)
+/*
+ * Whether every host of the attempt passed its infrastructure checks,
+ * the network part judged across them included.
+ */
+static int all_checked(const struct ctrl_ctx *ctx,
+		       const struct db_assignment *all, size_t n)
 {
 	struct buf err = BUF_INIT;
+	struct ctrl_net_limits lim;
+	struct ctrl_net_median med;
 	size_t i;
 	int ok = 1;
 
@@ -310,6 +317,10 @@ static int all_checked(const struct db_assignment *all, size_t n)
 				       strlen(all[i].report_json), &st, &err) &&
 		     st.n == 1 && st.items[0].check_ms > 0;
 		api_status_release(&st);
+	}
+	if (ok && ctx->cfg.infra_net) {
+		ctrl_netcheck_limits(&ctx->cfg, &lim);
+		ok = !ctrl_netcheck_verdict(all, n, &lim, &med, &err);
 	}
 	buf_release(&err);
 	return ok;
@@ -374,7 +385,8 @@ static int fill(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 		a->infra.min_shm_mb = ctx->cfg.infra_min_shm_mb;
 		a->infra.max_skew_ms = ctx->cfg.infra_max_skew_ms;
 		a->infra.controller_ms = time_now_ms();
-		a->infra.hold = !all_checked(all, n_all);
+		a->infra.network = ctx->cfg.infra_net;
+		a->infra.hold = !all_checked(ctx, all, n_all);
 	}
 	ctrl_uris_owner_locations(ctx, rt->owner, a);
 	ctrl_launch_release(&launch);

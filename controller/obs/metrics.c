@@ -11,6 +11,7 @@
 #include "controller/hosts.h"
 #include "controller/obs/metrics.h"
 #include "controller/obs/prom.h"
+#include "controller/obs/rules.h"
 #include "controller/obs/telemetry.h"
 #include "controller/reply.h"
 #include "controller/sched/stats.h"
@@ -83,6 +84,8 @@ struct op_stats {
 static struct op_stats stats[N_OPS];
 static atomic_ullong log_lines;
 static atomic_ullong hosts_quarantined;
+/* Rule verdicts by the rule invoked and RuleEvaluationStatus. */
+static atomic_ullong rule_verdicts[CTRL_RULE_KINDS][CTRL_RULE_STATUSES];
 
 static size_t op_index(const char *name)
 {
@@ -253,9 +256,49 @@ void ctrl_metrics_host_quarantined(void)
 	atomic_fetch_add_explicit(&hosts_quarantined, 1, memory_order_relaxed);
 }
 
+void ctrl_metrics_rule_verdict(int kind, int status)
+{
+	if (kind < 0 || kind >= CTRL_RULE_KINDS || status <= 0 ||
+	    status >= CTRL_RULE_STATUSES)
+		return;
+	atomic_fetch_add_explicit(&rule_verdicts[kind][status], 1,
+				  memory_order_relaxed);
+}
+
 static unsigned long long load(atomic_ullong *v)
 {
 	return atomic_load_explicit(v, memory_order_relaxed);
+}
+
+/* Every rule's issues found; the verdicts given so far, by status. */
+static void render_rules(struct buf *out)
+{
+	struct ctrl_prom_sample s;
+	int k, st;
+
+	ctrl_prom_family(out, "trainctl_rule_issues_found_total", "counter",
+			 "Debugger and Profiler rules that found an issue, by "
+			 "the rule invoked (rule_to_invoke).");
+	for (k = 0; k < CTRL_RULE_KINDS; k++) {
+		ctrl_prom_sample_start(&s, out,
+				       "trainctl_rule_issues_found_total");
+		ctrl_prom_label(&s, "rule", ctrl_rule_kind_name(k));
+		ctrl_prom_value(&s, "%llu",
+				load(&rule_verdicts[k][CTRL_RULE_ISSUES]));
+	}
+	ctrl_prom_family(out, "trainctl_rule_verdicts_total", "counter",
+			 "Verdicts of Debugger and Profiler rules, by the rule "
+			 "invoked and RuleEvaluationStatus.");
+	for (k = 0; k < CTRL_RULE_KINDS; k++)
+		for (st = CTRL_RULE_NO_ISSUES; st < CTRL_RULE_STATUSES; st++) {
+			ctrl_prom_sample_start(&s, out,
+					       "trainctl_rule_verdicts_total");
+			ctrl_prom_label(&s, "rule", ctrl_rule_kind_name(k));
+			ctrl_prom_label(&s, "status",
+					ctrl_rule_status_name(st));
+			ctrl_prom_value(&s, "%llu",
+					load(&rule_verdicts[k][st]));
+		}
 }
 
 #define HIST "trainctl_api_request_duration_seconds"
@@ -302,6 +345,7 @@ void ctrl_metrics_render_counters(struct buf *out)
 			 "them within --quarantine-window.");
 	ctrl_prom_sample_start(&s, out, "trainctl_hosts_quarantined_total");
 	ctrl_prom_value(&s, "%llu", load(&hosts_quarantined));
+	render_rules(out);
 }
 
 /* Jobs by TrainingJobStatus, and the active ones by SecondaryStatus. */

@@ -39,6 +39,14 @@ void ctrl_metrics_log_lines(size_t n);
 void ctrl_metrics_host_quarantined(void);
 
 /*
+ * Counts a rule's verdict: kind (enum ctrl_rule_kind, the rule invoked)
+ * reached status (enum ctrl_rule_status, not InProgress), for
+ * trainctl_rule_verdicts_total and trainctl_rule_issues_found_total.
+ * Lock-free.
+ */
+void ctrl_metrics_rule_verdict(int kind, int status);
+
+/*
  * The operation label ctrl_metrics_request() uses for a request (static
  * text, never NULL): "CreateTrainingJob", "logs:GetLogEvents",
  * "rest:DescribeTrainingJob", "agent:work", "web:changes", "other".

@@ -11,6 +11,7 @@
 #include "common/xalloc.h"
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
+#include "controller/obs/metrics.h"
 #include "controller/obs/rulerun.h"
 #include "controller/obs/rules.h"
 #include "db/db.h"
@@ -144,9 +145,11 @@ static struct api_rule_status *status_of(struct job_rules *j,
 	return NULL;
 }
 
-static void set_status(struct api_rule_status *s, enum ctrl_rule_status st,
-		       const char *details, int64_t now_ms)
+static void set_status(struct api_rule_status *s, const struct ctrl_rule *r,
+		       enum ctrl_rule_status st, const char *details,
+		       int64_t now_ms)
 {
+	ctrl_metrics_rule_verdict(r->kind, st);
 	free(s->status);
 	free(s->details);
 	s->status = xstrdup(ctrl_rule_status_name(st));
@@ -177,7 +180,8 @@ void ctrl_rules_stalled(struct ctrl_ctx *ctx, const char *job,
 
 		if (j.rules[i].kind != CTRL_RULE_STALLED || !in_progress(s))
 			continue;
-		set_status(s, CTRL_RULE_ISSUES, reason, time_now_ms());
+		set_status(s, &j.rules[i], CTRL_RULE_ISSUES, reason,
+			   time_now_ms());
 		changed = 1;
 		log_info("job '%s': rule %s found an issue: %s", job, s->name,
 			 reason);
@@ -393,7 +397,8 @@ void ctrl_rules_tick(struct ctrl_ctx *ctx, const char *job)
 		if (ctrl_rule_eval(&j.rules[i], &fa.f, &details) !=
 		    CTRL_RULE_ISSUES)
 			continue;
-		set_status(s, CTRL_RULE_ISSUES, details.data, time_now_ms());
+		set_status(s, &j.rules[i], CTRL_RULE_ISSUES, details.data,
+			   time_now_ms());
 		log_info("job '%s': rule %s found an issue: %s", job, s->name,
 			 details.data);
 		changed = 1;
@@ -437,7 +442,7 @@ void ctrl_rules_job_end(struct ctrl_ctx *ctx, const char *job, int stopped)
 						 "reached a verdict");
 		else
 			st = ctrl_rule_eval(&j.rules[i], &fa.f, &details);
-		set_status(s, st, details.data, now);
+		set_status(s, &j.rules[i], st, details.data, now);
 	}
 	job_rules_store(ctx, &j);
 	facts_release(&fa);

@@ -151,6 +151,13 @@ static const struct rule_def *def_of(enum ctrl_rule_kind kind)
 	return NULL;
 }
 
+const char *ctrl_rule_kind_name(enum ctrl_rule_kind k)
+{
+	const struct rule_def *d = def_of(k);
+
+	return d ? d->name : "unknown";
+}
+
 /* ------------------------------------------------------------ parsing */
 
 static int bad_rule(struct buf *err, const struct api_rule_config *c,

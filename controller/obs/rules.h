@@ -30,6 +30,10 @@ enum ctrl_rule_kind {
 	CTRL_RULE_OVERALL,	  /* OverallSystemUsage: telemetry */
 	CTRL_RULE_REPORT,	  /* ProfilerReport: the three above */
 };
+#define CTRL_RULE_KINDS (CTRL_RULE_REPORT + 1)
+
+/* The rule_to_invoke of a kind ("StalledTrainingRule"). */
+const char *ctrl_rule_kind_name(enum ctrl_rule_kind k);
 
 /* RuleEvaluationStatus. */
 enum ctrl_rule_status {
@@ -39,6 +43,7 @@ enum ctrl_rule_status {
 	CTRL_RULE_ERROR,
 	CTRL_RULE_STOPPED,
 };
+#define CTRL_RULE_STATUSES (CTRL_RULE_STOPPED + 1)
 
 /* The wire name ("InProgress", "NoIssuesFound", ...). */
 const char *ctrl_rule_status_name(enum ctrl_rule_status s);

@@ -2,8 +2,10 @@
  * Tests the infrastructure checks on the agent wire (api/agent_work.c,
  * api/agent_status.c): an assignment's "infra_check" thresholds, the
  * controller's clock and "hold" round-trip, absent means none, a bad
- * "hold" is refused; a report's "check_ms" round-trips and is absent
- * when none passed.
+ * "hold" is refused, "network" round-trips (absent: false); a report's
+ * "check_ms" round-trips and is absent when none passed; its "net"
+ * figures round-trip, are absent when no network check ran, and a count
+ * of peers reached above those tried is refused.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -57,7 +59,7 @@ static char *work_text(const struct api_infra_check *c)
 
 static void test_work(void **state)
 {
-	struct api_infra_check c = { 1, 1024, 64, 2000, 1796211299642, 1 };
+	struct api_infra_check c = { 1, 1024, 64, 2000, 1796211299642, 1, 0 };
 	struct api_work w;
 	struct buf err = BUF_INIT;
 	char *text = work_text(&c), *p;
@@ -90,6 +92,14 @@ static void test_work(void **state)
 	assert_int_equal(api_work_parse(text, strlen(text), &w, &err), 0);
 	assert_true(w.items[0].infra.enabled);
 	assert_false(w.items[0].infra.hold);
+	assert_false(w.items[0].infra.network);
+	api_work_release(&w);
+	free(text);
+	c.network = 1;
+	text = work_text(&c);
+	assert_non_null(strstr(text, "\"network\":true"));
+	assert_int_equal(api_work_parse(text, strlen(text), &w, &err), 0);
+	assert_true(w.items[0].infra.network);
 	api_work_release(&w);
 	free(text);
 	memset(&c, 0, sizeof(c));
@@ -130,7 +140,49 @@ static void test_report(void **state)
 	assert_null(strstr(out.data, "check_ms"));
 	assert_int_equal(api_status_parse(out.data, out.len, &back, &err), 0);
 	assert_int_equal(back.items[0].check_ms, 0);
+	assert_int_equal(back.items[0].net.peers, 0);
 	api_status_release(&back);
+	buf_release(&out);
+	buf_release(&err);
+}
+
+static void test_report_net(void **state)
+{
+	struct api_report r;
+	struct api_status s, back;
+	struct buf out = BUF_INIT, err = BUF_INIT;
+	char *p;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	memset(&s, 0, sizeof(s));
+	r.job = (char *)"j";
+	r.attempt = 1;
+	r.algo = (char *)"algo-1";
+	r.phase = API_PHASE_DOWNLOADING;
+	r.check_ms = 410;
+	r.net.peers = 2;
+	r.net.reached = 1;
+	r.net.rtt_us = 84;
+	r.net.mbps = 9200;
+	s.boot_id = (char *)"b";
+	s.items = &r;
+	s.n = 1;
+	assert_int_equal(api_status_build(&s, &out), 0);
+	assert_non_null(strstr(out.data, "\"net\":{\"peers\":2,\"reached\":1,"
+					 "\"rtt_us\":84,\"mbps\":9200}"));
+	assert_int_equal(api_status_parse(out.data, out.len, &back, &err), 0);
+	assert_int_equal(back.items[0].net.peers, 2);
+	assert_int_equal(back.items[0].net.reached, 1);
+	assert_int_equal(back.items[0].net.rtt_us, 84);
+	assert_int_equal(back.items[0].net.mbps, 9200);
+	api_status_release(&back);
+	/* More peers reached than tried. */
+	p = strstr(out.data, "\"reached\":1");
+	p[strlen("\"reached\":")] = '3';
+	assert_int_not_equal(api_status_parse(out.data, out.len, &back, &err),
+			     0);
+	assert_non_null(strstr(err.data, "net.reached"));
 	buf_release(&out);
 	buf_release(&err);
 }
@@ -140,6 +192,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_work),
 		cmocka_unit_test(test_report),
+		cmocka_unit_test(test_report_net),
 	};
 
 	return cmocka_run_group_tests_name("api/agent_infra", tests, NULL,

@@ -28,6 +28,13 @@ tests/integration/ft_trainer.py:
   (vi)  the healthy job's LossNotDecreasing (asking a 90 % drop every 2
         steps) becomes IssuesFound while the job still trains, its rules
         scanned every second (OverallSystemUsage's scan_interval_us)
+  (vii) read as the SDK's rule_job_summary() reads them (Debug then
+        Profiler statuses in one list): ProfilerRule.sagemaker(
+        rule_configs.CPUBottleneck()) with the SDK's defaults, str()'d, is
+        accepted, InProgress with the others, and ends Error on these CPU
+        hosts (no GPU to judge)
+  (viii) /metrics counts the verdicts: StalledTrainingRule's and
+        LossNotDecreasing's issues, OverallSystemUsage's NoIssuesFound
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter:
     /usr/bin/python3 tests/integration/test_rules.py
@@ -118,6 +125,16 @@ def wait_step(cl, name, algo, step, timeout=30):
 OVERALL = profiler_rule("OverallSystemUsage", scan_interval_us=1000000)
 REPORT = profiler_rule("ProfilerReport", opt_out_telemetry=False, custom_rule_parameters={})
 REPORT["RuleParameters"]["custom_rule_parameters"] = "{}"
+# ProfilerRule.sagemaker(rule_configs.CPUBottleneck()): every default.
+CPU_BOTTLENECK = profiler_rule("CPUBottleneck", threshold=50, gpu_threshold=10, cpu_threshold=90, patience=1000,
+                               scan_interval_us=60 * 1000 * 1000)
+
+
+def rule_job_summary(d):
+    """What estimator.latest_training_job.rule_job_summary() returns."""
+    out = d.get("DebugRuleEvaluationStatuses") or []
+    out.extend(d.get("ProfilerRuleEvaluationStatuses") or [])
+    return out
 
 
 def stalled_job(cl):
@@ -137,7 +154,7 @@ def healthy_job():
     req["AlgorithmSpecification"]["MetricDefinitions"] = [{"Name": "train:loss", "Regex": r"loss=([0-9.]+)"}]
     return name, with_rules(req, debug=[debug_rule("StalledTrainingRule", threshold="20"),
                                         debug_rule("LossNotDecreasing", num_steps="2", diff_percent="90")],
-                            profiler=[OVERALL, REPORT])
+                            profiler=[OVERALL, REPORT, CPU_BOTTLENECK])
 
 
 def loss_fires_while_training(sm, name, timeout=40):
@@ -158,9 +175,38 @@ def loss_fires_while_training(sm, name, timeout=40):
 
 
 def check_in_progress(sm, name):
-    st = statuses(sm.describe_training_job(TrainingJobName=name))
-    expect(st and all(s == "InProgress" for s, _ in st.values()), "statuses at start: %s" % st)
-    return ", ".join(sorted(st))
+    summary = rule_job_summary(sm.describe_training_job(TrainingJobName=name))
+    names = [x["RuleConfigurationName"] for x in summary]
+    expect(names == ["StalledTrainingRule", "LossNotDecreasing", "OverallSystemUsage", "ProfilerReport",
+                     "CPUBottleneck"], "rule_job_summary() names %s" % names)
+    expect(all(x["RuleEvaluationStatus"] == "InProgress" for x in summary), "statuses at start: %s" % summary)
+    return ", ".join(names)
+
+
+def check_summary(d):
+    """Every rule final in rule_job_summary(); CPUBottleneck with the SDK's
+    defaults has no GPU to judge here."""
+    summary = {x["RuleConfigurationName"]: x for x in rule_job_summary(d)}
+    left = [n for n, x in summary.items() if x["RuleEvaluationStatus"] == "InProgress"]
+    expect(not left, "still InProgress: %s" % left)
+    cpu = summary.get("CPUBottleneck") or {}
+    expect(cpu.get("RuleEvaluationStatus") == "Error" and "no GPU" in cpu.get("StatusDetails", ""),
+           "CPUBottleneck: %s" % cpu)
+    return "; ".join("%s %s" % (n, x["RuleEvaluationStatus"]) for n, x in sorted(summary.items()))
+
+
+def check_metrics(cl):
+    r = fl.sc.http_request(cl.port, "GET", "/metrics")
+    expect(r.status == 200, "GET /metrics: HTTP %s" % r.status)
+    text = r.body.decode() if isinstance(r.body, bytes) else str(r.body)
+    want = [r'trainctl_rule_issues_found_total\{rule="StalledTrainingRule"\} [1-9]',
+            r'trainctl_rule_issues_found_total\{rule="LossNotDecreasing"\} [1-9]',
+            r'trainctl_rule_verdicts_total\{rule="OverallSystemUsage",status="NoIssuesFound"\} [1-9]',
+            r'trainctl_rule_verdicts_total\{rule="CPUBottleneck",status="Error"\} [1-9]']
+    missing = [w for w in want if not re.search(r"(?m)^" + w, text)]
+    expect(not missing, "/metrics lacks %s:\n%s" % (missing, "\n".join(
+        x for x in text.splitlines() if x.startswith("trainctl_rule"))))
+    return "%d rule counters as expected" % len(want)
 
 
 def check_stalled(d, left):
@@ -266,6 +312,12 @@ def main():
                      check_profiler, done[ok_name])
         if r:
             log("(iii) %s" % short(r, 300))
+        r = tap.case("(vii) rule_job_summary() as the SDK reads it: every rule final, CPUBottleneck "
+                     "Error without a GPU", check_summary, done[ok_name])
+        if r:
+            log("(vii) %s" % short(r, 400))
+    if done:
+        tap.case("(viii) /metrics counts the rules' verdicts", check_metrics, cl)
     tap.case("(iv) rules that cannot be evaluated are refused by name", check_refused, sm)
     rc, killed = cl.stop()
     err = cl.start()

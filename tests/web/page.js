@@ -4,7 +4,7 @@
  * line per check ({"name", "ok", "diag"}), which the Python side turns
  * into TAP. Config comes as JSON in the file named by PAGE_CONFIG:
  *   {"url", "artifacts", "modules", "chromium", "jobs": {"list", "live",
- *    "bad"}: CreateTrainingJob bodies}
+ *    "bad", "rules", "stall"}: CreateTrainingJob bodies}
  */
 'use strict';
 
@@ -171,6 +171,54 @@ async function main() {
     return host + ' | ' + reason;
   });
   await shot(page, 'job-failed.png');
+
+  await check('the rules and findings card shows rule statuses and the health checks', async () => {
+    const name = cfg.jobs.rules.TrainingJobName;
+    await createJob(cfg.jobs.rules);
+    await page.evaluate((n) => { location.hash = '#/jobs/' + n; }, name);
+    await page.waitForSelector('#job-status[data-status="Completed"]', { timeout: 60000 });
+    await page.waitForSelector('#rules-table tr[data-rule="StalledTrainingRule"][data-status="NoIssuesFound"]');
+    await page.waitForSelector('#rules-table tr[data-rule="OverallSystemUsage"][data-status="NoIssuesFound"]');
+    const kinds = await page.$$eval('#rules-table tbody tr td:nth-child(2)', (tds) => tds.map((t) => t.textContent));
+    if (kinds.join(',') !== 'Debugger,Profiler') throw new Error('rule kinds: ' + kinds.join(','));
+    const passed = await page.textContent('#findings-list li[data-kind="check-passed"]');
+    if (!/Infrastructure checks passed on 2 hosts in [\d.]+ s\. Network: round trip [\d.]+ ms, \d+ Mbit\/s/.test(passed))
+      throw new Error('health checks: ' + passed);
+    return passed;
+  });
+  await shot(page, 'job-rules.png');
+
+  await check('a stalled job shows its rule\'s issue and the hang, with its host', async () => {
+    const name = cfg.jobs.stall.TrainingJobName;
+    await createJob(cfg.jobs.stall);
+    await page.evaluate((n) => { location.hash = '#/jobs/' + n; }, name);
+    await page.waitForSelector('#job-status[data-status="Stopped"]', { timeout: 60000 });
+    await page.waitForSelector('#rules-table tr.failed[data-rule="StalledTrainingRule"][data-status="IssuesFound"]');
+    const details = await page.textContent('#rules-table tr[data-rule="StalledTrainingRule"] td.details');
+    if (!/made no progress/.test(details)) throw new Error('details: ' + details);
+    const host = await page.getAttribute('#findings-list li[data-kind="hang"]', 'data-host');
+    const hang = await page.textContent('#findings-list li[data-kind="hang"]');
+    if (!/^local-\d$/.test(host || '') || !/algo-\d \(host local-\d\) rank \d+ made no progress for \d+ s/.test(hang))
+      throw new Error('hang: ' + host + ' ' + hang);
+    return hang;
+  });
+  await shot(page, 'job-stalled.png');
+
+  await check('straggler and failed-check messages are read as findings', async () => {
+    const got = await page.evaluate(async () => {
+      const m = await import('/ui/js/findings.js');
+      return [
+        m.findingsIn('Straggler: algo-2 (host local-2) rank 0 is 3.1x slower than the job\'s other hosts: ' +
+          'busy 0.30 of a core (0.00 of it waiting for a CPU) against 0.95 (0.00), the others\' median, over 8 s. ' +
+          'Draining host local-2 to move the job to a spare from its checkpoint'),
+        m.findingsIn('Infrastructure check failed on algo-2 (host node2): network: its best bandwidth to its ' +
+          'peers is 3 Mbit/s, 1/918 of the job\'s median of 2753 Mbit/s; replaced by node4')];
+    });
+    const s = got[0][0], c = got[1][0];
+    if (!s || s.kind !== 'straggler' || !/over 8 s$/.test(s.text)) throw new Error('straggler: ' + JSON.stringify(got[0]));
+    if (!c || c.kind !== 'check-failed' || !/replaced by node4$/.test(c.text)) throw new Error('check: ' + JSON.stringify(got[1]));
+    return s.text + ' | ' + c.text;
+  });
 
   await check('the failed job is listed as Failed with its reason reachable', async () => {
     await page.evaluate(() => { location.hash = '#/jobs?status=Failed'; });

@@ -19,6 +19,7 @@
 #include "api/cwlogs_json.h"
 #include "api/web_json.h"
 #include "controller/obs/metrics.h"
+#include "controller/obs/rules.h"
 #include "common/buf.h"
 #include "common/err.h"
 
@@ -329,6 +330,35 @@ static void test_counters_text(void **state)
 	buf_release(&out);
 }
 
+/* Rule verdicts by the rule invoked; InProgress and bad kinds are not
+ * verdicts. */
+static void test_rule_counters(void **state)
+{
+	struct buf out = BUF_INIT;
+
+	(void)state;
+	ctrl_metrics_rule_verdict(CTRL_RULE_STALLED, CTRL_RULE_ISSUES);
+	ctrl_metrics_rule_verdict(CTRL_RULE_STALLED, CTRL_RULE_ISSUES);
+	ctrl_metrics_rule_verdict(CTRL_RULE_OVERALL, CTRL_RULE_NO_ISSUES);
+	ctrl_metrics_rule_verdict(CTRL_RULE_OVERALL, CTRL_RULE_IN_PROGRESS);
+	ctrl_metrics_rule_verdict(CTRL_RULE_KINDS, CTRL_RULE_ISSUES);
+	ctrl_metrics_render_counters(&out);
+	assert_non_null(strstr(out.data, "# TYPE trainctl_rule_issues_found_"
+					 "total counter\n"));
+	assert_non_null(strstr(out.data, "\ntrainctl_rule_issues_found_total{"
+					 "rule=\"StalledTrainingRule\"} 2\n"));
+	assert_non_null(strstr(out.data, "\ntrainctl_rule_issues_found_total{"
+					 "rule=\"CPUBottleneck\"} 0\n"));
+	assert_non_null(strstr(out.data, "\ntrainctl_rule_verdicts_total{rule="
+					 "\"OverallSystemUsage\",status="
+					 "\"NoIssuesFound\"} 1\n"));
+	assert_non_null(strstr(out.data, "\ntrainctl_rule_verdicts_total{rule="
+					 "\"StalledTrainingRule\",status="
+					 "\"IssuesFound\"} 2\n"));
+	assert_null(strstr(out.data, "InProgress"));
+	buf_release(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -338,6 +368,7 @@ int main(void)
 		cmocka_unit_test(test_answers),
 		cmocka_unit_test(test_web_answers),
 		cmocka_unit_test(test_operations),
+		cmocka_unit_test(test_rule_counters),
 		cmocka_unit_test(test_counters_text),
 	};
 

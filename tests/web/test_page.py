@@ -25,6 +25,28 @@ TOOLS = os.path.join(wt.REPO, "tests", "tools")
 MODULES = os.path.join(TOOLS, "node_modules")
 PAGE_JS = os.path.join(wt.HERE, "page.js")
 LIMIT_S = 240
+RULE_IMAGE = "503895931360.dkr.ecr.us-east-1.amazonaws.com/sagemaker-debugger-rules:latest"
+STALL = r"""#!/bin/sh
+echo "start on $SM_CURRENT_HOST"
+exec sleep 60
+"""
+
+
+def with_rules(body, threshold, stop):
+    """The members the SageMaker SDK sends for rules=[Rule.sagemaker(
+    rule_configs.stalled_training_rule()), ProfilerRule.sagemaker(
+    rule_configs.OverallSystemUsage())], and InfraCheckConfig."""
+    body["DebugRuleConfigurations"] = [{
+        "RuleConfigurationName": "StalledTrainingRule", "RuleEvaluatorImage": RULE_IMAGE,
+        "RuleParameters": {"rule_to_invoke": "StalledTrainingRule", "threshold": threshold,
+                           "stop_training_on_fire": stop}}]
+    body["ProfilerRuleConfigurations"] = [{
+        "RuleConfigurationName": "OverallSystemUsage", "RuleEvaluatorImage": RULE_IMAGE,
+        "RuleParameters": {"rule_to_invoke": "OverallSystemUsage", "scan_interval_us": "1000000"}}]
+    body["DebugHookConfig"] = {"S3OutputPath": "s3://trainctl-web/out", "CollectionConfigurations": []}
+    body["ProfilerConfig"] = {"S3OutputPath": "s3://trainctl-web/out", "DisableProfiler": False}
+    body["InfraCheckConfig"] = {"EnableInfraCheck": True}
+    return body
 
 
 def missing_tools():
@@ -57,7 +79,8 @@ def main():
     if why:
         tap.skip("status page in headless chromium", why)
         return tap.finish()
-    ctl = wt.Controller(hosts=2)
+    ctl = wt.Controller(hosts=2, args=["--infra-check-min-disk", "8", "--infra-check-min-shm", "1",
+                                       "--telemetry-ms", "500"])
     try:
         err = ctl.start()
         if not tap.ok(err is None, "trainctld with a local cluster of 2 hosts starts", err):
@@ -66,6 +89,7 @@ def main():
         os.makedirs(scripts)
         good = wt.write_script(scripts, "good.sh", wt.GOOD)
         bad = wt.write_script(scripts, "bad.sh", wt.BAD)
+        stall = wt.write_script(scripts, "stall.sh", STALL)
         os.makedirs(wt.ARTIFACTS, exist_ok=True)
         cfg = {
             "url": ctl.url,
@@ -77,6 +101,9 @@ def main():
                 "list": wt.job_body("web-list-1", good, env={"EPOCHS": "6", "DELAY": "0.4"}),
                 "live": wt.job_body("web-live-1", good, env={"EPOCHS": "8", "DELAY": "0.5"}),
                 "bad": wt.job_body("web-bad-1", bad),
+                "rules": with_rules(wt.job_body("web-rules-1", good, env={"EPOCHS": "4", "DELAY": "0.3"}),
+                                    "60", "False"),
+                "stall": with_rules(wt.job_body("web-stall-1", stall), "3", "True"),
             },
         }
         wt.run_browser(tap, ctl, PAGE_JS, cfg, LIMIT_S, "", 5)
