@@ -5,7 +5,9 @@
  * Job logs: lines from the agents go to one append-only file per stream
  * (CloudWatch's naming, <job>/algo-<n>-<epoch of the attempt's start>) under
  * <state-dir>/logs/<job>/, indexed in the store; MetricDefinitions are
- * applied to every line on the way in.
+ * applied to every line on the way in. A later attempt's file starts with
+ * a line that says so ("==== trainctl: attempt N of this job starts
+ * here ... ===="): CloudWatch's face shows a host's files as one stream.
  */
 #include <stdint.h>
 
