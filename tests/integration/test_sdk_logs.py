@@ -26,13 +26,17 @@ numbered lines on each host, fails attempt 1 and completes attempt 2,
 RetryStrategy.MaximumRetryAttempts 1):
   (a) the SDK's loop, run while the job runs, prints every line of both
       attempts of both hosts exactly once, each host's in order, and the
-      line that marks where attempt 2 starts
+      line that marks where attempt 2 starts; each attempt of each host
+      opens with the toolkit's preamble (hosts, SM_* environment, the
+      command), a secret hyperparameter's value hidden
   (b) DescribeLogStreams lists one stream per host (boto3's paginator with
       page size 1 too), each holding both attempts
   (c) GetLogEvents pages forward with nextForwardToken over both attempts
       and backward from the end; an attempt's own stream name (as
       `trainctl logs` shows it) still reads that attempt alone
   (d) FilterLogEvents names the host's stream for lines of either attempt
+  (e) `trainctl logs` prints, for each host, the separator between its
+      attempt 1 and attempt 2 lines
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter:
     /usr/bin/python3 tests/integration/test_sdk_logs.py
@@ -99,7 +103,7 @@ def create(sm, s3, name):
         ResourceConfig={"InstanceCount": 2, "InstanceType": "ml.m5.large", "VolumeSizeInGB": 10},
         StoppingCondition={"MaxRuntimeInSeconds": 600},
         RetryStrategy={"MaximumRetryAttempts": 1},
-        HyperParameters={"sagemaker_program": '"train.py"',
+        HyperParameters={"sagemaker_program": '"train.py"', "api_key": "s3cr3t", "lr": "0.5",
                          "sagemaker_submit_directory": '"s3://%s/%s/source/sourcedir.tar.gz"' % (BUCKET, name)})
 
 
@@ -205,9 +209,19 @@ def check_sdk(state):
     expect(len(seps) == 2, "attempt separators the SDK printed: %s" % seps)
     for host in want:
         mine = [m for s, m in printed if s.split("/")[1].startswith(host + "-")]
-        first2 = mine.index("sdk-logs attempt=2 host=%s i=00" % host)
-        expect("(%s on host" % host in mine[first2 - 1],
-               "%s: the line before attempt 2's first is %r" % (host, mine[first2 - 1]))
+        # Each attempt opens with the toolkit's preamble; attempt 2's
+        # comes right after the separator.
+        envs = [i for i, m in enumerate(mine) if m.startswith("Training Env: current host %s of hosts "
+                                                              '["algo-1","algo-2"], attempt ' % host)]
+        expect(len(envs) == 2 and envs[0] == 0, "%s: preambles at %s:\n%s" % (host, envs, "\n".join(mine)))
+        expect("(%s on host" % host in mine[envs[1] - 1],
+               "%s: the line before attempt 2's preamble is %r" % (host, mine[envs[1] - 1]))
+        cmds = [mine[i + 1] for i, m in enumerate(mine) if m == "Invoking script with the following command:"]
+        expect(len(cmds) == 2 and all(c.endswith("train.py --api_key <hidden> --lr 0.5") for c in cmds),
+               "%s: commands %s" % (host, cmds))
+        expect("SM_CURRENT_HOST=%s" % host in mine, "%s: no SM_CURRENT_HOST in its preamble" % host)
+    leaked = [m for m in msgs if "s3cr3t" in m]
+    expect(not leaked, "a secret hyperparameter's value is in the log: %s" % leaked)
     return "%d lines, each once" % len(msgs)
 
 
@@ -236,7 +250,8 @@ def check_part(logs, state, parts):
         r = logs.get_log_events(logGroupName=GROUP, logStreamName=part, startFromHead=True)
         got = [e["message"] for e in r["events"]]
         expect(got[0].startswith("==== trainctl: attempt 2"), "%s starts %r" % (part, got[:1]))
-        expect(got[1:] == expected_lines()[host][LINES:], "%s: %s" % (part, got))
+        lines = [m for m in got if m.startswith("sdk-logs ")]
+        expect(lines == expected_lines()[host][LINES:], "%s: %s" % (part, got))
     return "%d parts" % len(later)
 
 
@@ -248,6 +263,25 @@ def check_filter(logs, state):
                   for s in state["streams"] for a in (1, 2))
     expect(got == want, "filtered: %s" % got)
     return "%d events" % len(got)
+
+
+def check_cli(daemon, state):
+    import subprocess
+    trainctl = os.path.join(REPO, os.environ.get("BUILD", "build"), "bin", "trainctl")
+    env = dict(os.environ, TRAINCTL_ENDPOINT=daemon.endpoint)
+    r = subprocess.run([trainctl, "logs", state["name"]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       env=env, timeout=30)
+    out = r.stdout.decode("utf-8", "replace").splitlines()
+    expect(r.returncode == 0, "trainctl logs: exit %d %s" % (r.returncode, r.stderr.decode()[-300:]))
+    for host in ("algo-1", "algo-2"):
+        mine = [ln for ln in out if ln.startswith("[%s] " % host)]
+        sep = [i for i, ln in enumerate(mine) if "==== trainctl: attempt 2 of this job starts here (%s on host "
+               % host in ln]
+        first1 = mine.index("[%s] sdk-logs attempt=1 host=%s i=00" % (host, host))
+        first2 = mine.index("[%s] sdk-logs attempt=2 host=%s i=00" % (host, host))
+        expect(len(sep) == 1 and first1 < sep[0] < first2, "%s: separator at %s, attempt 1 at %d, 2 at %d:\n%s"
+               % (host, sep, first1, first2, "\n".join(mine)))
+    return "%d lines" % len(out)
 
 
 def main():
@@ -295,6 +329,7 @@ def main():
                  "stream reads that attempt", get)
         tap.case("(d) FilterLogEvents names the host's stream for both attempts' lines",
                  check_filter, logs, state)
+        tap.case("(e) trainctl logs shows where each host's attempt 2 starts", check_cli, daemon, state)
     finally:
         daemon.stop()
     return tap.finish()
