@@ -502,6 +502,26 @@ void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
 	pthread_mutex_unlock(&ctx->hosts_lock);
 }
 
+void ctrl_logs_note(struct ctrl_ctx *ctx, const char *job, int attempt,
+		    const char *text)
+{
+	struct api_log_line line;
+	struct api_log_batch b;
+
+	memset(&line, 0, sizeof(line));
+	memset(&b, 0, sizeof(b));
+	line.job = (char *)job;
+	line.attempt = attempt;
+	line.algo = (char *)"algo-1";
+	line.rank = -1;
+	line.is_stderr = 1;
+	line.ts_ms = time_now_ms();
+	line.text = (char *)text;
+	b.lines = &line;
+	b.n = 1;
+	ctrl_logs_ingest(ctx, "controller", &b);
+}
+
 int ctrl_logs_has_metric_defs(struct ctrl_ctx *ctx,
 			      const struct api_log_batch *b)
 {

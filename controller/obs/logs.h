@@ -23,6 +23,13 @@ void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
 		      const struct api_log_batch *b);
 
 /*
+ * A line of the controller's own in the log of job's attempt (algo-1's
+ * stream, stderr), as if its agent had sent it.
+ */
+void ctrl_logs_note(struct ctrl_ctx *ctx, const char *job, int attempt,
+		    const char *text);
+
+/*
  * Whether a line of b belongs to a job with MetricDefinitions still
  * enabled: storing b then matches user regexes, bounded but not free, so
  * the caller stores it off the HTTP threads (controller/agent_api.c).

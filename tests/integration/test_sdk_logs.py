@@ -37,6 +37,8 @@ RetryStrategy.MaximumRetryAttempts 1):
   (d) FilterLogEvents names the host's stream for lines of either attempt
   (e) `trainctl logs` prints, for each host, the separator between its
       attempt 1 and attempt 2 lines
+  (f) both hosts save model.json: model.tar.gz holds algo-2's, and the
+      job's last transition and its log warn that the names collided
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter:
     /usr/bin/python3 tests/integration/test_sdk_logs.py
@@ -68,6 +70,11 @@ host = os.environ["SM_CURRENT_HOST"]
 for i in range(%d):
     print("sdk-logs attempt=%%s host=%%s i=%%02d" %% (attempt, host, i), flush=True)
     time.sleep(0.05)
+if attempt == "2":
+    # Both hosts save model.json: merged, the last host's is kept.
+    model = os.environ["SM_MODEL_DIR"]
+    open(os.path.join(model, "model.json"), "w").write(host)
+    open(os.path.join(model, host + ".txt"), "w").write(host)
 sys.exit(3 if attempt == "1" else 0)
 ''' % LINES
 
@@ -284,6 +291,26 @@ def check_cli(daemon, state):
     return "%d lines" % len(out)
 
 
+def check_collision(sm, s3, state):
+    import io
+    import tarfile
+    d = sm.describe_training_job(TrainingJobName=state["name"])
+    last = d["SecondaryStatusTransitions"][-1]
+    want = ("Warning: 1 file of the hosts' model files had the same name on several hosts; "
+            "the last host's was kept: model.json (algo-2 over algo-1)")
+    expect(last["Status"] == "Completed" and want in last.get("StatusMessage", ""),
+           "the last transition: %s" % last)
+    key = d["ModelArtifacts"]["S3ModelArtifacts"][len("s3://%s/" % BUCKET):]
+    body = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+    with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tf:
+        files = {m.name.lstrip("./"): tf.extractfile(m).read().decode() for m in tf.getmembers() if m.isfile()}
+    expect(files == {"model.json": "algo-2", "algo-1.txt": "algo-1", "algo-2.txt": "algo-2"},
+           "model.tar.gz: %s" % files)
+    notes = [m for _, m in state["printed"] if m.startswith("trainctl: warning: 1 file of the hosts' model")]
+    expect(len(notes) == 1, "the warning in the log the SDK printed: %s" % notes)
+    return last["StatusMessage"]
+
+
 def main():
     tap = sc.Tap()
     daemon = sc.Daemon(extra=["--local-hosts", "2", "--grace-period", "2"])
@@ -318,9 +345,11 @@ def main():
                     kw = {"nextToken": r["nextForwardToken"]}
                 lines = [m for m in got if m.startswith("sdk-logs ")]
                 expect(lines == want[host], "%s paged forward: %s" % (stream, got))
-                r = logs.get_log_events(logGroupName=GROUP, logStreamName=stream, limit=3)
-                expect([e["message"] for e in r["events"]] == want[host][-3:],
-                       "backward: %s" % r["events"])
+                # The newest events (algo-1's last is the controller's
+                # warning about the model files, case f).
+                r = logs.get_log_events(logGroupName=GROUP, logStreamName=stream, limit=4)
+                got = [e["message"] for e in r["events"] if e["message"].startswith("sdk-logs ")]
+                expect(len(r["events"]) == 4 and got[-3:] == want[host][-3:], "backward: %s" % r["events"])
             # The attempts' own names, as trainctl logs lists them.
             code, body = daemon_get(daemon, "/v1/training-jobs/%s/logs" % name)
             expect(code == 200, "GET logs: %s %s" % (code, body))
@@ -330,6 +359,8 @@ def main():
         tap.case("(d) FilterLogEvents names the host's stream for both attempts' lines",
                  check_filter, logs, state)
         tap.case("(e) trainctl logs shows where each host's attempt 2 starts", check_cli, daemon, state)
+        tap.case("(f) hosts' model files of the same name: merged, the last host's kept, with a "
+                 "warning in the job's transitions and log", check_collision, sm, s3, state)
     finally:
         daemon.stop()
     return tap.finish()
