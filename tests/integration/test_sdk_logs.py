@@ -39,6 +39,9 @@ RetryStrategy.MaximumRetryAttempts 1):
       attempt 1 and attempt 2 lines
   (f) both hosts save model.json: model.tar.gz holds algo-2's, and the
       job's last transition and its log warn that the names collided
+  (g) estimator.deploy()'s CreateModel, CreateEndpointConfig and
+      CreateEndpoint, and CreateTransformJob, are refused with a message
+      naming the job's model artifact and docs/serving.md
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter:
     /usr/bin/python3 tests/integration/test_sdk_logs.py
@@ -311,6 +314,50 @@ def check_collision(sm, s3, state):
     return last["StatusMessage"]
 
 
+def check_serving(sm, state):
+    """estimator.deploy()'s calls, and a batch transform's: refused, with
+    the job's model and the docs page named."""
+    import botocore.exceptions
+    name = state["name"]
+    art = sm.describe_training_job(TrainingJobName=name)["ModelArtifacts"]["S3ModelArtifacts"]
+    role = "arn:aws:iam::123456789012:role/service-role/AmazonSageMaker-ExecutionRole"
+    calls = [
+        ("CreateModel", lambda: sm.create_model(
+            ModelName=name, ExecutionRoleArn=role,
+            PrimaryContainer={"Image": IMAGE, "ModelDataUrl": art})),
+        ("CreateEndpointConfig", lambda: sm.create_endpoint_config(
+            EndpointConfigName=name, ProductionVariants=[{
+                "VariantName": "AllTraffic", "ModelName": name, "InitialInstanceCount": 1,
+                "InstanceType": "ml.m5.large"}])),
+        ("CreateEndpoint", lambda: sm.create_endpoint(EndpointName=name, EndpointConfigName=name)),
+        ("CreateTransformJob", lambda: sm.create_transform_job(
+            TransformJobName="t-" + name, ModelName=name,
+            TransformInput={"DataSource": {"S3DataSource": {"S3DataType": "S3Prefix",
+                                                            "S3Uri": "s3://%s/in" % BUCKET}}},
+            TransformOutput={"S3OutputPath": "s3://%s/tout" % BUCKET},
+            TransformResources={"InstanceType": "ml.m5.large", "InstanceCount": 1})),
+    ]
+    for op, call in calls:
+        try:
+            call()
+            raise Fail("%s succeeded" % op)
+        except botocore.exceptions.ClientError as e:
+            err = e.response["Error"]
+            expect(err["Code"] == "UnknownOperationException", "%s: %s" % (op, err))
+            for want in ("%s is not supported" % op, "The model of training job '%s' is %s." % (name, art),
+                         "docs/serving.md"):
+                expect(want in err["Message"], "%s: %r lacks %r" % (op, err["Message"], want))
+    # A model of another origin: named as the request gives it.
+    try:
+        sm.create_model(ModelName="elsewhere", ExecutionRoleArn=role,
+                        PrimaryContainer={"Image": IMAGE, "ModelDataUrl": "s3://other/model.tar.gz"})
+        raise Fail("CreateModel succeeded")
+    except botocore.exceptions.ClientError as e:
+        expect("The model named is s3://other/model.tar.gz." in e.response["Error"]["Message"],
+               e.response["Error"])
+    return "%d operations refused" % (len(calls) + 1)
+
+
 def main():
     tap = sc.Tap()
     daemon = sc.Daemon(extra=["--local-hosts", "2", "--grace-period", "2"])
@@ -361,6 +408,8 @@ def main():
         tap.case("(e) trainctl logs shows where each host's attempt 2 starts", check_cli, daemon, state)
         tap.case("(f) hosts' model files of the same name: merged, the last host's kept, with a "
                  "warning in the job's transitions and log", check_collision, sm, s3, state)
+        tap.case("(g) deploy's and transform's operations are refused naming the job's model and "
+                 "docs/serving.md", check_serving, sm, state)
     finally:
         daemon.stop()
     return tap.finish()
