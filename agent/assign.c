@@ -170,7 +170,8 @@ void agent_assign_free(struct agent_ctx *ctx, struct agent_assign *a)
 	free(a);
 }
 
-/* The rank's last lines, oldest first, as valid UTF-8: "a | b | c". */
+/* The rank's last lines, oldest first, one a line, as valid UTF-8: the
+ * controller joins those that fit in the failure reason. */
 static char *rank_tail(const struct agent_rank *k)
 {
 	struct buf raw = BUF_INIT, out = BUF_INIT;
@@ -178,7 +179,7 @@ static char *rank_tail(const struct agent_rank *k)
 		       AGENT_TAIL_LINES;
 
 	for (i = 0; i < k->tail_n; i++)
-		(void)buf_addf(&raw, "%s%s", i ? " | " : "",
+		(void)buf_addf(&raw, "%s%s", i ? "\n" : "",
 			       k->tail[(start + i) % AGENT_TAIL_LINES]);
 	(void)api_utf8_sanitize(raw.data, raw.len, &out);
 	buf_release(&raw);

@@ -43,9 +43,11 @@ enum agent_upload_step {
 	AGENT_UP_FINISHED
 };
 
-/* The last lines a rank wrote, for the failure reason. */
+/* The last lines a rank wrote, for the failure reason (which holds about
+ * 1 KB of them, whole lines first): a longer line is kept cut, ending
+ * "...". */
 #define AGENT_TAIL_LINES 3
-#define AGENT_TAIL_LEN 240
+#define AGENT_TAIL_LEN 1024
 
 struct agent_rank {
 	struct agent_proc proc;

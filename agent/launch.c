@@ -17,6 +17,9 @@
  *      (agent/ckptnow.c), MASTER_ADDR and MASTER_PORT
  *      (as the PyTorch container sets on every run) and, with more than
  *      one process per host, the torchrun-style rank variables.
+ * In script mode the host's log opens with what the toolkit prints before
+ * the user's script: the hosts, the SM_* environment and the command
+ * (agent/preamble.h).
  * Nothing of the agent's own environment leaks in (its token least of
  * all).
  */
@@ -45,6 +48,7 @@
 #include "agent/launch.h"
 #include "agent/lines.h"
 #include "agent/podman.h"
+#include "agent/preamble.h"
 #include "agent/proc.h"
 #include "agent/pyenv.h"
 #include "agent/runtime.h"
@@ -718,6 +722,9 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 		(void)buf_adds(&cwd, base);
 
 	agent_ckptnow_reset(a->dir);
+	/* As the toolkit does before it runs the user's script. */
+	if (s->launch_mode == API_LAUNCH_SCRIPT)
+		agent_preamble_log(ctx, a, &env, &args);
 	ret = start_ranks(ctx, a, nproc, &args, &env, cwd.data, bound, err);
 	if (ret)
 		goto out;

@@ -54,7 +54,7 @@ static void on_line(void *arg, const char *line, size_t len)
 	struct line_ctx *lc = arg;
 	struct agent_assign *a = lc->a;
 	struct agent_rank *r = lc->r;
-	size_t n = len > AGENT_TAIL_LEN ? AGENT_TAIL_LEN : len;
+	size_t n = len > AGENT_TAIL_LEN ? AGENT_TAIL_LEN - 3 : len;
 
 	agent_logq_push(&lc->ctx->logq, a->job, a->job_uid, a->attempt, a->algo,
 			lc->rank, lc->is_stderr, lc->ts_ms, line, len,
@@ -62,7 +62,14 @@ static void on_line(void *arg, const char *line, size_t len)
 	/* Blank lines say nothing about a failure. */
 	if (!n)
 		return;
+	/* A cut line ends at a character's start, and says it was cut. */
+	while (n < len && n && ((unsigned char)line[n] & 0xc0) == 0x80)
+		n--;
 	memcpy(r->tail[r->tail_next], line, n);
+	if (n < len) {
+		memcpy(r->tail[r->tail_next] + n, "...", 3);
+		n += 3;
+	}
 	r->tail[r->tail_next][n] = '\0';
 	r->tail_next = (r->tail_next + 1) % AGENT_TAIL_LINES;
 	if (r->tail_n < AGENT_TAIL_LINES)

@@ -24,8 +24,92 @@
 
 #define COPY_BLOCK (1 << 20)
 
-/* Appends every entry of the tar.gz at path to w. */
-static int copy_entries(struct archive *w, const char *path, struct buf *err)
+/*
+ * The files the hosts' parts held so far, to tell when a later host's
+ * file replaces an earlier one's of the same name: SageMaker merges the
+ * hosts' /opt/ml/model the same way, last one wins, and says nothing;
+ * here the job's transitions and log say it.
+ */
+struct seen_file {
+	char *name;
+	int host; /* host_index of the last part that held it */
+};
+
+struct seen {
+	struct seen_file *files;
+	size_t n, alloc;
+	struct buf *warn; /* NULL: not watched */
+	size_t n_clash;
+};
+
+#define CLASH_NAMED 5
+
+static void seen_release(struct seen *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		free(s->files[i].name);
+	free(s->files);
+	memset(s, 0, sizeof(*s));
+}
+
+/* The name an entry has once extracted: without "./" in front. */
+static const char *entry_name(const char *name)
+{
+	while (name[0] == '.' && name[1] == '/')
+		name += 2;
+	return name;
+}
+
+/* Notes that host's part holds file name, and a clash with another's. */
+static void seen_add(struct seen *s, const char *name, int host)
+{
+	size_t i;
+
+	if (!s->warn)
+		return;
+	name = entry_name(name);
+	for (i = 0; i < s->n; i++) {
+		if (strcmp(s->files[i].name, name))
+			continue;
+		if (s->files[i].host != host) {
+			if (s->n_clash < CLASH_NAMED)
+				(void)buf_addf(s->warn,
+					       "%s%s (algo-%d over algo-%d)",
+					       s->n_clash ? ", " : "", name,
+					       host + 1, s->files[i].host + 1);
+			s->n_clash++;
+		}
+		s->files[i].host = host;
+		return;
+	}
+	ALLOC_GROW(s->files, s->n + 1, s->alloc);
+	s->files[s->n].name = xstrdup(name);
+	s->files[s->n].host = host;
+	s->n++;
+}
+
+/* The warning, once every part was seen: why, then the names. */
+static void seen_finish(struct seen *s, const char *file)
+{
+	struct buf w = BUF_INIT;
+
+	if (!s->warn || !s->n_clash)
+		return;
+	(void)buf_addf(&w,
+		       "%zu file%s of the hosts' %s had the same name on "
+		       "several hosts; the last host's was kept: %s%s",
+		       s->n_clash, s->n_clash == 1 ? "" : "s", file,
+		       s->warn->data, s->n_clash > CLASH_NAMED ? ", ..." : "");
+	buf_reset(s->warn);
+	(void)buf_add(s->warn, w.data, w.len);
+	buf_release(&w);
+}
+
+/* Appends every entry of the tar.gz at path (host's part) to w. */
+static int copy_entries(struct archive *w, const char *path, int host,
+			struct seen *seen, struct buf *err)
 {
 	struct archive *r = archive_read_new();
 	struct archive_entry *e;
@@ -45,6 +129,8 @@ static int copy_entries(struct archive *w, const char *path, struct buf *err)
 	while ((rc = archive_read_next_header(r, &e)) == ARCHIVE_OK) {
 		la_ssize_t n;
 
+		if (archive_entry_filetype(e) != AE_IFDIR)
+			seen_add(seen, archive_entry_pathname(e), host);
 		if (archive_write_header(w, e) != ARCHIVE_OK) {
 			(void)buf_addf(err, "cannot write entry: %s",
 				       archive_error_string(w));
@@ -74,6 +160,34 @@ static int copy_entries(struct archive *w, const char *path, struct buf *err)
 	return ret;
 }
 
+/* Notes the names of the files in the tar.gz at path (host's part). */
+static int list_names(const char *path, int host, struct seen *seen,
+		      struct buf *err)
+{
+	struct archive *r = archive_read_new();
+	struct archive_entry *e;
+	int ret = 0, rc;
+
+	archive_read_support_filter_gzip(r);
+	archive_read_support_format_tar(r);
+	if (archive_read_open_filename(r, path, COPY_BLOCK) != ARCHIVE_OK) {
+		(void)buf_addf(err, "cannot read '%s': %s", path,
+			       archive_error_string(r));
+		archive_read_free(r);
+		return ERR_IO;
+	}
+	while ((rc = archive_read_next_header(r, &e)) == ARCHIVE_OK)
+		if (archive_entry_filetype(e) != AE_IFDIR)
+			seen_add(seen, archive_entry_pathname(e), host);
+	if (rc != ARCHIVE_EOF) {
+		(void)buf_addf(err, "'%s' is not a valid tar.gz: %s", path,
+			       archive_error_string(r));
+		ret = ERR_INVALID;
+	}
+	archive_read_free(r);
+	return ret;
+}
+
 /* A store as the controller's own uploads use it. */
 static int open_store(struct ctrl_ctx *ctx, struct stor **st, struct buf *err)
 {
@@ -95,9 +209,11 @@ static int open_store(struct ctrl_ctx *ctx, struct stor **st, struct buf *err)
 int ctrl_artifacts_store_files(struct ctrl_ctx *ctx, const char *job,
 			       int attempt, const struct db_assignment *as,
 			       size_t n, const char *output_path,
-			       char **uri_out, struct buf *err)
+			       char **uri_out, struct buf *warn,
+			       struct buf *err)
 {
 	struct buf dir = BUF_INIT, part = BUF_INIT, uri = BUF_INIT;
+	struct seen seen = { .warn = warn };
 	struct stor_sync_stats stats;
 	struct stor *st = NULL;
 	size_t i, len = strlen(output_path);
@@ -128,8 +244,14 @@ int ctrl_artifacts_store_files(struct ctrl_ctx *ctx, const char *job,
 		buf_reset(&part);
 		(void)ctrl_artifact_path(ctx, job, attempt, as[i].host_index,
 					 "model.tar.gz", &part);
-		ret = stor_archive_unpack(part.data, dir.data, NULL, err);
+		if (warn)
+			ret = list_names(part.data, as[i].host_index, &seen,
+					 err);
+		if (!ret)
+			ret = stor_archive_unpack(part.data, dir.data, NULL,
+						  err);
 	}
+	seen_finish(&seen, "model files");
 	(void)buf_addf(&uri, "%s%s%s/output/model", output_path,
 		       len && output_path[len - 1] == '/' ? "" : "/", job);
 	if (!ret)
@@ -148,6 +270,7 @@ int ctrl_artifacts_store_files(struct ctrl_ctx *ctx, const char *job,
 			*uri_out = buf_detach(&uri, NULL);
 	}
 out:
+	seen_release(&seen);
 	buf_release(&dir);
 	buf_release(&part);
 	buf_release(&uri);
@@ -166,8 +289,9 @@ static void merged_template(const struct ctrl_ctx *ctx, const char *job,
 int ctrl_artifacts_collect(struct ctrl_ctx *ctx, const char *job, int attempt,
 			   const struct db_assignment *as, size_t n,
 			   const char *output_path, const char *file,
-			   char **uri_out, struct buf *err)
+			   char **uri_out, struct buf *warn, struct buf *err)
 {
+	struct seen seen = { .warn = warn };
 	struct buf tmp = BUF_INIT;
 	struct buf part = BUF_INIT;
 	struct buf uri = BUF_INIT;
@@ -217,8 +341,9 @@ int ctrl_artifacts_collect(struct ctrl_ctx *ctx, const char *job, int attempt,
 		buf_reset(&part);
 		(void)ctrl_artifact_path(ctx, job, attempt, as[i].host_index,
 					 file, &part);
-		ret = copy_entries(w, part.data, err);
+		ret = copy_entries(w, part.data, as[i].host_index, &seen, err);
 	}
+	seen_finish(&seen, bit == 1 ? "model files" : "output files");
 	if (archive_write_close(w) != ARCHIVE_OK && !ret) {
 		(void)buf_addf(err, "cannot finish archive: %s",
 			       archive_error_string(w));
@@ -240,6 +365,7 @@ int ctrl_artifacts_collect(struct ctrl_ctx *ctx, const char *job, int attempt,
 	unlink(tmp.data);
 	if (!ret && uri_out)
 		*uri_out = buf_detach(&uri, NULL);
+	seen_release(&seen);
 	buf_release(&tmp);
 	buf_release(&part);
 	buf_release(&uri);

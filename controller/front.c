@@ -28,6 +28,7 @@
 #include "controller/rendezvous.h"
 #include "controller/rest.h"
 #include "controller/route.h"
+#include "controller/serving.h"
 #include "controller/uris.h"
 #include "controller/obs/web.h"
 #include "db/db.h"
@@ -667,16 +668,17 @@ static const struct ctrl_route_block first = CTRL_ROUTE_BLOCK(first_rows),
  * rows placed here: its paths or X-Amz-Targets before the last block.
  */
 static const struct ctrl_route_block *const blocks[] = {
-	&first,		     /* S3, /healthz, /v1/blobs/ */
-	&ctrl_agent_routes,  /* /v1/agents/ (agent_api.c) */
-	&ctrl_rdzv_routes,   /* /v1/rendezvous/ (rendezvous.c) */
-	&ctrl_web_routes,    /* the page, its JSON, /metrics (web.c) */
-	&cwm,		     /* CloudWatch metrics */
-	&ctrl_batch_routes,  /* AWS Batch, POST /v1/<op> (batch/) */
-	&ctrl_rest_routes,   /* the REST face, /v1/ (rest.c) */
-	&ctrl_op_routes,     /* SageMaker.* (ops.c) */
-	&ctrl_cwlogs_routes, /* Logs_20140328.* (cwlogs.c) */
-	&last,		     /* what no row above served */
+	&first,		      /* S3, /healthz, /v1/blobs/ */
+	&ctrl_agent_routes,   /* /v1/agents/ (agent_api.c) */
+	&ctrl_rdzv_routes,    /* /v1/rendezvous/ (rendezvous.c) */
+	&ctrl_web_routes,     /* the page, its JSON, /metrics (web.c) */
+	&cwm,		      /* CloudWatch metrics */
+	&ctrl_batch_routes,   /* AWS Batch, POST /v1/<op> (batch/) */
+	&ctrl_rest_routes,    /* the REST face, /v1/ (rest.c) */
+	&ctrl_op_routes,      /* SageMaker.* (ops.c) */
+	&ctrl_serving_routes, /* SageMaker's inference ops, refused */
+	&ctrl_cwlogs_routes,  /* Logs_20140328.* (cwlogs.c) */
+	&last,		      /* what no row above served */
 };
 
 #define N_BLOCKS (ARRAY_SIZE(blocks))

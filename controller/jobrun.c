@@ -14,6 +14,7 @@
 #include "controller/job_state.h"
 #include "controller/jobrun.h"
 #include "controller/netcheck.h"
+#include "controller/obs/logs.h"
 #include "controller/obs/rulerun.h"
 #include "controller/placement.h"
 #include "controller/plan.h"
@@ -42,6 +43,28 @@ static void bump_hosts(struct ctrl_ctx *ctx, const struct db_assignment *as,
 
 	for (i = 0; i < n; i++)
 		ctrl_hosts_bump(ctx, as[i].host);
+}
+
+/*
+ * When hosts' model files collided as they were merged: the controller's
+ * log, the job's (algo-1's stream) and the end's transition say so. The
+ * message is message with the warning after it, in warn (which the
+ * caller releases).
+ */
+static const char *model_warning(struct ctrl_ctx *ctx, const struct db_job *job,
+				 const char *message, struct buf *warn)
+{
+	struct buf note = BUF_INIT;
+
+	log_warn("job '%s': %s", job->name, warn->data);
+	(void)buf_addf(&note, "trainctl: warning: %s", warn->data);
+	ctrl_logs_note(ctx, job->name, job->attempt, note.data);
+	buf_reset(&note);
+	(void)buf_addf(&note, "%s. Warning: %s", message, warn->data);
+	buf_reset(warn);
+	(void)buf_add(warn, note.data, note.len);
+	buf_release(&note);
+	return warn->data;
 }
 
 static void finish(struct ctrl_ctx *ctx, const struct db_job *job,
@@ -160,6 +183,7 @@ static void finish(struct ctrl_ctx *ctx, const struct db_job *job,
 		   const struct db_assignment *as, size_t n, int upload)
 {
 	struct buf err = BUF_INIT;
+	struct buf warn = BUF_INIT;
 	char *model = NULL;
 	struct ctrl_jobrt *rt;
 	char *output_path = NULL;
@@ -180,11 +204,13 @@ static void finish(struct ctrl_ctx *ctx, const struct db_job *job,
 			stored = ctrl_artifacts_store_files(ctx, job->name,
 							    job->attempt, as, n,
 							    output_path, &model,
-							    &err);
+							    &warn, &err);
 		else
-			stored = ctrl_artifacts_collect(
-				ctx, job->name, job->attempt, as, n,
-				output_path, "model.tar.gz", &model, &err);
+			stored = ctrl_artifacts_collect(ctx, job->name,
+							job->attempt, as, n,
+							output_path,
+							"model.tar.gz", &model,
+							&warn, &err);
 		if (stored) {
 			log_error("job '%s': cannot store the model: %s",
 				  job->name, err.data);
@@ -211,12 +237,15 @@ static void finish(struct ctrl_ctx *ctx, const struct db_job *job,
 
 			if (ctrl_artifacts_collect(ctx, job->name, job->attempt,
 						   as, n, output_path,
-						   "output.tar.gz", NULL, &e2))
+						   "output.tar.gz", NULL, NULL,
+						   &e2))
 				log_warn("job '%s': cannot store output: %s",
 					 job->name, e2.data);
 			buf_release(&e2);
 		}
 	}
+	if (warn.len)
+		message = model_warning(ctx, job, message, &warn);
 	if (ctrl_job_end(ctx, job->name, from, to, message, reason,
 			 to == CTRL_JOB_FAILED ? NULL : model, &err)) {
 		log_error("job '%s': %s", job->name, err.data);
@@ -235,6 +264,7 @@ out:
 	free(model);
 	free(output_path);
 	buf_release(&err);
+	buf_release(&warn);
 }
 
 static void set_actions(struct ctrl_ctx *ctx, const struct db_job *job,

@@ -243,7 +243,10 @@ static size_t choose_hosts(struct ctrl_ctx *ctx,
 			got++;
 		}
 		if (got < want) {
-			ctrl_wait_message(msg, want, type, got);
+			struct ctrl_wait_holders why;
+
+			ctrl_wait_holders_count(ctx, type, &why);
+			ctrl_wait_message_why(msg, want, type, got, &why);
 			return k;
 		}
 	}
@@ -252,8 +255,63 @@ static size_t choose_hosts(struct ctrl_ctx *ctx,
 
 void ctrl_wait_message(struct buf *b, int want, const char *type, int free)
 {
+	ctrl_wait_message_why(b, want, type, free, NULL);
+}
+
+void ctrl_wait_holders_count(struct ctrl_ctx *ctx, const char *type,
+			     struct ctrl_wait_holders *w)
+{
+	size_t i;
+
+	memset(w, 0, sizeof(*w));
+	for (i = 0; i < ctx->n_hosts; i++) {
+		const struct ctrl_host *h = ctx->hosts[i];
+
+		if (h->removed || (type && !host_fits(h, type)))
+			continue;
+		w->hosts++;
+		if (!ctrl_place_host_live(h))
+			w->down++;
+		else if (h->drained && h->drain_reason &&
+			 !strncmp(h->drain_reason, "quarantined", 11))
+			w->quarantined++;
+		else if (h->drained)
+			w->drained++;
+		else if (h->warm)
+			w->warm++;
+		else if (h->busy)
+			w->busy++;
+	}
+}
+
+/* "; hosts held: " before the first part that is not 0, ", " before the
+ * others (the scheduler's wording, controller/sched/decide.h). */
+static void held_part(struct buf *b, int *n, int h, const char *what)
+{
+	if (h <= 0)
+		return;
+	(void)buf_addf(b, "%s%d %s", *n ? ", " : "; hosts held: ", h, what);
+	(*n)++;
+}
+
+void ctrl_wait_message_why(struct buf *b, int want, const char *type, int free,
+			   const struct ctrl_wait_holders *w)
+{
+	int n = 0;
+
 	(void)buf_addf(b, "Waiting for %d free host%s of type %s (%d free now)",
 		       want, want == 1 ? "" : "s", type, free);
+	if (!w)
+		return;
+	if (!w->hosts) {
+		(void)buf_adds(b, "; no host serves this type");
+		return;
+	}
+	held_part(b, &n, w->busy, "by other jobs");
+	held_part(b, &n, w->warm, "by a warm pool");
+	held_part(b, &n, w->drained, "drained");
+	held_part(b, &n, w->quarantined, "quarantined");
+	held_part(b, &n, w->down, "not responding");
 }
 
 /* A pin of a job's image, on an I/O worker (registry.h). */

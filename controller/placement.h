@@ -108,4 +108,29 @@ void ctrl_place_free_types(char **types, size_t n);
 /* Why a queued job waits: "Waiting for 2 free hosts of type T (1 free now)". */
 void ctrl_wait_message(struct buf *b, int want, const char *type, int free);
 
+/* What keeps the hosts of a type from a job (counts of hosts). */
+struct ctrl_wait_holders {
+	int hosts;	 /* of the type, in the inventory */
+	int busy;	 /* running another job */
+	int warm;	 /* held by an Available warm pool */
+	int drained;	 /* drained, not by quarantine */
+	int quarantined; /* drained by quarantine (controller/quarantine.c) */
+	int down;	 /* not registered, or lost */
+};
+
+/* Counts what holds the hosts of type (NULL: any). Caller holds hosts_lock;
+ * the busy and warm marks are those of the last ctrl_place_busy_refresh(). */
+void ctrl_wait_holders_count(struct ctrl_ctx *ctx, const char *type,
+			     struct ctrl_wait_holders *w);
+
+/*
+ * The same message, naming what holds the hosts that are not free (w NULL:
+ * nothing named): "Waiting for 1 free host of type T (0 free now); hosts
+ * held: 2 by other jobs, 1 by a warm pool, 1 drained, 1 quarantined, 1
+ * not responding" (the parts that are not 0), or "...; no host serves
+ * this type".
+ */
+void ctrl_wait_message_why(struct buf *b, int want, const char *type, int free,
+			   const struct ctrl_wait_holders *w);
+
 #endif

@@ -1,39 +1,115 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/agent_proto.h"
 #include "controller/plan.h"
 #include "db/run.h"
+#include "common/xalloc.h"
 #include "common/banned.h"
 
-static void describe_exit_only(struct buf *b, const struct db_assignment *a,
-			       const struct api_proc_report *p);
-
-static void describe_exit(struct buf *b, const struct db_assignment *a,
-			  const struct api_proc_report *p)
+/*
+ * Who failed, as users name ranks: the host and the global RANK (the
+ * first rank of the host plus the rank's place on it), the local rank
+ * too when the host runs several; in MPI mode algo-1's process is
+ * mpirun, and a follower's the MPI daemon's host process.
+ */
+static void describe_who(struct buf *b, const struct db_assignment *a,
+			 const struct api_proc_report *p, int first_rank,
+			 size_t n_procs, int mpi)
 {
-	describe_exit_only(b, a, p);
-	if (p->tail && *p->tail)
-		(void)buf_addf(b, "; last output: %s", p->tail);
+	(void)buf_addf(b, "AlgorithmError: algo-%d (host %s) ",
+		       a->host_index + 1, a->host);
+	if (mpi && a->host_index == 0)
+		(void)buf_adds(b, "mpirun");
+	else if (mpi)
+		(void)buf_addf(b, "process %d", p->rank);
+	else if (n_procs > 1)
+		(void)buf_addf(b, "RANK %d (local rank %d)",
+			       first_rank + p->rank, p->rank);
+	else
+		(void)buf_addf(b, "RANK %d", first_rank + p->rank);
 }
 
-static void describe_exit_only(struct buf *b, const struct db_assignment *a,
-			       const struct api_proc_report *p)
+#define TAIL_SEP " | "
+#define TAIL_LEAD "; last output: "
+
+/* The start of the line of tail that ends at end (exclusive). */
+static size_t line_start(const char *tail, size_t end)
 {
+	while (end > 0 && tail[end - 1] != '\n')
+		end--;
+	return end;
+}
+
+/*
+ * TAIL_LEAD and the newest lines of tail (the agent sends them one a
+ * line, oldest first) that fit in the reason's budget, whole and joined
+ * by TAIL_SEP: older lines are left out ("... | " says so); a line is
+ * cut, and ends "...", only when the newest alone does not fit.
+ */
+static void describe_tail(struct buf *b, const char *tail)
+{
+	size_t end = strlen(tail), start, k, used = 0, room;
+
+	while (end && tail[end - 1] == '\n')
+		end--;
+	if (!end || b->len + strlen(TAIL_LEAD) + 16 > CTRL_REASON_MAX)
+		return;
+	room = CTRL_REASON_MAX - b->len - strlen(TAIL_LEAD) - 6;
+	/* [start, end) holds the lines taken, newest first. */
+	for (start = end; start > 0; start = k) {
+		size_t line_end = start == end ? end : start - 1;
+		size_t add;
+
+		k = line_start(tail, line_end);
+		add = line_end - k + (start == end ? 0 : strlen(TAIL_SEP));
+		if (used + add > room)
+			break;
+		used += add;
+	}
+	(void)buf_adds(b, TAIL_LEAD);
+	if (start == end) {
+		/* The newest line alone is too long: its start, marked. */
+		size_t cut;
+
+		k = line_start(tail, end);
+		cut = k + room;
+		while (cut > k && ((unsigned char)tail[cut] & 0xc0) == 0x80)
+			cut--;
+		(void)buf_add(b, tail + k, cut - k);
+		(void)buf_adds(b, "...");
+		return;
+	}
+	if (start > 0)
+		(void)buf_adds(b, "..." TAIL_SEP);
+	for (k = start; k < end;) {
+		const char *nl = memchr(tail + k, '\n', end - k);
+		size_t n = nl ? (size_t)(nl - (tail + k)) : end - k;
+
+		(void)buf_add(b, tail + k, n);
+		k += n;
+		if (k < end) {
+			(void)buf_adds(b, TAIL_SEP);
+			k++;
+		}
+	}
+}
+
+static void describe_exit(struct buf *b, const struct db_assignment *a,
+			  const struct api_proc_report *p, int first_rank,
+			  size_t n_procs, int mpi)
+{
+	describe_who(b, a, p, first_rank, n_procs, mpi);
 	if (p->signal)
-		(void)buf_addf(b,
-			       "AlgorithmError: algo-%d (host %s) rank %d was "
-			       "killed by signal %d (%s)",
-			       a->host_index + 1, a->host, p->rank, p->signal,
+		(void)buf_addf(b, " was killed by signal %d (%s)", p->signal,
 			       strsignal(p->signal));
 	else
-		(void)buf_addf(b,
-			       "AlgorithmError: algo-%d (host %s) rank %d "
-			       "exited with code %d",
-			       a->host_index + 1, a->host, p->rank,
-			       p->exit_code);
+		(void)buf_addf(b, " exited with code %d", p->exit_code);
+	if (p->tail && *p->tail)
+		describe_tail(b, p->tail);
 }
 
 /* Whether algo-1 has reported every process exited. */
@@ -65,6 +141,10 @@ struct tally {
 	/* The failure named so far: 0 none, 1 a lost host (always wins), 2
 	 * an exit at an unknown time, else the exit's time. */
 	int64_t first_fail_ms;
+	int mpi;
+	/* The global RANK of each host's first process, by host_index. */
+	const int *first_rank;
+	size_t n;
 };
 
 static void fail_lost(struct tally *t, const struct db_assignment *a)
@@ -142,7 +222,11 @@ static int judge_exits(struct tally *t, const struct db_assignment *a,
 			(void)buf_addf(&s->reason, "AlgorithmError: %s",
 				       r->failure);
 		else
-			describe_exit(&s->reason, a, p);
+			describe_exit(&s->reason, a, p,
+				      (size_t)a->host_index < t->n ?
+					      t->first_rank[a->host_index] :
+					      0,
+				      r->n_procs, t->mpi);
 	}
 	return ok;
 }
@@ -237,10 +321,61 @@ static void cut_reason(struct buf *reason)
  * fails before mpirun has ended (its worker could not start, its daemon
  * died) fails the attempt like any rank.
  */
+/* Parses the report of a; 0, or -1 when there is none to read. */
+static int parse_report(const struct db_assignment *a, struct api_status *st)
+{
+	struct buf err = BUF_INIT;
+	int ret = -1;
+
+	memset(st, 0, sizeof(*st));
+	if (a->report_json) {
+		if (!api_status_parse(a->report_json, strlen(a->report_json),
+				      st, &err) &&
+		    st->n == 1)
+			ret = 0;
+		else
+			api_status_release(st);
+	}
+	buf_release(&err);
+	return ret;
+}
+
+/*
+ * The global RANK of each host's first process: the processes of the
+ * hosts before it, as reported (one that has not reported counts as
+ * many as the host asked about, or 1).
+ */
+static void first_ranks(const struct db_assignment *as,
+			const struct api_status *st, const int *parsed,
+			size_t n, int *first)
+{
+	int *np = xcalloc(n + 1, sizeof(*np));
+	size_t i, h;
+
+	for (i = 0; i < n; i++)
+		np[i] = -1;
+	for (i = 0; i < n; i++)
+		if (parsed[i] && (size_t)as[i].host_index < n &&
+		    st[i].items[0].n_procs > 0)
+			np[as[i].host_index] = (int)st[i].items[0].n_procs;
+	for (h = 0; h < n; h++) {
+		int fallback = np[h] > 0 ? np[h] : 1;
+		size_t j;
+
+		first[h] = 0;
+		for (j = 0; j < h; j++)
+			first[h] += np[j] > 0 ? np[j] : fallback;
+	}
+	free(np);
+}
+
 void ctrl_plan_summarize(const struct db_assignment *as, const int *lost,
 			 size_t n, int mpi, struct ctrl_plan_summary *s)
 {
-	struct tally t = { s, 0 };
+	struct api_status *st = xcalloc(n + 1, sizeof(*st));
+	int *parsed = xcalloc(n + 1, sizeof(*parsed));
+	int *first = xcalloc(n + 1, sizeof(*first));
+	struct tally t = { s, 0, mpi, first, n };
 	size_t i;
 
 	memset(s, 0, sizeof(*s));
@@ -249,28 +384,23 @@ void ctrl_plan_summarize(const struct db_assignment *as, const int *lost,
 	s->n = n;
 	if (mpi)
 		s->leader_exited = leader_exited(as, n);
+	for (i = 0; i < n; i++)
+		parsed[i] = !parse_report(&as[i], &st[i]);
+	first_ranks(as, st, parsed, n, first);
 	for (i = 0; i < n; i++) {
-		struct api_status st;
-		struct buf err = BUF_INIT;
-
 		if (lost[i]) {
 			fail_lost(&t, &as[i]);
 			s->lost++;
 		}
-		if (!as[i].report_json ||
-		    api_status_parse(as[i].report_json,
-				     strlen(as[i].report_json), &st, &err) ||
-		    st.n != 1) {
-			if (as[i].report_json)
-				api_status_release(&st);
-			buf_release(&err);
-			continue;
+		if (parsed[i]) {
+			add_report(&t, &as[i], &st[i].items[0], mpi);
+			api_status_release(&st[i]);
 		}
-		buf_release(&err);
-		add_report(&t, &as[i], &st.items[0], mpi);
-		api_status_release(&st);
 	}
 	cut_reason(&s->reason);
+	free(st);
+	free(parsed);
+	free(first);
 }
 
 static void finish_to(struct ctrl_plan_out *out, enum ctrl_job_state to,

@@ -38,10 +38,19 @@
 
 /* ------------------------------------------------------------ streams */
 
-/* A log stream of the group: <job>/<suffix>, stored in path. */
+/*
+ * A log stream of the group: <job>/algo-<n>-<epoch>, one per host of the
+ * job. A retried job writes each attempt to files of its own
+ * (controller/obs/logs.h); here a host's files are one stream, its parts
+ * in attempt order, named after the first. The SageMaker SDK's log loop
+ * asks DescribeLogStreams for InstanceCount streams by name and never
+ * pages: with one stream per host it reads every line of every attempt
+ * once, and boto3's and the CLIs' paginators see the same streams.
+ */
 struct stream {
 	char *full;
-	char *path;
+	char **paths; /* its files, oldest attempt first */
+	size_t n_paths, alloc_paths;
 	int64_t created_ms;
 };
 
@@ -50,14 +59,23 @@ struct stream_list {
 	size_t n, cap;
 };
 
+static void stream_release(struct stream *s)
+{
+	size_t i;
+
+	free(s->full);
+	for (i = 0; i < s->n_paths; i++)
+		free(s->paths[i]);
+	free(s->paths);
+	memset(s, 0, sizeof(*s));
+}
+
 static void streams_release(struct stream_list *l)
 {
 	size_t i;
 
-	for (i = 0; i < l->n; i++) {
-		free(l->items[i].full);
-		free(l->items[i].path);
-	}
+	for (i = 0; i < l->n; i++)
+		stream_release(&l->items[i]);
 	free(l->items);
 	memset(l, 0, sizeof(*l));
 }
@@ -68,32 +86,100 @@ static int by_name(const void *a, const void *b)
 		      ((const struct stream *)b)->full);
 }
 
-/* Adds the streams of job (its canonical name) that start with prefix. */
+/* The length of the host part of a file's name: "algo-2" of "algo-2-E". */
+static size_t host_len(const char *name)
+{
+	const char *dash = strrchr(name, '-');
+
+	return dash ? (size_t)(dash - name) : strlen(name);
+}
+
+/* The epoch second that ends a file's name, for ordering a host's parts. */
+static long long name_epoch(const char *name)
+{
+	const char *dash = strrchr(name, '-');
+
+	return dash ? atoll(dash + 1) : 0;
+}
+
+static void stream_add_path(struct ctrl_ctx *ctx, const char *job,
+			    struct stream *s, const char *name)
+{
+	struct buf path = BUF_INIT;
+
+	(void)ctrl_logs_path(ctx, job, name, &path);
+	ALLOC_GROW(s->paths, s->n_paths + 1, s->alloc_paths);
+	s->paths[s->n_paths++] = buf_detach(&path, NULL);
+}
+
+static int by_epoch(const void *a, const void *b)
+{
+	const struct db_log_stream *x = a, *y = b;
+	size_t hx = host_len(x->name), hy = host_len(y->name);
+	int c = strncmp(x->name, y->name, hx < hy ? hx : hy);
+	long long ex, ey;
+
+	if (c || hx != hy)
+		return c ? c : hx < hy ? -1 : 1;
+	ex = name_epoch(x->name);
+	ey = name_epoch(y->name);
+	return ex < ey ? -1 : ex > ey;
+}
+
+/*
+ * Adds the streams of job (its canonical name) that start with prefix:
+ * one per host, or, when only is given, the file of that name alone
+ * (an attempt's part, as trainctl and the web page name them).
+ */
 static int add_job_streams(struct ctrl_ctx *ctx, const char *job,
-			   const char *prefix, struct stream_list *l,
-			   struct buf *err)
+			   const char *prefix, const char *only,
+			   struct stream_list *l, struct buf *err)
 {
 	struct db_log_stream *s = NULL;
 	size_t n = 0, i;
 	int ret = db_log_streams(ctx->db, job, &s, &n, err);
 
+	if (!ret && n > 1)
+		qsort(s, n, sizeof(*s), by_epoch);
 	for (i = 0; !ret && i < n; i++) {
 		struct buf full = BUF_INIT;
-		struct buf path = BUF_INIT;
+		struct stream *st;
 
-		(void)buf_addf(&full, "%s/%s", job, s[i].name);
-		if (prefix && strncmp(full.data, prefix, strlen(prefix))) {
-			buf_release(&full);
+		if (only && strcmp(s[i].name, only))
+			continue;
+		if (!only && l->n && i &&
+		    host_len(s[i].name) == host_len(s[i - 1].name) &&
+		    !strncmp(s[i].name, s[i - 1].name, host_len(s[i].name))) {
+			/* A later attempt's part of the host's stream. */
+			st = &l->items[l->n - 1];
+			if (st->n_paths)
+				stream_add_path(ctx, job, st, s[i].name);
 			continue;
 		}
-		(void)ctrl_logs_path(ctx, job, s[i].name, &path);
+		(void)buf_addf(&full, "%s/%s", job, s[i].name);
 		ALLOC_GROW(l->items, l->n + 1, l->cap);
-		l->items[l->n].full = buf_detach(&full, NULL);
-		l->items[l->n].path = buf_detach(&path, NULL);
-		l->items[l->n].created_ms = s[i].created_ms;
-		l->n++;
+		st = &l->items[l->n++];
+		memset(st, 0, sizeof(*st));
+		st->created_ms = s[i].created_ms;
+		if (prefix && strncmp(full.data, prefix, strlen(prefix))) {
+			/* Kept without parts, so that the host's later
+			 * parts are not taken for a stream of their own. */
+			st->full = buf_detach(&full, NULL);
+			continue;
+		}
+		st->full = buf_detach(&full, NULL);
+		stream_add_path(ctx, job, st, s[i].name);
 	}
 	db_log_streams_free(s, n);
+	/* Drop the hosts the prefix left out. */
+	for (i = 0; i < l->n;) {
+		if (l->items[i].n_paths) {
+			i++;
+			continue;
+		}
+		stream_release(&l->items[i]);
+		l->items[i] = l->items[--l->n];
+	}
 	return ret;
 }
 
@@ -115,11 +201,12 @@ static char *canonical_job(struct ctrl_ctx *ctx, const char *name)
 /*
  * Every stream whose name starts with prefix (NULL: all), sorted by name.
  * A prefix naming a job ("job/...") looks at that job only; otherwise
- * every job whose name could start the prefix is looked at.
+ * every job whose name could start the prefix is looked at. With only
+ * (a prefix naming a job), the one file of that name of the job instead.
  */
 static int collect_streams(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
-			   const char *prefix, struct stream_list *l,
-			   struct buf *err)
+			   const char *prefix, const char *only,
+			   struct stream_list *l, struct buf *err)
 {
 	const char *slash = prefix ? strchr(prefix, '/') : NULL;
 	struct db_list_query q = { 0 };
@@ -134,7 +221,7 @@ static int collect_streams(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		/* Another user's job has no streams this caller can see. */
 		if (job && !strcmp(job, want) &&
 		    !ctrl_caller_check_job(ctx, who, job, err))
-			ret = add_job_streams(ctx, job, prefix, l, err);
+			ret = add_job_streams(ctx, job, prefix, only, l, err);
 		buf_reset(err);
 		free(job);
 		free(want);
@@ -154,7 +241,7 @@ static int collect_streams(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 			if (!ret && (!prefix || !strncmp(jobs[i].name, prefix,
 							 strlen(prefix))))
 				ret = add_job_streams(ctx, jobs[i].name, prefix,
-						      l, err);
+						      NULL, l, err);
 			db_job_release(&jobs[i]);
 		}
 		free(jobs);
@@ -170,19 +257,11 @@ out:
 	return ret;
 }
 
-/* One stream by its full name. Returns 0 or ERR_NOTFOUND. */
-static int find_stream(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
-		       const char *full, struct stream_list *l)
+/* The stream of full in l, moved to l->items[0]; 0 or ERR_NOTFOUND. */
+static int pick_stream(struct stream_list *l, const char *full)
 {
-	struct buf err = BUF_INIT;
 	size_t i;
 
-	if (!strchr(full, '/') || collect_streams(ctx, who, full, l, &err)) {
-		buf_release(&err);
-		memset(l, 0, sizeof(*l));
-		return ERR_NOTFOUND;
-	}
-	buf_release(&err);
 	for (i = 0; i < l->n; i++) {
 		if (!strcmp(l->items[i].full, full)) {
 			struct stream keep = l->items[i];
@@ -194,6 +273,29 @@ static int find_stream(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	}
 	streams_release(l);
 	return ERR_NOTFOUND;
+}
+
+/*
+ * One stream by its full name: a host's stream, or one attempt's part of
+ * it by the part's own name. Returns 0 or ERR_NOTFOUND.
+ */
+static int find_stream(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		       const char *full, struct stream_list *l)
+{
+	struct buf err = BUF_INIT;
+	const char *slash = strchr(full, '/');
+	int ret = ERR_NOTFOUND;
+
+	memset(l, 0, sizeof(*l));
+	if (slash && !collect_streams(ctx, who, full, NULL, l, &err))
+		ret = pick_stream(l, full);
+	if (ret && slash &&
+	    !collect_streams(ctx, who, full, slash + 1, l, &err))
+		ret = pick_stream(l, full);
+	buf_release(&err);
+	if (ret)
+		memset(l, 0, sizeof(*l));
+	return ret;
 }
 
 static int group_ok(const char *group, struct ctrl_response *resp)
@@ -225,24 +327,60 @@ static int parse_line(char *p, struct line *l)
 	return 0;
 }
 
-/* Reads a stream file line by line from an offset. */
+/*
+ * Reads a stream's files line by line from an offset. An offset is a
+ * file's index in the top bits and a place in that file below
+ * (PART_SHIFT), so that tokens made of it stay plain numbers and grow
+ * along the stream.
+ */
+#define PART_SHIFT 40
+#define PART_OFF_MASK ((1LL << PART_SHIFT) - 1)
+
 struct reader {
+	char *const *paths;
+	size_t n_paths, part;
 	int fd;
-	long long base; /* file offset of data[0] */
+	long long base; /* offset in the part of data[0] */
 	char *data;
 	size_t len, pos, cap;
 	int eof;
 };
 
-static void reader_open(struct reader *r, const char *path, long long off)
+static void reader_open_part(struct reader *r)
+{
+	r->fd = r->part < r->n_paths ?
+			open(r->paths[r->part], O_RDONLY | O_CLOEXEC) :
+			-1;
+	r->eof = r->fd < 0;
+}
+
+static void reader_open(struct reader *r, const struct stream *s, long long off)
 {
 	memset(r, 0, sizeof(*r));
-	r->fd = open(path, O_RDONLY | O_CLOEXEC);
-	r->base = off;
+	r->paths = s->paths;
+	r->n_paths = s->n_paths;
+	r->part = (size_t)(off >> PART_SHIFT);
+	r->base = off & PART_OFF_MASK;
 	r->cap = CHUNK;
 	r->data = xmalloc(r->cap + 1);
-	if (r->fd < 0)
-		r->eof = 1;
+	reader_open_part(r);
+}
+
+/*
+ * At the end of a part, goes on with the next one from its start; a
+ * partial last line of the part is dropped. Returns 0 when there is none.
+ */
+static int reader_next_part(struct reader *r)
+{
+	if (r->part + 1 >= r->n_paths)
+		return 0;
+	if (r->fd >= 0)
+		close(r->fd);
+	r->part++;
+	r->base = 0;
+	r->len = r->pos = 0;
+	reader_open_part(r);
+	return 1;
 }
 
 static void reader_close(struct reader *r)
@@ -257,7 +395,8 @@ static void reader_close(struct reader *r)
 /* The offset of the next line the reader would return. */
 static long long reader_offset(const struct reader *r)
 {
-	return r->base + (long long)r->pos;
+	return ((long long)r->part << PART_SHIFT) |
+	       (r->base + (long long)r->pos);
 }
 
 /*
@@ -279,6 +418,8 @@ static int reader_next(struct reader *r, char **line, long long *off)
 			r->pos = (size_t)(nl + 1 - r->data);
 			return 1;
 		}
+		if (r->eof && reader_next_part(r))
+			continue;
 		if (r->eof)
 			return 0;
 		/* Keep the partial line, read more after it. */
@@ -399,7 +540,7 @@ static int token_parse(const char *tok, long long *off)
 }
 
 /* Forward from off: the first events that fit. */
-static long long read_forward(const char *path, long long off,
+static long long read_forward(const struct stream *s, long long off,
 			      const struct api_cwl_get_req *q,
 			      struct events *ev, long long *first_off)
 {
@@ -410,7 +551,7 @@ static long long read_forward(const char *path, long long off,
 	long long next = off;
 
 	*first_off = off;
-	reader_open(&r, path, off);
+	reader_open(&r, s, off);
 	while (reader_next(&r, &text, &at)) {
 		if (parse_line(text, &l) ||
 		    !in_window(l.ts_ms, q->start_ms, q->end_ms)) {
@@ -432,7 +573,7 @@ static long long read_forward(const char *path, long long off,
  * Backward from end (-1: the end of the file): the last events before it
  * that fit, oldest first. Scans from the start, keeping a window.
  */
-static long long read_backward(const char *path, long long end,
+static long long read_backward(const struct stream *s, long long end,
 			       const struct api_cwl_get_req *q,
 			       struct events *ev, long long *first_off)
 {
@@ -444,7 +585,7 @@ static long long read_backward(const char *path, long long end,
 	size_t offs_cap = 0;
 	size_t head = 0;
 
-	reader_open(&r, path, 0);
+	reader_open(&r, s, 0);
 	while ((end < 0 || reader_offset(&r) < end) &&
 	       reader_next(&r, &text, &at)) {
 		if (parse_line(text, &l) ||
@@ -518,11 +659,11 @@ static void op_get(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		}
 	}
 	if (dir == 'f' || (!dir && q.start_from_head)) {
-		next = read_forward(l.items[0].path, off, &q, &ev, &first);
+		next = read_forward(&l.items[0], off, &q, &ev, &first);
 		(void)buf_addf(&fwd, "f/%lld", next);
 		(void)buf_addf(&bwd, "b/%lld", first);
 	} else {
-		next = read_backward(l.items[0].path, dir ? off : -1, &q, &ev,
+		next = read_backward(&l.items[0], dir ? off : -1, &q, &ev,
 				     &first);
 		(void)buf_addf(&fwd, "f/%lld", next);
 		(void)buf_addf(&bwd, "b/%lld", first);
@@ -691,7 +832,7 @@ static void filter_run(struct stream_list *l,
 	size_t i;
 
 	for (i = 0; i < l->n; i++) {
-		reader_open(&cs[i].r, l->items[i].path,
+		reader_open(&cs[i].r, &l->items[i],
 			    q->next_token ? token_offset(q->next_token,
 							 l->items[i].full) :
 					    0);
@@ -782,7 +923,7 @@ static void op_filter(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		}
 		if (l.n > 1)
 			qsort(l.items, l.n, sizeof(*l.items), by_name);
-	} else if (collect_streams(ctx, who, q.prefix, &l, &err)) {
+	} else if (collect_streams(ctx, who, q.prefix, NULL, &l, &err)) {
 		ctrl_reply_err_code(resp, ERR_DB, err.data);
 		goto out;
 	}
@@ -796,8 +937,8 @@ out:
 
 /* ------------------------------------------------ DescribeLogStreams */
 
-/* Size, times of the first and last events, last write of a stream. */
-static void stream_stats(const char *path, struct api_cwl_stream *out)
+/* Size, times of the first and last events, last write of a file. */
+static void file_stats(const char *path, struct api_cwl_stream *out)
 {
 	struct stat st;
 	char *data = xmalloc(CHUNK + 1);
@@ -842,6 +983,28 @@ out:
 	free(data);
 }
 
+/* The same of a stream: the sum of its parts' sizes, the first event of
+ * its first part that has one, the last of its last. */
+static void stream_stats(const struct stream *st, struct api_cwl_stream *out)
+{
+	size_t i;
+
+	for (i = 0; i < st->n_paths; i++) {
+		struct api_cwl_stream one;
+
+		memset(&one, 0, sizeof(one));
+		file_stats(st->paths[i], &one);
+		out->stored_bytes += one.stored_bytes;
+		if (one.last_ingestion_ms > out->last_ingestion_ms)
+			out->last_ingestion_ms = one.last_ingestion_ms;
+		if (!one.first_event_ms && !one.last_event_ms)
+			continue;
+		if (!out->first_event_ms)
+			out->first_event_ms = one.first_event_ms;
+		out->last_event_ms = one.last_event_ms;
+	}
+}
+
 struct ranked {
 	struct api_cwl_stream s;
 	char *arn;
@@ -883,7 +1046,7 @@ static void op_describe(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	}
 	if (!group_ok(q.group, resp))
 		goto out;
-	if (collect_streams(ctx, who, q.prefix, &l, &err)) {
+	if (collect_streams(ctx, who, q.prefix, NULL, &l, &err)) {
 		ctrl_reply_err_code(resp, ERR_DB, err.data);
 		goto out;
 	}
@@ -901,7 +1064,7 @@ static void op_describe(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		rk[i].s.arn = rk[i].arn;
 		/* Ordering by time needs every stream's times. */
 		if (q.by_last_event)
-			stream_stats(l.items[i].path, &rk[i].s);
+			stream_stats(&l.items[i], &rk[i].s);
 	}
 	if (q.by_last_event && l.n > 1)
 		qsort(rk, l.n, sizeof(*rk), cmp_last_event);
@@ -911,7 +1074,7 @@ static void op_describe(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 
 		page[n_page] = rk[k].s;
 		if (!q.by_last_event)
-			stream_stats(l.items[k].path, &page[n_page]);
+			stream_stats(&l.items[k], &page[n_page]);
 		n_page++;
 	}
 	if (i < l.n)

@@ -54,6 +54,8 @@ struct pending {
 	char *job;
 	char *stream;
 	struct buf text;
+	int attempt;	  /* of its first line */
+	const char *host; /* the agent that sent the batch */
 };
 
 /* A point read from line l, of the host (algo-N) that printed it. */
@@ -268,20 +270,51 @@ static int stream_of(struct ctrl_ctx *ctx, struct ctrl_jobrt *rt,
 	return buf_addf(out, "%s-%" PRId64, l->algo, rt->attempt_stream_s);
 }
 
+/*
+ * The line that opens a later attempt's file of a host, so that every
+ * reader of the log (trainctl logs, the web page, CloudWatch's face,
+ * where a host's attempts are one stream) sees where an attempt starts.
+ * It takes the time of the attempt's first line.
+ */
+static void attempt_line(struct buf *out, int64_t ts_ms, int attempt,
+			 const char *algo, const char *host)
+{
+	(void)buf_addf(out,
+		       "%" PRId64 "\tO\t-1\t==== trainctl: attempt %d of "
+		       "this job starts here (%s on host %s) ====\n",
+		       ts_ms, attempt, algo, host ? host : "?");
+}
+
 static void flush(struct ctrl_ctx *ctx, struct pending *p)
 {
 	struct buf path = BUF_INIT;
+	struct buf sep = BUF_INIT;
+	const struct buf *out = &p->text;
 	int fd;
 
 	ensure_dir(ctx, p->job);
 	(void)ctrl_logs_path(ctx, p->job, p->stream, &path);
-	fd = open(path.data, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	if (fd < 0 ||
-	    write(fd, p->text.data, p->text.len) != (ssize_t)p->text.len)
+	fd = open(path.data, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC,
+		  0600);
+	if (fd >= 0 && p->attempt > 1) {
+		char algo[32];
+
+		(void)snprintf(algo, sizeof(algo), "%.*s",
+			       (int)(strrchr(p->stream, '-') - p->stream),
+			       p->stream);
+		attempt_line(&sep, strtoll(p->text.data, NULL, 10), p->attempt,
+			     algo, p->host);
+		(void)buf_add(&sep, p->text.data, p->text.len);
+		out = &sep;
+	}
+	if (fd < 0 && errno == EEXIST)
+		fd = open(path.data, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0 || write(fd, out->data, out->len) != (ssize_t)out->len)
 		log_error("cannot write log '%s': %s", path.data,
 			  strerror(errno));
 	if (fd >= 0)
 		close(fd);
+	buf_release(&sep);
 	buf_release(&path);
 }
 
@@ -302,7 +335,8 @@ struct ingest {
 	size_t n_pts, cap_pts;
 	char **names; /* the default metrics' names the points use */
 	size_t n_names, alloc_names;
-	size_t stored; /* lines stored */
+	size_t stored;	  /* lines stored */
+	const char *host; /* the agent that sent the batch */
 	struct buf err;
 };
 
@@ -323,6 +357,8 @@ static struct pending *pending_of(struct ctrl_ctx *ctx, struct ingest *in,
 	p = &in->pend[in->n_pend++];
 	p->job = xstrdup(l->job);
 	p->stream = xstrdup(stream);
+	p->attempt = l->attempt;
+	p->host = in->host;
 	buf_init(&p->text, 0);
 	(void)db_log_stream_add(ctx->db, l->job, p->stream,
 				atoi(l->algo + 5) - 1, rt->attempt_start_ms,
@@ -455,7 +491,7 @@ void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
 {
 	struct ingest in = { 0 };
 
-	(void)host;
+	in.host = host;
 	buf_init(&in.err, 0);
 	queue_lines(ctx, &in, b);
 	read_metrics(ctx, &in);
@@ -464,6 +500,26 @@ void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
 	ctx->log_version++;
 	ctrl_waiters_resume(ctx, &ctx->log_waiters);
 	pthread_mutex_unlock(&ctx->hosts_lock);
+}
+
+void ctrl_logs_note(struct ctrl_ctx *ctx, const char *job, int attempt,
+		    const char *text)
+{
+	struct api_log_line line;
+	struct api_log_batch b;
+
+	memset(&line, 0, sizeof(line));
+	memset(&b, 0, sizeof(b));
+	line.job = (char *)job;
+	line.attempt = attempt;
+	line.algo = (char *)"algo-1";
+	line.rank = -1;
+	line.is_stderr = 1;
+	line.ts_ms = time_now_ms();
+	line.text = (char *)text;
+	b.lines = &line;
+	b.n = 1;
+	ctrl_logs_ingest(ctx, "controller", &b);
 }
 
 int ctrl_logs_has_metric_defs(struct ctrl_ctx *ctx,
@@ -612,7 +668,8 @@ enum ctrl_route_result ctrl_logs_route(struct ctrl_ctx *ctx,
 			pthread_mutex_lock(&ctx->hosts_lock);
 			req->suspended = 1;
 			MHD_suspend_connection(conn);
-			ctrl_waiter_add(ctx, &ctx->log_waiters, conn, &req->resumed,
+			ctrl_waiter_add(ctx, &ctx->log_waiters, conn,
+					&req->resumed,
 					time_mono_ms() + FOLLOW_MS);
 			pthread_mutex_unlock(&ctx->hosts_lock);
 			api_log_events_release(&ev);

@@ -5,7 +5,9 @@
  * Job logs: lines from the agents go to one append-only file per stream
  * (CloudWatch's naming, <job>/algo-<n>-<epoch of the attempt's start>) under
  * <state-dir>/logs/<job>/, indexed in the store; MetricDefinitions are
- * applied to every line on the way in.
+ * applied to every line on the way in. A later attempt's file starts with
+ * a line that says so ("==== trainctl: attempt N of this job starts
+ * here ... ===="): CloudWatch's face shows a host's files as one stream.
  */
 #include <stdint.h>
 
@@ -19,6 +21,13 @@ struct MHD_Connection;
 /* Stores a batch of lines from host and wakes log followers. */
 void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
 		      const struct api_log_batch *b);
+
+/*
+ * A line of the controller's own in the log of job's attempt (algo-1's
+ * stream, stderr), as if its agent had sent it.
+ */
+void ctrl_logs_note(struct ctrl_ctx *ctx, const char *job, int attempt,
+		    const char *text);
 
 /*
  * Whether a line of b belongs to a job with MetricDefinitions still

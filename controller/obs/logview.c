@@ -470,9 +470,10 @@ static int int_arg(const char *s, int lo, int hi, int dflt, int *out)
 }
 
 /*
- * For a failed job: the stream and rank that failed, from its
- * FailureReason ("... algo-N (host H) rank R ..."). Returns 0, or -1 when
- * it names none.
+ * For a failed job: the stream and rank (on its host) that failed, from
+ * its FailureReason ("... algo-N (host H) RANK G (local rank R) ...",
+ * "RANK G" alone when the host runs one, "rank R" as older controllers
+ * wrote it). Returns 0, or -1 when it names none.
  */
 static int failing_rank(struct ctrl_ctx *ctx, const char *job, char *algo,
 			size_t size, int *rank, int *attempt)
@@ -488,10 +489,15 @@ static int failing_rank(struct ctrl_ctx *ctx, const char *job, char *algo,
 	}
 	p = j.failure_reason ? strstr(j.failure_reason, "algo-") : NULL;
 	if (p) {
+		const char *local = strstr(p, "(local rank ");
+		const char *global = strstr(p, ") RANK ");
 		const char *r = strstr(p, " rank ");
 
 		snprintf(algo, size, "algo-%d", atoi(p + 5));
-		*rank = r ? atoi(r + 6) : -1;
+		*rank = local  ? atoi(local + 12) :
+			global ? 0 :
+			r      ? atoi(r + 6) :
+				 -1;
 		*attempt = j.attempt;
 		ret = 0;
 	}

@@ -619,6 +619,8 @@ static void reason(const struct ctrl_sched_state *st, struct buf *b, size_t j,
 		if (v->kept)
 			(void)buf_addf(b, ", %d kept for guarantees", v->kept);
 		(void)buf_adds(b, ")");
+		(void)buf_add(b, st->hold_text[st->qt[j]].data,
+			      st->hold_text[st->qt[j]].len);
 		break;
 	case W_PREEMPT:
 		if (v->victims)

@@ -55,6 +55,13 @@ enum ctrl_sched_sharing {
 	CTRL_SCHED_LEND_AND_BORROW,
 };
 
+/* Why a host is not usable. */
+enum {
+	CTRL_SCHED_OFF_DRAINED = 1,
+	CTRL_SCHED_OFF_QUARANTINED,
+	CTRL_SCHED_OFF_DOWN, /* not registered, or lost */
+};
+
 /* One host of the pool. */
 struct ctrl_sched_host {
 	const char *name;
@@ -64,6 +71,9 @@ struct ctrl_sched_host {
 	/* busy with work not in running[]: a warm pool's, a job that
 	 * restarts or uploads */
 	int held;
+	int warm; /* held: by an Available warm pool */
+	/* Not usable: why, for wait messages (CTRL_SCHED_OFF_*). */
+	int off;
 	/* The pool of a type (computeReservation, "the pool has n") is its
 	 * usable hosts, held ones included: they are capacity, not free. */
 };
@@ -185,7 +195,10 @@ struct ctrl_sched_out {
 	 * for [k ]preempted jobs to release n hosts", "at its quota limit",
 	 * "no capacity for type t in its share", "kept for the head job of
 	 * the queue (backfill)", "kept by computeReservation", "needs n
-	 * hosts, the pool has m t". A job that cannot be considered (share
+	 * hosts, the pool has m t". The first goes on with what holds the
+	 * type's other hosts: "; hosts held: h by k other jobs, h by a warm
+	 * pool, h restarting or uploading, h drained, h quarantined, h not
+	 * responding" (the parts that are not 0). A job that cannot be considered (share
 	 * out of range, count <= 0, no type) gets "skipped: ..." and
 	 * position 0.
 	 */

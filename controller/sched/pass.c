@@ -246,6 +246,17 @@ static size_t share_of(struct pass *p, const struct db_sched_job *j)
 	return p->n_shares++;
 }
 
+/* Why h may take no work (CTRL_SCHED_OFF_*), 0 when it may. */
+static int host_off(const struct ctrl_host *h)
+{
+	if (!ctrl_place_host_live(h))
+		return CTRL_SCHED_OFF_DOWN;
+	if (h->drained && h->drain_reason &&
+	    !strncmp(h->drain_reason, "quarantined", 11))
+		return CTRL_SCHED_OFF_QUARANTINED;
+	return h->drained ? CTRL_SCHED_OFF_DRAINED : 0;
+}
+
 /*
  * The hosts, as ctx->hosts orders them: usable (live, not drained), held
  * (a warm pool's, or busy with work the decision does not see: marked
@@ -270,6 +281,8 @@ static void read_hosts(struct pass *p)
 		sh->usable = ctrl_place_host_usable(h);
 		/* busy now, a running job's below clears it */
 		sh->held = h->busy;
+		sh->warm = h->warm;
+		sh->off = host_off(h);
 		(void)ctrl_sched_intern_id(&p->host_ids, h->name);
 	}
 }

@@ -5,6 +5,7 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -186,6 +187,8 @@ static void setup_running(struct ctrl_sched_state *st, unsigned char *busy)
 			st->rel[t] += st->rc[i];
 			continue;
 		}
+		st->hold[t].jobs++;
+		st->hold[t].busy += st->rc[i];
 		if (r->share >= st->ns)
 			continue;
 		ctrl_sched_use_add(st, r->share, t, st->rc[i]);
@@ -211,6 +214,16 @@ static int fh_cmp(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+static void hold_off(struct ctrl_sched_hold *h, int off)
+{
+	if (off == CTRL_SCHED_OFF_QUARANTINED)
+		h->quarantined++;
+	else if (off == CTRL_SCHED_OFF_DOWN)
+		h->down++;
+	else
+		h->drained++;
+}
+
 /*
  * The pool and the free hosts per type, the free ones grouped by domain:
  * domains in order of first appearance, hosts in input order.
@@ -226,8 +239,16 @@ static void setup_hosts(struct ctrl_sched_state *st, const unsigned char *busy)
 	for (i = 0; i < in->n_hosts; i++) {
 		const struct ctrl_sched_host *h = &in->hosts[i];
 
-		if (st->ht[i] == CTRL_SCHED_NONE || !h->usable)
+		if (st->ht[i] == CTRL_SCHED_NONE)
 			continue;
+		if (!h->usable) {
+			hold_off(&st->hold[st->ht[i]], h->off);
+			continue;
+		}
+		if (!busy[i] && h->held && h->warm)
+			st->hold[st->ht[i]].warm++;
+		else if (!busy[i] && h->held)
+			st->hold[st->ht[i]].held++;
 		/* A held host is capacity that is not free now. */
 		st->pool[st->ht[i]]++;
 		if (busy[i] || h->held)
@@ -380,6 +401,44 @@ static void setup_cands(struct ctrl_sched_state *st)
 		st->cbeg[t] = n;
 }
 
+/* "; hosts held: " before the first of h's parts that are not 0, ", "
+ * before the others. */
+static void hold_part(struct buf *b, int *n, int h, const char *what)
+{
+	if (h <= 0)
+		return;
+	(void)buf_addf(b, "%s%d %s", *n ? ", " : "; hosts held: ", h, what);
+	(*n)++;
+}
+
+/*
+ * What holds the hosts of each type that are not free, once per decision
+ * (its wait messages end with it): "; hosts held: 3 by 2 other jobs, 1
+ * by a warm pool, ...".
+ */
+static void setup_hold_text(struct ctrl_sched_state *st)
+{
+	size_t t;
+
+	st->hold_text = xcalloc(st->nt + 1, sizeof(*st->hold_text));
+	for (t = 0; t < st->nt; t++) {
+		const struct ctrl_sched_hold *h = &st->hold[t];
+		struct buf *b = &st->hold_text[t];
+		char jobs[64];
+		int n = 0;
+
+		buf_init(b, 0);
+		(void)snprintf(jobs, sizeof(jobs), "by %d other job%s", h->jobs,
+			       h->jobs == 1 ? "" : "s");
+		hold_part(b, &n, h->busy, jobs);
+		hold_part(b, &n, h->warm, "by a warm pool");
+		hold_part(b, &n, h->held, "restarting or uploading");
+		hold_part(b, &n, h->drained, "drained");
+		hold_part(b, &n, h->quarantined, "quarantined");
+		hold_part(b, &n, h->down, "not responding");
+	}
+}
+
 void ctrl_sched_state_release(struct ctrl_sched_state *st)
 {
 	void *p[] = { st->ht,	  st->rt,    st->qt,	st->rc,	   st->cap,
@@ -389,13 +448,16 @@ void ctrl_sched_state_release(struct ctrl_sched_state *st)
 		      st->doms,	  st->tdom,  st->jobs,	st->jbeg,  st->jcur,
 		      st->heap,	  st->hpos,  st->owed,	st->fkey,  st->head,
 		      st->shadow, st->spare, st->cand,	st->cbeg,  st->victim,
-		      st->picks,  st->epoch, st->failed };
+		      st->picks,  st->epoch, st->failed, st->hold };
 	size_t i;
 
 	for (i = 0; i < ARRAY_SIZE(p); i++)
 		free(p[i]);
 	for (i = 0; st->clauses && i < st->ns; i++)
 		buf_release(&st->clauses[i].text);
+	for (i = 0; st->hold_text && i < st->nt; i++)
+		buf_release(&st->hold_text[i]);
+	free(st->hold_text);
 	free(st->clauses);
 	ctrl_sched_intern_release(&st->types);
 }
@@ -420,6 +482,7 @@ void ctrl_sched_state_init(struct ctrl_sched_state *st,
 	st->rel = xcalloc(nt, sizeof(int));
 	st->resv = xcalloc(nt, sizeof(int));
 	st->ctot = xcalloc(nt, sizeof(int));
+	st->hold = xcalloc(nt, sizeof(*st->hold));
 	st->head = xcalloc(nt, 1);
 	st->shadow = xcalloc(nt, sizeof(int64_t));
 	st->spare = xcalloc(nt, sizeof(int));
@@ -441,6 +504,7 @@ void ctrl_sched_state_init(struct ctrl_sched_state *st,
 	}
 	setup_running(st, busy);
 	setup_hosts(st, busy);
+	setup_hold_text(st);
 	free(busy);
 	setup_jobs(st);
 	setup_cands(st);

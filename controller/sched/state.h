@@ -58,6 +58,13 @@ struct ctrl_sched_failed {
 	int hosts, quota, prio, owed;
 };
 
+/* What holds the hosts of a type that are not free, for wait messages. */
+struct ctrl_sched_hold {
+	int jobs, busy; /* running jobs (not releasing), the hosts they hold */
+	int warm, held; /* held by a warm pool; by other work */
+	int drained, quarantined, down;
+};
+
 struct ctrl_sched_state {
 	const struct ctrl_sched_in *in;
 	struct ctrl_sched_out *out;
@@ -75,6 +82,8 @@ struct ctrl_sched_state {
 	double *usage;
 	size_t *queue, *qpos; /* queue id of each share; waiting jobs seen */
 	int *pool, *nfree, *rel, *resv, *ctot; /* per type */
+	struct ctrl_sched_hold *hold;	       /* per type */
+	struct buf *hold_text; /* per type: its wait messages' clause */
 	size_t *fh;			       /* free hosts by type, domain */
 	struct ctrl_sched_dom *doms;
 	size_t *tdom; /* the domains of type t: doms[tdom[t]..tdom[t+1]) */

@@ -422,7 +422,7 @@ static void test_summarize(void **state)
 	set(&as[2], 2, "h3", report(2, "running", "-", 0, NULL));
 	ctrl_plan_summarize(as, lost, 3, 0, &s);
 	assert_true(s.failed);
-	assert_non_null(strstr(s.reason.data, "algo-2 (host h2) rank 0 "
+	assert_non_null(strstr(s.reason.data, "algo-2 (host h2) RANK 1 "
 					      "exited with code 3"));
 	/* ...and the host the failure is laid at: not h1, whose rank
 	 * was merely killed after it. */
@@ -537,6 +537,102 @@ static void test_summarize(void **state)
 		free(json);
 		free(tail);
 	}
+}
+
+/*
+ * A report of host idx whose ranks 0..nproc-1 ran, the last one exiting
+ * with code 3 and last lines tail (JSON-escaped), the others 0.
+ */
+static char *tail_report(int idx, int nproc, const char *tail)
+{
+	struct buf b = BUF_INIT;
+	int k;
+
+	(void)buf_addf(&b,
+		       "{\"boot_id\":\"b\",\"assignments\":[{\"job\":\"j\","
+		       "\"attempt\":1,\"algo\":\"algo-%d\","
+		       "\"phase\":\"exited\",\"started_ms\":1,"
+		       "\"processes\":[",
+		       idx + 1);
+	for (k = 0; k < nproc; k++)
+		(void)buf_addf(&b,
+			       "%s{\"rank\":%d,\"pid\":%d,\"started_ms\":1,"
+			       "\"exit_code\":%d,\"signal\":null,"
+			       "\"exited_ms\":70%s%s%s}",
+			       k ? "," : "", k, 100 + k, k == nproc - 1 ? 3 : 0,
+			       k == nproc - 1 ? ",\"tail\":\"" : "",
+			       k == nproc - 1 ? tail : "",
+			       k == nproc - 1 ? "\"" : "");
+	(void)buf_adds(&b, "],\"failure\":null,\"error\":null}]}");
+	return buf_detach(&b, NULL);
+}
+
+/* A line of n copies of c after a prefix, for tails. */
+static void add_line(struct buf *b, const char *prefix, char c, size_t n)
+{
+	(void)buf_adds(b, prefix);
+	while (n--)
+		(void)buf_add(b, &c, 1);
+}
+
+static void test_reason_rank_and_tail(void **state)
+{
+	struct db_assignment as[2];
+	struct ctrl_plan_summary s;
+	int lost[2] = { 0, 0 };
+	struct buf tail = BUF_INIT, want = BUF_INIT;
+
+	(void)state;
+	/* Two ranks a host: algo-2's local rank 1 is the global RANK 3. */
+	set(&as[0], 0, "h1", tail_report(0, 2, "x"));
+	set(&as[1], 1, "h2", tail_report(1, 2, "a\\nb | c\\nlast"));
+	free(as[0].report_json);
+	as[0].report_json = report(0, "running", "- -", 0, NULL);
+	ctrl_plan_summarize(as, lost, 2, 0, &s);
+	assert_string_equal(s.reason.data,
+			    "AlgorithmError: algo-2 (host h2) RANK 3 (local "
+			    "rank 1) exited with code 3; last output: a | b | "
+			    "c | last");
+	buf_release(&s.reason);
+	free(as[0].report_json);
+	free(as[1].report_json);
+
+	/* MPI: algo-1's process is mpirun. */
+	set(&as[0], 0, "h1", tail_report(0, 1, "boom"));
+	ctrl_plan_summarize(as, lost, 1, 1, &s);
+	assert_string_equal(s.reason.data,
+			    "AlgorithmError: algo-1 (host h1) mpirun exited "
+			    "with code 3; last output: boom");
+	buf_release(&s.reason);
+	free(as[0].report_json);
+
+	/* Too much output: the newest lines that fit, whole; older ones
+	 * are said to be left out. */
+	add_line(&tail, "old-", 'o', 600);
+	add_line(&tail, "\\nmid-", 'm', 300);
+	add_line(&tail, "\\nnew-", 'n', 300);
+	set(&as[0], 0, "h1", tail_report(0, 1, tail.data));
+	ctrl_plan_summarize(as, lost, 1, 0, &s);
+	assert_true(s.reason.len <= CTRL_REASON_MAX);
+	assert_null(strstr(s.reason.data, "old-"));
+	add_line(&want, "; last output: ... | mid-", 'm', 300);
+	add_line(&want, " | new-", 'n', 300);
+	assert_string_equal(s.reason.data + s.reason.len - want.len, want.data);
+	buf_release(&s.reason);
+	free(as[0].report_json);
+
+	/* The newest line alone is too long: its start, marked as cut. */
+	buf_reset(&tail);
+	add_line(&tail, "huge-", 'h', 2000);
+	set(&as[0], 0, "h1", tail_report(0, 1, tail.data));
+	ctrl_plan_summarize(as, lost, 1, 0, &s);
+	assert_true(s.reason.len <= CTRL_REASON_MAX);
+	assert_non_null(strstr(s.reason.data, "; last output: huge-hhh"));
+	assert_string_equal(s.reason.data + s.reason.len - 4, "h...");
+	buf_release(&s.reason);
+	free(as[0].report_json);
+	buf_release(&tail);
+	buf_release(&want);
 }
 
 static char *checked_report(int idx, const char *phase, const char *error,
@@ -655,6 +751,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_summarize),
+		cmocka_unit_test(test_reason_rank_and_tail),
 		cmocka_unit_test(test_stall_stop),
 		cmocka_unit_test(test_infra_check),
 	};

@@ -344,7 +344,8 @@ static const struct row rows[] = {
 	  .running = { RUN(0, 2, 0, 0, 0, 1), RUN(0, 1, 0, 0, 2) },
 	  .queued = { Q(0, 3, 0), QT(0, 1, 1, 200) },
 	  .starts = "q1=h4",
-	  .why = { "1st in queue default; waiting for 3 hosts (1 free)" } },
+	  .why = { "1st in queue default; waiting for 3 hosts (1 free); "
+		   "hosts held: 3 by 2 other jobs" } },
 	{ .name = "backfill: no shadow time, nothing passes the head",
 	  .hosts = { H4 }, .shares = { FIFO("f", "f", 0) },
 	  .running = { RUN(0, 2, 0, 0, 0, 1), RUN(0, 1, 0, 0, 2) },
@@ -397,6 +398,22 @@ static const struct row rows[] = {
 	  .queued = { Q(0, 1, 0), Q(0, 1, 1) },
 	  .starts = "q0=h3",
 	  .why = { NULL, "~waiting for 1 host (0 free)" } },
+	{ .name = "message: what holds the hosts, by kind",
+	  .hosts = { { .name = "h1", .type = GPU, .usable = 1, .held = 1,
+		       .warm = 1 },
+		     { .name = "h2", .type = GPU, .usable = 1, .held = 1 },
+		     { .name = "h3", .type = GPU, .off = CTRL_SCHED_OFF_DRAINED },
+		     { .name = "h4",
+		       .type = GPU,
+		       .off = CTRL_SCHED_OFF_QUARANTINED },
+		     { .name = "h5", .type = GPU, .off = CTRL_SCHED_OFF_DOWN },
+		     H("h6"), H("h7"), H("h8") },
+	  .shares = { FIFO("f", "f", 0) },
+	  .running = { RUN(0, 2, 0, 0, 5, 6), RUN(0, 1, 0, 0, 7) },
+	  .queued = { Q(0, 1, 0) },
+	  .why = { "1st in queue f; waiting for 1 host (0 free); hosts held: "
+		   "3 by 2 other jobs, 1 by a warm pool, 1 restarting or "
+		   "uploading, 1 drained, 1 quarantined, 1 not responding" } },
 	/* The two teams on two hosts. */
 	{ .name = "two teams, fair share: bob waits while alice holds both",
 	  .hosts = { H("h1"), H("h2") },
@@ -405,7 +422,8 @@ static const struct row rows[] = {
 	  .queued = { Q(0, 2, 1), Q(0, 2, 2), Q(0, 2, 3), Q(1, 1, 4) },
 	  .why = { NULL, NULL, NULL,
 		   "1st in queue shared; fair share bob, weight 1; "
-		   "waiting for 1 host (0 free)" } },
+		   "waiting for 1 host (0 free); hosts held: 2 by 1 other "
+		   "job" } },
 	{ .name = "two teams, fair share: bob starts when a host frees",
 	  .hosts = { H("h1"), H("h2") },
 	  .shares = { FAIR("alice", 1, 1, 20), FAIR("bob", 1, 1, 0) },
@@ -431,7 +449,8 @@ static const struct row rows[] = {
 	  .running = { RUN(0, 2, NOW - 10000, 0, 0, 1) },
 	  .queued = { Q(1, 1, 4) },
 	  .why = { "1st in queue team; share bob at 0 of 1 gpu, borrowing 0; "
-		   "waiting for 1 host (0 free)" } },
+		   "waiting for 1 host (0 free); hosts held: 2 by 1 other "
+		   "job" } },
 	/* Messages. */
 	{ .name = "message: the issue's example",
 	  .hosts = { H("h1"), H("h2"), H("h3"), H("h4"), H("h5"), H("h6"),
@@ -443,7 +462,8 @@ static const struct row rows[] = {
 	  .queued = { Q(0, 4, 0), Q(0, 4, 1), Q(0, 4, 2) },
 	  .why = { "~1st in queue ml-team", "~2nd in queue ml-team",
 		   "3rd in queue ml-team; share vision at 8 of 8 gpu, "
-		   "borrowing 0; waiting for 4 hosts (0 free)" },
+		   "borrowing 0; waiting for 4 hosts (0 free); hosts held: "
+		   "8 by 1 other job" },
 	  .positions = "1 2 3" },
 	/* Bad input. */
 	{ .name = "bad input is skipped with a reason",

@@ -673,13 +673,16 @@ def attempt_logs(logs_dir):
     The program's `ft-start ... attempt=N` line (or ft_trainer.sh's
     `ft-exec ...`) starts attempt N; each attempt has files of its own (an
     attempt that starts within the same second as the one before takes the
-    next second in its stream name)."""
+    next second in its stream name). What a file holds before the
+    program's first line (the controller's attempt separator, the agent's
+    script-mode preamble) belongs to that line's attempt."""
     out = {}
     for path in sorted(glob.glob(os.path.join(logs_dir, "*.log"))):
         m = re.match(r"^(algo-\d+)-\d+\.log$", os.path.basename(path))
         if not m:
             continue
-        attempt = 0
+        attempt = None
+        before = []
         with open(path, "rb") as f:
             for line in f.read().decode("utf-8", "replace").splitlines():
                 parts = line.split("\t", 3)
@@ -688,8 +691,16 @@ def attempt_logs(logs_dir):
                 a = re.match(r"^ft-(?:exec|start) ts=\S+ attempt=(\d+)", parts[3])
                 if a:
                     attempt = int(a.group(1))
-                out.setdefault(attempt, {}).setdefault(m.group(1), []).append(
-                    (int(parts[0]), parts[1], parts[2], parts[3]))
+                ev = (int(parts[0]), parts[1], parts[2], parts[3])
+                if attempt is None:
+                    before.append(ev)
+                    continue
+                lines = out.setdefault(attempt, {}).setdefault(m.group(1), [])
+                lines += before
+                before = []
+                lines.append(ev)
+        if before:
+            out.setdefault(0, {}).setdefault(m.group(1), []).extend(before)
     return out
 
 

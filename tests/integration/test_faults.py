@@ -432,7 +432,7 @@ def case_c3(tap, cl, sm):
 
     def reason():
         fr = (j.desc or {}).get("FailureReason") or ""
-        expect(re.search(r"AlgorithmError: algo-1 \(host \S+\) rank 0 exited with code 3", fr),
+        expect(re.search(r"AlgorithmError: algo-1 \(host \S+\) RANK 0 exited with code 3", fr),
                "FailureReason %r does not name exit code 3\n%s" % (fr, diag(cl, j)))
         return fr
     tap.case(j.title("FailureReason names the rank's own exit code 3"), reason)

@@ -119,7 +119,10 @@ def case_c(cl, sm):
     s = [x for x in streams if x["label"] == "attempt 2 \u00b7 algo-2"][0]["log_stream"]
     r = get(cl, "/v1/training-jobs/lv-retry/logs/download", stream=s)
     lines = r.body.decode().splitlines()
-    expect(len(lines) == 6 and all("attempt 2 algo-2" in ln for ln in lines), "one stream: %s" % lines)
+    # A later attempt's stream opens with the line that says where it starts.
+    expect(len(lines) == 7 and all("attempt 2 algo-2" in ln for ln in lines), "one stream: %s" % lines)
+    expect("==== trainctl: attempt 2 of this job starts here (algo-2 on host " in lines[0],
+           "the attempt's first line: %s" % lines[0])
     r = get(cl, "/v1/training-jobs/lv-retry/logs/download", stream="algo-9-1")
     expect(r.status == 404, "unknown stream: %r" % r)
 

@@ -157,7 +157,7 @@ def case_quarantine(tap, cl, sm):
         expect(reason.startswith("quarantined: 2 jobs failed on this host within 60 s: "),
                "reason: %r" % reason)
         for n in failed:
-            expect("%s (AlgorithmError: algo-1 (host %s) rank 0 exited with code 1" % (n, BAD) in reason,
+            expect("%s (AlgorithmError: algo-1 (host %s) RANK 0 exited with code 1" % (n, BAD) in reason,
                    "reason does not name %s's failure: %r" % (n, reason))
         return reason[:160]
     tap.case("(b) %s drained, the reason names it quarantined and the failed jobs" % BAD, drained)

@@ -116,7 +116,9 @@ def case_a(cl, sm, st):
         d = describe(sm, n)
         expect(d["TrainingJobStatus"] == "InProgress" and d["SecondaryStatus"] == "Starting",
                "%s: %s/%s while the pool holds the hosts" % (n, d["TrainingJobStatus"], d["SecondaryStatus"]))
-        expect("waiting for 2 hosts" in d["SecondaryStatusTransitions"][-1].get("StatusMessage", ""),
+        msg = d["SecondaryStatusTransitions"][-1].get("StatusMessage", "")
+        # The message names what holds the hosts: wp-a's pool.
+        expect("waiting for 2 hosts" in msg and "hosts held: 2 by a warm pool" in msg,
                "%s waits: %s" % (n, d["SecondaryStatusTransitions"][-1]))
     expect(pool(describe(sm, "wp-a")) == "Available", "wp-a's pool taken by a job that does not match")
 

@@ -47,8 +47,12 @@ export function errorBox(e) {
   return h('div', { cls: 'error', text: (e && e.type ? e.type + ': ' : '') + (e && e.message || e) });
 }
 
-/* Where FailureReason names the culprit: "algo-2 (host local-2) rank 1". */
+/* Where FailureReason names the culprit: "algo-2 (host local-2) RANK 3
+ * (local rank 1)", "RANK 1" alone with one rank a host, "rank 1" before;
+ * rank is the rank on its host. */
 export function culpritFromReason(reason) {
-  var m = /(algo-\d+) \(host ([^)]+)\)(?:: | rank (\d+))?/.exec(reason || '');
-  return m ? { algo: m[1], host: m[2], rank: m[3] != null ? +m[3] : null } : null;
+  var m = /(algo-\d+) \(host ([^)]+)\)(?:: | rank (\d+)| RANK \d+(?: \(local rank (\d+)\))?)?/.exec(reason || '');
+  if (!m) return null;
+  var rank = m[3] != null ? +m[3] : m[4] != null ? +m[4] : / RANK \d+/.test(m[0]) ? 0 : null;
+  return { algo: m[1], host: m[2], rank: rank };
 }
