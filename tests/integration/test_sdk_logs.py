@@ -218,9 +218,11 @@ def check_sdk(state):
     seps = [m for m in msgs if "trainctl: attempt 2 of this job starts here" in m]
     expect(len(seps) == 2, "attempt separators the SDK printed: %s" % seps)
     for host in want:
-        mine = [m for s, m in printed if s.split("/")[1].startswith(host + "-")]
-        # Each attempt opens with the toolkit's preamble; attempt 2's
-        # comes right after the separator.
+        # The staging's version line (docs/script-mode.md) may come
+        # first; then each attempt opens with the toolkit's preamble, and
+        # attempt 2's comes right after the separator.
+        mine = [m for s, m in printed if s.split("/")[1].startswith(host + "-")
+                and not m.startswith("trainagent: Script mode runs ")]
         envs = [i for i, m in enumerate(mine) if m.startswith("Training Env: current host %s of hosts "
                                                               '["algo-1","algo-2"], attempt ' % host)]
         expect(len(envs) == 2 and envs[0] == 0, "%s: preambles at %s:\n%s" % (host, envs, "\n".join(mine)))
