@@ -50,6 +50,9 @@ struct api_job_record {
 	/* DebugRuleEvaluationStatuses and ProfilerRuleEvaluationStatuses
 	 * (api/rule_status.h), merged into Describe; NULL: none. */
 	char *rule_statuses_json;
+	/* {"TrainctlGoodput": ...} (api/goodput.h), merged into Describe;
+	 * NULL: none. */
+	char *goodput_json;
 };
 
 /* Frees everything the record owns and zeroes it. */

@@ -18,6 +18,7 @@
 #include "controller/job_state.h"
 #include "controller/jobrt.h"
 #include "controller/jobrun.h"
+#include "controller/obs/goodput.h"
 #include "controller/obs/rulerun.h"
 #include "controller/obs/rules.h"
 #include "controller/placement.h"
@@ -419,6 +420,23 @@ static void dcache_put(struct ctrl_dcache *dc, const char *name, uint64_t seq,
 	pthread_mutex_unlock(&dc->lock[i % CTRL_DCACHE_STRIPES]);
 }
 
+/* The job's TrainctlGoodput member (docs/goodput.md), NULL when the
+ * store cannot say. */
+static char *goodput_of(struct ctrl_ctx *ctx, const struct api_job_record *r)
+{
+	struct ctrl_goodput g;
+	struct buf err = BUF_INIT, out = BUF_INIT;
+	char *json = NULL;
+
+	if (ctrl_goodput_job(ctx, r->name, time_now_ms(), &g, &err))
+		log_warn("job '%s': no goodput: %s", r->name, err.data);
+	else if (!ctrl_goodput_json(&g, &out))
+		json = buf_detach(&out, NULL);
+	buf_release(&err);
+	buf_release(&out);
+	return json;
+}
+
 int ctrl_describe_body(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		       const char *name, struct buf *out, struct buf *err)
 {
@@ -444,6 +462,7 @@ int ctrl_describe_body(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		return ret;
 	owner = job.owner ? xstrdup(job.owner) : NULL;
 	job_to_record(&job, &rec);
+	rec.goodput_json = goodput_of(ctx, &rec);
 	ret = api_describe_response(&rec, out);
 	if (ret) {
 		(void)buf_adds(err, "stored request is corrupt");
