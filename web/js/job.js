@@ -6,6 +6,7 @@ import { serial } from './live.js';
 import { scroller } from './jobs.js';
 import { MetricsPanel, RequestPanel } from './panels.js';
 import { LogsPanel } from './logs.js';
+import { GoodputBar } from './goodput.js';
 
 /* ------------------------------------------------------------ one job */
 
@@ -30,6 +31,7 @@ export function JobView(root, name) {
   this.summary = new JobSummary();
   this.timeline = new StatusTimeline();
   this.restarts = new RestartList();
+  this.goodput = new GoodputBar();
   this.hosts = new JobHosts();
   this.telemetry = new JobTelemetry(name);
   this.metrics = new MetricsPanel(name);
@@ -40,6 +42,7 @@ export function JobView(root, name) {
     this.err,
     card(null, [this.head.el, this.failure.el, this.summary.el]),
     card('Status transitions', [this.timeline.el, this.restarts.el]),
+    card('Where the time went', this.goodput.el),
     card('Hosts', [this.hosts.el, this.telemetry.el]),
     card('Metrics', this.metrics.el),
     this.logs.el,
@@ -74,7 +77,7 @@ JobView.prototype.render = function () {
   var job = this.job;
   var status = job.desc.TrainingJobStatus;
 
-  [this.head, this.failure, this.summary, this.timeline, this.restarts, this.hosts,
+  [this.head, this.failure, this.summary, this.timeline, this.restarts, this.goodput, this.hosts,
    this.request, this.logs].forEach(function (part) { part.update(job); });
   this.telemetry.update(job, this.hosts.shown);
   if (this.lastStatus && this.lastStatus !== status) this.metrics.reload();
