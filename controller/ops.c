@@ -428,7 +428,7 @@ static char *goodput_of(struct ctrl_ctx *ctx, const struct api_job_record *r)
 	struct buf err = BUF_INIT, out = BUF_INIT;
 	char *json = NULL;
 
-	if (ctrl_goodput_job(ctx, r->name, time_now_ms(), &g, &err))
+	if (ctrl_goodput_job(ctx, r->name, 0, &g, &err))
 		log_warn("job '%s': no goodput: %s", r->name, err.data);
 	else if (!ctrl_goodput_json(&g, &out))
 		json = buf_detach(&out, NULL);

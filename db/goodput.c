@@ -197,35 +197,38 @@ int db_goodput_attempts(struct db *db, const char *job,
 	return ret;
 }
 
-/* A job's two times; the row stops the scan. */
+/* A job's times; the row stops the scan. */
 static int times_row(sqlite3_stmt *st, void *arg)
 {
 	int64_t *t = arg;
 
 	t[0] = sqlite3_column_int64(st, 0);
 	t[1] = sqlite3_column_int64(st, 1);
-	t[2] = 1;
+	t[2] = sqlite3_column_int64(st, 2);
+	t[3] = 1;
 	return 1;
 }
 
 int db_goodput_times(struct db *db, const char *job, int64_t *created_ms,
-		     int64_t *end_ms, struct buf *err)
+		     int64_t *end_ms, int64_t *modified_ms, struct buf *err)
 {
 	struct db__query q = {
-		"SELECT creation_ms, end_ms FROM jobs WHERE name = ?1",
+		"SELECT creation_ms, end_ms, last_modified_ms FROM jobs "
+		"WHERE name = ?1",
 		"cannot prepare job times",
 		"cannot read job times",
 		db__bind_text1,
 		job,
 	};
-	int64_t t[3] = { 0, 0, 0 };
+	int64_t t[4] = { 0, 0, 0, 0 };
 	int ret = db__rows(db, &q, times_row, t, err);
 
 	*created_ms = t[0];
 	*end_ms = t[1];
+	*modified_ms = t[2];
 	if (ret)
 		return ret;
-	return t[2] ? 0 : ERR_NOTFOUND;
+	return t[3] ? 0 : ERR_NOTFOUND;
 }
 
 static void bind_limit(sqlite3_stmt *st, const void *arg)

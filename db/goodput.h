@@ -65,11 +65,11 @@ int db_goodput_attempts(struct db *db, const char *job,
 			struct buf *err);
 
 /*
- * When job was created and when it ended (0: it has not). Returns 0,
- * ERR_NOTFOUND or ERR_DB.
+ * When job was created, when it ended (0: it has not) and when its row
+ * last changed (LastModifiedTime). Returns 0, ERR_NOTFOUND or ERR_DB.
  */
 int db_goodput_times(struct db *db, const char *job, int64_t *created_ms,
-		     int64_t *end_ms, struct buf *err);
+		     int64_t *end_ms, int64_t *modified_ms, struct buf *err);
 
 /*
  * The names of jobs that ended and were not settled yet, at most limit,

@@ -308,28 +308,43 @@ void ctrl_goodput_ingest(struct ctrl_ctx *ctx, const struct api_log_batch *b)
 
 /* ------------------------------------------------------- reading a job */
 
-static int split_job(struct ctrl_ctx *ctx, const char *job, int64_t created,
-		     int64_t end, struct ctrl_goodput *out, struct buf *err)
+/* The last thing the store knows of a job that runs: its row's last
+ * change, an attempt's start or end, a step report. */
+static int64_t last_event(int64_t modified, const struct db_goodput_attempt *a,
+			  size_t n)
 {
-	struct db_goodput_attempt *a = NULL;
-	size_t n = 0;
-	int ret = db_goodput_attempts(ctx->db, job, &a, &n, err);
+	int64_t t = modified;
+	size_t i;
 
-	if (!ret)
-		ctrl_goodput_split(created, end, a, n, out);
-	free(a);
-	return ret;
+	for (i = 0; i < n; i++) {
+		if (a[i].started_ms > t)
+			t = a[i].started_ms;
+		if (a[i].ended_ms > t)
+			t = a[i].ended_ms;
+		if (a[i].last_ms > t)
+			t = a[i].last_ms;
+	}
+	return t;
 }
 
 int ctrl_goodput_job(struct ctrl_ctx *ctx, const char *job, int64_t now_ms,
 		     struct ctrl_goodput *out, struct buf *err)
 {
-	int64_t created, end;
-	int ret = db_goodput_times(ctx->db, job, &created, &end, err);
+	struct db_goodput_attempt *a = NULL;
+	int64_t created, end, modified;
+	size_t n = 0;
+	int ret =
+		db_goodput_times(ctx->db, job, &created, &end, &modified, err);
 
-	if (ret)
-		return ret;
-	return split_job(ctx, job, created, end ? end : now_ms, out, err);
+	if (!ret)
+		ret = db_goodput_attempts(ctx->db, job, &a, &n, err);
+	if (!ret) {
+		if (!end)
+			end = now_ms ? now_ms : last_event(modified, a, n);
+		ctrl_goodput_split(created, end, a, n, out);
+	}
+	free(a);
+	return ret;
 }
 
 int ctrl_goodput_json(const struct ctrl_goodput *g, struct buf *out)

@@ -95,8 +95,12 @@ int ctrl_goodput_line(const char *text, int64_t *step, int64_t *ckpt_ms);
 void ctrl_goodput_ingest(struct ctrl_ctx *ctx, const struct api_log_batch *b);
 
 /*
- * job's split at now_ms (used when the job has not ended). Returns 0,
- * ERR_NOTFOUND or ERR_DB with err.
+ * job's split. A job that has not ended is taken up to now_ms, or with
+ * now_ms 0 up to the last event the store knows of it (a state change,
+ * an attempt's start or end, a step report), so that the figures change
+ * only when the store does: Describe's answer stays the same between
+ * writes, as its cache and the REST face's wait=/etag= expect. Returns
+ * 0, ERR_NOTFOUND or ERR_DB with err.
  */
 int ctrl_goodput_job(struct ctrl_ctx *ctx, const char *job, int64_t now_ms,
 		     struct ctrl_goodput *out, struct buf *err);

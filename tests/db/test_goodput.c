@@ -185,7 +185,7 @@ static void test_settle(void **state)
 	struct buf err = BUF_INIT;
 	static const char *const names[] = { "productive", "redone" };
 	const int64_t ms[] = { 1500, 250 };
-	int64_t tot[2], created, end, queued;
+	int64_t tot[2], created, end, modified, queued;
 	struct db_state_change ch;
 	char **v;
 	size_t n, i;
@@ -194,12 +194,15 @@ static void test_settle(void **state)
 	insert(f->db, "waits");
 	insert(f->db, "runs");
 	start(f->db, "runs", 1, T0 + 10);
-	assert_int_equal(db_goodput_times(f->db, "nope", &created, &end, &err),
+	assert_int_equal(db_goodput_times(f->db, "nope", &created, &end,
+					  &modified, &err),
 			 ERR_NOTFOUND);
-	assert_int_equal(db_goodput_times(f->db, "done", &created, &end, &err),
+	assert_int_equal(db_goodput_times(f->db, "done", &created, &end,
+					  &modified, &err),
 			 0);
 	assert_int_equal(created, T0);
 	assert_int_equal(end, 0);
+	assert_int_equal(modified, T0);
 
 	assert_int_equal(
 		db_goodput_live(f->db, T0 + 4000, &v, &n, &queued, &err), 0);
@@ -232,9 +235,11 @@ static void test_settle(void **state)
 	assert_int_equal(db_goodput_unsettled(f->db, 10, &v, &n, &err), 0);
 	assert_int_equal(n, 0);
 	free(v);
-	assert_int_equal(db_goodput_times(f->db, "done", &created, &end, &err),
+	assert_int_equal(db_goodput_times(f->db, "done", &created, &end,
+					  &modified, &err),
 			 0);
 	assert_int_equal(end, T0 + 9000);
+	assert_int_equal(modified, T0 + 9000);
 	buf_release(&err);
 }
 
