@@ -128,10 +128,15 @@ static int write_stored(sqlite3 *conn, const char *job, const char *uid,
 		       db__error(conn, "cannot store progress", err);
 }
 
+/*
+ * Step reports arrive with every batch of log lines: committed without
+ * waiting for the disk (the next ordinary commit makes them durable), as
+ * a crash that loses the last ones only blurs the split by that much.
+ */
 int db_progress_add(struct db *db, const char *job, int attempt,
 		    const struct db_progress *p, struct buf *err)
 {
-	sqlite3 *conn = db__writer_begin(db, err);
+	sqlite3 *conn = db__writer_begin_derived(db, err);
 	struct stored s;
 	int ret;
 
