@@ -203,7 +203,6 @@ static int metric_step(const char *text, int64_t *step, int64_t *ckpt_ms)
 	const char *p = strstr(text, "#metric "), *s;
 	char *end;
 	double v;
-	int found;
 
 	if (!p)
 		return 0;
@@ -211,15 +210,15 @@ static int metric_step(const char *text, int64_t *step, int64_t *ckpt_ms)
 	s = strstr(p, " step=");
 	if (!s || !read_step(s + 6, step))
 		return 0;
-	found = CTRL_GOODPUT_STEP;
-	if (!strncmp(p, ckpt, sizeof(ckpt) - 1)) {
-		v = strtod(p + sizeof(ckpt) - 1, &end);
-		if (end != p + sizeof(ckpt) - 1 && v >= 0 && v < 1e9) {
-			*ckpt_ms = (int64_t)(v * 1000.0 + 0.5);
-			found |= CTRL_GOODPUT_CKPT;
-		}
-	}
-	return found;
+	if (strncmp(p, ckpt, sizeof(ckpt) - 1))
+		return CTRL_GOODPUT_STEP;
+	/* A stall's step is the checkpoint's, which libtrainer's caller
+	 * may number apart from its metric lines: no progress of its own. */
+	v = strtod(p + sizeof(ckpt) - 1, &end);
+	if (end == p + sizeof(ckpt) - 1 || !(v >= 0 && v < 1e9))
+		return 0;
+	*ckpt_ms = (int64_t)(v * 1000.0 + 0.5);
+	return CTRL_GOODPUT_CKPT;
 }
 
 int ctrl_goodput_line(const char *text, int64_t *step, int64_t *ckpt_ms)
@@ -243,8 +242,12 @@ static void run_add(struct run *r, const struct api_log_line *l, int found,
 {
 	struct db_progress *p = &r->p;
 
-	if (found & CTRL_GOODPUT_CKPT)
+	/* Only rank 0's stalls: a checkpoint every rank saves at once
+	 * stalls the job once. */
+	if ((found & CTRL_GOODPUT_CKPT) && l->rank == 0)
 		p->ckpt_ms += ckpt_ms;
+	if (!(found & CTRL_GOODPUT_STEP))
+		return;
 	if (!p->first_ms || l->ts_ms < p->first_ms) {
 		p->first_ms = l->ts_ms ? l->ts_ms : 1;
 		p->first_step = step;
@@ -273,7 +276,7 @@ static void run_store(struct ctrl_ctx *ctx, struct run *r,
 	r->p.steps = r->steps;
 	r->p.steps_ms = r->steps_ms;
 	r->p.job_uid = l->job_uid;
-	if (r->p.n_steps &&
+	if ((r->p.n_steps || r->p.ckpt_ms) &&
 	    db_progress_add(ctx->db, l->job, l->attempt, &r->p, &err))
 		log_error("job '%s': cannot store progress: %s", l->job,
 			  err.data);

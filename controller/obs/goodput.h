@@ -87,7 +87,8 @@ void ctrl_goodput_split(int64_t created_ms, int64_t end_ms,
  * preceded by a name character), or a libtrainer metric line
  * "#metric <name>=<value> step=N" (trainer/trainer.h) gives *step; the
  * metric line "#metric trainctl_checkpoint_seconds=S step=N" gives
- * *ckpt_ms (S seconds) too. Returns the CTRL_GOODPUT_* bits found.
+ * *ckpt_ms (S seconds) instead (a stall, not a step). Returns the
+ * CTRL_GOODPUT_* bits found.
  */
 int ctrl_goodput_line(const char *text, int64_t *step, int64_t *ckpt_ms);
 
