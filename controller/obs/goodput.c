@@ -242,9 +242,11 @@ static void run_add(struct run *r, const struct api_log_line *l, int found,
 {
 	struct db_progress *p = &r->p;
 
-	/* Only rank 0's stalls: a checkpoint every rank saves at once
-	 * stalls the job once. */
-	if ((found & CTRL_GOODPUT_CKPT) && l->rank == 0)
+	/* Only the stalls of algo-1's first process (the job's rank 0, or
+	 * mpirun's, which carries every MPI rank's lines): a checkpoint
+	 * every rank saves at once stalls the job once. */
+	if ((found & CTRL_GOODPUT_CKPT) && l->rank == 0 &&
+	    (!l->algo || !strcmp(l->algo, "algo-1")))
 		p->ckpt_ms += ckpt_ms;
 	if (!(found & CTRL_GOODPUT_STEP))
 		return;
