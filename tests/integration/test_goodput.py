@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Goodput accounting (docs/goodput.md) for a job with a known failure.
 
-trainctld --local-hosts 1; the job runs goodput_trainer.py: 40 steps of
+trainctld --local-hosts 2; the job runs goodput_trainer.py: 40 steps of
 0.15 s, a checkpoint every 10 steps with a 0.3 s stall it reports, and in
 attempt 1 an exit 1 after step 27, so attempt 2 resumes from the step-20
 checkpoint and makes steps 21..27 again. The program writes its ground
@@ -24,9 +24,14 @@ truth (each step's start and end, each stall, what it resumed from).
   (g6) Productive time matches the new steps' duration within 1.5 s
        (a step at each attempt's edges and the program's exit may fall
        either side); nothing Preempted
-  (g7) the JSON 1.1 face's body carries the same member; /metrics has
-       trainctl_goodput_seconds_total with the job's figures settled in
+  (g7) the JSON 1.1 face's body carries the same member
   (g8) `trainctl describe-training-job` prints the split
+  (g9) a second job, requeued (preempted) after step 12 while the first
+       runs: Preempted plus Restart is the ground truth's gap (attempt
+       1's last step end to attempt 2's first) within 0.5 s, Preempted is
+       not 0, StepsRedone is the program's, and the categories add up
+  (g10) with both jobs ended, /metrics' trainctl_goodput_seconds_total
+       by category is the sum of their splits (within 0.01 s a job)
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter.
 """
@@ -116,19 +121,27 @@ def check_split(tap, d, truth):
     return gp
 
 
-def check_json11_and_metrics(tap, cl, name, gp):
+def check_json11(tap, cl, name, gp):
     body = json.dumps({"TrainingJobName": name}).encode()
     h = {"X-Amz-Target": "SageMaker.DescribeTrainingJob", "Content-Type": "application/x-amz-json-1.1"}
     r = sc.http_request(cl.port, "POST", "/", body, h)
     tap.ok(r.status == 200 and r.json.get("TrainctlGoodput") == gp,
            "(g7) the JSON 1.1 face's Describe body carries the same TrainctlGoodput", sc.short(r, 600))
+
+
+def check_metrics(tap, cl, gps):
+    """Once every job ended, /metrics' counters are the sum of their splits."""
+    want = {}
+    for gp in gps:
+        for k, v in gp["TimeInSeconds"].items():
+            want[k.lower()] = want.get(k.lower(), 0.0) + v
     r = sc.http_request(cl.port, "GET", "/metrics")
     text = r.body.decode()
     got = dict(re.findall(r'^trainctl_goodput_seconds_total\{category="(\w+)"\} ([0-9.]+)$', text, re.M))
-    ok = r.status == 200 and set(got) >= {"productive", "redone", "restart", "checkpoint", "queued"}
-    ok = ok and all(near(float(got[k.lower()]), v, 0.01) for k, v in gp["TimeInSeconds"].items())
-    tap.ok(ok, "(g7) /metrics: trainctl_goodput_seconds_total by category, the ended job settled in",
-           "%s vs %s" % (got, gp["TimeInSeconds"]))
+    ok = r.status == 200 and set(got) == set(want)
+    ok = ok and all(near(float(got[k]), v, 0.01 * len(gps)) for k, v in want.items())
+    tap.ok(ok, "(g10) /metrics: trainctl_goodput_seconds_total by category is the sum of the ended jobs' splits",
+           "%s vs %s" % (got, want))
 
 
 def check_cli(tap, cl, name):
@@ -141,20 +154,65 @@ def check_cli(tap, cl, name):
            "(g8) trainctl describe-training-job prints the goodput split", p.stdout[-800:] + p.stderr[-400:])
 
 
+def wait_truth_step(path, step, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if any(e["ev"] == "step" and e["step"] >= step for e in read_truth(path)):
+                return True
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.05)
+    return False
+
+
+def start_preempted(tap, cl, sm, name, truth_path):
+    req = request(name, truth_path)
+    req["HyperParameters"]["fail_after"] = "0"
+    sm.create_training_job(**req)
+    if not wait_truth_step(truth_path, 12, 40):
+        tap.ok(False, "(g9) the second job reaches step 12")
+        return False
+    r = sc.http_request(cl.port, "POST", "/v1/training-jobs/%s/requeue" % name)
+    return tap.ok(r.status == 200, "(g9) the second job is requeued after step 12", sc.short(r, 400))
+
+
+def check_preempted(tap, cl, sm, name, truth_path):
+    d, seen = fl.wait_job(sm, name, fl.terminal, 60, interval=0.2)
+    if not tap.ok(d["TrainingJobStatus"] == "Completed", "(g9) the requeued job Completes",
+                  "%s %s" % (d.get("FailureReason"), seen)):
+        return None
+    truth = ground_truth(read_truth(truth_path))
+    st, rest = cl.get_json("/v1/training-jobs/%s" % name)
+    gp = rest.get("TrainctlGoodput") if st == 200 else None
+    if not tap.ok(isinstance(gp, dict), "(g9) Describe carries TrainctlGoodput", sc.short(rest, 600)):
+        return None
+    t = gp["TimeInSeconds"]
+    lost = t["Preempted"] + t["Restart"]
+    tap.ok(t["Preempted"] > 0 and near(lost, truth["restart_s"], 0.5) and gp["StepsRedone"] == truth["steps_redone"]
+           and near(sum(t.values()), gp["WallTimeInSeconds"], 0.01) and gp["Attempts"] == 2,
+           "(g9) Preempted %.2f + Restart %.2f s within 0.5 s of the truth %.2f s; %d steps redone"
+           % (t["Preempted"], t["Restart"], truth["restart_s"], gp["StepsRedone"]), "%s vs %s" % (gp, truth))
+    return gp
+
+
 def main():
     tap = sc.Tap()
-    cl = fl.LocalCluster(1, ["--heartbeat-ms", "200", "--host-deadline-ms", "1000", "--grace-period", "2"],
+    cl = fl.LocalCluster(2, ["--heartbeat-ms", "200", "--host-deadline-ms", "1000", "--grace-period", "2"],
                          prefix="trainctl-goodput-")
     err = cl.start()
-    if not tap.ok(err is None, "trainctld --local-hosts 1 starts", err):
+    if not tap.ok(err is None, "trainctld --local-hosts 2 starts", err):
         sys.exit(tap.finish())
     tmp = tempfile.mkdtemp(prefix="trainctl-goodput-truth-")
     truth_path = os.path.join(tmp, "truth.jsonl")
+    truth2 = os.path.join(tmp, "truth2.jsonl")
     try:
         sm = cl.client()
         name = "goodput-%d" % os.getpid()
         sm.create_training_job(**request(name, truth_path))
+        requeued = start_preempted(tap, cl, sm, name + "-p", truth2)
         d, seen = fl.wait_job(sm, name, fl.terminal, 60, interval=0.2)
+        gp = None
         ok = tap.ok(d["TrainingJobStatus"] == "Completed", "the job with a failure in attempt 1 Completes",
                     "%s %s" % (d.get("FailureReason"), seen))
         if ok:
@@ -162,8 +220,11 @@ def main():
             st, rest = cl.get_json("/v1/training-jobs/%s" % name)
             gp = check_split(tap, rest if st == 200 else {}, truth)
             if gp:
-                check_json11_and_metrics(tap, cl, name, gp)
+                check_json11(tap, cl, name, gp)
                 check_cli(tap, cl, name)
+        gp2 = check_preempted(tap, cl, sm, name + "-p", truth2) if requeued else None
+        if gp and gp2:
+            check_metrics(tap, cl, [gp, gp2])
     except Exception as e:
         tap.ok(False, "the suite ran to its end", "%s: %s" % (type(e).__name__, e))
     finally:
