@@ -117,7 +117,21 @@ static void silent(struct walk *w, const struct db_goodput_attempt *a,
 	span(w, cat, aend);
 }
 
-void ctrl_goodput_split(int64_t created_ms, int64_t end_ms,
+/* After the last attempt: the job's tail once it ended, else the wait
+ * for its next attempt. */
+static enum ctrl_goodput_cat tail_of(const struct db_goodput_attempt *a,
+				     size_t n, int ended)
+{
+	if (!n)
+		return CTRL_GOODPUT_QUEUED;
+	if (ended)
+		return CTRL_GOODPUT_OTHER;
+	return a[n - 1].planned == DB_ATTEMPT_PREEMPTED ?
+		       CTRL_GOODPUT_PREEMPTED :
+		       CTRL_GOODPUT_RESTART;
+}
+
+void ctrl_goodput_split(int64_t created_ms, int64_t end_ms, int ended,
 			const struct db_goodput_attempt *a, size_t n,
 			struct ctrl_goodput *out)
 {
@@ -136,7 +150,9 @@ void ctrl_goodput_split(int64_t created_ms, int64_t end_ms,
 		any |= a[i].first_ms != 0;
 	for (i = 0; i < n; i++) {
 		int64_t aend = a[i].ended_ms ? a[i].ended_ms : w.end;
-		int last = i + 1 == n;
+		/* The attempt that ended the job, or runs: none follows.
+		 * One that ended in a job that did not awaits the next. */
+		int last = i + 1 == n && (ended || !a[i].ended_ms);
 
 		if (!i)
 			span(&w, CTRL_GOODPUT_QUEUED, a[i].started_ms);
@@ -156,7 +172,7 @@ void ctrl_goodput_split(int64_t created_ms, int64_t end_ms,
 		}
 	}
 	out->step = prev_max;
-	span(&w, n ? CTRL_GOODPUT_OTHER : CTRL_GOODPUT_QUEUED, w.end);
+	span(&w, tail_of(a, n, ended), w.end);
 }
 
 /* ---------------------------------------------------------- log lines */
@@ -343,11 +359,12 @@ int ctrl_goodput_job(struct ctrl_ctx *ctx, const char *job, int64_t now_ms,
 
 	if (!ret)
 		ret = db_goodput_attempts(ctx->db, job, &a, &n, err);
-	if (!ret) {
-		if (!end)
-			end = now_ms ? now_ms : last_event(modified, a, n);
-		ctrl_goodput_split(created, end, a, n, out);
-	}
+	if (!ret)
+		ctrl_goodput_split(created,
+				   end	  ? end :
+				   now_ms ? now_ms :
+					    last_event(modified, a, n),
+				   end != 0, a, n, out);
 	free(a);
 	return ret;
 }

@@ -44,7 +44,7 @@ enum ctrl_goodput_cat {
 	/* From a preempted attempt's last step report to the next
 	 * attempt's start: the Interrupted spell and the wait in the queue. */
 	CTRL_GOODPUT_PREEMPTED,
-	/* After the last attempt ended, until the job did. */
+	/* After the last attempt of a job that ended, until its end. */
 	CTRL_GOODPUT_OTHER,
 	CTRL_GOODPUT_N
 };
@@ -65,16 +65,19 @@ struct ctrl_goodput {
 };
 
 /*
- * Splits the time from created_ms to end_ms (the job's end, or now) over
- * the attempts a[0..n) (in order; an attempt with ended_ms 0 runs until
- * end_ms) into out. An attempt without step reports is charged whole:
+ * Splits the time from created_ms to end_ms (the job's end when ended,
+ * else now) over the attempts a[0..n) (in order; an attempt with
+ * ended_ms 0 runs until end_ms) into out. After the last attempt, a job
+ * that ended is in Other; one that did not waits for its next attempt
+ * (Restart, or Preempted after a preemption). Before any attempt, it is
+ * Queued. An attempt without step reports is charged whole:
  * when no attempt of the job reported a step (nothing tells an attempt's
  * parts apart), the last to Productive and earlier ones to Redone (their
  * work is taken as lost); when others did, it failed or waits before its
  * first step: Startup for the first attempt, Restart (Preempted when it
  * was preempted) for later ones.
  */
-void ctrl_goodput_split(int64_t created_ms, int64_t end_ms,
+void ctrl_goodput_split(int64_t created_ms, int64_t end_ms, int ended,
 			const struct db_goodput_attempt *a, size_t n,
 			struct ctrl_goodput *out);
 
