@@ -23,6 +23,7 @@ void api_job_record_release(struct api_job_record *rec)
 	free(rec->wp_status);
 	free(rec->wp_reused_by);
 	free(rec->rule_statuses_json);
+	free(rec->goodput_json);
 	for (i = 0; i < rec->n_transitions; i++) {
 		free(rec->transitions[i].status);
 		free(rec->transitions[i].message);
@@ -82,14 +83,15 @@ static void set_elastic(json_t *obj, const struct api_job_record *rec)
 	json_object_set_new(obj, "TrainctlElastic", o);
 }
 
-/* The rules' statuses, as kept (a corrupt text is left out). */
-static void set_rule_statuses(json_t *obj, const struct api_job_record *rec)
+/* Members kept as a JSON object's text (the rules' statuses, goodput),
+ * merged in; a corrupt text is left out. */
+static void set_merged(json_t *obj, const char *text)
 {
 	json_t *st;
 
-	if (!rec->rule_statuses_json)
+	if (!text)
 		return;
-	st = json_loads(rec->rule_statuses_json, 0, NULL);
+	st = json_loads(text, 0, NULL);
 	if (json_is_object(st))
 		json_object_update(obj, st);
 	json_decref(st);
@@ -166,7 +168,8 @@ int api_describe_response(const struct api_job_record *rec, struct buf *out)
 		json_object_set_new(root, "FinalMetricDataList", arr);
 	}
 	set_warm_pool(root, rec);
-	set_rule_statuses(root, rec);
+	set_merged(root, rec->rule_statuses_json);
+	set_merged(root, rec->goodput_json);
 	set_elastic(root, rec);
 	ret = api__json_dump_to(root, out);
 	json_decref(root);

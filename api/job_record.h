@@ -54,6 +54,9 @@ struct api_job_record {
 	 * elastic) and the hosts of its current attempt (0: none). */
 	int elastic_min;
 	size_t elastic_hosts;
+	/* {"TrainctlGoodput": ...} (api/goodput.h), merged into Describe;
+	 * NULL: none. */
+	char *goodput_json;
 };
 
 /* Frees everything the record owns and zeroes it. */

@@ -196,6 +196,9 @@ int cli_named_cmd(struct cli_ctx *ctx, const struct cli_named *kind,
 void cli_print_field(const char *label, const char *value);
 void cli_print_time_field(const char *label, int64_t ms);
 
+/* Prints the TrainctlGoodput member of a Describe body, if it has one. */
+void cli_goodput_print(const char *json, size_t len);
+
 /*
  * The flags of the list commands (--status, --name-contains, --sort-by,
  * --sort-order, --max-results 1..100, --next-token, --all), parsed from

@@ -74,6 +74,7 @@ static int show_record(const struct cli_reply *reply, struct buf *err)
 				     err))
 		return -1;
 	print_record(&rec);
+	cli_goodput_print(reply->body.data, reply->body.len);
 	api_job_record_release(&rec);
 	return 0;
 }

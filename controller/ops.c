@@ -19,6 +19,7 @@
 #include "controller/job_state.h"
 #include "controller/jobrt.h"
 #include "controller/jobrun.h"
+#include "controller/obs/goodput.h"
 #include "controller/obs/rulerun.h"
 #include "controller/obs/rules.h"
 #include "controller/placement.h"
@@ -456,6 +457,23 @@ static void elastic_of(struct ctrl_ctx *ctx, const struct db_job *job,
 	buf_release(&err);
 }
 
+/* The job's TrainctlGoodput member (docs/goodput.md), NULL when the
+ * store cannot say. */
+static char *goodput_of(struct ctrl_ctx *ctx, const struct api_job_record *r)
+{
+	struct ctrl_goodput g;
+	struct buf err = BUF_INIT, out = BUF_INIT;
+	char *json = NULL;
+
+	if (ctrl_goodput_job(ctx, r->name, 0, &g, &err))
+		log_warn("job '%s': no goodput: %s", r->name, err.data);
+	else if (!ctrl_goodput_json(&g, &out))
+		json = buf_detach(&out, NULL);
+	buf_release(&err);
+	buf_release(&out);
+	return json;
+}
+
 int ctrl_describe_body(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		       const char *name, struct buf *out, struct buf *err)
 {
@@ -486,6 +504,7 @@ int ctrl_describe_body(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	job_to_record(&job, &rec);
 	rec.elastic_min = min;
 	rec.elastic_hosts = hosts;
+	rec.goodput_json = goodput_of(ctx, &rec);
 	ret = api_describe_response(&rec, out);
 	if (ret) {
 		(void)buf_adds(err, "stored request is corrupt");

@@ -283,6 +283,24 @@ static const char *const migrations[] = {
 	/* 17: the statuses of a job's Debugger and Profiler rules, as
 	 * Describe shows them (JSON; NULL: no rules). */
 	"ALTER TABLE jobs ADD COLUMN rule_statuses TEXT;",
+	/* 18: goodput accounting (db/goodput.h): each attempt's progress
+	 * as its ranks reported it, the cluster's totals per category and
+	 * the ended jobs already added to them. */
+	"CREATE TABLE attempt_progress ("
+	" job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+	" attempt INTEGER NOT NULL,"
+	" first_ms INTEGER NOT NULL,"
+	" first_step INTEGER NOT NULL,"
+	" last_ms INTEGER NOT NULL,"
+	" max_step INTEGER NOT NULL,"
+	" passed_ms INTEGER NOT NULL DEFAULT 0,"
+	" ckpt_ms INTEGER NOT NULL DEFAULT 0,"
+	" PRIMARY KEY (job_id, attempt)) WITHOUT ROWID;"
+	"CREATE TABLE goodput_totals ("
+	" category TEXT PRIMARY KEY,"
+	" ms INTEGER NOT NULL) WITHOUT ROWID;"
+	"CREATE TABLE goodput_settled ("
+	" job_id INTEGER PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE);",
 };
 
 #define N_MIGRATIONS ((int)ARRAY_SIZE(migrations))

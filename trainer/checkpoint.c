@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "trainer/internal.h"
@@ -424,12 +425,40 @@ static int answer_request(struct trainer *t)
 	return 0;
 }
 
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * Inside a trainctl job, rank 0 reports how long the save stalled its
+ * training, for goodput accounting (docs/goodput.md). A failed report
+ * does not fail the save.
+ */
+static void report_stall(struct trainer *t, int64_t step, double t0)
+{
+	char *err;
+
+	if (!t->in_job || t->rank != 0)
+		return;
+	/* The caller's error text stays as it was. */
+	err = t->err;
+	t->err = NULL;
+	(void)trainer_metric(t, "trainctl_checkpoint_seconds", mono_s() - t0,
+			     step);
+	t->err = err;
+}
+
 int trainer_checkpoint_save(struct trainer *t, int64_t step,
 			    const struct trainer_file *files, size_t n)
 {
 	struct trainer__manifest m = { 0 };
 	char name[64], tname[128];
 	char *tmp = NULL, *final = NULL;
+	double t0 = mono_s();
 	size_t i;
 	int ret;
 
@@ -489,6 +518,8 @@ int trainer_checkpoint_save(struct trainer *t, int64_t step,
 	ret = trainer__dir_fsync(t, t->ckpt_dir);
 	if (!ret)
 		ret = prune(t, step);
+	if (!ret)
+		report_stall(t, step, t0);
 	if (!ret && t->ckpt_now_pending)
 		ret = answer_request(t);
 out:

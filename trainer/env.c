@@ -183,6 +183,7 @@ static int load_attempt(struct trainer *t)
 	t->attempt = 1;
 	if (!v || !*v)
 		return 0;
+	t->in_job = 1;
 	errno = 0;
 	n = strtol(v, &end, 10);
 	if (errno || *end || n < 1 || n > INT_MAX)

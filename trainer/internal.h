@@ -37,6 +37,7 @@ struct trainer {
 	enum trainer_device device;
 	int rank, world, local_rank, local_size;
 	int attempt;
+	int in_job; /* TRAINCTL_ATTEMPT is set: trainctl runs us */
 
 	char **hosts;
 	size_t n_hosts;

@@ -20,6 +20,7 @@
 #include "controller/jobrt.h"
 #include "controller/job_state.h"
 #include "controller/obs/logs.h"
+#include "controller/obs/goodput.h"
 #include "controller/obs/metrics.h"
 #include "db/run.h"
 #include "common/err.h"
@@ -495,6 +496,7 @@ void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
 	buf_init(&in.err, 0);
 	queue_lines(ctx, &in, b);
 	read_metrics(ctx, &in);
+	ctrl_goodput_ingest(ctx, b);
 	flush_release(ctx, &in);
 	pthread_mutex_lock(&ctx->hosts_lock);
 	ctx->log_version++;

@@ -10,6 +10,7 @@
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
 #include "controller/obs/metrics.h"
+#include "controller/obs/goodput.h"
 #include "controller/obs/prom.h"
 #include "controller/obs/rules.h"
 #include "controller/obs/telemetry.h"
@@ -546,6 +547,7 @@ void ctrl_metrics_serve(struct ctrl_ctx *ctx, struct ctrl_response *resp)
 	ctrl_tm_render_metrics(ctx, &out);
 	ctrl_sched_render_metrics(&out);
 	ctrl_stragwatch_render_metrics(ctx, &out);
+	ctrl_goodput_render(ctx, &out);
 	ctrl_metrics_render_counters(&out);
 	resp->status = 200;
 	buf_release(&resp->body);

@@ -784,6 +784,42 @@ static void test_metric(void **state)
 	assert_int_equal(fclose(fp), 0);
 }
 
+/*
+ * Inside a trainctl job (TRAINCTL_ATTEMPT set) rank 0 reports each save's
+ * stall as a metric line; outside one nothing is written.
+ */
+static void test_checkpoint_stall(void **state)
+{
+	struct fixture *f = *state;
+	struct trainer *t = init_ok(f);
+	FILE *fp = tmpfile();
+	double s = -1;
+	char *line;
+
+	assert_non_null(fp);
+	trainer_metric_stream(t, fp);
+	assert_int_equal(save_one(t, 1, "a"), 0);
+	assert_string_equal(read_stream(fp), "");
+	trainer_metric_stream(t, NULL);
+	assert_int_equal(fclose(fp), 0);
+
+	setenv("TRAINCTL_ATTEMPT", "2", 1);
+	t = init_ok(f);
+	fp = tmpfile();
+	assert_non_null(fp);
+	trainer_metric_stream(t, fp);
+	assert_int_equal(save_one(t, 12, "b"), 0);
+	line = read_stream(fp);
+	assert_int_equal(
+		sscanf(line,
+		       "#metric trainctl_checkpoint_seconds=%lf step=12\n", &s),
+		1);
+	assert_true(s >= 0 && s < 60);
+	assert_non_null(strstr(line, " step=12\n"));
+	trainer_metric_stream(t, NULL);
+	assert_int_equal(fclose(fp), 0);
+}
+
 /* ---- collectives in a world of one ---- */
 
 static void test_collectives_single(void **state)
@@ -1077,6 +1113,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_checkpoint_bad, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_metric, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_checkpoint_stall, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_collectives_single, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_collectives_no_mpirun,

@@ -114,6 +114,16 @@ async function main() {
     return 'transitions ' + statuses.join(' -> ');
   });
 
+  await check('the job page shows where the time went', async () => {
+    await page.waitForSelector('#goodput .gp-bar .gp-seg');
+    const cats = await page.$$eval('#goodput .gp-legend li', (ls) => ls.map((l) => l.getAttribute('data-cat')));
+    if (cats.indexOf('Productive') < 0 || cats.indexOf('Queued') < 0) throw new Error('legend: ' + cats.join(','));
+    const widths = await page.$$eval('#goodput .gp-seg', (ss) => ss.map((s) => parseFloat(s.style.width)));
+    const sum = widths.reduce((a, b) => a + b, 0);
+    if (Math.abs(sum - 100) > 0.5) throw new Error('the segments add up to ' + sum + '%');
+    return await page.textContent('#goodput .gp-head');
+  });
+
   await check('a metric plot of the finished job has points', async () => {
     await page.waitForSelector('.plot[data-metric="loss"] canvas');
     await page.waitForFunction(() => +(document.querySelector('.plot[data-metric="loss"]').getAttribute('data-points') || 0) >= 12);

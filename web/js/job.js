@@ -7,6 +7,7 @@ import { scroller } from './jobs.js';
 import { MetricsPanel, RequestPanel } from './panels.js';
 import { LogsPanel } from './logs.js';
 import { FindingsPanel } from './findings.js';
+import { GoodputBar } from './goodput.js';
 
 /* ------------------------------------------------------------ one job */
 
@@ -32,6 +33,7 @@ export function JobView(root, name) {
   this.timeline = new StatusTimeline();
   this.restarts = new RestartList();
   this.findings = new FindingsPanel();
+  this.goodput = new GoodputBar();
   this.hosts = new JobHosts();
   this.telemetry = new JobTelemetry(name);
   this.metrics = new MetricsPanel(name);
@@ -43,6 +45,7 @@ export function JobView(root, name) {
     card(null, [this.head.el, this.failure.el, this.summary.el]),
     card('Status transitions', [this.timeline.el, this.restarts.el]),
     card('Rules and findings', this.findings.el),
+    card('Where the time went', this.goodput.el),
     card('Hosts', [this.hosts.el, this.telemetry.el]),
     card('Metrics', this.metrics.el),
     this.logs.el,
@@ -77,8 +80,8 @@ JobView.prototype.render = function () {
   var job = this.job;
   var status = job.desc.TrainingJobStatus;
 
-  [this.head, this.failure, this.summary, this.timeline, this.restarts, this.findings,
-   this.hosts, this.request, this.logs].forEach(function (part) { part.update(job); });
+  [this.head, this.failure, this.summary, this.timeline, this.restarts, this.goodput,
+   this.findings, this.hosts, this.request, this.logs].forEach(function (part) { part.update(job); });
   this.telemetry.update(job, this.hosts.shown);
   if (this.lastStatus && this.lastStatus !== status) this.metrics.reload();
   this.lastStatus = status;
