@@ -1,0 +1,305 @@
+#!/usr/bin/python3
+"""The built-in XGBoost algorithm's runner on its own, without daemons.
+
+runtime/python/trainctl_algorithms/xgb.py runs here as a job's host runs
+it (python3 -m trainctl_algorithms.xgb train), on job folders laid out as
+SageMaker's and pointed at by the SM_* variables:
+
+  - its hyperparameter and metric tables match api/algorithm.c's (the
+    controller refuses by name what the runner would refuse);
+  - values are checked as documented (types, ranges, categories, JSON-quoted
+    strings as the SDK's framework estimators send them);
+  - a regression on CSV with csv_weights on one host: an evaluation line per
+    round ("[i]#011train-rmse:...#011validation-rmse:..."), early stopping,
+    xgboost-model that xgboost.Booster loads and that predicts well;
+  - a binary classification on libsvm over two hosts (two processes, the
+    first runs the tracker): one model, saved by the first host only, the
+    same as the metrics both hosts' data give;
+  - faults (a header line in CSV, an unknown ContentType) end with status
+    1 and the reason in output/failure.
+
+TAP on stdout. Run from the top of the tree:
+    /usr/bin/python3 tests/integration/test_xgb_runner.py
+"""
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+RUNTIME = os.path.join(REPO, "runtime", "python")
+sys.path.insert(0, RUNTIME)
+sys.path.insert(0, os.path.join(REPO, "tests", "compat"))
+
+import numpy as np  # noqa: E402
+import xgboost  # noqa: E402
+
+import smcompat as sc  # noqa: E402
+from trainctl_algorithms import xgb  # noqa: E402
+
+Fail, expect = sc.Fail, sc.expect
+PY = "/usr/bin/python3"
+ROUND = re.compile(r"^\[(\d+)\]#011(.*)$")
+
+
+def c_tables():
+    """api/algorithm.c's hyperparameters ({name: served}) and metrics."""
+    with open(os.path.join(REPO, "api", "algorithm.c"), encoding="utf-8") as f:
+        text = f.read()
+    hps = {m.group(1): m.group(2) == "1"
+           for m in re.finditer(r'\{ "([a-z_]+)", ([01]) \}', text)}
+    block = text[text.index("xgb_metrics[] = {"):]
+    block = block[:block.index("};")]
+    return hps, re.findall(r'"([a-z-]+)"', block)
+
+
+def check_tables():
+    hps, metrics = c_tables()
+    expect(len(hps) > 40, "api/algorithm.c: %d hyperparameters read" % len(hps))
+    served = {k for k, v in hps.items() if v}
+    not_served = {k for k, v in hps.items() if not v}
+    expect(served == set(xgb.HYPERPARAMETERS),
+           "served: only in C %s, only in Python %s" % (
+               sorted(served - set(xgb.HYPERPARAMETERS)),
+               sorted(set(xgb.HYPERPARAMETERS) - served)))
+    expect(not_served == set(xgb.NOT_SERVED),
+           "not served: C %s, Python %s" % (sorted(not_served), sorted(xgb.NOT_SERVED)))
+    expect(metrics == list(xgb.EVAL_METRICS),
+           "metrics: C %s, Python %s" % (metrics, list(xgb.EVAL_METRICS)))
+
+
+def refused(raw, words):
+    try:
+        xgb.params_checked = xgb.xgb_params(xgb.parse_hyperparameters(raw))
+    except xgb.UserError as e:
+        for w in words:
+            expect(w in str(e), "%s: %r does not say %r" % (raw, str(e), w))
+        return
+    raise Fail("%s accepted" % raw)
+
+
+def check_values():
+    hps = xgb.parse_hyperparameters({
+        "num_round": '"12"', "eta": "0.1", "max_depth": "4",
+        "objective": '"binary:logistic"', "eval_metric": "auc,logloss",
+        "sagemaker_region": '"us-east-1"', "subsample": "1",
+        "_tuning_objective_metric": "validation:error"})
+    expect(hps["num_round"] == 12 and hps["eta"] == 0.1 and hps["max_depth"] == 4,
+           "typed values: %s" % hps)
+    params = xgb.xgb_params(hps)
+    expect(params["objective"] == "binary:logistic", "objective: %s" % params)
+    expect(params["eval_metric"] == ["auc", "logloss", "error"],
+           "the tuning objective's metric is evaluated too: %s" % params)
+    expect("num_round" not in params and "sagemaker_region" not in params,
+           "runner-only values stay out of xgboost's: %s" % params)
+    expect(xgb.xgb_params(xgb.parse_hyperparameters({"num_round": "1"}))["objective"]
+           == "reg:squarederror", "default objective")
+    refused({"eta": "0.1"}, ["num_round", "required"])
+    refused({"num_round": "0"}, ["'num_round'", "[1, inf)"])
+    refused({"num_round": "2.5"}, ["'num_round'", "integer"])
+    refused({"num_round": "5", "eta": "1.5"}, ["'eta'", "[0, 1]"])
+    refused({"num_round": "5", "subsample": "0"}, ["'subsample'", "(0, 1]"])
+    refused({"num_round": "5", "booster": "forest"}, ["'booster'", "gbtree"])
+    refused({"num_round": "5", "epochs": "3"}, ["'epochs'", "not one of"])
+    refused({"num_round": "5", "_kfold": "3"}, ["'_kfold'", "not served"])
+    refused({"num_round": "5", "eval_metric": "f1"}, ["'f1'", "SageMaker's own"])
+    refused({"num_round": "5", "eval_metric": "rmse,nope"}, ["'nope'"])
+    refused({"num_round": "5", "objective": "multi:softmax"}, ["num_class"])
+    refused({"num_round": "5", "_tuning_objective_metric": "train:rmse"},
+            ["train:rmse", "validation"])
+    expect(xgb.content_type(None) == "libsvm", "no ContentType: libsvm")
+    expect(xgb.content_type("text/csv; label_size=1") == "csv", "csv with label_size=1")
+    expect(xgb.content_type("text/x-libsvm") == "libsvm", "text/x-libsvm")
+    for bad in ("application/x-parquet", "text/csv;label_size=2"):
+        try:
+            xgb.content_type(bad)
+        except xgb.UserError:
+            continue
+        raise Fail("ContentType %s accepted" % bad)
+
+
+def regression(n, rng):
+    x = rng.normal(size=(n, 4))
+    return x @ np.array([1.0, 2.0, -1.0, 0.5]) + rng.normal(scale=0.05, size=n), x
+
+
+def classification(n, rng):
+    x = rng.normal(size=(n, 6))
+    return (x @ np.array([1.5, -2.0, 1.0, 0.0, 0.5, 0.0]) > 0).astype(int), x
+
+
+def write_csv(path, y, x, w=None):
+    cols = [y] + ([w] if w is not None else []) + [x]
+    np.savetxt(path, np.column_stack(cols), delimiter=",", fmt="%.6g")
+
+
+def write_libsvm(path, y, x):
+    with open(path, "w") as f:
+        for yi, xi in zip(y, x):
+            feats = " ".join("%d:%.6g" % (j + 1, v) for j, v in enumerate(xi) if v != 0)
+            f.write("%d %s\n" % (yi, feats))
+
+
+def job_dir(root, host, hosts, hps, channels):
+    """A job folder as SageMaker lays it out; channels: {name: (type, files)}
+    with files {name: writer(path)}."""
+    d = os.path.join(root, host)
+    conf = os.path.join(d, "input", "config")
+    os.makedirs(conf)
+    idc = {}
+    for name, (ctype, files) in channels.items():
+        folder = os.path.join(d, "input", "data", name)
+        os.makedirs(folder)
+        for fname, writer in files.items():
+            writer(os.path.join(folder, fname))
+        idc[name] = {"ContentType": ctype, "TrainingInputMode": "File",
+                     "S3DistributionType": "ShardedByS3Key"} if ctype else {}
+    for fname, obj in (("hyperparameters.json", hps), ("inputdataconfig.json", idc),
+                       ("resourceconfig.json", {"hosts": hosts, "current_host": host})):
+        with open(os.path.join(conf, fname), "w") as f:
+            json.dump(obj, f)
+    return d
+
+
+def start(d, extra_env=None):
+    env = dict(os.environ, PYTHONPATH=RUNTIME, SM_INPUT_CONFIG_DIR=d + "/input/config",
+               SM_INPUT_DIR=d + "/input", SM_MODEL_DIR=d + "/model",
+               SM_OUTPUT_DIR=d + "/output", OMP_NUM_THREADS="1")
+    env.update(extra_env or {})
+    return subprocess.Popen([PY, "-m", "trainctl_algorithms.xgb", "train"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=d)
+
+
+def finish(p, timeout=60):
+    out = p.communicate(timeout=timeout)[0].decode("utf-8", "replace")
+    return p.returncode, out
+
+
+def rounds(out):
+    """[(round, {name: value})] of the evaluation lines."""
+    got = []
+    for line in out.splitlines():
+        m = ROUND.match(line)
+        if m:
+            vals = dict(item.split(":", 1) for item in m.group(2).split("#011"))
+            got.append((int(m.group(1)), {k: float(v) for k, v in vals.items()}))
+    return got
+
+
+def check_one_host(root):
+    rng = np.random.default_rng(7)
+    y, x = regression(400, rng)
+    vy, vx = regression(100, rng)
+    w = np.ones(400)
+    d = job_dir(root, "algo-1", ["algo-1"],
+                {"num_round": "40", "eta": "0.3", "max_depth": "4", "csv_weights": "1",
+                 "early_stopping_rounds": "3", "eval_metric": "rmse,mae"},
+                {"train": ("text/csv", {"a.csv": lambda p: write_csv(p, y[:200], x[:200], w[:200]),
+                                        "b.csv": lambda p: write_csv(p, y[200:], x[200:], w[200:])}),
+                 "validation": ("text/csv", {"v.csv": lambda p: write_csv(p, vy, vx, np.ones(100))})})
+    rc, out = finish(start(d))
+    expect(rc == 0, "exit %d:\n%s" % (rc, out[-2000:]))
+    got = rounds(out)
+    expect(len(got) >= 5, "evaluation lines:\n%s" % out[-2000:])
+    expect([r for r, _ in got] == list(range(len(got))), "rounds in order: %s" % got)
+    expect(set(got[0][1]) == {"train-rmse", "train-mae", "validation-rmse", "validation-mae"},
+           "metrics of a round: %s" % got[0][1])
+    expect(got[-1][1]["validation-rmse"] < got[0][1]["validation-rmse"] / 3,
+           "validation-rmse falls: %s" % [v["validation-rmse"] for _, v in got])
+    bst = xgboost.Booster(model_file=os.path.join(d, "model", "xgboost-model"))
+    pred = bst.predict(xgboost.DMatrix(vx))
+    rmse = float(np.sqrt(np.mean((pred - vy) ** 2)))
+    expect(rmse < 1.0 and bst.num_features() == 4,
+           "the saved model predicts: rmse %.3f, %d features" % (rmse, bst.num_features()))
+
+
+def check_two_hosts(root):
+    rng = np.random.default_rng(11)
+    y, x = classification(600, rng)
+    vy, vx = classification(200, rng)
+    hosts = ["algo-1", "algo-2"]
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    procs, dirs = [], []
+    for i, h in enumerate(hosts):
+        part = slice(300 * i, 300 * (i + 1))
+        vpart = slice(100 * i, 100 * (i + 1))
+        d = job_dir(root, h, hosts,
+                    {"num_round": '"8"', "objective": '"binary:logistic"',
+                     "eval_metric": '"auc"', "max_depth": "3"},
+                    {"train": ("text/libsvm", {"t.libsvm": lambda p, s=part: write_libsvm(p, y[s], x[s])}),
+                     "validation": ("text/libsvm",
+                                    {"v.libsvm": lambda p, s=vpart: write_libsvm(p, vy[s], vx[s])})})
+        dirs.append(d)
+        procs.append(start(d, {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}))
+    res = [finish(p) for p in procs]
+    for h, (rc, out) in zip(hosts, res):
+        expect(rc == 0, "%s: exit %d:\n%s" % (h, rc, out[-2000:]))
+    got = rounds(res[0][1])
+    expect(len(got) == 8, "algo-1 prints 8 rounds:\n%s" % res[0][1][-2000:])
+    expect(not rounds(res[1][1]), "algo-2 prints no rounds:\n%s" % res[1][1][-1000:])
+    expect("2 hosts" in res[0][1], "the preamble names the hosts:\n%s" % res[0][1][:500])
+    expect(not os.path.exists(os.path.join(dirs[1], "model", "xgboost-model")),
+           "algo-2 saves no model")
+    bst = xgboost.Booster(model_file=os.path.join(dirs[0], "model", "xgboost-model"))
+    expect(bst.num_boosted_rounds() == 8, "8 rounds saved: %d" % bst.num_boosted_rounds())
+    # The metric is over both hosts' validation data (xgboost weighs the
+    # hosts' AUCs together), not algo-1's half alone.
+    auc = got[-1][1]["validation-auc"]
+    from sklearn.metrics import roc_auc_score
+    # libsvm's indices are the columns, as xgboost reads them: 1..6.
+    shifted = np.column_stack([np.full(len(vx), np.nan), vx])
+    whole = roc_auc_score(vy, bst.predict(xgboost.DMatrix(shifted)))
+    half = roc_auc_score(vy[:100], bst.predict(xgboost.DMatrix(shifted[:100])))
+    expect(abs(auc - whole) < 0.01 and abs(auc - whole) < abs(auc - half) and auc > 0.85,
+           "validation-auc %.5f, the model on all validation data %.5f, on "
+           "algo-1's %.5f" % (auc, whole, half))
+
+
+def check_faults(root):
+    d = job_dir(root, "bad-csv", ["algo-1"], {"num_round": "3"},
+                {"train": ("text/csv", {"h.csv": lambda p: open(p, "w").write("y,a,b\n1,2,3\n")})})
+    rc, out = finish(start(d))
+    failure = open(os.path.join(d, "output", "failure")).read()
+    expect(rc == 1 and "h.csv:1" in failure and "no header" in failure,
+           "a CSV header: exit %d, failure %r\n%s" % (rc, failure, out[-800:]))
+    d = job_dir(root, "bad-type", ["algo-1"], {"num_round": "3"},
+                {"train": ("application/x-parquet", {"p": lambda p: open(p, "w").write("x")})})
+    rc, out = finish(start(d))
+    failure = open(os.path.join(d, "output", "failure")).read()
+    expect(rc == 1 and "application/x-parquet" in failure,
+           "parquet: exit %d, failure %r" % (rc, failure))
+    d = job_dir(root, "no-train", ["algo-1"], {"num_round": "3"},
+                {"validation": ("text/csv", {"v.csv": lambda p: open(p, "w").write("1,2\n")})})
+    rc, out = finish(start(d))
+    failure = open(os.path.join(d, "output", "failure")).read()
+    expect(rc == 1 and "channel named train" in failure, "no train: %r" % failure)
+
+
+def main():
+    tap = sc.Tap()
+    root = tempfile.mkdtemp(prefix="trainctl-xgb-runner-")
+    try:
+        tap.case("hyperparameter and metric tables match api/algorithm.c", check_tables)
+        tap.case("hyperparameter values checked as documented", check_values)
+        tap.case("one host, CSV with weights: rounds, early stopping, a model that loads",
+                 check_one_host, os.path.join(root, "one"))
+        tap.case("two hosts, libsvm: one model over both hosts' data",
+                 check_two_hosts, os.path.join(root, "two"))
+        tap.case("faults end with status 1 and output/failure", check_faults,
+                 os.path.join(root, "faults"))
+    finally:
+        if not os.environ.get("TRAINCTL_TEST_KEEP"):
+            shutil.rmtree(root, ignore_errors=True)
+    return tap.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
