@@ -66,6 +66,8 @@ LIB_ctrl := $(BUILD)/lib/libtctrl.a
 LIB_stor := $(BUILD)/lib/libtstor.a
 LIB_s3d := $(BUILD)/lib/libts3d.a
 LIB_agent := $(BUILD)/lib/libtagent.a
+# runtime/python/'s files, built into the agent's library (below).
+RUNTIME_OBJ := $(BUILD)/obj/gen/runtime_files.o
 LIB_tuner := $(BUILD)/lib/libttuner.a
 
 BIN_trainctld := $(BUILD)/bin/trainctld
@@ -95,7 +97,7 @@ $(LIB_db): $(call obj,$(db_SRC))
 $(LIB_ctrl): $(call obj,$(ctrl_SRC))
 $(LIB_stor): $(call obj,$(stor_SRC))
 $(LIB_s3d): $(call obj,$(s3d_SRC))
-$(LIB_agent): $(call obj,$(agent_SRC))
+$(LIB_agent): $(call obj,$(agent_SRC)) $(RUNTIME_OBJ)
 $(LIB_tuner): $(call obj,$(tuner_SRC))
 $(BUILD)/lib/%.a:
 	@mkdir -p $(dir $@)
@@ -112,6 +114,18 @@ $(BUILD)/obj/gen/web_assets.o: $(BUILD)/gen/web_assets.c
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 WEB_OBJ := $(BUILD)/obj/gen/web_assets.o
+
+# The Python files every Python rank can import (runtime/python/README.md),
+# embedded into trainagent.
+RUNTIME_FILES := $(shell find runtime/python -name '*.py' 2>/dev/null)
+$(BUILD)/gen/runtime_files.c: $(RUNTIME_FILES) scripts/embed.sh \
+		runtime/python/README.md
+	@mkdir -p $(dir $@)
+	sh scripts/embed.sh --python runtime/python $@
+
+$(BUILD)/obj/gen/runtime_files.o: $(BUILD)/gen/runtime_files.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BIN_trainctld): $(call obj,controller/main.c) $(LIB_ctrl) $(WEB_OBJ) \
 		$(LIB_db) $(LIB_s3d) $(LIB_stor) $(LIB_api) $(LIB_tuner) \

@@ -7,7 +7,8 @@
  *      hung Python rank's stacks on SIGABRT, agent/hangwatch.c; in every
  *      rank, since a shell may start Python; the request's Environment
  *      may turn it off) and, for Python, PYTHONUNBUFFERED=1 and
- *      PYTHONPATH=<code>;
+ *      PYTHONPATH=<code>[:<base>/.trainagent/runtime] (the modules built
+ *      into the agent, agent/runtime.c);
  *   2. api_sm_env_build(): the request's Environment, TRAINING_JOB_NAME
  *      and _ARN, then what sagemaker-training-toolkit sets (SM_*,
  *      CURRENT_HOST, ...) — the toolkit's order, so SM_* beat a request
@@ -44,6 +45,7 @@
 #include "agent/podman.h"
 #include "agent/proc.h"
 #include "agent/pyenv.h"
+#include "agent/runtime.h"
 #include "api/distribution.h"
 #include "api/sm_env.h"
 #include "common/err.h"
@@ -68,8 +70,10 @@ static int is_python(const char *path)
 }
 
 static void base_env(struct strvec *env, int python, const char *code,
-		     const struct agent_ident *id)
+		     const char *runtime, const struct agent_ident *id)
 {
+	struct buf path = BUF_INIT;
+
 	const char *lang = getenv("LANG");
 	const struct passwd *pw = getpwuid(id->set ? id->uid : geteuid());
 
@@ -81,8 +85,12 @@ static void base_env(struct strvec *env, int python, const char *code,
 	agent_env_set(env, "PYTHONFAULTHANDLER", "1");
 	if (python) {
 		agent_env_set(env, "PYTHONUNBUFFERED", "1");
-		agent_env_set(env, "PYTHONPATH", code);
+		(void)buf_adds(&path, code);
+		if (runtime)
+			(void)buf_addf(&path, ":%s", runtime);
+		agent_env_set(env, "PYTHONPATH", path.data);
 	}
+	buf_release(&path);
 }
 
 /*
@@ -649,6 +657,7 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 	struct strvec args = STRVEC_INIT;
 	struct strvec env = STRVEC_INIT;
 	struct buf code = BUF_INIT, code_host = BUF_INIT, cwd = BUF_INIT;
+	struct buf runtime = BUF_INIT;
 	struct strvec prog = STRVEC_INIT;
 	int container = s->launch_mode == API_LAUNCH_CONTAINER;
 	int python = 0, bound = container || ctx->can_bind, nproc, ret;
@@ -679,7 +688,14 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 	ret = agent_ident_resolve(&a->ident, a->spec.run_as, err);
 	if (ret)
 		goto out;
-	base_env(&env, python, code.data, &a->ident);
+	ret = python ? agent_runtime_write(a->dir, err) : 0;
+	if (ret < 0)
+		goto out;
+	if (ret)
+		(void)buf_addf(&runtime, "%s/%s", base, AGENT_RUNTIME_REL);
+	ret = 0;
+	base_env(&env, python, code.data, runtime.len ? runtime.data : NULL,
+		 &a->ident);
 	job_env(ctx, a, bound, smenv, n_smenv, ifname, &env);
 	if (venv)
 		venv_env(venv, &env);
@@ -711,6 +727,7 @@ out:
 	strvec_release(&env);
 	buf_release(&code);
 	buf_release(&code_host);
+	buf_release(&runtime);
 	buf_release(&cwd);
 	return ret;
 }

@@ -442,28 +442,25 @@ static int job_row(sqlite3_stmt *st, void *arg)
 	return 0;
 }
 
-int db_service_job_insert(struct db *db, const struct db_service_job *j,
-			  struct buf *err)
+/* In a group commit with other inserts (db__batch_write()). */
+static int insert_service_job(struct db__conn *c, void *arg, struct buf *err)
 {
-	sqlite3 *conn = db__writer_begin(db, err);
+	const struct db_service_job *j = arg;
 	sqlite3_stmt *st = NULL;
 	int ret = 0;
 	int rc;
 
-	if (!conn)
-		return ERR_DB;
 	if (sqlite3_prepare_v2(
-		    conn,
+		    c->db,
 		    "INSERT INTO service_jobs(job_id, arn, name, queue_arn, "
 		    "share_identifier, quota_share, scheduling_priority, "
 		    "training_job, owner, created_ms, client_token, "
 		    "request_json, attempts, timeout_s, preemption_retries) "
 		    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
 		    "?12, ?13, ?14, ?15)",
-		    -1, &st, NULL) != SQLITE_OK) {
-		ret = db__error(conn, "cannot prepare service job insert", err);
-		goto out;
-	}
+		    -1, &st, NULL) != SQLITE_OK)
+		return db__error(c->db, "cannot prepare service job insert",
+				 err);
 	db__bind_text(st, 1, j->job_id);
 	db__bind_text(st, 2, j->arn);
 	db__bind_text(st, 3, j->name);
@@ -483,12 +480,17 @@ int db_service_job_insert(struct db *db, const struct db_service_job *j,
 	if (rc == SQLITE_CONSTRAINT)
 		ret = ERR_CONFLICT;
 	else if (rc != SQLITE_DONE)
-		ret = db__error(conn, "cannot insert service job", err);
-out:
+		ret = db__error(c->db, "cannot insert service job", err);
 	sqlite3_finalize(st);
-	if (db__writer_end(db, !ret, err) && !ret)
-		ret = ERR_DB;
 	return ret;
+}
+
+int db_service_job_insert(struct db *db, const struct db_service_job *j,
+			  struct buf *err)
+{
+	/* The training job's insert just before is batched too: under
+	 * load, many submissions share one commit and one WAL sync. */
+	return db__batch_write(db, insert_service_job, (void *)j, err);
 }
 
 struct get_arg {
