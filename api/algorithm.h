@@ -46,8 +46,8 @@ const char *const *api_algo_argv(const struct api_algo *a);
 
 /*
  * Fills spec's MetricDefinitions with the built-in ones of the algorithm
- * its image runs, when the request gave none (SageMaker's
- * DescribeTrainingJob shows them the same way). Nothing otherwise.
+ * its image runs, when the request gave none, so that the job's metrics
+ * are read from its log as SageMaker reads them. Nothing otherwise.
  */
 void api_algo_fill_metrics(struct api_job_spec *spec);
 
