@@ -1,6 +1,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/algorithm.h"
 #include "api/job_config.h"
 #include "api/distribution.h"
 #include "controller/images.h"
@@ -130,6 +131,36 @@ static int container(const struct ctrl_jobrt *rt, const char *image,
 	return 0;
 }
 
+/*
+ * A built-in algorithm (docs/algorithms.md): its runner, a Python module
+ * the agent ships with every job, run once per host like any program.
+ */
+static int algorithm(const struct ctrl_jobrt *rt, const struct api_algo *algo,
+		     struct ctrl_launch *out, struct buf *err)
+{
+	const struct api_job_spec *spec = &rt->spec;
+	const struct api_distribution *dist;
+	int ret;
+
+	ret = api_algo_check(algo, spec->training_image, spec, err);
+	if (!ret)
+		ret = ctrl_jobrt_dist(rt, &dist, err);
+	if (ret)
+		return ret;
+	if (dist->mode != API_DIST_NONE) {
+		(void)buf_addf(err,
+			       "the built-in algorithm '%s' distributes itself "
+			       "over the job's hosts; it takes no distribution "
+			       "(%s)",
+			       api_algo_name(algo),
+			       api_dist_mode_name(dist->mode));
+		return ERR_INVALID;
+	}
+	out->mode = API_LAUNCH_EXEC;
+	out->argv = argv_join(NULL, (char **)api_algo_argv(algo), NULL);
+	return 0;
+}
+
 int ctrl_image_resolve(const struct ctrl_registry *reg,
 		       const struct ctrl_jobrt *rt, struct ctrl_launch *out,
 		       struct buf *err)
@@ -140,6 +171,7 @@ int ctrl_image_resolve(const struct ctrl_registry *reg,
 	const char *prog;
 	const char *dir;
 	const char *mapped;
+	const struct api_algo *algo;
 	char *train_args[] = { (char *)"train", NULL };
 
 	memset(out, 0, sizeof(*out));
@@ -147,6 +179,11 @@ int ctrl_image_resolve(const struct ctrl_registry *reg,
 		mapped = ctrl_registry_mapped(reg, image);
 		if (mapped)
 			return container(rt, mapped, out, err);
+		algo = api_algo_find(image,
+				     api_job_spec_hp(spec, "sagemaker_program"),
+				     spec->entrypoint != NULL);
+		if (algo)
+			return algorithm(rt, algo, out, err);
 		if (!lookup(image))
 			return container(rt, image, out, err);
 	}
@@ -176,7 +213,9 @@ int ctrl_image_resolve(const struct ctrl_registry *reg,
 		(void)buf_addf(err,
 			       "image '%s' "
 			       "runs script mode and needs the hyperparameter "
-			       "sagemaker_program (or ContainerEntrypoint)",
+			       "sagemaker_program (or ContainerEntrypoint); "
+			       "to run an image of your own under this name, "
+			       "map it with trainctld --image-map",
 			       image);
 		return ERR_INVALID;
 	}
