@@ -48,10 +48,6 @@ class UserError(Exception):
     """A fault of the job's request or data: its text is the failure."""
 
 
-def _inf():
-    return float("inf")
-
-
 # name -> (kind, low, high, low_open, high_open) for numbers, or
 # (kind, choices) for categories. None: unbounded.
 def _num(kind, low=None, high=None, low_open=False, high_open=False):
