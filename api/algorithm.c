@@ -120,32 +120,33 @@ struct api_algo {
 	const char *name;
 	const char *repo;
 	const char *const *versions; /* NULL: not served */
+	const char *const *argv;     /* the runner, when served */
 };
 
 /*
  * The repositories of SageMaker's built-in algorithm images, as its SDK's
- * image_uris.retrieve() names them. "xgboost" is the first XGBoost
- * (0.72), whose image has no version tag worth the name.
+ * image_uris.retrieve() names them. Repository "xgboost" is the first
+ * XGBoost (0.72, tags "1" and "latest"), not served.
  */
 static const struct api_algo algos[] = {
-	{ "xgboost", "sagemaker-xgboost", xgb_versions },
-	{ "xgboost", "xgboost", NULL },
-	{ "linear-learner", "linear-learner", NULL },
-	{ "kmeans", "kmeans", NULL },
-	{ "knn", "knn", NULL },
-	{ "pca", "pca", NULL },
-	{ "factorization-machines", "factorization-machines", NULL },
-	{ "ntm", "ntm", NULL },
-	{ "lda", "lda", NULL },
-	{ "blazingtext", "blazingtext", NULL },
-	{ "image-classification", "image-classification", NULL },
-	{ "object-detection", "object-detection", NULL },
-	{ "semantic-segmentation", "semantic-segmentation", NULL },
-	{ "seq2seq", "seq2seq", NULL },
-	{ "randomcutforest", "randomcutforest", NULL },
-	{ "ipinsights", "ipinsights", NULL },
-	{ "object2vec", "object2vec", NULL },
-	{ "forecasting-deepar", "forecasting-deepar", NULL },
+	{ "xgboost", "sagemaker-xgboost", xgb_versions, xgb_argv },
+	{ "xgboost 0.72", "xgboost", NULL, NULL },
+	{ "linear-learner", "linear-learner", NULL, NULL },
+	{ "kmeans", "kmeans", NULL, NULL },
+	{ "knn", "knn", NULL, NULL },
+	{ "pca", "pca", NULL, NULL },
+	{ "factorization-machines", "factorization-machines", NULL, NULL },
+	{ "ntm", "ntm", NULL, NULL },
+	{ "lda", "lda", NULL, NULL },
+	{ "blazingtext", "blazingtext", NULL, NULL },
+	{ "image-classification", "image-classification", NULL, NULL },
+	{ "object-detection", "object-detection", NULL, NULL },
+	{ "semantic-segmentation", "semantic-segmentation", NULL, NULL },
+	{ "seq2seq", "seq2seq", NULL, NULL },
+	{ "randomcutforest", "randomcutforest", NULL, NULL },
+	{ "ipinsights", "ipinsights", NULL, NULL },
+	{ "object2vec", "object2vec", NULL, NULL },
+	{ "forecasting-deepar", "forecasting-deepar", NULL, NULL },
 };
 
 /* "683313688378.dkr.ecr.us-east-1.amazonaws.com/sagemaker-xgboost:1.7-1":
@@ -220,8 +221,7 @@ const char *api_algo_name(const struct api_algo *a)
 
 const char *const *api_algo_argv(const struct api_algo *a)
 {
-	(void)a;
-	return xgb_argv;
+	return a->argv;
 }
 
 /* Whether tag is version, or version and a suffix ("1.7-1-cpu-py3"). */
@@ -289,7 +289,7 @@ int api_algo_check(const struct api_algo *a, const char *image,
 			err,
 			"image '%s' is SageMaker's built-in algorithm "
 			"'%s', which trainctl does not serve (it serves "
-			"xgboost); map the image to one of your own "
+			"xgboost 1.7-1); map the image to one of your own "
 			"with trainctld --image-map (docs/algorithms.md)",
 			image, a->name);
 		return ERR_INVALID;

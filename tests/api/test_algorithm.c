@@ -122,6 +122,11 @@ static void test_check(void **state)
 	assert_non_null(strstr(err.data, "not served"));
 	assert_int_equal(check(XGB ":1.7-1", none, &err), ERR_INVALID);
 	assert_non_null(strstr(err.data, "num_round"));
+	assert_int_equal(check("811284229777.dkr.ecr.us-east-1.amazonaws.com/"
+			       "xgboost:1",
+			       ok, &err),
+			 ERR_INVALID);
+	assert_non_null(strstr(err.data, "'xgboost 0.72'"));
 	assert_int_equal(check(KMEANS, ok, &err), ERR_INVALID);
 	assert_non_null(strstr(err.data, "'kmeans'"));
 	assert_non_null(strstr(err.data, "--image-map"));
