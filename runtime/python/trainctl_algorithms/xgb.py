@@ -438,7 +438,12 @@ def tracker_env(hosts, current, env):
 
 
 def train(job):
-    import xgboost as xgb
+    try:
+        import xgboost as xgb
+    except ImportError as e:
+        raise RuntimeError("this host cannot import xgboost (%s); the "
+                           "built-in algorithm needs python3-xgboost %s"
+                           % (e, SERVED_MAJOR_MINOR))
     if not xgb.__version__.startswith(SERVED_MAJOR_MINOR + "."):
         raise RuntimeError("this host has xgboost %s; the built-in "
                            "algorithm serves %s" % (xgb.__version__,
