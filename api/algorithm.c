@@ -74,9 +74,8 @@ static const struct {
 
 /*
  * The metrics the algorithm's evaluation lines carry, as its container
- * names them (validation:<eval_metric>): XGBoost's own evaluation metrics.
- * SageMaker's additions computed outside XGBoost (accuracy, f1, mse, r2,
- * precision, recall, ...) are not served: the runner refuses them.
+ * names them (validation:<eval_metric>): XGBoost's own, then those
+ * SageMaker's container adds (the runner computes them).
  */
 static const char *const xgb_metrics[] = {
 	"auc",
@@ -99,6 +98,19 @@ static const char *const xgb_metrics[] = {
 	"rmse",
 	"rmsle",
 	"tweedie-nloglik",
+	"accuracy",
+	"balanced_accuracy",
+	"f1",
+	"f1_binary",
+	"f1_macro",
+	"precision",
+	"precision_macro",
+	"precision_micro",
+	"recall",
+	"recall_macro",
+	"recall_micro",
+	"mse",
+	"r2",
 };
 
 /*

@@ -192,7 +192,9 @@ static void test_metrics(void **state)
 	re = metric_regex(&spec, "validation:rmse");
 	assert_non_null(re);
 	assert_non_null(metric_regex(&spec, "validation:auc"));
-	assert_null(metric_regex(&spec, "validation:f1"));
+	assert_non_null(metric_regex(&spec, "validation:f1_binary"));
+	assert_null(metric_regex(&spec, "validation:nope"));
+	assert_null(metric_regex(&spec, "train:rmse"));
 	capture(re, "[3]#011train-rmse:0.51#011validation-rmse:0.63", v,
 		sizeof(v));
 	assert_string_equal(v, "0.63");
@@ -204,6 +206,14 @@ static void test_metrics(void **state)
 		"[12]#011validation-aucpr:0.8#011validation-auc:0.9", v,
 		sizeof(v));
 	assert_string_equal(v, "0.9");
+	/* f1 is not f1_binary's prefix match. */
+	capture(metric_regex(&spec, "validation:f1"),
+		"[2]#011validation-f1_binary:0.7#011validation-f1:0.6", v,
+		sizeof(v));
+	assert_string_equal(v, "0.6");
+	capture(metric_regex(&spec, "validation:r2"),
+		"[2]#011validation-r2:-0.25", v, sizeof(v));
+	assert_string_equal(v, "-0.25");
 	capture(re, "[3]#011train-rmse:0.51", v, sizeof(v));
 	assert_string_equal(v, "");
 	api_job_spec_release(&spec);

@@ -55,7 +55,7 @@ def c_tables():
            for m in re.finditer(r'\{ "([a-z_]+)", ([01]) \}', text)}
     block = text[text.index("xgb_metrics[] = {"):]
     block = block[:block.index("};")]
-    return hps, re.findall(r'"([a-z-]+)"', block)
+    return hps, re.findall(r'"([a-z0-9_-]+)"', block)
 
 
 def check_tables():
@@ -107,8 +107,13 @@ def check_values():
     refused({"num_round": "5", "booster": "forest"}, ["'booster'", "gbtree"])
     refused({"num_round": "5", "epochs": "3"}, ["'epochs'", "not one of"])
     refused({"num_round": "5", "_kfold": "3"}, ["'_kfold'", "not served"])
-    refused({"num_round": "5", "eval_metric": "f1"}, ["'f1'", "SageMaker's own"])
-    refused({"num_round": "5", "eval_metric": "rmse,nope"}, ["'nope'"])
+    refused({"num_round": "5", "eval_metric": "rmse,nope"}, ["'nope'", "f1_binary"])
+    hps = xgb.parse_hyperparameters({"num_round": "5", "eval_metric": "auc,f1,accuracy",
+                                     "_tuning_objective_metric": "validation:r2"})
+    expect(xgb.xgb_params(hps)["eval_metric"] == ["auc"] and
+           xgb.custom_metrics(hps) == ["f1", "accuracy", "r2"],
+           "SageMaker's own metrics are computed beside xgboost's: %s %s"
+           % (xgb.xgb_params(hps), xgb.custom_metrics(hps)))
     refused({"num_round": "5", "objective": "multi:softmax"}, ["num_class"])
     refused({"num_round": "5", "_tuning_objective_metric": "train:rmse"},
             ["train:rmse", "validation"])
@@ -121,6 +126,44 @@ def check_values():
         except xgb.UserError:
             continue
         raise Fail("ContentType %s accepted" % bad)
+
+
+def check_metric_values():
+    """SageMaker's own metrics equal scikit-learn's on the same data."""
+    from sklearn import metrics as skm
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 3, size=200)
+    c = np.where(rng.random(200) < 0.7, y, rng.integers(0, 3, size=200))
+    m = xgb.confusion(y.astype(np.float32), c, 3)
+    want = {"accuracy": skm.accuracy_score(y, c),
+            "balanced_accuracy": skm.balanced_accuracy_score(y, c),
+            "f1": skm.f1_score(y, c, average="macro"),
+            "f1_macro": skm.f1_score(y, c, average="macro"),
+            "precision_macro": skm.precision_score(y, c, average="macro"),
+            "precision_micro": skm.precision_score(y, c, average="micro"),
+            "recall_macro": skm.recall_score(y, c, average="macro"),
+            "recall_micro": skm.recall_score(y, c, average="micro")}
+    for name, v in want.items():
+        got = xgb.class_metric(name, m)
+        expect(abs(got - v) < 1e-9, "%s: %s, scikit-learn %s" % (name, got, v))
+    yb, cb = y % 2, c % 2
+    mb = xgb.confusion(yb.astype(np.float32), cb, 2)
+    for name, v in (("precision", skm.precision_score(yb, cb)), ("recall", skm.recall_score(yb, cb)),
+                    ("f1_binary", skm.f1_score(yb, cb))):
+        got = xgb.class_metric(name, mb)
+        expect(abs(got - v) < 1e-9, "%s: %s, scikit-learn %s" % (name, got, v))
+    probs = np.column_stack([1 - c / 3.0, c / 3.0, np.zeros(200)])
+    expect((xgb.predicted_classes(probs.ravel(), "multi:softprob", 200) == np.argmax(probs, 1)).all(),
+           "softprob's classes")
+    expect(list(xgb.predicted_classes(np.array([0.2, 0.7]), "binary:logistic", 2)) == [0, 1] and
+           list(xgb.predicted_classes(np.array([-0.2, 0.7]), "binary:logitraw", 2)) == [0, 1],
+           "binary classes")
+    try:
+        xgb.confusion(np.array([0.0, 3.0]), np.array([0, 1]), 2)
+    except xgb.UserError as e:
+        expect("labels 0..1" in str(e), str(e))
+    else:
+        raise Fail("label 3 of a binary classification accepted")
 
 
 def regression(n, rng):
@@ -198,7 +241,7 @@ def check_one_host(root):
     w = np.ones(400)
     d = job_dir(root, "algo-1", ["algo-1"],
                 {"num_round": "40", "eta": "0.3", "max_depth": "4", "csv_weights": "1",
-                 "early_stopping_rounds": "3", "eval_metric": "rmse,mae"},
+                 "early_stopping_rounds": "3", "eval_metric": "rmse,mae,mse,r2"},
                 {"train": ("text/csv", {"a.csv": lambda p: write_csv(p, y[:200], x[:200], w[:200]),
                                         "b.csv": lambda p: write_csv(p, y[200:], x[200:], w[200:])}),
                  "validation": ("text/csv", {"v.csv": lambda p: write_csv(p, vy, vx, np.ones(100))})})
@@ -207,8 +250,12 @@ def check_one_host(root):
     got = rounds(out)
     expect(len(got) >= 5, "evaluation lines:\n%s" % out[-2000:])
     expect([r for r, _ in got] == list(range(len(got))), "rounds in order: %s" % got)
-    expect(set(got[0][1]) == {"train-rmse", "train-mae", "validation-rmse", "validation-mae"},
+    expect(set(got[0][1]) == {d + "-" + m for d in ("train", "validation")
+                              for m in ("rmse", "mae", "mse", "r2")},
            "metrics of a round: %s" % got[0][1])
+    # r2 is the last metric and rises: early stopping must not stop at
+    # the first round as if it were a loss.
+    expect(len(got) > 10, "early stopping on r2 stopped after %d rounds" % len(got))
     expect(got[-1][1]["validation-rmse"] < got[0][1]["validation-rmse"] / 3,
            "validation-rmse falls: %s" % [v["validation-rmse"] for _, v in got])
     bst = xgboost.Booster(model_file=os.path.join(d, "model", "xgboost-model"))
@@ -216,6 +263,12 @@ def check_one_host(root):
     rmse = float(np.sqrt(np.mean((pred - vy) ** 2)))
     expect(rmse < 1.0 and bst.num_features() == 4,
            "the saved model predicts: rmse %.3f, %d features" % (rmse, bst.num_features()))
+    from sklearn.metrics import r2_score
+    last = got[-1][1]
+    expect(abs(last["validation-mse"] - rmse ** 2) < 1e-3 and
+           abs(last["validation-r2"] - r2_score(vy, pred)) < 1e-3,
+           "mse %s r2 %s; the model's %.5f %.5f" % (last["validation-mse"], last["validation-r2"],
+                                                  rmse ** 2, r2_score(vy, pred)))
 
 
 def check_two_hosts(root):
@@ -233,7 +286,7 @@ def check_two_hosts(root):
         vpart = slice(100 * i, 100 * (i + 1))
         d = job_dir(root, h, hosts,
                     {"num_round": '"8"', "objective": '"binary:logistic"',
-                     "eval_metric": '"auc"', "max_depth": "3"},
+                     "eval_metric": '"auc,accuracy,f1_binary"', "max_depth": "3"},
                     {"train": ("text/libsvm", {"t.libsvm": lambda p, s=part: write_libsvm(p, y[s], x[s])}),
                      "validation": ("text/libsvm",
                                     {"v.libsvm": lambda p, s=vpart: write_libsvm(p, vy[s], vx[s])})})
@@ -261,6 +314,13 @@ def check_two_hosts(root):
     expect(abs(auc - whole) < 0.01 and abs(auc - whole) < abs(auc - half) and auc > 0.85,
            "validation-auc %.5f, the model on all validation data %.5f, on "
            "algo-1's %.5f" % (auc, whole, half))
+    # SageMaker's own metrics are summed over the hosts: exact.
+    from sklearn.metrics import accuracy_score, f1_score
+    cls = (bst.predict(xgboost.DMatrix(shifted)) > 0.5).astype(int)
+    for name, v in (("accuracy", accuracy_score(vy, cls)), ("f1_binary", f1_score(vy, cls))):
+        expect(abs(got[-1][1]["validation-" + name] - v) < 1e-4,
+               "validation-%s %s, the model on all validation data %.5f"
+               % (name, got[-1][1]["validation-" + name], v))
 
 
 def check_faults(root):
@@ -289,6 +349,7 @@ def main():
     try:
         tap.case("hyperparameter and metric tables match api/algorithm.c", check_tables)
         tap.case("hyperparameter values checked as documented", check_values)
+        tap.case("SageMaker's own metrics as scikit-learn computes them", check_metric_values)
         tap.case("one host, CSV with weights: rounds, early stopping, a model that loads",
                  check_one_host, os.path.join(root, "one"))
         tap.case("two hosts, libsvm: one model over both hosts' data",

@@ -22,18 +22,25 @@ import sys
 
 SERVED_MAJOR_MINOR = "1.7"
 
-# XGBoost's own evaluation metrics; SageMaker's additions are not served.
-EVAL_METRICS = (
+# XGBoost's own evaluation metrics, then those SageMaker's container adds
+# (computed here, below), in api/algorithm.c's order.
+NATIVE_METRICS = (
     "auc", "aucpr", "map", "ndcg", "aft-nloglik", "cox-nloglik", "error",
     "gamma-deviance", "gamma-nloglik", "interval-regression-accuracy",
     "logloss", "mae", "mape", "merror", "mlogloss", "mphe",
     "poisson-nloglik", "rmse", "rmsle", "tweedie-nloglik",
 )
-SAGEMAKER_ONLY_METRICS = (
+CUSTOM_METRICS = (
     "accuracy", "balanced_accuracy", "f1", "f1_binary", "f1_macro",
-    "precision", "precision_macro", "precision_micro", "r2", "recall",
-    "recall_macro", "recall_micro", "mse",
+    "precision", "precision_macro", "precision_micro", "recall",
+    "recall_macro", "recall_micro", "mse", "r2",
 )
+EVAL_METRICS = NATIVE_METRICS + CUSTOM_METRICS
+# Larger is better (early stopping's direction).
+MAXIMIZE = ("auc", "aucpr", "map", "ndcg", "interval-regression-accuracy",
+            "accuracy", "balanced_accuracy", "f1", "f1_binary", "f1_macro",
+            "precision", "precision_macro", "precision_micro", "recall",
+            "recall_macro", "recall_micro", "r2")
 OBJECTIVES = (
     "reg:squarederror", "reg:squaredlogerror", "reg:logistic",
     "reg:pseudohubererror", "reg:absoluteerror", "reg:gamma",
@@ -184,13 +191,9 @@ def parse_hyperparameters(raw):
 def _metric_list(name, text):
     metrics = [m.strip() for m in text.split(",") if m.strip()]
     for m in metrics:
-        base = m.split("@")[0]
-        if base in SAGEMAKER_ONLY_METRICS:
-            raise UserError("%s '%s' is one of SageMaker's own metrics, "
-                            "not served here; XGBoost's are: %s"
-                            % (name, m, ", ".join(EVAL_METRICS)))
-        if base not in EVAL_METRICS:
-            raise UserError("%s '%s' is not an XGBoost metric (%s)"
+        if m.split("@")[0] not in EVAL_METRICS:
+            raise UserError("%s '%s' is not a metric of the built-in "
+                            "algorithm (%s)"
                             % (name, m, ", ".join(EVAL_METRICS)))
     return metrics
 
@@ -213,9 +216,132 @@ def xgb_params(hps):
         _metric_list("_tuning_objective_metric", metric)
         if metric not in metrics:
             metrics.append(metric)
-    if metrics:
-        params["eval_metric"] = metrics
+    native = [m for m in metrics if m not in CUSTOM_METRICS]
+    if native:
+        params["eval_metric"] = native
     return params
+
+
+def custom_metrics(hps):
+    """The metrics of hps computed outside xgboost, in their order."""
+    metrics = list(hps.get("eval_metric", []))
+    obj = hps.get("_tuning_objective_metric", "")
+    if obj.startswith("validation:"):
+        metrics.append(obj.split(":", 1)[1])
+    out = []
+    for m in metrics:
+        if m in CUSTOM_METRICS and m not in out:
+            out.append(m)
+    return out
+
+
+# ---- SageMaker's own metrics -------------------------------------------
+#
+# Computed from counts summed over every host, so that a job on several
+# hosts reports the metric of all its data, as xgboost's own metrics do.
+
+
+def _sum_hosts(xgb, a):
+    import numpy as np
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    if xgb.collective.get_world_size() < 2:
+        return a
+    flat = xgb.collective.allreduce(a.ravel(), xgb.collective.Op.SUM)
+    return np.asarray(flat).reshape(a.shape)
+
+
+def predicted_classes(predt, objective, n):
+    """Classes of predictions as xgboost hands them to a metric
+    (probabilities, a softmax's classes, a logitraw's margins)."""
+    import numpy as np
+    p = np.asarray(predt)
+    if p.ndim == 1 and n and p.size > n and p.size % n == 0:
+        p = p.reshape(n, p.size // n)
+    if p.ndim == 2:
+        return np.argmax(p, axis=1)
+    if objective == "multi:softmax":
+        return np.rint(p).astype(np.int64)
+    if objective == "binary:logitraw":
+        return (p > 0).astype(np.int64)
+    return (p > 0.5).astype(np.int64)
+
+
+def confusion(y, c, k):
+    """Counts of (true class, predicted class), k x k."""
+    import numpy as np
+    yi = np.rint(y).astype(np.int64)
+    if yi.size and (yi.min() < 0 or yi.max() >= k or (yi != y).any()):
+        raise UserError("classification metrics need labels 0..%d, not %g"
+                        % (k - 1, y[(yi < 0) | (yi >= k) | (yi != y)][0]))
+    m = np.zeros((k, k))
+    np.add.at(m, (yi, np.clip(c, 0, k - 1)), 1)
+    return m
+
+
+def _ratio(a, b):
+    return float(a) / float(b) if b else 0.0
+
+
+def class_metric(name, m):
+    """name's value from confusion counts m (rows: true classes), as
+    scikit-learn computes it (a 0/0 reads 0)."""
+    import numpy as np
+    tp = np.diag(m)
+    true, pred, total = m.sum(axis=1), m.sum(axis=0), m.sum()
+    if name in ("accuracy", "precision_micro", "recall_micro"):
+        return _ratio(tp.sum(), total)
+    if name == "balanced_accuracy":
+        seen = true > 0
+        return float(np.mean(tp[seen] / true[seen])) if seen.any() else 0.0
+    if name in ("precision", "recall", "f1_binary"):
+        if m.shape[0] != 2:
+            raise UserError("%s is for binary classification; use %s_macro"
+                            % (name, "f1" if name == "f1_binary" else name))
+        if name == "precision":
+            return _ratio(tp[1], pred[1])
+        if name == "recall":
+            return _ratio(tp[1], true[1])
+        return _ratio(2 * tp[1], true[1] + pred[1])
+    labels = (true + pred) > 0
+    prec = np.array([_ratio(t, p) for t, p in zip(tp, pred)])
+    rec = np.array([_ratio(t, r) for t, r in zip(tp, true)])
+    if name == "precision_macro":
+        vals = prec
+    elif name == "recall_macro":
+        vals = rec
+    else:  # f1, f1_macro: macro as SageMaker's container computes f1
+        vals = np.array([_ratio(2 * p * r, p + r) for p, r in zip(prec, rec)])
+    return float(np.mean(vals[labels])) if labels.any() else 0.0
+
+
+def custom_metric_fn(xgb, names, objective, num_class):
+    """xgboost's custom_metric for names: [(name, value)] per call."""
+    import numpy as np
+    k = num_class or 2
+
+    def fn(predt, dmat):
+        y = dmat.get_label()
+        out = []
+        m = None
+        for name in names:
+            if name in ("mse", "r2"):
+                p = np.asarray(predt, dtype=np.float64).reshape(-1)
+                if p.size != y.size:
+                    raise UserError("%s is for one prediction per row" % name)
+                res = float(np.sum((y - p) ** 2))
+                n, ss, sy, sy2 = _sum_hosts(xgb, [y.size, res, float(np.sum(y)),
+                                                  float(np.sum(y * y))])
+                tot = sy2 - sy * sy / n if n else 0.0
+                out.append((name, _ratio(ss, n) if name == "mse"
+                            else (1.0 - _ratio(ss, tot) if tot else 0.0)))
+                continue
+            if m is None:
+                c = predicted_classes(predt, objective, y.size)
+                m = _sum_hosts(xgb, confusion(y, c, k))
+            out.append((name, class_metric(name, m)))
+        return out
+
+    return fn
 
 
 # ---- data -------------------------------------------------------------
@@ -511,9 +637,16 @@ def _fit(xgb, hps, params, dtrain_raw, dval_raw):
     if dval_raw is not None:
         evals.append((dmatrix(xgb, dval_raw, ncol), "validation"))
     rank = xgb.collective.get_rank()
+    extra = custom_metrics(hps)
+    metric_fn = (custom_metric_fn(xgb, extra, params["objective"],
+                                  hps.get("num_class")) if extra else None)
+    # Early stopping watches the last metric: say which way is better when
+    # xgboost cannot tell from its name.
+    maximize = extra[-1] in MAXIMIZE if extra else None
     return xgb.train(params, dtrain, num_boost_round=hps["num_round"],
                      evals=evals, verbose_eval=False,
                      early_stopping_rounds=hps.get("early_stopping_rounds"),
+                     custom_metric=metric_fn, maximize=maximize,
                      callbacks=[print_rounds(xgb, rank)])
 
 
