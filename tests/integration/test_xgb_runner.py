@@ -212,7 +212,8 @@ def job_dir(root, host, hosts, hps, channels):
 def start(d, extra_env=None):
     env = dict(os.environ, PYTHONPATH=RUNTIME, SM_INPUT_CONFIG_DIR=d + "/input/config",
                SM_INPUT_DIR=d + "/input", SM_MODEL_DIR=d + "/model",
-               SM_OUTPUT_DIR=d + "/output", OMP_NUM_THREADS="1")
+               SM_OUTPUT_DIR=d + "/output", TRAINCTL_CHECKPOINT_DIR=d + "/checkpoints",
+               OMP_NUM_THREADS="1")
     env.update(extra_env or {})
     return subprocess.Popen([PY, "-m", "trainctl_algorithms.xgb", "train"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=d)
@@ -271,6 +272,36 @@ def check_one_host(root):
                                                   rmse ** 2, r2_score(vy, pred)))
 
 
+def set_hps(d, hps):
+    with open(os.path.join(d, "input", "config", "hyperparameters.json"), "w") as f:
+        json.dump(hps, f)
+
+
+def check_resume(root):
+    rng = np.random.default_rng(9)
+    y, x = regression(200, rng)
+    d = job_dir(root, "algo-1", ["algo-1"], {"num_round": "4"},
+                {"train": ("text/csv", {"a.csv": lambda p: write_csv(p, y, x)})})
+    rc, out = finish(start(d))
+    expect(rc == 0 and len(rounds(out)) == 4, "first run: exit %d\n%s" % (rc, out[-1500:]))
+    ckpt = os.path.join(d, "checkpoints")
+    expect(sorted(os.listdir(ckpt)) == ["xgboost-checkpoint.%d" % i for i in range(4)],
+           "a checkpoint per round: %s" % os.listdir(ckpt))
+    set_hps(d, {"num_round": "7"})
+    rc, out = finish(start(d))
+    expect(rc == 0 and "resuming from xgboost-checkpoint.3: round 5 of 7" in out,
+           "second run: exit %d\n%s" % (rc, out[-1500:]))
+    expect([r for r, _ in rounds(out)] == [4, 5, 6], "rounds 4..6 only:\n%s" % out[-1500:])
+    expect(sorted(os.listdir(ckpt), key=lambda n: int(n.split(".")[1]))
+           == ["xgboost-checkpoint.%d" % i for i in range(2, 7)],
+           "the newest 5 kept: %s" % os.listdir(ckpt))
+    bst = xgboost.Booster(model_file=os.path.join(d, "model", "xgboost-model"))
+    expect(bst.num_boosted_rounds() == 7, "7 rounds saved: %d" % bst.num_boosted_rounds())
+    # All rounds done: the model is saved again, nothing trains.
+    rc, out = finish(start(d))
+    expect(rc == 0 and not rounds(out) and "round 8 of 7" in out, "third run:\n%s" % out[-800:])
+
+
 def check_two_hosts(root):
     rng = np.random.default_rng(11)
     y, x = classification(600, rng)
@@ -303,6 +334,24 @@ def check_two_hosts(root):
            "algo-2 saves no model")
     bst = xgboost.Booster(model_file=os.path.join(dirs[0], "model", "xgboost-model"))
     expect(bst.num_boosted_rounds() == 8, "8 rounds saved: %d" % bst.num_boosted_rounds())
+    # A retried attempt: both hosts hold algo-1's checkpoints (restored
+    # from CheckpointConfig.S3Uri) and go on from the newest, together.
+    shutil.copytree(os.path.join(dirs[0], "checkpoints"), os.path.join(dirs[1], "checkpoints"))
+    for d in dirs:
+        set_hps(d, {"num_round": "10", "objective": "binary:logistic", "eval_metric": "auc",
+                    "max_depth": "3"})
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port2 = s.getsockname()[1]
+    s.close()
+    procs = [start(d, {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port2)}) for d in dirs]
+    again = [finish(p) for p in procs]
+    for h, (rc, out) in zip(hosts, again):
+        expect(rc == 0 and "resuming from xgboost-checkpoint.7" in out,
+               "%s resumes: exit %d\n%s" % (h, rc, out[-1500:]))
+    expect([r for r, _ in rounds(again[0][1])] == [8, 9], "rounds 8, 9:\n%s" % again[0][1][-1500:])
+    resumed = xgboost.Booster(model_file=os.path.join(dirs[0], "model", "xgboost-model"))
+    expect(resumed.num_boosted_rounds() == 10, "10 rounds: %d" % resumed.num_boosted_rounds())
     # The metric is over both hosts' validation data (xgboost weighs the
     # hosts' AUCs together), not algo-1's half alone.
     auc = got[-1][1]["validation-auc"]
@@ -352,7 +401,9 @@ def main():
         tap.case("SageMaker's own metrics as scikit-learn computes them", check_metric_values)
         tap.case("one host, CSV with weights: rounds, early stopping, a model that loads",
                  check_one_host, os.path.join(root, "one"))
-        tap.case("two hosts, libsvm: one model over both hosts' data",
+        tap.case("checkpoints each round, resumed from the newest", check_resume,
+                 os.path.join(root, "resume"))
+        tap.case("two hosts, libsvm: one model over both hosts' data, resumed together",
                  check_two_hosts, os.path.join(root, "two"))
         tap.case("faults end with status 1 and output/failure", check_faults,
                  os.path.join(root, "faults"))

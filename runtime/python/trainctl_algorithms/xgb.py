@@ -495,6 +495,8 @@ class Job:
         self.data_dir = env.get("SM_INPUT_DIR", "/opt/ml/input") + "/data"
         self.model_dir = env.get("SM_MODEL_DIR", "/opt/ml/model")
         self.output_dir = env.get("SM_OUTPUT_DIR", "/opt/ml/output")
+        self.checkpoint_dir = (env.get("TRAINCTL_CHECKPOINT_DIR")
+                               or "/opt/ml/checkpoints")
 
     def config(self, name, default):
         path = os.path.join(self.config_dir, name)
@@ -517,6 +519,76 @@ class Job:
             pass
 
 
+# ---- checkpoints ---------------------------------------------------------
+#
+# As SageMaker's container: after each round the first host saves the model
+# as xgboost-checkpoint.<round> in the checkpoint folder (the newest 5
+# kept), which trainctl mirrors to CheckpointConfig.S3Uri and restores
+# before a retried attempt; a run that finds them goes on from the newest.
+
+CHECKPOINT = "xgboost-checkpoint"
+CHECKPOINTS_KEPT = 5
+
+
+def checkpoint_rounds(folder):
+    """The rounds of the checkpoints in folder, oldest first."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    rounds = []
+    for n in names:
+        head, _, tail = n.partition(".")
+        if head == CHECKPOINT and tail.isdigit():
+            rounds.append(int(tail))
+    return sorted(rounds)
+
+
+def checkpoint_saver(xgb, folder, rank):
+    """A callback that saves each round's model on the first host, by an
+    atomic rename (a mirror never sees half a file)."""
+
+    class Save(xgb.callback.TrainingCallback):
+        def after_iteration(self, model, epoch, evals_log):
+            if rank != 0:
+                return False
+            epoch = model.num_boosted_rounds() - 1
+            os.makedirs(folder, exist_ok=True)
+            final = os.path.join(folder, "%s.%d" % (CHECKPOINT, epoch))
+            tmp = os.path.join(folder, ".tmp-%s.%d.%d"
+                               % (CHECKPOINT, epoch, os.getpid()))
+            model.save_model(tmp)
+            os.replace(tmp, final)
+            for old in checkpoint_rounds(folder)[:-CHECKPOINTS_KEPT]:
+                try:
+                    os.remove(os.path.join(folder, "%s.%d" % (CHECKPOINT, old)))
+                except OSError:
+                    pass
+            return False
+
+    return Save()
+
+
+def resume_point(xgb, folder):
+    """(booster, rounds done) from the newest checkpoint every host holds,
+    or (None, 0)."""
+    import numpy as np
+    rounds = checkpoint_rounds(folder)
+    newest = rounds[-1] if rounds else -1
+    if xgb.collective.get_world_size() > 1:
+        # The same round everywhere, or none: hosts start from one model.
+        got = xgb.collective.allreduce(np.asarray([newest], np.float64),
+                                       xgb.collective.Op.MIN)
+        newest = int(got[0])
+        has = np.asarray([1.0 if newest in rounds else 0.0])
+        if xgb.collective.allreduce(has, xgb.collective.Op.MIN)[0] < 1:
+            newest = -1
+    if newest < 0:
+        return None, 0
+    path = os.path.join(folder, "%s.%d" % (CHECKPOINT, newest))
+    return xgb.Booster(model_file=path), newest + 1
+
+
 def print_rounds(xgb, rank):
     """A callback that prints each round's evaluations on the first
     host, tab-separated as SageMaker's log shows them (#011)."""
@@ -525,6 +597,8 @@ def print_rounds(xgb, rank):
         def after_iteration(self, model, epoch, evals_log):
             if rank != 0 or not evals_log:
                 return False
+            # epoch counts from 0 in a run that resumed: the model knows.
+            epoch = model.num_boosted_rounds() - 1
             items = []
             for data, metrics in evals_log.items():
                 for metric, values in metrics.items():
@@ -611,10 +685,12 @@ def train(job):
     tracker, coll = tracker_env(hosts, current, job.env)
     if coll:
         with xgb.collective.CommunicatorContext(**coll):
-            bst = _fit(xgb, hps, params, dtrain_raw, dval_raw)
+            bst = _fit(xgb, hps, params, dtrain_raw, dval_raw,
+                   job.checkpoint_dir)
             rank = xgb.collective.get_rank()
     else:
-        bst = _fit(xgb, hps, params, dtrain_raw, dval_raw)
+        bst = _fit(xgb, hps, params, dtrain_raw, dval_raw,
+                   job.checkpoint_dir)
         rank = 0
     if tracker is not None:
         tracker.join()
@@ -624,7 +700,7 @@ def train(job):
         print("model saved: xgboost-model", flush=True)
 
 
-def _fit(xgb, hps, params, dtrain_raw, dval_raw):
+def _fit(xgb, hps, params, dtrain_raw, dval_raw, ckpt_dir):
     ncol = dtrain_raw[2].shape[1]
     if dval_raw is not None:
         ncol = max(ncol, dval_raw[2].shape[1])
@@ -643,11 +719,19 @@ def _fit(xgb, hps, params, dtrain_raw, dval_raw):
     # Early stopping watches the last metric: say which way is better when
     # xgboost cannot tell from its name.
     maximize = extra[-1] in MAXIMIZE if extra else None
-    return xgb.train(params, dtrain, num_boost_round=hps["num_round"],
-                     evals=evals, verbose_eval=False,
+    booster, done = resume_point(xgb, ckpt_dir)
+    if done:
+        print("resuming from %s.%d: round %d of %d"
+              % (CHECKPOINT, done - 1, done + 1, hps["num_round"]),
+              flush=True)
+    if done >= hps["num_round"]:
+        return booster
+    return xgb.train(params, dtrain, num_boost_round=hps["num_round"] - done,
+                     evals=evals, verbose_eval=False, xgb_model=booster,
                      early_stopping_rounds=hps.get("early_stopping_rounds"),
                      custom_metric=metric_fn, maximize=maximize,
-                     callbacks=[print_rounds(xgb, rank)])
+                     callbacks=[print_rounds(xgb, rank),
+                                checkpoint_saver(xgb, ckpt_dir, rank)])
 
 
 def main(argv):
