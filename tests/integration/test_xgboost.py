@@ -196,12 +196,15 @@ def check_log(endpoint, name, ctype, count):
            "%s: 12 rounds from algo-1 only:\n%s" % (name, out[-1500:]))
 
 
-def check_trained(sm, store, data, name, kind, count, objective, metric):
+def check_trained(sm, store, data, name, kind, count, objective, metric, ckpt=None):
     train, val, ctype, vy, vx = data.sets[kind]
     hps = {"num_round": "12", "max_depth": "3", "eta": "0.3", "objective": objective}
     if metric != "rmse":
         hps["eval_metric"] = metric
-    sm.create_training_job(**request(name, hps, channels(train, val, ctype, count > 1), count))
+    req = request(name, hps, channels(train, val, ctype, count > 1), count)
+    if ckpt:
+        req["CheckpointConfig"] = {"S3Uri": ckpt}
+    sm.create_training_job(**req)
     d = wait_end(sm, name)
     expect(d["TrainingJobStatus"] == "Completed",
            "%s: %s %s" % (name, d["TrainingJobStatus"], d.get("FailureReason")))
@@ -220,6 +223,33 @@ def check_trained(sm, store, data, name, kind, count, objective, metric):
         mine = roc_auc_score(vy, pred)
         expect(mine > 0.85 and abs(mine - got) < 0.01,
                "%s: reported auc %s, the model's %.5f" % (name, got, mine))
+
+
+CKPT = "s3://%s/ckpt/run-1" % BUCKET
+
+
+def check_checkpoints(sm, store, data):
+    """xgb-reg-csv's checkpoints reach CheckpointConfig.S3Uri; a job that
+    finds them there (as a retried attempt does) goes on from the newest."""
+    folder = os.path.join(store.root, "ckpt", "run-1")
+    names = sorted(os.listdir(folder), key=lambda n: int(n.split(".")[1])) \
+        if os.path.isdir(folder) else []
+    # The store keeps what the host pruned too: the newest is what counts.
+    expect(names and names[-1] == "xgboost-checkpoint.11",
+           "the checkpoints in the store: %s" % names)
+    train, val, ctype, _, _ = data.sets["reg-csv"]
+    name = "xgb-ckpt"
+    req = request(name, {"num_round": "15", "max_depth": "3", "eta": "0.3"},
+                  channels(train, val, ctype, False))
+    req["CheckpointConfig"] = {"S3Uri": CKPT}
+    sm.create_training_job(**req)
+    d = wait_end(sm, name)
+    expect(d["TrainingJobStatus"] == "Completed",
+           "%s: %s %s" % (name, d["TrainingJobStatus"], d.get("FailureReason")))
+    out = job_log(sm.meta.endpoint_url, name, ["resuming from", "[14]#011"])
+    expect("resuming from xgboost-checkpoint.11: round 13 of 15" in out and "[11]#011" not in out,
+           "%s resumes after round 12:\n%s" % (name, out[-1500:]))
+    expect(store.model(name).num_boosted_rounds() == 15, "15 rounds in the model")
 
 
 def check_tuning(sm, data):
@@ -300,7 +330,8 @@ def main():
         store = Store(daemon)
         data = Data(store)
         runs = [
-            ("regression, CSV, one host", "xgb-reg-csv", "reg-csv", 1, "reg:squarederror", "rmse"),
+            ("regression, CSV, one host", "xgb-reg-csv", "reg-csv", 1, "reg:squarederror", "rmse",
+             CKPT),
             ("binary classification, libsvm, two hosts sharded", "xgb-cls-libsvm", "cls-libsvm",
              2, "binary:logistic", "auc"),
             ("binary classification, CSV, two hosts sharded", "xgb-cls-csv", "cls-csv", 2,
@@ -310,14 +341,19 @@ def main():
         ]
         results = {}
 
-        def run(key, *args):
+        def run(key, fn, *args):
             try:
-                check_trained(sm, store, data, *args)
+                fn(*args)
                 results[key] = None
             except Exception as e:  # reported by the case below
                 results[key] = e
 
-        threads = [threading.Thread(target=run, args=(r[0],) + r[1:]) for r in runs]
+        # Everything at once: the two hosts are the bottleneck, so the
+        # scheduler keeps them busy.
+        work = [(r[0], check_trained, sm, store, data) + r[1:] for r in runs]
+        work.append(("tuning", check_tuning, sm, data))
+        work.append(("refused", check_refused, sm, data))
+        threads = [threading.Thread(target=run, args=w) for w in work]
         for t in threads:
             t.start()
         for t in threads:
@@ -329,9 +365,11 @@ def main():
 
         for r in runs:
             tap.case(r[0] + ": Completed, validation metric, model loads", result, r[0])
-        tap.case("a tuning job on validation:rmse, no MetricDefinitions", check_tuning, sm, data)
-        tap.case("other algorithms, versions, hyperparameters refused by name",
-                 check_refused, sm, data)
+        tap.case("checkpoints in CheckpointConfig.S3Uri, resumed by the next job",
+                 check_checkpoints, sm, store, data)
+        tap.case("a tuning job on validation:rmse, no MetricDefinitions", result, "tuning")
+        tap.case("other algorithms, versions, hyperparameters refused by name", result,
+                 "refused")
     finally:
         if tap.failed:
             tap.note(daemon.log_tail(40))
