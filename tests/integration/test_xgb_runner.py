@@ -12,6 +12,10 @@ SageMaker's and pointed at by the SM_* variables:
   - a regression on CSV with csv_weights on one host: an evaluation line per
     round ("[i]#011train-rmse:...#011validation-rmse:..."), early stopping,
     xgboost-model that xgboost.Booster loads and that predicts well;
+  - SageMaker's own metrics (accuracy, f1, ..., mse, r2) as scikit-learn
+    computes them, counted over both hosts' data;
+  - a checkpoint per round, and a second run that resumes from the newest
+    (one host, and two hosts together);
   - a binary classification on libsvm over two hosts (two processes, the
     first runs the tracker): one model, saved by the first host only, the
     same as the metrics both hosts' data give;

@@ -13,6 +13,8 @@ embedded store.
     validation metric (FinalMetricDataList, the built-in name), and its
     model.tar.gz holds xgboost-model, which xgboost loads and which
     predicts the validation data well;
+  - the regression's checkpoints reach CheckpointConfig.S3Uri, and a job
+    on the same prefix resumes after them (what a retried attempt does);
   - a tuning job on validation:rmse without MetricDefinitions: each
     training job's objective is its validation:rmse, the best is the least;
   - refusals: another built-in algorithm (kmeans) and an XGBoost version

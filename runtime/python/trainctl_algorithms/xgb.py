@@ -9,6 +9,10 @@ and saves the model as ``xgboost-model`` in the model folder, the file the
 SageMaker container writes (xgboost's own format, loadable by
 ``xgboost.Booster(model_file=...)``).
 
+SageMaker's own metrics (accuracy, f1, r2, ...) are computed beside
+xgboost's. The first host checkpoints every round into the checkpoint
+folder, and a run that finds checkpoints resumes from the newest.
+
 On several hosts the job trains one model with xgboost's collective
 (rabit): the first host runs the tracker on MASTER_ADDR:MASTER_PORT, every
 host is a worker on the data its channels hold (ShardedByS3Key splits it;
