@@ -147,6 +147,17 @@ static int algorithm(const struct ctrl_jobrt *rt, const struct api_algo *algo,
 		ret = ctrl_jobrt_dist(rt, &dist, err);
 	if (ret)
 		return ret;
+	if (spec->arguments &&
+	    (!spec->arguments[0] || strcmp(spec->arguments[0], "train") ||
+	     spec->arguments[1])) {
+		/* The algorithm's image runs `train`; anything else would be
+		 * dropped without a word. */
+		(void)buf_addf(err,
+			       "the built-in algorithm '%s' takes no "
+			       "ContainerArguments but train",
+			       api_algo_name(algo));
+		return ERR_INVALID;
+	}
 	if (dist->mode != API_DIST_NONE) {
 		(void)buf_addf(err,
 			       "the built-in algorithm '%s' distributes itself "

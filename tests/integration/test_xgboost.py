@@ -19,8 +19,8 @@ embedded store.
     training job's objective is its validation:rmse, the best is the least;
   - refusals: another built-in algorithm (kmeans) and an XGBoost version
     not served fail as a ClientError naming --image-map; an unknown
-    hyperparameter fails naming it; a value out of range fails with the
-    runner's reason.
+    hyperparameter fails naming it, so do ContainerArguments other than
+    train; a value out of range fails with the runner's reason.
 
 TAP on stdout. Run from the top of the tree:
     /usr/bin/python3 tests/integration/test_xgboost.py
@@ -309,7 +309,10 @@ def check_refused(sm, data):
          ["ClientError", "'epochs'"]),
         ("xgb-range", request("xgb-range", {"num_round": "3", "eta": "2"}, chans),
          ["'eta'", "[0, 1]"]),
+        ("xgb-args", request("xgb-args", {"num_round": "3"}, chans),
+         ["ClientError", "ContainerArguments"]),
     ]
+    cases[-1][1]["AlgorithmSpecification"]["ContainerArguments"] = ["serve"]
     for name, req, _ in cases:
         sm.create_training_job(**req)
     for name, _, words in cases:
