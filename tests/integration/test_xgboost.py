@@ -146,6 +146,9 @@ def request(name, hps, chans, count=1, image=IMAGE):
         "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": count,
                            "VolumeSizeInGB": 1},
         "StoppingCondition": {"MaxRuntimeInSeconds": 120},
+        # The SDK's defaults for an Estimator.
+        "DebugHookConfig": {"S3OutputPath": OUT, "CollectionConfigurations": []},
+        "ProfilerConfig": {"S3OutputPath": OUT, "DisableProfiler": False},
     }
 
 
@@ -258,7 +261,7 @@ def check_tuning(sm, data):
     train, val, ctype, _, _ = data.sets["reg-csv"]
     definition = request("unused", {"num_round": "6", "max_depth": "3"},
                          channels(train, val, ctype, False))
-    for k in ("TrainingJobName", "HyperParameters"):
+    for k in ("TrainingJobName", "HyperParameters", "DebugHookConfig", "ProfilerConfig"):
         definition.pop(k)
     definition["StaticHyperParameters"] = {"num_round": "6", "max_depth": "3"}
     sm.create_hyper_parameter_tuning_job(
