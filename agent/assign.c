@@ -31,6 +31,7 @@
 #include "agent/agent.h"
 #include "agent/assign.h"
 #include "agent/assignment.h"
+#include "agent/ckptnow.h"
 #include "agent/ckptwatch.h"
 #include "agent/hangwatch.h"
 #include "agent/http.h"
@@ -53,6 +54,9 @@
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
+
+/* How often an answer to a checkpoint-now request is looked for. */
+#define CKPT_NOW_POLL_MS 50
 
 /* --- bookkeeping ---------------------------------------------------------- */
 
@@ -159,6 +163,7 @@ void agent_assign_free(struct agent_ctx *ctx, struct agent_assign *a)
 	free(a->failure);
 	free(a->error);
 	free(a->task_error);
+	free(a->runtime_note);
 	agent_hangwatch_release(&a->hw);
 	free(a);
 }
@@ -196,6 +201,7 @@ static void agent_assign_report(const struct agent_assign *a,
 	r->error = a->error;
 	r->hung = a->hw.reason != NULL;
 	r->check_ms = a->check_ms;
+	r->runtime = a->runtime_note;
 	if (!a->n_ranks)
 		return;
 	r->procs = xcalloc(a->n_ranks, sizeof(*r->procs));
@@ -622,6 +628,67 @@ static int64_t hang_next(struct agent_ctx *ctx, const struct agent_assign *a)
 	return agent_hangwatch_next(a);
 }
 
+/*
+ * A stop with a grace period, of a job with a checkpoint folder, whose
+ * program listens for checkpoint-now requests.
+ */
+static int ckpt_now_wanted(const struct agent_assign *a)
+{
+	return a->spec.grace_ms > 0 && has_checkpoints(a) &&
+	       agent_ckptnow_listening(a->dir);
+}
+
+/* SIGTERM waits for the checkpoint up to half the grace period; SIGKILL
+ * comes at its end, as without a request. */
+static void ask_checkpoint(struct agent_assign *a, int64_t now)
+{
+	a->ckpt_now = 1;
+	a->kill_at = now + a->spec.grace_ms;
+	a->term_at = now + a->spec.grace_ms / 2;
+	if (agent_ckptnow_request(a->dir, "stop")) {
+		a->term_at = now;
+		return;
+	}
+	log_info("%s/%d/%s: stopping: checkpoint requested (SIGTERM once "
+		 "it is complete or in %lld ms)",
+		 a->job, a->attempt, a->algo, (long long)(a->term_at - now));
+}
+
+/*
+ * Stopping: SIGKILL at once for an abort; for a stop, a checkpoint-now
+ * request when the program listens, SIGTERM (once it answered, or at
+ * once), then SIGKILL at the end of the grace period.
+ */
+static void step_stop(struct agent_ctx *ctx, struct agent_assign *a,
+		      int64_t now)
+{
+	int stop = a->action == API_ACTION_STOP && !a->term_sent;
+
+	if (must_abort(ctx, a) && !a->kill_sent) {
+		signal_ranks(a, SIGKILL);
+		a->kill_sent = 1;
+	} else if (stop && !a->ckpt_now && ckpt_now_wanted(a)) {
+		ask_checkpoint(a, now);
+	} else if (stop && (!a->ckpt_now || now >= a->term_at ||
+			    !agent_ckptnow_pending(a->dir))) {
+		if (!a->ckpt_now)
+			a->kill_at =
+				now +
+				(a->spec.grace_ms > 0 ? a->spec.grace_ms : 0);
+		log_info("%s/%d/%s: stopping (SIGTERM, SIGKILL after %lld ms)",
+			 a->job, a->attempt, a->algo,
+			 (long long)(a->kill_at - now));
+		signal_ranks(a, SIGTERM);
+		a->term_sent = 1;
+	} else if (a->term_sent && !a->kill_sent && a->kill_at &&
+		   now >= a->kill_at) {
+		log_info("%s/%d/%s: grace period over: SIGKILL", a->job,
+			 a->attempt, a->algo);
+		signal_ranks(a, SIGKILL);
+		a->kill_sent = 1;
+	}
+}
+
 static void step_running(struct agent_ctx *ctx, struct agent_assign *a,
 			 int64_t now)
 {
@@ -651,24 +718,7 @@ static void step_running(struct agent_ctx *ctx, struct agent_assign *a,
 		if (a->task_kind == AGENT_TASK_NONE)
 			start_sync(ctx, a, 0);
 	}
-	if (must_abort(ctx, a) && !a->kill_sent) {
-		signal_ranks(a, SIGKILL);
-		a->kill_sent = 1;
-	} else if (a->action == API_ACTION_STOP && !a->term_sent) {
-		log_info("%s/%d/%s: stopping (SIGTERM, SIGKILL after %lld ms)",
-			 a->job, a->attempt, a->algo,
-			 (long long)a->spec.grace_ms);
-		signal_ranks(a, SIGTERM);
-		a->term_sent = 1;
-		a->kill_at =
-			now + (a->spec.grace_ms > 0 ? a->spec.grace_ms : 0);
-	} else if (a->term_sent && !a->kill_sent && a->kill_at &&
-		   now >= a->kill_at) {
-		log_info("%s/%d/%s: grace period over: SIGKILL", a->job,
-			 a->attempt, a->algo);
-		signal_ranks(a, SIGKILL);
-		a->kill_sent = 1;
-	}
+	step_stop(ctx, a, now);
 }
 
 /* An artifact PUT ended (http.c calls this). */
@@ -932,6 +982,24 @@ void agent_reconcile(struct agent_ctx *ctx)
 	buf_release(&err);
 }
 
+/* The next deadline of a stop: a look for the checkpoint-now answer
+ * (a file removed: every CKPT_NOW_POLL_MS until term_at), or SIGKILL. */
+static int64_t stop_next(const struct agent_assign *a)
+{
+	int64_t at = INT64_MAX;
+
+	if (a->kill_sent)
+		return at;
+	if (a->term_sent && a->kill_at)
+		at = a->kill_at;
+	if (a->ckpt_now && !a->term_sent && a->phase == API_PHASE_RUNNING) {
+		at = time_mono_ms() + CKPT_NOW_POLL_MS;
+		if (a->term_at < at)
+			at = a->term_at;
+	}
+	return at;
+}
+
 int64_t agent_assign_next(struct agent_ctx *ctx)
 {
 	struct agent_assign *a;
@@ -942,9 +1010,8 @@ int64_t agent_assign_next(struct agent_ctx *ctx)
 		if (a->phase != API_PHASE_RUNNING &&
 		    a->phase != API_PHASE_UPLOADING)
 			continue;
-		if (a->term_sent && !a->kill_sent && a->kill_at &&
-		    a->kill_at < next)
-			next = a->kill_at;
+		if (stop_next(a) < next)
+			next = stop_next(a);
 		if (hang_next(ctx, a) < next)
 			next = hang_next(ctx, a);
 		if (a->phase == API_PHASE_RUNNING && has_mirror(a) &&

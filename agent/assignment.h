@@ -92,6 +92,9 @@ struct agent_assign {
 	struct agent_task pipe;
 	enum agent_task_kind task_kind;
 	char *task_error;
+	/* Script mode: the Python and framework versions the ranks run
+	 * (agent/fwcheck.h), for the report; NULL: not known. */
+	char *runtime_note;
 	int task_ok;	    /* the worker said "ok" */
 	int staged;	    /* staging succeeded: ready to launch */
 	int64_t spec_at_ms; /* wall clock when the spec arrived */
@@ -105,6 +108,10 @@ struct agent_assign {
 	/* Stopping. */
 	int term_sent;
 	int64_t kill_at; /* monotonic; 0 none */
+	/* A checkpoint-now request is out (agent/ckptnow.h): SIGTERM when
+	 * the program answers it or at term_at (monotonic). */
+	int ckpt_now;
+	int64_t term_at;
 	int kill_sent;
 	int fenced;
 	int64_t sync_at;      /* monotonic: next checkpoint mirror */

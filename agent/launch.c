@@ -13,7 +13,8 @@
  *      and _ARN, then what sagemaker-training-toolkit sets (SM_*,
  *      CURRENT_HOST, ...) — the toolkit's order, so SM_* beat a request
  *      that sets them, as in a real container;
- *   3. ours: TRAINCTL_JOB, TRAINCTL_ATTEMPT, MASTER_ADDR and MASTER_PORT
+ *   3. ours: TRAINCTL_JOB, TRAINCTL_ATTEMPT, TRAINCTL_CHECKPOINT_NOW
+ *      (agent/ckptnow.c), MASTER_ADDR and MASTER_PORT
  *      (as the PyTorch container sets on every run) and, with more than
  *      one process per host, the torchrun-style rank variables.
  * Nothing of the agent's own environment leaks in (its token least of
@@ -38,6 +39,7 @@
 
 #include "agent/agent.h"
 #include "agent/assignment.h"
+#include "agent/ckptnow.h"
 #include "agent/ident.h"
 #include "agent/jobdir.h"
 #include "agent/launch.h"
@@ -418,6 +420,7 @@ static void job_env(const struct agent_ctx *ctx, const struct agent_assign *a,
 		agent_env_set(env, smenv[i].key, smenv[i].value);
 	agent_env_set(env, "TRAINCTL_JOB", s->job);
 	strvec_pushf(env, "TRAINCTL_ATTEMPT=%d", s->attempt);
+	agent_ckptnow_env(bound ? "/opt/ml" : a->dir, env);
 	if (s->master_addr && *s->master_addr)
 		agent_env_set(env, "MASTER_ADDR", s->master_addr);
 	if (s->master_port > 0)
@@ -714,6 +717,7 @@ int agent_launch(struct agent_ctx *ctx, struct agent_assign *a, struct buf *err)
 	else
 		(void)buf_adds(&cwd, base);
 
+	agent_ckptnow_reset(a->dir);
 	ret = start_ranks(ctx, a, nproc, &args, &env, cwd.data, bound, err);
 	if (ret)
 		goto out;

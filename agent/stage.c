@@ -3,8 +3,9 @@
  * checkpoint prefix into the checkpoint folder, download every channel
  * into input/data/<channel>/ (phase downloading), unpack the submit
  * directory into code/ and install its requirements.txt (pyenv.c). The
- * worker reports "phase downloading", "log ...", "note ...", "stdout ..."
- * and "stderr ..." lines, and "ok" or "error <why>".
+ * worker reports "phase downloading", "log ...", "note ...", "stdout ...",
+ * "stderr ..." and "runtime ..." (the versions a script runs, fwcheck.c)
+ * lines, and "ok" or "error <why>".
  */
 #define LOG_TAG "agent"
 
@@ -22,6 +23,7 @@
 #include "agent/locations.h"
 #include "agent/pipe.h"
 #include "agent/podman.h"
+#include "agent/fwcheck.h"
 #include "agent/pyenv.h"
 #include "agent/stage.h"
 #include "agent/task.h"
@@ -437,6 +439,31 @@ static int stage_image(struct stage_job *sj, int fd, struct buf *err)
 }
 
 /* Runs in the worker. */
+/* Whether staging fetches anything: channels, code, a checkpoint. */
+static int has_downloads(const struct api_assignment *s)
+{
+	return s->n_channels ||
+	       (s->checkpoint_s3_uri && *s->checkpoint_s3_uri) ||
+	       (s->launch_mode == API_LAUNCH_SCRIPT && s->submit_directory &&
+		*s->submit_directory);
+}
+
+/*
+ * Once per host and attempt, before any rank starts: the job's
+ * requirements.txt, then which Python and framework it runs.
+ */
+static int prepare_python(const struct api_assignment *s, const char *dir,
+			  int fd, struct buf *err)
+{
+	int ret = 0;
+
+	if (agent_pyenv_wanted(s, dir))
+		ret = agent_pyenv_install(s, dir, fd, err);
+	if (!ret && agent_fwcheck_wanted(s))
+		ret = agent_fwcheck_run(s, dir, fd, err);
+	return ret;
+}
+
 static int stage_main(void *arg, int fd)
 {
 	struct stage_job *sj = arg;
@@ -478,15 +505,15 @@ static int stage_main(void *arg, int fd)
 			       stats.files, (long long)stats.bytes,
 			       s->checkpoint_s3_uri);
 	}
-	agent_task_say(fd, "phase downloading");
+	if (has_downloads(s))
+		agent_task_say(fd, "phase downloading");
 	for (i = 0; i < s->n_channels && !ret; i++)
 		ret = stage_channel(st, s, &s->channels[i], dir, fd, &err);
 	if (!ret && s->launch_mode == API_LAUNCH_SCRIPT &&
 	    s->submit_directory && *s->submit_directory)
 		ret = stage_code(st, s, dir, fd, &err);
-	/* Once per host and attempt, before any rank starts. */
-	if (!ret && agent_pyenv_wanted(s, dir))
-		ret = agent_pyenv_install(s, dir, fd, &err);
+	if (!ret)
+		ret = prepare_python(s, dir, fd, &err);
 out:
 	if (ret)
 		agent_task_say(fd, "error %s",
@@ -509,7 +536,8 @@ int agent_stage_needed(const struct agent_ctx *ctx,
 	       (s->checkpoint_s3_uri && *s->checkpoint_s3_uri) ||
 	       s->n_channels ||
 	       (s->launch_mode == API_LAUNCH_SCRIPT && s->submit_directory &&
-		*s->submit_directory);
+		*s->submit_directory) ||
+	       agent_fwcheck_wanted(s);
 }
 
 int agent_stage_start(struct agent_ctx *ctx, struct agent_assign *a,

@@ -243,6 +243,9 @@ static void on_task_line(void *arg, const char *line, size_t len)
 		agent_assign_log(tl->ctx, a, 0, 0, line + 7, len - 7);
 	} else if (!strncmp(line, "stderr ", 7) && len >= 7) {
 		agent_assign_log(tl->ctx, a, 0, 1, line + 7, len - 7);
+	} else if (!strncmp(line, "runtime ", 8)) {
+		free(a->runtime_note);
+		a->runtime_note = xstrdup(line + 8);
 	} else if (!strncmp(line, "error ", 6)) {
 		free(a->task_error);
 		a->task_error = xstrdup(line + 6);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "api/distribution.h"
+#include "api/framework.h"
 #include "api/job_spec.h"
 #include "common/buf.h"
 
@@ -90,6 +91,9 @@ struct api_assignment {
 	char *runtime;		/* script: interpreter for .py */
 	char *program;		/* script: sagemaker_program */
 	char *submit_directory; /* script: tar.gz URI, may be NULL */
+	/* script: the framework and Python versions the image asks for
+	 * (api/framework.h; all NULL: none) */
+	struct api_framework framework;
 	/*
 	 * container: the image, pinned by digest (repo@sha256:...);
 	 * ContainerEntrypoint (NULL: the image's own); the pull's
@@ -226,6 +230,10 @@ struct api_report {
 	/* The infrastructure checks passed in check_ms - 1 ms; 0 (absent
 	 * on the wire): none ran or they have not passed. */
 	int64_t check_ms;
+	/* Script mode: the Python and framework versions the ranks run,
+	 * and how they meet the image's ("Python 3.11.2, PyTorch 1.13.1
+	 * ..."); NULL: not known (yet). */
+	char *runtime;
 };
 
 struct api_status {

@@ -29,6 +29,7 @@ void api_report_release(struct api_report *r)
 	free(r->procs);
 	free(r->failure);
 	free(r->error);
+	free(r->runtime);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -155,6 +156,9 @@ static int parse_report(const json_t *o, const char *where,
 		    api__ap_get_int(o, where, "check_ms", 0, API__AP_MAX_MS,
 				    &is_null, &v, err);
 	r->check_ms = v;
+	ret = ret ? ret :
+		    api__ap_get_str(o, where, "runtime", API__AP_OPT,
+				    &r->runtime, err);
 	return ret;
 }
 
@@ -282,6 +286,8 @@ static json_t *report_json(struct api__jb *b, const struct api_report *r)
 		api__ap_put(b, o, "hung", json_true());
 	if (r->check_ms > 0)
 		api__ap_put(b, o, "check_ms", api__ap_jint(b, r->check_ms));
+	if (r->runtime)
+		api__ap_put(b, o, "runtime", api__ap_jstr(b, r->runtime));
 	return o;
 }
 

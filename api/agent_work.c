@@ -54,6 +54,7 @@ void api_assignment_release(struct api_assignment *a)
 	api_kvs_free(a->environment, a->n_environment);
 	strv_free(a->argv);
 	free(a->runtime);
+	api_framework_release(&a->framework);
 	free(a->program);
 	free(a->submit_directory);
 	free(a->image);
@@ -254,6 +255,34 @@ static int parse_container(const json_t *l, const char *m,
 	return ret;
 }
 
+/* launch "framework": absent, or what the script-mode image asks for. */
+static int parse_framework(const json_t *l, const char *where,
+			   struct api_framework *f, struct buf *err)
+{
+	const json_t *sub = NULL, *strict;
+	char m[256];
+	int ret;
+
+	ret = api__ap_get_object(l, where, "framework", API__AP_OPT, &sub, err);
+	if (ret || !sub)
+		return ret;
+	api__ap_member(m, sizeof(m), where, "framework");
+	ret = api__ap_get_str(sub, m, "name", API__AP_OPT, &f->name, err);
+	ret = ret ? ret :
+		    api__ap_get_str(sub, m, "dist", API__AP_OPT, &f->dist, err);
+	ret = ret ? ret :
+		    api__ap_get_str(sub, m, "version", API__AP_OPT, &f->version,
+				    err);
+	ret = ret ? ret :
+		    api__ap_get_str(sub, m, "python", API__AP_OPT, &f->python,
+				    err);
+	strict = json_object_get(sub, "strict");
+	if (!ret && strict && !json_is_boolean(strict))
+		ret = api__ap_bad(err, m, "strict", "must be true or false");
+	f->strict = json_is_true(strict);
+	return ret;
+}
+
 static int parse_launch(const json_t *o, const char *where,
 			struct api_assignment *a, struct buf *err)
 {
@@ -281,6 +310,7 @@ static int parse_launch(const json_t *o, const char *where,
 			    api__ap_get_str(l, m, "submit_directory",
 					    API__AP_OPT, &a->submit_directory,
 					    err);
+		ret = ret ? ret : parse_framework(l, m, &a->framework, err);
 	} else if (!strcmp(mode, "container")) {
 		a->launch_mode = API_LAUNCH_CONTAINER;
 		ret = parse_container(l, m, a, err);
@@ -757,6 +787,19 @@ static void inputs_json(struct api__jb *b, json_t *o,
 	api__ap_put(b, o, "environment", env);
 }
 
+static json_t *framework_json(struct api__jb *b, const struct api_framework *f)
+{
+	json_t *sub = api__ap_jobj(b);
+
+	api__ap_put(b, sub, "name", api__ap_jstr(b, f->name));
+	api__ap_put(b, sub, "dist", api__ap_jstr(b, f->dist));
+	api__ap_put(b, sub, "version", api__ap_jstr(b, f->version));
+	api__ap_put(b, sub, "python", api__ap_jstr(b, f->python));
+	if (f->strict)
+		api__ap_put(b, sub, "strict", json_true());
+	return sub;
+}
+
 static json_t *launch_json(struct api__jb *b, const struct api_assignment *a)
 {
 	json_t *launch = api__ap_jobj(b);
@@ -767,6 +810,10 @@ static json_t *launch_json(struct api__jb *b, const struct api_assignment *a)
 		api__ap_put(b, launch, "program", api__ap_jstr(b, a->program));
 		api__ap_put(b, launch, "submit_directory",
 			    api__ap_jstr(b, a->submit_directory));
+		if (a->framework.name || a->framework.version ||
+		    a->framework.python)
+			api__ap_put(b, launch, "framework",
+				    framework_json(b, &a->framework));
 	} else if (a->launch_mode == API_LAUNCH_CONTAINER) {
 		api__ap_put(b, launch, "mode", api__ap_jstr(b, "container"));
 		api__ap_put(b, launch, "image", api__ap_jstr(b, a->image));

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Preemption latency with AWS Batch quota shares, on the local cluster.
 
-    /usr/bin/python3 bench/preempt.py [--trials 5]
+    /usr/bin/python3 bench/preempt.py [--trials 5] [--ckpt-now]
 
 trainctld --local-hosts 2 and the queue of tests/integration/test_queues.py
 (s2): one service environment of 2 hosts, a quota-share policy, shares
@@ -14,6 +14,8 @@ SubmitServiceJob: alice's job Interrupted (the scheduler's reaction),
 bob's ranks started (SecondaryStatus Training: alice's host stopped,
 its last checkpoint mirrored, bob's attempt staged and launched), and
 the steps alice redid after resuming (against one checkpoint interval).
+With --ckpt-now alice's program takes checkpoint-now requests
+(docs/checkpoints.md): the preemption asks it for a checkpoint first.
 Run with the Debian interpreter: it runs itself again with the newer
 botocore that has service jobs (tests/integration/batchlib.py).
 """
@@ -44,9 +46,9 @@ def transition_at(d, status):
     return None
 
 
-def trial(k, cl, sm, b_a, b_b):
+def trial(k, cl, sm, b_a, b_b, ckpt_now):
     alice, bob = "pre-alice-%d-%d" % (os.getpid(), k), "pre-bob-%d-%d" % (os.getpid(), k)
-    hps = {"steps": 400, "ckpt_every": CKPT, "step_sleep": 0.05}
+    hps = {"steps": 400, "ckpt_every": CKPT, "step_sleep": 0.05, "ckpt_now": ckpt_now}
     ja = b_a.submit_service_job(jobName=alice, jobQueue="teams", serviceJobType="SAGEMAKER_TRAINING",
                                 quotaShareName="vision",
                                 serviceRequestPayload=tq.ft_payload(alice, 2, hps))["jobId"]
@@ -73,6 +75,8 @@ def trial(k, cl, sm, b_a, b_b):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trials", type=int, default=5)
+    ap.add_argument("--ckpt-now", action="store_true",
+                    help="alice's program takes checkpoint-now requests")
     args = ap.parse_args()
     cl = fl.LocalCluster(n_hosts=2, prefix="trainctl-preempt-")
     err = fl.start_signed(cl, tq.write_credentials, tq.ALICE, ["--heartbeat-ms", "200"])
@@ -85,7 +89,7 @@ def main():
         b_b = batchlib.client(cl.endpoint, tq.BOB, tq.REGION)
         tq.setup_quota(b_a)
         for k in range(args.trials):
-            r = trial(k, cl, sm, b_a, b_b)
+            r = trial(k, cl, sm, b_a, b_b, args.ckpt_now)
             print("trial %d: %s" % (k + 1, json.dumps(r)), flush=True)
             rows.append(r)
     finally:
@@ -96,8 +100,9 @@ def main():
                       ("bob_training_s", "submit -> bob's ranks started")):
         xs = [r[key] for r in rows]
         print("%-32s median %.2f s, max %.2f s" % (what, statistics.median(xs), max(xs)))
-    print("steps alice redid: %s (checkpoint every %d steps)" % (
-        [r["redone_steps"] for r in rows], CKPT))
+    print("steps alice redid: %s (checkpoint every %d steps%s)" % (
+        [r["redone_steps"] for r in rows], CKPT,
+        ", checkpoint-now requests taken" if args.ckpt_now else ""))
     sys.exit(1 if bad or not rows else 0)
 
 

@@ -410,6 +410,7 @@ int cli_storage_open(struct cli_ctx *ctx, struct stor **out);
 int cli_storage_exit(int ret);
 int cli_cmd_logs(struct cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_list_hosts(struct cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_queue(struct cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_list_images(struct cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_prune_images(struct cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_drain_host(struct cli_ctx *ctx, int argc, char **argv);

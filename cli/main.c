@@ -108,6 +108,9 @@ static const struct cli_cmd commands[] = {
 	  "for it" },
 	{ "list-hosts", cli_cmd_list_hosts, "list-hosts",
 	  "the controller's hosts, their state and current job" },
+	{ "queue", cli_cmd_queue, "queue [QUEUE] [--json]",
+	  "the job queues: per share and user the guarantee, hosts in use, "
+	  "borrowed and lent, running and waiting jobs and why they wait" },
 	{ "drain-host", cli_cmd_drain_host, "drain-host NAME [--reason TEXT]",
 	  "no new work on a host; its jobs move off it (SIGTERM, last "
 	  "checkpoint, no retry spent)" },

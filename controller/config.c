@@ -86,6 +86,7 @@ enum {
 	OPT_REGISTRY_AUTH,
 	OPT_INSECURE_REGISTRY,
 	OPT_IMAGE_MAP,
+	OPT_FRAMEWORK_VERSIONS,
 	OPT_TM_RETENTION,
 	OPT_TM_INTERVAL,
 	OPT_TM_JOB_RETENTION,
@@ -164,6 +165,8 @@ static const struct option options[] = {
 	{ "registry-auth", required_argument, NULL, OPT_REGISTRY_AUTH },
 	{ "insecure-registry", required_argument, NULL, OPT_INSECURE_REGISTRY },
 	{ "image-map", required_argument, NULL, OPT_IMAGE_MAP },
+	{ "framework-versions", required_argument, NULL,
+	  OPT_FRAMEWORK_VERSIONS },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -198,6 +201,24 @@ static void usage_gray_failures(void)
 	      stderr);
 }
 
+static void usage_images(void)
+{
+	fputs("  --registry-auth credentials for pulling container images\n"
+	      "                  (containers auth.json); hosts get only the\n"
+	      "                  entry of the registry a job pulls from\n"
+	      "  --insecure-registry HOST[:PORT] a registry whose TLS\n"
+	      "                  certificate is not verified (repeatable)\n"
+	      "  --image-map     lines 'PATTERN IMAGE': a TrainingImage that\n"
+	      "                  matches PATTERN (fnmatch) runs as IMAGE, or\n"
+	      "                  script mode with the Python IMAGE names when\n"
+	      "                  it is an absolute path\n"
+	      "  --framework-versions warn|strict  a script-mode job whose\n"
+	      "                  image asks for a framework or Python version\n"
+	      "                  its hosts do not run: a warning (warn) or a\n"
+	      "                  ClientError failure (strict)\n",
+	      stderr);
+}
+
 void ctrl_usage(void)
 {
 	fputs("usage: trainctld [--listen HOST:PORT] [--state-dir DIR]\n"
@@ -220,7 +241,7 @@ void ctrl_usage(void)
 	      "                 [--allow-file-root DIR]...\n"
 	      "                 [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]\n"
 	      "                 [--registry-auth FILE] [--insecure-registry HOST]...\n"
-	      "                 [--image-map FILE]\n"
+	      "                 [--image-map FILE] [--framework-versions warn|strict]\n"
 	      "                 [--telemetry-ms MS] [--telemetry-retention HOURS]\n"
 	      "                 [--telemetry-job-retention DAYS]\n"
 	      "                 [--s3-max-uploads N] [--s3-upload-max-age SECONDS]\n"
@@ -284,15 +305,9 @@ void ctrl_usage(void)
 	      "  --allow-file-root  a folder file:// URIs of jobs may name\n"
 	      "                  (repeatable; with --credentials and none, jobs\n"
 	      "                  may use no file:// URI; without credentials and\n"
-	      "                  none, any folder)\n"
-	      "  --registry-auth credentials for pulling container images\n"
-	      "                  (containers auth.json); hosts get only the\n"
-	      "                  entry of the registry a job pulls from\n"
-	      "  --insecure-registry HOST[:PORT] a registry whose TLS\n"
-	      "                  certificate is not verified (repeatable)\n"
-	      "  --image-map     lines 'PATTERN IMAGE': a TrainingImage that\n"
-	      "                  matches PATTERN (fnmatch) runs as IMAGE\n",
+	      "                  none, any folder)\n",
 	      stderr);
+	usage_images();
 	fputs("  --agent-listen  a second address serving agents and ranks only\n"
 	      "                  (agent protocol, rendezvous, blobs): a flood of\n"
 	      "                  the API does not reach them (none)\n"
@@ -568,6 +583,17 @@ int ctrl_config_parse_args(struct ctrl_config *cfg, int argc, char **argv,
 		case OPT_FILE_ROOT:
 			if (add_file_root(cfg, optarg, err))
 				return ERR_INVALID;
+			break;
+		case OPT_FRAMEWORK_VERSIONS:
+			if (strcmp(optarg, "warn") &&
+			    strcmp(optarg, "strict")) {
+				(void)buf_addf(err,
+					       "--framework-versions must be "
+					       "'warn' or 'strict', not '%s'",
+					       optarg);
+				return ERR_INVALID;
+			}
+			cfg->framework_strict = !strcmp(optarg, "strict");
 			break;
 		case OPT_INSECURE_REGISTRY:
 			if (!*optarg || strchr(optarg, '/')) {
@@ -899,6 +925,8 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 	for (i = 0; i < cfg->n_insecure; i++)
 		printf("insecure-registry %s\n", cfg->insecure[i]);
 	printf("image-map %s\n", cfg->image_map ? cfg->image_map : "none");
+	printf("framework-versions %s\n",
+	       cfg->framework_strict ? "strict" : "warn");
 	for (i = 0; i < cfg->n_file_roots; i++)
 		printf("allow-file-root %s\n",
 		       cfg->file_roots[i][0] ? cfg->file_roots[i] : "/");

@@ -106,6 +106,9 @@ struct ctrl_config {
 	size_t n_insecure;
 	size_t insecure_alloc; /* allocated count of insecure */
 	char *image_map;
+	/* --framework-versions strict: a script-mode job whose image asks
+	 * for versions its host does not run fails (0: warn). */
+	int framework_strict;
 	/* Stragglers (controller/stragwatch.h): --straggler-action (enum
 	 * ctrl_strag_action), --straggler-window, --straggler-ratio. */
 	int strag_action;

@@ -186,16 +186,21 @@ int ctrl_image_resolve(const struct ctrl_registry *reg,
 	char *train_args[] = { (char *)"train", NULL };
 
 	memset(out, 0, sizeof(*out));
+	mapped = NULL;
 	if (strncmp(image, "file://", 7)) {
 		mapped = ctrl_registry_mapped(reg, image);
-		if (mapped)
+		if (mapped && mapped[0] != '/')
 			return container(rt, mapped, out, err);
-		algo = api_algo_find(image,
-				     api_job_spec_hp(spec, "sagemaker_program"),
-				     spec->entrypoint != NULL);
+		/* A built-in algorithm, unless a Python of the operator's
+		 * runs the image's name as script mode. */
+		prog = api_job_spec_hp(spec, "sagemaker_program");
+		algo = NULL;
+		if (!mapped)
+			algo = api_algo_find(image, prog,
+					     spec->entrypoint != NULL);
 		if (algo)
 			return algorithm(rt, algo, out, err);
-		if (!lookup(image))
+		if (!mapped && !lookup(image))
 			return container(rt, image, out, err);
 	}
 	if (spec->entrypoint) {
@@ -218,7 +223,9 @@ int ctrl_image_resolve(const struct ctrl_registry *reg,
 			spec->arguments ? spec->arguments : train_args, NULL);
 		return 0;
 	}
-	runtime = lookup(image);
+	/* A Python --image-map names (a virtual environment of the
+	 * operator's), else the table's. */
+	runtime = mapped ? mapped : lookup(image);
 	prog = api_job_spec_hp(spec, "sagemaker_program");
 	if (!prog) {
 		(void)buf_addf(err,
@@ -236,6 +243,7 @@ int ctrl_image_resolve(const struct ctrl_registry *reg,
 	dir = api_job_spec_hp(spec, "sagemaker_submit_directory");
 	if (dir)
 		out->submit_directory = api_hp_string(dir);
+	(void)api_framework_from_image(image, &out->framework);
 	return 0;
 }
 
@@ -248,5 +256,6 @@ void ctrl_launch_release(struct ctrl_launch *l)
 	free(l->image);
 	free(l->want);
 	strv_free(l->entrypoint);
+	api_framework_release(&l->framework);
 	memset(l, 0, sizeof(*l));
 }

@@ -4,10 +4,11 @@
 /*
  * What AlgorithmSpecification.TrainingImage means (docs/containers.md), in
  * this order: a file:// executable run on the host with the argument
- * `train`; a name --image-map maps to a container image; one of
- * SageMaker's built-in algorithm images with no program of the job's own
- * (api/algorithm.h): the algorithm's runner from runtime/python, or a
- * refusal for an algorithm or version not served; a name in the
+ * `train`; a name --image-map maps to a container image (or to a Python
+ * of the operator's, for script mode); one of SageMaker's built-in
+ * algorithm images with no program of the job's own (api/algorithm.h):
+ * the algorithm's runner from runtime/python, or a refusal for an
+ * algorithm or version not served; a name in the
  * image table, which runs script mode with the host's runtime
  * (trainctl/python, and SageMaker's framework images matched by repository
  * name); any other image reference: a container image, pulled from its
@@ -15,6 +16,7 @@
  * SageMaker runs it.
  */
 #include "api/agent_proto.h"
+#include "api/framework.h"
 #include "api/job_spec.h"
 #include "common/buf.h"
 
@@ -24,6 +26,9 @@ struct ctrl_launch {
 	char *runtime;		/* script */
 	char *program;		/* script: sagemaker_program */
 	char *submit_directory; /* script: may be NULL */
+	/* script: the framework and Python versions the image's tag asks
+	 * for (api/framework.h; zeroed: none) */
+	struct api_framework framework;
 	/* container: the image pinned by digest (NULL: not pinned yet, pin
 	 * `want` first), ContainerEntrypoint (NULL: the image's); argv holds
 	 * the arguments */

@@ -116,6 +116,9 @@ static void advance(struct ctrl_ctx *ctx, const char *name,
 				       s->n, s->n == 1 ? "" : "s",
 				       (double)s->check_ms / 1000.0);
 		(void)buf_adds(&msg, default_message(next, container));
+		/* Script mode: which Python and framework really run. */
+		if (next == CTRL_JOB_TRAINING && s->runtime.len)
+			(void)buf_addf(&msg, " %s", s->runtime.data);
 		if (ctrl_job_transition(ctx, name, *cur, next, msg.data, NULL,
 					&err))
 			break;
@@ -931,6 +934,7 @@ out:
 	free(chosen);
 	buf_release(&out.text);
 	buf_release(&s.reason);
+	buf_release(&s.runtime);
 	db_assignments_free(as, n);
 	db_job_release(&job);
 	buf_release(&err);

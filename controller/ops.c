@@ -150,7 +150,8 @@ int ctrl_job_check(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
  */
 static int create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		  const char *body, size_t len, const char *tuning_arn,
-		  char **arn_out, struct buf *err)
+		  const struct db_service_job *service, char **arn_out,
+		  struct buf *err)
 {
 	struct api_job_spec spec;
 	struct api_distribution dist;
@@ -189,6 +190,7 @@ static int create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	job.rule_statuses = ctrl_rules_initial(&spec, job.creation_ms);
 	job.owner = (char *)who->owner;
 	job.run_as = (char *)who->run_as;
+	job.service = service;
 	if (spec.keep_alive_s > 0 && spec.warm_key) {
 		/* Pools are matched within one owner only. */
 		(void)buf_addf(&wkey, "%s\n%s", who->owner ? who->owner : "",
@@ -258,17 +260,33 @@ out:
 	return ret;
 }
 
-int ctrl_job_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
-		    const char *body, size_t len, const char *tuning_arn,
-		    char **arn_out, struct buf *err)
+/* A create that failed answers no ARN. */
+static int no_arn_on_error(int ret, char **arn_out)
 {
-	int ret = create(ctx, who, body, len, tuning_arn, arn_out, err);
-
 	if (ret) {
 		free(*arn_out);
 		*arn_out = NULL;
 	}
 	return ret;
+}
+
+int ctrl_job_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
+		    const char *body, size_t len, const char *tuning_arn,
+		    char **arn_out, struct buf *err)
+{
+	return no_arn_on_error(
+		create(ctx, who, body, len, tuning_arn, NULL, arn_out, err),
+		arn_out);
+}
+
+int ctrl_job_create_service(struct ctrl_ctx *ctx,
+			    const struct ctrl_caller *who, const char *body,
+			    size_t len, const struct db_service_job *service,
+			    char **arn_out, struct buf *err)
+{
+	return no_arn_on_error(
+		create(ctx, who, body, len, NULL, service, arn_out, err),
+		arn_out);
 }
 
 void ctrl_op_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
@@ -277,7 +295,7 @@ void ctrl_op_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	struct buf err = BUF_INIT;
 	struct buf out = BUF_INIT;
 	char *arn = NULL;
-	int ret = create(ctx, who, body, len, NULL, &arn, &err);
+	int ret = create(ctx, who, body, len, NULL, NULL, &arn, &err);
 
 	if (ret == ERR_CONFLICT) {
 		buf_reset(&err);

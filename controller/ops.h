@@ -9,6 +9,7 @@
 #include "common/buf.h"
 
 struct ctrl_ctx;
+struct db_service_job;
 struct ctrl_route_block;
 
 /* The operations; body is the JSON 1.1 request. */
@@ -47,6 +48,12 @@ void ctrl_job_delete(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 int ctrl_job_create(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 		    const char *body, size_t len, const char *tuning_arn,
 		    char **arn_out, struct buf *err);
+/* ctrl_job_create() of an AWS Batch service job's payload: the service
+ * job's row is stored with the training job, in the same transaction. */
+int ctrl_job_create_service(struct ctrl_ctx *ctx,
+			    const struct ctrl_caller *who, const char *body,
+			    size_t len, const struct db_service_job *service,
+			    char **arn_out, struct buf *err);
 /*
  * Stops an InProgress job, with message as the Stopping transition's.
  * Returns 0, ERR_INVALID (not InProgress), ERR_NOTFOUND or ERR_DB.

@@ -187,6 +187,8 @@ static void add_report(struct tally *t, const struct db_assignment *a,
 	int ok = 1;
 
 	/* Every host's, an MPI follower's too: they release the program. */
+	if (r->runtime && !s->runtime.len)
+		(void)buf_adds(&s->runtime, r->runtime);
 	if (r->check_ms > 0) {
 		s->checked++;
 		if (r->check_ms - 1 > s->check_ms)
@@ -243,6 +245,7 @@ void ctrl_plan_summarize(const struct db_assignment *as, const int *lost,
 
 	memset(s, 0, sizeof(*s));
 	buf_init(&s->reason, 0);
+	buf_init(&s->runtime, 0);
 	s->n = n;
 	if (mpi)
 		s->leader_exited = leader_exited(as, n);

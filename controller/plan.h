@@ -48,6 +48,9 @@ struct ctrl_plan_summary {
 	size_t checked;
 	int64_t check_ms;
 	int check_failed;
+	/* Script mode: the versions the ranks run, as the first host that
+	 * said so reported them (api_report.runtime); empty: none yet. */
+	struct buf runtime;
 };
 
 /*

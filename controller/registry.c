@@ -228,7 +228,8 @@ static char *trim(char *s)
 	return s;
 }
 
-/* Lines "PATTERN IMAGE"; '#' starts a comment. */
+/* Lines "PATTERN IMAGE" (or "PATTERN /path/to/python"); '#' starts a
+ * comment. */
 static int load_map(struct ctrl_registry *r, const char *path, struct buf *err)
 {
 	FILE *f = fopen(path, "re");
@@ -262,13 +263,15 @@ static int load_map(struct ctrl_registry *r, const char *path, struct buf *err)
 			break;
 		}
 		*sp = '\0';
-		if (ctrl_image_ref_parse(image, &ref, err)) {
+		/* An absolute path: a Python for script mode, not an image. */
+		if (image[0] != '/' && ctrl_image_ref_parse(image, &ref, err)) {
 			(void)buf_addf(err, " (--image-map %s line %d)", path,
 				       lineno);
 			ret = ERR_INVALID;
 			break;
 		}
-		ctrl_image_ref_release(&ref);
+		if (image[0] != '/')
+			ctrl_image_ref_release(&ref);
 		ALLOC_GROW(r->map, r->n_map + 1, alloc);
 		r->map[r->n_map].pattern = xstrdup(s);
 		r->map[r->n_map].image = xstrdup(image);

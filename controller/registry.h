@@ -30,7 +30,8 @@ struct ctrl_image_ref {
 
 struct ctrl_image_map_entry {
 	char *pattern; /* fnmatch(3) pattern over the whole TrainingImage */
-	char *image;
+	char *image;   /* an image, or an absolute path: a Python that runs
+			* the job in script mode (a virtual environment's) */
 };
 
 struct ctrl_registry {
@@ -59,7 +60,8 @@ int ctrl_registry_load(struct ctrl_registry *r, const struct ctrl_config *cfg,
 		       struct buf *err);
 void ctrl_registry_release(struct ctrl_registry *r);
 
-/* The image --image-map runs for TrainingImage image, or NULL. */
+/* The image (or, starting with '/', the script-mode Python) --image-map
+ * runs for TrainingImage image, or NULL. */
 const char *ctrl_registry_mapped(const struct ctrl_registry *r,
 				 const char *image);
 

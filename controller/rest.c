@@ -20,6 +20,7 @@
 #include "controller/ops.h"
 #include "controller/rest.h"
 #include "controller/route.h"
+#include "controller/sched/view.h"
 #include "controller/obs/telemetry.h"
 #include "common/timeutil.h"
 #include "common/banned.h"
@@ -121,6 +122,18 @@ static enum ctrl_route_result rest_hosts(struct ctrl_ctx *ctx,
 	(void)conn;
 	(void)param;
 	ctrl_hosts_list(ctx, &req->caller, resp);
+	return CTRL_ROUTE_DONE;
+}
+
+/* GET /v1/queues[/NAME]: the queues view (controller/sched/view.h). */
+static enum ctrl_route_result rest_queues(struct ctrl_ctx *ctx,
+					  struct MHD_Connection *conn,
+					  struct ctrl_http_req *req,
+					  const char *param,
+					  struct ctrl_response *resp)
+{
+	(void)conn;
+	ctrl_sched_view_route(ctx, &req->caller, *param ? param : NULL, resp);
 	return CTRL_ROUTE_DONE;
 }
 
@@ -381,6 +394,7 @@ out:
 #define JOBS_ALLOW "use GET or POST on /v1/training-jobs"
 #define JOB_METHODS "method not allowed on this resource"
 #define LOGS_ALLOW "use GET on logs"
+#define QUEUES_ALLOW "use GET on /v1/queues"
 
 static const struct rest_ep ep_hosts = { rest_hosts, 0, NULL },
 			    ep_drain = { rest_drain, 0, NULL },
@@ -398,7 +412,9 @@ static const struct rest_ep ep_hosts = { rest_hosts, 0, NULL },
 			    ep_log_streams = { rest_log_streams, 1, NULL },
 			    ep_log_search = { rest_log_search, 1, NULL },
 			    ep_log_download = { rest_log_download, 1, NULL },
-			    ep_logs_405 = { NULL, 1, LOGS_ALLOW };
+			    ep_logs_405 = { NULL, 1, LOGS_ALLOW },
+			    ep_queues = { rest_queues, 0, NULL },
+			    ep_queues_405 = { NULL, 0, QUEUES_ALLOW };
 
 #define REST_ROW_(method_, pattern_, auth_)                                  \
 	CTRL_ROW(CTRL_LISTEN_API, method_, CTRL_MATCH_PATH, pattern_, auth_, \
@@ -457,6 +473,10 @@ static const struct ctrl_route rows[] = {
 	REST_ROW("*", "/v1/training-jobs/{}/logs/search", &ep_logs_405),
 	REST_ROW("GET", "/v1/training-jobs/{}/logs/download", &ep_log_download),
 	REST_ROW("*", "/v1/training-jobs/{}/logs/download", &ep_logs_405),
+	REST_ROW("GET", "/v1/queues", &ep_queues),
+	REST_ROW("*", "/v1/queues", &ep_queues_405),
+	REST_ROW("GET", "/v1/queues/{}", &ep_queues),
+	REST_ROW("*", "/v1/queues/{}", &ep_queues_405),
 	{ CTRL_ROW(CTRL_LISTEN_API, "*", CTRL_MATCH_PATH, "/v1/*",
 		   CTRL_AUTH_API, CTRL_BODY_BUFFERED, ctrl_route_refuse),
 	  .arg = &no_such_resource, .refusal = 1 },

@@ -213,6 +213,8 @@ static void fill_launch(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 	a->submit_directory = launch->submit_directory ?
 				      xstrdup(launch->submit_directory) :
 				      NULL;
+	api_framework_copy(&a->framework, &launch->framework);
+	a->framework.strict = ctx->cfg.framework_strict;
 	if (launch->mode == API_LAUNCH_CONTAINER) {
 		struct ctrl_image_ref ref;
 		struct buf e = BUF_INIT;

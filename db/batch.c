@@ -442,10 +442,9 @@ static int job_row(sqlite3_stmt *st, void *arg)
 	return 0;
 }
 
-/* In a group commit with other inserts (db__batch_write()). */
-static int insert_service_job(struct db__conn *c, void *arg, struct buf *err)
+int db__service_job_insert(struct db__conn *c, const struct db_service_job *j,
+			   struct buf *err)
 {
-	const struct db_service_job *j = arg;
 	sqlite3_stmt *st = NULL;
 	int ret = 0;
 	int rc;
@@ -477,20 +476,15 @@ static int insert_service_job(struct db__conn *c, void *arg, struct buf *err)
 	sqlite3_bind_int64(st, 14, j->timeout_s);
 	sqlite3_bind_int(st, 15, j->preemption_retries);
 	rc = sqlite3_step(st);
-	if (rc == SQLITE_CONSTRAINT)
+	if (rc == SQLITE_CONSTRAINT) {
+		(void)buf_adds(err, "clientToken was used for another "
+				    "submission at the same time");
 		ret = ERR_CONFLICT;
-	else if (rc != SQLITE_DONE)
+	} else if (rc != SQLITE_DONE) {
 		ret = db__error(c->db, "cannot insert service job", err);
+	}
 	sqlite3_finalize(st);
 	return ret;
-}
-
-int db_service_job_insert(struct db *db, const struct db_service_job *j,
-			  struct buf *err)
-{
-	/* The training job's insert just before is batched too: under
-	 * load, many submissions share one commit and one WAL sync. */
-	return db__batch_write(db, insert_service_job, (void *)j, err);
 }
 
 struct get_arg {

@@ -114,10 +114,6 @@ struct db_service_job {
 void db_service_job_release(struct db_service_job *j);
 void db_service_jobs_free(struct db_service_job *j, size_t n);
 
-/* Inserts j. Returns 0, ERR_CONFLICT (its clientToken was used) or ERR_DB. */
-int db_service_job_insert(struct db *db, const struct db_service_job *j,
-			  struct buf *err);
-
 /*
  * The service job of job_id, or (job_id NULL) of owner's client_token.
  * Returns 0 or ERR_NOTFOUND.

@@ -13,6 +13,8 @@
 
 #include "common/buf.h"
 
+struct db_service_job;
+
 struct db;
 
 struct db_transition {
@@ -84,6 +86,12 @@ struct db_job {
 	/* insert only, not owned: the tags given at CreateTrainingJob */
 	const struct db_tag *tags;
 	size_t n_tags;
+	/*
+	 * insert only, not owned: the AWS Batch service job the training job
+	 * runs for (db/batch.h), inserted in the same transaction, so that no
+	 * reader sees the one without the other; NULL: none.
+	 */
+	const struct db_service_job *service;
 };
 
 void db_job_release(struct db_job *job);

@@ -40,6 +40,8 @@ enum db__stmt_id {
 extern const char *const db__stmt_sql[ST_COUNT];
 
 /* A connection with its prepared statements. */
+struct db_service_job;
+
 struct db__conn {
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_COUNT];
@@ -146,6 +148,14 @@ struct db__conn *db__writer_conn(struct db *db);
  * own writes. Returns fn's error, or 0, or ERR_DB when the batch did not
  * commit.
  */
+/*
+ * The service job's row, on the writer inside a write the caller holds
+ * (db/batch.c). Returns 0, ERR_CONFLICT with err saying so (its
+ * clientToken was taken meanwhile) or ERR_DB.
+ */
+int db__service_job_insert(struct db__conn *c, const struct db_service_job *j,
+			   struct buf *err);
+
 int db__batch_write(struct db *db,
 		    int (*fn)(struct db__conn *c, void *arg, struct buf *err),
 		    void *arg, struct buf *err);

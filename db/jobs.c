@@ -166,7 +166,7 @@ static int insert_job(struct db__conn *c, void *arg, struct buf *err)
 		if (rc != SQLITE_DONE)
 			return db__error(c->db, "cannot insert tag", err);
 	}
-	return 0;
+	return job->service ? db__service_job_insert(c, job->service, err) : 0;
 }
 
 int db_job_insert(struct db *db, struct db_job *job, const char *first_message,

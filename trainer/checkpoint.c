@@ -7,8 +7,10 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -362,6 +364,66 @@ static int publish(struct trainer *t, const char *tmp, const char *final)
 	return ret;
 }
 
+/* The request file, or NULL outside a job. */
+static const char *request_path(void)
+{
+	const char *p = getenv("TRAINCTL_CHECKPOINT_NOW");
+
+	return p && *p ? p : NULL;
+}
+
+int trainer_checkpoint_requested(struct trainer *t)
+{
+	const char *path = request_path();
+	int64_t any;
+	int ret;
+
+	if (!t)
+		return TRAINER_EINVAL;
+	if (path && !t->ckpt_now_listening) {
+		size_t len = strlen(path) + sizeof(".listening");
+		char *mark = malloc(len);
+		int fd;
+
+		if (!mark)
+			return trainer__err(t, TRAINER_ENOMEM, "out of memory");
+		(void)snprintf(mark, len, "%s.listening", path);
+		fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			ret = trainer__err(t, TRAINER_EIO, "create %s: %s",
+					   mark, strerror(errno));
+			free(mark);
+			return ret;
+		}
+		close(fd);
+		free(mark);
+		t->ckpt_now_listening = 1;
+	}
+	any = path && !access(path, F_OK);
+	if (t->world > 1) {
+		ret = trainer_allreduce(t, &any, 1, TRAINER_INT64, TRAINER_MAX);
+		if (ret)
+			return ret;
+	}
+	t->ckpt_now_pending = any > 0;
+	return t->ckpt_now_pending;
+}
+
+/* Every rank saved the requested checkpoint: the agent may stop them. */
+static int answer_request(struct trainer *t)
+{
+	const char *path = request_path();
+	int ret = t->world > 1 ? trainer_barrier(t) : 0;
+
+	if (ret)
+		return ret;
+	t->ckpt_now_pending = 0;
+	if (path && unlink(path) && errno != ENOENT)
+		return trainer__err(t, TRAINER_EIO, "remove %s: %s", path,
+				    strerror(errno));
+	return 0;
+}
+
 int trainer_checkpoint_save(struct trainer *t, int64_t step,
 			    const struct trainer_file *files, size_t n)
 {
@@ -427,6 +489,8 @@ int trainer_checkpoint_save(struct trainer *t, int64_t step,
 	ret = trainer__dir_fsync(t, t->ckpt_dir);
 	if (!ret)
 		ret = prune(t, step);
+	if (!ret && t->ckpt_now_pending)
+		ret = answer_request(t);
 out:
 	if (tmp)
 		(void)rm_rf(t, tmp);

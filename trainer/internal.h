@@ -50,6 +50,10 @@ struct trainer {
 
 	int keep;
 	FILE *metric_stream; /* NULL means stdout */
+	/* Checkpoint-now: listening announced; a request answered by
+	 * trainer_checkpoint_requested() awaits its save. */
+	int ckpt_now_listening;
+	int ckpt_now_pending;
 
 	char *rdzv_url; /* NULL outside a job */
 	char *rdzv_token;

@@ -153,6 +153,19 @@ int trainer_checkpoint_load(struct trainer *t, int64_t step, const char *name,
  * every rank must call it. TRAINER_ENOTFOUND when no step is on all.
  */
 int trainer_checkpoint_latest_all(struct trainer *t, int64_t *step);
+/*
+ * Whether the agent asked for a checkpoint now, before a planned stop
+ * (docs/checkpoints.md, "Checkpoint now"): 1 on every rank when any
+ * host's request file (TRAINCTL_CHECKPOINT_NOW) exists, else 0; a
+ * negative TRAINER_E* on failure. Collective with more than one rank (a
+ * MAX allreduce): every rank calls it at the same steps, e.g. each step.
+ * The first call tells the agent that this program takes requests; until
+ * then a stop sends SIGTERM at once. After a 1, save a checkpoint at this
+ * step on every rank: trainer_checkpoint_save() then answers the request
+ * (a barrier, then the request file removed), and the agent stops the
+ * ranks. Outside a job it returns 0.
+ */
+int trainer_checkpoint_requested(struct trainer *t);
 
 /*
  * Metrics: one line on the stream given by trainer_metric_stream()

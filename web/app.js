@@ -1,5 +1,5 @@
 /*
- * The trainctl status page: jobs, one job, tuning jobs, hosts. ES modules with no
+ * The trainctl status page: jobs, one job, tuning jobs, queues, hosts. ES modules with no
  * build step (web/js/); served by trainctld from memory (scripts/embed.sh). Data
  * comes from the REST face (/v1/training-jobs, /v1/hosts), the page's own
  * endpoints (/v1/ui/...), and the long-poll /v1/changes, which tells the
@@ -13,6 +13,7 @@ import { JobView } from './js/job.js';
 import { CompareView } from './js/panels.js';
 import { TuningJobView, TuningJobsView } from './js/tuning.js';
 import { HostsView } from './js/hosts.js';
+import { QueuesView } from './js/queues.js';
 
 /* ------------------------------------------------------------- router */
 
@@ -34,10 +35,15 @@ function route() {
   var root = clear(document.getElementById('view'));
   if (live.view && live.view.destroy) live.view.destroy();
   var tuning = r.parts[0] === 'tuning-jobs';
-  document.getElementById('nav-jobs').classList.toggle('active', r.parts[0] !== 'hosts' && !tuning);
+  var other = r.parts[0] === 'hosts' || r.parts[0] === 'queues';
+  document.getElementById('nav-jobs').classList.toggle('active', !other && !tuning);
   document.getElementById('nav-tuning').classList.toggle('active', tuning);
   document.getElementById('nav-hosts').classList.toggle('active', r.parts[0] === 'hosts');
-  if (r.parts[0] === 'hosts') {
+  document.getElementById('nav-queues').classList.toggle('active', r.parts[0] === 'queues');
+  if (r.parts[0] === 'queues') {
+    document.title = 'Queues \u00b7 trainctl';
+    live.view = new QueuesView(root);
+  } else if (r.parts[0] === 'hosts') {
     document.title = 'Hosts \u00b7 trainctl';
     live.view = new HostsView(root);
   } else if (tuning && r.parts[1]) {

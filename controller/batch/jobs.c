@@ -103,27 +103,6 @@ static int make_job(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	new_job_id(id);
 	(void)buf_addf(&dflt, "%.54s-%.8s", s->job_name, id);
 	ret = api_batch_payload(s, dflt.data, &payload, &j->training_job, err);
-	if (!ret)
-		ret = ctrl_job_create(ctx, who, payload, strlen(payload), NULL,
-				      &tj_arn, err);
-	if (ret == ERR_CONFLICT) {
-		buf_reset(err);
-		(void)buf_addf(err,
-			       "serviceRequestPayload: a training job named "
-			       "'%s' already exists",
-			       j->training_job);
-		ret = ERR_INVALID;
-	} else if (ret == ERR_INVALID || ret == ERR_LIMIT ||
-		   ret == ERR_NOTFOUND) {
-		/* The training job's validator names the payload's member. */
-		struct buf msg = BUF_INIT;
-
-		(void)buf_addf(&msg, "serviceRequestPayload: %s", err->data);
-		buf_reset(err);
-		(void)buf_adds(err, msg.data);
-		buf_release(&msg);
-		ret = ERR_INVALID;
-	}
 	if (ret)
 		goto out;
 	(void)buf_addf(&what, "service-job/%s", id);
@@ -142,21 +121,26 @@ static int make_job(struct ctrl_ctx *ctx, const struct ctrl_caller *who,
 	j->attempts = s->attempts;
 	j->timeout_s = s->timeout_s;
 	j->preemption_retries = s->preemption_retries;
-	ret = db_service_job_insert(ctx->db, j, err);
-	if (ret == ERR_CONFLICT) {
-		/* Another submission with this clientToken won the race. */
-		buf_reset(err);
-		(void)buf_adds(err, "clientToken was used for another "
-				    "submission at the same time");
-	}
-	if (ret) {
-		/* The training job must not run without its service job. */
-		struct buf e2 = BUF_INIT;
+	/* Both rows in one transaction: a scheduling pass never sees the
+	 * training job without its queue and share. */
+	ret = ctrl_job_create_service(ctx, who, payload, strlen(payload), j,
+				      &tj_arn, err);
+	if (ret == ERR_CONFLICT && !err->len) {
+		(void)buf_addf(err,
+			       "serviceRequestPayload: a training job named "
+			       "'%s' already exists",
+			       j->training_job);
+		ret = ERR_INVALID;
+	} else if (ret == ERR_INVALID || ret == ERR_LIMIT ||
+		   ret == ERR_NOTFOUND) {
+		/* The training job's validator names the payload's member. */
+		struct buf msg = BUF_INIT;
 
-		(void)ctrl_job_stop_with(ctx, j->training_job,
-					 "Its service job was not recorded",
-					 &e2);
-		buf_release(&e2);
+		(void)buf_addf(&msg, "serviceRequestPayload: %s", err->data);
+		buf_reset(err);
+		(void)buf_adds(err, msg.data);
+		buf_release(&msg);
+		ret = ERR_INVALID;
 	}
 out:
 	free(payload);

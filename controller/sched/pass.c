@@ -15,6 +15,7 @@
 #include "controller/sched/pass.h"
 #include "controller/sched/state.h"
 #include "controller/sched/stats.h"
+#include "controller/sched/view.h"
 #include "db/db.h"
 #include "db/sched.h"
 #include "common/log.h"
@@ -723,6 +724,28 @@ static void apply(struct pass *p, const struct ctrl_sched_out *o,
 	buf_release(&why);
 }
 
+/* The queues view of this pass (view.h), once the starts are made. */
+static void record_view(const struct pass *p, const struct ctrl_sched_in *in,
+			const struct ctrl_sched_out *out)
+{
+	struct ctrl_sched_view_job *q = xcalloc(p->n_queued + 1, sizeof(*q));
+	struct ctrl_sched_view_job *r = xcalloc(p->n_running + 1, sizeof(*r));
+	size_t i;
+
+	for (i = 0; i < p->n_queued; i++) {
+		q[i].name = p->jobs[p->q_job[i]].name;
+		q[i].owner = p->jobs[p->q_job[i]].owner;
+		q[i].placed = p->queued[i].id == -1; /* apply() started it */
+	}
+	for (i = 0; i < p->n_running; i++) {
+		r[i].name = p->jobs[p->run_job[i]].name;
+		r[i].owner = p->jobs[p->run_job[i]].owner;
+	}
+	ctrl_sched_view_record(in, out, q, r);
+	free(q);
+	free(r);
+}
+
 /* Whether a host could take work now. */
 static int any_free(struct ctrl_ctx *ctx)
 {
@@ -840,6 +863,7 @@ int ctrl_sched_pass(struct ctrl_ctx *ctx, int *busy_valid, int freed)
 	t1 = time_mono_us() - t1;
 	ctrl_sched_stats_shares(&in, &out);
 	apply(&p, &out, busy_valid);
+	record_view(&p, &in, &out);
 	if (p.n_wait &&
 	    db_jobs_set_waiting(ctx->db, p.w_names,
 				(const char *const *)p.w_msgs, p.n_wait, &err))

@@ -14,6 +14,9 @@
  * Checkpoints (weights, velocity, epoch/step and the data order's random
  * state) go through trainer_checkpoint_save(); a restart resumes from
  * trainer_checkpoint_latest_all() and continues the same trajectory.
+ * Each step also asks trainer_checkpoint_requested(): before a planned
+ * stop (preemption, a drain, StopTrainingJob) the step in progress is
+ * saved, whatever the checkpoint interval.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -400,7 +403,7 @@ int main(int argc, char **argv)
 	const char *arg_data;
 	int sizes[MLP_MAX_LAYERS + 1], nlayers, gpu = 0;
 	double t0 = now_seconds(), acc = 0.0;
-	int validated = 0;
+	int validated = 0, asked;
 
 	memset(&dp, 0, sizeof(dp));
 	dp.rank = 0;
@@ -454,8 +457,13 @@ int main(int argc, char **argv)
 		draw_order(&dp);
 		while (dp.batch < batches_per_epoch(&dp)) {
 			train_step(&dp);
-			if (dp.hp.checkpoint_steps > 0 &&
-			    dp.step % dp.hp.checkpoint_steps == 0)
+			/* Before a planned stop the agent asks for one now,
+			 * so that the restart redoes no step. */
+			asked = trainer_checkpoint_requested(dp.t);
+			if (asked < 0)
+				die_trainer(&dp, "trainer_checkpoint_requested");
+			if (asked || (dp.hp.checkpoint_steps > 0 &&
+				      dp.step % dp.hp.checkpoint_steps == 0))
 				save_checkpoint(&dp);
 			maybe_fail(&dp);
 		}

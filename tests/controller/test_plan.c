@@ -276,6 +276,7 @@ static void test_table(void **state)
 				 ctrl_job_state_secondary(r->cur),
 				 ctrl_job_state_secondary(out.to));
 		buf_release(&s.reason);
+		buf_release(&s.runtime);
 	}
 	buf_release(&out.text);
 }
@@ -455,6 +456,26 @@ static void test_summarize(void **state)
 	assert_true(s.hung);
 	buf_release(&s.reason);
 	free(as[0].report_json);
+
+	/* The first host that says which versions its script runs. */
+	set(&as[0], 0, "h1", report(0, "running", "-", 0, NULL));
+	set(&as[1], 1, "h2", report(1, "running", "-", 0, NULL));
+	for (i = 0; i < 2; i++) {
+		struct buf b = BUF_INIT;
+
+		as[i].report_json[strlen(as[i].report_json) - 3] = '\0';
+		(void)buf_addf(&b, "%s,\"runtime\":\"Python 3.%d\"}]}",
+			       as[i].report_json, 11 - i);
+		free(as[i].report_json);
+		as[i].report_json = buf_detach(&b, NULL);
+	}
+	ctrl_plan_summarize(as, lost, 2, 0, &s);
+	assert_string_equal(s.runtime.data, "Python 3.11");
+	assert_false(s.failed);
+	buf_release(&s.reason);
+	buf_release(&s.runtime);
+	for (i = 0; i < 2; i++)
+		free(as[i].report_json);
 
 	/* A lost host fails the attempt. */
 	set(&as[0], 0, "h1", report(0, "running", "-", 0, NULL));

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "db/batch.h"
 #include "db/db.h"
 #include "db/run.h"
 #include "common/buf.h"
@@ -304,6 +305,55 @@ static void test_insert_duplicate(void **state)
 	/* The writer is usable after the rolled-back insert. */
 	insert(f->db, "dup-job-2", "InProgress", "Starting", T0 + 1);
 	assert_int_equal(db_job_count(f->db, NULL), 2);
+	buf_release(&err);
+}
+
+/*
+ * A training job inserted with its service job: both rows, in one
+ * transaction; a service job whose clientToken is taken undoes the
+ * training job too (no reader ever sees one without the other).
+ */
+static void test_insert_with_service(void **state)
+{
+	struct fixture *f = *state;
+	struct db_job a = make_job("svc-a", "InProgress", "Starting", T0);
+	struct db_job b = make_job("svc-b", "InProgress", "Starting", T0);
+	struct db_service_job sa, sb, got;
+	struct buf err = BUF_INIT;
+	struct db_job j;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.job_id = (char *)"00000000-0000-0000-0000-00000000000a";
+	sa.arn = (char *)"arn:aws:batch:us-east-1:1:service-job/a";
+	sa.name = (char *)"a";
+	sa.queue_arn = (char *)"arn:aws:batch:us-east-1:1:job-queue/q";
+	sa.training_job = (char *)"svc-a";
+	sa.owner = (char *)"alice";
+	sa.client_token = (char *)"tok";
+	sa.request_json = (char *)"{}";
+	sa.created_ms = T0;
+	sb = sa;
+	sb.job_id = (char *)"00000000-0000-0000-0000-00000000000b";
+	sb.training_job = (char *)"svc-b";
+	a.service = &sa;
+	b.service = &sb;
+	assert_int_equal(db_job_insert(f->db, &a, "Starting", &err), 0);
+	get(f->db, "svc-a", &j);
+	db_job_release(&j);
+	assert_int_equal(db_service_job_get(f->db, sa.job_id, NULL, NULL, &got,
+					    &err),
+			 0);
+	assert_string_equal(got.training_job, "svc-a");
+	db_service_job_release(&got);
+	buf_reset(&err);
+	/* The same owner's clientToken: neither row. */
+	assert_int_equal(db_job_insert(f->db, &b, "Starting", &err),
+			 ERR_CONFLICT);
+	assert_non_null(strstr(err.data, "clientToken"));
+	assert_int_equal(db_job_get(f->db, "svc-b", &j, &err), ERR_NOTFOUND);
+	assert_int_equal(db_service_job_get(f->db, sb.job_id, NULL, NULL, &got,
+					    &err),
+			 ERR_NOTFOUND);
 	buf_release(&err);
 }
 
@@ -1159,6 +1209,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_insert_get_roundtrip,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_insert_duplicate, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_insert_with_service, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_get_unknown, setup,
 						teardown),

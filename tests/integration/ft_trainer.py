@@ -56,6 +56,11 @@ input/config/hyperparameters.json (each value JSON-decoded), else
                               (whatever it resumed from)
   fail_signal SIG             ... by killing itself with SIG (e.g. 9)
                               instead of writing output/failure and exit 1
+  ckpt_now B                  take checkpoint-now requests (docs/checkpoints.md):
+                              create "$TRAINCTL_CHECKPOINT_NOW.listening" at
+                              start; when the request file appears, rank 0
+                              checkpoints after the step it is in, then every
+                              host removes the file (default false)
   crash_in_checkpoint_at_step N  (rank 0, attempt fail_attempt) while saving
                               the checkpoint of step N: write part of it
                               into the .tmp- folder, then os._exit(3)
@@ -502,6 +507,10 @@ def main():
     print("ft-resume host=%s rank=%d attempt=%d resumed_from=%d checkpoints=%s dir=%s" % (
         HOST, rank, ATTEMPT, start, [s for s, _ in found], root), flush=True)
 
+    now_file = os.environ.get("TRAINCTL_CHECKPOINT_NOW") if hp(
+        "ckpt_now", False, lambda v: str(v).lower() in ("true", "1", "yes")) else None
+    if now_file:
+        open(now_file + ".listening", "w").close()
     run = 0
     loss = float("nan")
     trace = os.environ.get("FT_TRACE")
@@ -536,14 +545,20 @@ def main():
             time.sleep(nap)
         if sync and len(hosts) > 1:
             sync_hosts(sync, hosts, step)
-        if rank == 0 and every > 0 and step % every == 0:
+        asked = now_file is not None and os.path.exists(now_file)
+        if rank == 0 and ((every > 0 and step % every == 0) or asked):
             crash = planned(HP.get("crash_in_checkpoint_at_step"), step) and rank == 0
             files = [("params.bin", params_bytes(params)),
                      ("state.json", json.dumps({"step": step, "loss": loss, "hidden": hidden}).encode())]
             if pad_kb > 0:
                 files.append(("pad.bin", hashlib.sha256(b"%d" % step).digest() * (pad_kb * 32)))
             save_checkpoint(root, step, rank, len(hosts), files, crash=crash)
-            print("ft-ckpt step=%d" % step, flush=True)
+            print("ft-ckpt step=%d%s" % (step, " (requested)" if asked else ""), flush=True)
+        if asked:
+            try:
+                os.unlink(now_file)
+            except FileNotFoundError:
+                pass
 
     acc = accuracy(params, xv, yv)
     res = {"accuracy": acc, "steps_run_this_attempt": run, "resumed_from": start, "attempt": ATTEMPT,

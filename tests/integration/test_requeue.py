@@ -18,6 +18,10 @@ ft_trainer.py (a checkpointing MLP, tests/integration/ft_trainer.py).
   (q4) trainctld killed (kill -9) right after a requeue and started again:
        the preemption goes on from the store, the job Completes, and its
        attempts never ran at the same time (FT_TRACE of every step)
+  (q5) a program that takes checkpoint-now requests (ckpt_now, with
+       periodic checkpoints 20 steps apart) saves one when requeued, before
+       its SIGTERM: attempt 2 resumes at most 2 steps before where attempt
+       1 stopped
   (q3) a user key is refused (AccessDeniedException), even for its own
        job; a job that does not run (completed) is refused with a
        ValidationException naming its status; neither changes the job
@@ -141,6 +145,37 @@ def case_requeue(tap, cl, sm):
     tap.case("(q1) no process of the job is left", no_procs)
 
 
+def case_ckpt_now(tap, cl, sm):
+    name = "rq-now-%d" % os.getpid()
+    # No periodic checkpoint after the first: only the request saves one.
+    hps = {"steps": 60, "ckpt_every": 20, "step_sleep": 0.1, "ckpt_now": True}
+
+    def resumed_at_stop():
+        d, logs = run_requeued(cl, sm, name, hps)
+        expect(d["TrainingJobStatus"] == "Completed", "%s: %s %r" % (name, d["TrainingJobStatus"],
+                                                                    d.get("FailureReason")))
+        expect(sorted(logs) == [1, 2], "attempts in the logs: %s" % sorted(logs))
+        first = logs[1]["algo-1"]
+        asked = [r for r in first if "ft-ckpt" in r[-1] and "(requested)" in r[-1]]
+        expect(asked, "attempt 1 saved no requested checkpoint: %s" % first[-5:])
+        reached = fl.last_step(first)
+        rf = fl.field(logs[2]["algo-1"], "ft-resume", "resumed_from")
+        expect(rf, "attempt 2 did not resume from a checkpoint: %s" % logs[2]["algo-1"][:5])
+        lost = reached - int(rf[0])
+        # Requeued at step >= 25, periodic checkpoints at 20 and 40:
+        # without the request up to 19 steps would be redone. With it,
+        # only the steps of 0.1 s run between the save and the SIGTERM
+        # that follows the answer (the agent looks every 50 ms).
+        expect(0 <= lost <= 2, "attempt 1 reached step %d, attempt 2 resumed from %s: %d steps redone"
+               % (reached, rf[0], lost))
+        got = fl.results(cl.s3_path(fl.model_uri(name)))["algo-1"]
+        expect(got["params_sha256"] == fl.reference(hps)["params_sha256"],
+               "weights differ from a run without faults")
+        return "reached %d, resumed from %s" % (reached, rf[0])
+    tap.case("(q5) a program that takes checkpoint-now requests checkpoints when requeued: "
+             "at most 2 steps of 0.1 s redone", resumed_at_stop)
+
+
 def case_budget(tap, cl, sm):
     name = "rq-budget-%d" % os.getpid()
     hps = {"steps": 60, "ckpt_every": CKPT_EVERY, "step_sleep": 0.1, "fail_attempt": 2,
@@ -224,6 +259,7 @@ def main():
     try:
         sm = cl.client()
         case_requeue(tap, cl, sm)
+        case_ckpt_now(tap, cl, sm)
         case_budget(tap, cl, sm)
         case_refusals(tap, cl, sm)
         case_crash(tap, cl, sm)

@@ -441,6 +441,40 @@ static void write_text(const char *path, const char *text)
 	assert_int_equal(fclose(fp), 0);
 }
 
+/*
+ * Checkpoint-now: nothing outside a job; in one, the first look announces
+ * the listener, a request file is seen, and the next save answers it
+ * (removes the file); a second look then says no.
+ */
+static void test_checkpoint_requested(void **state)
+{
+	struct fixture *f = *state;
+	struct trainer *t;
+
+	setenv("TRAINCTL_CHECKPOINT_DIR", "ck", 1);
+	t = init_ok(f);
+	assert_int_equal(trainer_checkpoint_requested(t), 0);
+	assert_false(exists("now.listening"));
+
+	setenv("TRAINCTL_CHECKPOINT_NOW", "now", 1);
+	assert_int_equal(trainer_checkpoint_requested(t), 0);
+	assert_true(exists("now.listening"));
+	write_text("now", "stop\n");
+	assert_int_equal(trainer_checkpoint_requested(t), 1);
+	/* Still there until a checkpoint is saved. */
+	assert_true(exists("now"));
+	assert_int_equal(save_one(t, 7, "seven"), 0);
+	assert_false(exists("now"));
+	assert_true(exists("ck/step-0000000007.rank-0/MANIFEST.json"));
+	assert_int_equal(trainer_checkpoint_requested(t), 0);
+	/* A save without a request removes nothing. */
+	write_text("now", "later\n");
+	assert_int_equal(save_one(t, 8, "eight"), 0);
+	assert_true(exists("now"));
+	assert_int_equal(trainer_checkpoint_requested(NULL), TRAINER_EINVAL);
+	unsetenv("TRAINCTL_CHECKPOINT_NOW");
+}
+
 static void test_checkpoint_roundtrip(void **state)
 {
 	struct fixture *f = *state;
@@ -1033,6 +1067,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_hp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hp_none, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_checkpoint_roundtrip,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_checkpoint_requested,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_checkpoint_big_step, setup,
 						teardown),

@@ -1,0 +1,78 @@
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api/queues_json.h"
+#include "cli/cli.h"
+#include "common/buf.h"
+#include "common/banned.h"
+
+/*
+ * queue [QUEUE] [--json]: the job queues as the scheduler's last pass saw
+ * them (GET /v1/queues, docs/queues.md "Watching the queues"): per queue,
+ * share and user the guarantee, hosts in use, borrowed and lent, the
+ * running and waiting jobs, and each waiting job's place and reason.
+ */
+
+enum { OPT_JSON = 1 };
+
+static const struct option queue_opts[] = {
+	{ "json", no_argument, NULL, OPT_JSON },
+	CLI_COMMON_OPTIONS,
+	{ NULL, 0, NULL, 0 },
+};
+
+/* A job queue's name as AWS Batch allows it: 1-128 of [A-Za-z0-9_-]. */
+static int queue_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n >= 1 && n <= 128 &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			 "0123456789_-") == n;
+}
+
+int cli_cmd_queue(struct cli_ctx *ctx, int argc, char **argv)
+{
+	const struct cli_cmd *cmd = cli_cmd_find("queue");
+	struct cli_reply reply = CLI_REPLY_INIT;
+	struct buf err = BUF_INIT, out = BUF_INIT, path = BUF_INIT;
+	int opt, rc;
+
+	while ((opt = getopt_long(argc, argv, ":h", queue_opts, NULL)) != -1) {
+		if (opt == OPT_JSON) {
+			ctx->output = CLI_OUTPUT_JSON;
+			continue;
+		}
+		rc = cli_common_option(ctx, cmd, opt, argv);
+		if (rc)
+			return rc < 0 ? CLI_EXIT_OK : rc;
+	}
+	if (optind + 1 < argc)
+		return cli_usage_error(cmd, "unexpected argument '%s'",
+				       argv[optind + 1]);
+	if (optind < argc && !queue_name_ok(argv[optind]))
+		return cli_usage_error(cmd, "'%s' is not a job queue name",
+				       argv[optind]);
+	(void)buf_adds(&path, "/v1/queues");
+	if (optind < argc)
+		(void)buf_addf(&path, "/%s", argv[optind]);
+	rc = cli_reply_status(cli_http_get(ctx, path.data, &reply, &err),
+			      &reply, &err);
+	if (rc) {
+		/* cli_reply_status() said why */
+	} else if (ctx->output == CLI_OUTPUT_JSON) {
+		cli_print_json(&reply);
+	} else if (api_queues_table(reply.body.data, reply.body.len, &out,
+				    &err)) {
+		cli_error("bad queues reply: %s", err.data);
+		rc = CLI_EXIT_TRANSPORT;
+	} else {
+		fputs(out.data, stdout);
+	}
+	cli_reply_release(&reply);
+	buf_release(&err);
+	buf_release(&out);
+	buf_release(&path);
+	return rc;
+}

@@ -1,0 +1,2 @@
+"""Launcher kinds."""
+from sagemaker_training.runner import *  # noqa: F401,F403

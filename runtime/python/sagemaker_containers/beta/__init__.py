@@ -1,0 +1,2 @@
+"""The toolkit's "beta" namespace, where framework containers find their
+helpers."""

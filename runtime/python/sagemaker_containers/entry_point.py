@@ -1,0 +1,2 @@
+"""Running a user entry point."""
+from sagemaker_training.entry_point import install, run  # noqa: F401
