@@ -132,6 +132,18 @@ def check_values():
         raise Fail("ContentType %s accepted" % bad)
 
 
+def check_csv_missing(root):
+    """Empty CSV fields are missing values (the line reader takes over
+    from numpy's)."""
+    os.makedirs(root)
+    path = os.path.join(root, "gap.csv")
+    with open(path, "w") as f:
+        f.write("1,2,,4\n0,1,2,3\n")
+    y, w, x = xgb.read_csv([path], False)
+    expect(list(y) == [1, 0] and w is None and x.shape == (2, 3) and np.isnan(x[0, 1]),
+           "read: %s %s" % (y, x))
+
+
 def check_metric_values():
     """SageMaker's own metrics equal scikit-learn's on the same data."""
     from sklearn import metrics as skm
@@ -383,6 +395,12 @@ def check_faults(root):
     failure = open(os.path.join(d, "output", "failure")).read()
     expect(rc == 1 and "h.csv:1" in failure and "no header" in failure,
            "a CSV header: exit %d, failure %r\n%s" % (rc, failure, out[-800:]))
+    d = job_dir(root, "ragged", ["algo-1"], {"num_round": "3"},
+                {"train": ("text/csv", {"r.csv": lambda p: open(p, "w").write("1,2,3\n0,1\n")})})
+    rc, out = finish(start(d))
+    failure = open(os.path.join(d, "output", "failure")).read()
+    expect(rc == 1 and "r.csv: CSV rows of 2 and 3 columns" in failure,
+           "ragged CSV: exit %d, failure %r" % (rc, failure))
     d = job_dir(root, "bad-type", ["algo-1"], {"num_round": "3"},
                 {"train": ("application/x-parquet", {"p": lambda p: open(p, "w").write("x")})})
     rc, out = finish(start(d))
@@ -403,6 +421,8 @@ def main():
         tap.case("hyperparameter and metric tables match api/algorithm.c", check_tables)
         tap.case("hyperparameter values checked as documented", check_values)
         tap.case("SageMaker's own metrics as scikit-learn computes them", check_metric_values)
+        tap.case("empty CSV fields are missing values", check_csv_missing,
+                 os.path.join(root, "csv"))
         tap.case("one host, CSV with weights: rounds, early stopping, a model that loads",
                  check_one_host, os.path.join(root, "one"))
         tap.case("checkpoints each round, resumed from the newest", check_resume,

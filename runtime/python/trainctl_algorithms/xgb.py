@@ -23,6 +23,7 @@ import json
 import os
 import socket
 import sys
+import warnings
 
 SERVED_MAJOR_MINOR = "1.7"
 
@@ -382,37 +383,61 @@ def data_files(folder):
     return files
 
 
+def _csv_rows(path):
+    """The rows of one CSV file, line by line: empty fields are missing
+    values; a line that is not numbers is named."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rows.append([float(x) if x.strip() else float("nan")
+                             for x in line.split(",")])
+            except ValueError:
+                raise UserError("%s:%d: not a CSV line of numbers "
+                                "(text/csv takes the label first and "
+                                "no header): '%s'"
+                                % (os.path.basename(path), lineno,
+                                   line[:60]))
+    return rows
+
+
 def read_csv(files, weights):
     """label, [weight,] features... per line, no header. Returns
     (labels, weights or None, rows)."""
     import numpy as np
-    rows = []
+    parts = []
     for path in files:
-        with open(path, encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    rows.append([float(x) if x.strip() else float("nan")
-                                 for x in line.split(",")])
-                except ValueError:
-                    raise UserError("%s:%d: not a CSV line of numbers "
-                                    "(text/csv takes the label first and "
-                                    "no header): '%s'"
-                                    % (os.path.basename(path), lineno,
-                                       line[:60]))
-    if not rows:
+        try:
+            # numpy's reader is C: 4 times faster than the lines below,
+            # which read what it refuses (empty fields) or say why not.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # an empty file: no rows
+                a = np.loadtxt(path, delimiter=",", dtype=np.float32,
+                               ndmin=2, comments=None)
+        except ValueError:
+            rows = _csv_rows(path)
+            widths = sorted({len(r) for r in rows})
+            if len(widths) > 1:
+                raise UserError("%s: CSV rows of %d and %d columns"
+                                % (os.path.basename(path), widths[0],
+                                   widths[-1]))
+            a = np.asarray(rows, dtype=np.float32).reshape(len(rows), -1)
+        if a.size:
+            parts.append(a)
+    if not parts:
         return None
-    width = len(rows[0])
-    for r in rows:
-        if len(r) != width:
-            raise UserError("CSV rows of %d and %d columns" % (width, len(r)))
+    widths = sorted({p.shape[1] for p in parts})
+    if len(widths) > 1:
+        raise UserError("CSV rows of %d and %d columns" % (widths[0],
+                                                          widths[-1]))
     first = 2 if weights else 1
-    if width <= first:
+    if widths[0] <= first:
         raise UserError("CSV rows need a label%s and features"
                         % (", a weight" if weights else ""))
-    a = np.asarray(rows, dtype=np.float32)
+    a = np.concatenate(parts) if len(parts) > 1 else parts[0]
     return a[:, 0], (a[:, 1] if weights else None), a[:, first:]
 
 
