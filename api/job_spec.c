@@ -4,6 +4,7 @@
 
 #include <jansson.h>
 
+#include "api/algorithm.h"
 #include "api/job_config.h"
 #include "api/elastic.h"
 #include "api/job_spec.h"
@@ -696,6 +697,7 @@ static void fill_spec(const json_t *root, struct api_job_spec *spec)
 	}
 	dup_map(json_object_get(root, "HyperParameters"),
 		&spec->hyperparameters, &spec->n_hyperparameters);
+	api_algo_fill_metrics(spec);
 	dup_map(json_object_get(root, "Environment"), &spec->environment,
 		&spec->n_environment);
 

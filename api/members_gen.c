@@ -12,7 +12,7 @@
 
 /* clang-format off */
 const struct api__refusal api__refusals[] = {
-	{ "AlgorithmSpecification.AlgorithmName", NULL, NULL, NULL, "there are no built-in or marketplace algorithms here; give a TrainingImage" },
+	{ "AlgorithmSpecification.AlgorithmName", NULL, NULL, NULL, "there are no algorithm resources or marketplace algorithms here; give a TrainingImage (SageMaker's built-in algorithms are named by their image: docs/algorithms.md)" },
 	{ "AlgorithmSpecification.TrainingImageConfig.TrainingRepositoryAuthConfig", NULL, NULL, NULL, "registry credentials come from the controller's registry settings (docs/containers.md), not from a Lambda function" },
 	{ "InputDataConfig.DataSource.S3DataSource.AttributeNames", NULL, NULL, NULL, "only for AugmentedManifestFile, which is not supported" },
 	{ "InputDataConfig.DataSource.S3DataSource.HubAccessConfig", NULL, NULL, NULL, "there is no SageMaker Hub here" },

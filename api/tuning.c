@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "api/algorithm.h"
 #include "api/json_util.h"
 #include "api/tuning.h"
 #include "api/validate.h"
@@ -403,11 +404,18 @@ static int check_tuning_resources(const json_t *def, const char *where,
 
 static int has_metric(const json_t *def, const char *metric)
 {
-	const json_t *mds =
-		json_object_get(json_object_get(def, "AlgorithmSpecification"),
-				"MetricDefinitions");
+	const json_t *alg = json_object_get(def, "AlgorithmSpecification");
+	const json_t *mds = json_object_get(alg, "MetricDefinitions");
+	const json_t *prog =
+		json_object_get(json_object_get(def, "StaticHyperParameters"),
+				"sagemaker_program");
 	size_t i;
 
+	/* A built-in algorithm's metrics need no definitions. */
+	if (!json_array_size(mds))
+		return api_algo_has_metric(json_string_value(json_object_get(
+						   alg, "TrainingImage")),
+					   json_string_value(prog), metric);
 	for (i = 0; i < json_array_size(mds); i++)
 		if (!strcmp(json_string_value(json_object_get(
 				    json_array_get(mds, i), "Name")),

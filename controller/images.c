@@ -1,6 +1,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/algorithm.h"
 #include "api/job_config.h"
 #include "api/distribution.h"
 #include "controller/images.h"
@@ -130,6 +131,47 @@ static int container(const struct ctrl_jobrt *rt, const char *image,
 	return 0;
 }
 
+/*
+ * A built-in algorithm (docs/algorithms.md): its runner, a Python module
+ * the agent ships with every job, run once per host like any program.
+ */
+static int algorithm(const struct ctrl_jobrt *rt, const struct api_algo *algo,
+		     struct ctrl_launch *out, struct buf *err)
+{
+	const struct api_job_spec *spec = &rt->spec;
+	const struct api_distribution *dist;
+	int ret;
+
+	ret = api_algo_check(algo, spec->training_image, spec, err);
+	if (!ret)
+		ret = ctrl_jobrt_dist(rt, &dist, err);
+	if (ret)
+		return ret;
+	if (spec->arguments &&
+	    (!spec->arguments[0] || strcmp(spec->arguments[0], "train") ||
+	     spec->arguments[1])) {
+		/* The algorithm's image runs `train`; anything else would be
+		 * dropped without a word. */
+		(void)buf_addf(err,
+			       "the built-in algorithm '%s' takes no "
+			       "ContainerArguments but train",
+			       api_algo_name(algo));
+		return ERR_INVALID;
+	}
+	if (dist->mode != API_DIST_NONE) {
+		(void)buf_addf(err,
+			       "the built-in algorithm '%s' distributes itself "
+			       "over the job's hosts; it takes no distribution "
+			       "(%s)",
+			       api_algo_name(algo),
+			       api_dist_mode_name(dist->mode));
+		return ERR_INVALID;
+	}
+	out->mode = API_LAUNCH_EXEC;
+	out->argv = argv_join(NULL, (char **)api_algo_argv(algo), NULL);
+	return 0;
+}
+
 int ctrl_image_resolve(const struct ctrl_registry *reg,
 		       const struct ctrl_jobrt *rt, struct ctrl_launch *out,
 		       struct buf *err)
@@ -140,6 +182,7 @@ int ctrl_image_resolve(const struct ctrl_registry *reg,
 	const char *prog;
 	const char *dir;
 	const char *mapped;
+	const struct api_algo *algo;
 	char *train_args[] = { (char *)"train", NULL };
 
 	memset(out, 0, sizeof(*out));
@@ -148,6 +191,15 @@ int ctrl_image_resolve(const struct ctrl_registry *reg,
 		mapped = ctrl_registry_mapped(reg, image);
 		if (mapped && mapped[0] != '/')
 			return container(rt, mapped, out, err);
+		/* A built-in algorithm, unless a Python of the operator's
+		 * runs the image's name as script mode. */
+		prog = api_job_spec_hp(spec, "sagemaker_program");
+		algo = NULL;
+		if (!mapped)
+			algo = api_algo_find(image, prog,
+					     spec->entrypoint != NULL);
+		if (algo)
+			return algorithm(rt, algo, out, err);
 		if (!mapped && !lookup(image))
 			return container(rt, image, out, err);
 	}
@@ -179,7 +231,9 @@ int ctrl_image_resolve(const struct ctrl_registry *reg,
 		(void)buf_addf(err,
 			       "image '%s' "
 			       "runs script mode and needs the hyperparameter "
-			       "sagemaker_program (or ContainerEntrypoint)",
+			       "sagemaker_program (or ContainerEntrypoint); "
+			       "to run an image of your own under this name, "
+			       "map it with trainctld --image-map",
 			       image);
 		return ERR_INVALID;
 	}

@@ -5,7 +5,10 @@
  * What AlgorithmSpecification.TrainingImage means (docs/containers.md), in
  * this order: a file:// executable run on the host with the argument
  * `train`; a name --image-map maps to a container image (or to a Python
- * of the operator's, for script mode); a name in the
+ * of the operator's, for script mode); one of SageMaker's built-in
+ * algorithm images with no program of the job's own (api/algorithm.h):
+ * the algorithm's runner from runtime/python, or a refusal for an
+ * algorithm or version not served; a name in the
  * image table, which runs script mode with the host's runtime
  * (trainctl/python, and SageMaker's framework images matched by repository
  * name); any other image reference: a container image, pulled from its
@@ -41,7 +44,8 @@ struct ctrl_registry;
  * Resolves how the job of rt runs (its spec and distribution; rt->image is
  * its image pinned by digest, when it has been). Returns 0, or ERR_INVALID with
  * err saying what is wrong (not an image reference, script mode without
- * sagemaker_program, a distribution containers cannot run).
+ * sagemaker_program, a distribution containers cannot run, a built-in
+ * algorithm, version or hyperparameter not served).
  */
 int ctrl_image_resolve(const struct ctrl_registry *reg,
 		       const struct ctrl_jobrt *rt, struct ctrl_launch *out,

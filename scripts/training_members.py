@@ -28,16 +28,21 @@ MEMBERS = [
      "`input/config/hyperparameters.json`, `SM_HPS`, the program's arguments"),
     ("AlgorithmSpecification", SUPPORTED, ""),
     ("AlgorithmSpecification.TrainingImage", SUPPORTED,
-     "the image (or local runtime) that runs (docs/containers.md)"),
+     "the image (or local runtime) that runs (docs/containers.md); "
+     "SageMaker's XGBoost 1.7-1 image runs the built-in algorithm, other "
+     "built-in algorithms are refused by name (docs/algorithms.md)"),
     ("AlgorithmSpecification.AlgorithmName", REFUSED,
-     "there are no built-in or marketplace algorithms here; give a "
-     "TrainingImage"),
+     "there are no algorithm resources or marketplace algorithms here; "
+     "give a TrainingImage (SageMaker's built-in algorithms are named by "
+     "their image: docs/algorithms.md)"),
     ("AlgorithmSpecification.TrainingInputMode", SUPPORTED,
      "File; FastFile is staged as File (the channel's objects are "
      "downloaded before the program starts); Pipe streams named pipes "
      "(docs/pipe-mode.md)"),
     ("AlgorithmSpecification.MetricDefinitions", SUPPORTED,
-     "`FinalMetricDataList`, the status page's plots"),
+     "`FinalMetricDataList`, the status page's plots; a built-in "
+     "algorithm's job without any gets the algorithm's own "
+     "(`validation:rmse`, ...: docs/algorithms.md)"),
     ("AlgorithmSpecification.MetricDefinitions.Name", SUPPORTED, ""),
     ("AlgorithmSpecification.MetricDefinitions.Regex", SUPPORTED,
      "matched against the first 1 KiB of a line under PCRE2's limits (20,000 steps from each start "
