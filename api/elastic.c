@@ -75,7 +75,8 @@ int api_elastic_parse(struct api_job_spec *spec, struct buf *err)
 	}
 	errno = 0;
 	n = strtol(v, &end, 10);
-	if (errno || !*v || *end || n < 1 || n > spec->instance_count) {
+	if (errno || *v < '0' || *v > '9' || *end || n < 1 ||
+	    n > spec->instance_count) {
 		(void)buf_addf(err,
 			       "Tags: %s must be an integer from 1 to "
 			       "ResourceConfig.InstanceCount (%d), not "

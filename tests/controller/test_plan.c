@@ -746,6 +746,88 @@ static void test_infra_check(void **state)
 		free(as[i].report_json);
 }
 
+/*
+ * Elastic jobs (controller/elastic.h): a lost host restarts a job that
+ * keeps its minimum without a retry, whatever its budget; the restart
+ * waits --elastic-wait for a spare, then goes on with the hosts it has,
+ * but never below the minimum; the lost host's attempt is no move, its
+ * ranks are killed.
+ */
+static enum ctrl_plan_act plan_of(const struct ctrl_plan_in *in,
+				  struct ctrl_plan_out *out)
+{
+	buf_release(&out->text);
+	memset(out, 0, sizeof(*out));
+	buf_init(&out->text, 0);
+	ctrl_plan(in, out);
+	return out->act;
+}
+
+static void test_elastic(void **state)
+{
+	struct ctrl_plan_summary s;
+	struct ctrl_plan_in in;
+	struct ctrl_plan_out out;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	memset(&in, 0, sizeof(in));
+	memset(&out, 0, sizeof(out));
+	buf_init(&s.reason, 0);
+	(void)buf_adds(&s.reason, "InternalServerError: host node3 (algo-3) "
+				  "stopped responding");
+	s.n = 3;
+	s.running = 2;
+	s.failed = 1;
+	s.lost = 1;
+	in.cur = CTRL_JOB_TRAINING;
+	in.attempt = 1;
+	in.s = &s;
+	in.retryable = 1;
+	in.retries_left = 0;
+	in.elastic_min = 2;
+	assert_int_equal(plan_of(&in, &out), CTRL_PLAN_RESTART);
+	assert_true(out.elastic);
+	assert_string_equal(out.actions, "abort");
+	assert_non_null(strstr(out.text.data, "on the 2 hosts left (no retry "
+					      "spent)"));
+	/* Below the minimum, or not elastic: as any job (no retry left). */
+	in.elastic_min = 3;
+	assert_int_equal(plan_of(&in, &out), CTRL_PLAN_FINISH);
+	in.elastic_min = 0;
+	assert_int_equal(plan_of(&in, &out), CTRL_PLAN_FINISH);
+	/* A crash with no host lost is no elastic restart. */
+	in.elastic_min = 2;
+	s.lost = 0;
+	assert_int_equal(plan_of(&in, &out), CTRL_PLAN_FINISH);
+
+	/* Restarting, settled, one of 3 places without a spare. */
+	in.cur = CTRL_JOB_RESTARTING;
+	in.settled = 1;
+	in.slots = 3;
+	in.restart_missing = 1;
+	assert_int_equal(plan_of(&in, &out), CTRL_PLAN_NOTHING);
+	assert_string_equal(out.actions, "abort");
+	in.elastic_wait_over = 1;
+	assert_int_equal(plan_of(&in, &out), CTRL_PLAN_NEXT_ATTEMPT);
+	/* Two missing leave 1 < 2: wait as any job, then fail. */
+	in.restart_missing = 2;
+	assert_int_equal(plan_of(&in, &out), CTRL_PLAN_NOTHING);
+	in.restart_wait_over = 1;
+	assert_int_equal(plan_of(&in, &out), CTRL_PLAN_FINISH);
+	/* A growing job's planned move stops its ranks; a lost host's
+	 * attempt (DB_ATTEMPT_ELASTIC) kills them. */
+	in.restart_missing = 0;
+	in.planned_move = DB_ATTEMPT_MOVED;
+	assert_int_equal(plan_of(&in, &out), CTRL_PLAN_NEXT_ATTEMPT);
+	assert_string_equal(out.actions, "stop");
+	in.planned_move = DB_ATTEMPT_ELASTIC;
+	assert_int_equal(plan_of(&in, &out), CTRL_PLAN_NEXT_ATTEMPT);
+	assert_string_equal(out.actions, "abort");
+	buf_release(&out.text);
+	buf_release(&s.reason);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -754,6 +836,7 @@ int main(void)
 		cmocka_unit_test(test_reason_rank_and_tail),
 		cmocka_unit_test(test_stall_stop),
 		cmocka_unit_test(test_infra_check),
+		cmocka_unit_test(test_elastic),
 	};
 
 	return cmocka_run_group_tests_name("controller/plan", tests, NULL,
