@@ -659,6 +659,25 @@ static void judge_network(struct ctrl_ctx *ctx, const struct db_assignment *as,
 }
 
 /*
+ * Whether the job ran longer than MaxRuntimeInSeconds: from its first
+ * start, less the time it waited in the queue after preemptions (a
+ * requeued job gets back what it had not used, as Slurm's requeue does).
+ */
+static int runtime_exceeded(struct ctrl_ctx *ctx, const struct db_job *job,
+			    int64_t max_ms)
+{
+	int64_t now = time_now_ms(), away = 0;
+	struct buf err = BUF_INIT;
+
+	if (!job->start_ms || !max_ms || now - job->start_ms <= max_ms)
+		return 0;
+	if (db_job_requeued_ms(ctx->db, job->name, now, &away, &err))
+		log_error("job '%s': %s", job->name, err.data);
+	buf_release(&err);
+	return now - job->start_ms - away > max_ms;
+}
+
+/*
  * What ctrl_plan() needs about job's current attempt (attempt > 0): its
  * reports added up, its hosts, its clock and its retry budget. chosen
  * gets the next attempt's hosts when the job is restarting and settled.
@@ -692,8 +711,7 @@ static void gather(struct ctrl_ctx *ctx, const struct db_job *job,
 	in->s = s;
 	in->settled = all_settled(as, lost, n);
 	free(lost);
-	in->runtime_exceeded = job->start_ms && max_ms &&
-			       time_now_ms() - job->start_ms > max_ms;
+	in->runtime_exceeded = runtime_exceeded(ctx, job, max_ms);
 	in->any_drained = ctrl_place_any_drained(ctx, as, n);
 	in->stop_on_stall = stop_on_stall;
 	if (s->failed) {

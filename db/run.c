@@ -253,6 +253,36 @@ int db_job_owner(struct db *db, const char *job, char **owner, struct buf *err)
 	return ret;
 }
 
+int db_job_requeued_ms(struct db *db, const char *job, int64_t now_ms,
+		       int64_t *ms, struct buf *err)
+{
+	void *h;
+	sqlite3 *conn = db__reader_acquire(db, &h);
+	sqlite3_stmt *st = prep(
+		conn,
+		"SELECT coalesce(sum(coalesce((SELECT n.started_ms FROM "
+		"attempts n WHERE n.job_id = a.job_id AND n.attempt = "
+		"a.attempt + 1), ?2) - a.ended_ms), 0) FROM attempts a WHERE "
+		"a.job_id = " JOB_ID " AND a.planned = 2 AND a.ended_ms > 0",
+		err);
+	int ret = ERR_DB;
+
+	*ms = 0;
+	if (st) {
+		db__bind_text(st, 1, job);
+		sqlite3_bind_int64(st, 2, now_ms);
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			*ms = sqlite3_column_int64(st, 0);
+			ret = 0;
+		} else {
+			ret = db__error(conn, "cannot read attempts", err);
+		}
+		sqlite3_finalize(st);
+	}
+	db__reader_release(db, h);
+	return ret;
+}
+
 int db_job_planned_moves(struct db *db, const char *job, int *n,
 			 struct buf *err)
 {

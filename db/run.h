@@ -56,11 +56,19 @@ int db_attempt_set_planned(struct db *db, const char *job, int attempt,
 int db_attempt_planned(struct db *db, const char *job, int attempt,
 		       int *planned, struct buf *err);
 
-/* How many of job's attempts spent no retry. Returns 0 or ERR_DB. */
 /* The owner of job (its creator, "" for old jobs). Returns 0,
  * ERR_NOTFOUND or ERR_DB. Caller frees *owner. */
 int db_job_owner(struct db *db, const char *job, char **owner, struct buf *err);
 
+/* How many of job's attempts spent no retry. Returns 0 or ERR_DB. */
+
+/*
+ * How long job waited in the queue after its preemptions: from each
+ * preempted attempt's end to the next attempt's start (to now_ms while it
+ * waits still), in ms. Returns 0 or ERR_DB.
+ */
+int db_job_requeued_ms(struct db *db, const char *job, int64_t now_ms,
+		       int64_t *ms, struct buf *err);
 int db_job_planned_moves(struct db *db, const char *job, int *n,
 			 struct buf *err);
 

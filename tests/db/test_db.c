@@ -605,6 +605,51 @@ static void test_delete(void **state)
 	buf_release(&err);
 }
 
+/*
+ * The time a job waited in the queue after its preemptions: each
+ * preempted attempt's end to the next one's start, and to now while it
+ * waits; a failed attempt's gap (a restart) does not count.
+ */
+static void test_requeued_ms(void **state)
+{
+	struct fixture *f = *state;
+	const char *hosts[] = { "h1" };
+	struct buf err = BUF_INIT;
+	int64_t ms = -1;
+
+	insert(f->db, "rq-ms", "InProgress", "Training", T0);
+	assert_int_equal(db_job_requeued_ms(f->db, "rq-ms", T0, &ms, &err), 0);
+	assert_int_equal(ms, 0);
+	assert_int_equal(db_attempt_start(f->db, "rq-ms", 1, 4000, hosts, 1,
+					  T0 + 1000, &err),
+			 0);
+	assert_int_equal(db_attempt_end(f->db, "rq-ms", 1, "preempted",
+					T0 + 5000, &err),
+			 0);
+	assert_int_equal(db_attempt_set_planned(f->db, "rq-ms", 1,
+						DB_ATTEMPT_PREEMPTED, &err),
+			 0);
+	/* Waiting in the queue still: to now. */
+	assert_int_equal(db_job_requeued_ms(f->db, "rq-ms", T0 + 8000, &ms,
+					    &err),
+			 0);
+	assert_int_equal(ms, 3000);
+	assert_int_equal(db_attempt_start(f->db, "rq-ms", 2, 4002, hosts, 1,
+					  T0 + 65000, &err),
+			 0);
+	assert_int_equal(db_attempt_end(f->db, "rq-ms", 2, "rank failed",
+					T0 + 70000, &err),
+			 0);
+	assert_int_equal(db_attempt_start(f->db, "rq-ms", 3, 4004, hosts, 1,
+					  T0 + 71000, &err),
+			 0);
+	assert_int_equal(db_job_requeued_ms(f->db, "rq-ms", T0 + 99000, &ms,
+					    &err),
+			 0);
+	assert_int_equal(ms, 60000);
+	buf_release(&err);
+}
+
 /* Drained hosts are kept; moves and preemptions spend no retry. */
 static void test_drains_and_planned(void **state)
 {
@@ -1086,6 +1131,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_failure_reason, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_requeued_ms, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_drains_and_planned, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_jobs_with_status, setup,
