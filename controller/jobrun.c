@@ -13,6 +13,7 @@
 #include "controller/jobrt.h"
 #include "controller/job_state.h"
 #include "controller/jobrun.h"
+#include "controller/moves.h"
 #include "controller/netcheck.h"
 #include "controller/obs/logs.h"
 #include "controller/obs/rulerun.h"
@@ -267,9 +268,9 @@ out:
 	buf_release(&warn);
 }
 
-static void set_actions(struct ctrl_ctx *ctx, const struct db_job *job,
-			const struct db_assignment *as, size_t n,
-			const char *action)
+void ctrl_job_set_actions(struct ctrl_ctx *ctx, const struct db_job *job,
+			  const struct db_assignment *as, size_t n,
+			  const char *action)
 {
 	struct buf err = BUF_INIT;
 	size_t i;
@@ -425,177 +426,6 @@ static void start_next_attempt(struct ctrl_ctx *ctx, const struct db_job *job,
 out:
 	buf_release(&err);
 	buf_release(&msg);
-}
-
-/* Ends job's attempt as a planned move (no retry spent); 0 on error. */
-static int end_as_move(struct ctrl_ctx *ctx, const struct db_job *job,
-		       const char *msg)
-{
-	struct buf err = BUF_INIT;
-	int ok = !db_attempt_end(ctx->db, job->name, job->attempt, msg,
-				 time_now_ms(), &err) &&
-		 !db_attempt_set_planned(ctx->db, job->name, job->attempt,
-					 DB_ATTEMPT_MOVED, &err);
-
-	if (!ok)
-		log_error("job '%s': %s", job->name, err.data);
-	buf_release(&err);
-	return ok;
-}
-
-/* The job goes Restarting for its move, message saying why. */
-static void restarting_for_move(struct ctrl_ctx *ctx, const struct db_job *job,
-				enum ctrl_job_state cur, const char *msg)
-{
-	struct buf err = BUF_INIT;
-
-	if (ctrl_job_transition(ctx, job->name, cur, CTRL_JOB_RESTARTING, msg,
-				NULL, &err))
-		log_error("job '%s': %s", job->name, err.data);
-	log_info("job '%s': %s", job->name, msg);
-	buf_release(&err);
-}
-
-/*
- * A job with a host that was drained moves, when a free host can take
- * each of its drained places: its attempt stops (SIGTERM, the grace
- * period, a last checkpoint sync, as Stop does) and the next one starts
- * on the spares, as a planned move that spends no retry. With no spare
- * free the job trains on where it is (the host shows "draining") and
- * moves once one is. Returns 1 when the move began.
- */
-static int move_off_drained(struct ctrl_ctx *ctx, const struct db_job *job,
-			    enum ctrl_job_state cur,
-			    const struct db_assignment *as, size_t n)
-{
-	const char **chosen = xcalloc(n + 1, sizeof(*chosen));
-	struct buf msg = BUF_INIT, err = BUF_INIT, names = BUF_INIT;
-	struct ctrl_jobrt *rt;
-	size_t i, drained = 0, found = 0;
-	int ret = 0;
-
-	pthread_mutex_lock(&ctx->jobs_lock);
-	rt = ctrl_jobrt_get(ctx, job->name);
-	pthread_mutex_lock(&ctx->hosts_lock);
-	for (i = 0; i < n; i++) {
-		const struct ctrl_host *h = ctrl_hosts_find(ctx, as[i].host);
-
-		if (!h || !h->drained || !ctrl_place_host_live(h) ||
-		    (size_t)as[i].host_index >= n)
-			continue;
-		drained++;
-		chosen[as[i].host_index] =
-			ctrl_place_spare(ctx, rt, as[i].host_index, chosen, n);
-		found += chosen[as[i].host_index] != NULL;
-		(void)buf_addf(&names, "%s'%s' (algo-%d)",
-			       names.len ? ", " : "", h->name,
-			       as[i].host_index + 1);
-	}
-	pthread_mutex_unlock(&ctx->hosts_lock);
-	pthread_mutex_unlock(&ctx->jobs_lock);
-	if (!drained || found < drained ||
-	    !ctrl_job_transition_allowed(cur, CTRL_JOB_RESTARTING))
-		goto out;
-	(void)buf_addf(&msg,
-		       "Planned move: host %s drained. Stopping attempt %d "
-		       "(SIGTERM, then its last checkpoint) to start attempt "
-		       "%d on another host; no retry spent",
-		       names.data, job->attempt, job->attempt + 1);
-	if (end_as_move(ctx, job, msg.data)) {
-		set_actions(ctx, job, as, n, "stop");
-		restarting_for_move(ctx, job, cur, msg.data);
-		ret = 1;
-	}
-out:
-	free(chosen);
-	buf_release(&msg);
-	buf_release(&err);
-	buf_release(&names);
-	return ret;
-}
-
-/*
- * An elastic job training on fewer hosts than it asked for, now that
- * enough are free: a planned move whose next attempt fills every place
- * (controller/elastic.c). Returns 1 when it began.
- */
-static int grow_back(struct ctrl_ctx *ctx, const struct db_job *job,
-		     enum ctrl_job_state cur, const struct db_assignment *as,
-		     size_t n)
-{
-	struct buf msg = BUF_INIT;
-	int want, ret = 0;
-
-	if (!ctrl_elastic_can_grow(ctx, job, n, &want) ||
-	    !ctrl_job_transition_allowed(cur, CTRL_JOB_RESTARTING))
-		return 0;
-	(void)buf_addf(&msg,
-		       "Elastic: %d hosts are free again. Stopping attempt %d "
-		       "on %zu hosts (a checkpoint now, then SIGTERM) to "
-		       "start attempt %d on all %d; no retry spent",
-		       want - (int)n, job->attempt, n, job->attempt + 1, want);
-	if (end_as_move(ctx, job, msg.data)) {
-		set_actions(ctx, job, as, n, "stop");
-		restarting_for_move(ctx, job, cur, msg.data);
-		ret = 1;
-	}
-	buf_release(&msg);
-	return ret;
-}
-
-/*
- * A host failed its infrastructure checks (s->check_failed) before the
- * program started: it is drained with the reason, and the attempt ends
- * as a planned move that spends no retry, the next one on a spare in
- * its place. Returns 0 when no spare is free: then it is an ordinary
- * failure (retried on the same hosts while retries last).
- */
-static int replace_failed_check(struct ctrl_ctx *ctx, const struct db_job *job,
-				enum ctrl_job_state cur,
-				const struct ctrl_plan_summary *s,
-				const struct db_assignment *as, size_t n)
-{
-	const char **chosen = xcalloc(n + 1, sizeof(*chosen));
-	const struct db_assignment *bad = NULL;
-	struct buf msg = BUF_INIT, err = BUF_INIT;
-	const char *spare = NULL, *why;
-	size_t i;
-	int ret = 0;
-
-	for (i = 0; i < n; i++) {
-		if ((size_t)as[i].host_index < n)
-			chosen[as[i].host_index] = as[i].host;
-		if (as[i].host_index + 1 == s->check_failed)
-			bad = &as[i];
-	}
-	if (bad) {
-		pthread_mutex_lock(&ctx->jobs_lock);
-		pthread_mutex_lock(&ctx->hosts_lock);
-		spare = ctrl_place_spare(ctx, ctrl_jobrt_get(ctx, job->name),
-					 bad->host_index, chosen, n);
-		pthread_mutex_unlock(&ctx->hosts_lock);
-		pthread_mutex_unlock(&ctx->jobs_lock);
-	}
-	if (!spare)
-		goto out;
-	/* "InternalServerError: Infrastructure check failed on ..." */
-	why = strstr(s->reason.data, "Infrastructure");
-	(void)buf_addf(&msg, "%s; replaced by %s", why ? why : s->reason.data,
-		       spare);
-	if (db_host_drain_set(ctx->db, bad->host, why, time_now_ms(), &err)) {
-		log_error("job '%s': %s", job->name, err.data);
-		goto out;
-	}
-	if (end_as_move(ctx, job, msg.data)) {
-		ctrl_hosts_load_drains(ctx);
-		restarting_for_move(ctx, job, cur, msg.data);
-		ret = 1;
-	}
-out:
-	free(chosen);
-	buf_release(&msg);
-	buf_release(&err);
-	return ret;
 }
 
 /*
@@ -945,9 +775,9 @@ static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 	struct buf err = BUF_INIT;
 
 	if (o->actions)
-		set_actions(ctx, job, as, n, o->actions);
+		ctrl_job_set_actions(ctx, job, as, n, o->actions);
 	if (o->stop_followers)
-		set_actions(ctx, job, as, n, "stop");
+		ctrl_job_set_actions(ctx, job, as, n, "stop");
 	switch (o->act) {
 	case CTRL_PLAN_PLACE:
 		/* The scheduler's pass places it (sched/pass.h). */
@@ -973,7 +803,7 @@ static void carry_out(struct ctrl_ctx *ctx, const struct db_job *job,
 					 "MaxRuntimeInSeconds exceeded: "
 					 "stopping the training job",
 					 NULL, &err))
-			set_actions(ctx, job, as, n, "stop");
+			ctrl_job_set_actions(ctx, job, as, n, "stop");
 		break;
 	case CTRL_PLAN_RESTART:
 		if (s->hung && job->rule_statuses)
@@ -1051,8 +881,8 @@ static void step(struct ctrl_ctx *ctx, const char *name, int *busy_valid)
 	ctrl_plan(&in, &out);
 	if (out.act == CTRL_PLAN_REPLACE) {
 		ctrl_place_busy_refresh(ctx, busy_valid);
-		if (replace_failed_check(ctx, &job, cur, &s, as, n)) {
-			set_actions(ctx, &job, as, n, out.actions);
+		if (ctrl_move_replace_failed_check(ctx, &job, cur, &s, as, n)) {
+			ctrl_job_set_actions(ctx, &job, as, n, out.actions);
 			goto out;
 		}
 		in.check_replace_failed = 1;
@@ -1060,11 +890,11 @@ static void step(struct ctrl_ctx *ctx, const char *name, int *busy_valid)
 	}
 	/* Training on, every rank running: an elastic job may grow. */
 	if (cur == CTRL_JOB_TRAINING && out.act == CTRL_PLAN_ADVANCE &&
-	    out.to == CTRL_JOB_TRAINING && grow_back(ctx, &job, cur, as, n))
+	    out.to == CTRL_JOB_TRAINING && ctrl_move_grow_back(ctx, &job, cur, as, n))
 		goto out;
 	if (out.act == CTRL_PLAN_MOVE) {
 		ctrl_place_busy_refresh(ctx, busy_valid);
-		if (move_off_drained(ctx, &job, cur, as, n))
+		if (ctrl_move_off_drained(ctx, &job, cur, as, n))
 			goto out;
 		/* No spare for every drained place: train on, and look at
 		 * the rest. */

@@ -7,6 +7,8 @@
  * Failed, Stopped, MaxRuntimeExceeded), collecting the model.
  */
 struct ctrl_ctx;
+struct db_job;
+struct db_assignment;
 
 struct buf;
 
@@ -21,6 +23,12 @@ void ctrl_jobs_reconcile(struct ctrl_ctx *ctx, char *const *names,
 			 size_t n_names, int full);
 
 #define CTRL_FULL_PASS_MS 1000
+
+/* Sets every host's action of job's attempt (as[0..n)): "stop",
+ * "abort" or "run"; the hosts are told at once. */
+void ctrl_job_set_actions(struct ctrl_ctx *ctx, const struct db_job *job,
+			  const struct db_assignment *as, size_t n,
+			  const char *action);
 
 /*
  * Preempts job name's running attempt to free its hosts for another job:
