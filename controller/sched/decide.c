@@ -705,11 +705,36 @@ static void consider(struct ctrl_sched_state *st, size_t j)
 	explain(st, j, &v);
 }
 
+/*
+ * The jobs that earlier decisions preempted for go first, in submission
+ * order: the hosts their victims release are theirs, not the next job's
+ * of a share that sorts earlier now (a borrower placed again on the hosts
+ * it was preempted from, then preempted again, was the thrash this
+ * prevents). Returns which jobs it looked at, NULL when none.
+ */
+static char *consider_claimed(struct ctrl_sched_state *st)
+{
+	char *done = NULL;
+	size_t j;
+
+	for (j = 0; j < st->in->n_queued; j++) {
+		if (!st->in->queued[j].claimed)
+			continue;
+		if (!done)
+			done = xcalloc(st->in->n_queued, 1);
+		done[j] = 1;
+		consider(st, j);
+		requeue(st, st->in->queued[j].share);
+	}
+	return done;
+}
+
 void ctrl_sched_decide(const struct ctrl_sched_in *in,
 		       struct ctrl_sched_out *out)
 {
 	struct ctrl_sched_in safe;
 	struct ctrl_sched_state st;
+	char *done;
 
 	memset(out, 0, sizeof(*out));
 	out->position = xcalloc(in->n_queued + 1, sizeof(size_t));
@@ -722,10 +747,13 @@ void ctrl_sched_decide(const struct ctrl_sched_in *in,
 	safe.n_queued = in->queued ? in->n_queued : 0;
 	ctrl_sched_state_init(&st, &safe, out);
 	setup_heap(&st);
+	done = consider_claimed(&st);
 	while (st.nheap) {
 		size_t s = st.heap[0];
+		size_t j = st.jobs[st.jcur[s]++];
 
-		consider(&st, st.jobs[st.jcur[s]++]);
+		if (!done || !done[j])
+			consider(&st, j);
 		if (st.jcur[s] == st.jbeg[s + 1]) {
 			heap_pop(&st);
 			continue;
@@ -733,6 +761,7 @@ void ctrl_sched_decide(const struct ctrl_sched_in *in,
 		refresh(&st, s);
 		heap_fix(&st, 0);
 	}
+	free(done);
 	ctrl_sched_state_release(&st);
 }
 

@@ -138,6 +138,9 @@ struct ctrl_sched_queued {
 	int priority;	       /* schedulingPriority, higher first */
 	int64_t seq;	       /* submission order, lower first */
 	int64_t max_runtime_s; /* 0: unknown (no backfill before a head) */
+	/* Jobs were preempted for it (an earlier decision): it is looked
+	 * at before every other, so that the hosts they release go to it. */
+	int claimed;
 };
 
 struct ctrl_sched_in {

@@ -44,9 +44,21 @@ struct mem_entry {
 	int64_t decay_s;
 };
 
+/* A job the scheduler preempted for: it goes first until it starts, or
+ * until its victims should long have released their hosts. */
+struct claim {
+	char *job;
+	int64_t until_ms;
+};
+
+/* After the grace period, how long a claim still holds. */
+#define CLAIM_SLACK_MS 60000
+
 struct ctrl_sched_mem {
 	struct mem_entry *v;
 	size_t n, alloc;
+	struct claim *claims;
+	size_t n_claims, a_claims;
 	int64_t last_ms; /* usage accounted up to */
 	int64_t pass_ms; /* the last pass */
 	int64_t took_ms; /* how long it took */
@@ -65,6 +77,9 @@ void ctrl_sched_mem_free(struct ctrl_sched_mem *m)
 	for (i = 0; i < m->n; i++)
 		free(m->v[i].key);
 	free(m->v);
+	for (i = 0; i < m->n_claims; i++)
+		free(m->claims[i].job);
+	free(m->claims);
 	strvec_release(&m->note_names);
 	strvec_release(&m->note_msgs);
 	free(m);
@@ -81,6 +96,49 @@ static struct mem_entry *mem_get(struct ctrl_sched_mem *m, const char *key)
 	memset(&m->v[m->n], 0, sizeof(m->v[m->n]));
 	m->v[m->n].key = xstrdup(key);
 	return &m->v[m->n++];
+}
+
+/* Whether job is claimed: preempted for and not started yet. */
+static int claimed(const struct ctrl_sched_mem *m, const char *job)
+{
+	size_t i;
+
+	for (i = 0; i < m->n_claims; i++)
+		if (!strcmp(m->claims[i].job, job))
+			return 1;
+	return 0;
+}
+
+/* Drops job's claim (it started), or every claim past its time. */
+static void claims_drop(struct ctrl_sched_mem *m, const char *job,
+			int64_t now)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < m->n_claims; i++) {
+		if ((job && !strcmp(m->claims[i].job, job)) ||
+		    (!job && m->claims[i].until_ms < now)) {
+			free(m->claims[i].job);
+			continue;
+		}
+		m->claims[k++] = m->claims[i];
+	}
+	m->n_claims = k;
+}
+
+static void claim_add(struct ctrl_sched_mem *m, const char *job,
+		      int64_t until_ms)
+{
+	size_t i;
+
+	for (i = 0; i < m->n_claims; i++)
+		if (!strcmp(m->claims[i].job, job)) {
+			m->claims[i].until_ms = until_ms;
+			return;
+		}
+	ALLOC_GROW(m->claims, m->n_claims + 1, m->a_claims);
+	m->claims[m->n_claims].job = xstrdup(job);
+	m->claims[m->n_claims++].until_ms = until_ms;
 }
 
 /* Everything one pass builds; released by pass_release(). */
@@ -412,6 +470,8 @@ static void add_queued(struct pass *p, size_t k)
 	q->priority = j->priority;
 	q->seq = j->id;
 	q->max_runtime_s = max_runtime_s(p->ctx, j->name);
+	q->claimed = p->ctx->sched->n_claims &&
+		     claimed(p->ctx->sched, j->name);
 }
 
 /* Whether job j waits for hosts: queued, or queued again (preempted). */
@@ -696,6 +756,9 @@ static void apply_preempt(struct pass *p, const struct ctrl_sched_preempt *pr)
 	if (ret)
 		log_warn("scheduler: cannot preempt job '%s': %s", v->name,
 			 err.data);
+	else
+		claim_add(p->ctx->sched, for_job->name,
+			  p->now + p->ctx->cfg.grace_ms + CLAIM_SLACK_MS);
 	buf_release(&why);
 	buf_release(&err);
 }
@@ -724,6 +787,7 @@ static void apply(struct pass *p, const struct ctrl_sched_out *o,
 			names[k] = p->hosts[s->hosts[k]].name;
 		ctrl_job_place(p->ctx, j->name, names, (size_t)j->count,
 			       busy_valid);
+		claims_drop(p->ctx->sched, j->name, p->now);
 		/* counted against its environment for the starts after it */
 		p->queued[s->job].id = -1;
 	}
@@ -850,6 +914,7 @@ int ctrl_sched_pass(struct ctrl_ctx *ctx, int *busy_valid, int freed)
 	}
 	flush_notes(ctx);
 	ctx->sched->pass_ms = p.now;
+	claims_drop(ctx->sched, NULL, p.now);
 	t0 = time_mono_us();
 	if (gather(&p)) {
 		pass_release(&p);

@@ -59,6 +59,7 @@ struct q_row {
 	int prio;
 	int64_t seq;
 	int64_t max_rt;
+	int claimed;
 };
 
 struct row {
@@ -101,6 +102,9 @@ struct row {
 	.prio = (p), .seq = (q) }
 #define QT(s, c, q, rt) { .share = (s), .type = GPU, .count = (c), \
 	.seq = (q), .max_rt = (rt) }
+/* A queued job that an earlier decision preempted for. */
+#define QC(s, c, q) { .share = (s), .type = GPU, .count = (c), .seq = (q), \
+	.claimed = 1 }
 #define SEC(x) (NOW + (x) * 1000)
 
 static const struct row rows[] = {
@@ -109,6 +113,24 @@ static const struct row rows[] = {
 	  .hosts = { H4 }, .shares = { QUOTA("a", 2, CTRL_SCHED_RESERVE, 0) },
 	  .queued = { Q(0, 2, 0) },
 	  .starts = "q0=h1,h2" },
+	/* A share's first job larger than its guarantee leaves it not owed,
+	 * so an older borrower sorts first and takes what a preemption for
+	 * the share's second job released; the claim gives those hosts to
+	 * the job they were released for. */
+	{ .name = "without a claim, an older borrower takes released hosts",
+	  .hosts = { H4 },
+	  .shares = { QUOTA("a", 2, LAB, -1), QUOTA("b", 1, LAB, -1),
+		      QUOTA("c", 1, LAB, -1) },
+	  .running = { RUN(1, 1, 0, 0, 2), RUN(2, 1, 0, 0, 3) },
+	  .queued = { Q(2, 2, 0), Q(0, 4, 1), Q(0, 2, 2) },
+	  .starts = "q0=h1,h2" },
+	{ .name = "hosts a preemption released go to the job it was for",
+	  .hosts = { H4 },
+	  .shares = { QUOTA("a", 2, LAB, -1), QUOTA("b", 1, LAB, -1),
+		      QUOTA("c", 1, LAB, -1) },
+	  .running = { RUN(1, 1, 0, 0, 2), RUN(2, 1, 0, 0, 3) },
+	  .queued = { Q(2, 2, 0), Q(0, 4, 1), QC(0, 2, 2) },
+	  .starts = "q2=h1,h2" },
 	{ .name = "RESERVE never borrows",
 	  .hosts = { H4 }, .shares = { QUOTA("a", 2, CTRL_SCHED_RESERVE, 0) },
 	  .queued = { Q(0, 2, 0), Q(0, 1, 1) },
@@ -560,6 +582,7 @@ static void build(const struct row *r, struct built *b)
 		o->priority = x->prio;
 		o->seq = x->seq;
 		o->max_runtime_s = x->max_rt;
+		o->claimed = x->claimed;
 	}
 	b->in.queued = b->queued;
 	b->in.n_queued = i;
