@@ -94,6 +94,8 @@ def case_shrink_grow(tap, ns, sm):
         info["down"] = False
         t0 = time.time()
         wait_attempt_step(ns, name, 3, "algo-3", 1, 90)
+        # algo-1's resume line comes before its first step.
+        wait_attempt_step(ns, name, 3, "algo-1", 1, 30)
         d = sm.describe_training_job(TrainingJobName=name)
         expect(any(m.startswith("Elastic: 1 hosts are free again") for m in messages(d)),
                "transitions: %s" % messages(d))
