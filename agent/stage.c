@@ -21,6 +21,7 @@
 #include "agent/ident.h"
 #include "agent/jobdir.h"
 #include "agent/locations.h"
+#include "agent/memckpt.h"
 #include "agent/pipe.h"
 #include "agent/podman.h"
 #include "agent/fwcheck.h"
@@ -464,6 +465,45 @@ static int prepare_python(const struct api_assignment *s, const char *dir,
 	return ret;
 }
 
+/*
+ * A retry restores from this host's copy in memory (agent/memckpt.h)
+ * when it holds the published checkpoint: 1 when done, 0 when the store
+ * restores as before. The log line names the source.
+ */
+static int restore_from_memory(struct stage_job *sj, struct stor *st,
+			       const char *ckpt, int fd)
+{
+	const struct agent_config *cfg = &sj->ctx->cfg;
+	const struct api_assignment *s = &sj->a->spec;
+	struct agent_memckpt_restore r;
+	struct buf err = BUF_INIT;
+	int64_t t0 = time_mono_ms();
+	char *root;
+	int ret;
+
+	if (cfg->memckpt_mb <= 0 || !s->job_uid)
+		return 0;
+	root = agent_memckpt_root(cfg->memckpt_dir, cfg->host);
+	ret = agent_memckpt_restore(st, s->checkpoint_s3_uri, root, s->job_uid,
+				    ckpt, &r, &err);
+	if (!ret)
+		agent_task_say(fd,
+			       "log checkpoint: step %lld restored in %lld ms "
+			       "(source: memory): %zu folders (%lld bytes) "
+			       "from memory, %zu (%lld bytes) from %s",
+			       r.step, (long long)(time_mono_ms() - t0),
+			       r.from_mem, (long long)r.mem_bytes, r.from_stor,
+			       (long long)r.stor_bytes, s->checkpoint_s3_uri);
+	else if (ret != ERR_NOTFOUND)
+		agent_task_say(fd,
+			       "log checkpoint: no restore from memory (%s); "
+			       "from the store instead",
+			       err.data);
+	free(root);
+	buf_release(&err);
+	return !ret;
+}
+
 static int stage_main(void *arg, int fd)
 {
 	struct stage_job *sj = arg;
@@ -494,16 +534,20 @@ static int stage_main(void *arg, int fd)
 				       strerror(errno));
 			ret = ERR_IO;
 		}
-		if (!ret)
+		if (!ret && !restore_from_memory(sj, st, ckpt, fd)) {
 			ret = stor_get_prefix(st, s->checkpoint_s3_uri, ckpt,
 					      &stats, &err);
+			if (!ret)
+				agent_task_say(fd,
+					       "log checkpoint: %zu files "
+					       "(%lld bytes) restored from %s "
+					       "(source: store)",
+					       stats.files,
+					       (long long)stats.bytes,
+					       s->checkpoint_s3_uri);
+		}
 		if (ret)
 			goto out;
-		agent_task_say(fd,
-			       "log checkpoint: %zu files (%lld bytes) "
-			       "restored from %s",
-			       stats.files, (long long)stats.bytes,
-			       s->checkpoint_s3_uri);
 	}
 	if (has_downloads(s))
 		agent_task_say(fd, "phase downloading");
