@@ -275,8 +275,22 @@ void agent_config_fill_defaults(struct agent_config *cfg)
 		cfg->keep_jobs = 0;
 	if (cfg->telemetry_ms < 0)
 		cfg->telemetry_ms = AGENT_TELEMETRY_MS;
+	/* The environment gives the defaults too: trainctld's own agents
+	 * (--local-hosts) inherit its environment. */
+	if (cfg->memckpt_mb < 0 && getenv("TRAINCTL_MEMORY_CHECKPOINT_MB")) {
+		struct buf e = BUF_INIT;
+
+		if (opt_parse_long("TRAINCTL_MEMORY_CHECKPOINT_MB",
+				   getenv("TRAINCTL_MEMORY_CHECKPOINT_MB"), 0,
+				   1 << 24, &cfg->memckpt_mb, &e))
+			cfg->memckpt_mb = -1;
+		buf_release(&e);
+	}
 	if (cfg->memckpt_mb < 0)
 		cfg->memckpt_mb = 0;
+	if (!cfg->memckpt_dir && getenv("TRAINCTL_MEMORY_CHECKPOINT_DIR"))
+		cfg->memckpt_dir =
+			xstrdup(getenv("TRAINCTL_MEMORY_CHECKPOINT_DIR"));
 	if (!cfg->memckpt_dir)
 		cfg->memckpt_dir = xstrdup(AGENT_MEMCKPT_DIR);
 }

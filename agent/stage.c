@@ -488,7 +488,7 @@ static int restore_from_memory(struct stage_job *sj, struct stor *st,
 				    ckpt, &r, &err);
 	if (!ret)
 		agent_task_say(fd,
-			       "log checkpoint: step %lld restored in %lld ms "
+			       "note checkpoint: step %lld restored in %lld ms "
 			       "(source: memory): %zu folders (%lld bytes) "
 			       "from memory, %zu (%lld bytes) from %s",
 			       r.step, (long long)(time_mono_ms() - t0),
@@ -539,7 +539,7 @@ static int stage_main(void *arg, int fd)
 					      &stats, &err);
 			if (!ret)
 				agent_task_say(fd,
-					       "log checkpoint: %zu files "
+					       "note checkpoint: %zu files "
 					       "(%lld bytes) restored from %s "
 					       "(source: store)",
 					       stats.files,
