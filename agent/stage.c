@@ -504,16 +504,50 @@ static int restore_from_memory(struct stage_job *sj, struct stor *st,
 	return !ret;
 }
 
+/* The checkpoint folder restored: from memory when it can, else the
+ * whole prefix from the store; the job's log says which. */
+static int stage_checkpoint(struct stage_job *sj, struct stor *st, int fd,
+			    struct buf *err)
+{
+	const struct api_assignment *s = &sj->a->spec;
+	struct stor_sync_stats stats;
+	char *ckpt;
+	int64_t t0;
+	int ret;
+
+	ckpt = agent_jobdir_checkpoint_path(sj->a->dir,
+					    s->checkpoint_local_path);
+	memset(&stats, 0, sizeof(stats));
+	ret = check_uri(s, "checkpoint", s->checkpoint_s3_uri, err);
+	if (!ret && fs_mkdir_p(ckpt, 0755, NULL)) {
+		(void)buf_addf(err, "cannot create %s: %s", ckpt,
+			       strerror(errno));
+		ret = ERR_IO;
+	}
+	if (ret || restore_from_memory(sj, st, ckpt, fd))
+		goto out;
+	t0 = time_mono_ms();
+	ret = stor_get_prefix(st, s->checkpoint_s3_uri, ckpt, &stats, err);
+	if (!ret)
+		agent_task_say(fd,
+			       "note checkpoint: %zu files (%lld bytes) "
+			       "restored in %lld ms from %s (source: store)",
+			       stats.files, (long long)stats.bytes,
+			       (long long)(time_mono_ms() - t0),
+			       s->checkpoint_s3_uri);
+out:
+	free(ckpt);
+	return ret;
+}
+
 static int stage_main(void *arg, int fd)
 {
 	struct stage_job *sj = arg;
 	const struct api_assignment *s = &sj->a->spec;
 	const char *dir = sj->a->dir;
 	struct stor_config cfg;
-	struct stor_sync_stats stats;
 	struct stor *st = NULL;
 	struct buf err = BUF_INIT;
-	char *ckpt = NULL;
 	size_t i;
 	int ret;
 
@@ -524,31 +558,10 @@ static int stage_main(void *arg, int fd)
 	ret = ret ? ret : stor_open(&cfg, &st, &err);
 	if (ret)
 		goto out;
-	if (s->checkpoint_s3_uri && *s->checkpoint_s3_uri) {
-		ckpt = agent_jobdir_checkpoint_path(dir,
-						    s->checkpoint_local_path);
-		memset(&stats, 0, sizeof(stats));
-		ret = check_uri(s, "checkpoint", s->checkpoint_s3_uri, &err);
-		if (!ret && fs_mkdir_p(ckpt, 0755, NULL)) {
-			(void)buf_addf(&err, "cannot create %s: %s", ckpt,
-				       strerror(errno));
-			ret = ERR_IO;
-		}
-		if (!ret && !restore_from_memory(sj, st, ckpt, fd)) {
-			ret = stor_get_prefix(st, s->checkpoint_s3_uri, ckpt,
-					      &stats, &err);
-			if (!ret)
-				agent_task_say(fd,
-					       "note checkpoint: %zu files "
-					       "(%lld bytes) restored from %s "
-					       "(source: store)",
-					       stats.files,
-					       (long long)stats.bytes,
-					       s->checkpoint_s3_uri);
-		}
-		if (ret)
-			goto out;
-	}
+	if (s->checkpoint_s3_uri && *s->checkpoint_s3_uri)
+		ret = stage_checkpoint(sj, st, fd, &err);
+	if (ret)
+		goto out;
 	if (has_downloads(s))
 		agent_task_say(fd, "phase downloading");
 	for (i = 0; i < s->n_channels && !ret; i++)
@@ -567,7 +580,6 @@ out:
 	if (st)
 		stor_close(st);
 	stor_config_release(&cfg);
-	free(ckpt);
 	buf_release(&err);
 	return ret ? 1 : 0;
 }
