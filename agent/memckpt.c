@@ -146,7 +146,8 @@ int agent_memckpt_plan(const char *const *keys, size_t n, long long *step)
 
 /* --- files ------------------------------------------------------------ */
 
-static int copy_file(const char *src, const char *dst, int64_t *bytes)
+static int copy_file(const char *src, const char *dst, mode_t mode,
+		     int64_t *bytes)
 {
 	struct stat sb;
 	int in, out, ret = 0;
@@ -160,7 +161,7 @@ static int copy_file(const char *src, const char *dst, int64_t *bytes)
 		return ERR_IO;
 	}
 	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-		   0600);
+		   mode);
 	if (out < 0) {
 		close(in);
 		return ERR_IO;
@@ -186,11 +187,12 @@ static int copy_file(const char *src, const char *dst, int64_t *bytes)
 
 /*
  * Copies the plain files of folder src into a new folder dst (through a
- * temporary name beside it, renamed into place). The bytes copied are
- * added to *bytes.
+ * temporary name beside it, renamed into place): private (0700/0600) in
+ * memory, 0755/0644 as the store's restore makes them in the checkpoint
+ * folder. The bytes copied are added to *bytes.
  */
-static int copy_folder(const char *src, const char *dst, int64_t *bytes,
-		       struct buf *err)
+static int copy_folder(const char *src, const char *dst, int private,
+		       int64_t *bytes, struct buf *err)
 {
 	struct buf tmp = BUF_INIT, a = BUF_INIT, b = BUF_INIT;
 	const char *slash = strrchr(dst, '/');
@@ -202,7 +204,7 @@ static int copy_folder(const char *src, const char *dst, int64_t *bytes,
 	(void)buf_addf(&tmp, ".tmp-%s.%ld", slash + 1, (long)getpid());
 	(void)fs_remove_tree(tmp.data);
 	d = opendir(src);
-	if (!d || mkdir(tmp.data, 0700)) {
+	if (!d || mkdir(tmp.data, private ? 0700 : 0755)) {
 		(void)buf_addf(err, "%s: %s", d ? tmp.data : src,
 			       strerror(errno));
 		if (d)
@@ -218,7 +220,7 @@ static int copy_folder(const char *src, const char *dst, int64_t *bytes,
 		buf_reset(&b);
 		(void)buf_addf(&a, "%s/%s", src, e->d_name);
 		(void)buf_addf(&b, "%s/%s", tmp.data, e->d_name);
-		ret = copy_file(a.data, b.data, bytes);
+		ret = copy_file(a.data, b.data, private ? 0600 : 0644, bytes);
 		if (ret)
 			(void)buf_addf(err, "copying %s: %s", a.data,
 				       strerror(errno));
@@ -470,7 +472,7 @@ int agent_memckpt_keep(const char *root, const char *uid, int attempt,
 		(void)buf_addf(&a, "%s/%s", ckpt_dir, l[i].name);
 		(void)buf_addf(&b, "%s/%s.a%d", jdir, l[i].name, attempt);
 		mark_named(m, nm, used, b.data + strlen(jdir) + 1);
-		ret = copy_folder(a.data, b.data, &st->bytes, err);
+		ret = copy_folder(a.data, b.data, 1, &st->bytes, err);
 		if (!ret)
 			st->folders++;
 	}
@@ -593,7 +595,7 @@ static int restore_folder(struct stor *st, const struct stored *s,
 
 	(void)buf_addf(&dst, "%s/%s", ckpt_dir, folder);
 	if (src) {
-		ret = copy_folder(src, dst.data, &out->mem_bytes, err);
+		ret = copy_folder(src, dst.data, 0, &out->mem_bytes, err);
 		out->from_mem += !ret;
 		goto out;
 	}
