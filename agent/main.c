@@ -140,8 +140,11 @@ static void make_boot_id(char *out, size_t size)
 static void prepare_memckpt(struct agent_config *cfg)
 {
 	struct buf err = BUF_INIT;
-	char *root = agent_memckpt_root(cfg->memckpt_dir, cfg->host);
+	char *root;
 
+	if (cfg->memckpt_mb <= 0)
+		return;
+	root = agent_memckpt_root(cfg->memckpt_dir, cfg->host);
 	if (agent_memckpt_prepare(root, &err)) {
 		log_warn("no checkpoints kept in memory: %s", err.data);
 		cfg->memckpt_mb = 0;
@@ -258,8 +261,7 @@ int main(int argc, char **argv)
 		log_info("no private /opt/ml (%s): SM_* point into the job "
 			 "directories",
 			 why.data);
-	if (ctx.cfg.memckpt_mb > 0)
-		prepare_memckpt(&ctx.cfg);
+	prepare_memckpt(&ctx.cfg);
 	agent_logq_init(&ctx.logq, AGENT_LOGQ_MAX);
 	agent_session_init(&ctx);
 	agent_images_init(&ctx);
