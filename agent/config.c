@@ -30,6 +30,7 @@ void agent_config_init(struct agent_config *cfg)
 	cfg->token_stdin = -1;
 	cfg->keep_jobs = -1;
 	cfg->telemetry_ms = -1;
+	cfg->memckpt_mb = -1;
 }
 
 enum {
@@ -45,6 +46,8 @@ enum {
 	OPT_KEEP_JOBS,
 	OPT_CA_FILE,
 	OPT_TELEMETRY_MS,
+	OPT_MEMCKPT_MB,
+	OPT_MEMCKPT_DIR,
 };
 
 static const struct option options[] = {
@@ -58,6 +61,8 @@ static const struct option options[] = {
 	{ "keep-jobs", no_argument, NULL, OPT_KEEP_JOBS },
 	{ "ca-file", required_argument, NULL, OPT_CA_FILE },
 	{ "telemetry-ms", required_argument, NULL, OPT_TELEMETRY_MS },
+	{ "memory-checkpoint-mb", required_argument, NULL, OPT_MEMCKPT_MB },
+	{ "memory-checkpoint-dir", required_argument, NULL, OPT_MEMCKPT_DIR },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -68,7 +73,8 @@ void agent_usage(void)
 	fputs("usage: trainagent --controller URL --host NAME [--work-dir DIR]\n"
 	      "                  [--cpus N] [--gpus N] [--address ADDR]\n"
 	      "                  [--token-stdin] [--keep-jobs]\n"
-	      "                  [--telemetry-ms MS] [-v]...\n"
+	      "                  [--telemetry-ms MS] [--memory-checkpoint-mb N]\n"
+	      "                  [--memory-checkpoint-dir DIR] [-v]...\n"
 	      "\n"
 	      "  --controller   trainctld's URL (http://127.0.0.1:8080)\n"
 	      "  --host         this host's name in the controller's inventory\n"
@@ -86,6 +92,11 @@ void agent_usage(void)
 	      "  --telemetry-ms MS  sample CPU, memory, disk, network and\n"
 	      "                 GPUs every MS ms for the controller (5000;\n"
 	      "                 0: off)\n"
+	      "  --memory-checkpoint-mb N  keep each job's latest checkpoints\n"
+	      "                 in memory, up to N MiB per job, and restore\n"
+	      "                 a retry from there (0: off, the default)\n"
+	      "  --memory-checkpoint-dir DIR  where (a tmpfs folder;\n"
+	      "                 " AGENT_MEMCKPT_DIR ")\n"
 	      "  -v             more logging (repeatable)\n",
 	      stderr);
 }
@@ -150,6 +161,14 @@ int agent_config_parse_args(struct agent_config *cfg, int argc, char **argv,
 			if (opt_parse_long("telemetry-ms", optarg, 0, 3600000,
 					   &cfg->telemetry_ms, err))
 				return ERR_INVALID;
+			break;
+		case OPT_MEMCKPT_MB:
+			if (opt_parse_long("memory-checkpoint-mb", optarg, 0,
+					   1 << 24, &cfg->memckpt_mb, err))
+				return ERR_INVALID;
+			break;
+		case OPT_MEMCKPT_DIR:
+			set_str(&cfg->memckpt_dir, optarg);
 			break;
 		case OPT_VERBOSE:
 			cfg->verbose++;
@@ -256,6 +275,24 @@ void agent_config_fill_defaults(struct agent_config *cfg)
 		cfg->keep_jobs = 0;
 	if (cfg->telemetry_ms < 0)
 		cfg->telemetry_ms = AGENT_TELEMETRY_MS;
+	/* The environment gives the defaults too: trainctld's own agents
+	 * (--local-hosts) inherit its environment. */
+	if (cfg->memckpt_mb < 0 && getenv("TRAINCTL_MEMORY_CHECKPOINT_MB")) {
+		struct buf e = BUF_INIT;
+
+		if (opt_parse_long("TRAINCTL_MEMORY_CHECKPOINT_MB",
+				   getenv("TRAINCTL_MEMORY_CHECKPOINT_MB"), 0,
+				   1 << 24, &cfg->memckpt_mb, &e))
+			cfg->memckpt_mb = -1;
+		buf_release(&e);
+	}
+	if (cfg->memckpt_mb < 0)
+		cfg->memckpt_mb = 0;
+	if (!cfg->memckpt_dir && getenv("TRAINCTL_MEMORY_CHECKPOINT_DIR"))
+		cfg->memckpt_dir =
+			xstrdup(getenv("TRAINCTL_MEMORY_CHECKPOINT_DIR"));
+	if (!cfg->memckpt_dir)
+		cfg->memckpt_dir = xstrdup(AGENT_MEMCKPT_DIR);
 }
 
 static int name_ok(const char *s)
@@ -303,6 +340,13 @@ int agent_config_check(const struct agent_config *cfg, struct buf *err)
 			       cfg->work_dir);
 		return ERR_INVALID;
 	}
+	if (cfg->memckpt_dir && cfg->memckpt_dir[0] != '/') {
+		(void)buf_addf(err,
+			       "memory checkpoint folder '%s' must be "
+			       "absolute",
+			       cfg->memckpt_dir);
+		return ERR_INVALID;
+	}
 	return 0;
 }
 
@@ -313,5 +357,6 @@ void agent_config_release(struct agent_config *cfg)
 	free(cfg->work_dir);
 	free(cfg->address);
 	free(cfg->ca_file);
+	free(cfg->memckpt_dir);
 	agent_config_init(cfg);
 }

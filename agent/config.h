@@ -25,7 +25,14 @@ struct agent_config {
 	 * at provisioning), NULL: system CAs */
 	char *ca_file;
 	long telemetry_ms; /* --telemetry-ms: sampling interval, 0: off */
+	/* --memory-checkpoint-mb: the job's latest checkpoints kept in
+	 * memory, at most this many MiB per job (0: off); under
+	 * --memory-checkpoint-dir/<host> (agent/memckpt.h) */
+	long memckpt_mb;
+	char *memckpt_dir;
 };
+
+#define AGENT_MEMCKPT_DIR "/dev/shm/trainctl-checkpoints"
 
 void agent_config_init(struct agent_config *cfg);
 

@@ -25,6 +25,7 @@
 #include "agent/http.h"
 #include "agent/images.h"
 #include "agent/lease.h"
+#include "agent/memckpt.h"
 #include "agent/logq.h"
 #include "agent/loop.h"
 #include "agent/mpi.h"
@@ -135,6 +136,28 @@ static void make_boot_id(char *out, size_t size)
  * Two agents on one work directory would fight over its jobs. Returns the
  * locked fd and *lock_path (malloc'ed), or -1 with err set.
  */
+/* The folder of the checkpoints kept in memory; without it, none are. */
+static void prepare_memckpt(struct agent_config *cfg)
+{
+	struct buf err = BUF_INIT;
+	char *root;
+
+	if (cfg->memckpt_mb <= 0)
+		return;
+	root = agent_memckpt_root(cfg->memckpt_dir, cfg->host);
+	if (agent_memckpt_prepare(root, &err)) {
+		log_warn("no checkpoints kept in memory: %s", err.data);
+		cfg->memckpt_mb = 0;
+	} else {
+		agent_memckpt_sweep(root, NULL);
+		log_info("checkpoints kept in memory under %s, up to %ld MiB "
+			 "per job",
+			 root, cfg->memckpt_mb);
+	}
+	free(root);
+	buf_release(&err);
+}
+
 static int lock_work_dir(const char *dir, char **lock_path, struct buf *err)
 {
 	struct buf path = BUF_INIT;
@@ -238,6 +261,7 @@ int main(int argc, char **argv)
 		log_info("no private /opt/ml (%s): SM_* point into the job "
 			 "directories",
 			 why.data);
+	prepare_memckpt(&ctx.cfg);
 	agent_logq_init(&ctx.logq, AGENT_LOGQ_MAX);
 	agent_session_init(&ctx);
 	agent_images_init(&ctx);

@@ -21,6 +21,7 @@
 #include "agent/ident.h"
 #include "agent/jobdir.h"
 #include "agent/locations.h"
+#include "agent/memckpt.h"
 #include "agent/pipe.h"
 #include "agent/podman.h"
 #include "agent/fwcheck.h"
@@ -464,16 +465,89 @@ static int prepare_python(const struct api_assignment *s, const char *dir,
 	return ret;
 }
 
+/*
+ * A retry restores from this host's copy in memory (agent/memckpt.h)
+ * when it holds the published checkpoint: 1 when done, 0 when the store
+ * restores as before. The log line names the source.
+ */
+static int restore_from_memory(struct stage_job *sj, struct stor *st,
+			       const char *ckpt, int fd)
+{
+	const struct agent_config *cfg = &sj->ctx->cfg;
+	const struct api_assignment *s = &sj->a->spec;
+	struct agent_memckpt_restore r;
+	struct buf err = BUF_INIT;
+	int64_t t0 = time_mono_ms();
+	char *root;
+	int ret;
+
+	if (cfg->memckpt_mb <= 0 || !s->job_uid)
+		return 0;
+	root = agent_memckpt_root(cfg->memckpt_dir, cfg->host);
+	ret = agent_memckpt_restore(st, s->checkpoint_s3_uri, root, s->job_uid,
+				    ckpt, &r, &err);
+	if (!ret)
+		agent_task_say(fd,
+			       "note checkpoint: step %lld restored in %lld ms "
+			       "(source: memory): %zu folders (%lld bytes) "
+			       "from memory, %zu (%lld bytes) from %s",
+			       r.step, (long long)(time_mono_ms() - t0),
+			       r.from_mem, (long long)r.mem_bytes, r.from_stor,
+			       (long long)r.stor_bytes, s->checkpoint_s3_uri);
+	else if (ret != ERR_NOTFOUND)
+		agent_task_say(fd,
+			       "log checkpoint: no restore from memory (%s); "
+			       "from the store instead",
+			       err.data);
+	free(root);
+	buf_release(&err);
+	return !ret;
+}
+
+/* The checkpoint folder restored: from memory when it can, else the
+ * whole prefix from the store; the job's log says which. */
+static int stage_checkpoint(struct stage_job *sj, struct stor *st, int fd,
+			    struct buf *err)
+{
+	const struct api_assignment *s = &sj->a->spec;
+	struct stor_sync_stats stats;
+	char *ckpt;
+	int64_t t0;
+	int ret;
+
+	ckpt = agent_jobdir_checkpoint_path(sj->a->dir,
+					    s->checkpoint_local_path);
+	memset(&stats, 0, sizeof(stats));
+	ret = check_uri(s, "checkpoint", s->checkpoint_s3_uri, err);
+	if (!ret && fs_mkdir_p(ckpt, 0755, NULL)) {
+		(void)buf_addf(err, "cannot create %s: %s", ckpt,
+			       strerror(errno));
+		ret = ERR_IO;
+	}
+	if (ret || restore_from_memory(sj, st, ckpt, fd))
+		goto out;
+	t0 = time_mono_ms();
+	ret = stor_get_prefix(st, s->checkpoint_s3_uri, ckpt, &stats, err);
+	if (!ret)
+		agent_task_say(fd,
+			       "note checkpoint: %zu files (%lld bytes) "
+			       "restored in %lld ms from %s (source: store)",
+			       stats.files, (long long)stats.bytes,
+			       (long long)(time_mono_ms() - t0),
+			       s->checkpoint_s3_uri);
+out:
+	free(ckpt);
+	return ret;
+}
+
 static int stage_main(void *arg, int fd)
 {
 	struct stage_job *sj = arg;
 	const struct api_assignment *s = &sj->a->spec;
 	const char *dir = sj->a->dir;
 	struct stor_config cfg;
-	struct stor_sync_stats stats;
 	struct stor *st = NULL;
 	struct buf err = BUF_INIT;
-	char *ckpt = NULL;
 	size_t i;
 	int ret;
 
@@ -484,27 +558,10 @@ static int stage_main(void *arg, int fd)
 	ret = ret ? ret : stor_open(&cfg, &st, &err);
 	if (ret)
 		goto out;
-	if (s->checkpoint_s3_uri && *s->checkpoint_s3_uri) {
-		ckpt = agent_jobdir_checkpoint_path(dir,
-						    s->checkpoint_local_path);
-		memset(&stats, 0, sizeof(stats));
-		ret = check_uri(s, "checkpoint", s->checkpoint_s3_uri, &err);
-		if (!ret && fs_mkdir_p(ckpt, 0755, NULL)) {
-			(void)buf_addf(&err, "cannot create %s: %s", ckpt,
-				       strerror(errno));
-			ret = ERR_IO;
-		}
-		if (!ret)
-			ret = stor_get_prefix(st, s->checkpoint_s3_uri, ckpt,
-					      &stats, &err);
-		if (ret)
-			goto out;
-		agent_task_say(fd,
-			       "log checkpoint: %zu files (%lld bytes) "
-			       "restored from %s",
-			       stats.files, (long long)stats.bytes,
-			       s->checkpoint_s3_uri);
-	}
+	if (s->checkpoint_s3_uri && *s->checkpoint_s3_uri)
+		ret = stage_checkpoint(sj, st, fd, &err);
+	if (ret)
+		goto out;
 	if (has_downloads(s))
 		agent_task_say(fd, "phase downloading");
 	for (i = 0; i < s->n_channels && !ret; i++)
@@ -523,7 +580,6 @@ out:
 	if (st)
 		stor_close(st);
 	stor_config_release(&cfg);
-	free(ckpt);
 	buf_release(&err);
 	return ret ? 1 : 0;
 }

@@ -19,6 +19,7 @@
 #include "agent/http.h"
 #include "agent/ident.h"
 #include "agent/jobdir.h"
+#include "agent/memckpt.h"
 #include "agent/stage.h"
 #include "agent/task.h"
 #include "agent/upload.h"
@@ -39,6 +40,38 @@ struct pack_job {
 	int pack;  /* 0: checkpoint sync only */
 	int final; /* the ranks have ended: every file is complete */
 };
+
+/*
+ * After the mirror: the newest checkpoints also into the host's memory
+ * (agent/memckpt.h), for a retry on this host. A failure here costs only
+ * the speed of that restore: it is logged, the sync still succeeds.
+ */
+static void keep_in_memory(struct pack_job *pj, const char *ckpt, int fd)
+{
+	const struct agent_config *cfg = &pj->ctx->cfg;
+	const struct api_assignment *s = &pj->a->spec;
+	struct agent_memckpt_stats ms;
+	struct buf err = BUF_INIT;
+	char *root;
+
+	if (cfg->memckpt_mb <= 0 || !s->job_uid)
+		return;
+	root = agent_memckpt_root(cfg->memckpt_dir, cfg->host);
+	if (agent_memckpt_keep(root, s->job_uid, s->attempt, ckpt,
+			       (int64_t)cfg->memckpt_mb << 20, &ms, &err))
+		agent_task_say(fd, "log checkpoint: no copy in memory: %s",
+			       err.data);
+	else if (ms.folders || ms.skipped)
+		agent_task_say(fd,
+			       "log checkpoint: %zu folders (%lld bytes) "
+			       "kept in memory%s",
+			       ms.folders, (long long)ms.bytes,
+			       ms.skipped ? "; some over the limit "
+					    "(--memory-checkpoint-mb)" :
+					    "");
+	free(root);
+	buf_release(&err);
+}
 
 static int sync_checkpoints(struct pack_job *pj, int fd, struct buf *err)
 {
@@ -82,6 +115,8 @@ static int sync_checkpoints(struct pack_job *pj, int fd, struct buf *err)
 			       "copied to %s",
 			       stats.files, (long long)stats.bytes,
 			       s->checkpoint_s3_uri);
+	if (!ret)
+		keep_in_memory(pj, ckpt, fd);
 	if (st)
 		stor_close(st);
 	stor_config_release(&cfg);
@@ -244,10 +279,16 @@ void agent_ckpt_sync_done(struct agent_ctx *ctx, struct agent_assign *a)
 {
 	struct buf why = BUF_INIT;
 
-	(void)ctx;
 	if (!worker_result(a, &why))
 		log_warn("%s/%d/%s: checkpoint sync failed: %s", a->job,
 			 a->attempt, a->algo, why.data);
+	if (ctx->cfg.memckpt_mb > 0) {
+		char *root =
+			agent_memckpt_root(ctx->cfg.memckpt_dir, ctx->cfg.host);
+
+		agent_memckpt_sweep(root, a->job_uid);
+		free(root);
+	}
 	buf_release(&why);
 }
 
