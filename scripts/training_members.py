@@ -232,8 +232,10 @@ MEMBERS = [
     ("InfraCheckConfig", SUPPORTED, ""),
     ("InfraCheckConfig.EnableInfraCheck", SUPPORTED,
      "true: each host checks its free disk and /dev/shm, its clock and "
-     "its GPUs before the program starts; a host that fails is replaced "
-     "(docs/distributed.md); no network test between hosts"),
+     "its GPUs before the program starts, and the hosts of a multi-host "
+     "job measure the round trip and bandwidth between them over TCP, "
+     "each host compared with the job's median; a host that fails is "
+     "replaced (docs/distributed.md, \"Infrastructure checks\")"),
     ("SessionChainingConfig", NOOP,
      "no IAM role is assumed, so there are no session tags to chain"),
     ("ServerlessJobConfig", REFUSED,
