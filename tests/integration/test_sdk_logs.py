@@ -65,20 +65,31 @@ IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:1.13.1-cp
 LINES = 12
 
 # Prints LINES numbered lines a little apart (so that the log loop reads
-# some while the program runs), then fails in attempt 1.
+# some while the program runs), then fails in attempt 1: algo-1 does, once
+# algo-2 has printed all its lines (the local cluster's hosts share /tmp),
+# so that the restart never cuts a host's attempt 1 short.
 TRAIN = r'''
 import os, sys, time
 attempt = os.environ["TRAINCTL_ATTEMPT"]
 host = os.environ["SM_CURRENT_HOST"]
+done = "/tmp/%%s.%%s.done" %% (os.environ["TRAINCTL_JOB"], attempt)
 for i in range(%d):
     print("sdk-logs attempt=%%s host=%%s i=%%02d" %% (attempt, host, i), flush=True)
     time.sleep(0.05)
+if host == "algo-2" and attempt == "1":
+    open(done, "w").close()
+elif attempt == "1":
+    deadline = time.time() + 60
+    while not os.path.exists(done) and time.time() < deadline:
+        time.sleep(0.05)
+    if os.path.exists(done):
+        os.unlink(done)
 if attempt == "2":
     # Both hosts save model.json: merged, the last host's is kept.
     model = os.environ["SM_MODEL_DIR"]
     open(os.path.join(model, "model.json"), "w").write(host)
     open(os.path.join(model, host + ".txt"), "w").write(host)
-sys.exit(3 if attempt == "1" else 0)
+sys.exit(3 if attempt == "1" and host == "algo-1" else 0)
 ''' % LINES
 
 Position = collections.namedtuple("Position", ["timestamp", "skip"])
