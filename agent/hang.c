@@ -49,17 +49,28 @@ void agent_hang_progress(struct agent_hang *h, enum agent_hang_kind kind,
 	}
 }
 
-int agent_hang_cpu(struct agent_hang *h, uint64_t ticks, int64_t now)
+int agent_hang_cpu(struct agent_hang *h, uint64_t ticks, long hz, int64_t now)
 {
-	int more = h->have_ticks && ticks > h->ticks;
+	uint64_t used_ms;
 
 	/* A process of the tree that ended took its ticks along: a lower
 	 * sum is a new base, not progress. */
+	if (!h->have_ticks || ticks < h->ticks || hz <= 0) {
+		h->ticks = h->base_ticks = ticks;
+		h->base_ms = now;
+		h->have_ticks = 1;
+		return 0;
+	}
 	h->ticks = ticks;
-	h->have_ticks = 1;
-	if (more)
-		agent_hang_progress(h, AGENT_HANG_CPU, now);
-	return more;
+	used_ms = (ticks - h->base_ticks) * 1000 / (uint64_t)hz;
+	if (ticks == h->base_ticks || now < h->base_ms ||
+	    used_ms * 100 <
+		    (uint64_t)AGENT_HANG_CPU_PCT * (uint64_t)(now - h->base_ms))
+		return 0;
+	h->base_ticks = ticks;
+	h->base_ms = now;
+	agent_hang_progress(h, AGENT_HANG_CPU, now);
+	return 1;
 }
 
 int64_t agent_hang_threshold(const struct agent_hang *h, int64_t timeout_ms)

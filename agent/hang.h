@@ -28,6 +28,13 @@
 #define AGENT_HANG_WARMUP_MS 60000
 #define AGENT_HANG_LEARN_GAPS 10
 #define AGENT_HANG_MARGIN_MS 2000
+/*
+ * CPU time counts as progress only at this share of one core (percent)
+ * since the last time it did: a rank stuck in a step of a torch program
+ * still gains a tick every few seconds from its library's threads (50 ms
+ * in 20 s measured), which is no progress.
+ */
+#define AGENT_HANG_CPU_PCT 5
 
 /* What is known of one rank's progress. */
 struct agent_hang {
@@ -38,6 +45,10 @@ struct agent_hang {
 	int gaps;	    /* gaps learned */
 	uint64_t ticks;	    /* CPU time last seen, in clock ticks */
 	int have_ticks;
+	/* CPU time and time when CPU last counted as progress (or the
+	 * base was set). */
+	uint64_t base_ticks;
+	int64_t base_ms;
 	/* The last progress of each kind (0: none), for the reason. */
 	int64_t out_ms;
 	int64_t cpu_ms;
@@ -62,11 +73,14 @@ void agent_hang_progress(struct agent_hang *h, enum agent_hang_kind kind,
 			 int64_t now);
 
 /*
- * The CPU time of the rank's processes at now. More than last seen is
- * progress (the first reading only sets the base). Returns 1 when it was
- * progress.
+ * The CPU time of the rank's processes at now, in ticks of hz a second.
+ * Progress when, since the base, it grew by at least AGENT_HANG_CPU_PCT
+ * of the time passed (then the base moves to now); the first reading, or
+ * a lower one (a process of the tree ended), only sets the base. Returns 1
+ * when it was progress.
  */
-int agent_hang_cpu(struct agent_hang *h, uint64_t ticks, int64_t now);
+int agent_hang_cpu(struct agent_hang *h, uint64_t ticks, long hz,
+		   int64_t now);
 
 /*
  * The threshold in ms for h under timeout_ms (> 0): timeout_ms until

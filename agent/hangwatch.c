@@ -478,6 +478,7 @@ static void sample_and_judge(struct agent_ctx *ctx, struct agent_assign *a,
 	struct sample s = { xcalloc(n, sizeof(*s.ticks)),
 			    xcalloc(n, sizeof(*s.frozen)) };
 	struct agent_hang_obs *obs = xcalloc(n, sizeof(*obs));
+	long hz = sysconf(_SC_CLK_TCK);
 	int c;
 
 	scan(a, add_sample, &s);
@@ -491,7 +492,7 @@ static void sample_and_judge(struct agent_ctx *ctx, struct agent_assign *a,
 		obs[i].watched = rank_watched(r);
 		obs[i].frozen = s.frozen[i];
 		if (obs[i].watched)
-			(void)agent_hang_cpu(&r->hang, s.ticks[i], now);
+			(void)agent_hang_cpu(&r->hang, s.ticks[i], hz, now);
 	}
 	c = agent_hang_culprit(obs, a->n_ranks, now, timeout);
 	if (c >= 0)

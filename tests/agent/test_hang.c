@@ -74,16 +74,28 @@ static void test_cpu_progress(void **state)
 
 	(void)state;
 	agent_hang_start(&h, T0);
-	/* The first reading is only the base. */
-	assert_int_equal(agent_hang_cpu(&h, 100, T0 + 250), 0);
+	/* The first reading is only the base (100 ticks a second). */
+	assert_int_equal(agent_hang_cpu(&h, 100, 100, T0 + 250), 0);
 	assert_int_equal(h.last_ms, T0);
-	assert_int_equal(agent_hang_cpu(&h, 100, T0 + 500), 0);
-	assert_int_equal(agent_hang_cpu(&h, 101, T0 + 750), 1);
+	assert_int_equal(agent_hang_cpu(&h, 100, 100, T0 + 500), 0);
+	/* 100 ms of CPU in 500 ms: computing. */
+	assert_int_equal(agent_hang_cpu(&h, 110, 100, T0 + 750), 1);
 	assert_int_equal(h.last_ms, T0 + 750);
 	assert_int_equal(h.cpu_ms, T0 + 750);
 	/* A child that ended took its ticks along: a new base. */
-	assert_int_equal(agent_hang_cpu(&h, 50, T0 + 1000), 0);
-	assert_int_equal(agent_hang_cpu(&h, 51, T0 + 1250), 1);
+	assert_int_equal(agent_hang_cpu(&h, 50, 100, T0 + 1000), 0);
+	assert_int_equal(agent_hang_cpu(&h, 60, 100, T0 + 1250), 1);
+	/*
+	 * A rank stuck in a step of a torch program: its library's threads
+	 * gain a tick every few seconds (50 ms in 20 s), far below 5 % of a
+	 * core since the last progress: never progress.
+	 */
+	assert_int_equal(agent_hang_cpu(&h, 61, 100, T0 + 5250), 0);
+	assert_int_equal(agent_hang_cpu(&h, 62, 100, T0 + 9250), 0);
+	assert_int_equal(agent_hang_cpu(&h, 65, 100, T0 + 21250), 0);
+	assert_int_equal(h.last_ms, T0 + 1250);
+	/* Busy again: 1.1 s of CPU in the 21 s since (over 5 %): progress. */
+	assert_int_equal(agent_hang_cpu(&h, 170, 100, T0 + 22250), 1);
 }
 
 static void test_progress_starts(void **state)
