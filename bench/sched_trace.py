@@ -59,6 +59,7 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import signal
 import statistics
@@ -167,6 +168,22 @@ def slurm_conf_template():
     return "\n".join(lines + parts) + "\n"
 
 
+def read_log(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def keep_log(path, truth):
+    """A copy of a daemon's log beside the ground truth (--keep)."""
+    try:
+        shutil.copy(path, os.path.dirname(truth))
+    except OSError:
+        pass
+
+
 class SlurmRun:
     name = "Slurm 22.05"
 
@@ -178,6 +195,7 @@ class SlurmRun:
         for d in (self.truth, self.ckpt, self.out):
             os.makedirs(d)
         self.ids = {}
+        self.reasons = {}
 
     def start(self):
         saved = lc.SLURM_CONF
@@ -207,16 +225,31 @@ class SlurmRun:
         self.ids[j["name"]] = out.strip().split(";")[0]
 
     def alive(self):
-        """Jobs the system still holds (not ended)."""
-        return len(self.run("squeue", "-h", "-o", "%i").split())
+        """Jobs the system still holds (not ended); counts the reasons
+        pending jobs give."""
+        rows = [x.split(None, 1) for x in self.run("squeue", "-h", "-o", "%T %r").splitlines() if x.strip()]
+        for st, why in rows:
+            if st == "PENDING":
+                self.reasons[why] = self.reasons.get(why, 0) + 1
+        return len(rows)
+
+    def preempted(self):
+        """[(victim, for job)] from slurmctld's log."""
+        names = {v: k for k, v in self.ids.items()}
+        out = []
+        for m in re.finditer(r"preempted JobId=(\d+) has been requeued to reclaim resources for JobId=(\d+)",
+                             read_log(os.path.join(os.path.dirname(self.truth), "slurmctld.log"))):
+            out.append((names.get(m.group(1)), names.get(m.group(2))))
+        return out
 
     def stop(self):
+        d = os.path.join(self.hosts.state, "slurm")
+        keep_log(os.path.join(d, "slurmctld.log"), self.truth)
         try:
             if self.ids:
                 self.run("scancel", *self.ids.values())
         except (RuntimeError, OSError, subprocess.TimeoutExpired):
             pass
-        d = os.path.join(self.hosts.state, "slurm")
         kill_pidfile(os.path.join(d, "slurmctld.pid"))
         for k in range(1, self.hosts.n + 1):
             kill_pidfile(os.path.join(d, "slurmd-node%d.pid" % k))
@@ -228,11 +261,10 @@ class CtlArgs:
 
 
 class TrainctlRun:
-    name = "trainctl"
-
-    def __init__(self, a, hosts, root):
-        self.a, self.hosts = a, hosts
-        self.truth = os.path.join(root, "trainctl", "truth")
+    def __init__(self, a, hosts, root, policy="quota"):
+        self.a, self.hosts, self.policy = a, hosts, policy
+        self.name = "trainctl, quota shares" if policy == "quota" else "trainctl, fair share"
+        self.truth = os.path.join(root, "trainctl-" + policy, "truth")
         os.makedirs(self.truth)
         self.ctl = None
         self.ids = {}
@@ -251,7 +283,7 @@ class TrainctlRun:
         b, n = self.b, self.hosts.n
         b.create_service_environment(serviceEnvironmentName="pool", serviceEnvironmentType="SAGEMAKER_TRAINING",
                                      capacityLimits=[{"maxCapacity": n, "capacityUnit": ITYPE}])
-        if self.a.policy == "fairshare":
+        if self.policy == "fairshare":
             pol = b.create_scheduling_policy(name="teams", fairsharePolicy={
                 "shareDecaySeconds": 60, "computeReservation": 0,
                 "shareDistribution": [{"shareIdentifier": t, "weightFactor": 1.0 / w} for t, w in TEAMS]})
@@ -261,7 +293,7 @@ class TrainctlRun:
         b.create_job_queue(jobQueueName="ml", priority=1, jobQueueType="SAGEMAKER_TRAINING",
                            schedulingPolicyArn=pol["arn"],
                            serviceEnvironmentOrder=[{"order": 1, "serviceEnvironment": "pool"}])
-        if self.a.policy == "fairshare":
+        if self.policy == "fairshare":
             return
         for t, w in TEAMS:
             b.create_quota_share(quotaShareName=t, jobQueue="ml",
@@ -284,11 +316,16 @@ class TrainctlRun:
     def submit(self, j):
         kw = {"jobName": j["name"], "jobQueue": "ml", "serviceJobType": "SAGEMAKER_TRAINING",
               "serviceRequestPayload": json.dumps(self.payload(j))}
-        if self.a.policy == "fairshare":
+        if self.policy == "fairshare":
             kw["shareIdentifier"] = j["team"]
         else:
             kw["quotaShareName"] = j["team"]
         self.ids[j["name"]] = self.b.submit_service_job(**kw)["jobId"]
+
+    def preempted(self):
+        """[(victim, for job)] from trainctld's log."""
+        return re.findall(r"job '([^']+)': Preempted: queue \S+ share \S+ is owed its hosts for job (\S+)\.",
+                          read_log(os.path.join(os.path.dirname(self.truth), "trainctld.log")))
 
     def alive(self):
         n = 0
@@ -305,6 +342,7 @@ class TrainctlRun:
     def stop(self):
         if self.ctl:
             self.ctl.stop()
+            keep_log(self.ctl.log.name, self.truth)
 
 
 # -- driving a run
@@ -420,6 +458,15 @@ def measure(trace, sysrun, rec, a):
             redone.append(att[k - 1][3] - att[k][2])
     res["preemptions"] = pre
     res["redone"] = redone
+    first = {j["name"]: [x[0] for x in j["attempts"]] for j in ran}
+    pairs = sysrun.preempted()
+    # a victim placed again before the job it was preempted for started
+    res["retaken"] = sum(1 for v, f in pairs if v in first and f in first and first[f] and any(
+        t < first[f][0] for t in first[v][1:]))
+    res["preempt_pairs"] = len(pairs)
+    res["pending_reasons"] = getattr(sysrun, "reasons", None)
+    res["per_job"] = [{"name": j["name"], "count": j["count"], "steps": j["steps"], "submit": j["submit"],
+                       "attempts": j["attempts"]} for j in ran]
     return res
 
 
@@ -446,10 +493,14 @@ def report(a, trace, results):
              ("preemptions", lambda r: "%d" % r["preemptions"]),
              ("steps redone per preemption, mean/max", lambda r: "%s / %s" % (
                  fmt(statistics.mean(r["redone"]) if r["redone"] else float("nan"), "%.2f"),
-                 max(r["redone"]) if r["redone"] else "-"))]
+                 max(r["redone"]) if r["redone"] else "-")),
+             ("victim restarted before the job it was", lambda r: "%d of %d" % (r["retaken"], r["preempt_pairs"])),
+             ("  preempted for started", lambda r: "")]
     for label, f in rows:
         print("| %-38s | %s |" % (label, " | ".join("%-22s" % f(results[n]) for n in names)))
     for n in names:
+        if results[n]["pending_reasons"]:
+            print("%s: pending jobs' reasons, counted every 2 s: %s" % (n, json.dumps(results[n]["pending_reasons"])))
         if results[n]["error"]:
             print("note: %s: %s" % (n, results[n]["error"]))
 
@@ -465,8 +516,8 @@ def parse_args():
     ap.add_argument("--cap-steps", type=int, default=200)
     ap.add_argument("--step-sleep", type=float, default=0.25)
     ap.add_argument("--ckpt-every", type=int, default=8)
-    ap.add_argument("--policy", choices=("quota", "fairshare"), default="quota", help="trainctl's")
-    ap.add_argument("--systems", default="slurm,trainctl")
+    ap.add_argument("--systems", default="slurm,trainctl,trainctl-fair",
+                    help="of slurm, trainctl (quota shares), trainctl-fair (fair share)")
     ap.add_argument("--timeout", type=float, default=1500, help="seconds for a system's run")
     ap.add_argument("--build", default=os.environ.get("BUILD", "build"))
     ap.add_argument("--port", type=int, default=18590)
@@ -488,11 +539,12 @@ def main():
             del os.environ[k]
     trace = make_trace(a)
     root = "/tmp/trainctl-trace-%d" % os.getpid()
-    kinds = {"slurm": SlurmRun, "trainctl": TrainctlRun}
+    kinds = {"slurm": SlurmRun, "trainctl": TrainctlRun,
+             "trainctl-fair": lambda a, h, root: TrainctlRun(a, h, root, "fairshare")}
     runs, clusters = [], []
     try:
         for i, s in enumerate(a.systems.split(",")):
-            h = Hosts("trc%d%s" % (os.getpid() % 10000, s[0]), a.hosts)
+            h = Hosts("tr%05d%d" % (os.getpid() % 100000, i), a.hosts)
             clusters.append(h)
             h.up()
             r = kinds[s](a, h, root)
@@ -507,12 +559,12 @@ def main():
             x.start()
         for x in th:
             x.join()
-        results = {r.name: measure(trace, r, rec, a) for r, rec in zip(runs, recs)}
     finally:
         for r in runs:
             r.stop()
         for h in clusters:
             h.down()
+    results = {r.name: measure(trace, r, rec, a) for r, rec in zip(runs, recs)}
     report(a, trace, results)
     if a.json:
         with open(a.json, "w") as f:
