@@ -1,15 +1,17 @@
 #!/usr/bin/python3
 """One job trace through Slurm and through trainctl, side by side.
 
-    /usr/bin/python3 bench/sched_trace.py --quick          (40 jobs, ~3 min)
+    /usr/bin/python3 bench/sched_trace.py --quick          (40 jobs, ~4 min)
     /usr/bin/python3 bench/sched_trace.py [--jobs 200] [--seed 35] [--json F]
+        [--systems slurm,trainctl,trainctl-fair] [--keep]
 
-Needs root (network namespaces). Two clusters of --hosts namespace hosts
-(scripts/cluster.sh hosts-up, each its own prefix and /24) run the same
-trace at the same time, so that the load of the machine falls on both
-alike: one runs Slurm 22.05 (slurmctld on node1, slurmd on every host, as
-bench/launch_cluster.py's start_slurm() starts them), the other trainctld
-with those hosts in its --inventory.
+Needs root (network namespaces). One cluster of --hosts namespace hosts
+per system (scripts/cluster.sh hosts-up, each its own prefix and /24);
+they run the same trace at the same time, so that the load of the
+machine falls on all alike: Slurm 22.05 (slurmctld on node1, slurmd on
+every host, as bench/launch_cluster.py's start_slurm() starts them), and
+trainctld with the hosts in its --inventory, once with quota shares and
+once with a fair-share policy (a policy is one or the other).
 
 The trace (from --seed): --jobs jobs of 3 teams a, b, c with weights
 2:1:1, 40/30/30 % of the jobs; sizes 1-4 hosts; durations lognormal
@@ -39,9 +41,11 @@ The same policy in each:
             hosts, LEND_AND_BORROW (no borrow limit), preemption of
             borrowers (no job preempted before 10 s, trainctld's rule);
             service jobs submitted with boto3's batch client; the
-            checkpoints mirrored by the agents. --policy fairshare runs a
-            fair-share policy instead (weightFactor 1/weight,
-            shareDecaySeconds 60), which never preempts.
+            checkpoints mirrored by the agents.
+  trainctl-fair  the same queue with a fair-share policy instead
+            (shareIdentifier a, b, c; weightFactor 1/weight;
+            shareDecaySeconds 60, as Slurm's PriorityDecayHalfLife above),
+            which never preempts.
 
 Reported per system: queue wait (first start - submit) mean and p99 per
 team, mean job completion time (last end - submit), host utilization
@@ -50,7 +54,12 @@ times), fair-share error (each second while every team has work queued
 or running: mean over teams of |team's share of the busy hosts - its
 weight share|, averaged), preemptions (attempts that did not finish) and
 steps redone per preemption (highest step reached before it - the step
-the next attempt resumed from).
+the next attempt resumed from). Also: the busy fraction of the hosts
+while some job waits, the pending reasons Slurm gives (squeue, every
+2 s), and how many preemptions (from the daemon's log: victim, and the
+job it made room for) were followed by the victim running again before
+that job started. --keep keeps the ground truth and the daemons' logs in
+/tmp/trainctl-trace-<pid>.
 Run with the Debian interpreter: it runs itself again with the newer
 botocore that has service jobs (tests/integration/batchlib.py).
 """
@@ -405,28 +414,37 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(math.ceil(p / 100.0 * len(xs))) - 1)]
 
 
-def fair_error(jobs, t_first, t_last):
-    """Mean over 1 s samples, while every team has work, of the mean abs
-    difference between each team's share of the busy hosts and its weight
-    share; and the samples' count."""
+def sampled(jobs, t_first, t_last, hosts):
+    """Every second from t_first to t_last: (fair-share error, samples),
+    the error while every team has work (mean over teams of |team's
+    share of the busy hosts - its weight share|), averaged; and the busy
+    fraction of the hosts while some job waits (submitted, not running,
+    not finished)."""
     wsum = float(sum(w for _, w in TEAMS))
-    errs = []
+    errs, busy_waiting = [], []
     t = t_first
     while t < t_last:
         m = t + 0.5
         busy = {x: 0 for x, _ in TEAMS}
-        active = set()
+        active, waiting = set(), False
         for j in jobs:
-            if j["submit"] <= m and (j["end"] is None or j["end"] > m):
+            pending = j["submit"] <= m and (j["end"] is None or j["end"] > m)
+            if pending:
                 active.add(j["team"])
+            running = False
             for s, e, _, _, _ in j["attempts"]:
                 if s <= m and e is not None and e > m:
                     busy[j["team"]] += j["count"]
+                    running = True
+            waiting = waiting or (pending and not running)
         tot = sum(busy.values())
         if len(active) == len(TEAMS) and tot:
             errs.append(sum(abs(busy[x] / tot - w / wsum) for x, w in TEAMS) / len(TEAMS))
+        if waiting:
+            busy_waiting.append(tot / float(hosts))
         t += 1.0
-    return (statistics.mean(errs) if errs else float("nan")), len(errs)
+    mean = lambda xs: statistics.mean(xs) if xs else float("nan")  # noqa: E731
+    return mean(errs), len(errs), mean(busy_waiting)
 
 
 def measure(trace, sysrun, rec, a):
@@ -449,7 +467,7 @@ def measure(trace, sysrun, rec, a):
     busy = sum((e - s) * j["count"] for j in ran for s, e, _, _, _ in j["attempts"])
     res["makespan"] = t_last - t_first
     res["util"] = busy / (a.hosts * (t_last - t_first)) if t_last > t_first else float("nan")
-    res["fair_err"], res["fair_samples"] = fair_error(ran, t_first, t_last)
+    res["fair_err"], res["fair_samples"], res["util_waiting"] = sampled(ran, t_first, t_last, a.hosts)
     pre, redone = 0, []
     for j in ran:
         att = j["attempts"]
@@ -488,6 +506,7 @@ def report(a, trace, results):
     rows += [("mean job completion time, s", lambda r: fmt(r["jct"])),
              ("makespan, s", lambda r: fmt(r["makespan"])),
              ("host utilization", lambda r: fmt(100 * r["util"], "%.1f %%")),
+             ("hosts busy while a job waits", lambda r: fmt(100 * r["util_waiting"], "%.1f %%")),
              ("fair-share error (samples)", lambda r: "%s (%d)" % (fmt(r["fair_err"], "%.3f"),
                                                                  r["fair_samples"])),
              ("preemptions", lambda r: "%d" % r["preemptions"]),
