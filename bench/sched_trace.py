@@ -524,6 +524,44 @@ def report(a, trace, results):
             print("note: %s: %s" % (n, results[n]["error"]))
 
 
+def combine(files):
+    """--combine: the median and range of each figure over runs' --json."""
+    runs = []
+    for fn in files:
+        with open(fn) as f:
+            runs.append(json.load(f)["results"])
+    names = list(runs[0])
+
+    def cell(n, get, f="%.1f"):
+        xs = [get(r[n]) for r in runs if n in r]
+        xs = [x for x in xs if x is not None and not (isinstance(x, float) and math.isnan(x))]
+        if not xs:
+            return "-"
+        if len(xs) == 1:
+            return f % xs[0]
+        return "%s (%s-%s)" % (f % statistics.median(xs), f % min(xs), f % max(xs))
+    rows = [("jobs done", lambda r: r["done"], "%d")]
+    for t, w in TEAMS:
+        rows.append(("queue wait team %s (weight %d), mean, s" % (t, w), lambda r, t=t: r["wait_" + t][0], "%.1f"))
+        rows.append(("queue wait team %s (weight %d), p99, s" % (t, w), lambda r, t=t: r["wait_" + t][1], "%.1f"))
+    rows += [("mean job completion time, s", lambda r: r["jct"], "%.1f"),
+             ("makespan, s", lambda r: r["makespan"], "%.1f"),
+             ("host utilization, %", lambda r: 100 * r["util"], "%.1f"),
+             ("hosts busy while a job waits, %", lambda r: 100 * r.get("util_waiting", float("nan")), "%.1f"),
+             ("fair-share error", lambda r: r["fair_err"], "%.3f"),
+             ("preemptions", lambda r: r["preemptions"], "%d"),
+             ("steps redone per preemption, mean",
+              lambda r: statistics.mean(r["redone"]) if r["redone"] else None, "%.2f"),
+             ("steps redone per preemption, max", lambda r: max(r["redone"]) if r["redone"] else None, "%d"),
+             ("victim ran again before the job it was preempted for", lambda r: r["retaken"], "%d"),
+             ("... of preemptions in the daemon's log", lambda r: r["preempt_pairs"], "%d")]
+    print("%d runs: median (min-max)" % len(runs))
+    print("| | %s |" % " | ".join(names))
+    print("| --- | %s |" % " | ".join("--:" for _ in names))
+    for label, get, f in rows:
+        print("| %s | %s |" % (label, " | ".join(cell(n, get, f) for n in names)))
+
+
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="40 jobs over 60 s")
@@ -542,6 +580,7 @@ def parse_args():
     ap.add_argument("--port", type=int, default=18590)
     ap.add_argument("--keep", action="store_true", help="keep the ground truth folder")
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--combine", nargs="+", metavar="JSON", help="only print the median table of these runs")
     a = ap.parse_args()
     if a.quick:
         a.jobs, a.window = 40, 60
@@ -551,6 +590,9 @@ def parse_args():
 
 def main():
     a = parse_args()
+    if a.combine:
+        combine(a.combine)
+        return
     if os.geteuid() != 0:
         sys.exit("bench: skipped: needs root (CAP_NET_ADMIN) to create network namespaces")
     for k in list(os.environ):
