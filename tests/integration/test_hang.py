@@ -25,6 +25,10 @@ nothing and burns next to no CPU):
   (d) a native rank (a shell script that execs sleep) hangs: the job
       Fails with a reason naming it, and its log holds its state from
       /proc and, where gdb is installed, gdb's backtrace ("#0 ...")
+  (e) a torch DDP rank (gloo; bench/gray_ddp.py) stuck inside a step
+      while its peer waits in the allreduce: torch's threads still gain a
+      CPU tick now and then, which is no progress; the reason names
+      algo-2 and the job Completes on attempt 2
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter:
     /usr/bin/python3 tests/integration/test_hang.py
@@ -262,13 +266,47 @@ def case_d(tap, cl, sm):
     tap.case(job.title("no process of the job left"), check_no_procs, cl, job)
 
 
+def check_torch_hang(cl, job):
+    rs = restarts(job)
+    expect(rs, "no Restarting transition: %s" % short(fl.transitions(job.desc or {}), 1500))
+    attempt, reason = rs[0]
+    # The stuck rank prints a line as it gets stuck (the benchmark times
+    # the fault by it), after its peer's last step line: which of the two
+    # has been silent longer is a matter of milliseconds here, so either
+    # may be named; the hang must be found.
+    want = (r"^AlgorithmError: algo-[12] \(host [^)]+\) rank 0 made no progress for \d+ s "
+            r"\(no output, no CPU time, no checkpoint\); its stacks are in its log$")
+    expect(attempt == 1 and re.match(want, reason), "restart reason %r does not match %r" % (reason, want))
+    return reason
+
+
+def case_e(tap, cl, sm):
+    job = Job(cl, "e", 2, {"steps": 1})
+    job.req["AlgorithmSpecification"]["TrainingImage"] = "file://" + os.path.join(
+        fl.REPO, "bench", "gray_ddp.py")
+    job.req["HyperParameters"] = {"sagemaker_torch_distributed_enabled": "true"}
+    job.req["Environment"].update({
+        "GRAY_STEPS": "24", "GRAY_STEP_SLEEP": "0.1", "GRAY_WORK": "2", "GRAY_CKPT_EVERY": "4",
+        "GRAY_HANG_RANK": "1", "GRAY_HANG_AT": "10", "GRAY_MARKER": job.name,
+        "GLOO_SOCKET_IFNAME": "lo"})
+    start(sm, job)
+    finish(cl, sm, job)
+    tap.case(job.title("a torch rank stuck in a step: the job Completes after a restart"),
+             check_completed, cl, job)
+    r = tap.case(job.title("attempt 1 failed as a hang, torch's CPU ticks notwithstanding"),
+                 check_torch_hang, cl, job)
+    if r:
+        log("%s: %s" % (job.name, r))
+    tap.case(job.title("no process of the job left"), check_no_procs, cl, job)
+
+
 def main():
     tap = fl.sc.Tap()
     cl = fl.LocalCluster(2, LOCAL_ARGS, prefix="trainctl-hang-")
     err = cl.start()
     if tap.ok(err is None, "trainctld --local-hosts 2 %s starts, 2 hosts ready" % " ".join(LOCAL_ARGS), err):
         sm = cl.client()
-        for c in ("a", "b", "c", "d"):
+        for c in ("a", "b", "c", "d", "e"):
             t = time.time()
             try:
                 globals()["case_" + c](tap, cl, sm)
