@@ -23,48 +23,7 @@
 #include "common/buf.h"
 #include "common/err.h"
 
-#define T0 1700000000000LL
-
-struct fixture {
-	char dir[256];
-	char path[PATH_MAX];
-	struct db *db;
-};
-
-static int setup(void **state)
-{
-	struct fixture *f = calloc(1, sizeof(*f));
-	struct buf err = BUF_INIT;
-	const char *tmp = getenv("TMPDIR");
-
-	snprintf(f->dir, sizeof(f->dir), "%s/tctl-wp-XXXXXX",
-		 tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(f->dir))
-		return -1;
-	snprintf(f->path, sizeof(f->path), "%s/trainctl.db", f->dir);
-	if (db_open(f->path, 2, &f->db, &err))
-		return -1;
-	buf_release(&err);
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *f = *state;
-	char p[PATH_MAX + 8];
-
-	db_close(f->db);
-	snprintf(p, sizeof(p), "%s", f->path);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s-wal", f->path);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s-shm", f->path);
-	unlink(p);
-	rmdir(f->dir);
-	free(f);
-	return 0;
-}
+#include "tests/db/fixture.h"
 
 static void insert(struct db *db, const char *name, int keep, const char *key)
 {
