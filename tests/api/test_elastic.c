@@ -31,8 +31,8 @@ static json_t *with_tag(const char *key, const char *value)
 
 	json_object_set_new(obj(req, "ResourceConfig"), "InstanceCount",
 			    json_integer(3));
-	json_array_append_new(tags, json_pack("{s:s, s:s}", "Key", key,
-					      "Value", value));
+	json_array_append_new(tags, json_pack("{s:s, s:s}", "Key", key, "Value",
+					      value));
 	json_object_set_new(req, "Tags", tags);
 	return req;
 }
@@ -49,10 +49,10 @@ static void test_min_read(void **state)
 
 	(void)state;
 	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-		assert_int_equal(parse_json(with_tag(API_ELASTIC_TAG,
-						     ok[i].value),
-					    &spec, &err),
-				 0);
+		assert_int_equal(
+			parse_json(with_tag(API_ELASTIC_TAG, ok[i].value),
+				   &spec, &err),
+			0);
 		assert_int_equal(spec.min_instances, ok[i].min);
 		api_job_spec_release(&spec);
 	}
@@ -65,8 +65,9 @@ static void test_min_read(void **state)
 
 static void test_refused(void **state)
 {
-	static const char *const bad[] = { "0", "4", "-1", "two", "", "2.5",
-					   " 2", "99999999999999999999" };
+	static const char *const bad[] = {
+		"0", "4", "-1", "two", "", "2.5", " 2", "99999999999999999999"
+	};
 	json_t *req;
 	size_t i;
 
@@ -88,12 +89,11 @@ static void test_min_of_request(void **state)
 	assert_int_equal(api_elastic_min_of_request(NULL), 0);
 	assert_int_equal(api_elastic_min_of_request("{}"), 0);
 	assert_int_equal(api_elastic_min_of_request("not json"), 0);
-	assert_int_equal(
-		api_elastic_min_of_request(
-			"{\"Tags\":[{\"Key\":\"a\",\"Value\":\"b\"},"
-			"{\"Key\":\"trainctl:min-instance-count\","
-			"\"Value\":\"2\"}]}"),
-		2);
+	assert_int_equal(api_elastic_min_of_request(
+				 "{\"Tags\":[{\"Key\":\"a\",\"Value\":\"b\"},"
+				 "{\"Key\":\"trainctl:min-instance-count\","
+				 "\"Value\":\"2\"}]}"),
+			 2);
 	assert_true(api_elastic_reserved_key("trainctl:x"));
 	assert_false(api_elastic_reserved_key("trainctlx"));
 	assert_false(api_elastic_reserved_key(NULL));

@@ -78,7 +78,7 @@ static inline int teardown(void **state)
 
 /* A job as ops.c would insert it; strings point into static storage. */
 static inline struct db_job make_job(const char *name, const char *status,
-			      const char *secondary, int64_t creation_ms)
+				     const char *secondary, int64_t creation_ms)
 {
 	struct db_job j;
 
