@@ -23,6 +23,7 @@
 
 #include "api/cwmetrics.h"
 #include "controller/ctrl.h"
+#include "tests/controller/ctx_fixture.h"
 #include "controller/obs/cwmetrics.h"
 #include "controller/hosts.h"
 #include "controller/obs/telemetry.h"
@@ -99,24 +100,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
-	char p[PATH_MAX];
-	struct dirent *de;
-	DIR *d;
 
 	ctrl_tm_close(&f->ctx);
-	db_close(f->ctx.db);
-	f->ctx.db = NULL;
-	ctrl_ctx_release(&f->ctx);
-	d = opendir(f->dir);
-	while (d && (de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", f->dir, de->d_name);
-		unlink(p);
-	}
-	if (d)
-		closedir(d);
-	rmdir(f->dir);
+	ctx_fixture_close(&f->ctx, f->dir);
 	free(f->uid);
 	free(f);
 	return 0;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "controller/ctrl.h"
+#include "tests/controller/ctx_fixture.h"
 #include "controller/warmpool.h"
 #include "db/db.h"
 #include "db/warmpool.h"
@@ -35,50 +36,22 @@ struct fixture {
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	struct buf err = BUF_INIT;
-	const char *tmp = getenv("TMPDIR");
-	char path[PATH_MAX];
-	int ret;
 
 	if (!f)
 		return -1;
-	log_set_level(LOG_ERROR);
-	snprintf(f->dir, sizeof(f->dir), "%s/tctl-wpc-XXXXXX",
-		 tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(f->dir)) {
+	if (ctx_fixture_open(&f->ctx, f->dir, sizeof(f->dir), "wpc")) {
 		free(f);
 		return -1;
 	}
-	ctrl_ctx_init(&f->ctx);
-	snprintf(path, sizeof(path), "%s/trainctl.db", f->dir);
-	ret = db_open(path, 1, &f->ctx.db, &err);
-	if (ret)
-		fprintf(stderr, "db_open: %s\n", err.data);
-	buf_release(&err);
 	*state = f;
-	return ret ? -1 : 0;
+	return 0;
 }
 
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
-	char p[PATH_MAX];
-	struct dirent *de;
-	DIR *d;
 
-	db_close(f->ctx.db);
-	f->ctx.db = NULL;
-	ctrl_ctx_release(&f->ctx);
-	d = opendir(f->dir);
-	while (d && (de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", f->dir, de->d_name);
-		unlink(p);
-	}
-	if (d)
-		closedir(d);
-	rmdir(f->dir);
+	ctx_fixture_close(&f->ctx, f->dir);
 	free(f);
 	return 0;
 }
