@@ -856,3 +856,27 @@ def check_tf_mesh(cluster, job):
 
 
 # ---------------------------------------------------------------- refusals
+
+
+def cluster_main(run, skip=None):
+    """main() of a suite on this module's Cluster: skips the whole suite
+    (1..0 # SKIP) where namespace clusters cannot run, or where skip()
+    gives a reason; else run(tap, cluster), then the cluster goes down
+    whatever happened. Returns the exit status."""
+    import traceback
+    import ftlib
+    reason = ftlib.ns_skip_reason() or (skip() if skip else None)
+    if reason:
+        print("1..0 # SKIP %s" % reason)
+        return 0
+    tap = sc.Tap()
+    cluster = Cluster()
+    try:
+        run(tap, cluster)
+    except Exception as e:
+        tap.ok(False, "the test ran to its end", "%s: %s\n%s" % (type(e).__name__, e,
+                                                                 traceback.format_exc()))
+    finally:
+        rc, out, err = cluster.down()
+        tap.ok(rc == 0, "cluster.sh down", "exit %d: %s%s" % (rc, out, err))
+    return tap.finish()

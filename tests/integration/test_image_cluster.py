@@ -16,27 +16,18 @@ import os
 import re
 import sys
 import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import distlib  # noqa: E402
 import imgcls as ic  # noqa: E402
-from distlib import Cluster, expect, sc, wait_job  # noqa: E402
+from distlib import expect, wait_job  # noqa: E402
 
 distlib.N_HOSTS = 3
 CODE_URI = "s3://%s/code/image_classification/sourcedir.tar.gz" % distlib.BUCKET
 DATA_URI = "s3://%s/fashion-mnist-shards/" % distlib.BUCKET
 RANK_RE = re.compile(r"rank=(\d+) host=(algo-\d+) images=(\d+) files=(\S+)")
-
-
-def skip_reason():
-    if os.geteuid() != 0:
-        return "needs root (CAP_NET_ADMIN) for network namespaces"
-    if not os.access("/usr/sbin/sshd", os.X_OK):
-        return "no /usr/sbin/sshd (apt-get install openssh-server)"
-    return ic.skip_reason()
 
 
 def run(tap, cluster):
@@ -76,21 +67,7 @@ def run(tap, cluster):
 
 
 def main():
-    reason = skip_reason()
-    if reason:
-        print("1..0 # SKIP %s" % reason)
-        return 0
-    tap = sc.Tap()
-    cluster = Cluster()
-    try:
-        run(tap, cluster)
-    except Exception as e:
-        tap.ok(False, "the test ran to its end", "%s: %s\n%s" % (type(e).__name__, e,
-                                                                 traceback.format_exc()))
-    finally:
-        rc, out, err = cluster.down()
-        tap.ok(rc == 0, "cluster.sh down", "exit %d: %s%s" % (rc, out, err))
-    return tap.finish()
+    return distlib.cluster_main(run, skip=ic.skip_reason)
 
 
 if __name__ == "__main__":

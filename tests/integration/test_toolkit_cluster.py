@@ -19,13 +19,12 @@ import os
 import sys
 import tarfile
 import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import distlib  # noqa: E402
-from distlib import Cluster, expect, sc, wait_job  # noqa: E402
+from distlib import expect, wait_job  # noqa: E402
 
 distlib.N_HOSTS = 2
 IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:1.5.0-cpu-py3"
@@ -42,14 +41,6 @@ print("cluster-tk host=%s hosts=%s master=%s same=%s from=%s" % (
     env.current_host, ",".join(env.hosts), env.is_master,
     dict(env) == dict(old), os.path.dirname(os.path.dirname(environment.__file__))), flush=True)
 '''
-
-
-def skip_reason():
-    if os.geteuid() != 0:
-        return "needs root (CAP_NET_ADMIN) for network namespaces"
-    if not os.access("/usr/sbin/sshd", os.X_OK):
-        return "no /usr/sbin/sshd (apt-get install openssh-server)"
-    return None
 
 
 def put_code(cluster):
@@ -115,21 +106,7 @@ def run(tap, cluster):
 
 
 def main():
-    reason = skip_reason()
-    if reason:
-        print("1..0 # SKIP %s" % reason)
-        return 0
-    tap = sc.Tap()
-    cluster = Cluster()
-    try:
-        run(tap, cluster)
-    except Exception as e:
-        tap.ok(False, "the test ran to its end", "%s: %s\n%s" % (type(e).__name__, e,
-                                                                 traceback.format_exc()))
-    finally:
-        rc, out, err = cluster.down()
-        tap.ok(rc == 0, "cluster.sh down", "exit %d: %s%s" % (rc, out, err))
-    return tap.finish()
+    return distlib.cluster_main(run)
 
 
 if __name__ == "__main__":
