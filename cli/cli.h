@@ -283,6 +283,16 @@ int cli_call(struct cli_ctx *ctx, const char *op, const struct buf *body,
  */
 void cli_print_json(const struct cli_reply *reply);
 
+/*
+ * GET path and print the answer: as JSON for --output json, else as the
+ * table table() makes of it (what names the answer in an error). Returns
+ * the exit status.
+ */
+int cli_get_table(struct cli_ctx *ctx, const char *path,
+		  int (*table)(const char *json, size_t len, struct buf *out,
+			       struct buf *err),
+		  const char *what);
+
 /* --- jobdef.c: a training job's definition from flags ----------------- */
 
 /*

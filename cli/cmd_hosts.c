@@ -100,9 +100,6 @@ int cli_cmd_undrain_host(struct cli_ctx *ctx, int argc, char **argv)
 int cli_cmd_list_hosts(struct cli_ctx *ctx, int argc, char **argv)
 {
 	const struct cli_cmd *cmd = cli_cmd_find("list-hosts");
-	struct cli_reply reply = CLI_REPLY_INIT;
-	struct buf err = BUF_INIT;
-	struct buf out = BUF_INIT;
 	int opt, rc;
 
 	while ((opt = getopt_long(argc, argv, ":h", hosts_opts, NULL)) != -1) {
@@ -113,23 +110,7 @@ int cli_cmd_list_hosts(struct cli_ctx *ctx, int argc, char **argv)
 	if (optind < argc)
 		return cli_usage_error(cmd, "unexpected argument '%s'",
 				       argv[optind]);
-	rc = cli_reply_status(cli_http_get(ctx, "/v1/hosts", &reply, &err), &reply,
-			  &err);
-	if (rc) {
-		/* cli_reply_status() said why */
-	} else if (ctx->output == CLI_OUTPUT_JSON) {
-		cli_print_json(&reply);
-	} else if (api_hosts_table(reply.body.data, reply.body.len, &out,
-				   &err)) {
-		cli_error("bad hosts reply: %s", err.data);
-		rc = CLI_EXIT_TRANSPORT;
-	} else {
-		fputs(out.data, stdout);
-	}
-	cli_reply_release(&reply);
-	buf_release(&err);
-	buf_release(&out);
-	return rc;
+	return cli_get_table(ctx, "/v1/hosts", api_hosts_table, "hosts");
 }
 
 /* --- list-images HOST / prune-images HOST ------------------------------ */

@@ -35,8 +35,7 @@ static int queue_name_ok(const char *s)
 int cli_cmd_queue(struct cli_ctx *ctx, int argc, char **argv)
 {
 	const struct cli_cmd *cmd = cli_cmd_find("queue");
-	struct cli_reply reply = CLI_REPLY_INIT;
-	struct buf err = BUF_INIT, out = BUF_INIT, path = BUF_INIT;
+	struct buf path = BUF_INIT;
 	int opt, rc;
 
 	while ((opt = getopt_long(argc, argv, ":h", queue_opts, NULL)) != -1) {
@@ -57,22 +56,7 @@ int cli_cmd_queue(struct cli_ctx *ctx, int argc, char **argv)
 	(void)buf_adds(&path, "/v1/queues");
 	if (optind < argc)
 		(void)buf_addf(&path, "/%s", argv[optind]);
-	rc = cli_reply_status(cli_http_get(ctx, path.data, &reply, &err),
-			      &reply, &err);
-	if (rc) {
-		/* cli_reply_status() said why */
-	} else if (ctx->output == CLI_OUTPUT_JSON) {
-		cli_print_json(&reply);
-	} else if (api_queues_table(reply.body.data, reply.body.len, &out,
-				    &err)) {
-		cli_error("bad queues reply: %s", err.data);
-		rc = CLI_EXIT_TRANSPORT;
-	} else {
-		fputs(out.data, stdout);
-	}
-	cli_reply_release(&reply);
-	buf_release(&err);
-	buf_release(&out);
+	rc = cli_get_table(ctx, path.data, api_queues_table, "queues");
 	buf_release(&path);
 	return rc;
 }

@@ -346,6 +346,32 @@ void cli_print_json(const struct cli_reply *reply)
 	buf_release(&out);
 }
 
+int cli_get_table(struct cli_ctx *ctx, const char *path,
+		  int (*table)(const char *json, size_t len, struct buf *out,
+			       struct buf *err),
+		  const char *what)
+{
+	struct cli_reply reply = CLI_REPLY_INIT;
+	struct buf err = BUF_INIT, out = BUF_INIT;
+	int rc = cli_reply_status(cli_http_get(ctx, path, &reply, &err), &reply,
+				  &err);
+
+	if (rc) {
+		/* cli_reply_status() said why */
+	} else if (ctx->output == CLI_OUTPUT_JSON) {
+		cli_print_json(&reply);
+	} else if (table(reply.body.data, reply.body.len, &out, &err)) {
+		cli_error("bad %s reply: %s", what, err.data);
+		rc = CLI_EXIT_TRANSPORT;
+	} else {
+		fputs(out.data, stdout);
+	}
+	cli_reply_release(&reply);
+	buf_release(&err);
+	buf_release(&out);
+	return rc;
+}
+
 int cli_reply_status(int rc, const struct cli_reply *reply,
 		     const struct buf *err)
 {
