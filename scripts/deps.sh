@@ -14,7 +14,7 @@ clang clang-format pmccabe curl ca-certificates
 python3 python3-boto3 python3-botocore awscli python3-sklearn
 openssh-server openssh-client iproute2 util-linux pdsh slurm-wlm openmpi-bin
 libopenmpi-dev python3-torch dataset-fashion-mnist python3-uvloop
-python3-xgboost
+python3-xgboost libraft-dev libuv1-dev keepalived
 podman buildah skopeo runc crun conmon catatonit docker-registry
 busybox-static apache2-utils iptables
 python3-pip python3-venv python3-setuptools python3-wheel"
