@@ -36,7 +36,14 @@ struct cli_http;
  * command. The strings are borrowed from argv or the environment.
  */
 struct cli_ctx {
+	/*
+	 * --endpoint as given: one URL, or the members of a replicated
+	 * controller separated by commas (cli_endpoint()).
+	 */
 	const char *endpoint;
+	char **members;	    /* endpoint split, once, by http.c */
+	size_t n_members;   /* entries of members */
+	size_t cur_member;  /* the one requests go to now */
 	const char *region;
 	const char *ca_bundle; /* PEM CAs for https (NULL: the system's) */
 	enum cli_output output;
@@ -269,6 +276,24 @@ int cli_reply_status(int rc, const struct cli_reply *reply,
 
 /* Frees the connection kept in ctx. */
 void cli_http_close(struct cli_ctx *ctx);
+
+/*
+ * The controller URL requests go to now. With several members in
+ * --endpoint, that is the one that answered last: a request that cannot
+ * connect to a member, or that a member answers 503 (no leader), goes on
+ * to the next, since neither can have been carried out.
+ */
+const char *cli_endpoint(struct cli_ctx *ctx);
+
+/*
+ * cli_endpoint() for a client that talks to the member itself (the
+ * embedded store's blob face): with several members, the first that
+ * answers /healthz.
+ */
+const char *cli_endpoint_live(struct cli_ctx *ctx);
+
+/* Whether list (--endpoint) names no empty member: 0, or -1 with err. */
+int cli_endpoint_check(const char *list, struct buf *err);
 
 /*
  * cli_http_call() for commands that simply fail on any error: prints the

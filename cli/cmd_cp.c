@@ -45,7 +45,7 @@ int cli_storage_open(struct cli_ctx *ctx, struct stor **out)
 		stor_config_set(&cfg.s3_region, ctx->region);
 	/* No endpoint: the embedded store, through the controller. */
 	if (!cfg.s3_endpoint && !cfg.state_dir)
-		stor_config_set(&cfg.blob_url, ctx->endpoint);
+		stor_config_set(&cfg.blob_url, cli_endpoint_live(ctx));
 	ret = stor_open(&cfg, out, &err);
 	if (ret)
 		cli_error("%s", err.data);

@@ -11,6 +11,7 @@
 #include "common/buf.h"
 #include "common/bug.h"
 #include "common/err.h"
+#include "common/strvec.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
@@ -24,6 +25,7 @@ struct cli_http {
 	struct buf sigv4;	 /* "aws:amz:<region>:sagemaker" */
 	struct cli_reply *reply; /* the call in progress */
 	int toobig;		 /* the write callback hit the body cap */
+	int unreached;		 /* the last request never connected */
 	const char *ca_bundle;	 /* ctx->ca_bundle */
 	char errbuf[CURL_ERROR_SIZE];
 };
@@ -83,6 +85,8 @@ void cli_http_close(struct cli_ctx *ctx)
 {
 	struct cli_http *h = ctx->http;
 
+	strv_free(ctx->members);
+	ctx->members = NULL;
 	if (!h)
 		return;
 	curl_easy_cleanup(h->curl);
@@ -188,6 +192,15 @@ static void parse_error(struct cli_reply *reply)
 	}
 }
 
+/* Whether the last transfer got a connection to its server. */
+static int connected(CURL *c)
+{
+	curl_off_t t = 0;
+
+	return curl_easy_getinfo(c, CURLINFO_CONNECT_TIME_T, &t) == CURLE_OK &&
+	       t > 0;
+}
+
 /*
  * One request to url: a JSON 1.1 POST of body as SageMaker.<op> (op ""
  * posts plain JSON), or a GET when op is NULL. Fills reply; returns 0
@@ -215,6 +228,7 @@ static int perform(struct cli_http *h, const char *url, const char *op,
 	reply->status = 0;
 	h->reply = reply;
 	h->toobig = 0;
+	h->unreached = 0;
 	h->errbuf[0] = '\0';
 
 	curl_easy_reset(c);
@@ -248,6 +262,7 @@ static int perform(struct cli_http *h, const char *url, const char *op,
 			       url, CLI_MAX_RESPONSE);
 		ret = ERR_TOOBIG;
 	} else if (rc != CURLE_OK) {
+		h->unreached = !connected(c);
 		(void)buf_addf(err, "cannot reach %s: %s", url,
 			       h->errbuf[0] ? h->errbuf :
 					      curl_easy_strerror(rc));
@@ -261,26 +276,123 @@ static int perform(struct cli_http *h, const char *url, const char *op,
 	return ret;
 }
 
+/*
+ * Splits ctx->endpoint into its members, once. Their order is kept, so
+ * that every run starts with the first member named.
+ */
+static void members_split(struct cli_ctx *ctx)
+{
+	const char *p = ctx->endpoint, *comma;
+	size_t n = 1;
+
+	if (ctx->members)
+		return;
+	for (comma = p; (comma = strchr(comma, ',')); comma++)
+		n++;
+	ctx->members = xcalloc(n + 1, sizeof(*ctx->members));
+	for (n = 0;; p = comma + 1) {
+		comma = strchr(p, ',');
+		ctx->members[n++] = comma ? xstrndup(p, (size_t)(comma - p)) :
+					    xstrdup(p);
+		if (!comma)
+			break;
+	}
+	ctx->n_members = n;
+	ctx->cur_member = 0;
+}
+
+const char *cli_endpoint(struct cli_ctx *ctx)
+{
+	members_split(ctx);
+	return ctx->members[ctx->cur_member];
+}
+
+const char *cli_endpoint_live(struct cli_ctx *ctx)
+{
+	struct cli_reply reply = CLI_REPLY_INIT;
+	struct buf err = BUF_INIT;
+
+	members_split(ctx);
+	if (ctx->n_members > 1)
+		(void)cli_http_get(ctx, "/healthz", &reply, &err);
+	cli_reply_release(&reply);
+	buf_release(&err);
+	return cli_endpoint(ctx);
+}
+
+int cli_endpoint_check(const char *list, struct buf *err)
+{
+	const char *p = list, *comma;
+
+	for (;; p = comma + 1) {
+		comma = strchr(p, ',');
+		if (comma == p || !*p) {
+			(void)buf_addf(err,
+				       "--endpoint '%s' has an empty member",
+				       list);
+			return -1;
+		}
+		if (!comma)
+			return 0;
+	}
+}
+
+/*
+ * Whether the request may go on to the next member: it never reached this
+ * one, or this one has no leader to carry it out (503), so nothing was
+ * done. Any other failure is the answer.
+ */
+static int next_member(struct cli_ctx *ctx, struct cli_http *h, int ret,
+		       const struct cli_reply *reply, size_t *tried)
+{
+	if (ctx->n_members < 2 || ++*tried >= ctx->n_members)
+		return 0;
+	if (ret ? !h->unreached : reply->status != 503)
+		return 0;
+	ctx->cur_member = (ctx->cur_member + 1) % ctx->n_members;
+	return 1;
+}
+
+/*
+ * One request to the members in turn: path on the REST face (NULL: the
+ * JSON 1.1 face at the root), GET (op NULL) or a POST.
+ */
+static int member_request(struct cli_ctx *ctx, struct cli_http *h,
+			  const char *path, const char *op,
+			  const struct buf *body, struct cli_reply *reply,
+			  struct buf *err)
+{
+	struct buf url = BUF_INIT;
+	size_t tried = 0;
+	int ret;
+
+	do {
+		const char *base = cli_endpoint(ctx);
+		size_t blen = strlen(base);
+
+		if (blen && base[blen - 1] == '/' && path)
+			blen--;
+		buf_reset(&url);
+		if (tried)
+			buf_reset(err); /* the last member's word stands */
+		if (buf_addf(&url, "%.*s%s", (int)blen, base, path ? path : ""))
+			BUG("unbounded buffer refused a string");
+		ret = perform(h, url.data, op, body, reply, err);
+	} while (next_member(ctx, h, ret, reply, &tried));
+	buf_release(&url);
+	return ret;
+}
+
 /* A request to path on the REST face: GET (op NULL) or a JSON POST. */
 static int rest_request(struct cli_ctx *ctx, const char *path, const char *op,
 			const struct buf *body, struct cli_reply *reply,
 			struct buf *err)
 {
 	struct cli_http *h = http_open(ctx, err);
-	struct buf url = BUF_INIT;
-	size_t elen = strlen(ctx->endpoint);
-	int ret;
 
 	if (!h)
 		return ERR_IO;
-	if (buf_addf(&url, "%.*s%s",
-		     (int)(elen && ctx->endpoint[elen - 1] == '/' ? elen - 1 :
-								    elen),
-		     ctx->endpoint, path))
-		BUG("unbounded buffer refused a string");
-	ret = perform(h, url.data, op, body, reply, err);
-	buf_release(&url);
-	return ret;
+	return member_request(ctx, h, path, op, body, reply, err);
 }
 
 int cli_http_get(struct cli_ctx *ctx, const char *path, struct cli_reply *reply,
@@ -305,7 +417,7 @@ int cli_http_call(struct cli_ctx *ctx, const char *op, const struct buf *body,
 	if (!h)
 		return ERR_IO;
 	for (attempt = 1; attempt <= CLI_HTTP_ATTEMPTS; attempt++) {
-		ret = perform(h, ctx->endpoint, op, body, reply, err);
+		ret = member_request(ctx, h, NULL, op, body, reply, err);
 		if (ret || !retryable(reply) || attempt == CLI_HTTP_ATTEMPTS)
 			break;
 		sleep_ms(delay_ms);

@@ -223,7 +223,8 @@ static void print_help(FILE *f)
 		fprintf(f, "   %-29s %s\n", commands[i].name, commands[i].help);
 	fputs("\noptions (before or after the command):\n"
 	      "   --endpoint URL   controller URL (env TRAINCTL_ENDPOINT, "
-	      "default " CLI_DEFAULT_ENDPOINT ")\n"
+	      "default " CLI_DEFAULT_ENDPOINT "); the members of a\n"
+	      "                    replicated controller: URL,URL,...\n"
 	      "   --output FMT     table (default) or json\n"
 	      "   --region R       signing region (env AWS_REGION, "
 	      "AWS_DEFAULT_REGION, default " CLI_DEFAULT_REGION ")\n"
@@ -276,6 +277,20 @@ static int set_output(struct cli_ctx *ctx, const struct cli_cmd *cmd,
 	return 0;
 }
 
+static int set_endpoint(struct cli_ctx *ctx, const struct cli_cmd *cmd,
+			const char *arg)
+{
+	struct buf err = BUF_INIT;
+	int rc = 0;
+
+	if (cli_endpoint_check(arg, &err))
+		rc = cli_usage_error(cmd, "%s", err.data);
+	else
+		ctx->endpoint = arg;
+	buf_release(&err);
+	return rc;
+}
+
 int cli_common_option(struct cli_ctx *ctx, const struct cli_cmd *cmd, int opt,
 		      char **argv)
 {
@@ -283,8 +298,7 @@ int cli_common_option(struct cli_ctx *ctx, const struct cli_cmd *cmd, int opt,
 	case CLI_OPT_ENDPOINT:
 		if (!*optarg)
 			return cli_usage_error(cmd, "--endpoint is empty");
-		ctx->endpoint = optarg;
-		return 0;
+		return set_endpoint(ctx, cmd, optarg);
 	case CLI_OPT_OUTPUT:
 		return set_output(ctx, cmd, optarg);
 	case CLI_OPT_REGION:
@@ -406,6 +420,10 @@ int main(int argc, char **argv)
 	if (optind >= argc)
 		return cli_usage_error(NULL, "no command given; see 'trainctl "
 					     "help'");
+	/* TRAINCTL_ENDPOINT, when no --endpoint replaced it. */
+	rc = set_endpoint(&ctx, NULL, ctx.endpoint);
+	if (rc)
+		return rc;
 	cmd = cli_cmd_find(argv[optind]);
 	if (!cmd)
 		return cli_usage_error(NULL,

@@ -218,6 +218,61 @@ run $T --endpoint "http://127.0.0.1:1" list-training-jobs
 check "unreachable endpoint: exit 2" \
 	'[ $rc -eq 2 ] && has "$ERR" "trainctl: error: cannot reach"'
 
+# --- several members (a replicated controller) ------------------------------------
+# fake_member VAR STATUS: starts a server answering every request with STATUS
+# and an AWS error body; sets VAR to its URL.
+fake_member() {
+	_p=$(t_free_port)
+	/usr/bin/python3 -c '
+import http.server, sys
+code = int(sys.argv[2])
+class H(http.server.BaseHTTPRequestHandler):
+    def answer(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(n)
+        body = b"{\"__type\": \"ServiceUnavailable\", \"message\": \"fake %d\"}" % code
+        self.send_response(code)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    do_GET = do_POST = answer
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+' "$_p" "$2" >/dev/null 2>&1 &
+	t_track_pid $!
+	_i=0
+	while [ $_i -lt 100 ] &&
+		! curl -s -o /dev/null "http://127.0.0.1:$_p/"; do
+		sleep 0.1
+		_i=$((_i + 1))
+	done
+	eval "$1=http://127.0.0.1:$_p"
+}
+fake_member U503 503
+fake_member U400 400
+run $T --endpoint "http://127.0.0.1:1,$T_URL" list-training-jobs
+check "an unreachable member: the next one answers" \
+	'[ $rc -eq 0 ] && has "$OUT" from-file'
+run $T --endpoint "$U503,$T_URL" list-training-jobs
+check "a member without a leader (503): the next one answers" \
+	'[ $rc -eq 0 ] && has "$OUT" from-file'
+run $T --endpoint "$U400,$T_URL" list-training-jobs
+check "a member's error answer stands (no second member asked)" \
+	'[ $rc -eq 1 ] && has "$ERR" "fake 400"'
+run $T --endpoint "http://127.0.0.1:1,$U503" list-training-jobs
+check "no member answers: an error, no hang" \
+	'[ $rc -ne 0 ] && grep -qE "fake 503|cannot reach" "$ERR"'
+printf 'member bytes\n' >"$T_TMP/member.txt"
+run $T --endpoint "http://127.0.0.1:1,$T_URL" cp "$T_TMP/member.txt" \
+	s3://member-bucket/m.txt
+check "cp through the embedded store picks a live member" '[ $rc -eq 0 ]'
+run $T --endpoint "$T_URL,,$T_URL" list-training-jobs
+check "an empty member in --endpoint: exit 129" \
+	'[ $rc -eq 129 ] && has "$ERR" "empty member"'
+run env TRAINCTL_ENDPOINT="$T_URL," $T list-training-jobs
+check "an empty member in TRAINCTL_ENDPOINT: exit 129" \
+	'[ $rc -eq 129 ] && has "$ERR" "empty member"'
+
 # --- SigV4 -----------------------------------------------------------------------
 KEY=AKIDCLITEST000000001
 SECRET=cli/secret+key/0123456789abcdefABCDEF
