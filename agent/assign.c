@@ -478,7 +478,7 @@ static void launch(struct agent_ctx *ctx, struct agent_assign *a)
 	agent_assign_watch_checkpoints(a);
 	if (a->spec.network_isolation &&
 	    a->spec.launch_mode != API_LAUNCH_CONTAINER && !a->netiso_procs &&
-	    agent_netiso_setup(ctx->cfg.controller, a, &err)) {
+	    agent_netiso_setup(ctx->cfg.controllers, a, &err)) {
 		agent_assign_set_error(ctx, a, err.data);
 	} else if (agent_launch(ctx, a, &err)) {
 		agent_assign_set_error(ctx, a, err.data);

@@ -19,6 +19,7 @@
 #include "agent/telemetry.h"
 #include "common/err.h"
 #include "common/opt.h"
+#include "common/strvec.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
@@ -251,16 +252,33 @@ out:
 	return n;
 }
 
+/* --controller A,B,C into its members, each without trailing slashes. */
+static void split_controllers(struct agent_config *cfg)
+{
+	const char *p = cfg->controller, *comma;
+	size_t n = 1, len;
+
+	for (comma = p; (comma = strchr(comma, ',')); comma++)
+		n++;
+	cfg->controllers = xcalloc(n + 1, sizeof(*cfg->controllers));
+	for (n = 0;; p = comma + 1) {
+		comma = strchr(p, ',');
+		len = comma ? (size_t)(comma - p) : strlen(p);
+		while (len > 0 && p[len - 1] == '/')
+			len--;
+		cfg->controllers[n++] = xstrndup(p, len);
+		if (!comma)
+			break;
+	}
+	cfg->n_controllers = n;
+}
+
 void agent_config_fill_defaults(struct agent_config *cfg)
 {
 	long n;
-	size_t len;
 
-	if (cfg->controller) {
-		len = strlen(cfg->controller);
-		while (len > 0 && cfg->controller[len - 1] == '/')
-			cfg->controller[--len] = '\0';
-	}
+	if (cfg->controller && !cfg->controllers)
+		split_controllers(cfg);
 	if (!cfg->work_dir)
 		cfg->work_dir = xstrdup("/var/lib/trainagent");
 	if (cfg->cpus < 0) {
@@ -312,17 +330,22 @@ static int name_ok(const char *s)
 
 int agent_config_check(const struct agent_config *cfg, struct buf *err)
 {
-	if (!cfg->controller) {
+	size_t i;
+
+	if (!cfg->controller || !cfg->controllers) {
 		(void)buf_adds(err, "--controller URL is required");
 		return ERR_INVALID;
 	}
-	if (strncmp(cfg->controller, "http://", 7) &&
-	    strncmp(cfg->controller, "https://", 8)) {
-		(void)buf_addf(err,
-			       "controller URL '%s' must start with "
-			       "http:// or https://",
-			       cfg->controller);
-		return ERR_INVALID;
+	for (i = 0; i < cfg->n_controllers; i++) {
+		const char *u = cfg->controllers[i];
+
+		if (strncmp(u, "http://", 7) && strncmp(u, "https://", 8)) {
+			(void)buf_addf(err,
+				       "controller URL '%s' must start with "
+				       "http:// or https://",
+				       u);
+			return ERR_INVALID;
+		}
 	}
 	if (!cfg->host) {
 		(void)buf_adds(err, "--host NAME is required");
@@ -353,6 +376,7 @@ int agent_config_check(const struct agent_config *cfg, struct buf *err)
 void agent_config_release(struct agent_config *cfg)
 {
 	free(cfg->controller);
+	strv_free(cfg->controllers);
 	free(cfg->host);
 	free(cfg->work_dir);
 	free(cfg->address);

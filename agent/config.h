@@ -12,7 +12,14 @@
  * command line, agent_config_fill_defaults() the rest.
  */
 struct agent_config {
-	char *controller; /* base URL, no trailing slash */
+	/*
+	 * --controller: the base URL (no trailing slash), or the members of
+	 * a replicated controller separated by commas; split into
+	 * controllers (NULL-terminated) by agent_config_fill_defaults()
+	 */
+	char *controller;
+	char **controllers;
+	size_t n_controllers;
 	char *host;
 	char *work_dir;
 	int cpus;

@@ -76,8 +76,22 @@ int agent_http_init(struct agent_ctx *ctx, struct buf *err)
 	(void)buf_addf(&b, "Authorization: Bearer %s",
 		       ctx->token ? ctx->token : "");
 	h->auth = buf_detach(&b, NULL);
-	h->base = xstrdup(ctx->cfg.controller);
+	h->base = xstrdup(ctx->cfg.controllers[0]);
+	h->connect_ms = 2000;
 	return 0;
+}
+
+int agent_http_next_controller(struct agent_ctx *ctx)
+{
+	struct agent_http *h = &ctx->http;
+
+	if (ctx->cfg.n_controllers < 2)
+		return 0;
+	h->member = (h->member + 1) % ctx->cfg.n_controllers;
+	free(h->base);
+	h->base = xstrdup(ctx->cfg.controllers[h->member]);
+	log_info("trying the controller at %s", h->base);
+	return 1;
 }
 
 static void req_free(struct agent_req *r)
@@ -173,7 +187,7 @@ static struct agent_req *req_new(struct agent_ctx *ctx, const char *method,
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, ctx->http.connect_ms);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	if (ctx->cfg.ca_file)
 		curl_easy_setopt(e, CURLOPT_CAINFO, ctx->cfg.ca_file);

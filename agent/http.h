@@ -41,7 +41,9 @@ struct agent_http {
 	int64_t timer_at; /* monotonic ms; -1 none */
 	struct agent_req *reqs;
 	char *auth;	/* "Authorization: Bearer ..." */
-	char *base;	/* controller URL */
+	char *base;	/* controller URL: cfg.controllers[member] */
+	size_t member;	/* the member requests go to */
+	long connect_ms; /* connect timeout of every request */
 	char *local_ip; /* learnt from the first completed request */
 };
 
@@ -62,6 +64,12 @@ struct agent_req *agent_http_start(struct agent_ctx *ctx, const char *method,
 struct agent_req *agent_http_put_file(struct agent_ctx *ctx, const char *path,
 				      int fd, int64_t size, agent_req_fn *done,
 				      void *data);
+
+/*
+ * With several controller members: requests started from now on go to
+ * the next one. Returns 0 when there is only one.
+ */
+int agent_http_next_controller(struct agent_ctx *ctx);
 
 /* Drops a request without calling done. */
 void agent_http_cancel(struct agent_ctx *ctx, struct agent_req *req);

@@ -224,12 +224,20 @@ static void teardown_family(int v6, const char *chain, const char *path)
 }
 
 static int setup_family(int v6, const char *chain, const char *path,
-			const struct agent_assign *a, const char *host,
-			const char *port, struct buf *err)
+			const struct agent_assign *a, char *const *controllers,
+			struct buf *err)
 {
+	char host[256], port[16];
 	int ret = fw(v6, err, "-N", chain, (char *)NULL);
+	size_t i;
 
-	ret = ret ? ret : refuse_controller(v6, chain, host, port, err);
+	/* Every member of a replicated controller. */
+	for (i = 0; !ret && controllers[i]; i++) {
+		if (controller_of(controllers[i], host, sizeof(host), port,
+				  sizeof(port)))
+			continue; /* checked by agent_netiso_setup() */
+		ret = refuse_controller(v6, chain, host, port, err);
+	}
 	ret = ret ? ret : accept_hosts(v6, chain, &a->spec, err);
 	ret = ret ? ret :
 		    fw(v6, err, "-A", chain, "-p", "tcp", "-j", "REJECT",
@@ -268,10 +276,11 @@ void agent_netiso_teardown(struct agent_assign *a)
 	FREE_AND_NULL(a->netiso_procs);
 }
 
-int agent_netiso_setup(const char *controller, struct agent_assign *a,
+int agent_netiso_setup(char *const *controllers, struct agent_assign *a,
 		       struct buf *err)
 {
 	char chain[20], path[64], host[256], port[16];
+	size_t i;
 	struct buf dir = BUF_INIT;
 	char *mnt = cgroup2_mount();
 	int ret = 0;
@@ -296,18 +305,21 @@ int agent_netiso_setup(const char *controller, struct agent_assign *a,
 	}
 	(void)buf_adds(&dir, "/cgroup.procs");
 	a->netiso_procs = xstrdup(dir.data);
-	if (controller_of(controller, host, sizeof(host), port, sizeof(port))) {
-		(void)buf_addf(err, "EnableNetworkIsolation: cannot read the "
-				    "controller's address from its URL");
-		ret = ERR_INVALID;
-		goto out;
-	}
+	for (i = 0; controllers[i]; i++)
+		if (controller_of(controllers[i], host, sizeof(host), port,
+				  sizeof(port))) {
+			(void)buf_addf(err, "EnableNetworkIsolation: cannot "
+					    "read the controller's address "
+					    "from its URL");
+			ret = ERR_INVALID;
+			goto out;
+		}
 	/* What an earlier agent left for this assignment goes first. */
 	teardown_family(0, chain, path);
 	teardown_family(1, chain, path);
-	ret = setup_family(0, chain, path, a, host, port, err);
+	ret = setup_family(0, chain, path, a, controllers, err);
 	if (!ret && has_ipv6())
-		ret = setup_family(1, chain, path, a, host, port, err);
+		ret = setup_family(1, chain, path, a, controllers, err);
 	if (ret) {
 		struct buf why = BUF_INIT;
 

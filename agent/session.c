@@ -115,6 +115,55 @@ static void describe(const struct agent_req *r, struct buf *out)
 		(void)buf_adds(out, r->errbuf[0] ? r->errbuf : "failed");
 }
 
+/*
+ * A replicated controller: any member answers (a follower forwards to the
+ * leader), so when one does not, the session moves to the next member and
+ * registers there. What was in flight to the old one is dropped: a
+ * long-poll to a machine that went away would hang for its whole timeout.
+ */
+static void next_member(struct agent_ctx *ctx)
+{
+	struct agent_session *s = &ctx->sess;
+
+	if (!agent_http_next_controller(ctx))
+		return;
+	if (s->reg_req)
+		agent_http_cancel(ctx, s->reg_req);
+	s->reg_req = NULL;
+	if (s->work_req)
+		agent_http_cancel(ctx, s->work_req);
+	s->work_req = NULL;
+	if (s->status_req) {
+		agent_http_cancel(ctx, s->status_req);
+		agent_assign_status_done(ctx, 0);
+		s->status_dirty = 1;
+	}
+	s->status_req = NULL;
+	if (s->log_req) {
+		agent_http_cancel(ctx, s->log_req);
+		agent_logq_nack(&ctx->logq);
+	}
+	s->log_req = NULL;
+	/* The next member is tried at once, not after the backoff. */
+	s->backoff_ms = BACKOFF_MIN_MS;
+}
+
+/*
+ * A request's timeout: with several members, a third of the deadline, so
+ * that a member that stopped answering is left for the next one well
+ * before the host's lease runs out.
+ */
+static int64_t member_timeout(const struct agent_ctx *ctx, int64_t ms)
+{
+	int64_t t = ctx->sess.deadline_ms / 3;
+
+	if (ctx->cfg.n_controllers < 2)
+		return ms;
+	if (t < 300)
+		t = 300;
+	return t < ms ? t : ms;
+}
+
 void agent_session_lost(struct agent_ctx *ctx, const char *what,
 			const struct agent_req *req)
 {
@@ -143,6 +192,9 @@ void agent_session_lost(struct agent_ctx *ctx, const char *what,
 	s->warned = 1;
 	buf_release(&why);
 	s->registered = 0;
+	/* No answer, or one that is not the leader's (502/503/504). */
+	if (!req || !req->status || req->status >= 500)
+		next_member(ctx);
 	if (s->register_at < now + s->backoff_ms)
 		s->register_at = now + s->backoff_ms;
 	s->backoff_ms *= 2;
@@ -170,7 +222,7 @@ static char *local_address(struct agent_ctx *ctx)
 	CURLU *u = curl_url();
 	int fd;
 
-	if (!u || curl_url_set(u, CURLUPART_URL, ctx->cfg.controller, 0) ||
+	if (!u || curl_url_set(u, CURLUPART_URL, ctx->http.base, 0) ||
 	    curl_url_get(u, CURLUPART_HOST, &h, 0) ||
 	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT))
 		goto out;
@@ -233,6 +285,7 @@ static void on_register(struct agent_ctx *ctx, struct agent_req *req)
 		s->heartbeat_ms = hb;
 	if (dl > 0)
 		s->deadline_ms = dl;
+	ctx->http.connect_ms = member_timeout(ctx, 2000);
 	buf_reset(&err);
 	if (api_register_reply_telemetry(req->resp.data, req->resp.len, &tm,
 					 &err))
@@ -250,7 +303,7 @@ static void on_register(struct agent_ctx *ctx, struct agent_req *req)
 	contact(ctx, req, 1);
 	log_info("registered with %s as '%s' (heartbeat %lld ms, deadline "
 		 "%lld ms)",
-		 ctx->cfg.controller, ctx->cfg.host, (long long)s->heartbeat_ms,
+		 ctx->http.base, ctx->cfg.host, (long long)s->heartbeat_ms,
 		 (long long)s->deadline_ms);
 	buf_release(&err);
 }
@@ -276,10 +329,10 @@ static void send_register(struct agent_ctx *ctx)
 	r.gpus = ctx->cfg.gpus;
 	r.address = ctx->cfg.address ? ctx->cfg.address : (char *)"127.0.0.1";
 	if (api_register_build(&r, &body) == 0)
-		s->reg_req = agent_http_start(ctx, "POST",
-					      "/v1/agents/register", body.data,
-					      body.len, REGISTER_TIMEOUT_MS,
-					      on_register, NULL);
+		s->reg_req = agent_http_start(
+			ctx, "POST", "/v1/agents/register", body.data, body.len,
+			member_timeout(ctx, REGISTER_TIMEOUT_MS), on_register,
+			NULL);
 	if (!s->reg_req)
 		s->register_at = time_mono_ms() + BACKOFF_MAX_MS;
 	buf_release(&body);
@@ -365,8 +418,9 @@ static void send_status(struct agent_ctx *ctx, int64_t now)
 	}
 	(void)buf_addf(&path, "/v1/agents/%s/status", ctx->cfg.host);
 	s->status_req = agent_http_start(ctx, "POST", path.data, body.data,
-					 body.len, STATUS_TIMEOUT_MS, on_status,
-					 NULL);
+					 body.len,
+					 member_timeout(ctx, STATUS_TIMEOUT_MS),
+					 on_status, NULL);
 	if (!s->status_req) {
 		agent_assign_status_done(ctx, 0);
 		s->status_dirty = 1;

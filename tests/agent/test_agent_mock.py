@@ -46,6 +46,7 @@ class Mock:
         self.artifacts = {}        # "job/attempt/algo/file" -> bytes
         self.status_404 = 0        # answer this many status POSTs with 404
         self.hang_until = 0.0      # partition: hold every answer until then
+        self.hang_a_until = 0.0    # the same, member A's answers only
         self.heartbeat_ms = 200
         self.deadline_ms = 1500
         self.bad_auth = 0
@@ -218,12 +219,83 @@ def tar_names(data):
         return sorted(m.name.lstrip("./") for m in t.getmembers() if m.isfile())
 
 
+class HandlerA(Handler):
+    """Member A of a replicated controller: the same state, its own
+    partition."""
+
+    def partitioned(self):
+        while time.time() < MOCK.hang_a_until:
+            time.sleep(0.05)
+        Handler.partitioned(self)
+
+
+class QuietServer(http.server.ThreadingHTTPServer):
+    """The agent hangs up on a cut-off member's answers: no traceback."""
+
+    def handle_error(self, request, client_address):
+        pass
+
+
+def members_case(tap, port, env):
+    """--controller A,B: member A cut off while a rank runs; the agent
+    goes on with B and the rank is never fenced."""
+    srv_a = QuietServer(("127.0.0.1", 0), HandlerA)
+    srv_a.daemon_threads = True
+    port_a = srv_a.server_address[1]
+    threading.Thread(target=srv_a.serve_forever, daemon=True).start()
+    work = tempfile.mkdtemp(prefix="trainagent-mock-")
+    fd, logf = tempfile.mkstemp(prefix="trainagent-mock-", suffix=".log")
+    log = os.fdopen(fd, "w")
+    agent = subprocess.Popen([AGENT, "--controller",
+                              "http://127.0.0.1:%d/,http://127.0.0.1:%d" % (port_a, port),
+                              "--host", HOST, "--work-dir", work, "--cpus", "1",
+                              "--gpus", "0", "-v"],
+                             env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        n = len(MOCK.registers)
+        tap.ok(MOCK.wait(lambda: len(MOCK.registers) > n),
+               "--controller A,B: registers (with A, the first)")
+        MOCK.set_work([assignment("member", port, ["/bin/sleep", "100"])])
+        MOCK.wait(lambda: (MOCK.last_report("member") or {}).get("phase") == "running")
+        pid = MOCK.last_report("member")["processes"][0]["pid"]
+        t0 = time.time()
+        MOCK.hang_a_until = t0 + 8
+        n = len(MOCK.reports)
+        alive = True
+        while time.time() < t0 + 6:
+            if not os.path.exists("/proc/%d" % pid):
+                alive = False
+                break
+            time.sleep(0.1)
+        moved = len(MOCK.reports) > n + 3
+        with open(logf) as f:
+            text = f.read()
+        tap.ok(alive and moved and "trying the controller at http://127.0.0.1:%d" % port in text,
+               "member A cut off: the agent goes on with B within the deadline, "
+               "the rank is not fenced (%d reports in 6 s)" % (len(MOCK.reports) - n),
+               "\n".join(text.splitlines()[-15:]))
+        MOCK.set_work([assignment("member", port, ["/bin/sleep", "100"], action="abort")])
+        MOCK.wait(lambda: (MOCK.last_report("member") or {}).get("phase") == "done")
+        MOCK.set_work([])
+        agent.send_signal(signal.SIGTERM)
+        tap.ok(exit_code(agent, 10) == 0, "--controller A,B: SIGTERM, exit 0")
+    finally:
+        MOCK.hang_a_until = 0
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+        srv_a.shutdown()
+        shutil.rmtree(work, ignore_errors=True)
+        log.close()
+        os.unlink(logf)
+
+
 def main():
     tap = Tap()
     if not os.access(AGENT, os.X_OK):
         print("1..1\nok 1 - trainagent # SKIP %s not built" % AGENT)
         return 0
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv = QuietServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
     port = srv.server_address[1]
     threading.Thread(target=srv.serve_forever, daemon=True).start()
@@ -388,6 +460,7 @@ def main():
         agent.send_signal(signal.SIGTERM)
         rc = exit_code(agent, 10)
         tap.ok(rc == 0, "SIGTERM: the agent exits 0", rc)
+        members_case(tap, port, env)
     finally:
         if agent.poll() is None:
             agent.kill()
