@@ -48,6 +48,7 @@ import random
 import resource
 import shutil
 import signal
+import sqlite3
 import socket
 import subprocess
 import sys
@@ -79,6 +80,21 @@ def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
 
+
+
+def host_token(state, host):
+    """The agent token of host, from the controller's store
+    (db/secrets.h)."""
+    con = sqlite3.connect("file:%s?mode=ro" % os.path.join(state, "trainctl.db"),
+                          uri=True, timeout=5)
+    try:
+        row = con.execute("SELECT value FROM secrets WHERE name = ?",
+                          ("host-token/" + host,)).fetchone()
+    finally:
+        con.close()
+    if not row:
+        raise RuntimeError("host %s has no token in the store" % host)
+    return row[0]
 
 def new_loop():
     loop = uvloop.new_event_loop() if uvloop else asyncio.new_event_loop()
@@ -592,8 +608,7 @@ def run_n(args, n, daemon):
         loop.run_until_complete(wait_up(Conn(port), proc, log))
         tokens = []
         for i, h in enumerate(names):
-            with open(os.path.join(state, "hosts", h, "token")) as f:
-                tokens.append((i, h, f.read().strip()))
+            tokens.append((i, h, host_token(state, h)))
         t0 = time.monotonic()
         ctx = multiprocessing.get_context("fork")
         for k in range(procs):

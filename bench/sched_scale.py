@@ -176,8 +176,7 @@ def run(args):
         loop.run_until_complete(scale.wait_up(scale.Conn(port), proc, log))
         tokens = []
         for i, h in enumerate(names):
-            with open(os.path.join(state, "hosts", h, "token")) as f:
-                tokens.append((i, h, f.read().strip()))
+            tokens.append((i, h, scale.host_token(state, h)))
         ctx = multiprocessing.get_context("fork")
         for k in range(procs):
             w = ctx.Process(target=scale.worker_main,

@@ -12,6 +12,7 @@
 
 #include "controller/ctrl.h"
 #include "controller/files.h"
+#include "db/secrets.h"
 #include "common/bug.h"
 #include "common/err.h"
 #include "common/fsutil.h"
@@ -74,13 +75,81 @@ int ctrl_write_small(const char *path, const char *text)
 		       0;
 }
 
+/* Whether s is 2 * n hex digits. */
+static int hex_of(const char *s, size_t n)
+{
+	return s && strlen(s) == 2 * n &&
+	       strspn(s, "0123456789abcdef") == 2 * n;
+}
+
+/* n random bytes as hex. */
+static char *random_hex(size_t n)
+{
+	unsigned char raw[64];
+	char *hex = xmalloc(2 * n + 1);
+	size_t i;
+
+	if (n > sizeof(raw))
+		BUG("secret of %zu bytes", n);
+	if (RAND_bytes(raw, (int)n) != 1)
+		BUG("no randomness for secrets");
+	for (i = 0; i < n; i++)
+		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+	OPENSSL_cleanse(raw, sizeof(raw));
+	return hex;
+}
+
+static void free_secret(char *s)
+{
+	if (s)
+		OPENSSL_cleanse(s, strlen(s));
+	free(s);
+}
+
+char *ctrl_secret(struct ctrl_ctx *ctx, const char *name, const char *legacy,
+		  size_t n, int *existed)
+{
+	struct buf err = BUF_INIT;
+	char *have = NULL, *cand;
+	int r = db_secret_get(ctx->db, name, &have, &err);
+
+	*existed = r == 0;
+	if (r != ERR_NOTFOUND)
+		goto out;
+	/* An older controller kept it in a file: agents left running
+	 * keep working across the upgrade. */
+	cand = legacy ? ctrl_read_line(legacy) : NULL;
+	*existed = hex_of(cand, n);
+	if (!*existed) {
+		free_secret(cand);
+		cand = random_hex(n);
+	}
+	r = db_secret_get_or_put(ctx->db, name, cand, &have, &err);
+	free_secret(cand);
+out:
+	if (!r && !hex_of(have, n)) {
+		buf_reset(&err);
+		(void)buf_adds(&err, "not what was stored");
+		r = ERR_DB;
+	}
+	if (r) {
+		/* The name is no secret; its value never reaches the log. */
+		log_error("secret '%s': %s", name, err.data);
+		free_secret(have);
+		have = NULL;
+		*existed = 0;
+	}
+	buf_release(&err);
+	return have;
+}
+
 char *ctrl_host_token(struct ctrl_ctx *ctx, const char *name, int *existed)
 {
-	struct buf p = BUF_INIT;
+	struct buf p = BUF_INIT, key = BUF_INIT;
 	char *tok;
 
 	/* Searchable, not readable: a local host's work folder lies below,
-	 * and its jobs' users must reach their folders; the token is 0600. */
+	 * and its jobs' users must reach their folders. */
 	(void)buf_addf(&p, "%s/hosts", ctx->cfg.state_dir);
 	mkdir(p.data, 0711);
 	(void)chmod(p.data, 0711);
@@ -88,23 +157,16 @@ char *ctrl_host_token(struct ctrl_ctx *ctx, const char *name, int *existed)
 	mkdir(p.data, 0711);
 	(void)chmod(p.data, 0711);
 	(void)buf_adds(&p, "/token");
-	tok = ctrl_read_line(p.data);
-	*existed = tok != NULL;
+	(void)buf_addf(&key, "host-token/%s", name);
+	tok = ctrl_secret(ctx, key.data, p.data, 24, existed);
 	if (!tok) {
-		unsigned char raw[24];
-		char hex[49];
-		int i;
-
-		if (RAND_bytes(raw, sizeof(raw)) != 1)
-			BUG("no randomness for agent tokens");
-		for (i = 0; i < 24; i++)
-			snprintf(hex + 2 * i, 3, "%02x", raw[i]);
-		tok = xstrdup(hex);
-		if (ctrl_write_small(p.data, tok))
-			log_warn("host '%s': cannot save its token in '%s': %s",
-				 name, p.data, strerror(errno));
+		/* The store refused (said above): this run's token, which
+		 * the next start replaces (the host is provisioned again). */
+		tok = random_hex(24);
+		*existed = 0;
 	}
 	buf_release(&p);
+	buf_release(&key);
 	return tok;
 }
 

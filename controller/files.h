@@ -22,9 +22,19 @@ char *ctrl_read_line(const char *path);
 int ctrl_write_small(const char *path, const char *text);
 
 /*
- * The agent token of host name, kept in <state-dir>/hosts/<name>/token so
- * that it survives a controller restart (agents left running keep
- * working). A new random token is made and saved when there is none;
+ * The secret stored under name in the store (db/secrets.h): n random
+ * bytes as hex, made and stored when there is none, or taken over from
+ * the file legacy (may be NULL) where an older controller kept it.
+ * *existed says whether it was there before. NULL (logged) when the store
+ * fails. Caller frees.
+ */
+char *ctrl_secret(struct ctrl_ctx *ctx, const char *name, const char *legacy,
+		  size_t n, int *existed);
+
+/*
+ * The agent token of host name, kept in the store so that it survives a
+ * controller restart and a change of leader (agents left running keep
+ * working). A new random token is made and stored when there is none;
  * *existed says which. Caller frees.
  */
 char *ctrl_host_token(struct ctrl_ctx *ctx, const char *name, int *existed);

@@ -86,48 +86,31 @@ static int hexval(int c)
 int ctrl_rdzv_init(struct ctrl_ctx *ctx, struct buf *err)
 {
 	struct ctrl_rdzv *r = xcalloc(1, sizeof(*r));
-	struct buf path = BUF_INIT, hex = BUF_INIT;
-	char *line;
+	struct buf path = BUF_INIT;
+	char *hex;
 	size_t i;
-	int ok = 0;
+	int existed;
 
+	/* In the store: every member of a replicated controller signs the
+	 * ranks' tokens with the same key. */
 	(void)buf_addf(&path, "%s/rendezvous.key", ctx->cfg.state_dir);
-	line = ctrl_read_line(path.data);
-	if (line && strlen(line) == 64) {
-		ok = 1;
-		for (i = 0; i < 32 && ok; i++) {
-			int hi = hexval(line[2 * i]),
-			    lo = hexval(line[2 * i + 1]);
-
-			ok = hi >= 0 && lo >= 0;
-			r->secret[i] = (unsigned char)(hi << 4 | lo);
-		}
+	hex = ctrl_secret(ctx, "rendezvous-key", path.data, 32, &existed);
+	buf_release(&path);
+	if (!hex) {
+		(void)buf_adds(err, "cannot keep the rendezvous key in the "
+				    "store");
+		free(r);
+		return ERR_DB;
 	}
-	free(line);
-	if (!ok) {
-		if (RAND_bytes(r->secret, sizeof(r->secret)) != 1) {
-			(void)buf_adds(err, "no random bytes for the "
-					    "rendezvous key");
-			free(r);
-			buf_release(&path);
-			return ERR_INTERNAL;
-		}
-		for (i = 0; i < 32; i++)
-			(void)buf_addf(&hex, "%02x", r->secret[i]);
-		if (ctrl_write_small(path.data, hex.data)) {
-			(void)buf_addf(err, "cannot write %s", path.data);
-			free(r);
-			buf_release(&path);
-			buf_release(&hex);
-			return ERR_IO;
-		}
-	}
+	for (i = 0; i < 32; i++)
+		r->secret[i] = (unsigned char)(hexval(hex[2 * i]) << 4 |
+					       hexval(hex[2 * i + 1]));
+	OPENSSL_cleanse(hex, strlen(hex));
+	free(hex);
 	r->attempt_bytes = (size_t)ctx->cfg.rdzv_attempt_bytes;
 	r->attempt_keys = (size_t)ctx->cfg.rdzv_attempt_keys;
 	r->total_bytes = (size_t)ctx->cfg.rdzv_total_bytes;
 	ctx->rdzv = r;
-	buf_release(&path);
-	buf_release(&hex);
 	return 0;
 }
 

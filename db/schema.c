@@ -301,6 +301,12 @@ static const char *const migrations[] = {
 	" ms INTEGER NOT NULL) WITHOUT ROWID;"
 	"CREATE TABLE goodput_settled ("
 	" job_id INTEGER PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE);",
+	/* 19: the controller's secrets (db/secrets.h): agents' tokens and
+	 * the rendezvous key, the same on every member of a replicated
+	 * controller. */
+	"CREATE TABLE secrets ("
+	" name TEXT PRIMARY KEY,"
+	" value TEXT NOT NULL) WITHOUT ROWID;",
 };
 
 #define N_MIGRATIONS ((int)ARRAY_SIZE(migrations))

@@ -54,6 +54,27 @@ def hermetic_env():
     os.environ["NO_PROXY"] = os.environ["no_proxy"] = "127.0.0.1,localhost"
 
 
+
+def host_token(state_dir, host, timeout=30.0):
+    """The agent token of host as the controller keeps it, in its store
+    (db/secrets.h); waits up to timeout for the host's first token."""
+    import sqlite3
+    path = os.path.join(state_dir, "trainctl.db")
+    end = time.time() + timeout
+    while True:
+        try:
+            con = sqlite3.connect("file:%s?mode=ro" % path, uri=True, timeout=5)
+            try:
+                row = con.execute("SELECT value FROM secrets WHERE name = ?",
+                                  ("host-token/" + host,)).fetchone()
+            finally:
+                con.close()
+        except sqlite3.Error:
+            row = None
+        if row or time.time() >= end:
+            return row[0] if row else None
+        time.sleep(0.1)
+
 class Fail(AssertionError):
     pass
 

@@ -243,7 +243,7 @@ def case_f(tap, cl, sm):
     db.close()
     expect(attempt == 2, "the job is at attempt %s" % attempt)
     host = cl.host_of(name, "algo-1")
-    token = open(os.path.join(cl.state, "hosts", host, "token")).read().strip()
+    token = fl.sc.host_token(cl.state, host)
     key = "ckpt/%s/fence-probe" % name
     path = cl.s3_path("s3://%s/%s" % (fl.BUCKET, key))
 

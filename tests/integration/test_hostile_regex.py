@@ -254,7 +254,7 @@ def case_search(tap, d):
 
 
 def case_resend(tap, d):
-    token = open(os.path.join(d.state_dir, "hosts", "local-1", "token")).read().strip()
+    token = fl.sc.host_token(d.state_dir, "local-1")
     marker = "resent-batch-marker-%d" % os.getpid()
     body = json.dumps({"boot_id": "0f2c9d1e-0000-4000-8000-00000000beef", "seq": 7, "lines": [
         {"job": "rx-bob", "attempt": 1, "algo": "algo-1", "rank": 0, "stream": "stdout",

@@ -219,7 +219,7 @@ def case_tuning(d, want):
 
 
 def token_of(d, host):
-    return open(os.path.join(d.state_dir, "hosts", host, "token")).read().strip()
+    return fl.sc.host_token(d.state_dir, host)
 
 
 def sleeper(d, who, name):
@@ -538,10 +538,7 @@ def main():
         d.extra += ["--credentials", path, "--allow-file-root", root]
         err = d.start()
         if tap.ok(err is None, "trainctld with an admin and two user keys starts", err):
-            deadline = time.time() + 30
-            while time.time() < deadline and not os.path.exists(
-                    os.path.join(d.state_dir, "hosts", "local-1", "token")):
-                time.sleep(0.1)
+            fl.sc.host_token(d.state_dir, "local-1")
             want = seed(d)
             tap.case("(w1) TensorBoard, Debugger and Profiler output outside bob's prefixes is refused",
                      case_members, d, root, want)

@@ -88,8 +88,7 @@ def main():
         loop.run_until_complete(scale.wait_up(scale.Conn(port), proc, log))
         tokens = []
         for i, h in enumerate(RACKS):
-            with open(os.path.join(state, "hosts", h, "token")) as f:
-                tokens.append((i, h, f.read().strip()))
+            tokens.append((i, h, scale.host_token(state, h)))
         w = multiprocessing.get_context("fork").Process(
             target=scale.worker_main, args=(port, 1, 0, shared, tokens, set()))
         w.start()

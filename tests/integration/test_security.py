@@ -58,6 +58,7 @@ keeps the temp dirs.
 import json
 import os
 import shutil
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -229,7 +230,8 @@ if [ "$ROLE" = reader ]; then
   for p in $(pgrep -f 'trainagent' || true); do
     if cat /proc/$p/environ >/dev/null 2>&1; then echo read >> "$out/environ"; else echo denied >> "$out/environ"; fi
   done
-  if cat "$STATE"/hosts/local-1/token >/dev/null 2>&1 || cat "$STATE"/hosts/local-2/token >/dev/null 2>&1; then
+  if cat "$STATE"/hosts/local-1/token >/dev/null 2>&1 || cat "$STATE"/hosts/local-2/token >/dev/null 2>&1 ||
+     cat "$STATE"/trainctl.db >/dev/null 2>&1 || cat "$STATE"/trainctl.db-wal >/dev/null 2>&1; then
     echo read > "$out/token"; else echo denied > "$out/token"; fi
 else
   echo bob-secret > "$out/secret"
@@ -394,18 +396,25 @@ USER_KEYS = {"admin": ("AKIDSECADMIN00000001", "admin/secret/0123456789"),
 
 def no_secrets(d, creds_path):
     secrets = [v[1] for v in USER_KEYS.values()]
-    for h in ("local-1", "local-2"):
-        t = os.path.join(d.state_dir, "hosts", h, "token")
-        if os.path.exists(t):
-            secrets.append(open(t).read().strip())
-    expect(len(secrets) == 5, "expected 3 secrets and 2 tokens, have %d" % len(secrets))
+    # The hosts' tokens and the rendezvous key are kept in the store
+    # (db/secrets.h), the one place they may be.
+    store = os.path.join(d.state_dir, "trainctl.db")
+    con = sqlite3.connect("file:%s?mode=ro" % store, uri=True)
+    try:
+        rows = con.execute("SELECT name, value FROM secrets ORDER BY name").fetchall()
+    finally:
+        con.close()
+    secrets += [v for n, v in rows if n in ("host-token/local-1", "host-token/local-2",
+                                            "rendezvous-key")]
+    expect(len(secrets) == 6, "expected 3 secrets, 2 tokens and a key, have %d" % len(secrets))
     where = []
     for top, _, files in os.walk(d.tmp):
         for f in files:
             path = os.path.join(top, f)
             # Regular files only: a rank's output FIFO left in a job
             # folder would block the open until a writer came.
-            if path == creds_path or f == "token" or not stat.S_ISREG(os.lstat(path).st_mode):
+            if path == creds_path or f == "token" or f.startswith("trainctl.db") or \
+                    not stat.S_ISREG(os.lstat(path).st_mode):
                 continue
             try:
                 data = open(path, "rb").read()
