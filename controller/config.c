@@ -15,6 +15,7 @@
 #include "controller/stragwatch.h"
 #include "common/err.h"
 #include "common/opt.h"
+#include "common/strvec.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
 
@@ -770,6 +771,45 @@ static void fill_table_defaults(struct ctrl_config *cfg)
 	}
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * --advertise-url A,B,C: this member's URL first, then the other
+ * members'. agent_controllers gets them all sorted, so that an agent
+ * started by one leader is the agent another would start (provisioning
+ * keeps an agent whose --controller is the same); advertise_url keeps the
+ * first.
+ */
+static void split_advertise(struct ctrl_config *cfg)
+{
+	struct strvec v = STRVEC_INIT;
+	struct buf all = BUF_INIT;
+	const char *p = cfg->advertise_url, *comma;
+	size_t i;
+
+	for (;; p = comma + 1) {
+		comma = strchr(p, ',');
+		if (comma) {
+			char *one = xstrndup(p, (size_t)(comma - p));
+
+			strvec_push(&v, one);
+			free(one);
+		} else {
+			strvec_push(&v, p);
+			break;
+		}
+	}
+	qsort(v.v, v.n, sizeof(*v.v), cmp_str);
+	for (i = 0; i < v.n; i++)
+		(void)buf_addf(&all, "%s%s", i ? "," : "", v.v[i]);
+	cfg->agent_controllers = buf_detach(&all, NULL);
+	cfg->advertise_url[strcspn(cfg->advertise_url, ",")] = '\0';
+	strvec_release(&v);
+}
+
 void ctrl_config_fill_defaults(struct ctrl_config *cfg)
 {
 	long n;
@@ -817,6 +857,8 @@ void ctrl_config_fill_defaults(struct ctrl_config *cfg)
 						   cfg->listen);
 		cfg->advertise_url = buf_detach(&b, NULL);
 	}
+	if (!cfg->agent_controllers)
+		split_advertise(cfg);
 }
 
 int ctrl_listen_is_loopback(const char *listen)
@@ -856,6 +898,29 @@ static int check_listen(const struct ctrl_config *cfg, const char *opt,
 	return 0;
 }
 
+/* Every URL of --advertise-url (all, sorted) is http(s) and not empty. */
+static int check_advertise(const char *all, struct buf *err)
+{
+	const char *p = all, *comma;
+
+	for (;; p = comma + 1) {
+		size_t n;
+
+		comma = strchr(p, ',');
+		n = comma ? (size_t)(comma - p) : strlen(p);
+		if (!((n > 7 && !strncmp(p, "http://", 7)) ||
+		      (n > 8 && !strncmp(p, "https://", 8)))) {
+			(void)buf_addf(err,
+				       "--advertise-url: '%.*s' is not an "
+				       "http:// or https:// URL",
+				       (int)n, p);
+			return -1;
+		}
+		if (!comma)
+			return 0;
+	}
+}
+
 int ctrl_config_check(const struct ctrl_config *cfg, struct buf *err)
 {
 	size_t i;
@@ -863,6 +928,8 @@ int ctrl_config_check(const struct ctrl_config *cfg, struct buf *err)
 	if (check_listen(cfg, "listen", cfg->listen, err) ||
 	    (cfg->agent_listen &&
 	     check_listen(cfg, "agent-listen", cfg->agent_listen, err)))
+		return ERR_INVALID;
+	if (check_advertise(cfg->agent_controllers, err))
 		return ERR_INVALID;
 	if (cfg->agent_listen && !strcmp(cfg->agent_listen, cfg->listen)) {
 		(void)buf_addf(err,
@@ -961,6 +1028,7 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 	printf("s3-upload-max-age %ld\n", cfg->s3_upload_max_age_ms / 1000);
 	printf("telemetry-job-retention %ld\n", cfg->tm_job_retention_d);
 	printf("advertise-url %s\n", cfg->advertise_url);
+	printf("agent-controllers %s\n", cfg->agent_controllers);
 	printf("agent-listen %s\n",
 	       cfg->agent_listen ? cfg->agent_listen : "none");
 	printf("per-client-connections %ld\n", cfg->per_client_conns);
@@ -999,6 +1067,7 @@ void ctrl_config_release(struct ctrl_config *cfg)
 	free(cfg->account_id);
 	free(cfg->agent_binary);
 	free(cfg->advertise_url);
+	free(cfg->agent_controllers);
 	free(cfg->agent_listen);
 	free(cfg->s3_endpoint);
 	free(cfg->s3_domain);

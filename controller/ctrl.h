@@ -93,7 +93,14 @@ struct ctrl_config {
 	 * never. */
 	int quarantine_failures;
 	long quarantine_window_ms;
-	char *advertise_url;  /* how agents reach the controller */
+	/*
+	 * How agents reach this controller (--advertise-url's first URL),
+	 * and every URL --advertise-url names, sorted, comma-separated: the
+	 * members of a replicated controller, which provisioning gives
+	 * every agent in one order whichever member leads.
+	 */
+	char *advertise_url;
+	char *agent_controllers;
 	char *s3_endpoint;    /* NULL: s3:// is the embedded store */
 	char *s3_domain;      /* virtual-hosted S3 under it, or NULL */
 	char *inventory;      /* --inventory FILE, NULL: none */

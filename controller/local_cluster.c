@@ -66,7 +66,7 @@ static int spawn(struct ctrl_ctx *ctx, struct ctrl_host *h, int cpus)
 	int rc;
 	char *argv[] = { ctx->cfg.agent_binary,
 			 (char *)"--controller",
-			 ctx->cfg.advertise_url,
+			 ctx->cfg.agent_controllers,
 			 (char *)"--host",
 			 h->name,
 			 (char *)"--work-dir",

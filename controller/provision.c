@@ -462,8 +462,8 @@ static void start_script(const struct prov_job *j, const char *tmp_path,
 		       "grep -qF -- '--controller %s '; then "
 		       "rm -f '%s/token.new'; echo kept; exit 0; fi; "
 		       "kill \"$p\"; sleep 0.2; fi; ",
-		       w, w, w, j->ctx->agent_sha256, j->ctx->cfg.advertise_url,
-		       w);
+		       w, w, w, j->ctx->agent_sha256,
+		       j->ctx->cfg.agent_controllers, w);
 	/*
 	 * The folder is searchable (the jobs' users reach their folders
 	 * below it), the token stays 0600. The controller's CA is pinned
@@ -482,8 +482,9 @@ static void start_script(const struct prov_job *j, const char *tmp_path,
 		       "--work-dir '%s' --address '%s' --token-stdin%s%s%s "
 		       "< '%s/token' >> '%s/agent.log' 2>&1 & "
 		       "echo $! > '%s/agent.pid'",
-		       w, w, j->agent_path, j->ctx->cfg.advertise_url, j->name,
-		       w, j->address, j->ctx->tls_ca_pem ? " --ca-file '" : "",
+		       w, w, j->agent_path, j->ctx->cfg.agent_controllers,
+		       j->name, w, j->address,
+		       j->ctx->tls_ca_pem ? " --ca-file '" : "",
 		       j->ctx->tls_ca_pem ? w : "",
 		       j->ctx->tls_ca_pem ? "/ca.pem'" : "", w, w, w);
 }

@@ -17,6 +17,10 @@ against a real trainctld (local, a few seconds each):
   (o7) --advertise-url is what the local cluster's agents are given to
        reach the controller (their command line), and they register
        through it
+  (o8) --advertise-url naming several members (a replicated
+       controller's, this one first): the agents are given them all,
+       sorted; one member that does not answer is passed over and the
+       agents register through the next; an empty member is refused
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter:
     /usr/bin/python3 tests/integration/test_options.py
@@ -212,12 +216,14 @@ def agents_of(state):
     return out
 
 
-def case_o7(tmp):
+def advertised_agents(tmp, tag, advertise, want):
+    """Starts a local cluster of one host with --advertise-url advertise
+    and checks its agent registers, given --controller want."""
     port = sc.free_port()
-    state = os.path.join(tmp, "o7")
-    url = "http://localhost:%d" % port
+    state = os.path.join(tmp, tag)
     d = Proc(["--listen", "127.0.0.1:%d" % port, "--state-dir", state, "--local-hosts", "1",
-              "--advertise-url", url], tmp, "o7")
+              "--advertise-url", advertise % {"port": port}], tmp, tag)
+    want = want % {"port": port}
     try:
         d.wait_listening("127.0.0.1", port)
         deadline = time.time() + 30
@@ -230,10 +236,26 @@ def case_o7(tmp):
             time.sleep(0.1)
         expect(any(h.get("state") == "ready" for h in hosts), "no host ready: %r\n%s" % (hosts, d.tail()))
         argvs = [a for a in agents_of(state) if "--controller" in a]
-        expect(argvs and all(a[a.index("--controller") + 1] == url for a in argvs),
-               "the agents' command lines do not name %s: %r" % (url, argvs))
+        expect(argvs and all(a[a.index("--controller") + 1] == want for a in argvs),
+               "the agents' command lines do not name %s: %r" % (want, argvs))
     finally:
         d.stop()
+
+
+def case_o7(tmp):
+    advertised_agents(tmp, "o7", "http://localhost:%(port)d", "http://localhost:%(port)d")
+
+
+def case_o8(tmp):
+    dead = sc.free_port()
+    # this member first; sorted, the member that never answers comes first
+    advertised_agents(tmp, "o8", "http://localhost:%%(port)d,http://127.0.0.1:%d" % dead,
+                      "http://127.0.0.1:%d,http://localhost:%%(port)d" % dead)
+    r = run_once(["--state-dir", os.path.join(tmp, "o8-bad"), "--check-config",
+                  "--advertise-url", "http://a:1,,http://b:2"])
+    err = r.stderr.decode()
+    expect(r.returncode != 0 and "--advertise-url: '' is not an http:// or https:// URL" in err,
+           "an empty member: exit %d, %r" % (r.returncode, err))
 
 
 def main():
@@ -247,6 +269,8 @@ def main():
         tap.case("(o5) --max-body: one byte over is 413, at the limit is read", case_o5, tmp)
         tap.case("(o6) SIGINT shuts down cleanly and the store keeps what was answered", case_o6, tmp)
         tap.case("(o7) --advertise-url is how the local agents reach the controller", case_o7, tmp)
+        tap.case("(o8) --advertise-url with several members: every agent is given them all",
+                 case_o8, tmp)
     finally:
         fl.shutil.rmtree(tmp, ignore_errors=True)
     return tap.finish()
