@@ -485,7 +485,7 @@ static int restore_from_memory(struct stage_job *sj, struct stor *st,
 		return 0;
 	root = agent_memckpt_root(cfg->memckpt_dir, cfg->host);
 	ret = agent_memckpt_restore(st, s->checkpoint_s3_uri, root, s->job_uid,
-				    ckpt, &r, &err);
+				    ckpt, NULL, &r, &err);
 	if (!ret)
 		agent_task_say(fd,
 			       "note checkpoint: step %lld restored in %lld ms "
@@ -499,6 +499,7 @@ static int restore_from_memory(struct stage_job *sj, struct stor *st,
 			       "log checkpoint: no restore from memory (%s); "
 			       "from the store instead",
 			       err.data);
+	buf_release(&r.record);
 	free(root);
 	buf_release(&err);
 	return !ret;
