@@ -6,7 +6,8 @@
  * poll loop (loop.c) serve everything: the signal self-pipe, the stdout
  * and stderr pipes of every child, the report pipes of the staging and
  * packing workers (task.c), pidfds of processes adopted after a restart,
- * and libcurl's sockets (http.c). Everything the daemon knows lives in one
+ * libcurl's sockets (http.c), and the epoll descriptor of the server of
+ * checkpoint copies (peerserve.c). Everything the daemon knows lives in one
  * struct agent_ctx, passed first to every function.
  *
  * This header holds only that context. Every file's functions are
@@ -40,6 +41,7 @@
 
 struct agent_assign;
 struct agent_pollref;
+struct agent_peerserve;
 
 struct agent_ctx {
 	struct agent_config cfg;
@@ -54,6 +56,9 @@ struct agent_ctx {
 	struct agent_logq logq;
 	struct agent_telemetry tm;
 	struct agent_assign *assigns;
+	/* The checkpoint copies served to the job's other hosts
+	 * (agent/peerserve.h); NULL: off. */
+	struct agent_peerserve *peer;
 	/* The poll set, rebuilt every turn. */
 	struct pollfd *pfds;
 	struct agent_pollref *prefs;

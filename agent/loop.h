@@ -16,7 +16,8 @@ enum agent_poll_kind {
 	AGENT_POLL_TASK,
 	AGENT_POLL_WATCH,
 	AGENT_POLL_IMAGES,
-	AGENT_POLL_PIPE
+	AGENT_POLL_PIPE,
+	AGENT_POLL_PEER
 };
 
 struct agent_pollref {

@@ -1,0 +1,575 @@
+/*
+ * Serves the checkpoint copies this host holds to the job's other hosts,
+ * and takes those the previous host of the job pushes (agent/peerckpt.h
+ * has the paths, agent/peerserve.h the life cycle). libmicrohttpd runs in
+ * the agent's poll loop (its epoll descriptor is polled there), so the
+ * handlers read the assignments directly: a request is served only for a
+ * job this agent runs, with the job's token, from one of its hosts.
+ */
+#define _GNU_SOURCE
+#define LOG_TAG "agent"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/assignment.h"
+#include "agent/memckpt.h"
+#include "agent/peerckpt.h"
+#include "agent/peerserve.h"
+#include "common/err.h"
+#include "common/fsutil.h"
+#include "common/log.h"
+#include "common/strvec.h"
+#include "common/timeutil.h"
+#include "common/xalloc.h"
+#include "common/banned.h"
+
+#define MANIFEST "MANIFEST.json"
+#define PEER_DIR ".peer"
+#define INCOMING ".in-"
+
+struct agent_peerserve {
+	struct MHD_Daemon *d;
+	int fd;
+	char *own;   /* <memckpt dir>/<host>: this host's own copies */
+	char *peers; /* own/.peer: what other hosts pushed here */
+	int64_t limit;
+};
+
+/* A PUT under way. */
+struct upload {
+	char *dir;  /* peers/<uid>/.in-<folder> */
+	char *done; /* peers/<uid>/<folder> */
+	char *path; /* dir/<file> */
+	int fd;
+	int manifest; /* the last file: completes the folder */
+	int64_t want; /* Content-Length */
+	int64_t got;
+	int failed;
+};
+
+/* --- access ----------------------------------------------------------- */
+
+static int same_secret(const char *a, const char *b)
+{
+	size_t n = strlen(b), i;
+	unsigned char d = 0;
+
+	if (strlen(a) != n)
+		return 0;
+	for (i = 0; i < n; i++)
+		d |= (unsigned char)(a[i] ^ b[i]);
+	return !d;
+}
+
+/* The client's address as text ("" when unknown). */
+static void client_of(struct MHD_Connection *c, char *out, size_t cap)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+	out[0] = '\0';
+	if (sa && sa->sa_family == AF_INET)
+		(void)inet_ntop(AF_INET,
+				&((const struct sockaddr_in *)sa)->sin_addr,
+				out, (socklen_t)cap);
+	else if (sa && sa->sa_family == AF_INET6)
+		(void)inet_ntop(AF_INET6,
+				&((const struct sockaddr_in6 *)sa)->sin6_addr,
+				out, (socklen_t)cap);
+}
+
+/* Whether who is one of the job's hosts: when the addresses are names,
+ * not numbers, the token alone decides. */
+static int from_job_host(const struct api_assignment *s, const char *who)
+{
+	unsigned char tmp[sizeof(struct in6_addr)];
+	size_t i;
+	int numeric = 0;
+
+	for (i = 0; s->addresses && i < s->n_hosts; i++) {
+		if (!s->addresses[i])
+			continue;
+		if (!strcmp(s->addresses[i], who))
+			return 1;
+		numeric |= inet_pton(AF_INET, s->addresses[i], tmp) == 1 ||
+			   inet_pton(AF_INET6, s->addresses[i], tmp) == 1;
+	}
+	return !numeric;
+}
+
+/* Whether the request may read or write uid's copies. */
+static int allowed(struct agent_ctx *ctx, struct MHD_Connection *c,
+		   const char *uid)
+{
+	const char *h = MHD_lookup_connection_value(
+		c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	const struct agent_assign *a;
+	char who[INET6_ADDRSTRLEN];
+
+	if (!h || strncmp(h, "Bearer ", 7))
+		return 0;
+	client_of(c, who, sizeof(who));
+	for (a = ctx->assigns; a; a = a->next) {
+		const struct api_assignment *s = &a->spec;
+
+		if (a->have_spec && s->job_uid && s->peer_token &&
+		    !strcmp(s->job_uid, uid) &&
+		    same_secret(h + 7, s->peer_token))
+			return from_job_host(s, who);
+	}
+	return 0;
+}
+
+/* --- answers ---------------------------------------------------------- */
+
+static enum MHD_Result answer(struct MHD_Connection *c, unsigned int status,
+			      const char *text, size_t len)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(
+		len, (void *)text, MHD_RESPMEM_MUST_COPY);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	(void)MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				      "text/plain");
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result status_only(struct MHD_Connection *c,
+				   unsigned int status, const char *why)
+{
+	return answer(c, status, why, strlen(why));
+}
+
+/* The folder of uid's copy name: this host's own, else one pushed here;
+ * NULL when neither holds it. */
+static char *folder_of(const struct agent_peerserve *ps, const char *uid,
+		       const char *name)
+{
+	const char *roots[2] = { ps->own, ps->peers };
+	struct buf p = BUF_INIT;
+	struct stat sb;
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		buf_reset(&p);
+		(void)buf_addf(&p, "%s/%s/%s/" MANIFEST, roots[i], uid, name);
+		if (!lstat(p.data, &sb) && S_ISREG(sb.st_mode)) {
+			buf_reset(&p);
+			(void)buf_addf(&p, "%s/%s/%s", roots[i], uid, name);
+			return buf_detach(&p, NULL);
+		}
+	}
+	buf_release(&p);
+	return NULL;
+}
+
+/* The copies held of uid, a line each, no name twice. */
+static enum MHD_Result list_copies(struct MHD_Connection *c,
+				   const struct agent_peerserve *ps,
+				   const char *uid)
+{
+	struct strvec v = STRVEC_INIT;
+	struct buf out = BUF_INIT;
+	size_t i, k;
+	enum MHD_Result ret;
+
+	(void)agent_memckpt_list(ps->own, uid, &v);
+	(void)agent_memckpt_list(ps->peers, uid, &v);
+	for (i = 0; i < v.n; i++) {
+		for (k = 0; k < i && strcmp(v.v[k], v.v[i]); k++)
+			;
+		if (k == i)
+			(void)buf_addf(&out, "%s\n", v.v[i]);
+	}
+	ret = answer(c, MHD_HTTP_OK, out.data ? out.data : "", out.len);
+	strvec_release(&v);
+	buf_release(&out);
+	return ret;
+}
+
+/* A copy's files, "name size" a line each. */
+static enum MHD_Result list_files(struct MHD_Connection *c, const char *dir)
+{
+	struct buf out = BUF_INIT, p = BUF_INIT;
+	struct dirent *e;
+	struct stat sb;
+	enum MHD_Result ret;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return status_only(c, MHD_HTTP_NOT_FOUND, "no such copy\n");
+	while ((e = readdir(d))) {
+		if (!agent_memckpt_file_ok(e->d_name))
+			continue;
+		buf_reset(&p);
+		(void)buf_addf(&p, "%s/%s", dir, e->d_name);
+		if (!lstat(p.data, &sb) && S_ISREG(sb.st_mode))
+			(void)buf_addf(&out, "%s %lld\n", e->d_name,
+				       (long long)sb.st_size);
+	}
+	closedir(d);
+	ret = answer(c, MHD_HTTP_OK, out.data ? out.data : "", out.len);
+	buf_release(&out);
+	buf_release(&p);
+	return ret;
+}
+
+static enum MHD_Result send_file(struct MHD_Connection *c, const char *dir,
+				 const char *file)
+{
+	struct MHD_Response *r;
+	struct buf p = BUF_INIT;
+	struct stat sb;
+	enum MHD_Result ret;
+	int fd;
+
+	(void)buf_addf(&p, "%s/%s", dir, file);
+	fd = open(p.data, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	buf_release(&p);
+	if (fd < 0 || fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+		if (fd >= 0)
+			close(fd);
+		return status_only(c, MHD_HTTP_NOT_FOUND, "no such file\n");
+	}
+	r = MHD_create_response_from_fd64((uint64_t)sb.st_size, fd);
+	if (!r) {
+		close(fd);
+		return MHD_NO;
+	}
+	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result serve_get(struct MHD_Connection *c,
+				 const struct agent_peerserve *ps,
+				 const struct agent_peerckpt_path *p)
+{
+	enum MHD_Result ret;
+	char *dir;
+
+	if (!p->folder[0])
+		return list_copies(c, ps, p->uid);
+	dir = folder_of(ps, p->uid, p->folder);
+	if (!dir)
+		return status_only(c, MHD_HTTP_NOT_FOUND, "no such copy\n");
+	ret = p->file[0] ? send_file(c, dir, p->file) : list_files(c, dir);
+	free(dir);
+	return ret;
+}
+
+/* --- uploads ---------------------------------------------------------- */
+
+/* Bytes of the plain files one and two levels below dir. */
+static int64_t usage(const char *dir, int depth)
+{
+	struct buf p = BUF_INIT;
+	struct dirent *e;
+	struct stat sb;
+	int64_t total = 0;
+	DIR *d = opendir(dir);
+
+	while (d && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		buf_reset(&p);
+		(void)buf_addf(&p, "%s/%s", dir, e->d_name);
+		if (lstat(p.data, &sb))
+			continue;
+		if (S_ISREG(sb.st_mode))
+			total += sb.st_size;
+		else if (S_ISDIR(sb.st_mode) && depth > 0)
+			total += usage(p.data, depth - 1);
+	}
+	if (d)
+		closedir(d);
+	buf_release(&p);
+	return total;
+}
+
+/* Of rank's copies of uid pushed here, keeps the newest keep. */
+static void prune_rank(const struct agent_peerserve *ps, const char *uid,
+		       long rank, int keep)
+{
+	struct strvec v = STRVEC_INIT;
+	struct buf p = BUF_INIT;
+	long long s;
+	long r;
+	size_t i;
+	int seen = 0;
+
+	(void)agent_memckpt_list(ps->peers, uid, &v);
+	for (i = 0; i < v.n; i++) { /* newest first per rank */
+		if (!agent_memckpt_name(v.v[i], strlen(v.v[i]), 1, &s, &r) ||
+		    r != rank || ++seen <= keep)
+			continue;
+		buf_reset(&p);
+		(void)buf_addf(&p, "%s/%s/%s", ps->peers, uid, v.v[i]);
+		(void)fs_remove_tree(p.data);
+	}
+	strvec_release(&v);
+	buf_release(&p);
+}
+
+static void upload_free(struct upload *u)
+{
+	if (u->fd >= 0)
+		close(u->fd);
+	/* A folder with a failed file is not completed: it goes. */
+	if (u->failed)
+		(void)fs_remove_tree(u->dir);
+	free(u->dir);
+	free(u->done);
+	free(u->path);
+	free(u);
+}
+
+/* The Content-Length of c, -1 when absent or bad. */
+static int64_t content_length(struct MHD_Connection *c)
+{
+	const char *v = MHD_lookup_connection_value(
+		c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	char *end;
+	long long n;
+
+	if (!v || !*v)
+		return -1;
+	n = strtoll(v, &end, 10);
+	return *end || n < 0 ? -1 : n;
+}
+
+/*
+ * A PUT's first call: room under the limit (a new folder first drops the
+ * rank's older copies beyond the newest AGENT_MEMCKPT_KEEP - 1), then the
+ * file opened in the folder's incoming twin. NULL with *status set when
+ * refused.
+ */
+static struct upload *upload_begin(const struct agent_peerserve *ps,
+				   struct MHD_Connection *c,
+				   const struct agent_peerckpt_path *p,
+				   unsigned int *status)
+{
+	struct upload *u = xcalloc(1, sizeof(*u));
+	struct buf b = BUF_INIT;
+	long long s;
+	long r;
+
+	u->fd = -1;
+	u->want = content_length(c);
+	u->manifest = !strcmp(p->file, MANIFEST);
+	(void)buf_addf(&b, "%s/%s", ps->peers, p->uid);
+	(void)mkdir(b.data, 0700);
+	(void)buf_addf(&b, "/" INCOMING "%s", p->folder);
+	u->dir = buf_detach(&b, NULL);
+	(void)buf_addf(&b, "%s/%s/%s", ps->peers, p->uid, p->folder);
+	u->done = buf_detach(&b, NULL);
+	(void)buf_addf(&b, "%s/%s", u->dir, p->file);
+	u->path = buf_detach(&b, NULL);
+	*status = MHD_HTTP_LENGTH_REQUIRED;
+	if (u->want < 0)
+		goto refuse;
+	if (!mkdir(u->dir, 0700) &&
+	    agent_memckpt_name(p->folder, strlen(p->folder), 1, &s, &r))
+		prune_rank(ps, p->uid, r, AGENT_MEMCKPT_KEEP - 1);
+	*status = MHD_HTTP_CONTENT_TOO_LARGE;
+	(void)buf_addf(&b, "%s/%s", ps->peers, p->uid);
+	if (usage(b.data, 2) + u->want > ps->limit)
+		goto refuse;
+	*status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+	u->fd = open(u->path,
+		     O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+		     0600);
+	if (u->fd < 0)
+		goto refuse;
+	buf_release(&b);
+	return u;
+refuse:
+	u->failed = 1;
+	upload_free(u);
+	buf_release(&b);
+	return NULL;
+}
+
+/* The last call of a PUT: the file whole; the manifest completes. */
+static enum MHD_Result upload_end(struct MHD_Connection *c,
+				  const struct agent_peerserve *ps,
+				  const struct agent_peerckpt_path *p,
+				  struct upload *u)
+{
+	int bad = u->failed || u->got != u->want || close(u->fd);
+
+	u->fd = -1;
+	if (!bad && u->manifest) {
+		(void)fs_remove_tree(u->done);
+		bad = rename(u->dir, u->done) != 0;
+		if (!bad)
+			agent_memckpt_sweep(ps->peers, p->uid);
+	}
+	u->failed = bad;
+	if (bad)
+		return status_only(c, MHD_HTTP_BAD_REQUEST,
+				   "incomplete upload\n");
+	return status_only(c, MHD_HTTP_CREATED, "stored\n");
+}
+
+static enum MHD_Result serve_put(struct MHD_Connection *c,
+				 const struct agent_peerserve *ps,
+				 const struct agent_peerckpt_path *p,
+				 const char *data, size_t *size, void **cls)
+{
+	struct upload *u = *cls;
+	unsigned int status;
+
+	if (!u) {
+		if (!p->file[0])
+			return status_only(c, MHD_HTTP_METHOD_NOT_ALLOWED,
+					   "PUT names a file\n");
+		u = upload_begin(ps, c, p, &status);
+		if (!u)
+			return status_only(c, status, "refused\n");
+		*cls = u;
+		return MHD_YES;
+	}
+	if (*size) {
+		if (!u->failed && (u->got + (int64_t)*size > u->want ||
+				   fs_write_all(u->fd, data, *size)))
+			u->failed = 1;
+		u->got += (int64_t)*size;
+		*size = 0;
+		return MHD_YES;
+	}
+	return upload_end(c, ps, p, u);
+}
+
+/* --- the daemon ------------------------------------------------------- */
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
+				  const char *url, const char *method,
+				  const char *version, const char *data,
+				  size_t *size, void **con_cls)
+{
+	struct agent_ctx *ctx = cls;
+	struct agent_peerckpt_path p;
+	int put = !strcmp(method, "PUT");
+
+	(void)version;
+	if (*con_cls && put) {
+		/* The path was checked on the first call. */
+		(void)agent_peerckpt_path(url, &p);
+		return serve_put(c, ctx->peer, &p, data, size, con_cls);
+	}
+	if (agent_peerckpt_path(url, &p))
+		return status_only(c, MHD_HTTP_NOT_FOUND, "no such path\n");
+	if (!allowed(ctx, c, p.uid))
+		return status_only(c, MHD_HTTP_FORBIDDEN, "not allowed\n");
+	if (put)
+		return serve_put(c, ctx->peer, &p, data, size, con_cls);
+	if (strcmp(method, "GET"))
+		return status_only(c, MHD_HTTP_METHOD_NOT_ALLOWED,
+				   "GET or PUT\n");
+	return serve_get(c, ctx->peer, &p);
+}
+
+static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
+		    enum MHD_RequestTerminationCode toe)
+{
+	struct upload *u = *con_cls;
+
+	(void)cls;
+	(void)c;
+	if (!u)
+		return;
+	if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		u->failed = 1;
+	upload_free(u);
+	*con_cls = NULL;
+}
+
+int agent_peerserve_start(struct agent_ctx *ctx, struct buf *err)
+{
+	const struct agent_config *cfg = &ctx->cfg;
+	const union MHD_DaemonInfo *di;
+	struct agent_peerserve *ps;
+	struct buf p = BUF_INIT;
+
+	if (cfg->peer_port <= 0 || cfg->memckpt_mb <= 0)
+		return 0;
+	ps = xcalloc(1, sizeof(*ps));
+	ps->own = agent_memckpt_root(cfg->memckpt_dir, cfg->host);
+	(void)buf_addf(&p, "%s/" PEER_DIR, ps->own);
+	ps->peers = buf_detach(&p, NULL);
+	ps->limit = (int64_t)cfg->memckpt_mb << 20;
+	ps->fd = -1;
+	(void)mkdir(ps->peers, 0700);
+	agent_memckpt_sweep(ps->peers, NULL);
+	ps->d = MHD_start_daemon(MHD_USE_EPOLL, (uint16_t)cfg->peer_port, NULL,
+				 NULL, on_request, ctx,
+				 MHD_OPTION_NOTIFY_COMPLETED, on_done, ctx,
+				 MHD_OPTION_CONNECTION_LIMIT, 64U,
+				 MHD_OPTION_CONNECTION_TIMEOUT, 30U,
+				 MHD_OPTION_END);
+	di = ps->d ? MHD_get_daemon_info(ps->d, MHD_DAEMON_INFO_EPOLL_FD) :
+		     NULL;
+	if (!di) {
+		(void)buf_addf(err,
+			       "cannot serve checkpoint copies on port "
+			       "%ld",
+			       cfg->peer_port);
+		ctx->peer = ps;
+		agent_peerserve_stop(ctx);
+		return ERR_IO;
+	}
+	ps->fd = di->epoll_fd;
+	ctx->peer = ps;
+	return 0;
+}
+
+int agent_peerserve_fd(const struct agent_ctx *ctx)
+{
+	return ctx->peer ? ctx->peer->fd : -1;
+}
+
+int64_t agent_peerserve_next(const struct agent_ctx *ctx)
+{
+	MHD_UNSIGNED_LONG_LONG ms;
+
+	if (!ctx->peer || MHD_get_timeout(ctx->peer->d, &ms) != MHD_YES)
+		return INT64_MAX;
+	return time_mono_ms() + (int64_t)ms;
+}
+
+void agent_peerserve_run(struct agent_ctx *ctx)
+{
+	if (ctx->peer)
+		(void)MHD_run(ctx->peer->d);
+}
+
+void agent_peerserve_stop(struct agent_ctx *ctx)
+{
+	struct agent_peerserve *ps = ctx->peer;
+
+	if (!ps)
+		return;
+	if (ps->d)
+		MHD_stop_daemon(ps->d);
+	free(ps->own);
+	free(ps->peers);
+	free(ps);
+	ctx->peer = NULL;
+}
