@@ -34,6 +34,9 @@
 /* A transfer slower than 64 KiB/s for 10 s is given up. */
 #define LOW_SPEED 65536L
 #define LOW_SPEED_S 10L
+/* A holder that refuses is asked again this often, this long apart. */
+#define LIST_TRIES 10
+#define LIST_WAIT_MS 100
 
 /* --- pure parts ------------------------------------------------------- */
 
@@ -148,8 +151,9 @@ static CURL *easy_for(const char *url, const char *token,
 }
 
 /*
- * Runs e: 0 on a 2xx answer, ERR_NOTFOUND on 404, ERR_IO (with
- * *unreachable set when no connection was made) otherwise.
+ * Runs e: 0 on a 2xx answer, ERR_NOTFOUND on 404, ERR_AUTH on 403 (the
+ * holder does not know this attempt yet), ERR_IO (with *unreachable set
+ * when no connection was made) otherwise.
  */
 static int perform(CURL *e, const char *url, const char *errbuf,
 		   int *unreachable, struct buf *err)
@@ -162,6 +166,8 @@ static int perform(CURL *e, const char *url, const char *errbuf,
 		return 0;
 	if (c == CURLE_OK && status == 404)
 		return ERR_NOTFOUND;
+	if (c == CURLE_OK && status == 403)
+		return ERR_AUTH;
 	if (unreachable &&
 	    (c == CURLE_COULDNT_CONNECT || c == CURLE_OPERATION_TIMEDOUT))
 		*unreachable = 1;
@@ -247,12 +253,20 @@ static int h_list(void *arg, size_t i, struct strvec *names)
 {
 	struct holders *h = arg;
 	struct buf url = BUF_INIT, text = BUF_INIT, e = BUF_INIT;
-	int unreachable = 0, ret;
+	int unreachable = 0, ret = ERR_IO, tries;
 
 	if (h->down[i])
 		return ERR_IO;
 	holder_url(h, i, &url);
-	ret = get_text(url.data, h->s->peer_token, &text, &unreachable, &e);
+	/* The holder learns of the new attempt from its own work, which may
+	 * reach it a moment after ours reached us. */
+	for (tries = 0; tries < LIST_TRIES; tries++) {
+		ret = get_text(url.data, h->s->peer_token, &text, &unreachable,
+			       &e);
+		if (ret != ERR_AUTH)
+			break;
+		(void)usleep(LIST_WAIT_MS * 1000);
+	}
 	h->down[i] = (char)unreachable;
 	if (!ret)
 		lines(&text, names);

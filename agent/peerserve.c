@@ -121,13 +121,15 @@ static int allowed(struct agent_ctx *ctx, struct MHD_Connection *c,
 	if (!h || strncmp(h, "Bearer ", 7))
 		return 0;
 	client_of(c, who, sizeof(who));
+	/* An attempt that is stopping may sit beside the job's next one:
+	 * any of them admits the client. */
 	for (a = ctx->assigns; a; a = a->next) {
 		const struct api_assignment *s = &a->spec;
 
 		if (a->have_spec && s->job_uid && s->peer_token &&
 		    !strcmp(s->job_uid, uid) &&
-		    same_secret(h + 7, s->peer_token))
-			return from_job_host(s, who);
+		    same_secret(h + 7, s->peer_token) && from_job_host(s, who))
+			return 1;
 	}
 	return 0;
 }
