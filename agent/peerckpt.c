@@ -34,6 +34,8 @@
 /* A transfer slower than 64 KiB/s for 10 s is given up. */
 #define LOW_SPEED 65536L
 #define LOW_SPEED_S 10L
+/* Fewer, larger writes of a fetched file. */
+#define RECV_BUFFER (512L * 1024)
 /* A holder that refuses is asked again this often, this long apart. */
 #define LIST_TRIES 10
 #define LIST_WAIT_MS 100
@@ -147,6 +149,7 @@ static CURL *easy_for(const char *url, const char *token,
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, LOW_SPEED);
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, LOW_SPEED_S);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
+	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, RECV_BUFFER);
 	return e;
 }
 

@@ -3,18 +3,16 @@
  * and takes those the previous host of the job pushes (agent/peerckpt.h
  * has the paths, agent/peerserve.h the life cycle). libmicrohttpd runs in
  * the agent's poll loop (its epoll descriptor is polled there), so the
- * handlers read the assignments directly: a request is served only for a
- * job this agent runs, with the job's token, from one of its hosts.
+ * server learns the jobs' tokens from the assignments directly: a request
+ * is served only for a job this host runs or ran, with the job's token.
  */
 #define _GNU_SOURCE
 #define LOG_TAG "agent"
 
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +35,15 @@
 #define MANIFEST "MANIFEST.json"
 #define PEER_DIR ".peer"
 #define INCOMING ".in-"
+/* At most this long serving per turn of the agent's loop. */
+#define RUN_BUDGET_MS 20
+
+/* The job's token, learned from its assignment on this host. */
+struct known_job {
+	char *uid;
+	char *token;
+	int64_t seen; /* monotonic ms */
+};
 
 struct agent_peerserve {
 	struct MHD_Daemon *d;
@@ -44,6 +51,8 @@ struct agent_peerserve {
 	char *own;   /* <memckpt dir>/<host>: this host's own copies */
 	char *peers; /* own/.peer: what other hosts pushed here */
 	int64_t limit;
+	struct known_job *known;
+	size_t n_known;
 };
 
 /* A PUT under way. */
@@ -72,65 +81,68 @@ static int same_secret(const char *a, const char *b)
 	return !d;
 }
 
-/* The client's address as text ("" when unknown). */
-static void client_of(struct MHD_Connection *c, char *out, size_t cap)
+/*
+ * Learns the tokens of the jobs this host runs, and keeps each for as
+ * long as copies are kept: a host that replaced a lost one asks between
+ * the job's attempts too, when the old attempt has ended here and the
+ * new one's work may not have arrived yet.
+ */
+static void learn_tokens(struct agent_ctx *ctx)
 {
-	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
-
-	out[0] = '\0';
-	if (sa && sa->sa_family == AF_INET)
-		(void)inet_ntop(AF_INET,
-				&((const struct sockaddr_in *)sa)->sin_addr,
-				out, (socklen_t)cap);
-	else if (sa && sa->sa_family == AF_INET6)
-		(void)inet_ntop(AF_INET6,
-				&((const struct sockaddr_in6 *)sa)->sin6_addr,
-				out, (socklen_t)cap);
-}
-
-/* Whether who is one of the job's hosts: when the addresses are names,
- * not numbers, the token alone decides. */
-static int from_job_host(const struct api_assignment *s, const char *who)
-{
-	unsigned char tmp[sizeof(struct in6_addr)];
+	struct agent_peerserve *ps = ctx->peer;
+	const struct agent_assign *a;
+	int64_t now = time_mono_ms();
 	size_t i;
-	int numeric = 0;
 
-	for (i = 0; s->addresses && i < s->n_hosts; i++) {
-		if (!s->addresses[i])
+	for (a = ctx->assigns; a; a = a->next) {
+		const struct api_assignment *s = &a->spec;
+
+		if (!a->have_spec || !s->job_uid || !s->peer_token)
 			continue;
-		if (!strcmp(s->addresses[i], who))
-			return 1;
-		numeric |= inet_pton(AF_INET, s->addresses[i], tmp) == 1 ||
-			   inet_pton(AF_INET6, s->addresses[i], tmp) == 1;
+		for (i = 0; i < ps->n_known; i++)
+			if (!strcmp(ps->known[i].uid, s->job_uid))
+				break;
+		if (i == ps->n_known) {
+			ps->known = xrealloc(ps->known,
+					     (i + 1) * sizeof(*ps->known));
+			ps->known[i].uid = xstrdup(s->job_uid);
+			ps->known[i].token = NULL;
+			ps->n_known++;
+		}
+		if (!ps->known[i].token ||
+		    strcmp(ps->known[i].token, s->peer_token)) {
+			free(ps->known[i].token);
+			ps->known[i].token = xstrdup(s->peer_token);
+		}
+		ps->known[i].seen = now;
 	}
-	return !numeric;
+	for (i = 0; i < ps->n_known;) {
+		if (now - ps->known[i].seen <= AGENT_MEMCKPT_TTL_MS) {
+			i++;
+			continue;
+		}
+		free(ps->known[i].uid);
+		free(ps->known[i].token);
+		ps->known[i] = ps->known[--ps->n_known];
+	}
 }
 
-/* Whether the request may read or write uid's copies. */
-static int allowed(struct agent_ctx *ctx, struct MHD_Connection *c,
+/*
+ * Whether the request may read or write uid's copies: it shows the job's
+ * token, which the controller gives only to the job's hosts.
+ */
+static int allowed(const struct agent_peerserve *ps, struct MHD_Connection *c,
 		   const char *uid)
 {
 	const char *h = MHD_lookup_connection_value(
 		c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-	const struct agent_assign *a;
-	char who[INET6_ADDRSTRLEN];
+	size_t i;
 
 	if (!h || strncmp(h, "Bearer ", 7))
 		return 0;
-	client_of(c, who, sizeof(who));
-	/* An attempt that is stopping may sit beside the job's next one:
-	 * any of them admits the client. */
-	for (a = ctx->assigns; a; a = a->next) {
-		const struct api_assignment *s = &a->spec;
-
-		if (a->have_spec && s->job_uid && s->peer_token &&
-		    !strcmp(s->job_uid, uid) &&
-		    same_secret(h + 7, s->peer_token) && from_job_host(s, who))
-			return 1;
-	}
+	for (i = 0; i < ps->n_known; i++)
+		if (!strcmp(ps->known[i].uid, uid))
+			return same_secret(h + 7, ps->known[i].token);
 	return 0;
 }
 
@@ -478,7 +490,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 	}
 	if (agent_peerckpt_path(url, &p))
 		return status_only(c, MHD_HTTP_NOT_FOUND, "no such path\n");
-	if (!allowed(ctx, c, p.uid))
+	if (!allowed(ctx->peer, c, p.uid))
 		return status_only(c, MHD_HTTP_FORBIDDEN, "not allowed\n");
 	if (put)
 		return serve_put(c, ctx->peer, &p, data, size, con_cls);
@@ -558,8 +570,21 @@ int64_t agent_peerserve_next(const struct agent_ctx *ctx)
 
 void agent_peerserve_run(struct agent_ctx *ctx)
 {
-	if (ctx->peer)
+	int64_t until = time_mono_ms() + RUN_BUDGET_MS;
+	MHD_UNSIGNED_LONG_LONG ms;
+
+	if (!ctx->peer)
+		return;
+	learn_tokens(ctx);
+	/*
+	 * A file goes out a chunk per run: while more is ready at once (no
+	 * wait), run again, for a bounded time, rather than a whole turn of
+	 * the loop per chunk.
+	 */
+	do
 		(void)MHD_run(ctx->peer->d);
+	while (MHD_get_timeout(ctx->peer->d, &ms) == MHD_YES && ms == 0 &&
+	       time_mono_ms() < until);
 }
 
 void agent_peerserve_stop(struct agent_ctx *ctx)
@@ -570,6 +595,11 @@ void agent_peerserve_stop(struct agent_ctx *ctx)
 		return;
 	if (ps->d)
 		MHD_stop_daemon(ps->d);
+	while (ps->n_known--) {
+		free(ps->known[ps->n_known].uid);
+		free(ps->known[ps->n_known].token);
+	}
+	free(ps->known);
 	free(ps->own);
 	free(ps->peers);
 	free(ps);
