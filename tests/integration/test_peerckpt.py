@@ -75,15 +75,17 @@ def make_stale(path):
         f.write(" ")
 
 
-def run_case(ns, sm, name, before_loss):
-    """The job up to step 50's copy on algo-2's host, before_loss(path),
-    algo-1's host cut off; returns attempt 2's restore line of algo-1."""
+def run_case(ns, sm, name, at_loss):
+    """The job up to step 50's copy on algo-2's host, algo-1's host cut
+    off, at_loss(path); returns attempt 2's restore line of algo-1."""
     sm.create_training_job(**fl.job_request(name, 2, HPS, retries=2, itype=ns.itype))
     holder = wait_for("algo-2's host", lambda: ns.host_of(name, "algo-2"), 30, ns, name)
     victim = ns.host_of(name, "algo-1")
     path = wait_for("the copy of step 50 on %s" % holder, lambda: pushed_copy(holder), 40, ns, name)
-    before_loss(path)
     ns.link(victim, up=False)
+    # Cut off first: until then the victim would push a copy again. The
+    # spare starts a second later at the earliest (--host-deadline-ms).
+    at_loss(path)
     try:
         d, _ = fl.wait_job(sm, name, fl.terminal, 60)
     finally:
