@@ -123,7 +123,6 @@ static void full_assignment(struct api_assignment *a, int script)
 	a->blob_url = xs("http://127.0.0.1:8080/v1/blobs");
 	a->master_addr = xs("10.0.0.1");
 	a->master_port = 29500;
-	a->peer_token = xs("0123abcd");
 	a->processes_per_host = 8;
 	a->grace_ms = 120000;
 	a->hang_ms = 1800000;
@@ -398,7 +397,6 @@ static void test_work_round_trip(void **state)
 			    "/opt/ml/output/tensorboard");
 	assert_string_equal(a->local_root, "/var/lib/trainctl/s3");
 	assert_int_equal(a->master_port, 29500);
-	assert_string_equal(a->peer_token, "0123abcd");
 	assert_int_equal(a->processes_per_host, 8);
 	assert_int_equal(a->grace_ms, 120000);
 	assert_int_equal(a->hang_ms, 1800000);
