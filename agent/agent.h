@@ -6,9 +6,11 @@
  * poll loop (loop.c) serve everything: the signal self-pipe, the stdout
  * and stderr pipes of every child, the report pipes of the staging and
  * packing workers (task.c), pidfds of processes adopted after a restart,
- * libcurl's sockets (http.c), and the epoll descriptor of the server of
- * checkpoint copies (peerserve.c). Everything the daemon knows lives in one
- * struct agent_ctx, passed first to every function.
+ * and libcurl's sockets (http.c). The one exception, the server of
+ * checkpoint copies to other hosts (peerserve.c), runs threads of its own
+ * that share only a table of tokens, under a lock, with the loop.
+ * Everything the daemon knows lives in one struct agent_ctx, passed first
+ * to every function.
  *
  * This header holds only that context. Every file's functions are
  * declared in the header of its own name (assign.c: agent/assign.h), and

@@ -143,9 +143,6 @@ static void build_pollset(struct agent_ctx *ctx)
 	if (ctx->images.task.fd >= 0)
 		poll_add(ctx, ctx->images.task.fd, POLLIN, AGENT_POLL_IMAGES,
 			 NULL, 0);
-	if (agent_peerserve_fd(ctx) >= 0)
-		poll_add(ctx, agent_peerserve_fd(ctx), POLLIN, AGENT_POLL_PEER,
-			 NULL, 0);
 }
 
 /* Stops the children and exits, as on SIGTERM. */
@@ -241,8 +238,6 @@ static void dispatch(struct agent_ctx *ctx, int64_t now)
 		case AGENT_POLL_PIPE:
 			agent_sup_on_pipe(ctx, ref->a);
 			break;
-		case AGENT_POLL_PEER: /* below, every turn */
-			break;
 		}
 	}
 	agent_http_timeout(ctx);
@@ -316,9 +311,6 @@ int agent_run(struct agent_ctx *ctx)
 		if (t < next)
 			next = t;
 		t = agent_telemetry_next(ctx);
-		if (t < next)
-			next = t;
-		t = agent_peerserve_next(ctx);
 		if (t < next)
 			next = t;
 		if (ctx->http.timer_at >= 0 && ctx->http.timer_at < next)

@@ -16,8 +16,7 @@ enum agent_poll_kind {
 	AGENT_POLL_TASK,
 	AGENT_POLL_WATCH,
 	AGENT_POLL_IMAGES,
-	AGENT_POLL_PIPE,
-	AGENT_POLL_PEER
+	AGENT_POLL_PIPE
 };
 
 struct agent_pollref {

@@ -1,10 +1,13 @@
 /*
  * Serves the checkpoint copies this host holds to the job's other hosts,
  * and takes those the previous host of the job pushes (agent/peerckpt.h
- * has the paths, agent/peerserve.h the life cycle). libmicrohttpd runs in
- * the agent's poll loop (its epoll descriptor is polled there), so the
- * server learns the jobs' tokens from the assignments directly: a request
- * is served only for a job this host runs or ran, with the job's token.
+ * has the paths, agent/peerserve.h the life cycle). libmicrohttpd runs
+ * its own threads, one per connection, so that a file goes out in large
+ * sendfile() chunks without waiting on the agent's loop. They touch
+ * nothing of the loop's: the loop hands them the jobs' tokens through a
+ * table under a lock (agent_peerserve_run()), and a request is served
+ * only for a job this host runs or ran, with the job's token. The threads
+ * block every signal: the loop's handlers stay with the loop.
  */
 #define _GNU_SOURCE
 #define LOG_TAG "agent"
@@ -13,6 +16,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +40,8 @@
 #define MANIFEST "MANIFEST.json"
 #define PEER_DIR ".peer"
 #define INCOMING ".in-"
-/* At most this long serving per turn of the agent's loop. */
-#define RUN_BUDGET_MS 20
+/* Connections served at once (a thread each). */
+#define MAX_CONNECTIONS 16U
 
 /* The job's token, learned from its assignment on this host. */
 struct known_job {
@@ -47,10 +52,10 @@ struct known_job {
 
 struct agent_peerserve {
 	struct MHD_Daemon *d;
-	int fd;
 	char *own;   /* <memckpt dir>/<host>: this host's own copies */
 	char *peers; /* own/.peer: what other hosts pushed here */
 	int64_t limit;
+	pthread_mutex_t lock; /* over known */
 	struct known_job *known;
 	size_t n_known;
 };
@@ -94,6 +99,7 @@ static void learn_tokens(struct agent_ctx *ctx)
 	int64_t now = time_mono_ms();
 	size_t i;
 
+	pthread_mutex_lock(&ps->lock);
 	for (a = ctx->assigns; a; a = a->next) {
 		const struct api_assignment *s = &a->spec;
 
@@ -125,25 +131,31 @@ static void learn_tokens(struct agent_ctx *ctx)
 		free(ps->known[i].token);
 		ps->known[i] = ps->known[--ps->n_known];
 	}
+	pthread_mutex_unlock(&ps->lock);
 }
 
 /*
  * Whether the request may read or write uid's copies: it shows the job's
  * token, which the controller gives only to the job's hosts.
  */
-static int allowed(const struct agent_peerserve *ps, struct MHD_Connection *c,
+static int allowed(struct agent_peerserve *ps, struct MHD_Connection *c,
 		   const char *uid)
 {
 	const char *h = MHD_lookup_connection_value(
 		c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 	size_t i;
+	int ok = 0;
 
 	if (!h || strncmp(h, "Bearer ", 7))
 		return 0;
+	pthread_mutex_lock(&ps->lock);
 	for (i = 0; i < ps->n_known; i++)
-		if (!strcmp(ps->known[i].uid, uid))
-			return same_secret(h + 7, ps->known[i].token);
-	return 0;
+		if (!strcmp(ps->known[i].uid, uid)) {
+			ok = same_secret(h + 7, ps->known[i].token);
+			break;
+		}
+	pthread_mutex_unlock(&ps->lock);
+	return ok;
 }
 
 /* --- answers ---------------------------------------------------------- */
@@ -478,7 +490,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 				  const char *version, const char *data,
 				  size_t *size, void **con_cls)
 {
-	struct agent_ctx *ctx = cls;
+	struct agent_peerserve *ps = cls;
 	struct agent_peerckpt_path p;
 	int put = !strcmp(method, "PUT");
 
@@ -486,18 +498,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 	if (*con_cls && put) {
 		/* The path was checked on the first call. */
 		(void)agent_peerckpt_path(url, &p);
-		return serve_put(c, ctx->peer, &p, data, size, con_cls);
+		return serve_put(c, ps, &p, data, size, con_cls);
 	}
 	if (agent_peerckpt_path(url, &p))
 		return status_only(c, MHD_HTTP_NOT_FOUND, "no such path\n");
-	if (!allowed(ctx->peer, c, p.uid))
+	if (!allowed(ps, c, p.uid))
 		return status_only(c, MHD_HTTP_FORBIDDEN, "not allowed\n");
 	if (put)
-		return serve_put(c, ctx->peer, &p, data, size, con_cls);
+		return serve_put(c, ps, &p, data, size, con_cls);
 	if (strcmp(method, "GET"))
 		return status_only(c, MHD_HTTP_METHOD_NOT_ALLOWED,
 				   "GET or PUT\n");
-	return serve_get(c, ctx->peer, &p);
+	return serve_get(c, ps, &p);
 }
 
 static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -518,9 +530,9 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
 int agent_peerserve_start(struct agent_ctx *ctx, struct buf *err)
 {
 	const struct agent_config *cfg = &ctx->cfg;
-	const union MHD_DaemonInfo *di;
 	struct agent_peerserve *ps;
 	struct buf p = BUF_INIT;
+	sigset_t all, old;
 
 	if (cfg->peer_port <= 0 || cfg->memckpt_mb <= 0)
 		return 0;
@@ -529,62 +541,34 @@ int agent_peerserve_start(struct agent_ctx *ctx, struct buf *err)
 	(void)buf_addf(&p, "%s/" PEER_DIR, ps->own);
 	ps->peers = buf_detach(&p, NULL);
 	ps->limit = (int64_t)cfg->memckpt_mb << 20;
-	ps->fd = -1;
+	pthread_mutex_init(&ps->lock, NULL);
+	ctx->peer = ps;
 	(void)mkdir(ps->peers, 0700);
 	agent_memckpt_sweep(ps->peers, NULL);
-	ps->d = MHD_start_daemon(MHD_USE_EPOLL, (uint16_t)cfg->peer_port, NULL,
-				 NULL, on_request, ctx,
-				 MHD_OPTION_NOTIFY_COMPLETED, on_done, ctx,
-				 MHD_OPTION_CONNECTION_LIMIT, 64U,
-				 MHD_OPTION_CONNECTION_TIMEOUT, 30U,
-				 MHD_OPTION_END);
-	di = ps->d ? MHD_get_daemon_info(ps->d, MHD_DAEMON_INFO_EPOLL_FD) :
-		     NULL;
-	if (!di) {
+	/* The threads start with the mask in force here: none of them. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	ps->d = MHD_start_daemon(
+		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD,
+		(uint16_t)cfg->peer_port, NULL, NULL, on_request, ps,
+		MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
+		MHD_OPTION_CONNECTION_LIMIT, MAX_CONNECTIONS,
+		MHD_OPTION_CONNECTION_TIMEOUT, 30U, MHD_OPTION_END);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!ps->d) {
 		(void)buf_addf(err,
-			       "cannot serve checkpoint copies on port "
-			       "%ld",
+			       "cannot serve checkpoint copies on port %ld",
 			       cfg->peer_port);
-		ctx->peer = ps;
 		agent_peerserve_stop(ctx);
 		return ERR_IO;
 	}
-	ps->fd = di->epoll_fd;
-	ctx->peer = ps;
 	return 0;
-}
-
-int agent_peerserve_fd(const struct agent_ctx *ctx)
-{
-	return ctx->peer ? ctx->peer->fd : -1;
-}
-
-int64_t agent_peerserve_next(const struct agent_ctx *ctx)
-{
-	MHD_UNSIGNED_LONG_LONG ms;
-
-	if (!ctx->peer || MHD_get_timeout(ctx->peer->d, &ms) != MHD_YES)
-		return INT64_MAX;
-	return time_mono_ms() + (int64_t)ms;
 }
 
 void agent_peerserve_run(struct agent_ctx *ctx)
 {
-	int64_t until = time_mono_ms() + RUN_BUDGET_MS;
-	MHD_UNSIGNED_LONG_LONG ms;
-
-	if (!ctx->peer)
-		return;
-	learn_tokens(ctx);
-	/*
-	 * A file goes out a chunk per run: while more is ready at once (no
-	 * wait), run again, for a bounded time, rather than a whole turn of
-	 * the loop per chunk.
-	 */
-	do
-		(void)MHD_run(ctx->peer->d);
-	while (MHD_get_timeout(ctx->peer->d, &ms) == MHD_YES && ms == 0 &&
-	       time_mono_ms() < until);
+	if (ctx->peer)
+		learn_tokens(ctx);
 }
 
 void agent_peerserve_stop(struct agent_ctx *ctx)
@@ -599,6 +583,7 @@ void agent_peerserve_stop(struct agent_ctx *ctx)
 		free(ps->known[ps->n_known].uid);
 		free(ps->known[ps->n_known].token);
 	}
+	pthread_mutex_destroy(&ps->lock);
 	free(ps->known);
 	free(ps->own);
 	free(ps->peers);

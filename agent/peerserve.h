@@ -3,11 +3,9 @@
 
 /*
  * The server of checkpoint copies to the job's other hosts
- * (agent/peerckpt.h has the paths), in the agent's poll loop: libmicrohttpd
- * with its epoll descriptor polled there, so the agent stays one thread.
+ * (agent/peerckpt.h has the paths): libmicrohttpd's threads, one per
+ * connection, which share with the agent's loop only the jobs' tokens.
  */
-#include <stdint.h>
-
 #include "common/buf.h"
 
 struct agent_ctx;
@@ -18,11 +16,8 @@ struct agent_ctx;
  * without it).
  */
 int agent_peerserve_start(struct agent_ctx *ctx, struct buf *err);
-/* The descriptor to poll for it, -1 when off. */
-int agent_peerserve_fd(const struct agent_ctx *ctx);
-/* When it next needs agent_peerserve_run() (monotonic ms), INT64_MAX. */
-int64_t agent_peerserve_next(const struct agent_ctx *ctx);
-/* Serves what is ready; cheap when nothing is. */
+/* Hands the server the tokens of the jobs this host runs (each turn of
+ * the loop; cheap). */
 void agent_peerserve_run(struct agent_ctx *ctx);
 void agent_peerserve_stop(struct agent_ctx *ctx);
 
