@@ -438,9 +438,10 @@ static enum MHD_Result upload_end(struct MHD_Connection *c,
 				  const struct agent_peerckpt_path *p,
 				  struct upload *u)
 {
-	int bad = u->failed || u->got != u->want || close(u->fd);
+	int bad = close(u->fd) != 0;
 
 	u->fd = -1;
+	bad = bad || u->failed || u->got != u->want;
 	if (!bad && u->manifest) {
 		(void)fs_remove_tree(u->done);
 		bad = rename(u->dir, u->done) != 0;
