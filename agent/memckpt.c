@@ -605,13 +605,14 @@ struct peer_names {
 
 /*
  * Folder from the first holder whose copy has the store's manifest
- * (want), into the new folder dst: 0 with *who set to the holder, else
- * ERR_NOTFOUND. A holder that fails is skipped.
+ * (want), into the new folder dst: 0 with *who set to the holder and
+ * *used to the copy's name (the holder's), else ERR_NOTFOUND. A holder
+ * that fails is skipped.
  */
 static int from_peer(const struct agent_memckpt_peers *pe,
 		     struct peer_names *pn, const char *folder,
 		     const struct buf *want, const char *dst, int64_t *bytes,
-		     size_t *who)
+		     size_t *who, const char **used)
 {
 	struct buf have = BUF_INIT, e = BUF_INIT;
 	size_t i, k;
@@ -636,6 +637,7 @@ static int from_peer(const struct agent_memckpt_peers *pe,
 			(void)fs_remove_tree(dst);
 			if (!pe->fetch(pe->arg, i, name, dst, bytes, &e)) {
 				*who = i;
+				*used = name;
 				ret = 0;
 			} else {
 				(void)fs_remove_tree(dst);
@@ -679,17 +681,29 @@ static int from_store(struct restore_run *rr, const char *folder,
 	return ret;
 }
 
+/* " (attempt N)": which attempt made the copy name (".a<N>"). */
+static void made_by(struct buf *record, const char *name)
+{
+	const char *a = strrchr(name, '.');
+
+	if (a && a[1] == 'a')
+		(void)buf_addf(record, " (attempt %s)", a + 2);
+}
+
 /* One folder of the step into ckpt_dir: from memory, else a peer's copy,
- * else the store; the record says which. */
+ * else the store; the record says which (and which attempt made the
+ * copy). */
 static int restore_folder(struct restore_run *rr, const char *folder,
 			  struct buf *err)
 {
 	struct buf dst = BUF_INIT, tmp = BUF_INIT, want = BUF_INIT;
 	struct agent_memckpt_restore *out = rr->out;
 	char *src = NULL;
+	const char *label, *used = NULL;
 	long long step;
 	long rank = 0;
 	size_t who = 0;
+	int64_t got = 0;
 	int ret = ERR_NOTFOUND;
 
 	(void)agent_memckpt_name(folder, strlen(folder), 0, &step, &rank);
@@ -705,15 +719,23 @@ static int restore_folder(struct restore_run *rr, const char *folder,
 		ret = copy_folder(src, dst.data, 0, &out->mem_bytes, err);
 		out->from_mem += !ret;
 		(void)buf_adds(&out->record, "memory");
+		made_by(&out->record, strrchr(src, '/') + 1);
 	} else if (want.len && !from_peer(rr->peers, &rr->pn, folder, &want,
-					  tmp.data, &out->peer_bytes, &who)) {
+					  tmp.data, &got, &who, &used)) {
 		ret = rename(tmp.data, dst.data) ? ERR_IO : 0;
 		if (ret)
 			(void)buf_addf(err, "%s: %s", dst.data,
 				       strerror(errno));
-		out->from_peer += !ret;
-		(void)buf_addf(&out->record, "peer %s",
-			       rr->peers->label(rr->peers->arg, who));
+		/* No label: a copy another host pushed here, in this host's
+		 * memory too. */
+		label = rr->peers->label(rr->peers->arg, who);
+		*(label ? &out->from_peer : &out->from_mem) += !ret;
+		*(label ? &out->peer_bytes : &out->mem_bytes) += got;
+		if (label)
+			(void)buf_addf(&out->record, "peer %s", label);
+		else
+			(void)buf_adds(&out->record, "memory");
+		made_by(&out->record, used);
 	}
 	if (ret == ERR_NOTFOUND) {
 		(void)fs_remove_tree(dst.data);

@@ -53,8 +53,9 @@ struct agent_memckpt_restore {
 	int64_t mem_bytes;
 	int64_t peer_bytes;
 	int64_t stor_bytes;
-	/* Where each folder came from, "rank 0 peer algo-2, rank 1 memory,
-	 * rank 2 store" (the job's log prints it); the caller releases it. */
+	/* Where each folder came from and which attempt made the copy,
+	 * "rank 0 peer algo-2 (attempt 1), rank 1 memory (attempt 2), rank 2
+	 * store" (the job's log prints it); the caller releases it. */
 	struct buf record;
 };
 
@@ -64,8 +65,9 @@ struct agent_memckpt_restore {
  * folders holder i has ("step-S.rank-R.a<N>"), manifest() that copy's
  * MANIFEST.json text, fetch() its files into the new folder dst (adding
  * their bytes to *bytes); each returns 0 or an error code. label() names
- * the holder in the record ("algo-2"). The restore itself compares each
- * manifest with the store's: a holder is never trusted on its own.
+ * the holder in the record ("algo-2"), NULL for this host itself (the
+ * copies other hosts pushed here: "memory"). The restore itself compares
+ * each manifest with the store's: a holder is never trusted on its own.
  */
 struct agent_memckpt_peers {
 	size_t n;

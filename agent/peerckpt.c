@@ -371,6 +371,8 @@ static const char *h_label(void *arg, size_t i)
 {
 	struct holders *h = arg;
 
+	if (h->order[i] == (size_t)h->s->host_index)
+		return NULL;
 	return h->s->hosts[h->order[i]];
 }
 
@@ -390,8 +392,10 @@ void agent_peerckpt_holders(const struct agent_config *cfg,
 	h->port = cfg->peer_port;
 	h->order = xcalloc(s->n_hosts, sizeof(*h->order));
 	h->down = xcalloc(s->n_hosts, 1);
-	pe->n = agent_peerckpt_order((size_t)s->host_index, s->n_hosts,
-				     h->order);
+	/* First this host's own server: the copies pushed here. */
+	h->order[0] = (size_t)s->host_index;
+	pe->n = 1 + agent_peerckpt_order((size_t)s->host_index, s->n_hosts,
+					 h->order + 1);
 	pe->list = h_list;
 	pe->manifest = h_manifest;
 	pe->fetch = h_fetch;

@@ -15,9 +15,10 @@
  *   - after each copy is made, the sync worker pushes the new folders to
  *     the next host of the job (algo-(i+1 mod n)), which keeps the newest
  *     two per rank under its own --memory-checkpoint-mb;
- *   - a restore asks the attempt's other hosts (the next one first) for a
- *     copy whose MANIFEST.json is byte for byte the store's (the fence
- *     stays in agent_memckpt_restore()).
+ *   - a restore asks this host's own server (the copies pushed here), then
+ *     the attempt's other hosts (the next one first) for a copy whose
+ *     MANIFEST.json is byte for byte the store's (the fence stays in
+ *     agent_memckpt_restore()).
  *
  * Paths on the wire, relative to http://<address>:<port>:
  *   GET /checkpoints/<uid>                   the copy folders held, a line
@@ -60,9 +61,10 @@ int agent_peerckpt_path(const char *url, struct agent_peerckpt_path *p);
 size_t agent_peerckpt_order(size_t i, size_t n, size_t *order);
 
 /*
- * The attempt's other hosts as holders for agent_memckpt_restore(): pe is
- * filled (pe->n 0 when peers are off or the job has one host); release
- * it with agent_peerckpt_holders_release().
+ * The holders for agent_memckpt_restore(): this host's own server first
+ * (labelled NULL: the copies other hosts pushed here), then the attempt's
+ * other hosts in agent_peerckpt_order(). pe->n is 0 when peers are off or
+ * the job has one host; release pe with agent_peerckpt_holders_release().
  */
 void agent_peerckpt_holders(const struct agent_config *cfg,
 			    const struct api_assignment *s,

@@ -427,8 +427,9 @@ static void test_peer_restore(void **state)
 	assert_int_equal(r.from_peer, 1);
 	assert_int_equal(r.from_mem, 1);
 	assert_int_equal(r.from_stor, 1);
-	assert_string_equal(r.record.data, "rank 0 peer algo-2, rank 1 store, "
-					   "rank 2 memory");
+	assert_string_equal(r.record.data,
+			    "rank 0 peer algo-2 (attempt 2), rank 1 store, "
+			    "rank 2 memory (attempt 2)");
 	/* Each holder is listed once for the whole restore. */
 	assert_int_equal(fp.listed[0], 1);
 	assert_int_equal(fp.listed[2], 1);
@@ -465,6 +466,31 @@ static void test_peer_stale_only(void **state)
 	free(stale);
 }
 
+static void test_pushed_here(void **state)
+{
+	struct fx *f = *state;
+	struct fake_peers fp = { { NULL, NULL, NULL },
+				 { NULL, NULL, NULL },
+				 { 0, 0, 0 } };
+	struct agent_memckpt_peers pe = { 1,	    fp_list,  fp_manifest,
+					  fp_fetch, fp_label, &fp };
+	struct agent_memckpt_restore r;
+
+	/* A holder with no label is this host's own server: the copy that
+	 * another host pushed here counts as memory. */
+	save(f->store, 20, 0, "r0s20");
+	fp.dirs[0] = holder(f, "self", 20, 0, "r0s20", 1);
+	assert_int_equal(agent_memckpt_restore(f->st, f->uri, f->root, "u6",
+					       f->out, &pe, &r, &f->err),
+			 0);
+	assert_int_equal(r.from_mem, 1);
+	assert_int_equal(r.from_peer, 0);
+	assert_true(r.mem_bytes > 0);
+	assert_string_equal(r.record.data, "rank 0 memory (attempt 1)");
+	buf_release(&r.record);
+	free((char *)fp.dirs[0]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -478,6 +504,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_peer_restore, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_peer_stale_only, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_pushed_here, setup,
 						teardown),
 	};
 
