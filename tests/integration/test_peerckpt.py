@@ -13,11 +13,15 @@ a run without faults.
 
   (p1) the copy on algo-2's host is there: the spare restores it from
        there (its line in the job's log says "source: peer" and "rank 0
-       peer algo-2")
+       peer algo-2 (attempt 1)"), and algo-2 from its own memory ("rank 0
+       memory (attempt 1)")
   (p2) both copies gone (the lost host unreachable, algo-2's removed):
-       the spare restores from the store ("source: store")
+       no copy of attempt 1 is restored; the spare reads the store
+       ("source: store"), or a copy that a host of attempt 2 made from it
+       ("(attempt 2)": algo-2 restores from the store too, and may keep
+       and push its copy before the spare asks)
   (p3) algo-2's copy is a stale attempt's (same step, another manifest):
-       never restored; from the store
+       never restored (no "(attempt 1)" on either host), as in (p2)
 
 TAP on stdout; skips (1..0 # SKIP) when not root or without sshd. Run from
 the top of the tree: /usr/bin/python3 tests/integration/test_peerckpt.py
@@ -77,7 +81,8 @@ def make_stale(path):
 
 def run_case(ns, sm, name, at_loss):
     """The job up to step 50's copy on algo-2's host, algo-1's host cut
-    off, at_loss(path); returns attempt 2's restore line of algo-1."""
+    off, at_loss(path); returns attempt 2's restore lines of algo-1 and
+    algo-2."""
     sm.create_training_job(**fl.job_request(name, 2, HPS, retries=2, itype=ns.itype))
     holder = wait_for("algo-2's host", lambda: ns.host_of(name, "algo-2"), 30, ns, name)
     victim = ns.host_of(name, "algo-1")
@@ -100,10 +105,14 @@ def run_case(ns, sm, name, at_loss):
     ref = fl.reference(HPS)
     expect(res.get("algo-1", {}).get("params_sha256") == ref["params_sha256"],
            "weights differ from a run without faults: %r" % res.get("algo-1"))
-    lines = [r[3] for r in rows if "checkpoint:" in r[3] and "(source:" in r[3]]
-    expect(lines, "no restore line in attempt 2 of algo-1: %s" % [r[3] for r in rows[:8]])
+    out = []
+    for algo in ("algo-1", "algo-2"):
+        rows = logs.get(2, {}).get(algo, [])
+        lines = [r[3] for r in rows if "checkpoint:" in r[3] and "(source:" in r[3]]
+        expect(lines, "no restore line in attempt 2 of %s: %s" % (algo, [r[3] for r in rows[:8]]))
+        out.append(lines[0])
     hosts_ready(ns)
-    return lines[0]
+    return out
 
 
 def hosts_ready(ns):
@@ -111,27 +120,36 @@ def hosts_ready(ns):
                   "all hosts ready")
 
 
+def from_store(line):
+    """Whether a restore line says the store, or a copy attempt 2 made
+    from it, and no copy of attempt 1."""
+    return "(attempt 1)" not in line and ("source: store" in line or "(attempt 2)" in line)
+
+
 def cases(tap, ns, sm):
     run = "%x" % (int(time.time() * 1000) % 0xfffffff)
 
     def p1():
-        line = run_case(ns, sm, "pc-peer-" + run, lambda path: None)
-        expect("source: peer" in line and "step 50 " in line and "rank 0 peer algo-2" in line,
+        line, survivor = run_case(ns, sm, "pc-peer-" + run, lambda path: None)
+        expect("source: peer" in line and "step 50 " in line and "rank 0 peer algo-2 (attempt 1)" in line,
                "the spare did not restore step 50 from algo-2's copy: %s" % line)
+        expect("source: memory" in survivor and "rank 0 memory (attempt 1)" in survivor,
+               "algo-2 did not restore the copy pushed to it: %s" % survivor)
         return line.split("checkpoint: ", 1)[1]
     r = tap.case("(p1) a host lost: the spare restores its checkpoint from the copy on algo-2's host", p1)
     if isinstance(r, str):
         tap.note(r)
 
     def p2():
-        line = run_case(ns, sm, "pc-gone-" + run, lambda path: shutil.rmtree(path))
-        expect("source: store" in line, "the spare did not restore from the store: %s" % line)
+        line, survivor = run_case(ns, sm, "pc-gone-" + run, lambda path: shutil.rmtree(path))
+        for what, ln in (("the spare", line), ("algo-2", survivor)):
+            expect(from_store(ln), "%s did not restore from the store: %s" % (what, ln))
     tap.case("(p2) both copies gone: the spare restores from the store", p2)
 
     def p3():
-        line = run_case(ns, sm, "pc-stale-" + run, make_stale)
-        expect("source: store" in line and "peer" not in line,
-               "a stale attempt's copy was restored: %s" % line)
+        line, survivor = run_case(ns, sm, "pc-stale-" + run, make_stale)
+        for what, ln in (("the spare", line), ("algo-2", survivor)):
+            expect(from_store(ln), "a stale attempt's copy was restored on %s: %s" % (what, ln))
     tap.case("(p3) a stale attempt's copy (another manifest) is never restored", p3)
 
 
