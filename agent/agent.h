@@ -6,8 +6,11 @@
  * poll loop (loop.c) serve everything: the signal self-pipe, the stdout
  * and stderr pipes of every child, the report pipes of the staging and
  * packing workers (task.c), pidfds of processes adopted after a restart,
- * and libcurl's sockets (http.c). Everything the daemon knows lives in one
- * struct agent_ctx, passed first to every function.
+ * and libcurl's sockets (http.c). The one exception, the server of
+ * checkpoint copies to other hosts (peerserve.c), runs threads of its own
+ * that share only a table of tokens, under a lock, with the loop.
+ * Everything the daemon knows lives in one struct agent_ctx, passed first
+ * to every function.
  *
  * This header holds only that context. Every file's functions are
  * declared in the header of its own name (assign.c: agent/assign.h), and
@@ -40,6 +43,7 @@
 
 struct agent_assign;
 struct agent_pollref;
+struct agent_peerserve;
 
 struct agent_ctx {
 	struct agent_config cfg;
@@ -54,6 +58,9 @@ struct agent_ctx {
 	struct agent_logq logq;
 	struct agent_telemetry tm;
 	struct agent_assign *assigns;
+	/* The checkpoint copies served to the job's other hosts
+	 * (agent/peerserve.h); NULL: off. */
+	struct agent_peerserve *peer;
 	/* The poll set, rebuilt every turn. */
 	struct pollfd *pfds;
 	struct agent_pollref *prefs;

@@ -32,6 +32,7 @@ void agent_config_init(struct agent_config *cfg)
 	cfg->keep_jobs = -1;
 	cfg->telemetry_ms = -1;
 	cfg->memckpt_mb = -1;
+	cfg->peer_port = -1;
 }
 
 enum {
@@ -49,6 +50,7 @@ enum {
 	OPT_TELEMETRY_MS,
 	OPT_MEMCKPT_MB,
 	OPT_MEMCKPT_DIR,
+	OPT_PEER_PORT,
 };
 
 static const struct option options[] = {
@@ -64,6 +66,7 @@ static const struct option options[] = {
 	{ "telemetry-ms", required_argument, NULL, OPT_TELEMETRY_MS },
 	{ "memory-checkpoint-mb", required_argument, NULL, OPT_MEMCKPT_MB },
 	{ "memory-checkpoint-dir", required_argument, NULL, OPT_MEMCKPT_DIR },
+	{ "peer-checkpoint-port", required_argument, NULL, OPT_PEER_PORT },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -75,7 +78,8 @@ void agent_usage(void)
 	      "                  [--cpus N] [--gpus N] [--address ADDR]\n"
 	      "                  [--token-stdin] [--keep-jobs]\n"
 	      "                  [--telemetry-ms MS] [--memory-checkpoint-mb N]\n"
-	      "                  [--memory-checkpoint-dir DIR] [-v]...\n"
+	      "                  [--memory-checkpoint-dir DIR]\n"
+	      "                  [--peer-checkpoint-port PORT] [-v]...\n"
 	      "\n"
 	      "  --controller   trainctld's URL (http://127.0.0.1:8080)\n"
 	      "  --host         this host's name in the controller's inventory\n"
@@ -98,6 +102,10 @@ void agent_usage(void)
 	      "                 a retry from there (0: off, the default)\n"
 	      "  --memory-checkpoint-dir DIR  where (a tmpfs folder;\n"
 	      "                 " AGENT_MEMCKPT_DIR ")\n"
+	      "  --peer-checkpoint-port PORT  serve the copies to the job's\n"
+	      "                 other hosts on PORT and copy each to the\n"
+	      "                 next host of the job, for a restore on\n"
+	      "                 another host (0: off, the default)\n"
 	      "  -v             more logging (repeatable)\n",
 	      stderr);
 }
@@ -170,6 +178,11 @@ int agent_config_parse_args(struct agent_config *cfg, int argc, char **argv,
 			break;
 		case OPT_MEMCKPT_DIR:
 			set_str(&cfg->memckpt_dir, optarg);
+			break;
+		case OPT_PEER_PORT:
+			if (opt_parse_long("peer-checkpoint-port", optarg, 0,
+					   65535, &cfg->peer_port, err))
+				return ERR_INVALID;
 			break;
 		case OPT_VERBOSE:
 			cfg->verbose++;
@@ -273,6 +286,17 @@ static void split_controllers(struct agent_config *cfg)
 	cfg->n_controllers = n;
 }
 
+/* *field from the environment's name (0..hi) when still unset. */
+static void env_long(const char *name, long hi, long *field)
+{
+	struct buf e = BUF_INIT;
+
+	if (*field < 0 && getenv(name) &&
+	    opt_parse_long(name, getenv(name), 0, hi, field, &e))
+		*field = -1;
+	buf_release(&e);
+}
+
 void agent_config_fill_defaults(struct agent_config *cfg)
 {
 	long n;
@@ -295,17 +319,12 @@ void agent_config_fill_defaults(struct agent_config *cfg)
 		cfg->telemetry_ms = AGENT_TELEMETRY_MS;
 	/* The environment gives the defaults too: trainctld's own agents
 	 * (--local-hosts) inherit its environment. */
-	if (cfg->memckpt_mb < 0 && getenv("TRAINCTL_MEMORY_CHECKPOINT_MB")) {
-		struct buf e = BUF_INIT;
-
-		if (opt_parse_long("TRAINCTL_MEMORY_CHECKPOINT_MB",
-				   getenv("TRAINCTL_MEMORY_CHECKPOINT_MB"), 0,
-				   1 << 24, &cfg->memckpt_mb, &e))
-			cfg->memckpt_mb = -1;
-		buf_release(&e);
-	}
+	env_long("TRAINCTL_MEMORY_CHECKPOINT_MB", 1 << 24, &cfg->memckpt_mb);
+	env_long("TRAINCTL_PEER_CHECKPOINT_PORT", 65535, &cfg->peer_port);
 	if (cfg->memckpt_mb < 0)
 		cfg->memckpt_mb = 0;
+	if (cfg->peer_port < 0)
+		cfg->peer_port = 0;
 	if (!cfg->memckpt_dir && getenv("TRAINCTL_MEMORY_CHECKPOINT_DIR"))
 		cfg->memckpt_dir =
 			xstrdup(getenv("TRAINCTL_MEMORY_CHECKPOINT_DIR"));

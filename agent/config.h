@@ -37,6 +37,10 @@ struct agent_config {
 	 * --memory-checkpoint-dir/<host> (agent/memckpt.h) */
 	long memckpt_mb;
 	char *memckpt_dir;
+	/* --peer-checkpoint-port: the copies served to the job's other
+	 * hosts on this port, and each pushed to the next host of the job
+	 * (agent/peerckpt.h); 0: off */
+	long peer_port;
 };
 
 #define AGENT_MEMCKPT_DIR "/dev/shm/trainctl-checkpoints"

@@ -24,6 +24,7 @@
 #include "agent/images.h"
 #include "agent/lease.h"
 #include "agent/loop.h"
+#include "agent/peerserve.h"
 #include "agent/session.h"
 #include "agent/supervise.h"
 #include "agent/telemetry.h"
@@ -240,6 +241,7 @@ static void dispatch(struct agent_ctx *ctx, int64_t now)
 		}
 	}
 	agent_http_timeout(ctx);
+	agent_peerserve_run(ctx);
 	if (ctx->got_sigchld) {
 		ctx->got_sigchld = 0;
 		agent_sup_reap(ctx);

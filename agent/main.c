@@ -26,6 +26,7 @@
 #include "agent/images.h"
 #include "agent/lease.h"
 #include "agent/memckpt.h"
+#include "agent/peerserve.h"
 #include "agent/logq.h"
 #include "agent/loop.h"
 #include "agent/mpi.h"
@@ -136,9 +137,11 @@ static void make_boot_id(char *out, size_t size)
  * Two agents on one work directory would fight over its jobs. Returns the
  * locked fd and *lock_path (malloc'ed), or -1 with err set.
  */
-/* The folder of the checkpoints kept in memory; without it, none are. */
-static void prepare_memckpt(struct agent_config *cfg)
+/* The folder of the checkpoints kept in memory; without it, none are.
+ * Then the server of the copies to the jobs' other hosts. */
+static void prepare_memckpt(struct agent_ctx *ctx)
 {
+	struct agent_config *cfg = &ctx->cfg;
 	struct buf err = BUF_INIT;
 	char *root;
 
@@ -154,6 +157,12 @@ static void prepare_memckpt(struct agent_config *cfg)
 			 "per job",
 			 root, cfg->memckpt_mb);
 	}
+	if (agent_peerserve_start(ctx, &err))
+		log_warn("checkpoint copies not shared: %s", err.data);
+	else if (ctx->peer)
+		log_info("checkpoint copies served to the jobs' hosts on "
+			 "port %ld",
+			 cfg->peer_port);
 	free(root);
 	buf_release(&err);
 }
@@ -261,7 +270,7 @@ int main(int argc, char **argv)
 		log_info("no private /opt/ml (%s): SM_* point into the job "
 			 "directories",
 			 why.data);
-	prepare_memckpt(&ctx.cfg);
+	prepare_memckpt(&ctx);
 	agent_logq_init(&ctx.logq, AGENT_LOGQ_MAX);
 	agent_session_init(&ctx);
 	agent_images_init(&ctx);
@@ -280,6 +289,7 @@ int main(int argc, char **argv)
 	log_info("exiting");
 	while (ctx.assigns)
 		agent_assign_free(&ctx, ctx.assigns);
+	agent_peerserve_stop(&ctx);
 	agent_http_release(&ctx);
 	agent_session_release(&ctx);
 	agent_images_release(&ctx);

@@ -67,7 +67,7 @@ int agent_memckpt_name(const char *name, size_t len, int memory,
 }
 
 /* A plain file name inside a checkpoint folder (docs/checkpoints.md). */
-static int file_name_ok(const char *s)
+int agent_memckpt_file_ok(const char *s)
 {
 	size_t n = strlen(s);
 
@@ -121,7 +121,7 @@ int agent_memckpt_plan(const char *const *keys, size_t n, long long *step)
 		if (!slash ||
 		    !agent_memckpt_name(keys[i], (size_t)(slash - keys[i]), 0,
 					&s, &r) ||
-		    strchr(slash + 1, '/') || !file_name_ok(slash + 1))
+		    strchr(slash + 1, '/') || !agent_memckpt_file_ok(slash + 1))
 			ret = ERR_NOTFOUND;
 		else if (!strcmp(slash + 1, MANIFEST))
 			strvec_pushf(&rank_of(&ranks, &n_ranks, r)->steps,
@@ -213,8 +213,8 @@ static int copy_folder(const char *src, const char *dst, int private,
 		return ERR_IO;
 	}
 	while (!ret && (e = readdir(d))) {
-		if (!file_name_ok(e->d_name) || !strcmp(e->d_name, ".") ||
-		    !strcmp(e->d_name, ".."))
+		if (!agent_memckpt_file_ok(e->d_name) ||
+		    !strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
 		buf_reset(&a);
 		buf_reset(&b);
@@ -241,8 +241,7 @@ static int copy_folder(const char *src, const char *dst, int private,
 	return ret;
 }
 
-/* The text of dir/MANIFEST.json into out; 0 or ERR_NOTFOUND. */
-static int read_manifest(const char *dir, struct buf *out)
+int agent_memckpt_manifest(const char *dir, struct buf *out)
 {
 	struct buf p = BUF_INIT;
 	char chunk[4096];
@@ -356,14 +355,14 @@ static const struct found *same_copy(const char *jdir, const char *ckpt_dir,
 	size_t i;
 
 	(void)buf_addf(&p, "%s/%s", ckpt_dir, l->name);
-	if (read_manifest(p.data, &a))
+	if (agent_memckpt_manifest(p.data, &a))
 		n = 0;
 	for (i = 0; i < n && !hit; i++) {
 		if (mem[i].rank != l->rank || mem[i].step != l->step)
 			continue;
 		buf_reset(&p);
 		(void)buf_addf(&p, "%s/%s", jdir, mem[i].name);
-		if (!read_manifest(p.data, &b) && a.len == b.len &&
+		if (!agent_memckpt_manifest(p.data, &b) && a.len == b.len &&
 		    !memcmp(a.data, b.data, a.len))
 			hit = &mem[i];
 	}
@@ -534,33 +533,49 @@ static int stream_to_buf(void *arg, const char *data, size_t n)
 	return buf_add(b, data, n) ? ERR_NOMEM : 0;
 }
 
-/* The memory copy of folder (step-S.rank-R) whose manifest is the
- * store's, as a path; NULL when there is none. */
-static char *copy_for(struct stor *st, const struct stored *s, const char *jdir,
-		      const char *folder, const struct found *mem, size_t n)
+/* The store's MANIFEST.json of folder into want; 0 or an error code. */
+static int store_manifest(struct stor *st, const struct stored *s,
+			  const char *folder, struct buf *want)
 {
-	struct buf uri = BUF_INIT, want = BUF_INIT, have = BUF_INIT;
-	struct buf p = BUF_INIT, e = BUF_INIT;
-	size_t i, fl = strlen(folder);
-	char *hit = NULL;
+	struct buf uri = BUF_INIT, e = BUF_INIT;
+	int ret;
 
 	(void)buf_addf(&uri, "%s%s/" MANIFEST, s->prefix.data, folder);
-	if (stor_get_stream(st, uri.data, stream_to_buf, &want, NULL, &e))
-		n = 0;
+	ret = stor_get_stream(st, uri.data, stream_to_buf, want, NULL, &e);
+	buf_release(&uri);
+	buf_release(&e);
+	return ret;
+}
+
+/* Whether name is a copy of folder: "<folder>.a<N>". */
+static int copy_of(const char *name, const char *folder)
+{
+	size_t fl = strlen(folder);
+
+	return !strncmp(name, folder, fl) && name[fl] == '.';
+}
+
+/* The memory copy of folder (step-S.rank-R) whose manifest is want, as a
+ * path; NULL when there is none. */
+static char *copy_for(const char *jdir, const char *folder,
+		      const struct buf *want, const struct found *mem, size_t n)
+{
+	struct buf have = BUF_INIT, p = BUF_INIT;
+	char *hit = NULL;
+	size_t i;
+
 	for (i = 0; i < n && !hit; i++) {
-		if (strncmp(mem[i].name, folder, fl) || mem[i].name[fl] != '.')
+		if (!copy_of(mem[i].name, folder))
 			continue;
 		buf_reset(&p);
 		(void)buf_addf(&p, "%s/%s", jdir, mem[i].name);
-		if (!read_manifest(p.data, &have) && have.len == want.len &&
-		    !memcmp(have.data, want.data, want.len))
+		if (!agent_memckpt_manifest(p.data, &have) &&
+		    have.len == want->len &&
+		    !memcmp(have.data, want->data, want->len))
 			hit = buf_detach(&p, NULL);
 	}
-	buf_release(&uri);
-	buf_release(&want);
 	buf_release(&have);
 	buf_release(&p);
-	buf_release(&e);
 	return hit;
 }
 
@@ -582,63 +597,190 @@ static void step_folders(const struct strvec *keys, long long step,
 	}
 }
 
-/* One folder of the step into ckpt_dir: from memory, else the store. */
-static int restore_folder(struct stor *st, const struct stored *s,
-			  const char *jdir, const struct found *mem, size_t n,
-			  const char *folder, const char *ckpt_dir,
-			  struct agent_memckpt_restore *out, struct buf *err)
+/* The names each holder has, asked once per restore. */
+struct peer_names {
+	struct strvec *names; /* [peers->n] */
+	char *asked;	      /* [peers->n] */
+};
+
+/*
+ * Folder from the first holder whose copy has the store's manifest
+ * (want), into the new folder dst: 0 with *who set to the holder and
+ * *used to the copy's name (the holder's), else ERR_NOTFOUND. A holder
+ * that fails is skipped.
+ */
+static int from_peer(const struct agent_memckpt_peers *pe,
+		     struct peer_names *pn, const char *folder,
+		     const struct buf *want, const char *dst, int64_t *bytes,
+		     size_t *who, const char **used)
 {
-	struct buf dst = BUF_INIT, uri = BUF_INIT, tmp = BUF_INIT;
+	struct buf have = BUF_INIT, e = BUF_INIT;
+	size_t i, k;
+	int ret = ERR_NOTFOUND;
+
+	for (i = 0; pe && i < pe->n && ret; i++) {
+		if (!pn->asked[i]) {
+			pn->asked[i] = 1;
+			if (pe->list(pe->arg, i, &pn->names[i]))
+				strvec_release(&pn->names[i]);
+		}
+		for (k = 0; k < pn->names[i].n && ret; k++) {
+			const char *name = pn->names[i].v[k];
+
+			buf_reset(&have);
+			buf_reset(&e);
+			if (!copy_of(name, folder) ||
+			    pe->manifest(pe->arg, i, name, &have) ||
+			    have.len != want->len ||
+			    memcmp(have.data, want->data, want->len))
+				continue;
+			(void)fs_remove_tree(dst);
+			if (!pe->fetch(pe->arg, i, name, dst, bytes, &e)) {
+				*who = i;
+				*used = name;
+				ret = 0;
+			} else {
+				(void)fs_remove_tree(dst);
+			}
+		}
+	}
+	buf_release(&have);
+	buf_release(&e);
+	return ret;
+}
+
+struct restore_run {
+	struct stor *st;
+	const struct stored *s;
+	const char *jdir;
+	struct found *mem;
+	size_t n;
+	const struct agent_memckpt_peers *peers;
+	struct peer_names pn;
+	const char *ckpt_dir;
+	struct agent_memckpt_restore *out;
+};
+
+/* Into ckpt_dir/folder through tmp (renamed into place) from the store. */
+static int from_store(struct restore_run *rr, const char *folder,
+		      const char *tmp, const char *dst, struct buf *err)
+{
 	struct stor_sync_stats ss = { 0 };
-	char *src = copy_for(st, s, jdir, folder, mem, n);
+	struct buf uri = BUF_INIT;
 	int ret;
 
-	(void)buf_addf(&dst, "%s/%s", ckpt_dir, folder);
+	(void)buf_addf(&uri, "%s%s/", rr->s->prefix.data, folder);
+	ret = stor_get_prefix(rr->st, uri.data, tmp, &ss, err);
+	if (!ret && rename(tmp, dst)) {
+		(void)buf_addf(err, "%s: %s", dst, strerror(errno));
+		ret = ERR_IO;
+	}
+	rr->out->from_stor += !ret;
+	rr->out->stor_bytes += ss.bytes;
+	buf_release(&uri);
+	return ret;
+}
+
+/* " (attempt N)": which attempt made the copy name (".a<N>"). */
+static void made_by(struct buf *record, const char *name)
+{
+	const char *a = strrchr(name, '.');
+
+	if (a && a[1] == 'a')
+		(void)buf_addf(record, " (attempt %s)", a + 2);
+}
+
+/* One folder of the step into ckpt_dir: from memory, else a peer's copy,
+ * else the store; the record says which (and which attempt made the
+ * copy). */
+static int restore_folder(struct restore_run *rr, const char *folder,
+			  struct buf *err)
+{
+	struct buf dst = BUF_INIT, tmp = BUF_INIT, want = BUF_INIT;
+	struct agent_memckpt_restore *out = rr->out;
+	char *src = NULL;
+	const char *label, *used = NULL;
+	long long step;
+	long rank = 0;
+	size_t who = 0;
+	int64_t got = 0;
+	int ret = ERR_NOTFOUND;
+
+	(void)agent_memckpt_name(folder, strlen(folder), 0, &step, &rank);
+	(void)buf_addf(&out->record, "%srank %ld ", out->record.len ? ", " : "",
+		       rank);
+	(void)buf_addf(&dst, "%s/%s", rr->ckpt_dir, folder);
+	(void)buf_addf(&tmp, "%s/.tmp-%s.%ld", rr->ckpt_dir, folder,
+		       (long)getpid());
+	(void)fs_remove_tree(tmp.data);
+	if (!store_manifest(rr->st, rr->s, folder, &want))
+		src = copy_for(rr->jdir, folder, &want, rr->mem, rr->n);
 	if (src) {
 		ret = copy_folder(src, dst.data, 0, &out->mem_bytes, err);
 		out->from_mem += !ret;
-		goto out;
+		(void)buf_adds(&out->record, "memory");
+		made_by(&out->record, strrchr(src, '/') + 1);
+	} else if (want.len && !from_peer(rr->peers, &rr->pn, folder, &want,
+					  tmp.data, &got, &who, &used)) {
+		ret = rename(tmp.data, dst.data) ? ERR_IO : 0;
+		if (ret)
+			(void)buf_addf(err, "%s: %s", dst.data,
+				       strerror(errno));
+		/* No label: a copy another host pushed here, in this host's
+		 * memory too. */
+		label = rr->peers->label(rr->peers->arg, who);
+		*(label ? &out->from_peer : &out->from_mem) += !ret;
+		*(label ? &out->peer_bytes : &out->mem_bytes) += got;
+		if (label)
+			(void)buf_addf(&out->record, "peer %s", label);
+		else
+			(void)buf_adds(&out->record, "memory");
+		made_by(&out->record, used);
 	}
-	(void)buf_addf(&uri, "%s%s/", s->prefix.data, folder);
-	(void)buf_addf(&tmp, "%s/.tmp-%s.%ld", ckpt_dir, folder,
-		       (long)getpid());
-	(void)fs_remove_tree(tmp.data);
-	ret = stor_get_prefix(st, uri.data, tmp.data, &ss, err);
-	if (!ret && rename(tmp.data, dst.data)) {
-		(void)buf_addf(err, "%s: %s", dst.data, strerror(errno));
-		ret = ERR_IO;
+	if (ret == ERR_NOTFOUND) {
+		(void)fs_remove_tree(dst.data);
+		ret = from_store(rr, folder, tmp.data, dst.data, err);
+		(void)buf_adds(&out->record, "store");
 	}
 	if (ret)
 		(void)fs_remove_tree(tmp.data);
-	out->from_stor += !ret;
-	out->stor_bytes += ss.bytes;
-out:
 	free(src);
 	buf_release(&dst);
-	buf_release(&uri);
 	buf_release(&tmp);
+	buf_release(&want);
 	return ret;
 }
 
 int agent_memckpt_restore(struct stor *st, const char *uri, const char *root,
 			  const char *uid, const char *ckpt_dir,
+			  const struct agent_memckpt_peers *peers,
 			  struct agent_memckpt_restore *out, struct buf *err)
 {
 	struct stored s = { STRVEC_INIT, BUF_INIT };
 	struct strvec folders = STRVEC_INIT;
-	struct found *mem = NULL;
-	size_t n = 0, i;
+	struct restore_run rr;
+	size_t n_peers = peers ? peers->n : 0, i;
 	char *jdir;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
+	memset(&rr, 0, sizeof(rr));
+	buf_init(&out->record, 0);
 	jdir = job_dir(root, uid, 0);
 	if (jdir)
-		n = list_folders(jdir, 1, &mem);
-	if (!n) {
+		rr.n = list_folders(jdir, 1, &rr.mem);
+	if (!rr.n && !n_peers) {
 		free(jdir);
 		return ERR_NOTFOUND;
 	}
+	rr.st = st;
+	rr.s = &s;
+	rr.jdir = jdir;
+	rr.peers = peers;
+	rr.pn.names = xcalloc(n_peers + 1, sizeof(*rr.pn.names));
+	rr.pn.asked = xcalloc(n_peers + 1, 1);
+	rr.ckpt_dir = ckpt_dir;
+	rr.out = out;
 	ret = list_stored(st, uri, &s, err);
 	if (!ret)
 		ret = agent_memckpt_plan((const char *const *)s.keys.v,
@@ -646,18 +788,36 @@ int agent_memckpt_restore(struct stor *st, const char *uri, const char *root,
 	if (!ret)
 		step_folders(&s.keys, out->step, &folders);
 	for (i = 0; !ret && i < folders.n; i++)
-		ret = restore_folder(st, &s, jdir, mem, n, folders.v[i],
-				     ckpt_dir, out, err);
-	/* Nothing came from memory: the caller's whole-prefix restore
+		ret = restore_folder(&rr, folders.v[i], err);
+	/* Nothing came from a copy: the caller's whole-prefix restore
 	 * gives the program every step, as without copies. */
-	if (!ret && !out->from_mem)
+	if (!ret && !out->from_mem && !out->from_peer)
 		ret = ERR_NOTFOUND;
-	found_free(mem, n);
+	for (i = 0; i < n_peers; i++)
+		strvec_release(&rr.pn.names[i]);
+	free(rr.pn.names);
+	free(rr.pn.asked);
+	found_free(rr.mem, rr.n);
 	strvec_release(&folders);
 	strvec_release(&s.keys);
 	buf_release(&s.prefix);
 	free(jdir);
 	return ret;
+}
+
+int agent_memckpt_list(const char *root, const char *uid, struct strvec *names)
+{
+	struct buf p = BUF_INIT;
+	struct found *v = NULL;
+	size_t n, i;
+
+	(void)buf_addf(&p, "%s/%s", root, uid);
+	n = list_folders(p.data, 1, &v);
+	for (i = 0; i < n; i++)
+		strvec_push(names, v[i].name);
+	found_free(v, n);
+	buf_release(&p);
+	return n ? 0 : ERR_NOTFOUND;
 }
 
 /* --- sweep ------------------------------------------------------------ */

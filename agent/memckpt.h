@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "common/buf.h"
+#include "common/strvec.h"
 
 struct stor;
 
@@ -47,22 +48,66 @@ int agent_memckpt_keep(const char *root, const char *uid, int attempt,
 struct agent_memckpt_restore {
 	long long step;	  /* the step restored */
 	size_t from_mem;  /* folders copied from memory */
+	size_t from_peer; /* folders fetched from another host's copies */
 	size_t from_stor; /* folders read from the store */
 	int64_t mem_bytes;
+	int64_t peer_bytes;
 	int64_t stor_bytes;
+	/* Where each folder came from and which attempt made the copy,
+	 * "rank 0 peer algo-2 (attempt 1), rank 1 memory (attempt 2), rank 2
+	 * store" (the job's log prints it); the caller releases it. */
+	struct buf record;
+};
+
+/*
+ * The copies other hosts of the job hold (agent/peerckpt.h), as a restore
+ * sees them: n holders, tried in order. list() fills names with the copy
+ * folders holder i has ("step-S.rank-R.a<N>"), manifest() that copy's
+ * MANIFEST.json text, fetch() its files into the new folder dst (adding
+ * their bytes to *bytes); each returns 0 or an error code. label() names
+ * the holder in the record ("algo-2"), NULL for this host itself (the
+ * copies other hosts pushed here: "memory"). The restore itself compares
+ * each manifest with the store's: a holder is never trusted on its own.
+ */
+struct agent_memckpt_peers {
+	size_t n;
+	int (*list)(void *arg, size_t i, struct strvec *names);
+	int (*manifest)(void *arg, size_t i, const char *name, struct buf *out);
+	int (*fetch)(void *arg, size_t i, const char *name, const char *dst,
+		     int64_t *bytes, struct buf *err);
+	const char *(*label)(void *arg, size_t i);
+	void *arg;
 };
 
 /*
  * Restores the checkpoint folders of the step the ranks will agree on
  * (the newest step every rank in the store has) from uri into ckpt_dir:
  * each from its copy in memory when one with the store's manifest is
- * there, else from the store. ERR_NOTFOUND when this does not apply (no
- * copy in memory, files in the store outside checkpoint folders, no
- * common step): the caller restores the whole prefix as before.
+ * there, else from the first of peers (may be NULL) holding such a copy,
+ * else from the store. ERR_NOTFOUND when this does not apply (no copy in
+ * memory nor at a peer, files in the store outside checkpoint folders, no
+ * common step): the caller restores the whole prefix as before. out's
+ * record is set up here and released by the caller, whatever the result.
  */
 int agent_memckpt_restore(struct stor *st, const char *uri, const char *root,
 			  const char *uid, const char *ckpt_dir,
+			  const struct agent_memckpt_peers *peers,
 			  struct agent_memckpt_restore *out, struct buf *err);
+
+/*
+ * The copy folders (".a<N>" names) of uid under root, newest first per
+ * rank, into names. For the peer server and the push. 0 or ERR_NOTFOUND
+ * when root holds nothing of uid.
+ */
+int agent_memckpt_list(const char *root, const char *uid, struct strvec *names);
+
+/* The text of dir/MANIFEST.json (at most 1 MiB) into out; 0 or
+ * ERR_NOTFOUND. */
+int agent_memckpt_manifest(const char *dir, struct buf *out);
+
+/* Whether s is a plain file name a checkpoint folder may hold (letters,
+ * digits, '.', '_', '-'; not "." or ".."). Pure. */
+int agent_memckpt_file_ok(const char *s);
 
 /*
  * The step a restore uses, from the keys under the checkpoint prefix

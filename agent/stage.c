@@ -22,6 +22,7 @@
 #include "agent/jobdir.h"
 #include "agent/locations.h"
 #include "agent/memckpt.h"
+#include "agent/peerckpt.h"
 #include "agent/pipe.h"
 #include "agent/podman.h"
 #include "agent/fwcheck.h"
@@ -466,9 +467,10 @@ static int prepare_python(const struct api_assignment *s, const char *dir,
 }
 
 /*
- * A retry restores from this host's copy in memory (agent/memckpt.h)
- * when it holds the published checkpoint: 1 when done, 0 when the store
- * restores as before. The log line names the source.
+ * A retry restores from this host's copy in memory (agent/memckpt.h), or
+ * from a copy another host of the job holds (agent/peerckpt.h), when it
+ * is the published checkpoint: 1 when done, 0 when the store restores as
+ * before. The log line names the source of each folder.
  */
 static int restore_from_memory(struct stage_job *sj, struct stor *st,
 			       const char *ckpt, int fd)
@@ -476,6 +478,7 @@ static int restore_from_memory(struct stage_job *sj, struct stor *st,
 	const struct agent_config *cfg = &sj->ctx->cfg;
 	const struct api_assignment *s = &sj->a->spec;
 	struct agent_memckpt_restore r;
+	struct agent_memckpt_peers pe;
 	struct buf err = BUF_INIT;
 	int64_t t0 = time_mono_ms();
 	char *root;
@@ -484,21 +487,28 @@ static int restore_from_memory(struct stage_job *sj, struct stor *st,
 	if (cfg->memckpt_mb <= 0 || !s->job_uid)
 		return 0;
 	root = agent_memckpt_root(cfg->memckpt_dir, cfg->host);
+	agent_peerckpt_holders(cfg, s, &pe);
 	ret = agent_memckpt_restore(st, s->checkpoint_s3_uri, root, s->job_uid,
-				    ckpt, &r, &err);
+				    ckpt, &pe, &r, &err);
 	if (!ret)
 		agent_task_say(fd,
 			       "note checkpoint: step %lld restored in %lld ms "
-			       "(source: memory): %zu folders (%lld bytes) "
-			       "from memory, %zu (%lld bytes) from %s",
+			       "(source: %s): %zu folders (%lld bytes) from "
+			       "memory, %zu (%lld bytes) from other hosts, "
+			       "%zu (%lld bytes) from %s; %s",
 			       r.step, (long long)(time_mono_ms() - t0),
-			       r.from_mem, (long long)r.mem_bytes, r.from_stor,
-			       (long long)r.stor_bytes, s->checkpoint_s3_uri);
+			       r.from_peer ? "peer" : "memory", r.from_mem,
+			       (long long)r.mem_bytes, r.from_peer,
+			       (long long)r.peer_bytes, r.from_stor,
+			       (long long)r.stor_bytes, s->checkpoint_s3_uri,
+			       r.record.data);
 	else if (ret != ERR_NOTFOUND)
 		agent_task_say(fd,
-			       "log checkpoint: no restore from memory (%s); "
+			       "log checkpoint: no restore from a copy (%s); "
 			       "from the store instead",
 			       err.data);
+	agent_peerckpt_holders_release(&pe);
+	buf_release(&r.record);
 	free(root);
 	buf_release(&err);
 	return !ret;

@@ -20,6 +20,7 @@
 #include "agent/ident.h"
 #include "agent/jobdir.h"
 #include "agent/memckpt.h"
+#include "agent/peerckpt.h"
 #include "agent/stage.h"
 #include "agent/task.h"
 #include "agent/upload.h"
@@ -40,6 +41,27 @@ struct pack_job {
 	int pack;  /* 0: checkpoint sync only */
 	int final; /* the ranks have ended: every file is complete */
 };
+
+/*
+ * The copies also to the next host of the job (agent/peerckpt.h), for a
+ * retry on a host that replaced this one. Like the copy, a failure costs
+ * only the speed of that restore.
+ */
+static void push_to_peer(struct pack_job *pj, const char *root, int fd)
+{
+	struct agent_peerckpt_push pp;
+	struct buf err = BUF_INIT;
+
+	if (agent_peerckpt_push(&pj->ctx->cfg, &pj->a->spec, root, &pp, &err))
+		agent_task_say(fd, "log checkpoint: no copy on %s: %s",
+			       pp.to ? pp.to : "the next host", err.data);
+	else if (pp.folders)
+		agent_task_say(fd,
+			       "log checkpoint: %zu folders (%lld bytes) "
+			       "copied to %s's memory",
+			       pp.folders, (long long)pp.bytes, pp.to);
+	buf_release(&err);
+}
 
 /*
  * After the mirror: the newest checkpoints also into the host's memory
@@ -69,6 +91,7 @@ static void keep_in_memory(struct pack_job *pj, const char *ckpt, int fd)
 			       ms.skipped ? "; some over the limit "
 					    "(--memory-checkpoint-mb)" :
 					    "");
+	push_to_peer(pj, root, fd);
 	free(root);
 	buf_release(&err);
 }

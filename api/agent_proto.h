@@ -113,7 +113,7 @@ struct api_assignment {
 	 * S3OutputPath while the ranks run; both NULL when not set. */
 	char *tensorboard_s3_uri;
 	char *tensorboard_local_path;
-	char *blob_url;		     /* storage: controller blob endpoint */
+	char *blob_url;	  /* storage: controller blob endpoint */
 	char *local_root; /* storage: embedded store dir, may be NULL */
 	/*
 	 * Rendezvous of the attempt: algo-1's address, the first of the
@@ -125,6 +125,13 @@ struct api_assignment {
 	int master_port;
 	char *rdzv_url;
 	char *rdzv_token;
+	/*
+	 * What the job's hosts show each other to reach the copies of its
+	 * checkpoints in their memory (agent/peerckpt.h): the same for every
+	 * attempt of the job, a secret (never logged); "peer_token" in
+	 * "rendezvous", NULL (absent) from an older controller.
+	 */
+	char *peer_token;
 	int processes_per_host;
 	/* "distribution": mode and what the mode needs. */
 	enum api_dist_mode dist_mode;

@@ -75,6 +75,7 @@ void api_assignment_release(struct api_assignment *a)
 	free(a->master_addr);
 	free(a->rdzv_url);
 	free(a->rdzv_token);
+	free(a->peer_token);
 	free(a->mpi_options);
 	strv_free(a->loc_s3_prefixes);
 	strv_free(a->loc_file_roots);
@@ -545,6 +546,9 @@ static int parse_rendezvous(const json_t *o, const char *where,
 	ret = ret ? ret :
 		    api__ap_get_str(sub, m, "token", API__AP_OPT,
 				    &a->rdzv_token, err);
+	ret = ret ? ret :
+		    api__ap_get_str(sub, m, "peer_token", API__AP_OPT,
+				    &a->peer_token, err);
 	return ret;
 }
 
@@ -911,6 +915,9 @@ static void cluster_json(struct api__jb *b, json_t *o,
 	api__ap_put(b, sub, "master_port", api__ap_jint(b, a->master_port));
 	api__ap_put(b, sub, "url", api__ap_jstr(b, a->rdzv_url));
 	api__ap_put(b, sub, "token", api__ap_jstr(b, a->rdzv_token));
+	if (a->peer_token)
+		api__ap_put(b, sub, "peer_token",
+			    api__ap_jstr(b, a->peer_token));
 	api__ap_put(b, o, "rendezvous", sub);
 	api__ap_put(b, o, "processes_per_host",
 		    api__ap_jint(b, a->processes_per_host));

@@ -267,6 +267,13 @@ static void fill_rendezvous(struct ctrl_ctx *ctx,
 	a->rdzv_url = buf_detach(&b, NULL);
 	ctrl_rdzv_token(ctx, mine->job, mine->job_uid, mine->attempt, token);
 	a->rdzv_token = xstrdup(token);
+	/* The checkpoint copies outlive an attempt: a retry's hosts fetch
+	 * what the last one's kept, so the token is the job's, not the
+	 * attempt's (attempt 0 is never a rendezvous). */
+	if (mine->job_uid) {
+		ctrl_rdzv_token(ctx, mine->job, mine->job_uid, 0, token);
+		a->peer_token = xstrdup(token);
+	}
 }
 
 /* The distribution mode and how many processes each host runs. */

@@ -138,11 +138,11 @@ usage: $PROG up --hosts N [--prefix P] [--state-dir DIR] [--net A.B.C]
                   [--port PORT] [--instance-type T[,T...]] [--cpus N] [--gpus N]
                   [--agent-path PATH] [--trainctld PATH] [--timeout S]
                   [--tls] [--add-credentials FILE] [--registry [PORT]]
-                  [-- TRAINCTLD-ARGS...]
+                  [--host-env NAME=VALUE]... [-- TRAINCTLD-ARGS...]
        $PROG down [--prefix P] [--state-dir DIR] [--keep] [--force]
        $PROG hosts-up N [--prefix P] [--state-dir DIR] [--net A.B.C]
                   [--instance-type T[,T...]] [--cpus N] [--gpus N] [--agent-path PATH]
-                  [--registry [PORT]]
+                  [--registry [PORT]] [--host-env NAME=VALUE]...
        $PROG hosts-down [--prefix P] [--state-dir DIR] [--keep] [--force]
        $PROG status [--prefix P] [--state-dir DIR]
        $PROG env [--prefix P] [--state-dir DIR]
@@ -187,6 +187,7 @@ REGISTRY_PORT=""
 REGISTRY_BIN=${TRAINCTL_REGISTRY_BIN:-/usr/bin/docker-registry}
 EXTRA=()
 REST=()
+HOST_ENV=()
 
 parse_opts() {
 	while [ $# -gt 0 ]; do
@@ -203,6 +204,8 @@ parse_opts() {
 		--port=*) PORT=${1#*=}; shift ;;
 		--instance-type) ITYPES=${2?}; shift 2 ;;
 		--instance-type=*) ITYPES=${1#*=}; shift ;;
+		--host-env) HOST_ENV+=("${2?}"); shift 2 ;;
+		--host-env=*) HOST_ENV+=("${1#*=}"); shift ;;
 		--cpus) CPUS=${2?}; shift 2 ;;
 		--cpus=*) CPUS=${1#*=}; shift ;;
 		--gpus) GPUS=${2?}; shift 2 ;;
@@ -261,6 +264,11 @@ parse_opts() {
 	[[ $TIMEOUT =~ ^[0-9]+$ ]] || usage_error "--timeout '$TIMEOUT': whole seconds"
 	[[ $GPUS =~ ^[0-9]+$ ]] || usage_error "--gpus '$GPUS'"
 	[ -z "$CPUS" ] || [[ $CPUS =~ ^[0-9]+$ ]] || usage_error "--cpus '$CPUS'"
+	local e
+	for e in ${HOST_ENV[@]+"${HOST_ENV[@]}"}; do
+		[[ $e =~ ^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_./:-]*$ ]] ||
+			usage_error "--host-env '$e': NAME=VALUE"
+	done
 }
 
 ns_name() { echo "$PREFIX-node$1"; }
@@ -672,6 +680,8 @@ LoginGraceTime 30
 Subsystem sftp internal-sftp
 LogLevel INFO
 EOF
+	# --host-env: the environment of every session, the agent's included.
+	[ ${#HOST_ENV[@]} = 0 ] || echo "SetEnv ${HOST_ENV[*]}" >> "$1"
 }
 
 write_ssh_config() { # path statedir (hosts 1..N_NEW get a Host block)

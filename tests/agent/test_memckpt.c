@@ -4,7 +4,8 @@
  * sync (the newest two per rank, under the limit, the rest removed), and
  * the restore, which takes a copy only when its manifest is the store's
  * (a copy of a stale attempt, or of a step the store does not hold, is
- * never used) and reads the rest from the store.
+ * never used) and reads the rest from the store; with other hosts' copies,
+ * the first holder with the store's manifest, a stale one never.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -249,7 +250,7 @@ static void test_restore(void **state)
 					    &ms, &f->err),
 			 0);
 	assert_int_equal(agent_memckpt_restore(f->st, f->uri, f->root, "u2",
-					       f->out, &r, &f->err),
+					       f->out, NULL, &r, &f->err),
 			 0);
 	assert_int_equal(r.step, 20);
 	assert_int_equal(r.from_mem, 1);
@@ -261,10 +262,12 @@ static void test_restore(void **state)
 	assert_string_equal(t, "r1s20");
 	free(t);
 	assert_false(exists(f->out, "step-0000000030.rank-0"));
+	buf_release(&r.record);
 	/* Another job's uid: nothing in memory, the caller uses the store. */
 	assert_int_equal(agent_memckpt_restore(f->st, f->uri, f->root, "u3",
-					       f->out, &r, &f->err),
+					       f->out, NULL, &r, &f->err),
 			 ERR_NOTFOUND);
+	buf_release(&r.record);
 }
 
 static void test_stale_copy(void **state)
@@ -282,9 +285,10 @@ static void test_stale_copy(void **state)
 			 0);
 	assert_int_equal(ms.folders, 1);
 	assert_int_equal(agent_memckpt_restore(f->st, f->uri, f->root, "u4",
-					       f->out, &r, &f->err),
+					       f->out, NULL, &r, &f->err),
 			 ERR_NOTFOUND);
 	assert_int_equal(r.from_mem, 0);
+	buf_release(&r.record);
 }
 
 static void test_not_ours(void **state)
@@ -302,9 +306,189 @@ static void test_not_ours(void **state)
 		   "{\"step\":20,\"rank\":0,"
 		   "\"model\":\"x\"}");
 	assert_int_equal(agent_memckpt_restore(f->st, f->uri, f->root, "u5",
-					       f->out, &r, &f->err),
+					       f->out, NULL, &r, &f->err),
 			 ERR_NOTFOUND);
+	buf_release(&r.record);
 	buf_release(&p);
+}
+
+/* Holders for the restore, each a folder of copies on this machine (as
+ * another host's would be); "" stands for a host that cannot be reached. */
+struct fake_peers {
+	const char *dirs[3];
+	const char *names[3];
+	int listed[3];
+};
+
+static int fp_list(void *arg, size_t i, struct strvec *names)
+{
+	struct fake_peers *fp = arg;
+
+	fp->listed[i]++;
+	if (!*fp->dirs[i])
+		return ERR_IO;
+	return agent_memckpt_list(fp->dirs[i], "u6", names);
+}
+
+static int fp_manifest(void *arg, size_t i, const char *name, struct buf *out)
+{
+	struct fake_peers *fp = arg;
+	struct buf p = BUF_INIT;
+	int ret;
+
+	(void)buf_addf(&p, "%s/u6/%s", fp->dirs[i], name);
+	ret = agent_memckpt_manifest(p.data, out);
+	buf_release(&p);
+	return ret;
+}
+
+static int fp_fetch(void *arg, size_t i, const char *name, const char *dst,
+		    int64_t *bytes, struct buf *err)
+{
+	struct fake_peers *fp = arg;
+	struct buf p = BUF_INIT;
+	char *t;
+
+	(void)err;
+	(void)buf_addf(&p, "%s/u6/%s", fp->dirs[i], name);
+	t = slurp(p.data, "model.bin");
+	assert_int_equal(mkdir(dst, 0755), 0);
+	write_file(dst, "model.bin", t);
+	*bytes += (int64_t)strlen(t);
+	free(t);
+	t = slurp(p.data, "MANIFEST.json");
+	write_file(dst, "MANIFEST.json", t);
+	free(t);
+	buf_release(&p);
+	return 0;
+}
+
+static const char *fp_label(void *arg, size_t i)
+{
+	return ((struct fake_peers *)arg)->names[i];
+}
+
+/* A holder's copies of job u6: made by keep from its own folder. */
+static char *holder(struct fx *f, const char *name, long long step, int rank,
+		    const char *what, int attempt)
+{
+	struct agent_memckpt_stats ms;
+	struct buf p = BUF_INIT;
+	char *root, *local;
+
+	(void)buf_addf(&p, "%s-root", name);
+	root = path_of(f, p.data);
+	buf_reset(&p);
+	(void)buf_addf(&p, "%s-local", name);
+	local = path_of(f, p.data);
+	buf_release(&p);
+	assert_int_equal(agent_memckpt_prepare(root, &f->err), 0);
+	save(local, step, rank, what);
+	assert_int_equal(agent_memckpt_keep(root, "u6", attempt, local, 1 << 20,
+					    &ms, &f->err),
+			 0);
+	free(local);
+	return root;
+}
+
+static void test_peer_restore(void **state)
+{
+	struct fx *f = *state;
+	struct fake_peers fp = { { "", NULL, NULL },
+				 { "algo-3", "algo-1", "algo-2" },
+				 { 0, 0, 0 } };
+	struct agent_memckpt_peers pe = { 3,	    fp_list,  fp_manifest,
+					  fp_fetch, fp_label, &fp };
+	struct agent_memckpt_restore r;
+	char *stale, *good, *t;
+
+	save(f->store, 20, 0, "r0s20");
+	save(f->store, 20, 1, "r1s20");
+	save(f->store, 20, 2, "r2s20");
+	/* algo-3 is down; algo-1 holds a copy of rank 0's step 20 from a
+	 * stale attempt (other content, so another manifest); algo-2 the
+	 * published one. Rank 1 is nowhere but in the store. */
+	stale = holder(f, "a1", 20, 0, "r0s20-stale", 1);
+	good = holder(f, "a2", 20, 0, "r0s20", 2);
+	save(f->local, 20, 2, "r2s20");
+	fp.dirs[1] = stale;
+	fp.dirs[2] = good;
+	{
+		struct agent_memckpt_stats ms;
+
+		assert_int_equal(agent_memckpt_keep(f->root, "u6", 2, f->local,
+						    1 << 20, &ms, &f->err),
+				 0);
+	}
+	assert_int_equal(agent_memckpt_restore(f->st, f->uri, f->root, "u6",
+					       f->out, &pe, &r, &f->err),
+			 0);
+	assert_int_equal(r.step, 20);
+	assert_int_equal(r.from_peer, 1);
+	assert_int_equal(r.from_mem, 1);
+	assert_int_equal(r.from_stor, 1);
+	assert_string_equal(r.record.data,
+			    "rank 0 peer algo-2 (attempt 2), rank 1 store, "
+			    "rank 2 memory (attempt 2)");
+	/* Each holder is listed once for the whole restore. */
+	assert_int_equal(fp.listed[0], 1);
+	assert_int_equal(fp.listed[2], 1);
+	t = slurp(f->out, "step-0000000020.rank-0/model.bin");
+	assert_string_equal(t, "r0s20");
+	free(t);
+	buf_release(&r.record);
+	free(stale);
+	free(good);
+}
+
+static void test_peer_stale_only(void **state)
+{
+	struct fx *f = *state;
+	struct fake_peers fp = { { NULL, NULL, NULL },
+				 { "algo-2", NULL, NULL },
+				 { 0, 0, 0 } };
+	struct agent_memckpt_peers pe = { 1,	    fp_list,  fp_manifest,
+					  fp_fetch, fp_label, &fp };
+	struct agent_memckpt_restore r;
+	char *stale;
+
+	/* The only copy anywhere is a stale attempt's: never restored, the
+	 * whole prefix comes from the store. */
+	save(f->store, 20, 0, "published");
+	stale = holder(f, "a1", 20, 0, "stale", 1);
+	fp.dirs[0] = stale;
+	assert_int_equal(agent_memckpt_restore(f->st, f->uri, f->root, "u6",
+					       f->out, &pe, &r, &f->err),
+			 ERR_NOTFOUND);
+	assert_int_equal(r.from_peer, 0);
+	assert_string_equal(r.record.data, "rank 0 store");
+	buf_release(&r.record);
+	free(stale);
+}
+
+static void test_pushed_here(void **state)
+{
+	struct fx *f = *state;
+	struct fake_peers fp = { { NULL, NULL, NULL },
+				 { NULL, NULL, NULL },
+				 { 0, 0, 0 } };
+	struct agent_memckpt_peers pe = { 1,	    fp_list,  fp_manifest,
+					  fp_fetch, fp_label, &fp };
+	struct agent_memckpt_restore r;
+
+	/* A holder with no label is this host's own server: the copy that
+	 * another host pushed here counts as memory. */
+	save(f->store, 20, 0, "r0s20");
+	fp.dirs[0] = holder(f, "self", 20, 0, "r0s20", 1);
+	assert_int_equal(agent_memckpt_restore(f->st, f->uri, f->root, "u6",
+					       f->out, &pe, &r, &f->err),
+			 0);
+	assert_int_equal(r.from_mem, 1);
+	assert_int_equal(r.from_peer, 0);
+	assert_true(r.mem_bytes > 0);
+	assert_string_equal(r.record.data, "rank 0 memory (attempt 1)");
+	buf_release(&r.record);
+	free((char *)fp.dirs[0]);
 }
 
 int main(void)
@@ -317,6 +501,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stale_copy, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_not_ours, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_peer_restore, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_peer_stale_only, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_pushed_here, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
