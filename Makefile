@@ -26,7 +26,7 @@ endif
 endif
 
 PKGS := libmicrohttpd jansson sqlite3 libcurl libpcre2-8 libcrypto inih libssh2 zlib \
-	libarchive libxml-2.0 libcbor lapacke blas
+	libarchive libxml-2.0 libcbor lapacke blas raft libuv
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -49,6 +49,7 @@ MODULES := common api db
 common_SRC := $(wildcard common/*.c)
 api_SRC := $(wildcard api/*.c)
 db_SRC := $(wildcard db/*.c)
+ha_SRC := $(wildcard ha/*.c)
 stor_SRC := $(wildcard storage/*.c)
 s3d_SRC := $(wildcard storage/s3d/*.c)
 agent_SRC := $(filter-out agent/main.c,$(wildcard agent/*.c))
@@ -62,6 +63,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 LIB_common := $(BUILD)/lib/libtcommon.a
 LIB_api := $(BUILD)/lib/libtapi.a
 LIB_db := $(BUILD)/lib/libtdb.a
+LIB_ha := $(BUILD)/lib/libtha.a
 LIB_ctrl := $(BUILD)/lib/libtctrl.a
 LIB_stor := $(BUILD)/lib/libtstor.a
 LIB_s3d := $(BUILD)/lib/libts3d.a
@@ -94,6 +96,7 @@ $(BUILD)/obj/%.o: %.c
 $(LIB_common): $(call obj,$(common_SRC))
 $(LIB_api): $(call obj,$(api_SRC))
 $(LIB_db): $(call obj,$(db_SRC))
+$(LIB_ha): $(call obj,$(ha_SRC))
 $(LIB_ctrl): $(call obj,$(ctrl_SRC))
 $(LIB_stor): $(call obj,$(stor_SRC))
 $(LIB_s3d): $(call obj,$(s3d_SRC))
@@ -128,7 +131,7 @@ $(BUILD)/obj/gen/runtime_files.o: $(BUILD)/gen/runtime_files.c
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BIN_trainctld): $(call obj,controller/main.c) $(LIB_ctrl) $(WEB_OBJ) \
-		$(LIB_db) $(LIB_s3d) $(LIB_stor) $(LIB_api) $(LIB_tuner) \
+		$(LIB_ha) $(LIB_db) $(LIB_s3d) $(LIB_stor) $(LIB_api) $(LIB_tuner) \
 		$(LIB_common)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
@@ -240,7 +243,7 @@ $(BUILD)/tests/trainer/%: tests/trainer/%.c $(LIB_trainer)
 
 # Unit tests: tests/<module>/test_<file>.c links against every module
 # library (and cmocka).
-TEST_LIBS := $(LIB_ctrl) $(WEB_OBJ) $(LIB_agent) $(LIB_db) $(LIB_s3d) \
+TEST_LIBS := $(LIB_ctrl) $(WEB_OBJ) $(LIB_agent) $(LIB_ha) $(LIB_db) $(LIB_s3d) \
 	$(LIB_stor) $(LIB_api) $(LIB_tuner) $(LIB_common)
 $(BUILD)/tests/%: tests/%.c $(TEST_LIBS)
 	@mkdir -p $(dir $@)

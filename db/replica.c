@@ -54,9 +54,8 @@ int db__replica_load(struct db *db, struct buf *err)
 	sqlite3_stmt *st = NULL;
 	int ret = 0;
 
-	if (sqlite3_prepare_v2(conn,
-			       "SELECT applied_index FROM " LOCAL_TABLE, -1,
-			       &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(conn, "SELECT applied_index FROM " LOCAL_TABLE,
+			       -1, &st, NULL) != SQLITE_OK)
 		return db__error(conn, "cannot read the applied index", err);
 	if (sqlite3_step(st) == SQLITE_ROW)
 		applied_set(db__replica(db),
@@ -228,11 +227,11 @@ int db_replica_apply(struct db *db, uint64_t index, const void *changes,
 	conn = db__writer_begin_apply(db, err);
 	if (!conn)
 		return ERR_DB;
-	if (len && sqlite3changeset_apply(conn, (int)len, (void *)changes,
-					  NULL, on_conflict,
-					  &a) != SQLITE_OK)
-		ret = a.conflicts ? ERR_CONFLICT :
-				    db__error(conn, "cannot apply changes", err);
+	if (len && sqlite3changeset_apply(conn, (int)len, (void *)changes, NULL,
+					  on_conflict, &a) != SQLITE_OK)
+		ret = a.conflicts ?
+			      ERR_CONFLICT :
+			      db__error(conn, "cannot apply changes", err);
 	if (!ret)
 		ret = set_index(conn, index, err);
 	if (!ret)
@@ -253,9 +252,8 @@ int db_replica_snapshot(struct db *db, void **data, size_t *len,
 	*data = NULL;
 	*len = 0;
 	/* One read transaction: the image is one consistent state. */
-	if (sqlite3_exec(c->db,
-			 "BEGIN; SELECT count(*) FROM " LOCAL_TABLE ";", NULL,
-			 NULL, NULL) != SQLITE_OK) {
+	if (sqlite3_exec(c->db, "BEGIN; SELECT count(*) FROM " LOCAL_TABLE ";",
+			 NULL, NULL, NULL) != SQLITE_OK) {
 		ret = db__error(c->db, "cannot read the store", err);
 		goto out;
 	}
@@ -300,11 +298,10 @@ static int image_open(const void *data, size_t len, sqlite3 **out,
 	/* A WAL store's header says so; a memory database has no WAL. */
 	copy[18] = 1;
 	copy[19] = 1;
-	if (sqlite3_deserialize(mem, "main", copy, (sqlite3_int64)len,
-				(sqlite3_int64)len,
-				SQLITE_DESERIALIZE_FREEONCLOSE |
-					SQLITE_DESERIALIZE_RESIZEABLE) !=
-	    SQLITE_OK) {
+	if (sqlite3_deserialize(
+		    mem, "main", copy, (sqlite3_int64)len, (sqlite3_int64)len,
+		    SQLITE_DESERIALIZE_FREEONCLOSE |
+			    SQLITE_DESERIALIZE_RESIZEABLE) != SQLITE_OK) {
 		db__error(mem, "cannot read a store image", err);
 		sqlite3_close(mem);
 		return ERR_INVALID;
@@ -342,9 +339,8 @@ int db_replica_restore(struct db *db, uint64_t index, const void *data,
 		ret = db__error(conn, "cannot restore the store", err);
 	if (sqlite3_backup_finish(b) != SQLITE_OK && !ret)
 		ret = db__error(conn, "cannot restore the store", err);
-	if (!ret &&
-	    sqlite3_exec(conn, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) !=
-		    SQLITE_OK)
+	if (!ret && sqlite3_exec(conn, "PRAGMA journal_mode=WAL", NULL, NULL,
+				 NULL) != SQLITE_OK)
 		ret = db__error(conn, "cannot restore the store", err);
 	if (!ret)
 		ret = set_index(conn, index, err);

@@ -32,8 +32,8 @@ struct log {
 	int refuse; /* answer "not the leader" */
 };
 
-static int propose(void *arg, const void *changes, size_t len,
-		   uint64_t *index, struct buf *err)
+static int propose(void *arg, const void *changes, size_t len, uint64_t *index,
+		   struct buf *err)
 {
 	struct log *l = arg;
 
@@ -299,8 +299,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_capture_apply, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_diverged, setup,
-						teardown),
+		cmocka_unit_test_setup_teardown(test_diverged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_snapshot_restore, setup,
 						teardown),
 	};
