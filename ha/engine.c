@@ -61,6 +61,7 @@ enum role {
 	ROLE_BARRIER, /* elected, applying what is committed */
 	ROLE_READY,   /* leads: the controller may write */
 	ROLE_LOST,    /* led, and another leader's entry arrived */
+	ROLE_DEPOSED, /* fail-stopped without re-executing: refuses writes */
 };
 
 struct ha {
@@ -138,6 +139,16 @@ static uint64_t get_u64(const unsigned char *p)
  */
 static void fail_stop(struct ha *ha, const char *why)
 {
+	if (!ha->cfg->argv) {
+		/* No program to run again (a test): refuse every write
+		 * from now on. */
+		pthread_mutex_lock(&ha->lock);
+		if (ha->role != ROLE_DEPOSED)
+			log_error("%s: this member stops writing", why);
+		ha->role = ROLE_DEPOSED;
+		pthread_mutex_unlock(&ha->lock);
+		return;
+	}
 	log_error("%s: re-executing as a follower", why);
 	(void)syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
 	execv("/proc/self/exe", ha->cfg->argv);
@@ -430,6 +441,10 @@ static void on_tick(uv_timer_t *t)
 	pthread_mutex_lock(&ha->lock);
 	ha->leader_id = (unsigned)id;
 	role = ha->role;
+	if (role == ROLE_DEPOSED) {
+		pthread_mutex_unlock(&ha->lock);
+		return;
+	}
 	if (role == ROLE_FOLLOWER && state == RAFT_LEADER)
 		ha->role = ROLE_BARRIER;
 	pthread_mutex_unlock(&ha->lock);
@@ -548,6 +563,13 @@ static int raft_setup(struct ha *ha, struct buf *err)
 	raft_set_snapshot_threshold(&ha->raft, ha->cfg->snapshot_entries);
 	raft_set_snapshot_trailing(&ha->raft, ha->cfg->snapshot_entries / 2);
 	raft_set_pre_vote(&ha->raft, true);
+	/*
+	 * A follower busy writing its own snapshot refuses the leader's,
+	 * which sends it again only after this long (libraft's default is
+	 * 30 s): ten elections.
+	 */
+	raft_set_install_snapshot_timeout(&ha->raft,
+					  10 * ha->cfg->election_ms);
 	rv = raft_start(&ha->raft);
 	if (rv) {
 		(void)buf_addf(err, "cannot start raft: %s (%s)",

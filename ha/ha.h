@@ -36,7 +36,9 @@ struct ha_config {
 	unsigned election_ms;	   /* election timeout */
 	unsigned heartbeat_ms;	   /* leader's heartbeat */
 	unsigned snapshot_entries; /* entries between snapshots */
-	char **argv;		   /* re-executed when leadership is lost */
+	/* Re-executed when leadership is lost; NULL (tests): the member
+	 * refuses every write from then on instead. */
+	char **argv;
 };
 
 /*
