@@ -13,6 +13,7 @@
 #include "controller/rendezvous.h"
 #include "controller/straggler.h"
 #include "controller/stragwatch.h"
+#include "ha/ha.h"
 #include "common/err.h"
 #include "common/opt.h"
 #include "common/xalloc.h"
@@ -895,9 +896,11 @@ static int check_listen(const struct ctrl_config *cfg, const char *opt,
 	return 0;
 }
 
-/* --member and --peers (controller/member.c parses the members). */
+/* --member and --peers (controller/member.c runs the member). */
 static int check_members(const struct ctrl_config *cfg, struct buf *err)
 {
+	struct ha_config members;
+
 	if (!cfg->peers != !cfg->member) {
 		(void)buf_adds(err, "--member and --peers go together");
 		return ERR_INVALID;
@@ -916,6 +919,11 @@ static int check_members(const struct ctrl_config *cfg, struct buf *err)
 			       cfg->ha_heartbeat_ms, cfg->ha_election_ms);
 		return ERR_INVALID;
 	}
+	memset(&members, 0, sizeof(members));
+	if (ha_config_parse_peers(&members, cfg->peers, (unsigned)cfg->member,
+				  err))
+		return ERR_INVALID;
+	ha_config_release(&members);
 	return 0;
 }
 
