@@ -44,6 +44,7 @@ struct answer {
 	long status;
 	struct buf body;
 	struct curl_slist *headers; /* "Name: value" */
+	long long length;	    /* its Content-Length, -1: none */
 };
 
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
@@ -143,8 +144,11 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
 	if (!strncmp(line, "HTTP/", 5)) {
 		curl_slist_free_all(a->headers);
 		a->headers = NULL;
+		a->length = -1;
 	} else if (colon) {
 		*colon = '\0';
+		if (!strcasecmp(line, "Content-Length"))
+			a->length = strtoll(colon + 1, NULL, 10);
 		if (!hop_header(line)) {
 			*colon = ':';
 			a->headers = curl_slist_append(a->headers, line);
@@ -226,15 +230,31 @@ static int forward(struct ha_proxy *p, struct MHD_Connection *conn,
 	return rc == CURLE_OK ? 0 : -1;
 }
 
+/* A HEAD answer's body, never read: only its size is sent. */
+static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)cls;
+	(void)pos;
+	(void)buf;
+	(void)max;
+	return MHD_CONTENT_READER_END_OF_STREAM;
+}
+
 static enum MHD_Result send_answer(struct MHD_Connection *conn,
-				   struct answer *a)
+				   const char *method, struct answer *a)
 {
 	struct MHD_Response *res;
 	struct curl_slist *h;
 	enum MHD_Result ret;
 
-	res = MHD_create_response_from_buffer(a->body.len, a->body.data,
-					      MHD_RESPMEM_MUST_COPY);
+	/* A HEAD answer keeps the leader's Content-Length (an S3
+	 * HeadObject's size). */
+	if (!strcmp(method, "HEAD") && a->length >= 0)
+		res = MHD_create_response_from_callback(
+			(uint64_t)a->length, 4096, no_body, NULL, NULL);
+	else
+		res = MHD_create_response_from_buffer(a->body.len, a->body.data,
+						      MHD_RESPMEM_MUST_COPY);
 	for (h = a->headers; h; h = h->next) {
 		char *name = xstrdup(h->data);
 		char *colon = strchr(name, ':');
@@ -256,7 +276,7 @@ static enum MHD_Result relay(struct ha_proxy *p, struct MHD_Connection *conn,
 {
 	char url[512];
 	char err[CURL_ERROR_SIZE];
-	struct answer a = { 0 };
+	struct answer a = { 0, BUF_INIT, NULL, -1 };
 	enum MHD_Result ret;
 
 	if (r->too_big)
@@ -271,7 +291,7 @@ static enum MHD_Result relay(struct ha_proxy *p, struct MHD_Connection *conn,
 		ret = send_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
 				"ServiceUnavailable", "no leader");
 	} else {
-		ret = send_answer(conn, &a);
+		ret = send_answer(conn, method, &a);
 	}
 	buf_release(&a.body);
 	curl_slist_free_all(a.headers);
