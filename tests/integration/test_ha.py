@@ -6,7 +6,9 @@ no hosts: created jobs queue. boto3 talks to any member (followers forward
 to the leader).
 
   (h1) the members elect a leader; CreateTrainingJob through every member
-       is acknowledged, and every member's store holds the jobs
+       is acknowledged, and every member's store holds the jobs; an S3
+       PUT, HEAD and GET of the embedded store through a follower (its
+       objects live on the leader's disk: not replicated yet)
   (h2) kill -9 the leader: another member accepts writes again within the
        deadline (the measured time is printed); every acknowledged create
        is listed
@@ -204,6 +206,26 @@ def h1(cl):
     for m in cl.members:
         cl.wait_caught_up(m)
     TAP.note("member %d leads" % lead.mid)
+    s3_through(cl, [m for m in cl.members if m is not lead][0])
+
+
+def s3_through(cl, follower):
+    """Signed S3 requests through a follower's proxy (the Host they were
+    signed with is what the leader checks)."""
+    import boto3
+    import botocore.config
+    conf = botocore.config.Config(retries={"total_max_attempts": 1, "mode": "standard"},
+                                  signature_version="s3v4", s3={"addressing_style": "path"})
+    s3 = boto3.session.Session(aws_access_key_id=sc.KEY, aws_secret_access_key=sc.SECRET,
+                               region_name=sc.REGION).client("s3", endpoint_url=follower.endpoint,
+                                                             config=conf)
+    body = os.urandom(100000)
+    s3.create_bucket(Bucket="ha-bucket")
+    s3.put_object(Bucket="ha-bucket", Key="k/v.bin", Body=body)
+    head = s3.head_object(Bucket="ha-bucket", Key="k/v.bin")
+    expect(head["ContentLength"] == len(body), "HEAD says %s bytes" % head["ContentLength"])
+    got = s3.get_object(Bucket="ha-bucket", Key="k/v.bin")["Body"].read()
+    expect(got == body, "GET through a follower returned %d other bytes" % len(got))
 
 
 def h2(cl):
