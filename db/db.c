@@ -629,6 +629,9 @@ sqlite3 *db__writer_begin_derived(struct db *db, struct buf *err)
 sqlite3 *db__writer_begin_apply(struct db *db, struct buf *err)
 {
 	writer_lock(db);
+	/* Not flushed before the next write: raft's log holds the entry,
+	 * and one lost in a crash is applied again (db_replica_apply()). */
+	db->lazy_commit = 1;
 	db->rep.applying = 1;
 	sqlite3_exec(db->writer.db, "PRAGMA foreign_keys=OFF", NULL, NULL,
 		     NULL);

@@ -105,6 +105,51 @@ out:
 	return ret;
 }
 
+/* Whether table (a name from sqlite_master) has a row. */
+static int table_has_rows(sqlite3 *conn, const char *table, int *yes,
+			  struct buf *err)
+{
+	sqlite3_stmt *st = NULL;
+	char *sql = sqlite3_mprintf("SELECT 1 FROM \"%w\" LIMIT 1", table);
+	int rc;
+
+	if (!sql || sqlite3_prepare_v2(conn, sql, -1, &st, NULL) != SQLITE_OK) {
+		sqlite3_free(sql);
+		return db__error(conn, "cannot read a table", err);
+	}
+	sqlite3_free(sql);
+	rc = sqlite3_step(st);
+	*yes = rc == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ?
+		       0 :
+		       db__error(conn, "cannot read a table", err);
+}
+
+int db_replica_holds_rows(struct db *db, int *yes, struct buf *err)
+{
+	static const char sql[] =
+		"SELECT name FROM sqlite_master WHERE type = 'table' AND "
+		"name NOT LIKE 'sqlite_%' AND name != '" LOCAL_TABLE "'";
+	struct db__conn *c = db__reader_get(db);
+	sqlite3_stmt *st = NULL;
+	int ret = 0;
+
+	*yes = 0;
+	if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		ret = db__error(c->db, "cannot list the tables", err);
+		goto out;
+	}
+	while (!ret && !*yes && sqlite3_step(st) == SQLITE_ROW)
+		ret = table_has_rows(c->db,
+				     (const char *)sqlite3_column_text(st, 0),
+				     yes, err);
+out:
+	sqlite3_finalize(st);
+	db__reader_put(db, c);
+	return ret;
+}
+
 int db__replica_begin(struct db *db, struct buf *err)
 {
 	struct db__replica *r = db__replica(db);

@@ -50,6 +50,10 @@ void db_replica_set_hook(struct db *db, const struct db_replica_hook *hook);
  */
 int db_replica_check_tables(struct db *db, struct buf *err);
 
+/* *yes: whether any table but the node-local one holds a row. Returns 0
+ * or ERR_DB. */
+int db_replica_holds_rows(struct db *db, int *yes, struct buf *err);
+
 /* The index of the last entry the store holds (0: none). */
 uint64_t db_replica_applied(struct db *db);
 

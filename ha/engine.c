@@ -6,6 +6,7 @@
  * here are the state machine (the store), the leader's readiness and the
  * fail-stop when leadership is lost.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <linux/close_range.h>
 #include <pthread.h>
@@ -494,13 +495,62 @@ static void on_wake(uv_async_t *h)
 	raft_close(&ha->raft, on_raft_closed);
 }
 
+/* Whether raft has stored nothing in dir yet (no metadata file). */
+static int raft_dir_new(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int fresh = 1;
+
+	if (!d)
+		return 1;
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, "metadata", 8))
+			fresh = 0;
+	closedir(d);
+	return fresh;
+}
+
+/*
+ * A new raft folder, but a store that holds entries: this member lost its
+ * raft folder and must join as a new member. Or a store of a single
+ * controller: the other members do not have what it holds (docs/ha.md).
+ * Checked before raft writes anything there.
+ */
+static int check_new_member(struct ha *ha, struct buf *err)
+{
+	int rows = 0;
+
+	if (!raft_dir_new(ha->cfg->dir))
+		return 0;
+	if (db_replica_applied(ha->db) > 0) {
+		(void)buf_addf(err,
+			       "%s is new but the store holds replicated "
+			       "entries: replace this member with a new one",
+			       ha->cfg->dir);
+		return ERR_INVALID;
+	}
+	if (db_replica_holds_rows(ha->db, &rows, err))
+		return ERR_IO;
+	if (rows) {
+		(void)buf_addf(err,
+			       "%s is new but the store holds data: a member "
+			       "starts from an empty state dir",
+			       ha->cfg->dir);
+		return ERR_INVALID;
+	}
+	return 0;
+}
+
 /* The members as raft's first configuration: all voters. */
 static int bootstrap(struct ha *ha, struct buf *err)
 {
 	struct raft_configuration conf;
 	size_t i;
-	int rv = 0;
+	int rv = check_new_member(ha, err);
 
+	if (rv)
+		return rv;
 	raft_configuration_init(&conf);
 	for (i = 0; i < ha->cfg->n_members && !rv; i++)
 		rv = raft_configuration_add(&conf, ha->cfg->members[i].id,
@@ -515,15 +565,6 @@ static int bootstrap(struct ha *ha, struct buf *err)
 		(void)buf_addf(err, "cannot bootstrap raft: %s",
 			       raft_strerror(rv));
 		return ERR_IO;
-	}
-	/* A new log, but a store that holds entries: this member lost its
-	 * raft folder and must join as a new member (docs/ha.md). */
-	if (db_replica_applied(ha->db) > 0) {
-		(void)buf_addf(err,
-			       "%s is new but the store holds replicated "
-			       "entries: replace this member with a new one",
-			       ha->cfg->dir);
-		return ERR_INVALID;
 	}
 	return 0;
 }
@@ -568,8 +609,7 @@ static int raft_setup(struct ha *ha, struct buf *err)
 	 * which sends it again only after this long (libraft's default is
 	 * 30 s): ten elections.
 	 */
-	raft_set_install_snapshot_timeout(&ha->raft,
-					  10 * ha->cfg->election_ms);
+	raft_set_install_snapshot_timeout(&ha->raft, 10 * ha->cfg->election_ms);
 	rv = raft_start(&ha->raft);
 	if (rv) {
 		(void)buf_addf(err, "cannot start raft: %s (%s)",

@@ -163,6 +163,7 @@ static void cluster_stop(void)
 	for (i = 0; i < N; i++) {
 		if (members[i].ha)
 			member_stop(i);
+		remove_tree(members[i].cfg.dir);
 		free(members[i].cfg.dir);
 		ha_config_release(&members[i].cfg);
 	}
@@ -224,6 +225,7 @@ static void assert_has(struct db *db, const char *name)
 	buf_release(&err);
 }
 
+/* The fixture's own store is not used: each member opens its own. */
 static void test_replicated(void **state)
 {
 	struct fixture *f = *state;
@@ -243,14 +245,12 @@ static void test_replicated(void **state)
 		assert_has(members[i].db, "job-b");
 	}
 	/* A follower's store takes no write of its own. */
-	assert_int_equal(db_job_insert(members[fol].db, &j, "m", &err),
-			 ERR_DB);
+	assert_int_equal(db_job_insert(members[fol].db, &j, "m", &err), ERR_DB);
 	assert_non_null(strstr(err.data, "not the leader"));
 	/* It knows where the leader's API is; the leader forwards nowhere. */
 	assert_int_equal(ha_leader_url(members[fol].ha, url, sizeof(url)), 0);
 	assert_string_equal(url, members[lead].cfg.members[lead].api_url);
-	assert_int_equal(ha_leader_url(members[lead].ha, url, sizeof(url)),
-			 -1);
+	assert_int_equal(ha_leader_url(members[lead].ha, url, sizeof(url)), -1);
 	cluster_stop();
 	buf_release(&err);
 }
@@ -284,7 +284,40 @@ static void test_snapshot(void **state)
 	cluster_stop();
 }
 
-/* The fixture's own store is not used: each member opens its own. */
+/* A store with data cannot become a member with a new raft folder. */
+static void test_refuses_data(void **state)
+{
+	struct fixture *f = *state;
+	struct ha_config cfg;
+	struct buf err = BUF_INIT;
+	struct ha *ha = NULL;
+	char spec[256];
+	char dir[300];
+
+	insert(f->db, "single-node-job");
+	snprintf(spec, sizeof(spec),
+		 "1=127.0.0.1:%d=http://127.0.0.1:1,2=127.0.0.1:%d=http://"
+		 "127.0.0.1:2,3=127.0.0.1:%d=http://127.0.0.1:3",
+		 free_port(), free_port(), free_port());
+	memset(&cfg, 0, sizeof(cfg));
+	assert_int_equal(ha_config_parse_peers(&cfg, spec, 1, &err), 0);
+	snprintf(dir, sizeof(dir), "%s/raft", f->dir);
+	cfg.dir = dir;
+	cfg.election_ms = 300;
+	cfg.heartbeat_ms = 50;
+	cfg.snapshot_entries = 64;
+	assert_int_not_equal(ha_start(&cfg, f->db, &ha, &err), 0);
+	assert_null(ha);
+	assert_non_null(strstr(err.data, "holds data"));
+	/* Nothing was written there: a second start is refused too. */
+	buf_reset(&err);
+	assert_int_not_equal(ha_start(&cfg, f->db, &ha, &err), 0);
+	assert_non_null(strstr(err.data, "holds data"));
+	ha_config_release(&cfg);
+	remove_tree(dir);
+	buf_release(&err);
+}
+
 int main(void)
 {
 	/* A member stopped closes its connections: writes to them must
@@ -295,6 +328,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_replicated, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_snapshot, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refuses_data, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -158,10 +158,14 @@ static void test_capture_apply(void **state)
 	struct log l = { 0 };
 	struct buf err = BUF_INIT;
 	struct db *b = open_other(f, "b.db");
+	int rows = -1;
 
 	/* Every table but the node-local one can be recorded. */
 	if (db_replica_check_tables(f->db, &err))
 		fail_msg("%s", err.data);
+	/* A new store holds nothing a cluster would lack. */
+	assert_int_equal(db_replica_holds_rows(f->db, &rows, &err), 0);
+	assert_int_equal(rows, 0);
 	hook_on(f->db, &l);
 	insert(f->db, "job-a");
 	insert(f->db, "job-b");
@@ -170,6 +174,8 @@ static void test_capture_apply(void **state)
 	assert_int_equal(db_job_delete(f->db, "job-c", any_status, &err), 0);
 	assert_int_equal(l.n, 5);
 	assert_int_equal(l.applied_ok, 5);
+	assert_int_equal(db_replica_holds_rows(f->db, &rows, &err), 0);
+	assert_int_equal(rows, 1);
 	assert_int_equal(db_replica_applied(f->db), 5);
 
 	apply_all(b, &l, 0);
