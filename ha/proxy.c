@@ -158,23 +158,42 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
 	return len;
 }
 
-/* A forward in flight: given up when another member leads meanwhile. */
-struct inflight {
-	struct ha *ha;
-	const char *url;
-};
+/* How often a forward in flight looks whether its leader still leads. */
+#define LEADER_POLL_MS 50
 
-static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow,
-		       curl_off_t ultotal, curl_off_t ulnow)
+/*
+ * Runs c to its end, or gives up (CURLE_ABORTED_BY_CALLBACK) as soon as
+ * another member leads than the one at url: a leader stopped or cut off
+ * may have accepted the connection and never answer.
+ */
+static CURLcode perform(struct ha *ha, const char *url, CURL *c)
 {
-	struct inflight *f = arg;
+	CURLM *m = curl_multi_init();
+	CURLcode rc = CURLE_ABORTED_BY_CALLBACK;
+	CURLMsg *msg;
 	char now[512];
+	int running = 1;
+	int left;
 
-	(void)dltotal;
-	(void)dlnow;
-	(void)ultotal;
-	(void)ulnow;
-	return ha_leader_url(f->ha, now, sizeof(now)) || strcmp(now, f->url);
+	if (!m)
+		return CURLE_OUT_OF_MEMORY;
+	curl_multi_add_handle(m, c);
+	for (;;) {
+		if (curl_multi_perform(m, &running) != CURLM_OK) {
+			rc = CURLE_FAILED_INIT;
+			break;
+		}
+		if (!running || ha_leader_url(ha, now, sizeof(now)) ||
+		    strcmp(now, url))
+			break;
+		(void)curl_multi_poll(m, NULL, 0, LEADER_POLL_MS, NULL);
+	}
+	while ((msg = curl_multi_info_read(m, &left)))
+		if (msg->msg == CURLMSG_DONE)
+			rc = msg->data.result;
+	curl_multi_remove_handle(m, c);
+	curl_multi_cleanup(m);
+	return rc;
 }
 
 /* Sends r to the leader at url; 0 with a filled, or -1 (err set). */
@@ -182,7 +201,6 @@ static int forward(struct ha_proxy *p, struct MHD_Connection *conn,
 		   const char *method, struct preq *r, const char *url,
 		   struct answer *a, char *err)
 {
-	struct inflight f = { p->ha, url };
 	struct curl_slist *hdrs = NULL;
 	struct buf target = BUF_INIT;
 	CURL *c = curl_easy_init();
@@ -213,13 +231,10 @@ static int forward(struct ha_proxy *p, struct MHD_Connection *conn,
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, a);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, err);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(c, CURLOPT_XFERINFODATA, &f);
-	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 300L);
 	err[0] = '\0';
-	rc = curl_easy_perform(c);
+	rc = perform(p->ha, url, c);
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a->status);
 	else if (!err[0])
