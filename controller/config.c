@@ -266,7 +266,7 @@ static void usage_members(void)
 	fputs("  --member ID     this controller's id among --peers\n"
 	      "  --peers ID=RAFTADDR=APIURL,...  the members of a replicated\n"
 	      "                  controller (3 or more; none: one controller)\n"
-	      "  --ha-election-ms  raft's election timeout (1000)\n"
+	      "  --ha-election-ms  raft's election timeout (800)\n"
 	      "  --ha-heartbeat-ms  the leader's heartbeat (100)\n"
 	      "  --ha-snapshot-entries  log entries between snapshots of the\n"
 	      "                  store (8192)\n",
@@ -787,7 +787,7 @@ static const struct {
 	{ offsetof(struct ctrl_config, infra_net_rtt_factor), 5 },
 	{ offsetof(struct ctrl_config, infra_net_rtt_floor_us), 5000 },
 	{ offsetof(struct ctrl_config, infra_net_bw_factor), 10 },
-	{ offsetof(struct ctrl_config, ha_election_ms), 1000 },
+	{ offsetof(struct ctrl_config, ha_election_ms), 800 },
 	{ offsetof(struct ctrl_config, ha_heartbeat_ms), 100 },
 	{ offsetof(struct ctrl_config, ha_snapshot_entries), 8192 },
 };
