@@ -471,10 +471,12 @@ int db__error(sqlite3 *conn, const char *what, struct buf *err)
 
 /*
  * Commits the open batch, once replicated when a hook is set; on failure
- * rolls it back and sets b->failed.
+ * rolls it back and sets b->failed. Returns 1 when a majority of the
+ * replicas holds the batch (its commit need not wait for the disk).
  */
-static void batch_commit(struct db *db, struct batch *b)
+static int batch_commit(struct db *db, struct batch *b)
 {
+	int replicated;
 	struct buf why = BUF_INIT;
 	sqlite3 *conn = db->writer.db;
 
@@ -487,8 +489,9 @@ static void batch_commit(struct db *db, struct batch *b)
 	}
 	if (b->failed)
 		sqlite3_exec(conn, "ROLLBACK", NULL, NULL, NULL);
-	db__replica_end(db, !b->failed);
+	replicated = db__replica_end(db, !b->failed);
 	buf_release(&why);
+	return replicated;
 }
 
 int db__batch_write(struct db *db,
@@ -499,6 +502,7 @@ int db__batch_write(struct db *db,
 	struct batch own = { 0 };
 	struct batch *b;
 	uint64_t seq;
+	int replicated = 0;
 	int leader = 0;
 	int ret = 0;
 
@@ -548,13 +552,13 @@ commit:
 			sched_yield();
 			pthread_mutex_lock(&db->write_lock);
 		}
-		batch_commit(db, b);
+		replicated = batch_commit(db, b);
 		seq = atomic_load(&db->write_seq);
 		/* The next batch is written while this one is flushed. */
 		db->batch = NULL;
 		pthread_cond_broadcast(&db->batch_cond);
 		pthread_mutex_unlock(&db->write_lock);
-		if (!b->failed && wal_sync(db, seq, err))
+		if (!b->failed && !replicated && wal_sync(db, seq, err))
 			b->failed = 2;
 		pthread_mutex_lock(&db->write_lock);
 		b->done = 1;
@@ -674,7 +678,9 @@ int db__writer_end(struct db *db, int ok, struct buf *err)
 	}
 	if (!ok)
 		sqlite3_exec(db->writer.db, "ROLLBACK", NULL, NULL, NULL);
-	db__replica_end(db, ok);
+	/* Replicated: a majority holds it on disk already. */
+	if (db__replica_end(db, ok))
+		db->lazy_commit = 1;
 	if (writer_unlock(db, ok, err) && !ret)
 		ret = ERR_DB;
 	return ret;

@@ -203,9 +203,13 @@ int db__replica_begin(struct db *db, struct buf *err);
  */
 int db__replica_propose(struct db *db, struct buf *err);
 
-/* After COMMIT (committed 1) or ROLLBACK: ends the recording and tells
- * the hook. */
-void db__replica_end(struct db *db, int committed);
+/*
+ * After COMMIT (committed 1) or ROLLBACK: ends the recording and tells
+ * the hook. Returns 1 when the write committed was replicated: a majority
+ * holds it on disk, so the local commit need not wait for the disk (one
+ * lost in a crash is applied again from raft's log).
+ */
+int db__replica_end(struct db *db, int committed);
 
 /*
  * The writer for db_replica_apply(): takes the write lock, turns foreign

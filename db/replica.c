@@ -216,9 +216,10 @@ int db__replica_propose(struct db *db, struct buf *err)
 	return set_index(conn, index, err);
 }
 
-void db__replica_end(struct db *db, int committed)
+int db__replica_end(struct db *db, int committed)
 {
 	struct db__replica *r = db__replica(db);
+	int replicated = r->proposed && committed;
 
 	if (r->session) {
 		sqlite3session_delete(r->session);
@@ -234,6 +235,7 @@ void db__replica_end(struct db *db, int committed)
 	r->applying = 0;
 	r->proposed = 0;
 	r->index = 0;
+	return replicated;
 }
 
 struct apply_ctx {
