@@ -20,6 +20,9 @@ to the leader).
   (h5) SIGSTOP the leader ~5 s: another member leads and accepts writes;
        after SIGCONT the old leader re-executes itself and follows; nothing
        acknowledged is lost and no job's status went backwards
+  (h6) two members killed: the last one answers every request 503 with
+       Retry-After (no leader) and writes nothing; the two restarted, a
+       leader is elected and nothing acknowledged is lost
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter.
 """
@@ -301,6 +304,41 @@ def h5(cl):
             cl.check_status(name, status)
 
 
+def h6(cl):
+    import http.client
+    lone = cl.members[0]
+    for m in cl.members[1:]:
+        m.kill9()
+    time.sleep(2.5)  # past any lease: whoever led has stepped down
+    conn = http.client.HTTPConnection("127.0.0.1", lone.port, timeout=10)
+    body = b"{}"
+    h = {"X-Amz-Target": "SageMaker.ListTrainingJobs",
+         "Content-Type": "application/x-amz-json-1.1"}
+    h.update(sc.sigv4_sign("POST", "127.0.0.1:%d" % lone.port, "/", "", body, sc.KEY, sc.SECRET, h))
+    conn.request("POST", "/", body, h)
+    r = conn.getresponse()
+    text = r.read().decode()
+    expect(r.status == 503 and r.getheader("Retry-After") == "1" and "ServiceUnavailable" in text,
+           "a lone member answered %d %r (Retry-After %s)" % (r.status, text, r.getheader("Retry-After")))
+    conn.close()
+    from botocore.exceptions import ClientError
+    before = lone.store()[0]
+    try:
+        cl.client(lone).create_training_job(**sc.small_request("ha-lone"))
+        raise sc.Fail("a lone member acknowledged a create")
+    except ClientError as e:
+        expect(sc.err_of(e)[2] == 503, "a lone member's create: %s" % (sc.err_of(e),))
+    expect(lone.store()[0] == before, "a lone member's store moved")
+    for m in cl.members[1:]:
+        why = m.start()
+        expect(why is None, "restart: %s" % why)
+    took = cl.create_until(cl.members, "ha-quorum-back", FAILOVER_DEADLINE)
+    TAP.note("two members back: writes accepted after %.2f s" % took)
+    for m in cl.members:
+        cl.check_listed(m)
+        cl.wait_caught_up(m)
+
+
 TAP = sc.Tap()
 
 
@@ -314,6 +352,7 @@ def main():
             TAP.case("h3: the old leader restarted follows and catches up", h3, cl, old)
         TAP.case("h4: a follower killed: writes go on; restarted, it catches up", h4, cl)
         TAP.case("h5: the leader stopped 5 s: another leads; resumed, it follows", h5, cl)
+        TAP.case("h6: two of three lost: 503 and nothing written; back, nothing lost", h6, cl)
     finally:
         cl.stop_all()
     return TAP.finish()
