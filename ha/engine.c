@@ -8,6 +8,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/close_range.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -133,6 +134,22 @@ static uint64_t get_u64(const unsigned char *p)
 	return v;
 }
 
+/* Every descriptor but 0, 1 and 2 closed on exec (the listeners too). */
+static void cloexec_all(void)
+{
+	long max;
+	int fd;
+
+	if (!syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC))
+		return;
+	/* A kernel before 5.11. */
+	max = sysconf(_SC_OPEN_MAX);
+	if (max < 0 || max > 1 << 20)
+		max = 1 << 20;
+	for (fd = 3; fd < max; fd++)
+		(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
 /*
  * Leadership lost, or the store no longer where the log is: nothing in
  * this process may act any more. Every descriptor is closed on exec and
@@ -151,7 +168,7 @@ static void fail_stop(struct ha *ha, const char *why)
 		return;
 	}
 	log_error("%s: re-executing as a follower", why);
-	(void)syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+	cloexec_all();
 	execv("/proc/self/exe", ha->cfg->argv);
 	log_error("cannot re-execute: %s", strerror(errno));
 	_exit(1);
