@@ -26,9 +26,14 @@ endif
 endif
 
 PKGS := libmicrohttpd jansson sqlite3 libcurl libpcre2-8 libcrypto inih libssh2 zlib \
-	libarchive libxml-2.0 libcbor lapacke blas raft libuv
+	libarchive libxml-2.0 libcbor lapacke blas
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# The replicated controller's engine (ha/): trainctld and the unit tests
+# link it, never the agent that provisioning copies to hosts.
+HA_PKGS := raft libuv
+HA_CFLAGS := $(shell pkg-config --cflags $(HA_PKGS) 2>/dev/null)
+HA_LIBS := $(shell pkg-config --libs $(HA_PKGS) 2>/dev/null)
 
 WARN := -Wall -Wextra -Werror -pedantic -Wstrict-prototypes \
 	-Wmissing-prototypes -Wvla -Wwrite-strings -fno-common
@@ -36,7 +41,7 @@ OPT ?= -O2 -g
 CFLAGS ?= $(OPT)
 SAN ?=
 ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) \
-	$(CFLAGS) $(SAN) -I. $(PKG_CFLAGS) -MMD -MP
+	$(CFLAGS) $(SAN) -I. $(PKG_CFLAGS) $(HA_CFLAGS) -MMD -MP
 ALL_LDFLAGS := $(LDFLAGS) $(SAN)
 LIBS := $(PKG_LIBS) -llapack -lblas -lpthread -lm
 
@@ -134,7 +139,7 @@ $(BIN_trainctld): $(call obj,controller/main.c) $(LIB_ctrl) $(WEB_OBJ) \
 		$(LIB_ha) $(LIB_db) $(LIB_s3d) $(LIB_stor) $(LIB_api) $(LIB_tuner) \
 		$(LIB_common)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) $(HA_LIBS)
 
 $(BIN_trainctl): $(call obj,$(cli_SRC)) $(LIB_stor) $(LIB_api) $(LIB_common)
 	@mkdir -p $(dir $@)
@@ -247,7 +252,8 @@ TEST_LIBS := $(LIB_ctrl) $(WEB_OBJ) $(LIB_agent) $(LIB_ha) $(LIB_db) $(LIB_s3d) 
 	$(LIB_stor) $(LIB_api) $(LIB_tuner) $(LIB_common)
 $(BUILD)/tests/%: tests/%.c $(TEST_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(TEST_LIBS) $(ALL_LDFLAGS) $(LIBS) -lcmocka
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(TEST_LIBS) $(ALL_LDFLAGS) $(LIBS) \
+		$(HA_LIBS) -lcmocka
 
 unit-tests: $(TEST_BIN)
 
