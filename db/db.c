@@ -271,6 +271,13 @@ int db_open(const char *path, int readers, struct db **out, struct buf *err)
 	db->readers = xcalloc((size_t)readers, sizeof(*db->readers));
 	for (i = 0; i < readers; i++) {
 		ret = conn_open(path, &db->readers[i], 0, err);
+		/* Only the writer writes: its transactions are the ones
+		 * replication records (db/replica.h). */
+		if (!ret && sqlite3_exec(db->readers[i].db,
+					 "PRAGMA query_only=1", NULL, NULL,
+					 NULL) != SQLITE_OK)
+			ret = db__error(db->readers[i].db,
+					"cannot configure a reader", err);
 		if (!ret)
 			ret = conn_prepare(&db->readers[i], err);
 		if (ret)
