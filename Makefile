@@ -136,8 +136,8 @@ $(BUILD)/obj/gen/runtime_files.o: $(BUILD)/gen/runtime_files.c
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BIN_trainctld): $(call obj,controller/main.c) $(LIB_ctrl) $(WEB_OBJ) \
-		$(LIB_ha) $(LIB_db) $(LIB_s3d) $(LIB_stor) $(LIB_api) $(LIB_tuner) \
-		$(LIB_common)
+		$(LIB_ha) $(LIB_db) $(LIB_s3d) $(LIB_stor) $(LIB_api) \
+		$(LIB_tuner) $(LIB_common)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) $(HA_LIBS)
 
@@ -248,8 +248,8 @@ $(BUILD)/tests/trainer/%: tests/trainer/%.c $(LIB_trainer)
 
 # Unit tests: tests/<module>/test_<file>.c links against every module
 # library (and cmocka).
-TEST_LIBS := $(LIB_ctrl) $(WEB_OBJ) $(LIB_agent) $(LIB_ha) $(LIB_db) $(LIB_s3d) \
-	$(LIB_stor) $(LIB_api) $(LIB_tuner) $(LIB_common)
+TEST_LIBS := $(LIB_ctrl) $(WEB_OBJ) $(LIB_agent) $(LIB_ha) $(LIB_db) \
+	$(LIB_s3d) $(LIB_stor) $(LIB_api) $(LIB_tuner) $(LIB_common)
 $(BUILD)/tests/%: tests/%.c $(TEST_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(TEST_LIBS) $(ALL_LDFLAGS) $(LIBS) \
@@ -301,7 +301,8 @@ fuzz: $(FUZZ_BIN)
 fuzz-run: $(FUZZ_BIN)
 	./scripts/fuzz-run.sh $(FUZZ_BIN)
 
-SRC_ALL = $(wildcard common/*.[ch] api/*.[ch] db/*.[ch] controller/*.[ch] \
+SRC_ALL = $(wildcard common/*.[ch] api/*.[ch] db/*.[ch] ha/*.[ch] \
+	controller/*.[ch] \
 	controller/*/*.[ch] \
 	cli/*.[ch] agent/*.[ch] trainer/*.[ch] storage/*.[ch] storage/s3d/*.[ch] \
 	tests/*/*.[ch] \
