@@ -6,6 +6,7 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -158,6 +159,54 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
 	return len;
 }
 
+/*
+ * Each connection's thread (libmicrohttpd's thread per connection) keeps
+ * its libcurl handles, and so its connection to the leader, for the
+ * requests that follow on the same client connection.
+ */
+struct relay_handles {
+	CURLM *m;
+	CURL *c;
+};
+
+static pthread_key_t handles_key;
+static pthread_once_t handles_once = PTHREAD_ONCE_INIT;
+
+static void handles_free(void *arg)
+{
+	struct relay_handles *h = arg;
+
+	curl_multi_cleanup(h->m);
+	curl_easy_cleanup(h->c);
+	free(h);
+}
+
+static void handles_key_init(void)
+{
+	(void)pthread_key_create(&handles_key, handles_free);
+}
+
+/* This thread's handles, the easy one reset; NULL when out of memory. */
+static struct relay_handles *handles_get(void)
+{
+	struct relay_handles *h;
+
+	(void)pthread_once(&handles_once, handles_key_init);
+	h = pthread_getspecific(handles_key);
+	if (h) {
+		curl_easy_reset(h->c);
+		return h;
+	}
+	h = xcalloc(1, sizeof(*h));
+	h->m = curl_multi_init();
+	h->c = curl_easy_init();
+	if (!h->m || !h->c || pthread_setspecific(handles_key, h)) {
+		handles_free(h);
+		return NULL;
+	}
+	return h;
+}
+
 /* How often a forward in flight looks whether its leader still leads. */
 #define LEADER_POLL_MS 50
 
@@ -166,17 +215,14 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
  * another member leads than the one at url: a leader stopped or cut off
  * may have accepted the connection and never answer.
  */
-static CURLcode perform(struct ha *ha, const char *url, CURL *c)
+static CURLcode perform(struct ha *ha, const char *url, CURLM *m, CURL *c)
 {
-	CURLM *m = curl_multi_init();
 	CURLcode rc = CURLE_ABORTED_BY_CALLBACK;
 	CURLMsg *msg;
 	char now[512];
 	int running = 1;
 	int left;
 
-	if (!m)
-		return CURLE_OUT_OF_MEMORY;
 	curl_multi_add_handle(m, c);
 	for (;;) {
 		if (curl_multi_perform(m, &running) != CURLM_OK) {
@@ -192,7 +238,6 @@ static CURLcode perform(struct ha *ha, const char *url, CURL *c)
 		if (msg->msg == CURLMSG_DONE)
 			rc = msg->data.result;
 	curl_multi_remove_handle(m, c);
-	curl_multi_cleanup(m);
 	return rc;
 }
 
@@ -203,7 +248,8 @@ static int forward(struct ha_proxy *p, struct MHD_Connection *conn,
 {
 	struct curl_slist *hdrs = NULL;
 	struct buf target = BUF_INIT;
-	CURL *c = curl_easy_init();
+	struct relay_handles *h = handles_get();
+	CURL *c = h ? h->c : NULL;
 	CURLcode rc;
 
 	if (!c) {
@@ -234,12 +280,11 @@ static int forward(struct ha_proxy *p, struct MHD_Connection *conn,
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 300L);
 	err[0] = '\0';
-	rc = perform(p->ha, url, c);
+	rc = perform(p->ha, url, h->m, c);
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a->status);
 	else if (!err[0])
 		snprintf(err, CURL_ERROR_SIZE, "%s", curl_easy_strerror(rc));
-	curl_easy_cleanup(c);
 	curl_slist_free_all(hdrs);
 	buf_release(&target);
 	return rc == CURLE_OK ? 0 : -1;
