@@ -96,6 +96,15 @@ struct ha {
 	char slot_why[160];
 	uint64_t incarnation;
 	uint64_t next_seq;
+	int setup; /* how far raft_setup() got (enum setup_stage) */
+};
+
+enum setup_stage {
+	SETUP_NONE,
+	SETUP_LOOP,
+	SETUP_TRANSPORT,
+	SETUP_IO,
+	SETUP_RAFT,
 };
 
 static void put_u32(unsigned char *p, uint32_t v)
@@ -534,26 +543,27 @@ static int raft_dir_new(const char *dir)
  * controller: the other members do not have what it holds (docs/ha.md).
  * Checked before raft writes anything there.
  */
-static int check_new_member(struct ha *ha, struct buf *err)
+static int check_new_member(const struct ha_config *cfg, struct db *db,
+			    struct buf *err)
 {
 	int rows = 0;
 
-	if (!raft_dir_new(ha->cfg->dir))
+	if (!raft_dir_new(cfg->dir))
 		return 0;
-	if (db_replica_applied(ha->db) > 0) {
+	if (db_replica_applied(db) > 0) {
 		(void)buf_addf(err,
 			       "%s is new but the store holds replicated "
 			       "entries: replace this member with a new one",
-			       ha->cfg->dir);
+			       cfg->dir);
 		return ERR_INVALID;
 	}
-	if (db_replica_holds_rows(ha->db, &rows, err))
+	if (db_replica_holds_rows(db, &rows, err))
 		return ERR_IO;
 	if (rows) {
 		(void)buf_addf(err,
 			       "%s is new but the store holds data: a member "
 			       "starts from an empty state dir",
-			       ha->cfg->dir);
+			       cfg->dir);
 		return ERR_INVALID;
 	}
 	return 0;
@@ -564,10 +574,8 @@ static int bootstrap(struct ha *ha, struct buf *err)
 {
 	struct raft_configuration conf;
 	size_t i;
-	int rv = check_new_member(ha, err);
+	int rv = 0;
 
-	if (rv)
-		return rv;
 	raft_configuration_init(&conf);
 	for (i = 0; i < ha->cfg->n_members && !rv; i++)
 		rv = raft_configuration_add(&conf, ha->cfg->members[i].id,
@@ -592,11 +600,17 @@ static int raft_setup(struct ha *ha, struct buf *err)
 	int rv;
 
 	rv = uv_loop_init(&ha->loop);
-	if (!rv)
+	if (!rv) {
+		ha->setup = SETUP_LOOP;
 		rv = raft_uv_tcp_init(&ha->transport, &ha->loop);
-	if (!rv)
+	}
+	if (!rv) {
+		ha->setup = SETUP_TRANSPORT;
 		rv = raft_uv_init(&ha->io, &ha->loop, ha->cfg->dir,
 				  &ha->transport);
+	}
+	if (!rv)
+		ha->setup = SETUP_IO;
 	if (rv) {
 		(void)buf_addf(err, "cannot set up raft's I/O in %s (%d)",
 			       ha->cfg->dir, rv);
@@ -614,6 +628,7 @@ static int raft_setup(struct ha *ha, struct buf *err)
 		return ERR_IO;
 	}
 	ha->raft.data = ha;
+	ha->setup = SETUP_RAFT;
 	if (bootstrap(ha, err))
 		return ERR_IO;
 	raft_set_election_timeout(&ha->raft, ha->cfg->election_ms);
@@ -641,6 +656,23 @@ static int raft_setup(struct ha *ha, struct buf *err)
 	return 0;
 }
 
+/* Undoes what raft_setup() did before it failed. */
+static void setup_undo(struct ha *ha)
+{
+	if (ha->setup >= SETUP_RAFT) {
+		raft_close(&ha->raft, on_raft_closed);
+	} else {
+		if (ha->setup >= SETUP_IO)
+			raft_uv_close(&ha->io);
+		if (ha->setup >= SETUP_TRANSPORT)
+			raft_uv_tcp_close(&ha->transport);
+	}
+	if (ha->setup >= SETUP_LOOP) {
+		uv_run(&ha->loop, UV_RUN_DEFAULT);
+		uv_loop_close(&ha->loop);
+	}
+}
+
 static void *ha_main(void *arg)
 {
 	struct ha *ha = arg;
@@ -654,8 +686,10 @@ static void *ha_main(void *arg)
 	pthread_cond_broadcast(&ha->cond);
 	pthread_mutex_unlock(&ha->lock);
 	buf_release(&err);
-	if (ret)
+	if (ret) {
+		setup_undo(ha);
 		return NULL;
+	}
 	uv_run(&ha->loop, UV_RUN_DEFAULT);
 	uv_loop_close(&ha->loop);
 	return NULL;
@@ -679,6 +713,8 @@ int ha_start(const struct ha_config *cfg, struct db *db, struct ha **out,
 
 	*out = NULL;
 	ret = db_replica_check_tables(db, err);
+	if (!ret)
+		ret = check_new_member(cfg, db, err);
 	if (ret)
 		return ret;
 	if (mkdir(cfg->dir, 0700) && errno != EEXIST) {
@@ -707,10 +743,12 @@ int ha_start(const struct ha_config *cfg, struct db *db, struct ha **out,
 		pthread_cond_wait(&ha->cond, &ha->lock);
 	pthread_mutex_unlock(&ha->lock);
 	if (ha->started < 0) {
-		/* What raft set up is left to the exit that follows. */
 		(void)buf_addf(err, "%s", ha->start_err);
 		pthread_join(ha->thread, NULL);
 		db_replica_set_hook(db, NULL);
+		pthread_mutex_destroy(&ha->lock);
+		pthread_cond_destroy(&ha->cond);
+		free(ha);
 		return ERR_IO;
 	}
 	log_info("member %u of %zu, raft in %s", cfg->self, cfg->n_members,

@@ -318,6 +318,47 @@ static void test_refuses_data(void **state)
 	buf_release(&err);
 }
 
+/* Raft's address taken: the start fails, and undoes what it set up. */
+static void test_start_fails(void **state)
+{
+	struct fixture *f = *state;
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+	struct ha_config cfg;
+	struct buf err = BUF_INIT;
+	struct ha *ha = NULL;
+	char spec[256];
+	char dir[300];
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, 1), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	snprintf(spec, sizeof(spec),
+		 "1=127.0.0.1:%d=http://127.0.0.1:1,2=127.0.0.1:%d=http://"
+		 "127.0.0.1:2,3=127.0.0.1:%d=http://127.0.0.1:3",
+		 ntohs(a.sin_port), free_port(), free_port());
+	memset(&cfg, 0, sizeof(cfg));
+	assert_int_equal(ha_config_parse_peers(&cfg, spec, 1, &err), 0);
+	snprintf(dir, sizeof(dir), "%s/raft", f->dir);
+	cfg.dir = dir;
+	cfg.election_ms = 300;
+	cfg.heartbeat_ms = 50;
+	cfg.snapshot_entries = 64;
+	assert_int_not_equal(ha_start(&cfg, f->db, &ha, &err), 0);
+	assert_null(ha);
+	assert_non_null(strstr(err.data, "raft"));
+	/* Without replication the store writes again. */
+	insert(f->db, "after-failed-start");
+	close(fd);
+	ha_config_release(&cfg);
+	remove_tree(dir);
+	buf_release(&err);
+}
+
 int main(void)
 {
 	/* A member stopped closes its connections: writes to them must
@@ -329,6 +370,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_snapshot, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refuses_data, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_start_fails, setup,
 						teardown),
 	};
 
