@@ -29,6 +29,11 @@ PKGS := libmicrohttpd jansson sqlite3 libcurl libpcre2-8 libcrypto inih libssh2 
 	libarchive libxml-2.0 libcbor lapacke blas
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# The replicated controller's engine (ha/): trainctld and the unit tests
+# link it, never the agent that provisioning copies to hosts.
+HA_PKGS := raft libuv
+HA_CFLAGS := $(shell pkg-config --cflags $(HA_PKGS) 2>/dev/null)
+HA_LIBS := $(shell pkg-config --libs $(HA_PKGS) 2>/dev/null)
 
 WARN := -Wall -Wextra -Werror -pedantic -Wstrict-prototypes \
 	-Wmissing-prototypes -Wvla -Wwrite-strings -fno-common
@@ -36,7 +41,7 @@ OPT ?= -O2 -g
 CFLAGS ?= $(OPT)
 SAN ?=
 ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(WARN) \
-	$(CFLAGS) $(SAN) -I. $(PKG_CFLAGS) -MMD -MP
+	$(CFLAGS) $(SAN) -I. $(PKG_CFLAGS) $(HA_CFLAGS) -MMD -MP
 ALL_LDFLAGS := $(LDFLAGS) $(SAN)
 LIBS := $(PKG_LIBS) -llapack -lblas -lpthread -lm
 
@@ -49,6 +54,7 @@ MODULES := common api db
 common_SRC := $(wildcard common/*.c)
 api_SRC := $(wildcard api/*.c)
 db_SRC := $(wildcard db/*.c)
+ha_SRC := $(wildcard ha/*.c)
 stor_SRC := $(wildcard storage/*.c)
 s3d_SRC := $(wildcard storage/s3d/*.c)
 agent_SRC := $(filter-out agent/main.c,$(wildcard agent/*.c))
@@ -62,6 +68,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 LIB_common := $(BUILD)/lib/libtcommon.a
 LIB_api := $(BUILD)/lib/libtapi.a
 LIB_db := $(BUILD)/lib/libtdb.a
+LIB_ha := $(BUILD)/lib/libtha.a
 LIB_ctrl := $(BUILD)/lib/libtctrl.a
 LIB_stor := $(BUILD)/lib/libtstor.a
 LIB_s3d := $(BUILD)/lib/libts3d.a
@@ -94,6 +101,7 @@ $(BUILD)/obj/%.o: %.c
 $(LIB_common): $(call obj,$(common_SRC))
 $(LIB_api): $(call obj,$(api_SRC))
 $(LIB_db): $(call obj,$(db_SRC))
+$(LIB_ha): $(call obj,$(ha_SRC))
 $(LIB_ctrl): $(call obj,$(ctrl_SRC))
 $(LIB_stor): $(call obj,$(stor_SRC))
 $(LIB_s3d): $(call obj,$(s3d_SRC))
@@ -128,10 +136,10 @@ $(BUILD)/obj/gen/runtime_files.o: $(BUILD)/gen/runtime_files.c
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BIN_trainctld): $(call obj,controller/main.c) $(LIB_ctrl) $(WEB_OBJ) \
-		$(LIB_db) $(LIB_s3d) $(LIB_stor) $(LIB_api) $(LIB_tuner) \
-		$(LIB_common)
+		$(LIB_ha) $(LIB_db) $(LIB_s3d) $(LIB_stor) $(LIB_api) \
+		$(LIB_tuner) $(LIB_common)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) $(HA_LIBS)
 
 $(BIN_trainctl): $(call obj,$(cli_SRC)) $(LIB_stor) $(LIB_api) $(LIB_common)
 	@mkdir -p $(dir $@)
@@ -240,11 +248,12 @@ $(BUILD)/tests/trainer/%: tests/trainer/%.c $(LIB_trainer)
 
 # Unit tests: tests/<module>/test_<file>.c links against every module
 # library (and cmocka).
-TEST_LIBS := $(LIB_ctrl) $(WEB_OBJ) $(LIB_agent) $(LIB_db) $(LIB_s3d) \
-	$(LIB_stor) $(LIB_api) $(LIB_tuner) $(LIB_common)
+TEST_LIBS := $(LIB_ctrl) $(WEB_OBJ) $(LIB_agent) $(LIB_ha) $(LIB_db) \
+	$(LIB_s3d) $(LIB_stor) $(LIB_api) $(LIB_tuner) $(LIB_common)
 $(BUILD)/tests/%: tests/%.c $(TEST_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(TEST_LIBS) $(ALL_LDFLAGS) $(LIBS) -lcmocka
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(TEST_LIBS) $(ALL_LDFLAGS) $(LIBS) \
+		$(HA_LIBS) -lcmocka
 
 unit-tests: $(TEST_BIN)
 
@@ -292,7 +301,8 @@ fuzz: $(FUZZ_BIN)
 fuzz-run: $(FUZZ_BIN)
 	./scripts/fuzz-run.sh $(FUZZ_BIN)
 
-SRC_ALL = $(wildcard common/*.[ch] api/*.[ch] db/*.[ch] controller/*.[ch] \
+SRC_ALL = $(wildcard common/*.[ch] api/*.[ch] db/*.[ch] ha/*.[ch] \
+	controller/*.[ch] \
 	controller/*/*.[ch] \
 	cli/*.[ch] agent/*.[ch] trainer/*.[ch] storage/*.[ch] storage/s3d/*.[ch] \
 	tests/*/*.[ch] \

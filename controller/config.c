@@ -13,6 +13,7 @@
 #include "controller/rendezvous.h"
 #include "controller/straggler.h"
 #include "controller/stragwatch.h"
+#include "ha/ha.h"
 #include "common/err.h"
 #include "common/opt.h"
 #include "common/strvec.h"
@@ -57,6 +58,9 @@ void ctrl_config_init(struct ctrl_config *cfg)
 	cfg->rdzv_total_bytes = -1;
 	cfg->per_client_conns = -1;
 	cfg->agent_per_client_conns = -1;
+	cfg->ha_election_ms = -1;
+	cfg->ha_heartbeat_ms = -1;
+	cfg->ha_snapshot_entries = -1;
 	cfg->header_timeout_s = -1;
 }
 
@@ -119,6 +123,11 @@ enum {
 	OPT_INFRA_NET_RTT,
 	OPT_INFRA_NET_FLOOR,
 	OPT_INFRA_NET_BW,
+	OPT_MEMBER,
+	OPT_PEERS,
+	OPT_HA_ELECTION,
+	OPT_HA_HEARTBEAT,
+	OPT_HA_SNAPSHOT,
 };
 
 static const struct option options[] = {
@@ -186,6 +195,11 @@ static const struct option options[] = {
 	{ "image-map", required_argument, NULL, OPT_IMAGE_MAP },
 	{ "framework-versions", required_argument, NULL,
 	  OPT_FRAMEWORK_VERSIONS },
+	{ "member", required_argument, NULL, OPT_MEMBER },
+	{ "peers", required_argument, NULL, OPT_PEERS },
+	{ "ha-election-ms", required_argument, NULL, OPT_HA_ELECTION },
+	{ "ha-heartbeat-ms", required_argument, NULL, OPT_HA_HEARTBEAT },
+	{ "ha-snapshot-entries", required_argument, NULL, OPT_HA_SNAPSHOT },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -247,6 +261,19 @@ static void usage_images(void)
 	      stderr);
 }
 
+/* The options of the replicated controller (docs/ha.md). */
+static void usage_members(void)
+{
+	fputs("  --member ID     this controller's id among --peers\n"
+	      "  --peers ID=RAFTADDR=APIURL,...  the members of a replicated\n"
+	      "                  controller (3 or more; none: one controller)\n"
+	      "  --ha-election-ms  raft's election timeout (800)\n"
+	      "  --ha-heartbeat-ms  the leader's heartbeat (100)\n"
+	      "  --ha-snapshot-entries  log entries between snapshots of the\n"
+	      "                  store (8192)\n",
+	      stderr);
+}
+
 void ctrl_usage(void)
 {
 	fputs("usage: trainctld [--listen HOST:PORT] [--state-dir DIR]\n"
@@ -280,6 +307,7 @@ void ctrl_usage(void)
 	      "                 [--per-client-connections N]\n"
 	      "                 [--agent-per-client-connections N]\n"
 	      "                 [--header-timeout SECONDS]\n"
+	      "                 [--member ID --peers ID=RAFTADDR=APIURL,...]\n"
 	      "                 [--rdzv-attempt-bytes BYTES]\n"
 	      "                 [--rdzv-attempt-keys N] [--rdzv-total-bytes BYTES]\n"
 	      "                 [--check-config] [--routes] [-v]...\n"
@@ -341,6 +369,7 @@ void ctrl_usage(void)
 	      "                  none, any folder)\n",
 	      stderr);
 	usage_images();
+	usage_members();
 	fputs("  --agent-listen  a second address serving agents and ranks only\n"
 	      "                  (agent protocol, rendezvous, blobs): a flood of\n"
 	      "                  the API does not reach them (none)\n"
@@ -418,6 +447,7 @@ static const struct {
 	{ OPT_REGISTRY_AUTH, offsetof(struct ctrl_config, registry_auth) },
 	{ OPT_IMAGE_MAP, offsetof(struct ctrl_config, image_map) },
 	{ OPT_AGENT_LISTEN, offsetof(struct ctrl_config, agent_listen) },
+	{ OPT_PEERS, offsetof(struct ctrl_config, peers) },
 };
 
 /* Options whose value is a number from min to max, kept times scale. */
@@ -484,6 +514,13 @@ static const struct {
 	  NUM_LONG(infra_net_rtt_floor_us) },
 	{ OPT_INFRA_NET_BW, "infra-check-net-bw-factor", 1, 1000000, 1,
 	  NUM_LONG(infra_net_bw_factor) },
+	{ OPT_MEMBER, "member", 1, 1000000, 1, NUM_INT(member) },
+	{ OPT_HA_ELECTION, "ha-election-ms", 100, 60000, 1,
+	  NUM_LONG(ha_election_ms) },
+	{ OPT_HA_HEARTBEAT, "ha-heartbeat-ms", 10, 10000, 1,
+	  NUM_LONG(ha_heartbeat_ms) },
+	{ OPT_HA_SNAPSHOT, "ha-snapshot-entries", 16, 100000000, 1,
+	  NUM_LONG(ha_snapshot_entries) },
 };
 
 /* Sets a string or number option from the tables; 0 when c is neither. */
@@ -751,6 +788,9 @@ static const struct {
 	{ offsetof(struct ctrl_config, infra_net_rtt_factor), 5 },
 	{ offsetof(struct ctrl_config, infra_net_rtt_floor_us), 5000 },
 	{ offsetof(struct ctrl_config, infra_net_bw_factor), 10 },
+	{ offsetof(struct ctrl_config, ha_election_ms), 800 },
+	{ offsetof(struct ctrl_config, ha_heartbeat_ms), 100 },
+	{ offsetof(struct ctrl_config, ha_snapshot_entries), 8192 },
 };
 
 static void fill_table_defaults(struct ctrl_config *cfg)
@@ -827,7 +867,7 @@ void ctrl_config_fill_defaults(struct ctrl_config *cfg)
 	/* The embedded local cluster is the default only without an
 	 * inventory. */
 	if (cfg->local_hosts < 0)
-		cfg->local_hosts = cfg->inventory ? 0 : 2;
+		cfg->local_hosts = cfg->inventory || cfg->peers ? 0 : 2;
 	if (cfg->max_retries < 0)
 		cfg->max_retries = 0;
 	if (cfg->strag_action < 0)
@@ -921,9 +961,43 @@ static int check_advertise(const char *all, struct buf *err)
 	}
 }
 
+/* --member and --peers (controller/member.c runs the member). */
+static int check_members(const struct ctrl_config *cfg, struct buf *err)
+{
+	struct ha_config members;
+
+	if (!cfg->peers != !cfg->member) {
+		(void)buf_adds(err, "--member and --peers go together");
+		return ERR_INVALID;
+	}
+	if (!cfg->peers)
+		return 0;
+	if (cfg->local_hosts > 0 || cfg->tls_cert) {
+		(void)buf_adds(err, "--peers runs hosts over SSH only, without "
+				    "--local-hosts or --tls-cert");
+		return ERR_INVALID;
+	}
+	if (cfg->ha_heartbeat_ms * 2 > cfg->ha_election_ms) {
+		(void)buf_addf(err,
+			       "--ha-heartbeat-ms (%ld) must be at most half "
+			       "of --ha-election-ms (%ld)",
+			       cfg->ha_heartbeat_ms, cfg->ha_election_ms);
+		return ERR_INVALID;
+	}
+	memset(&members, 0, sizeof(members));
+	if (ha_config_parse_peers(&members, cfg->peers, (unsigned)cfg->member,
+				  err))
+		return ERR_INVALID;
+	ha_config_release(&members);
+	return 0;
+}
+
 int ctrl_config_check(const struct ctrl_config *cfg, struct buf *err)
 {
 	size_t i;
+
+	if (check_members(cfg, err))
+		return ERR_INVALID;
 
 	if (check_listen(cfg, "listen", cfg->listen, err) ||
 	    (cfg->agent_listen &&
@@ -1006,6 +1080,8 @@ void ctrl_config_print(const struct ctrl_config *cfg)
 	       cfg->strag_action == CTRL_STRAG_NONE ? "none" :
 	       cfg->strag_action == CTRL_STRAG_MOVE ? "move" :
 						      "name");
+	if (cfg->peers)
+		printf("member %d\npeers %s\n", cfg->member, cfg->peers);
 	printf("straggler-window %ld\n", cfg->strag_window_ms / 1000);
 	printf("straggler-ratio %g\n", cfg->strag_ratio);
 	printf("quarantine-failures %d\n", cfg->quarantine_failures);
@@ -1069,6 +1145,7 @@ void ctrl_config_release(struct ctrl_config *cfg)
 	free(cfg->advertise_url);
 	free(cfg->agent_controllers);
 	free(cfg->agent_listen);
+	free(cfg->peers);
 	free(cfg->s3_endpoint);
 	free(cfg->s3_domain);
 	free(cfg->inventory);

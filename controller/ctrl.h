@@ -151,6 +151,14 @@ struct ctrl_config {
 	long agent_per_client_conns;
 	/* Seconds a connection may take to send its request's headers. */
 	long header_timeout_s;
+	/* The replicated controller (docs/ha.md): --member ID and --peers
+	 * "ID=RAFTADDR=APIURL,..." (NULL: one controller, no raft); raft's
+	 * election timeout, heartbeat and entries between snapshots. */
+	int member;
+	char *peers;
+	long ha_election_ms;
+	long ha_heartbeat_ms;
+	long ha_snapshot_entries;
 };
 
 struct ctrl_host;

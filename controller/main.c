@@ -20,6 +20,7 @@
 #include "controller/hosts.h"
 #include "controller/jobrt.h"
 #include "controller/local_cluster.h"
+#include "controller/member.h"
 #include "controller/provision.h"
 #include "controller/obs/telemetry.h"
 #include "db/db.h"
@@ -237,6 +238,24 @@ static void shut_down(struct ctrl_ctx *ctx)
 	ctrl_http_stop(ctx);
 }
 
+/*
+ * A member of a replicated controller follows until it leads: returns 0
+ * then (the controller starts), else 1 with *ret the exit status: 0 when
+ * a signal asked to stop, 1 on an error (printed).
+ */
+static int follow(struct ctrl_ctx *ctx, char **argv, const sigset_t *set,
+		  int *ret)
+{
+	struct buf err = BUF_INIT;
+	int r = ctrl_member_follow(ctx, argv, set, &err);
+
+	if (r < 0)
+		fprintf(stderr, "trainctld: error: %s\n", err.data);
+	buf_release(&err);
+	*ret = r > 0 ? 0 : 1;
+	return r != 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ctrl_ctx ctx;
@@ -292,6 +311,9 @@ int main(int argc, char **argv)
 	}
 
 	libssh2_init(0);
+	if (ctx.cfg.peers && follow(&ctx, argv, &set, &ret))
+		goto out_db;
+
 	if (ctrl_inventory_load(&ctx, &err)) {
 		fprintf(stderr, "trainctld: error: %s\n", err.data);
 		goto out_db;
@@ -340,6 +362,7 @@ int main(int argc, char **argv)
 out_reconciler:
 	ctrl_reconciler_stop(&ctx);
 out_db:
+	ctrl_member_stop();
 	ctrl_tm_close(&ctx);
 	db_close(ctx.db);
 	ctx.db = NULL;

@@ -26,7 +26,8 @@
 struct batch {
 	int members; /* inserts in it, the leader included */
 	int done;    /* committed and on disk, or failed */
-	int failed;
+	int failed;  /* 1 COMMIT, 2 flush, 3 replication failed */
+	char why[256]; /* why replication failed */
 };
 
 struct db {
@@ -72,6 +73,7 @@ struct db {
 	pthread_cond_t ckpt_cond;
 	int ckpt_wanted;
 	int ckpt_stop;
+	struct db__replica rep; /* db/replica.c */
 };
 
 /*
@@ -261,12 +263,21 @@ int db_open(const char *path, int readers, struct db **out, struct buf *err)
 	if (ret)
 		goto fail;
 	ret = conn_prepare(&db->writer, err);
+	if (!ret)
+		ret = db__replica_load(db, err);
 	if (ret)
 		goto fail;
 	sqlite3_wal_hook(db->writer.db, wal_hook, db);
 	db->readers = xcalloc((size_t)readers, sizeof(*db->readers));
 	for (i = 0; i < readers; i++) {
 		ret = conn_open(path, &db->readers[i], 0, err);
+		/* Only the writer writes: its transactions are the ones
+		 * replication records (db/replica.h). */
+		if (!ret && sqlite3_exec(db->readers[i].db,
+					 "PRAGMA query_only=1", NULL, NULL,
+					 NULL) != SQLITE_OK)
+			ret = db__error(db->readers[i].db,
+					"cannot configure a reader", err);
 		if (!ret)
 			ret = conn_prepare(&db->readers[i], err);
 		if (ret)
@@ -465,6 +476,31 @@ int db__error(sqlite3 *conn, const char *what, struct buf *err)
 	return ERR_DB;
 }
 
+/*
+ * Commits the open batch, once replicated when a hook is set; on failure
+ * rolls it back and sets b->failed. Returns 1 when a majority of the
+ * replicas holds the batch (its commit need not wait for the disk).
+ */
+static int batch_commit(struct db *db, struct batch *b)
+{
+	int replicated;
+	struct buf why = BUF_INIT;
+	sqlite3 *conn = db->writer.db;
+
+	if (db__replica_propose(db, &why)) {
+		b->failed = 3;
+		snprintf(b->why, sizeof(b->why), "%s", why.data);
+	} else if (sqlite3_exec(conn, "COMMIT", NULL, NULL, NULL) !=
+		   SQLITE_OK) {
+		b->failed = 1;
+	}
+	if (b->failed)
+		sqlite3_exec(conn, "ROLLBACK", NULL, NULL, NULL);
+	replicated = db__replica_end(db, !b->failed);
+	buf_release(&why);
+	return replicated;
+}
+
 int db__batch_write(struct db *db,
 		    int (*fn)(struct db__conn *c, void *arg, struct buf *err),
 		    void *arg, struct buf *err)
@@ -473,6 +509,7 @@ int db__batch_write(struct db *db,
 	struct batch own = { 0 };
 	struct batch *b;
 	uint64_t seq;
+	int replicated = 0;
 	int leader = 0;
 	int ret = 0;
 
@@ -489,6 +526,12 @@ int db__batch_write(struct db *db,
 		if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
 		    SQLITE_OK) {
 			ret = db__error(c->db, "cannot begin", err);
+			pthread_mutex_unlock(&db->write_lock);
+			return ret;
+		}
+		ret = db__replica_begin(db, err);
+		if (ret) {
+			sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 			pthread_mutex_unlock(&db->write_lock);
 			return ret;
 		}
@@ -516,17 +559,13 @@ commit:
 			sched_yield();
 			pthread_mutex_lock(&db->write_lock);
 		}
-		if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) !=
-		    SQLITE_OK) {
-			b->failed = 1;
-			sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
-		}
+		replicated = batch_commit(db, b);
 		seq = atomic_load(&db->write_seq);
 		/* The next batch is written while this one is flushed. */
 		db->batch = NULL;
 		pthread_cond_broadcast(&db->batch_cond);
 		pthread_mutex_unlock(&db->write_lock);
-		if (!b->failed && wal_sync(db, seq, err))
+		if (!b->failed && !replicated && wal_sync(db, seq, err))
 			b->failed = 2;
 		pthread_mutex_lock(&db->write_lock);
 		b->done = 1;
@@ -541,6 +580,8 @@ commit:
 		if (--b->members == 1)
 			pthread_cond_broadcast(&db->batch_cond);
 	}
+	if (!ret && b->failed == 3)
+		(void)buf_addf(err, "%s", b->why);
 	if (!ret && b->failed == 1)
 		ret = db__error(c->db, "cannot commit", err);
 	else if (!ret && b->failed)
@@ -570,6 +611,13 @@ static sqlite3 *begin_locked(struct db *db, struct buf *err)
 	if (sqlite3_exec(db->writer.db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
 	    SQLITE_OK) {
 		db__error(db->writer.db, "cannot begin", err);
+		db__replica_end(db, 0);
+		(void)writer_unlock(db, 0, NULL);
+		return NULL;
+	}
+	if (db__replica_begin(db, err)) {
+		sqlite3_exec(db->writer.db, "ROLLBACK", NULL, NULL, NULL);
+		db__replica_end(db, 0);
 		(void)writer_unlock(db, 0, NULL);
 		return NULL;
 	}
@@ -589,10 +637,47 @@ sqlite3 *db__writer_begin_derived(struct db *db, struct buf *err)
 	return begin_locked(db, err);
 }
 
+sqlite3 *db__writer_begin_apply(struct db *db, struct buf *err)
+{
+	writer_lock(db);
+	/* Not flushed before the next write: raft's log holds the entry,
+	 * and one lost in a crash is applied again (db_replica_apply()). */
+	db->lazy_commit = 1;
+	db->rep.applying = 1;
+	sqlite3_exec(db->writer.db, "PRAGMA foreign_keys=OFF", NULL, NULL,
+		     NULL);
+	return begin_locked(db, err);
+}
+
+sqlite3 *db__writer_hold(struct db *db)
+{
+	writer_lock(db);
+	return db->writer.db;
+}
+
+void db__writer_unhold(struct db *db)
+{
+	(void)writer_unlock(db, 1, NULL);
+}
+
+void db__writer_unhold_clean(struct db *db)
+{
+	(void)writer_unlock(db, 0, NULL);
+}
+
+struct db__replica *db__replica(struct db *db)
+{
+	return &db->rep;
+}
+
 int db__writer_end(struct db *db, int ok, struct buf *err)
 {
 	int ret = 0;
 
+	if (ok && db__replica_propose(db, err)) {
+		ret = ERR_DB;
+		ok = 0;
+	}
 	if (ok && sqlite3_exec(db->writer.db, "COMMIT", NULL, NULL, NULL) !=
 			  SQLITE_OK) {
 		ret = db__error(db->writer.db, "cannot commit", err);
@@ -600,6 +685,9 @@ int db__writer_end(struct db *db, int ok, struct buf *err)
 	}
 	if (!ok)
 		sqlite3_exec(db->writer.db, "ROLLBACK", NULL, NULL, NULL);
+	/* Replicated: a majority holds it on disk already. */
+	if (db__replica_end(db, ok))
+		db->lazy_commit = 1;
 	if (writer_unlock(db, ok, err) && !ret)
 		ret = ERR_DB;
 	return ret;

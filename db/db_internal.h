@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include "common/buf.h"
+#include "db/replica.h"
 
 struct db_tag;
 
@@ -167,5 +168,59 @@ int db__batch_write(struct db *db,
 int db__attempt_insert(sqlite3 *conn, const char *job, int attempt,
 		       int master_port, const char *const *hosts, size_t n,
 		       int64_t now_ms, struct buf *err);
+
+/*
+ * Replication's state on the writer (db/replica.c): the hook, the session
+ * recording the open write, and the entry index that write records.
+ */
+struct sqlite3_session;
+
+struct db__replica {
+	int on;
+	struct db_replica_hook hook;
+	struct sqlite3_session *session; /* the open write's, or NULL */
+	int applying;	/* the open write is db_replica_apply()'s */
+	int proposed;	/* index was proposed by the open write */
+	uint64_t index; /* the entry the open write records, 0: none */
+	uint64_t applied; /* the store's applied index (atomic) */
+};
+
+struct db__replica *db__replica(struct db *db);
+
+/* Reads the applied index at open. Returns 0 or ERR_DB. */
+int db__replica_load(struct db *db, struct buf *err);
+
+/*
+ * The writer's transaction just began: starts recording its changes when
+ * a hook is set. Returns 0 or ERR_DB.
+ */
+int db__replica_begin(struct db *db, struct buf *err);
+
+/*
+ * Before COMMIT: proposes what the transaction changed and records the
+ * entry's index in it. Returns 0 (also when there is nothing to propose)
+ * or a negative code with err set: the caller rolls back.
+ */
+int db__replica_propose(struct db *db, struct buf *err);
+
+/*
+ * After COMMIT (committed 1) or ROLLBACK: ends the recording and tells
+ * the hook. Returns 1 when the write committed was replicated: a majority
+ * holds it on disk, so the local commit need not wait for the disk (one
+ * lost in a crash is applied again from raft's log).
+ */
+int db__replica_end(struct db *db, int committed);
+
+/*
+ * The writer for db_replica_apply(): takes the write lock, turns foreign
+ * keys off (a changeset holds the cascades' deletes already) and begins;
+ * db__writer_end() turns them back on. NULL with err set on failure.
+ */
+sqlite3 *db__writer_begin_apply(struct db *db, struct buf *err);
+
+/* The write lock alone, without a transaction (db_replica_restore()). */
+sqlite3 *db__writer_hold(struct db *db);
+void db__writer_unhold(struct db *db);	     /* after a change: flushed */
+void db__writer_unhold_clean(struct db *db); /* after reads only */
 
 #endif

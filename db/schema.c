@@ -307,6 +307,26 @@ static const char *const migrations[] = {
 	"CREATE TABLE secrets ("
 	" name TEXT PRIMARY KEY,"
 	" value TEXT NOT NULL) WITHOUT ROWID;",
+	/* 20: replication (db/replica.h). The index of the last replicated
+	 * entry this store holds (node-local: never replicated itself), and
+	 * metric_points with a declared key, which the session extension
+	 * needs to record a table's changes (its rowids are kept). */
+	"CREATE TABLE replica_state ("
+	" one INTEGER PRIMARY KEY CHECK (one = 1),"
+	" applied_index INTEGER NOT NULL);"
+	"INSERT INTO replica_state VALUES (1, 0);"
+	"CREATE TABLE metric_points_20 ("
+	" id INTEGER PRIMARY KEY,"
+	" job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+	" name TEXT NOT NULL,"
+	" ts_ms INTEGER NOT NULL,"
+	" value REAL NOT NULL,"
+	" host INTEGER NOT NULL DEFAULT 0);"
+	"INSERT INTO metric_points_20 (id, job_id, name, ts_ms, value, host)"
+	" SELECT rowid, job_id, name, ts_ms, value, host FROM metric_points;"
+	"DROP TABLE metric_points;"
+	"ALTER TABLE metric_points_20 RENAME TO metric_points;"
+	"CREATE INDEX metric_points_by_job ON metric_points(job_id, name, ts_ms);",
 };
 
 #define N_MIGRATIONS ((int)ARRAY_SIZE(migrations))

@@ -12,6 +12,7 @@ sqlite3:libsqlite3-dev libcurl:libcurl4-openssl-dev libpcre2-8:libpcre2-dev
 libcrypto:libssl-dev inih:libinih-dev libssh2:libssh2-1-dev
 libarchive:libarchive-dev libxml-2.0:libxml2-dev zlib:zlib1g-dev
 libcbor:libcbor-dev lapacke:liblapacke-dev blas:libblas-dev
+raft:libraft-dev libuv:libuv1-dev
 ompi-c:libopenmpi-dev"
 
 missing=""

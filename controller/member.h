@@ -1,0 +1,28 @@
+#ifndef CONTROLLER_MEMBER_H
+#define CONTROLLER_MEMBER_H
+
+/*
+ * trainctld as a member of a replicated controller (--member, --peers;
+ * docs/ha.md). Without --peers nothing here runs.
+ */
+#include <signal.h>
+
+#include "common/buf.h"
+
+struct ctrl_ctx;
+
+/*
+ * Runs this member as a follower, from its opened store: raft applies what
+ * the leader commits, and the API on --listen forwards every request to
+ * the leader. Returns 0 once this member leads and has applied every
+ * committed entry (the controller starts then, from the store), 1 when a
+ * signal of set other than SIGHUP asked to stop, or a negative code with
+ * err set. argv is what the member re-executes when it loses leadership.
+ */
+int ctrl_member_follow(struct ctrl_ctx *ctx, char **argv, const sigset_t *set,
+		       struct buf *err);
+
+/* Stops raft, before the store closes; nothing when not a member. */
+void ctrl_member_stop(void);
+
+#endif

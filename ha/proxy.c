@@ -1,0 +1,447 @@
+/*
+ * A follower's API (ha/ha.h): each request goes to the leader's API as it
+ * came (method, path and query, headers with SigV4's Authorization and
+ * the Host it signed, body), and the leader's answer comes back. Nothing
+ * is answered here but "no leader".
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include <curl/curl.h>
+#include <microhttpd.h>
+
+#include "ha/ha.h"
+#include "common/err.h"
+#include "common/xalloc.h"
+#define LOG_TAG "ha"
+#include "common/log.h"
+#include "common/banned.h"
+
+/* Marks a forwarded request: a member that is not the leader after all
+ * answers it "no leader" rather than forwarding it again. */
+#define FORWARDED "X-Trainctl-Forwarded"
+
+struct ha_proxy {
+	struct ha *ha;
+	struct MHD_Daemon *d;
+	size_t max;
+};
+
+/* One request being read. */
+struct preq {
+	char *uri; /* path and query, as sent */
+	struct buf body;
+	int seen;
+	int too_big;
+};
+
+/* The leader's answer. */
+struct answer {
+	long status;
+	struct buf body;
+	struct curl_slist *headers; /* "Name: value" */
+	long long length;	    /* its Content-Length, -1: none */
+};
+
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	struct ha_proxy *p = cls;
+	struct preq *r = xcalloc(1, sizeof(*r));
+
+	(void)conn;
+	r->uri = xstrdup(uri);
+	buf_init(&r->body, p->max);
+	return r;
+}
+
+static void on_done(void *cls, struct MHD_Connection *conn, void **req_cls,
+		    enum MHD_RequestTerminationCode code)
+{
+	struct preq *r = *req_cls;
+
+	(void)cls;
+	(void)conn;
+	(void)code;
+	if (!r)
+		return;
+	free(r->uri);
+	buf_release(&r->body);
+	free(r);
+	*req_cls = NULL;
+}
+
+static enum MHD_Result send_text(struct MHD_Connection *conn, unsigned status,
+				 const char *type, const char *msg)
+{
+	struct buf b = BUF_INIT;
+	struct MHD_Response *res;
+	enum MHD_Result ret;
+
+	(void)buf_addf(&b, "{\"__type\":\"%s\",\"message\":\"%s\"}", type, msg);
+	res = MHD_create_response_from_buffer(b.len, b.data,
+					      MHD_RESPMEM_MUST_COPY);
+	buf_release(&b);
+	MHD_add_response_header(res, "Content-Type",
+				"application/x-amz-json-1.1");
+	if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
+		MHD_add_response_header(res, "Retry-After", "1");
+	ret = MHD_queue_response(conn, status, res);
+	MHD_destroy_response(res);
+	return ret;
+}
+
+/* Request headers that curl sets itself, or that are per connection. */
+static int hop_header(const char *name)
+{
+	static const char *const names[] = { "Content-Length", "Connection",
+					     "Transfer-Encoding", "Expect",
+					     "Keep-Alive" };
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcasecmp(name, names[i]))
+			return 1;
+	return 0;
+}
+
+static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind,
+				  const char *key, const char *value)
+{
+	struct curl_slist **list = cls;
+	struct buf b = BUF_INIT;
+
+	(void)kind;
+	if (hop_header(key))
+		return MHD_YES;
+	(void)buf_addf(&b, "%s: %s", key, value ? value : "");
+	*list = curl_slist_append(*list, b.data);
+	buf_release(&b);
+	return MHD_YES;
+}
+
+static size_t on_body(char *data, size_t size, size_t n, void *arg)
+{
+	struct answer *a = arg;
+
+	if (buf_add(&a->body, data, size * n))
+		return 0; /* over the limit: curl fails the transfer */
+	return size * n;
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *arg)
+{
+	struct answer *a = arg;
+	size_t len = size * n;
+	char *line = xstrndup(data, len);
+	char *colon = strchr(line, ':');
+
+	line[strcspn(line, "\r\n")] = '\0';
+	/* A new status line (after a 100 Continue): start over. */
+	if (!strncmp(line, "HTTP/", 5)) {
+		curl_slist_free_all(a->headers);
+		a->headers = NULL;
+		a->length = -1;
+	} else if (colon) {
+		*colon = '\0';
+		if (!strcasecmp(line, "Content-Length"))
+			a->length = strtoll(colon + 1, NULL, 10);
+		if (!hop_header(line)) {
+			*colon = ':';
+			a->headers = curl_slist_append(a->headers, line);
+		}
+	}
+	free(line);
+	return len;
+}
+
+/*
+ * Each connection's thread (libmicrohttpd's thread per connection) keeps
+ * its libcurl handles, and so its connection to the leader, for the
+ * requests that follow on the same client connection.
+ */
+struct relay_handles {
+	CURLM *m;
+	CURL *c;
+};
+
+static pthread_key_t handles_key;
+static pthread_once_t handles_once = PTHREAD_ONCE_INIT;
+
+static void handles_free(void *arg)
+{
+	struct relay_handles *h = arg;
+
+	curl_multi_cleanup(h->m);
+	curl_easy_cleanup(h->c);
+	free(h);
+}
+
+static void handles_key_init(void)
+{
+	(void)pthread_key_create(&handles_key, handles_free);
+}
+
+/* This thread's handles, the easy one reset; NULL when out of memory. */
+static struct relay_handles *handles_get(void)
+{
+	struct relay_handles *h;
+
+	(void)pthread_once(&handles_once, handles_key_init);
+	h = pthread_getspecific(handles_key);
+	if (h) {
+		curl_easy_reset(h->c);
+		return h;
+	}
+	h = xcalloc(1, sizeof(*h));
+	h->m = curl_multi_init();
+	h->c = curl_easy_init();
+	if (!h->m || !h->c || pthread_setspecific(handles_key, h)) {
+		handles_free(h);
+		return NULL;
+	}
+	return h;
+}
+
+/* How often a forward in flight looks whether its leader still leads. */
+#define LEADER_POLL_MS 50
+
+/*
+ * Runs c to its end, or gives up (CURLE_ABORTED_BY_CALLBACK) as soon as
+ * another member leads than the one at url: a leader stopped or cut off
+ * may have accepted the connection and never answer.
+ */
+static CURLcode perform(struct ha *ha, const char *url, CURLM *m, CURL *c)
+{
+	CURLcode rc = CURLE_ABORTED_BY_CALLBACK;
+	CURLMsg *msg;
+	char now[512];
+	int running = 1;
+	int left;
+
+	curl_multi_add_handle(m, c);
+	for (;;) {
+		if (curl_multi_perform(m, &running) != CURLM_OK) {
+			rc = CURLE_FAILED_INIT;
+			break;
+		}
+		if (!running || ha_leader_url(ha, now, sizeof(now)) ||
+		    strcmp(now, url))
+			break;
+		(void)curl_multi_poll(m, NULL, 0, LEADER_POLL_MS, NULL);
+	}
+	while ((msg = curl_multi_info_read(m, &left)))
+		if (msg->msg == CURLMSG_DONE)
+			rc = msg->data.result;
+	curl_multi_remove_handle(m, c);
+	return rc;
+}
+
+/* Sends r to the leader at url; 0 with a filled, or -1 (err set). */
+static int forward(struct ha_proxy *p, struct MHD_Connection *conn,
+		   const char *method, struct preq *r, const char *url,
+		   struct answer *a, char *err)
+{
+	struct curl_slist *hdrs = NULL;
+	struct buf target = BUF_INIT;
+	struct relay_handles *h = handles_get();
+	CURL *c = h ? h->c : NULL;
+	CURLcode rc;
+
+	if (!c) {
+		snprintf(err, CURL_ERROR_SIZE, "out of memory");
+		return -1;
+	}
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, add_header, &hdrs);
+	hdrs = curl_slist_append(hdrs, FORWARDED ": 1");
+	hdrs = curl_slist_append(hdrs, "Expect:");
+	(void)buf_addf(&target, "%s%s", url, r->uri);
+	buf_init(&a->body, p->max);
+	curl_easy_setopt(c, CURLOPT_URL, target.data);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+	if (r->body.len || !strcmp(method, "POST") || !strcmp(method, "PUT")) {
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, r->body.data);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
+				 (curl_off_t)r->body.len);
+	}
+	if (!strcmp(method, "HEAD"))
+		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, a);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, a);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, err);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 300L);
+	err[0] = '\0';
+	rc = perform(p->ha, url, h->m, c);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a->status);
+	else if (!err[0])
+		snprintf(err, CURL_ERROR_SIZE, "%s", curl_easy_strerror(rc));
+	curl_slist_free_all(hdrs);
+	buf_release(&target);
+	return rc == CURLE_OK ? 0 : -1;
+}
+
+/* A HEAD answer's body, never read: only its size is sent. */
+static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)cls;
+	(void)pos;
+	(void)buf;
+	(void)max;
+	return MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static enum MHD_Result send_answer(struct MHD_Connection *conn,
+				   const char *method, struct answer *a)
+{
+	struct MHD_Response *res;
+	struct curl_slist *h;
+	enum MHD_Result ret;
+
+	/* A HEAD answer keeps the leader's Content-Length (an S3
+	 * HeadObject's size). */
+	if (!strcmp(method, "HEAD") && a->length >= 0)
+		res = MHD_create_response_from_callback(
+			(uint64_t)a->length, 4096, no_body, NULL, NULL);
+	else
+		res = MHD_create_response_from_buffer(a->body.len, a->body.data,
+						      MHD_RESPMEM_MUST_COPY);
+	for (h = a->headers; h; h = h->next) {
+		char *name = xstrdup(h->data);
+		char *colon = strchr(name, ':');
+		const char *value = colon + 1;
+
+		*colon = '\0';
+		while (*value == ' ')
+			value++;
+		MHD_add_response_header(res, name, value);
+		free(name);
+	}
+	ret = MHD_queue_response(conn, (unsigned)a->status, res);
+	MHD_destroy_response(res);
+	return ret;
+}
+
+static enum MHD_Result relay(struct ha_proxy *p, struct MHD_Connection *conn,
+			     const char *method, struct preq *r)
+{
+	char url[512];
+	char err[CURL_ERROR_SIZE];
+	struct answer a = { 0, BUF_INIT, NULL, -1 };
+	enum MHD_Result ret;
+
+	if (r->too_big)
+		return send_text(conn, 413, "ValidationException",
+				 "request body over the limit");
+	if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND, FORWARDED) ||
+	    ha_leader_url(p->ha, url, sizeof(url)))
+		return send_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+				 "ServiceUnavailable", "no leader");
+	if (forward(p, conn, method, r, url, &a, err)) {
+		log_debug("forward to %s: %s", url, err);
+		ret = send_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+				"ServiceUnavailable", "no leader");
+	} else {
+		ret = send_answer(conn, method, &a);
+	}
+	buf_release(&a.body);
+	curl_slist_free_all(a.headers);
+	return ret;
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
+			       const char *url, const char *method,
+			       const char *version, const char *upload_data,
+			       size_t *upload_data_size, void **req_cls)
+{
+	struct ha_proxy *p = cls;
+	struct preq *r = *req_cls;
+
+	(void)url;
+	(void)version;
+	if (!r->seen) {
+		r->seen = 1;
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		if (!r->too_big &&
+		    buf_add(&r->body, upload_data, *upload_data_size))
+			r->too_big = 1;
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	return relay(p, conn, method, r);
+}
+
+static int parse_addr(const char *listen, struct sockaddr_storage *ss,
+		      struct buf *err)
+{
+	const char *colon = strrchr(listen, ':');
+	struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+	char host[64];
+	size_t hl;
+
+	memset(ss, 0, sizeof(*ss));
+	hl = colon ? (size_t)(colon - listen) : 0;
+	if (!colon || hl >= sizeof(host)) {
+		(void)buf_addf(err, "--listen '%s' is not HOST:PORT", listen);
+		return ERR_INVALID;
+	}
+	memcpy(host, listen, hl);
+	host[hl] = '\0';
+	if (!strcmp(host, "localhost"))
+		snprintf(host, sizeof(host), "127.0.0.1");
+	if (inet_pton(AF_INET, host, &in4->sin_addr) != 1) {
+		(void)buf_addf(err, "--listen host '%s' is not an IPv4 address",
+			       host);
+		return ERR_INVALID;
+	}
+	in4->sin_family = AF_INET;
+	in4->sin_port = htons((uint16_t)atoi(colon + 1));
+	return 0;
+}
+
+int ha_proxy_start(struct ha *ha, const char *listen, size_t max,
+		   struct ha_proxy **out, struct buf *err)
+{
+	struct ha_proxy *p;
+	struct sockaddr_storage ss;
+	int ret = parse_addr(listen, &ss, err);
+
+	*out = NULL;
+	if (ret)
+		return ret;
+	p = xcalloc(1, sizeof(*p));
+	p->ha = ha;
+	p->max = max;
+	p->d = MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION,
+		0, NULL, NULL, handler, p, MHD_OPTION_SOCK_ADDR, &ss,
+		MHD_OPTION_URI_LOG_CALLBACK, on_uri, p,
+		MHD_OPTION_NOTIFY_COMPLETED, on_done, p,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
+	if (!p->d) {
+		(void)buf_addf(err, "cannot listen on %s", listen);
+		free(p);
+		return ERR_IO;
+	}
+	*out = p;
+	return 0;
+}
+
+void ha_proxy_stop(struct ha_proxy *p)
+{
+	if (!p)
+		return;
+	MHD_stop_daemon(p->d);
+	free(p);
+}
