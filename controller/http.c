@@ -26,6 +26,7 @@
 #include "controller/agent_api.h"
 #include "controller/front.h"
 #include "controller/http.h"
+#include "controller/member.h"
 #include "controller/obs/logview.h"
 #include "controller/obs/metrics.h"
 #include "common/hex.h"
@@ -315,6 +316,14 @@ start_request(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	 */
 	(void)MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
 					(unsigned)IDLE_TIMEOUT_S);
+	/* A replicated controller's leader that was frozen answers nothing
+	 * until it knows it still leads: no stale read (docs/ha.md). */
+	if (!ctrl_member_serving()) {
+		ctrl_reply_error(resp, 503, "ServiceUnavailable",
+				 "this member's leadership is being checked; "
+				 "retry");
+		return CTRL_FRONT_SEND;
+	}
 	return ctrl_front_start(ctx, conn, method, url, req, resp,
 				content_type);
 }

@@ -99,6 +99,11 @@ int ctrl_member_follow(struct ctrl_ctx *ctx, char **argv, const sigset_t *set,
 	return ret;
 }
 
+int ctrl_member_serving(void)
+{
+	return !member_ha || ha_serving(member_ha);
+}
+
 void ctrl_member_stop(void)
 {
 	if (!member_ha)

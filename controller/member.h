@@ -22,6 +22,13 @@ struct ctrl_ctx;
 int ctrl_member_follow(struct ctrl_ctx *ctx, char **argv, const sigset_t *set,
 		       struct buf *err);
 
+/*
+ * Whether the controller may answer a request: 1 when not a member, else
+ * whether this member still leads as far as raft's loop has seen within
+ * half an election timeout (ha_serving()).
+ */
+int ctrl_member_serving(void);
+
 /* Stops raft, before the store closes; nothing when not a member. */
 void ctrl_member_stop(void);
 

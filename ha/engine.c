@@ -29,6 +29,7 @@
 #include "common/xalloc.h"
 #define LOG_TAG "ha"
 #include "common/log.h"
+#include "common/timeutil.h"
 #include "common/banned.h"
 
 /*
@@ -97,6 +98,10 @@ struct ha {
 	uint64_t incarnation;
 	uint64_t next_seq;
 	int setup; /* how far raft_setup() got (enum setup_stage) */
+	/* Monotonic ms of the last tick of raft's loop: a leader whose loop
+	 * did not run for an election timeout (the process was frozen, a
+	 * SIGSTOP) may have been replaced meanwhile. Atomic. */
+	int64_t tick_ms;
 };
 
 enum setup_stage {
@@ -464,10 +469,24 @@ static void on_tick(uv_timer_t *t)
 	const char *addr = NULL;
 	enum role role;
 
+	int64_t now = time_mono_ms();
+	int64_t gap = now - __atomic_load_n(&ha->tick_ms, __ATOMIC_ACQUIRE);
+
 	raft_leader(&ha->raft, &id, &addr);
 	pthread_mutex_lock(&ha->lock);
 	ha->leader_id = (unsigned)id;
 	role = ha->role;
+	__atomic_store_n(&ha->tick_ms, now, __ATOMIC_RELEASE);
+	if (role == ROLE_READY && gap > (int64_t)ha->cfg->election_ms) {
+		/* The others may have elected a leader while this one did not
+		 * run: what it would read or do now may be stale. */
+		pthread_mutex_unlock(&ha->lock);
+		log_warn("raft's loop did not run for %lld ms (more than the "
+			 "election timeout)",
+			 (long long)gap);
+		fail_stop(ha, "this member may no longer lead");
+		return;
+	}
 	if (role == ROLE_DEPOSED) {
 		pthread_mutex_unlock(&ha->lock);
 		return;
@@ -765,6 +784,14 @@ int ha_ready(struct ha *ha)
 	ready = ha->role == ROLE_READY;
 	pthread_mutex_unlock(&ha->lock);
 	return ready;
+}
+
+int ha_serving(struct ha *ha)
+{
+	int64_t last = __atomic_load_n(&ha->tick_ms, __ATOMIC_ACQUIRE);
+
+	return ha_ready(ha) &&
+	       time_mono_ms() - last <= (int64_t)ha->cfg->election_ms / 2;
 }
 
 int ha_leader_url(struct ha *ha, char *out, size_t size)

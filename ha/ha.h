@@ -73,6 +73,14 @@ int ha_start(const struct ha_config *cfg, struct db *db, struct ha **out,
 int ha_ready(struct ha *ha);
 
 /*
+ * 1 while this member leads and raft's loop ran within half an election
+ * timeout: a member that was frozen (SIGSTOP, a stall) serves nothing
+ * until its loop has looked again whether it still leads, so that it never
+ * answers from a store another leader has moved past. Else 0.
+ */
+int ha_serving(struct ha *ha);
+
+/*
  * The API URL of the member that leads now, copied into out (size
  * bytes); 0, or -1 when no leader is known or this member leads.
  */
