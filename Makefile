@@ -86,7 +86,7 @@ TEST_SRC := $(wildcard tests/*/test_*.c)
 TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
 .PHONY: all deps test check fuzz format format-check install clean demo bench \
-	unit-tests
+	unit-tests ha-history
 
 all: $(BIN_trainctld) $(BIN_trainctl) $(BIN_trainagent) $(BIN_tuner_driver) \
 	trainer
@@ -352,6 +352,11 @@ demo: all
 
 bench: all
 	./bench/api.sh
+
+# The replicated controller's long history check: 50 leader faults
+# (tests/integration/test_ha_history.py; `make test` runs 4).
+ha-history: all
+	/usr/bin/python3 tests/integration/test_ha_history.py --faults 50
 
 clean:
 	rm -rf build

@@ -1,0 +1,175 @@
+#!/usr/bin/python3
+"""The replicated controller under leader faults (docs/ha.md), and what
+replication costs the API.
+
+Three trainctld members on loopback (--member, --peers; each its own
+state folder and ports). Clients (--clients threads, boto3, retries off,
+each talking to one member: a follower forwards to the leader) create
+training jobs with unique names, describe them and stop some, and record
+every operation with the time it was invoked, the time it completed and
+its outcome (ok, fail, or unknown for a timeout). Meanwhile the leader is
+hit --faults times, one at a time:
+
+  kill   kill -9 of the leader; it is started again (on its state) 2 s
+         later and must come back as a follower;
+  stop   SIGSTOP of the leader for --stop-s s (10), then SIGCONT: the
+         split-brain case, the old leader must notice it no longer leads
+         and follow.
+
+For each fault: the time from the fault to the first create that was sent
+after the fault and acknowledged (writes accepted again). At the end, a
+quiet cluster's list of jobs and the recorded history go through the
+history checker (tests/integration/histcheck.py): every acknowledged
+create is there, no status went back, one outcome per job.
+
+Then the API's figures, side by side in the same run, each --wrk-s s:
+CreateTrainingJob/s and DescribeTrainingJob/s of one trainctld (no
+--peers) against the 3-member cluster's leader (wrk + bench/create.lua,
+bench/describe.lua, as bench/api.sh). Goals (issue): writes again
+<= 2 s after the leader is lost; 0 acknowledged writes lost over >= 50
+faults; Create >= 0.5x and Describe >= 0.9x of one node.
+
+Usage: /usr/bin/python3 bench/ha.py [--faults 50] [--kinds kill,stop]
+           [--clients 4] [--quick] [--json FILE]
+--quick: 6 faults, wrk 5 s.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(TOP, "tests", "compat"))
+sys.path.insert(0, os.path.join(TOP, "tests", "integration"))
+
+import smcompat as sc  # noqa: E402
+from halib import Cluster, DAEMON, fault_trials, pct  # noqa: E402
+
+sc.hermetic_env()
+
+
+def wrk(url, script, seconds, extra_args=()):
+    r = subprocess.run(["wrk", "-t2", "-c32", "-d%ds" % seconds, "--latency", "-s",
+                        os.path.join(HERE, script), url, "--"] + list(extra_args),
+                       capture_output=True, text=True, timeout=seconds + 60)
+    m = re.search(r"Requests/sec:\s*([0-9.]+)", r.stdout)
+    bad = re.search(r"non200=([0-9]+)", r.stdout + r.stderr)
+    return float(m.group(1)) if m else 0.0, int(bad.group(1)) if bad else -1
+
+
+def names_file(port, path):
+    subprocess.run([sys.executable, os.path.join(HERE, "list_latency.py"), str(port),
+                    "--names-out", path], check=True, capture_output=True, timeout=300)
+
+
+def api_side_by_side(args, tmp):
+    """Create and Describe per second: one node, then the cluster's leader,
+    twice each, alternated."""
+    rows = {"single": {"create": [], "describe": []}, "cluster": {"create": [], "describe": []}}
+    for rnd in range(2):
+        for which in ("single", "cluster"):
+            d = tempfile.mkdtemp(prefix="ha-api-", dir=tmp)
+            if which == "single":
+                port = sc.free_port()
+                log = open(os.path.join(d, "log"), "w")
+                p = subprocess.Popen([DAEMON, "--listen", "127.0.0.1:%d" % port, "--state-dir",
+                                      os.path.join(d, "s"), "--local-hosts", "0"],
+                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                log.close()
+                stop = [p]
+                end = time.time() + 20
+                while sc.port_is_free(port, "127.0.0.1") and time.time() < end:
+                    time.sleep(0.05)
+            else:
+                cl = Cluster(d, extra=["--ha-election-ms", str(args.election_ms)])
+                cl.start()
+                lead = cl.wait_leader(60)
+                port = lead.api
+                stop = cl
+            try:
+                url = "http://127.0.0.1:%d/" % port
+                c, cbad = wrk(url, "create.lua", args.wrk_s, ["r%d%s" % (rnd, which[0])])
+                nf = os.path.join(d, "names.txt")
+                names_file(port, nf)
+                dsc, dbad = wrk(url, "describe.lua", args.wrk_s, [nf])
+                rows[which]["create"].append(c)
+                rows[which]["describe"].append(dsc)
+                print("round %d %s: create %.0f/s (non-200 %d), describe %.0f/s (non-200 %d)" % (
+                    rnd + 1, which, c, cbad, dsc, dbad), flush=True)
+            finally:
+                if which == "single":
+                    stop[0].terminate()
+                    stop[0].wait(20)
+                else:
+                    stop.stop()
+    out = {}
+    for op in ("create", "describe"):
+        s = sorted(rows["single"][op])[len(rows["single"][op]) // 2]
+        c = sorted(rows["cluster"][op])[len(rows["cluster"][op]) // 2]
+        out[op] = {"single": rows["single"][op], "cluster": rows["cluster"][op],
+                   "ratio": c / s if s else 0.0}
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--faults", type=int, default=50)
+    ap.add_argument("--kinds", default="kill,stop")
+    ap.add_argument("--stop-s", type=float, default=10.0)
+    ap.add_argument("--clients", type=int, default=4)
+    ap.add_argument("--election-ms", type=int, default=1000)
+    ap.add_argument("--wrk-s", type=int, default=10)
+    ap.add_argument("--seed", type=int, default=39)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-api", action="store_true")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    if args.quick:
+        args.faults, args.wrk_s, args.stop_s = 6, 5, 5.0
+    tmp = tempfile.mkdtemp(prefix="trainctl-ha-bench-")
+    res = {"args": vars(args)}
+    try:
+        res["faults"] = fault_trials(args, tmp, log=lambda m: print(m, flush=True))
+        if not args.no_api:
+            res["api"] = api_side_by_side(args, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    f = res["faults"]
+    again = [x["writes_again_s"] for x in f["faults"] if x["writes_again_s"] is not None]
+    never = sum(1 for x in f["faults"] if x["writes_again_s"] is None)
+    print()
+    print("| what | value |")
+    print("| --- | --- |")
+    for kind in f["kinds"].split(","):
+        xs = [x["writes_again_s"] for x in f["faults"] if x["kind"] == kind
+              and x["writes_again_s"] is not None]
+        print("| writes again after %s of the leader (n=%d): median / p90 / max | %.2f / %.2f / %.2f s |"
+              % (kind, len(xs), pct(xs, 50), pct(xs, 90), max(xs) if xs else float("nan")))
+    print("| faults with no write acknowledged within 10 s | %d |" % never)
+    print("| operations | %s |" % f["operations"])
+    print("| acknowledged creates / listed at the end | %d / %d |" % (f["acked_creates"], f["listed"]))
+    print("| acknowledged writes lost | %d |" % f["lost_acked"])
+    print("| history violations | %d |" % f["n_violations"])
+    for v in f["violations"]:
+        print("|   %s | |" % v)
+    if "api" in res:
+        for op in ("create", "describe"):
+            a = res["api"][op]
+            print("| %s/s: one node / 3 members (leader) | %s / %s: %.2fx |" % (
+                op.capitalize(), "+".join("%.0f" % x for x in a["single"]),
+                "+".join("%.0f" % x for x in a["cluster"]), a["ratio"]))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(res, fh, indent=1, default=str)
+    ok = never == 0 and f["n_violations"] == 0 and (not again or max(again) <= 2.0)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
