@@ -479,6 +479,12 @@ def run_elastic(b):
 # ------------------------------------------------------------ report
 
 def report(b, plan):
+    if b.results:
+        report_main(b, plan)
+    report_elastic(b)
+
+
+def report_main(b, plan):
     a = b.a
     print("%g min a system, faults (seed %d, %s %d s): %s" % (
         a.minutes, a.seed, "every" if a.even else "mean", a.mean_interval,
@@ -520,17 +526,20 @@ def report(b, plan):
             by.setdefault(src, []).append(ms / 1000.0)
         print("trainctl's restores (the agent's record): %s" % "; ".join(
             "%s %s s (%d)" % (k, gp.fmt(v), len(v)) for k, v in sorted(by.items())))
-    if b.elastic:
-        print()
-        print("| elastic: a 3-host job, min 2, no spare, a host powered off | training again on 2 (s) |")
-        print("| --- | --: |")
-        for k, r in b.elastic.items():
-            v = "broke" if "error" in r else "not in %d s" % a.elastic_cap if r["again_s"] is None else \
-                "%.1f" % r["again_s"]
-            print("| %s | %s |" % (k, v))
     for s in b.systems:
         for n in (b.results.get(s.label) or {}).get("notes", []):
             print("note: %s: %s" % (s.label, n))
+
+
+def report_elastic(b):
+    if b.elastic:
+        print()
+        print("| elastic: a 3-host job, min 2, no spare, a host cut off | training again on 2 (s) |")
+        print("| --- | --: |")
+        for k, r in b.elastic.items():
+            v = "broke" if "error" in r else "not in %d s" % b.a.elastic_cap if r["again_s"] is None else \
+                "%.1f" % r["again_s"]
+            print("| %s | %s |" % (k, v))
 
 
 def main():

@@ -14,6 +14,7 @@ from graylib import fl
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAM = os.path.join(HERE, "goodput_prog.py")
 RESTORE_RE = re.compile(r"restored in (\d+) ms.*\(source: (\w+)\)")
+EMPTY_RE = re.compile(r"checkpoint: 0 files \(0 bytes\) restored")
 
 
 class Truth:
@@ -196,11 +197,12 @@ def fmt(xs, unit=""):
 
 
 def restores(lines):
-    """[(source, ms)] of the agent's restore lines in a job's log."""
+    """[(source, ms)] of the agent's restore lines in a job's log (not
+    those of an empty prefix: a first attempt has nothing to restore)."""
     out = []
     for x in lines:
         m = RESTORE_RE.search(x)
-        if m:
+        if m and not EMPTY_RE.search(x):
             out.append((m.group(2), int(m.group(1))))
     return out
 
