@@ -27,8 +27,8 @@ for that; a fault still waiting at the end is not injected (a slow
 recovery is spared the faults it pushes past the end).
 
   trainctl  trainctld (cluster.sh up) --heartbeat-ms 250
-            --host-deadline-ms 2000 (--heartbeat-ms, --host-deadline-ms)
-            --grace-period 2, RetryStrategy 30;
+            --host-deadline-ms 2000 --elastic-wait 2 (the benchmark's
+            options of those names) --grace-period 2, RetryStrategy 30;
             checkpoints through its checkpoint channel (the agent mirrors
             TRAINCTL_CHECKPOINT_DIR to the embedded store and restores
             from it, or from a copy in memory where it has one).
@@ -52,16 +52,21 @@ the steps redone, the time to train again and the wall time lost;
 restore times by source (the agent's record for trainctl, the program's
 read-back for all); for trainctl, the split of TrainctlGoodput.
 
-Then the elastic case (--no-elastic to skip), on the same clusters with
-the spare held back (drained), before the main run: a 3-host job that may
-shrink to 2 (trainctl: tag trainctl:min-instance-count=2; torchrun
---nnodes 2:3 on 3 hosts; Slurm: sbatch -N2-3 --requeue), one host cut
-off (link down) for the rest of the trial: the time from the fault to
-the first step on the survivors (cap --elastic-cap s, 120).
+First the elastic case (--no-elastic to skip; --no-main for it alone),
+on the same clusters with the spare held back (drained): a 3-host job
+that may shrink to 2 (trainctl: tag trainctl:min-instance-count=2;
+torchrun --nnodes 2:3 on 3 hosts; Slurm: sbatch -N2-3 --requeue), one
+host cut off (link down) for the rest of the trial: the time from the
+fault to the first step on the survivors (cap --elastic-cap s, 120).
 
 Usage: /usr/bin/python3 bench/goodput.py [--quick] [--minutes 15]
-           [--mean-interval 300] [--ckpt-mb 256] [--systems trainctl,torchrun,srun]
---quick: 3 minutes each, a fault every 45 s on average, 16 MiB.
+           [--mean-interval 300] [--seed 1] [--even] [--ckpt-mb 256]
+           [--elastic-wait 2] [--heartbeat-ms 250] [--host-deadline-ms 2000]
+           [--no-elastic] [--no-main] [--systems trainctl,torchrun,srun]
+           [--json F] [--keep]
+--quick: 3 minutes each, a fault every 45 s on average, 16 MiB (about
+6 minutes with the elastic case). docs/benchmarks.md's table:
+--minutes 15 --even --mean-interval 300 --ckpt-mb 32 (about 18 minutes).
 """
 import argparse
 import json
