@@ -63,7 +63,10 @@ Usage: /usr/bin/python3 bench/goodput.py [--quick] [--minutes 15]
            [--mean-interval 300] [--seed 1] [--even] [--ckpt-mb 256]
            [--elastic-wait 2] [--heartbeat-ms 250] [--host-deadline-ms 2000]
            [--no-elastic] [--no-main] [--systems trainctl,torchrun,srun]
-           [--json F] [--keep]
+           [--peer-copies-mb N] [--json F] [--keep]
+--peer-copies-mb N: trainctl's agents keep checkpoint copies in memory and
+share them with the next host (docs/checkpoints.md); restores then come
+from a peer's copy where one survived.
 --quick: 3 minutes each, a fault every 45 s on average, 16 MiB (about
 6 minutes with the elastic case). docs/benchmarks.md's table:
 --minutes 15 --even --mean-interval 300 --ckpt-mb 32 (about 18 minutes).
@@ -125,14 +128,22 @@ def schedule(a):
         out.append((t, kind, rng.random()))
 
 
+# The port trainctl's agents serve their checkpoint copies on.
+PEER_PORT = 29750
+
 class System:
     """One system's cluster, job and faults."""
     label = "?"
 
+    def up_args(self):
+        """scripts/cluster.sh up options."""
+        return []
+
     def __init__(self, b, tag, n_hosts):
         self.b, self.a = b, b.a
         prefix, net, port = sc.run_names(tag)
-        self.cl = gl.Cluster(prefix, net, port, n_hosts=n_hosts, extra=self.extra())
+        self.cl = gl.Cluster(prefix, net, port, n_hosts=n_hosts, extra=self.extra(),
+                             up_args=self.up_args())
         self.name = self.truth = self.t0 = None
         self.faults, self.notes, self.procs = [], [], []
         self.removed = []
@@ -235,6 +246,14 @@ class System:
 
 class Trainctl(System):
     label = "trainctl"
+
+    def up_args(self):
+        # Checkpoint copies in memory, shared with the next host of the
+        # job (docs/checkpoints.md): a restore reads them when it can.
+        if not self.a.peer_copies_mb:
+            return []
+        return ["--host-env", "TRAINCTL_MEMORY_CHECKPOINT_MB=%d" % self.a.peer_copies_mb,
+                "--host-env", "TRAINCTL_PEER_CHECKPOINT_PORT=%d" % PEER_PORT]
 
     def extra(self):
         return TC_ARGS + ["--elastic-wait", "%g" % self.a.elastic_wait, "--heartbeat-ms",
@@ -561,6 +580,9 @@ def main():
     ap.add_argument("--step-s", type=float, default=0.1)
     ap.add_argument("--ckpt-s", type=float, default=10)
     ap.add_argument("--ckpt-mb", type=int, default=256)
+    ap.add_argument("--peer-copies-mb", type=int, default=0,
+                    help="trainctl's agents keep checkpoint copies in memory (MiB per job) "
+                         "and share them with the next host (0: off)")
     ap.add_argument("--link-s", type=float, default=20)
     ap.add_argument("--elastic-cap", type=int, default=120)
     ap.add_argument("--systems", default="trainctl,torchrun,srun")
