@@ -341,8 +341,10 @@ void agent_lease_sync(struct agent_ctx *ctx, int64_t now, int64_t until)
 	fired = __atomic_load_n(&pg->fired, __ATOMIC_ACQUIRE);
 	if (fired != l->fired_seen) {
 		l->fired_seen = fired;
-		log_warn("the watchdog killed this host's processes: the lease "
-			 "ran out while the agent was not running");
+		/* The agent fences by itself too when it runs: this says only
+		 * that the watchdog acted, not that the agent was away. */
+		log_warn("the watchdog killed this host's processes: the "
+			 "lease ran out");
 	}
 	/* Now and then: a watchdog that died is started again. */
 	if (now >= l->check_at) {
