@@ -123,7 +123,7 @@ def main():
     ap.add_argument("--kinds", default="kill,stop")
     ap.add_argument("--stop-s", type=float, default=10.0)
     ap.add_argument("--clients", type=int, default=4)
-    ap.add_argument("--election-ms", type=int, default=1000)
+    ap.add_argument("--election-ms", type=int, default=800)
     ap.add_argument("--wrk-s", type=int, default=10)
     ap.add_argument("--seed", type=int, default=39)
     ap.add_argument("--quick", action="store_true")
