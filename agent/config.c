@@ -268,22 +268,17 @@ out:
 /* --controller A,B,C into its members, each without trailing slashes. */
 static void split_controllers(struct agent_config *cfg)
 {
-	const char *p = cfg->controller, *comma;
-	size_t n = 1, len;
+	struct strvec v = STRVEC_INIT;
+	size_t i, len;
 
-	for (comma = p; (comma = strchr(comma, ',')); comma++)
-		n++;
-	cfg->controllers = xcalloc(n + 1, sizeof(*cfg->controllers));
-	for (n = 0;; p = comma + 1) {
-		comma = strchr(p, ',');
-		len = comma ? (size_t)(comma - p) : strlen(p);
-		while (len > 0 && p[len - 1] == '/')
-			len--;
-		cfg->controllers[n++] = xstrndup(p, len);
-		if (!comma)
-			break;
+	strvec_split(&v, cfg->controller, ',');
+	for (i = 0; i < v.n; i++) {
+		len = strlen(v.v[i]);
+		while (len > 0 && v.v[i][len - 1] == '/')
+			v.v[i][--len] = '\0';
 	}
-	cfg->n_controllers = n;
+	cfg->controllers = v.v;
+	cfg->n_controllers = v.n;
 }
 
 /* *field from the environment's name (0..hi) when still unset. */

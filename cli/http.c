@@ -282,22 +282,13 @@ static int perform(struct cli_http *h, const char *url, const char *op,
  */
 static void members_split(struct cli_ctx *ctx)
 {
-	const char *p = ctx->endpoint, *comma;
-	size_t n = 1;
+	struct strvec v = STRVEC_INIT;
 
 	if (ctx->members)
 		return;
-	for (comma = p; (comma = strchr(comma, ',')); comma++)
-		n++;
-	ctx->members = xcalloc(n + 1, sizeof(*ctx->members));
-	for (n = 0;; p = comma + 1) {
-		comma = strchr(p, ',');
-		ctx->members[n++] = comma ? xstrndup(p, (size_t)(comma - p)) :
-					    xstrdup(p);
-		if (!comma)
-			break;
-	}
-	ctx->n_members = n;
+	strvec_split(&v, ctx->endpoint, ',');
+	ctx->members = v.v;
+	ctx->n_members = v.n;
 	ctx->cur_member = 0;
 }
 
@@ -322,19 +313,20 @@ const char *cli_endpoint_live(struct cli_ctx *ctx)
 
 int cli_endpoint_check(const char *list, struct buf *err)
 {
-	const char *p = list, *comma;
+	struct strvec v = STRVEC_INIT;
+	size_t i;
+	int ret = 0;
 
-	for (;; p = comma + 1) {
-		comma = strchr(p, ',');
-		if (comma == p || !*p) {
+	strvec_split(&v, list, ',');
+	for (i = 0; i < v.n && !ret; i++)
+		if (!*v.v[i]) {
 			(void)buf_addf(err,
 				       "--endpoint '%s' has an empty member",
 				       list);
-			return -1;
+			ret = -1;
 		}
-		if (!comma)
-			return 0;
-	}
+	strvec_release(&v);
+	return ret;
 }
 
 /*

@@ -1,5 +1,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/strvec.h"
 #include "common/buf.h"
@@ -23,6 +24,22 @@ void strvec_pushf(struct strvec *s, const char *fmt, ...)
 	va_end(ap);
 	strvec_push(s, b.data ? b.data : "");
 	buf_release(&b);
+}
+
+void strvec_split(struct strvec *s, const char *str, char sep)
+{
+	const char *end;
+
+	for (;; str = end + 1) {
+		end = strchr(str, sep);
+		if (!end) {
+			strvec_push(s, str);
+			return;
+		}
+		ALLOC_GROW(s->v, s->n + 2, s->alloc);
+		s->v[s->n++] = xstrndup(str, (size_t)(end - str));
+		s->v[s->n] = NULL;
+	}
 }
 
 void strvec_release(struct strvec *s)

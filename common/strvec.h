@@ -22,6 +22,12 @@ void strvec_push(struct strvec *s, const char *str);
 void strvec_pushf(struct strvec *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * Appends the fields of str separated by sep, empty ones included
+ * ("a,,b" gives "a", "", "b"; "" gives one empty field).
+ */
+void strvec_split(struct strvec *s, const char *str, char sep);
+
 /* Frees the strings and the vector; s is empty again. */
 void strvec_release(struct strvec *s);
 

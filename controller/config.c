@@ -827,21 +827,9 @@ static void split_advertise(struct ctrl_config *cfg)
 {
 	struct strvec v = STRVEC_INIT;
 	struct buf all = BUF_INIT;
-	const char *p = cfg->advertise_url, *comma;
 	size_t i;
 
-	for (;; p = comma + 1) {
-		comma = strchr(p, ',');
-		if (comma) {
-			char *one = xstrndup(p, (size_t)(comma - p));
-
-			strvec_push(&v, one);
-			free(one);
-		} else {
-			strvec_push(&v, p);
-			break;
-		}
-	}
+	strvec_split(&v, cfg->advertise_url, ',');
 	qsort(v.v, v.n, sizeof(*v.v), cmp_str);
 	for (i = 0; i < v.n; i++)
 		(void)buf_addf(&all, "%s%s", i ? "," : "", v.v[i]);
@@ -941,24 +929,25 @@ static int check_listen(const struct ctrl_config *cfg, const char *opt,
 /* Every URL of --advertise-url (all, sorted) is http(s) and not empty. */
 static int check_advertise(const char *all, struct buf *err)
 {
-	const char *p = all, *comma;
+	struct strvec v = STRVEC_INIT;
+	size_t i;
+	int ret = 0;
 
-	for (;; p = comma + 1) {
-		size_t n;
+	strvec_split(&v, all, ',');
+	for (i = 0; i < v.n && !ret; i++) {
+		const char *u = v.v[i];
 
-		comma = strchr(p, ',');
-		n = comma ? (size_t)(comma - p) : strlen(p);
-		if (!((n > 7 && !strncmp(p, "http://", 7)) ||
-		      (n > 8 && !strncmp(p, "https://", 8)))) {
+		if (!((strlen(u) > 7 && !strncmp(u, "http://", 7)) ||
+		      (strlen(u) > 8 && !strncmp(u, "https://", 8)))) {
 			(void)buf_addf(err,
-				       "--advertise-url: '%.*s' is not an "
+				       "--advertise-url: '%s' is not an "
 				       "http:// or https:// URL",
-				       (int)n, p);
-			return -1;
+				       u);
+			ret = -1;
 		}
-		if (!comma)
-			return 0;
 	}
+	strvec_release(&v);
+	return ret;
 }
 
 /* --member and --peers (controller/member.c runs the member). */

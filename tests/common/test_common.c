@@ -243,6 +243,22 @@ static void test_strvec(void **state)
 	assert_int_equal(strv_len(copy), 0);
 	strv_free(copy);
 	strv_free(NULL);
+	/* split: empty fields kept, the vector NULL-terminated */
+	strvec_split(&s, "a,,b", ',');
+	assert_int_equal(s.n, 3);
+	assert_string_equal(s.v[0], "a");
+	assert_string_equal(s.v[1], "");
+	assert_string_equal(s.v[2], "b");
+	assert_null(s.v[3]);
+	strvec_release(&s);
+	strvec_split(&s, "", ',');
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.v[0], "");
+	strvec_release(&s);
+	strvec_split(&s, "x,", ',');
+	assert_int_equal(s.n, 2);
+	assert_string_equal(s.v[1], "");
+	strvec_release(&s);
 }
 
 /* Code point (or -1) and length of the first sequence of s. */
