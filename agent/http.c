@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -148,6 +149,27 @@ static size_t on_write(char *data, size_t size, size_t n, void *userp)
 	return size * n;
 }
 
+/* Picks X-Trainctl-Term out of the answer's headers. */
+static size_t on_header(char *data, size_t size, size_t n, void *userp)
+{
+	static const char name[] = "X-Trainctl-Term:";
+	struct agent_req *r = userp;
+	size_t len = size * n, i = sizeof(name) - 1;
+	uint64_t t = 0;
+
+	if (len <= i || strncasecmp(data, name, i))
+		return len;
+	while (i < len && data[i] == ' ')
+		i++;
+	for (; i < len && data[i] >= '0' && data[i] <= '9'; i++) {
+		if (t > (UINT64_MAX - 9) / 10)
+			return len; /* not a term: ignored, as none */
+		t = t * 10 + (uint64_t)(data[i] - '0');
+	}
+	r->term = t;
+	return len;
+}
+
 static size_t on_read(char *out, size_t size, size_t n, void *userp)
 {
 	struct agent_req *r = userp;
@@ -165,6 +187,7 @@ static struct agent_req *req_new(struct agent_ctx *ctx, const char *method,
 {
 	struct agent_req *r = xcalloc(1, sizeof(*r));
 	struct buf url = BUF_INIT;
+	char term[48];
 	CURL *e;
 
 	r->upload_fd = -1;
@@ -186,6 +209,8 @@ static struct agent_req *req_new(struct agent_ctx *ctx, const char *method,
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, ctx->http.connect_ms);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -202,6 +227,12 @@ static struct agent_req *req_new(struct agent_ctx *ctx, const char *method,
 			r->headers, "Content-Type: application/json");
 	/* No "Expect: 100-continue" round trip for our uploads. */
 	r->headers = curl_slist_append(r->headers, "Expect:");
+	if (ctx->http.term) {
+		/* A deposed leader that still runs refuses it (503). */
+		(void)snprintf(term, sizeof(term), "X-Trainctl-Term: %llu",
+			       (unsigned long long)ctx->http.term);
+		r->headers = curl_slist_append(r->headers, term);
+	}
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
 	if (!strcmp(method, "POST"))
 		curl_easy_setopt(e, CURLOPT_POST, 1L);
@@ -278,6 +309,35 @@ short agent_http_sock_events(const struct agent_http_sock *sock)
 	return ev;
 }
 
+/*
+ * Members' terms (docs/agent-protocol.md): an answer in a lower term than
+ * one seen before comes from a leader that was deposed and may not know it
+ * yet; what it says (start, stop, a checkpoint's fate) is dropped, and the
+ * callback sees a 503, as from a member that does not lead. An answer
+ * without a term once one was seen is no leader's either.
+ */
+static void check_term(struct agent_http *h, struct agent_req *r)
+{
+	if (r->status >= 500)
+		return; /* no leader's answer, and taken as such */
+	if (r->term >= h->term) {
+		if (r->term > h->term)
+			log_info("%s leads in term %llu", h->base,
+				 (unsigned long long)r->term);
+		h->term = r->term;
+		return;
+	}
+	log_warn("%s answered in term %llu, but a leader of term %llu was "
+		 "seen: a deposed leader's answer, dropped",
+		 h->base, (unsigned long long)r->term,
+		 (unsigned long long)h->term);
+	r->status = 503;
+	r->stale = 1;
+	buf_reset(&r->resp);
+	(void)buf_adds(&r->resp, "{\"__type\":\"ServiceUnavailable\","
+				 "\"message\":\"a deposed leader's answer\"}");
+}
+
 /* Hands every finished transfer to its callback. */
 static void finish(struct agent_ctx *ctx)
 {
@@ -305,10 +365,11 @@ static void finish(struct agent_ctx *ctx)
 				    CURLE_OK)
 				r->os_errno = (int)e;
 		}
-		if (m->data.result == CURLE_OK)
+		if (m->data.result == CURLE_OK) {
 			curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE,
 					  &r->status);
-		else if (!r->errbuf[0])
+			check_term(h, r);
+		} else if (!r->errbuf[0])
 			(void)snprintf(r->errbuf, sizeof(r->errbuf), "%s",
 				       curl_easy_strerror(m->data.result));
 		ip = NULL;

@@ -22,6 +22,8 @@ struct agent_req {
 	long status;	 /* HTTP status; 0 when the transfer failed */
 	int curl_code;
 	int os_errno; /* of a failed connect (CURLINFO_OS_ERRNO) */
+	uint64_t term; /* the answer's X-Trainctl-Term; 0 none */
+	int stale;     /* a deposed leader's answer (status made 503) */
 	char errbuf[256];
 	agent_req_fn *done;
 	void *data;
@@ -45,6 +47,9 @@ struct agent_http {
 	size_t member;	/* the member requests go to */
 	long connect_ms; /* connect timeout of every request */
 	char *local_ip; /* learnt from the first completed request */
+	/* The highest X-Trainctl-Term a member answered with: answers of
+	 * a lower one come from a deposed leader and are dropped. */
+	uint64_t term;
 };
 
 int agent_http_init(struct agent_ctx *ctx, struct buf *err);

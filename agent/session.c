@@ -176,9 +176,11 @@ void agent_session_lost(struct agent_ctx *ctx, const char *what,
 	 * An answer, even an error, or a refused connection means the
 	 * controller's machine is there and only trainctld is not (a
 	 * restart): that is no partition, so no reason to fence. A
-	 * timeout or an unreachable network is.
+	 * timeout or an unreachable network is, and so is a deposed
+	 * leader's answer: the one that leads may not hear this host.
 	 */
-	if (req && (req->status || req->os_errno == ECONNREFUSED)) {
+	if (req && !req->stale &&
+	    (req->status || req->os_errno == ECONNREFUSED)) {
 		s->last_reachable = now;
 		renew(s, req);
 	}

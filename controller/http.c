@@ -127,6 +127,22 @@ void ctrl_http_request_id(char out[37])
 	hex_uuid(b, out);
 }
 
+/*
+ * A member's answers say the term it leads in, so that an agent that has
+ * seen a newer leader refuses what a deposed one still sends
+ * (docs/agent-protocol.md, "Members' terms").
+ */
+static void add_term(struct MHD_Response *mr)
+{
+	uint64_t term = ctrl_member_term();
+	char v[24];
+
+	if (!term)
+		return;
+	(void)snprintf(v, sizeof(v), "%llu", (unsigned long long)term);
+	MHD_add_response_header(mr, "X-Trainctl-Term", v);
+}
+
 static enum MHD_Result send_response(struct MHD_Connection *conn,
 				     struct ctrl_response *r,
 				     const char *content_type,
@@ -158,6 +174,7 @@ static enum MHD_Result send_response(struct MHD_Connection *conn,
 					r->query_error);
 	if (!strcmp(content_type, "application/cbor"))
 		MHD_add_response_header(mr, "smithy-protocol", "rpc-v2-cbor");
+	add_term(mr);
 	ret = MHD_queue_response(conn, (unsigned)r->status, mr);
 	MHD_destroy_response(mr);
 	if (r->status >= 400)
@@ -213,6 +230,7 @@ static enum MHD_Result send_blob(struct ctrl_ctx *ctx,
 	if (reply.last_modified[0])
 		MHD_add_response_header(mr, MHD_HTTP_HEADER_LAST_MODIFIED,
 					reply.last_modified);
+	add_term(mr);
 	ret = MHD_queue_response(conn, (unsigned)reply.status, mr);
 	MHD_destroy_response(mr);
 	log_debug("%s %s -> %d (%lld us)", method, url, reply.status,
@@ -248,6 +266,7 @@ static enum MHD_Result send_s3(struct MHD_Connection *conn, struct request *req,
 	}
 	for (i = 0; i < reply.n_headers; i++)
 		MHD_add_response_header(mr, reply.name[i], reply.value[i]);
+	add_term(mr);
 	ret = MHD_queue_response(conn, (unsigned)reply.status, mr);
 	MHD_destroy_response(mr);
 	ctrl_metrics_request(conn, method, "/s3", reply.status,
@@ -308,6 +327,9 @@ start_request(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	      const char *url, const char *method, struct request *req,
 	      struct ctrl_response *resp, const char **content_type)
 {
+	struct buf why = BUF_INIT;
+	int status;
+
 	req->started = 1;
 	/*
 	 * Its headers are in: until it is answered the connection may idle
@@ -322,6 +344,18 @@ start_request(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		ctrl_reply_error(resp, 503, "ServiceUnavailable",
 				 "this member's leadership is being checked; "
 				 "retry");
+		return CTRL_FRONT_SEND;
+	}
+	status = ctrl_member_check_term(
+		MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					    "X-Trainctl-Term"),
+		&why);
+	if (status) {
+		ctrl_reply_error(resp, status,
+				 status == 503 ? "ServiceUnavailable" :
+						 "ValidationException",
+				 why.data);
+		buf_release(&why);
 		return CTRL_FRONT_SEND;
 	}
 	return ctrl_front_start(ctx, conn, method, url, req, resp,

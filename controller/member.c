@@ -4,6 +4,7 @@
  * a follower until elected, then today's controller on the replicated
  * store.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,36 @@ int ctrl_member_follow(struct ctrl_ctx *ctx, char **argv, const sigset_t *set,
 int ctrl_member_serving(void)
 {
 	return !member_ha || ha_serving(member_ha);
+}
+
+uint64_t ctrl_member_term(void)
+{
+	return member_ha ? ha_term(member_ha) : 0;
+}
+
+int ctrl_member_check_term(const char *seen, struct buf *why)
+{
+	unsigned long long t;
+	uint64_t mine;
+	char *end;
+
+	if (!seen || !member_ha)
+		return 0;
+	errno = 0;
+	t = strtoull(seen, &end, 10);
+	if (errno || end == seen || *end || *seen < '0' || *seen > '9') {
+		(void)buf_addf(why, "X-Trainctl-Term: '%.40s' is not a term",
+			       seen);
+		return 400;
+	}
+	mine = ha_term(member_ha);
+	if (t <= mine)
+		return 0;
+	(void)buf_addf(why,
+		       "member %u leads in term %llu, but the caller has seen "
+		       "term %llu: a newer leader exists; try another member",
+		       member_cfg.self, (unsigned long long)mine, t);
+	return 503;
 }
 
 void ctrl_member_stop(void)

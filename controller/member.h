@@ -6,6 +6,7 @@
  * docs/ha.md). Without --peers nothing here runs.
  */
 #include <signal.h>
+#include <stdint.h>
 
 #include "common/buf.h"
 
@@ -28,6 +29,20 @@ int ctrl_member_follow(struct ctrl_ctx *ctx, char **argv, const sigset_t *set,
  * half an election timeout (ha_serving()).
  */
 int ctrl_member_serving(void);
+
+/*
+ * The term in which this member leads (ha_term()), put on every answer as
+ * X-Trainctl-Term; 0 when not a member.
+ */
+uint64_t ctrl_member_term(void);
+
+/*
+ * Checks a request's X-Trainctl-Term (NULL: none): a caller that has seen
+ * a higher term than this member's knows a newer leader. Returns 0, or
+ * 503 (deposed) or 400 (not a term) with why set. A controller that is not
+ * a member has no term and takes any.
+ */
+int ctrl_member_check_term(const char *seen, struct buf *why);
 
 /* Stops raft, before the store closes; nothing when not a member. */
 void ctrl_member_stop(void);

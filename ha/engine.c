@@ -102,6 +102,9 @@ struct ha {
 	 * did not run for an election timeout (the process was frozen, a
 	 * SIGSTOP) may have been replaced meanwhile. Atomic. */
 	int64_t tick_ms;
+	/* raft's term in which this member leads and serves; 0 before.
+	 * Written on raft's thread, read by the controller's. Atomic. */
+	uint64_t term;
 };
 
 enum setup_stage {
@@ -453,9 +456,13 @@ static void on_barrier(struct raft_barrier *req, int status)
 			ha->role = ROLE_FOLLOWER;
 	} else {
 		ha->role = ROLE_READY;
+		__atomic_store_n(&ha->term, ha->raft.current_term,
+				 __ATOMIC_RELEASE);
 		pthread_cond_broadcast(&ha->cond);
-		log_info("member %u leads at entry %llu", ha->cfg->self,
-			 (unsigned long long)raft_last_applied(&ha->raft));
+		log_info("member %u leads at entry %llu in term %llu",
+			 ha->cfg->self,
+			 (unsigned long long)raft_last_applied(&ha->raft),
+			 (unsigned long long)ha->raft.current_term);
 	}
 	pthread_mutex_unlock(&ha->lock);
 }
@@ -792,6 +799,11 @@ int ha_serving(struct ha *ha)
 
 	return ha_ready(ha) &&
 	       time_mono_ms() - last <= (int64_t)ha->cfg->election_ms / 2;
+}
+
+uint64_t ha_term(struct ha *ha)
+{
+	return __atomic_load_n(&ha->term, __ATOMIC_ACQUIRE);
 }
 
 int ha_leader_url(struct ha *ha, char *out, size_t size)

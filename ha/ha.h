@@ -81,6 +81,14 @@ int ha_ready(struct ha *ha);
 int ha_serving(struct ha *ha);
 
 /*
+ * raft's term in which this member led last (it stays after the member
+ * lost leadership, until it fail-stops), 0 before it led. Terms only
+ * grow: whoever has seen a higher one knows this leader was deposed
+ * (docs/agent-protocol.md, "Members' terms").
+ */
+uint64_t ha_term(struct ha *ha);
+
+/*
  * The API URL of the member that leads now, copied into out (size
  * bytes); 0, or -1 when no leader is known or this member leads.
  */

@@ -50,6 +50,9 @@ class Mock:
         self.heartbeat_ms = 200
         self.deadline_ms = 1500
         self.bad_auth = 0
+        self.terms = {}            # member -> the X-Trainctl-Term it answers with
+        self.terms_seen = {}       # member -> the X-Trainctl-Term values it was sent
+        self.stale_work = None     # member B's work while it is a deposed leader
 
     def set_work(self, assignments):
         with self.lock:
@@ -79,6 +82,7 @@ MOCK = Mock()
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    member = "B"
 
     def log_message(self, *a):
         pass
@@ -87,6 +91,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if isinstance(body, (dict, list)):
             body = json.dumps(body).encode()
         self.send_response(code)
+        term = MOCK.terms.get(self.member)
+        if term:
+            self.send_header("X-Trainctl-Term", str(term))
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -101,6 +108,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             time.sleep(0.05)
 
     def authorized(self):
+        seen = self.headers.get("X-Trainctl-Term")
+        if seen:
+            with MOCK.lock:
+                MOCK.terms_seen.setdefault(self.member, set()).add(seen)
         if self.headers.get("Authorization") != "Bearer " + TOKEN:
             MOCK.bad_auth += 1
             self.reply(401, {"__type": "AccessDeniedException"})
@@ -140,6 +151,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.reply(404)
         have = int(urllib.parse.parse_qs(u.query).get("version", ["-1"])[0])
         with MOCK.lock:
+            if self.member == "B" and MOCK.stale_work is not None:
+                return self.reply(200, {"version": MOCK.version + 100,
+                                        "assignments": MOCK.stale_work})
             end = time.time() + 2
             while MOCK.version == have and time.time() < end:
                 MOCK.lock.wait(0.1)
@@ -222,6 +236,7 @@ def tar_names(data):
 class HandlerA(Handler):
     """Member A of a replicated controller: the same state, its own
     partition."""
+    member = "A"
 
     def partitioned(self):
         while time.time() < MOCK.hang_a_until:
@@ -281,6 +296,70 @@ def members_case(tap, port, env):
         tap.ok(exit_code(agent, 10) == 0, "--controller A,B: SIGTERM, exit 0")
     finally:
         MOCK.hang_a_until = 0
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+        srv_a.shutdown()
+        shutil.rmtree(work, ignore_errors=True)
+        log.close()
+        os.unlink(logf)
+
+
+def terms_case(tap, port, env):
+    """--controller A,B: A leads in term 7; B is a deposed leader of term 6
+    that still answers, with work that would stop the rank. A cut off for
+    3 s: the agent tries B, drops its answers (and does not count them as
+    the controller's), tells it the term it knows, and goes back to A; the
+    rank is never stopped."""
+    srv_a = QuietServer(("127.0.0.1", 0), HandlerA)
+    srv_a.daemon_threads = True
+    port_a = srv_a.server_address[1]
+    threading.Thread(target=srv_a.serve_forever, daemon=True).start()
+    work = tempfile.mkdtemp(prefix="trainagent-mock-")
+    fd, logf = tempfile.mkstemp(prefix="trainagent-mock-", suffix=".log")
+    log = os.fdopen(fd, "w")
+    MOCK.terms = {"A": 7, "B": 6}
+    MOCK.deadline_ms = 4500
+    agent = subprocess.Popen([AGENT, "--controller",
+                              "http://127.0.0.1:%d/,http://127.0.0.1:%d" % (port_a, port),
+                              "--host", HOST, "--work-dir", work, "--cpus", "1",
+                              "--gpus", "0", "-v"],
+                             env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        n = len(MOCK.registers)
+        tap.ok(MOCK.wait(lambda: len(MOCK.registers) > n), "terms: registers with A")
+        MOCK.set_work([assignment("terms", port, ["/bin/sleep", "100"])])
+        MOCK.wait(lambda: (MOCK.last_report("terms") or {}).get("phase") == "running")
+        pid = MOCK.last_report("terms")["processes"][0]["pid"]
+        MOCK.stale_work = [assignment("terms", port, ["/bin/sleep", "100"], action="abort")]
+        t0 = time.time()
+        MOCK.hang_a_until = t0 + 3
+        alive = True
+        while time.time() < t0 + 6:
+            if not os.path.exists("/proc/%d" % pid):
+                alive = False
+                break
+            time.sleep(0.1)
+        with open(logf) as f:
+            text = f.read()
+        tap.ok(alive and "a deposed leader's answer, dropped" in text
+               and "7" in MOCK.terms_seen.get("B", set()),
+               "a deposed leader's work (term 6 < 7) is dropped: the rank runs on; "
+               "B was told term 7 (sent: %s)" % sorted(MOCK.terms_seen.get("B", set())),
+               "\n".join(text.splitlines()[-15:]))
+        tap.ok((MOCK.last_report("terms") or {}).get("phase") == "running",
+               "terms: the rank's last report is still 'running'")
+        MOCK.stale_work = None
+        MOCK.set_work([assignment("terms", port, ["/bin/sleep", "100"], action="abort")])
+        MOCK.wait(lambda: (MOCK.last_report("terms") or {}).get("phase") == "done")
+        MOCK.set_work([])
+        agent.send_signal(signal.SIGTERM)
+        tap.ok(exit_code(agent, 10) == 0, "terms: SIGTERM, exit 0")
+    finally:
+        MOCK.hang_a_until = 0
+        MOCK.stale_work = None
+        MOCK.terms = {}
+        MOCK.deadline_ms = 1500
         if agent.poll() is None:
             agent.kill()
             agent.wait()
@@ -461,6 +540,7 @@ def main():
         rc = exit_code(agent, 10)
         tap.ok(rc == 0, "SIGTERM: the agent exits 0", rc)
         members_case(tap, port, env)
+        terms_case(tap, port, env)
     finally:
         if agent.poll() is None:
             agent.kill()

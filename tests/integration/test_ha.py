@@ -20,6 +20,11 @@ to the leader).
   (h5) SIGSTOP the leader ~5 s: another member leads and accepts writes;
        after SIGCONT the old leader re-executes itself and follows; nothing
        acknowledged is lost and no job's status went backwards
+  (h7) members' terms: every answer says the term the leader leads in
+       (X-Trainctl-Term, the same through a follower, higher than the
+       first leader's after the changes of leader above); a request that
+       has seen a higher term is refused 503 (a newer leader exists), one
+       with a malformed term 400
   (h6) two members killed: the last one answers every request 503 with
        Retry-After (no leader) and writes nothing; the two restarted, a
        leader is elected and nothing acknowledged is lost
@@ -342,16 +347,43 @@ def h6(cl):
 TAP = sc.Tap()
 
 
+def term_of(m, headers=None):
+    r = sc.amz_json(m.want_port, "ListTrainingJobs", {}, headers=headers,
+                    auth=(sc.KEY, sc.SECRET))
+    return r, int(r.headers.get("x-trainctl-term", "0"))
+
+
+def h7(cl, first):
+    lead = cl.leader()
+    r, term = term_of(lead)
+    expect(r.status == 200 and term > first > 0,
+           "the leader's term %d after two changes of leader (first %d): %r" % (term, first, r))
+    for m in cl.members:
+        if m is not lead:
+            r, t = term_of(m)
+            expect(r.status == 200 and t == term, "through member %d: term %d, not %d: %r" % (
+                m.mid, t, term, r))
+    r, _ = term_of(lead, {"X-Trainctl-Term": str(term)})
+    expect(r.status == 200, "the leader's own term refused: %r" % r)
+    r, _ = term_of(lead, {"X-Trainctl-Term": str(term + 1)})
+    expect(r.status == 503 and b"newer leader" in r.body, "a higher term: %r" % r)
+    r, _ = term_of(lead, {"X-Trainctl-Term": "12x"})
+    expect(r.status == 400 and b"not a term" in r.body, "a malformed term: %r" % r)
+    TAP.note("term %d (the first leader's %d)" % (term, first))
+
+
 def main():
     cl = Cluster()
     try:
         if TAP.case("h1: three members elect a leader; writes through any member", h1, cl) is None:
             return TAP.finish()
+        first = term_of(cl.leader())[1]
         old = TAP.case("h2: kill -9 the leader: writes accepted again, nothing lost", h2, cl)
         if old is not None:
             TAP.case("h3: the old leader restarted follows and catches up", h3, cl, old)
         TAP.case("h4: a follower killed: writes go on; restarted, it catches up", h4, cl)
         TAP.case("h5: the leader stopped 5 s: another leads; resumed, it follows", h5, cl)
+        TAP.case("h7: answers carry the leader's term; a higher one is refused", h7, cl, first)
         TAP.case("h6: two of three lost: 503 and nothing written; back, nothing lost", h6, cl)
     finally:
         cl.stop_all()
