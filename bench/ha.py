@@ -29,8 +29,15 @@ bench/describe.lua, as bench/api.sh). Goals (issue): writes again
 <= 2 s after the leader is lost; 0 acknowledged writes lost over >= 50
 faults; Create >= 0.5x and Describe >= 0.9x of one node.
 
+The CPU each create costs (the daemons' user + system time over the
+create run, over the creates answered) is printed beside it: one node's,
+and the three members' together with the leader's share, since here the
+three share two cores.
+
 Usage: /usr/bin/python3 bench/ha.py [--faults 50] [--kinds kill,stop]
-           [--clients 4] [--quick] [--json FILE]
+           [--clients 4] [--quick] [--no-api] [--member-arg ARG]...
+           [--json FILE]
+--faults 0: only the API's figures.
 --quick: 6 faults, wrk 5 s.
 """
 import argparse
@@ -63,6 +70,16 @@ def wrk(url, script, seconds, extra_args=()):
     return float(m.group(1)) if m else 0.0, int(bad.group(1)) if bad else -1
 
 
+def cpu_s(pid):
+    """CPU seconds (user + system) the process has used so far."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def names_file(port, path):
     subprocess.run([sys.executable, os.path.join(HERE, "list_latency.py"), str(port),
                     "--names-out", path], check=True, capture_output=True, timeout=300)
@@ -71,7 +88,8 @@ def names_file(port, path):
 def api_side_by_side(args, tmp):
     """Create and Describe per second: one node, then the cluster's leader,
     twice each, alternated."""
-    rows = {"single": {"create": [], "describe": []}, "cluster": {"create": [], "describe": []}}
+    rows = {"single": {"create": [], "describe": [], "cpu_ms": []},
+            "cluster": {"create": [], "describe": [], "cpu_ms": [], "leader_cpu_ms": []}}
     for rnd in range(2):
         for which in ("single", "cluster"):
             d = tempfile.mkdtemp(prefix="ha-api-", dir=tmp)
@@ -83,25 +101,35 @@ def api_side_by_side(args, tmp):
                                      stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
                 log.close()
                 stop = [p]
+                pids = [p.pid]
                 end = time.time() + 20
                 while sc.port_is_free(port, "127.0.0.1") and time.time() < end:
                     time.sleep(0.05)
             else:
-                cl = Cluster(d, extra=["--ha-election-ms", str(args.election_ms)])
+                cl = Cluster(d, extra=["--ha-election-ms", str(args.election_ms)] + args.member_arg)
                 cl.start()
                 lead = cl.wait_leader(60)
                 port = lead.api
                 stop = cl
+                pids = [lead.proc.pid] + [m.proc.pid for m in cl.members if m is not lead]
             try:
                 url = "http://127.0.0.1:%d/" % port
+                cpu0 = [cpu_s(x) for x in pids]
                 c, cbad = wrk(url, "create.lua", args.wrk_s, ["r%d%s" % (rnd, which[0])])
+                used = [cpu_s(x) - y for x, y in zip(pids, cpu0)]
+                n = max(1.0, c * args.wrk_s)
+                rows[which]["cpu_ms"].append(1000.0 * sum(used) / n)
+                if which == "cluster":
+                    rows[which]["leader_cpu_ms"].append(1000.0 * used[0] / n)
                 nf = os.path.join(d, "names.txt")
                 names_file(port, nf)
                 dsc, dbad = wrk(url, "describe.lua", args.wrk_s, [nf])
                 rows[which]["create"].append(c)
                 rows[which]["describe"].append(dsc)
-                print("round %d %s: create %.0f/s (non-200 %d), describe %.0f/s (non-200 %d)" % (
-                    rnd + 1, which, c, cbad, dsc, dbad), flush=True)
+                print("round %d %s: create %.0f/s (non-200 %d, %.2f ms of CPU each: %s), "
+                      "describe %.0f/s (non-200 %d)" % (
+                          rnd + 1, which, c, cbad, rows[which]["cpu_ms"][-1],
+                          "+".join("%.2f" % (1000.0 * u / n) for u in used), dsc, dbad), flush=True)
             finally:
                 if which == "single":
                     stop[0].terminate()
@@ -114,6 +142,10 @@ def api_side_by_side(args, tmp):
         c = sorted(rows["cluster"][op])[len(rows["cluster"][op]) // 2]
         out[op] = {"single": rows["single"][op], "cluster": rows["cluster"][op],
                    "ratio": c / s if s else 0.0}
+    med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+    out["cpu_ms_per_create"] = {"single": med(rows["single"]["cpu_ms"]),
+                                "cluster": med(rows["cluster"]["cpu_ms"]),
+                                "leader": med(rows["cluster"]["leader_cpu_ms"])}
     return out
 
 
@@ -128,6 +160,8 @@ def main():
     ap.add_argument("--seed", type=int, default=39)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-api", action="store_true")
+    ap.add_argument("--member-arg", action="append", default=[],
+                    help="another trainctld argument for the members of the API run")
     ap.add_argument("--json")
     args = ap.parse_args()
     if args.quick:
@@ -135,18 +169,20 @@ def main():
     tmp = tempfile.mkdtemp(prefix="trainctl-ha-bench-")
     res = {"args": vars(args)}
     try:
-        res["faults"] = fault_trials(args, tmp, log=lambda m: print(m, flush=True))
+        if args.faults:
+            res["faults"] = fault_trials(args, tmp, log=lambda m: print(m, flush=True))
         if not args.no_api:
             res["api"] = api_side_by_side(args, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    f = res["faults"]
+    f = res.get("faults") or {"faults": [], "kinds": "", "operations": 0, "acked_creates": 0,
+                              "listed": 0, "lost_acked": 0, "n_violations": 0, "violations": []}
     again = [x["writes_again_s"] for x in f["faults"] if x["writes_again_s"] is not None]
     never = sum(1 for x in f["faults"] if x["writes_again_s"] is None)
     print()
     print("| what | value |")
     print("| --- | --- |")
-    for kind in f["kinds"].split(","):
+    for kind in filter(None, f["kinds"].split(",")):
         xs = [x["writes_again_s"] for x in f["faults"] if x["kind"] == kind
               and x["writes_again_s"] is not None]
         print("| writes again after %s of the leader (n=%d): median / p90 / max | %.2f / %.2f / %.2f s |"
@@ -164,6 +200,9 @@ def main():
             print("| %s/s: one node / 3 members (leader) | %s / %s: %.2fx |" % (
                 op.capitalize(), "+".join("%.0f" % x for x in a["single"]),
                 "+".join("%.0f" % x for x in a["cluster"]), a["ratio"]))
+        cpu = res["api"]["cpu_ms_per_create"]
+        print("| CPU per create: one node / the 3 members (the leader's share) | %.2f / %.2f (%.2f) ms |" % (
+            cpu["single"], cpu["cluster"], cpu["leader"]))
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(res, fh, indent=1, default=str)
