@@ -102,6 +102,18 @@ struct ha {
 	 * did not run for an election timeout (the process was frozen, a
 	 * SIGSTOP) may have been replaced meanwhile. Atomic. */
 	int64_t tick_ms;
+	/*
+	 * The read lease (docs/ha.md, "Reads"): a barrier committed by a
+	 * majority tells that, when it was proposed, the others still
+	 * followed this member, and none of them votes for another until
+	 * an election timeout after that. Loop thread only, but for
+	 * lease_until (monotonic ms; atomic).
+	 */
+	struct raft_barrier lease_req;
+	int lease_busy;
+	int64_t lease_start;
+	int64_t barrier_start;
+	int64_t lease_until;
 	/* raft's term in which this member leads and serves; 0 before.
 	 * Written on raft's thread, read by the controller's. Atomic. */
 	uint64_t term;
@@ -446,6 +458,35 @@ static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 	return 0;
 }
 
+/* Reads are served until from + 7/8 of an election timeout. */
+static void lease_extend(struct ha *ha, int64_t from)
+{
+	int64_t t = (int64_t)ha->cfg->election_ms;
+
+	__atomic_store_n(&ha->lease_until, from + t - t / 8, __ATOMIC_RELEASE);
+}
+
+static void on_lease(struct raft_barrier *req, int status)
+{
+	struct ha *ha = req->data;
+
+	ha->lease_busy = 0;
+	if (!status)
+		lease_extend(ha, ha->lease_start);
+}
+
+/* Every quarter of an election timeout, one barrier renews the lease. */
+static void lease_renew(struct ha *ha, int64_t now)
+{
+	if (ha->lease_busy ||
+	    now - ha->lease_start < (int64_t)ha->cfg->election_ms / 4)
+		return;
+	ha->lease_req.data = ha;
+	ha->lease_start = now;
+	if (!raft_barrier(&ha->raft, &ha->lease_req, on_lease))
+		ha->lease_busy = 1;
+}
+
 static void on_barrier(struct raft_barrier *req, int status)
 {
 	struct ha *ha = req->data;
@@ -456,6 +497,8 @@ static void on_barrier(struct raft_barrier *req, int status)
 			ha->role = ROLE_FOLLOWER;
 	} else {
 		ha->role = ROLE_READY;
+		lease_extend(ha, ha->barrier_start);
+		ha->lease_start = ha->barrier_start;
 		__atomic_store_n(&ha->term, ha->raft.current_term,
 				 __ATOMIC_RELEASE);
 		pthread_cond_broadcast(&ha->cond);
@@ -505,10 +548,13 @@ static void on_tick(uv_timer_t *t)
 		fail_stop(ha, "lost leadership");
 	if (role == ROLE_LOST)
 		fail_stop(ha, "another member leads");
+	if (role == ROLE_READY && state == RAFT_LEADER)
+		lease_renew(ha, now);
 	if (role != ROLE_FOLLOWER || state != RAFT_LEADER)
 		return;
 	/* Elected: once every committed entry is applied, lead. */
 	ha->barrier.data = ha;
+	ha->barrier_start = now;
 	if (raft_barrier(&ha->raft, &ha->barrier, on_barrier)) {
 		pthread_mutex_lock(&ha->lock);
 		ha->role = ROLE_FOLLOWER;
@@ -796,9 +842,11 @@ int ha_ready(struct ha *ha)
 int ha_serving(struct ha *ha)
 {
 	int64_t last = __atomic_load_n(&ha->tick_ms, __ATOMIC_ACQUIRE);
+	int64_t until = __atomic_load_n(&ha->lease_until, __ATOMIC_ACQUIRE);
+	int64_t now = time_mono_ms();
 
 	return ha_ready(ha) &&
-	       time_mono_ms() - last <= (int64_t)ha->cfg->election_ms / 2;
+	       now - last <= (int64_t)ha->cfg->election_ms / 2 && now <= until;
 }
 
 uint64_t ha_term(struct ha *ha)

@@ -73,10 +73,15 @@ int ha_start(const struct ha_config *cfg, struct db *db, struct ha **out,
 int ha_ready(struct ha *ha);
 
 /*
- * 1 while this member leads and raft's loop ran within half an election
- * timeout: a member that was frozen (SIGSTOP, a stall) serves nothing
- * until its loop has looked again whether it still leads, so that it never
- * answers from a store another leader has moved past. Else 0.
+ * 1 while this member leads, holds the read lease and raft's loop ran
+ * within half an election timeout, else 0. The lease: every quarter of an
+ * election timeout a barrier goes through raft; once a majority holds
+ * one, no other member can be elected until an election timeout after it
+ * was proposed (a follower that heard a leader refuses to vote until its
+ * own timeout runs out), so reads are served until 7/8 of that. A member
+ * cut off from the others, or frozen (SIGSTOP, a stall), stops serving
+ * before another can lead: it never answers from a store another leader
+ * has moved past.
  */
 int ha_serving(struct ha *ha);
 

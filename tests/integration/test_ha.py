@@ -25,6 +25,11 @@ to the leader).
        first leader's after the changes of leader above); a request that
        has seen a higher term is refused 503 (a newer leader exists), one
        with a malformed term 400
+  (h8) the read lease: both followers frozen (SIGSTOP), the leader, cut
+       off, answers no read sent later than an election timeout after
+       the freeze (another member could lead by then), 503 instead, well
+       before raft would have it step down; resumed, a leader is elected
+       and nothing acknowledged is lost
   (h6) two members killed: the last one answers every request 503 with
        Retry-After (no leader) and writes nothing; the two restarted, a
        leader is elected and nothing acknowledged is lost
@@ -372,6 +377,45 @@ def h7(cl, first):
     TAP.note("term %d (the first leader's %d)" % (term, first))
 
 
+ELECTION_S = 0.8  # trainctld's --ha-election-ms default
+
+
+def h8(cl):
+    lead = cl.leader()
+    others = [m for m in cl.members if m is not lead]
+    sm = cl.client(lead)
+    name = cl.acked[-1]
+    sm.describe_training_job(TrainingJobName=name)
+    for m in others:
+        os.kill(m.proc.pid, signal.SIGSTOP)
+    t0 = time.time()
+    late, first_503 = [], None
+    try:
+        while time.time() < t0 + 3 * ELECTION_S:
+            sent = time.time()
+            try:
+                r = sc.amz_json(lead.want_port, "DescribeTrainingJob", {"TrainingJobName": name},
+                                auth=(sc.KEY, sc.SECRET))
+            except OSError:
+                break  # it stepped down and re-executes: no listener for a moment
+            if r.status == 200 and sent > t0 + ELECTION_S:
+                late.append(round(sent - t0, 3))
+            if r.status == 503 and first_503 is None:
+                first_503 = sent - t0
+            time.sleep(0.01)
+    finally:
+        for m in others:
+            os.kill(m.proc.pid, signal.SIGCONT)
+    expect(not late, "the cut-off leader answered reads sent %s s after the freeze "
+           "(another member may lead after %.1f s)" % (late, ELECTION_S))
+    expect(first_503 is not None, "the cut-off leader never refused a read")
+    TAP.note("followers frozen: the leader refused reads %.2f s after" % first_503)
+    took = cl.create_until(cl.members, "ha-lease-back", FAILOVER_DEADLINE)
+    TAP.note("followers resumed: writes accepted after %.2f s" % took)
+    for m in cl.members:
+        cl.check_listed(m)
+
+
 def main():
     cl = Cluster()
     try:
@@ -384,6 +428,7 @@ def main():
         TAP.case("h4: a follower killed: writes go on; restarted, it catches up", h4, cl)
         TAP.case("h5: the leader stopped 5 s: another leads; resumed, it follows", h5, cl)
         TAP.case("h7: answers carry the leader's term; a higher one is refused", h7, cl, first)
+        TAP.case("h8: followers frozen: the leader's read lease runs out first", h8, cl)
         TAP.case("h6: two of three lost: 503 and nothing written; back, nothing lost", h6, cl)
     finally:
         cl.stop_all()
