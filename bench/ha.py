@@ -61,8 +61,22 @@ from halib import Cluster, DAEMON, fault_trials, pct  # noqa: E402
 sc.hermetic_env()
 
 
+PIN = {"on": False}
+
+
+def pinned(cmd, cpu):
+    """cmd run on one CPU (taskset) when --pin is given."""
+    return ["taskset", "-c", str(cpu)] + cmd if PIN["on"] else cmd
+
+
+def pin_pid(pid, cpu):
+    if PIN["on"]:
+        subprocess.run(["taskset", "-a", "-p", "-c", str(cpu), str(pid)], check=True,
+                       capture_output=True)
+
+
 def wrk(url, script, seconds, extra_args=()):
-    r = subprocess.run(["wrk", "-t2", "-c32", "-d%ds" % seconds, "--latency", "-s",
+    r = subprocess.run(pinned(["wrk", "-t2", "-c32"], 1) + ["-d%ds" % seconds, "--latency", "-s",
                         os.path.join(HERE, script), url, "--"] + list(extra_args),
                        capture_output=True, text=True, timeout=seconds + 60)
     m = re.search(r"Requests/sec:\s*([0-9.]+)", r.stdout)
@@ -100,6 +114,7 @@ def api_side_by_side(args, tmp):
                                       os.path.join(d, "s"), "--local-hosts", "0"],
                                      stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
                 log.close()
+                pin_pid(p.pid, 0)
                 stop = [p]
                 pids = [p.pid]
                 end = time.time() + 20
@@ -112,6 +127,8 @@ def api_side_by_side(args, tmp):
                 port = lead.api
                 stop = cl
                 pids = [lead.proc.pid] + [m.proc.pid for m in cl.members if m is not lead]
+                for i, x in enumerate(pids):
+                    pin_pid(x, 0 if i == 0 else 1)
             try:
                 url = "http://127.0.0.1:%d/" % port
                 cpu0 = [cpu_s(x) for x in pids]
@@ -160,10 +177,13 @@ def main():
     ap.add_argument("--seed", type=int, default=39)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-api", action="store_true")
+    ap.add_argument("--pin", action="store_true",
+                    help="one node, or the leader, alone on CPU 0; wrk and the followers on CPU 1")
     ap.add_argument("--member-arg", action="append", default=[],
                     help="another trainctld argument for the members of the API run")
     ap.add_argument("--json")
     args = ap.parse_args()
+    PIN["on"] = args.pin
     if args.quick:
         args.faults, args.wrk_s, args.stop_s = 6, 5, 5.0
     tmp = tempfile.mkdtemp(prefix="trainctl-ha-bench-")
