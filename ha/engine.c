@@ -67,6 +67,30 @@ enum role {
 	ROLE_DEPOSED, /* fail-stopped without re-executing: refuses writes */
 };
 
+/* A request made on raft's thread for another thread (ha->call). */
+enum call_kind {
+	CALL_STATUS,
+	CALL_ADD,
+	CALL_REMOVE,
+};
+
+enum call_state {
+	CALL_IDLE,
+	CALL_QUEUED,  /* waiting for raft's thread */
+	CALL_RUNNING, /* a change raft has not committed yet */
+	CALL_DONE,    /* rv holds the outcome */
+};
+
+struct ha_call {
+	enum call_kind kind;
+	enum call_state state;
+	unsigned id;
+	char addr[128];
+	int rv; /* raft's code: 0 or RAFT_* */
+	struct ha_status *status;
+	struct raft_change add, assign;
+};
+
 struct ha {
 	const struct ha_config *cfg;
 	struct db *db;
@@ -102,6 +126,13 @@ struct ha {
 	 * did not run for an election timeout (the process was frozen, a
 	 * SIGSTOP) may have been replaced meanwhile. Atomic. */
 	int64_t tick_ms;
+	/* Under lock: the request for raft's thread, and the members'
+	 * URLs the store holds (ha_members_set()). */
+	struct ha_call call;
+	struct ha_member *urls;
+	size_t n_urls;
+	/* raft's configuration index as the loop last saw it. Atomic. */
+	uint64_t conf_version;
 };
 
 enum setup_stage {
@@ -473,6 +504,10 @@ static void on_tick(uv_timer_t *t)
 	int64_t gap = now - __atomic_load_n(&ha->tick_ms, __ATOMIC_ACQUIRE);
 
 	raft_leader(&ha->raft, &id, &addr);
+	__atomic_store_n(&ha->conf_version,
+			 ha->raft.configuration_index +
+				 ha->raft.configuration_uncommitted_index,
+			 __ATOMIC_RELEASE);
 	pthread_mutex_lock(&ha->lock);
 	ha->leader_id = (unsigned)id;
 	role = ha->role;
@@ -509,6 +544,109 @@ static void on_tick(uv_timer_t *t)
 	}
 }
 
+/* Ends the call with raft's code rv, waking its caller. */
+static void call_finish(struct ha *ha, int rv)
+{
+	pthread_mutex_lock(&ha->lock);
+	ha->call.rv = rv;
+	ha->call.state = CALL_DONE;
+	pthread_cond_broadcast(&ha->cond);
+	pthread_mutex_unlock(&ha->lock);
+}
+
+static void on_changed(struct raft_change *req, int status)
+{
+	call_finish(req->data, status);
+}
+
+/* The new member is a spare: make it a voter once it caught up. */
+static void on_added(struct raft_change *req, int status)
+{
+	struct ha *ha = req->data;
+	int rv;
+
+	if (status) {
+		call_finish(ha, status);
+		return;
+	}
+	ha->call.assign.data = ha;
+	rv = raft_assign(&ha->raft, &ha->call.assign, ha->call.id, RAFT_VOTER,
+			 on_changed);
+	if (rv)
+		call_finish(ha, rv);
+}
+
+static enum ha_role role_of(const struct raft *r, const struct raft_server *s)
+{
+	if (s->id == r->id)
+		return HA_ROLE_LEADER;
+	if (s->role == RAFT_VOTER)
+		return HA_ROLE_VOTER;
+	return s->role == RAFT_STANDBY ? HA_ROLE_STANDBY : HA_ROLE_SPARE;
+}
+
+/* The leader's view of its members (raft's thread). */
+static int fill_status(struct ha *ha, struct ha_status *st)
+{
+	struct raft *r = &ha->raft;
+	raft_index last = raft_last_index(r);
+	unsigned i;
+
+	if (raft_state(r) != RAFT_LEADER)
+		return RAFT_NOTLEADER;
+	memset(st, 0, sizeof(*st));
+	st->term = r->current_term;
+	st->last_index = last;
+	st->leader_id = (unsigned)r->id;
+	for (i = 0; i < r->configuration.n && st->n < HA_MAX_MEMBERS; i++) {
+		const struct raft_server *srv = &r->configuration.servers[i];
+		const struct raft_progress *p = &r->leader_state.progress[i];
+		struct ha_member_status *m = &st->members[st->n++];
+		raft_index match = srv->id == r->id ? last : p->match_index;
+
+		m->id = (unsigned)srv->id;
+		snprintf(m->raft_addr, sizeof(m->raft_addr), "%s",
+			 srv->address);
+		m->role = role_of(r, srv);
+		m->reachable = srv->id == r->id || p->recent_recv;
+		m->lag = last > match ? last - match : 0;
+	}
+	return 0;
+}
+
+/* Starts the queued call (raft's thread). */
+static void run_call(struct ha *ha)
+{
+	struct ha_call *c = &ha->call;
+	int rv = 0;
+
+	pthread_mutex_lock(&ha->lock);
+	if (c->state != CALL_QUEUED) {
+		pthread_mutex_unlock(&ha->lock);
+		return;
+	}
+	c->state = CALL_RUNNING;
+	pthread_mutex_unlock(&ha->lock);
+	c->add.data = ha;
+	switch (c->kind) {
+	case CALL_STATUS:
+		call_finish(ha, fill_status(ha, c->status));
+		return;
+	case CALL_ADD:
+		if (ha->raft.configuration.n >= HA_MAX_MEMBERS)
+			rv = RAFT_TOOMANY;
+		else
+			rv = raft_add(&ha->raft, &c->add, c->id, c->addr,
+				      on_added);
+		break;
+	case CALL_REMOVE:
+		rv = raft_remove(&ha->raft, &c->add, c->id, on_changed);
+		break;
+	}
+	if (rv)
+		call_finish(ha, rv);
+}
+
 static void on_raft_closed(struct raft *r)
 {
 	struct ha *ha = r->data;
@@ -526,9 +664,15 @@ static void on_wake(uv_async_t *h)
 	stopping = ha->stopping;
 	if (stopping && (ha->slot == SLOT_QUEUED || ha->slot == SLOT_IN_RAFT))
 		slot_fail(ha, "shutting down");
+	if (stopping && ha->call.state == CALL_QUEUED) {
+		ha->call.rv = RAFT_SHUTDOWN;
+		ha->call.state = CALL_DONE;
+		pthread_cond_broadcast(&ha->cond);
+	}
 	pthread_mutex_unlock(&ha->lock);
 	if (!stopping) {
 		submit(ha);
+		run_call(ha);
 		return;
 	}
 	if (ha->closing)
@@ -595,6 +739,8 @@ static int bootstrap(struct ha *ha, struct buf *err)
 	size_t i;
 	int rv = 0;
 
+	if (ha->cfg->join)
+		return 0; /* the leader's configuration comes with the log */
 	raft_configuration_init(&conf);
 	for (i = 0; i < ha->cfg->n_members && !rv; i++)
 		rv = raft_configuration_add(&conf, ha->cfg->members[i].id,
@@ -613,7 +759,8 @@ static int bootstrap(struct ha *ha, struct buf *err)
 	return 0;
 }
 
-static int raft_setup(struct ha *ha, struct buf *err)
+/* The loop, raft's libuv I/O in cfg->dir, and raft itself (not started). */
+static int raft_open(struct ha *ha, struct buf *err)
 {
 	const struct ha_member *me = ha_config_member(ha->cfg, ha->cfg->self);
 	int rv;
@@ -648,7 +795,14 @@ static int raft_setup(struct ha *ha, struct buf *err)
 	}
 	ha->raft.data = ha;
 	ha->setup = SETUP_RAFT;
-	if (bootstrap(ha, err))
+	return 0;
+}
+
+static int raft_setup(struct ha *ha, struct buf *err)
+{
+	int rv;
+
+	if (raft_open(ha, err) || bootstrap(ha, err))
 		return ERR_IO;
 	raft_set_election_timeout(&ha->raft, ha->cfg->election_ms);
 	raft_set_heartbeat_timeout(&ha->raft, ha->cfg->heartbeat_ms);
@@ -799,14 +953,190 @@ int ha_leader_url(struct ha *ha, char *out, size_t size)
 	const struct ha_member *m;
 	unsigned id;
 
+	size_t i;
+	int ret = -1;
+
 	pthread_mutex_lock(&ha->lock);
 	id = ha->leader_id;
+	for (i = 0; i < ha->n_urls && id && id != ha->cfg->self; i++)
+		if (ha->urls[i].id == id) {
+			snprintf(out, size, "%s", ha->urls[i].api_url);
+			ret = 0;
+		}
 	pthread_mutex_unlock(&ha->lock);
 	m = id && id != ha->cfg->self ? ha_config_member(ha->cfg, id) : NULL;
-	if (!m)
-		return -1;
-	snprintf(out, size, "%s", m->api_url);
+	if (ret && m) {
+		snprintf(out, size, "%s", m->api_url);
+		ret = 0;
+	}
+	return ret;
+}
+
+static void urls_free(struct ha_member *m, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(m[i].raft_addr);
+		free(m[i].api_url);
+	}
+	free(m);
+}
+
+void ha_members_set(struct ha *ha, const struct ha_member *m, size_t n)
+{
+	struct ha_member *copy = n ? xcalloc(n, sizeof(*copy)) : NULL;
+	struct ha_member *old;
+	size_t i, n_old;
+
+	for (i = 0; i < n; i++) {
+		copy[i].id = m[i].id;
+		copy[i].raft_addr = xstrdup(m[i].raft_addr);
+		copy[i].api_url = xstrdup(m[i].api_url);
+	}
+	pthread_mutex_lock(&ha->lock);
+	old = ha->urls;
+	n_old = ha->n_urls;
+	ha->urls = copy;
+	ha->n_urls = n;
+	pthread_mutex_unlock(&ha->lock);
+	urls_free(old, n_old);
+}
+
+uint64_t ha_config_version(struct ha *ha)
+{
+	return __atomic_load_n(&ha->conf_version, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Runs one call on raft's thread and waits for its outcome (raft's code),
+ * after any other caller's.
+ */
+static int loop_call(struct ha *ha, enum call_kind kind, unsigned id,
+		     const char *addr, struct ha_status *status)
+{
+	int rv;
+
+	pthread_mutex_lock(&ha->lock);
+	while (ha->call.state != CALL_IDLE && !ha->stopping)
+		pthread_cond_wait(&ha->cond, &ha->lock);
+	if (ha->stopping) {
+		pthread_mutex_unlock(&ha->lock);
+		return RAFT_SHUTDOWN;
+	}
+	ha->call.kind = kind;
+	ha->call.id = id;
+	snprintf(ha->call.addr, sizeof(ha->call.addr), "%s", addr ? addr : "");
+	ha->call.status = status;
+	ha->call.state = CALL_QUEUED;
+	uv_async_send(&ha->wake);
+	while (ha->call.state != CALL_DONE)
+		pthread_cond_wait(&ha->cond, &ha->lock);
+	rv = ha->call.rv;
+	ha->call.state = CALL_IDLE;
+	pthread_cond_broadcast(&ha->cond);
+	pthread_mutex_unlock(&ha->lock);
+	return rv;
+}
+
+/* raft's code of a failed change as one of common/err.h, with err. */
+static int change_error(int rv, unsigned id, struct buf *err)
+{
+	switch (rv) {
+	case RAFT_CANTCHANGE:
+		(void)buf_addf(err, "another membership change is under way: "
+				    "send this one once it is done");
+		return ERR_CONFLICT;
+	case RAFT_DUPLICATEID:
+		(void)buf_addf(err, "member %u is a member already", id);
+		return ERR_CONFLICT;
+	case RAFT_DUPLICATEADDRESS:
+		(void)buf_addf(err, "another member has that raft address");
+		return ERR_CONFLICT;
+	case RAFT_BADID:
+		(void)buf_addf(err, "member %u is not a member", id);
+		return ERR_NOTFOUND;
+	case RAFT_TOOMANY:
+		(void)buf_addf(err, "a cluster has at most %d members",
+			       HA_MAX_MEMBERS);
+		return ERR_CONFLICT;
+	case RAFT_NOCONNECTION:
+		(void)buf_addf(err,
+			       "member %u did not answer while it was to "
+			       "catch up: it stays a spare (remove it, or "
+			       "add it again once it runs)",
+			       id);
+		return ERR_IO;
+	case RAFT_NOTLEADER:
+	case RAFT_LEADERSHIPLOST:
+	case RAFT_SHUTDOWN:
+		(void)buf_addf(err, "this member no longer leads (%s)",
+			       raft_strerror(rv));
+		return ERR_IO;
+	}
+	(void)buf_addf(err, "raft refused the change: %s", raft_strerror(rv));
+	return ERR_IO;
+}
+
+int ha_status(struct ha *ha, struct ha_status *out, struct buf *err)
+{
+	if (loop_call(ha, CALL_STATUS, 0, NULL, out)) {
+		(void)buf_addf(err, "this member does not lead");
+		return ERR_IO;
+	}
 	return 0;
+}
+
+int ha_member_add(struct ha *ha, unsigned id, const char *raft_addr,
+		  struct buf *err)
+{
+	int rv = loop_call(ha, CALL_ADD, id, raft_addr, NULL);
+
+	return rv ? change_error(rv, id, err) : 0;
+}
+
+int ha_member_remove(struct ha *ha, unsigned id, struct buf *err)
+{
+	int rv = loop_call(ha, CALL_REMOVE, id, NULL, NULL);
+
+	return rv ? change_error(rv, id, err) : 0;
+}
+
+int ha_recover(const struct ha_config *cfg, struct buf *err)
+{
+	const struct ha_member *me = ha_config_member(cfg, cfg->self);
+	struct raft_configuration conf;
+	struct ha *ha;
+	int rv, ret = 0;
+
+	if (raft_dir_new(cfg->dir)) {
+		(void)buf_addf(err, "%s holds no raft log: nothing to recover",
+			       cfg->dir);
+		return ERR_INVALID;
+	}
+	ha = xcalloc(1, sizeof(*ha));
+	ha->cfg = cfg;
+	if (raft_open(ha, err)) {
+		setup_undo(ha);
+		free(ha);
+		return ERR_IO;
+	}
+	raft_configuration_init(&conf);
+	rv = raft_configuration_add(&conf, me->id, me->raft_addr, RAFT_VOTER);
+	if (!rv)
+		rv = raft_recover(&ha->raft, &conf);
+	raft_configuration_close(&conf);
+	if (rv) {
+		(void)buf_addf(err, "cannot recover raft in %s: %s (%s)",
+			       cfg->dir, raft_strerror(rv),
+			       raft_errmsg(&ha->raft));
+		ret = ERR_IO;
+	}
+	raft_close(&ha->raft, on_raft_closed);
+	uv_run(&ha->loop, UV_RUN_DEFAULT);
+	uv_loop_close(&ha->loop);
+	free(ha);
+	return ret;
 }
 
 void ha_stop(struct ha *ha)
@@ -822,5 +1152,6 @@ void ha_stop(struct ha *ha)
 	db_replica_set_hook(ha->db, NULL);
 	pthread_mutex_destroy(&ha->lock);
 	pthread_cond_destroy(&ha->cond);
+	urls_free(ha->urls, ha->n_urls);
 	free(ha);
 }
