@@ -10,6 +10,8 @@
 #include "common/buf.h"
 
 struct ctrl_ctx;
+struct ha;
+struct ha_config;
 
 /*
  * Runs this member as a follower, from its opened store: raft applies what
@@ -28,6 +30,10 @@ int ctrl_member_follow(struct ctrl_ctx *ctx, char **argv, const sigset_t *set,
  * half an election timeout (ha_serving()).
  */
 int ctrl_member_serving(void);
+
+/* This member's raft and --peers: NULL when not a member. */
+struct ha *ctrl_member_ha(void);
+const struct ha_config *ctrl_member_peers(void);
 
 /* Stops raft, before the store closes; nothing when not a member. */
 void ctrl_member_stop(void);
