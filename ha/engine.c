@@ -67,7 +67,11 @@ enum role {
 	ROLE_DEPOSED, /* fail-stopped without re-executing: refuses writes */
 };
 
-/* A request made on raft's thread for another thread (ha->call). */
+/*
+ * A request made on raft's thread for another thread: ha->status_call
+ * (a look at the members) and ha->change_call (a membership change, which
+ * may take a while: the members are looked at meanwhile).
+ */
 enum call_kind {
 	CALL_STATUS,
 	CALL_ADD,
@@ -128,7 +132,7 @@ struct ha {
 	int64_t tick_ms;
 	/* Under lock: the request for raft's thread, and the members'
 	 * URLs the store holds (ha_members_set()). */
-	struct ha_call call;
+	struct ha_call status_call, change_call;
 	struct ha_member *urls;
 	size_t n_urls;
 	/* raft's configuration index as the loop last saw it. Atomic. */
@@ -544,36 +548,63 @@ static void on_tick(uv_timer_t *t)
 	}
 }
 
-/* Ends the call with raft's code rv, waking its caller. */
-static void call_finish(struct ha *ha, int rv)
+/* Ends call c with raft's code rv, waking its caller. */
+static void call_finish(struct ha *ha, struct ha_call *c, int rv)
 {
 	pthread_mutex_lock(&ha->lock);
-	ha->call.rv = rv;
-	ha->call.state = CALL_DONE;
+	c->rv = rv;
+	c->state = CALL_DONE;
 	pthread_cond_broadcast(&ha->cond);
 	pthread_mutex_unlock(&ha->lock);
 }
 
 static void on_changed(struct raft_change *req, int status)
 {
-	call_finish(req->data, status);
+	struct ha *ha = req->data;
+
+	call_finish(ha, &ha->change_call, status);
+}
+
+/* Makes the change call's member a voter once it caught up. */
+static int promote(struct ha *ha)
+{
+	ha->change_call.assign.data = ha;
+	return raft_assign(&ha->raft, &ha->change_call.assign,
+			   ha->change_call.id, RAFT_VOTER, on_changed);
 }
 
 /* The new member is a spare: make it a voter once it caught up. */
 static void on_added(struct raft_change *req, int status)
 {
 	struct ha *ha = req->data;
-	int rv;
+	int rv = status ? status : promote(ha);
 
-	if (status) {
-		call_finish(ha, status);
-		return;
-	}
-	ha->call.assign.data = ha;
-	rv = raft_assign(&ha->raft, &ha->call.assign, ha->call.id, RAFT_VOTER,
-			 on_changed);
 	if (rv)
-		call_finish(ha, rv);
+		call_finish(ha, &ha->change_call, rv);
+}
+
+/*
+ * Adds the change call's member: a new one as a spare, then a voter; one
+ * there already as a spare or standby at the same address (an earlier
+ * add that it did not answer) is made a voter.
+ */
+static int add_member(struct ha *ha)
+{
+	struct ha_call *c = &ha->change_call;
+	const struct raft_server *s = NULL;
+	unsigned i;
+
+	for (i = 0; i < ha->raft.configuration.n; i++)
+		if (ha->raft.configuration.servers[i].id == c->id)
+			s = &ha->raft.configuration.servers[i];
+	if (s && (s->role == RAFT_VOTER || strcmp(s->address, c->addr)))
+		return RAFT_DUPLICATEID;
+	if (s)
+		return promote(ha);
+	if (ha->raft.configuration.n >= HA_MAX_MEMBERS)
+		return RAFT_TOOMANY;
+	c->add.data = ha;
+	return raft_add(&ha->raft, &c->add, c->id, c->addr, on_added);
 }
 
 static enum ha_role role_of(const struct raft *r, const struct raft_server *s)
@@ -614,10 +645,9 @@ static int fill_status(struct ha *ha, struct ha_status *st)
 	return 0;
 }
 
-/* Starts the queued call (raft's thread). */
-static void run_call(struct ha *ha)
+/* Starts call c if it is queued (raft's thread). */
+static void run_call(struct ha *ha, struct ha_call *c)
 {
-	struct ha_call *c = &ha->call;
 	int rv = 0;
 
 	pthread_mutex_lock(&ha->lock);
@@ -627,24 +657,31 @@ static void run_call(struct ha *ha)
 	}
 	c->state = CALL_RUNNING;
 	pthread_mutex_unlock(&ha->lock);
-	c->add.data = ha;
 	switch (c->kind) {
 	case CALL_STATUS:
-		call_finish(ha, fill_status(ha, c->status));
+		rv = fill_status(ha, c->status);
+		call_finish(ha, c, rv);
 		return;
 	case CALL_ADD:
-		if (ha->raft.configuration.n >= HA_MAX_MEMBERS)
-			rv = RAFT_TOOMANY;
-		else
-			rv = raft_add(&ha->raft, &c->add, c->id, c->addr,
-				      on_added);
+		rv = add_member(ha);
 		break;
 	case CALL_REMOVE:
+		c->add.data = ha;
 		rv = raft_remove(&ha->raft, &c->add, c->id, on_changed);
 		break;
 	}
 	if (rv)
-		call_finish(ha, rv);
+		call_finish(ha, c, rv);
+}
+
+/* A queued call fails: raft's thread is closing. */
+static void call_cancel(struct ha *ha, struct ha_call *c)
+{
+	if (c->state != CALL_QUEUED)
+		return;
+	c->rv = RAFT_SHUTDOWN;
+	c->state = CALL_DONE;
+	pthread_cond_broadcast(&ha->cond);
 }
 
 static void on_raft_closed(struct raft *r)
@@ -664,15 +701,15 @@ static void on_wake(uv_async_t *h)
 	stopping = ha->stopping;
 	if (stopping && (ha->slot == SLOT_QUEUED || ha->slot == SLOT_IN_RAFT))
 		slot_fail(ha, "shutting down");
-	if (stopping && ha->call.state == CALL_QUEUED) {
-		ha->call.rv = RAFT_SHUTDOWN;
-		ha->call.state = CALL_DONE;
-		pthread_cond_broadcast(&ha->cond);
+	if (stopping) {
+		call_cancel(ha, &ha->status_call);
+		call_cancel(ha, &ha->change_call);
 	}
 	pthread_mutex_unlock(&ha->lock);
 	if (!stopping) {
 		submit(ha);
-		run_call(ha);
+		run_call(ha, &ha->status_call);
+		run_call(ha, &ha->change_call);
 		return;
 	}
 	if (ha->closing)
@@ -1015,25 +1052,27 @@ uint64_t ha_config_version(struct ha *ha)
 static int loop_call(struct ha *ha, enum call_kind kind, unsigned id,
 		     const char *addr, struct ha_status *status)
 {
+	struct ha_call *c = kind == CALL_STATUS ? &ha->status_call :
+						  &ha->change_call;
 	int rv;
 
 	pthread_mutex_lock(&ha->lock);
-	while (ha->call.state != CALL_IDLE && !ha->stopping)
+	while (c->state != CALL_IDLE && !ha->stopping)
 		pthread_cond_wait(&ha->cond, &ha->lock);
 	if (ha->stopping) {
 		pthread_mutex_unlock(&ha->lock);
 		return RAFT_SHUTDOWN;
 	}
-	ha->call.kind = kind;
-	ha->call.id = id;
-	snprintf(ha->call.addr, sizeof(ha->call.addr), "%s", addr ? addr : "");
-	ha->call.status = status;
-	ha->call.state = CALL_QUEUED;
+	c->kind = kind;
+	c->id = id;
+	snprintf(c->addr, sizeof(c->addr), "%s", addr ? addr : "");
+	c->status = status;
+	c->state = CALL_QUEUED;
 	uv_async_send(&ha->wake);
-	while (ha->call.state != CALL_DONE)
+	while (c->state != CALL_DONE)
 		pthread_cond_wait(&ha->cond, &ha->lock);
-	rv = ha->call.rv;
-	ha->call.state = CALL_IDLE;
+	rv = c->rv;
+	c->state = CALL_IDLE;
 	pthread_cond_broadcast(&ha->cond);
 	pthread_mutex_unlock(&ha->lock);
 	return rv;
