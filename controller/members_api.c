@@ -117,19 +117,23 @@ static const struct ha_member_status *status_member(const struct ha_status *st,
 static int clash(const struct ha_status *st, const struct db_member *rows,
 		 size_t n, const struct db_member *m, struct buf *err)
 {
+	const struct ha_member_status *had = status_member(st, m->id);
 	size_t i;
 
-	if (status_member(st, m->id)) {
+	/* A spare or standby at the same address: an add to finish. */
+	if (had && (had->role == HA_ROLE_LEADER || had->role == HA_ROLE_VOTER ||
+		    strcmp(had->raft_addr, m->raft_address))) {
 		(void)buf_addf(err, "member %u is a member already", m->id);
 		return ERR_CONFLICT;
 	}
-	if (st->n >= HA_MAX_MEMBERS) {
+	if (!had && st->n >= HA_MAX_MEMBERS) {
 		(void)buf_addf(err, "a cluster has at most %d members",
 			       HA_MAX_MEMBERS);
 		return ERR_CONFLICT;
 	}
 	for (i = 0; i < st->n; i++)
-		if (!strcmp(st->members[i].raft_addr, m->raft_address)) {
+		if (st->members[i].id != m->id &&
+		    !strcmp(st->members[i].raft_addr, m->raft_address)) {
 			(void)buf_addf(err,
 				       "member %u has raft address %s already",
 				       st->members[i].id, m->raft_address);
