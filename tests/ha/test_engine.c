@@ -288,10 +288,9 @@ static void test_snapshot(void **state)
 /* A fourth member, started with join: its peers the three and itself. */
 static struct member joiner;
 
-static void joiner_start(struct fixture *f)
+static void joiner_config(struct fixture *f)
 {
 	struct buf spec = BUF_INIT, err = BUF_INIT, dir = BUF_INIT;
-	char path[PATH_MAX + 32];
 	int i;
 
 	for (i = 0; i < N; i++) {
@@ -311,11 +310,19 @@ static void joiner_start(struct fixture *f)
 	joiner.cfg.heartbeat_ms = 50;
 	joiner.cfg.snapshot_entries = 16;
 	joiner.cfg.join = 1;
+	buf_release(&spec);
+	buf_release(&err);
+}
+
+static void joiner_start(struct fixture *f)
+{
+	struct buf err = BUF_INIT;
+	char path[PATH_MAX + 32];
+
 	snprintf(path, sizeof(path), "%s/m4.db", f->dir);
 	if (db_open(path, 2, &joiner.db, &err) ||
 	    ha_start(&joiner.cfg, joiner.db, &joiner.ha, &err))
 		fail_msg("member 4: %s", err.data);
-	buf_release(&spec);
 	buf_release(&err);
 }
 
@@ -363,7 +370,7 @@ static void test_membership(void **state)
 		snprintf(name, sizeof(name), "before-%d", i);
 		insert(members[lead].db, name);
 	}
-	joiner_start(f);
+	joiner_config(f);
 	m4 = ha_config_member(&joiner.cfg, 4);
 	assert_int_equal(ha_status(members[fol].ha, &st, &err), ERR_IO);
 	assert_int_equal(ha_member_add(members[lead].ha, 2, "127.0.0.1:9",
@@ -374,7 +381,17 @@ static void test_membership(void **state)
 	assert_int_equal(ha_member_remove(members[lead].ha, 99, &err),
 			 ERR_NOTFOUND);
 	assert_non_null(strstr(err.data, "member 99 is not a member"));
-	/* Added: a voter once caught up. */
+	/* Not running yet: it stays a spare, and the members are seen. */
+	buf_reset(&err);
+	assert_int_equal(ha_member_add(members[lead].ha, 4, m4->raft_addr,
+				       &err),
+			 ERR_IO);
+	assert_non_null(strstr(err.data, "member 4 did not answer"));
+	assert_int_equal(ha_status(members[lead].ha, &st, &err), 0);
+	assert_int_equal(status_of(&st, 4)->role, HA_ROLE_SPARE);
+	assert_false(status_of(&st, 4)->reachable);
+	/* Started, the same add makes it a voter once caught up. */
+	joiner_start(f);
 	assert_int_equal(
 		ha_member_add(members[lead].ha, 4, m4->raft_addr, &err), 0);
 	assert_int_equal(ha_status(members[lead].ha, &st, &err), 0);
