@@ -23,6 +23,7 @@
 #include <uv.h>
 
 #include "ha/ha.h"
+#include "ha/internal.h"
 #include "db/db.h"
 #include "db/replica.h"
 #include "common/err.h"
@@ -607,15 +608,6 @@ static int add_member(struct ha *ha)
 	return raft_add(&ha->raft, &c->add, c->id, c->addr, on_added);
 }
 
-static enum ha_role role_of(const struct raft *r, const struct raft_server *s)
-{
-	if (s->id == r->id)
-		return HA_ROLE_LEADER;
-	if (s->role == RAFT_VOTER)
-		return HA_ROLE_VOTER;
-	return s->role == RAFT_STANDBY ? HA_ROLE_STANDBY : HA_ROLE_SPARE;
-}
-
 /* The leader's view of its members (raft's thread). */
 static int fill_status(struct ha *ha, struct ha_status *st)
 {
@@ -638,7 +630,7 @@ static int fill_status(struct ha *ha, struct ha_status *st)
 		m->id = (unsigned)srv->id;
 		snprintf(m->raft_addr, sizeof(m->raft_addr), "%s",
 			 srv->address);
-		m->role = role_of(r, srv);
+		m->role = ha__role(srv->role, srv->id == r->id);
 		m->reachable = srv->id == r->id || p->recent_recv;
 		m->lag = last > match ? last - match : 0;
 	}
@@ -1078,45 +1070,6 @@ static int loop_call(struct ha *ha, enum call_kind kind, unsigned id,
 	return rv;
 }
 
-/* raft's code of a failed change as one of common/err.h, with err. */
-static int change_error(int rv, unsigned id, struct buf *err)
-{
-	switch (rv) {
-	case RAFT_CANTCHANGE:
-		(void)buf_addf(err, "another membership change is under way: "
-				    "send this one once it is done");
-		return ERR_CONFLICT;
-	case RAFT_DUPLICATEID:
-		(void)buf_addf(err, "member %u is a member already", id);
-		return ERR_CONFLICT;
-	case RAFT_DUPLICATEADDRESS:
-		(void)buf_addf(err, "another member has that raft address");
-		return ERR_CONFLICT;
-	case RAFT_BADID:
-		(void)buf_addf(err, "member %u is not a member", id);
-		return ERR_NOTFOUND;
-	case RAFT_TOOMANY:
-		(void)buf_addf(err, "a cluster has at most %d members",
-			       HA_MAX_MEMBERS);
-		return ERR_CONFLICT;
-	case RAFT_NOCONNECTION:
-		(void)buf_addf(err,
-			       "member %u did not answer while it was to "
-			       "catch up: it stays a spare (remove it, or "
-			       "add it again once it runs)",
-			       id);
-		return ERR_IO;
-	case RAFT_NOTLEADER:
-	case RAFT_LEADERSHIPLOST:
-	case RAFT_SHUTDOWN:
-		(void)buf_addf(err, "this member no longer leads (%s)",
-			       raft_strerror(rv));
-		return ERR_IO;
-	}
-	(void)buf_addf(err, "raft refused the change: %s", raft_strerror(rv));
-	return ERR_IO;
-}
-
 int ha_status(struct ha *ha, struct ha_status *out, struct buf *err)
 {
 	if (loop_call(ha, CALL_STATUS, 0, NULL, out)) {
@@ -1131,14 +1084,14 @@ int ha_member_add(struct ha *ha, unsigned id, const char *raft_addr,
 {
 	int rv = loop_call(ha, CALL_ADD, id, raft_addr, NULL);
 
-	return rv ? change_error(rv, id, err) : 0;
+	return rv ? ha__change_error(rv, id, err) : 0;
 }
 
 int ha_member_remove(struct ha *ha, unsigned id, struct buf *err)
 {
 	int rv = loop_call(ha, CALL_REMOVE, id, NULL, NULL);
 
-	return rv ? change_error(rv, id, err) : 0;
+	return rv ? ha__change_error(rv, id, err) : 0;
 }
 
 int ha_recover(const struct ha_config *cfg, struct buf *err)

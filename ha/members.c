@@ -1,12 +1,64 @@
 /*
- * The pure parts of membership (ha/ha.h): role names, and what the
- * members' table needs to name raft's configuration.
+ * The pure parts of membership (ha/ha.h, ha/internal.h): roles and their
+ * names, raft's refusals of a change as errors, and what the members'
+ * table needs to name raft's configuration.
  */
 #include <stdlib.h>
 
+#include <raft.h>
+
 #include "ha/ha.h"
+#include "ha/internal.h"
+#include "common/err.h"
 #include "common/xalloc.h"
 #include "common/banned.h"
+
+enum ha_role ha__role(int raft_role, int is_leader)
+{
+	if (is_leader)
+		return HA_ROLE_LEADER;
+	if (raft_role == RAFT_VOTER)
+		return HA_ROLE_VOTER;
+	return raft_role == RAFT_STANDBY ? HA_ROLE_STANDBY : HA_ROLE_SPARE;
+}
+
+int ha__change_error(int rv, unsigned id, struct buf *err)
+{
+	switch (rv) {
+	case RAFT_CANTCHANGE:
+		(void)buf_addf(err, "another membership change is under way: "
+				    "send this one once it is done");
+		return ERR_CONFLICT;
+	case RAFT_DUPLICATEID:
+		(void)buf_addf(err, "member %u is a member already", id);
+		return ERR_CONFLICT;
+	case RAFT_DUPLICATEADDRESS:
+		(void)buf_addf(err, "another member has that raft address");
+		return ERR_CONFLICT;
+	case RAFT_BADID:
+		(void)buf_addf(err, "member %u is not a member", id);
+		return ERR_NOTFOUND;
+	case RAFT_TOOMANY:
+		(void)buf_addf(err, "a cluster has at most %d members",
+			       HA_MAX_MEMBERS);
+		return ERR_CONFLICT;
+	case RAFT_NOCONNECTION:
+		(void)buf_addf(err,
+			       "member %u did not answer while it was to "
+			       "catch up: it stays a spare (remove it, or "
+			       "add it again once it runs)",
+			       id);
+		return ERR_IO;
+	case RAFT_NOTLEADER:
+	case RAFT_LEADERSHIPLOST:
+	case RAFT_SHUTDOWN:
+		(void)buf_addf(err, "this member no longer leads (%s)",
+			       raft_strerror(rv));
+		return ERR_IO;
+	}
+	(void)buf_addf(err, "raft refused the change: %s", raft_strerror(rv));
+	return ERR_IO;
+}
 
 const char *ha_role_name(enum ha_role role)
 {
