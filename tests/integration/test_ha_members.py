@@ -3,6 +3,8 @@
 members on loopback, then members added, removed and replaced while a
 client keeps creating jobs through any member.
 
+  (m0) --join and --ha-recover need --peers and exclude each other;
+       --ha-recover of a state dir with no raft log is refused
   (m1) GET /v1/members through a follower: three voters, one the leader,
        each heard from, lags small; /metrics has the trainctl_ha_ gauges
   (m2) bad requests are refused with a clear 400/404/409 and change
@@ -142,6 +144,23 @@ def wait_for(fn, timeout=DEADLINE):
 
 def follower(cl, lead):
     return next(m for m in cl.members if m.alive() and m is not lead)
+
+
+def m0(tmp):
+    """--join and --ha-recover need --peers, and exclude each other."""
+    st = os.path.join(tmp, "flags")
+    base = [halib.DAEMON, "--listen", "127.0.0.1:1", "--state-dir", st]
+    peers = ["--member", "1", "--peers",
+             "1=127.0.0.1:2=http://127.0.0.1:1,2=127.0.0.1:3=http://127.0.0.1:4,"
+             "3=127.0.0.1:5=http://127.0.0.1:6"]
+    for extra, want in ((["--join"], "need --peers"), (["--ha-recover"], "need --peers"),
+                        (peers + ["--join", "--ha-recover"], "exclude each other")):
+        out = subprocess.run(base + extra, capture_output=True, text=True, timeout=30)
+        expect(out.returncode != 0 and want in out.stderr, out)
+    # --ha-recover of a state dir without a raft log: nothing to recover
+    out = subprocess.run(base + peers + ["--ha-recover"], capture_output=True, text=True,
+                         timeout=30)
+    expect(out.returncode != 0 and "holds no raft log" in out.stderr, out)
 
 
 def m1(cl):
@@ -315,6 +334,7 @@ def main():
     wr = Writer(cl)
     t0 = time.time()
     try:
+        tap.case("(m0) --join and --ha-recover are checked", m0, tmp)
         cl.start()
         lead = tap.case("(m1) three members, their roles, lags and gauges", m1, cl)
         if lead:
