@@ -15,6 +15,7 @@
 #include "db/members.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/xalloc.h"
 #include "common/banned.h"
 
 /* The largest body a follower relays, either way. */
@@ -74,14 +75,13 @@ static void load_urls(struct db *db)
 		buf_release(&err);
 		return;
 	}
-	m = n ? calloc(n, sizeof(*m)) : NULL;
-	for (i = 0; m && i < n; i++) {
+	m = n ? xcalloc(n, sizeof(*m)) : NULL;
+	for (i = 0; i < n; i++) {
 		m[i].id = rows[i].id;
 		m[i].raft_addr = rows[i].raft_address;
 		m[i].api_url = rows[i].api_url;
 	}
-	if (m || !n)
-		ha_members_set(member_ha, m, n);
+	ha_members_set(member_ha, m, n);
 	free(m);
 	db_members_free(rows, n);
 }
@@ -108,11 +108,10 @@ static void sync_members(struct db *db)
 		buf_release(&err);
 		return;
 	}
-	hm = n ? calloc(n, sizeof(*hm)) : NULL;
-	for (i = 0; hm && i < n; i++)
+	hm = n ? xcalloc(n, sizeof(*hm)) : NULL;
+	for (i = 0; i < n; i++)
 		hm[i].id = rows[i].id;
-	ha_members_plan(&st, hm, hm ? n : 0, &member_cfg, &put, &n_put, &del,
-			&n_del);
+	ha_members_plan(&st, hm, n, &member_cfg, &put, &n_put, &del, &n_del);
 	for (i = 0; i < n_put; i++) {
 		struct db_member m = { put[i]->id, put[i]->raft_addr,
 				       put[i]->api_url };
