@@ -266,6 +266,10 @@ int cli_http_get(struct cli_ctx *ctx, const char *path, struct cli_reply *reply,
 int cli_http_post(struct cli_ctx *ctx, const char *path, const struct buf *body,
 		  struct cli_reply *reply, struct buf *err);
 
+/* DELETEs path on the endpoint's REST face, as cli_http_get(). */
+int cli_http_delete(struct cli_ctx *ctx, const char *path,
+		    struct cli_reply *reply, struct buf *err);
+
 /*
  * The exit status of a REST request that returned rc: 0 for a 2xx
  * answer, else the error is printed and CLI_EXIT_TRANSPORT or
@@ -449,6 +453,7 @@ int cli_storage_exit(int ret);
 int cli_cmd_logs(struct cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_list_hosts(struct cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_queue(struct cli_ctx *ctx, int argc, char **argv);
+int cli_cmd_members(struct cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_list_images(struct cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_prune_images(struct cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_drain_host(struct cli_ctx *ctx, int argc, char **argv);

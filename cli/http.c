@@ -201,10 +201,13 @@ static int connected(CURL *c)
 	       t > 0;
 }
 
+/* The op of a DELETE (compared by address). */
+static const char op_delete[] = "DELETE";
+
 /*
  * One request to url: a JSON 1.1 POST of body as SageMaker.<op> (op ""
- * posts plain JSON), or a GET when op is NULL. Fills reply; returns 0
- * when the server answered.
+ * posts plain JSON, op_delete sends a DELETE), or a GET when op is NULL. Fills
+ * reply; returns 0 when the server answered.
  */
 static int perform(struct cli_http *h, const char *url, const char *op,
 		   const struct buf *body, struct cli_reply *reply,
@@ -215,7 +218,7 @@ static int perform(struct cli_http *h, const char *url, const char *op,
 	CURLcode rc;
 	int ret = 0;
 
-	if (op) {
+	if (op && op != op_delete) {
 		headers = make_headers(h, op);
 		if (!headers) {
 			(void)buf_adds(err, "out of memory");
@@ -235,7 +238,9 @@ static int perform(struct cli_http *h, const char *url, const char *op,
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	if (h->ca_bundle)
 		curl_easy_setopt(c, CURLOPT_CAINFO, h->ca_bundle);
-	if (op) {
+	if (op == op_delete) {
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
+	} else if (op) {
 		curl_easy_setopt(c, CURLOPT_POST, 1L);
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body->data);
 		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
@@ -397,6 +402,12 @@ int cli_http_post(struct cli_ctx *ctx, const char *path, const struct buf *body,
 		  struct cli_reply *reply, struct buf *err)
 {
 	return rest_request(ctx, path, "", body, reply, err);
+}
+
+int cli_http_delete(struct cli_ctx *ctx, const char *path,
+		    struct cli_reply *reply, struct buf *err)
+{
+	return rest_request(ctx, path, op_delete, NULL, reply, err);
 }
 
 int cli_http_call(struct cli_ctx *ctx, const char *op, const struct buf *body,

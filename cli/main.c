@@ -108,6 +108,11 @@ static const struct cli_cmd commands[] = {
 	  "for it" },
 	{ "list-hosts", cli_cmd_list_hosts, "list-hosts",
 	  "the controller's hosts, their state and current job" },
+	{ "members", cli_cmd_members,
+	  "members [--json] | members add ID RAFTADDR APIURL | "
+	  "members remove ID",
+	  "the members of a replicated controller: their roles and lags; "
+	  "add or remove one (an admin key)" },
 	{ "queue", cli_cmd_queue, "queue [QUEUE] [--json]",
 	  "the job queues: per share and user the guarantee, hosts in use, "
 	  "borrowed and lent, running and waiting jobs and why they wait" },

@@ -128,6 +128,8 @@ enum {
 	OPT_HA_ELECTION,
 	OPT_HA_HEARTBEAT,
 	OPT_HA_SNAPSHOT,
+	OPT_HA_JOIN,
+	OPT_HA_RECOVER,
 };
 
 static const struct option options[] = {
@@ -200,6 +202,8 @@ static const struct option options[] = {
 	{ "ha-election-ms", required_argument, NULL, OPT_HA_ELECTION },
 	{ "ha-heartbeat-ms", required_argument, NULL, OPT_HA_HEARTBEAT },
 	{ "ha-snapshot-entries", required_argument, NULL, OPT_HA_SNAPSHOT },
+	{ "join", no_argument, NULL, OPT_HA_JOIN },
+	{ "ha-recover", no_argument, NULL, OPT_HA_RECOVER },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -270,7 +274,12 @@ static void usage_members(void)
 	      "  --ha-election-ms  raft's election timeout (800)\n"
 	      "  --ha-heartbeat-ms  the leader's heartbeat (100)\n"
 	      "  --ha-snapshot-entries  log entries between snapshots of the\n"
-	      "                  store (8192)\n",
+	      "                  store (8192)\n"
+	      "  --join          a new member of a running cluster: wait to\n"
+	      "                  be added (trainctl members add)\n"
+	      "  --ha-recover    force raft's configuration in --state-dir to\n"
+	      "                  this member alone, then exit (a majority was\n"
+	      "                  lost; docs/ha.md)\n",
 	      stderr);
 }
 
@@ -690,6 +699,12 @@ int ctrl_config_parse_args(struct ctrl_config *cfg, int argc, char **argv,
 				   cfg->insecure_alloc);
 			cfg->insecure[cfg->n_insecure++] = xstrdup(optarg);
 			break;
+		case OPT_HA_JOIN:
+			cfg->ha_join = 1;
+			break;
+		case OPT_HA_RECOVER:
+			cfg->ha_recover = 1;
+			break;
 		case OPT_VERBOSE:
 			cfg->verbose++;
 			break;
@@ -957,6 +972,15 @@ static int check_members(const struct ctrl_config *cfg, struct buf *err)
 
 	if (!cfg->peers != !cfg->member) {
 		(void)buf_adds(err, "--member and --peers go together");
+		return ERR_INVALID;
+	}
+	if ((cfg->ha_join || cfg->ha_recover) && !cfg->peers) {
+		(void)buf_adds(err, "--join and --ha-recover need --peers");
+		return ERR_INVALID;
+	}
+	if (cfg->ha_join && cfg->ha_recover) {
+		(void)buf_adds(err,
+			       "--join and --ha-recover exclude each other");
 		return ERR_INVALID;
 	}
 	if (!cfg->peers)

@@ -159,6 +159,8 @@ struct ctrl_config {
 	long ha_election_ms;
 	long ha_heartbeat_ms;
 	long ha_snapshot_entries;
+	int ha_join;	/* --join: a new member, added by the leader */
+	int ha_recover; /* --ha-recover: force a cluster of this member */
 };
 
 struct ctrl_host;

@@ -11,6 +11,8 @@
 #include "common/buf.h"
 
 struct ctrl_ctx;
+struct ha;
+struct ha_config;
 
 /*
  * Runs this member as a follower, from its opened store: raft applies what
@@ -43,6 +45,10 @@ uint64_t ctrl_member_term(void);
  * a member has no term and takes any.
  */
 int ctrl_member_check_term(const char *seen, struct buf *why);
+
+/* This member's raft and --peers: NULL when not a member. */
+struct ha *ctrl_member_ha(void);
+const struct ha_config *ctrl_member_peers(void);
 
 /* Stops raft, before the store closes; nothing when not a member. */
 void ctrl_member_stop(void);

@@ -14,6 +14,7 @@
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
 #include "controller/jobrun.h"
+#include "controller/members_api.h"
 #include "controller/request.h"
 #include "controller/obs/logs.h"
 #include "controller/obs/logview.h"
@@ -322,6 +323,44 @@ static enum ctrl_route_result rest_log_download(struct ctrl_ctx *ctx,
 	return CTRL_ROUTE_DONE;
 }
 
+/* GET /v1/members, POST /v1/members, DELETE /v1/members/{id}: docs/ha.md */
+static enum ctrl_route_result rest_members(struct ctrl_ctx *ctx,
+					   struct MHD_Connection *conn,
+					   struct ctrl_http_req *req,
+					   const char *param,
+					   struct ctrl_response *resp)
+{
+	(void)conn;
+	(void)req;
+	(void)param;
+	ctrl_members_list_route(ctx, resp);
+	return CTRL_ROUTE_DONE;
+}
+
+static enum ctrl_route_result rest_member_add(struct ctrl_ctx *ctx,
+					      struct MHD_Connection *conn,
+					      struct ctrl_http_req *req,
+					      const char *param,
+					      struct ctrl_response *resp)
+{
+	(void)conn;
+	(void)param;
+	ctrl_members_add_route(ctx, req->body.data, req->body.len, resp);
+	return CTRL_ROUTE_DONE;
+}
+
+static enum ctrl_route_result rest_member_remove(struct ctrl_ctx *ctx,
+						 struct MHD_Connection *conn,
+						 struct ctrl_http_req *req,
+						 const char *param,
+						 struct ctrl_response *resp)
+{
+	(void)conn;
+	(void)req;
+	ctrl_members_remove_route(ctx, param, resp);
+	return CTRL_ROUTE_DONE;
+}
+
 /* Checks the "{}" of a job route; fills resp when it is no job name. */
 static int job_name_ok(const char *name, size_t len, struct ctrl_response *resp,
 		       struct buf *out)
@@ -395,6 +434,9 @@ out:
 #define JOB_METHODS "method not allowed on this resource"
 #define LOGS_ALLOW "use GET on logs"
 #define QUEUES_ALLOW "use GET on /v1/queues"
+#define MEMBERS_ALLOW "use GET or POST on /v1/members"
+#define MEMBER_ALLOW "use DELETE on /v1/members/<id>"
+#define MEMBERS_ADMIN "changing the members needs an admin key"
 
 static const struct rest_ep ep_hosts = { rest_hosts, 0, NULL },
 			    ep_drain = { rest_drain, 0, NULL },
@@ -414,7 +456,12 @@ static const struct rest_ep ep_hosts = { rest_hosts, 0, NULL },
 			    ep_log_download = { rest_log_download, 1, NULL },
 			    ep_logs_405 = { NULL, 1, LOGS_ALLOW },
 			    ep_queues = { rest_queues, 0, NULL },
-			    ep_queues_405 = { NULL, 0, QUEUES_ALLOW };
+			    ep_queues_405 = { NULL, 0, QUEUES_ALLOW },
+			    ep_members = { rest_members, 0, NULL },
+			    ep_member_add = { rest_member_add, 0, NULL },
+			    ep_member_remove = { rest_member_remove, 0, NULL },
+			    ep_members_405 = { NULL, 0, MEMBERS_ALLOW },
+			    ep_member_405 = { NULL, 0, MEMBER_ALLOW };
 
 #define REST_ROW_(method_, pattern_, auth_)                                  \
 	CTRL_ROW(CTRL_LISTEN_API, method_, CTRL_MATCH_PATH, pattern_, auth_, \
@@ -477,6 +524,13 @@ static const struct ctrl_route rows[] = {
 	REST_ROW("*", "/v1/queues", &ep_queues_405),
 	REST_ROW("GET", "/v1/queues/{}", &ep_queues),
 	REST_ROW("*", "/v1/queues/{}", &ep_queues_405),
+	REST_ROW("GET", "/v1/members", &ep_members),
+	{ REST_ROW_("POST", "/v1/members", CTRL_AUTH_ADMIN),
+	  .arg = &ep_member_add, .deny = MEMBERS_ADMIN },
+	REST_ROW("*", "/v1/members", &ep_members_405),
+	{ REST_ROW_("DELETE", "/v1/members/{}", CTRL_AUTH_ADMIN),
+	  .arg = &ep_member_remove, .deny = MEMBERS_ADMIN },
+	REST_ROW("*", "/v1/members/{}", &ep_member_405),
 	{ CTRL_ROW(CTRL_LISTEN_API, "*", CTRL_MATCH_PATH, "/v1/*",
 		   CTRL_AUTH_API, CTRL_BODY_BUFFERED, ctrl_route_refuse),
 	  .arg = &no_such_resource, .refusal = 1 },

@@ -327,6 +327,12 @@ static const char *const migrations[] = {
 	"DROP TABLE metric_points;"
 	"ALTER TABLE metric_points_20 RENAME TO metric_points;"
 	"CREATE INDEX metric_points_by_job ON metric_points(job_id, name, ts_ms);",
+	/* 21: the members of a replicated controller (db/members.h): their
+	 * raft and API addresses, changed with raft's configuration. */
+	"CREATE TABLE ha_members ("
+	" id INTEGER PRIMARY KEY,"
+	" raft_address TEXT NOT NULL,"
+	" api_url TEXT NOT NULL);",
 };
 
 #define N_MIGRATIONS ((int)ARRAY_SIZE(migrations))

@@ -10,7 +10,7 @@
 #include "common/banned.h"
 
 #define HA_MIN_MEMBERS 3
-#define HA_MAX_MEMBERS 9
+#define HA_MAX_ID 1000000
 
 /* "HOST:PORT" with a port of 1..65535. */
 static int addr_ok(const char *a)
@@ -25,11 +25,37 @@ static int addr_ok(const char *a)
 	return *end == '\0' && end != colon + 1 && port > 0 && port < 65536;
 }
 
+int ha_member_check(unsigned long id, const char *raft_addr,
+		    const char *api_url, struct buf *err)
+{
+	if (id < 1 || id > HA_MAX_ID) {
+		(void)buf_addf(err, "member id %lu must be 1..%d", id,
+			       HA_MAX_ID);
+		return ERR_INVALID;
+	}
+	if (!addr_ok(raft_addr)) {
+		(void)buf_addf(err,
+			       "member %lu's raft address '%s' is not "
+			       "HOST:PORT",
+			       id, raft_addr);
+		return ERR_INVALID;
+	}
+	if (strncmp(api_url, "http://", 7) || !addr_ok(api_url + 7)) {
+		(void)buf_addf(err,
+			       "member %lu's API URL '%s' is not "
+			       "http://HOST:PORT",
+			       id, api_url);
+		return ERR_INVALID;
+	}
+	return 0;
+}
+
 /* One "ID=RAFTADDR=APIURL" (item is modified). */
 static int parse_member(char *item, struct ha_member *m, struct buf *err)
 {
 	char *raft = strchr(item, '=');
 	char *api = raft ? strchr(raft + 1, '=') : NULL;
+	struct buf why = BUF_INIT;
 	char *end;
 	long id;
 
@@ -41,24 +67,14 @@ static int parse_member(char *item, struct ha_member *m, struct buf *err)
 	*raft++ = '\0';
 	*api++ = '\0';
 	id = strtol(item, &end, 10);
-	if (*end || end == item || id < 1 || id > 1000000) {
-		(void)buf_addf(err,
-			       "--peers: member id '%s' must be 1..1000000",
-			       item);
+	if (*end || end == item || id < 1 || id > HA_MAX_ID) {
+		(void)buf_addf(err, "--peers: member id '%s' must be 1..%d",
+			       item, HA_MAX_ID);
 		return ERR_INVALID;
 	}
-	if (!addr_ok(raft)) {
-		(void)buf_addf(err,
-			       "--peers: member %ld's raft address '%s' is "
-			       "not HOST:PORT",
-			       id, raft);
-		return ERR_INVALID;
-	}
-	if (strncmp(api, "http://", 7) || !addr_ok(api + 7)) {
-		(void)buf_addf(err,
-			       "--peers: member %ld's API URL '%s' is not "
-			       "http://HOST:PORT",
-			       id, api);
+	if (ha_member_check((unsigned long)id, raft, api, &why)) {
+		(void)buf_addf(err, "--peers: %s", why.data);
+		buf_release(&why);
 		return ERR_INVALID;
 	}
 	m->id = (unsigned)id;

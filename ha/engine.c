@@ -23,6 +23,7 @@
 #include <uv.h>
 
 #include "ha/ha.h"
+#include "ha/internal.h"
 #include "db/db.h"
 #include "db/replica.h"
 #include "common/err.h"
@@ -67,6 +68,34 @@ enum role {
 	ROLE_DEPOSED, /* fail-stopped without re-executing: refuses writes */
 };
 
+/*
+ * A request made on raft's thread for another thread: ha->status_call
+ * (a look at the members) and ha->change_call (a membership change, which
+ * may take a while: the members are looked at meanwhile).
+ */
+enum call_kind {
+	CALL_STATUS,
+	CALL_ADD,
+	CALL_REMOVE,
+};
+
+enum call_state {
+	CALL_IDLE,
+	CALL_QUEUED,  /* waiting for raft's thread */
+	CALL_RUNNING, /* a change raft has not committed yet */
+	CALL_DONE,    /* rv holds the outcome */
+};
+
+struct ha_call {
+	enum call_kind kind;
+	enum call_state state;
+	unsigned id;
+	char addr[128];
+	int rv; /* raft's code: 0 or RAFT_* */
+	struct ha_status *status;
+	struct raft_change add, assign;
+};
+
 struct ha {
 	const struct ha_config *cfg;
 	struct db *db;
@@ -102,21 +131,20 @@ struct ha {
 	 * did not run for an election timeout (the process was frozen, a
 	 * SIGSTOP) may have been replaced meanwhile. Atomic. */
 	int64_t tick_ms;
-	/*
-	 * The read lease (docs/ha.md, "Reads"): a barrier committed by a
-	 * majority tells that, when it was proposed, the others still
-	 * followed this member, and none of them votes for another until
-	 * an election timeout after that. Loop thread only, but for
-	 * lease_until (monotonic ms; atomic).
-	 */
-	struct raft_barrier lease_req;
-	int lease_busy;
-	int64_t lease_start;
+	/* The read lease (ha/lease.c), from the leadership barrier
+	 * proposed at barrier_start (monotonic ms; loop thread). */
+	struct ha_lease lease;
 	int64_t barrier_start;
-	int64_t lease_until;
 	/* raft's term in which this member leads and serves; 0 before.
 	 * Written on raft's thread, read by the controller's. Atomic. */
 	uint64_t term;
+	/* Under lock: the request for raft's thread, and the members'
+	 * URLs the store holds (ha_members_set()). */
+	struct ha_call status_call, change_call;
+	struct ha_member *urls;
+	size_t n_urls;
+	/* raft's configuration index as the loop last saw it. Atomic. */
+	uint64_t conf_version;
 };
 
 enum setup_stage {
@@ -458,35 +486,6 @@ static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 	return 0;
 }
 
-/* Reads are served until from + 7/8 of an election timeout. */
-static void lease_extend(struct ha *ha, int64_t from)
-{
-	int64_t t = (int64_t)ha->cfg->election_ms;
-
-	__atomic_store_n(&ha->lease_until, from + t - t / 8, __ATOMIC_RELEASE);
-}
-
-static void on_lease(struct raft_barrier *req, int status)
-{
-	struct ha *ha = req->data;
-
-	ha->lease_busy = 0;
-	if (!status)
-		lease_extend(ha, ha->lease_start);
-}
-
-/* Every quarter of an election timeout, one barrier renews the lease. */
-static void lease_renew(struct ha *ha, int64_t now)
-{
-	if (ha->lease_busy ||
-	    now - ha->lease_start < (int64_t)ha->cfg->election_ms / 4)
-		return;
-	ha->lease_req.data = ha;
-	ha->lease_start = now;
-	if (!raft_barrier(&ha->raft, &ha->lease_req, on_lease))
-		ha->lease_busy = 1;
-}
-
 static void on_barrier(struct raft_barrier *req, int status)
 {
 	struct ha *ha = req->data;
@@ -497,8 +496,8 @@ static void on_barrier(struct raft_barrier *req, int status)
 			ha->role = ROLE_FOLLOWER;
 	} else {
 		ha->role = ROLE_READY;
-		lease_extend(ha, ha->barrier_start);
-		ha->lease_start = ha->barrier_start;
+		ha__lease_lead(&ha->lease, ha->cfg->election_ms,
+			       ha->barrier_start);
 		__atomic_store_n(&ha->term, ha->raft.current_term,
 				 __ATOMIC_RELEASE);
 		pthread_cond_broadcast(&ha->cond);
@@ -523,6 +522,10 @@ static void on_tick(uv_timer_t *t)
 	int64_t gap = now - __atomic_load_n(&ha->tick_ms, __ATOMIC_ACQUIRE);
 
 	raft_leader(&ha->raft, &id, &addr);
+	__atomic_store_n(&ha->conf_version,
+			 ha->raft.configuration_index +
+				 ha->raft.configuration_uncommitted_index,
+			 __ATOMIC_RELEASE);
 	pthread_mutex_lock(&ha->lock);
 	ha->leader_id = (unsigned)id;
 	role = ha->role;
@@ -549,7 +552,7 @@ static void on_tick(uv_timer_t *t)
 	if (role == ROLE_LOST)
 		fail_stop(ha, "another member leads");
 	if (role == ROLE_READY && state == RAFT_LEADER)
-		lease_renew(ha, now);
+		ha__lease_renew(&ha->lease, &ha->raft, now);
 	if (role != ROLE_FOLLOWER || state != RAFT_LEADER)
 		return;
 	/* Elected: once every committed entry is applied, lead. */
@@ -560,6 +563,133 @@ static void on_tick(uv_timer_t *t)
 		ha->role = ROLE_FOLLOWER;
 		pthread_mutex_unlock(&ha->lock);
 	}
+}
+
+/* Ends call c with raft's code rv, waking its caller. */
+static void call_finish(struct ha *ha, struct ha_call *c, int rv)
+{
+	pthread_mutex_lock(&ha->lock);
+	c->rv = rv;
+	c->state = CALL_DONE;
+	pthread_cond_broadcast(&ha->cond);
+	pthread_mutex_unlock(&ha->lock);
+}
+
+static void on_changed(struct raft_change *req, int status)
+{
+	struct ha *ha = req->data;
+
+	call_finish(ha, &ha->change_call, status);
+}
+
+/* Makes the change call's member a voter once it caught up. */
+static int promote(struct ha *ha)
+{
+	ha->change_call.assign.data = ha;
+	return raft_assign(&ha->raft, &ha->change_call.assign,
+			   ha->change_call.id, RAFT_VOTER, on_changed);
+}
+
+/* The new member is a spare: make it a voter once it caught up. */
+static void on_added(struct raft_change *req, int status)
+{
+	struct ha *ha = req->data;
+	int rv = status ? status : promote(ha);
+
+	if (rv)
+		call_finish(ha, &ha->change_call, rv);
+}
+
+/*
+ * Adds the change call's member: a new one as a spare, then a voter; one
+ * there already as a spare or standby at the same address (an earlier
+ * add that it did not answer) is made a voter.
+ */
+static int add_member(struct ha *ha)
+{
+	struct ha_call *c = &ha->change_call;
+	const struct raft_server *s = NULL;
+	unsigned i;
+
+	for (i = 0; i < ha->raft.configuration.n; i++)
+		if (ha->raft.configuration.servers[i].id == c->id)
+			s = &ha->raft.configuration.servers[i];
+	if (s && (s->role == RAFT_VOTER || strcmp(s->address, c->addr)))
+		return RAFT_DUPLICATEID;
+	if (s)
+		return promote(ha);
+	if (ha->raft.configuration.n >= HA_MAX_MEMBERS)
+		return RAFT_TOOMANY;
+	c->add.data = ha;
+	return raft_add(&ha->raft, &c->add, c->id, c->addr, on_added);
+}
+
+/* The leader's view of its members (raft's thread). */
+static int fill_status(struct ha *ha, struct ha_status *st)
+{
+	struct raft *r = &ha->raft;
+	raft_index last = raft_last_index(r);
+	unsigned i;
+
+	if (raft_state(r) != RAFT_LEADER)
+		return RAFT_NOTLEADER;
+	memset(st, 0, sizeof(*st));
+	st->term = r->current_term;
+	st->last_index = last;
+	st->leader_id = (unsigned)r->id;
+	for (i = 0; i < r->configuration.n && st->n < HA_MAX_MEMBERS; i++) {
+		const struct raft_server *srv = &r->configuration.servers[i];
+		const struct raft_progress *p = &r->leader_state.progress[i];
+		struct ha_member_status *m = &st->members[st->n++];
+		raft_index match = srv->id == r->id ? last : p->match_index;
+
+		m->id = (unsigned)srv->id;
+		snprintf(m->raft_addr, sizeof(m->raft_addr), "%s",
+			 srv->address);
+		m->role = ha__role(srv->role, srv->id == r->id);
+		m->reachable = srv->id == r->id || p->recent_recv;
+		m->lag = last > match ? last - match : 0;
+	}
+	return 0;
+}
+
+/* Starts call c if it is queued (raft's thread). */
+static void run_call(struct ha *ha, struct ha_call *c)
+{
+	int rv = 0;
+
+	pthread_mutex_lock(&ha->lock);
+	if (c->state != CALL_QUEUED) {
+		pthread_mutex_unlock(&ha->lock);
+		return;
+	}
+	c->state = CALL_RUNNING;
+	pthread_mutex_unlock(&ha->lock);
+	switch (c->kind) {
+	case CALL_STATUS:
+		rv = fill_status(ha, c->status);
+		call_finish(ha, c, rv);
+		return;
+	case CALL_ADD:
+		rv = add_member(ha);
+		break;
+	case CALL_REMOVE:
+		c->add.data = ha;
+		rv = raft_remove(&ha->raft, &c->add, c->id, on_changed);
+		break;
+	}
+	if (rv)
+		call_finish(ha, c, rv);
+}
+
+/* A queued call fails: raft's thread is closing. */
+static void call_cancel(struct ha *ha, struct ha_call *c)
+{
+	if (c->state != CALL_QUEUED)
+		return;
+	c->rv = RAFT_SHUTDOWN;
+	c->state = CALL_DONE;
+	pthread_cond_broadcast(&ha->cond);
 }
 
 static void on_raft_closed(struct raft *r)
@@ -579,9 +709,15 @@ static void on_wake(uv_async_t *h)
 	stopping = ha->stopping;
 	if (stopping && (ha->slot == SLOT_QUEUED || ha->slot == SLOT_IN_RAFT))
 		slot_fail(ha, "shutting down");
+	if (stopping) {
+		call_cancel(ha, &ha->status_call);
+		call_cancel(ha, &ha->change_call);
+	}
 	pthread_mutex_unlock(&ha->lock);
 	if (!stopping) {
 		submit(ha);
+		run_call(ha, &ha->status_call);
+		run_call(ha, &ha->change_call);
 		return;
 	}
 	if (ha->closing)
@@ -648,6 +784,8 @@ static int bootstrap(struct ha *ha, struct buf *err)
 	size_t i;
 	int rv = 0;
 
+	if (ha->cfg->join)
+		return 0; /* the leader's configuration comes with the log */
 	raft_configuration_init(&conf);
 	for (i = 0; i < ha->cfg->n_members && !rv; i++)
 		rv = raft_configuration_add(&conf, ha->cfg->members[i].id,
@@ -666,7 +804,8 @@ static int bootstrap(struct ha *ha, struct buf *err)
 	return 0;
 }
 
-static int raft_setup(struct ha *ha, struct buf *err)
+/* The loop, raft's libuv I/O in cfg->dir, and raft itself (not started). */
+static int raft_open(struct ha *ha, struct buf *err)
 {
 	const struct ha_member *me = ha_config_member(ha->cfg, ha->cfg->self);
 	int rv;
@@ -701,7 +840,14 @@ static int raft_setup(struct ha *ha, struct buf *err)
 	}
 	ha->raft.data = ha;
 	ha->setup = SETUP_RAFT;
-	if (bootstrap(ha, err))
+	return 0;
+}
+
+static int raft_setup(struct ha *ha, struct buf *err)
+{
+	int rv;
+
+	if (raft_open(ha, err) || bootstrap(ha, err))
 		return ERR_IO;
 	raft_set_election_timeout(&ha->raft, ha->cfg->election_ms);
 	raft_set_heartbeat_timeout(&ha->raft, ha->cfg->heartbeat_ms);
@@ -842,11 +988,11 @@ int ha_ready(struct ha *ha)
 int ha_serving(struct ha *ha)
 {
 	int64_t last = __atomic_load_n(&ha->tick_ms, __ATOMIC_ACQUIRE);
-	int64_t until = __atomic_load_n(&ha->lease_until, __ATOMIC_ACQUIRE);
 	int64_t now = time_mono_ms();
 
 	return ha_ready(ha) &&
-	       now - last <= (int64_t)ha->cfg->election_ms / 2 && now <= until;
+	       now - last <= (int64_t)ha->cfg->election_ms / 2 &&
+	       ha__lease_valid(&ha->lease, now);
 }
 
 uint64_t ha_term(struct ha *ha)
@@ -859,14 +1005,153 @@ int ha_leader_url(struct ha *ha, char *out, size_t size)
 	const struct ha_member *m;
 	unsigned id;
 
+	size_t i;
+	int ret = -1;
+
 	pthread_mutex_lock(&ha->lock);
 	id = ha->leader_id;
+	for (i = 0; i < ha->n_urls && id && id != ha->cfg->self; i++)
+		if (ha->urls[i].id == id) {
+			snprintf(out, size, "%s", ha->urls[i].api_url);
+			ret = 0;
+		}
 	pthread_mutex_unlock(&ha->lock);
 	m = id && id != ha->cfg->self ? ha_config_member(ha->cfg, id) : NULL;
-	if (!m)
-		return -1;
-	snprintf(out, size, "%s", m->api_url);
+	if (ret && m) {
+		snprintf(out, size, "%s", m->api_url);
+		ret = 0;
+	}
+	return ret;
+}
+
+static void urls_free(struct ha_member *m, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(m[i].raft_addr);
+		free(m[i].api_url);
+	}
+	free(m);
+}
+
+void ha_members_set(struct ha *ha, const struct ha_member *m, size_t n)
+{
+	struct ha_member *copy = n ? xcalloc(n, sizeof(*copy)) : NULL;
+	struct ha_member *old;
+	size_t i, n_old;
+
+	for (i = 0; i < n; i++) {
+		copy[i].id = m[i].id;
+		copy[i].raft_addr = xstrdup(m[i].raft_addr);
+		copy[i].api_url = xstrdup(m[i].api_url);
+	}
+	pthread_mutex_lock(&ha->lock);
+	old = ha->urls;
+	n_old = ha->n_urls;
+	ha->urls = copy;
+	ha->n_urls = n;
+	pthread_mutex_unlock(&ha->lock);
+	urls_free(old, n_old);
+}
+
+uint64_t ha_config_version(struct ha *ha)
+{
+	return __atomic_load_n(&ha->conf_version, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Runs one call on raft's thread and waits for its outcome (raft's code),
+ * after any other caller's.
+ */
+static int loop_call(struct ha *ha, enum call_kind kind, unsigned id,
+		     const char *addr, struct ha_status *status)
+{
+	struct ha_call *c = kind == CALL_STATUS ? &ha->status_call :
+						  &ha->change_call;
+	int rv;
+
+	pthread_mutex_lock(&ha->lock);
+	while (c->state != CALL_IDLE && !ha->stopping)
+		pthread_cond_wait(&ha->cond, &ha->lock);
+	if (ha->stopping) {
+		pthread_mutex_unlock(&ha->lock);
+		return RAFT_SHUTDOWN;
+	}
+	c->kind = kind;
+	c->id = id;
+	snprintf(c->addr, sizeof(c->addr), "%s", addr ? addr : "");
+	c->status = status;
+	c->state = CALL_QUEUED;
+	uv_async_send(&ha->wake);
+	while (c->state != CALL_DONE)
+		pthread_cond_wait(&ha->cond, &ha->lock);
+	rv = c->rv;
+	c->state = CALL_IDLE;
+	pthread_cond_broadcast(&ha->cond);
+	pthread_mutex_unlock(&ha->lock);
+	return rv;
+}
+
+int ha_status(struct ha *ha, struct ha_status *out, struct buf *err)
+{
+	if (loop_call(ha, CALL_STATUS, 0, NULL, out)) {
+		(void)buf_addf(err, "this member does not lead");
+		return ERR_IO;
+	}
 	return 0;
+}
+
+int ha_member_add(struct ha *ha, unsigned id, const char *raft_addr,
+		  struct buf *err)
+{
+	int rv = loop_call(ha, CALL_ADD, id, raft_addr, NULL);
+
+	return rv ? ha__change_error(rv, id, err) : 0;
+}
+
+int ha_member_remove(struct ha *ha, unsigned id, struct buf *err)
+{
+	int rv = loop_call(ha, CALL_REMOVE, id, NULL, NULL);
+
+	return rv ? ha__change_error(rv, id, err) : 0;
+}
+
+int ha_recover(const struct ha_config *cfg, struct buf *err)
+{
+	const struct ha_member *me = ha_config_member(cfg, cfg->self);
+	struct raft_configuration conf;
+	struct ha *ha;
+	int rv, ret = 0;
+
+	if (raft_dir_new(cfg->dir)) {
+		(void)buf_addf(err, "%s holds no raft log: nothing to recover",
+			       cfg->dir);
+		return ERR_INVALID;
+	}
+	ha = xcalloc(1, sizeof(*ha));
+	ha->cfg = cfg;
+	if (raft_open(ha, err)) {
+		setup_undo(ha);
+		free(ha);
+		return ERR_IO;
+	}
+	raft_configuration_init(&conf);
+	rv = raft_configuration_add(&conf, me->id, me->raft_addr, RAFT_VOTER);
+	if (!rv)
+		rv = raft_recover(&ha->raft, &conf);
+	raft_configuration_close(&conf);
+	if (rv) {
+		(void)buf_addf(err, "cannot recover raft in %s: %s (%s)",
+			       cfg->dir, raft_strerror(rv),
+			       raft_errmsg(&ha->raft));
+		ret = ERR_IO;
+	}
+	raft_close(&ha->raft, on_raft_closed);
+	uv_run(&ha->loop, UV_RUN_DEFAULT);
+	uv_loop_close(&ha->loop);
+	free(ha);
+	return ret;
 }
 
 void ha_stop(struct ha *ha)
@@ -882,5 +1167,6 @@ void ha_stop(struct ha *ha)
 	db_replica_set_hook(ha->db, NULL);
 	pthread_mutex_destroy(&ha->lock);
 	pthread_cond_destroy(&ha->cond);
+	urls_free(ha->urls, ha->n_urls);
 	free(ha);
 }

@@ -28,6 +28,9 @@ struct ha_member {
 	char *api_url;	 /* "http://HOST:PORT" of its API */
 };
 
+/* Members a cluster may have at most, --peers or added. */
+#define HA_MAX_MEMBERS 9
+
 struct ha_config {
 	unsigned self; /* this member's id */
 	struct ha_member *members;
@@ -36,6 +39,9 @@ struct ha_config {
 	unsigned election_ms;	   /* election timeout */
 	unsigned heartbeat_ms;	   /* leader's heartbeat */
 	unsigned snapshot_entries; /* entries between snapshots */
+	/* A new member joining a running cluster: raft starts without a
+	 * configuration of its own and waits to be added (--join). */
+	int join;
 	/* Re-executed when leadership is lost; NULL (tests): the member
 	 * refuses every write from then on instead. */
 	char **argv;
@@ -51,6 +57,14 @@ int ha_config_parse_peers(struct ha_config *cfg, const char *spec,
 
 /* Frees what ha_config_parse_peers() set. */
 void ha_config_release(struct ha_config *cfg);
+
+/*
+ * Checks a member as an operator names one: id 1..1000000, raft address
+ * HOST:PORT, API URL http://HOST:PORT. Returns 0 or ERR_INVALID with err
+ * naming what is wrong.
+ */
+int ha_member_check(unsigned long id, const char *raft_addr,
+		    const char *api_url, struct buf *err);
 
 /* The member with id, or NULL. */
 const struct ha_member *ha_config_member(const struct ha_config *cfg,
@@ -98,6 +112,87 @@ uint64_t ha_term(struct ha *ha);
  * bytes); 0, or -1 when no leader is known or this member leads.
  */
 int ha_leader_url(struct ha *ha, char *out, size_t size);
+
+/* A member's role in raft's configuration, as the leader sees it. */
+enum ha_role {
+	HA_ROLE_LEADER,
+	HA_ROLE_VOTER,
+	HA_ROLE_STANDBY, /* replicates, does not vote */
+	HA_ROLE_SPARE,	 /* added, not replicated to yet */
+};
+
+/* "leader", "voter", "standby" or "spare". */
+const char *ha_role_name(enum ha_role role);
+
+struct ha_member_status {
+	unsigned id;
+	char raft_addr[128];
+	enum ha_role role;
+	int reachable; /* the leader heard from it within an election */
+	uint64_t lag;  /* entries the leader holds that it does not */
+};
+
+/* The cluster as its leader sees it (ha_status()). */
+struct ha_status {
+	uint64_t term;
+	uint64_t last_index; /* the leader's last log entry */
+	unsigned leader_id;
+	size_t n;
+	struct ha_member_status members[HA_MAX_MEMBERS];
+};
+
+/*
+ * The members, their roles and replication lags, read on raft's thread.
+ * Returns 0, or ERR_IO with err when this member does not lead.
+ */
+int ha_status(struct ha *ha, struct ha_status *out, struct buf *err);
+
+/*
+ * Membership changes, made by the leader, one at a time. ha_member_add()
+ * adds id at raft_addr and makes it a voter once it has caught up with
+ * the log (a snapshot and entries); ha_member_remove() takes id out of
+ * the configuration. Both return when raft's configuration holding the
+ * change is committed: 0, or with err set ERR_CONFLICT (another change
+ * is under way, the id or address is in use), ERR_NOTFOUND (no such
+ * member), ERR_IO (not the leader, leadership lost, the new
+ * member did not answer) or ERR_INVALID.
+ */
+int ha_member_add(struct ha *ha, unsigned id, const char *raft_addr,
+		  struct buf *err);
+int ha_member_remove(struct ha *ha, unsigned id, struct buf *err);
+
+/*
+ * The members' API URLs as the store holds them (db/members.h), where
+ * ha_leader_url() looks first (then in --peers): a follower finds there
+ * a leader that --peers does not name.
+ */
+void ha_members_set(struct ha *ha, const struct ha_member *m, size_t n);
+
+/*
+ * A number that changes whenever raft's configuration does (a member
+ * added or removed): a follower reads the members' URLs again then.
+ */
+uint64_t ha_config_version(struct ha *ha);
+
+/*
+ * --ha-recover: forces raft's configuration in cfg->dir (raft's log of a
+ * member that is not running) to this member alone, after a majority
+ * was lost; started again, it leads by itself and the others are added
+ * as new members. Returns 0 or ERR_IO/ERR_INVALID with err.
+ */
+int ha_recover(const struct ha_config *cfg, struct buf *err);
+
+/*
+ * Which rows the members' table needs for it to name raft's
+ * configuration (st) and nothing else: every member of st that rows
+ * lack, with its addresses from peers (a member peers does not name is
+ * left out), into *put, and every row of no member of st into *del.
+ * Both are allocated (NULL when empty); put's strings are peers'.
+ */
+void ha_members_plan(const struct ha_status *st, const struct ha_member *rows,
+		     size_t n_rows, const struct ha_config *peers,
+		     const struct ha_member ***put, size_t *n_put,
+		     unsigned **del, size_t *n_del);
 
 /* Stops raft and clears db's hook; NULL is fine. */
 void ha_stop(struct ha *ha);

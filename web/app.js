@@ -1,5 +1,5 @@
 /*
- * The trainctl status page: jobs, one job, tuning jobs, queues, hosts. ES modules with no
+ * The trainctl status page: jobs, one job, tuning jobs, queues, hosts, members. ES modules with no
  * build step (web/js/); served by trainctld from memory (scripts/embed.sh). Data
  * comes from the REST face (/v1/training-jobs, /v1/hosts), the page's own
  * endpoints (/v1/ui/...), and the long-poll /v1/changes, which tells the
@@ -14,6 +14,7 @@ import { CompareView } from './js/panels.js';
 import { TuningJobView, TuningJobsView } from './js/tuning.js';
 import { HostsView } from './js/hosts.js';
 import { QueuesView } from './js/queues.js';
+import { MembersView } from './js/members.js';
 
 /* ------------------------------------------------------------- router */
 
@@ -35,12 +36,16 @@ function route() {
   var root = clear(document.getElementById('view'));
   if (live.view && live.view.destroy) live.view.destroy();
   var tuning = r.parts[0] === 'tuning-jobs';
-  var other = r.parts[0] === 'hosts' || r.parts[0] === 'queues';
+  var other = r.parts[0] === 'hosts' || r.parts[0] === 'queues' || r.parts[0] === 'members';
   document.getElementById('nav-jobs').classList.toggle('active', !other && !tuning);
   document.getElementById('nav-tuning').classList.toggle('active', tuning);
   document.getElementById('nav-hosts').classList.toggle('active', r.parts[0] === 'hosts');
   document.getElementById('nav-queues').classList.toggle('active', r.parts[0] === 'queues');
-  if (r.parts[0] === 'queues') {
+  document.getElementById('nav-members').classList.toggle('active', r.parts[0] === 'members');
+  if (r.parts[0] === 'members') {
+    document.title = 'Members \u00b7 trainctl';
+    live.view = new MembersView(root);
+  } else if (r.parts[0] === 'queues') {
     document.title = 'Queues \u00b7 trainctl';
     live.view = new QueuesView(root);
   } else if (r.parts[0] === 'hosts') {

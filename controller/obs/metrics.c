@@ -7,6 +7,7 @@
 
 #include <microhttpd.h>
 
+#include "controller/members_api.h"
 #include "controller/ctrl.h"
 #include "controller/hosts.h"
 #include "controller/obs/metrics.h"
@@ -548,6 +549,7 @@ void ctrl_metrics_serve(struct ctrl_ctx *ctx, struct ctrl_response *resp)
 	ctrl_sched_render_metrics(&out);
 	ctrl_stragwatch_render_metrics(ctx, &out);
 	ctrl_goodput_render(ctx, &out);
+	ctrl_members_render_metrics(ctx, &out);
 	ctrl_metrics_render_counters(&out);
 	resp->status = 200;
 	buf_release(&resp->body);

@@ -207,6 +207,18 @@ run $T --output yaml list-training-jobs
 check "bad --output: exit 129" '[ $rc -eq 129 ]'
 run $T wait x --interval soon
 check "bad --interval: exit 129" '[ $rc -eq 129 ]'
+run $T members add 4 127.0.0.1:7104
+check "members add without the API URL: exit 129" \
+	'[ $rc -eq 129 ] && has "$ERR" "members add takes ID RAFTADDR APIURL"'
+run $T members remove four
+check "members remove with no id: exit 129" \
+	'[ $rc -eq 129 ] && has "$ERR" "'"'"'four'"'"' is not a member id"'
+run $T members join
+check "unknown members command: exit 129" \
+	'[ $rc -eq 129 ] && has "$ERR" "unknown members command"'
+run $T members
+check "members of a controller with no --peers: exit 1" \
+	'[ $rc -eq 1 ] && has "$ERR" "not replicated"'
 
 # --- server-side validation and transport errors ----------------------------------
 run $T create-training-job --name bad_name --image i \

@@ -2,7 +2,8 @@
  * Tests ha/: --peers parsing, and three members in this process on
  * loopback, each with its own store and raft folder: one leads, its
  * writes reach the others, a follower refuses writes, and a member that
- * missed more than the log keeps catches up from a snapshot.
+ * missed more than the log keeps catches up from a snapshot. A fourth
+ * member joins and leaves; a lone survivor is recovered.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -284,6 +285,184 @@ static void test_snapshot(void **state)
 	cluster_stop();
 }
 
+/* A fourth member, started with join: its peers the three and itself. */
+static struct member joiner;
+
+static void joiner_config(struct fixture *f)
+{
+	struct buf spec = BUF_INIT, err = BUF_INIT, dir = BUF_INIT;
+	int i;
+
+	for (i = 0; i < N; i++) {
+		const struct ha_member *m = &members[0].cfg.members[i];
+
+		(void)buf_addf(&spec, "%u=%s=%s,", m->id, m->raft_addr,
+			       m->api_url);
+	}
+	(void)buf_addf(&spec, "4=127.0.0.1:%d=http://127.0.0.1:%d", free_port(),
+		       free_port());
+	memset(&joiner.cfg, 0, sizeof(joiner.cfg));
+	if (ha_config_parse_peers(&joiner.cfg, spec.data, 4, &err))
+		fail_msg("%s", err.data);
+	(void)buf_addf(&dir, "%s/raft4", f->dir);
+	joiner.cfg.dir = buf_detach(&dir, NULL);
+	joiner.cfg.election_ms = 300;
+	joiner.cfg.heartbeat_ms = 50;
+	joiner.cfg.snapshot_entries = 16;
+	joiner.cfg.join = 1;
+	buf_release(&spec);
+	buf_release(&err);
+}
+
+static void joiner_start(struct fixture *f)
+{
+	struct buf err = BUF_INIT;
+	char path[PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/m4.db", f->dir);
+	if (db_open(path, 2, &joiner.db, &err) ||
+	    ha_start(&joiner.cfg, joiner.db, &joiner.ha, &err))
+		fail_msg("member 4: %s", err.data);
+	buf_release(&err);
+}
+
+static void joiner_stop(void)
+{
+	ha_stop(joiner.ha);
+	joiner.ha = NULL;
+	db_close(joiner.db);
+	joiner.db = NULL;
+	remove_tree(joiner.cfg.dir);
+	free(joiner.cfg.dir);
+	ha_config_release(&joiner.cfg);
+}
+
+static const struct ha_member_status *status_of(const struct ha_status *st,
+						unsigned id)
+{
+	size_t i;
+
+	for (i = 0; i < st->n; i++)
+		if (st->members[i].id == id)
+			return &st->members[i];
+	return NULL;
+}
+
+/*
+ * A member joins: refused changes first, then added (it catches up from
+ * a snapshot and the log and becomes a voter), then removed.
+ */
+static void test_membership(void **state)
+{
+	struct fixture *f = *state;
+	struct buf err = BUF_INIT;
+	struct ha_status st;
+	char raft_addr[] = "h:1", api_url[] = "http://from-the-store:9";
+	struct ha_member url = { 0, raft_addr, api_url };
+	const struct ha_member *m4;
+	char name[32], got[128];
+	int lead, fol, i;
+
+	cluster_start(f, 16);
+	lead = wait_leader();
+	fol = (lead + 1) % N;
+	for (i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "before-%d", i);
+		insert(members[lead].db, name);
+	}
+	joiner_config(f);
+	m4 = ha_config_member(&joiner.cfg, 4);
+	assert_int_equal(ha_status(members[fol].ha, &st, &err), ERR_IO);
+	assert_int_equal(ha_member_add(members[lead].ha, 2, "127.0.0.1:9",
+				       &err),
+			 ERR_CONFLICT);
+	assert_non_null(strstr(err.data, "member 2 is a member already"));
+	buf_reset(&err);
+	assert_int_equal(ha_member_remove(members[lead].ha, 99, &err),
+			 ERR_NOTFOUND);
+	assert_non_null(strstr(err.data, "member 99 is not a member"));
+	/* Not running yet: it stays a spare, and the members are seen. */
+	buf_reset(&err);
+	assert_int_equal(ha_member_add(members[lead].ha, 4, m4->raft_addr,
+				       &err),
+			 ERR_IO);
+	assert_non_null(strstr(err.data, "member 4 did not answer"));
+	assert_int_equal(ha_status(members[lead].ha, &st, &err), 0);
+	assert_int_equal(status_of(&st, 4)->role, HA_ROLE_SPARE);
+	assert_false(status_of(&st, 4)->reachable);
+	/* Started, the same add makes it a voter once caught up. */
+	joiner_start(f);
+	assert_int_equal(
+		ha_member_add(members[lead].ha, 4, m4->raft_addr, &err), 0);
+	assert_int_equal(ha_status(members[lead].ha, &st, &err), 0);
+	assert_int_equal(st.n, 4);
+	assert_int_equal(st.leader_id, members[lead].cfg.self);
+	assert_int_equal(status_of(&st, 4)->role, HA_ROLE_VOTER);
+	assert_int_equal(status_of(&st, st.leader_id)->role, HA_ROLE_LEADER);
+	insert(members[lead].db, "after-add");
+	wait_applied(lead, db_replica_applied(members[lead].db));
+	for (i = 0; i < 500 && db_replica_applied(joiner.db) <
+				       db_replica_applied(members[lead].db);
+	     i++)
+		sleep_ms(20);
+	assert_has(joiner.db, "before-0");
+	assert_has(joiner.db, "before-39");
+	assert_has(joiner.db, "after-add");
+	/* Its address is taken now. */
+	buf_reset(&err);
+	assert_int_equal(ha_member_add(members[lead].ha, 5, m4->raft_addr,
+				       &err),
+			 ERR_CONFLICT);
+	/* A follower looks for the leader's API in the store's URLs first. */
+	url.id = members[lead].cfg.self;
+	ha_members_set(members[fol].ha, &url, 1);
+	assert_int_equal(ha_leader_url(members[fol].ha, got, sizeof(got)), 0);
+	assert_string_equal(got, "http://from-the-store:9");
+	/* Removed. */
+	assert_int_equal(ha_member_remove(members[lead].ha, 4, &err), 0);
+	assert_int_equal(ha_status(members[lead].ha, &st, &err), 0);
+	assert_int_equal(st.n, 3);
+	assert_null(status_of(&st, 4));
+	insert(members[lead].db, "after-remove");
+	joiner_stop();
+	cluster_stop();
+	buf_release(&err);
+}
+
+/* The leader's raft folder, recovered alone, leads a cluster of one. */
+static void test_recover(void **state)
+{
+	struct fixture *f = *state;
+	struct buf err = BUF_INIT;
+	struct ha_status st;
+	struct ha_config lone;
+	char dir[300];
+	int lead, i;
+
+	cluster_start(f, 1024);
+	lead = wait_leader();
+	insert(members[lead].db, "kept");
+	for (i = 0; i < N; i++)
+		member_stop(i);
+	/* A folder without a raft log has nothing to recover. */
+	lone = members[lead].cfg;
+	snprintf(dir, sizeof(dir), "%s/empty", f->dir);
+	lone.dir = dir;
+	assert_int_equal(ha_recover(&lone, &err), ERR_INVALID);
+	assert_non_null(strstr(err.data, "holds no raft log"));
+	buf_reset(&err);
+	if (ha_recover(&members[lead].cfg, &err))
+		fail_msg("%s", err.data);
+	member_start(f, lead);
+	assert_int_equal(wait_leader(), lead);
+	assert_has(members[lead].db, "kept");
+	insert(members[lead].db, "alone");
+	assert_int_equal(ha_status(members[lead].ha, &st, &err), 0);
+	assert_int_equal(st.n, 1);
+	cluster_stop();
+	buf_release(&err);
+}
+
 /* A store with data cannot become a member with a new raft folder. */
 static void test_refuses_data(void **state)
 {
@@ -369,6 +548,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_replicated, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_snapshot, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_membership, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_recover, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refuses_data, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_start_fails, setup,

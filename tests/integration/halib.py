@@ -4,7 +4,8 @@ tests/integration/test_ha_history.py share.
 
   Member, Cluster   members started with --member/--peers, each its own
                     state folder and ports; the leader is the member whose
-                    log says last that it leads (and is not frozen)
+                    log says last that it leads (and is not frozen);
+                    Cluster.join() starts a new member with --join
   Workload          clients (threads, boto3, retries off, each request to
                     a random member) creating, describing and stopping
                     jobs; every operation recorded for histcheck.py
@@ -99,6 +100,17 @@ class Cluster:
     def start(self):
         for m in self.members:
             m.start(self.peers, self.extra)
+
+    def join(self, mid, tmp):
+        """A new member mid started with --join, its --peers every
+        member's and its own; added to self.members (not to raft: the
+        leader adds it)."""
+        m = Member(mid, tmp)
+        self.members.append(m)
+        peers = ",".join("%d=127.0.0.1:%d=%s" % (x.id, x.raft, x.url)
+                         for x in self.members)
+        m.start(peers, self.extra + ["--join"])
+        return m
 
     def leader(self):
         ups = [m for m in self.members if m.alive() and not m.stopped and m.role() == "leads"]
