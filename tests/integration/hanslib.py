@@ -213,3 +213,119 @@ class NsHaCluster(halib.Cluster):
             m.signal(signal.SIGCONT)
         halib.Cluster.stop(self)
 
+
+
+# ------------------------------------------------------------ the floating address
+
+KEEPALIVED = "/usr/sbin/keepalived"
+VIP_HOST = 100  # the floating address: NET.100
+
+KEEPALIVED_CONF = """\
+# trainctl member %(id)d: the floating address %(vip)s follows the leader
+global_defs {
+    router_id trainctl-m%(id)d
+    script_user root
+    enable_script_security
+    vrrp_version 3
+}
+
+# 200 only where this member leads and serves (docs/ha.md); a follower's
+# 503 or no answer puts this instance in FAULT: it never holds the address
+vrrp_script leader {
+    script "/usr/bin/curl -sf -o /dev/null --max-time 1 http://%(addr)s:%(port)d/healthz/leader"
+    interval 1
+    timeout 2
+    rise 1
+    fall 1
+}
+
+vrrp_instance trainctl {
+    state BACKUP
+    nopreempt
+    interface eth0
+    virtual_router_id %(vrid)d
+    priority 100
+    advert_int %(advert)s
+    unicast_src_ip %(addr)s
+    unicast_peer {
+%(peers)s
+    }
+    virtual_ipaddress {
+        %(vip)s/24 dev eth0
+    }
+    track_script {
+        leader
+    }
+}
+"""
+
+
+def vip_of(net):
+    return "%s.%d" % (net, VIP_HOST)
+
+
+class Keepalived:
+    """keepalived (VRRP only, in the foreground) in member m's namespace,
+    its configuration, pid files and log under the member's folder, and
+    the iptables rule there that sends the floating address's API port to
+    the member's own --listen (a member listens on its own address only)."""
+
+    def __init__(self, cluster, m, vrid, advert="0.2"):
+        self.m = m
+        self.vip = vip_of(cluster.ns.net)
+        self.ns = "%s-%s" % (cluster.ns.prefix, m.node)
+        self.dir = os.path.join(cluster.root, "keepalived-m%d" % m.id)
+        self.conf = os.path.join(self.dir, "keepalived.conf")
+        self.log_path = os.path.join(self.dir, "keepalived.log")
+        self.proc = None
+        peers = "\n".join("        %s" % o.addr for o in cluster.members if o is not m)
+        self.text = KEEPALIVED_CONF % {"id": m.id, "vip": self.vip, "addr": m.addr, "port": m.api,
+                                       "vrid": vrid, "advert": advert, "peers": peers}
+
+    def nsexec(self, *argv):
+        return subprocess.run(["ip", "netns", "exec", self.ns] + list(argv), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=20)
+
+    def start(self):
+        """None, or why keepalived could not start."""
+        os.makedirs(self.dir, exist_ok=True)
+        with open(self.conf, "w") as f:
+            f.write(self.text)
+        p = self.nsexec("iptables", "-t", "nat", "-A", "PREROUTING", "-d", self.vip, "-p", "tcp",
+                        "--dport", str(self.m.api), "-j", "DNAT", "--to-destination",
+                        "%s:%d" % (self.m.addr, self.m.api))
+        if p.returncode != 0:
+            return "iptables DNAT in %s: %s" % (self.ns, p.stdout.decode(errors="replace"))
+        with open(self.log_path, "a") as log:
+            self.proc = subprocess.Popen(
+                ["ip", "netns", "exec", self.ns, KEEPALIVED, "--dont-fork", "--log-console",
+                 "--log-detail", "--no-syslog", "--vrrp", "--use-file", self.conf,
+                 "--pid", os.path.join(self.dir, "keepalived.pid"),
+                 "--vrrp_pid", os.path.join(self.dir, "vrrp.pid")],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        time.sleep(0.2)
+        if self.proc.poll() is not None:
+            return "keepalived exited %s:\n%s" % (self.proc.returncode, self.log()[-1500:])
+        return None
+
+    def holds_vip(self):
+        p = self.nsexec("ip", "-o", "-4", "addr", "show", "dev", "eth0")
+        return (" %s/" % self.vip) in p.stdout.decode(errors="replace")
+
+    def log(self):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def stop(self):
+        """SIGTERM by its PID (it stops its VRRP child and drops the
+        address), SIGKILL after 10 s."""
+        if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
