@@ -37,6 +37,7 @@ TAP on stdout; skips (1..0 # SKIP) when not root or without sshd. Run from
 the top of the tree: /usr/bin/python3 tests/integration/test_ha_cluster.py
 """
 import os
+import random
 import re
 import signal
 import sys
@@ -58,7 +59,7 @@ FAILOVER_DEADLINE = 15.0  # generous: the goal (2 s) is bench/ha.py's
 ITYPE = "ml.m5.large"
 ARGS = ["--heartbeat-ms", "300", "--host-deadline-ms", "5000", "--grace-period", "2",
         "--max-retries", "0", "--restart-wait", "30"]
-HPS = {"steps": 600, "ckpt_every": 50, "step_sleep": 0.1}
+HPS = {"steps": 800, "ckpt_every": 50, "step_sleep": 0.1}
 JOBS = (("a", 2), ("b", 1))
 
 
@@ -88,9 +89,13 @@ class Run:
                 time.sleep(0.2)
         time.sleep(1)  # every rank of the 2-host job is past its start
         self.ranks = self.rank_procs()
+        agents = ["node%d" % (len(self.cl.members) + i + 1) for i in range(self.cl.n_agents)]
         for name, n in self.jobs.items():
             hosts = set(h for _, h, _ in self.ranks[name])
             expect(len(hosts) == n, "%s: ranks on %s, want %d hosts" % (name, sorted(hosts), n))
+            pids = [p for p, _, _ in self.ranks[name]]
+            on = sorted(p for node in agents for p in self.ns.netns_pids(node, pids))
+            expect(on == sorted(pids), "%s: ranks %s, of which on the agent hosts only %s" % (name, pids, on))
 
     def rank_procs(self):
         return {name: sorted((pid, host, att) for pid, host, att, _ in fl.procs_with(name))
@@ -154,7 +159,7 @@ class Run:
             st = hanslib.signed(m, "GET", "/healthz/leader")[0]
             expect(st == (200 if m is lead else 503), "member %d (%s): GET /healthz/leader %d" % (
                 m.id, "leader" if m is lead else "follower", st))
-        vrid = 1 + sc._RNG.randrange(255)
+        vrid = random.SystemRandom().randrange(1, 256)  # one per run
         for m in self.cl.members:
             k = hanslib.Keepalived(self.cl, m, vrid)
             self.kas.append(k)
