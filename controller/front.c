@@ -477,8 +477,9 @@ static int s3_sniff(const struct ctrl_route_head *h)
 	struct s3d_req sr;
 	struct header_list hl;
 
-	if (!env->domain && (!strncmp(h->url, "/v1/", 4) ||
-			     !strcmp(h->url, "/healthz") || h->target))
+	if (!env->domain &&
+	    (!strncmp(h->url, "/v1/", 4) || !strcmp(h->url, "/healthz") ||
+	     !strcmp(h->url, "/healthz/leader") || h->target))
 		return -1;
 	if (MHD_lookup_connection_value(h->conn, MHD_HEADER_KIND,
 					"smithy-protocol") &&
@@ -518,6 +519,24 @@ healthz(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *method,
 	UNUSED_ARGS;
 	resp->status = 200;
 	(void)buf_adds(&resp->body, "{\"status\":\"ok\"}");
+	*content_type = "application/json";
+	return CTRL_ROUTE_DONE;
+}
+
+/*
+ * For a load balancer or keepalived: 200 where requests are served here.
+ * A member that does not lead answers 503 from its proxy (ha/proxy.c), a
+ * leader whose leadership is being checked 503 before any route
+ * (controller/http.c); a single controller leads itself.
+ */
+static enum ctrl_route_result
+healthz_leader(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
+	       const char *method, const char *url, struct ctrl_http_req *req,
+	       struct ctrl_response *resp, const char **content_type)
+{
+	UNUSED_ARGS;
+	resp->status = 200;
+	(void)buf_adds(&resp->body, "{\"status\":\"leader\"}");
 	*content_type = "application/json";
 	return CTRL_ROUTE_DONE;
 }
@@ -623,6 +642,8 @@ static const struct ctrl_route first_rows[] = {
 		  "S3: path-style /bucket/key, or Host bucket.--s3-domain" },
 	{ CTRL_ROW(BOTH, "*", PATH, "/healthz", CTRL_AUTH_NONE, BUFFERED,
 		   healthz) },
+	{ CTRL_ROW(BOTH, "*", PATH, "/healthz/leader", CTRL_AUTH_NONE, BUFFERED,
+		   healthz_leader) },
 	{ CTRL_ROW(BOTH, "*", PATH, S3D_BLOB_PREFIX "*", CTRL_AUTH_BLOB,
 		   CTRL_BODY_BLOB, blob_begin) },
 };
@@ -668,7 +689,7 @@ static const struct ctrl_route_block first = CTRL_ROUTE_BLOCK(first_rows),
  * rows placed here: its paths or X-Amz-Targets before the last block.
  */
 static const struct ctrl_route_block *const blocks[] = {
-	&first,		      /* S3, /healthz, /v1/blobs/ */
+	&first,		      /* S3, /healthz[/leader], /v1/blobs/ */
 	&ctrl_agent_routes,   /* /v1/agents/ (agent_api.c) */
 	&ctrl_rdzv_routes,    /* /v1/rendezvous/ (rendezvous.c) */
 	&ctrl_web_routes,     /* the page, its JSON, /metrics (web.c) */

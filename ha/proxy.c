@@ -366,7 +366,6 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 	struct ha_proxy *p = cls;
 	struct preq *r = *req_cls;
 
-	(void)url;
 	(void)version;
 	if (!r->seen) {
 		r->seen = 1;
@@ -379,6 +378,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
+	/* Not the leader: a load balancer's health check fails here. */
+	if (!strcmp(url, "/healthz/leader"))
+		return send_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+				 "ServiceUnavailable", "this member follows");
 	return relay(p, conn, method, r);
 }
 

@@ -82,6 +82,10 @@ class Member:
         except OSError:
             return ""
 
+    def listening(self):
+        """Whether its API port is held (the member serves)."""
+        return sc.port_is_free(self.api, "127.0.0.1") is False
+
     def role(self):
         """'leads' or 'follows' from the member's last word on it."""
         last = None
@@ -120,7 +124,7 @@ class Cluster:
         end = time.time() + timeout
         while time.time() < end:
             m = self.leader()
-            if m and m.id != not_id and sc.port_is_free(m.api, "127.0.0.1") is False:
+            if m and m.id != not_id and m.listening():
                 return m
             time.sleep(0.05)
         return None
@@ -140,10 +144,13 @@ class Cluster:
 
 class Workload:
     """Clients creating, describing and stopping jobs, each operation
-    recorded for the history checker."""
+    recorded for the history checker. pace: seconds each client waits
+    between operations (0: none); request(name): the create's request."""
 
-    def __init__(self, cluster, clients, seed):
+    def __init__(self, cluster, clients, seed, pace=0.0, request=sc.small_request):
         self.cluster = cluster
+        self.pace = pace
+        self.request = request
         self.history = []
         self.lock = threading.Lock()
         self.stop_ev = threading.Event()
@@ -204,7 +211,7 @@ class Workload:
             if roll < 0.5 or not mine:
                 n += 1
                 name = "ha-c%d-%d" % (i, n)
-                req = sc.small_request(name)
+                req = self.request(name)
                 op = self.call(sm, "create", name, lambda: sm.create_training_job(**req))
                 if op["result"] != "fail":
                     mine.append(name)
@@ -215,6 +222,8 @@ class Workload:
             else:
                 name = rng.choice(mine)
                 self.call(sm, "stop", name, lambda: sm.stop_training_job(TrainingJobName=name))
+            if self.pace:
+                self.stop_ev.wait(self.pace)
 
     def start(self):
         for t in self.threads:
