@@ -197,15 +197,17 @@ class Workload:
 
     def run(self, i, seed):
         rng = random.Random(seed)
-        members = self.cluster.members
-        sms = {m.id: self.client(m) for m in members}
+        sms = {m.id: self.client(m) for m in self.cluster.members}
         n = 0
         mine = []
         while not self.stop_ev.is_set():
+            members = list(self.cluster.members)   # members may be replaced
             m = members[rng.randrange(len(members))]
             if m.stopped or not m.alive():
                 time.sleep(0.01)
                 continue
+            if m.id not in sms:     # a member added meanwhile
+                sms[m.id] = self.client(m)
             sm = sms[m.id]
             roll = rng.random()
             if roll < 0.5 or not mine:

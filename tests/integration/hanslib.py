@@ -79,14 +79,17 @@ class NsMember(halib.Member):
             "sagemaker", endpoint_url=self.url, config=cfg)
 
 
-def signed(member, method, path, timeout=10):
-    """(HTTP status, JSON or text) of a SigV4-signed request to member."""
+def signed(member, method, path, timeout=10, body=None):
+    """(HTTP status, JSON or text) of a SigV4-signed request to member;
+    body (a dict) is sent as JSON."""
     host = "%s:%d" % (member.addr, member.api)
-    hs = sc.sigv4_sign(method, host, path.split("?")[0], path.partition("?")[2], b"",
-                       sc.KEY, sc.SECRET)
+    data = json.dumps(body).encode() if body is not None else b""
+    hs = {"Content-Type": "application/json"} if body is not None else {}
+    hs.update(sc.sigv4_sign(method, host, path.split("?")[0], path.partition("?")[2], data,
+                            sc.KEY, sc.SECRET, hs))
     conn = http.client.HTTPConnection(member.addr, member.api, timeout=timeout)
     try:
-        conn.request(method, path, headers=hs)
+        conn.request(method, path, body=data, headers=hs)
         r = conn.getresponse()
         body = r.read()
     finally:

@@ -21,6 +21,9 @@ Faults, one at a time, while the jobs run:
        then up
   (f3) SIGSTOP the leader for 10 s, then SIGCONT (the split-brain case)
   (f4) kill -9 a follower, then start it again
+  (f5) a follower's disk lost (killed, its state dir removed): removed
+       from the members, a new member on the same host with an empty
+       state dir joins (--join) and is added; it catches up
 After each: another member leads and writes through a surviving member
 are acknowledged again within FAILOVER_DEADLINE (the measured seconds are
 printed; bench/ha.py holds the 2 s goal); the member hit, back, follows
@@ -39,6 +42,7 @@ the top of the tree: /usr/bin/python3 tests/integration/test_ha_cluster.py
 import os
 import random
 import re
+import shutil
 import signal
 import sys
 import time
@@ -267,12 +271,45 @@ class Run:
         self.kill_restart(follower, "(f4) kill -9 of follower %d" % follower.id)
 
     def f5_lost_disk(self):
-        """The fifth fault of issue 39: a member's disk lost (it starts
-        again with an empty state dir). Such a member must be replaced by a
-        new one, not restarted under its old id (docs/ha.md, "What is
-        promised"), which needs membership changes; this fault joins the
-        list in cases() with them."""
-        raise NotImplementedError("a member's lost disk needs membership changes")
+        """A follower's disk lost: killed, its state dir gone. It is not
+        started again under its old id (docs/ha.md, "Replacing a member
+        whose disk is lost"): DELETE /v1/members/ID through a surviving
+        member removes it, a new member (the next id) starts on the same
+        host with --join and an empty state dir, POST /v1/members adds it;
+        writes go on throughout, and the new member catches up (checked
+        with every store at the end)."""
+        lead = self.cl.wait_leader(30)
+        lost = [m for m in self.cl.members if m is not lead][0]
+        what = "(f5) member %d's disk lost" % lost.id
+        t = time.time()
+        lost.kill9()
+        shutil.rmtree(lost.state)
+        self.cl.members.remove(lost)
+        st, js = self.cl.any_member(lambda m: self.changed(m, "DELETE", "/v1/members/%d" % lost.id))
+        new = hanslib.NsMember(max(m.id for m in self.cl.members + [lost]) + 1, self.ns, self.cl.root)
+        new.node, new.addr = lost.node, lost.addr
+        new.own = lost.own
+        self.cl.members.append(new)
+        peers = ",".join("%d=%s:%d=%s" % (m.id, m.addr, m.raft, m.url) for m in self.cl.members)
+        new.start(peers, self.cl.extra + ["--join"])
+        body = {"Id": new.id, "RaftAddress": "%s:%d" % (new.addr, new.raft), "ApiUrl": new.url}
+        self.cl.any_member(lambda m: self.changed(m, "POST", "/v1/members", body), timeout=60)
+        self.writes_after(what, t)
+        why = self.cl.wait_follows(new)
+        expect(why is None, "%s: %s" % (what, why))
+        st, js = hanslib.signed(new, "GET", "/v1/members")
+        ids = sorted((x["Id"], x["Role"]) for x in js.get("Members", [])) if st == 200 else js
+        expect(st == 200 and [i for i, _ in ids] == sorted(m.id for m in self.cl.members) and
+               all(r in ("leader", "voter") for _, r in ids),
+               "%s: GET /v1/members through the new member: %s %s" % (what, st, ids))
+        self.check_ranks(what)
+
+    @staticmethod
+    def changed(m, method, path, body=None):
+        """A change of members through m: raises unless answered 200."""
+        st, js = hanslib.signed(m, method, path, timeout=60, body=body)
+        expect(st == 200, "%s %s through member %d: %s %s" % (method, path, m.id, st, js))
+        return st, js
 
     # ------------------------------------------------------------ the end
 
@@ -353,7 +390,8 @@ def cases(tap, ns, cl, run):
     ok = True
     for name, f in (("(f1) kill -9 of the leader", run.f1), ("(f2) the leader's link down", run.f2),
                     ("(f3) SIGSTOP of the leader for 10 s", run.f3),
-                    ("(f4) kill -9 of a follower", run.f4)):
+                    ("(f4) kill -9 of a follower", run.f4),
+                    ("(f5) a follower's disk lost, the member replaced", run.f5_lost_disk)):
         ok = ok and tap.case(name + ": writes again, the member hit follows, ranks kept", f)
     for what, s in run.figures:
         tap.note("%s after %.2f s" % (what, s))
