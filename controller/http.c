@@ -23,6 +23,7 @@
 #include "storage/s3d/blob.h"
 #include "controller/ctrl.h"
 #include "controller/iopool.h"
+#include "controller/replicate.h"
 #include "controller/agent_api.h"
 #include "controller/front.h"
 #include "controller/http.h"
@@ -228,6 +229,7 @@ static void s3_finish_job(void *arg)
 	struct request *req = arg;
 
 	s3d_finish(req->s3, &req->s3_reply);
+	ctrl_repl_s3(req->s3, &req->s3_reply);
 	req->s3_done = 1;
 }
 
