@@ -127,3 +127,54 @@ void db_objects_free(struct db_object *o, size_t n)
 	}
 	free(o);
 }
+
+int db_log_refs(struct db *db, struct db_log_ref **out, size_t *n,
+		struct buf *err)
+{
+	void *handle;
+	sqlite3 *conn = db__reader_acquire(db, &handle);
+	sqlite3_stmt *st = NULL;
+	size_t cap = 0;
+	int ret = 0, rc;
+
+	*out = NULL;
+	*n = 0;
+	if (sqlite3_prepare_v2(conn,
+			       "SELECT j.name, s.name FROM log_streams s "
+			       "JOIN jobs j ON j.id = s.job_id",
+			       -1, &st, NULL) != SQLITE_OK) {
+		ret = db__error(conn, "cannot prepare", err);
+		goto out;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			*out = xrealloc(*out, cap * sizeof(**out));
+		}
+		(*out)[*n].job = db__col_dup(st, 0);
+		(*out)[*n].stream = db__col_dup(st, 1);
+		(*n)++;
+	}
+	if (rc != SQLITE_DONE)
+		ret = db__error(conn, "cannot list log streams", err);
+	sqlite3_finalize(st);
+out:
+	db__reader_release(db, handle);
+	if (ret) {
+		db_log_refs_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return ret;
+}
+
+void db_log_refs_free(struct db_log_ref *r, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(r[i].job);
+		free(r[i].stream);
+	}
+	free(r);
+}

@@ -42,4 +42,15 @@ int64_t db_objects_last_seq(struct db *db);
 
 void db_objects_free(struct db_object *o, size_t n);
 
+/* A job's log stream, as the log files are named (controller/obs/logs.h). */
+struct db_log_ref {
+	char *job;
+	char *stream;
+};
+
+/* Every log stream of every job: 0 or ERR_DB. */
+int db_log_refs(struct db *db, struct db_log_ref **out, size_t *n,
+		struct buf *err);
+void db_log_refs_free(struct db_log_ref *r, size_t n);
+
 #endif
