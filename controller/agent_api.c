@@ -17,6 +17,7 @@
 #include "controller/agent_api.h"
 #include "controller/request.h"
 #include "controller/iopool.h"
+#include "controller/replicate.h"
 #include "controller/obs/logs.h"
 #include "controller/obs/telemetry.h"
 #include "controller/work.h"
@@ -403,6 +404,8 @@ struct ctrl_log_step {
 	struct ctrl_ctx *ctx;
 	char *host;
 	struct api_log_batch b;
+	int fresh;  /* not a batch sent again */
+	int failed; /* not on a second member (replicate.h): 503 */
 };
 
 void ctrl_agent_log_step_free(struct ctrl_log_step *s)
@@ -418,7 +421,21 @@ static void log_step_run(void *arg)
 {
 	struct ctrl_log_step *s = arg;
 
-	ctrl_logs_ingest(s->ctx, s->host, &s->b);
+	if (s->fresh && ctrl_logs_ingest(s->ctx, s->host, &s->b))
+		s->failed = 1;
+	if (ctrl_repl_log_settle())
+		s->failed = 1;
+}
+
+/* The answer of a stored batch: 503 when it is on this member only. */
+static void reply_step(struct ctrl_response *resp, struct ctrl_log_step *s)
+{
+	if (s->failed)
+		ctrl_reply_error(resp, 503, "ServiceUnavailable",
+				 "the lines are not on a second member of "
+				 "the controller yet; send them again");
+	else
+		reply_ok(resp);
 }
 
 static enum ctrl_route_result
@@ -434,7 +451,7 @@ do_logs(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *host,
 	(void)rest;
 	if (req->log_step) {
 		/* Resumed: the worker has stored it. */
-		reply_ok(resp);
+		reply_step(resp, req->log_step);
 		return CTRL_ROUTE_DONE;
 	}
 	pthread_mutex_lock(&ctx->hosts_lock);
@@ -459,17 +476,19 @@ do_logs(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *host,
 		unauthorized(resp);
 		return CTRL_ROUTE_DONE;
 	}
-	if (fresh && ctrl_logs_has_metric_defs(ctx, &b)) {
+	/* A replicated controller's copy waits on the network. */
+	if ((fresh && ctrl_logs_has_metric_defs(ctx, &b)) || ctrl_repl_on()) {
 		step = xcalloc(1, sizeof(*step));
 		step->ctx = ctx;
 		step->host = xstrdup(host);
 		step->b = b;
+		step->fresh = fresh;
 		req->log_step = step;
 		if (!ctrl_iopool_run(ctx->iopool, conn, log_step_run, step))
 			return CTRL_ROUTE_SUSPENDED;
 		/* No pool (stopping): stored here. */
 		log_step_run(step);
-		reply_ok(resp);
+		reply_step(resp, step);
 		return CTRL_ROUTE_DONE;
 	}
 	if (fresh)

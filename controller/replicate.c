@@ -16,6 +16,7 @@
 #include <microhttpd.h>
 
 #include "controller/replicate.h"
+#include "controller/replicate_int.h"
 #include "controller/ctrl.h"
 #include "controller/files.h"
 #include "controller/request.h"
@@ -33,6 +34,8 @@
 #include "common/banned.h"
 
 #define META_HEADER "X-Trainctl-Meta"
+#define OBJECTS_PREFIX CTRL_REPL_PREFIX "objects/"
+#define LOGS_PREFIX CTRL_REPL_PREFIX "logs/"
 #define SECRET_NAME "members"
 #define SECRET_BYTES 24
 /* A copy gets this long, and a second more for every 20 MB. */
@@ -43,6 +46,8 @@
 #define POLL_MS 200
 #define RETRY_MS 1000
 #define PAGE 256
+/* How often the logs are compared with another member's. */
+#define LOG_SYNC_MS 2000
 /* Between two rounds of a copy that no member took. */
 #define ROUND_GAP_MS 100
 
@@ -120,6 +125,66 @@ static int hex_decode(const char *hex, struct buf *out)
 	return 0;
 }
 
+/* ------------------------------------------------- for controller/replog.c */
+
+char *const *ctrl_repl__members(size_t *n)
+{
+	*n = R.n_urls;
+	return R.urls;
+}
+
+const char *ctrl_repl__key(void)
+{
+	return members_key(0);
+}
+
+const char *ctrl_repl__state_dir(void)
+{
+	return R.root ? R.ctx->cfg.state_dir : NULL;
+}
+
+struct db *ctrl_repl__db(void)
+{
+	return R.db;
+}
+
+int ctrl_repl_on(void)
+{
+	return R.root != NULL;
+}
+
+static size_t get_body(char *data, size_t size, size_t n, void *arg)
+{
+	return buf_add(arg, data, size * n) ? 0 : size * n;
+}
+
+int ctrl_repl__get(const char *url, long *status, struct buf *body, size_t max)
+{
+	struct buf auth = BUF_INIT;
+	struct curl_slist *h;
+	CURL *c = curl_easy_init();
+	CURLcode rc;
+
+	buf_init(body, max);
+	(void)buf_addf(&auth, "Authorization: Bearer %s", members_key(0));
+	h = curl_slist_append(NULL, auth.data);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, get_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)COPY_BASE_MS);
+	rc = curl_easy_perform(c);
+	*status = 0;
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	buf_release(&auth);
+	return rc == CURLE_OK ? 0 : -1;
+}
+
 /* ------------------------------------------------ the members' routes */
 
 /* One request of the members' routes. */
@@ -130,6 +195,7 @@ struct mreq {
 	int fd;			  /* GET */
 	int64_t size;
 	struct buf meta;
+	struct ctrl_replog_req *log; /* under logs/ */
 };
 
 static void *mreq_refuse(struct mreq *m, int status, const char *msg)
@@ -179,8 +245,13 @@ static void *mreq_begin(const char *method, const char *url, const char *auth,
 	buf_init(&m->meta, 0);
 	if (!key_ok(auth))
 		return mreq_refuse(m, 403, "not a member's key");
-	if (strncmp(url, CTRL_REPL_PREFIX, strlen(CTRL_REPL_PREFIX)) ||
-	    s3d_mirror_split(url + strlen(CTRL_REPL_PREFIX), &bucket, &key,
+	if (!strncmp(url, LOGS_PREFIX, strlen(LOGS_PREFIX))) {
+		m->log = ctrl_replog__begin(method, url + strlen(LOGS_PREFIX),
+					    length, &m->status, &m->msg);
+		return m;
+	}
+	if (strncmp(url, OBJECTS_PREFIX, strlen(OBJECTS_PREFIX)) ||
+	    s3d_mirror_split(url + strlen(OBJECTS_PREFIX), &bucket, &key,
 			     &m->msg))
 		return mreq_refuse(m, 400, "not an object's path");
 	if (!strcmp(method, "PUT"))
@@ -205,6 +276,8 @@ static void mreq_data(void *st, const char *p, size_t n)
 
 	if (m->in)
 		(void)s3d_mirror_in_data(m->in, p, n);
+	if (m->log)
+		ctrl_replog__data(m->log, p, n);
 }
 
 static void mreq_finish(void *st, struct ha_local_reply *out)
@@ -213,6 +286,10 @@ static void mreq_finish(void *st, struct ha_local_reply *out)
 
 	if (!m->status && m->in && s3d_mirror_in_finish(m->in, &m->msg))
 		m->status = 400;
+	if (m->log) {
+		ctrl_replog__finish(m->log, out);
+		return;
+	}
 	if (m->status) {
 		out->status = m->status;
 		(void)buf_addf(&out->body, "%s\n", m->msg.data);
@@ -237,6 +314,7 @@ static void mreq_release(void *st)
 	struct mreq *m = st;
 
 	s3d_mirror_in_free(m->in);
+	ctrl_replog__release(m->log);
 	if (m->fd >= 0)
 		close(m->fd);
 	buf_release(&m->msg);
@@ -313,24 +391,15 @@ static void object_url(struct buf *out, const char *url, const char *bucket,
 		       const char *key)
 {
 	buf_reset(out);
-	(void)buf_addf(out, "%s%s", url, CTRL_REPL_PREFIX);
+	(void)buf_addf(out, "%s%sobjects/", url, CTRL_REPL_PREFIX);
 	stor_uri_encode(out, bucket, 0);
 	(void)buf_addch(out, '/');
 	stor_uri_encode(out, key, 1);
 }
 
-/* One member's copy in flight. */
-struct push {
-	CURL *c;
-	int fd;
-	int64_t off, size;
-	struct curl_slist *hdrs;
-	struct buf url;
-};
-
 static size_t push_read(char *buf, size_t size, size_t n, void *arg)
 {
-	struct push *p = arg;
+	struct ctrl_repl_push *p = arg;
 	size_t want = size * n;
 	ssize_t r;
 
@@ -338,96 +407,131 @@ static size_t push_read(char *buf, size_t size, size_t n, void *arg)
 		return 0;
 	if ((int64_t)want > p->size - p->off)
 		want = (size_t)(p->size - p->off);
-	r = pread(p->fd, buf, want, p->off);
+	r = pread(p->fd, buf, want, p->base + p->off);
 	if (r < 0)
 		return CURL_READFUNC_ABORT;
 	p->off += r;
 	return (size_t)r;
 }
 
-static size_t discard(char *data, size_t size, size_t n, void *arg)
+static size_t push_answer(char *data, size_t size, size_t n, void *arg)
 {
-	(void)data;
-	(void)arg;
+	struct ctrl_repl_push *p = arg;
+
+	(void)buf_add(&p->answer, data, size * n);
 	return size * n;
 }
 
-static void push_setup(struct push *p, CURLM *m, const char *member,
-		       const char *bucket, const char *key,
-		       const struct buf *hdrs)
+static void push_setup(struct ctrl_repl_push *p, CURLM *m)
 {
+	struct buf h = BUF_INIT;
+
 	p->c = curl_easy_init();
-	buf_init(&p->url, 0);
-	object_url(&p->url, member, bucket, key);
-	p->hdrs = curl_slist_append(NULL, hdrs->data);
-	p->hdrs = curl_slist_append(p->hdrs, hdrs->data + hdrs->len + 1);
+	p->off = 0;
+	p->status = 0;
+	buf_init(&p->answer, 64);
+	(void)buf_addf(&h, "Authorization: Bearer %s", members_key(0));
+	p->hdrs = curl_slist_append(NULL, h.data);
+	if (p->meta) {
+		buf_reset(&h);
+		(void)buf_addf(&h, "%s: %s", META_HEADER, p->meta);
+		p->hdrs = curl_slist_append(p->hdrs, h.data);
+	}
 	p->hdrs = curl_slist_append(p->hdrs, "Expect:");
-	curl_easy_setopt(p->c, CURLOPT_URL, p->url.data);
+	buf_release(&h);
+	curl_easy_setopt(p->c, CURLOPT_URL, p->url);
 	curl_easy_setopt(p->c, CURLOPT_UPLOAD, 1L);
 	curl_easy_setopt(p->c, CURLOPT_READFUNCTION, push_read);
 	curl_easy_setopt(p->c, CURLOPT_READDATA, p);
 	curl_easy_setopt(p->c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)p->size);
 	curl_easy_setopt(p->c, CURLOPT_HTTPHEADER, p->hdrs);
-	curl_easy_setopt(p->c, CURLOPT_WRITEFUNCTION, discard);
+	curl_easy_setopt(p->c, CURLOPT_WRITEFUNCTION, push_answer);
+	curl_easy_setopt(p->c, CURLOPT_WRITEDATA, p);
 	curl_easy_setopt(p->c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(p->c, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
 	curl_easy_setopt(p->c, CURLOPT_PRIVATE, p);
 	curl_multi_add_handle(m, p->c);
 }
 
-/* Runs the copies until one member holds it (0) or none can (-1). */
-static int push_wait(CURLM *m, size_t n, int64_t deadline_ms)
+/*
+ * Waits until one push is answered 200 (0) or every one failed (-1); after
+ * a 200, until the others are done or grace_ms has passed.
+ */
+static int push_wait(CURLM *m, size_t n, int64_t deadline_ms, int64_t grace_ms)
 {
-	size_t failed = 0;
-	int running = 1, left;
+	size_t done = 0;
+	int running = 1, left, ok = 0;
 	CURLMsg *msg;
 
 	while (time_mono_ms() < deadline_ms) {
 		if (curl_multi_perform(m, &running) != CURLM_OK)
-			return -1;
+			break;
 		while ((msg = curl_multi_info_read(m, &left))) {
-			long status = 0;
+			struct ctrl_repl_push *p = NULL;
 
 			if (msg->msg != CURLMSG_DONE)
 				continue;
-			curl_easy_getinfo(msg->easy_handle,
-					  CURLINFO_RESPONSE_CODE, &status);
-			if (msg->data.result == CURLE_OK && status == 200)
-				return 0;
-			failed++;
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE,
+					  (char **)&p);
+			if (msg->data.result == CURLE_OK)
+				curl_easy_getinfo(msg->easy_handle,
+						  CURLINFO_RESPONSE_CODE,
+						  &p->status);
+			done++;
+			if (p->status == 200 && !ok) {
+				ok = 1;
+				if (time_mono_ms() + grace_ms < deadline_ms)
+					deadline_ms = time_mono_ms() + grace_ms;
+			}
 		}
-		if (failed == n || !running)
-			return -1;
-		(void)curl_multi_poll(m, NULL, 0, 100, NULL);
+		if (done == n || !running)
+			break;
+		(void)curl_multi_poll(m, NULL, 0, 50, NULL);
 	}
-	return -1;
+	return ok ? 0 : -1;
 }
 
-/*
- * One round: the copy sent to every other member at once, until one holds
- * it (0) or none can (-1).
- */
-static int push_round(const char *bucket, const char *key, int fd, int64_t size,
-		      const struct buf *hdrs, int64_t deadline)
+int ctrl_repl__push_all(struct ctrl_repl_push *p, size_t n, int64_t deadline,
+			int64_t grace_ms)
 {
-	struct push *p = xcalloc(R.n_urls, sizeof(*p));
 	CURLM *m = curl_multi_init();
 	size_t i;
 	int ret;
 
-	for (i = 0; i < R.n_urls; i++) {
-		p[i].fd = fd;
-		p[i].size = size;
-		push_setup(&p[i], m, R.urls[i], bucket, key, hdrs);
-	}
-	ret = push_wait(m, R.n_urls, deadline);
-	for (i = 0; i < R.n_urls; i++) {
+	for (i = 0; i < n; i++)
+		push_setup(&p[i], m);
+	ret = push_wait(m, n, deadline, grace_ms);
+	for (i = 0; i < n; i++) {
 		curl_multi_remove_handle(m, p[i].c);
 		curl_easy_cleanup(p[i].c);
 		curl_slist_free_all(p[i].hdrs);
-		buf_release(&p[i].url);
 	}
 	curl_multi_cleanup(m);
+	return ret;
+}
+
+/* One round of an object's copy to every other member. */
+static int push_round(const char *bucket, const char *key, int fd, int64_t size,
+		      const char *meta, int64_t deadline)
+{
+	struct ctrl_repl_push *p = xcalloc(R.n_urls, sizeof(*p));
+	struct buf *urls = xcalloc(R.n_urls, sizeof(*urls));
+	size_t i;
+	int ret;
+
+	for (i = 0; i < R.n_urls; i++) {
+		object_url(&urls[i], R.urls[i], bucket, key);
+		p[i].url = urls[i].data;
+		p[i].fd = fd;
+		p[i].size = size;
+		p[i].meta = meta;
+	}
+	ret = ctrl_repl__push_all(p, R.n_urls, deadline, 0);
+	for (i = 0; i < R.n_urls; i++) {
+		buf_release(&p[i].answer);
+		buf_release(&urls[i]);
+	}
+	free(urls);
 	free(p);
 	return ret;
 }
@@ -439,7 +543,7 @@ static int push_round(const char *bucket, const char *key, int fd, int64_t size,
  */
 static int copy_out(const char *bucket, const char *key, struct db_object *row)
 {
-	struct buf meta = BUF_INIT, err = BUF_INIT, hdrs = BUF_INIT;
+	struct buf meta = BUF_INIT, err = BUF_INIT, hex = BUF_INIT;
 	char etag[S3D_ETAG_MAX];
 	int fd = -1, ret = -1;
 	int64_t size = 0, deadline;
@@ -449,14 +553,9 @@ static int copy_out(const char *bucket, const char *key, struct db_object *row)
 		goto out;
 	row->size = size;
 	row->etag = xstrdup(etag);
-	/* Two headers, NUL-separated. */
-	(void)buf_addf(&hdrs, "Authorization: Bearer %s", members_key(0));
-	(void)buf_addch(&hdrs, '\0');
-	(void)buf_adds(&hdrs, META_HEADER ": ");
-	hex_encode(meta.data, meta.len, &hdrs);
-	hdrs.len = strlen(hdrs.data);
+	hex_encode(meta.data, meta.len, &hex);
 	deadline = time_mono_ms() + COPY_BASE_MS + size / COPY_BYTES_PER_MS;
-	while ((ret = push_round(bucket, key, fd, size, &hdrs, deadline)) &&
+	while ((ret = push_round(bucket, key, fd, size, hex.data, deadline)) &&
 	       time_mono_ms() + ROUND_GAP_MS < deadline)
 		(void)nap(ROUND_GAP_MS);
 out:
@@ -467,7 +566,7 @@ out:
 		close(fd);
 	buf_release(&meta);
 	buf_release(&err);
-	buf_release(&hdrs);
+	buf_release(&hex);
 	return ret;
 }
 
@@ -696,11 +795,15 @@ static int nap(int64_t ms)
 
 static void *keeper(void *arg)
 {
-	int64_t mark = 0, seen = -1, last;
+	int64_t mark = 0, seen = -1, last, logs_at = 0;
 	int r = 0;
 
 	(void)arg;
 	while (!nap(r < 0 ? RETRY_MS : r > 0 ? 0 : POLL_MS)) {
+		if (members_key(0) && time_mono_ms() >= logs_at) {
+			ctrl_replog__catch_up();
+			logs_at = time_mono_ms() + LOG_SYNC_MS;
+		}
 		last = db_objects_last_seq(R.db);
 		if (r == 0 && last == seen)
 			continue;

@@ -14,12 +14,22 @@
  * CTRL_REPL_PREFIX, with the members' key of the store's secrets
  * ("Authorization: Bearer KEY"):
  *
- *   PUT    /v1/members/objects/BUCKET/KEY   a copy (X-Trainctl-Meta: the
- *                                           object's metadata, hex)
- *   GET    /v1/members/objects/BUCKET/KEY   the object and its metadata
+ *   PUT  /v1/members/objects/BUCKET/KEY   a copy (X-Trainctl-Meta: the
+ *                                         object's metadata, hex)
+ *   GET  /v1/members/objects/BUCKET/KEY   the object and its metadata
+ *   PUT  /v1/members/logs/OFF/JOB/STREAM  bytes of a log file from OFF:
+ *                                         appended when the file is OFF
+ *                                         bytes long (200, its new size),
+ *                                         else 409 with its size
+ *   GET  /v1/members/logs/OFF/JOB/STREAM  the file's bytes from OFF
  *
- * A follower serves them itself (ha/ha.h's local routes); the leader
- * serves GET (its route row, ctrl_repl_routes).
+ * Logs the API serves go the same way (controller/obs/logs.c): each chunk
+ * appended to a job's log is on another member before the agent's post is
+ * answered (ctrl_repl_log_append()), and the keeper fetches what a member
+ * lacks.
+ *
+ * A follower serves these routes itself (ha/ha.h's local routes); the
+ * leader serves the GETs (its route row, ctrl_repl_routes).
  */
 #include "controller/route.h"
 #include "common/buf.h"
@@ -28,7 +38,7 @@ struct ctrl_ctx;
 struct s3d;
 struct s3d_reply;
 
-#define CTRL_REPL_PREFIX "/v1/members/objects/"
+#define CTRL_REPL_PREFIX "/v1/members/"
 
 /*
  * With --peers and the embedded store: sets the follower's local routes
@@ -49,7 +59,24 @@ void ctrl_repl_lead(void);
  */
 void ctrl_repl_s3(struct s3d *s, struct s3d_reply *reply);
 
-/* The leader's rows: GET of an object for another member. */
+/*
+ * After the chunk of len bytes at off of the log file fd of job's stream
+ * was written: copies it to another member (and what that member lacks
+ * before it). 0, or -1 when none took it (the stream is kept to be sent
+ * again by ctrl_repl_log_settle()). 0 at once when not replicating.
+ */
+int ctrl_repl_log_append(const char *job, const char *stream, int fd,
+			 int64_t off, int64_t len);
+
+/* Sends again what ctrl_repl_log_append() could not: 0 when every log is
+ * on another member, else -1. */
+int ctrl_repl_log_settle(void);
+
+/* Whether this controller replicates the store's files (agents' log posts
+ * are then stored on an I/O worker: their copy waits on the network). */
+int ctrl_repl_on(void);
+
+/* The leader's rows: GETs of the members' routes. */
 extern const struct ctrl_route_block ctrl_repl_routes;
 
 #endif
