@@ -16,14 +16,21 @@ them.
        without it, catches up: every object there, the deletes applied
   (o5) a follower down: PUTs still succeed (two of three hold them)
   (o6) two members down: PUTs fail (503) and nothing is acknowledged
+  (o7) a job's log (an agent started here, "agent": "external" in the
+       inventory) is on two members while it runs; kill -9 the leader:
+       the new leader serves every line; the old one, back, catches up
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter.
 """
 import hashlib
 import http.client
+import json
 import os
+import signal
 import sqlite3
+import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -265,9 +272,90 @@ def o6(cl, ob):
         ob.wait_all(m)
 
 
+AGENT = os.path.join(REPO, os.environ.get("BUILD", "build"), "bin", "trainagent")
+LOG_LINES = 40
+SCRIPT = """i=0
+while [ $i -lt %d ]; do echo "log line $i of the job"; i=$((i+1)); sleep 0.05; done
+sleep 30
+""" % LOG_LINES
+
+
+def with_host(cl, tmp):
+    """Every member gets an inventory of one host whose agent the test
+    starts, and file:// images from tmp."""
+    inv = os.path.join(tmp, "inventory.json")
+    with open(inv, "w") as f:
+        json.dump({"hosts": [{"name": "h1", "agent": "external", "cpus": 2}]}, f)
+    for m in cl.members:
+        m.extra += ["--inventory", inv, "--allow-file-root", tmp]
+
+
+def log_on_disk(m, job):
+    top = os.path.join(m.state_dir, "logs", job)
+    out = b""
+    for f in sorted(os.listdir(top)) if os.path.isdir(top) else []:
+        with open(os.path.join(top, f), "rb") as fh:
+            out += fh.read()
+    return out
+
+
+def lines_of(m, job):
+    return sum(1 for i in range(LOG_LINES) if (b"log line %d of" % i) in log_on_disk(m, job))
+
+
+def o7(cl, tmp):
+    lead = cl.leader()
+    token = sc.host_token(lead.state_dir, "h1")
+    work = os.path.join(tmp, "agent")
+    os.makedirs(work, exist_ok=True)
+    env = dict(os.environ, TRAINCTL_AGENT_TOKEN=token)
+    agent = subprocess.Popen([AGENT, "--controller", ",".join(m.endpoint for m in cl.members),
+                              "--host", "h1", "--work-dir", work, "--cpus", "2",
+                              "--address", "127.0.0.1"], env=env, stdin=subprocess.DEVNULL,
+                             stdout=open(os.path.join(tmp, "agent.log"), "ab"),
+                             stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        script = os.path.join(tmp, "job.sh")
+        with open(script, "w") as f:
+            f.write(SCRIPT)
+        req = sc.small_request("ha-logs")
+        req["AlgorithmSpecification"] = {"TrainingImage": "file:///bin/sh",
+                                         "TrainingInputMode": "File",
+                                         "ContainerArguments": [script]}
+        req.pop("HyperParameters", None)
+        sm = sc.make_client(lead.endpoint)
+        ha.retrying(lambda: sm.create_training_job(**req))
+        deadline = time.time() + 40
+        while time.time() < deadline and lines_of(lead, "ha-logs") < LOG_LINES:
+            time.sleep(0.2)
+        expect(lines_of(lead, "ha-logs") == LOG_LINES, "the leader has %d of %d lines\n%s" % (
+            lines_of(lead, "ha-logs"), LOG_LINES, lead.log_tail(15)))
+        held = [m.mid for m in cl.members if lines_of(m, "ha-logs") == LOG_LINES]
+        expect(len(held) >= 2, "every line on members %s only" % held)
+        lead.kill9()
+        new = cl.leader(30)
+        got = ha.retrying(lambda: sc.make_client(new.endpoint).describe_training_job(
+            TrainingJobName="ha-logs"))
+        text = log_on_disk(new, "ha-logs")
+        expect(all((b"log line %d of" % i) in text for i in range(LOG_LINES)),
+               "the new leader lacks lines (job %s)" % got["TrainingJobStatus"])
+        why = lead.start()
+        expect(why is None, "restart: %s" % why)
+        deadline = time.time() + CATCH_UP_S
+        while time.time() < deadline and log_on_disk(lead, "ha-logs") != log_on_disk(new, "ha-logs"):
+            time.sleep(0.2)
+        expect(lines_of(lead, "ha-logs") == LOG_LINES, "the restarted member has %d lines" %
+               lines_of(lead, "ha-logs"))
+    finally:
+        os.killpg(agent.pid, signal.SIGKILL)
+        agent.wait()
+
+
 def main():
     cl = ha.Cluster()
     ob = Objects(cl)
+    tmp = tempfile.mkdtemp(prefix="trainctl-ha-objects-")
+    with_host(cl, tmp)
     try:
         if TAP.case("o1: PUTs answered with two copies; every member gets them", o1, cl, ob) is None:
             return TAP.finish()
@@ -277,6 +365,7 @@ def main():
             TAP.case("o4: the old leader restarted catches up", o4, cl, ob, old)
         TAP.case("o5: a follower down: PUTs go on; back, it catches up", o5, cl, ob)
         TAP.case("o6: two members down: PUTs refused, nothing acknowledged", o6, cl, ob)
+        TAP.case("o7: a job's log on two members; read after the leader is killed", o7, cl, tmp)
     finally:
         cl.stop_all()
     return TAP.finish()
