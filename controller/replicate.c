@@ -582,20 +582,14 @@ static int change_row(const struct s3d_change *c, struct db_object *row)
 	return 0;
 }
 
-void ctrl_repl_s3(struct s3d *s, struct s3d_reply *reply)
+/* Copies and records n changes: 0, or -1 when one failed. */
+static int replicate_changes(const struct s3d_change *c, size_t n)
 {
-	const struct s3d_change *c;
-	struct db_object *rows;
+	struct db_object *rows = xcalloc(n, sizeof(*rows));
 	struct buf err = BUF_INIT;
-	size_t n, i;
+	size_t i;
 	int failed = 0;
 
-	if (!R.root)
-		return;
-	c = s3d_changes(s, &n);
-	if (!n)
-		return;
-	rows = xcalloc(n, sizeof(*rows));
 	for (i = 0; i < n; i++)
 		if (change_row(&c[i], &rows[i]))
 			failed = 1;
@@ -605,10 +599,41 @@ void ctrl_repl_s3(struct s3d *s, struct s3d_reply *reply)
 	}
 	db_objects_free(rows, n);
 	buf_release(&err);
-	if (failed && reply->status < 300)
-		s3d_refuse_reply(s, reply, "SlowDown", 503,
-				 "The object could not be copied to a second "
-				 "member of the controller; please retry.");
+	return failed ? -1 : 0;
+}
+
+#define NOT_DURABLE                                                 \
+	"The object could not be copied to a second member of the " \
+	"controller; please retry."
+
+void ctrl_repl_s3(struct s3d *s, struct s3d_reply *reply)
+{
+	const struct s3d_change *c;
+	size_t n;
+
+	if (!R.root)
+		return;
+	c = s3d_changes(s, &n);
+	if (n && replicate_changes(c, n) && reply->status < 300)
+		s3d_refuse_reply(s, reply, "SlowDown", 503, NOT_DURABLE);
+}
+
+void ctrl_repl_blob(const struct s3d_blob *b, struct s3d_blob_reply *reply)
+{
+	struct s3d_change c;
+	const char *bucket, *key;
+	int kind;
+
+	if (!R.root)
+		return;
+	kind = s3d_blob_changed(b, reply, &bucket, &key);
+	if (!kind)
+		return;
+	c.kind = (enum s3d_change_kind)kind;
+	c.bucket = (char *)bucket;
+	c.key = (char *)key;
+	if (replicate_changes(&c, 1))
+		s3d_blob_refuse_reply(reply, NOT_DURABLE);
 }
 
 /* ----------------------------------------------------------- catch-up */

@@ -37,6 +37,8 @@
 struct ctrl_ctx;
 struct s3d;
 struct s3d_reply;
+struct s3d_blob;
+struct s3d_blob_reply;
 
 #define CTRL_REPL_PREFIX "/v1/members/"
 
@@ -58,6 +60,10 @@ void ctrl_repl_lead(void);
  * becomes 503 SlowDown (the client retries). Nothing when not replicating.
  */
 void ctrl_repl_s3(struct s3d *s, struct s3d_reply *reply);
+
+/* The same for a request of the blob endpoint (agents' uploads of models
+ * and checkpoints), after s3d_blob_finish(). */
+void ctrl_repl_blob(const struct s3d_blob *b, struct s3d_blob_reply *reply);
 
 /*
  * After the chunk of len bytes at off of the log file fd of job's stream
