@@ -4,9 +4,10 @@
 them.
 
   (o1) PUTs (small, and a multipart upload) through the leader and through
-       a follower: when a PUT is answered, its object is on at least two
-       members' disks byte for byte; soon on all three; a DeleteObject and
-       a DeleteObjects reach every member
+       a follower, and PUTs of the agents' blob endpoint: when a PUT is
+       answered, its object is on at least two members' disks byte for
+       byte; soon on all three; a DeleteObject, a DeleteObjects and a blob
+       DELETE reach every member
   (o2) the members' routes refuse bad input: no key or a wrong one, a path
        that leaves the store, metadata that is not an object's, a body
        over the limit; nothing is written
@@ -133,6 +134,21 @@ class Objects:
                    "s3://%s/%s through member %d: %d other bytes" % (BUCKET, k, m.mid, len(got)))
 
 
+def blobs(cl, ob, lead, fol):
+    """The agents' uploads (models, checkpoints) through /v1/blobs/."""
+    auth = {"Authorization": "Bearer " + sc.host_token(lead.state_dir, "h1")}
+    for i, m in enumerate((lead, fol)):
+        key = "blob/model-%d.tar.gz" % i
+        body = os.urandom(70000 + i)
+        st, text = raw(m, "PUT", "/v1/blobs/%s/%s" % (BUCKET, key), auth, body)
+        expect(st == 200, "blob PUT through member %d: %d %r" % (m.mid, st, text[:200]))
+        ob.acked[key] = body
+        ob.check_copies(key, 2)
+    st, _ = raw(lead, "DELETE", "/v1/blobs/%s/blob/model-0.tar.gz" % BUCKET, auth)
+    expect(st == 204, "blob DELETE: %d" % st)
+    ob.acked["blob/model-0.tar.gz"] = None
+
+
 def o1(cl, ob):
     cl.start_all()
     lead = cl.leader()
@@ -149,6 +165,7 @@ def o1(cl, ob):
     ob.acked["small/0.bin"] = None
     s3.delete_objects(Bucket=BUCKET, Delete={"Objects": [{"Key": "small/1.bin"}]})
     ob.acked["small/1.bin"] = None
+    blobs(cl, ob, lead, fol[0])
     for m in cl.members:
         ob.wait_all(m)
     heads = [s3_client(m).head_object(Bucket=BUCKET, Key="big/multi.bin")["ETag"]
