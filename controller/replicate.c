@@ -48,6 +48,10 @@
 #define PAGE 256
 /* How often the logs are compared with another member's. */
 #define LOG_SYNC_MS 2000
+/* How long a new leader waits for its keeper to fetch what it lacks. */
+#define LEAD_WAIT_MS 1000
+/* After one member holds a copy, how long the others have to finish. */
+#define COPY_GRACE_MS 200
 /* Between two rounds of a copy that no member took. */
 #define ROUND_GAP_MS 100
 
@@ -63,7 +67,8 @@ static struct repl {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	int stop;
-	char *key; /* the members' key, once known */
+	char *key;	   /* the members' key, once known */
+	int64_t caught_up; /* the keeper has applied the record up to here */
 } R = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 
 /* ------------------------------------------------------------- the key */
@@ -526,7 +531,7 @@ static int push_round(const char *bucket, const char *key, int fd, int64_t size,
 		p[i].size = size;
 		p[i].meta = meta;
 	}
-	ret = ctrl_repl__push_all(p, R.n_urls, deadline, 0);
+	ret = ctrl_repl__push_all(p, R.n_urls, deadline, COPY_GRACE_MS);
 	for (i = 0; i < R.n_urls; i++) {
 		buf_release(&p[i].answer);
 		buf_release(&urls[i]);
@@ -838,6 +843,9 @@ static void *keeper(void *arg)
 		}
 		seen = last;
 		r = catch_up(&mark);
+		pthread_mutex_lock(&R.lock);
+		R.caught_up = mark;
+		pthread_mutex_unlock(&R.lock);
 	}
 	return NULL;
 }
@@ -887,10 +895,34 @@ int ctrl_repl_start(struct ctrl_ctx *ctx, struct buf *err)
 	return 0;
 }
 
+/* Whether the keeper has applied the record up to seq. */
+static int caught_up_to(int64_t seq)
+{
+	int64_t at;
+
+	pthread_mutex_lock(&R.lock);
+	at = R.caught_up;
+	pthread_cond_broadcast(&R.cond); /* look now */
+	pthread_mutex_unlock(&R.lock);
+	return at >= seq;
+}
+
 void ctrl_repl_lead(void)
 {
-	if (R.root && !members_key(1))
+	int64_t until = time_mono_ms() + LEAD_WAIT_MS, last;
+
+	if (!R.root)
+		return;
+	if (!members_key(1))
 		log_warn("no members' key: objects cannot be copied");
+	/* A new leader serves the objects acknowledged before it led: the
+	 * few its keeper has not fetched yet are fetched first. */
+	last = db_objects_last_seq(R.db);
+	while (!caught_up_to(last) && time_mono_ms() < until)
+		(void)nap(20);
+	if (!caught_up_to(last))
+		log_warn("leading before every object is here; the keeper "
+			 "goes on fetching them");
 }
 
 void ctrl_repl_stop(void)
