@@ -36,6 +36,7 @@
 #define META_HEADER "X-Trainctl-Meta"
 #define OBJECTS_PREFIX CTRL_REPL_PREFIX "objects/"
 #define LOGS_PREFIX CTRL_REPL_PREFIX "logs/"
+#define TM_PREFIX CTRL_REPL_PREFIX "telemetry/"
 #define SECRET_NAME "members"
 #define SECRET_BYTES 24
 /* A copy gets this long, and a second more for every 20 MB. */
@@ -153,6 +154,11 @@ struct db *ctrl_repl__db(void)
 	return R.db;
 }
 
+struct ctrl_ctx *ctrl_repl__ctx(void)
+{
+	return R.root ? R.ctx : NULL;
+}
+
 int ctrl_repl_on(void)
 {
 	return R.root != NULL;
@@ -201,6 +207,7 @@ struct mreq {
 	int64_t size;
 	struct buf meta;
 	struct ctrl_replog_req *log; /* under logs/ */
+	struct ctrl_reptm_req *tm;   /* under telemetry/ */
 };
 
 static void *mreq_refuse(struct mreq *m, int status, const char *msg)
@@ -255,6 +262,11 @@ static void *mreq_begin(const char *method, const char *url, const char *auth,
 					    length, &m->status, &m->msg);
 		return m;
 	}
+	if (!strncmp(url, TM_PREFIX, strlen(TM_PREFIX))) {
+		m->tm = ctrl_reptm__begin(method, url + strlen(TM_PREFIX),
+					  length, &m->status, &m->msg);
+		return m;
+	}
 	if (strncmp(url, OBJECTS_PREFIX, strlen(OBJECTS_PREFIX)) ||
 	    s3d_mirror_split(url + strlen(OBJECTS_PREFIX), &bucket, &key,
 			     &m->msg))
@@ -283,6 +295,8 @@ static void mreq_data(void *st, const char *p, size_t n)
 		(void)s3d_mirror_in_data(m->in, p, n);
 	if (m->log)
 		ctrl_replog__data(m->log, p, n);
+	if (m->tm)
+		ctrl_reptm__data(m->tm, p, n);
 }
 
 static void mreq_finish(void *st, struct ha_local_reply *out)
@@ -293,6 +307,10 @@ static void mreq_finish(void *st, struct ha_local_reply *out)
 		m->status = 400;
 	if (m->log) {
 		ctrl_replog__finish(m->log, out);
+		return;
+	}
+	if (m->tm) {
+		ctrl_reptm__finish(m->tm, out);
 		return;
 	}
 	if (m->status) {
@@ -320,6 +338,7 @@ static void mreq_release(void *st)
 
 	s3d_mirror_in_free(m->in);
 	ctrl_replog__release(m->log);
+	ctrl_reptm__release(m->tm);
 	if (m->fd >= 0)
 		close(m->fd);
 	buf_release(&m->msg);
@@ -412,6 +431,11 @@ static size_t push_read(char *buf, size_t size, size_t n, void *arg)
 		return 0;
 	if ((int64_t)want > p->size - p->off)
 		want = (size_t)(p->size - p->off);
+	if (p->data) {
+		memcpy(buf, p->data + p->off, want);
+		p->off += (int64_t)want;
+		return want;
+	}
 	r = pread(p->fd, buf, want, p->base + p->off);
 	if (r < 0)
 		return CURL_READFUNC_ABORT;
@@ -832,6 +856,7 @@ static void *keeper(void *arg)
 	while (!nap(r < 0 ? RETRY_MS : r > 0 ? 0 : POLL_MS)) {
 		if (members_key(0) && time_mono_ms() >= logs_at) {
 			ctrl_replog__catch_up();
+			ctrl_reptm__catch_up();
 			logs_at = time_mono_ms() + LOG_SYNC_MS;
 		}
 		last = db_objects_last_seq(R.db);

@@ -31,6 +31,9 @@
  * A follower serves these routes itself (ha/ha.h's local routes); the
  * leader serves the GETs (its route row, ctrl_repl_routes).
  */
+#include <stddef.h>
+#include <stdint.h>
+
 #include "controller/route.h"
 #include "common/buf.h"
 
@@ -77,6 +80,15 @@ int ctrl_repl_log_append(const char *job, const char *stream, int fd,
 /* Sends again what ctrl_repl_log_append() could not: 0 when every log is
  * on another member, else -1. */
 int ctrl_repl_log_settle(void);
+
+/*
+ * Copies host's telemetry samples s[0..n) to another member (on an I/O
+ * worker: it waits on the network). 0, or -1 when none took them. 0 at
+ * once when not replicating.
+ */
+struct tm_host_sample;
+int ctrl_repl_tm_copy(const char *host, const struct tm_host_sample *s,
+		      size_t n);
 
 /* Whether this controller replicates the store's files (agents' log posts
  * are then stored on an I/O worker: their copy waits on the network). */

@@ -16,12 +16,14 @@ struct db;
 struct ha_local_reply;
 
 /*
- * One PUT to one member: size bytes of fd from base, with the members' key
- * and, when meta is set, the metadata header (X-Trainctl-Meta). Its
- * status (0: no answer) and answer (at most 64 bytes kept) once done.
+ * One PUT to one member: size bytes of data (when set) or of fd from base,
+ * with the members' key and, when meta is set, the metadata header
+ * (X-Trainctl-Meta). Its status (0: no answer) and answer (at most 64
+ * bytes kept) once done.
  */
 struct ctrl_repl_push {
 	const char *url;
+	const char *data;
 	int fd;
 	int64_t base, size;
 	const char *meta;
@@ -68,5 +70,20 @@ void ctrl_replog__release(struct ctrl_replog_req *r);
 
 /* Brings this member's logs in step with another member's: one pass. */
 void ctrl_replog__catch_up(void);
+
+/* The telemetry's part of the members' routes (under
+ * /v1/members/telemetry/), and its catch-up (controller/reptm.c). */
+struct ctrl_reptm_req;
+
+struct ctrl_reptm_req *ctrl_reptm__begin(const char *method, const char *tail,
+					 int64_t length, int *status,
+					 struct buf *msg);
+void ctrl_reptm__data(struct ctrl_reptm_req *r, const char *p, size_t n);
+void ctrl_reptm__finish(struct ctrl_reptm_req *r, struct ha_local_reply *out);
+void ctrl_reptm__release(struct ctrl_reptm_req *r);
+void ctrl_reptm__catch_up(void);
+
+/* The controller (its telemetry store); NULL when not replicating. */
+struct ctrl_ctx *ctrl_repl__ctx(void);
 
 #endif
