@@ -18,8 +18,10 @@ them.
   (o5) a follower down: PUTs still succeed (two of three hold them)
   (o6) two members down: PUTs fail (503) and nothing is acknowledged
   (o7) a job's log (an agent started here, "agent": "external" in the
-       inventory) is on two members while it runs; kill -9 the leader:
-       the new leader serves every line; the old one, back, catches up
+       inventory) is on two members while it runs, and so are the host's
+       telemetry samples; kill -9 the leader: the new leader serves every
+       line and the samples from before (GET /v1/hosts/h1/telemetry); the
+       old one, back, catches up
 
 TAP on stdout. Run from the top of the tree with Debian's interpreter.
 """
@@ -320,6 +322,20 @@ def lines_of(m, job):
     return sum(1 for i in range(LOG_LINES) if (b"log line %d of" % i) in log_on_disk(m, job))
 
 
+def samples_before(m, t_ms):
+    """h1's samples older than t_ms in member m's telemetry store."""
+    try:
+        c = sqlite3.connect("file:%s?mode=ro" % os.path.join(m.state_dir, "telemetry.db"),
+                            uri=True, timeout=5)
+        try:
+            return c.execute("SELECT COUNT(*) FROM host_samples WHERE host = 'h1' AND ts_ms < ?",
+                             (t_ms,)).fetchone()[0]
+        finally:
+            c.close()
+    except sqlite3.Error:
+        return 0
+
+
 def o7(cl, tmp):
     lead = cl.leader()
     token = sc.host_token(lead.state_dir, "h1")
@@ -328,7 +344,7 @@ def o7(cl, tmp):
     env = dict(os.environ, TRAINCTL_AGENT_TOKEN=token)
     agent = subprocess.Popen([AGENT, "--controller", ",".join(m.endpoint for m in cl.members),
                               "--host", "h1", "--work-dir", work, "--cpus", "2",
-                              "--address", "127.0.0.1"], env=env, stdin=subprocess.DEVNULL,
+                              "--address", "127.0.0.1", "--telemetry-ms", "500"], env=env, stdin=subprocess.DEVNULL,
                              stdout=open(os.path.join(tmp, "agent.log"), "ab"),
                              stderr=subprocess.STDOUT, start_new_session=True)
     try:
@@ -349,6 +365,11 @@ def o7(cl, tmp):
             lines_of(lead, "ha-logs"), LOG_LINES, lead.log_tail(15)))
         held = [m.mid for m in cl.members if lines_of(m, "ha-logs") == LOG_LINES]
         expect(len(held) >= 2, "every line on members %s only" % held)
+        t_kill = int(time.time() * 1000)
+        tm_before = samples_before(lead, t_kill)
+        expect(tm_before > 0, "no telemetry of h1 on the leader")
+        tm_held = [m.mid for m in cl.members if samples_before(m, t_kill) >= tm_before - 1]
+        expect(len(tm_held) >= 2, "telemetry on members %s only\n%s" % (tm_held, "\n".join(m.log_tail(6) for m in cl.members)))
         lead.kill9()
         new = cl.leader(30)
         got = ha.retrying(lambda: sc.make_client(new.endpoint).describe_training_job(
@@ -356,6 +377,14 @@ def o7(cl, tmp):
         text = log_on_disk(new, "ha-logs")
         expect(all((b"log line %d of" % i) in text for i in range(LOG_LINES)),
                "the new leader lacks lines (job %s)" % got["TrainingJobStatus"])
+        path = "/v1/hosts/h1/telemetry?start=%d" % (t_kill - 120000)
+        h = sc.sigv4_sign("GET", "127.0.0.1:%d" % new.want_port, path.split("?")[0],
+                          path.split("?")[1], b"", sc.KEY, sc.SECRET, {})
+        r = sc.http_request(new.want_port, "GET", path, b"", h)
+        old = [x for x in json.loads(r.body).get("samples", []) if x["ts_ms"] < t_kill] \
+            if r.status == 200 else []
+        expect(len(old) >= tm_before - 1, "the new leader serves %d samples from before the "
+               "fault, the old leader had %d (%d %r)" % (len(old), tm_before, r.status, r.body[:200]))
         why = lead.start()
         expect(why is None, "restart: %s" % why)
         deadline = time.time() + CATCH_UP_S
@@ -363,6 +392,12 @@ def o7(cl, tmp):
             time.sleep(0.2)
         expect(lines_of(lead, "ha-logs") == LOG_LINES, "the restarted member has %d lines" %
                lines_of(lead, "ha-logs"))
+        deadline = time.time() + CATCH_UP_S
+        while time.time() < deadline and samples_before(lead, t_kill + 3000) < \
+                samples_before(new, t_kill + 3000):
+            time.sleep(0.2)
+        expect(samples_before(lead, t_kill + 3000) >= samples_before(new, t_kill + 3000),
+               "the restarted member's telemetry did not catch up")
     finally:
         os.killpg(agent.pid, signal.SIGKILL)
         agent.wait()
@@ -382,7 +417,8 @@ def main():
             TAP.case("o4: the old leader restarted catches up", o4, cl, ob, old)
         TAP.case("o5: a follower down: PUTs go on; back, it catches up", o5, cl, ob)
         TAP.case("o6: two members down: PUTs refused, nothing acknowledged", o6, cl, ob)
-        TAP.case("o7: a job's log on two members; read after the leader is killed", o7, cl, tmp)
+        TAP.case("o7: a job's log and telemetry on two members; read after the leader is killed",
+                 o7, cl, tmp)
     finally:
         cl.stop_all()
     return TAP.finish()
