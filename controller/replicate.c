@@ -70,6 +70,7 @@ static struct repl {
 	int stop;
 	char *key;	   /* the members' key, once known */
 	int64_t caught_up; /* the keeper has applied the record up to here */
+	int on;		   /* --peers: logs and telemetry are copied */
 } R = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 
 /* ------------------------------------------------------------- the key */
@@ -146,7 +147,7 @@ const char *ctrl_repl__key(void)
 
 const char *ctrl_repl__state_dir(void)
 {
-	return R.root ? R.ctx->cfg.state_dir : NULL;
+	return R.on ? R.ctx->cfg.state_dir : NULL;
 }
 
 struct db *ctrl_repl__db(void)
@@ -156,12 +157,12 @@ struct db *ctrl_repl__db(void)
 
 struct ctrl_ctx *ctrl_repl__ctx(void)
 {
-	return R.root ? R.ctx : NULL;
+	return R.on ? R.ctx : NULL;
 }
 
 int ctrl_repl_on(void)
 {
-	return R.root != NULL;
+	return R.on;
 }
 
 static size_t get_body(char *data, size_t size, size_t n, void *arg)
@@ -267,6 +268,9 @@ static void *mreq_begin(const char *method, const char *url, const char *auth,
 					  length, &m->status, &m->msg);
 		return m;
 	}
+	if (!R.root)
+		return mreq_refuse(m, 404,
+				   "objects live in S3 (--s3-endpoint)");
 	if (strncmp(url, OBJECTS_PREFIX, strlen(OBJECTS_PREFIX)) ||
 	    s3d_mirror_split(url + strlen(OBJECTS_PREFIX), &bucket, &key,
 			     &m->msg))
@@ -366,7 +370,7 @@ leader_get(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 	(void)ctx;
 	(void)req;
 	(void)content_type;
-	if (!R.root) {
+	if (!R.on) {
 		ctrl_reply_error(resp, 404, "NotFound", "not replicating");
 		return CTRL_ROUTE_DONE;
 	}
@@ -859,6 +863,8 @@ static void *keeper(void *arg)
 			ctrl_reptm__catch_up();
 			logs_at = time_mono_ms() + LOG_SYNC_MS;
 		}
+		if (!R.root)
+			continue; /* objects live in S3 */
 		last = db_objects_last_seq(R.db);
 		if (r == 0 && last == seen)
 			continue;
@@ -900,7 +906,7 @@ int ctrl_repl_start(struct ctrl_ctx *ctx, struct buf *err)
 {
 	int ret;
 
-	if (!ctx->cfg.peers || ctx->cfg.s3_endpoint)
+	if (!ctx->cfg.peers)
 		return 0;
 	ret = peers_urls(&ctx->cfg, err);
 	if (ret)
@@ -908,12 +914,16 @@ int ctrl_repl_start(struct ctrl_ctx *ctx, struct buf *err)
 	R.ctx = ctx;
 	R.db = ctx->db;
 	R.max_object = ctx->s3.max_object;
-	R.root = ctx->s3.root;
+	/* With --s3-endpoint objects live there; logs and telemetry are
+	 * still the members' own. */
+	R.root = ctx->cfg.s3_endpoint ? NULL : ctx->s3.root;
+	R.on = 1;
 	R.stop = 0;
 	ha_proxy_set_local(&local_route);
 	if (pthread_create(&R.thread, NULL, keeper, NULL)) {
 		(void)buf_adds(err, "cannot start the store's keeper thread");
 		R.root = NULL;
+		R.on = 0;
 		return ERR_INTERNAL;
 	}
 	R.running = 1;
@@ -936,10 +946,12 @@ void ctrl_repl_lead(void)
 {
 	int64_t until = time_mono_ms() + LEAD_WAIT_MS, last;
 
-	if (!R.root)
+	if (!R.on)
 		return;
 	if (!members_key(1))
-		log_warn("no members' key: objects cannot be copied");
+		log_warn("no members' key: nothing can be copied");
+	if (!R.root)
+		return;
 	/* A new leader serves the objects acknowledged before it led: the
 	 * few its keeper has not fetched yet are fetched first. */
 	last = db_objects_last_seq(R.db);
@@ -964,6 +976,7 @@ void ctrl_repl_stop(void)
 	}
 	ha_proxy_set_local(NULL);
 	R.root = NULL;
+	R.on = 0;
 	for (i = 0; i < R.n_urls; i++)
 		free(R.urls[i]);
 	free(R.urls);

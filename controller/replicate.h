@@ -7,8 +7,9 @@
  * disk (fsynced) before the write is answered, and its name, size and
  * ETag go through raft (db/objects.h). Each member keeps its store in step
  * with that record: it fetches from another member what it lacks or holds
- * with another ETag, and removes what was removed. With --s3-endpoint, or
- * without --peers, none of this runs.
+ * with another ETag, and removes what was removed. With --s3-endpoint the
+ * objects live there and only logs and telemetry are copied; without
+ * --peers none of this runs.
  *
  * Members talk over their API addresses, on the routes under
  * CTRL_REPL_PREFIX, with the members' key of the store's secrets
@@ -46,9 +47,10 @@ struct s3d_blob_reply;
 #define CTRL_REPL_PREFIX "/v1/members/"
 
 /*
- * With --peers and the embedded store: sets the follower's local routes
- * and starts the thread that keeps this member's store in step. Call
- * before the member follows. Returns 0 or a negative code (err set).
+ * With --peers: sets the follower's local routes and starts the thread
+ * that keeps this member's objects (with the embedded store), logs and
+ * telemetry in step. Call before the member follows. Returns 0 or a
+ * negative code (err set).
  */
 int ctrl_repl_start(struct ctrl_ctx *ctx, struct buf *err);
 void ctrl_repl_stop(void);
