@@ -23,6 +23,10 @@
  *                                         bytes long (200, its new size),
  *                                         else 409 with its size
  *   GET  /v1/members/logs/OFF/JOB/STREAM  the file's bytes from OFF
+ *   GET  /v1/members/logs/                "JOB STREAM SIZE" lines
+ *   PUT  /v1/members/telemetry/HOST       samples (status messages)
+ *   GET  /v1/members/telemetry/SINCE      "HOST NEWEST COUNT" lines
+ *   GET  /v1/members/telemetry/HOST/SINCE the samples after SINCE
  *
  * Logs the API serves go the same way (controller/obs/logs.c): each chunk
  * appended to a job's log is on another member before the agent's post is

@@ -3,7 +3,8 @@
  * Job logs on every member of a replicated controller
  * (controller/replicate.h): a chunk appended on the leader is copied with
  * its offset; a member whose file is shorter says how long it is and gets
- * the rest; the keeper thread fetches what a member lacks from the others.
+ * the rest; the keeper thread compares each member's listing of its log
+ * files' sizes with its own and fetches what its files lack.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -139,6 +140,42 @@ static struct ctrl_replog_req *get_begin(struct ctrl_replog_req *r, int64_t off,
 	return r;
 }
 
+/* The size of job's stream's file here, -1 when there is none. */
+static int64_t size_here(const char *job, const char *stream)
+{
+	struct buf p = BUF_INIT;
+	struct stat st;
+	int64_t size;
+
+	(void)buf_addf(&p, "%s/logs/%s/%s.log", ctrl_repl__state_dir(), job,
+		       stream);
+	size = stat(p.data, &st) ? -1 : (int64_t)st.st_size;
+	buf_release(&p);
+	return size;
+}
+
+/* GET "": "JOB STREAM SIZE" for every log the store names and this
+ * member has. */
+static struct ctrl_replog_req *list_logs(struct ctrl_replog_req *r, int *status)
+{
+	struct db_log_ref *refs = NULL;
+	struct buf err = BUF_INIT;
+	size_t n = 0, i;
+
+	r->status = db_log_refs(ctrl_repl__db(), &refs, &n, &err) ? 500 : 200;
+	for (i = 0; i < n; i++) {
+		int64_t size = size_here(refs[i].job, refs[i].stream);
+
+		if (size > 0)
+			(void)buf_addf(&r->answer, "%s %s %" PRId64 "\n",
+				       refs[i].job, refs[i].stream, size);
+	}
+	db_log_refs_free(refs, n);
+	buf_release(&err);
+	*status = r->status;
+	return r;
+}
+
 struct ctrl_replog_req *ctrl_replog__begin(const char *method, const char *tail,
 					   int64_t length, int *status,
 					   struct buf *msg)
@@ -150,6 +187,8 @@ struct ctrl_replog_req *ctrl_replog__begin(const char *method, const char *tail,
 
 	r->fd = -1;
 	buf_init(&r->answer, 0);
+	if (get && !*tail && ctrl_repl__state_dir())
+		return list_logs(r, status);
 	if (!ctrl_repl__state_dir() || parse_tail(tail, &off, &dir, &path)) {
 		*status = 400;
 		(void)buf_adds(msg, "not a log's path");
@@ -394,20 +433,44 @@ out:
 	buf_release(&u);
 }
 
+/*
+ * Compares the logs of the member at url with this member's (one listing)
+ * and fetches from it what this member's files lack.
+ */
+static void catch_up_from(const char *url)
+{
+	struct buf u = BUF_INIT, list;
+	char *line, *save = NULL;
+	long status;
+
+	(void)buf_addf(&u, "%s%slogs/", url, CTRL_REPL_PREFIX);
+	if (ctrl_repl__get(u.data, &status, &list, 64 << 20) || status != 200)
+		goto out;
+	for (line = strtok_r(list.data, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *stream = strchr(line, ' '), *size;
+
+		if (!stream || !(size = strchr(stream + 1, ' ')))
+			continue;
+		*stream++ = '\0';
+		*size++ = '\0';
+		if (name_ok(line, strlen(line)) &&
+		    name_ok(stream, strlen(stream)) &&
+		    strtoll(size, NULL, 10) > size_here(line, stream))
+			fetch_stream(url, line, stream);
+	}
+out:
+	buf_release(&list);
+	buf_release(&u);
+}
+
 void ctrl_replog__catch_up(void)
 {
-	struct db_log_ref *refs = NULL;
-	struct buf err = BUF_INIT;
-	size_t n = 0, i, m, nm;
+	size_t nm, m;
 	char *const *urls = ctrl_repl__members(&nm);
 
-	if (db_log_refs(ctrl_repl__db(), &refs, &n, &err)) {
-		buf_release(&err);
+	if (!ctrl_repl__state_dir())
 		return;
-	}
-	for (i = 0; i < n; i++)
-		for (m = 0; m < nm; m++)
-			fetch_stream(urls[m], refs[i].job, refs[i].stream);
-	db_log_refs_free(refs, n);
-	buf_release(&err);
+	for (m = 0; m < nm; m++)
+		catch_up_from(urls[m]);
 }
