@@ -29,6 +29,9 @@
 #define TM_COPY_MS 2000
 #define TM_GRACE_MS 300
 #define TM_BODY_MAX (4 << 20)
+/* A pass after one that every member answered compares the samples
+ * since this long before that one (the first: the whole retention). */
+#define SYNC_OVERLAP_MS (60 * 1000)
 /* Samples one catch-up answer holds (the newest when more). */
 #define TM_FETCH_MAX 5000
 
@@ -319,17 +322,19 @@ static void fetch_samples(const char *url, const char *host, int64_t since)
  * member holds already are kept as they are), one with newer samples
  * from this member's newest.
  */
-static void fetch_from(const char *url, const struct tm_hosts *mine,
-		       int64_t oldest)
+static int fetch_from(const char *url, const struct tm_hosts *mine,
+		      int64_t oldest)
 {
 	struct buf list, u = BUF_INIT;
 	long status;
 	char *line, *save = NULL;
+	int ret = -1;
 
 	(void)buf_addf(&u, "%s%stelemetry/%" PRId64, url, CTRL_REPL_PREFIX,
 		       oldest);
 	if (ctrl_repl__get(u.data, &status, &list, 1 << 20) || status != 200)
 		goto out;
+	ret = 0;
 	for (line = strtok_r(list.data, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		char *sp = strchr(line, ' ');
@@ -352,7 +357,12 @@ static void fetch_from(const char *url, const struct tm_hosts *mine,
 out:
 	buf_release(&list);
 	buf_release(&u);
+	return ret;
 }
+
+/* When every member last answered a pass (0: never): later passes
+ * compare only the samples since a little before it. */
+static int64_t synced_ms;
 
 void ctrl_reptm__catch_up(void)
 {
@@ -360,15 +370,21 @@ void ctrl_reptm__catch_up(void)
 	struct tm_hosts mine;
 	size_t nm, i;
 	char *const *urls = ctrl_repl__members(&nm);
-	int64_t oldest;
+	int64_t now = time_now_ms(), oldest;
+	int failed = 0;
 
 	if (!ctx || !ctx->tm_db)
 		return;
-	oldest = time_now_ms() - ctx->cfg.tm_retention_h * HOUR_MS;
+	oldest = now - ctx->cfg.tm_retention_h * HOUR_MS;
+	if (synced_ms && synced_ms - SYNC_OVERLAP_MS > oldest)
+		oldest = synced_ms - SYNC_OVERLAP_MS;
 	for (i = 0; i < nm; i++) {
 		if (tm_hosts_get(ctx, oldest, &mine))
 			return;
-		fetch_from(urls[i], &mine, oldest);
+		if (fetch_from(urls[i], &mine, oldest))
+			failed = 1;
 		tm_hosts_release(&mine);
 	}
+	if (!failed)
+		synced_ms = now;
 }
