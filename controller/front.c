@@ -670,7 +670,7 @@ static const struct ctrl_route_block first = CTRL_ROUTE_BLOCK(first_rows),
  */
 static const struct ctrl_route_block *const blocks[] = {
 	&first,		      /* S3, /healthz, /v1/blobs/ */
-	&ctrl_repl_routes,    /* /v1/members/ (replicate.c) */
+	&ctrl_repl_routes,    /* /v1/replica/ (replicate.c) */
 	&ctrl_agent_routes,   /* /v1/agents/ (agent_api.c) */
 	&ctrl_rdzv_routes,    /* /v1/rendezvous/ (rendezvous.c) */
 	&ctrl_web_routes,     /* the page, its JSON, /metrics (web.c) */

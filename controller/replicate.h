@@ -15,18 +15,18 @@
  * CTRL_REPL_PREFIX, with the members' key of the store's secrets
  * ("Authorization: Bearer KEY"):
  *
- *   PUT  /v1/members/objects/BUCKET/KEY   a copy (X-Trainctl-Meta: the
+ *   PUT  /v1/replica/objects/BUCKET/KEY   a copy (X-Trainctl-Meta: the
  *                                         object's metadata, hex)
- *   GET  /v1/members/objects/BUCKET/KEY   the object and its metadata
- *   PUT  /v1/members/logs/OFF/JOB/STREAM  bytes of a log file from OFF:
+ *   GET  /v1/replica/objects/BUCKET/KEY   the object and its metadata
+ *   PUT  /v1/replica/logs/OFF/JOB/STREAM  bytes of a log file from OFF:
  *                                         appended when the file is OFF
  *                                         bytes long (200, its new size),
  *                                         else 409 with its size
- *   GET  /v1/members/logs/OFF/JOB/STREAM  the file's bytes from OFF
- *   GET  /v1/members/logs/                "JOB STREAM SIZE" lines
- *   PUT  /v1/members/telemetry/HOST       samples (status messages)
- *   GET  /v1/members/telemetry/SINCE      "HOST NEWEST COUNT" lines
- *   GET  /v1/members/telemetry/HOST/SINCE the samples after SINCE
+ *   GET  /v1/replica/logs/OFF/JOB/STREAM  the file's bytes from OFF
+ *   GET  /v1/replica/logs/                "JOB STREAM SIZE" lines
+ *   PUT  /v1/replica/telemetry/HOST       samples (status messages)
+ *   GET  /v1/replica/telemetry/SINCE      "HOST NEWEST COUNT" lines
+ *   GET  /v1/replica/telemetry/HOST/SINCE the samples after SINCE
  *
  * Logs the API serves go the same way (controller/obs/logs.c): each chunk
  * appended to a job's log is on another member before the agent's post is
@@ -48,7 +48,7 @@ struct s3d_reply;
 struct s3d_blob;
 struct s3d_blob_reply;
 
-#define CTRL_REPL_PREFIX "/v1/members/"
+#define CTRL_REPL_PREFIX "/v1/replica/"
 
 /*
  * With --peers: sets the follower's local routes and starts the thread

@@ -56,7 +56,7 @@ struct db *ctrl_repl__db(void);
  * most max bytes), or -1. */
 int ctrl_repl__get(const char *url, long *status, struct buf *body, size_t max);
 
-/* The logs' part of the members' routes (under /v1/members/logs/). */
+/* The logs' part of the members' routes (under /v1/replica/logs/). */
 struct ctrl_replog_req;
 
 /* tail: "<offset>/<job>/<stream>". Fills *status/msg when refused, or
@@ -72,7 +72,7 @@ void ctrl_replog__release(struct ctrl_replog_req *r);
 void ctrl_replog__catch_up(void);
 
 /* The telemetry's part of the members' routes (under
- * /v1/members/telemetry/), and its catch-up (controller/reptm.c). */
+ * /v1/replica/telemetry/), and its catch-up (controller/reptm.c). */
 struct ctrl_reptm_req;
 
 struct ctrl_reptm_req *ctrl_reptm__begin(const char *method, const char *tail,

@@ -199,12 +199,12 @@ def o2(cl, ob):
     expect(key, "no members' key in the store")
     meta = ('{"etag":"%s","size":3,"mtime_ns":1}' % hashlib.md5(b"abc").hexdigest()).encode()
     good = {"Authorization": "Bearer " + key, "X-Trainctl-Meta": meta.hex()}
-    path = "/v1/members/objects/%s/" % BUCKET
+    path = "/v1/replica/objects/%s/" % BUCKET
     cases = [
         ("no key", path + "x1", {"X-Trainctl-Meta": meta.hex()}, b"abc", 403),
         ("wrong key", path + "x2", dict(good, Authorization="Bearer " + "0" * 48), b"abc", 403),
         ("outside the store", path + "../../etc/x3", good, b"abc", 400),
-        ("bad bucket", "/v1/members/objects/../x4", good, b"abc", 400),
+        ("bad bucket", "/v1/replica/objects/../x4", good, b"abc", 400),
         ("bad metadata", path + "x5", dict(good, **{"X-Trainctl-Meta": "zz"}), b"abc", 400),
         ("bytes not the ETag's", path + "x6", good, b"abd", 400),
         ("over the limit", path + "x7", dict(good, **{"Content-Length": str(6 << 30)}), b"", 400),
