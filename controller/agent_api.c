@@ -17,6 +17,7 @@
 #include "controller/agent_api.h"
 #include "controller/request.h"
 #include "controller/iopool.h"
+#include "controller/replicate.h"
 #include "controller/obs/logs.h"
 #include "controller/obs/telemetry.h"
 #include "controller/work.h"
@@ -238,6 +239,25 @@ static struct ctrl_host *status_seen(struct ctrl_ctx *ctx,
 }
 
 /*
+ * A batch stored on an I/O worker: one whose lines belong to a job with
+ * MetricDefinitions, whose regexes (bounded, controller/obs/logs.c) must not
+ * hold up the HTTP thread that also answers other agents' heartbeats, or
+ * any batch (and a status's samples) of a replicated controller, whose
+ * copy to another member waits on the network.
+ */
+struct ctrl_log_step {
+	struct ctrl_ctx *ctx;
+	char *host;
+	struct api_log_batch b;
+	int fresh;  /* not a batch sent again */
+	int failed; /* not on a second member (replicate.h): 503 */
+	/* A status's telemetry samples, copied to another member on a
+	 * worker before the status is answered (replicate.h). */
+	struct tm_host_sample *samples;
+	size_t n_samples;
+};
+
+/*
  * Samples make every status that carries them differ from the last: takes
  * them out of st, then compares the rest (rebuilt into bare without them,
  * as an agent that has none to send builds it) with what was stored, so
@@ -245,13 +265,24 @@ static struct ctrl_host *status_seen(struct ctrl_ctx *ctx,
  * the rest is the same.
  */
 static int take_samples(struct ctrl_ctx *ctx, const char *host,
-			struct api_status *st, struct buf *bare)
+			struct api_status *st, struct buf *bare,
+			struct ctrl_log_step **copy)
 {
 	struct ctrl_host *h;
 	size_t i;
 	int same = 0;
 
 	ctrl_tm_ingest(ctx, host, st->samples, st->n_samples);
+	if (ctrl_repl_on()) {
+		/* A replicated controller copies them before answering. */
+		*copy = xcalloc(1, sizeof(**copy));
+		(*copy)->ctx = ctx;
+		(*copy)->host = xstrdup(host);
+		(*copy)->samples = st->samples;
+		(*copy)->n_samples = st->n_samples;
+		st->samples = NULL;
+		st->n_samples = 0;
+	}
 	for (i = 0; i < st->n_samples; i++)
 		tm_host_sample_release(&st->samples[i]);
 	FREE_AND_NULL(st->samples);
@@ -313,6 +344,14 @@ static int store_reports(struct ctrl_ctx *ctx, const char *host,
 	return stored;
 }
 
+static void tm_copy_run(void *arg)
+{
+	struct ctrl_log_step *s = arg;
+
+	/* Telemetry never fails a heartbeat: a failed copy is logged. */
+	(void)ctrl_repl_tm_copy(s->host, s->samples, s->n_samples);
+}
+
 static enum ctrl_route_result do_status(struct ctrl_ctx *ctx,
 					struct MHD_Connection *conn,
 					const char *host, const char *rest,
@@ -322,11 +361,17 @@ static enum ctrl_route_result do_status(struct ctrl_ctx *ctx,
 	struct api_status st;
 	struct buf err = BUF_INIT;
 	struct buf bare = BUF_INIT;
+	struct ctrl_log_step *copy = NULL;
 	int came_back = 0;
 	int same = 0;
 	int stored = 1;
 
 	(void)rest;
+	if (req->log_step) {
+		/* Resumed: the samples are on another member. */
+		reply_ok(resp);
+		return CTRL_ROUTE_DONE;
+	}
 	if (!status_seen(ctx, conn, host, &req->body, &came_back, &same)) {
 		unauthorized(resp);
 		return CTRL_ROUTE_DONE;
@@ -350,7 +395,7 @@ static enum ctrl_route_result do_status(struct ctrl_ctx *ctx,
 		log_warn("host '%s': telemetry refused: %s", host,
 			 st.telemetry_error);
 	if (st.n_samples)
-		same = take_samples(ctx, host, &st, &bare);
+		same = take_samples(ctx, host, &st, &bare, &copy);
 	if (!same)
 		stored = store_reports(ctx, host, &st);
 	if (st.images_json && !same) {
@@ -368,6 +413,9 @@ static enum ctrl_route_result do_status(struct ctrl_ctx *ctx,
 	reply_ok(resp);
 	buf_release(&err);
 	buf_release(&bare);
+	req->log_step = copy;
+	if (copy && !ctrl_iopool_run(ctx->iopool, conn, tm_copy_run, copy))
+		return CTRL_ROUTE_SUSPENDED;
 	return CTRL_ROUTE_DONE;
 }
 
@@ -394,21 +442,15 @@ static int log_batch_new(struct ctrl_host *h, const struct api_log_batch *b)
 	return 1;
 }
 
-/*
- * A batch stored on an I/O worker: one whose lines belong to a job with
- * MetricDefinitions, whose regexes (bounded, controller/obs/logs.c) must not
- * hold up the HTTP thread that also answers other agents' heartbeats.
- */
-struct ctrl_log_step {
-	struct ctrl_ctx *ctx;
-	char *host;
-	struct api_log_batch b;
-};
-
 void ctrl_agent_log_step_free(struct ctrl_log_step *s)
 {
+	size_t i;
+
 	if (!s)
 		return;
+	for (i = 0; i < s->n_samples; i++)
+		tm_host_sample_release(&s->samples[i]);
+	free(s->samples);
 	api_log_batch_release(&s->b);
 	free(s->host);
 	free(s);
@@ -418,7 +460,21 @@ static void log_step_run(void *arg)
 {
 	struct ctrl_log_step *s = arg;
 
-	ctrl_logs_ingest(s->ctx, s->host, &s->b);
+	if (s->fresh && ctrl_logs_ingest(s->ctx, s->host, &s->b))
+		s->failed = 1;
+	if (ctrl_repl_log_settle())
+		s->failed = 1;
+}
+
+/* The answer of a stored batch: 503 when it is on this member only. */
+static void reply_step(struct ctrl_response *resp, struct ctrl_log_step *s)
+{
+	if (s->failed)
+		ctrl_reply_error(resp, 503, "ServiceUnavailable",
+				 "the lines are not on a second member of "
+				 "the controller yet; send them again");
+	else
+		reply_ok(resp);
 }
 
 static enum ctrl_route_result
@@ -434,7 +490,7 @@ do_logs(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *host,
 	(void)rest;
 	if (req->log_step) {
 		/* Resumed: the worker has stored it. */
-		reply_ok(resp);
+		reply_step(resp, req->log_step);
 		return CTRL_ROUTE_DONE;
 	}
 	pthread_mutex_lock(&ctx->hosts_lock);
@@ -459,17 +515,19 @@ do_logs(struct ctrl_ctx *ctx, struct MHD_Connection *conn, const char *host,
 		unauthorized(resp);
 		return CTRL_ROUTE_DONE;
 	}
-	if (fresh && ctrl_logs_has_metric_defs(ctx, &b)) {
+	/* A replicated controller's copy waits on the network. */
+	if ((fresh && ctrl_logs_has_metric_defs(ctx, &b)) || ctrl_repl_on()) {
 		step = xcalloc(1, sizeof(*step));
 		step->ctx = ctx;
 		step->host = xstrdup(host);
 		step->b = b;
+		step->fresh = fresh;
 		req->log_step = step;
 		if (!ctrl_iopool_run(ctx->iopool, conn, log_step_run, step))
 			return CTRL_ROUTE_SUSPENDED;
 		/* No pool (stopping): stored here. */
 		log_step_run(step);
-		reply_ok(resp);
+		reply_step(resp, step);
 		return CTRL_ROUTE_DONE;
 	}
 	if (fresh)

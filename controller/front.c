@@ -26,6 +26,7 @@
 #include "controller/hosts.h"
 #include "controller/http.h"
 #include "controller/rendezvous.h"
+#include "controller/replicate.h"
 #include "controller/rest.h"
 #include "controller/route.h"
 #include "controller/serving.h"
@@ -690,6 +691,7 @@ static const struct ctrl_route_block first = CTRL_ROUTE_BLOCK(first_rows),
  */
 static const struct ctrl_route_block *const blocks[] = {
 	&first,		      /* S3, /healthz[/leader], /v1/blobs/ */
+	&ctrl_repl_routes,    /* /v1/replica/ (replicate.c) */
 	&ctrl_agent_routes,   /* /v1/agents/ (agent_api.c) */
 	&ctrl_rdzv_routes,    /* /v1/rendezvous/ (rendezvous.c) */
 	&ctrl_web_routes,     /* the page, its JSON, /metrics (web.c) */

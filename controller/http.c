@@ -23,6 +23,7 @@
 #include "storage/s3d/blob.h"
 #include "controller/ctrl.h"
 #include "controller/iopool.h"
+#include "controller/replicate.h"
 #include "controller/agent_api.h"
 #include "controller/front.h"
 #include "controller/http.h"
@@ -88,6 +89,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		unlink(req->sink_tmp);
 	}
 	s3d_blob_free(req->blob);
+	if (req->blob_done)
+		s3d_blob_reply_release(&req->blob_reply);
 	if (req->s3_done)
 		s3d_reply_release(&req->s3_reply);
 	s3d_free(req->s3);
@@ -215,8 +218,13 @@ static enum MHD_Result send_blob(struct ctrl_ctx *ctx,
 	enum MHD_Result ret;
 	char rid[37];
 
-	ctrl_front_blob_fence(ctx, req);
-	s3d_blob_finish(req->blob, &reply);
+	if (req->blob_done) {
+		reply = req->blob_reply; /* ours now */
+		req->blob_done = 0;
+	} else {
+		ctrl_front_blob_fence(ctx, req);
+		s3d_blob_finish(req->blob, &reply);
+	}
 	mr = file_or_buffer(&reply.fd, 0, reply.size, &reply.body);
 	if (!mr) {
 		s3d_blob_reply_release(&reply);
@@ -239,13 +247,23 @@ static enum MHD_Result send_blob(struct ctrl_ctx *ctx,
 	return ret;
 }
 
-/* Queues the reply of an S3 request (storage/s3d/s3d.h). */
+/* A blob write of a replicated controller: its copy waits on the network. */
+static void blob_finish_job(void *arg)
+{
+	struct request *req = arg;
+
+	s3d_blob_finish(req->blob, &req->blob_reply);
+	ctrl_repl_blob(req->blob, &req->blob_reply);
+	req->blob_done = 1;
+}
+
 /* The S3 step that may wait on the disk: on an I/O worker when it can. */
 static void s3_finish_job(void *arg)
 {
 	struct request *req = arg;
 
 	s3d_finish(req->s3, &req->s3_reply);
+	ctrl_repl_s3(req->s3, &req->s3_reply);
 	req->s3_done = 1;
 }
 
@@ -397,6 +415,13 @@ static enum MHD_Result stream(struct ctrl_ctx *ctx, struct MHD_Connection *conn,
 		(void)s3d_blob_data(req->blob, data, *size);
 		*size = 0;
 		return MHD_YES;
+	}
+	if (!req->blob_done && ctrl_repl_on() &&
+	    (!strcmp(method, "PUT") || !strcmp(method, "DELETE"))) {
+		ctrl_front_blob_fence(ctx, req);
+		if (!ctrl_iopool_run(ctx->iopool, conn, blob_finish_job, req))
+			return MHD_YES; /* resumed when the step is done */
+		blob_finish_job(req);
 	}
 	return send_blob(ctx, conn, req, method, url);
 }

@@ -22,6 +22,7 @@
 #include "controller/local_cluster.h"
 #include "controller/member.h"
 #include "controller/provision.h"
+#include "controller/replicate.h"
 #include "controller/obs/telemetry.h"
 #include "db/db.h"
 #include "storage/fs.h"
@@ -247,13 +248,27 @@ static int follow(struct ctrl_ctx *ctx, char **argv, const sigset_t *set,
 		  int *ret)
 {
 	struct buf err = BUF_INIT;
-	int r = ctrl_member_follow(ctx, argv, set, &err);
+	int r = ctrl_repl_start(ctx, &err);
 
+	if (!r)
+		r = ctrl_member_follow(ctx, argv, set, &err);
+	if (!r)
+		ctrl_repl_lead();
 	if (r < 0)
 		fprintf(stderr, "trainctld: error: %s\n", err.data);
 	buf_release(&err);
 	*ret = r > 0 ? 0 : 1;
 	return r != 0;
+}
+
+/* Stops the member's threads and closes the stores. */
+static void close_state(struct ctrl_ctx *ctx)
+{
+	ctrl_repl_stop();
+	ctrl_member_stop();
+	ctrl_tm_close(ctx);
+	db_close(ctx->db);
+	ctx->db = NULL;
 }
 
 int main(int argc, char **argv)
@@ -362,10 +377,7 @@ int main(int argc, char **argv)
 out_reconciler:
 	ctrl_reconciler_stop(&ctx);
 out_db:
-	ctrl_member_stop();
-	ctrl_tm_close(&ctx);
-	db_close(ctx.db);
-	ctx.db = NULL;
+	close_state(&ctx);
 	libssh2_exit();
 out:
 	ctrl_ctx_release(&ctx);

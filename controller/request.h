@@ -11,6 +11,7 @@
 #include "controller/caller.h"
 #include "controller/reply.h"
 #include "controller/route.h"
+#include "storage/s3d/blob.h"
 #include "storage/s3d/s3d.h"
 #include "common/buf.h"
 
@@ -51,6 +52,10 @@ struct ctrl_http_req {
 	char s3_rid[37];
 	struct s3d_reply s3_reply; /* set by the finishing step */
 	int s3_done;		   /* s3_reply holds a reply to send */
+	/* A blob request finished on a worker (a replicated controller's
+	 * copy, controller/replicate.h): the reply to send. */
+	struct s3d_blob_reply blob_reply;
+	int blob_done;
 	char *fence; /* its X-Trainctl-Fence: "job/uid/attempt", or NULL */
 	/* Who signed it (set once authenticated; admin without
 	 * credentials). */

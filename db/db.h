@@ -162,7 +162,7 @@ void db_close(struct db *db);
 uint64_t db_write_seq(struct db *db);
 
 /* The schema version this build migrates to. */
-#define DB_SCHEMA_LATEST 21
+#define DB_SCHEMA_LATEST 22
 
 /* The schema version after migrations (PRAGMA user_version). */
 int db_schema_version(struct db *db);

@@ -333,6 +333,18 @@ static const char *const migrations[] = {
 	" id INTEGER PRIMARY KEY,"
 	" raft_address TEXT NOT NULL,"
 	" api_url TEXT NOT NULL);",
+	/* 22: the embedded S3 store's buckets (key "") and objects as a
+	 * replicated controller records them (db/objects.h): size, ETag,
+	 * a tombstone once removed, and the sequence of the last change. */
+	"CREATE TABLE s3_objects ("
+	" bucket TEXT NOT NULL,"
+	" key TEXT NOT NULL,"
+	" size INTEGER NOT NULL,"
+	" etag TEXT NOT NULL,"
+	" deleted INTEGER NOT NULL DEFAULT 0,"
+	" seq INTEGER NOT NULL,"
+	" PRIMARY KEY (bucket, key)) WITHOUT ROWID;"
+	"CREATE INDEX s3_objects_by_seq ON s3_objects(seq);",
 };
 
 #define N_MIGRATIONS ((int)ARRAY_SIZE(migrations))

@@ -302,6 +302,44 @@ int db_tm_add(struct db_tm *t, const char *host, const struct tm_host_sample *s,
 	return ret;
 }
 
+int db_tm_hosts(struct db_tm *t, int64_t since_ms, char ***hosts,
+		int64_t **newest_ms, int64_t **count, size_t *n,
+		struct buf *err)
+{
+	sqlite3_stmt *st = NULL;
+	size_t cap = 0, cap2 = 0, cap3 = 0;
+	int ret = 0, rc;
+
+	*hosts = NULL;
+	*newest_ms = NULL;
+	*count = NULL;
+	*n = 0;
+	pthread_mutex_lock(&t->lock);
+	if (sqlite3_prepare_v2(t->conn,
+			       "SELECT host, MAX(ts_ms), COUNT(*) FROM "
+			       "host_samples WHERE ts_ms >= ?1 GROUP BY host",
+			       -1, &st, NULL) != SQLITE_OK) {
+		ret = fail(t->conn, "cannot prepare", err);
+		goto out;
+	}
+	sqlite3_bind_int64(st, 1, since_ms);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		ALLOC_GROW(*hosts, *n + 1, cap);
+		ALLOC_GROW(*newest_ms, *n + 1, cap2);
+		ALLOC_GROW(*count, *n + 1, cap3);
+		(*hosts)[*n] =
+			xstrdup((const char *)sqlite3_column_text(st, 0));
+		(*count)[*n] = sqlite3_column_int64(st, 2);
+		(*newest_ms)[(*n)++] = sqlite3_column_int64(st, 1);
+	}
+	if (rc != SQLITE_DONE)
+		ret = fail(t->conn, "cannot list hosts", err);
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
 int db_tm_host_range(struct db_tm *t, const char *host, int64_t start_ms,
 		     int64_t end_ms, size_t limit, struct tm_host_sample **out,
 		     size_t *n, int *truncated, struct buf *err)

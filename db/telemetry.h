@@ -44,6 +44,16 @@ int db_tm_host_range(struct db_tm *t, const char *host, int64_t start_ms,
 		     int64_t end_ms, size_t limit, struct tm_host_sample **out,
 		     size_t *n, int *truncated, struct buf *err);
 
+/*
+ * Every host with samples since since_ms, its newest sample's time and how
+ * many it has since then (a replicated controller's catch-up,
+ * controller/reptm.c). The caller frees each name and the arrays. 0 or
+ * ERR_DB.
+ */
+int db_tm_hosts(struct db_tm *t, int64_t since_ms, char ***hosts,
+		int64_t **newest_ms, int64_t **count, size_t *n,
+		struct buf *err);
+
 /* A job row: the host's figures and the job's processes on it. */
 struct db_tm_point {
 	int64_t ts_ms;

@@ -205,6 +205,38 @@ void ha_stop(struct ha *ha);
  */
 struct ha_proxy;
 
+/*
+ * Requests a follower serves itself rather than forwarding them: the
+ * members' own traffic (controller/replicate.h), whose paths start with
+ * prefix. The body is streamed: begin() at the headers (auth: the
+ * Authorization header, hdr: the request's header named header, either
+ * NULL; length: Content-Length, -1 when none), data() for each piece,
+ * finish() to fill the answer, release() when the request is over
+ * (also when it never finished). A request refused() at its headers is
+ * answered at once, its body unread. Called on the proxy's threads.
+ */
+struct ha_local_reply {
+	int status;
+	struct buf body; /* text, unless fd >= 0 */
+	int fd;		 /* >= 0: size bytes of it are sent (then closed) */
+	int64_t size;
+	char *hdr; /* the answer's header named header, or NULL (owned) */
+};
+
+struct ha_local_route {
+	const char *prefix;
+	const char *header;
+	void *(*begin)(const char *method, const char *url, const char *auth,
+		       const char *hdr, int64_t length);
+	int (*refused)(void *st);
+	void (*data)(void *st, const char *p, size_t n);
+	void (*finish)(void *st, struct ha_local_reply *out);
+	void (*release)(void *st);
+};
+
+/* Sets the routes every proxy started later serves itself (NULL: none). */
+void ha_proxy_set_local(const struct ha_local_route *route);
+
 int ha_proxy_start(struct ha *ha, const char *listen, size_t max,
 		   struct ha_proxy **out, struct buf *err);
 void ha_proxy_stop(struct ha_proxy *p);

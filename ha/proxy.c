@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 #include <microhttpd.h>
@@ -30,6 +31,7 @@ struct ha_proxy {
 	struct ha *ha;
 	struct MHD_Daemon *d;
 	size_t max;
+	const struct ha_local_route *local;
 };
 
 /* One request being read. */
@@ -38,7 +40,15 @@ struct preq {
 	struct buf body;
 	int seen;
 	int too_big;
+	void *local; /* a request served here (ha_local_route) */
 };
+
+static const struct ha_local_route *local_route;
+
+void ha_proxy_set_local(const struct ha_local_route *route)
+{
+	local_route = route;
+}
 
 /* The leader's answer. */
 struct answer {
@@ -62,13 +72,15 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 static void on_done(void *cls, struct MHD_Connection *conn, void **req_cls,
 		    enum MHD_RequestTerminationCode code)
 {
+	struct ha_proxy *p = cls;
 	struct preq *r = *req_cls;
 
-	(void)cls;
 	(void)conn;
 	(void)code;
 	if (!r)
 		return;
+	if (r->local)
+		p->local->release(r->local);
 	free(r->uri);
 	buf_release(&r->body);
 	free(r);
@@ -358,6 +370,53 @@ static enum MHD_Result relay(struct ha_proxy *p, struct MHD_Connection *conn,
 	return ret;
 }
 
+/* Starts a request of the local routes, or leaves r alone. */
+static void local_begin(struct ha_proxy *p, struct MHD_Connection *conn,
+			const char *url, const char *method, struct preq *r)
+{
+	const char *cl;
+
+	if (!p->local ||
+	    strncmp(url, p->local->prefix, strlen(p->local->prefix)))
+		return;
+	cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					 "Content-Length");
+	r->local = p->local->begin(
+		method, url,
+		MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					    "Authorization"),
+		MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					    p->local->header),
+		cl ? strtoll(cl, NULL, 10) : -1);
+}
+
+/* Answers a request of the local routes. */
+static enum MHD_Result local_answer(struct ha_proxy *p,
+				    struct MHD_Connection *conn, struct preq *r)
+{
+	struct ha_local_reply a = { 0, BUF_INIT, -1, 0, NULL };
+	struct MHD_Response *res = NULL;
+	enum MHD_Result ret;
+
+	p->local->finish(r->local, &a);
+	if (a.fd >= 0)
+		res = MHD_create_response_from_fd64((uint64_t)a.size, a.fd);
+	if (res)
+		a.fd = -1;
+	else
+		res = MHD_create_response_from_buffer(a.body.len, a.body.data,
+						      MHD_RESPMEM_MUST_COPY);
+	if (a.fd >= 0)
+		close(a.fd);
+	if (a.hdr)
+		MHD_add_response_header(res, p->local->header, a.hdr);
+	ret = MHD_queue_response(conn, (unsigned)a.status, res);
+	MHD_destroy_response(res);
+	buf_release(&a.body);
+	free(a.hdr);
+	return ret;
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 			       const char *url, const char *method,
 			       const char *version, const char *upload_data,
@@ -369,8 +428,18 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 	(void)version;
 	if (!r->seen) {
 		r->seen = 1;
+		local_begin(p, conn, url, method, r);
+		if (r->local && p->local->refused(r->local))
+			return local_answer(p, conn, r);
 		return MHD_YES;
 	}
+	if (r->local && *upload_data_size) {
+		p->local->data(r->local, upload_data, *upload_data_size);
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (r->local)
+		return local_answer(p, conn, r);
 	if (*upload_data_size) {
 		if (!r->too_big &&
 		    buf_add(&r->body, upload_data, *upload_data_size))
@@ -426,6 +495,7 @@ int ha_proxy_start(struct ha *ha, const char *listen, size_t max,
 	p = xcalloc(1, sizeof(*p));
 	p->ha = ha;
 	p->max = max;
+	p->local = local_route;
 	p->d = MHD_start_daemon(
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION,
 		0, NULL, NULL, handler, p, MHD_OPTION_SOCK_ADDR, &ss,

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include "controller/obs/logs.h"
 #include "controller/obs/goodput.h"
 #include "controller/obs/metrics.h"
+#include "controller/replicate.h"
 #include "db/run.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -286,12 +288,18 @@ static void attempt_line(struct buf *out, int64_t ts_ms, int attempt,
 		       ts_ms, attempt, algo, host ? host : "?");
 }
 
-static void flush(struct ctrl_ctx *ctx, struct pending *p)
+/*
+ * Appends p's text to its stream's file, and with a replicated controller
+ * copies it to another member (controller/replicate.h). 0, or -1 when the
+ * copy failed (the text is in this member's file).
+ */
+static int flush(struct ctrl_ctx *ctx, struct pending *p)
 {
 	struct buf path = BUF_INIT;
 	struct buf sep = BUF_INIT;
 	const struct buf *out = &p->text;
-	int fd;
+	struct stat st;
+	int fd, ret = 0;
 
 	ensure_dir(ctx, p->job);
 	(void)ctrl_logs_path(ctx, p->job, p->stream, &path);
@@ -310,13 +318,21 @@ static void flush(struct ctrl_ctx *ctx, struct pending *p)
 	}
 	if (fd < 0 && errno == EEXIST)
 		fd = open(path.data, O_WRONLY | O_APPEND | O_CLOEXEC);
-	if (fd < 0 || write(fd, out->data, out->len) != (ssize_t)out->len)
+	/* One writer at a time: the copy names the chunk's offset. */
+	if (fd >= 0 && (!ctrl_repl_on() || !flock(fd, LOCK_EX)) &&
+	    !fstat(fd, &st) &&
+	    write(fd, out->data, out->len) == (ssize_t)out->len)
+		ret = ctrl_repl_log_append(p->job, p->stream, fd,
+					   (int64_t)st.st_size,
+					   (int64_t)out->len);
+	else
 		log_error("cannot write log '%s': %s", path.data,
 			  strerror(errno));
 	if (fd >= 0)
 		close(fd);
 	buf_release(&sep);
 	buf_release(&path);
+	return ret;
 }
 
 /* A line whose metrics are read once jobs_lock is released. */
@@ -457,13 +473,16 @@ static void read_metrics(struct ctrl_ctx *ctx, struct ingest *in)
 	buf_release(&notes);
 }
 
-/* Writes the streams' text to their files and frees the batch. */
-static void flush_release(struct ctrl_ctx *ctx, struct ingest *in)
+/* Writes the streams' text to their files and frees the batch: 0, or -1
+ * when a copy to another member failed. */
+static int flush_release(struct ctrl_ctx *ctx, struct ingest *in)
 {
 	size_t k;
+	int ret = 0;
 
 	for (k = 0; k < in->n_pend; k++) {
-		flush(ctx, &in->pend[k]);
+		if (flush(ctx, &in->pend[k]))
+			ret = -1;
 		free(in->pend[k].job);
 		free(in->pend[k].stream);
 		buf_release(&in->pend[k].text);
@@ -479,6 +498,7 @@ static void flush_release(struct ctrl_ctx *ctx, struct ingest *in)
 		free(in->names[k]);
 	free(in->names);
 	buf_release(&in->err);
+	return ret;
 }
 
 /*
@@ -487,21 +507,23 @@ static void flush_release(struct ctrl_ctx *ctx, struct ingest *in)
  * the bounds of common/bregex.h, so a costly regex slows only its own
  * job's batches and never the controller's other work.
  */
-void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
-		      const struct api_log_batch *b)
+int ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
+		     const struct api_log_batch *b)
 {
 	struct ingest in = { 0 };
+	int ret;
 
 	in.host = host;
 	buf_init(&in.err, 0);
 	queue_lines(ctx, &in, b);
 	read_metrics(ctx, &in);
 	ctrl_goodput_ingest(ctx, b);
-	flush_release(ctx, &in);
+	ret = flush_release(ctx, &in);
 	pthread_mutex_lock(&ctx->hosts_lock);
 	ctx->log_version++;
 	ctrl_waiters_resume(ctx, &ctx->log_waiters);
 	pthread_mutex_unlock(&ctx->hosts_lock);
+	return ret;
 }
 
 void ctrl_logs_note(struct ctrl_ctx *ctx, const char *job, int attempt,
@@ -521,7 +543,8 @@ void ctrl_logs_note(struct ctrl_ctx *ctx, const char *job, int attempt,
 	line.text = (char *)text;
 	b.lines = &line;
 	b.n = 1;
-	ctrl_logs_ingest(ctx, "controller", &b);
+	/* A copy that failed is sent again with the next post's settle. */
+	(void)ctrl_logs_ingest(ctx, "controller", &b);
 }
 
 int ctrl_logs_has_metric_defs(struct ctrl_ctx *ctx,

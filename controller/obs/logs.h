@@ -18,9 +18,13 @@
 struct ctrl_ctx;
 struct MHD_Connection;
 
-/* Stores a batch of lines from host and wakes log followers. */
-void ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
-		      const struct api_log_batch *b);
+/*
+ * Stores a batch of lines from host and wakes log followers. 0, or -1
+ * when a replicated controller could not copy them to another member
+ * (they are stored here; ctrl_repl_log_settle() sends them again).
+ */
+int ctrl_logs_ingest(struct ctrl_ctx *ctx, const char *host,
+		     const struct api_log_batch *b);
 
 /*
  * A line of the controller's own in the log of job's attempt (algo-1's

@@ -437,6 +437,26 @@ void s3d_blob_finish(struct s3d_blob *b, struct s3d_blob_reply *r)
 			 b->key ? b->key : "", r->status, r->body.data);
 }
 
+int s3d_blob_changed(const struct s3d_blob *b, const struct s3d_blob_reply *r,
+		     const char **bucket, const char **key)
+{
+	*bucket = b->bucket;
+	*key = b->key;
+	if (b->op == BLOB_PUT && r->status == 200)
+		return S3D_CH_PUT;
+	if (b->op == BLOB_DELETE && r->status == 204)
+		return S3D_CH_DELETE;
+	return 0;
+}
+
+void s3d_blob_refuse_reply(struct s3d_blob_reply *r, const char *msg)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	r->fd = -1;
+	reply_error(r, 503, "SlowDown", msg);
+}
+
 void s3d_blob_fence(struct s3d_blob *b, const char *why)
 {
 	if (b->op == BLOB_DELETE) {

@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "storage/s3d/s3d.h"
 #include "common/buf.h"
 
 struct s3d_blob;
@@ -95,6 +96,18 @@ void s3d_blob_finish(struct s3d_blob *b, struct s3d_blob_reply *reply);
 
 /* Frees the body and closes reply->fd if still open (set -1 if given away). */
 void s3d_blob_reply_release(struct s3d_blob_reply *reply);
+
+/*
+ * What a finished request with reply r changed, for a replicated
+ * controller (controller/replicate.h): S3D_CH_PUT (an object written) or
+ * S3D_CH_DELETE with its bucket and key, else 0.
+ */
+int s3d_blob_changed(const struct s3d_blob *b, const struct s3d_blob_reply *r,
+		     const char **bucket, const char **key);
+
+/* Replaces a successful reply with 503 SlowDown and msg: the change was
+ * made here but not made durable elsewhere. */
+void s3d_blob_refuse_reply(struct s3d_blob_reply *r, const char *msg);
 
 /* Frees b; an unfinished PUT's temp file is removed. NULL is fine. */
 void s3d_blob_free(struct s3d_blob *b);

@@ -115,6 +115,7 @@ void s3d__op_create_bucket(struct s3d *s, struct s3d_reply *r)
 				  p.data, strerror(errno));
 		goto out;
 	}
+	s3d__changed(s, S3D_CH_BUCKET, s->bucket, NULL);
 	r->status = 200;
 	buf_reset(&p);
 	(void)buf_addf(&p, "/%s", s->bucket);
@@ -151,6 +152,7 @@ void s3d__op_delete_bucket(struct s3d *s, struct s3d_reply *r)
 	}
 	/* Only empty folders and stale temp files are left. */
 	(void)fs_remove_tree(p.data);
+	s3d__changed(s, S3D_CH_UNBUCKET, s->bucket, NULL);
 	r->status = 204;
 out:
 	stor_list_release(&l);
@@ -197,6 +199,8 @@ static void delete_one(struct s3d *s, const char *key, int quiet, struct buf *b)
 		s3d__bucket_path(s, s->bucket, &root);
 		if (stor_fs_delete(root.data, key, 1, &err))
 			code = "InternalError";
+		else
+			s3d__changed(s, S3D_CH_DELETE, s->bucket, key);
 	}
 	if (code) {
 		s3d__xml_open(b, "Error");

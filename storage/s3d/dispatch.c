@@ -440,6 +440,22 @@ void s3d_finish(struct s3d *s, struct s3d_reply *r)
 		s3d__reply_header(r, "x-amz-request-id", s->request_id);
 }
 
+const struct s3d_change *s3d_changes(const struct s3d *s, size_t *n)
+{
+	*n = s ? s->n_changes : 0;
+	return s ? s->changes : NULL;
+}
+
+void s3d_refuse_reply(struct s3d *s, struct s3d_reply *reply, const char *code,
+		      int status, const char *msg)
+{
+	s3d_reply_release(reply);
+	s->code = NULL;
+	buf_reset(&s->msg);
+	(void)s3d__fail(s, code, status, "%s", msg);
+	s3d_finish(s, reply);
+}
+
 void s3d_reply_release(struct s3d_reply *r)
 {
 	size_t i;
@@ -473,6 +489,11 @@ void s3d_free(struct s3d *s)
 	}
 	if (s->body_ready)
 		s3d__body_release(&s->body);
+	for (i = 0; i < s->n_changes; i++) {
+		free(s->changes[i].bucket);
+		free(s->changes[i].key);
+	}
+	free(s->changes);
 	free(s->bucket);
 	free(s->key);
 	buf_release(&s->msg);

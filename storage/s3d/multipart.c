@@ -402,6 +402,7 @@ void s3d__op_complete_upload(struct s3d *s, struct s3d_reply *r)
 	o.headers = json_incref(json_object_get(up, "headers"));
 	if (s3d__commit(s, &o, 1))
 		goto out;
+	s3d__changed(s, S3D_CH_PUT, s->bucket, s->key);
 	remove_upload(s);
 	complete_reply(s, r, o.etag);
 out:

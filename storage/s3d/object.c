@@ -96,6 +96,7 @@ void s3d__op_put_object(struct s3d *s, struct s3d_reply *r)
 	snprintf(o.etag, sizeof(o.etag), "%s", s->body.md5_hex);
 	o.checksums = checksums_of(&s->body);
 	if (!s3d__commit(s, &o, 1)) {
+		s3d__changed(s, S3D_CH_PUT, s->bucket, s->key);
 		r->status = 200;
 		etag_header(r, o.etag);
 		if (o.checksums)
@@ -338,10 +339,12 @@ void s3d__op_delete_object(struct s3d *s, struct s3d_reply *r)
 	if (s3d__need_bucket(s, s->bucket))
 		return;
 	s3d__bucket_path(s, s->bucket, &root);
-	if (stor_fs_delete(root.data, s->key, 1, &err))
+	if (stor_fs_delete(root.data, s->key, 1, &err)) {
 		s3d__fail(s, "InternalError", 500, "%s", err.data);
-	else
+	} else {
+		s3d__changed(s, S3D_CH_DELETE, s->bucket, s->key);
 		r->status = 204;
+	}
 	buf_release(&err);
 	buf_release(&root);
 }
@@ -433,6 +436,7 @@ void s3d__op_copy_object(struct s3d *s, struct s3d_reply *r)
 	}
 	if (copy_bytes(s, in) || s3d__commit(s, &dst, 1))
 		goto out;
+	s3d__changed(s, S3D_CH_PUT, s->bucket, s->key);
 	r->status = 200;
 	s3d__xml_begin(&r->body, "CopyObjectResult");
 	s3d__iso_time(s->now_ms, t);

@@ -37,6 +37,19 @@ int s3d__fail(struct s3d *s, const char *code, int status, const char *fmt, ...)
 	return -1;
 }
 
+void s3d__changed(struct s3d *s, enum s3d_change_kind kind, const char *bucket,
+		  const char *key)
+{
+	struct s3d_change *c;
+
+	s->changes =
+		xrealloc(s->changes, (s->n_changes + 1) * sizeof(*s->changes));
+	c = &s->changes[s->n_changes++];
+	c->kind = kind;
+	c->bucket = xstrdup(bucket);
+	c->key = key ? xstrdup(key) : NULL;
+}
+
 const char *s3d__header(const struct s3d *s, const char *name)
 {
 	size_t i;

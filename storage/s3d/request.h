@@ -80,7 +80,15 @@ struct s3d {
 	int write_failed;
 	char upload_id[33];
 	int part;
+
+	/* what it changed (s3d_changes()) */
+	struct s3d_change *changes;
+	size_t n_changes;
 };
+
+/* Records a change (s3d_changes()); key NULL for a bucket. */
+void s3d__changed(struct s3d *s, enum s3d_change_kind kind, const char *bucket,
+		  const char *key);
 
 /* Remembers the first refusal; returns -1. */
 int s3d__fail(struct s3d *s, const char *code, int status, const char *fmt, ...)

@@ -104,4 +104,34 @@ size_t s3d_reap_uploads(const struct s3d_env *env, int64_t now_ms);
 /* For logs and metrics: the operation's S3 name ("PutObject"). */
 const char *s3d_op_name(const struct s3d *s);
 
+/*
+ * What a finished request changed in the store, for a replicated
+ * controller (controller/replicate.h): an object written (PutObject,
+ * CopyObject, CompleteMultipartUpload), an object removed (DeleteObject,
+ * each key DeleteObjects removed), a bucket created or removed.
+ */
+enum s3d_change_kind {
+	S3D_CH_PUT = 1,
+	S3D_CH_DELETE,
+	S3D_CH_BUCKET,
+	S3D_CH_UNBUCKET
+};
+
+struct s3d_change {
+	enum s3d_change_kind kind;
+	char *bucket;
+	char *key; /* NULL for a bucket */
+};
+
+/* The changes s3d_finish() made, in order; *n of them (0: none). */
+const struct s3d_change *s3d_changes(const struct s3d *s, size_t *n);
+
+/*
+ * Replaces reply (a success of s3d_finish()) with the error code/status
+ * and message: the change was made here but could not be made durable
+ * elsewhere, so it is not acknowledged.
+ */
+void s3d_refuse_reply(struct s3d *s, struct s3d_reply *reply, const char *code,
+		      int status, const char *msg);
+
 #endif

@@ -7,8 +7,8 @@ to the leader).
 
   (h1) the members elect a leader; CreateTrainingJob through every member
        is acknowledged, and every member's store holds the jobs; an S3
-       PUT, HEAD and GET of the embedded store through a follower (its
-       objects live on the leader's disk: not replicated yet)
+       PUT, HEAD and GET of the embedded store through a follower (the
+       objects' copies: test_ha_objects.py)
   (h2) kill -9 the leader: another member accepts writes again within the
        deadline (the measured time is printed); every acknowledged create
        is listed
