@@ -12,6 +12,7 @@
 #include <archive_entry.h>
 
 #include "controller/artifacts.h"
+#include "controller/replicate.h"
 #include "controller/ctrl.h"
 #include "controller/work.h"
 #include "db/run.h"
@@ -206,6 +207,29 @@ static int open_store(struct ctrl_ctx *ctx, struct stor **st, struct buf *err)
 	return ret;
 }
 
+/*
+ * A replicated controller: every object under uri (one object, or a
+ * prefix ending in '/') just written to the embedded store goes to a
+ * second member before the job is said done with it (controller/
+ * replicate.c). Nothing to do with another store.
+ */
+static int replicate(struct stor *st, const char *uri, struct buf *err)
+{
+	struct stor_list l = STOR_LIST_INIT;
+	struct stor_uri u;
+	size_t i;
+	int ret;
+
+	if (!ctrl_repl_on() || stor_uri_parse(uri, &u, err))
+		return 0;
+	ret = stor_list(st, uri, &l, err);
+	for (i = 0; !ret && i < l.n; i++)
+		ret = ctrl_repl_object(u.bucket, l.v[i].key, err);
+	stor_list_release(&l);
+	stor_uri_release(&u);
+	return ret;
+}
+
 int ctrl_artifacts_store_files(struct ctrl_ctx *ctx, const char *job,
 			       int attempt, const struct db_assignment *as,
 			       size_t n, const char *output_path,
@@ -259,6 +283,13 @@ int ctrl_artifacts_store_files(struct ctrl_ctx *ctx, const char *job,
 	memset(&stats, 0, sizeof(stats));
 	if (!ret)
 		ret = stor_put_dir(st, dir.data, uri.data, 0, &stats, err);
+	if (!ret) {
+		struct buf tree = BUF_INIT;
+
+		(void)buf_addf(&tree, "%s/", uri.data);
+		ret = replicate(st, tree.data, err);
+		buf_release(&tree);
+	}
 	stor_close(st);
 	(void)fs_remove_tree(dir.data);
 	if (!ret) {
@@ -360,6 +391,8 @@ int ctrl_artifacts_collect(struct ctrl_ctx *ctx, const char *job, int attempt,
 		ret = open_store(ctx, &st, err);
 		if (!ret)
 			ret = stor_put(st, tmp.data, uri.data, NULL, err);
+		if (!ret)
+			ret = replicate(st, uri.data, err);
 		stor_close(st);
 	}
 	unlink(tmp.data);

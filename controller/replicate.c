@@ -669,6 +669,21 @@ void ctrl_repl_blob(const struct s3d_blob *b, struct s3d_blob_reply *reply)
 		s3d_blob_refuse_reply(reply, NOT_DURABLE);
 }
 
+int ctrl_repl_object(const char *bucket, const char *key, struct buf *err)
+{
+	struct s3d_change c;
+
+	if (!R.root)
+		return 0;
+	c.kind = S3D_CH_PUT;
+	c.bucket = (char *)bucket;
+	c.key = (char *)key;
+	if (!replicate_changes(&c, 1))
+		return 0;
+	(void)buf_addf(err, "s3://%s/%s: %s", bucket, key, NOT_DURABLE);
+	return ERR_IO;
+}
+
 /* ----------------------------------------------------------- catch-up */
 
 /* One object being fetched from another member. */

@@ -96,6 +96,15 @@ struct tm_host_sample;
 int ctrl_repl_tm_copy(const char *host, const struct tm_host_sample *s,
 		      size_t n);
 
+/*
+ * An object the controller wrote into the embedded store itself (a job's
+ * model and output, controller/artifacts.c) copied to a second member and
+ * recorded, as an S3 PUT is. 0 when done, or when the embedded store is
+ * not replicated; ERR_IO with err when no member took a copy. Waits on
+ * the network: never on the event loop.
+ */
+int ctrl_repl_object(const char *bucket, const char *key, struct buf *err);
+
 /* Whether this controller replicates the store's files (agents' log posts
  * are then stored on an I/O worker: their copy waits on the network). */
 int ctrl_repl_on(void);

@@ -15,6 +15,7 @@
 #include "controller/uris.h"
 #include "controller/obs/rulerun.h"
 #include "controller/work.h"
+#include "controller/replicate.h"
 #include "db/run.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -246,6 +247,11 @@ static void fill_launch(struct ctrl_ctx *ctx, const struct ctrl_jobrt *rt,
 	}
 	(void)buf_addf(&b, "%s/v1/blobs", ctx->cfg.advertise_url);
 	a->blob_url = buf_detach(&b, NULL);
+	/* A replicated controller's objects go through the blob endpoint,
+	 * which copies them to a second member: never the leader's folder,
+	 * even where a host shares its file system. */
+	if (ctrl_repl_on())
+		return;
 	(void)buf_addf(&b, "%s/s3", ctx->cfg.state_dir);
 	a->local_root = buf_detach(&b, NULL);
 }
