@@ -29,7 +29,9 @@ are acknowledged again within FAILOVER_DEADLINE (the measured seconds are
 printed; bench/ha.py holds the 2 s goal); the member hit, back, follows
 and serves requests; the jobs' ranks are the same processes of attempt 1
 on the agent hosts.
-At the end: the history of the clients checks (histcheck.py: no
+At the end: the jobs' checkpoints and models (uploaded through whichever
+member led) are on every member's disk, byte for byte; the history of the
+clients checks (histcheck.py: no
 acknowledged create missing, no status going backwards, no acknowledged
 stop undone) and every member's store holds every acknowledged job with
 the leader's status; the jobs Complete in attempt 1 (no Restarting in
@@ -376,6 +378,40 @@ class Run:
                 name, len(steps), HPS["steps"]))
 
 
+    def check_objects(self):
+        """Every object of the embedded store under the jobs' checkpoint
+        and output prefixes (their agents' uploads, through whichever
+        member led) is on every member's disk, byte for byte the leader's
+        (the replaced member's too: it caught up)."""
+        def files(m):
+            out = {}
+            root = os.path.join(m.state, "s3", fl.BUCKET)
+            for sub in ("ckpt", "out"):
+                for d, _, fs in os.walk(os.path.join(root, sub)):
+                    for f in fs:
+                        p = os.path.join(d, f)
+                        out[os.path.relpath(p, root)] = fl.sha256_file(p)
+            return out
+        lead = self.cl.wait_leader(30)
+        deadline = time.time() + 30
+        while True:
+            ref = files(lead)
+            ckpts = [k for k in ref if k.startswith("ckpt/")]
+            models = [k for k in ref if k.endswith("model.tar.gz")]
+            diffs = []
+            for m in self.cl.members:
+                got = files(m)
+                bad = sorted(k for k in ref if got.get(k) != ref[k])
+                if bad:
+                    diffs.append("member %d: %d of %d missing or different (%s)" % (
+                        m.id, len(bad), len(ref), bad[:3]))
+            if not diffs and ckpts and len(models) == len(self.jobs):
+                return len(ref)
+            expect(time.time() < deadline, "objects after 30 s: %s; %d checkpoint files, models %s" % (
+                "; ".join(diffs), len(ckpts), models))
+            time.sleep(0.5)
+
+
 def cases(tap, ns, cl, run):
     if not tap.case("3 members elect a leader; 3 agent hosts ready", lambda: expect(
             cl.wait_leader(60) is not None and cl.wait_agents(60) is None,
@@ -410,7 +446,10 @@ def cases(tap, ns, cl, run):
         n, s = run.check_stores(res["h"])
         tap.note("%d acknowledged creates, %d acknowledged stops on every member" % (n, s))
     tap.case("every member's store holds every acknowledged job and state", stores)
-    tap.case("the jobs Complete in attempt 1: no restart, never two attempts", run.check_jobs)
+    if tap.case("the jobs Complete in attempt 1: no restart, never two attempts", run.check_jobs):
+        def objects():
+            tap.note("%d checkpoint and output files on every member" % run.check_objects())
+        tap.case("the jobs' checkpoints and models are on every member, byte for byte", objects)
 
 
 def main():
