@@ -20,6 +20,7 @@
 #include "controller/ctrl.h"
 #include "controller/files.h"
 #include "controller/request.h"
+#include "db/members.h"
 #include "db/objects.h"
 #include "db/secrets.h"
 #include "ha/ha.h"
@@ -56,13 +57,22 @@
 /* Between two rounds of a copy that no member took. */
 #define ROUND_GAP_MS 100
 
+struct url_set {
+	char **v;
+	size_t n;
+	struct url_set *next; /* retired */
+};
+
 static struct repl {
 	struct ctrl_ctx *ctx;
 	struct db *db;
 	const char *root;
 	int64_t max_object;
-	char **urls; /* the other members' API URLs */
-	size_t n_urls;
+	/* The other members' API URLs (atomic pointer): a set replaced when
+	 * members change is kept, in retired, until ctrl_repl_stop(), so
+	 * that readers need no lock. */
+	struct url_set *urls;
+	struct url_set *retired;
 	pthread_t thread;
 	int running;
 	pthread_mutex_t lock;
@@ -132,12 +142,99 @@ static int hex_decode(const char *hex, struct buf *out)
 	return 0;
 }
 
+/* ------------------------------------------------------------ members */
+
+static const struct url_set *urls_now(void)
+{
+	static const struct url_set none;
+	const struct url_set *u = __atomic_load_n(&R.urls, __ATOMIC_ACQUIRE);
+
+	return u ? u : &none;
+}
+
+static void urls_set(char **v, size_t n)
+{
+	struct url_set *u = xcalloc(1, sizeof(*u));
+
+	u->v = v;
+	u->n = n;
+	pthread_mutex_lock(&R.lock);
+	if (R.urls) {
+		R.urls->next = R.retired;
+		R.retired = R.urls;
+	}
+	__atomic_store_n(&R.urls, u, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&R.lock);
+}
+
+static int urls_same(const struct url_set *u, char **v, size_t n)
+{
+	size_t i;
+
+	if (u->n != n)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (strcmp(u->v[i], v[i]))
+			return 0;
+	return 1;
+}
+
+/*
+ * The other members as the store's members table names them now (it
+ * follows raft's configuration: members added, removed, replaced);
+ * --peers until the table has rows. Called by the keeper.
+ */
+static void urls_refresh(void)
+{
+	struct db_member *m = NULL;
+	struct buf err = BUF_INIT;
+	size_t n = 0, i, k = 0;
+	char **v;
+
+	if (db_members_list(R.db, &m, &n, &err) || !n) {
+		buf_release(&err);
+		db_members_free(m, n);
+		return;
+	}
+	v = xcalloc(n, sizeof(*v));
+	for (i = 0; i < n; i++)
+		if (m[i].id != (unsigned)R.ctx->cfg.member)
+			v[k++] = xstrdup(m[i].api_url);
+	db_members_free(m, n);
+	if (!urls_same(urls_now(), v, k)) {
+		log_info("copies go to %zu other member%s", k,
+			 k == 1 ? "" : "s");
+		urls_set(v, k);
+		return;
+	}
+	for (i = 0; i < k; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void urls_free(struct url_set *u)
+{
+	size_t i;
+
+	while (u) {
+		struct url_set *next = u->next;
+
+		for (i = 0; i < u->n; i++)
+			free(u->v[i]);
+		free(u->v);
+		free(u);
+		u = next;
+	}
+}
+
 /* ------------------------------------------------- for controller/replog.c */
 
 char *const *ctrl_repl__members(size_t *n)
 {
-	*n = R.n_urls;
-	return R.urls;
+	const struct url_set *u = urls_now();
+
+	*n = u->n;
+	return u->v;
 }
 
 const char *ctrl_repl__key(void)
@@ -547,20 +644,21 @@ int ctrl_repl__push_all(struct ctrl_repl_push *p, size_t n, int64_t deadline,
 static int push_round(const char *bucket, const char *key, int fd, int64_t size,
 		      const char *meta, int64_t deadline)
 {
-	struct ctrl_repl_push *p = xcalloc(R.n_urls, sizeof(*p));
-	struct buf *urls = xcalloc(R.n_urls, sizeof(*urls));
+	const struct url_set *u = urls_now();
+	struct ctrl_repl_push *p = xcalloc(u->n + 1, sizeof(*p));
+	struct buf *urls = xcalloc(u->n + 1, sizeof(*urls));
 	size_t i;
 	int ret;
 
-	for (i = 0; i < R.n_urls; i++) {
-		object_url(&urls[i], R.urls[i], bucket, key);
+	for (i = 0; i < u->n; i++) {
+		object_url(&urls[i], u->v[i], bucket, key);
 		p[i].url = urls[i].data;
 		p[i].fd = fd;
 		p[i].size = size;
 		p[i].meta = meta;
 	}
-	ret = ctrl_repl__push_all(p, R.n_urls, deadline, COPY_GRACE_MS);
-	for (i = 0; i < R.n_urls; i++) {
+	ret = ctrl_repl__push_all(p, u->n, deadline, COPY_GRACE_MS);
+	for (i = 0; i < u->n; i++) {
 		buf_release(&p[i].answer);
 		buf_release(&urls[i]);
 	}
@@ -808,9 +906,11 @@ static int apply_row(const struct db_object *row)
 		ret = s3d_mirror_bucket(R.root, row->bucket, &err);
 	else if (s3d_mirror_etag(R.root, row->bucket, key, etag) ||
 		 strcmp(etag, row->etag)) {
+		const struct url_set *u = urls_now();
+
 		ret = -1;
-		for (i = 0; i < R.n_urls && ret; i++)
-			ret = fetch_from(R.urls[i], row);
+		for (i = 0; i < u->n && ret; i++)
+			ret = fetch_from(u->v[i], row);
 		if (!ret)
 			log_info("s3://%s/%s: fetched from another member",
 				 row->bucket, key);
@@ -873,6 +973,7 @@ static void *keeper(void *arg)
 
 	(void)arg;
 	while (!nap(r < 0 ? RETRY_MS : r > 0 ? 0 : POLL_MS)) {
+		urls_refresh();
 		if (members_key(0) && time_mono_ms() >= logs_at) {
 			ctrl_replog__catch_up();
 			ctrl_reptm__catch_up();
@@ -901,7 +1002,8 @@ static void *keeper(void *arg)
 static int peers_urls(const struct ctrl_config *cfg, struct buf *err)
 {
 	struct ha_config hc;
-	size_t i;
+	size_t i, k = 0;
+	char **v;
 	int ret;
 
 	memset(&hc, 0, sizeof(hc));
@@ -909,11 +1011,12 @@ static int peers_urls(const struct ctrl_config *cfg, struct buf *err)
 				    err);
 	if (ret)
 		return ret;
-	R.urls = xcalloc(hc.n_members, sizeof(*R.urls));
+	v = xcalloc(hc.n_members, sizeof(*v));
 	for (i = 0; i < hc.n_members; i++)
 		if (hc.members[i].id != hc.self)
-			R.urls[R.n_urls++] = xstrdup(hc.members[i].api_url);
+			v[k++] = xstrdup(hc.members[i].api_url);
 	ha_config_release(&hc);
+	urls_set(v, k);
 	return 0;
 }
 
@@ -979,8 +1082,6 @@ void ctrl_repl_lead(void)
 
 void ctrl_repl_stop(void)
 {
-	size_t i;
-
 	if (R.running) {
 		pthread_mutex_lock(&R.lock);
 		R.stop = 1;
@@ -992,11 +1093,9 @@ void ctrl_repl_stop(void)
 	ha_proxy_set_local(NULL);
 	R.root = NULL;
 	R.on = 0;
-	for (i = 0; i < R.n_urls; i++)
-		free(R.urls[i]);
-	free(R.urls);
-	R.urls = NULL;
-	R.n_urls = 0;
+	urls_free(R.urls);
+	urls_free(R.retired);
+	R.urls = R.retired = NULL;
 	free(R.key);
 	R.key = NULL;
 }

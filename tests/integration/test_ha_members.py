@@ -11,8 +11,8 @@ client keeps creating jobs through any member.
        nothing: a missing Id, a bad raft address, an unknown member, an id
        in use, removing the leader, a path that is no id
   (m3) member 4 starts with --join on an empty state dir and is added
-       while writes go on: it catches up (its store holds the jobs) and
-       votes: with a follower of the old three killed, writes go on
+       while writes go on: it catches up (its store holds the jobs), the
+       leader copies files to it too, and it votes: with a follower of the old three killed, writes go on
   (m4) the killed member is removed; three members remain
   (m5) a lost disk replaced: a follower killed; started again under its
        id with its raft folder gone it is refused; its state dir emptied,
@@ -226,6 +226,9 @@ def m3(cl, wr, tmp):
     expect(wait_for(lambda: names <= store_names(new)),
            "member 4's store lacks %s" % sorted(names - store_names(new))[:5])
     expect(wait_for(lambda: by_id(members_of(lead))[4]["Lag"] < 50), members_of(lead))
+    # the leader's copies of objects, logs and telemetry go to member 4 too
+    expect(wait_for(lambda: "copies go to 3 other members" in lead.log()),
+           "the leader does not copy to member 4:\n%s" % lead.log()[-1500:])
     # member 4 votes: with one of the old three gone, three of four remain
     victim = follower(cl, lead)
     if victim is new:
