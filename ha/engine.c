@@ -220,7 +220,7 @@ static void fail_stop(struct ha *ha, const char *why)
 		pthread_mutex_lock(&ha->lock);
 		if (ha->role != ROLE_DEPOSED)
 			log_error("%s: this member stops writing", why);
-		ha->role = ROLE_DEPOSED;
+		__atomic_store_n(&ha->role, ROLE_DEPOSED, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&ha->lock);
 		return;
 	}
@@ -401,7 +401,7 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf,
 	 * proposal is taken any more (the tick fail-stops this member).
 	 */
 	if (ha->role == ROLE_READY)
-		ha->role = ROLE_LOST;
+		__atomic_store_n(&ha->role, ROLE_LOST, __ATOMIC_RELEASE);
 	if (ha->slot == SLOT_QUEUED || ha->slot == SLOT_IN_RAFT)
 		slot_fail(ha, "lost leadership");
 	pthread_mutex_unlock(&ha->lock);
@@ -493,13 +493,14 @@ static void on_barrier(struct raft_barrier *req, int status)
 	pthread_mutex_lock(&ha->lock);
 	if (status || ha->role != ROLE_BARRIER) {
 		if (ha->role == ROLE_BARRIER)
-			ha->role = ROLE_FOLLOWER;
+			__atomic_store_n(&ha->role, ROLE_FOLLOWER,
+					 __ATOMIC_RELEASE);
 	} else {
-		ha->role = ROLE_READY;
 		ha__lease_lead(&ha->lease, ha->cfg->election_ms,
 			       ha->barrier_start);
 		__atomic_store_n(&ha->term, ha->raft.current_term,
 				 __ATOMIC_RELEASE);
+		__atomic_store_n(&ha->role, ROLE_READY, __ATOMIC_RELEASE);
 		pthread_cond_broadcast(&ha->cond);
 		log_info("member %u leads at entry %llu in term %llu",
 			 ha->cfg->self,
@@ -545,7 +546,7 @@ static void on_tick(uv_timer_t *t)
 		return;
 	}
 	if (role == ROLE_FOLLOWER && state == RAFT_LEADER)
-		ha->role = ROLE_BARRIER;
+		__atomic_store_n(&ha->role, ROLE_BARRIER, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ha->lock);
 	if ((role == ROLE_READY || role == ROLE_LOST) && state != RAFT_LEADER)
 		fail_stop(ha, "lost leadership");
@@ -560,7 +561,7 @@ static void on_tick(uv_timer_t *t)
 	ha->barrier_start = now;
 	if (raft_barrier(&ha->raft, &ha->barrier, on_barrier)) {
 		pthread_mutex_lock(&ha->lock);
-		ha->role = ROLE_FOLLOWER;
+		__atomic_store_n(&ha->role, ROLE_FOLLOWER, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&ha->lock);
 	}
 }
@@ -977,12 +978,9 @@ int ha_start(const struct ha_config *cfg, struct db *db, struct ha **out,
 
 int ha_ready(struct ha *ha)
 {
-	int ready;
-
-	pthread_mutex_lock(&ha->lock);
-	ready = ha->role == ROLE_READY;
-	pthread_mutex_unlock(&ha->lock);
-	return ready;
+	/* Every request asks (ha_serving()): no lock. The role is written
+	 * under ha->lock, atomically. */
+	return __atomic_load_n(&ha->role, __ATOMIC_ACQUIRE) == ROLE_READY;
 }
 
 int ha_serving(struct ha *ha)
