@@ -259,6 +259,19 @@ def final_names(member):
             return names
 
 
+def whole(cl, timeout=30.0):
+    """Waits (up to timeout) until one member leads and every other one
+    runs, says it follows and serves."""
+    end = time.time() + timeout
+    while time.time() < end:
+        lead = cl.leader()
+        if lead and all(m is lead or (m.alive() and not m.stopped and m.role() == "follows"
+                                      and m.listening()) for m in cl.members):
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def fault_trials(args, tmp, log=print):
     """Runs args.faults leader faults (args.kinds in turn) under
     args.clients clients; returns the figures and the history's
@@ -275,6 +288,10 @@ def fault_trials(args, tmp, log=print):
         rng = random.Random(args.seed)
         for i in range(args.faults):
             time.sleep(rng.uniform(1.0, 2.0))
+            # One fault at a time: the member hit before is back first
+            # (a leader lost while another member is still starting
+            # waits for it: two of three are needed to elect).
+            whole(cl)
             lead = cl.wait_leader(30)
             if not lead:
                 raise RuntimeError("no leader before fault %d" % (i + 1))
