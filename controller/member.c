@@ -19,8 +19,9 @@
 #include "common/xalloc.h"
 #include "common/banned.h"
 
-/* The largest body a follower relays, either way. */
-#define RELAY_MAX (256L << 20)
+/* The largest body a follower holds in memory, either way; a larger one
+ * is spooled to a file of the state dir. */
+#define RELAY_MAX (8L << 20)
 
 /* How often a follower looks whether it leads now. */
 #define FOLLOW_POLL_MS 20
@@ -180,8 +181,8 @@ int ctrl_member_follow(struct ctrl_ctx *ctx, char **argv, const sigset_t *set,
 	ret = ha_start(&member_cfg, ctx->db, &member_ha, err);
 	if (ret)
 		return ret;
-	ret = ha_proxy_start(member_ha, ctx->cfg.listen, RELAY_MAX, &proxy,
-			     err);
+	ret = ha_proxy_start(member_ha, ctx->cfg.listen, RELAY_MAX,
+			     ctx->cfg.state_dir, &proxy, err);
 	if (ret)
 		return ret;
 	log_info("member %u follows: the API on %s goes to the leader",

@@ -200,8 +200,9 @@ void ha_stop(struct ha *ha);
 /*
  * The follower's API: every request forwarded to the leader's API URL and
  * its answer sent back ("503 no leader" with Retry-After while none is
- * known). Listens on listen ("HOST:PORT"); max is the largest body in
- * either direction.
+ * known). Listens on listen ("HOST:PORT"); max is the largest body
+ * held in memory in either direction, a larger one passes through an
+ * unnamed file of spool_dir (NULL: refused 503).
  */
 struct ha_proxy;
 
@@ -238,7 +239,8 @@ struct ha_local_route {
 void ha_proxy_set_local(const struct ha_local_route *route);
 
 int ha_proxy_start(struct ha *ha, const char *listen, size_t max,
-		   struct ha_proxy **out, struct buf *err);
+		   const char *spool_dir, struct ha_proxy **out,
+		   struct buf *err);
 void ha_proxy_stop(struct ha_proxy *p);
 
 #endif

@@ -2,9 +2,14 @@
  * A follower's API (ha/ha.h): each request goes to the leader's API as it
  * came (method, path and query, headers with SigV4's Authorization and
  * the Host it signed, body), and the leader's answer comes back. Nothing
- * is answered here but "no leader".
+ * is answered here but "no leader". A body too large to hold in memory
+ * passes through an unnamed file of the spool folder.
  */
+#define _GNU_SOURCE /* O_TMPFILE, mkostemp() */
+
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -18,6 +23,7 @@
 
 #include "ha/ha.h"
 #include "common/err.h"
+#include "common/fsutil.h"
 #include "common/xalloc.h"
 #define LOG_TAG "ha"
 #include "common/log.h"
@@ -30,14 +36,28 @@
 struct ha_proxy {
 	struct ha *ha;
 	struct MHD_Daemon *d;
-	size_t max;
+	size_t max; /* a body held in memory; a larger one is spooled */
+	char *spool_dir;
 	const struct ha_local_route *local;
+};
+
+/*
+ * A body larger than the proxy's max goes to an unnamed file of the spool
+ * folder (an object of gigabytes passes through as it would reach the
+ * leader directly), read back from there.
+ */
+struct spool {
+	int fd; /* -1: the body is in memory */
+	int64_t size;
+	int64_t pos; /* read back up to here */
+	int failed;
 };
 
 /* One request being read. */
 struct preq {
 	char *uri; /* path and query, as sent */
 	struct buf body;
+	struct spool sp;
 	int seen;
 	int too_big;
 	void *local; /* a request served here (ha_local_route) */
@@ -50,10 +70,75 @@ void ha_proxy_set_local(const struct ha_local_route *route)
 	local_route = route;
 }
 
+static int spool_open(const char *dir)
+{
+	char path[4096];
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+
+	if (fd >= 0 || errno != EOPNOTSUPP)
+		return fd;
+	/* No O_TMPFILE there: a named file, unlinked at once. */
+	(void)snprintf(path, sizeof(path), "%s/.relay-XXXXXX", dir);
+	fd = mkostemp(path, O_CLOEXEC);
+	if (fd >= 0)
+		(void)unlink(path);
+	return fd;
+}
+
+/*
+ * Adds n bytes to b, or, past b's limit, to the spool (b's bytes first).
+ * 0, or -1 when the spool cannot be written.
+ */
+static int spool_add(struct spool *sp, struct buf *b, const char *dir,
+		     const char *data, size_t n)
+{
+	if (sp->fd < 0 && !sp->failed && !buf_add(b, data, n))
+		return 0;
+	if (sp->fd < 0 && !sp->failed) {
+		sp->fd = dir ? spool_open(dir) : -1;
+		if (sp->fd < 0 || fs_write_all(sp->fd, b->data, b->len)) {
+			sp->failed = 1;
+			return -1;
+		}
+		sp->size = (int64_t)b->len;
+		buf_reset(b);
+	}
+	if (sp->failed || fs_write_all(sp->fd, data, n)) {
+		sp->failed = 1;
+		return -1;
+	}
+	sp->size += (int64_t)n;
+	return 0;
+}
+
+static void spool_close(struct spool *sp)
+{
+	if (sp->fd >= 0)
+		close(sp->fd);
+	sp->fd = -1;
+}
+
+/* curl reads a spooled request body from here. */
+static size_t spool_read(char *out, size_t size, size_t n, void *arg)
+{
+	struct spool *sp = arg;
+	ssize_t got;
+
+	do {
+		got = pread(sp->fd, out, size * n, (off_t)sp->pos);
+	} while (got < 0 && errno == EINTR);
+	if (got < 0)
+		return CURL_READFUNC_ABORT;
+	sp->pos += got;
+	return (size_t)got;
+}
+
 /* The leader's answer. */
 struct answer {
 	long status;
 	struct buf body;
+	struct spool sp;
+	const char *spool_dir;
 	struct curl_slist *headers; /* "Name: value" */
 	long long length;	    /* its Content-Length, -1: none */
 };
@@ -66,6 +151,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 	(void)conn;
 	r->uri = xstrdup(uri);
 	buf_init(&r->body, p->max);
+	r->sp.fd = -1;
 	return r;
 }
 
@@ -83,6 +169,7 @@ static void on_done(void *cls, struct MHD_Connection *conn, void **req_cls,
 		p->local->release(r->local);
 	free(r->uri);
 	buf_release(&r->body);
+	spool_close(&r->sp);
 	free(r);
 	*req_cls = NULL;
 }
@@ -140,8 +227,8 @@ static size_t on_body(char *data, size_t size, size_t n, void *arg)
 {
 	struct answer *a = arg;
 
-	if (buf_add(&a->body, data, size * n))
-		return 0; /* over the limit: curl fails the transfer */
+	if (spool_add(&a->sp, &a->body, a->spool_dir, data, size * n))
+		return 0; /* the spool failed: curl fails the transfer */
 	return size * n;
 }
 
@@ -273,10 +360,19 @@ static int forward(struct ha_proxy *p, struct MHD_Connection *conn,
 	hdrs = curl_slist_append(hdrs, "Expect:");
 	(void)buf_addf(&target, "%s%s", url, r->uri);
 	buf_init(&a->body, p->max);
+	a->spool_dir = p->spool_dir;
 	curl_easy_setopt(c, CURLOPT_URL, target.data);
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-	if (r->body.len || !strcmp(method, "POST") || !strcmp(method, "PUT")) {
+	if (r->sp.fd >= 0) {
+		r->sp.pos = 0;
+		curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(c, CURLOPT_READFUNCTION, spool_read);
+		curl_easy_setopt(c, CURLOPT_READDATA, &r->sp);
+		curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE,
+				 (curl_off_t)r->sp.size);
+	} else if (r->body.len || !strcmp(method, "POST") ||
+		   !strcmp(method, "PUT")) {
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, r->body.data);
 		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
 				 (curl_off_t)r->body.len);
@@ -324,6 +420,9 @@ static enum MHD_Result send_answer(struct MHD_Connection *conn,
 	if (!strcmp(method, "HEAD") && a->length >= 0)
 		res = MHD_create_response_from_callback(
 			(uint64_t)a->length, 4096, no_body, NULL, NULL);
+	else if (a->sp.fd >= 0)
+		res = MHD_create_response_from_fd_at_offset64(
+			(uint64_t)a->sp.size, a->sp.fd, 0);
 	else
 		res = MHD_create_response_from_buffer(a->body.len, a->body.data,
 						      MHD_RESPMEM_MUST_COPY);
@@ -338,6 +437,8 @@ static enum MHD_Result send_answer(struct MHD_Connection *conn,
 		MHD_add_response_header(res, name, value);
 		free(name);
 	}
+	if (a->sp.fd >= 0)
+		a->sp.fd = -1; /* the response owns it now */
 	ret = MHD_queue_response(conn, (unsigned)a->status, res);
 	MHD_destroy_response(res);
 	return ret;
@@ -348,12 +449,14 @@ static enum MHD_Result relay(struct ha_proxy *p, struct MHD_Connection *conn,
 {
 	char url[512];
 	char err[CURL_ERROR_SIZE];
-	struct answer a = { 0, BUF_INIT, NULL, -1 };
+	struct answer a = { 0, BUF_INIT, { -1, 0, 0, 0 }, NULL, NULL, -1 };
 	enum MHD_Result ret;
 
 	if (r->too_big)
-		return send_text(conn, 413, "ValidationException",
-				 "request body over the limit");
+		return send_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+				 "ServiceUnavailable",
+				 "this member cannot hold the request's body "
+				 "to pass it on; send it to another member");
 	if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND, FORWARDED) ||
 	    ha_leader_url(p->ha, url, sizeof(url)))
 		return send_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
@@ -366,6 +469,7 @@ static enum MHD_Result relay(struct ha_proxy *p, struct MHD_Connection *conn,
 		ret = send_answer(conn, method, &a);
 	}
 	buf_release(&a.body);
+	spool_close(&a.sp);
 	curl_slist_free_all(a.headers);
 	return ret;
 }
@@ -441,8 +545,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn,
 	if (r->local)
 		return local_answer(p, conn, r);
 	if (*upload_data_size) {
-		if (!r->too_big &&
-		    buf_add(&r->body, upload_data, *upload_data_size))
+		if (!r->too_big && spool_add(&r->sp, &r->body, p->spool_dir,
+					     upload_data, *upload_data_size))
 			r->too_big = 1;
 		*upload_data_size = 0;
 		return MHD_YES;
@@ -483,7 +587,8 @@ static int parse_addr(const char *listen, struct sockaddr_storage *ss,
 }
 
 int ha_proxy_start(struct ha *ha, const char *listen, size_t max,
-		   struct ha_proxy **out, struct buf *err)
+		   const char *spool_dir, struct ha_proxy **out,
+		   struct buf *err)
 {
 	struct ha_proxy *p;
 	struct sockaddr_storage ss;
@@ -495,6 +600,7 @@ int ha_proxy_start(struct ha *ha, const char *listen, size_t max,
 	p = xcalloc(1, sizeof(*p));
 	p->ha = ha;
 	p->max = max;
+	p->spool_dir = spool_dir ? xstrdup(spool_dir) : NULL;
 	p->local = local_route;
 	p->d = MHD_start_daemon(
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION,
@@ -504,6 +610,7 @@ int ha_proxy_start(struct ha *ha, const char *listen, size_t max,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
 	if (!p->d) {
 		(void)buf_addf(err, "cannot listen on %s", listen);
+		free(p->spool_dir);
 		free(p);
 		return ERR_IO;
 	}
@@ -516,5 +623,6 @@ void ha_proxy_stop(struct ha_proxy *p)
 	if (!p)
 		return;
 	MHD_stop_daemon(p->d);
+	free(p->spool_dir);
 	free(p);
 }

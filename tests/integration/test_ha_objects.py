@@ -3,8 +3,10 @@
 "What is replicated"): three trainctld members on loopback, boto3 against
 them.
 
-  (o1) PUTs (small, and a multipart upload) through the leader and through
-       a follower, and PUTs of the agents' blob endpoint: when a PUT is
+  (o1) PUTs (small, 20 MiB, and a multipart upload) through the leader
+       and through a follower (20 MiB is more than a follower holds in
+       memory: it is spooled, and read back through another follower),
+       and PUTs of the agents' blob endpoint: when a PUT is
        answered, its object is on at least two members' disks byte for
        byte; soon on all three; a DeleteObject, a DeleteObjects and a blob
        DELETE reach every member
@@ -163,6 +165,12 @@ def o1(cl, ob):
     ob.put(fol[0], "empty", b"")
     ob.put(lead, "dir one/odd key+%.txt", b"odd")
     ob.multipart(fol[1], "big/multi.bin", [os.urandom(5 * MIB), os.urandom(MIB)])
+    # Larger than a follower holds in memory (8 MiB): it passes through a
+    # file of the follower's, both ways.
+    large = os.urandom(20 * MIB)
+    ob.put(fol[0], "big/through-follower.bin", large)
+    got = s3_client(fol[1]).get_object(Bucket=BUCKET, Key="big/through-follower.bin")["Body"].read()
+    expect(got == large, "20 MiB read back through a follower: %d bytes, differing" % len(got))
     s3.delete_object(Bucket=BUCKET, Key="small/0.bin")
     ob.acked["small/0.bin"] = None
     s3.delete_objects(Bucket=BUCKET, Delete={"Objects": [{"Key": "small/1.bin"}]})
