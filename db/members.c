@@ -11,49 +11,35 @@
 #include "common/xalloc.h"
 #include "common/banned.h"
 
-static int read_members(sqlite3 *conn, struct db_member **out, size_t *n,
-			struct buf *err)
+static int member_row(sqlite3_stmt *st, void *arg)
 {
-	sqlite3_stmt *st = NULL;
-	size_t alloc = 0;
-	int rc;
+	struct db_member *m = db__vec_push(arg);
 
-	if (sqlite3_prepare_v2(conn,
-			       "SELECT id, raft_address, api_url "
-			       "FROM ha_members ORDER BY id",
-			       -1, &st, NULL) != SQLITE_OK)
-		return db__error(conn, "cannot prepare", err);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct db_member *m;
-
-		ALLOC_GROW(*out, *n + 1, alloc);
-		m = &(*out)[(*n)++];
-		m->id = (unsigned)sqlite3_column_int64(st, 0);
-		m->raft_address = db__col_dup(st, 1);
-		m->api_url = db__col_dup(st, 2);
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE)
-		return db__error(conn, "cannot read the members", err);
+	m->id = (unsigned)sqlite3_column_int64(st, 0);
+	m->raft_address = db__col_dup(st, 1);
+	m->api_url = db__col_dup(st, 2);
 	return 0;
 }
 
 int db_members_list(struct db *db, struct db_member **out, size_t *n,
 		    struct buf *err)
 {
-	void *handle;
-	sqlite3 *conn = db__reader_acquire(db, &handle);
-	int ret;
+	static const struct db__query q = {
+		.sql = "SELECT id, raft_address, api_url FROM ha_members "
+		       "ORDER BY id",
+		.prepare_what = "cannot prepare",
+		.step_what = "cannot read the members",
+	};
+	struct db__vec a = DB__VEC_INIT(sizeof(**out));
+	int ret = db__rows(db, &q, member_row, &a, err);
 
-	*out = NULL;
-	*n = 0;
-	ret = read_members(conn, out, n, err);
-	db__reader_release(db, handle);
 	if (ret) {
-		db_members_free(*out, *n);
-		*out = NULL;
-		*n = 0;
+		db_members_free(a.v, a.n);
+		a.v = NULL;
+		a.n = 0;
 	}
+	*out = a.v;
+	*n = a.n;
 	return ret;
 }
 

@@ -49,52 +49,54 @@ out:
 	return ret;
 }
 
+static int object_row(sqlite3_stmt *st, void *arg)
+{
+	struct db_object *o = db__vec_push(arg);
+
+	o->bucket = db__col_dup(st, 0);
+	o->key = db__col_dup(st, 1);
+	o->size = sqlite3_column_int64(st, 2);
+	o->etag = db__col_dup(st, 3);
+	o->deleted = sqlite3_column_int(st, 4);
+	o->seq = sqlite3_column_int64(st, 5);
+	return 0;
+}
+
+struct since {
+	int64_t seq;
+	size_t max;
+};
+
+static void bind_since(sqlite3_stmt *st, const void *arg)
+{
+	const struct since *s = arg;
+
+	sqlite3_bind_int64(st, 1, s->seq);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)s->max);
+}
+
 int db_objects_since(struct db *db, int64_t seq, size_t max,
 		     struct db_object **out, size_t *n, struct buf *err)
 {
-	void *handle;
-	sqlite3 *conn = db__reader_acquire(db, &handle);
-	sqlite3_stmt *st = NULL;
-	size_t cap = 0;
-	int ret = 0, rc;
+	struct since arg = { seq, max };
+	struct db__query q = {
+		.sql = "SELECT bucket, key, size, etag, deleted, seq "
+		       "FROM s3_objects WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+		.prepare_what = "cannot prepare",
+		.step_what = "cannot list objects",
+		.bind = bind_since,
+		.bind_arg = &arg,
+	};
+	struct db__vec a = DB__VEC_INIT(sizeof(**out));
+	int ret = db__rows(db, &q, object_row, &a, err);
 
-	*out = NULL;
-	*n = 0;
-	if (sqlite3_prepare_v2(conn,
-			       "SELECT bucket, key, size, etag, deleted, seq "
-			       "FROM s3_objects WHERE seq > ?1 ORDER BY seq "
-			       "LIMIT ?2",
-			       -1, &st, NULL) != SQLITE_OK) {
-		ret = db__error(conn, "cannot prepare", err);
-		goto out;
-	}
-	sqlite3_bind_int64(st, 1, seq);
-	sqlite3_bind_int64(st, 2, (sqlite3_int64)max);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct db_object *o;
-
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			*out = xrealloc(*out, cap * sizeof(**out));
-		}
-		o = &(*out)[(*n)++];
-		o->bucket = db__col_dup(st, 0);
-		o->key = db__col_dup(st, 1);
-		o->size = sqlite3_column_int64(st, 2);
-		o->etag = db__col_dup(st, 3);
-		o->deleted = sqlite3_column_int(st, 4);
-		o->seq = sqlite3_column_int64(st, 5);
-	}
-	if (rc != SQLITE_DONE)
-		ret = db__error(conn, "cannot list objects", err);
-	sqlite3_finalize(st);
-out:
-	db__reader_release(db, handle);
 	if (ret) {
-		db_objects_free(*out, *n);
-		*out = NULL;
-		*n = 0;
+		db_objects_free(a.v, a.n);
+		a.v = NULL;
+		a.n = 0;
 	}
+	*out = a.v;
+	*n = a.n;
 	return ret;
 }
 
@@ -128,43 +130,34 @@ void db_objects_free(struct db_object *o, size_t n)
 	free(o);
 }
 
+static int log_ref_row(sqlite3_stmt *st, void *arg)
+{
+	struct db_log_ref *r = db__vec_push(arg);
+
+	r->job = db__col_dup(st, 0);
+	r->stream = db__col_dup(st, 1);
+	return 0;
+}
+
 int db_log_refs(struct db *db, struct db_log_ref **out, size_t *n,
 		struct buf *err)
 {
-	void *handle;
-	sqlite3 *conn = db__reader_acquire(db, &handle);
-	sqlite3_stmt *st = NULL;
-	size_t cap = 0;
-	int ret = 0, rc;
+	static const struct db__query q = {
+		.sql = "SELECT j.name, s.name FROM log_streams s "
+		       "JOIN jobs j ON j.id = s.job_id",
+		.prepare_what = "cannot prepare",
+		.step_what = "cannot list log streams",
+	};
+	struct db__vec a = DB__VEC_INIT(sizeof(**out));
+	int ret = db__rows(db, &q, log_ref_row, &a, err);
 
-	*out = NULL;
-	*n = 0;
-	if (sqlite3_prepare_v2(conn,
-			       "SELECT j.name, s.name FROM log_streams s "
-			       "JOIN jobs j ON j.id = s.job_id",
-			       -1, &st, NULL) != SQLITE_OK) {
-		ret = db__error(conn, "cannot prepare", err);
-		goto out;
-	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			*out = xrealloc(*out, cap * sizeof(**out));
-		}
-		(*out)[*n].job = db__col_dup(st, 0);
-		(*out)[*n].stream = db__col_dup(st, 1);
-		(*n)++;
-	}
-	if (rc != SQLITE_DONE)
-		ret = db__error(conn, "cannot list log streams", err);
-	sqlite3_finalize(st);
-out:
-	db__reader_release(db, handle);
 	if (ret) {
-		db_log_refs_free(*out, *n);
-		*out = NULL;
-		*n = 0;
+		db_log_refs_free(a.v, a.n);
+		a.v = NULL;
+		a.n = 0;
 	}
+	*out = a.v;
+	*n = a.n;
 	return ret;
 }
 
