@@ -99,17 +99,6 @@ void ctrl_members_list_route(struct ctrl_ctx *ctx, struct ctrl_response *resp)
 	db_members_free(rows, n);
 }
 
-static const struct ha_member_status *status_member(const struct ha_status *st,
-						    unsigned id)
-{
-	size_t i;
-
-	for (i = 0; i < st->n; i++)
-		if (st->members[i].id == id)
-			return &st->members[i];
-	return NULL;
-}
-
 /*
  * Whether a new member m clashes with one there is (raft's or the
  * store's): 0, or ERR_CONFLICT with err.
@@ -117,7 +106,7 @@ static const struct ha_member_status *status_member(const struct ha_status *st,
 static int clash(const struct ha_status *st, const struct db_member *rows,
 		 size_t n, const struct db_member *m, struct buf *err)
 {
-	const struct ha_member_status *had = status_member(st, m->id);
+	const struct ha_member_status *had = ha_status_member(st, m->id);
 	size_t i;
 
 	/* A spare or standby at the same address: an add to finish. */
@@ -140,7 +129,7 @@ static int clash(const struct ha_status *st, const struct db_member *rows,
 			return ERR_CONFLICT;
 		}
 	for (i = 0; i < n; i++)
-		if (rows[i].id != m->id && status_member(st, rows[i].id) &&
+		if (rows[i].id != m->id && ha_status_member(st, rows[i].id) &&
 		    !strcmp(rows[i].api_url, m->api_url)) {
 			(void)buf_addf(err, "member %u has API URL %s already",
 				       rows[i].id, m->api_url);
@@ -175,7 +164,7 @@ static int add_member(struct ctrl_ctx *ctx, const struct db_member *m,
 
 		/* Not in raft's configuration at all: the row goes. */
 		if (!ha_status(ctrl_member_ha(), &st, &e2) &&
-		    !status_member(&st, m->id))
+		    !ha_status_member(&st, m->id))
 			(void)db_member_delete(ctx->db, m->id, &e2);
 		buf_release(&e2);
 		return ret;
@@ -234,7 +223,7 @@ static int removable(const struct ha_status *st, unsigned long id,
 	const struct ha_member_status *s;
 	size_t i, voters = 0;
 
-	s = id <= 1000000 ? status_member(st, (unsigned)id) : NULL;
+	s = id <= 1000000 ? ha_status_member(st, (unsigned)id) : NULL;
 	if (!s) {
 		(void)buf_addf(err, "member %lu is not a member", id);
 		return ERR_NOTFOUND;

@@ -147,6 +147,10 @@ struct ha_status {
  */
 int ha_status(struct ha *ha, struct ha_status *out, struct buf *err);
 
+/* The member id of st, or NULL. */
+const struct ha_member_status *ha_status_member(const struct ha_status *st,
+						unsigned id);
+
 /*
  * Membership changes, made by the leader, one at a time. ha_member_add()
  * adds id at raft_addr and makes it a voter once it has caught up with

@@ -75,14 +75,15 @@ const char *ha_role_name(enum ha_role role)
 	return "spare";
 }
 
-static int in_status(const struct ha_status *st, unsigned id)
+const struct ha_member_status *ha_status_member(const struct ha_status *st,
+						unsigned id)
 {
 	size_t i;
 
 	for (i = 0; i < st->n; i++)
 		if (st->members[i].id == id)
-			return 1;
-	return 0;
+			return &st->members[i];
+	return NULL;
 }
 
 static int in_rows(const struct ha_member *rows, size_t n, unsigned id)
@@ -116,7 +117,7 @@ void ha_members_plan(const struct ha_status *st, const struct ha_member *rows,
 		(*put)[(*n_put)++] = m;
 	}
 	for (i = 0; i < n_rows; i++) {
-		if (in_status(st, rows[i].id))
+		if (ha_status_member(st, rows[i].id))
 			continue;
 		*del = xrealloc(*del, (*n_del + 1) * sizeof(**del));
 		(*del)[(*n_del)++] = rows[i].id;

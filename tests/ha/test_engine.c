@@ -337,17 +337,6 @@ static void joiner_stop(void)
 	ha_config_release(&joiner.cfg);
 }
 
-static const struct ha_member_status *status_of(const struct ha_status *st,
-						unsigned id)
-{
-	size_t i;
-
-	for (i = 0; i < st->n; i++)
-		if (st->members[i].id == id)
-			return &st->members[i];
-	return NULL;
-}
-
 /*
  * A member joins: refused changes first, then added (it catches up from
  * a snapshot and the log and becomes a voter), then removed.
@@ -388,8 +377,8 @@ static void test_membership(void **state)
 			 ERR_IO);
 	assert_non_null(strstr(err.data, "member 4 did not answer"));
 	assert_int_equal(ha_status(members[lead].ha, &st, &err), 0);
-	assert_int_equal(status_of(&st, 4)->role, HA_ROLE_SPARE);
-	assert_false(status_of(&st, 4)->reachable);
+	assert_int_equal(ha_status_member(&st, 4)->role, HA_ROLE_SPARE);
+	assert_false(ha_status_member(&st, 4)->reachable);
 	/* Started, the same add makes it a voter once caught up. */
 	joiner_start(f);
 	assert_int_equal(
@@ -397,8 +386,9 @@ static void test_membership(void **state)
 	assert_int_equal(ha_status(members[lead].ha, &st, &err), 0);
 	assert_int_equal(st.n, 4);
 	assert_int_equal(st.leader_id, members[lead].cfg.self);
-	assert_int_equal(status_of(&st, 4)->role, HA_ROLE_VOTER);
-	assert_int_equal(status_of(&st, st.leader_id)->role, HA_ROLE_LEADER);
+	assert_int_equal(ha_status_member(&st, 4)->role, HA_ROLE_VOTER);
+	assert_int_equal(ha_status_member(&st, st.leader_id)->role,
+			 HA_ROLE_LEADER);
 	insert(members[lead].db, "after-add");
 	wait_applied(lead, db_replica_applied(members[lead].db));
 	for (i = 0; i < 500 && db_replica_applied(joiner.db) <
@@ -422,7 +412,7 @@ static void test_membership(void **state)
 	assert_int_equal(ha_member_remove(members[lead].ha, 4, &err), 0);
 	assert_int_equal(ha_status(members[lead].ha, &st, &err), 0);
 	assert_int_equal(st.n, 3);
-	assert_null(status_of(&st, 4));
+	assert_null(ha_status_member(&st, 4));
 	insert(members[lead].db, "after-remove");
 	joiner_stop();
 	cluster_stop();
